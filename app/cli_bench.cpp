@@ -1,0 +1,200 @@
+// `fusionlab bench`: measures lessons headless on the live GPU and prints the tutorial's table:
+// per size, the time of every fusion level, the speedup of the top level over level 0, the
+// byte-ratio limit of that speedup, achieved GB/s and % of copy bandwidth, and the error.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "app/cli.h"
+#include "app/measure/live_backend.h"
+#include "app/measure/session_json.h"
+#include "app/measure/sizes.h"
+#include "kernels/catalog.h"
+
+namespace fl {
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "fusionlab bench: %s\n", message.c_str());
+  return 2;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
+std::string csv_for(const std::vector<Measurement>& all) {
+  std::string csv =
+      "lesson,size,precision,cache,level,level_name,launch,kernel,launch_time_median_us,"
+      "launch_time_p20_us,launch_time_p80_us,textbook_bytes_read,textbook_bytes_written,"
+      "launch_gbps,copy_gbps,chain_time_median_us,repetitions,rel_l2_error,correct\n";
+  char line[1024];
+  for (const Measurement& m : all) {
+    for (size_t k = 0; k < m.launches.size(); ++k) {
+      const LaunchResult& l = m.launches[k];
+      const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
+      std::snprintf(line, sizeof(line),
+                    "%s,%lld,%s,%s,%d,%s,%zu,%s,%.4f,%.4f,%.4f,%lld,%lld,%.2f,%.2f,%.4f,%d,%.3e,%s\n",
+                    m.lesson.c_str(), static_cast<long long>(m.size), to_string(m.precision),
+                    to_string(m.cache), m.level, m.level_name.c_str(), k, l.textbook.kernel.c_str(),
+                    l.time_us.median, l.time_us.p20, l.time_us.p80,
+                    static_cast<long long>(l.textbook.bytes_read),
+                    static_cast<long long>(l.textbook.bytes_written), gbps, l.copy_gbps,
+                    m.chain_time_us.median, m.repetitions, m.check.rel_l2_error,
+                    m.check.passed ? "yes" : "no");
+      csv += line;
+    }
+  }
+  return csv;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  // Validate everything that needs no GPU first, so mistakes are reported at once.
+  std::vector<const Lesson*> chosen;
+  for (const std::string& id : split(o.lessons)) {
+    const Lesson* lesson = find_lesson(id);
+    if (lesson == nullptr) return fail("unknown lesson '" + id + "' (see `fusionlab lessons`)");
+    chosen.push_back(lesson);
+  }
+  if (chosen.empty()) return fail("no lesson given");
+  std::vector<int64_t> sizes;
+  if (Status st = parse_size_list(o.sizes, &sizes); !st.ok()) return fail(st.message());
+  Precision precision;
+  if (!parse_precision(o.precision, &precision)) return fail("--precision is fp32 or bf16, got '" + o.precision + "'");
+  CacheMode cache;
+  if (!parse_cache_mode(o.cache, &cache)) return fail("--cache is cold or warm, got '" + o.cache + "'");
+  std::vector<int> levels;
+  if (o.levels != "all") {
+    for (const std::string& item : split(o.levels)) {
+      char* end = nullptr;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (end == item.c_str() || *end != '\0' || v < 0) return fail("--levels takes 'all' or numbers like 0,1; got '" + o.levels + "'");
+      levels.push_back(static_cast<int>(v));
+    }
+  }
+  for (const Lesson* lesson : chosen) {
+    for (int level : levels) {
+      if (level >= lesson->level_count()) {
+        return fail(lesson->info().id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
+      }
+    }
+    for (int64_t n : sizes) {
+      if (n > lesson->info().size_axis.max) {
+        return fail(lesson->info().id + " takes at most " + std::to_string(lesson->info().size_axis.max) +
+                    " " + lesson->info().size_axis.unit + "; got " + std::to_string(n));
+      }
+    }
+  }
+
+  LiveOptions live;
+  live.min_repetitions = std::max(1, o.min_repetitions);
+  live.target_seconds = o.seconds_per_level;
+  std::unique_ptr<LiveBackend> backend;
+  if (Status st = LiveBackend::create(live, &backend); !st.ok()) {
+    return fail(st.message() + " `bench` measures on a live GPU, so it cannot run here.");
+  }
+  std::fprintf(stderr, "measuring the copy roof (1 GiB, cold L2)...\n");
+  if (Status st = backend->measure_roof(); !st.ok()) return fail(st.message());
+  const DeviceFacts& d = backend->device();
+  std::printf("GPU: %s, compute capability %d.%d, %d SMs, %s L2, %s memory, driver %d.%d, "
+              "CUDA runtime %d.%d\n",
+              d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes).c_str(),
+              format_bytes(d.memory_bytes).c_str(), d.driver_version / 1000,
+              (d.driver_version % 1000) / 10, d.runtime_version / 1000,
+              (d.runtime_version % 1000) / 10);
+  std::printf("roof: copy bandwidth over 1 GiB, cold L2: %.0f GB/s (bytes read + written)\n",
+              d.roof_gbps);
+
+  Session session;
+  session.app_version = app_version();
+  session.created_utc = utc_now_iso8601();
+  session.backend = "live";
+  int failures = 0;
+  for (const Lesson* lesson : chosen) {
+    const LessonInfo& info = lesson->info();
+    std::vector<int> lesson_levels = levels;
+    if (lesson_levels.empty()) {
+      for (int l = 0; l < lesson->level_count(); ++l) lesson_levels.push_back(l);
+    }
+    std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with CUDA events\n",
+                info.id.c_str(), info.formula.c_str(), to_string(precision), to_string(cache),
+                live.min_repetitions);
+    std::printf("%10s %12s", "size", "tensor");
+    for (int l : lesson_levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
+    std::printf(" %8s %7s %10s %7s %11s\n", "speedup", "limit", "top GB/s", "% copy", "max rel err");
+
+    std::vector<Measurement> details;
+    for (int64_t n : sizes) {
+      std::fprintf(stderr, "  %s %s...\n", info.id.c_str(), format_size(n).c_str());
+      MeasureRequest request{info.id, n, lesson_levels, precision, cache};
+      std::vector<Measurement> ms;
+      const Status st = backend->measure(request, nullptr, &ms);
+      if (!st.ok()) {
+        std::printf("%10s  error: %s\n", format_size(n).c_str(), st.message().c_str());
+        ++failures;
+        continue;
+      }
+      std::printf("%10s %12s", format_size(n).c_str(),
+                  format_bytes(double(n) * bytes_per_element(precision)).c_str());
+      double worst_error = 0;
+      bool all_correct = true;
+      for (const Measurement& m : ms) {
+        if (m.check.passed) std::printf(" %11.2f", m.chain_time_us.median);
+        else std::printf(" %11s", "WRONG");
+        worst_error = std::max(worst_error, m.check.rel_l2_error);
+        all_correct = all_correct && m.check.passed;
+      }
+      const Measurement& first = ms.front();
+      const Measurement& top = ms.back();
+      const double limit = top.textbook_bytes() > 0
+                               ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
+      std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
+                  top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps),
+                  worst_error, all_correct ? "" : "  FAILED CHECK");
+      if (!all_correct) ++failures;
+      for (Measurement& m : ms) {
+        details.push_back(m);
+        session.measurements.push_back(std::move(m));
+      }
+    }
+
+    std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes\n");
+    for (const Measurement& m : details) {
+      for (const LaunchResult& l : m.launches) {
+        const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
+        std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)\n",
+                    format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(),
+                    l.time_us.median, gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
+      }
+    }
+  }
+  session.device = backend->device();
+
+  if (!o.out_session.empty()) {
+    if (Status st = save_session(session, o.out_session); !st.ok()) return fail(st.message());
+    std::fprintf(stderr, "wrote %s\n", o.out_session.c_str());
+  }
+  if (!o.out_csv.empty()) {
+    if (Status st = write_file_atomically(o.out_csv, csv_for(session.measurements)); !st.ok()) {
+      return fail(st.message());
+    }
+    std::fprintf(stderr, "wrote %s\n", o.out_csv.c_str());
+  }
+  if (failures > 0) {
+    std::fprintf(stderr, "fusionlab bench: %d measurement(s) failed or gave wrong results\n", failures);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fl

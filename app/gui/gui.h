@@ -1,0 +1,17 @@
+// The window: GLFW + OpenGL 3.3 core (glad) + Dear ImGui. Only in builds with FUSIONLAB_GUI=ON.
+#pragma once
+
+#include <string>
+
+namespace fl {
+
+struct GuiOptions {
+  std::string screenshot_path;  // non-empty: render, wait for the first results, save PNG, exit
+  int width = 1280;
+  int height = 720;
+  bool force_no_gpu = false;    // --no-gpu: behave as on a machine without a driver
+};
+
+int run_gui(const GuiOptions& options);
+
+}  // namespace fl

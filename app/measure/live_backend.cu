@@ -1,0 +1,365 @@
+// The live backend (see live_backend.h).
+#include "app/measure/live_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "kernels/catalog.h"
+#include "kernels/cuda_check.h"
+
+namespace fl {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMemoryMarginBytes = int64_t(256) << 20;  // left free for the driver & others
+constexpr int kBatch = 64;                                  // repetitions per event batch
+
+// Reads the buffer and writes nothing (unless the impossible happens), so no dirty lines stay
+// behind in L2 for the next kernel to pay for.
+__global__ void flush_read_kernel(const int4* __restrict__ data, int64_t count, int* sink) {
+  int acc = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 v = data[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x5eed1e55) *sink = acc;  // the buffer is zeros: never true, but the compiler can't know
+}
+
+// The tuned copy: one 16-byte vector per thread, coalesced. `count` is in 16-byte vectors.
+__global__ void __launch_bounds__(kThreads) copy16_kernel(const int4* __restrict__ src,
+                                                          int4* __restrict__ dst, int64_t count) {
+  const int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x;
+  if (i < count) dst[i] = src[i];
+}
+
+std::string reason_no_gpu(cudaError_t err) {
+  switch (err) {
+    case cudaErrorNoDevice:
+      return "No NVIDIA GPU was found on this machine.";
+    case cudaErrorInsufficientDriver:
+      return "No usable NVIDIA driver was found (none installed, or older than this build's CUDA "
+             "runtime needs).";
+    default:
+      return std::string("The CUDA runtime could not start: ") + cudaGetErrorString(err) + ".";
+  }
+}
+
+// Owns a set of CUDA events (timing enabled) and destroys them on every path out.
+class EventPool {
+ public:
+  EventPool() = default;
+  EventPool(const EventPool&) = delete;
+  EventPool& operator=(const EventPool&) = delete;
+  ~EventPool() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  Status create(size_t count) {
+    while (events_.size() < count) {
+      cudaEvent_t e = nullptr;
+      FL_CUDA_TRY(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    return Status::Ok();
+  }
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
+Status elapsed_us(cudaEvent_t start, cudaEvent_t stop, double* us) {
+  float ms = 0;
+  FL_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+  *us = ms * 1e3;
+  return Status::Ok();
+}
+
+}  // namespace
+
+DeviceFacts query_device() {
+  DeviceFacts d;
+  cudaRuntimeGetVersion(&d.runtime_version);
+  cudaDriverGetVersion(&d.driver_version);  // 0 when no driver is installed
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    d.unusable_reason = reason_no_gpu(err == cudaSuccess ? cudaErrorNoDevice : err);
+    cudaGetLastError();  // clear the sticky-free error so later queries start clean
+    return d;
+  }
+  cudaDeviceProp prop{};
+  const cudaError_t perr = cudaGetDeviceProperties(&prop, 0);
+  if (perr != cudaSuccess) {
+    d.unusable_reason = reason_no_gpu(perr);
+    return d;
+  }
+  d.usable = true;
+  d.name = prop.name;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  return d;
+}
+
+Status LiveBackend::create(const LiveOptions& options, std::unique_ptr<LiveBackend>* out) {
+  std::unique_ptr<LiveBackend> backend(new LiveBackend());
+  backend->options_ = options;
+  backend->device_ = query_device();
+  if (!backend->device_.usable) return Status::Error(backend->device_.unusable_reason);
+  FL_TRY(backend->init());
+  *out = std::move(backend);
+  return Status::Ok();
+}
+
+Status LiveBackend::init() {
+  FL_CUDA_TRY(cudaSetDevice(0));
+  FL_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // At least 2x L2, rounded to 16 bytes; 3x leaves headroom for L2 policies we do not model.
+  const int64_t flush_bytes = std::max<int64_t>(3 * device_.l2_bytes, int64_t(64) << 20) / 16 * 16;
+  FL_TRY(flush_buffer_.allocate(flush_bytes));
+  FL_CUDA_TRY(cudaMemset(flush_buffer_.get(), 0, flush_bytes));
+  FL_TRY(flush_sink_.allocate(sizeof(int)));
+  FL_CUDA_TRY(cudaDeviceSynchronize());
+  std::random_device rd;
+  seed_counter_ = options_.seed != 0 ? options_.seed : (uint64_t(rd()) << 32 | rd());
+  return Status::Ok();
+}
+
+LiveBackend::~LiveBackend() {
+  workspace_.reset();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Status LiveBackend::flush_l2() {
+  const int64_t count = static_cast<int64_t>(flush_buffer_.bytes() / 16);
+  flush_read_kernel<<<device_.sm_count * 8, 512, 0, stream_>>>(flush_buffer_.as<int4>(), count,
+                                                               flush_sink_.as<int>());
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename Body>
+Status LiveBackend::time_median(CacheMode cache, int repetitions, Body body, double* median_us) {
+  EventPool events;
+  FL_TRY(events.create(2));
+  std::vector<double> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    if (cache == CacheMode::cold) FL_TRY(flush_l2());
+    FL_CUDA_TRY(cudaEventRecord(events[0], stream_));
+    FL_TRY(body());
+    FL_CUDA_TRY(cudaEventRecord(events[1], stream_));
+    FL_CUDA_TRY(cudaEventSynchronize(events[1]));
+    double us = 0;
+    FL_TRY(elapsed_us(events[0], events[1], &us));
+    samples.push_back(us);
+  }
+  *median_us = summarize(samples).median;
+  return Status::Ok();
+}
+
+Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps) {
+  const int64_t half = std::max<int64_t>(16, bytes_moved / 2 / 16 * 16);  // bytes per side
+  const auto key = std::make_pair(half, static_cast<int>(cache));
+  if (auto it = copy_cache_.find(key); it != copy_cache_.end()) {
+    *gbps = it->second;
+    return Status::Ok();
+  }
+  DeviceBuffer src, dst;
+  FL_TRY(src.allocate(half).with_context("copy-bandwidth buffers"));
+  FL_TRY(dst.allocate(half).with_context("copy-bandwidth buffers"));
+  FL_CUDA_TRY(cudaMemsetAsync(src.get(), 1, half, stream_));
+  const int64_t vecs = half / 16;
+  const unsigned blocks = static_cast<unsigned>((vecs + kThreads - 1) / kThreads);
+  auto memcpy_body = [&]() -> Status {
+    FL_CUDA_TRY(cudaMemcpyAsync(dst.get(), src.get(), half, cudaMemcpyDeviceToDevice, stream_));
+    return Status::Ok();
+  };
+  auto kernel_body = [&]() -> Status {
+    copy16_kernel<<<blocks, kThreads, 0, stream_>>>(src.as<int4>(), dst.as<int4>(), vecs);
+    FL_CUDA_TRY(cudaGetLastError());
+    return Status::Ok();
+  };
+  // Warm up both, then time each the same way.
+  FL_TRY(memcpy_body());
+  FL_TRY(kernel_body());
+  const int reps = std::max(10, options_.min_repetitions);
+  double memcpy_us = 0, kernel_us = 0;
+  FL_TRY(time_median(cache, reps, memcpy_body, &memcpy_us));
+  FL_TRY(time_median(cache, reps, kernel_body, &kernel_us));
+  const double best_us = std::min(memcpy_us, kernel_us);
+  *gbps = best_us > 0 ? 2.0 * half / (best_us * 1e3) : 0;
+  copy_cache_[key] = *gbps;
+  return Status::Ok();
+}
+
+Status LiveBackend::measure_roof() {
+  double gbps = 0;
+  FL_TRY(copy_bandwidth(int64_t(2) << 30, CacheMode::cold, &gbps).with_context("measuring the roof"));
+  device_.roof_gbps = gbps;
+  return Status::Ok();
+}
+
+int64_t LiveBackend::largest_fitting_size(const Lesson& lesson, Precision p) const {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
+  int64_t budget = static_cast<int64_t>(free_bytes) - kMemoryMarginBytes;
+  if (workspace_) budget += lesson.workspace_bytes(workspace_size_, workspace_precision_);
+  const SizeAxis& axis = lesson.info().size_axis;
+  int64_t lo = 0, hi = axis.max;
+  while (lo < hi) {  // largest size whose workspace fits the budget
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (lesson.workspace_bytes(mid, p) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+Status LiveBackend::ensure_workspace(const Lesson& lesson, int64_t size, Precision p) {
+  if (workspace_ && workspace_lesson_ == lesson.info().id && workspace_size_ == size &&
+      workspace_precision_ == p) {
+    return Status::Ok();
+  }
+  const int64_t fits = largest_fitting_size(lesson, p);
+  workspace_.reset();
+  if (lesson.workspace_bytes(size, p) > lesson.workspace_bytes(fits, p)) {
+    return Status::Error(lesson.info().id + " at " + std::to_string(size) + " " +
+                         lesson.info().size_axis.unit + " needs " +
+                         std::to_string(lesson.workspace_bytes(size, p) >> 20) +
+                         " MiB of GPU memory; the largest size that fits now is " +
+                         std::to_string(fits) + " " + lesson.info().size_axis.unit + ".");
+  }
+  FL_TRY(lesson.create_workspace(size, p, &workspace_));
+  workspace_lesson_ = lesson.info().id;
+  workspace_size_ = size;
+  workspace_precision_ = p;
+  return Status::Ok();
+}
+
+Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& cancelled,
+                            std::vector<Measurement>* out) {
+  const Lesson* lesson = find_lesson(request.lesson);
+  if (lesson == nullptr) return Status::Error("unknown lesson '" + request.lesson + "'");
+  const SizeAxis& axis = lesson->info().size_axis;
+  if (request.size < 1 || request.size > axis.max) {
+    return Status::Error(request.lesson + " takes sizes from 1 to " + std::to_string(axis.max) +
+                         " " + axis.unit + "; got " + std::to_string(request.size) + ".");
+  }
+  const std::string unsupported =
+      precision_unsupported_reason(request.precision, device_.cc_major, device_.cc_minor);
+  if (!unsupported.empty()) return Status::Error(unsupported);
+
+  std::vector<int> levels = request.levels;
+  if (levels.empty()) {
+    for (int l = 0; l < lesson->level_count(); ++l) levels.push_back(l);
+  }
+  for (int level : levels) {
+    if (level < 0 || level >= lesson->level_count()) {
+      return Status::Error(request.lesson + " has levels 0.." +
+                           std::to_string(lesson->level_count() - 1) + "; got " +
+                           std::to_string(level) + ".");
+    }
+  }
+  FL_TRY(ensure_workspace(*lesson, request.size, request.precision));
+  for (int level : levels) {
+    if (cancelled && cancelled()) return Status::Ok();
+    Measurement m;
+    const Status st = measure_level(*lesson, request, level, cancelled, &m);
+    if (!st.ok()) {
+      // A CUDA error may leave the workspace unusable: drop it so the next request starts clean.
+      workspace_.reset();
+      cudaGetLastError();
+      return st.with_context(request.lesson + " level " + std::to_string(level));
+    }
+    out->push_back(std::move(m));
+  }
+  return Status::Ok();
+}
+
+Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& request, int level,
+                                  const CancelCheck& cancelled, Measurement* m) {
+  const FusionLevel& fl = lesson.info().levels[level];
+  const int launches = static_cast<int>(fl.launches.size());
+  const std::vector<LaunchTraffic> traffic = lesson.traffic(level, request.size, request.precision);
+  m->lesson = request.lesson;
+  m->size = request.size;
+  m->level = level;
+  m->level_name = fl.name;
+  m->precision = request.precision;
+  m->cache = request.cache;
+  m->timing_method = "cuda_events";
+  m->launches.resize(launches);
+  for (int k = 0; k < launches; ++k) m->launches[k].textbook = traffic[k];
+
+  Workspace& ws = *workspace_;
+  auto run_chain = [&]() -> Status {
+    for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
+    return Status::Ok();
+  };
+
+  // Correctness gate: fresh inputs, poisoned outputs, one run, compare with the fp64 reference.
+  FL_TRY(ws.fill_inputs(++seed_counter_, stream_));
+  FL_TRY(ws.poison_outputs(stream_));
+  FL_TRY(run_chain());
+  FL_TRY(ws.check(stream_, &m->check));
+  if (!m->check.passed) return Status::Ok();  // published without a time: no speedup for a wrong kernel
+
+  // Warm up, then estimate one repetition to size the run.
+  FL_TRY(run_chain());
+  double estimate_us = 0;
+  FL_TRY(time_median(request.cache, 3, run_chain, &estimate_us));
+  int reps = static_cast<int>(options_.target_seconds * 1e6 / std::max(estimate_us, 1.0));
+  reps = std::clamp(reps, options_.min_repetitions, options_.max_repetitions);
+
+  // Events: one before the chain and one after each launch, for a batch of repetitions.
+  EventPool events;
+  FL_TRY(events.create((launches + 1) * kBatch));
+  std::vector<std::vector<double>> per_launch(launches);
+  std::vector<double> chain;
+  for (int done = 0; done < reps; done += kBatch) {
+    if (cancelled && cancelled()) break;
+    const int batch = std::min(kBatch, reps - done);
+    for (int r = 0; r < batch; ++r) {
+      const size_t first = r * (launches + 1);
+      if (request.cache == CacheMode::cold) FL_TRY(flush_l2());
+      FL_CUDA_TRY(cudaEventRecord(events[first], stream_));
+      for (int k = 0; k < launches; ++k) {
+        FL_TRY(ws.launch(level, k, stream_));
+        FL_CUDA_TRY(cudaEventRecord(events[first + k + 1], stream_));
+      }
+    }
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    for (int r = 0; r < batch; ++r) {
+      const size_t first = r * (launches + 1);
+      double us = 0;
+      for (int k = 0; k < launches; ++k) {
+        FL_TRY(elapsed_us(events[first + k], events[first + k + 1], &us));
+        per_launch[k].push_back(us);
+      }
+      FL_TRY(elapsed_us(events[first], events[first + launches], &us));
+      chain.push_back(us);
+    }
+  }
+  m->repetitions = static_cast<int>(chain.size());
+  m->chain_time_us = summarize(chain);
+  for (int k = 0; k < launches; ++k) m->launches[k].time_us = summarize(per_launch[k]);
+
+  // The roofline reference for every launch and the chain, in the same cache mode.
+  for (auto& launch : m->launches) {
+    if (!copy_bandwidth(launch.textbook.bytes(), request.cache, &launch.copy_gbps).ok()) {
+      launch.copy_gbps = 0;  // the copy's buffers may not fit next to the workspace: no reference
+    }
+  }
+  if (!copy_bandwidth(m->textbook_bytes(), request.cache, &m->chain_copy_gbps).ok()) {
+    m->chain_copy_gbps = 0;
+  }
+  cudaGetLastError();  // an allocation refused above must not poison the next request
+  return Status::Ok();
+}
+
+}  // namespace fl

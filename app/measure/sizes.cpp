@@ -1,0 +1,59 @@
+#include "app/measure/sizes.h"
+
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+namespace fl {
+
+Status parse_size(const std::string& text, int64_t* out) {
+  if (text.empty()) return Status::Error("empty size");
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 15) return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
+  int64_t value = std::stoll(text.substr(0, digits));
+  const std::string suffix = text.substr(digits);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else if (!suffix.empty()) return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
+  if (value > (int64_t(1) << (62 - shift))) return Status::Error("'" + text + "' is too large");
+  *out = value << shift;
+  if (*out <= 0) return Status::Error("size must be positive, got '" + text + "'");
+  return Status::Ok();
+}
+
+Status parse_size_list(const std::string& text, std::vector<int64_t>* out) {
+  out->clear();
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int64_t n = 0;
+    FL_TRY(parse_size(item, &n));
+    out->push_back(n);
+  }
+  if (out->empty()) return Status::Error("no sizes given");
+  return Status::Ok();
+}
+
+std::string format_size(int64_t n) {
+  if (n >= (int64_t(1) << 30) && n % (int64_t(1) << 30) == 0) return std::to_string(n >> 30) + "G";
+  if (n >= (1 << 20) && n % (1 << 20) == 0) return std::to_string(n >> 20) + "M";
+  if (n >= (1 << 10) && n % (1 << 10) == 0) return std::to_string(n >> 10) + "K";
+  return std::to_string(n);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+}  // namespace fl

@@ -1,0 +1,141 @@
+// Device-side helpers shared by the lessons: element types, 16-byte vector access, random
+// inputs, poisoning, and the fp64 error reduction behind every correctness check.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/lesson.h"
+
+namespace fl {
+
+// ---- element types -------------------------------------------------------------------------
+
+template <typename T>
+struct Elem;
+
+template <>
+struct Elem<float> {
+  __host__ __device__ static float to_float(float v) { return v; }
+  __host__ __device__ static float from_float(float v) { return v; }
+};
+
+template <>
+struct Elem<__nv_bfloat16> {
+  __host__ __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __host__ __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+};
+
+// ---- 16-byte vectors -----------------------------------------------------------------------
+// Each thread moves 16 bytes per access (LDG.128 / STG.128): 4 floats or 8 bf16.
+
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int kCount = 16 / sizeof(T);
+  T v[kCount];
+};
+
+template <typename T>
+__device__ __forceinline__ Vec16<T> load16(const T* p) {
+  Vec16<T> out;
+  *reinterpret_cast<int4*>(&out) = *reinterpret_cast<const int4*>(p);
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
+  *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
+}
+
+// Blocks for a one-vector-per-thread elementwise launch over n elements (tail included).
+inline unsigned elementwise_blocks(int64_t n, int elems_per_vec, int threads) {
+  const int64_t vecs = (n + elems_per_vec - 1) / elems_per_vec;
+  return static_cast<unsigned>((vecs + threads - 1) / threads);
+}
+
+// ---- random inputs and poison --------------------------------------------------------------
+
+// A counter-based hash (splitmix64): the same (seed, index) gives the same value on any GPU.
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [lo, hi), from the top 24 bits of the hash.
+__host__ __device__ inline float uniform_at(uint64_t seed, int64_t i, float lo, float hi) {
+  const uint64_t h = mix64(seed ^ mix64(static_cast<uint64_t>(i)));
+  const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+  return lo + (hi - lo) * u;
+}
+
+template <typename T>
+Status fill_uniform(T* data, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
+
+template <typename T>
+Status fill_nan(T* data, int64_t n, cudaStream_t stream);
+
+// ---- fp64 error reduction ------------------------------------------------------------------
+
+// Accumulators for ||out - ref||^2, ||ref||^2, max |out - ref| and non-finite outputs, kept in
+// device memory and reduced with atomics (one per block).
+struct ErrorSums {
+  double err2;
+  double ref2;
+  unsigned long long max_abs_bits;  // bit pattern of a non-negative double: orders like the value
+  unsigned long long non_finite;
+};
+
+// One thread's running error over the elements it checked.
+struct ErrorPartial {
+  double err2 = 0, ref2 = 0, max_abs = 0;
+  unsigned long long non_finite = 0;
+  __device__ void add(double out, double ref) {
+    if (!isfinite(out)) {
+      ++non_finite;
+      return;
+    }
+    const double d = out - ref;
+    err2 += d * d;
+    ref2 += ref * ref;
+    max_abs = fmax(max_abs, fabs(d));
+  }
+};
+
+__device__ inline void warp_reduce(ErrorPartial& p) {
+  for (int off = 16; off > 0; off >>= 1) {
+    p.err2 += __shfl_down_sync(0xffffffffu, p.err2, off);
+    p.ref2 += __shfl_down_sync(0xffffffffu, p.ref2, off);
+    p.max_abs = fmax(p.max_abs, __shfl_down_sync(0xffffffffu, p.max_abs, off));
+    p.non_finite += __shfl_down_sync(0xffffffffu, p.non_finite, off);
+  }
+}
+
+// Adds every thread's partial into `sums`: one atomic per block and field. Every thread of the
+// block must call it (it has a barrier); blockDim.x must be a multiple of 32, at most 1024.
+__device__ inline void block_accumulate(ErrorSums* sums, ErrorPartial p) {
+  __shared__ ErrorPartial s_warp[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  warp_reduce(p);
+  if (lane == 0) s_warp[warp] = p;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = blockDim.x >> 5;
+    p = lane < warps ? s_warp[lane] : ErrorPartial{};
+    warp_reduce(p);
+    if (lane == 0) {
+      atomicAdd(&sums->err2, p.err2);
+      atomicAdd(&sums->ref2, p.ref2);
+      atomicMax(&sums->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(p.max_abs)));
+      atomicAdd(&sums->non_finite, p.non_finite);
+    }
+  }
+}
+
+// Turns the device sums (already copied to the host) into a CheckResult.
+CheckResult finish_check(const ErrorSums& sums, double tolerance);
+
+}  // namespace fl

@@ -1,0 +1,33 @@
+// Precision helpers and small shared pieces of the lesson interface.
+#include <string>
+
+#include "kernels/lesson.h"
+
+namespace fl {
+
+const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "bf16"; }
+
+bool parse_precision(const std::string& text, Precision* out) {
+  if (text == "fp32") *out = Precision::fp32;
+  else if (text == "bf16") *out = Precision::bf16;
+  else return false;
+  return true;
+}
+
+int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+
+std::string precision_unsupported_reason(Precision p, int cc_major, int cc_minor) {
+  if (p == Precision::bf16 && cc_major < 8) {
+    return "bf16 needs compute capability 8.0 (Ampere) or newer; this GPU is " +
+           std::to_string(cc_major) + "." + std::to_string(cc_minor) + ", so only fp32 runs here";
+  }
+  return "";
+}
+
+int64_t total_bytes(const std::vector<LaunchTraffic>& launches) {
+  int64_t sum = 0;
+  for (const auto& l : launches) sum += l.bytes();
+  return sum;
+}
+
+}  // namespace fl

@@ -1,0 +1,118 @@
+// The lesson interface (DESIGN.md §3). A lesson is one source file holding, in this order: its
+// teaching text, the CPU reference in double precision, the kernels of every fusion level, the
+// textbook traffic model, and a Workspace that owns the device buffers for one (size, precision).
+// A new lesson is one new file plus one line in catalog.cpp.
+//
+// Nothing here knows about timing, CUPTI or the UI: the measurement engine (app/measure) drives
+// a Workspace launch by launch, so it can time each launch on its own.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/status.h"
+
+namespace fl {
+
+enum class Precision { fp32, bf16 };
+
+const char* to_string(Precision p);
+bool parse_precision(const std::string& text, Precision* out);
+int bytes_per_element(Precision p);
+
+// What the GPU must offer for a precision; empty when supported. Shown to the learner verbatim.
+std::string precision_unsupported_reason(Precision p, int cc_major, int cc_minor);
+
+// The axis the size slider moves along, in the lesson's own units.
+struct SizeAxis {
+  std::string unit;  // "elements" or "rows"
+  int64_t min = 0;
+  int64_t max = 0;
+  int64_t default_size = 0;
+};
+
+// One rung of the fusion ladder: a named variant that is a list of kernel launches.
+struct FusionLevel {
+  std::string name;                   // "unfused", "fused"
+  std::string summary;                // one sentence for the learner
+  std::vector<std::string> launches;  // kernel names, in launch order
+};
+
+struct LessonInfo {
+  std::string id;     // "gelu_scale"
+  std::string title;  // "GELU + scale"
+  std::string formula;
+  std::string teaching_text;  // a paragraph for the learner
+  SizeAxis size_axis;
+  std::vector<FusionLevel> levels;  // levels[0] is the unfused chain, the last is fully fused
+  std::vector<Precision> precisions;
+};
+
+// The textbook traffic of one launch: the fewest bytes it must move through device memory
+// (each input read once, each output written once) and the arithmetic it must do.
+struct LaunchTraffic {
+  std::string kernel;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  double flops = 0;
+  int64_t bytes() const { return bytes_read + bytes_written; }
+};
+
+// The output of one level compared with the fp64 reference computed on the GPU.
+struct CheckResult {
+  double rel_l2_error = 0;   // ||out - ref|| / ||ref||
+  double max_abs_error = 0;  // max |out - ref|
+  int64_t non_finite = 0;    // outputs that are NaN/Inf (poisoned outputs never written land here)
+  double tolerance = 0;      // rel_l2_error must stay at or below this
+  bool passed = false;
+};
+
+// A host copy of one tensor, upcast to double, for CPU-reference checks in the gpu tests.
+struct HostTensor {
+  std::string name;
+  std::vector<double> values;
+};
+
+// Device buffers and launches for one (size, precision).
+class Workspace {
+ public:
+  virtual ~Workspace() = default;
+  // Fresh random inputs, generated on the GPU from `seed`.
+  virtual Status fill_inputs(uint64_t seed, cudaStream_t stream) = 0;
+  // Fills every output and intermediate with NaN so an unwritten element cannot pass a check.
+  virtual Status poison_outputs(cudaStream_t stream) = 0;
+  // Enqueues launch `launch` of fusion level `level` (0 <= launch < levels[level].launches.size()).
+  virtual Status launch(int level, int launch, cudaStream_t stream) = 0;
+  // Compares the outputs with an fp64 reference computed on the GPU. Synchronizes `stream`.
+  virtual Status check(cudaStream_t stream, CheckResult* result) = 0;
+  // Copies inputs and outputs to the host (for CPU-reference tests). Synchronizes `stream`.
+  virtual Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                          std::vector<HostTensor>* outputs) = 0;
+};
+
+class Lesson {
+ public:
+  virtual ~Lesson() = default;
+  virtual const LessonInfo& info() const = 0;
+  // Textbook traffic of every launch of `level`, in launch order.
+  virtual std::vector<LaunchTraffic> traffic(int level, int64_t size, Precision p) const = 0;
+  // Device memory a workspace of this size needs, to refuse sizes that cannot fit.
+  virtual int64_t workspace_bytes(int64_t size, Precision p) const = 0;
+  virtual Status create_workspace(int64_t size, Precision p,
+                                  std::unique_ptr<Workspace>* out) const = 0;
+  // The CPU reference in double precision: outputs from inputs as `download` returns them.
+  virtual std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const = 0;
+  // Relative-L2 tolerance for outputs of this precision against the reference.
+  virtual double tolerance(Precision p) const = 0;
+
+  int level_count() const { return static_cast<int>(info().levels.size()); }
+};
+
+// Sum over a level's launches.
+int64_t total_bytes(const std::vector<LaunchTraffic>& launches);
+
+}  // namespace fl

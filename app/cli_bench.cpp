@@ -136,7 +136,12 @@ int run_bench(const BenchOptions& o) {
     std::vector<Measurement> details;
     for (int64_t n : sizes) {
       std::fprintf(stderr, "  %s %s...\n", info.id.c_str(), format_size(n).c_str());
-      MeasureRequest request{info.id, n, lesson_levels, precision, cache};
+      MeasureRequest request;
+      request.lesson = info.id;
+      request.size = n;
+      request.levels = lesson_levels;
+      request.precision = precision;
+      request.cache = cache;
       std::vector<Measurement> ms;
       const Status st = backend->measure(request, nullptr, &ms);
       if (!st.ok()) {

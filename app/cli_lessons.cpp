@@ -28,7 +28,10 @@ int run_lessons(bool json) {
                       {{"unit", info.size_axis.unit},
                        {"min", info.size_axis.min},
                        {"max", info.size_axis.max},
-                       {"default", info.size_axis.default_size}}},
+                       {"default", info.size_axis.default_size},
+                       {"inner_name", info.size_axis.inner_name},
+                       {"inner_default", info.size_axis.inner_default},
+                       {"inner_max", info.size_axis.inner_max}}},
                      {"levels", levels},
                      {"precisions", precisions},
                      {"teaching_text", info.teaching_text}});

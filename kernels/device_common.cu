@@ -58,7 +58,7 @@ template Status fill_nan<__nv_bfloat16>(__nv_bfloat16*, int64_t, cudaStream_t);
 
 CheckResult finish_check(const ErrorSums& sums, double tolerance) {
   CheckResult r;
-  r.rel_l2_error = sums.ref2 > 0 ? std::sqrt(sums.err2 / sums.ref2) : std::sqrt(sums.err2);
+  r.rel_l2_error = relative_l2_error(sums.err2, sums.ref2, static_cast<int64_t>(sums.count));
   double max_abs;
   static_assert(sizeof(max_abs) == sizeof(sums.max_abs_bits), "double is 64 bits");
   std::memcpy(&max_abs, &sums.max_abs_bits, sizeof(max_abs));

@@ -87,12 +87,13 @@ struct ErrorSums {
   double ref2;
   unsigned long long max_abs_bits;  // bit pattern of a non-negative double: orders like the value
   unsigned long long non_finite;
+  unsigned long long count;  // finite outputs compared
 };
 
 // One thread's running error over the elements it checked.
 struct ErrorPartial {
   double err2 = 0, ref2 = 0, max_abs = 0;
-  unsigned long long non_finite = 0;
+  unsigned long long non_finite = 0, count = 0;
   __device__ void add(double out, double ref) {
     if (!isfinite(out)) {
       ++non_finite;
@@ -102,6 +103,7 @@ struct ErrorPartial {
     err2 += d * d;
     ref2 += ref * ref;
     max_abs = fmax(max_abs, fabs(d));
+    ++count;
   }
 };
 
@@ -111,6 +113,7 @@ __device__ inline void warp_reduce(ErrorPartial& p) {
     p.ref2 += __shfl_down_sync(0xffffffffu, p.ref2, off);
     p.max_abs = fmax(p.max_abs, __shfl_down_sync(0xffffffffu, p.max_abs, off));
     p.non_finite += __shfl_down_sync(0xffffffffu, p.non_finite, off);
+    p.count += __shfl_down_sync(0xffffffffu, p.count, off);
   }
 }
 
@@ -131,6 +134,7 @@ __device__ inline void block_accumulate(ErrorSums* sums, ErrorPartial p) {
       atomicAdd(&sums->ref2, p.ref2);
       atomicMax(&sums->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(p.max_abs)));
       atomicAdd(&sums->non_finite, p.non_finite);
+      atomicAdd(&sums->count, p.count);
     }
   }
 }

@@ -1,4 +1,5 @@
 // Precision helpers and small shared pieces of the lesson interface.
+#include <cmath>
 #include <string>
 
 #include "kernels/lesson.h"
@@ -22,6 +23,12 @@ std::string precision_unsupported_reason(Precision p, int cc_major, int cc_minor
            std::to_string(cc_major) + "." + std::to_string(cc_minor) + ", so only fp32 runs here";
   }
   return "";
+}
+
+double relative_l2_error(double err2, double ref2, int64_t count) {
+  constexpr double kRmsFloor = 1e-3;
+  const double denominator = std::sqrt(ref2 + double(count) * kRmsFloor * kRmsFloor);
+  return denominator > 0 ? std::sqrt(err2) / denominator : 0.0;
 }
 
 int64_t total_bytes(const std::vector<LaunchTraffic>& launches) {

@@ -33,6 +33,19 @@ struct SizeAxis {
   int64_t min = 0;
   int64_t max = 0;
   int64_t default_size = 0;
+  // Row-wise lessons also have a row length (hidden size C, or keys per score row). It is fixed
+  // for the slider (inner_default) but tests use odd ones. Elementwise lessons leave it 0.
+  std::string inner_name;  // e.g. "hidden size C"
+  int64_t inner_default = 0;
+  int64_t inner_max = 0;
+};
+
+// The problem size of one run: `size` along the size axis, `inner` the row length (0 means the
+// lesson's default; Lesson::resolve fills it in). Converts from a plain size.
+struct Shape {
+  Shape(int64_t size_ = 0, int64_t inner_ = 0) : size(size_), inner(inner_) {}  // NOLINT: implicit
+  int64_t size;
+  int64_t inner;
 };
 
 // One rung of the fusion ladder: a named variant that is a list of kernel launches.
@@ -61,6 +74,11 @@ struct LaunchTraffic {
   double flops = 0;
   int64_t bytes() const { return bytes_read + bytes_written; }
 };
+
+// ||out - ref|| / ||ref||, with an absolute floor: the reference's RMS counts as at least 1e-3,
+// so a handful of outputs that are all nearly zero (GELU's negative tail) cannot turn rounding
+// into a large "relative" error. For data of unit scale the floor changes nothing.
+double relative_l2_error(double err2, double ref2, int64_t count);
 
 // The output of one level compared with the fp64 reference computed on the GPU.
 struct CheckResult {
@@ -99,10 +117,10 @@ class Lesson {
   virtual ~Lesson() = default;
   virtual const LessonInfo& info() const = 0;
   // Textbook traffic of every launch of `level`, in launch order.
-  virtual std::vector<LaunchTraffic> traffic(int level, int64_t size, Precision p) const = 0;
+  virtual std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const = 0;
   // Device memory a workspace of this size needs, to refuse sizes that cannot fit.
-  virtual int64_t workspace_bytes(int64_t size, Precision p) const = 0;
-  virtual Status create_workspace(int64_t size, Precision p,
+  virtual int64_t workspace_bytes(Shape shape, Precision p) const = 0;
+  virtual Status create_workspace(Shape shape, Precision p,
                                   std::unique_ptr<Workspace>* out) const = 0;
   // The CPU reference in double precision: outputs from inputs as `download` returns them.
   virtual std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const = 0;
@@ -110,6 +128,11 @@ class Lesson {
   virtual double tolerance(Precision p) const = 0;
 
   int level_count() const { return static_cast<int>(info().levels.size()); }
+  // `shape` with inner == 0 replaced by the lesson's default row length.
+  Shape resolve(Shape shape) const {
+    if (shape.inner == 0) shape.inner = info().size_axis.inner_default;
+    return shape;
+  }
 };
 
 // Sum over a level's launches.

@@ -14,6 +14,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 : > "$OUT/summary.txt"
+rm -f "$OUT/sanitizer.log"
 
 prefix=/tmp/fusionlab-deps
 if compgen -G ".debs/*.deb" > /dev/null; then
@@ -23,9 +24,8 @@ fi
 
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv \
-  > "$OUT/nvidia-smi.txt" 2>&1
-log "GPU: $(tail -1 "$OUT/nvidia-smi.txt"); building for sm_$arch"
+log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+  --format=csv,noheader 2>&1 | head -1); building for sm_$arch; $(date -u +%FT%TZ)"
 
 build=build-gpu
 t0=$(date +%s)
@@ -37,6 +37,7 @@ if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITEC
   exit 1
 fi
 log "build: $(( $(date +%s) - t0 )) s"
+rm -f "$OUT/build.log"  # kept only when the build fails: $OUT brings back at most 8 files
 
 status=0
 (cd "$build" && ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1 || status=1
@@ -46,21 +47,23 @@ if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/fusionlab" bench \
       --lesson gelu_scale --sizes 1K,4097,65539 --reps 2 --seconds 0 \
-      > "$OUT/sanitizer-$tool.log" 2>&1 || status=1
-    log "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
+      > /tmp/sanitizer-$tool.log 2>&1 || status=1
+    { echo "### $tool"; cat /tmp/sanitizer-$tool.log; } >> "$OUT/sanitizer.log"
+    log "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitizer-$tool.log | tail -1)"
   done
 fi
 
 sizes=${FL_BENCH_SIZES:-1K,1M,16M,64M}
 "$build/fusionlab" bench --lesson gelu_scale --sizes "$sizes" --cache cold \
-  --out "$OUT/gelu_scale_cold.json" --csv "$OUT/gelu_scale_cold.csv" > "$OUT/bench.txt" 2> "$OUT/bench.err" || status=1
+  --out "$OUT/gelu_scale_cold.json" --csv "$OUT/gelu_scale_cold.csv" > /tmp/bench-cold.txt 2>&1 || status=1
 "$build/fusionlab" bench --lesson gelu_scale --sizes "$sizes" --cache warm --precision bf16 \
-  --out "$OUT/gelu_scale_warm_bf16.json" > "$OUT/bench-bf16-warm.txt" 2>> "$OUT/bench.err" || status=1
+  --out "$OUT/gelu_scale_warm_bf16.json" > /tmp/bench-warm.txt 2>&1 || status=1
+cat /tmp/bench-warm.txt /tmp/bench-cold.txt > "$OUT/bench.txt"
 
 echo
 cat "$OUT/summary.txt"
 echo
-cat "$OUT/bench-bf16-warm.txt" | sed -n '3,20p' | grep -v 'per launch' | head -8
+grep -v -E '^ +[0-9]+[KMG]? +level' /tmp/bench-warm.txt | grep -v -E 'measuring|^  gelu|per launch|^GPU|^roof'
 echo
-cat "$OUT/bench.txt"
+cat /tmp/bench-cold.txt
 exit $status

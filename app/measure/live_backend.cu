@@ -205,38 +205,42 @@ Status LiveBackend::measure_roof() {
   return Status::Ok();
 }
 
-int64_t LiveBackend::largest_fitting_size(const Lesson& lesson, Precision p) const {
+int64_t LiveBackend::largest_fitting_size(const Lesson& lesson, Precision p, int64_t inner) const {
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
   int64_t budget = static_cast<int64_t>(free_bytes) - kMemoryMarginBytes;
-  if (workspace_) budget += lesson.workspace_bytes(workspace_size_, workspace_precision_);
+  if (workspace_) {
+    if (const Lesson* held = find_lesson(workspace_lesson_)) {
+      budget += held->workspace_bytes(workspace_shape_, workspace_precision_);
+    }
+  }
   const SizeAxis& axis = lesson.info().size_axis;
   int64_t lo = 0, hi = axis.max;
   while (lo < hi) {  // largest size whose workspace fits the budget
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (lesson.workspace_bytes(mid, p) <= budget) lo = mid;
+    if (lesson.workspace_bytes(lesson.resolve({mid, inner}), p) <= budget) lo = mid;
     else hi = mid - 1;
   }
   return lo;
 }
 
-Status LiveBackend::ensure_workspace(const Lesson& lesson, int64_t size, Precision p) {
-  if (workspace_ && workspace_lesson_ == lesson.info().id && workspace_size_ == size &&
-      workspace_precision_ == p) {
+Status LiveBackend::ensure_workspace(const Lesson& lesson, Shape shape, Precision p) {
+  if (workspace_ && workspace_lesson_ == lesson.info().id && workspace_shape_.size == shape.size &&
+      workspace_shape_.inner == shape.inner && workspace_precision_ == p) {
     return Status::Ok();
   }
-  const int64_t fits = largest_fitting_size(lesson, p);
+  const int64_t fits = largest_fitting_size(lesson, p, shape.inner);
   workspace_.reset();
-  if (lesson.workspace_bytes(size, p) > lesson.workspace_bytes(fits, p)) {
-    return Status::Error(lesson.info().id + " at " + std::to_string(size) + " " +
-                         lesson.info().size_axis.unit + " needs " +
-                         std::to_string(lesson.workspace_bytes(size, p) >> 20) +
+  const int64_t needed = lesson.workspace_bytes(shape, p);
+  if (shape.size > fits) {
+    return Status::Error(lesson.info().id + " at " + std::to_string(shape.size) + " " +
+                         lesson.info().size_axis.unit + " needs " + std::to_string(needed >> 20) +
                          " MiB of GPU memory; the largest size that fits now is " +
                          std::to_string(fits) + " " + lesson.info().size_axis.unit + ".");
   }
-  FL_TRY(lesson.create_workspace(size, p, &workspace_));
+  FL_TRY(lesson.create_workspace(shape, p, &workspace_));
   workspace_lesson_ = lesson.info().id;
-  workspace_size_ = size;
+  workspace_shape_ = shape;
   workspace_precision_ = p;
   return Status::Ok();
 }
@@ -265,7 +269,12 @@ Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& ca
                            std::to_string(level) + ".");
     }
   }
-  FL_TRY(ensure_workspace(*lesson, request.size, request.precision));
+  if (request.inner < 0 || (axis.inner_max > 0 && request.inner > axis.inner_max)) {
+    return Status::Error(request.lesson + " takes a " + axis.inner_name + " up to " +
+                         std::to_string(axis.inner_max) + "; got " + std::to_string(request.inner) + ".");
+  }
+  const Shape shape = lesson->resolve({request.size, request.inner});
+  FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   for (int level : levels) {
     if (cancelled && cancelled()) return Status::Ok();
     Measurement m;
@@ -285,9 +294,11 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
                                   const CancelCheck& cancelled, Measurement* m) {
   const FusionLevel& fl = lesson.info().levels[level];
   const int launches = static_cast<int>(fl.launches.size());
-  const std::vector<LaunchTraffic> traffic = lesson.traffic(level, request.size, request.precision);
+  const Shape shape = lesson.resolve({request.size, request.inner});
+  const std::vector<LaunchTraffic> traffic = lesson.traffic(level, shape, request.precision);
   m->lesson = request.lesson;
-  m->size = request.size;
+  m->size = shape.size;
+  m->inner = shape.inner;
   m->level = level;
   m->level_name = fl.name;
   m->precision = request.precision;

@@ -42,8 +42,9 @@ class LiveBackend final : public MeasureBackend {
   // The device's roof: copy bandwidth over 1 GiB, cold. Stored in device().roof_gbps.
   Status measure_roof();
 
-  // Largest size of `lesson` that fits in free device memory next to our own buffers.
-  int64_t largest_fitting_size(const Lesson& lesson, Precision p) const;
+  // Largest size of `lesson` (at row length `inner`, 0 = default) that fits in free device
+  // memory next to our own buffers.
+  int64_t largest_fitting_size(const Lesson& lesson, Precision p, int64_t inner = 0) const;
 
  private:
   LiveBackend() = default;
@@ -51,7 +52,7 @@ class LiveBackend final : public MeasureBackend {
   Status flush_l2();
   Status measure_level(const Lesson& lesson, const MeasureRequest& request, int level,
                        const CancelCheck& cancelled, Measurement* m);
-  Status ensure_workspace(const Lesson& lesson, int64_t size, Precision p);
+  Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
   template <typename Body>
   Status time_median(CacheMode cache, int repetitions, Body body, double* median_us);
@@ -66,7 +67,7 @@ class LiveBackend final : public MeasureBackend {
   // The workspace of the last (lesson, size, precision): moving the fusion slider reuses it.
   std::unique_ptr<Workspace> workspace_;
   std::string workspace_lesson_;
-  int64_t workspace_size_ = 0;
+  Shape workspace_shape_;
   Precision workspace_precision_ = Precision::fp32;
 };
 

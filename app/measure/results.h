@@ -41,6 +41,7 @@ struct MeasureRequest {
   std::vector<int> levels;  // empty: every level of the lesson
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
+  int64_t inner = 0;        // row length for row-wise lessons; 0: the lesson's default
 };
 
 struct LaunchResult {
@@ -52,6 +53,7 @@ struct LaunchResult {
 struct Measurement {
   std::string lesson;
   int64_t size = 0;
+  int64_t inner = 0;  // row length (resolved), 0 for elementwise lessons
   int level = 0;
   std::string level_name;
   Precision precision = Precision::fp32;

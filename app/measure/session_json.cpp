@@ -72,6 +72,7 @@ json measurement_json(const Measurement& m) {
   }
   return {{"lesson", m.lesson},
           {"size", m.size},
+          {"inner", m.inner},
           {"level", m.level},
           {"level_name", m.level_name},
           {"precision", to_string(m.precision)},
@@ -92,6 +93,7 @@ Measurement measurement_from(const json& j) {
   Measurement m;
   m.lesson = j.at("lesson").get<std::string>();
   m.size = j.at("size").get<int64_t>();
+  m.inner = j.at("inner").get<int64_t>();
   m.level = j.at("level").get<int>();
   m.level_name = j.at("level_name").get<std::string>();
   if (!parse_precision(j.at("precision").get<std::string>(), &m.precision)) {

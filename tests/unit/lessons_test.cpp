@@ -70,3 +70,19 @@ TEST(Precision, Bf16NeedsAmpere) {
 
 }  // namespace
 }  // namespace fl
+
+namespace fl {
+namespace {
+
+TEST(RelativeError, RelativeToTheReferenceWithAnAbsoluteFloor) {
+  // Unit-scale data: ||e|| / ||ref||, the floor is invisible.
+  EXPECT_NEAR(relative_l2_error(/*err2=*/1e-6, /*ref2=*/100.0, /*count=*/100), 1e-4, 1e-9);
+  // One output that is nearly zero: the floor (RMS 1e-3) keeps a 1e-9 error from reading as 100%.
+  EXPECT_LT(relative_l2_error(1e-18, 1e-18, 1), 1e-5);
+  // A real error on such data is still caught.
+  EXPECT_GT(relative_l2_error(1e-4, 1e-18, 1), 1.0);
+  EXPECT_EQ(relative_l2_error(0, 0, 0), 0.0);
+}
+
+}  // namespace
+}  // namespace fl

@@ -1,0 +1,169 @@
+// Every lesson in the catalog, on the GPU: every fusion level, fp32 and bf16, at random sizes
+// including odd ones (not multiples of the 4- or 8-element vector, nor of a 256-thread block;
+// odd row lengths for row-wise lessons), fresh random inputs, outputs poisoned first. Each
+// result is compared with the lesson's CPU reference in double, and the GPU's own fp64 check
+// (what the live engine gates on) must agree with that comparison.
+//
+// Tolerances are the lessons' own (Lesson::tolerance), relative L2 error vs the double
+// reference: fp32 1e-5 for elementwise lessons, bf16 1e-2 (8 significant bits per output).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "app/measure/live_backend.h"
+#include "kernels/catalog.h"
+
+namespace fl {
+namespace {
+
+struct Compared {
+  double rel_l2 = 0;
+  int64_t non_finite = 0;
+};
+
+Compared compare_with_cpu(const Lesson& lesson, Workspace& ws, cudaStream_t stream) {
+  std::vector<HostTensor> inputs, outputs;
+  const Status st = ws.download(stream, &inputs, &outputs);
+  EXPECT_TRUE(st.ok()) << st.message();
+  const std::vector<HostTensor> ref = lesson.reference(inputs);
+  EXPECT_EQ(ref.size(), outputs.size());
+  Compared c;
+  double err2 = 0, ref2 = 0;
+  int64_t count = 0;
+  for (size_t t = 0; t < ref.size() && t < outputs.size(); ++t) {
+    EXPECT_EQ(ref[t].values.size(), outputs[t].values.size()) << ref[t].name;
+    for (size_t i = 0; i < ref[t].values.size() && i < outputs[t].values.size(); ++i) {
+      const double out = outputs[t].values[i];
+      if (!std::isfinite(out)) {
+        ++c.non_finite;
+        continue;
+      }
+      const double d = out - ref[t].values[i];
+      err2 += d * d;
+      ref2 += ref[t].values[i] * ref[t].values[i];
+      ++count;
+    }
+  }
+  c.rel_l2 = relative_l2_error(err2, ref2, count);
+  return c;
+}
+
+// Random test shapes: a few tiny and odd ones, then random odd ones; the total element count is
+// capped so the CPU reference stays quick. Row-wise lessons also get odd row lengths.
+std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
+  const SizeAxis& axis = lesson.info().size_axis;
+  const bool rowwise = axis.inner_default > 0;
+  const int64_t max_elements = int64_t(3) << 20;
+  std::vector<Shape> shapes;
+  auto add = [&](int64_t size, int64_t inner) {
+    size = std::clamp<int64_t>(size, std::max<int64_t>(axis.min, 1), axis.max);
+    if (rowwise) inner = std::clamp<int64_t>(inner, 1, axis.inner_max > 0 ? axis.inner_max : inner);
+    shapes.push_back(lesson.resolve({size, rowwise ? inner : 0}));
+  };
+  if (rowwise) {
+    const int64_t c = axis.inner_default;
+    add(1, c);
+    add(3, 1);
+    add(7, 781);  // Triton's tutorial shape 1823 x 781
+    add(1823, 781);
+    add(257, c);
+    add(int64_t(rng() % 2000) | 1, c);
+    for (int i = 0; i < 3; ++i) {
+      const int64_t inner = int64_t(rng() % std::min<int64_t>(4097, axis.inner_max > 0 ? axis.inner_max : 4097)) | 1;
+      add(int64_t(rng() % std::max<int64_t>(1, max_elements / inner)) | 1, inner);
+    }
+  } else {
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(7), int64_t(257), int64_t(1000003)}) add(n, 0);
+    for (int i = 0; i < 4; ++i) add(int64_t(rng() % max_elements) | 1, 0);
+  }
+  return shapes;
+}
+
+struct Case {
+  const Lesson* lesson;
+  Precision precision;
+};
+
+class LessonGpu : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    device_ = query_device();
+    if (!device_.usable) GTEST_FAIL() << "gpu test without a GPU: " << device_.unusable_reason;
+    const std::string why = precision_unsupported_reason(GetParam().precision, device_.cc_major, device_.cc_minor);
+    if (!why.empty()) GTEST_SKIP() << why;
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  Status run_level(Workspace& ws, const Lesson& lesson, int level) {
+    for (size_t k = 0; k < lesson.info().levels[level].launches.size(); ++k) {
+      FL_TRY(ws.launch(level, static_cast<int>(k), stream_));
+    }
+    return Status::Ok();
+  }
+  DeviceFacts device_;
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_P(LessonGpu, EveryLevelMatchesTheReferenceAtRandomOddSizes) {
+  const Lesson& lesson = *GetParam().lesson;
+  const Precision p = GetParam().precision;
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Shape& shape : test_shapes(lesson, rng)) {
+    std::unique_ptr<Workspace> ws;
+    const Status created = lesson.create_workspace(shape, p, &ws);
+    ASSERT_TRUE(created.ok()) << created.message();
+    for (int level = 0; level < lesson.level_count(); ++level) {
+      SCOPED_TRACE(lesson.info().id + " size=" + std::to_string(shape.size) + " inner=" +
+                   std::to_string(shape.inner) + " level=" + std::to_string(level) + " " + to_string(p));
+      ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      const Status ran = run_level(*ws, lesson, level);
+      ASSERT_TRUE(ran.ok()) << ran.message();
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+
+      CheckResult gpu;
+      ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+      const Compared cpu = compare_with_cpu(lesson, *ws, stream_);
+      EXPECT_EQ(cpu.non_finite, 0) << "outputs left unwritten (still poisoned)";
+      EXPECT_LE(cpu.rel_l2, lesson.tolerance(p));
+      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error << ", non-finite " << gpu.non_finite;
+      // The GPU's fp64 reference must measure the same error the CPU reference does.
+      EXPECT_NEAR(gpu.rel_l2_error, cpu.rel_l2, 1e-2 * cpu.rel_l2 + 1e-12);
+    }
+  }
+}
+
+TEST_P(LessonGpu, TheCheckCatchesUnwrittenOutputs) {
+  const Lesson& lesson = *GetParam().lesson;
+  const Shape shape = lesson.resolve({std::max<int64_t>(lesson.info().size_axis.min, 37), 0});
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson.create_workspace(shape, GetParam().precision, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(42, stream_).ok());
+  ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+  // Nothing launched: every output is still NaN, and the gate must say so.
+  CheckResult gpu;
+  ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+  EXPECT_FALSE(gpu.passed);
+  EXPECT_GT(gpu.non_finite, 0);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const Lesson* lesson : lessons()) {
+    for (Precision p : lesson->info().precisions) cases.push_back({lesson, p});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, LessonGpu, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+  return info.param.lesson->info().id + "_" + to_string(info.param.precision);
+});
+
+}  // namespace
+}  // namespace fl

@@ -120,7 +120,10 @@ __device__ inline void warp_reduce(ErrorPartial& p) {
 // Adds every thread's partial into `sums`: one atomic per block and field. Every thread of the
 // block must call it (it has a barrier); blockDim.x must be a multiple of 32, at most 1024.
 __device__ inline void block_accumulate(ErrorSums* sums, ErrorPartial p) {
-  __shared__ ErrorPartial s_warp[32];
+  // Raw storage: __shared__ variables may not have initialisers, and ErrorPartial has default
+  // member values (nvcc ignores them silently; clang, which the sm_70 check uses, refuses).
+  alignas(ErrorPartial) __shared__ unsigned char s_raw[32 * sizeof(ErrorPartial)];
+  ErrorPartial* s_warp = reinterpret_cast<ErrorPartial*>(s_raw);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   warp_reduce(p);
   if (lane == 0) s_warp[warp] = p;

@@ -1,0 +1,327 @@
+// The window: GLFW + OpenGL 3.3 core (glad) + Dear ImGui 1.86, one full-window ImGui window
+// holding the panels, and the --screenshot mode.
+//
+// [SECTION] window, OpenGL and ImGui setup (RAII)
+// [SECTION] fonts and HiDPI
+// [SECTION] the frame: where each panel goes
+// [SECTION] screenshot mode: when to shoot
+// [SECTION] run_gui
+#include "app/gui/gui.h"
+
+// glad first; GLFW must not pull in a GL header of its own.
+#include <glad/gl.h>
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "app/gui/lab.h"
+#include "app/gui/panels.h"
+#include "app/gui/screenshot.h"
+#include "app/gui/window.h"
+#include "app/measure/live_backend.h"
+
+namespace fl {
+namespace {
+
+// ---- [SECTION] window, OpenGL and ImGui setup -----------------------------------------------
+
+std::string g_glfw_error = "unknown GLFW error";
+
+void remember_glfw_error(int /*code*/, const char* description) {
+  g_glfw_error = description ? description : "unknown GLFW error";
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "fusionlab: %s\n", message.c_str());
+  return 1;
+}
+
+int cannot_open_window() {
+  return fail("cannot open a window: " + g_glfw_error +
+              "; use a subcommand (lessons, bench) or run under Xvfb");
+}
+
+struct GlfwLibrary {
+  bool ok = false;
+  GlfwLibrary() {
+    glfwSetErrorCallback(remember_glfw_error);
+    ok = glfwInit() == GLFW_TRUE;
+  }
+  ~GlfwLibrary() {
+    if (ok) glfwTerminate();
+  }
+};
+
+struct Window {
+  GLFWwindow* handle = nullptr;
+  ~Window() {
+    if (handle) glfwDestroyWindow(handle);
+  }
+};
+
+struct ImGuiSession {
+  bool glfw_backend = false, gl_backend = false;
+  ImGuiSession() { ImGui::CreateContext(); }
+  ~ImGuiSession() {
+    if (gl_backend) ImGui_ImplOpenGL3_Shutdown();
+    if (glfw_backend) ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+};
+
+// ---- [SECTION] fonts and HiDPI --------------------------------------------------------------
+
+constexpr float kBaseFontSize = 16.0f;
+constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+float content_scale(GLFWwindow* window) {
+  float xs = 1, ys = 1;
+  glfwGetWindowContentScale(window, &xs, &ys);
+  const float s = std::max(xs, ys);
+  return std::isfinite(s) ? std::clamp(s, 1.0f, 4.0f) : 1.0f;
+}
+
+void setup_style_and_fonts(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // the layout is fixed; never drop imgui.ini into the working folder
+  ImGui::StyleColorsDark();
+  ImGuiStyle& style = ImGui::GetStyle();
+  style.WindowRounding = 0;
+  style.ChildRounding = 4;
+  style.FrameRounding = 3;
+  style.ScaleAllSizes(scale);
+
+  ImFontConfig config;
+  config.OversampleH = 2;
+  std::FILE* probe = std::fopen(kFontPath, "rb");  // AddFontFromFileTTF asserts on a missing file
+  ImFont* font = nullptr;
+  if (probe) {
+    std::fclose(probe);
+    font = io.Fonts->AddFontFromFileTTF(kFontPath, std::round(kBaseFontSize * scale), &config);
+  }
+  if (!font) {
+    ImFontConfig fallback;
+    fallback.SizePixels = std::round(13.0f * scale);
+    io.Fonts->AddFontDefault(&fallback);
+  }
+}
+
+// ---- [SECTION] the frame --------------------------------------------------------------------
+//
+// +-- left column ---------+-- right column -------------------------------+
+// | title                  | controls (size, level shown, precision, cache)|
+// | GPU panel              | speedup vs size plot                          |
+// | lessons + teaching text| current measurement                           |
+// +------------------------+-----------------------------------------------+
+
+void draw_frame(gui::Lab& lab, double now) {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(viewport->WorkPos);
+  ImGui::SetNextWindowSize(viewport->WorkSize);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                 ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+  ImGui::Begin("Fusion Lab", nullptr, flags);
+  const float fs = ImGui::GetFontSize();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float left_w = std::max(fs * 22.0f, ImGui::GetContentRegionAvail().x * 0.34f);
+
+  ImGui::BeginChild("##left", ImVec2(left_w, 0), false);
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
+  ImGui::SameLine();
+  ImGui::TextDisabled("kernel fusion, measured live on your GPU");
+  ImGui::Spacing();
+  ImGui::BeginChild("##gpu", ImVec2(0, gui::gpu_panel_height(lab, left_w)), true);
+  gui::draw_gpu_panel(lab);
+  ImGui::EndChild();
+  ImGui::BeginChild("##lesson", ImVec2(0, 0), true);
+  gui::draw_lesson_panel(lab, now);
+  ImGui::EndChild();
+  ImGui::EndChild();
+
+  ImGui::SameLine();
+  ImGui::BeginChild("##right", ImVec2(0, 0), false);
+  ImGui::BeginChild("##controls", ImVec2(0, line * 7.4f), true, ImGuiWindowFlags_NoScrollbar);
+  gui::draw_controls_panel(lab, now);
+  ImGui::EndChild();
+  const float measurement_h = line * 11.0f;
+  const float plot_h = std::max(
+      fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
+  ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);
+  gui::draw_speedup_panel(lab);
+  ImGui::EndChild();
+  ImGui::BeginChild("##measurement", ImVec2(0, 0), true);
+  gui::draw_measurement_panel(lab);
+  ImGui::EndChild();
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+// ---- [SECTION] screenshot mode --------------------------------------------------------------
+//
+// The picture should show a real measurement when there is a GPU: once the engine is ready the
+// Lab submits the default size by itself, and we shoot when that request has finished (a result
+// or an error line), after any sizes a WindowScript adds. With no usable GPU we shoot the
+// "no GPU" state at once. After 180 s without an answer we shoot anyway, with a note on screen.
+// A few frames pass after the decision so the newest state is laid out (ImGui sizes some items
+// one frame late).
+
+constexpr double kScreenshotTimeoutSeconds = 180.0;
+constexpr int kFramesBeforeShot = 3;
+
+class ScreenshotPlan {
+ public:
+  ScreenshotPlan(bool active, double started, std::vector<int64_t> then_sizes)
+      : active_(active), started_(started), then_sizes_(std::move(then_sizes)) {}
+
+  // Called once per frame after lab.update(); true when this frame's pixels are to be saved.
+  bool shoot_this_frame(gui::Lab& lab, double now) {
+    if (!active_) return false;
+    if (frames_left_ >= 0) return --frames_left_ == 0;
+    const EngineState state = lab.status().state;
+    const bool idle = state == EngineState::ready && lab.requests_finished() > 0 &&
+                      !lab.waiting_for_result() && !lab.change_pending();
+    if (idle && next_size_ < then_sizes_.size()) {
+      lab.set_size(then_sizes_[next_size_++], now);
+      lab.release_size(now);  // measured at the next update, as when the slider is let go
+      return false;
+    }
+    const bool answered = state == EngineState::unavailable || idle;
+    if (!answered && now - started_ >= kScreenshotTimeoutSeconds) {
+      lab.note = "Screenshot taken after waiting 180 s: no measurement arrived in time.";
+    }
+    if (answered || !lab.note.empty()) frames_left_ = kFramesBeforeShot;
+    return false;
+  }
+
+ private:
+  bool active_;
+  double started_;
+  std::vector<int64_t> then_sizes_;
+  size_t next_size_ = 0;
+  int frames_left_ = -1;  // -1: still waiting for the state worth showing
+};
+
+// ---- [SECTION] run_gui ----------------------------------------------------------------------
+
+double seconds_now() {
+  using clock = std::chrono::steady_clock;
+  static const clock::time_point start = clock::now();
+  return std::chrono::duration<double>(clock::now() - start).count();
+}
+
+// The live backend, with the interactive time budget; --no-gpu refuses to make one.
+Engine::BackendFactory live_factory(bool force_no_gpu) {
+  return [force_no_gpu](std::unique_ptr<MeasureBackend>* out) -> Status {
+    if (force_no_gpu) return Status::Error("Started with --no-gpu: no GPU is used.");
+    // Interactive budget: 0.1 s per level keeps a slider answer well under a second.
+    LiveOptions live;
+    live.min_repetitions = 20;
+    live.target_seconds = 0.1;
+    std::unique_ptr<LiveBackend> backend;
+    FL_TRY(LiveBackend::create(live, &backend));
+    *out = std::move(backend);
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+
+int run_window(const GuiOptions& options, Engine::BackendFactory factory,
+               const WindowScript& script) {
+  const bool screenshot = !options.screenshot_path.empty();
+  GlfwLibrary glfw;
+  if (!glfw.ok) return cannot_open_window();
+
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  // A screenshot is exactly width x height pixels; an interactive window grows with the monitor's
+  // scale so text keeps its physical size.
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, screenshot ? GLFW_FALSE : GLFW_TRUE);
+  if (screenshot) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+  Window window;
+  window.handle = glfwCreateWindow(options.width, options.height, "Fusion Lab", nullptr, nullptr);
+  if (!window.handle) return cannot_open_window();
+  glfwMakeContextCurrent(window.handle);
+  if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
+    return fail("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
+  }
+  glfwSwapInterval(1);
+
+  ImGuiSession imgui;
+  if (screenshot) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
+  // Screenshots are rendered at scale 1 so they look the same everywhere; the window follows
+  // the monitor's content scale (HiDPI).
+  setup_style_and_fonts(screenshot ? 1.0f : content_scale(window.handle));
+  imgui.glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
+  imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
+  if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
+
+  gui::Lab lab(std::move(factory));
+  if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
+    return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
+  }
+  ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes);
+
+  while (!glfwWindowShouldClose(window.handle)) {
+    // Power saving: sleep until input (or a slow tick) unless something is changing.
+    if (screenshot) {
+      glfwPollEvents();
+    } else if (lab.animating()) {
+      glfwWaitEventsTimeout(1.0 / 60.0);
+    } else {
+      glfwWaitEventsTimeout(0.5);
+    }
+    const double now = seconds_now();
+    lab.update(now);
+    const bool shoot = plan.shoot_this_frame(lab, now);
+
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    draw_frame(lab, now);
+    ImGui::Render();
+
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
+    glViewport(0, 0, fb_w, fb_h);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x, bg.y, bg.z, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+
+    if (shoot) {
+      glFinish();
+      std::vector<uint8_t> rgb;
+      Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
+      if (st.ok()) st = gui::write_png_atomic(options.screenshot_path, fb_w, fb_h, rgb);
+      if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
+      std::printf("%s\n", options.screenshot_path.c_str());
+      return 0;
+    }
+    glfwSwapBuffers(window.handle);
+    // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.
+    if (screenshot) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  if (screenshot) return fail("the window was closed before the screenshot was taken");
+  return 0;
+}
+
+int run_gui(const GuiOptions& options) {
+  return run_window(options, live_factory(options.force_no_gpu));
+}
+
+}  // namespace fl

@@ -1,0 +1,117 @@
+#include "app/gui/lab.h"
+
+#include <utility>
+
+#include "kernels/catalog.h"
+#include "viz/speedup_view.h"
+
+namespace fl::gui {
+
+// The lesson the window opens on: the tutorial's headline.
+constexpr const char* kFirstLesson = "gelu_scale";
+
+Lab::Lab(Engine::BackendFactory factory) : engine_(std::make_unique<Engine>(std::move(factory))) {
+  for (int i = 0; i < static_cast<int>(lessons().size()); ++i) {
+    if (lessons()[i]->info().id == kFirstLesson) lesson_index_ = i;
+  }
+  size_ = lesson().info().size_axis.default_size;
+  status_ = engine_->status();
+}
+
+const Lesson& Lab::lesson() const { return *lessons()[lesson_index_]; }
+
+void Lab::select_lesson(int index, double now) {
+  if (index == lesson_index_ || index < 0 || index >= static_cast<int>(lessons().size())) return;
+  lesson_index_ = index;
+  size_ = lesson().info().size_axis.default_size;
+  change_now(now);
+}
+
+bool Lab::select_lesson(const std::string& id, double now) {
+  const auto& all = lessons();
+  for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+    if (all[i]->info().id == id) {
+      select_lesson(i, now);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Lab::set_size(int64_t size, double now) {
+  if (size == size_) return;
+  size_ = size;
+  change_pending_ = true;
+  last_change_ = now;
+}
+
+void Lab::release_size(double now) {
+  if (change_pending_) last_change_ = now - kSettleSeconds;
+}
+
+void Lab::change_now(double now) {
+  current_.clear();
+  last_error_.clear();
+  change_pending_ = true;
+  last_change_ = now - kSettleSeconds;  // a click, not a drag: measure at once
+}
+
+void Lab::set_precision(Precision p, double now) {
+  if (p == precision_) return;
+  precision_ = p;
+  change_now(now);
+}
+
+void Lab::set_cache(CacheMode mode, double now) {
+  if (mode == cache_) return;
+  cache_ = mode;
+  change_now(now);
+}
+
+bool Lab::animating() const {
+  if (status_.state == EngineState::starting) return true;
+  if (status_.state == EngineState::unavailable) return false;
+  return status_.busy || change_pending_ || in_flight_id_ != 0;
+}
+
+void Lab::submit() {
+  MeasureRequest request;
+  request.lesson = lesson().info().id;
+  request.size = size_;
+  request.levels.clear();  // every level: the plot needs level 0 and the top level
+  request.precision = precision_;
+  request.cache = cache_;
+  in_flight_id_ = engine_->submit(request);
+  last_request_ = request;
+  ++requests_submitted_;
+  change_pending_ = false;
+}
+
+void Lab::update(double now) {
+  for (EngineResult& result : engine_->poll()) {
+    if (result.id == in_flight_id_) {
+      in_flight_id_ = 0;
+      ++requests_finished_;
+    }
+    if (result.cancelled) continue;  // superseded by a newer request: partial, not shown
+    if (!result.status.ok()) {
+      last_error_ = result.status.message();
+      continue;
+    }
+    last_error_.clear();
+    viz::merge_measurements(&history_, result.measurements);
+    // A result that finished just as the learner picked another lesson stays in the history.
+    if (result.request.lesson == lesson().info().id) current_ = std::move(result.measurements);
+    ++results_received_;
+  }
+  status_ = engine_->status();
+  if (status_.state != EngineState::ready) return;
+  // The first measurement needs no slider move: the default size as soon as the GPU is ready.
+  if (requests_submitted_ == 0) {
+    submit();
+    return;
+  }
+  if (change_pending_ && now - last_change_ >= kSettleSeconds) submit();
+}
+
+}  // namespace fl::gui

@@ -1,0 +1,89 @@
+// The window's state and its link to the measurement engine: what the learner chose, what was
+// measured, and when to ask for a new measurement. Panels read and change it; only update()
+// talks to the engine, once per frame, and never waits on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/measure/engine.h"
+#include "app/measure/results.h"
+#include "kernels/lesson.h"
+
+namespace fl::gui {
+
+// How long the size slider must rest before its value is measured (DESIGN.md: only the newest
+// request matters while a slider is dragged).
+constexpr double kSettleSeconds = 0.25;
+
+class Lab {
+ public:
+  // The engine's worker calls `factory` to make its backend (live, or a fake in tests).
+  explicit Lab(Engine::BackendFactory factory);
+
+  // Once per frame: takes finished results, refreshes the engine status, and submits the size
+  // once the slider has settled. `now` is in seconds on any steady clock.
+  void update(double now);
+
+  // Controls call these.
+  void select_lesson(int index, double now);
+  bool select_lesson(const std::string& id, double now);  // false when no lesson has that id
+  void set_size(int64_t size, double now);  // while dragging: measured once it settles
+  void release_size(double now);            // slider released: measure now
+  void set_precision(Precision p, double now);  // measured at once
+  void set_cache(CacheMode mode, double now);   // measured at once
+
+  // Whether the window should keep redrawing at full rate (something is changing).
+  bool animating() const;
+
+  const Lesson& lesson() const;
+  int lesson_index() const { return lesson_index_; }
+  int64_t size() const { return size_; }
+  int top_level() const { return lesson().level_count() - 1; }
+  // The level whose details are shown: 0 (unfused) or the top level (fused).
+  int shown_level() const { return show_fused ? top_level() : 0; }
+
+  const EngineStatus& status() const { return status_; }
+  bool waiting_for_result() const { return in_flight_id_ != 0; }
+  bool change_pending() const { return change_pending_; }
+  // The newest request submitted (meaningful once requests_submitted() > 0).
+  const MeasureRequest& last_request() const { return last_request_; }
+  int requests_submitted() const { return requests_submitted_; }
+  const std::vector<Measurement>& history() const { return history_; }
+  // The newest complete result (all levels of one size); empty until one arrives.
+  const std::vector<Measurement>& current() const { return current_; }
+  const std::string& last_error() const { return last_error_; }
+  int results_received() const { return results_received_; }
+  int requests_finished() const { return requests_finished_; }
+
+  bool show_fused = true;
+  Precision precision() const { return precision_; }
+  CacheMode cache() const { return cache_; }
+  std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
+
+ private:
+  void submit();
+
+  void change_now(double now);
+
+  Precision precision_ = Precision::fp32;
+  CacheMode cache_ = CacheMode::cold;
+  std::unique_ptr<Engine> engine_;
+  EngineStatus status_;
+  int lesson_index_ = 0;
+  int64_t size_ = 0;
+  bool change_pending_ = false;
+  double last_change_ = 0;
+  uint64_t in_flight_id_ = 0;  // the newest submitted request, until its result arrives
+  MeasureRequest last_request_;
+  int requests_submitted_ = 0;
+  std::vector<Measurement> history_;
+  std::vector<Measurement> current_;
+  std::string last_error_;
+  int results_received_ = 0;
+  int requests_finished_ = 0;  // results, errors included, of the newest request
+};
+
+}  // namespace fl::gui

@@ -1,0 +1,144 @@
+// The controls: tensor size (log slider), which level's details to show, precision, cache mode,
+// and one status line (starting, measuring, the last error).
+#include <string>
+
+#include "app/gui/panels.h"
+#include "app/gui/widgets.h"
+#include "app/measure/sizes.h"
+
+namespace fl::gui {
+namespace {
+
+// Why bf16 cannot be chosen here, in words for the learner; empty when it can.
+std::string bf16_unavailable(const Lab& lab) {
+  const EngineStatus& st = lab.status();
+  if (st.state != EngineState::ready) {
+    return "bf16 needs a usable GPU of compute capability 8.0 or newer.";
+  }
+  const std::string gpu_reason =
+      precision_unsupported_reason(Precision::bf16, st.device.cc_major, st.device.cc_minor);
+  if (!gpu_reason.empty()) return gpu_reason + ".";
+  for (Precision p : lab.lesson().info().precisions) {
+    if (p == Precision::bf16) return "";
+  }
+  return lab.lesson().info().id + " has no bf16 kernels.";
+}
+
+void status_line(const Lab& lab) {
+  const EngineStatus& st = lab.status();
+  const float fs = ImGui::GetFontSize();
+  if (st.state == EngineState::starting) {
+    spinner(fs * 0.4f, ImGui::GetColorU32(ImGuiCol_Text));
+    ImGui::SameLine();
+    ImGui::TextUnformatted("starting the engine...");
+  } else if (st.state == EngineState::unavailable) {
+    ImGui::TextDisabled("Nothing is measured: no usable GPU.");
+  } else if (st.busy || lab.waiting_for_result()) {
+    const MeasureRequest& r = lab.last_request();
+    spinner(fs * 0.4f, ImGui::GetColorU32(ImGuiCol_PlotLinesHovered));
+    ImGui::SameLine();
+    ImGui::Text("measuring %s at %s %s (%s, %s L2), every fusion level...", r.lesson.c_str(),
+                size_text(r.size).c_str(), lab.lesson().info().size_axis.unit.c_str(),
+                to_string(r.precision), to_string(r.cache));
+  } else if (!lab.last_error().empty()) {
+    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "Measurement failed: %s",
+                       lab.last_error().c_str());
+    if (ImGui::IsItemHovered()) {  // the line may be clipped; the tooltip shows all of it
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
+      ImGui::TextUnformatted(lab.last_error().c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+  } else if (lab.results_received() > 0) {
+    ImGui::TextDisabled("idle: move the size slider to measure another size");
+  } else {
+    ImGui::TextDisabled("waiting for the first measurement");
+  }
+  if (!lab.note.empty()) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", lab.note.c_str());
+}
+
+}  // namespace
+
+void draw_controls_panel(Lab& lab, double now) {
+  const LessonInfo& info = lab.lesson().info();
+  const float fs = ImGui::GetFontSize();
+  const float label_w = fs * 6.5f;
+  section_title("Controls",
+                "What to measure. Every change of size measures all fusion levels again on the "
+                "GPU, in the background: the window never waits for it.");
+
+  // Tensor size.
+  ImGui::TextUnformatted("Tensor size");
+  ImGui::SameLine(label_w);
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
+  int64_t size = lab.size();
+  bool released = false;
+  if (log_size_slider("##size", &size, info.size_axis.min, info.size_axis.max, &released)) {
+    lab.set_size(size, now);
+  }
+  if (released) lab.release_size(now);
+  std::string size_help = "Number of " + info.size_axis.unit +
+                          " in the tensor, on a log scale. When the slider rests for a quarter "
+                          "second (or you let go), every fusion level is measured at that size "
+                          "and a point is added to the speedup plot. The L2 cache holds tens of "
+                          "MiB: tensors smaller than that need not leave the chip.";
+  if (!info.size_axis.inner_name.empty()) {
+    size_help += " Each row holds " + info.size_axis.inner_name + " = " +
+                 std::to_string(lab.lesson().resolve(Shape(lab.size())).inner) + " values.";
+  }
+  help_marker(size_help.c_str());
+  ImGui::SameLine();
+  ImGui::TextUnformatted(tensor_text(lab.lesson(), lab.size(), lab.precision()).c_str());
+
+  // Which level's details are shown.
+  ImGui::TextUnformatted("Details of");
+  ImGui::SameLine(label_w);
+  const std::string unfused = info.levels.front().name + " (level 0)";
+  const std::string fused =
+      info.levels.back().name + " (level " + std::to_string(lab.top_level()) + ")";
+  if (ImGui::RadioButton(unfused.c_str(), !lab.show_fused)) lab.show_fused = false;
+  ImGui::SameLine();
+  if (ImGui::RadioButton(fused.c_str(), lab.show_fused)) lab.show_fused = true;
+  help_marker(
+      "Which fusion level's launches the measurement panel details. Both levels are always "
+      "measured: the speedup needs the two.");
+
+  // Precision and cache mode.
+  ImGui::TextUnformatted("Precision");
+  ImGui::SameLine(label_w);
+  if (ImGui::RadioButton("fp32", lab.precision() == Precision::fp32)) {
+    lab.set_precision(Precision::fp32, now);
+  }
+  ImGui::SameLine();
+  const std::string bf16_why = bf16_unavailable(lab);
+  if (!bf16_why.empty()) {
+    if (lab.precision() == Precision::bf16) lab.set_precision(Precision::fp32, now);
+    ImGui::BeginDisabled();
+  }
+  if (ImGui::RadioButton("bf16", lab.precision() == Precision::bf16)) {
+    lab.set_precision(Precision::bf16, now);
+  }
+  if (!bf16_why.empty()) ImGui::EndDisabled();
+  const std::string bf16_help =
+      "fp32: 4 bytes per element. bf16: 2 bytes, so every kernel moves half the bytes; the "
+      "arithmetic stays in fp32 inside the kernels. " +
+      (bf16_why.empty() ? std::string("Both run on this GPU.") : bf16_why);
+  help_marker(bf16_help.c_str());
+  ImGui::SameLine(0, fs * 2.0f);
+  ImGui::TextUnformatted("L2 cache");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("cold", lab.cache() == CacheMode::cold)) lab.set_cache(CacheMode::cold, now);
+  ImGui::SameLine();
+  if (ImGui::RadioButton("warm", lab.cache() == CacheMode::warm)) lab.set_cache(CacheMode::warm, now);
+  help_marker(
+      "Cold: before every repetition a read-only pass over a buffer three times the L2 size "
+      "evicts the tensor, so every kernel starts from HBM as in a real model. (A flush that "
+      "writes would leave dirty lines for the next kernel to pay for.) Warm: no flush, so "
+      "tensors that fit in L2 are served from the chip and look faster than HBM allows.");
+
+  ImGui::Spacing();
+  status_line(lab);
+}
+
+}  // namespace fl::gui

@@ -1,0 +1,54 @@
+// The lesson list and the selected lesson's title, formula and teaching text.
+#include <string>
+
+#include "app/gui/panels.h"
+#include "app/gui/widgets.h"
+#include "kernels/catalog.h"
+
+namespace fl::gui {
+
+void draw_lesson_panel(Lab& lab, double now) {
+  section_title(
+      "Lessons",
+      "Each lesson is one chain of GPU operations, measured at every fusion level: level 0 runs "
+      "every operation as its own kernel (unfused), the top level runs them as one (fused). "
+      "More lessons arrive later.");
+  const auto& all = lessons();
+  const float rows = static_cast<float>(std::min<size_t>(all.size(), 4));
+  if (ImGui::BeginListBox("##lessons", ImVec2(-1, ImGui::GetTextLineHeightWithSpacing() * rows +
+                                                      ImGui::GetStyle().FramePadding.y * 2))) {
+    for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+      const LessonInfo& info = all[i]->info();
+      const std::string label = info.title + "   (" + info.id + ")";
+      if (ImGui::Selectable(label.c_str(), i == lab.lesson_index())) lab.select_lesson(i, now);
+    }
+    ImGui::EndListBox();
+  }
+
+  const LessonInfo& info = lab.lesson().info();
+  ImGui::Spacing();
+  ImGui::TextUnformatted(info.title.c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.85f, 0.85f, 0.6f, 1.0f));
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(info.formula.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+  std::string ladder;
+  for (size_t i = 0; i < info.levels.size(); ++i) {
+    ladder += (i ? "  |  " : "") + std::to_string(i) + " " + info.levels[i].name + ": " +
+              std::to_string(info.levels[i].launches.size()) +
+              (info.levels[i].launches.size() == 1 ? " kernel" : " kernels");
+  }
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("%s", ladder.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Spacing();
+  // The teaching text scrolls inside what is left of the column.
+  ImGui::BeginChild("##teaching", ImVec2(0, 0), false);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(info.teaching_text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::EndChild();
+}
+
+}  // namespace fl::gui

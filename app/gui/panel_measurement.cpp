@@ -1,0 +1,126 @@
+// The current measurement: per level chain time, achieved bandwidth, share of copy bandwidth and
+// the correctness check; then the launches of the level the switch shows.
+#include <string>
+
+#include "app/gui/panels.h"
+#include "app/gui/widgets.h"
+#include "app/measure/sizes.h"
+
+namespace fl::gui {
+namespace {
+
+const ImVec4 kGood(0.35f, 0.85f, 0.45f, 1.0f);
+const ImVec4 kBad(1.0f, 0.4f, 0.35f, 1.0f);
+
+void cell(const std::string& text) {
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(text.c_str());
+}
+
+void check_badge(const CheckResult& check) {
+  ImGui::TableNextColumn();
+  if (check.passed) {
+    ImGui::TextColored(kGood, "correct");
+  } else {
+    ImGui::TextColored(kBad, "WRONG");
+  }
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::Text("relative L2 error %.2e (tolerance %.1e), max |error| %.2e, non-finite %lld",
+                check.rel_l2_error, check.tolerance, check.max_abs_error,
+                static_cast<long long>(check.non_finite));
+    ImGui::EndTooltip();
+  }
+  ImGui::TableNextColumn();
+  ImGui::Text("%.1e", check.rel_l2_error);
+}
+
+const Measurement* level_of(const std::vector<Measurement>& ms, int level) {
+  for (const auto& m : ms) {
+    if (m.level == level) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void draw_measurement_panel(const Lab& lab) {
+  section_title(
+      "Current measurement",
+      "Chain time: from the first launch's start to the last launch's end, gaps included, median "
+      "over the repetitions. Achieved GB/s counts the textbook bytes (each input read once, each "
+      "output written once). % of copy: against the faster of cudaMemcpy and a tuned copy kernel "
+      "moving the same bytes in the same cache mode. Correct: the output matches an fp64 "
+      "reference (relative L2 error within tolerance); a wrong kernel gets no speedup.");
+
+  const std::vector<Measurement>& ms = lab.current();
+  if (ms.empty()) {
+    const EngineState state = lab.status().state;
+    ImGui::TextDisabled("%s", state == EngineState::unavailable
+                                  ? "No measurement: there is no usable GPU."
+                                  : "No measurement yet.");
+    return;
+  }
+  const Measurement& first = ms.front();
+  ImGui::Text("%s at %s, %s L2, median of %d repetitions, timed with %s", first.lesson.c_str(),
+              tensor_text(lab.lesson(), first.size, first.precision).c_str(),
+              to_string(first.cache), first.repetitions, first.timing_method.c_str());
+
+  const int shown = lab.shown_level();
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("##levels", 8, flags)) {
+    ImGui::TableSetupColumn("level");
+    ImGui::TableSetupColumn("kernels");
+    ImGui::TableSetupColumn("chain time");
+    ImGui::TableSetupColumn("achieved");
+    ImGui::TableSetupColumn("% of copy");
+    ImGui::TableSetupColumn("check");
+    ImGui::TableSetupColumn("rel. L2 error");
+    ImGui::TableSetupColumn("");
+    ImGui::TableHeadersRow();
+    for (const auto& m : ms) {
+      ImGui::TableNextRow();
+      if (m.level == shown) {
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
+      }
+      cell(std::to_string(m.level) + " " + m.level_name);
+      cell(std::to_string(m.launches.size()));
+      cell(fixed(m.chain_time_us.median, 1) + " us");
+      cell(fixed(m.achieved_gbps(), 0) + " GB/s");
+      cell(m.chain_copy_gbps > 0 ? fixed(100.0 * m.achieved_gbps() / m.chain_copy_gbps, 0) + " %"
+                                 : std::string("n/a"));
+      check_badge(m.check);
+      cell(m.level == shown ? "<- details below" : "");
+    }
+    ImGui::EndTable();
+  }
+
+  const Measurement* unfused = level_of(ms, 0);
+  const Measurement* fused = level_of(ms, lab.top_level());
+  if (unfused && fused) {
+    const double s = speedup(*unfused, *fused);
+    if (s > 0) {
+      ImGui::Text("Fused is %.2fx as fast as unfused here.", s);
+    } else {
+      ImGui::TextColored(kBad, "No speedup shown: a level failed its correctness check.");
+    }
+  }
+
+  const Measurement* detail = level_of(ms, shown);
+  if (!detail) return;
+  ImGui::Spacing();
+  ImGui::TextDisabled("Launches of level %d (%s):", detail->level, detail->level_name.c_str());
+  if (ImGui::BeginTable("##launches", 4, ImGuiTableFlags_SizingFixedFit)) {
+    for (const auto& l : detail->launches) {
+      ImGui::TableNextRow();
+      cell(l.textbook.kernel);
+      cell(fixed(l.time_us.median, 1) + " us (median)");
+      cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
+      cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace fl::gui

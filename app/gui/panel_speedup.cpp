@@ -1,0 +1,72 @@
+// The live speedup-vs-size plot: this GPU's measurements, the byte-ratio limit, and where a
+// lesson has one, the tutorial's published figures as a labelled reference series.
+#include <string>
+#include <vector>
+
+#include "app/gui/panels.h"
+#include "app/gui/widgets.h"
+#include "viz/speedup_view.h"
+
+namespace fl::gui {
+namespace {
+
+struct PublishedReference {
+  const char* lesson;
+  const char* label;
+  std::vector<viz::SpeedupPoint> points;
+};
+
+// Figures published by the original tutorial (shared/seeds/), measured on a Tesla V100, fp32.
+// No V100 is lent to us, so they are shown as a reference series, never as our measurement.
+const std::vector<PublishedReference>& published_references() {
+  static const std::vector<PublishedReference> table = {
+      {"gelu_scale",
+       "tutorial, V100 (published)",
+       {{int64_t(1) << 10, 1.72}, {int64_t(1) << 20, 1.59}, {int64_t(1) << 24, 1.91}}},
+  };
+  return table;
+}
+
+}  // namespace
+
+void draw_speedup_panel(const Lab& lab) {
+  const LessonInfo& info = lab.lesson().info();
+  section_title(
+      "Speedup vs tensor size",
+      "Each point: the unfused chain's median time divided by the fused kernel's, at one size "
+      "(cold L2). The dashed line is the speedup the byte counts allow: the unfused chain moves "
+      "that many times more bytes. Hover a point to read it.");
+
+  viz::SpeedupView view;
+  view.size_unit = info.size_axis.unit;
+  view.size_min = info.size_axis.min;
+  view.size_max = info.size_axis.max;
+  view.measured_label = std::string("measured on this GPU (") + to_string(lab.precision()) + ", " +
+                        to_string(lab.cache()) + " L2)";
+  view.measured = viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache());
+  for (const auto& ref : published_references()) {
+    if (info.id != ref.lesson) continue;
+    view.reference_label = ref.label;
+    view.reference = ref.points;
+  }
+  view.byte_ratio_limit = viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision());
+  view.current_size = lab.size();
+  // A note only while this GPU's series is empty: it says why.
+  if (view.measured.empty()) {
+    switch (lab.status().state) {
+      case EngineState::starting:
+        view.note = "Looking for a GPU...";
+        break;
+      case EngineState::unavailable:
+        view.note = "Nothing measured: no usable GPU.";
+        break;
+      case EngineState::ready:
+        view.note =
+            lab.last_error().empty() ? "Measuring the first size..." : "No valid measurement yet.";
+        break;
+    }
+  }
+  viz::draw_speedup_view("##speedup_plot", view, ImVec2(0, 0));
+}
+
+}  // namespace fl::gui

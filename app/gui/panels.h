@@ -1,0 +1,16 @@
+// The window's panels, one file each. Each draws into the current ImGui window or child; sizes
+// are multiples of the font size so HiDPI scaling carries through.
+#pragma once
+
+#include "app/gui/lab.h"
+
+namespace fl::gui {
+
+void draw_gpu_panel(const Lab& lab);                  // panel_gpu.cpp
+float gpu_panel_height(const Lab& lab, float width);  // the child height that fits it
+void draw_lesson_panel(Lab& lab, double now);         // panel_lesson.cpp
+void draw_controls_panel(Lab& lab, double now);       // panel_controls.cpp
+void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp
+void draw_measurement_panel(const Lab& lab);          // panel_measurement.cpp
+
+}  // namespace fl::gui

@@ -1,0 +1,112 @@
+#include "app/gui/widgets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "app/measure/sizes.h"
+
+namespace fl::gui {
+
+void help_marker(const char* text) {
+  ImGui::SameLine();
+  ImGui::TextDisabled("(?)");
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+void section_title(const char* text, const char* help) {
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
+  help_marker(help);
+  ImGui::Separator();
+}
+
+bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released) {
+  const float lo = static_cast<float>(std::log2(static_cast<double>(min)));
+  const float hi = static_cast<float>(std::log2(static_cast<double>(max)));
+  float octaves = static_cast<float>(std::log2(static_cast<double>(*size)));
+  const std::string label = size_text(*size);
+  const bool moved =
+      ImGui::SliderFloat(id, &octaves, lo, hi, label.c_str(), ImGuiSliderFlags_NoInput);
+  *released = ImGui::IsItemDeactivatedAfterEdit();
+  if (!moved) return false;
+  // Quarter octaves: fine enough to trace the curve, coarse enough that each stop is distinct.
+  const double snapped = std::round(std::clamp(octaves, lo, hi) * 4.0) / 4.0;
+  const int64_t value = std::clamp<int64_t>(std::llround(std::exp2(snapped)), min, max);
+  if (value == *size) return false;
+  *size = value;
+  return true;
+}
+
+void spinner(float radius, ImU32 color) {
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  const float h = ImGui::GetTextLineHeight();
+  ImGui::Dummy(ImVec2(radius * 2 + 2, h));
+  const ImVec2 center(pos.x + radius + 1, pos.y + h * 0.5f);
+  const float start = static_cast<float>(ImGui::GetTime()) * 6.0f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->PathArcTo(center, radius, start, start + 4.2f, 24);
+  dl->PathStroke(color, 0, std::max(2.0f, radius * 0.3f));
+}
+
+void banner(const char* id, const std::string& text, ImVec4 background, ImVec4 border) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float wrap = width - style.WindowPadding.x * 2;
+  const float height =
+      ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y + style.WindowPadding.y * 2;
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, background);
+  ImGui::PushStyleColor(ImGuiCol_Border, border);
+  ImGui::BeginChild(id, ImVec2(width, height), true, ImGuiWindowFlags_NoScrollbar);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::EndChild();
+  ImGui::PopStyleColor(2);
+}
+
+std::string size_text(int64_t elements) {
+  const std::string exact = format_size(elements);
+  if (exact.find_first_not_of("0123456789") != std::string::npos || elements < 10000) return exact;
+  std::string grouped;  // thousands separators for non-round sizes
+  for (size_t i = 0; i < exact.size(); ++i) {
+    if (i > 0 && (exact.size() - i) % 3 == 0) grouped += ',';
+    grouped += exact[i];
+  }
+  return grouped;
+}
+
+std::string version_text(int v) {
+  if (v <= 0) return "none";
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  return buf;
+}
+
+}  // namespace fl::gui
+
+namespace fl::gui {
+
+std::string tensor_text(const Lesson& lesson, int64_t size, Precision precision) {
+  const SizeAxis& axis = lesson.info().size_axis;
+  const Shape shape = lesson.resolve(Shape(size));
+  std::string text = size_text(size) + " " + axis.unit;
+  int64_t elements = size;
+  if (shape.inner > 0) {
+    text += " x " + size_text(shape.inner);
+    elements *= shape.inner;
+  }
+  return text + " = " + format_bytes(static_cast<double>(elements) * bytes_per_element(precision)) +
+         " of " + to_string(precision);
+}
+
+}  // namespace fl::gui

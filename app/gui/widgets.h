@@ -1,0 +1,36 @@
+// Small widgets shared by the panels.
+#pragma once
+
+#include <imgui.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/lesson.h"
+
+namespace fl::gui {
+
+// "(?)" that shows `text` in a tooltip when hovered (as in imgui_demo.cpp).
+void help_marker(const char* text);
+
+// A section title in the accent colour, its "(?)" help beside it, over a thin separator.
+void section_title(const char* text, const char* help);
+
+// A slider over sizes on a log2 scale, in steps of a quarter octave. Returns true when the value
+// changed this frame; *released is set when the learner let go after a change.
+bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released);
+
+// A spinning arc, for "the GPU is working".
+void spinner(float radius, ImU32 color);
+
+// A wrapped block of text on a coloured background, with a border (banners).
+void banner(const char* id, const std::string& text, ImVec4 background, ImVec4 border);
+
+// Numbers as shown on screen.
+std::string size_text(int64_t elements);     // "16M" or "1,482,910"
+std::string version_text(int cuda_version);  // 12080 -> "12.8"
+std::string fixed(double value, int decimals);
+// "16M elements = 64.0 MiB of fp32", or for row-wise lessons "4K rows x 768 = 12.0 MiB of fp32".
+std::string tensor_text(const Lesson& lesson, int64_t size, Precision precision);
+
+}  // namespace fl::gui

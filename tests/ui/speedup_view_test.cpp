@@ -1,0 +1,90 @@
+// The speedup series built from the results model (no GPU: measurements are made up here).
+#include "viz/speedup_view.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/catalog.h"
+
+namespace fl::viz {
+namespace {
+
+Measurement fake(int64_t size, int level, double chain_us, bool passed = true) {
+  Measurement m;
+  m.lesson = "gelu_scale";
+  m.size = size;
+  m.level = level;
+  m.level_name = level == 0 ? "unfused" : "fused";
+  m.precision = Precision::fp32;
+  m.cache = CacheMode::cold;
+  m.chain_time_us.median = chain_us;
+  m.check.passed = passed;
+  return m;
+}
+
+TEST(SpeedupSeries, TwoLevelsOfOneSizeGiveOnePoint) {
+  const std::vector<Measurement> ms = {fake(1 << 24, 0, 350.0), fake(1 << 24, 1, 175.0)};
+  const auto points = speedup_series(ms, "gelu_scale", Precision::fp32, CacheMode::cold);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].size, 1 << 24);
+  EXPECT_DOUBLE_EQ(points[0].speedup, 2.0);
+}
+
+TEST(SpeedupSeries, AFailedCheckGivesNoPoint) {
+  EXPECT_TRUE(speedup_series({fake(1 << 20, 0, 30.0), fake(1 << 20, 1, 10.0, false)}, "gelu_scale",
+                             Precision::fp32, CacheMode::cold)
+                  .empty());
+  EXPECT_TRUE(speedup_series({fake(1 << 20, 0, 30.0, false), fake(1 << 20, 1, 10.0)}, "gelu_scale",
+                             Precision::fp32, CacheMode::cold)
+                  .empty());
+}
+
+TEST(SpeedupSeries, NeedsBothLevelsAndMatchingLessonPrecisionAndCache) {
+  EXPECT_TRUE(
+      speedup_series({fake(1 << 20, 0, 30.0)}, "gelu_scale", Precision::fp32, CacheMode::cold)
+          .empty());
+  const std::vector<Measurement> ms = {fake(1 << 20, 0, 30.0), fake(1 << 20, 1, 20.0)};
+  EXPECT_TRUE(speedup_series(ms, "relu_scale", Precision::fp32, CacheMode::cold).empty());
+  EXPECT_TRUE(speedup_series(ms, "gelu_scale", Precision::bf16, CacheMode::cold).empty());
+  EXPECT_TRUE(speedup_series(ms, "gelu_scale", Precision::fp32, CacheMode::warm).empty());
+}
+
+TEST(SpeedupSeries, SortedBySizeAndANewRunReplacesThePointAtItsSize) {
+  std::vector<Measurement> history;
+  merge_measurements(&history, {fake(1 << 24, 0, 300.0), fake(1 << 24, 1, 200.0)});
+  merge_measurements(&history, {fake(1 << 10, 0, 10.0), fake(1 << 10, 1, 8.0)});
+  merge_measurements(&history, {fake(1 << 24, 0, 360.0), fake(1 << 24, 1, 180.0)});
+  EXPECT_EQ(history.size(), 4u);
+  const auto points = speedup_series(history, "gelu_scale", Precision::fp32, CacheMode::cold);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].size, 1 << 10);
+  EXPECT_DOUBLE_EQ(points[0].speedup, 1.25);
+  EXPECT_EQ(points[1].size, 1 << 24);
+  EXPECT_DOUBLE_EQ(points[1].speedup, 2.0);
+}
+
+TEST(SpeedupView, ByteRatioLimitOfGeluScaleIsTwo) {
+  const Lesson* lesson = find_lesson("gelu_scale");
+  ASSERT_NE(lesson, nullptr);
+  EXPECT_DOUBLE_EQ(byte_ratio_limit(*lesson, 1 << 24, Precision::fp32), 2.0);
+}
+
+TEST(SpeedupView, SpecCarriesSeriesLimitAndMarker) {
+  SpeedupView view;
+  view.measured = {{1 << 20, 1.5}};
+  view.reference_label = "tutorial, V100 (published)";
+  view.reference = {{1 << 10, 1.72}, {1 << 20, 1.59}};
+  view.byte_ratio_limit = 2.0;
+  view.current_size = 1 << 24;
+  const PlotSpec spec = speedup_plot_spec(view);
+  ASSERT_EQ(spec.series.size(), 2u);
+  EXPECT_TRUE(spec.series[0].hollow_markers);  // the reference is drawn apart from measurements
+  EXPECT_EQ(spec.series[1].points.size(), 1u);
+  EXPECT_TRUE(spec.reference.enabled);
+  EXPECT_EQ(spec.reference.label, "byte-ratio limit 2.0x");
+  EXPECT_TRUE(spec.marker.enabled);
+  EXPECT_EQ(spec.marker.label, "16M");
+  EXPECT_EQ(spec.x_format(1 << 20), "1M");
+}
+
+}  // namespace
+}  // namespace fl::viz

@@ -1,0 +1,176 @@
+// The plot widget's drawing (plot.h): reads a PlotLayout and draws it on an ImDrawList; decides
+// nothing about where things go. plot_widget() is the Canvas pattern around layout and drawing.
+#include "viz/plot.h"
+
+#include <algorithm>
+
+namespace fl::viz {
+namespace {
+
+ImVec2 vec(float x, float y) { return ImVec2(x, y); }
+
+}  // namespace
+
+// ---- [SECTION] drawing ----------------------------------------------------------------------
+
+namespace {
+
+ImU32 with_alpha(ImU32 color, float alpha) {
+  ImVec4 c = ImGui::ColorConvertU32ToFloat4(color);
+  c.w *= alpha;
+  return ImGui::ColorConvertFloat4ToU32(c);
+}
+
+void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, float thickness) {
+  const float dash = 9, gap = 6;
+  for (float x = x0; x < x1; x += dash + gap) {
+    dl->AddLine(vec(x, y), vec(std::min(x + dash, x1), y), color, thickness);
+  }
+}
+
+void draw_marker(ImDrawList* dl, ImVec2 p, float r, ImU32 color, bool hollow, ImU32 fill) {
+  if (hollow) {
+    dl->AddCircleFilled(p, r, fill);
+    dl->AddCircle(p, r, color, 0, 1.8f);
+  } else {
+    dl->AddCircleFilled(p, r, color);
+  }
+}
+
+void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU32 border) {
+  struct Entry {
+    const std::string* label;
+    const PlotSeriesLayout* series;  // null: the reference line
+  };
+  std::vector<Entry> entries;
+  for (const auto& s : L.series) {
+    if (!s.label.empty()) entries.push_back({&s.label, &s});
+  }
+  if (L.reference_visible && !L.reference_label.empty())
+    entries.push_back({&L.reference_label, nullptr});
+  if (entries.empty()) return;
+
+  const float fs = L.font_size, pad = fs * 0.4f, swatch = fs * 1.8f;
+  float text_w = 0;
+  for (const auto& e : entries) text_w = std::max(text_w, ImGui::CalcTextSize(e.label->c_str()).x);
+  const ImVec2 box_max = L.legend_anchor;
+  const ImVec2 box_min = vec(box_max.x - (pad * 3 + swatch + text_w),
+                             box_max.y - (pad * 2 + entries.size() * L.legend_row_height));
+  dl->AddRectFilled(box_min, box_max, bg, 4.0f);
+  dl->AddRect(box_min, box_max, border, 4.0f);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const float row_top = box_min.y + pad + i * L.legend_row_height;
+    const float cy = row_top + L.legend_row_height * 0.5f;
+    const float sx0 = box_min.x + pad, sx1 = sx0 + swatch;
+    if (entries[i].series) {
+      const auto& s = *entries[i].series;
+      dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+      draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
+    } else {
+      dashed_hline(dl, sx0, sx1, cy, L.reference_color, 2.0f);
+    }
+    dl->AddText(vec(sx1 + pad, cy - fs * 0.5f), text, entries[i].label->c_str());
+  }
+}
+
+}  // namespace
+
+void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 frame_bg = ImGui::GetColorU32(ImGuiCol_FrameBg);
+  const ImU32 grid = with_alpha(ImGui::GetColorU32(ImGuiCol_Text), 0.12f);
+  const ImU32 axis = with_alpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f);
+  const ImU32 window_bg = with_alpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.92f);
+
+  dl->AddRectFilled(L.frame_min, L.frame_max, frame_bg);
+
+  // Grid, tick marks and labels.
+  for (const auto& t : L.y_ticks) {
+    dl->AddLine(vec(L.frame_min.x, t.pos), vec(L.frame_max.x, t.pos), grid);
+    const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
+    dl->AddText(vec(L.frame_min.x - fs * 0.35f - size.x, t.pos - size.y * 0.5f), text,
+                t.label.c_str());
+  }
+  for (const auto& t : L.x_ticks) {
+    if (t.major) dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid);
+    dl->AddLine(vec(t.pos, L.frame_max.y),
+                vec(t.pos, L.frame_max.y + (t.major ? fs * 0.35f : fs * 0.2f)), axis);
+    if (t.label.empty()) continue;
+    const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
+    dl->AddText(vec(t.pos - size.x * 0.5f, L.frame_max.y + fs * 0.3f), text, t.label.c_str());
+  }
+  dl->AddRect(L.frame_min, L.frame_max, axis);
+  if (!L.x_title.empty()) {
+    const ImVec2 size = ImGui::CalcTextSize(L.x_title.c_str());
+    dl->AddText(vec(L.x_title_pos.x - size.x * 0.5f, L.x_title_pos.y), text_dim, L.x_title.c_str());
+  }
+  if (!L.y_title.empty()) dl->AddText(L.y_title_pos, text_dim, L.y_title.c_str());
+
+  // Markers of points on the frame's edges (the axis ends) stay whole.
+  float max_radius = 0;
+  for (const auto& s : L.series) max_radius = std::max(max_radius, s.marker_radius + 2);
+  dl->PushClipRect(vec(L.frame_min.x - max_radius, L.frame_min.y - max_radius),
+                   vec(L.frame_max.x + max_radius, L.frame_max.y + max_radius), true);
+  if (L.marker_visible) {
+    dl->AddLine(vec(L.marker_x, L.frame_min.y), vec(L.marker_x, L.frame_max.y), L.marker_color,
+                1.5f);
+    const ImVec2 size = ImGui::CalcTextSize(L.marker_label.c_str());
+    const bool left = L.marker_x + fs * 0.3f + size.x > L.frame_max.x;
+    dl->AddText(vec(left ? L.marker_x - fs * 0.3f - size.x : L.marker_x + fs * 0.3f,
+                    L.frame_min.y + fs * 0.2f),
+                text, L.marker_label.c_str());
+  }
+  if (L.reference_visible) {
+    dashed_hline(dl, L.frame_min.x, L.frame_max.x, L.reference_y, L.reference_color, 2.0f);
+  }
+  for (const auto& s : L.series) {
+    if (s.screen.size() >= 2) {
+      dl->AddPolyline(s.screen.data(), static_cast<int>(s.screen.size()), s.color, 0,
+                      s.line_thickness);
+    }
+    for (const auto& p : s.screen)
+      draw_marker(dl, p, s.marker_radius, s.color, s.hollow_markers, frame_bg);
+  }
+  if (hover.valid()) {
+    const auto& s = L.series[hover.series];
+    dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, text, 0, 2.0f);
+  }
+  if (!L.note.empty()) {
+    const ImVec2 size = ImGui::CalcTextSize(L.note.c_str(), nullptr, false, L.note_wrap);
+    const ImVec2 pos = vec(L.note_anchor.x, L.note_anchor.y - size.y);
+    dl->AddText(nullptr, 0.0f, pos, text, L.note.c_str(), nullptr, L.note_wrap);
+  }
+  draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
+  dl->PopClipRect();
+}
+
+// ---- [SECTION] widget -----------------------------------------------------------------------
+
+PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size) {
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (size.x <= 0) size.x = avail.x;
+  if (size.y <= 0) size.y = avail.y;
+  const float fs = ImGui::GetFontSize();
+  size.x = std::max(size.x, fs * 12);  // InvisibleButton asserts on a zero size
+  size.y = std::max(size.y, fs * 8);
+
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, size);
+  PlotStyle style;
+  style.font_size = fs;
+  style.char_width = ImGui::CalcTextSize("0123456789").x / 10;
+  const PlotLayout layout = layout_plot(spec, p0, vec(p0.x + size.x, p0.y + size.y), style);
+  PlotHover hover;
+  if (ImGui::IsItemHovered()) hover = pick_nearest(layout, ImGui::GetIO().MousePos, fs * 2.5f);
+  draw_plot(ImGui::GetWindowDrawList(), layout, hover);
+  if (hover.valid()) {
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(hover_readout(layout, hover).c_str());
+    ImGui::EndTooltip();
+  }
+  return hover;
+}
+
+}  // namespace fl::viz

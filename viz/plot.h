@@ -1,0 +1,151 @@
+// A small plot widget on ImDrawList (ImPlot is not in the registries we can use): a log-x axis
+// for tensor sizes, a linear y axis, several series (line + markers), a horizontal reference
+// line, a vertical marker for the current size, a legend and a hover read-out.
+//
+// Two steps, so the geometry is testable without a window or pixels:
+//   1. layout_plot(spec, canvas) computes everything as plain data: axis ranges, ticks and their
+//      labels, every point's screen position, the reference line's y, the marker's x, the legend
+//      (plot_layout.cpp, which needs no ImGui context).
+//   2. draw_plot(draw_list, layout, hover) draws that data and decides nothing (plot.cpp).
+// plot_widget() wraps both in the Canvas pattern (InvisibleButton + draw list) with a tooltip.
+#pragma once
+
+#include <imgui.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fl::viz {
+
+struct PlotPoint {
+  double x = 0;  // > 0: the x axis is logarithmic
+  double y = 0;
+};
+
+struct PlotSeries {
+  std::string label;
+  std::vector<PlotPoint> points;  // any order; drawn sorted by x
+  ImU32 color = IM_COL32(80, 160, 255, 255);
+  float line_thickness = 2.0f;
+  float marker_radius = 4.0f;
+  bool hollow_markers = false;  // hollow: a reference series, not a measurement
+};
+
+// A horizontal line across the plot (e.g. the speedup the byte counts allow), drawn dashed.
+struct PlotReferenceLine {
+  bool enabled = false;
+  double y = 0;
+  std::string label;
+  ImU32 color = IM_COL32(230, 150, 40, 255);
+};
+
+// A vertical line at one x (e.g. the size the slider is on).
+struct PlotMarker {
+  bool enabled = false;
+  double x = 0;
+  std::string label;
+  ImU32 color = IM_COL32(200, 200, 200, 160);
+};
+
+struct PlotSpec {
+  std::string x_title;             // under the x axis
+  std::string y_title;             // above the plot area, left
+  std::string x_unit;              // appended to x values in the read-out: "16M elements"
+  double x_min = 1, x_max = 1024;  // log axis range, > 0
+  double log_base = 2;             // ticks sit at integer powers of this base
+  // Tick labels and read-out values on x; default "%g".
+  std::function<std::string(double)> x_format;
+  bool y_auto = true;  // range from the data, the reference line and y_include_zero
+  bool y_include_zero = true;
+  double y_min = 0, y_max = 1;  // when !y_auto
+  std::string y_suffix;         // "x" for speedups
+  std::vector<PlotSeries> series;
+  PlotReferenceLine reference;
+  PlotMarker marker;
+  std::string note;  // a short remark drawn bottom-left in the plot ("Nothing measured: ...")
+};
+
+// Sizes in pixels; layout_plot estimates text widths from font_size so it needs no ImGui context.
+struct PlotStyle {
+  float font_size = 16.0f;
+  float char_width = 0.0f;  // 0: 0.6 * font_size (a fair average for DejaVu Sans digits)
+};
+
+struct PlotTick {
+  float pos = 0;  // screen x (x ticks) or y (y ticks)
+  double value = 0;
+  std::string label;  // empty for minor ticks
+  bool major = true;
+};
+
+struct PlotSeriesLayout {
+  std::string label;
+  ImU32 color = 0;
+  float line_thickness = 2.0f;
+  float marker_radius = 4.0f;
+  bool hollow_markers = false;
+  std::vector<PlotPoint> data;  // sorted by x
+  std::vector<ImVec2> screen;   // data[i] in screen space
+};
+
+struct PlotLayout {
+  ImVec2 canvas_min, canvas_max;  // the whole widget
+  ImVec2 frame_min, frame_max;    // the plot area inside the axes
+  double x_min = 1, x_max = 10, log_base = 2;
+  double y_min = 0, y_max = 1;
+  int y_decimals = 1;  // for y tick labels, from the tick step
+  std::vector<PlotTick> x_ticks, y_ticks;
+  std::vector<PlotSeriesLayout> series;
+
+  bool reference_visible = false;
+  float reference_y = 0;
+  std::string reference_label;
+  ImU32 reference_color = 0;
+
+  bool marker_visible = false;
+  float marker_x = 0;
+  std::string marker_label;
+  ImU32 marker_color = 0;
+
+  std::string x_title, y_title, x_unit, y_suffix, note;
+  ImVec2 x_title_pos, y_title_pos;  // top-left of each title
+  ImVec2 legend_anchor;             // bottom-right corner of the legend box
+  float legend_row_height = 0;
+  ImVec2 note_anchor;   // bottom-left corner of the note
+  float note_wrap = 0;  // the note's wrap width
+  float font_size = 16;
+  std::function<std::string(double)> x_format;
+
+  float x_to_screen(double x) const;
+  float y_to_screen(double y) const;
+  std::string format_x(double x) const;
+  std::string format_y(double y, int decimals) const;
+};
+
+PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
+                       const PlotStyle& style = PlotStyle());
+
+// The point nearest to `mouse` (screen distance), if the mouse is inside the plot area and the
+// point lies within `max_distance` pixels.
+struct PlotHover {
+  int series = -1;
+  int index = -1;
+  bool valid() const { return series >= 0; }
+};
+PlotHover pick_nearest(const PlotLayout& layout, ImVec2 mouse, float max_distance);
+
+// "GELU + scale, measured: 16M elements, 1.91x"
+std::string hover_readout(const PlotLayout& layout, const PlotHover& hover);
+
+// "Nice" linear ticks covering [lo, hi]: steps of 1, 2 or 5 x 10^k, at most max_ticks of them.
+// Returns the step; *lo and *hi are widened to multiples of it.
+double nice_linear_step(double* lo, double* hi, int max_ticks);
+
+void draw_plot(ImDrawList* draw_list, const PlotLayout& layout, const PlotHover& hover);
+
+// The Canvas pattern at the cursor: `size` components <= 0 fill the available space.
+// Returns the hovered point (and shows its read-out in a tooltip).
+PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size);
+
+}  // namespace fl::viz

@@ -1,0 +1,239 @@
+// The plot widget's layout (plot.h): axis ranges, ticks, screen positions and hover picking,
+// computed as plain data. Nothing here needs an ImGui context, so tests run it headless.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "viz/plot.h"
+
+namespace fl::viz {
+namespace {
+
+ImVec2 vec(float x, float y) { return ImVec2(x, y); }
+
+double log_in_base(double x, double base) { return std::log(x) / std::log(base); }
+
+std::string default_format(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", x);
+  return buf;
+}
+
+// The axis range spans at least a factor `base` so a single size still gets a readable axis.
+void sanitize_log_range(double* lo, double* hi, double base) {
+  if (!(*lo > 0)) *lo = 1;
+  if (!(*hi > *lo)) *hi = *lo * base;
+}
+
+}  // namespace
+
+// ---- [SECTION] layout -----------------------------------------------------------------------
+
+float PlotLayout::x_to_screen(double x) const {
+  const double l0 = log_in_base(x_min, log_base), l1 = log_in_base(x_max, log_base);
+  const double t = (log_in_base(std::max(x, 1e-300), log_base) - l0) / (l1 - l0);
+  return static_cast<float>(frame_min.x + t * (frame_max.x - frame_min.x));
+}
+
+float PlotLayout::y_to_screen(double y) const {
+  const double t = (y - y_min) / (y_max - y_min);
+  return static_cast<float>(frame_max.y - t * (frame_max.y - frame_min.y));
+}
+
+std::string PlotLayout::format_x(double x) const {
+  return x_format ? x_format(x) : default_format(x);
+}
+
+std::string PlotLayout::format_y(double y, int decimals) const {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.*f%s", decimals, y, y_suffix.c_str());
+  return buf;
+}
+
+double nice_linear_step(double* lo, double* hi, int max_ticks) {
+  max_ticks = std::max(max_ticks, 2);
+  if (!(*hi > *lo)) *hi = *lo + 1;
+  const double raw = (*hi - *lo) / (max_ticks - 1);
+  double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  // The smallest 1/2/5 x 10^k step whose widened range needs at most max_ticks ticks.
+  for (int guard = 0; guard < 12; ++guard, decade *= 10) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double step = m * decade;
+      const double a = std::floor(*lo / step + 1e-9), b = std::ceil(*hi / step - 1e-9);
+      if (b - a + 1 <= max_ticks) {
+        *lo = a * step;
+        *hi = b * step;
+        return step;
+      }
+    }
+  }
+  return *hi - *lo;  // unreachable for finite input
+}
+
+PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
+                       const PlotStyle& style) {
+  PlotLayout L;
+  const float fs = style.font_size;
+  const float cw = style.char_width > 0 ? style.char_width : 0.6f * fs;
+  L.font_size = fs;
+  L.canvas_min = canvas_min;
+  L.canvas_max = canvas_max;
+  L.x_title = spec.x_title;
+  L.y_title = spec.y_title;
+  L.x_unit = spec.x_unit;
+  L.y_suffix = spec.y_suffix;
+  L.note = spec.note;
+  L.x_format = spec.x_format;
+  L.log_base = spec.log_base > 1 ? spec.log_base : 10;
+  L.x_min = spec.x_min;
+  L.x_max = spec.x_max;
+  sanitize_log_range(&L.x_min, &L.x_max, L.log_base);
+
+  // Vertical margins are fixed: the y title above, tick labels and the x title below.
+  const float top = canvas_min.y + fs * 1.6f;
+  const float bottom = canvas_max.y - fs * 2.9f;
+
+  // y range: the data, the reference line, and zero when asked, plus 10% headroom on top.
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& s : spec.series) {
+    for (const auto& p : s.points) {
+      if (!std::isfinite(p.y)) continue;
+      lo = std::min(lo, p.y);
+      hi = std::max(hi, p.y);
+    }
+  }
+  if (spec.reference.enabled) {
+    lo = std::min(lo, spec.reference.y);
+    hi = std::max(hi, spec.reference.y);
+  }
+  if (spec.y_auto) {
+    if (!(hi >= lo)) {  // nothing to show yet: a unit range
+      lo = 0;
+      hi = 1;
+    }
+    if (spec.y_include_zero) lo = std::min(lo, 0.0);
+    hi += (hi > lo ? hi - lo : 1.0) * 0.1;
+  } else {
+    lo = spec.y_min;
+    hi = spec.y_max;
+  }
+  const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
+  const double y_step = nice_linear_step(&lo, &hi, max_y_ticks);
+  L.y_min = lo;
+  L.y_max = hi;
+  L.y_decimals =
+      y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
+
+  // Left margin from the widest y label; right margin leaves room for half an x label.
+  size_t widest_y = 1;
+  const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
+  std::vector<std::string> y_labels;
+  for (int i = 0; i < y_count; ++i) {
+    y_labels.push_back(L.format_y(lo + i * y_step, L.y_decimals));
+    widest_y = std::max(widest_y, y_labels.back().size());
+  }
+  L.frame_min = vec(canvas_min.x + widest_y * cw + fs * 0.8f, top);
+  L.frame_max =
+      vec(std::max(L.frame_min.x + 1, canvas_max.x - fs * 1.6f), std::max(top + 1, bottom));
+  for (int i = 0; i < y_count; ++i) {
+    const double v = lo + i * y_step;
+    L.y_ticks.push_back({L.y_to_screen(v), v, y_labels[i], true});
+  }
+
+  // x ticks at integer powers of the base. Every `step`-th power is labelled, with step the
+  // smallest of 1, 2, 5, 10, ... that keeps labels apart, so 2^10, 2^20 (1K, 1M) always show.
+  const int e0 = static_cast<int>(std::ceil(log_in_base(L.x_min, L.log_base) - 1e-9));
+  const int e1 = static_cast<int>(std::floor(log_in_base(L.x_max, L.log_base) + 1e-9));
+  size_t widest_x = 1;
+  for (int e = e0; e <= e1; ++e) {
+    widest_x = std::max(widest_x, L.format_x(std::pow(L.log_base, e)).size());
+  }
+  const double px_per_power = (L.frame_max.x - L.frame_min.x) /
+                              (log_in_base(L.x_max, L.log_base) - log_in_base(L.x_min, L.log_base));
+  int step = 1;
+  for (int candidate : {1, 2, 5, 10, 20, 50, 100}) {
+    step = candidate;
+    if (candidate * px_per_power >= widest_x * cw + fs) break;
+  }
+  for (int e = e0; e <= e1; ++e) {
+    const double v = std::pow(L.log_base, e);
+    const bool major = ((e % step) + step) % step == 0;
+    if (!major && px_per_power < 4) continue;  // minor ticks only where they stay apart
+    L.x_ticks.push_back({L.x_to_screen(v), v, major ? L.format_x(v) : std::string(), major});
+  }
+
+  for (const auto& s : spec.series) {
+    PlotSeriesLayout S;
+    S.label = s.label;
+    S.color = s.color;
+    S.line_thickness = s.line_thickness;
+    S.marker_radius = s.marker_radius;
+    S.hollow_markers = s.hollow_markers;
+    for (const auto& p : s.points) {
+      if (p.x > 0 && std::isfinite(p.y)) S.data.push_back(p);
+    }
+    std::sort(S.data.begin(), S.data.end(),
+              [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+    for (const auto& p : S.data) S.screen.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(p.y)));
+    L.series.push_back(std::move(S));
+  }
+
+  if (spec.reference.enabled && spec.reference.y >= L.y_min && spec.reference.y <= L.y_max) {
+    L.reference_visible = true;
+    L.reference_y = L.y_to_screen(spec.reference.y);
+    L.reference_label = spec.reference.label;
+    L.reference_color = spec.reference.color;
+  }
+  if (spec.marker.enabled && spec.marker.x >= L.x_min && spec.marker.x <= L.x_max) {
+    L.marker_visible = true;
+    L.marker_x = L.x_to_screen(spec.marker.x);
+    L.marker_label = spec.marker.label;
+    L.marker_color = spec.marker.color;
+  }
+
+  L.x_title_pos = vec(0.5f * (L.frame_min.x + L.frame_max.x), L.frame_max.y + fs * 1.45f);
+  L.y_title_pos = vec(canvas_min.x, canvas_min.y);
+  L.legend_anchor = vec(L.frame_max.x - fs * 0.5f, L.frame_max.y - fs * 0.5f);
+  L.legend_row_height = fs * 1.35f;
+  // The note sits bottom-left, clear of the legend (bottom-right): speedups rarely go near 0.
+  L.note_anchor = vec(L.frame_min.x + fs * 0.6f, L.frame_max.y - fs * 0.5f);
+  L.note_wrap = (L.frame_max.x - L.frame_min.x) * 0.45f;
+  return L;
+}
+
+// ---- [SECTION] hover ------------------------------------------------------------------------
+
+PlotHover pick_nearest(const PlotLayout& layout, ImVec2 mouse, float max_distance) {
+  PlotHover best;
+  if (mouse.x < layout.frame_min.x || mouse.x > layout.frame_max.x ||
+      mouse.y < layout.frame_min.y || mouse.y > layout.frame_max.y) {
+    return best;
+  }
+  float best_d2 = max_distance * max_distance;
+  for (size_t s = 0; s < layout.series.size(); ++s) {
+    const auto& pts = layout.series[s].screen;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const float dx = pts[i].x - mouse.x, dy = pts[i].y - mouse.y;
+      const float d2 = dx * dx + dy * dy;
+      if (d2 <= best_d2) {
+        best_d2 = d2;
+        best.series = static_cast<int>(s);
+        best.index = static_cast<int>(i);
+      }
+    }
+  }
+  return best;
+}
+
+std::string hover_readout(const PlotLayout& layout, const PlotHover& hover) {
+  if (!hover.valid()) return "";
+  const auto& s = layout.series[hover.series];
+  const PlotPoint& p = s.data[hover.index];
+  std::string text = s.label.empty() ? std::string() : s.label + ": ";
+  text += layout.format_x(p.x);
+  if (!layout.x_unit.empty()) text += " " + layout.x_unit;
+  return text + ", " + layout.format_y(p.y, 2);
+}
+
+}  // namespace fl::viz

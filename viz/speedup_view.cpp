@@ -1,0 +1,115 @@
+#include "viz/speedup_view.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "app/measure/sizes.h"
+
+namespace fl::viz {
+namespace {
+
+bool same_point(const Measurement& a, const Measurement& b) {
+  return a.lesson == b.lesson && a.size == b.size && a.precision == b.precision &&
+         a.cache == b.cache;
+}
+
+std::vector<PlotPoint> to_plot_points(const std::vector<SpeedupPoint>& points) {
+  std::vector<PlotPoint> out;
+  for (const auto& p : points) out.push_back({static_cast<double>(p.size), p.speedup});
+  return out;
+}
+
+}  // namespace
+
+std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measurements,
+                                         const std::string& lesson, Precision precision,
+                                         CacheMode cache) {
+  // Per size: level 0 and the highest level seen.
+  struct Pair {
+    const Measurement* unfused = nullptr;
+    const Measurement* top = nullptr;
+  };
+  std::map<int64_t, Pair> by_size;
+  for (const auto& m : measurements) {
+    if (m.lesson != lesson || m.precision != precision || m.cache != cache) continue;
+    Pair& p = by_size[m.size];
+    if (m.level == 0) p.unfused = &m;
+    if (m.level > 0 && (!p.top || m.level > p.top->level)) p.top = &m;
+  }
+  std::vector<SpeedupPoint> out;
+  for (const auto& [size, pair] : by_size) {
+    if (!pair.unfused || !pair.top) continue;
+    const double s = speedup(*pair.unfused, *pair.top);
+    if (s > 0) out.push_back({size, s});
+  }
+  return out;
+}
+
+void merge_measurements(std::vector<Measurement>* history, const std::vector<Measurement>& fresh) {
+  for (const auto& m : fresh) {
+    history->erase(std::remove_if(history->begin(), history->end(),
+                                  [&](const Measurement& old) { return same_point(old, m); }),
+                   history->end());
+  }
+  history->insert(history->end(), fresh.begin(), fresh.end());
+}
+
+double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision) {
+  if (lesson.level_count() < 2) return 0;
+  const Shape shape = lesson.resolve(Shape(size));  // row-wise lessons: their default row length
+  const int64_t unfused = total_bytes(lesson.traffic(0, shape, precision));
+  const int64_t fused = total_bytes(lesson.traffic(lesson.level_count() - 1, shape, precision));
+  return fused > 0 ? static_cast<double>(unfused) / fused : 0;
+}
+
+PlotSpec speedup_plot_spec(const SpeedupView& view) {
+  PlotSpec spec;
+  spec.x_title = "tensor size (" + view.size_unit + ", log scale)";
+  spec.y_title = "speedup (unfused time / fused time)";
+  spec.x_unit = view.size_unit;
+  spec.x_min = static_cast<double>(view.size_min);
+  spec.x_max = static_cast<double>(view.size_max);
+  spec.log_base = 2;
+  spec.x_format = [](double x) { return format_size(static_cast<int64_t>(x + 0.5)); };
+  spec.y_suffix = "x";
+  spec.note = view.note;
+
+  if (!view.reference.empty()) {
+    PlotSeries ref;
+    ref.label = view.reference_label;
+    ref.points = to_plot_points(view.reference);
+    ref.color = IM_COL32(150, 150, 165, 255);
+    ref.line_thickness = 1.5f;
+    ref.hollow_markers = true;
+    spec.series.push_back(std::move(ref));
+  }
+  PlotSeries measured;
+  measured.label = view.measured_label;
+  measured.points = to_plot_points(view.measured);
+  measured.color = IM_COL32(70, 170, 255, 255);
+  measured.line_thickness = 2.5f;
+  measured.marker_radius = 4.5f;
+  spec.series.push_back(std::move(measured));
+
+  if (view.byte_ratio_limit > 0) {
+    char label[64];
+    std::snprintf(label, sizeof(label), "byte-ratio limit %.1fx", view.byte_ratio_limit);
+    spec.reference.enabled = true;
+    spec.reference.y = view.byte_ratio_limit;
+    spec.reference.label = label;
+    spec.reference.color = IM_COL32(240, 150, 40, 255);
+  }
+  if (view.current_size > 0) {
+    spec.marker.enabled = true;
+    spec.marker.x = static_cast<double>(view.current_size);
+    spec.marker.label = format_size(view.current_size);
+  }
+  return spec;
+}
+
+PlotHover draw_speedup_view(const char* id, const SpeedupView& view, ImVec2 size) {
+  return plot_widget(id, speedup_plot_spec(view), size);
+}
+
+}  // namespace fl::viz

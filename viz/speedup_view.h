@@ -1,0 +1,55 @@
+// The live speedup-vs-size plot: fused over unfused chain time per tensor size, beside the
+// speedup that the byte counts allow (the byte-ratio limit) and, where a lesson has one, a
+// published reference series. Builds plot data from the results model; draws with viz/plot.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/measure/results.h"
+#include "kernels/lesson.h"
+#include "viz/plot.h"
+
+namespace fl::viz {
+
+struct SpeedupPoint {
+  int64_t size = 0;
+  double speedup = 0;
+};
+
+// One point per size of `lesson` in `precision` and `cache` mode: the speedup (fl::speedup, on
+// median chain times) of the highest fusion level measured over level 0. A size without both
+// levels, or whose check failed at either, gives no point: no speedup for a wrong kernel.
+// Sorted by size.
+std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measurements,
+                                         const std::string& lesson, Precision precision,
+                                         CacheMode cache);
+
+// Adds the levels of one finished request to `history`, replacing every measurement of the
+// same (lesson, size, precision, cache): a new run at a size replaces the old point there.
+void merge_measurements(std::vector<Measurement>* history, const std::vector<Measurement>& fresh);
+
+// The speedup the textbook byte counts allow: bytes of level 0 / bytes of the top level.
+// 0 when the lesson has a single level or moves no bytes.
+double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision);
+
+struct SpeedupView {
+  std::string size_unit = "elements";  // the lesson's size axis unit
+  int64_t size_min = 1 << 10, size_max = int64_t(1) << 28;
+  std::string measured_label = "measured";
+  std::vector<SpeedupPoint> measured;
+  std::string reference_label;  // e.g. "tutorial, V100 (published)"; empty: no such series
+  std::vector<SpeedupPoint> reference;
+  double byte_ratio_limit = 0;  // 0: no reference line
+  int64_t current_size = 0;     // 0: no marker
+  std::string note;             // e.g. why nothing is measured; drawn in the plot
+};
+
+// The plot spec for `view` (testable without a window).
+PlotSpec speedup_plot_spec(const SpeedupView& view);
+
+// Draws the view at the cursor; `size` components <= 0 fill the available space.
+PlotHover draw_speedup_view(const char* id, const SpeedupView& view, ImVec2 size);
+
+}  // namespace fl::viz

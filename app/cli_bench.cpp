@@ -61,7 +61,12 @@ std::string csv_for(const std::vector<Measurement>& all) {
 int run_bench(const BenchOptions& o) {
   // Validate everything that needs no GPU first, so mistakes are reported at once.
   std::vector<const Lesson*> chosen;
-  for (const std::string& id : split(o.lessons)) {
+  std::vector<std::string> ids = split(o.lessons);
+  if (o.lessons == "all") {
+    ids.clear();
+    for (const Lesson* lesson : lessons()) ids.push_back(lesson->info().id);
+  }
+  for (const std::string& id : ids) {
     const Lesson* lesson = find_lesson(id);
     if (lesson == nullptr) return fail("unknown lesson '" + id + "' (see `fusionlab lessons`)");
     chosen.push_back(lesson);
@@ -129,6 +134,11 @@ int run_bench(const BenchOptions& o) {
     std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with CUDA events\n",
                 info.id.c_str(), info.formula.c_str(), to_string(precision), to_string(cache),
                 live.min_repetitions);
+    if (info.size_axis.inner_default > 0) {
+      std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
+                  info.size_axis.inner_name.c_str(),
+                  static_cast<long long>(info.size_axis.inner_default));
+    }
     std::printf("%10s %12s", "size", "tensor");
     for (int l : lesson_levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
     std::printf(" %8s %7s %10s %7s %11s\n", "speedup", "limit", "top GB/s", "% copy", "max rel err");
@@ -149,8 +159,10 @@ int run_bench(const BenchOptions& o) {
         ++failures;
         continue;
       }
+      const Shape shape = lesson->resolve(Shape(n));
+      const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
       std::printf("%10s %12s", format_size(n).c_str(),
-                  format_bytes(double(n) * bytes_per_element(precision)).c_str());
+                  format_bytes(elements * bytes_per_element(precision)).c_str());
       double worst_error = 0;
       bool all_correct = true;
       for (const Measurement& m : ms) {

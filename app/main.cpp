@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
   fl::BenchOptions bench_options;
   CLI::App* bench = app.add_subcommand("bench", "Measure lessons on the GPU and print a table");
-  bench->add_option("--lesson", bench_options.lessons, "Lesson id(s), comma-separated")
+  bench->add_option("--lesson", bench_options.lessons, "Lesson id(s), comma-separated, or all")
       ->capture_default_str();
   bench->add_option("--sizes", bench_options.sizes, "Sizes, e.g. 1K,1M,16M,1000003")
       ->capture_default_str();

@@ -4,11 +4,19 @@
 
 namespace fl {
 
+const Lesson& relu_scale_lesson();
 const Lesson& gelu_scale_lesson();
+const Lesson& bias_gelu_lesson();
+const Lesson& residual_layernorm_lesson();
+const Lesson& scale_mask_softmax_lesson();
 
 const std::vector<const Lesson*>& lessons() {
   static const std::vector<const Lesson*> all = {
+      &relu_scale_lesson(),
       &gelu_scale_lesson(),
+      &bias_gelu_lesson(),
+      &residual_layernorm_lesson(),
+      &scale_mask_softmax_lesson(),
   };
   return all;
 }

@@ -6,23 +6,24 @@
 // Textbook bytes (n elements of b bytes): unfused 4nb (x, t, t, y), fused 2nb (x, y), so the
 // byte-ratio limit of the speedup is 2.0x once the tensor is far larger than L2.
 //
-// Every kernel moves 16 bytes per thread access (float4 / 8 x bf16) and finishes the tail
-// (n not a multiple of the vector width) with one scalar element per thread, so any size works.
+// Every kernel is elementwise_kernel (elementwise.cuh): 16 bytes per thread access (float4 /
+// 8 x bf16), and the tail (n not a multiple of the vector width) one scalar element per thread,
+// so any size works.
 #include <cuda_bf16.h>
 
-#include <cmath>
 #include <memory>
 
+#include "kernels/activations.cuh"
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/elementwise.cuh"
 
 namespace fl {
 namespace {
 
 constexpr float kScale = 0.5f;   // s
-constexpr int kThreads = 256;
 constexpr float kInputLo = -6.0f, kInputHi = 6.0f;  // spans GELU's curved part and both tails
 
 const char* const kTeachingText =
@@ -38,79 +39,30 @@ const char* const kTeachingText =
     "there the saving is one kernel launch, not bytes.";
 
 // ---- CPU reference (double) ----------------------------------------------------------------
-
-double gelu_tanh_reference(double x) {
-  const double k = std::sqrt(2.0 / 3.14159265358979323846);
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
+// gelu_tanh_reference (activations.cuh) times s, in the lesson's reference() below.
 
 // ---- kernels -------------------------------------------------------------------------------
+// All three are elementwise_kernel (elementwise.cuh) with a different op: GeluFastOp
+// (activations.cuh) for the unfused chain's first kernel, and these two.
 
-// 0.5 x (1 + tanh(z)) rewritten as x / (1 + exp(-2z)): the same function, but without the
-// cancellation in 1 + tanh(z) that loses every digit in the negative tail (z < -9 gives 0 in
-// fp32), and one expf instead of a tanhf.
-__device__ __forceinline__ float gelu_tanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2/pi)
-  const float z = k * (x + 0.044715f * x * x * x);
-  return x / (1.0f + expf(-2.0f * z));
-}
-
-struct GeluOp {
-  __device__ float operator()(float x) const { return gelu_tanh(x); }
-};
 struct ScaleOp {
   __device__ float operator()(float t) const { return kScale * t; }
 };
 struct GeluScaleOp {
-  __device__ float operator()(float x) const { return kScale * gelu_tanh(x); }
+  __device__ float operator()(float x) const { return kScale * gelu_tanh_fast(x); }
 };
-
-// out[i] = op(in[i]): one 16-byte vector per thread; the threads past the last full vector take
-// one tail element each. Used for all three kernels: the op is what differs between levels.
-template <typename T, typename Op>
-__global__ void __launch_bounds__(kThreads) elementwise_kernel(const T* __restrict__ in,
-                                                               T* __restrict__ out, int64_t n,
-                                                               Op op) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int64_t full_vecs = n / kVec;
-  const int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x;
-  if (i < full_vecs) {
-    Vec16<T> v = load16(in + i * kVec);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k])));
-    store16(out + i * kVec, v);
-  } else {
-    const int64_t tail = full_vecs * kVec + (i - full_vecs);
-    if (tail < n) out[tail] = Elem<T>::from_float(op(Elem<T>::to_float(in[tail])));
-  }
-}
 
 // The fp64 reference on the GPU, fused with the comparison: reads x and y once.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) check_kernel(const T* __restrict__ x,
-                                                         const T* __restrict__ y, int64_t n,
-                                                         ErrorSums* sums) {
+__global__ void __launch_bounds__(kElementwiseThreads)
+    check_kernel(const T* __restrict__ x, const T* __restrict__ y, int64_t n, ErrorSums* sums) {
   ErrorPartial p;
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads) {
+  for (int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kElementwiseThreads) {
     const double xv = Elem<T>::to_float(x[i]);
-    const double k = 0.7978845608028654;
-    const double ref = kScale * 0.5 * xv * (1.0 + tanh(k * (xv + 0.044715 * xv * xv * xv)));
-    p.add(Elem<T>::to_float(y[i]), ref);
+    p.add(Elem<T>::to_float(y[i]), kScale * gelu_tanh_reference(xv));
   }
   block_accumulate(sums, p);
-}
-
-template <typename T, typename Op>
-Status launch_elementwise(const T* in, T* out, int64_t n, Op op, cudaStream_t stream) {
-  // One thread per full vector plus one per tail element (fewer than a vector's width).
-  constexpr int kVec = Vec16<T>::kCount;
-  const int64_t threads = n / kVec + n % kVec;
-  const unsigned blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
-  if (blocks == 0) return Status::Ok();
-  elementwise_kernel<T, Op><<<blocks, kThreads, 0, stream>>>(in, out, n, op);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
 }
 
 // ---- workspace -----------------------------------------------------------------------------
@@ -141,7 +93,7 @@ class GeluScaleWorkspace final : public Workspace {
     const T* x = x_.as<T>();
     T* t = t_.as<T>();
     T* y = y_.as<T>();
-    if (level == 0 && launch == 0) return launch_elementwise(x, t, n_, GeluOp{}, stream);
+    if (level == 0 && launch == 0) return launch_elementwise(x, t, n_, GeluFastOp{}, stream);
     if (level == 0 && launch == 1) return launch_elementwise<T>(t, y, n_, ScaleOp{}, stream);
     if (level == 1 && launch == 0) return launch_elementwise(x, y, n_, GeluScaleOp{}, stream);
     return Status::Error("gelu_scale has no launch " + std::to_string(launch) + " at level " +
@@ -149,38 +101,21 @@ class GeluScaleWorkspace final : public Workspace {
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    FL_CUDA_TRY(cudaMemsetAsync(sums_.get(), 0, sizeof(ErrorSums), stream));
-    const int64_t wanted = (n_ + kThreads - 1) / kThreads;
-    const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
-    check_kernel<T><<<blocks, kThreads, 0, stream>>>(x_.as<T>(), y_.as<T>(), n_,
-                                                      sums_.as<ErrorSums>());
-    FL_CUDA_TRY(cudaGetLastError());
-    ErrorSums host{};
-    FL_CUDA_TRY(cudaMemcpyAsync(&host, sums_.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
-    FL_CUDA_TRY(cudaStreamSynchronize(stream));
-    *result = finish_check(host, tolerance_);
-    return Status::Ok();
+    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
+      check_kernel<T><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(x_.as<T>(),
+                                                                            y_.as<T>(), n_, sums);
+    }, result);
   }
 
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
     inputs->assign(1, HostTensor{"x", {}});
     outputs->assign(1, HostTensor{"y", {}});
-    FL_TRY(copy_out(x_, stream, &(*inputs)[0].values));
-    return copy_out(y_, stream, &(*outputs)[0].values);
+    FL_TRY(download_as_double(x_.as<T>(), n_, stream, &(*inputs)[0].values));
+    return download_as_double(y_.as<T>(), n_, stream, &(*outputs)[0].values);
   }
 
  private:
-  Status copy_out(const DeviceBuffer& buffer, cudaStream_t stream, std::vector<double>* values) {
-    std::vector<T> raw(n_);
-    FL_CUDA_TRY(cudaMemcpyAsync(raw.data(), buffer.get(), n_ * sizeof(T), cudaMemcpyDeviceToHost,
-                                stream));
-    FL_CUDA_TRY(cudaStreamSynchronize(stream));
-    values->resize(n_);
-    for (int64_t i = 0; i < n_; ++i) (*values)[i] = Elem<T>::to_float(raw[i]);
-    return Status::Ok();
-  }
-
   int64_t n_;
   double tolerance_;
   DeviceBuffer x_, t_, y_, sums_;

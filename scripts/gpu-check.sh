@@ -14,7 +14,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 : > "$OUT/summary.txt"
-rm -f "$OUT/sanitizer.log"
+rm -f "$OUT/sanitizer.log" "$OUT/live-gui.png"
 
 prefix=/tmp/fusionlab-deps
 if compgen -G ".debs/*.deb" > /dev/null; then
@@ -45,25 +45,55 @@ log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tai
 
 if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/fusionlab" bench \
-      --lesson gelu_scale --sizes 1K,4097,65539 --reps 2 --seconds 0 \
+    # Every level of every lesson, fp32 and bf16, at the gpu tests' small random odd sizes.
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
+      --gtest_filter='Catalog/*' \
       > /tmp/sanitizer-$tool.log 2>&1 || status=1
     { echo "### $tool"; cat /tmp/sanitizer-$tool.log; } >> "$OUT/sanitizer.log"
     log "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitizer-$tool.log | tail -1)"
   done
 fi
 
-sizes=${FL_BENCH_SIZES:-1K,1M,16M,64M}
-"$build/fusionlab" bench --lesson gelu_scale --sizes "$sizes" --cache cold \
-  --out "$OUT/gelu_scale_cold.json" --csv "$OUT/gelu_scale_cold.csv" > /tmp/bench-cold.txt 2>&1 || status=1
-"$build/fusionlab" bench --lesson gelu_scale --sizes "$sizes" --cache warm --precision bf16 \
-  --out "$OUT/gelu_scale_warm_bf16.json" > /tmp/bench-warm.txt 2>&1 || status=1
-cat /tmp/bench-warm.txt /tmp/bench-cold.txt > "$OUT/bench.txt"
+# The benchmark: the tutorial's sizes, the default shapes, and working sets >= 4x L2.
+# Elementwise lessons take elements; row-wise lessons take rows (C = 768, or 512 keys).
+bench() {  # NAME LESSONS SIZES [more bench options]
+  local name=$1 lessons=$2 sizes=$3
+  shift 3
+  "$build/fusionlab" bench --lesson "$lessons" --sizes "$sizes" --out "$results/$name.json" \
+    --csv "$results/$name.csv" "$@" > "$results/$name.txt" 2> "$results/$name.err" || status=1
+  grep -v -E '^  per launch|^ +[0-9]+[KMG]? +level|^GPU|^roof' "$results/$name.txt" >> "$OUT/bench.txt"
+}
+results=/tmp/fusionlab-results
+rm -rf "$results" && mkdir -p "$results"
+: > "$OUT/bench.txt"
+elementwise=${FL_ELEMENTWISE_SIZES:-1K,1M,16M,64M}
+for precision in fp32 bf16; do
+  bench "elementwise_$precision" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision
+  if "$build/fusionlab" lessons | grep -q bias_gelu; then
+    bench "rows768_$precision" bias_gelu,residual_layernorm "${FL_ROW_SIZES:-2,1365,16K,256K}" --precision $precision
+  fi
+  if "$build/fusionlab" lessons | grep -q scale_mask_softmax; then
+    bench "softmax_$precision" scale_mask_softmax "${FL_SOFTMAX_SIZES:-2,2K,192K,512K}" --precision $precision
+  fi
+done
+head -2 "$results/elementwise_fp32.txt" >> "$OUT/summary.txt"
+cat "$results"/*.txt > "$OUT/bench-full.txt"
+tar -C "$results" -czf "$OUT/results.tar.gz" .
+
+# The window, live, under Xvfb: only when the GUI build and its packages were carried.
+if [[ -x build-gui/fusionlab && -d .gui-debs ]]; then
+  if source scripts/gpu-gui-env.sh > "$OUT/gui.log" 2>&1; then
+    timeout 300 build-gui/fusionlab --screenshot "$OUT/live-gui.png" >> "$OUT/gui.log" 2>&1 || status=1
+    fl_gui_stop
+  else
+    status=1
+  fi
+  log "GUI live screenshot: $(ls -la "$OUT/live-gui.png" 2>&1 | cut -c1-120)"
+  tail -3 "$OUT/gui.log" >> "$OUT/summary.txt"
+fi
 
 echo
+cat "$OUT/bench.txt"
+echo
 cat "$OUT/summary.txt"
-echo
-grep -v -E '^ +[0-9]+[KMG]? +level' /tmp/bench-warm.txt | grep -v -E 'measuring|^  gelu|per launch|^GPU|^roof'
-echo
-cat /tmp/bench-cold.txt
 exit $status

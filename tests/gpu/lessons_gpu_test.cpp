@@ -70,6 +70,10 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
     add(7, 781);  // Triton's tutorial shape 1823 x 781
     add(1823, 781);
     add(257, c);
+    // Long rows: split over hundreds of threads, with block-wide reductions.
+    const int64_t longest = axis.inner_max > 0 ? axis.inner_max : 16384;
+    add(3, std::min<int64_t>(8193, longest));
+    add(2, longest);
     add(int64_t(rng() % 2000) | 1, c);
     for (int i = 0; i < 3; ++i) {
       const int64_t inner = int64_t(rng() % std::min<int64_t>(4097, axis.inner_max > 0 ? axis.inner_max : 4097)) | 1;

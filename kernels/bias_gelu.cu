@@ -1,0 +1,329 @@
+// Lesson 3, bias_gelu: y = GELU_tanh(x + b), x of rows x C, b of C (a Linear layer's bias).
+//
+// Levels:
+//   0 unfused  two kernels: add_bias writes t = x + b to HBM, gelu reads it back.
+//   1 fused    one kernel: x + b and GELU in registers, x read once, y written once.
+// Textbook bytes (n = rows * C elements of b bytes; the bias is read once per launch, C * b):
+//   add_bias  reads (n + C) b (x, bias), writes n b (t)    gelu  reads n b (t), writes n b (y)
+//   fused     reads (n + C) b (x, bias), writes n b (y)
+//   unfused (4n + C) b, fused (2n + C) b: the byte-ratio limit is (4n + C) / (2n + C), 2.0x to
+//   within 1/rows. At the default 16,384 x 768 fp32 that is 201.3 MB against 100.7 MB, about
+//   67 us against 34 us at ~3 TB/s (but each tensor, 50 MB, is about an H100's L2, so measure
+//   the roofline with more rows: 65,536 rows is 201 MB per tensor).
+// Arithmetic: 1 flop (add) + ~8 (GELU) per element: far below the ridge point in flops, but not
+// in instructions: to keep up with an H200's HBM in bf16 (4 bytes moved per element) each SM
+// must finish ~4 elements per clock, ~30 instruction slots each, so GELU is gelu_tanh_fast
+// (activations.cuh, ~10 instructions) and the column index costs two (ColumnOf), not a division.
+//
+// The bias broadcast: the kernels tile the *flattened* tensor with 16-byte vectors, not the rows,
+// so every vector is aligned whatever C is (an odd C such as 781 only makes some vectors straddle
+// two rows). Element e of the flat tensor adds b[e % C]. When C is a multiple of the vector width
+// (C = 768), a vector never straddles rows and its bias entries are one aligned 16-byte load too;
+// otherwise they are read one by one, wrapping to column 0 at a row's end. Either way the reads
+// of b hit the L1/L2 caches after the first row: HBM sends the C bias values about once.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "kernels/activations.cuh"
+#include "kernels/catalog.h"
+#include "kernels/cuda_check.h"
+#include "kernels/device_buffer.h"
+#include "kernels/device_common.cuh"
+#include "kernels/elementwise.cuh"
+
+namespace fl {
+namespace {
+
+// The tensor holds at most 2^28 elements (rows x C), like the elementwise lessons' largest size:
+// the slider's row limit is that at the default C, and it keeps the flat index within 32 bits.
+constexpr int64_t kMaxElements = int64_t(1) << 28;
+constexpr int64_t kDefaultC = 768;  // GPT-2 small's hidden size
+constexpr float kInputLo = -4.0f, kInputHi = 4.0f;  // x
+constexpr float kBiasLo = -2.0f, kBiasHi = 2.0f;    // b: x + b spans GELU's curve and both tails
+
+const char* const kTeachingText =
+    "A Linear layer computes x W and then adds a bias b, one value per output feature; in a "
+    "transformer's MLP the result goes straight into GELU. Run as separate operations, the bias "
+    "kernel reads the rows x C activations, adds b to every row and writes the sum t to global "
+    "memory (HBM); the GELU kernel then reads t back and writes y: four trips through memory per "
+    "element, exactly as in GELU + scale. The bias itself costs almost nothing: it is C values "
+    "(768 here, 3 KB in fp32) that every row re-reads, so after the first row they come from the "
+    "L1 and L2 caches and HBM sends them about once per launch. Fused, one kernel reads x and b, "
+    "keeps x + b in a register, applies GELU and writes y: two trips and one launch, so the "
+    "ceiling of the speedup is (4n + C) / (2n + C) for n = rows x C elements, 2.0x for any real "
+    "size. The size slider moves the rows (batch x sequence: 32 x 512 = 16,384 by default). The "
+    "kernels treat the tensor as one flat array and move 16 bytes per access, which stays "
+    "aligned even for an odd hidden size such as 781, where some vectors straddle two rows; each "
+    "element finds its bias at (flat index mod C). What to watch: with many rows (several times "
+    "the L2 cache) both versions run near the copy bandwidth and the speedup approaches 2x. The "
+    "default shape's tensors (50 MB in fp32) are about the size of an H100's L2; with fewer rows "
+    "t fits in the cache and can be re-read from it instead of HBM, so the measured DRAM bytes "
+    "fall below the textbook count (compare the memory chart's bars). With a handful of rows "
+    "each launch costs a few microseconds of overhead whatever it does: fusion then saves a "
+    "launch, not bytes. Real models go one step further (lesson 7, "
+    "linear_gelu): the bias and GELU move into the matrix multiply's epilogue, so the sum x W "
+    "never reaches HBM either.";
+
+// ---- CPU reference (double) ----------------------------------------------------------------
+// gelu_tanh_reference (activations.cuh) of x + b[e % C], in the lesson's reference() below.
+
+// ---- kernels -------------------------------------------------------------------------------
+
+// GELU is gelu_tanh_fast (activations.cuh): the IEEE-exact form costs ~30 instructions per
+// element, and at bf16's 2 bytes per element that made the fused kernel instruction-bound on an
+// H200 (68% of copy bandwidth, 61% for an odd C); the fast form keeps every level memory-bound.
+struct AddBiasOp {
+  __device__ float operator()(float x, float b) const { return x + b; }
+};
+struct BiasGeluOp {
+  __device__ float operator()(float x, float b) const { return gelu_tanh_fast(x + b); }
+};
+
+// e % C without a division instruction (the GPU has none: a 32-bit `%` is ~20 instructions).
+// With p = floor(log2 C), s = 31 + p and m = ceil(2^s / C) (at most 2^31), the quotient is
+// (e * m) >> s: the rounding in m adds e * (m C - 2^s) / (C 2^s) < e / 2^31 to e / C, which
+// cannot reach the next integer while e <= 2^30. The flat index stays below 2^28 (kMaxElements).
+struct ColumnOf {
+  uint32_t c, m, s;
+  static ColumnOf make(uint32_t c) {
+    const uint32_t p = 31 - __builtin_clz(c);
+    const uint32_t s = 31 + p;
+    return {c, static_cast<uint32_t>(((uint64_t(1) << s) + c - 1) / c), s};
+  }
+  __device__ uint32_t operator()(uint32_t e) const {
+    const uint32_t row = static_cast<uint32_t>((uint64_t(e) * m) >> s);
+    return e - row * c;
+  }
+};
+
+// out[e] = op(x[e], bias[e % C]) over the flat rows x C tensor, for both add_bias and the fused
+// kernel. One 16-byte vector of x per thread; the threads past the last full vector take one
+// tail element each. kBiasVectors (C a multiple of the vector width): the vector's bias entries
+// are one aligned 16-byte load. Otherwise one load per element, wrapping at the row's end (that
+// also covers C smaller than a vector). One column computation per thread (ColumnOf).
+template <typename T, bool kBiasVectors, typename Op>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    bias_op_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ out,
+                   int64_t n, ColumnOf column_of, Op op) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const int64_t full_vecs = n / kVec;
+  const int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x;
+  if (i < full_vecs) {
+    Vec16<T> v = load16(x + i * kVec);
+    uint32_t col = column_of(static_cast<uint32_t>(i * kVec));
+    if constexpr (kBiasVectors) {
+      const Vec16<T> b = load16(bias + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k]), Elem<T>::to_float(b.v[k])));
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k]), Elem<T>::to_float(bias[col])));
+        col = col + 1 == column_of.c ? 0 : col + 1;
+      }
+    }
+    store16(out + i * kVec, v);
+  } else {
+    const int64_t tail = full_vecs * kVec + (i - full_vecs);
+    if (tail < n) {
+      const uint32_t col = column_of(static_cast<uint32_t>(tail));
+      out[tail] = Elem<T>::from_float(op(Elem<T>::to_float(x[tail]), Elem<T>::to_float(bias[col])));
+    }
+  }
+}
+
+template <typename T, typename Op>
+Status launch_bias_op(const T* x, const T* bias, T* out, int64_t n, int64_t c, Op op,
+                      cudaStream_t stream) {
+  if (n > kMaxElements || c < 1) {
+    return Status::Error("bias_gelu kernels take 1 <= C and rows x C <= 2^28 elements");
+  }
+  const unsigned blocks = vector_and_tail_blocks<T>(n);
+  if (blocks == 0) return Status::Ok();
+  const ColumnOf column_of = ColumnOf::make(static_cast<uint32_t>(c));
+  if (c % Vec16<T>::kCount == 0) {
+    bias_op_kernel<T, true, Op><<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n,
+                                                                            column_of, op);
+  } else {
+    bias_op_kernel<T, false, Op><<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n,
+                                                                             column_of, op);
+  }
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+// The fp64 reference on the GPU, fused with the comparison: reads x, b and y once each.
+template <typename T>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    check_kernel(const T* __restrict__ x, const T* __restrict__ bias, const T* __restrict__ y,
+                 int64_t n, int64_t c, ErrorSums* sums) {
+  ErrorPartial p;
+  for (int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kElementwiseThreads) {
+    const double h = double(Elem<T>::to_float(x[i])) + double(Elem<T>::to_float(bias[i % c]));
+    p.add(Elem<T>::to_float(y[i]), gelu_tanh_reference(h));
+  }
+  block_accumulate(sums, p);
+}
+
+// ---- workspace -----------------------------------------------------------------------------
+
+template <typename T>
+class BiasGeluWorkspace final : public Workspace {
+ public:
+  BiasGeluWorkspace(int64_t rows, int64_t c, double tolerance)
+      : n_(rows * c), c_(c), tolerance_(tolerance) {}
+
+  Status allocate() {
+    FL_TRY(x_.allocate(n_ * sizeof(T)));
+    FL_TRY(b_.allocate(c_ * sizeof(T)));
+    FL_TRY(t_.allocate(n_ * sizeof(T)));
+    FL_TRY(y_.allocate(n_ * sizeof(T)));
+    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    return Status::Ok();
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    FL_TRY(fill_uniform(x_.as<T>(), n_, seed, kInputLo, kInputHi, stream));
+    return fill_uniform(b_.as<T>(), c_, mix64(seed ^ 0xB1A5ull), kBiasLo, kBiasHi, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    FL_TRY(fill_nan(t_.as<T>(), n_, stream));
+    return fill_nan(y_.as<T>(), n_, stream);
+  }
+
+  Status launch(int level, int launch, cudaStream_t stream) override {
+    const T* x = x_.as<T>();
+    const T* b = b_.as<T>();
+    T* t = t_.as<T>();
+    T* y = y_.as<T>();
+    if (level == 0 && launch == 0) return launch_bias_op(x, b, t, n_, c_, AddBiasOp{}, stream);
+    if (level == 0 && launch == 1) return launch_elementwise<T>(t, y, n_, GeluFastOp{}, stream);
+    if (level == 1 && launch == 0) return launch_bias_op(x, b, y, n_, c_, BiasGeluOp{}, stream);
+    return Status::Error("bias_gelu has no launch " + std::to_string(launch) + " at level " +
+                         std::to_string(level));
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
+      check_kernel<T><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(
+          x_.as<T>(), b_.as<T>(), y_.as<T>(), n_, c_, sums);
+    }, result);
+  }
+
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    *inputs = {HostTensor{"x", {}}, HostTensor{"b", {}}};
+    outputs->assign(1, HostTensor{"y", {}});
+    FL_TRY(download_as_double(x_.as<T>(), n_, stream, &(*inputs)[0].values));
+    FL_TRY(download_as_double(b_.as<T>(), c_, stream, &(*inputs)[1].values));
+    return download_as_double(y_.as<T>(), n_, stream, &(*outputs)[0].values);
+  }
+
+ private:
+  int64_t n_, c_;
+  double tolerance_;
+  DeviceBuffer x_, b_, t_, y_, sums_;
+};
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class BiasGelu final : public Lesson {
+ public:
+  BiasGelu() {
+    info_.id = "bias_gelu";
+    info_.title = "bias + GELU";
+    info_.formula = "y = GELU_tanh(x + b),  x: rows x C,  b: C (broadcast over the rows)";
+    info_.teaching_text = kTeachingText;
+    info_.size_axis.unit = "rows";
+    info_.size_axis.min = 1;
+    info_.size_axis.max = kMaxElements / kDefaultC;  // 349,525 rows of 768
+    info_.size_axis.default_size = 32 * 512;         // batch 32 x sequence 512
+    info_.size_axis.inner_name = "hidden size C";
+    info_.size_axis.inner_default = kDefaultC;
+    info_.size_axis.inner_max = 16384;
+    info_.levels = {
+        {"unfused", "bias add and GELU as two kernels; the sum t round-trips through HBM",
+         {"add_bias", "gelu"}},
+        {"fused", "one kernel; x + b stays in a register", {"bias_gelu_fused"}},
+    };
+    info_.precisions = {Precision::fp32, Precision::bf16};
+  }
+
+  const LessonInfo& info() const override { return info_; }
+
+  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t b = bytes_per_element(p);
+    const int64_t n = shape.size * shape.inner, c = shape.inner;
+    // The add: 1 flop per element. GELU_tanh: x^3 and the polynomial (~7) plus tanh (1).
+    const double add_flops = 1.0 * n, gelu_flops = 8.0 * n;
+    if (level == 0) {
+      return {{"add_bias", (n + c) * b, n * b, add_flops}, {"gelu", n * b, n * b, gelu_flops}};
+    }
+    return {{"bias_gelu_fused", (n + c) * b, n * b, add_flops + gelu_flops}};
+  }
+
+  int64_t workspace_bytes(Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t n = shape.size * shape.inner;
+    return (3 * n + shape.inner) * bytes_per_element(p);  // x, t, y and b
+  }
+
+  Status create_workspace(Shape shape, Precision p,
+                          std::unique_ptr<Workspace>* out) const override {
+    shape = resolve(shape);
+    if (shape.size < 1) return Status::Error("bias_gelu needs at least 1 row");
+    if (shape.inner < 1) return Status::Error("bias_gelu needs a hidden size C of at least 1");
+    if (shape.inner > kMaxElements || shape.size > kMaxElements / shape.inner) {
+      return Status::Error("bias_gelu holds at most 2^28 = " + std::to_string(kMaxElements) +
+                           " elements (rows x C); at C = " + std::to_string(shape.inner) +
+                           " that is " + std::to_string(kMaxElements / shape.inner) +
+                           " rows, got " + std::to_string(shape.size) + ".");
+    }
+    if (p == Precision::fp32) return make<float>(shape, p, out);
+    return make<__nv_bfloat16>(shape, p, out);
+  }
+
+  // inputs: x (rows x C, flat) and b (C); C is b's length.
+  std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
+    const auto& x = inputs.at(0).values;
+    const auto& b = inputs.at(1).values;
+    HostTensor y{"y", std::vector<double>(x.size())};
+    if (b.empty()) return {y};
+    for (size_t i = 0; i < x.size(); ++i) y.values[i] = gelu_tanh_reference(x[i] + b[i % b.size()]);
+    return {y};
+  }
+
+  // fp32: gelu_tanh_fast's hardware 2^x and reciprocal are within a few ulp near GELU's curve,
+  // and the unfused chain rounds t = x + b once more (6e-8); ~1e-7 is typical. bf16: the
+  // output's own rounding (8 significant bits) gives ~2e-3, and the unfused chain also rounds t
+  // to bf16 before GELU (slope at most 1.13). A bias read from the wrong column gives errors of
+  // order 1, far above either tolerance.
+  double tolerance(Precision p) const override { return p == Precision::fp32 ? 1e-5 : 1e-2; }
+
+ private:
+  template <typename T>
+  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
+    auto ws = std::make_unique<BiasGeluWorkspace<T>>(shape.size, shape.inner, tolerance(p));
+    FL_TRY(ws->allocate());
+    *out = std::move(ws);
+    return Status::Ok();
+  }
+
+  LessonInfo info_;
+};
+
+}  // namespace
+
+const Lesson& bias_gelu_lesson() {
+  static const BiasGelu lesson;
+  return lesson;
+}
+
+}  // namespace fl

@@ -1,0 +1,920 @@
+// Lesson 5, scale_mask_softmax: the attention probabilities P = softmax(mask(s * S)), row-wise.
+//
+// The scores S of one head form a square L x L matrix (query q, key j; Sq = Sk = L), and the
+// B*H heads are stacked, so S is a tensor of `rows` = B*H*L rows of L keys each and the query of
+// row r is q = r % L. The scale is s = 1/sqrt(64) (head dimension 64). The causal mask hides
+// the future: key j > q becomes -inf, so its probability is exactly 0; key 0 is never masked,
+// so every row has something to normalize.
+//
+// Levels:
+//   0 unfused        five kernels, each op its own launch, each itself efficient:
+//                    scale (S -> S1), mask (S1 -> S2), row_max (S2 -> m),
+//                    exp_sum (S2, m -> e, d), divide (e, d -> P).
+//   1 softmax fused  what PyTorch eager runs: scale and mask are still two elementwise kernels,
+//                    then one softmax kernel that keeps its row on chip (S2 -> P).
+//   2 fused          one kernel: S is read once, scaled and masked as it arrives, the row's max
+//                    and sum are found with the online-softmax rule in registers, P written once.
+//
+// Textbook bytes (n = rows * L elements of b bytes; the row max m and sum d are fp32, 4 bytes
+// per row each):
+//   unfused          scale 2nb, mask 2nb, row_max nb + 4 rows, exp_sum 2nb + 8 rows,
+//                    divide 2nb + 4 rows: 9nb + 16 rows
+//   softmax fused    2nb + 2nb + 2nb = 6nb
+//   fused            2nb
+// so the byte-ratio limit of the speedup is 4.5x over the five-kernel chain (4.504x at L = 512
+// in fp32) and 3.0x over the eager one, once the scores are far larger than L2.
+// Prediction at the default shape, fp32 (196,608 rows x 512 keys, 402.7 MB per tensor):
+// unfused 3,627.0 MB, softmax fused 2,415.9 MB, fused 805.3 MB; at ~3.0 TB/s of copy bandwidth
+// (H100 SXM) about 1.21 ms, 0.81 ms and 0.27 ms. bf16 halves every figure but the 16 bytes/row.
+//
+// Access pattern. Every kernel moves 16 bytes per access (float4 / 8 x bf16). The elementwise
+// kernels (scale, mask) walk the flat tensor, so only the tensor's last few elements need scalar
+// accesses. The row kernels give each row to a group of 8 to 512 threads sized so that every
+// thread has up to 4 vectors of it (L = 512: a warp per fp32 row, half a warp per bf16 row;
+// L = 8192 fp32: 512 threads). A row of odd length starts at an address that is not a multiple
+// of 16 bytes, so each row is split into a scalar head (up to the first 16-byte boundary), full
+// 16-byte vectors, and a scalar tail: any L works, L = 1 included. The softmax and fused
+// kernels hold their whole row in registers, so the row is read from DRAM once.
+//
+// Measured (H200, CUDA 13.0 driver and runtime, cold L2, median of >= 50 repetitions of
+// `fusionlab bench`, 2026-11-21),
+// % of copy bandwidth on textbook bytes, at 524,288 x 512 (1 GiB fp32 tensors) / 196,608 x 512:
+//   fp32  scale 100/100, mask 99/98, row_max 100/94, exp_sum 96/95, divide 96/94,
+//         softmax 97/96, fused 98/98; fused/unfused 4.49x / 4.57x (limit 4.50x)
+//   bf16  scale 100/99, mask 97/94, row_max 96/84, exp_sum 89/88, divide 97/95,
+//         softmax 97/94, fused 99/99; fused/unfused 4.66x / 4.80x (limit 4.51x)
+// The unfused kernels lose most where a tensor is only a few times L2: each one first pays the
+// write-back of the dirty lines its predecessor left in L2 (row_max after mask, 84% above).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/catalog.h"
+#include "kernels/cuda_check.h"
+#include "kernels/device_buffer.h"
+#include "kernels/device_common.cuh"
+
+namespace fl {
+namespace {
+
+constexpr float kScale = 0.125f;  // s = 1/sqrt(64): exact in binary, so s * S rounds nothing
+constexpr double kScaleDouble = 0.125;
+constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e)): one FFMA + MUFU.EX2
+// Raw scores q.k over d = 64 unit-variance components have standard deviation sqrt(64) = 8.
+// Uniform on [-14, 14] has standard deviation 14 / sqrt(3) = 8.1, so after the 1/8 scale the
+// logits have standard deviation ~1, which is what the 1/sqrt(d) scale is there to achieve:
+// softmax rows that are neither flat nor one-hot (max/min probability up to e^3.5 = 33x).
+constexpr float kInputLo = -14.0f, kInputHi = 14.0f;
+constexpr int kThreads = 256;  // block size of every kernel but the 512-thread row groups
+constexpr int64_t kRowsDefault = int64_t(32) * 12 * 512;  // batch 32 x 12 heads x 512 queries
+constexpr int64_t kLengthDefault = 512;                   // keys per row = sequence length
+constexpr int64_t kLengthMax = 8192;
+constexpr int64_t kMaxElements = int64_t(1) << 28;  // 256M scores: 1 GiB per fp32 tensor
+
+const char* const kTeachingText =
+    "Attention turns each query's scores into probabilities: scale them by 1/sqrt(d), hide the "
+    "future with a causal mask (every key after the query becomes -infinity), and take a softmax "
+    "along the row. Written op by op, as an eager framework with no softmax kernel would run it, "
+    "that is five kernels: scale, mask, row max, exp-and-sum, divide. Each one is fast on its "
+    "own, but each streams the whole score tensor through HBM: S is read and written as S1, S1 "
+    "read and written as S2, S2 read for the max, read again and written as e, and e read once "
+    "more and written as P. That is nine trips per score (plus a few bytes per row for the max "
+    "and the sum), while the arithmetic, an exponential and a handful of adds, takes the SMs "
+    "almost no time. The middle rung is what PyTorch eager runs: scale and mask are still their "
+    "own kernels, but softmax is one library kernel that keeps its row on chip (six trips). Fully "
+    "fused, one kernel reads each score once, scales and masks it in a register, finds the row's "
+    "max and sum in a single sweep with the online-softmax rule (a running max, and a running sum "
+    "rescaled by exp(old max - new max) whenever the max grows), and writes P once: two trips. So "
+    "the speedup's ceiling is about 4.5x over the five kernels and 3x over the eager chain. Drag "
+    "the size slider: with many rows (the default 196,608 rows of 512 keys is 400 MB per fp32 "
+    "tensor) the measured speedup should come close to that ceiling. When the tensor fits in L2 "
+    "the intermediates never reach DRAM and the byte argument weakens. With a few thousand rows "
+    "every kernel takes the same few microseconds of launch overhead whatever its bytes: the "
+    "speedup there comes from five launches becoming one, and it vanishes if the launches were "
+    "already hidden (a CUDA graph, or a GPU busy with other work). Notice also that "
+    "masked scores come out exactly 0 (the exponential of -infinity) and that each row's "
+    "probabilities sum to 1. Fusion stops paying, or gets harder, when a row no longer fits on "
+    "chip (a fused kernel for very long rows must re-read it, or split it as flash attention "
+    "does) and when something else needs the intermediate, such as a backward pass that keeps S2.";
+
+// ---- CPU reference (double) ----------------------------------------------------------------
+
+// P for `rows` rows of `length` scores: softmax over the keys j <= q of s * S[j], 0 beyond.
+std::vector<double> softmax_reference(const std::vector<double>& scores, int64_t length) {
+  std::vector<double> p(scores.size(), 0.0);
+  const int64_t rows = length > 0 ? static_cast<int64_t>(scores.size()) / length : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* s = scores.data() + r * length;
+    double* out = p.data() + r * length;
+    const int64_t q = r % length;
+    double m = -INFINITY;
+    for (int64_t j = 0; j <= q; ++j) m = std::max(m, kScaleDouble * s[j]);
+    double d = 0;
+    for (int64_t j = 0; j <= q; ++j) d += std::exp(kScaleDouble * s[j] - m);
+    for (int64_t j = 0; j <= q; ++j) out[j] = std::exp(kScaleDouble * s[j] - m) / d;
+  }
+  return p;
+}
+
+// ---- 16-byte stores -------------------------------------------------------------------------
+// A plain 16-byte store (device_common's store16, or an int4 assignment) of values computed in
+// the loop was split by the compiler into four 4-byte stores for the first vector of each
+// unrolled group here (PTX: st.global.f32 x 4 at [p-4], [p], [p+4], [p+8]), which quadruples
+// the store instructions of that vector. One st.global.v4 in inline PTX (what the __stwb
+// intrinsic does) cannot be split; the pointer is a global-memory address, as __stwb assumes.
+
+__device__ __forceinline__ int element_bits(float v) { return __float_as_int(v); }
+__device__ __forceinline__ int element_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+
+__device__ __forceinline__ int4 pack16(const float (&v)[4]) {
+  return make_int4(element_bits(v[0]), element_bits(v[1]), element_bits(v[2]), element_bits(v[3]));
+}
+__device__ __forceinline__ int4 pack16(const __nv_bfloat16 (&v)[8]) {
+  auto pair = [](__nv_bfloat16 lo, __nv_bfloat16 hi) {
+    return element_bits(lo) | (element_bits(hi) << 16);
+  };
+  return make_int4(pair(v[0], v[1]), pair(v[2], v[3]), pair(v[4], v[5]), pair(v[6], v[7]));
+}
+
+// The matching load. The store's "memory" clobber keeps the compiler from proving that a
+// __restrict__ input is read-only, so the read-only (LDG.CONSTANT) path is asked for explicitly.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load16_ro(const T* p) {
+  Vec16<T> out;
+  *reinterpret_cast<int4*>(&out) = __ldg(reinterpret_cast<const int4*>(p));
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCount]) {
+  const int4 bits = pack16(v);
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(bits.x), "r"(bits.y),
+               "r"(bits.z), "r"(bits.w)
+               : "memory");
+}
+
+// exp2 on the special-function unit: one MUFU.EX2, within a few fp32 ulp (the fp32 check
+// measures ~6e-8 relative error end to end); results below 2^-126 flush to 0, which in a softmax is
+// a term 2^-126 times smaller than the row's largest and so changes no sum. exp2(-inf) = 0, which
+// is how masked keys get probability exactly 0.
+__device__ __forceinline__ float exp2_fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ---- row geometry --------------------------------------------------------------------------
+
+// A row of L elements split at 16-byte boundaries: `head` scalars, `vecs` full 16-byte vectors,
+// `tail` scalars. All tensors here share one layout and 256-byte aligned bases, so the split of
+// a row of S is also the split of the same row of every other tensor.
+struct RowSplit {
+  int head, vecs, tail;
+};
+
+template <typename T>
+__device__ __forceinline__ RowSplit split_row(const T* row, int length) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(row) & 15) / sizeof(T));
+  const int head = min(misaligned == 0 ? 0 : kVec - misaligned, length);
+  const int vecs = (length - head) / kVec;
+  return {head, vecs, length - head - vecs * kVec};
+}
+
+// Each row kernel gives a row to a group of kRowThreads threads: 8 or 16 lanes of a warp for
+// short rows, a warp, or several warps of a block for long ones. Every thread then has up to
+// kVecsPerThread = 4 vectors of its row in flight (64 bytes): a warp keeps 2 KB of loads
+// outstanding whatever the row length and precision, which is what it takes to cover DRAM
+// latency at full bandwidth with the warps an SM can hold. (One warp per 512-key bf16 row would
+// have only 1 KB in flight and reach ~85-89% of copy bandwidth on an H100.)
+constexpr int kVecsPerThread = 4;
+constexpr int kMaxRowThreads = 512;
+
+template <int kRowThreads>
+struct RowGroup {
+  static_assert(kRowThreads >= 8 && kRowThreads <= kMaxRowThreads &&
+                    (kRowThreads & (kRowThreads - 1)) == 0,
+                "a power of two from 8 lanes to 512 threads");
+  static constexpr int kBlockThreads = kRowThreads < kThreads ? kThreads : kRowThreads;
+  static constexpr int kRowsPerBlock = kBlockThreads / kRowThreads;
+  static constexpr int kWarpsPerRow = kRowThreads / 32;  // 0 for groups within a warp
+
+  __device__ static int64_t row() {
+    return int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowThreads;
+  }
+  __device__ static int thread() { return threadIdx.x % kRowThreads; }
+
+  // Reduces one float per thread over the group with `op`; every thread of the group gets the
+  // result. Every thread of the block must call it: groups within a warp shuffle with the full
+  // warp mask, and groups of several warps meet at a barrier. Called once per kernel.
+  template <typename Op>
+  __device__ static float reduce(float v, Op op) {
+    constexpr int kWidth = kRowThreads < 32 ? kRowThreads : 32;
+    for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
+      v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    }
+    if constexpr (kWarpsPerRow > 1) {
+      __shared__ float s_warp[kBlockThreads / 32];
+      if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = v;
+      __syncthreads();
+      const int first = (threadIdx.x / kRowThreads) * kWarpsPerRow;
+      v = s_warp[first];
+      for (int w = 1; w < kWarpsPerRow; ++w) v = op(v, s_warp[first + w]);
+    }
+    return v;
+  }
+};
+
+// The fewest threads (8 at least) that hold `vecs` vectors with kVecsPerThread each; long rows
+// get kMaxRowThreads and, in the streaming kernels, more than one trip.
+inline int row_threads_for(int vecs) {
+  int threads = 8;
+  while (threads < kMaxRowThreads && threads * kVecsPerThread < vecs) threads *= 2;
+  return threads;
+}
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// The online-softmax rule. A partial row is summarized by (m, d): its max m and its sum
+// d = sum exp2((x - m) * c). Two summaries combine into one by rescaling each sum to the larger
+// max, so the max and the sum of a row come out of a single reduction. An empty summary is
+// (-inf, 0) and stays harmless (no -inf - -inf = NaN).
+__device__ __forceinline__ void merge_online(float& m, float& d, float m2, float d2, float c) {
+  const float m_new = fmaxf(m, m2);
+  if (m_new == -INFINITY) return;
+  d = d * exp2_fast((m - m_new) * c) + d2 * exp2_fast((m2 - m_new) * c);
+  m = m_new;
+}
+
+// RowGroup::reduce for (m, d) pairs; the same rules (every thread calls it, once per kernel).
+template <int kRowThreads>
+__device__ __forceinline__ void row_merge_online(float& m, float& d, float c) {
+  using Group = RowGroup<kRowThreads>;
+  constexpr int kWidth = kRowThreads < 32 ? kRowThreads : 32;
+  for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
+    const float d2 = __shfl_xor_sync(0xffffffffu, d, offset);
+    merge_online(m, d, m2, d2, c);
+  }
+  if constexpr (Group::kWarpsPerRow > 1) {
+    __shared__ float s_m[Group::kBlockThreads / 32], s_d[Group::kBlockThreads / 32];
+    if ((threadIdx.x & 31) == 0) {
+      s_m[threadIdx.x >> 5] = m;
+      s_d[threadIdx.x >> 5] = d;
+    }
+    __syncthreads();
+    const int first = (threadIdx.x / kRowThreads) * Group::kWarpsPerRow;
+    m = s_m[first];
+    d = s_d[first];
+    for (int w = 1; w < Group::kWarpsPerRow; ++w)
+      merge_online(m, d, s_m[first + w], s_d[first + w], c);
+  }
+}
+
+// ---- level 0 and 1: the elementwise kernels ------------------------------------------------
+// Both walk the flat tensor: one 16-byte vector per thread, the threads past the last full
+// vector take one tail element each.
+
+// S1 = s * S.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    scale_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const int64_t full_vecs = n / kVec;
+  const int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x;
+  if (i < full_vecs) {
+    Vec16<T> v = load16_ro(in + i * kVec);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(kScale * Elem<T>::to_float(v.v[k]));
+    store16_packed(out + i * kVec, v.v);
+  } else {
+    const int64_t tail = full_vecs * kVec + (i - full_vecs);
+    if (tail < n) out[tail] = Elem<T>::from_float(kScale * Elem<T>::to_float(in[tail]));
+  }
+}
+
+// S2 = S1 with -inf where key j > query q. Element i sits at (h, q, j) with i = h L^2 + q L + j
+// (h = batch x head): two 32-bit divisions per vector find q and j of its first element
+// (n <= 2^28 and L^2 <= 2^26 fit in 32 bits), and the rest follow by counting.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    causal_mask_kernel(const T* __restrict__ in, T* __restrict__ out, uint32_t n, uint32_t length) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const uint32_t full_vecs = n / kVec;
+  const uint32_t i = blockIdx.x * uint32_t(kThreads) + threadIdx.x;
+  const T masked = Elem<T>::from_float(-INFINITY);
+  if (i < full_vecs) {
+    const uint32_t first = i * kVec;
+    const uint32_t in_matrix = first % (length * length);  // q L + j
+    uint32_t q = in_matrix / length, j = in_matrix - q * length;
+    Vec16<T> v = load16_ro(in + first);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (j > q) v.v[k] = masked;
+      if (++j == length) {  // the vector runs into the next row (odd L)
+        j = 0;
+        q = q + 1 == length ? 0 : q + 1;
+      }
+    }
+    store16_packed(out + first, v.v);
+  } else {
+    const uint32_t tail = full_vecs * kVec + (i - full_vecs);
+    if (tail < n) {
+      const uint32_t in_matrix = tail % (length * length);
+      const uint32_t q = in_matrix / length, j = in_matrix - q * length;
+      out[tail] = j > q ? masked : in[tail];
+    }
+  }
+}
+
+// ---- level 0: the three row kernels of the unfused softmax ---------------------------------
+// Each thread of a row group strides over the row's vectors, kVecsPerThread at a time with all
+// of their loads issued before any is used. A group whose row lies past the end (the last block
+// may have spare groups) works on the last row and stores nothing: it must still reach the
+// group's shuffles and barrier.
+
+// m[row] = max_j S2[row, j].
+template <typename T, int kRowThreads>
+__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
+    row_max_kernel(const T* __restrict__ in, float* __restrict__ row_max, int64_t rows,
+                   int length) {
+  using Group = RowGroup<kRowThreads>;
+  constexpr int kVec = Vec16<T>::kCount;
+  const int t = Group::thread();
+  const bool active = Group::row() < rows;
+  const int64_t row = active ? Group::row() : rows - 1;
+  const T* src = in + row * length;
+  const RowSplit split = split_row(src, length);
+  float m = -INFINITY;
+  if (t < split.head) m = Elem<T>::to_float(src[t]);
+  if (t < split.tail) m = fmaxf(m, Elem<T>::to_float(src[split.head + split.vecs * kVec + t]));
+  const T* vecs = src + split.head;
+  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
+    Vec16<T> v[kVecsPerThread];
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs)
+        v[u] = load16_ro(vecs + (base + u * kRowThreads) * kVec);
+    }
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v[u].v[k]));
+      }
+    }
+  }
+  m = Group::reduce(m, MaxOp{});
+  if (active && t == 0) row_max[row] = m;
+}
+
+// e = exp(S2 - m[row]) and d[row] = sum_j e. The sum adds e as stored (rounded to T), so that
+// the divide kernel's P sums to 1 up to its own rounding.
+template <typename T, int kRowThreads>
+__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
+    exp_sum_kernel(const T* __restrict__ in, const float* __restrict__ row_max, T* __restrict__ e,
+                   float* __restrict__ row_sum, int64_t rows, int length) {
+  using Group = RowGroup<kRowThreads>;
+  constexpr int kVec = Vec16<T>::kCount;
+  const int t = Group::thread();
+  const bool active = Group::row() < rows;
+  const int64_t row = active ? Group::row() : rows - 1;
+  const T* src = in + row * length;
+  T* dst = e + row * length;
+  const RowSplit split = split_row(src, length);
+  // exp(x - m) = exp2(x log2(e) - m log2(e)): one FFMA and one MUFU.EX2 per element.
+  const float m_log2e = row_max[row] * kLog2e;
+  auto exp_of = [&](T x) {
+    return Elem<T>::from_float(exp2_fast(fmaf(Elem<T>::to_float(x), kLog2e, -m_log2e)));
+  };
+  float d = 0;
+  if (t < split.head) {
+    const T stored = exp_of(src[t]);
+    if (active) dst[t] = stored;
+    d += Elem<T>::to_float(stored);
+  }
+  if (t < split.tail) {
+    const int j = split.head + split.vecs * kVec + t;
+    const T stored = exp_of(src[j]);
+    if (active) dst[j] = stored;
+    d += Elem<T>::to_float(stored);
+  }
+  const T* in_vecs = src + split.head;
+  T* out_vecs = dst + split.head;
+  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
+    Vec16<T> v[kVecsPerThread];
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs)
+        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
+    }
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          v[u].v[k] = exp_of(v[u].v[k]);
+          d += Elem<T>::to_float(v[u].v[k]);
+        }
+        if (active) store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
+      }
+    }
+  }
+  d = Group::reduce(d, SumOp{});
+  if (active && t == 0) row_sum[row] = d;
+}
+
+// P = e / d[row].
+template <typename T, int kRowThreads>
+__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
+    divide_kernel(const T* __restrict__ e, const float* __restrict__ row_sum, T* __restrict__ p,
+                  int64_t rows, int length) {
+  using Group = RowGroup<kRowThreads>;
+  constexpr int kVec = Vec16<T>::kCount;
+  const int t = Group::thread();
+  const int64_t row = Group::row();
+  if (row >= rows) return;  // no shuffles or barriers below: a spare group may simply leave
+  const T* src = e + row * length;
+  T* dst = p + row * length;
+  const RowSplit split = split_row(src, length);
+  const float inv = 1.0f / row_sum[row];
+  auto divide = [&](T x) { return Elem<T>::from_float(Elem<T>::to_float(x) * inv); };
+  if (t < split.head) dst[t] = divide(src[t]);
+  if (t < split.tail) {
+    const int j = split.head + split.vecs * kVec + t;
+    dst[j] = divide(src[j]);
+  }
+  const T* in_vecs = src + split.head;
+  T* out_vecs = dst + split.head;
+  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
+    Vec16<T> v[kVecsPerThread];
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs)
+        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
+    }
+#pragma unroll
+    for (int u = 0; u < kVecsPerThread; ++u) {
+      if (base + u * kRowThreads < split.vecs) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) v[u].v[k] = divide(v[u].v[k]);
+        store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
+      }
+    }
+  }
+}
+
+// ---- levels 1 and 2: softmax with the row in registers -------------------------------------
+// One row group holds its whole row: each thread up to kVecsPerThread 16-byte vectors plus one
+// head and one tail scalar. Each thread summarizes its slice as (max, sum) in one sweep over
+// registers, the group merges the summaries with the online rule (one reduction, not a max
+// reduction followed by a sum reduction), and each thread rescales its exponentials by
+// exp(its max - row max) / row sum and writes P. DRAM sees the row once in and once out.
+//
+// kScaleAndMask = false: level 1's softmax, reading S2 (scaled and masked already).
+// kScaleAndMask = true:  level 2's fused kernel, reading S. Since s > 0, the max of s * S is s
+// times the max of S, so the kernel keeps raw scores and folds s into the exponent:
+// exp(s x - s m) = exp2((x - m) * s * log2(e)). Keys after the query are set to -inf on load;
+// only the one vector that straddles the query looks at its keys one by one.
+template <typename T, int kRowThreads, bool kScaleAndMask>
+__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
+    softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int length) {
+  using Group = RowGroup<kRowThreads>;
+  constexpr int kVec = Vec16<T>::kCount;
+  constexpr float c = kScaleAndMask ? kScale * kLog2e : kLog2e;
+  const int t = Group::thread();
+  const bool active = Group::row() < rows;
+  const int64_t row = active ? Group::row() : rows - 1;
+  const T* src = in + row * length;
+  T* dst = out + row * length;
+  const RowSplit split = split_row(src, length);
+  // The query of this row (rows * L <= 2^28, so 32 bits suffice); level 1 masks nothing here.
+  const int q = kScaleAndMask
+                    ? static_cast<int>(static_cast<uint32_t>(row) % static_cast<uint32_t>(length))
+                    : length;
+
+  // Load the row: all loads are issued before any value is used.
+  float x[kVecsPerThread][kVec];
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+    const int v = t + k * kRowThreads;
+    if (v < split.vecs) {
+      const Vec16<T> raw = load16_ro(src + split.head + v * kVec);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[k][e] = Elem<T>::to_float(raw.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[k][e] = -INFINITY;
+    }
+  }
+  const int tail_j = split.head + split.vecs * kVec + t;
+  float x_head = t < split.head ? Elem<T>::to_float(src[t]) : -INFINITY;
+  float x_tail = t < split.tail ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
+  if constexpr (kScaleAndMask) {
+#pragma unroll
+    for (int k = 0; k < kVecsPerThread; ++k) {
+      const int first = split.head + (t + k * kRowThreads) * kVec;  // key of x[k][0]
+      if (first + kVec - 1 > q) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) x[k][e] = first + e > q ? -INFINITY : x[k][e];
+      }
+    }
+    if (t > q) x_head = -INFINITY;
+    if (tail_j > q) x_tail = -INFINITY;
+  }
+
+  // This thread's summary (m, d). Masked or absent elements are -inf and give exp2(-inf) = 0;
+  // a thread with nothing unmasked keeps m = -inf, d = 0.
+  float m = fmaxf(x_head, x_tail);
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) m = fmaxf(m, x[k][e]);
+  }
+  const float mc = m == -INFINITY ? 0.0f : m * c;
+  float d = 0;
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      x[k][e] = exp2_fast(fmaf(x[k][e], c, -mc));
+      d += x[k][e];
+    }
+  }
+  const float e_head = exp2_fast(fmaf(x_head, c, -mc));
+  const float e_tail = exp2_fast(fmaf(x_tail, c, -mc));
+  d += e_head + e_tail;
+
+  // The row's summary, then this thread's factor from its exponentials to probabilities.
+  float row_m = m, row_d = d;
+  row_merge_online<kRowThreads>(row_m, row_d, c);
+  const float factor = row_m == -INFINITY ? 0.0f : exp2_fast((m - row_m) * c) / row_d;
+  if (!active) return;
+
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+    const int v = t + k * kRowThreads;
+    if (v < split.vecs) {
+      T p[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) p[e] = Elem<T>::from_float(x[k][e] * factor);
+      store16_packed(dst + split.head + v * kVec, p);
+    }
+  }
+  if (t < split.head) dst[t] = Elem<T>::from_float(e_head * factor);
+  if (t < split.tail) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
+}
+
+// ---- the GPU's fp64 check ------------------------------------------------------------------
+
+struct CheckSums {
+  ErrorSums error;
+  unsigned long long masked_nonzero;  // masked keys whose probability is not exactly 0
+};
+
+// One warp per row: the fp64 reference from S (max, sum, then each probability), compared with
+// P as it goes. Reads the row of S three times; it runs once per measurement, not timed.
+constexpr int kCheckWarps = kThreads / 32;
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    check_kernel(const T* __restrict__ s, const T* __restrict__ p, int64_t rows, int length,
+                 CheckSums* sums) {
+  ErrorPartial partial;
+  unsigned long long masked_nonzero = 0;
+  const int lane = threadIdx.x & 31;
+  for (int64_t row = int64_t(blockIdx.x) * kCheckWarps + (threadIdx.x >> 5); row < rows;
+       row += int64_t(gridDim.x) * kCheckWarps) {
+    const T* s_row = s + row * length;
+    const T* p_row = p + row * length;
+    const int q = static_cast<int>(row % length);
+    double m = -INFINITY;
+    for (int j = lane; j <= q; j += 32) m = fmax(m, kScaleDouble * Elem<T>::to_float(s_row[j]));
+    for (int offset = 16; offset > 0; offset >>= 1)
+      m = fmax(m, __shfl_xor_sync(0xffffffffu, m, offset));
+    double d = 0;
+    for (int j = lane; j <= q; j += 32) d += exp(kScaleDouble * Elem<T>::to_float(s_row[j]) - m);
+    for (int offset = 16; offset > 0; offset >>= 1) d += __shfl_xor_sync(0xffffffffu, d, offset);
+    for (int j = lane; j < length; j += 32) {
+      const double out = Elem<T>::to_float(p_row[j]);
+      const double ref = j <= q ? exp(kScaleDouble * Elem<T>::to_float(s_row[j]) - m) / d : 0.0;
+      partial.add(out, ref);
+      if (j > q && out != 0.0) ++masked_nonzero;
+    }
+  }
+  if (masked_nonzero != 0) atomicAdd(&sums->masked_nonzero, masked_nonzero);
+  block_accumulate(&sums->error, partial);
+}
+
+// ---- launchers -----------------------------------------------------------------------------
+
+template <typename T>
+Status launch_scale(const T* in, T* out, int64_t n, cudaStream_t stream) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const unsigned blocks = static_cast<unsigned>((n / kVec + n % kVec + kThreads - 1) / kThreads);
+  if (blocks == 0) return Status::Ok();
+  scale_kernel<T><<<blocks, kThreads, 0, stream>>>(in, out, n);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename T>
+Status launch_mask(const T* in, T* out, int64_t n, int length, cudaStream_t stream) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const unsigned blocks = static_cast<unsigned>((n / kVec + n % kVec + kThreads - 1) / kThreads);
+  if (blocks == 0) return Status::Ok();
+  causal_mask_kernel<T><<<blocks, kThreads, 0, stream>>>(in, out, static_cast<uint32_t>(n),
+                                                         static_cast<uint32_t>(length));
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+enum class RowKernel { max, exp_sum, divide, softmax, fused };
+
+// Launches one row kernel with a row group of kRowThreads threads.
+template <typename T, int kRowThreads>
+Status launch_rows_with(RowKernel kernel, const T* in, T* out, float* row_max, float* row_sum,
+                        int64_t rows, int length, cudaStream_t stream) {
+  using Group = RowGroup<kRowThreads>;
+  const unsigned blocks =
+      static_cast<unsigned>((rows + Group::kRowsPerBlock - 1) / Group::kRowsPerBlock);
+  constexpr int threads = Group::kBlockThreads;
+  switch (kernel) {
+    case RowKernel::max:
+      row_max_kernel<T, kRowThreads><<<blocks, threads, 0, stream>>>(in, row_max, rows, length);
+      break;
+    case RowKernel::exp_sum:
+      exp_sum_kernel<T, kRowThreads>
+          <<<blocks, threads, 0, stream>>>(in, row_max, out, row_sum, rows, length);
+      break;
+    case RowKernel::divide:
+      divide_kernel<T, kRowThreads><<<blocks, threads, 0, stream>>>(in, row_sum, out, rows, length);
+      break;
+    case RowKernel::softmax:
+      softmax_rows_kernel<T, kRowThreads, false>
+          <<<blocks, threads, 0, stream>>>(in, out, rows, length);
+      break;
+    case RowKernel::fused:
+      softmax_rows_kernel<T, kRowThreads, true>
+          <<<blocks, threads, 0, stream>>>(in, out, rows, length);
+      break;
+  }
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+// The row group for this row length (row_threads_for); the softmax kernels must hold the whole
+// row, so they refuse rows longer than kMaxRowThreads * kVecsPerThread vectors (L = 8192 fp32).
+template <typename T>
+Status launch_rows(RowKernel kernel, const T* in, T* out, float* row_max, float* row_sum,
+                   int64_t rows, int length, cudaStream_t stream) {
+  constexpr int kVec = Vec16<T>::kCount;
+  const int vecs = (length + kVec - 1) / kVec;
+  const bool in_registers = kernel == RowKernel::softmax || kernel == RowKernel::fused;
+  if (in_registers && vecs > kMaxRowThreads * kVecsPerThread) {
+    return Status::Error("scale_mask_softmax holds rows of up to " +
+                         std::to_string(kMaxRowThreads * kVecsPerThread * kVec) +
+                         " keys in registers; got " + std::to_string(length));
+  }
+  switch (row_threads_for(vecs)) {
+    case 8:
+      return launch_rows_with<T, 8>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    case 16:
+      return launch_rows_with<T, 16>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    case 32:
+      return launch_rows_with<T, 32>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    case 64:
+      return launch_rows_with<T, 64>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    case 128:
+      return launch_rows_with<T, 128>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    case 256:
+      return launch_rows_with<T, 256>(kernel, in, out, row_max, row_sum, rows, length, stream);
+    default:
+      return launch_rows_with<T, 512>(kernel, in, out, row_max, row_sum, rows, length, stream);
+  }
+}
+
+// ---- workspace -----------------------------------------------------------------------------
+
+template <typename T>
+class ScaleMaskSoftmaxWorkspace final : public Workspace {
+ public:
+  ScaleMaskSoftmaxWorkspace(int64_t rows, int length, double tolerance)
+      : rows_(rows), length_(length), n_(rows * length), tolerance_(tolerance) {}
+
+  Status allocate() {
+    for (DeviceBuffer* b : {&s_, &s1_, &s2_, &e_, &p_}) FL_TRY(b->allocate(n_ * sizeof(T)));
+    FL_TRY(row_max_.allocate(rows_ * sizeof(float)));
+    FL_TRY(row_sum_.allocate(rows_ * sizeof(float)));
+    FL_TRY(sums_.allocate(sizeof(CheckSums)));
+    return Status::Ok();
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    return fill_uniform(s_.as<T>(), n_, seed, kInputLo, kInputHi, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    for (DeviceBuffer* b : {&s1_, &s2_, &e_, &p_}) FL_TRY(fill_nan(b->as<T>(), n_, stream));
+    FL_TRY(fill_nan(row_max_.as<float>(), rows_, stream));
+    return fill_nan(row_sum_.as<float>(), rows_, stream);
+  }
+
+  Status launch(int level, int launch, cudaStream_t stream) override {
+    const T* s = s_.as<T>();
+    T* s1 = s1_.as<T>();
+    T* s2 = s2_.as<T>();
+    T* e = e_.as<T>();
+    T* p = p_.as<T>();
+    float* m = row_max_.as<float>();
+    float* d = row_sum_.as<float>();
+    if (level < 0 || launch < 0)
+      return Status::Error("scale_mask_softmax: negative level or launch");
+    if (level <= 1 && launch == 0) return launch_scale(s, s1, n_, stream);
+    if (level <= 1 && launch == 1) return launch_mask<T>(s1, s2, n_, length_, stream);
+    if (level == 0 && launch == 2)
+      return launch_rows<T>(RowKernel::max, s2, nullptr, m, d, rows_, length_, stream);
+    if (level == 0 && launch == 3)
+      return launch_rows<T>(RowKernel::exp_sum, s2, e, m, d, rows_, length_, stream);
+    if (level == 0 && launch == 4)
+      return launch_rows<T>(RowKernel::divide, e, p, m, d, rows_, length_, stream);
+    if (level == 1 && launch == 2)
+      return launch_rows<T>(RowKernel::softmax, s2, p, m, d, rows_, length_, stream);
+    if (level == 2 && launch == 0)
+      return launch_rows<T>(RowKernel::fused, s, p, m, d, rows_, length_, stream);
+    return Status::Error("scale_mask_softmax has no launch " + std::to_string(launch) +
+                         " at level " + std::to_string(level));
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    FL_CUDA_TRY(cudaMemsetAsync(sums_.get(), 0, sizeof(CheckSums), stream));
+    const int64_t wanted = (rows_ + kCheckWarps - 1) / kCheckWarps;
+    const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+    check_kernel<T><<<blocks, kThreads, 0, stream>>>(s_.as<T>(), p_.as<T>(), rows_, length_,
+                                                     sums_.as<CheckSums>());
+    FL_CUDA_TRY(cudaGetLastError());
+    CheckSums host{};
+    FL_CUDA_TRY(cudaMemcpyAsync(&host, sums_.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
+    FL_CUDA_TRY(cudaStreamSynchronize(stream));
+    *result = finish_check(host.error, tolerance_);
+    // A masked key must get probability exactly 0, not merely a small one.
+    if (host.masked_nonzero != 0) result->passed = false;
+    return Status::Ok();
+  }
+
+  // Inputs: the scores S and, as a one-value tensor, the row length L the reference needs.
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    inputs->assign(2, HostTensor{"S", {}});
+    (*inputs)[1] = HostTensor{"row_length", {static_cast<double>(length_)}};
+    outputs->assign(1, HostTensor{"P", {}});
+    FL_TRY(copy_out(s_, stream, &(*inputs)[0].values));
+    return copy_out(p_, stream, &(*outputs)[0].values);
+  }
+
+ private:
+  Status copy_out(const DeviceBuffer& buffer, cudaStream_t stream, std::vector<double>* values) {
+    std::vector<T> raw(n_);
+    FL_CUDA_TRY(
+        cudaMemcpyAsync(raw.data(), buffer.get(), n_ * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    FL_CUDA_TRY(cudaStreamSynchronize(stream));
+    values->resize(n_);
+    for (int64_t i = 0; i < n_; ++i) (*values)[i] = Elem<T>::to_float(raw[i]);
+    return Status::Ok();
+  }
+
+  int64_t rows_;
+  int length_;
+  int64_t n_;
+  double tolerance_;
+  DeviceBuffer s_, s1_, s2_, e_, p_;  // S, s*S, masked, exponentials, probabilities
+  DeviceBuffer row_max_, row_sum_, sums_;
+};
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class ScaleMaskSoftmax final : public Lesson {
+ public:
+  ScaleMaskSoftmax() {
+    info_.id = "scale_mask_softmax";
+    info_.title = "Scale + causal mask + softmax";
+    info_.formula = "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf";
+    info_.teaching_text = kTeachingText;
+    info_.size_axis = {"rows",
+                       1,
+                       kMaxElements / kLengthDefault,
+                       kRowsDefault,
+                       "keys per row L (the sequence length)",
+                       kLengthDefault,
+                       kLengthMax};
+    info_.levels = {
+        {"unfused",
+         "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "
+         "through HBM",
+         {"scale", "mask", "row_max", "exp_sum", "divide"}},
+        {"softmax fused",
+         "what PyTorch eager runs: scale and mask kernels, then one softmax kernel that keeps "
+         "its row on chip",
+         {"scale", "mask", "softmax"}},
+        {"fused",
+         "one kernel: S read once, scaled and masked in registers, online softmax, P written "
+         "once",
+         {"scale_mask_softmax_fused"}},
+    };
+    info_.precisions = {Precision::fp32, Precision::bf16};
+  }
+
+  const LessonInfo& info() const override { return info_; }
+
+  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t n = shape.size * shape.inner;
+    const int64_t tensor = n * bytes_per_element(p);
+    const int64_t stat = shape.size * int64_t(sizeof(float));  // one fp32 per row: max or sum
+    // FLOPs per score: scale 1 (multiply), mask 0 (a select), max 1 (compare), exp-sum 3
+    // (subtract, exponential counted as 1, add), divide 1.
+    const double per = double(n);
+    if (level == 0) {
+      return {{"scale", tensor, tensor, per},
+              {"mask", tensor, tensor, 0.0},
+              {"row_max", tensor, stat, per},
+              {"exp_sum", tensor + stat, tensor + stat, 3 * per},
+              {"divide", tensor + stat, tensor, per}};
+    }
+    if (level == 1) {
+      return {{"scale", tensor, tensor, per},
+              {"mask", tensor, tensor, 0.0},
+              {"softmax", tensor, tensor, 5 * per}};
+    }
+    return {{"scale_mask_softmax_fused", tensor, tensor, 6 * per}};
+  }
+
+  int64_t workspace_bytes(Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    // S, S1, S2, e, P, plus the fp32 row max and row sum.
+    return 5 * shape.size * shape.inner * bytes_per_element(p) +
+           2 * shape.size * int64_t(sizeof(float)) + int64_t(sizeof(CheckSums));
+  }
+
+  Status create_workspace(Shape shape, Precision p,
+                          std::unique_ptr<Workspace>* out) const override {
+    shape = resolve(shape);
+    if (shape.size < 1) return Status::Error("scale_mask_softmax needs at least 1 row");
+    if (shape.inner < 1 || shape.inner > kLengthMax) {
+      return Status::Error("scale_mask_softmax takes rows of 1 to " + std::to_string(kLengthMax) +
+                           " keys; got " + std::to_string(shape.inner));
+    }
+    if (shape.size * shape.inner > kMaxElements) {
+      return Status::Error("scale_mask_softmax takes up to " + std::to_string(kMaxElements) +
+                           " scores (rows x keys); " + std::to_string(shape.size) + " x " +
+                           std::to_string(shape.inner) + " is more. At " +
+                           std::to_string(shape.inner) + " keys the largest is " +
+                           std::to_string(kMaxElements / shape.inner) + " rows.");
+    }
+    if (p == Precision::fp32) return make<float>(shape, p, out);
+    return make<__nv_bfloat16>(shape, p, out);
+  }
+
+  std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
+    const auto& scores = inputs.at(0).values;
+    const int64_t length = static_cast<int64_t>(inputs.at(1).values.at(0));
+    return {HostTensor{"P", softmax_reference(scores, length)}};
+  }
+
+  // fp32: ex2.approx is within a few ulp and each row's sum adds at most a few dozen terms in
+  // sequence (the rest is a tree): 3e-8 to 7e-8 measured, so 1e-5 leaves a wide margin.
+  // bf16: P's own rounding to 8 significant bits gives ~1.5e-3, and the unfused chain rounds e
+  // once more (0.7e-3 to 1.9e-3 measured); 1e-2 still catches any real mistake.
+  double tolerance(Precision p) const override { return p == Precision::fp32 ? 1e-5 : 1e-2; }
+
+ private:
+  template <typename T>
+  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
+    auto ws = std::make_unique<ScaleMaskSoftmaxWorkspace<T>>(
+        shape.size, static_cast<int>(shape.inner), tolerance(p));
+    FL_TRY(ws->allocate());
+    *out = std::move(ws);
+    return Status::Ok();
+  }
+
+  LessonInfo info_;
+};
+
+}  // namespace
+
+const Lesson& scale_mask_softmax_lesson() {
+  static const ScaleMaskSoftmax lesson;
+  return lesson;
+}
+
+}  // namespace fl

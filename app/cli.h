@@ -4,6 +4,10 @@
 
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace fl {
 
 struct BenchOptions {
@@ -16,7 +20,18 @@ struct BenchOptions {
   double seconds_per_level = 0.2;
   std::string out_session;  // --out
   std::string out_csv;      // --csv
+  bool no_counters = false;     // --no-counters: timing only, no CUPTI range profiler
+  // Diagnostics (hidden options, for checking the measurement itself):
+  bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
+  std::string timer = "cupti";  // --timer cupti|events
+  std::string counter_replay = "user";  // --counter-replay user|kernel
+  bool keep_profiler_enabled = false;   // --keep-profiler-enabled
+  bool trace_all_runtime_apis = false;  // --trace-all-runtime-apis
 };
+
+// Adds the counter and timer options (--no-counters and the hidden diagnostics) to the
+// `bench` subcommand; main() calls it next to the other bench options.
+void add_bench_measure_options(CLI::App* bench, BenchOptions* options);
 
 int run_lessons(bool json);
 int run_bench(const BenchOptions& options);

@@ -1,11 +1,18 @@
 // `fusionlab bench`: measures lessons headless on the live GPU and prints the tutorial's table:
 // per size, the time of every fusion level, the speedup of the top level over level 0, the
-// byte-ratio limit of that speedup, achieved GB/s and % of copy bandwidth, and the error.
+// byte-ratio limit of that speedup, achieved GB/s and % of copy bandwidth, and the error; then
+// per launch the time, GB/s and the DRAM / L2 bytes the GPU's counters saw next to the textbook
+// bytes. Both phases run for every size: timing (CUPTI activity records), then counters (CUPTI
+// range profiler) unless --no-counters.
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/measure/cupti_tracer.h"
 #include "app/measure/live_backend.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
@@ -30,12 +37,23 @@ std::vector<std::string> split(const std::string& text) {
 }
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+// Signed difference of `measured` from `reference`, in percent.
+double deviation(double measured, double reference) {
+  return reference > 0 ? 100.0 * (measured - reference) / reference : 0;
+}
+double megabytes(double bytes) { return bytes * 1e-6; }
+
+std::string optional_count(const std::optional<LaunchCounters>& c, int64_t LaunchCounters::*field) {
+  return c ? std::to_string((*c).*field) : std::string();
+}
 
 std::string csv_for(const std::vector<Measurement>& all) {
   std::string csv =
       "lesson,size,precision,cache,level,level_name,launch,kernel,launch_time_median_us,"
       "launch_time_p20_us,launch_time_p80_us,textbook_bytes_read,textbook_bytes_written,"
-      "launch_gbps,copy_gbps,chain_time_median_us,repetitions,rel_l2_error,correct\n";
+      "launch_gbps,copy_gbps,chain_time_median_us,repetitions,rel_l2_error,correct,"
+      "timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
+      "event_time_median_us\n";
   char line[1024];
   for (const Measurement& m : all) {
     for (size_t k = 0; k < m.launches.size(); ++k) {
@@ -51,6 +69,16 @@ std::string csv_for(const std::vector<Measurement>& all) {
                     m.chain_time_us.median, m.repetitions, m.check.rel_l2_error,
                     m.check.passed ? "yes" : "no");
       csv += line;
+      csv.pop_back();  // the newline: the counter columns follow
+      csv += std::string(",") + m.timing_method + "," + to_string(m.counters_status) + "," +
+             optional_count(l.counters, &LaunchCounters::dram_read_bytes) + "," +
+             optional_count(l.counters, &LaunchCounters::dram_write_bytes) + "," +
+             optional_count(l.counters, &LaunchCounters::l2_bytes) + ",";
+      if (l.event_time_us.count > 0) {
+        std::snprintf(line, sizeof(line), "%.4f", l.event_time_us.median);
+        csv += line;
+      }
+      csv += "\n";
     }
   }
   return csv;
@@ -101,9 +129,21 @@ int run_bench(const BenchOptions& o) {
     }
   }
 
+  if (o.timer != "cupti" && o.timer != "events") return fail("--timer is cupti or events, got '" + o.timer + "'");
+  CounterReplay replay;
+  if (!parse_counter_replay(o.counter_replay, &replay)) {
+    return fail("--counter-replay is user or kernel, got '" + o.counter_replay + "'");
+  }
+
   LiveOptions live;
   live.min_repetitions = std::max(1, o.min_repetitions);
   live.target_seconds = o.seconds_per_level;
+  live.use_cupti = o.timer == "cupti";
+  live.counters = !o.no_counters;
+  live.compare_timers = o.compare_timers;
+  live.counter_replay = replay;
+  live.keep_profiler_enabled = o.keep_profiler_enabled;
+  live.trace_all_runtime_apis = o.trace_all_runtime_apis;
   std::unique_ptr<LiveBackend> backend;
   if (Status st = LiveBackend::create(live, &backend); !st.ok()) {
     return fail(st.message() + " `bench` measures on a live GPU, so it cannot run here.");
@@ -119,6 +159,25 @@ int run_bench(const BenchOptions& o) {
               (d.runtime_version % 1000) / 10);
   std::printf("roof: copy bandwidth over 1 GiB, cold L2: %.0f GB/s (bytes read + written)\n",
               d.roof_gbps);
+  const bool cupti_timing = std::string(backend->timing_method()) == "cupti_activity";
+  if (cupti_timing) {
+    std::printf("timing: CUPTI activity records; a launch is its kernel's end - start, a chain the "
+                "first launch's start to the last one's end\n");
+  } else {
+    std::printf("timing: CUDA events around every launch%s%s\n",
+                backend->timing_note().empty() ? "" : ": ", backend->timing_note().c_str());
+  }
+  const bool counters = backend->counters_available();
+  if (counters) {
+    std::printf("counters: CUPTI range profiler on %s, %d pass%s, one auto range per kernel, %s "
+                "replay, run after the timing in the same cache mode\n",
+                backend->counter_chip().c_str(), backend->counter_passes(),
+                backend->counter_passes() == 1 ? "" : "es", to_string(replay));
+  } else if (o.no_counters) {
+    std::printf("counters: off (--no-counters)\n");
+  } else {
+    std::printf("counters: %s\n", backend->counters_note().c_str());
+  }
 
   Session session;
   session.app_version = app_version();
@@ -131,9 +190,9 @@ int run_bench(const BenchOptions& o) {
     if (lesson_levels.empty()) {
       for (int l = 0; l < lesson->level_count(); ++l) lesson_levels.push_back(l);
     }
-    std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with CUDA events\n",
+    std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n",
                 info.id.c_str(), info.formula.c_str(), to_string(precision), to_string(cache),
-                live.min_repetitions);
+                live.min_repetitions, cupti_timing ? "CUPTI activity records" : "CUDA events");
     if (info.size_axis.inner_default > 0) {
       std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
                   info.size_axis.inner_name.c_str(),
@@ -144,6 +203,7 @@ int run_bench(const BenchOptions& o) {
     std::printf(" %8s %7s %10s %7s %11s\n", "speedup", "limit", "top GB/s", "% copy", "max rel err");
 
     std::vector<Measurement> details;
+    std::vector<std::pair<int64_t, double>> counter_ms;  // size, wall time of its counter phase
     for (int64_t n : sizes) {
       std::fprintf(stderr, "  %s %s...\n", info.id.c_str(), format_size(n).c_str());
       MeasureRequest request;
@@ -153,7 +213,13 @@ int run_bench(const BenchOptions& o) {
       request.precision = precision;
       request.cache = cache;
       std::vector<Measurement> ms;
-      const Status st = backend->measure(request, nullptr, &ms);
+      Status st = backend->measure(request, nullptr, &ms);
+      if (st.ok() && counters) {
+        const auto t0 = std::chrono::steady_clock::now();
+        st = backend->measure_counters(request, nullptr, &ms);
+        counter_ms.emplace_back(
+            n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
       if (!st.ok()) {
         std::printf("%10s  error: %s\n", format_size(n).c_str(), st.message().c_str());
         ++failures;
@@ -185,13 +251,97 @@ int run_bench(const BenchOptions& o) {
       }
     }
 
-    std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes\n");
+    std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes%s\n",
+                counters ? "; DRAM read / write and L2 bytes from the counters, next to the "
+                           "textbook bytes (MB = 10^6 bytes)"
+                         : "");
     for (const Measurement& m : details) {
       for (const LaunchResult& l : m.launches) {
         const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
-        std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)\n",
+        std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)",
                     format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(),
                     l.time_us.median, gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
+        if (l.event_time_us.count > 0) {
+          std::printf("  events %.2f us (CUPTI %+.1f%%)", l.event_time_us.median,
+                      deviation(l.time_us.median, l.event_time_us.median));
+        }
+        if (l.counters) {
+          std::printf("  DRAM rd %.2f wr %.2f MB, L2 %.2f MB; textbook rd %.2f wr %.2f MB",
+                      megabytes(l.counters->dram_read_bytes), megabytes(l.counters->dram_write_bytes),
+                      megabytes(l.counters->l2_bytes), megabytes(l.textbook.bytes_read),
+                      megabytes(l.textbook.bytes_written));
+        }
+        std::printf("\n");
+      }
+      if (const auto total = m.counters_total()) {
+        const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
+        std::printf("  %10s  level %d chain: DRAM rd+wr %.2f MB vs textbook %.2f MB (%+.1f%%), L2 %.2f MB\n",
+                    format_size(m.size).c_str(), m.level, megabytes(dram),
+                    megabytes(m.textbook_bytes()), deviation(dram, m.textbook_bytes()),
+                    megabytes(total->l2_bytes));
+      } else if (m.counters_status != CountersStatus::not_measured && !m.counters_note.empty()) {
+        std::printf("  %10s  level %d counters %s: %s\n", format_size(m.size).c_str(), m.level,
+                    to_string(m.counters_status), m.counters_note.c_str());
+      }
+    }
+    for (const Measurement& m : details) {
+      if (cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
+        std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
+                    m.timing_method.c_str(), backend->timing_note().c_str());
+      }
+    }
+    if (backend->order_matched_repetitions() > 0) {
+      std::printf("  note: %lld repetitions' kernel records were matched to launches by order "
+                  "(CUPTI delivered no external correlation records)\n",
+                  static_cast<long long>(backend->order_matched_repetitions()));
+    }
+    if (o.compare_timers && cupti_timing) {
+      KernelTracer* tracer = nullptr;
+      if (KernelTracer::instance(&tracer).ok()) {
+        const TracerStats t = tracer->stats();
+        std::printf("  CUPTI so far: %llu kernel, %llu API and %llu external correlation records, "
+                    "%llu dropped; %llu runtime calls could not be untraced\n",
+                    static_cast<unsigned long long>(t.kernel_records),
+                    static_cast<unsigned long long>(t.api_records),
+                    static_cast<unsigned long long>(t.external_correlation_records),
+                    static_cast<unsigned long long>(t.dropped_records),
+                    static_cast<unsigned long long>(t.apis_left_traced));
+      }
+    }
+    if (!counter_ms.empty()) {
+      std::printf("  counter phase (every level, wall time):");
+      for (const auto& [n, ms] : counter_ms) std::printf(" %s %.0f ms", format_size(n).c_str(), ms);
+      std::printf("\n");
+    }
+    if (o.compare_timers) {
+      // The measurement's own fidelity: CUPTI durations against CUDA events on the same
+      // launches, and counted DRAM bytes against the textbook bytes.
+      std::printf("  fidelity (%s):\n", to_string(cache));
+      std::printf("  %10s %5s %-18s %10s %10s %7s %8s %8s %11s\n", "size", "level", "kernel",
+                  "cupti us", "events us", "diff", "rd/tb", "wr/tb", "chain rd+wr");
+      for (const Measurement& m : details) {
+        const auto total = m.counters_total();
+        for (size_t k = 0; k < m.launches.size(); ++k) {
+          const LaunchResult& l = m.launches[k];
+          char events[32] = "-", diff[32] = "-", rd[32] = "-", wr[32] = "-", chain[32] = "";
+          if (l.event_time_us.count > 0) {
+            std::snprintf(events, sizeof(events), "%.2f", l.event_time_us.median);
+            std::snprintf(diff, sizeof(diff), "%+.1f%%", deviation(l.time_us.median, l.event_time_us.median));
+          }
+          if (l.counters && l.textbook.bytes_read > 0) {
+            std::snprintf(rd, sizeof(rd), "%+.1f%%", deviation(l.counters->dram_read_bytes, l.textbook.bytes_read));
+          }
+          if (l.counters && l.textbook.bytes_written > 0) {
+            std::snprintf(wr, sizeof(wr), "%+.1f%%", deviation(l.counters->dram_write_bytes, l.textbook.bytes_written));
+          }
+          if (k + 1 == m.launches.size() && total) {
+            std::snprintf(chain, sizeof(chain), "%+.1f%%",
+                          deviation(double(total->dram_read_bytes) + double(total->dram_write_bytes),
+                                    m.textbook_bytes()));
+          }
+          std::printf("  %10s %5d %-18s %10.2f %10s %7s %8s %8s %11s\n", format_size(m.size).c_str(),
+                      m.level, l.textbook.kernel.c_str(), l.time_us.median, events, diff, rd, wr, chain);
+        }
       }
     }
   }
@@ -212,6 +362,23 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   return 0;
+}
+
+void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
+  bench->add_flag("--no-counters", o->no_counters,
+                  "Timing only: skip the DRAM/L2 counter phase (CUPTI range profiler)");
+  // Diagnostics of the measurement itself, hidden from --help.
+  bench->add_flag("--compare-timers", o->compare_timers,
+                  "Also time the CUPTI-timed launches with CUDA events and print both")
+      ->group("");
+  bench->add_option("--timer", o->timer, "cupti (default) or events")->group("");
+  bench->add_option("--counter-replay", o->counter_replay, "user (default) or kernel")->group("");
+  bench->add_flag("--keep-profiler-enabled", o->keep_profiler_enabled,
+                  "Leave the range profiler enabled between counter phases")
+      ->group("");
+  bench->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
+                  "CUPTI traces every CUDA runtime call, not only the launches")
+      ->group("");
 }
 
 }  // namespace fl

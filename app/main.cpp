@@ -1,8 +1,12 @@
 // fusionlab: the GUI by default, headless subcommands for benchmarks and scripts.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "app/cli.h"
+#include "app/measure/replay_backend.h"
 #include "fusionlab_build_info.h"
 #if FUSIONLAB_GUI
 #include "app/gui/gui.h"
@@ -25,7 +29,15 @@ int main(int argc, char** argv) {
   app.add_option("--screenshot", screenshot,
                  "Render the window, wait for the first measurement, save it as PNG and exit")
       ->type_name("OUT.png");
-  app.add_flag("--no-gpu", no_gpu, "Start as on a machine without a GPU, even if one is present");
+  app.add_flag("--no-gpu", no_gpu,
+               "Start as on a machine without a GPU, even if one is present: the window replays "
+               "the recording shipped in assets/recordings");
+  std::vector<std::string> replay;
+  app.add_option("--replay", replay,
+                 "Open the window on recorded sessions of one GPU (files, or folders of .json "
+                 "files) instead of measuring live; comma-separated or repeated")
+      ->delimiter(',')
+      ->type_name("SESSION.json[,MORE.json]");
 
   bool lessons_json = false;
   CLI::App* lessons = app.add_subcommand("lessons", "List the lessons and their fusion levels");
@@ -53,6 +65,7 @@ int main(int argc, char** argv) {
   bench->add_option("--csv", bench_options.out_csv, "Save one row per launch as CSV")
       ->type_name("FILE.csv");
 
+  fl::add_bench_measure_options(bench, &bench_options);
   CLI11_PARSE(app, argc, argv);
 
   if (lessons->parsed()) return fl::run_lessons(lessons_json);
@@ -61,13 +74,30 @@ int main(int argc, char** argv) {
   fl::GuiOptions gui;
   gui.screenshot_path = screenshot;
   gui.force_no_gpu = no_gpu;
+  gui.replay_paths = replay;
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
+  if (!replay.empty()) {
+    // A bad file is named as in a GUI build; a good one still has no window to show it in.
+    std::unique_ptr<fl::ReplayBackend> recording;
+    const fl::Status loaded = fl::load_recording(replay, &recording);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "fusionlab: %s\n", loaded.message().c_str());
+      return 1;
+    }
+  }
+  std::string unavailable;  // the options that need the window
+  if (!replay.empty() && !screenshot.empty()) {
+    unavailable = ", so --replay and --screenshot are unavailable";
+  } else if (!replay.empty() || !screenshot.empty()) {
+    unavailable = std::string(", so ") + (replay.empty() ? "--screenshot" : "--replay") +
+                  " is unavailable";
+  }
   std::fprintf(stderr,
                "fusionlab: this build has no window (configured with -DFUSIONLAB_GUI=OFF)%s; "
                "use a subcommand: lessons, bench (see --help)\n",
-               screenshot.empty() ? "" : ", so --screenshot is unavailable");
+               unavailable.c_str());
   return 2;
 #endif
 }

@@ -12,6 +12,8 @@
 #   PTX -> sm_70 SASS       ptxas 12.9 (nvidia-cuda-nvcc-cu12)
 #   fatbin packaging        libnvfatbin 12.9 (nvidia-nvfatbin-cu12), behind a `fatbinary` shim
 #   runtime                 libcudart_static 12.9 (nvidia-cuda-runtime-cu12)
+#   CUPTI                   12.9 headers and libcupti.so.12 (nvidia-cuda-cupti-cu12); the Range
+#                           Profiler API (cupti_range_profiler.h) exists since 12.6 Update 2
 # CMake (3.25) drives the build with CMAKE_CUDA_COMPILER_ID=Clang. Its Clang-CUDA support wants
 # an nvcc in the toolkit only to read the toolkit's version and root, so the assembled toolkit
 # has a stub `nvcc` that answers exactly those two questions and refuses anything else.
@@ -35,6 +37,7 @@ wheels=(
   nvidia-cuda-runtime-cu12==12.9.79
   nvidia-cuda-cccl-cu12==12.9.27
   nvidia-nvfatbin-cu12==12.9.82
+  nvidia-cuda-cupti-cu12==12.9.79
   nvidia-cuda-cuobjdump==13.5.37  # no cu12 build exists; only lists the fatbins (cross-check)
 )
 
@@ -81,6 +84,7 @@ sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purel
 nv="$sp/nvidia"
 for d in cuda_nvcc/bin/ptxas cuda_nvcc/nvvm/libdevice cuda_nvcc/include/crt cuda_runtime/include \
          cuda_runtime/lib/libcudart_static.a cuda_cccl/include nvfatbin/lib/libnvfatbin.so.12 \
+         cuda_cupti/include/cupti_range_profiler.h cuda_cupti/lib/libcupti.so.12 \
          cu13/bin/cuobjdump; do
   [[ -e "$nv/$d" ]] || fail "wheel file missing: $nv/$d (delete $venv and rerun)"
 done
@@ -90,15 +94,17 @@ rm -rf "$root.tmp"
 mkdir -p "$root.tmp"/{bin,include,lib64,nvvm}
 ln -s "$nv/cuda_nvcc/bin/ptxas" "$root.tmp/bin/ptxas"
 ln -s "$nv/cuda_nvcc/nvvm/libdevice" "$root.tmp/nvvm/libdevice"
-for inc in "$nv/cuda_runtime/include" "$nv/cuda_nvcc/include" "$nv/cuda_cccl/include"; do
+for inc in "$nv/cuda_runtime/include" "$nv/cuda_nvcc/include" "$nv/cuda_cccl/include" \
+           "$nv/cuda_cupti/include"; do
   for f in "$inc"/*; do
     name=$(basename "$f")
     [[ -e "$root.tmp/include/$name" ]] && fail "two wheels both ship include/$name"
     ln -s "$f" "$root.tmp/include/$name"
   done
 done
-for f in "$nv/cuda_runtime/lib"/*; do ln -s "$f" "$root.tmp/lib64/"; done
+for f in "$nv/cuda_runtime/lib"/* "$nv/cuda_cupti/lib"/*; do ln -s "$f" "$root.tmp/lib64/"; done
 ln -s libcudart.so.12 "$root.tmp/lib64/libcudart.so"
+ln -s libcupti.so.12 "$root.tmp/lib64/libcupti.so"  # libnvperf_host/target sit beside it
 cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$root.tmp/include/cuda.h")
 ptxas_version=$("$root.tmp/bin/ptxas" --version | sed -n 's/.*\(V[0-9.]*\)$/\1/p')
 [[ -n "$cuda_version" && -n "$ptxas_version" ]] || fail "cannot read the CUDA 12 version"

@@ -61,7 +61,7 @@ bench() {  # NAME LESSONS SIZES [more bench options]
   shift 3
   "$build/fusionlab" bench --lesson "$lessons" --sizes "$sizes" --out "$results/$name.json" \
     --csv "$results/$name.csv" "$@" > "$results/$name.txt" 2> "$results/$name.err" || status=1
-  grep -v -E '^  per launch|^ +[0-9]+[KMG]? +level|^GPU|^roof' "$results/$name.txt" >> "$OUT/bench.txt"
+  grep -v -E '^  per launch|^ +[0-9]+[KMG]? +level|^GPU|^roof|^timing:|^counters:|^  counter phase' "$results/$name.txt" >> "$OUT/bench.txt"
 }
 results=/tmp/fusionlab-results
 rm -rf "$results" && mkdir -p "$results"

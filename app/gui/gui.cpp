@@ -25,11 +25,12 @@
 #include <utility>
 #include <vector>
 
+#include "app/gui/backend_choice.h"
 #include "app/gui/lab.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/window.h"
-#include "app/measure/live_backend.h"
+#include "app/measure/replay_backend.h"
 
 namespace fl {
 namespace {
@@ -42,7 +43,11 @@ void remember_glfw_error(int /*code*/, const char* description) {
   g_glfw_error = description ? description : "unknown GLFW error";
 }
 
-int fail(const std::string& message) {
+// One line on stderr, whatever the message holds, and a failing exit code.
+int fail(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
   std::fprintf(stderr, "fusionlab: %s\n", message.c_str());
   return 1;
 }
@@ -140,7 +145,11 @@ void draw_frame(gui::Lab& lab, double now) {
   ImGui::BeginChild("##left", ImVec2(left_w, 0), false);
   ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
   ImGui::SameLine();
-  ImGui::TextDisabled("kernel fusion, measured live on your GPU");
+  if (lab.replay()) {
+    ImGui::TextDisabled("kernel fusion, replayed from a recording");
+  } else {
+    ImGui::TextDisabled("kernel fusion, measured live on your GPU");
+  }
   ImGui::Spacing();
   ImGui::BeginChild("##gpu", ImVec2(0, gui::gpu_panel_height(lab, left_w)), true);
   gui::draw_gpu_panel(lab);
@@ -155,7 +164,7 @@ void draw_frame(gui::Lab& lab, double now) {
   ImGui::BeginChild("##controls", ImVec2(0, line * 7.4f), true, ImGuiWindowFlags_NoScrollbar);
   gui::draw_controls_panel(lab, now);
   ImGui::EndChild();
-  const float measurement_h = line * 11.0f;
+  const float measurement_h = line * (lab.replay() ? 12.0f : 11.0f);  // + "Recorded on ..."
   const float plot_h = std::max(
       fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
   ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);
@@ -172,8 +181,9 @@ void draw_frame(gui::Lab& lab, double now) {
 //
 // The picture should show a real measurement when there is a GPU: once the engine is ready the
 // Lab submits the default size by itself, and we shoot when that request has finished (a result
-// or an error line), after any sizes a WindowScript adds. With no usable GPU we shoot the
-// "no GPU" state at once. After 180 s without an answer we shoot anyway, with a note on screen.
+// or an error line), after any sizes a WindowScript adds. A recording (--replay, or no usable GPU)
+// answers the same way, only at once. With neither a GPU nor a recording we shoot the "no GPU"
+// state at once. After 180 s without an answer we shoot anyway, with a note on screen.
 // A few frames pass after the decision so the newest state is laid out (ImGui sizes some items
 // one frame late).
 
@@ -221,25 +231,10 @@ double seconds_now() {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
-// The live backend, with the interactive time budget; --no-gpu refuses to make one.
-Engine::BackendFactory live_factory(bool force_no_gpu) {
-  return [force_no_gpu](std::unique_ptr<MeasureBackend>* out) -> Status {
-    if (force_no_gpu) return Status::Error("Started with --no-gpu: no GPU is used.");
-    // Interactive budget: 0.1 s per level keeps a slider answer well under a second.
-    LiveOptions live;
-    live.min_repetitions = 20;
-    live.target_seconds = 0.1;
-    std::unique_ptr<LiveBackend> backend;
-    FL_TRY(LiveBackend::create(live, &backend));
-    *out = std::move(backend);
-    return Status::Ok();
-  };
-}
-
 }  // namespace
 
 int run_window(const GuiOptions& options, Engine::BackendFactory factory,
-               const WindowScript& script) {
+               const WindowScript& script, std::shared_ptr<const gui::ReplayBoard> replay_board) {
   const bool screenshot = !options.screenshot_path.empty();
   GlfwLibrary glfw;
   if (!glfw.ok) return cannot_open_window();
@@ -270,7 +265,8 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
   if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
 
-  gui::Lab lab(std::move(factory));
+  gui::Lab lab(std::move(factory), std::move(replay_board));
+  bool replay_announced = false;
   if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
@@ -287,6 +283,11 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     }
     const double now = seconds_now();
     lab.update(now);
+    if (lab.replay() && !replay_announced) {  // the terminal says it too, not only the window
+      std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
+      std::fflush(stdout);
+      replay_announced = true;
+    }
     const bool shoot = plan.shoot_this_frame(lab, now);
 
     ImGui_ImplOpenGL3_NewFrame();
@@ -321,7 +322,19 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
 }
 
 int run_gui(const GuiOptions& options) {
-  return run_window(options, live_factory(options.force_no_gpu));
+  auto board = std::make_shared<gui::ReplayBoard>();
+  if (!options.replay_paths.empty()) {
+    // Checked before any window opens: a bad file is one line on stderr and a failing exit.
+    std::unique_ptr<ReplayBackend> recording;
+    const Status loaded = load_recording(options.replay_paths, &recording);
+    if (!loaded.ok()) return fail(loaded.message());
+    return run_window(options,
+                      gui::recorded_backend(std::move(recording),
+                                            "chosen with --replay: nothing runs here", board),
+                      WindowScript(), board);
+  }
+  return run_window(options, gui::live_or_shipped_recording(options.force_no_gpu, board),
+                    WindowScript(), board);
 }
 
 }  // namespace fl

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace fl {
 
@@ -9,7 +10,10 @@ struct GuiOptions {
   std::string screenshot_path;  // non-empty: render, wait for the first results, save PNG, exit
   int width = 1280;
   int height = 720;
-  bool force_no_gpu = false;    // --no-gpu: behave as on a machine without a driver
+  bool force_no_gpu = false;    // --no-gpu: behave as on a machine without a driver (replay)
+  // --replay: session files (or folders of them) of one GPU to replay, even with a GPU present.
+  // Checked before the window opens.
+  std::vector<std::string> replay_paths;
 };
 
 int run_gui(const GuiOptions& options);

@@ -1,6 +1,7 @@
 #include "app/gui/lab.h"
 
 #include <utility>
+#include <vector>
 
 #include "kernels/catalog.h"
 #include "viz/speedup_view.h"
@@ -10,7 +11,9 @@ namespace fl::gui {
 // The lesson the window opens on: the tutorial's headline.
 constexpr const char* kFirstLesson = "gelu_scale";
 
-Lab::Lab(Engine::BackendFactory factory) : engine_(std::make_unique<Engine>(std::move(factory))) {
+Lab::Lab(Engine::BackendFactory factory, std::shared_ptr<const ReplayBoard> replay_board)
+    : engine_(std::make_unique<Engine>(std::move(factory))),
+      replay_board_(std::move(replay_board)) {
   for (int i = 0; i < static_cast<int>(lessons().size()); ++i) {
     if (lessons()[i]->info().id == kFirstLesson) lesson_index_ = i;
   }
@@ -24,6 +27,7 @@ void Lab::select_lesson(int index, double now) {
   if (index == lesson_index_ || index < 0 || index >= static_cast<int>(lessons().size())) return;
   lesson_index_ = index;
   size_ = lesson().info().size_axis.default_size;
+  snap_to_recording();
   change_now(now);
 }
 
@@ -39,6 +43,7 @@ bool Lab::select_lesson(const std::string& id, double now) {
 }
 
 void Lab::set_size(int64_t size, double now) {
+  if (replay_ && !recorded_sizes_.empty()) size = nearest_recorded_size(recorded_sizes_, size);
   if (size == size_) return;
   size_ = size;
   change_pending_ = true;
@@ -59,13 +64,56 @@ void Lab::change_now(double now) {
 void Lab::set_precision(Precision p, double now) {
   if (p == precision_) return;
   precision_ = p;
+  snap_to_recording();
   change_now(now);
 }
 
 void Lab::set_cache(CacheMode mode, double now) {
   if (mode == cache_) return;
   cache_ = mode;
+  snap_to_recording();
   change_now(now);
+}
+
+bool Lab::recorded(const std::string& lesson_id, Precision p, CacheMode c) const {
+  return !replay_ || replay_->recording.find(lesson_id, p, c) != nullptr;
+}
+
+void Lab::snap_to_recording() {
+  if (!replay_) return;
+  const RecordedSeries* series = replay_->recording.find(lesson().info().id, precision_, cache_);
+  recorded_sizes_ = series ? series->sizes : std::vector<int64_t>();
+  if (!recorded_sizes_.empty()) size_ = nearest_recorded_size(recorded_sizes_, size_);
+}
+
+void Lab::start_replay(ReplayNotice notice) {
+  replay_ = std::move(notice);
+  // Stay on the chosen lesson when the recording has it (in another precision or cache mode if
+  // need be); otherwise the first recorded lesson in curriculum order.
+  const auto& all = lessons();
+  std::vector<int> order = {lesson_index_};
+  for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+    if (i != lesson_index_) order.push_back(i);
+  }
+  const Precision other_precision = precision_ == Precision::fp32 ? Precision::bf16 : Precision::fp32;
+  const CacheMode other_cache = cache_ == CacheMode::cold ? CacheMode::warm : CacheMode::cold;
+  for (int index : order) {
+    const std::string& id = all[index]->info().id;
+    for (Precision p : {precision_, other_precision}) {
+      for (CacheMode c : {cache_, other_cache}) {
+        if (!replay_->recording.find(id, p, c)) continue;
+        if (index != lesson_index_) {
+          lesson_index_ = index;
+          size_ = lesson().info().size_axis.default_size;
+        }
+        precision_ = p;
+        cache_ = c;
+        snap_to_recording();
+        return;
+      }
+    }
+  }
+  snap_to_recording();  // nothing this build knows is recorded: every request says so
 }
 
 bool Lab::animating() const {
@@ -106,6 +154,10 @@ void Lab::update(double now) {
   }
   status_ = engine_->status();
   if (status_.state != EngineState::ready) return;
+  // The factory posted its notice before the engine became ready.
+  if (!replay_ && replay_board_ && status_.backend_kind == "recorded") {
+    if (std::optional<ReplayNotice> notice = replay_board_->read()) start_replay(std::move(*notice));
+  }
   // The first measurement needs no slider move: the default size as soon as the GPU is ready.
   if (requests_submitted_ == 0) {
     submit();

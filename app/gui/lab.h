@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/gui/replay_notice.h"
 #include "app/measure/engine.h"
 #include "app/measure/results.h"
 #include "kernels/lesson.h"
@@ -20,8 +22,10 @@ constexpr double kSettleSeconds = 0.25;
 
 class Lab {
  public:
-  // The engine's worker calls `factory` to make its backend (live, or a fake in tests).
-  explicit Lab(Engine::BackendFactory factory);
+  // The engine's worker calls `factory` to make its backend (live, a recording, or a fake in
+  // tests). A factory that may choose a recording posts a notice on `replay_board`.
+  explicit Lab(Engine::BackendFactory factory,
+               std::shared_ptr<const ReplayBoard> replay_board = nullptr);
 
   // Once per frame: takes finished results, refreshes the engine status, and submits the size
   // once the slider has settled. `now` is in seconds on any steady clock.
@@ -30,7 +34,8 @@ class Lab {
   // Controls call these.
   void select_lesson(int index, double now);
   bool select_lesson(const std::string& id, double now);  // false when no lesson has that id
-  void set_size(int64_t size, double now);  // while dragging: measured once it settles
+  // While dragging: measured once it settles. In replay, snaps to the nearest recorded size.
+  void set_size(int64_t size, double now);
   void release_size(double now);            // slider released: measure now
   void set_precision(Precision p, double now);  // measured at once
   void set_cache(CacheMode mode, double now);   // measured at once
@@ -46,6 +51,14 @@ class Lab {
   int shown_level() const { return show_fused ? top_level() : 0; }
 
   const EngineStatus& status() const { return status_; }
+
+  // Replay: the recording served and why, once the engine is ready on it; nullptr when live.
+  const ReplayNotice* replay() const { return replay_ ? &*replay_ : nullptr; }
+  // In replay, the recorded sizes of the current lesson, precision and cache mode (ascending;
+  // empty when that series is not recorded). Empty when live.
+  const std::vector<int64_t>& recorded_sizes() const { return recorded_sizes_; }
+  // In replay, whether (lesson, precision, cache) is recorded; always true when live.
+  bool recorded(const std::string& lesson, Precision p, CacheMode c) const;
   bool waiting_for_result() const { return in_flight_id_ != 0; }
   bool change_pending() const { return change_pending_; }
   // The newest request submitted (meaningful once requests_submitted() > 0).
@@ -67,10 +80,17 @@ class Lab {
   void submit();
 
   void change_now(double now);
+  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
+  void snap_to_recording();
+  // Replay, once: if the lesson / precision / cache chosen is not recorded, picks one that is.
+  void start_replay(ReplayNotice notice);
 
   Precision precision_ = Precision::fp32;
   CacheMode cache_ = CacheMode::cold;
   std::unique_ptr<Engine> engine_;
+  std::shared_ptr<const ReplayBoard> replay_board_;
+  std::optional<ReplayNotice> replay_;
+  std::vector<int64_t> recorded_sizes_;
   EngineStatus status_;
   int lesson_index_ = 0;
   int64_t size_ = 0;

@@ -1,6 +1,7 @@
 // The controls: tensor size (log slider), which level's details to show, precision, cache mode,
 // and one status line (starting, measuring, the last error).
 #include <string>
+#include <vector>
 
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
@@ -24,6 +25,27 @@ std::string bf16_unavailable(const Lab& lab) {
   return lab.lesson().info().id + " has no bf16 kernels.";
 }
 
+// In replay, why (precision, cache) cannot be chosen for this lesson: it is not recorded.
+std::string not_recorded(const Lab& lab, Precision p, CacheMode c) {
+  if (!lab.replay() || lab.recorded(lab.lesson().info().id, p, c)) return "";
+  return "The recording holds no " + lab.lesson().info().id + " in " + to_string(p) + " with " +
+         to_string(c) + " L2.";
+}
+
+// A radio button that is greyed out (but still shows its state) when `why_not` is non-empty.
+bool radio(const char* label, bool active, const std::string& why_not) {
+  if (!why_not.empty()) ImGui::BeginDisabled();
+  const bool clicked = ImGui::RadioButton(label, active);
+  if (!why_not.empty()) ImGui::EndDisabled();
+  return clicked && why_not.empty();
+}
+
+std::string sizes_list(const Lab& lab, const std::vector<int64_t>& sizes) {
+  std::string out;
+  for (int64_t s : sizes) out += (out.empty() ? "" : ", ") + size_text(s);
+  return out + " " + lab.lesson().info().size_axis.unit;
+}
+
 void status_line(const Lab& lab) {
   const EngineStatus& st = lab.status();
   const float fs = ImGui::GetFontSize();
@@ -37,11 +59,13 @@ void status_line(const Lab& lab) {
     const MeasureRequest& r = lab.last_request();
     spinner(fs * 0.4f, ImGui::GetColorU32(ImGuiCol_PlotLinesHovered));
     ImGui::SameLine();
-    ImGui::Text("measuring %s at %s %s (%s, %s L2), every fusion level...", r.lesson.c_str(),
+    ImGui::Text("%s %s at %s %s (%s, %s L2), every fusion level...",
+                lab.replay() ? "looking up" : "measuring", r.lesson.c_str(),
                 size_text(r.size).c_str(), lab.lesson().info().size_axis.unit.c_str(),
                 to_string(r.precision), to_string(r.cache));
   } else if (!lab.last_error().empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "Measurement failed: %s",
+    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s %s",
+                       lab.replay() ? "Not recorded:" : "Measurement failed:",
                        lab.last_error().c_str());
     if (ImGui::IsItemHovered()) {  // the line may be clipped; the tooltip shows all of it
       ImGui::BeginTooltip();
@@ -50,6 +74,9 @@ void status_line(const Lab& lab) {
       ImGui::PopTextWrapPos();
       ImGui::EndTooltip();
     }
+  } else if (lab.replay() && lab.results_received() > 0) {
+    ImGui::TextDisabled("replay: the slider stops at the recorded sizes, %s",
+                        sizes_list(lab, lab.recorded_sizes()).c_str());
   } else if (lab.results_received() > 0) {
     ImGui::TextDisabled("idle: move the size slider to measure another size");
   } else {
@@ -65,8 +92,11 @@ void draw_controls_panel(Lab& lab, double now) {
   const float fs = ImGui::GetFontSize();
   const float label_w = fs * 6.5f;
   section_title("Controls",
-                "What to measure. Every change of size measures all fusion levels again on the "
-                "GPU, in the background: the window never waits for it.");
+                lab.replay()
+                    ? "What to show from the recording. Every change shows the fusion levels "
+                      "recorded at that size; nothing runs on this machine."
+                    : "What to measure. Every change of size measures all fusion levels again on "
+                      "the GPU, in the background: the window never waits for it.");
 
   // Tensor size.
   ImGui::TextUnformatted("Tensor size");
@@ -74,7 +104,8 @@ void draw_controls_panel(Lab& lab, double now) {
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
   int64_t size = lab.size();
   bool released = false;
-  if (log_size_slider("##size", &size, info.size_axis.min, info.size_axis.max, &released)) {
+  if (log_size_slider("##size", &size, info.size_axis.min, info.size_axis.max, &released,
+                      lab.recorded_sizes())) {
     lab.set_size(size, now);
   }
   if (released) lab.release_size(now);
@@ -83,6 +114,12 @@ void draw_controls_panel(Lab& lab, double now) {
                           "second (or you let go), every fusion level is measured at that size "
                           "and a point is added to the speedup plot. The L2 cache holds tens of "
                           "MiB: tensors smaller than that need not leave the chip.";
+  if (lab.replay()) {
+    size_help += lab.recorded_sizes().empty()
+                     ? " This lesson is not recorded in this precision and cache mode."
+                     : " Replaying a recording, the slider stops only at the recorded sizes "
+                       "(the ticks): " + sizes_list(lab, lab.recorded_sizes()) + ".";
+  }
   if (!info.size_axis.inner_name.empty()) {
     size_help += " Each row holds " + info.size_axis.inner_name + " = " +
                  std::to_string(lab.lesson().resolve(Shape(lab.size())).inner) + " values.";
@@ -107,35 +144,43 @@ void draw_controls_panel(Lab& lab, double now) {
   // Precision and cache mode.
   ImGui::TextUnformatted("Precision");
   ImGui::SameLine(label_w);
-  if (ImGui::RadioButton("fp32", lab.precision() == Precision::fp32)) {
-    lab.set_precision(Precision::fp32, now);
-  }
+  // In replay a choice the recording lacks is greyed out; the one in use never is.
+  const bool fp32_on = lab.precision() == Precision::fp32;
+  const std::string fp32_why = fp32_on ? "" : not_recorded(lab, Precision::fp32, lab.cache());
+  if (radio("fp32", fp32_on, fp32_why)) lab.set_precision(Precision::fp32, now);
   ImGui::SameLine();
-  const std::string bf16_why = bf16_unavailable(lab);
-  if (!bf16_why.empty()) {
-    if (lab.precision() == Precision::bf16) lab.set_precision(Precision::fp32, now);
-    ImGui::BeginDisabled();
-  }
-  if (ImGui::RadioButton("bf16", lab.precision() == Precision::bf16)) {
-    lab.set_precision(Precision::bf16, now);
-  }
-  if (!bf16_why.empty()) ImGui::EndDisabled();
-  const std::string bf16_help =
+  const bool bf16_on = lab.precision() == Precision::bf16;
+  std::string bf16_why = bf16_unavailable(lab);
+  if (!bf16_why.empty() && bf16_on && !lab.replay()) lab.set_precision(Precision::fp32, now);
+  if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
+  if (radio("bf16", bf16_on, bf16_why)) lab.set_precision(Precision::bf16, now);
+  std::string bf16_help =
       "fp32: 4 bytes per element. bf16: 2 bytes, so every kernel moves half the bytes; the "
-      "arithmetic stays in fp32 inside the kernels. " +
-      (bf16_why.empty() ? std::string("Both run on this GPU.") : bf16_why);
+      "arithmetic stays in fp32 inside the kernels. ";
+  if (!bf16_why.empty()) {
+    bf16_help += bf16_why;
+  } else if (!fp32_why.empty()) {
+    bf16_help += fp32_why;
+  } else {
+    bf16_help += lab.replay() ? "Both are recorded." : "Both run on this GPU.";
+  }
   help_marker(bf16_help.c_str());
   ImGui::SameLine(0, fs * 2.0f);
   ImGui::TextUnformatted("L2 cache");
   ImGui::SameLine();
-  if (ImGui::RadioButton("cold", lab.cache() == CacheMode::cold)) lab.set_cache(CacheMode::cold, now);
+  const bool cold_on = lab.cache() == CacheMode::cold;
+  const std::string cold_why = cold_on ? "" : not_recorded(lab, lab.precision(), CacheMode::cold);
+  const std::string warm_why = cold_on ? not_recorded(lab, lab.precision(), CacheMode::warm) : "";
+  if (radio("cold", cold_on, cold_why)) lab.set_cache(CacheMode::cold, now);
   ImGui::SameLine();
-  if (ImGui::RadioButton("warm", lab.cache() == CacheMode::warm)) lab.set_cache(CacheMode::warm, now);
-  help_marker(
+  if (radio("warm", !cold_on, warm_why)) lab.set_cache(CacheMode::warm, now);
+  const std::string cache_help =
       "Cold: before every repetition a read-only pass over a buffer three times the L2 size "
       "evicts the tensor, so every kernel starts from HBM as in a real model. (A flush that "
       "writes would leave dirty lines for the next kernel to pay for.) Warm: no flush, so "
-      "tensors that fit in L2 are served from the chip and look faster than HBM allows.");
+      "tensors that fit in L2 are served from the chip and look faster than HBM allows." +
+      (cold_why.empty() && warm_why.empty() ? std::string() : " " + cold_why + warm_why);
+  help_marker(cache_help.c_str());
 
   ImGui::Spacing();
   status_line(lab);

@@ -1,4 +1,5 @@
-// The GPU panel: what the engine found, or why there is no usable GPU.
+// The GPU panel: what the engine found, or why there is no usable GPU. When replaying, a banner
+// says whose GPU the numbers come from and why this machine's is not used.
 #include <string>
 
 #include "app/gui/panels.h"
@@ -22,11 +23,32 @@ std::string without_final_period(std::string text) {
 }
 
 std::string no_gpu_text(const EngineStatus& st) {
-  return "No usable GPU: " + without_final_period(st.unavailable_reason) +
-         ". Fusion Lab can still show recordings (coming with replay).";
+  return without_final_period(st.unavailable_reason) +
+         ". fusionlab --replay SESSION.json shows a recording made on another machine.";
 }
 
-constexpr int kFactRows = 8;
+std::string replay_text(const ReplayNotice& notice) {
+  return replay_headline(notice) + ". Every number shown is as measured there.";
+}
+
+// Rows of the facts table: name, compute capability, SMs, L2, memory, driver / runtime, backend;
+// the copy roof once known; the recording's date when replaying.
+int fact_rows(const Lab& lab) {
+  return 7 + (lab.status().device.roof_gbps > 0 ? 1 : 0) + (lab.replay() ? 1 : 0);
+}
+
+// The height banner() gives `text` inside a child `width` wide, and the spacing after it.
+float banner_height(const std::string& text, float width) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float wrap = width - style.WindowPadding.x * 4;  // the child's padding and the banner's
+  return ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y + style.WindowPadding.y * 2 +
+         style.ItemSpacing.y;
+}
+
+const ImVec4 kReplayBackground(0.10f, 0.24f, 0.42f, 0.65f);
+const ImVec4 kReplayBorder(0.45f, 0.70f, 1.0f, 0.9f);
+const ImVec4 kNoGpuBackground(0.45f, 0.28f, 0.08f, 0.55f);
+const ImVec4 kNoGpuBorder(0.95f, 0.62f, 0.2f, 0.9f);
 
 }  // namespace
 
@@ -37,19 +59,29 @@ float gpu_panel_height(const Lab& lab, float width) {
   const float frame = style.WindowPadding.y * 2;
   const EngineStatus& st = lab.status();
   if (st.state == EngineState::unavailable) {
-    const float wrap = width - style.WindowPadding.x * 4;
-    const float text = ImGui::CalcTextSize(no_gpu_text(st).c_str(), nullptr, false, wrap).y;
-    return frame + title + text + style.WindowPadding.y * 2 + style.ItemSpacing.y;
+    return frame + title + banner_height(no_gpu_text(st), width);
   }
-  const float rows = kFactRows * (ImGui::GetTextLineHeight() + style.CellPadding.y * 2);
-  return frame + title + rows + style.ItemSpacing.y;  // "starting" fits the same room
+  // "starting" fits the room of a live table, so the live panel does not jump.
+  const int rows = st.state == EngineState::starting ? 8 : fact_rows(lab);
+  float height = frame + title + rows * (ImGui::GetTextLineHeight() + style.CellPadding.y * 2) +
+                 style.ItemSpacing.y;
+  if (lab.replay()) height += banner_height(replay_text(*lab.replay()), width);
+  return height;
 }
 
 void draw_gpu_panel(const Lab& lab) {
-  section_title(
-      "GPU",
-      "The GPU the kernels run on, as the CUDA runtime reports it. The live backend runs the "
-      "lesson's real kernels on it and times them with CUDA events.");
+  if (lab.replay()) {
+    section_title(
+        "GPU (recorded)",
+        "The GPU the recording was made on, as its CUDA runtime reported it. Nothing runs on this "
+        "machine: every number in the window is the one measured there, returned exactly as "
+        "recorded. The size slider stops only at the sizes that were recorded.");
+  } else {
+    section_title(
+        "GPU",
+        "The GPU the kernels run on, as the CUDA runtime reports it. The live backend runs the "
+        "lesson's real kernels on it and times them with CUDA events.");
+  }
   const EngineStatus& st = lab.status();
   if (st.state == EngineState::starting) {
     spinner(ImGui::GetFontSize() * 0.4f, ImGui::GetColorU32(ImGuiCol_Text));
@@ -58,13 +90,14 @@ void draw_gpu_panel(const Lab& lab) {
     return;
   }
   if (st.state == EngineState::unavailable) {
-    banner("##no_gpu", no_gpu_text(st), ImVec4(0.45f, 0.28f, 0.08f, 0.55f),
-           ImVec4(0.95f, 0.62f, 0.2f, 0.9f));
+    banner("##no_gpu", no_gpu_text(st), kNoGpuBackground, kNoGpuBorder);
     return;
   }
+  if (lab.replay()) banner("##replay", replay_text(*lab.replay()), kReplayBackground, kReplayBorder);
   const DeviceFacts& d = st.device;
   if (ImGui::BeginTable("##gpu_facts", 2, ImGuiTableFlags_SizingFixedFit)) {
     fact("name", d.name);
+    if (lab.replay()) fact("recorded", lab.replay()->recording.date_text());
     fact("compute capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
     fact("SMs", std::to_string(d.sm_count));
     fact("L2 cache", format_bytes(static_cast<double>(d.l2_bytes)));
@@ -72,7 +105,13 @@ void draw_gpu_panel(const Lab& lab) {
     fact("driver / runtime",
          "CUDA " + version_text(d.driver_version) + " / CUDA " + version_text(d.runtime_version));
     if (d.roof_gbps > 0) fact("copy roof (1 GiB, cold)", fixed(d.roof_gbps, 0) + " GB/s");
-    fact("backend", st.backend_kind == "live" ? "live: runs the kernels now" : st.backend_kind);
+    if (st.backend_kind == "live") {
+      fact("backend", "live: runs the kernels now");
+    } else if (st.backend_kind == "recorded") {
+      fact("backend", "recorded: replays, runs nothing");
+    } else {
+      fact("backend", st.backend_kind);
+    }
     ImGui::EndTable();
   }
 }

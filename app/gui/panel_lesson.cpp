@@ -12,15 +12,33 @@ void draw_lesson_panel(Lab& lab, double now) {
       "Lessons",
       "Each lesson is one chain of GPU operations, measured at every fusion level: level 0 runs "
       "every operation as its own kernel (unfused), the top level runs them as one (fused). "
-      "More lessons arrive later.");
+      "More lessons arrive later. When replaying, lessons the recording lacks are greyed out.");
   const auto& all = lessons();
   const float rows = static_cast<float>(std::min<size_t>(all.size(), 4));
   if (ImGui::BeginListBox("##lessons", ImVec2(-1, ImGui::GetTextLineHeightWithSpacing() * rows +
                                                       ImGui::GetStyle().FramePadding.y * 2))) {
+    ImGuiStorage* storage = ImGui::GetStateStorage();
+    const ImGuiID shown_id = ImGui::GetID("##lesson_in_view");
     for (int i = 0; i < static_cast<int>(all.size()); ++i) {
       const LessonInfo& info = all[i]->info();
+      // In replay a lesson the recording lacks is greyed out (it can still be picked: the
+      // controls then say what is recorded).
+      const bool recorded = !lab.replay() || lab.replay()->recording.has_lesson(info.id);
       const std::string label = info.title + "   (" + info.id + ")";
+      if (!recorded) {
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      }
       if (ImGui::Selectable(label.c_str(), i == lab.lesson_index())) lab.select_lesson(i, now);
+      if (!recorded) {
+        ImGui::PopStyleColor();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Not in this recording.");
+      }
+      // Keep the chosen lesson in view when it changes other than by a click here (a script, or
+      // replay moving to a recorded lesson).
+      if (i == lab.lesson_index() && storage->GetInt(shown_id, -1) != i) {
+        ImGui::SetScrollHereY(0.5f);
+        storage->SetInt(shown_id, i);
+      }
     }
     ImGui::EndListBox();
   }

@@ -42,29 +42,57 @@ const Measurement* level_of(const std::vector<Measurement>& ms, int level) {
   return nullptr;
 }
 
+constexpr const char* kMethodHelp =
+    "Chain time: from the first launch's start to the last launch's end, gaps included, median "
+    "over the repetitions. Achieved GB/s counts the textbook bytes (each input read once, each "
+    "output written once). % of copy: against the faster of cudaMemcpy and a tuned copy kernel "
+    "moving the same bytes in the same cache mode. Correct: the output matches an fp64 "
+    "reference (relative L2 error within tolerance); a wrong kernel gets no speedup.";
+
+const ImVec4 kRecorded(0.55f, 0.78f, 1.0f, 1.0f);
+
 }  // namespace
 
 void draw_measurement_panel(const Lab& lab) {
-  section_title(
-      "Current measurement",
-      "Chain time: from the first launch's start to the last launch's end, gaps included, median "
-      "over the repetitions. Achieved GB/s counts the textbook bytes (each input read once, each "
-      "output written once). % of copy: against the faster of cudaMemcpy and a tuned copy kernel "
-      "moving the same bytes in the same cache mode. Correct: the output matches an fp64 "
-      "reference (relative L2 error within tolerance); a wrong kernel gets no speedup.");
+  const ReplayNotice* replay = lab.replay();
+  if (replay) {
+    const std::string help = std::string("Every number here was measured on ") +
+                             replay->recording.device.name + " on " +
+                             replay->recording.date_text() +
+                             " and is shown exactly as recorded; nothing runs on this machine. " +
+                             kMethodHelp;
+    section_title("Recorded measurement", help.c_str());
+  } else {
+    section_title("Current measurement", kMethodHelp);
+  }
 
   const std::vector<Measurement>& ms = lab.current();
   if (ms.empty()) {
     const EngineState state = lab.status().state;
-    ImGui::TextDisabled("%s", state == EngineState::unavailable
-                                  ? "No measurement: there is no usable GPU."
+    ImGui::TextDisabled("%s", state == EngineState::unavailable ? "No measurement: there is no usable GPU."
+                              : replay && !lab.last_error().empty()
+                                  ? "Nothing recorded for this choice (see the controls)."
                                   : "No measurement yet.");
     return;
   }
   const Measurement& first = ms.front();
+  if (replay) {
+    // Which recorded size answered: the slider stops at recorded sizes, so normally the one shown.
+    std::string where = "Recorded on " + replay->recording.device.name + " on " +
+                        replay->recording.date_text() + " at " + size_text(first.size) + " " +
+                        lab.lesson().info().size_axis.unit;
+    if (first.size != lab.last_request().size) {
+      where += ", the recorded size nearest the " + size_text(lab.last_request().size) + " asked for";
+    }
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(kRecorded, "%s; replayed as measured, nothing runs here.", where.c_str());
+    ImGui::PopTextWrapPos();
+  }
+  ImGui::PushTextWrapPos(0.0f);
   ImGui::Text("%s at %s, %s L2, median of %d repetitions, timed with %s", first.lesson.c_str(),
               tensor_text(lab.lesson(), first.size, first.precision).c_str(),
               to_string(first.cache), first.repetitions, first.timing_method.c_str());
+  ImGui::PopTextWrapPos();
 
   const int shown = lab.shown_level();
   const ImGuiTableFlags flags =
@@ -72,7 +100,7 @@ void draw_measurement_panel(const Lab& lab) {
   if (ImGui::BeginTable("##levels", 8, flags)) {
     ImGui::TableSetupColumn("level");
     ImGui::TableSetupColumn("kernels");
-    ImGui::TableSetupColumn("chain time");
+    ImGui::TableSetupColumn(replay ? "chain time (recorded)" : "chain time");
     ImGui::TableSetupColumn("achieved");
     ImGui::TableSetupColumn("% of copy");
     ImGui::TableSetupColumn("check");
@@ -101,7 +129,8 @@ void draw_measurement_panel(const Lab& lab) {
   if (unfused && fused) {
     const double s = speedup(*unfused, *fused);
     if (s > 0) {
-      ImGui::Text("Fused is %.2fx as fast as unfused here.", s);
+      ImGui::Text("Fused is %.2fx as fast as unfused %s.", s,
+                  replay ? "in this recording" : "here");
     } else {
       ImGui::TextColored(kBad, "No speedup shown: a level failed its correctness check.");
     }
@@ -115,7 +144,7 @@ void draw_measurement_panel(const Lab& lab) {
     for (const auto& l : detail->launches) {
       ImGui::TableNextRow();
       cell(l.textbook.kernel);
-      cell(fixed(l.time_us.median, 1) + " us (median)");
+      cell(fixed(l.time_us.median, 1) + (replay ? " us (recorded median)" : " us (median)"));
       cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
       cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
     }

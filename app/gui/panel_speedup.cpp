@@ -33,16 +33,19 @@ void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
   section_title(
       "Speedup vs tensor size",
-      "Each point: the unfused chain's median time divided by the fused kernel's, at one size "
-      "(cold L2). The dashed line is the speedup the byte counts allow: the unfused chain moves "
-      "that many times more bytes. Hover a point to read it.");
+      "Each point: the unfused chain's median time divided by the fused kernel's, at one size, "
+      "measured on this GPU or, when replaying, as recorded. The dashed line is the speedup the "
+      "byte counts allow: the unfused chain moves that many times more bytes. Hover a point to "
+      "read it.");
 
   viz::SpeedupView view;
   view.size_unit = info.size_axis.unit;
   view.size_min = info.size_axis.min;
   view.size_max = info.size_axis.max;
-  view.measured_label = std::string("measured on this GPU (") + to_string(lab.precision()) + ", " +
-                        to_string(lab.cache()) + " L2)";
+  const std::string where = lab.replay() ? "recorded on " + lab.replay()->recording.device.name
+                                         : std::string("measured on this GPU");
+  view.measured_label =
+      where + " (" + to_string(lab.precision()) + ", " + to_string(lab.cache()) + " L2)";
   view.measured = viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache());
   for (const auto& ref : published_references()) {
     if (info.id != ref.lesson) continue;
@@ -61,8 +64,13 @@ void draw_speedup_panel(const Lab& lab) {
         view.note = "Nothing measured: no usable GPU.";
         break;
       case EngineState::ready:
-        view.note =
-            lab.last_error().empty() ? "Measuring the first size..." : "No valid measurement yet.";
+        if (lab.replay()) {
+          view.note = lab.last_error().empty() ? "Looking up the recording..."
+                                               : "Not in the recording: " + lab.last_error();
+        } else {
+          view.note = lab.last_error().empty() ? "Measuring the first size..."
+                                               : "No valid measurement yet.";
+        }
         break;
     }
   }

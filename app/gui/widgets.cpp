@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
 
 namespace fl::gui {
@@ -26,7 +27,8 @@ void section_title(const char* text, const char* help) {
   ImGui::Separator();
 }
 
-bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released) {
+bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released,
+                     const std::vector<int64_t>& stops) {
   const float lo = static_cast<float>(std::log2(static_cast<double>(min)));
   const float hi = static_cast<float>(std::log2(static_cast<double>(max)));
   float octaves = static_cast<float>(std::log2(static_cast<double>(*size)));
@@ -34,10 +36,31 @@ bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bo
   const bool moved =
       ImGui::SliderFloat(id, &octaves, lo, hi, label.c_str(), ImGuiSliderFlags_NoInput);
   *released = ImGui::IsItemDeactivatedAfterEdit();
+  if (!stops.empty() && hi > lo) {
+    // Ticks where the grab's centre sits at each stop (the geometry of ImGui 1.86's float slider:
+    // 2 px padding, a grab GrabMinSize wide).
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    const float grab = ImGui::GetStyle().GrabMinSize, padding = 2.0f;
+    const float usable = (b.x - a.x) - padding * 2 - grab;
+    const float tick = std::max(3.0f, ImGui::GetFontSize() * 0.22f);
+    const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text, 0.55f);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (int64_t s : stops) {
+      const float t = (static_cast<float>(std::log2(static_cast<double>(s))) - lo) / (hi - lo);
+      const float x = std::round(a.x + padding + grab * 0.5f + std::clamp(t, 0.0f, 1.0f) * usable);
+      dl->AddLine(ImVec2(x, b.y - tick), ImVec2(x, b.y), color, 1.5f);
+      dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + tick), color, 1.5f);
+    }
+  }
   if (!moved) return false;
-  // Quarter octaves: fine enough to trace the curve, coarse enough that each stop is distinct.
-  const double snapped = std::round(std::clamp(octaves, lo, hi) * 4.0) / 4.0;
-  const int64_t value = std::clamp<int64_t>(std::llround(std::exp2(snapped)), min, max);
+  int64_t value = 0;
+  if (!stops.empty()) {
+    value = nearest_recorded_size(stops, std::llround(std::exp2(std::clamp(octaves, lo, hi))));
+  } else {
+    // Quarter octaves: fine enough to trace the curve, coarse enough that each stop is distinct.
+    const double snapped = std::round(std::clamp(octaves, lo, hi) * 4.0) / 4.0;
+    value = std::clamp<int64_t>(std::llround(std::exp2(snapped)), min, max);
+  }
   if (value == *size) return false;
   *size = value;
   return true;

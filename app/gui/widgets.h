@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/lesson.h"
 
@@ -17,8 +18,11 @@ void help_marker(const char* text);
 void section_title(const char* text, const char* help);
 
 // A slider over sizes on a log2 scale, in steps of a quarter octave. Returns true when the value
-// changed this frame; *released is set when the learner let go after a change.
-bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released);
+// changed this frame; *released is set when the learner let go after a change. With `stops`
+// (ascending; e.g. the sizes a recording holds) it stops only there, nearest on the log scale,
+// and marks each stop with a tick.
+bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released,
+                     const std::vector<int64_t>& stops = {});
 
 // A spinning arc, for "the GPU is working".
 void spinner(float radius, ImU32 color);

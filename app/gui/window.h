@@ -1,12 +1,14 @@
-// The window over a backend the caller makes. run_gui() uses the live backend; tests use a fake
-// one to screenshot the measured state on machines without a GPU (replay will do the same).
+// The window over a backend the caller makes. run_gui() uses the live backend or a recording
+// (backend_choice.h); tests use a fake one to screenshot the measured state without a GPU.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "app/gui/gui.h"
+#include "app/gui/replay_notice.h"
 #include "app/measure/engine.h"
 
 namespace fl {
@@ -19,8 +21,11 @@ struct WindowScript {
   std::vector<int64_t> then_sizes;
 };
 
-// `factory` runs on the engine's worker thread (see Engine). options.force_no_gpu is ignored.
+// `factory` runs on the engine's worker thread (see Engine); a factory that may serve a recording
+// posts its notice on `replay_board`, and the window then says it replays.
+// options.force_no_gpu and options.replay_paths are ignored here (run_gui reads them).
 int run_window(const GuiOptions& options, Engine::BackendFactory factory,
-               const WindowScript& script = WindowScript());
+               const WindowScript& script = WindowScript(),
+               std::shared_ptr<const gui::ReplayBoard> replay_board = nullptr);
 
 }  // namespace fl

@@ -1,6 +1,6 @@
 #include "app/measure/engine.h"
 
-#include <chrono>
+#include <tuple>
 
 namespace fl {
 
@@ -9,7 +9,20 @@ std::string describe(const MeasureRequest& r) {
          to_string(r.cache) + " L2";
 }
 
-Engine::Engine(BackendFactory factory) {
+const char* to_string(EnginePhase phase) {
+  return phase == EnginePhase::timing ? "timing" : "counters";
+}
+
+bool Engine::CounterKey::operator<(const CounterKey& o) const {
+  return std::tie(lesson, size, inner, level, precision, cache) <
+         std::tie(o.lesson, o.size, o.inner, o.level, o.precision, o.cache);
+}
+
+Engine::CounterKey Engine::key_of(const Measurement& m) {
+  return {m.lesson, m.size, m.inner, m.level, m.precision, m.cache};
+}
+
+Engine::Engine(BackendFactory factory, EngineOptions options) : options_(options) {
   worker_ = std::thread([this, f = std::move(factory)]() mutable { run(std::move(f)); });
 }
 
@@ -30,12 +43,12 @@ uint64_t Engine::submit(const MeasureRequest& request) {
     id = next_id_++;
     if (pending_) {  // never started: report it as superseded so the caller can account for it
       EngineResult dropped;
-      dropped.id = pending_->first;
-      dropped.request = pending_->second;
+      dropped.id = pending_->id;
+      dropped.request = pending_->request;
       dropped.cancelled = true;
       done_.push_back(std::move(dropped));
     }
-    pending_ = std::make_pair(id, request);
+    pending_ = Job{id, request, Clock::now()};
     newest_id_ = id;
   }
   wake_.notify_all();
@@ -62,15 +75,60 @@ bool Engine::wait_idle(int timeout_ms) {
   });
 }
 
+void Engine::fill_from_cache(std::vector<Measurement>* ms) const {
+  for (Measurement& m : *ms) {
+    if (m.counters_status == CountersStatus::measured || !m.check.passed) continue;
+    const auto it = counter_cache_.find(key_of(m));
+    if (it == counter_cache_.end() || it->second.size() != m.launches.size()) continue;
+    for (size_t k = 0; k < m.launches.size(); ++k) m.launches[k].counters = it->second[k];
+    m.counters_status = CountersStatus::measured;
+    m.counters_note.clear();
+  }
+}
+
+void Engine::store_in_cache(const std::vector<Measurement>& ms) {
+  for (const Measurement& m : ms) {
+    if (m.counters_status != CountersStatus::measured) continue;
+    std::vector<LaunchCounters> values;
+    for (const LaunchResult& l : m.launches) {
+      if (l.counters) values.push_back(*l.counters);
+    }
+    if (values.size() != m.launches.size()) continue;
+    if (counter_cache_.size() >= options_.counter_cache_entries) counter_cache_.clear();
+    counter_cache_[key_of(m)] = std::move(values);
+  }
+}
+
+void Engine::post(EngineResult result, bool still_busy) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_.push_back(std::move(result));
+    if (!still_busy) set_idle_locked();
+  }
+  idle_.notify_all();
+}
+
+void Engine::set_idle_locked() {
+  status_.busy = false;
+  status_.busy_with.clear();
+  running_id_ = 0;
+}
+
 void Engine::run(BackendFactory factory) {
   std::unique_ptr<MeasureBackend> backend;
   const Status created = factory(&backend);
+  auto refresh_notes = [&] {  // called with mutex_ held
+    if (!backend) return;
+    status_.device = backend->device();
+    status_.timing_note = backend->timing_note();
+    status_.counters_note = backend->counters_note();
+  };
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (created.ok() && backend) {
       status_.state = EngineState::ready;
       status_.backend_kind = backend->kind();
-      status_.device = backend->device();
+      refresh_notes();
     } else {
       status_.state = EngineState::unavailable;
       status_.unavailable_reason = created.ok() ? "no backend" : created.message();
@@ -79,7 +137,7 @@ void Engine::run(BackendFactory factory) {
   idle_.notify_all();
 
   while (true) {
-    std::pair<uint64_t, MeasureRequest> job;
+    Job job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
@@ -87,31 +145,91 @@ void Engine::run(BackendFactory factory) {
       job = std::move(*pending_);
       pending_.reset();
       status_.busy = true;
-      status_.busy_with = describe(job.second);
-      running_id_ = job.first;
+      status_.busy_with = describe(job.request);
+      running_id_ = job.id;
     }
+    const uint64_t my_id = job.id;
+    auto cancelled = [this, my_id] { return newest_id_.load() != my_id; };
 
+    // ---- timing phase
     EngineResult result;
-    result.id = job.first;
-    result.request = job.second;
+    result.id = job.id;
+    result.phase = EnginePhase::timing;
+    result.request = job.request;
+    bool counters_follow = false;
     if (!backend) {
       result.status = Status::Error(status_.unavailable_reason);
     } else {
-      const uint64_t my_id = job.first;
-      auto cancelled = [this, my_id] { return newest_id_.load() != my_id; };
-      result.status = backend->measure(job.second, cancelled, &result.measurements);
+      result.status = backend->measure(job.request, cancelled, &result.measurements);
       result.cancelled = cancelled();
+      if (result.status.ok() && !result.cancelled) {
+        fill_from_cache(&result.measurements);
+        const bool can_count = backend->counters_available();
+        const std::string note = backend->counters_note();
+        for (Measurement& m : result.measurements) {
+          if (m.counters_status == CountersStatus::measured || !m.check.passed) continue;
+          if (can_count) {
+            m.counters_status = CountersStatus::pending;
+            counters_follow = true;
+          } else if (!note.empty()) {  // a degraded mode the learner should read about
+            m.counters_status = CountersStatus::unavailable;
+            m.counters_note = note;
+          }
+        }
+      }
     }
-
+    std::vector<Measurement> measurements;
+    if (counters_follow) measurements = result.measurements;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (backend) status_.device = backend->device();
-      status_.busy = false;
-      status_.busy_with.clear();
-      running_id_ = 0;
-      done_.push_back(std::move(result));
+      refresh_notes();
+      if (counters_follow) status_.busy_with = "DRAM/L2 counters: " + describe(job.request);
     }
-    idle_.notify_all();
+    post(std::move(result), /*still_busy=*/counters_follow);
+    if (!counters_follow) continue;
+
+    // ---- rest: the counter phase starts only once the slider has been still for a while
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      const auto deadline = job.submitted + std::chrono::milliseconds(options_.counter_rest_ms);
+      wake_.wait_until(lock, deadline, [this] { return stopping_ || pending_.has_value(); });
+      if (stopping_ || pending_.has_value()) {  // a newer request: these counters are not wanted
+        set_idle_locked();
+        lock.unlock();
+        idle_.notify_all();
+        continue;
+      }
+    }
+
+    // ---- counter phase
+    const Status st = backend->measure_counters(job.request, cancelled, &measurements);
+    store_in_cache(measurements);  // levels finished before a cancel still count next time
+    if (cancelled()) {  // abandoned for a newer request: nothing to post
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        refresh_notes();
+        set_idle_locked();
+      }
+      idle_.notify_all();
+      continue;
+    }
+    for (Measurement& m : measurements) {
+      if (m.counters_status != CountersStatus::pending) continue;
+      // Timing stays valid when counting fails: say why in the measurement, not as an error.
+      m.counters_status = st.ok() ? CountersStatus::not_measured : CountersStatus::failed;
+      m.counters_note = st.ok() ? "The counter phase left this level unmeasured."
+                                : "The counter phase failed: " + st.message();
+    }
+    EngineResult counted;
+    counted.id = job.id;
+    counted.phase = EnginePhase::counters;
+    counted.request = job.request;
+    counted.measurements = std::move(measurements);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      refresh_notes();
+    }
+    post(std::move(counted), false);
   }
   backend.reset();  // destroyed on the thread that created it
 }

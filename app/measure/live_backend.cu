@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "app/measure/cupti_tracer.h"
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
 
@@ -15,7 +17,10 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMemoryMarginBytes = int64_t(256) << 20;  // left free for the driver & others
-constexpr int kBatch = 64;                                  // repetitions per event batch
+constexpr int kBatch = 64;  // repetitions per batch: one synchronisation and CUPTI flush each
+// A level's CUPTI timing is trusted when at least this share of its repetitions came back with
+// a record for every launch; otherwise it is timed again with CUDA events.
+constexpr double kMinRecordedShare = 0.5;
 
 // Reads the buffer and writes nothing (unless the impossible happens), so no dirty lines stay
 // behind in L2 for the next kernel to pay for.
@@ -128,6 +133,23 @@ Status LiveBackend::init() {
   FL_CUDA_TRY(cudaDeviceSynchronize());
   std::random_device rd;
   seed_counter_ = options_.seed != 0 ? options_.seed : (uint64_t(rd()) << 32 | rd());
+
+  // CUPTI, set up now so that the first request does not pay for it. Either part may be
+  // unavailable; each then says why in one sentence and the backend measures without it.
+  if (options_.use_cupti) {
+    KernelTracer* tracer = nullptr;
+    const Status st = KernelTracer::instance(
+        &tracer, options_.trace_all_runtime_apis ? TracedApis::all_runtime : TracedApis::launches);
+    if (st.ok()) tracer_ = tracer;
+    else timing_note_ = st.message();
+  }
+  if (options_.counters) {
+    counters_ = RangeCounters::instance(&counters_note_);
+    if (counters_ != nullptr && !counters_->unavailable_note().empty()) {
+      counters_note_ = counters_->unavailable_note();  // found out by an earlier backend
+      counters_ = nullptr;
+    }
+  }
   return Status::Ok();
 }
 
@@ -163,6 +185,18 @@ Status LiveBackend::time_median(CacheMode cache, int repetitions, Body body, dou
   return Status::Ok();
 }
 
+void LiveBackend::note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps) {
+  auto& list = device_.copy_bandwidth;
+  CopyBandwidth entry;
+  entry.bytes = bytes_moved;
+  entry.cache = cache;
+  entry.gbps = gbps;
+  const auto before = [](const CopyBandwidth& a, const CopyBandwidth& b) {
+    return a.cache != b.cache ? a.cache < b.cache : a.bytes < b.bytes;
+  };
+  list.insert(std::upper_bound(list.begin(), list.end(), entry, before), entry);
+}
+
 Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps) {
   const int64_t half = std::max<int64_t>(16, bytes_moved / 2 / 16 * 16);  // bytes per side
   const auto key = std::make_pair(half, static_cast<int>(cache));
@@ -195,6 +229,7 @@ Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double*
   const double best_us = std::min(memcpy_us, kernel_us);
   *gbps = best_us > 0 ? 2.0 * half / (best_us * 1e3) : 0;
   copy_cache_[key] = *gbps;
+  note_copy_bandwidth(2 * half, cache, *gbps);
   return Status::Ok();
 }
 
@@ -245,8 +280,8 @@ Status LiveBackend::ensure_workspace(const Lesson& lesson, Shape shape, Precisio
   return Status::Ok();
 }
 
-Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& cancelled,
-                            std::vector<Measurement>* out) {
+Status LiveBackend::validate(const MeasureRequest& request, const Lesson** out_lesson,
+                             std::vector<int>* out_levels) const {
   const Lesson* lesson = find_lesson(request.lesson);
   if (lesson == nullptr) return Status::Error("unknown lesson '" + request.lesson + "'");
   const SizeAxis& axis = lesson->info().size_axis;
@@ -273,6 +308,16 @@ Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& ca
     return Status::Error(request.lesson + " takes a " + axis.inner_name + " up to " +
                          std::to_string(axis.inner_max) + "; got " + std::to_string(request.inner) + ".");
   }
+  *out_lesson = lesson;
+  *out_levels = std::move(levels);
+  return Status::Ok();
+}
+
+Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& cancelled,
+                            std::vector<Measurement>* out) {
+  const Lesson* lesson = nullptr;
+  std::vector<int> levels;
+  FL_TRY(validate(request, &lesson, &levels));
   const Shape shape = lesson->resolve({request.size, request.inner});
   FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   for (int level : levels) {
@@ -303,7 +348,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   m->level_name = fl.name;
   m->precision = request.precision;
   m->cache = request.cache;
-  m->timing_method = "cuda_events";
+  m->timing_method = timing_method();
   m->launches.resize(launches);
   for (int k = 0; k < launches; ++k) m->launches[k].textbook = traffic[k];
 
@@ -327,38 +372,21 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   int reps = static_cast<int>(options_.target_seconds * 1e6 / std::max(estimate_us, 1.0));
   reps = std::clamp(reps, options_.min_repetitions, options_.max_repetitions);
 
-  // Events: one before the chain and one after each launch, for a batch of repetitions.
-  EventPool events;
-  FL_TRY(events.create((launches + 1) * kBatch));
-  std::vector<std::vector<double>> per_launch(launches);
-  std::vector<double> chain;
-  for (int done = 0; done < reps; done += kBatch) {
-    if (cancelled && cancelled()) break;
-    const int batch = std::min(kBatch, reps - done);
-    for (int r = 0; r < batch; ++r) {
-      const size_t first = r * (launches + 1);
-      if (request.cache == CacheMode::cold) FL_TRY(flush_l2());
-      FL_CUDA_TRY(cudaEventRecord(events[first], stream_));
-      for (int k = 0; k < launches; ++k) {
-        FL_TRY(ws.launch(level, k, stream_));
-        FL_CUDA_TRY(cudaEventRecord(events[first + k + 1], stream_));
-      }
-    }
-    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
-    for (int r = 0; r < batch; ++r) {
-      const size_t first = r * (launches + 1);
-      double us = 0;
-      for (int k = 0; k < launches; ++k) {
-        FL_TRY(elapsed_us(events[first + k], events[first + k + 1], &us));
-        per_launch[k].push_back(us);
-      }
-      FL_TRY(elapsed_us(events[first], events[first + launches], &us));
-      chain.push_back(us);
-    }
+  bool records_missing = false;
+  const bool cupti = tracer_ != nullptr;
+  FL_TRY(time_repetitions(request, level, launches, reps, cupti, !cupti || options_.compare_timers,
+                          cancelled, m, &records_missing));
+  if (records_missing) {
+    // CUPTI returned too few kernel records to trust: time this level with events instead.
+    timing_note_ = "CUPTI returned no kernel records for some launches, so " + request.lesson +
+                   " was timed with CUDA events.";
+    m->timing_method = "cuda_events";
+    m->records.clear();
+    for (auto& l : m->launches) l.event_time_us = Stats();
+    m->event_chain_time_us = Stats();
+    FL_TRY(time_repetitions(request, level, launches, reps, false, true, cancelled, m,
+                            &records_missing));
   }
-  m->repetitions = static_cast<int>(chain.size());
-  m->chain_time_us = summarize(chain);
-  for (int k = 0; k < launches; ++k) m->launches[k].time_us = summarize(per_launch[k]);
 
   // The roofline reference for every launch and the chain, in the same cache mode.
   for (auto& launch : m->launches) {
@@ -370,6 +398,252 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
     m->chain_copy_gbps = 0;
   }
   cudaGetLastError();  // an allocation refused above must not poison the next request
+  return Status::Ok();
+}
+
+Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, int launches,
+                                     int reps, bool use_cupti, bool use_events,
+                                     const CancelCheck& cancelled, Measurement* m,
+                                     bool* records_missing) {
+  *records_missing = false;
+  Workspace& ws = *workspace_;
+  const bool cold = request.cache == CacheMode::cold;
+  // External ids: repetition r of a batch owns ids first + r * stride + slot, where slot 0 is
+  // the cold flush (tagged so that it is recognised and skipped) and slot k + 1 is launch k.
+  const uint64_t stride = static_cast<uint64_t>(launches) + 1;
+  EventPool events;
+  if (use_events) FL_TRY(events.create((launches + 1) * kBatch));
+
+  std::vector<std::vector<double>> cupti_launch_us(launches), event_launch_us(launches);
+  std::vector<double> cupti_chain_us, event_chain_us;
+  // Every usable repetition's kernels (slot-annotated), to keep the median one's records.
+  std::vector<std::vector<std::pair<int, TracedKernel>>> rep_kernels;
+  int64_t incomplete = 0;
+
+  if (use_cupti) {
+    // Records of earlier work (the correctness gate, the estimate) must not join the first batch.
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    FL_TRY(tracer_->flush(false));
+    tracer_->discard_all();
+  }
+
+  auto tagged = [&](uint64_t id, const std::function<Status()>& launch) -> Status {
+    if (!use_cupti) return launch();
+    FL_TRY(tracer_->push(id));
+    const Status launched = launch();
+    const Status popped = tracer_->pop();
+    FL_TRY(launched);
+    return popped;
+  };
+
+  for (int done = 0; done < reps; done += kBatch) {
+    if (cancelled && cancelled()) break;
+    const int batch = std::min(kBatch, reps - done);
+    const uint64_t first = use_cupti ? tracer_->reserve_ids(stride * batch) : 0;
+    for (int r = 0; r < batch; ++r) {
+      const size_t e0 = static_cast<size_t>(r) * (launches + 1);
+      const uint64_t rep_id = first + stride * r;
+      if (cold) FL_TRY(tagged(rep_id, [&] { return flush_l2(); }));
+      if (use_events) FL_CUDA_TRY(cudaEventRecord(events[e0], stream_));
+      for (int k = 0; k < launches; ++k) {
+        FL_TRY(tagged(rep_id + 1 + k, [&] { return ws.launch(level, k, stream_); }));
+        if (use_events) FL_CUDA_TRY(cudaEventRecord(events[e0 + k + 1], stream_));
+      }
+    }
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+
+    if (use_events) {
+      for (int r = 0; r < batch; ++r) {
+        const size_t e0 = static_cast<size_t>(r) * (launches + 1);
+        double us = 0;
+        for (int k = 0; k < launches; ++k) {
+          FL_TRY(elapsed_us(events[e0 + k], events[e0 + k + 1], &us));
+          event_launch_us[k].push_back(us);
+        }
+        FL_TRY(elapsed_us(events[e0], events[e0 + launches], &us));
+        event_chain_us.push_back(us);
+      }
+    }
+    if (!use_cupti) continue;
+
+    // Collect this batch's kernel records. After the synchronisation every record is complete,
+    // so the default flush delivers them; a forced flush is the fallback if CUPTI held any back.
+    const uint64_t last = first + stride * batch - 1;
+    const size_t expected = static_cast<size_t>(batch) * (launches + (cold ? 1 : 0));
+    FL_TRY(tracer_->flush(false));
+    if (tracer_->count(first, last) < expected) FL_TRY(tracer_->flush(true));
+    std::vector<TracedKernel> kernels, untagged;
+    tracer_->take(first, last, &kernels, &untagged);
+    if (kernels.empty() && untagged.size() == expected) {
+      // No external correlation records arrived (CUPTI traced no launch API): one stream, one
+      // thread, so the batch's kernels ran in launch order. Number them that way.
+      std::sort(untagged.begin(), untagged.end(),
+                [](const TracedKernel& a, const TracedKernel& b) { return a.start_ns < b.start_ns; });
+      const size_t per_rep = launches + (cold ? 1 : 0);
+      for (size_t i = 0; i < untagged.size(); ++i) {
+        const uint64_t slot = (i % per_rep) + (cold ? 0 : 1);
+        untagged[i].external_id = first + stride * (i / per_rep) + slot;
+      }
+      kernels = std::move(untagged);
+      order_matched_ += batch;
+    }
+    std::vector<std::vector<std::pair<int, TracedKernel>>> by_rep(batch);
+    for (TracedKernel& k : kernels) {
+      const uint64_t offset = k.external_id - first;
+      const int r = static_cast<int>(offset / stride);
+      const int slot = static_cast<int>(offset % stride);
+      if (slot == 0) continue;  // the cold flush: neither timed nor kept
+      by_rep[r].emplace_back(slot - 1, std::move(k));
+    }
+    for (int r = 0; r < batch; ++r) {
+      auto& ks = by_rep[r];
+      std::vector<uint64_t> start(launches, UINT64_MAX), end(launches, 0);
+      for (const auto& [launch, k] : ks) {
+        if (k.start_ns == 0 || k.end_ns < k.start_ns) continue;  // incomplete record
+        start[launch] = std::min(start[launch], k.start_ns);
+        end[launch] = std::max(end[launch], k.end_ns);
+      }
+      bool complete = true;
+      for (int k = 0; k < launches; ++k) complete = complete && end[k] != 0;
+      if (!complete) {
+        ++incomplete;
+        continue;
+      }
+      for (int k = 0; k < launches; ++k) cupti_launch_us[k].push_back((end[k] - start[k]) * 1e-3);
+      const uint64_t chain_start = *std::min_element(start.begin(), start.end());
+      const uint64_t chain_end = *std::max_element(end.begin(), end.end());
+      cupti_chain_us.push_back((chain_end - chain_start) * 1e-3);
+      std::sort(ks.begin(), ks.end(), [](const auto& a, const auto& b) {
+        return a.second.start_ns < b.second.start_ns;
+      });
+      rep_kernels.push_back(std::move(ks));
+    }
+  }
+
+  const size_t attempted = use_cupti ? cupti_chain_us.size() + incomplete : event_chain_us.size();
+  if (use_cupti && attempted > 0 && cupti_chain_us.size() < kMinRecordedShare * attempted) {
+    *records_missing = true;
+    return Status::Ok();
+  }
+  const auto& chain = use_cupti ? cupti_chain_us : event_chain_us;
+  const auto& per_launch = use_cupti ? cupti_launch_us : event_launch_us;
+  m->repetitions = static_cast<int>(chain.size());
+  m->chain_time_us = summarize(chain);
+  for (int k = 0; k < launches; ++k) m->launches[k].time_us = summarize(per_launch[k]);
+  if (use_cupti && use_events) {  // the diagnostic comparison of the same launches
+    for (int k = 0; k < launches; ++k) m->launches[k].event_time_us = summarize(event_launch_us[k]);
+    m->event_chain_time_us = summarize(event_chain_us);
+  }
+
+  // Keep the records of the repetition whose chain time is closest to the median.
+  m->records.clear();
+  if (use_cupti && !chain.empty()) {
+    size_t best = 0;
+    for (size_t i = 1; i < chain.size(); ++i) {
+      if (std::abs(chain[i] - m->chain_time_us.median) <
+          std::abs(chain[best] - m->chain_time_us.median)) {
+        best = i;
+      }
+    }
+    const auto& ks = rep_kernels[best];
+    const uint64_t t0 = ks.front().second.start_ns;
+    for (const auto& [launch, k] : ks) {
+      KernelRecord rec;
+      rec.launch = launch;
+      rec.kernel = k.name;
+      rec.start_ns = k.start_ns;
+      rec.end_ns = k.end_ns;
+      rec.start_rel_ns = static_cast<int64_t>(k.start_ns - t0);
+      rec.end_rel_ns = static_cast<int64_t>(k.end_ns - t0);
+      rec.stream_id = k.stream_id;
+      rec.correlation_id = k.correlation_id;
+      rec.grid = {{k.grid[0], k.grid[1], k.grid[2]}};
+      rec.block = {{k.block[0], k.block[1], k.block[2]}};
+      rec.registers_per_thread = k.registers_per_thread;
+      rec.static_shared_bytes = k.static_shared_bytes;
+      rec.dynamic_shared_bytes = k.dynamic_shared_bytes;
+      m->records.push_back(std::move(rec));
+    }
+  }
+  return Status::Ok();
+}
+
+Status LiveBackend::measure_counters(const MeasureRequest& request, const CancelCheck& cancelled,
+                                     std::vector<Measurement>* measurements) {
+  auto mark_unavailable = [&] {
+    for (Measurement& m : *measurements) {
+      if (m.counters_status == CountersStatus::measured) continue;
+      m.counters_status = CountersStatus::unavailable;
+      m.counters_note = counters_note_;
+    }
+  };
+  if (counters_ == nullptr) {
+    mark_unavailable();
+    return Status::Ok();
+  }
+  const Lesson* lesson = nullptr;
+  std::vector<int> levels;
+  FL_TRY(validate(request, &lesson, &levels));
+  const Shape shape = lesson->resolve({request.size, request.inner});
+  const bool fresh = !(workspace_ && workspace_lesson_ == lesson->info().id &&
+                       workspace_shape_.size == shape.size && workspace_shape_.inner == shape.inner &&
+                       workspace_precision_ == request.precision);
+  FL_TRY(ensure_workspace(*lesson, shape, request.precision));
+  if (fresh) FL_TRY(workspace_->fill_inputs(++seed_counter_, stream_));
+  Workspace& ws = *workspace_;
+
+  for (Measurement& m : *measurements) {
+    if (m.counters_status == CountersStatus::measured) continue;
+    const int level = m.level;
+    if (m.lesson != request.lesson || level < 0 || level >= lesson->level_count() ||
+        m.launches.size() != lesson->info().levels[level].launches.size()) {
+      m.counters_status = CountersStatus::failed;
+      m.counters_note = "This measurement does not belong to the request, so its counters were not measured.";
+      continue;
+    }
+    if (!m.check.passed) {
+      m.counters_status = CountersStatus::not_measured;
+      m.counters_note = "Not measured: this level's output failed the correctness check.";
+      continue;
+    }
+    if (cancelled && cancelled()) return Status::Ok();
+    const int launches = static_cast<int>(m.launches.size());
+    // Before each pass, outside profiling: cold evicts L2 as before every timed repetition;
+    // warm runs the chain once, as the repetition before a timed one did.
+    auto prepare = [&]() -> Status {
+      if (request.cache == CacheMode::cold) {
+        FL_TRY(flush_l2());
+      } else {
+        for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
+      }
+      FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+      return Status::Ok();
+    };
+    auto launch = [&](int k) { return ws.launch(level, k, stream_); };
+    std::vector<LaunchCounters> values;
+    bool was_cancelled = false;
+    const Status st =
+        counters_->measure(launches, prepare, launch, cancelled, options_.counter_replay,
+                           options_.keep_profiler_enabled, &values, &was_cancelled);
+    if (!st.ok()) {
+      if (!counters_->unavailable_note().empty()) {
+        // Found out only now (permissions may be checked when profiling starts): timing only.
+        counters_note_ = counters_->unavailable_note();
+        counters_ = nullptr;
+        mark_unavailable();
+        return Status::Ok();
+      }
+      m.counters_status = CountersStatus::failed;
+      m.counters_note = "The counter phase failed: " + st.message();
+      workspace_.reset();
+      cudaGetLastError();
+      return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
+    }
+    if (was_cancelled) return Status::Ok();
+    for (int k = 0; k < launches; ++k) m.launches[k].counters = values[k];
+    m.counters_status = CountersStatus::measured;
+    m.counters_note.clear();
+  }
   return Status::Ok();
 }
 

@@ -1,11 +1,17 @@
-// The live backend: runs lesson kernels on GPU 0 and times them.
+// The live backend: runs lesson kernels on GPU 0, times them and counts their bytes.
 //
-// Timing (this first cut) uses CUDA events around every launch: the events of one repetition
-// bracket the chain, so the chain time includes the gaps between launches, which is what
-// fusion removes at small sizes. CUPTI activity records replace the events in the engine issue.
+// Timing phase (measure): CUPTI activity records, one per kernel, each tied to its (repetition,
+// launch) by an external correlation id pushed around the launch. A launch's time is its
+// record's end - start; the chain's is the last launch's end - the first launch's start, so it
+// includes the gaps between launches, which is what fusion removes at small sizes. When CUPTI
+// cannot be used (another profiler holds it) CUDA events around every launch take over.
 //
-// Cold cache: before every repetition, a read-only pass over a buffer of at least 2x L2 evicts
-// the lesson's data. A flush that writes would leave dirty lines that the next kernel pays for.
+// Counter phase (measure_counters): the CUPTI Range Profiler runs the chain once more (once per
+// pass), one auto range per kernel, for DRAM bytes read and written and L2 bytes.
+//
+// Cold cache: before every repetition (and before every counter pass), a read-only pass over a
+// buffer of at least 2x L2 evicts the lesson's data. A flush that writes would leave dirty
+// lines that the next kernel pays for. The flush kernel is never timed or profiled.
 #pragma once
 
 #include <map>
@@ -13,6 +19,7 @@
 #include <utility>
 
 #include "app/measure/backend.h"
+#include "app/measure/cupti_counters.h"
 #include "kernels/device_buffer.h"
 #include "kernels/lesson.h"
 
@@ -23,7 +30,18 @@ struct LiveOptions {
   int max_repetitions = 2000;
   double target_seconds = 0.2;  // time budget per level; repetitions adapt to it
   uint64_t seed = 0;            // 0: a fresh seed per measurement
+  bool use_cupti = true;        // false: time with CUDA events (bench --timer events)
+  bool counters = true;         // false: no counter phase, the profiler is never set up
+  bool compare_timers = false;  // diagnostic: CUDA events around the CUPTI-timed launches too
+  CounterReplay counter_replay = CounterReplay::user;
+  // Diagnostic: leave the range profiler enabled between counter phases (see cupti_counters.h).
+  bool keep_profiler_enabled = false;
+  // Diagnostic: CUPTI traces every runtime call, not just the launches (the first backend of a
+  // process decides).
+  bool trace_all_runtime_apis = false;
 };
+
+class KernelTracer;
 
 class LiveBackend final : public MeasureBackend {
  public:
@@ -35,6 +53,20 @@ class LiveBackend final : public MeasureBackend {
   const char* kind() const override { return "live"; }
   Status measure(const MeasureRequest& request, const CancelCheck& cancelled,
                  std::vector<Measurement>* out) override;
+  Status measure_counters(const MeasureRequest& request, const CancelCheck& cancelled,
+                          std::vector<Measurement>* measurements) override;
+  bool counters_available() const override { return counters_ != nullptr; }
+  std::string counters_note() const override { return counters_note_; }
+  std::string timing_note() const override { return timing_note_; }
+
+  // "cupti_activity" or "cuda_events": how measure() times launches.
+  const char* timing_method() const { return tracer_ != nullptr ? "cupti_activity" : "cuda_events"; }
+  // The counter profiler's pass count and chip ("GH100"), 0 / empty without counters.
+  int counter_passes() const { return counters_ != nullptr ? counters_->passes() : 0; }
+  std::string counter_chip() const { return counters_ != nullptr ? counters_->chip() : std::string(); }
+  // Repetitions whose kernel records were matched by launch order because CUPTI delivered no
+  // external correlation records (0 when every record carried our id). Diagnostic.
+  int64_t order_matched_repetitions() const { return order_matched_; }
 
   // Copy bandwidth (GB/s, bytes read + written) of the faster of cudaMemcpy device-to-device and
   // a 16-byte-vector copy kernel, moving `bytes_moved` bytes in total. Cached per (bytes, mode).
@@ -52,6 +84,13 @@ class LiveBackend final : public MeasureBackend {
   Status flush_l2();
   Status measure_level(const Lesson& lesson, const MeasureRequest& request, int level,
                        const CancelCheck& cancelled, Measurement* m);
+  // The repetitions of the timing phase, with CUPTI records (tracer_) and/or CUDA events.
+  // Returns Ok with *records_missing when CUPTI did not deliver a record for every launch.
+  Status time_repetitions(const MeasureRequest& request, int level, int launches, int reps,
+                          bool use_cupti, bool use_events, const CancelCheck& cancelled,
+                          Measurement* m, bool* records_missing);
+  Status validate(const MeasureRequest& request, const Lesson** lesson, std::vector<int>* levels) const;
+  void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
   template <typename Body>
@@ -63,6 +102,10 @@ class LiveBackend final : public MeasureBackend {
   DeviceBuffer flush_buffer_, flush_sink_;
   std::map<std::pair<int64_t, int>, double> copy_cache_;
   uint64_t seed_counter_ = 0;
+  KernelTracer* tracer_ = nullptr;     // null: CUDA events
+  RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
+  std::string timing_note_, counters_note_;
+  int64_t order_matched_ = 0;
 
   // The workspace of the last (lesson, size, precision): moving the fusion slider reuses it.
   std::unique_ptr<Workspace> workspace_;

@@ -14,6 +14,29 @@ bool parse_cache_mode(const std::string& text, CacheMode* out) {
   return true;
 }
 
+const char* to_string(CountersStatus status) {
+  switch (status) {
+    case CountersStatus::not_measured: return "not_measured";
+    case CountersStatus::pending: return "pending";
+    case CountersStatus::measured: return "measured";
+    case CountersStatus::unavailable: return "unavailable";
+    case CountersStatus::failed: return "failed";
+  }
+  return "not_measured";
+}
+
+bool parse_counters_status(const std::string& text, CountersStatus* out) {
+  for (CountersStatus s : {CountersStatus::not_measured, CountersStatus::pending,
+                           CountersStatus::measured, CountersStatus::unavailable,
+                           CountersStatus::failed}) {
+    if (text == to_string(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 // Linear interpolation between closest ranks on sorted samples, q in [0, 1].
 double quantile_sorted(const std::vector<double>& s, double q) {
@@ -41,6 +64,18 @@ int64_t Measurement::textbook_bytes() const {
   int64_t sum = 0;
   for (const auto& l : launches) sum += l.textbook.bytes();
   return sum;
+}
+
+std::optional<LaunchCounters> Measurement::counters_total() const {
+  if (launches.empty()) return std::nullopt;
+  LaunchCounters total;
+  for (const auto& l : launches) {
+    if (!l.counters) return std::nullopt;
+    total.dram_read_bytes += l.counters->dram_read_bytes;
+    total.dram_write_bytes += l.counters->dram_write_bytes;
+    total.l2_bytes += l.counters->l2_bytes;
+  }
+  return total;
 }
 
 double Measurement::achieved_gbps() const {

@@ -3,7 +3,9 @@
 // replay and `bench --out`.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,14 @@ struct Stats {
 };
 Stats summarize(std::vector<double> samples);
 
+// Copy bandwidth measured in this run for one byte count and cache mode: the reference that
+// every "% of copy" is judged against (faster of cudaMemcpy D2D and a 16-byte-vector copy).
+struct CopyBandwidth {
+  int64_t bytes = 0;  // bytes moved: read + written
+  CacheMode cache = CacheMode::cold;
+  double gbps = 0;
+};
+
 struct DeviceFacts {
   bool usable = false;
   std::string unusable_reason;  // one plain sentence when !usable
@@ -33,6 +43,7 @@ struct DeviceFacts {
   int driver_version = 0;   // e.g. 13000 for CUDA 13.0 driver API
   int runtime_version = 0;  // the CUDA runtime we were built with / loaded
   double roof_gbps = 0;     // copy bandwidth over 1 GiB, cold; 0 until measured
+  std::vector<CopyBandwidth> copy_bandwidth;  // every byte count measured so far, sorted
 };
 
 struct MeasureRequest {
@@ -44,11 +55,52 @@ struct MeasureRequest {
   int64_t inner = 0;        // row length for row-wise lessons; 0: the lesson's default
 };
 
+// The bytes one launch moved as the GPU's own counters saw them (CUPTI range profiler, one run
+// of the chain in the measurement's cache mode).
+struct LaunchCounters {
+  int64_t dram_read_bytes = 0;   // dram__bytes_read.sum
+  int64_t dram_write_bytes = 0;  // dram__bytes_write.sum
+  int64_t l2_bytes = 0;          // lts__t_bytes.sum: every byte requested from L2
+};
+
 struct LaunchResult {
   LaunchTraffic textbook;     // kernel name, bytes it must move, FLOPs
   Stats time_us;              // per-launch duration over the repetitions
   double copy_gbps = 0;       // copy bandwidth moving textbook.bytes(), same cache mode
+  std::optional<LaunchCounters> counters;  // absent: not measured (yet, or not on this system)
+  // Diagnostic only (`bench --compare-timers`): CUDA events around the same launches that
+  // CUPTI timed. count == 0 when not taken. Not saved in sessions.
+  Stats event_time_us;
 };
+
+// One kernel execution as CUPTI's activity API recorded it. Timestamps are CUPTI's
+// (CPU-normalised nanoseconds); the relative ones count from the first record of the repetition.
+struct KernelRecord {
+  int launch = 0;          // index into Measurement::launches
+  std::string kernel;      // demangled short name ("gelu_kernel<float>")
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  int64_t start_rel_ns = 0;
+  int64_t end_rel_ns = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  std::array<int, 3> grid{{0, 0, 0}};
+  std::array<int, 3> block{{0, 0, 0}};
+  int registers_per_thread = 0;
+  int static_shared_bytes = 0;
+  int dynamic_shared_bytes = 0;
+};
+
+// Where the DRAM/L2 counters of a measurement stand.
+enum class CountersStatus {
+  not_measured,  // not asked for (bench --no-counters), or the output check failed
+  pending,       // the counter phase follows (the engine posts a second result)
+  measured,      // every launch has counters
+  unavailable,   // this system cannot measure them; counters_note says why and what to do
+  failed,        // the counter phase ran into an error; counters_note has it
+};
+const char* to_string(CountersStatus status);
+bool parse_counters_status(const std::string& text, CountersStatus* out);
 
 struct Measurement {
   std::string lesson;
@@ -58,20 +110,31 @@ struct Measurement {
   std::string level_name;
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
-  std::string timing_method;  // "cuda_events" (CUPTI arrives with the engine issue)
+  // "cupti_activity": kernel records of CUPTI's activity API; "cuda_events": CUDA events around
+  // each launch (when CUPTI cannot be used, e.g. another profiler holds it).
+  std::string timing_method;
   int repetitions = 0;
   std::vector<LaunchResult> launches;
   Stats chain_time_us;        // first launch start to last launch end, gaps included
   double chain_copy_gbps = 0; // copy bandwidth moving the chain's textbook bytes
   CheckResult check;
+  // One repetition's kernel records as CUPTI gave them (the repetition whose chain time is
+  // closest to the median): the timeline and the trace export draw these. Empty with events.
+  std::vector<KernelRecord> records;
+  CountersStatus counters_status = CountersStatus::not_measured;
+  std::string counters_note;  // one sentence when unavailable or failed
+  Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
 
   int64_t textbook_bytes() const;
+  // Sum of every launch's counters; absent unless every launch has them.
+  std::optional<LaunchCounters> counters_total() const;
   // Achieved bandwidth on textbook bytes, from the median chain time.
   double achieved_gbps() const;
 };
 
 struct Session {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;        // written
+  static constexpr int kOldestSchemaVersion = 1;  // still read (no counters, no records)
   std::string app_version;
   std::string created_utc;  // ISO 8601
   std::string backend;      // "live" or "recorded"

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 namespace fl {
 namespace {
@@ -34,6 +35,10 @@ Stats stats_from(const json& j) {
 }
 
 json device_json(const DeviceFacts& d) {
+  json copies = json::array();
+  for (const CopyBandwidth& c : d.copy_bandwidth) {
+    copies.push_back({{"bytes", c.bytes}, {"cache", to_string(c.cache)}, {"gbps", c.gbps}});
+  }
   return {{"name", d.name},
           {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
           {"sm_count", d.sm_count},
@@ -41,9 +46,17 @@ json device_json(const DeviceFacts& d) {
           {"memory_bytes", d.memory_bytes},
           {"driver_version", d.driver_version},
           {"runtime_version", d.runtime_version},
-          {"roof_gbps", d.roof_gbps}};
+          {"roof_gbps", d.roof_gbps},
+          {"copy_bandwidth", copies}};
 }
-DeviceFacts device_from(const json& j) {
+CacheMode cache_mode_from(const json& j) {
+  CacheMode mode;
+  if (!parse_cache_mode(j.get<std::string>(), &mode)) {
+    throw std::runtime_error("unknown cache mode '" + j.get<std::string>() + "'");
+  }
+  return mode;
+}
+DeviceFacts device_from(const json& j, int version) {
   DeviceFacts d;
   d.usable = true;
   d.name = j.at("name").get<std::string>();
@@ -57,7 +70,64 @@ DeviceFacts device_from(const json& j) {
   d.driver_version = j.at("driver_version").get<int>();
   d.runtime_version = j.at("runtime_version").get<int>();
   d.roof_gbps = j.at("roof_gbps").get<double>();
+  if (version >= 2) {
+    for (const json& c : j.at("copy_bandwidth")) {
+      CopyBandwidth copy;
+      copy.bytes = c.at("bytes").get<int64_t>();
+      copy.cache = cache_mode_from(c.at("cache"));
+      copy.gbps = c.at("gbps").get<double>();
+      d.copy_bandwidth.push_back(copy);
+    }
+  }
   return d;
+}
+
+json record_json(const KernelRecord& r) {
+  return {{"launch", r.launch},
+          {"kernel", r.kernel},
+          {"start_ns", r.start_ns},
+          {"end_ns", r.end_ns},
+          {"start_rel_ns", r.start_rel_ns},
+          {"end_rel_ns", r.end_rel_ns},
+          {"stream", r.stream_id},
+          {"correlation", r.correlation_id},
+          {"grid", r.grid},
+          {"block", r.block},
+          {"registers_per_thread", r.registers_per_thread},
+          {"static_shared_bytes", r.static_shared_bytes},
+          {"dynamic_shared_bytes", r.dynamic_shared_bytes}};
+}
+KernelRecord record_from(const json& j) {
+  KernelRecord r;
+  r.launch = j.at("launch").get<int>();
+  r.kernel = j.at("kernel").get<std::string>();
+  r.start_ns = j.at("start_ns").get<uint64_t>();
+  r.end_ns = j.at("end_ns").get<uint64_t>();
+  r.start_rel_ns = j.at("start_rel_ns").get<int64_t>();
+  r.end_rel_ns = j.at("end_rel_ns").get<int64_t>();
+  r.stream_id = j.at("stream").get<uint32_t>();
+  r.correlation_id = j.at("correlation").get<uint32_t>();
+  r.grid = j.at("grid").get<std::array<int, 3>>();
+  r.block = j.at("block").get<std::array<int, 3>>();
+  r.registers_per_thread = j.at("registers_per_thread").get<int>();
+  r.static_shared_bytes = j.at("static_shared_bytes").get<int>();
+  r.dynamic_shared_bytes = j.at("dynamic_shared_bytes").get<int>();
+  return r;
+}
+
+json counters_json(const std::optional<LaunchCounters>& c) {
+  if (!c) return nullptr;
+  return {{"dram_read_bytes", c->dram_read_bytes},
+          {"dram_write_bytes", c->dram_write_bytes},
+          {"l2_bytes", c->l2_bytes}};
+}
+std::optional<LaunchCounters> counters_from(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  LaunchCounters c;
+  c.dram_read_bytes = j.at("dram_read_bytes").get<int64_t>();
+  c.dram_write_bytes = j.at("dram_write_bytes").get<int64_t>();
+  c.l2_bytes = j.at("l2_bytes").get<int64_t>();
+  return c;
 }
 
 json measurement_json(const Measurement& m) {
@@ -68,8 +138,11 @@ json measurement_json(const Measurement& m) {
                         {"textbook_bytes_written", l.textbook.bytes_written},
                         {"textbook_flops", l.textbook.flops},
                         {"time_us", stats_json(l.time_us)},
-                        {"copy_gbps", l.copy_gbps}});
+                        {"copy_gbps", l.copy_gbps},
+                        {"counters", counters_json(l.counters)}});
   }
+  json records = json::array();
+  for (const KernelRecord& r : m.records) records.push_back(record_json(r));
   return {{"lesson", m.lesson},
           {"size", m.size},
           {"inner", m.inner},
@@ -87,9 +160,12 @@ json measurement_json(const Measurement& m) {
             {"non_finite", m.check.non_finite},
             {"tolerance", m.check.tolerance},
             {"passed", m.check.passed}}},
-          {"launches", launches}};
+          {"launches", launches},
+          {"counters_status", to_string(m.counters_status)},
+          {"counters_note", m.counters_note},
+          {"records", records}};
 }
-Measurement measurement_from(const json& j) {
+Measurement measurement_from(const json& j, int version) {
   Measurement m;
   m.lesson = j.at("lesson").get<std::string>();
   m.size = j.at("size").get<int64_t>();
@@ -99,9 +175,7 @@ Measurement measurement_from(const json& j) {
   if (!parse_precision(j.at("precision").get<std::string>(), &m.precision)) {
     throw std::runtime_error("unknown precision '" + j.at("precision").get<std::string>() + "'");
   }
-  if (!parse_cache_mode(j.at("cache").get<std::string>(), &m.cache)) {
-    throw std::runtime_error("unknown cache mode '" + j.at("cache").get<std::string>() + "'");
-  }
+  m.cache = cache_mode_from(j.at("cache"));
   m.timing_method = j.at("timing_method").get<std::string>();
   m.repetitions = j.at("repetitions").get<int>();
   m.chain_time_us = stats_from(j.at("chain_time_us"));
@@ -120,7 +194,27 @@ Measurement measurement_from(const json& j) {
     r.textbook.flops = l.at("textbook_flops").get<double>();
     r.time_us = stats_from(l.at("time_us"));
     r.copy_gbps = l.at("copy_gbps").get<double>();
+    if (version >= 2) r.counters = counters_from(l.at("counters"));
     m.launches.push_back(std::move(r));
+  }
+  if (version >= 2) {
+    const std::string status = j.at("counters_status").get<std::string>();
+    if (!parse_counters_status(status, &m.counters_status)) {
+      throw std::runtime_error("unknown counters_status '" + status + "'");
+    }
+    m.counters_note = j.at("counters_note").get<std::string>();
+    for (const json& r : j.at("records")) {
+      m.records.push_back(record_from(r));
+      if (m.records.back().launch < 0 ||
+          m.records.back().launch >= static_cast<int>(m.launches.size())) {
+        throw std::runtime_error("a kernel record names launch " +
+                                 std::to_string(m.records.back().launch) + " of " +
+                                 std::to_string(m.launches.size()));
+      }
+    }
+  } else {
+    // Version 1 predates the counter phase: its measurements carry no counters or records.
+    m.counters_status = CountersStatus::not_measured;
   }
   return m;
 }
@@ -148,17 +242,20 @@ Status session_from_json(const std::string& text, Session* out) {
       return Status::Error("not a Fusion Lab session (no \"format\": \"fusionlab-session\")");
     }
     const int version = j.at("schema_version").get<int>();
-    if (version != Session::kSchemaVersion) {
+    if (version < Session::kOldestSchemaVersion || version > Session::kSchemaVersion) {
       return Status::Error("schema version " + std::to_string(version) +
-                           " is not supported (this build reads version " +
+                           " is not supported (this build reads versions " +
+                           std::to_string(Session::kOldestSchemaVersion) + " to " +
                            std::to_string(Session::kSchemaVersion) + ")");
     }
     Session s;
     s.app_version = j.at("app_version").get<std::string>();
     s.created_utc = j.at("created_utc").get<std::string>();
     s.backend = j.at("backend").get<std::string>();
-    s.device = device_from(j.at("device"));
-    for (const json& m : j.at("measurements")) s.measurements.push_back(measurement_from(m));
+    s.device = device_from(j.at("device"), version);
+    for (const json& m : j.at("measurements")) {
+      s.measurements.push_back(measurement_from(m, version));
+    }
     *out = std::move(s);
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 namespace fl {
@@ -44,6 +46,43 @@ Session sample_session() {
   return s;
 }
 
+// A schema-2 session: CUPTI timing, counters on one launch, raw records, copy bandwidths.
+Session sample_session_v2() {
+  Session s = sample_session();
+  s.device.copy_bandwidth = {{1 << 20, CacheMode::cold, 1200.5}, {int64_t(1) << 31, CacheMode::warm, 3100}};
+  Measurement& m = s.measurements[0];
+  m.timing_method = "cupti_activity";
+  m.counters_status = CountersStatus::measured;
+  m.launches[0].counters = LaunchCounters{67100000, 67200000, 134300000};
+  LaunchResult unmeasured = m.launches[0];
+  unmeasured.textbook.kernel = "second";
+  unmeasured.counters.reset();  // absent must stay absent, not become zeros
+  m.launches.push_back(unmeasured);
+  KernelRecord r;
+  r.launch = 1;
+  r.kernel = "gelu_scale_kernel<__nv_bfloat16>";
+  r.start_ns = 1763760000123456789ull;  // CUPTI timestamps exceed 2^53: must survive exactly
+  r.end_ns = r.start_ns + 45500;
+  r.start_rel_ns = 0;
+  r.end_rel_ns = 45500;
+  r.stream_id = 13;
+  r.correlation_id = 4242;
+  r.grid = {{8192, 1, 1}};
+  r.block = {{256, 1, 1}};
+  r.registers_per_thread = 18;
+  r.static_shared_bytes = 0;
+  r.dynamic_shared_bytes = 1024;
+  m.records.push_back(r);
+  Measurement denied = m;
+  denied.level = 0;
+  denied.counters_status = CountersStatus::unavailable;
+  denied.counters_note = "GPU performance counters are restricted to administrators.";
+  for (auto& l : denied.launches) l.counters.reset();
+  denied.records.clear();
+  s.measurements.push_back(denied);
+  return s;
+}
+
 TEST(SessionJson, RoundTripKeepsEveryField) {
   const Session in = sample_session();
   Session out;
@@ -78,11 +117,105 @@ TEST(SessionJson, RefusesBadInputWithOneLine) {
     EXPECT_FALSE(st.ok()) << text.substr(0, 40);
     EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
   }
-  std::string wrong_version = good;
-  wrong_version.replace(wrong_version.find("\"schema_version\": 1"), 19, "\"schema_version\": 99");
-  const Status st = session_from_json(wrong_version, &out);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("99"), std::string::npos);
+  for (int version : {0, Session::kSchemaVersion + 1, 99}) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    j["schema_version"] = version;
+    const Status st = session_from_json(j.dump(), &out);
+    ASSERT_FALSE(st.ok()) << version;
+    EXPECT_NE(st.message().find(std::to_string(version)), std::string::npos) << st.message();
+  }
+}
+
+TEST(SessionJson, WritesSchemaVersion2) {
+  const nlohmann::json j = nlohmann::json::parse(session_to_json(sample_session()));
+  EXPECT_EQ(j.at("schema_version").get<int>(), 2);
+  EXPECT_TRUE(j.at("measurements")[0].at("launches")[0].at("counters").is_null());
+  EXPECT_EQ(j.at("measurements")[0].at("counters_status").get<std::string>(), "not_measured");
+}
+
+TEST(SessionJson, RoundTripKeepsCountersRecordsAndCopyBandwidth) {
+  const Session in = sample_session_v2();
+  Session out;
+  const Status st = session_from_json(session_to_json(in), &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.device.copy_bandwidth.size(), 2u);
+  EXPECT_EQ(out.device.copy_bandwidth[1].bytes, int64_t(1) << 31);
+  EXPECT_EQ(out.device.copy_bandwidth[1].cache, CacheMode::warm);
+  EXPECT_DOUBLE_EQ(out.device.copy_bandwidth[0].gbps, 1200.5);
+  ASSERT_EQ(out.measurements.size(), 2u);
+  const Measurement& m = out.measurements[0];
+  EXPECT_EQ(m.timing_method, "cupti_activity");
+  EXPECT_EQ(m.counters_status, CountersStatus::measured);
+  ASSERT_EQ(m.launches.size(), 2u);
+  ASSERT_TRUE(m.launches[0].counters.has_value());
+  EXPECT_EQ(m.launches[0].counters->dram_read_bytes, 67100000);
+  EXPECT_EQ(m.launches[0].counters->dram_write_bytes, 67200000);
+  EXPECT_EQ(m.launches[0].counters->l2_bytes, 134300000);
+  EXPECT_FALSE(m.launches[1].counters.has_value());
+  EXPECT_FALSE(m.counters_total().has_value()) << "a total needs every launch's counters";
+  ASSERT_EQ(m.records.size(), 1u);
+  const KernelRecord& r = m.records[0];
+  EXPECT_EQ(r.launch, 1);
+  EXPECT_EQ(r.kernel, "gelu_scale_kernel<__nv_bfloat16>");
+  EXPECT_EQ(r.start_ns, 1763760000123456789ull);
+  EXPECT_EQ(r.end_rel_ns, 45500);
+  EXPECT_EQ(r.stream_id, 13u);
+  EXPECT_EQ(r.correlation_id, 4242u);
+  EXPECT_EQ(r.grid[0], 8192);
+  EXPECT_EQ(r.block[0], 256);
+  EXPECT_EQ(r.registers_per_thread, 18);
+  EXPECT_EQ(r.dynamic_shared_bytes, 1024);
+  const Measurement& denied = out.measurements[1];
+  EXPECT_EQ(denied.counters_status, CountersStatus::unavailable);
+  EXPECT_EQ(denied.counters_note, "GPU performance counters are restricted to administrators.");
+  EXPECT_EQ(session_to_json(out), session_to_json(in));
+}
+
+TEST(SessionJson, ReadsVersion1WithoutCounters) {
+  // A version-1 file as `bench --out` wrote it before the counter phase: no copy_bandwidth,
+  // counters, counters_status or records.
+  nlohmann::json j = nlohmann::json::parse(session_to_json(sample_session()));
+  j["schema_version"] = 1;
+  j["device"].erase("copy_bandwidth");
+  for (auto& m : j["measurements"]) {
+    m.erase("counters_status");
+    m.erase("counters_note");
+    m.erase("records");
+    for (auto& l : m["launches"]) l.erase("counters");
+  }
+  Session out;
+  const Status st = session_from_json(j.dump(), &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.measurements.size(), 1u);
+  EXPECT_EQ(out.measurements[0].counters_status, CountersStatus::not_measured);
+  EXPECT_FALSE(out.measurements[0].launches[0].counters.has_value());
+  EXPECT_TRUE(out.measurements[0].records.empty());
+  EXPECT_TRUE(out.device.copy_bandwidth.empty());
+  EXPECT_DOUBLE_EQ(out.measurements[0].chain_time_us.median, 45.5);
+  // Saved again, it becomes a version-2 file with the same measurements.
+  Session again;
+  ASSERT_TRUE(session_from_json(session_to_json(out), &again).ok());
+  EXPECT_EQ(again.measurements[0].repetitions, 77);
+}
+
+TEST(SessionJson, Version2RefusesMissingOrBadCounterFields) {
+  const std::string good = session_to_json(sample_session_v2());
+  Session out;
+  auto refused = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    spoil(j);
+    const Status st = session_from_json(j.dump(), &out);
+    EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+    return !st.ok();
+  };
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0].erase("records"); }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0].erase("counters_status"); }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["counters_status"] = "maybe"; }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["launches"][0].erase("counters"); }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["records"][0]["launch"] = 7; }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["records"][0]["grid"] = {1}; }));
+  EXPECT_TRUE(refused([](nlohmann::json& j) { j["device"].erase("copy_bandwidth"); }));
+  EXPECT_FALSE(refused([](nlohmann::json&) {}));
 }
 
 TEST(SessionJson, SaveIsAtomicAndLoadNamesTheFile) {
@@ -92,7 +225,7 @@ TEST(SessionJson, SaveIsAtomicAndLoadNamesTheFile) {
   ASSERT_TRUE(load_session(path, &loaded).ok());
   EXPECT_EQ(loaded.measurements.size(), 1u);
 
-  std::ofstream(path) << "{\"format\": \"fusionlab-session\", \"schema_version\": 1";
+  std::ofstream(path) << "{\"format\": \"fusionlab-session\", \"schema_version\": 2";
   const Status st = load_session(path, &loaded);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind(path, 0), 0u) << st.message();  // starts with the file name

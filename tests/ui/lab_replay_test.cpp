@@ -1,0 +1,153 @@
+// The window's state (gui::Lab) over a recording, without a window: it learns it replays, snaps
+// the size to recorded sizes, moves to a recorded lesson when the chosen one is not recorded,
+// and reports what is not recorded. Then the factory the window uses without a GPU (--no-gpu
+// here) finds the shipped recording.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "app/gui/backend_choice.h"
+#include "app/gui/lab.h"
+
+namespace fl::gui {
+namespace {
+
+Measurement recorded(const std::string& lesson, int64_t size, int level, Precision p,
+                     int64_t inner = 0) {
+  Measurement m;
+  m.lesson = lesson;
+  m.size = size;
+  m.inner = inner;
+  m.level = level;
+  m.level_name = level == 0 ? "unfused" : "fused";
+  m.precision = p;
+  m.cache = CacheMode::cold;
+  m.timing_method = "cuda_events";
+  m.repetitions = 100;
+  m.chain_time_us.median = level == 0 ? 20.0 + size * 1e-6 : 10.0 + size * 5e-7;
+  m.check.passed = true;
+  return m;
+}
+
+Session session_of(std::vector<Measurement> ms) {
+  Session s;
+  s.created_utc = "2026-11-21T23:43:30Z";
+  s.backend = "live";
+  s.device.usable = true;
+  s.device.name = "NVIDIA H200";
+  s.device.cc_major = 9;
+  s.device.sm_count = 132;
+  s.device.l2_bytes = 60 << 20;
+  s.measurements = std::move(ms);
+  return s;
+}
+
+// A Lab over an in-memory recording, as `--replay` makes it.
+std::unique_ptr<Lab> lab_over(Session session) {
+  std::unique_ptr<ReplayBackend> backend;
+  const Status st = ReplayBackend::create({{"test.json", std::move(session)}}, &backend);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto board = std::make_shared<ReplayBoard>();
+  return std::make_unique<Lab>(recorded_backend(std::move(backend), "chosen in a test", board),
+                               board);
+}
+
+// Runs the Lab's frames (simulated time, 20 ms apart) until `done` or ~10 s.
+template <typename Done>
+bool pump(Lab& lab, double* now, Done done) {
+  for (int i = 0; i < 2000; ++i) {
+    *now += 0.02;
+    lab.update(*now);
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+bool settled(const Lab& lab) {
+  return lab.status().state == EngineState::ready && lab.requests_finished() > 0 &&
+         !lab.waiting_for_result() && !lab.change_pending();
+}
+
+TEST(LabReplay, SnapsToRecordedSizesAndServesThem) {
+  std::vector<Measurement> ms;
+  for (int64_t size : {int64_t(1) << 10, int64_t(1) << 20, int64_t(1) << 26}) {
+    ms.push_back(recorded("gelu_scale", size, 0, Precision::fp32));
+    ms.push_back(recorded("gelu_scale", size, 1, Precision::fp32));
+  }
+  auto lab = lab_over(session_of(ms));
+  double now = 0;
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+  ASSERT_NE(lab->replay(), nullptr);
+  EXPECT_EQ(lab->status().backend_kind, "recorded");
+  EXPECT_EQ(lab->status().device.name, "NVIDIA H200");
+  EXPECT_EQ(replay_headline(*lab->replay()),
+            "Replaying a recording made on NVIDIA H200 on 2026-11-21 (chosen in a test)");
+  EXPECT_EQ(lab->recorded_sizes(), (std::vector<int64_t>{1 << 10, 1 << 20, 1 << 26}));
+  // The default size (16M) is not recorded: the nearest on a log scale, 64M, is asked and shown.
+  EXPECT_EQ(lab->size(), 1 << 26);
+  ASSERT_EQ(lab->current().size(), 2u);
+  EXPECT_EQ(lab->current()[0].size, 1 << 26);
+  EXPECT_TRUE(lab->last_error().empty());
+
+  lab->set_size(3 << 20, now);  // a drag to 3M stops at 1M
+  EXPECT_EQ(lab->size(), 1 << 20);
+  lab->release_size(now);
+  ASSERT_TRUE(pump(*lab, &now, [&] {
+    return settled(*lab) && !lab->current().empty() && lab->current()[0].size == (1 << 20);
+  }));
+  EXPECT_EQ(lab->history().size(), 4u) << "two recorded sizes, two levels each";
+
+  // A cache mode the recording lacks: no sizes to stop at, and the refusal says what there is.
+  lab->set_cache(CacheMode::warm, now);
+  EXPECT_TRUE(lab->recorded_sizes().empty());
+  EXPECT_FALSE(lab->recorded("gelu_scale", Precision::fp32, CacheMode::warm));
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab) && !lab->last_error().empty(); }));
+  EXPECT_EQ(lab->last_error(),
+            "gelu_scale in fp32/warm is not in this recording: it is recorded in fp32/cold only.");
+}
+
+TEST(LabReplay, MovesToARecordedLessonAndPrecision) {
+  auto lab = lab_over(session_of({recorded("bias_gelu", 2, 0, Precision::bf16, 768),
+                                  recorded("bias_gelu", 2, 1, Precision::bf16, 768),
+                                  recorded("bias_gelu", 262144, 0, Precision::bf16, 768),
+                                  recorded("bias_gelu", 262144, 1, Precision::bf16, 768)}));
+  double now = 0;
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+  EXPECT_EQ(lab->lesson().info().id, "bias_gelu");
+  EXPECT_EQ(lab->precision(), Precision::bf16);
+  EXPECT_EQ(lab->size(), 262144) << "default 16384 rows: 262144 is nearer than 2 on a log scale";
+  ASSERT_EQ(lab->current().size(), 2u);
+  EXPECT_EQ(lab->current()[1].precision, Precision::bf16);
+  EXPECT_TRUE(lab->last_error().empty());
+}
+
+TEST(LabReplay, ALiveLabHasNoReplay) {
+  auto board = std::make_shared<ReplayBoard>();
+  Lab lab(
+      [](std::unique_ptr<MeasureBackend>*) { return Status::Error("No NVIDIA GPU was found."); },
+      board);
+  double now = 0;
+  ASSERT_TRUE(pump(lab, &now, [&] { return lab.status().state == EngineState::unavailable; }));
+  EXPECT_EQ(lab.replay(), nullptr);
+  EXPECT_TRUE(lab.recorded("gelu_scale", Precision::bf16, CacheMode::warm));
+}
+
+TEST(BackendChoice, WithoutAGpuTheShippedRecordingIsReplayed) {
+  ASSERT_FALSE(find_assets_folder().empty()) << "looked in the source tree's assets too";
+  auto board = std::make_shared<ReplayBoard>();
+  Lab lab(live_or_shipped_recording(/*force_no_gpu=*/true, board), board);
+  double now = 0;
+  ASSERT_TRUE(pump(lab, &now, [&] { return settled(lab); }));
+  ASSERT_NE(lab.replay(), nullptr);
+  EXPECT_EQ(lab.replay()->why, "no GPU used: started with --no-gpu");
+  EXPECT_EQ(lab.status().backend_kind, "recorded");
+  EXPECT_FALSE(lab.replay()->recording.device.name.empty());
+  EXPECT_EQ(lab.lesson().info().id, "gelu_scale");
+  EXPECT_FALSE(lab.current().empty()) << lab.last_error();
+  for (const Measurement& m : lab.current()) EXPECT_EQ(m.size, lab.size());
+}
+
+}  // namespace
+}  // namespace fl::gui

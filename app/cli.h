@@ -33,8 +33,18 @@ struct BenchOptions {
 // `bench` subcommand; main() calls it next to the other bench options.
 void add_bench_measure_options(CLI::App* bench, BenchOptions* options);
 
+// `fusionlab latency`: a scripted drag through the engine (see cli_latency.cpp).
+struct LatencyOptions {
+  double requests_per_second = 30;
+  int drags = 12;
+  int requests_per_drag = 15;
+  int rest_ms = 1000;
+  std::string max_size = "16M";
+};
+
 int run_lessons(bool json);
 int run_bench(const BenchOptions& options);
+int run_latency(const LatencyOptions& options);
 
 std::string app_version();
 

@@ -66,10 +66,23 @@ int main(int argc, char** argv) {
       ->type_name("FILE.csv");
 
   fl::add_bench_measure_options(bench, &bench_options);
+
+  fl::LatencyOptions latency_options;
+  CLI::App* latency = app.add_subcommand(
+      "latency", "Drag a slider by script through the live engine and report how fast it answers");
+  latency->add_option("--rate", latency_options.requests_per_second, "Requests per second while dragging")
+      ->capture_default_str();
+  latency->add_option("--drags", latency_options.drags, "Number of drags, each followed by a rest")
+      ->capture_default_str();
+  latency->add_option("--steps", latency_options.requests_per_drag, "Requests per drag")
+      ->capture_default_str();
+  latency->add_option("--rest-ms", latency_options.rest_ms, "Rest after each drag")->capture_default_str();
+  latency->add_option("--max-size", latency_options.max_size, "Largest gelu_scale size")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (lessons->parsed()) return fl::run_lessons(lessons_json);
   if (bench->parsed()) return fl::run_bench(bench_options);
+  if (latency->parsed()) return fl::run_latency(latency_options);
 #if FUSIONLAB_GUI
   fl::GuiOptions gui;
   gui.screenshot_path = screenshot;

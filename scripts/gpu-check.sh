@@ -66,31 +66,37 @@ bench() {  # NAME LESSONS SIZES [more bench options]
 results=/tmp/fusionlab-results
 rm -rf "$results" && mkdir -p "$results"
 : > "$OUT/bench.txt"
-elementwise=${FL_ELEMENTWISE_SIZES:-1K,1M,16M,64M}
-for precision in fp32 bf16; do
-  bench "elementwise_$precision" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision
-  if "$build/fusionlab" lessons | grep -q bias_gelu; then
-    bench "rows768_$precision" bias_gelu,residual_layernorm "${FL_ROW_SIZES:-2,1365,16K,256K}" --precision $precision
-  fi
-  if "$build/fusionlab" lessons | grep -q scale_mask_softmax; then
-    bench "softmax_$precision" scale_mask_softmax "${FL_SOFTMAX_SIZES:-2,2K,192K,512K}" --precision $precision
-  fi
+# A grid of sizes per lesson: these sessions are also the recordings the app replays without a
+# GPU (assets/recordings/), so every lesson, every level, fp32 and bf16 cold, fp32 warm.
+elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
+rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
+softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
+for run in fp32:cold bf16:cold fp32:warm; do
+  precision=${run%:*} cache=${run#*:}
+  tag=${precision}_$cache
+  bench "elementwise_$tag" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision --cache $cache
+  bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
+  bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
 done
-head -2 "$results/elementwise_fp32.txt" >> "$OUT/summary.txt"
-cat "$results"/*.txt > "$OUT/bench-full.txt"
-tar -C "$results" -czf "$OUT/results.tar.gz" .
+head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
+
+# How fast the engine answers a dragged slider (the window's settings).
+"$build/fusionlab" latency > "$results/latency.txt" 2>&1 || status=1
+cat "$results/latency.txt" >> "$OUT/summary.txt"
 
 # The window, live, under Xvfb: only when the GUI build and its packages were carried.
 if [[ -x build-gui/fusionlab && -d .gui-debs ]]; then
-  if source scripts/gpu-gui-env.sh > "$OUT/gui.log" 2>&1; then
-    timeout 300 build-gui/fusionlab --screenshot "$OUT/live-gui.png" >> "$OUT/gui.log" 2>&1 || status=1
+  if source scripts/gpu-gui-env.sh > "$results/gui.log" 2>&1; then
+    timeout 300 build-gui/fusionlab --screenshot "$OUT/live-gui.png" >> "$results/gui.log" 2>&1 || status=1
     fl_gui_stop
   else
     status=1
   fi
   log "GUI live screenshot: $(ls -la "$OUT/live-gui.png" 2>&1 | cut -c1-120)"
-  tail -3 "$OUT/gui.log" >> "$OUT/summary.txt"
+  tail -3 "$results/gui.log" >> "$OUT/summary.txt"
 fi
+cat "$results"/*.txt > "$results/bench-full.txt"
+tar -C "$results" -czf "$OUT/results.tar.gz" .
 
 echo
 cat "$OUT/bench.txt"

@@ -102,12 +102,8 @@ Engine::BackendFactory live_or_shipped_recording(bool force_no_gpu,
       why = "no GPU used: started with --no-gpu";
       live_problem = "Started with --no-gpu";
     } else {
-      // Interactive budget: 0.1 s per level keeps a slider answer well under a second.
-      LiveOptions live;
-      live.min_repetitions = 20;
-      live.target_seconds = 0.1;
       std::unique_ptr<LiveBackend> backend;
-      const Status st = LiveBackend::create(live, &backend);
+      const Status st = LiveBackend::create(interactive_live_options(), &backend);
       if (st.ok()) {
         *out = std::move(backend);
         return Status::Ok();

@@ -85,6 +85,13 @@ Status elapsed_us(cudaEvent_t start, cudaEvent_t stop, double* us) {
 
 }  // namespace
 
+LiveOptions interactive_live_options() {
+  LiveOptions o;
+  o.min_repetitions = 10;
+  o.target_seconds = 0.01;
+  return o;
+}
+
 DeviceFacts query_device() {
   DeviceFacts d;
   cudaRuntimeGetVersion(&d.runtime_version);

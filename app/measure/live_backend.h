@@ -41,6 +41,12 @@ struct LiveOptions {
   bool trace_all_runtime_apis = false;
 };
 
+// What the window measures with while a slider moves: enough repetitions for a stable median of
+// these microsecond kernels, few enough that a result is back within a few frames (`fusionlab
+// latency` measures how fast). `bench` uses more repetitions.
+LiveOptions interactive_live_options();
+
+
 class KernelTracer;
 
 class LiveBackend final : public MeasureBackend {

@@ -1,0 +1,152 @@
+// `fusionlab latency`: how fast the live engine answers a dragged slider, measured through the
+// engine's own API (what the window uses), with the window's interactive settings.
+//
+// A scripted drag submits gelu_scale requests at a fixed rate over sizes up to --max-size, then
+// rests; this repeats --drags times. Reported, in milliseconds:
+//   - the very first request (module loading, first allocations, the profiler's first enable),
+//   - timing latency: submit -> timing result, for every request that was not superseded,
+//   - counter latency: the last submit of a drag (the slider comes to rest) -> counters result.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "app/cli.h"
+#include "app/measure/engine.h"
+#include "app/measure/live_backend.h"
+#include "app/measure/sizes.h"
+
+namespace fl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "fusionlab latency: %s\n", message.c_str());
+  return 2;
+}
+
+void print_stats(const char* what, std::vector<double> v) {
+  if (v.empty()) {
+    std::printf("  %-34s no samples\n", what);
+    return;
+  }
+  const Stats s = summarize(v);
+  std::sort(v.begin(), v.end());
+  const double p95 = v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(0.95 * v.size())) - 1)];
+  std::printf("  %-34s n=%3d  median %7.1f ms  p95 %7.1f ms  max %7.1f ms\n", what, s.count,
+              s.median, p95, s.max);
+}
+
+}  // namespace
+
+int run_latency(const LatencyOptions& o) {
+  int64_t max_size = 0;
+  if (Status st = parse_size(o.max_size, &max_size); !st.ok()) return fail(st.message());
+  if (o.requests_per_second <= 0 || o.requests_per_second > 1000) return fail("--rate is 1..1000 requests per second");
+  if (o.drags < 1 || o.requests_per_drag < 1) return fail("--drags and --steps must be at least 1");
+
+  Engine engine([](std::unique_ptr<MeasureBackend>* out) {
+    std::unique_ptr<LiveBackend> live;
+    FL_TRY(LiveBackend::create(interactive_live_options(), &live));
+    *out = std::move(live);
+    return Status::Ok();
+  });
+  if (!engine.wait_idle(120000)) return fail("the engine did not start within 2 minutes");
+  const EngineStatus status = engine.status();
+  if (status.state != EngineState::ready) return fail(status.unavailable_reason + " `latency` needs a live GPU.");
+  std::printf("GPU: %s; gelu_scale, fp32, cold L2, interactive settings (>= %d repetitions, ~%.0f ms per level)\n",
+              status.device.name.c_str(), interactive_live_options().min_repetitions,
+              interactive_live_options().target_seconds * 1e3);
+  if (!status.timing_note.empty()) std::printf("timing: %s\n", status.timing_note.c_str());
+  if (!status.counters_note.empty()) std::printf("counters: %s\n", status.counters_note.c_str());
+
+  std::map<uint64_t, Clock::time_point> submitted;
+  std::vector<double> timing_ms, counters_ms;
+  double first_timing_ms = -1, first_counters_ms = -1;
+  int superseded = 0, failed = 0;
+  uint64_t first_id = 0;
+  std::map<uint64_t, Clock::time_point> rest_started;  // last request of each drag
+
+  auto drain = [&](Clock::time_point now) {
+    for (const EngineResult& r : engine.poll()) {
+      if (r.cancelled) {
+        ++superseded;
+        continue;
+      }
+      if (!r.status.ok()) {
+        ++failed;
+        std::fprintf(stderr, "  request %llu failed: %s\n", static_cast<unsigned long long>(r.id),
+                     r.status.message().c_str());
+        continue;
+      }
+      const auto it = submitted.find(r.id);
+      if (it == submitted.end()) continue;
+      const double ms = ms_since(it->second, now);
+      if (r.phase == EnginePhase::timing) {
+        if (r.id == first_id) first_timing_ms = ms;
+        else timing_ms.push_back(ms);
+      } else if (r.id == first_id) {
+        first_counters_ms = ms;
+      } else if (const auto rest = rest_started.find(r.id); rest != rest_started.end()) {
+        counters_ms.push_back(ms_since(rest->second, now));
+      }
+    }
+  };
+  auto submit = [&](int64_t size) {
+    MeasureRequest request;
+    request.lesson = "gelu_scale";
+    request.size = size;
+    const Clock::time_point t = Clock::now();
+    const uint64_t id = engine.submit(request);
+    submitted[id] = t;
+    return id;
+  };
+  auto pump_for = [&](double ms) {
+    const Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1e3));
+    while (Clock::now() < end) {
+      drain(Clock::now());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  };
+
+  // The very first request, alone.
+  first_id = submit(int64_t(1) << 20);
+  pump_for(3000);
+
+  // Scripted drags: a random walk in log size, `rate` requests per second, then a rest.
+  std::mt19937_64 rng(12345);
+  const double lo = std::log2(1024.0), hi = std::log2(static_cast<double>(max_size));
+  double position = (lo + hi) / 2;
+  const double period_ms = 1000.0 / o.requests_per_second;
+  for (int d = 0; d < o.drags; ++d) {
+    uint64_t last = 0;
+    for (int s = 0; s < o.requests_per_drag; ++s) {
+      position = std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng), lo, hi);
+      last = submit(static_cast<int64_t>(std::llround(std::exp2(position))));
+      pump_for(period_ms);
+    }
+    rest_started[last] = submitted[last];
+    pump_for(o.rest_ms);
+  }
+  engine.wait_idle(10000);
+  drain(Clock::now());
+
+  std::printf("\n%d drags of %d requests at %.0f requests/s, sizes 1K..%s, rest %d ms\n", o.drags,
+              o.requests_per_drag, o.requests_per_second, format_size(max_size).c_str(), o.rest_ms);
+  std::printf("  %-34s timing %.1f ms, counters %.1f ms\n", "first request (1M, cold start)",
+              first_timing_ms, first_counters_ms);
+  print_stats("timing: submit -> result", timing_ms);
+  print_stats("counters: rest -> result", counters_ms);
+  std::printf("  superseded by a newer request: %d, failed: %d\n", superseded, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace fl

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -83,6 +86,22 @@ Status elapsed_us(cudaEvent_t start, cudaEvent_t stop, double* us) {
   return Status::Ok();
 }
 
+}  // namespace
+
+namespace {
+// Diagnostic: with FL_TRACE_PHASES=1 in the environment, each stage of a measurement prints its
+// wall time to stderr ("where do the milliseconds of a slider answer go").
+struct PhaseTimer {
+  explicit PhaseTimer(const char* name) : name_(name), t0_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    static const bool enabled = std::getenv("FL_TRACE_PHASES") != nullptr;
+    if (!enabled) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    std::fprintf(stderr, "[phase] %-22s %8.2f ms\n", name_, ms);
+  }
+  const char* name_;
+  std::chrono::steady_clock::time_point t0_;
+};
 }  // namespace
 
 LiveOptions interactive_live_options() {
@@ -326,7 +345,11 @@ Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& ca
   std::vector<int> levels;
   FL_TRY(validate(request, &lesson, &levels));
   const Shape shape = lesson->resolve({request.size, request.inner});
-  FL_TRY(ensure_workspace(*lesson, shape, request.precision));
+  {
+    PhaseTimer t("ensure_workspace");
+    FL_TRY(ensure_workspace(*lesson, shape, request.precision));
+  }
+  PhaseTimer whole("measure (all levels)");
   for (int level : levels) {
     if (cancelled && cancelled()) return Status::Ok();
     Measurement m;
@@ -366,21 +389,28 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   };
 
   // Correctness gate: fresh inputs, poisoned outputs, one run, compare with the fp64 reference.
-  FL_TRY(ws.fill_inputs(++seed_counter_, stream_));
-  FL_TRY(ws.poison_outputs(stream_));
-  FL_TRY(run_chain());
-  FL_TRY(ws.check(stream_, &m->check));
+  {
+    PhaseTimer t("correctness gate");
+    FL_TRY(ws.fill_inputs(++seed_counter_, stream_));
+    FL_TRY(ws.poison_outputs(stream_));
+    FL_TRY(run_chain());
+    FL_TRY(ws.check(stream_, &m->check));
+  }
   if (!m->check.passed) return Status::Ok();  // published without a time: no speedup for a wrong kernel
 
   // Warm up, then estimate one repetition to size the run.
   FL_TRY(run_chain());
   double estimate_us = 0;
-  FL_TRY(time_median(request.cache, 3, run_chain, &estimate_us));
+  {
+    PhaseTimer t("estimate");
+    FL_TRY(time_median(request.cache, 3, run_chain, &estimate_us));
+  }
   int reps = static_cast<int>(options_.target_seconds * 1e6 / std::max(estimate_us, 1.0));
   reps = std::clamp(reps, options_.min_repetitions, options_.max_repetitions);
 
   bool records_missing = false;
   const bool cupti = tracer_ != nullptr;
+  PhaseTimer timed("timed repetitions");
   FL_TRY(time_repetitions(request, level, launches, reps, cupti, !cupti || options_.compare_timers,
                           cancelled, m, &records_missing));
   if (records_missing) {
@@ -396,6 +426,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   }
 
   // The roofline reference for every launch and the chain, in the same cache mode.
+  PhaseTimer copies("copy bandwidth refs");
   for (auto& launch : m->launches) {
     if (!copy_bandwidth(launch.textbook.bytes(), request.cache, &launch.copy_gbps).ok()) {
       launch.copy_gbps = 0;  // the copy's buffers may not fit next to the workspace: no reference
@@ -477,8 +508,12 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
     // so the default flush delivers them; a forced flush is the fallback if CUPTI held any back.
     const uint64_t last = first + stride * batch - 1;
     const size_t expected = static_cast<size_t>(batch) * (launches + (cold ? 1 : 0));
+    PhaseTimer flush_timer("cupti flush");
     FL_TRY(tracer_->flush(false));
-    if (tracer_->count(first, last) < expected) FL_TRY(tracer_->flush(true));
+    if (tracer_->count(first, last) < expected) {
+      PhaseTimer forced("cupti forced flush");
+      FL_TRY(tracer_->flush(true));
+    }
     std::vector<TracedKernel> kernels, untagged;
     tracer_->take(first, last, &kernels, &untagged);
     if (kernels.empty() && untagged.size() == expected) {
@@ -629,6 +664,7 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
     auto launch = [&](int k) { return ws.launch(level, k, stream_); };
     std::vector<LaunchCounters> values;
     bool was_cancelled = false;
+    PhaseTimer counter_timer("counter phase (level)");
     const Status st =
         counters_->measure(launches, prepare, launch, cancelled, options_.counter_replay,
                            options_.keep_profiler_enabled, &values, &was_cancelled);

@@ -108,6 +108,7 @@ class LiveBackend final : public MeasureBackend {
   DeviceBuffer flush_buffer_, flush_sink_;
   std::map<std::pair<int64_t, int>, double> copy_cache_;
   uint64_t seed_counter_ = 0;
+  double flush_us_ = 0;  // median time of one cold-L2 flush, measured at start
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;

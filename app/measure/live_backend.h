@@ -101,6 +101,9 @@ class LiveBackend final : public MeasureBackend {
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
   template <typename Body>
   Status time_median(CacheMode cache, int repetitions, Body body, double* median_us);
+  // The same with CUPTI kernel records (one kernel launch per repetition in `body`).
+  template <typename Body>
+  Status time_median_cupti(CacheMode cache, int repetitions, Body body, double* median_us);
 
   LiveOptions options_;
   DeviceFacts device_;

@@ -430,15 +430,16 @@ TEST_F(ReplayFiles, RefusesAnOversizedFileWithoutReadingIt) {
 TEST(ShippedRecording, LoadsAndServesTheH200Measurements) {
   const std::filesystem::path folder = std::filesystem::path(__FILE__).parent_path().parent_path()
                                            .parent_path() / "assets" / "recordings" /
-                                       "h200-2026-11-21";
+                                       "h200-2026-11-22";
   if (!std::filesystem::exists(folder)) GTEST_SKIP() << "no source tree at " << folder;
   std::unique_ptr<ReplayBackend> backend;
   const Status st = load_recording({folder.string()}, &backend);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(backend->device().name, "NVIDIA H200");
-  EXPECT_EQ(backend->summary().date_text(), "2026-11-21");
-  EXPECT_EQ(backend->recorded_sizes("gelu_scale", Precision::fp32, CacheMode::cold),
-            (std::vector<int64_t>{1 << 10, 1 << 20, 1 << 24, 1 << 26}));
+  EXPECT_EQ(backend->summary().date_text(), "2026-11-22");
+  std::vector<int64_t> grid;  // 1K, 4K, ... 64M: the gpu-check.sh size grid
+  for (int64_t n = 1 << 10; n <= (int64_t(1) << 26); n *= 4) grid.push_back(n);
+  EXPECT_EQ(backend->recorded_sizes("gelu_scale", Precision::fp32, CacheMode::cold), grid);
   std::vector<Measurement> out;
   ASSERT_TRUE(backend->measure(request("gelu_scale", 1 << 24), kNever, &out).ok());
   ASSERT_EQ(out.size(), 2u);

@@ -24,8 +24,8 @@ std::vector<PlotPoint> to_plot_points(const std::vector<SpeedupPoint>& points) {
 
 std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measurements,
                                          const std::string& lesson, Precision precision,
-                                         CacheMode cache) {
-  // Per size: level 0 and the highest level seen.
+                                         CacheMode cache, int level) {
+  // Per size: level 0 and the chosen level (or the highest level seen).
   struct Pair {
     const Measurement* unfused = nullptr;
     const Measurement* top = nullptr;
@@ -35,7 +35,9 @@ std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measure
     if (m.lesson != lesson || m.precision != precision || m.cache != cache) continue;
     Pair& p = by_size[m.size];
     if (m.level == 0) p.unfused = &m;
-    if (m.level > 0 && (!p.top || m.level > p.top->level)) p.top = &m;
+    if (level >= 0 ? m.level == level : (m.level > 0 && (!p.top || m.level > p.top->level))) {
+      p.top = &m;
+    }
   }
   std::vector<SpeedupPoint> out;
   for (const auto& [size, pair] : by_size) {
@@ -55,11 +57,12 @@ void merge_measurements(std::vector<Measurement>* history, const std::vector<Mea
   history->insert(history->end(), fresh.begin(), fresh.end());
 }
 
-double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision) {
+double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision, int level) {
   if (lesson.level_count() < 2) return 0;
+  if (level < 0 || level >= lesson.level_count()) level = lesson.level_count() - 1;
   const Shape shape = lesson.resolve(Shape(size));  // row-wise lessons: their default row length
   const int64_t unfused = total_bytes(lesson.traffic(0, shape, precision));
-  const int64_t fused = total_bytes(lesson.traffic(lesson.level_count() - 1, shape, precision));
+  const int64_t fused = total_bytes(lesson.traffic(level, shape, precision));
   return fused > 0 ? static_cast<double>(unfused) / fused : 0;
 }
 

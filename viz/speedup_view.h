@@ -19,20 +19,20 @@ struct SpeedupPoint {
 };
 
 // One point per size of `lesson` in `precision` and `cache` mode: the speedup (fl::speedup, on
-// median chain times) of the highest fusion level measured over level 0. A size without both
-// levels, or whose check failed at either, gives no point: no speedup for a wrong kernel.
-// Sorted by size.
+// median chain times) of fusion level `level` over level 0 (level < 0: the highest level
+// measured). A size without both levels, or whose check failed at either, gives no point: no
+// speedup for a wrong kernel. Sorted by size.
 std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measurements,
                                          const std::string& lesson, Precision precision,
-                                         CacheMode cache);
+                                         CacheMode cache, int level = -1);
 
 // Adds the levels of one finished request to `history`, replacing every measurement of the
 // same (lesson, size, precision, cache): a new run at a size replaces the old point there.
 void merge_measurements(std::vector<Measurement>* history, const std::vector<Measurement>& fresh);
 
-// The speedup the textbook byte counts allow: bytes of level 0 / bytes of the top level.
-// 0 when the lesson has a single level or moves no bytes.
-double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision);
+// The speedup the textbook byte counts allow: bytes of level 0 / bytes of `level` (level < 0:
+// the top level). 0 when the lesson has a single level or moves no bytes.
+double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision, int level = -1);
 
 struct SpeedupView {
   std::string size_unit = "elements";  // the lesson's size axis unit

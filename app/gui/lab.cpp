@@ -27,6 +27,7 @@ void Lab::select_lesson(int index, double now) {
   if (index == lesson_index_ || index < 0 || index >= static_cast<int>(lessons().size())) return;
   lesson_index_ = index;
   size_ = lesson().info().size_axis.default_size;
+  fusion_level_ = -1;  // a new ladder starts fully fused
   snap_to_recording();
   change_now(now);
 }

@@ -3,6 +3,7 @@
 // talks to the engine, once per frame, and never waits on it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,8 +48,10 @@ class Lab {
   int lesson_index() const { return lesson_index_; }
   int64_t size() const { return size_; }
   int top_level() const { return lesson().level_count() - 1; }
-  // The level whose details are shown: 0 (unfused) or the top level (fused).
-  int shown_level() const { return show_fused ? top_level() : 0; }
+  // The fusion slider: the level whose launches are detailed and whose speedup over level 0 is
+  // plotted. Every level is always measured; a new lesson starts at its top level.
+  int shown_level() const { return fusion_level_ < 0 ? top_level() : std::min(fusion_level_, top_level()); }
+  void set_shown_level(int level) { fusion_level_ = level; }
 
   const EngineStatus& status() const { return status_; }
 
@@ -71,7 +74,6 @@ class Lab {
   int results_received() const { return results_received_; }
   int requests_finished() const { return requests_finished_; }
 
-  bool show_fused = true;
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
   std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
@@ -80,7 +82,8 @@ class Lab {
   void submit();
 
   void change_now(double now);
-  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
+
+  int fusion_level_ = -1;  // -1: the lesson's top level  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
   void snap_to_recording();
   // Replay, once: if the lesson / precision / cache chosen is not recorded, picks one that is.
   void start_replay(ReplayNotice notice);

@@ -128,18 +128,26 @@ void draw_controls_panel(Lab& lab, double now) {
   ImGui::SameLine();
   ImGui::TextUnformatted(tensor_text(lab.lesson(), lab.size(), lab.precision()).c_str());
 
-  // Which level's details are shown.
-  ImGui::TextUnformatted("Details of");
+  // The fusion slider: 0 = every op its own kernel ... top = fully fused.
+  ImGui::TextUnformatted("Fusion");
   ImGui::SameLine(label_w);
-  const std::string unfused = info.levels.front().name + " (level 0)";
-  const std::string fused =
-      info.levels.back().name + " (level " + std::to_string(lab.top_level()) + ")";
-  if (ImGui::RadioButton(unfused.c_str(), !lab.show_fused)) lab.show_fused = false;
-  ImGui::SameLine();
-  if (ImGui::RadioButton(fused.c_str(), lab.show_fused)) lab.show_fused = true;
-  help_marker(
-      "Which fusion level's launches the measurement panel details. Both levels are always "
-      "measured: the speedup needs the two.");
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
+  int level = lab.shown_level();
+  const FusionLevel& shown = info.levels[level];
+  const std::string level_text = std::to_string(level) + ": " + shown.name + " (" +
+                                 std::to_string(shown.launches.size()) +
+                                 (shown.launches.size() == 1 ? " kernel)" : " kernels)");
+  if (ImGui::SliderInt("##fusion", &level, 0, lab.top_level(), level_text.c_str())) {
+    lab.set_shown_level(level);
+  }
+  std::string fusion_help =
+      "The fusion ladder of this lesson, from every op its own kernel (0) to fully fused (" +
+      std::to_string(lab.top_level()) + "). Every level is measured at each size; the slider "
+      "picks which level's launches are detailed and whose speedup over level 0 is plotted.";
+  for (int l = 0; l <= lab.top_level(); ++l) {
+    fusion_help += "\n" + std::to_string(l) + " " + info.levels[l].name + ": " + info.levels[l].summary;
+  }
+  help_marker(fusion_help.c_str());
 
   // Precision and cache mode.
   ImGui::TextUnformatted("Precision");

@@ -44,15 +44,19 @@ void draw_speedup_panel(const Lab& lab) {
   view.size_max = info.size_axis.max;
   const std::string where = lab.replay() ? "recorded on " + lab.replay()->recording.device.name
                                          : std::string("measured on this GPU");
-  view.measured_label =
-      where + " (" + to_string(lab.precision()) + ", " + to_string(lab.cache()) + " L2)";
-  view.measured = viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache());
+  const int level = lab.shown_level();
+  view.measured_label = where + ": level " + std::to_string(level) + " " +
+                        info.levels[level].name + " vs 0 (" + to_string(lab.precision()) + ", " +
+                        to_string(lab.cache()) + " L2)";
+  view.measured =
+      viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache(), lab.shown_level());
   for (const auto& ref : published_references()) {
     if (info.id != ref.lesson) continue;
     view.reference_label = ref.label;
     view.reference = ref.points;
   }
-  view.byte_ratio_limit = viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision());
+  view.byte_ratio_limit =
+      viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());
   view.current_size = lab.size();
   // A note only while this GPU's series is empty: it says why.
   if (view.measured.empty()) {

@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-gpu", no_gpu,
                "Start as on a machine without a GPU, even if one is present: the window replays "
                "the recording shipped in assets/recordings");
+  std::string start_lesson;
+  int start_level = -1;
+  bool sweep = false;
+  app.add_option("--lesson", start_lesson, "Open the window on this lesson (see `fusionlab lessons`)");
+  app.add_option("--level", start_level, "Start the fusion slider at this level (default: fully fused)");
+  app.add_flag("--sweep", sweep,
+               "With --screenshot: sweep every size first, so the whole speedup curve is drawn");
   std::vector<std::string> replay;
   app.add_option("--replay", replay,
                  "Open the window on recorded sessions of one GPU (files, or folders of .json "
@@ -88,9 +95,14 @@ int main(int argc, char** argv) {
   gui.screenshot_path = screenshot;
   gui.force_no_gpu = no_gpu;
   gui.replay_paths = replay;
+  gui.lesson = start_lesson;
+  gui.level = start_level;
+  gui.sweep = sweep;
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
+  (void)start_level;
+  (void)sweep;
   if (!replay.empty()) {
     // A bad file is named as in a GUI build; a good one still has no window to show it in.
     std::unique_ptr<fl::ReplayBackend> recording;

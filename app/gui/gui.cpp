@@ -192,8 +192,8 @@ constexpr int kFramesBeforeShot = 3;
 
 class ScreenshotPlan {
  public:
-  ScreenshotPlan(bool active, double started, std::vector<int64_t> then_sizes)
-      : active_(active), started_(started), then_sizes_(std::move(then_sizes)) {}
+  ScreenshotPlan(bool active, double started, std::vector<int64_t> then_sizes, bool sweep)
+      : active_(active), started_(started), then_sizes_(std::move(then_sizes)), sweep_(sweep) {}
 
   // Called once per frame after lab.update(); true when this frame's pixels are to be saved.
   bool shoot_this_frame(gui::Lab& lab, double now) {
@@ -207,6 +207,12 @@ class ScreenshotPlan {
       lab.release_size(now);  // measured at the next update, as when the slider is let go
       return false;
     }
+    if (idle && sweep_ && !sweep_started_) {
+      lab.start_sweep();
+      sweep_started_ = true;
+      return false;
+    }
+    if (lab.sweeping()) return false;
     const bool answered = state == EngineState::unavailable || idle;
     if (!answered && now - started_ >= kScreenshotTimeoutSeconds) {
       lab.note = "Screenshot taken after waiting 180 s: no measurement arrived in time.";
@@ -220,6 +226,7 @@ class ScreenshotPlan {
   double started_;
   std::vector<int64_t> then_sizes_;
   size_t next_size_ = 0;
+  bool sweep_ = false, sweep_started_ = false;
   int frames_left_ = -1;  // -1: still waiting for the state worth showing
 };
 
@@ -270,7 +277,13 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
-  ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes);
+  if (script.level >= 0) {
+    if (script.level > lab.top_level()) {
+      return fail(lab.lesson().info().id + " has fusion levels 0.." + std::to_string(lab.top_level()));
+    }
+    lab.set_shown_level(script.level);
+  }
+  ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes, script.sweep);
 
   while (!glfwWindowShouldClose(window.handle)) {
     // Power saving: sleep until input (or a slow tick) unless something is changing.
@@ -322,6 +335,10 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
 }
 
 int run_gui(const GuiOptions& options) {
+  WindowScript script;
+  script.lesson = options.lesson;
+  script.level = options.level;
+  script.sweep = options.sweep;
   auto board = std::make_shared<gui::ReplayBoard>();
   if (!options.replay_paths.empty()) {
     // Checked before any window opens: a bad file is one line on stderr and a failing exit.
@@ -331,10 +348,10 @@ int run_gui(const GuiOptions& options) {
     return run_window(options,
                       gui::recorded_backend(std::move(recording),
                                             "chosen with --replay: nothing runs here", board),
-                      WindowScript(), board);
+                      script, board);
   }
-  return run_window(options, gui::live_or_shipped_recording(options.force_no_gpu, board),
-                    WindowScript(), board);
+  return run_window(options, gui::live_or_shipped_recording(options.force_no_gpu, board), script,
+                    board);
 }
 
 }  // namespace fl

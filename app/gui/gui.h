@@ -14,6 +14,11 @@ struct GuiOptions {
   // --replay: session files (or folders of them) of one GPU to replay, even with a GPU present.
   // Checked before the window opens.
   std::vector<std::string> replay_paths;
+  // Where the window starts (teaching material, tests): a lesson id, a fusion level, and whether
+  // to sweep every size before a screenshot.
+  std::string lesson;
+  int level = -1;
+  bool sweep = false;
 };
 
 int run_gui(const GuiOptions& options);

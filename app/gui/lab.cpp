@@ -44,6 +44,7 @@ bool Lab::select_lesson(const std::string& id, double now) {
 }
 
 void Lab::set_size(int64_t size, double now) {
+  cancel_sweep();
   if (replay_ && !recorded_sizes_.empty()) size = nearest_recorded_size(recorded_sizes_, size);
   if (size == size_) return;
   size_ = size;
@@ -56,6 +57,7 @@ void Lab::release_size(double now) {
 }
 
 void Lab::change_now(double now) {
+  cancel_sweep();
   current_.clear();
   last_error_.clear();
   change_pending_ = true;
@@ -136,6 +138,18 @@ void Lab::submit() {
   change_pending_ = false;
 }
 
+void Lab::start_sweep() {
+  std::vector<int64_t> sizes = recorded_sizes_;
+  if (sizes.empty()) {  // live: every power of 4 on the lesson's axis, and its ends
+    const SizeAxis& axis = lesson().info().size_axis;
+    for (int64_t n = std::max<int64_t>(axis.min, 1); n < axis.max; n *= 4) sizes.push_back(n);
+    sizes.push_back(axis.max);
+  }
+  sweep_queue_ = sizes;
+  sweep_total_ = static_cast<int>(sizes.size());
+  sweep_active_ = true;
+}
+
 void Lab::update(double now) {
   for (EngineResult& result : engine_->poll()) {
     if (result.id == in_flight_id_) {
@@ -164,6 +178,13 @@ void Lab::update(double now) {
     submit();
     return;
   }
+  if (!sweep_queue_.empty() && in_flight_id_ == 0) {
+    size_ = sweep_queue_.front();  // the slider follows the sweep
+    sweep_queue_.erase(sweep_queue_.begin());
+    submit();
+    return;
+  }
+  if (sweep_queue_.empty() && in_flight_id_ == 0) sweep_active_ = false;
   if (change_pending_ && now - last_change_ >= kSettleSeconds) submit();
 }
 

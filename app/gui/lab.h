@@ -38,6 +38,17 @@ class Lab {
   // While dragging: measured once it settles. In replay, snaps to the nearest recorded size.
   void set_size(int64_t size, double now);
   void release_size(double now);            // slider released: measure now
+  // "Sweep sizes": measures a grid of sizes one after another (the recorded sizes when
+  // replaying), filling the speedup curve. Any control the learner touches cancels it.
+  void start_sweep();
+  void cancel_sweep() {
+    sweep_queue_.clear();
+    sweep_active_ = false;
+  }
+  bool sweeping() const { return sweep_active_; }
+  double sweep_progress() const {
+    return sweep_total_ > 0 ? 1.0 - double(sweep_queue_.size() + (in_flight_id_ != 0 ? 1 : 0)) / sweep_total_ : 0;
+  }
   void set_precision(Precision p, double now);  // measured at once
   void set_cache(CacheMode mode, double now);   // measured at once
 
@@ -83,7 +94,10 @@ class Lab {
 
   void change_now(double now);
 
-  int fusion_level_ = -1;  // -1: the lesson's top level  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
+  int fusion_level_ = -1;  // -1: the lesson's top level
+  std::vector<int64_t> sweep_queue_;  // sizes still to measure, next first
+  int sweep_total_ = 0;
+  bool sweep_active_ = false;  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
   void snap_to_recording();
   // Replay, once: if the lesson / precision / cache chosen is not recorded, picks one that is.
   void start_replay(ReplayNotice notice);

@@ -1,5 +1,6 @@
 // The controls: tensor size (log slider), which level's details to show, precision, cache mode,
 // and one status line (starting, measuring, the last error).
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,27 @@ void draw_controls_panel(Lab& lab, double now) {
   help_marker(cache_help.c_str());
 
   ImGui::Spacing();
+  // Sweep: fills the whole curve, one size after another, with a progress bar.
+  const bool engine_ready = lab.status().state == EngineState::ready;
+  if (lab.sweeping()) {
+    if (ImGui::Button("Cancel sweep")) lab.cancel_sweep();
+    ImGui::SameLine();
+    char overlay[64];
+    std::snprintf(overlay, sizeof(overlay), "sweeping sizes: %.0f%%", 100.0 * lab.sweep_progress());
+    ImGui::ProgressBar(static_cast<float>(lab.sweep_progress()), ImVec2(fs * 14.0f, 0), overlay);
+  } else {
+    if (!engine_ready) ImGui::BeginDisabled();
+    if (ImGui::Button("Sweep sizes")) lab.start_sweep();
+    if (!engine_ready) ImGui::EndDisabled();
+  }
+  ImGui::SameLine();
+  help_marker(lab.replay() != nullptr
+                  ? "Replays every recorded size of this lesson, one after another, so the whole "
+                    "speedup curve appears. Moving any control cancels it."
+                  : "Measures every fusion level at sizes from the smallest to the largest (each "
+                    "power of 4), one after another, so the whole speedup curve fills in. Moving "
+                    "any control cancels it.");
+  ImGui::SameLine();
   status_line(lab);
 }
 

@@ -9,6 +9,7 @@
 
 #include "app/gui/backend_choice.h"
 #include "app/gui/lab.h"
+#include "viz/speedup_view.h"
 
 namespace fl::gui {
 namespace {
@@ -147,6 +148,50 @@ TEST(BackendChoice, WithoutAGpuTheShippedRecordingIsReplayed) {
   EXPECT_EQ(lab.lesson().info().id, "gelu_scale");
   EXPECT_FALSE(lab.current().empty()) << lab.last_error();
   for (const Measurement& m : lab.current()) EXPECT_EQ(m.size, lab.size());
+}
+
+}  // namespace
+}  // namespace fl::gui
+
+namespace fl::gui {
+namespace {
+
+// "Sweep sizes" fills the curve: every recorded size is measured in turn, the progress reaches
+// 1, and the speedup series then has one point per size. Moving the slider cancels a sweep.
+TEST(LabReplay, SweepFillsTheCurveAndTheSliderCancelsIt) {
+  std::vector<Measurement> ms;
+  const std::vector<int64_t> sizes = {int64_t(1) << 10, int64_t(1) << 14, int64_t(1) << 20,
+                                      int64_t(1) << 24, int64_t(1) << 26};
+  for (int64_t size : sizes) {
+    ms.push_back(recorded("gelu_scale", size, 0, Precision::fp32));
+    ms.push_back(recorded("gelu_scale", size, 1, Precision::fp32));
+  }
+  auto lab = lab_over(session_of(ms));
+  double now = 0;
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+  ASSERT_TRUE(lab->select_lesson("gelu_scale", now));
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+
+  lab->start_sweep();
+  EXPECT_TRUE(lab->sweeping());
+  EXPECT_LT(lab->sweep_progress(), 1.0);
+  ASSERT_TRUE(pump(*lab, &now, [&] { return !lab->sweeping() && settled(*lab); }));
+  const auto series = viz::speedup_series(lab->history(), "gelu_scale", Precision::fp32,
+                                          CacheMode::cold);
+  ASSERT_EQ(series.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(series[i].size, sizes[i]);
+
+  // The fusion slider at level 0 plots level 0 against itself: exactly 1.0 everywhere.
+  lab->set_shown_level(0);
+  EXPECT_EQ(lab->shown_level(), 0);
+  for (const auto& p : viz::speedup_series(lab->history(), "gelu_scale", Precision::fp32,
+                                           CacheMode::cold, lab->shown_level())) {
+    EXPECT_DOUBLE_EQ(p.speedup, 1.0);
+  }
+
+  lab->start_sweep();
+  lab->set_size(int64_t(1) << 20, now);  // the learner grabs the slider
+  EXPECT_FALSE(lab->sweeping());
 }
 
 }  // namespace

@@ -50,8 +50,4 @@ struct GeluFastOp {
   __device__ float operator()(float x) const { return gelu_tanh_fast(x); }
 };
 
-struct ReluOp {
-  __device__ float operator()(float x) const { return relu(x); }
-};
-
 }  // namespace fl

@@ -69,7 +69,7 @@ double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision,
 PlotSpec speedup_plot_spec(const SpeedupView& view) {
   PlotSpec spec;
   spec.x_title = "tensor size (" + view.size_unit + ", log scale)";
-  spec.y_title = "speedup (unfused time / fused time)";
+  spec.y_title = "speedup over level 0 (level 0 time / this level's time)";
   spec.x_unit = view.size_unit;
   spec.x_min = static_cast<double>(view.size_min);
   spec.x_max = static_cast<double>(view.size_max);

@@ -125,11 +125,13 @@ void draw_measurement_panel(const Lab& lab) {
   }
 
   const Measurement* unfused = level_of(ms, 0);
-  const Measurement* fused = level_of(ms, lab.top_level());
+  const int compared = shown > 0 ? shown : lab.top_level();  // the fusion slider's level
+  const Measurement* fused = level_of(ms, compared);
   if (unfused && fused) {
     const double s = speedup(*unfused, *fused);
     if (s > 0) {
-      ImGui::Text("Fused is %.2fx as fast as unfused %s.", s,
+      ImGui::Text("Level %d (%s) is %.2fx as fast as level 0 (%s) %s.", compared,
+                  fused->level_name.c_str(), s, unfused->level_name.c_str(),
                   replay ? "in this recording" : "here");
     } else {
       ImGui::TextColored(kBad, "No speedup shown: a level failed its correctness check.");
@@ -140,16 +142,27 @@ void draw_measurement_panel(const Lab& lab) {
   if (!detail) return;
   ImGui::Spacing();
   ImGui::TextDisabled("Launches of level %d (%s):", detail->level, detail->level_name.c_str());
-  if (ImGui::BeginTable("##launches", 4, ImGuiTableFlags_SizingFixedFit)) {
+  if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingFixedFit)) {
     for (const auto& l : detail->launches) {
       ImGui::TableNextRow();
       cell(l.textbook.kernel);
       cell(fixed(l.time_us.median, 1) + (replay ? " us (recorded median)" : " us (median)"));
       cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
+      // What the GPU's own counters saw (CUPTI range profiler), next to the textbook count.
+      if (l.counters) {
+        cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
+             format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
+      } else if (detail->counters_status == CountersStatus::unavailable ||
+                 detail->counters_status == CountersStatus::failed) {
+        cell("DRAM: no counters");
+      } else {
+        cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
+      }
       cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
     }
     ImGui::EndTable();
   }
+  if (!detail->counters_note.empty()) ImGui::TextDisabled("%s", detail->counters_note.c_str());
 }
 
 }  // namespace fl::gui

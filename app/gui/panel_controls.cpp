@@ -60,8 +60,13 @@ void status_line(const Lab& lab) {
     const MeasureRequest& r = lab.last_request();
     spinner(fs * 0.4f, ImGui::GetColorU32(ImGuiCol_PlotLinesHovered));
     ImGui::SameLine();
+    // After the timing result, the engine rests and then reads the counters (a second pass).
+    const bool counters = !lab.waiting_for_result() &&
+                          st.busy_with.rfind("DRAM/L2 counters", 0) == 0;
     ImGui::Text("%s %s at %s %s (%s, %s L2), every fusion level...",
-                lab.replay() ? "looking up" : "measuring", r.lesson.c_str(),
+                lab.replay() ? "looking up"
+                             : (counters ? "reading DRAM/L2 counters of" : "measuring"),
+                r.lesson.c_str(),
                 size_text(r.size).c_str(), lab.lesson().info().size_axis.unit.c_str(),
                 to_string(r.precision), to_string(r.cache));
   } else if (!lab.last_error().empty()) {

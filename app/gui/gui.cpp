@@ -164,7 +164,8 @@ void draw_frame(gui::Lab& lab, double now) {
   ImGui::BeginChild("##controls", ImVec2(0, line * 7.4f), true, ImGuiWindowFlags_NoScrollbar);
   gui::draw_controls_panel(lab, now);
   ImGui::EndChild();
-  const float measurement_h = line * (lab.replay() ? 12.0f : 11.0f);  // + "Recorded on ..."
+  // The measurement panel holds the level table, the timeline (~3 lines) and the launches.
+  const float measurement_h = line * (lab.replay() ? 15.0f : 14.0f);  // + "Recorded on ..."
   const float plot_h = std::max(
       fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
   ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "app/gui/panels.h"
+#include "viz/timeline_view.h"
 #include "app/gui/widgets.h"
 #include "app/measure/sizes.h"
 
@@ -141,7 +142,9 @@ void draw_measurement_panel(const Lab& lab) {
   const Measurement* detail = level_of(ms, shown);
   if (!detail) return;
   ImGui::Spacing();
-  ImGui::TextDisabled("Launches of level %d (%s):", detail->level, detail->level_name.c_str());
+  ImGui::TextDisabled("Launches of level %d (%s)%s:", detail->level, detail->level_name.c_str(),
+                      detail->records.empty() ? "" : ", one repetition as CUPTI recorded it");
+  viz::draw_timeline("##timeline", viz::timeline_input(*detail), ImGui::GetFontSize() * 3.2f);
   if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingFixedFit)) {
     for (const auto& l : detail->launches) {
       ImGui::TableNextRow();

@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
   app.add_option("--level", start_level, "Start the fusion slider at this level (default: fully fused)");
   app.add_flag("--sweep", sweep,
                "With --screenshot: sweep every size first, so the whole speedup curve is drawn");
+  std::string view = "speedup";
+  app.add_option("--view", view, "The view shown first: speedup, timeline or memory")
+      ->capture_default_str();
   std::vector<std::string> replay;
   app.add_option("--replay", replay,
                  "Open the window on recorded sessions of one GPU (files, or folders of .json "
@@ -98,11 +101,13 @@ int main(int argc, char** argv) {
   gui.lesson = start_lesson;
   gui.level = start_level;
   gui.sweep = sweep;
+  gui.view = view;
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
   (void)start_level;
   (void)sweep;
+  (void)view;
   if (!replay.empty()) {
     // A bad file is named as in a GUI build; a good one still has no window to show it in.
     std::unique_ptr<fl::ReplayBackend> recording;

@@ -165,11 +165,11 @@ void draw_frame(gui::Lab& lab, double now) {
   gui::draw_controls_panel(lab, now);
   ImGui::EndChild();
   // The measurement panel holds the level table, the timeline (~3 lines) and the launches.
-  const float measurement_h = line * (lab.replay() ? 15.0f : 14.0f);  // + "Recorded on ..."
+  const float measurement_h = line * (lab.replay() ? 12.5f : 11.5f);  // + "Recorded on ..."
   const float plot_h = std::max(
       fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
   ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);
-  gui::draw_speedup_panel(lab);
+  gui::draw_views_panel(lab);
   ImGui::EndChild();
   ImGui::BeginChild("##measurement", ImVec2(0, 0), true);
   gui::draw_measurement_panel(lab);
@@ -278,6 +278,10 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
+  if (options.view != "speedup" && options.view != "timeline" && options.view != "memory") {
+    return fail("--view is speedup, timeline or memory; got '" + options.view + "'");
+  }
+  lab.start_view = options.view;
   if (script.level >= 0) {
     if (script.level > lab.top_level()) {
       return fail(lab.lesson().info().id + " has fusion levels 0.." + std::to_string(lab.top_level()));

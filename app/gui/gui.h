@@ -19,6 +19,7 @@ struct GuiOptions {
   std::string lesson;
   int level = -1;
   bool sweep = false;
+  std::string view = "speedup";  // the views panel's first tab: speedup, timeline or memory
 };
 
 int run_gui(const GuiOptions& options);

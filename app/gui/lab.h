@@ -88,6 +88,7 @@ class Lab {
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
   std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
+  std::string start_view = "speedup";  // the views panel's tab on the first frame (--view)
 
  private:
   void submit();

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "app/gui/panels.h"
-#include "viz/timeline_view.h"
 #include "app/gui/widgets.h"
 #include "app/measure/sizes.h"
 
@@ -142,9 +141,8 @@ void draw_measurement_panel(const Lab& lab) {
   const Measurement* detail = level_of(ms, shown);
   if (!detail) return;
   ImGui::Spacing();
-  ImGui::TextDisabled("Launches of level %d (%s)%s:", detail->level, detail->level_name.c_str(),
-                      detail->records.empty() ? "" : ", one repetition as CUPTI recorded it");
-  viz::draw_timeline("##timeline", viz::timeline_input(*detail), ImGui::GetFontSize() * 3.2f);
+  ImGui::TextDisabled("Launches of level %d (%s), chosen with the fusion slider:", detail->level,
+                      detail->level_name.c_str());
   if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingFixedFit)) {
     for (const auto& l : detail->launches) {
       ImGui::TableNextRow();

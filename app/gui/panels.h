@@ -11,6 +11,7 @@ float gpu_panel_height(const Lab& lab, float width);  // the child height that f
 void draw_lesson_panel(Lab& lab, double now);         // panel_lesson.cpp
 void draw_controls_panel(Lab& lab, double now);       // panel_controls.cpp
 void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp
+void draw_views_panel(const Lab& lab);                // panel_views.cpp: speedup, timeline, memory
 void draw_measurement_panel(const Lab& lab);          // panel_measurement.cpp
 
 }  // namespace fl::gui

@@ -1,0 +1,74 @@
+// The big panel: three views of the current lesson, one tab each: the speedup-vs-size plot, the
+// timeline of the fusion slider's level, and its memory chart (bytes moved, measured vs
+// textbook, and what fusion saves).
+#include <algorithm>
+
+#include "app/gui/panels.h"
+#include "app/gui/widgets.h"
+#include "viz/memory_chart.h"
+#include "viz/timeline_view.h"
+
+namespace fl::gui {
+namespace {
+
+const Measurement* level_in(const std::vector<Measurement>& ms, int level) {
+  for (const auto& m : ms) {
+    if (m.level == level) return &m;
+  }
+  return nullptr;
+}
+
+// Opens the tab named by `start_view` on the first frame only (screenshots, --view).
+ImGuiTabItemFlags first_frame_select(const Lab& lab, const char* view) {
+  static bool done = false;
+  if (done || lab.start_view != view) return 0;
+  done = true;
+  return ImGuiTabItemFlags_SetSelected;
+}
+
+}  // namespace
+
+void draw_views_panel(const Lab& lab) {
+  if (!ImGui::BeginTabBar("##views")) return;
+  if (ImGui::BeginTabItem("Speedup vs size", nullptr, first_frame_select(lab, "speedup"))) {
+    draw_speedup_panel(lab);
+    ImGui::EndTabItem();
+  }
+  const Measurement* shown = level_in(lab.current(), lab.shown_level());
+  if (ImGui::BeginTabItem("Timeline", nullptr, first_frame_select(lab, "timeline"))) {
+    section_title("Timeline",
+                  "The launches of the fusion slider's level on a time axis in microseconds: one "
+                  "repetition as CUPTI recorded it, so the gaps between launches are real. Fusion "
+                  "removes launches, and with them their gaps. Hover a launch for its grid, block, "
+                  "registers and bytes.");
+    if (shown) {
+      ImGui::TextDisabled("level %d (%s): %zu launch%s, %s", shown->level, shown->level_name.c_str(),
+                          shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
+                          shown->records.empty() ? "from median durations, back to back"
+                                                 : "one repetition's CUPTI records");
+      viz::draw_timeline("##timeline", viz::timeline_input(*shown),
+                         std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+    } else {
+      ImGui::TextDisabled("No measurement yet.");
+    }
+    ImGui::EndTabItem();
+  }
+  if (ImGui::BeginTabItem("Memory", nullptr, first_frame_select(lab, "memory"))) {
+    section_title("Memory traffic",
+                  "Per launch of the fusion slider's level: the bytes it must read and write by "
+                  "the textbook count, beside the DRAM bytes read and written and the L2 bytes "
+                  "CUPTI's counters measured. In L2-resident sizes DRAM bytes fall below the "
+                  "textbook: the data never left the chip.");
+    const Measurement* level0 = level_in(lab.current(), 0);
+    if (shown) {
+      viz::draw_memory_chart("##memory", viz::memory_input(*shown, level0 ? *level0 : *shown),
+                             ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
+    } else {
+      ImGui::TextDisabled("No measurement yet.");
+    }
+    ImGui::EndTabItem();
+  }
+  ImGui::EndTabBar();
+}
+
+}  // namespace fl::gui

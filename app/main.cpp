@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
   app.add_option("--level", start_level, "Start the fusion slider at this level (default: fully fused)");
   app.add_flag("--sweep", sweep,
                "With --screenshot: sweep every size first, so the whole speedup curve is drawn");
+  bool frame_stats = false;
+  app.add_flag("--frame-stats", frame_stats,
+               "With --screenshot: print the frame times measured while the engine worked");
   std::string view = "speedup";
   app.add_option("--view", view, "The view shown first: speedup, timeline or memory")
       ->capture_default_str();
@@ -102,12 +105,14 @@ int main(int argc, char** argv) {
   gui.level = start_level;
   gui.sweep = sweep;
   gui.view = view;
+  gui.frame_stats = frame_stats;
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
   (void)start_level;
   (void)sweep;
   (void)view;
+  (void)frame_stats;
   if (!replay.empty()) {
     // A bad file is named as in a GUI build; a good one still has no window to show it in.
     std::unique_ptr<fl::ReplayBackend> recording;

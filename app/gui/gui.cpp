@@ -231,6 +231,19 @@ class ScreenshotPlan {
   int frames_left_ = -1;  // -1: still waiting for the state worth showing
 };
 
+// --frame-stats: how long the window's frames took while the engine was working.
+void print_frame_stats(std::vector<double> ms, const gui::Lab& lab) {
+  if (ms.empty()) {
+    std::printf("frame stats: no frame was drawn while the engine worked\n");
+    return;
+  }
+  std::sort(ms.begin(), ms.end());
+  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+  std::printf("frame stats: %zu frames while the engine worked (%s backend): median %.2f ms, "
+              "p99 %.2f ms, max %.2f ms\n",
+              ms.size(), lab.status().backend_kind.c_str(), at(0.5), at(0.99), ms.back());
+}
+
 // ---- [SECTION] run_gui ----------------------------------------------------------------------
 
 double seconds_now() {
@@ -290,6 +303,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   }
   ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes, script.sweep);
 
+  std::vector<double> frame_ms;
   while (!glfwWindowShouldClose(window.handle)) {
     // Power saving: sleep until input (or a slow tick) unless something is changing.
     if (screenshot) {
@@ -300,6 +314,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       glfwWaitEventsTimeout(0.5);
     }
     const double now = seconds_now();
+    const double frame_start = now;  // the frame's own work: update, layout, render, swap
     lab.update(now);
     if (lab.replay() && !replay_announced) {  // the terminal says it too, not only the window
       std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
@@ -329,9 +344,14 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       if (st.ok()) st = gui::write_png_atomic(options.screenshot_path, fb_w, fb_h, rgb);
       if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
       std::printf("%s\n", options.screenshot_path.c_str());
+      if (options.frame_stats) print_frame_stats(frame_ms, lab);
       return 0;
     }
     glfwSwapBuffers(window.handle);
+    // Frame time while the engine works (or a sweep runs): the window must stay at 60 fps.
+    if (lab.sweeping() || lab.status().busy || lab.waiting_for_result()) {
+      frame_ms.push_back((seconds_now() - frame_start) * 1e3);
+    }
     // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.
     if (screenshot) std::this_thread::sleep_for(std::chrono::milliseconds(15));
   }

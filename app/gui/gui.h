@@ -20,6 +20,7 @@ struct GuiOptions {
   int level = -1;
   bool sweep = false;
   std::string view = "speedup";  // the views panel's first tab: speedup, timeline or memory
+  bool frame_stats = false;      // with --screenshot: print frame times measured while working
 };
 
 int run_gui(const GuiOptions& options);

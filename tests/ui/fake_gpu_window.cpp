@@ -4,6 +4,7 @@
 // starting, ready, measuring, a result.
 //
 // usage: fusionlab_ui_fake_gpu [--screenshot OUT.png] [--lesson ID] [--then-sizes 1K,1M,256M]
+//                              [--sweep] [--frame-stats]
 //   --lesson: start on this lesson; --then-sizes: measure these too before the picture.
 #include <chrono>
 #include <cstdio>
@@ -91,6 +92,10 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (arg == "--screenshot" && has_value) {
       options.screenshot_path = argv[++i];
+    } else if (arg == "--sweep") {
+      script.sweep = true;
+    } else if (arg == "--frame-stats") {
+      options.frame_stats = true;
     } else if (arg == "--lesson" && has_value) {
       script.lesson = argv[++i];
     } else if (arg == "--then-sizes" && has_value) {
@@ -100,7 +105,9 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--screenshot OUT.png] [--lesson ID] [--then-sizes 1K,1M]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--screenshot OUT.png] [--lesson ID] [--then-sizes 1K,1M] [--sweep] "
+                   "[--frame-stats]\n",
                    argv[0]);
       return 2;
     }

@@ -291,8 +291,9 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
-  if (options.view != "speedup" && options.view != "timeline" && options.view != "memory") {
-    return fail("--view is speedup, timeline or memory; got '" + options.view + "'");
+  if (options.view != "speedup" && options.view != "timeline" && options.view != "memory" &&
+      options.view != "roofline") {
+    return fail("--view is speedup, timeline, memory or roofline; got '" + options.view + "'");
   }
   lab.start_view = options.view;
   if (script.level >= 0) {

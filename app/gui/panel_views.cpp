@@ -6,6 +6,7 @@
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "viz/memory_chart.h"
+#include "viz/roofline_view.h"
 #include "viz/timeline_view.h"
 
 namespace fl::gui {
@@ -66,6 +67,17 @@ void draw_views_panel(const Lab& lab) {
     } else {
       ImGui::TextDisabled("No measurement yet.");
     }
+    ImGui::EndTabItem();
+  }
+  if (ImGui::BeginTabItem("Roofline", nullptr, first_frame_select(lab, "roofline"))) {
+    section_title("Roofline",
+                  "Each level as a point: arithmetic intensity (FLOPs per textbook byte) against "
+                  "the FLOP rate it achieved. The orange line is the measured copy bandwidth: a "
+                  "memory-bound kernel cannot rise above it. Fusion keeps the FLOPs and drops "
+                  "bytes, so the fused level sits further right, and higher on the same roof.");
+    const double roof = lab.status().device.roof_gbps;
+    viz::draw_roofline("##roofline", viz::roofline_input(lab.current(), roof, lab.shown_level()),
+                       ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();

@@ -292,8 +292,8 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
   if (options.view != "speedup" && options.view != "timeline" && options.view != "memory" &&
-      options.view != "roofline") {
-    return fail("--view is speedup, timeline, memory or roofline; got '" + options.view + "'");
+      options.view != "roofline" && options.view != "flow") {
+    return fail("--view is speedup, flow, timeline, memory or roofline; got '" + options.view + "'");
   }
   lab.start_view = options.view;
   if (script.level >= 0) {

@@ -120,6 +120,10 @@ void Lab::start_replay(ReplayNotice notice) {
 }
 
 bool Lab::animating() const {
+  if (animating_view_) {
+    animating_view_ = false;  // the view sets it again in the frame it is drawn
+    return true;
+  }
   if (status_.state == EngineState::starting) return true;
   if (status_.state == EngineState::unavailable) return false;
   return status_.busy || change_pending_ || in_flight_id_ != 0;

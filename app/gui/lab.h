@@ -54,6 +54,8 @@ class Lab {
 
   // Whether the window should keep redrawing at full rate (something is changing).
   bool animating() const;
+  // A view that animates (the data-flow view) says so each frame it is drawn.
+  void note_animating_view() const { animating_view_ = true; }
 
   const Lesson& lesson() const;
   int lesson_index() const { return lesson_index_; }
@@ -96,6 +98,7 @@ class Lab {
   void change_now(double now);
 
   int fusion_level_ = -1;  // -1: the lesson's top level
+  mutable bool animating_view_ = false;  // set while drawing, read by the next wait
   std::vector<int64_t> sweep_queue_;  // sizes still to measure, next first
   int sweep_total_ = 0;
   bool sweep_active_ = false;  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.

@@ -5,6 +5,7 @@
 
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
+#include "viz/flow_view.h"
 #include "viz/memory_chart.h"
 #include "viz/roofline_view.h"
 #include "viz/timeline_view.h"
@@ -31,6 +32,23 @@ ImGuiTabItemFlags first_frame_select(const Lab& lab, const char* view) {
 
 void draw_views_panel(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
+  const Measurement* shown_first = level_in(lab.current(), lab.shown_level());
+  if (ImGui::BeginTabItem("Data flow", nullptr, first_frame_select(lab, "flow"))) {
+    section_title("Data flow",
+                  "Each launch of the fusion slider's level as a trip: bytes flow from HBM through "
+                  "L2 into an SM (blue) and back (orange), as thick as the bytes moved (measured "
+                  "DRAM bytes when counters are on) and as long as the launch took, launch after "
+                  "launch. Unfused, each intermediate lands in HBM and is read back; fused, it "
+                  "stays in registers. Sizes that fit in L2 stop there.");
+    if (shown_first) {
+      viz::draw_flow("##flow", viz::flow_input(*shown_first, lab.status().device.l2_bytes),
+                     ImGui::GetTime(), ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
+      lab.note_animating_view();
+    } else {
+      ImGui::TextDisabled("No measurement yet.");
+    }
+    ImGui::EndTabItem();
+  }
   if (ImGui::BeginTabItem("Speedup vs size", nullptr, first_frame_select(lab, "speedup"))) {
     draw_speedup_panel(lab);
     ImGui::EndTabItem();

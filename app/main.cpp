@@ -39,6 +39,12 @@ int main(int argc, char** argv) {
   app.add_option("--level", start_level, "Start the fusion slider at this level (default: fully fused)");
   app.add_flag("--sweep", sweep,
                "With --screenshot: sweep every size first, so the whole speedup curve is drawn");
+  std::string script_path, out_dir;
+  app.add_option("--script", script_path,
+                 "Drive the window from a script of commands (docs/SCRIPTING.md) and exit")
+      ->type_name("FILE");
+  app.add_option("--out-dir", out_dir, "Where a script's screenshots go (default: .)")
+      ->type_name("DIR");
   bool frame_stats = false;
   app.add_flag("--frame-stats", frame_stats,
                "With --screenshot: print the frame times measured while the engine worked");
@@ -106,6 +112,8 @@ int main(int argc, char** argv) {
   gui.sweep = sweep;
   gui.view = view;
   gui.frame_stats = frame_stats;
+  gui.script_path = script_path;
+  gui.out_dir = out_dir;
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
@@ -113,6 +121,11 @@ int main(int argc, char** argv) {
   (void)sweep;
   (void)view;
   (void)frame_stats;
+  if (!script_path.empty()) {
+    std::fprintf(stderr, "fusionlab: this build has no window (FUSIONLAB_GUI=OFF), so --script cannot run\n");
+    return 2;
+  }
+  (void)out_dir;
   if (!replay.empty()) {
     // A bad file is named as in a GUI build; a good one still has no window to show it in.
     std::unique_ptr<fl::ReplayBackend> recording;

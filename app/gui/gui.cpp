@@ -29,6 +29,7 @@
 #include "app/gui/lab.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
+#include "app/measure/sizes.h"
 #include "app/gui/window.h"
 #include "app/measure/replay_backend.h"
 
@@ -231,6 +232,101 @@ class ScreenshotPlan {
   int frames_left_ = -1;  // -1: still waiting for the state worth showing
 };
 
+// ---- [SECTION] scripted sessions (--script) --------------------------------------------------
+
+class ScriptRunner {
+ public:
+  enum class Step { run, shoot, quit, error };
+
+  explicit ScriptRunner(gui::Script script) : script_(std::move(script)) {}
+  bool active() const { return !script_.commands.empty(); }
+  const std::string& shot_path() const { return shot_path_; }
+  const std::string& error() const { return error_; }
+
+  // Once per frame, after lab.update(): runs commands until one needs frames to pass.
+  Step step(gui::Lab& lab, double now) {
+    if (shot_frames_ > 0) return --shot_frames_ == 0 ? Step::shoot : Step::run;
+    if (waiting_) {
+      if (!settled(lab)) {
+        if (now - wait_started_ < kWaitSeconds) return Step::run;
+        return fail(waiting_line_, "wait: no result within 180 s");
+      }
+      waiting_ = false;
+    }
+    while (next_ < script_.commands.size()) {
+      const gui::ScriptCommand& c = script_.commands[next_++];
+      if (c.verb == "lesson") {
+        if (!lab.select_lesson(c.arg, now)) return fail(c.line, "no lesson '" + c.arg + "'");
+      } else if (c.verb == "size") {
+        int64_t n = 0;
+        if (Status st = parse_size(c.arg, &n); !st.ok()) return fail(c.line, st.message());
+        lab.set_size(n, now);
+        lab.release_size(now);
+      } else if (c.verb == "level") {
+        char* end = nullptr;
+        const long level = c.arg == "top" ? lab.top_level() : std::strtol(c.arg.c_str(), &end, 10);
+        if ((c.arg != "top" && (end == c.arg.c_str() || *end != '\0')) || level < 0 ||
+            level > lab.top_level()) {
+          return fail(c.line, lab.lesson().info().id + " has levels 0.." +
+                                  std::to_string(lab.top_level()) + " (or top)");
+        }
+        lab.set_shown_level(static_cast<int>(level));
+      } else if (c.verb == "precision") {
+        Precision p;
+        if (!parse_precision(c.arg, &p)) return fail(c.line, "precision is fp32 or bf16");
+        lab.set_precision(p, now);
+      } else if (c.verb == "cache") {
+        CacheMode mode;
+        if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, "cache is cold or warm");
+        lab.set_cache(mode, now);
+      } else if (c.verb == "view") {
+        static const char* kViews[] = {"speedup", "flow", "timeline", "memory", "roofline"};
+        if (std::find(std::begin(kViews), std::end(kViews), c.arg) == std::end(kViews)) {
+          return fail(c.line, "view is speedup, flow, timeline, memory or roofline");
+        }
+        lab.requested_view = c.arg;
+      } else if (c.verb == "sweep") {
+        lab.start_sweep();
+      } else if (c.verb == "wait") {
+        waiting_ = true;
+        waiting_line_ = c.line;
+        wait_started_ = now;
+        return Step::run;
+      } else if (c.verb == "screenshot") {
+        shot_path_ = script_.out_dir + "/" + c.arg;
+        shot_frames_ = kFramesBeforeShot;  // let the layout settle
+        return Step::run;
+      } else if (c.verb == "quit") {
+        return Step::quit;
+      }
+    }
+    return Step::quit;
+  }
+
+ private:
+  static constexpr double kWaitSeconds = 180.0;
+  // Nothing left to measure: no pending slider change, no request or sweep in flight, the
+  // engine idle (its counter phase included). Without a GPU or recording, nothing will come.
+  static bool settled(const gui::Lab& lab) {
+    const EngineState state = lab.status().state;
+    if (state == EngineState::unavailable) return true;
+    return state == EngineState::ready && !lab.change_pending() && !lab.waiting_for_result() &&
+           !lab.sweeping() && !lab.status().busy;
+  }
+  Step fail(int line, const std::string& message) {
+    error_ = script_.path + ":" + std::to_string(line) + ": " + message;
+    return Step::error;
+  }
+
+  gui::Script script_;
+  size_t next_ = 0;
+  bool waiting_ = false;
+  int waiting_line_ = 0;
+  double wait_started_ = 0;
+  int shot_frames_ = 0;
+  std::string shot_path_, error_;
+};
+
 // --frame-stats: how long the window's frames took while the engine was working.
 void print_frame_stats(std::vector<double> ms, const gui::Lab& lab) {
   if (ms.empty()) {
@@ -257,6 +353,8 @@ double seconds_now() {
 int run_window(const GuiOptions& options, Engine::BackendFactory factory,
                const WindowScript& script, std::shared_ptr<const gui::ReplayBoard> replay_board) {
   const bool screenshot = !options.screenshot_path.empty();
+  // A scripted session renders like a screenshot run: fixed size, scale 1, no mouse.
+  const bool headless = screenshot || !script.commands.commands.empty();
   GlfwLibrary glfw;
   if (!glfw.ok) return cannot_open_window();
 
@@ -266,8 +364,8 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   // A screenshot is exactly width x height pixels; an interactive window grows with the monitor's
   // scale so text keeps its physical size.
-  glfwWindowHint(GLFW_SCALE_TO_MONITOR, screenshot ? GLFW_FALSE : GLFW_TRUE);
-  if (screenshot) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, headless ? GLFW_FALSE : GLFW_TRUE);
+  if (headless) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
   Window window;
   window.handle = glfwCreateWindow(options.width, options.height, "Fusion Lab", nullptr, nullptr);
   if (!window.handle) return cannot_open_window();
@@ -278,10 +376,10 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   glfwSwapInterval(1);
 
   ImGuiSession imgui;
-  if (screenshot) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
+  if (headless) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
   // Screenshots are rendered at scale 1 so they look the same everywhere; the window follows
   // the monitor's content scale (HiDPI).
-  setup_style_and_fonts(screenshot ? 1.0f : content_scale(window.handle));
+  setup_style_and_fonts(headless ? 1.0f : content_scale(window.handle));
   imgui.glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
   imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
   if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
@@ -295,7 +393,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       options.view != "roofline" && options.view != "flow") {
     return fail("--view is speedup, flow, timeline, memory or roofline; got '" + options.view + "'");
   }
-  lab.start_view = options.view;
+  lab.requested_view = options.view;
   if (script.level >= 0) {
     if (script.level > lab.top_level()) {
       return fail(lab.lesson().info().id + " has fusion levels 0.." + std::to_string(lab.top_level()));
@@ -304,10 +402,11 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   }
   ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes, script.sweep);
 
+  ScriptRunner runner(script.commands);
   std::vector<double> frame_ms;
   while (!glfwWindowShouldClose(window.handle)) {
     // Power saving: sleep until input (or a slow tick) unless something is changing.
-    if (screenshot) {
+    if (headless) {
       glfwPollEvents();
     } else if (lab.animating()) {
       glfwWaitEventsTimeout(1.0 / 60.0);
@@ -323,6 +422,12 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       replay_announced = true;
     }
     const bool shoot = plan.shoot_this_frame(lab, now);
+    ScriptRunner::Step script_step = ScriptRunner::Step::run;
+    if (runner.active()) {
+      script_step = runner.step(lab, now);
+      if (script_step == ScriptRunner::Step::error) return fail(runner.error());
+      if (script_step == ScriptRunner::Step::quit) return 0;
+    }
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -338,6 +443,15 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 
+    if (script_step == ScriptRunner::Step::shoot) {
+      glFinish();
+      std::vector<uint8_t> rgb;
+      Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
+      if (st.ok()) st = gui::write_png_atomic(runner.shot_path(), fb_w, fb_h, rgb);
+      if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
+      std::printf("%s\n", runner.shot_path().c_str());
+      std::fflush(stdout);
+    }
     if (shoot) {
       glFinish();
       std::vector<uint8_t> rgb;
@@ -354,7 +468,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       frame_ms.push_back((seconds_now() - frame_start) * 1e3);
     }
     // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.
-    if (screenshot) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    if (headless) std::this_thread::sleep_for(std::chrono::milliseconds(15));
   }
   if (screenshot) return fail("the window was closed before the screenshot was taken");
   return 0;
@@ -365,6 +479,15 @@ int run_gui(const GuiOptions& options) {
   script.lesson = options.lesson;
   script.level = options.level;
   script.sweep = options.sweep;
+  if (!options.script_path.empty()) {
+    if (!options.screenshot_path.empty()) {
+      return fail("--script takes its pictures with its own `screenshot` command; drop --screenshot");
+    }
+    // Checked before any window opens: a bad line is named at once.
+    const Status loaded = gui::load_script(options.script_path, options.out_dir, &script.commands);
+    if (!loaded.ok()) return fail(loaded.message());
+    if (script.commands.commands.empty()) return fail(options.script_path + ": the script has no commands");
+  }
   auto board = std::make_shared<gui::ReplayBoard>();
   if (!options.replay_paths.empty()) {
     // Checked before any window opens: a bad file is one line on stderr and a failing exit.

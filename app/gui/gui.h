@@ -21,6 +21,8 @@ struct GuiOptions {
   bool sweep = false;
   std::string view = "speedup";  // the views panel's first tab: speedup, timeline or memory
   bool frame_stats = false;      // with --screenshot: print frame times measured while working
+  std::string script_path;       // --script FILE (app/gui/script.h)
+  std::string out_dir;           // --out-dir: where a script's screenshots go (default ".")
 };
 
 int run_gui(const GuiOptions& options);

@@ -90,7 +90,9 @@ class Lab {
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
   std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
-  std::string start_view = "speedup";  // the views panel's tab on the first frame (--view)
+  // The views panel's tab to bring forward at the next frame (--view, a script's `view`);
+  // the panel clears it once done.
+  mutable std::string requested_view = "speedup";
 
  private:
   void submit();

@@ -20,11 +20,10 @@ const Measurement* level_in(const std::vector<Measurement>& ms, int level) {
   return nullptr;
 }
 
-// Opens the tab named by `start_view` on the first frame only (screenshots, --view).
+// Brings the tab named by lab.requested_view forward once (--view, a script's `view` command).
 ImGuiTabItemFlags first_frame_select(const Lab& lab, const char* view) {
-  static bool done = false;
-  if (done || lab.start_view != view) return 0;
-  done = true;
+  if (lab.requested_view != view) return 0;
+  lab.requested_view.clear();
   return ImGuiTabItemFlags_SetSelected;
 }
 

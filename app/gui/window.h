@@ -9,6 +9,7 @@
 
 #include "app/gui/gui.h"
 #include "app/gui/replay_notice.h"
+#include "app/gui/script.h"
 #include "app/measure/engine.h"
 
 namespace fl {
@@ -21,6 +22,7 @@ struct WindowScript {
   std::vector<int64_t> then_sizes;
   int level = -1;      // the fusion slider's position; -1: the lesson's top level
   bool sweep = false;  // before the screenshot, sweep every size (Lab::start_sweep)
+  gui::Script commands;  // --script: commands run frame by frame (empty: none)
 };
 
 // `factory` runs on the engine's worker thread (see Engine); a factory that may serve a recording

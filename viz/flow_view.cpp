@@ -88,7 +88,7 @@ FlowLayout layout_flow(const FlowInput& input, double t, ImVec2 min, ImVec2 max,
       out.hbm_tensors.push_back(input.trips[k].kernel + "'s output (intermediate)");
     }
   }
-  if (input.trips.size() == 1) out.sm_note = "keeps t in registers";  // short: the SM box is narrow
+  if (input.trips.size() == 1) out.sm_note = "no HBM round trip";  // short: the SM box is narrow
   return out;
 }
 

@@ -125,6 +125,16 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
   if (L.reference_visible) {
     dashed_hline(dl, L.frame_min.x, L.frame_max.x, L.reference_y, L.reference_color, 2.0f);
   }
+  for (const auto& s : L.series) {  // bands first, under every line
+    if (!s.band) continue;
+    const ImU32 shade = (s.color & 0x00FFFFFFu) | (0x50u << 24);
+    for (size_t i = 0; i + 1 < s.band_lo.size(); ++i) {
+      dl->AddQuadFilled(s.band_lo[i], s.band_lo[i + 1], s.band_hi[i + 1], s.band_hi[i], shade);
+    }
+    for (size_t i = 0; i < s.band_lo.size(); ++i) {  // a whisker shows a lone point's spread
+      dl->AddLine(s.band_lo[i], s.band_hi[i], shade, 3.0f);
+    }
+  }
   for (const auto& s : L.series) {
     if (s.screen.size() >= 2) {
       dl->AddPolyline(s.screen.data(), static_cast<int>(s.screen.size()), s.color, 0,

@@ -21,6 +21,7 @@ namespace fl::viz {
 struct PlotPoint {
   double x = 0;  // > 0: the x axis is logarithmic
   double y = 0;
+  double lo = 0, hi = 0;  // a spread around y (drawn as a band when the series asks); lo < hi
 };
 
 struct PlotSeries {
@@ -30,6 +31,7 @@ struct PlotSeries {
   float line_thickness = 2.0f;
   float marker_radius = 4.0f;
   bool hollow_markers = false;  // hollow: a reference series, not a measurement
+  bool band = false;            // shade each point's lo..hi spread (e.g. p20-p80)
 };
 
 // A horizontal line across the plot (e.g. the speedup the byte counts allow), drawn dashed.
@@ -87,6 +89,8 @@ struct PlotSeriesLayout {
   bool hollow_markers = false;
   std::vector<PlotPoint> data;  // sorted by x
   std::vector<ImVec2> screen;   // data[i] in screen space
+  bool band = false;
+  std::vector<ImVec2> band_lo, band_hi;  // data[i].lo / .hi in screen space, when band
 };
 
 struct PlotLayout {

@@ -176,6 +176,14 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
     std::sort(S.data.begin(), S.data.end(),
               [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
     for (const auto& p : S.data) S.screen.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(p.y)));
+    S.band = s.band;
+    if (s.band) {
+      for (const auto& p : S.data) {
+        const double lo = p.lo < p.hi ? p.lo : p.y, hi = p.lo < p.hi ? p.hi : p.y;
+        S.band_lo.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::max(lo, L.y_min))));
+        S.band_hi.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::min(hi, L.y_max))));
+      }
+    }
     L.series.push_back(std::move(S));
   }
 

@@ -16,7 +16,7 @@ bool same_point(const Measurement& a, const Measurement& b) {
 
 std::vector<PlotPoint> to_plot_points(const std::vector<SpeedupPoint>& points) {
   std::vector<PlotPoint> out;
-  for (const auto& p : points) out.push_back({static_cast<double>(p.size), p.speedup});
+  for (const auto& p : points) out.push_back({static_cast<double>(p.size), p.speedup, p.lo, p.hi});
   return out;
 }
 
@@ -43,7 +43,14 @@ std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measure
   for (const auto& [size, pair] : by_size) {
     if (!pair.unfused || !pair.top) continue;
     const double s = speedup(*pair.unfused, *pair.top);
-    if (s > 0) out.push_back({size, s});
+    if (s <= 0) continue;
+    SpeedupPoint p{size, s};
+    const Stats &a = pair.unfused->chain_time_us, &b = pair.top->chain_time_us;
+    if (a.p20 > 0 && b.p20 > 0) {
+      p.lo = a.p20 / b.p80;
+      p.hi = a.p80 / b.p20;
+    }
+    out.push_back(p);
   }
   return out;
 }
@@ -92,6 +99,7 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
   measured.points = to_plot_points(view.measured);
   measured.color = IM_COL32(70, 170, 255, 255);
   measured.line_thickness = 2.5f;
+  measured.band = true;  // p20-p80 of the repetitions
   measured.marker_radius = 4.5f;
   spec.series.push_back(std::move(measured));
 

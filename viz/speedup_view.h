@@ -16,6 +16,8 @@ namespace fl::viz {
 struct SpeedupPoint {
   int64_t size = 0;
   double speedup = 0;
+  // The spread from the repetitions: level 0's p20 over the level's p80 .. p80 over p20.
+  double lo = 0, hi = 0;
 };
 
 // One point per size of `lesson` in `precision` and `cache` mode: the speedup (fl::speedup, on

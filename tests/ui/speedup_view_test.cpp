@@ -88,3 +88,27 @@ TEST(SpeedupView, SpecCarriesSeriesLimitAndMarker) {
 
 }  // namespace
 }  // namespace fl::viz
+
+namespace fl::viz {
+namespace {
+
+// The measured series carries the p20-p80 spread of the repetitions as a band around each point.
+TEST(SpeedupSeries, CarriesTheP20P80Band) {
+  Measurement unfused, fused;
+  unfused.lesson = fused.lesson = "gelu_scale";
+  unfused.size = fused.size = 1 << 20;
+  fused.level = 1;
+  unfused.check.passed = fused.check.passed = true;
+  unfused.chain_time_us = {20, 18, 25, 19, 21, 50};  // median, min, max, p20, p80, count
+  fused.chain_time_us = {10, 9, 12, 9.5, 10.5, 50};
+  const auto series = speedup_series({unfused, fused}, "gelu_scale", Precision::fp32, CacheMode::cold);
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_DOUBLE_EQ(series[0].speedup, 2.0);
+  EXPECT_DOUBLE_EQ(series[0].lo, 19 / 10.5);
+  EXPECT_DOUBLE_EQ(series[0].hi, 21 / 9.5);
+  EXPECT_LT(series[0].lo, series[0].speedup);
+  EXPECT_GT(series[0].hi, series[0].speedup);
+}
+
+}  // namespace
+}  // namespace fl::viz

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   app.add_flag("--frame-stats", frame_stats,
                "With --screenshot: print the frame times measured while the engine worked");
   std::string view = "speedup";
-  app.add_option("--view", view, "The view shown first: speedup, flow, timeline, memory or roofline")
+  app.add_option("--view", view, "The view shown first: speedup, bandwidth, flow, timeline, memory or roofline")
       ->capture_default_str();
   std::vector<std::string> replay;
   app.add_option("--replay", replay,

@@ -280,9 +280,10 @@ class ScriptRunner {
         if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, "cache is cold or warm");
         lab.set_cache(mode, now);
       } else if (c.verb == "view") {
-        static const char* kViews[] = {"speedup", "flow", "timeline", "memory", "roofline"};
+        static const char* kViews[] = {"speedup", "bandwidth", "flow", "timeline", "memory",
+                                       "roofline"};
         if (std::find(std::begin(kViews), std::end(kViews), c.arg) == std::end(kViews)) {
-          return fail(c.line, "view is speedup, flow, timeline, memory or roofline");
+          return fail(c.line, "view is speedup, bandwidth, flow, timeline, memory or roofline");
         }
         lab.requested_view = c.arg;
       } else if (c.verb == "sweep") {
@@ -390,8 +391,9 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
   if (options.view != "speedup" && options.view != "timeline" && options.view != "memory" &&
-      options.view != "roofline" && options.view != "flow") {
-    return fail("--view is speedup, flow, timeline, memory or roofline; got '" + options.view + "'");
+      options.view != "roofline" && options.view != "flow" && options.view != "bandwidth") {
+    return fail("--view is speedup, bandwidth, flow, timeline, memory or roofline; got '" +
+                options.view + "'");
   }
   lab.requested_view = options.view;
   if (script.level >= 0) {

@@ -5,6 +5,7 @@
 
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
+#include "viz/bandwidth_view.h"
 #include "viz/flow_view.h"
 #include "viz/memory_chart.h"
 #include "viz/roofline_view.h"
@@ -50,6 +51,20 @@ void draw_views_panel(const Lab& lab) {
   }
   if (ImGui::BeginTabItem("Speedup vs size", nullptr, first_frame_select(lab, "speedup"))) {
     draw_speedup_panel(lab);
+    ImGui::EndTabItem();
+  }
+  if (ImGui::BeginTabItem("Bandwidth", nullptr, first_frame_select(lab, "bandwidth"))) {
+    section_title("Achieved bandwidth vs size",
+                  "Each level's GB/s on its textbook bytes (median chain time) at every measured "
+                  "size, against a copy kernel moving the fused level's bytes. Large tensors run "
+                  "every level near the copy curve: each is memory-bound, so fusion wins by "
+                  "moving fewer bytes, not by moving them faster.");
+    const LessonInfo& info = lab.lesson().info();
+    const auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
+    viz::plot_widget("##bandwidth",
+                     viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min,
+                                              info.size_axis.max),
+                     ImVec2(0, ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y));
     ImGui::EndTabItem();
   }
   const Measurement* shown = level_in(lab.current(), lab.shown_level());

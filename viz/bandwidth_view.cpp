@@ -1,0 +1,61 @@
+#include "viz/bandwidth_view.h"
+
+#include <map>
+
+#include "app/measure/sizes.h"
+
+namespace fl::viz {
+
+std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history,
+                                         const std::string& lesson, Precision precision,
+                                         CacheMode cache) {
+  static const ImU32 kColors[] = {IM_COL32(240, 150, 40, 255), IM_COL32(200, 100, 200, 255),
+                                  IM_COL32(70, 170, 255, 255), IM_COL32(90, 200, 120, 255)};
+  std::map<int, PlotSeries> by_level;
+  std::map<int64_t, double> copy;  // per size: the top level's copy reference
+  int top = -1;
+  for (const Measurement& m : history) {
+    if (m.lesson != lesson || m.precision != precision || m.cache != cache) continue;
+    if (!m.check.passed || m.chain_time_us.median <= 0) continue;
+    PlotSeries& s = by_level[m.level];
+    s.label = "level " + std::to_string(m.level) + " " + m.level_name;
+    s.points.push_back({static_cast<double>(m.size), m.achieved_gbps()});
+    if (m.level >= top) {
+      top = m.level;
+      if (m.chain_copy_gbps > 0) copy[m.size] = m.chain_copy_gbps;
+    }
+  }
+  std::vector<PlotSeries> out;
+  for (auto& [level, s] : by_level) {
+    s.color = kColors[level % 4];
+    out.push_back(std::move(s));
+  }
+  if (!copy.empty()) {
+    PlotSeries c;
+    c.label = "copy moving the fused level's bytes";
+    for (const auto& [size, gbps] : copy) c.points.push_back({static_cast<double>(size), gbps});
+    c.color = IM_COL32(150, 150, 165, 255);
+    c.hollow_markers = true;
+    c.line_thickness = 1.5f;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+PlotSpec bandwidth_plot_spec(const std::vector<PlotSeries>& series, const std::string& size_unit,
+                             int64_t size_min, int64_t size_max) {
+  PlotSpec spec;
+  spec.x_title = "tensor size (" + size_unit + ", log scale)";
+  spec.y_title = "achieved GB/s on textbook bytes (median chain time)";
+  spec.x_unit = size_unit;
+  spec.x_min = static_cast<double>(size_min);
+  spec.x_max = static_cast<double>(size_max);
+  spec.log_base = 2;
+  spec.x_format = [](double x) { return format_size(static_cast<int64_t>(x + 0.5)); };
+  spec.y_suffix = " GB/s";
+  spec.series = series;
+  if (series.empty()) spec.note = "No measurement yet.";
+  return spec;
+}
+
+}  // namespace fl::viz

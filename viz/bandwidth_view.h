@@ -1,0 +1,23 @@
+// Achieved bandwidth vs size: per fusion level, the GB/s each level reached on its textbook
+// bytes (median chain time), against the copy bandwidth measured for the same bytes in the same
+// run. Memory-bound kernels should sit near the copy curve once tensors leave L2.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/measure/results.h"
+#include "viz/plot.h"
+
+namespace fl::viz {
+
+// One series per level present (label "level N name"), then the copy reference ("copy, same
+// bytes"), from the measurements of `lesson` in `precision` / `cache`. Wrong kernels give no point.
+std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history,
+                                         const std::string& lesson, Precision precision,
+                                         CacheMode cache);
+
+PlotSpec bandwidth_plot_spec(const std::vector<PlotSeries>& series, const std::string& size_unit,
+                             int64_t size_min, int64_t size_max);
+
+}  // namespace fl::viz

@@ -49,7 +49,7 @@ FlowLayout layout_flow(const FlowInput& input, double t, ImVec2 min, ImVec2 max,
   FlowLayout out;
   out.loop_seconds = kLoopSeconds;
   // Three places side by side: HBM | L2 | SM, with room between them for the flow.
-  const float w = max.x - min.x, box = w * 0.2f;
+  const float w = max.x - min.x, box = w * 0.27f;
   const float xs[3] = {min.x, min.x + (w - box) / 2, max.x - box};
   for (int i = 0; i < 3; ++i) {
     out.place_min[i] = ImVec2(xs[i], min.y);
@@ -85,7 +85,7 @@ FlowLayout layout_flow(const FlowInput& input, double t, ImVec2 min, ImVec2 max,
   out.hbm_tensors.push_back("inputs");
   for (int k = 0; k < out.trip || (k == out.trip && out.writing && out.progress > 0.99f); ++k) {
     if (input.trips[k].writes_intermediate) {
-      out.hbm_tensors.push_back(input.trips[k].kernel + "'s output (intermediate)");
+      out.hbm_tensors.push_back(input.trips[k].kernel + ": intermediate");
     }
   }
   if (input.trips.size() == 1) out.sm_note = "no HBM round trip";  // short: the SM box is narrow

@@ -1,152 +1,801 @@
+// The data-flow animation (flow_view.h).
+//
+// [SECTION] input: FlowInput from a Measurement (+ Lesson, device facts, level 0)
+// [SECTION] layout: boxes, blocks, bands and tokens for a time t, as plain data
+// [SECTION] hover: hit test and read-outs
+// [SECTION] drawing and the widget
 #include "viz/flow_view.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "app/measure/sizes.h"
-
 namespace fl::viz {
-namespace {
 
-constexpr double kLoopSeconds = 3.0;
-
-ImVec2 center(const FlowLayout& l, FlowPlace p) {
-  const int i = static_cast<int>(p);
-  return ImVec2((l.place_min[i].x + l.place_max[i].x) / 2, (l.place_min[i].y + l.place_max[i].y) / 2);
+const char* place_title(FlowPlace place) {
+  switch (place) {
+    case FlowPlace::hbm: return "HBM (global memory)";
+    case FlowPlace::l2: return "L2 cache";
+    case FlowPlace::sm: return "SM";
+  }
+  return "";
 }
 
-ImVec2 lerp(ImVec2 a, ImVec2 b, float t) { return ImVec2(a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t); }
+bool FlowInput::measured() const {
+  if (trips.empty()) return false;
+  for (const auto& t : trips) {
+    if (!t.measured) return false;
+  }
+  return true;
+}
+
+// ---- [SECTION] input -------------------------------------------------------------------------
+
+bool measured_dram_bytes(const LaunchResult& launch, double* read_bytes, double* write_bytes) {
+  if (!launch.counters) return false;
+  *read_bytes = static_cast<double>(launch.counters->dram_read_bytes);
+  *write_bytes = static_cast<double>(launch.counters->dram_write_bytes);
+  return true;
+}
+
+namespace {
+
+// DRAM saw under this share of the textbook bytes: L2 served the rest.
+constexpr double kL2ServedShare = 0.5;
+
+std::string intermediate_name(const std::string& kernel) { return kernel + " output"; }
+
+// The launches' medians (and gaps, through the chain time when that is larger).
+double chain_time_us(const Measurement& m) {
+  double sum = 0;
+  for (const auto& l : m.launches) sum += std::max(l.time_us.median, 0.0);
+  return std::max(sum, m.chain_time_us.median);
+}
+
+// The gap before each launch: from the raw records when every launch has one, else the chain
+// time beyond the launches' medians spread evenly between them.
+std::vector<double> launch_gaps_us(const Measurement& m) {
+  const size_t n = m.launches.size();
+  std::vector<double> gaps(n, 0.0);
+  if (n < 2) return gaps;
+  std::vector<const KernelRecord*> by_launch(n, nullptr);
+  for (const KernelRecord& r : m.records) {
+    if (r.launch >= 0 && static_cast<size_t>(r.launch) < n) by_launch[r.launch] = &r;
+  }
+  const bool all = std::all_of(by_launch.begin(), by_launch.end(),
+                               [](const KernelRecord* r) { return r != nullptr; });
+  if (all) {
+    for (size_t k = 1; k < n; ++k) {
+      gaps[k] = std::max(0.0, (by_launch[k]->start_rel_ns - by_launch[k - 1]->end_rel_ns) * 1e-3);
+    }
+    return gaps;
+  }
+  double medians = 0;
+  for (const auto& l : m.launches) medians += std::max(l.time_us.median, 0.0);
+  const double spare = m.chain_time_us.median - medians;
+  if (spare > 0) {
+    for (size_t k = 1; k < n; ++k) gaps[k] = spare / static_cast<double>(n - 1);
+  }
+  return gaps;
+}
 
 }  // namespace
 
-FlowInput flow_input(const Measurement& m, int64_t l2_bytes) {
+FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFacts& device,
+                     const Measurement* level0) {
   FlowInput in;
-  in.level_name = std::to_string(m.level) + " " + m.level_name;
-  in.l2_bytes = static_cast<double>(l2_bytes);
-  for (size_t k = 0; k < m.launches.size(); ++k) {
+  std::string level_name = m.level_name;
+  if (lesson && m.level >= 0 && m.level < lesson->level_count()) {
+    const FusionLevel& level = lesson->info().levels[m.level];
+    if (level_name.empty()) level_name = level.name;
+    in.level_summary = level.summary;
+  }
+  in.level_name = std::to_string(m.level) + " " + level_name;
+  in.l2_bytes = static_cast<double>(device.l2_bytes);
+  in.hbm_bytes = static_cast<double>(device.memory_bytes);
+  in.sm_count = device.sm_count;
+
+  const size_t n = m.launches.size();
+  if (n == 0) return in;
+  // Tensors: the inputs, one intermediate per launch but the last, the output.
+  in.tensors.push_back({"inputs", static_cast<double>(m.launches[0].textbook.bytes_read), false});
+  for (size_t k = 0; k + 1 < n; ++k) {
+    in.tensors.push_back({intermediate_name(m.launches[k].textbook.kernel),
+                          static_cast<double>(m.launches[k].textbook.bytes_written), true});
+  }
+  in.tensors.push_back(
+      {"output", static_cast<double>(m.launches[n - 1].textbook.bytes_written), false});
+
+  const std::vector<double> gaps = launch_gaps_us(m);
+  for (size_t k = 0; k < n; ++k) {
     const LaunchResult& l = m.launches[k];
     FlowTrip trip;
     trip.kernel = l.textbook.kernel;
-    trip.textbook_bytes = static_cast<double>(l.textbook.bytes());
-    trip.duration_us = l.time_us.median;
-    if (l.counters) {
-      trip.measured = true;
-      trip.read_bytes = static_cast<double>(l.counters->dram_read_bytes);
-      trip.write_bytes = static_cast<double>(l.counters->dram_write_bytes);
-      trip.stays_in_l2 = trip.read_bytes + trip.write_bytes < 0.5 * trip.textbook_bytes;
+    trip.textbook_read_bytes = static_cast<double>(l.textbook.bytes_read);
+    trip.textbook_write_bytes = static_cast<double>(l.textbook.bytes_written);
+    trip.median_us = l.time_us.median;
+    trip.gap_before_us = gaps[k];
+    trip.reads = {static_cast<int>(k)};       // the inputs, or the previous launch's output
+    trip.writes = {static_cast<int>(k) + 1};  // its intermediate, or the output
+    trip.writes_intermediate = k + 1 < n;
+    trip.measured = measured_dram_bytes(l, &trip.read_bytes, &trip.write_bytes);
+    if (trip.measured) {
+      trip.reads_stop_at_l2 = trip.textbook_read_bytes > 0 &&
+                              trip.read_bytes < kL2ServedShare * trip.textbook_read_bytes;
+      trip.writes_stop_at_l2 = trip.textbook_write_bytes > 0 &&
+                               trip.write_bytes < kL2ServedShare * trip.textbook_write_bytes;
     } else {
-      trip.read_bytes = static_cast<double>(l.textbook.bytes_read);
-      trip.write_bytes = static_cast<double>(l.textbook.bytes_written);
+      trip.read_bytes = trip.textbook_read_bytes;
+      trip.write_bytes = trip.textbook_write_bytes;
+      // Counters off: an intermediate the previous launch just wrote is still in L2 when it
+      // fits; the inputs are there only in warm mode (cold mode evicts them before each run).
+      const double read_tensor = in.tensors[k].bytes;
+      const bool fits = in.l2_bytes > 0 && read_tensor > 0 && read_tensor < in.l2_bytes;
+      trip.reads_stop_at_l2 = fits && (k > 0 || m.cache == CacheMode::warm);
     }
-    trip.writes_intermediate = k + 1 < m.launches.size();  // read back by the next launch
     in.trips.push_back(trip);
+  }
+
+  // What a fused level keeps on chip: level 0's intermediates whose producer no longer
+  // launches here (residual_layernorm level 1 still writes "add output" but keeps the stats).
+  if (m.level > 0) {
+    std::vector<std::string> unfused_launches;
+    if (lesson && lesson->level_count() > 0) {
+      unfused_launches = lesson->info().levels[0].launches;
+    } else if (level0) {
+      for (const auto& l : level0->launches) unfused_launches.push_back(l.textbook.kernel);
+    }
+    for (size_t k = 0; k + 1 < unfused_launches.size(); ++k) {
+      const bool still_launched =
+          std::any_of(m.launches.begin(), m.launches.end(), [&](const LaunchResult& l) {
+            return l.textbook.kernel == unfused_launches[k];
+          });
+      if (!still_launched) in.on_chip.push_back(intermediate_name(unfused_launches[k]));
+    }
+    if (in.on_chip.empty() && n == 1 && unfused_launches.empty()) {
+      in.on_chip.push_back("every intermediate");
+    }
+  }
+
+  // One scale for every level of this size: level 0's largest stretch sets the thickness, and
+  // level 0's chain time sets the pace.
+  if (level0 && !level0->launches.empty()) {
+    double largest = 0;
+    for (const auto& l : level0->launches) {
+      double r = 0, w = 0;
+      if (!measured_dram_bytes(l, &r, &w)) {
+        r = static_cast<double>(l.textbook.bytes_read);
+        w = static_cast<double>(l.textbook.bytes_written);
+      }
+      largest = std::max({largest, r, w, static_cast<double>(l.textbook.bytes_read),
+                          static_cast<double>(l.textbook.bytes_written)});
+    }
+    in.volume_scale_bytes = largest;
+    in.pace_reference_us = chain_time_us(*level0);
+    if (level0->level != m.level) {
+      in.pace_reference_label =
+          "level " + std::to_string(level0->level) + ": " + format_us(in.pace_reference_us);
+    }
   }
   return in;
 }
 
-FlowLayout layout_flow(const FlowInput& input, double t, ImVec2 min, ImVec2 max, float max_band) {
-  FlowLayout out;
-  out.loop_seconds = kLoopSeconds;
-  // Three places side by side: HBM | L2 | SM, with room between them for the flow.
-  const float w = max.x - min.x, box = w * 0.27f;
-  const float xs[3] = {min.x, min.x + (w - box) / 2, max.x - box};
-  for (int i = 0; i < 3; ++i) {
-    out.place_min[i] = ImVec2(xs[i], min.y);
-    out.place_max[i] = ImVec2(xs[i] + box, max.y);
+FlowInput flow_input(const Measurement& m, int64_t l2_bytes) {
+  DeviceFacts device;
+  device.l2_bytes = l2_bytes;
+  return flow_input(m, nullptr, device, nullptr);
+}
+
+// ---- [SECTION] layout ------------------------------------------------------------------------
+
+namespace {
+
+// Where each trip sits on the chain's GPU-time axis (gaps included).
+struct Timing {
+  std::vector<double> start_us, end_us;
+  double chain_us = 0;
+};
+
+Timing chain_timing(const FlowInput& in) {
+  Timing t;
+  double cursor = 0;
+  for (const auto& trip : in.trips) {
+    cursor += std::max(trip.gap_before_us, 0.0);
+    t.start_us.push_back(cursor);
+    cursor += std::max(trip.median_us, 0.0);
+    t.end_us.push_back(cursor);
   }
-  if (input.trips.empty()) return out;
-  double total_us = 0, largest = 0;
-  for (const auto& trip : input.trips) {
-    total_us += std::max(trip.duration_us, 1e-3);
-    largest = std::max({largest, trip.read_bytes, trip.write_bytes});
+  t.chain_us = cursor;
+  return t;
+}
+
+// Token centres every `spacing` px from `from` to `to`, shifted by `offset` px (the motion).
+std::vector<ImVec2> tokens_along(ImVec2 from, ImVec2 to, float spacing, float offset) {
+  std::vector<ImVec2> out;
+  const float len = std::hypot(to.x - from.x, to.y - from.y);
+  if (len <= 0 || spacing <= 0) return out;
+  for (float d = std::fmod(std::max(offset, 0.0f), spacing); d <= len; d += spacing) {
+    out.push_back(lerp(from, to, d / len));
   }
-  // Where in the loop we are: launches take their share of the loop by measured time.
-  const double phase = std::fmod(std::max(t, 0.0), kLoopSeconds) / kLoopSeconds * total_us;
-  double start = 0;
-  for (size_t k = 0; k < input.trips.size(); ++k) {
-    const double len = std::max(input.trips[k].duration_us, 1e-3);
-    if (phase < start + len || k + 1 == input.trips.size()) {
-      out.trip = static_cast<int>(k);
-      const double f = std::clamp((phase - start) / len, 0.0, 1.0);
-      out.writing = f >= 0.5;
-      out.progress = static_cast<float>(out.writing ? (f - 0.5) * 2 : f * 2);
-      break;
-    }
-    start += len;
-  }
-  const FlowTrip& trip = input.trips[out.trip];
-  const double bytes = out.writing ? trip.write_bytes : trip.read_bytes;
-  out.band = largest > 0 ? std::max(1.0f, static_cast<float>(bytes / largest) * max_band) : 1.0f;
-  out.turn_at = trip.stays_in_l2 ? FlowPlace::l2 : FlowPlace::hbm;
-  const ImVec2 far = center(out, out.turn_at), sm = center(out, FlowPlace::sm);
-  out.token = out.writing ? lerp(sm, far, out.progress) : lerp(far, sm, out.progress);
-  // HBM's contents this loop: the input, every intermediate written so far, the output at the end.
-  out.hbm_tensors.push_back("inputs");
-  for (int k = 0; k < out.trip || (k == out.trip && out.writing && out.progress > 0.99f); ++k) {
-    if (input.trips[k].writes_intermediate) {
-      out.hbm_tensors.push_back(input.trips[k].kernel + ": intermediate");
-    }
-  }
-  if (input.trips.size() == 1) out.sm_note = "no HBM round trip";  // short: the SM box is narrow
   return out;
 }
 
-void draw_flow(const char* id, const FlowInput& input, double t, float height) {
-  const float fs = ImGui::GetFontSize();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, 200.0f);
-  ImGui::InvisibleButton(id, ImVec2(width, height));
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 min(origin.x + 4, origin.y + fs * 1.4f), max(origin.x + width - 4, origin.y + height - 4);
-  const FlowLayout layout = layout_flow(input, t, min, max, fs * 2.5f);
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  const char* names[3] = {"HBM (global memory)", "L2 cache", "SM: registers / shared"};
-  const ImU32 fills[3] = {IM_COL32(40, 55, 85, 255), IM_COL32(45, 70, 60, 255), IM_COL32(70, 50, 80, 255)};
+// Tokens cross a stretch at this pace whatever the bytes: the bytes show in the thickness and
+// the launch's duration in how long the stream runs.
+constexpr float kTokenSpeedFontSizesPerSecond = 8.0f;
+// A stretch carrying less than this share of the scale's bytes is not drawn: it carries
+// (almost) nothing, e.g. DRAM reads that L2 served. Thinner stretches that are drawn get 2 px.
+constexpr double kVisibleShare = 0.01;
+
+int writer_of(const FlowInput& in, int tensor) {
+  for (size_t k = 0; k < in.trips.size(); ++k) {
+    for (int w : in.trips[k].writes) {
+      if (w == tensor) return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
+
+std::vector<int> readers_of(const FlowInput& in, int tensor) {
+  std::vector<int> out;
+  for (size_t k = 0; k < in.trips.size(); ++k) {
+    for (int r : in.trips[k].reads) {
+      if (r == tensor) out.push_back(static_cast<int>(k));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
+                       const ViewStyle& style) {
+  FlowLayout L;
+  const float fs = style.font_size, line = style.line(), pad = fs * 0.4f;
+  L.canvas_min = cmin;
+  L.canvas_max = cmax;
+  L.font_size = fs;
+  const float W = std::max(cmax.x - cmin.x, fs * 10);
+
+  // Text rows: caption and status on top; the pacing strip and its labels at the bottom.
+  L.caption_pos = cmin;
+  L.status_pos = v2(cmin.x, cmin.y + line);
+  L.time_label_pos = v2(cmin.x, cmax.y - fs * 1.15f);
+  L.strip_max = v2(cmin.x + W, L.time_label_pos.y - fs * 0.25f);
+  L.strip_min = v2(cmin.x, L.strip_max.y - fs * 0.55f);
+  const float top = cmin.y + 2 * line + fs * 0.2f;
+  const float bottom = std::max(top + fs * 5, L.strip_min.y - fs * 0.45f);
+
+  // The places, HBM | L2 | SM, with room between them for the bands.
+  const float xs[3][2] = {{0.0f, 0.33f}, {0.42f, 0.63f}, {0.72f, 1.0f}};
   for (int i = 0; i < 3; ++i) {
-    dl->AddRectFilled(layout.place_min[i], layout.place_max[i], fills[i], 6.0f);
-    dl->AddText(ImVec2(layout.place_min[i].x + 6, layout.place_min[i].y + 4), text, names[i]);
+    FlowBox& b = L.boxes[i];
+    b.place = static_cast<FlowPlace>(i);
+    b.min = v2(cmin.x + xs[i][0] * W, top);
+    b.max = v2(cmin.x + xs[i][1] * W, bottom);
+    b.title = place_title(b.place);
   }
-  char l2[48];
-  std::snprintf(l2, sizeof(l2), "%s", format_bytes(input.l2_bytes).c_str());
-  dl->AddText(ImVec2(layout.place_min[1].x + 6, layout.place_min[1].y + 4 + fs * 1.1f), dim, l2);
-  if (layout.trip < 0) {
-    dl->AddText(origin, dim, "No measurement yet.");
-    return;
+  L.boxes[0].capacity = in.hbm_bytes > 0 ? format_byte_count(in.hbm_bytes) : "";
+  L.boxes[1].capacity = in.l2_bytes > 0 ? format_byte_count(in.l2_bytes) : "size unknown";
+  L.boxes[2].capacity = format_byte_count(in.sm_register_bytes) + " registers";
+  int header_lines = 1, sm_header_lines = 1;
+  for (auto& b : L.boxes) {
+    const float inner = b.max.x - b.min.x - 2 * pad;
+    b.title_pos = v2(b.min.x + pad, b.min.y + pad);
+    if (style.text_width(b.title) + fs + style.text_width(b.capacity) <= inner) {
+      b.capacity_pos = v2(b.max.x - pad - style.text_width(b.capacity), b.title_pos.y);
+    } else {
+      b.title = fit_text(b.title, inner, style);
+      b.capacity = fit_text(b.capacity, inner, style);
+      b.capacity_pos = v2(b.title_pos.x, b.title_pos.y + line);
+      (b.place == FlowPlace::sm ? sm_header_lines : header_lines) = 2;
+    }
   }
-  const FlowTrip& trip = input.trips[layout.trip];
-  // The band in flight, from where it started to its head.
-  const auto c = [&](FlowPlace p) {
-    const int i = static_cast<int>(p);
-    return ImVec2((layout.place_min[i].x + layout.place_max[i].x) / 2, (layout.place_min[i].y + layout.place_max[i].y) / 2);
+
+  // The bands run in the lower part of the boxes, reads above writes; a label row above each
+  // band where the boxes are tall enough to hold every tensor block as well.
+  const float box_h = bottom - top;
+  const float max_band = std::clamp(box_h * 0.1f, 3.0f, fs);
+  const float blocks_top = top + pad + header_lines * line;
+  const float write_y = bottom - pad - max_band * 0.5f;
+  float read_y = write_y - max_band - fs * 0.5f;
+  float lanes_top = read_y - max_band * 0.5f - fs * 0.3f;
+  const float labelled_read_y = write_y - max_band - fs * 1.35f;
+  const float labelled_lanes_top = labelled_read_y - max_band * 0.5f - fs * 1.15f;
+  // What stays on chip (a fused level), or that nothing does (an unfused chain).
+  L.on_chip_pos = v2(L.boxes[2].min.x + pad, top + pad + sm_header_lines * line);
+  const float sm_text_w = L.boxes[2].max.x - L.boxes[2].min.x - 2 * pad;
+  if (!in.on_chip.empty()) L.on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
+  for (const std::string& value : in.on_chip) {
+    L.on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));
+  }
+  if (in.on_chip.empty() && in.trips.size() > 1) {
+    L.sm_note_lines = wrap_text("nothing stays here between launches", sm_text_w, style);
+  }
+  const float sm_lines = static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size());
+  // Label rows only where every tensor block and the SM's lines still fit.
+  const bool lane_labels =
+      (labelled_lanes_top - blocks_top) / line >= static_cast<float>(in.tensors.size()) &&
+      (labelled_lanes_top - L.on_chip_pos.y) / line >= sm_lines;
+  if (lane_labels) {
+    read_y = labelled_read_y;
+    lanes_top = labelled_lanes_top;
+  }
+  const int rows = std::max(0, static_cast<int>((lanes_top - blocks_top) / line));
+  const size_t sm_rows =
+      static_cast<size_t>(std::max(0.0f, (lanes_top - L.on_chip_pos.y) / line));
+  if (L.on_chip_lines.size() > sm_rows) L.on_chip_lines.resize(sm_rows);
+  if (L.sm_note_lines.size() > sm_rows) L.sm_note_lines.resize(sm_rows);
+
+  const bool measured = in.measured();
+  L.bytes_note = measured ? "band width: measured DRAM bytes (CUPTI counters)"
+                          : "textbook bytes: counters off";
+  L.bytes_note_textbook = !measured;
+  L.bytes_note_pos = v2(cmin.x + W - style.text_width(L.bytes_note), L.time_label_pos.y);
+  L.caption = fit_text("Level " + in.level_name +
+                           (in.level_summary.empty() ? "" : ": " + in.level_summary),
+                       W, style);
+
+  if (in.trips.empty()) {
+    L.status = "No measurement yet.";
+    return L;
+  }
+
+  // ---- the pace: one run of the slowest level (the reference) takes kFlowRunSeconds.
+  const Timing timing = chain_timing(in);
+  L.chain_us = timing.chain_us;
+  double reference = std::max(in.pace_reference_us, timing.chain_us);
+  if (!(reference > 0)) reference = 1;  // medians of zero: a still picture of the first launch
+  L.seconds_per_us = kFlowRunSeconds / reference;
+  const double in_loop = std::fmod(std::max(t, 0.0), L.loop_seconds);
+  L.gpu_us = in_loop / L.seconds_per_us;
+  L.done = L.gpu_us >= timing.chain_us && timing.chain_us > 0;
+  int next = -1;  // the launch a gap leads to
+  if (!L.done) {
+    for (size_t k = 0; k < in.trips.size(); ++k) {
+      if (L.gpu_us < timing.start_us[k]) {
+        L.in_gap = true;
+        next = static_cast<int>(k);
+        break;
+      }
+      if (L.gpu_us < timing.end_us[k] || k + 1 == in.trips.size()) {
+        L.trip = static_cast<int>(k);
+        const double len = timing.end_us[k] - timing.start_us[k];
+        L.progress = len > 0 ? static_cast<float>(
+                                   std::clamp((L.gpu_us - timing.start_us[k]) / len, 0.0, 1.0))
+                             : 0.0f;
+        break;
+      }
+    }
+  }
+  const double shown_us = std::min(L.gpu_us, timing.chain_us);
+
+  // ---- volumes: one scale for every trip (and, through volume_scale_bytes, every level).
+  double scale = in.volume_scale_bytes;
+  if (!(scale > 0)) {
+    for (const auto& trip : in.trips) {
+      scale = std::max({scale, trip.read_bytes, trip.write_bytes, trip.textbook_read_bytes,
+                        trip.textbook_write_bytes});
+    }
+  }
+  const auto thickness = [&](double bytes) {
+    return scale > 0 ? static_cast<float>(bytes / scale) * max_band : 0.0f;
   };
-  const ImVec2 from = layout.writing ? c(FlowPlace::sm) : c(layout.turn_at);
-  const ImU32 band = layout.writing ? IM_COL32(240, 150, 40, 230) : IM_COL32(66, 150, 250, 230);
-  dl->AddLine(from, layout.token, band, layout.band);
-  dl->AddCircleFilled(layout.token, layout.band * 0.6f + 2, band);
-  // HBM's tensors.
-  float y = layout.place_min[0].y + fs * 2.4f;
-  for (const std::string& tensor : layout.hbm_tensors) {
-    const bool intermediate = tensor.find("intermediate") != std::string::npos;
-    dl->AddText(ImVec2(layout.place_min[0].x + 6, y), intermediate ? IM_COL32(240, 150, 40, 255) : dim, tensor.c_str());
-    y += fs * 1.1f;
+  for (const auto& trip : in.trips) {
+    L.trip_volume.push_back(thickness(trip.read_bytes) + thickness(trip.write_bytes));
   }
-  if (!layout.sm_note.empty()) {
-    dl->AddText(ImVec2(layout.place_min[2].x + 6, layout.place_min[2].y + 4 + fs * 1.1f), IM_COL32(90, 200, 120, 255),
-                layout.sm_note.c_str());
+
+  // ---- blocks: every tensor where it is at this time, filled as far as it has been written.
+  std::vector<FlowBlock> per_box[2];  // HBM, L2
+  for (size_t i = 0; i < in.tensors.size(); ++i) {
+    const FlowTensor& tensor = in.tensors[i];
+    const int writer = writer_of(in, static_cast<int>(i));
+    float fill = 1;
+    if (writer >= 0) {
+      if (L.gpu_us < timing.start_us[writer]) continue;  // not written yet in this run
+      const double len = timing.end_us[writer] - timing.start_us[writer];
+      fill = L.done || len <= 0 ? 1.0f
+                                : static_cast<float>(std::clamp(
+                                      (L.gpu_us - timing.start_us[writer]) / len, 0.0, 1.0));
+    }
+    const std::vector<int> readers = readers_of(in, static_cast<int>(i));
+    FlowBlock b;
+    b.tensor = static_cast<int>(i);
+    b.fill = fill;
+    b.intermediate = tensor.intermediate;
+    b.being_written = writer >= 0 && writer == L.trip;
+    b.being_read = std::find(readers.begin(), readers.end(), L.trip) != readers.end();
+    const bool written_to_l2 = writer >= 0 && in.trips[writer].writes_stop_at_l2;
+    const bool read_from_l2 = std::any_of(readers.begin(), readers.end(),
+                                          [&](int r) { return in.trips[r].reads_stop_at_l2; });
+    if (!written_to_l2) {
+      b.place = FlowPlace::hbm;
+      per_box[0].push_back(b);
+    }
+    if (written_to_l2 || read_from_l2) {  // it sits in L2 (too) and is read from there
+      b.place = FlowPlace::l2;
+      per_box[1].push_back(b);
+    }
   }
-  char caption[200];
-  std::snprintf(caption, sizeof(caption), "level %s, launch %d of %zu: %s, %s %s%s (%.1f us)",
-                input.level_name.c_str(), layout.trip + 1, input.trips.size(), trip.kernel.c_str(),
-                layout.writing ? "writing" : "reading",
-                format_bytes(layout.writing ? trip.write_bytes : trip.read_bytes).c_str(),
-                trip.measured ? " (measured DRAM)" : " (textbook bytes: counters off)",
-                trip.duration_us);
-  dl->AddText(origin, text, caption);
-  if (trip.stays_in_l2) {
-    dl->AddText(ImVec2(layout.place_min[1].x + 6, layout.place_max[1].y - fs * 1.3f), IM_COL32(90, 200, 120, 255),
-                "fits in L2: stops here");
+  for (int box = 0; box < 2; ++box) {
+    std::vector<FlowBlock>& list = per_box[box];
+    const FlowBox& B = L.boxes[box];
+    const size_t fit = static_cast<size_t>(rows);
+    size_t first_row = 0;
+    if (list.size() > fit) {  // keep the newest: they tell what the chain is doing now
+      const size_t shown = fit > 0 ? fit - 1 : 0;  // the first row says how many are hidden
+      L.boxes[box].hidden_blocks = static_cast<int>(list.size() - shown);
+      list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(shown));
+      if (fit > 0) {
+        const int n = L.boxes[box].hidden_blocks;
+        L.boxes[box].more_label = "+" + std::to_string(n) + (n == 1 ? " earlier tensor" : " earlier tensors");
+        L.boxes[box].more_pos = v2(B.min.x + pad, blocks_top);
+        first_row = 1;
+      }
+    }
+    const float inner_w = B.max.x - B.min.x - 2 * pad;
+    for (size_t r = 0; r < list.size(); ++r) {
+      FlowBlock& b = list[r];
+      const FlowTensor& tensor = in.tensors[b.tensor];
+      b.min = v2(B.min.x + pad, blocks_top + (r + first_row) * line);
+      b.max = v2(B.max.x - pad, blocks_top + (r + first_row) * line + fs * 1.15f);
+      const std::string base = tensor.name + " " + format_byte_count(tensor.bytes);
+      const std::string full = tensor.intermediate ? base + " (intermediate)" : base;
+      // The longest of these that fits: the name is never cut for the sake of the size.
+      const float label_w = inner_w - fs * 0.6f;
+      b.label = style.text_width(full) <= label_w   ? full
+                : style.text_width(base) <= label_w ? base
+                                                    : fit_text(tensor.name, label_w, style);
+      L.blocks.push_back(b);
+    }
   }
+
+  // ---- the running trip's bands and tokens.
+  if (L.trip >= 0) {
+    const FlowTrip& trip = in.trips[L.trip];
+    const float hbm_x = L.boxes[0].max.x - pad;
+    const float l2_x = middle(L.boxes[1].min, L.boxes[1].max).x;
+    const float sm_x = L.boxes[2].min.x + pad;
+    const float elapsed_s =
+        static_cast<float>((L.gpu_us - timing.start_us[L.trip]) * L.seconds_per_us);
+    const float offset = elapsed_s * kTokenSpeedFontSizesPerSecond * fs;
+    const float gap_mid = 0.5f * (L.boxes[0].max.x + L.boxes[1].min.x);
+    const float gap_w = L.boxes[1].min.x - L.boxes[0].max.x;
+    for (int dir = 0; dir < 2; ++dir) {
+      FlowLane lane;
+      lane.write = dir == 1;
+      const float y = lane.write ? write_y : read_y;
+      lane.stops_at_l2 = lane.write ? trip.writes_stop_at_l2 : trip.reads_stop_at_l2;
+      lane.dram.bytes = lane.write ? trip.write_bytes : trip.read_bytes;
+      lane.chip.bytes = lane.write ? trip.textbook_write_bytes : trip.textbook_read_bytes;
+      lane.dram.thickness = thickness(lane.dram.bytes);
+      lane.chip.thickness = thickness(lane.chip.bytes);
+      if (lane.write) {
+        lane.chip.from = v2(sm_x, y);
+        lane.chip.to = v2(l2_x, y);
+        lane.dram.from = v2(l2_x, y);
+        lane.dram.to = v2(hbm_x, y);
+      } else {
+        lane.dram.from = v2(hbm_x, y);
+        lane.dram.to = v2(l2_x, y);
+        lane.chip.from = v2(l2_x, y);
+        lane.chip.to = v2(sm_x, y);
+      }
+      for (FlowSegment* seg : {&lane.dram, &lane.chip}) {
+        seg->visible = scale > 0 && seg->bytes >= kVisibleShare * scale;
+        if (!seg->visible) continue;
+        const float spacing = std::max(seg->thickness * 2.2f, fs * 1.2f);
+        seg->tokens = tokens_along(seg->from, seg->to, spacing, offset);
+      }
+      lane.label = lane.stops_at_l2 ? "L2 hit" : format_byte_count(lane.dram.bytes);
+      const float label_w = style.text_width(lane.label);
+      lane.label_pos = v2(gap_mid - label_w * 0.5f, y - max_band * 0.5f - fs * 1.1f);
+      lane.label_visible = lane_labels && label_w <= gap_w + fs * 1.5f;
+      L.lanes.push_back(lane);
+    }
+  }
+
+  // ---- words: what happens now, and the clock.
+  char buf[320];
+  if (L.trip >= 0) {
+    const FlowTrip& trip = in.trips[L.trip];
+    const std::string reads =
+        trip.reads_stop_at_l2 ? format_byte_count(trip.textbook_read_bytes) + " from L2 (DRAM " +
+                                    format_byte_count(trip.read_bytes) + ")"
+                              : format_byte_count(trip.read_bytes) + " from HBM";
+    const std::string writes =
+        trip.writes_stop_at_l2 ? format_byte_count(trip.textbook_write_bytes) + " to L2 (DRAM " +
+                                     format_byte_count(trip.write_bytes) + ")"
+                               : format_byte_count(trip.write_bytes) + " to HBM";
+    std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)",
+                  L.trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(),
+                  writes.c_str(), format_us(trip.median_us).c_str());
+    L.status = buf;
+  } else if (L.in_gap) {
+    std::snprintf(buf, sizeof(buf), "between launches %d and %d: the GPU idles %s", next,
+                  next + 1, format_us(in.trips[next].gap_before_us).c_str());
+    L.status = buf;
+  } else {
+    std::snprintf(buf, sizeof(buf), "done: %zu launch%s in %s%s%s", in.trips.size(),
+                  in.trips.size() == 1 ? "" : "es", format_us(timing.chain_us).c_str(),
+                  reference > timing.chain_us * 1.001 && !in.pace_reference_label.empty()
+                      ? "; " : "",
+                  reference > timing.chain_us * 1.001 ? in.pace_reference_label.c_str() : "");
+    L.status = buf;
+  }
+  L.status = fit_text(L.status, W, style);
+  L.time_label = "GPU time " + format_us(shown_us) + " of " + format_us(timing.chain_us);
+  if (reference > timing.chain_us * 1.001 && !in.pace_reference_label.empty()) {
+    L.time_label += " (strip: " + in.pace_reference_label + ")";
+  }
+
+  // ---- the pacing strip: the chain on one GPU-time axis for every level of this size.
+  const float strip_w = L.strip_max.x - L.strip_min.x;
+  const auto strip_x = [&](double us) {
+    return L.strip_min.x + static_cast<float>(us / reference) * strip_w;
+  };
+  for (size_t k = 0; k < in.trips.size(); ++k) {
+    L.strip.push_back({strip_x(timing.start_us[k]), strip_x(timing.end_us[k]), static_cast<int>(k)});
+  }
+  L.strip_cursor_x = strip_x(shown_us);
+  return L;
+}
+
+// ---- [SECTION] hover -------------------------------------------------------------------------
+
+FlowHit flow_hit(const FlowLayout& L, ImVec2 p) {
+  FlowHit hit;
+  const float slack = L.font_size * 0.3f;
+  for (size_t i = 0; i < L.lanes.size(); ++i) {
+    for (const FlowSegment* seg : {&L.lanes[i].dram, &L.lanes[i].chip}) {
+      const float half = std::max(seg->thickness * 0.5f, 3.0f) + slack;
+      const float x0 = std::min(seg->from.x, seg->to.x), x1 = std::max(seg->from.x, seg->to.x);
+      if (p.x >= x0 && p.x <= x1 && std::fabs(p.y - seg->from.y) <= half) {
+        hit.lane = static_cast<int>(i);
+        return hit;
+      }
+    }
+  }
+  for (size_t i = 0; i < L.blocks.size(); ++i) {
+    if (inside(p, L.blocks[i].min, L.blocks[i].max)) {
+      hit.block = static_cast<int>(i);
+      hit.box = static_cast<int>(L.blocks[i].place);
+      return hit;
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (inside(p, L.boxes[i].min, L.boxes[i].max)) hit.box = i;
+  }
+  return hit;
+}
+
+std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit& hit) {
+  std::string out;
+  const auto add_line = [&](const std::string& s) { out += (out.empty() ? "" : "\n") + s; };
+  if (hit.lane >= 0 && L.trip >= 0 && hit.lane < static_cast<int>(L.lanes.size())) {
+    const FlowTrip& trip = in.trips[L.trip];
+    const FlowLane& lane = L.lanes[hit.lane];
+    const char* verb = lane.write ? "writes" : "reads";
+    add_line(trip.kernel + " (launch " + std::to_string(L.trip + 1) + " of " +
+             std::to_string(in.trips.size()) + "), " + format_us(trip.median_us) + " median");
+    add_line(std::string(verb) + " " + format_byte_count(lane.chip.bytes) +
+             " by the textbook count");
+    add_line(trip.measured ? "DRAM " + std::string(verb) + " " +
+                                 format_byte_count(lane.dram.bytes) + " (measured, CUPTI)"
+                           : "DRAM bytes: counters off, the band shows textbook bytes");
+    if (lane.stops_at_l2) {
+      add_line(lane.write ? "the written bytes stayed in L2: DRAM saw under half of them"
+                          : "L2 served these reads: DRAM saw under half of the bytes");
+    }
+    return out;
+  }
+  if (hit.block >= 0 && hit.block < static_cast<int>(L.blocks.size())) {
+    const FlowBlock& b = L.blocks[hit.block];
+    const FlowTensor& t = in.tensors[b.tensor];
+    add_line(t.name + ": " + format_byte_count(t.bytes));
+    const int writer = writer_of(in, b.tensor);
+    const std::vector<int> readers = readers_of(in, b.tensor);
+    if (t.intermediate && writer >= 0 && !readers.empty()) {
+      add_line("intermediate: " + in.trips[writer].kernel + " writes it, " +
+               in.trips[readers.front()].kernel + " reads it back");
+    } else if (writer < 0) {
+      add_line("an input of the chain");
+    } else {
+      add_line("the chain's result");
+    }
+    add_line(b.place == FlowPlace::hbm
+                 ? "in HBM: every byte of it costs a DRAM transfer each way"
+                 : "in L2: read from here, it costs no DRAM transfer");
+    return out;
+  }
+  if (hit.box == static_cast<int>(FlowPlace::hbm)) {
+    add_line("HBM (global memory)" +
+             (in.hbm_bytes > 0 ? ": " + format_byte_count(in.hbm_bytes) : std::string()));
+    add_line("Tensors live here between launches; every byte to or from it uses DRAM bandwidth.");
+  } else if (hit.box == static_cast<int>(FlowPlace::l2)) {
+    add_line("L2 cache" +
+             (in.l2_bytes > 0 ? ": " + format_byte_count(in.l2_bytes) : std::string()) +
+             ", shared by all SMs");
+    add_line("Every byte passes through it; a tensor that fits can be read back from here "
+             "without a DRAM transfer.");
+  } else if (hit.box == static_cast<int>(FlowPlace::sm)) {
+    add_line("SM" + (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
+             ": " + format_byte_count(in.sm_register_bytes) +
+             " of registers (64K x 32 bit) plus shared memory");
+    if (!in.on_chip.empty()) {
+      std::string values;
+      for (const auto& v : in.on_chip) values += (values.empty() ? "" : ", ") + v;
+      add_line("This fused kernel keeps " + values + " here: it never goes to memory.");
+    } else if (in.trips.size() > 1) {
+      add_line("Unfused, each launch starts from memory: nothing stays here between launches.");
+    }
+  }
+  return out;
+}
+
+// ---- [SECTION] drawing and the widget --------------------------------------------------------
+
+namespace {
+
+void draw_segment(ImDrawList* dl, const FlowSegment& seg, ImU32 color, float fs) {
+  if (!seg.visible) return;
+  const float th = std::max(seg.thickness, 2.0f);
+  dl->AddLine(seg.from, seg.to, with_alpha(color, 0.30f), th);
+  const float half_w = std::max(th * 0.55f, fs * 0.22f), half_h = th * 0.5f;
+  for (const ImVec2& c : seg.tokens) {
+    dl->AddRectFilled(v2(c.x - half_w, c.y - half_h), v2(c.x + half_w, c.y + half_h), color,
+                      std::min(half_h, 3.0f));
+  }
+  // An arrowhead where the bytes arrive.
+  const float dir = seg.to.x >= seg.from.x ? 1.0f : -1.0f;
+  const float ah = std::max(th * 0.5f + 3, fs * 0.35f);
+  dl->AddTriangleFilled(v2(seg.to.x + dir * ah, seg.to.y), v2(seg.to.x - dir * ah * 0.2f, seg.to.y - ah),
+                        v2(seg.to.x - dir * ah * 0.2f, seg.to.y + ah), color);
+}
+
+}  // namespace
+
+void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
+                      const FlowHit& hover) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 outline = with_alpha(text, 0.25f);
+  const ImU32 fills[3] = {palette::hbm_fill, palette::l2_fill, palette::sm_fill};
+
+  dl->AddText(L.caption_pos, text, L.caption.c_str());
+  dl->AddText(L.status_pos, text, L.status.c_str());
+
+  for (int i = 0; i < 3; ++i) {
+    const FlowBox& b = L.boxes[i];
+    dl->AddRectFilled(b.min, b.max, fills[i], 6.0f);
+    dl->AddRect(b.min, b.max, hover.box == i && hover.block < 0 ? with_alpha(text, 0.7f) : outline,
+                6.0f, 0, hover.box == i && hover.block < 0 ? 2.0f : 1.0f);
+    dl->AddText(b.title_pos, text, b.title.c_str());
+    dl->AddText(b.capacity_pos, dim, b.capacity.c_str());
+    if (!b.more_label.empty()) dl->AddText(b.more_pos, dim, b.more_label.c_str());
+  }
+
+  for (size_t i = 0; i < L.blocks.size(); ++i) {
+    const FlowBlock& b = L.blocks[i];
+    const ImU32 tone = b.intermediate ? palette::writes : palette::published;
+    dl->AddRectFilled(b.min, b.max, with_alpha(tone, 0.16f), 3.0f);
+    if (b.fill > 0) {
+      dl->AddRectFilled(b.min, v2(b.min.x + (b.max.x - b.min.x) * b.fill, b.max.y),
+                        with_alpha(tone, 0.45f), 3.0f);
+    }
+    ImU32 border = with_alpha(tone, 0.8f);
+    float border_w = 1.0f;
+    if (b.being_written) border = palette::writes, border_w = 2.0f;
+    if (b.being_read) border = palette::reads, border_w = 2.0f;
+    if (hover.block == static_cast<int>(i)) border = text, border_w = 2.0f;
+    dl->AddRect(b.min, b.max, border, 3.0f, 0, border_w);
+    dl->AddText(v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text,
+                b.label.c_str());
+  }
+
+  float y = L.on_chip_pos.y;
+  if (!L.on_chip_lines.empty()) {  // a block of its own: the value lives here, in registers
+    const ImVec2 a = v2(L.on_chip_pos.x - fs * 0.2f, y - fs * 0.1f);
+    const ImVec2 b = v2(L.boxes[2].max.x - fs * 0.2f, y + L.on_chip_lines.size() * fs * 1.25f);
+    dl->AddRectFilled(a, b, with_alpha(palette::on_chip, 0.15f), 3.0f);
+    dl->AddRect(a, b, with_alpha(palette::on_chip, 0.8f), 3.0f);
+  }
+  for (const auto& l : L.on_chip_lines) {
+    dl->AddText(v2(L.on_chip_pos.x, y), palette::on_chip, l.c_str());
+    y += fs * 1.25f;
+  }
+  for (const auto& l : L.sm_note_lines) {
+    dl->AddText(v2(L.on_chip_pos.x, y), dim, l.c_str());
+    y += fs * 1.25f;
+  }
+
+  for (size_t i = 0; i < L.lanes.size(); ++i) {
+    const FlowLane& lane = L.lanes[i];
+    const ImU32 color = lane.write ? palette::writes : palette::reads;
+    draw_segment(dl, lane.dram, color, fs);
+    draw_segment(dl, lane.chip, color, fs);
+    if (lane.label_visible) {
+      dl->AddText(lane.label_pos, lane.stops_at_l2 ? palette::l2 : color, lane.label.c_str());
+    }
+    if (hover.lane == static_cast<int>(i)) {
+      const float th = std::max({lane.dram.thickness, lane.chip.thickness, 2.0f});
+      const float x0 = std::min({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
+      const float x1 = std::max({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
+      dl->AddRect(v2(x0 - 2, lane.chip.from.y - th * 0.5f - 3), v2(x1 + 2, lane.chip.from.y + th * 0.5f + 3),
+                  text, 3.0f);
+    }
+  }
+
+  // The pacing strip.
+  if (!L.strip.empty()) {
+    dl->AddRectFilled(L.strip_min, L.strip_max, with_alpha(text, 0.08f), 2.0f);
+    for (const auto& s : L.strip) {
+      const ImU32 c = s.trip == L.trip ? palette::measured : with_alpha(palette::measured, 0.45f);
+      dl->AddRectFilled(v2(s.x0, L.strip_min.y), v2(std::max(s.x1, s.x0 + 1.0f), L.strip_max.y), c, 2.0f);
+    }
+    dl->AddLine(v2(L.strip_cursor_x, L.strip_min.y - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text,
+                2.0f);
+    dl->AddText(L.time_label_pos, dim, L.time_label.c_str());
+  }
+  if (!in.trips.empty()) {
+    const float w = ImGui::CalcTextSize(L.bytes_note.c_str()).x;
+    dl->AddText(v2(L.canvas_max.x - w, L.bytes_note_pos.y),
+                L.bytes_note_textbook ? palette::reference : dim, L.bytes_note.c_str());
+  }
+}
+
+namespace {
+
+FlowResult flow_widget(const char* id, const FlowInput& input, double t, float height,
+                       bool* clicked) {
+  const ViewStyle style = ViewStyle::current();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (height <= 0) height = avail.y;
+  height = std::max(height, style.font_size * 11);  // InvisibleButton asserts on a zero size
+  const float width = std::max(avail.x, style.font_size * 24);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  *clicked = ImGui::IsItemClicked();
+  const bool hovered = ImGui::IsItemHovered();
+  const FlowLayout layout = layout_flow(input, t, p0, v2(p0.x + width, p0.y + height), style);
+  FlowResult result;
+  result.animating = !input.trips.empty();
+  if (hovered) result.hover = flow_hit(layout, ImGui::GetIO().MousePos);
+  draw_flow_layout(ImGui::GetWindowDrawList(), input, layout, result.hover);
+  if (result.hover.valid()) {
+    const std::string readout = flow_readout(input, layout, result.hover);
+    if (!readout.empty()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(style.font_size * 30);
+      ImGui::TextUnformatted(readout.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+FlowResult draw_flow(const char* id, const FlowInput& input, double t, float height) {
+  bool clicked = false;
+  return flow_widget(id, input, t, height, &clicked);
+}
+
+FlowResult draw_flow(const char* id, const FlowInput& input, FlowClock* clock, double now_s,
+                     float height) {
+  bool clicked = false;
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 24);
+  FlowResult result = flow_widget(id, input, clock->elapsed(now_s), height, &clicked);
+  if (clicked) clock->toggle_pause(now_s);
+  result.animating = result.animating && !clock->paused();
+  const char* hint = clock->paused() ? "paused: click to resume" : "click to pause";
+  const float w = ImGui::CalcTextSize(hint).x;
+  ImGui::GetWindowDrawList()->AddText(v2(p0.x + width - w, p0.y),
+                                      ImGui::GetColorU32(ImGuiCol_TextDisabled), hint);
+  return result;
 }
 
 }  // namespace fl::viz

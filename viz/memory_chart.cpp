@@ -1,158 +1,405 @@
+// The memory chart (memory_chart.h).
+//
+// [SECTION] input: MemoryInput from the shown level and level 0
+// [SECTION] layout: axis, grouped bars, legend, headline and badge as plain data
+// [SECTION] hover read-outs
+// [SECTION] drawing and the widget
 #include "viz/memory_chart.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
-#include "app/measure/sizes.h"
+#include "viz/plot.h"  // nice_linear_step
 
 namespace fl::viz {
 
 const char* label(MemoryBar kind) {
   switch (kind) {
-    case MemoryBar::textbook_read: return "textbook read";
-    case MemoryBar::textbook_write: return "textbook write";
-    case MemoryBar::dram_read: return "DRAM read (measured)";
-    case MemoryBar::dram_write: return "DRAM write (measured)";
+    case MemoryBar::textbook: return "textbook";
+    case MemoryBar::dram: return "DRAM (measured)";
     case MemoryBar::l2: return "L2 (measured)";
   }
   return "";
 }
 
+// ---- [SECTION] input -------------------------------------------------------------------------
+
 namespace {
 
-double textbook_total(const Measurement& m) { return static_cast<double>(m.textbook_bytes()); }
-
-// DRAM read + write of every launch, or < 0 when any launch lacks counters.
-double dram_total(const Measurement& m) {
-  double sum = 0;
-  for (const auto& l : m.launches) {
-    if (!l.counters) return -1;
-    sum += static_cast<double>(l.counters->dram_read_bytes + l.counters->dram_write_bytes);
+std::string why_no_counters(const Measurement& m) {
+  if (!m.counters_note.empty()) return m.counters_note;
+  switch (m.counters_status) {
+    case CountersStatus::pending: return "the counters are being read";
+    case CountersStatus::unavailable: return "this system cannot read the counters";
+    case CountersStatus::failed: return "reading the counters failed";
+    case CountersStatus::not_measured:
+    case CountersStatus::measured: break;
   }
-  return sum;
+  return "counters off";
 }
-
-const ImU32 kColors[kMemoryBarKinds] = {IM_COL32(120, 140, 170, 255), IM_COL32(90, 105, 130, 255),
-                                        IM_COL32(66, 150, 250, 255), IM_COL32(240, 150, 40, 255),
-                                        IM_COL32(90, 200, 120, 255)};
 
 }  // namespace
 
 MemoryInput memory_input(const Measurement& shown, const Measurement& level0) {
   MemoryInput in;
-  in.check = shown.check;
-  MemoryRow total;
+  in.level_name = std::to_string(shown.level) + " " + shown.level_name;
+  MemoryGroup total;
   total.kernel = "total";
   total.measured = !shown.launches.empty();
   for (const LaunchResult& l : shown.launches) {
-    MemoryRow row;
-    row.kernel = l.textbook.kernel;
-    row.bytes[0] = static_cast<double>(l.textbook.bytes_read);
-    row.bytes[1] = static_cast<double>(l.textbook.bytes_written);
+    MemoryGroup g;
+    g.kernel = l.textbook.kernel;
+    g.textbook_read = static_cast<double>(l.textbook.bytes_read);
+    g.textbook_write = static_cast<double>(l.textbook.bytes_written);
     if (l.counters) {
-      row.measured = true;
-      row.bytes[2] = static_cast<double>(l.counters->dram_read_bytes);
-      row.bytes[3] = static_cast<double>(l.counters->dram_write_bytes);
-      row.bytes[4] = static_cast<double>(l.counters->l2_bytes);
+      g.measured = true;
+      g.dram_read = static_cast<double>(l.counters->dram_read_bytes);
+      g.dram_write = static_cast<double>(l.counters->dram_write_bytes);
+      g.l2 = static_cast<double>(l.counters->l2_bytes);
     }
-    total.measured = total.measured && row.measured;
-    for (int k = 0; k < kMemoryBarKinds; ++k) total.bytes[k] += row.bytes[k];
-    in.rows.push_back(row);
+    total.measured = total.measured && g.measured;
+    total.textbook_read += g.textbook_read;
+    total.textbook_write += g.textbook_write;
+    total.dram_read += g.dram_read;
+    total.dram_write += g.dram_write;
+    total.l2 += g.l2;
+    in.groups.push_back(g);
   }
-  in.rows.push_back(total);
+  in.groups.push_back(total);
   in.counters = total.measured;
-  in.saved_textbook_bytes = textbook_total(level0) - textbook_total(shown);
-  const double d0 = dram_total(level0), d = dram_total(shown);
-  in.saved_dram_bytes = d0 >= 0 && d >= 0 ? d0 - d : -1;
+  if (!in.counters) in.counters_note = why_no_counters(shown);
+  in.baseline = &shown == &level0 || shown.level == level0.level;
+  in.level0_textbook_bytes = static_cast<double>(level0.textbook_bytes());
+  in.saved_textbook_bytes = in.level0_textbook_bytes - static_cast<double>(shown.textbook_bytes());
+  const auto d0 = level0.counters_total(), d = shown.counters_total();
+  if (d0 && d) {
+    in.saved_dram_known = true;
+    in.saved_dram_bytes = static_cast<double>(d0->dram_read_bytes + d0->dram_write_bytes) -
+                          static_cast<double>(d->dram_read_bytes + d->dram_write_bytes);
+  }
+  in.check = shown.check;
+  in.checked = shown.check.passed || shown.check.tolerance > 0;
   return in;
 }
 
-MemoryLayout layout_memory(const MemoryInput& input, ImVec2 min, ImVec2 max, float label_width) {
-  MemoryLayout out;
-  const int kinds = input.counters ? kMemoryBarKinds : 2;  // without counters: textbook only
-  for (const MemoryRow& r : input.rows) {
-    for (int k = 0; k < kinds; ++k) out.scale_bytes = std::max(out.scale_bytes, r.bytes[k]);
-  }
-  if (input.rows.empty() || out.scale_bytes <= 0) return out;
-  const float row_h = (max.y - min.y) / static_cast<float>(input.rows.size());
-  const float bar_h = std::max(1.0f, (row_h - 4) / kinds);
-  const float x0 = min.x + label_width, width = max.x - x0;
-  for (size_t i = 0; i < input.rows.size(); ++i) {
-    const float top = min.y + row_h * static_cast<float>(i) + 2;
-    out.row_y.push_back(top);
-    for (int k = 0; k < kinds; ++k) {
-      MemoryBarRect b;
-      b.row = static_cast<int>(i);
-      b.kind = static_cast<MemoryBar>(k);
-      b.min = ImVec2(x0, top + bar_h * k);
-      b.max = ImVec2(x0 + static_cast<float>(input.rows[i].bytes[k] / out.scale_bytes) * width,
-                     top + bar_h * (k + 1) - 1);
-      out.bars.push_back(b);
-    }
-  }
-  return out;
+// ---- [SECTION] layout ------------------------------------------------------------------------
+
+namespace {
+
+const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+
+std::string in_unit(double bytes, double unit_bytes, const char* unit) {
+  const double v = bytes / unit_bytes;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), v >= 10 || v == 0 ? "%.0f %s" : "%.1f %s", v, unit);
+  return buf;
 }
 
-void draw_memory_chart(const char* id, const MemoryInput& input, float height) {
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, 80.0f);
-  const float fs = ImGui::GetFontSize();
-  // The headline: bytes fusion saves, and the correctness badge.
-  char headline[160];
-  if (input.saved_textbook_bytes > 0) {
-    std::snprintf(headline, sizeof(headline), "Fusion saves %s of traffic (textbook)",
-                  format_bytes(input.saved_textbook_bytes).c_str());
+std::string short_error(double e) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1e", e);
+  return buf;
+}
+
+}  // namespace
+
+MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const ViewStyle& style) {
+  MemoryLayout L;
+  const float fs = style.font_size, line = style.line();
+  L.font_size = fs;
+  L.big_font_size = fs * 2.0f;
+  const float W = std::max(max.x - min.x, fs * 20);
+
+  // ---- the headline column on the right.
+  const float side_w = std::clamp(W * 0.3f, fs * 12, fs * 20);
+  L.side_min = v2(min.x + W - side_w, min.y);
+  L.side_max = v2(min.x + W, max.y);
+  const float side_text_w = side_w - fs * 0.5f;
+  float y = min.y;
+  L.saved_title_pos = v2(L.side_min.x, y);
+  y += line;
+  L.saved_value_pos = v2(L.side_min.x, y);
+  y += L.big_font_size * 1.1f;
+  L.saved_detail_pos = v2(L.side_min.x, y);
+  std::vector<std::string> sentences;
+  if (in.baseline) {
+    L.saved_title = "level 0 moves (textbook)";
+    L.saved_bytes = in.level0_textbook_bytes;
+    L.saved_value = format_byte_count(L.saved_bytes);
+    sentences.push_back("the unfused baseline: move the fusion slider to see what fusion saves");
   } else {
-    std::snprintf(headline, sizeof(headline), "Level 0: nothing saved yet");
+    L.saved_title = "saved by fusion (textbook)";
+    L.saved_bytes = in.saved_textbook_bytes;
+    L.saved_value = format_byte_count(L.saved_bytes);
+    const double share = in.level0_textbook_bytes > 0
+                             ? 100.0 * in.saved_textbook_bytes / in.level0_textbook_bytes
+                             : 0.0;
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "level 0 moves %s,",
+                  format_byte_count(in.level0_textbook_bytes).c_str());
+    sentences.push_back(buf);
+    std::snprintf(buf, sizeof(buf), "level %s moves %s (%.0f%% less)", in.level_name.c_str(),
+                  format_byte_count(in.level0_textbook_bytes - in.saved_textbook_bytes).c_str(),
+                  share);
+    sentences.push_back(buf);
+    if (in.saved_dram_known) {
+      sentences.push_back("measured in DRAM: " + format_byte_count(in.saved_dram_bytes) + " less");
+    }
   }
-  ImGui::TextUnformatted(headline);
-  if (input.saved_dram_bytes >= 0) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("| measured in DRAM: %s", format_bytes(input.saved_dram_bytes).c_str());
+  for (const auto& sentence : sentences) {
+    for (auto& l : wrap_text(sentence, side_text_w, style)) L.saved_detail.push_back(l);
   }
-  ImGui::SameLine();
-  if (input.check.passed) {
-    ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "| output correct (rel. error %.1e)", input.check.rel_l2_error);
+  y += L.saved_detail.size() * line + fs * 0.5f;
+  if (!in.checked) {
+    L.badge = "output not checked";
+  } else if (in.check.passed) {
+    L.badge = "output correct\nrel. error " + short_error(in.check.rel_l2_error) +
+              (in.check.tolerance > 0 ? " (tol. " + short_error(in.check.tolerance) + ")" : "");
   } else {
-    ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "| output WRONG: no speedup shown");
+    L.badge = "output WRONG: no speedup\nrel. error " + short_error(in.check.rel_l2_error) +
+              (in.check.tolerance > 0 ? " > tol. " + short_error(in.check.tolerance) : "");
   }
-  // Legend.
-  const int kinds = input.counters ? kMemoryBarKinds : 2;
-  for (int k = 0; k < kinds; ++k) {
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fs * 0.25f), ImVec2(p.x + fs * 0.6f, p.y + fs * 0.85f), kColors[k]);
-    ImGui::Dummy(ImVec2(fs * 0.7f, fs));
-    ImGui::SameLine();
-    ImGui::TextUnformatted(label(static_cast<MemoryBar>(k)));
-    if (k + 1 < kinds) ImGui::SameLine();
+  L.badge_ok = in.checked && in.check.passed;
+  {
+    float badge_w = 0;
+    int badge_lines = 1;
+    size_t start = 0;
+    for (size_t i = 0; i <= L.badge.size(); ++i) {
+      if (i == L.badge.size() || L.badge[i] == '\n') {
+        badge_w = std::max(badge_w, style.text_width(L.badge.substr(start, i - start)));
+        if (i < L.badge.size()) ++badge_lines;
+        start = i + 1;
+      }
+    }
+    L.badge_min = v2(L.side_min.x, y);
+    L.badge_max = v2(L.side_min.x + std::min(badge_w + fs, side_w),
+                     y + badge_lines * fs * 1.2f + fs * 0.6f);
   }
-  if (!input.counters) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(textbook bytes only: counters off or not yet measured)");
+
+  // ---- the legend on top of the chart, flowing into rows.
+  const float chart_min_x = min.x, chart_max_x = L.side_min.x - fs * 1.2f;
+  std::vector<MemoryLegendEntry> entries = {
+      {"textbook read | write", palette::textbook_read, palette::textbook_write, {}}};
+  if (in.counters) {
+    entries.push_back({"DRAM read | write (measured)", palette::reads, palette::writes, {}});
+    entries.push_back({"L2 requests (measured)", palette::l2, palette::l2, {}});
   }
-  const ImVec2 top = ImGui::GetCursorScreenPos();
-  const float chart_h = std::max(height - (top.y - origin.y), fs * 2);
-  ImGui::InvisibleButton(id, ImVec2(width, chart_h));
-  const float label_w = fs * 9;
-  const MemoryLayout layout =
-      layout_memory(input, top, ImVec2(top.x + width - fs * 5, top.y + chart_h), label_w);
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  for (size_t i = 0; i < layout.row_y.size(); ++i) {
-    dl->AddText(ImVec2(top.x, layout.row_y[i]), ImGui::GetColorU32(ImGuiCol_Text), input.rows[i].kernel.c_str());
+  float lx = chart_min_x, ly = min.y;
+  for (auto& e : entries) {
+    const float w = fs * 1.6f + style.text_width(e.label) + fs;
+    if (lx > chart_min_x && lx + w > chart_max_x) {
+      lx = chart_min_x;
+      ly += line;
+    }
+    e.pos = v2(lx, ly);
+    lx += w;
+    L.legend.push_back(e);
   }
-  int hovered = -1;
+  if (!in.counters) {
+    L.counters_note = "no DRAM / L2 bars: " + in.counters_note;
+    const float w = style.text_width(L.counters_note);
+    if (lx > chart_min_x && lx + w > chart_max_x) {
+      lx = chart_min_x;
+      ly += line;
+    }
+    L.counters_note = fit_text(L.counters_note, chart_max_x - lx, style);
+    L.counters_note_pos = v2(lx, ly);
+  }
+  const float legend_bottom = ly + line + fs * 0.3f;
+
+  // ---- the axis: a unit that keeps the numbers short, 1-2-5 steps.
+  double top = 0;
+  for (const auto& g : in.groups) {
+    top = std::max(top, g.textbook_read + g.textbook_write);
+    if (in.counters) top = std::max({top, g.dram_read + g.dram_write, g.l2});
+  }
+  int u = 0;
+  while (u < 4 && top >= 1024.0 * std::pow(1024.0, u)) ++u;
+  const double unit_bytes = std::pow(1024.0, u);
+  L.unit = kUnits[u];
+  // Headroom above the tallest bar for its value label.
+  double lo = 0, hi = top > 0 ? top * 1.12 / unit_bytes : 1;
+  const float frame_top = legend_bottom;
+  const float frame_bottom = std::max(frame_top + fs * 3, max.y - line * 1.1f);
+  const int max_ticks = std::clamp(static_cast<int>((frame_bottom - frame_top) / (fs * 1.6f)), 2, 6);
+  const double step = nice_linear_step(&lo, &hi, max_ticks);
+  L.axis_max_bytes = hi * unit_bytes;
+  float widest = 0;
+  std::vector<std::string> tick_labels;
+  for (double v = 0; v <= hi * (1 + 1e-9); v += step) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%g %s", v, L.unit.c_str());
+    tick_labels.push_back(buf);
+    widest = std::max(widest, style.text_width(buf));
+  }
+  L.frame_min = v2(chart_min_x + widest + fs * 0.6f, frame_top);
+  L.frame_max = v2(std::max(L.frame_min.x + fs * 4, chart_max_x), frame_bottom);
+  const auto y_of = [&](double bytes) {
+    return L.frame_max.y - static_cast<float>(bytes / L.axis_max_bytes) * (L.frame_max.y - L.frame_min.y);
+  };
+  for (size_t i = 0; i < tick_labels.size(); ++i) {
+    L.y_ticks.push_back({y_of(i * step * unit_bytes), tick_labels[i]});
+  }
+
+  // ---- grouped bars: textbook (read | write), DRAM (read | write), L2.
+  const int groups = static_cast<int>(in.groups.size());
+  if (groups == 0 || top <= 0) return L;
+  const int kinds = in.counters ? 3 : 1;
+  const float group_w = (L.frame_max.x - L.frame_min.x) / groups;
+  const float bar_gap = std::max(2.0f, group_w * 0.04f);
+  const float bar_w = std::min((group_w * 0.8f - bar_gap * (kinds - 1)) / kinds, fs * 4);
+  const float content_w = bar_w * kinds + bar_gap * (kinds - 1);
+  for (int gi = 0; gi < groups; ++gi) {
+    const MemoryGroup& g = in.groups[gi];
+    const float gx = L.frame_min.x + gi * group_w;
+    const float x0 = gx + 0.5f * (group_w - content_w);
+    for (int k = 0; k < kinds; ++k) {
+      MemoryBarRect b;
+      b.group = gi;
+      b.kind = static_cast<MemoryBar>(k);
+      double read = 0, write = 0;
+      if (b.kind == MemoryBar::textbook) {
+        read = g.textbook_read;
+        write = g.textbook_write;
+      } else if (b.kind == MemoryBar::dram) {
+        read = g.dram_read;
+        write = g.dram_write;
+      } else {
+        read = g.l2;
+      }
+      b.bytes = read + write;
+      const float bx = x0 + k * (bar_w + bar_gap);
+      b.min = v2(bx, y_of(b.bytes));
+      b.max = v2(bx + bar_w, L.frame_max.y);
+      b.split_y = y_of(read);
+      b.value_label = in_unit(b.bytes, unit_bytes, L.unit.c_str());
+      const float vw = style.text_width(b.value_label);
+      b.value_pos = v2(bx + 0.5f * (bar_w - vw), b.min.y - fs * 1.1f);
+      b.value_visible = vw <= bar_w + bar_gap * 0.8f && b.value_pos.y >= min.y;
+      L.bars.push_back(b);
+    }
+    const std::string name = fit_text(g.kernel, group_w - fs * 0.3f, style);
+    L.group_labels.push_back(
+        {v2(gx + 0.5f * (group_w - style.text_width(name)), L.frame_max.y + fs * 0.15f), name});
+  }
+  return L;
+}
+
+int memory_hit(const MemoryLayout& layout, ImVec2 p) {
   for (size_t i = 0; i < layout.bars.size(); ++i) {
     const MemoryBarRect& b = layout.bars[i];
-    dl->AddRectFilled(b.min, ImVec2(std::max(b.max.x, b.min.x + 1), b.max.y), kColors[static_cast<int>(b.kind)]);
-    if (ImGui::IsItemHovered() && ImGui::IsMouseHoveringRect(b.min, ImVec2(b.min.x + width, b.max.y))) hovered = static_cast<int>(i);
+    // The whole column above the bar counts, so short bars are easy to hover.
+    if (p.x >= b.min.x && p.x <= b.max.x && p.y >= layout.frame_min.y && p.y <= b.max.y) {
+      return static_cast<int>(i);
+    }
   }
-  if (hovered >= 0) {
-    const MemoryBarRect& b = layout.bars[hovered];
+  return -1;
+}
+
+// ---- [SECTION] hover read-outs ---------------------------------------------------------------
+
+std::string memory_readout(const MemoryInput& in, const MemoryBarRect& bar) {
+  if (bar.group < 0 || bar.group >= static_cast<int>(in.groups.size())) return "";
+  const MemoryGroup& g = in.groups[bar.group];
+  const double textbook = g.textbook_read + g.textbook_write;
+  std::string out = g.kernel + ", " + label(bar.kind) + ":\n";
+  char buf[240];
+  if (bar.kind == MemoryBar::textbook) {
+    std::snprintf(buf, sizeof(buf), "read %s + write %s = %s\nthe fewest bytes the kernel must move",
+                  format_byte_count(g.textbook_read).c_str(),
+                  format_byte_count(g.textbook_write).c_str(), format_byte_count(textbook).c_str());
+  } else if (bar.kind == MemoryBar::dram) {
+    const double dram = g.dram_read + g.dram_write;
+    std::snprintf(buf, sizeof(buf), "read %s + write %s = %s\n%.0f%% of the textbook bytes",
+                  format_byte_count(g.dram_read).c_str(), format_byte_count(g.dram_write).c_str(),
+                  format_byte_count(dram).c_str(), textbook > 0 ? 100.0 * dram / textbook : 0.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%s requested from L2 (hits and misses, reads and writes)",
+                  format_byte_count(g.l2).c_str());
+  }
+  return out + buf;
+}
+
+// ---- [SECTION] drawing and the widget --------------------------------------------------------
+
+void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayout& L,
+                        int hovered_bar) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 grid = with_alpha(text, 0.12f), axis = with_alpha(text, 0.5f);
+
+  for (const auto& e : L.legend) {
+    const float h = fs * 0.8f, top = e.pos.y + fs * 0.15f;
+    dl->AddRectFilled(v2(e.pos.x, top), v2(e.pos.x + fs * 0.6f, top + h), e.color_a);
+    dl->AddRectFilled(v2(e.pos.x + fs * 0.6f, top), v2(e.pos.x + fs * 1.2f, top + h), e.color_b);
+    dl->AddText(v2(e.pos.x + fs * 1.6f, e.pos.y), text, e.label.c_str());
+  }
+  if (!L.counters_note.empty()) dl->AddText(L.counters_note_pos, palette::reference, L.counters_note.c_str());
+
+  dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  for (const auto& [ty, tl] : L.y_ticks) {
+    dl->AddLine(v2(L.frame_min.x, ty), v2(L.frame_max.x, ty), grid);
+    const ImVec2 size = ImGui::CalcTextSize(tl.c_str());
+    dl->AddText(v2(L.frame_min.x - fs * 0.35f - size.x, ty - size.y * 0.5f), dim, tl.c_str());
+  }
+  dl->AddRect(L.frame_min, L.frame_max, axis);
+  if (in.groups.size() > 1) {  // the total stands apart from the launches
+    const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * (in.groups.size() - 1) /
+                                        static_cast<float>(in.groups.size());
+    for (float yy = L.frame_min.y; yy < L.frame_max.y; yy += 10) {
+      dl->AddLine(v2(x, yy), v2(x, std::min(yy + 5, L.frame_max.y)), axis);
+    }
+  }
+  for (size_t i = 0; i < L.bars.size(); ++i) {
+    const MemoryBarRect& b = L.bars[i];
+    const ImVec2 top_left = v2(b.min.x, std::min(b.min.y, b.max.y - 1));
+    if (b.kind == MemoryBar::l2) {
+      dl->AddRectFilled(top_left, b.max, palette::l2);
+    } else {
+      const bool dram = b.kind == MemoryBar::dram;
+      dl->AddRectFilled(v2(b.min.x, b.split_y), b.max, dram ? palette::reads : palette::textbook_read);
+      dl->AddRectFilled(top_left, v2(b.max.x, b.split_y), dram ? palette::writes : palette::textbook_write);
+    }
+    if (static_cast<int>(i) == hovered_bar) dl->AddRect(top_left, b.max, text, 0, 0, 2.0f);
+    if (b.value_visible) dl->AddText(b.value_pos, dim, b.value_label.c_str());
+  }
+  for (const auto& [pos, name] : L.group_labels) dl->AddText(pos, text, name.c_str());
+
+  // The headline: the big number and the badge.
+  dl->AddText(L.saved_title_pos, dim, L.saved_title.c_str());
+  dl->AddText(ImGui::GetFont(), L.big_font_size, L.saved_value_pos,
+              !in.baseline && L.saved_bytes > 0 ? palette::correct : text, L.saved_value.c_str());
+  float y = L.saved_detail_pos.y;
+  for (const auto& l : L.saved_detail) {
+    dl->AddText(v2(L.saved_detail_pos.x, y), text, l.c_str());
+    y += fs * 1.25f;
+  }
+  const ImU32 badge_color = L.badge_ok ? palette::correct : in.checked ? palette::wrong : dim;
+  dl->AddRectFilled(L.badge_min, L.badge_max, with_alpha(badge_color, 0.18f), 5.0f);
+  dl->AddRect(L.badge_min, L.badge_max, badge_color, 5.0f, 0, 1.5f);
+  dl->AddText(v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge.c_str());
+}
+
+int draw_memory_chart(const char* id, const MemoryInput& input, float height) {
+  const ViewStyle style = ViewStyle::current();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (height <= 0) height = avail.y;
+  height = std::max(height, style.font_size * 10);
+  const float width = std::max(avail.x, style.font_size * 24);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  const bool hovered = ImGui::IsItemHovered();
+  const MemoryLayout layout = layout_memory(input, p0, v2(p0.x + width, p0.y + height), style);
+  const int bar = hovered ? memory_hit(layout, ImGui::GetIO().MousePos) : -1;
+  draw_memory_layout(ImGui::GetWindowDrawList(), input, layout, bar);
+  if (bar >= 0) {
     ImGui::BeginTooltip();
-    ImGui::Text("%s, %s: %s", input.rows[b.row].kernel.c_str(), label(b.kind),
-                format_bytes(input.rows[b.row].bytes[static_cast<int>(b.kind)]).c_str());
+    ImGui::TextUnformatted(memory_readout(input, layout.bars[bar]).c_str());
     ImGui::EndTooltip();
   }
+  return bar;
 }
 
 }  // namespace fl::viz

@@ -1,7 +1,10 @@
-// The memory chart: for each launch of a level, the bytes it had to move by the textbook count
-// (read / written) beside what the GPU's counters measured in DRAM (read / written) and in L2,
-// plus the bytes fusion saves against level 0 as one big number. Layout as data first, then
-// drawn, so tests check the bars without pixels.
+// The memory chart: where the bytes of one fusion level went. Per launch and in total, grouped
+// bars of the bytes the kernel must move by the textbook count (read | write), the DRAM bytes the
+// GPU's counters measured (read | write) and the bytes requested from L2 (measured), on an axis
+// in KiB / MiB / GiB; beside them, the bytes fusion saves as one big number (level 0's total
+// minus this level's) and the correctness badge (no speedup counts for a wrong kernel).
+// Two steps, as for the plot widget: layout_memory() computes bars, ticks, labels and the
+// headline as plain data (no ImGui context: tests need no pixels); draw_memory_chart() draws.
 #pragma once
 
 #include <imgui.h>
@@ -10,42 +13,98 @@
 #include <vector>
 
 #include "app/measure/results.h"
+#include "viz/view_util.h"
 
 namespace fl::viz {
 
-enum class MemoryBar { textbook_read, textbook_write, dram_read, dram_write, l2 };
-constexpr int kMemoryBarKinds = 5;
-const char* label(MemoryBar kind);
+// ---- [SECTION] input -------------------------------------------------------------------------
 
-struct MemoryRow {
-  std::string kernel;                      // "total" for the last row
-  double bytes[kMemoryBarKinds] = {0, 0, 0, 0, 0};
-  bool measured = false;                   // counters present for this row
+// One group of bars: a launch, or the level's total.
+struct MemoryGroup {
+  std::string kernel;  // "gelu", or "total"
+  double textbook_read = 0, textbook_write = 0;
+  bool measured = false;  // the counters below are present
+  double dram_read = 0, dram_write = 0, l2 = 0;
 };
 
 struct MemoryInput {
-  std::vector<MemoryRow> rows;  // one per launch, then the total
-  double saved_textbook_bytes = 0;  // level 0 total - this level's total (textbook)
-  double saved_dram_bytes = -1;     // the same from the counters; < 0 when not measured
-  bool counters = false;            // every launch measured
+  std::string level_name;            // "1 fused"
+  std::vector<MemoryGroup> groups;   // one per launch, then the total
+  bool counters = false;             // every launch has measured counters
+  std::string counters_note;         // why not, when the results model says
+  bool baseline = false;             // the shown level is level 0: nothing to save
+  double level0_textbook_bytes = 0;  // level 0's total
+  double saved_textbook_bytes = 0;   // level 0's total - this level's total (textbook)
+  double saved_dram_bytes = 0;       // the same from the counters, when saved_dram_known
+  bool saved_dram_known = false;
+  bool checked = false;              // a correctness figure exists
   CheckResult check;
+
+  const MemoryGroup& total() const { return groups.back(); }
 };
 
 // `level0` may be the same measurement as `shown` (then nothing is saved).
 MemoryInput memory_input(const Measurement& shown, const Measurement& level0);
 
+// ---- [SECTION] layout ------------------------------------------------------------------------
+
+enum class MemoryBar { textbook, dram, l2 };
+const char* label(MemoryBar kind);  // "textbook", "DRAM (measured)", "L2 (measured)"
+
 struct MemoryBarRect {
-  int row = 0;
-  MemoryBar kind = MemoryBar::textbook_read;
-  ImVec2 min, max;
-};
-struct MemoryLayout {
-  std::vector<MemoryBarRect> bars;
-  std::vector<float> row_y;  // label baseline per row
-  double scale_bytes = 0;    // bytes at full width
+  int group = 0;
+  MemoryBar kind = MemoryBar::textbook;
+  ImVec2 min, max;      // the whole bar; textbook and DRAM bars stack read (bottom) + write
+  float split_y = 0;    // where read meets write (== max.y for the L2 bar)
+  double bytes = 0;     // the bar's height in bytes: read + write, or L2
+  std::string value_label;  // "128 MiB"
+  ImVec2 value_pos;
+  bool value_visible = false;  // fits above the bar without touching its neighbours
 };
 
-MemoryLayout layout_memory(const MemoryInput& input, ImVec2 min, ImVec2 max, float label_width);
-void draw_memory_chart(const char* id, const MemoryInput& input, float height);
+struct MemoryLegendEntry {
+  std::string label;
+  ImU32 color_a = 0, color_b = 0;  // a two-tone swatch: read | write
+  ImVec2 pos;                      // swatch top-left
+};
+
+struct MemoryLayout {
+  float font_size = 16;
+  ImVec2 frame_min, frame_max;  // the bar chart's plot area
+  double axis_max_bytes = 0;    // top of the y axis
+  std::string unit;             // "MiB"
+  std::vector<std::pair<float, std::string>> y_ticks;  // screen y, "256 MiB"
+  std::vector<MemoryBarRect> bars;
+  std::vector<std::pair<ImVec2, std::string>> group_labels;  // top-left, kernel name
+  std::vector<MemoryLegendEntry> legend;
+  std::string counters_note;  // "DRAM and L2 bars need the counters: ..."
+  ImVec2 counters_note_pos;
+
+  // The headline column.
+  ImVec2 side_min, side_max;
+  std::string saved_title;  // "saved by fusion (textbook bytes)"
+  std::string saved_value;  // "512.0 MiB" (the big number)
+  double saved_bytes = 0;   // the big number's value
+  std::vector<std::string> saved_detail;  // wrapped lines under it
+  ImVec2 saved_title_pos, saved_value_pos, saved_detail_pos;
+  float big_font_size = 32;
+  std::string badge;  // "correct: rel. error 3.6e-08 (tolerance 1e-05)"
+  bool badge_ok = false;
+  ImVec2 badge_min, badge_max;
+};
+
+MemoryLayout layout_memory(const MemoryInput& input, ImVec2 min, ImVec2 max,
+                           const ViewStyle& style = ViewStyle());
+// Index into layout.bars under `point`, or -1.
+int memory_hit(const MemoryLayout& layout, ImVec2 point);
+std::string memory_readout(const MemoryInput& input, const MemoryBarRect& bar);
+
+// ---- [SECTION] drawing -----------------------------------------------------------------------
+
+void draw_memory_layout(ImDrawList* draw_list, const MemoryInput& input,
+                        const MemoryLayout& layout, int hovered_bar);
+// Canvas widget at the cursor: full width, `height` px tall (<= 0: the space left); tooltips on
+// hover. Returns the hovered bar or -1.
+int draw_memory_chart(const char* id, const MemoryInput& input, float height);
 
 }  // namespace fl::viz

@@ -1,3 +1,9 @@
+// The roofline (roofline_view.h).
+//
+// [SECTION] input: one point per correct, timed level
+// [SECTION] layout: decades, roofs, points and labels as plain data
+// [SECTION] hover read-outs
+// [SECTION] drawing and the widget
 #include "viz/roofline_view.h"
 
 #include <algorithm>
@@ -5,21 +11,14 @@
 #include <cstdio>
 
 namespace fl::viz {
-namespace {
 
-std::string power_label(int p, const char* unit) {
-  char buf[32];
-  if (p >= 0 && p <= 5) std::snprintf(buf, sizeof(buf), "%.0f%s", std::pow(10.0, p), unit);
-  else std::snprintf(buf, sizeof(buf), "1e%d%s", p, unit);
-  return buf;
-}
-
-}  // namespace
+// ---- [SECTION] input -------------------------------------------------------------------------
 
 RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof_gbps,
-                             int shown_level) {
+                             int shown_level, double compute_roof_gflops) {
   RooflineInput in;
   in.roof_gbps = roof_gbps;
+  in.compute_roof_gflops = compute_roof_gflops;
   for (const Measurement& m : levels) {
     double flops = 0;
     for (const auto& l : m.launches) flops += l.textbook.flops;
@@ -27,92 +26,285 @@ RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof
     if (!m.check.passed || m.chain_time_us.median <= 0 || bytes <= 0 || flops <= 0) continue;
     RooflinePoint p;
     p.label = std::to_string(m.level) + " " + m.level_name;
+    p.level = m.level;
+    p.flops = flops;
+    p.bytes = bytes;
+    p.time_us = m.chain_time_us.median;
     p.intensity = flops / bytes;
-    p.gflops = flops / (m.chain_time_us.median * 1e3);  // FLOP per us -> GFLOP/s is 1e-3
+    p.gflops = flops / (m.chain_time_us.median * 1e3);  // FLOP per µs / 1e3 = GFLOP/s
     if (m.level == shown_level) in.highlighted = static_cast<int>(in.points.size());
     in.points.push_back(p);
   }
   return in;
 }
 
-RooflineLayout layout_roofline(const RooflineInput& input, ImVec2 min, ImVec2 max) {
-  RooflineLayout out;
-  if (input.points.empty()) return out;
+// ---- [SECTION] layout ------------------------------------------------------------------------
+
+namespace {
+
+std::string decade_label(int p) {
+  char buf[32];
+  if (p >= -3 && p <= 3) std::snprintf(buf, sizeof(buf), "%g", std::pow(10.0, p));
+  else std::snprintf(buf, sizeof(buf), "1e%d", p);
+  return buf;
+}
+
+bool overlaps(ImVec2 a_min, ImVec2 a_max, ImVec2 b_min, ImVec2 b_max) {
+  return a_min.x < b_max.x && b_min.x < a_max.x && a_min.y < b_max.y && b_min.y < a_max.y;
+}
+
+}  // namespace
+
+float RooflineLayout::x_to_screen(double x) const {
+  return frame_min.x + static_cast<float>(std::log10(x / x_min) / std::log10(x_max / x_min)) *
+                           (frame_max.x - frame_min.x);
+}
+
+float RooflineLayout::y_to_screen(double y) const {
+  return frame_max.y - static_cast<float>(std::log10(y / y_min) / std::log10(y_max / y_min)) *
+                           (frame_max.y - frame_min.y);
+}
+
+RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
+                               const ViewStyle& style) {
+  RooflineLayout L;
+  const float fs = style.font_size, line = style.line();
+  L.font_size = fs;
+  L.x_title = "arithmetic intensity (FLOP per textbook byte, log scale)";
+  L.y_title = "achieved GFLOP/s (log scale)";
+  L.y_title_pos = min;
+  if (in.roof_gbps <= 0) {
+    L.note = "bandwidth roof not measured yet";
+  } else if (in.compute_roof_gflops <= 0) {
+    L.note = "compute roof unknown: only the bandwidth roof is drawn";
+  }
+  if (in.points.empty()) {
+    L.frame_min = v2(min.x + fs * 4, min.y + line);
+    L.frame_max = v2(max.x - fs, max.y - line * 2);
+    return L;
+  }
+
+  // Ranges: whole decades around the data and the roof over it, one decade of margin.
   double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
-  for (const auto& p : input.points) {
+  for (const auto& p : in.points) {
     xlo = std::min(xlo, p.intensity);
     xhi = std::max(xhi, p.intensity);
     ylo = std::min(ylo, p.gflops);
     yhi = std::max(yhi, p.gflops);
   }
-  if (input.roof_gbps > 0) yhi = std::max(yhi, xhi * input.roof_gbps);
-  // Whole decades around the data, at least two wide.
-  out.x_min = std::pow(10.0, std::floor(std::log10(xlo)) - 1);
-  out.x_max = std::pow(10.0, std::ceil(std::log10(xhi)) + 1);
-  out.y_min = std::pow(10.0, std::floor(std::log10(ylo)) - 1);
-  out.y_max = std::pow(10.0, std::ceil(std::log10(yhi)) + 1);
-  const auto sx = [&](double x) {
-    return min.x + static_cast<float>(std::log10(x / out.x_min) / std::log10(out.x_max / out.x_min)) * (max.x - min.x);
-  };
-  const auto sy = [&](double y) {
-    return max.y - static_cast<float>(std::log10(y / out.y_min) / std::log10(out.y_max / out.y_min)) * (max.y - min.y);
-  };
-  for (const auto& p : input.points) out.points.push_back(ImVec2(sx(p.intensity), sy(p.gflops)));
-  if (input.roof_gbps > 0) {
-    // y = x * roof, clipped to the plot: from x_min (or where y reaches y_min) to y_max.
-    const double x0 = std::max(out.x_min, out.y_min / input.roof_gbps);
-    const double x1 = std::min(out.x_max, out.y_max / input.roof_gbps);
-    out.roof_from = ImVec2(sx(x0), sy(x0 * input.roof_gbps));
-    out.roof_to = ImVec2(sx(x1), sy(x1 * input.roof_gbps));
+  if (in.roof_gbps > 0) {
+    double roof_at_xhi = xhi * in.roof_gbps;
+    if (in.compute_roof_gflops > 0) roof_at_xhi = std::min(roof_at_xhi, in.compute_roof_gflops);
+    yhi = std::max(yhi, roof_at_xhi);
   }
-  for (int p = static_cast<int>(std::lround(std::log10(out.x_min))); std::pow(10.0, p) <= out.x_max * 1.0001; ++p) {
-    out.x_ticks.push_back({sx(std::pow(10.0, p)), power_label(p, "")});
+  if (in.compute_roof_gflops > 0) {
+    yhi = std::max(yhi, in.compute_roof_gflops);
+    // The ridge (where the roofs meet) is on the plot, so the learner sees the bend.
+    if (in.roof_gbps > 0) xhi = std::max(xhi, in.compute_roof_gflops / in.roof_gbps);
   }
-  for (int p = static_cast<int>(std::lround(std::log10(out.y_min))); std::pow(10.0, p) <= out.y_max * 1.0001; ++p) {
-    out.y_ticks.push_back({sy(std::pow(10.0, p)), power_label(p, "")});
+  L.x_min = std::pow(10.0, std::floor(std::log10(xlo)) - 1);
+  L.x_max = std::pow(10.0, std::ceil(std::log10(xhi)) + 1);
+  L.y_min = std::pow(10.0, std::floor(std::log10(ylo)) - 1);
+  L.y_max = std::pow(10.0, std::ceil(std::log10(yhi)) + 1);
+
+  // The frame: y tick labels on the left, x tick labels and the title below.
+  const int y0 = static_cast<int>(std::lround(std::log10(L.y_min)));
+  const int y1 = static_cast<int>(std::lround(std::log10(L.y_max)));
+  float widest = 0;
+  for (int p = y0; p <= y1; ++p) widest = std::max(widest, style.text_width(decade_label(p)));
+  L.frame_min = v2(min.x + widest + fs * 0.6f, min.y + line);
+  L.frame_max = v2(std::max(L.frame_min.x + fs * 4, max.x - fs * 0.6f),
+                   std::max(min.y + line + fs * 4, max.y - line * 2.1f));
+  L.x_title_pos = v2(0.5f * (L.frame_min.x + L.frame_max.x) - 0.5f * style.text_width(L.x_title),
+                     L.frame_max.y + line);
+  for (int p = static_cast<int>(std::lround(std::log10(L.x_min)));
+       std::pow(10.0, p) <= L.x_max * 1.0001; ++p) {
+    L.x_ticks.push_back({L.x_to_screen(std::pow(10.0, p)), decade_label(p)});
+  }
+  for (int p = y0; p <= y1; ++p) L.y_ticks.push_back({L.y_to_screen(std::pow(10.0, p)), decade_label(p)});
+
+  // Roofs: the bandwidth diagonal up to the ridge (where it meets the compute roof), then flat.
+  if (in.roof_gbps > 0) {
+    double x_end = std::min(L.x_max, L.y_max / in.roof_gbps);
+    if (in.compute_roof_gflops > 0) x_end = std::min(x_end, in.compute_roof_gflops / in.roof_gbps);
+    const double x_start = std::max(L.x_min, L.y_min / in.roof_gbps);
+    if (x_end > x_start) {
+      L.roof_visible = true;
+      L.roof_from = v2(L.x_to_screen(x_start), L.y_to_screen(x_start * in.roof_gbps));
+      L.roof_to = v2(L.x_to_screen(x_end), L.y_to_screen(x_end * in.roof_gbps));
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "bandwidth roof %.0f GB/s (measured copy)", in.roof_gbps);
+      L.roof_label = buf;
+      // Above the line, ending at a point 3/4 along it: no level can be above the roof, so
+      // the label never covers a point, and the line rises to the right so it stays clear.
+      const ImVec2 at = lerp(L.roof_from, L.roof_to, 0.75f);
+      L.roof_label_pos = v2(std::max(at.x - fs * 0.3f - style.text_width(buf), L.frame_min.x + 2),
+                            std::max(at.y - fs * 1.4f, L.frame_min.y + 2));
+    }
+  }
+  if (in.compute_roof_gflops > 0) {
+    const double ridge = in.roof_gbps > 0 ? in.compute_roof_gflops / in.roof_gbps : L.x_min;
+    L.compute_visible = true;
+    L.compute_from = v2(L.x_to_screen(std::max(ridge, L.x_min)), L.y_to_screen(in.compute_roof_gflops));
+    L.compute_to = v2(L.frame_max.x, L.compute_from.y);
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s", in.compute_roof_gflops);
+    L.compute_label = buf;
+    L.compute_label_pos = v2(L.frame_max.x - style.text_width(buf) - fs * 0.3f, L.compute_from.y - line);
+  }
+  L.note_pos = v2(L.frame_max.x - style.text_width(L.note) - fs * 0.4f, L.frame_max.y - line);
+
+  // Points, each labelled beside it, clear of the labels before it.
+  std::vector<std::pair<ImVec2, ImVec2>> taken;
+  if (L.roof_visible) {
+    const float w = style.text_width(L.roof_label);
+    taken.push_back({L.roof_label_pos, v2(L.roof_label_pos.x + w, L.roof_label_pos.y + fs)});
+  }
+  const float r = fs * 0.45f;  // the markers are taken too: no label covers a point
+  for (const auto& p : in.points) {
+    const ImVec2 s = v2(L.x_to_screen(p.intensity), L.y_to_screen(p.gflops));
+    L.points.push_back(s);
+    taken.push_back({v2(s.x - r, s.y - r), v2(s.x + r, s.y + r)});
+  }
+  for (size_t i = 0; i < in.points.size(); ++i) {
+    const RooflinePoint& p = in.points[i];
+    const ImVec2 s = L.points[i];
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%s: %.2f FLOP/B, %.0f GFLOP/s", p.label.c_str(), p.intensity,
+                  p.gflops);
+    L.point_labels.push_back(buf);
+    const float w = style.text_width(buf);
+    // Right of the point, else below it, left of it, above it: the first place inside the frame
+    // that no earlier label (or the roof's) covers.
+    const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
+                                 v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
+                                 v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
+                                 v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
+    ImVec2 pos = candidates[0];
+    bool placed = false;
+    for (const ImVec2& c : candidates) {
+      if (c.x < L.frame_min.x || c.x + w > L.frame_max.x || c.y < L.frame_min.y ||
+          c.y + fs > L.frame_max.y) {
+        continue;
+      }
+      bool clear = true;
+      for (const auto& [a, b] : taken) {
+        if (overlaps(c, v2(c.x + w, c.y + fs), a, b)) clear = false;
+      }
+      if (clear) {
+        pos = c;
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) pos.x = std::clamp(pos.x, L.frame_min.x + 2, std::max(L.frame_min.x + 2, L.frame_max.x - w));
+    taken.push_back({pos, v2(pos.x + w, pos.y + fs)});
+    L.point_label_pos.push_back(pos);
+  }
+  return L;
+}
+
+int roofline_hit(const RooflineLayout& layout, ImVec2 p, float max_distance) {
+  int best = -1;
+  float best_d2 = max_distance * max_distance;
+  for (size_t i = 0; i < layout.points.size(); ++i) {
+    const float dx = layout.points[i].x - p.x, dy = layout.points[i].y - p.y;
+    if (dx * dx + dy * dy <= best_d2) {
+      best_d2 = dx * dx + dy * dy;
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+// ---- [SECTION] hover read-outs ---------------------------------------------------------------
+
+std::string roofline_readout(const RooflineInput& in, int i) {
+  if (i < 0 || i >= static_cast<int>(in.points.size())) return "";
+  const RooflinePoint& p = in.points[i];
+  char buf[400];
+  const double gbps = p.bytes / (p.time_us * 1e3);
+  std::snprintf(buf, sizeof(buf),
+                "level %s\nintensity %.3f FLOP/byte = %.3g FLOP / %s (textbook)\n"
+                "achieved %.0f GFLOP/s = %.3g FLOP in %s (median chain time)\n"
+                "moving its textbook bytes at %.0f GB/s",
+                p.label.c_str(), p.intensity, p.flops, format_byte_count(p.bytes).c_str(), p.gflops,
+                p.flops, format_us(p.time_us).c_str(), gbps);
+  std::string out = buf;
+  if (in.roof_gbps > 0) {
+    std::snprintf(buf, sizeof(buf), " (%.0f%% of the %.0f GB/s roof)", 100.0 * gbps / in.roof_gbps,
+                  in.roof_gbps);
+    out += buf;
   }
   return out;
 }
 
-void draw_roofline(const char* id, const RooflineInput& input, float height) {
-  const float fs = ImGui::GetFontSize();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, 100.0f);
-  ImGui::InvisibleButton(id, ImVec2(width, height));
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 min(origin.x + fs * 4, origin.y + fs * 0.5f), max(origin.x + width - fs, origin.y + height - fs * 2.5f);
-  dl->AddRectFilled(min, max, IM_COL32(22, 32, 52, 255));
-  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled), text = ImGui::GetColorU32(ImGuiCol_Text);
-  if (input.points.empty()) {
-    dl->AddText(ImVec2(min.x + fs, min.y + fs), dim, "No measured level with a correct output yet.");
+// ---- [SECTION] drawing and the widget --------------------------------------------------------
+
+void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const RooflineLayout& L,
+                          int hovered_point) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 grid = with_alpha(text, 0.12f), axis = with_alpha(text, 0.5f);
+  dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  dl->AddText(L.y_title_pos, dim, L.y_title.c_str());
+  if (in.points.empty()) {
+    dl->AddText(v2(L.frame_min.x + fs, L.frame_min.y + fs), dim,
+                "No measured level with a correct output yet.");
+    dl->AddRect(L.frame_min, L.frame_max, axis);
     return;
   }
-  const RooflineLayout layout = layout_roofline(input, min, max);
-  for (const auto& [x, label] : layout.x_ticks) {
-    dl->AddLine(ImVec2(x, min.y), ImVec2(x, max.y), IM_COL32(60, 70, 90, 255));
-    dl->AddText(ImVec2(x - ImGui::CalcTextSize(label.c_str()).x / 2, max.y + 2), dim, label.c_str());
+  for (const auto& [x, label] : L.x_ticks) {
+    dl->AddLine(v2(x, L.frame_min.y), v2(x, L.frame_max.y), grid);
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    dl->AddText(v2(x - w * 0.5f, L.frame_max.y + fs * 0.2f), dim, label.c_str());
   }
-  for (const auto& [y, label] : layout.y_ticks) {
-    dl->AddLine(ImVec2(min.x, y), ImVec2(max.x, y), IM_COL32(60, 70, 90, 255));
-    dl->AddText(ImVec2(min.x - ImGui::CalcTextSize(label.c_str()).x - 4, y - fs / 2), dim, label.c_str());
+  for (const auto& [y, label] : L.y_ticks) {
+    dl->AddLine(v2(L.frame_min.x, y), v2(L.frame_max.x, y), grid);
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    dl->AddText(v2(L.frame_min.x - w - fs * 0.3f, y - fs * 0.5f), dim, label.c_str());
   }
-  dl->AddText(ImVec2(min.x, max.y + fs * 1.2f), dim,
-              "arithmetic intensity (FLOP per textbook byte, log)  |  y: achieved GFLOP/s (log)");
-  if (input.roof_gbps > 0) {
-    dl->AddLine(layout.roof_from, layout.roof_to, IM_COL32(240, 150, 40, 255), 2.0f);
-    char roof[64];
-    std::snprintf(roof, sizeof(roof), "bandwidth roof %.0f GB/s (measured copy)", input.roof_gbps);
-    dl->AddText(ImVec2(layout.roof_to.x - ImGui::CalcTextSize(roof).x - 4, layout.roof_to.y + 2),
-                IM_COL32(240, 150, 40, 255), roof);
+  dl->AddRect(L.frame_min, L.frame_max, axis);
+  dl->AddText(L.x_title_pos, dim, L.x_title.c_str());
+  dl->PushClipRect(L.frame_min, L.frame_max, true);
+  if (L.roof_visible) {
+    dl->AddLine(L.roof_from, L.roof_to, palette::reference, 2.5f);
+    dl->AddText(L.roof_label_pos, palette::reference, L.roof_label.c_str());
   }
-  for (size_t i = 0; i < layout.points.size(); ++i) {
-    const bool hl = static_cast<int>(i) == input.highlighted;
-    dl->AddCircleFilled(layout.points[i], hl ? 6.0f : 4.5f, hl ? IM_COL32(66, 150, 250, 255) : IM_COL32(170, 180, 200, 255));
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%s: %.2f FLOP/B, %.0f GFLOP/s", input.points[i].label.c_str(),
-                  input.points[i].intensity, input.points[i].gflops);
-    dl->AddText(ImVec2(layout.points[i].x + 8, layout.points[i].y - fs * (0.5f + 1.1f * (i % 2))), text, buf);
+  if (L.compute_visible) {
+    dl->AddLine(L.compute_from, L.compute_to, palette::compute_roof, 2.5f);
+    dl->AddText(L.compute_label_pos, palette::compute_roof, L.compute_label.c_str());
   }
+  if (!L.note.empty()) dl->AddText(L.note_pos, dim, L.note.c_str());
+  for (size_t i = 0; i < L.points.size(); ++i) {
+    const bool shown = static_cast<int>(i) == in.highlighted;
+    const ImU32 c = shown ? palette::measured : palette::published;
+    dl->AddCircleFilled(L.points[i], shown ? fs * 0.4f : fs * 0.3f, c);
+    if (static_cast<int>(i) == hovered_point) dl->AddCircle(L.points[i], fs * 0.6f, text, 0, 2.0f);
+    dl->AddText(L.point_label_pos[i], shown ? text : dim, L.point_labels[i].c_str());
+  }
+  dl->PopClipRect();
+}
+
+int draw_roofline(const char* id, const RooflineInput& input, float height) {
+  const ViewStyle style = ViewStyle::current();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (height <= 0) height = avail.y;
+  height = std::max(height, style.font_size * 10);
+  const float width = std::max(avail.x, style.font_size * 20);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  const bool hovered = ImGui::IsItemHovered();
+  const RooflineLayout layout = layout_roofline(input, p0, v2(p0.x + width, p0.y + height), style);
+  const int point = hovered ? roofline_hit(layout, ImGui::GetIO().MousePos, style.font_size * 1.5f) : -1;
+  draw_roofline_layout(ImGui::GetWindowDrawList(), input, layout, point);
+  if (point >= 0) {
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(roofline_readout(input, point).c_str());
+    ImGui::EndTooltip();
+  }
+  return point;
 }
 
 }  // namespace fl::viz

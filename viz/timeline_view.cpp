@@ -1,155 +1,325 @@
+// The timeline (timeline_view.h).
+//
+// [SECTION] input: TimelineInput from a Measurement (records, else medians)
+// [SECTION] layout: bars, gaps, ticks and labels as plain data
+// [SECTION] hover read-outs
+// [SECTION] drawing and the widget
 #include "viz/timeline_view.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "app/measure/sizes.h"
-
 namespace fl::viz {
-namespace {
 
-std::string dims(const std::array<int, 3>& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+// ---- [SECTION] input -------------------------------------------------------------------------
+
+TimelineInput timeline_input(const Measurement& m) {
+  TimelineInput in;
+  const size_t n = m.launches.size();
+  in.title = "level " + std::to_string(m.level) + " " + m.level_name + ": " + std::to_string(n) +
+             (n == 1 ? " launch" : " launches");
+  const auto fill_from_launch = [&](TimelineLaunch* l, int k) {
+    if (k < 0 || static_cast<size_t>(k) >= n) return;
+    const LaunchResult& r = m.launches[k];
+    l->launch = k;
+    l->kernel = r.textbook.kernel;
+    l->textbook_bytes = r.textbook.bytes();
+    if (r.counters) l->dram_bytes = r.counters->dram_read_bytes + r.counters->dram_write_bytes;
+  };
+
+  if (!m.records.empty()) {
+    in.from_records = true;
+    // Relative times as the engine stored them; older recordings may carry only absolute ones.
+    const bool has_relative = std::any_of(m.records.begin(), m.records.end(),
+                                          [](const KernelRecord& r) { return r.end_rel_ns > 0; });
+    uint64_t first = UINT64_MAX;
+    for (const KernelRecord& r : m.records) first = std::min(first, r.start_ns);
+    for (const KernelRecord& r : m.records) {
+      TimelineLaunch l;
+      l.kernel = r.kernel;
+      fill_from_launch(&l, r.launch);
+      l.cupti_name = r.kernel;
+      l.start_ns = has_relative ? r.start_rel_ns : static_cast<int64_t>(r.start_ns - first);
+      l.end_ns = has_relative ? r.end_rel_ns : static_cast<int64_t>(r.end_ns - first);
+      l.grid = r.grid;
+      l.block = r.block;
+      l.registers = r.registers_per_thread;
+      l.shared_bytes = r.static_shared_bytes + r.dynamic_shared_bytes;
+      in.launches.push_back(l);
+    }
+    std::stable_sort(in.launches.begin(), in.launches.end(),
+                     [](const TimelineLaunch& a, const TimelineLaunch& b) {
+                       return a.start_ns < b.start_ns;
+                     });
+    // The axis starts at the first launch, whatever the records' origin.
+    const int64_t origin = in.launches.front().start_ns;
+    for (auto& l : in.launches) {
+      l.start_ns -= origin;
+      l.end_ns -= origin;
+    }
+    return in;
+  }
+  int64_t t = 0;
+  for (size_t k = 0; k < n; ++k) {
+    TimelineLaunch l;
+    fill_from_launch(&l, static_cast<int>(k));
+    l.start_ns = t;
+    l.end_ns = t + static_cast<int64_t>(std::llround(std::max(m.launches[k].time_us.median, 0.0) * 1e3));
+    t = l.end_ns;
+    in.launches.push_back(l);
+  }
+  return in;
 }
+
+// ---- [SECTION] layout ------------------------------------------------------------------------
+
+namespace {
 
 // A 1-2-5 step giving about `target` ticks over `span`.
 double nice_step(double span, int target) {
   const double raw = span / std::max(target, 1);
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * p) return m * p;
+    if (raw <= m * p * (1 + 1e-9)) return m * p;
   }
   return 10 * p;
 }
 
-std::string us_label(double us) {
+std::string tick_label(double us) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), us < 10 ? "%.1f us" : "%.0f us", us);
+  std::snprintf(buf, sizeof(buf), "%g \xC2\xB5s", us);
   return buf;
 }
 
 }  // namespace
 
-TimelineInput timeline_input(const Measurement& m) {
-  TimelineInput in;
-  in.title = "level " + std::to_string(m.level) + " " + m.level_name + ": " +
-             std::to_string(m.launches.size()) + (m.launches.size() == 1 ? " launch" : " launches");
-  if (!m.records.empty()) {
-    in.from_records = true;
-    for (const KernelRecord& r : m.records) {
-      TimelineLaunch l;
-      l.kernel = r.launch >= 0 && r.launch < static_cast<int>(m.launches.size())
-                     ? m.launches[r.launch].textbook.kernel
-                     : r.kernel;
-      l.start_us = r.start_rel_ns * 1e-3;
-      l.end_us = r.end_rel_ns * 1e-3;
-      l.grid = dims(r.grid);
-      l.block = dims(r.block);
-      l.registers = r.registers_per_thread;
-      if (r.launch >= 0 && r.launch < static_cast<int>(m.launches.size())) {
-        l.textbook_bytes = m.launches[r.launch].textbook.bytes();
-      }
-      in.launches.push_back(l);
-    }
-    std::sort(in.launches.begin(), in.launches.end(),
-              [](const TimelineLaunch& a, const TimelineLaunch& b) { return a.start_us < b.start_us; });
-    return in;
-  }
-  double t = 0;
-  for (const LaunchResult& r : m.launches) {
-    TimelineLaunch l;
-    l.kernel = r.textbook.kernel;
-    l.start_us = t;
-    l.end_us = t + r.time_us.median;
-    l.textbook_bytes = r.textbook.bytes();
-    t = l.end_us;
-    in.launches.push_back(l);
-  }
-  return in;
-}
+TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 max,
+                               const ViewStyle& style) {
+  TimelineLayout L;
+  const float fs = style.font_size, line = style.line();
+  L.font_size = fs;
+  L.axis_title = "time since the first launch starts (\xC2\xB5s)";
+  if (!input.from_records && !input.launches.empty()) L.note = "from medians (no raw records)";
+  // Rows, top to bottom: summary and note; kernel labels that do not fit in their bar; the bars;
+  // gap labels; tick labels; the axis title.
+  L.summary_pos = min;
+  const float bars_top = min.y + line * 2.1f;
+  const float axis_title_h = line, tick_h = line, gap_label_h = line;
+  L.frame_min = v2(min.x + fs * 0.5f, bars_top);
+  L.frame_max = v2(max.x - fs * 0.5f,
+                   std::max(bars_top + fs * 1.5f, max.y - axis_title_h - tick_h - gap_label_h));
+  L.axis_title_pos = v2(0.5f * (L.frame_min.x + L.frame_max.x) - 0.5f * style.text_width(L.axis_title),
+                        max.y - axis_title_h);
+  L.note_pos = v2(max.x - style.text_width(L.note), min.y);
+  if (input.launches.empty()) return L;
 
-TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 max) {
-  TimelineLayout out;
-  if (input.launches.empty()) return out;
-  for (const auto& l : input.launches) out.span_us = std::max(out.span_us, l.end_us);
-  if (out.span_us <= 0) return out;
-  const float width = max.x - min.x;
-  auto x_of = [&](double us) { return min.x + static_cast<float>(us / out.span_us) * width; };
-  const float bar_top = min.y + (max.y - min.y) * 0.15f, bar_bottom = max.y - (max.y - min.y) * 0.35f;
+  int64_t end_ns = 0, busy_ns = 0;
+  for (const auto& l : input.launches) {
+    end_ns = std::max(end_ns, l.end_ns);
+    busy_ns += std::max<int64_t>(l.end_ns - l.start_ns, 0);
+  }
+  L.span_us = end_ns * 1e-3;
+  if (L.span_us <= 0) return L;
+  const float width = L.frame_max.x - L.frame_min.x;
+  const auto x_of = [&](double us) {
+    return L.frame_min.x + static_cast<float>(us / L.span_us) * width;
+  };
+  const float bar_top = L.frame_min.y + fs * 0.2f, bar_bottom = L.frame_max.y - fs * 0.2f;
+  float last_label_end = -1e30f;  // right edge of the last label drawn above the bars
+  double gaps_us = 0;
   for (size_t i = 0; i < input.launches.size(); ++i) {
     const TimelineLaunch& l = input.launches[i];
     TimelineBar bar;
-    bar.min = ImVec2(x_of(l.start_us), bar_top);
-    bar.max = ImVec2(std::max(x_of(l.end_us), bar.min.x + 1.0f), bar_bottom);  // at least 1 px
     bar.launch = static_cast<int>(i);
-    out.bars.push_back(bar);
+    bar.min = v2(x_of(l.start_us()), bar_top);
+    bar.max = v2(std::max(x_of(l.end_us()), bar.min.x + 1.0f), bar_bottom);
+    const float bar_w = bar.max.x - bar.min.x;
+    const float name_w = style.text_width(l.kernel);
+    if (name_w + fs * 0.6f <= bar_w) {  // inside, centred
+      bar.label = l.kernel;
+      bar.label_pos = v2(0.5f * (bar.min.x + bar.max.x) - 0.5f * name_w,
+                         0.5f * (bar.min.y + bar.max.y - fs));
+    } else {  // above the bars, if it does not run into the previous label
+      bar.label_inside = false;
+      const float x = std::max(bar.min.x, last_label_end + fs * 0.5f);
+      const std::string name = fit_text(l.kernel, max.x - x, style);
+      if (!name.empty() && x < max.x) {
+        bar.label = name;
+        bar.label_pos = v2(x, bar_top - line);
+        last_label_end = x + style.text_width(name);
+      }
+    }
+    L.bars.push_back(bar);
     if (input.from_records && i > 0) {
-      const double gap = l.start_us - input.launches[i - 1].end_us;
-      if (gap > 0) out.gaps.push_back({x_of(input.launches[i - 1].end_us), x_of(l.start_us), gap});
+      const double gap = l.start_us() - input.launches[i - 1].end_us();
+      if (gap > 0) {
+        gaps_us += gap;
+        TimelineGap g;
+        g.x0 = x_of(input.launches[i - 1].end_us());
+        g.x1 = x_of(l.start_us());
+        g.us = gap;
+        g.after = static_cast<int>(i - 1);
+        g.label = "gap " + format_us(gap);
+        L.gaps.push_back(g);
+      }
     }
   }
-  const double step = nice_step(out.span_us, 6);
-  for (double t = 0; t <= out.span_us * 1.0001; t += step) out.ticks.push_back({x_of(t), us_label(t)});
-  return out;
+  // Gap labels under the bars, centred on their gap, each clear of the one before.
+  float last_gap_end = -1e30f;
+  for (auto& g : L.gaps) {
+    const float w = style.text_width(g.label);
+    const float x = std::clamp(0.5f * (g.x0 + g.x1) - 0.5f * w, min.x, max.x - w);
+    g.label_pos = v2(x, L.frame_max.y + fs * 0.1f);
+    g.label_visible = x >= last_gap_end + fs * 0.5f;
+    if (g.label_visible) last_gap_end = x + w;
+  }
+  const double step = nice_step(L.span_us, std::clamp(static_cast<int>(width / (fs * 6)), 2, 8));
+  for (double t = 0; t <= L.span_us * (1 + 1e-9); t += step) {
+    L.ticks.push_back({x_of(t), t, tick_label(t)});
+  }
+  char buf[160];
+  if (input.from_records) {
+    std::snprintf(buf, sizeof(buf), "%zu launch%s: %s busy + %s of gaps = %s",
+                  input.launches.size(), input.launches.size() == 1 ? "" : "es",
+                  format_us(busy_ns * 1e-3).c_str(), format_us(gaps_us).c_str(),
+                  format_us(L.span_us).c_str());
+  } else {
+    std::snprintf(buf, sizeof(buf), "%zu launch%s, medians back to back: %s",
+                  input.launches.size(), input.launches.size() == 1 ? "" : "es",
+                  format_us(L.span_us).c_str());
+  }
+  L.summary = buf;
+  return L;
 }
 
 int timeline_hit(const TimelineLayout& layout, ImVec2 p) {
   for (const TimelineBar& b : layout.bars) {
-    if (p.x >= b.min.x && p.x <= b.max.x && p.y >= b.min.y && p.y <= b.max.y) return b.launch;
+    if (inside(p, b.min, b.max)) return b.launch;
   }
   return -1;
 }
 
-void draw_timeline(const char* id, const TimelineInput& input, float height) {
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, 50.0f);
-  ImGui::InvisibleButton(id, ImVec2(width, height));
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 min(origin.x + 4, origin.y), max(origin.x + width - 4, origin.y + height);
-  dl->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + height), IM_COL32(22, 32, 52, 255));
-  const TimelineLayout layout = layout_timeline(input, min, max);
+int timeline_gap_hit(const TimelineLayout& layout, ImVec2 p) {
+  const float slack = 3.0f;
+  for (size_t i = 0; i < layout.gaps.size(); ++i) {
+    const TimelineGap& g = layout.gaps[i];
+    if (p.x >= g.x0 - slack && p.x <= g.x1 + slack && p.y >= layout.frame_min.y &&
+        p.y <= layout.frame_max.y + layout.font_size * 1.3f) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+// ---- [SECTION] hover read-outs ---------------------------------------------------------------
+
+std::string timeline_readout(const TimelineInput& input, int launch) {
+  if (launch < 0 || launch >= static_cast<int>(input.launches.size())) return "";
+  const TimelineLaunch& l = input.launches[launch];
+  std::string out = l.kernel;
+  if (!l.cupti_name.empty() && l.cupti_name != l.kernel) out += "  (" + l.cupti_name + ")";
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), "\nlaunch %d of %zu: %s, from %s to %s%s", launch + 1,
+                input.launches.size(), format_us(l.duration_us()).c_str(),
+                format_us(l.start_us()).c_str(), format_us(l.end_us()).c_str(),
+                input.from_records ? "" : " (median)");
+  out += buf;
+  if (l.has_launch_config()) {
+    std::snprintf(buf, sizeof(buf), "\ngrid %d x %d x %d, block %d x %d x %d", l.grid[0], l.grid[1],
+                  l.grid[2], l.block[0], l.block[1], l.block[2]);
+    out += buf;
+    std::snprintf(buf, sizeof(buf), "\n%d registers per thread, %s shared memory per block",
+                  l.registers, format_byte_count(l.shared_bytes).c_str());
+    out += buf;
+  }
+  out += "\ntextbook bytes: " + format_byte_count(static_cast<double>(l.textbook_bytes));
+  if (l.dram_bytes >= 0) {
+    out += "\nDRAM bytes (measured): " + format_byte_count(static_cast<double>(l.dram_bytes));
+  }
+  return out;
+}
+
+std::string timeline_gap_readout(const TimelineInput& input, const TimelineGap& gap) {
+  const int a = gap.after, b = gap.after + 1;
+  if (a < 0 || b >= static_cast<int>(input.launches.size())) return "";
+  return "gap: the GPU idles " + format_us(gap.us) + " between " + input.launches[a].kernel +
+         " and " + input.launches[b].kernel +
+         "\n(launch overhead and the wait for the previous kernel to drain; fusing removes it)";
+}
+
+// ---- [SECTION] drawing and the widget --------------------------------------------------------
+
+void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const TimelineLayout& L,
+                          int hovered_launch, int hovered_gap) {
+  const float fs = L.font_size;
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  static const ImU32 kColors[] = {IM_COL32(66, 150, 250, 255), IM_COL32(240, 150, 40, 255),
-                                  IM_COL32(90, 200, 120, 255), IM_COL32(200, 100, 200, 255),
-                                  IM_COL32(230, 90, 90, 255)};
-  for (const TimelineBar& b : layout.bars) {
-    dl->AddRectFilled(b.min, b.max, kColors[b.launch % 5]);
-    const std::string& name = input.launches[b.launch].kernel;
-    const ImVec2 size = ImGui::CalcTextSize(name.c_str());
-    if (b.max.x - b.min.x > size.x + 6) {
-      dl->AddText(ImVec2(b.min.x + 3, (b.min.y + b.max.y - size.y) / 2), IM_COL32(10, 10, 10, 255),
-                  name.c_str());
+  const ImU32 grid = with_alpha(text, 0.12f), axis = with_alpha(text, 0.5f);
+  dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  if (input.launches.empty()) {
+    dl->AddText(v2(L.frame_min.x + fs * 0.5f, L.frame_min.y + fs * 0.3f), dim,
+                "No launches to show yet.");
+    return;
+  }
+  dl->AddText(L.summary_pos, text, L.summary.c_str());
+  if (!L.note.empty()) dl->AddText(L.note_pos, palette::reference, L.note.c_str());
+  for (const auto& t : L.ticks) {
+    dl->AddLine(v2(t.x, L.frame_min.y), v2(t.x, L.frame_max.y), grid);
+    dl->AddLine(v2(t.x, L.frame_max.y), v2(t.x, L.frame_max.y + fs * 0.3f), axis);
+    const float w = ImGui::CalcTextSize(t.label.c_str()).x;
+    const float x = std::clamp(t.x - 0.5f * w, L.frame_min.x - fs * 0.5f, L.frame_max.x + fs * 0.5f - w);
+    dl->AddText(v2(x, L.frame_max.y + fs * 1.3f), dim, t.label.c_str());
+  }
+  dl->AddText(L.axis_title_pos, dim, L.axis_title.c_str());
+  dl->AddRect(L.frame_min, L.frame_max, axis);
+  const ImU32 shades[2] = {palette::measured, IM_COL32(130, 200, 255, 255)};
+  for (const TimelineBar& b : L.bars) {
+    dl->AddRectFilled(b.min, b.max, shades[b.launch % 2], 2.0f);
+    if (b.launch == hovered_launch) dl->AddRect(b.min, b.max, text, 2.0f, 0, 2.0f);
+    if (!b.label.empty()) {
+      dl->AddText(b.label_pos, b.label_inside ? IM_COL32(10, 20, 35, 255) : text, b.label.c_str());
     }
   }
-  for (const TimelineGap& g : layout.gaps) {
-    const float y = layout.bars.empty() ? min.y : layout.bars[0].max.y + 2;
-    dl->AddLine(ImVec2(g.x0, y), ImVec2(g.x1, y), text);
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "gap %.1f us", g.us);
-    if (g.x1 - g.x0 > ImGui::CalcTextSize(buf).x) dl->AddText(ImVec2(g.x0 + 2, y + 1), dim, buf);
+  for (size_t i = 0; i < L.gaps.size(); ++i) {
+    const TimelineGap& g = L.gaps[i];
+    // A bracket under the gap, wide enough to see however short the gap is.
+    const float y = L.frame_max.y - fs * 0.1f, cx = 0.5f * (g.x0 + g.x1);
+    const float x0 = std::min(g.x0, cx - 2), x1 = std::max(g.x1, cx + 2);
+    const ImU32 c = static_cast<int>(i) == hovered_gap ? text : palette::reference;
+    dl->AddRectFilled(v2(x0, L.frame_min.y + fs * 0.2f), v2(x1, L.frame_max.y - fs * 0.2f),
+                      with_alpha(palette::reference, 0.25f));
+    dl->AddLine(v2(x0, y), v2(x1, y), c, 2.0f);
+    if (g.label_visible) dl->AddText(g.label_pos, c, g.label.c_str());
   }
-  for (const TimelineTick& t : layout.ticks) {
-    dl->AddLine(ImVec2(t.x, max.y - ImGui::GetFontSize() - 3), ImVec2(t.x, max.y - ImGui::GetFontSize()), dim);
-    dl->AddText(ImVec2(std::min(t.x, max.x - ImGui::CalcTextSize(t.label.c_str()).x), max.y - ImGui::GetFontSize()),
-                dim, t.label.c_str());
+}
+
+int draw_timeline(const char* id, const TimelineInput& input, float height) {
+  const ViewStyle style = ViewStyle::current();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (height <= 0) height = avail.y;
+  height = std::max(height, style.font_size * 8);
+  const float width = std::max(avail.x, style.font_size * 12);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  const bool hovered = ImGui::IsItemHovered();
+  const TimelineLayout layout =
+      layout_timeline(input, p0, v2(p0.x + width, p0.y + height), style);
+  int launch = -1, gap = -1;
+  if (hovered) {
+    launch = timeline_hit(layout, ImGui::GetIO().MousePos);
+    if (launch < 0) gap = timeline_gap_hit(layout, ImGui::GetIO().MousePos);
   }
-  if (!input.from_records && !input.launches.empty()) {
-    dl->AddText(ImVec2(min.x + 2, min.y), dim, "from median durations, back to back (no raw records)");
+  draw_timeline_layout(ImGui::GetWindowDrawList(), input, layout, launch, gap);
+  const std::string readout = launch >= 0 ? timeline_readout(input, launch)
+                              : gap >= 0  ? timeline_gap_readout(input, layout.gaps[gap])
+                                          : std::string();
+  if (!readout.empty()) {
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(readout.c_str());
+    ImGui::EndTooltip();
   }
-  if (ImGui::IsItemHovered()) {
-    const int hit = timeline_hit(layout, ImGui::GetIO().MousePos);
-    if (hit >= 0) {
-      const TimelineLaunch& l = input.launches[hit];
-      ImGui::BeginTooltip();
-      ImGui::Text("%s", l.kernel.c_str());
-      ImGui::Text("%.2f us (%.2f .. %.2f us)", l.end_us - l.start_us, l.start_us, l.end_us);
-      if (!l.grid.empty()) ImGui::Text("grid %s, block %s, %d registers", l.grid.c_str(), l.block.c_str(), l.registers);
-      ImGui::Text("textbook bytes: %s", format_bytes(static_cast<double>(l.textbook_bytes)).c_str());
-      ImGui::EndTooltip();
-    }
-  }
+  return launch;
 }
 
 }  // namespace fl::viz

@@ -41,9 +41,21 @@ void draw_views_panel(const Lab& lab) {
                   "launch. Unfused, each intermediate lands in HBM and is read back; fused, it "
                   "stays in registers. Sizes that fit in L2 stop there.");
     if (shown_first) {
-      viz::draw_flow("##flow", viz::flow_input(*shown_first, lab.status().device.l2_bytes),
-                     ImGui::GetTime(), ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
-      lab.note_animating_view();
+      // One clock for the view: it restarts when the level or size changes, and a click pauses.
+      static viz::FlowClock clock;
+      static int clock_level = -1;
+      static int64_t clock_size = -1;
+      const double now = ImGui::GetTime();
+      if (clock_level != shown_first->level || clock_size != shown_first->size) {
+        clock.restart(now);
+        clock_level = shown_first->level;
+        clock_size = shown_first->size;
+      }
+      const Measurement* level0 = level_in(lab.current(), 0);
+      const auto result = viz::draw_flow(
+          "##flow", viz::flow_input(*shown_first, &lab.lesson(), lab.status().device, level0), &clock,
+          now, ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
+      if (result.animating) lab.note_animating_view();
     } else {
       ImGui::TextDisabled("No measurement yet.");
     }

@@ -1,80 +1,286 @@
-// The flow animation's computed content: volumes follow the bytes, the intermediate lands in HBM
-// only in the unfused chain, L2-resident data stops at L2, and launches take turns by time.
+// The flow animation's computed content, checked without pixels: volumes follow the bytes, the
+// intermediate lands in HBM only in the unfused chain, L2-resident data stops at L2, and launches
+// take their turns by their measured times.
 #include "viz/flow_view.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
+#include "tests/viz/viz_test_data.h"
+
 namespace fl::viz {
 namespace {
 
-Measurement chain(int level, int launches, int64_t bytes_each, double us_each, double dram_fraction = -1) {
-  Measurement m;
-  m.level = level;
-  m.level_name = launches > 1 ? "unfused" : "fused";
-  for (int k = 0; k < launches; ++k) {
-    LaunchResult l;
-    l.textbook.kernel = "k" + std::to_string(k);
-    l.textbook.bytes_read = bytes_each;
-    l.textbook.bytes_written = bytes_each;
-    l.time_us.median = us_each;
-    if (dram_fraction >= 0) {
-      const auto b = static_cast<int64_t>(bytes_each * dram_fraction);
-      l.counters = LaunchCounters{b, b, 2 * bytes_each};
-    }
-    m.launches.push_back(l);
-  }
-  return m;
-}
+using testing::add_counters;
+using testing::add_records;
+using testing::h200;
+using testing::kMiB;
+using testing::lesson_level;
 
-double total_volume(const FlowInput& in) {
+const ImVec2 kMin(0, 0), kMax(800, 260);
+constexpr int64_t k16M = int64_t(1) << 24;  // 64 MiB of fp32: more than the H200's 60 MiB L2
+
+const Lesson& gelu_scale() { return *find_lesson("gelu_scale"); }
+
+double total_bytes(const FlowInput& in) {
   double v = 0;
   for (const auto& t : in.trips) v += t.read_bytes + t.write_bytes;
   return v;
 }
 
-TEST(Flow, VolumesFollowTheByteRatio) {
-  // gelu_scale-like: the unfused chain moves twice the fused kernel's bytes.
-  const FlowInput unfused = flow_input(chain(0, 2, 1 << 20, 10), 50 << 20);
-  const FlowInput fused = flow_input(chain(1, 1, 1 << 20, 10), 50 << 20);
-  EXPECT_DOUBLE_EQ(total_volume(unfused) / total_volume(fused), 2.0);
-  // Measured bytes replace textbook ones when the counters have them.
-  const FlowInput measured = flow_input(chain(0, 2, 1000, 10, 1.02), 50 << 20);
-  EXPECT_TRUE(measured.trips[0].measured);
-  EXPECT_DOUBLE_EQ(measured.trips[0].read_bytes, 1020);
+float total_volume(const FlowLayout& l) {
+  return std::accumulate(l.trip_volume.begin(), l.trip_volume.end(), 0.0f);
 }
 
-TEST(Flow, TheIntermediateLandsInHbmOnlyWhenUnfused) {
-  const FlowInput unfused = flow_input(chain(0, 2, 1000, 10), 1 << 20);
-  const FlowInput fused = flow_input(chain(1, 1, 1000, 10), 1 << 20);
-  // Late in the loop (second launch in flight) the unfused HBM holds the intermediate.
-  const FlowLayout a = layout_flow(unfused, 2.9, ImVec2(0, 0), ImVec2(600, 200), 20);
-  EXPECT_EQ(a.trip, 1);
-  ASSERT_EQ(a.hbm_tensors.size(), 2u);
-  EXPECT_NE(a.hbm_tensors[1].find("intermediate"), std::string::npos);
-  const FlowLayout b = layout_flow(fused, 2.9, ImVec2(0, 0), ImVec2(600, 200), 20);
-  EXPECT_EQ(b.hbm_tensors.size(), 1u);
-  EXPECT_FALSE(b.sm_note.empty()) << "the fused kernel keeps intermediates in registers";
+bool has_block(const FlowInput& in, const FlowLayout& l, const std::string& name, FlowPlace place) {
+  return std::any_of(l.blocks.begin(), l.blocks.end(), [&](const FlowBlock& b) {
+    return b.place == place && in.tensors[b.tensor].name == name;
+  });
 }
 
-TEST(Flow, LaunchesTakeTurnsByMeasuredTimeAndBandsScaleWithBytes) {
-  Measurement m = chain(0, 2, 1000, 10);
-  m.launches[1].time_us.median = 30;  // the second launch takes 3/4 of the loop
-  m.launches[1].textbook.bytes_read = 500;
-  const FlowInput in = flow_input(m, 1 << 20);
-  EXPECT_EQ(layout_flow(in, 0.5, ImVec2(0, 0), ImVec2(600, 200), 20).trip, 0);  // first quarter
-  const FlowLayout late = layout_flow(in, 1.2, ImVec2(0, 0), ImVec2(600, 200), 20);
+bool has_intermediate_in(const FlowLayout& l, FlowPlace place) {
+  return std::any_of(l.blocks.begin(), l.blocks.end(),
+                     [&](const FlowBlock& b) { return b.place == place && b.intermediate; });
+}
+
+TEST(Flow, UnfusedTripsCarryTwiceTheFusedVolumeForGeluScale) {
+  const Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  const Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  const FlowInput unfused = flow_input(m0, &gelu_scale(), h200(), &m0);
+  const FlowInput fused = flow_input(m1, &gelu_scale(), h200(), &m0);
+  ASSERT_EQ(unfused.trips.size(), 2u);
+  ASSERT_EQ(fused.trips.size(), 1u);
+  EXPECT_FALSE(unfused.measured()) << "no counters: textbook bytes";
+  EXPECT_DOUBLE_EQ(total_bytes(unfused), 4.0 * 64 * kMiB);  // x, t, t, y
+  EXPECT_DOUBLE_EQ(total_bytes(unfused) / total_bytes(fused), 2.0);
+  // Drawn on level 0's scale, the bands keep the ratio.
+  const FlowLayout a = layout_flow(unfused, 1.0, kMin, kMax);
+  const FlowLayout b = layout_flow(fused, 1.0, kMin, kMax);
+  EXPECT_NEAR(total_volume(a) / total_volume(b), 2.0, 1e-5);
+  EXPECT_NEAR(a.trip_volume[0], b.trip_volume[0], 1e-4) << "each trip moves x in and one out";
+  EXPECT_EQ(a.bytes_note, "textbook bytes: counters off");
+  EXPECT_TRUE(a.bytes_note_textbook);
+}
+
+TEST(Flow, MeasuredDramBytesSetTheVolumesWhenTheCountersHaveThem) {
+  Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  add_counters(&m0, 1.05);  // DRAM saw 5% more than the textbook (dirty lines drain late)
+  add_counters(&m1, 1.0);
+  const FlowInput unfused = flow_input(m0, &gelu_scale(), h200(), &m0);
+  const FlowInput fused = flow_input(m1, &gelu_scale(), h200(), &m0);
+  ASSERT_TRUE(unfused.measured());
+  EXPECT_DOUBLE_EQ(unfused.trips[0].read_bytes, static_cast<double>(int64_t(64 * kMiB * 1.05)));
+  EXPECT_DOUBLE_EQ(unfused.trips[0].textbook_read_bytes, 64.0 * kMiB);
+  EXPECT_NEAR(total_bytes(unfused) / total_bytes(fused), 2.1, 1e-6);
+  const FlowLayout a = layout_flow(unfused, 1.0, kMin, kMax);
+  const FlowLayout b = layout_flow(fused, 1.0, kMin, kMax);
+  EXPECT_NEAR(total_volume(a) / total_volume(b), 2.1, 1e-4);
+  EXPECT_EQ(a.bytes_note, "band width: measured DRAM bytes (CUPTI counters)");
+  // The running trip's HBM stretch is as thick as the DRAM bytes, its SM stretch as the
+  // kernel's own.
+  ASSERT_EQ(a.lanes.size(), 2u);
+  EXPECT_NEAR(a.lanes[0].dram.thickness / a.lanes[0].chip.thickness, 1.05, 1e-4);
+}
+
+TEST(Flow, TheIntermediateLandsInHbmOnlyWhenUnfusedAndStaysInRegistersWhenFused) {
+  const Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  const Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  const FlowInput unfused = flow_input(m0, &gelu_scale(), h200(), &m0);
+  const FlowInput fused = flow_input(m1, &gelu_scale(), h200(), &m0);
+  ASSERT_EQ(unfused.tensors.size(), 3u);
+  EXPECT_EQ(unfused.tensors[1].name, "gelu output");
+  EXPECT_TRUE(unfused.tensors[1].intermediate);
+  EXPECT_TRUE(unfused.trips[0].writes_intermediate);
+  EXPECT_FALSE(unfused.trips[1].writes_intermediate);
+
+  // One run lasts 3 s for level 0's 60 µs: at 0.5 s gelu is a third done, at 2.0 s scale runs.
+  const FlowLayout early = layout_flow(unfused, 0.5, kMin, kMax);
+  EXPECT_EQ(early.trip, 0);
+  EXPECT_TRUE(has_intermediate_in(early, FlowPlace::hbm)) << "t lands in HBM while gelu writes";
+  const FlowLayout late = layout_flow(unfused, 2.0, kMin, kMax);
   EXPECT_EQ(late.trip, 1);
-  EXPECT_FALSE(late.writing);
-  EXPECT_NEAR(late.band, 10.0f, 0.01f) << "500 of the largest 1000 bytes: half the 20 px band";
+  ASSERT_TRUE(has_block(unfused, late, "gelu output", FlowPlace::hbm));
+  const auto t_block = std::find_if(late.blocks.begin(), late.blocks.end(),
+                                    [](const FlowBlock& b) { return b.intermediate; });
+  EXPECT_FLOAT_EQ(t_block->fill, 1.0f) << "written in full by the time scale runs";
+  EXPECT_TRUE(t_block->being_read) << "scale reads it back from HBM";
+  EXPECT_FALSE(late.lanes[0].stops_at_l2) << "64 MiB does not fit in 60 MiB of L2";
+  EXPECT_TRUE(late.on_chip_lines.empty());
+  EXPECT_FALSE(late.sm_note_lines.empty()) << "the SM box says nothing stays between launches";
+
+  ASSERT_EQ(fused.on_chip.size(), 1u);
+  EXPECT_EQ(fused.on_chip[0], "gelu output");
+  for (double t : {0.2, 1.0, 1.9, 3.5}) {
+    const FlowLayout l = layout_flow(fused, t, kMin, kMax);
+    EXPECT_FALSE(has_intermediate_in(l, FlowPlace::hbm)) << "t = " << t;
+    EXPECT_FALSE(has_intermediate_in(l, FlowPlace::l2)) << "t = " << t;
+    ASSERT_EQ(l.on_chip_lines.size(), 2u);
+    EXPECT_EQ(l.on_chip_lines[0], "kept in registers:");
+    EXPECT_EQ(l.on_chip_lines[1], "gelu output");
+    // The registers are inside the SM box.
+    EXPECT_GE(l.on_chip_pos.x, l.boxes[2].min.x);
+    EXPECT_LE(l.on_chip_pos.y, l.boxes[2].max.y);
+  }
+  EXPECT_NE(layout_flow(fused, 0.2, kMin, kMax).caption.find("stays in a register"),
+            std::string::npos)
+      << "the lesson's sentence for the fused level";
 }
 
-TEST(Flow, L2ResidentDataStopsAtL2) {
-  const FlowInput in = flow_input(chain(0, 2, 1 << 20, 10, 0.05), 60 << 20);  // DRAM saw 5%
-  ASSERT_TRUE(in.trips[1].stays_in_l2);
-  const FlowLayout l = layout_flow(in, 2.0, ImVec2(0, 0), ImVec2(600, 200), 20);
-  EXPECT_EQ(l.turn_at, FlowPlace::l2);
-  const FlowInput far = flow_input(chain(0, 2, 1 << 20, 10, 1.0), 60 << 20);
-  EXPECT_EQ(layout_flow(far, 2.0, ImVec2(0, 0), ImVec2(600, 200), 20).turn_at, FlowPlace::hbm);
+TEST(Flow, ResidualLayernormsMiddleLevelKeepsOnlyTheStatisticsOnChip) {
+  const Lesson& rl = *find_lesson("residual_layernorm");
+  const Measurement m0 = lesson_level("residual_layernorm", 4096, 0, 10.0);
+  const Measurement m1 = lesson_level("residual_layernorm", 4096, 1, 10.0);
+  const FlowInput in = flow_input(m1, &rl, h200(), &m0);
+  ASSERT_EQ(in.trips.size(), 2u);
+  EXPECT_EQ(in.tensors[1].name, "add output") << "h still goes through memory";
+  ASSERT_EQ(in.on_chip.size(), 1u);
+  EXPECT_EQ(in.on_chip[0], "mean_var output");
+}
+
+TEST(Flow, L2ResidentReadsStopAtL2WithCounters) {
+  // The H200 at 4M elements, cold: scale finds gelu's output in L2 (DRAM read 8 KiB of 16 MiB)
+  // while its writes, and gelu's reads of x, reach DRAM.
+  Measurement m0 = lesson_level("gelu_scale", int64_t(1) << 22, 0, 8.0);
+  add_counters(&m0, 1.0);
+  m0.launches[1].counters->dram_read_bytes = 8 * 1024;
+  const FlowInput in = flow_input(m0, &gelu_scale(), h200(), &m0);
+  EXPECT_FALSE(in.trips[0].reads_stop_at_l2);
+  EXPECT_TRUE(in.trips[1].reads_stop_at_l2);
+  EXPECT_FALSE(in.trips[1].writes_stop_at_l2);
+  const FlowLayout l = layout_flow(in, 2.25, kMin, kMax);  // 3/4 of the chain: scale runs
+  ASSERT_EQ(l.trip, 1);
+  ASSERT_EQ(l.lanes.size(), 2u);
+  const FlowLane& reads = l.lanes[0];
+  EXPECT_FALSE(reads.write);
+  EXPECT_TRUE(reads.stops_at_l2);
+  EXPECT_EQ(reads.label, "L2 hit");
+  EXPECT_LT(reads.dram.thickness, 0.01f) << "almost nothing comes from HBM";
+  EXPECT_FALSE(reads.dram.visible);
+  EXPECT_TRUE(reads.dram.tokens.empty());
+  EXPECT_TRUE(reads.chip.visible);
+  EXPECT_GT(reads.chip.thickness, 1.0f) << "the SM still gets all 16 MiB, from L2";
+  EXPECT_FALSE(reads.chip.tokens.empty());
+  // The reads start in the L2 box, not in HBM.
+  EXPECT_GE(reads.chip.from.x, l.boxes[1].min.x);
+  EXPECT_LE(reads.chip.from.x, l.boxes[1].max.x);
+  EXPECT_TRUE(has_block(in, l, "gelu output", FlowPlace::l2));
+  EXPECT_NE(l.status.find("from L2"), std::string::npos) << l.status;
+}
+
+TEST(Flow, L2ResidentReadsStopAtL2WithCountersOff) {
+  // 1M elements = 4 MiB per tensor, under the 60 MiB L2.
+  const Measurement cold = lesson_level("gelu_scale", int64_t(1) << 20, 0, 3.0);
+  const FlowInput in = flow_input(cold, &gelu_scale(), h200(), &cold);
+  EXPECT_FALSE(in.trips[0].reads_stop_at_l2) << "cold mode evicted x before the run";
+  EXPECT_TRUE(in.trips[1].reads_stop_at_l2) << "gelu's 4 MiB output is still in L2";
+  const Measurement warm = lesson_level("gelu_scale", int64_t(1) << 20, 0, 3.0, CacheMode::warm);
+  EXPECT_TRUE(flow_input(warm, &gelu_scale(), h200(), &warm).trips[0].reads_stop_at_l2);
+  // 64 MiB tensors do not fit: everything goes to HBM.
+  const Measurement big = lesson_level("gelu_scale", k16M, 0, 30.0, CacheMode::warm);
+  for (const auto& t : flow_input(big, &gelu_scale(), h200(), &big).trips) {
+    EXPECT_FALSE(t.reads_stop_at_l2);
+    EXPECT_FALSE(t.writes_stop_at_l2);
+  }
+}
+
+TEST(Flow, TripsFollowLaunchOrderAndPaceFollowsMedianTimes) {
+  Measurement m = lesson_level("gelu_scale", k16M, 0, 0.0);
+  m.launches[0].time_us.median = 10;  // gelu takes a quarter of the chain
+  m.launches[1].time_us.median = 30;
+  m.chain_time_us.median = 40;
+  const FlowInput in = flow_input(m, &gelu_scale(), h200(), &m);
+  const double s_per_us = kFlowRunSeconds / 40;
+  const FlowLayout a = layout_flow(in, 5 * s_per_us, kMin, kMax);
+  EXPECT_EQ(a.trip, 0);
+  EXPECT_NEAR(a.progress, 0.5f, 1e-4f);
+  EXPECT_DOUBLE_EQ(a.seconds_per_us, s_per_us);
+  const FlowLayout b = layout_flow(in, 25 * s_per_us, kMin, kMax);
+  EXPECT_EQ(b.trip, 1);
+  EXPECT_NEAR(b.progress, 0.5f, 1e-4f) << "15 of scale's 30 us";
+  EXPECT_NE(b.status.find("launch 2 of 2, scale"), std::string::npos) << b.status;
+  const FlowLayout done = layout_flow(in, 41 * s_per_us, kMin, kMax);
+  EXPECT_TRUE(done.done);
+  EXPECT_EQ(done.trip, -1);
+  EXPECT_EQ(layout_flow(in, a.loop_seconds + 5 * s_per_us, kMin, kMax).trip, 0) << "it loops";
+  // The pacing strip: gelu's segment a third as wide as scale's, in launch order.
+  ASSERT_EQ(a.strip.size(), 2u);
+  EXPECT_NEAR((a.strip[1].x1 - a.strip[1].x0) / (a.strip[0].x1 - a.strip[0].x0), 3.0f, 1e-3f);
+  EXPECT_LT(a.strip[0].x1, a.strip[1].x0 + 1e-3f);
+}
+
+TEST(Flow, AFasterLevelFinishesSoonerOnLevelZerosClock) {
+  const Measurement m0 = lesson_level("gelu_scale", k16M, 0, 32.0);  // 64 us
+  const Measurement m1 = lesson_level("gelu_scale", k16M, 1, 32.0);  // 32 us
+  const FlowInput fused = flow_input(m1, &gelu_scale(), h200(), &m0);
+  EXPECT_DOUBLE_EQ(fused.pace_reference_us, 64.0);
+  const FlowLayout at_2s = layout_flow(fused, 2.0, kMin, kMax);  // 42.7 us on level 0's clock
+  EXPECT_TRUE(at_2s.done) << "the fused kernel is done at half of level 0's run";
+  EXPECT_NE(at_2s.status.find("level 0: 64.0"), std::string::npos) << at_2s.status;
+  const FlowLayout unfused_at_2s = layout_flow(flow_input(m0, &gelu_scale(), h200(), &m0), 2.0, kMin, kMax);
+  EXPECT_EQ(unfused_at_2s.trip, 1) << "level 0 is still in its second launch";
+}
+
+TEST(Flow, GapsBetweenLaunchesComeFromTheRecords) {
+  Measurement m = lesson_level("gelu_scale", k16M, 0, 10.0);
+  add_records(&m, 2.0);
+  const FlowInput in = flow_input(m, &gelu_scale(), h200(), &m);
+  EXPECT_DOUBLE_EQ(in.trips[0].gap_before_us, 0.0);
+  EXPECT_NEAR(in.trips[1].gap_before_us, 2.0, 1e-9);
+  const double s_per_us = kFlowRunSeconds / 22;
+  const FlowLayout gap = layout_flow(in, 11 * s_per_us, kMin, kMax);
+  EXPECT_TRUE(gap.in_gap);
+  EXPECT_EQ(gap.trip, -1);
+  EXPECT_TRUE(gap.lanes.empty()) << "nothing moves while the GPU idles";
+  EXPECT_NE(gap.status.find("idles 2.0"), std::string::npos) << gap.status;
+}
+
+TEST(Flow, PlacesAreLabelledWithTheirCapacitiesAndHoverExplains) {
+  const Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  const FlowInput in = flow_input(m0, &gelu_scale(), h200(), &m0);
+  const FlowLayout l = layout_flow(in, 0.5, kMin, kMax);
+  EXPECT_EQ(l.boxes[0].title, "HBM (global memory)");
+  EXPECT_EQ(l.boxes[1].capacity, "60.0 MiB");
+  EXPECT_EQ(l.boxes[2].title, "SM");
+  EXPECT_EQ(l.boxes[2].capacity, "256.0 KiB registers");
+  EXPECT_LT(l.boxes[0].max.x, l.boxes[1].min.x);
+  EXPECT_LT(l.boxes[1].max.x, l.boxes[2].min.x);
+  for (const auto& b : l.blocks) {  // every block inside its box
+    const FlowBox& box = l.boxes[static_cast<int>(b.place)];
+    EXPECT_GE(b.min.x, box.min.x);
+    EXPECT_LE(b.max.x, box.max.x);
+    EXPECT_LE(b.max.y, box.max.y);
+  }
+  const FlowHit l2 = flow_hit(l, middle(l.boxes[1].min, v2(l.boxes[1].max.x, l.boxes[1].min.y + 30)));
+  EXPECT_EQ(l2.box, 1);
+  EXPECT_NE(flow_readout(in, l, l2).find("60.0 MiB"), std::string::npos);
+  const FlowHit sm = flow_hit(l, v2(l.boxes[2].min.x + 5, l.boxes[2].min.y + 5));
+  EXPECT_NE(flow_readout(in, l, sm).find("one of 132"), std::string::npos);
+  ASSERT_FALSE(l.lanes.empty());
+  const FlowHit lane = flow_hit(l, middle(l.lanes[0].chip.from, l.lanes[0].chip.to));
+  EXPECT_EQ(lane.lane, 0);
+  EXPECT_NE(flow_readout(in, l, lane).find("counters off"), std::string::npos);
+}
+
+TEST(Flow, NoMeasurementGivesThePlacesAndAStill) {
+  const FlowInput in = flow_input(Measurement(), 60 * kMiB);
+  const FlowLayout l = layout_flow(in, 1.0, kMin, kMax);
+  EXPECT_EQ(l.trip, -1);
+  EXPECT_TRUE(l.blocks.empty());
+  EXPECT_EQ(l.status, "No measurement yet.");
+}
+
+TEST(FlowClock, PausesAndResumesWhereItStopped) {
+  FlowClock c;
+  c.restart(10.0);
+  EXPECT_DOUBLE_EQ(c.elapsed(11.5), 1.5);
+  c.toggle_pause(11.5);
+  EXPECT_TRUE(c.paused());
+  EXPECT_DOUBLE_EQ(c.elapsed(20.0), 1.5);
+  c.toggle_pause(20.0);
+  EXPECT_DOUBLE_EQ(c.elapsed(21.0), 2.5);
 }
 
 }  // namespace

@@ -3,52 +3,111 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/viz/viz_test_data.h"
+
 namespace fl::viz {
 namespace {
 
-Measurement level(int lvl, int launches, int64_t bytes_each, bool counters) {
-  Measurement m;
-  m.level = lvl;
-  m.check.passed = true;
-  for (int k = 0; k < launches; ++k) {
-    LaunchResult l;
-    l.textbook.kernel = "k" + std::to_string(k);
-    l.textbook.bytes_read = bytes_each;
-    l.textbook.bytes_written = bytes_each;
-    if (counters) l.counters = LaunchCounters{bytes_each, bytes_each + 10, 3 * bytes_each};
-    m.launches.push_back(l);
-  }
-  return m;
-}
+using testing::add_counters;
+using testing::kMiB;
+using testing::lesson_level;
+
+constexpr int64_t k16M = int64_t(1) << 24;
 
 TEST(MemoryChart, SavedBytesIsLevelZeroMinusTheShownLevel) {
-  const Measurement unfused = level(0, 2, 1000, true), fused = level(1, 1, 1000, true);
-  const MemoryInput in = memory_input(fused, unfused);
-  EXPECT_DOUBLE_EQ(in.saved_textbook_bytes, 4000 - 2000);
-  EXPECT_DOUBLE_EQ(in.saved_dram_bytes, (2 * 2010) - 2010);
-  ASSERT_EQ(in.rows.size(), 2u);  // the launch and the total
-  EXPECT_EQ(in.rows.back().kernel, "total");
+  Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  add_counters(&m0, 1.05);
+  add_counters(&m1, 1.0);
+  const MemoryInput in = memory_input(m1, m0);
+  EXPECT_FALSE(in.baseline);
+  EXPECT_DOUBLE_EQ(in.level0_textbook_bytes, 256.0 * kMiB);
+  EXPECT_DOUBLE_EQ(in.saved_textbook_bytes,
+                   static_cast<double>(m0.textbook_bytes() - m1.textbook_bytes()));
+  EXPECT_DOUBLE_EQ(in.saved_textbook_bytes, 128.0 * kMiB);
+  ASSERT_TRUE(in.saved_dram_known);
+  const auto d0 = *m0.counters_total(), d1 = *m1.counters_total();
+  EXPECT_DOUBLE_EQ(in.saved_dram_bytes, static_cast<double>(d0.dram_read_bytes + d0.dram_write_bytes -
+                                                            d1.dram_read_bytes - d1.dram_write_bytes));
+  ASSERT_EQ(in.groups.size(), 2u);  // the launch and the total
+  EXPECT_EQ(in.total().kernel, "total");
   EXPECT_TRUE(in.counters);
-  EXPECT_DOUBLE_EQ(memory_input(unfused, unfused).saved_textbook_bytes, 0);
+
+  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(900, 260));
+  EXPECT_DOUBLE_EQ(layout.saved_bytes, 128.0 * kMiB);
+  EXPECT_EQ(layout.saved_value, "128.0 MiB") << "the big number";
+  EXPECT_EQ(layout.saved_title, "saved by fusion (textbook)");
+  std::string detail;
+  for (const auto& l : layout.saved_detail) detail += l + " ";
+  EXPECT_NE(detail.find("level 0 moves 256.0 MiB"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("50% less"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("measured in DRAM"), std::string::npos) << detail;
+
+  const MemoryInput base = memory_input(m0, m0);
+  EXPECT_TRUE(base.baseline);
+  EXPECT_DOUBLE_EQ(base.saved_textbook_bytes, 0);
+  EXPECT_EQ(layout_memory(base, ImVec2(0, 0), ImVec2(900, 260)).saved_title,
+            "level 0 moves (textbook)");
 }
 
-TEST(MemoryChart, BarsAreProportionalToBytes) {
-  const Measurement unfused = level(0, 2, 1000, true);
-  const MemoryInput in = memory_input(unfused, unfused);
-  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1100, 300), 100);
-  ASSERT_EQ(layout.bars.size(), 3u * kMemoryBarKinds);  // 2 launches + total, 5 bars each
-  EXPECT_DOUBLE_EQ(layout.scale_bytes, 6000);  // the total's L2 bytes are the largest
-  // Row 0's textbook read (1000 B) is a sixth of the full 1000 px width.
-  EXPECT_NEAR(layout.bars[0].max.x - layout.bars[0].min.x, 1000.0f / 6, 0.01f);
+TEST(MemoryChart, GroupedBarsPerLaunchAndTotalAreProportionalToBytes) {
+  Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  add_counters(&m0, 1.0);
+  const MemoryInput in = memory_input(m0, m0);
+  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1000, 300));
+  ASSERT_EQ(layout.bars.size(), 3u * 3);  // gelu, scale, total x textbook, DRAM, L2
+  EXPECT_EQ(layout.unit, "MiB");
+  // The total's L2 bytes (1.5 x 256 MiB) are the tallest: the axis reaches at least that.
+  EXPECT_GE(layout.axis_max_bytes, 384.0 * kMiB);
+  const float frame_h = layout.frame_max.y - layout.frame_min.y;
+  for (const auto& b : layout.bars) {
+    EXPECT_NEAR(b.max.y - b.min.y, static_cast<float>(b.bytes / layout.axis_max_bytes) * frame_h, 0.01f);
+  }
+  // gelu's textbook bar: 64 MiB read below 64 MiB written.
+  const MemoryBarRect& gelu = layout.bars[0];
+  EXPECT_EQ(gelu.kind, MemoryBar::textbook);
+  EXPECT_DOUBLE_EQ(gelu.bytes, 128.0 * kMiB);
+  EXPECT_NEAR(gelu.max.y - gelu.split_y, gelu.split_y - gelu.min.y, 0.01f);
+  // The total's textbook bar is twice gelu's.
+  EXPECT_NEAR((layout.bars[6].max.y - layout.bars[6].min.y) / (gelu.max.y - gelu.min.y), 2.0f, 1e-3f);
+  // Groups left to right, each labelled; every tick label has the unit.
+  ASSERT_EQ(layout.group_labels.size(), 3u);
+  EXPECT_EQ(layout.group_labels[2].second, "total");
+  EXPECT_LT(layout.bars[0].max.x, layout.bars[3].min.x);
+  for (const auto& [y, label] : layout.y_ticks) EXPECT_NE(label.find("MiB"), std::string::npos);
+  EXPECT_EQ(layout.bars[2].value_label, "192 MiB") << "gelu's L2 bytes, 1.5 x 128 MiB";
+  const std::string r = memory_readout(in, layout.bars[1]);
+  EXPECT_NE(r.find("100% of the textbook"), std::string::npos) << r;
+  EXPECT_EQ(memory_hit(layout, middle(layout.bars[4].min, layout.bars[4].max)), 4);
 }
 
-TEST(MemoryChart, WithoutCountersOnlyTextbookBars) {
-  const Measurement fused = level(1, 1, 500, false), unfused = level(0, 2, 500, false);
-  const MemoryInput in = memory_input(fused, unfused);
+TEST(MemoryChart, WithoutCountersOnlyTextbookBarsAndTheReason) {
+  Measurement m0 = lesson_level("gelu_scale", 1 << 20, 0, 3.0);
+  Measurement m1 = lesson_level("gelu_scale", 1 << 20, 1, 3.0);
+  m1.counters_status = CountersStatus::unavailable;
+  m1.counters_note = "counters need admin rights (ERR_NVGPUCTRPERM)";
+  const MemoryInput in = memory_input(m1, m0);
   EXPECT_FALSE(in.counters);
-  EXPECT_LT(in.saved_dram_bytes, 0);
-  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(500, 100), 50);
-  EXPECT_EQ(layout.bars.size(), 2u * 2);  // launch + total, textbook read and write
+  EXPECT_FALSE(in.saved_dram_known);
+  EXPECT_DOUBLE_EQ(in.saved_textbook_bytes, 8.0 * kMiB);
+  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1200, 260));
+  EXPECT_EQ(layout.bars.size(), 2u) << "launch + total, textbook only";
+  EXPECT_EQ(layout.legend.size(), 1u);
+  EXPECT_NE(layout.counters_note.find("ERR_NVGPUCTRPERM"), std::string::npos) << layout.counters_note;
+}
+
+TEST(MemoryChart, TheBadgeSaysWhetherTheOutputIsCorrect) {
+  Measurement m1 = lesson_level("gelu_scale", 1 << 20, 1, 3.0);
+  const MemoryLayout ok = layout_memory(memory_input(m1, m1), ImVec2(0, 0), ImVec2(900, 260));
+  EXPECT_TRUE(ok.badge_ok);
+  EXPECT_NE(ok.badge.find("output correct"), std::string::npos);
+  EXPECT_NE(ok.badge.find("3.6e-08"), std::string::npos);
+  m1.check.passed = false;
+  m1.check.rel_l2_error = 0.25;
+  const MemoryLayout bad = layout_memory(memory_input(m1, m1), ImVec2(0, 0), ImVec2(900, 260));
+  EXPECT_FALSE(bad.badge_ok);
+  EXPECT_NE(bad.badge.find("WRONG"), std::string::npos);
+  EXPECT_NE(bad.badge.find("2.5e-01 > tol. 1.0e-05"), std::string::npos) << bad.badge;
 }
 
 }  // namespace

@@ -1,0 +1,174 @@
+// Small helpers the views share: ImVec2 arithmetic (ImGui 1.86 defines its operators only inside
+// imgui_internal.h), the colours of the plot widget (viz/plot.cpp) given names, text metrics that
+// layouts use without an ImGui context, and number formats that always carry a unit.
+#pragma once
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fl::viz {
+
+// ---- [SECTION] ImVec2 arithmetic -------------------------------------------------------------
+
+inline ImVec2 v2(float x, float y) { return ImVec2(x, y); }
+inline ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
+inline ImVec2 sub(ImVec2 a, ImVec2 b) { return ImVec2(a.x - b.x, a.y - b.y); }
+inline ImVec2 scaled(ImVec2 a, float s) { return ImVec2(a.x * s, a.y * s); }
+inline ImVec2 lerp(ImVec2 a, ImVec2 b, float t) {
+  return ImVec2(a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t);
+}
+inline ImVec2 middle(ImVec2 min, ImVec2 max) {
+  return ImVec2(0.5f * (min.x + max.x), 0.5f * (min.y + max.y));
+}
+inline bool inside(ImVec2 p, ImVec2 min, ImVec2 max) {
+  return p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y;
+}
+
+// ---- [SECTION] colours -----------------------------------------------------------------------
+// The plot widget's palette: blue for what was measured, orange for limits and references
+// (and, in the flow view, for bytes written), grey for textbook numbers, green for "correct" and
+// for values that stay on chip, red for a wrong kernel.
+namespace palette {
+constexpr ImU32 measured = IM_COL32(70, 170, 255, 255);    // speedup_view's measured series
+constexpr ImU32 reference = IM_COL32(240, 150, 40, 255);   // byte-ratio limit, bandwidth roof
+constexpr ImU32 published = IM_COL32(150, 150, 165, 255);  // reference series, textbook bytes
+constexpr ImU32 reads = IM_COL32(70, 170, 255, 255);
+constexpr ImU32 writes = IM_COL32(240, 150, 40, 255);
+constexpr ImU32 textbook_read = IM_COL32(150, 150, 165, 255);
+constexpr ImU32 textbook_write = IM_COL32(105, 105, 120, 255);
+constexpr ImU32 l2 = IM_COL32(90, 200, 120, 255);
+constexpr ImU32 on_chip = IM_COL32(90, 200, 120, 255);
+constexpr ImU32 correct = IM_COL32(90, 200, 120, 255);
+constexpr ImU32 wrong = IM_COL32(235, 85, 75, 255);
+constexpr ImU32 compute_roof = IM_COL32(200, 120, 220, 255);
+// The places of the flow view: dim fills that the coloured bytes stand out on.
+constexpr ImU32 hbm_fill = IM_COL32(38, 52, 80, 255);
+constexpr ImU32 l2_fill = IM_COL32(36, 62, 52, 255);
+constexpr ImU32 sm_fill = IM_COL32(62, 46, 74, 255);
+}  // namespace palette
+
+inline ImU32 with_alpha(ImU32 color, float alpha) {
+  ImVec4 c = ImGui::ColorConvertU32ToFloat4(color);  // needs no ImGui context
+  c.w *= alpha;
+  return ImGui::ColorConvertFloat4ToU32(c);
+}
+
+// ---- [SECTION] text metrics ------------------------------------------------------------------
+// Layouts run without an ImGui context (tests), so they estimate text widths from the font size;
+// the widgets pass the real figures from the current font.
+struct ViewStyle {
+  float font_size = 16.0f;
+  float char_width = 0.0f;  // 0: 0.6 * font_size, a fair average for DejaVu Sans
+
+  float cw() const { return char_width > 0 ? char_width : 0.6f * font_size; }
+  // Code points, not bytes: "µs" is two characters wide, not three.
+  float text_width(const std::string& s) const {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return static_cast<float>(n) * cw();
+  }
+  float line() const { return font_size * 1.25f; }  // one text line with its spacing
+  // The current ImGui font (needs a context: call only while drawing).
+  static ViewStyle current() {
+    ViewStyle s;
+    s.font_size = ImGui::GetFontSize();
+    s.char_width = ImGui::CalcTextSize("0123456789 abcdefghij").x / 21.0f;
+    return s;
+  }
+};
+
+// `text` cut to at most `width` px (estimated), ending in "..." when cut; "" when not even a
+// few characters fit. Cuts between code points, never inside one.
+inline std::string fit_text(const std::string& text, float width, const ViewStyle& style) {
+  if (style.text_width(text) <= width) return text;
+  const int keep = static_cast<int>(width / style.cw()) - 3;
+  if (keep < 2) return "";
+  std::string out;
+  int chars = 0;
+  for (char c : text) {
+    const bool starts_code_point = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_code_point && chars == keep) break;
+    chars += starts_code_point;
+    out += c;
+  }
+  return out + "...";
+}
+
+// Words wrapped into lines of at most `width` px (estimated). A unit never starts a line: it
+// stays with its number ("64.0 MiB", "30.5 µs"). A word longer than a line is cut.
+inline std::vector<std::string> wrap_text(const std::string& text, float width,
+                                          const ViewStyle& style) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "\xC2\xB5s", "ms",
+                                       "GB/s", "GFLOP/s", "FLOP/B", "%"};
+  const auto is_unit = [&](std::string w) {
+    while (!w.empty() && std::string(",;.:)").find(w.back()) != std::string::npos) w.pop_back();
+    for (const char* u : kUnits) {
+      if (w == u) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> chunks;  // words, each unit glued to the number before it
+  std::string word;
+  const auto end_word = [&]() {
+    if (word.empty()) return;
+    if (!chunks.empty() && is_unit(word)) chunks.back() += " " + word;
+    else chunks.push_back(word);
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ') end_word();
+    else word += c;
+  }
+  end_word();
+  std::vector<std::string> lines;
+  std::string line;
+  for (const std::string& chunk : chunks) {
+    const std::string candidate = line.empty() ? chunk : line + " " + chunk;
+    if (line.empty() || style.text_width(candidate) <= width) {
+      line = candidate;
+    } else {
+      lines.push_back(fit_text(line, width, style));
+      line = chunk;
+    }
+  }
+  if (!line.empty()) lines.push_back(fit_text(line, width, style));
+  return lines;
+}
+
+// ---- [SECTION] numbers with units ------------------------------------------------------------
+
+// "1.2 µs", "30.5 µs", "253 µs", "1.25 ms".
+inline std::string format_us(double us) {
+  char buf[32];
+  if (us >= 1000) {
+    std::snprintf(buf, sizeof(buf), "%.2f ms", us / 1000);
+  } else if (us >= 100) {
+    std::snprintf(buf, sizeof(buf), "%.0f \xC2\xB5s", us);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f \xC2\xB5s", us);
+  }
+  return buf;
+}
+
+// Binary units as the rest of the app writes them ("64.0 MiB"), with a sign for differences.
+inline std::string format_byte_count(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char* sign = bytes < 0 ? "-" : "";
+  double b = std::fabs(bytes);
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%s%.0f %s" : "%s%.1f %s", sign, b, units[u]);
+  return buf;
+}
+
+}  // namespace fl::viz

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -21,11 +22,12 @@ struct BenchOptions {
   std::string out_session;  // --out
   std::string out_csv;      // --csv
   bool no_counters = false;     // --no-counters: timing only, no CUPTI range profiler
+  bool allow_tf32 = false;      // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
   // Diagnostics (hidden options, for checking the measurement itself):
   bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
   std::string timer = "cupti";  // --timer cupti|events
   std::string counter_replay = "user";  // --counter-replay user|kernel
-  bool keep_profiler_enabled = false;   // --keep-profiler-enabled
+  bool fresh_profiler = false;          // --fresh-profiler: enable the range profiler per request
   bool trace_all_runtime_apis = false;  // --trace-all-runtime-apis
 };
 
@@ -41,6 +43,21 @@ struct LatencyOptions {
   int rest_ms = 1000;
   std::string max_size = "16M";
 };
+
+// `fusionlab export-trace` and `fusionlab export-csv` (cli_export.cpp, docs/EXPORT.md): recorded
+// sessions (files, or folders of .json files, as for --replay) to a Chrome trace or a CSV.
+struct ExportOptions {
+  std::vector<std::string> inputs;  // SESSION.json or folders
+  std::string out;                  // -o
+  std::string lesson;               // --lesson: only this lesson
+  std::string size;                 // --size: only this size ("64M", "1000003")
+  bool force = false;               // --force: replace an existing output
+};
+// Each adds its subcommand to `app`, bound to `options`, and returns it (main checks parsed()).
+CLI::App* add_export_trace_command(CLI::App* app, ExportOptions* options);
+CLI::App* add_export_csv_command(CLI::App* app, ExportOptions* options);
+int run_export_trace(const ExportOptions& options);
+int run_export_csv(const ExportOptions& options);
 
 int run_lessons(bool json);
 int run_bench(const BenchOptions& options);

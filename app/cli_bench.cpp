@@ -13,9 +13,11 @@
 
 #include "app/cli.h"
 #include "app/measure/cupti_tracer.h"
+#include "app/measure/export.h"
 #include "app/measure/live_backend.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
+#include "kernels/blas.h"
 #include "kernels/catalog.h"
 
 namespace fl {
@@ -42,47 +44,6 @@ double deviation(double measured, double reference) {
   return reference > 0 ? 100.0 * (measured - reference) / reference : 0;
 }
 double megabytes(double bytes) { return bytes * 1e-6; }
-
-std::string optional_count(const std::optional<LaunchCounters>& c, int64_t LaunchCounters::*field) {
-  return c ? std::to_string((*c).*field) : std::string();
-}
-
-std::string csv_for(const std::vector<Measurement>& all) {
-  std::string csv =
-      "lesson,size,precision,cache,level,level_name,launch,kernel,launch_time_median_us,"
-      "launch_time_p20_us,launch_time_p80_us,textbook_bytes_read,textbook_bytes_written,"
-      "launch_gbps,copy_gbps,chain_time_median_us,repetitions,rel_l2_error,correct,"
-      "timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
-      "event_time_median_us\n";
-  char line[1024];
-  for (const Measurement& m : all) {
-    for (size_t k = 0; k < m.launches.size(); ++k) {
-      const LaunchResult& l = m.launches[k];
-      const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
-      std::snprintf(line, sizeof(line),
-                    "%s,%lld,%s,%s,%d,%s,%zu,%s,%.4f,%.4f,%.4f,%lld,%lld,%.2f,%.2f,%.4f,%d,%.3e,%s\n",
-                    m.lesson.c_str(), static_cast<long long>(m.size), to_string(m.precision),
-                    to_string(m.cache), m.level, m.level_name.c_str(), k, l.textbook.kernel.c_str(),
-                    l.time_us.median, l.time_us.p20, l.time_us.p80,
-                    static_cast<long long>(l.textbook.bytes_read),
-                    static_cast<long long>(l.textbook.bytes_written), gbps, l.copy_gbps,
-                    m.chain_time_us.median, m.repetitions, m.check.rel_l2_error,
-                    m.check.passed ? "yes" : "no");
-      csv += line;
-      csv.pop_back();  // the newline: the counter columns follow
-      csv += std::string(",") + m.timing_method + "," + to_string(m.counters_status) + "," +
-             optional_count(l.counters, &LaunchCounters::dram_read_bytes) + "," +
-             optional_count(l.counters, &LaunchCounters::dram_write_bytes) + "," +
-             optional_count(l.counters, &LaunchCounters::l2_bytes) + ",";
-      if (l.event_time_us.count > 0) {
-        std::snprintf(line, sizeof(line), "%.4f", l.event_time_us.median);
-        csv += line;
-      }
-      csv += "\n";
-    }
-  }
-  return csv;
-}
 
 }  // namespace
 
@@ -142,7 +103,9 @@ int run_bench(const BenchOptions& o) {
   live.counters = !o.no_counters;
   live.compare_timers = o.compare_timers;
   live.counter_replay = replay;
-  live.keep_profiler_enabled = o.keep_profiler_enabled;
+  live.keep_profiler_enabled = !o.fresh_profiler;
+  // Before any workspace plans its GEMMs: the math mode is fixed per plan.
+  blas::set_allow_tf32(o.allow_tf32);
   live.trace_all_runtime_apis = o.trace_all_runtime_apis;
   std::unique_ptr<LiveBackend> backend;
   if (Status st = LiveBackend::create(live, &backend); !st.ok()) {
@@ -352,7 +315,7 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "wrote %s\n", o.out_session.c_str());
   }
   if (!o.out_csv.empty()) {
-    if (Status st = write_file_atomically(o.out_csv, csv_for(session.measurements)); !st.ok()) {
+    if (Status st = export_csv(session.measurements, o.out_csv); !st.ok()) {
       return fail(st.message());
     }
     std::fprintf(stderr, "wrote %s\n", o.out_csv.c_str());
@@ -373,8 +336,11 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
       ->group("");
   bench->add_option("--timer", o->timer, "cupti (default) or events")->group("");
   bench->add_option("--counter-replay", o->counter_replay, "user (default) or kernel")->group("");
-  bench->add_flag("--keep-profiler-enabled", o->keep_profiler_enabled,
-                  "Leave the range profiler enabled between counter phases")
+  bench->add_flag("--allow-tf32", o->allow_tf32,
+                  "fp32 GEMMs (lessons 6-8) may use TF32 tensor cores (10-bit mantissas); off by "
+                  "default so fp32 means fp32");
+  bench->add_flag("--fresh-profiler", o->fresh_profiler,
+                  "Enable the range profiler for each counter phase instead of once")
       ->group("");
   bench->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
                   "CUPTI traces every CUDA runtime call, not only the launches")

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("--script", script_path,
                  "Drive the window from a script of commands (docs/SCRIPTING.md) and exit")
       ->type_name("FILE");
-  app.add_option("--out-dir", out_dir, "Where a script's screenshots go (default: .)")
+  app.add_option("--out-dir", out_dir,
+                 "Where a script's outputs go (screenshots, traces, CSV, sessions; default: .)")
       ->type_name("DIR");
   bool frame_stats = false;
   app.add_flag("--frame-stats", frame_stats,
@@ -55,6 +56,12 @@ int main(int argc, char** argv) {
   app.add_option("--replay", replay,
                  "Open the window on recorded sessions of one GPU (files, or folders of .json "
                  "files) instead of measuring live; comma-separated or repeated")
+      ->delimiter(',')
+      ->type_name("SESSION.json[,MORE.json]");
+  std::vector<std::string> compare;
+  app.add_option("--compare", compare,
+                 "Overlay a second recording (files or folders of one GPU) on the speedup and "
+                 "bandwidth plots")
       ->delimiter(',')
       ->type_name("SESSION.json[,MORE.json]");
 
@@ -97,16 +104,23 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   latency->add_option("--rest-ms", latency_options.rest_ms, "Rest after each drag")->capture_default_str();
   latency->add_option("--max-size", latency_options.max_size, "Largest gelu_scale size")->capture_default_str();
+
+  fl::ExportOptions trace_options, csv_options;
+  CLI::App* export_trace = fl::add_export_trace_command(&app, &trace_options);
+  CLI::App* export_csv = fl::add_export_csv_command(&app, &csv_options);
   CLI11_PARSE(app, argc, argv);
 
   if (lessons->parsed()) return fl::run_lessons(lessons_json);
   if (bench->parsed()) return fl::run_bench(bench_options);
   if (latency->parsed()) return fl::run_latency(latency_options);
+  if (export_trace->parsed()) return fl::run_export_trace(trace_options);
+  if (export_csv->parsed()) return fl::run_export_csv(csv_options);
 #if FUSIONLAB_GUI
   fl::GuiOptions gui;
   gui.screenshot_path = screenshot;
   gui.force_no_gpu = no_gpu;
   gui.replay_paths = replay;
+  gui.compare_paths = compare;
   gui.lesson = start_lesson;
   gui.level = start_level;
   gui.sweep = sweep;
@@ -117,6 +131,7 @@ int main(int argc, char** argv) {
   return fl::run_gui(gui);
 #else
   (void)no_gpu;
+  (void)compare;
   (void)start_level;
   (void)sweep;
   (void)view;
@@ -144,7 +159,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "fusionlab: this build has no window (configured with -DFUSIONLAB_GUI=OFF)%s; "
-               "use a subcommand: lessons, bench (see --help)\n",
+               "use a subcommand: lessons, bench, export-trace, export-csv (see --help)\n",
                unavailable.c_str());
   return 2;
 #endif

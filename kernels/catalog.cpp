@@ -9,6 +9,9 @@ const Lesson& gelu_scale_lesson();
 const Lesson& bias_gelu_lesson();
 const Lesson& residual_layernorm_lesson();
 const Lesson& scale_mask_softmax_lesson();
+const Lesson& layernorm_linear_lesson();
+const Lesson& linear_gelu_lesson();
+const Lesson& ffn_lesson();
 
 const std::vector<const Lesson*>& lessons() {
   static const std::vector<const Lesson*> all = {
@@ -17,6 +20,9 @@ const std::vector<const Lesson*>& lessons() {
       &bias_gelu_lesson(),
       &residual_layernorm_lesson(),
       &scale_mask_softmax_lesson(),
+      &layernorm_linear_lesson(),
+      &linear_gelu_lesson(),
+      &ffn_lesson(),
   };
   return all;
 }

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda_check.h"
@@ -76,13 +77,18 @@ inline unsigned check_blocks(int64_t n) {
   return static_cast<unsigned>(wanted < 4096 ? (wanted > 0 ? wanted : 1) : 4096);
 }
 
-// Runs one fp64 check: zeroes `sums`, calls launch(ErrorSums*) to enqueue the check kernel,
+// Runs one fp64 check: zeroes `sums`, calls launch(ErrorSums*) to enqueue the check kernel (it
+// may return a Status),
 // copies the sums back and turns them into a CheckResult. Synchronizes `stream`.
 template <typename LaunchCheck>
 Status run_check(const DeviceBuffer& sums, double tolerance, cudaStream_t stream,
                  LaunchCheck launch_check, CheckResult* result) {
   FL_CUDA_TRY(cudaMemsetAsync(sums.get(), 0, sizeof(ErrorSums), stream));
-  launch_check(sums.as<ErrorSums>());
+  if constexpr (std::is_same<decltype(launch_check(sums.as<ErrorSums>())), Status>::value) {
+    FL_TRY(launch_check(sums.as<ErrorSums>()));  // a launcher that reports its own errors
+  } else {
+    launch_check(sums.as<ErrorSums>());
+  }
   FL_CUDA_TRY(cudaGetLastError());
   ErrorSums host{};
   FL_CUDA_TRY(cudaMemcpyAsync(&host, sums.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));

@@ -3,8 +3,14 @@
 # there, runs the `gpu` tests, compute-sanitizer on small sizes, measures the copy roof and runs
 # the gelu_scale benchmark. Full logs go under $OUT (or ./out); a short table is printed last.
 #
-#   scripts/gpu-check.sh             everything
-#   FL_BENCH_SIZES=1K,1M scripts/gpu-check.sh   other bench sizes
+#   scripts/gpu-check.sh             everything (more than one device call's 10 minutes now)
+#   FL_STAGES=tests,gemm scripts/gpu-check.sh   only these stages (the build always runs):
+#     tests      ctest -L gpu                  sanitizer  compute-sanitizer memcheck + racecheck
+#     grid       the recording grid, every lesson (bench --out: assets/recordings)
+#     gemm       lessons 6-8 at the default shape and a small batch, fp32 and bf16, cold
+#     counters   the counter phase's DRAM bytes vs textbook, as shipped and per-request enable
+#     latency    `fusionlab latency`
+#     gui        the window live under Xvfb (needs build-gui/fusionlab and .gui-debs carried)
 #
 # The GPU machine has nvcc, CMake and ninja but no network: header-only and test dependencies
 # travel as Debian .deb files in .debs/ (scripts/fetch-gpu-debs.sh) and are unpacked to a prefix.
@@ -13,6 +19,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+stages=${FL_STAGES:-tests,sanitizer,grid,gemm,counters,latency,gui}
+stage() { [[ ",$stages," == *",$1,"* ]]; }
 : > "$OUT/summary.txt"
 rm -f "$OUT/sanitizer.log" "$OUT/live-gui.png"
 
@@ -40,10 +48,13 @@ log "build: $(( $(date +%s) - t0 )) s"
 rm -f "$OUT/build.log"  # kept only when the build fails: $OUT brings back at most 8 files
 
 status=0
-(cd "$build" && ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1 || status=1
-log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1)"
+if stage tests; then
+  t0=$(date +%s)
+  (cd "$build" && ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1 || status=1
+  log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1) ($(( $(date +%s) - t0 )) s)"
+fi
 
-if command -v compute-sanitizer > /dev/null; then
+if stage sanitizer && command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck; do
     # Every level of every lesson, fp32 and bf16, at the gpu tests' small random odd sizes.
     compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
@@ -71,21 +82,51 @@ rm -rf "$results" && mkdir -p "$results"
 elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
 rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
 softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
-for run in fp32:cold bf16:cold fp32:warm; do
-  precision=${run%:*} cache=${run#*:}
-  tag=${precision}_$cache
-  bench "elementwise_$tag" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision --cache $cache
-  bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
-  bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
-done
-head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
+gemm_grid=${FL_GEMM_GRID:-16,64,256,1K,4K,16K}
+if stage grid; then
+  for run in fp32:cold bf16:cold fp32:warm; do
+    precision=${run%:*} cache=${run#*:}
+    tag=${precision}_$cache
+    bench "elementwise_$tag" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision --cache $cache
+    bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
+    bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
+    bench "gemm_$tag" layernorm_linear,linear_gelu,ffn "$gemm_grid" --precision $precision --cache $cache
+  done
+  head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
+fi
+
+# Lessons 6-8 at the default shape (16K tokens x 768) and a small batch (64 tokens), >= 50 reps.
+if stage gemm; then
+  for precision in fp32 bf16; do
+    bench "gemm_shapes_${precision}" layernorm_linear,linear_gelu,ffn "${FL_GEMM_SIZES:-64,16K}" --precision $precision --cache cold
+  done
+  bench "gemm_shapes_tf32" linear_gelu,ffn 16K --precision fp32 --cache cold --allow-tf32
+fi
+
+# The counter phase's fidelity as shipped (profiler enabled once, flush drain), and, for
+# comparison, enabled per request: per-chain DRAM bytes against the textbook and wall time.
+if stage counters; then
+  for mode in keep:"" fresh:--fresh-profiler; do
+    tag=${mode%%:*} flag=${mode#*:}
+    for spec in gelu_scale:1M,16M,64M residual_layernorm:1365,64K,256K; do
+      lesson=${spec%%:*} sizes=${spec#*:}
+      FL_TRACE_PHASES=1 "$build/fusionlab" bench --lesson "$lesson" --sizes "$sizes" --reps 5 \
+        --seconds 0.02 $flag --csv "$results/counters_${tag}_flush_$lesson.csv" \
+        > /dev/null 2> "$results/counters_${tag}_flush_$lesson.err" || status=1
+    done
+  done
+  python3 scripts/counter-drain-table.py "$results" > "$results/counters.txt" 2>&1 || status=1
+  cat "$results/counters.txt" >> "$OUT/summary.txt"
+fi
 
 # How fast the engine answers a dragged slider (the window's settings).
-"$build/fusionlab" latency > "$results/latency.txt" 2>&1 || status=1
-cat "$results/latency.txt" >> "$OUT/summary.txt"
+if stage latency; then
+  "$build/fusionlab" latency > "$results/latency.txt" 2>&1 || status=1
+  cat "$results/latency.txt" >> "$OUT/summary.txt"
+fi
 
 # The window, live, under Xvfb: only when the GUI build and its packages were carried.
-if [[ -x build-gui/fusionlab && -d .gui-debs ]]; then
+if stage gui && [[ -x build-gui/fusionlab && -d .gui-debs ]]; then
   if source scripts/gpu-gui-env.sh > "$results/gui.log" 2>&1; then
     timeout 300 build-gui/fusionlab --screenshot "$OUT/live-gui.png" >> "$results/gui.log" 2>&1 || status=1
     fl_gui_stop

@@ -42,6 +42,30 @@ std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history
   return out;
 }
 
+std::vector<PlotSeries> bandwidth_overlay_series(const std::vector<Measurement>& history,
+                                                 const std::string& lesson, Precision precision,
+                                                 CacheMode cache, const std::string& source) {
+  std::vector<PlotSeries> out;
+  for (PlotSeries& s : bandwidth_series(history, lesson, precision, cache)) {
+    if (s.hollow_markers) continue;  // the copy reference: the plot keeps its own
+    // Halfway to white: the same hue as the level's own series, clearly lighter.
+    const auto lighter = [](ImU32 c, int shift) {
+      const int v = static_cast<int>((c >> shift) & 0xFF);
+      return static_cast<ImU32>((v + (255 - v) / 2) & 0xFF) << shift;
+    };
+    s.color = lighter(s.color, IM_COL32_R_SHIFT) | lighter(s.color, IM_COL32_G_SHIFT) |
+              lighter(s.color, IM_COL32_B_SHIFT) | (ImU32(255) << IM_COL32_A_SHIFT);
+    s.dashed = true;
+    s.line_thickness = 1.8f;
+    s.marker_radius = 3.5f;
+    s.label += ", " + source;
+    s.in_legend = out.empty();
+    if (s.in_legend) s.legend_label = "dashed: " + source;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 PlotSpec bandwidth_plot_spec(const std::vector<PlotSeries>& series, const std::string& size_unit,
                              int64_t size_min, int64_t size_max) {
   PlotSpec spec;

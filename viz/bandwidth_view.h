@@ -17,6 +17,15 @@ std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history
                                          const std::string& lesson, Precision precision,
                                          CacheMode cache);
 
+// A compared recording's levels for the same plot: each level's series as bandwidth_series()
+// makes it, without the copy reference, in a lighter shade of its level's colour, dashed, the
+// label followed by ", " + `source` (e.g. "NVIDIA H200, 2026-11-22 (fp32, warm L2)") for the
+// hover read-out. The legend gets one row for them all, the first's: "dashed: " + `source`
+// (each level's lighter shade matches its own solid series).
+std::vector<PlotSeries> bandwidth_overlay_series(const std::vector<Measurement>& history,
+                                                 const std::string& lesson, Precision precision,
+                                                 CacheMode cache, const std::string& source);
+
 PlotSpec bandwidth_plot_spec(const std::vector<PlotSeries>& series, const std::string& size_unit,
                              int64_t size_min, int64_t size_max);
 

@@ -3,6 +3,7 @@
 #include "viz/plot.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fl::viz {
 namespace {
@@ -28,6 +29,30 @@ void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, floa
   }
 }
 
+// A polyline drawn as dashes of equal length, continuing across its corners.
+void dashed_polyline(ImDrawList* dl, const std::vector<ImVec2>& pts, ImU32 color, float thickness) {
+  const float dash = 8, gap = 5;
+  float phase = 0;  // distance into the current dash + gap period
+  for (size_t i = 0; i + 1 < pts.size(); ++i) {
+    const ImVec2 a = pts[i], b = pts[i + 1];
+    const float dx = b.x - a.x, dy = b.y - a.y;
+    const float len = std::sqrt(dx * dx + dy * dy);
+    float t = 0;
+    while (t < len) {
+      const float left = phase < dash ? dash - phase : dash + gap - phase;
+      const float step = std::min(left, len - t);
+      if (phase < dash) {
+        dl->AddLine(vec(a.x + dx * t / len, a.y + dy * t / len),
+                    vec(a.x + dx * (t + step) / len, a.y + dy * (t + step) / len), color,
+                    thickness);
+      }
+      t += step;
+      phase += step;
+      if (phase >= dash + gap) phase = 0;
+    }
+  }
+}
+
 void draw_marker(ImDrawList* dl, ImVec2 p, float r, ImU32 color, bool hollow, ImU32 fill) {
   if (hollow) {
     dl->AddCircleFilled(p, r, fill);
@@ -44,7 +69,7 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   };
   std::vector<Entry> entries;
   for (const auto& s : L.series) {
-    if (!s.label.empty()) entries.push_back({&s.label, &s});
+    if (!s.legend_label.empty()) entries.push_back({&s.legend_label, &s});
   }
   if (L.reference_visible && !L.reference_label.empty())
     entries.push_back({&L.reference_label, nullptr});
@@ -53,9 +78,11 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   const float fs = L.font_size, pad = fs * 0.4f, swatch = fs * 1.8f;
   float text_w = 0;
   for (const auto& e : entries) text_w = std::max(text_w, ImGui::CalcTextSize(e.label->c_str()).x);
-  const ImVec2 box_max = L.legend_anchor;
-  const ImVec2 box_min = vec(box_max.x - (pad * 3 + swatch + text_w),
-                             box_max.y - (pad * 2 + entries.size() * L.legend_row_height));
+  const float box_w = pad * 3 + swatch + text_w, box_h = pad * 2 + entries.size() * L.legend_row_height;
+  const bool right = L.legend_corner <= 1, bottom = L.legend_corner == 0 || L.legend_corner == 3;
+  const ImVec2 box_min = vec(right ? L.legend_anchor.x - box_w : L.legend_anchor.x,
+                             bottom ? L.legend_anchor.y - box_h : L.legend_anchor.y);
+  const ImVec2 box_max = vec(box_min.x + box_w, box_min.y + box_h);
   dl->AddRectFilled(box_min, box_max, bg, 4.0f);
   dl->AddRect(box_min, box_max, border, 4.0f);
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -64,7 +91,11 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
     const float sx0 = box_min.x + pad, sx1 = sx0 + swatch;
     if (entries[i].series) {
       const auto& s = *entries[i].series;
-      dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+      if (s.dashed) {
+        dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
+      } else {
+        dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+      }
       draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
     } else {
       dashed_hline(dl, sx0, sx1, cy, L.reference_color, 2.0f);
@@ -136,7 +167,9 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
     }
   }
   for (const auto& s : L.series) {
-    if (s.screen.size() >= 2) {
+    if (s.screen.size() >= 2 && s.dashed) {
+      dashed_polyline(dl, s.screen, s.color, s.line_thickness);
+    } else if (s.screen.size() >= 2) {
       dl->AddPolyline(s.screen.data(), static_cast<int>(s.screen.size()), s.color, 0,
                       s.line_thickness);
     }

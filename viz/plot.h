@@ -32,6 +32,9 @@ struct PlotSeries {
   float marker_radius = 4.0f;
   bool hollow_markers = false;  // hollow: a reference series, not a measurement
   bool band = false;            // shade each point's lo..hi spread (e.g. p20-p80)
+  bool dashed = false;          // a dashed line: a compared recording, drawn under the measured
+  bool in_legend = true;        // false: only the hover read-out names it
+  std::string legend_label;     // the legend's text when not the label (empty: the label)
 };
 
 // A horizontal line across the plot (e.g. the speedup the byte counts allow), drawn dashed.
@@ -91,6 +94,8 @@ struct PlotSeriesLayout {
   std::vector<ImVec2> screen;   // data[i] in screen space
   bool band = false;
   std::vector<ImVec2> band_lo, band_hi;  // data[i].lo / .hi in screen space, when band
+  bool dashed = false;
+  std::string legend_label;  // empty: not in the legend
 };
 
 struct PlotLayout {
@@ -114,7 +119,13 @@ struct PlotLayout {
 
   std::string x_title, y_title, x_unit, y_suffix, note;
   ImVec2 x_title_pos, y_title_pos;  // top-left of each title
-  ImVec2 legend_anchor;             // bottom-right corner of the legend box
+  // The legend sits in the corner of the plot area its box covers least data in (points and
+  // lines, sampled), bottom-right first on a tie: 0 bottom-right, 1 top-right, 2 top-left,
+  // 3 bottom-left. legend_anchor is the box's corner on that side; legend_min/max the box as
+  // estimated from the labels' lengths (the drawing measures the text itself).
+  int legend_corner = 0;
+  ImVec2 legend_anchor;
+  ImVec2 legend_min, legend_max;
   float legend_row_height = 0;
   ImVec2 note_anchor;   // bottom-left corner of the note
   float note_wrap = 0;  // the note's wrap width

@@ -26,6 +26,66 @@ void sanitize_log_range(double* lo, double* hi, double base) {
   if (!(*hi > *lo)) *hi = *lo * base;
 }
 
+// How much of the plotted data a box covers: every point inside counts 4, and every sample of
+// the lines joining points (8 per segment) and of the reference line counts 1.
+int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi) {
+  const auto inside = [&](ImVec2 p) { return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y; };
+  int covered = 0;
+  for (const auto& s : L.series) {
+    for (size_t i = 0; i < s.screen.size(); ++i) {
+      if (inside(s.screen[i])) covered += 4;
+      if (i + 1 == s.screen.size()) continue;
+      for (int k = 1; k < 8; ++k) {
+        const float t = k / 8.0f;
+        const ImVec2 a = s.screen[i], b = s.screen[i + 1];
+        if (inside(vec(a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t))) ++covered;
+      }
+    }
+  }
+  if (L.reference_visible) {
+    for (int k = 0; k <= 32; ++k) {
+      const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * k / 32.0f;
+      if (inside(vec(x, L.reference_y))) ++covered;
+    }
+  }
+  return covered;
+}
+
+// The legend's box from the labels (estimated widths), in the corner that hides least data.
+void place_legend(PlotLayout* L, float cw) {
+  const float fs = L->font_size, pad = fs * 0.4f, swatch = fs * 1.8f, margin = fs * 0.5f;
+  size_t longest = 0;
+  int rows = 0;
+  for (const auto& s : L->series) {
+    if (s.legend_label.empty()) continue;
+    longest = std::max(longest, s.legend_label.size());
+    ++rows;
+  }
+  if (L->reference_visible && !L->reference_label.empty()) {
+    longest = std::max(longest, L->reference_label.size());
+    ++rows;
+  }
+  const float w = pad * 3 + swatch + cw * static_cast<float>(longest);
+  const float h = pad * 2 + L->legend_row_height * static_cast<float>(rows);
+  int best = 0, best_covered = std::numeric_limits<int>::max();
+  for (int corner = 0; corner < 4; ++corner) {
+    const bool right = corner <= 1, bottom = corner == 0 || corner == 3;
+    const ImVec2 anchor = vec(right ? L->frame_max.x - margin : L->frame_min.x + margin,
+                              bottom ? L->frame_max.y - margin : L->frame_min.y + margin);
+    const ImVec2 lo = vec(right ? anchor.x - w : anchor.x, bottom ? anchor.y - h : anchor.y);
+    const ImVec2 hi = vec(lo.x + w, lo.y + h);
+    const int covered = rows == 0 ? 0 : data_covered(*L, lo, hi);
+    if (covered < best_covered) {
+      best = corner;
+      best_covered = covered;
+      L->legend_anchor = anchor;
+      L->legend_min = lo;
+      L->legend_max = hi;
+    }
+  }
+  L->legend_corner = best;
+}
+
 }  // namespace
 
 // ---- [SECTION] layout -----------------------------------------------------------------------
@@ -170,6 +230,8 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
     S.line_thickness = s.line_thickness;
     S.marker_radius = s.marker_radius;
     S.hollow_markers = s.hollow_markers;
+    S.dashed = s.dashed;
+    S.legend_label = !s.in_legend ? std::string() : s.legend_label.empty() ? s.label : s.legend_label;
     for (const auto& p : s.points) {
       if (p.x > 0 && std::isfinite(p.y)) S.data.push_back(p);
     }
@@ -202,8 +264,8 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
 
   L.x_title_pos = vec(0.5f * (L.frame_min.x + L.frame_max.x), L.frame_max.y + fs * 1.45f);
   L.y_title_pos = vec(canvas_min.x, canvas_min.y);
-  L.legend_anchor = vec(L.frame_max.x - fs * 0.5f, L.frame_max.y - fs * 0.5f);
   L.legend_row_height = fs * 1.35f;
+  place_legend(&L, cw);
   // The note sits bottom-left, clear of the legend (bottom-right): speedups rarely go near 0.
   L.note_anchor = vec(L.frame_min.x + fs * 0.6f, L.frame_max.y - fs * 0.5f);
   L.note_wrap = (L.frame_max.x - L.frame_min.x) * 0.45f;

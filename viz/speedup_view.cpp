@@ -94,6 +94,17 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     ref.hollow_markers = true;
     spec.series.push_back(std::move(ref));
   }
+  // Compared recordings under the measured curve, dashed, each its own shade.
+  for (size_t i = 0; i < view.overlays.size(); ++i) {
+    PlotSeries over;
+    over.label = view.overlays[i].label;
+    over.points = to_plot_points(view.overlays[i].points);
+    over.color = i == 0 ? kCompareColor : IM_COL32(235, 200, 110, 255);
+    over.line_thickness = 2.0f;
+    over.marker_radius = 3.5f;
+    over.dashed = true;
+    spec.series.push_back(std::move(over));
+  }
   PlotSeries measured;
   measured.label = view.measured_label;
   measured.points = to_plot_points(view.measured);

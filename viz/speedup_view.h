@@ -36,6 +36,16 @@ void merge_measurements(std::vector<Measurement>* history, const std::vector<Mea
 // the top level). 0 when the lesson has a single level or moves no bytes.
 double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision, int level = -1);
 
+// A second recording's curve drawn over this one's (File > Compare with..., a script's `compare`):
+// another GPU, another day, another precision or cache mode. Labelled with its GPU and date.
+struct SpeedupOverlay {
+  std::string label;  // e.g. "compared: NVIDIA H200, 2026-11-22 (fp32, warm L2)"
+  std::vector<SpeedupPoint> points;
+};
+
+// The compared recording's colour: lighter and greener than the measured blue, drawn dashed.
+constexpr ImU32 kCompareColor = IM_COL32(120, 225, 170, 255);
+
 struct SpeedupView {
   std::string size_unit = "elements";  // the lesson's size axis unit
   int64_t size_min = 1 << 10, size_max = int64_t(1) << 28;
@@ -46,6 +56,7 @@ struct SpeedupView {
   double byte_ratio_limit = 0;  // 0: no reference line
   int64_t current_size = 0;     // 0: no marker
   std::string note;             // e.g. why nothing is measured; drawn in the plot
+  std::vector<SpeedupOverlay> overlays;  // compared recordings: dashed, under the measured curve
 };
 
 // The plot spec for `view` (testable without a window).

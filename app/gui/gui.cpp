@@ -19,19 +19,29 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cfloat>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "app/gui/backend_choice.h"
+#include "app/gui/caption.h"
+#include "app/gui/file_dialog.h"
 #include "app/gui/lab.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
 #include "app/measure/sizes.h"
 #include "app/gui/window.h"
+#include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
+#include "app/measure/session_json.h"
+#include "viz/caption.h"
+#include "viz/speedup_view.h"
 
 namespace fl {
 namespace {
@@ -125,13 +135,102 @@ void setup_style_and_fonts(float scale) {
 
 // ---- [SECTION] the frame --------------------------------------------------------------------
 //
+// File  Help  [Screenshot (F12)]  comparing with ...  last file action's result
 // +-- left column ---------+-- right column -------------------------------+
 // | title                  | controls (size, level shown, precision, cache)|
-// | GPU panel              | speedup vs size plot                          |
+// | GPU panel              | views (speedup vs size, bandwidth, ...)       |
 // | lessons + teaching text| current measurement                           |
 // +------------------------+-----------------------------------------------+
 
-void draw_frame(gui::Lab& lab, double now) {
+// What the menu bar asked for this frame.
+struct MenuChoice {
+  bool dialog = false;  // open the path popup for `action`
+  gui::FileAction action = gui::FileAction::save_session;
+  bool quick_shot = false;  // the Screenshot button: save at once under a new name
+};
+
+// The menu bar's right-hand line: the last file action's result, for a while.
+struct Message {
+  std::string text;
+  bool error = false;
+  double until = 0;
+};
+
+constexpr const char* kKeysHelp =
+    "F12: save a screenshot of the whole window, with a caption strip (GPU, lesson, size, level, "
+    "precision, cache mode, date), as fusionlab-<lesson>-<date>-<time>.png in the current folder; "
+    "an existing file is never replaced.\n"
+    "File > Screenshot... picks the name, only the view in front, and the caption.\n"
+    "File > Save session..., Open recording..., Compare with..., Export trace..., Export CSV...: "
+    "type a path; nothing is overwritten without asking.\n"
+    "Every control can also be driven by a script: fusionlab --script FILE (docs/SCRIPTING.md).";
+
+MenuChoice draw_menu_bar(gui::Lab& lab, const Message& message, double now) {
+  MenuChoice choice;
+  if (!ImGui::BeginMainMenuBar()) return choice;
+  const auto item = [&](const char* label, gui::FileAction action, const char* tip,
+                        bool enabled = true) {
+    if (ImGui::MenuItem(label, nullptr, false, enabled)) {
+      choice.dialog = true;
+      choice.action = action;
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+  };
+  if (ImGui::BeginMenu("File")) {
+    item("Save session...", gui::FileAction::save_session,
+         "The GPU's facts and every measurement so far, as session JSON (replay it with --replay).");
+    item("Open recording...", gui::FileAction::open_recording,
+         "Replay a session file or a folder of them (one GPU) instead of this backend.");
+    item("Compare with...", gui::FileAction::compare,
+         "Overlay a second recording (another GPU, another day) on the speedup and bandwidth plots.");
+    if (ImGui::MenuItem("Stop comparing", nullptr, false, lab.comparison() != nullptr)) {
+      lab.stop_comparing();
+    }
+    ImGui::Separator();
+    item("Export trace...", gui::FileAction::export_trace,
+         "The current sweep's kernel launches as a Chrome trace for ui.perfetto.dev.");
+    item("Export CSV...", gui::FileAction::export_csv,
+         "The current sweep: one row per size, level and launch.");
+    ImGui::Separator();
+    item("Screenshot...", gui::FileAction::screenshot,
+         "Choose the name, the whole window or only the view in front, and the caption. "
+         "F12 saves one at once.");
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Help")) {
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 34.0f);
+    ImGui::TextUnformatted(kKeysHelp);
+    ImGui::PopTextWrapPos();
+    ImGui::EndMenu();
+  }
+  if (ImGui::SmallButton("Screenshot (F12)")) choice.quick_shot = true;
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("Saves the whole window with a caption strip as a new PNG in the current "
+                      "folder (F12 does the same).");
+  }
+  if (const gui::ComparedSeries compared = lab.compared_series(); compared.found) {
+    ImGui::SameLine(0, ImGui::GetFontSize());
+    const ImVec4 c = ImGui::ColorConvertU32ToFloat4(viz::kCompareColor);
+    ImGui::TextColored(c, "comparing with %s (dashed)", compared.label.c_str());
+  } else if (lab.comparison()) {
+    ImGui::SameLine(0, ImGui::GetFontSize());
+    ImGui::TextDisabled("comparing with %s, %s: no %s in it",
+                        lab.comparison()->summary.device.name.c_str(),
+                        lab.comparison()->summary.date_text().c_str(),
+                        lab.lesson().info().id.c_str());
+  }
+  if (!message.text.empty() && now < message.until) {
+    ImGui::SameLine(0, ImGui::GetFontSize());
+    ImGui::TextColored(message.error ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f)
+                                     : ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
+                       "%s", message.text.c_str());
+  }
+  ImGui::EndMainMenuBar();
+  return choice;
+}
+
+// Draws the panels; *views_px is the views panel (tab bar and view) in framebuffer pixels.
+void draw_frame(gui::Lab& lab, double now, gui::PixelRect* views_px) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);
@@ -170,6 +269,14 @@ void draw_frame(gui::Lab& lab, double now) {
   const float plot_h = std::max(
       fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
   ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);
+  {
+    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    *views_px = gui::PixelRect{static_cast<int>(std::lround(pos.x * scale.x)),
+                               static_cast<int>(std::lround(pos.y * scale.y)),
+                               static_cast<int>(std::lround(size.x * scale.x)),
+                               static_cast<int>(std::lround(size.y * scale.y))};
+  }
   gui::draw_views_panel(lab);
   ImGui::EndChild();
   ImGui::BeginChild("##measurement", ImVec2(0, 0), true);
@@ -177,6 +284,126 @@ void draw_frame(gui::Lab& lab, double now) {
   ImGui::EndChild();
   ImGui::EndChild();
   ImGui::End();
+}
+
+// ---- [SECTION] file actions (the File menu and scripts) --------------------------------------
+
+std::string sweep_words(const gui::Lab& lab) {
+  return lab.lesson().info().id + " in " + to_string(lab.precision()) + " with a " +
+         to_string(lab.cache()) + " L2";
+}
+
+// Saves, exports, opens or compares; one sentence on failure. `why_open` says who opened a
+// recording (shown in the replay banner).
+Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab& lab,
+                       double now, const std::string& why_open) {
+  switch (action) {
+    case gui::FileAction::save_session: {
+      const Session session = lab.session_snapshot();
+      if (session.measurements.empty()) {
+        return Status::Error("Nothing is measured yet, so there is no session to save.");
+      }
+      return save_session(session, path);
+    }
+    case gui::FileAction::export_trace: {
+      Session sweep = lab.session_snapshot();
+      sweep.measurements = lab.sweep_measurements();
+      if (sweep.measurements.empty()) {
+        return Status::Error("Nothing is measured yet for " + sweep_words(lab) +
+                             ": sweep or move the size slider first.");
+      }
+      return export_trace(sweep, path);
+    }
+    case gui::FileAction::export_csv: {
+      const std::vector<Measurement> sweep = lab.sweep_measurements();
+      if (sweep.empty()) {
+        return Status::Error("Nothing is measured yet for " + sweep_words(lab) +
+                             ": sweep or move the size slider first.");
+      }
+      return export_csv(sweep, path);
+    }
+    case gui::FileAction::open_recording:
+      return lab.open_recording(gui::resolve_recording_paths(path), why_open, now);
+    case gui::FileAction::compare:
+      return lab.compare_with(gui::resolve_recording_paths(path));
+    case gui::FileAction::screenshot:
+      break;  // needs a frame: the window takes it
+  }
+  return Status::Ok();
+}
+
+// A file name in the current folder that does not exist yet: base + ext, else base-2 + ext, ...
+std::string unused_name(const std::string& base, const std::string& ext) {
+  std::error_code ec;
+  std::string name = base + ext;
+  for (int n = 2; std::filesystem::exists(name, ec) && n < 10000; ++n) {
+    name = base + "-" + std::to_string(n) + ext;
+  }
+  return name;
+}
+
+std::string default_path(gui::FileAction action, const gui::Lab& lab, bool view_only) {
+  const std::string stamp = gui::local_time_stamp();
+  const std::string sweep = lab.lesson().info().id + "-" + to_string(lab.precision()) + "-" +
+                            to_string(lab.cache());
+  switch (action) {
+    case gui::FileAction::save_session: return unused_name("fusionlab-session-" + stamp, ".json");
+    case gui::FileAction::export_trace: return unused_name("fusionlab-trace-" + sweep + "-" + stamp, ".json");
+    case gui::FileAction::export_csv: return unused_name("fusionlab-" + sweep + "-" + stamp, ".csv");
+    case gui::FileAction::screenshot:
+      return unused_name("fusionlab-" + lab.lesson().info().id +
+                             (view_only ? "-" + lab.front_view : std::string()) + "-" + stamp,
+                         ".png");
+    case gui::FileAction::open_recording:
+    case gui::FileAction::compare: {
+      const std::string assets = gui::find_assets_folder();
+      return assets.empty() ? std::string() : assets + "/recordings/";
+    }
+  }
+  return "";
+}
+
+// A picture to take once the frame is drawn.
+struct ShotRequest {
+  std::string path;
+  bool view_only = false;
+  bool caption = true;
+};
+
+// Reads this frame (whole or the views panel), adds the caption strip below it and saves it.
+// The frame's draw data is rendered again afterwards, so the back buffer is the frame's again.
+Status take_shot(const ShotRequest& shot, int fb_w, int fb_h, gui::PixelRect views_px,
+                 const gui::Lab& lab) {
+  glFinish();
+  gui::PixelRect rect = shot.view_only ? views_px : gui::PixelRect{0, 0, fb_w, fb_h};
+  std::vector<uint8_t> rgb;
+  if (Status st = gui::read_back_region(&rect, fb_w, fb_h, &rgb); !st.ok()) return st;
+  int height = rect.h;
+  if (shot.caption) {
+    ImFont* font = ImGui::GetIO().Fonts->Fonts.empty() ? nullptr : ImGui::GetIO().Fonts->Fonts[0];
+    const float font_px = font ? font->FontSize : 16.0f;
+    const auto measure = [&](const std::string& text) {
+      return font ? font->CalcTextSizeA(font_px, FLT_MAX, 0, text.c_str()).x
+                  : 0.55f * font_px * static_cast<float>(text.size());
+    };
+    const viz::CaptionLayout layout = viz::layout_caption(
+        gui::caption_pieces(lab, gui::local_time_text()), static_cast<float>(rect.w), font_px,
+        measure);
+    std::vector<uint8_t> strip;
+    int strip_w = 0, strip_h = 0;
+    const Status drawn = gui::render_caption_strip(layout, fb_w, fb_h, &strip, &strip_w, &strip_h);
+    // The frame again, for the swap that follows.
+    glViewport(0, 0, fb_w, fb_h);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x, bg.y, bg.z, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (!drawn.ok()) return drawn;
+    if (strip_w != rect.w) return Status::Error("the caption strip is narrower than the picture");
+    rgb.insert(rgb.end(), strip.begin(), strip.end());
+    height += strip_h;
+  }
+  return gui::write_png_atomic(shot.path, rect.w, height, rgb);
 }
 
 // ---- [SECTION] screenshot mode --------------------------------------------------------------
@@ -240,16 +467,20 @@ class ScriptRunner {
 
   explicit ScriptRunner(gui::Script script) : script_(std::move(script)) {}
   bool active() const { return !script_.commands.empty(); }
-  const std::string& shot_path() const { return shot_path_; }
+  const ShotRequest& shot() const { return shot_; }
   const std::string& error() const { return error_; }
+  // The line of the screenshot being taken, for an error while saving it.
+  int shot_line() const { return shot_line_; }
+  std::string where(int line) const { return script_.path + ":" + std::to_string(line) + ": "; }
 
   // Once per frame, after lab.update(): runs commands until one needs frames to pass.
   Step step(gui::Lab& lab, double now) {
     if (shot_frames_ > 0) return --shot_frames_ == 0 ? Step::shoot : Step::run;
     if (waiting_) {
       if (!settled(lab)) {
-        if (now - wait_started_ < kWaitSeconds) return Step::run;
-        return fail(waiting_line_, "wait: no result within 180 s");
+        if (now - wait_started_ < wait_limit_) return Step::run;
+        return fail(waiting_line_, "wait: no result within " +
+                                       std::to_string(static_cast<int>(wait_limit_)) + " s");
       }
       waiting_ = false;
     }
@@ -280,28 +511,57 @@ class ScriptRunner {
         if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, "cache is cold or warm");
         lab.set_cache(mode, now);
       } else if (c.verb == "view") {
-        static const char* kViews[] = {"speedup", "bandwidth", "flow", "timeline", "memory",
-                                       "roofline"};
-        if (std::find(std::begin(kViews), std::end(kViews), c.arg) == std::end(kViews)) {
-          return fail(c.line, "view is speedup, bandwidth, flow, timeline, memory or roofline");
-        }
         lab.requested_view = c.arg;
       } else if (c.verb == "sweep") {
         lab.start_sweep();
+      } else if (c.verb == "cancel-sweep") {
+        lab.cancel_sweep();
       } else if (c.verb == "wait") {
-        waiting_ = true;
-        waiting_line_ = c.line;
-        wait_started_ = now;
+        start_wait(c.line, now, c.args.empty() ? kWaitSeconds : std::strtod(c.arg.c_str(), nullptr));
         return Step::run;
+      } else if (c.verb == "caption") {
+        caption_ = c.arg == "on";
       } else if (c.verb == "screenshot") {
-        shot_path_ = script_.out_dir + "/" + c.arg;
+        shot_ = ShotRequest{script_.out_dir + "/" + c.arg, c.view_only, caption_};
+        shot_line_ = c.line;
+        if (!c.view.empty()) lab.requested_view = c.view;
         shot_frames_ = kFramesBeforeShot;  // let the layout settle
         return Step::run;
+      } else if (c.verb == "open" || c.verb == "compare") {
+        if (c.verb == "compare" && c.arg == "off") {
+          lab.stop_comparing();
+          continue;
+        }
+        const gui::FileAction action =
+            c.verb == "open" ? gui::FileAction::open_recording : gui::FileAction::compare;
+        const Status st = run_file_action(action, c.arg, lab, now,
+                                          "opened by the script: nothing runs here");
+        if (!st.ok()) return fail(c.line, st.message());
+      } else if (c.verb == "export-trace" || c.verb == "export-csv" || c.verb == "save-session") {
+        // Exports write what has been measured: first let every requested measurement finish.
+        if (!settled(lab)) {
+          --next_;
+          start_wait(c.line, now, kWaitSeconds);
+          return Step::run;
+        }
+        const gui::FileAction action = c.verb == "export-trace" ? gui::FileAction::export_trace
+                                       : c.verb == "export-csv" ? gui::FileAction::export_csv
+                                                                : gui::FileAction::save_session;
+        const std::string path = script_.out_dir + "/" + c.arg;
+        const Status st = run_file_action(action, path, lab, now, "");
+        if (!st.ok()) return fail(c.line, st.message());
+        std::printf("%s\n", path.c_str());
+        std::fflush(stdout);
       } else if (c.verb == "quit") {
         return Step::quit;
       }
     }
     return Step::quit;
+  }
+
+  Step fail(int line, const std::string& message) {
+    error_ = where(line) + message;
+    return Step::error;
   }
 
  private:
@@ -312,20 +572,25 @@ class ScriptRunner {
     const EngineState state = lab.status().state;
     if (state == EngineState::unavailable) return true;
     return state == EngineState::ready && !lab.change_pending() && !lab.waiting_for_result() &&
-           !lab.sweeping() && !lab.status().busy;
+           !lab.sweeping() && !lab.status().busy && lab.requests_submitted() > 0;
   }
-  Step fail(int line, const std::string& message) {
-    error_ = script_.path + ":" + std::to_string(line) + ": " + message;
-    return Step::error;
+  void start_wait(int line, double now, double limit) {
+    waiting_ = true;
+    waiting_line_ = line;
+    wait_started_ = now;
+    wait_limit_ = limit;
   }
 
   gui::Script script_;
   size_t next_ = 0;
   bool waiting_ = false;
   int waiting_line_ = 0;
-  double wait_started_ = 0;
+  double wait_started_ = 0, wait_limit_ = kWaitSeconds;
   int shot_frames_ = 0;
-  std::string shot_path_, error_;
+  int shot_line_ = 0;
+  bool caption_ = true;
+  ShotRequest shot_;
+  std::string error_;
 };
 
 // --frame-stats: how long the window's frames took while the engine was working.
@@ -386,7 +651,6 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
 
   gui::Lab lab(std::move(factory), std::move(replay_board));
-  bool replay_announced = false;
   if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
     return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
   }
@@ -396,6 +660,9 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
                 options.view + "'");
   }
   lab.requested_view = options.view;
+  if (!options.compare_paths.empty()) {
+    if (Status st = lab.compare_with(options.compare_paths); !st.ok()) return fail(st.message());
+  }
   if (script.level >= 0) {
     if (script.level > lab.top_level()) {
       return fail(lab.lesson().info().id + " has fusion levels 0.." + std::to_string(lab.top_level()));
@@ -406,6 +673,12 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
 
   ScriptRunner runner(script.commands);
   std::vector<double> frame_ms;
+  gui::FileDialog dialog;
+  Message message;
+  std::optional<ShotRequest> ui_shot;  // F12, the Screenshot button, File > Screenshot...
+  int ui_shot_frames = 0;
+  gui::PixelRect views_px;
+  int announced_generation = -1;
   while (!glfwWindowShouldClose(window.handle)) {
     // Power saving: sleep until input (or a slow tick) unless something is changing.
     if (headless) {
@@ -418,10 +691,11 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     const double now = seconds_now();
     const double frame_start = now;  // the frame's own work: update, layout, render, swap
     lab.update(now);
-    if (lab.replay() && !replay_announced) {  // the terminal says it too, not only the window
+    // The terminal says it too, not only the window; again after File > Open recording.
+    if (lab.replay() && announced_generation != lab.backend_generation()) {
       std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
       std::fflush(stdout);
-      replay_announced = true;
+      announced_generation = lab.backend_generation();
     }
     const bool shoot = plan.shoot_this_frame(lab, now);
     ScriptRunner::Step script_step = ScriptRunner::Step::run;
@@ -434,7 +708,39 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    draw_frame(lab, now);
+    const MenuChoice choice = draw_menu_bar(lab, message, now);
+    draw_frame(lab, now, &views_px);
+    // F12 or the Screenshot button: the whole window with its caption, under a new name, once
+    // menus and popups are gone. Not while a popup is open (the picture would show it).
+    const bool f12 = !headless && ImGui::IsKeyPressed(GLFW_KEY_F12, false) && !dialog.is_open();
+    if ((f12 || choice.quick_shot) && !ui_shot) {
+      ui_shot = ShotRequest{default_path(gui::FileAction::screenshot, lab, false), false, true};
+      ui_shot_frames = kFramesBeforeShot;
+    }
+    if (choice.dialog) {
+      dialog.open(choice.action, default_path(choice.action, lab, dialog.view_only));
+    }
+    gui::FileRequest request;
+    if (dialog.draw(&request)) {
+      if (request.action == gui::FileAction::screenshot) {
+        dialog.close();  // the picture is taken without the popup
+        ui_shot = ShotRequest{request.path, request.view_only, request.caption};
+        ui_shot_frames = kFramesBeforeShot;
+      } else {
+        const Status st = run_file_action(request.action, request.path, lab, now,
+                                          "opened from the File menu: nothing runs here");
+        if (st.ok()) {
+          dialog.close();
+          const bool reads = !gui::writes_file(request.action);
+          message = {(reads ? (request.action == gui::FileAction::compare ? "Comparing with "
+                                                                          : "Opened ")
+                            : "Saved ") + request.path,
+                     false, now + 8};
+        } else {
+          dialog.fail(st.message());
+        }
+      }
+    }
     ImGui::Render();
 
     int fb_w = 0, fb_h = 0;
@@ -446,13 +752,24 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 
     if (script_step == ScriptRunner::Step::shoot) {
-      glFinish();
-      std::vector<uint8_t> rgb;
-      Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
-      if (st.ok()) st = gui::write_png_atomic(runner.shot_path(), fb_w, fb_h, rgb);
-      if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
-      std::printf("%s\n", runner.shot_path().c_str());
+      const Status st = take_shot(runner.shot(), fb_w, fb_h, views_px, lab);
+      if (!st.ok()) {
+        return fail(runner.where(runner.shot_line()) + "cannot save the screenshot: " + st.message());
+      }
+      std::printf("%s\n", runner.shot().path.c_str());
       std::fflush(stdout);
+    }
+    if (ui_shot && --ui_shot_frames <= 0) {
+      const Status st = take_shot(*ui_shot, fb_w, fb_h, views_px, lab);
+      if (st.ok()) {
+        message = {"Saved " + ui_shot->path, false, now + 8};
+        std::printf("%s\n", ui_shot->path.c_str());
+        std::fflush(stdout);
+      } else {  // back to the popup, with the reason
+        dialog.open(gui::FileAction::screenshot, ui_shot->path,
+                    "Cannot save the screenshot: " + st.message());
+      }
+      ui_shot.reset();
     }
     if (shoot) {
       glFinish();
@@ -489,6 +806,12 @@ int run_gui(const GuiOptions& options) {
     const Status loaded = gui::load_script(options.script_path, options.out_dir, &script.commands);
     if (!loaded.ok()) return fail(loaded.message());
     if (script.commands.commands.empty()) return fail(options.script_path + ": the script has no commands");
+  }
+  if (!options.compare_paths.empty()) {  // a bad file is named before any window opens
+    std::unique_ptr<ReplayBackend> compared;
+    if (Status st = load_recording(options.compare_paths, &compared); !st.ok()) {
+      return fail(st.message());
+    }
   }
   auto board = std::make_shared<gui::ReplayBoard>();
   if (!options.replay_paths.empty()) {

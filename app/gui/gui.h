@@ -22,7 +22,11 @@ struct GuiOptions {
   std::string view = "speedup";  // the views panel's first tab: speedup, timeline or memory
   bool frame_stats = false;      // with --screenshot: print frame times measured while working
   std::string script_path;       // --script FILE (app/gui/script.h)
-  std::string out_dir;           // --out-dir: where a script's screenshots go (default ".")
+  std::string out_dir;           // --out-dir: where a script's outputs go (default ".")
+  // --compare: a second recording (files or folders of one GPU) overlaid on the speedup and
+  // bandwidth plots from the start, as File > Compare with... does. Checked before the window
+  // opens.
+  std::vector<std::string> compare_paths;
 };
 
 int run_gui(const GuiOptions& options);

@@ -1,8 +1,12 @@
 #include "app/gui/lab.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "app/gui/backend_choice.h"
+#include "app/measure/session_json.h"
+#include "fusionlab_build_info.h"
 #include "kernels/catalog.h"
 #include "viz/speedup_view.h"
 
@@ -143,6 +147,15 @@ void Lab::submit() {
 }
 
 void Lab::start_sweep() {
+  // Before the engine is ready it is not yet known whether it replays (and which sizes are
+  // recorded): the sweep starts once it is (update()).
+  if (status_.state != EngineState::ready) {
+    sweep_queue_.clear();
+    sweep_deferred_ = true;
+    sweep_active_ = true;
+    return;
+  }
+  sweep_deferred_ = false;
   std::vector<int64_t> sizes = recorded_sizes_;
   if (sizes.empty()) {  // live: every power of 4 on the lesson's axis, and its ends
     const SizeAxis& axis = lesson().info().size_axis;
@@ -172,11 +185,13 @@ void Lab::update(double now) {
     ++results_received_;
   }
   status_ = engine_->status();
+  if (status_.state == EngineState::unavailable && sweep_deferred_) cancel_sweep();
   if (status_.state != EngineState::ready) return;
   // The factory posted its notice before the engine became ready.
   if (!replay_ && replay_board_ && status_.backend_kind == "recorded") {
     if (std::optional<ReplayNotice> notice = replay_board_->read()) start_replay(std::move(*notice));
   }
+  if (sweep_deferred_) start_sweep();
   // The first measurement needs no slider move: the default size as soon as the GPU is ready.
   if (requests_submitted_ == 0) {
     submit();
@@ -190,6 +205,103 @@ void Lab::update(double now) {
   }
   if (sweep_queue_.empty() && in_flight_id_ == 0) sweep_active_ = false;
   if (change_pending_ && now - last_change_ >= kSettleSeconds) submit();
+}
+
+Status Lab::open_recording(const std::vector<std::string>& paths, const std::string& why,
+                           double now) {
+  std::unique_ptr<ReplayBackend> backend;
+  if (Status st = load_recording(paths, &backend); !st.ok()) return st;
+  auto board = std::make_shared<ReplayBoard>();
+  engine_.reset();  // cancels the old backend's work and joins its worker
+  engine_ = std::make_unique<Engine>(recorded_backend(std::move(backend), why, board));
+  replay_board_ = std::move(board);
+  replay_.reset();
+  recorded_sizes_.clear();
+  cancel_sweep();
+  history_.clear();
+  current_.clear();
+  last_error_.clear();
+  change_pending_ = false;
+  last_change_ = now;
+  in_flight_id_ = 0;
+  requests_submitted_ = 0;  // the new recording's first answer comes without a slider move
+  results_received_ = 0;
+  requests_finished_ = 0;
+  status_ = engine_->status();
+  ++backend_generation_;
+  return Status::Ok();
+}
+
+Status Lab::compare_with(const std::vector<std::string>& paths) {
+  std::unique_ptr<ReplayBackend> backend;
+  if (Status st = load_recording(paths, &backend); !st.ok()) return st;
+  Comparison c;
+  c.summary = backend->summary();
+  // Ask the recording for each of its points, exactly as the replay backend serves them.
+  const CancelCheck never = [] { return false; };
+  for (const RecordedSeries& series : c.summary.series) {
+    for (int64_t size : series.sizes) {
+      MeasureRequest request;
+      request.lesson = series.lesson;
+      request.size = size;
+      request.levels = series.levels;
+      request.precision = series.precision;
+      request.cache = series.cache;
+      request.inner = series.inner;
+      std::vector<Measurement> ms;
+      if (backend->measure(request, never, &ms).ok()) viz::merge_measurements(&c.measurements, ms);
+    }
+  }
+  if (c.measurements.empty()) return Status::Error("the recording to compare holds no measurements");
+  comparison_ = std::move(c);
+  return Status::Ok();
+}
+
+ComparedSeries Lab::compared_series() const {
+  ComparedSeries out;
+  if (!comparison_) return out;
+  const std::string& id = lesson().info().id;
+  const RecordedSeries* best = nullptr;
+  int best_rank = 99;
+  for (const RecordedSeries& s : comparison_->summary.series) {
+    if (s.lesson != id) continue;
+    const bool p = s.precision == precision_, c = s.cache == cache_;
+    const int rank = p && c ? 0 : p ? 1 : c ? 2 : 3;
+    if (rank < best_rank) {
+      best = &s;
+      best_rank = rank;
+    }
+  }
+  if (!best) return out;
+  out.found = true;
+  out.precision = best->precision;
+  out.cache = best->cache;
+  out.label = comparison_->summary.device.name + ", " + comparison_->summary.date_text() + " (" +
+              to_string(best->precision) + ", " + to_string(best->cache) + " L2)";
+  return out;
+}
+
+Session Lab::session_snapshot() const {
+  Session s;
+  s.app_version = FUSIONLAB_VERSION;
+  s.created_utc = utc_now_iso8601();
+  s.backend = status_.backend_kind.empty() ? "live" : status_.backend_kind;
+  s.device = status_.device;
+  s.measurements = history_;
+  return s;
+}
+
+std::vector<Measurement> Lab::sweep_measurements() const {
+  std::vector<Measurement> out;
+  for (const Measurement& m : history_) {
+    if (m.lesson == lesson().info().id && m.precision == precision_ && m.cache == cache_) {
+      out.push_back(m);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Measurement& a, const Measurement& b) {
+    return a.size != b.size ? a.size < b.size : a.level < b.level;
+  });
+  return out;
 }
 
 }  // namespace fl::gui

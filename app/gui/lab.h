@@ -21,6 +21,24 @@ namespace fl::gui {
 // request matters while a slider is dragged).
 constexpr double kSettleSeconds = 0.25;
 
+// A second recording drawn over this one's plots (File > Compare with..., a script's `compare`):
+// another GPU, another day, another precision or cache mode. Read-only; never measured.
+struct Comparison {
+  RecordingSummary summary;               // its GPU, dates, files and series
+  std::vector<Measurement> measurements;  // every recorded point, as replay would serve it
+};
+
+// Which of the comparison's series the plots overlay for the current lesson: the same precision
+// and cache mode when it has them, else the same precision, else the same cache mode, else its
+// first. `label` names the GPU, the recording's date and the series: "NVIDIA H200, 2026-11-22
+// (fp32, warm L2)".
+struct ComparedSeries {
+  bool found = false;
+  Precision precision = Precision::fp32;
+  CacheMode cache = CacheMode::cold;
+  std::string label;
+};
+
 class Lab {
  public:
   // The engine's worker calls `factory` to make its backend (live, a recording, or a fake in
@@ -44,6 +62,7 @@ class Lab {
   void cancel_sweep() {
     sweep_queue_.clear();
     sweep_active_ = false;
+    sweep_deferred_ = false;
   }
   bool sweeping() const { return sweep_active_; }
   double sweep_progress() const {
@@ -87,12 +106,36 @@ class Lab {
   int results_received() const { return results_received_; }
   int requests_finished() const { return requests_finished_; }
 
+  // ---- sessions and recordings (the File menu and scripts) ----
+  // Switches to replaying the recording at `paths` (files or folders of one GPU, as --replay).
+  // Loads and checks them on this thread first: on failure nothing changes and the message is
+  // one line naming the file. On success the old engine stops (work in flight is cancelled), the
+  // history starts empty and the window replays the new recording, saying `why`.
+  Status open_recording(const std::vector<std::string>& paths, const std::string& why, double now);
+  // Overlays the recording at `paths` on the speedup and bandwidth plots; replaces any earlier
+  // comparison. On failure the earlier comparison stays.
+  Status compare_with(const std::vector<std::string>& paths);
+  void stop_comparing() { comparison_.reset(); }
+  const Comparison* comparison() const { return comparison_ ? &*comparison_ : nullptr; }
+  ComparedSeries compared_series() const;
+  // The current session: the engine's device facts and every measurement so far (one per point;
+  // a newer run at a point replaced the older), ready for save_session().
+  Session session_snapshot() const;
+  // The current sweep: the measurements of the current lesson, precision and cache mode, by size
+  // then level (what Export CSV / Export trace write).
+  std::vector<Measurement> sweep_measurements() const;
+  // Counts engine switches (open_recording), so the window can announce a new recording once.
+  int backend_generation() const { return backend_generation_; }
+
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
   std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
   // The views panel's tab to bring forward at the next frame (--view, a script's `view`);
   // the panel clears it once done.
   mutable std::string requested_view = "speedup";
+  // The views panel's tab in front at the last frame ("speedup", "flow", ...), for screenshot
+  // names and captions; the panel sets it.
+  mutable std::string front_view = "speedup";
 
  private:
   void submit();
@@ -103,11 +146,14 @@ class Lab {
   mutable bool animating_view_ = false;  // set while drawing, read by the next wait
   std::vector<int64_t> sweep_queue_;  // sizes still to measure, next first
   int sweep_total_ = 0;
-  bool sweep_active_ = false;  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
+  bool sweep_active_ = false;
+  bool sweep_deferred_ = false;  // asked for before the engine was ready: starts once it is  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
   void snap_to_recording();
   // Replay, once: if the lesson / precision / cache chosen is not recorded, picks one that is.
   void start_replay(ReplayNotice notice);
 
+  std::optional<Comparison> comparison_;
+  int backend_generation_ = 0;
   Precision precision_ = Precision::fp32;
   CacheMode cache_ = CacheMode::cold;
   std::unique_ptr<Engine> engine_;

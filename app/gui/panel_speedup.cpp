@@ -42,8 +42,10 @@ void draw_speedup_panel(const Lab& lab) {
   view.size_unit = info.size_axis.unit;
   view.size_min = info.size_axis.min;
   view.size_max = info.size_axis.max;
-  const std::string where = lab.replay() ? "recorded on " + lab.replay()->recording.device.name
-                                         : std::string("measured on this GPU");
+  std::string where = lab.replay() ? "recorded on " + lab.replay()->recording.device.name
+                                   : std::string("measured on this GPU");
+  // Beside a compared recording, say when this one was made too.
+  if (lab.replay() && lab.comparison()) where += ", " + lab.replay()->recording.date_text();
   const int level = lab.shown_level();
   view.measured_label = where + ": level " + std::to_string(level) + " " +
                         info.levels[level].name + " vs 0 (" + to_string(lab.precision()) + ", " +
@@ -54,6 +56,18 @@ void draw_speedup_panel(const Lab& lab) {
     if (info.id != ref.lesson) continue;
     view.reference_label = ref.label;
     view.reference = ref.points;
+  }
+  // A compared recording (another GPU, another day): dashed, with its GPU and date.
+  if (const ComparedSeries compared = lab.compared_series(); compared.found) {
+    viz::SpeedupOverlay overlay;
+    overlay.label = "compared: " + compared.label;  // the same level against level 0
+    overlay.points = viz::speedup_series(lab.comparison()->measurements, info.id,
+                                         compared.precision, compared.cache, level);
+    view.overlays.push_back(std::move(overlay));
+  } else if (lab.comparison()) {
+    ImGui::TextDisabled("The compared recording (%s, %s) holds no %s.",
+                        lab.comparison()->summary.device.name.c_str(),
+                        lab.comparison()->summary.date_text().c_str(), info.id.c_str());
   }
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());

@@ -34,6 +34,7 @@ void draw_views_panel(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
   const Measurement* shown_first = level_in(lab.current(), lab.shown_level());
   if (ImGui::BeginTabItem("Data flow", nullptr, first_frame_select(lab, "flow"))) {
+    lab.front_view = "flow";
     section_title("Data flow",
                   "Each launch of the fusion slider's level as a trip: bytes flow from HBM through "
                   "L2 into an SM (blue) and back (orange), as thick as the bytes moved (measured "
@@ -62,17 +63,28 @@ void draw_views_panel(const Lab& lab) {
     ImGui::EndTabItem();
   }
   if (ImGui::BeginTabItem("Speedup vs size", nullptr, first_frame_select(lab, "speedup"))) {
+    lab.front_view = "speedup";
     draw_speedup_panel(lab);
     ImGui::EndTabItem();
   }
   if (ImGui::BeginTabItem("Bandwidth", nullptr, first_frame_select(lab, "bandwidth"))) {
+    lab.front_view = "bandwidth";
     section_title("Achieved bandwidth vs size",
                   "Each level's GB/s on its textbook bytes (median chain time) at every measured "
                   "size, against a copy kernel moving the fused level's bytes. Large tensors run "
                   "every level near the copy curve: each is memory-bound, so fusion wins by "
                   "moving fewer bytes, not by moving them faster.");
     const LessonInfo& info = lab.lesson().info();
-    const auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
+    auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
+    // A compared recording: its levels dashed and lighter, labelled with its GPU and date.
+    if (const ComparedSeries compared = lab.compared_series(); compared.found) {
+      const auto overlay = viz::bandwidth_overlay_series(
+          lab.comparison()->measurements, info.id, compared.precision, compared.cache,
+          compared.label);
+      series.insert(series.begin(), overlay.begin(), overlay.end());  // under this one's lines
+    } else if (lab.comparison()) {
+      ImGui::TextDisabled("The compared recording holds no %s.", info.id.c_str());
+    }
     viz::plot_widget("##bandwidth",
                      viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min,
                                               info.size_axis.max),
@@ -81,6 +93,7 @@ void draw_views_panel(const Lab& lab) {
   }
   const Measurement* shown = level_in(lab.current(), lab.shown_level());
   if (ImGui::BeginTabItem("Timeline", nullptr, first_frame_select(lab, "timeline"))) {
+    lab.front_view = "timeline";
     section_title("Timeline",
                   "The launches of the fusion slider's level on a time axis in microseconds: one "
                   "repetition as CUPTI recorded it, so the gaps between launches are real. Fusion "
@@ -99,6 +112,7 @@ void draw_views_panel(const Lab& lab) {
     ImGui::EndTabItem();
   }
   if (ImGui::BeginTabItem("Memory", nullptr, first_frame_select(lab, "memory"))) {
+    lab.front_view = "memory";
     section_title("Memory traffic",
                   "Per launch of the fusion slider's level: the bytes it must read and write by "
                   "the textbook count, beside the DRAM bytes read and written and the L2 bytes "
@@ -114,6 +128,7 @@ void draw_views_panel(const Lab& lab) {
     ImGui::EndTabItem();
   }
   if (ImGui::BeginTabItem("Roofline", nullptr, first_frame_select(lab, "roofline"))) {
+    lab.front_view = "roofline";
     section_title("Roofline",
                   "Each level as a point: arithmetic intensity (FLOPs per textbook byte) against "
                   "the FLOP rate it achieved. The orange line is the measured copy bandwidth: a "

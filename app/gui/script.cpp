@@ -1,10 +1,162 @@
 #include "app/gui/script.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
-#include <set>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <system_error>
+
+#include "app/gui/backend_choice.h"
+#include "app/measure/replay_backend.h"
+#include "app/measure/sizes.h"
+#include "kernels/catalog.h"
 
 namespace fl::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+// verb -> (fewest, most) words after it.
+const std::map<std::string, std::pair<int, int>>& arity() {
+  static const std::map<std::string, std::pair<int, int>> table = {
+      {"lesson", {1, 1}},       {"size", {1, 1}},         {"level", {1, 1}},
+      {"precision", {1, 1}},    {"cache", {1, 1}},        {"view", {1, 1}},
+      {"sweep", {0, 0}},        {"cancel-sweep", {0, 0}}, {"wait", {0, 1}},
+      {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
+      {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
+      {"save-session", {1, 1}}, {"quit", {0, 0}},
+  };
+  return table;
+}
+
+std::string verbs_list() {
+  return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
+         "screenshot, open, compare, export-trace, export-csv, save-session, quit";
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Checks one command's arguments; fills the derived fields. Returns an error without the
+// "file:line: " prefix.
+Status check_command(ScriptCommand* c) {
+  const std::string& a = c->arg;
+  const auto output = [&](const std::vector<std::string>& exts, const char* what) -> Status {
+    if (plain_output_name(a, exts)) return Status::Ok();
+    std::string list;
+    for (const auto& e : exts) list += (list.empty() ? "" : " or ") + e;
+    return Status::Error(std::string(what) + " is a " + list +
+                         " name inside --out-dir (a plain name: letters, digits, '.', '_', '-'; "
+                         "no folders, no '..'), got '" + a + "'");
+  };
+  if (c->verb == "lesson") {
+    if (!find_lesson(a)) return Status::Error("no lesson '" + a + "' (fusionlab lessons lists them)");
+  } else if (c->verb == "size") {
+    int64_t n = 0;
+    if (Status st = parse_size(a, &n); !st.ok()) return st;
+  } else if (c->verb == "level") {
+    char* end = nullptr;
+    const long level = std::strtol(a.c_str(), &end, 10);
+    if (a != "top" && (end == a.c_str() || *end != '\0' || level < 0)) {
+      return Status::Error("level is a number from 0 or 'top', got '" + a + "'");
+    }
+  } else if (c->verb == "precision") {
+    Precision p;
+    if (!parse_precision(a, &p)) return Status::Error("precision is fp32 or bf16");
+  } else if (c->verb == "cache") {
+    CacheMode m;
+    if (!parse_cache_mode(a, &m)) return Status::Error("cache is cold or warm");
+  } else if (c->verb == "view") {
+    const auto& v = view_names();
+    if (std::find(v.begin(), v.end(), a) == v.end()) {
+      return Status::Error("view is speedup, bandwidth, flow, timeline, memory or roofline");
+    }
+  } else if (c->verb == "wait") {
+    if (!c->args.empty()) {
+      char* end = nullptr;
+      const double s = std::strtod(a.c_str(), &end);
+      if (end == a.c_str() || *end != '\0' || !(s >= 1 && s <= 3600)) {
+        return Status::Error("wait takes seconds from 1 to 3600 (default 180), got '" + a + "'");
+      }
+    }
+  } else if (c->verb == "caption") {
+    if (a != "on" && a != "off") return Status::Error("caption is on or off");
+  } else if (c->verb == "screenshot") {
+    // screenshot NAME.png | screenshot view NAME.png | screenshot view VIEW NAME.png
+    if (c->args.size() >= 2) {
+      if (c->args[0] != "view") {
+        return Status::Error("screenshot takes NAME.png, view NAME.png or view VIEW NAME.png");
+      }
+      c->view_only = true;
+      if (c->args.size() == 3) {
+        c->view = c->args[1];
+        const auto& v = view_names();
+        if (std::find(v.begin(), v.end(), c->view) == v.end()) {
+          return Status::Error("view is speedup, bandwidth, flow, timeline, memory or roofline");
+        }
+      }
+    }
+    return output({".png"}, "a screenshot");
+  } else if (c->verb == "export-trace") {
+    return output({".json", ".json.gz"}, "a trace");
+  } else if (c->verb == "export-csv") {
+    return output({".csv"}, "a CSV");
+  } else if (c->verb == "save-session") {
+    return output({".json"}, "a session");
+  } else if (c->verb == "open" || (c->verb == "compare" && a != "off")) {
+    c->paths = resolve_recording_paths(a);
+    std::unique_ptr<ReplayBackend> recording;  // loaded once here to check it; again when run
+    if (Status st = load_recording(c->paths, &recording); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& view_names() {
+  static const std::vector<std::string> names = {"flow", "speedup", "bandwidth",
+                                                 "timeline", "memory", "roofline"};
+  return names;
+}
+
+bool plain_output_name(const std::string& name, const std::vector<std::string>& extensions) {
+  if (name.empty() || name[0] == '.' || name.find("..") != std::string::npos) return false;
+  for (char ch : name) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (!std::isalnum(u) && ch != '.' && ch != '_' && ch != '-') return false;
+  }
+  for (const std::string& e : extensions) {
+    if (ends_with(name, e)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> resolve_recording_paths(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    if (part.empty()) continue;
+    std::error_code ec;
+    const fs::path p(part);
+    if (p.is_relative() && !fs::exists(p, ec)) {
+      const std::string assets = find_assets_folder();
+      if (!assets.empty()) {
+        const fs::path beside = fs::path(assets).parent_path() / p;
+        if (fs::exists(beside, ec)) {
+          out.push_back(beside.lexically_normal().string());
+          continue;
+        }
+      }
+    }
+    out.push_back(part);
+  }
+  return out;
+}
 
 Status load_script(const std::string& path, const std::string& out_dir, Script* out) {
   std::ifstream in(path);
@@ -12,9 +164,6 @@ Status load_script(const std::string& path, const std::string& out_dir, Script* 
   Script script;
   script.path = path;
   script.out_dir = out_dir.empty() ? "." : out_dir;
-  static const std::set<std::string> kNoArg = {"sweep", "wait", "quit"};
-  static const std::set<std::string> kWithArg = {"lesson", "size", "level", "precision",
-                                                 "cache", "view", "screenshot"};
   std::string text;
   int line = 0;
   while (std::getline(in, text)) {
@@ -25,27 +174,29 @@ Status load_script(const std::string& path, const std::string& out_dir, Script* 
     ScriptCommand c;
     c.line = line;
     if (!(words >> c.verb)) continue;  // blank or comment
-    words >> c.arg;
-    std::string extra;
+    for (std::string w; words >> w;) c.args.push_back(w);
+    if (!c.args.empty()) c.arg = c.args.back();
     const std::string where = path + ":" + std::to_string(line) + ": ";
-    if (words >> extra) return Status::Error(where + "too many words after '" + c.verb + "'");
-    if (kNoArg.count(c.verb)) {
-      if (!c.arg.empty()) return Status::Error(where + "'" + c.verb + "' takes no argument");
-    } else if (kWithArg.count(c.verb)) {
-      if (c.arg.empty()) return Status::Error(where + "'" + c.verb + "' needs an argument");
-    } else {
-      return Status::Error(where + "unknown command '" + c.verb +
-                           "' (lesson, size, level, precision, cache, view, sweep, wait, "
-                           "screenshot, quit)");
+    const auto it = arity().find(c.verb);
+    if (it == arity().end()) {
+      return Status::Error(where + "unknown command '" + c.verb + "' (" + verbs_list() + ")");
     }
-    if (c.verb == "screenshot") {
-      if (c.arg.front() == '/' || c.arg.find("..") != std::string::npos ||
-          c.arg.size() < 5 || c.arg.substr(c.arg.size() - 4) != ".png") {
-        return Status::Error(where + "a screenshot is a .png name inside --out-dir, got '" +
-                             c.arg + "'");
-      }
+    const int n = static_cast<int>(c.args.size());
+    if (n < it->second.first) return Status::Error(where + "'" + c.verb + "' needs an argument");
+    if (n > it->second.second) {
+      return Status::Error(where + (it->second.second == 0
+                                        ? "'" + c.verb + "' takes no argument"
+                                        : "too many words after '" + c.verb + "'"));
     }
-    script.commands.push_back(c);
+    if (Status st = check_command(&c); !st.ok()) return Status::Error(where + st.message());
+    script.commands.push_back(std::move(c));
+  }
+  // The outputs' folder: made if missing, so a bad --out-dir is named before the window opens.
+  std::error_code ec;
+  fs::create_directories(script.out_dir, ec);
+  if (!fs::is_directory(script.out_dir, ec)) {
+    return Status::Error("--out-dir " + script.out_dir + " is not a folder that can be made" +
+                         (ec ? ": " + ec.message() : std::string()));
   }
   *out = std::move(script);
   return Status::Ok();

@@ -1,19 +1,24 @@
-// Scripted sessions, first cut (`fusionlab --script FILE --out-dir DIR`): a text file of
-// commands that drive the window as a learner would, for reproducible teaching figures and tests.
+// Scripted sessions (`fusionlab --script FILE --out-dir DIR`): a text file of commands that drive
+// every control of the window as a learner would, for reproducible teaching figures and tests.
+// docs/SCRIPTING.md lists the commands with examples.
 //
 //   # a comment
-//   lesson gelu_scale        choose a lesson
-//   size 16M                 move the size slider (measured once it rests, as when let go)
-//   level 0 | level top      move the fusion slider
-//   precision fp32|bf16      cache cold|warm
-//   view speedup|flow|timeline|memory|roofline
-//   sweep                    start "Sweep sizes"
-//   wait                     until every requested measurement (and a sweep) has finished
-//   screenshot NAME.png      save the window under --out-dir (replaced atomically)
-//   quit                     close the window (also at the end of the file)
+//   lesson ID | size N | level N|top | precision fp32|bf16 | cache cold|warm
+//   view speedup|bandwidth|flow|timeline|memory|roofline
+//   sweep | cancel-sweep | wait [SECONDS]
+//   caption on|off                          the caption strip under later screenshots
+//   screenshot NAME.png                     the whole window
+//   screenshot view [VIEW] NAME.png         only the views panel (VIEW first brought forward)
+//   open RECORDING                          replay a recording (files or folders, commas)
+//   compare RECORDING | compare off         overlay a second recording on the plots
+//   export-trace NAME.json[.gz] | export-csv NAME.csv | save-session NAME.json
+//   quit
 //
-// A script can neither run commands nor write outside --out-dir: screenshot names are plain
-// relative paths with no "..". An error names the script's line and stops the run.
+// Everything is checked before the window opens: verbs, arguments, lessons, sizes, output names
+// and the recordings named (loaded once to check them). A script can neither run programs nor
+// write outside --out-dir: every output is a plain name (letters, digits, '.', '_', '-'; no
+// folders, no "..") inside it, replaced atomically. Recordings are only read. An error names the
+// script's file and line and stops the run with a failing exit code.
 #pragma once
 
 #include <string>
@@ -26,16 +31,34 @@ namespace fl::gui {
 struct ScriptCommand {
   int line = 0;
   std::string verb;
-  std::string arg;
+  std::string arg;                // the last word (the output name, the value); empty if none
+  std::vector<std::string> args;  // every word after the verb
+  // open / compare: the recording's paths, resolved (see resolve_recording_paths).
+  std::vector<std::string> paths;
+  // screenshot: only the views panel; `view` (may be empty) is brought forward first.
+  bool view_only = false;
+  std::string view;
 };
 
 struct Script {
   std::string path;     // for messages
-  std::string out_dir;  // where screenshots go
+  std::string out_dir;  // where outputs go
   std::vector<ScriptCommand> commands;
 };
 
-// Reads and checks every line (verbs, arguments, output names) before the window opens.
+// The views a script (and --view) can bring forward, in tab order.
+const std::vector<std::string>& view_names();
+
+// Whether `name` is a plain output name with one of `extensions` (".png", ".json.gz", ...):
+// letters, digits, '.', '_' and '-', not starting with '.', no "..", no folder.
+bool plain_output_name(const std::string& name, const std::vector<std::string>& extensions);
+
+// RECORDING as a script (or the File menu) names it: comma-separated files or folders. A relative
+// path that does not exist from the working directory is looked up beside the shipped assets
+// folder, so "assets/recordings/h200-2026-11-22" works from any folder.
+std::vector<std::string> resolve_recording_paths(const std::string& text);
+
+// Reads and checks every line before the window opens; makes --out-dir if it does not exist.
 Status load_script(const std::string& path, const std::string& out_dir, Script* out);
 
 }  // namespace fl::gui

@@ -240,16 +240,20 @@ Status RangeCounters::disable() {
   return Status::Ok();
 }
 
-Status RangeCounters::measure(int launches, const std::function<Status()>& prepare,
+Status RangeCounters::measure(int launches, const std::vector<int>& kernels_per_launch,
+                              const std::function<Status()>& prepare,
                               const std::function<Status(int)>& launch,
+                              const std::function<Status()>& drain,
                               const std::function<bool()>& cancelled, CounterReplay replay,
                               bool keep_enabled, std::vector<LaunchCounters>* out,
-                              bool* was_cancelled) {
+                              LaunchCounters* drain_out, bool* was_cancelled) {
   *was_cancelled = false;
   out->clear();
   if (!unavailable_note_.empty()) return Status::Error(unavailable_note_);
   FL_TRY(enable());
-  const Status measured = run_passes(launches, prepare, launch, cancelled, replay, out, was_cancelled);
+  const Status measured =
+      run_passes(launches, kernels_per_launch, prepare, launch, drain, cancelled, replay, out,
+                 drain_out, was_cancelled);
   if (keep_enabled && measured.ok()) return measured;
   const Status disabled = disable();
   if (!measured.ok()) {
@@ -258,13 +262,26 @@ Status RangeCounters::measure(int launches, const std::function<Status()>& prepa
   return disabled;
 }
 
-Status RangeCounters::run_passes(int launches, const std::function<Status()>& prepare,
+Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_per_launch,
+                                 const std::function<Status()>& prepare,
                                  const std::function<Status(int)>& launch,
+                                 const std::function<Status()>& drain,
                                  const std::function<bool()>& cancelled, CounterReplay replay,
-                                 std::vector<LaunchCounters>* out, bool* was_cancelled) {
-  if (launches < 1 || static_cast<size_t>(launches) > kMaxRanges) {
-    return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges) +
-                         " launches; got " + std::to_string(launches));
+                                 std::vector<LaunchCounters>* out, LaunchCounters* drain_out,
+                                 bool* was_cancelled) {
+  // Which launch each range (kernel) belongs to, in launch order; the drain's range comes last.
+  std::vector<int> owner;
+  for (int k = 0; k < launches; ++k) {
+    const int kernels = kernels_per_launch.empty() ? 1 : kernels_per_launch.at(k);
+    for (int i = 0; i < kernels; ++i) owner.push_back(k);
+  }
+  const int kernels = static_cast<int>(owner.size());
+  const int ranges = kernels + (drain ? 1 : 0);
+  if (launches < 1 || (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
+      static_cast<size_t>(ranges) > kMaxRanges) {
+    return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges - 1) +
+                         " kernels; got " + std::to_string(kernels) + " in " +
+                         std::to_string(launches) + " launches");
   }
   Impl& m = *impl_;
   auto init = FL_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
@@ -327,6 +344,14 @@ Status RangeCounters::run_passes(int launches, const std::function<Status()>& pr
                             : Status::Error(launched.message() + "; then " + stopped.message());
       }
     }
+    if (drain) {
+      const Status drained = drain();
+      if (!drained.ok()) {
+        const Status stopped = stop(nullptr);
+        return stopped.ok() ? drained
+                            : Status::Error(drained.message() + "; then " + stopped.message());
+      }
+    }
     FL_TRY(stop(&all_passes));
   }
   size_t dropped = 0;
@@ -339,12 +364,13 @@ Status RangeCounters::run_passes(int launches, const std::function<Status()>& pr
   info.pCounterDataImage = m.counter_data.data();
   info.counterDataImageSize = m.counter_data.size();
   FL_TRY(check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
-  if (info.numTotalRanges != static_cast<size_t>(launches)) {
+  if (info.numTotalRanges != static_cast<size_t>(ranges)) {
     return Status::Error("the range profiler saw " + std::to_string(info.numTotalRanges) +
-                         " kernels for " + std::to_string(launches) +
-                         " launches (one range per kernel is expected)");
+                         " kernels where " + std::to_string(ranges) +
+                         " were expected (one range per kernel, as the timing phase counted them)");
   }
-  for (int k = 0; k < launches; ++k) {
+  out->assign(launches, LaunchCounters{});
+  for (int k = 0; k < ranges; ++k) {
     double values[kMetricCount] = {};
     auto eval = FL_CUPTI_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params);
     eval.pHostObject = m.host;
@@ -359,7 +385,14 @@ Status RangeCounters::run_passes(int launches, const std::function<Status()>& pr
     c.dram_read_bytes = std::llround(values[0]);
     c.dram_write_bytes = std::llround(values[1]);
     c.l2_bytes = std::llround(values[2]);
-    out->push_back(c);
+    if (k < kernels) {
+      LaunchCounters& sum = (*out)[owner[k]];
+      sum.dram_read_bytes += c.dram_read_bytes;
+      sum.dram_write_bytes += c.dram_write_bytes;
+      sum.l2_bytes += c.l2_bytes;
+    } else if (drain_out != nullptr) {
+      *drain_out = c;
+    }
   }
   return Status::Ok();
 }

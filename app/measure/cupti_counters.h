@@ -7,13 +7,18 @@
 // taken in their own run of the chain, never in a timed one. There is one profiler per process
 // (device 0's primary context). Everything that does not touch the GPU (chip, counter
 // availability, config image, pass count) is set up once, ahead of the first request, together
-// with a trial enable that finds missing permissions early. The profiler object itself is
-// enabled on the context for each counter phase (one level) and disabled after it. Measured on
-// an H200 with CUDA 13.0 (docs/PERFORMANCE.md): left enabled between phases, the profiler
-// counted only part of a later phase's last kernel's writes (its dirty L2 lines were not
-// written back within its range: fused gelu_scale chain -4.8% at 64M, -19.5% at 16M), while
-// enabling it per phase kept every cold chain at >= 4x L2 within +0.6% of the textbook bytes.
-// The price is ~0.2 s per level. Kernel activity records stayed intact either way.
+// with a trial enable that finds missing permissions early. The live backend then enables the
+// profiler on the context once, when it starts, and leaves it enabled (enabling costs ~0.2 s; a
+// counter phase with it enabled costs ~25 ms per level on an H200). Timing is unaffected: chain
+// times with and without it enabled agree within 0.3% (docs/PERFORMANCE.md).
+//
+// Dirty lines: a kernel's last writes may still sit in L2 when its range ends; they reach DRAM
+// when later traffic evicts them, and are counted there. So every pass ends with a `drain`
+// kernel in a range of its own: the read-only L2 sweep, during which the chain's leftover dirty
+// lines are written back. The live backend adds the drain's DRAM writes to the chain's last
+// launch, which keeps chain totals at >= L2 sizes within ~0.2% of the textbook on an H200 (without
+// it, a later level of a request came up 5% to 20% short: the profiler used to be enabled per
+// level for that reason, at ~0.2 s each).
 //
 // What the counters see of the cache: within a pass, a kernel reads what the previous kernel
 // left in L2 (the unfused chain's second kernel reads its intermediate from L2 at L2-resident
@@ -55,12 +60,25 @@ class RangeCounters {
   // prepare() runs before every pass, outside profiling (cold: flush L2; warm: a warm-up run),
   // and must leave the GPU idle. Checks `cancelled` before every launch: then returns Ok with
   // *was_cancelled = true and no counters.
+  // drain(), when given, launches one more kernel at the end of every pass, in a range of its
+  // own whose counters go to *drain_out (may be null), not to any launch: it closes the last
+  // launch's range the way a following kernel would (see the note on keeping the profiler
+  // enabled above).
   // `keep_enabled` leaves the profiler enabled on the context afterwards (saves the enable at
-  // the next phase; a diagnostic, see above).
-  Status measure(int launches, const std::function<Status()>& prepare,
-                 const std::function<Status(int)>& launch, const std::function<bool()>& cancelled,
-                 CounterReplay replay, bool keep_enabled, std::vector<LaunchCounters>* out,
-                 bool* was_cancelled);
+  // the next phase); disable() ends it.
+  // kernels_per_launch: how many kernels each launch runs (a cuBLASLt call may run two, e.g. a
+  // split-K GEMM and its reduction); their ranges are summed into the launch's counters. Empty
+  // means one kernel per launch.
+  Status measure(int launches, const std::vector<int>& kernels_per_launch,
+                 const std::function<Status()>& prepare,
+                 const std::function<Status(int)>& launch, const std::function<Status()>& drain,
+                 const std::function<bool()>& cancelled, CounterReplay replay, bool keep_enabled,
+                 std::vector<LaunchCounters>* out, LaunchCounters* drain_out, bool* was_cancelled);
+  // Enables the profiler on the context now (it stays enabled until disable()), so that the
+  // first counter phase does not pay for it; no-op when it is enabled.
+  Status enable();
+  // Ends a profiler left enabled by measure(keep_enabled = true); no-op when none is.
+  Status disable();
 
   // Passes the three metrics need on this GPU (queried at start; 1 on H100).
   int passes() const { return passes_; }
@@ -73,12 +91,12 @@ class RangeCounters {
   RangeCounters() = default;
   Status start();
   Status start_on_device();  // everything after the support query
-  Status enable();   // creates the profiler object on the context, if not there yet
-  Status disable();  // destroys it, if there
-  Status run_passes(int launches, const std::function<Status()>& prepare,
-                    const std::function<Status(int)>& launch,
+  Status run_passes(int launches, const std::vector<int>& kernels_per_launch,
+                    const std::function<Status()>& prepare,
+                    const std::function<Status(int)>& launch, const std::function<Status()>& drain,
                     const std::function<bool()>& cancelled, CounterReplay replay,
-                    std::vector<LaunchCounters>* out, bool* was_cancelled);
+                    std::vector<LaunchCounters>* out, LaunchCounters* drain_out,
+                    bool* was_cancelled);
   // Checks a CUPTI result; a code that means "counters cannot be measured here" also sets
   // unavailable_note_.
   Status check(int result, const char* call);

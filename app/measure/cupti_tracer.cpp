@@ -221,9 +221,29 @@ Status KernelTracer::start(TracedApis apis) {
     }
   }
 #endif
-  if (apis == TracedApis::all_runtime) {
-    FL_TRY(enable_kind(CUPTI_ACTIVITY_KIND_DRIVER, "driver API records"));
+  // Libraries launch through the driver API too: cuBLASLt runs some of its kernels (e.g. a
+  // split-K reduction) with cuLaunchKernel, and those kernels carry our external id only if
+  // that call is traced. As above, only the launch calls stay on (with CUDA 13).
+  FL_TRY(enable_kind(CUPTI_ACTIVITY_KIND_DRIVER, "driver API records"));
+#if CUPTI_API_VERSION >= 130001
+  if (apis == TracedApis::launches) {
+    const CUpti_CallbackId driver_launches[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    };
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+      if (std::find(std::begin(driver_launches), std::end(driver_launches), cbid) !=
+          std::end(driver_launches)) {
+        continue;
+      }
+      if (cuptiActivityEnableDriverApi(cbid, 0) != CUPTI_SUCCESS) ++state().stats.apis_left_traced;
+    }
   }
+#endif
   return Status::Ok();
 }
 

@@ -94,6 +94,16 @@ Status elapsed_us(cudaEvent_t start, cudaEvent_t stop, double* us) {
 namespace {
 // Diagnostic: with FL_TRACE_PHASES=1 in the environment, each stage of a measurement prints its
 // wall time to stderr ("where do the milliseconds of a slider answer go").
+bool trace_phases() {
+  static const bool enabled = std::getenv("FL_TRACE_PHASES") != nullptr;
+  return enabled;
+}
+
+// Ends a counter pass in a range of its own (cupti_counters.h): one warp, one store.
+__global__ void drain_kernel(int* sink) {
+  if (threadIdx.x == 0) *sink = 0;
+}
+
 struct PhaseTimer {
   explicit PhaseTimer(const char* name) : name_(name), t0_(std::chrono::steady_clock::now()) {}
   ~PhaseTimer() {
@@ -180,6 +190,17 @@ Status LiveBackend::init() {
     if (counters_ != nullptr && !counters_->unavailable_note().empty()) {
       counters_note_ = counters_->unavailable_note();  // found out by an earlier backend
       counters_ = nullptr;
+    }
+    // Enabled now, ahead of the first request, so no counter phase pays the ~0.2 s.
+    if (counters_ != nullptr && options_.keep_profiler_enabled) {
+      const Status enabled = counters_->enable();
+      if (!enabled.ok()) {
+        counters_note_ = !counters_->unavailable_note().empty()
+                             ? counters_->unavailable_note()
+                             : "DRAM and L2 counters could not start (" + enabled.message() +
+                                   "), so they are not measured (timings are).";
+        counters_ = nullptr;
+      }
     }
   }
   return Status::Ok();
@@ -679,6 +700,16 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
   FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   if (fresh) FL_TRY(workspace_->fill_inputs(++seed_counter_, stream_));
   Workspace& ws = *workspace_;
+  static const char* drain_env = std::getenv("FL_COUNTER_DRAIN");
+  const std::string drain_kind = drain_env != nullptr ? drain_env : options_.counter_drain;
+  // However the levels below end, the profiler is disabled after them unless it is to stay.
+  struct DisableAtEnd {
+    RangeCounters* counters;
+    bool keep;
+    ~DisableAtEnd() {
+      if (counters != nullptr && !keep) (void)counters->disable();  // nothing left to report to
+    }
+  } disable_at_end{counters_, options_.keep_profiler_enabled};
 
   for (Measurement& m : *measurements) {
     if (m.counters_status == CountersStatus::measured) continue;
@@ -708,12 +739,42 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
       return Status::Ok();
     };
     auto launch = [&](int k) { return ws.launch(level, k, stream_); };
+    std::function<Status()> drain;
+    if (drain_kind == "noop") {
+      drain = [&]() -> Status {
+        drain_kernel<<<1, 32, 0, stream_>>>(flush_sink_.as<int>());
+        FL_CUDA_TRY(cudaGetLastError());
+        return Status::Ok();
+      };
+    } else if (drain_kind == "flush") {
+      drain = [&] { return flush_l2(); };
+    }
     std::vector<LaunchCounters> values;
+    LaunchCounters drained;
     bool was_cancelled = false;
     PhaseTimer counter_timer("counter phase (level)");
-    const Status st =
-        counters_->measure(launches, prepare, launch, cancelled, options_.counter_replay,
-                           options_.keep_profiler_enabled, &values, &was_cancelled);
+    // Enabled once for every level of the request (enabling costs ~0.2 s); disabled below.
+    // Kernels per launch as the timing phase's records counted them (cuBLASLt may run two).
+    std::vector<int> kernels_per_launch;
+    if (!m.records.empty()) {
+      kernels_per_launch.assign(launches, 0);
+      for (const KernelRecord& r : m.records) {
+        if (r.launch >= 0 && r.launch < launches) ++kernels_per_launch[r.launch];
+      }
+      for (int& n : kernels_per_launch) n = std::max(n, 1);
+    }
+    const Status st = counters_->measure(launches, kernels_per_launch, prepare, launch, drain, cancelled,
+                                         options_.counter_replay, /*keep_enabled=*/true, &values,
+                                         &drained, &was_cancelled);
+    if (trace_phases() && st.ok() && !was_cancelled) {
+      int64_t rd = 0, wr = 0;
+      for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
+      std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
+                   request.lesson.c_str(), static_cast<long long>(request.size), level,
+                   static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
+                   static_cast<long long>(drained.dram_read_bytes),
+                   static_cast<long long>(drained.dram_write_bytes));
+    }
     if (!st.ok()) {
       if (!counters_->unavailable_note().empty()) {
         // Found out only now (permissions may be checked when profiling starts): timing only.
@@ -729,6 +790,9 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
       return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
     }
     if (was_cancelled) return Status::Ok();
+    // What the chain left dirty in L2 reached DRAM during the flush that closed the pass: those
+    // are the chain's writes too, made by its last launch or earlier ones (docs/PERFORMANCE.md).
+    if (drain_kind == "flush") values.back().dram_write_bytes += drained.dram_write_bytes;
     for (int k = 0; k < launches; ++k) m.launches[k].counters = values[k];
     m.counters_status = CountersStatus::measured;
     m.counters_note.clear();

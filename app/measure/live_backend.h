@@ -34,8 +34,15 @@ struct LiveOptions {
   bool counters = true;         // false: no counter phase, the profiler is never set up
   bool compare_timers = false;  // diagnostic: CUDA events around the CUPTI-timed launches too
   CounterReplay counter_replay = CounterReplay::user;
-  // Diagnostic: leave the range profiler enabled between counter phases (see cupti_counters.h).
-  bool keep_profiler_enabled = false;
+  // The range profiler is enabled once, when the backend starts (~0.2 s), and stays enabled:
+  // a counter phase then costs ~25 ms per level. false: enabled for each request's counter
+  // phase and disabled after it (a diagnostic: `bench --fresh-profiler`).
+  bool keep_profiler_enabled = true;
+  // The kernel that ends every counter pass in a range of its own (cupti_counters.h): "flush"
+  // (the read-only L2 sweep: the chain's lines still dirty in L2 reach DRAM inside the pass,
+  // and those writes are added to the chain's last launch), "noop" (one empty block, counted
+  // nowhere) or "none". The environment variable FL_COUNTER_DRAIN overrides it (a diagnostic).
+  std::string counter_drain = "flush";
   // Diagnostic: CUPTI traces every runtime call, not just the launches (the first backend of a
   // process decides).
   bool trace_all_runtime_apis = false;

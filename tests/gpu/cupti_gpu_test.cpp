@@ -38,13 +38,22 @@ int elementwise_blocks(int64_t n, Precision p) {
   return static_cast<int>((n / per_vector + n % per_vector + 255) / 256);
 }
 
+// One repetition's records: at least one kernel per launch (a cuBLASLt call may run two, e.g.
+// a split-K GEMM and its reduction), in launch order on one stream.
 void expect_records_are_one_repetition(const Measurement& m) {
-  ASSERT_EQ(m.records.size(), m.launches.size())
-      << m.lesson << " level " << m.level << ": one record per launch";
+  ASSERT_GE(m.records.size(), m.launches.size())
+      << m.lesson << " level " << m.level << ": a record for every launch";
+  std::vector<int> per_launch(m.launches.size(), 0);
+  std::vector<double> launch_us(m.launches.size(), 0.0);  // first kernel's start to last's end
+  std::vector<uint64_t> first_start(m.launches.size(), 0), last_end(m.launches.size(), 0);
   uint32_t previous_correlation = 0;
   for (size_t k = 0; k < m.records.size(); ++k) {
     const KernelRecord& r = m.records[k];
-    EXPECT_EQ(r.launch, static_cast<int>(k)) << "records follow the launch order";
+    ASSERT_GE(r.launch, 0);
+    ASSERT_LT(r.launch, static_cast<int>(m.launches.size()));
+    if (k > 0) EXPECT_GE(r.launch, m.records[k - 1].launch) << "records follow the launch order";
+    if (per_launch[r.launch]++ == 0) first_start[r.launch] = r.start_ns;
+    last_end[r.launch] = r.end_ns;
     EXPECT_FALSE(r.kernel.empty());
     EXPECT_GT(r.end_ns, r.start_ns);
     EXPECT_EQ(r.end_rel_ns - r.start_rel_ns, static_cast<int64_t>(r.end_ns - r.start_ns));
@@ -56,13 +65,16 @@ void expect_records_are_one_repetition(const Measurement& m) {
     EXPECT_GE(r.block[0] * r.block[1] * r.block[2], 1);
     EXPECT_LE(r.block[0] * r.block[1] * r.block[2], 1024);
     EXPECT_GT(r.registers_per_thread, 0);
+  }
+  for (size_t k = 0; k < m.launches.size(); ++k) {
+    ASSERT_GE(per_launch[k], 1) << m.launches[k].textbook.kernel << " has no record";
     // The kept repetition is one of the samples: its durations lie within the statistics.
-    const double us = (r.end_ns - r.start_ns) * 1e-3;
+    const double us = (last_end[k] - first_start[k]) * 1e-3;
     const Stats& t = m.launches[k].time_us;
     EXPECT_GE(us, t.min - 1e-3);
     EXPECT_LE(us, t.max + 1e-3);
     EXPECT_GT(t.median, 0);
-    EXPECT_LT(t.median, 1e5) << "a launch of these sizes takes well under 100 ms";
+    EXPECT_LT(t.median, 1e6) << "a launch of these sizes takes well under a second";
   }
   EXPECT_EQ(m.records.front().start_rel_ns, 0);
   const double chain_us = (m.records.back().end_ns - m.records.front().start_ns) * 1e-3;
@@ -192,6 +204,37 @@ TEST(CuptiCounters, LargeColdFusedGeluReadsItsInputFromDram) {
   const double read = fused.counters->dram_read_bytes, textbook = fused.textbook.bytes_read;
   EXPECT_NEAR(read / textbook, 1.0, 0.10) << "DRAM read " << read << " B, textbook " << textbook << " B";
   EXPECT_GE(fused.counters->l2_bytes, 0.9 * (fused.textbook.bytes_read + fused.textbook.bytes_written));
+}
+
+// cuBLASLt GEMMs through both phases, at a small batch (where cuBLASLt may split K over two
+// kernels) and the default shape: every launch gets counters (a launch's kernels summed), and a
+// cold GEMM reads at least its weights from DRAM (they cannot be in L2 after the flush).
+TEST(CuptiCounters, GemmLaunchesGetTheirKernelsCounted) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  ASSERT_TRUE(backend->counters_available()) << backend->counters_note();
+  for (int64_t tokens : {int64_t(64), int64_t(16384)}) {
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+      const MeasureRequest request{"linear_gelu", tokens, {}, p, CacheMode::cold};
+      std::vector<Measurement> ms;
+      Status st = backend->measure(request, nullptr, &ms);
+      ASSERT_TRUE(st.ok()) << st.message();
+      st = backend->measure_counters(request, nullptr, &ms);
+      ASSERT_TRUE(st.ok()) << st.message();
+      const int64_t weight_bytes = int64_t(768) * 3072 * bytes_per_element(p);
+      for (const Measurement& m : ms) {
+        SCOPED_TRACE("tokens " + std::to_string(tokens) + " " + to_string(p) + " level " +
+                     std::to_string(m.level));
+        EXPECT_TRUE(m.check.passed) << m.check.rel_l2_error;
+        expect_records_are_one_repetition(m);
+        ASSERT_EQ(m.counters_status, CountersStatus::measured) << m.counters_note;
+        const LaunchResult& gemm = m.launches.at(0);
+        ASSERT_TRUE(gemm.counters.has_value());
+        EXPECT_GE(gemm.counters->dram_read_bytes, 0.9 * weight_bytes) << gemm.textbook.kernel;
+        EXPECT_GE(gemm.counters->l2_bytes, gemm.textbook.bytes_read) << gemm.textbook.kernel;
+      }
+    }
+  }
 }
 
 TEST(CuptiCounters, AnAbandonedPhaseLeavesTheProfilerUsable) {

@@ -61,6 +61,16 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
   auto add = [&](int64_t size, int64_t inner) {
     size = std::clamp<int64_t>(size, std::max<int64_t>(axis.min, 1), axis.max);
     if (rowwise) inner = std::clamp<int64_t>(inner, 1, axis.inner_max > 0 ? axis.inner_max : inner);
+    // GEMM lessons: the CPU reference costs the GEMM's flops in double, so their rows are capped
+    // at ~4e8 flops per shape (at least 3 rows; at C = 781 that leaves 41 to 109 rows, so the
+    // teaching GEMM's 64-row tiles are crossed). Their GPU check compares every row up to 4096,
+    // as the CPU reference here does.
+    const auto launches = lesson.traffic(0, lesson.resolve({1, rowwise ? inner : 0}), Precision::fp32);
+    double flops_per_row = 0;
+    for (const LaunchTraffic& t : launches) flops_per_row += t.flops;
+    if (flops_per_row > 1e5) {
+      size = std::min<int64_t>(size, std::max<int64_t>(3, static_cast<int64_t>(4e8 / flops_per_row)) | 1);
+    }
     shapes.push_back(lesson.resolve({size, rowwise ? inner : 0}));
   };
   if (rowwise) {

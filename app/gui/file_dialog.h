@@ -1,0 +1,49 @@
+// The File menu's path-entry popup (there is no native file dialog library): a text field with a
+// default path, one plain sentence when something is wrong, and "Replace it?" before an existing
+// file is overwritten. It decides nothing about what the path is used for: the window performs
+// the action and reports failure back with fail(), which keeps the popup open.
+#pragma once
+
+#include <string>
+
+namespace fl::gui {
+
+enum class FileAction { save_session, open_recording, compare, export_trace, export_csv, screenshot };
+
+struct FileRequest {
+  FileAction action = FileAction::save_session;
+  std::string path;
+  bool view_only = false;  // screenshot: only the views panel
+  bool caption = true;     // screenshot: the caption strip under the picture
+};
+
+// Whether the action writes `path` (and so asks before replacing a file).
+bool writes_file(FileAction action);
+
+// Why `path` cannot be written (empty: it can): empty, a folder, its folder missing.
+std::string unwritable_reason(const std::string& path);
+
+class FileDialog {
+ public:
+  // Opens the popup at the next draw() with `path` in the field and, if given, an error shown.
+  void open(FileAction action, const std::string& path, const std::string& error = "");
+  bool is_open() const { return open_ || pending_open_; }
+  // Draws the popup; call once per frame at the root (outside other windows). Returns true and
+  // fills *request when the learner confirmed (for a write over an existing file: after
+  // "Replace"). The popup stays open until close() or another open().
+  bool draw(FileRequest* request);
+  void fail(const std::string& message);  // shown in the popup, which stays open
+  void close();
+  // The screenshot choices persist between uses.
+  bool view_only = false;
+  bool caption = true;
+
+ private:
+  FileAction action_ = FileAction::save_session;
+  char path_[1024] = {};
+  std::string error_;
+  std::string replace_;  // non-empty: asking whether to replace this file
+  bool pending_open_ = false, open_ = false, focus_ = false, close_ = false;
+};
+
+}  // namespace fl::gui

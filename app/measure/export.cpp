@@ -1,0 +1,490 @@
+#include "app/measure/export.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
+
+#include "app/measure/session_json.h"
+#include "app/measure/sizes.h"
+#include "kernels/catalog.h"
+
+#if FUSIONLAB_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace fl {
+namespace {
+
+using json = nlohmann::json;
+
+// ---- trace layout ---------------------------------------------------------------------------
+// One process per GPU (a session holds one device). Its threads: the measurements, one per CUDA
+// stream seen in the records, and one for slices synthesized from median times (schema v1). The
+// stream tids are offset so that no stream id can collide with the fixed tracks.
+// No tid equals the pid: Perfetto would label that thread "main thread".
+constexpr int kGpuPid = 1;
+constexpr int kMeasurementTid = 2;
+constexpr int kSynthesizedTid = 3;
+constexpr int kStreamTidBase = 100;
+
+// Gap between consecutive measurements on the rebased timeline: a fifth of the measurement,
+// at least 10 µs, so it stays visible whether the viewer is zoomed on 3 µs chains or 3 ms ones.
+constexpr int64_t kMinGapNs = 10000;
+int64_t gap_after(int64_t span_ns) { return std::max(kMinGapNs, span_ns / 5); }
+
+const char* const kRebasedNote =
+    "measurements are laid out one after another in session order with a gap between them; "
+    "within a measurement, kernel times and the gaps between kernels are as recorded "
+    "(cupti_start_ns holds each kernel's original CUPTI timestamp)";
+// The same, short, on every measurement slice (the long form is in the trace's otherData).
+const char* const kRebasedArg =
+    "moved to follow the previous measurement in session order; times within it as recorded";
+
+// Trace timestamps are microseconds; we keep nanoseconds as integers and convert once, so the
+// double printed is the shortest one for an exact nanosecond count (1234.567, not 1234.5670001).
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+int64_t ns_from_us(double microseconds) { return std::llround(microseconds * 1000.0); }
+
+// One kernel slice of a measurement, in nanoseconds from the measurement's first kernel.
+struct Slice {
+  int64_t start_ns = 0, dur_ns = 0;
+  int launch = 0;
+  int record = -1;  // index into Measurement::records; -1 when synthesized
+  int tid = kSynthesizedTid;
+};
+
+// The slices of one measurement: its records rebased to the earliest start, or, without records,
+// its launches back to back for their median times (as the timeline view draws them).
+std::vector<Slice> lay_out(const Measurement& m) {
+  std::vector<Slice> slices;
+  if (!m.records.empty()) {
+    uint64_t base = m.records.front().start_ns;
+    for (const KernelRecord& r : m.records) base = std::min(base, r.start_ns);
+    for (size_t i = 0; i < m.records.size(); ++i) {
+      const KernelRecord& r = m.records[i];
+      Slice s;
+      s.start_ns = static_cast<int64_t>(r.start_ns - base);
+      s.dur_ns = r.end_ns > r.start_ns ? static_cast<int64_t>(r.end_ns - r.start_ns) : 0;
+      s.launch = r.launch;
+      s.record = static_cast<int>(i);
+      s.tid = kStreamTidBase + static_cast<int>(r.stream_id);
+      slices.push_back(s);
+    }
+    return slices;
+  }
+  int64_t at = 0;
+  for (size_t k = 0; k < m.launches.size(); ++k) {
+    const int64_t dur = ns_from_us(m.launches[k].time_us.median);
+    if (dur <= 0) continue;  // a failed check carries no times: nothing to draw
+    Slice s;
+    s.start_ns = at;
+    s.dur_ns = dur;
+    s.launch = static_cast<int>(k);
+    slices.push_back(s);
+    at += dur;
+  }
+  return slices;
+}
+
+int64_t span_of(const std::vector<Slice>& slices) {
+  int64_t end = 0;
+  for (const Slice& s : slices) end = std::max(end, s.start_ns + s.dur_ns);
+  return end;
+}
+
+bool same_point(const Measurement& a, const Measurement& b) {
+  return a.lesson == b.lesson && a.size == b.size && a.inner == b.inner &&
+         a.precision == b.precision && a.cache == b.cache;
+}
+
+// The level-0 measurement that measurement `i`'s speedup is taken against: the nearest one
+// before it at the same lesson, size, row length, precision and cache (bench and the engine
+// measure level 0 first), else the first one after it; -1 when the session has none.
+int speedup_baseline(const Session& session, size_t i) {
+  const auto& all = session.measurements;
+  for (size_t j = i + 1; j-- > 0;) {
+    if (all[j].level == 0 && same_point(all[j], all[i])) return static_cast<int>(j);
+  }
+  for (size_t j = i + 1; j < all.size(); ++j) {
+    if (all[j].level == 0 && same_point(all[j], all[i])) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+std::string measurement_title(const Measurement& m) {
+  std::string size = format_size(m.size);
+  if (m.inner > 0) size += " x " + std::to_string(m.inner);
+  return m.lesson + " " + size + " " + to_string(m.precision) + " " + to_string(m.cache) +
+         ": level " + std::to_string(m.level) + " " + m.level_name;
+}
+
+// What identifies a measurement, on its slice and on each of its kernels.
+void add_point_args(const Measurement& m, size_t index, json* args) {
+  (*args)["measurement"] = index;
+  (*args)["lesson"] = m.lesson;
+  (*args)["size"] = m.size;
+  (*args)["inner"] = m.inner;
+  (*args)["level"] = m.level;
+  (*args)["level_name"] = m.level_name;
+  (*args)["precision"] = to_string(m.precision);
+  (*args)["cache"] = to_string(m.cache);
+}
+
+json measurement_args(const Session& session, size_t index, const std::vector<Slice>& slices,
+                      int baseline) {
+  const Measurement& m = session.measurements[index];
+  json args = json::object();
+  add_point_args(m, index, &args);
+  if (const Lesson* lesson = find_lesson(m.lesson)) args["size_unit"] = lesson->info().size_axis.unit;
+  args["timing_method"] = m.timing_method;
+  args["repetitions"] = m.repetitions;
+  args["chain_time_median_us"] = m.chain_time_us.median;
+  args["chain_time_p20_us"] = m.chain_time_us.p20;
+  args["chain_time_p80_us"] = m.chain_time_us.p80;
+  args["chain_copy_gbps"] = m.chain_copy_gbps;
+  args["achieved_gbps"] = m.achieved_gbps();
+  args["textbook_bytes"] = m.textbook_bytes();
+  args["check_passed"] = m.check.passed;
+  args["rel_l2_error"] = m.check.rel_l2_error;
+  args["counters_status"] = to_string(m.counters_status);
+  if (!m.counters_note.empty()) args["counters_note"] = m.counters_note;
+  if (const auto total = m.counters_total()) {
+    args["dram_read_bytes"] = total->dram_read_bytes;
+    args["dram_write_bytes"] = total->dram_write_bytes;
+    args["l2_bytes"] = total->l2_bytes;
+  }
+  if (baseline >= 0) {
+    args["speedup_baseline_measurement"] = baseline;
+    args["speedup_vs_level0"] = speedup(session.measurements[baseline], m);
+  }
+  args["kernels"] = slices.size();
+  args["synthesized"] = m.records.empty();
+  if (m.records.empty()) {
+    args["synthesized_from"] = "median launch times, back to back (no CUPTI records stored)";
+  } else {
+    uint64_t base = m.records.front().start_ns;
+    for (const KernelRecord& r : m.records) base = std::min(base, r.start_ns);
+    args["cupti_start_ns"] = std::to_string(base);  // a string: it exceeds 2^53
+  }
+  args["rebased"] = kRebasedArg;
+  return args;
+}
+
+json kernel_args(const Measurement& m, size_t index, const Slice& s) {
+  json args = json::object();
+  add_point_args(m, index, &args);
+  args["launch"] = s.launch;
+  const LaunchResult* launch =
+      s.launch >= 0 && s.launch < static_cast<int>(m.launches.size()) ? &m.launches[s.launch] : nullptr;
+  if (launch != nullptr) {
+    args["op"] = launch->textbook.kernel;
+    args["textbook_bytes_read"] = launch->textbook.bytes_read;
+    args["textbook_bytes_written"] = launch->textbook.bytes_written;
+    args["textbook_flops"] = launch->textbook.flops;
+    args["launch_time_median_us"] = launch->time_us.median;
+    if (launch->counters) {
+      args["dram_read_bytes"] = launch->counters->dram_read_bytes;
+      args["dram_write_bytes"] = launch->counters->dram_write_bytes;
+      args["l2_bytes"] = launch->counters->l2_bytes;
+    }
+  }
+  if (s.record >= 0) {
+    const KernelRecord& r = m.records[s.record];
+    args["kernel"] = r.kernel;
+    args["record"] = s.record;
+    args["stream"] = r.stream_id;
+    args["correlation_id"] = r.correlation_id;
+    args["grid"] = r.grid;
+    args["block"] = r.block;
+    args["registers_per_thread"] = r.registers_per_thread;
+    args["static_shared_bytes"] = r.static_shared_bytes;
+    args["dynamic_shared_bytes"] = r.dynamic_shared_bytes;
+    args["cupti_start_ns"] = std::to_string(r.start_ns);
+    args["synthesized"] = false;
+  } else {
+    args["kernel"] = launch != nullptr ? launch->textbook.kernel : std::string();
+    args["synthesized"] = true;
+  }
+  return args;
+}
+
+json metadata(const char* name, int tid, json args) {
+  return {{"name", name}, {"ph", "M"}, {"pid", kGpuPid}, {"tid", tid}, {"ts", 0}, {"args", std::move(args)}};
+}
+
+json counter(const char* name, int64_t ts_ns, json args) {
+  return {{"name", name}, {"ph", "C"}, {"pid", kGpuPid}, {"ts", us(ts_ns)}, {"args", std::move(args)}};
+}
+
+std::string gpu_title(const Session& s) {
+  std::string title = s.device.name.empty() ? std::string("GPU") : s.device.name;
+  title += " (compute capability " + std::to_string(s.device.cc_major) + "." +
+           std::to_string(s.device.cc_minor) + ", " + (s.backend.empty() ? "live" : s.backend);
+  if (!s.created_utc.empty()) title += ", " + s.created_utc;
+  return title + ")";
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---- CSV ------------------------------------------------------------------------------------
+
+// The shortest text that reads back as exactly `value`, so the CSV holds the session's numbers.
+std::string number(double value) {
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof(buf), value);
+  return std::string(buf, result.ptr);
+}
+
+// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. Kernel and level
+// names are ours today, but a recording may come from a newer build.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string optional_count(const std::optional<LaunchCounters>& c, int64_t LaunchCounters::*field) {
+  return c ? std::to_string((*c).*field) : std::string();
+}
+
+std::string csv_row(const Measurement& m, size_t k) {
+  const LaunchResult& l = m.launches[k];
+  const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
+  const Lesson* lesson = find_lesson(m.lesson);
+  const std::vector<std::string> fields = {
+      csv_field(m.lesson),
+      std::to_string(m.size),
+      lesson != nullptr ? lesson->info().size_axis.unit : std::string(),
+      std::to_string(m.inner),
+      to_string(m.precision),
+      to_string(m.cache),
+      std::to_string(m.level),
+      csv_field(m.level_name),
+      std::to_string(k),
+      csv_field(l.textbook.kernel),
+      number(l.time_us.median),
+      number(l.time_us.p20),
+      number(l.time_us.p80),
+      std::to_string(l.textbook.bytes_read),
+      std::to_string(l.textbook.bytes_written),
+      number(l.textbook.flops),
+      number(gbps),
+      number(l.copy_gbps),
+      number(m.chain_time_us.median),
+      number(m.chain_time_us.p20),
+      number(m.chain_time_us.p80),
+      std::to_string(m.repetitions),
+      number(m.check.rel_l2_error),
+      m.check.passed ? "yes" : "no",
+      csv_field(m.timing_method),
+      to_string(m.counters_status),
+      optional_count(l.counters, &LaunchCounters::dram_read_bytes),
+      optional_count(l.counters, &LaunchCounters::dram_write_bytes),
+      optional_count(l.counters, &LaunchCounters::l2_bytes),
+      l.event_time_us.count > 0 ? number(l.event_time_us.median) : std::string(),
+  };
+  std::string row;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) row += ',';
+    row += fields[i];
+  }
+  return row;
+}
+
+}  // namespace
+
+// ---- trace ----------------------------------------------------------------------------------
+
+std::string chrome_trace_json(const Session& session) {
+  // Events carry their time in integer nanoseconds beside them, so the final ordering compares
+  // exact numbers; metadata comes first.
+  std::vector<json> meta;
+  std::vector<std::pair<int64_t, json>> timed;
+  std::map<int, uint32_t> streams;  // tid -> stream id, for the thread names
+  bool any_synthesized = false;
+
+  int64_t cursor = 0;  // where the next measurement starts on the rebased timeline
+  for (size_t i = 0; i < session.measurements.size(); ++i) {
+    const Measurement& m = session.measurements[i];
+    const std::vector<Slice> slices = lay_out(m);
+    const int64_t span = span_of(slices);
+    const int baseline = speedup_baseline(session, i);
+
+    json args = measurement_args(session, i, slices, baseline);
+    args["gap_after_us"] = us(gap_after(span));
+    timed.emplace_back(cursor, json{{"name", measurement_title(m)},
+                                    {"cat", "measurement"},
+                                    {"ph", "X"},
+                                    {"ts", us(cursor)},
+                                    {"dur", us(span)},
+                                    {"pid", kGpuPid},
+                                    {"tid", kMeasurementTid},
+                                    {"args", std::move(args)}});
+    // The speedup holds for the whole measurement: a step at its start.
+    if (baseline >= 0) {
+      timed.emplace_back(cursor, counter("speedup", cursor,
+                                         {{"vs_level0", speedup(session.measurements[baseline], m)}}));
+    }
+    for (const Slice& s : slices) {
+      const int64_t start = cursor + s.start_ns;
+      std::string name = s.record >= 0 ? m.records[s.record].kernel
+                                       : m.launches[s.launch].textbook.kernel;
+      timed.emplace_back(start, json{{"name", std::move(name)},
+                                     {"cat", s.record >= 0 ? "kernel" : "kernel,synthesized"},
+                                     {"ph", "X"},
+                                     {"ts", us(start)},
+                                     {"dur", us(s.dur_ns)},
+                                     {"pid", kGpuPid},
+                                     {"tid", s.tid},
+                                     {"args", kernel_args(m, i, s)}});
+      if (s.record >= 0) streams[s.tid] = m.records[s.record].stream_id;
+      any_synthesized = any_synthesized || s.record < 0;
+      // DRAM bytes of the kernel running now: its counters from its start, 0 from its end (the
+      // end is emitted before a next kernel starting at the same instant, and the sort is stable).
+      const std::optional<LaunchCounters>& c = m.launches[s.launch].counters;
+      if (c) {
+        timed.emplace_back(start, counter("DRAM bytes", start,
+                                          {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
+        timed.emplace_back(start + s.dur_ns,
+                           counter("DRAM bytes", start + s.dur_ns, {{"read", 0}, {"write", 0}}));
+      }
+    }
+    cursor += span + gap_after(span);
+  }
+
+  meta.push_back(metadata("process_name", 0, {{"name", "GPU: " + gpu_title(session)}}));
+  meta.push_back(metadata("process_sort_index", 0, {{"sort_index", 0}}));
+  meta.push_back(metadata("thread_name", kMeasurementTid,
+                          {{"name", "measurements (session order, rebased)"}}));
+  meta.push_back(metadata("thread_sort_index", kMeasurementTid, {{"sort_index", 0}}));
+  for (const auto& [tid, stream] : streams) {
+    meta.push_back(metadata("thread_name", tid,
+                            {{"name", "stream " + std::to_string(stream) + " (CUPTI kernel records)"}}));
+    meta.push_back(metadata("thread_sort_index", tid, {{"sort_index", tid}}));
+  }
+  if (any_synthesized) {
+    meta.push_back(metadata("thread_name", kSynthesizedTid,
+                            {{"name", "synthesized from median launch times (no records)"}}));
+    meta.push_back(metadata("thread_sort_index", kSynthesizedTid, {{"sort_index", 1 << 20}}));
+  }
+
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  json events = json::array();
+  for (json& e : meta) events.push_back(std::move(e));
+  for (auto& [ts, e] : timed) events.push_back(std::move(e));
+
+  json other = {{"generator", "Fusion Lab"},
+                {"app_version", session.app_version},
+                {"session_created_utc", session.created_utc},
+                {"session_backend", session.backend},
+                {"gpu", session.device.name},
+                {"measurements", session.measurements.size()},
+                {"timeline", kRebasedNote}};
+  const json trace = {{"traceEvents", std::move(events)},
+                      {"displayTimeUnit", "ns"},
+                      {"otherData", std::move(other)}};
+  // Compact, and never throwing on a kernel name that is not valid UTF-8.
+  return trace.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Status export_trace(const Session& session, const std::string& path, TraceOptions options) {
+  const std::string text = chrome_trace_json(session);
+  if (!options.gzip && !ends_with(path, ".gz")) return write_file_atomically(path, text);
+  std::string compressed;
+  FL_TRY(gzip_compress(text, &compressed).with_context("cannot write " + path));
+  return write_file_atomically(path, compressed);
+}
+
+// ---- gzip -----------------------------------------------------------------------------------
+
+#if FUSIONLAB_HAVE_ZLIB
+bool trace_gzip_available() { return true; }
+
+Status gzip_compress(const std::string& data, std::string* out) {
+  z_stream z{};
+  // 15 + 16: a gzip header and trailer rather than a raw zlib stream, so `gunzip` and Perfetto
+  // open it.
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return Status::Error("zlib could not start compressing");
+  }
+  std::string result(deflateBound(&z, data.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(result.data());
+  z.avail_out = static_cast<uInt>(result.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const uLong produced = z.total_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return Status::Error("zlib could not compress the trace");
+  result.resize(produced);
+  *out = std::move(result);
+  return Status::Ok();
+}
+
+Status gzip_decompress(const std::string& data, std::string* out) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return Status::Error("zlib could not start decompressing");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  std::string result;
+  char buffer[1 << 16];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof(buffer);
+    rc = inflate(&z, Z_NO_FLUSH);
+    result.append(buffer, sizeof(buffer) - z.avail_out);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended before the stream did
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) return Status::Error("not a complete gzip stream");
+  *out = std::move(result);
+  return Status::Ok();
+}
+#else
+bool trace_gzip_available() { return false; }
+
+const char* const kNoZlib =
+    "this build has no zlib, so it cannot write .gz files (install zlib1g-dev and rebuild, or "
+    "export plain .json)";
+Status gzip_compress(const std::string&, std::string*) { return Status::Error(kNoZlib); }
+Status gzip_decompress(const std::string&, std::string*) { return Status::Error(kNoZlib); }
+#endif
+
+// ---- CSV ------------------------------------------------------------------------------------
+
+std::string measurements_csv_header() {
+  return "lesson,size,size_unit,inner,precision,cache,level,level_name,launch,kernel,"
+         "launch_time_median_us,launch_time_p20_us,launch_time_p80_us,"
+         "textbook_bytes_read,textbook_bytes_written,textbook_flops,launch_gbps,copy_gbps,"
+         "chain_time_median_us,chain_time_p20_us,chain_time_p80_us,repetitions,rel_l2_error,"
+         "correct,timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
+         "event_time_median_us";
+}
+
+std::string measurements_csv(const std::vector<Measurement>& measurements) {
+  std::string csv = measurements_csv_header() + "\n";
+  for (const Measurement& m : measurements) {
+    for (size_t k = 0; k < m.launches.size(); ++k) csv += csv_row(m, k) + "\n";
+  }
+  return csv;
+}
+
+Status export_csv(const std::vector<Measurement>& measurements, const std::string& path) {
+  return write_file_atomically(path, measurements_csv(measurements));
+}
+
+}  // namespace fl

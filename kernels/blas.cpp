@@ -1,0 +1,159 @@
+// cuBLASLt GEMMs (see blas.h). One cuBLASLt handle and one workspace per process, made on first
+// use; the measurement engine has one worker, so plans run one at a time.
+#include "kernels/blas.h"
+
+#include <cublasLt.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "kernels/cuda_check.h"
+#include "kernels/device_buffer.h"
+
+namespace fl::blas {
+namespace {
+
+std::atomic<bool> g_allow_tf32{false};
+
+// cuBLASLt's recommended workspace for Hopper is 32 MiB; older GPUs use less of it.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+std::string lt_error(cublasStatus_t s, const char* call) {
+  return std::string(call) + " failed: " + cublasLtGetStatusName(s) + " (" +
+         cublasLtGetStatusString(s) + ")";
+}
+
+#define FL_LT_TRY(call)                                                    \
+  do {                                                                     \
+    const cublasStatus_t fl_lt_status = (call);                            \
+    if (fl_lt_status != CUBLAS_STATUS_SUCCESS) {                           \
+      return ::fl::Status::Error(lt_error(fl_lt_status, #call));           \
+    }                                                                      \
+  } while (0)
+
+// The process's handle and workspace. Never destroyed: plans may outlive any owner we could
+// name, and the driver reclaims both at exit.
+struct Context {
+  cublasLtHandle_t handle = nullptr;
+  DeviceBuffer workspace;
+};
+
+Status context(Context** out) {
+  static std::mutex mutex;
+  static Context* ctx = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ctx == nullptr) {
+    auto fresh = std::make_unique<Context>();
+    FL_LT_TRY(cublasLtCreate(&fresh->handle));
+    const Status allocated = fresh->workspace.allocate(kWorkspaceBytes);
+    if (!allocated.ok()) {
+      cublasLtDestroy(fresh->handle);
+      return allocated.with_context("cuBLASLt workspace");
+    }
+    ctx = fresh.release();
+  }
+  *out = ctx;
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool allow_tf32() { return g_allow_tf32.load(); }
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow); }
+
+struct Gemm::Impl {
+  Context* ctx = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  Epilogue epilogue = Epilogue::none;
+
+  ~Impl() {
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Gemm::~Gemm() = default;
+
+Status Gemm::plan(int64_t m, int64_t n, int64_t k, Precision precision, Epilogue epilogue,
+                  std::unique_ptr<Gemm>* out) {
+  if (m < 1 || n < 1 || k < 1) {
+    return Status::Error("a GEMM needs m, n, k >= 1; got " + std::to_string(m) + " x " +
+                         std::to_string(n) + " x " + std::to_string(k));
+  }
+  std::unique_ptr<Gemm> gemm(new Gemm());
+  gemm->impl_ = std::make_unique<Impl>();
+  Impl& g = *gemm->impl_;
+  g.epilogue = epilogue;
+  FL_TRY(context(&g.ctx));
+
+  const bool fp32 = precision == Precision::fp32;
+  const cudaDataType_t type = fp32 ? CUDA_R_32F : CUDA_R_16BF;
+  const cublasComputeType_t compute =
+      fp32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  FL_LT_TRY(cublasLtMatmulDescCreate(&g.desc, compute, CUDA_R_32F));
+  const cublasOperation_t no_transpose = CUBLAS_OP_N;
+  FL_LT_TRY(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_transpose,
+                                           sizeof(no_transpose)));
+  FL_LT_TRY(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose,
+                                           sizeof(no_transpose)));
+  cublasLtEpilogue_t lt_epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (epilogue == Epilogue::bias) lt_epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (epilogue == Epilogue::gelu_bias) lt_epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  FL_LT_TRY(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
+                                           sizeof(lt_epilogue)));
+  if (epilogue != Epilogue::none) {
+    // The bias has the output's type (cuBLASLt's default for bf16 D; fp32 for fp32 D).
+    FL_LT_TRY(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type,
+                                             sizeof(type)));
+  }
+
+  // Column-major views of the row-major tensors (blas.h): A = W^T, B = X^T, D = Y^T.
+  FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.a, type, static_cast<uint64_t>(n),
+                                       static_cast<uint64_t>(k), n));
+  FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.b, type, static_cast<uint64_t>(k),
+                                       static_cast<uint64_t>(m), k));
+  FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.d, type, static_cast<uint64_t>(n),
+                                       static_cast<uint64_t>(m), n));
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  FL_LT_TRY(cublasLtMatmulPreferenceCreate(&preference));
+  size_t workspace = g.ctx->workspace.bytes();
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulAlgoGetHeuristic(g.ctx->handle, g.desc, g.a, g.b, g.d, g.d, preference, 1,
+                                       &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (s != CUBLAS_STATUS_SUCCESS) return Status::Error(lt_error(s, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0) {
+    return Status::Error("cuBLASLt has no algorithm for a " + std::string(to_string(precision)) +
+                         " GEMM of " + std::to_string(m) + " x " + std::to_string(k) + " by " +
+                         std::to_string(k) + " x " + std::to_string(n) + " on this GPU");
+  }
+  g.algo = result.algo;
+  *out = std::move(gemm);
+  return Status::Ok();
+}
+
+Status Gemm::run(const void* x, const void* w, const void* bias, void* y,
+                 cudaStream_t stream) const {
+  const Impl& g = *impl_;
+  if (g.epilogue != Epilogue::none) {
+    FL_LT_TRY(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof(bias)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  FL_LT_TRY(cublasLtMatmul(g.ctx->handle, g.desc, &alpha, w, g.a, x, g.b, &beta, y, g.d, y, g.d,
+                           &g.algo, g.ctx->workspace.get(), g.ctx->workspace.bytes(), stream));
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace fl::blas

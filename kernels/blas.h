@@ -1,0 +1,59 @@
+// cuBLASLt matrix multiplies for the GEMM lessons (6-8): Y = X W (+ bias) (then GELU), row-major
+// X (m x k, the tokens), W (k x n, the weights), Y (m x n); fp32 or bf16 storage, fp32
+// accumulation. The "cuBLAS GEMM" of a level 0 and the "cuBLASLt epilogue" of a fused level are
+// the same call with a different epilogue, so the two levels differ only in what fusion changes.
+//
+// cuBLASLt is column-major. A row-major m x n matrix is the column-major n x m matrix with the
+// same bytes, so Y = X W is computed as Y^T = W^T X^T: A = W (n x k, leading dimension n),
+// B = X (k x m, leading dimension k), D = Y (n x m, leading dimension n). The bias is one value
+// per row of D, i.e. per output feature: exactly cuBLASLt's bias epilogue.
+//
+// One algorithm is chosen per shape when the plan is made (cuBLASLt's heuristic, first answer),
+// so every repetition runs the same kernels. cuBLASLt may launch more than one kernel for one
+// call (split-K with a separate reduction); the measurement engine sums such launches.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/lesson.h"
+#include "kernels/status.h"
+
+namespace fl::blas {
+
+enum class Epilogue {
+  none,       // D = A B
+  bias,       // D = A B + bias
+  gelu_bias,  // D = GELU(A B + bias), cuBLASLt's GELU (the tanh form)
+};
+
+// TF32 tensor-core math for fp32 GEMMs: off by default (fp32 results then match an fp32
+// reference to ~1e-6), switched on by `fusionlab bench --allow-tf32`. Process-wide; set it
+// before plans are made.
+bool allow_tf32();
+void set_allow_tf32(bool allow);
+
+// A planned GEMM of one shape, precision and epilogue. Cheap to run; making one asks cuBLASLt
+// for an algorithm (a few milliseconds).
+class Gemm {
+ public:
+  static Status plan(int64_t m, int64_t n, int64_t k, Precision precision, Epilogue epilogue,
+                     std::unique_ptr<Gemm>* out);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  // x: m x k, w: k x n, bias: n (ignored for Epilogue::none), y: m x n; all row-major, of the
+  // precision the plan was made for.
+  Status run(const void* x, const void* w, const void* bias, void* y, cudaStream_t stream) const;
+
+ private:
+  Gemm() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fl::blas

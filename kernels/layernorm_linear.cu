@@ -1,0 +1,256 @@
+// Lesson 6, layernorm_linear: y = LN(x) W + b, x of tokens x C, W of C x 3C, b of 3C (GPT-2's
+// ln_1 followed by the attention block's QKV projection, c_attn).
+//
+// Levels:
+//   0 unfused     layernorm writes xn = LN(x) (lesson 4's one-kernel LayerNorm), a cuBLASLt GEMM
+//                 writes t = xn W, add_bias writes y = t + b: xn and t round-trip through HBM.
+//   1 epilogue    layernorm, then one cuBLASLt GEMM with the bias epilogue: t never exists.
+//   2 prologue    our teaching kernels: row_stats writes each row's mean and 1/std (8 bytes a
+//                 row), then ln_gemm_bias normalizes x as it loads the GEMM's A tile and adds the
+//                 bias as it stores: xn never exists either. Our GEMM is plain SIMT code, so this
+//                 level is slower than cuBLAS: it shows where the bytes go, not a faster GEMM.
+// Textbook bytes (M tokens, K = C, N = 3C, b bytes per element):
+//   layernorm   reads (M K + 2 K) b, writes M K b       gemm  reads (M K + K N) b, writes M N b
+//   add_bias    reads (M N + N) b, writes M N b         gemm_bias  reads (M K + K N + N) b, writes M N b
+//   row_stats   reads M K b, writes 8 M                 ln_gemm_bias  reads (M K + K N + 2 K + N) b + 8 M, writes M N b
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <memory>
+
+#include "kernels/bias_ops.cuh"
+#include "kernels/blas.h"
+#include "kernels/catalog.h"
+#include "kernels/device_buffer.h"
+#include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_rows.cuh"
+
+namespace fl {
+namespace {
+
+using gemm::kDefaultC;
+
+const char* const kTeachingText =
+    "Before attention, each token is LayerNormed and then projected to queries, keys and values "
+    "by one Linear layer (C to 3C features). Unfused (level 0), a LayerNorm kernel writes the "
+    "normalized tokens xn to HBM, the GEMM reads them back and writes its product, and a bias "
+    "kernel reads that and writes y. Level 1 is the production fusion: cuBLASLt adds the bias "
+    "in the GEMM's epilogue, so the product never reaches HBM. Level 2 goes further with our own "
+    "kernels: a small pass computes each row's mean and 1/std (8 bytes per token), and the GEMM "
+    "normalizes x while loading it into shared memory (a prologue), so xn is never written "
+    "either. LayerNorm can be folded this way because it is per-row: the GEMM's tile of rows "
+    "needs only those rows' two statistics. The GEMM does 2 x tokens x C x 3C flops against "
+    "tokens x C values of xn, so it is compute-bound and the bytes fusion removes are a small "
+    "share of its time, most of all in fp32; in bf16 on tensor cores the GEMM is fast enough "
+    "that the LayerNorm round trip matters more (PyTorch measurements on an H100 show 1.27x for "
+    "bf16 LayerNorm+Linear). Our level-2 GEMM is simple SIMT code without tensor cores, "
+    "so it is slower than cuBLAS: compare its bytes (the memory chart) rather than its time, "
+    "and see the text of the measurement for how far it is from cuBLAS. Production libraries fold "
+    "gamma and beta into W and b ahead of time, leaving only the mean and 1/std per row.";
+
+template <typename T>
+class LayerNormLinearWorkspace final : public Workspace {
+ public:
+  LayerNormLinearWorkspace(int64_t m, int64_t c, double tolerance)
+      : m_(m), k_(c), n_(3 * c), tolerance_(tolerance) {}
+
+  Status allocate() {
+    FL_TRY(x_.allocate(m_ * k_ * sizeof(T)));
+    FL_TRY(gamma_.allocate(k_ * sizeof(T)));
+    FL_TRY(beta_.allocate(k_ * sizeof(T)));
+    FL_TRY(w_.allocate(k_ * n_ * sizeof(T)));
+    FL_TRY(b_.allocate(n_ * sizeof(T)));
+    FL_TRY(xn_.allocate(m_ * k_ * sizeof(T)));
+    FL_TRY(t_.allocate(m_ * n_ * sizeof(T)));
+    FL_TRY(y_.allocate(m_ * n_ * sizeof(T)));
+    FL_TRY(mean_.allocate(m_ * sizeof(float)));
+    FL_TRY(rstd_.allocate(m_ * sizeof(float)));
+    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
+    FL_TRY(blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::none, &gemm_));
+    return blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::bias, &gemm_bias_);
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    // x off-centre (a residual stream's mean is not 0), so the normalization matters.
+    FL_TRY(fill_uniform(x_.as<T>(), m_ * k_, seed, -1.0f, 3.0f, stream));
+    FL_TRY(fill_uniform(gamma_.as<T>(), k_, mix64(seed ^ 0x6A77ull), gemm::kGammaLo, gemm::kGammaHi, stream));
+    FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi, stream));
+    const float wb = gemm::weight_bound(k_);
+    FL_TRY(fill_uniform(w_.as<T>(), k_ * n_, mix64(seed ^ 0x3E16ull), -wb, wb, stream));
+    return fill_uniform(b_.as<T>(), n_, mix64(seed ^ 0xB1A5ull), gemm::kBiasLo, gemm::kBiasHi, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    FL_TRY(fill_nan(xn_.as<T>(), m_ * k_, stream));
+    FL_TRY(fill_nan(t_.as<T>(), m_ * n_, stream));
+    FL_TRY(fill_nan(mean_.as<float>(), m_, stream));
+    FL_TRY(fill_nan(rstd_.as<float>(), m_, stream));
+    return fill_nan(y_.as<T>(), m_ * n_, stream);
+  }
+
+  Status launch(int level, int launch, cudaStream_t stream) override {
+    using layernorm_rows::RowArgs;
+    using layernorm_rows::RowStep;
+    const T *x = x_.as<T>(), *gamma = gamma_.as<T>(), *beta = beta_.as<T>();
+    const T *w = w_.as<T>(), *b = b_.as<T>();
+    T *xn = xn_.as<T>(), *t = t_.as<T>(), *y = y_.as<T>();
+    float *mean = mean_.as<float>(), *rstd = rstd_.as<float>();
+    const int c = static_cast<int>(k_);
+    if (level < 2 && launch == 0) {
+      // The row kernels read their input through `h`.
+      const RowArgs<T> a{nullptr, nullptr, gamma, beta, const_cast<T*>(x), xn, nullptr, nullptr, m_, c};
+      return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
+    }
+    if (level == 0 && launch == 1) return gemm_->run(xn, w, nullptr, t, stream);
+    if (level == 0 && launch == 2) return launch_bias_op(t, b, y, m_ * n_, n_, AddBiasOp{}, stream);
+    if (level == 1 && launch == 1) return gemm_bias_->run(xn, w, b, y, stream);
+    if (level == 2 && launch == 0) {
+      const RowArgs<T> a{nullptr, nullptr, nullptr, nullptr, const_cast<T*>(x), nullptr, mean, rstd, m_, c};
+      return layernorm_rows::launch_rows<T, RowStep::kMeanVar>(a, stream);
+    }
+    if (level == 2 && launch == 1) {
+      return gemm::launch_ln_gemm_bias(x, mean, rstd, gamma, beta, w, b, y, m_, c,
+                                       static_cast<int>(n_), stream);
+    }
+    return Status::Error("layernorm_linear has no launch " + std::to_string(launch) +
+                         " at level " + std::to_string(level));
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    gemm::CheckArgs<T> a{x_.as<T>(), gamma_.as<T>(), beta_.as<T>(), w_.as<T>(), b_.as<T>(),
+                         nullptr, nullptr, y_.as<T>(), m_, int(k_), int(n_), 0};
+    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
+      return gemm::launch_check_rows<T, true, false, false>(a, sums, stream);
+    }, result);
+  }
+
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    *inputs = {HostTensor{"x", {}}, HostTensor{"gamma", {}}, HostTensor{"beta", {}},
+               HostTensor{"W", {}}, HostTensor{"b", {}}};
+    outputs->assign(1, HostTensor{"y", {}});
+    FL_TRY(download_as_double(x_.as<T>(), m_ * k_, stream, &(*inputs)[0].values));
+    FL_TRY(download_as_double(gamma_.as<T>(), k_, stream, &(*inputs)[1].values));
+    FL_TRY(download_as_double(beta_.as<T>(), k_, stream, &(*inputs)[2].values));
+    FL_TRY(download_as_double(w_.as<T>(), k_ * n_, stream, &(*inputs)[3].values));
+    FL_TRY(download_as_double(b_.as<T>(), n_, stream, &(*inputs)[4].values));
+    return download_as_double(y_.as<T>(), m_ * n_, stream, &(*outputs)[0].values);
+  }
+
+ private:
+  int64_t m_, k_, n_;
+  double tolerance_;
+  DeviceBuffer x_, gamma_, beta_, w_, b_, xn_, t_, y_, mean_, rstd_, sums_;
+  std::unique_ptr<blas::Gemm> gemm_, gemm_bias_;
+};
+
+class LayerNormLinear final : public Lesson {
+ public:
+  LayerNormLinear() {
+    info_.id = "layernorm_linear";
+    info_.title = "LayerNorm + Linear";
+    info_.formula = "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C";
+    info_.teaching_text = kTeachingText;
+    info_.size_axis.unit = "tokens";
+    info_.size_axis.min = 1;
+    info_.size_axis.max = gemm::kMaxTokens;
+    info_.size_axis.default_size = gemm::kDefaultTokens;
+    info_.size_axis.inner_name = "hidden size C";
+    info_.size_axis.inner_default = kDefaultC;
+    info_.size_axis.inner_max = gemm::kMaxC;
+    info_.levels = {
+        {"unfused", "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip through HBM",
+         {"layernorm", "gemm", "add_bias"}},
+        {"epilogue", "LayerNorm, then one cuBLASLt GEMM with a bias epilogue", {"layernorm", "gemm_bias"}},
+        {"prologue", "row statistics, then our GEMM normalizing x as it loads it: xn never exists",
+         {"row_stats", "ln_gemm_bias"}},
+    };
+    info_.precisions = {Precision::fp32, Precision::bf16};
+  }
+
+  const LessonInfo& info() const override { return info_; }
+
+  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t b = bytes_per_element(p);
+    const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
+    const double gemm_flops = 2.0 * m * n * k, ln_flops = 8.0 * m * k, bias_flops = 1.0 * m * n;
+    const LaunchTraffic layernorm{"layernorm", (m * k + 2 * k) * b, m * k * b, ln_flops};
+    if (level == 0) {
+      return {layernorm, {"gemm", (m * k + k * n) * b, m * n * b, gemm_flops},
+              {"add_bias", (m * n + n) * b, m * n * b, bias_flops}};
+    }
+    if (level == 1) {
+      return {layernorm, {"gemm_bias", (m * k + k * n + n) * b, m * n * b, gemm_flops + bias_flops}};
+    }
+    return {{"row_stats", m * k * b, 8 * m, 3.0 * m * k},
+            {"ln_gemm_bias", (m * k + k * n + 2 * k + n) * b + 8 * m, m * n * b,
+             gemm_flops + 4.0 * m * k + bias_flops}};
+  }
+
+  int64_t workspace_bytes(Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
+    return (2 * m * k + 2 * k + k * n + n + 2 * m * n) * bytes_per_element(p) + 8 * m;
+  }
+
+  Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
+    shape = resolve(shape);
+    FL_TRY(gemm_shape_ok("layernorm_linear", shape));
+    if (p == Precision::fp32) return make<float>(shape, p, out);
+    return make<__nv_bfloat16>(shape, p, out);
+  }
+
+  // inputs: x (M x C), gamma (C), beta (C), W (C x 3C), b (3C).
+  std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
+    const auto& x = inputs.at(0).values;
+    const auto& gamma = inputs.at(1).values;
+    const auto& beta = inputs.at(2).values;
+    const auto& w = inputs.at(3).values;
+    const auto& b = inputs.at(4).values;
+    const int64_t k = static_cast<int64_t>(gamma.size()), n = static_cast<int64_t>(b.size());
+    const int64_t m = k > 0 ? static_cast<int64_t>(x.size()) / k : 0;
+    HostTensor y{"y", std::vector<double>(m * n)};
+    std::vector<double> xn(k);
+    for (int64_t r = 0; r < m; ++r) {
+      const double* xr = &x[r * k];
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += xr[j];
+      const double mean = sum / double(k);
+      double sq = 0;
+      for (int64_t j = 0; j < k; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+      const double rstd = 1.0 / std::sqrt(sq / double(k) + gemm::kLayerNormEps);
+      for (int64_t j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+      double* out = &y.values[r * n];
+      for (int64_t c = 0; c < n; ++c) out[c] = b[c];
+      for (int64_t j = 0; j < k; ++j) {
+        const double* wr = &w[j * n];
+        for (int64_t c = 0; c < n; ++c) out[c] += xn[j] * wr[c];
+      }
+    }
+    return {y};
+  }
+
+  double tolerance(Precision p) const override { return gemm_tolerance(p); }
+
+ private:
+  template <typename T>
+  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
+    auto ws = std::make_unique<LayerNormLinearWorkspace<T>>(shape.size, shape.inner, tolerance(p));
+    FL_TRY(ws->allocate());
+    *out = std::move(ws);
+    return Status::Ok();
+  }
+
+  LessonInfo info_;
+};
+
+}  // namespace
+
+const Lesson& layernorm_linear_lesson() {
+  static const LayerNormLinear lesson;
+  return lesson;
+}
+
+}  // namespace fl

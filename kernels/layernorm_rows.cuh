@@ -1,0 +1,271 @@
+// LayerNorm's row kernels, shared by residual_layernorm (lesson 4) and layernorm_linear
+// (lesson 6): one launcher, four steps (statistics only, normalize with given statistics, a whole
+// LayerNorm, residual add + LayerNorm). The design notes are in residual_layernorm.cu and above
+// row_kernel below.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+
+namespace fl {
+namespace layernorm_rows {
+
+constexpr double kEps = 1e-5;  // LayerNorm's epsilon (PyTorch's default); fp32 kernels use float(kEps)
+constexpr int kMinRowBlock = 128;  // threads per block of the row kernels (at least)
+constexpr int kMinLanes = 8;       // threads sharing one row: at least 8 (a head or tail has < 8)
+constexpr int kMaxLanes = 512;     // and at most 512
+constexpr int kMaxPacks = 8;       // 16-byte packs a thread holds: 32 registers of row data
+constexpr int kMaxC = kMaxLanes * kMaxPacks * 4;  // fp32: 16384 (bf16 could go twice as far)
+
+// Sum of `v` over the `lanes` threads that share a row; every one of them gets the same value.
+// Within a warp (or an aligned group of 8 or 16 lanes): butterfly shuffles, and since
+// a + b == b + a exactly, all lanes agree to the bit. Across warps: one partial per warp in
+// shared memory and a barrier, so every thread of the block must call it, with the same `lanes`.
+__device__ __forceinline__ float row_sum(float v, int lanes, float* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    // `lanes` is the same across the warp, so all 32 lanes shuffle or none does.
+    if (offset < lanes) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  }
+  if (lanes <= 32) return v;
+  const int warp = threadIdx.x >> 5, warps_per_row = lanes >> 5;
+  if ((threadIdx.x & 31) == 0) scratch[warp] = v;
+  __syncthreads();
+  const int first = (warp / warps_per_row) * warps_per_row;
+  float total = 0;
+  for (int w = 0; w < warps_per_row; ++w) total += scratch[first + w];
+  return total;
+}
+
+// bf16 -> fp32 is exact: the 16 bits become the top half of the float. Written as a volatile
+// asm so the compiler widens again at each use instead of keeping a float copy of the whole
+// row slice alive: the slice then costs 4 registers per 8 bf16, not 8 (mean_var at C = 768:
+// 60 registers instead of 82), so more rows, and bytes, are in flight per SM. On an H200 at
+// 256K rows this took bf16 mean_var from 81-84% of copy bandwidth (16 or 32 lanes per row) to
+// 93%, and layernorm from 85-88% to 97%. fp32 has nothing to widen.
+__device__ __forceinline__ float widen(float v) { return v; }
+__device__ __forceinline__ float widen(__nv_bfloat16 v) {
+  float f;
+  asm volatile("mov.b32 %0, {0, %1};" : "=f"(f) : "h"(__bfloat16_as_ushort(v)));
+  return f;
+}
+
+// What a launch of the row kernel does. The steps share one body: load a row slice into
+// registers, then (depending on the step) compute the statistics and write what this launch
+// writes. Only the trips through memory differ between the levels.
+enum class RowStep {
+  kMeanVar,    // level 0, launch 1: h -> mean, rstd
+  kNormalize,  // level 0, launch 2: h, mean, rstd, gamma, beta -> y
+  kLayerNorm,  // level 1, launch 1: h, gamma, beta -> y (statistics in registers)
+  kFused,      // level 2: x, r, gamma, beta -> h, y
+};
+
+// One row per `lanes` threads (8 or 16 lanes for short rows, a warp, or up to 16 warps for long
+// rows); blockDim.x / lanes rows per block. A row is laid out as  head | 16-byte packs | tail:
+// when C is not a multiple of the vector width, row starts are not 16-byte aligned, so the row
+// begins with `head` (< 4 fp32, < 8 bf16) single elements up to the next aligned address and
+// ends with a `tail` of fewer than a pack. Thread `rank` holds packs rank, rank + lanes,
+// rank + 2 lanes, ... (kPacks is the compile-time bound on how many, so the slice lives in
+// registers), plus head element `rank` and tail element `rank` where those exist. The packs are
+// kept as stored (bf16 stays bf16: half the registers) and widened to fp32 where used. For
+// C = 768 there is no head or tail: fp32 takes 32 lanes x 6 float4, bf16 16 lanes x 6 packs.
+template <typename T, int kPacks, RowStep kStep>
+__global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
+    const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+    const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y, float* __restrict__ mean_out,
+    float* __restrict__ rstd_out, int64_t rows, int c, int lanes) {
+  constexpr int kVec = Vec16<T>::kCount;
+  __shared__ float s_sum[kMaxLanes / 32], s_sq[kMaxLanes / 32];
+  const int rank = threadIdx.x % lanes;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / lanes) + threadIdx.x / lanes;
+  // Threads of a row past the end still take part in row_sum's barriers; they move no data.
+  const bool active = row < rows;
+  const int64_t base = row * c;  // the buffers themselves start 16-byte aligned (cudaMalloc)
+  const int head = min(c, int((kVec - base % kVec) % kVec));
+  const int packs = (c - head) / kVec;
+  const int tail_col = head + packs * kVec;
+  const bool has_head = active && rank < head;
+  const bool has_tail = active && rank < c - tail_col;
+  auto valid = [&](int k) { return active && rank + k * lanes < packs; };
+  auto col = [&](int k) { return head + (rank + k * lanes) * kVec; };  // first column of pack k
+  auto f32 = [](T v) { return widen(v); };
+  auto add = [&](T a, T b) { return Elem<T>::from_float(f32(a) + f32(b)); };
+
+  // 1. Load this thread's slice of the row: every load is issued before any value is used.
+  Vec16<T> hs[kPacks];           // h, as stored
+  float head_v = 0, tail_v = 0;  // 0 where this thread holds no head or tail element
+  if constexpr (kStep == RowStep::kFused) {
+    Vec16<T> xs[kPacks], rs[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (valid(k)) {
+        xs[k] = load16(x + base + col(k));
+        rs[k] = load16(r + base + col(k));
+      }
+    }
+    // h = x + r, rounded to T and written right away (it is final); the statistics use the
+    // rounded value, as the unfused levels do when they read h back.
+    if (has_head) {
+      const T hv = add(x[base + rank], r[base + rank]);
+      h[base + rank] = hv;
+      head_v = f32(hv);
+    }
+    if (has_tail) {
+      const T hv = add(x[base + tail_col + rank], r[base + tail_col + rank]);
+      h[base + tail_col + rank] = hv;
+      tail_v = f32(hv);
+    }
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (valid(k)) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) hs[k].v[j] = add(xs[k].v[j], rs[k].v[j]);
+        store16(h + base + col(k), hs[k]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (valid(k)) hs[k] = load16(h + base + col(k));
+    }
+    if (has_head) head_v = f32(h[base + rank]);
+    if (has_tail) tail_v = f32(h[base + tail_col + rank]);
+  }
+
+  // 2. The row's statistics: from registers (two passes, no extra traffic), or read back from
+  // the mean_var launch (level 0).
+  float mean, rstd;
+  if constexpr (kStep == RowStep::kNormalize) {
+    mean = active ? mean_out[row] : 0.0f;
+    rstd = active ? rstd_out[row] : 0.0f;
+  } else {
+    float sum = head_v + tail_v;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (valid(k)) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) sum += f32(hs[k].v[j]);
+      }
+    }
+    mean = row_sum(sum, lanes, s_sum) / float(c);
+    auto square = [mean](float a) { return (a - mean) * (a - mean); };
+    float sq = (has_head ? square(head_v) : 0.0f) + (has_tail ? square(tail_v) : 0.0f);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (valid(k)) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) sq += square(f32(hs[k].v[j]));
+      }
+    }
+    rstd = rsqrtf(row_sum(sq, lanes, s_sq) / float(c) + float(kEps));
+  }
+
+  // 3. What this launch writes.
+  if constexpr (kStep == RowStep::kMeanVar) {
+    if (active && rank == 0) {
+      mean_out[row] = mean;
+      rstd_out[row] = rstd;
+    }
+  } else {
+    auto normalize = [mean, rstd](float a, T g, T b) {
+      return Elem<T>::from_float((a - mean) * rstd * Elem<T>::to_float(g) + Elem<T>::to_float(b));
+    };
+    // gamma[col] is 16-byte aligned exactly when the row is (no head).
+    const bool params_aligned = head == 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (!valid(k)) continue;
+      Vec16<T> g, b, out;
+      if (params_aligned) {
+        g = load16(gamma + col(k));
+        b = load16(beta + col(k));
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          g.v[j] = gamma[col(k) + j];
+          b.v[j] = beta[col(k) + j];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) out.v[j] = normalize(f32(hs[k].v[j]), g.v[j], b.v[j]);
+      store16(y + base + col(k), out);
+    }
+    if (has_head) y[base + rank] = normalize(head_v, gamma[rank], beta[rank]);
+    if (has_tail) {
+      const int t = tail_col + rank;
+      y[base + t] = normalize(tail_v, gamma[t], beta[t]);
+    }
+  }
+}
+
+// How the row kernels split a row of C elements among threads.
+struct RowPlan {
+  int lanes = kMinLanes;     // threads per row: 8, 16, a warp, or 2..16 warps for long rows
+  int packs_per_thread = 1;  // ceil(packs / lanes); rounded up to an instantiated kPacks
+  int threads = kMinRowBlock;
+  unsigned blocks = 0;
+};
+
+template <typename T>
+RowPlan plan_rows(int64_t rows, int c) {
+  RowPlan plan;
+  constexpr int kVec = Vec16<T>::kCount;
+  const int packs = c / kVec;  // at most; a row with a head has one pack fewer
+  // The fewest lanes that hold the row with at most kMaxPacks packs each: more bytes per thread
+  // amortise the reduction, and a short row does not leave most of a warp idle.
+  plan.lanes = kMinLanes;
+  while (plan.lanes * kMaxPacks < packs && plan.lanes < kMaxLanes) plan.lanes *= 2;
+  plan.packs_per_thread = packs > plan.lanes ? (packs + plan.lanes - 1) / plan.lanes : 1;
+  plan.threads = plan.lanes > kMinRowBlock ? plan.lanes : kMinRowBlock;
+  const int rows_per_block = plan.threads / plan.lanes;
+  plan.blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  return plan;
+}
+
+template <typename T>
+struct RowArgs {
+  const T* x;
+  const T* r;
+  const T* gamma;
+  const T* beta;
+  T* h;
+  T* y;
+  float* mean;
+  float* rstd;
+  int64_t rows;
+  int c;
+};
+
+// Picks the smallest instantiated kPacks >= plan.packs_per_thread. The counts are few on purpose
+// (each is a kernel per type and step): a slice rounded up costs a few idle registers.
+template <typename T, RowStep kStep, int kFirst, int... kRest>
+Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t stream) {
+  if (plan.packs_per_thread <= kFirst) {
+    row_kernel<T, kFirst, kStep><<<plan.blocks, plan.threads, 0, stream>>>(
+        a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    FL_CUDA_TRY(cudaGetLastError());
+    return Status::Ok();
+  }
+  if constexpr (sizeof...(kRest) > 0) {
+    return launch_row_packs<T, kStep, kRest...>(a, plan, stream);
+  } else {
+    return Status::Error("layernorm rows: no row kernel for " +
+                         std::to_string(plan.packs_per_thread) + " packs per thread (C = " +
+                         std::to_string(a.c) + ")");
+  }
+}
+
+template <typename T, RowStep kStep>
+Status launch_rows(const RowArgs<T>& a, cudaStream_t stream) {
+  const RowPlan plan = plan_rows<T>(a.rows, a.c);
+  if (plan.blocks == 0) return Status::Ok();
+  // C = 768 takes 6 packs per lane: 32 lanes in fp32, 16 in bf16.
+  return launch_row_packs<T, kStep, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+}
+
+}  // namespace layernorm_rows
+}  // namespace fl

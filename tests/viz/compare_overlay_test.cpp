@@ -1,0 +1,162 @@
+// A compared recording on the speedup and bandwidth plots, as layout data: its series is dashed,
+// distinct in colour, labelled with its GPU and date, placed on the same axes as the measured
+// one, and the legend moves to the corner where it hides least. The screenshot caption's layout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "viz/bandwidth_view.h"
+#include "viz/caption.h"
+#include "viz/speedup_view.h"
+#include "viz_test_data.h"
+
+namespace fl::viz {
+namespace {
+
+const ImVec2 kCanvasMin(0, 0), kCanvasMax(800, 400);
+
+SpeedupView view_with_overlay() {
+  SpeedupView v;
+  v.measured_label = "recorded on NVIDIA H200, 2026-11-22: level 1 fused vs 0 (fp32, cold L2)";
+  v.measured = {{1 << 10, 2.5}, {1 << 20, 2.1}, {1 << 26, 2.03}};
+  v.byte_ratio_limit = 2.0;
+  SpeedupOverlay o;
+  o.label = "compared: NVIDIA H200, 2026-11-22 (fp32, warm L2)";
+  o.points = {{1 << 10, 7.5}, {1 << 20, 3.0}, {1 << 26, 2.0}};
+  v.overlays.push_back(o);
+  return v;
+}
+
+const PlotSeriesLayout* series_named(const PlotLayout& L, const std::string& prefix) {
+  for (const auto& s : L.series) {
+    if (s.label.rfind(prefix, 0) == 0) return &s;
+  }
+  return nullptr;
+}
+
+TEST(CompareOverlay, SpeedupOverlayIsDashedDistinctAndOnTheSameAxes) {
+  const PlotLayout L = layout_plot(speedup_plot_spec(view_with_overlay()), kCanvasMin, kCanvasMax);
+  const PlotSeriesLayout* measured = series_named(L, "recorded on");
+  const PlotSeriesLayout* compared = series_named(L, "compared: NVIDIA H200, 2026-11-22");
+  ASSERT_NE(measured, nullptr);
+  ASSERT_NE(compared, nullptr);
+  EXPECT_TRUE(compared->dashed);
+  EXPECT_FALSE(measured->dashed);
+  EXPECT_NE(compared->color, measured->color);
+  EXPECT_EQ(compared->color, kCompareColor);
+  // Drawn under the measured curve: earlier in the series list.
+  EXPECT_LT(compared - L.series.data(), measured - L.series.data());
+  // Same sizes, same screen x; the y range grew to hold the overlay's 7.5x.
+  ASSERT_EQ(compared->screen.size(), measured->screen.size());
+  for (size_t i = 0; i < measured->screen.size(); ++i) {
+    EXPECT_FLOAT_EQ(compared->screen[i].x, measured->screen[i].x);
+  }
+  EXPECT_GE(L.y_max, 7.5);
+  EXPECT_GE(compared->screen[0].y, L.frame_min.y);
+  EXPECT_LT(compared->screen[0].y, measured->screen[0].y) << "7.5x sits above 2.5x";
+}
+
+TEST(CompareOverlay, WithoutAnOverlayTheSpecIsAsBefore) {
+  SpeedupView v = view_with_overlay();
+  v.overlays.clear();
+  const PlotSpec spec = speedup_plot_spec(v);
+  ASSERT_EQ(spec.series.size(), 1u);
+  EXPECT_FALSE(spec.series[0].dashed);
+}
+
+TEST(CompareOverlay, TheLegendAvoidsTheData) {
+  // Data crowding the bottom-right corner: the legend goes where it hides nothing.
+  SpeedupView v = view_with_overlay();
+  v.byte_ratio_limit = 0;
+  v.measured = {{1 << 20, 0.2}, {1 << 24, 0.3}, {1 << 28, 0.2}};
+  v.overlays[0].points = {{1 << 20, 0.25}, {1 << 24, 0.35}, {1 << 28, 0.3}};
+  v.reference = {{1 << 10, 9.0}};  // and one point at the top-left
+  v.reference_label = "tutorial";
+  const PlotLayout L = layout_plot(speedup_plot_spec(v), kCanvasMin, ImVec2(1400, 400));
+  EXPECT_EQ(L.legend_corner, 1) << "top-right is the free corner";
+  for (const auto& s : L.series) {
+    for (const ImVec2& p : s.screen) {
+      const bool inside = p.x >= L.legend_min.x && p.x <= L.legend_max.x &&
+                          p.y >= L.legend_min.y && p.y <= L.legend_max.y;
+      EXPECT_FALSE(inside) << s.label;
+    }
+  }
+  EXPECT_GE(L.legend_min.x, L.frame_min.x);
+  EXPECT_LE(L.legend_max.x, L.frame_max.x);
+  EXPECT_GE(L.legend_min.y, L.frame_min.y);
+  // An empty plot keeps the legend bottom-right, as always.
+  SpeedupView empty;
+  empty.measured_label = "measured";
+  EXPECT_EQ(layout_plot(speedup_plot_spec(empty), kCanvasMin, kCanvasMax).legend_corner, 0);
+}
+
+TEST(CompareOverlay, BandwidthOverlayIsLighterDashedAndLabelledWithoutItsCopyCurve) {
+  using testing::lesson_level;
+  std::vector<Measurement> ms;
+  for (int64_t size : {int64_t(1) << 20, int64_t(1) << 26}) {
+    for (int level : {0, 1}) {
+      Measurement m = lesson_level("gelu_scale", size, level, level == 0 ? 100 : 50);
+      m.chain_copy_gbps = 4000;
+      ms.push_back(m);
+    }
+  }
+  const auto own = bandwidth_series(ms, "gelu_scale", Precision::fp32, CacheMode::cold);
+  const auto over = bandwidth_overlay_series(ms, "gelu_scale", Precision::fp32, CacheMode::cold,
+                                             "NVIDIA H100, 2026-12-01 (fp32, cold L2)");
+  ASSERT_EQ(own.size(), 3u);   // two levels and the copy curve
+  ASSERT_EQ(over.size(), 2u);  // two levels
+  for (size_t i = 0; i < over.size(); ++i) {
+    EXPECT_TRUE(over[i].dashed);
+    EXPECT_FALSE(over[i].hollow_markers);
+    EXPECT_EQ(over[i].label, own[i].label + ", NVIDIA H100, 2026-12-01 (fp32, cold L2)");
+    // One legend row for the whole recording (the first level's), naming it.
+    EXPECT_EQ(over[i].in_legend, i == 0);
+    ASSERT_EQ(over[i].points.size(), own[i].points.size());
+    EXPECT_DOUBLE_EQ(over[i].points[1].y, own[i].points[1].y);
+    // Lighter: every channel at least as bright, and brighter in sum.
+    const ImVec4 a = ImGui::ColorConvertU32ToFloat4(own[i].color);
+    const ImVec4 b = ImGui::ColorConvertU32ToFloat4(over[i].color);
+    EXPECT_GE(b.x, a.x);
+    EXPECT_GE(b.y, a.y);
+    EXPECT_GE(b.z, a.z);
+    EXPECT_GT(b.x + b.y + b.z, a.x + a.y + a.z + 0.3f);
+  }
+  // Both on one plot: the layout keeps the overlay's dashes.
+  std::vector<PlotSeries> all = over;
+  all.insert(all.end(), own.begin(), own.end());
+  const PlotLayout L = layout_plot(bandwidth_plot_spec(all, "elements", 1024, int64_t(1) << 28),
+                                   kCanvasMin, kCanvasMax);
+  ASSERT_EQ(L.series.size(), 5u);
+  EXPECT_TRUE(L.series[0].dashed);
+  EXPECT_FALSE(L.series[2].dashed);
+  EXPECT_EQ(L.series[0].legend_label, "dashed: NVIDIA H100, 2026-12-01 (fp32, cold L2)");
+  EXPECT_TRUE(L.series[1].legend_label.empty()) << "the second compared level shares that row";
+  EXPECT_EQ(L.series[2].legend_label, L.series[2].label);
+}
+
+TEST(Caption, PiecesFillLinesInOrderAndNeverSplit) {
+  const std::vector<std::string> pieces = {"Fusion Lab", "NVIDIA H200 (recorded)",
+                                           "gelu_scale, 64M elements = 256.0 MiB of fp32",
+                                           "", "level 1 of 1: fused", "fp32, cold L2",
+                                           "recorded 2026-11-22"};
+  const auto width = [](const std::string& s) { return 8.0f * static_cast<float>(s.size()); };
+  const CaptionLayout wide = layout_caption(pieces, 2000, 16, width);
+  ASSERT_EQ(wide.lines.size(), 1u);
+  EXPECT_EQ(wide.lines[0].rfind("Fusion Lab" + std::string(kCaptionSeparator) + "NVIDIA H200", 0), 0u);
+  const CaptionLayout narrow = layout_caption(pieces, 500, 16, width);
+  ASSERT_GT(narrow.lines.size(), 1u);
+  EXPECT_GT(narrow.height, wide.height);
+  std::string joined;
+  for (const auto& line : narrow.lines) {
+    EXPECT_LE(width(line), 500 - 2 * narrow.padding) << line;
+    joined += (joined.empty() ? "" : kCaptionSeparator) + line;
+  }
+  EXPECT_EQ(joined, wide.lines[0]) << "the same pieces in the same order";
+  // A piece wider than the strip gets a line of its own.
+  const CaptionLayout tiny = layout_caption({"a", std::string(100, 'x'), "b"}, 200, 16, width);
+  EXPECT_EQ(tiny.lines.size(), 3u);
+  EXPECT_EQ(layout_caption({}, 500, 16).height, 0);
+}
+
+}  // namespace
+}  // namespace fl::viz

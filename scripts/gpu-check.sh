@@ -129,6 +129,23 @@ fi
 if stage gui && [[ -x build-gui/fusionlab && -d .gui-debs ]]; then
   if source scripts/gpu-gui-env.sh > "$results/gui.log" 2>&1; then
     timeout 300 build-gui/fusionlab --screenshot "$OUT/live-gui.png" >> "$results/gui.log" 2>&1 || status=1
+    # The lecture script against the live backend: its figures come back as one archive.
+    rm -rf /tmp/lecture && t0=$(date +%s)
+    if timeout 400 build-gui/fusionlab --script docs/examples/lecture.fls --out-dir /tmp/lecture \
+         >> "$results/gui.log" 2>&1; then
+      log "lecture script live: $(ls /tmp/lecture | wc -l) outputs in $(( $(date +%s) - t0 )) s"
+    else
+      status=1
+      log "lecture script live FAILED (see gui.log in results)"
+    fi
+    if timeout 300 build-gui/fusionlab --script docs/examples/gemm.fls --out-dir /tmp/lecture/gemm \
+         >> "$results/gui.log" 2>&1; then
+      log "gemm script live: $(ls /tmp/lecture/gemm | wc -l) outputs"
+    else
+      status=1
+      log "gemm script live FAILED (see gui.log in results)"
+    fi
+    tar -C /tmp -czf "$OUT/lecture-live.tar.gz" lecture 2>/dev/null
     fl_gui_stop
   else
     status=1

@@ -67,25 +67,22 @@ struct CheckArgs {
   int k, n1, n2;
 };
 
-__device__ inline double block_sum(double v, double* scratch) {
+// Sum over a warp; every lane gets it. The LayerNorm statistics of the check are computed by
+// every warp of the block over the whole row (the same order everywhere, so the same bits):
+// no shared scratch and no barrier inside a reduction.
+__device__ inline double warp_sum_all(double v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  __syncthreads();  // scratch may still be read from the previous call
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double total = 0;
-  for (int w = 0; w < int(blockDim.x >> 5); ++w) total += scratch[w];
-  return total;
+  return v;
 }
 
 constexpr int kCheckThreads = 256;
 
 // One block per checked row (grid-stride): the row's reference in fp64 in shared memory, then
-// every output of the row compared. Dynamic shared memory: (k + n1) doubles.
+// every output of the row compared. Dynamic shared memory: (k + n1 + 2) doubles.
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
 __global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> a, ErrorSums* sums) {
   extern __shared__ double s_row[];  // x row (k), then the hidden row (n1) for the FFN
-  __shared__ double s_scratch[kCheckThreads / 32];
   double* s_x = s_row;
   double* s_h = s_row + a.k;
   auto f = [](T v) { return double(Elem<T>::to_float(v)); };
@@ -98,12 +95,14 @@ __global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> 
     for (int j = threadIdx.x; j < a.k; j += blockDim.x) s_x[j] = f(xr[j]);
     __syncthreads();
     if constexpr (kLayerNorm) {
+      const int lane = threadIdx.x & 31;
       double sum = 0;
-      for (int j = threadIdx.x; j < a.k; j += blockDim.x) sum += s_x[j];
-      const double mean = block_sum(sum, s_scratch) / a.k;
+      for (int j = lane; j < a.k; j += 32) sum += s_x[j];
+      const double mean = warp_sum_all(sum) / a.k;
       double sq = 0;
-      for (int j = threadIdx.x; j < a.k; j += blockDim.x) sq += (s_x[j] - mean) * (s_x[j] - mean);
-      const double rstd = 1.0 / sqrt(block_sum(sq, s_scratch) / a.k + kLayerNormEps);
+      for (int j = lane; j < a.k; j += 32) sq += (s_x[j] - mean) * (s_x[j] - mean);
+      const double rstd = 1.0 / sqrt(warp_sum_all(sq) / a.k + kLayerNormEps);
+      __syncthreads();  // every warp has read the raw row before it is normalized in place
       for (int j = threadIdx.x; j < a.k; j += blockDim.x) {
         s_x[j] = (s_x[j] - mean) * rstd * f(a.gamma[j]) + f(a.beta[j]);
       }
@@ -133,7 +132,8 @@ __global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> 
 
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
 Status launch_check_rows(const CheckArgs<T>& a, ErrorSums* sums, cudaStream_t stream) {
-  const size_t smem = sizeof(double) * (a.k + (kSecond ? a.n1 : 0));
+  // Two doubles of slack: the compiler may read the rows two at a time (16-byte loads).
+  const size_t smem = sizeof(double) * (a.k + (kSecond ? a.n1 : 0) + 2);
   auto kernel = check_rows_kernel<T, kLayerNorm, kGelu, kSecond>;
   if (smem > 48 * 1024) {
     FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -54,16 +54,6 @@ if stage tests; then
   log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1) ($(( $(date +%s) - t0 )) s)"
 fi
 
-if stage sanitizer && command -v compute-sanitizer > /dev/null; then
-  for tool in memcheck racecheck; do
-    # Every level of every lesson, fp32 and bf16, at the gpu tests' small random odd sizes.
-    compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
-      --gtest_filter='Catalog/*' \
-      > /tmp/sanitizer-$tool.log 2>&1 || status=1
-    { echo "### $tool"; cat /tmp/sanitizer-$tool.log; } >> "$OUT/sanitizer.log"
-    log "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitizer-$tool.log | tail -1)"
-  done
-fi
 
 # The benchmark: the tutorial's sizes, the default shapes, and working sets >= 4x L2.
 # Elementwise lessons take elements; row-wise lessons take rows (C = 768, or 512 keys).
@@ -123,6 +113,18 @@ fi
 if stage latency; then
   "$build/fusionlab" latency > "$results/latency.txt" 2>&1 || status=1
   cat "$results/latency.txt" >> "$OUT/summary.txt"
+fi
+
+# compute-sanitizer last: it is the slowest stage (FL_SANITIZER_FILTER narrows it).
+if stage sanitizer && command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck; do
+    # Every level of every lesson, fp32 and bf16, at the gpu tests' small random odd sizes.
+    FL_TEST_MAX_FLOPS=${FL_TEST_MAX_FLOPS:-5e7} compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
+      --gtest_filter="${FL_SANITIZER_FILTER:-Catalog/*}" \
+      > /tmp/sanitizer-$tool.log 2>&1 || status=1
+    { echo "### $tool"; cat /tmp/sanitizer-$tool.log; } >> "$OUT/sanitizer.log"
+    log "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitizer-$tool.log | tail -1)"
+  done
 fi
 
 # The window, live, under Xvfb: only when the GUI build and its packages were carried.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "app/measure/live_backend.h"
@@ -69,7 +70,9 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
     double flops_per_row = 0;
     for (const LaunchTraffic& t : launches) flops_per_row += t.flops;
     if (flops_per_row > 1e5) {
-      size = std::min<int64_t>(size, std::max<int64_t>(3, static_cast<int64_t>(4e8 / flops_per_row)) | 1);
+      // FL_TEST_MAX_FLOPS lowers the cap (scripts/gpu-check.sh does under compute-sanitizer).
+      static const double cap = std::getenv("FL_TEST_MAX_FLOPS") ? std::atof(std::getenv("FL_TEST_MAX_FLOPS")) : 4e8;
+      size = std::min<int64_t>(size, std::max<int64_t>(3, static_cast<int64_t>(cap / flops_per_row)) | 1);
     }
     shapes.push_back(lesson.resolve({size, rowwise ? inner : 0}));
   };

@@ -47,7 +47,13 @@ const char* const kTeachingText =
     "cores. It is slower, and that is the lesson: fusion pays when the bytes it removes are the "
     "bottleneck, and costs when it breaks the tiling that makes a GEMM compute-efficient. Real "
     "fused MLPs (e.g. in FlashAttention-style or persistent-kernel libraries) split H across "
-    "blocks and reduce, or only fuse at small token counts.";
+    "blocks and reduce, or only fuse at small token counts. "
+    "Measured on an NVIDIA H200 (2026-11-22, cold L2, 16,384 tokens x 768): fp32 3409 us "
+    "unfused, 3296 us with epilogues (1.03x); bf16 335 and 246 us (1.36x). The on-chip kernel"
+    " takes 56 ms in fp32: 16x level 0 and 18x cuBLAS's two GEMMs alone (3185 us); in bf16 54"
+    " ms against 217 us of cuBLAS GEMMs. At 64 tokens it still takes 27 ms: two blocks of 32 "
+    "tokens walk all 3072 hidden features one after the other while the rest of the GPU "
+    "idles.";
 
 template <typename T>
 class FfnWorkspace final : public Workspace {

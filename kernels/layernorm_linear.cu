@@ -46,7 +46,12 @@ const char* const kTeachingText =
     "bf16 LayerNorm+Linear). Our level-2 GEMM is simple SIMT code without tensor cores, "
     "so it is slower than cuBLAS: compare its bytes (the memory chart) rather than its time, "
     "and see the text of the measurement for how far it is from cuBLAS. Production libraries fold "
-    "gamma and beta into W and b ahead of time, leaving only the mean and 1/std per row.";
+    "gamma and beta into W and b ahead of time, leaving only the mean and 1/std per row. "
+    "Measured on an NVIDIA H200 (2026-11-22, cold L2, 16,384 tokens x 768): fp32 1316 us "
+    "unfused, 1258 us with the bias epilogue (1.05x); bf16 142 us and 108 us (1.32x). Our "
+    "prologue GEMM takes 3296 us in fp32, 2.7x cuBLAS's GEMM alone (1218 us), and 3186 us in "
+    "bf16, 37x cuBLAS on tensor cores (86 us): it saves the xn round trip (24 MiB) but not "
+    "time.";
 
 template <typename T>
 class LayerNormLinearWorkspace final : public Workspace {

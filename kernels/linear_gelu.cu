@@ -48,7 +48,11 @@ const char* const kTeachingText =
     "weights: the launches and round trips that fusion removes are then a real part of the "
     "time. Move the size slider to see both regimes, and open the roofline: the GEMM sits far to "
     "the right (compute-bound), the bias and GELU kernels at the far left on the bandwidth "
-    "roof.";
+    "roof. "
+    "Measured on an NVIDIA H200 (2026-11-22, cold L2, 16,384 tokens x 768): fp32 1817 us "
+    "unfused, 1718 us with bias+GELU fused, 1727 us with the epilogue (1.05x; the GEMM alone "
+    "is 1621 us); bf16 211, 164 and 129 us (1.64x); at 64 tokens in bf16, 10.3 us against 4.9"
+    " us (2.1x), where launches and round trips are most of the time.";
 
 template <typename T>
 class LinearGeluWorkspace final : public Workspace {

@@ -38,6 +38,7 @@ wheels=(
   nvidia-cuda-cccl-cu12==12.9.27
   nvidia-nvfatbin-cu12==12.9.82
   nvidia-cuda-cupti-cu12==12.9.79
+  nvidia-cublas-cu12==12.9.1.4    # cuBLASLt for lessons 6-8 (a 580 MB wheel; headers + libs)
   nvidia-cuda-cuobjdump==13.5.37  # no cu12 build exists; only lists the fatbins (cross-check)
 )
 
@@ -85,7 +86,7 @@ nv="$sp/nvidia"
 for d in cuda_nvcc/bin/ptxas cuda_nvcc/nvvm/libdevice cuda_nvcc/include/crt cuda_runtime/include \
          cuda_runtime/lib/libcudart_static.a cuda_cccl/include nvfatbin/lib/libnvfatbin.so.12 \
          cuda_cupti/include/cupti_range_profiler.h cuda_cupti/lib/libcupti.so.12 \
-         cu13/bin/cuobjdump; do
+         cublas/include/cublasLt.h cublas/lib/libcublasLt.so.12 cu13/bin/cuobjdump; do
   [[ -e "$nv/$d" ]] || fail "wheel file missing: $nv/$d (delete $venv and rerun)"
 done
 
@@ -95,14 +96,16 @@ mkdir -p "$root.tmp"/{bin,include,lib64,nvvm}
 ln -s "$nv/cuda_nvcc/bin/ptxas" "$root.tmp/bin/ptxas"
 ln -s "$nv/cuda_nvcc/nvvm/libdevice" "$root.tmp/nvvm/libdevice"
 for inc in "$nv/cuda_runtime/include" "$nv/cuda_nvcc/include" "$nv/cuda_cccl/include" \
-           "$nv/cuda_cupti/include"; do
+           "$nv/cuda_cupti/include" "$nv/cublas/include"; do
   for f in "$inc"/*; do
     name=$(basename "$f")
     [[ -e "$root.tmp/include/$name" ]] && fail "two wheels both ship include/$name"
     ln -s "$f" "$root.tmp/include/$name"
   done
 done
-for f in "$nv/cuda_runtime/lib"/* "$nv/cuda_cupti/lib"/*; do ln -s "$f" "$root.tmp/lib64/"; done
+for f in "$nv/cuda_runtime/lib"/* "$nv/cuda_cupti/lib"/* "$nv/cublas/lib"/*; do ln -s "$f" "$root.tmp/lib64/"; done
+ln -s libcublasLt.so.12 "$root.tmp/lib64/libcublasLt.so"
+ln -s libcublas.so.12 "$root.tmp/lib64/libcublas.so"
 ln -s libcudart.so.12 "$root.tmp/lib64/libcudart.so"
 ln -s libcupti.so.12 "$root.tmp/lib64/libcupti.so"  # libnvperf_host/target sit beside it
 cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$root.tmp/include/cuda.h")

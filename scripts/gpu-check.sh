@@ -117,7 +117,7 @@ fi
 
 # compute-sanitizer last: it is the slowest stage (FL_SANITIZER_FILTER narrows it).
 if stage sanitizer && command -v compute-sanitizer > /dev/null; then
-  for tool in memcheck racecheck; do
+  for tool in ${FL_SANITIZER_TOOLS:-memcheck racecheck}; do
     # Every level of every lesson, fp32 and bf16, at the gpu tests' small random odd sizes.
     FL_TEST_MAX_FLOPS=${FL_TEST_MAX_FLOPS:-5e7} compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
       --gtest_filter="${FL_SANITIZER_FILTER:-Catalog/*}" \

@@ -218,19 +218,9 @@ class Ffn final : public Lesson {
     HostTensor y{"y", std::vector<double>(m * c)};
     std::vector<double> hid(h);
     for (int64_t r = 0; r < m; ++r) {
-      for (int64_t j = 0; j < h; ++j) hid[j] = b1[j];
-      for (int64_t k = 0; k < c; ++k) {
-        const double xv = x[r * c + k];
-        const double* wr = &w1[k * h];
-        for (int64_t j = 0; j < h; ++j) hid[j] += xv * wr[j];
-      }
+      reference_linear_row(&x[r * c], c, w1.data(), b1.data(), h, hid.data());
       for (int64_t j = 0; j < h; ++j) hid[j] = gelu_tanh_reference(hid[j]);
-      double* out = &y.values[r * c];
-      for (int64_t k = 0; k < c; ++k) out[k] = b2[k];
-      for (int64_t j = 0; j < h; ++j) {
-        const double* wr = &w2[j * c];
-        for (int64_t k = 0; k < c; ++k) out[k] += hid[j] * wr[k];
-      }
+      reference_linear_row(hid.data(), h, w2.data(), b2.data(), c, &y.values[r * c]);
     }
     return {y};
   }

@@ -334,6 +334,17 @@ Status launch_ffn_on_chip(const T* x, const T* w1, const T* b1, const T* w2, con
 
 namespace fl {
 
+// out[0..n) = b + x[0..k) W, W row-major k x n, all in double: the Linear layer of the CPU
+// references (row by row, so a reference needs no tokens x 4C buffer beyond its output).
+inline void reference_linear_row(const double* x, int64_t k, const double* w, const double* b,
+                                 int64_t n, double* out) {
+  for (int64_t c = 0; c < n; ++c) out[c] = b[c];
+  for (int64_t j = 0; j < k; ++j) {
+    const double* wr = w + j * n;
+    for (int64_t c = 0; c < n; ++c) out[c] += x[j] * wr[c];
+  }
+}
+
 // The shapes every GEMM lesson accepts (tokens along the slider, C the hidden size).
 inline Status gemm_shape_ok(const char* lesson, Shape shape) {
   if (shape.size < 1 || shape.size > gemm::kMaxTokens) {

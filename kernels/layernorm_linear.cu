@@ -227,12 +227,7 @@ class LayerNormLinear final : public Lesson {
       for (int64_t j = 0; j < k; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
       const double rstd = 1.0 / std::sqrt(sq / double(k) + gemm::kLayerNormEps);
       for (int64_t j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
-      double* out = &y.values[r * n];
-      for (int64_t c = 0; c < n; ++c) out[c] = b[c];
-      for (int64_t j = 0; j < k; ++j) {
-        const double* wr = &w[j * n];
-        for (int64_t c = 0; c < n; ++c) out[c] += xn[j] * wr[c];
-      }
+      reference_linear_row(xn.data(), k, w.data(), b.data(), n, &y.values[r * n]);
     }
     return {y};
   }

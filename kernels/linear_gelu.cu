@@ -188,12 +188,7 @@ class LinearGelu final : public Lesson {
     HostTensor y{"y", std::vector<double>(m * n)};
     for (int64_t r = 0; r < m; ++r) {
       double* out = &y.values[r * n];
-      for (int64_t c = 0; c < n; ++c) out[c] = b[c];
-      for (int64_t j = 0; j < k; ++j) {
-        const double xv = x[r * k + j];
-        const double* wr = &w[j * n];
-        for (int64_t c = 0; c < n; ++c) out[c] += xv * wr[c];
-      }
+      reference_linear_row(&x[r * k], k, w.data(), b.data(), n, out);
       for (int64_t c = 0; c < n; ++c) out[c] = gelu_tanh_reference(out[c]);
     }
     return {y};

@@ -28,24 +28,35 @@ _fl_fail() { echo "gpu-gui-env: FAILED: $*" >&2; return 1; }
 _FL_STACK_RE='^lib(GL|GLX|GLdispatch|OpenGL|EGL|GLES|glapi|gbm|LLVM|drm|glfw|stb|X|xcb|xshmfence|xkbfile|Xfont|fontenc|pixman|wayland|sensors)'
 
 _fl_unpack() {
-  local debs=$1 root=$2 stamp f n dir lib moved=0
-  stamp=$(cd "$debs" && ls -1 ./*.deb 2> /dev/null | LC_ALL=C sort | cksum | cut -d' ' -f1)
+  local debs=$1 root=$2 stamp f n dir lib moved=0 packed=""
+  # A pre-unpacked, trimmed root (FL_GUI_DEBS=.gui-pack, made by scripts/pack-gui-root.sh) is
+  # smaller to carry than the .debs: the device call carries at most 64 MiB.
+  [[ -f $debs/root.tar.xz ]] && packed=$debs/root.tar.xz
+  if [[ -n $packed ]]; then
+    stamp=$(cksum < "$packed" | cut -d' ' -f1)
+  else
+    stamp=$(cd "$debs" && ls -1 ./*.deb 2> /dev/null | LC_ALL=C sort | cksum | cut -d' ' -f1)
+  fi
   [[ -n $stamp ]] || { _fl_fail "no .deb files in $debs (run scripts/fetch-gui-debs.sh where apt works, and carry .gui-debs)"; return 1; }
   stamp="$stamp dedupe=${FL_GUI_DEDUPE:-1}"
   if [[ -f $root/.fl-guiroot && $(cat "$root/.fl-guiroot") == "$stamp" ]]; then
     _fl_say "prefix $root already unpacked"; return 0
   fi
-  command -v dpkg > /dev/null || { _fl_fail "dpkg not found (needed for dpkg -x)"; return 1; }
+  [[ -n $packed ]] || command -v dpkg > /dev/null || { _fl_fail "dpkg not found (needed for dpkg -x)"; return 1; }
   if [[ -e $root ]]; then
     if [[ -f $root/.fl-guiroot || -z $(ls -A "$root" 2> /dev/null) ]]; then rm -rf "$root"
     else _fl_fail "$root exists and is not ours (no .fl-guiroot); set FL_GUI_ROOT"; return 1; fi
   fi
   mkdir -p "$root" || { _fl_fail "cannot create $root"; return 1; }
   n=0
-  for f in "$debs"/*.deb; do
-    dpkg -x "$f" "$root" || { _fl_fail "dpkg -x $f failed"; return 1; }
-    n=$((n + 1))
-  done
+  if [[ -n $packed ]]; then
+    tar -xJf "$packed" -C "$root" || { _fl_fail "tar -xJf $packed failed"; return 1; }
+  else
+    for f in "$debs"/*.deb; do
+      dpkg -x "$f" "$root" || { _fl_fail "dpkg -x $f failed"; return 1; }
+      n=$((n + 1))
+    done
+  fi
   # Prefer the system's copy of generic libraries (libexpat, libffi, libbsd, libpng, ...): Ubuntu
   # 24.04's are newer, and an older copy first in LD_LIBRARY_PATH could break its own programs
   # (python3's pyexpat needs expat >= 2.6, say). Checked below with ldd; undone if anything breaks.
@@ -68,7 +79,7 @@ _fl_unpack() {
     ((moved)) && _fl_say "using the system's copy of: $(ls "$root/shadowed" | grep -E '\.so\.[0-9]+$' | tr '\n' ' ')"
   fi
   echo "$stamp" > "$root/.fl-guiroot"
-  _fl_say "unpacked $(ls "$debs"/*.deb | wc -l) packages into $root"
+  _fl_say "unpacked ${packed:-$(ls "$debs"/*.deb | wc -l) packages} into $root"
 }
 
 # Prints "missing" libraries of the key ELF files under the current environment; empty when fine.

@@ -62,6 +62,11 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
   auto add = [&](int64_t size, int64_t inner) {
     size = std::clamp<int64_t>(size, std::max<int64_t>(axis.min, 1), axis.max);
     if (rowwise) inner = std::clamp<int64_t>(inner, 1, axis.inner_max > 0 ? axis.inner_max : inner);
+    // FL_TEST_MAX_INNER caps the row length (scripts/gpu-check.sh does under racecheck, which
+    // instruments every shared-memory access of the GEMM lessons' long rows).
+    if (rowwise && std::getenv("FL_TEST_MAX_INNER") != nullptr) {
+      inner = std::min<int64_t>(inner, std::max<int64_t>(1, std::atoll(std::getenv("FL_TEST_MAX_INNER"))));
+    }
     // GEMM lessons: the CPU reference costs the GEMM's flops in double, so their rows are capped
     // at ~4e8 flops per shape (at least 3 rows; at C = 781 that leaves 41 to 109 rows, so the
     // teaching GEMM's 64-row tiles are crossed). Their GPU check compares every row up to 4096,

@@ -201,9 +201,7 @@ class Ffn final : public Lesson {
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
     shape = resolve(shape);
-    FL_TRY(gemm_shape_ok("ffn", shape));
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_gemm_workspace<FfnWorkspace>("ffn", shape, p, tolerance(p), out);
   }
 
   // inputs: x (M x C), W1 (C x 4C), b1 (4C), W2 (4C x C), b2 (C).
@@ -228,14 +226,6 @@ class Ffn final : public Lesson {
   double tolerance(Precision p) const override { return gemm_tolerance(p); }
 
  private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<FfnWorkspace<T>>(shape.size, shape.inner, tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
   LessonInfo info_;
 };
 

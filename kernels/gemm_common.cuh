@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "kernels/activations.cuh"
@@ -356,6 +357,21 @@ inline Status gemm_shape_ok(const char* lesson, Shape shape) {
                          std::to_string(gemm::kMaxC) + ", got " + std::to_string(shape.inner));
   }
   return Status::Ok();
+}
+
+// Validates `shape` and makes the lesson's workspace, Ws<float> or Ws<__nv_bfloat16>, with its
+// buffers and cuBLASLt plans (Ws(tokens, C, tolerance), then allocate()).
+template <template <typename> class Ws>
+Status make_gemm_workspace(const char* lesson, Shape shape, Precision p, double tolerance,
+                           std::unique_ptr<Workspace>* out) {
+  FL_TRY(gemm_shape_ok(lesson, shape));
+  auto make = [&](auto ws) -> Status {
+    FL_TRY(ws->allocate());
+    *out = std::move(ws);
+    return Status::Ok();
+  };
+  if (p == Precision::fp32) return make(std::make_unique<Ws<float>>(shape.size, shape.inner, tolerance));
+  return make(std::make_unique<Ws<__nv_bfloat16>>(shape.size, shape.inner, tolerance));
 }
 
 // Relative L2 error allowed against the fp64 reference. fp32 without TF32: the sums of C to 4C

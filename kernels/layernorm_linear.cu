@@ -202,9 +202,7 @@ class LayerNormLinear final : public Lesson {
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
     shape = resolve(shape);
-    FL_TRY(gemm_shape_ok("layernorm_linear", shape));
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_gemm_workspace<LayerNormLinearWorkspace>("layernorm_linear", shape, p, tolerance(p), out);
   }
 
   // inputs: x (M x C), gamma (C), beta (C), W (C x 3C), b (3C).
@@ -235,14 +233,6 @@ class LayerNormLinear final : public Lesson {
   double tolerance(Precision p) const override { return gemm_tolerance(p); }
 
  private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<LayerNormLinearWorkspace<T>>(shape.size, shape.inner, tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
   LessonInfo info_;
 };
 

@@ -173,9 +173,7 @@ class LinearGelu final : public Lesson {
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
     shape = resolve(shape);
-    FL_TRY(gemm_shape_ok("linear_gelu", shape));
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_gemm_workspace<LinearGeluWorkspace>("linear_gelu", shape, p, tolerance(p), out);
   }
 
   // inputs: x (M x C), W (C x 4C), b (4C).
@@ -197,14 +195,6 @@ class LinearGelu final : public Lesson {
   double tolerance(Precision p) const override { return gemm_tolerance(p); }
 
  private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<LinearGeluWorkspace<T>>(shape.size, shape.inner, tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
   LessonInfo info_;
 };
 

@@ -80,12 +80,21 @@ __device__ inline double warp_sum_all(double v) {
 constexpr int kCheckThreads = 256;
 
 // One block per checked row (grid-stride): the row's reference in fp64 in shared memory, then
-// every output of the row compared. Dynamic shared memory: (k + n1 + 2) doubles.
+// every output of the row compared. Dynamic shared memory: x row (k), slack, hidden row (n1,
+// FFN only), slack. The slack: ptxas turns the first two loads of a dot product's remainder
+// (k % 4 elements) into one 16-byte LDS.128 issued before the branch that would skip the
+// second, so when k % 4 == 1 the load reads one double past the row (seen in the SASS of
+// check_rows_kernel<float, false, true, true>, CUDA 13.0) and discards it. Past the x row that
+// read landed on the hidden row while other threads wrote it, which racecheck reports as a race
+// (H200, 2026-11-22); past the allocation, memcheck reported it out of bounds. kCheckSlack
+// doubles after each row keep those reads in bytes nobody writes.
+constexpr int kCheckSlack = 2;
+
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
 __global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> a, ErrorSums* sums) {
-  extern __shared__ double s_row[];  // x row (k), then the hidden row (n1) for the FFN
+  extern __shared__ double s_row[];
   double* s_x = s_row;
-  double* s_h = s_row + a.k;
+  double* s_h = s_row + a.k + kCheckSlack;
   auto f = [](T v) { return double(Elem<T>::to_float(v)); };
   ErrorPartial p;
   const int64_t rows = checked_row_count(a.m);
@@ -133,8 +142,7 @@ __global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> 
 
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
 Status launch_check_rows(const CheckArgs<T>& a, ErrorSums* sums, cudaStream_t stream) {
-  // Two doubles of slack: the compiler may read the rows two at a time (16-byte loads).
-  const size_t smem = sizeof(double) * (a.k + (kSecond ? a.n1 : 0) + 2);
+  const size_t smem = sizeof(double) * (a.k + kCheckSlack + (kSecond ? a.n1 + kCheckSlack : 0));
   auto kernel = check_rows_kernel<T, kLayerNorm, kGelu, kSecond>;
   if (smem > 48 * 1024) {
     FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -76,6 +76,29 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   if (entries.empty()) return;
 
   const float fs = L.font_size, pad = fs * 0.4f, swatch = fs * 1.8f;
+  // One entry: its swatch (line, marker or dashed reference) and its label, from `left`, centred
+  // on the row's `cy`.
+  const auto draw_entry = [&](const Entry& e, float left, float cy) {
+    const float sx0 = left, sx1 = sx0 + swatch;
+    if (e.series) {
+      const auto& s = *e.series;
+      if (s.dashed) {
+        dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
+      } else {
+        dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+      }
+      draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
+    } else {
+      dashed_hline(dl, sx0, sx1, cy, L.reference_color, 2.0f);
+    }
+    dl->AddText(vec(sx1 + pad, cy - fs * 0.5f), text, e.label->c_str());
+  };
+  if (L.legend_outside) {  // entries in the strip above the frame, placed by the layout
+    for (size_t i = 0; i < entries.size() && i < L.legend_entries.size(); ++i) {
+      draw_entry(entries[i], L.legend_entries[i].x, L.legend_entries[i].y + L.legend_row_height * 0.5f);
+    }
+    return;
+  }
   float text_w = 0;
   for (const auto& e : entries) text_w = std::max(text_w, ImGui::CalcTextSize(e.label->c_str()).x);
   const float box_w = pad * 3 + swatch + text_w, box_h = pad * 2 + entries.size() * L.legend_row_height;
@@ -87,20 +110,7 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   dl->AddRect(box_min, box_max, border, 4.0f);
   for (size_t i = 0; i < entries.size(); ++i) {
     const float row_top = box_min.y + pad + i * L.legend_row_height;
-    const float cy = row_top + L.legend_row_height * 0.5f;
-    const float sx0 = box_min.x + pad, sx1 = sx0 + swatch;
-    if (entries[i].series) {
-      const auto& s = *entries[i].series;
-      if (s.dashed) {
-        dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
-      } else {
-        dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
-      }
-      draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
-    } else {
-      dashed_hline(dl, sx0, sx1, cy, L.reference_color, 2.0f);
-    }
-    dl->AddText(vec(sx1 + pad, cy - fs * 0.5f), text, entries[i].label->c_str());
+    draw_entry(entries[i], box_min.x + pad, row_top + L.legend_row_height * 0.5f);
   }
 }
 
@@ -185,8 +195,9 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
     const ImVec2 pos = vec(L.note_anchor.x, L.note_anchor.y - size.y);
     dl->AddText(nullptr, 0.0f, pos, text, L.note.c_str(), nullptr, L.note_wrap);
   }
-  draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
+  if (!L.legend_outside) draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
   dl->PopClipRect();
+  if (L.legend_outside) draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
 }
 
 // ---- [SECTION] widget -----------------------------------------------------------------------
@@ -204,6 +215,7 @@ PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size) {
   PlotStyle style;
   style.font_size = fs;
   style.char_width = ImGui::CalcTextSize("0123456789").x / 10;
+  style.text_width = [](const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x; };
   const PlotLayout layout = layout_plot(spec, p0, vec(p0.x + size.x, p0.y + size.y), style);
   PlotHover hover;
   if (ImGui::IsItemHovered()) hover = pick_nearest(layout, ImGui::GetIO().MousePos, fs * 2.5f);

@@ -75,6 +75,9 @@ struct PlotSpec {
 struct PlotStyle {
   float font_size = 16.0f;
   float char_width = 0.0f;  // 0: 0.6 * font_size (a fair average for DejaVu Sans digits)
+  // A label's width in pixels, for the legend; unset: char_width per character. The widget
+  // passes ImGui's measure, so the legend is placed by the text it will draw.
+  std::function<float(const std::string&)> text_width;
 };
 
 struct PlotTick {
@@ -123,10 +126,16 @@ struct PlotLayout {
   // lines, sampled), bottom-right first on a tie: 0 bottom-right, 1 top-right, 2 top-left,
   // 3 bottom-left. legend_anchor is the box's corner on that side; legend_min/max the box as
   // estimated from the labels' lengths (the drawing measures the text itself).
+  // When every corner would hide data and the canvas is tall enough, the legend leaves the plot
+  // area instead (legend_outside): its entries flow in rows across a strip between the y title
+  // and the frame, legend_entries[i] the top-left of entry i (series with a legend label in
+  // order, then the reference line), legend_min/max the strip.
   int legend_corner = 0;
   ImVec2 legend_anchor;
   ImVec2 legend_min, legend_max;
   float legend_row_height = 0;
+  bool legend_outside = false;
+  std::vector<ImVec2> legend_entries;
   ImVec2 note_anchor;   // bottom-left corner of the note
   float note_wrap = 0;  // the note's wrap width
   float font_size = 16;

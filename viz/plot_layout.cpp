@@ -14,6 +14,15 @@ ImVec2 vec(float x, float y) { return ImVec2(x, y); }
 
 double log_in_base(double x, double base) { return std::log(x) / std::log(base); }
 
+using TextWidth = std::function<float(const std::string&)>;
+
+// The style's text measure, or char_width per character.
+TextWidth text_width_of(const PlotStyle& style) {
+  if (style.text_width) return style.text_width;
+  const float cw = style.char_width > 0 ? style.char_width : 0.6f * style.font_size;
+  return [cw](const std::string& text) { return cw * static_cast<float>(text.size()); };
+}
+
 std::string default_format(double x) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", x);
@@ -28,7 +37,7 @@ void sanitize_log_range(double* lo, double* hi, double base) {
 
 // How much of the plotted data a box covers: every point inside counts 4, and every sample of
 // the lines joining points (8 per segment) and of the reference line counts 1.
-int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi) {
+int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi, bool with_reference = true) {
   const auto inside = [&](ImVec2 p) { return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y; };
   int covered = 0;
   for (const auto& s : L.series) {
@@ -42,7 +51,7 @@ int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi) {
       }
     }
   }
-  if (L.reference_visible) {
+  if (L.reference_visible && with_reference) {
     for (int k = 0; k <= 32; ++k) {
       const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * k / 32.0f;
       if (inside(vec(x, L.reference_y))) ++covered;
@@ -51,21 +60,28 @@ int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi) {
   return covered;
 }
 
-// The legend's box from the labels (estimated widths), in the corner that hides least data.
-void place_legend(PlotLayout* L, float cw) {
+// The legend's entries in drawing order: the series that have a legend label, then the reference.
+std::vector<std::string> legend_labels(const PlotLayout& L) {
+  std::vector<std::string> labels;
+  for (const auto& s : L.series) {
+    if (!s.legend_label.empty()) labels.push_back(s.legend_label);
+  }
+  if (L.reference_visible && !L.reference_label.empty()) labels.push_back(L.reference_label);
+  return labels;
+}
+
+// The legend's box from the labels' widths, in the corner that hides least of the series, then
+// least of the reference line.
+// Returns how much of the series (data_covered without the reference line) that box still
+// hides: 0 when a corner is free. Covering a stretch of the flat reference line hides nothing
+// the legend does not say, so that alone does not send the legend out of the frame.
+int place_legend(PlotLayout* L, const TextWidth& text_width) {
   const float fs = L->font_size, pad = fs * 0.4f, swatch = fs * 1.8f, margin = fs * 0.5f;
-  size_t longest = 0;
-  int rows = 0;
-  for (const auto& s : L->series) {
-    if (s.legend_label.empty()) continue;
-    longest = std::max(longest, s.legend_label.size());
-    ++rows;
-  }
-  if (L->reference_visible && !L->reference_label.empty()) {
-    longest = std::max(longest, L->reference_label.size());
-    ++rows;
-  }
-  const float w = pad * 3 + swatch + cw * static_cast<float>(longest);
+  const std::vector<std::string> labels = legend_labels(*L);
+  float longest = 0;
+  for (const auto& label : labels) longest = std::max(longest, text_width(label));
+  const int rows = static_cast<int>(labels.size());
+  const float w = pad * 3 + swatch + longest;
   const float h = pad * 2 + L->legend_row_height * static_cast<float>(rows);
   int best = 0, best_covered = std::numeric_limits<int>::max();
   for (int corner = 0; corner < 4; ++corner) {
@@ -74,7 +90,9 @@ void place_legend(PlotLayout* L, float cw) {
                               bottom ? L->frame_max.y - margin : L->frame_min.y + margin);
     const ImVec2 lo = vec(right ? anchor.x - w : anchor.x, bottom ? anchor.y - h : anchor.y);
     const ImVec2 hi = vec(lo.x + w, lo.y + h);
-    const int covered = rows == 0 ? 0 : data_covered(*L, lo, hi);
+    // Hiding series data weighs more than any stretch of the reference line (33 samples).
+    const int series = data_covered(*L, lo, hi, false);
+    const int covered = rows == 0 ? 0 : series * 64 + (data_covered(*L, lo, hi) - series);
     if (covered < best_covered) {
       best = corner;
       best_covered = covered;
@@ -84,6 +102,28 @@ void place_legend(PlotLayout* L, float cw) {
     }
   }
   L->legend_corner = best;
+  return rows == 0 ? 0 : data_covered(*L, L->legend_min, L->legend_max, false);
+}
+
+// One entry's width in the strip above the frame: swatch, gap, text (estimated), space after.
+float strip_entry_width(const std::string& label, float fs, const TextWidth& text_width) {
+  return fs * 1.8f + fs * 0.4f + text_width(label) + fs * 1.5f;
+}
+
+// The rows the legend's entries take when they flow left to right across `width`.
+int strip_rows(const std::vector<std::string>& labels, float width, float fs,
+               const TextWidth& text_width) {
+  int rows = labels.empty() ? 0 : 1;
+  float x = 0;
+  for (const auto& label : labels) {
+    const float w = strip_entry_width(label, fs, text_width);
+    if (x > 0 && x + w > width) {
+      ++rows;
+      x = 0;
+    }
+    x += w;
+  }
+  return rows;
 }
 
 }  // namespace
@@ -131,8 +171,11 @@ double nice_linear_step(double* lo, double* hi, int max_ticks) {
   return *hi - *lo;  // unreachable for finite input
 }
 
-PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
-                       const PlotStyle& style) {
+namespace {
+
+// The layout with `strip` pixels kept free above the frame (for a legend outside it).
+PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
+                             const PlotStyle& style, float strip, int* legend_covered) {
   PlotLayout L;
   const float fs = style.font_size;
   const float cw = style.char_width > 0 ? style.char_width : 0.6f * fs;
@@ -151,7 +194,7 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
   sanitize_log_range(&L.x_min, &L.x_max, L.log_base);
 
   // Vertical margins are fixed: the y title above, tick labels and the x title below.
-  const float top = canvas_min.y + fs * 1.6f;
+  const float top = canvas_min.y + fs * 1.6f + strip;
   const float bottom = canvas_max.y - fs * 2.9f;
 
   // y range: the data, the reference line, and zero when asked, plus 10% headroom on top.
@@ -265,11 +308,45 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
   L.x_title_pos = vec(0.5f * (L.frame_min.x + L.frame_max.x), L.frame_max.y + fs * 1.45f);
   L.y_title_pos = vec(canvas_min.x, canvas_min.y);
   L.legend_row_height = fs * 1.35f;
-  place_legend(&L, cw);
+  *legend_covered = place_legend(&L, text_width_of(style));
   // The note sits bottom-left, clear of the legend (bottom-right): speedups rarely go near 0.
   L.note_anchor = vec(L.frame_min.x + fs * 0.6f, L.frame_max.y - fs * 0.5f);
   L.note_wrap = (L.frame_max.x - L.frame_min.x) * 0.45f;
   return L;
+}
+
+}  // namespace
+
+PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
+                       const PlotStyle& style) {
+  int covered = 0;
+  PlotLayout L = layout_with_strip(spec, canvas_min, canvas_max, style, 0, &covered);
+  if (covered == 0) return L;
+  // Every corner hides data (a short plot, a crowded one): the legend leaves the plot area and
+  // its entries flow in rows across a strip above the frame, if the frame keeps at least four
+  // lines of height; otherwise it stays in the least-crowded corner.
+  const float fs = style.font_size;
+  const TextWidth text_width = text_width_of(style);
+  const std::vector<std::string> labels = legend_labels(L);
+  const float width = L.frame_max.x - L.frame_min.x;
+  const int rows = strip_rows(labels, width, fs, text_width);
+  const float strip = rows * L.legend_row_height + fs * 0.2f;
+  if (L.frame_max.y - L.frame_min.y - strip < fs * 4) return L;
+  PlotLayout out = layout_with_strip(spec, canvas_min, canvas_max, style, strip, &covered);
+  out.legend_outside = true;
+  float x = 0, y = canvas_min.y + fs * 1.5f;
+  for (const auto& label : labels) {
+    const float w = strip_entry_width(label, fs, text_width);
+    if (x > 0 && x + w > width) {
+      x = 0;
+      y += out.legend_row_height;
+    }
+    out.legend_entries.push_back(vec(out.frame_min.x + x, y));
+    x += w;
+  }
+  out.legend_min = vec(out.frame_min.x, canvas_min.y + fs * 1.5f);
+  out.legend_max = vec(out.frame_max.x, y + out.legend_row_height);
+  return out;
 }
 
 // ---- [SECTION] hover ------------------------------------------------------------------------

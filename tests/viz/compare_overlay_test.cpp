@@ -90,6 +90,56 @@ TEST(CompareOverlay, TheLegendAvoidsTheData) {
   EXPECT_EQ(layout_plot(speedup_plot_spec(empty), kCanvasMin, kCanvasMax).legend_corner, 0);
 }
 
+// The screenshot in docs/images/compare-gelu_scale-cold-vs-warm-speedup.png before the fix: a
+// short plot (the views panel of a 1280 x 800 window) whose four-row legend hid the compared
+// curve in every corner.
+SpeedupView crowded_view() {
+  SpeedupView v = view_with_overlay();
+  v.measured = {{1 << 10, 2.5}, {1 << 12, 2.5}, {1 << 14, 2.5}, {1 << 20, 2.1}, {1 << 26, 2.03}};
+  v.overlays[0].points = {{1 << 10, 6.3}, {1 << 12, 7.5}, {1 << 14, 6.4}, {1 << 16, 6.0},
+                          {1 << 18, 5.0}, {1 << 20, 3.5}, {1 << 22, 3.0}, {1 << 24, 2.1},
+                          {1 << 26, 2.0}};
+  v.reference = {{1 << 10, 1.7}, {1 << 20, 1.6}, {1 << 24, 1.9}};
+  v.reference_label = "tutorial, V100 (published)";
+  return v;
+}
+
+TEST(CompareOverlay, OnAShortCrowdedPlotTheLegendMovesAboveTheFrame) {
+  const ImVec2 canvas_max(800, 240);
+  PlotStyle style;
+  style.font_size = 16;
+  const PlotLayout L = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, canvas_max, style);
+  ASSERT_TRUE(L.legend_outside) << "every corner of the frame hides part of a curve";
+  // Four entries: tutorial, compared, measured, the byte-ratio limit.
+  ASSERT_EQ(L.legend_entries.size(), 4u);
+  // The strip lies between the y title and the frame, and no entry overlaps the next one.
+  EXPECT_GE(L.legend_min.y, kCanvasMin.y + style.font_size);
+  EXPECT_LE(L.legend_max.y, L.frame_min.y);
+  for (size_t i = 0; i < L.legend_entries.size(); ++i) {
+    const ImVec2 e = L.legend_entries[i];
+    EXPECT_GE(e.x, L.frame_min.x);
+    EXPECT_LT(e.x, L.frame_max.x);
+    EXPECT_LE(e.y + L.legend_row_height, L.frame_min.y + 0.5f);
+    if (i > 0 && L.legend_entries[i - 1].y == e.y) EXPECT_GT(e.x, L.legend_entries[i - 1].x);
+  }
+  // Every data point is inside the (smaller) frame, none under the legend.
+  for (const auto& s : L.series) {
+    for (const ImVec2& p : s.screen) {
+      EXPECT_GE(p.y, L.frame_min.y) << s.label;
+      EXPECT_GT(p.y, L.legend_max.y) << s.label;
+    }
+  }
+  EXPECT_GE(L.frame_max.y - L.frame_min.y, 4 * style.font_size) << "the plot keeps four lines";
+
+  // The same data on a tall canvas has a free corner: the legend stays inside, in a box.
+  const PlotLayout tall = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(800, 900), style);
+  EXPECT_FALSE(tall.legend_outside);
+  EXPECT_TRUE(tall.legend_entries.empty());
+  // And a canvas too short for a strip keeps the legend in its least-crowded corner.
+  const PlotLayout tiny = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(800, 140), style);
+  EXPECT_FALSE(tiny.legend_outside);
+}
+
 TEST(CompareOverlay, BandwidthOverlayIsLighterDashedAndLabelledWithoutItsCopyCurve) {
   using testing::lesson_level;
   std::vector<Measurement> ms;

@@ -171,6 +171,21 @@ TEST(SessionJson, RoundTripKeepsCountersRecordsAndCopyBandwidth) {
   EXPECT_EQ(session_to_json(out), session_to_json(in));
 }
 
+TEST(SessionJson, ANoteWithLineBreaksLoadsOnOneLine) {
+  // A counters note quotes CUPTI or CUDA messages, which may hold a line break: a recording the
+  // app saved must load, with the note on one line (names with control characters are refused).
+  Session in = sample_session_v2();
+  in.measurements[1].counters_note = "The counter phase failed:\nCUPTI_ERROR_UNKNOWN\t(999)";
+  Session out;
+  const Status st = session_from_json(session_to_json(in), &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(out.measurements[1].counters_note, "The counter phase failed: CUPTI_ERROR_UNKNOWN (999)");
+  in.device.name = "NVIDIA\nH200";
+  const Status refused = session_from_json(session_to_json(in), &out);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message().find('\n'), std::string::npos) << refused.message();
+}
+
 TEST(SessionJson, ReadsVersion1WithoutCounters) {
   // A version-1 file as `bench --out` wrote it before the counter phase: no copy_bandwidth,
   // counters, counters_status or records.

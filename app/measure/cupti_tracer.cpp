@@ -29,7 +29,8 @@ constexpr CUpti_ExternalCorrelationKind kOurKind = CUPTI_EXTERNAL_CORRELATION_KI
 
 const char* const kAnotherProfiler =
     "Another profiler (Nsight Systems, Nsight Compute or a debugger) is using CUPTI, so kernels "
-    "are timed with CUDA events instead of CUPTI activity records.";
+    "are timed with CUDA events instead of CUPTI activity records; the profiler's own overhead "
+    "slows every launch, so times are longer than without it.";
 
 // Shared with CUPTI's buffer callbacks, which may run on CUPTI's own thread. Never destroyed:
 // CUPTI may still deliver a buffer while static destructors run at exit.

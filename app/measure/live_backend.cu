@@ -210,12 +210,12 @@ Status LiveBackend::init() {
 }
 
 // One profiled pass whose counters are thrown away: an L2 sweep as the "chain", closed by the
-// usual drain. On the H200 (2026-11-22) the first profiled pass of a process reported ~21 MB of
-// DRAM writes more than its chain made, whatever the chain, size or level (every shipped
-// recording made before this had ~29 MB of writes on its first measurement, a 1K-element
-// level 0 whose textbook writes are 8 KB); every later pass matched the textbook. Lines left
-// dirty by the start-up work (the flush buffer's memset, the copy-roof copies) are the likely
-// source; the sweep here pays for them, so no measurement does.
+// usual drain. On the H200 (2026-11-22) the first profiled pass after the profiler is enabled
+// reported ~29 MB of DRAM writes more than its chain made, whatever the chain, size or level
+// (every shipped recording made before this had ~29 MB of writes on its first measurement, a
+// 1K-element level 0 whose textbook writes are 8 KB; enabling per request showed it on every
+// request). Every later pass matched the textbook. Why is not known; this pass absorbs it
+// (docs/PERFORMANCE.md, "Counter phase as shipped").
 Status LiveBackend::counters_warm_up() {
   std::vector<LaunchCounters> values;
   LaunchCounters drained;

@@ -16,13 +16,18 @@
 //   ffn_on_chip reads (M C + 2 C H + H + C) b, writes M C b
 #include <cuda_bf16.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <type_traits>
 
 #include "kernels/bias_ops.cuh"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
+#include "kernels/tensor_gemm.cuh"
 
 namespace fl {
 namespace {
@@ -55,6 +60,188 @@ const char* const kTeachingText =
     "tokens walk all 3072 hidden features one after the other while the rest of the GPU "
     "idles.";
 
+// ---- level 2: the fused FFN, split over the hidden dimension ------------------------------
+// One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units
+// [s S, s S + S) and walks token chunks t, t + gridDim.y, ... of 64 tokens:
+//   1. up:    h[64 x S] = GELU(x[chunk] W1[:, slice] + b1[slice]) on our GEMM core
+//             (kernels/tensor_gemm.cuh): x and W1 tiles through the cp.async ring, h kept in
+//             shared memory, rounded to the lesson's precision as level 1's h would be;
+//   2. down:  its share of y, h[64 x S] W2[slice, :], 64 output columns at a time from W2's
+//             slice (loaded into shared memory once, with the first tiles of step 1, when it
+//             fits), added to an fp32 accumulator in global memory with vector atomics (they
+//             resolve in L2);
+//   3. the last block to add to a 64 x 64 piece of y (a counter per piece) writes
+//      y = acc + b2 in the lesson's precision and zeroes acc and the counter for the next run.
+// Why split H: at 1-64 tokens an FFN is a weight-streaming problem (C x 4C x 2 weights, 9.4 MB
+// in bf16 at C = 768, against 98 KB of x); H / S blocks stream disjoint slices of W1 and W2, so
+// every SM pulls weights at once, and each weight is read from HBM exactly once. The price is the
+// reduction: (H / S) x tokens x C fp32 additions into L2, which grows with the token count and
+// is why cuBLASLt's two GEMMs win at large token counts (see the teaching text).
+constexpr int kFfnTokens = 64, kFfnStages = 4, kFfnThreads = 128, kFfnColumns = 64;
+template <typename T, int kS>
+using FfnUpConfig = tc::TileConfig<kFfnTokens, kS, 2, 2, kFfnStages>;  // h: 4 warps of 32 x S/2
+using FfnDownConfig = tc::TileConfig<kFfnTokens, kFfnColumns, 2, 2, 1>;  // y piece: 4 x 32 x 32
+
+template <typename T>
+struct FfnArgs {
+  const T *x, *w1, *b1, *w2, *b2;
+  T* y;
+  float* acc;     // m x c fp32, all zero between runs
+  int* counters;  // one per 64 x 64 piece of y, all zero between runs
+  int64_t m;
+  int c, hidden;
+};
+
+__host__ __device__ inline int round_up(int v, int to) { return (v + to - 1) / to * to; }
+
+template <typename T, int kS>
+struct FfnSmem {
+  static constexpr int ld_h = kS + tc::kPad<T>;
+  __host__ __device__ static int ld_w2(bool resident, int c) {
+    return (resident ? round_up(c, kFfnColumns) : kFfnColumns) + tc::kPad<T>;
+  }
+  static size_t bytes(bool resident, int c) {
+    return tc::ring_bytes<T, FfnUpConfig<T, kS>>() +
+           sizeof(T) * (size_t(kFfnTokens) * ld_h + size_t(kS) * ld_w2(resident, c));
+  }
+};
+
+// Adds (v0, v1) to acc[0], acc[1] in L2: one 8-byte vector atomic on sm_90.
+__device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool pair) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (pair) {
+    atomicAdd(reinterpret_cast<float2*>(acc), make_float2(v0, v1));
+    return;
+  }
+#endif
+  atomicAdd(acc, v0);
+  if (pair) atomicAdd(acc + 1, v1);
+}
+
+template <typename T, int kS, bool kVectorized, bool kW2Resident>
+__global__ void __launch_bounds__(kFfnThreads) ffn_fused_kernel(FfnArgs<T> a) {
+  using Up = FfnUpConfig<T, kS>;
+  using Smem = FfnSmem<T, kS>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int s_last;
+  T* ring = reinterpret_cast<T*>(smem);
+  T* s_h = reinterpret_cast<T*>(smem + tc::ring_bytes<T, Up>());
+  T* s_w2 = s_h + kFfnTokens * Smem::ld_h;
+  const int ld_w2 = Smem::ld_w2(kW2Resident, a.c);
+  const int64_t j0 = int64_t(blockIdx.x) * kS;  // this block's hidden units
+  const int64_t units = min(int64_t(kS), a.hidden - j0);
+  const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
+  const int column_tiles = (a.c + kFfnColumns - 1) / kFfnColumns;
+  const int warp = threadIdx.x >> 5;
+  const int wm = (warp / FfnDownConfig::kWarpsN) * FfnDownConfig::kWM;
+  const int wn = (warp % FfnDownConfig::kWarpsN) * FfnDownConfig::kWN;
+  const bool pairs = a.c % 2 == 0;
+
+  // W2's slice joins the first commit group of step 1: it streams in with the first tiles.
+  if constexpr (kW2Resident) {
+    tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c, a.c, kS,
+                                               round_up(a.c, kFfnColumns), units, a.c);
+  }
+  for (int64_t chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+    const int64_t m0 = chunk * kFfnTokens;
+    // 1. up: h = GELU(x W1 + b1) for this chunk's tokens and this block's hidden units.
+    float up[Up::kMT][Up::kNT][4] = {};
+    tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden,
+                                           a.c, m0, j0);
+    tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
+      const bool ok0 = col < units, ok1 = col + 1 < units;
+      const float h0 = ok0 ? gelu_tanh_fast(v0 + Elem<T>::to_float(a.b1[j0 + col])) : 0.0f;
+      const float h1 = ok1 ? gelu_tanh_fast(v1 + Elem<T>::to_float(a.b1[j0 + col + 1])) : 0.0f;
+      s_h[r * Smem::ld_h + col] = Elem<T>::from_float(h0);
+      s_h[r * Smem::ld_h + col + 1] = Elem<T>::from_float(h1);
+    });
+    __syncthreads();
+    // 2. down, 64 columns of y at a time; 3. the last block on a piece writes it.
+    for (int tile = 0; tile < column_tiles; ++tile) {
+      const int n0 = tile * kFfnColumns;
+      const T* w2_tile = s_w2 + n0;
+      if constexpr (!kW2Resident) {
+        tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c + n0, a.c, kS,
+                                                   kFfnColumns, units, a.c - n0);
+        tc::async_commit();
+        tc::async_wait<0>();
+        __syncthreads();
+        w2_tile = s_w2;
+      }
+      float down[FfnDownConfig::kMT][FfnDownConfig::kNT][4] = {};
+      tc::warp_multiply<T, FfnDownConfig::kMT, FfnDownConfig::kNT>(
+          down, s_h + wm * Smem::ld_h, Smem::ld_h, w2_tile + wn, ld_w2, kS);
+      tc::for_each_pair<FfnDownConfig>(down, [&](int r, int col, float v0, float v1) {
+        const int64_t row = m0 + r, n = n0 + col;
+        if (row < a.m && n < a.c) add_pair(a.acc + row * a.c + n, v0, v1, pairs && n + 1 < a.c);
+      });
+      __threadfence();  // our additions are visible device-wide before we count ourselves in
+      __syncthreads();
+      const int64_t piece = chunk * column_tiles + tile;
+      if (threadIdx.x == 0) s_last = atomicAdd(a.counters + piece, 1) == int(gridDim.x) - 1;
+      __syncthreads();
+      if (s_last) {
+        __threadfence();
+        for (int i = threadIdx.x; i < kFfnTokens * kFfnColumns; i += kFfnThreads) {
+          const int64_t row = m0 + i / kFfnColumns, n = n0 + i % kFfnColumns;
+          if (row >= a.m || n >= a.c) continue;
+          float* p = a.acc + row * a.c + n;
+          a.y[row * a.c + n] = Elem<T>::from_float(__ldcg(p) + Elem<T>::to_float(a.b2[n]));
+          __stcg(p, 0.0f);
+        }
+        if (threadIdx.x == 0) a.counters[piece] = 0;
+      }
+      if constexpr (!kW2Resident) __syncthreads();  // s_w2 is refilled next
+    }
+    __syncthreads();  // s_h is rewritten by the next chunk
+  }
+}
+
+template <typename T, int kS, bool kVectorized, bool kW2Resident>
+Status launch_ffn_config(const FfnArgs<T>& a, int sms, cudaStream_t stream) {
+  const size_t smem = FfnSmem<T, kS>::bytes(kW2Resident, a.c);
+  auto kernel = ffn_fused_kernel<T, kS, kVectorized, kW2Resident>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const int64_t slices = (a.hidden + kS - 1) / kS;
+  const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
+  // Enough token-chunk columns of blocks for two blocks per SM, never more than there are chunks.
+  const int64_t by = std::min<int64_t>(chunks, std::max<int64_t>(1, (2 * sms + slices - 1) / slices));
+  const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(by));
+  kernel<<<grid, kFfnThreads, smem, stream>>>(a);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+// Picks the slice width S (64 hidden units, or 32 at up to 16 tokens, where more blocks stream
+// the weights sooner and the reduction is small), whether W2's slice stays in shared memory,
+// and the loader. FL_FFN_SLICE=32|64 overrides S (for tuning runs).
+template <typename T>
+Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  static const char* forced = std::getenv("FL_FFN_SLICE");
+  int slice = a.m <= 16 ? 32 : 64;
+  if (forced && (std::string(forced) == "32" || std::string(forced) == "64")) slice = std::atoi(forced);
+  const bool vec = tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) &&
+                   tc::vector_ok<T>(a.w2, a.c);
+  auto go = [&](auto s_tag) -> Status {
+    constexpr int kS = decltype(s_tag)::value;
+    const bool resident = FfnSmem<T, kS>::bytes(true, a.c) <= size_t(optin);
+    if (FfnSmem<T, kS>::bytes(false, a.c) > size_t(optin)) {
+      return Status::Error("ffn: the fused kernel's tiles do not fit in this GPU's shared memory");
+    }
+    if (vec && resident) return launch_ffn_config<T, kS, true, true>(a, sms, stream);
+    if (vec) return launch_ffn_config<T, kS, true, false>(a, sms, stream);
+    if (resident) return launch_ffn_config<T, kS, false, true>(a, sms, stream);
+    return launch_ffn_config<T, kS, false, false>(a, sms, stream);
+  };
+  if (slice == 32) return go(std::integral_constant<int, 32>{});
+  return go(std::integral_constant<int, 64>{});
+}
+
 template <typename T>
 class FfnWorkspace final : public Workspace {
  public:
@@ -73,6 +260,12 @@ class FfnWorkspace final : public Workspace {
     FL_TRY(s_.allocate(m_ * c_ * sizeof(T)));
     FL_TRY(y_.allocate(m_ * c_ * sizeof(T)));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    // The fused level's reduction state: zero now, and left zero by every run of it.
+    const int64_t pieces = ((m_ + kFfnTokens - 1) / kFfnTokens) * ((c_ + kFfnColumns - 1) / kFfnColumns);
+    FL_TRY(acc_.allocate(m_ * c_ * sizeof(float)));
+    FL_TRY(counters_.allocate(pieces * sizeof(int)));
+    FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
+    FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
     const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
     FL_TRY(blas::Gemm::plan(m_, h_, c_, p, blas::Epilogue::none, &up_));
     FL_TRY(blas::Gemm::plan(m_, c_, h_, p, blas::Epilogue::none, &down_));
@@ -111,8 +304,9 @@ class FfnWorkspace final : public Workspace {
     if (level == 1 && launch == 0) return up_gelu_bias_->run(x, w1, b1, h, stream);
     if (level == 1 && launch == 1) return down_bias_->run(h, w2, b2, y, stream);
     if (level == 2 && launch == 0) {
-      return gemm::launch_ffn_on_chip(x, w1, b1, w2, b2, y, m_, static_cast<int>(c_),
-                                      static_cast<int>(h_), stream);
+      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), counters_.as<int>(), m_,
+                         static_cast<int>(c_), static_cast<int>(h_)};
+      return launch_ffn_fused(a, stream);
     }
     return Status::Error("ffn has no launch " + std::to_string(launch) + " at level " +
                          std::to_string(level));
@@ -142,7 +336,7 @@ class FfnWorkspace final : public Workspace {
  private:
   int64_t m_, c_, h_;
   double tolerance_;
-  DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_;
+  DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_, acc_, counters_;
   std::unique_ptr<blas::Gemm> up_, down_, up_gelu_bias_, down_bias_;
 };
 
@@ -165,8 +359,8 @@ class Ffn final : public Lesson {
          {"gemm_up", "add_bias_up", "gelu", "gemm_down", "add_bias_down"}},
         {"epilogues", "two cuBLASLt GEMMs with fused epilogues: h written once, read once",
          {"gemm_up_bias_gelu", "gemm_down_bias"}},
-        {"on chip", "one kernel keeps h in shared memory; it re-reads the weights from L2 instead",
-         {"ffn_on_chip"}},
+        {"fused", "one tensor-core kernel split over the 4C hidden units: each block keeps its slice of h on chip and adds its share of y",
+         {"ffn_fused"}},
     };
     info_.precisions = {Precision::fp32, Precision::bf16};
   }
@@ -189,14 +383,15 @@ class Ffn final : public Lesson {
       return {{"gemm_up_bias_gelu", (m * c + c * h + h) * b, m * h * b, gemm_flops + gelu_flops + m * h},
               {"gemm_down_bias", (m * h + h * c + c) * b, m * c * b, gemm_flops + 1.0 * m * c}};
     }
-    return {{"ffn_on_chip", (m * c + 2 * c * h + h + c) * b, m * c * b,
+    return {{"ffn_fused", (m * c + 2 * c * h + h + c) * b, m * c * b,
              2 * gemm_flops + gelu_flops + 1.0 * m * h + 1.0 * m * c}};
   }
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p);
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 +
+           (m / kFfnTokens + 1) * (c / kFfnColumns + 1) * 4;
   }
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {

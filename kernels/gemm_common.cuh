@@ -1,12 +1,8 @@
 // Pieces shared by the GEMM lessons (6 layernorm_linear, 7 linear_gelu, 8 ffn): the fp64 check
-// of sampled rows, our two teaching kernels (a GEMM with a LayerNorm prologue, and an FFN that
-// keeps its 4C-wide activation on chip), and the shapes' limits.
+// of sampled rows, the inputs' ranges and the shapes' limits. Our own fused kernels are built on
+// the tensor-core GEMM core in kernels/tensor_gemm.cuh and live in their lessons' files.
 //
 // Row-major everywhere: x is tokens x C, a weight W is (inputs x outputs), y = x W + b.
-//
-// The teaching kernels are plain SIMT code (fp32 FMAs, no tensor cores), written to be read:
-// they show *where* fusion puts the data, not how cuBLAS reaches its speed. The lessons measure
-// them against cuBLAS and say so.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -27,7 +23,7 @@ namespace fl::gemm {
 constexpr int64_t kDefaultTokens = 32 * 512;  // batch 32 x sequence 512
 constexpr int64_t kDefaultC = 768;            // GPT-2 small
 constexpr int64_t kMaxTokens = 65536;
-constexpr int64_t kMaxC = 2048;  // the check and FFN kernels hold rows of 4C in shared memory
+constexpr int64_t kMaxC = 2048;  // the check kernel holds rows of 4C in shared memory (fp64)
 constexpr double kLayerNormEps = 1e-5;
 
 // Input ranges: activations of unit scale, weights scaled by 1/sqrt(fan-in) (as initialisers
@@ -152,191 +148,6 @@ Status launch_check_rows(const CheckArgs<T>& a, ErrorSums* sums, cudaStream_t st
   kernel<<<blocks, kCheckThreads, smem, stream>>>(a, sums);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
-}
-
-// ---- teaching kernel 1: a GEMM whose A-tile load normalizes (layernorm_linear) -------------
-// y = LN(x) W + b without writing LN(x): the statistics (mean, rstd per row) come from a small
-// pass before, and each x element is normalized as it is staged into shared memory. A classic
-// SIMT tiling: a 64 x 64 tile of y per block of 256 threads, 4 x 4 outputs per thread, K in
-// steps of 16; inputs are widened to fp32 as they are staged, the sum is fp32.
-constexpr int kTileM = 64, kTileN = 64, kTileK = 16, kTileThreads = 256;
-
-template <typename T>
-__global__ void __launch_bounds__(kTileThreads) ln_gemm_bias_kernel(
-    const T* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
-    const T* __restrict__ gamma, const T* __restrict__ beta, const T* __restrict__ w,
-    const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n) {
-  __shared__ float s_a[kTileK][kTileM + 1];  // normalized x, transposed (k-major); +1: no bank conflicts on the store
-  __shared__ float s_b[kTileK][kTileN];
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int64_t m0 = int64_t(blockIdx.y) * kTileM;
-  const int n0 = blockIdx.x * kTileN;
-  float acc[4][4] = {};
-  for (int k0 = 0; k0 < k; k0 += kTileK) {
-    // Stage the A tile (64 rows x 16 k), normalizing: 4 elements per thread.
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int idx = threadIdx.x + e * kTileThreads;
-      const int r = idx / kTileK, kk = idx % kTileK;
-      const int64_t row = m0 + r;
-      const int col = k0 + kk;
-      float v = 0.0f;
-      if (row < m && col < k) {
-        v = (Elem<T>::to_float(x[row * k + col]) - mean[row]) * rstd[row] *
-                Elem<T>::to_float(gamma[col]) + Elem<T>::to_float(beta[col]);
-      }
-      s_a[kk][r] = v;
-    }
-    // Stage the B tile (16 k x 64 columns of W).
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int idx = threadIdx.x + e * kTileThreads;
-      const int kk = idx / kTileN, c = idx % kTileN;
-      const int row = k0 + kk, col = n0 + c;
-      s_b[kk][c] = row < k && col < n ? Elem<T>::to_float(w[int64_t(row) * n + col]) : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kTileK; ++kk) {
-      float a[4], b[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = s_a[kk][ty + 16 * i];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) b[j] = s_b[kk][tx + 16 * j];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
-      }
-    }
-    __syncthreads();
-  }
-  // Epilogue: the bias, then one rounding to T.
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int64_t row = m0 + ty + 16 * i;
-    if (row >= m) continue;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int col = n0 + tx + 16 * j;
-      if (col < n) y[row * n + col] = Elem<T>::from_float(acc[i][j] + Elem<T>::to_float(bias[col]));
-    }
-  }
-}
-
-template <typename T>
-Status launch_ln_gemm_bias(const T* x, const float* mean, const float* rstd, const T* gamma,
-                           const T* beta, const T* w, const T* bias, T* y, int64_t m, int k,
-                           int n, cudaStream_t stream) {
-  const int64_t row_tiles = (m + kTileM - 1) / kTileM;
-  if (row_tiles > 65535) return Status::Error("ln_gemm_bias takes at most 65535 x 64 rows");
-  const dim3 grid(static_cast<unsigned>((n + kTileN - 1) / kTileN), static_cast<unsigned>(row_tiles));
-  ln_gemm_bias_kernel<T><<<grid, kTileThreads, 0, stream>>>(x, mean, rstd, gamma, beta, w, bias, y,
-                                                            m, k, n);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
-}
-
-// ---- teaching kernel 2: the FFN with its 4C activation kept on chip (ffn) -------------------
-// y = GELU(x W1 + b1) W2 + b2 in one kernel. A block owns kRows tokens and walks the hidden
-// dimension H = 4C in chunks of kChunk: it computes that chunk of h = GELU(x W1 + b1) into
-// shared memory, then adds h_chunk W2[chunk, :] to the block's running y (kRows x C, in shared
-// memory). h never leaves the SM. The price, which is the lesson: every block reads all of W1
-// and W2 (from L2: 2 C H weights per block, where two GEMMs read them once per 64-128-row tile
-// as well, but keep far more tokens per tile), with a tile of only kRows tokens for the y
-// accumulator to fit, so each weight is used kRows times per read instead of ~128.
-constexpr int kFfnThreads = 256;
-constexpr int kChunk = 64;
-
-template <typename T, int kRows>
-__global__ void __launch_bounds__(kFfnThreads) ffn_on_chip_kernel(
-    const T* __restrict__ x, const T* __restrict__ w1, const T* __restrict__ b1,
-    const T* __restrict__ w2, const T* __restrict__ b2, T* __restrict__ y, int64_t m, int c,
-    int hidden) {
-  extern __shared__ float s_mem[];
-  float* s_y = s_mem;                  // kRows x c: the running output rows
-  float* s_h = s_mem + kRows * c;      // kRows x kChunk: this chunk of the hidden rows
-  const int64_t m0 = int64_t(blockIdx.x) * kRows;
-  for (int i = threadIdx.x; i < kRows * c; i += kFfnThreads) s_y[i] = 0.0f;
-
-  constexpr int kGroups = kFfnThreads / kChunk;  // 4 row groups in the h phase
-  constexpr int kRowsPerThread = (kRows + kGroups - 1) / kGroups;
-  const int j = threadIdx.x % kChunk, group = threadIdx.x / kChunk;
-  for (int j0 = 0; j0 < hidden; j0 += kChunk) {
-    // 1. h[r][j0 + j] = GELU(x[r] . W1[:, j0 + j] + b1): thread (group, j) takes rows
-    //    group, group + 4, ... The x loads are the same address across a warp (a broadcast).
-    float acc[kRowsPerThread] = {};
-    const bool col_ok = j0 + j < hidden;
-    for (int kk = 0; kk < c; ++kk) {
-      const float wv = col_ok ? Elem<T>::to_float(w1[int64_t(kk) * hidden + j0 + j]) : 0.0f;
-#pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        const int r = group + i * kGroups;
-        if (r < kRows && m0 + r < m) acc[i] += Elem<T>::to_float(x[(m0 + r) * c + kk]) * wv;
-      }
-    }
-    __syncthreads();  // the previous chunk's readers of s_h are done
-#pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) {
-      const int r = group + i * kGroups;
-      if (r < kRows) {
-        s_h[r * kChunk + j] = col_ok ? gelu_tanh_fast(acc[i] + Elem<T>::to_float(b1[j0 + j])) : 0.0f;
-      }
-    }
-    __syncthreads();
-    // 2. y[r][col] += h[r][chunk] . W2[chunk, col]: thread owns columns col = tid, tid + 256, ...
-    const int chunk = min(kChunk, hidden - j0);
-    for (int col = threadIdx.x; col < c; col += kFfnThreads) {
-      float sum[kRows] = {};
-      for (int jj = 0; jj < chunk; ++jj) {
-        const float wv = Elem<T>::to_float(w2[int64_t(j0 + jj) * c + col]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) sum[r] += s_h[r * kChunk + jj] * wv;
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) s_y[r * c + col] += sum[r];
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kRows * c; i += kFfnThreads) {
-    const int r = i / c, col = i % c;
-    if (m0 + r < m) y[(m0 + r) * c + col] = Elem<T>::from_float(s_y[i] + Elem<T>::to_float(b2[col]));
-  }
-}
-
-// Shared memory of one FFN block.
-inline size_t ffn_smem_bytes(int rows, int c) {
-  return sizeof(float) * (size_t(rows) * c + size_t(rows) * kChunk);
-}
-
-template <typename T, int kRows>
-Status launch_ffn_rows(const T* x, const T* w1, const T* b1, const T* w2, const T* b2, T* y,
-                       int64_t m, int c, int hidden, cudaStream_t stream) {
-  const size_t smem = ffn_smem_bytes(kRows, c);
-  auto kernel = ffn_on_chip_kernel<T, kRows>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(smem)));
-  const unsigned blocks = static_cast<unsigned>((m + kRows - 1) / kRows);
-  kernel<<<blocks, kFfnThreads, smem, stream>>>(x, w1, b1, w2, b2, y, m, c, hidden);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
-}
-
-// The most tokens per block whose y rows fit in this GPU's shared memory: 32 at C = 768 on a
-// Hopper (100 KB), 16 on a Volta (96 KB per block at most).
-template <typename T>
-Status launch_ffn_on_chip(const T* x, const T* w1, const T* b1, const T* w2, const T* b2, T* y,
-                          int64_t m, int c, int hidden, cudaStream_t stream) {
-  int device = 0, optin = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  auto fits = [&](int rows) { return ffn_smem_bytes(rows, c) <= size_t(optin); };
-  if (fits(32)) return launch_ffn_rows<T, 32>(x, w1, b1, w2, b2, y, m, c, hidden, stream);
-  if (fits(16)) return launch_ffn_rows<T, 16>(x, w1, b1, w2, b2, y, m, c, hidden, stream);
-  if (fits(8)) return launch_ffn_rows<T, 8>(x, w1, b1, w2, b2, y, m, c, hidden, stream);
-  if (fits(4)) return launch_ffn_rows<T, 4>(x, w1, b1, w2, b2, y, m, c, hidden, stream);
-  return Status::Error("ffn: a block's output rows (C = " + std::to_string(c) +
-                       ") do not fit in this GPU's shared memory");
 }
 
 }  // namespace fl::gemm

@@ -5,14 +5,14 @@
 //   0 unfused     layernorm writes xn = LN(x) (lesson 4's one-kernel LayerNorm), a cuBLASLt GEMM
 //                 writes t = xn W, add_bias writes y = t + b: xn and t round-trip through HBM.
 //   1 epilogue    layernorm, then one cuBLASLt GEMM with the bias epilogue: t never exists.
-//   2 prologue    our teaching kernels: row_stats writes each row's mean and 1/std (8 bytes a
-//                 row), then ln_gemm_bias normalizes x as it loads the GEMM's A tile and adds the
-//                 bias as it stores: xn never exists either. Our GEMM is plain SIMT code, so this
-//                 level is slower than cuBLAS: it shows where the bytes go, not a faster GEMM.
+//   2 prologue    one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): each block computes
+//                 its rows' mean and 1/std, normalizes x as its tiles land in shared memory (the
+//                 GEMM's prologue) and adds the bias as it stores (the epilogue): xn never
+//                 exists, and there is one launch instead of two.
 // Textbook bytes (M tokens, K = C, N = 3C, b bytes per element):
 //   layernorm   reads (M K + 2 K) b, writes M K b       gemm  reads (M K + K N) b, writes M N b
 //   add_bias    reads (M N + N) b, writes M N b         gemm_bias  reads (M K + K N + N) b, writes M N b
-//   row_stats   reads M K b, writes 8 M                 ln_gemm_bias  reads (M K + K N + 2 K + N) b + 8 M, writes M N b
+//   ln_gemm_bias  reads (M K + K N + 2 K + N) b, writes M N b (the statistics re-read x from L2)
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -24,6 +24,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_rows.cuh"
+#include "kernels/tensor_gemm.cuh"
 
 namespace fl {
 namespace {
@@ -53,6 +54,139 @@ const char* const kTeachingText =
     "bf16, 37x cuBLAS on tensor cores (86 us): it saves the xn round trip (24 MiB) but not "
     "time.";
 
+// ---- level 2: LayerNorm in the GEMM's prologue, bias in its epilogue -----------------------
+// One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
+//   1. prologue: a warp per row computes the mean and 1/std of the block's BM rows of x (fp32
+//      sums of x - x[row][0], shifted so the variance does not cancel), into shared memory;
+//   2. main loop: cp.async brings x and W tiles into the shared-memory ring; as an x tile lands,
+//      each thread normalizes the chunks it copied, in place, (x - mean) * rstd * gamma + beta,
+//      rounded to the lesson's precision as level 0's xn would be; then the warps multiply;
+//   3. epilogue: y = acc + b, one rounding, stored straight from the accumulators.
+// xn never exists in HBM. The price: each block reads its x rows once more for the statistics
+// (from L2: the main loop reads the same rows), N / BN times over the whole GEMM.
+// Tiles: 128 x 128 with 8 warps (64 x 32 each) when that gives at least one block per SM,
+// otherwise 64 x 64 with 4 warps (small token counts: more blocks to stream W with).
+using LnGemmBig = tc::TileConfig<128, 128, 2, 4, 4>;
+using LnGemmSmall = tc::TileConfig<64, 64, 2, 2, 4>;
+
+template <typename T, int kThreads, bool kVectorized>
+__device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, int rows, float* mean,
+                               float* rstd) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < rows; r += kThreads / 32) {
+    const int64_t row = m0 + r;
+    if (row >= m) {
+      if (lane == 0) mean[r] = rstd[r] = 0.0f;
+      continue;
+    }
+    const T* xr = x + row * k;
+    const float shift = Elem<T>::to_float(xr[0]);
+    float sum = 0.0f, sq = 0.0f;
+    if constexpr (kVectorized) {
+      for (int c = lane * tc::kVec<T>; c < k; c += 32 * tc::kVec<T>) {
+        const Vec16<T> v = load16(xr + c);
+#pragma unroll
+        for (int e = 0; e < tc::kVec<T>; ++e) {
+          const float d = Elem<T>::to_float(v.v[e]) - shift;
+          sum += d;
+          sq += d * d;
+        }
+      }
+    } else {
+      for (int c = lane; c < k; c += 32) {
+        const float d = Elem<T>::to_float(xr[c]) - shift;
+        sum += d;
+        sq += d * d;
+      }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+      sq += __shfl_xor_sync(0xffffffffu, sq, offset);
+    }
+    if (lane == 0) {
+      const float d_mean = sum / k;
+      mean[r] = shift + d_mean;
+      rstd[r] = rsqrtf(fmaxf(sq / k - d_mean * d_mean, 0.0f) + float(gemm::kLayerNormEps));
+    }
+  }
+}
+
+template <typename T, class Cfg, bool kVectorized>
+__global__ void __launch_bounds__(Cfg::kThreads) ln_gemm_bias_kernel(
+    const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+    const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k,
+    int n) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* ring = reinterpret_cast<T*>(smem);
+  float* s_mean = reinterpret_cast<float*>(smem + tc::ring_bytes<T, Cfg>());
+  float* s_rstd = s_mean + Cfg::kBM;
+  const int64_t m0 = int64_t(blockIdx.y) * Cfg::kBM, n0 = int64_t(blockIdx.x) * Cfg::kBN;
+
+  // Normalizes, in place, the chunks of a landed x tile that this thread copied.
+  auto normalize = [&](T* tile, int ld, int64_t k0) {
+    constexpr int E = tc::kVec<T>, kChunksPerRow = tc::kBK<T> / E;
+    for (int i = threadIdx.x; i < Cfg::kBM * kChunksPerRow; i += Cfg::kThreads) {
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * E;
+      if (m0 + r >= m) continue;
+      T* p = tile + r * ld + c;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int64_t kk = k0 + c + e;
+        if (kk < k) {
+          const float v = (Elem<T>::to_float(p[e]) - s_mean[r]) * s_rstd[r];
+          p[e] = Elem<T>::from_float(v * Elem<T>::to_float(gamma[kk]) + Elem<T>::to_float(beta[kk]));
+        }
+      }
+    }
+  };
+  // The statistics run while the first K-tiles are already in flight.
+  auto statistics = [&]() {
+    row_statistics<T, Cfg::kThreads, kVectorized>(x, m, k, m0, Cfg::kBM, s_mean, s_rstd);
+    __syncthreads();
+  };
+
+  float acc[Cfg::kMT][Cfg::kNT][4] = {};
+  tc::block_mainloop<T, Cfg, kVectorized>(acc, ring, x, k, w, n, m, n, k, m0, n0, normalize,
+                                          statistics);
+  const bool pairs = n % 2 == 0;
+  tc::for_each_pair<Cfg>(acc, [&](int r, int c, float v0, float v1) {
+    const int64_t row = m0 + r, col = n0 + c;
+    if (row >= m || col >= n) return;
+    v0 += Elem<T>::to_float(bias[col]);
+    if (col + 1 < n) v1 += Elem<T>::to_float(bias[col + 1]);
+    tc::store_pair(y, n, row, col, v0, v1, pairs);
+  });
+}
+
+template <typename T, class Cfg, bool kVectorized>
+Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                             T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  const size_t smem = tc::ring_bytes<T, Cfg>() + 2 * Cfg::kBM * sizeof(float);
+  auto kernel = ln_gemm_bias_kernel<T, Cfg, kVectorized>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>((n + Cfg::kBN - 1) / Cfg::kBN),
+                  static_cast<unsigned>((m + Cfg::kBM - 1) / Cfg::kBM));
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(x, gamma, beta, w, bias, y, m, k, n);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename T>
+Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const bool big = ((m + 127) / 128) * ((n + 127) / 128) >= sms;
+  const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
+  if (big && vec) return launch_ln_gemm_config<T, LnGemmBig, true>(x, gamma, beta, w, bias, y, m, k, n, stream);
+  if (big) return launch_ln_gemm_config<T, LnGemmBig, false>(x, gamma, beta, w, bias, y, m, k, n, stream);
+  if (vec) return launch_ln_gemm_config<T, LnGemmSmall, true>(x, gamma, beta, w, bias, y, m, k, n, stream);
+  return launch_ln_gemm_config<T, LnGemmSmall, false>(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+
 template <typename T>
 class LayerNormLinearWorkspace final : public Workspace {
  public:
@@ -68,8 +202,6 @@ class LayerNormLinearWorkspace final : public Workspace {
     FL_TRY(xn_.allocate(m_ * k_ * sizeof(T)));
     FL_TRY(t_.allocate(m_ * n_ * sizeof(T)));
     FL_TRY(y_.allocate(m_ * n_ * sizeof(T)));
-    FL_TRY(mean_.allocate(m_ * sizeof(float)));
-    FL_TRY(rstd_.allocate(m_ * sizeof(float)));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
     FL_TRY(blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::none, &gemm_));
@@ -89,8 +221,6 @@ class LayerNormLinearWorkspace final : public Workspace {
   Status poison_outputs(cudaStream_t stream) override {
     FL_TRY(fill_nan(xn_.as<T>(), m_ * k_, stream));
     FL_TRY(fill_nan(t_.as<T>(), m_ * n_, stream));
-    FL_TRY(fill_nan(mean_.as<float>(), m_, stream));
-    FL_TRY(fill_nan(rstd_.as<float>(), m_, stream));
     return fill_nan(y_.as<T>(), m_ * n_, stream);
   }
 
@@ -100,7 +230,6 @@ class LayerNormLinearWorkspace final : public Workspace {
     const T *x = x_.as<T>(), *gamma = gamma_.as<T>(), *beta = beta_.as<T>();
     const T *w = w_.as<T>(), *b = b_.as<T>();
     T *xn = xn_.as<T>(), *t = t_.as<T>(), *y = y_.as<T>();
-    float *mean = mean_.as<float>(), *rstd = rstd_.as<float>();
     const int c = static_cast<int>(k_);
     if (level < 2 && launch == 0) {
       // The row kernels read their input through `h`.
@@ -111,12 +240,7 @@ class LayerNormLinearWorkspace final : public Workspace {
     if (level == 0 && launch == 2) return launch_bias_op(t, b, y, m_ * n_, n_, AddBiasOp{}, stream);
     if (level == 1 && launch == 1) return gemm_bias_->run(xn, w, b, y, stream);
     if (level == 2 && launch == 0) {
-      const RowArgs<T> a{nullptr, nullptr, nullptr, nullptr, const_cast<T*>(x), nullptr, mean, rstd, m_, c};
-      return layernorm_rows::launch_rows<T, RowStep::kMeanVar>(a, stream);
-    }
-    if (level == 2 && launch == 1) {
-      return gemm::launch_ln_gemm_bias(x, mean, rstd, gamma, beta, w, b, y, m_, c,
-                                       static_cast<int>(n_), stream);
+      return launch_ln_gemm_bias(x, gamma, beta, w, b, y, m_, c, static_cast<int>(n_), stream);
     }
     return Status::Error("layernorm_linear has no launch " + std::to_string(launch) +
                          " at level " + std::to_string(level));
@@ -146,7 +270,7 @@ class LayerNormLinearWorkspace final : public Workspace {
  private:
   int64_t m_, k_, n_;
   double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, w_, b_, xn_, t_, y_, mean_, rstd_, sums_;
+  DeviceBuffer x_, gamma_, beta_, w_, b_, xn_, t_, y_, sums_;
   std::unique_ptr<blas::Gemm> gemm_, gemm_bias_;
 };
 
@@ -168,8 +292,8 @@ class LayerNormLinear final : public Lesson {
         {"unfused", "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip through HBM",
          {"layernorm", "gemm", "add_bias"}},
         {"epilogue", "LayerNorm, then one cuBLASLt GEMM with a bias epilogue", {"layernorm", "gemm_bias"}},
-        {"prologue", "row statistics, then our GEMM normalizing x as it loads it: xn never exists",
-         {"row_stats", "ln_gemm_bias"}},
+        {"prologue", "one kernel on tensor cores: row statistics and LayerNorm in the GEMM's prologue, bias in its epilogue; xn never exists",
+         {"ln_gemm_bias"}},
     };
     info_.precisions = {Precision::fp32, Precision::bf16};
   }
@@ -189,15 +313,14 @@ class LayerNormLinear final : public Lesson {
     if (level == 1) {
       return {layernorm, {"gemm_bias", (m * k + k * n + n) * b, m * n * b, gemm_flops + bias_flops}};
     }
-    return {{"row_stats", m * k * b, 8 * m, 3.0 * m * k},
-            {"ln_gemm_bias", (m * k + k * n + 2 * k + n) * b + 8 * m, m * n * b,
-             gemm_flops + 4.0 * m * k + bias_flops}};
+    return {{"ln_gemm_bias", (m * k + k * n + 2 * k + n) * b, m * n * b,
+             gemm_flops + ln_flops + bias_flops}};
   }
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
-    return (2 * m * k + 2 * k + k * n + n + 2 * m * n) * bytes_per_element(p) + 8 * m;
+    return (2 * m * k + 2 * k + k * n + n + 2 * m * n) * bytes_per_element(p);
   }
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {

@@ -94,6 +94,24 @@ if stage gemm; then
   bench "gemm_shapes_tf32" linear_gelu,ffn 16K --precision fp32 --cache cold --allow-tf32
 fi
 
+# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep of issue 14 in
+# bf16 and fp32 (cold), and the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE).
+if stage tc; then
+  t0=$(date +%s)
+  "$build/tests/fusionlab_gpu_tests" --gtest_filter='Catalog/*layernorm_linear*:Catalog/*ffn*' \
+    > "$results/tc-tests.log" 2>&1 || status=1
+  log "tc gpu tests: $(grep -E '^\[  (PASSED|FAILED)' "$results/tc-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  grep -E '^\[  FAILED|Failure|error' "$results/tc-tests.log" | head -20 >> "$OUT/summary.txt"
+  for precision in bf16 fp32; do
+    bench "tc_$precision" layernorm_linear,ffn "${FL_TC_SIZES:-1,16,64,256,1K,4K,16K}" \
+      --precision $precision --cache cold --no-counters
+  done
+  for slice in 32 64; do
+    FL_FFN_SLICE=$slice bench "tc_ffn_slice$slice" ffn 1,16,64,256 --precision bf16 --cache cold \
+      --no-counters --levels 2
+  done
+fi
+
 # The counter phase's fidelity as shipped (profiler enabled once, flush drain), and, for
 # comparison, enabled per request: per-chain DRAM bytes against the textbook and wall time.
 if stage counters; then

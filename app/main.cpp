@@ -10,6 +10,7 @@
 #include "fusionlab_build_info.h"
 #if FUSIONLAB_GUI
 #include "app/gui/gui.h"
+#include "app/gui/settings.h"
 #endif
 
 namespace fl {
@@ -49,6 +50,28 @@ int main(int argc, char** argv) {
   bool frame_stats = false;
   app.add_flag("--frame-stats", frame_stats,
                "With --screenshot: print the frame times measured while the engine worked");
+#if FUSIONLAB_GUI
+  // The window's size and scale, and its remembered settings (helper A, app/gui/settings.h).
+  fl::GuiOptions window_options;
+  app.add_option_function<std::string>(
+         "--size",
+         [&](const std::string& text) {
+           std::string why;
+           if (!fl::gui::parse_window_size(text, &window_options.width, &window_options.height, &why)) {
+             throw CLI::ValidationError("--size", why);
+           }
+         },
+         "The window's size in pixels, for the window and for --screenshot/--script pictures "
+         "(default: 1280x720 for pictures, else the remembered size or 80% of the screen)")
+      ->type_name("WxH");
+  app.add_option("--scale", window_options.scale,
+                 "Multiply the monitor's content scale (fonts, spacing, lines) by F")
+      ->check(CLI::Range(fl::gui::kMinScale, fl::gui::kMaxScale))->type_name("F");
+  app.add_flag("--reset-settings", window_options.reset_settings,
+               "Forget the remembered window size, place, lesson, view and panel sizes");
+  app.add_flag("--use-settings", window_options.use_settings,
+               "With --screenshot or --script: read and write the remembered settings too");
+#endif
   std::string view = "speedup";
   app.add_option("--view", view, "The view shown first: speedup, bandwidth, flow, timeline, memory or roofline")
       ->capture_default_str();
@@ -116,7 +139,7 @@ int main(int argc, char** argv) {
   if (export_trace->parsed()) return fl::run_export_trace(trace_options);
   if (export_csv->parsed()) return fl::run_export_csv(csv_options);
 #if FUSIONLAB_GUI
-  fl::GuiOptions gui;
+  fl::GuiOptions gui = window_options;
   gui.screenshot_path = screenshot;
   gui.force_no_gpu = no_gpu;
   gui.replay_paths = replay;

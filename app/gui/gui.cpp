@@ -96,6 +96,53 @@ struct ImGuiSession {
   }
 };
 
+// Where the window opens and how large: --size, else (scripts, screenshots) 1280x720, else
+// about 80% of the primary monitor's work area, centred in it.
+struct WindowPlacement {
+  int width = 1280, height = 720;
+  bool has_position = false;
+  int x = 0, y = 0;
+};
+
+constexpr int kScriptedWidth = 1280, kScriptedHeight = 720;
+constexpr float kWorkAreaShare = 0.8f;
+
+WindowPlacement window_placement(const GuiOptions& options, bool headless) {
+  WindowPlacement p;
+  if (options.width > 0 && options.height > 0) {
+    p.width = options.width;
+    p.height = options.height;
+  } else if (headless) {
+    p.width = kScriptedWidth;
+    p.height = kScriptedHeight;
+  }
+  if (headless) return p;
+  GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+  if (!monitor) return p;
+  int wx = 0, wy = 0, ww = 0, wh = 0;
+  glfwGetMonitorWorkarea(monitor, &wx, &wy, &ww, &wh);
+  if (ww <= 0 || wh <= 0) return p;
+  if (options.width <= 0 || options.height <= 0) {
+    p.width = std::max(std::min(ww, 800), static_cast<int>(std::lround(ww * kWorkAreaShare)));
+    p.height = std::max(std::min(wh, 600), static_cast<int>(std::lround(wh * kWorkAreaShare)));
+  }
+  p.has_position = true;
+  p.x = wx + std::max(0, (ww - p.width) / 2);
+  p.y = wy + std::max(0, (wh - p.height) / 2);
+  return p;
+}
+
+// Why a picture of width x height cannot be taken on this screen; empty when it can.
+std::string too_big_for_screen(int width, int height) {
+  GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+  const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
+  if (!mode || (width <= mode->width && height <= mode->height)) return "";
+  return "a " + std::to_string(width) + "x" + std::to_string(height) +
+         " window does not fit on this " + std::to_string(mode->width) + "x" +
+         std::to_string(mode->height) + " screen; under Xvfb give it a larger one: xvfb-run -a -s "
+         "\"-screen 0 2560x1440x24\"";
+}
+
 // ---- [SECTION] fonts and HiDPI --------------------------------------------------------------
 
 constexpr float kBaseFontSize = 16.0f;
@@ -471,11 +518,32 @@ class ScriptRunner {
   const std::string& error() const { return error_; }
   // The line of the screenshot being taken, for an error while saving it.
   int shot_line() const { return shot_line_; }
+  int resize_line() const { return resize_line_; }
   std::string where(int line) const { return script_.path + ":" + std::to_string(line) + ": "; }
 
+  // A `window-size` command asks the window for a new size: the window takes it with
+  // take_resize() and step() waits until the framebuffer has that size.
+  bool take_resize(int* width, int* height) {
+    if (!resize_asked_) return false;
+    resize_asked_ = false;
+    *width = resize_w_;
+    *height = resize_h_;
+    return true;
+  }
+
   // Once per frame, after lab.update(): runs commands until one needs frames to pass.
-  Step step(gui::Lab& lab, double now) {
+  // fb_w x fb_h: the framebuffer's size now.
+  Step step(gui::Lab& lab, double now, int fb_w, int fb_h) {
     if (shot_frames_ > 0) return --shot_frames_ == 0 ? Step::shoot : Step::run;
+    if (resizing_) {
+      if (fb_w != resize_w_ || fb_h != resize_h_) {
+        if (now - resize_started_ < kResizeSeconds) return Step::run;
+        return fail(resize_line_, "window-size: the window stayed " + std::to_string(fb_w) + "x" +
+                                      std::to_string(fb_h) + " instead of " +
+                                      std::to_string(resize_w_) + "x" + std::to_string(resize_h_));
+      }
+      resizing_ = false;
+    }
     if (waiting_) {
       if (!settled(lab)) {
         if (now - wait_started_ < wait_limit_) return Step::run;
@@ -521,6 +589,13 @@ class ScriptRunner {
         return Step::run;
       } else if (c.verb == "caption") {
         caption_ = c.arg == "on";
+      } else if (c.verb == "window-size") {
+        resize_asked_ = resizing_ = true;
+        resize_w_ = c.width;
+        resize_h_ = c.height;
+        resize_line_ = c.line;
+        resize_started_ = now;
+        return Step::run;
       } else if (c.verb == "screenshot") {
         shot_ = ShotRequest{script_.out_dir + "/" + c.arg, c.view_only, caption_};
         shot_line_ = c.line;
@@ -566,6 +641,7 @@ class ScriptRunner {
 
  private:
   static constexpr double kWaitSeconds = 180.0;
+  static constexpr double kResizeSeconds = 10.0;  // for the window to take a window-size
   // Nothing left to measure: no pending slider change, no request or sweep in flight, the
   // engine idle (its counter phase included). Without a GPU or recording, nothing will come.
   static bool settled(const gui::Lab& lab) {
@@ -589,6 +665,9 @@ class ScriptRunner {
   int shot_frames_ = 0;
   int shot_line_ = 0;
   bool caption_ = true;
+  bool resize_asked_ = false, resizing_ = false;
+  int resize_w_ = 0, resize_h_ = 0, resize_line_ = 0;
+  double resize_started_ = 0;
   ShotRequest shot_;
   std::string error_;
 };
@@ -628,24 +707,43 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-  // A screenshot is exactly width x height pixels; an interactive window grows with the monitor's
-  // scale so text keeps its physical size.
-  glfwWindowHint(GLFW_SCALE_TO_MONITOR, headless ? GLFW_FALSE : GLFW_TRUE);
-  if (headless) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+  // Sizes are pixels (--size, remembered, or a share of the work area, which is already in the
+  // monitor's pixels): GLFW must not scale them again. Text follows the content scale instead.
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
+  glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // shown once it has its size and place
+  const WindowPlacement place = window_placement(options, headless);
+  if (headless) {
+    // A picture is exactly the size asked for: a window larger than the screen would be cut
+    // (or garbage) where the screen ends.
+    if (const std::string why = too_big_for_screen(place.width, place.height); !why.empty()) {
+      return fail(why);
+    }
+  }
   Window window;
-  window.handle = glfwCreateWindow(options.width, options.height, "Fusion Lab", nullptr, nullptr);
+  window.handle = glfwCreateWindow(place.width, place.height, "Fusion Lab", nullptr, nullptr);
   if (!window.handle) return cannot_open_window();
+  if (place.has_position) glfwSetWindowPos(window.handle, place.x, place.y);
+  glfwShowWindow(window.handle);
   glfwMakeContextCurrent(window.handle);
   if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
     return fail("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
   }
   glfwSwapInterval(1);
+  if (headless) {
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
+    if (fb_w != place.width || fb_h != place.height) {
+      return fail("the window is " + std::to_string(fb_w) + "x" + std::to_string(fb_h) +
+                  " pixels, not the " + std::to_string(place.width) + "x" +
+                  std::to_string(place.height) + " asked for (a window manager or a scaled screen?)");
+    }
+  }
 
   ImGuiSession imgui;
   if (headless) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
-  // Screenshots are rendered at scale 1 so they look the same everywhere; the window follows
-  // the monitor's content scale (HiDPI).
-  setup_style_and_fonts(headless ? 1.0f : content_scale(window.handle));
+  // Screenshots are rendered at scale 1 (times --scale) so they look the same everywhere; the
+  // window follows the monitor's content scale (HiDPI) times --scale.
+  setup_style_and_fonts((headless ? 1.0f : content_scale(window.handle)) * options.scale);
   imgui.glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
   imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
   if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
@@ -700,9 +798,17 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     const bool shoot = plan.shoot_this_frame(lab, now);
     ScriptRunner::Step script_step = ScriptRunner::Step::run;
     if (runner.active()) {
-      script_step = runner.step(lab, now);
+      int fb_w = 0, fb_h = 0;
+      glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
+      script_step = runner.step(lab, now, fb_w, fb_h);
       if (script_step == ScriptRunner::Step::error) return fail(runner.error());
       if (script_step == ScriptRunner::Step::quit) return 0;
+      if (int w = 0, h = 0; runner.take_resize(&w, &h)) {
+        if (const std::string why = too_big_for_screen(w, h); !why.empty()) {
+          return fail(runner.where(runner.resize_line()) + why);
+        }
+        glfwSetWindowSize(window.handle, w, h);
+      }
     }
 
     ImGui_ImplOpenGL3_NewFrame();

@@ -8,8 +8,18 @@ namespace fl {
 
 struct GuiOptions {
   std::string screenshot_path;  // non-empty: render, wait for the first results, save PNG, exit
-  int width = 1280;
-  int height = 720;
+  // --size WxH: the window's size in pixels. 0: 1280x720 for --screenshot and --script runs;
+  // interactive, the remembered size or about 80% of the monitor's work area.
+  int width = 0;
+  int height = 0;
+  // --scale F: multiplies the monitor's content scale (1 for screenshots and scripts): fonts,
+  // spacing and line widths.
+  float scale = 1.0f;
+  // --reset-settings: delete the remembered settings (app/gui/settings.h) and start afresh.
+  bool reset_settings = false;
+  // --use-settings: let a --screenshot or --script run read and write the settings file too
+  // (interactive runs always do; scripted ones do not, so their pictures are reproducible).
+  bool use_settings = false;
   bool force_no_gpu = false;    // --no-gpu: behave as on a machine without a driver (replay)
   // --replay: session files (or folders of them) of one GPU to replay, even with a GPU present.
   // Checked before the window opens.

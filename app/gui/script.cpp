@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "app/gui/backend_choice.h"
+#include "app/gui/settings.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
 #include "kernels/catalog.h"
@@ -27,14 +28,14 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"sweep", {0, 0}},        {"cancel-sweep", {0, 0}}, {"wait", {0, 1}},
       {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
-      {"save-session", {1, 1}}, {"quit", {0, 0}},
+      {"save-session", {1, 1}}, {"quit", {0, 0}},       {"window-size", {1, 2}},
   };
   return table;
 }
 
 std::string verbs_list() {
   return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
-         "screenshot, open, compare, export-trace, export-csv, save-session, quit";
+         "screenshot, window-size, open, compare, export-trace, export-csv, save-session, quit";
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -82,6 +83,13 @@ Status check_command(ScriptCommand* c) {
       if (end == a.c_str() || *end != '\0' || !(s >= 1 && s <= 3600)) {
         return Status::Error("wait takes seconds from 1 to 3600 (default 180), got '" + a + "'");
       }
+    }
+  } else if (c->verb == "window-size") {
+    // window-size 1920 1080, or window-size 1920x1080
+    const std::string text = c->args.size() == 2 ? c->args[0] + "x" + c->args[1] : a;
+    std::string why;
+    if (!parse_window_size(text, &c->width, &c->height, &why)) {
+      return Status::Error("window-size takes W H in pixels (e.g. 1920 1080): " + why);
     }
   } else if (c->verb == "caption") {
     if (a != "on" && a != "off") return Status::Error("caption is on or off");

@@ -7,6 +7,7 @@
 //   view speedup|bandwidth|flow|timeline|memory|roofline
 //   sweep | cancel-sweep | wait [SECONDS]
 //   caption on|off                          the caption strip under later screenshots
+//   window-size W H | window-size WxH       resize the window (pixels) for later screenshots
 //   screenshot NAME.png                     the whole window
 //   screenshot view [VIEW] NAME.png         only the views panel (VIEW first brought forward)
 //   open RECORDING                          replay a recording (files or folders, commas)
@@ -38,6 +39,8 @@ struct ScriptCommand {
   // screenshot: only the views panel; `view` (may be empty) is brought forward first.
   bool view_only = false;
   std::string view;
+  // window-size: the size asked for, in pixels.
+  int width = 0, height = 0;
 };
 
 struct Script {

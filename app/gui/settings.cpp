@@ -1,0 +1,270 @@
+#include "app/gui/settings.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+namespace fl::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool parse_int(const std::string& s, long lo, long hi, int* out) {
+  // Digits with an optional minus: strtol alone would also take spaces and a plus sign.
+  const size_t first = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (s.size() <= first || !std::isdigit(static_cast<unsigned char>(s[first]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_fraction(const std::string& s, float lo, float hi, float* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
+  *out = static_cast<float>(v);
+  return true;
+}
+
+bool parse_bool(const std::string& s, bool* out) {
+  if (s == "true" || s == "1") return *out = true, true;
+  if (s == "false" || s == "0") return *out = false, true;
+  return false;
+}
+
+// A word of letters, digits, '_' and '-' (lesson ids, views, precisions): nothing else is ours.
+bool plain_word(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+std::string window_size_problem(int width, int height) {
+  if (width < kMinWindowWidth || height < kMinWindowHeight || width > kMaxWindowSide ||
+      height > kMaxWindowSide) {
+    return "the window size must be from " + std::to_string(kMinWindowWidth) + "x" +
+           std::to_string(kMinWindowHeight) + " to " + std::to_string(kMaxWindowSide) + "x" +
+           std::to_string(kMaxWindowSide) + " pixels, got " + std::to_string(width) + "x" +
+           std::to_string(height);
+  }
+  return "";
+}
+
+bool parse_window_size(const std::string& text, int* width, int* height, std::string* why) {
+  const size_t x = text.find_first_of("xX");
+  int w = 0, h = 0;
+  if (x == std::string::npos || !parse_int(text.substr(0, x), 0, kMaxWindowSide * 16L, &w) ||
+      !parse_int(text.substr(x + 1), 0, kMaxWindowSide * 16L, &h)) {
+    if (why) *why = "the size is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '" + text + "'";
+    return false;
+  }
+  if (const std::string problem = window_size_problem(w, h); !problem.empty()) {
+    if (why) *why = problem;
+    return false;
+  }
+  *width = w;
+  *height = h;
+  return true;
+}
+
+std::string settings_path() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  fs::path base;
+  if (xdg && xdg[0] == '/') {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && home[0] == '/') {
+    base = fs::path(home) / ".config";
+  } else {
+    return "";
+  }
+  return (base / "fusionlab" / "settings.ini").string();
+}
+
+std::string settings_text(const Settings& s) {
+  std::ostringstream out;
+  out << "# Fusion Lab settings, written when the window closes. Delete this file (or start\n"
+         "# fusionlab with --reset-settings) to start from the defaults.\n";
+  out << "version = 1\n";
+  if (s.width > 0 && s.height > 0) {
+    out << "width = " << s.width << "\nheight = " << s.height << "\n";
+  }
+  if (s.has_position) out << "x = " << s.x << "\ny = " << s.y << "\n";
+  out << "maximized = " << (s.maximized ? "true" : "false") << "\n";
+  if (!s.lesson.empty()) out << "lesson = " << s.lesson << "\n";
+  if (!s.view.empty()) out << "view = " << s.view << "\n";
+  if (!s.precision.empty()) out << "precision = " << s.precision << "\n";
+  if (!s.cache.empty()) out << "cache = " << s.cache << "\n";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.4f", s.panels.left_width);
+  out << "left_width = " << buf << "\n";
+  std::snprintf(buf, sizeof(buf), "%.4f", s.panels.measurement_height);
+  out << "measurement_height = " << buf << "\n";
+  out << "split = " << (s.panels.split ? "true" : "false") << "\n";
+  out << "side_by_side = " << (s.panels.side_by_side ? "true" : "false") << "\n";
+  std::snprintf(buf, sizeof(buf), "%.4f", s.panels.split_fraction);
+  out << "split_fraction = " << buf << "\n";
+  out << "second_view = " << s.panels.second_view << "\n";
+  return out.str();
+}
+
+Status load_settings(const std::string& path, Settings* out, bool* found) {
+  if (found) *found = false;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Status::Ok();
+  if (!fs::is_regular_file(path, ec)) {
+    return Status::Error(path + " is not a regular file");
+  }
+  const auto bytes = fs::file_size(path, ec);
+  if (ec) return Status::Error(path + ": " + ec.message());
+  if (bytes > static_cast<uintmax_t>(kMaxSettingsBytes)) {
+    return Status::Error(path + " is " + std::to_string(bytes) + " bytes, over the " +
+                         std::to_string(kMaxSettingsBytes / 1024) + " KiB a settings file can be");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot read it: " + errno_text());
+  Settings s;
+  const auto bad = [&](int line, const std::string& what) {
+    return Status::Error(path + ": line " + std::to_string(line) + ": " + what);
+  };
+  // key -> (its reader: false on a bad value, what a good value looks like)
+  using Reader = std::function<bool(const std::string&)>;
+  const std::map<std::string, std::pair<Reader, const char*>> readers = {
+      {"version", {[&](const std::string& v) { int n; return parse_int(v, 1, 1, &n); }, "1"}},
+      {"width", {[&](const std::string& v) { return parse_int(v, kMinWindowWidth, kMaxWindowSide, &s.width); },
+                 "a whole number of pixels"}},
+      {"height", {[&](const std::string& v) { return parse_int(v, kMinWindowHeight, kMaxWindowSide, &s.height); },
+                  "a whole number of pixels"}},
+      {"x", {[&](const std::string& v) { return s.has_position = parse_int(v, -100000, 100000, &s.x); },
+             "a whole number of pixels"}},
+      {"y", {[&](const std::string& v) { return s.has_position = parse_int(v, -100000, 100000, &s.y); },
+             "a whole number of pixels"}},
+      {"maximized", {[&](const std::string& v) { return parse_bool(v, &s.maximized); }, "true or false"}},
+      {"lesson", {[&](const std::string& v) { s.lesson = v; return plain_word(v); }, "a lesson id"}},
+      {"view", {[&](const std::string& v) { s.view = v; return plain_word(v); }, "a view name"}},
+      {"precision", {[&](const std::string& v) { s.precision = v; return v == "fp32" || v == "bf16"; },
+                     "fp32 or bf16"}},
+      {"cache", {[&](const std::string& v) { s.cache = v; return v == "cold" || v == "warm"; },
+                 "cold or warm"}},
+      {"left_width", {[&](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s.panels.left_width); },
+                      "a fraction from 0.05 to 0.95"}},
+      {"measurement_height",
+       {[&](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s.panels.measurement_height); },
+        "a fraction from 0.05 to 0.95"}},
+      {"split", {[&](const std::string& v) { return parse_bool(v, &s.panels.split); }, "true or false"}},
+      {"side_by_side", {[&](const std::string& v) { return parse_bool(v, &s.panels.side_by_side); },
+                        "true or false"}},
+      {"split_fraction",
+       {[&](const std::string& v) { return parse_fraction(v, 0.1f, 0.9f, &s.panels.split_fraction); },
+        "a fraction from 0.1 to 0.9"}},
+      {"second_view", {[&](const std::string& v) { s.panels.second_view = v; return plain_word(v); },
+                       "a view name"}},
+  };
+  std::string text;
+  int line = 0;
+  bool any = false;
+  while (std::getline(in, text)) {
+    ++line;
+    for (char c : text) {
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
+        return bad(line, "holds control characters (not a settings file?)");
+      }
+    }
+    const std::string t = trim(text);
+    if (t.empty() || t[0] == '#') continue;
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) return bad(line, "is not `key = value`");
+    const std::string key = trim(t.substr(0, eq)), value = trim(t.substr(eq + 1));
+    const auto it = readers.find(key);
+    if (it == readers.end()) continue;  // a newer fusionlab's key
+    if (!it->second.first(value)) {
+      return bad(line, key + " is " + it->second.second + ", got '" + value.substr(0, 40) + "'");
+    }
+    any = true;
+  }
+  if (in.bad()) return Status::Error(path + ": cannot read it");
+  if (!any) return Status::Error(path + " holds no settings (empty or not a settings file)");
+  if ((s.width > 0) != (s.height > 0)) {
+    return Status::Error(path + ": width and height come together");
+  }
+  *out = std::move(s);
+  if (found) *found = true;
+  return Status::Ok();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& text) {
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir, ec)) {
+    return Status::Error("cannot make the folder " + dir.string() +
+                         (ec ? ": " + ec.message() : std::string()));
+  }
+  std::string tmp = (dir / (target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) return Status::Error("cannot write in " + dir.string() + ": " + errno_text());
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = errno_text();
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::Error("cannot write " + tmp + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    return Status::Error("cannot write " + tmp + ": " + why);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    return Status::Error("cannot replace " + path + ": " + why);
+  }
+  // The rename itself reaches the disk with the folder's entry.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Status save_settings(const std::string& path, const Settings& settings) {
+  return write_file_atomic(path, settings_text(settings));
+}
+
+}  // namespace fl::gui

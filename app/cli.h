@@ -11,6 +11,11 @@ class App;
 
 namespace fl {
 
+// Exit statuses of every command (README "The command line", `fusionlab --help`).
+constexpr int kExitOk = 0;       // success
+constexpr int kExitFailure = 1;  // a runtime failure: a file, the GPU, a measurement
+constexpr int kExitUsage = 2;    // a usage error: an unknown option, a bad value, a missing argument
+
 struct BenchOptions {
   std::string lessons = "gelu_scale";  // comma-separated ids
   std::string sizes = "1K,1M,16M";
@@ -48,7 +53,7 @@ struct LatencyOptions {
 // sessions (files, or folders of .json files, as for --replay) to a Chrome trace or a CSV.
 struct ExportOptions {
   std::vector<std::string> inputs;  // SESSION.json or folders
-  std::string out;                  // -o
+  std::string out;                  // -o; "-" is standard output
   std::string lesson;               // --lesson: only this lesson
   std::string size;                 // --size: only this size ("64M", "1000003")
   bool force = false;               // --force: replace an existing output

@@ -8,12 +8,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "app/cli.h"
 #include "app/measure/cupti_tracer.h"
 #include "app/measure/export.h"
+#include "app/measure/file_io.h"
 #include "app/measure/live_backend.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
@@ -23,9 +28,15 @@
 namespace fl {
 namespace {
 
+// A mistake on the command line (exit 2), found before any GPU or file work.
+int usage(const std::string& message) {
+  std::fprintf(stderr, "fusionlab bench: %s\n", message.c_str());
+  return kExitUsage;
+}
+// A failure while running (exit 1): no GPU, a measurement or a file that could not be written.
 int fail(const std::string& message) {
   std::fprintf(stderr, "fusionlab bench: %s\n", message.c_str());
-  return 2;
+  return kExitFailure;
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -57,43 +68,61 @@ int run_bench(const BenchOptions& o) {
   }
   for (const std::string& id : ids) {
     const Lesson* lesson = find_lesson(id);
-    if (lesson == nullptr) return fail("unknown lesson '" + id + "' (see `fusionlab lessons`)");
+    if (lesson == nullptr) return usage("unknown lesson '" + shorten_for_message(id) + "' (see `fusionlab lessons`)");
     chosen.push_back(lesson);
   }
-  if (chosen.empty()) return fail("no lesson given");
+  if (chosen.empty()) return usage("no lesson given");
   std::vector<int64_t> sizes;
-  if (Status st = parse_size_list(o.sizes, &sizes); !st.ok()) return fail(st.message());
+  if (Status st = parse_size_list(o.sizes, &sizes); !st.ok()) return usage(st.message());
   Precision precision;
-  if (!parse_precision(o.precision, &precision)) return fail("--precision is fp32 or bf16, got '" + o.precision + "'");
+  if (!parse_precision(o.precision, &precision)) return usage("--precision is fp32 or bf16, got '" + shorten_for_message(o.precision) + "'");
   CacheMode cache;
-  if (!parse_cache_mode(o.cache, &cache)) return fail("--cache is cold or warm, got '" + o.cache + "'");
+  if (!parse_cache_mode(o.cache, &cache)) return usage("--cache is cold or warm, got '" + shorten_for_message(o.cache) + "'");
   std::vector<int> levels;
   if (o.levels != "all") {
     for (const std::string& item : split(o.levels)) {
       char* end = nullptr;
       const long v = std::strtol(item.c_str(), &end, 10);
-      if (end == item.c_str() || *end != '\0' || v < 0) return fail("--levels takes 'all' or numbers like 0,1; got '" + o.levels + "'");
+      if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) return usage("--levels takes 'all' or numbers like 0,1; got '" + shorten_for_message(o.levels) + "'");
       levels.push_back(static_cast<int>(v));
     }
   }
   for (const Lesson* lesson : chosen) {
     for (int level : levels) {
       if (level >= lesson->level_count()) {
-        return fail(lesson->info().id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
+        return usage(lesson->info().id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
       }
     }
     for (int64_t n : sizes) {
       if (n > lesson->info().size_axis.max) {
-        return fail(lesson->info().id + " takes at most " + std::to_string(lesson->info().size_axis.max) +
+        return usage(lesson->info().id + " takes at most " + std::to_string(lesson->info().size_axis.max) +
                     " " + lesson->info().size_axis.unit + "; got " + std::to_string(n));
       }
     }
   }
 
-  if (o.timer != "cupti" && o.timer != "events") return fail("--timer is cupti or events, got '" + o.timer + "'");
+  if (o.timer != "cupti" && o.timer != "events") return usage("--timer is cupti or events, got '" + shorten_for_message(o.timer) + "'");
   CounterReplay replay;
   if (!parse_counter_replay(o.counter_replay, &replay)) {
-    return fail("--counter-replay is user or kernel, got '" + o.counter_replay + "'");
+    return usage("--counter-replay is user or kernel, got '" + shorten_for_message(o.counter_replay) + "'");
+  }
+
+  // The outputs, before minutes of measuring: "-" is standard output (one of them at most; the
+  // table then goes to standard error), a file must be a regular one in a writable folder. An
+  // existing file is replaced, as before: bench re-measures into the same names.
+  const bool session_to_stdout = is_stdout_name(o.out_session), csv_to_stdout = is_stdout_name(o.out_csv);
+  if (session_to_stdout && csv_to_stdout) return usage("--out - and --csv - cannot both go to standard output");
+  for (const std::string* out : {&o.out_session, &o.out_csv}) {
+    if (out->empty() || is_stdout_name(*out)) continue;
+    if (Status st = check_output_file(*out, /*replace_existing=*/true); !st.ok()) return fail(st.message());
+  }
+  int data_fd = -1;  // where the data written to "-" goes: the real standard output
+  if (session_to_stdout || csv_to_stdout) {
+    std::fflush(stdout);
+    data_fd = ::dup(STDOUT_FILENO);
+    if (data_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      return fail(std::string("cannot set up standard output: ") + std::strerror(errno));
+    }
   }
 
   LiveOptions live;
@@ -310,15 +339,25 @@ int run_bench(const BenchOptions& o) {
   }
   session.device = backend->device();
 
+  // Data for "-" goes to the real standard output (saved in data_fd; fd 1 is stderr by now).
+  const auto to_data_fd = [&](const std::string& bytes) -> Status {
+    std::fflush(stdout);
+    if (::dup2(data_fd, STDOUT_FILENO) < 0) return Status::Error(std::string("cannot write to standard output: ") + std::strerror(errno));
+    const Status st = write_to_stdout(bytes);
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    return st;
+  };
   if (!o.out_session.empty()) {
-    if (Status st = save_session(session, o.out_session); !st.ok()) return fail(st.message());
-    std::fprintf(stderr, "wrote %s\n", o.out_session.c_str());
+    const Status st = session_to_stdout ? to_data_fd(session_to_json(session)) : save_session(session, o.out_session);
+    if (!st.ok()) return fail(st.message());
+    std::fprintf(stderr, "wrote %s\n", session_to_stdout ? "the session to standard output"
+                                                         : shorten_for_message(o.out_session, kShownPathChars).c_str());
   }
   if (!o.out_csv.empty()) {
-    if (Status st = export_csv(session.measurements, o.out_csv); !st.ok()) {
-      return fail(st.message());
-    }
-    std::fprintf(stderr, "wrote %s\n", o.out_csv.c_str());
+    const Status st = csv_to_stdout ? to_data_fd(measurements_csv(session)) : export_csv(session, o.out_csv);
+    if (!st.ok()) return fail(st.message());
+    std::fprintf(stderr, "wrote %s\n", csv_to_stdout ? "the CSV to standard output"
+                                                     : shorten_for_message(o.out_csv, kShownPathChars).c_str());
   }
   if (failures > 0) {
     std::fprintf(stderr, "fusionlab bench: %d measurement(s) failed or gave wrong results\n", failures);

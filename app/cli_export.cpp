@@ -6,12 +6,11 @@
 // then exported in order, all of them: an export shows what was recorded, repeats included.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <set>
-#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/measure/export.h"
+#include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
@@ -21,7 +20,7 @@ namespace {
 
 int fail(const char* command, const std::string& message) {
   std::fprintf(stderr, "fusionlab %s: %s\n", command, message.c_str());
-  return 1;
+  return kExitFailure;
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -29,35 +28,17 @@ bool ends_with(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Checked before any input is read, so a mistake in -o costs nothing and never half-writes.
-Status check_output(const std::string& out, bool force) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(out, ec);
-  if (fs::is_directory(st)) return Status::Error(out + " is a folder; give a file name with -o");
-  if (fs::exists(st) && !force) {
-    return Status::Error(out + " already exists; pass --force to overwrite it");
-  }
-  fs::path folder = fs::path(out).parent_path();
-  if (folder.empty()) folder = ".";
-  if (!fs::is_directory(folder, ec)) {
-    return Status::Error("cannot write " + out + ": the folder " + folder.string() + " does not exist");
-  }
-  // The temporary file goes beside the output, so the folder itself must be writable.
-  if (::access(folder.c_str(), W_OK) != 0) {
-    return Status::Error("cannot write " + out + ": the folder " + folder.string() + " is not writable");
-  }
-  return Status::Ok();
-}
-
 // Loads the inputs as --replay does (checks included), then concatenates every file's
-// measurements in order into one session with the first file's device facts.
-Status load_inputs(const std::vector<std::string>& inputs, Session* out) {
+// measurements in order into one session with the first file's device facts. `reading` keeps the
+// input files marked as being read until the output is written, so -o can never replace one.
+Status load_inputs(const std::vector<std::string>& inputs, Session* out, ReadingGuard* reading) {
   std::unique_ptr<ReplayBackend> recording;
   FL_TRY(load_recording(inputs, &recording));
+  const std::vector<std::string>& files = recording->summary().origins;
+  *reading = ReadingGuard(files);
   Session merged;
   bool first = true;
-  for (const std::string& file : recording->summary().origins) {
+  for (const std::string& file : files) {
     Session s;
     FL_TRY(load_session(file, &s));
     if (first) {
@@ -92,21 +73,27 @@ Status apply_filters(const ExportOptions& o, Session* session) {
     kept.push_back(std::move(m));
   }
   if (!o.lesson.empty() && lessons.count(o.lesson) == 0) {
-    return Status::Error("no measurement of lesson '" + o.lesson + "' in the input; it holds " +
+    return Status::Error("no measurement of lesson '" + shorten_for_message(o.lesson) + "' in the input; it holds " +
                          join(lessons));
   }
   if (kept.empty()) {
-    return Status::Error("no measurement at size " + o.size + (o.lesson.empty() ? "" : " of " + o.lesson) +
+    return Status::Error("no measurement at size " + shorten_for_message(o.size) +
+                         (o.lesson.empty() ? "" : " of " + shorten_for_message(o.lesson)) +
                          " in the input; recorded sizes: " + join(sizes));
   }
   session->measurements = std::move(kept);
   return Status::Ok();
 }
 
-// The steps both commands share: check -o, load, filter.
-Status prepare(const ExportOptions& o, Session* session) {
-  FL_TRY(check_output(o.out, o.force));
-  FL_TRY(load_inputs(o.inputs, session));
+// The steps both commands share: check -o (before anything is read, so a mistake costs nothing),
+// load, check -o again now that the inputs are known (an output that is one of them is refused),
+// filter.
+Status prepare(const ExportOptions& o, Session* session, ReadingGuard* reading) {
+  const bool to_stdout = is_stdout_name(o.out);
+  const char* const hint = "; pass --force to overwrite it";
+  if (!to_stdout) FL_TRY(check_output_file(o.out, o.force, hint));
+  FL_TRY(load_inputs(o.inputs, session, reading));
+  if (!to_stdout) FL_TRY(check_output_file(o.out, o.force, hint));
   return apply_filters(o, session);
 }
 
@@ -114,7 +101,9 @@ void add_common_options(CLI::App* command, ExportOptions* o, const char* output_
   command->add_option("sessions", o->inputs, "Session files, or folders of .json session files (one GPU)")
       ->required()
       ->type_name("SESSION.json");
-  command->add_option("-o,--out", o->out, "Output file")->required()->type_name(output_type);
+  command->add_option("-o,--out", o->out, "Output file; - writes to standard output")
+      ->required()
+      ->type_name(output_type);
   command->add_option("--lesson", o->lesson, "Only this lesson");
   command->add_option("--size", o->size, "Only this size, e.g. 64M or 1000003");
   command->add_flag("--force", o->force, "Overwrite the output if it exists");
@@ -140,43 +129,55 @@ CLI::App* add_export_csv_command(CLI::App* app, ExportOptions* o) {
 
 int run_export_trace(const ExportOptions& o) {
   const char* const name = "export-trace";
-  const bool gzip = ends_with(o.out, ".gz");
+  const bool to_stdout = is_stdout_name(o.out);
+  const bool gzip = !to_stdout && ends_with(o.out, ".gz");
   if (gzip && !trace_gzip_available()) {
-    return fail(name, "cannot write " + o.out + ": this build has no zlib, so it cannot write .gz "
-                      "files (install zlib1g-dev and rebuild, or export plain .json)");
+    return fail(name, "cannot write " + shorten_for_message(o.out, kShownPathChars) +
+                          ": this build has no zlib, so it cannot write .gz files (install "
+                          "zlib1g-dev and rebuild, or export plain .json)");
   }
   Session session;
-  if (Status st = prepare(o, &session); !st.ok()) return fail(name, st.message());
-  TraceOptions options;
-  options.gzip = gzip;
-  if (Status st = export_trace(session, o.out, options); !st.ok()) return fail(name, st.message());
+  ReadingGuard reading;
+  if (Status st = prepare(o, &session, &reading); !st.ok()) return fail(name, st.message());
+  std::string bytes;
+  if (Status st = trace_bytes(session, gzip, &bytes); !st.ok()) return fail(name, st.message());
+  WriteOptions write;
+  write.replace_existing = o.force;
+  const Status written = to_stdout ? write_to_stdout(bytes) : write_file_atomically(o.out, bytes, write);
+  if (!written.ok()) return fail(name, written.message());
   size_t records = 0, synthesized = 0;
   for (const Measurement& m : session.measurements) {
     records += m.records.size();
     if (m.records.empty()) ++synthesized;
   }
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(o.out, ec);
-  std::fprintf(stderr, "wrote %s: %zu measurements, %zu kernel records, %s\n", o.out.c_str(),
-               session.measurements.size(), records,
-               ec ? "size unknown" : format_bytes(static_cast<double>(bytes)).c_str());
+  std::fprintf(stderr, "wrote %s: %zu measurements, %zu kernel records, %s\n",
+               to_stdout ? "the trace to standard output" : shorten_for_message(o.out, kShownPathChars).c_str(),
+               session.measurements.size(), records, format_bytes(static_cast<double>(bytes.size())).c_str());
   if (synthesized > 0) {
     std::fprintf(stderr, "note: %zu measurements have no CUPTI records (older sessions); their "
                          "kernels are drawn from median launch times, marked synthesized\n",
                  synthesized);
   }
-  return 0;
+  return kExitOk;
 }
 
 int run_export_csv(const ExportOptions& o) {
   const char* const name = "export-csv";
+  const bool to_stdout = is_stdout_name(o.out);
   Session session;
-  if (Status st = prepare(o, &session); !st.ok()) return fail(name, st.message());
-  if (Status st = export_csv(session.measurements, o.out); !st.ok()) return fail(name, st.message());
+  ReadingGuard reading;
+  if (Status st = prepare(o, &session, &reading); !st.ok()) return fail(name, st.message());
+  const std::string csv = measurements_csv(session);
+  WriteOptions write;
+  write.replace_existing = o.force;
+  const Status written = to_stdout ? write_to_stdout(csv) : write_file_atomically(o.out, csv, write);
+  if (!written.ok()) return fail(name, written.message());
   size_t rows = 0;
   for (const Measurement& m : session.measurements) rows += m.launches.size();
-  std::fprintf(stderr, "wrote %s: %zu rows\n", o.out.c_str(), rows);
-  return 0;
+  std::fprintf(stderr, "wrote %s: %zu rows\n",
+               to_stdout ? "the CSV to standard output" : shorten_for_message(o.out, kShownPathChars).c_str(),
+               rows);
+  return kExitOk;
 }
 
 }  // namespace fl

@@ -18,6 +18,7 @@
 #include "app/measure/engine.h"
 #include "app/measure/live_backend.h"
 #include "app/measure/sizes.h"
+#include "kernels/catalog.h"
 
 namespace fl {
 namespace {
@@ -28,9 +29,15 @@ double ms_since(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
+// A mistake on the command line: exit 2, before the GPU is touched.
+int usage(const std::string& message) {
+  std::fprintf(stderr, "fusionlab latency: %s\n", message.c_str());
+  return kExitUsage;
+}
+// A failure while running (no GPU, the engine): exit 1.
 int fail(const std::string& message) {
   std::fprintf(stderr, "fusionlab latency: %s\n", message.c_str());
-  return 2;
+  return kExitFailure;
 }
 
 void print_stats(const char* what, std::vector<double> v) {
@@ -49,9 +56,15 @@ void print_stats(const char* what, std::vector<double> v) {
 
 int run_latency(const LatencyOptions& o) {
   int64_t max_size = 0;
-  if (Status st = parse_size(o.max_size, &max_size); !st.ok()) return fail(st.message());
-  if (o.requests_per_second <= 0 || o.requests_per_second > 1000) return fail("--rate is 1..1000 requests per second");
-  if (o.drags < 1 || o.requests_per_drag < 1) return fail("--drags and --steps must be at least 1");
+  if (Status st = parse_size(o.max_size, &max_size); !st.ok()) return usage("--max-size: " + st.message());
+  if (const Lesson* gelu = find_lesson("gelu_scale"); gelu != nullptr && max_size > gelu->info().size_axis.max) {
+    return usage("--max-size is at most " + format_size(gelu->info().size_axis.max) + " (gelu_scale's largest size)");
+  }
+  if (!(o.requests_per_second >= 1 && o.requests_per_second <= 1000)) return usage("--rate is 1..1000 requests per second");
+  if (o.drags < 1 || o.drags > 10000 || o.requests_per_drag < 1 || o.requests_per_drag > 10000) {
+    return usage("--drags and --steps are 1..10000");
+  }
+  if (o.rest_ms < 0 || o.rest_ms > 600000) return usage("--rest-ms is 0..600000");
 
   Engine engine([](std::unique_ptr<MeasureBackend>* out) {
     std::unique_ptr<LiveBackend> live;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "fusionlab_build_info.h"
 #if FUSIONLAB_GUI
@@ -24,12 +25,19 @@ int main(int argc, char** argv) {
                            FUSIONLAB_CUDA_VERSION + ", sm_" + FUSIONLAB_CUDA_ARCHS +
                            (FUSIONLAB_GUI ? ", GUI" : ", headless build: no GUI") + ")");
   app.require_subcommand(0, 1);
+  app.footer(
+      "Exit status: 0 success; 1 a runtime failure (a file that cannot be read or written, no "
+      "usable GPU, a failed measurement); 2 a usage error (an unknown option, a bad value, a "
+      "missing argument). Messages go to standard error; -o - writes a CSV or trace to standard "
+      "output.");
 
   std::string screenshot;
   bool no_gpu = false;
   app.add_option("--screenshot", screenshot,
                  "Render the window, wait for the first measurement, save it as PNG and exit")
       ->type_name("OUT.png");
+  bool force = false;
+  app.add_flag("--force", force, "With --screenshot: replace OUT.png if it exists");
   app.add_flag("--no-gpu", no_gpu,
                "Start as on a machine without a GPU, even if one is present: the window replays "
                "the recording shipped in assets/recordings");
@@ -131,7 +139,14 @@ int main(int argc, char** argv) {
   fl::ExportOptions trace_options, csv_options;
   CLI::App* export_trace = fl::add_export_trace_command(&app, &trace_options);
   CLI::App* export_csv = fl::add_export_csv_command(&app, &csv_options);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and succeed; any other parse error is a usage error (exit 2),
+    // whatever CLI11's own code for it (an unknown option is 109 there).
+    const int code = app.exit(e);
+    return code == 0 ? fl::kExitOk : fl::kExitUsage;
+  }
 
   if (lessons->parsed()) return fl::run_lessons(lessons_json);
   if (bench->parsed()) return fl::run_bench(bench_options);
@@ -139,6 +154,15 @@ int main(int argc, char** argv) {
   if (export_trace->parsed()) return fl::run_export_trace(trace_options);
   if (export_csv->parsed()) return fl::run_export_csv(csv_options);
 #if FUSIONLAB_GUI
+  // The screenshot's file is checked before the window opens: never over an existing file
+  // without --force, never onto a folder, device, FIFO or socket, nor into a missing folder.
+  if (!screenshot.empty()) {
+    if (const fl::Status st = fl::check_output_file(screenshot, force, "; pass --force to overwrite it");
+        !st.ok()) {
+      std::fprintf(stderr, "fusionlab: %s\n", st.message().c_str());
+      return fl::kExitFailure;
+    }
+  }
   fl::GuiOptions gui = window_options;
   gui.screenshot_path = screenshot;
   gui.force_no_gpu = no_gpu;
@@ -159,6 +183,7 @@ int main(int argc, char** argv) {
   (void)sweep;
   (void)view;
   (void)frame_stats;
+  (void)force;
   if (!script_path.empty()) {
     std::fprintf(stderr, "fusionlab: this build has no window (FUSIONLAB_GUI=OFF), so --script cannot run\n");
     return 2;

@@ -362,8 +362,9 @@ Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab
       return export_trace(sweep, path);
     }
     case gui::FileAction::export_csv: {
-      const std::vector<Measurement> sweep = lab.sweep_measurements();
-      if (sweep.empty()) {
+      Session sweep = lab.session_snapshot();  // the GPU, driver and date columns
+      sweep.measurements = lab.sweep_measurements();
+      if (sweep.measurements.empty()) {
         return Status::Error("Nothing is measured yet for " + sweep_words(lab) +
                              ": sweep or move the size slider first.");
       }

@@ -4,7 +4,8 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 #include <stb_image_write.h>  // implementation in Debian's libstb
-#include <unistd.h>
+
+#include "app/measure/file_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -103,20 +104,17 @@ Status render_caption_strip(const viz::CaptionLayout& layout, int fb_width, int 
 
 Status write_png_atomic(const std::string& path, int width, int height,
                         const std::vector<uint8_t>& rgb) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  if (!stbi_write_png(temporary.c_str(), width, height, 3, rgb.data(), width * 3)) {
-    const int err = errno;
-    std::remove(temporary.c_str());
-    return Status::Error("cannot write " + temporary +
-                         (err ? ": " + std::string(std::strerror(err)) : ""));
+  // Encoded in memory, then written by the one atomic writer (app/measure/file_io.h): an
+  // exclusive temporary file beside the output, fsync, rename.
+  std::string png;
+  const auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, width, height, 3, rgb.data(), width * 3) || png.empty()) {
+    return Status::Error("cannot write " + shorten_for_message(path, kShownPathChars) +
+                         ": the picture could not be encoded as PNG");
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temporary.c_str());
-    return Status::Error("cannot move the screenshot into place at " + path + ": " +
-                         std::strerror(err));
-  }
-  return Status::Ok();
+  return write_file_atomically(path, png);
 }
 
 }  // namespace fl::gui

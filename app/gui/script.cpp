@@ -11,6 +11,7 @@
 
 #include "app/gui/backend_choice.h"
 #include "app/gui/settings.h"
+#include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
 #include "kernels/catalog.h"
@@ -167,8 +168,11 @@ std::vector<std::string> resolve_recording_paths(const std::string& text) {
 }
 
 Status load_script(const std::string& path, const std::string& out_dir, Script* out) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(path + ": cannot open the script");
+  // A regular file under 16 MiB, checked before it is read (a FIFO must not hang the window,
+  // a folder is named as one); app/measure/file_io.h.
+  std::string contents;
+  FL_TRY(read_file_checked(path, kMaxScriptFileBytes, "script", &contents));
+  std::istringstream in(contents);
   Script script;
   script.path = path;
   script.out_dir = out_dir.empty() ? "." : out_dir;

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "app/measure/file_io.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
 #include "kernels/catalog.h"
@@ -22,28 +23,42 @@ namespace {
 
 using json = nlohmann::json;
 
-// ---- trace layout ---------------------------------------------------------------------------
-// One process per GPU (a session holds one device). Its threads: the measurements, one per CUDA
-// stream seen in the records, and one for slices synthesized from median times (schema v1). The
-// stream tids are offset so that no stream id can collide with the fixed tracks.
-// No tid equals the pid: Perfetto would label that thread "main thread".
-constexpr int kGpuPid = 1;
-constexpr int kMeasurementTid = 2;
-constexpr int kSynthesizedTid = 3;
-constexpr int kStreamTidBase = 100;
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
-// Gap between consecutive measurements on the rebased timeline: a fifth of the measurement,
-// at least 10 µs, so it stays visible whether the viewer is zoomed on 3 µs chains or 3 ms ones.
+// The CUDA driver API version as CUDA writes it: 13000 -> "13.0", 12060 -> "12.6".
+std::string driver_text(int version) {
+  if (version <= 0) return "";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+// ---- trace layout ---------------------------------------------------------------------------
+// One process per measured run, a point (lesson, size, row length, precision, cache), in the order
+// the session first measures it; in it one thread per fusion level. A measurement is a slice on
+// its level's thread, its kernels nested inside it (named by the operation, the kernel's full
+// name in args); each level's DRAM bytes are a counter track of the process. Every level of a
+// run starts at 0, so level 0 and the fused level line up one above the other; repeated
+// measurements of one level follow each other with a gap.
+// pids start at 1; a thread's tid is pid * 1000 + 1 + level, so no tid equals its pid (Perfetto
+// would label that thread "main thread") and no two processes share a tid.
+constexpr int kTidsPerProcess = 1000;
+int tid_of(int pid, int level) { return pid * kTidsPerProcess + 1 + std::clamp(level, 0, kTidsPerProcess - 2); }
+
+// Gap between consecutive measurements on one thread: a fifth of the measurement, at least
+// 10 µs, so it stays visible whether the viewer is zoomed on 3 µs chains or 3 ms ones.
 constexpr int64_t kMinGapNs = 10000;
 int64_t gap_after(int64_t span_ns) { return std::max(kMinGapNs, span_ns / 5); }
 
 const char* const kRebasedNote =
-    "measurements are laid out one after another in session order with a gap between them; "
-    "within a measurement, kernel times and the gaps between kernels are as recorded "
-    "(cupti_start_ns holds each kernel's original CUPTI timestamp)";
+    "one process per measured run (lesson, size, precision, cache), one thread per fusion level; "
+    "every level of a run starts at 0 so the levels line up, and repeated measurements of a level "
+    "follow each other with a gap; within a measurement, kernel times and the gaps between "
+    "kernels are as recorded (cupti_start_ns holds each kernel's original CUPTI timestamp)";
 // The same, short, on every measurement slice (the long form is in the trace's otherData).
 const char* const kRebasedArg =
-    "moved to follow the previous measurement in session order; times within it as recorded";
+    "moved to start with the other levels of its run; times within it as recorded";
 
 // Trace timestamps are microseconds; we keep nanoseconds as integers and convert once, so the
 // double printed is the shortest one for an exact nanosecond count (1234.567, not 1234.5670001).
@@ -55,7 +70,6 @@ struct Slice {
   int64_t start_ns = 0, dur_ns = 0;
   int launch = 0;
   int record = -1;  // index into Measurement::records; -1 when synthesized
-  int tid = kSynthesizedTid;
 };
 
 // The slices of one measurement: its records rebased to the earliest start, or, without records,
@@ -72,7 +86,6 @@ std::vector<Slice> lay_out(const Measurement& m) {
       s.dur_ns = r.end_ns > r.start_ns ? static_cast<int64_t>(r.end_ns - r.start_ns) : 0;
       s.launch = r.launch;
       s.record = static_cast<int>(i);
-      s.tid = kStreamTidBase + static_cast<int>(r.stream_id);
       slices.push_back(s);
     }
     return slices;
@@ -114,13 +127,6 @@ int speedup_baseline(const Session& session, size_t i) {
     if (all[j].level == 0 && same_point(all[j], all[i])) return static_cast<int>(j);
   }
   return -1;
-}
-
-std::string measurement_title(const Measurement& m) {
-  std::string size = format_size(m.size);
-  if (m.inner > 0) size += " x " + std::to_string(m.inner);
-  return m.lesson + " " + size + " " + to_string(m.precision) + " " + to_string(m.cache) +
-         ": level " + std::to_string(m.level) + " " + m.level_name;
 }
 
 // What identifies a measurement, on its slice and on each of its kernels.
@@ -213,12 +219,50 @@ json kernel_args(const Measurement& m, size_t index, const Slice& s) {
   return args;
 }
 
-json metadata(const char* name, int tid, json args) {
-  return {{"name", name}, {"ph", "M"}, {"pid", kGpuPid}, {"tid", tid}, {"ts", 0}, {"args", std::move(args)}};
+json metadata(const char* name, int pid, int tid, json args) {
+  return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"ts", 0}, {"args", std::move(args)}};
 }
 
-json counter(const char* name, int64_t ts_ns, json args) {
-  return {{"name", name}, {"ph", "C"}, {"pid", kGpuPid}, {"ts", us(ts_ns)}, {"args", std::move(args)}};
+json counter(const std::string& name, int pid, int64_t ts_ns, json args) {
+  return {{"name", name}, {"ph", "C"}, {"pid", pid}, {"ts", us(ts_ns)}, {"args", std::move(args)}};
+}
+
+// "gelu_scale · 64M elements · fp32 · cold L2": a run's process name.
+std::string run_title(const Measurement& m) {
+  const Lesson* lesson = find_lesson(m.lesson);
+  std::string size = format_size(m.size);
+  if (lesson != nullptr && !lesson->info().size_axis.unit.empty()) size += " " + lesson->info().size_axis.unit;
+  if (m.inner > 0) size += " × " + std::to_string(m.inner);
+  return m.lesson + " · " + size + " · " + to_string(m.precision) + " · " + to_string(m.cache) + " L2";
+}
+
+std::string level_title(int level, const std::string& level_name) {
+  return "level " + std::to_string(level) + (level_name.empty() ? "" : " · " + level_name);
+}
+
+// A number with at most `decimals` decimals, trailing zeros dropped ("2.74", "12.3", "5").
+std::string short_number(double value, int decimals) {
+  if (!std::isfinite(value)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  std::string text = buf;
+  if (text.find('.') != std::string::npos) {
+    while (!text.empty() && text.back() == '0') text.pop_back();
+    if (!text.empty() && text.back() == '.') text.pop_back();
+  }
+  if (text == "-0") text = "0";
+  return text;
+}
+
+// A measurement's slice: "fused · 4.88 µs · 1.08x vs level 0".
+std::string measurement_slice_name(const Measurement& m, double speedup_vs_level0, bool has_baseline) {
+  std::string name = m.level_name.empty() ? "level " + std::to_string(m.level) : m.level_name;
+  if (m.chain_time_us.median > 0) name += " · " + short_number(m.chain_time_us.median, 2) + " µs";
+  if (!m.check.passed) name += " · WRONG RESULT";
+  if (has_baseline && m.level != 0 && speedup_vs_level0 > 0) {
+    name += " · " + short_number(speedup_vs_level0, 2) + "x vs level 0";
+  }
+  return name;
 }
 
 std::string gpu_title(const Session& s) {
@@ -229,26 +273,31 @@ std::string gpu_title(const Session& s) {
   return title + ")";
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // ---- CSV ------------------------------------------------------------------------------------
 
-// The shortest text that reads back as exactly `value`, so the CSV holds the session's numbers.
-std::string number(double value) {
+// Rounded to what the measurement resolves, trailing zeros dropped: times to the nanosecond
+// (3 decimals of µs), bandwidths to 0.01 GB/s, ratios to 0.001, percentages to 0.1 (no
+// 2.7840000000000003). A value that is not finite is an empty cell.
+std::string fixed(double value, int decimals) { return short_number(value, decimals); }
+// Three significant digits, for relative errors (1.23e-07).
+std::string significant(double value) {
+  if (!std::isfinite(value)) return "";
   char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof(buf), value);
-  return std::string(buf, result.ptr);
+  std::snprintf(buf, sizeof(buf), "%.3g", value);
+  return buf;
 }
 
-// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. Kernel and level
-// names are ours today, but a recording may come from a newer build.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A text cell that
+// a spreadsheet would run as a formula (a leading =, +, -, @, tab or carriage return) gets a
+// leading apostrophe first, so it shows as text. Kernel and level names are ours today, but a
+// recording may come from a newer build or a hand-edited file.
+std::string csv_text(const std::string& text) {
+  std::string cell = text;
+  if (!cell.empty() && std::string("=+-@\t\r").find(cell.front()) != std::string::npos) cell = "'" + cell;
+  if (cell.find_first_of(",\"\r\n") == std::string::npos) return cell;
   std::string out = "\"";
-  for (char c : text) {
+  for (char c : cell) {
     if (c == '"') out += '"';
     out += c;
   }
@@ -259,41 +308,51 @@ std::string optional_count(const std::optional<LaunchCounters>& c, int64_t Launc
   return c ? std::to_string((*c).*field) : std::string();
 }
 
-std::string csv_row(const Measurement& m, size_t k) {
+std::string csv_row(const Session& session, size_t index, size_t k) {
+  const Measurement& m = session.measurements[index];
   const LaunchResult& l = m.launches[k];
   const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
   const Lesson* lesson = find_lesson(m.lesson);
+  const int baseline = speedup_baseline(session, index);
+  const double vs_level0 = baseline >= 0 ? speedup(session.measurements[baseline], m) : 0;
   const std::vector<std::string> fields = {
-      csv_field(m.lesson),
+      csv_text(m.lesson),
       std::to_string(m.size),
       lesson != nullptr ? lesson->info().size_axis.unit : std::string(),
       std::to_string(m.inner),
       to_string(m.precision),
       to_string(m.cache),
       std::to_string(m.level),
-      csv_field(m.level_name),
+      csv_text(m.level_name),
       std::to_string(k),
-      csv_field(l.textbook.kernel),
-      number(l.time_us.median),
-      number(l.time_us.p20),
-      number(l.time_us.p80),
+      csv_text(l.textbook.kernel),
+      fixed(l.time_us.median, 3),
+      fixed(l.time_us.p20, 3),
+      fixed(l.time_us.p80, 3),
       std::to_string(l.textbook.bytes_read),
       std::to_string(l.textbook.bytes_written),
-      number(l.textbook.flops),
-      number(gbps),
-      number(l.copy_gbps),
-      number(m.chain_time_us.median),
-      number(m.chain_time_us.p20),
-      number(m.chain_time_us.p80),
+      fixed(l.textbook.flops, 0),
+      fixed(gbps, 2),
+      fixed(l.copy_gbps, 2),
+      fixed(m.chain_time_us.median, 3),
+      fixed(m.chain_time_us.p20, 3),
+      fixed(m.chain_time_us.p80, 3),
       std::to_string(m.repetitions),
-      number(m.check.rel_l2_error),
+      significant(m.check.rel_l2_error),
       m.check.passed ? "yes" : "no",
-      csv_field(m.timing_method),
+      csv_text(m.timing_method),
       to_string(m.counters_status),
       optional_count(l.counters, &LaunchCounters::dram_read_bytes),
       optional_count(l.counters, &LaunchCounters::dram_write_bytes),
       optional_count(l.counters, &LaunchCounters::l2_bytes),
-      l.event_time_us.count > 0 ? number(l.event_time_us.median) : std::string(),
+      l.event_time_us.count > 0 ? fixed(l.event_time_us.median, 3) : std::string(),
+      // Added in issue 15: the chain's speedup over level 0 at the same point (empty without a
+      // level 0 or when a check failed), this launch's % of copy bandwidth, and where and when.
+      baseline >= 0 && vs_level0 > 0 ? fixed(vs_level0, 3) : std::string(),
+      l.copy_gbps > 0 && gbps > 0 ? fixed(100.0 * gbps / l.copy_gbps, 1) : std::string(),
+      csv_text(session.device.name),
+      driver_text(session.device.driver_version),
+      csv_text(session.created_utc),
   };
   std::string row;
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -307,77 +366,100 @@ std::string csv_row(const Measurement& m, size_t k) {
 
 // ---- trace ----------------------------------------------------------------------------------
 
+std::string trace_op_name(const std::string& textbook_kernel) {
+  static const std::string kFused = "_fused";
+  if (textbook_kernel.size() > kFused.size() && ends_with(textbook_kernel, kFused)) {
+    std::string ops = textbook_kernel.substr(0, textbook_kernel.size() - kFused.size());
+    std::string out = "fused ";
+    for (char c : ops) {
+      if (c == '_') out += "·";
+      else out += c;
+    }
+    return out;
+  }
+  return textbook_kernel;
+}
+
 std::string chrome_trace_json(const Session& session) {
   // Events carry their time in integer nanoseconds beside them, so the final ordering compares
   // exact numbers; metadata comes first.
   std::vector<json> meta;
   std::vector<std::pair<int64_t, json>> timed;
-  std::map<int, uint32_t> streams;  // tid -> stream id, for the thread names
-  bool any_synthesized = false;
 
-  int64_t cursor = 0;  // where the next measurement starts on the rebased timeline
+  // The runs (points) in order of first measurement, and where each level's next slice starts.
+  struct Run {
+    int pid = 0;
+    std::map<int, int64_t> cursor;        // level -> next start, ns
+    std::map<int, std::string> level_names;
+  };
+  std::vector<std::pair<const Measurement*, Run>> runs;
+  const auto run_of = [&](const Measurement& m) -> Run& {
+    for (auto& [first, run] : runs) {
+      if (same_point(*first, m)) return run;
+    }
+    Run run;
+    run.pid = static_cast<int>(runs.size()) + 1;
+    runs.emplace_back(&m, std::move(run));
+    return runs.back().second;
+  };
+
   for (size_t i = 0; i < session.measurements.size(); ++i) {
     const Measurement& m = session.measurements[i];
+    Run& run = run_of(m);
+    const int pid = run.pid;
+    const int tid = tid_of(pid, m.level);
+    run.level_names.emplace(m.level, m.level_name);
+    int64_t& cursor = run.cursor[m.level];
     const std::vector<Slice> slices = lay_out(m);
     const int64_t span = span_of(slices);
     const int baseline = speedup_baseline(session, i);
+    const double vs_level0 = baseline >= 0 ? speedup(session.measurements[baseline], m) : 0;
 
     json args = measurement_args(session, i, slices, baseline);
     args["gap_after_us"] = us(gap_after(span));
-    timed.emplace_back(cursor, json{{"name", measurement_title(m)},
+    timed.emplace_back(cursor, json{{"name", measurement_slice_name(m, vs_level0, baseline >= 0)},
                                     {"cat", "measurement"},
                                     {"ph", "X"},
                                     {"ts", us(cursor)},
                                     {"dur", us(span)},
-                                    {"pid", kGpuPid},
-                                    {"tid", kMeasurementTid},
+                                    {"pid", pid},
+                                    {"tid", tid},
                                     {"args", std::move(args)}});
-    // The speedup holds for the whole measurement: a step at its start.
-    if (baseline >= 0) {
-      timed.emplace_back(cursor, counter("speedup", cursor,
-                                         {{"vs_level0", speedup(session.measurements[baseline], m)}}));
-    }
+    const std::string dram_track = "DRAM bytes · level " + std::to_string(m.level);
     for (const Slice& s : slices) {
       const int64_t start = cursor + s.start_ns;
-      std::string name = s.record >= 0 ? m.records[s.record].kernel
-                                       : m.launches[s.launch].textbook.kernel;
-      timed.emplace_back(start, json{{"name", std::move(name)},
+      const std::string op = m.launches[s.launch].textbook.kernel;
+      timed.emplace_back(start, json{{"name", trace_op_name(op)},
                                      {"cat", s.record >= 0 ? "kernel" : "kernel,synthesized"},
                                      {"ph", "X"},
                                      {"ts", us(start)},
                                      {"dur", us(s.dur_ns)},
-                                     {"pid", kGpuPid},
-                                     {"tid", s.tid},
+                                     {"pid", pid},
+                                     {"tid", tid},
                                      {"args", kernel_args(m, i, s)}});
-      if (s.record >= 0) streams[s.tid] = m.records[s.record].stream_id;
-      any_synthesized = any_synthesized || s.record < 0;
       // DRAM bytes of the kernel running now: its counters from its start, 0 from its end (the
       // end is emitted before a next kernel starting at the same instant, and the sort is stable).
       const std::optional<LaunchCounters>& c = m.launches[s.launch].counters;
       if (c) {
-        timed.emplace_back(start, counter("DRAM bytes", start,
+        timed.emplace_back(start, counter(dram_track, pid, start,
                                           {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
         timed.emplace_back(start + s.dur_ns,
-                           counter("DRAM bytes", start + s.dur_ns, {{"read", 0}, {"write", 0}}));
+                           counter(dram_track, pid, start + s.dur_ns, {{"read", 0}, {"write", 0}}));
       }
     }
     cursor += span + gap_after(span);
   }
 
-  meta.push_back(metadata("process_name", 0, {{"name", "GPU: " + gpu_title(session)}}));
-  meta.push_back(metadata("process_sort_index", 0, {{"sort_index", 0}}));
-  meta.push_back(metadata("thread_name", kMeasurementTid,
-                          {{"name", "measurements (session order, rebased)"}}));
-  meta.push_back(metadata("thread_sort_index", kMeasurementTid, {{"sort_index", 0}}));
-  for (const auto& [tid, stream] : streams) {
-    meta.push_back(metadata("thread_name", tid,
-                            {{"name", "stream " + std::to_string(stream) + " (CUPTI kernel records)"}}));
-    meta.push_back(metadata("thread_sort_index", tid, {{"sort_index", tid}}));
-  }
-  if (any_synthesized) {
-    meta.push_back(metadata("thread_name", kSynthesizedTid,
-                            {{"name", "synthesized from median launch times (no records)"}}));
-    meta.push_back(metadata("thread_sort_index", kSynthesizedTid, {{"sort_index", 1 << 20}}));
+  const std::string gpu = session.device.name.empty() ? std::string("GPU") : session.device.name;
+  for (const auto& [first, run] : runs) {
+    meta.push_back(metadata("process_name", run.pid, 0, {{"name", run_title(*first)}}));
+    meta.push_back(metadata("process_labels", run.pid, 0, {{"labels", gpu}}));
+    meta.push_back(metadata("process_sort_index", run.pid, 0, {{"sort_index", run.pid}}));
+    for (const auto& [level, name] : run.level_names) {
+      const int tid = tid_of(run.pid, level);
+      meta.push_back(metadata("thread_name", run.pid, tid, {{"name", level_title(level, name)}}));
+      meta.push_back(metadata("thread_sort_index", run.pid, tid, {{"sort_index", level}}));
+    }
   }
 
   std::stable_sort(timed.begin(), timed.end(),
@@ -391,6 +473,9 @@ std::string chrome_trace_json(const Session& session) {
                 {"session_created_utc", session.created_utc},
                 {"session_backend", session.backend},
                 {"gpu", session.device.name},
+                {"gpu_title", gpu_title(session)},
+                {"driver", driver_text(session.device.driver_version)},
+                {"runs", runs.size()},
                 {"measurements", session.measurements.size()},
                 {"timeline", kRebasedNote}};
   const json trace = {{"traceEvents", std::move(events)},
@@ -400,12 +485,20 @@ std::string chrome_trace_json(const Session& session) {
   return trace.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+Status trace_bytes(const Session& session, bool gzip, std::string* out) {
+  std::string text = chrome_trace_json(session);
+  if (!gzip) {
+    *out = std::move(text);
+    return Status::Ok();
+  }
+  return gzip_compress(text, out);
+}
+
 Status export_trace(const Session& session, const std::string& path, TraceOptions options) {
-  const std::string text = chrome_trace_json(session);
-  if (!options.gzip && !ends_with(path, ".gz")) return write_file_atomically(path, text);
-  std::string compressed;
-  FL_TRY(gzip_compress(text, &compressed).with_context("cannot write " + path));
-  return write_file_atomically(path, compressed);
+  std::string bytes;
+  FL_TRY(trace_bytes(session, options.gzip || ends_with(path, ".gz"), &bytes)
+             .with_context("cannot write " + shorten_for_message(path, kShownPathChars)));
+  return write_file_atomically(path, bytes, options.write);
 }
 
 // ---- gzip -----------------------------------------------------------------------------------
@@ -472,19 +565,20 @@ std::string measurements_csv_header() {
          "textbook_bytes_read,textbook_bytes_written,textbook_flops,launch_gbps,copy_gbps,"
          "chain_time_median_us,chain_time_p20_us,chain_time_p80_us,repetitions,rel_l2_error,"
          "correct,timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
-         "event_time_median_us";
+         "event_time_median_us,speedup_vs_level0,launch_pct_of_copy,gpu,driver_cuda,"
+         "session_created_utc";
 }
 
-std::string measurements_csv(const std::vector<Measurement>& measurements) {
+std::string measurements_csv(const Session& session) {
   std::string csv = measurements_csv_header() + "\n";
-  for (const Measurement& m : measurements) {
-    for (size_t k = 0; k < m.launches.size(); ++k) csv += csv_row(m, k) + "\n";
+  for (size_t i = 0; i < session.measurements.size(); ++i) {
+    for (size_t k = 0; k < session.measurements[i].launches.size(); ++k) csv += csv_row(session, i, k) + "\n";
   }
   return csv;
 }
 
-Status export_csv(const std::vector<Measurement>& measurements, const std::string& path) {
-  return write_file_atomically(path, measurements_csv(measurements));
+Status export_csv(const Session& session, const std::string& path, const WriteOptions& options) {
+  return write_file_atomically(path, measurements_csv(session), options);
 }
 
 }  // namespace fl

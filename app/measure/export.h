@@ -3,39 +3,50 @@
 //     ui.perfetto.dev and chrome://tracing, optionally gzip-compressed;
 //   - a CSV with one row per (lesson, size, level, launch), units in the column names.
 // No UI here: the window's export buttons, the `export-trace` / `export-csv` subcommands and
-// `bench --csv` all call these. Every write is atomic (temporary file, fsync, rename), so an
+// `bench --csv` all call these. Every write goes through the one atomic writer (file_io.h), so an
 // interrupted export never leaves half a file under the final name.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "app/measure/file_io.h"
 #include "app/measure/results.h"
 #include "kernels/status.h"
 
 namespace fl {
 
 struct TraceOptions {
-  bool gzip = false;  // gzip the JSON; a path ending in ".gz" gzips too
+  bool gzip = false;   // gzip the JSON; a path ending in ".gz" gzips too
+  WriteOptions write;  // replace an existing file or not (the CLI's --force)
 };
 
 // Chrome Trace Event JSON (compact, one line) built from the stored raw CUPTI records
-// (Measurement::records) of every measurement in `session`, in session order. Each measurement
-// is rebased so they read left to right with a gap between them; kernels are complete events
-// ("X") on a track per device/stream; counter tracks ("C") carry DRAM bytes and the speedup over
-// level 0. A measurement without records (schema v1) gets slices from its median launch times,
-// marked "synthesized": true. The layout is described in docs/EXPORT.md.
+// (Measurement::records) of every measurement in `session`. One process per measured run (lesson,
+// size, row length, precision, cache), one thread per fusion level; a measurement is a slice on
+// its level's thread with its kernels nested in it, named by the operation ("gelu", "scale",
+// "fused gelu·scale") with the kernel's full name, launch configuration and bytes in args; each
+// level's DRAM bytes are a counter track ("C") of its run. Every level of a run starts at 0, so the
+// levels line up. A measurement without records (schema v1) gets slices from its median launch
+// times, marked "synthesized": true. The layout is described in docs/EXPORT.md.
 std::string chrome_trace_json(const Session& session);
+// The trace's slice name for a launch's operation (LaunchTraffic::kernel): "gelu" stays "gelu",
+// "gelu_scale_fused" becomes "fused gelu·scale".
+std::string trace_op_name(const std::string& textbook_kernel);
+// The trace as bytes (gzipped when asked), for a file or standard output.
+Status trace_bytes(const Session& session, bool gzip, std::string* out);
 Status export_trace(const Session& session, const std::string& path, TraceOptions options = {});
 
 // Whether this build can write .gz traces (zlib found at configure time).
 bool trace_gzip_available();
 
-// The CSV header line (no newline) and the whole CSV: one row per (lesson, size, level, launch),
-// in the order given. Columns and units are documented in docs/EXPORT.md and stay stable.
+// The CSV header line (no newline) and the whole CSV: one row per (lesson, size, level, launch)
+// of `session`, in its order, with the session's GPU, CUDA driver and date on every row. Numbers
+// are rounded to what was measured; text cells a spreadsheet would run as a formula start with
+// an apostrophe. Columns and units are documented in docs/EXPORT.md; new ones go at the end.
 std::string measurements_csv_header();
-std::string measurements_csv(const std::vector<Measurement>& measurements);
-Status export_csv(const std::vector<Measurement>& measurements, const std::string& path);
+std::string measurements_csv(const Session& session);
+Status export_csv(const Session& session, const std::string& path, const WriteOptions& options = {});
 
 // Gzip helpers, exposed for tests (and for callers that want the bytes rather than a file).
 // Fail with one sentence when this build has no zlib.

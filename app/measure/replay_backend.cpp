@@ -172,6 +172,7 @@ Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<Replay
     s.levels.assign(entry.second.begin(), entry.second.end());
     summary.series.push_back(std::move(s));
   }
+  backend->reading_ = ReadingGuard(backend->summary_.origins);
   *out = std::move(backend);
   return Status::Ok();
 }
@@ -281,6 +282,7 @@ Status load_recording(const std::vector<std::string>& paths, std::unique_ptr<Rep
   std::vector<std::string> files;
   for (const std::string& path : paths) {
     if (path.empty()) return Status::Error("an empty session file name was given");
+    const std::string shown = shorten_for_message(path, kShownPathChars);
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (fs::is_directory(st)) {
@@ -291,15 +293,14 @@ Status load_recording(const std::vector<std::string>& paths, std::unique_ptr<Rep
           found.push_back(entry.path().string());
         }
       }
-      if (ec) return Status::Error(path + ": cannot list the folder: " + ec.message());
-      if (found.empty()) return Status::Error(path + ": a folder with no .json session files");
+      if (ec) return Status::Error(shown + ": cannot list the folder: " + ec.message());
+      if (found.empty()) return Status::Error(shown + ": a folder with no .json session files");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(st) && !fs::is_regular_file(st)) {
-      // A FIFO or a device such as /dev/zero would never end.
-      return Status::Error(path + ": not a regular file");
     } else {
-      files.push_back(path);  // a missing file: load_session names the problem
+      // A missing file, a FIFO, a device (/dev/zero would never end) or an oversized file:
+      // load_session's checks name the problem before anything is read.
+      files.push_back(path);
     }
   }
   std::vector<ReplayBackend::Source> sources;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app/measure/backend.h"
+#include "app/measure/file_io.h"
 
 namespace fl {
 
@@ -92,6 +93,9 @@ class ReplayBackend final : public MeasureBackend {
                               int64_t /*size*/>;
   std::map<PointKey, std::vector<Measurement>> points_;
   RecordingSummary summary_;
+  // The files it was loaded from count as being read while it lives: no save or export of this
+  // process replaces them (file_io.h).
+  ReadingGuard reading_;
 };
 
 // Loads session files and builds a replay backend from them. A path that is a folder stands for

@@ -1,5 +1,7 @@
 #include "app/measure/session_json.h"
 
+#include "app/measure/file_io.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,8 +22,6 @@ namespace fl {
 namespace {
 
 using nlohmann::json;
-
-constexpr int64_t kMaxSessionFileBytes = int64_t(256) << 20;
 
 // A whole number (written 7 or 7.0) that fits in T, else the session is malformed; `name` is
 // the field, for the message. nlohmann's get<int>() would cast a double such as 1e300 to int
@@ -405,51 +405,16 @@ Status session_from_json(const std::string& text, Session* out) {
   }
 }
 
-Status write_file_atomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::Error("cannot write " + path + ": " + std::strerror(err));
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::Error("cannot write " + path + ": " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::Error("cannot write " + path + ": " + std::strerror(err));
-  }
-  return Status::Ok();
-}
-
 Status save_session(const Session& session, const std::string& path) {
   return write_file_atomically(path, session_to_json(session));
 }
 
 Status load_session(const std::string& path, Session* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size > kMaxSessionFileBytes) {
-    return Status::Error(path + ": file is " + std::to_string(size >> 20) +
-                         " MiB, over the 256 MiB limit for a session");
-  }
-  in.seekg(0);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return session_from_json(buffer.str(), out).with_context(path);
+  // A regular file under the cap, checked before a byte is read (a FIFO or /dev/zero would
+  // never end), then parsed; every refusal names the file.
+  std::string text;
+  FL_TRY(read_file_checked(path, kMaxSessionFileBytes, "session file", &text));
+  return session_from_json(text, out).with_context(shorten_for_message(path, kShownPathChars));
 }
 
 std::string utc_now_iso8601() {

@@ -790,7 +790,7 @@ void check_exports(const Session& s, Problems* problems) {
       !parsed["traceEvents"].is_array()) {
     problems->push_back("chrome_trace_json() wrote something that is not a trace");
   }
-  const std::string csv = measurements_csv(s.measurements);
+  const std::string csv = measurements_csv(s);
   if (csv.rfind(measurements_csv_header() + "\n", 0) != 0) {
     problems->push_back("measurements_csv() does not start with its header");
   }

@@ -64,101 +64,161 @@ const char* const kTeachingText =
 // One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units
 // [s S, s S + S) and walks token chunks t, t + gridDim.y, ... of 64 tokens:
 //   1. up:    h[64 x S] = GELU(x[chunk] W1[:, slice] + b1[slice]) on our GEMM core
-//             (kernels/tensor_gemm.cuh): x and W1 tiles through the cp.async ring, h kept in
-//             shared memory, rounded to the lesson's precision as level 1's h would be;
+//             (kernels/tensor_gemm.cuh): x and W1 tiles through a deep cp.async ring (128-byte
+//             K-tiles, 6 stages: ~40 KB of weights in flight per SM), h kept in shared memory,
+//             rounded to the lesson's precision as level 1's h would be;
 //   2. down:  its share of y, h[64 x S] W2[slice, :], 64 output columns at a time from W2's
 //             slice (loaded into shared memory once, with the first tiles of step 1, when it
 //             fits), added to an fp32 accumulator in global memory with vector atomics (they
-//             resolve in L2);
-//   3. the last block to add to a 64 x 64 piece of y (a counter per piece) writes
-//      y = acc + b2 in the lesson's precision and zeroes acc and the counter for the next run.
+//             resolve in L2); blocks start at different columns so they do not all add to the
+//             same addresses at once;
+//   3. a grid-wide barrier (the launch is cooperative: every block is resident), then all blocks
+//      together write y = acc + b2 in the lesson's precision and leave acc at zero for the next
+//      run.
 // Why split H: at 1-64 tokens an FFN is a weight-streaming problem (C x 4C x 2 weights, 9.4 MB
 // in bf16 at C = 768, against 98 KB of x); H / S blocks stream disjoint slices of W1 and W2, so
 // every SM pulls weights at once, and each weight is read from HBM exactly once. The price is the
 // reduction: (H / S) x tokens x C fp32 additions into L2, which grows with the token count and
 // is why cuBLASLt's two GEMMs win at large token counts (see the teaching text).
-constexpr int kFfnTokens = 64, kFfnStages = 4, kFfnThreads = 128, kFfnColumns = 64;
-template <typename T, int kS>
-using FfnUpConfig = tc::TileConfig<kFfnTokens, kS, 2, 2, kFfnStages>;  // h: 4 warps of 32 x S/2
-using FfnDownConfig = tc::TileConfig<kFfnTokens, kFfnColumns, 2, 2, 1>;  // y piece: 4 x 32 x 32
+// Chunks of kTM = 64 tokens, or 16 at up to 16 tokens (the mma tiles are 16 rows: fewer padded
+// rows to multiply). Warps: 2 x 2 at 64 tokens; 1 x S/16 at 16.
+constexpr int kFfnColumns = 64;
+// At 16 tokens the ring is deep enough (12 stages at S = 32) that a block's whole W1 slice is in
+// flight at once at C = 768.
+template <int kTM, int kS>
+struct FfnShape {
+  static constexpr int kWarpsM = kTM == 64 ? 2 : 1, kWarpsN = kTM == 64 ? 2 : kS / 16;
+  static constexpr int kStages = kTM == 64 ? 6 : (kS == 32 ? 12 : 8);
+  static constexpr int kThreads = 256;  // 8 warps issue copies; kWarpsM x kWarpsN multiply
+  using Up = tc::TileConfig<kTM, kS, kWarpsM, kWarpsN, kStages, 128, kThreads>;    // h = x W1
+  using Down = tc::TileConfig<kTM, kFfnColumns, kWarpsM, kWarpsN, 1, 64, kThreads>;  // y += h W2
+  static_assert(Up::kThreads == Down::kThreads, "one block runs both steps");
+};
 
 template <typename T>
 struct FfnArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* acc;     // m x c fp32, all zero between runs
-  int* counters;  // one per 64 x 64 piece of y, all zero between runs
+  float* acc;         // m x c fp32, all zero between runs
+  unsigned* barrier;  // [0] arrivals (zero between runs), [1] generation
   int64_t m;
   int c, hidden;
 };
 
 __host__ __device__ inline int round_up(int v, int to) { return (v + to - 1) / to * to; }
 
-template <typename T, int kS>
+template <typename T, int kTM, int kS>
 struct FfnSmem {
   static constexpr int ld_h = kS + tc::kPad<T>;
   __host__ __device__ static int ld_w2(bool resident, int c) {
     return (resident ? round_up(c, kFfnColumns) : kFfnColumns) + tc::kPad<T>;
   }
   static size_t bytes(bool resident, int c) {
-    return tc::ring_bytes<T, FfnUpConfig<T, kS>>() +
-           sizeof(T) * (size_t(kFfnTokens) * ld_h + size_t(kS) * ld_w2(resident, c));
+    return tc::ring_bytes<T, typename FfnShape<kTM, kS>::Up>() +
+           sizeof(T) * (size_t(kTM) * ld_h + size_t(kS) * ld_w2(resident, c));
   }
 };
 
-// Adds (v0, v1) to acc[0], acc[1] in L2: one 8-byte vector atomic on sm_90.
-__device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool pair) {
+// Adds v0 to acc[0] and, when `second`, v1 to acc[1], in L2: one 8-byte vector atomic on sm_90
+// when the pair is 8-byte aligned.
+__device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool second, bool aligned) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (pair) {
+  if (second && aligned) {
     atomicAdd(reinterpret_cast<float2*>(acc), make_float2(v0, v1));
     return;
   }
 #endif
   atomicAdd(acc, v0);
-  if (pair) atomicAdd(acc + 1, v1);
+  if (second) atomicAdd(acc + 1, v1);
 }
 
-template <typename T, int kS, bool kVectorized, bool kW2Resident>
-__global__ void __launch_bounds__(kFfnThreads) ffn_fused_kernel(FfnArgs<T> a) {
-  using Up = FfnUpConfig<T, kS>;
-  using Smem = FfnSmem<T, kS>;
+// Every block of the grid waits here until all have arrived (they are all resident: the launch
+// is cooperative). barrier[0] counts arrivals and is back at zero afterwards; barrier[1] is a
+// generation number the last arrival advances, which the others watch.
+__device__ inline void grid_barrier(unsigned* barrier, unsigned seen) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned* generation = barrier + 1;
+    const unsigned blocks = gridDim.x * gridDim.y;
+    __threadfence();  // this block's additions (ordered before by the barrier above) first
+    if (atomicAdd(barrier, 1u) == blocks - 1) {
+      barrier[0] = 0;
+      __threadfence();
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      while (*generation == seen) __nanosleep(64);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
+__global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(FfnArgs<T> a) {
+  using Up = typename FfnShape<kTM, kS>::Up;
+  using FfnDownConfig = typename FfnShape<kTM, kS>::Down;
+  using Smem = FfnSmem<T, kTM, kS>;
+  constexpr int kFfnThreads = Up::kThreads, kFfnTokens = kTM;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ int s_last;
+  __shared__ float s_b1[kS];
   T* ring = reinterpret_cast<T*>(smem);
   T* s_h = reinterpret_cast<T*>(smem + tc::ring_bytes<T, Up>());
   T* s_w2 = s_h + kFfnTokens * Smem::ld_h;
   const int ld_w2 = Smem::ld_w2(kW2Resident, a.c);
-  const int64_t j0 = int64_t(blockIdx.x) * kS;  // this block's hidden units
-  const int64_t units = min(int64_t(kS), a.hidden - j0);
+  const int64_t slices = (a.hidden + kS - 1) / kS;
   const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
   const int column_tiles = (a.c + kFfnColumns - 1) / kFfnColumns;
   const int warp = threadIdx.x >> 5;
   const int wm = (warp / FfnDownConfig::kWarpsN) * FfnDownConfig::kWM;
   const int wn = (warp % FfnDownConfig::kWarpsN) * FfnDownConfig::kWN;
   const bool pairs = a.c % 2 == 0;
-
-  // W2's slice joins the first commit group of step 1: it streams in with the first tiles.
-  if constexpr (kW2Resident) {
-    tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c, a.c, kS,
-                                               round_up(a.c, kFfnColumns), units, a.c);
+  // The barrier's generation can only move once every block has arrived, so it is read now,
+  // off the critical path; b2's lines are fetched into L2 for step 3.
+  const unsigned generation = threadIdx.x == 0 ? *reinterpret_cast<volatile unsigned*>(a.barrier + 1) : 0;
+  if (blockIdx.x == 0 && blockIdx.y == 0) {
+    for (int i = threadIdx.x * 64; i < a.c; i += kFfnThreads * 64) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(a.b2 + i));
+    }
   }
-  for (int64_t chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+
+  // Work items (hidden slice, token chunk), slice fastest; a grid of slices x chunks blocks when
+  // it fits on the GPU, otherwise each block takes every gridDim-th item.
+  const int64_t items = slices * chunks;
+  const int64_t grid_blocks = int64_t(gridDim.x) * gridDim.y;
+  int64_t loaded_slice = -1;
+  for (int64_t item = int64_t(blockIdx.y) * gridDim.x + blockIdx.x; item < items; item += grid_blocks) {
+    const int64_t slice = item % slices, chunk = item / slices;
+    const int64_t j0 = slice * kS;  // this item's hidden units
+    const int64_t units = min(int64_t(kS), a.hidden - j0);
     const int64_t m0 = chunk * kFfnTokens;
-    // 1. up: h = GELU(x W1 + b1) for this chunk's tokens and this block's hidden units.
+    // W2's slice joins the first commit group of step 1: it streams in with the first tiles.
+    const bool new_slice = slice != loaded_slice;
+    if (kW2Resident && new_slice) {
+      tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c, a.c, kS,
+                                                 round_up(a.c, kFfnColumns), units, a.c);
+    }
+    // b1's slice is read while the first tiles are in flight.
+    auto load_b1 = [&]() {
+      if (!new_slice) return;
+      for (int i = threadIdx.x; i < kS; i += kFfnThreads) {
+        s_b1[i] = i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f;
+      }
+    };
+    loaded_slice = slice;
+    // 1. up: h = GELU(x W1 + b1) for this chunk's tokens and this item's hidden units.
     float up[Up::kMT][Up::kNT][4] = {};
     tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden,
-                                           a.c, m0, j0);
+                                           a.c, m0, j0, tc::NoPrologue{}, load_b1);
     tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
-      const bool ok0 = col < units, ok1 = col + 1 < units;
-      const float h0 = ok0 ? gelu_tanh_fast(v0 + Elem<T>::to_float(a.b1[j0 + col])) : 0.0f;
-      const float h1 = ok1 ? gelu_tanh_fast(v1 + Elem<T>::to_float(a.b1[j0 + col + 1])) : 0.0f;
+      const float h0 = col < units ? gelu_tanh_fast(v0 + s_b1[col]) : 0.0f;
+      const float h1 = col + 1 < units ? gelu_tanh_fast(v1 + s_b1[col + 1]) : 0.0f;
       s_h[r * Smem::ld_h + col] = Elem<T>::from_float(h0);
       s_h[r * Smem::ld_h + col + 1] = Elem<T>::from_float(h1);
     });
     __syncthreads();
-    // 2. down, 64 columns of y at a time; 3. the last block on a piece writes it.
-    for (int tile = 0; tile < column_tiles; ++tile) {
-      const int n0 = tile * kFfnColumns;
+    // 2. down, 64 columns of y at a time, from a starting column that differs between slices.
+    for (int step = 0; step < column_tiles; ++step) {
+      const int n0 = int((step + slice) % column_tiles) * kFfnColumns;
       const T* w2_tile = s_w2 + n0;
       if constexpr (!kW2Resident) {
         tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c + n0, a.c, kS,
@@ -169,77 +229,103 @@ __global__ void __launch_bounds__(kFfnThreads) ffn_fused_kernel(FfnArgs<T> a) {
         w2_tile = s_w2;
       }
       float down[FfnDownConfig::kMT][FfnDownConfig::kNT][4] = {};
-      tc::warp_multiply<T, FfnDownConfig::kMT, FfnDownConfig::kNT>(
-          down, s_h + wm * Smem::ld_h, Smem::ld_h, w2_tile + wn, ld_w2, kS);
+      if (warp < FfnDownConfig::kMmaWarps) {
+        tc::warp_multiply<T, FfnDownConfig::kMT, FfnDownConfig::kNT>(
+            down, s_h + wm * Smem::ld_h, Smem::ld_h, w2_tile + wn, ld_w2, kS);
+      }
       tc::for_each_pair<FfnDownConfig>(down, [&](int r, int col, float v0, float v1) {
         const int64_t row = m0 + r, n = n0 + col;
-        if (row < a.m && n < a.c) add_pair(a.acc + row * a.c + n, v0, v1, pairs && n + 1 < a.c);
+        if (row < a.m && n < a.c) add_pair(a.acc + row * a.c + n, v0, v1, n + 1 < a.c, pairs);
       });
-      __threadfence();  // our additions are visible device-wide before we count ourselves in
-      __syncthreads();
-      const int64_t piece = chunk * column_tiles + tile;
-      if (threadIdx.x == 0) s_last = atomicAdd(a.counters + piece, 1) == int(gridDim.x) - 1;
-      __syncthreads();
-      if (s_last) {
-        __threadfence();
-        for (int i = threadIdx.x; i < kFfnTokens * kFfnColumns; i += kFfnThreads) {
-          const int64_t row = m0 + i / kFfnColumns, n = n0 + i % kFfnColumns;
-          if (row >= a.m || n >= a.c) continue;
-          float* p = a.acc + row * a.c + n;
-          a.y[row * a.c + n] = Elem<T>::from_float(__ldcg(p) + Elem<T>::to_float(a.b2[n]));
-          __stcg(p, 0.0f);
-        }
-        if (threadIdx.x == 0) a.counters[piece] = 0;
-      }
       if constexpr (!kW2Resident) __syncthreads();  // s_w2 is refilled next
     }
-    __syncthreads();  // s_h is rewritten by the next chunk
+    __syncthreads();  // s_h (and s_w2, s_b1 for a new slice) are rewritten by the next item
+  }
+
+  // 3. Every block's additions are in; all blocks write y = acc + b2 and zero acc, 4 at a time.
+  grid_barrier(a.barrier, generation);
+  const int64_t total = a.m * a.c;
+  const int64_t thread = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kFfnThreads + threadIdx.x;
+  const int64_t threads = int64_t(gridDim.x) * gridDim.y * kFfnThreads;
+  for (int64_t i = thread * 4; i < total; i += threads * 4) {
+    if (a.c % 4 == 0) {
+      float4* p = reinterpret_cast<float4*>(a.acc + i);
+      const float4 v = __ldcg(p);
+      const int64_t n = i % a.c;
+      a.y[i] = Elem<T>::from_float(v.x + Elem<T>::to_float(a.b2[n]));
+      a.y[i + 1] = Elem<T>::from_float(v.y + Elem<T>::to_float(a.b2[n + 1]));
+      a.y[i + 2] = Elem<T>::from_float(v.z + Elem<T>::to_float(a.b2[n + 2]));
+      a.y[i + 3] = Elem<T>::from_float(v.w + Elem<T>::to_float(a.b2[n + 3]));
+      __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    } else {
+      for (int64_t e = i; e < min(i + 4, total); ++e) {
+        a.y[e] = Elem<T>::from_float(__ldcg(a.acc + e) + Elem<T>::to_float(a.b2[e % a.c]));
+        __stcg(a.acc + e, 0.0f);
+      }
+    }
   }
 }
 
-template <typename T, int kS, bool kVectorized, bool kW2Resident>
-Status launch_ffn_config(const FfnArgs<T>& a, int sms, cudaStream_t stream) {
-  const size_t smem = FfnSmem<T, kS>::bytes(kW2Resident, a.c);
-  auto kernel = ffn_fused_kernel<T, kS, kVectorized, kW2Resident>;
+template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
+Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
+  constexpr int kFfnThreads = FfnShape<kTM, kS>::kThreads, kFfnTokens = kTM;
+  const size_t smem = FfnSmem<T, kTM, kS>::bytes(kW2Resident, a.c);
+  auto kernel = ffn_fused_kernel<T, kTM, kS, kVectorized, kW2Resident>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(smem)));
+  int per_sm = 0;
+  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFfnThreads, smem));
   const int64_t slices = (a.hidden + kS - 1) / kS;
   const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
-  // Enough token-chunk columns of blocks for two blocks per SM, never more than there are chunks.
-  const int64_t by = std::min<int64_t>(chunks, std::max<int64_t>(1, (2 * sms + slices - 1) / slices));
-  const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(by));
-  kernel<<<grid, kFfnThreads, smem, stream>>>(a);
+  const int64_t resident = int64_t(per_sm) * sms;
+  if (resident < 1) return Status::Error("ffn: the fused kernel does not fit on this GPU");
+  // One block per (slice, chunk) item when they all fit on the GPU at once (they must: the
+  // launch is cooperative); otherwise as many as fit, each taking every gridDim-th item.
+  const int64_t bx = std::min<int64_t>(slices, resident);
+  const int64_t by = std::min<int64_t>(chunks, std::max<int64_t>(1, resident / bx));
+  const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+  void* args[] = {&a};
+  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
+                                          dim3(kFfnThreads), args, smem, stream));
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 
 // Picks the slice width S (64 hidden units, or 32 at up to 16 tokens, where more blocks stream
-// the weights sooner and the reduction is small), whether W2's slice stays in shared memory,
-// and the loader. FL_FFN_SLICE=32|64 overrides S (for tuning runs).
+// the weights sooner and the reduction is small; 32 also where 64 does not fit in shared
+// memory), whether W2's slice stays in shared memory, and the loader. FL_FFN_SLICE=32|64
+// overrides S (for tuning runs).
 template <typename T>
 Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
-  int device = 0, sms = 0, optin = 0;
+  int device = 0, sms = 0, optin = 0, cooperative = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (!cooperative) return Status::Error("ffn: the fused kernel needs cooperative launches");
   static const char* forced = std::getenv("FL_FFN_SLICE");
   int slice = a.m <= 16 ? 32 : 64;
   if (forced && (std::string(forced) == "32" || std::string(forced) == "64")) slice = std::atoi(forced);
   const bool vec = tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) &&
                    tc::vector_ok<T>(a.w2, a.c);
-  auto go = [&](auto s_tag) -> Status {
-    constexpr int kS = decltype(s_tag)::value;
-    const bool resident = FfnSmem<T, kS>::bytes(true, a.c) <= size_t(optin);
-    if (FfnSmem<T, kS>::bytes(false, a.c) > size_t(optin)) {
+  auto go = [&](auto tm_tag, auto s_tag) -> Status {
+    constexpr int kTM = decltype(tm_tag)::value, kS = decltype(s_tag)::value;
+    using Smem = FfnSmem<T, kTM, kS>;
+    const bool resident = Smem::bytes(true, a.c) <= size_t(optin);
+    if (Smem::bytes(false, a.c) > size_t(optin)) {
       return Status::Error("ffn: the fused kernel's tiles do not fit in this GPU's shared memory");
     }
-    if (vec && resident) return launch_ffn_config<T, kS, true, true>(a, sms, stream);
-    if (vec) return launch_ffn_config<T, kS, true, false>(a, sms, stream);
-    if (resident) return launch_ffn_config<T, kS, false, true>(a, sms, stream);
-    return launch_ffn_config<T, kS, false, false>(a, sms, stream);
+    if (vec && resident) return launch_ffn_config<T, kTM, kS, true, true>(a, sms, stream);
+    if (vec) return launch_ffn_config<T, kTM, kS, true, false>(a, sms, stream);
+    if (resident) return launch_ffn_config<T, kTM, kS, false, true>(a, sms, stream);
+    return launch_ffn_config<T, kTM, kS, false, false>(a, sms, stream);
   };
-  if (slice == 32) return go(std::integral_constant<int, 32>{});
-  return go(std::integral_constant<int, 64>{});
+  using I16 = std::integral_constant<int, 16>;
+  using I32 = std::integral_constant<int, 32>;
+  using I64 = std::integral_constant<int, 64>;
+  if (FfnSmem<T, 64, 64>::bytes(true, a.c) > size_t(optin)) slice = 32;
+  if (a.m <= 16) return slice == 32 ? go(I16{}, I32{}) : go(I16{}, I64{});
+  return slice == 32 ? go(I64{}, I32{}) : go(I64{}, I64{});
 }
 
 template <typename T>
@@ -261,9 +347,8 @@ class FfnWorkspace final : public Workspace {
     FL_TRY(y_.allocate(m_ * c_ * sizeof(T)));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     // The fused level's reduction state: zero now, and left zero by every run of it.
-    const int64_t pieces = ((m_ + kFfnTokens - 1) / kFfnTokens) * ((c_ + kFfnColumns - 1) / kFfnColumns);
     FL_TRY(acc_.allocate(m_ * c_ * sizeof(float)));
-    FL_TRY(counters_.allocate(pieces * sizeof(int)));
+    FL_TRY(counters_.allocate(2 * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
     const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
@@ -304,7 +389,7 @@ class FfnWorkspace final : public Workspace {
     if (level == 1 && launch == 0) return up_gelu_bias_->run(x, w1, b1, h, stream);
     if (level == 1 && launch == 1) return down_bias_->run(h, w2, b2, y, stream);
     if (level == 2 && launch == 0) {
-      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), counters_.as<int>(), m_,
+      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), counters_.as<unsigned>(), m_,
                          static_cast<int>(c_), static_cast<int>(h_)};
       return launch_ffn_fused(a, stream);
     }
@@ -390,8 +475,7 @@ class Ffn final : public Lesson {
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 +
-           (m / kFfnTokens + 1) * (c / kFfnColumns + 1) * 4;
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 8;
   }
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {

@@ -46,13 +46,18 @@
 namespace fl::tc {
 
 // ---- the tile shapes ------------------------------------------------------------------------
-// kBM x kBN per block, kWarpsM x kWarpsN warps, a K-tile of 64 bytes per row (32 bf16 or 16
-// fp32), kStages K-tiles in flight.
-template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_>
+// kBM x kBN per block, kWarpsM x kWarpsN warps multiplying, a K-tile of kKBytes per row (64:
+// 32 bf16 or 16 fp32; 128 for weight-streaming kernels that want more bytes in flight), kStages
+// K-tiles in flight, kThreads threads per block. A block may have more threads than multiplying
+// warps: small tiles (a few tokens) still want many threads issuing copies and normalizing, and
+// the extra warps sit out the multiply (they would only add padded rows).
+template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, int kKBytes_ = 64,
+          int kThreads_ = 32 * kWarpsM_ * kWarpsN_>
 struct TileConfig {
   static constexpr int kBM = kBM_, kBN = kBN_, kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
-  static constexpr int kStages = kStages_;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kStages = kStages_, kKBytes = kKBytes_;
+  static constexpr int kThreads = kThreads_, kMmaWarps = kWarpsM * kWarpsN;
+  static_assert(kThreads >= 32 * kMmaWarps && kThreads % 32 == 0, "every multiplying warp is in the block");
   static constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;  // one warp's piece
   static constexpr int kMT = kWM / 16, kNT = kWN / 8;              // its mma tiles
   static_assert(kWM % 16 == 0 && kWN % 16 == 0, "a warp's piece is whole 16 x 16 tiles");
@@ -61,15 +66,15 @@ struct TileConfig {
 // Elements in 16 bytes (one cp.async), the K-tile, and the padding of a shared-memory row.
 template <typename T>
 constexpr int kVec = 16 / sizeof(T);
-template <typename T>
-constexpr int kBK = 64 / sizeof(T);
+template <typename T, class Cfg>
+constexpr int kBK = Cfg::kKBytes / sizeof(T);
 template <typename T>
 constexpr int kPad = kVec<T>;
 
 // Shared memory of one pipeline stage, in elements.
 template <typename T, class Cfg>
 constexpr int stage_elems() {
-  return Cfg::kBM * (kBK<T> + kPad<T>) + kBK<T> * (Cfg::kBN + kPad<T>);
+  return Cfg::kBM * (kBK<T, Cfg> + kPad<T>) + kBK<T, Cfg> * (Cfg::kBN + kPad<T>);
 }
 template <typename T, class Cfg>
 constexpr size_t ring_bytes() {
@@ -162,7 +167,7 @@ struct WarpStep<__nv_bfloat16, MT, NT> {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         float* c = acc[mt][nt];
-        asm volatile(
+        asm(  // not volatile: a pure register operation the compiler may interleave with loads
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
             "{%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -237,7 +242,7 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
                                                int64_t m, int64_t n, int64_t k, int64_t m0,
                                                int64_t n0, const Prologue& prologue = {},
                                                const AfterPrime& after_prime = {}) {
-  constexpr int BK = kBK<T>, lda_s = BK + kPad<T>, ldb_s = Cfg::kBN + kPad<T>;
+  constexpr int BK = kBK<T, Cfg>, lda_s = BK + kPad<T>, ldb_s = Cfg::kBN + kPad<T>;
   constexpr int S = Cfg::kStages;
   const int k_tiles = static_cast<int>((k + BK - 1) / BK);
   auto a_tile = [&](int stage) { return ring + stage * stage_elems<T, Cfg>(); };
@@ -267,18 +272,22 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
     __syncthreads();      // everyone's copies are visible; everyone is done with K-tile kt-1
     if (kt + S - 1 < k_tiles) load(kt + S - 1);  // into the stage K-tile kt-1 used
     async_commit();
-    warp_multiply<T, Cfg::kMT, Cfg::kNT>(acc, a_tile(kt % S) + wm * lda_s, lda_s,
-                                         b_tile(kt % S) + wn, ldb_s, BK);
+    if (warp < Cfg::kMmaWarps) {
+      warp_multiply<T, Cfg::kMT, Cfg::kNT>(acc, a_tile(kt % S) + wm * lda_s, lda_s,
+                                           b_tile(kt % S) + wn, ldb_s, BK);
+    }
   }
   async_wait<0>();
   __syncthreads();
 }
 
 // Calls f(row, col, v0, v1) for each pair of horizontally adjacent accumulators a thread holds
-// (row and col relative to the block tile; col even).
+// (row and col relative to the block tile; col even). Threads outside the multiplying warps hold
+// none.
 template <class Cfg, class F>
 __device__ __forceinline__ void for_each_pair(const float (&acc)[Cfg::kMT][Cfg::kNT][4], F f) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (warp >= Cfg::kMmaWarps) return;
   const int wm = (warp / Cfg::kWarpsN) * Cfg::kWM, wn = (warp % Cfg::kWarpsN) * Cfg::kWN;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt) {

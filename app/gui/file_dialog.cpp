@@ -2,7 +2,10 @@
 
 #include <imgui.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <filesystem>
 #include <system_error>
 
@@ -56,7 +59,71 @@ const char* confirm_label(FileAction a) {
   }
 }
 
+// The title without Dear ImGui's "###id" tail.
+std::string plain_title(FileAction a) {
+  const std::string t = title(a);
+  return t.substr(0, t.find("###"));
+}
+
 }  // namespace
+
+bool FileDialog::start_native(const std::string& path) {
+  if (!allow_native || action_ == FileAction::screenshot) return false;
+  if (const char* mode = std::getenv("FUSIONLAB_FILE_DIALOG"); mode && std::string(mode) == "text") {
+    return false;
+  }
+  if (find_program("zenity").empty()) return false;
+  std::vector<std::string> argv = {"zenity", "--file-selection", "--title=" + plain_title(action_)};
+  if (!path.empty()) argv.push_back("--filename=" + path);
+  if (writes_file(action_)) {
+    argv.push_back("--save");
+    argv.push_back("--confirm-overwrite");  // zenity asks before replacing a file
+  } else {
+    // Several session files of one GPU may be picked at once; we join them with commas, as
+    // --replay takes them.
+    argv.push_back("--multiple");
+    argv.push_back("--separator=,");
+    argv.push_back("--file-filter=Fusion Lab sessions (*.json) | *.json");
+    argv.push_back("--file-filter=All files | *");
+  }
+  return native_.start(argv);
+}
+
+// While the desktop's dialog is open: a small note (with a way out), and its answer once it
+// closes. Exit 0 is a chosen path, 1 a cancel; anything else falls back to the popup.
+bool FileDialog::draw_native_wait(FileRequest* request) {
+  int code = 0;
+  std::string out;
+  if (native_.poll(&code, &out)) {
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    if (code == 0 && !out.empty() && out.find('\n') == std::string::npos) {
+      std::snprintf(path_, sizeof(path_), "%s", out.c_str());
+      request->action = action_;
+      request->path = out;
+      request->view_only = view_only;
+      request->caption = caption;
+      return true;
+    }
+    if (code != 1) pending_open_ = true;  // it failed: the path field instead
+    return false;
+  }
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
+                                 viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::Begin("##native_dialog_wait", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                   ImGuiWindowFlags_NoSavedSettings);
+  ImGui::Text("%s: choose in the desktop's file dialog...", plain_title(action_).c_str());
+  if (ImGui::Button("Type a path instead")) {
+    native_.kill();
+    pending_open_ = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel")) native_.kill();
+  ImGui::End();
+  return false;
+}
 
 bool writes_file(FileAction action) {
   return action != FileAction::open_recording && action != FileAction::compare;
@@ -78,22 +145,27 @@ void FileDialog::open(FileAction action, const std::string& path, const std::str
   std::snprintf(path_, sizeof(path_), "%s", path.c_str());
   error_ = error;
   replace_.clear();
-  pending_open_ = true;
   focus_ = true;
   close_ = false;
+  native_.kill();
+  // The desktop's dialog first (not to show an error: that needs the popup).
+  pending_open_ = !(error.empty() && start_native(path));
 }
 
 void FileDialog::fail(const std::string& message) {
   error_ = message;
   replace_.clear();
+  if (!open_) pending_open_ = true;  // the desktop's dialog chose it: show why in the popup
 }
 
 void FileDialog::close() {
   close_ = true;
   pending_open_ = false;
+  native_.kill();
 }
 
 bool FileDialog::draw(FileRequest* request) {
+  if (native_.running()) return draw_native_wait(request);
   if (pending_open_) {
     ImGui::OpenPopup(title(action_));
     pending_open_ = false;

@@ -32,6 +32,11 @@
 #include "app/gui/backend_choice.h"
 #include "app/gui/caption.h"
 #include "app/gui/file_dialog.h"
+#include "app/gui/fonts.h"
+#include "app/gui/layout.h"
+#include "app/gui/settings.h"
+#include "app/gui/shortcuts.h"
+#include "app/gui/widgets.h"
 #include "app/gui/lab.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
@@ -52,6 +57,13 @@ std::string g_glfw_error = "unknown GLFW error";
 
 void remember_glfw_error(int /*code*/, const char* description) {
   g_glfw_error = description ? description : "unknown GLFW error";
+}
+
+std::string one_line(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return message;
 }
 
 // One line on stderr, whatever the message holds, and a failing exit code.
@@ -107,11 +119,30 @@ struct WindowPlacement {
 constexpr int kScriptedWidth = 1280, kScriptedHeight = 720;
 constexpr float kWorkAreaShare = 0.8f;
 
-WindowPlacement window_placement(const GuiOptions& options, bool headless) {
+// Whether (x, y, w, h) lies mostly on one of the monitors' work areas (a remembered place on a
+// monitor that is gone is not used).
+bool on_some_monitor(int x, int y, int w, int h) {
+  int count = 0;
+  GLFWmonitor** monitors = glfwGetMonitors(&count);
+  for (int i = 0; i < count; ++i) {
+    int mx = 0, my = 0, mw = 0, mh = 0;
+    glfwGetMonitorWorkarea(monitors[i], &mx, &my, &mw, &mh);
+    const int ix = std::max(0, std::min(x + w, mx + mw) - std::max(x, mx));
+    const int iy = std::max(0, std::min(y + h, my + mh) - std::max(y, my));
+    if (2LL * ix * iy >= 1LL * w * h) return true;
+  }
+  return false;
+}
+
+WindowPlacement window_placement(const GuiOptions& options, bool headless,
+                                 const gui::Settings& remembered) {
   WindowPlacement p;
   if (options.width > 0 && options.height > 0) {
     p.width = options.width;
     p.height = options.height;
+  } else if (remembered.width > 0 && remembered.height > 0) {
+    p.width = remembered.width;
+    p.height = remembered.height;
   } else if (headless) {
     p.width = kScriptedWidth;
     p.height = kScriptedHeight;
@@ -122,11 +153,16 @@ WindowPlacement window_placement(const GuiOptions& options, bool headless) {
   int wx = 0, wy = 0, ww = 0, wh = 0;
   glfwGetMonitorWorkarea(monitor, &wx, &wy, &ww, &wh);
   if (ww <= 0 || wh <= 0) return p;
-  if (options.width <= 0 || options.height <= 0) {
+  if ((options.width <= 0 || options.height <= 0) && remembered.width <= 0) {
     p.width = std::max(std::min(ww, 800), static_cast<int>(std::lround(ww * kWorkAreaShare)));
     p.height = std::max(std::min(wh, 600), static_cast<int>(std::lround(wh * kWorkAreaShare)));
   }
   p.has_position = true;
+  if (remembered.has_position && on_some_monitor(remembered.x, remembered.y, p.width, p.height)) {
+    p.x = remembered.x;
+    p.y = remembered.y;
+    return p;
+  }
   p.x = wx + std::max(0, (ww - p.width) / 2);
   p.y = wy + std::max(0, (wh - p.height) / 2);
   return p;
@@ -146,7 +182,6 @@ std::string too_big_for_screen(int width, int height) {
 // ---- [SECTION] fonts and HiDPI --------------------------------------------------------------
 
 constexpr float kBaseFontSize = 16.0f;
-constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 float content_scale(GLFWwindow* window) {
   float xs = 1, ys = 1;
@@ -155,9 +190,13 @@ float content_scale(GLFWwindow* window) {
   return std::isfinite(s) ? std::clamp(s, 1.0f, 4.0f) : 1.0f;
 }
 
-void setup_style_and_fonts(float scale) {
+// The style and the font at `scale` (the monitor's content scale times --scale). Called again
+// when the window moves to a monitor of another scale: the style starts afresh (ScaleAllSizes
+// multiplies what is there) and the font atlas is rebuilt.
+void setup_style_and_fonts(float scale, bool announce) {
   ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;  // the layout is fixed; never drop imgui.ini into the working folder
+  io.IniFilename = nullptr;  // the settings file keeps what we remember; never drop imgui.ini
+  ImGui::GetStyle() = ImGuiStyle();
   ImGui::StyleColorsDark();
   ImGuiStyle& style = ImGui::GetStyle();
   style.WindowRounding = 0;
@@ -165,35 +204,57 @@ void setup_style_and_fonts(float scale) {
   style.FrameRounding = 3;
   style.ScaleAllSizes(scale);
 
-  ImFontConfig config;
-  config.OversampleH = 2;
-  std::FILE* probe = std::fopen(kFontPath, "rb");  // AddFontFromFileTTF asserts on a missing file
+  io.Fonts->Clear();
+  static std::string how;
+  static const std::string font_file = gui::find_ui_font(&how);  // asked once per process
   ImFont* font = nullptr;
-  if (probe) {
-    std::fclose(probe);
-    font = io.Fonts->AddFontFromFileTTF(kFontPath, std::round(kBaseFontSize * scale), &config);
+  if (!font_file.empty()) {
+    ImFontConfig config;
+    config.OversampleH = 2;
+    font = io.Fonts->AddFontFromFileTTF(font_file.c_str(), std::round(kBaseFontSize * scale),
+                                        &config, gui::ui_glyph_ranges());
   }
   if (!font) {
     ImFontConfig fallback;
     fallback.SizePixels = std::round(13.0f * scale);
     io.Fonts->AddFontDefault(&fallback);
+    if (announce) {
+      std::fprintf(stderr, "fusionlab: no TrueType font found through fontconfig (fc-match 'DejaVu "
+                           "Sans'); using Dear ImGui's built-in font (install fonts-dejavu-core)\n");
+    }
   }
 }
 
 // ---- [SECTION] the frame --------------------------------------------------------------------
 //
-// File  Help  [Screenshot (F12)]  comparing with ...  last file action's result
-// +-- left column ---------+-- right column -------------------------------+
-// | title                  | controls (size, level shown, precision, cache)|
-// | GPU panel              | views (speedup vs size, bandwidth, ...)       |
-// | lessons + teaching text| current measurement                           |
-// +------------------------+-----------------------------------------------+
+// File  View  Help  [Screenshot (F12)]  comparing with ...  last file action's result
+// +-- left column ---------+-+-- right column -------------------------------+
+// | title                  | | controls (size, level shown, precision, cache)|
+// | GPU panel              | | views (speedup vs size, bandwidth, ...)       |
+// | lessons + teaching text| |-----------------------------------------------|
+// |                        | | current measurement                           |
+// +------------------------+-+-----------------------------------------------+
+// The gaps are splitters (app/gui/layout.h); F or a double-click on the tab bar maximises the
+// views panel; S shows two views at once.
 
-// What the menu bar asked for this frame.
+// What the menu bar (or a shortcut) asked for this frame.
 struct MenuChoice {
   bool dialog = false;  // open the path popup for `action`
   gui::FileAction action = gui::FileAction::save_session;
   bool quick_shot = false;  // the Screenshot button: save at once under a new name
+};
+
+// The layout and the window-level switches that keys and menus change; the panel sizes and the
+// second view are remembered in the settings file.
+struct WindowUi {
+  gui::PanelSizes panels;
+  bool maximized = false;        // the views panel fills the window
+  bool show_shortcuts = false;   // the F1 list
+  bool toggle_full_screen = false;  // F11, View > Full screen: the frame loop does it
+  bool full_screen = false;
+  bool quit = false;
+  std::string second_request;  // bring this view forward in the second pane at the next frame
+  std::string second_front = "timeline";  // the second pane's view at the last frame
 };
 
 // The menu bar's right-hand line: the last file action's result, for a while.
@@ -204,47 +265,74 @@ struct Message {
 };
 
 constexpr const char* kKeysHelp =
-    "F12: save a screenshot of the whole window, with a caption strip (GPU, lesson, size, level, "
-    "precision, cache mode, date), as fusionlab-<lesson>-<date>-<time>.png in the current folder; "
-    "an existing file is never replaced.\n"
+    "F1 lists every keyboard shortcut. F12 saves a screenshot of the whole window, with a caption "
+    "strip (GPU, lesson, size, level, precision, cache mode, date), as "
+    "fusionlab-<lesson>-<date>-<time>.png in the current folder; an existing file is never "
+    "replaced.\n"
     "File > Screenshot... picks the name, only the view in front, and the caption.\n"
     "File > Save session..., Open recording..., Compare with..., Export trace..., Export CSV...: "
-    "type a path; nothing is overwritten without asking.\n"
+    "the desktop's file dialog where there is one (zenity), else a path field; nothing is "
+    "overwritten without asking.\n"
+    "Drag the gaps between panels to resize them (double-click a gap to reset it). The window "
+    "remembers its size, place, lesson, view and panels (fusionlab --reset-settings forgets).\n"
     "Every control can also be driven by a script: fusionlab --script FILE (docs/SCRIPTING.md).";
 
-MenuChoice draw_menu_bar(gui::Lab& lab, const Message& message, double now) {
+void toggle_split(WindowUi& ui) {
+  ui.panels.split = !ui.panels.split;
+  if (ui.panels.split) ui.second_request = ui.panels.second_view;
+}
+
+MenuChoice draw_menu_bar(gui::Lab& lab, WindowUi& ui, const Message& message, double now) {
   MenuChoice choice;
   if (!ImGui::BeginMainMenuBar()) return choice;
-  const auto item = [&](const char* label, gui::FileAction action, const char* tip,
-                        bool enabled = true) {
-    if (ImGui::MenuItem(label, nullptr, false, enabled)) {
+  const auto item = [&](const char* label, const char* keys, gui::FileAction action,
+                        const char* tip, bool enabled = true) {
+    if (ImGui::MenuItem(label, keys, false, enabled)) {
       choice.dialog = true;
       choice.action = action;
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
   };
   if (ImGui::BeginMenu("File")) {
-    item("Save session...", gui::FileAction::save_session,
+    item("Save session...", "Ctrl+S", gui::FileAction::save_session,
          "The GPU's facts and every measurement so far, as session JSON (replay it with --replay).");
-    item("Open recording...", gui::FileAction::open_recording,
+    item("Open recording...", "Ctrl+O", gui::FileAction::open_recording,
          "Replay a session file or a folder of them (one GPU) instead of this backend.");
-    item("Compare with...", gui::FileAction::compare,
+    item("Compare with...", nullptr, gui::FileAction::compare,
          "Overlay a second recording (another GPU, another day) on the speedup and bandwidth plots.");
     if (ImGui::MenuItem("Stop comparing", nullptr, false, lab.comparison() != nullptr)) {
       lab.stop_comparing();
     }
     ImGui::Separator();
-    item("Export trace...", gui::FileAction::export_trace,
+    item("Export trace...", "Ctrl+E", gui::FileAction::export_trace,
          "The current sweep's kernel launches as a Chrome trace for ui.perfetto.dev.");
-    item("Export CSV...", gui::FileAction::export_csv,
+    item("Export CSV...", nullptr, gui::FileAction::export_csv,
          "The current sweep: one row per size, level and launch.");
     ImGui::Separator();
-    item("Screenshot...", gui::FileAction::screenshot,
+    item("Screenshot...", nullptr, gui::FileAction::screenshot,
          "Choose the name, the whole window or only the view in front, and the caption. "
          "F12 saves one at once.");
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit", "Ctrl+Q")) ui.quit = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    ImGui::MenuItem("Maximise the views panel", "F", &ui.maximized);
+    if (ImGui::MenuItem("Two views at once", "S", ui.panels.split)) toggle_split(ui);
+    ImGui::MenuItem("Two views side by side", nullptr, &ui.panels.side_by_side, ui.panels.split);
+    if (ImGui::MenuItem("Full screen", "F11", ui.full_screen)) ui.toggle_full_screen = true;
+    ImGui::Separator();
+    if (ImGui::MenuItem("Reset panel sizes")) {
+      const gui::PanelSizes defaults;
+      ui.panels.left_width = defaults.left_width;
+      ui.panels.measurement_height = defaults.measurement_height;
+      ui.panels.split_fraction = defaults.split_fraction;
+    }
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Help")) {
+    if (ImGui::MenuItem("Keyboard shortcuts", "F1")) ui.show_shortcuts = true;
+    ImGui::Separator();
     ImGui::PushTextWrapPos(ImGui::GetFontSize() * 34.0f);
     ImGui::TextUnformatted(kKeysHelp);
     ImGui::PopTextWrapPos();
@@ -254,6 +342,10 @@ MenuChoice draw_menu_bar(gui::Lab& lab, const Message& message, double now) {
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip("Saves the whole window with a caption strip as a new PNG in the current "
                       "folder (F12 does the same).");
+  }
+  if (ui.maximized) {
+    ImGui::SameLine(0, ImGui::GetFontSize());
+    if (ImGui::SmallButton("Restore panels (F / Esc)")) ui.maximized = false;
   }
   if (const gui::ComparedSeries compared = lab.compared_series(); compared.found) {
     ImGui::SameLine(0, ImGui::GetFontSize());
@@ -276,61 +368,275 @@ MenuChoice draw_menu_bar(gui::Lab& lab, const Message& message, double now) {
   return choice;
 }
 
-// Draws the panels; *views_px is the views panel (tab bar and view) in framebuffer pixels.
-void draw_frame(gui::Lab& lab, double now, gui::PixelRect* views_px) {
+// The F1 list, drawn from the same table that handles the keys (app/gui/shortcuts.h).
+void draw_shortcuts_window(WindowUi& ui) {
+  if (!ui.show_shortcuts) return;
+  const float fs = ImGui::GetFontSize();
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
+                                 viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(viewport->WorkSize.x * 0.95f,
+                                                           viewport->WorkSize.y * 0.95f));
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_AlwaysAutoResize;
+  if (ImGui::Begin("Keyboard shortcuts (F1, Esc closes)", &ui.show_shortcuts, flags)) {
+    const float what_w = std::min(fs * 30.0f, viewport->WorkSize.x * 0.9f - fs * 7.0f);
+    if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed, fs * 5.0f);
+      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, what_w);
+      for (const gui::ShortcutRow& row : gui::shortcut_rows()) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", row.keys.c_str());
+        ImGui::TableNextColumn();
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextUnformatted(row.what.c_str());
+        ImGui::PopTextWrapPos();
+      }
+      ImGui::EndTable();
+    }
+    ImGui::TextDisabled("Keys act when no text field has the focus. Scripts press them with `key NAME`.");
+  }
+  ImGui::End();
+}
+
+gui::PixelRect to_pixels(const gui::Box& box) {
+  const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+  return gui::PixelRect{static_cast<int>(std::lround(box.x * scale.x)),
+                        static_cast<int>(std::lround(box.y * scale.y)),
+                        static_cast<int>(std::lround(box.w * scale.x)),
+                        static_cast<int>(std::lround(box.h * scale.y))};
+}
+
+// A child window exactly over `box`.
+bool begin_panel(const char* id, const gui::Box& box, bool border,
+                 ImGuiWindowFlags flags = ImGuiWindowFlags_None) {
+  ImGui::SetCursorScreenPos(ImVec2(box.x, box.y));
+  return ImGui::BeginChild(id, ImVec2(std::max(1.0f, box.w), std::max(1.0f, box.h)), border, flags);
+}
+
+// A double-click on a views panel's tab bar maximises it (or restores it).
+void maximise_on_tab_double_click(const gui::Box& box, WindowUi& ui) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 a(box.x, box.y);
+  const ImVec2 b(box.right(), box.y + style.WindowPadding.y + ImGui::GetFrameHeight());
+  if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && ImGui::IsMouseHoveringRect(a, b, false)) {
+    ui.maximized = !ui.maximized;
+  }
+}
+
+// Draws the panels; *views_px is the (first) views panel, tab bar and view, in framebuffer
+// pixels.
+void draw_frame(gui::Lab& lab, WindowUi& ui, double now, gui::PixelRect* views_px) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::Begin("Fusion Lab", nullptr, flags);
+  const ImGuiStyle& style = ImGui::GetStyle();
   const float fs = ImGui::GetFontSize();
   const float line = ImGui::GetTextLineHeightWithSpacing();
-  const float left_w = std::max(fs * 22.0f, ImGui::GetContentRegionAvail().x * 0.34f);
 
-  ImGui::BeginChild("##left", ImVec2(left_w, 0), false);
-  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
-  ImGui::SameLine();
-  if (lab.replay()) {
-    ImGui::TextDisabled("kernel fusion, replayed from a recording");
-  } else {
-    ImGui::TextDisabled("kernel fusion, measured live on your GPU");
-  }
-  ImGui::Spacing();
-  ImGui::BeginChild("##gpu", ImVec2(0, gui::gpu_panel_height(lab, left_w)), true);
-  gui::draw_gpu_panel(lab);
-  ImGui::EndChild();
-  ImGui::BeginChild("##lesson", ImVec2(0, 0), true);
-  gui::draw_lesson_panel(lab, now);
-  ImGui::EndChild();
-  ImGui::EndChild();
+  gui::LayoutInput in;
+  in.area = {viewport->WorkPos.x + style.WindowPadding.x, viewport->WorkPos.y + style.WindowPadding.y,
+             viewport->WorkSize.x - 2 * style.WindowPadding.x,
+             viewport->WorkSize.y - 2 * style.WindowPadding.y};
+  in.font_size = fs;
+  in.gap = style.ItemSpacing.x;
+  in.title_height = line + style.ItemSpacing.y;
+  // The controls: title, size, fusion, precision/cache, sweep + status (and the note line).
+  in.controls_height = line * (lab.note.empty() ? 6.4f : 7.4f) + style.WindowPadding.y * 2;
+  in.gpu_height = [&](float width) { return gui::gpu_panel_height(lab, width); };
+  in.panels = ui.panels;
+  in.maximized = ui.maximized;
+  const gui::FrameLayout L = gui::layout_frame(in);
 
-  ImGui::SameLine();
-  ImGui::BeginChild("##right", ImVec2(0, 0), false);
-  ImGui::BeginChild("##controls", ImVec2(0, line * 7.4f), true, ImGuiWindowFlags_NoScrollbar);
-  gui::draw_controls_panel(lab, now);
-  ImGui::EndChild();
-  // The measurement panel holds the level table, the timeline (~3 lines) and the launches.
-  const float measurement_h = line * (lab.replay() ? 12.5f : 11.5f);  // + "Recorded on ..."
-  const float plot_h = std::max(
-      fs * 10, ImGui::GetContentRegionAvail().y - measurement_h - ImGui::GetStyle().ItemSpacing.y);
-  ImGui::BeginChild("##plot", ImVec2(0, plot_h), true, ImGuiWindowFlags_NoScrollbar);
-  {
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
-    *views_px = gui::PixelRect{static_cast<int>(std::lround(pos.x * scale.x)),
-                               static_cast<int>(std::lround(pos.y * scale.y)),
-                               static_cast<int>(std::lround(size.x * scale.x)),
-                               static_cast<int>(std::lround(size.y * scale.y))};
+  if (!L.maximized) {
+    ImGui::SetCursorScreenPos(ImVec2(L.title.x, L.title.y));
+    ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
+    ImGui::SameLine();
+    gui::text_fitted(lab.replay() ? "kernel fusion, replayed from a recording"
+                                  : "kernel fusion, measured live on your GPU",
+                     L.title.right() - ImGui::GetCursorScreenPos().x, true);
+    if (begin_panel("##gpu", L.gpu, true)) gui::draw_gpu_panel(lab);
+    ImGui::EndChild();
+    if (begin_panel("##lesson", L.lessons, true)) gui::draw_lesson_panel(lab, now);
+    ImGui::EndChild();
+    if (begin_panel("##controls", L.controls, true, ImGuiWindowFlags_NoScrollbar)) {
+      gui::draw_controls_panel(lab, now);
+    }
+    ImGui::EndChild();
+    if (begin_panel("##measurement", L.measurement, true)) gui::draw_measurement_panel(lab);
+    ImGui::EndChild();
   }
-  gui::draw_views_panel(lab);
+
+  // The views: the first pane is the one the keys, --view and the screenshots mean.
+  *views_px = to_pixels(L.views);
+  maximise_on_tab_double_click(L.views, ui);
+  if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar)) gui::draw_views_panel(lab);
   ImGui::EndChild();
-  ImGui::BeginChild("##measurement", ImVec2(0, 0), true);
-  gui::draw_measurement_panel(lab);
-  ImGui::EndChild();
-  ImGui::EndChild();
+  if (!L.views2.empty()) {
+    // The second pane is the same panel with its own tab bar (its own ImGui id); the Lab's
+    // "requested" and "front" views belong to the first pane, so they are set for the second
+    // one's draw and put back after it.
+    const std::string first_front = lab.front_view, pending = lab.requested_view;
+    lab.requested_view = ui.second_request;
+    ui.second_request.clear();
+    maximise_on_tab_double_click(L.views2, ui);
+    if (begin_panel("##plot2", L.views2, true, ImGuiWindowFlags_NoScrollbar)) {
+      gui::draw_views_panel(lab);
+    }
+    ImGui::EndChild();
+    ui.second_front = lab.front_view;
+    ui.panels.second_view = ui.second_front;
+    lab.front_view = first_front;
+    lab.requested_view = pending;
+  }
+
+  // Splitters last, over the gaps, so they get the mouse before the panels' edges.
+  float at = 0;
+  bool reset = false;
+  if (!L.maximized) {
+    at = L.column_splitter.x;
+    if (gui::splitter("##split_columns", L.column_splitter, true, &at, &reset)) {
+      ui.panels.left_width = gui::fraction_of(at - in.area.x, in.area.w, 0.05f, 0.95f);
+    }
+    if (reset) ui.panels.left_width = gui::PanelSizes().left_width;
+    reset = false;
+    at = L.measurement_splitter.y;
+    if (gui::splitter("##split_measurement", L.measurement_splitter, false, &at, &reset)) {
+      const float top = L.views.y, bottom = L.measurement.bottom();
+      const float rest = bottom - top - in.gap;
+      ui.panels.measurement_height = gui::fraction_of(bottom - (at + in.gap), rest, 0.05f, 0.95f);
+    }
+    if (reset) ui.panels.measurement_height = gui::PanelSizes().measurement_height;
+    reset = false;
+  }
+  if (!L.views2.empty()) {
+    const bool side = ui.panels.side_by_side;
+    at = side ? L.views_splitter.x : L.views_splitter.y;
+    if (gui::splitter("##split_views", L.views_splitter, side, &at, &reset)) {
+      const float start = side ? L.views.x : L.views.y;
+      const float total = side ? L.views2.right() - L.views.x - in.gap
+                               : L.views2.bottom() - L.views.y - in.gap;
+      ui.panels.split_fraction = gui::fraction_of(at - start, total, 0.1f, 0.9f);
+    }
+    if (reset) ui.panels.split_fraction = gui::PanelSizes().split_fraction;
+  }
   ImGui::End();
+}
+
+// ---- [SECTION] keyboard ---------------------------------------------------------------------
+
+// The size one step from the current one: the next recorded size when replaying, else a quarter
+// octave (as the slider's steps).
+int64_t stepped_size(const gui::Lab& lab, int direction) {
+  const std::vector<int64_t>& stops = lab.recorded_sizes();
+  const int64_t size = lab.size();
+  if (!stops.empty()) {
+    size_t nearest = 0;
+    for (size_t i = 1; i < stops.size(); ++i) {
+      if (std::fabs(std::log2(double(stops[i])) - std::log2(double(size))) <
+          std::fabs(std::log2(double(stops[nearest])) - std::log2(double(size)))) {
+        nearest = i;
+      }
+    }
+    const long next = std::clamp<long>(static_cast<long>(nearest) + direction, 0,
+                                       static_cast<long>(stops.size()) - 1);
+    return stops[static_cast<size_t>(next)];
+  }
+  const SizeAxis& axis = lab.lesson().info().size_axis;
+  double octaves = std::round(std::log2(double(std::max<int64_t>(1, size))) * 4.0) / 4.0;
+  for (int tries = 0; tries < 8; ++tries) {
+    octaves += 0.25 * direction;
+    const int64_t value = std::clamp<int64_t>(std::llround(std::exp2(octaves)), axis.min, axis.max);
+    if (value != size) return value;
+  }
+  return size;
+}
+
+// What a shortcut does; the compiler's -Wswitch keeps every KeyAction handled.
+void apply_shortcut(const gui::Shortcut& key, gui::Lab& lab, WindowUi& ui, MenuChoice* choice,
+                    double now) {
+  switch (key.action) {
+    case gui::KeyAction::size_down:
+    case gui::KeyAction::size_up: {
+      const int64_t size = stepped_size(lab, key.action == gui::KeyAction::size_up ? 1 : -1);
+      if (size != lab.size()) {
+        lab.set_size(size, now);  // measured once it rests, as when the slider is dragged
+      }
+      break;
+    }
+    case gui::KeyAction::level_down:
+      lab.set_shown_level(std::max(0, lab.shown_level() - 1));
+      break;
+    case gui::KeyAction::level_up:
+      lab.set_shown_level(std::min(lab.top_level(), lab.shown_level() + 1));
+      break;
+    case gui::KeyAction::pick_view: {
+      const auto& names = gui::view_names();
+      if (key.view >= 0 && key.view < static_cast<int>(names.size())) {
+        lab.requested_view = names[static_cast<size_t>(key.view)];
+      }
+      break;
+    }
+    case gui::KeyAction::pause_animation:
+      lab.flow_pause_toggle = true;
+      break;
+    case gui::KeyAction::maximize_view:
+      ui.maximized = !ui.maximized;
+      break;
+    case gui::KeyAction::restore_view:
+      if (ui.show_shortcuts) {
+        ui.show_shortcuts = false;
+      } else {
+        ui.maximized = false;
+      }
+      break;
+    case gui::KeyAction::split_views:
+      toggle_split(ui);
+      break;
+    case gui::KeyAction::open_recording:
+      choice->dialog = true;
+      choice->action = gui::FileAction::open_recording;
+      break;
+    case gui::KeyAction::save_session:
+      choice->dialog = true;
+      choice->action = gui::FileAction::save_session;
+      break;
+    case gui::KeyAction::export_trace:
+      choice->dialog = true;
+      choice->action = gui::FileAction::export_trace;
+      break;
+    case gui::KeyAction::screenshot:
+      choice->quick_shot = true;
+      break;
+    case gui::KeyAction::full_screen:
+      ui.toggle_full_screen = true;
+      break;
+    case gui::KeyAction::show_shortcuts:
+      ui.show_shortcuts = !ui.show_shortcuts;
+      break;
+    case gui::KeyAction::quit:
+      ui.quit = true;
+      break;
+  }
+}
+
+// The keys pressed this frame (after ImGui::NewFrame), unless a text field or a popup has them.
+void handle_keys(gui::Lab& lab, WindowUi& ui, MenuChoice* choice, double now) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput || ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) return;
+  const int mods = (io.KeyCtrl ? gui::kModCtrl : 0) | (io.KeyShift ? gui::kModShift : 0) |
+                   (io.KeyAlt ? gui::kModAlt : 0);
+  const auto pressed = [](int key, bool repeat) { return ImGui::IsKeyPressed(key, repeat); };
+  for (const gui::Shortcut* key : gui::pressed_shortcuts(pressed, mods)) {
+    apply_shortcut(*key, lab, ui, choice, now);
+  }
 }
 
 // ---- [SECTION] file actions (the File menu and scripts) --------------------------------------
@@ -524,6 +830,13 @@ class ScriptRunner {
 
   // A `window-size` command asks the window for a new size: the window takes it with
   // take_resize() and step() waits until the framebuffer has that size.
+  // A `key NAME` command: the shortcut to press this frame (once).
+  const gui::Shortcut* take_key() {
+    const gui::Shortcut* key = key_;
+    key_ = nullptr;
+    return key;
+  }
+
   bool take_resize(int* width, int* height) {
     if (!resize_asked_) return false;
     resize_asked_ = false;
@@ -590,6 +903,9 @@ class ScriptRunner {
         return Step::run;
       } else if (c.verb == "caption") {
         caption_ = c.arg == "on";
+      } else if (c.verb == "key") {
+        key_ = gui::find_shortcut(c.arg);
+        return Step::run;  // pressed before the next frame is drawn
       } else if (c.verb == "window-size") {
         resize_asked_ = resizing_ = true;
         resize_w_ = c.width;
@@ -666,6 +982,7 @@ class ScriptRunner {
   int shot_frames_ = 0;
   int shot_line_ = 0;
   bool caption_ = true;
+  const gui::Shortcut* key_ = nullptr;
   bool resize_asked_ = false, resizing_ = false;
   int resize_w_ = 0, resize_h_ = 0, resize_line_ = 0;
   double resize_started_ = 0;
@@ -712,7 +1029,24 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   // monitor's pixels): GLFW must not scale them again. Text follows the content scale instead.
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
   glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // shown once it has its size and place
-  const WindowPlacement place = window_placement(options, headless);
+
+  // What the window remembers (app/gui/settings.h): not for pictures unless --use-settings.
+  const bool use_settings = !headless || options.use_settings;
+  const std::string settings_file = use_settings ? gui::settings_path() : "";
+  gui::Settings remembered;
+  if (!settings_file.empty()) {
+    if (options.reset_settings) {
+      std::error_code ec;
+      if (std::filesystem::remove(settings_file, ec)) {
+        std::fprintf(stderr, "fusionlab: settings reset (removed %s)\n", settings_file.c_str());
+      }
+    } else if (Status st = gui::load_settings(settings_file, &remembered); !st.ok()) {
+      remembered = gui::Settings();
+      std::fprintf(stderr, "fusionlab: ignoring the settings file: %s (it is rewritten when the "
+                           "window closes)\n", one_line(st.message()).c_str());
+    }
+  }
+  const WindowPlacement place = window_placement(options, headless, remembered);
   if (headless) {
     // A picture is exactly the size asked for: a window larger than the screen would be cut
     // (or garbage) where the screen ends.
@@ -725,6 +1059,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (!window.handle) return cannot_open_window();
   if (place.has_position) glfwSetWindowPos(window.handle, place.x, place.y);
   glfwShowWindow(window.handle);
+  if (!headless && remembered.maximized && options.width <= 0) glfwMaximizeWindow(window.handle);
   glfwMakeContextCurrent(window.handle);
   if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
     return fail("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
@@ -744,7 +1079,8 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   if (headless) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
   // Screenshots are rendered at scale 1 (times --scale) so they look the same everywhere; the
   // window follows the monitor's content scale (HiDPI) times --scale.
-  setup_style_and_fonts((headless ? 1.0f : content_scale(window.handle)) * options.scale);
+  float ui_scale = (headless ? 1.0f : content_scale(window.handle)) * options.scale;
+  setup_style_and_fonts(ui_scale, true);
   imgui.glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
   imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
   if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
@@ -759,6 +1095,59 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
                 options.view + "'");
   }
   lab.requested_view = options.view;
+  WindowUi ui;
+  // Remembered choices, where the command line said nothing.
+  if (!remembered.lesson.empty() && script.lesson.empty()) {
+    lab.select_lesson(remembered.lesson, seconds_now());  // a lesson no longer there: the first
+  }
+  if (!remembered.view.empty() && options.view == "speedup") {
+    const auto& names = gui::view_names();
+    if (std::find(names.begin(), names.end(), remembered.view) != names.end()) {
+      lab.requested_view = remembered.view;
+    }
+  }
+  if (Precision p; !remembered.precision.empty() && parse_precision(remembered.precision, &p)) {
+    lab.set_precision(p, seconds_now());
+  }
+  if (CacheMode c; !remembered.cache.empty() && parse_cache_mode(remembered.cache, &c)) {
+    lab.set_cache(c, seconds_now());
+  }
+  if (use_settings) {
+    ui.panels = remembered.panels;
+    const auto& names = gui::view_names();
+    if (std::find(names.begin(), names.end(), ui.panels.second_view) == names.end()) {
+      ui.panels.second_view = gui::PanelSizes().second_view;
+    }
+    if (ui.panels.split) ui.second_request = ui.panels.second_view;
+  }
+  // The window's place and size while windowed (full screen keeps the last windowed one).
+  int windowed_x = place.x, windowed_y = place.y, windowed_w = place.width, windowed_h = place.height;
+  // Writes what the window remembers; called where the window closes normally.
+  const auto remember = [&]() {
+    if (settings_file.empty()) return;
+    gui::Settings s;
+    const bool maximized = glfwGetWindowAttrib(window.handle, GLFW_MAXIMIZED) == GLFW_TRUE;
+    if (!ui.full_screen && !maximized) {
+      glfwGetWindowPos(window.handle, &windowed_x, &windowed_y);
+      glfwGetWindowSize(window.handle, &windowed_w, &windowed_h);
+    }
+    s.x = windowed_x;
+    s.y = windowed_y;
+    s.has_position = !headless;
+    if (gui::window_size_problem(windowed_w, windowed_h).empty()) {
+      s.width = windowed_w;
+      s.height = windowed_h;
+    }
+    s.maximized = maximized;
+    s.lesson = lab.lesson().info().id;
+    s.view = lab.front_view;
+    s.precision = to_string(lab.precision());
+    s.cache = to_string(lab.cache());
+    s.panels = ui.panels;
+    if (Status st = gui::save_settings(settings_file, s); !st.ok()) {
+      std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n", one_line(st.message()).c_str());
+    }
+  };
   if (!options.compare_paths.empty()) {
     if (Status st = lab.compare_with(options.compare_paths); !st.ok()) return fail(st.message());
   }
@@ -773,6 +1162,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   ScriptRunner runner(script.commands);
   std::vector<double> frame_ms;
   gui::FileDialog dialog;
+  dialog.allow_native = !headless;  // the desktop's file dialog (zenity) where there is one
   Message message;
   std::optional<ShotRequest> ui_shot;  // F12, the Screenshot button, File > Screenshot...
   int ui_shot_frames = 0;
@@ -803,7 +1193,10 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
       script_step = runner.step(lab, now, fb_w, fb_h);
       if (script_step == ScriptRunner::Step::error) return fail(runner.error());
-      if (script_step == ScriptRunner::Step::quit) return 0;
+      if (script_step == ScriptRunner::Step::quit) {
+        remember();
+        return 0;
+      }
       if (int w = 0, h = 0; runner.take_resize(&w, &h)) {
         if (const std::string why = too_big_for_screen(w, h); !why.empty()) {
           return fail(runner.where(runner.resize_line()) + why);
@@ -811,16 +1204,45 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
         glfwSetWindowSize(window.handle, w, h);
       }
     }
+    // The monitor's content scale changed (the window moved to another monitor): new font.
+    if (!headless) {
+      const float scale_now = content_scale(window.handle) * options.scale;
+      if (std::fabs(scale_now - ui_scale) > 0.01f) {
+        ui_scale = scale_now;
+        setup_style_and_fonts(ui_scale, false);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+      }
+    }
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    const MenuChoice choice = draw_menu_bar(lab, message, now);
-    draw_frame(lab, now, &views_px);
+    MenuChoice choice = draw_menu_bar(lab, ui, message, now);
+    // Keys (the shortcut table), from the keyboard or a script's `key NAME`.
+    if (!headless && !dialog.is_open()) handle_keys(lab, ui, &choice, now);
+    if (const gui::Shortcut* key = runner.take_key()) apply_shortcut(*key, lab, ui, &choice, now);
+    draw_frame(lab, ui, now, &views_px);
+    draw_shortcuts_window(ui);
+    lab.flow_pause_toggle = false;  // taken by the flow view if it was drawn
+    if (ui.quit) glfwSetWindowShouldClose(window.handle, GLFW_TRUE);
+    if (ui.toggle_full_screen) {
+      ui.toggle_full_screen = false;
+      GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+      const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
+      if (!ui.full_screen && mode) {
+        glfwGetWindowPos(window.handle, &windowed_x, &windowed_y);
+        glfwGetWindowSize(window.handle, &windowed_w, &windowed_h);
+        glfwSetWindowMonitor(window.handle, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
+        ui.full_screen = true;
+      } else if (ui.full_screen) {
+        glfwSetWindowMonitor(window.handle, nullptr, windowed_x, windowed_y, windowed_w, windowed_h, 0);
+        ui.full_screen = false;
+      }
+    }
     // F12 or the Screenshot button: the whole window with its caption, under a new name, once
     // menus and popups are gone. Not while a popup is open (the picture would show it).
-    const bool f12 = !headless && ImGui::IsKeyPressed(GLFW_KEY_F12, false) && !dialog.is_open();
-    if ((f12 || choice.quick_shot) && !ui_shot) {
+    if (choice.quick_shot && !ui_shot && !dialog.is_open()) {
       ui_shot = ShotRequest{default_path(gui::FileAction::screenshot, lab, false), false, true};
       ui_shot_frames = kFramesBeforeShot;
     }
@@ -886,6 +1308,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
       std::printf("%s\n", options.screenshot_path.c_str());
       if (options.frame_stats) print_frame_stats(frame_ms, lab);
+      remember();
       return 0;
     }
     glfwSwapBuffers(window.handle);
@@ -897,6 +1320,7 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
     if (headless) std::this_thread::sleep_for(std::chrono::milliseconds(15));
   }
   if (screenshot) return fail("the window was closed before the screenshot was taken");
+  remember();
   return 0;
 }
 

@@ -136,6 +136,9 @@ class Lab {
   // The views panel's tab in front at the last frame ("speedup", "flow", ...), for screenshot
   // names and captions; the panel sets it.
   mutable std::string front_view = "speedup";
+  // Space (app/gui/shortcuts.h): the data-flow view toggles its animation's pause when it is
+  // drawn this frame; the window clears it after each frame.
+  mutable bool flow_pause_toggle = false;
 
  private:
   void submit();

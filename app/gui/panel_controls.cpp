@@ -63,32 +63,27 @@ void status_line(const Lab& lab) {
     // After the timing result, the engine rests and then reads the counters (a second pass).
     const bool counters = !lab.waiting_for_result() &&
                           st.busy_with.rfind("DRAM/L2 counters", 0) == 0;
-    ImGui::Text("%s %s at %s %s (%s, %s L2), every fusion level...",
-                lab.replay() ? "looking up"
-                             : (counters ? "reading DRAM/L2 counters of" : "measuring"),
-                r.lesson.c_str(),
-                size_text(r.size).c_str(), lab.lesson().info().size_axis.unit.c_str(),
-                to_string(r.precision), to_string(r.cache));
+    // Every line here is shortened with an ellipsis when the panel is narrow (the tooltip shows
+    // all of it).
+    text_fitted(std::string(lab.replay() ? "looking up"
+                                         : (counters ? "reading DRAM/L2 counters of" : "measuring")) +
+                " " + r.lesson + " at " + size_text(r.size) + " " +
+                lab.lesson().info().size_axis.unit + " (" + to_string(r.precision) + ", " +
+                to_string(r.cache) + " L2), every fusion level...");
   } else if (!lab.last_error().empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s %s",
-                       lab.replay() ? "Not recorded:" : "Measurement failed:",
-                       lab.last_error().c_str());
-    if (ImGui::IsItemHovered()) {  // the line may be clipped; the tooltip shows all of it
-      ImGui::BeginTooltip();
-      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
-      ImGui::TextUnformatted(lab.last_error().c_str());
-      ImGui::PopTextWrapPos();
-      ImGui::EndTooltip();
-    }
+    text_fitted(std::string(lab.replay() ? "Not recorded: " : "Measurement failed: ") +
+                    lab.last_error(),
+                0, false, IM_COL32(255, 115, 102, 255));
   } else if (lab.replay() && lab.results_received() > 0) {
-    ImGui::TextDisabled("replay: the slider stops at the recorded sizes, %s",
-                        sizes_list(lab, lab.recorded_sizes()).c_str());
+    text_fitted("replay: the slider stops at the recorded sizes, " +
+                    sizes_list(lab, lab.recorded_sizes()),
+                0, true);
   } else if (lab.results_received() > 0) {
-    ImGui::TextDisabled("idle: move the size slider to measure another size");
+    text_fitted("idle: move the size slider to measure another size", 0, true);
   } else {
-    ImGui::TextDisabled("waiting for the first measurement");
+    text_fitted("waiting for the first measurement", 0, true);
   }
-  if (!lab.note.empty()) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", lab.note.c_str());
+  if (!lab.note.empty()) text_fitted(lab.note, 0, false, IM_COL32(255, 204, 77, 255));
 }
 
 }  // namespace
@@ -132,7 +127,7 @@ void draw_controls_panel(Lab& lab, double now) {
   }
   help_marker(size_help.c_str());
   ImGui::SameLine();
-  ImGui::TextUnformatted(tensor_text(lab.lesson(), lab.size(), lab.precision()).c_str());
+  text_fitted(tensor_text(lab.lesson(), lab.size(), lab.precision()));
 
   // The fusion slider: 0 = every op its own kernel ... top = fully fused.
   ImGui::TextUnformatted("Fusion");

@@ -14,7 +14,7 @@ void fact(const char* name, const std::string& value) {
   ImGui::TableNextColumn();
   ImGui::TextDisabled("%s", name);
   ImGui::TableNextColumn();
-  ImGui::TextUnformatted(value.c_str());
+  text_fitted(value);  // a narrow column shortens it, the tooltip shows all of it
 }
 
 std::string without_final_period(std::string text) {

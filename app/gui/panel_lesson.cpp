@@ -1,4 +1,6 @@
 // The lesson list and the selected lesson's title, formula and teaching text.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "app/gui/panels.h"
@@ -14,8 +16,13 @@ void draw_lesson_panel(Lab& lab, double now) {
       "every operation as its own kernel (unfused), the top level runs them as one (fused). "
       "More lessons arrive later. When replaying, lessons the recording lacks are greyed out.");
   const auto& all = lessons();
-  const float rows = static_cast<float>(std::min<size_t>(all.size(), 4));
-  if (ImGui::BeginListBox("##lessons", ImVec2(-1, ImGui::GetTextLineHeightWithSpacing() * rows +
+  // Every lesson when the panel has room for them and for the lesson's title, formula, ladder
+  // and a few lines of its text (at 1080p it has); fewer rows, scrolled, in a short window.
+  const float row_h = ImGui::GetTextLineHeightWithSpacing();
+  const float below = ImGui::GetTextLineHeightWithSpacing() * 9.0f;  // title .. some teaching text
+  const float fit = std::floor((ImGui::GetContentRegionAvail().y - below) / row_h);
+  const float rows = std::clamp(fit, 3.0f, static_cast<float>(all.size()));
+  if (ImGui::BeginListBox("##lessons", ImVec2(-1, row_h * rows +
                                                       ImGui::GetStyle().FramePadding.y * 2))) {
     ImGuiStorage* storage = ImGui::GetStateStorage();
     const ImGuiID shown_id = ImGui::GetID("##lesson_in_view");
@@ -24,14 +31,18 @@ void draw_lesson_panel(Lab& lab, double now) {
       // In replay a lesson the recording lacks is greyed out (it can still be picked: the
       // controls then say what is recorded).
       const bool recorded = !lab.replay() || lab.replay()->recording.has_lesson(info.id);
-      const std::string label = info.title + "   (" + info.id + ")";
+      const std::string full = info.title + "   (" + info.id + ")";
+      // Shortened with an ellipsis in a narrow column; the tooltip shows all of it.
+      const std::string label = fit_text(full, ImGui::GetContentRegionAvail().x) + "##" + info.id;
       if (!recorded) {
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
       }
       if (ImGui::Selectable(label.c_str(), i == lab.lesson_index())) lab.select_lesson(i, now);
       if (!recorded) {
         ImGui::PopStyleColor();
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Not in this recording.");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: not in this recording.", full.c_str());
+      } else if (label.compare(0, full.size(), full) != 0 && ImGui::IsItemHovered()) {
+        ImGui::SetTooltip("%s", full.c_str());
       }
       // Keep the chosen lesson in view when it changes other than by a click here (a script, or
       // replay moving to a recorded lesson).

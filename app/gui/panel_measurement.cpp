@@ -17,6 +17,13 @@ void cell(const std::string& text) {
   ImGui::TextUnformatted(text.c_str());
 }
 
+// A cell of a stretched table that never spills into the next one: shortened with an ellipsis
+// (the tooltip shows all of it) when its column is narrower than the text.
+void fitted_cell(const std::string& text) {
+  ImGui::TableNextColumn();
+  text_fitted(text, ImGui::GetContentRegionAvail().x);
+}
+
 void check_badge(const CheckResult& check) {
   ImGui::TableNextColumn();
   if (check.passed) {
@@ -97,7 +104,8 @@ void draw_measurement_panel(const Lab& lab) {
   const int shown = lab.shown_level();
   const ImGuiTableFlags flags =
       ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingFixedFit;
-  if (ImGui::BeginTable("##levels", 8, flags)) {
+  // The fusion slider's level is the highlighted row (its launches are listed below).
+  if (ImGui::BeginTable("##levels", 7, flags)) {
     ImGui::TableSetupColumn("level");
     ImGui::TableSetupColumn("kernels");
     ImGui::TableSetupColumn(replay ? "chain time (recorded)" : "chain time");
@@ -105,7 +113,6 @@ void draw_measurement_panel(const Lab& lab) {
     ImGui::TableSetupColumn("% of copy");
     ImGui::TableSetupColumn("check");
     ImGui::TableSetupColumn("rel. L2 error");
-    ImGui::TableSetupColumn("");
     ImGui::TableHeadersRow();
     for (const auto& m : ms) {
       ImGui::TableNextRow();
@@ -114,12 +121,11 @@ void draw_measurement_panel(const Lab& lab) {
       }
       cell(std::to_string(m.level) + " " + m.level_name);
       cell(std::to_string(m.launches.size()));
-      cell(fixed(m.chain_time_us.median, 1) + " us");
+      cell(fixed(m.chain_time_us.median, 1) + " µs");
       cell(fixed(m.achieved_gbps(), 0) + " GB/s");
       cell(m.chain_copy_gbps > 0 ? fixed(100.0 * m.achieved_gbps() / m.chain_copy_gbps, 0) + " %"
                                  : std::string("n/a"));
       check_badge(m.check);
-      cell(m.level == shown ? "<- details below" : "");
     }
     ImGui::EndTable();
   }
@@ -141,25 +147,27 @@ void draw_measurement_panel(const Lab& lab) {
   const Measurement* detail = level_of(ms, shown);
   if (!detail) return;
   ImGui::Spacing();
-  ImGui::TextDisabled("Launches of level %d (%s), chosen with the fusion slider:", detail->level,
-                      detail->level_name.c_str());
-  if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingFixedFit)) {
+  text_fitted("Launches of level " + std::to_string(detail->level) + " (" + detail->level_name +
+                  "), the highlighted row, chosen with the fusion slider:",
+              0, true);
+  // Columns share the panel's width (long kernel names shorten with an ellipsis).
+  if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingStretchProp)) {
     for (const auto& l : detail->launches) {
       ImGui::TableNextRow();
-      cell(l.textbook.kernel);
-      cell(fixed(l.time_us.median, 1) + (replay ? " us (recorded median)" : " us (median)"));
-      cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
+      fitted_cell(l.textbook.kernel);
+      fitted_cell(fixed(l.time_us.median, 1) + (replay ? " µs (recorded median)" : " µs (median)"));
+      fitted_cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
       // What the GPU's own counters saw (CUPTI range profiler), next to the textbook count.
       if (l.counters) {
-        cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
+        fitted_cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
              format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
       } else if (detail->counters_status == CountersStatus::unavailable ||
                  detail->counters_status == CountersStatus::failed) {
-        cell("DRAM: no counters");
+        fitted_cell("DRAM: no counters");
       } else {
-        cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
+        fitted_cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
       }
-      cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
+      fitted_cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
     }
     ImGui::EndTable();
   }

@@ -11,6 +11,7 @@
 
 #include "app/gui/backend_choice.h"
 #include "app/gui/settings.h"
+#include "app/gui/shortcuts.h"
 #include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
@@ -30,13 +31,14 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
       {"save-session", {1, 1}}, {"quit", {0, 0}},       {"window-size", {1, 2}},
+      {"key", {1, 1}},
   };
   return table;
 }
 
 std::string verbs_list() {
   return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
-         "screenshot, window-size, open, compare, export-trace, export-csv, save-session, quit";
+         "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, quit";
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -84,6 +86,16 @@ Status check_command(ScriptCommand* c) {
       if (end == a.c_str() || *end != '\0' || !(s >= 1 && s <= 3600)) {
         return Status::Error("wait takes seconds from 1 to 3600 (default 180), got '" + a + "'");
       }
+    }
+  } else if (c->verb == "key") {
+    const Shortcut* key = find_shortcut(a);
+    if (!key || !key->scriptable) {
+      std::string names;
+      for (const Shortcut& s : shortcuts()) {
+        if (s.scriptable) names += (names.empty() ? "" : ", ") + std::string(s.name);
+      }
+      return Status::Error("key is one of " + names + " (file dialogs, full screen and quit are "
+                           "not for scripts), got '" + a + "'");
     }
   } else if (c->verb == "window-size") {
     // window-size 1920 1080, or window-size 1920x1080

@@ -8,6 +8,7 @@
 //   sweep | cancel-sweep | wait [SECONDS]
 //   caption on|off                          the caption strip under later screenshots
 //   window-size W H | window-size WxH       resize the window (pixels) for later screenshots
+//   key NAME                                press a keyboard shortcut (F, S, 1-6, Left, Space...)
 //   screenshot NAME.png                     the whole window
 //   screenshot view [VIEW] NAME.png         only the views panel (VIEW first brought forward)
 //   open RECORDING                          replay a recording (files or folders, commas)

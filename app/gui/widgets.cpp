@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
@@ -64,6 +66,53 @@ bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bo
   if (value == *size) return false;
   *size = value;
   return true;
+}
+
+std::string fit_text(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  ImFont* font = ImGui::GetFont();
+  const bool has_ellipsis = font && font->FindGlyphNoFallback(0x2026) != nullptr;
+  const std::string ellipsis = has_ellipsis ? "\u2026" : "...";
+  // Character starts (UTF-8), then the longest prefix that fits with the ellipsis.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  size_t lo = 0, hi = starts.size();  // number of characters kept
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    const std::string candidate = text.substr(0, mid < starts.size() ? starts[mid] : text.size());
+    if (ImGui::CalcTextSize((candidate + ellipsis).c_str()).x <= width) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  std::string kept = text.substr(0, lo < starts.size() ? starts[lo] : text.size());
+  while (!kept.empty() && kept.back() == ' ') kept.pop_back();
+  return kept + ellipsis;
+}
+
+void text_fitted(const std::string& text, float width, bool disabled, ImU32 color) {
+  // What is left of the window's line (not of a table cell: a fixed-fit column sizes itself to
+  // its text, so fitting to the cell would shrink it to nothing).
+  if (width <= 0) {
+    width = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x -
+            ImGui::GetCursorScreenPos().x;
+  }
+  const std::string shown = fit_text(text, std::max(0.0f, width));
+  if (color != 0) ImGui::PushStyleColor(ImGuiCol_Text, color);
+  if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextUnformatted(shown.c_str());
+  if (disabled) ImGui::PopStyleColor();
+  if (color != 0) ImGui::PopStyleColor();
+  if (shown != text && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
 }
 
 void spinner(float radius, ImU32 color) {

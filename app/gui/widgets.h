@@ -24,6 +24,15 @@ void section_title(const char* text, const char* help);
 bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released,
                      const std::vector<int64_t>& stops = {});
 
+// `text` shortened to fit `width` pixels in the current font, ending in an ellipsis ("…", or
+// "..." when the font lacks it); unchanged when it fits. Cuts between UTF-8 characters.
+std::string fit_text(const std::string& text, float width);
+// One line of text that never crosses `width` (<= 0: what is left of the window's line, also in a
+// table cell; pass ImGui::GetContentRegionAvail().x for a stretched column): shortened with an
+// ellipsis when too long, the whole text in a tooltip on hover. `color` 0: the text colour;
+// `disabled`: the dimmed one.
+void text_fitted(const std::string& text, float width = 0, bool disabled = false, ImU32 color = 0);
+
 // A spinning arc, for "the GPU is working".
 void spinner(float radius, ImU32 color);
 

@@ -21,8 +21,7 @@ std::string app_version() { return FUSIONLAB_VERSION; }
 int main(int argc, char** argv) {
   CLI::App app{"Fusion Lab: watch kernel fusion make your GPU faster, measured live."};
   app.set_version_flag("--version",
-                       std::string("fusionlab ") + FUSIONLAB_VERSION + " (CUDA " +
-                           FUSIONLAB_CUDA_VERSION + ", sm_" + FUSIONLAB_CUDA_ARCHS +
+                       std::string("fusionlab ") + FUSIONLAB_VERSION + " (" + FUSIONLAB_BUILD_KIND +
                            (FUSIONLAB_GUI ? ", GUI" : ", headless build: no GUI") + ")");
   app.require_subcommand(0, 1);
   app.footer(

@@ -7,7 +7,12 @@
 // a Workspace launch by launch, so it can time each launch on its own.
 #pragma once
 
+#ifdef FUSIONLAB_REPLAY_ONLY
+// The replay-only build (FUSIONLAB_CUDA=OFF) has no CUDA headers: only the stream type is named.
+typedef struct CUstream_st* cudaStream_t;
+#else
 #include <cuda_runtime_api.h>
+#endif
 
 #include <cstdint>
 #include <memory>

@@ -1,18 +1,42 @@
 # Shared by scripts/run.sh and scripts/test.sh: finds the CUDA toolkit and the local GPU.
 # Source it; it defines nothing but variables and functions.
 
-# nvcc is often installed but not on PATH (/usr/local/cuda/bin).
-find_cuda() {
+# Puts nvcc on PATH when the toolkit is installed but not on PATH (/usr/local/cuda/bin) and sets
+# CUDACXX; returns 1 when there is no toolkit.
+locate_cuda() {
   if ! command -v nvcc > /dev/null; then
     for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
       if [[ -x "$d/nvcc" ]]; then export PATH="$d:$PATH"; break; fi
     done
   fi
-  if ! command -v nvcc > /dev/null; then
+  command -v nvcc > /dev/null || return 1
+  export CUDACXX=${CUDACXX:-$(command -v nvcc)}
+}
+
+# locate_cuda, or exit with one line saying what to install.
+find_cuda() {
+  if ! locate_cuda; then
     echo "error: the CUDA toolkit (nvcc) was not found; install it (e.g. Debian's nvidia-cuda-toolkit or NVIDIA's cuda-toolkit package) and retry" >&2
     exit 1
   fi
-  export CUDACXX=${CUDACXX:-$(command -v nvcc)}
+}
+
+# PATH without the CUDA toolkit's folders, for the replay-only build (nothing can find nvcc).
+path_without_cuda() {
+  local out="" dir
+  local IFS=:
+  for dir in $PATH; do
+    [[ "${dir,,}" == *cuda* ]] && continue
+    out+="${out:+:}$dir"
+  done
+  echo "$out"
+}
+
+# CMake arguments that compile through ccache when it is installed (nothing otherwise).
+ccache_args() {
+  if command -v ccache > /dev/null; then
+    echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+  fi
 }
 
 # The local GPU's architecture (e.g. 90), or the default 90 when there is no GPU.

@@ -6,7 +6,9 @@
 #include <system_error>
 #include <utility>
 
+#ifndef FUSIONLAB_REPLAY_ONLY
 #include "app/measure/live_backend.h"
+#endif
 
 #ifndef FUSIONLAB_SOURCE_ASSETS_DIR
 #define FUSIONLAB_SOURCE_ASSETS_DIR ""
@@ -102,6 +104,10 @@ Engine::BackendFactory live_or_shipped_recording(bool force_no_gpu,
       why = "no GPU used: started with --no-gpu";
       live_problem = "Started with --no-gpu";
     } else {
+#ifdef FUSIONLAB_REPLAY_ONLY  // built without CUDA (FUSIONLAB_CUDA=OFF): recordings only
+      why = "no usable GPU here: this build has no CUDA, so it replays recordings only";
+      live_problem = "No usable GPU here (this build has no CUDA)";
+#else
       std::unique_ptr<LiveBackend> backend;
       const Status st = LiveBackend::create(interactive_live_options(), &backend);
       if (st.ok()) {
@@ -110,6 +116,7 @@ Engine::BackendFactory live_or_shipped_recording(bool force_no_gpu,
       }
       why = "no usable GPU here: " + as_clause(st.message());
       live_problem = "No usable GPU here (" + as_clause(st.message()) + ")";
+#endif
     }
     std::unique_ptr<ReplayBackend> replay;
     const Status loaded = load_shipped_recording(&replay);

@@ -380,6 +380,7 @@ void draw_shortcuts_window(WindowUi& ui) {
                                                            viewport->WorkSize.y * 0.95f));
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings |
                                  ImGuiWindowFlags_AlwaysAutoResize;
+  ImGui::SetNextWindowBgAlpha(1.0f);  // opaque: the panels behind must not show through
   if (ImGui::Begin("Keyboard shortcuts (F1, Esc closes)", &ui.show_shortcuts, flags)) {
     const float what_w = std::min(fs * 30.0f, viewport->WorkSize.x * 0.9f - fs * 7.0f);
     if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {

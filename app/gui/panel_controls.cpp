@@ -160,7 +160,12 @@ void draw_controls_panel(Lab& lab, double now) {
   ImGui::SameLine();
   const bool bf16_on = lab.precision() == Precision::bf16;
   std::string bf16_why = bf16_unavailable(lab);
-  if (!bf16_why.empty() && bf16_on && !lab.replay()) lab.set_precision(Precision::fp32, now);
+  // A live GPU without bf16 falls back to fp32; not while the engine starts (a remembered bf16
+  // must survive until we know what the backend offers).
+  if (!bf16_why.empty() && bf16_on && !lab.replay() &&
+      lab.status().state == EngineState::ready) {
+    lab.set_precision(Precision::fp32, now);
+  }
   if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
   if (radio("bf16", bf16_on, bf16_why)) lab.set_precision(Precision::bf16, now);
   std::string bf16_help =

@@ -11,7 +11,7 @@ fail() { echo "check-replay-only: $*" >&2; problems=$((problems + 1)); }
 
 cache="$build/CMakeCache.txt"
 [[ -f "$cache" ]] || { echo "check-replay-only: $cache not found" >&2; exit 1; }
-grep -q '^FUSIONLAB_CUDA:STRING=OFF$' "$cache" || fail "FUSIONLAB_CUDA is not OFF in $cache"
+grep -q '^FUSIONLAB_BUILT_WITH_CUDA:INTERNAL=OFF$' "$cache" || fail "$cache is not a replay-only build (FUSIONLAB_BUILT_WITH_CUDA is not OFF)"
 if compiler=$(grep '^CMAKE_CUDA_COMPILER:' "$cache"); then
   [[ "$compiler" == *NOTFOUND* || "$compiler" == *=  ]] || fail "a CUDA compiler is configured: $compiler"
 fi

@@ -32,10 +32,13 @@ path_without_cuda() {
   echo "$out"
 }
 
-# CMake arguments that compile through ccache when it is installed (nothing otherwise).
+# CMake arguments that compile through ccache when it is installed (nothing otherwise);
+# `ccache_args host` leaves out the CUDA compiler's (for the replay-only build).
 ccache_args() {
   if command -v ccache > /dev/null; then
-    echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+    echo -n "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+    [[ "${1:-}" == host ]] || echo -n " -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+    echo
   fi
 }
 

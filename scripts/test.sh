@@ -28,10 +28,12 @@ stage "full build: tests"
 if [[ "${FUSIONLAB_SKIP_REPLAY_ONLY:-0}" != 1 ]]; then
   stage "replay-only build (no CUDA)"
   replay="$root/build-test-replay"
+  # CUDACXX unset and the toolkit's folders off PATH; the build asks for no CUDA compiler anyway,
+  # and scripts/check-replay-only.sh (a test of this build) proves none was used.
   no_cuda=(env -u CUDACXX -u CUDA_PATH -u CUDA_HOME PATH="$(path_without_cuda)")
   # shellcheck disable=SC2046
   "${no_cuda[@]}" cmake -S "$root" -B "$replay" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DFUSIONLAB_CUDA=OFF $(ccache_args)
+    -DFUSIONLAB_CUDA=OFF $(ccache_args host)
   "${no_cuda[@]}" cmake --build "$replay" -j"$jobs"
   stage "replay-only build: tests"
   (cd "$replay" && "${no_cuda[@]}" ctest -LE gpu --output-on-failure -j"$jobs")

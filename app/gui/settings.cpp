@@ -1,21 +1,19 @@
 #include "app/gui/settings.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <system_error>
+
+#include "app/measure/file_io.h"
 
 namespace fl::gui {
 namespace {
@@ -222,45 +220,16 @@ Status load_settings(const std::string& path, Settings* out, bool* found) {
 }
 
 Status write_file_atomic(const std::string& path, const std::string& text) {
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  // The folder first (~/.config/fusionlab may not exist yet), then the shared atomic writer
+  // (app/measure/file_io.h: exclusive temporary file in the same folder, fsync, rename).
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir, ec)) {
     return Status::Error("cannot make the folder " + dir.string() +
                          (ec ? ": " + ec.message() : std::string()));
   }
-  std::string tmp = (dir / (target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) return Status::Error("cannot write in " + dir.string() + ": " + errno_text());
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = errno_text();
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::Error("cannot write " + tmp + ": " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    return Status::Error("cannot write " + tmp + ": " + why);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    return Status::Error("cannot replace " + path + ": " + why);
-  }
-  // The rename itself reaches the disk with the folder's entry.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return write_file_atomically(path, text);
 }
 
 Status save_settings(const std::string& path, const Settings& settings) {

@@ -65,8 +65,8 @@ Status save_settings(const std::string& path, const Settings& settings);
 // The file's text (what save_settings writes).
 std::string settings_text(const Settings& settings);
 
-// Writes `text` to `path` atomically (temporary file in the same folder + fsync + rename + fsync
-// of the folder). A small writer of our own: the shared one in app/measure is not there yet.
+// Writes `text` to `path` atomically, making its folder first: the shared writer of
+// app/measure/file_io.h (temporary file in the same folder, fsync, rename).
 Status write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace fl::gui

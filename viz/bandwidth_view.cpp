@@ -3,14 +3,14 @@
 #include <map>
 
 #include "app/measure/sizes.h"
+#include "kernels/catalog.h"
+#include "viz/palette.h"
 
 namespace fl::viz {
 
 std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history,
                                          const std::string& lesson, Precision precision,
                                          CacheMode cache) {
-  static const ImU32 kColors[] = {IM_COL32(240, 150, 40, 255), IM_COL32(200, 100, 200, 255),
-                                  IM_COL32(70, 170, 255, 255), IM_COL32(90, 200, 120, 255)};
   std::map<int, PlotSeries> by_level;
   std::map<int64_t, double> copy;  // per size: the top level's copy reference
   int top = -1;
@@ -25,16 +25,18 @@ std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history
       if (m.chain_copy_gbps > 0) copy[m.size] = m.chain_copy_gbps;
     }
   }
+  const Lesson* info = find_lesson(lesson);
+  if (info) top = info->level_count() - 1;
   std::vector<PlotSeries> out;
   for (auto& [level, s] : by_level) {
-    s.color = kColors[level % 4];
+    s.color = palette::level_color(level, top);
     out.push_back(std::move(s));
   }
   if (!copy.empty()) {
     PlotSeries c;
     c.label = "copy moving the fused level's bytes";
     for (const auto& [size, gbps] : copy) c.points.push_back({static_cast<double>(size), gbps});
-    c.color = IM_COL32(150, 150, 165, 255);
+    c.color = palette::reference;
     c.hollow_markers = true;
     c.line_thickness = 1.5f;
     out.push_back(std::move(c));
@@ -48,13 +50,9 @@ std::vector<PlotSeries> bandwidth_overlay_series(const std::vector<Measurement>&
   std::vector<PlotSeries> out;
   for (PlotSeries& s : bandwidth_series(history, lesson, precision, cache)) {
     if (s.hollow_markers) continue;  // the copy reference: the plot keeps its own
-    // Halfway to white: the same hue as the level's own series, clearly lighter.
-    const auto lighter = [](ImU32 c, int shift) {
-      const int v = static_cast<int>((c >> shift) & 0xFF);
-      return static_cast<ImU32>((v + (255 - v) / 2) & 0xFF) << shift;
-    };
-    s.color = lighter(s.color, IM_COL32_R_SHIFT) | lighter(s.color, IM_COL32_G_SHIFT) |
-              lighter(s.color, IM_COL32_B_SHIFT) | (ImU32(255) << IM_COL32_A_SHIFT);
+    // Every compared series in the compared recording's colour, dashed; the read-out names
+    // its level.
+    s.color = palette::compared;
     s.dashed = true;
     s.line_thickness = 1.8f;
     s.marker_radius = 3.5f;

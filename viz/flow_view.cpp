@@ -81,9 +81,39 @@ std::vector<double> launch_gaps_us(const Measurement& m) {
 
 }  // namespace
 
+namespace {
+
+// Shared memory per SM a kernel can use, by compute capability (CUDA programming guide).
+double shared_bytes_per_sm(int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  if (cc <= 0) return 0;
+  if (cc == 70 || cc == 72) return 96.0 * 1024;
+  if (cc == 75) return 64.0 * 1024;
+  if (cc == 80 || cc == 87) return 164.0 * 1024;
+  if (cc == 86 || cc == 89) return 100.0 * 1024;
+  if (cc >= 90 && cc < 100) return 228.0 * 1024;
+  if (cc >= 100 && cc < 120) return 228.0 * 1024;
+  if (cc >= 120) return 100.0 * 1024;
+  return 48.0 * 1024;
+}
+
+// Kernels that stage rows or tiles in shared memory / L1 by what they are, for measurements
+// without CUPTI records: row-wise reductions (LayerNorm, softmax) and GEMMs.
+bool stages_rows_or_tiles(const std::string& kernel) {
+  for (const char* part : {"layernorm", "mean_var", "normalize", "softmax", "row_", "exp_sum",
+                           "gemm", "ffn", "ln_"}) {
+    if (kernel.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFacts& device,
                      const Measurement* level0) {
   FlowInput in;
+  in.sm_shared_bytes = shared_bytes_per_sm(device.cc_major, device.cc_minor);
+  in.device_name = device.name;
   std::string level_name = m.level_name;
   if (lesson && m.level >= 0 && m.level < lesson->level_count()) {
     const FusionLevel& level = lesson->info().levels[m.level];
@@ -91,6 +121,8 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
     in.level_summary = level.summary;
   }
   in.level_name = std::to_string(m.level) + " " + level_name;
+  in.level = m.level;
+  if (lesson) in.top_level = lesson->level_count() - 1;
   in.l2_bytes = static_cast<double>(device.l2_bytes);
   in.hbm_bytes = static_cast<double>(device.memory_bytes);
   in.sm_count = device.sm_count;
@@ -118,6 +150,13 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
     trip.reads = {static_cast<int>(k)};       // the inputs, or the previous launch's output
     trip.writes = {static_cast<int>(k) + 1};  // its intermediate, or the output
     trip.writes_intermediate = k + 1 < n;
+    for (const KernelRecord& r : m.records) {
+      if (r.launch == static_cast<int>(k)) {
+        trip.shared_bytes = static_cast<int64_t>(r.static_shared_bytes) + r.dynamic_shared_bytes;
+      }
+    }
+    trip.stages_in_shared = trip.shared_bytes >= 0 ? trip.shared_bytes > 0
+                                                   : stages_rows_or_tiles(trip.kernel);
     trip.measured = measured_dram_bytes(l, &trip.read_bytes, &trip.write_bytes);
     if (trip.measured) {
       trip.reads_stop_at_l2 = trip.textbook_read_bytes > 0 &&
@@ -175,8 +214,21 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
     if (level0->level != m.level) {
       in.pace_reference_label =
           "level " + std::to_string(level0->level) + ": " + format_us(in.pace_reference_us);
+      // Level 0's lane: its launches on the same GPU-time axis.
+      const std::vector<double> gaps0 = launch_gaps_us(*level0);
+      double cursor = 0;
+      for (size_t k = 0; k < level0->launches.size(); ++k) {
+        cursor += std::max(gaps0[k], 0.0);
+        const double start = cursor;
+        cursor += std::max(level0->launches[k].time_us.median, 0.0);
+        in.level0_lane.push_back({level0->launches[k].textbook.kernel, start, cursor});
+      }
+      in.level0_lane_label = "level 0 " + level0->level_name + ": " + format_us(cursor);
     }
   }
+  double chain = 0;
+  for (const auto& t : in.trips) chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
+  in.lane_label = "level " + in.level_name + ": " + format_us(chain);
   return in;
 }
 
@@ -257,14 +309,54 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   L.font_size = fs;
   const float W = std::max(cmax.x - cmin.x, fs * 10);
 
-  // Text rows: caption and status on top; the pacing strip and its labels at the bottom.
+  // Text rows: caption (and the hint, top-right), status and the on-chip capacity on top; the
+  // two lanes (level 0 above this level) and the clock at the bottom.
   L.caption_pos = cmin;
   L.status_pos = v2(cmin.x, cmin.y + line);
+  L.capacity_pos = v2(cmin.x, cmin.y + 2 * line);
   L.time_label_pos = v2(cmin.x, cmax.y - fs * 1.15f);
+  const bool two_lanes = !in.level0_lane.empty();
+  // A tall view gets the capacity row and lanes tall enough for kernel names; a short one keeps
+  // its height for the boxes (the SM box's read-out still gives the capacity).
+  const bool tall = cmax.y - cmin.y >= fs * 20;
+  // Short: two thin lanes in the levels' colours, unlabelled (the clock's line names level 0).
+  const float lane_h = tall ? fs * 1.2f : fs * 0.45f, lane_gap = tall ? fs * 0.25f : fs * 0.15f;
+  L.lane_label = tall ? in.lane_label : "";
+  L.level0_lane_label = two_lanes && tall ? in.level0_lane_label : "";
+  L.lane_label_w = !tall ? 0.0f
+                         : std::min(std::max(style.text_width(L.lane_label),
+                                             style.text_width(L.level0_lane_label)) + fs * 0.6f,
+                                    W * 0.3f);
   L.strip_max = v2(cmin.x + W, L.time_label_pos.y - fs * 0.25f);
-  L.strip_min = v2(cmin.x, L.strip_max.y - fs * 0.55f);
-  const float top = cmin.y + 2 * line + fs * 0.2f;
-  const float bottom = std::max(top + fs * 5, L.strip_min.y - fs * 0.45f);
+  L.strip_min = v2(cmin.x + L.lane_label_w, L.strip_max.y - lane_h);
+  // Level 0's lane is kept free even at level 0, so the boxes (and the band thicknesses) are
+  // the same size at every level of a size.
+  L.level0_strip_max = v2(cmin.x + W, L.strip_min.y - lane_gap);
+  L.level0_strip_min = v2(L.strip_min.x, L.level0_strip_max.y - lane_h);
+  L.lane_label_pos = v2(cmin.x, std::min(L.strip_min.y + (lane_h - fs) * 0.5f, L.strip_max.y + 2 - fs));
+  L.level0_lane_label_pos = v2(cmin.x, L.lane_label_pos.y - lane_h - lane_gap);
+  const float lanes_top_y = tall ? std::min(L.level0_strip_min.y, L.level0_lane_label_pos.y)
+                                 : L.level0_strip_min.y;
+  const float top = cmin.y + (tall ? 3 : 2) * line + fs * 0.2f;
+  const float bottom = std::max(top + fs * 5, lanes_top_y - fs * 0.45f);
+  if (!in.hint.empty()) L.hint_pos = v2(cmin.x + W - style.text_width(in.hint), cmin.y);
+  // The capacity sentence: every SM's registers and shared memory, against the tensor.
+  if (in.sm_count > 0 && tall) {
+    const double per_sm = in.sm_register_bytes + in.sm_shared_bytes;
+    const double on_chip = per_sm * in.sm_count;
+    const double tensor = in.tensors.empty() ? 0 : in.tensors[0].bytes;
+    std::string c = "on chip: " + std::to_string(in.sm_count) + " SMs x (" +
+                    format_byte_count(in.sm_register_bytes) + " registers" +
+                    (in.sm_shared_bytes > 0 ? " + " + format_byte_count(in.sm_shared_bytes) + " shared memory"
+                                            : std::string()) +
+                    ") = " + format_byte_count(on_chip);
+    if (tensor > 0) {
+      c += ", against " + format_byte_count(tensor) + " of inputs: " +
+           (tensor > on_chip ? "they stream through, a row or tile at a time"
+                             : "small enough to fit on chip");
+    }
+    L.capacity = fit_text(c, W, style);
+  }
 
   // The places, HBM | L2 | SM, with room between them for the bands.
   const float xs[3][2] = {{0.0f, 0.33f}, {0.42f, 0.63f}, {0.72f, 1.0f}};
@@ -312,7 +404,10 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   if (in.on_chip.empty() && in.trips.size() > 1) {
     L.sm_note_lines = wrap_text("nothing stays here between launches", sm_text_w, style);
   }
-  const float sm_lines = static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size());
+  const bool any_shared = std::any_of(in.trips.begin(), in.trips.end(),
+                                      [](const FlowTrip& t) { return t.stages_in_shared; });
+  const float sm_lines = static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size()) +
+                         (any_shared ? 1.3f : 0.0f);
   // Label rows only where every tensor block and the SM's lines still fit.
   const bool lane_labels =
       (labelled_lanes_top - blocks_top) / line >= static_cast<float>(in.tensors.size()) &&
@@ -326,15 +421,28 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
       static_cast<size_t>(std::max(0.0f, (lanes_top - L.on_chip_pos.y) / line));
   if (L.on_chip_lines.size() > sm_rows) L.on_chip_lines.resize(sm_rows);
   if (L.sm_note_lines.size() > sm_rows) L.sm_note_lines.resize(sm_rows);
+  // Shared memory / L1 as a block in the SM box, under the lines above, when a launch of this
+  // level stages rows or tiles there.
+  if (any_shared) {
+    const float y = L.on_chip_pos.y +
+                    static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size()) * line +
+                    fs * 0.2f;
+    if (y + fs * 1.2f <= lanes_top - fs * 0.1f) {
+      L.shared_visible = true;
+      L.shared_min = v2(L.boxes[2].min.x + pad, y);
+      L.shared_max = v2(L.boxes[2].max.x - pad, y + fs * 1.2f);
+    }
+  }
 
   const bool measured = in.measured();
   L.bytes_note = measured ? "band width: measured DRAM bytes (CUPTI counters)"
                           : "textbook bytes: counters off";
   L.bytes_note_textbook = !measured;
   L.bytes_note_pos = v2(cmin.x + W - style.text_width(L.bytes_note), L.time_label_pos.y);
+  const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + fs;
   L.caption = fit_text("Level " + in.level_name +
                            (in.level_summary.empty() ? "" : ": " + in.level_summary),
-                       W, style);
+                       W - hint_room, style);
 
   if (in.trips.empty()) {
     L.status = "No measurement yet.";
@@ -507,9 +615,10 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
         trip.writes_stop_at_l2 ? format_byte_count(trip.textbook_write_bytes) + " to L2 (DRAM " +
                                      format_byte_count(trip.write_bytes) + ")"
                                : format_byte_count(trip.write_bytes) + " to HBM";
-    std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)",
+    std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)%s",
                   L.trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(),
-                  writes.c_str(), format_us(trip.median_us).c_str());
+                  writes.c_str(), format_us(trip.median_us).c_str(),
+                  trip.stages_in_shared ? "; stages data in shared memory" : "");
     L.status = buf;
   } else if (L.in_gap) {
     std::snprintf(buf, sizeof(buf), "between launches %d and %d: the GPU idles %s", next,
@@ -536,8 +645,35 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   };
   for (size_t k = 0; k < in.trips.size(); ++k) {
     L.strip.push_back({strip_x(timing.start_us[k]), strip_x(timing.end_us[k]), static_cast<int>(k)});
+    L.strip_names.push_back(in.trips[k].kernel);
   }
   L.strip_cursor_x = strip_x(shown_us);
+  // Level 0's lane on the same axis: its own width when it is slower, so it shows the time
+  // fusion saves as the empty end of this level's lane.
+  if (two_lanes) {
+    const float w0 = L.level0_strip_max.x - L.level0_strip_min.x;
+    for (size_t k = 0; k < in.level0_lane.size(); ++k) {
+      const auto x = [&](double us) {
+        return L.level0_strip_min.x + static_cast<float>(us / reference) * w0;
+      };
+      L.level0_strip.push_back({x(in.level0_lane[k].start_us), x(in.level0_lane[k].end_us), static_cast<int>(k)});
+      L.level0_strip_names.push_back(in.level0_lane[k].kernel);
+    }
+  }
+  // The shared memory block's words: what stages there now, else its capacity.
+  if (L.shared_visible) {
+    const float w = L.shared_max.x - L.shared_min.x - fs * 0.5f;
+    const std::string cap = in.sm_shared_bytes > 0 ? " " + format_byte_count(in.sm_shared_bytes) : "";
+    if (L.trip >= 0 && in.trips[L.trip].stages_in_shared) {
+      const FlowTrip& trip = in.trips[L.trip];
+      L.shared_active = true;
+      std::string what = "shared memory / L1: " + trip.kernel + " stages data here";
+      if (trip.shared_bytes > 0) what += " (" + format_byte_count(static_cast<double>(trip.shared_bytes)) + " per block)";
+      L.shared_label = fit_text(what, w, style);
+    } else {
+      L.shared_label = fit_text("shared memory / L1" + cap, w, style);
+    }
+  }
   return L;
 }
 
@@ -621,7 +757,14 @@ std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit
   } else if (hit.box == static_cast<int>(FlowPlace::sm)) {
     add_line("SM" + (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
              ": " + format_byte_count(in.sm_register_bytes) +
-             " of registers (64K x 32 bit) plus shared memory");
+             " of registers (64K x 32 bit)" +
+             (in.sm_shared_bytes > 0 ? " and " + format_byte_count(in.sm_shared_bytes) + " of shared memory / L1"
+                                     : std::string(" plus shared memory")));
+    if (in.sm_count > 0) {
+      add_line("All " + std::to_string(in.sm_count) + " SMs together hold " +
+               format_byte_count((in.sm_register_bytes + in.sm_shared_bytes) * in.sm_count) +
+               " on chip; a tensor larger than that streams through, a row or tile at a time.");
+    }
     if (!in.on_chip.empty()) {
       std::string values;
       for (const auto& v : in.on_chip) values += (values.empty() ? "" : ", ") + v;
@@ -663,22 +806,27 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
   const ImU32 outline = with_alpha(text, 0.25f);
   const ImU32 fills[3] = {palette::hbm_fill, palette::l2_fill, palette::sm_fill};
 
-  dl->AddText(L.caption_pos, text, L.caption.c_str());
-  dl->AddText(L.status_pos, text, L.status.c_str());
+  if (!in.hint.empty()) draw_text(dl, L.hint_pos, dim, in.hint);
+  draw_text(dl, L.caption_pos, text, L.caption);
+  draw_text(dl, L.status_pos, text, L.status);
+  if (!L.capacity.empty()) draw_text(dl, L.capacity_pos, dim, L.capacity);
 
   for (int i = 0; i < 3; ++i) {
     const FlowBox& b = L.boxes[i];
     dl->AddRectFilled(b.min, b.max, fills[i], 6.0f);
     dl->AddRect(b.min, b.max, hover.box == i && hover.block < 0 ? with_alpha(text, 0.7f) : outline,
                 6.0f, 0, hover.box == i && hover.block < 0 ? 2.0f : 1.0f);
-    dl->AddText(b.title_pos, text, b.title.c_str());
-    dl->AddText(b.capacity_pos, dim, b.capacity.c_str());
-    if (!b.more_label.empty()) dl->AddText(b.more_pos, dim, b.more_label.c_str());
+    dl->PushClipRect(b.min, b.max, true);
+    draw_text(dl, b.title_pos, text, b.title);
+    if (!b.capacity.empty()) draw_text(dl, b.capacity_pos, dim, b.capacity);
+    if (!b.more_label.empty()) draw_text(dl, b.more_pos, dim, b.more_label);
+    dl->PopClipRect();
   }
 
   for (size_t i = 0; i < L.blocks.size(); ++i) {
     const FlowBlock& b = L.blocks[i];
-    const ImU32 tone = b.intermediate ? palette::writes : palette::published;
+    // Intermediates in the colour of writes (a launch wrote them), inputs and outputs neutral.
+    const ImU32 tone = b.intermediate ? palette::writes : palette::reference;
     dl->AddRectFilled(b.min, b.max, with_alpha(tone, 0.16f), 3.0f);
     if (b.fill > 0) {
       dl->AddRectFilled(b.min, v2(b.min.x + (b.max.x - b.min.x) * b.fill, b.max.y),
@@ -690,11 +838,17 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     if (b.being_read) border = palette::reads, border_w = 2.0f;
     if (hover.block == static_cast<int>(i)) border = text, border_w = 2.0f;
     dl->AddRect(b.min, b.max, border, 3.0f, 0, border_w);
-    dl->AddText(v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text,
-                b.label.c_str());
+    TextOptions o;
+    o.max_width = b.max.x - b.min.x - fs * 0.4f;
+    draw_text(dl, v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text, b.label, o);
   }
 
   float y = L.on_chip_pos.y;
+  const TextOptions sm_text = [&] {
+    TextOptions o;
+    o.max_width = L.boxes[2].max.x - L.on_chip_pos.x - fs * 0.3f;
+    return o;
+  }();
   if (!L.on_chip_lines.empty()) {  // a block of its own: the value lives here, in registers
     const ImVec2 a = v2(L.on_chip_pos.x - fs * 0.2f, y - fs * 0.1f);
     const ImVec2 b = v2(L.boxes[2].max.x - fs * 0.2f, y + L.on_chip_lines.size() * fs * 1.25f);
@@ -702,12 +856,23 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     dl->AddRect(a, b, with_alpha(palette::on_chip, 0.8f), 3.0f);
   }
   for (const auto& l : L.on_chip_lines) {
-    dl->AddText(v2(L.on_chip_pos.x, y), palette::on_chip, l.c_str());
+    draw_text(dl, v2(L.on_chip_pos.x, y), palette::on_chip, l, sm_text);
     y += fs * 1.25f;
   }
   for (const auto& l : L.sm_note_lines) {
-    dl->AddText(v2(L.on_chip_pos.x, y), dim, l.c_str());
+    draw_text(dl, v2(L.on_chip_pos.x, y), dim, l, sm_text);
     y += fs * 1.25f;
+  }
+  if (L.shared_visible) {
+    dl->AddRectFilled(L.shared_min, L.shared_max,
+                      with_alpha(palette::shared_memory, L.shared_active ? 0.30f : 0.10f), 3.0f);
+    dl->AddRect(L.shared_min, L.shared_max,
+                with_alpha(palette::shared_memory, L.shared_active ? 0.9f : 0.4f), 3.0f, 0,
+                L.shared_active ? 2.0f : 1.0f);
+    TextOptions o;
+    o.max_width = L.shared_max.x - L.shared_min.x - fs * 0.4f;
+    draw_text(dl, v2(L.shared_min.x + fs * 0.25f, L.shared_min.y + fs * 0.1f),
+              L.shared_active ? text : dim, L.shared_label, o);
   }
 
   for (size_t i = 0; i < L.lanes.size(); ++i) {
@@ -716,7 +881,7 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     draw_segment(dl, lane.dram, color, fs);
     draw_segment(dl, lane.chip, color, fs);
     if (lane.label_visible) {
-      dl->AddText(lane.label_pos, lane.stops_at_l2 ? palette::l2 : color, lane.label.c_str());
+      draw_text(dl, lane.label_pos, lane.stops_at_l2 ? palette::l2 : color, lane.label);
     }
     if (hover.lane == static_cast<int>(i)) {
       const float th = std::max({lane.dram.thickness, lane.chip.thickness, 2.0f});
@@ -727,21 +892,47 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     }
   }
 
-  // The pacing strip.
-  if (!L.strip.empty()) {
-    dl->AddRectFilled(L.strip_min, L.strip_max, with_alpha(text, 0.08f), 2.0f);
-    for (const auto& s : L.strip) {
-      const ImU32 c = s.trip == L.trip ? palette::measured : with_alpha(palette::measured, 0.45f);
-      dl->AddRectFilled(v2(s.x0, L.strip_min.y), v2(std::max(s.x1, s.x0 + 1.0f), L.strip_max.y), c, 2.0f);
+  // The two lanes: level 0 above, this level below, on one GPU-time axis.
+  const auto draw_lane = [&](ImVec2 lo, ImVec2 hi, const std::vector<FlowStripSegment>& segs,
+                             const std::vector<std::string>& names, ImU32 color, int running,
+                             const std::string& label, ImVec2 label_pos) {
+    if (segs.empty()) return;
+    dl->AddRectFilled(lo, hi, with_alpha(text, 0.08f), 2.0f);
+    for (size_t k = 0; k < segs.size(); ++k) {
+      const auto& s = segs[k];
+      const ImU32 c = running < 0 || s.trip == running ? color : with_alpha(color, 0.55f);
+      const float x1 = std::max(s.x1, s.x0 + 1.0f);
+      dl->AddRectFilled(v2(s.x0, lo.y), v2(x1, hi.y), c, 2.0f);
+      if (k < names.size() && x1 - s.x0 > fs * 2 && hi.y - lo.y >= fs) {
+        TextOptions o;
+        o.max_width = x1 - s.x0 - fs * 0.4f;
+        draw_text(dl, v2(s.x0 + fs * 0.2f, lo.y + (hi.y - lo.y - fs) * 0.5f), palette::text_on_bar,
+                  names[k], o);
+      }
     }
-    dl->AddLine(v2(L.strip_cursor_x, L.strip_min.y - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text,
-                2.0f);
-    dl->AddText(L.time_label_pos, dim, L.time_label.c_str());
+    TextOptions o;
+    o.max_width = L.lane_label_w - fs * 0.5f;
+    draw_text(dl, label_pos, dim, label, o);
+  };
+  if (!L.strip.empty()) {
+    draw_lane(L.level0_strip_min, L.level0_strip_max, L.level0_strip, L.level0_strip_names,
+              palette::level0, -1, L.level0_lane_label, L.level0_lane_label_pos);
+    draw_lane(L.strip_min, L.strip_max, L.strip, L.strip_names,
+              palette::level_color(in.level, in.top_level), L.trip, L.lane_label, L.lane_label_pos);
+    const float top = L.level0_strip.empty() ? L.strip_min.y : L.level0_strip_min.y;
+    dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text, 2.0f);
   }
+  float note_x = L.canvas_max.x;
   if (!in.trips.empty()) {
     const float w = ImGui::CalcTextSize(L.bytes_note.c_str()).x;
-    dl->AddText(v2(L.canvas_max.x - w, L.bytes_note_pos.y),
-                L.bytes_note_textbook ? palette::reference : dim, L.bytes_note.c_str());
+    const TextRect r = draw_text(dl, v2(std::max(L.canvas_max.x - w, L.canvas_min.x + (L.canvas_max.x - L.canvas_min.x) * 0.5f), L.bytes_note_pos.y),
+                                 L.bytes_note_textbook ? palette::warning : dim, L.bytes_note);
+    note_x = r.max.x > r.min.x ? r.min.x : note_x;
+  }
+  if (!L.strip.empty()) {
+    TextOptions o;
+    o.max_width = note_x - fs - L.time_label_pos.x;
+    draw_text(dl, L.time_label_pos, dim, L.time_label, o);
   }
 }
 
@@ -786,15 +977,11 @@ FlowResult draw_flow(const char* id, const FlowInput& input, double t, float hei
 FlowResult draw_flow(const char* id, const FlowInput& input, FlowClock* clock, double now_s,
                      float height) {
   bool clicked = false;
-  const ImVec2 p0 = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 24);
-  FlowResult result = flow_widget(id, input, clock->elapsed(now_s), height, &clicked);
+  FlowInput with_hint = input;
+  with_hint.hint = clock->paused() ? "paused: click to resume" : "click to pause";
+  FlowResult result = flow_widget(id, with_hint, clock->elapsed(now_s), height, &clicked);
   if (clicked) clock->toggle_pause(now_s);
   result.animating = result.animating && !clock->paused();
-  const char* hint = clock->paused() ? "paused: click to resume" : "click to pause";
-  const float w = ImGui::CalcTextSize(hint).x;
-  ImGui::GetWindowDrawList()->AddText(v2(p0.x + width - w, p0.y),
-                                      ImGui::GetColorU32(ImGuiCol_TextDisabled), hint);
   return result;
 }
 

@@ -53,6 +53,17 @@ struct FlowTrip {
   bool writes_intermediate = false;  // its output is read back by a later launch
   bool reads_stop_at_l2 = false;     // L2 served its reads: DRAM saw well under the textbook
   bool writes_stop_at_l2 = false;    // its writes stayed in L2
+  // Shared memory / L1: the kernel stages rows or tiles there (LayerNorm and softmax rows, GEMM
+  // tiles). From its CUPTI record's static + dynamic shared memory per block when recorded
+  // (shared_bytes >= 0), else from what the kernel is (a row-wise or GEMM kernel).
+  bool stages_in_shared = false;
+  int64_t shared_bytes = -1;  // per block; -1: not recorded
+};
+
+// One launch on the two-lane time axis under the animation.
+struct FlowLaneLaunch {
+  std::string kernel;
+  double start_us = 0, end_us = 0;
 };
 
 struct FlowInput {
@@ -66,6 +77,16 @@ struct FlowInput {
   int sm_count = 0;                  // 0: unknown
   // 64K 32-bit registers per SM on every GPU from Volta (sm_70) to Hopper (sm_90).
   double sm_register_bytes = 256.0 * 1024;
+  // Shared memory / L1 per SM that a kernel can use, from the compute capability (0: unknown):
+  // 96 KiB on 7.0, 164 KiB on 8.0, 100 KiB on 8.6/8.9, 228 KiB on 9.0.
+  double sm_shared_bytes = 0;
+  std::string device_name;  // for the capacity sentence
+  // Level 0 on the same time axis as this level (empty when this is level 0): two lanes.
+  std::vector<FlowLaneLaunch> level0_lane;
+  std::string level0_lane_label;  // "level 0 unfused: 254 µs"
+  std::string lane_label;         // "level 1 fused: 124 µs"
+  std::string hint;               // top-right corner ("click to pause"): the caption leaves room
+  int level = 0, top_level = 1;   // the lanes take the levels' colours
   // Bytes drawn at the full band thickness; 0: the largest stretch of this input. Set it from
   // level 0 so that moving the fusion slider compares thicknesses on one scale.
   double volume_scale_bytes = 0;
@@ -196,10 +217,26 @@ struct FlowLayout {
   // proportional to FlowTrip::read_bytes + write_bytes.
   std::vector<float> trip_volume;
 
-  // The pacing strip: the chain on a GPU-time axis, with a cursor at gpu_us.
-  ImVec2 strip_min, strip_max;
+  // The two lanes under the animation, on one GPU-time axis: level 0 (when this level is not
+  // level 0) above this level, each launch a segment, with a cursor at gpu_us across both.
+  ImVec2 strip_min, strip_max;  // this level's lane
   std::vector<FlowStripSegment> strip;
+  ImVec2 level0_strip_min, level0_strip_max;  // level 0's lane (zero size: none)
+  std::vector<FlowStripSegment> level0_strip;
+  std::vector<std::string> level0_strip_names;  // a kernel name per level-0 segment
+  std::vector<std::string> strip_names;
+  std::string lane_label, level0_lane_label;
+  ImVec2 lane_label_pos, level0_lane_label_pos;
+  float lane_label_w = 0;
   float strip_cursor_x = 0;
+  // The SM's shared memory / L1, drawn as a block in the SM box when a launch stages data there.
+  bool shared_visible = false;
+  ImVec2 shared_min, shared_max;
+  std::string shared_label;  // "shared memory / L1 228.0 KiB: layernorm stages its rows"
+  bool shared_active = false;  // the running launch stages data there now
+  std::string capacity;      // "on chip: 132 SMs x (256 KiB registers + 228 KiB shared) = ..."
+  ImVec2 capacity_pos;
+  ImVec2 hint_pos;
 
   std::string caption;     // "Level 0 unfused: GELU and scale as two kernels; ..."
   std::string status;      // "launch 1 of 2, gelu: reads 64.0 MiB from HBM, writes ..."

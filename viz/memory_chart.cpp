@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "viz/plot.h"  // nice_linear_step
+#include "viz/svg.h"
 
 namespace fl::viz {
 
@@ -41,8 +42,37 @@ std::string why_no_counters(const Measurement& m) {
 
 }  // namespace
 
-MemoryInput memory_input(const Measurement& shown, const Measurement& level0) {
+double tallest_memory_bar(const Measurement& m) {
+  double top = 0, tb = 0, dram = 0, l2 = 0;
+  bool all_counters = !m.launches.empty();
+  for (const LaunchResult& l : m.launches) {
+    const double t = static_cast<double>(l.textbook.bytes_read + l.textbook.bytes_written);
+    tb += t;
+    top = std::max(top, t);
+    if (l.counters) {
+      const double d = static_cast<double>(l.counters->dram_read_bytes + l.counters->dram_write_bytes);
+      dram += d;
+      l2 += static_cast<double>(l.counters->l2_bytes);
+      top = std::max({top, d, static_cast<double>(l.counters->l2_bytes)});
+    } else {
+      all_counters = false;
+    }
+  }
+  top = std::max(top, tb);
+  if (all_counters) top = std::max({top, dram, l2});
+  return top;
+}
+
+MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
+                         const std::vector<Measurement>* all_levels) {
   MemoryInput in;
+  if (all_levels) {
+    for (const Measurement& m : *all_levels) {
+      if (m.size == shown.size && m.lesson == shown.lesson) {
+        in.axis_bytes = std::max(in.axis_bytes, tallest_memory_bar(m));
+      }
+    }
+  }
   in.level_name = std::to_string(shown.level) + " " + shown.level_name;
   MemoryGroup total;
   total.kernel = "total";
@@ -88,6 +118,8 @@ MemoryInput memory_input(const Measurement& shown, const Measurement& level0) {
 namespace {
 
 const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+// Textbook bars: the hue of their direction, lighter than the measured DRAM bars.
+constexpr float kTextbookAlpha = 0.45f;
 
 std::string in_unit(double bytes, double unit_bytes, const char* unit) {
   const double v = bytes / unit_bytes;
@@ -180,7 +212,8 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
   // ---- the legend on top of the chart, flowing into rows.
   const float chart_min_x = min.x, chart_max_x = L.side_min.x - fs * 1.2f;
   std::vector<MemoryLegendEntry> entries = {
-      {"textbook read | write", palette::textbook_read, palette::textbook_write, {}}};
+      {"textbook read | write", with_alpha(palette::reads, kTextbookAlpha),
+       with_alpha(palette::writes, kTextbookAlpha), {}}};
   if (in.counters) {
     entries.push_back({"DRAM read | write (measured)", palette::reads, palette::writes, {}});
     entries.push_back({"L2 requests (measured)", palette::l2, palette::l2, {}});
@@ -214,6 +247,7 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
     top = std::max(top, g.textbook_read + g.textbook_write);
     if (in.counters) top = std::max({top, g.dram_read + g.dram_write, g.l2});
   }
+  top = std::max(top, in.axis_bytes);  // one axis for every level at this size
   int u = 0;
   while (u < 4 && top >= 1024.0 * std::pow(1024.0, u)) ++u;
   const double unit_bytes = std::pow(1024.0, u);
@@ -276,7 +310,7 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
       b.value_label = in_unit(b.bytes, unit_bytes, L.unit.c_str());
       const float vw = style.text_width(b.value_label);
       b.value_pos = v2(bx + 0.5f * (bar_w - vw), b.min.y - fs * 1.1f);
-      b.value_visible = vw <= bar_w + bar_gap * 0.8f && b.value_pos.y >= min.y;
+      b.value_visible = vw <= bar_w + bar_gap * 0.8f && b.value_pos.y >= L.frame_min.y + 1;
       L.bars.push_back(b);
     }
     const std::string name = fit_text(g.kernel, group_w - fs * 0.3f, style);
@@ -334,15 +368,15 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
     const float h = fs * 0.8f, top = e.pos.y + fs * 0.15f;
     dl->AddRectFilled(v2(e.pos.x, top), v2(e.pos.x + fs * 0.6f, top + h), e.color_a);
     dl->AddRectFilled(v2(e.pos.x + fs * 0.6f, top), v2(e.pos.x + fs * 1.2f, top + h), e.color_b);
-    dl->AddText(v2(e.pos.x + fs * 1.6f, e.pos.y), text, e.label.c_str());
+    draw_text(dl, v2(e.pos.x + fs * 1.6f, e.pos.y), text, e.label);
   }
-  if (!L.counters_note.empty()) dl->AddText(L.counters_note_pos, palette::reference, L.counters_note.c_str());
+  if (!L.counters_note.empty()) draw_text(dl, L.counters_note_pos, palette::warning, L.counters_note);
 
   dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
   for (const auto& [ty, tl] : L.y_ticks) {
     dl->AddLine(v2(L.frame_min.x, ty), v2(L.frame_max.x, ty), grid);
     const ImVec2 size = ImGui::CalcTextSize(tl.c_str());
-    dl->AddText(v2(L.frame_min.x - fs * 0.35f - size.x, ty - size.y * 0.5f), dim, tl.c_str());
+    draw_text(dl, v2(L.frame_min.x - fs * 0.35f - size.x, ty - size.y * 0.5f), dim, tl);
   }
   dl->AddRect(L.frame_min, L.frame_max, axis);
   if (in.groups.size() > 1) {  // the total stands apart from the launches
@@ -359,27 +393,32 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
       dl->AddRectFilled(top_left, b.max, palette::l2);
     } else {
       const bool dram = b.kind == MemoryBar::dram;
-      dl->AddRectFilled(v2(b.min.x, b.split_y), b.max, dram ? palette::reads : palette::textbook_read);
-      dl->AddRectFilled(top_left, v2(b.max.x, b.split_y), dram ? palette::writes : palette::textbook_write);
+      const float a = dram ? 1.0f : kTextbookAlpha;
+      dl->AddRectFilled(v2(b.min.x, b.split_y), b.max, with_alpha(palette::reads, a));
+      dl->AddRectFilled(top_left, v2(b.max.x, b.split_y), with_alpha(palette::writes, a));
     }
     if (static_cast<int>(i) == hovered_bar) dl->AddRect(top_left, b.max, text, 0, 0, 2.0f);
-    if (b.value_visible) dl->AddText(b.value_pos, dim, b.value_label.c_str());
+    if (b.value_visible) draw_text(dl, b.value_pos, dim, b.value_label);
   }
-  for (const auto& [pos, name] : L.group_labels) dl->AddText(pos, text, name.c_str());
+  for (const auto& [pos, name] : L.group_labels) draw_text(dl, pos, text, name);
 
   // The headline: the big number and the badge.
-  dl->AddText(L.saved_title_pos, dim, L.saved_title.c_str());
-  dl->AddText(ImGui::GetFont(), L.big_font_size, L.saved_value_pos,
-              !in.baseline && L.saved_bytes > 0 ? palette::correct : text, L.saved_value.c_str());
+  draw_text(dl, L.saved_title_pos, dim, L.saved_title);
+  TextOptions big;
+  big.font_size = L.big_font_size;
+  draw_text(dl, L.saved_value_pos, !in.baseline && L.saved_bytes > 0 ? palette::level_top : text,
+            L.saved_value, big);
   float y = L.saved_detail_pos.y;
   for (const auto& l : L.saved_detail) {
-    dl->AddText(v2(L.saved_detail_pos.x, y), text, l.c_str());
+    draw_text(dl, v2(L.saved_detail_pos.x, y), text, l);
     y += fs * 1.25f;
   }
   const ImU32 badge_color = L.badge_ok ? palette::correct : in.checked ? palette::wrong : dim;
   dl->AddRectFilled(L.badge_min, L.badge_max, with_alpha(badge_color, 0.18f), 5.0f);
   dl->AddRect(L.badge_min, L.badge_max, badge_color, 5.0f, 0, 1.5f);
-  dl->AddText(v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge.c_str());
+  TextOptions badge;
+  badge.max_width = L.badge_max.x - L.badge_min.x - fs * 0.6f;
+  draw_text_lines(dl, v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge, badge);
 }
 
 int draw_memory_chart(const char* id, const MemoryInput& input, float height) {
@@ -394,6 +433,8 @@ int draw_memory_chart(const char* id, const MemoryInput& input, float height) {
   const MemoryLayout layout = layout_memory(input, p0, v2(p0.x + width, p0.y + height), style);
   const int bar = hovered ? memory_hit(layout, ImGui::GetIO().MousePos) : -1;
   draw_memory_layout(ImGui::GetWindowDrawList(), input, layout, bar);
+  const ImVec2 p1 = v2(p0.x + width, p0.y + height);
+  set_svg_source([input, layout, p0, p1] { return memory_svg(input, layout, p0, p1); });
   if (bar >= 0) {
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(memory_readout(input, layout.bars[bar]).c_str());

@@ -39,12 +39,19 @@ struct MemoryInput {
   bool saved_dram_known = false;
   bool checked = false;              // a correctness figure exists
   CheckResult check;
+  // The y axis's top for every level at this size (the tallest bar of any of them), so moving
+  // the fusion slider shows the saving as bars shrinking; 0: this level's own tallest bar.
+  double axis_bytes = 0;
 
   const MemoryGroup& total() const { return groups.back(); }
 };
 
-// `level0` may be the same measurement as `shown` (then nothing is saved).
-MemoryInput memory_input(const Measurement& shown, const Measurement& level0);
+// `level0` may be the same measurement as `shown` (then nothing is saved). `all_levels` (may be
+// null): every level measured at this size, for the shared byte axis.
+MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
+                         const std::vector<Measurement>* all_levels = nullptr);
+// The tallest bar `m` draws (textbook, DRAM or L2; per launch or in total), in bytes.
+double tallest_memory_bar(const Measurement& m);
 
 // ---- [SECTION] layout ------------------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 // nothing about where things go. plot_widget() is the Canvas pattern around layout and drawing.
 #include "viz/plot.h"
 
+#include "viz/svg.h"
+#include "viz/view_util.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -16,14 +19,11 @@ ImVec2 vec(float x, float y) { return ImVec2(x, y); }
 
 namespace {
 
-ImU32 with_alpha(ImU32 color, float alpha) {
-  ImVec4 c = ImGui::ColorConvertU32ToFloat4(color);
-  c.w *= alpha;
-  return ImGui::ColorConvertFloat4ToU32(c);
-}
+ImU32 band_shade(ImU32 color) { return (color & 0x00FFFFFFu) | (0x50u << 24); }
 
-void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, float thickness) {
-  const float dash = 9, gap = 6;
+void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, float thickness,
+                  bool dotted = false) {
+  const float dash = dotted ? 3 : 9, gap = dotted ? 4 : 6;
   for (float x = x0; x < x1; x += dash + gap) {
     dl->AddLine(vec(x, y), vec(std::min(x + dash, x1), y), color, thickness);
   }
@@ -62,55 +62,70 @@ void draw_marker(ImDrawList* dl, ImVec2 p, float r, ImU32 color, bool hollow, Im
   }
 }
 
-void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU32 border) {
-  struct Entry {
-    const std::string* label;
-    const PlotSeriesLayout* series;  // null: the reference line
-  };
-  std::vector<Entry> entries;
-  for (const auto& s : L.series) {
-    if (!s.legend_label.empty()) entries.push_back({&s.legend_label, &s});
+void draw_swatch(ImDrawList* dl, const PlotLayout& L, const PlotLegendEntry& e, float sx0, float sx1,
+                 float cy, ImU32 bg) {
+  const float fs = L.font_size;
+  if (e.kind == PlotLegendEntry::line) {
+    const PlotLineLayout& line = L.lines[e.index];
+    dashed_hline(dl, sx0, sx1, cy, line.color, 2.0f, line.dotted);
+    return;
   }
-  if (L.reference_visible && !L.reference_label.empty())
-    entries.push_back({&L.reference_label, nullptr});
-  if (entries.empty()) return;
+  const PlotSeriesLayout& s = L.series[e.index];
+  if (e.kind == PlotLegendEntry::band) {
+    dl->AddRectFilled(vec(sx0, cy - fs * 0.35f), vec(sx1, cy + fs * 0.35f), band_shade(s.color));
+    return;
+  }
+  if (s.dashed) {
+    dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
+  } else {
+    dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+  }
+  draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
+}
 
+// The legend's box inside the frame, measured with the current font (zero size: outside/none).
+void legend_box(const PlotLayout& L, ImVec2* box_min, ImVec2* box_max) {
+  *box_min = *box_max = L.frame_min;
+  if (L.legend.empty() || L.legend_outside) return;
   const float fs = L.font_size, pad = fs * 0.4f, swatch = fs * 1.8f;
-  // One entry: its swatch (line, marker or dashed reference) and its label, from `left`, centred
-  // on the row's `cy`.
-  const auto draw_entry = [&](const Entry& e, float left, float cy) {
-    const float sx0 = left, sx1 = sx0 + swatch;
-    if (e.series) {
-      const auto& s = *e.series;
-      if (s.dashed) {
-        dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
-      } else {
-        dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
-      }
-      draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
-    } else {
-      dashed_hline(dl, sx0, sx1, cy, L.reference_color, 2.0f);
-    }
-    dl->AddText(vec(sx1 + pad, cy - fs * 0.5f), text, e.label->c_str());
+  float text_w = 0;
+  for (const auto& e : L.legend) text_w = std::max(text_w, ImGui::CalcTextSize(e.label.c_str()).x);
+  const float frame_w = L.frame_max.x - L.frame_min.x - fs;
+  const float box_w = std::min(pad * 3 + swatch + text_w, frame_w);
+  const float box_h = pad * 2 + L.legend.size() * L.legend_row_height;
+  const bool right = L.legend_corner <= 1, bottom = L.legend_corner == 0 || L.legend_corner == 3;
+  *box_min = vec(right ? L.legend_anchor.x - box_w : L.legend_anchor.x,
+                 bottom ? L.legend_anchor.y - box_h : L.legend_anchor.y);
+  *box_max = vec(box_min->x + box_w, box_min->y + box_h);
+}
+
+void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU32 border) {
+  if (L.legend.empty()) return;
+  const float fs = L.font_size, pad = fs * 0.4f, swatch = fs * 1.8f;
+  const auto draw_entry = [&](const PlotLegendEntry& e, float left, float cy, float right) {
+    draw_swatch(dl, L, e, left, left + swatch, cy, bg);
+    TextOptions o;
+    o.max_width = right - (left + swatch + pad);
+    draw_text(dl, vec(left + swatch + pad, cy - fs * 0.5f), text, e.label, o);
   };
   if (L.legend_outside) {  // entries in the strip above the frame, placed by the layout
-    for (size_t i = 0; i < entries.size() && i < L.legend_entries.size(); ++i) {
-      draw_entry(entries[i], L.legend_entries[i].x, L.legend_entries[i].y + L.legend_row_height * 0.5f);
+    for (size_t i = 0; i < L.legend.size() && i < L.legend_entries.size(); ++i) {
+      const float right = i + 1 < L.legend_entries.size() &&
+                                  L.legend_entries[i + 1].y == L.legend_entries[i].y
+                              ? L.legend_entries[i + 1].x - fs * 0.5f
+                              : L.canvas_max.x;
+      draw_entry(L.legend[i], L.legend_entries[i].x,
+                 L.legend_entries[i].y + L.legend_row_height * 0.5f, right);
     }
     return;
   }
-  float text_w = 0;
-  for (const auto& e : entries) text_w = std::max(text_w, ImGui::CalcTextSize(e.label->c_str()).x);
-  const float box_w = pad * 3 + swatch + text_w, box_h = pad * 2 + entries.size() * L.legend_row_height;
-  const bool right = L.legend_corner <= 1, bottom = L.legend_corner == 0 || L.legend_corner == 3;
-  const ImVec2 box_min = vec(right ? L.legend_anchor.x - box_w : L.legend_anchor.x,
-                             bottom ? L.legend_anchor.y - box_h : L.legend_anchor.y);
-  const ImVec2 box_max = vec(box_min.x + box_w, box_min.y + box_h);
+  ImVec2 box_min, box_max;
+  legend_box(L, &box_min, &box_max);
   dl->AddRectFilled(box_min, box_max, bg, 4.0f);
   dl->AddRect(box_min, box_max, border, 4.0f);
-  for (size_t i = 0; i < entries.size(); ++i) {
+  for (size_t i = 0; i < L.legend.size(); ++i) {
     const float row_top = box_min.y + pad + i * L.legend_row_height;
-    draw_entry(entries[i], box_min.x + pad, row_top + L.legend_row_height * 0.5f);
+    draw_entry(L.legend[i], box_min.x + pad, row_top + L.legend_row_height * 0.5f, box_max.x - pad);
   }
 }
 
@@ -127,48 +142,53 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
 
   dl->AddRectFilled(L.frame_min, L.frame_max, frame_bg);
 
-  // Grid, tick marks and labels.
+  // Grid, tick marks and labels; a label that would touch the one before it is left out.
+  float last_y_label = 1e30f;
   for (const auto& t : L.y_ticks) {
     dl->AddLine(vec(L.frame_min.x, t.pos), vec(L.frame_max.x, t.pos), grid);
     const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
-    dl->AddText(vec(L.frame_min.x - fs * 0.35f - size.x, t.pos - size.y * 0.5f), text,
-                t.label.c_str());
+    // Centred on its tick, but never below the frame's bottom (the x labels are there).
+    const float y = std::min(t.pos - size.y * 0.5f, L.frame_max.y + fs * 0.25f - size.y);
+    if (y + size.y > last_y_label) continue;
+    last_y_label = y;
+    draw_text(dl, vec(L.frame_min.x - fs * 0.35f - size.x, y), text, t.label);
   }
+  float last_x_label = -1e30f;
   for (const auto& t : L.x_ticks) {
     if (t.major) dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid);
     dl->AddLine(vec(t.pos, L.frame_max.y),
                 vec(t.pos, L.frame_max.y + (t.major ? fs * 0.35f : fs * 0.2f)), axis);
     if (t.label.empty()) continue;
     const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
-    dl->AddText(vec(t.pos - size.x * 0.5f, L.frame_max.y + fs * 0.3f), text, t.label.c_str());
+    // Centred on its tick, but never left of the frame (the y labels are there).
+    const float x = std::clamp(t.pos - size.x * 0.5f, L.frame_min.x - fs * 0.2f, L.canvas_max.x - size.x);
+    if (x < last_x_label + fs * 0.3f) continue;
+    last_x_label = x + size.x;
+    draw_text(dl, vec(x, L.frame_max.y + fs * 0.3f), text, t.label);
   }
   dl->AddRect(L.frame_min, L.frame_max, axis);
   if (!L.x_title.empty()) {
-    const ImVec2 size = ImGui::CalcTextSize(L.x_title.c_str());
-    dl->AddText(vec(L.x_title_pos.x - size.x * 0.5f, L.x_title_pos.y), text_dim, L.x_title.c_str());
+    const float w = std::min(ImGui::CalcTextSize(L.x_title.c_str()).x, L.canvas_max.x - L.canvas_min.x);
+    draw_text(dl, vec(std::max(L.canvas_min.x, L.x_title_pos.x - w * 0.5f), L.x_title_pos.y),
+              text_dim, L.x_title);
   }
-  if (!L.y_title.empty()) dl->AddText(L.y_title_pos, text_dim, L.y_title.c_str());
+  if (!L.y_title.empty()) draw_text(dl, L.y_title_pos, text_dim, L.y_title);
 
   // Markers of points on the frame's edges (the axis ends) stay whole.
   float max_radius = 0;
   for (const auto& s : L.series) max_radius = std::max(max_radius, s.marker_radius + 2);
   dl->PushClipRect(vec(L.frame_min.x - max_radius, L.frame_min.y - max_radius),
                    vec(L.frame_max.x + max_radius, L.frame_max.y + max_radius), true);
+  for (const auto& line : L.lines) {
+    dashed_hline(dl, L.frame_min.x, L.frame_max.x, line.y, line.color, 2.0f, line.dotted);
+  }
   if (L.marker_visible) {
     dl->AddLine(vec(L.marker_x, L.frame_min.y), vec(L.marker_x, L.frame_max.y), L.marker_color,
                 1.5f);
-    const ImVec2 size = ImGui::CalcTextSize(L.marker_label.c_str());
-    const bool left = L.marker_x + fs * 0.3f + size.x > L.frame_max.x;
-    dl->AddText(vec(left ? L.marker_x - fs * 0.3f - size.x : L.marker_x + fs * 0.3f,
-                    L.frame_min.y + fs * 0.2f),
-                text, L.marker_label.c_str());
-  }
-  if (L.reference_visible) {
-    dashed_hline(dl, L.frame_min.x, L.frame_max.x, L.reference_y, L.reference_color, 2.0f);
   }
   for (const auto& s : L.series) {  // bands first, under every line
     if (!s.band) continue;
-    const ImU32 shade = (s.color & 0x00FFFFFFu) | (0x50u << 24);
+    const ImU32 shade = band_shade(s.color);
     for (size_t i = 0; i + 1 < s.band_lo.size(); ++i) {
       dl->AddQuadFilled(s.band_lo[i], s.band_lo[i + 1], s.band_hi[i + 1], s.band_hi[i], shade);
     }
@@ -190,10 +210,32 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
     const auto& s = L.series[hover.series];
     dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, text, 0, 2.0f);
   }
+  dl->PopClipRect();
+  // Text inside the frame is clipped to the frame itself.
+  dl->PushClipRect(L.frame_min, L.frame_max, true);
+  if (L.marker_visible && !L.marker_label.empty()) {
+    // At the top of the frame beside the marker, else at the bottom, else not at all: never
+    // on the legend.
+    const ImVec2 size = ImGui::CalcTextSize(L.marker_label.c_str());
+    const bool left = L.marker_x + fs * 0.3f + size.x > L.frame_max.x;
+    const float x = left ? L.marker_x - fs * 0.3f - size.x : L.marker_x + fs * 0.3f;
+    ImVec2 box_min, box_max;
+    legend_box(L, &box_min, &box_max);
+    for (float y : {L.frame_min.y + fs * 0.2f, L.frame_max.y - fs * 1.2f}) {
+      const bool hits = x < box_max.x && box_min.x < x + size.x && y < box_max.y && box_min.y < y + size.y;
+      if (hits) continue;
+      draw_text(dl, vec(x, y), text, L.marker_label);
+      break;
+    }
+  }
   if (!L.note.empty()) {
-    const ImVec2 size = ImGui::CalcTextSize(L.note.c_str(), nullptr, false, L.note_wrap);
-    const ImVec2 pos = vec(L.note_anchor.x, L.note_anchor.y - size.y);
-    dl->AddText(nullptr, 0.0f, pos, text, L.note.c_str(), nullptr, L.note_wrap);
+    const ViewStyle style = ViewStyle::current();
+    const std::vector<std::string> lines = wrap_text(L.note, L.note_wrap, style);
+    float y = L.note_anchor.y - lines.size() * fs * 1.2f;
+    for (const auto& l : lines) {
+      draw_text(dl, vec(L.note_anchor.x, y), text, l);
+      y += fs * 1.2f;
+    }
   }
   if (!L.legend_outside) draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
   dl->PopClipRect();
@@ -220,6 +262,7 @@ PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size) {
   PlotHover hover;
   if (ImGui::IsItemHovered()) hover = pick_nearest(layout, ImGui::GetIO().MousePos, fs * 2.5f);
   draw_plot(ImGui::GetWindowDrawList(), layout, hover);
+  set_svg_source([layout] { return plot_svg(layout); });
   if (hover.valid()) {
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(hover_readout(layout, hover).c_str());

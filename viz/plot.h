@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "viz/palette.h"
+
 namespace fl::viz {
 
 struct PlotPoint {
@@ -27,7 +29,7 @@ struct PlotPoint {
 struct PlotSeries {
   std::string label;
   std::vector<PlotPoint> points;  // any order; drawn sorted by x
-  ImU32 color = IM_COL32(80, 160, 255, 255);
+  ImU32 color = palette::level_top;
   float line_thickness = 2.0f;
   float marker_radius = 4.0f;
   bool hollow_markers = false;  // hollow: a reference series, not a measurement
@@ -35,22 +37,27 @@ struct PlotSeries {
   bool dashed = false;          // a dashed line: a compared recording, drawn under the measured
   bool in_legend = true;        // false: only the hover read-out names it
   std::string legend_label;     // the legend's text when not the label (empty: the label)
+  std::string band_label = "shaded: p20-p80 of the repetitions";  // the band's legend row
 };
 
-// A horizontal line across the plot (e.g. the speedup the byte counts allow), drawn dashed.
+// A horizontal line across the plot (e.g. the speedup the byte counts allow), drawn dashed in
+// the neutral reference grey; its label goes in the legend, never on the data.
 struct PlotReferenceLine {
   bool enabled = false;
   double y = 0;
   std::string label;
-  ImU32 color = IM_COL32(230, 150, 40, 255);
+  ImU32 color = palette::reference;
+  bool dotted = false;  // short dashes: a second line (the 1x line) apart from the first
 };
+
+enum class PlotYScale { automatic, linear, log };
 
 // A vertical line at one x (e.g. the size the slider is on).
 struct PlotMarker {
   bool enabled = false;
   double x = 0;
   std::string label;
-  ImU32 color = IM_COL32(200, 200, 200, 160);
+  ImU32 color = palette::reference_dim;
 };
 
 struct PlotSpec {
@@ -62,11 +69,15 @@ struct PlotSpec {
   // Tick labels and read-out values on x; default "%g".
   std::function<std::string(double)> x_format;
   bool y_auto = true;  // range from the data, the reference line and y_include_zero
-  bool y_include_zero = true;
+  bool y_include_zero = true;  // linear axes only
+  // automatic: logarithmic when every value is > 0 and they span more than 10x (a 0.06x level
+  // beside a 12x limit stays readable), else linear.
+  PlotYScale y_scale = PlotYScale::automatic;
   double y_min = 0, y_max = 1;  // when !y_auto
   std::string y_suffix;         // "x" for speedups
   std::vector<PlotSeries> series;
   PlotReferenceLine reference;
+  std::vector<PlotReferenceLine> more_lines;  // further reference lines (e.g. 1x), in the legend too
   PlotMarker marker;
   std::string note;  // a short remark drawn bottom-left in the plot ("Nothing measured: ...")
 };
@@ -101,11 +112,28 @@ struct PlotSeriesLayout {
   std::string legend_label;  // empty: not in the legend
 };
 
+// One row of the legend: a series (line and marker), its p20-p80 band, or a reference line.
+struct PlotLegendEntry {
+  enum Kind { series, band, line } kind = series;
+  std::string label;
+  int index = 0;  // into PlotLayout::series (series, band) or PlotLayout::lines (line)
+};
+
+// A reference line placed on screen.
+struct PlotLineLayout {
+  float y = 0;
+  double value = 0;
+  std::string label;
+  ImU32 color = 0;
+  bool dotted = false;
+};
+
 struct PlotLayout {
   ImVec2 canvas_min, canvas_max;  // the whole widget
   ImVec2 frame_min, frame_max;    // the plot area inside the axes
   double x_min = 1, x_max = 10, log_base = 2;
   double y_min = 0, y_max = 1;
+  bool y_log = false;  // the y axis is logarithmic (base 10)
   int y_decimals = 1;  // for y tick labels, from the tick step
   std::vector<PlotTick> x_ticks, y_ticks;
   std::vector<PlotSeriesLayout> series;
@@ -114,6 +142,10 @@ struct PlotLayout {
   float reference_y = 0;
   std::string reference_label;
   ImU32 reference_color = 0;
+  // Every reference line in view, the byte-ratio limit (when visible) first.
+  std::vector<PlotLineLayout> lines;
+  // The legend's rows in order: series, their bands, reference lines.
+  std::vector<PlotLegendEntry> legend;
 
   bool marker_visible = false;
   float marker_x = 0;

@@ -51,22 +51,39 @@ int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi, bool with_reference 
       }
     }
   }
-  if (L.reference_visible && with_reference) {
-    for (int k = 0; k <= 32; ++k) {
-      const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * k / 32.0f;
-      if (inside(vec(x, L.reference_y))) ++covered;
+  if (with_reference) {
+    for (const auto& line : L.lines) {
+      for (int k = 0; k <= 32; ++k) {
+        const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * k / 32.0f;
+        if (inside(vec(x, line.y))) ++covered;
+      }
     }
   }
   return covered;
 }
 
-// The legend's entries in drawing order: the series that have a legend label, then the reference.
+// The legend's rows in drawing order: the series that have a legend label (each followed by its
+// band's row when it shades one), then the reference lines.
+void build_legend(PlotLayout* L, const PlotSpec& spec) {
+  L->legend.clear();
+  for (size_t i = 0; i < L->series.size(); ++i) {
+    const auto& s = L->series[i];
+    if (s.legend_label.empty()) continue;
+    L->legend.push_back({PlotLegendEntry::series, s.legend_label, static_cast<int>(i)});
+    if (s.band && !s.data.empty() && i < spec.series.size() && !spec.series[i].band_label.empty()) {
+      L->legend.push_back({PlotLegendEntry::band, spec.series[i].band_label, static_cast<int>(i)});
+    }
+  }
+  for (size_t i = 0; i < L->lines.size(); ++i) {
+    if (!L->lines[i].label.empty()) {
+      L->legend.push_back({PlotLegendEntry::line, L->lines[i].label, static_cast<int>(i)});
+    }
+  }
+}
+
 std::vector<std::string> legend_labels(const PlotLayout& L) {
   std::vector<std::string> labels;
-  for (const auto& s : L.series) {
-    if (!s.legend_label.empty()) labels.push_back(s.legend_label);
-  }
-  if (L.reference_visible && !L.reference_label.empty()) labels.push_back(L.reference_label);
+  for (const auto& e : L.legend) labels.push_back(e.label);
   return labels;
 }
 
@@ -137,7 +154,9 @@ float PlotLayout::x_to_screen(double x) const {
 }
 
 float PlotLayout::y_to_screen(double y) const {
-  const double t = (y - y_min) / (y_max - y_min);
+  const double t = y_log ? (std::log10(std::max(y, 1e-300)) - std::log10(y_min)) /
+                               (std::log10(y_max) - std::log10(y_min))
+                         : (y - y_min) / (y_max - y_min);
   return static_cast<float>(frame_max.y - t * (frame_max.y - frame_min.y));
 }
 
@@ -147,6 +166,10 @@ std::string PlotLayout::format_x(double x) const {
 
 std::string PlotLayout::format_y(double y, int decimals) const {
   char buf[48];
+  if (y_log) {
+    std::snprintf(buf, sizeof(buf), "%g%s", y, y_suffix.c_str());
+    return buf;
+  }
   std::snprintf(buf, sizeof(buf), "%.*f%s", decimals, y, y_suffix.c_str());
   return buf;
 }
@@ -197,51 +220,85 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
   const float top = canvas_min.y + fs * 1.6f + strip;
   const float bottom = canvas_max.y - fs * 2.9f;
 
-  // y range: the data, the reference line, and zero when asked, plus 10% headroom on top.
+  // y range: the data (with its bands), the reference lines, and zero when asked (linear).
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  const auto take = [&](double v) {
+    if (!std::isfinite(v)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  };
   for (const auto& s : spec.series) {
     for (const auto& p : s.points) {
       if (!std::isfinite(p.y)) continue;
-      lo = std::min(lo, p.y);
-      hi = std::max(hi, p.y);
+      take(p.y);
+      if (s.band && p.lo < p.hi) {
+        take(p.lo);
+        take(p.hi);
+      }
     }
   }
-  if (spec.reference.enabled) {
-    lo = std::min(lo, spec.reference.y);
-    hi = std::max(hi, spec.reference.y);
+  if (spec.reference.enabled) take(spec.reference.y);
+  for (const auto& line : spec.more_lines) {
+    if (line.enabled) take(line.y);
   }
-  if (spec.y_auto) {
-    if (!(hi >= lo)) {  // nothing to show yet: a unit range
-      lo = 0;
-      hi = 1;
-    }
-    if (spec.y_include_zero) lo = std::min(lo, 0.0);
-    hi += (hi > lo ? hi - lo : 1.0) * 0.1;
-  } else {
-    lo = spec.y_min;
-    hi = spec.y_max;
-  }
+  L.y_log = spec.y_auto && lo > 0 && hi >= lo &&
+            (spec.y_scale == PlotYScale::log ||
+             (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
+  double y_step = 1;
+  std::vector<double> y_values;  // the labelled ticks
   const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
-  const double y_step = nice_linear_step(&lo, &hi, max_y_ticks);
+  if (L.y_log) {
+    // Whole decades around the data; 2 and 5 between them while the decades are few.
+    const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+    const int d1 = static_cast<int>(std::ceil(std::log10(hi * 1.15) - 1e-9));
+    lo = std::pow(10.0, d0);
+    hi = std::pow(10.0, std::max(d1, d0 + 1));
+    const int decades = static_cast<int>(std::lround(std::log10(hi / lo)));
+    const bool fine = decades * 3 + 1 <= max_y_ticks;
+    const int every = std::max(1, (decades + max_y_ticks - 1) / std::max(max_y_ticks - 1, 1));
+    for (int d = d0; d <= d0 + decades; ++d) {
+      if ((d - d0) % every == 0) y_values.push_back(std::pow(10.0, d));
+      if (fine && d < d0 + decades) {
+        y_values.push_back(2 * std::pow(10.0, d));
+        y_values.push_back(5 * std::pow(10.0, d));
+      }
+    }
+    std::sort(y_values.begin(), y_values.end());
+    L.y_decimals = 0;
+  } else {
+    if (spec.y_auto) {
+      if (!(hi >= lo)) {  // nothing to show yet: a unit range
+        lo = 0;
+        hi = 1;
+      }
+      if (spec.y_include_zero) lo = std::min(lo, 0.0);
+      hi += (hi > lo ? hi - lo : 1.0) * 0.1;
+    } else {
+      lo = spec.y_min;
+      hi = spec.y_max;
+    }
+    y_step = nice_linear_step(&lo, &hi, max_y_ticks);
+    L.y_decimals =
+        y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
+    const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
+    for (int i = 0; i < y_count; ++i) y_values.push_back(lo + i * y_step);
+  }
   L.y_min = lo;
   L.y_max = hi;
-  L.y_decimals =
-      y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
 
   // Left margin from the widest y label; right margin leaves room for half an x label.
-  size_t widest_y = 1;
-  const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
+  float widest_y = cw;
   std::vector<std::string> y_labels;
-  for (int i = 0; i < y_count; ++i) {
-    y_labels.push_back(L.format_y(lo + i * y_step, L.y_decimals));
-    widest_y = std::max(widest_y, y_labels.back().size());
+  const TextWidth measure = text_width_of(style);
+  for (double v : y_values) {
+    y_labels.push_back(L.format_y(v, L.y_decimals));
+    widest_y = std::max(widest_y, measure(y_labels.back()));
   }
-  L.frame_min = vec(canvas_min.x + widest_y * cw + fs * 0.8f, top);
+  L.frame_min = vec(canvas_min.x + widest_y + fs * 0.8f, top);
   L.frame_max =
       vec(std::max(L.frame_min.x + 1, canvas_max.x - fs * 1.6f), std::max(top + 1, bottom));
-  for (int i = 0; i < y_count; ++i) {
-    const double v = lo + i * y_step;
-    L.y_ticks.push_back({L.y_to_screen(v), v, y_labels[i], true});
+  for (size_t i = 0; i < y_values.size(); ++i) {
+    L.y_ticks.push_back({L.y_to_screen(y_values[i]), y_values[i], y_labels[i], true});
   }
 
   // x ticks at integer powers of the base. Every `step`-th power is labelled, with step the
@@ -297,7 +354,14 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
     L.reference_y = L.y_to_screen(spec.reference.y);
     L.reference_label = spec.reference.label;
     L.reference_color = spec.reference.color;
+    L.lines.push_back({L.reference_y, spec.reference.y, spec.reference.label, spec.reference.color,
+                       spec.reference.dotted});
   }
+  for (const auto& line : spec.more_lines) {
+    if (!line.enabled || line.y < L.y_min || line.y > L.y_max) continue;
+    L.lines.push_back({L.y_to_screen(line.y), line.y, line.label, line.color, line.dotted});
+  }
+  build_legend(&L, spec);
   if (spec.marker.enabled && spec.marker.x >= L.x_min && spec.marker.x <= L.x_max) {
     L.marker_visible = true;
     L.marker_x = L.x_to_screen(spec.marker.x);

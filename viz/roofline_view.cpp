@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/catalog.h"
+#include "viz/svg.h"
+
 namespace fl::viz {
 
 // ---- [SECTION] input -------------------------------------------------------------------------
@@ -19,6 +22,9 @@ RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof
   RooflineInput in;
   in.roof_gbps = roof_gbps;
   in.compute_roof_gflops = compute_roof_gflops;
+  if (!levels.empty()) {
+    if (const Lesson* lesson = find_lesson(levels.front().lesson)) in.top_level = lesson->level_count() - 1;
+  }
   for (const Measurement& m : levels) {
     double flops = 0;
     for (const auto& l : m.launches) flops += l.textbook.flops;
@@ -36,6 +42,50 @@ RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof
     in.points.push_back(p);
   }
   return in;
+}
+
+// ---- [SECTION] compute roof ------------------------------------------------------------------
+
+double datasheet_peak_gflops(const std::string& gpu_name, Precision precision) {
+  // Dense peaks from NVIDIA's data sheets, in TFLOP/s: fp32 on CUDA cores (no TF32, as the
+  // lessons run cuBLASLt), bf16 on tensor cores with fp32 accumulation. 0: not supported.
+  struct Row {
+    const char* name_part;  // matched in the device name, first match wins
+    double fp32, bf16;
+  };
+  static const Row table[] = {
+      {"H200", 67.0, 989.4},        {"H100 PCIe", 51.2, 756.0}, {"H100 NVL", 60.0, 835.0},
+      {"H100", 67.0, 989.4},        {"GH200", 67.0, 989.4},     {"A100", 19.5, 312.0},
+      {"A30", 10.3, 165.0},         {"A10", 31.2, 125.0},       {"L40S", 91.6, 362.1},
+      {"L40", 90.5, 181.0},         {"L4", 30.3, 121.0},        {"RTX 4090", 82.6, 165.2},
+      {"RTX 3090", 35.6, 71.0},     {"V100", 15.7, 0.0},        {"T4", 8.1, 0.0},
+  };
+  for (const Row& r : table) {
+    if (gpu_name.find(r.name_part) != std::string::npos) {
+      return 1e3 * (precision == Precision::bf16 ? r.bf16 : r.fp32);
+    }
+  }
+  return 0;
+}
+
+double compute_roof_gflops(const std::string& gpu_name, Precision precision,
+                           const std::vector<Measurement>& session, std::string* source) {
+  double measured = 0;
+  for (const Measurement& m : session) {
+    if (m.precision != precision || m.level != 0 || !m.check.passed) continue;
+    for (const LaunchResult& l : m.launches) {
+      if (l.textbook.kernel.rfind("gemm", 0) != 0 || l.time_us.median <= 0) continue;
+      measured = std::max(measured, l.textbook.flops / (l.time_us.median * 1e3));
+    }
+  }
+  const char* p = precision == Precision::bf16 ? "bf16" : "fp32";
+  if (measured > 0) {
+    if (source) *source = std::string("measured: cuBLASLt GEMM, ") + p;
+    return measured;
+  }
+  const double sheet = datasheet_peak_gflops(gpu_name, precision);
+  if (source) *source = sheet > 0 ? std::string("datasheet, ") + gpu_name + ", " + p : "";
+  return sheet;
 }
 
 // ---- [SECTION] layout ------------------------------------------------------------------------
@@ -76,7 +126,7 @@ RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
   if (in.roof_gbps <= 0) {
     L.note = "bandwidth roof not measured yet";
   } else if (in.compute_roof_gflops <= 0) {
-    L.note = "compute roof unknown: only the bandwidth roof is drawn";
+    L.note = "no datasheet peak for this GPU: only the bandwidth roof is drawn";
   }
   if (in.points.empty()) {
     L.frame_min = v2(min.x + fs * 4, min.y + line);
@@ -148,17 +198,49 @@ RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
     L.compute_from = v2(L.x_to_screen(std::max(ridge, L.x_min)), L.y_to_screen(in.compute_roof_gflops));
     L.compute_to = v2(L.frame_max.x, L.compute_from.y);
     char buf[96];
-    std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s", in.compute_roof_gflops);
+    std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s (%s)", in.compute_roof_gflops,
+                  in.compute_roof_source.empty() ? "datasheet" : in.compute_roof_source.c_str());
     L.compute_label = buf;
     L.compute_label_pos = v2(L.frame_max.x - style.text_width(buf) - fs * 0.3f, L.compute_from.y - line);
   }
   L.note_pos = v2(L.frame_max.x - style.text_width(L.note) - fs * 0.4f, L.frame_max.y - line);
+  // The bandwidth roof's label must not sit on the compute roof's: other places along the
+  // diagonal, then the short form, then none (the legend-free plot names it on hover too).
+  if (L.roof_visible && L.compute_visible) {
+    const float cw = style.text_width(L.compute_label);
+    const ImVec2 c0 = L.compute_label_pos, c1 = v2(c0.x + cw, c0.y + fs);
+    char short_label[64];
+    std::snprintf(short_label, sizeof(short_label), "%.0f GB/s", in.roof_gbps);
+    bool placed = false;
+    for (const std::string text : {L.roof_label, std::string(short_label)}) {
+      const float w = style.text_width(text);
+      for (float f : {0.75f, 0.55f, 0.35f, 0.9f}) {
+        const ImVec2 at = lerp(L.roof_from, L.roof_to, f);
+        const ImVec2 p = v2(std::max(at.x - fs * 0.3f - w, L.frame_min.x + 2),
+                            std::max(at.y - fs * 1.4f, L.frame_min.y + 2));
+        if (overlaps(p, v2(p.x + w, p.y + fs), c0, c1) || p.x + w > L.frame_max.x) continue;
+        L.roof_label = text;
+        L.roof_label_pos = p;
+        placed = true;
+        break;
+      }
+      if (placed) break;
+    }
+    if (!placed) L.roof_label.clear();
+  }
 
   // Points, each labelled beside it, clear of the labels before it.
   std::vector<std::pair<ImVec2, ImVec2>> taken;
   if (L.roof_visible) {
     const float w = style.text_width(L.roof_label);
     taken.push_back({L.roof_label_pos, v2(L.roof_label_pos.x + w, L.roof_label_pos.y + fs)});
+  }
+  if (L.compute_visible) {
+    const float w = style.text_width(L.compute_label);
+    taken.push_back({L.compute_label_pos, v2(L.compute_label_pos.x + w, L.compute_label_pos.y + fs)});
+  }
+  if (!L.note.empty()) {
+    taken.push_back({L.note_pos, v2(L.note_pos.x + style.text_width(L.note), L.note_pos.y + fs)});
   }
   const float r = fs * 0.45f;  // the markers are taken too: no label covers a point
   for (const auto& p : in.points) {
@@ -173,32 +255,40 @@ RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
     std::snprintf(buf, sizeof(buf), "%s: %.2f FLOP/B, %.0f GFLOP/s", p.label.c_str(), p.intensity,
                   p.gflops);
     L.point_labels.push_back(buf);
-    const float w = style.text_width(buf);
-    // Right of the point, else below it, left of it, above it: the first place inside the frame
-    // that no earlier label (or the roof's) covers.
-    const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
-                                 v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
-                                 v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
-                                 v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
-    ImVec2 pos = candidates[0];
-    bool placed = false;
-    for (const ImVec2& c : candidates) {
-      if (c.x < L.frame_min.x || c.x + w > L.frame_max.x || c.y < L.frame_min.y ||
-          c.y + fs > L.frame_max.y) {
-        continue;
+    // The full label, else just the level's name; none when neither finds a free place (the
+    // read-out on hover still has everything).
+    const std::string texts[2] = {buf, p.label};
+    ImVec2 pos = s;
+    std::string chosen;
+    for (const std::string& text : texts) {
+      const float w = style.text_width(text);
+      // Right of the point, else below it, left of it, above it: the first place inside the
+      // frame that no earlier label (or a roof's) covers.
+      const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
+                                   v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
+                                   v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
+                                   v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
+      for (const ImVec2& c : candidates) {
+        if (c.x < L.frame_min.x + 1 || c.x + w > L.frame_max.x - 1 || c.y < L.frame_min.y + 1 ||
+            c.y + fs > L.frame_max.y - 1) {
+          continue;
+        }
+        bool clear = true;
+        for (const auto& [a, b] : taken) {
+          if (overlaps(c, v2(c.x + w, c.y + fs), a, b)) clear = false;
+        }
+        if (clear) {
+          pos = c;
+          chosen = text;
+          break;
+        }
       }
-      bool clear = true;
-      for (const auto& [a, b] : taken) {
-        if (overlaps(c, v2(c.x + w, c.y + fs), a, b)) clear = false;
-      }
-      if (clear) {
-        pos = c;
-        placed = true;
+      if (!chosen.empty()) {
+        taken.push_back({pos, v2(pos.x + w, pos.y + fs)});
         break;
       }
     }
-    if (!placed) pos.x = std::clamp(pos.x, L.frame_min.x + 2, std::max(L.frame_min.x + 2, L.frame_max.x - w));
-    taken.push_back({pos, v2(pos.x + w, pos.y + fs)});
+    L.point_labels.back() = chosen;
     L.point_label_pos.push_back(pos);
   }
   return L;
@@ -248,41 +338,55 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   const ImU32 grid = with_alpha(text, 0.12f), axis = with_alpha(text, 0.5f);
   dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
-  dl->AddText(L.y_title_pos, dim, L.y_title.c_str());
+  draw_text(dl, L.y_title_pos, dim, L.y_title);
   if (in.points.empty()) {
-    dl->AddText(v2(L.frame_min.x + fs, L.frame_min.y + fs), dim,
-                "No measured level with a correct output yet.");
+    dl->PushClipRect(L.frame_min, L.frame_max, true);
+    draw_text(dl, v2(L.frame_min.x + fs, L.frame_min.y + fs), dim,
+              "No measured level with a correct output yet.");
+    dl->PopClipRect();
     dl->AddRect(L.frame_min, L.frame_max, axis);
     return;
   }
+  float last_x = -1e30f;
   for (const auto& [x, label] : L.x_ticks) {
     dl->AddLine(v2(x, L.frame_min.y), v2(x, L.frame_max.y), grid);
     const float w = ImGui::CalcTextSize(label.c_str()).x;
-    dl->AddText(v2(x - w * 0.5f, L.frame_max.y + fs * 0.2f), dim, label.c_str());
+    const float lx = std::max(x - w * 0.5f, L.frame_min.x - fs * 0.2f);  // clear of the y labels
+    if (lx < last_x + fs * 0.3f) continue;
+    last_x = lx + w;
+    draw_text(dl, v2(lx, L.frame_max.y + fs * 0.2f), dim, label);
   }
+  float last_y = 1e30f;
   for (const auto& [y, label] : L.y_ticks) {
     dl->AddLine(v2(L.frame_min.x, y), v2(L.frame_max.x, y), grid);
+    // Centred on its tick, kept between the title row above and the x labels below.
+    const float ly = std::clamp(y - fs * 0.5f, L.frame_min.y - fs * 0.2f, L.frame_max.y + fs * 0.15f - fs);
+    if (ly + fs > last_y) continue;
+    last_y = ly;
     const float w = ImGui::CalcTextSize(label.c_str()).x;
-    dl->AddText(v2(L.frame_min.x - w - fs * 0.3f, y - fs * 0.5f), dim, label.c_str());
+    draw_text(dl, v2(L.frame_min.x - w - fs * 0.3f, ly), dim, label);
   }
   dl->AddRect(L.frame_min, L.frame_max, axis);
-  dl->AddText(L.x_title_pos, dim, L.x_title.c_str());
+  draw_text(dl, L.x_title_pos, dim, L.x_title);
   dl->PushClipRect(L.frame_min, L.frame_max, true);
   if (L.roof_visible) {
-    dl->AddLine(L.roof_from, L.roof_to, palette::reference, 2.5f);
-    dl->AddText(L.roof_label_pos, palette::reference, L.roof_label.c_str());
+    dashed_line(dl, L.roof_from, L.roof_to, palette::reference, 2.5f);
+    draw_text(dl, L.roof_label_pos, palette::reference, L.roof_label);
   }
   if (L.compute_visible) {
-    dl->AddLine(L.compute_from, L.compute_to, palette::compute_roof, 2.5f);
-    dl->AddText(L.compute_label_pos, palette::compute_roof, L.compute_label.c_str());
+    dashed_line(dl, L.compute_from, L.compute_to, palette::reference, 2.5f);
+    draw_text(dl, L.compute_label_pos, palette::reference, L.compute_label);
   }
-  if (!L.note.empty()) dl->AddText(L.note_pos, dim, L.note.c_str());
+  if (!L.note.empty()) draw_text(dl, L.note_pos, dim, L.note);
   for (size_t i = 0; i < L.points.size(); ++i) {
     const bool shown = static_cast<int>(i) == in.highlighted;
-    const ImU32 c = shown ? palette::measured : palette::published;
-    dl->AddCircleFilled(L.points[i], shown ? fs * 0.4f : fs * 0.3f, c);
+    const ImU32 c = palette::level_color(in.points[i].level, in.top_level);
+    dl->AddCircleFilled(L.points[i], shown ? fs * 0.45f : fs * 0.32f, c);
+    if (shown) dl->AddCircle(L.points[i], fs * 0.45f, text, 0, 1.5f);
     if (static_cast<int>(i) == hovered_point) dl->AddCircle(L.points[i], fs * 0.6f, text, 0, 2.0f);
-    dl->AddText(L.point_label_pos[i], shown ? text : dim, L.point_labels[i].c_str());
+    if (!L.point_labels[i].empty()) {
+      draw_text(dl, L.point_label_pos[i], shown ? text : dim, L.point_labels[i]);
+    }
   }
   dl->PopClipRect();
 }
@@ -299,6 +403,8 @@ int draw_roofline(const char* id, const RooflineInput& input, float height) {
   const RooflineLayout layout = layout_roofline(input, p0, v2(p0.x + width, p0.y + height), style);
   const int point = hovered ? roofline_hit(layout, ImGui::GetIO().MousePos, style.font_size * 1.5f) : -1;
   draw_roofline_layout(ImGui::GetWindowDrawList(), input, layout, point);
+  const ImVec2 p1 = v2(p0.x + width, p0.y + height);
+  set_svg_source([input, layout, p0, p1] { return roofline_svg(input, layout, p0, p1); });
   if (point >= 0) {
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(roofline_readout(input, point).c_str());

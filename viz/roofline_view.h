@@ -34,12 +34,23 @@ struct RooflineInput {
   std::vector<RooflinePoint> points;
   double roof_gbps = 0;            // bandwidth roof; 0: none drawn (not measured yet)
   double compute_roof_gflops = 0;  // compute roof; 0: unknown, only the bandwidth roof
+  std::string compute_roof_source;  // "datasheet, NVIDIA H200, fp32" or "measured: cuBLASLt GEMM"
   int highlighted = -1;            // index of the fusion slider's level
+  int top_level = 1;               // the lesson's top level: the points' colours
 };
 
 // One point per measurement with a time and a passed check (no point for a wrong kernel).
 RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof_gbps,
                              int shown_level, double compute_roof_gflops = 0);
+
+// The compute roof for `precision` on the GPU named `gpu_name`: the fastest cuBLASLt GEMM launch
+// measured in `session` in that precision (level 0 of the GEMM lessons: "gemm", "gemm_up", ...)
+// when there is one, else the GPU's datasheet peak (dense; fp32 on CUDA cores without TF32, bf16
+// on tensor cores), else 0. `source` says which ("measured: cuBLASLt GEMM" / "datasheet").
+double compute_roof_gflops(const std::string& gpu_name, Precision precision,
+                           const std::vector<Measurement>& session, std::string* source);
+// The datasheet peak alone (GFLOP/s), 0 for a GPU not in the table.
+double datasheet_peak_gflops(const std::string& gpu_name, Precision precision);
 
 // ---- [SECTION] layout ------------------------------------------------------------------------
 

@@ -89,7 +89,7 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     PlotSeries ref;
     ref.label = view.reference_label;
     ref.points = to_plot_points(view.reference);
-    ref.color = IM_COL32(150, 150, 165, 255);
+    ref.color = palette::reference;
     ref.line_thickness = 1.5f;
     ref.hollow_markers = true;
     spec.series.push_back(std::move(ref));
@@ -99,7 +99,7 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     PlotSeries over;
     over.label = view.overlays[i].label;
     over.points = to_plot_points(view.overlays[i].points);
-    over.color = i == 0 ? kCompareColor : IM_COL32(235, 200, 110, 255);
+    over.color = i == 0 ? palette::compared : palette::compared_second;
     over.line_thickness = 2.0f;
     over.marker_radius = 3.5f;
     over.dashed = true;
@@ -108,7 +108,7 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
   PlotSeries measured;
   measured.label = view.measured_label;
   measured.points = to_plot_points(view.measured);
-  measured.color = IM_COL32(70, 170, 255, 255);
+  measured.color = palette::level_color(view.level, view.top_level);
   measured.line_thickness = 2.5f;
   measured.band = true;  // p20-p80 of the repetitions
   measured.marker_radius = 4.5f;
@@ -120,8 +120,16 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     spec.reference.enabled = true;
     spec.reference.y = view.byte_ratio_limit;
     spec.reference.label = label;
-    spec.reference.color = IM_COL32(240, 150, 40, 255);
+    spec.reference.color = palette::reference;
   }
+  // The 1x line: above it the level is faster than level 0, below it slower.
+  PlotReferenceLine unity;
+  unity.enabled = true;
+  unity.y = 1.0;
+  unity.label = "1x: as fast as level 0";
+  unity.color = palette::reference_dim;
+  unity.dotted = true;
+  spec.more_lines.push_back(unity);
   if (view.current_size > 0) {
     spec.marker.enabled = true;
     spec.marker.x = static_cast<double>(view.current_size);

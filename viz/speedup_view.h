@@ -9,6 +9,7 @@
 
 #include "app/measure/results.h"
 #include "kernels/lesson.h"
+#include "viz/palette.h"
 #include "viz/plot.h"
 
 namespace fl::viz {
@@ -43,13 +44,14 @@ struct SpeedupOverlay {
   std::vector<SpeedupPoint> points;
 };
 
-// The compared recording's colour: lighter and greener than the measured blue, drawn dashed.
-constexpr ImU32 kCompareColor = IM_COL32(120, 225, 170, 255);
+// The compared recording's colour (palette.h's role), drawn dashed.
+constexpr ImU32 kCompareColor = palette::compared;
 
 struct SpeedupView {
   std::string size_unit = "elements";  // the lesson's size axis unit
   int64_t size_min = 1 << 10, size_max = int64_t(1) << 28;
   std::string measured_label = "measured";
+  int level = 1, top_level = 1;  // the level the measured series shows: its colour
   std::vector<SpeedupPoint> measured;
   std::string reference_label;  // e.g. "tutorial, V100 (published)"; empty: no such series
   std::vector<SpeedupPoint> reference;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/catalog.h"
+
 namespace fl::viz {
 
 // ---- [SECTION] input -------------------------------------------------------------------------
@@ -17,6 +19,8 @@ namespace fl::viz {
 TimelineInput timeline_input(const Measurement& m) {
   TimelineInput in;
   const size_t n = m.launches.size();
+  in.level = m.level;
+  if (const Lesson* lesson = find_lesson(m.lesson)) in.top_level = lesson->level_count() - 1;
   in.title = "level " + std::to_string(m.level) + " " + m.level_name + ": " + std::to_string(n) +
              (n == 1 ? " launch" : " launches");
   const auto fill_from_launch = [&](TimelineLaunch* l, int k) {
@@ -258,27 +262,39 @@ void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const Time
   const ImU32 grid = with_alpha(text, 0.12f), axis = with_alpha(text, 0.5f);
   dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
   if (input.launches.empty()) {
-    dl->AddText(v2(L.frame_min.x + fs * 0.5f, L.frame_min.y + fs * 0.3f), dim,
-                "No launches to show yet.");
+    draw_text(dl, v2(L.frame_min.x + fs * 0.5f, L.frame_min.y + fs * 0.3f), dim,
+              "No launches to show yet.");
     return;
   }
-  dl->AddText(L.summary_pos, text, L.summary.c_str());
-  if (!L.note.empty()) dl->AddText(L.note_pos, palette::reference, L.note.c_str());
+  // The note right-aligned on the summary's row; the summary shortens to leave it room.
+  TextOptions summary;
+  if (!L.note.empty()) {
+    const TextRect note = draw_text(dl, L.note_pos, palette::warning, L.note);
+    summary.max_width = std::max(note.min.x - fs - L.summary_pos.x, fs);
+  }
+  draw_text(dl, L.summary_pos, text, L.summary, summary);
+  float last_tick_end = -1e30f;
   for (const auto& t : L.ticks) {
     dl->AddLine(v2(t.x, L.frame_min.y), v2(t.x, L.frame_max.y), grid);
     dl->AddLine(v2(t.x, L.frame_max.y), v2(t.x, L.frame_max.y + fs * 0.3f), axis);
     const float w = ImGui::CalcTextSize(t.label.c_str()).x;
     const float x = std::clamp(t.x - 0.5f * w, L.frame_min.x - fs * 0.5f, L.frame_max.x + fs * 0.5f - w);
-    dl->AddText(v2(x, L.frame_max.y + fs * 1.3f), dim, t.label.c_str());
+    if (x < last_tick_end + fs * 0.3f) continue;
+    last_tick_end = x + w;
+    draw_text(dl, v2(x, L.frame_max.y + fs * 1.3f), dim, t.label);
   }
-  dl->AddText(L.axis_title_pos, dim, L.axis_title.c_str());
+  draw_text(dl, L.axis_title_pos, dim, L.axis_title);
   dl->AddRect(L.frame_min, L.frame_max, axis);
-  const ImU32 shades[2] = {palette::measured, IM_COL32(130, 200, 255, 255)};
+  // The level's colour, every other launch lighter, so neighbours stay apart.
+  const ImU32 level_color = palette::level_color(input.level, input.top_level);
+  const ImU32 shades[2] = {level_color, with_alpha(level_color, 0.7f)};
   for (const TimelineBar& b : L.bars) {
     dl->AddRectFilled(b.min, b.max, shades[b.launch % 2], 2.0f);
     if (b.launch == hovered_launch) dl->AddRect(b.min, b.max, text, 2.0f, 0, 2.0f);
     if (!b.label.empty()) {
-      dl->AddText(b.label_pos, b.label_inside ? IM_COL32(10, 20, 35, 255) : text, b.label.c_str());
+      TextOptions o;
+      if (b.label_inside) o.max_width = b.max.x - b.label_pos.x;
+      draw_text(dl, b.label_pos, b.label_inside ? palette::text_on_bar : text, b.label, o);
     }
   }
   for (size_t i = 0; i < L.gaps.size(); ++i) {
@@ -290,7 +306,7 @@ void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const Time
     dl->AddRectFilled(v2(x0, L.frame_min.y + fs * 0.2f), v2(x1, L.frame_max.y - fs * 0.2f),
                       with_alpha(palette::reference, 0.25f));
     dl->AddLine(v2(x0, y), v2(x1, y), c, 2.0f);
-    if (g.label_visible) dl->AddText(g.label_pos, c, g.label.c_str());
+    if (g.label_visible) draw_text(dl, g.label_pos, c, g.label);
   }
 }
 

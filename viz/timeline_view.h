@@ -43,6 +43,7 @@ struct TimelineInput {
   std::vector<TimelineLaunch> launches;  // in time order
   bool from_records = false;             // false: medians back to back, gaps unknown
   std::string title;                     // "level 0 unfused: 2 launches"
+  int level = 0, top_level = 1;          // the bars take the level's colour
 };
 
 // From a measurement: its raw records when present, else its per-launch medians.

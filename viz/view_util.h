@@ -1,9 +1,12 @@
 // Small helpers the views share: ImVec2 arithmetic (ImGui 1.86 defines its operators only inside
-// imgui_internal.h), the colours of the plot widget (viz/plot.cpp) given names, text metrics that
+// imgui_internal.h), text metrics that
 // layouts use without an ImGui context, and number formats that always carry a unit.
 #pragma once
 
 #include <imgui.h>
+
+#include "viz/palette.h"
+#include "viz/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,32 +34,23 @@ inline bool inside(ImVec2 p, ImVec2 min, ImVec2 max) {
 }
 
 // ---- [SECTION] colours -----------------------------------------------------------------------
-// The plot widget's palette: blue for what was measured, orange for limits and references
-// (and, in the flow view, for bytes written), grey for textbook numbers, green for "correct" and
-// for values that stay on chip, red for a wrong kernel.
-namespace palette {
-constexpr ImU32 measured = IM_COL32(70, 170, 255, 255);    // speedup_view's measured series
-constexpr ImU32 reference = IM_COL32(240, 150, 40, 255);   // byte-ratio limit, bandwidth roof
-constexpr ImU32 published = IM_COL32(150, 150, 165, 255);  // reference series, textbook bytes
-constexpr ImU32 reads = IM_COL32(70, 170, 255, 255);
-constexpr ImU32 writes = IM_COL32(240, 150, 40, 255);
-constexpr ImU32 textbook_read = IM_COL32(150, 150, 165, 255);
-constexpr ImU32 textbook_write = IM_COL32(105, 105, 120, 255);
-constexpr ImU32 l2 = IM_COL32(90, 200, 120, 255);
-constexpr ImU32 on_chip = IM_COL32(90, 200, 120, 255);
-constexpr ImU32 correct = IM_COL32(90, 200, 120, 255);
-constexpr ImU32 wrong = IM_COL32(235, 85, 75, 255);
-constexpr ImU32 compute_roof = IM_COL32(200, 120, 220, 255);
-// The places of the flow view: dim fills that the coloured bytes stand out on.
-constexpr ImU32 hbm_fill = IM_COL32(38, 52, 80, 255);
-constexpr ImU32 l2_fill = IM_COL32(36, 62, 52, 255);
-constexpr ImU32 sm_fill = IM_COL32(62, 46, 74, 255);
-}  // namespace palette
+// Every colour has a role in viz/palette.h (the Okabe-Ito colour language); none is defined here.
 
 inline ImU32 with_alpha(ImU32 color, float alpha) {
   ImVec4 c = ImGui::ColorConvertU32ToFloat4(color);  // needs no ImGui context
   c.w *= alpha;
   return ImGui::ColorConvertFloat4ToU32(c);
+}
+
+// A dashed straight line (reference and limit lines: the palette's neutral grey, dashed).
+inline void dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 color, float thickness,
+                        float dash = 9.0f, float gap = 6.0f) {
+  const float len = std::hypot(b.x - a.x, b.y - a.y);
+  if (len <= 0) return;
+  for (float t = 0; t < len; t += dash + gap) {
+    const float e = std::min(t + dash, len);
+    dl->AddLine(lerp(a, b, t / len), lerp(a, b, e / len), color, thickness);
+  }
 }
 
 // ---- [SECTION] text metrics ------------------------------------------------------------------

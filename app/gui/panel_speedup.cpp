@@ -47,6 +47,8 @@ void draw_speedup_panel(const Lab& lab) {
   // Beside a compared recording, say when this one was made too.
   if (lab.replay() && lab.comparison()) where += ", " + lab.replay()->recording.date_text();
   const int level = lab.shown_level();
+  view.level = level;
+  view.top_level = lab.top_level();
   view.measured_label = where + ": level " + std::to_string(level) + " " +
                         info.levels[level].name + " vs 0 (" + to_string(lab.precision()) + ", " +
                         to_string(lab.cache()) + " L2)";

@@ -2,6 +2,9 @@
 // timeline of the fusion slider's level, and its memory chart (bytes moved, measured vs
 // textbook, and what fusion saves).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
@@ -9,6 +12,8 @@
 #include "viz/flow_view.h"
 #include "viz/memory_chart.h"
 #include "viz/roofline_view.h"
+#include "viz/svg.h"
+#include "viz/text.h"
 #include "viz/timeline_view.h"
 
 namespace fl::gui {
@@ -28,9 +33,77 @@ ImGuiTabItemFlags first_frame_select(const Lab& lab, const char* view) {
   return ImGuiTabItemFlags_SetSelected;
 }
 
+// FUSIONLAB_TEXT_RECTS=PATH (the UI overlap test, tests/ui/text_overlap_check.cpp): every text
+// rectangle the views draw (viz/text.h) is recorded, and the first settled frame of each
+// (lesson, level, size, view, window size) is appended to PATH: a "frame" line naming them,
+// then one "rect" line per text (drawn box, clip box, the text). Settled: nothing is being
+// measured or swept, so the frame shows the finished measurement.
+class TextRectsFile {
+ public:
+  TextRectsFile() {
+    const char* path = std::getenv("FUSIONLAB_TEXT_RECTS");
+    if (path && *path) path_ = path;
+    viz::set_text_recording(!path_.empty());
+  }
+  void begin_frame() {
+    if (!path_.empty()) viz::clear_recorded_text();
+  }
+  void end_frame(const Lab& lab) {
+    if (path_.empty()) return;
+    const EngineStatus& st = lab.status();
+    const bool settled = st.state == EngineState::ready && !lab.change_pending() &&
+                         !lab.waiting_for_result() && !lab.sweeping() && !st.busy &&
+                         !lab.current().empty();
+    if (!settled) return;
+    const ImVec2 display = ImGui::GetIO().DisplaySize;
+    char key[256];
+    std::snprintf(key, sizeof(key), "lesson=%s view=%s level=%d size=%lld display=%.0fx%.0f",
+                  lab.lesson().info().id.c_str(), lab.front_view.c_str(), lab.shown_level(),
+                  static_cast<long long>(lab.size()), display.x, display.y);
+    if (key == last_key_) return;
+    last_key_ = key;
+    std::FILE* f = std::fopen(path_.c_str(), "a");
+    if (!f) {
+      std::fprintf(stderr, "fusionlab: cannot append the text rectangles to %s\n", path_.c_str());
+      path_.clear();
+      return;
+    }
+    std::fprintf(f, "frame %s\n", key);
+    for (const viz::TextRect& r : viz::recorded_text()) {
+      std::string text = r.text;
+      for (char& c : text) {
+        if (c == '\n' || c == '\r') c = ' ';
+      }
+      std::fprintf(f, "rect %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %s\n", r.min.x, r.min.y, r.max.x,
+                   r.max.y, r.clip_min.x, r.clip_min.y, r.clip_max.x, r.clip_max.y, text.c_str());
+    }
+    std::fclose(f);
+  }
+
+ private:
+  std::string path_;
+  std::string last_key_;
+};
+
+TextRectsFile& text_rects_file() {
+  static TextRectsFile file;
+  return file;
+}
+
+void draw_views_tabs(const Lab& lab);
+
 }  // namespace
 
 void draw_views_panel(const Lab& lab) {
+  viz::clear_svg_source();  // the front view sets it again if it is a plot (viz/svg.h)
+  text_rects_file().begin_frame();
+  draw_views_tabs(lab);
+  text_rects_file().end_frame(lab);
+}
+
+namespace {
+
+void draw_views_tabs(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
   const Measurement* shown_first = level_in(lab.current(), lab.shown_level());
   if (ImGui::BeginTabItem("Data flow", nullptr, first_frame_select(lab, "flow"))) {
@@ -51,6 +124,11 @@ void draw_views_panel(const Lab& lab) {
         clock.restart(now);
         clock_level = shown_first->level;
         clock_size = shown_first->size;
+      }
+      // Space pauses or resumes, as a click does (helper A: app/gui/shortcuts.h, Lab).
+      if (lab.flow_pause_toggle) {
+        clock.toggle_pause(now);
+        lab.flow_pause_toggle = false;
       }
       const Measurement* level0 = level_in(lab.current(), 0);
       const auto result = viz::draw_flow(
@@ -120,7 +198,8 @@ void draw_views_panel(const Lab& lab) {
                   "textbook: the data never left the chip.");
     const Measurement* level0 = level_in(lab.current(), 0);
     if (shown) {
-      viz::draw_memory_chart("##memory", viz::memory_input(*shown, level0 ? *level0 : *shown),
+      viz::draw_memory_chart("##memory",
+                             viz::memory_input(*shown, level0 ? *level0 : *shown, &lab.current()),
                              ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
     } else {
       ImGui::TextDisabled("No measurement yet.");
@@ -135,11 +214,17 @@ void draw_views_panel(const Lab& lab) {
                   "memory-bound kernel cannot rise above it. Fusion keeps the FLOPs and drops "
                   "bytes, so the fused level sits further right, and higher on the same roof.");
     const double roof = lab.status().device.roof_gbps;
-    viz::draw_roofline("##roofline", viz::roofline_input(lab.current(), roof, lab.shown_level()),
+    std::string source;
+    const double compute = viz::compute_roof_gflops(lab.status().device.name, lab.precision(),
+                                                    lab.history(), &source);
+    viz::RooflineInput input = viz::roofline_input(lab.current(), roof, lab.shown_level(), compute);
+    input.compute_roof_source = source;
+    viz::draw_roofline("##roofline", input,
                        ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();
 }
 
+}  // namespace
 }  // namespace fl::gui

@@ -31,6 +31,7 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
       {"save-session", {1, 1}}, {"quit", {0, 0}},       {"window-size", {1, 2}},
+      {"svg", {1, 1}},  // the front plot as SVG (helper B, viz/svg.h)
       {"key", {1, 1}},
   };
   return table;
@@ -38,7 +39,7 @@ const std::map<std::string, std::pair<int, int>>& arity() {
 
 std::string verbs_list() {
   return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
-         "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, quit";
+         "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, svg, quit";
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -126,6 +127,8 @@ Status check_command(ScriptCommand* c) {
     return output({".json", ".json.gz"}, "a trace");
   } else if (c->verb == "export-csv") {
     return output({".csv"}, "a CSV");
+  } else if (c->verb == "svg") {
+    return output({".svg"}, "an SVG");
   } else if (c->verb == "save-session") {
     return output({".json"}, "a session");
   } else if (c->verb == "open" || (c->verb == "compare" && a != "off")) {

@@ -40,8 +40,9 @@ void measure(const unsigned char* rgb, int w, int h, const Region& r, int* disti
   *ink = total ? static_cast<double>(bright) / total : 0;
 }
 
-// The measured series' colour in the speedup plot (viz/speedup_view.cpp: IM_COL32(70, 170, 255)).
-constexpr int kMeasuredRgb[3] = {70, 170, 255};
+// The measured series' colour in the speedup plot at the top level (the default): the top level's
+// Okabe-Ito bluish green (viz/palette.h: level_top).
+constexpr int kMeasuredRgb[3] = {0, 158, 115};
 
 bool is_measured_colour(const unsigned char* p) {
   for (int c = 0; c < 3; ++c) {

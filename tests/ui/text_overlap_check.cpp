@@ -1,0 +1,113 @@
+// The UI overlap test's checker: reads the text rectangles a window run wrote
+// (FUSIONLAB_TEXT_RECTS, app/gui/panel_views.cpp) and fails when, in any recorded frame, two
+// texts overlap or a text crosses the clip rect it was drawn in (viz::text_problems), or when a
+// view of a lesson was never recorded at the expected window size.
+//
+//   fusionlab_text_overlap_check RECTS.txt WIDTHxHEIGHT LESSON,LESSON,... VIEW,VIEW,...
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "viz/text.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string field(const std::string& line, const std::string& name) {
+  const size_t at = line.find(name + "=");
+  if (at == std::string::npos) return "";
+  const size_t start = at + name.size() + 1;
+  return line.substr(start, line.find(' ', start) - start);
+}
+
+struct Frame {
+  std::string header;
+  std::vector<fl::viz::TextRect> rects;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s RECTS.txt WIDTHxHEIGHT LESSONS VIEWS\n", argv[0]);
+    return 2;
+  }
+  const std::string display = argv[2];
+  const std::vector<std::string> lessons = split(argv[3], ','), views = split(argv[4], ',');
+  std::ifstream in(argv[1]);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot open (did the window run with FUSIONLAB_TEXT_RECTS?)\n", argv[1]);
+    return 1;
+  }
+  std::vector<Frame> frames;
+  std::string line;
+  int bad_lines = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("frame ", 0) == 0) {
+      frames.push_back({line.substr(6), {}});
+    } else if (line.rfind("rect ", 0) == 0 && !frames.empty()) {
+      fl::viz::TextRect r;
+      int used = 0;
+      if (std::sscanf(line.c_str() + 5, "%f %f %f %f %f %f %f %f %n", &r.min.x, &r.min.y, &r.max.x,
+                      &r.max.y, &r.clip_min.x, &r.clip_min.y, &r.clip_max.x, &r.clip_max.y,
+                      &used) < 8) {
+        ++bad_lines;
+        continue;
+      }
+      r.text = line.substr(5 + static_cast<size_t>(used));
+      frames.back().rects.push_back(r);
+    } else if (!line.empty()) {
+      ++bad_lines;
+    }
+  }
+  int failures = 0;
+  if (bad_lines > 0) {
+    std::printf("FAIL: %d unreadable lines in %s\n", bad_lines, argv[1]);
+    ++failures;
+  }
+  std::set<std::pair<std::string, std::string>> seen;
+  size_t rects = 0;
+  for (const Frame& f : frames) {
+    if (field(f.header, "display") != display) {
+      std::printf("FAIL: frame at display %s, expected %s: %s\n", field(f.header, "display").c_str(),
+                  display.c_str(), f.header.c_str());
+      ++failures;
+      continue;
+    }
+    seen.insert({field(f.header, "lesson"), field(f.header, "view")});
+    rects += f.rects.size();
+    if (f.rects.empty()) {
+      std::printf("FAIL: no text recorded in %s\n", f.header.c_str());
+      ++failures;
+    }
+    for (const std::string& problem : fl::viz::text_problems(f.rects)) {
+      std::printf("FAIL: %s: %s\n", f.header.c_str(), problem.c_str());
+      ++failures;
+    }
+  }
+  for (const std::string& lesson : lessons) {
+    for (const std::string& view : views) {
+      if (!seen.count({lesson, view})) {
+        std::printf("FAIL: %s's %s view was never recorded at %s\n", lesson.c_str(), view.c_str(),
+                    display.c_str());
+        ++failures;
+      }
+    }
+  }
+  std::printf("%zu frames, %zu text rectangles at %s: %d problem%s\n", frames.size(), rects,
+              display.c_str(), failures, failures == 1 ? "" : "s");
+  return failures == 0 ? 0 : 1;
+}

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cfloat>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -47,7 +48,6 @@
 #include "app/measure/session_json.h"
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
-#include "viz/svg.h"
 
 namespace fl {
 namespace {
@@ -55,6 +55,12 @@ namespace {
 // ---- [SECTION] window, OpenGL and ImGui setup -----------------------------------------------
 
 std::string g_glfw_error = "unknown GLFW error";
+
+// Ctrl+C in the terminal or a desktop session ending (SIGINT, SIGTERM): the window closes as if
+// its close button was pressed, so what it remembers is written (the loop wakes at least twice a
+// second to see it).
+volatile std::sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
 
 void remember_glfw_error(int /*code*/, const char* description) {
   g_glfw_error = description ? description : "unknown GLFW error";
@@ -931,16 +937,6 @@ class ScriptRunner {
         const Status st = run_file_action(action, c.arg, lab, now,
                                           "opened by the script: nothing runs here");
         if (!st.ok()) return fail(c.line, st.message());
-      } else if (c.verb == "svg") {  // the front plot, as last drawn (viz/svg.h)
-        if (!viz::has_svg_source()) {
-          return fail(c.line, "svg: the " + lab.front_view +
-                                  " view is not a plot (speedup, bandwidth, memory, roofline are)");
-        }
-        std::string why;
-        const std::string path = script_.out_dir + "/" + c.arg;
-        if (!viz::write_file_atomic(path, viz::current_svg(), &why)) return fail(c.line, why);
-        std::printf("%s\n", path.c_str());
-        std::fflush(stdout);
       } else if (c.verb == "export-trace" || c.verb == "export-csv" || c.verb == "save-session") {
         // Exports write what has been measured: first let every requested measurement finish.
         if (!settled(lab)) {
@@ -1180,7 +1176,11 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   int ui_shot_frames = 0;
   gui::PixelRect views_px;
   int announced_generation = -1;
-  while (!glfwWindowShouldClose(window.handle)) {
+  if (!headless) {
+    std::signal(SIGINT, request_stop);
+    std::signal(SIGTERM, request_stop);
+  }
+  while (!glfwWindowShouldClose(window.handle) && !g_stop_requested) {
     // Power saving: sleep until input (or a slow tick) unless something is changing.
     if (headless) {
       glfwPollEvents();

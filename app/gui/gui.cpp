@@ -48,6 +48,7 @@
 #include "app/measure/session_json.h"
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
+#include "viz/svg.h"
 
 namespace fl {
 namespace {
@@ -937,6 +938,16 @@ class ScriptRunner {
         const Status st = run_file_action(action, c.arg, lab, now,
                                           "opened by the script: nothing runs here");
         if (!st.ok()) return fail(c.line, st.message());
+      } else if (c.verb == "svg") {  // the front plot, as last drawn (viz/svg.h)
+        if (!viz::has_svg_source()) {
+          return fail(c.line, "svg: the " + lab.front_view +
+                                  " view is not a plot (speedup, bandwidth, memory, roofline are)");
+        }
+        std::string why;
+        const std::string path = script_.out_dir + "/" + c.arg;
+        if (!viz::write_file_atomic(path, viz::current_svg(), &why)) return fail(c.line, why);
+        std::printf("%s\n", path.c_str());
+        std::fflush(stdout);
       } else if (c.verb == "export-trace" || c.verb == "export-csv" || c.verb == "save-session") {
         // Exports write what has been measured: first let every requested measurement finish.
         if (!settled(lab)) {

@@ -17,10 +17,12 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/bias_ops.cuh"
 #include "kernels/blas.h"
@@ -91,19 +93,28 @@ struct FfnShape {
   static constexpr int kStages = kTM == 64 ? 6 : (kS == 32 ? 12 : 8);
   static constexpr int kThreads = 256;  // 8 warps issue copies; kWarpsM x kWarpsN multiply
   using Up = tc::TileConfig<kTM, kS, kWarpsM, kWarpsN, kStages, 128, kThreads>;    // h = x W1
-  using Down = tc::TileConfig<kTM, kFfnColumns, kWarpsM, kWarpsN, 1, 64, kThreads>;  // y += h W2
-  static_assert(Up::kThreads == Down::kThreads, "one block runs both steps");
 };
 
 template <typename T>
 struct FfnArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* acc;         // m x c fp32, all zero between runs
+  float* acc;         // m x c fp32, all zero between runs (the atomic reduction)
+  float* partial;     // slices x m x c fp32, or null: the plain-store reduction (one chunk only)
+  size_t partial_bytes;  // its capacity (host side: the launcher uses it when the run fits)
   unsigned* barrier;  // [0] arrivals (zero between runs), [1] generation
   int64_t m;
   int c, hidden;
+  unsigned long long* timeline;  // FL_FFN_TIMELINE (tuning only): 6 timestamps per block, or null
 };
+
+__device__ __forceinline__ void stamp(const FfnArgs<__nv_bfloat16>& a, int phase) {
+  if (a.timeline == nullptr || threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  a.timeline[(blockIdx.y * gridDim.x + blockIdx.x) * 6 + phase] = t;
+}
+__device__ __forceinline__ void stamp(const FfnArgs<float>&, int) {}
 
 __host__ __device__ inline int round_up(int v, int to) { return (v + to - 1) / to * to; }
 
@@ -156,7 +167,6 @@ __device__ inline void grid_barrier(unsigned* barrier, unsigned seen) {
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
 __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(FfnArgs<T> a) {
   using Up = typename FfnShape<kTM, kS>::Up;
-  using FfnDownConfig = typename FfnShape<kTM, kS>::Down;
   using Smem = FfnSmem<T, kTM, kS>;
   constexpr int kFfnThreads = Up::kThreads, kFfnTokens = kTM;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -168,9 +178,8 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   const int64_t slices = (a.hidden + kS - 1) / kS;
   const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
   const int column_tiles = (a.c + kFfnColumns - 1) / kFfnColumns;
-  const int warp = threadIdx.x >> 5;
-  const int wm = (warp / FfnDownConfig::kWarpsN) * FfnDownConfig::kWM;
-  const int wn = (warp % FfnDownConfig::kWarpsN) * FfnDownConfig::kWN;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int kWarps = kFfnThreads / 32, kRowTiles = kTM / 16;
   const bool pairs = a.c % 2 == 0;
   // The barrier's generation can only move once every block has arrived, so it is read now,
   // off the critical path; b2's lines are fetched into L2 for step 3.
@@ -181,6 +190,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
   }
 
+  stamp(a, 0);
   // Work items (hidden slice, token chunk), slice fastest; a grid of slices x chunks blocks when
   // it fits on the GPU, otherwise each block takes every gridDim-th item.
   const int64_t items = slices * chunks;
@@ -199,6 +209,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
     // b1's slice is read while the first tiles are in flight.
     auto load_b1 = [&]() {
+      stamp(a, 1);
       if (!new_slice) return;
       for (int i = threadIdx.x; i < kS; i += kFfnThreads) {
         s_b1[i] = i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f;
@@ -209,6 +220,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     float up[Up::kMT][Up::kNT][4] = {};
     tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden,
                                            a.c, m0, j0, tc::NoPrologue{}, load_b1);
+    stamp(a, 2);
     tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
       const float h0 = col < units ? gelu_tanh_fast(v0 + s_b1[col]) : 0.0f;
       const float h1 = col + 1 < units ? gelu_tanh_fast(v1 + s_b1[col + 1]) : 0.0f;
@@ -216,35 +228,102 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
       s_h[r * Smem::ld_h + col + 1] = Elem<T>::from_float(h1);
     });
     __syncthreads();
-    // 2. down, 64 columns of y at a time, from a starting column that differs between slices.
-    for (int step = 0; step < column_tiles; ++step) {
-      const int n0 = int((step + slice) % column_tiles) * kFfnColumns;
-      const T* w2_tile = s_w2 + n0;
-      if constexpr (!kW2Resident) {
+    // 2. down: this slice's share of y, h W2[slice, :], in warp items of 16 tokens x 64
+    //    columns spread over all the block's warps, starting at a column that differs between
+    //    slices. Each share is stored to its own place in `partial` when the run is one chunk
+    //    (no two blocks write the same address), otherwise added into `acc` with atomics.
+    auto down = [&](int first_tile, int tiles, const T* w2_first) {
+      for (int w_item = warp; w_item < kRowTiles * tiles; w_item += kWarps) {
+        const int mt = w_item % kRowTiles, t = w_item / kRowTiles;
+        const int tile = tiles == 1 ? first_tile : int((t + slice) % tiles);
+        const int n0 = tile * kFfnColumns;
+        float acc[1][8][4] = {};
+        tc::warp_multiply<T, 1, 8>(acc, s_h + mt * 16 * Smem::ld_h, Smem::ld_h,
+                                   w2_first + (tile - first_tile) * kFfnColumns, ld_w2, kS);
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
+            const int64_t n = n0 + nt * 8 + 2 * (lane & 3);
+            const float v0 = acc[0][nt][2 * half], v1 = acc[0][nt][2 * half + 1];
+            if (row >= a.m || n >= a.c) continue;
+            if (a.partial != nullptr) {
+              float* p = a.partial + (slice * a.m + row) * a.c + n;
+              if (pairs && n + 1 < a.c) {
+                *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+              } else {
+                p[0] = v0;
+                if (n + 1 < a.c) p[1] = v1;
+              }
+            } else {
+              add_pair(a.acc + row * a.c + n, v0, v1, n + 1 < a.c, pairs);
+            }
+          }
+        }
+      }
+    };
+    if constexpr (kW2Resident) {
+      down(0, column_tiles, s_w2);
+    } else {
+      for (int tile = 0; tile < column_tiles; ++tile) {  // W2's slice a tile at a time
+        const int n0 = tile * kFfnColumns;
         tc::copy_tile<T, kFfnThreads, kVectorized>(s_w2, ld_w2, a.w2 + j0 * a.c + n0, a.c, kS,
                                                    kFfnColumns, units, a.c - n0);
         tc::async_commit();
         tc::async_wait<0>();
         __syncthreads();
-        w2_tile = s_w2;
+        down(tile, 1, s_w2);
+        __syncthreads();  // s_w2 is refilled next
       }
-      float down[FfnDownConfig::kMT][FfnDownConfig::kNT][4] = {};
-      if (warp < FfnDownConfig::kMmaWarps) {
-        tc::warp_multiply<T, FfnDownConfig::kMT, FfnDownConfig::kNT>(
-            down, s_h + wm * Smem::ld_h, Smem::ld_h, w2_tile + wn, ld_w2, kS);
-      }
-      tc::for_each_pair<FfnDownConfig>(down, [&](int r, int col, float v0, float v1) {
-        const int64_t row = m0 + r, n = n0 + col;
-        if (row < a.m && n < a.c) add_pair(a.acc + row * a.c + n, v0, v1, n + 1 < a.c, pairs);
-      });
-      if constexpr (!kW2Resident) __syncthreads();  // s_w2 is refilled next
     }
     __syncthreads();  // s_h (and s_w2, s_b1 for a new slice) are rewritten by the next item
   }
 
   // 3. Every block's additions are in; all blocks write y = acc + b2 and zero acc, 4 at a time.
+  stamp(a, 3);
   grid_barrier(a.barrier, generation);
+  stamp(a, 4);
   const int64_t total = a.m * a.c;
+  if (a.partial != nullptr) {
+    // A block takes 128 consecutive outputs at a time: lane l owns outputs 4l .. 4l + 3 of them
+    // (16-byte loads, coalesced across the warp), warp w sums slices w, w + 8, ..., and the 8
+    // warps' sums meet in shared memory (the ring is free now).
+    float* s_sum = reinterpret_cast<float*>(smem);  // kWarps x 128
+    const bool vec4 = total % 4 == 0;
+    for (int64_t e_block = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * 128; e_block < total;
+         e_block += grid_blocks * 128) {
+      const int64_t e0 = e_block + 4 * lane;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (e0 < total) {
+#pragma unroll 4
+        for (int64_t sl = warp; sl < slices; sl += kWarps) {
+          const float* p = a.partial + sl * total + e0;
+          if (vec4) {
+            const float4 q = __ldcg(reinterpret_cast<const float4*>(p));
+            v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+          } else {
+            v.x += __ldcg(p);
+            if (e0 + 1 < total) v.y += __ldcg(p + 1);
+            if (e0 + 2 < total) v.z += __ldcg(p + 2);
+            if (e0 + 3 < total) v.w += __ldcg(p + 3);
+          }
+        }
+      }
+      reinterpret_cast<float4*>(s_sum + warp * 128)[lane] = v;
+      __syncthreads();
+      if (threadIdx.x < 128 && e_block + threadIdx.x < total) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) sum += s_sum[w * 128 + threadIdx.x];
+        const int64_t e = e_block + threadIdx.x;
+        a.y[e] = Elem<T>::from_float(sum + Elem<T>::to_float(a.b2[e % a.c]));
+      }
+      __syncthreads();
+    }
+    stamp(a, 5);
+    return;
+  }
   const int64_t thread = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kFfnThreads + threadIdx.x;
   const int64_t threads = int64_t(gridDim.x) * gridDim.y * kFfnThreads;
   for (int64_t i = thread * 4; i < total; i += threads * 4) {
@@ -264,6 +343,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
       }
     }
   }
+  stamp(a, 5);
 }
 
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
@@ -284,10 +364,32 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   const int64_t bx = std::min<int64_t>(slices, resident);
   const int64_t by = std::min<int64_t>(chunks, std::max<int64_t>(1, resident / bx));
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+  // Plain stores of each slice's share when the run is one chunk and the shares fit.
+  if (chunks != 1 || size_t(slices) * a.m * a.c * sizeof(float) > a.partial_bytes) a.partial = nullptr;
+  static const bool timeline = std::getenv("FL_FFN_TIMELINE") != nullptr;
+  const size_t stamps = size_t(grid.x) * grid.y * 6;
+  if (timeline) FL_CUDA_TRY(cudaMalloc(&a.timeline, stamps * sizeof(unsigned long long)));
   void* args[] = {&a};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
                                           dim3(kFfnThreads), args, smem, stream));
   FL_CUDA_TRY(cudaGetLastError());
+  if (timeline) {  // tuning only: when each phase ended, per block, relative to the first start
+    std::vector<unsigned long long> t(stamps);
+    FL_CUDA_TRY(cudaStreamSynchronize(stream));
+    FL_CUDA_TRY(cudaMemcpy(t.data(), a.timeline, stamps * sizeof(t[0]), cudaMemcpyDeviceToHost));
+    FL_CUDA_TRY(cudaFree(a.timeline));
+    unsigned long long t0 = ~0ull;
+    for (size_t b = 0; b < stamps / 6; ++b) t0 = std::min(t0, t[b * 6]);
+    double mx[6] = {}, mn[6] = {1e18, 1e18, 1e18, 1e18, 1e18, 1e18};
+    for (size_t b = 0; b < stamps / 6; ++b) {
+      for (int p = 0; p < 6; ++p) {
+        mx[p] = std::max(mx[p], double(t[b * 6 + p] - t0) / 1e3);
+        mn[p] = std::min(mn[p], double(t[b * 6 + p] - t0) / 1e3);
+      }
+    }
+    std::fprintf(stderr, "ffn timeline m=%lld grid %ux%u (us, min..max over blocks): start %.2f..%.2f primed %.2f..%.2f up %.2f..%.2f down %.2f..%.2f barrier %.2f..%.2f end %.2f..%.2f\n",
+                 (long long)a.m, grid.x, grid.y, mn[0], mx[0], mn[1], mx[1], mn[2], mx[2], mn[3], mx[3], mn[4], mx[4], mn[5], mx[5]);
+  }
   return Status::Ok();
 }
 
@@ -348,6 +450,10 @@ class FfnWorkspace final : public Workspace {
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     // The fused level's reduction state: zero now, and left zero by every run of it.
     FL_TRY(acc_.allocate(m_ * c_ * sizeof(float)));
+    // Each hidden slice's share of y (slices of 32 units at most 4C / 32), at up to 64 tokens
+    // and 32 MiB: the fused kernel adds the shares with plain stores and one pass, not atomics.
+    const int64_t shares = (h_ + 31) / 32 * m_ * c_ * int64_t(sizeof(float));
+    if (m_ <= 64) FL_TRY(partial_.allocate(std::min<int64_t>(shares, int64_t(32) << 20)));
     FL_TRY(counters_.allocate(2 * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
@@ -389,8 +495,9 @@ class FfnWorkspace final : public Workspace {
     if (level == 1 && launch == 0) return up_gelu_bias_->run(x, w1, b1, h, stream);
     if (level == 1 && launch == 1) return down_bias_->run(h, w2, b2, y, stream);
     if (level == 2 && launch == 0) {
-      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), counters_.as<unsigned>(), m_,
-                         static_cast<int>(c_), static_cast<int>(h_)};
+      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), partial_.as<float>(),
+                         partial_.bytes(), counters_.as<unsigned>(), m_, static_cast<int>(c_),
+                         static_cast<int>(h_), nullptr};
       return launch_ffn_fused(a, stream);
     }
     return Status::Error("ffn has no launch " + std::to_string(launch) + " at level " +
@@ -421,7 +528,7 @@ class FfnWorkspace final : public Workspace {
  private:
   int64_t m_, c_, h_;
   double tolerance_;
-  DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_, acc_, counters_;
+  DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_;
   std::unique_ptr<blas::Gemm> up_, down_, up_gelu_bias_, down_bias_;
 };
 
@@ -475,7 +582,8 @@ class Ffn final : public Lesson {
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 8;
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 8 +
+           (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 
   Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {

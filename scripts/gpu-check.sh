@@ -73,9 +73,9 @@ rm -rf "$results" && mkdir -p "$results"
 elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
 rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
 softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
-gemm_grid=${FL_GEMM_GRID:-16,64,256,1K,4K,16K}
+gemm_grid=${FL_GEMM_GRID:-1,4,16,64,256,1K,4K,16K}
 if stage grid; then
-  for run in fp32:cold bf16:cold fp32:warm; do
+  for run in ${FL_GRID_RUNS:-fp32:cold bf16:cold fp32:warm}; do
     precision=${run%:*} cache=${run#*:}
     tag=${precision}_$cache
     bench "elementwise_$tag" "${FL_ELEMENTWISE_LESSONS:-relu_scale,gelu_scale}" "$elementwise" --precision $precision --cache $cache
@@ -180,7 +180,7 @@ if stage sanitizer && command -v compute-sanitizer > /dev/null; then
       # racecheck itself fail ("Internal Sanitizer Error: failed to handle a hardware exception",
       # H200, CUDA 13.0, 2026-11-22; memcheck runs them clean), so there only the levels made of
       # our kernels run (FL_TEST_LEVELS=2: the LayerNorm-prologue GEMM and the on-chip FFN).
-      local_kernels="regex=ffn_on_chip|ln_gemm_bias|check_rows|row_kernel|bias_op|elementwise"
+      local_kernels="regex=ffn_fused|ln_gemm_bias|check_rows|row_kernel|bias_op|elementwise"
       FL_TEST_MAX_INNER=256 FL_TEST_MAX_FLOPS=5e6 sanitize racecheck racecheck-gemm-fp32 \
         "${gemm//\*:/_fp32:}_fp32" --kernel-name "$local_kernels"
       FL_TEST_LEVELS=2 FL_TEST_MAX_INNER=256 FL_TEST_MAX_FLOPS=5e6 sanitize racecheck \

@@ -6,14 +6,13 @@
 //                 round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one.
 //   1 epilogues   two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written
 //                 once and read once.
-//   2 on chip     our one-kernel FFN (gemm_common.cuh): h never leaves the SM. It trades bytes for
-//                 recomputation of nothing but for re-reading the weights from L2 in every block,
-//                 with tiles of only 32 tokens, and it is plain SIMT code: it is measured and
-//                 explained, not expected to win (see the teaching text).
+//   2 fused       one kernel of ours on tensor cores, split over the hidden dimension (below): h
+//                 never leaves the SM; the blocks' shares of y are summed after a grid barrier.
 // Textbook bytes (M tokens, C, H = 4C, b bytes per element):
 //   gemm_up     reads (M C + C H) b, writes M H b       gemm_down  reads (M H + H C) b, writes M C b
 //   bias/GELU on M x H: reads M H b (+ H), writes M H b   add_bias_down  reads (M C + C) b, writes M C b
-//   ffn_on_chip reads (M C + 2 C H + H + C) b, writes M C b
+//   ffn_fused   reads (M C + 2 C H + H + C) b, writes M C b (the shares of y it sums are
+//               slices x M x C fp32 through L2, counted by the memory chart's L2 bytes, not here)
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -39,28 +38,21 @@ using gemm::kDefaultC;
 const char* const kTeachingText =
     "The MLP of a transformer block is two Linear layers with GELU between them: widen each "
     "token from C to H = 4C features, activate, project back to C. Unfused (level 0) it is five "
-    "kernels, and the widest tensor of the block (tokens x 4C) goes through HBM six times: "
-    "written by the first GEMM, read and written by the bias kernel and by GELU, read by the "
-    "second GEMM. Level 1 is what production frameworks do: cuBLASLt epilogues fuse bias and "
-    "GELU into the first GEMM and the second bias into the second GEMM, so h is written once and "
-    "read once. Both GEMMs do 2 x tokens x C x 4C flops and are compute-bound at the default "
-    "shape, so the bytes removed are a small share of the time (PyTorch on an H100: about 1.0x); "
-    "they matter more in bf16 on tensor cores and at small batches. Level 2 asks whether h needs "
-    "to leave the chip at all: one kernel keeps a block of tokens' h in shared memory and "
-    "multiplies it straight into W2. The bytes to HBM drop to x, the weights and y. But to keep "
-    "the output rows of its tokens on chip a block can hold only 32 tokens (against 128 or more "
-    "in a GEMM tile), so it reads all of W1 and W2 from L2 for every 32 tokens: the L2 bytes "
-    "(memory chart) grow many times, and our kernel uses plain fp32 arithmetic without tensor "
-    "cores. It is slower, and that is the lesson: fusion pays when the bytes it removes are the "
-    "bottleneck, and costs when it breaks the tiling that makes a GEMM compute-efficient. Real "
-    "fused MLPs (e.g. in FlashAttention-style or persistent-kernel libraries) split H across "
-    "blocks and reduce, or only fuse at small token counts. "
-    "Measured on an NVIDIA H200 (2026-11-22, cold L2, 16,384 tokens x 768): fp32 3409 us "
-    "unfused, 3296 us with epilogues (1.03x); bf16 335 and 246 us (1.36x). The on-chip kernel"
-    " takes 56 ms in fp32: 16x level 0 and 18x cuBLAS's two GEMMs alone (3185 us); in bf16 54"
-    " ms against 217 us of cuBLAS GEMMs. At 64 tokens it still takes 27 ms: two blocks of 32 "
-    "tokens walk all 3072 hidden features one after the other while the rest of the GPU "
-    "idles.";
+    "kernels, and the widest tensor of the block (tokens x 4C) goes through HBM six times. Level "
+    "1 is what production frameworks do: cuBLASLt epilogues fuse bias and GELU into the first "
+    "GEMM and the second bias into the second, so h is written once and read once. Level 2 is "
+    "one kernel of ours on tensor cores that never writes h at all. It is split over the hidden "
+    "dimension: each block owns a slice of the 4C hidden units, computes its slice of h for the "
+    "tokens (x times its columns of W1, bias, GELU) into shared memory, multiplies it by its rows "
+    "of W2, and the blocks' shares of y are summed after a grid-wide barrier. At a few tokens an "
+    "FFN is a weight-streaming problem (9.4 MB of bf16 weights against 1.5 KB of x per token), "
+    "and this way every SM streams a disjoint part of the weights at once. Its cost is the "
+    "reduction: the shares are slices x tokens x C numbers, which grow with the token count "
+    "until they outweigh the h round trip they replace. Read the speedup plot for where that "
+    "happens: the fused kernel beats the unfused chain at a few tokens and loses from a few dozen "
+    "on, while cuBLASLt's two tuned GEMMs stay ahead of it. See the measurement panel for this "
+    "GPU's numbers and docs/PERFORMANCE.md for how the kernel's time splits between streaming "
+    "the weights, its two multiplies, the barrier and the reduction.";
 
 // ---- level 2: the fused FFN, split over the hidden dimension ------------------------------
 // One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units

@@ -73,6 +73,17 @@ double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision,
   return fused > 0 ? static_cast<double>(unfused) / fused : 0;
 }
 
+std::string crossover_text(const std::vector<SpeedupPoint>& points, const std::string& unit) {
+  for (size_t i = 0; i + 1 < points.size(); ++i) {
+    const double a = points[i].speedup - 1.0, b = points[i + 1].speedup - 1.0;
+    if ((a > 0 && b < 0) || (a < 0 && b > 0)) {
+      return "crosses 1x between " + format_size(points[i].size) + " and " +
+             format_size(points[i + 1].size) + " " + unit;
+    }
+  }
+  return {};
+}
+
 PlotSpec speedup_plot_spec(const SpeedupView& view) {
   PlotSpec spec;
   spec.x_title = "tensor size (" + view.size_unit + ", log scale)";

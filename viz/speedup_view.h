@@ -37,6 +37,11 @@ void merge_measurements(std::vector<Measurement>* history, const std::vector<Mea
 // the top level). 0 when the lesson has a single level or moves no bytes.
 double byte_ratio_limit(const Lesson& lesson, int64_t size, Precision precision, int level = -1);
 
+// Where the curve crosses 1x, as the learner reads it: "crosses 1x between 16 and 64 tokens"
+// for the first pair of neighbouring points on either side of 1 (the fused level stops, or
+// starts, paying off there); empty when every point is on one side.
+std::string crossover_text(const std::vector<SpeedupPoint>& points, const std::string& unit);
+
 // A second recording's curve drawn over this one's (File > Compare with..., a script's `compare`):
 // another GPU, another day, another precision or cache mode. Labelled with its GPU and date.
 struct SpeedupOverlay {

@@ -54,6 +54,9 @@ void draw_speedup_panel(const Lab& lab) {
                         to_string(lab.cache()) + " L2)";
   view.measured =
       viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache(), lab.shown_level());
+  // Where fusion stops (or starts) paying, e.g. the fused FFN against the unfused chain.
+  const std::string crossover = viz::crossover_text(view.measured, info.size_axis.unit);
+  if (!crossover.empty()) view.measured_label += "; " + crossover;
   for (const auto& ref : published_references()) {
     if (info.id != ref.lesson) continue;
     view.reference_label = ref.label;

@@ -96,7 +96,7 @@ class Sandbox {
     // A small good recording (two measurements of the shipped one) and broken ones.
     const std::string shipped =
         fuzz::read_file(fs::path(FUSIONLAB_SOURCE_DIR) /
-                        "assets/recordings/h200-2026-11-22/elementwise_fp32_cold.json");
+                        "assets/recordings/h100-2026-11-23/elementwise_fp32_cold.json");
     nlohmann::json good = nlohmann::json::parse(shipped, nullptr, false);
     if (good.is_object() && good["measurements"].is_array() && good["measurements"].size() > 2) {
       good["measurements"].erase(good["measurements"].begin() + 2, good["measurements"].end());
@@ -151,7 +151,7 @@ std::vector<std::string> tokens(const fs::path& data) {
           d + "/no_measurements.json", d + "/empty_folder", d + "/missing.json",
           d + "/good.json," + d + "/good.json", d + "/good.json," + d + "/truncated.json",
           "../data/good.json", ",,,", ",", ".", "..", "/dev/null",
-          "assets/recordings/h200-2026-11-22/softmax_fp32_cold.json", "assets/recordings",
+          "assets/recordings/h100-2026-11-23/softmax_fp32_cold.json", "assets/recordings",
           "bad_sessions/truncated.json",
           // syntax
           "#", "# comment", "", "\t", "\r", std::string(1, '\0'), "\xFF\xFE", "\xF0\x9F\x98\x80"};
@@ -271,7 +271,8 @@ const std::map<std::string, std::vector<std::string>>& output_extensions() {
       {"screenshot", {".png"}},
       {"export-trace", {".json", ".json.gz"}},
       {"export-csv", {".csv"}},
-      {"save-session", {".json"}}};
+      {"save-session", {".json"}},
+      {"svg", {".svg"}}};
   return table;
 }
 
@@ -279,7 +280,8 @@ void check_accepted(const Script& script, const fs::path& out_dir, Problems* pro
   static const std::set<std::string> verbs = {
       "lesson",  "size",         "level",      "precision",    "cache",      "view",
       "sweep",   "cancel-sweep", "wait",       "caption",      "screenshot", "open",
-      "compare", "export-trace", "export-csv", "save-session", "quit"};
+      "compare", "export-trace", "export-csv", "save-session", "quit",
+      "window-size", "key", "svg"};
   for (const ScriptCommand& c : script.commands) {
     const std::string where = "line " + std::to_string(c.line) + ": ";
     if (!verbs.count(c.verb)) {

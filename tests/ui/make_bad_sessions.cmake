@@ -26,7 +26,7 @@ file(WRITE "${OUT}/not_a_session.json" "{\"hello\": \"world\"}\n")
 string(JSON no_measurements SET "${good}" measurements "[]")
 file(WRITE "${OUT}/no_measurements.json" "${no_measurements}")
 # A session of another GPU, to be refused next to the real one.
-string(JSON other_gpu SET "${good}" device name "\"NVIDIA H100 80GB HBM3\"")
+string(JSON other_gpu SET "${good}" device name "\"NVIDIA H200\"")
 file(WRITE "${OUT}/other_gpu.json" "${other_gpu}")
 # Over the 256 MiB limit: a sparse file, so it costs no disk; the reader must refuse it by its
 # size without reading it.

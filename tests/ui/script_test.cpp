@@ -43,7 +43,7 @@ class ScriptFile : public ::testing::Test {
 };
 
 std::string shipped(const std::string& file) {
-  return find_assets_folder() + "/recordings/h200-2026-11-22/" + file;
+  return find_assets_folder() + "/recordings/h100-2026-11-23/" + file;
 }
 
 TEST(ScriptNames, OutputsArePlainNamesWithTheRightExtension) {
@@ -126,8 +126,8 @@ TEST(ScriptRecordings, ARelativePathIsFoundBesideTheAssetsFolder) {
   const fs::path before = fs::current_path();
   fs::current_path(fs::temp_directory_path());  // no assets/ here
   const auto paths = resolve_recording_paths(
-      "assets/recordings/h200-2026-11-22/elementwise_fp32_cold.json,"
-      "assets/recordings/h200-2026-11-22/elementwise_bf16_cold.json");
+      "assets/recordings/h100-2026-11-23/elementwise_fp32_cold.json,"
+      "assets/recordings/h100-2026-11-23/elementwise_bf16_cold.json");
   fs::current_path(before);
   ASSERT_EQ(paths.size(), 2u);
   for (const auto& p : paths) EXPECT_TRUE(fs::is_regular_file(p)) << p;
@@ -199,7 +199,7 @@ TEST(LabCompare, OverlaysTheSameLessonFromASecondRecordingLabelledWithItsGpuAndD
   ASSERT_TRUE(c.found);
   EXPECT_EQ(c.precision, Precision::fp32);
   EXPECT_EQ(c.cache, CacheMode::warm);
-  EXPECT_EQ(c.label, "NVIDIA H200, " + lab->comparison()->summary.date_text() + " (fp32, warm L2)");
+  EXPECT_EQ(c.label, "NVIDIA H100 80GB HBM3, " + lab->comparison()->summary.date_text() + " (fp32, warm L2)");
   const auto points = viz::speedup_series(lab->comparison()->measurements, "gelu_scale",
                                           c.precision, c.cache, 1);
   EXPECT_GE(points.size(), 5u) << "the recording's gelu_scale sizes";

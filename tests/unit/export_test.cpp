@@ -31,7 +31,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 const fs::path kRecording = fs::path(__FILE__).parent_path().parent_path().parent_path() /
-                            "assets" / "recordings" / "h200-2026-11-22";
+                            "assets" / "recordings" / "h100-2026-11-23";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

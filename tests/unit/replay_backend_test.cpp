@@ -1,7 +1,7 @@
 // The replay backend over sessions made in memory: which recorded size answers a request, that
 // the numbers come back exactly as recorded, the one-sentence refusals, merging files of one GPU
 // and refusing a mix of GPUs, cancellation; then loading files (bad ones refused, naming the
-// file) and the shipped H200 recording.
+// file) and the shipped H100 recording.
 #include "app/measure/replay_backend.h"
 
 #include <gtest/gtest.h>
@@ -427,16 +427,16 @@ TEST_F(ReplayFiles, RefusesAnOversizedFileWithoutReadingIt) {
   EXPECT_NE(st.message().find("256 MiB"), std::string::npos) << st.message();
 }
 
-TEST(ShippedRecording, LoadsAndServesTheH200Measurements) {
+TEST(ShippedRecording, LoadsAndServesTheH100Measurements) {
   const std::filesystem::path folder = std::filesystem::path(__FILE__).parent_path().parent_path()
                                            .parent_path() / "assets" / "recordings" /
-                                       "h200-2026-11-22";
+                                       "h100-2026-11-23";
   if (!std::filesystem::exists(folder)) GTEST_SKIP() << "no source tree at " << folder;
   std::unique_ptr<ReplayBackend> backend;
   const Status st = load_recording({folder.string()}, &backend);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(backend->device().name, "NVIDIA H200");
-  EXPECT_EQ(backend->summary().date_text(), "2026-11-22");
+  EXPECT_EQ(backend->device().name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(backend->summary().date_text(), "2026-11-23");
   std::vector<int64_t> grid;  // 1K, 4K, ... 64M: the gpu-check.sh size grid
   for (int64_t n = 1 << 10; n <= (int64_t(1) << 26); n *= 4) grid.push_back(n);
   EXPECT_EQ(backend->recorded_sizes("gelu_scale", Precision::fp32, CacheMode::cold), grid);

@@ -206,5 +206,16 @@ TEST(SvgExport, APlotBecomesAnSvgDocumentWrittenAtomically) {
   EXPECT_NE(why.find("/nonexistent-folder/x.svg"), std::string::npos) << why;
 }
 
+TEST(SpeedupCrossover, NamesTheNeighbouringSizesWhereTheCurveCrosses1x) {
+  // The fused FFN on an H100 (bf16, cold): faster than the chain up to 16 tokens, slower at 64.
+  std::vector<SpeedupPoint> points = {{1, 1.19}, {4, 1.21}, {16, 1.23}, {64, 0.58}, {256, 0.40}};
+  EXPECT_EQ(crossover_text(points, "tokens"), "crosses 1x between 16 and 64 tokens");
+  points = {{1024, 0.9}, {4096, 1.4}};  // starting to pay off also counts
+  EXPECT_EQ(crossover_text(points, "elements"), "crosses 1x between 1K and 4K elements");
+  points = {{1, 1.5}, {4, 1.2}};
+  EXPECT_EQ(crossover_text(points, "tokens"), "");
+  EXPECT_EQ(crossover_text({}, "tokens"), "");
+}
+
 }  // namespace
 }  // namespace fl::viz

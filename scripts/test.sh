@@ -15,8 +15,6 @@ stage() { echo "=== test.sh: $1 ($((SECONDS - start)) s so far)"; }
 "$root/scripts/setup-deps.sh"
 find_cuda
 jobs=$(build_jobs)
-# ccache (when installed) then hits across clones at different paths, e.g. CI's fresh clone.
-export CCACHE_BASEDIR="$root"
 
 stage "full build (CUDA)"
 build="$root/build-test"

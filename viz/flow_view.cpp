@@ -920,7 +920,7 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     draw_lane(L.strip_min, L.strip_max, L.strip, L.strip_names,
               palette::level_color(in.level, in.top_level), L.trip, L.lane_label, L.lane_label_pos);
     const float top = L.level0_strip.empty() ? L.strip_min.y : L.level0_strip_min.y;
-    dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text, 2.0f);
+    dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text, stroke(2.0f));
   }
   float note_x = L.canvas_max.x;
   if (!in.trips.empty()) {

@@ -378,7 +378,7 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
     const ImVec2 size = ImGui::CalcTextSize(tl.c_str());
     draw_text(dl, v2(L.frame_min.x - fs * 0.35f - size.x, ty - size.y * 0.5f), dim, tl);
   }
-  dl->AddRect(L.frame_min, L.frame_max, axis);
+  dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
   if (in.groups.size() > 1) {  // the total stands apart from the launches
     const float x = L.frame_min.x + (L.frame_max.x - L.frame_min.x) * (in.groups.size() - 1) /
                                         static_cast<float>(in.groups.size());
@@ -397,7 +397,7 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
       dl->AddRectFilled(v2(b.min.x, b.split_y), b.max, with_alpha(palette::reads, a));
       dl->AddRectFilled(top_left, v2(b.max.x, b.split_y), with_alpha(palette::writes, a));
     }
-    if (static_cast<int>(i) == hovered_bar) dl->AddRect(top_left, b.max, text, 0, 0, 2.0f);
+    if (static_cast<int>(i) == hovered_bar) dl->AddRect(top_left, b.max, text, 0, 0, stroke(2.0f));
     if (b.value_visible) draw_text(dl, b.value_pos, dim, b.value_label);
   }
   for (const auto& [pos, name] : L.group_labels) draw_text(dl, pos, text, name);
@@ -415,7 +415,7 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
   }
   const ImU32 badge_color = L.badge_ok ? palette::correct : in.checked ? palette::wrong : dim;
   dl->AddRectFilled(L.badge_min, L.badge_max, with_alpha(badge_color, 0.18f), 5.0f);
-  dl->AddRect(L.badge_min, L.badge_max, badge_color, 5.0f, 0, 1.5f);
+  dl->AddRect(L.badge_min, L.badge_max, badge_color, 5.0f, 0, stroke(1.5f));
   TextOptions badge;
   badge.max_width = L.badge_max.x - L.badge_min.x - fs * 0.6f;
   draw_text_lines(dl, v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge, badge);

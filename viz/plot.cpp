@@ -25,7 +25,7 @@ void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, floa
                   bool dotted = false) {
   const float dash = dotted ? 3 : 9, gap = dotted ? 4 : 6;
   for (float x = x0; x < x1; x += dash + gap) {
-    dl->AddLine(vec(x, y), vec(std::min(x + dash, x1), y), color, thickness);
+    dl->AddLine(vec(x, y), vec(std::min(x + dash, x1), y), color, stroke(thickness));
   }
 }
 
@@ -44,7 +44,7 @@ void dashed_polyline(ImDrawList* dl, const std::vector<ImVec2>& pts, ImU32 color
       if (phase < dash) {
         dl->AddLine(vec(a.x + dx * t / len, a.y + dy * t / len),
                     vec(a.x + dx * (t + step) / len, a.y + dy * (t + step) / len), color,
-                    thickness);
+                    stroke(thickness));
       }
       t += step;
       phase += step;
@@ -56,7 +56,7 @@ void dashed_polyline(ImDrawList* dl, const std::vector<ImVec2>& pts, ImU32 color
 void draw_marker(ImDrawList* dl, ImVec2 p, float r, ImU32 color, bool hollow, ImU32 fill) {
   if (hollow) {
     dl->AddCircleFilled(p, r, fill);
-    dl->AddCircle(p, r, color, 0, 1.8f);
+    dl->AddCircle(p, r, color, 0, stroke(1.8f));
   } else {
     dl->AddCircleFilled(p, r, color);
   }
@@ -78,7 +78,7 @@ void draw_swatch(ImDrawList* dl, const PlotLayout& L, const PlotLegendEntry& e, 
   if (s.dashed) {
     dashed_polyline(dl, {vec(sx0, cy), vec(sx1, cy)}, s.color, s.line_thickness);
   } else {
-    dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, s.line_thickness);
+    dl->AddLine(vec(sx0, cy), vec(sx1, cy), s.color, stroke(s.line_thickness));
   }
   draw_marker(dl, vec(0.5f * (sx0 + sx1), cy), s.marker_radius, s.color, s.hollow_markers, bg);
 }
@@ -145,7 +145,7 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
   // Grid, tick marks and labels; a label that would touch the one before it is left out.
   float last_y_label = 1e30f;
   for (const auto& t : L.y_ticks) {
-    dl->AddLine(vec(L.frame_min.x, t.pos), vec(L.frame_max.x, t.pos), grid);
+    dl->AddLine(vec(L.frame_min.x, t.pos), vec(L.frame_max.x, t.pos), grid, stroke(1.0f));
     const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
     // Centred on its tick, but never below the frame's bottom (the x labels are there).
     const float y = std::min(t.pos - size.y * 0.5f, L.frame_max.y + fs * 0.25f - size.y);
@@ -155,7 +155,7 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
   }
   float last_x_label = -1e30f;
   for (const auto& t : L.x_ticks) {
-    if (t.major) dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid);
+    if (t.major) dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid, stroke(1.0f));
     dl->AddLine(vec(t.pos, L.frame_max.y),
                 vec(t.pos, L.frame_max.y + (t.major ? fs * 0.35f : fs * 0.2f)), axis);
     if (t.label.empty()) continue;
@@ -166,7 +166,7 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
     last_x_label = x + size.x;
     draw_text(dl, vec(x, L.frame_max.y + fs * 0.3f), text, t.label);
   }
-  dl->AddRect(L.frame_min, L.frame_max, axis);
+  dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
   if (!L.x_title.empty()) {
     const float w = std::min(ImGui::CalcTextSize(L.x_title.c_str()).x, L.canvas_max.x - L.canvas_min.x);
     draw_text(dl, vec(std::max(L.canvas_min.x, L.x_title_pos.x - w * 0.5f), L.x_title_pos.y),
@@ -193,7 +193,7 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
       dl->AddQuadFilled(s.band_lo[i], s.band_lo[i + 1], s.band_hi[i + 1], s.band_hi[i], shade);
     }
     for (size_t i = 0; i < s.band_lo.size(); ++i) {  // a whisker shows a lone point's spread
-      dl->AddLine(s.band_lo[i], s.band_hi[i], shade, 3.0f);
+      dl->AddLine(s.band_lo[i], s.band_hi[i], shade, stroke(3.0f));
     }
   }
   for (const auto& s : L.series) {
@@ -201,14 +201,14 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
       dashed_polyline(dl, s.screen, s.color, s.line_thickness);
     } else if (s.screen.size() >= 2) {
       dl->AddPolyline(s.screen.data(), static_cast<int>(s.screen.size()), s.color, 0,
-                      s.line_thickness);
+                      stroke(s.line_thickness));
     }
     for (const auto& p : s.screen)
       draw_marker(dl, p, s.marker_radius, s.color, s.hollow_markers, frame_bg);
   }
   if (hover.valid()) {
     const auto& s = L.series[hover.series];
-    dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, text, 0, 2.0f);
+    dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, text, 0, stroke(2.0f));
   }
   dl->PopClipRect();
   // Text inside the frame is clipped to the frame itself.

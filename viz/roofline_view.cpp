@@ -344,7 +344,7 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
     draw_text(dl, v2(L.frame_min.x + fs, L.frame_min.y + fs), dim,
               "No measured level with a correct output yet.");
     dl->PopClipRect();
-    dl->AddRect(L.frame_min, L.frame_max, axis);
+    dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
     return;
   }
   float last_x = -1e30f;
@@ -366,15 +366,15 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
     const float w = ImGui::CalcTextSize(label.c_str()).x;
     draw_text(dl, v2(L.frame_min.x - w - fs * 0.3f, ly), dim, label);
   }
-  dl->AddRect(L.frame_min, L.frame_max, axis);
+  dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
   draw_text(dl, L.x_title_pos, dim, L.x_title);
   dl->PushClipRect(L.frame_min, L.frame_max, true);
   if (L.roof_visible) {
-    dashed_line(dl, L.roof_from, L.roof_to, palette::reference, 2.5f);
+    dashed_line(dl, L.roof_from, L.roof_to, palette::reference, stroke(2.5f));
     draw_text(dl, L.roof_label_pos, palette::reference, L.roof_label);
   }
   if (L.compute_visible) {
-    dashed_line(dl, L.compute_from, L.compute_to, palette::reference, 2.5f);
+    dashed_line(dl, L.compute_from, L.compute_to, palette::reference, stroke(2.5f));
     draw_text(dl, L.compute_label_pos, palette::reference, L.compute_label);
   }
   if (!L.note.empty()) draw_text(dl, L.note_pos, dim, L.note);
@@ -382,8 +382,8 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
     const bool shown = static_cast<int>(i) == in.highlighted;
     const ImU32 c = palette::level_color(in.points[i].level, in.top_level);
     dl->AddCircleFilled(L.points[i], shown ? fs * 0.45f : fs * 0.32f, c);
-    if (shown) dl->AddCircle(L.points[i], fs * 0.45f, text, 0, 1.5f);
-    if (static_cast<int>(i) == hovered_point) dl->AddCircle(L.points[i], fs * 0.6f, text, 0, 2.0f);
+    if (shown) dl->AddCircle(L.points[i], fs * 0.45f, text, 0, stroke(1.5f));
+    if (static_cast<int>(i) == hovered_point) dl->AddCircle(L.points[i], fs * 0.6f, text, 0, stroke(2.0f));
     if (!L.point_labels[i].empty()) {
       draw_text(dl, L.point_label_pos[i], shown ? text : dim, L.point_labels[i]);
     }

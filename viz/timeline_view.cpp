@@ -284,13 +284,13 @@ void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const Time
     draw_text(dl, v2(x, L.frame_max.y + fs * 1.3f), dim, t.label);
   }
   draw_text(dl, L.axis_title_pos, dim, L.axis_title);
-  dl->AddRect(L.frame_min, L.frame_max, axis);
+  dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
   // The level's colour, every other launch lighter, so neighbours stay apart.
   const ImU32 level_color = palette::level_color(input.level, input.top_level);
   const ImU32 shades[2] = {level_color, with_alpha(level_color, 0.7f)};
   for (const TimelineBar& b : L.bars) {
     dl->AddRectFilled(b.min, b.max, shades[b.launch % 2], 2.0f);
-    if (b.launch == hovered_launch) dl->AddRect(b.min, b.max, text, 2.0f, 0, 2.0f);
+    if (b.launch == hovered_launch) dl->AddRect(b.min, b.max, text, 2.0f, 0, stroke(2.0f));
     if (!b.label.empty()) {
       TextOptions o;
       if (b.label_inside) o.max_width = b.max.x - b.label_pos.x;
@@ -305,7 +305,7 @@ void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const Time
     const ImU32 c = static_cast<int>(i) == hovered_gap ? text : palette::reference;
     dl->AddRectFilled(v2(x0, L.frame_min.y + fs * 0.2f), v2(x1, L.frame_max.y - fs * 0.2f),
                       with_alpha(palette::reference, 0.25f));
-    dl->AddLine(v2(x0, y), v2(x1, y), c, 2.0f);
+    dl->AddLine(v2(x0, y), v2(x1, y), c, stroke(2.0f));
     if (g.label_visible) draw_text(dl, g.label_pos, c, g.label);
   }
 }

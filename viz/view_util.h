@@ -33,6 +33,14 @@ inline bool inside(ImVec2 p, ImVec2 min, ImVec2 max) {
   return p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y;
 }
 
+// ---- [SECTION] strokes ------------------------------------------------------------------------
+// A line width given in pixels at the base font size (16 px), scaled with the font: on a HiDPI
+// monitor or with --scale 2 the font doubles, and so do the lines, so plots keep their weight.
+inline float stroke(float px) {
+  const float scale = ImGui::GetCurrentContext() != nullptr ? ImGui::GetFontSize() / 16.0f : 1.0f;
+  return px * std::max(1.0f, scale);
+}
+
 // ---- [SECTION] colours -----------------------------------------------------------------------
 // Every colour has a role in viz/palette.h (the Okabe-Ito colour language); none is defined here.
 

@@ -135,6 +135,31 @@ __device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool se
   if (second) atomicAdd(acc + 1, v1);
 }
 
+// Loads and stores that go to L2, past this SM's L1 (which does not see other blocks' writes
+// made in this kernel). Written as PTX: clang's CUDA headers (the sm_70 compile check) lack
+// __ldcg/__stcg for these types.
+__device__ __forceinline__ float load_l2(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 load_l2(const float4* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_l2(float* p, float v) {
+  asm volatile("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ void store_l2(float4* p, float4 v) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
+               : "memory");
+}
+
 // Every block of the grid waits here until all have arrived (they are all resident: the launch
 // is cooperative). barrier[0] counts arrivals and is back at zero afterwards; barrier[1] is a
 // generation number the last arrival advances, which the others watch.
@@ -292,13 +317,13 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
         for (int64_t sl = warp; sl < slices; sl += kWarps) {
           const float* p = a.partial + sl * total + e0;
           if (vec4) {
-            const float4 q = __ldcg(reinterpret_cast<const float4*>(p));
+            const float4 q = load_l2(reinterpret_cast<const float4*>(p));
             v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
           } else {
-            v.x += __ldcg(p);
-            if (e0 + 1 < total) v.y += __ldcg(p + 1);
-            if (e0 + 2 < total) v.z += __ldcg(p + 2);
-            if (e0 + 3 < total) v.w += __ldcg(p + 3);
+            v.x += load_l2(p);
+            if (e0 + 1 < total) v.y += load_l2(p + 1);
+            if (e0 + 2 < total) v.z += load_l2(p + 2);
+            if (e0 + 3 < total) v.w += load_l2(p + 3);
           }
         }
       }
@@ -321,17 +346,17 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   for (int64_t i = thread * 4; i < total; i += threads * 4) {
     if (a.c % 4 == 0) {
       float4* p = reinterpret_cast<float4*>(a.acc + i);
-      const float4 v = __ldcg(p);
+      const float4 v = load_l2(p);
       const int64_t n = i % a.c;
       a.y[i] = Elem<T>::from_float(v.x + Elem<T>::to_float(a.b2[n]));
       a.y[i + 1] = Elem<T>::from_float(v.y + Elem<T>::to_float(a.b2[n + 1]));
       a.y[i + 2] = Elem<T>::from_float(v.z + Elem<T>::to_float(a.b2[n + 2]));
       a.y[i + 3] = Elem<T>::from_float(v.w + Elem<T>::to_float(a.b2[n + 3]));
-      __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      store_l2(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
     } else {
       for (int64_t e = i; e < min(i + 4, total); ++e) {
-        a.y[e] = Elem<T>::from_float(__ldcg(a.acc + e) + Elem<T>::to_float(a.b2[e % a.c]));
-        __stcg(a.acc + e, 0.0f);
+        a.y[e] = Elem<T>::from_float(load_l2(a.acc + e) + Elem<T>::to_float(a.b2[e % a.c]));
+        store_l2(a.acc + e, 0.0f);
       }
     }
   }

@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
                "Forget the remembered window size, place, lesson, view and panel sizes");
   app.add_flag("--use-settings", window_options.use_settings,
                "With --screenshot or --script: read and write the remembered settings too");
+  app.add_option("--lessons-dir", window_options.lessons_dir,
+                 "A teacher's copies of the lesson texts (<lesson id>.md) that replace the shipped "
+                 "ones (default: $XDG_DATA_HOME/fusionlab/lessons, not for --screenshot/--script)")
+      ->type_name("DIR");
 #endif
   std::string view = "speedup";
   app.add_option("--view", view, "The view shown first: speedup, bandwidth, flow, timeline, memory or roofline")

@@ -30,7 +30,6 @@ struct ActivationScaleSpec {
   const char* id;              // "gelu_scale"
   const char* title;           // "GELU + scale"
   const char* formula;         // "y = s * GELU_tanh(x),  s = 0.5"
-  const char* teaching_text;
   const char* act_kernel;      // level 0's first launch: "gelu"
   const char* fused_kernel;    // level 1's launch: "gelu_scale_fused"
   const char* unfused_summary;
@@ -130,7 +129,6 @@ class ActivationScaleLesson final : public Lesson {
     info_.id = spec.id;
     info_.title = spec.title;
     info_.formula = spec.formula;
-    info_.teaching_text = spec.teaching_text;
     info_.size_axis = {"elements", 1 << 10, int64_t(1) << 28, int64_t(1) << 24};
     info_.levels = {
         {"unfused", spec.unfused_summary, {spec.act_kernel, "scale"}},

@@ -44,29 +44,6 @@ constexpr int64_t kDefaultC = 768;  // GPT-2 small's hidden size
 constexpr float kInputLo = -4.0f, kInputHi = 4.0f;  // x
 constexpr float kBiasLo = -2.0f, kBiasHi = 2.0f;    // b: x + b spans GELU's curve and both tails
 
-const char* const kTeachingText =
-    "A Linear layer computes x W and then adds a bias b, one value per output feature; in a "
-    "transformer's MLP the result goes straight into GELU. Run as separate operations, the bias "
-    "kernel reads the rows x C activations, adds b to every row and writes the sum t to global "
-    "memory (HBM); the GELU kernel then reads t back and writes y: four trips through memory per "
-    "element, exactly as in GELU + scale. The bias itself costs almost nothing: it is C values "
-    "(768 here, 3 KB in fp32) that every row re-reads, so after the first row they come from the "
-    "L1 and L2 caches and HBM sends them about once per launch. Fused, one kernel reads x and b, "
-    "keeps x + b in a register, applies GELU and writes y: two trips and one launch, so the "
-    "ceiling of the speedup is (4n + C) / (2n + C) for n = rows x C elements, 2.0x for any real "
-    "size. The size slider moves the rows (batch x sequence: 32 x 512 = 16,384 by default). The "
-    "kernels treat the tensor as one flat array and move 16 bytes per access, which stays "
-    "aligned even for an odd hidden size such as 781, where some vectors straddle two rows; each "
-    "element finds its bias at (flat index mod C). What to watch: with many rows (several times "
-    "the L2 cache) both versions run near the copy bandwidth and the speedup approaches 2x. The "
-    "default shape's tensors (50 MB in fp32) are about the size of an H100's L2; with fewer rows "
-    "t fits in the cache and can be re-read from it instead of HBM, so the measured DRAM bytes "
-    "fall below the textbook count (compare the memory chart's bars). With a handful of rows "
-    "each launch costs a few microseconds of overhead whatever it does: fusion then saves a "
-    "launch, not bytes. Real models go one step further (lesson 7, "
-    "linear_gelu): the bias and GELU move into the matrix multiply's epilogue, so the sum x W "
-    "never reaches HBM either.";
-
 // ---- CPU reference (double) ----------------------------------------------------------------
 // gelu_tanh_reference (activations.cuh) of x + b[e % C], in the lesson's reference() below.
 
@@ -155,7 +132,6 @@ class BiasGelu final : public Lesson {
     info_.id = "bias_gelu";
     info_.title = "bias + GELU";
     info_.formula = "y = GELU_tanh(x + b),  x: rows x C,  b: C (broadcast over the rows)";
-    info_.teaching_text = kTeachingText;
     info_.size_axis.unit = "rows";
     info_.size_axis.min = 1;
     info_.size_axis.max = kMaxElements / kDefaultC;  // 349,525 rows of 768

@@ -192,7 +192,6 @@ std::unique_ptr<Lesson> lesson_from_json(const json& j) {
   info.id = j.at("id").get<std::string>();
   info.title = j.at("title").get<std::string>();
   info.formula = j.at("formula").get<std::string>();
-  info.teaching_text = j.at("teaching_text").get<std::string>();
   const json& axis = j.at("size_axis");
   info.size_axis.unit = axis.at("unit").get<std::string>();
   info.size_axis.min = axis.at("min").get<int64_t>();
@@ -284,8 +283,7 @@ Status catalog_to_json(const std::vector<const Lesson*>& lessons, std::string* o
                      {"inner_default", info.size_axis.inner_default},
                      {"inner_max", info.size_axis.inner_max}}},
                    {"levels", levels},
-                   {"precisions", precisions},
-                   {"teaching_text", info.teaching_text}});
+                   {"precisions", precisions}});
   }
   catalog["lessons"] = all;
   *out = catalog.dump(2);

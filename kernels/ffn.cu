@@ -35,25 +35,6 @@ namespace {
 
 using gemm::kDefaultC;
 
-const char* const kTeachingText =
-    "The MLP of a transformer block is two Linear layers with GELU between them: widen each "
-    "token from C to H = 4C features, activate, project back to C. Unfused (level 0) it is five "
-    "kernels, and the widest tensor of the block (tokens x 4C) goes through HBM six times. Level "
-    "1 is what production frameworks do: cuBLASLt epilogues fuse bias and GELU into the first "
-    "GEMM and the second bias into the second, so h is written once and read once. Level 2 is "
-    "one kernel of ours on tensor cores that never writes h at all. It is split over the hidden "
-    "dimension: each block owns a slice of the 4C hidden units, computes its slice of h for the "
-    "tokens (x times its columns of W1, bias, GELU) into shared memory, multiplies it by its rows "
-    "of W2, and the blocks' shares of y are summed after a grid-wide barrier. At a few tokens an "
-    "FFN is a weight-streaming problem (9.4 MB of bf16 weights against 1.5 KB of x per token), "
-    "and this way every SM streams a disjoint part of the weights at once. Its cost is the "
-    "reduction: the shares are slices x tokens x C numbers, which grow with the token count "
-    "until they outweigh the h round trip they replace. Read the speedup plot for where that "
-    "happens: the fused kernel beats the unfused chain at a few tokens and loses from a few dozen "
-    "on, while cuBLASLt's two tuned GEMMs stay ahead of it. See the measurement panel for this "
-    "GPU's numbers and docs/PERFORMANCE.md for how the kernel's time splits between streaming "
-    "the weights, its two multiplies, the barrier and the reduction.";
-
 // ---- level 2: the fused FFN, split over the hidden dimension ------------------------------
 // One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units
 // [s S, s S + S) and walks token chunks t, t + gridDim.y, ... of 64 tokens:
@@ -555,7 +536,6 @@ class Ffn final : public Lesson {
     info_.id = "ffn";
     info_.title = "FFN (C -> 4C -> C)";
     info_.formula = "y = GELU_tanh(x W1 + b1) W2 + b2,  W1: C x 4C,  W2: 4C x C";
-    info_.teaching_text = kTeachingText;
     info_.size_axis.unit = "tokens";
     info_.size_axis.min = 1;
     info_.size_axis.max = gemm::kMaxTokens;

@@ -17,18 +17,6 @@
 namespace fl {
 namespace {
 
-const char* const kTeachingText =
-    "GELU followed by a scale is two cheap elementwise operations. Unfused, the GELU kernel reads "
-    "x from global memory (HBM) and writes its result t back to HBM, and then the scale kernel "
-    "reads t again and writes y: four trips through memory for every element, while the "
-    "arithmetic (a tanh and a few multiplies) takes the SMs almost no time. Fused, one kernel "
-    "reads x, keeps GELU(x) in a register, scales it, and writes y: two trips. Both versions are "
-    "limited by memory bandwidth, so halving the bytes should nearly halve the time: the "
-    "speedup's ceiling is 2.0x. Drag the size slider and watch where that holds. Large tensors "
-    "(far beyond the L2 cache) approach 2x. Tensors that fit in L2 never leave the chip, so "
-    "the intermediate is cheap to re-read. Tiny tensors take a few microseconds whatever you do: "
-    "there the saving is one kernel launch, not bytes.";
-
 struct Gelu {
   __device__ float operator()(float x) const { return gelu_tanh_fast(x); }
   __host__ __device__ static double reference(double x) { return gelu_tanh_reference(x); }
@@ -41,7 +29,6 @@ const ActivationScaleSpec kSpec = {
     "gelu_scale",
     "GELU + scale",
     "y = s * GELU_tanh(x),  s = 0.5",
-    kTeachingText,
     "gelu",
     "gelu_scale_fused",
     "GELU and scale as two kernels; the intermediate t round-trips through HBM",

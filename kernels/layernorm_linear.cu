@@ -31,23 +31,6 @@ namespace {
 
 using gemm::kDefaultC;
 
-const char* const kTeachingText =
-    "Before attention, each token is LayerNormed and then projected to queries, keys and values "
-    "by one Linear layer (C to 3C features). Unfused (level 0), a LayerNorm kernel writes the "
-    "normalized tokens xn to HBM, the GEMM reads them back and writes its product, and a bias "
-    "kernel reads that and writes y. Level 1 is the production fusion: cuBLASLt adds the bias "
-    "in the GEMM's epilogue, so the product never reaches HBM. Level 2 is one kernel of ours on "
-    "tensor cores: each block computes the mean and 1/std of its rows of x, normalizes x as its "
-    "tiles land in shared memory (the GEMM's prologue), multiplies, and adds the bias as it "
-    "stores (the epilogue). xn is never written and there is one launch instead of two. "
-    "LayerNorm can be folded this way because it is per-row: a tile of rows needs only those "
-    "rows' two statistics. At a few tokens the work is streaming W (3.5 MB in bf16) and the "
-    "launches themselves, and one launch wins; at thousands of tokens the GEMM is compute-bound "
-    "and what decides is how close a kernel gets to the tensor cores' peak, where cuBLASLt's "
-    "tuned Hopper kernels stay far ahead of our small mma.sync core. The speedup plot shows the "
-    "crossover. Production libraries also fold gamma and beta into W and b ahead of time, "
-    "leaving only the mean and 1/std per row.";
-
 // ---- level 2: LayerNorm in the GEMM's prologue, bias in its epilogue -----------------------
 // One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
 //   1. prologue: the warps compute the mean and 1/std of the block's BM rows of x (all rows'
@@ -321,7 +304,6 @@ class LayerNormLinear final : public Lesson {
     info_.id = "layernorm_linear";
     info_.title = "LayerNorm + Linear";
     info_.formula = "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C";
-    info_.teaching_text = kTeachingText;
     info_.size_axis.unit = "tokens";
     info_.size_axis.min = 1;
     info_.size_axis.max = gemm::kMaxTokens;

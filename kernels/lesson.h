@@ -1,7 +1,8 @@
-// The lesson interface (DESIGN.md §3). A lesson is one source file holding, in this order: its
-// teaching text, the CPU reference in double precision, the kernels of every fusion level, the
-// textbook traffic model, and a Workspace that owns the device buffers for one (size, precision).
-// A new lesson is one new file plus one line in catalog.cpp.
+// The lesson interface (DESIGN.md §3). A lesson is one source file holding, in this order: the
+// CPU reference in double precision, the kernels of every fusion level, the textbook traffic
+// model, and a Workspace that owns the device buffers for one (size, precision). A new lesson is
+// one new file plus one line in catalog.cpp, and its teaching text is assets/lessons/<id>.md
+// (read by the window, app/gui/lesson_text.h; a teacher may override it without a compiler).
 //
 // Nothing here knows about timing, CUPTI or the UI: the measurement engine (app/measure) drives
 // a Workspace launch by launch, so it can time each launch on its own.
@@ -64,7 +65,6 @@ struct LessonInfo {
   std::string id;     // "gelu_scale"
   std::string title;  // "GELU + scale"
   std::string formula;
-  std::string teaching_text;  // a paragraph for the learner
   SizeAxis size_axis;
   std::vector<FusionLevel> levels;  // levels[0] is the unfused chain, the last is fully fused
   std::vector<Precision> precisions;

@@ -30,30 +30,6 @@ namespace {
 
 using gemm::kDefaultC;
 
-const char* const kTeachingText =
-    "A transformer's MLP starts with a Linear layer that widens each token from C to 4C "
-    "features, adds a bias and applies GELU. The matrix multiply (GEMM) does 2 x tokens x C x 4C "
-    "flops on C x 4C weights: about 290 flops per byte moved at the default shape, far above "
-    "the ridge point of any GPU, so it is limited by arithmetic, not memory. Unfused (level 0), "
-    "the GEMM writes its 4C-wide product t to HBM, a bias kernel reads it back and writes t + b, "
-    "and a GELU kernel reads that and writes y: two extra round trips of the widest tensor in the "
-    "block, each pure memory traffic. Level 1 fuses bias and GELU into one kernel (lesson 3): one "
-    "round trip left. Level 2 is what production code does: cuBLASLt's GELU+bias epilogue "
-    "applies the activation while the GEMM still holds its output tile in registers, so y is "
-    "written once and nothing else moves. The saving is fixed in bytes but small against the "
-    "GEMM's time: with fp32 GEMMs (no tensor cores) the GEMM dominates and fusion gains a few "
-    "percent; in bf16 on tensor cores the GEMM is many times faster while the bias and GELU "
-    "kernels are not (they are memory-bound either way), so the same bytes are a larger share "
-    "and the epilogue pays more. At a small batch (64 tokens) the GEMM is short and reads mostly "
-    "weights: the launches and round trips that fusion removes are then a real part of the "
-    "time. Move the size slider to see both regimes, and open the roofline: the GEMM sits far to "
-    "the right (compute-bound), the bias and GELU kernels at the far left on the bandwidth "
-    "roof. "
-    "Measured on an NVIDIA H200 (2026-11-22, cold L2, 16,384 tokens x 768): fp32 1817 us "
-    "unfused, 1718 us with bias+GELU fused, 1727 us with the epilogue (1.05x; the GEMM alone "
-    "is 1621 us); bf16 211, 164 and 129 us (1.64x); at 64 tokens in bf16, 10.3 us against 4.9"
-    " us (2.1x), where launches and round trips are most of the time.";
-
 template <typename T>
 class LinearGeluWorkspace final : public Workspace {
  public:
@@ -130,7 +106,6 @@ class LinearGelu final : public Lesson {
     info_.id = "linear_gelu";
     info_.title = "Linear + GELU";
     info_.formula = "y = GELU_tanh(x W + b),  x: tokens x C,  W: C x 4C,  b: 4C";
-    info_.teaching_text = kTeachingText;
     info_.size_axis.unit = "tokens";
     info_.size_axis.min = 1;
     info_.size_axis.max = gemm::kMaxTokens;

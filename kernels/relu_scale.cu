@@ -22,24 +22,6 @@
 namespace fl {
 namespace {
 
-const char* const kTeachingText =
-    "ReLU followed by a scale is about the least work a kernel can do: a compare and a multiply "
-    "per element. Unfused, the ReLU kernel reads x from global memory (HBM) and writes its "
-    "result t back to HBM, then the scale kernel reads t again and writes y: four trips through "
-    "memory per element, two of them only to park t. Fused, one kernel reads x, keeps relu(x) in "
-    "a register, scales it and writes y: two trips, one launch. The arithmetic is nothing next "
-    "to the memory traffic, so time is bytes divided by bandwidth, and halving the bytes sets "
-    "the ceiling of the speedup at 2.0x. What to watch as you drag the size slider: for large "
-    "tensors (several times the L2 cache) both versions run near the copy bandwidth shown beside "
-    "them and the speedup approaches 2x. When the whole working set fits in L2 (a few MB), t "
-    "never reaches HBM: the second kernel re-reads it from the on-chip cache, the measured DRAM "
-    "bytes fall below the textbook count, and the speedup shrinks. For tiny tensors (a thousand "
-    "elements) each kernel takes a few microseconds whatever it does, mostly launch and ramp-up: "
-    "fusion then saves one launch, not bytes, and the timeline shows the gap between the two "
-    "unfused launches. Compare with the next lesson, GELU + scale: its activation does many "
-    "times the arithmetic (an exponential and a division per element), yet at large sizes both "
-    "lessons take about the same time, because both are waiting on memory.";
-
 struct Relu {
   __device__ float operator()(float x) const { return relu(x); }
   __host__ __device__ static double reference(double x) { return relu_reference(x); }
@@ -53,7 +35,6 @@ const ActivationScaleSpec kSpec = {
     "relu_scale",
     "ReLU + scale",
     "y = s * relu(x),  s = 0.5",
-    kTeachingText,
     "relu",
     "relu_scale_fused",
     "ReLU and scale as two kernels; the intermediate t round-trips through HBM",

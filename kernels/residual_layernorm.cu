@@ -83,27 +83,6 @@ constexpr float kRLo = -1.0f, kRHi = 1.0f;
 constexpr float kGammaLo = 0.5f, kGammaHi = 1.5f;
 constexpr float kBetaLo = -0.5f, kBetaHi = 0.5f;
 
-const char* const kTeachingText =
-    "A transformer block ends each half with two steps: add the branch's output r onto the "
-    "residual stream x (h = x + r), then LayerNorm h (subtract the row's mean, divide by its "
-    "standard deviation, scale by gamma, shift by beta) to get y for the next layer. Both h and y "
-    "are needed afterwards, so both must be written. Unfused, three kernels each stream whole "
-    "tensors through global memory (HBM): add reads x and r and writes h; mean/var reads h back "
-    "to compute each row's statistics; normalize reads h a third time and writes y. That is six "
-    "trips per element. PyTorch's own split (level 1) merges the statistics and the normalize "
-    "into one LayerNorm kernel that keeps a row on chip: five trips. Fused, one kernel reads x "
-    "and r, adds them in registers, writes h once, computes the mean and variance of the row it "
-    "is already holding, and writes y: four trips, and one launch instead of three. The row "
-    "(768 values) fits in the registers of one warp, which is what makes this fusion possible; "
-    "for very long rows a kernel must hold the row in shared memory or read it twice. Every "
-    "kernel here is memory-bound (a few additions per byte), so the time follows the bytes: the "
-    "speedup ceiling is 6/4 = 1.5x over the unfused chain and 5/4 = 1.25x over PyTorch's split, "
-    "lower than GELU's 2x because h must be written in any case. Drag the size slider: far "
-    "beyond the L2 cache the measured speedup approaches 1.5x. When the tensors fit in L2, the "
-    "re-reads of h come from the cache, not HBM, so the unfused chain is cheaper than its bytes "
-    "suggest and fusion gains less. At a few rows every kernel takes a few microseconds whatever "
-    "it moves: there fusion saves launches, not bytes, and the byte-ratio line means nothing.";
-
 // ---- CPU reference (double) ----------------------------------------------------------------
 
 // h and y of one row, in double, from the stored inputs. The same arithmetic as the GPU check.
@@ -307,7 +286,6 @@ class ResidualLayerNorm final : public Lesson {
     info_.id = "residual_layernorm";
     info_.title = "Residual add + LayerNorm";
     info_.formula = "h = x + r;  y = (h - mean(h)) / sqrt(var(h) + 1e-5) * gamma + beta  (per row)";
-    info_.teaching_text = kTeachingText;
     info_.size_axis.unit = "rows";
     info_.size_axis.min = 1;
     info_.size_axis.max = kMaxElements / kDefaultC;  // 349,525 rows of 768: 2^28 elements

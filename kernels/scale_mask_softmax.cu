@@ -76,32 +76,6 @@ constexpr int64_t kLengthDefault = 512;                   // keys per row = sequ
 constexpr int64_t kLengthMax = 8192;
 constexpr int64_t kMaxElements = int64_t(1) << 28;  // 256M scores: 1 GiB per fp32 tensor
 
-const char* const kTeachingText =
-    "Attention turns each query's scores into probabilities: scale them by 1/sqrt(d), hide the "
-    "future with a causal mask (every key after the query becomes -infinity), and take a softmax "
-    "along the row. Written op by op, as an eager framework with no softmax kernel would run it, "
-    "that is five kernels: scale, mask, row max, exp-and-sum, divide. Each one is fast on its "
-    "own, but each streams the whole score tensor through HBM: S is read and written as S1, S1 "
-    "read and written as S2, S2 read for the max, read again and written as e, and e read once "
-    "more and written as P. That is nine trips per score (plus a few bytes per row for the max "
-    "and the sum), while the arithmetic, an exponential and a handful of adds, takes the SMs "
-    "almost no time. The middle rung is what PyTorch eager runs: scale and mask are still their "
-    "own kernels, but softmax is one library kernel that keeps its row on chip (six trips). Fully "
-    "fused, one kernel reads each score once, scales and masks it in a register, finds the row's "
-    "max and sum in a single sweep with the online-softmax rule (a running max, and a running sum "
-    "rescaled by exp(old max - new max) whenever the max grows), and writes P once: two trips. So "
-    "the speedup's ceiling is about 4.5x over the five kernels and 3x over the eager chain. Drag "
-    "the size slider: with many rows (the default 196,608 rows of 512 keys is 400 MB per fp32 "
-    "tensor) the measured speedup should come close to that ceiling. When the tensor fits in L2 "
-    "the intermediates never reach DRAM and the byte argument weakens. With a few thousand rows "
-    "every kernel takes the same few microseconds of launch overhead whatever its bytes: the "
-    "speedup there comes from five launches becoming one, and it vanishes if the launches were "
-    "already hidden (a CUDA graph, or a GPU busy with other work). Notice also that "
-    "masked scores come out exactly 0 (the exponential of -infinity) and that each row's "
-    "probabilities sum to 1. Fusion stops paying, or gets harder, when a row no longer fits on "
-    "chip (a fused kernel for very long rows must re-read it, or split it as flash attention "
-    "does) and when something else needs the intermediate, such as a backward pass that keeps S2.";
-
 // ---- CPU reference (double) ----------------------------------------------------------------
 
 // P for `rows` rows of `length` scores: softmax over the keys j <= q of s * S[j], 0 beyond.
@@ -809,7 +783,6 @@ class ScaleMaskSoftmax final : public Lesson {
     info_.id = "scale_mask_softmax";
     info_.title = "Scale + causal mask + softmax";
     info_.formula = "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf";
-    info_.teaching_text = kTeachingText;
     info_.size_axis = {"rows",
                        1,
                        kMaxElements / kLengthDefault,

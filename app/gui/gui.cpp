@@ -35,6 +35,7 @@
 #include "app/gui/file_dialog.h"
 #include "app/gui/fonts.h"
 #include "app/gui/layout.h"
+#include "app/gui/lesson_text.h"
 #include "app/gui/settings.h"
 #include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
@@ -46,6 +47,7 @@
 #include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/session_json.h"
+#include "kernels/catalog.h"
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
 #include "viz/svg.h"
@@ -1347,7 +1349,22 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
   return 0;
 }
 
+// Every lesson's teaching text, read once before the window opens (app/gui/lesson_text.h).
+void load_teaching_texts(const GuiOptions& options, bool headless) {
+  gui::LessonTextSources sources;
+  const std::string assets = gui::find_assets_folder();
+  if (!assets.empty()) sources.shipped_dir = (std::filesystem::path(assets) / "lessons").string();
+  sources.override_named = !options.lessons_dir.empty();
+  sources.override_dir = sources.override_named ? options.lessons_dir
+                         : headless             ? ""
+                                                : gui::default_lessons_override_dir();
+  std::vector<std::string> ids;
+  for (const Lesson* lesson : lessons()) ids.push_back(lesson->info().id);
+  gui::load_lesson_texts(ids, sources);
+}
+
 int run_gui(const GuiOptions& options) {
+  load_teaching_texts(options, !options.screenshot_path.empty() || !options.script_path.empty());
   WindowScript script;
   script.lesson = options.lesson;
   script.level = options.level;

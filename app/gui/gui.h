@@ -37,6 +37,10 @@ struct GuiOptions {
   // bandwidth plots from the start, as File > Compare with... does. Checked before the window
   // opens.
   std::vector<std::string> compare_paths;
+  // --lessons-dir: a teacher's copies of the lessons' texts (<id>.md) that override the shipped
+  // ones. Empty: $XDG_DATA_HOME/fusionlab/lessons in an interactive window, none for --screenshot
+  // and --script runs (reproducible pictures). app/gui/lesson_text.h.
+  std::string lessons_dir;
 };
 
 int run_gui(const GuiOptions& options);

@@ -1,13 +1,92 @@
 // The lesson list and the selected lesson's title, formula and teaching text.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "app/gui/lesson_text.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "kernels/catalog.h"
 
 namespace fl::gui {
+namespace {
+
+// Headings are larger than the body text and drawn brighter; emphasis has a colour of its own.
+float font_scale(BlockKind kind) {
+  return kind == BlockKind::heading1 ? 1.3f : kind == BlockKind::heading2 ? 1.12f : 1.0f;
+}
+ImU32 text_color(BlockKind kind, bool emphasis) {
+  if (emphasis) return IM_COL32(140, 200, 255, 255);
+  return kind == BlockKind::paragraph ? IM_COL32(214, 214, 214, 255) : IM_COL32(255, 255, 255, 255);
+}
+
+// FUSIONLAB_LESSON_TEXT_DUMP=PATH (the UI test of teachers' copies, tests/ui/CMakeLists.txt):
+// each time the panel shows a different text (lesson, file, note or width), the lines it laid
+// out are appended to PATH: a "text" line naming the lesson and its file, the note if any, then
+// one "line" per laid-out line, "visible" when it lies inside the panel's scrolled view.
+void dump_lines(const std::string& id, const LessonText& text, const std::vector<TextLine>& lines,
+                const std::vector<bool>& visible, float width) {
+  static const char* path = std::getenv("FUSIONLAB_LESSON_TEXT_DUMP");
+  static std::string last_key;
+  if (!path || !*path) return;
+  const std::string key = id + "\n" + text.source + "\n" + text.note + "\n" + std::to_string(width);
+  if (key == last_key) return;
+  last_key = key;
+  std::FILE* f = std::fopen(path, "a");
+  if (!f) return;
+  std::fprintf(f, "text lesson=%s source=%s overridden=%d\n", id.c_str(), text.source.c_str(),
+               text.overridden ? 1 : 0);
+  if (!text.note.empty()) std::fprintf(f, "note %s\n", text.note.c_str());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const char* kind = lines[i].kind == BlockKind::heading1   ? "h1"
+                       : lines[i].kind == BlockKind::heading2 ? "h2"
+                                                              : "p";
+    std::fprintf(f, "line %s %s %s\n", visible[i] ? "visible" : "hidden", kind,
+                 lines[i].plain().c_str());
+  }
+  std::fclose(f);
+}
+
+void draw_teaching_text(const std::string& id) {
+  const LessonText& text = lesson_text(id);
+  if (!text.note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.35f, 1.0f));
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(text.note.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::PopStyleColor();
+    ImGui::Spacing();
+  }
+  ImFont* font = ImGui::GetFont();
+  const float base = ImGui::GetFontSize();
+  const float width = std::max(ImGui::GetContentRegionAvail().x, base * 4);
+  const MeasureText measure = [&](const std::string& s, BlockKind kind, bool) {
+    return font->CalcTextSizeA(base * font_scale(kind), FLT_MAX, 0.0f, s.c_str(), s.c_str() + s.size()).x;
+  };
+  const std::vector<TextLine> lines = wrap_text(text.blocks, width, measure);
+  std::vector<bool> visible(lines.size(), false);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const TextLine& line = lines[i];
+    const float size = base * font_scale(line.kind);
+    if (line.first_of_block && i > 0) ImGui::Dummy(ImVec2(0, base * 0.45f));  // between blocks
+    const ImVec2 pos = ImGui::GetCursorScreenPos();
+    for (const LineRun& run : line.runs) {
+      dl->AddText(font, size, ImVec2(pos.x + run.x, pos.y), text_color(line.kind, run.emphasis),
+                  run.text.c_str(), run.text.c_str() + run.text.size());
+    }
+    ImGui::Dummy(ImVec2(width, size + ImGui::GetStyle().ItemSpacing.y * 0.5f));
+    visible[i] = pos.y >= clip_min.y - 0.5f && pos.y + size <= clip_max.y + 0.5f;
+  }
+  dump_lines(id, text, lines, visible, width);
+}
+
+}  // namespace
 
 void draw_lesson_panel(Lab& lab, double now) {
   section_title(
@@ -72,11 +151,10 @@ void draw_lesson_panel(Lab& lab, double now) {
   ImGui::TextDisabled("%s", ladder.c_str());
   ImGui::PopTextWrapPos();
   ImGui::Spacing();
-  // The teaching text scrolls inside what is left of the column.
+  // The teaching text (assets/lessons/<id>.md, or a teacher's copy: app/gui/lesson_text.h)
+  // scrolls inside what is left of the column.
   ImGui::BeginChild("##teaching", ImVec2(0, 0), false);
-  ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextUnformatted(info.teaching_text.c_str());
-  ImGui::PopTextWrapPos();
+  draw_teaching_text(info.id);
   ImGui::EndChild();
 }
 

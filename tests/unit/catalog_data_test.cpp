@@ -72,7 +72,6 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
     EXPECT_EQ(a.id, b.id);
     EXPECT_EQ(a.title, b.title);
     EXPECT_EQ(a.formula, b.formula);
-    EXPECT_EQ(a.teaching_text, b.teaching_text);
     EXPECT_EQ(a.size_axis.unit, b.size_axis.unit);
     EXPECT_EQ(a.size_axis.min, b.size_axis.min);
     EXPECT_EQ(a.size_axis.max, b.size_axis.max);

@@ -27,8 +27,8 @@ bool opens_after(char c) {
 }
 bool closes_before(char c) {
   return is_space(c) || c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' ||
-         c == ')' || c == ']' || c == '}' || c == '"' || c == '\'' || c == '/' || c == '-' ||
-         static_cast<unsigned char>(c) >= 0x80;
+         c == ')' || c == ']' || c == '}' || c == '(' || c == '[' || c == '"' || c == '\'' ||
+         c == '/' || c == '-' || static_cast<unsigned char>(c) >= 0x80;
 }
 
 // One character of a paragraph after escapes are resolved: a star that came from "\*" is
@@ -76,36 +76,37 @@ void append_span(std::vector<TextSpan>* spans, const std::string& text, bool emp
 }
 
 // Collapses runs of whitespace to one space (across spans) and trims both ends; drops spans left
-// empty.
+// empty. The space stays in the span where its run began: "*x* and" keeps " and" plain,
+// "the *fused*" keeps "the " plain.
 std::vector<TextSpan> collapse_spaces(const std::vector<TextSpan>& spans) {
   std::vector<TextSpan> out;
   bool pending_space = false;
-  bool any = false;
-  for (const TextSpan& span : spans) {
+  size_t pending_from = 0;  // the input span where the pending space began
+  for (size_t k = 0; k < spans.size(); ++k) {
     std::string text;
-    for (char c : span.text) {
+    for (char c : spans[k].text) {
       if (is_space(c) || c == '\n') {
-        pending_space = any;
+        if (!pending_space && !(out.empty() && text.empty())) {
+          pending_space = true;
+          pending_from = k;
+        }
         continue;
       }
       if (pending_space) {
-        // The space goes with whichever span comes first, so a span never starts with one
-        // unless the one before it ended a word.
-        if (text.empty() && !out.empty()) {
-          out.back().text += ' ';
-        } else {
+        if (pending_from == k || out.empty()) {
           text += ' ';
+        } else {
+          out.back().text += ' ';
         }
         pending_space = false;
       }
       text += c;
-      any = true;
     }
     if (!text.empty()) {
-      if (!out.empty() && out.back().emphasis == span.emphasis) {
+      if (!out.empty() && out.back().emphasis == spans[k].emphasis) {
         out.back().text += text;
       } else {
-        out.push_back({text, span.emphasis});
+        out.push_back({text, spans[k].emphasis});
       }
     }
   }
@@ -238,11 +239,11 @@ Status parse_lesson_text(const std::string& input, std::vector<TextBlock>* out) 
     }
     size_t hashes = 0;
     while (hashes < line.size() && line[hashes] == '#') ++hashes;
-    if (hashes > 0 && hashes < line.size() && is_space(line[hashes])) {
+    if (hashes > 0 && (hashes == line.size() || is_space(line[hashes]))) {
       end_paragraph();
       TextBlock block;
       block.kind = hashes == 1 ? BlockKind::heading1 : BlockKind::heading2;
-      block.spans = parse_inline(line.substr(hashes + 1));
+      block.spans = parse_inline(line.substr(hashes));
       if (!block.spans.empty()) out->push_back(std::move(block));
       continue;
     }
@@ -393,7 +394,8 @@ Status read_lesson_file(const std::string& path, std::vector<TextBlock>* blocks)
 LessonText load_lesson_text(const std::string& id, const LessonTextSources& sources,
                             std::string* message) {
   LessonText out;
-  std::string problem;  // with the teacher's copy
+  std::string problem;        // with the teacher's copy, for stderr
+  std::string short_problem;  // the same for the panel
   if (!sources.override_dir.empty()) {
     const std::string path = (fs::path(sources.override_dir) / (id + ".md")).string();
     std::error_code ec;
@@ -406,6 +408,11 @@ LessonText load_lesson_text(const std::string& id, const LessonTextSources& sour
         return out;
       }
       problem = st.message();
+      // The panel's note names the file only (the stderr line has the whole path).
+      const std::string prefix = shorten_for_message(path, kShownPathChars) + ": ";
+      short_problem = id + ".md: " + (problem.compare(0, prefix.size(), prefix) == 0
+                                          ? problem.substr(prefix.size())
+                                          : problem);
       out.blocks.clear();
     }
   }
@@ -413,21 +420,23 @@ LessonText load_lesson_text(const std::string& id, const LessonTextSources& sour
   const Status st = sources.shipped_dir.empty()
                         ? Status::Error("no assets folder was found")
                         : read_lesson_file(shipped, &out.blocks);
-  if (st.ok()) out.source = shipped;
-  if (!problem.empty()) {
-    out.note = "Your copy of this text was not used (" + problem + ")" +
-               (st.ok() ? "; showing the shipped text." : ".");
-    if (message) *message = problem + "; lesson " + id + " shows the shipped text";
-  }
-  if (!st.ok()) {
-    out.blocks.clear();
-    out.note += std::string(out.note.empty() ? "" : " ") + "The shipped text could not be read (" +
-                st.message() + ").";
-    if (message) {
-      *message += std::string(message->empty() ? "" : "; and ") + "lesson " + id +
-                  " has no teaching text: " + st.message();
+  std::string line;  // for stderr
+  if (st.ok()) {
+    out.source = shipped;
+    if (!problem.empty()) {
+      out.note = "Your copy " + short_problem + "; showing the shipped text.";
+      line = problem + "; lesson " + id + " shows the shipped text";
     }
+  } else {
+    out.blocks.clear();
+    if (!problem.empty()) {
+      out.note = "Your copy " + short_problem + ". ";
+      line = problem + "; and ";
+    }
+    out.note += "The shipped text could not be read (" + st.message() + ").";
+    line += "lesson " + id + " has no teaching text: " + st.message();
   }
+  if (message) *message = line;
   return out;
 }
 

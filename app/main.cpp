@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
   }
   fl::GuiOptions gui = window_options;
   gui.screenshot_path = screenshot;
+  gui.screenshot_replace = force;
   gui.force_no_gpu = no_gpu;
   gui.replay_paths = replay;
   gui.compare_paths = compare;

@@ -1329,7 +1329,12 @@ int run_window(const GuiOptions& options, Engine::BackendFactory factory,
       glFinish();
       std::vector<uint8_t> rgb;
       Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
-      if (st.ok()) st = gui::write_png_atomic(options.screenshot_path, fb_w, fb_h, rgb);
+      if (st.ok()) {
+        // Without --force the start-up check refused an existing file; one that appeared while
+        // the window ran is refused here too (the final rename never replaces it).
+        st = gui::write_png_atomic(options.screenshot_path, fb_w, fb_h, rgb,
+                                   options.screenshot_replace);
+      }
       if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
       std::printf("%s\n", options.screenshot_path.c_str());
       if (options.frame_stats) print_frame_stats(frame_ms, lab);

@@ -8,6 +8,8 @@ namespace fl {
 
 struct GuiOptions {
   std::string screenshot_path;  // non-empty: render, wait for the first results, save PNG, exit
+  bool screenshot_replace = false;  // --force: the PNG may replace an existing file (also one
+                                    // that appeared while the window ran)
   // --size WxH: the window's size in pixels. 0: 1280x720 for --screenshot and --script runs;
   // interactive, the remembered size or about 80% of the monitor's work area.
   int width = 0;

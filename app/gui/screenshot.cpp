@@ -103,7 +103,7 @@ Status render_caption_strip(const viz::CaptionLayout& layout, int fb_width, int 
 }
 
 Status write_png_atomic(const std::string& path, int width, int height,
-                        const std::vector<uint8_t>& rgb) {
+                        const std::vector<uint8_t>& rgb, bool replace_existing) {
   // Encoded in memory, then written by the one atomic writer (app/measure/file_io.h): an
   // exclusive temporary file beside the output, fsync, rename.
   std::string png;
@@ -114,7 +114,9 @@ Status write_png_atomic(const std::string& path, int width, int height,
     return Status::Error("cannot write " + shorten_for_message(path, kShownPathChars) +
                          ": the picture could not be encoded as PNG");
   }
-  return write_file_atomically(path, png);
+  WriteOptions options;
+  options.replace_existing = replace_existing;
+  return write_file_atomically(path, png, options);
 }
 
 }  // namespace fl::gui

@@ -33,7 +33,8 @@ Status render_caption_strip(const viz::CaptionLayout& layout, int fb_width, int 
 
 // Writes `rgb` (top row first) as PNG to a temporary name in the same folder, then renames it
 // into place, so a reader never sees a half-written file.
+// `replace_existing` false: refuse when the file exists, also one that appears meanwhile.
 Status write_png_atomic(const std::string& path, int width, int height,
-                        const std::vector<uint8_t>& rgb);
+                        const std::vector<uint8_t>& rgb, bool replace_existing = true);
 
 }  // namespace fl::gui

@@ -18,8 +18,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -75,7 +78,8 @@ struct FfnArgs {
   float* acc;         // m x c fp32, all zero between runs (the atomic reduction)
   float* partial;     // slices x m x c fp32, or null: the plain-store reduction (one chunk only)
   size_t partial_bytes;  // its capacity (host side: the launcher uses it when the run fits)
-  unsigned* barrier;  // [0] arrivals (zero between runs), [1] generation
+  unsigned* barrier;  // [0] arrivals (zero between runs), [1] generation; [2 + r] the cluster
+                      // kernel's count of clusters done with column range r (zero between runs)
   int64_t m;
   int c, hidden;
   unsigned long long* timeline;  // FL_FFN_TIMELINE (tuning only): 6 timestamps per block, or null
@@ -344,6 +348,314 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   stamp(a, 5);
 }
 
+// ---- level 2 on Hopper at up to 64 tokens: clusters share h, L2 atomics add the shares ------
+// The kernel above sums 4C / S shares of y per output, one per hidden slice, and needs a grid
+// barrier to do it; at 64 tokens that reduction costs more than the weights. And each of its
+// blocks reads W1 as S-wide columns, 64-byte pieces of rows that are 6 KB long, which keeps few
+// bytes in flight per request. On sm_90 a thread block cluster (`size` = 8 or 4 blocks on one
+// GPC) can write its blocks' shared memory (distributed shared memory, DSMEM), so a cluster
+// works as one large block. Cluster q owns U = size x width hidden units (width = 4C / blocks,
+// 28 at C = 768 with 112 blocks); block r of it:
+//   1. up:     x[:, r's C / size inputs] W1[those rows, the cluster's U units], a partial sum
+//              over r's inputs, from W1 rows U x 2 bytes long (448 B, not 64), all in flight at
+//              once. W2's rows for the cluster's units and r's C / size output columns stream
+//              in meanwhile;
+//   2. reduce: each block sends every other block the partials of that block's `width` units
+//              (stores into its shared memory: posted, no round trip); after a cluster barrier
+//              block r adds the `size` partials of its units, adds b1, applies GELU;
+//   3. share:  ... and sends the resulting h to every block of the cluster; after a second
+//              barrier every block holds h for all U units (M x U). h never left the chip;
+//   4. down:   h[M x U] W2[cluster's units, r's columns], added into an fp32 accumulator with
+//              16-byte atomics in L2: each output takes (blocks / size) additions, 14 at
+//              C = 768, not 4C / S = 96;
+//   5. the last cluster to finish a column range (a counter per range: no grid barrier, no
+//      cooperative launch) writes y = acc + b2 there and leaves acc and its counter at zero.
+// Each weight is read from HBM once, every SM streams weights from the first cycle, and W1 and
+// W2 arrive in long rows.
+constexpr int kMaxClusterBlocks = 8;     // the largest portable cluster; the plan picks 8 or 4
+constexpr int kClusterUnits = 256;       // U, the up tile's width: a cluster's hidden units, at most
+constexpr int kMaxClusterColumns = 256;  // a block's share of the C columns, at most
+constexpr int kMaxClusterInputs = 128;   // a block's share of the C inputs (the up GEMM's K)
+constexpr int kMaxClusterWidth = 32;     // a block's own hidden units (steps 2-3), at most
+
+// Cluster special registers, barriers and DSMEM stores (PTX: sm_90).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_index() {
+  unsigned q = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(q));
+#endif
+  return q;
+}
+// Every thread of every block of the cluster arrives; shared-memory writes before it (local or
+// into other blocks) are visible to the whole cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+#endif
+}
+// A block may touch another's shared memory only once that block is running: each block arrives
+// here as it starts and waits just before its first store into another block (the wait is then
+// usually already satisfied).
+__device__ __forceinline__ void cluster_arrive_started() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_started() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+#endif
+}
+// Stores 8 bytes at `local`'s address in block `rank`'s shared memory.
+__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(remote), "r"(v.x), "r"(v.y)
+               : "memory");
+#endif
+}
+
+// The up GEMM's tiles: kTM tokens x 256 units, all 8 warps multiplying, the block's whole K
+// (at most 128 inputs) in shared memory at once.
+template <int kTM>
+using ClusterUp = tc::TileConfig<kTM, kClusterUnits, kTM == 64 ? 2 : 1, kTM == 64 ? 4 : 8, 1, 128, 256>;
+
+// The cluster kernel's shapes: `size` blocks per cluster, `width` hidden units per block (a
+// multiple of 4), `inputs` of the C inputs and `cols` of the C outputs per block; its shared
+// memory: the up tiles, the partials received (size x kTM x width fp32), the cluster's h and
+// the W2 piece.
+template <typename T, int kTM>
+struct ClusterPlan {
+  using Up = ClusterUp<kTM>;
+  int size = 0, width = 0, inputs = 0, cols = 0, clusters = 0;
+  __host__ __device__ int units() const { return size * width; }
+  __host__ __device__ int ld_all() const { return units() + tc::kPad<T>; }
+  __host__ __device__ int ld_w2() const { return cols + tc::kPad<T>; }
+  __host__ __device__ static size_t recv_offset() {
+    return tc::resident_bytes<T, Up, kMaxClusterInputs>();
+  }
+  __host__ __device__ size_t all_offset() const {
+    return recv_offset() + sizeof(float) * size_t(size) * kTM * width;
+  }
+  __host__ __device__ size_t w2_offset() const { return all_offset() + sizeof(T) * kTM * ld_all(); }
+  __host__ __device__ size_t bytes() const {
+    return w2_offset() + sizeof(T) * size_t(units()) * ld_w2();
+  }
+};
+
+template <typename T, int kTM, bool kVectorized>
+__global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterPlan<T, kTM> plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Plan = ClusterPlan<T, kTM>;
+  using Up = typename Plan::Up;
+  constexpr int kThreads = Up::kThreads, kWarps = kThreads / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ bool s_last;
+  __shared__ float s_b1[kMaxClusterWidth], s_b2[kMaxClusterColumns];  // r's b1 and b2
+  T* tiles = reinterpret_cast<T*>(smem);
+  float* recv = reinterpret_cast<float*>(smem + Plan::recv_offset());  // [size][kTM][width]
+  T* h_all = reinterpret_cast<T*>(smem + plan.all_offset());
+  T* w2s = reinterpret_cast<T*>(smem + plan.w2_offset());
+  const unsigned rank = cluster_rank(), cluster = cluster_index();
+  const int width = plan.width, units_all = plan.units();
+  const int64_t j_cluster = int64_t(cluster) * units_all;  // the cluster's hidden units
+  const int64_t j0 = j_cluster + int64_t(rank) * width;     // this block's (steps 2-3)
+  const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
+  const int64_t k0 = int64_t(rank) * plan.inputs;           // this block's inputs (step 1)
+  const int64_t inputs = max(int64_t(0), min(int64_t(plan.inputs), int64_t(a.c) - k0));
+  const int64_t c0 = int64_t(rank) * plan.cols;             // this block's outputs (step 4)
+  const int64_t cols = max(int64_t(0), min(int64_t(plan.cols), int64_t(a.c) - c0));
+  // Rows of tokens: `rows` in the mma tiles, `live` of them real; steps 2-3 move only live rows
+  // (the padded rows' results are never stored).
+  const int rows = static_cast<int>(min(int64_t(kTM), (a.m + 15) / 16 * 16));
+  const int live = static_cast<int>(min(int64_t(kTM), a.m));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  cluster_arrive_started();
+  stamp(a, 0);
+
+  // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
+  //    the tiles are in flight (the biases into registers: waited for only after the GEMM).
+  float b_regs[2];
+  static_assert(kMaxClusterWidth + kMaxClusterColumns <= 2 * kThreads, "2 bias values a thread");
+  auto after_issue = [&]() {
+    tc::copy_tile<T, kThreads, kVectorized>(w2s, plan.ld_w2(), a.w2 + j_cluster * a.c + c0, a.c,
+                                            units_all, plan.cols, a.hidden - j_cluster, cols);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int i = threadIdx.x + k * kThreads;
+      const int n = i - kMaxClusterWidth;
+      b_regs[k] = i < kMaxClusterWidth ? (i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f)
+                                       : (n < cols ? Elem<T>::to_float(a.b2[c0 + n]) : 0.0f);
+    }
+    stamp(a, 1);
+  };
+  float up[Up::kMT][Up::kNT][4] = {};
+  tc::block_multiply_resident<T, Up, kMaxClusterInputs, kVectorized>(
+      up, tiles, a.x + k0, a.c, a.w1 + k0 * a.hidden, a.hidden, a.m,
+      min(int64_t(a.hidden), j_cluster + units_all), inputs, 0, j_cluster, after_issue);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < kMaxClusterWidth) s_b1[i] = b_regs[k];
+    else if (i < kMaxClusterWidth + kMaxClusterColumns) s_b2[i - kMaxClusterWidth] = b_regs[k];
+  }
+  stamp(a, 2);
+
+  // 2. reduce: unit `col` of the cluster belongs to block col / width; each pair of partials
+  //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
+  cluster_wait_started();
+  tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
+    if (r >= live || col >= units_all) return;
+    const int p = col / width, u = col - p * width;
+    store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p,
+               make_uint2(__float_as_uint(v0), __float_as_uint(v1)));
+  });
+  cluster_sync();
+  // 3. share: h = GELU(sum + b1) for this block's units, 4 at a time, sent to every block's h_all
+  //    at columns [rank width, rank width + width).
+  const int quads = width / 4;
+  for (int i = threadIdx.x; i < live * quads; i += kThreads) {
+    const int r = i / quads, u = (i % quads) * 4;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int p = 0; p < plan.size; ++p) {
+      const float4 v = *reinterpret_cast<const float4*>(recv + (int64_t(p) * kTM + r) * width + u);
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    const float s4[4] = {sum.x, sum.y, sum.z, sum.w};
+    union {
+      T h[4];
+      uint2 bits[sizeof(T) / 2];
+    } out;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      out.h[e] = Elem<T>::from_float(u + e < units ? gelu_tanh_fast(s4[e] + s_b1[u + e]) : 0.0f);
+    }
+    T* at = h_all + r * plan.ld_all() + rank * width + u;
+    for (int p = 0; p < plan.size; ++p) {
+#pragma unroll
+      for (int half = 0; half < int(sizeof(T)) / 2; ++half) {
+        store_peer(reinterpret_cast<unsigned char*>(at) + 8 * half, p, out.bits[half]);
+      }
+    }
+  }
+  tc::async_wait<0>();  // W2's piece (this thread's copies)
+  cluster_sync();       // h_all is complete; no block touches another's shared memory after this
+  stamp(a, 3);
+
+  // 4. down: warp items of 16 tokens x 16 columns over the cluster's units. The mma leaves a
+  //    lane 2 adjacent columns of 2 rows; lanes 2t and 2t + 1 swap halves so that each adds 4
+  //    adjacent columns of one row with one 16-byte atomic (half the L2 operations).
+  const int row_tiles = rows / 16, col_tiles = (static_cast<int>(cols) + 15) / 16;
+  const bool quad_ok = a.c % 4 == 0, even = (lane & 1) == 0;
+  for (int item = warp; item < row_tiles * col_tiles; item += kWarps) {
+    const int mt = item % row_tiles, nt16 = item / row_tiles;
+    float acc[1][2][4] = {};
+    tc::warp_multiply<T, 1, 2>(acc, h_all + mt * 16 * plan.ld_all(), plan.ld_all(),
+                               w2s + nt16 * 16, plan.ld_w2(), units_all);
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const float* c = acc[0][nt];
+      const float r0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
+      const float r1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
+      const float v[4] = {even ? c[0] : r0, even ? c[1] : r1, even ? r0 : c[2], even ? r1 : c[3]};
+      const int64_t row = mt * 16 + (lane >> 2) + (even ? 0 : 8);
+      const int64_t n = c0 + nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
+      if (row >= a.m || n >= c0 + cols) continue;
+      float* out = a.acc + row * a.c + n;
+      if (quad_ok && n + 3 < c0 + cols) {
+        atomicAdd(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
+      } else {
+        for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, v[e]);
+      }
+    }
+  }
+  stamp(a, 4);
+
+  // 5. The last of the clusters to add into this column range writes y there.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's additions before its ticket
+    const unsigned ticket = atomicAdd(a.barrier + 2 + rank, 1u);
+    s_last = ticket == plan.clusters - 1;
+    if (s_last) {
+      a.barrier[2 + rank] = 0;
+      __threadfence();  // every cluster's additions (before their tickets) before the reads
+    }
+  }
+  __syncthreads();
+  if (s_last) {
+    // Warp w takes rows w, w + 8, ..., lane l columns l, l + 32, ...: all of a thread's loads
+    // (up to 8 x 8) are issued before any of its stores, so the L2 round trips overlap.
+    constexpr int kRows = kTM / kWarps, kCols = kMaxClusterColumns / 32;
+    float v[kRows][kCols];
+#pragma unroll
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma unroll
+      for (int cc = 0; cc < kCols; ++cc) {
+        const int row = warp + rr * kWarps, col = lane + cc * 32;
+        v[rr][cc] = row < a.m && col < cols ? load_l2(a.acc + row * a.c + c0 + col) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma unroll
+      for (int cc = 0; cc < kCols; ++cc) {
+        const int row = warp + rr * kWarps, col = lane + cc * 32;
+        if (row >= a.m || col >= cols) continue;
+        a.y[row * a.c + c0 + col] = Elem<T>::from_float(v[rr][cc] + s_b2[col]);
+        store_l2(a.acc + row * a.c + c0 + col, 0.0f);
+      }
+    }
+  }
+  stamp(a, 5);
+#else
+  __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below
+#endif
+}
+
+// FL_FFN_TIMELINE=1 (tuning only): every block stamps %globaltimer at the end of each phase;
+// after the run the launcher prints, per phase, the earliest and latest block relative to the
+// first start. The run then synchronizes, so it is not for timing the whole kernel.
+template <typename T>
+Status start_timeline(FfnArgs<T>* a, unsigned blocks) {
+  static const bool timeline = std::getenv("FL_FFN_TIMELINE") != nullptr;
+  a->timeline = nullptr;
+  if (timeline) FL_CUDA_TRY(cudaMalloc(&a->timeline, size_t(blocks) * 6 * sizeof(unsigned long long)));
+  return Status::Ok();
+}
+template <typename T>
+Status finish_timeline(const FfnArgs<T>& a, unsigned blocks, cudaStream_t stream) {
+  if (a.timeline == nullptr) return Status::Ok();
+  std::vector<unsigned long long> t(size_t(blocks) * 6);
+  FL_CUDA_TRY(cudaStreamSynchronize(stream));
+  FL_CUDA_TRY(cudaMemcpy(t.data(), a.timeline, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
+  FL_CUDA_TRY(cudaFree(a.timeline));
+  unsigned long long t0 = ~0ull;
+  for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, t[b * 6]);
+  double mx[6] = {}, mn[6] = {1e18, 1e18, 1e18, 1e18, 1e18, 1e18};
+  for (unsigned b = 0; b < blocks; ++b) {
+    for (int p = 0; p < 6; ++p) {
+      mx[p] = std::max(mx[p], double(t[b * 6 + p] - t0) / 1e3);
+      mn[p] = std::min(mn[p], double(t[b * 6 + p] - t0) / 1e3);
+    }
+  }
+  std::fprintf(stderr, "ffn timeline m=%lld blocks %u (us, earliest..latest block):", (long long)a.m,
+               blocks);
+  for (int p = 0; p < 6; ++p) std::fprintf(stderr, " %d: %.2f..%.2f", p, mn[p], mx[p]);
+  std::fprintf(stderr, "\n");
+  return Status::Ok();
+}
+
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
 Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   constexpr int kFfnThreads = FfnShape<kTM, kS>::kThreads, kFfnTokens = kTM;
@@ -364,31 +676,123 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(by));
   // Plain stores of each slice's share when the run is one chunk and the shares fit.
   if (chunks != 1 || size_t(slices) * a.m * a.c * sizeof(float) > a.partial_bytes) a.partial = nullptr;
-  static const bool timeline = std::getenv("FL_FFN_TIMELINE") != nullptr;
-  const size_t stamps = size_t(grid.x) * grid.y * 6;
-  if (timeline) FL_CUDA_TRY(cudaMalloc(&a.timeline, stamps * sizeof(unsigned long long)));
+  FL_TRY(start_timeline(&a, grid.x * grid.y));
   void* args[] = {&a};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
                                           dim3(kFfnThreads), args, smem, stream));
   FL_CUDA_TRY(cudaGetLastError());
-  if (timeline) {  // tuning only: when each phase ended, per block, relative to the first start
-    std::vector<unsigned long long> t(stamps);
-    FL_CUDA_TRY(cudaStreamSynchronize(stream));
-    FL_CUDA_TRY(cudaMemcpy(t.data(), a.timeline, stamps * sizeof(t[0]), cudaMemcpyDeviceToHost));
-    FL_CUDA_TRY(cudaFree(a.timeline));
-    unsigned long long t0 = ~0ull;
-    for (size_t b = 0; b < stamps / 6; ++b) t0 = std::min(t0, t[b * 6]);
-    double mx[6] = {}, mn[6] = {1e18, 1e18, 1e18, 1e18, 1e18, 1e18};
-    for (size_t b = 0; b < stamps / 6; ++b) {
-      for (int p = 0; p < 6; ++p) {
-        mx[p] = std::max(mx[p], double(t[b * 6 + p] - t0) / 1e3);
-        mn[p] = std::min(mn[p], double(t[b * 6 + p] - t0) / 1e3);
-      }
+  return finish_timeline(a, grid.x * grid.y, stream);
+}
+
+// How many clusters of `config` can be resident at once (asked once per kernel and shared
+// memory size: the answer does not change while the program runs).
+Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, int* fit) {
+  static std::mutex lock;
+  static std::map<std::tuple<const void*, size_t, unsigned>, int> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key = std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
+  auto found = known.find(key);
+  if (found == known.end()) {
+    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(config.dynamicSmemBytes)));
+    int n = 0;
+    FL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &config));
+    found = known.emplace(key, n).first;
+  }
+  *fit = found->second;
+  return Status::Ok();
+}
+
+template <typename T, int kTM>
+cudaLaunchConfig_t cluster_config(const ClusterPlan<T, kTM>& p, cudaLaunchAttribute* cluster) {
+  *cluster = {};
+  cluster->id = cudaLaunchAttributeClusterDimension;
+  cluster->val.clusterDim.x = p.size;
+  cluster->val.clusterDim.y = cluster->val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(p.clusters * p.size);
+  config.blockDim = dim3(ClusterUp<kTM>::kThreads);
+  config.dynamicSmemBytes = p.bytes();
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  return config;
+}
+
+// The cluster kernel's plan: the most blocks that can all be resident at once (one per SM:
+// they hold 100-220 KB of shared memory), so that every SM streams weights from the start; the
+// narrowest width (a multiple of 4 units, U = size x width at most 256) gives the most. Clusters of 8 where that
+// ties with 4 (fewer shares per output); FL_FFN_CLUSTER=4|8 forces a size (tuning). *ok is
+// false when nothing fits (shared memory, C over 8 x 256, GPCs that hold no cluster).
+template <typename T, int kTM, bool kVectorized>
+Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>* plan,
+                    bool* ok) {
+  *ok = false;
+  const void* kernel = reinterpret_cast<const void*>(ffn_cluster_kernel<T, kTM, kVectorized>);
+  static const char* forced = std::getenv("FL_FFN_CLUSTER");
+  for (int size : {8, 4}) {
+    if (forced && (std::string(forced) == "4" || std::string(forced) == "8") &&
+        std::atoi(forced) != size) {
+      continue;
     }
-    std::fprintf(stderr, "ffn timeline m=%lld grid %ux%u (us, min..max over blocks): start %.2f..%.2f primed %.2f..%.2f up %.2f..%.2f down %.2f..%.2f barrier %.2f..%.2f end %.2f..%.2f\n",
-                 (long long)a.m, grid.x, grid.y, mn[0], mx[0], mn[1], mx[1], mn[2], mx[2], mn[3], mx[3], mn[4], mx[4], mn[5], mx[5]);
+    ClusterPlan<T, kTM> p;
+    p.size = size;
+    p.cols = round_up((a.c + size - 1) / size, 16);
+    p.inputs = round_up((a.c + size - 1) / size, 8);
+    const int most = sms / size * size;
+    if (most < size || p.cols > kMaxClusterColumns || p.inputs > kMaxClusterInputs) continue;
+    for (p.width = round_up((a.hidden + most - 1) / most, 4);
+         p.width <= kMaxClusterWidth && p.width * size <= kClusterUnits; p.width += 4) {
+      if (p.bytes() > size_t(optin)) continue;
+      p.clusters = (a.hidden + p.units() - 1) / p.units();
+      cudaLaunchAttribute cluster;
+      const cudaLaunchConfig_t config = cluster_config(p, &cluster);
+      int fit = 0;
+      FL_TRY(max_active_clusters(kernel, config, &fit));
+      if (p.clusters > fit) continue;
+      if (!*ok || p.clusters * p.size > plan->clusters * plan->size) *plan = p;
+      *ok = true;
+      break;
+    }
   }
   return Status::Ok();
+}
+
+template <typename T, int kTM, bool kVectorized>
+Status launch_ffn_cluster(FfnArgs<T> a, const ClusterPlan<T, kTM>& plan, cudaStream_t stream) {
+  auto kernel = ffn_cluster_kernel<T, kTM, kVectorized>;
+  cudaLaunchAttribute cluster;
+  cudaLaunchConfig_t config = cluster_config(plan, &cluster);
+  config.stream = stream;
+  const unsigned blocks = plan.clusters * plan.size;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(plan.bytes())));
+  FL_TRY(start_timeline(&a, blocks));
+  FL_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a, plan));
+  FL_CUDA_TRY(cudaGetLastError());
+  return finish_timeline(a, blocks, stream);
+}
+
+// Hopper at up to 64 tokens: the cluster kernel when its plan fits (*launched says whether it
+// ran). FL_FFN_CLUSTER=0 turns it off (tuning runs compare the two kernels).
+template <typename T>
+Status try_ffn_cluster(const FfnArgs<T>& a, int sms, int optin, bool vec, cudaStream_t stream,
+                       bool* launched) {
+  *launched = false;
+  static const char* off = std::getenv("FL_FFN_CLUSTER");
+  if (a.m > 64 || (off && std::string(off) == "0")) return Status::Ok();
+  auto go = [&](auto tm_tag, auto vec_tag) -> Status {
+    constexpr int kTM = decltype(tm_tag)::value;
+    constexpr bool kVec = decltype(vec_tag)::value;
+    ClusterPlan<T, kTM> plan;
+    FL_TRY((plan_cluster<T, kTM, kVec>(a, sms, optin, &plan, launched)));
+    return *launched ? launch_ffn_cluster<T, kTM, kVec>(a, plan, stream) : Status::Ok();
+  };
+  using I16 = std::integral_constant<int, 16>;
+  using I64 = std::integral_constant<int, 64>;
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (a.m <= 16) return vec ? go(I16{}, Yes{}) : go(I16{}, No{});
+  return vec ? go(I64{}, Yes{}) : go(I64{}, No{});
 }
 
 // Picks the slice width S (64 hidden units, or 32 at up to 16 tokens, where more blocks stream
@@ -402,12 +806,19 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  int major = 0;
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const bool vec = tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) &&
+                   tc::vector_ok<T>(a.w2, a.c);
+  if (major >= 9) {
+    bool launched = false;
+    FL_TRY(try_ffn_cluster(a, sms, optin, vec, stream, &launched));
+    if (launched) return Status::Ok();
+  }
   if (!cooperative) return Status::Error("ffn: the fused kernel needs cooperative launches");
   static const char* forced = std::getenv("FL_FFN_SLICE");
   int slice = a.m <= 16 ? 32 : 64;
   if (forced && (std::string(forced) == "32" || std::string(forced) == "64")) slice = std::atoi(forced);
-  const bool vec = tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) &&
-                   tc::vector_ok<T>(a.w2, a.c);
   auto go = [&](auto tm_tag, auto s_tag) -> Status {
     constexpr int kTM = decltype(tm_tag)::value, kS = decltype(s_tag)::value;
     using Smem = FfnSmem<T, kTM, kS>;
@@ -452,7 +863,7 @@ class FfnWorkspace final : public Workspace {
     // and 32 MiB: the fused kernel adds the shares with plain stores and one pass, not atomics.
     const int64_t shares = (h_ + 31) / 32 * m_ * c_ * int64_t(sizeof(float));
     if (m_ <= 64) FL_TRY(partial_.allocate(std::min<int64_t>(shares, int64_t(32) << 20)));
-    FL_TRY(counters_.allocate(2 * sizeof(unsigned)));
+    FL_TRY(counters_.allocate((2 + kMaxClusterBlocks) * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
     const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
@@ -579,7 +990,7 @@ class Ffn final : public Lesson {
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 8 +
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 40 +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 

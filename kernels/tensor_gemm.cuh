@@ -292,6 +292,42 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
   __syncthreads();
 }
 
+// ---- a block tile whose whole K fits in shared memory at once --------------------------------
+// For short K ranges (a block's share of a split-K GEMM at a few tokens): A (BM x kMaxK) and B
+// (kMaxK x BN) are copied with one commit group, so every byte is in flight at once; no ring.
+// after_issue() runs while they fly; copies it issues form a second commit group, which the
+// caller waits for later (async_wait<0>()). Ends with a barrier.
+template <typename T, class Cfg, int kMaxK>
+constexpr size_t resident_bytes() {
+  return sizeof(T) * (size_t(Cfg::kBM) * (kMaxK + kPad<T>) + size_t(kMaxK) * (Cfg::kBN + kPad<T>));
+}
+
+template <typename T, class Cfg, int kMaxK, bool kVectorized, class AfterIssue = NoPrologue>
+__device__ __forceinline__ void block_multiply_resident(float (&acc)[Cfg::kMT][Cfg::kNT][4],
+                                                        T* tiles, const T* a, int64_t lda,
+                                                        const T* b, int64_t ldb, int64_t m,
+                                                        int64_t n, int64_t k, int64_t m0,
+                                                        int64_t n0,
+                                                        const AfterIssue& after_issue = {}) {
+  constexpr int lda_s = kMaxK + kPad<T>, ldb_s = Cfg::kBN + kPad<T>;
+  T* s_a = tiles;
+  T* s_b = tiles + Cfg::kBM * lda_s;
+  copy_tile<T, Cfg::kThreads, kVectorized>(s_a, lda_s, a + m0 * lda, lda, Cfg::kBM, kMaxK, m - m0, k);
+  copy_tile<T, Cfg::kThreads, kVectorized>(s_b, ldb_s, b + n0, ldb, kMaxK, Cfg::kBN, k, n - n0);
+  async_commit();
+  after_issue();
+  async_commit();
+  async_wait<1>();  // this thread's A and B copies (not after_issue's)
+  __syncthreads();
+  const int warp = threadIdx.x >> 5;
+  if (warp < Cfg::kMmaWarps) {
+    const int wm = (warp / Cfg::kWarpsN) * Cfg::kWM, wn = (warp % Cfg::kWarpsN) * Cfg::kWN;
+    const int k16 = static_cast<int>((k + 15) / 16 * 16);  // zero-filled beyond k
+    warp_multiply<T, Cfg::kMT, Cfg::kNT>(acc, s_a + wm * lda_s, lda_s, s_b + wn, ldb_s, k16);
+  }
+  __syncthreads();
+}
+
 // Calls f(row, col, v0, v1) for each pair of horizontally adjacent accumulators a thread holds
 // (row and col relative to the block tile; col even). Threads outside the multiplying warps hold
 // none.

@@ -780,17 +780,110 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
   return Status::Ok();
 }
 
+void LiveBackend::mark_counters_unavailable(std::vector<Measurement>* measurements) const {
+  for (Measurement& m : *measurements) {
+    if (m.counters_status == CountersStatus::measured) continue;
+    m.counters_status = CountersStatus::unavailable;
+    m.counters_note = counters_note_;
+  }
+}
+
+namespace {
+
+// Kernels per launch as the timing phase's records counted them (cuBLASLt may run two); empty
+// (one each) without records.
+std::vector<int> kernels_per_launch(const Measurement& m) {
+  std::vector<int> counts;
+  if (m.records.empty()) return counts;
+  const int launches = static_cast<int>(m.launches.size());
+  counts.assign(launches, 0);
+  for (const KernelRecord& r : m.records) {
+    if (r.launch >= 0 && r.launch < launches) ++counts[r.launch];
+  }
+  for (int& n : counts) n = std::max(n, 1);
+  return counts;
+}
+
+}  // namespace
+
+Status LiveBackend::count_level(const MeasureRequest& request, const std::string& drain_kind,
+                                const CancelCheck& cancelled,
+                                std::vector<Measurement>* measurements, Measurement* m,
+                                bool* stop) {
+  Workspace& ws = *workspace_;
+  const int level = m->level;
+  const int launches = static_cast<int>(m->launches.size());
+  // Before each pass, outside profiling: cold evicts L2 as before every timed repetition;
+  // warm runs the chain once, as the repetition before a timed one did.
+  auto prepare = [&]() -> Status {
+    if (request.cache == CacheMode::cold) {
+      FL_TRY(flush_l2());
+    } else {
+      for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
+    }
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  };
+  auto launch = [&](int k) { return ws.launch(level, k, stream_); };
+  std::function<Status()> drain;
+  if (drain_kind == "noop") {
+    drain = [&]() -> Status {
+      drain_kernel<<<1, 32, 0, stream_>>>(flush_sink_.as<int>());
+      FL_CUDA_TRY(cudaGetLastError());
+      return Status::Ok();
+    };
+  } else if (drain_kind == "flush") {
+    drain = [&] { return flush_l2(); };
+  }
+  std::vector<LaunchCounters> values;
+  LaunchCounters drained;
+  bool was_cancelled = false;
+  PhaseTimer counter_timer("counter phase (level)");
+  // Enabled once for every level of the request (enabling costs ~0.2 s); disabled after them.
+  const Status st = counters_->measure(launches, kernels_per_launch(*m), prepare, launch, drain,
+                                       cancelled, options_.counter_replay, /*keep_enabled=*/true,
+                                       &values, &drained, &was_cancelled);
+  if (trace_phases() && st.ok() && !was_cancelled) {
+    int64_t rd = 0, wr = 0;
+    for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
+    std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
+                 request.lesson.c_str(), static_cast<long long>(request.size), level,
+                 static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
+                 static_cast<long long>(drained.dram_read_bytes),
+                 static_cast<long long>(drained.dram_write_bytes));
+  }
+  if (!st.ok()) {
+    if (!counters_->unavailable_note().empty()) {
+      // Found out only now (permissions may be checked when profiling starts): timing only.
+      counters_note_ = counters_->unavailable_note();
+      counters_ = nullptr;
+      mark_counters_unavailable(measurements);
+      *stop = true;
+      return Status::Ok();
+    }
+    m->counters_status = CountersStatus::failed;
+    m->counters_note = "The counter phase failed: " + st.message();
+    workspace_.reset();
+    cudaGetLastError();
+    return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
+  }
+  if (was_cancelled) {
+    *stop = true;
+    return Status::Ok();
+  }
+  // What the chain left dirty in L2 reached DRAM during the flush that closed the pass: those
+  // are the chain's writes too, made by its last launch or earlier ones (docs/PERFORMANCE.md).
+  if (drain_kind == "flush") values.back().dram_write_bytes += drained.dram_write_bytes;
+  for (int k = 0; k < launches; ++k) m->launches[k].counters = values[k];
+  m->counters_status = CountersStatus::measured;
+  m->counters_note.clear();
+  return Status::Ok();
+}
+
 Status LiveBackend::measure_counters(const MeasureRequest& request, const CancelCheck& cancelled,
                                      std::vector<Measurement>* measurements) {
-  auto mark_unavailable = [&] {
-    for (Measurement& m : *measurements) {
-      if (m.counters_status == CountersStatus::measured) continue;
-      m.counters_status = CountersStatus::unavailable;
-      m.counters_note = counters_note_;
-    }
-  };
   if (counters_ == nullptr) {
-    mark_unavailable();
+    mark_counters_unavailable(measurements);
     return Status::Ok();
   }
   const Lesson* lesson = nullptr;
@@ -802,7 +895,6 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
                        workspace_precision_ == request.precision);
   FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   if (fresh) FL_TRY(workspace_->fill_inputs(++seed_counter_, stream_));
-  Workspace& ws = *workspace_;
   static const char* drain_env = std::getenv("FL_COUNTER_DRAIN");
   const std::string drain_kind = drain_env != nullptr ? drain_env : options_.counter_drain;
   // However the levels below end, the profiler is disabled after them unless it is to stay.
@@ -829,76 +921,9 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
       continue;
     }
     if (cancelled && cancelled()) return Status::Ok();
-    const int launches = static_cast<int>(m.launches.size());
-    // Before each pass, outside profiling: cold evicts L2 as before every timed repetition;
-    // warm runs the chain once, as the repetition before a timed one did.
-    auto prepare = [&]() -> Status {
-      if (request.cache == CacheMode::cold) {
-        FL_TRY(flush_l2());
-      } else {
-        for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
-      }
-      FL_CUDA_TRY(cudaStreamSynchronize(stream_));
-      return Status::Ok();
-    };
-    auto launch = [&](int k) { return ws.launch(level, k, stream_); };
-    std::function<Status()> drain;
-    if (drain_kind == "noop") {
-      drain = [&]() -> Status {
-        drain_kernel<<<1, 32, 0, stream_>>>(flush_sink_.as<int>());
-        FL_CUDA_TRY(cudaGetLastError());
-        return Status::Ok();
-      };
-    } else if (drain_kind == "flush") {
-      drain = [&] { return flush_l2(); };
-    }
-    std::vector<LaunchCounters> values;
-    LaunchCounters drained;
-    bool was_cancelled = false;
-    PhaseTimer counter_timer("counter phase (level)");
-    // Enabled once for every level of the request (enabling costs ~0.2 s); disabled below.
-    // Kernels per launch as the timing phase's records counted them (cuBLASLt may run two).
-    std::vector<int> kernels_per_launch;
-    if (!m.records.empty()) {
-      kernels_per_launch.assign(launches, 0);
-      for (const KernelRecord& r : m.records) {
-        if (r.launch >= 0 && r.launch < launches) ++kernels_per_launch[r.launch];
-      }
-      for (int& n : kernels_per_launch) n = std::max(n, 1);
-    }
-    const Status st = counters_->measure(launches, kernels_per_launch, prepare, launch, drain, cancelled,
-                                         options_.counter_replay, /*keep_enabled=*/true, &values,
-                                         &drained, &was_cancelled);
-    if (trace_phases() && st.ok() && !was_cancelled) {
-      int64_t rd = 0, wr = 0;
-      for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
-      std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
-                   request.lesson.c_str(), static_cast<long long>(request.size), level,
-                   static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
-                   static_cast<long long>(drained.dram_read_bytes),
-                   static_cast<long long>(drained.dram_write_bytes));
-    }
-    if (!st.ok()) {
-      if (!counters_->unavailable_note().empty()) {
-        // Found out only now (permissions may be checked when profiling starts): timing only.
-        counters_note_ = counters_->unavailable_note();
-        counters_ = nullptr;
-        mark_unavailable();
-        return Status::Ok();
-      }
-      m.counters_status = CountersStatus::failed;
-      m.counters_note = "The counter phase failed: " + st.message();
-      workspace_.reset();
-      cudaGetLastError();
-      return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
-    }
-    if (was_cancelled) return Status::Ok();
-    // What the chain left dirty in L2 reached DRAM during the flush that closed the pass: those
-    // are the chain's writes too, made by its last launch or earlier ones (docs/PERFORMANCE.md).
-    if (drain_kind == "flush") values.back().dram_write_bytes += drained.dram_write_bytes;
-    for (int k = 0; k < launches; ++k) m.launches[k].counters = values[k];
-    m.counters_status = CountersStatus::measured;
-    m.counters_note.clear();
+    bool stop = false;
+    FL_TRY(count_level(request, drain_kind, cancelled, measurements, &m, &stop));
+    if (stop) return Status::Ok();
   }
   return Status::Ok();
 }

@@ -106,6 +106,13 @@ class LiveBackend final : public MeasureBackend {
   Status time_repetitions(const MeasureRequest& request, int level, int launches, int reps,
                           Timer timer, const CancelCheck& cancelled, Measurement* m,
                           bool* records_missing);
+  // The counter phase of one level `m` of `measurements`: every pass of its chain under the
+  // range profiler. *stop when the phase ends here (cancelled, or the counters turned out to be
+  // unavailable: then every measurement says so).
+  Status count_level(const MeasureRequest& request, const std::string& drain_kind,
+                     const CancelCheck& cancelled, std::vector<Measurement>* measurements,
+                     Measurement* m, bool* stop);
+  void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
   Status validate(const MeasureRequest& request, const Lesson** lesson, std::vector<int>* levels) const;
   void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "app/cli.h"
@@ -184,22 +185,28 @@ Status write_to_data_fd(const BenchOutputs& out, const std::string& bytes) {
   return st;
 }
 
+// One output: `text` to the real standard output when `to_stdout`, else `save` to `path`; then a
+// line on stderr saying where it went.
+int write_output(const BenchOutputs& out, bool to_stdout, const std::string& path, const char* what,
+                 const std::function<std::string()>& text, const std::function<Status()>& save) {
+  const Status st = to_stdout ? write_to_data_fd(out, text()) : save();
+  if (!st.ok()) return fail(st.message());
+  std::fprintf(stderr, "wrote %s\n", to_stdout ? (std::string("the ") + what + " to standard output").c_str()
+                                               : shorten_for_message(path, kShownPathChars).c_str());
+  return kExitOk;
+}
+
 int write_outputs(const Session& session, const BenchOptions& o, const BenchOutputs& out) {
   if (!o.out_session.empty()) {
-    const Status st = out.session_to_stdout ? write_to_data_fd(out, session_to_json(session))
-                                            : save_session(session, o.out_session);
-    if (!st.ok()) return fail(st.message());
-    std::fprintf(stderr, "wrote %s\n", out.session_to_stdout
-                                           ? "the session to standard output"
-                                           : shorten_for_message(o.out_session, kShownPathChars).c_str());
+    const int code = write_output(out, out.session_to_stdout, o.out_session, "session",
+                                  [&] { return session_to_json(session); },
+                                  [&] { return save_session(session, o.out_session); });
+    if (code != kExitOk) return code;
   }
   if (!o.out_csv.empty()) {
-    const Status st = out.csv_to_stdout ? write_to_data_fd(out, measurements_csv(session))
-                                        : export_csv(session, o.out_csv);
-    if (!st.ok()) return fail(st.message());
-    std::fprintf(stderr, "wrote %s\n", out.csv_to_stdout
-                                           ? "the CSV to standard output"
-                                           : shorten_for_message(o.out_csv, kShownPathChars).c_str());
+    return write_output(out, out.csv_to_stdout, o.out_csv, "CSV",
+                        [&] { return measurements_csv(session); },
+                        [&] { return export_csv(session, o.out_csv); });
   }
   return kExitOk;
 }

@@ -160,7 +160,7 @@ void draw_measurement_panel(const Lab& lab) {
                                  replay->recording.device.name + " on " +
                                  replay->recording.date_text() +
                                  " and is shown exactly as recorded; nothing runs on this machine.";
-    section_title("Recorded measurement", lesson_text(panel_text_id("measurement")), recorded);
+    section_title("Recorded measurement", lesson_text(panel_text_id("measurement")), "", recorded);
   } else {
     section_title("Current measurement", lesson_text(panel_text_id("measurement")));
   }

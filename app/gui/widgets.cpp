@@ -43,28 +43,31 @@ ImU32 text_color(BlockKind kind, bool emphasis) {
 
 }  // namespace
 
-void help_marker(const LessonText& text, const std::string& extra) {
+void help_marker(const LessonText& text, const std::string& after, const std::string& before) {
   ImGui::SameLine();
   ImGui::TextDisabled("(?)");
   if (!ImGui::IsItemHovered()) return;
   ImGui::BeginTooltip();
   const float width = ImGui::GetFontSize() * 32.0f;
   if (!text.note.empty()) draw_text_note(text.note, width);
-  if (extra.empty()) {
-    draw_text_blocks(text.blocks, width);
-  } else {
-    std::vector<TextBlock> blocks = text.blocks;
-    TextBlock more;
-    more.spans.push_back({extra, false});
-    blocks.push_back(std::move(more));
-    draw_text_blocks(blocks, width);
-  }
+  std::vector<TextBlock> blocks;
+  const auto paragraph = [&](const std::string& words) {
+    if (words.empty()) return;
+    TextBlock block;
+    block.spans.push_back({words, false});
+    blocks.push_back(std::move(block));
+  };
+  paragraph(before);
+  blocks.insert(blocks.end(), text.blocks.begin(), text.blocks.end());
+  paragraph(after);
+  draw_text_blocks(blocks, width);
   ImGui::EndTooltip();
 }
 
-void section_title(const char* text, const LessonText& help, const std::string& extra) {
+void section_title(const char* text, const LessonText& help, const std::string& after,
+                   const std::string& before) {
   ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
-  help_marker(help, extra);
+  help_marker(help, after, before);
   ImGui::Separator();
 }
 

@@ -15,13 +15,16 @@ namespace fl::gui {
 // "(?)" that shows `text` in a tooltip when hovered (as in imgui_demo.cpp).
 void help_marker(const char* text);
 // The same for an explanation loaded as an asset (app/gui/lesson_text.h): its note, if any, then
-// its blocks, laid out as the lesson panel lays them out. `extra` (when not empty) follows as
-// one more paragraph: what only the running window knows (the recording's GPU, a greyed choice).
-void help_marker(const LessonText& text, const std::string& extra = "");
+// its blocks, laid out as the lesson panel lays them out. What only the running window knows
+// (the recording's GPU, why a choice is greyed out) goes in a paragraph of its own `before` or
+// `after` the file's text (none when empty).
+void help_marker(const LessonText& text, const std::string& after = "",
+                 const std::string& before = "");
 
 // A section title in the accent colour, its "(?)" help beside it, over a thin separator.
 void section_title(const char* text, const char* help);
-void section_title(const char* text, const LessonText& help, const std::string& extra = "");
+void section_title(const char* text, const LessonText& help, const std::string& after = "",
+                   const std::string& before = "");
 
 // A loaded text's note ("your copy ... is broken") in a warning colour, wrapped at `wrap_x`
 // (ImGui::PushTextWrapPos: 0 is the window's right edge).

@@ -13,9 +13,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/measure/choices.h"
 #include "app/measure/cupti_tracer.h"
 #include "app/measure/export.h"
 #include "app/measure/file_io.h"
@@ -56,93 +58,177 @@ double deviation(double measured, double reference) {
 }
 double megabytes(double bytes) { return bytes * 1e-6; }
 
-}  // namespace
+// ---- the options, checked before any GPU or file work --------------------------------------
 
-int run_bench(const BenchOptions& o) {
-  // Validate everything that needs no GPU first, so mistakes are reported at once.
-  std::vector<const Lesson*> chosen;
-  std::vector<std::string> ids = split(o.lessons);
-  if (o.lessons == "all") {
+// What `bench` runs, from its options: every name parsed and every value checked.
+struct BenchPlan {
+  std::vector<const Lesson*> lessons;
+  std::vector<int64_t> sizes;
+  std::vector<int> levels;  // empty: every level of each lesson
+  Precision precision = Precision::fp32;
+  CacheMode cache = CacheMode::cold;
+  Timer timer = Timer::cupti;
+  CounterReplay replay = CounterReplay::user;
+};
+
+Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
+  std::vector<std::string> ids = split(list);
+  if (list == "all") {
     ids.clear();
     for (const Lesson* lesson : lessons()) ids.push_back(lesson->info().id);
   }
   for (const std::string& id : ids) {
     const Lesson* lesson = find_lesson(id);
-    if (lesson == nullptr) return usage("unknown lesson '" + shorten_for_message(id) + "' (see `fusionlab lessons`)");
-    chosen.push_back(lesson);
-  }
-  if (chosen.empty()) return usage("no lesson given");
-  std::vector<int64_t> sizes;
-  if (Status st = parse_size_list(o.sizes, &sizes); !st.ok()) return usage(st.message());
-  Precision precision;
-  if (!parse_precision(o.precision, &precision)) return usage("--precision is fp32 or bf16, got '" + shorten_for_message(o.precision) + "'");
-  CacheMode cache;
-  if (!parse_cache_mode(o.cache, &cache)) return usage("--cache is cold or warm, got '" + shorten_for_message(o.cache) + "'");
-  std::vector<int> levels;
-  if (o.levels != "all") {
-    for (const std::string& item : split(o.levels)) {
-      char* end = nullptr;
-      const long v = std::strtol(item.c_str(), &end, 10);
-      if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) return usage("--levels takes 'all' or numbers like 0,1; got '" + shorten_for_message(o.levels) + "'");
-      levels.push_back(static_cast<int>(v));
+    if (lesson == nullptr) {
+      return Status::Error("unknown lesson '" + shorten_for_message(id) + "' (see `fusionlab lessons`)");
     }
+    out->push_back(lesson);
   }
-  for (const Lesson* lesson : chosen) {
-    for (int level : levels) {
+  if (out->empty()) return Status::Error("no lesson given");
+  return Status::Ok();
+}
+
+Status parse_levels(const std::string& list, std::vector<int>* out) {
+  if (list == "all") return Status::Ok();
+  for (const std::string& item : split(list)) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) {
+      return Status::Error("--levels takes 'all' or numbers like 0,1; got '" + shorten_for_message(list) + "'");
+    }
+    out->push_back(static_cast<int>(v));
+  }
+  return Status::Ok();
+}
+
+// Every chosen lesson has the levels and takes the sizes asked for.
+Status check_levels_and_sizes(const BenchPlan& plan) {
+  for (const Lesson* lesson : plan.lessons) {
+    const LessonInfo& info = lesson->info();
+    for (int level : plan.levels) {
       if (level >= lesson->level_count()) {
-        return usage(lesson->info().id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
+        return Status::Error(info.id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
       }
     }
-    for (int64_t n : sizes) {
-      if (n > lesson->info().size_axis.max) {
-        return usage(lesson->info().id + " takes at most " + std::to_string(lesson->info().size_axis.max) +
-                    " " + lesson->info().size_axis.unit + "; got " + std::to_string(n));
+    for (int64_t n : plan.sizes) {
+      if (n > info.size_axis.max) {
+        return Status::Error(info.id + " takes at most " + std::to_string(info.size_axis.max) + " " +
+                             info.size_axis.unit + "; got " + std::to_string(n));
       }
     }
   }
+  return Status::Ok();
+}
 
-  if (o.timer != "cupti" && o.timer != "events") return usage("--timer is cupti or events, got '" + shorten_for_message(o.timer) + "'");
-  CounterReplay replay;
-  if (!parse_counter_replay(o.counter_replay, &replay)) {
-    return usage("--counter-replay is user or kernel, got '" + shorten_for_message(o.counter_replay) + "'");
+// A usage error (exit 2) names the first bad option, in the order the options were checked
+// before (lessons, sizes, precision, cache, levels, levels against the lessons, timer, replay).
+Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
+  FL_TRY(parse_lessons(o.lessons, &plan->lessons));
+  FL_TRY(parse_size_list(o.sizes, &plan->sizes));
+  if (!parse_precision(o.precision, &plan->precision)) {
+    return Status::Error(not_a_choice("--precision", kPrecisionChoices, &o.precision));
   }
+  if (!parse_cache_mode(o.cache, &plan->cache)) {
+    return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
+  }
+  FL_TRY(parse_levels(o.levels, &plan->levels));
+  FL_TRY(check_levels_and_sizes(*plan));
+  if (!parse_timer(o.timer, &plan->timer)) {
+    return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
+  }
+  if (!parse_counter_replay(o.counter_replay, &plan->replay)) {
+    return Status::Error(not_a_choice("--counter-replay", "user or kernel", &o.counter_replay));
+  }
+  return Status::Ok();
+}
 
-  // The outputs, before minutes of measuring: "-" is standard output (one of them at most; the
-  // table then goes to standard error), a file must be a regular one in a writable folder. An
-  // existing file is replaced, as before: bench re-measures into the same names.
-  const bool session_to_stdout = is_stdout_name(o.out_session), csv_to_stdout = is_stdout_name(o.out_csv);
-  if (session_to_stdout && csv_to_stdout) return usage("--out - and --csv - cannot both go to standard output");
-  for (const std::string* out : {&o.out_session, &o.out_csv}) {
-    if (out->empty() || is_stdout_name(*out)) continue;
-    if (Status st = check_output_file(*out, /*replace_existing=*/true); !st.ok()) return fail(st.message());
+// ---- the outputs ---------------------------------------------------------------------------
+
+// Where the session and the CSV go. "-" is standard output (one of them at most); the table then
+// goes to standard error, and data_fd keeps the real standard output for the data.
+struct BenchOutputs {
+  bool session_to_stdout = false, csv_to_stdout = false;
+  int data_fd = -1;
+};
+
+// Checked before minutes of measuring: a file must be a regular one in a writable folder. An
+// existing file is replaced, as before: bench re-measures into the same names. Returns the exit
+// status of a failure, or kExitOk.
+int prepare_outputs(const BenchOptions& o, BenchOutputs* out) {
+  out->session_to_stdout = is_stdout_name(o.out_session);
+  out->csv_to_stdout = is_stdout_name(o.out_csv);
+  if (out->session_to_stdout && out->csv_to_stdout) {
+    return usage("--out - and --csv - cannot both go to standard output");
   }
-  int data_fd = -1;  // where the data written to "-" goes: the real standard output
-  if (session_to_stdout || csv_to_stdout) {
+  for (const std::string* path : {&o.out_session, &o.out_csv}) {
+    if (path->empty() || is_stdout_name(*path)) continue;
+    if (Status st = check_output_file(*path, /*replace_existing=*/true); !st.ok()) return fail(st.message());
+  }
+  if (out->session_to_stdout || out->csv_to_stdout) {
     std::fflush(stdout);
-    data_fd = ::dup(STDOUT_FILENO);
-    if (data_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    out->data_fd = ::dup(STDOUT_FILENO);
+    if (out->data_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
       return fail(std::string("cannot set up standard output: ") + std::strerror(errno));
     }
   }
+  return kExitOk;
+}
 
+// Data for "-" goes to the real standard output (saved in data_fd; fd 1 is stderr by now).
+Status write_to_data_fd(const BenchOutputs& out, const std::string& bytes) {
+  std::fflush(stdout);
+  if (::dup2(out.data_fd, STDOUT_FILENO) < 0) {
+    return Status::Error(std::string("cannot write to standard output: ") + std::strerror(errno));
+  }
+  const Status st = write_to_stdout(bytes);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  return st;
+}
+
+// One output: `text` to the real standard output when `to_stdout`, else `save` to `path`; then a
+// line on stderr saying where it went.
+int write_output(const BenchOutputs& out, bool to_stdout, const std::string& path, const char* what,
+                 const std::function<std::string()>& text, const std::function<Status()>& save) {
+  const Status st = to_stdout ? write_to_data_fd(out, text()) : save();
+  if (!st.ok()) return fail(st.message());
+  std::fprintf(stderr, "wrote %s\n", to_stdout ? (std::string("the ") + what + " to standard output").c_str()
+                                               : shorten_for_message(path, kShownPathChars).c_str());
+  return kExitOk;
+}
+
+int write_outputs(const Session& session, const BenchOptions& o, const BenchOutputs& out) {
+  if (!o.out_session.empty()) {
+    const int code = write_output(out, out.session_to_stdout, o.out_session, "session",
+                                  [&] { return session_to_json(session); },
+                                  [&] { return save_session(session, o.out_session); });
+    if (code != kExitOk) return code;
+  }
+  if (!o.out_csv.empty()) {
+    return write_output(out, out.csv_to_stdout, o.out_csv, "CSV",
+                        [&] { return measurements_csv(session); },
+                        [&] { return export_csv(session, o.out_csv); });
+  }
+  return kExitOk;
+}
+
+// ---- the backend ---------------------------------------------------------------------------
+
+LiveOptions live_options(const BenchOptions& o, const BenchPlan& plan) {
   LiveOptions live;
   live.min_repetitions = std::max(1, o.min_repetitions);
   live.target_seconds = o.seconds_per_level;
-  live.use_cupti = o.timer == "cupti";
+  live.timer = plan.timer;
   live.counters = !o.no_counters;
   live.compare_timers = o.compare_timers;
-  live.counter_replay = replay;
+  live.counter_replay = plan.replay;
   live.keep_profiler_enabled = !o.fresh_profiler;
-  // Before any workspace plans its GEMMs: the math mode is fixed per plan.
-  blas::set_allow_tf32(o.allow_tf32);
   live.trace_all_runtime_apis = o.trace_all_runtime_apis;
-  std::unique_ptr<LiveBackend> backend;
-  if (Status st = LiveBackend::create(live, &backend); !st.ok()) {
-    return fail(st.message() + " `bench` measures on a live GPU, so it cannot run here.");
-  }
-  std::fprintf(stderr, "measuring the copy roof (1 GiB, cold L2)...\n");
-  if (Status st = backend->measure_roof(); !st.ok()) return fail(st.message());
-  const DeviceFacts& d = backend->device();
+  return live;
+}
+
+// The GPU, the roof and how the run times and counts: the table's preamble.
+void print_setup(LiveBackend& backend, const BenchOptions& o, const BenchPlan& plan) {
+  const DeviceFacts& d = backend.device();
   std::printf("GPU: %s, compute capability %d.%d, %d SMs, %s L2, %s memory, driver %d.%d, "
               "CUDA runtime %d.%d\n",
               d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes).c_str(),
@@ -151,214 +237,284 @@ int run_bench(const BenchOptions& o) {
               (d.runtime_version % 1000) / 10);
   std::printf("roof: copy bandwidth over 1 GiB, cold L2: %.0f GB/s (bytes read + written)\n",
               d.roof_gbps);
-  const bool cupti_timing = std::string(backend->timing_method()) == "cupti_activity";
-  if (cupti_timing) {
+  if (std::string(backend.timing_method()) == "cupti_activity") {
     std::printf("timing: CUPTI activity records; a launch is its kernel's end - start, a chain the "
                 "first launch's start to the last one's end\n");
   } else {
     std::printf("timing: CUDA events around every launch%s%s\n",
-                backend->timing_note().empty() ? "" : ": ", backend->timing_note().c_str());
+                backend.timing_note().empty() ? "" : ": ", backend.timing_note().c_str());
   }
-  const bool counters = backend->counters_available();
-  if (counters) {
+  if (backend.counters_available()) {
     std::printf("counters: CUPTI range profiler on %s, %d pass%s, one auto range per kernel, %s "
                 "replay, run after the timing in the same cache mode\n",
-                backend->counter_chip().c_str(), backend->counter_passes(),
-                backend->counter_passes() == 1 ? "" : "es", to_string(replay));
+                backend.counter_chip().c_str(), backend.counter_passes(),
+                backend.counter_passes() == 1 ? "" : "es", to_string(plan.replay));
   } else if (o.no_counters) {
     std::printf("counters: off (--no-counters)\n");
   } else {
-    std::printf("counters: %s\n", backend->counters_note().c_str());
+    std::printf("counters: %s\n", backend.counters_note().c_str());
   }
+}
+
+// ---- one lesson: measuring -----------------------------------------------------------------
+
+// What one lesson's run needs to know besides the plan.
+struct LessonRun {
+  const Lesson* lesson = nullptr;
+  std::vector<int> levels;  // the levels measured, never empty
+  bool cupti_timing = false;
+  bool counters = false;
+};
+
+// One size of one lesson: every level's measurement (timing, then counters).
+struct SizeResult {
+  int64_t size = 0;
+  Status status;
+  std::vector<Measurement> measurements;
+  double counter_ms = -1;  // wall time of the counter phase; -1 when it did not run
+};
+
+SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchPlan& plan,
+                        int64_t n) {
+  SizeResult result;
+  result.size = n;
+  MeasureRequest request;
+  request.lesson = run.lesson->info().id;
+  request.size = n;
+  request.levels = run.levels;
+  request.precision = plan.precision;
+  request.cache = plan.cache;
+  result.status = backend.measure(request, nullptr, &result.measurements);
+  if (result.status.ok() && run.counters) {
+    const auto t0 = std::chrono::steady_clock::now();
+    result.status = backend.measure_counters(request, nullptr, &result.measurements);
+    result.counter_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return result;
+}
+
+// ---- one lesson: printing ------------------------------------------------------------------
+
+void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_repetitions) {
+  const LessonInfo& info = run.lesson->info();
+  std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n",
+              info.id.c_str(), info.formula.c_str(), to_string(plan.precision), to_string(plan.cache),
+              min_repetitions, run.cupti_timing ? "CUPTI activity records" : "CUDA events");
+  if (info.size_axis.inner_default > 0) {
+    std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
+                info.size_axis.inner_name.c_str(),
+                static_cast<long long>(info.size_axis.inner_default));
+  }
+  std::printf("%10s %12s", "size", "tensor");
+  for (int l : run.levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
+  std::printf(" %8s %7s %10s %7s %11s\n", "speedup", "limit", "top GB/s", "% copy", "max rel err");
+}
+
+// One size's row: every level's time, the top level's speedup over the first, its byte-ratio
+// limit, GB/s and % of copy, and the worst error. Returns whether every level was correct.
+bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResult& r) {
+  const Shape shape = run.lesson->resolve(Shape(r.size));
+  const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
+  std::printf("%10s %12s", format_size(r.size).c_str(),
+              format_bytes(elements * bytes_per_element(plan.precision)).c_str());
+  double worst_error = 0;
+  bool all_correct = true;
+  for (const Measurement& m : r.measurements) {
+    if (m.check.passed) std::printf(" %11.2f", m.chain_time_us.median);
+    else std::printf(" %11s", "WRONG");
+    worst_error = std::max(worst_error, m.check.rel_l2_error);
+    all_correct = all_correct && m.check.passed;
+  }
+  const Measurement& first = r.measurements.front();
+  const Measurement& top = r.measurements.back();
+  const double limit = top.textbook_bytes() > 0
+                           ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
+  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
+              top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps),
+              worst_error, all_correct ? "" : "  FAILED CHECK");
+  return all_correct;
+}
+
+void print_launch(const Measurement& m, const LaunchResult& l) {
+  const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
+  std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)",
+              format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(),
+              l.time_us.median, gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
+  if (l.event_time_us.count > 0) {
+    std::printf("  events %.2f us (CUPTI %+.1f%%)", l.event_time_us.median,
+                deviation(l.time_us.median, l.event_time_us.median));
+  }
+  if (l.counters) {
+    std::printf("  DRAM rd %.2f wr %.2f MB, L2 %.2f MB; textbook rd %.2f wr %.2f MB",
+                megabytes(l.counters->dram_read_bytes), megabytes(l.counters->dram_write_bytes),
+                megabytes(l.counters->l2_bytes), megabytes(l.textbook.bytes_read),
+                megabytes(l.textbook.bytes_written));
+  }
+  std::printf("\n");
+}
+
+// Per launch: time, GB/s, % of copy and the counted bytes; then the chain's bytes.
+void print_launches(const std::vector<Measurement>& details, bool counters) {
+  std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes%s\n",
+              counters ? "; DRAM read / write and L2 bytes from the counters, next to the "
+                         "textbook bytes (MB = 10^6 bytes)"
+                       : "");
+  for (const Measurement& m : details) {
+    for (const LaunchResult& l : m.launches) print_launch(m, l);
+    if (const auto total = m.counters_total()) {
+      const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
+      std::printf("  %10s  level %d chain: DRAM rd+wr %.2f MB vs textbook %.2f MB (%+.1f%%), L2 %.2f MB\n",
+                  format_size(m.size).c_str(), m.level, megabytes(dram),
+                  megabytes(m.textbook_bytes()), deviation(dram, m.textbook_bytes()),
+                  megabytes(total->l2_bytes));
+    } else if (m.counters_status != CountersStatus::not_measured && !m.counters_note.empty()) {
+      std::printf("  %10s  level %d counters %s: %s\n", format_size(m.size).c_str(), m.level,
+                  to_string(m.counters_status), m.counters_note.c_str());
+    }
+  }
+}
+
+// Levels that fell back from CUPTI to events, launches matched by order, CUPTI's own counts
+// (--compare-timers) and the counter phases' wall times.
+void print_notes(LiveBackend& backend, const LessonRun& run, const BenchOptions& o,
+                 const std::vector<Measurement>& details,
+                 const std::vector<std::pair<int64_t, double>>& counter_ms) {
+  for (const Measurement& m : details) {
+    if (run.cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
+      std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
+                  m.timing_method.c_str(), backend.timing_note().c_str());
+    }
+  }
+  if (backend.order_matched_repetitions() > 0) {
+    std::printf("  note: %lld repetitions' kernel records were matched to launches by order "
+                "(CUPTI delivered no external correlation records)\n",
+                static_cast<long long>(backend.order_matched_repetitions()));
+  }
+  if (o.compare_timers && run.cupti_timing) {
+    KernelTracer* tracer = nullptr;
+    if (KernelTracer::instance(&tracer).ok()) {
+      const TracerStats t = tracer->stats();
+      std::printf("  CUPTI so far: %llu kernel, %llu API and %llu external correlation records, "
+                  "%llu dropped; %llu runtime calls could not be untraced\n",
+                  static_cast<unsigned long long>(t.kernel_records),
+                  static_cast<unsigned long long>(t.api_records),
+                  static_cast<unsigned long long>(t.external_correlation_records),
+                  static_cast<unsigned long long>(t.dropped_records),
+                  static_cast<unsigned long long>(t.apis_left_traced));
+    }
+  }
+  if (!counter_ms.empty()) {
+    std::printf("  counter phase (every level, wall time):");
+    for (const auto& [n, ms] : counter_ms) std::printf(" %s %.0f ms", format_size(n).c_str(), ms);
+    std::printf("\n");
+  }
+}
+
+// --compare-timers: the measurement's own fidelity, CUPTI durations against CUDA events on the
+// same launches, and counted DRAM bytes against the textbook bytes.
+void print_fidelity(CacheMode cache, const std::vector<Measurement>& details) {
+  std::printf("  fidelity (%s):\n", to_string(cache));
+  std::printf("  %10s %5s %-18s %10s %10s %7s %8s %8s %11s\n", "size", "level", "kernel",
+              "cupti us", "events us", "diff", "rd/tb", "wr/tb", "chain rd+wr");
+  for (const Measurement& m : details) {
+    const auto total = m.counters_total();
+    for (size_t k = 0; k < m.launches.size(); ++k) {
+      const LaunchResult& l = m.launches[k];
+      char events[32] = "-", diff[32] = "-", rd[32] = "-", wr[32] = "-", chain[32] = "";
+      if (l.event_time_us.count > 0) {
+        std::snprintf(events, sizeof(events), "%.2f", l.event_time_us.median);
+        std::snprintf(diff, sizeof(diff), "%+.1f%%", deviation(l.time_us.median, l.event_time_us.median));
+      }
+      if (l.counters && l.textbook.bytes_read > 0) {
+        std::snprintf(rd, sizeof(rd), "%+.1f%%", deviation(l.counters->dram_read_bytes, l.textbook.bytes_read));
+      }
+      if (l.counters && l.textbook.bytes_written > 0) {
+        std::snprintf(wr, sizeof(wr), "%+.1f%%", deviation(l.counters->dram_write_bytes, l.textbook.bytes_written));
+      }
+      if (k + 1 == m.launches.size() && total) {
+        std::snprintf(chain, sizeof(chain), "%+.1f%%",
+                      deviation(double(total->dram_read_bytes) + double(total->dram_write_bytes),
+                                m.textbook_bytes()));
+      }
+      std::printf("  %10s %5d %-18s %10.2f %10s %7s %8s %8s %11s\n", format_size(m.size).c_str(),
+                  m.level, l.textbook.kernel.c_str(), l.time_us.median, events, diff, rd, wr, chain);
+    }
+  }
+}
+
+// ---- the bench loop ------------------------------------------------------------------------
+
+// Measures every size of one lesson, printing its table as the rows arrive, then the per-launch
+// details. The measurements join the session; returns how many sizes failed or were wrong.
+int bench_lesson(LiveBackend& backend, const LessonRun& run, const BenchPlan& plan,
+                 const BenchOptions& o, Session* session) {
+  print_lesson_header(run, plan, std::max(1, o.min_repetitions));
+  int failures = 0;
+  std::vector<Measurement> details;
+  std::vector<std::pair<int64_t, double>> counter_ms;  // size, wall time of its counter phase
+  for (int64_t n : plan.sizes) {
+    std::fprintf(stderr, "  %s %s...\n", run.lesson->info().id.c_str(), format_size(n).c_str());
+    SizeResult r = measure_size(backend, run, plan, n);
+    if (r.counter_ms >= 0) counter_ms.emplace_back(n, r.counter_ms);
+    if (!r.status.ok()) {
+      std::printf("%10s  error: %s\n", format_size(n).c_str(), r.status.message().c_str());
+      ++failures;
+      continue;
+    }
+    if (!print_size_row(run, plan, r)) ++failures;
+    for (Measurement& m : r.measurements) {
+      details.push_back(m);
+      session->measurements.push_back(std::move(m));
+    }
+  }
+  print_launches(details, run.counters);
+  print_notes(backend, run, o, details, counter_ms);
+  if (o.compare_timers) print_fidelity(plan.cache, details);
+  return failures;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  BenchPlan plan;
+  if (Status st = plan_bench(o, &plan); !st.ok()) return usage(st.message());
+  BenchOutputs outputs;
+  if (const int code = prepare_outputs(o, &outputs); code != kExitOk) return code;
+
+  // Before any workspace plans its GEMMs: the math mode is fixed per plan.
+  blas::set_allow_tf32(o.allow_tf32);
+  std::unique_ptr<LiveBackend> backend;
+  if (Status st = LiveBackend::create(live_options(o, plan), &backend); !st.ok()) {
+    return fail(st.message() + " `bench` measures on a live GPU, so it cannot run here.");
+  }
+  std::fprintf(stderr, "measuring the copy roof (1 GiB, cold L2)...\n");
+  if (Status st = backend->measure_roof(); !st.ok()) return fail(st.message());
+  print_setup(*backend, o, plan);
 
   Session session;
   session.app_version = app_version();
   session.created_utc = utc_now_iso8601();
   session.backend = "live";
+  // How the run times and counts, as the preamble said (a later failure of the counters is
+  // reported per measurement).
+  const bool cupti_timing = std::string(backend->timing_method()) == "cupti_activity";
+  const bool counters = backend->counters_available();
   int failures = 0;
-  for (const Lesson* lesson : chosen) {
-    const LessonInfo& info = lesson->info();
-    std::vector<int> lesson_levels = levels;
-    if (lesson_levels.empty()) {
-      for (int l = 0; l < lesson->level_count(); ++l) lesson_levels.push_back(l);
+  for (const Lesson* lesson : plan.lessons) {
+    LessonRun run;
+    run.lesson = lesson;
+    run.levels = plan.levels;
+    if (run.levels.empty()) {
+      for (int l = 0; l < lesson->level_count(); ++l) run.levels.push_back(l);
     }
-    std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n",
-                info.id.c_str(), info.formula.c_str(), to_string(precision), to_string(cache),
-                live.min_repetitions, cupti_timing ? "CUPTI activity records" : "CUDA events");
-    if (info.size_axis.inner_default > 0) {
-      std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
-                  info.size_axis.inner_name.c_str(),
-                  static_cast<long long>(info.size_axis.inner_default));
-    }
-    std::printf("%10s %12s", "size", "tensor");
-    for (int l : lesson_levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
-    std::printf(" %8s %7s %10s %7s %11s\n", "speedup", "limit", "top GB/s", "% copy", "max rel err");
-
-    std::vector<Measurement> details;
-    std::vector<std::pair<int64_t, double>> counter_ms;  // size, wall time of its counter phase
-    for (int64_t n : sizes) {
-      std::fprintf(stderr, "  %s %s...\n", info.id.c_str(), format_size(n).c_str());
-      MeasureRequest request;
-      request.lesson = info.id;
-      request.size = n;
-      request.levels = lesson_levels;
-      request.precision = precision;
-      request.cache = cache;
-      std::vector<Measurement> ms;
-      Status st = backend->measure(request, nullptr, &ms);
-      if (st.ok() && counters) {
-        const auto t0 = std::chrono::steady_clock::now();
-        st = backend->measure_counters(request, nullptr, &ms);
-        counter_ms.emplace_back(
-            n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-      if (!st.ok()) {
-        std::printf("%10s  error: %s\n", format_size(n).c_str(), st.message().c_str());
-        ++failures;
-        continue;
-      }
-      const Shape shape = lesson->resolve(Shape(n));
-      const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
-      std::printf("%10s %12s", format_size(n).c_str(),
-                  format_bytes(elements * bytes_per_element(precision)).c_str());
-      double worst_error = 0;
-      bool all_correct = true;
-      for (const Measurement& m : ms) {
-        if (m.check.passed) std::printf(" %11.2f", m.chain_time_us.median);
-        else std::printf(" %11s", "WRONG");
-        worst_error = std::max(worst_error, m.check.rel_l2_error);
-        all_correct = all_correct && m.check.passed;
-      }
-      const Measurement& first = ms.front();
-      const Measurement& top = ms.back();
-      const double limit = top.textbook_bytes() > 0
-                               ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
-      std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
-                  top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps),
-                  worst_error, all_correct ? "" : "  FAILED CHECK");
-      if (!all_correct) ++failures;
-      for (Measurement& m : ms) {
-        details.push_back(m);
-        session.measurements.push_back(std::move(m));
-      }
-    }
-
-    std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes%s\n",
-                counters ? "; DRAM read / write and L2 bytes from the counters, next to the "
-                           "textbook bytes (MB = 10^6 bytes)"
-                         : "");
-    for (const Measurement& m : details) {
-      for (const LaunchResult& l : m.launches) {
-        const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
-        std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)",
-                    format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(),
-                    l.time_us.median, gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
-        if (l.event_time_us.count > 0) {
-          std::printf("  events %.2f us (CUPTI %+.1f%%)", l.event_time_us.median,
-                      deviation(l.time_us.median, l.event_time_us.median));
-        }
-        if (l.counters) {
-          std::printf("  DRAM rd %.2f wr %.2f MB, L2 %.2f MB; textbook rd %.2f wr %.2f MB",
-                      megabytes(l.counters->dram_read_bytes), megabytes(l.counters->dram_write_bytes),
-                      megabytes(l.counters->l2_bytes), megabytes(l.textbook.bytes_read),
-                      megabytes(l.textbook.bytes_written));
-        }
-        std::printf("\n");
-      }
-      if (const auto total = m.counters_total()) {
-        const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
-        std::printf("  %10s  level %d chain: DRAM rd+wr %.2f MB vs textbook %.2f MB (%+.1f%%), L2 %.2f MB\n",
-                    format_size(m.size).c_str(), m.level, megabytes(dram),
-                    megabytes(m.textbook_bytes()), deviation(dram, m.textbook_bytes()),
-                    megabytes(total->l2_bytes));
-      } else if (m.counters_status != CountersStatus::not_measured && !m.counters_note.empty()) {
-        std::printf("  %10s  level %d counters %s: %s\n", format_size(m.size).c_str(), m.level,
-                    to_string(m.counters_status), m.counters_note.c_str());
-      }
-    }
-    for (const Measurement& m : details) {
-      if (cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
-        std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
-                    m.timing_method.c_str(), backend->timing_note().c_str());
-      }
-    }
-    if (backend->order_matched_repetitions() > 0) {
-      std::printf("  note: %lld repetitions' kernel records were matched to launches by order "
-                  "(CUPTI delivered no external correlation records)\n",
-                  static_cast<long long>(backend->order_matched_repetitions()));
-    }
-    if (o.compare_timers && cupti_timing) {
-      KernelTracer* tracer = nullptr;
-      if (KernelTracer::instance(&tracer).ok()) {
-        const TracerStats t = tracer->stats();
-        std::printf("  CUPTI so far: %llu kernel, %llu API and %llu external correlation records, "
-                    "%llu dropped; %llu runtime calls could not be untraced\n",
-                    static_cast<unsigned long long>(t.kernel_records),
-                    static_cast<unsigned long long>(t.api_records),
-                    static_cast<unsigned long long>(t.external_correlation_records),
-                    static_cast<unsigned long long>(t.dropped_records),
-                    static_cast<unsigned long long>(t.apis_left_traced));
-      }
-    }
-    if (!counter_ms.empty()) {
-      std::printf("  counter phase (every level, wall time):");
-      for (const auto& [n, ms] : counter_ms) std::printf(" %s %.0f ms", format_size(n).c_str(), ms);
-      std::printf("\n");
-    }
-    if (o.compare_timers) {
-      // The measurement's own fidelity: CUPTI durations against CUDA events on the same
-      // launches, and counted DRAM bytes against the textbook bytes.
-      std::printf("  fidelity (%s):\n", to_string(cache));
-      std::printf("  %10s %5s %-18s %10s %10s %7s %8s %8s %11s\n", "size", "level", "kernel",
-                  "cupti us", "events us", "diff", "rd/tb", "wr/tb", "chain rd+wr");
-      for (const Measurement& m : details) {
-        const auto total = m.counters_total();
-        for (size_t k = 0; k < m.launches.size(); ++k) {
-          const LaunchResult& l = m.launches[k];
-          char events[32] = "-", diff[32] = "-", rd[32] = "-", wr[32] = "-", chain[32] = "";
-          if (l.event_time_us.count > 0) {
-            std::snprintf(events, sizeof(events), "%.2f", l.event_time_us.median);
-            std::snprintf(diff, sizeof(diff), "%+.1f%%", deviation(l.time_us.median, l.event_time_us.median));
-          }
-          if (l.counters && l.textbook.bytes_read > 0) {
-            std::snprintf(rd, sizeof(rd), "%+.1f%%", deviation(l.counters->dram_read_bytes, l.textbook.bytes_read));
-          }
-          if (l.counters && l.textbook.bytes_written > 0) {
-            std::snprintf(wr, sizeof(wr), "%+.1f%%", deviation(l.counters->dram_write_bytes, l.textbook.bytes_written));
-          }
-          if (k + 1 == m.launches.size() && total) {
-            std::snprintf(chain, sizeof(chain), "%+.1f%%",
-                          deviation(double(total->dram_read_bytes) + double(total->dram_write_bytes),
-                                    m.textbook_bytes()));
-          }
-          std::printf("  %10s %5d %-18s %10.2f %10s %7s %8s %8s %11s\n", format_size(m.size).c_str(),
-                      m.level, l.textbook.kernel.c_str(), l.time_us.median, events, diff, rd, wr, chain);
-        }
-      }
-    }
+    run.cupti_timing = cupti_timing;
+    run.counters = counters;
+    failures += bench_lesson(*backend, run, plan, o, &session);
   }
   session.device = backend->device();
 
-  // Data for "-" goes to the real standard output (saved in data_fd; fd 1 is stderr by now).
-  const auto to_data_fd = [&](const std::string& bytes) -> Status {
-    std::fflush(stdout);
-    if (::dup2(data_fd, STDOUT_FILENO) < 0) return Status::Error(std::string("cannot write to standard output: ") + std::strerror(errno));
-    const Status st = write_to_stdout(bytes);
-    ::dup2(STDERR_FILENO, STDOUT_FILENO);
-    return st;
-  };
-  if (!o.out_session.empty()) {
-    const Status st = session_to_stdout ? to_data_fd(session_to_json(session)) : save_session(session, o.out_session);
-    if (!st.ok()) return fail(st.message());
-    std::fprintf(stderr, "wrote %s\n", session_to_stdout ? "the session to standard output"
-                                                         : shorten_for_message(o.out_session, kShownPathChars).c_str());
-  }
-  if (!o.out_csv.empty()) {
-    const Status st = csv_to_stdout ? to_data_fd(measurements_csv(session)) : export_csv(session, o.out_csv);
-    if (!st.ok()) return fail(st.message());
-    std::fprintf(stderr, "wrote %s\n", csv_to_stdout ? "the CSV to standard output"
-                                                     : shorten_for_message(o.out_csv, kShownPathChars).c_str());
-  }
+  if (const int code = write_outputs(session, o, outputs); code != kExitOk) return code;
   if (failures > 0) {
     std::fprintf(stderr, "fusionlab bench: %d measurement(s) failed or gave wrong results\n", failures);
     return 1;

@@ -52,20 +52,120 @@ void print_stats(const char* what, std::vector<double> v) {
               s.median, p95, s.max);
 }
 
+// The options, checked before the GPU is touched; the usage error's message, or empty.
+std::string check_options(const LatencyOptions& o, int64_t* max_size) {
+  if (Status st = parse_size(o.max_size, max_size); !st.ok()) return "--max-size: " + st.message();
+  if (const Lesson* gelu = find_lesson("gelu_scale"); gelu != nullptr && *max_size > gelu->info().size_axis.max) {
+    return "--max-size is at most " + format_size(gelu->info().size_axis.max) + " (gelu_scale's largest size)";
+  }
+  if (!(o.requests_per_second >= 1 && o.requests_per_second <= 1000)) return "--rate is 1..1000 requests per second";
+  if (o.drags < 1 || o.drags > 10000 || o.requests_per_drag < 1 || o.requests_per_drag > 10000) {
+    return "--drags and --steps are 1..10000";
+  }
+  if (o.rest_ms < 0 || o.rest_ms > 600000) return "--rest-ms is 0..600000";
+  return "";
+}
+
+// The scripted drags through one engine, and what its answers took.
+class LatencyRun {
+ public:
+  explicit LatencyRun(Engine* engine) : engine_(*engine) {}
+
+  // The very first request, alone; then the drags: a random walk in log size, `rate` requests
+  // per second, then a rest.
+  void run(const LatencyOptions& o, int64_t max_size) {
+    first_id_ = submit(int64_t(1) << 20);
+    pump_for(3000);
+    std::mt19937_64 rng(12345);
+    const double lo = std::log2(1024.0), hi = std::log2(static_cast<double>(max_size));
+    double position = (lo + hi) / 2;
+    const double period_ms = 1000.0 / o.requests_per_second;
+    for (int d = 0; d < o.drags; ++d) {
+      uint64_t last = 0;
+      for (int s = 0; s < o.requests_per_drag; ++s) {
+        position = std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng), lo, hi);
+        last = submit(static_cast<int64_t>(std::llround(std::exp2(position))));
+        pump_for(period_ms);
+      }
+      rest_started_[last] = submitted_[last];
+      pump_for(o.rest_ms);
+    }
+    engine_.wait_idle(10000);
+    drain(Clock::now());
+  }
+
+  // Returns the exit status: 1 when a request failed.
+  int report(const LatencyOptions& o, int64_t max_size) const {
+    std::printf("\n%d drags of %d requests at %.0f requests/s, sizes 1K..%s, rest %d ms\n", o.drags,
+                o.requests_per_drag, o.requests_per_second, format_size(max_size).c_str(), o.rest_ms);
+    std::printf("  %-34s timing %.1f ms, counters %.1f ms\n", "first request (1M, cold start)",
+                first_timing_ms_, first_counters_ms_);
+    print_stats("timing: submit -> result", timing_ms_);
+    print_stats("counters: rest -> result", counters_ms_);
+    std::printf("  superseded by a newer request: %d, failed: %d\n", superseded_, failed_);
+    return failed_ == 0 ? 0 : 1;
+  }
+
+ private:
+  uint64_t submit(int64_t size) {
+    MeasureRequest request;
+    request.lesson = "gelu_scale";
+    request.size = size;
+    const Clock::time_point t = Clock::now();
+    const uint64_t id = engine_.submit(request);
+    submitted_[id] = t;
+    return id;
+  }
+
+  void pump_for(double ms) {
+    const Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1e3));
+    while (Clock::now() < end) {
+      drain(Clock::now());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  // Takes the engine's answers: timing latency from submit, counter latency from the rest.
+  void drain(Clock::time_point now) {
+    for (const EngineResult& r : engine_.poll()) {
+      if (r.cancelled) {
+        ++superseded_;
+        continue;
+      }
+      if (!r.status.ok()) {
+        ++failed_;
+        std::fprintf(stderr, "  request %llu failed: %s\n", static_cast<unsigned long long>(r.id),
+                     r.status.message().c_str());
+        continue;
+      }
+      const auto it = submitted_.find(r.id);
+      if (it == submitted_.end()) continue;
+      const double ms = ms_since(it->second, now);
+      if (r.phase == EnginePhase::timing) {
+        if (r.id == first_id_) first_timing_ms_ = ms;
+        else timing_ms_.push_back(ms);
+      } else if (r.id == first_id_) {
+        first_counters_ms_ = ms;
+      } else if (const auto rest = rest_started_.find(r.id); rest != rest_started_.end()) {
+        counters_ms_.push_back(ms_since(rest->second, now));
+      }
+    }
+  }
+
+  Engine& engine_;
+  std::map<uint64_t, Clock::time_point> submitted_;
+  std::map<uint64_t, Clock::time_point> rest_started_;  // last request of each drag
+  std::vector<double> timing_ms_, counters_ms_;
+  double first_timing_ms_ = -1, first_counters_ms_ = -1;
+  int superseded_ = 0, failed_ = 0;
+  uint64_t first_id_ = 0;
+};
+
 }  // namespace
 
 int run_latency(const LatencyOptions& o) {
   int64_t max_size = 0;
-  if (Status st = parse_size(o.max_size, &max_size); !st.ok()) return usage("--max-size: " + st.message());
-  if (const Lesson* gelu = find_lesson("gelu_scale"); gelu != nullptr && max_size > gelu->info().size_axis.max) {
-    return usage("--max-size is at most " + format_size(gelu->info().size_axis.max) + " (gelu_scale's largest size)");
-  }
-  if (!(o.requests_per_second >= 1 && o.requests_per_second <= 1000)) return usage("--rate is 1..1000 requests per second");
-  if (o.drags < 1 || o.drags > 10000 || o.requests_per_drag < 1 || o.requests_per_drag > 10000) {
-    return usage("--drags and --steps are 1..10000");
-  }
-  if (o.rest_ms < 0 || o.rest_ms > 600000) return usage("--rest-ms is 0..600000");
-
+  if (const std::string why = check_options(o, &max_size); !why.empty()) return usage(why);
   Engine engine([](std::unique_ptr<MeasureBackend>* out) {
     std::unique_ptr<LiveBackend> live;
     FL_TRY(LiveBackend::create(interactive_live_options(), &live));
@@ -80,86 +180,9 @@ int run_latency(const LatencyOptions& o) {
               interactive_live_options().target_seconds * 1e3);
   if (!status.timing_note.empty()) std::printf("timing: %s\n", status.timing_note.c_str());
   if (!status.counters_note.empty()) std::printf("counters: %s\n", status.counters_note.c_str());
-
-  std::map<uint64_t, Clock::time_point> submitted;
-  std::vector<double> timing_ms, counters_ms;
-  double first_timing_ms = -1, first_counters_ms = -1;
-  int superseded = 0, failed = 0;
-  uint64_t first_id = 0;
-  std::map<uint64_t, Clock::time_point> rest_started;  // last request of each drag
-
-  auto drain = [&](Clock::time_point now) {
-    for (const EngineResult& r : engine.poll()) {
-      if (r.cancelled) {
-        ++superseded;
-        continue;
-      }
-      if (!r.status.ok()) {
-        ++failed;
-        std::fprintf(stderr, "  request %llu failed: %s\n", static_cast<unsigned long long>(r.id),
-                     r.status.message().c_str());
-        continue;
-      }
-      const auto it = submitted.find(r.id);
-      if (it == submitted.end()) continue;
-      const double ms = ms_since(it->second, now);
-      if (r.phase == EnginePhase::timing) {
-        if (r.id == first_id) first_timing_ms = ms;
-        else timing_ms.push_back(ms);
-      } else if (r.id == first_id) {
-        first_counters_ms = ms;
-      } else if (const auto rest = rest_started.find(r.id); rest != rest_started.end()) {
-        counters_ms.push_back(ms_since(rest->second, now));
-      }
-    }
-  };
-  auto submit = [&](int64_t size) {
-    MeasureRequest request;
-    request.lesson = "gelu_scale";
-    request.size = size;
-    const Clock::time_point t = Clock::now();
-    const uint64_t id = engine.submit(request);
-    submitted[id] = t;
-    return id;
-  };
-  auto pump_for = [&](double ms) {
-    const Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1e3));
-    while (Clock::now() < end) {
-      drain(Clock::now());
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  };
-
-  // The very first request, alone.
-  first_id = submit(int64_t(1) << 20);
-  pump_for(3000);
-
-  // Scripted drags: a random walk in log size, `rate` requests per second, then a rest.
-  std::mt19937_64 rng(12345);
-  const double lo = std::log2(1024.0), hi = std::log2(static_cast<double>(max_size));
-  double position = (lo + hi) / 2;
-  const double period_ms = 1000.0 / o.requests_per_second;
-  for (int d = 0; d < o.drags; ++d) {
-    uint64_t last = 0;
-    for (int s = 0; s < o.requests_per_drag; ++s) {
-      position = std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng), lo, hi);
-      last = submit(static_cast<int64_t>(std::llround(std::exp2(position))));
-      pump_for(period_ms);
-    }
-    rest_started[last] = submitted[last];
-    pump_for(o.rest_ms);
-  }
-  engine.wait_idle(10000);
-  drain(Clock::now());
-
-  std::printf("\n%d drags of %d requests at %.0f requests/s, sizes 1K..%s, rest %d ms\n", o.drags,
-              o.requests_per_drag, o.requests_per_second, format_size(max_size).c_str(), o.rest_ms);
-  std::printf("  %-34s timing %.1f ms, counters %.1f ms\n", "first request (1M, cold start)",
-              first_timing_ms, first_counters_ms);
-  print_stats("timing: submit -> result", timing_ms);
-  print_stats("counters: rest -> result", counters_ms);
-  std::printf("  superseded by a newer request: %d, failed: %d\n", superseded, failed);
-  return failed == 0 ? 0 : 1;
+  LatencyRun run(&engine);
+  run.run(o, max_size);
+  return run.report(o, max_size);
 }
 
 }  // namespace fl

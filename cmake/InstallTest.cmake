@@ -29,7 +29,11 @@ set(data ${prefix}/share)
 foreach(path ${bin} ${data}/applications/fusionlab.desktop
         ${data}/icons/hicolor/scalable/apps/fusionlab.svg
         ${data}/icons/hicolor/256x256/apps/fusionlab.png
-        ${data}/fusionlab/assets/lessons/catalog.json)
+        ${data}/fusionlab/assets/lessons/catalog.json
+        # the teaching texts: a lesson's, a view's and a panel's (app/gui/lesson_text.h)
+        ${data}/fusionlab/assets/lessons/gelu_scale.md
+        ${data}/fusionlab/assets/lessons/views/flow.md
+        ${data}/fusionlab/assets/lessons/panels/measurement.md)
   if(NOT EXISTS ${path})
     message(FATAL_ERROR "not installed: ${path}")
   endif()

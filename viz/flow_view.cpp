@@ -109,6 +109,103 @@ bool stages_rows_or_tiles(const std::string& kernel) {
 
 }  // namespace
 
+namespace {
+
+// Launch k of `m` as a trip: the tensor before it in, the one after it out; its bytes measured
+// (and whether L2 served them) when the counters were on, else the textbook's with L2 guessed.
+FlowTrip flow_trip(const Measurement& m, size_t k, const std::vector<double>& gaps,
+                   const FlowInput& in) {
+  const size_t n = m.launches.size();
+  const LaunchResult& l = m.launches[k];
+  FlowTrip trip;
+  trip.kernel = l.textbook.kernel;
+  trip.textbook_read_bytes = static_cast<double>(l.textbook.bytes_read);
+  trip.textbook_write_bytes = static_cast<double>(l.textbook.bytes_written);
+  trip.median_us = l.time_us.median;
+  trip.gap_before_us = gaps[k];
+  trip.reads = {static_cast<int>(k)};       // the inputs, or the previous launch's output
+  trip.writes = {static_cast<int>(k) + 1};  // its intermediate, or the output
+  trip.writes_intermediate = k + 1 < n;
+  for (const KernelRecord& r : m.records) {
+    if (r.launch == static_cast<int>(k)) {
+      trip.shared_bytes = static_cast<int64_t>(r.static_shared_bytes) + r.dynamic_shared_bytes;
+    }
+  }
+  trip.stages_in_shared = trip.shared_bytes >= 0 ? trip.shared_bytes > 0
+                                                 : stages_rows_or_tiles(trip.kernel);
+  trip.measured = measured_dram_bytes(l, &trip.read_bytes, &trip.write_bytes);
+  if (trip.measured) {
+    trip.reads_stop_at_l2 = trip.textbook_read_bytes > 0 &&
+                            trip.read_bytes < kL2ServedShare * trip.textbook_read_bytes;
+    trip.writes_stop_at_l2 = trip.textbook_write_bytes > 0 &&
+                             trip.write_bytes < kL2ServedShare * trip.textbook_write_bytes;
+  } else {
+    trip.read_bytes = trip.textbook_read_bytes;
+    trip.write_bytes = trip.textbook_write_bytes;
+    // Counters off: an intermediate the previous launch just wrote is still in L2 when it
+    // fits; the inputs are there only in warm mode (cold mode evicts them before each run).
+    const double read_tensor = in.tensors[k].bytes;
+    const bool fits = in.l2_bytes > 0 && read_tensor > 0 && read_tensor < in.l2_bytes;
+    trip.reads_stop_at_l2 = fits && (k > 0 || m.cache == CacheMode::warm);
+  }
+  return trip;
+}
+
+// What a fused level keeps on chip: level 0's intermediates whose producer no longer launches
+// here (residual_layernorm level 1 still writes "add output" but keeps the stats).
+std::vector<std::string> kept_on_chip(const Measurement& m, const Lesson* lesson,
+                                      const Measurement* level0) {
+  std::vector<std::string> on_chip;
+  std::vector<std::string> unfused_launches;
+  if (lesson && lesson->level_count() > 0) {
+    unfused_launches = lesson->info().levels[0].launches;
+  } else if (level0) {
+    for (const auto& l : level0->launches) unfused_launches.push_back(l.textbook.kernel);
+  }
+  for (size_t k = 0; k + 1 < unfused_launches.size(); ++k) {
+    const bool still_launched =
+        std::any_of(m.launches.begin(), m.launches.end(), [&](const LaunchResult& l) {
+          return l.textbook.kernel == unfused_launches[k];
+        });
+    if (!still_launched) on_chip.push_back(intermediate_name(unfused_launches[k]));
+  }
+  if (on_chip.empty() && m.launches.size() == 1 && unfused_launches.empty()) {
+    on_chip.push_back("every intermediate");
+  }
+  return on_chip;
+}
+
+// One scale for every level of this size: level 0's largest stretch sets the thickness, and
+// level 0's chain time sets the pace; at another level, level 0's lane on the same axis.
+void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
+  double largest = 0;
+  for (const auto& l : level0.launches) {
+    double r = 0, w = 0;
+    if (!measured_dram_bytes(l, &r, &w)) {
+      r = static_cast<double>(l.textbook.bytes_read);
+      w = static_cast<double>(l.textbook.bytes_written);
+    }
+    largest = std::max({largest, r, w, static_cast<double>(l.textbook.bytes_read),
+                        static_cast<double>(l.textbook.bytes_written)});
+  }
+  in->volume_scale_bytes = largest;
+  in->pace_reference_us = chain_time_us(level0);
+  if (level0.level == m.level) return;
+  in->pace_reference_label =
+      "level " + std::to_string(level0.level) + ": " + format_us(in->pace_reference_us);
+  const std::vector<double> gaps0 = launch_gaps_us(level0);
+  double cursor = 0;
+  for (size_t k = 0; k < level0.launches.size(); ++k) {
+    cursor += std::max(gaps0[k], 0.0);
+    const double start = cursor;
+    cursor += std::max(level0.launches[k].time_us.median, 0.0);
+    in->level0_lane.push_back({level0.launches[k].textbook.kernel, start, cursor});
+  }
+  in->level0_lane_label = "level 0 " + level0.level_name + ": " + format_us(cursor);
+}
+
+}  // namespace
+
 FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFacts& device,
                      const Measurement* level0) {
   FlowInput in;
@@ -137,95 +234,10 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   }
   in.tensors.push_back(
       {"output", static_cast<double>(m.launches[n - 1].textbook.bytes_written), false});
-
   const std::vector<double> gaps = launch_gaps_us(m);
-  for (size_t k = 0; k < n; ++k) {
-    const LaunchResult& l = m.launches[k];
-    FlowTrip trip;
-    trip.kernel = l.textbook.kernel;
-    trip.textbook_read_bytes = static_cast<double>(l.textbook.bytes_read);
-    trip.textbook_write_bytes = static_cast<double>(l.textbook.bytes_written);
-    trip.median_us = l.time_us.median;
-    trip.gap_before_us = gaps[k];
-    trip.reads = {static_cast<int>(k)};       // the inputs, or the previous launch's output
-    trip.writes = {static_cast<int>(k) + 1};  // its intermediate, or the output
-    trip.writes_intermediate = k + 1 < n;
-    for (const KernelRecord& r : m.records) {
-      if (r.launch == static_cast<int>(k)) {
-        trip.shared_bytes = static_cast<int64_t>(r.static_shared_bytes) + r.dynamic_shared_bytes;
-      }
-    }
-    trip.stages_in_shared = trip.shared_bytes >= 0 ? trip.shared_bytes > 0
-                                                   : stages_rows_or_tiles(trip.kernel);
-    trip.measured = measured_dram_bytes(l, &trip.read_bytes, &trip.write_bytes);
-    if (trip.measured) {
-      trip.reads_stop_at_l2 = trip.textbook_read_bytes > 0 &&
-                              trip.read_bytes < kL2ServedShare * trip.textbook_read_bytes;
-      trip.writes_stop_at_l2 = trip.textbook_write_bytes > 0 &&
-                               trip.write_bytes < kL2ServedShare * trip.textbook_write_bytes;
-    } else {
-      trip.read_bytes = trip.textbook_read_bytes;
-      trip.write_bytes = trip.textbook_write_bytes;
-      // Counters off: an intermediate the previous launch just wrote is still in L2 when it
-      // fits; the inputs are there only in warm mode (cold mode evicts them before each run).
-      const double read_tensor = in.tensors[k].bytes;
-      const bool fits = in.l2_bytes > 0 && read_tensor > 0 && read_tensor < in.l2_bytes;
-      trip.reads_stop_at_l2 = fits && (k > 0 || m.cache == CacheMode::warm);
-    }
-    in.trips.push_back(trip);
-  }
-
-  // What a fused level keeps on chip: level 0's intermediates whose producer no longer
-  // launches here (residual_layernorm level 1 still writes "add output" but keeps the stats).
-  if (m.level > 0) {
-    std::vector<std::string> unfused_launches;
-    if (lesson && lesson->level_count() > 0) {
-      unfused_launches = lesson->info().levels[0].launches;
-    } else if (level0) {
-      for (const auto& l : level0->launches) unfused_launches.push_back(l.textbook.kernel);
-    }
-    for (size_t k = 0; k + 1 < unfused_launches.size(); ++k) {
-      const bool still_launched =
-          std::any_of(m.launches.begin(), m.launches.end(), [&](const LaunchResult& l) {
-            return l.textbook.kernel == unfused_launches[k];
-          });
-      if (!still_launched) in.on_chip.push_back(intermediate_name(unfused_launches[k]));
-    }
-    if (in.on_chip.empty() && n == 1 && unfused_launches.empty()) {
-      in.on_chip.push_back("every intermediate");
-    }
-  }
-
-  // One scale for every level of this size: level 0's largest stretch sets the thickness, and
-  // level 0's chain time sets the pace.
-  if (level0 && !level0->launches.empty()) {
-    double largest = 0;
-    for (const auto& l : level0->launches) {
-      double r = 0, w = 0;
-      if (!measured_dram_bytes(l, &r, &w)) {
-        r = static_cast<double>(l.textbook.bytes_read);
-        w = static_cast<double>(l.textbook.bytes_written);
-      }
-      largest = std::max({largest, r, w, static_cast<double>(l.textbook.bytes_read),
-                          static_cast<double>(l.textbook.bytes_written)});
-    }
-    in.volume_scale_bytes = largest;
-    in.pace_reference_us = chain_time_us(*level0);
-    if (level0->level != m.level) {
-      in.pace_reference_label =
-          "level " + std::to_string(level0->level) + ": " + format_us(in.pace_reference_us);
-      // Level 0's lane: its launches on the same GPU-time axis.
-      const std::vector<double> gaps0 = launch_gaps_us(*level0);
-      double cursor = 0;
-      for (size_t k = 0; k < level0->launches.size(); ++k) {
-        cursor += std::max(gaps0[k], 0.0);
-        const double start = cursor;
-        cursor += std::max(level0->launches[k].time_us.median, 0.0);
-        in.level0_lane.push_back({level0->launches[k].textbook.kernel, start, cursor});
-      }
-      in.level0_lane_label = "level 0 " + level0->level_name + ": " + format_us(cursor);
-    }
-  }
+  for (size_t k = 0; k < n; ++k) in.trips.push_back(flow_trip(m, k, gaps, in));
+  if (m.level > 0) in.on_chip = kept_on_chip(m, lesson, level0);
+  if (level0 && !level0->launches.empty()) pace_by_level0(m, *level0, &in);
   double chain = 0;
   for (const auto& t : in.trips) chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
   in.lane_label = "level " + in.level_name + ": " + format_us(chain);
@@ -298,213 +310,234 @@ std::vector<int> readers_of(const FlowInput& in, int tensor) {
   return out;
 }
 
-}  // namespace
+// The capacity sentence: every SM's registers and shared memory, against the tensor.
+std::string capacity_sentence(const FlowInput& in) {
+  const double per_sm = in.sm_register_bytes + in.sm_shared_bytes;
+  const double on_chip = per_sm * in.sm_count;
+  const double tensor = in.tensors.empty() ? 0 : in.tensors[0].bytes;
+  std::string c = "on chip: " + std::to_string(in.sm_count) + " SMs x (" +
+                  format_byte_count(in.sm_register_bytes) + " registers" +
+                  (in.sm_shared_bytes > 0 ? " + " + format_byte_count(in.sm_shared_bytes) + " shared memory"
+                                          : std::string()) +
+                  ") = " + format_byte_count(on_chip);
+  if (tensor > 0) {
+    c += ", against " + format_byte_count(tensor) + " of inputs: " +
+         (tensor > on_chip ? "they stream through, a row or tile at a time"
+                           : "small enough to fit on chip");
+  }
+  return c;
+}
 
-FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
-                       const ViewStyle& style) {
-  FlowLayout L;
-  const float fs = style.font_size, line = style.line(), pad = fs * 0.4f;
-  L.canvas_min = cmin;
-  L.canvas_max = cmax;
-  L.font_size = fs;
-  const float W = std::max(cmax.x - cmin.x, fs * 10);
+// The geometry the phases of layout_flow share: the canvas, the boxes' inner rows and the bands'
+// heights.
+struct FlowGeometry {
+  float fs = 0, line = 0, pad = 0;
+  float W = 0;              // the canvas's width (at least ten font sizes)
+  float top = 0, bottom = 0;  // of the three boxes
+  bool two_lanes = false;   // level 0's lane of the pacing strip is drawn
+  float max_band = 0;       // the thickest band
+  float blocks_top = 0;     // the first row of tensor blocks
+  float read_y = 0, write_y = 0;  // the bands' centres
+  float lanes_top = 0;      // above the bands (and their labels)
+  bool lane_labels = false;  // a label row above each band
+  int rows = 0;             // tensor blocks that fit in a box
+};
 
-  // Text rows: caption (and the hint, top-right), status and the on-chip capacity on top; the
-  // two lanes (level 0 above this level) and the clock at the bottom.
-  L.caption_pos = cmin;
-  L.status_pos = v2(cmin.x, cmin.y + line);
-  L.capacity_pos = v2(cmin.x, cmin.y + 2 * line);
-  L.time_label_pos = v2(cmin.x, cmax.y - fs * 1.15f);
-  const bool two_lanes = !in.level0_lane.empty();
+// The clock of the animation: where in the chain the GPU time `t` falls, on one scale for every
+// level of the size.
+struct FlowClockState {
+  Timing timing;
+  double reference = 1;  // GPU time of one strip (the slowest level's chain)
+  double shown_us = 0;   // GPU time shown, at most the chain's
+  int next = -1;         // the launch a gap leads to
+  double scale = 0;      // bytes of the thickest band
+};
+
+// Text rows: caption (and the hint, top-right), status and the on-chip capacity on top; the two
+// lanes (level 0 above this level) and the clock at the bottom. Sets g's canvas rows.
+void layout_text_rows_and_strip(const FlowInput& in, ImVec2 cmin, ImVec2 cmax,
+                                const ViewStyle& style, FlowGeometry* g, FlowLayout* L) {
+  const float fs = g->fs, line = g->line, W = g->W;
+  L->caption_pos = cmin;
+  L->status_pos = v2(cmin.x, cmin.y + line);
+  L->capacity_pos = v2(cmin.x, cmin.y + 2 * line);
+  L->time_label_pos = v2(cmin.x, cmax.y - fs * 1.15f);
+  g->two_lanes = !in.level0_lane.empty();
   // A tall view gets the capacity row and lanes tall enough for kernel names; a short one keeps
   // its height for the boxes (the SM box's read-out still gives the capacity).
   const bool tall = cmax.y - cmin.y >= fs * 20;
   // Short: two thin lanes in the levels' colours, unlabelled (the clock's line names level 0).
   const float lane_h = tall ? fs * 1.2f : fs * 0.45f, lane_gap = tall ? fs * 0.25f : fs * 0.15f;
-  L.lane_label = tall ? in.lane_label : "";
-  L.level0_lane_label = two_lanes && tall ? in.level0_lane_label : "";
-  L.lane_label_w = !tall ? 0.0f
-                         : std::min(std::max(style.text_width(L.lane_label),
-                                             style.text_width(L.level0_lane_label)) + fs * 0.6f,
-                                    W * 0.3f);
-  L.strip_max = v2(cmin.x + W, L.time_label_pos.y - fs * 0.25f);
-  L.strip_min = v2(cmin.x + L.lane_label_w, L.strip_max.y - lane_h);
+  L->lane_label = tall ? in.lane_label : "";
+  L->level0_lane_label = g->two_lanes && tall ? in.level0_lane_label : "";
+  L->lane_label_w = !tall ? 0.0f
+                          : std::min(std::max(style.text_width(L->lane_label),
+                                              style.text_width(L->level0_lane_label)) + fs * 0.6f,
+                                     W * 0.3f);
+  L->strip_max = v2(cmin.x + W, L->time_label_pos.y - fs * 0.25f);
+  L->strip_min = v2(cmin.x + L->lane_label_w, L->strip_max.y - lane_h);
   // Level 0's lane is kept free even at level 0, so the boxes (and the band thicknesses) are
   // the same size at every level of a size.
-  L.level0_strip_max = v2(cmin.x + W, L.strip_min.y - lane_gap);
-  L.level0_strip_min = v2(L.strip_min.x, L.level0_strip_max.y - lane_h);
-  L.lane_label_pos = v2(cmin.x, std::min(L.strip_min.y + (lane_h - fs) * 0.5f, L.strip_max.y + 2 - fs));
-  L.level0_lane_label_pos = v2(cmin.x, L.lane_label_pos.y - lane_h - lane_gap);
-  const float lanes_top_y = tall ? std::min(L.level0_strip_min.y, L.level0_lane_label_pos.y)
-                                 : L.level0_strip_min.y;
-  const float top = cmin.y + (tall ? 3 : 2) * line + fs * 0.2f;
-  const float bottom = std::max(top + fs * 5, lanes_top_y - fs * 0.45f);
-  if (!in.hint.empty()) L.hint_pos = v2(cmin.x + W - style.text_width(in.hint), cmin.y);
-  // The capacity sentence: every SM's registers and shared memory, against the tensor.
-  if (in.sm_count > 0 && tall) {
-    const double per_sm = in.sm_register_bytes + in.sm_shared_bytes;
-    const double on_chip = per_sm * in.sm_count;
-    const double tensor = in.tensors.empty() ? 0 : in.tensors[0].bytes;
-    std::string c = "on chip: " + std::to_string(in.sm_count) + " SMs x (" +
-                    format_byte_count(in.sm_register_bytes) + " registers" +
-                    (in.sm_shared_bytes > 0 ? " + " + format_byte_count(in.sm_shared_bytes) + " shared memory"
-                                            : std::string()) +
-                    ") = " + format_byte_count(on_chip);
-    if (tensor > 0) {
-      c += ", against " + format_byte_count(tensor) + " of inputs: " +
-           (tensor > on_chip ? "they stream through, a row or tile at a time"
-                             : "small enough to fit on chip");
-    }
-    L.capacity = fit_text(c, W, style);
-  }
+  L->level0_strip_max = v2(cmin.x + W, L->strip_min.y - lane_gap);
+  L->level0_strip_min = v2(L->strip_min.x, L->level0_strip_max.y - lane_h);
+  L->lane_label_pos = v2(cmin.x, std::min(L->strip_min.y + (lane_h - fs) * 0.5f, L->strip_max.y + 2 - fs));
+  L->level0_lane_label_pos = v2(cmin.x, L->lane_label_pos.y - lane_h - lane_gap);
+  const float lanes_top_y = tall ? std::min(L->level0_strip_min.y, L->level0_lane_label_pos.y)
+                                 : L->level0_strip_min.y;
+  g->top = cmin.y + (tall ? 3 : 2) * line + fs * 0.2f;
+  g->bottom = std::max(g->top + fs * 5, lanes_top_y - fs * 0.45f);
+  if (!in.hint.empty()) L->hint_pos = v2(cmin.x + W - style.text_width(in.hint), cmin.y);
+  if (in.sm_count > 0 && tall) L->capacity = fit_text(capacity_sentence(in), W, style);
+}
 
-  // The places, HBM | L2 | SM, with room between them for the bands.
+// The places, HBM | L2 | SM, with room between them for the bands; each box's title and
+// capacity on one header line, or two when they do not fit side by side. Returns the header
+// lines of the HBM and L2 boxes (*sm_header_lines: the SM box's).
+int layout_boxes(const FlowInput& in, ImVec2 cmin, const FlowGeometry& g, const ViewStyle& style,
+                 int* sm_header_lines, FlowLayout* L) {
   const float xs[3][2] = {{0.0f, 0.33f}, {0.42f, 0.63f}, {0.72f, 1.0f}};
   for (int i = 0; i < 3; ++i) {
-    FlowBox& b = L.boxes[i];
+    FlowBox& b = L->boxes[i];
     b.place = static_cast<FlowPlace>(i);
-    b.min = v2(cmin.x + xs[i][0] * W, top);
-    b.max = v2(cmin.x + xs[i][1] * W, bottom);
+    b.min = v2(cmin.x + xs[i][0] * g.W, g.top);
+    b.max = v2(cmin.x + xs[i][1] * g.W, g.bottom);
     b.title = place_title(b.place);
   }
-  L.boxes[0].capacity = in.hbm_bytes > 0 ? format_byte_count(in.hbm_bytes) : "";
-  L.boxes[1].capacity = in.l2_bytes > 0 ? format_byte_count(in.l2_bytes) : "size unknown";
-  L.boxes[2].capacity = format_byte_count(in.sm_register_bytes) + " registers";
-  int header_lines = 1, sm_header_lines = 1;
-  for (auto& b : L.boxes) {
-    const float inner = b.max.x - b.min.x - 2 * pad;
-    b.title_pos = v2(b.min.x + pad, b.min.y + pad);
-    if (style.text_width(b.title) + fs + style.text_width(b.capacity) <= inner) {
-      b.capacity_pos = v2(b.max.x - pad - style.text_width(b.capacity), b.title_pos.y);
+  L->boxes[0].capacity = in.hbm_bytes > 0 ? format_byte_count(in.hbm_bytes) : "";
+  L->boxes[1].capacity = in.l2_bytes > 0 ? format_byte_count(in.l2_bytes) : "size unknown";
+  L->boxes[2].capacity = format_byte_count(in.sm_register_bytes) + " registers";
+  int header_lines = 1;
+  *sm_header_lines = 1;
+  for (auto& b : L->boxes) {
+    const float inner = b.max.x - b.min.x - 2 * g.pad;
+    b.title_pos = v2(b.min.x + g.pad, b.min.y + g.pad);
+    if (style.text_width(b.title) + g.fs + style.text_width(b.capacity) <= inner) {
+      b.capacity_pos = v2(b.max.x - g.pad - style.text_width(b.capacity), b.title_pos.y);
     } else {
       b.title = fit_text(b.title, inner, style);
       b.capacity = fit_text(b.capacity, inner, style);
-      b.capacity_pos = v2(b.title_pos.x, b.title_pos.y + line);
-      (b.place == FlowPlace::sm ? sm_header_lines : header_lines) = 2;
+      b.capacity_pos = v2(b.title_pos.x, b.title_pos.y + g.line);
+      (b.place == FlowPlace::sm ? *sm_header_lines : header_lines) = 2;
     }
   }
+  return header_lines;
+}
 
-  // The bands run in the lower part of the boxes, reads above writes; a label row above each
-  // band where the boxes are tall enough to hold every tensor block as well.
+// The bands run in the lower part of the boxes, reads above writes; a label row above each band
+// where the boxes are tall enough to hold every tensor block as well. The SM box lists what
+// stays on chip (a fused level), or that nothing does (an unfused chain), and shows shared
+// memory when a launch stages data there.
+void layout_rows_and_sm_box(const FlowInput& in, int header_lines, int sm_header_lines,
+                            const ViewStyle& style, FlowGeometry* g, FlowLayout* L) {
+  const float fs = g->fs, line = g->line, pad = g->pad, top = g->top, bottom = g->bottom;
   const float box_h = bottom - top;
-  const float max_band = std::clamp(box_h * 0.1f, 3.0f, fs);
-  const float blocks_top = top + pad + header_lines * line;
-  const float write_y = bottom - pad - max_band * 0.5f;
-  float read_y = write_y - max_band - fs * 0.5f;
-  float lanes_top = read_y - max_band * 0.5f - fs * 0.3f;
-  const float labelled_read_y = write_y - max_band - fs * 1.35f;
-  const float labelled_lanes_top = labelled_read_y - max_band * 0.5f - fs * 1.15f;
-  // What stays on chip (a fused level), or that nothing does (an unfused chain).
-  L.on_chip_pos = v2(L.boxes[2].min.x + pad, top + pad + sm_header_lines * line);
-  const float sm_text_w = L.boxes[2].max.x - L.boxes[2].min.x - 2 * pad;
-  if (!in.on_chip.empty()) L.on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
+  g->max_band = std::clamp(box_h * 0.1f, 3.0f, fs);
+  g->blocks_top = top + pad + header_lines * line;
+  g->write_y = bottom - pad - g->max_band * 0.5f;
+  g->read_y = g->write_y - g->max_band - fs * 0.5f;
+  g->lanes_top = g->read_y - g->max_band * 0.5f - fs * 0.3f;
+  const float labelled_read_y = g->write_y - g->max_band - fs * 1.35f;
+  const float labelled_lanes_top = labelled_read_y - g->max_band * 0.5f - fs * 1.15f;
+  L->on_chip_pos = v2(L->boxes[2].min.x + pad, top + pad + sm_header_lines * line);
+  const float sm_text_w = L->boxes[2].max.x - L->boxes[2].min.x - 2 * pad;
+  if (!in.on_chip.empty()) L->on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
   for (const std::string& value : in.on_chip) {
-    L.on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));
+    L->on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));
   }
   if (in.on_chip.empty() && in.trips.size() > 1) {
-    L.sm_note_lines = wrap_text("nothing stays here between launches", sm_text_w, style);
+    L->sm_note_lines = wrap_text("nothing stays here between launches", sm_text_w, style);
   }
   const bool any_shared = std::any_of(in.trips.begin(), in.trips.end(),
                                       [](const FlowTrip& t) { return t.stages_in_shared; });
-  const float sm_lines = static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size()) +
+  const float sm_lines = static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size()) +
                          (any_shared ? 1.3f : 0.0f);
   // Label rows only where every tensor block and the SM's lines still fit.
-  const bool lane_labels =
-      (labelled_lanes_top - blocks_top) / line >= static_cast<float>(in.tensors.size()) &&
-      (labelled_lanes_top - L.on_chip_pos.y) / line >= sm_lines;
-  if (lane_labels) {
-    read_y = labelled_read_y;
-    lanes_top = labelled_lanes_top;
+  g->lane_labels =
+      (labelled_lanes_top - g->blocks_top) / line >= static_cast<float>(in.tensors.size()) &&
+      (labelled_lanes_top - L->on_chip_pos.y) / line >= sm_lines;
+  if (g->lane_labels) {
+    g->read_y = labelled_read_y;
+    g->lanes_top = labelled_lanes_top;
   }
-  const int rows = std::max(0, static_cast<int>((lanes_top - blocks_top) / line));
+  g->rows = std::max(0, static_cast<int>((g->lanes_top - g->blocks_top) / line));
   const size_t sm_rows =
-      static_cast<size_t>(std::max(0.0f, (lanes_top - L.on_chip_pos.y) / line));
-  if (L.on_chip_lines.size() > sm_rows) L.on_chip_lines.resize(sm_rows);
-  if (L.sm_note_lines.size() > sm_rows) L.sm_note_lines.resize(sm_rows);
+      static_cast<size_t>(std::max(0.0f, (g->lanes_top - L->on_chip_pos.y) / line));
+  if (L->on_chip_lines.size() > sm_rows) L->on_chip_lines.resize(sm_rows);
+  if (L->sm_note_lines.size() > sm_rows) L->sm_note_lines.resize(sm_rows);
   // Shared memory / L1 as a block in the SM box, under the lines above, when a launch of this
   // level stages rows or tiles there.
   if (any_shared) {
-    const float y = L.on_chip_pos.y +
-                    static_cast<float>(L.on_chip_lines.size() + L.sm_note_lines.size()) * line +
+    const float y = L->on_chip_pos.y +
+                    static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size()) * line +
                     fs * 0.2f;
-    if (y + fs * 1.2f <= lanes_top - fs * 0.1f) {
-      L.shared_visible = true;
-      L.shared_min = v2(L.boxes[2].min.x + pad, y);
-      L.shared_max = v2(L.boxes[2].max.x - pad, y + fs * 1.2f);
+    if (y + fs * 1.2f <= g->lanes_top - fs * 0.1f) {
+      L->shared_visible = true;
+      L->shared_min = v2(L->boxes[2].min.x + pad, y);
+      L->shared_max = v2(L->boxes[2].max.x - pad, y + fs * 1.2f);
     }
   }
+}
 
-  const bool measured = in.measured();
-  L.bytes_note = measured ? "band width: measured DRAM bytes (CUPTI counters)"
-                          : "textbook bytes: counters off";
-  L.bytes_note_textbook = !measured;
-  L.bytes_note_pos = v2(cmin.x + W - style.text_width(L.bytes_note), L.time_label_pos.y);
-  const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + fs;
-  L.caption = fit_text("Level " + in.level_name +
-                           (in.level_summary.empty() ? "" : ": " + in.level_summary),
-                       W - hint_room, style);
-
-  if (in.trips.empty()) {
-    L.status = "No measurement yet.";
-    return L;
-  }
-
-  // ---- the pace: one run of the slowest level (the reference) takes kFlowRunSeconds.
-  const Timing timing = chain_timing(in);
-  L.chain_us = timing.chain_us;
-  double reference = std::max(in.pace_reference_us, timing.chain_us);
-  if (!(reference > 0)) reference = 1;  // medians of zero: a still picture of the first launch
-  L.seconds_per_us = kFlowRunSeconds / reference;
-  const double in_loop = std::fmod(std::max(t, 0.0), L.loop_seconds);
-  L.gpu_us = in_loop / L.seconds_per_us;
-  L.done = L.gpu_us >= timing.chain_us && timing.chain_us > 0;
-  int next = -1;  // the launch a gap leads to
-  if (!L.done) {
+// The pace: one run of the slowest level (the reference) takes kFlowRunSeconds. Finds the trip
+// (or the gap) at time `t` and how far along it is; sets the one scale of every band.
+FlowClockState pace(const FlowInput& in, double t, FlowLayout* L) {
+  FlowClockState c;
+  c.timing = chain_timing(in);
+  const Timing& timing = c.timing;
+  L->chain_us = timing.chain_us;
+  c.reference = std::max(in.pace_reference_us, timing.chain_us);
+  if (!(c.reference > 0)) c.reference = 1;  // medians of zero: a still picture of the first launch
+  L->seconds_per_us = kFlowRunSeconds / c.reference;
+  const double in_loop = std::fmod(std::max(t, 0.0), L->loop_seconds);
+  L->gpu_us = in_loop / L->seconds_per_us;
+  L->done = L->gpu_us >= timing.chain_us && timing.chain_us > 0;
+  if (!L->done) {
     for (size_t k = 0; k < in.trips.size(); ++k) {
-      if (L.gpu_us < timing.start_us[k]) {
-        L.in_gap = true;
-        next = static_cast<int>(k);
+      if (L->gpu_us < timing.start_us[k]) {
+        L->in_gap = true;
+        c.next = static_cast<int>(k);
         break;
       }
-      if (L.gpu_us < timing.end_us[k] || k + 1 == in.trips.size()) {
-        L.trip = static_cast<int>(k);
+      if (L->gpu_us < timing.end_us[k] || k + 1 == in.trips.size()) {
+        L->trip = static_cast<int>(k);
         const double len = timing.end_us[k] - timing.start_us[k];
-        L.progress = len > 0 ? static_cast<float>(
-                                   std::clamp((L.gpu_us - timing.start_us[k]) / len, 0.0, 1.0))
-                             : 0.0f;
+        L->progress = len > 0 ? static_cast<float>(
+                                    std::clamp((L->gpu_us - timing.start_us[k]) / len, 0.0, 1.0))
+                              : 0.0f;
         break;
       }
     }
   }
-  const double shown_us = std::min(L.gpu_us, timing.chain_us);
-
-  // ---- volumes: one scale for every trip (and, through volume_scale_bytes, every level).
-  double scale = in.volume_scale_bytes;
-  if (!(scale > 0)) {
+  c.shown_us = std::min(L->gpu_us, timing.chain_us);
+  // Volumes: one scale for every trip (and, through volume_scale_bytes, every level).
+  c.scale = in.volume_scale_bytes;
+  if (!(c.scale > 0)) {
     for (const auto& trip : in.trips) {
-      scale = std::max({scale, trip.read_bytes, trip.write_bytes, trip.textbook_read_bytes,
-                        trip.textbook_write_bytes});
+      c.scale = std::max({c.scale, trip.read_bytes, trip.write_bytes, trip.textbook_read_bytes,
+                          trip.textbook_write_bytes});
     }
   }
-  const auto thickness = [&](double bytes) {
-    return scale > 0 ? static_cast<float>(bytes / scale) * max_band : 0.0f;
-  };
-  for (const auto& trip : in.trips) {
-    L.trip_volume.push_back(thickness(trip.read_bytes) + thickness(trip.write_bytes));
-  }
+  return c;
+}
 
-  // ---- blocks: every tensor where it is at this time, filled as far as it has been written.
-  std::vector<FlowBlock> per_box[2];  // HBM, L2
+float band_thickness(double bytes, const FlowClockState& c, const FlowGeometry& g) {
+  return c.scale > 0 ? static_cast<float>(bytes / c.scale) * g.max_band : 0.0f;
+}
+
+// Every tensor where it is at this time (HBM, L2 or both), filled as far as it has been written;
+// per_box[0] HBM's, per_box[1] L2's.
+void place_tensors(const FlowInput& in, const FlowClockState& c, const FlowLayout& L,
+                   std::vector<FlowBlock> (&per_box)[2]) {
   for (size_t i = 0; i < in.tensors.size(); ++i) {
     const FlowTensor& tensor = in.tensors[i];
     const int writer = writer_of(in, static_cast<int>(i));
     float fill = 1;
     if (writer >= 0) {
-      if (L.gpu_us < timing.start_us[writer]) continue;  // not written yet in this run
-      const double len = timing.end_us[writer] - timing.start_us[writer];
+      if (L.gpu_us < c.timing.start_us[writer]) continue;  // not written yet in this run
+      const double len = c.timing.end_us[writer] - c.timing.start_us[writer];
       fill = L.done || len <= 0 ? 1.0f
                                 : static_cast<float>(std::clamp(
-                                      (L.gpu_us - timing.start_us[writer]) / len, 0.0, 1.0));
+                                      (L.gpu_us - c.timing.start_us[writer]) / len, 0.0, 1.0));
     }
     const std::vector<int> readers = readers_of(in, static_cast<int>(i));
     FlowBlock b;
@@ -525,88 +558,101 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
       per_box[1].push_back(b);
     }
   }
-  for (int box = 0; box < 2; ++box) {
-    std::vector<FlowBlock>& list = per_box[box];
-    const FlowBox& B = L.boxes[box];
-    const size_t fit = static_cast<size_t>(rows);
-    size_t first_row = 0;
-    if (list.size() > fit) {  // keep the newest: they tell what the chain is doing now
-      const size_t shown = fit > 0 ? fit - 1 : 0;  // the first row says how many are hidden
-      L.boxes[box].hidden_blocks = static_cast<int>(list.size() - shown);
-      list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(shown));
-      if (fit > 0) {
-        const int n = L.boxes[box].hidden_blocks;
-        L.boxes[box].more_label = "+" + std::to_string(n) + (n == 1 ? " earlier tensor" : " earlier tensors");
-        L.boxes[box].more_pos = v2(B.min.x + pad, blocks_top);
-        first_row = 1;
-      }
-    }
-    const float inner_w = B.max.x - B.min.x - 2 * pad;
-    for (size_t r = 0; r < list.size(); ++r) {
-      FlowBlock& b = list[r];
-      const FlowTensor& tensor = in.tensors[b.tensor];
-      b.min = v2(B.min.x + pad, blocks_top + (r + first_row) * line);
-      b.max = v2(B.max.x - pad, blocks_top + (r + first_row) * line + fs * 1.15f);
-      const std::string base = tensor.name + " " + format_byte_count(tensor.bytes);
-      const std::string full = tensor.intermediate ? base + " (intermediate)" : base;
-      // The longest of these that fits: the name is never cut for the sake of the size.
-      const float label_w = inner_w - fs * 0.6f;
-      b.label = style.text_width(full) <= label_w   ? full
-                : style.text_width(base) <= label_w ? base
-                                                    : fit_text(tensor.name, label_w, style);
-      L.blocks.push_back(b);
+}
+
+// A box's blocks, one row each from blocks_top; when there are more than fit, the newest (they
+// tell what the chain is doing now) under a row that says how many are hidden.
+void layout_blocks(const FlowInput& in, int box, std::vector<FlowBlock> list,
+                   const FlowGeometry& g, const ViewStyle& style, FlowLayout* L) {
+  const float fs = g.fs, pad = g.pad;
+  FlowBox& B = L->boxes[box];
+  const size_t fit = static_cast<size_t>(g.rows);
+  size_t first_row = 0;
+  if (list.size() > fit) {
+    const size_t shown = fit > 0 ? fit - 1 : 0;  // the first row says how many are hidden
+    B.hidden_blocks = static_cast<int>(list.size() - shown);
+    list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(shown));
+    if (fit > 0) {
+      const int n = B.hidden_blocks;
+      B.more_label = "+" + std::to_string(n) + (n == 1 ? " earlier tensor" : " earlier tensors");
+      B.more_pos = v2(B.min.x + pad, g.blocks_top);
+      first_row = 1;
     }
   }
-
-  // ---- the running trip's bands and tokens.
-  if (L.trip >= 0) {
-    const FlowTrip& trip = in.trips[L.trip];
-    const float hbm_x = L.boxes[0].max.x - pad;
-    const float l2_x = middle(L.boxes[1].min, L.boxes[1].max).x;
-    const float sm_x = L.boxes[2].min.x + pad;
-    const float elapsed_s =
-        static_cast<float>((L.gpu_us - timing.start_us[L.trip]) * L.seconds_per_us);
-    const float offset = elapsed_s * kTokenSpeedFontSizesPerSecond * fs;
-    const float gap_mid = 0.5f * (L.boxes[0].max.x + L.boxes[1].min.x);
-    const float gap_w = L.boxes[1].min.x - L.boxes[0].max.x;
-    for (int dir = 0; dir < 2; ++dir) {
-      FlowLane lane;
-      lane.write = dir == 1;
-      const float y = lane.write ? write_y : read_y;
-      lane.stops_at_l2 = lane.write ? trip.writes_stop_at_l2 : trip.reads_stop_at_l2;
-      lane.dram.bytes = lane.write ? trip.write_bytes : trip.read_bytes;
-      lane.chip.bytes = lane.write ? trip.textbook_write_bytes : trip.textbook_read_bytes;
-      lane.dram.thickness = thickness(lane.dram.bytes);
-      lane.chip.thickness = thickness(lane.chip.bytes);
-      if (lane.write) {
-        lane.chip.from = v2(sm_x, y);
-        lane.chip.to = v2(l2_x, y);
-        lane.dram.from = v2(l2_x, y);
-        lane.dram.to = v2(hbm_x, y);
-      } else {
-        lane.dram.from = v2(hbm_x, y);
-        lane.dram.to = v2(l2_x, y);
-        lane.chip.from = v2(l2_x, y);
-        lane.chip.to = v2(sm_x, y);
-      }
-      for (FlowSegment* seg : {&lane.dram, &lane.chip}) {
-        seg->visible = scale > 0 && seg->bytes >= kVisibleShare * scale;
-        if (!seg->visible) continue;
-        const float spacing = std::max(seg->thickness * 2.2f, fs * 1.2f);
-        seg->tokens = tokens_along(seg->from, seg->to, spacing, offset);
-      }
-      lane.label = lane.stops_at_l2 ? "L2 hit" : format_byte_count(lane.dram.bytes);
-      const float label_w = style.text_width(lane.label);
-      lane.label_pos = v2(gap_mid - label_w * 0.5f, y - max_band * 0.5f - fs * 1.1f);
-      lane.label_visible = lane_labels && label_w <= gap_w + fs * 1.5f;
-      L.lanes.push_back(lane);
-    }
+  const float inner_w = B.max.x - B.min.x - 2 * pad;
+  for (size_t r = 0; r < list.size(); ++r) {
+    FlowBlock& b = list[r];
+    const FlowTensor& tensor = in.tensors[b.tensor];
+    b.min = v2(B.min.x + pad, g.blocks_top + (r + first_row) * g.line);
+    b.max = v2(B.max.x - pad, g.blocks_top + (r + first_row) * g.line + fs * 1.15f);
+    const std::string base = tensor.name + " " + format_byte_count(tensor.bytes);
+    const std::string full = tensor.intermediate ? base + " (intermediate)" : base;
+    // The longest of these that fits: the name is never cut for the sake of the size.
+    const float label_w = inner_w - fs * 0.6f;
+    b.label = style.text_width(full) <= label_w   ? full
+              : style.text_width(base) <= label_w ? base
+                                                  : fit_text(tensor.name, label_w, style);
+    L->blocks.push_back(b);
   }
+}
 
-  // ---- words: what happens now, and the clock.
+// The running trip's bands (read, then write), each a DRAM stretch (HBM | L2) and an on-chip one
+// (L2 | SM), with tokens moving along them and the bytes (or "L2 hit") above.
+void layout_bands(const FlowInput& in, const FlowClockState& c, const FlowGeometry& g,
+                  const ViewStyle& style, FlowLayout* L) {
+  if (L->trip < 0) return;
+  const float fs = g.fs, pad = g.pad;
+  const FlowTrip& trip = in.trips[L->trip];
+  const float hbm_x = L->boxes[0].max.x - pad;
+  const float l2_x = middle(L->boxes[1].min, L->boxes[1].max).x;
+  const float sm_x = L->boxes[2].min.x + pad;
+  const float elapsed_s =
+      static_cast<float>((L->gpu_us - c.timing.start_us[L->trip]) * L->seconds_per_us);
+  const float offset = elapsed_s * kTokenSpeedFontSizesPerSecond * fs;
+  const float gap_mid = 0.5f * (L->boxes[0].max.x + L->boxes[1].min.x);
+  const float gap_w = L->boxes[1].min.x - L->boxes[0].max.x;
+  for (int dir = 0; dir < 2; ++dir) {
+    FlowLane lane;
+    lane.write = dir == 1;
+    const float y = lane.write ? g.write_y : g.read_y;
+    lane.stops_at_l2 = lane.write ? trip.writes_stop_at_l2 : trip.reads_stop_at_l2;
+    lane.dram.bytes = lane.write ? trip.write_bytes : trip.read_bytes;
+    lane.chip.bytes = lane.write ? trip.textbook_write_bytes : trip.textbook_read_bytes;
+    lane.dram.thickness = band_thickness(lane.dram.bytes, c, g);
+    lane.chip.thickness = band_thickness(lane.chip.bytes, c, g);
+    if (lane.write) {
+      lane.chip.from = v2(sm_x, y);
+      lane.chip.to = v2(l2_x, y);
+      lane.dram.from = v2(l2_x, y);
+      lane.dram.to = v2(hbm_x, y);
+    } else {
+      lane.dram.from = v2(hbm_x, y);
+      lane.dram.to = v2(l2_x, y);
+      lane.chip.from = v2(l2_x, y);
+      lane.chip.to = v2(sm_x, y);
+    }
+    for (FlowSegment* seg : {&lane.dram, &lane.chip}) {
+      seg->visible = c.scale > 0 && seg->bytes >= kVisibleShare * c.scale;
+      if (!seg->visible) continue;
+      const float spacing = std::max(seg->thickness * 2.2f, fs * 1.2f);
+      seg->tokens = tokens_along(seg->from, seg->to, spacing, offset);
+    }
+    lane.label = lane.stops_at_l2 ? "L2 hit" : format_byte_count(lane.dram.bytes);
+    const float label_w = style.text_width(lane.label);
+    lane.label_pos = v2(gap_mid - label_w * 0.5f, y - g.max_band * 0.5f - fs * 1.1f);
+    lane.label_visible = g.lane_labels && label_w <= gap_w + fs * 1.5f;
+    L->lanes.push_back(lane);
+  }
+}
+
+// Words: what happens now (a launch, a gap, or done), and the clock.
+void layout_words(const FlowInput& in, const FlowClockState& c, const FlowGeometry& g,
+                  const ViewStyle& style, FlowLayout* L) {
+  const Timing& timing = c.timing;
+  const bool slower_reference = c.reference > timing.chain_us * 1.001;
   char buf[320];
-  if (L.trip >= 0) {
-    const FlowTrip& trip = in.trips[L.trip];
+  if (L->trip >= 0) {
+    const FlowTrip& trip = in.trips[L->trip];
     const std::string reads =
         trip.reads_stop_at_l2 ? format_byte_count(trip.textbook_read_bytes) + " from L2 (DRAM " +
                                     format_byte_count(trip.read_bytes) + ")"
@@ -616,64 +662,110 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
                                      format_byte_count(trip.write_bytes) + ")"
                                : format_byte_count(trip.write_bytes) + " to HBM";
     std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)%s",
-                  L.trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(),
+                  L->trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(),
                   writes.c_str(), format_us(trip.median_us).c_str(),
                   trip.stages_in_shared ? "; stages data in shared memory" : "");
-    L.status = buf;
-  } else if (L.in_gap) {
-    std::snprintf(buf, sizeof(buf), "between launches %d and %d: the GPU idles %s", next,
-                  next + 1, format_us(in.trips[next].gap_before_us).c_str());
-    L.status = buf;
+  } else if (L->in_gap) {
+    std::snprintf(buf, sizeof(buf), "between launches %d and %d: the GPU idles %s", c.next,
+                  c.next + 1, format_us(in.trips[c.next].gap_before_us).c_str());
   } else {
     std::snprintf(buf, sizeof(buf), "done: %zu launch%s in %s%s%s", in.trips.size(),
                   in.trips.size() == 1 ? "" : "es", format_us(timing.chain_us).c_str(),
-                  reference > timing.chain_us * 1.001 && !in.pace_reference_label.empty()
-                      ? "; " : "",
-                  reference > timing.chain_us * 1.001 ? in.pace_reference_label.c_str() : "");
-    L.status = buf;
+                  slower_reference && !in.pace_reference_label.empty() ? "; " : "",
+                  slower_reference ? in.pace_reference_label.c_str() : "");
   }
-  L.status = fit_text(L.status, W, style);
-  L.time_label = "GPU time " + format_us(shown_us) + " of " + format_us(timing.chain_us);
-  if (reference > timing.chain_us * 1.001 && !in.pace_reference_label.empty()) {
-    L.time_label += " (strip: " + in.pace_reference_label + ")";
+  L->status = fit_text(buf, g.W, style);
+  L->time_label = "GPU time " + format_us(c.shown_us) + " of " + format_us(timing.chain_us);
+  if (slower_reference && !in.pace_reference_label.empty()) {
+    L->time_label += " (strip: " + in.pace_reference_label + ")";
   }
+}
 
-  // ---- the pacing strip: the chain on one GPU-time axis for every level of this size.
-  const float strip_w = L.strip_max.x - L.strip_min.x;
+// The pacing strip: the chain on one GPU-time axis for every level of this size. Level 0's lane
+// on the same axis: its own width when it is slower, so it shows the time fusion saves as the
+// empty end of this level's lane.
+void layout_strip(const FlowInput& in, const FlowClockState& c, const FlowGeometry& g,
+                  FlowLayout* L) {
+  const float strip_w = L->strip_max.x - L->strip_min.x;
   const auto strip_x = [&](double us) {
-    return L.strip_min.x + static_cast<float>(us / reference) * strip_w;
+    return L->strip_min.x + static_cast<float>(us / c.reference) * strip_w;
   };
   for (size_t k = 0; k < in.trips.size(); ++k) {
-    L.strip.push_back({strip_x(timing.start_us[k]), strip_x(timing.end_us[k]), static_cast<int>(k)});
-    L.strip_names.push_back(in.trips[k].kernel);
+    L->strip.push_back({strip_x(c.timing.start_us[k]), strip_x(c.timing.end_us[k]), static_cast<int>(k)});
+    L->strip_names.push_back(in.trips[k].kernel);
   }
-  L.strip_cursor_x = strip_x(shown_us);
-  // Level 0's lane on the same axis: its own width when it is slower, so it shows the time
-  // fusion saves as the empty end of this level's lane.
-  if (two_lanes) {
-    const float w0 = L.level0_strip_max.x - L.level0_strip_min.x;
-    for (size_t k = 0; k < in.level0_lane.size(); ++k) {
-      const auto x = [&](double us) {
-        return L.level0_strip_min.x + static_cast<float>(us / reference) * w0;
-      };
-      L.level0_strip.push_back({x(in.level0_lane[k].start_us), x(in.level0_lane[k].end_us), static_cast<int>(k)});
-      L.level0_strip_names.push_back(in.level0_lane[k].kernel);
-    }
+  L->strip_cursor_x = strip_x(c.shown_us);
+  if (!g.two_lanes) return;
+  const float w0 = L->level0_strip_max.x - L->level0_strip_min.x;
+  const auto x = [&](double us) {
+    return L->level0_strip_min.x + static_cast<float>(us / c.reference) * w0;
+  };
+  for (size_t k = 0; k < in.level0_lane.size(); ++k) {
+    L->level0_strip.push_back({x(in.level0_lane[k].start_us), x(in.level0_lane[k].end_us), static_cast<int>(k)});
+    L->level0_strip_names.push_back(in.level0_lane[k].kernel);
   }
-  // The shared memory block's words: what stages there now, else its capacity.
-  if (L.shared_visible) {
-    const float w = L.shared_max.x - L.shared_min.x - fs * 0.5f;
-    const std::string cap = in.sm_shared_bytes > 0 ? " " + format_byte_count(in.sm_shared_bytes) : "";
-    if (L.trip >= 0 && in.trips[L.trip].stages_in_shared) {
-      const FlowTrip& trip = in.trips[L.trip];
-      L.shared_active = true;
-      std::string what = "shared memory / L1: " + trip.kernel + " stages data here";
-      if (trip.shared_bytes > 0) what += " (" + format_byte_count(static_cast<double>(trip.shared_bytes)) + " per block)";
-      L.shared_label = fit_text(what, w, style);
-    } else {
-      L.shared_label = fit_text("shared memory / L1" + cap, w, style);
-    }
+}
+
+// The shared memory block's words: what stages there now, else its capacity.
+void layout_shared_label(const FlowInput& in, const ViewStyle& style, FlowLayout* L) {
+  if (!L->shared_visible) return;
+  const float w = L->shared_max.x - L->shared_min.x - style.font_size * 0.5f;
+  const std::string cap = in.sm_shared_bytes > 0 ? " " + format_byte_count(in.sm_shared_bytes) : "";
+  if (L->trip >= 0 && in.trips[L->trip].stages_in_shared) {
+    const FlowTrip& trip = in.trips[L->trip];
+    L->shared_active = true;
+    std::string what = "shared memory / L1: " + trip.kernel + " stages data here";
+    if (trip.shared_bytes > 0) what += " (" + format_byte_count(static_cast<double>(trip.shared_bytes)) + " per block)";
+    L->shared_label = fit_text(what, w, style);
+  } else {
+    L->shared_label = fit_text("shared memory / L1" + cap, w, style);
   }
+}
+
+}  // namespace
+
+FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
+                       const ViewStyle& style) {
+  FlowLayout L;
+  FlowGeometry g;
+  g.fs = style.font_size;
+  g.line = style.line();
+  g.pad = g.fs * 0.4f;
+  g.W = std::max(cmax.x - cmin.x, g.fs * 10);
+  L.canvas_min = cmin;
+  L.canvas_max = cmax;
+  L.font_size = g.fs;
+  layout_text_rows_and_strip(in, cmin, cmax, style, &g, &L);
+  int sm_header_lines = 1;
+  const int header_lines = layout_boxes(in, cmin, g, style, &sm_header_lines, &L);
+  layout_rows_and_sm_box(in, header_lines, sm_header_lines, style, &g, &L);
+
+  const bool measured = in.measured();
+  L.bytes_note = measured ? "band width: measured DRAM bytes (CUPTI counters)"
+                          : "textbook bytes: counters off";
+  L.bytes_note_textbook = !measured;
+  L.bytes_note_pos = v2(cmin.x + g.W - style.text_width(L.bytes_note), L.time_label_pos.y);
+  const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + g.fs;
+  L.caption = fit_text("Level " + in.level_name +
+                           (in.level_summary.empty() ? "" : ": " + in.level_summary),
+                       g.W - hint_room, style);
+  if (in.trips.empty()) {
+    L.status = "No measurement yet.";
+    return L;
+  }
+
+  const FlowClockState c = pace(in, t, &L);
+  for (const auto& trip : in.trips) {
+    L.trip_volume.push_back(band_thickness(trip.read_bytes, c, g) +
+                            band_thickness(trip.write_bytes, c, g));
+  }
+  std::vector<FlowBlock> per_box[2];  // HBM, L2
+  place_tensors(in, c, L, per_box);
+  for (int box = 0; box < 2; ++box) layout_blocks(in, box, std::move(per_box[box]), g, style, &L);
+  layout_bands(in, c, g, style, &L);
+  layout_words(in, c, g, style, &L);
+  layout_strip(in, c, g, &L);
+  layout_shared_label(in, style, &L);
   return L;
 }
 
@@ -796,21 +888,13 @@ void draw_segment(ImDrawList* dl, const FlowSegment& seg, ImU32 color, float fs)
                         v2(seg.to.x - dir * ah * 0.2f, seg.to.y + ah), color);
 }
 
-}  // namespace
-
-void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
-                      const FlowHit& hover) {
+// The three places with their titles, and each tensor block in them.
+void draw_boxes_and_blocks(ImDrawList* dl, const FlowLayout& L, const FlowHit& hover) {
   const float fs = L.font_size;
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   const ImU32 outline = with_alpha(text, 0.25f);
   const ImU32 fills[3] = {palette::hbm_fill, palette::l2_fill, palette::sm_fill};
-
-  if (!in.hint.empty()) draw_text(dl, L.hint_pos, dim, in.hint);
-  draw_text(dl, L.caption_pos, text, L.caption);
-  draw_text(dl, L.status_pos, text, L.status);
-  if (!L.capacity.empty()) draw_text(dl, L.capacity_pos, dim, L.capacity);
-
   for (int i = 0; i < 3; ++i) {
     const FlowBox& b = L.boxes[i];
     dl->AddRectFilled(b.min, b.max, fills[i], 6.0f);
@@ -842,7 +926,13 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     o.max_width = b.max.x - b.min.x - fs * 0.4f;
     draw_text(dl, v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text, b.label, o);
   }
+}
 
+// The SM box's lines (what stays on chip, or that nothing does) and shared memory.
+void draw_sm_contents(ImDrawList* dl, const FlowLayout& L) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   float y = L.on_chip_pos.y;
   const TextOptions sm_text = [&] {
     TextOptions o;
@@ -874,7 +964,12 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     draw_text(dl, v2(L.shared_min.x + fs * 0.25f, L.shared_min.y + fs * 0.1f),
               L.shared_active ? text : dim, L.shared_label, o);
   }
+}
 
+// The running trip's bands, their labels, and the hovered one outlined.
+void draw_bands(ImDrawList* dl, const FlowLayout& L, const FlowHit& hover) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   for (size_t i = 0; i < L.lanes.size(); ++i) {
     const FlowLane& lane = L.lanes[i];
     const ImU32 color = lane.write ? palette::writes : palette::reads;
@@ -891,8 +986,13 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
                   text, 3.0f);
     }
   }
+}
 
-  // The two lanes: level 0 above, this level below, on one GPU-time axis.
+// The two lanes: level 0 above, this level below, on one GPU-time axis, and the clock's cursor.
+void draw_pacing_strip(ImDrawList* dl, const FlowInput& in, const FlowLayout& L) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   const auto draw_lane = [&](ImVec2 lo, ImVec2 hi, const std::vector<FlowStripSegment>& segs,
                              const std::vector<std::string>& names, ImU32 color, int running,
                              const std::string& label, ImVec2 label_pos) {
@@ -922,6 +1022,23 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
     const float top = L.level0_strip.empty() ? L.strip_min.y : L.level0_strip_min.y;
     dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text, stroke(2.0f));
   }
+}
+
+}  // namespace
+
+void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
+                      const FlowHit& hover) {
+  const float fs = L.font_size;
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  if (!in.hint.empty()) draw_text(dl, L.hint_pos, dim, in.hint);
+  draw_text(dl, L.caption_pos, text, L.caption);
+  draw_text(dl, L.status_pos, text, L.status);
+  if (!L.capacity.empty()) draw_text(dl, L.capacity_pos, dim, L.capacity);
+  draw_boxes_and_blocks(dl, L, hover);
+  draw_sm_contents(dl, L);
+  draw_bands(dl, L, hover);
+  draw_pacing_strip(dl, in, L);
   float note_x = L.canvas_max.x;
   if (!in.trips.empty()) {
     const float w = ImGui::CalcTextSize(L.bytes_note.c_str()).x;

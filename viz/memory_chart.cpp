@@ -128,6 +128,11 @@ std::string in_unit(double bytes, double unit_bytes, const char* unit) {
   return buf;
 }
 
+// Screen y of `bytes` on the chart's axis (frame and axis_max_bytes set).
+float memory_y(const MemoryLayout& L, double bytes) {
+  return L.frame_max.y - static_cast<float>(bytes / L.axis_max_bytes) * (L.frame_max.y - L.frame_min.y);
+}
+
 std::string short_error(double e) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1e", e);
@@ -136,34 +141,29 @@ std::string short_error(double e) {
 
 }  // namespace
 
-MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const ViewStyle& style) {
-  MemoryLayout L;
-  const float fs = style.font_size, line = style.line();
-  L.font_size = fs;
-  L.big_font_size = fs * 2.0f;
-  const float W = std::max(max.x - min.x, fs * 20);
+namespace {
 
-  // ---- the headline column on the right.
-  const float side_w = std::clamp(W * 0.3f, fs * 12, fs * 20);
-  L.side_min = v2(min.x + W - side_w, min.y);
-  L.side_max = v2(min.x + W, max.y);
-  const float side_text_w = side_w - fs * 0.5f;
+// The headline column on the right: what fusion saves (or level 0's bytes), the big number and
+// its sentences. Returns the y below them.
+float layout_headline(const MemoryInput& in, float side_w, ImVec2 min, const ViewStyle& style,
+                      MemoryLayout* L) {
+  const float fs = style.font_size, line = style.line();
   float y = min.y;
-  L.saved_title_pos = v2(L.side_min.x, y);
+  L->saved_title_pos = v2(L->side_min.x, y);
   y += line;
-  L.saved_value_pos = v2(L.side_min.x, y);
-  y += L.big_font_size * 1.1f;
-  L.saved_detail_pos = v2(L.side_min.x, y);
+  L->saved_value_pos = v2(L->side_min.x, y);
+  y += L->big_font_size * 1.1f;
+  L->saved_detail_pos = v2(L->side_min.x, y);
   std::vector<std::string> sentences;
   if (in.baseline) {
-    L.saved_title = "level 0 moves (textbook)";
-    L.saved_bytes = in.level0_textbook_bytes;
-    L.saved_value = format_byte_count(L.saved_bytes);
+    L->saved_title = "level 0 moves (textbook)";
+    L->saved_bytes = in.level0_textbook_bytes;
+    L->saved_value = format_byte_count(L->saved_bytes);
     sentences.push_back("the unfused baseline: move the fusion slider to see what fusion saves");
   } else {
-    L.saved_title = "saved by fusion (textbook)";
-    L.saved_bytes = in.saved_textbook_bytes;
-    L.saved_value = format_byte_count(L.saved_bytes);
+    L->saved_title = "saved by fusion (textbook)";
+    L->saved_bytes = in.saved_textbook_bytes;
+    L->saved_value = format_byte_count(L->saved_bytes);
     const double share = in.level0_textbook_bytes > 0
                              ? 100.0 * in.saved_textbook_bytes / in.level0_textbook_bytes
                              : 0.0;
@@ -179,38 +179,47 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
       sentences.push_back("measured in DRAM: " + format_byte_count(in.saved_dram_bytes) + " less");
     }
   }
+  const float side_text_w = side_w - fs * 0.5f;
   for (const auto& sentence : sentences) {
-    for (auto& l : wrap_text(sentence, side_text_w, style)) L.saved_detail.push_back(l);
+    for (auto& l : wrap_text(sentence, side_text_w, style)) L->saved_detail.push_back(l);
   }
-  y += L.saved_detail.size() * line + fs * 0.5f;
-  if (!in.checked) {
-    L.badge = "output not checked";
-  } else if (in.check.passed) {
-    L.badge = "output correct\nrel. error " + short_error(in.check.rel_l2_error) +
-              (in.check.tolerance > 0 ? " (tol. " + short_error(in.check.tolerance) + ")" : "");
-  } else {
-    L.badge = "output WRONG: no speedup\nrel. error " + short_error(in.check.rel_l2_error) +
-              (in.check.tolerance > 0 ? " > tol. " + short_error(in.check.tolerance) : "");
-  }
-  L.badge_ok = in.checked && in.check.passed;
-  {
-    float badge_w = 0;
-    int badge_lines = 1;
-    size_t start = 0;
-    for (size_t i = 0; i <= L.badge.size(); ++i) {
-      if (i == L.badge.size() || L.badge[i] == '\n') {
-        badge_w = std::max(badge_w, style.text_width(L.badge.substr(start, i - start)));
-        if (i < L.badge.size()) ++badge_lines;
-        start = i + 1;
-      }
-    }
-    L.badge_min = v2(L.side_min.x, y);
-    L.badge_max = v2(L.side_min.x + std::min(badge_w + fs, side_w),
-                     y + badge_lines * fs * 1.2f + fs * 0.6f);
-  }
+  return y + L->saved_detail.size() * line + fs * 0.5f;
+}
 
-  // ---- the legend on top of the chart, flowing into rows.
-  const float chart_min_x = min.x, chart_max_x = L.side_min.x - fs * 1.2f;
+// The correctness badge at `y` in the headline column, as wide as its longest line.
+void layout_badge(const MemoryInput& in, float y, float side_w, const ViewStyle& style,
+                  MemoryLayout* L) {
+  const float fs = style.font_size;
+  if (!in.checked) {
+    L->badge = "output not checked";
+  } else if (in.check.passed) {
+    L->badge = "output correct\nrel. error " + short_error(in.check.rel_l2_error) +
+               (in.check.tolerance > 0 ? " (tol. " + short_error(in.check.tolerance) + ")" : "");
+  } else {
+    L->badge = "output WRONG: no speedup\nrel. error " + short_error(in.check.rel_l2_error) +
+               (in.check.tolerance > 0 ? " > tol. " + short_error(in.check.tolerance) : "");
+  }
+  L->badge_ok = in.checked && in.check.passed;
+  float badge_w = 0;
+  int badge_lines = 1;
+  size_t start = 0;
+  for (size_t i = 0; i <= L->badge.size(); ++i) {
+    if (i == L->badge.size() || L->badge[i] == '\n') {
+      badge_w = std::max(badge_w, style.text_width(L->badge.substr(start, i - start)));
+      if (i < L->badge.size()) ++badge_lines;
+      start = i + 1;
+    }
+  }
+  L->badge_min = v2(L->side_min.x, y);
+  L->badge_max = v2(L->side_min.x + std::min(badge_w + fs, side_w),
+                    y + badge_lines * fs * 1.2f + fs * 0.6f);
+}
+
+// The legend on top of the chart, flowing into rows between chart_min_x and chart_max_x, then
+// the note on missing counters. Returns the y below it.
+float layout_legend(const MemoryInput& in, float chart_min_x, float chart_max_x, float top,
+                    const ViewStyle& style, MemoryLayout* L) {
+  const float fs = style.font_size, line = style.line();
   std::vector<MemoryLegendEntry> entries = {
       {"textbook read | write", with_alpha(palette::reads, kTextbookAlpha),
        with_alpha(palette::writes, kTextbookAlpha), {}}};
@@ -218,7 +227,7 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
     entries.push_back({"DRAM read | write (measured)", palette::reads, palette::writes, {}});
     entries.push_back({"L2 requests (measured)", palette::l2, palette::l2, {}});
   }
-  float lx = chart_min_x, ly = min.y;
+  float lx = chart_min_x, ly = top;
   for (auto& e : entries) {
     const float w = fs * 1.6f + style.text_width(e.label) + fs;
     if (lx > chart_min_x && lx + w > chart_max_x) {
@@ -227,96 +236,124 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
     }
     e.pos = v2(lx, ly);
     lx += w;
-    L.legend.push_back(e);
+    L->legend.push_back(e);
   }
   if (!in.counters) {
-    L.counters_note = "no DRAM / L2 bars: " + in.counters_note;
-    const float w = style.text_width(L.counters_note);
+    L->counters_note = "no DRAM / L2 bars: " + in.counters_note;
+    const float w = style.text_width(L->counters_note);
     if (lx > chart_min_x && lx + w > chart_max_x) {
       lx = chart_min_x;
       ly += line;
     }
-    L.counters_note = fit_text(L.counters_note, chart_max_x - lx, style);
-    L.counters_note_pos = v2(lx, ly);
+    L->counters_note = fit_text(L->counters_note, chart_max_x - lx, style);
+    L->counters_note_pos = v2(lx, ly);
   }
-  const float legend_bottom = ly + line + fs * 0.3f;
+  return ly + line + fs * 0.3f;
+}
 
-  // ---- the axis: a unit that keeps the numbers short, 1-2-5 steps.
+// The tallest bar of any group (and of the other levels at this size: one axis for all).
+double tallest_bar(const MemoryInput& in) {
   double top = 0;
   for (const auto& g : in.groups) {
     top = std::max(top, g.textbook_read + g.textbook_write);
     if (in.counters) top = std::max({top, g.dram_read + g.dram_write, g.l2});
   }
-  top = std::max(top, in.axis_bytes);  // one axis for every level at this size
+  return std::max(top, in.axis_bytes);
+}
+
+// The axis and the frame below `frame_top`: a unit that keeps the numbers short, 1-2-5 steps.
+// Returns the unit's size in bytes.
+double layout_axis(double top, float chart_min_x, float chart_max_x, float frame_top, ImVec2 max,
+                   const ViewStyle& style, MemoryLayout* L) {
+  const float fs = style.font_size, line = style.line();
   int u = 0;
   while (u < 4 && top >= 1024.0 * std::pow(1024.0, u)) ++u;
   const double unit_bytes = std::pow(1024.0, u);
-  L.unit = kUnits[u];
+  L->unit = kUnits[u];
   // Headroom above the tallest bar for its value label.
   double lo = 0, hi = top > 0 ? top * 1.12 / unit_bytes : 1;
-  const float frame_top = legend_bottom;
   const float frame_bottom = std::max(frame_top + fs * 3, max.y - line * 1.1f);
   const int max_ticks = std::clamp(static_cast<int>((frame_bottom - frame_top) / (fs * 1.6f)), 2, 6);
   const double step = nice_linear_step(&lo, &hi, max_ticks);
-  L.axis_max_bytes = hi * unit_bytes;
+  L->axis_max_bytes = hi * unit_bytes;
   float widest = 0;
   std::vector<std::string> tick_labels;
   for (double v = 0; v <= hi * (1 + 1e-9); v += step) {
     char buf[40];
-    std::snprintf(buf, sizeof(buf), "%g %s", v, L.unit.c_str());
+    std::snprintf(buf, sizeof(buf), "%g %s", v, L->unit.c_str());
     tick_labels.push_back(buf);
     widest = std::max(widest, style.text_width(buf));
   }
-  L.frame_min = v2(chart_min_x + widest + fs * 0.6f, frame_top);
-  L.frame_max = v2(std::max(L.frame_min.x + fs * 4, chart_max_x), frame_bottom);
-  const auto y_of = [&](double bytes) {
-    return L.frame_max.y - static_cast<float>(bytes / L.axis_max_bytes) * (L.frame_max.y - L.frame_min.y);
-  };
+  L->frame_min = v2(chart_min_x + widest + fs * 0.6f, frame_top);
+  L->frame_max = v2(std::max(L->frame_min.x + fs * 4, chart_max_x), frame_bottom);
   for (size_t i = 0; i < tick_labels.size(); ++i) {
-    L.y_ticks.push_back({y_of(i * step * unit_bytes), tick_labels[i]});
+    L->y_ticks.push_back({memory_y(*L, i * step * unit_bytes), tick_labels[i]});
   }
+  return unit_bytes;
+}
 
-  // ---- grouped bars: textbook (read | write), DRAM (read | write), L2.
+// The grouped bars of each launch (and the total): textbook (read | write), DRAM (read | write)
+// and L2, with their value labels and the groups' kernel names.
+void layout_bars(const MemoryInput& in, double unit_bytes, const ViewStyle& style,
+                 MemoryLayout* L) {
+  const float fs = style.font_size;
   const int groups = static_cast<int>(in.groups.size());
-  if (groups == 0 || top <= 0) return L;
   const int kinds = in.counters ? 3 : 1;
-  const float group_w = (L.frame_max.x - L.frame_min.x) / groups;
+  const float group_w = (L->frame_max.x - L->frame_min.x) / groups;
   const float bar_gap = std::max(2.0f, group_w * 0.04f);
   const float bar_w = std::min((group_w * 0.8f - bar_gap * (kinds - 1)) / kinds, fs * 4);
   const float content_w = bar_w * kinds + bar_gap * (kinds - 1);
   for (int gi = 0; gi < groups; ++gi) {
     const MemoryGroup& g = in.groups[gi];
-    const float gx = L.frame_min.x + gi * group_w;
+    const float gx = L->frame_min.x + gi * group_w;
     const float x0 = gx + 0.5f * (group_w - content_w);
     for (int k = 0; k < kinds; ++k) {
       MemoryBarRect b;
       b.group = gi;
       b.kind = static_cast<MemoryBar>(k);
-      double read = 0, write = 0;
-      if (b.kind == MemoryBar::textbook) {
-        read = g.textbook_read;
-        write = g.textbook_write;
-      } else if (b.kind == MemoryBar::dram) {
-        read = g.dram_read;
-        write = g.dram_write;
-      } else {
-        read = g.l2;
-      }
+      const double read = b.kind == MemoryBar::textbook ? g.textbook_read
+                          : b.kind == MemoryBar::dram   ? g.dram_read
+                                                        : g.l2;
+      const double write = b.kind == MemoryBar::textbook ? g.textbook_write
+                           : b.kind == MemoryBar::dram   ? g.dram_write
+                                                         : 0.0;
       b.bytes = read + write;
       const float bx = x0 + k * (bar_w + bar_gap);
-      b.min = v2(bx, y_of(b.bytes));
-      b.max = v2(bx + bar_w, L.frame_max.y);
-      b.split_y = y_of(read);
-      b.value_label = in_unit(b.bytes, unit_bytes, L.unit.c_str());
+      b.min = v2(bx, memory_y(*L, b.bytes));
+      b.max = v2(bx + bar_w, L->frame_max.y);
+      b.split_y = memory_y(*L, read);
+      b.value_label = in_unit(b.bytes, unit_bytes, L->unit.c_str());
       const float vw = style.text_width(b.value_label);
       b.value_pos = v2(bx + 0.5f * (bar_w - vw), b.min.y - fs * 1.1f);
-      b.value_visible = vw <= bar_w + bar_gap * 0.8f && b.value_pos.y >= L.frame_min.y + 1;
-      L.bars.push_back(b);
+      b.value_visible = vw <= bar_w + bar_gap * 0.8f && b.value_pos.y >= L->frame_min.y + 1;
+      L->bars.push_back(b);
     }
     const std::string name = fit_text(g.kernel, group_w - fs * 0.3f, style);
-    L.group_labels.push_back(
-        {v2(gx + 0.5f * (group_w - style.text_width(name)), L.frame_max.y + fs * 0.15f), name});
+    L->group_labels.push_back(
+        {v2(gx + 0.5f * (group_w - style.text_width(name)), L->frame_max.y + fs * 0.15f), name});
   }
+}
+
+}  // namespace
+
+MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const ViewStyle& style) {
+  MemoryLayout L;
+  const float fs = style.font_size;
+  L.font_size = fs;
+  L.big_font_size = fs * 2.0f;
+  const float W = std::max(max.x - min.x, fs * 20);
+  const float side_w = std::clamp(W * 0.3f, fs * 12, fs * 20);
+  L.side_min = v2(min.x + W - side_w, min.y);
+  L.side_max = v2(min.x + W, max.y);
+  const float below_headline = layout_headline(in, side_w, min, style, &L);
+  layout_badge(in, below_headline, side_w, style, &L);
+
+  const float chart_min_x = min.x, chart_max_x = L.side_min.x - fs * 1.2f;
+  const float legend_bottom = layout_legend(in, chart_min_x, chart_max_x, min.y, style, &L);
+  const double top = tallest_bar(in);
+  const double unit_bytes = layout_axis(top, chart_min_x, chart_max_x, legend_bottom, max, style, &L);
+  if (in.groups.empty() || top <= 0) return L;
+  layout_bars(in, unit_bytes, style, &L);
   return L;
 }
 

@@ -129,20 +129,13 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   }
 }
 
-}  // namespace
-
-void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
+// Grid, tick marks and labels, the frame and the axis titles; a tick label that would touch the
+// one before it is left out.
+void draw_axes(ImDrawList* dl, const PlotLayout& L) {
   const float fs = L.font_size;
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  const ImU32 frame_bg = ImGui::GetColorU32(ImGuiCol_FrameBg);
   const ImU32 grid = with_alpha(ImGui::GetColorU32(ImGuiCol_Text), 0.12f);
   const ImU32 axis = with_alpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f);
-  const ImU32 window_bg = with_alpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.92f);
-
-  dl->AddRectFilled(L.frame_min, L.frame_max, frame_bg);
-
-  // Grid, tick marks and labels; a label that would touch the one before it is left out.
   float last_y_label = 1e30f;
   for (const auto& t : L.y_ticks) {
     dl->AddLine(vec(L.frame_min.x, t.pos), vec(L.frame_max.x, t.pos), grid, stroke(1.0f));
@@ -167,14 +160,19 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
     draw_text(dl, vec(x, L.frame_max.y + fs * 0.3f), text, t.label);
   }
   dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
+  const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   if (!L.x_title.empty()) {
     const float w = std::min(ImGui::CalcTextSize(L.x_title.c_str()).x, L.canvas_max.x - L.canvas_min.x);
     draw_text(dl, vec(std::max(L.canvas_min.x, L.x_title_pos.x - w * 0.5f), L.x_title_pos.y),
               text_dim, L.x_title);
   }
   if (!L.y_title.empty()) draw_text(dl, L.y_title_pos, text_dim, L.y_title);
+}
 
-  // Markers of points on the frame's edges (the axis ends) stay whole.
+// The reference lines, the marker, the series (bands under every line) and the hovered point,
+// clipped to the frame grown by the largest marker so markers on its edges stay whole.
+void draw_series(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
+  const ImU32 frame_bg = ImGui::GetColorU32(ImGuiCol_FrameBg);
   float max_radius = 0;
   for (const auto& s : L.series) max_radius = std::max(max_radius, s.marker_radius + 2);
   dl->PushClipRect(vec(L.frame_min.x - max_radius, L.frame_min.y - max_radius),
@@ -208,11 +206,16 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
   }
   if (hover.valid()) {
     const auto& s = L.series[hover.series];
-    dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, text, 0, stroke(2.0f));
+    dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, ImGui::GetColorU32(ImGuiCol_Text), 0,
+                 stroke(2.0f));
   }
   dl->PopClipRect();
-  // Text inside the frame is clipped to the frame itself.
-  dl->PushClipRect(L.frame_min, L.frame_max, true);
+}
+
+// Text inside the frame (clipped to it): the marker's label and the note.
+void draw_frame_text(ImDrawList* dl, const PlotLayout& L) {
+  const float fs = L.font_size;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   if (L.marker_visible && !L.marker_label.empty()) {
     // At the top of the frame beside the marker, else at the bottom, else not at all: never
     // on the legend.
@@ -237,6 +240,19 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
       y += fs * 1.2f;
     }
   }
+}
+
+}  // namespace
+
+void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 axis = with_alpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f);
+  const ImU32 window_bg = with_alpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.92f);
+  dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  draw_axes(dl, L);
+  draw_series(dl, L, hover);
+  dl->PushClipRect(L.frame_min, L.frame_max, true);
+  draw_frame_text(dl, L);
   if (!L.legend_outside) draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));
   dl->PopClipRect();
   if (L.legend_outside) draw_legend(dl, L, text, window_bg, with_alpha(axis, 0.6f));

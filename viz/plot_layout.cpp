@@ -196,6 +196,157 @@ double nice_linear_step(double* lo, double* hi, int max_ticks) {
 
 namespace {
 
+// The y range of the data (with its bands) and the reference lines; lo > hi when there is none.
+void data_y_range(const PlotSpec& spec, double* lo, double* hi) {
+  *lo = std::numeric_limits<double>::infinity();
+  *hi = -*lo;
+  const auto take = [&](double v) {
+    if (!std::isfinite(v)) return;
+    *lo = std::min(*lo, v);
+    *hi = std::max(*hi, v);
+  };
+  for (const auto& s : spec.series) {
+    for (const auto& p : s.points) {
+      if (!std::isfinite(p.y)) continue;
+      take(p.y);
+      if (s.band && p.lo < p.hi) {
+        take(p.lo);
+        take(p.hi);
+      }
+    }
+  }
+  if (spec.reference.enabled) take(spec.reference.y);
+  for (const auto& line : spec.more_lines) {
+    if (line.enabled) take(line.y);
+  }
+}
+
+// The y axis between `top` and `bottom`: log when asked (or automatic over more than a decade),
+// else linear with 1-2-5 steps (and zero when asked). Sets y_log, y_min, y_max and y_decimals;
+// returns the labelled values.
+std::vector<double> y_axis(const PlotSpec& spec, float top, float bottom, float fs, PlotLayout* L) {
+  double lo = 0, hi = 0;
+  data_y_range(spec, &lo, &hi);
+  L->y_log = spec.y_auto && lo > 0 && hi >= lo &&
+             (spec.y_scale == PlotYScale::log ||
+              (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
+  std::vector<double> y_values;  // the labelled ticks
+  const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
+  if (L->y_log) {
+    // Whole decades around the data; 2 and 5 between them while the decades are few.
+    const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+    const int d1 = static_cast<int>(std::ceil(std::log10(hi * 1.15) - 1e-9));
+    lo = std::pow(10.0, d0);
+    hi = std::pow(10.0, std::max(d1, d0 + 1));
+    const int decades = static_cast<int>(std::lround(std::log10(hi / lo)));
+    const bool fine = decades * 3 + 1 <= max_y_ticks;
+    const int every = std::max(1, (decades + max_y_ticks - 1) / std::max(max_y_ticks - 1, 1));
+    for (int d = d0; d <= d0 + decades; ++d) {
+      if ((d - d0) % every == 0) y_values.push_back(std::pow(10.0, d));
+      if (fine && d < d0 + decades) {
+        y_values.push_back(2 * std::pow(10.0, d));
+        y_values.push_back(5 * std::pow(10.0, d));
+      }
+    }
+    std::sort(y_values.begin(), y_values.end());
+    L->y_decimals = 0;
+  } else {
+    if (spec.y_auto) {
+      if (!(hi >= lo)) {  // nothing to show yet: a unit range
+        lo = 0;
+        hi = 1;
+      }
+      if (spec.y_include_zero) lo = std::min(lo, 0.0);
+      hi += (hi > lo ? hi - lo : 1.0) * 0.1;
+    } else {
+      lo = spec.y_min;
+      hi = spec.y_max;
+    }
+    const double y_step = nice_linear_step(&lo, &hi, max_y_ticks);
+    L->y_decimals =
+        y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
+    const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
+    for (int i = 0; i < y_count; ++i) y_values.push_back(lo + i * y_step);
+  }
+  L->y_min = lo;
+  L->y_max = hi;
+  return y_values;
+}
+
+// x ticks at integer powers of the base. Every `step`-th power is labelled, with step the
+// smallest of 1, 2, 5, 10, ... that keeps labels apart, so 2^10, 2^20 (1K, 1M) always show.
+void x_ticks(float fs, float cw, PlotLayout* L) {
+  const int e0 = static_cast<int>(std::ceil(log_in_base(L->x_min, L->log_base) - 1e-9));
+  const int e1 = static_cast<int>(std::floor(log_in_base(L->x_max, L->log_base) + 1e-9));
+  size_t widest_x = 1;
+  for (int e = e0; e <= e1; ++e) {
+    widest_x = std::max(widest_x, L->format_x(std::pow(L->log_base, e)).size());
+  }
+  const double px_per_power = (L->frame_max.x - L->frame_min.x) /
+                              (log_in_base(L->x_max, L->log_base) - log_in_base(L->x_min, L->log_base));
+  int step = 1;
+  for (int candidate : {1, 2, 5, 10, 20, 50, 100}) {
+    step = candidate;
+    if (candidate * px_per_power >= widest_x * cw + fs) break;
+  }
+  for (int e = e0; e <= e1; ++e) {
+    const double v = std::pow(L->log_base, e);
+    const bool major = ((e % step) + step) % step == 0;
+    if (!major && px_per_power < 4) continue;  // minor ticks only where they stay apart
+    L->x_ticks.push_back({L->x_to_screen(v), v, major ? L->format_x(v) : std::string(), major});
+  }
+}
+
+// One series in screen space: its points sorted by x (only those a log x axis can show), and its
+// band clamped to the y range.
+PlotSeriesLayout series_layout(const PlotSeries& s, const PlotLayout& L) {
+  PlotSeriesLayout S;
+  S.label = s.label;
+  S.color = s.color;
+  S.line_thickness = s.line_thickness;
+  S.marker_radius = s.marker_radius;
+  S.hollow_markers = s.hollow_markers;
+  S.dashed = s.dashed;
+  S.legend_label = !s.in_legend ? std::string() : s.legend_label.empty() ? s.label : s.legend_label;
+  for (const auto& p : s.points) {
+    if (p.x > 0 && std::isfinite(p.y)) S.data.push_back(p);
+  }
+  std::sort(S.data.begin(), S.data.end(),
+            [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  for (const auto& p : S.data) S.screen.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(p.y)));
+  S.band = s.band;
+  if (s.band) {
+    for (const auto& p : S.data) {
+      const double lo = p.lo < p.hi ? p.lo : p.y, hi = p.lo < p.hi ? p.hi : p.y;
+      S.band_lo.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::max(lo, L.y_min))));
+      S.band_hi.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::min(hi, L.y_max))));
+    }
+  }
+  return S;
+}
+
+// The reference line, the other horizontal lines and the vertical marker, where in range.
+void lines_and_marker(const PlotSpec& spec, PlotLayout* L) {
+  if (spec.reference.enabled && spec.reference.y >= L->y_min && spec.reference.y <= L->y_max) {
+    L->reference_visible = true;
+    L->reference_y = L->y_to_screen(spec.reference.y);
+    L->reference_label = spec.reference.label;
+    L->reference_color = spec.reference.color;
+    L->lines.push_back({L->reference_y, spec.reference.y, spec.reference.label,
+                        spec.reference.color, spec.reference.dotted});
+  }
+  for (const auto& line : spec.more_lines) {
+    if (!line.enabled || line.y < L->y_min || line.y > L->y_max) continue;
+    L->lines.push_back({L->y_to_screen(line.y), line.y, line.label, line.color, line.dotted});
+  }
+  if (spec.marker.enabled && spec.marker.x >= L->x_min && spec.marker.x <= L->x_max) {
+    L->marker_visible = true;
+    L->marker_x = L->x_to_screen(spec.marker.x);
+    L->marker_label = spec.marker.label;
+    L->marker_color = spec.marker.color;
+  }
+}
+
 // The layout with `strip` pixels kept free above the frame (for a legend outside it).
 PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
                              const PlotStyle& style, float strip, int* legend_covered) {
@@ -219,72 +370,7 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
   // Vertical margins are fixed: the y title above, tick labels and the x title below.
   const float top = canvas_min.y + fs * 1.6f + strip;
   const float bottom = canvas_max.y - fs * 2.9f;
-
-  // y range: the data (with its bands), the reference lines, and zero when asked (linear).
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  const auto take = [&](double v) {
-    if (!std::isfinite(v)) return;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  };
-  for (const auto& s : spec.series) {
-    for (const auto& p : s.points) {
-      if (!std::isfinite(p.y)) continue;
-      take(p.y);
-      if (s.band && p.lo < p.hi) {
-        take(p.lo);
-        take(p.hi);
-      }
-    }
-  }
-  if (spec.reference.enabled) take(spec.reference.y);
-  for (const auto& line : spec.more_lines) {
-    if (line.enabled) take(line.y);
-  }
-  L.y_log = spec.y_auto && lo > 0 && hi >= lo &&
-            (spec.y_scale == PlotYScale::log ||
-             (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
-  double y_step = 1;
-  std::vector<double> y_values;  // the labelled ticks
-  const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
-  if (L.y_log) {
-    // Whole decades around the data; 2 and 5 between them while the decades are few.
-    const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
-    const int d1 = static_cast<int>(std::ceil(std::log10(hi * 1.15) - 1e-9));
-    lo = std::pow(10.0, d0);
-    hi = std::pow(10.0, std::max(d1, d0 + 1));
-    const int decades = static_cast<int>(std::lround(std::log10(hi / lo)));
-    const bool fine = decades * 3 + 1 <= max_y_ticks;
-    const int every = std::max(1, (decades + max_y_ticks - 1) / std::max(max_y_ticks - 1, 1));
-    for (int d = d0; d <= d0 + decades; ++d) {
-      if ((d - d0) % every == 0) y_values.push_back(std::pow(10.0, d));
-      if (fine && d < d0 + decades) {
-        y_values.push_back(2 * std::pow(10.0, d));
-        y_values.push_back(5 * std::pow(10.0, d));
-      }
-    }
-    std::sort(y_values.begin(), y_values.end());
-    L.y_decimals = 0;
-  } else {
-    if (spec.y_auto) {
-      if (!(hi >= lo)) {  // nothing to show yet: a unit range
-        lo = 0;
-        hi = 1;
-      }
-      if (spec.y_include_zero) lo = std::min(lo, 0.0);
-      hi += (hi > lo ? hi - lo : 1.0) * 0.1;
-    } else {
-      lo = spec.y_min;
-      hi = spec.y_max;
-    }
-    y_step = nice_linear_step(&lo, &hi, max_y_ticks);
-    L.y_decimals =
-        y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
-    const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
-    for (int i = 0; i < y_count; ++i) y_values.push_back(lo + i * y_step);
-  }
-  L.y_min = lo;
-  L.y_max = hi;
+  const std::vector<double> y_values = y_axis(spec, top, bottom, fs, &L);
 
   // Left margin from the widest y label; right margin leaves room for half an x label.
   float widest_y = cw;
@@ -300,74 +386,10 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
   for (size_t i = 0; i < y_values.size(); ++i) {
     L.y_ticks.push_back({L.y_to_screen(y_values[i]), y_values[i], y_labels[i], true});
   }
-
-  // x ticks at integer powers of the base. Every `step`-th power is labelled, with step the
-  // smallest of 1, 2, 5, 10, ... that keeps labels apart, so 2^10, 2^20 (1K, 1M) always show.
-  const int e0 = static_cast<int>(std::ceil(log_in_base(L.x_min, L.log_base) - 1e-9));
-  const int e1 = static_cast<int>(std::floor(log_in_base(L.x_max, L.log_base) + 1e-9));
-  size_t widest_x = 1;
-  for (int e = e0; e <= e1; ++e) {
-    widest_x = std::max(widest_x, L.format_x(std::pow(L.log_base, e)).size());
-  }
-  const double px_per_power = (L.frame_max.x - L.frame_min.x) /
-                              (log_in_base(L.x_max, L.log_base) - log_in_base(L.x_min, L.log_base));
-  int step = 1;
-  for (int candidate : {1, 2, 5, 10, 20, 50, 100}) {
-    step = candidate;
-    if (candidate * px_per_power >= widest_x * cw + fs) break;
-  }
-  for (int e = e0; e <= e1; ++e) {
-    const double v = std::pow(L.log_base, e);
-    const bool major = ((e % step) + step) % step == 0;
-    if (!major && px_per_power < 4) continue;  // minor ticks only where they stay apart
-    L.x_ticks.push_back({L.x_to_screen(v), v, major ? L.format_x(v) : std::string(), major});
-  }
-
-  for (const auto& s : spec.series) {
-    PlotSeriesLayout S;
-    S.label = s.label;
-    S.color = s.color;
-    S.line_thickness = s.line_thickness;
-    S.marker_radius = s.marker_radius;
-    S.hollow_markers = s.hollow_markers;
-    S.dashed = s.dashed;
-    S.legend_label = !s.in_legend ? std::string() : s.legend_label.empty() ? s.label : s.legend_label;
-    for (const auto& p : s.points) {
-      if (p.x > 0 && std::isfinite(p.y)) S.data.push_back(p);
-    }
-    std::sort(S.data.begin(), S.data.end(),
-              [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
-    for (const auto& p : S.data) S.screen.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(p.y)));
-    S.band = s.band;
-    if (s.band) {
-      for (const auto& p : S.data) {
-        const double lo = p.lo < p.hi ? p.lo : p.y, hi = p.lo < p.hi ? p.hi : p.y;
-        S.band_lo.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::max(lo, L.y_min))));
-        S.band_hi.push_back(vec(L.x_to_screen(p.x), L.y_to_screen(std::min(hi, L.y_max))));
-      }
-    }
-    L.series.push_back(std::move(S));
-  }
-
-  if (spec.reference.enabled && spec.reference.y >= L.y_min && spec.reference.y <= L.y_max) {
-    L.reference_visible = true;
-    L.reference_y = L.y_to_screen(spec.reference.y);
-    L.reference_label = spec.reference.label;
-    L.reference_color = spec.reference.color;
-    L.lines.push_back({L.reference_y, spec.reference.y, spec.reference.label, spec.reference.color,
-                       spec.reference.dotted});
-  }
-  for (const auto& line : spec.more_lines) {
-    if (!line.enabled || line.y < L.y_min || line.y > L.y_max) continue;
-    L.lines.push_back({L.y_to_screen(line.y), line.y, line.label, line.color, line.dotted});
-  }
-  build_legend(&L, spec);
-  if (spec.marker.enabled && spec.marker.x >= L.x_min && spec.marker.x <= L.x_max) {
-    L.marker_visible = true;
-    L.marker_x = L.x_to_screen(spec.marker.x);
-    L.marker_label = spec.marker.label;
-    L.marker_color = spec.marker.color;
-  }
+  x_ticks(fs, cw, &L);
+  for (const auto& s : spec.series) L.series.push_back(series_layout(s, L));
+  lines_and_marker(spec, &L);
+  build_legend(&L, spec);  // the series' and the lines' labels
 
   L.x_title_pos = vec(0.5f * (L.frame_min.x + L.frame_max.x), L.frame_max.y + fs * 1.45f);
   L.y_title_pos = vec(canvas_min.x, canvas_min.y);

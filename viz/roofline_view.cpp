@@ -115,6 +115,180 @@ float RooflineLayout::y_to_screen(double y) const {
                            (frame_max.y - frame_min.y);
 }
 
+namespace {
+
+// Ranges: whole decades around the data and the roof over it, one decade of margin.
+void set_ranges(const RooflineInput& in, RooflineLayout* L) {
+  double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
+  for (const auto& p : in.points) {
+    xlo = std::min(xlo, p.intensity);
+    xhi = std::max(xhi, p.intensity);
+    ylo = std::min(ylo, p.gflops);
+    yhi = std::max(yhi, p.gflops);
+  }
+  if (in.roof_gbps > 0) {
+    double roof_at_xhi = xhi * in.roof_gbps;
+    if (in.compute_roof_gflops > 0) roof_at_xhi = std::min(roof_at_xhi, in.compute_roof_gflops);
+    yhi = std::max(yhi, roof_at_xhi);
+  }
+  if (in.compute_roof_gflops > 0) {
+    yhi = std::max(yhi, in.compute_roof_gflops);
+    // The ridge (where the roofs meet) is on the plot, so the learner sees the bend.
+    if (in.roof_gbps > 0) xhi = std::max(xhi, in.compute_roof_gflops / in.roof_gbps);
+  }
+  L->x_min = std::pow(10.0, std::floor(std::log10(xlo)) - 1);
+  L->x_max = std::pow(10.0, std::ceil(std::log10(xhi)) + 1);
+  L->y_min = std::pow(10.0, std::floor(std::log10(ylo)) - 1);
+  L->y_max = std::pow(10.0, std::ceil(std::log10(yhi)) + 1);
+}
+
+// The frame: y tick labels on the left, x tick labels and the title below.
+void layout_frame_and_ticks(ImVec2 min, ImVec2 max, const ViewStyle& style, RooflineLayout* L) {
+  const float fs = style.font_size, line = style.line();
+  const int y0 = static_cast<int>(std::lround(std::log10(L->y_min)));
+  const int y1 = static_cast<int>(std::lround(std::log10(L->y_max)));
+  float widest = 0;
+  for (int p = y0; p <= y1; ++p) widest = std::max(widest, style.text_width(decade_label(p)));
+  L->frame_min = v2(min.x + widest + fs * 0.6f, min.y + line);
+  L->frame_max = v2(std::max(L->frame_min.x + fs * 4, max.x - fs * 0.6f),
+                    std::max(min.y + line + fs * 4, max.y - line * 2.1f));
+  L->x_title_pos = v2(0.5f * (L->frame_min.x + L->frame_max.x) - 0.5f * style.text_width(L->x_title),
+                      L->frame_max.y + line);
+  for (int p = static_cast<int>(std::lround(std::log10(L->x_min)));
+       std::pow(10.0, p) <= L->x_max * 1.0001; ++p) {
+    L->x_ticks.push_back({L->x_to_screen(std::pow(10.0, p)), decade_label(p)});
+  }
+  for (int p = y0; p <= y1; ++p) L->y_ticks.push_back({L->y_to_screen(std::pow(10.0, p)), decade_label(p)});
+}
+
+// Roofs: the bandwidth diagonal up to the ridge (where it meets the compute roof), then flat.
+void layout_roofs(const RooflineInput& in, const ViewStyle& style, RooflineLayout* L) {
+  const float fs = style.font_size, line = style.line();
+  if (in.roof_gbps > 0) {
+    double x_end = std::min(L->x_max, L->y_max / in.roof_gbps);
+    if (in.compute_roof_gflops > 0) x_end = std::min(x_end, in.compute_roof_gflops / in.roof_gbps);
+    const double x_start = std::max(L->x_min, L->y_min / in.roof_gbps);
+    if (x_end > x_start) {
+      L->roof_visible = true;
+      L->roof_from = v2(L->x_to_screen(x_start), L->y_to_screen(x_start * in.roof_gbps));
+      L->roof_to = v2(L->x_to_screen(x_end), L->y_to_screen(x_end * in.roof_gbps));
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "bandwidth roof %.0f GB/s (measured copy)", in.roof_gbps);
+      L->roof_label = buf;
+      // Above the line, ending at a point 3/4 along it: no level can be above the roof, so
+      // the label never covers a point, and the line rises to the right so it stays clear.
+      const ImVec2 at = lerp(L->roof_from, L->roof_to, 0.75f);
+      L->roof_label_pos = v2(std::max(at.x - fs * 0.3f - style.text_width(buf), L->frame_min.x + 2),
+                             std::max(at.y - fs * 1.4f, L->frame_min.y + 2));
+    }
+  }
+  if (in.compute_roof_gflops > 0) {
+    const double ridge = in.roof_gbps > 0 ? in.compute_roof_gflops / in.roof_gbps : L->x_min;
+    L->compute_visible = true;
+    L->compute_from = v2(L->x_to_screen(std::max(ridge, L->x_min)), L->y_to_screen(in.compute_roof_gflops));
+    L->compute_to = v2(L->frame_max.x, L->compute_from.y);
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s (%s)", in.compute_roof_gflops,
+                  in.compute_roof_source.empty() ? "datasheet" : in.compute_roof_source.c_str());
+    L->compute_label = buf;
+    L->compute_label_pos = v2(L->frame_max.x - style.text_width(buf) - fs * 0.3f, L->compute_from.y - line);
+  }
+}
+
+// The bandwidth roof's label must not sit on the compute roof's: other places along the
+// diagonal, then the short form, then none (the legend-free plot names it on hover too).
+void keep_roof_labels_apart(const RooflineInput& in, const ViewStyle& style, RooflineLayout* L) {
+  if (!L->roof_visible || !L->compute_visible) return;
+  const float fs = style.font_size;
+  const float cw = style.text_width(L->compute_label);
+  const ImVec2 c0 = L->compute_label_pos, c1 = v2(c0.x + cw, c0.y + fs);
+  char short_label[64];
+  std::snprintf(short_label, sizeof(short_label), "%.0f GB/s", in.roof_gbps);
+  for (const std::string text : {L->roof_label, std::string(short_label)}) {
+    const float w = style.text_width(text);
+    for (float f : {0.75f, 0.55f, 0.35f, 0.9f}) {
+      const ImVec2 at = lerp(L->roof_from, L->roof_to, f);
+      const ImVec2 p = v2(std::max(at.x - fs * 0.3f - w, L->frame_min.x + 2),
+                          std::max(at.y - fs * 1.4f, L->frame_min.y + 2));
+      if (overlaps(p, v2(p.x + w, p.y + fs), c0, c1) || p.x + w > L->frame_max.x) continue;
+      L->roof_label = text;
+      L->roof_label_pos = p;
+      return;
+    }
+  }
+  L->roof_label.clear();
+}
+
+using Boxes = std::vector<std::pair<ImVec2, ImVec2>>;
+
+// Where a point's label goes: the full text, else just the level's name, at the first place
+// (right of the point, else below it, left of it, above it) inside the frame that no box in
+// `taken` covers. Empty text when neither finds a free place (the read-out on hover still has
+// everything); the chosen place joins `taken`.
+std::pair<std::string, ImVec2> place_point_label(ImVec2 s, const std::string (&texts)[2],
+                                                 const ViewStyle& style, const RooflineLayout& L,
+                                                 Boxes* taken) {
+  const float fs = style.font_size;
+  for (const std::string& text : texts) {
+    const float w = style.text_width(text);
+    const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
+                                 v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
+                                 v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
+                                 v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
+    for (const ImVec2& c : candidates) {
+      if (c.x < L.frame_min.x + 1 || c.x + w > L.frame_max.x - 1 || c.y < L.frame_min.y + 1 ||
+          c.y + fs > L.frame_max.y - 1) {
+        continue;
+      }
+      bool clear = true;
+      for (const auto& [a, b] : *taken) {
+        if (overlaps(c, v2(c.x + w, c.y + fs), a, b)) clear = false;
+      }
+      if (clear) {
+        taken->push_back({c, v2(c.x + w, c.y + fs)});
+        return {text, c};
+      }
+    }
+  }
+  return {"", s};
+}
+
+// Points, each labelled beside it, clear of the roofs' labels, the note, every marker and the
+// labels before it.
+void layout_points(const RooflineInput& in, const ViewStyle& style, RooflineLayout* L) {
+  const float fs = style.font_size;
+  Boxes taken;
+  if (L->roof_visible) {
+    const float w = style.text_width(L->roof_label);
+    taken.push_back({L->roof_label_pos, v2(L->roof_label_pos.x + w, L->roof_label_pos.y + fs)});
+  }
+  if (L->compute_visible) {
+    const float w = style.text_width(L->compute_label);
+    taken.push_back({L->compute_label_pos, v2(L->compute_label_pos.x + w, L->compute_label_pos.y + fs)});
+  }
+  if (!L->note.empty()) {
+    taken.push_back({L->note_pos, v2(L->note_pos.x + style.text_width(L->note), L->note_pos.y + fs)});
+  }
+  const float r = fs * 0.45f;  // the markers are taken too: no label covers a point
+  for (const auto& p : in.points) {
+    const ImVec2 s = v2(L->x_to_screen(p.intensity), L->y_to_screen(p.gflops));
+    L->points.push_back(s);
+    taken.push_back({v2(s.x - r, s.y - r), v2(s.x + r, s.y + r)});
+  }
+  for (size_t i = 0; i < in.points.size(); ++i) {
+    const RooflinePoint& p = in.points[i];
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%s: %.2f FLOP/B, %.0f GFLOP/s", p.label.c_str(), p.intensity,
+                  p.gflops);
+    const std::string texts[2] = {buf, p.label};
+    const auto [text, pos] = place_point_label(L->points[i], texts, style, *L, &taken);
+    L->point_labels.push_back(text);
+    L->point_label_pos.push_back(pos);
+  }
+}
+
+}  // namespace
+
 RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
                                const ViewStyle& style) {
   RooflineLayout L;
@@ -133,164 +307,12 @@ RooflineLayout layout_roofline(const RooflineInput& in, ImVec2 min, ImVec2 max,
     L.frame_max = v2(max.x - fs, max.y - line * 2);
     return L;
   }
-
-  // Ranges: whole decades around the data and the roof over it, one decade of margin.
-  double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
-  for (const auto& p : in.points) {
-    xlo = std::min(xlo, p.intensity);
-    xhi = std::max(xhi, p.intensity);
-    ylo = std::min(ylo, p.gflops);
-    yhi = std::max(yhi, p.gflops);
-  }
-  if (in.roof_gbps > 0) {
-    double roof_at_xhi = xhi * in.roof_gbps;
-    if (in.compute_roof_gflops > 0) roof_at_xhi = std::min(roof_at_xhi, in.compute_roof_gflops);
-    yhi = std::max(yhi, roof_at_xhi);
-  }
-  if (in.compute_roof_gflops > 0) {
-    yhi = std::max(yhi, in.compute_roof_gflops);
-    // The ridge (where the roofs meet) is on the plot, so the learner sees the bend.
-    if (in.roof_gbps > 0) xhi = std::max(xhi, in.compute_roof_gflops / in.roof_gbps);
-  }
-  L.x_min = std::pow(10.0, std::floor(std::log10(xlo)) - 1);
-  L.x_max = std::pow(10.0, std::ceil(std::log10(xhi)) + 1);
-  L.y_min = std::pow(10.0, std::floor(std::log10(ylo)) - 1);
-  L.y_max = std::pow(10.0, std::ceil(std::log10(yhi)) + 1);
-
-  // The frame: y tick labels on the left, x tick labels and the title below.
-  const int y0 = static_cast<int>(std::lround(std::log10(L.y_min)));
-  const int y1 = static_cast<int>(std::lround(std::log10(L.y_max)));
-  float widest = 0;
-  for (int p = y0; p <= y1; ++p) widest = std::max(widest, style.text_width(decade_label(p)));
-  L.frame_min = v2(min.x + widest + fs * 0.6f, min.y + line);
-  L.frame_max = v2(std::max(L.frame_min.x + fs * 4, max.x - fs * 0.6f),
-                   std::max(min.y + line + fs * 4, max.y - line * 2.1f));
-  L.x_title_pos = v2(0.5f * (L.frame_min.x + L.frame_max.x) - 0.5f * style.text_width(L.x_title),
-                     L.frame_max.y + line);
-  for (int p = static_cast<int>(std::lround(std::log10(L.x_min)));
-       std::pow(10.0, p) <= L.x_max * 1.0001; ++p) {
-    L.x_ticks.push_back({L.x_to_screen(std::pow(10.0, p)), decade_label(p)});
-  }
-  for (int p = y0; p <= y1; ++p) L.y_ticks.push_back({L.y_to_screen(std::pow(10.0, p)), decade_label(p)});
-
-  // Roofs: the bandwidth diagonal up to the ridge (where it meets the compute roof), then flat.
-  if (in.roof_gbps > 0) {
-    double x_end = std::min(L.x_max, L.y_max / in.roof_gbps);
-    if (in.compute_roof_gflops > 0) x_end = std::min(x_end, in.compute_roof_gflops / in.roof_gbps);
-    const double x_start = std::max(L.x_min, L.y_min / in.roof_gbps);
-    if (x_end > x_start) {
-      L.roof_visible = true;
-      L.roof_from = v2(L.x_to_screen(x_start), L.y_to_screen(x_start * in.roof_gbps));
-      L.roof_to = v2(L.x_to_screen(x_end), L.y_to_screen(x_end * in.roof_gbps));
-      char buf[96];
-      std::snprintf(buf, sizeof(buf), "bandwidth roof %.0f GB/s (measured copy)", in.roof_gbps);
-      L.roof_label = buf;
-      // Above the line, ending at a point 3/4 along it: no level can be above the roof, so
-      // the label never covers a point, and the line rises to the right so it stays clear.
-      const ImVec2 at = lerp(L.roof_from, L.roof_to, 0.75f);
-      L.roof_label_pos = v2(std::max(at.x - fs * 0.3f - style.text_width(buf), L.frame_min.x + 2),
-                            std::max(at.y - fs * 1.4f, L.frame_min.y + 2));
-    }
-  }
-  if (in.compute_roof_gflops > 0) {
-    const double ridge = in.roof_gbps > 0 ? in.compute_roof_gflops / in.roof_gbps : L.x_min;
-    L.compute_visible = true;
-    L.compute_from = v2(L.x_to_screen(std::max(ridge, L.x_min)), L.y_to_screen(in.compute_roof_gflops));
-    L.compute_to = v2(L.frame_max.x, L.compute_from.y);
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s (%s)", in.compute_roof_gflops,
-                  in.compute_roof_source.empty() ? "datasheet" : in.compute_roof_source.c_str());
-    L.compute_label = buf;
-    L.compute_label_pos = v2(L.frame_max.x - style.text_width(buf) - fs * 0.3f, L.compute_from.y - line);
-  }
+  set_ranges(in, &L);
+  layout_frame_and_ticks(min, max, style, &L);
+  layout_roofs(in, style, &L);
   L.note_pos = v2(L.frame_max.x - style.text_width(L.note) - fs * 0.4f, L.frame_max.y - line);
-  // The bandwidth roof's label must not sit on the compute roof's: other places along the
-  // diagonal, then the short form, then none (the legend-free plot names it on hover too).
-  if (L.roof_visible && L.compute_visible) {
-    const float cw = style.text_width(L.compute_label);
-    const ImVec2 c0 = L.compute_label_pos, c1 = v2(c0.x + cw, c0.y + fs);
-    char short_label[64];
-    std::snprintf(short_label, sizeof(short_label), "%.0f GB/s", in.roof_gbps);
-    bool placed = false;
-    for (const std::string text : {L.roof_label, std::string(short_label)}) {
-      const float w = style.text_width(text);
-      for (float f : {0.75f, 0.55f, 0.35f, 0.9f}) {
-        const ImVec2 at = lerp(L.roof_from, L.roof_to, f);
-        const ImVec2 p = v2(std::max(at.x - fs * 0.3f - w, L.frame_min.x + 2),
-                            std::max(at.y - fs * 1.4f, L.frame_min.y + 2));
-        if (overlaps(p, v2(p.x + w, p.y + fs), c0, c1) || p.x + w > L.frame_max.x) continue;
-        L.roof_label = text;
-        L.roof_label_pos = p;
-        placed = true;
-        break;
-      }
-      if (placed) break;
-    }
-    if (!placed) L.roof_label.clear();
-  }
-
-  // Points, each labelled beside it, clear of the labels before it.
-  std::vector<std::pair<ImVec2, ImVec2>> taken;
-  if (L.roof_visible) {
-    const float w = style.text_width(L.roof_label);
-    taken.push_back({L.roof_label_pos, v2(L.roof_label_pos.x + w, L.roof_label_pos.y + fs)});
-  }
-  if (L.compute_visible) {
-    const float w = style.text_width(L.compute_label);
-    taken.push_back({L.compute_label_pos, v2(L.compute_label_pos.x + w, L.compute_label_pos.y + fs)});
-  }
-  if (!L.note.empty()) {
-    taken.push_back({L.note_pos, v2(L.note_pos.x + style.text_width(L.note), L.note_pos.y + fs)});
-  }
-  const float r = fs * 0.45f;  // the markers are taken too: no label covers a point
-  for (const auto& p : in.points) {
-    const ImVec2 s = v2(L.x_to_screen(p.intensity), L.y_to_screen(p.gflops));
-    L.points.push_back(s);
-    taken.push_back({v2(s.x - r, s.y - r), v2(s.x + r, s.y + r)});
-  }
-  for (size_t i = 0; i < in.points.size(); ++i) {
-    const RooflinePoint& p = in.points[i];
-    const ImVec2 s = L.points[i];
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "%s: %.2f FLOP/B, %.0f GFLOP/s", p.label.c_str(), p.intensity,
-                  p.gflops);
-    L.point_labels.push_back(buf);
-    // The full label, else just the level's name; none when neither finds a free place (the
-    // read-out on hover still has everything).
-    const std::string texts[2] = {buf, p.label};
-    ImVec2 pos = s;
-    std::string chosen;
-    for (const std::string& text : texts) {
-      const float w = style.text_width(text);
-      // Right of the point, else below it, left of it, above it: the first place inside the
-      // frame that no earlier label (or a roof's) covers.
-      const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
-                                   v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
-                                   v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
-                                   v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
-      for (const ImVec2& c : candidates) {
-        if (c.x < L.frame_min.x + 1 || c.x + w > L.frame_max.x - 1 || c.y < L.frame_min.y + 1 ||
-            c.y + fs > L.frame_max.y - 1) {
-          continue;
-        }
-        bool clear = true;
-        for (const auto& [a, b] : taken) {
-          if (overlaps(c, v2(c.x + w, c.y + fs), a, b)) clear = false;
-        }
-        if (clear) {
-          pos = c;
-          chosen = text;
-          break;
-        }
-      }
-      if (!chosen.empty()) {
-        taken.push_back({pos, v2(pos.x + w, pos.y + fs)});
-        break;
-      }
-    }
-    L.point_labels.back() = chosen;
-    L.point_label_pos.push_back(pos);
-  }
+  keep_roof_labels_apart(in, style, &L);
+  layout_points(in, style, &L);
   return L;
 }
 

@@ -96,6 +96,42 @@ std::string tick_label(double us) {
   return buf;
 }
 
+// A bar's kernel name: inside the bar, centred, when it fits; else above the bars, if it does
+// not run into the previous label (whose right edge is *last_label_end).
+void label_bar(const std::string& kernel, float max_x, const ViewStyle& style,
+               float* last_label_end, TimelineBar* bar) {
+  const float fs = style.font_size;
+  const float bar_w = bar->max.x - bar->min.x;
+  const float name_w = style.text_width(kernel);
+  if (name_w + fs * 0.6f <= bar_w) {
+    bar->label = kernel;
+    bar->label_pos = v2(0.5f * (bar->min.x + bar->max.x) - 0.5f * name_w,
+                        0.5f * (bar->min.y + bar->max.y - fs));
+    return;
+  }
+  bar->label_inside = false;
+  const float x = std::max(bar->min.x, *last_label_end + fs * 0.5f);
+  const std::string name = fit_text(kernel, max_x - x, style);
+  if (!name.empty() && x < max_x) {
+    bar->label = name;
+    bar->label_pos = v2(x, bar->min.y - style.line());
+    *last_label_end = x + style.text_width(name);
+  }
+}
+
+// Gap labels under the bars, centred on their gap, each clear of the one before.
+void place_gap_labels(float min_x, float max_x, const ViewStyle& style, TimelineLayout* L) {
+  const float fs = style.font_size;
+  float last_gap_end = -1e30f;
+  for (auto& g : L->gaps) {
+    const float w = style.text_width(g.label);
+    const float x = std::clamp(0.5f * (g.x0 + g.x1) - 0.5f * w, min_x, max_x - w);
+    g.label_pos = v2(x, L->frame_max.y + fs * 0.1f);
+    g.label_visible = x >= last_gap_end + fs * 0.5f;
+    if (g.label_visible) last_gap_end = x + w;
+  }
+}
+
 }  // namespace
 
 TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 max,
@@ -138,22 +174,7 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
     bar.launch = static_cast<int>(i);
     bar.min = v2(x_of(l.start_us()), bar_top);
     bar.max = v2(std::max(x_of(l.end_us()), bar.min.x + 1.0f), bar_bottom);
-    const float bar_w = bar.max.x - bar.min.x;
-    const float name_w = style.text_width(l.kernel);
-    if (name_w + fs * 0.6f <= bar_w) {  // inside, centred
-      bar.label = l.kernel;
-      bar.label_pos = v2(0.5f * (bar.min.x + bar.max.x) - 0.5f * name_w,
-                         0.5f * (bar.min.y + bar.max.y - fs));
-    } else {  // above the bars, if it does not run into the previous label
-      bar.label_inside = false;
-      const float x = std::max(bar.min.x, last_label_end + fs * 0.5f);
-      const std::string name = fit_text(l.kernel, max.x - x, style);
-      if (!name.empty() && x < max.x) {
-        bar.label = name;
-        bar.label_pos = v2(x, bar_top - line);
-        last_label_end = x + style.text_width(name);
-      }
-    }
+    label_bar(l.kernel, max.x, style, &last_label_end, &bar);
     L.bars.push_back(bar);
     if (input.from_records && i > 0) {
       const double gap = l.start_us() - input.launches[i - 1].end_us();
@@ -169,15 +190,7 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
       }
     }
   }
-  // Gap labels under the bars, centred on their gap, each clear of the one before.
-  float last_gap_end = -1e30f;
-  for (auto& g : L.gaps) {
-    const float w = style.text_width(g.label);
-    const float x = std::clamp(0.5f * (g.x0 + g.x1) - 0.5f * w, min.x, max.x - w);
-    g.label_pos = v2(x, L.frame_max.y + fs * 0.1f);
-    g.label_visible = x >= last_gap_end + fs * 0.5f;
-    if (g.label_visible) last_gap_end = x + w;
-  }
+  place_gap_labels(min.x, max.x, style, &L);
   const double step = nice_step(L.span_us, std::clamp(static_cast<int>(width / (fs * 6)), 2, 8));
   for (double t = 0; t <= L.span_us * (1 + 1e-9); t += step) {
     L.ticks.push_back({x_of(t), t, tick_label(t)});

@@ -185,7 +185,6 @@ bool FileDialog::draw(FileRequest* request) {
     open_ = false;
     return false;
   }
-  bool confirmed = false;
   if (close_) {
     ImGui::CloseCurrentPopup();
     open_ = close_ = false;
@@ -196,6 +195,28 @@ bool FileDialog::draw(FileRequest* request) {
   ImGui::TextDisabled("%s", explanation(action_));
   ImGui::PopTextWrapPos();
   ImGui::Spacing();
+  const bool enter = draw_path_field();
+  const std::string path = path_;
+  bool go = draw_buttons(path, enter);
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+    ImGui::CloseCurrentPopup();
+    open_ = false;
+    go = false;
+  }
+  if (go) {
+    request->action = action_;
+    request->path = path;
+    request->view_only = view_only;
+    request->caption = caption;
+    replace_.clear();
+    error_.clear();
+  }
+  ImGui::EndPopup();
+  return go;
+}
+
+bool FileDialog::draw_path_field() {
   ImGui::TextUnformatted(writes_file(action_) ? "Save as" : "Path");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
@@ -223,50 +244,36 @@ bool FileDialog::draw(FileRequest* request) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", error_.c_str());
     ImGui::PopTextWrapPos();
   }
-  const std::string path = path_;
-  bool go = false;
+  return enter;
+}
+
+bool FileDialog::draw_buttons(const std::string& path, bool enter) {
   if (!replace_.empty()) {
     ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s already exists. Replace it?",
                        replace_.c_str());
+    bool go = false;
     if (ImGui::Button("Replace")) go = true;
     ImGui::SameLine();
     if (ImGui::Button("Keep it")) replace_.clear();
-  } else {
-    go = ImGui::Button(confirm_label(action_)) || enter;
-    if (go) {
-      if (writes_file(action_)) {
-        const std::string why = unwritable_reason(path);
-        std::error_code ec;
-        if (!why.empty()) {
-          error_ = why;
-          go = false;
-        } else if (fs::exists(path, ec)) {
-          replace_ = path;  // ask first
-          go = false;
-        }
-      } else if (path.empty()) {
-        error_ = "Type the path of a session file or a folder of them.";
-        go = false;
-      }
+    return go;
+  }
+  if (!ImGui::Button(confirm_label(action_)) && !enter) return false;
+  if (writes_file(action_)) {
+    const std::string why = unwritable_reason(path);
+    std::error_code ec;
+    if (!why.empty()) {
+      error_ = why;
+      return false;
     }
+    if (fs::exists(path, ec)) {
+      replace_ = path;  // ask first
+      return false;
+    }
+  } else if (path.empty()) {
+    error_ = "Type the path of a session file or a folder of them.";
+    return false;
   }
-  ImGui::SameLine();
-  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
-    ImGui::CloseCurrentPopup();
-    open_ = false;
-    go = false;
-  }
-  if (go) {
-    request->action = action_;
-    request->path = path;
-    request->view_only = view_only;
-    request->caption = caption;
-    replace_.clear();
-    error_.clear();
-    confirmed = true;
-  }
-  ImGui::EndPopup();
-  return confirmed;
+  return true;
 }
 
 }  // namespace fl::gui

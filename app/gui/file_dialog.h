@@ -54,6 +54,11 @@ class FileDialog {
   AsyncProcess native_;  // the desktop's dialog while it is open
   bool start_native(const std::string& path);
   bool draw_native_wait(FileRequest* request);
+  // The path field (with the screenshot's choices and the last error); true when Enter was
+  // pressed in it.
+  bool draw_path_field();
+  // The confirm button (or Replace / Keep it while asking); true when `path` is to be used.
+  bool draw_buttons(const std::string& path, bool enter);
 };
 
 }  // namespace fl::gui

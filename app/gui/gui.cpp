@@ -44,6 +44,7 @@
 #include "app/gui/screenshot.h"
 #include "app/measure/sizes.h"
 #include "app/gui/window.h"
+#include "app/measure/choices.h"
 #include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/session_json.h"
@@ -85,9 +86,9 @@ int fail(std::string message) {
   return 1;
 }
 
-int cannot_open_window() {
-  return fail("cannot open a window: " + g_glfw_error +
-              "; use a subcommand (lessons, bench) or run under Xvfb");
+std::string cannot_open_window_message() {
+  return "cannot open a window: " + g_glfw_error +
+         "; use a subcommand (lessons, bench) or run under Xvfb";
 }
 
 struct GlfwLibrary {
@@ -292,40 +293,40 @@ void toggle_split(WindowUi& ui) {
   if (ui.panels.split) ui.second_request = ui.panels.second_view;
 }
 
-MenuChoice draw_menu_bar(gui::Lab& lab, WindowUi& ui, const Message& message, double now) {
-  MenuChoice choice;
-  if (!ImGui::BeginMainMenuBar()) return choice;
+void draw_file_menu(gui::Lab& lab, WindowUi& ui, MenuChoice* choice) {
+  if (!ImGui::BeginMenu("File")) return;
   const auto item = [&](const char* label, const char* keys, gui::FileAction action,
                         const char* tip, bool enabled = true) {
     if (ImGui::MenuItem(label, keys, false, enabled)) {
-      choice.dialog = true;
-      choice.action = action;
+      choice->dialog = true;
+      choice->action = action;
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
   };
-  if (ImGui::BeginMenu("File")) {
-    item("Save session...", "Ctrl+S", gui::FileAction::save_session,
-         "The GPU's facts and every measurement so far, as session JSON (replay it with --replay).");
-    item("Open recording...", "Ctrl+O", gui::FileAction::open_recording,
-         "Replay a session file or a folder of them (one GPU) instead of this backend.");
-    item("Compare with...", nullptr, gui::FileAction::compare,
-         "Overlay a second recording (another GPU, another day) on the speedup and bandwidth plots.");
-    if (ImGui::MenuItem("Stop comparing", nullptr, false, lab.comparison() != nullptr)) {
-      lab.stop_comparing();
-    }
-    ImGui::Separator();
-    item("Export trace...", "Ctrl+E", gui::FileAction::export_trace,
-         "The current sweep's kernel launches as a Chrome trace for ui.perfetto.dev.");
-    item("Export CSV...", nullptr, gui::FileAction::export_csv,
-         "The current sweep: one row per size, level and launch.");
-    ImGui::Separator();
-    item("Screenshot...", nullptr, gui::FileAction::screenshot,
-         "Choose the name, the whole window or only the view in front, and the caption. "
-         "F12 saves one at once.");
-    ImGui::Separator();
-    if (ImGui::MenuItem("Quit", "Ctrl+Q")) ui.quit = true;
-    ImGui::EndMenu();
+  item("Save session...", "Ctrl+S", gui::FileAction::save_session,
+       "The GPU's facts and every measurement so far, as session JSON (replay it with --replay).");
+  item("Open recording...", "Ctrl+O", gui::FileAction::open_recording,
+       "Replay a session file or a folder of them (one GPU) instead of this backend.");
+  item("Compare with...", nullptr, gui::FileAction::compare,
+       "Overlay a second recording (another GPU, another day) on the speedup and bandwidth plots.");
+  if (ImGui::MenuItem("Stop comparing", nullptr, false, lab.comparison() != nullptr)) {
+    lab.stop_comparing();
   }
+  ImGui::Separator();
+  item("Export trace...", "Ctrl+E", gui::FileAction::export_trace,
+       "The current sweep's kernel launches as a Chrome trace for ui.perfetto.dev.");
+  item("Export CSV...", nullptr, gui::FileAction::export_csv,
+       "The current sweep: one row per size, level and launch.");
+  ImGui::Separator();
+  item("Screenshot...", nullptr, gui::FileAction::screenshot,
+       "Choose the name, the whole window or only the view in front, and the caption. "
+       "F12 saves one at once.");
+  ImGui::Separator();
+  if (ImGui::MenuItem("Quit", "Ctrl+Q")) ui.quit = true;
+  ImGui::EndMenu();
+}
+
+void draw_view_and_help_menus(WindowUi& ui) {
   if (ImGui::BeginMenu("View")) {
     ImGui::MenuItem("Maximise the views panel", "F", &ui.maximized);
     if (ImGui::MenuItem("Two views at once", "S", ui.panels.split)) toggle_split(ui);
@@ -348,7 +349,13 @@ MenuChoice draw_menu_bar(gui::Lab& lab, WindowUi& ui, const Message& message, do
     ImGui::PopTextWrapPos();
     ImGui::EndMenu();
   }
-  if (ImGui::SmallButton("Screenshot (F12)")) choice.quick_shot = true;
+}
+
+// Right of the menus: the Screenshot button, Restore when maximised, what is compared and the
+// last file action's result.
+void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, double now,
+                          MenuChoice* choice) {
+  if (ImGui::SmallButton("Screenshot (F12)")) choice->quick_shot = true;
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip("Saves the whole window with a caption strip as a new PNG in the current "
                       "folder (F12 does the same).");
@@ -374,6 +381,14 @@ MenuChoice draw_menu_bar(gui::Lab& lab, WindowUi& ui, const Message& message, do
                                      : ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
                        "%s", message.text.c_str());
   }
+}
+
+MenuChoice draw_menu_bar(gui::Lab& lab, WindowUi& ui, const Message& message, double now) {
+  MenuChoice choice;
+  if (!ImGui::BeginMainMenuBar()) return choice;
+  draw_file_menu(lab, ui, &choice);
+  draw_view_and_help_menus(ui);
+  draw_menu_bar_status(lab, ui, message, now, &choice);
   ImGui::EndMainMenuBar();
   return choice;
 }
@@ -437,78 +452,73 @@ void maximise_on_tab_double_click(const gui::Box& box, WindowUi& ui) {
   }
 }
 
-// Draws the panels; *views_px is the (first) views panel, tab bar and view, in framebuffer
-// pixels.
-void draw_frame(gui::Lab& lab, WindowUi& ui, double now, gui::PixelRect* views_px) {
+// Where each panel goes this frame (app/gui/layout.h).
+gui::LayoutInput frame_layout_input(const gui::Lab& lab, const WindowUi& ui) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
-  ImGui::SetNextWindowPos(viewport->WorkPos);
-  ImGui::SetNextWindowSize(viewport->WorkSize);
-  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                                 ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
-                                 ImGuiWindowFlags_NoScrollWithMouse;
-  ImGui::Begin("Fusion Lab", nullptr, flags);
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float fs = ImGui::GetFontSize();
   const float line = ImGui::GetTextLineHeightWithSpacing();
-
   gui::LayoutInput in;
   in.area = {viewport->WorkPos.x + style.WindowPadding.x, viewport->WorkPos.y + style.WindowPadding.y,
              viewport->WorkSize.x - 2 * style.WindowPadding.x,
              viewport->WorkSize.y - 2 * style.WindowPadding.y};
-  in.font_size = fs;
+  in.font_size = ImGui::GetFontSize();
   in.gap = style.ItemSpacing.x;
   in.title_height = line + style.ItemSpacing.y;
   // The controls: title, size, fusion, precision/cache, sweep + status (and the note line).
   in.controls_height = line * (lab.note.empty() ? 6.4f : 7.4f) + style.WindowPadding.y * 2;
-  in.gpu_height = [&](float width) { return gui::gpu_panel_height(lab, width); };
+  in.gpu_height = [&lab](float width) { return gui::gpu_panel_height(lab, width); };
   in.panels = ui.panels;
   in.maximized = ui.maximized;
-  const gui::FrameLayout L = gui::layout_frame(in);
+  return in;
+}
 
-  if (!L.maximized) {
-    ImGui::SetCursorScreenPos(ImVec2(L.title.x, L.title.y));
-    ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
-    ImGui::SameLine();
-    gui::text_fitted(lab.replay() ? "kernel fusion, replayed from a recording"
-                                  : "kernel fusion, measured live on your GPU",
-                     L.title.right() - ImGui::GetCursorScreenPos().x, true);
-    if (begin_panel("##gpu", L.gpu, true)) gui::draw_gpu_panel(lab);
-    ImGui::EndChild();
-    if (begin_panel("##lesson", L.lessons, true)) gui::draw_lesson_panel(lab, now);
-    ImGui::EndChild();
-    if (begin_panel("##controls", L.controls, true, ImGuiWindowFlags_NoScrollbar)) {
-      gui::draw_controls_panel(lab, now);
-    }
-    ImGui::EndChild();
-    if (begin_panel("##measurement", L.measurement, true)) gui::draw_measurement_panel(lab);
-    ImGui::EndChild();
+// The title and every panel but the views.
+void draw_side_panels(gui::Lab& lab, const gui::FrameLayout& L, double now) {
+  ImGui::SetCursorScreenPos(ImVec2(L.title.x, L.title.y));
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "Fusion Lab");
+  ImGui::SameLine();
+  gui::text_fitted(lab.replay() ? "kernel fusion, replayed from a recording"
+                                : "kernel fusion, measured live on your GPU",
+                   L.title.right() - ImGui::GetCursorScreenPos().x, true);
+  if (begin_panel("##gpu", L.gpu, true)) gui::draw_gpu_panel(lab);
+  ImGui::EndChild();
+  if (begin_panel("##lesson", L.lessons, true)) gui::draw_lesson_panel(lab, now);
+  ImGui::EndChild();
+  if (begin_panel("##controls", L.controls, true, ImGuiWindowFlags_NoScrollbar)) {
+    gui::draw_controls_panel(lab, now);
   }
+  ImGui::EndChild();
+  if (begin_panel("##measurement", L.measurement, true)) gui::draw_measurement_panel(lab);
+  ImGui::EndChild();
+}
 
-  // The views: the first pane is the one the keys, --view and the screenshots mean.
+// The views: the first pane is the one the keys, --view and the screenshots mean.
+void draw_view_panes(gui::Lab& lab, WindowUi& ui, const gui::FrameLayout& L,
+                     gui::PixelRect* views_px) {
   *views_px = to_pixels(L.views);
   maximise_on_tab_double_click(L.views, ui);
   if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar)) gui::draw_views_panel(lab);
   ImGui::EndChild();
-  if (!L.views2.empty()) {
-    // The second pane is the same panel with its own tab bar (its own ImGui id); the Lab's
-    // "requested" and "front" views belong to the first pane, so they are set for the second
-    // one's draw and put back after it.
-    const std::string first_front = lab.front_view, pending = lab.requested_view;
-    lab.requested_view = ui.second_request;
-    ui.second_request.clear();
-    maximise_on_tab_double_click(L.views2, ui);
-    if (begin_panel("##plot2", L.views2, true, ImGuiWindowFlags_NoScrollbar)) {
-      gui::draw_views_panel(lab);
-    }
-    ImGui::EndChild();
-    ui.second_front = lab.front_view;
-    ui.panels.second_view = ui.second_front;
-    lab.front_view = first_front;
-    lab.requested_view = pending;
+  if (L.views2.empty()) return;
+  // The second pane is the same panel with its own tab bar (its own ImGui id); the Lab's
+  // "requested" and "front" views belong to the first pane, so they are set for the second
+  // one's draw and put back after it.
+  const std::string first_front = lab.front_view, pending = lab.requested_view;
+  lab.requested_view = ui.second_request;
+  ui.second_request.clear();
+  maximise_on_tab_double_click(L.views2, ui);
+  if (begin_panel("##plot2", L.views2, true, ImGuiWindowFlags_NoScrollbar)) {
+    gui::draw_views_panel(lab);
   }
+  ImGui::EndChild();
+  ui.second_front = lab.front_view;
+  ui.panels.second_view = ui.second_front;
+  lab.front_view = first_front;
+  lab.requested_view = pending;
+}
 
-  // Splitters last, over the gaps, so they get the mouse before the panels' edges.
+// The splitters over the gaps, drawn last so they get the mouse before the panels' edges.
+void draw_splitters(WindowUi& ui, const gui::FrameLayout& L, const gui::LayoutInput& in) {
   float at = 0;
   bool reset = false;
   if (!L.maximized) {
@@ -538,6 +548,24 @@ void draw_frame(gui::Lab& lab, WindowUi& ui, double now, gui::PixelRect* views_p
     }
     if (reset) ui.panels.split_fraction = gui::PanelSizes().split_fraction;
   }
+}
+
+// Draws the panels; *views_px is the (first) views panel, tab bar and view, in framebuffer
+// pixels.
+void draw_frame(gui::Lab& lab, WindowUi& ui, double now, gui::PixelRect* views_px) {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(viewport->WorkPos);
+  ImGui::SetNextWindowSize(viewport->WorkSize);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                 ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 ImGuiWindowFlags_NoScrollWithMouse;
+  ImGui::Begin("Fusion Lab", nullptr, flags);
+  const gui::LayoutInput in = frame_layout_input(lab, ui);
+  const gui::FrameLayout L = gui::layout_frame(in);
+  if (!L.maximized) draw_side_panels(lab, L, now);
+  draw_view_panes(lab, ui, L, views_px);
+  draw_splitters(ui, L, in);
   ImGui::End();
 }
 
@@ -589,7 +617,7 @@ void apply_shortcut(const gui::Shortcut& key, gui::Lab& lab, WindowUi& ui, MenuC
       lab.set_shown_level(std::min(lab.top_level(), lab.shown_level() + 1));
       break;
     case gui::KeyAction::pick_view: {
-      const auto& names = gui::view_names();
+      const auto& names = view_names();
       if (key.view >= 0 && key.view < static_cast<int>(names.size())) {
         lab.requested_view = names[static_cast<size_t>(key.view)];
       }
@@ -860,6 +888,29 @@ class ScriptRunner {
   // fb_w x fb_h: the framebuffer's size now.
   Step step(gui::Lab& lab, double now, int fb_w, int fb_h) {
     if (shot_frames_ > 0) return --shot_frames_ == 0 ? Step::shoot : Step::run;
+    if (const std::optional<Step> waiting = still_waiting(lab, now, fb_w, fb_h)) return *waiting;
+    while (next_ < script_.commands.size()) {
+      const gui::ScriptCommand& c = script_.commands[next_++];
+      std::optional<Step> done = set_control(c, lab, now);
+      if (!done) done = use_file(c, lab, now);
+      if (!done) done = pace(c, lab, now);
+      if (done) return *done;
+    }
+    return Step::quit;
+  }
+
+  Step fail(int line, const std::string& message) {
+    error_ = where(line) + message;
+    return Step::error;
+  }
+
+ private:
+  static constexpr double kWaitSeconds = 180.0;
+  static constexpr double kResizeSeconds = 10.0;  // for the window to take a window-size
+
+  // A window-size the window has not taken yet, or a `wait` whose results have not come: run
+  // (or fail once their time is up). Nothing: the next command may run.
+  std::optional<Step> still_waiting(const gui::Lab& lab, double now, int fb_w, int fb_h) {
     if (resizing_) {
       if (fb_w != resize_w_ || fb_h != resize_h_) {
         if (now - resize_started_ < kResizeSeconds) return Step::run;
@@ -877,109 +928,119 @@ class ScriptRunner {
       }
       waiting_ = false;
     }
-    while (next_ < script_.commands.size()) {
-      const gui::ScriptCommand& c = script_.commands[next_++];
-      if (c.verb == "lesson") {
-        if (!lab.select_lesson(c.arg, now)) return fail(c.line, "no lesson '" + c.arg + "'");
-      } else if (c.verb == "size") {
-        int64_t n = 0;
-        if (Status st = parse_size(c.arg, &n); !st.ok()) return fail(c.line, st.message());
-        lab.set_size(n, now);
-        lab.release_size(now);
-      } else if (c.verb == "level") {
-        char* end = nullptr;
-        const long level = c.arg == "top" ? lab.top_level() : std::strtol(c.arg.c_str(), &end, 10);
-        if ((c.arg != "top" && (end == c.arg.c_str() || *end != '\0')) || level < 0 ||
-            level > lab.top_level()) {
-          return fail(c.line, lab.lesson().info().id + " has levels 0.." +
-                                  std::to_string(lab.top_level()) + " (or top)");
-        }
-        lab.set_shown_level(static_cast<int>(level));
-      } else if (c.verb == "precision") {
-        Precision p;
-        if (!parse_precision(c.arg, &p)) return fail(c.line, "precision is fp32 or bf16");
-        lab.set_precision(p, now);
-      } else if (c.verb == "cache") {
-        CacheMode mode;
-        if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, "cache is cold or warm");
-        lab.set_cache(mode, now);
-      } else if (c.verb == "view") {
-        lab.requested_view = c.arg;
-      } else if (c.verb == "sweep") {
-        lab.start_sweep();
-      } else if (c.verb == "cancel-sweep") {
-        lab.cancel_sweep();
-      } else if (c.verb == "wait") {
-        start_wait(c.line, now, c.args.empty() ? kWaitSeconds : std::strtod(c.arg.c_str(), nullptr));
-        return Step::run;
-      } else if (c.verb == "caption") {
-        caption_ = c.arg == "on";
-      } else if (c.verb == "key") {
-        key_ = gui::find_shortcut(c.arg);
-        return Step::run;  // pressed before the next frame is drawn
-      } else if (c.verb == "window-size") {
-        resize_asked_ = resizing_ = true;
-        resize_w_ = c.width;
-        resize_h_ = c.height;
-        resize_line_ = c.line;
-        resize_started_ = now;
-        return Step::run;
-      } else if (c.verb == "screenshot") {
-        shot_ = ShotRequest{script_.out_dir + "/" + c.arg, c.view_only, caption_};
-        shot_line_ = c.line;
-        if (!c.view.empty()) lab.requested_view = c.view;
-        shot_frames_ = kFramesBeforeShot;  // let the layout settle
-        return Step::run;
-      } else if (c.verb == "open" || c.verb == "compare") {
-        if (c.verb == "compare" && c.arg == "off") {
-          lab.stop_comparing();
-          continue;
-        }
-        const gui::FileAction action =
-            c.verb == "open" ? gui::FileAction::open_recording : gui::FileAction::compare;
-        const Status st = run_file_action(action, c.arg, lab, now,
-                                          "opened by the script: nothing runs here");
-        if (!st.ok()) return fail(c.line, st.message());
-      } else if (c.verb == "svg") {  // the front plot, as last drawn (viz/svg.h)
-        if (!viz::has_svg_source()) {
-          return fail(c.line, "svg: the " + lab.front_view +
-                                  " view is not a plot (speedup, bandwidth, memory, roofline are)");
-        }
-        std::string why;
-        const std::string path = script_.out_dir + "/" + c.arg;
-        if (!viz::write_file_atomic(path, viz::current_svg(), &why)) return fail(c.line, why);
-        std::printf("%s\n", path.c_str());
-        std::fflush(stdout);
-      } else if (c.verb == "export-trace" || c.verb == "export-csv" || c.verb == "save-session") {
-        // Exports write what has been measured: first let every requested measurement finish.
-        if (!settled(lab)) {
-          --next_;
-          start_wait(c.line, now, kWaitSeconds);
-          return Step::run;
-        }
-        const gui::FileAction action = c.verb == "export-trace" ? gui::FileAction::export_trace
-                                       : c.verb == "export-csv" ? gui::FileAction::export_csv
-                                                                : gui::FileAction::save_session;
-        const std::string path = script_.out_dir + "/" + c.arg;
-        const Status st = run_file_action(action, path, lab, now, "");
-        if (!st.ok()) return fail(c.line, st.message());
-        std::printf("%s\n", path.c_str());
-        std::fflush(stdout);
-      } else if (c.verb == "quit") {
-        return Step::quit;
+    return std::nullopt;
+  }
+
+  // The controls a learner moves: lesson, size, level, precision, cache, view, sweep. An error
+  // ends the script; anything else lets the next command run (nullopt); other verbs are not
+  // controls (nullopt, nothing done).
+  std::optional<Step> set_control(const gui::ScriptCommand& c, gui::Lab& lab, double now) {
+    if (c.verb == "lesson") {
+      if (!lab.select_lesson(c.arg, now)) return fail(c.line, "no lesson '" + c.arg + "'");
+    } else if (c.verb == "size") {
+      int64_t n = 0;
+      if (Status st = parse_size(c.arg, &n); !st.ok()) return fail(c.line, st.message());
+      lab.set_size(n, now);
+      lab.release_size(now);
+    } else if (c.verb == "level") {
+      char* end = nullptr;
+      const long level = c.arg == "top" ? lab.top_level() : std::strtol(c.arg.c_str(), &end, 10);
+      if ((c.arg != "top" && (end == c.arg.c_str() || *end != '\0')) || level < 0 ||
+          level > lab.top_level()) {
+        return fail(c.line, lab.lesson().info().id + " has levels 0.." +
+                                std::to_string(lab.top_level()) + " (or top)");
       }
+      lab.set_shown_level(static_cast<int>(level));
+    } else if (c.verb == "precision") {
+      Precision p;
+      if (!parse_precision(c.arg, &p)) return fail(c.line, not_a_choice("precision", kPrecisionChoices));
+      lab.set_precision(p, now);
+    } else if (c.verb == "cache") {
+      CacheMode mode;
+      if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, not_a_choice("cache", kCacheChoices));
+      lab.set_cache(mode, now);
+    } else if (c.verb == "view") {
+      lab.requested_view = c.arg;
+    } else if (c.verb == "sweep") {
+      lab.start_sweep();
+    } else if (c.verb == "cancel-sweep") {
+      lab.cancel_sweep();
     }
-    return Step::quit;
+    return std::nullopt;
   }
 
-  Step fail(int line, const std::string& message) {
-    error_ = where(line) + message;
-    return Step::error;
+  // Recordings opened or compared, the front plot as SVG, and the exports. Exports wait until
+  // every requested measurement has finished.
+  std::optional<Step> use_file(const gui::ScriptCommand& c, gui::Lab& lab, double now) {
+    if (c.verb == "open" || c.verb == "compare") {
+      if (c.verb == "compare" && c.arg == "off") {
+        lab.stop_comparing();
+        return std::nullopt;
+      }
+      const gui::FileAction action =
+          c.verb == "open" ? gui::FileAction::open_recording : gui::FileAction::compare;
+      const Status st = run_file_action(action, c.arg, lab, now,
+                                        "opened by the script: nothing runs here");
+      if (!st.ok()) return fail(c.line, st.message());
+    } else if (c.verb == "svg") {  // the front plot, as last drawn (viz/svg.h)
+      if (!viz::has_svg_source()) {
+        return fail(c.line, "svg: the " + lab.front_view +
+                                " view is not a plot (speedup, bandwidth, memory, roofline are)");
+      }
+      std::string why;
+      const std::string path = script_.out_dir + "/" + c.arg;
+      if (!viz::write_file_atomic(path, viz::current_svg(), &why)) return fail(c.line, why);
+      std::printf("%s\n", path.c_str());
+      std::fflush(stdout);
+    } else if (c.verb == "export-trace" || c.verb == "export-csv" || c.verb == "save-session") {
+      // Exports write what has been measured: first let every requested measurement finish.
+      if (!settled(lab)) {
+        --next_;
+        start_wait(c.line, now, kWaitSeconds);
+        return Step::run;
+      }
+      const gui::FileAction action = c.verb == "export-trace" ? gui::FileAction::export_trace
+                                     : c.verb == "export-csv" ? gui::FileAction::export_csv
+                                                              : gui::FileAction::save_session;
+      const std::string path = script_.out_dir + "/" + c.arg;
+      const Status st = run_file_action(action, path, lab, now, "");
+      if (!st.ok()) return fail(c.line, st.message());
+      std::printf("%s\n", path.c_str());
+      std::fflush(stdout);
+    }
+    return std::nullopt;
   }
 
- private:
-  static constexpr double kWaitSeconds = 180.0;
-  static constexpr double kResizeSeconds = 10.0;  // for the window to take a window-size
+  // The commands that need frames to pass (wait, key, window-size, screenshot) or end the script
+  // (quit); caption changes how later screenshots look.
+  std::optional<Step> pace(const gui::ScriptCommand& c, gui::Lab& lab, double now) {
+    if (c.verb == "wait") {
+      start_wait(c.line, now, c.args.empty() ? kWaitSeconds : std::strtod(c.arg.c_str(), nullptr));
+      return Step::run;
+    } else if (c.verb == "caption") {
+      caption_ = c.arg == "on";
+    } else if (c.verb == "key") {
+      key_ = gui::find_shortcut(c.arg);
+      return Step::run;  // pressed before the next frame is drawn
+    } else if (c.verb == "window-size") {
+      resize_asked_ = resizing_ = true;
+      resize_w_ = c.width;
+      resize_h_ = c.height;
+      resize_line_ = c.line;
+      resize_started_ = now;
+      return Step::run;
+    } else if (c.verb == "screenshot") {
+      shot_ = ShotRequest{script_.out_dir + "/" + c.arg, c.view_only, caption_};
+      shot_line_ = c.line;
+      if (!c.view.empty()) lab.requested_view = c.view;
+      shot_frames_ = kFramesBeforeShot;  // let the layout settle
+      return Step::run;
+    } else if (c.verb == "quit") {
+      return Step::quit;
+    }
+    return std::nullopt;
+  }
+
   // Nothing left to measure: no pending slider change, no request or sweep in flight, the
   // engine idle (its counter phase included). Without a GPU or recording, nothing will come.
   static bool settled(const gui::Lab& lab) {
@@ -1032,329 +1093,421 @@ double seconds_now() {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
-}  // namespace
+// ---- [SECTION] run_window: set-up, the frame loop, tear-down ---------------------------------
+//
+// WindowRun::open() sets up GLFW, the window, OpenGL, ImGui and the Lab with the command line's
+// and the remembered choices; loop() draws frames until the window closes, a script ends or the
+// screenshot is saved. Tear-down is the members' destructors, in reverse order of declaration
+// (the Lab and its engine, ImGui, the window, GLFW), after close() wrote what the window
+// remembers on a normal exit.
 
-int run_window(const GuiOptions& options, Engine::BackendFactory factory,
-               const WindowScript& script, std::shared_ptr<const gui::ReplayBoard> replay_board) {
-  const bool screenshot = !options.screenshot_path.empty();
-  // A scripted session renders like a screenshot run: fixed size, scale 1, no mouse.
-  const bool headless = screenshot || !script.commands.commands.empty();
-  GlfwLibrary glfw;
-  if (!glfw.ok) return cannot_open_window();
+class WindowRun {
+ public:
+  WindowRun(const GuiOptions& options, const WindowScript& script)
+      : options_(options),
+        script_(script),
+        screenshot_(!options.screenshot_path.empty()),
+        // A scripted session renders like a screenshot run: fixed size, scale 1, no mouse.
+        headless_(screenshot_ || !script.commands.commands.empty()),
+        runner_(script.commands) {}
 
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-  // Sizes are pixels (--size, remembered, or a share of the work area, which is already in the
-  // monitor's pixels): GLFW must not scale them again. Text follows the content scale instead.
-  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
-  glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // shown once it has its size and place
+  Status open(Engine::BackendFactory factory, std::shared_ptr<const gui::ReplayBoard> replay_board) {
+    if (!is_view_name(options_.view)) {
+      return Status::Error("--view is " + std::string(kViewChoices) + "; got '" + options_.view + "'");
+    }
+    if (!glfw_.ok) return Status::Error(cannot_open_window_message());
+    load_remembered_settings();
+    FL_TRY(open_window());
+    FL_TRY(start_imgui());
+    lab_ = std::make_unique<gui::Lab>(std::move(factory), std::move(replay_board));
+    FL_TRY(set_up_lab());
+    plan_.emplace(screenshot_, seconds_now(), script_.then_sizes, script_.sweep);
+    dialog_.allow_native = !headless_;  // the desktop's file dialog (zenity) where there is one
+    if (!headless_) {
+      std::signal(SIGINT, request_stop);
+      std::signal(SIGTERM, request_stop);
+    }
+    return Status::Ok();
+  }
+
+  // The frame loop; returns the exit status.
+  int loop() {
+    while (!glfwWindowShouldClose(window_.handle) && !g_stop_requested) {
+      if (const std::optional<int> done = frame()) return *done;
+    }
+    if (screenshot_) return fail("the window was closed before the screenshot was taken");
+    return close();
+  }
+
+ private:
+  // ---- set-up
 
   // What the window remembers (app/gui/settings.h): not for pictures unless --use-settings.
-  const bool use_settings = !headless || options.use_settings;
-  const std::string settings_file = use_settings ? gui::settings_path() : "";
-  gui::Settings remembered;
-  if (!settings_file.empty()) {
-    if (options.reset_settings) {
+  void load_remembered_settings() {
+    use_settings_ = !headless_ || options_.use_settings;
+    settings_file_ = use_settings_ ? gui::settings_path() : "";
+    if (settings_file_.empty()) return;
+    if (options_.reset_settings) {
       std::error_code ec;
-      if (std::filesystem::remove(settings_file, ec)) {
-        std::fprintf(stderr, "fusionlab: settings reset (removed %s)\n", settings_file.c_str());
+      if (std::filesystem::remove(settings_file_, ec)) {
+        std::fprintf(stderr, "fusionlab: settings reset (removed %s)\n", settings_file_.c_str());
       }
-    } else if (Status st = gui::load_settings(settings_file, &remembered); !st.ok()) {
-      remembered = gui::Settings();
+    } else if (Status st = gui::load_settings(settings_file_, &remembered_); !st.ok()) {
+      remembered_ = gui::Settings();
       std::fprintf(stderr, "fusionlab: ignoring the settings file: %s (it is rewritten when the "
                            "window closes)\n", one_line(st.message()).c_str());
     }
   }
-  const WindowPlacement place = window_placement(options, headless, remembered);
-  if (headless) {
-    // A picture is exactly the size asked for: a window larger than the screen would be cut
-    // (or garbage) where the screen ends.
-    if (const std::string why = too_big_for_screen(place.width, place.height); !why.empty()) {
-      return fail(why);
+
+  Status open_window() {
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    // Sizes are pixels (--size, remembered, or a share of the work area, which is already in the
+    // monitor's pixels): GLFW must not scale them again. Text follows the content scale instead.
+    glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
+    glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // shown once it has its size and place
+    const WindowPlacement place = window_placement(options_, headless_, remembered_);
+    if (headless_) {
+      // A picture is exactly the size asked for: a window larger than the screen would be cut
+      // (or garbage) where the screen ends.
+      if (const std::string why = too_big_for_screen(place.width, place.height); !why.empty()) {
+        return Status::Error(why);
+      }
     }
-  }
-  Window window;
-  window.handle = glfwCreateWindow(place.width, place.height, "Fusion Lab", nullptr, nullptr);
-  if (!window.handle) return cannot_open_window();
-  if (place.has_position) glfwSetWindowPos(window.handle, place.x, place.y);
-  glfwShowWindow(window.handle);
-  if (!headless && remembered.maximized && options.width <= 0) glfwMaximizeWindow(window.handle);
-  glfwMakeContextCurrent(window.handle);
-  if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
-    return fail("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
-  }
-  glfwSwapInterval(1);
-  if (headless) {
+    window_.handle = glfwCreateWindow(place.width, place.height, "Fusion Lab", nullptr, nullptr);
+    if (!window_.handle) return Status::Error(cannot_open_window_message());
+    if (place.has_position) glfwSetWindowPos(window_.handle, place.x, place.y);
+    glfwShowWindow(window_.handle);
+    if (!headless_ && remembered_.maximized && options_.width <= 0) glfwMaximizeWindow(window_.handle);
+    glfwMakeContextCurrent(window_.handle);
+    if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
+      return Status::Error("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
+    }
+    glfwSwapInterval(1);
+    windowed_ = Rect{place.x, place.y, place.width, place.height};  // until it moves or resizes
+    if (!headless_) return Status::Ok();
     int fb_w = 0, fb_h = 0;
-    glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
+    glfwGetFramebufferSize(window_.handle, &fb_w, &fb_h);
     if (fb_w != place.width || fb_h != place.height) {
-      return fail("the window is " + std::to_string(fb_w) + "x" + std::to_string(fb_h) +
-                  " pixels, not the " + std::to_string(place.width) + "x" +
-                  std::to_string(place.height) + " asked for (a window manager or a scaled screen?)");
+      return Status::Error("the window is " + std::to_string(fb_w) + "x" + std::to_string(fb_h) +
+                           " pixels, not the " + std::to_string(place.width) + "x" +
+                           std::to_string(place.height) +
+                           " asked for (a window manager or a scaled screen?)");
     }
+    return Status::Ok();
   }
 
-  ImGuiSession imgui;
-  if (headless) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
-  // Screenshots are rendered at scale 1 (times --scale) so they look the same everywhere; the
-  // window follows the monitor's content scale (HiDPI) times --scale.
-  float ui_scale = (headless ? 1.0f : content_scale(window.handle)) * options.scale;
-  setup_style_and_fonts(ui_scale, true);
-  imgui.glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
-  imgui.gl_backend = imgui.glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
-  if (!imgui.gl_backend) return fail("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
+  Status start_imgui() {
+    imgui_.emplace();
+    if (headless_) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
+    // Screenshots are rendered at scale 1 (times --scale) so they look the same everywhere; the
+    // window follows the monitor's content scale (HiDPI) times --scale.
+    ui_scale_ = (headless_ ? 1.0f : content_scale(window_.handle)) * options_.scale;
+    setup_style_and_fonts(ui_scale_, true);
+    imgui_->glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window_.handle, true);
+    imgui_->gl_backend = imgui_->glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
+    if (!imgui_->gl_backend) return Status::Error("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
+    return Status::Ok();
+  }
 
-  gui::Lab lab(std::move(factory), std::move(replay_board));
-  if (!script.lesson.empty() && !lab.select_lesson(script.lesson, seconds_now())) {
-    return fail("no lesson '" + script.lesson + "' (fusionlab lessons lists them)");
-  }
-  if (options.view != "speedup" && options.view != "timeline" && options.view != "memory" &&
-      options.view != "roofline" && options.view != "flow" && options.view != "bandwidth") {
-    return fail("--view is speedup, bandwidth, flow, timeline, memory or roofline; got '" +
-                options.view + "'");
-  }
-  lab.requested_view = options.view;
-  WindowUi ui;
-  // Remembered choices, where the command line said nothing.
-  if (!remembered.lesson.empty() && script.lesson.empty()) {
-    lab.select_lesson(remembered.lesson, seconds_now());  // a lesson no longer there: the first
-  }
-  if (!remembered.view.empty() && options.view == "speedup") {
-    const auto& names = gui::view_names();
-    if (std::find(names.begin(), names.end(), remembered.view) != names.end()) {
-      lab.requested_view = remembered.view;
+  // The command line's choices, then the remembered ones where the command line said nothing.
+  Status set_up_lab() {
+    gui::Lab& lab = *lab_;
+    if (!script_.lesson.empty() && !lab.select_lesson(script_.lesson, seconds_now())) {
+      return Status::Error("no lesson '" + script_.lesson + "' (fusionlab lessons lists them)");
     }
-  }
-  if (Precision p; !remembered.precision.empty() && parse_precision(remembered.precision, &p)) {
-    lab.set_precision(p, seconds_now());
-  }
-  if (CacheMode c; !remembered.cache.empty() && parse_cache_mode(remembered.cache, &c)) {
-    lab.set_cache(c, seconds_now());
-  }
-  if (use_settings) {
-    ui.panels = remembered.panels;
-    const auto& names = gui::view_names();
-    if (std::find(names.begin(), names.end(), ui.panels.second_view) == names.end()) {
-      ui.panels.second_view = gui::PanelSizes().second_view;
+    lab.requested_view = options_.view;
+    if (!remembered_.lesson.empty() && script_.lesson.empty()) {
+      lab.select_lesson(remembered_.lesson, seconds_now());  // a lesson no longer there: the first
     }
-    if (ui.panels.split) ui.second_request = ui.panels.second_view;
+    if (!remembered_.view.empty() && options_.view == "speedup" && is_view_name(remembered_.view)) {
+      lab.requested_view = remembered_.view;
+    }
+    if (Precision p; !remembered_.precision.empty() && parse_precision(remembered_.precision, &p)) {
+      lab.set_precision(p, seconds_now());
+    }
+    if (CacheMode c; !remembered_.cache.empty() && parse_cache_mode(remembered_.cache, &c)) {
+      lab.set_cache(c, seconds_now());
+    }
+    if (use_settings_) {
+      ui_.panels = remembered_.panels;
+      if (!is_view_name(ui_.panels.second_view)) ui_.panels.second_view = gui::PanelSizes().second_view;
+      if (ui_.panels.split) ui_.second_request = ui_.panels.second_view;
+    }
+    if (!options_.compare_paths.empty()) FL_TRY(lab.compare_with(options_.compare_paths));
+    if (script_.level >= 0) {
+      if (script_.level > lab.top_level()) {
+        return Status::Error(lab.lesson().info().id + " has fusion levels 0.." +
+                             std::to_string(lab.top_level()));
+      }
+      lab.set_shown_level(script_.level);
+    }
+    return Status::Ok();
   }
-  // The window's place and size while windowed (full screen keeps the last windowed one).
-  int windowed_x = place.x, windowed_y = place.y, windowed_w = place.width, windowed_h = place.height;
-  // Writes what the window remembers; called where the window closes normally.
-  const auto remember = [&]() {
-    if (settings_file.empty()) return;
-    gui::Settings s;
-    const bool maximized = glfwGetWindowAttrib(window.handle, GLFW_MAXIMIZED) == GLFW_TRUE;
-    if (!ui.full_screen && !maximized) {
-      glfwGetWindowPos(window.handle, &windowed_x, &windowed_y);
-      glfwGetWindowSize(window.handle, &windowed_w, &windowed_h);
-    }
-    s.x = windowed_x;
-    s.y = windowed_y;
-    s.has_position = !headless;
-    if (gui::window_size_problem(windowed_w, windowed_h).empty()) {
-      s.width = windowed_w;
-      s.height = windowed_h;
-    }
-    s.maximized = maximized;
-    s.lesson = lab.lesson().info().id;
-    s.view = lab.front_view;
-    s.precision = to_string(lab.precision());
-    s.cache = to_string(lab.cache());
-    s.panels = ui.panels;
-    if (Status st = gui::save_settings(settings_file, s); !st.ok()) {
-      std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n", one_line(st.message()).c_str());
-    }
-  };
-  if (!options.compare_paths.empty()) {
-    if (Status st = lab.compare_with(options.compare_paths); !st.ok()) return fail(st.message());
-  }
-  if (script.level >= 0) {
-    if (script.level > lab.top_level()) {
-      return fail(lab.lesson().info().id + " has fusion levels 0.." + std::to_string(lab.top_level()));
-    }
-    lab.set_shown_level(script.level);
-  }
-  ScreenshotPlan plan(screenshot, seconds_now(), script.then_sizes, script.sweep);
 
-  ScriptRunner runner(script.commands);
-  std::vector<double> frame_ms;
-  gui::FileDialog dialog;
-  dialog.allow_native = !headless;  // the desktop's file dialog (zenity) where there is one
-  Message message;
-  std::optional<ShotRequest> ui_shot;  // F12, the Screenshot button, File > Screenshot...
-  int ui_shot_frames = 0;
-  gui::PixelRect views_px;
-  int announced_generation = -1;
-  if (!headless) {
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGTERM, request_stop);
+  // ---- the frame loop
+
+  // One frame: events, the Lab, the script, the UI, the pictures. An exit status ends the run.
+  std::optional<int> frame() {
+    wait_for_events();
+    const double now = seconds_now();
+    const double frame_start = now;  // the frame's own work: update, layout, render, swap
+    gui::Lab& lab = *lab_;
+    lab.update(now);
+    // The terminal says it too, not only the window; again after File > Open recording.
+    if (lab.replay() && announced_generation_ != lab.backend_generation()) {
+      std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
+      std::fflush(stdout);
+      announced_generation_ = lab.backend_generation();
+    }
+    const bool shoot = plan_->shoot_this_frame(lab, now);
+    ScriptRunner::Step script_step = ScriptRunner::Step::run;
+    if (std::optional<int> done = run_script(now, &script_step)) return done;
+    follow_content_scale();
+    draw_ui(now);
+    int fb_w = 0, fb_h = 0;
+    render(&fb_w, &fb_h);
+    if (std::optional<int> done = take_pictures(script_step, shoot, fb_w, fb_h, now)) return done;
+    glfwSwapBuffers(window_.handle);
+    // Frame time while the engine works (or a sweep runs): the window must stay at 60 fps.
+    if (lab.sweeping() || lab.status().busy || lab.waiting_for_result()) {
+      frame_ms_.push_back((seconds_now() - frame_start) * 1e3);
+    }
+    // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.
+    if (headless_) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    return std::nullopt;
   }
-  while (!glfwWindowShouldClose(window.handle) && !g_stop_requested) {
-    // Power saving: sleep until input (or a slow tick) unless something is changing.
-    if (headless) {
+
+  // Power saving: sleep until input (or a slow tick) unless something is changing.
+  void wait_for_events() {
+    if (headless_) {
       glfwPollEvents();
-    } else if (lab.animating()) {
+    } else if (lab_->animating()) {
       glfwWaitEventsTimeout(1.0 / 60.0);
     } else {
       glfwWaitEventsTimeout(0.5);
     }
-    const double now = seconds_now();
-    const double frame_start = now;  // the frame's own work: update, layout, render, swap
-    lab.update(now);
-    // The terminal says it too, not only the window; again after File > Open recording.
-    if (lab.replay() && announced_generation != lab.backend_generation()) {
-      std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
-      std::fflush(stdout);
-      announced_generation = lab.backend_generation();
-    }
-    const bool shoot = plan.shoot_this_frame(lab, now);
-    ScriptRunner::Step script_step = ScriptRunner::Step::run;
-    if (runner.active()) {
-      int fb_w = 0, fb_h = 0;
-      glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
-      script_step = runner.step(lab, now, fb_w, fb_h);
-      if (script_step == ScriptRunner::Step::error) return fail(runner.error());
-      if (script_step == ScriptRunner::Step::quit) {
-        remember();
-        return 0;
-      }
-      if (int w = 0, h = 0; runner.take_resize(&w, &h)) {
-        if (const std::string why = too_big_for_screen(w, h); !why.empty()) {
-          return fail(runner.where(runner.resize_line()) + why);
-        }
-        glfwSetWindowSize(window.handle, w, h);
-      }
-    }
-    // The monitor's content scale changed (the window moved to another monitor): new font.
-    if (!headless) {
-      const float scale_now = content_scale(window.handle) * options.scale;
-      if (std::fabs(scale_now - ui_scale) > 0.01f) {
-        ui_scale = scale_now;
-        setup_style_and_fonts(ui_scale, false);
-        ImGui_ImplOpenGL3_DestroyFontsTexture();
-        ImGui_ImplOpenGL3_CreateFontsTexture();
-      }
-    }
+  }
 
+  // The script's next commands (--script); a window-size it asks for is applied here.
+  std::optional<int> run_script(double now, ScriptRunner::Step* step) {
+    if (!runner_.active()) return std::nullopt;
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(window_.handle, &fb_w, &fb_h);
+    *step = runner_.step(*lab_, now, fb_w, fb_h);
+    if (*step == ScriptRunner::Step::error) return fail(runner_.error());
+    if (*step == ScriptRunner::Step::quit) return close();
+    if (int w = 0, h = 0; runner_.take_resize(&w, &h)) {
+      if (const std::string why = too_big_for_screen(w, h); !why.empty()) {
+        return fail(runner_.where(runner_.resize_line()) + why);
+      }
+      glfwSetWindowSize(window_.handle, w, h);
+    }
+    return std::nullopt;
+  }
+
+  // The monitor's content scale changed (the window moved to another monitor): new font.
+  void follow_content_scale() {
+    if (headless_) return;
+    const float scale_now = content_scale(window_.handle) * options_.scale;
+    if (std::fabs(scale_now - ui_scale_) > 0.01f) {
+      ui_scale_ = scale_now;
+      setup_style_and_fonts(ui_scale_, false);
+      ImGui_ImplOpenGL3_DestroyFontsTexture();
+      ImGui_ImplOpenGL3_CreateFontsTexture();
+    }
+  }
+
+  void draw_ui(double now) {
+    gui::Lab& lab = *lab_;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    MenuChoice choice = draw_menu_bar(lab, ui, message, now);
+    MenuChoice choice = draw_menu_bar(lab, ui_, message_, now);
     // Keys (the shortcut table), from the keyboard or a script's `key NAME`.
-    if (!headless && !dialog.is_open()) handle_keys(lab, ui, &choice, now);
-    if (const gui::Shortcut* key = runner.take_key()) apply_shortcut(*key, lab, ui, &choice, now);
-    draw_frame(lab, ui, now, &views_px);
-    draw_shortcuts_window(ui);
+    if (!headless_ && !dialog_.is_open()) handle_keys(lab, ui_, &choice, now);
+    if (const gui::Shortcut* key = runner_.take_key()) apply_shortcut(*key, lab, ui_, &choice, now);
+    draw_frame(lab, ui_, now, &views_px_);
+    draw_shortcuts_window(ui_);
     lab.flow_pause_toggle = false;  // taken by the flow view if it was drawn
-    if (ui.quit) glfwSetWindowShouldClose(window.handle, GLFW_TRUE);
-    if (ui.toggle_full_screen) {
-      ui.toggle_full_screen = false;
-      GLFWmonitor* monitor = glfwGetPrimaryMonitor();
-      const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
-      if (!ui.full_screen && mode) {
-        glfwGetWindowPos(window.handle, &windowed_x, &windowed_y);
-        glfwGetWindowSize(window.handle, &windowed_w, &windowed_h);
-        glfwSetWindowMonitor(window.handle, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
-        ui.full_screen = true;
-      } else if (ui.full_screen) {
-        glfwSetWindowMonitor(window.handle, nullptr, windowed_x, windowed_y, windowed_w, windowed_h, 0);
-        ui.full_screen = false;
-      }
-    }
+    if (ui_.quit) glfwSetWindowShouldClose(window_.handle, GLFW_TRUE);
+    if (ui_.toggle_full_screen) toggle_full_screen();
     // F12 or the Screenshot button: the whole window with its caption, under a new name, once
     // menus and popups are gone. Not while a popup is open (the picture would show it).
-    if (choice.quick_shot && !ui_shot && !dialog.is_open()) {
-      ui_shot = ShotRequest{default_path(gui::FileAction::screenshot, lab, false), false, true};
-      ui_shot_frames = kFramesBeforeShot;
+    if (choice.quick_shot && !ui_shot_ && !dialog_.is_open()) {
+      ui_shot_ = ShotRequest{default_path(gui::FileAction::screenshot, lab, false), false, true};
+      ui_shot_frames_ = kFramesBeforeShot;
     }
-    if (choice.dialog) {
-      dialog.open(choice.action, default_path(choice.action, lab, dialog.view_only));
-    }
-    gui::FileRequest request;
-    if (dialog.draw(&request)) {
-      if (request.action == gui::FileAction::screenshot) {
-        dialog.close();  // the picture is taken without the popup
-        ui_shot = ShotRequest{request.path, request.view_only, request.caption};
-        ui_shot_frames = kFramesBeforeShot;
-      } else {
-        const Status st = run_file_action(request.action, request.path, lab, now,
-                                          "opened from the File menu: nothing runs here");
-        if (st.ok()) {
-          dialog.close();
-          const bool reads = !gui::writes_file(request.action);
-          message = {(reads ? (request.action == gui::FileAction::compare ? "Comparing with "
-                                                                          : "Opened ")
-                            : "Saved ") + request.path,
-                     false, now + 8};
-        } else {
-          dialog.fail(st.message());
-        }
-      }
-    }
+    if (choice.dialog) dialog_.open(choice.action, default_path(choice.action, lab, dialog_.view_only));
+    draw_file_dialog(now);
     ImGui::Render();
+  }
 
-    int fb_w = 0, fb_h = 0;
-    glfwGetFramebufferSize(window.handle, &fb_w, &fb_h);
-    glViewport(0, 0, fb_w, fb_h);
+  void toggle_full_screen() {
+    ui_.toggle_full_screen = false;
+    GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+    const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
+    if (!ui_.full_screen && mode) {
+      glfwGetWindowPos(window_.handle, &windowed_.x, &windowed_.y);
+      glfwGetWindowSize(window_.handle, &windowed_.width, &windowed_.height);
+      glfwSetWindowMonitor(window_.handle, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
+      ui_.full_screen = true;
+    } else if (ui_.full_screen) {
+      glfwSetWindowMonitor(window_.handle, nullptr, windowed_.x, windowed_.y, windowed_.width,
+                           windowed_.height, 0);
+      ui_.full_screen = false;
+    }
+  }
+
+  // The File menu's popup: a screenshot is taken without it; anything else runs at once.
+  void draw_file_dialog(double now) {
+    gui::FileRequest request;
+    if (!dialog_.draw(&request)) return;
+    if (request.action == gui::FileAction::screenshot) {
+      dialog_.close();  // the picture is taken without the popup
+      ui_shot_ = ShotRequest{request.path, request.view_only, request.caption};
+      ui_shot_frames_ = kFramesBeforeShot;
+      return;
+    }
+    const Status st = run_file_action(request.action, request.path, *lab_, now,
+                                      "opened from the File menu: nothing runs here");
+    if (!st.ok()) {
+      dialog_.fail(st.message());
+      return;
+    }
+    dialog_.close();
+    const bool reads = !gui::writes_file(request.action);
+    message_ = {(reads ? (request.action == gui::FileAction::compare ? "Comparing with " : "Opened ")
+                       : "Saved ") + request.path,
+                false, now + 8};
+  }
+
+  void render(int* fb_w, int* fb_h) {
+    glfwGetFramebufferSize(window_.handle, fb_w, fb_h);
+    glViewport(0, 0, *fb_w, *fb_h);
     const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
     glClearColor(bg.x, bg.y, bg.z, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  }
 
+  // The script's screenshot, the File menu's or F12's, and --screenshot's (which ends the run).
+  std::optional<int> take_pictures(ScriptRunner::Step script_step, bool shoot, int fb_w, int fb_h,
+                                   double now) {
     if (script_step == ScriptRunner::Step::shoot) {
-      const Status st = take_shot(runner.shot(), fb_w, fb_h, views_px, lab);
+      const Status st = take_shot(runner_.shot(), fb_w, fb_h, views_px_, *lab_);
       if (!st.ok()) {
-        return fail(runner.where(runner.shot_line()) + "cannot save the screenshot: " + st.message());
+        return fail(runner_.where(runner_.shot_line()) + "cannot save the screenshot: " + st.message());
       }
-      std::printf("%s\n", runner.shot().path.c_str());
+      std::printf("%s\n", runner_.shot().path.c_str());
       std::fflush(stdout);
     }
-    if (ui_shot && --ui_shot_frames <= 0) {
-      const Status st = take_shot(*ui_shot, fb_w, fb_h, views_px, lab);
+    if (ui_shot_ && --ui_shot_frames_ <= 0) {
+      const Status st = take_shot(*ui_shot_, fb_w, fb_h, views_px_, *lab_);
       if (st.ok()) {
-        message = {"Saved " + ui_shot->path, false, now + 8};
-        std::printf("%s\n", ui_shot->path.c_str());
+        message_ = {"Saved " + ui_shot_->path, false, now + 8};
+        std::printf("%s\n", ui_shot_->path.c_str());
         std::fflush(stdout);
       } else {  // back to the popup, with the reason
-        dialog.open(gui::FileAction::screenshot, ui_shot->path,
-                    "Cannot save the screenshot: " + st.message());
+        dialog_.open(gui::FileAction::screenshot, ui_shot_->path,
+                     "Cannot save the screenshot: " + st.message());
       }
-      ui_shot.reset();
+      ui_shot_.reset();
     }
-    if (shoot) {
-      glFinish();
-      std::vector<uint8_t> rgb;
-      Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
-      if (st.ok()) {
-        // Without --force the start-up check refused an existing file; one that appeared while
-        // the window ran is refused here too (the final rename never replaces it).
-        st = gui::write_png_atomic(options.screenshot_path, fb_w, fb_h, rgb,
-                                   options.screenshot_replace);
-      }
-      if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
-      std::printf("%s\n", options.screenshot_path.c_str());
-      if (options.frame_stats) print_frame_stats(frame_ms, lab);
-      remember();
-      return 0;
+    if (!shoot) return std::nullopt;
+    glFinish();
+    std::vector<uint8_t> rgb;
+    Status st = gui::read_back_buffer(fb_w, fb_h, &rgb);
+    if (st.ok()) {
+      // Without --force the start-up check refused an existing file; one that appeared while
+      // the window ran is refused here too (the final rename never replaces it).
+      st = gui::write_png_atomic(options_.screenshot_path, fb_w, fb_h, rgb,
+                                 options_.screenshot_replace);
     }
-    glfwSwapBuffers(window.handle);
-    // Frame time while the engine works (or a sweep runs): the window must stay at 60 fps.
-    if (lab.sweeping() || lab.status().busy || lab.waiting_for_result()) {
-      frame_ms.push_back((seconds_now() - frame_start) * 1e3);
-    }
-    // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.
-    if (headless) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    if (!st.ok()) return fail("cannot save the screenshot: " + st.message());
+    std::printf("%s\n", options_.screenshot_path.c_str());
+    if (options_.frame_stats) print_frame_stats(frame_ms_, *lab_);
+    return close();
   }
-  if (screenshot) return fail("the window was closed before the screenshot was taken");
-  remember();
-  return 0;
+
+  // ---- tear-down
+
+  // A normal end: what the window remembers is written; returns the exit status.
+  int close() {
+    remember();
+    return 0;
+  }
+
+  void remember() {
+    if (settings_file_.empty()) return;
+    gui::Settings s;
+    const bool maximized = glfwGetWindowAttrib(window_.handle, GLFW_MAXIMIZED) == GLFW_TRUE;
+    if (!ui_.full_screen && !maximized) {  // full screen keeps the last windowed place
+      glfwGetWindowPos(window_.handle, &windowed_.x, &windowed_.y);
+      glfwGetWindowSize(window_.handle, &windowed_.width, &windowed_.height);
+    }
+    s.x = windowed_.x;
+    s.y = windowed_.y;
+    s.has_position = !headless_;
+    if (gui::window_size_problem(windowed_.width, windowed_.height).empty()) {
+      s.width = windowed_.width;
+      s.height = windowed_.height;
+    }
+    s.maximized = maximized;
+    s.lesson = lab_->lesson().info().id;
+    s.view = lab_->front_view;
+    s.precision = to_string(lab_->precision());
+    s.cache = to_string(lab_->cache());
+    s.panels = ui_.panels;
+    if (Status st = gui::save_settings(settings_file_, s); !st.ok()) {
+      std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n", one_line(st.message()).c_str());
+    }
+  }
+
+  const GuiOptions& options_;
+  const WindowScript& script_;
+  const bool screenshot_, headless_;
+  bool use_settings_ = false;
+  std::string settings_file_;
+  gui::Settings remembered_;
+  // The window's place and size while windowed (full screen keeps the last windowed one).
+  struct Rect {
+    int x = 0, y = 0, width = 0, height = 0;
+  };
+  Rect windowed_;
+  float ui_scale_ = 1.0f;
+  // Torn down in reverse order: the Lab (and its engine) first, GLFW last.
+  GlfwLibrary glfw_;
+  Window window_;
+  std::optional<ImGuiSession> imgui_;
+  std::unique_ptr<gui::Lab> lab_;
+  WindowUi ui_;
+  std::optional<ScreenshotPlan> plan_;
+  ScriptRunner runner_;
+  std::vector<double> frame_ms_;
+  gui::FileDialog dialog_;
+  Message message_;
+  std::optional<ShotRequest> ui_shot_;  // F12, the Screenshot button, File > Screenshot...
+  int ui_shot_frames_ = 0;
+  gui::PixelRect views_px_;
+  int announced_generation_ = -1;
+};
+
+}  // namespace
+
+int run_window(const GuiOptions& options, Engine::BackendFactory factory,
+               const WindowScript& script, std::shared_ptr<const gui::ReplayBoard> replay_board) {
+  WindowRun run(options, script);
+  if (Status st = run.open(std::move(factory), std::move(replay_board)); !st.ok()) {
+    return fail(st.message());
+  }
+  return run.loop();
 }
 
-// Every lesson's teaching text, read once before the window opens (app/gui/lesson_text.h).
+// Every lesson's teaching text and the views' and panels' explanations, read once before the
+// window opens (app/gui/lesson_text.h).
 void load_teaching_texts(const GuiOptions& options, bool headless) {
   gui::LessonTextSources sources;
   const std::string assets = gui::find_assets_folder();
@@ -1365,6 +1518,7 @@ void load_teaching_texts(const GuiOptions& options, bool headless) {
                                                 : gui::default_lessons_override_dir();
   std::vector<std::string> ids;
   for (const Lesson* lesson : lessons()) ids.push_back(lesson->info().id);
+  for (const std::string& id : gui::window_text_ids()) ids.push_back(id);
   gui::load_lesson_texts(ids, sources);
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "app/gui/backend_choice.h"
+#include "app/measure/choices.h"
 #include "app/measure/file_io.h"
 
 namespace fl::gui {
@@ -391,6 +392,34 @@ Status read_lesson_file(const std::string& path, std::vector<TextBlock>* blocks)
 
 }  // namespace
 
+namespace {
+
+// How the messages name the text `id`: "lesson gelu_scale", "view flow", "panel gpu".
+std::string text_name(const std::string& id) {
+  for (const char* folder : {"views/", "panels/"}) {
+    const std::string prefix = folder;
+    if (id.compare(0, prefix.size(), prefix) == 0) {
+      return prefix.substr(0, prefix.size() - 2) + " " + id.substr(prefix.size());
+    }
+  }
+  return "lesson " + id;
+}
+
+}  // namespace
+
+const std::vector<std::string>& window_text_ids() {
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> out;
+    for (const std::string& view : view_names()) out.push_back(view_text_id(view));
+    for (const char* panel : {"lessons", "gpu", "gpu-recorded", "controls", "controls-recorded",
+                              "measurement", "precision", "cache", "sweep", "sweep-recorded"}) {
+      out.push_back(panel_text_id(panel));
+    }
+    return out;
+  }();
+  return ids;
+}
+
 LessonText load_lesson_text(const std::string& id, const LessonTextSources& sources,
                             std::string* message) {
   LessonText out;
@@ -425,7 +454,7 @@ LessonText load_lesson_text(const std::string& id, const LessonTextSources& sour
     out.source = shipped;
     if (!problem.empty()) {
       out.note = "Your copy " + short_problem + "; showing the shipped text.";
-      line = problem + "; lesson " + id + " shows the shipped text";
+      line = problem + "; " + text_name(id) + " shows the shipped text";
     }
   } else {
     out.blocks.clear();
@@ -434,7 +463,7 @@ LessonText load_lesson_text(const std::string& id, const LessonTextSources& sour
       line = problem + "; and ";
     }
     out.note += "The shipped text could not be read (" + st.message() + ").";
-    line += "lesson " + id + " has no teaching text: " + st.message();
+    line += text_name(id) + " has no teaching text: " + st.message();
   }
   if (message) *message = line;
   return out;
@@ -476,7 +505,10 @@ void load_lesson_texts(const std::vector<std::string>& ids, const LessonTextSour
     std::string message;
     texts[id] = load_lesson_text(id, sources, &message);
     if (!message.empty()) std::fprintf(stderr, "fusionlab: %s\n", message.c_str());
-    if (sources.override_named && dir_ok && !texts[id].overridden && texts[id].note.empty()) {
+    // A teacher's folder that holds no copy of a view's or panel's text is the usual case.
+    const bool lesson = id.find('/') == std::string::npos;
+    if (lesson && sources.override_named && dir_ok && !texts[id].overridden &&
+        texts[id].note.empty()) {
       missing += (missing.empty() ? "" : ", ") + id + ".md";
     }
   }

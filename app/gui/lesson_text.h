@@ -1,6 +1,9 @@
 // A lesson's teaching text (docs/ARCHITECTURE.md "Teaching text"): shipped as
 // assets/lessons/<id>.md, overridable by a teacher's own copy, parsed here into blocks of spans
-// and wrapped into lines for the lesson panel (app/gui/panel_lesson.cpp draws them).
+// and wrapped into lines for the lesson panel (app/gui/panel_lesson.cpp draws them). The window's
+// other explanations (each view's and each panel's, shown by their "(?)" markers) are texts of the
+// same kind under the same folders: views/<view>.md and panels/<panel>.md, with the same override
+// and fallback rules (their ids are "views/flow", "panels/gpu", ...).
 //
 // The format is a small subset of Markdown, written for people who never heard of it:
 //   - paragraphs are separated by blank lines; the lines of one paragraph are joined with spaces;
@@ -108,8 +111,15 @@ std::string default_lessons_override_dir();
 
 // ---- the window's texts ------------------------------------------------------------------------
 
-// Loads every lesson's text once (the window calls this at start), printing one line on stderr
-// per problem (and, with a named --lessons-dir, one line listing the lessons it has no file for).
+// The ids of the views' and panels' explanations (the lessons' ids are the lessons' own).
+inline std::string view_text_id(const std::string& view) { return "views/" + view; }
+inline std::string panel_text_id(const std::string& panel) { return "panels/" + panel; }
+// Every view's (app/measure/choices.h's view_names()) and panel's explanation the window shows.
+const std::vector<std::string>& window_text_ids();
+
+// Loads every text in `ids` once (the window calls this at start with the lessons' ids and
+// window_text_ids()), printing one line on stderr per problem (and, with a named --lessons-dir,
+// one line listing the lessons it has no file for: a teacher rarely copies a view's text).
 void load_lesson_texts(const std::vector<std::string>& ids, const LessonTextSources& sources);
 // The text of `id` as loaded; a lesson never loaded (a test harness that skipped
 // load_lesson_texts) is loaded from the shipped assets on first use.

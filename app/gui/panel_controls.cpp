@@ -86,20 +86,10 @@ void status_line(const Lab& lab) {
   if (!lab.note.empty()) text_fitted(lab.note, 0, false, IM_COL32(255, 204, 77, 255));
 }
 
-}  // namespace
-
-void draw_controls_panel(Lab& lab, double now) {
+// The tensor size: a log slider (stopping at the recorded sizes when replaying), its help and
+// the tensor it makes.
+void draw_size_control(Lab& lab, double now, float label_w) {
   const LessonInfo& info = lab.lesson().info();
-  const float fs = ImGui::GetFontSize();
-  const float label_w = fs * 6.5f;
-  section_title("Controls",
-                lab.replay()
-                    ? "What to show from the recording. Every change shows the fusion levels "
-                      "recorded at that size; nothing runs on this machine."
-                    : "What to measure. Every change of size measures all fusion levels again on "
-                      "the GPU, in the background: the window never waits for it.");
-
-  // Tensor size.
   ImGui::TextUnformatted("Tensor size");
   ImGui::SameLine(label_w);
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
@@ -128,8 +118,11 @@ void draw_controls_panel(Lab& lab, double now) {
   help_marker(size_help.c_str());
   ImGui::SameLine();
   text_fitted(tensor_text(lab.lesson(), lab.size(), lab.precision()));
+}
 
-  // The fusion slider: 0 = every op its own kernel ... top = fully fused.
+// The fusion slider: 0 = every op its own kernel ... top = fully fused.
+void draw_fusion_control(Lab& lab, float label_w) {
+  const LessonInfo& info = lab.lesson().info();
   ImGui::TextUnformatted("Fusion");
   ImGui::SameLine(label_w);
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
@@ -149,11 +142,14 @@ void draw_controls_panel(Lab& lab, double now) {
     fusion_help += "\n" + std::to_string(l) + " " + info.levels[l].name + ": " + info.levels[l].summary;
   }
   help_marker(fusion_help.c_str());
+}
 
-  // Precision and cache mode.
+// Precision and cache mode, each a pair of radio buttons; in replay a choice the recording lacks
+// is greyed out (the one in use never is).
+void draw_precision_and_cache(Lab& lab, double now, float label_w) {
+  const float fs = ImGui::GetFontSize();
   ImGui::TextUnformatted("Precision");
   ImGui::SameLine(label_w);
-  // In replay a choice the recording lacks is greyed out; the one in use never is.
   const bool fp32_on = lab.precision() == Precision::fp32;
   const std::string fp32_why = fp32_on ? "" : not_recorded(lab, Precision::fp32, lab.cache());
   if (radio("fp32", fp32_on, fp32_why)) lab.set_precision(Precision::fp32, now);
@@ -168,17 +164,12 @@ void draw_controls_panel(Lab& lab, double now) {
   }
   if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
   if (radio("bf16", bf16_on, bf16_why)) lab.set_precision(Precision::bf16, now);
-  std::string bf16_help =
-      "fp32: 4 bytes per element. bf16: 2 bytes, so every kernel moves half the bytes; the "
-      "arithmetic stays in fp32 inside the kernels. ";
-  if (!bf16_why.empty()) {
-    bf16_help += bf16_why;
-  } else if (!fp32_why.empty()) {
-    bf16_help += fp32_why;
-  } else {
-    bf16_help += lab.replay() ? "Both are recorded." : "Both run on this GPU.";
-  }
-  help_marker(bf16_help.c_str());
+  // The precisions' explanation, then what this window offers of them.
+  const std::string offered = !bf16_why.empty()   ? bf16_why
+                              : !fp32_why.empty() ? fp32_why
+                              : lab.replay()      ? "Both are recorded."
+                                                  : "Both run on this GPU.";
+  help_marker(lesson_text(panel_text_id("precision")), offered);
   ImGui::SameLine(0, fs * 2.0f);
   ImGui::TextUnformatted("L2 cache");
   ImGui::SameLine();
@@ -188,16 +179,12 @@ void draw_controls_panel(Lab& lab, double now) {
   if (radio("cold", cold_on, cold_why)) lab.set_cache(CacheMode::cold, now);
   ImGui::SameLine();
   if (radio("warm", !cold_on, warm_why)) lab.set_cache(CacheMode::warm, now);
-  const std::string cache_help =
-      "Cold: before every repetition a read-only pass over a buffer three times the L2 size "
-      "evicts the tensor, so every kernel starts from HBM as in a real model. (A flush that "
-      "writes would leave dirty lines for the next kernel to pay for.) Warm: no flush, so "
-      "tensors that fit in L2 are served from the chip and look faster than HBM allows." +
-      (cold_why.empty() && warm_why.empty() ? std::string() : " " + cold_why + warm_why);
-  help_marker(cache_help.c_str());
+  help_marker(lesson_text(panel_text_id("cache")), cold_why + warm_why);
+}
 
-  ImGui::Spacing();
-  // Sweep: fills the whole curve, one size after another, with a progress bar.
+// Sweep: fills the whole curve, one size after another, with a progress bar; then the status.
+void draw_sweep_and_status(Lab& lab) {
+  const float fs = ImGui::GetFontSize();
   const bool engine_ready = lab.status().state == EngineState::ready;
   if (lab.sweeping()) {
     if (ImGui::Button("Cancel sweep")) lab.cancel_sweep();
@@ -211,14 +198,21 @@ void draw_controls_panel(Lab& lab, double now) {
     if (!engine_ready) ImGui::EndDisabled();
   }
   ImGui::SameLine();
-  help_marker(lab.replay() != nullptr
-                  ? "Replays every recorded size of this lesson, one after another, so the whole "
-                    "speedup curve appears. Moving any control cancels it."
-                  : "Measures every fusion level at sizes from the smallest to the largest (each "
-                    "power of 4), one after another, so the whole speedup curve fills in. Moving "
-                    "any control cancels it.");
+  help_marker(lesson_text(panel_text_id(lab.replay() != nullptr ? "sweep-recorded" : "sweep")));
   ImGui::SameLine();
   status_line(lab);
+}
+
+}  // namespace
+
+void draw_controls_panel(Lab& lab, double now) {
+  const float label_w = ImGui::GetFontSize() * 6.5f;
+  section_title("Controls", lesson_text(panel_text_id(lab.replay() ? "controls-recorded" : "controls")));
+  draw_size_control(lab, now, label_w);
+  draw_fusion_control(lab, label_w);
+  draw_precision_and_cache(lab, now, label_w);
+  ImGui::Spacing();
+  draw_sweep_and_status(lab);
 }
 
 }  // namespace fl::gui

@@ -71,16 +71,9 @@ float gpu_panel_height(const Lab& lab, float width) {
 
 void draw_gpu_panel(const Lab& lab) {
   if (lab.replay()) {
-    section_title(
-        "GPU (recorded)",
-        "The GPU the recording was made on, as its CUDA runtime reported it. Nothing runs on this "
-        "machine: every number in the window is the one measured there, returned exactly as "
-        "recorded. The size slider stops only at the sizes that were recorded.");
+    section_title("GPU (recorded)", lesson_text(panel_text_id("gpu-recorded")));
   } else {
-    section_title(
-        "GPU",
-        "The GPU the kernels run on, as the CUDA runtime reports it. The live backend runs the "
-        "lesson's real kernels on it and times them with CUDA events.");
+    section_title("GPU", lesson_text(panel_text_id("gpu")));
   }
   const EngineStatus& st = lab.status();
   if (st.state == EngineState::starting) {

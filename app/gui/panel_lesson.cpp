@@ -15,15 +15,6 @@
 namespace fl::gui {
 namespace {
 
-// Headings are larger than the body text and drawn brighter; emphasis has a colour of its own.
-float font_scale(BlockKind kind) {
-  return kind == BlockKind::heading1 ? 1.3f : kind == BlockKind::heading2 ? 1.12f : 1.0f;
-}
-ImU32 text_color(BlockKind kind, bool emphasis) {
-  if (emphasis) return IM_COL32(140, 200, 255, 255);
-  return kind == BlockKind::paragraph ? IM_COL32(214, 214, 214, 255) : IM_COL32(255, 255, 255, 255);
-}
-
 // FUSIONLAB_LESSON_TEXT_DUMP=PATH (the UI test of teachers' copies, tests/ui/CMakeLists.txt):
 // each time the panel shows a different text (lesson, file, note or width), the lines it laid
 // out are appended to PATH: a "text" line naming the lesson and its file, the note if any, then
@@ -53,47 +44,17 @@ void dump_lines(const std::string& id, const LessonText& text, const std::vector
 
 void draw_teaching_text(const std::string& id) {
   const LessonText& text = lesson_text(id);
-  if (!text.note.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.35f, 1.0f));
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(text.note.c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::PopStyleColor();
-    ImGui::Spacing();
-  }
-  ImFont* font = ImGui::GetFont();
-  const float base = ImGui::GetFontSize();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, base * 4);
-  const MeasureText measure = [&](const std::string& s, BlockKind kind, bool) {
-    return font->CalcTextSizeA(base * font_scale(kind), FLT_MAX, 0.0f, s.c_str(), s.c_str() + s.size()).x;
-  };
-  const std::vector<TextLine> lines = wrap_text(text.blocks, width, measure);
-  std::vector<bool> visible(lines.size(), false);
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const TextLine& line = lines[i];
-    const float size = base * font_scale(line.kind);
-    if (line.first_of_block && i > 0) ImGui::Dummy(ImVec2(0, base * 0.45f));  // between blocks
-    const ImVec2 pos = ImGui::GetCursorScreenPos();
-    for (const LineRun& run : line.runs) {
-      dl->AddText(font, size, ImVec2(pos.x + run.x, pos.y), text_color(line.kind, run.emphasis),
-                  run.text.c_str(), run.text.c_str() + run.text.size());
-    }
-    ImGui::Dummy(ImVec2(width, size + ImGui::GetStyle().ItemSpacing.y * 0.5f));
-    visible[i] = pos.y >= clip_min.y - 0.5f && pos.y + size <= clip_max.y + 0.5f;
-  }
+  if (!text.note.empty()) draw_text_note(text.note);
+  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4);
+  std::vector<bool> visible;
+  const std::vector<TextLine> lines = draw_text_blocks(text.blocks, width, &visible);
   dump_lines(id, text, lines, visible, width);
 }
 
 }  // namespace
 
 void draw_lesson_panel(Lab& lab, double now) {
-  section_title(
-      "Lessons",
-      "Each lesson is one chain of GPU operations, measured at every fusion level: level 0 runs "
-      "every operation as its own kernel (unfused), the top level runs them as one (fused). "
-      "More lessons arrive later. When replaying, lessons the recording lacks are greyed out.");
+  section_title("Lessons", lesson_text(panel_text_id("lessons")));
   const auto& all = lessons();
   // Every lesson when the panel has room for them and for the lesson's title, formula, ladder
   // and a few lines of its text (at 1080p it has); fewer rows, scrolled, in a short window.

@@ -49,41 +49,12 @@ const Measurement* level_of(const std::vector<Measurement>& ms, int level) {
   return nullptr;
 }
 
-constexpr const char* kMethodHelp =
-    "Chain time: from the first launch's start to the last launch's end, gaps included, median "
-    "over the repetitions. Achieved GB/s counts the textbook bytes (each input read once, each "
-    "output written once). % of copy: against the faster of cudaMemcpy and a tuned copy kernel "
-    "moving the same bytes in the same cache mode. Correct: the output matches an fp64 "
-    "reference (relative L2 error within tolerance); a wrong kernel gets no speedup.";
-
 const ImVec4 kRecorded(0.55f, 0.78f, 1.0f, 1.0f);
 
-}  // namespace
-
-void draw_measurement_panel(const Lab& lab) {
-  const ReplayNotice* replay = lab.replay();
-  if (replay) {
-    const std::string help = std::string("Every number here was measured on ") +
-                             replay->recording.device.name + " on " +
-                             replay->recording.date_text() +
-                             " and is shown exactly as recorded; nothing runs on this machine. " +
-                             kMethodHelp;
-    section_title("Recorded measurement", help.c_str());
-  } else {
-    section_title("Current measurement", kMethodHelp);
-  }
-
-  const std::vector<Measurement>& ms = lab.current();
-  if (ms.empty()) {
-    const EngineState state = lab.status().state;
-    ImGui::TextDisabled("%s", state == EngineState::unavailable ? "No measurement: there is no usable GPU."
-                              : replay && !lab.last_error().empty()
-                                  ? "Nothing recorded for this choice (see the controls)."
-                                  : "No measurement yet.");
-    return;
-  }
-  const Measurement& first = ms.front();
-  if (replay) {
+// What was measured: in replay which recorded size answered, then the lesson, tensor, cache
+// mode, repetitions and timer.
+void draw_what_was_measured(const Lab& lab, const Measurement& first) {
+  if (const ReplayNotice* replay = lab.replay()) {
     // Which recorded size answered: the slider stops at recorded sizes, so normally the one shown.
     std::string where = "Recorded on " + replay->recording.device.name + " on " +
                         replay->recording.date_text() + " at " + size_text(first.size) + " " +
@@ -100,59 +71,65 @@ void draw_measurement_panel(const Lab& lab) {
               tensor_text(lab.lesson(), first.size, first.precision).c_str(),
               to_string(first.cache), first.repetitions, first.timing_method.c_str());
   ImGui::PopTextWrapPos();
+}
 
-  const int shown = lab.shown_level();
+// One row per level; the fusion slider's level is the highlighted row (its launches are listed
+// below).
+void draw_levels_table(const Lab& lab, const std::vector<Measurement>& ms) {
   const ImGuiTableFlags flags =
       ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingFixedFit;
-  // The fusion slider's level is the highlighted row (its launches are listed below).
-  if (ImGui::BeginTable("##levels", 7, flags)) {
-    ImGui::TableSetupColumn("level");
-    ImGui::TableSetupColumn("kernels");
-    ImGui::TableSetupColumn(replay ? "chain time (recorded)" : "chain time");
-    ImGui::TableSetupColumn("achieved");
-    ImGui::TableSetupColumn("% of copy");
-    ImGui::TableSetupColumn("check");
-    ImGui::TableSetupColumn("rel. L2 error");
-    ImGui::TableHeadersRow();
-    for (const auto& m : ms) {
-      ImGui::TableNextRow();
-      if (m.level == shown) {
-        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
-      }
-      cell(std::to_string(m.level) + " " + m.level_name);
-      cell(std::to_string(m.launches.size()));
-      cell(fixed(m.chain_time_us.median, 1) + " µs");
-      cell(fixed(m.achieved_gbps(), 0) + " GB/s");
-      cell(m.chain_copy_gbps > 0 ? fixed(100.0 * m.achieved_gbps() / m.chain_copy_gbps, 0) + " %"
-                                 : std::string("n/a"));
-      check_badge(m.check);
+  if (!ImGui::BeginTable("##levels", 7, flags)) return;
+  ImGui::TableSetupColumn("level");
+  ImGui::TableSetupColumn("kernels");
+  ImGui::TableSetupColumn(lab.replay() ? "chain time (recorded)" : "chain time");
+  ImGui::TableSetupColumn("achieved");
+  ImGui::TableSetupColumn("% of copy");
+  ImGui::TableSetupColumn("check");
+  ImGui::TableSetupColumn("rel. L2 error");
+  ImGui::TableHeadersRow();
+  for (const auto& m : ms) {
+    ImGui::TableNextRow();
+    if (m.level == lab.shown_level()) {
+      ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
     }
-    ImGui::EndTable();
+    cell(std::to_string(m.level) + " " + m.level_name);
+    cell(std::to_string(m.launches.size()));
+    cell(fixed(m.chain_time_us.median, 1) + " µs");
+    cell(fixed(m.achieved_gbps(), 0) + " GB/s");
+    cell(m.chain_copy_gbps > 0 ? fixed(100.0 * m.achieved_gbps() / m.chain_copy_gbps, 0) + " %"
+                               : std::string("n/a"));
+    check_badge(m.check);
   }
+  ImGui::EndTable();
+}
 
+// The fusion slider's level (or the top one) against level 0.
+void draw_speedup_line(const Lab& lab, const std::vector<Measurement>& ms) {
+  const int shown = lab.shown_level();
   const Measurement* unfused = level_of(ms, 0);
   const int compared = shown > 0 ? shown : lab.top_level();  // the fusion slider's level
   const Measurement* fused = level_of(ms, compared);
-  if (unfused && fused) {
-    const double s = speedup(*unfused, *fused);
-    if (s > 0) {
-      ImGui::Text("Level %d (%s) is %.2fx as fast as level 0 (%s) %s.", compared,
-                  fused->level_name.c_str(), s, unfused->level_name.c_str(),
-                  replay ? "in this recording" : "here");
-    } else {
-      ImGui::TextColored(kBad, "No speedup shown: a level failed its correctness check.");
-    }
+  if (!unfused || !fused) return;
+  const double s = speedup(*unfused, *fused);
+  if (s > 0) {
+    ImGui::Text("Level %d (%s) is %.2fx as fast as level 0 (%s) %s.", compared,
+                fused->level_name.c_str(), s, unfused->level_name.c_str(),
+                lab.replay() ? "in this recording" : "here");
+  } else {
+    ImGui::TextColored(kBad, "No speedup shown: a level failed its correctness check.");
   }
+}
 
-  const Measurement* detail = level_of(ms, shown);
-  if (!detail) return;
+// The launches of the fusion slider's level: time, textbook bytes, counted DRAM bytes, copy rate.
+void draw_launches(const Lab& lab, const Measurement& detail) {
+  const bool replay = lab.replay() != nullptr;
   ImGui::Spacing();
-  text_fitted("Launches of level " + std::to_string(detail->level) + " (" + detail->level_name +
+  text_fitted("Launches of level " + std::to_string(detail.level) + " (" + detail.level_name +
                   "), the highlighted row, chosen with the fusion slider:",
               0, true);
   // Columns share the panel's width (long kernel names shorten with an ellipsis).
   if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingStretchProp)) {
-    for (const auto& l : detail->launches) {
+    for (const auto& l : detail.launches) {
       ImGui::TableNextRow();
       fitted_cell(l.textbook.kernel);
       fitted_cell(fixed(l.time_us.median, 1) + (replay ? " µs (recorded median)" : " µs (median)"));
@@ -161,8 +138,8 @@ void draw_measurement_panel(const Lab& lab) {
       if (l.counters) {
         fitted_cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
              format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
-      } else if (detail->counters_status == CountersStatus::unavailable ||
-                 detail->counters_status == CountersStatus::failed) {
+      } else if (detail.counters_status == CountersStatus::unavailable ||
+                 detail.counters_status == CountersStatus::failed) {
         fitted_cell("DRAM: no counters");
       } else {
         fitted_cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
@@ -171,7 +148,36 @@ void draw_measurement_panel(const Lab& lab) {
     }
     ImGui::EndTable();
   }
-  if (!detail->counters_note.empty()) ImGui::TextDisabled("%s", detail->counters_note.c_str());
+  if (!detail.counters_note.empty()) ImGui::TextDisabled("%s", detail.counters_note.c_str());
+}
+
+}  // namespace
+
+void draw_measurement_panel(const Lab& lab) {
+  const ReplayNotice* replay = lab.replay();
+  if (replay) {
+    const std::string recorded = std::string("Every number here was measured on ") +
+                                 replay->recording.device.name + " on " +
+                                 replay->recording.date_text() +
+                                 " and is shown exactly as recorded; nothing runs on this machine.";
+    section_title("Recorded measurement", lesson_text(panel_text_id("measurement")), "", recorded);
+  } else {
+    section_title("Current measurement", lesson_text(panel_text_id("measurement")));
+  }
+
+  const std::vector<Measurement>& ms = lab.current();
+  if (ms.empty()) {
+    const EngineState state = lab.status().state;
+    ImGui::TextDisabled("%s", state == EngineState::unavailable ? "No measurement: there is no usable GPU."
+                              : replay && !lab.last_error().empty()
+                                  ? "Nothing recorded for this choice (see the controls)."
+                                  : "No measurement yet.");
+    return;
+  }
+  draw_what_was_measured(lab, ms.front());
+  draw_levels_table(lab, ms);
+  draw_speedup_line(lab, ms);
+  if (const Measurement* detail = level_of(ms, lab.shown_level())) draw_launches(lab, *detail);
 }
 
 }  // namespace fl::gui

@@ -31,13 +31,6 @@ const std::vector<PublishedReference>& published_references() {
 
 void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
-  section_title(
-      "Speedup vs tensor size",
-      "Each point: the unfused chain's median time divided by the fused kernel's, at one size, "
-      "measured on this GPU or, when replaying, as recorded. The dashed line is the speedup the "
-      "byte counts allow: the unfused chain moves that many times more bytes. Hover a point to "
-      "read it.");
-
   viz::SpeedupView view;
   view.size_unit = info.size_axis.unit;
   view.size_min = info.size_axis.min;

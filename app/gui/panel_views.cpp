@@ -1,11 +1,12 @@
-// The big panel: three views of the current lesson, one tab each: the speedup-vs-size plot, the
-// timeline of the fusion slider's level, and its memory chart (bytes moved, measured vs
-// textbook, and what fusion saves).
+// The big panel: the views of the current lesson, one tab each (kViewTabs): the data flow, the
+// speedup-vs-size plot, bandwidth, the timeline of the fusion slider's level, its memory chart
+// (bytes moved, measured vs textbook) and the roofline.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "app/gui/lesson_text.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "viz/bandwidth_view.h"
@@ -103,128 +104,128 @@ void draw_views_panel(const Lab& lab) {
 
 namespace {
 
+const Measurement* shown_level(const Lab& lab) { return level_in(lab.current(), lab.shown_level()); }
+
+// What is left of the panel below the view's title, less one item spacing.
+float view_height() { return ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y; }
+
+void draw_flow_view(const Lab& lab) {
+  const Measurement* shown = shown_level(lab);
+  if (!shown) {
+    ImGui::TextDisabled("No measurement yet.");
+    return;
+  }
+  // One clock for the view: it restarts when the level or size changes, and a click pauses.
+  static viz::FlowClock clock;
+  static int clock_level = -1;
+  static int64_t clock_size = -1;
+  const double now = ImGui::GetTime();
+  if (clock_level != shown->level || clock_size != shown->size) {
+    clock.restart(now);
+    clock_level = shown->level;
+    clock_size = shown->size;
+  }
+  // Space pauses or resumes, as a click does (helper A: app/gui/shortcuts.h, Lab).
+  if (lab.flow_pause_toggle) {
+    clock.toggle_pause(now);
+    lab.flow_pause_toggle = false;
+  }
+  const Measurement* level0 = level_in(lab.current(), 0);
+  const auto result = viz::draw_flow(
+      "##flow", viz::flow_input(*shown, &lab.lesson(), lab.status().device, level0), &clock, now,
+      view_height());
+  if (result.animating) lab.note_animating_view();
+}
+
+void draw_bandwidth_view(const Lab& lab) {
+  const LessonInfo& info = lab.lesson().info();
+  auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
+  // A compared recording: its levels dashed and lighter, labelled with its GPU and date.
+  if (const ComparedSeries compared = lab.compared_series(); compared.found) {
+    const auto overlay = viz::bandwidth_overlay_series(
+        lab.comparison()->measurements, info.id, compared.precision, compared.cache,
+        compared.label);
+    series.insert(series.begin(), overlay.begin(), overlay.end());  // under this one's lines
+  } else if (lab.comparison()) {
+    ImGui::TextDisabled("The compared recording holds no %s.", info.id.c_str());
+  }
+  viz::plot_widget("##bandwidth",
+                   viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min,
+                                            info.size_axis.max),
+                   ImVec2(0, view_height()));
+}
+
+void draw_timeline_view(const Lab& lab) {
+  const Measurement* shown = shown_level(lab);
+  if (!shown) {
+    ImGui::TextDisabled("No measurement yet.");
+    return;
+  }
+  ImGui::TextDisabled("level %d (%s): %zu launch%s, %s", shown->level, shown->level_name.c_str(),
+                      shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
+                      shown->records.empty() ? "from median durations, back to back"
+                                             : "one repetition's CUPTI records");
+  viz::draw_timeline("##timeline", viz::timeline_input(*shown),
+                     std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+}
+
+void draw_memory_view(const Lab& lab) {
+  const Measurement* shown = shown_level(lab);
+  if (!shown) {
+    ImGui::TextDisabled("No measurement yet.");
+    return;
+  }
+  const Measurement* level0 = level_in(lab.current(), 0);
+  viz::draw_memory_chart("##memory",
+                         viz::memory_input(*shown, level0 ? *level0 : *shown, &lab.current()),
+                         view_height());
+}
+
+void draw_roofline_view(const Lab& lab) {
+  const double roof = lab.status().device.roof_gbps;
+  std::string source;
+  const double compute = viz::compute_roof_gflops(lab.status().device.name, lab.precision(),
+                                                  lab.history(), &source);
+  viz::RooflineInput input = viz::roofline_input(lab.current(), roof, lab.shown_level(), compute);
+  input.compute_roof_source = source;
+  viz::draw_roofline("##roofline", input, view_height());
+}
+
+// The tabs, in the order of app/measure/choices.h's view_names() (a test keeps them equal). Each
+// view's explanation, beside its title, is assets/lessons/views/<name>.md (app/gui/lesson_text.h).
+struct ViewTab {
+  const char* label;  // on the tab
+  const char* name;   // --view, scripts, the settings file
+  const char* title;  // above the view
+  void (*draw)(const Lab& lab);
+};
+constexpr ViewTab kViewTabs[] = {
+    {"Data flow", "flow", "Data flow", draw_flow_view},
+    {"Speedup vs size", "speedup", "Speedup vs tensor size", draw_speedup_panel},
+    {"Bandwidth", "bandwidth", "Achieved bandwidth vs size", draw_bandwidth_view},
+    {"Timeline", "timeline", "Timeline", draw_timeline_view},
+    {"Memory", "memory", "Memory traffic", draw_memory_view},
+    {"Roofline", "roofline", "Roofline", draw_roofline_view},
+};
+
 void draw_views_tabs(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
-  const Measurement* shown_first = level_in(lab.current(), lab.shown_level());
-  if (ImGui::BeginTabItem("Data flow", nullptr, first_frame_select(lab, "flow"))) {
-    lab.front_view = "flow";
-    section_title("Data flow",
-                  "Each launch of the fusion slider's level as a trip: bytes flow from HBM through "
-                  "L2 into an SM (blue) and back (orange), as thick as the bytes moved (measured "
-                  "DRAM bytes when counters are on) and as long as the launch took, launch after "
-                  "launch. Unfused, each intermediate lands in HBM and is read back; fused, it "
-                  "stays in registers. Sizes that fit in L2 stop there.");
-    if (shown_first) {
-      // One clock for the view: it restarts when the level or size changes, and a click pauses.
-      static viz::FlowClock clock;
-      static int clock_level = -1;
-      static int64_t clock_size = -1;
-      const double now = ImGui::GetTime();
-      if (clock_level != shown_first->level || clock_size != shown_first->size) {
-        clock.restart(now);
-        clock_level = shown_first->level;
-        clock_size = shown_first->size;
-      }
-      // Space pauses or resumes, as a click does (helper A: app/gui/shortcuts.h, Lab).
-      if (lab.flow_pause_toggle) {
-        clock.toggle_pause(now);
-        lab.flow_pause_toggle = false;
-      }
-      const Measurement* level0 = level_in(lab.current(), 0);
-      const auto result = viz::draw_flow(
-          "##flow", viz::flow_input(*shown_first, &lab.lesson(), lab.status().device, level0), &clock,
-          now, ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
-      if (result.animating) lab.note_animating_view();
-    } else {
-      ImGui::TextDisabled("No measurement yet.");
-    }
-    ImGui::EndTabItem();
-  }
-  if (ImGui::BeginTabItem("Speedup vs size", nullptr, first_frame_select(lab, "speedup"))) {
-    lab.front_view = "speedup";
-    draw_speedup_panel(lab);
-    ImGui::EndTabItem();
-  }
-  if (ImGui::BeginTabItem("Bandwidth", nullptr, first_frame_select(lab, "bandwidth"))) {
-    lab.front_view = "bandwidth";
-    section_title("Achieved bandwidth vs size",
-                  "Each level's GB/s on its textbook bytes (median chain time) at every measured "
-                  "size, against a copy kernel moving the fused level's bytes. Large tensors run "
-                  "every level near the copy curve: each is memory-bound, so fusion wins by "
-                  "moving fewer bytes, not by moving them faster.");
-    const LessonInfo& info = lab.lesson().info();
-    auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
-    // A compared recording: its levels dashed and lighter, labelled with its GPU and date.
-    if (const ComparedSeries compared = lab.compared_series(); compared.found) {
-      const auto overlay = viz::bandwidth_overlay_series(
-          lab.comparison()->measurements, info.id, compared.precision, compared.cache,
-          compared.label);
-      series.insert(series.begin(), overlay.begin(), overlay.end());  // under this one's lines
-    } else if (lab.comparison()) {
-      ImGui::TextDisabled("The compared recording holds no %s.", info.id.c_str());
-    }
-    viz::plot_widget("##bandwidth",
-                     viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min,
-                                              info.size_axis.max),
-                     ImVec2(0, ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y));
-    ImGui::EndTabItem();
-  }
-  const Measurement* shown = level_in(lab.current(), lab.shown_level());
-  if (ImGui::BeginTabItem("Timeline", nullptr, first_frame_select(lab, "timeline"))) {
-    lab.front_view = "timeline";
-    section_title("Timeline",
-                  "The launches of the fusion slider's level on a time axis in microseconds: one "
-                  "repetition as CUPTI recorded it, so the gaps between launches are real. Fusion "
-                  "removes launches, and with them their gaps. Hover a launch for its grid, block, "
-                  "registers and bytes.");
-    if (shown) {
-      ImGui::TextDisabled("level %d (%s): %zu launch%s, %s", shown->level, shown->level_name.c_str(),
-                          shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
-                          shown->records.empty() ? "from median durations, back to back"
-                                                 : "one repetition's CUPTI records");
-      viz::draw_timeline("##timeline", viz::timeline_input(*shown),
-                         std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
-    } else {
-      ImGui::TextDisabled("No measurement yet.");
-    }
-    ImGui::EndTabItem();
-  }
-  if (ImGui::BeginTabItem("Memory", nullptr, first_frame_select(lab, "memory"))) {
-    lab.front_view = "memory";
-    section_title("Memory traffic",
-                  "Per launch of the fusion slider's level: the bytes it must read and write by "
-                  "the textbook count, beside the DRAM bytes read and written and the L2 bytes "
-                  "CUPTI's counters measured. In L2-resident sizes DRAM bytes fall below the "
-                  "textbook: the data never left the chip.");
-    const Measurement* level0 = level_in(lab.current(), 0);
-    if (shown) {
-      viz::draw_memory_chart("##memory",
-                             viz::memory_input(*shown, level0 ? *level0 : *shown, &lab.current()),
-                             ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
-    } else {
-      ImGui::TextDisabled("No measurement yet.");
-    }
-    ImGui::EndTabItem();
-  }
-  if (ImGui::BeginTabItem("Roofline", nullptr, first_frame_select(lab, "roofline"))) {
-    lab.front_view = "roofline";
-    section_title("Roofline",
-                  "Each level as a point: arithmetic intensity (FLOPs per textbook byte) against "
-                  "the FLOP rate it achieved. The orange line is the measured copy bandwidth: a "
-                  "memory-bound kernel cannot rise above it. Fusion keeps the FLOPs and drops "
-                  "bytes, so the fused level sits further right, and higher on the same roof.");
-    const double roof = lab.status().device.roof_gbps;
-    std::string source;
-    const double compute = viz::compute_roof_gflops(lab.status().device.name, lab.precision(),
-                                                    lab.history(), &source);
-    viz::RooflineInput input = viz::roofline_input(lab.current(), roof, lab.shown_level(), compute);
-    input.compute_roof_source = source;
-    viz::draw_roofline("##roofline", input,
-                       ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y);
+  for (const ViewTab& tab : kViewTabs) {
+    if (!ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name))) continue;
+    lab.front_view = tab.name;
+    section_title(tab.title, lesson_text(view_text_id(tab.name)));
+    tab.draw(lab);
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();
 }
 
 }  // namespace
+
+std::vector<std::string> views_panel_tabs() {
+  std::vector<std::string> names;
+  for (const ViewTab& tab : kViewTabs) names.push_back(tab.name);
+  return names;
+}
+
 }  // namespace fl::gui

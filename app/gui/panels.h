@@ -2,6 +2,9 @@
 // are multiples of the font size so HiDPI scaling carries through.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "app/gui/lab.h"
 
 namespace fl::gui {
@@ -10,8 +13,9 @@ void draw_gpu_panel(const Lab& lab);                  // panel_gpu.cpp
 float gpu_panel_height(const Lab& lab, float width);  // the child height that fits it
 void draw_lesson_panel(Lab& lab, double now);         // panel_lesson.cpp
 void draw_controls_panel(Lab& lab, double now);       // panel_controls.cpp
-void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp
-void draw_views_panel(const Lab& lab);                // panel_views.cpp: speedup, timeline, memory
+void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp: under its title
+void draw_views_panel(const Lab& lab);                // panel_views.cpp: the views, one tab each
+std::vector<std::string> views_panel_tabs();          // the views' names in tab order
 void draw_measurement_panel(const Lab& lab);          // panel_measurement.cpp
 
 }  // namespace fl::gui

@@ -12,6 +12,7 @@
 #include "app/gui/backend_choice.h"
 #include "app/gui/settings.h"
 #include "app/gui/shortcuts.h"
+#include "app/measure/choices.h"
 #include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "app/measure/sizes.h"
@@ -46,6 +47,21 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// screenshot NAME.png | screenshot view NAME.png | screenshot view VIEW NAME.png: the words
+// before the name; fills view_only and view.
+Status check_screenshot_view(ScriptCommand* c) {
+  if (c->args.size() < 2) return Status::Ok();
+  if (c->args[0] != "view") {
+    return Status::Error("screenshot takes NAME.png, view NAME.png or view VIEW NAME.png");
+  }
+  c->view_only = true;
+  if (c->args.size() == 3) {
+    c->view = c->args[1];
+    if (!is_view_name(c->view)) return Status::Error(not_a_choice("view", kViewChoices));
+  }
+  return Status::Ok();
+}
+
 // Checks one command's arguments; fills the derived fields. Returns an error without the
 // "file:line: " prefix.
 Status check_command(ScriptCommand* c) {
@@ -71,15 +87,12 @@ Status check_command(ScriptCommand* c) {
     }
   } else if (c->verb == "precision") {
     Precision p;
-    if (!parse_precision(a, &p)) return Status::Error("precision is fp32 or bf16");
+    if (!parse_precision(a, &p)) return Status::Error(not_a_choice("precision", kPrecisionChoices));
   } else if (c->verb == "cache") {
     CacheMode m;
-    if (!parse_cache_mode(a, &m)) return Status::Error("cache is cold or warm");
+    if (!parse_cache_mode(a, &m)) return Status::Error(not_a_choice("cache", kCacheChoices));
   } else if (c->verb == "view") {
-    const auto& v = view_names();
-    if (std::find(v.begin(), v.end(), a) == v.end()) {
-      return Status::Error("view is speedup, bandwidth, flow, timeline, memory or roofline");
-    }
+    if (!is_view_name(a)) return Status::Error(not_a_choice("view", kViewChoices));
   } else if (c->verb == "wait") {
     if (!c->args.empty()) {
       char* end = nullptr;
@@ -108,20 +121,7 @@ Status check_command(ScriptCommand* c) {
   } else if (c->verb == "caption") {
     if (a != "on" && a != "off") return Status::Error("caption is on or off");
   } else if (c->verb == "screenshot") {
-    // screenshot NAME.png | screenshot view NAME.png | screenshot view VIEW NAME.png
-    if (c->args.size() >= 2) {
-      if (c->args[0] != "view") {
-        return Status::Error("screenshot takes NAME.png, view NAME.png or view VIEW NAME.png");
-      }
-      c->view_only = true;
-      if (c->args.size() == 3) {
-        c->view = c->args[1];
-        const auto& v = view_names();
-        if (std::find(v.begin(), v.end(), c->view) == v.end()) {
-          return Status::Error("view is speedup, bandwidth, flow, timeline, memory or roofline");
-        }
-      }
-    }
+    FL_TRY(check_screenshot_view(c));
     return output({".png"}, "a screenshot");
   } else if (c->verb == "export-trace") {
     return output({".json", ".json.gz"}, "a trace");
@@ -140,12 +140,6 @@ Status check_command(ScriptCommand* c) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"flow", "speedup", "bandwidth",
-                                                 "timeline", "memory", "roofline"};
-  return names;
-}
 
 bool plain_output_name(const std::string& name, const std::vector<std::string>& extensions) {
   if (name.empty() || name[0] == '.' || name.find("..") != std::string::npos) return false;

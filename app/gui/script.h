@@ -50,9 +50,6 @@ struct Script {
   std::vector<ScriptCommand> commands;
 };
 
-// The views a script (and --view) can bring forward, in tab order.
-const std::vector<std::string>& view_names();
-
 // Whether `name` is a plain output name with one of `extensions` (".png", ".json.gz", ...):
 // letters, digits, '.', '_' and '-', not starting with '.', no "..", no folder.
 bool plain_output_name(const std::string& name, const std::vector<std::string>& extensions);

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/measure/choices.h"
 #include "app/measure/file_io.h"
 
 namespace fl::gui {
@@ -135,10 +136,59 @@ std::string settings_text(const Settings& s) {
   return out.str();
 }
 
-Status load_settings(const std::string& path, Settings* out, bool* found) {
-  if (found) *found = false;
+namespace {
+
+// key -> (its reader into *s: false on a bad value, what a good value looks like)
+using Reader = std::function<bool(const std::string&)>;
+std::map<std::string, std::pair<Reader, const char*>> settings_readers(Settings* s) {
+  Precision precision;
+  CacheMode cache;
+  return {
+      {"version", {[](const std::string& v) { int n; return parse_int(v, 1, 1, &n); }, "1"}},
+      {"width", {[s](const std::string& v) { return parse_int(v, kMinWindowWidth, kMaxWindowSide, &s->width); },
+                 "a whole number of pixels"}},
+      {"height", {[s](const std::string& v) { return parse_int(v, kMinWindowHeight, kMaxWindowSide, &s->height); },
+                  "a whole number of pixels"}},
+      {"x", {[s](const std::string& v) { return s->has_position = parse_int(v, -100000, 100000, &s->x); },
+             "a whole number of pixels"}},
+      {"y", {[s](const std::string& v) { return s->has_position = parse_int(v, -100000, 100000, &s->y); },
+             "a whole number of pixels"}},
+      {"maximized", {[s](const std::string& v) { return parse_bool(v, &s->maximized); }, "true or false"}},
+      {"lesson", {[s](const std::string& v) { s->lesson = v; return plain_word(v); }, "a lesson id"}},
+      // Any plain word: a view this version does not have is ignored when the window starts.
+      {"view", {[s](const std::string& v) { s->view = v; return plain_word(v); }, "a view name"}},
+      {"precision", {[s, precision](const std::string& v) mutable {
+                       s->precision = v;
+                       return parse_precision(v, &precision);
+                     },
+                     kPrecisionChoices}},
+      {"cache", {[s, cache](const std::string& v) mutable {
+                   s->cache = v;
+                   return parse_cache_mode(v, &cache);
+                 },
+                 kCacheChoices}},
+      {"left_width", {[s](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s->panels.left_width); },
+                      "a fraction from 0.05 to 0.95"}},
+      {"measurement_height",
+       {[s](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s->panels.measurement_height); },
+        "a fraction from 0.05 to 0.95"}},
+      {"split", {[s](const std::string& v) { return parse_bool(v, &s->panels.split); }, "true or false"}},
+      {"side_by_side", {[s](const std::string& v) { return parse_bool(v, &s->panels.side_by_side); },
+                        "true or false"}},
+      {"split_fraction",
+       {[s](const std::string& v) { return parse_fraction(v, 0.1f, 0.9f, &s->panels.split_fraction); },
+        "a fraction from 0.1 to 0.9"}},
+      {"second_view", {[s](const std::string& v) { s->panels.second_view = v; return plain_word(v); },
+                       "a view name"}},
+  };
+}
+
+// A settings file that may be read: a regular file of at most kMaxSettingsBytes. *exists is
+// false (and the status Ok) when there is none.
+Status check_settings_file(const std::string& path, bool* exists) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::Ok();
+  *exists = fs::exists(path, ec);
+  if (!*exists) return Status::Ok();
   if (!fs::is_regular_file(path, ec)) {
     return Status::Error(path + " is not a regular file");
   }
@@ -148,45 +198,23 @@ Status load_settings(const std::string& path, Settings* out, bool* found) {
     return Status::Error(path + " is " + std::to_string(bytes) + " bytes, over the " +
                          std::to_string(kMaxSettingsBytes / 1024) + " KiB a settings file can be");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status load_settings(const std::string& path, Settings* out, bool* found) {
+  if (found) *found = false;
+  bool exists = false;
+  FL_TRY(check_settings_file(path, &exists));
+  if (!exists) return Status::Ok();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(path + ": cannot read it: " + errno_text());
   Settings s;
   const auto bad = [&](int line, const std::string& what) {
     return Status::Error(path + ": line " + std::to_string(line) + ": " + what);
   };
-  // key -> (its reader: false on a bad value, what a good value looks like)
-  using Reader = std::function<bool(const std::string&)>;
-  const std::map<std::string, std::pair<Reader, const char*>> readers = {
-      {"version", {[&](const std::string& v) { int n; return parse_int(v, 1, 1, &n); }, "1"}},
-      {"width", {[&](const std::string& v) { return parse_int(v, kMinWindowWidth, kMaxWindowSide, &s.width); },
-                 "a whole number of pixels"}},
-      {"height", {[&](const std::string& v) { return parse_int(v, kMinWindowHeight, kMaxWindowSide, &s.height); },
-                  "a whole number of pixels"}},
-      {"x", {[&](const std::string& v) { return s.has_position = parse_int(v, -100000, 100000, &s.x); },
-             "a whole number of pixels"}},
-      {"y", {[&](const std::string& v) { return s.has_position = parse_int(v, -100000, 100000, &s.y); },
-             "a whole number of pixels"}},
-      {"maximized", {[&](const std::string& v) { return parse_bool(v, &s.maximized); }, "true or false"}},
-      {"lesson", {[&](const std::string& v) { s.lesson = v; return plain_word(v); }, "a lesson id"}},
-      {"view", {[&](const std::string& v) { s.view = v; return plain_word(v); }, "a view name"}},
-      {"precision", {[&](const std::string& v) { s.precision = v; return v == "fp32" || v == "bf16"; },
-                     "fp32 or bf16"}},
-      {"cache", {[&](const std::string& v) { s.cache = v; return v == "cold" || v == "warm"; },
-                 "cold or warm"}},
-      {"left_width", {[&](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s.panels.left_width); },
-                      "a fraction from 0.05 to 0.95"}},
-      {"measurement_height",
-       {[&](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s.panels.measurement_height); },
-        "a fraction from 0.05 to 0.95"}},
-      {"split", {[&](const std::string& v) { return parse_bool(v, &s.panels.split); }, "true or false"}},
-      {"side_by_side", {[&](const std::string& v) { return parse_bool(v, &s.panels.side_by_side); },
-                        "true or false"}},
-      {"split_fraction",
-       {[&](const std::string& v) { return parse_fraction(v, 0.1f, 0.9f, &s.panels.split_fraction); },
-        "a fraction from 0.1 to 0.9"}},
-      {"second_view", {[&](const std::string& v) { s.panels.second_view = v; return plain_word(v); },
-                       "a view name"}},
-  };
+  const auto readers = settings_readers(&s);
   std::string text;
   int line = 0;
   bool any = false;

@@ -9,7 +9,7 @@ namespace fl::gui {
 
 const std::vector<Shortcut>& shortcuts() {
   using A = KeyAction;
-  // The view keys follow the tab order of app/gui/panel_views.cpp (script.h's view_names()).
+  // The view keys follow the tab order of app/gui/panel_views.cpp (app/measure/choices.h's view_names()).
   static const std::vector<Shortcut> table = {
       {A::size_down, GLFW_KEY_LEFT, 0, "Left", "Tensor size one step smaller (a quarter octave; "
                                                "replaying: the next recorded size)", -1, true},

@@ -1,6 +1,7 @@
 #include "app/gui/widgets.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -27,6 +28,82 @@ void section_title(const char* text, const char* help) {
   ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
   help_marker(help);
   ImGui::Separator();
+}
+
+namespace {
+
+// Headings are larger than the body text and drawn brighter; emphasis has a colour of its own.
+float font_scale(BlockKind kind) {
+  return kind == BlockKind::heading1 ? 1.3f : kind == BlockKind::heading2 ? 1.12f : 1.0f;
+}
+ImU32 text_color(BlockKind kind, bool emphasis) {
+  if (emphasis) return IM_COL32(140, 200, 255, 255);
+  return kind == BlockKind::paragraph ? IM_COL32(214, 214, 214, 255) : IM_COL32(255, 255, 255, 255);
+}
+
+}  // namespace
+
+void help_marker(const LessonText& text, const std::string& after, const std::string& before) {
+  ImGui::SameLine();
+  ImGui::TextDisabled("(?)");
+  if (!ImGui::IsItemHovered()) return;
+  ImGui::BeginTooltip();
+  const float width = ImGui::GetFontSize() * 32.0f;
+  if (!text.note.empty()) draw_text_note(text.note, width);
+  std::vector<TextBlock> blocks;
+  const auto paragraph = [&](const std::string& words) {
+    if (words.empty()) return;
+    TextBlock block;
+    block.spans.push_back({words, false});
+    blocks.push_back(std::move(block));
+  };
+  paragraph(before);
+  blocks.insert(blocks.end(), text.blocks.begin(), text.blocks.end());
+  paragraph(after);
+  draw_text_blocks(blocks, width);
+  ImGui::EndTooltip();
+}
+
+void section_title(const char* text, const LessonText& help, const std::string& after,
+                   const std::string& before) {
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
+  help_marker(help, after, before);
+  ImGui::Separator();
+}
+
+void draw_text_note(const std::string& note, float wrap_x) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.35f, 1.0f));
+  ImGui::PushTextWrapPos(wrap_x);
+  ImGui::TextUnformatted(note.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+  ImGui::Spacing();
+}
+
+std::vector<TextLine> draw_text_blocks(const std::vector<TextBlock>& blocks, float width,
+                                       std::vector<bool>* visible) {
+  ImFont* font = ImGui::GetFont();
+  const float base = ImGui::GetFontSize();
+  const MeasureText measure = [&](const std::string& s, BlockKind kind, bool) {
+    return font->CalcTextSizeA(base * font_scale(kind), FLT_MAX, 0.0f, s.c_str(), s.c_str() + s.size()).x;
+  };
+  const std::vector<TextLine> lines = wrap_text(blocks, width, measure);
+  if (visible) visible->assign(lines.size(), false);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const TextLine& line = lines[i];
+    const float size = base * font_scale(line.kind);
+    if (line.first_of_block && i > 0) ImGui::Dummy(ImVec2(0, base * 0.45f));  // between blocks
+    const ImVec2 pos = ImGui::GetCursorScreenPos();
+    for (const LineRun& run : line.runs) {
+      dl->AddText(font, size, ImVec2(pos.x + run.x, pos.y), text_color(line.kind, run.emphasis),
+                  run.text.c_str(), run.text.c_str() + run.text.size());
+    }
+    ImGui::Dummy(ImVec2(width, size + ImGui::GetStyle().ItemSpacing.y * 0.5f));
+    if (visible) (*visible)[i] = pos.y >= clip_min.y - 0.5f && pos.y + size <= clip_max.y + 0.5f;
+  }
+  return lines;
 }
 
 bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released,

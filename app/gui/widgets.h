@@ -7,15 +7,33 @@
 #include <string>
 #include <vector>
 
+#include "app/gui/lesson_text.h"
 #include "kernels/lesson.h"
 
 namespace fl::gui {
 
 // "(?)" that shows `text` in a tooltip when hovered (as in imgui_demo.cpp).
 void help_marker(const char* text);
+// The same for an explanation loaded as an asset (app/gui/lesson_text.h): its note, if any, then
+// its blocks, laid out as the lesson panel lays them out. What only the running window knows
+// (the recording's GPU, why a choice is greyed out) goes in a paragraph of its own `before` or
+// `after` the file's text (none when empty).
+void help_marker(const LessonText& text, const std::string& after = "",
+                 const std::string& before = "");
 
 // A section title in the accent colour, its "(?)" help beside it, over a thin separator.
 void section_title(const char* text, const char* help);
+void section_title(const char* text, const LessonText& help, const std::string& after = "",
+                   const std::string& before = "");
+
+// A loaded text's note ("your copy ... is broken") in a warning colour, wrapped at `wrap_x`
+// (ImGui::PushTextWrapPos: 0 is the window's right edge).
+void draw_text_note(const std::string& note, float wrap_x = 0.0f);
+// Lays `blocks` out at `width` pixels (app/gui/lesson_text.h) and draws them at the cursor, one
+// item per line (headings larger, emphasis in its own colour). Returns the lines; *visible (when
+// given) says which lie inside the window's clip rectangle.
+std::vector<TextLine> draw_text_blocks(const std::vector<TextBlock>& blocks, float width,
+                                       std::vector<bool>* visible = nullptr);
 
 // A slider over sizes on a log2 scale, in steps of a quarter octave. Returns true when the value
 // changed this frame; *released is set when the learner let go after a change. With `stops`

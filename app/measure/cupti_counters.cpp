@@ -262,27 +262,7 @@ Status RangeCounters::measure(int launches, const std::vector<int>& kernels_per_
   return disabled;
 }
 
-Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_per_launch,
-                                 const std::function<Status()>& prepare,
-                                 const std::function<Status(int)>& launch,
-                                 const std::function<Status()>& drain,
-                                 const std::function<bool()>& cancelled, CounterReplay replay,
-                                 std::vector<LaunchCounters>* out, LaunchCounters* drain_out,
-                                 bool* was_cancelled) {
-  // Which launch each range (kernel) belongs to, in launch order; the drain's range comes last.
-  std::vector<int> owner;
-  for (int k = 0; k < launches; ++k) {
-    const int kernels = kernels_per_launch.empty() ? 1 : kernels_per_launch.at(k);
-    for (int i = 0; i < kernels; ++i) owner.push_back(k);
-  }
-  const int kernels = static_cast<int>(owner.size());
-  const int ranges = kernels + (drain ? 1 : 0);
-  if (launches < 1 || (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
-      static_cast<size_t>(ranges) > kMaxRanges) {
-    return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges - 1) +
-                         " kernels; got " + std::to_string(kernels) + " in " +
-                         std::to_string(launches) + " launches");
-  }
+Status RangeCounters::configure_passes(CounterReplay replay) {
   Impl& m = *impl_;
   auto init = FL_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   init.pRangeProfilerObject = m.profiler;
@@ -304,62 +284,68 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
   config.minNestingLevel = 1;
   config.passIndex = 0;
   config.targetNestingLevel = 1;
-  FL_TRY(check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig"));
+  return check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+}
 
-  auto stop = [&](bool* all_passes) -> Status {
-    auto p = FL_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params);
-    p.pRangeProfilerObject = m.profiler;
-    FL_TRY(check(cuptiRangeProfilerStop(&p), "cuptiRangeProfilerStop"));
-    if (all_passes != nullptr) *all_passes = p.isAllPassSubmitted != 0;
-    return Status::Ok();
-  };
-  auto decode = [&](size_t* dropped) -> Status {
-    auto p = FL_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
-    p.pRangeProfilerObject = m.profiler;
-    FL_TRY(check(cuptiRangeProfilerDecodeData(&p), "cuptiRangeProfilerDecodeData"));
-    *dropped = p.numOfRangeDropped;
-    return Status::Ok();
-  };
+Status RangeCounters::stop_range(bool* all_passes) {
+  auto p = FL_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params);
+  p.pRangeProfilerObject = impl_->profiler;
+  FL_TRY(check(cuptiRangeProfilerStop(&p), "cuptiRangeProfilerStop"));
+  if (all_passes != nullptr) *all_passes = p.isAllPassSubmitted != 0;
+  return Status::Ok();
+}
 
+Status RangeCounters::decode_ranges(size_t* dropped) {
+  auto p = FL_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
+  p.pRangeProfilerObject = impl_->profiler;
+  FL_TRY(check(cuptiRangeProfilerDecodeData(&p), "cuptiRangeProfilerDecodeData"));
+  *dropped = p.numOfRangeDropped;
+  return Status::Ok();
+}
+
+Status RangeCounters::profile_passes(int launches, const std::function<Status()>& prepare,
+                                     const std::function<Status(int)>& launch,
+                                     const std::function<Status()>& drain,
+                                     const std::function<bool()>& cancelled, bool* was_cancelled) {
+  // A step that failed inside the profiled region: stop the range too, and say both.
+  const auto stopped_after = [this](const Status& failed) {
+    const Status stopped = stop_range(nullptr);
+    return stopped.ok() ? failed : Status::Error(failed.message() + "; then " + stopped.message());
+  };
   bool all_passes = false;
   for (int pass = 0; !all_passes; ++pass) {
     if (pass >= 32) return Status::Error("the range profiler did not finish after 32 passes");
     FL_TRY(prepare());  // outside the profiled region: the L2 flush is never a range
     auto start = FL_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
-    start.pRangeProfilerObject = m.profiler;
+    start.pRangeProfilerObject = impl_->profiler;
     FL_TRY(check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart"));
     for (int k = 0; k < launches; ++k) {
       if (cancelled && cancelled()) {
         // A newer request: stop here and clear what the hardware collected so far.
         size_t dropped = 0;
-        FL_TRY(stop(nullptr));
-        FL_TRY(decode(&dropped));
+        FL_TRY(stop_range(nullptr));
+        FL_TRY(decode_ranges(&dropped));
         *was_cancelled = true;
         return Status::Ok();
       }
-      const Status launched = launch(k);
-      if (!launched.ok()) {
-        const Status stopped = stop(nullptr);
-        return stopped.ok() ? launched
-                            : Status::Error(launched.message() + "; then " + stopped.message());
-      }
+      if (const Status launched = launch(k); !launched.ok()) return stopped_after(launched);
     }
     if (drain) {
-      const Status drained = drain();
-      if (!drained.ok()) {
-        const Status stopped = stop(nullptr);
-        return stopped.ok() ? drained
-                            : Status::Error(drained.message() + "; then " + stopped.message());
-      }
+      if (const Status drained = drain(); !drained.ok()) return stopped_after(drained);
     }
-    FL_TRY(stop(&all_passes));
+    FL_TRY(stop_range(&all_passes));
   }
   size_t dropped = 0;
-  FL_TRY(decode(&dropped));
+  FL_TRY(decode_ranges(&dropped));
   if (dropped > 0) {
     return Status::Error("the range profiler dropped " + std::to_string(dropped) + " ranges");
   }
+  return Status::Ok();
+}
 
+Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges, int launches,
+                                      std::vector<LaunchCounters>* out, LaunchCounters* drain_out) {
+  Impl& m = *impl_;
   auto info = FL_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = m.counter_data.data();
   info.counterDataImageSize = m.counter_data.size();
@@ -369,6 +355,7 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
                          " kernels where " + std::to_string(ranges) +
                          " were expected (one range per kernel, as the timing phase counted them)");
   }
+  const int kernels = static_cast<int>(owner.size());
   out->assign(launches, LaunchCounters{});
   for (int k = 0; k < ranges; ++k) {
     double values[kMetricCount] = {};
@@ -395,6 +382,33 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
     }
   }
   return Status::Ok();
+}
+
+Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_per_launch,
+                                 const std::function<Status()>& prepare,
+                                 const std::function<Status(int)>& launch,
+                                 const std::function<Status()>& drain,
+                                 const std::function<bool()>& cancelled, CounterReplay replay,
+                                 std::vector<LaunchCounters>* out, LaunchCounters* drain_out,
+                                 bool* was_cancelled) {
+  // Which launch each range (kernel) belongs to, in launch order; the drain's range comes last.
+  std::vector<int> owner;
+  for (int k = 0; k < launches; ++k) {
+    const int kernels = kernels_per_launch.empty() ? 1 : kernels_per_launch.at(k);
+    for (int i = 0; i < kernels; ++i) owner.push_back(k);
+  }
+  const int kernels = static_cast<int>(owner.size());
+  const int ranges = kernels + (drain ? 1 : 0);
+  if (launches < 1 || (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
+      static_cast<size_t>(ranges) > kMaxRanges) {
+    return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges - 1) +
+                         " kernels; got " + std::to_string(kernels) + " in " +
+                         std::to_string(launches) + " launches");
+  }
+  FL_TRY(configure_passes(replay));
+  FL_TRY(profile_passes(launches, prepare, launch, drain, cancelled, was_cancelled));
+  if (*was_cancelled) return Status::Ok();
+  return evaluate_ranges(owner, ranges, launches, out, drain_out);
 }
 
 }  // namespace fl

@@ -97,6 +97,18 @@ class RangeCounters {
                     const std::function<bool()>& cancelled, CounterReplay replay,
                     std::vector<LaunchCounters>* out, LaunchCounters* drain_out,
                     bool* was_cancelled);
+  // The steps of run_passes: the counter data image and the auto-range configuration; every
+  // pass of the chain (stopping early on `cancelled`); the counted bytes of each range summed
+  // per launch (`owner`: the launch of each kernel's range; the drain's range comes after them).
+  Status configure_passes(CounterReplay replay);
+  Status profile_passes(int launches, const std::function<Status()>& prepare,
+                        const std::function<Status(int)>& launch,
+                        const std::function<Status()>& drain,
+                        const std::function<bool()>& cancelled, bool* was_cancelled);
+  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int launches,
+                         std::vector<LaunchCounters>* out, LaunchCounters* drain_out);
+  Status stop_range(bool* all_passes);
+  Status decode_ranges(size_t* dropped);
   // Checks a CUPTI result; a code that means "counters cannot be measured here" also sets
   // unavailable_note_.
   Status check(int result, const char* call);

@@ -114,122 +114,137 @@ void Engine::set_idle_locked() {
   running_id_ = 0;
 }
 
-void Engine::run(BackendFactory factory) {
+// With mutex_ held: what the backend says about itself now.
+void Engine::refresh_notes_locked(const MeasureBackend* backend) {
+  if (!backend) return;
+  status_.device = backend->device();
+  status_.timing_note = backend->timing_note();
+  status_.counters_note = backend->counters_note();
+}
+
+std::unique_ptr<MeasureBackend> Engine::start_backend(BackendFactory factory) {
   std::unique_ptr<MeasureBackend> backend;
   const Status created = factory(&backend);
-  auto refresh_notes = [&] {  // called with mutex_ held
-    if (!backend) return;
-    status_.device = backend->device();
-    status_.timing_note = backend->timing_note();
-    status_.counters_note = backend->counters_note();
-  };
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (created.ok() && backend) {
       status_.state = EngineState::ready;
       status_.backend_kind = backend->kind();
-      refresh_notes();
+      refresh_notes_locked(backend.get());
     } else {
       status_.state = EngineState::unavailable;
       status_.unavailable_reason = created.ok() ? "no backend" : created.message();
     }
   }
   idle_.notify_all();
+  return backend;
+}
 
-  while (true) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
-      if (stopping_) break;
-      job = std::move(*pending_);
-      pending_.reset();
-      status_.busy = true;
-      status_.busy_with = describe(job.request);
-      running_id_ = job.id;
-    }
-    const uint64_t my_id = job.id;
-    auto cancelled = [this, my_id] { return newest_id_.load() != my_id; };
+bool Engine::next_job(Job* job) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
+  if (stopping_) return false;
+  *job = std::move(*pending_);
+  pending_.reset();
+  status_.busy = true;
+  status_.busy_with = describe(job->request);
+  running_id_ = job->id;
+  return true;
+}
 
-    // ---- timing phase
-    EngineResult result;
-    result.id = job.id;
-    result.phase = EnginePhase::timing;
-    result.request = job.request;
-    bool counters_follow = false;
-    if (!backend) {
-      result.status = Status::Error(status_.unavailable_reason);
-    } else {
-      result.status = backend->measure(job.request, cancelled, &result.measurements);
-      result.cancelled = cancelled();
-      if (result.status.ok() && !result.cancelled) {
-        fill_from_cache(&result.measurements);
-        const bool can_count = backend->counters_available();
-        const std::string note = backend->counters_note();
-        for (Measurement& m : result.measurements) {
-          if (m.counters_status == CountersStatus::measured || !m.check.passed) continue;
-          if (can_count) {
-            m.counters_status = CountersStatus::pending;
-            counters_follow = true;
-          } else if (!note.empty()) {  // a degraded mode the learner should read about
-            m.counters_status = CountersStatus::unavailable;
-            m.counters_note = note;
-          }
+bool Engine::timing_phase(MeasureBackend* backend, const Job& job, const CancelCheck& cancelled,
+                          std::vector<Measurement>* to_count) {
+  EngineResult result;
+  result.id = job.id;
+  result.phase = EnginePhase::timing;
+  result.request = job.request;
+  bool counters_follow = false;
+  if (!backend) {
+    result.status = Status::Error(status_.unavailable_reason);
+  } else {
+    result.status = backend->measure(job.request, cancelled, &result.measurements);
+    result.cancelled = cancelled();
+    if (result.status.ok() && !result.cancelled) {
+      fill_from_cache(&result.measurements);
+      const bool can_count = backend->counters_available();
+      const std::string note = backend->counters_note();
+      for (Measurement& m : result.measurements) {
+        if (m.counters_status == CountersStatus::measured || !m.check.passed) continue;
+        if (can_count) {
+          m.counters_status = CountersStatus::pending;
+          counters_follow = true;
+        } else if (!note.empty()) {  // a degraded mode the learner should read about
+          m.counters_status = CountersStatus::unavailable;
+          m.counters_note = note;
         }
       }
     }
-    std::vector<Measurement> measurements;
-    if (counters_follow) measurements = result.measurements;
+  }
+  if (counters_follow) *to_count = result.measurements;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refresh_notes_locked(backend);
+    if (counters_follow) status_.busy_with = "DRAM/L2 counters: " + describe(job.request);
+  }
+  post(std::move(result), /*still_busy=*/counters_follow);
+  return counters_follow;
+}
+
+bool Engine::rest_before_counters(const Job& job) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto deadline = job.submitted + std::chrono::milliseconds(options_.counter_rest_ms);
+  wake_.wait_until(lock, deadline, [this] { return stopping_ || pending_.has_value(); });
+  if (!stopping_ && !pending_.has_value()) return true;
+  // A newer request: these counters are not wanted.
+  set_idle_locked();
+  lock.unlock();
+  idle_.notify_all();
+  return false;
+}
+
+void Engine::counter_phase(MeasureBackend& backend, const Job& job, const CancelCheck& cancelled,
+                           std::vector<Measurement> measurements) {
+  const Status st = backend.measure_counters(job.request, cancelled, &measurements);
+  store_in_cache(measurements);  // levels finished before a cancel still count next time
+  if (cancelled()) {  // abandoned for a newer request: nothing to post
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      refresh_notes();
-      if (counters_follow) status_.busy_with = "DRAM/L2 counters: " + describe(job.request);
+      refresh_notes_locked(&backend);
+      set_idle_locked();
     }
-    post(std::move(result), /*still_busy=*/counters_follow);
-    if (!counters_follow) continue;
+    idle_.notify_all();
+    return;
+  }
+  for (Measurement& m : measurements) {
+    if (m.counters_status != CountersStatus::pending) continue;
+    // Timing stays valid when counting fails: say why in the measurement, not as an error.
+    m.counters_status = st.ok() ? CountersStatus::not_measured : CountersStatus::failed;
+    m.counters_note = st.ok() ? "The counter phase left this level unmeasured."
+                              : "The counter phase failed: " + st.message();
+  }
+  EngineResult counted;
+  counted.id = job.id;
+  counted.phase = EnginePhase::counters;
+  counted.request = job.request;
+  counted.measurements = std::move(measurements);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refresh_notes_locked(&backend);
+  }
+  post(std::move(counted), false);
+}
 
-    // ---- rest: the counter phase starts only once the slider has been still for a while
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      const auto deadline = job.submitted + std::chrono::milliseconds(options_.counter_rest_ms);
-      wake_.wait_until(lock, deadline, [this] { return stopping_ || pending_.has_value(); });
-      if (stopping_ || pending_.has_value()) {  // a newer request: these counters are not wanted
-        set_idle_locked();
-        lock.unlock();
-        idle_.notify_all();
-        continue;
-      }
-    }
-
-    // ---- counter phase
-    const Status st = backend->measure_counters(job.request, cancelled, &measurements);
-    store_in_cache(measurements);  // levels finished before a cancel still count next time
-    if (cancelled()) {  // abandoned for a newer request: nothing to post
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        refresh_notes();
-        set_idle_locked();
-      }
-      idle_.notify_all();
-      continue;
-    }
-    for (Measurement& m : measurements) {
-      if (m.counters_status != CountersStatus::pending) continue;
-      // Timing stays valid when counting fails: say why in the measurement, not as an error.
-      m.counters_status = st.ok() ? CountersStatus::not_measured : CountersStatus::failed;
-      m.counters_note = st.ok() ? "The counter phase left this level unmeasured."
-                                : "The counter phase failed: " + st.message();
-    }
-    EngineResult counted;
-    counted.id = job.id;
-    counted.phase = EnginePhase::counters;
-    counted.request = job.request;
-    counted.measurements = std::move(measurements);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      refresh_notes();
-    }
-    post(std::move(counted), false);
+void Engine::run(BackendFactory factory) {
+  std::unique_ptr<MeasureBackend> backend = start_backend(std::move(factory));
+  Job job;
+  while (next_job(&job)) {
+    const uint64_t my_id = job.id;
+    auto cancelled = [this, my_id] { return newest_id_.load() != my_id; };
+    std::vector<Measurement> to_count;
+    // The counter phase starts only once the slider has been still for a while.
+    if (!timing_phase(backend.get(), job, cancelled, &to_count)) continue;
+    if (!rest_before_counters(job)) continue;
+    counter_phase(*backend, job, cancelled, std::move(to_count));
   }
   backend.reset();  // destroyed on the thread that created it
 }

@@ -99,7 +99,18 @@ class Engine {
     bool operator<(const CounterKey& o) const;
   };
 
+  // The worker thread: the backend is made, then each newest job is timed, and counted once
+  // the slider rests (each step below).
   void run(BackendFactory factory);
+  std::unique_ptr<MeasureBackend> start_backend(BackendFactory factory);
+  bool next_job(Job* job);  // false when the engine stops
+  // Posts the timing result; true when a counter phase follows for *to_count.
+  bool timing_phase(MeasureBackend* backend, const Job& job, const CancelCheck& cancelled,
+                    std::vector<Measurement>* to_count);
+  bool rest_before_counters(const Job& job);  // false when a newer request came
+  void counter_phase(MeasureBackend& backend, const Job& job, const CancelCheck& cancelled,
+                     std::vector<Measurement> measurements);
+  void refresh_notes_locked(const MeasureBackend* backend);  // mutex_ held
   void post(EngineResult result, bool still_busy);
   void set_idle_locked();  // mutex_ held
   // Counters from the cache into `ms`; the rest of the phase logic decides what is left to do.

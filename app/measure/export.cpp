@@ -380,76 +380,83 @@ std::string trace_op_name(const std::string& textbook_kernel) {
   return textbook_kernel;
 }
 
-std::string chrome_trace_json(const Session& session) {
-  // Events carry their time in integer nanoseconds beside them, so the final ordering compares
-  // exact numbers; metadata comes first.
-  std::vector<json> meta;
-  std::vector<std::pair<int64_t, json>> timed;
+namespace {
 
-  // The runs (points) in order of first measurement, and where each level's next slice starts.
-  struct Run {
-    int pid = 0;
-    std::map<int, int64_t> cursor;        // level -> next start, ns
-    std::map<int, std::string> level_names;
-  };
-  std::vector<std::pair<const Measurement*, Run>> runs;
-  const auto run_of = [&](const Measurement& m) -> Run& {
-    for (auto& [first, run] : runs) {
-      if (same_point(*first, m)) return run;
-    }
-    Run run;
-    run.pid = static_cast<int>(runs.size()) + 1;
-    runs.emplace_back(&m, std::move(run));
-    return runs.back().second;
-  };
+// A run (a point: lesson, size, precision, cache) of the trace: its process, and where each
+// level's next slice starts.
+struct TraceRun {
+  int pid = 0;
+  std::map<int, int64_t> cursor;        // level -> next start, ns
+  std::map<int, std::string> level_names;
+};
+using TraceRuns = std::vector<std::pair<const Measurement*, TraceRun>>;
+// Events with their time in integer nanoseconds beside them, so the final ordering compares
+// exact numbers.
+using TimedEvents = std::vector<std::pair<int64_t, json>>;
 
-  for (size_t i = 0; i < session.measurements.size(); ++i) {
-    const Measurement& m = session.measurements[i];
-    Run& run = run_of(m);
-    const int pid = run.pid;
-    const int tid = tid_of(pid, m.level);
-    run.level_names.emplace(m.level, m.level_name);
-    int64_t& cursor = run.cursor[m.level];
-    const std::vector<Slice> slices = lay_out(m);
-    const int64_t span = span_of(slices);
-    const int baseline = speedup_baseline(session, i);
-    const double vs_level0 = baseline >= 0 ? speedup(session.measurements[baseline], m) : 0;
+// The run of `m`, in order of first measurement.
+TraceRun& run_of(const Measurement& m, TraceRuns* runs) {
+  for (auto& [first, run] : *runs) {
+    if (same_point(*first, m)) return run;
+  }
+  TraceRun run;
+  run.pid = static_cast<int>(runs->size()) + 1;
+  runs->emplace_back(&m, std::move(run));
+  return runs->back().second;
+}
 
-    json args = measurement_args(session, i, slices, baseline);
-    args["gap_after_us"] = us(gap_after(span));
-    timed.emplace_back(cursor, json{{"name", measurement_slice_name(m, vs_level0, baseline >= 0)},
-                                    {"cat", "measurement"},
+// Measurement i's slice on its level's track, its kernels inside it, and their DRAM counters;
+// the track's cursor moves past it.
+void add_measurement_events(const Session& session, size_t i, TraceRuns* runs, TimedEvents* timed) {
+  const Measurement& m = session.measurements[i];
+  TraceRun& run = run_of(m, runs);
+  const int pid = run.pid;
+  const int tid = tid_of(pid, m.level);
+  run.level_names.emplace(m.level, m.level_name);
+  int64_t& cursor = run.cursor[m.level];
+  const std::vector<Slice> slices = lay_out(m);
+  const int64_t span = span_of(slices);
+  const int baseline = speedup_baseline(session, i);
+  const double vs_level0 = baseline >= 0 ? speedup(session.measurements[baseline], m) : 0;
+
+  json args = measurement_args(session, i, slices, baseline);
+  args["gap_after_us"] = us(gap_after(span));
+  timed->emplace_back(cursor, json{{"name", measurement_slice_name(m, vs_level0, baseline >= 0)},
+                                   {"cat", "measurement"},
+                                   {"ph", "X"},
+                                   {"ts", us(cursor)},
+                                   {"dur", us(span)},
+                                   {"pid", pid},
+                                   {"tid", tid},
+                                   {"args", std::move(args)}});
+  const std::string dram_track = "DRAM bytes · level " + std::to_string(m.level);
+  for (const Slice& s : slices) {
+    const int64_t start = cursor + s.start_ns;
+    const std::string op = m.launches[s.launch].textbook.kernel;
+    timed->emplace_back(start, json{{"name", trace_op_name(op)},
+                                    {"cat", s.record >= 0 ? "kernel" : "kernel,synthesized"},
                                     {"ph", "X"},
-                                    {"ts", us(cursor)},
-                                    {"dur", us(span)},
+                                    {"ts", us(start)},
+                                    {"dur", us(s.dur_ns)},
                                     {"pid", pid},
                                     {"tid", tid},
-                                    {"args", std::move(args)}});
-    const std::string dram_track = "DRAM bytes · level " + std::to_string(m.level);
-    for (const Slice& s : slices) {
-      const int64_t start = cursor + s.start_ns;
-      const std::string op = m.launches[s.launch].textbook.kernel;
-      timed.emplace_back(start, json{{"name", trace_op_name(op)},
-                                     {"cat", s.record >= 0 ? "kernel" : "kernel,synthesized"},
-                                     {"ph", "X"},
-                                     {"ts", us(start)},
-                                     {"dur", us(s.dur_ns)},
-                                     {"pid", pid},
-                                     {"tid", tid},
-                                     {"args", kernel_args(m, i, s)}});
-      // DRAM bytes of the kernel running now: its counters from its start, 0 from its end (the
-      // end is emitted before a next kernel starting at the same instant, and the sort is stable).
-      const std::optional<LaunchCounters>& c = m.launches[s.launch].counters;
-      if (c) {
-        timed.emplace_back(start, counter(dram_track, pid, start,
-                                          {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
-        timed.emplace_back(start + s.dur_ns,
-                           counter(dram_track, pid, start + s.dur_ns, {{"read", 0}, {"write", 0}}));
-      }
+                                    {"args", kernel_args(m, i, s)}});
+    // DRAM bytes of the kernel running now: its counters from its start, 0 from its end (the
+    // end is emitted before a next kernel starting at the same instant, and the sort is stable).
+    const std::optional<LaunchCounters>& c = m.launches[s.launch].counters;
+    if (c) {
+      timed->emplace_back(start, counter(dram_track, pid, start,
+                                         {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
+      timed->emplace_back(start + s.dur_ns,
+                          counter(dram_track, pid, start + s.dur_ns, {{"read", 0}, {"write", 0}}));
     }
-    cursor += span + gap_after(span);
   }
+  cursor += span + gap_after(span);
+}
 
+// The names and order of the processes (runs) and threads (levels).
+std::vector<json> trace_metadata(const Session& session, const TraceRuns& runs) {
+  std::vector<json> meta;
   const std::string gpu = session.device.name.empty() ? std::string("GPU") : session.device.name;
   for (const auto& [first, run] : runs) {
     meta.push_back(metadata("process_name", run.pid, 0, {{"name", run_title(*first)}}));
@@ -461,7 +468,19 @@ std::string chrome_trace_json(const Session& session) {
       meta.push_back(metadata("thread_sort_index", run.pid, tid, {{"sort_index", level}}));
     }
   }
+  return meta;
+}
 
+}  // namespace
+
+std::string chrome_trace_json(const Session& session) {
+  TraceRuns runs;
+  TimedEvents timed;
+  for (size_t i = 0; i < session.measurements.size(); ++i) {
+    add_measurement_events(session, i, &runs, &timed);
+  }
+  // Metadata first, then the events in time order.
+  std::vector<json> meta = trace_metadata(session, runs);
   std::stable_sort(timed.begin(), timed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   json events = json::array();

@@ -178,7 +178,7 @@ Status LiveBackend::init() {
 
   // CUPTI, set up now so that the first request does not pay for it. Either part may be
   // unavailable; each then says why in one sentence and the backend measures without it.
-  if (options_.use_cupti) {
+  if (options_.timer == Timer::cupti) {
     KernelTracer* tracer = nullptr;
     const Status st = KernelTracer::instance(
         &tracer, options_.trace_all_runtime_apis ? TracedApis::all_runtime : TracedApis::launches);
@@ -506,10 +506,10 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   reps = std::clamp(reps, options_.min_repetitions, options_.max_repetitions);
 
   bool records_missing = false;
-  const bool cupti = tracer_ != nullptr;
   PhaseTimer timed("timed repetitions");
-  FL_TRY(time_repetitions(request, level, launches, reps, cupti, !cupti || options_.compare_timers,
-                          cancelled, m, &records_missing));
+  FL_TRY(time_repetitions(request, level, launches, reps,
+                          tracer_ != nullptr ? Timer::cupti : Timer::events, cancelled, m,
+                          &records_missing));
   if (records_missing) {
     // CUPTI returned too few kernel records to trust: time this level with events instead.
     timing_note_ = "CUPTI returned no kernel records for some launches, so " + request.lesson +
@@ -518,7 +518,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
     m->records.clear();
     for (auto& l : m->launches) l.event_time_us = Stats();
     m->event_chain_time_us = Stats();
-    FL_TRY(time_repetitions(request, level, launches, reps, false, true, cancelled, m,
+    FL_TRY(time_repetitions(request, level, launches, reps, Timer::events, cancelled, m,
                             &records_missing));
   }
 
@@ -536,75 +536,124 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   return Status::Ok();
 }
 
-Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, int launches,
-                                     int reps, bool use_cupti, bool use_events,
-                                     const CancelCheck& cancelled, Measurement* m,
-                                     bool* records_missing) {
-  *records_missing = false;
-  Workspace& ws = *workspace_;
-  const bool cold = request.cache == CacheMode::cold;
-  // External ids: repetition r of a batch owns ids first + r * stride + slot, where slot 0 is
-  // the cold flush (tagged so that it is recognised and skipped) and slot k + 1 is launch k.
-  const uint64_t stride = static_cast<uint64_t>(launches) + 1;
-  EventPool events;
-  if (use_events) FL_TRY(events.create((launches + 1) * kBatch));
+namespace {
 
-  std::vector<std::vector<double>> cupti_launch_us(launches), event_launch_us(launches);
-  std::vector<double> cupti_chain_us, event_chain_us;
-  // Every usable repetition's kernels (slot-annotated), to keep the median one's records.
-  std::vector<std::vector<std::pair<int, TracedKernel>>> rep_kernels;
-  int64_t incomplete = 0;
+// The kernels of one repetition, each with the launch (slot) it belongs to, by start time.
+using RepetitionKernels = std::vector<std::pair<int, TracedKernel>>;
 
-  if (use_cupti) {
-    // Records of earlier work (the correctness gate, the estimate) must not join the first batch.
-    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
-    FL_TRY(tracer_->flush(false));
-    tracer_->discard_all();
+// The timing phase of one level (LiveBackend::time_repetitions), in batches of kBatch
+// repetitions: launches a batch (the cold flush first when cold), then collects its CUDA events
+// and its CUPTI kernel records into per-launch and per-chain samples; at the end it picks the
+// repetition whose records the measurement keeps.
+class RepetitionTiming {
+ public:
+  // `tracer` null: no CUPTI records; `events`: CUDA events around every launch too.
+  // Repetitions whose records had to be numbered by launch order are added to *order_matched.
+  RepetitionTiming(KernelTracer* tracer, bool events, cudaStream_t stream, Workspace& ws,
+                   int level, int launches, bool cold, std::function<Status()> flush_l2,
+                   int64_t* order_matched)
+      : tracer_(tracer), use_events_(events), stream_(stream), ws_(ws), level_(level),
+        launches_(launches), cold_(cold), flush_l2_(std::move(flush_l2)),
+        order_matched_(order_matched),
+        // External ids: repetition r of a batch owns ids first + r * stride + slot, where slot 0
+        // is the cold flush (tagged so that it is recognised and skipped) and slot k + 1 is
+        // launch k.
+        stride_(static_cast<uint64_t>(launches) + 1),
+        cupti_launch_us_(launches), event_launch_us_(launches) {}
+
+  Status start() {
+    if (use_events_) FL_TRY(events_.create((launches_ + 1) * kBatch));
+    if (tracer_ != nullptr) {
+      // Records of earlier work (the correctness gate, the estimate) must not join the first batch.
+      FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+      FL_TRY(tracer_->flush(false));
+      tracer_->discard_all();
+    }
+    return Status::Ok();
   }
 
-  auto tagged = [&](uint64_t id, const std::function<Status()>& launch) -> Status {
-    if (!use_cupti) return launch();
+  // Runs `batch` repetitions and collects what they recorded.
+  Status run_batch(int batch) {
+    const uint64_t first = tracer_ != nullptr ? tracer_->reserve_ids(stride_ * batch) : 0;
+    FL_TRY(launch_batch(batch, first));
+    if (use_events_) FL_TRY(collect_events(batch));
+    if (tracer_ != nullptr) FL_TRY(collect_cupti_records(batch, first));
+    return Status::Ok();
+  }
+
+  // Whether CUPTI delivered too few complete repetitions to trust (then the level is timed again
+  // with events).
+  bool records_missing() const {
+    if (tracer_ == nullptr) return false;
+    const size_t attempted = cupti_chain_us_.size() + incomplete_;
+    return attempted > 0 && cupti_chain_us_.size() < kMinRecordedShare * attempted;
+  }
+
+  // The medians into `m`: CUPTI's when it timed, else the events'; with both, the events' too
+  // (the diagnostic comparison of the same launches). Then the representative repetition's
+  // records.
+  void summarize_into(Measurement* m) const {
+    const bool cupti = tracer_ != nullptr;
+    const std::vector<double>& chain = cupti ? cupti_chain_us_ : event_chain_us_;
+    const auto& per_launch = cupti ? cupti_launch_us_ : event_launch_us_;
+    m->repetitions = static_cast<int>(chain.size());
+    m->chain_time_us = summarize(chain);
+    for (int k = 0; k < launches_; ++k) m->launches[k].time_us = summarize(per_launch[k]);
+    if (cupti && use_events_) {
+      for (int k = 0; k < launches_; ++k) m->launches[k].event_time_us = summarize(event_launch_us_[k]);
+      m->event_chain_time_us = summarize(event_chain_us_);
+    }
+    m->records.clear();
+    if (cupti && !chain.empty()) keep_records(rep_kernels_[representative(m->chain_time_us.median)], m);
+  }
+
+ private:
+  // Launches enqueued by `launch` carry external id `id` when CUPTI times them.
+  Status tagged(uint64_t id, const std::function<Status()>& launch) {
+    if (tracer_ == nullptr) return launch();
     FL_TRY(tracer_->push(id));
     const Status launched = launch();
     const Status popped = tracer_->pop();
     FL_TRY(launched);
     return popped;
-  };
+  }
 
-  for (int done = 0; done < reps; done += kBatch) {
-    if (cancelled && cancelled()) break;
-    const int batch = std::min(kBatch, reps - done);
-    const uint64_t first = use_cupti ? tracer_->reserve_ids(stride * batch) : 0;
+  Status launch_batch(int batch, uint64_t first) {
     for (int r = 0; r < batch; ++r) {
-      const size_t e0 = static_cast<size_t>(r) * (launches + 1);
-      const uint64_t rep_id = first + stride * r;
-      if (cold) FL_TRY(tagged(rep_id, [&] { return flush_l2(); }));
-      if (use_events) FL_CUDA_TRY(cudaEventRecord(events[e0], stream_));
-      for (int k = 0; k < launches; ++k) {
-        FL_TRY(tagged(rep_id + 1 + k, [&] { return ws.launch(level, k, stream_); }));
-        if (use_events) FL_CUDA_TRY(cudaEventRecord(events[e0 + k + 1], stream_));
+      const size_t e0 = static_cast<size_t>(r) * (launches_ + 1);
+      const uint64_t rep_id = first + stride_ * r;
+      if (cold_) FL_TRY(tagged(rep_id, flush_l2_));
+      if (use_events_) FL_CUDA_TRY(cudaEventRecord(events_[e0], stream_));
+      for (int k = 0; k < launches_; ++k) {
+        FL_TRY(tagged(rep_id + 1 + k, [&] { return ws_.launch(level_, k, stream_); }));
+        if (use_events_) FL_CUDA_TRY(cudaEventRecord(events_[e0 + k + 1], stream_));
       }
     }
     FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
 
-    if (use_events) {
-      for (int r = 0; r < batch; ++r) {
-        const size_t e0 = static_cast<size_t>(r) * (launches + 1);
-        double us = 0;
-        for (int k = 0; k < launches; ++k) {
-          FL_TRY(elapsed_us(events[e0 + k], events[e0 + k + 1], &us));
-          event_launch_us[k].push_back(us);
-        }
-        FL_TRY(elapsed_us(events[e0], events[e0 + launches], &us));
-        event_chain_us.push_back(us);
+  Status collect_events(int batch) {
+    for (int r = 0; r < batch; ++r) {
+      const size_t e0 = static_cast<size_t>(r) * (launches_ + 1);
+      double us = 0;
+      for (int k = 0; k < launches_; ++k) {
+        FL_TRY(elapsed_us(events_[e0 + k], events_[e0 + k + 1], &us));
+        event_launch_us_[k].push_back(us);
       }
+      FL_TRY(elapsed_us(events_[e0], events_[e0 + launches_], &us));
+      event_chain_us_.push_back(us);
     }
-    if (!use_cupti) continue;
+    return Status::Ok();
+  }
 
-    // Collect this batch's kernel records. After the synchronisation every record is complete,
-    // so the default flush delivers them; a forced flush is the fallback if CUPTI held any back.
-    const uint64_t last = first + stride * batch - 1;
-    const size_t expected = static_cast<size_t>(batch) * (launches + (cold ? 1 : 0));
+  // This batch's kernel records, by repetition. After the synchronisation every record is
+  // complete, so the default flush delivers them; a forced flush is the fallback if CUPTI held
+  // any back.
+  Status collect_cupti_records(int batch, uint64_t first) {
+    const uint64_t last = first + stride_ * batch - 1;
+    const size_t per_rep = launches_ + (cold_ ? 1 : 0);
+    const size_t expected = static_cast<size_t>(batch) * per_rep;
     PhaseTimer flush_timer("cupti flush");
     FL_TRY(tracer_->flush(false));
     if (tracer_->count(first, last) < expected) {
@@ -614,77 +663,63 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
     std::vector<TracedKernel> kernels, untagged;
     tracer_->take(first, last, &kernels, &untagged);
     if (kernels.empty() && untagged.size() == expected) {
-      // No external correlation records arrived (CUPTI traced no launch API): one stream, one
-      // thread, so the batch's kernels ran in launch order. Number them that way.
-      std::sort(untagged.begin(), untagged.end(),
-                [](const TracedKernel& a, const TracedKernel& b) { return a.start_ns < b.start_ns; });
-      const size_t per_rep = launches + (cold ? 1 : 0);
-      for (size_t i = 0; i < untagged.size(); ++i) {
-        const uint64_t slot = (i % per_rep) + (cold ? 0 : 1);
-        untagged[i].external_id = first + stride * (i / per_rep) + slot;
-      }
+      number_by_launch_order(first, per_rep, &untagged);
       kernels = std::move(untagged);
-      order_matched_ += batch;
+      *order_matched_ += batch;
     }
-    std::vector<std::vector<std::pair<int, TracedKernel>>> by_rep(batch);
+    std::vector<RepetitionKernels> by_rep(batch);
     for (TracedKernel& k : kernels) {
       const uint64_t offset = k.external_id - first;
-      const int r = static_cast<int>(offset / stride);
-      const int slot = static_cast<int>(offset % stride);
+      const int slot = static_cast<int>(offset % stride_);
       if (slot == 0) continue;  // the cold flush: neither timed nor kept
-      by_rep[r].emplace_back(slot - 1, std::move(k));
+      by_rep[static_cast<int>(offset / stride_)].emplace_back(slot - 1, std::move(k));
     }
-    for (int r = 0; r < batch; ++r) {
-      auto& ks = by_rep[r];
-      std::vector<uint64_t> start(launches, UINT64_MAX), end(launches, 0);
-      for (const auto& [launch, k] : ks) {
-        if (k.start_ns == 0 || k.end_ns < k.start_ns) continue;  // incomplete record
-        start[launch] = std::min(start[launch], k.start_ns);
-        end[launch] = std::max(end[launch], k.end_ns);
-      }
-      bool complete = true;
-      for (int k = 0; k < launches; ++k) complete = complete && end[k] != 0;
-      if (!complete) {
-        ++incomplete;
-        continue;
-      }
-      for (int k = 0; k < launches; ++k) cupti_launch_us[k].push_back((end[k] - start[k]) * 1e-3);
-      const uint64_t chain_start = *std::min_element(start.begin(), start.end());
-      const uint64_t chain_end = *std::max_element(end.begin(), end.end());
-      cupti_chain_us.push_back((chain_end - chain_start) * 1e-3);
-      std::sort(ks.begin(), ks.end(), [](const auto& a, const auto& b) {
-        return a.second.start_ns < b.second.start_ns;
-      });
-      rep_kernels.push_back(std::move(ks));
-    }
-  }
-
-  const size_t attempted = use_cupti ? cupti_chain_us.size() + incomplete : event_chain_us.size();
-  if (use_cupti && attempted > 0 && cupti_chain_us.size() < kMinRecordedShare * attempted) {
-    *records_missing = true;
+    for (RepetitionKernels& ks : by_rep) add_repetition(std::move(ks));
     return Status::Ok();
   }
-  const auto& chain = use_cupti ? cupti_chain_us : event_chain_us;
-  const auto& per_launch = use_cupti ? cupti_launch_us : event_launch_us;
-  m->repetitions = static_cast<int>(chain.size());
-  m->chain_time_us = summarize(chain);
-  for (int k = 0; k < launches; ++k) m->launches[k].time_us = summarize(per_launch[k]);
-  if (use_cupti && use_events) {  // the diagnostic comparison of the same launches
-    for (int k = 0; k < launches; ++k) m->launches[k].event_time_us = summarize(event_launch_us[k]);
-    m->event_chain_time_us = summarize(event_chain_us);
+
+  // No external correlation records arrived (CUPTI traced no launch API): one stream, one
+  // thread, so the batch's kernels ran in launch order. Number them that way.
+  void number_by_launch_order(uint64_t first, size_t per_rep, std::vector<TracedKernel>* kernels) const {
+    std::sort(kernels->begin(), kernels->end(),
+              [](const TracedKernel& a, const TracedKernel& b) { return a.start_ns < b.start_ns; });
+    for (size_t i = 0; i < kernels->size(); ++i) {
+      const uint64_t slot = (i % per_rep) + (cold_ ? 0 : 1);
+      (*kernels)[i].external_id = first + stride_ * (i / per_rep) + slot;
+    }
   }
 
-  // Keep the records of the repetition whose chain time is closest to the median.
-  m->records.clear();
-  if (use_cupti && !chain.empty()) {
-    size_t best = 0;
-    for (size_t i = 1; i < chain.size(); ++i) {
-      if (std::abs(chain[i] - m->chain_time_us.median) <
-          std::abs(chain[best] - m->chain_time_us.median)) {
-        best = i;
-      }
+  // One repetition's samples, when CUPTI recorded every one of its launches completely.
+  void add_repetition(RepetitionKernels ks) {
+    std::vector<uint64_t> start(launches_, UINT64_MAX), end(launches_, 0);
+    for (const auto& [launch, k] : ks) {
+      if (k.start_ns == 0 || k.end_ns < k.start_ns) continue;  // incomplete record
+      start[launch] = std::min(start[launch], k.start_ns);
+      end[launch] = std::max(end[launch], k.end_ns);
     }
-    const auto& ks = rep_kernels[best];
+    if (std::find(end.begin(), end.end(), uint64_t(0)) != end.end()) {
+      ++incomplete_;
+      return;
+    }
+    for (int k = 0; k < launches_; ++k) cupti_launch_us_[k].push_back((end[k] - start[k]) * 1e-3);
+    const uint64_t chain_start = *std::min_element(start.begin(), start.end());
+    const uint64_t chain_end = *std::max_element(end.begin(), end.end());
+    cupti_chain_us_.push_back((chain_end - chain_start) * 1e-3);
+    std::sort(ks.begin(), ks.end(),
+              [](const auto& a, const auto& b) { return a.second.start_ns < b.second.start_ns; });
+    rep_kernels_.push_back(std::move(ks));
+  }
+
+  // The repetition whose chain time is closest to the median.
+  size_t representative(double median) const {
+    size_t best = 0;
+    for (size_t i = 1; i < cupti_chain_us_.size(); ++i) {
+      if (std::abs(cupti_chain_us_[i] - median) < std::abs(cupti_chain_us_[best] - median)) best = i;
+    }
+    return best;
+  }
+
+  static void keep_records(const RepetitionKernels& ks, Measurement* m) {
     const uint64_t t0 = ks.front().second.start_ns;
     for (const auto& [launch, k] : ks) {
       KernelRecord rec;
@@ -704,20 +739,151 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
       m->records.push_back(std::move(rec));
     }
   }
+
+  KernelTracer* tracer_;
+  bool use_events_;
+  cudaStream_t stream_;
+  Workspace& ws_;
+  int level_, launches_;
+  bool cold_;
+  std::function<Status()> flush_l2_;
+  int64_t* order_matched_;
+  uint64_t stride_;
+  EventPool events_;
+  std::vector<std::vector<double>> cupti_launch_us_, event_launch_us_;
+  std::vector<double> cupti_chain_us_, event_chain_us_;
+  std::vector<RepetitionKernels> rep_kernels_;  // every complete repetition's kernels
+  int64_t incomplete_ = 0;
+};
+
+}  // namespace
+
+Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, int launches,
+                                     int reps, Timer timer, const CancelCheck& cancelled,
+                                     Measurement* m, bool* records_missing) {
+  *records_missing = false;
+  // Events time every launch when they are the timer, and beside CUPTI for --compare-timers.
+  const bool cupti = timer == Timer::cupti;
+  RepetitionTiming timing(cupti ? tracer_ : nullptr, !cupti || options_.compare_timers, stream_,
+                          *workspace_, level, launches, request.cache == CacheMode::cold,
+                          [this] { return flush_l2(); }, &order_matched_);
+  FL_TRY(timing.start());
+  for (int done = 0; done < reps; done += kBatch) {
+    if (cancelled && cancelled()) break;
+    FL_TRY(timing.run_batch(std::min(kBatch, reps - done)));
+  }
+  if (timing.records_missing()) {
+    *records_missing = true;
+    return Status::Ok();
+  }
+  timing.summarize_into(m);
+  return Status::Ok();
+}
+
+void LiveBackend::mark_counters_unavailable(std::vector<Measurement>* measurements) const {
+  for (Measurement& m : *measurements) {
+    if (m.counters_status == CountersStatus::measured) continue;
+    m.counters_status = CountersStatus::unavailable;
+    m.counters_note = counters_note_;
+  }
+}
+
+namespace {
+
+// Kernels per launch as the timing phase's records counted them (cuBLASLt may run two); empty
+// (one each) without records.
+std::vector<int> kernels_per_launch(const Measurement& m) {
+  std::vector<int> counts;
+  if (m.records.empty()) return counts;
+  const int launches = static_cast<int>(m.launches.size());
+  counts.assign(launches, 0);
+  for (const KernelRecord& r : m.records) {
+    if (r.launch >= 0 && r.launch < launches) ++counts[r.launch];
+  }
+  for (int& n : counts) n = std::max(n, 1);
+  return counts;
+}
+
+}  // namespace
+
+Status LiveBackend::count_level(const MeasureRequest& request, const std::string& drain_kind,
+                                const CancelCheck& cancelled,
+                                std::vector<Measurement>* measurements, Measurement* m,
+                                bool* stop) {
+  Workspace& ws = *workspace_;
+  const int level = m->level;
+  const int launches = static_cast<int>(m->launches.size());
+  // Before each pass, outside profiling: cold evicts L2 as before every timed repetition;
+  // warm runs the chain once, as the repetition before a timed one did.
+  auto prepare = [&]() -> Status {
+    if (request.cache == CacheMode::cold) {
+      FL_TRY(flush_l2());
+    } else {
+      for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
+    }
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  };
+  auto launch = [&](int k) { return ws.launch(level, k, stream_); };
+  std::function<Status()> drain;
+  if (drain_kind == "noop") {
+    drain = [&]() -> Status {
+      drain_kernel<<<1, 32, 0, stream_>>>(flush_sink_.as<int>());
+      FL_CUDA_TRY(cudaGetLastError());
+      return Status::Ok();
+    };
+  } else if (drain_kind == "flush") {
+    drain = [&] { return flush_l2(); };
+  }
+  std::vector<LaunchCounters> values;
+  LaunchCounters drained;
+  bool was_cancelled = false;
+  PhaseTimer counter_timer("counter phase (level)");
+  // Enabled once for every level of the request (enabling costs ~0.2 s); disabled after them.
+  const Status st = counters_->measure(launches, kernels_per_launch(*m), prepare, launch, drain,
+                                       cancelled, options_.counter_replay, /*keep_enabled=*/true,
+                                       &values, &drained, &was_cancelled);
+  if (trace_phases() && st.ok() && !was_cancelled) {
+    int64_t rd = 0, wr = 0;
+    for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
+    std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
+                 request.lesson.c_str(), static_cast<long long>(request.size), level,
+                 static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
+                 static_cast<long long>(drained.dram_read_bytes),
+                 static_cast<long long>(drained.dram_write_bytes));
+  }
+  if (!st.ok()) {
+    if (!counters_->unavailable_note().empty()) {
+      // Found out only now (permissions may be checked when profiling starts): timing only.
+      counters_note_ = counters_->unavailable_note();
+      counters_ = nullptr;
+      mark_counters_unavailable(measurements);
+      *stop = true;
+      return Status::Ok();
+    }
+    m->counters_status = CountersStatus::failed;
+    m->counters_note = "The counter phase failed: " + st.message();
+    workspace_.reset();
+    cudaGetLastError();
+    return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
+  }
+  if (was_cancelled) {
+    *stop = true;
+    return Status::Ok();
+  }
+  // What the chain left dirty in L2 reached DRAM during the flush that closed the pass: those
+  // are the chain's writes too, made by its last launch or earlier ones (docs/PERFORMANCE.md).
+  if (drain_kind == "flush") values.back().dram_write_bytes += drained.dram_write_bytes;
+  for (int k = 0; k < launches; ++k) m->launches[k].counters = values[k];
+  m->counters_status = CountersStatus::measured;
+  m->counters_note.clear();
   return Status::Ok();
 }
 
 Status LiveBackend::measure_counters(const MeasureRequest& request, const CancelCheck& cancelled,
                                      std::vector<Measurement>* measurements) {
-  auto mark_unavailable = [&] {
-    for (Measurement& m : *measurements) {
-      if (m.counters_status == CountersStatus::measured) continue;
-      m.counters_status = CountersStatus::unavailable;
-      m.counters_note = counters_note_;
-    }
-  };
   if (counters_ == nullptr) {
-    mark_unavailable();
+    mark_counters_unavailable(measurements);
     return Status::Ok();
   }
   const Lesson* lesson = nullptr;
@@ -729,7 +895,6 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
                        workspace_precision_ == request.precision);
   FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   if (fresh) FL_TRY(workspace_->fill_inputs(++seed_counter_, stream_));
-  Workspace& ws = *workspace_;
   static const char* drain_env = std::getenv("FL_COUNTER_DRAIN");
   const std::string drain_kind = drain_env != nullptr ? drain_env : options_.counter_drain;
   // However the levels below end, the profiler is disabled after them unless it is to stay.
@@ -756,76 +921,9 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
       continue;
     }
     if (cancelled && cancelled()) return Status::Ok();
-    const int launches = static_cast<int>(m.launches.size());
-    // Before each pass, outside profiling: cold evicts L2 as before every timed repetition;
-    // warm runs the chain once, as the repetition before a timed one did.
-    auto prepare = [&]() -> Status {
-      if (request.cache == CacheMode::cold) {
-        FL_TRY(flush_l2());
-      } else {
-        for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
-      }
-      FL_CUDA_TRY(cudaStreamSynchronize(stream_));
-      return Status::Ok();
-    };
-    auto launch = [&](int k) { return ws.launch(level, k, stream_); };
-    std::function<Status()> drain;
-    if (drain_kind == "noop") {
-      drain = [&]() -> Status {
-        drain_kernel<<<1, 32, 0, stream_>>>(flush_sink_.as<int>());
-        FL_CUDA_TRY(cudaGetLastError());
-        return Status::Ok();
-      };
-    } else if (drain_kind == "flush") {
-      drain = [&] { return flush_l2(); };
-    }
-    std::vector<LaunchCounters> values;
-    LaunchCounters drained;
-    bool was_cancelled = false;
-    PhaseTimer counter_timer("counter phase (level)");
-    // Enabled once for every level of the request (enabling costs ~0.2 s); disabled below.
-    // Kernels per launch as the timing phase's records counted them (cuBLASLt may run two).
-    std::vector<int> kernels_per_launch;
-    if (!m.records.empty()) {
-      kernels_per_launch.assign(launches, 0);
-      for (const KernelRecord& r : m.records) {
-        if (r.launch >= 0 && r.launch < launches) ++kernels_per_launch[r.launch];
-      }
-      for (int& n : kernels_per_launch) n = std::max(n, 1);
-    }
-    const Status st = counters_->measure(launches, kernels_per_launch, prepare, launch, drain, cancelled,
-                                         options_.counter_replay, /*keep_enabled=*/true, &values,
-                                         &drained, &was_cancelled);
-    if (trace_phases() && st.ok() && !was_cancelled) {
-      int64_t rd = 0, wr = 0;
-      for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
-      std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
-                   request.lesson.c_str(), static_cast<long long>(request.size), level,
-                   static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
-                   static_cast<long long>(drained.dram_read_bytes),
-                   static_cast<long long>(drained.dram_write_bytes));
-    }
-    if (!st.ok()) {
-      if (!counters_->unavailable_note().empty()) {
-        // Found out only now (permissions may be checked when profiling starts): timing only.
-        counters_note_ = counters_->unavailable_note();
-        counters_ = nullptr;
-        mark_unavailable();
-        return Status::Ok();
-      }
-      m.counters_status = CountersStatus::failed;
-      m.counters_note = "The counter phase failed: " + st.message();
-      workspace_.reset();
-      cudaGetLastError();
-      return st.with_context(request.lesson + " level " + std::to_string(level) + " counters");
-    }
-    if (was_cancelled) return Status::Ok();
-    // What the chain left dirty in L2 reached DRAM during the flush that closed the pass: those
-    // are the chain's writes too, made by its last launch or earlier ones (docs/PERFORMANCE.md).
-    if (drain_kind == "flush") values.back().dram_write_bytes += drained.dram_write_bytes;
-    for (int k = 0; k < launches; ++k) m.launches[k].counters = values[k];
-    m.counters_status = CountersStatus::measured;
-    m.counters_note.clear();
+    bool stop = false;
+    FL_TRY(count_level(request, drain_kind, cancelled, measurements, &m, &stop));
+    if (stop) return Status::Ok();
   }
   return Status::Ok();
 }

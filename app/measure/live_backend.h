@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "app/measure/backend.h"
+#include "app/measure/choices.h"
 #include "app/measure/cupti_counters.h"
 #include "kernels/device_buffer.h"
 #include "kernels/lesson.h"
@@ -30,7 +31,7 @@ struct LiveOptions {
   int max_repetitions = 2000;
   double target_seconds = 0.2;  // time budget per level; repetitions adapt to it
   uint64_t seed = 0;            // 0: a fresh seed per measurement
-  bool use_cupti = true;        // false: time with CUDA events (bench --timer events)
+  Timer timer = Timer::cupti;   // events: time with CUDA events (bench --timer events)
   bool counters = true;         // false: no counter phase, the profiler is never set up
   bool compare_timers = false;  // diagnostic: CUDA events around the CUPTI-timed launches too
   CounterReplay counter_replay = CounterReplay::user;
@@ -99,11 +100,19 @@ class LiveBackend final : public MeasureBackend {
   Status flush_l2();
   Status measure_level(const Lesson& lesson, const MeasureRequest& request, int level,
                        const CancelCheck& cancelled, Measurement* m);
-  // The repetitions of the timing phase, with CUPTI records (tracer_) and/or CUDA events.
-  // Returns Ok with *records_missing when CUPTI did not deliver a record for every launch.
+  // The repetitions of the timing phase, timed by `timer` (Timer::cupti needs tracer_); CUDA
+  // events time the same launches too with options_.compare_timers. Returns Ok with
+  // *records_missing when CUPTI did not deliver a record for every launch.
   Status time_repetitions(const MeasureRequest& request, int level, int launches, int reps,
-                          bool use_cupti, bool use_events, const CancelCheck& cancelled,
-                          Measurement* m, bool* records_missing);
+                          Timer timer, const CancelCheck& cancelled, Measurement* m,
+                          bool* records_missing);
+  // The counter phase of one level `m` of `measurements`: every pass of its chain under the
+  // range profiler. *stop when the phase ends here (cancelled, or the counters turned out to be
+  // unavailable: then every measurement says so).
+  Status count_level(const MeasureRequest& request, const std::string& drain_kind,
+                     const CancelCheck& cancelled, std::vector<Measurement>* measurements,
+                     Measurement* m, bool* stop);
+  void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
   Status validate(const MeasureRequest& request, const Lesson** lesson, std::vector<int>* levels) const;
   void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);

@@ -183,6 +183,66 @@ std::vector<int64_t> ReplayBackend::recorded_sizes(const std::string& lesson, Pr
   return s ? s->sizes : std::vector<int64_t>();
 }
 
+namespace {
+
+// The refusals of a request the recording cannot answer, each one sentence saying what it holds.
+Status lesson_not_recorded(const RecordingSummary& summary, const std::string& lesson) {
+  std::vector<std::string> lessons;
+  for (const auto& s : summary.series) {
+    if (std::find(lessons.begin(), lessons.end(), s.lesson) == lessons.end()) {
+      lessons.push_back(s.lesson);
+    }
+  }
+  return Status::Error(lesson + " is not in this recording, which holds " + join_words(lessons) +
+                       " only.");
+}
+
+// Not recorded in this precision and cache mode, or not at this row length: say which.
+Status series_not_recorded(const RecordingSummary& summary, const MeasureRequest& request) {
+  const std::string& lesson = request.lesson;
+  const Lesson* known = find_lesson(lesson);
+  const int64_t inner =
+      request.inner != 0 ? request.inner : known ? known->resolve(Shape(1)).inner : 0;
+  std::vector<std::string> combos, inners;
+  for (const auto& s : summary.series) {
+    if (s.lesson != lesson) continue;
+    const std::string inner_text = std::to_string(s.inner);
+    if (std::find(inners.begin(), inners.end(), inner_text) == inners.end()) {
+      inners.push_back(inner_text);
+    }
+    if (s.inner == inner || (request.inner == 0 && !known)) {
+      combos.push_back(combo_text(s.precision, s.cache));
+    }
+  }
+  if (combos.empty()) {
+    return Status::Error(lesson + " with " + inner_name(lesson) + " " + std::to_string(inner) +
+                         " is not in this recording: it is recorded with " +
+                         inner_name(lesson) + " " + join_words(inners) + " only.");
+  }
+  return Status::Error(lesson + " in " + combo_text(request.precision, request.cache) +
+                       " is not in this recording: it is recorded in " + join_words(combos) +
+                       " only.");
+}
+
+// No recorded size holds every wanted level: some were never recorded, or never together.
+Status levels_not_recorded(const RecordedSeries& series, const std::set<int>& wanted) {
+  const std::string combo = combo_text(series.precision, series.cache);
+  std::vector<int> missing;
+  for (int level : wanted) {
+    if (!std::binary_search(series.levels.begin(), series.levels.end(), level)) {
+      missing.push_back(level);
+    }
+  }
+  if (!missing.empty()) {
+    return Status::Error(series.lesson + " " + levels_text(missing) + " is not in this recording: " +
+                         combo + " holds " + levels_text(series.levels) + " only.");
+  }
+  return Status::Error(series.lesson + " " + levels_text({wanted.begin(), wanted.end()}) +
+                       " were never recorded together at one size in " + combo + ".");
+}
+
+}  // namespace
+
 Status ReplayBackend::measure(const MeasureRequest& request, const CancelCheck& cancelled,
                               std::vector<Measurement>* out) {
   const auto stop = [&] { return cancelled && cancelled(); };
@@ -191,44 +251,11 @@ Status ReplayBackend::measure(const MeasureRequest& request, const CancelCheck& 
   if (request.size <= 0) {
     return Status::Error("size must be positive, got " + std::to_string(request.size) + ".");
   }
-  if (!summary_.has_lesson(lesson)) {
-    std::vector<std::string> lessons;
-    for (const auto& s : summary_.series) {
-      if (std::find(lessons.begin(), lessons.end(), s.lesson) == lessons.end()) {
-        lessons.push_back(s.lesson);
-      }
-    }
-    return Status::Error(lesson + " is not in this recording, which holds " + join_words(lessons) +
-                         " only.");
-  }
+  if (!summary_.has_lesson(lesson)) return lesson_not_recorded(summary_, lesson);
 
   const RecordedSeries* series = summary_.find(lesson, request.precision, request.cache,
                                                request.inner);
-  if (!series) {
-    // Not recorded in this precision and cache mode, or not at this row length: say which.
-    const Lesson* known = find_lesson(lesson);
-    const int64_t inner =
-        request.inner != 0 ? request.inner : known ? known->resolve(Shape(1)).inner : 0;
-    std::vector<std::string> combos, inners;
-    for (const auto& s : summary_.series) {
-      if (s.lesson != lesson) continue;
-      const std::string inner_text = std::to_string(s.inner);
-      if (std::find(inners.begin(), inners.end(), inner_text) == inners.end()) {
-        inners.push_back(inner_text);
-      }
-      if (s.inner == inner || (request.inner == 0 && !known)) {
-        combos.push_back(combo_text(s.precision, s.cache));
-      }
-    }
-    if (combos.empty()) {
-      return Status::Error(lesson + " with " + inner_name(lesson) + " " + std::to_string(inner) +
-                           " is not in this recording: it is recorded with " +
-                           inner_name(lesson) + " " + join_words(inners) + " only.");
-    }
-    return Status::Error(lesson + " in " + combo_text(request.precision, request.cache) +
-                         " is not in this recording: it is recorded in " + join_words(combos) +
-                         " only.");
-  }
+  if (!series) return series_not_recorded(summary_, request);
 
   // The recorded sizes at which every requested level was measured.
   const std::set<int> wanted(request.levels.begin(), request.levels.end());
@@ -242,21 +269,7 @@ Status ReplayBackend::measure(const MeasureRequest& request, const CancelCheck& 
       candidates.push_back(size);
     }
   }
-  const std::string combo = combo_text(series->precision, series->cache);
-  if (candidates.empty()) {
-    std::vector<int> missing;
-    for (int level : wanted) {
-      if (!std::binary_search(series->levels.begin(), series->levels.end(), level)) {
-        missing.push_back(level);
-      }
-    }
-    if (!missing.empty()) {
-      return Status::Error(lesson + " " + levels_text(missing) + " is not in this recording: " +
-                           combo + " holds " + levels_text(series->levels) + " only.");
-    }
-    return Status::Error(lesson + " " + levels_text({wanted.begin(), wanted.end()}) +
-                         " were never recorded together at one size in " + combo + ".");
-  }
+  if (candidates.empty()) return levels_not_recorded(*series, wanted);
 
   const int64_t size = nearest_recorded_size(candidates, request.size);
   const auto& recorded =

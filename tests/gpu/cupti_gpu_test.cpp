@@ -146,7 +146,7 @@ TEST(CuptiTiming, CompareTimersAndTheEventsFallback) {
   backend.reset();
 
   LiveOptions events;
-  events.use_cupti = false;
+  events.timer = Timer::events;
   backend = make_backend(events);
   ASSERT_TRUE(backend);
   ms.clear();

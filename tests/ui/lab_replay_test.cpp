@@ -4,71 +4,29 @@
 // here) finds the shipped recording.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
-
 #include "app/gui/backend_choice.h"
 #include "app/gui/lab.h"
+#include "tests/support/lab_pump.h"
+#include "tests/support/recorded.h"
 #include "viz/speedup_view.h"
 
 namespace fl::gui {
 namespace {
 
+using testing_support::lab_over;
+using testing_support::pump;
+using testing_support::settled;
+
+// Level 0 takes 20 us plus 1 us per million elements, the fused level about half.
 Measurement recorded(const std::string& lesson, int64_t size, int level, Precision p,
                      int64_t inner = 0) {
-  Measurement m;
-  m.lesson = lesson;
-  m.size = size;
-  m.inner = inner;
-  m.level = level;
-  m.level_name = level == 0 ? "unfused" : "fused";
-  m.precision = p;
-  m.cache = CacheMode::cold;
-  m.timing_method = "cuda_events";
-  m.repetitions = 100;
-  m.chain_time_us.median = level == 0 ? 20.0 + size * 1e-6 : 10.0 + size * 5e-7;
-  m.check.passed = true;
-  return m;
+  const double chain_us = level == 0 ? 20.0 + size * 1e-6 : 10.0 + size * 5e-7;
+  return testing_support::recorded_measurement(lesson, size, level, chain_us, p, CacheMode::cold,
+                                               inner);
 }
 
 Session session_of(std::vector<Measurement> ms) {
-  Session s;
-  s.created_utc = "2026-11-21T23:43:30Z";
-  s.backend = "live";
-  s.device.usable = true;
-  s.device.name = "NVIDIA H200";
-  s.device.cc_major = 9;
-  s.device.sm_count = 132;
-  s.device.l2_bytes = 60 << 20;
-  s.measurements = std::move(ms);
-  return s;
-}
-
-// A Lab over an in-memory recording, as `--replay` makes it.
-std::unique_ptr<Lab> lab_over(Session session) {
-  std::unique_ptr<ReplayBackend> backend;
-  const Status st = ReplayBackend::create({{"test.json", std::move(session)}}, &backend);
-  EXPECT_TRUE(st.ok()) << st.message();
-  auto board = std::make_shared<ReplayBoard>();
-  return std::make_unique<Lab>(recorded_backend(std::move(backend), "chosen in a test", board),
-                               board);
-}
-
-// Runs the Lab's frames (simulated time, 20 ms apart) until `done` or ~10 s.
-template <typename Done>
-bool pump(Lab& lab, double* now, Done done) {
-  for (int i = 0; i < 2000; ++i) {
-    *now += 0.02;
-    lab.update(*now);
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
-bool settled(const Lab& lab) {
-  return lab.status().state == EngineState::ready && lab.requests_finished() > 0 &&
-         !lab.waiting_for_result() && !lab.change_pending();
+  return testing_support::recorded_session(std::move(ms));
 }
 
 TEST(LabReplay, SnapsToRecordedSizesAndServesThem) {

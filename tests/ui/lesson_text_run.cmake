@@ -6,7 +6,8 @@
 # went to stderr.
 #   -DFUSIONLAB=<binary> -DXVFB_RUN=<xvfb-run> -DOUT=<work folder> -DMODE=override|broken|scripted
 #   override: gelu_scale.md holds a unique sentence; it must be shown, and no note.
-#   broken:   gelu_scale.md is not UTF-8; the shipped text is shown with a note, stderr says so.
+#   broken:   gelu_scale.md is not UTF-8; the shipped text is shown with a note, stderr says so;
+#             views/memory.md (the memory view's explanation) is broken too, and stderr says so.
 #   scripted: the copy sits in $XDG_DATA_HOME/fusionlab/lessons and no --lessons-dir is given: a
 #             screenshot run must ignore it (reproducible pictures).
 foreach(var FUSIONLAB XVFB_RUN OUT MODE)
@@ -25,11 +26,12 @@ endif()
 file(MAKE_DIRECTORY ${dir})
 set(unique "Quokka notes for Tuesday")
 if(MODE STREQUAL "broken")
-  # Valid text, then a byte that is never UTF-8.
-  execute_process(COMMAND sh -c "printf '# Broken copy\\n\\nText, then \\377.\\n' > \"$0\""
-                          ${dir}/gelu_scale.md RESULT_VARIABLE rc)
+  # Valid text, then a byte that is never UTF-8; the same for a view's explanation.
+  file(MAKE_DIRECTORY ${dir}/views)
+  execute_process(COMMAND sh -c "printf '# Broken copy\\n\\nText, then \\377.\\n' > \"$0\"; cp \"$0\" \"$1\""
+                          ${dir}/gelu_scale.md ${dir}/views/memory.md RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "cannot write the broken copy")
+    message(FATAL_ERROR "cannot write the broken copies")
   endif()
 else()
   file(WRITE ${dir}/gelu_scale.md
@@ -93,6 +95,10 @@ if(MODE STREQUAL "override")
   if(NOT err MATCHES "--lessons-dir [^\n]*/lessons has no relu_scale.md, [^\n]*: those lessons show the shipped text\n")
     message(FATAL_ERROR "stderr does not list the lessons without a copy:\n${err}")
   endif()
+  # ... but not the views' and panels' explanations, which a teacher rarely copies.
+  if(err MATCHES "views/|panels/")
+    message(FATAL_ERROR "stderr names a view's or panel's text although none was copied:\n${err}")
+  endif()
 elseif(MODE STREQUAL "broken")
   expect("overridden=0" "a broken copy was shown")
   expect("\nnote Your copy gelu_scale.md: not valid UTF-8 \\(byte [0-9]+\\); showing the shipped text.\n"
@@ -100,6 +106,9 @@ elseif(MODE STREQUAL "broken")
   expect("\nline visible p GELU followed by a scale" "the shipped text is not visible")
   if(NOT err MATCHES "\nfusionlab: [^\n]*/gelu_scale.md: not valid UTF-8 \\(byte [0-9]+\\); lesson gelu_scale shows the shipped text\n")
     message(FATAL_ERROR "stderr has no one-line message about the broken copy:\n${err}")
+  endif()
+  if(NOT err MATCHES "\nfusionlab: [^\n]*/views/memory.md: not valid UTF-8 \\(byte [0-9]+\\); view memory shows the shipped text\n")
+    message(FATAL_ERROR "stderr has no one-line message about the broken view text:\n${err}")
   endif()
 elseif(MODE STREQUAL "scripted")
   expect("overridden=0" "a screenshot run used the XDG copy")

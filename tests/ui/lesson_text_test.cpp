@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "app/gui/lesson_text.h"
+#include "app/gui/panels.h"
+#include "app/measure/choices.h"
 #include "kernels/catalog.h"
 
 #ifndef FUSIONLAB_SOURCE_DIR
@@ -315,6 +318,60 @@ TEST_F(LessonTextLoad, NoShippedTextEitherSaysSo) {
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
+// The views' and panels' explanations live in folders beside the lessons' texts and follow the
+// same rules; their messages name them as views and panels.
+TEST_F(LessonTextLoad, AViewsTextFollowsTheSameRulesAndIsNamedAsAView) {
+  fs::create_directories(root_ / "shipped" / "views");
+  fs::create_directories(root_ / "teacher" / "views");
+  write(root_ / "shipped" / "views" / "demo.md", "The shipped explanation.\n");
+  const std::string id = view_text_id("demo");
+  std::string message;
+  LessonText text = load_lesson_text(id, sources_, &message);
+  EXPECT_FALSE(text.overridden);
+  ASSERT_EQ(text.blocks.size(), 1u);
+  EXPECT_EQ(text.blocks[0].plain(), "The shipped explanation.");
+  EXPECT_TRUE(message.empty()) << message;
+
+  write(teacher("views/demo.md"), "Our *own* explanation.\n");
+  text = load_lesson_text(id, sources_, &message);
+  EXPECT_TRUE(text.overridden);
+  EXPECT_EQ(text.source, teacher("views/demo.md").string());
+  ASSERT_EQ(text.blocks.size(), 1u);
+  EXPECT_EQ(text.blocks[0].plain(), "Our own explanation.");
+
+  write(teacher("views/demo.md"), "Bad \xFF byte\n");
+  text = load_lesson_text(id, sources_, &message);
+  EXPECT_FALSE(text.overridden);
+  EXPECT_EQ(text.blocks[0].plain(), "The shipped explanation.");
+  EXPECT_NE(text.note.find("Your copy views/demo.md: not valid UTF-8"), std::string::npos)
+      << text.note;
+  EXPECT_NE(message.find("view demo shows the shipped text"), std::string::npos) << message;
+
+  fs::remove(root_ / "shipped" / "views" / "demo.md");
+  text = load_lesson_text(panel_text_id("demo"), sources_, &message);
+  EXPECT_TRUE(text.blocks.empty());
+  EXPECT_NE(message.find("panel demo has no teaching text"), std::string::npos) << message;
+}
+
+// With a named --lessons-dir, the lessons it has no copy of are listed on one line; the views'
+// and panels' texts, which a teacher rarely copies, are not.
+TEST_F(LessonTextLoad, TheMissingCopiesLineListsLessonsOnly) {
+  write(root_ / "shipped" / "other.md", "Another lesson.\n");
+  fs::create_directories(root_ / "shipped" / "views");
+  write(root_ / "shipped" / "views" / "demo.md", "An explanation.\n");
+  write(teacher("demo.md"), "Our words.\n");
+  sources_.override_named = true;
+  ::testing::internal::CaptureStderr();
+  load_lesson_texts({"demo", "other", view_text_id("demo")}, sources_);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("has no other.md: those lessons show the shipped text"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("views/demo.md"), std::string::npos) << err;
+  EXPECT_TRUE(lesson_text("demo").overridden);
+  EXPECT_EQ(lesson_text(view_text_id("demo")).blocks.at(0).plain(), "An explanation.");
+  load_lesson_texts({}, LessonTextSources());  // the next test starts from the shipped texts
+}
+
 TEST(LessonTextDirs, TheDefaultOverrideFolderFollowsXdg) {
   const char* old_xdg = std::getenv("XDG_DATA_HOME");
   const std::string saved = old_xdg ? old_xdg : "";
@@ -349,6 +406,29 @@ TEST(LessonTextShipped, EveryLessonHasItsText) {
     EXPECT_GE(text.blocks.size(), 3u) << id << ": paragraphs";
   }
 }
+
+// Every explanation the window shows (each view's, each panel's) is shipped, parses and says
+// something; the views panel's tabs are the views the command line and scripts name, in order.
+TEST(LessonTextShipped, EveryViewAndPanelHasItsExplanation) {
+  LessonTextSources shipped;
+  shipped.shipped_dir = std::string(FUSIONLAB_SOURCE_DIR) + "/assets/lessons";
+  for (const std::string& view : view_names()) {
+    const auto& ids = window_text_ids();
+    EXPECT_NE(std::find(ids.begin(), ids.end(), view_text_id(view)), ids.end()) << view;
+  }
+  for (const std::string& id : window_text_ids()) {
+    std::string message;
+    const LessonText text = load_lesson_text(id, shipped, &message);
+    EXPECT_TRUE(message.empty()) << id << ": " << message;
+    EXPECT_TRUE(text.note.empty()) << id << ": " << text.note;
+    ASSERT_FALSE(text.blocks.empty()) << id;
+    size_t chars = 0;
+    for (const TextBlock& block : text.blocks) chars += block.plain().size();
+    EXPECT_GT(chars, 80u) << id;
+  }
+}
+
+TEST(ViewsPanel, TheTabsAreTheViewNamesInOrder) { EXPECT_EQ(views_panel_tabs(), view_names()); }
 
 }  // namespace
 }  // namespace fl::gui

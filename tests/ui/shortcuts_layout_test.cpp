@@ -10,6 +10,7 @@
 
 #include "app/gui/layout.h"
 #include "app/gui/script.h"
+#include "app/measure/choices.h"
 #include "app/gui/shortcuts.h"
 
 namespace fl::gui {

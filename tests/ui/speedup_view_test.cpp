@@ -4,19 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "kernels/catalog.h"
+#include "tests/support/recorded.h"
 
 namespace fl::viz {
 namespace {
 
 Measurement fake(int64_t size, int level, double chain_us, bool passed = true) {
-  Measurement m;
-  m.lesson = "gelu_scale";
-  m.size = size;
-  m.level = level;
-  m.level_name = level == 0 ? "unfused" : "fused";
-  m.precision = Precision::fp32;
-  m.cache = CacheMode::cold;
-  m.chain_time_us.median = chain_us;
+  Measurement m = testing_support::recorded_measurement("gelu_scale", size, level, chain_us);
   m.check.passed = passed;
   return m;
 }

@@ -12,17 +12,13 @@
 #include <regex>
 
 #include "app/measure/session_json.h"
+#include "tests/support/recorded.h"
 
 namespace fl {
 namespace {
 
 DeviceFacts h200() {
-  DeviceFacts d;
-  d.usable = true;
-  d.name = "NVIDIA H200";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.l2_bytes = 60 << 20;
+  DeviceFacts d = testing_support::recorded_h200();
   d.memory_bytes = int64_t(141) << 30;
   d.driver_version = 13000;
   d.runtime_version = 13000;
@@ -34,17 +30,9 @@ DeviceFacts h200() {
 // test can tell which recorded point came back.
 Measurement recorded(const std::string& lesson, int64_t size, int level, Precision p = Precision::fp32,
                      CacheMode c = CacheMode::cold, int64_t inner = 0, double seed = 1.0) {
-  Measurement m;
-  m.lesson = lesson;
-  m.size = size;
-  m.inner = inner;
-  m.level = level;
-  m.level_name = level == 0 ? "unfused" : "fused";
-  m.precision = p;
-  m.cache = c;
-  m.timing_method = "cuda_events";
-  m.repetitions = 1000 + level + static_cast<int>(size % 97);
   const double t = 3.25 + 1e-6 * static_cast<double>(size) * (level == 0 ? 2.0 : 1.0) * seed;
+  Measurement m = testing_support::recorded_measurement(lesson, size, level, t, p, c, inner);
+  m.repetitions = 1000 + level + static_cast<int>(size % 97);
   m.chain_time_us = {t, t * 0.97, t * 1.21, t * 0.99, t * 1.02, m.repetitions};
   m.chain_copy_gbps = 4012.5 + level;
   m.check = {2.9e-8 * (level + 1), 4.7e-7, 0, 1e-5, true};

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/recorded.h"
+
 namespace fl::viz {
 namespace {
 
@@ -9,13 +11,8 @@ TEST(BandwidthSeries, OneSeriesPerLevelPlusTheCopyReference) {
   std::vector<Measurement> history;
   for (int64_t size : {int64_t(1) << 20, int64_t(1) << 26}) {
     for (int level : {0, 1}) {
-      Measurement m;
-      m.lesson = "gelu_scale";
-      m.size = size;
-      m.level = level;
-      m.level_name = level == 0 ? "unfused" : "fused";
-      m.check.passed = true;
-      m.chain_time_us.median = level == 0 ? 200 : 100;
+      Measurement m = testing_support::recorded_measurement("gelu_scale", size, level,
+                                                            level == 0 ? 200 : 100);
       LaunchResult l;
       l.textbook.bytes_read = l.textbook.bytes_written = (level == 0 ? 2 : 1) * 1000000;
       m.launches.push_back(l);

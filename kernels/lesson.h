@@ -55,10 +55,12 @@ struct Shape {
 };
 
 // One rung of the fusion ladder: a named variant that is a list of kernel launches.
+// A lesson declares its levels once, in its level table (kernels/level_table.h).
 struct FusionLevel {
   std::string name;                   // "unfused", "fused"
   std::string summary;                // one sentence for the learner
   std::vector<std::string> launches;  // kernel names, in launch order
+  std::string on_chip;                // what stays in registers or shared memory, not in HBM
 };
 
 struct LessonInfo {

@@ -36,6 +36,12 @@ struct Dims {
   int64_t s = 0;  // the size along the size axis: elements, rows or tokens
   int64_t i = 0;  // the row length (Shape::inner resolved); 0 for elementwise lessons
   int64_t b = 0;  // bytes per element of the lesson's tensors: 4 (fp32) or 2 (bf16)
+
+  // What row-wise formulas say again and again: a tensor of s rows x i elements, its bytes, and
+  // one fp32 value per row (a row statistic: a mean, a max).
+  int64_t elements() const { return s * i; }
+  int64_t tensor_bytes() const { return s * i * b; }
+  int64_t row_stat_bytes() const { return s * int64_t(sizeof(float)); }
 };
 
 // The textbook traffic of one launch: the fewest bytes it must move through device memory

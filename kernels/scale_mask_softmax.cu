@@ -6,23 +6,15 @@
 // the future: key j > q becomes -inf, so its probability is exactly 0; key 0 is never masked,
 // so every row has something to normalize.
 //
-// Levels:
-//   0 unfused        five kernels, each op its own launch, each itself efficient:
-//                    scale (S -> S1), mask (S1 -> S2), row_max (S2 -> m),
-//                    exp_sum (S2, m -> e, d), divide (e, d -> P).
-//   1 softmax fused  what PyTorch eager runs: scale and mask are still two elementwise kernels,
-//                    then one softmax kernel that keeps its row on chip (S2 -> P).
-//   2 fused          one kernel: S is read once, scaled and masked as it arrives, the row's max
-//                    and sum are found with the online-softmax rule in registers, P written once.
-//
-// Textbook bytes (n = rows * L elements of b bytes; the row max m and sum d are fp32, 4 bytes
-// per row each):
-//   unfused          scale 2nb, mask 2nb, row_max nb + 4 rows, exp_sum 2nb + 8 rows,
-//                    divide 2nb + 4 rows: 9nb + 16 rows
-//   softmax fused    2nb + 2nb + 2nb = 6nb
-//   fused            2nb
-// so the byte-ratio limit of the speedup is 4.5x over the five-kernel chain (4.504x at L = 512
-// in fp32) and 3.0x over the eager one, once the scores are far larger than L2.
+// The ladder: unfused is five kernels, each op its own launch and each itself efficient (scale,
+// mask, row_max, exp_sum, divide); level 1 is what PyTorch eager runs (scale and mask are still
+// two elementwise kernels, then one softmax kernel that keeps its row on chip); fused is one
+// kernel that reads S once, scales and masks it as it arrives, finds the row's max and sum with
+// the online-softmax rule in registers and writes P once. With n = rows * L elements of b bytes
+// the levels move 9nb + 16 rows (the fp32 row max and sum), 6nb and 2nb, so the byte-ratio
+// limit of the speedup is 4.5x over the five-kernel chain (4.504x at L = 512 in fp32) and 3.0x
+// over the eager one, once the scores are far larger than L2. The level table below has every
+// launch's bytes.
 // Prediction at the default shape, fp32 (196,608 rows x 512 keys, 402.7 MB per tensor):
 // unfused 3,627.0 MB, softmax fused 2,415.9 MB, fused 805.3 MB; at ~3.0 TB/s of copy bandwidth
 // (H100 SXM) about 1.21 ms, 0.81 ms and 0.27 ms. bf16 halves every figure but the 16 bytes/row.
@@ -36,15 +28,8 @@
 // 16-byte vectors, and a scalar tail: any L works, L = 1 included. The softmax and fused
 // kernels hold their whole row in registers, so the row is read from DRAM once.
 //
-// Measured (H200, CUDA 13.0 driver and runtime, cold L2, median of >= 50 repetitions of
-// `fusionlab bench`, 2026-11-21),
-// % of copy bandwidth on textbook bytes, at 524,288 x 512 (1 GiB fp32 tensors) / 196,608 x 512:
-//   fp32  scale 100/100, mask 99/98, row_max 100/94, exp_sum 96/95, divide 96/94,
-//         softmax 97/96, fused 98/98; fused/unfused 4.49x / 4.57x (limit 4.50x)
-//   bf16  scale 100/99, mask 97/94, row_max 96/84, exp_sum 89/88, divide 97/95,
-//         softmax 97/94, fused 99/99; fused/unfused 4.66x / 4.80x (limit 4.51x)
-// The unfused kernels lose most where a tensor is only a few times L2: each one first pays the
-// write-back of the dirty lines its predecessor left in L2 (row_max after mask, 84% above).
+// Measured figures (and where the unfused kernels lose a few percent: the write-back of the dirty
+// lines their predecessor left in L2) are in docs/PERFORMANCE.md.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -58,6 +43,8 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
@@ -680,11 +667,15 @@ Status launch_rows(RowKernel kernel, const T* in, T* out, float* row_max, float*
 
 // ---- workspace -----------------------------------------------------------------------------
 
+// Device buffers for one shape and element type: the scores S, the unfused chain's
+// intermediates (s*S, masked, exponentials), the probabilities P and the fp32 row max and sum.
 template <typename T>
-class ScaleMaskSoftmaxWorkspace final : public Workspace {
+class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWorkspace<T>> {
  public:
   ScaleMaskSoftmaxWorkspace(int64_t rows, int length, double tolerance)
       : rows_(rows), length_(length), n_(rows * length), tolerance_(tolerance) {}
+
+  static const LevelTable<ScaleMaskSoftmaxWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
     for (DeviceBuffer* b : {&s_, &s1_, &s2_, &e_, &p_}) FL_TRY(b->allocate(n_ * sizeof(T)));
@@ -702,32 +693,6 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
     for (DeviceBuffer* b : {&s1_, &s2_, &e_, &p_}) FL_TRY(fill_nan(b->as<T>(), n_, stream));
     FL_TRY(fill_nan(row_max_.as<float>(), rows_, stream));
     return fill_nan(row_sum_.as<float>(), rows_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    const T* s = s_.as<T>();
-    T* s1 = s1_.as<T>();
-    T* s2 = s2_.as<T>();
-    T* e = e_.as<T>();
-    T* p = p_.as<T>();
-    float* m = row_max_.as<float>();
-    float* d = row_sum_.as<float>();
-    if (level < 0 || launch < 0)
-      return Status::Error("scale_mask_softmax: negative level or launch");
-    if (level <= 1 && launch == 0) return launch_scale(s, s1, n_, stream);
-    if (level <= 1 && launch == 1) return launch_mask<T>(s1, s2, n_, length_, stream);
-    if (level == 0 && launch == 2)
-      return launch_rows<T>(RowKernel::max, s2, nullptr, m, d, rows_, length_, stream);
-    if (level == 0 && launch == 3)
-      return launch_rows<T>(RowKernel::exp_sum, s2, e, m, d, rows_, length_, stream);
-    if (level == 0 && launch == 4)
-      return launch_rows<T>(RowKernel::divide, e, p, m, d, rows_, length_, stream);
-    if (level == 1 && launch == 2)
-      return launch_rows<T>(RowKernel::softmax, s2, p, m, d, rows_, length_, stream);
-    if (level == 2 && launch == 0)
-      return launch_rows<T>(RowKernel::fused, s, p, m, d, rows_, length_, stream);
-    return Status::Error("scale_mask_softmax has no launch " + std::to_string(launch) +
-                         " at level " + std::to_string(level));
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
@@ -749,22 +714,17 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
   // Inputs: the scores S and, as a one-value tensor, the row length L the reference needs.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    inputs->assign(2, HostTensor{"S", {}});
-    (*inputs)[1] = HostTensor{"row_length", {static_cast<double>(length_)}};
-    outputs->assign(1, HostTensor{"P", {}});
-    FL_TRY(copy_out(s_, stream, &(*inputs)[0].values));
-    return copy_out(p_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"S", s_.as<T>(), n_}}, stream, inputs));
+    inputs->push_back(HostTensor{"row_length", {static_cast<double>(length_)}});
+    return download_tensors<T>({{"P", p_.as<T>(), n_}}, stream, outputs);
   }
 
  private:
-  Status copy_out(const DeviceBuffer& buffer, cudaStream_t stream, std::vector<double>* values) {
-    std::vector<T> raw(n_);
-    FL_CUDA_TRY(
-        cudaMemcpyAsync(raw.data(), buffer.get(), n_ * sizeof(T), cudaMemcpyDeviceToHost, stream));
-    FL_CUDA_TRY(cudaStreamSynchronize(stream));
-    values->resize(n_);
-    for (int64_t i = 0; i < n_; ++i) (*values)[i] = Elem<T>::to_float(raw[i]);
-    return Status::Ok();
+  // One of the row kernels, from `in` to `out`, with the row statistics m and d.
+  Status rows(RowKernel kernel, const DeviceBuffer& in, const DeviceBuffer& out,
+              cudaStream_t stream) {
+    return launch_rows<T>(kernel, in.as<T>(), out.as<T>(), row_max_.as<float>(),
+                          row_sum_.as<float>(), rows_, length_, stream);
   }
 
   int64_t rows_;
@@ -775,62 +735,83 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
   DeviceBuffer row_max_, row_sum_, sums_;
 };
 
+// ---- the level table -----------------------------------------------------------------------
+// S, P and every intermediate are s rows x i = L keys of b bytes (d.tensor_bytes()); the row
+// max m and sum d are fp32, one a row each (d.row_stat_bytes()).
+// FLOPs per score: scale 1 (multiply), mask 0 (a select), max 1 (compare), exp-sum 3 (subtract,
+// exponential counted as 1, add), divide 1.
+template <typename T>
+const LevelTable<ScaleMaskSoftmaxWorkspace<T>>& ScaleMaskSoftmaxWorkspace<T>::levels() {
+  using Ws = ScaleMaskSoftmaxWorkspace;
+  // Levels 0 and 1 start with the same two elementwise kernels.
+  static const LaunchRow<Ws> scale = {
+      "scale",
+      [](Ws& w, cudaStream_t s) { return launch_scale(w.s_.as<T>(), w.s1_.as<T>(), w.n_, s); },
+      [](const Dims& d) {
+        return Textbook{d.tensor_bytes(), d.tensor_bytes(), 1.0 * d.elements()};
+      }};
+  static const LaunchRow<Ws> mask = {
+      "mask",
+      [](Ws& w, cudaStream_t s) {
+        return launch_mask<T>(w.s1_.as<T>(), w.s2_.as<T>(), w.n_, w.length_, s);
+      },
+      [](const Dims& d) { return Textbook{d.tensor_bytes(), d.tensor_bytes(), 0.0}; }};
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "
+       "through HBM",
+       "only within a launch: every intermediate goes to HBM and back",
+       {scale,
+        mask,
+        {"row_max",  // writes only m: the e it is handed stays untouched
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::max, w.s2_, w.e_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.row_stat_bytes(), 1.0 * d.elements()};
+         }},
+        {"exp_sum",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::exp_sum, w.s2_, w.e_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.row_stat_bytes(),
+                           d.tensor_bytes() + d.row_stat_bytes(), 3.0 * d.elements()};
+         }},
+        {"divide", [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::divide, w.e_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.row_stat_bytes(), d.tensor_bytes(),
+                           1.0 * d.elements()};
+         }}}},
+      {"softmax fused",
+       "what PyTorch eager runs: scale and mask kernels, then one softmax kernel that keeps "
+       "its row on chip",
+       "the row, its max and its sum, in registers, within the softmax kernel",
+       {scale,
+        mask,
+        {"softmax",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::softmax, w.s2_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 5.0 * d.elements()};
+         }}}},
+      {"fused",
+       "one kernel: S read once, scaled and masked in registers, online softmax, P written "
+       "once",
+       "the scaled, masked row and its running max and sum, in registers",
+       {{"scale_mask_softmax_fused",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::fused, w.s_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 6.0 * d.elements()};
+         }}}},
+  };
+  return table;
+}
+
 // ---- the lesson ----------------------------------------------------------------------------
 
-class ScaleMaskSoftmax final : public Lesson {
+class ScaleMaskSoftmax final : public LevelLesson<ScaleMaskSoftmaxWorkspace<float>> {
  public:
-  ScaleMaskSoftmax() {
-    info_.id = "scale_mask_softmax";
-    info_.title = "Scale + causal mask + softmax";
-    info_.formula = "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf";
-    info_.size_axis = {"rows",
-                       1,
-                       kMaxElements / kLengthDefault,
-                       kRowsDefault,
-                       "keys per row L (the sequence length)",
-                       kLengthDefault,
-                       kLengthMax};
-    info_.levels = {
-        {"unfused",
-         "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "
-         "through HBM",
-         {"scale", "mask", "row_max", "exp_sum", "divide"}},
-        {"softmax fused",
-         "what PyTorch eager runs: scale and mask kernels, then one softmax kernel that keeps "
-         "its row on chip",
-         {"scale", "mask", "softmax"}},
-        {"fused",
-         "one kernel: S read once, scaled and masked in registers, online softmax, P written "
-         "once",
-         {"scale_mask_softmax_fused"}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t n = shape.size * shape.inner;
-    const int64_t tensor = n * bytes_per_element(p);
-    const int64_t stat = shape.size * int64_t(sizeof(float));  // one fp32 per row: max or sum
-    // FLOPs per score: scale 1 (multiply), mask 0 (a select), max 1 (compare), exp-sum 3
-    // (subtract, exponential counted as 1, add), divide 1.
-    const double per = double(n);
-    if (level == 0) {
-      return {{"scale", tensor, tensor, per},
-              {"mask", tensor, tensor, 0.0},
-              {"row_max", tensor, stat, per},
-              {"exp_sum", tensor + stat, tensor + stat, 3 * per},
-              {"divide", tensor + stat, tensor, per}};
-    }
-    if (level == 1) {
-      return {{"scale", tensor, tensor, per},
-              {"mask", tensor, tensor, 0.0},
-              {"softmax", tensor, tensor, 5 * per}};
-    }
-    return {{"scale_mask_softmax_fused", tensor, tensor, 6 * per}};
-  }
+  ScaleMaskSoftmax()
+      : LevelLesson("scale_mask_softmax", "Scale + causal mask + softmax",
+                    "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf",
+                    {"rows", 1, kMaxElements / kLengthDefault, kRowsDefault,
+                     "keys per row L (the sequence length)", kLengthDefault, kLengthMax}) {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
@@ -854,8 +835,8 @@ class ScaleMaskSoftmax final : public Lesson {
                            std::to_string(shape.inner) + " keys the largest is " +
                            std::to_string(kMaxElements / shape.inner) + " rows.");
     }
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_workspace<ScaleMaskSoftmaxWorkspace>(p, out, shape.size,
+                                                     static_cast<int>(shape.inner), tolerance(p));
   }
 
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
@@ -869,18 +850,6 @@ class ScaleMaskSoftmax final : public Lesson {
   // bf16: P's own rounding to 8 significant bits gives ~1.5e-3, and the unfused chain rounds e
   // once more (0.7e-3 to 1.9e-3 measured); 1e-2 still catches any real mistake.
   double tolerance(Precision p) const override { return p == Precision::fp32 ? 1e-5 : 1e-2; }
-
- private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<ScaleMaskSoftmaxWorkspace<T>>(
-        shape.size, static_cast<int>(shape.inner), tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
-  LessonInfo info_;
 };
 
 }  // namespace

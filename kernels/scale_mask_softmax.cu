@@ -25,8 +25,9 @@
 // thread has up to 4 vectors of it (L = 512: a warp per fp32 row, half a warp per bf16 row;
 // L = 8192 fp32: 512 threads). A row of odd length starts at an address that is not a multiple
 // of 16 bytes, so each row is split into a scalar head (up to the first 16-byte boundary), full
-// 16-byte vectors, and a scalar tail: any L works, L = 1 included. The softmax and fused
-// kernels hold their whole row in registers, so the row is read from DRAM once.
+// 16-byte vectors, and a scalar tail (row_split.cuh, shared with LayerNorm): any L works, L = 1
+// included. The softmax and fused kernels hold their whole row in registers, so the row is read
+// from DRAM once.
 //
 // Measured figures (and where the unfused kernels lose a few percent: the write-back of the dirty
 // lines their predecessor left in L2) are in docs/PERFORMANCE.md.
@@ -44,6 +45,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
 #include "kernels/level_table.h"
+#include "kernels/row_split.cuh"
 #include "kernels/workspace.cuh"
 
 namespace fl {
@@ -111,6 +113,12 @@ __device__ __forceinline__ Vec16<T> load16_ro(const T* p) {
   return out;
 }
 
+// load16_ro as a callable for RowSlice::stream_packs.
+template <typename T>
+struct LoadReadOnly {
+  __device__ Vec16<T> operator()(const T* p) const { return load16_ro(p); }
+};
+
 template <typename T>
 __device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCount]) {
   const int4 bits = pack16(v);
@@ -129,23 +137,7 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
-// ---- row geometry --------------------------------------------------------------------------
-
-// A row of L elements split at 16-byte boundaries: `head` scalars, `vecs` full 16-byte vectors,
-// `tail` scalars. All tensors here share one layout and 256-byte aligned bases, so the split of
-// a row of S is also the split of the same row of every other tensor.
-struct RowSplit {
-  int head, vecs, tail;
-};
-
-template <typename T>
-__device__ __forceinline__ RowSplit split_row(const T* row, int length) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(row) & 15) / sizeof(T));
-  const int head = min(misaligned == 0 ? 0 : kVec - misaligned, length);
-  const int vecs = (length - head) / kVec;
-  return {head, vecs, length - head - vecs * kVec};
-}
+// ---- row groups -----------------------------------------------------------------------------
 
 // Each row kernel gives a row to a group of kRowThreads threads: 8 or 16 lanes of a warp for
 // short rows, a warp, or several warps of a block for long ones. Every thread then has up to
@@ -315,26 +307,13 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const bool active = Group::row() < rows;
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   float m = -INFINITY;
-  if (t < split.head) m = Elem<T>::to_float(src[t]);
-  if (t < split.tail) m = fmaxf(m, Elem<T>::to_float(src[split.head + split.vecs * kVec + t]));
-  const T* vecs = src + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  slice.for_each_single([&](int j) { m = fmaxf(m, Elem<T>::to_float(src[j])); });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int, const Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(vecs + (base + u * kRowThreads) * kVec);
-    }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v[u].v[k]));
-      }
-    }
-  }
+    for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v.v[k]));
+  });
   m = Group::reduce(m, MaxOp{});
   if (active && t == 0) row_max[row] = m;
 }
@@ -352,45 +331,26 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
   T* dst = e + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   // exp(x - m) = exp2(x log2(e) - m log2(e)): one FFMA and one MUFU.EX2 per element.
   const float m_log2e = row_max[row] * kLog2e;
   auto exp_of = [&](T x) {
     return Elem<T>::from_float(exp2_fast(fmaf(Elem<T>::to_float(x), kLog2e, -m_log2e)));
   };
   float d = 0;
-  if (t < split.head) {
-    const T stored = exp_of(src[t]);
-    if (active) dst[t] = stored;
-    d += Elem<T>::to_float(stored);
-  }
-  if (t < split.tail) {
-    const int j = split.head + split.vecs * kVec + t;
+  slice.for_each_single([&](int j) {
     const T stored = exp_of(src[j]);
     if (active) dst[j] = stored;
     d += Elem<T>::to_float(stored);
-  }
-  const T* in_vecs = src + split.head;
-  T* out_vecs = dst + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
+    for (int k = 0; k < kVec; ++k) {
+      v.v[k] = exp_of(v.v[k]);
+      d += Elem<T>::to_float(v.v[k]);
     }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          v[u].v[k] = exp_of(v[u].v[k]);
-          d += Elem<T>::to_float(v[u].v[k]);
-        }
-        if (active) store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
-      }
-    }
-  }
+    if (active) store16_packed(dst + col, v.v);
+  });
   d = Group::reduce(d, SumOp{});
   if (active && t == 0) row_sum[row] = d;
 }
@@ -407,32 +367,15 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   if (row >= rows) return;  // no shuffles or barriers below: a spare group may simply leave
   const T* src = e + row * length;
   T* dst = p + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   const float inv = 1.0f / row_sum[row];
   auto divide = [&](T x) { return Elem<T>::from_float(Elem<T>::to_float(x) * inv); };
-  if (t < split.head) dst[t] = divide(src[t]);
-  if (t < split.tail) {
-    const int j = split.head + split.vecs * kVec + t;
-    dst[j] = divide(src[j]);
-  }
-  const T* in_vecs = src + split.head;
-  T* out_vecs = dst + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  slice.for_each_single([&](int j) { dst[j] = divide(src[j]); });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
-    }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) v[u].v[k] = divide(v[u].v[k]);
-        store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
-      }
-    }
-  }
+    for (int k = 0; k < kVec; ++k) v.v[k] = divide(v.v[k]);
+    store16_packed(dst + col, v.v);
+  });
 }
 
 // ---- levels 1 and 2: softmax with the row in registers -------------------------------------
@@ -458,7 +401,7 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
   T* dst = out + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   // The query of this row (rows * L <= 2^28, so 32 bits suffice); level 1 masks nothing here.
   const int q = kScaleAndMask
                     ? static_cast<int>(static_cast<uint32_t>(row) % static_cast<uint32_t>(length))
@@ -468,9 +411,8 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   float x[kVecsPerThread][kVec];
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
-    const int v = t + k * kRowThreads;
-    if (v < split.vecs) {
-      const Vec16<T> raw = load16_ro(src + split.head + v * kVec);
+    if (slice.has_pack(k)) {
+      const Vec16<T> raw = load16_ro(src + slice.pack_col(k));
 #pragma unroll
       for (int e = 0; e < kVec; ++e) x[k][e] = Elem<T>::to_float(raw.v[e]);
     } else {
@@ -478,19 +420,19 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
       for (int e = 0; e < kVec; ++e) x[k][e] = -INFINITY;
     }
   }
-  const int tail_j = split.head + split.vecs * kVec + t;
-  float x_head = t < split.head ? Elem<T>::to_float(src[t]) : -INFINITY;
-  float x_tail = t < split.tail ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
+  const int head_j = slice.head_col(), tail_j = slice.tail_col();
+  float x_head = slice.has_head() ? Elem<T>::to_float(src[head_j]) : -INFINITY;
+  float x_tail = slice.has_tail() ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
   if constexpr (kScaleAndMask) {
 #pragma unroll
     for (int k = 0; k < kVecsPerThread; ++k) {
-      const int first = split.head + (t + k * kRowThreads) * kVec;  // key of x[k][0]
+      const int first = slice.pack_col(k);  // key of x[k][0]
       if (first + kVec - 1 > q) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) x[k][e] = first + e > q ? -INFINITY : x[k][e];
       }
     }
-    if (t > q) x_head = -INFINITY;
+    if (head_j > q) x_head = -INFINITY;
     if (tail_j > q) x_tail = -INFINITY;
   }
 
@@ -524,16 +466,15 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
 
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
-    const int v = t + k * kRowThreads;
-    if (v < split.vecs) {
+    if (slice.has_pack(k)) {
       T p[kVec];
 #pragma unroll
       for (int e = 0; e < kVec; ++e) p[e] = Elem<T>::from_float(x[k][e] * factor);
-      store16_packed(dst + split.head + v * kVec, p);
+      store16_packed(dst + slice.pack_col(k), p);
     }
   }
-  if (t < split.head) dst[t] = Elem<T>::from_float(e_head * factor);
-  if (t < split.tail) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
+  if (slice.has_head()) dst[head_j] = Elem<T>::from_float(e_head * factor);
+  if (slice.has_tail()) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
 }
 
 // ---- the GPU's fp64 check ------------------------------------------------------------------

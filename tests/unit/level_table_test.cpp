@@ -135,5 +135,15 @@ TEST(LevelTable, LaunchRefusesWhatTheTableDoesNotHave) {
   EXPECT_TRUE(ws.ran.empty());
 }
 
+// Every lesson of the catalog says what stays on chip at every level, in words.
+TEST(LevelTable, EveryLessonSaysWhatStaysOnChip) {
+  for (const Lesson* lesson : lessons()) {
+    for (const FusionLevel& level : lesson->info().levels) {
+      EXPECT_FALSE(level.on_chip.empty()) << lesson->info().id << " " << level.name;
+      EXPECT_FALSE(level.summary.empty()) << lesson->info().id << " " << level.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fl

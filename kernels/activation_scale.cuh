@@ -79,11 +79,8 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
   static const LevelTable<ActivationScaleWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(n_ * sizeof(T)));
-    FL_TRY(t_.allocate(n_ * sizeof(T)));
-    FL_TRY(y_.allocate(n_ * sizeof(T)));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&x_, n_}, {&t_, n_}, {&y_, n_}}));
+    return sums_.allocate(sizeof(ErrorSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -91,8 +88,7 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(t_.as<T>(), n_, stream));
-    return fill_nan(y_.as<T>(), n_, stream);
+    return poison_elements<T>({{&t_, n_}, {&y_, n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

@@ -74,12 +74,8 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
   static const LevelTable<BiasGeluWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(n_ * sizeof(T)));
-    FL_TRY(b_.allocate(c_ * sizeof(T)));
-    FL_TRY(t_.allocate(n_ * sizeof(T)));
-    FL_TRY(y_.allocate(n_ * sizeof(T)));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&x_, n_}, {&b_, c_}, {&t_, n_}, {&y_, n_}}));
+    return sums_.allocate(sizeof(ErrorSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -88,8 +84,7 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(t_.as<T>(), n_, stream));
-    return fill_nan(y_.as<T>(), n_, stream);
+    return poison_elements<T>({{&t_, n_}, {&y_, n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

@@ -434,16 +434,16 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   static const LevelTable<FfnWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(m_ * c_ * sizeof(T)));
-    FL_TRY(w1_.allocate(c_ * h_ * sizeof(T)));
-    FL_TRY(b1_.allocate(h_ * sizeof(T)));
-    FL_TRY(w2_.allocate(h_ * c_ * sizeof(T)));
-    FL_TRY(b2_.allocate(c_ * sizeof(T)));
-    FL_TRY(t_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(u_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(hid_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(s_.allocate(m_ * c_ * sizeof(T)));
-    FL_TRY(y_.allocate(m_ * c_ * sizeof(T)));
+    FL_TRY(allocate_elements<T>({{&x_, m_ * c_},
+                                 {&w1_, c_ * h_},
+                                 {&b1_, h_},
+                                 {&w2_, h_ * c_},
+                                 {&b2_, c_},
+                                 {&t_, m_ * h_},
+                                 {&u_, m_ * h_},
+                                 {&hid_, m_ * h_},
+                                 {&s_, m_ * c_},
+                                 {&y_, m_ * c_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     // The fused level's reduction state: zero now, and left zero by every run of it.
     FL_TRY(acc_.allocate(m_ * c_ * sizeof(float)));
@@ -463,19 +463,13 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), m_ * c_, seed, gemm::kXLo, gemm::kXHi, stream));
-    const float w1b = gemm::weight_bound(c_), w2b = gemm::weight_bound(h_);
-    FL_TRY(fill_uniform(w1_.as<T>(), c_ * h_, mix64(seed ^ 0x3E16ull), -w1b, w1b, stream));
-    FL_TRY(fill_uniform(b1_.as<T>(), h_, mix64(seed ^ 0xB1A5ull), gemm::kBiasLo, gemm::kBiasHi,
-                        stream));
-    FL_TRY(fill_uniform(w2_.as<T>(), h_ * c_, mix64(seed ^ 0x3E17ull), -w2b, w2b, stream));
-    return fill_uniform(b2_.as<T>(), c_, mix64(seed ^ 0xB1A6ull), gemm::kBiasLo, gemm::kBiasHi,
-                        stream);
+    FL_TRY(gemm::fill_linear(w1_.as<T>(), b1_.as<T>(), c_, h_, seed, 0, stream));
+    return gemm::fill_linear(w2_.as<T>(), b2_.as<T>(), h_, c_, seed, 1, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    for (DeviceBuffer* wide : {&t_, &u_, &hid_}) FL_TRY(fill_nan(wide->as<T>(), m_ * h_, stream));
-    FL_TRY(fill_nan(s_.as<T>(), m_ * c_, stream));
-    return fill_nan(y_.as<T>(), m_ * c_, stream);
+    return poison_elements<T>(
+        {{&t_, m_ * h_}, {&u_, m_ * h_}, {&hid_, m_ * h_}, {&s_, m_ * c_}, {&y_, m_ * c_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

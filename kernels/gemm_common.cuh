@@ -39,6 +39,16 @@ constexpr float kBiasLo = -0.5f, kBiasHi = 0.5f;
 constexpr float kGammaLo = 0.5f, kGammaHi = 1.5f;
 constexpr float kBetaLo = -0.5f, kBetaHi = 0.5f;
 
+// Random weights W (fan_in x fan_out) and bias b (fan_out) of one Linear layer, in the ranges
+// above; `layer` (0, 1) picks the seeds, so the FFN's two layers differ.
+template <typename T>
+Status fill_linear(T* w, T* b, int64_t fan_in, int64_t fan_out, uint64_t seed, int layer,
+                   cudaStream_t stream) {
+  const float wb = weight_bound(fan_in);
+  FL_TRY(fill_uniform(w, fan_in * fan_out, mix64(seed ^ (0x3E16ull + layer)), -wb, wb, stream));
+  return fill_uniform(b, fan_out, mix64(seed ^ (0xB1A5ull + layer)), kBiasLo, kBiasHi, stream);
+}
+
 // ---- the fp64 check of sampled rows --------------------------------------------------------
 // A GEMM's reference costs as much arithmetic as the GEMM, in fp64: the gate checks every row up
 // to kCheckedRows rows and kCheckedRows evenly spaced rows beyond (the first and last included,

@@ -37,12 +37,12 @@ class LinearGeluWorkspace final : public LevelWorkspace<LinearGeluWorkspace<T>> 
   static const LevelTable<LinearGeluWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(m_ * k_ * sizeof(T)));
-    FL_TRY(w_.allocate(k_ * n_ * sizeof(T)));
-    FL_TRY(b_.allocate(n_ * sizeof(T)));
-    FL_TRY(t_.allocate(m_ * n_ * sizeof(T)));
-    FL_TRY(u_.allocate(m_ * n_ * sizeof(T)));
-    FL_TRY(y_.allocate(m_ * n_ * sizeof(T)));
+    FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
+                                 {&w_, k_ * n_},
+                                 {&b_, n_},
+                                 {&t_, m_ * n_},
+                                 {&u_, m_ * n_},
+                                 {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     const Precision p = precision_of<T>();
     FL_TRY(blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::none, &gemm_));
@@ -51,16 +51,11 @@ class LinearGeluWorkspace final : public LevelWorkspace<LinearGeluWorkspace<T>> 
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), m_ * k_, seed, gemm::kXLo, gemm::kXHi, stream));
-    const float wb = gemm::weight_bound(k_);
-    FL_TRY(fill_uniform(w_.as<T>(), k_ * n_, mix64(seed ^ 0x3E16ull), -wb, wb, stream));
-    return fill_uniform(b_.as<T>(), n_, mix64(seed ^ 0xB1A5ull), gemm::kBiasLo, gemm::kBiasHi,
-                        stream);
+    return gemm::fill_linear(w_.as<T>(), b_.as<T>(), k_, n_, seed, 0, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(t_.as<T>(), m_ * n_, stream));
-    FL_TRY(fill_nan(u_.as<T>(), m_ * n_, stream));
-    return fill_nan(y_.as<T>(), m_ * n_, stream);
+    return poison_elements<T>({{&t_, m_ * n_}, {&u_, m_ * n_}, {&y_, m_ * n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

@@ -185,16 +185,10 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   static const LevelTable<ResidualLayerNormWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(n_ * sizeof(T)));
-    FL_TRY(r_.allocate(n_ * sizeof(T)));
-    FL_TRY(h_.allocate(n_ * sizeof(T)));
-    FL_TRY(y_.allocate(n_ * sizeof(T)));
-    FL_TRY(gamma_.allocate(c_ * sizeof(T)));
-    FL_TRY(beta_.allocate(c_ * sizeof(T)));
-    FL_TRY(mean_.allocate(rows_ * sizeof(float)));
-    FL_TRY(rstd_.allocate(rows_ * sizeof(float)));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>(
+        {{&x_, n_}, {&r_, n_}, {&h_, n_}, {&y_, n_}, {&gamma_, c_}, {&beta_, c_}}));
+    FL_TRY(allocate_elements<float>({{&mean_, rows_}, {&rstd_, rows_}}));
+    return sums_.allocate(sizeof(ErrorSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -205,10 +199,8 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(h_.as<T>(), n_, stream));
-    FL_TRY(fill_nan(y_.as<T>(), n_, stream));
-    FL_TRY(fill_nan(mean_.as<float>(), rows_, stream));
-    return fill_nan(rstd_.as<float>(), rows_, stream);
+    FL_TRY(poison_elements<T>({{&h_, n_}, {&y_, n_}}, stream));
+    return poison_elements<float>({{&mean_, rows_}, {&rstd_, rows_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

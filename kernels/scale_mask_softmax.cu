@@ -619,11 +619,9 @@ class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWo
   static const LevelTable<ScaleMaskSoftmaxWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    for (DeviceBuffer* b : {&s_, &s1_, &s2_, &e_, &p_}) FL_TRY(b->allocate(n_ * sizeof(T)));
-    FL_TRY(row_max_.allocate(rows_ * sizeof(float)));
-    FL_TRY(row_sum_.allocate(rows_ * sizeof(float)));
-    FL_TRY(sums_.allocate(sizeof(CheckSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&s_, n_}, {&s1_, n_}, {&s2_, n_}, {&e_, n_}, {&p_, n_}}));
+    FL_TRY(allocate_elements<float>({{&row_max_, rows_}, {&row_sum_, rows_}}));
+    return sums_.allocate(sizeof(CheckSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -631,9 +629,8 @@ class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWo
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    for (DeviceBuffer* b : {&s1_, &s2_, &e_, &p_}) FL_TRY(fill_nan(b->as<T>(), n_, stream));
-    FL_TRY(fill_nan(row_max_.as<float>(), rows_, stream));
-    return fill_nan(row_sum_.as<float>(), rows_, stream);
+    FL_TRY(poison_elements<T>({{&s1_, n_}, {&s2_, n_}, {&e_, n_}, {&p_, n_}}, stream));
+    return poison_elements<float>({{&row_max_, rows_}, {&row_sum_, rows_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {

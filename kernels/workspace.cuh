@@ -6,9 +6,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda_check.h"
@@ -30,6 +32,24 @@ Status make_workspace(Precision p, std::unique_ptr<Workspace>* out, const Args&.
   };
   if (p == Precision::fp32) return make(std::make_unique<Ws<float>>(args...));
   return make(std::make_unique<Ws<__nv_bfloat16>>(args...));
+}
+
+// A buffer and how many elements it holds (of the element type the call names).
+using Elements = std::pair<DeviceBuffer*, int64_t>;
+
+// Allocates each buffer for its count of T: a workspace's allocate(), one line a buffer.
+template <typename T>
+Status allocate_elements(std::initializer_list<Elements> buffers) {
+  for (const auto& [buffer, count] : buffers) FL_TRY(buffer->allocate(count * sizeof(T)));
+  return Status::Ok();
+}
+
+// Fills each buffer's count of T with NaN: Workspace::poison_outputs, so that an output a
+// kernel does not write cannot pass the check.
+template <typename T>
+Status poison_elements(std::initializer_list<Elements> buffers, cudaStream_t stream) {
+  for (const auto& [buffer, count] : buffers) FL_TRY(fill_nan(buffer->as<T>(), count, stream));
+  return Status::Ok();
 }
 
 // Runs one fp64 check: zeroes `sums`, calls launch_check(ErrorSums*) to enqueue the check kernel

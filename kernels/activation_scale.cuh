@@ -36,7 +36,7 @@ struct ActivationScaleSpec {
   const char* fused_kernel;    // level 1's launch: "gelu_scale_fused"
   const char* unfused_summary;
   const char* fused_summary;
-  const char* fused_on_chip;   // "GELU(x), in a register"
+  const char* fused_on_chip;   // level 1's on chip: "t = GELU(x), in a register"
   float input_lo, input_hi;    // inputs are uniform in [lo, hi)
   double act_flops_per_element;
   double tolerance_fp32, tolerance_bf16;  // relative L2 error vs the double reference
@@ -110,7 +110,7 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
   DeviceBuffer x_, t_, y_, sums_;
 };
 
-// ---- the level table ---------------------------------------------------------------------------
+// ---- the level table -----------------------------------------------------------------------
 // n = s elements of b bytes. The activation's FLOPs per element are the lesson's; the scale is
 // one multiply.
 template <typename T, typename Act>
@@ -118,7 +118,9 @@ const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, 
   using Ws = ActivationScaleWorkspace;
   constexpr const ActivationScaleSpec& spec = Act::kSpec;
   static const LevelTable<Ws> table = {
-      {"unfused", spec.unfused_summary, "nothing between the kernels: t goes to HBM and back",
+      {"unfused",
+       spec.unfused_summary,
+       "nothing between the kernels: t goes to HBM and back",
        {{spec.act_kernel,
          [](Ws& w, cudaStream_t s) {
            return launch_elementwise(w.x_.as<T>(), w.t_.as<T>(), w.n_, Act{}, s);
@@ -128,15 +130,17 @@ const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, 
          }},
         {"scale",
          [](Ws& w, cudaStream_t s) {
-           return launch_elementwise<T>(w.t_.as<T>(), w.y_.as<T>(), w.n_,
-                                        ScaleBy{}, s);
+           return launch_elementwise<T>(w.t_.as<T>(), w.y_.as<T>(), w.n_, ScaleBy{}, s);
          },
-         [](const Dims& d) { return Textbook{d.s * d.b, d.s * d.b, 1.0 * d.s}; }}}},
-      {"fused", spec.fused_summary, spec.fused_on_chip,
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, d.s * d.b, 1.0 * d.s};
+         }}}},
+      {"fused",
+       spec.fused_summary,
+       spec.fused_on_chip,
        {{spec.fused_kernel,
          [](Ws& w, cudaStream_t s) {
-           return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_,
-                                     ScaledActivation<Act>{}, s);
+           return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, ScaledActivation<Act>{}, s);
          },
          [](const Dims& d) {
            return Textbook{d.s * d.b, d.s * d.b,

@@ -1,8 +1,10 @@
 // The lesson interface (DESIGN.md §3). A lesson is one source file holding, in this order: the
-// CPU reference in double precision, the kernels of every fusion level, the textbook traffic
-// model, and a Workspace that owns the device buffers for one (size, precision). A new lesson is
-// one new file plus one line in catalog.cpp, and its teaching text is assets/lessons/<id>.md
-// (read by the window, app/gui/lesson_text.h; a teacher may override it without a compiler).
+// CPU reference in double precision, the kernels of every fusion level, its level table (each
+// level's launches and textbook traffic, declared once: level_table.h derives info(), traffic()
+// and Workspace::launch from it), and a Workspace that owns the device buffers for one (size,
+// precision). A new lesson is one new file plus one line in catalog.cpp, and its teaching text
+// is assets/lessons/<id>.md (read by the window, app/gui/lesson_text.h; a teacher may override
+// it without a compiler). docs/ARCHITECTURE.md, "Adding a lesson", walks through it.
 //
 // Nothing here knows about timing, CUPTI or the UI: the measurement engine (app/measure) drives
 // a Workspace launch by launch, so it can time each launch on its own.

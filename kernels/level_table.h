@@ -10,7 +10,8 @@
 //   - Workspace::launch(level, launch)                         launch_from()
 // LevelLesson and LevelWorkspace below are the small bases that wire those into the Lesson and
 // Workspace interfaces. A lesson reads like llm.c's dev/cuda files: reference, kernels,
-// launchers, then the ladder in one place, then the workspace that owns the buffers.
+// launchers, the workspace that owns the buffers, then the ladder in one place (the workspace's
+// static levels(), whose launchers may use its private buffers).
 //
 // The table's type is per workspace type, and a workspace is a template on the element type
 // (float, __nv_bfloat16), so each lesson has one table per element type, built by the same
@@ -31,7 +32,8 @@ namespace fl {
 
 // What a textbook formula reads. The letters are catalog.json's (kernels/catalog_data.h): the
 // catalog writes every formula down as a polynomial in s and i, so a formula must be one, with
-// the terms 1, s, i, s*i, i^2, s*i^2 (a test says which lesson broke that).
+// the terms 1, s, i, s*i, i^2, s*i^2 (`lessons --json` and the CatalogData tests name a lesson
+// that breaks that).
 struct Dims {
   int64_t s = 0;  // the size along the size axis: elements, rows or tokens
   int64_t i = 0;  // the row length (Shape::inner resolved); 0 for elementwise lessons

@@ -1,16 +1,15 @@
 // The ladder shared by relu_scale and gelu_scale: y = s * act(x).
 //
-// Levels:
-//   0 unfused  two kernels: act writes the intermediate t = act(x) to HBM, scale reads it back.
-//   1 fused    one kernel: the activation and the scale in registers, x read once, y written once.
-// Textbook bytes (n elements of b bytes, b = 4 for fp32, 2 for bf16):
-//   act   reads n*b (x), writes n*b (t)      scale  reads n*b (t), writes n*b (y)
-//   fused reads n*b (x), writes n*b (y)
-//   unfused 4nb, fused 2nb: the byte-ratio limit of the speedup is 2.0x.
+// The simplest fusion there is. Unfused, act writes the intermediate t = act(x) to HBM and the
+// scale kernel reads it back; fused, t stays in a register. With n elements of b bytes that is
+// 4nb against 2nb, so the byte-ratio limit of the speedup is 2.0x once the tensor is far larger
+// than L2. The level table below lists the launches and their textbook bytes.
+//
 // Every kernel is elementwise_kernel (elementwise.cuh): 16 bytes per thread access (float4 /
 // 8 x bf16) and a scalar tail, so any size works. A lesson supplies the activation (a type with
 // a float __device__ operator() for the kernels and a static double reference() for the CPU and
-// GPU fp64 references) and an ActivationScaleSpec: names, text, input range, FLOPs, tolerances.
+// GPU fp64 references) and, as its `static constexpr kSpec`, an ActivationScaleSpec: names, text,
+// input range, FLOPs, tolerances.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -23,9 +22,12 @@
 #include "kernels/device_common.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/lesson.h"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 
+// What a lesson on this ladder supplies, as the activation's `static constexpr kSpec`.
 struct ActivationScaleSpec {
   const char* id;              // "gelu_scale"
   const char* title;           // "GELU + scale"
@@ -34,6 +36,7 @@ struct ActivationScaleSpec {
   const char* fused_kernel;    // level 1's launch: "gelu_scale_fused"
   const char* unfused_summary;
   const char* fused_summary;
+  const char* fused_on_chip;   // level 1's on chip: "t = GELU(x), in a register"
   float input_lo, input_hi;    // inputs are uniform in [lo, hi)
   double act_flops_per_element;
   double tolerance_fp32, tolerance_bf16;  // relative L2 error vs the double reference
@@ -66,38 +69,26 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   block_accumulate(sums, p);
 }
 
+// Device buffers for one size and element type: the input x, the unfused chain's intermediate
+// t and the output y.
 template <typename T, typename Act>
-class ActivationScaleWorkspace final : public Workspace {
+class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWorkspace<T, Act>> {
  public:
-  ActivationScaleWorkspace(const ActivationScaleSpec& spec, int64_t n, double tolerance)
-      : spec_(spec), n_(n), tolerance_(tolerance) {}
+  ActivationScaleWorkspace(int64_t n, double tolerance) : n_(n), tolerance_(tolerance) {}
+
+  static const LevelTable<ActivationScaleWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
-    FL_TRY(x_.allocate(n_ * sizeof(T)));
-    FL_TRY(t_.allocate(n_ * sizeof(T)));
-    FL_TRY(y_.allocate(n_ * sizeof(T)));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&x_, n_}, {&t_, n_}, {&y_, n_}}));
+    return sums_.allocate(sizeof(ErrorSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
-    return fill_uniform(x_.as<T>(), n_, seed, spec_.input_lo, spec_.input_hi, stream);
+    return fill_uniform(x_.as<T>(), n_, seed, Act::kSpec.input_lo, Act::kSpec.input_hi, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(t_.as<T>(), n_, stream));
-    return fill_nan(y_.as<T>(), n_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    const T* x = x_.as<T>();
-    T* t = t_.as<T>();
-    T* y = y_.as<T>();
-    if (level == 0 && launch == 0) return launch_elementwise(x, t, n_, Act{}, stream);
-    if (level == 0 && launch == 1) return launch_elementwise<T>(t, y, n_, ScaleBy{}, stream);
-    if (level == 1 && launch == 0) return launch_elementwise(x, y, n_, ScaledActivation<Act>{}, stream);
-    return Status::Error(std::string(spec_.id) + " has no launch " + std::to_string(launch) +
-                         " at level " + std::to_string(level));
+    return poison_elements<T>({{&t_, n_}, {&y_, n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
@@ -109,54 +100,76 @@ class ActivationScaleWorkspace final : public Workspace {
 
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    inputs->assign(1, HostTensor{"x", {}});
-    outputs->assign(1, HostTensor{"y", {}});
-    FL_TRY(download_as_double(x_.as<T>(), n_, stream, &(*inputs)[0].values));
-    return download_as_double(y_.as<T>(), n_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_}}, stream, inputs));
+    return download_tensors<T>({{"y", y_.as<T>(), n_}}, stream, outputs);
   }
 
  private:
-  const ActivationScaleSpec& spec_;
   int64_t n_;
   double tolerance_;
   DeviceBuffer x_, t_, y_, sums_;
 };
 
+// ---- the level table -----------------------------------------------------------------------
+// n = s elements of b bytes. The activation's FLOPs per element are the lesson's; the scale is
+// one multiply.
+template <typename T, typename Act>
+const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, Act>::levels() {
+  using Ws = ActivationScaleWorkspace;
+  constexpr const ActivationScaleSpec& spec = Act::kSpec;
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       spec.unfused_summary,
+       "nothing between the kernels: t goes to HBM and back",
+       {{spec.act_kernel,
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise(w.x_.as<T>(), w.t_.as<T>(), w.n_, Act{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, d.s * d.b, Act::kSpec.act_flops_per_element * d.s};
+         }},
+        {"scale",
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise<T>(w.t_.as<T>(), w.y_.as<T>(), w.n_, ScaleBy{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, d.s * d.b, 1.0 * d.s};
+         }}}},
+      {"fused",
+       spec.fused_summary,
+       spec.fused_on_chip,
+       {{spec.fused_kernel,
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, ScaledActivation<Act>{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, d.s * d.b,
+                           Act::kSpec.act_flops_per_element * d.s + 1.0 * d.s};
+         }}}},
+  };
+  return table;
+}
+
+// ---- the lesson ----------------------------------------------------------------------------
+
 template <typename Act>
-class ActivationScaleLesson final : public Lesson {
+class ActivationScaleLesson final : public LevelLesson<ActivationScaleWorkspace<float, Act>> {
  public:
-  explicit ActivationScaleLesson(const ActivationScaleSpec& spec) : spec_(spec) {
-    info_.id = spec.id;
-    info_.title = spec.title;
-    info_.formula = spec.formula;
-    info_.size_axis = {"elements", 1 << 10, int64_t(1) << 28, int64_t(1) << 24};
-    info_.levels = {
-        {"unfused", spec.unfused_summary, {spec.act_kernel, "scale"}},
-        {"fused", spec.fused_summary, {spec.fused_kernel}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    const int64_t n = shape.size;
-    const int64_t bytes = n * bytes_per_element(p);
-    const double act_flops = spec_.act_flops_per_element * n, scale_flops = 1.0 * n;
-    if (level == 0) {
-      return {{spec_.act_kernel, bytes, bytes, act_flops}, {"scale", bytes, bytes, scale_flops}};
-    }
-    return {{spec_.fused_kernel, bytes, bytes, act_flops + scale_flops}};
-  }
+  ActivationScaleLesson()
+      : LevelLesson<ActivationScaleWorkspace<float, Act>>(
+            Act::kSpec.id, Act::kSpec.title, Act::kSpec.formula,
+            {"elements", 1 << 10, int64_t(1) << 28, int64_t(1) << 24}) {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     return 3 * shape.size * bytes_per_element(p);  // x, t, y
   }
 
-  Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
-    if (shape.size < 1) return Status::Error(std::string(spec_.id) + " needs at least 1 element");
-    if (p == Precision::fp32) return make<float>(shape.size, p, out);
-    return make<__nv_bfloat16>(shape.size, p, out);
+  Status create_workspace(Shape shape, Precision p,
+                          std::unique_ptr<Workspace>* out) const override {
+    if (shape.size < 1) {
+      return Status::Error(std::string(Act::kSpec.id) + " needs at least 1 element");
+    }
+    return make_workspace<Ws>(p, out, shape.size, tolerance(p));
   }
 
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
@@ -167,20 +180,12 @@ class ActivationScaleLesson final : public Lesson {
   }
 
   double tolerance(Precision p) const override {
-    return p == Precision::fp32 ? spec_.tolerance_fp32 : spec_.tolerance_bf16;
+    return p == Precision::fp32 ? Act::kSpec.tolerance_fp32 : Act::kSpec.tolerance_bf16;
   }
 
  private:
   template <typename T>
-  Status make(int64_t n, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<ActivationScaleWorkspace<T, Act>>(spec_, n, tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
-  const ActivationScaleSpec& spec_;
-  LessonInfo info_;
+  using Ws = ActivationScaleWorkspace<T, Act>;
 };
 
 }  // namespace fl

@@ -1,15 +1,12 @@
 // Lesson 3, bias_gelu: y = GELU_tanh(x + b), x of rows x C, b of C (a Linear layer's bias).
 //
-// Levels:
-//   0 unfused  two kernels: add_bias writes t = x + b to HBM, gelu reads it back.
-//   1 fused    one kernel: x + b and GELU in registers, x read once, y written once.
-// Textbook bytes (n = rows * C elements of b bytes; the bias is read once per launch, C * b):
-//   add_bias  reads (n + C) b (x, bias), writes n b (t)    gelu  reads n b (t), writes n b (y)
-//   fused     reads (n + C) b (x, bias), writes n b (y)
-//   unfused (4n + C) b, fused (2n + C) b: the byte-ratio limit is (4n + C) / (2n + C), 2.0x to
-//   within 1/rows. At the default 16,384 x 768 fp32 that is 201.3 MB against 100.7 MB, about
-//   67 us against 34 us at ~3 TB/s (but each tensor, 50 MB, is about an H100's L2, so measure
-//   the roofline with more rows: 65,536 rows is 201 MB per tensor).
+// Unfused, add_bias writes t = x + b to HBM and gelu reads it back; fused, x + b stays in a
+// register. With n = rows * C elements of b bytes (the bias is read once per launch, C b) that is
+// (4n + C) b against (2n + C) b: the byte-ratio limit is 2.0x to within 1/rows. At the default
+// 16,384 x 768 fp32 that is 201.3 MB against 100.7 MB, about 67 us against 34 us at ~3 TB/s (but
+// each tensor, 50 MB, is about an H100's L2, so measure the roofline with more rows: 65,536 rows
+// is 201 MB per tensor). The level table below lists the launches and their textbook bytes.
+//
 // Arithmetic: 1 flop (add) + ~8 (GELU) per element: far below the ridge point in flops, but not
 // in instructions: to keep up with an H200's HBM in bf16 (4 bytes moved per element) each SM
 // must finish ~4 elements per clock, ~30 instruction slots each, so GELU is gelu_tanh_fast
@@ -30,9 +27,11 @@
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
+#include "kernels/bias_ops.cuh"
 #include "kernels/device_common.cuh"
 #include "kernels/elementwise.cuh"
-#include "kernels/bias_ops.cuh"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
@@ -65,19 +64,18 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 // ---- workspace -----------------------------------------------------------------------------
 
+// Device buffers for one shape and element type: x, the bias b, the unfused chain's sum t and y.
 template <typename T>
-class BiasGeluWorkspace final : public Workspace {
+class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
  public:
   BiasGeluWorkspace(int64_t rows, int64_t c, double tolerance)
       : n_(rows * c), c_(c), tolerance_(tolerance) {}
 
+  static const LevelTable<BiasGeluWorkspace>& levels();  // the ladder, below
+
   Status allocate() {
-    FL_TRY(x_.allocate(n_ * sizeof(T)));
-    FL_TRY(b_.allocate(c_ * sizeof(T)));
-    FL_TRY(t_.allocate(n_ * sizeof(T)));
-    FL_TRY(y_.allocate(n_ * sizeof(T)));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&x_, n_}, {&b_, c_}, {&t_, n_}, {&y_, n_}}));
+    return sums_.allocate(sizeof(ErrorSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -86,20 +84,7 @@ class BiasGeluWorkspace final : public Workspace {
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(t_.as<T>(), n_, stream));
-    return fill_nan(y_.as<T>(), n_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    const T* x = x_.as<T>();
-    const T* b = b_.as<T>();
-    T* t = t_.as<T>();
-    T* y = y_.as<T>();
-    if (level == 0 && launch == 0) return launch_bias_op(x, b, t, n_, c_, AddBiasOp{}, stream);
-    if (level == 0 && launch == 1) return launch_elementwise<T>(t, y, n_, GeluFastOp{}, stream);
-    if (level == 1 && launch == 0) return launch_bias_op(x, b, y, n_, c_, BiasGeluOp{}, stream);
-    return Status::Error("bias_gelu has no launch " + std::to_string(launch) + " at level " +
-                         std::to_string(level));
+    return poison_elements<T>({{&t_, n_}, {&y_, n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
@@ -109,13 +94,11 @@ class BiasGeluWorkspace final : public Workspace {
     }, result);
   }
 
+  // Inputs x (rows x C, flat) and b (C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    *inputs = {HostTensor{"x", {}}, HostTensor{"b", {}}};
-    outputs->assign(1, HostTensor{"y", {}});
-    FL_TRY(download_as_double(x_.as<T>(), n_, stream, &(*inputs)[0].values));
-    FL_TRY(download_as_double(b_.as<T>(), c_, stream, &(*inputs)[1].values));
-    return download_as_double(y_.as<T>(), n_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_}, {"b", b_.as<T>(), c_}}, stream, inputs));
+    return download_tensors<T>({{"y", y_.as<T>(), n_}}, stream, outputs);
   }
 
  private:
@@ -124,42 +107,58 @@ class BiasGeluWorkspace final : public Workspace {
   DeviceBuffer x_, b_, t_, y_, sums_;
 };
 
+// ---- the level table -----------------------------------------------------------------------
+// n = s rows x i = C elements of b bytes; every launch reads the C bias values once. FLOPs per
+// element: the add 1; GELU_tanh 8 (x^3 and the polynomial ~7, tanh counted as 1).
+template <typename T>
+const LevelTable<BiasGeluWorkspace<T>>& BiasGeluWorkspace<T>::levels() {
+  using Ws = BiasGeluWorkspace;
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "bias add and GELU as two kernels; the sum t round-trips through HBM",
+       "nothing between the kernels: t goes to HBM and back",
+       {{"add_bias",
+         [](Ws& w, cudaStream_t s) {
+           return launch_bias_op(w.x_.as<T>(), w.b_.as<T>(), w.t_.as<T>(), w.n_, w.c_, AddBiasOp{},
+                                 s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.i * d.b, d.tensor_bytes(), 1.0 * d.elements()};
+         }},
+        {"gelu",
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise<T>(w.t_.as<T>(), w.y_.as<T>(), w.n_, GeluFastOp{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 8.0 * d.elements()};
+         }}}},
+      {"fused",
+       "one kernel; x + b stays in a register",
+       "t = x + b, in a register",
+       {{"bias_gelu_fused",
+         [](Ws& w, cudaStream_t s) {
+           return launch_bias_op(w.x_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), w.n_, w.c_, BiasGeluOp{},
+                                 s);
+         },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.i * d.b, d.tensor_bytes(),
+                           1.0 * d.elements() + 8.0 * d.elements()};
+         }}}},
+  };
+  return table;
+}
+
 // ---- the lesson ----------------------------------------------------------------------------
 
-class BiasGelu final : public Lesson {
+class BiasGelu final : public LevelLesson<BiasGeluWorkspace<float>> {
  public:
-  BiasGelu() {
-    info_.id = "bias_gelu";
-    info_.title = "bias + GELU";
-    info_.formula = "y = GELU_tanh(x + b),  x: rows x C,  b: C (broadcast over the rows)";
-    info_.size_axis.unit = "rows";
-    info_.size_axis.min = 1;
-    info_.size_axis.max = kMaxElements / kDefaultC;  // 349,525 rows of 768
-    info_.size_axis.default_size = 32 * 512;         // batch 32 x sequence 512
-    info_.size_axis.inner_name = "hidden size C";
-    info_.size_axis.inner_default = kDefaultC;
-    info_.size_axis.inner_max = 16384;
-    info_.levels = {
-        {"unfused", "bias add and GELU as two kernels; the sum t round-trips through HBM",
-         {"add_bias", "gelu"}},
-        {"fused", "one kernel; x + b stays in a register", {"bias_gelu_fused"}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t b = bytes_per_element(p);
-    const int64_t n = shape.size * shape.inner, c = shape.inner;
-    // The add: 1 flop per element. GELU_tanh: x^3 and the polynomial (~7) plus tanh (1).
-    const double add_flops = 1.0 * n, gelu_flops = 8.0 * n;
-    if (level == 0) {
-      return {{"add_bias", (n + c) * b, n * b, add_flops}, {"gelu", n * b, n * b, gelu_flops}};
-    }
-    return {{"bias_gelu_fused", (n + c) * b, n * b, add_flops + gelu_flops}};
-  }
+  BiasGelu()
+      : LevelLesson("bias_gelu", "bias + GELU",
+                    "y = GELU_tanh(x + b),  x: rows x C,  b: C (broadcast over the rows)",
+                    {"rows", 1,
+                     kMaxElements / kDefaultC,  // 349,525 rows of 768
+                     32 * 512,                  // batch 32 x sequence 512
+                     "hidden size C", kDefaultC, 16384}) {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
@@ -178,8 +177,7 @@ class BiasGelu final : public Lesson {
                            " that is " + std::to_string(kMaxElements / shape.inner) +
                            " rows, got " + std::to_string(shape.size) + ".");
     }
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_workspace<BiasGeluWorkspace>(p, out, shape.size, shape.inner, tolerance(p));
   }
 
   // inputs: x (rows x C, flat) and b (C); C is b's length.
@@ -198,17 +196,6 @@ class BiasGelu final : public Lesson {
   // to bf16 before GELU (slope at most 1.13). A bias read from the wrong column gives errors of
   // order 1, far above either tolerance.
   double tolerance(Precision p) const override { return p == Precision::fp32 ? 1e-5 : 1e-2; }
-
- private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<BiasGeluWorkspace<T>>(shape.size, shape.inner, tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
-  LessonInfo info_;
 };
 
 }  // namespace

@@ -1,29 +1,29 @@
-// The lesson catalog. Adding a lesson: write kernels/<id>.cu exposing <id>_lesson(), then add
-// one declaration and one line below.
+// The lesson catalog: the curriculum, in order. Adding a lesson is one line in FL_CURRICULUM
+// below (docs/ARCHITECTURE.md, "Adding a lesson"): kernels/<id>.cu defines <id>_lesson(), and
+// the line both declares it and puts the lesson in its place.
 #include "kernels/catalog.h"
+
+// X(id) for every lesson, in curriculum order (DESIGN.md §2).
+#define FL_CURRICULUM(X)  \
+  X(relu_scale)           \
+  X(gelu_scale)           \
+  X(bias_gelu)            \
+  X(residual_layernorm)   \
+  X(scale_mask_softmax)   \
+  X(layernorm_linear)     \
+  X(linear_gelu)          \
+  X(ffn)
 
 namespace fl {
 
-const Lesson& relu_scale_lesson();
-const Lesson& gelu_scale_lesson();
-const Lesson& bias_gelu_lesson();
-const Lesson& residual_layernorm_lesson();
-const Lesson& scale_mask_softmax_lesson();
-const Lesson& layernorm_linear_lesson();
-const Lesson& linear_gelu_lesson();
-const Lesson& ffn_lesson();
+#define FL_DECLARE_LESSON(id) const Lesson& id##_lesson();
+FL_CURRICULUM(FL_DECLARE_LESSON)
+#undef FL_DECLARE_LESSON
 
 const std::vector<const Lesson*>& lessons() {
-  static const std::vector<const Lesson*> all = {
-      &relu_scale_lesson(),
-      &gelu_scale_lesson(),
-      &bias_gelu_lesson(),
-      &residual_layernorm_lesson(),
-      &scale_mask_softmax_lesson(),
-      &layernorm_linear_lesson(),
-      &linear_gelu_lesson(),
-      &ffn_lesson(),
-  };
+#define FL_LIST_LESSON(id) &id##_lesson(),
+  static const std::vector<const Lesson*> all = {FL_CURRICULUM(FL_LIST_LESSON)};
+#undef FL_LIST_LESSON
   return all;
 }
 

@@ -213,6 +213,7 @@ std::unique_ptr<Lesson> lesson_from_json(const json& j) {
     fl_level.name = level.at("name").get<std::string>();
     fl_level.summary = level.at("summary").get<std::string>();
     fl_level.launches = level.at("launches").get<std::vector<std::string>>();
+    fl_level.on_chip = level.at("on_chip").get<std::string>();
     info.levels.push_back(fl_level);
     traffic.emplace_back();
     const json& by_precision = level.at("traffic");
@@ -267,6 +268,7 @@ Status catalog_to_json(const std::vector<const Lesson*>& lessons, std::string* o
                         {"name", info.levels[level].name},
                         {"summary", info.levels[level].summary},
                         {"launches", info.levels[level].launches},
+                        {"on_chip", info.levels[level].on_chip},
                         {"traffic", traffic}});
     }
     json precisions = json::array();

@@ -1,6 +1,6 @@
 // The machinery shared by the elementwise lessons (relu_scale, gelu_scale, bias_gelu): one
 // kernel template that applies any float -> float op to a tensor with 16-byte vector accesses,
-// its launcher, and the small host helpers every elementwise workspace needs.
+// and its launcher. (The host helpers every workspace needs are in workspace.cuh.)
 //
 // Why one vector per thread and nothing cleverer: an elementwise kernel is a copy with a little
 // arithmetic in the middle, and the project's copy roof (app/measure/live_backend.cu,
@@ -15,12 +15,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
-#include <vector>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 
@@ -68,45 +67,11 @@ static Status launch_elementwise(const T* in, T* out, int64_t n, Op op, cudaStre
   return Status::Ok();
 }
 
-// ---- workspace helpers ---------------------------------------------------------------------
-
 // Blocks for a grid-stride fp64 check kernel of kElementwiseThreads threads: enough to fill any
 // GPU, few enough that the per-block atomics stay negligible.
 inline unsigned check_blocks(int64_t n) {
   const int64_t wanted = (n + kElementwiseThreads - 1) / kElementwiseThreads;
   return static_cast<unsigned>(wanted < 4096 ? (wanted > 0 ? wanted : 1) : 4096);
-}
-
-// Runs one fp64 check: zeroes `sums`, calls launch(ErrorSums*) to enqueue the check kernel (it
-// may return a Status),
-// copies the sums back and turns them into a CheckResult. Synchronizes `stream`.
-template <typename LaunchCheck>
-Status run_check(const DeviceBuffer& sums, double tolerance, cudaStream_t stream,
-                 LaunchCheck launch_check, CheckResult* result) {
-  FL_CUDA_TRY(cudaMemsetAsync(sums.get(), 0, sizeof(ErrorSums), stream));
-  if constexpr (std::is_same<decltype(launch_check(sums.as<ErrorSums>())), Status>::value) {
-    FL_TRY(launch_check(sums.as<ErrorSums>()));  // a launcher that reports its own errors
-  } else {
-    launch_check(sums.as<ErrorSums>());
-  }
-  FL_CUDA_TRY(cudaGetLastError());
-  ErrorSums host{};
-  FL_CUDA_TRY(cudaMemcpyAsync(&host, sums.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
-  FL_CUDA_TRY(cudaStreamSynchronize(stream));
-  *result = finish_check(host, tolerance);
-  return Status::Ok();
-}
-
-// Copies n elements of type T to the host as doubles (for the CPU-reference tests).
-template <typename T>
-Status download_as_double(const T* device, int64_t n, cudaStream_t stream,
-                          std::vector<double>* values) {
-  std::vector<T> raw(n);
-  FL_CUDA_TRY(cudaMemcpyAsync(raw.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
-  FL_CUDA_TRY(cudaStreamSynchronize(stream));
-  values->resize(n);
-  for (int64_t i = 0; i < n; ++i) (*values)[i] = Elem<T>::to_float(raw[i]);
-  return Status::Ok();
 }
 
 }  // namespace fl

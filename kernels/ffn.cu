@@ -1,18 +1,13 @@
 // Lesson 8, ffn: y = GELU_tanh(x W1 + b1) W2 + b2, x of tokens x C, W1 of C x 4C, W2 of 4C x C
 // (a transformer's whole MLP: widen to H = 4C, activate, project back).
 //
-// Levels:
-//   0 unfused     five kernels: GEMM, bias, GELU, GEMM, bias. The 4C-wide tensor makes three
-//                 round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one.
-//   1 epilogues   two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written
-//                 once and read once.
-//   2 fused       one kernel of ours on tensor cores, split over the hidden dimension (below): h
-//                 never leaves the SM; the blocks' shares of y are summed after a grid barrier.
-// Textbook bytes (M tokens, C, H = 4C, b bytes per element):
-//   gemm_up     reads (M C + C H) b, writes M H b       gemm_down  reads (M H + H C) b, writes M C b
-//   bias/GELU on M x H: reads M H b (+ H), writes M H b   add_bias_down  reads (M C + C) b, writes M C b
-//   ffn_fused   reads (M C + 2 C H + H + C) b, writes M C b (the shares of y it sums are
-//               slices x M x C fp32 through L2, counted by the memory chart's L2 bytes, not here)
+// The ladder: unfused is five kernels (GEMM, bias, GELU, GEMM, bias): the 4C-wide tensor makes
+// three round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one; level 1
+// is two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written once and read
+// once; level 2 is one kernel of ours on tensor cores, split over the hidden dimension (below):
+// h never leaves the SM, and the blocks' shares of y are summed after a grid barrier (the shares
+// are slices x M x C fp32 through L2, counted by the memory chart's L2 bytes, not in the
+// textbook bytes). The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -31,12 +26,12 @@
 #include "kernels/catalog.h"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
+#include "kernels/level_table.h"
 #include "kernels/tensor_gemm.cuh"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
-
-using gemm::kDefaultC;
 
 // ---- level 2: the fused FFN, split over the hidden dimension ------------------------------
 // One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units
@@ -839,23 +834,27 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   return slice == 32 ? go(I64{}, I32{}) : go(I64{}, I64{});
 }
 
+// Device buffers for one shape and element type: x, W1, b1, W2, b2, the unfused chain's t, u,
+// h and s, y, the fused level's reduction state, and the cuBLASLt plans.
 template <typename T>
-class FfnWorkspace final : public Workspace {
+class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
  public:
   FfnWorkspace(int64_t m, int64_t c, double tolerance)
       : m_(m), c_(c), h_(4 * c), tolerance_(tolerance) {}
 
+  static const LevelTable<FfnWorkspace>& levels();  // the ladder, below
+
   Status allocate() {
-    FL_TRY(x_.allocate(m_ * c_ * sizeof(T)));
-    FL_TRY(w1_.allocate(c_ * h_ * sizeof(T)));
-    FL_TRY(b1_.allocate(h_ * sizeof(T)));
-    FL_TRY(w2_.allocate(h_ * c_ * sizeof(T)));
-    FL_TRY(b2_.allocate(c_ * sizeof(T)));
-    FL_TRY(t_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(u_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(hid_.allocate(m_ * h_ * sizeof(T)));
-    FL_TRY(s_.allocate(m_ * c_ * sizeof(T)));
-    FL_TRY(y_.allocate(m_ * c_ * sizeof(T)));
+    FL_TRY(allocate_elements<T>({{&x_, m_ * c_},
+                                 {&w1_, c_ * h_},
+                                 {&b1_, h_},
+                                 {&w2_, h_ * c_},
+                                 {&b2_, c_},
+                                 {&t_, m_ * h_},
+                                 {&u_, m_ * h_},
+                                 {&hid_, m_ * h_},
+                                 {&s_, m_ * c_},
+                                 {&y_, m_ * c_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     // The fused level's reduction state: zero now, and left zero by every run of it.
     FL_TRY(acc_.allocate(m_ * c_ * sizeof(float)));
@@ -866,7 +865,7 @@ class FfnWorkspace final : public Workspace {
     FL_TRY(counters_.allocate((2 + kMaxClusterBlocks) * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
-    const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
+    const Precision p = precision_of<T>();
     FL_TRY(blas::Gemm::plan(m_, h_, c_, p, blas::Epilogue::none, &up_));
     FL_TRY(blas::Gemm::plan(m_, c_, h_, p, blas::Epilogue::none, &down_));
     FL_TRY(blas::Gemm::plan(m_, h_, c_, p, blas::Epilogue::gelu_bias, &up_gelu_bias_));
@@ -875,128 +874,154 @@ class FfnWorkspace final : public Workspace {
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), m_ * c_, seed, gemm::kXLo, gemm::kXHi, stream));
-    const float w1b = gemm::weight_bound(c_), w2b = gemm::weight_bound(h_);
-    FL_TRY(fill_uniform(w1_.as<T>(), c_ * h_, mix64(seed ^ 0x3E16ull), -w1b, w1b, stream));
-    FL_TRY(fill_uniform(b1_.as<T>(), h_, mix64(seed ^ 0xB1A5ull), gemm::kBiasLo, gemm::kBiasHi, stream));
-    FL_TRY(fill_uniform(w2_.as<T>(), h_ * c_, mix64(seed ^ 0x3E17ull), -w2b, w2b, stream));
-    return fill_uniform(b2_.as<T>(), c_, mix64(seed ^ 0xB1A6ull), gemm::kBiasLo, gemm::kBiasHi, stream);
+    FL_TRY(gemm::fill_linear(w1_.as<T>(), b1_.as<T>(), c_, h_, seed, 0, stream));
+    return gemm::fill_linear(w2_.as<T>(), b2_.as<T>(), h_, c_, seed, 1, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    for (DeviceBuffer* wide : {&t_, &u_, &hid_}) FL_TRY(fill_nan(wide->as<T>(), m_ * h_, stream));
-    FL_TRY(fill_nan(s_.as<T>(), m_ * c_, stream));
-    return fill_nan(y_.as<T>(), m_ * c_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    const T *x = x_.as<T>(), *w1 = w1_.as<T>(), *b1 = b1_.as<T>(), *w2 = w2_.as<T>(), *b2 = b2_.as<T>();
-    T *t = t_.as<T>(), *u = u_.as<T>(), *h = hid_.as<T>(), *s = s_.as<T>(), *y = y_.as<T>();
-    if (level == 0) {
-      switch (launch) {
-        case 0: return up_->run(x, w1, nullptr, t, stream);
-        case 1: return launch_bias_op(t, b1, u, m_ * h_, h_, AddBiasOp{}, stream);
-        case 2: return launch_elementwise<T>(u, h, m_ * h_, GeluFastOp{}, stream);
-        case 3: return down_->run(h, w2, nullptr, s, stream);
-        case 4: return launch_bias_op(s, b2, y, m_ * c_, c_, AddBiasOp{}, stream);
-        default: break;
-      }
-    }
-    if (level == 1 && launch == 0) return up_gelu_bias_->run(x, w1, b1, h, stream);
-    if (level == 1 && launch == 1) return down_bias_->run(h, w2, b2, y, stream);
-    if (level == 2 && launch == 0) {
-      const FfnArgs<T> a{x, w1, b1, w2, b2, y, acc_.as<float>(), partial_.as<float>(),
-                         partial_.bytes(), counters_.as<unsigned>(), m_, static_cast<int>(c_),
-                         static_cast<int>(h_), nullptr};
-      return launch_ffn_fused(a, stream);
-    }
-    return Status::Error("ffn has no launch " + std::to_string(launch) + " at level " +
-                         std::to_string(level));
+    return poison_elements<T>(
+        {{&t_, m_ * h_}, {&u_, m_ * h_}, {&hid_, m_ * h_}, {&s_, m_ * c_}, {&y_, m_ * c_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    gemm::CheckArgs<T> a{x_.as<T>(), nullptr, nullptr, w1_.as<T>(), b1_.as<T>(), w2_.as<T>(),
-                         b2_.as<T>(), y_.as<T>(), m_, int(c_), int(h_), int(c_)};
-    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
-      return gemm::launch_check_rows<T, false, true, true>(a, sums, stream);
-    }, result);
+    const gemm::CheckArgs<T> a{x_.as<T>(),  nullptr,     nullptr,     w1_.as<T>(),
+                               b1_.as<T>(), w2_.as<T>(), b2_.as<T>(), y_.as<T>(),
+                               m_,          int(c_),     int(h_),     int(c_)};
+    return check_gemm_rows<T, false, true, true>(a, sums_, tolerance_, stream, result);
   }
 
+  // Inputs x (M x C), W1 (C x 4C), b1 (4C), W2 (4C x C), b2 (C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    *inputs = {HostTensor{"x", {}}, HostTensor{"W1", {}}, HostTensor{"b1", {}},
-               HostTensor{"W2", {}}, HostTensor{"b2", {}}};
-    outputs->assign(1, HostTensor{"y", {}});
-    FL_TRY(download_as_double(x_.as<T>(), m_ * c_, stream, &(*inputs)[0].values));
-    FL_TRY(download_as_double(w1_.as<T>(), c_ * h_, stream, &(*inputs)[1].values));
-    FL_TRY(download_as_double(b1_.as<T>(), h_, stream, &(*inputs)[2].values));
-    FL_TRY(download_as_double(w2_.as<T>(), h_ * c_, stream, &(*inputs)[3].values));
-    FL_TRY(download_as_double(b2_.as<T>(), c_, stream, &(*inputs)[4].values));
-    return download_as_double(y_.as<T>(), m_ * c_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * c_},
+                                {"W1", w1_.as<T>(), c_ * h_},
+                                {"b1", b1_.as<T>(), h_},
+                                {"W2", w2_.as<T>(), h_ * c_},
+                                {"b2", b2_.as<T>(), c_}},
+                               stream, inputs));
+    return download_tensors<T>({{"y", y_.as<T>(), m_ * c_}}, stream, outputs);
   }
 
  private:
+  // Level 2's one launch: the fused kernel on this workspace's buffers and reduction state.
+  Status fused(cudaStream_t stream) {
+    const FfnArgs<T> a{x_.as<T>(), w1_.as<T>(), b1_.as<T>(), w2_.as<T>(), b2_.as<T>(), y_.as<T>(),
+                       acc_.as<float>(), partial_.as<float>(), partial_.bytes(),
+                       counters_.as<unsigned>(), m_, static_cast<int>(c_), static_cast<int>(h_),
+                       nullptr};
+    return launch_ffn_fused(a, stream);
+  }
+
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_;
   std::unique_ptr<blas::Gemm> up_, down_, up_gelu_bias_, down_bias_;
 };
 
-class Ffn final : public Lesson {
+// ---- the level table -----------------------------------------------------------------------
+// M = s tokens, C = i, H = 4C hidden units, b bytes per element. A GEMM reads its input and its
+// weights and writes its output, 2 M C H flops; a bias kernel reads its bias once; FLOPs per
+// element: bias 1, GELU 8. The fused kernel reads x, both weights and both biases once and
+// writes y once.
+int64_t tokens_bytes(const Dims& d) { return d.s * d.i * d.b; }       // x, s or y: M x C
+int64_t hidden_bytes(const Dims& d) { return d.s * 4 * d.i * d.b; }   // t, u or h: M x H
+int64_t weights_bytes(const Dims& d) { return d.i * 4 * d.i * d.b; }  // W1 or W2: C x H
+double gemm_flops(const Dims& d) { return 2.0 * d.s * d.i * (4 * d.i); }
+double hidden_elements(const Dims& d) { return 1.0 * d.s * (4 * d.i); }  // M x H
+double gelu_flops(const Dims& d) { return 8.0 * d.s * (4 * d.i); }
+
+template <typename T>
+const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
+  using Ws = FfnWorkspace;
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "GEMM, bias, GELU, GEMM, bias: the 4C-wide tensor makes three round trips through HBM",
+       "each GEMM's tiles, within its launch; t, u, h and s go to HBM and back",
+       {{"gemm_up",
+         [](Ws& w, cudaStream_t s) {
+           return w.up_->run(w.x_.as<T>(), w.w1_.as<T>(), nullptr, w.t_.as<T>(), s);
+         },
+         [](const Dims& d) {
+           return Textbook{tokens_bytes(d) + weights_bytes(d), hidden_bytes(d), gemm_flops(d)};
+         }},
+        {"add_bias_up",
+         [](Ws& w, cudaStream_t s) {
+           return launch_bias_op(w.t_.as<T>(), w.b1_.as<T>(), w.u_.as<T>(), w.m_ * w.h_, w.h_,
+                                 AddBiasOp{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{hidden_bytes(d) + 4 * d.i * d.b, hidden_bytes(d), hidden_elements(d)};
+         }},
+        {"gelu",
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise<T>(w.u_.as<T>(), w.hid_.as<T>(), w.m_ * w.h_, GeluFastOp{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{hidden_bytes(d), hidden_bytes(d), gelu_flops(d)};
+         }},
+        {"gemm_down",
+         [](Ws& w, cudaStream_t s) {
+           return w.down_->run(w.hid_.as<T>(), w.w2_.as<T>(), nullptr, w.s_.as<T>(), s);
+         },
+         [](const Dims& d) {
+           return Textbook{hidden_bytes(d) + weights_bytes(d), tokens_bytes(d), gemm_flops(d)};
+         }},
+        {"add_bias_down",
+         [](Ws& w, cudaStream_t s) {
+           return launch_bias_op(w.s_.as<T>(), w.b2_.as<T>(), w.y_.as<T>(), w.m_ * w.c_, w.c_,
+                                 AddBiasOp{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{tokens_bytes(d) + d.i * d.b, tokens_bytes(d), 1.0 * d.s * d.i};
+         }}}},
+      {"epilogues",
+       "two cuBLASLt GEMMs with fused epilogues: h written once, read once",
+       "each GEMM's tiles, and its product, activated or biased in registers before its store; "
+       "h goes to HBM and back once",
+       {{"gemm_up_bias_gelu",
+         [](Ws& w, cudaStream_t s) {
+           return w.up_gelu_bias_->run(w.x_.as<T>(), w.w1_.as<T>(), w.b1_.as<T>(), w.hid_.as<T>(),
+                                       s);
+         },
+         [](const Dims& d) {
+           return Textbook{tokens_bytes(d) + weights_bytes(d) + 4 * d.i * d.b, hidden_bytes(d),
+                           gemm_flops(d) + gelu_flops(d) + hidden_elements(d)};
+         }},
+        {"gemm_down_bias",
+         [](Ws& w, cudaStream_t s) {
+           return w.down_bias_->run(w.hid_.as<T>(), w.w2_.as<T>(), w.b2_.as<T>(), w.y_.as<T>(), s);
+         },
+         [](const Dims& d) {
+           return Textbook{hidden_bytes(d) + weights_bytes(d) + d.i * d.b, tokens_bytes(d),
+                           gemm_flops(d) + 1.0 * d.s * d.i};
+         }}}},
+      {"fused",
+       "one tensor-core kernel split over the 4C hidden units: each block keeps its slice of h "
+       "on chip and adds its share of y",
+       "each block's slice of h = GELU(x W1 + b1), in shared memory; the shares of y meet in L2",
+       {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
+         [](const Dims& d) {
+           return Textbook{
+               tokens_bytes(d) + 2 * weights_bytes(d) + 4 * d.i * d.b + d.i * d.b, tokens_bytes(d),
+               2 * gemm_flops(d) + gelu_flops(d) + hidden_elements(d) + 1.0 * d.s * d.i};
+         }}}},
+  };
+  return table;
+}
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class Ffn final : public GemmLesson<FfnWorkspace> {
  public:
-  Ffn() {
-    info_.id = "ffn";
-    info_.title = "FFN (C -> 4C -> C)";
-    info_.formula = "y = GELU_tanh(x W1 + b1) W2 + b2,  W1: C x 4C,  W2: 4C x C";
-    info_.size_axis.unit = "tokens";
-    info_.size_axis.min = 1;
-    info_.size_axis.max = gemm::kMaxTokens;
-    info_.size_axis.default_size = gemm::kDefaultTokens;
-    info_.size_axis.inner_name = "hidden size C";
-    info_.size_axis.inner_default = kDefaultC;
-    info_.size_axis.inner_max = gemm::kMaxC;
-    info_.levels = {
-        {"unfused", "GEMM, bias, GELU, GEMM, bias: the 4C-wide tensor makes three round trips through HBM",
-         {"gemm_up", "add_bias_up", "gelu", "gemm_down", "add_bias_down"}},
-        {"epilogues", "two cuBLASLt GEMMs with fused epilogues: h written once, read once",
-         {"gemm_up_bias_gelu", "gemm_down_bias"}},
-        {"fused", "one tensor-core kernel split over the 4C hidden units: each block keeps its slice of h on chip and adds its share of y",
-         {"ffn_fused"}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t b = bytes_per_element(p);
-    const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    const double gemm_flops = 2.0 * m * c * h, gelu_flops = 8.0 * m * h;
-    if (level == 0) {
-      return {{"gemm_up", (m * c + c * h) * b, m * h * b, gemm_flops},
-              {"add_bias_up", (m * h + h) * b, m * h * b, 1.0 * m * h},
-              {"gelu", m * h * b, m * h * b, gelu_flops},
-              {"gemm_down", (m * h + h * c) * b, m * c * b, gemm_flops},
-              {"add_bias_down", (m * c + c) * b, m * c * b, 1.0 * m * c}};
-    }
-    if (level == 1) {
-      return {{"gemm_up_bias_gelu", (m * c + c * h + h) * b, m * h * b, gemm_flops + gelu_flops + m * h},
-              {"gemm_down_bias", (m * h + h * c + c) * b, m * c * b, gemm_flops + 1.0 * m * c}};
-    }
-    return {{"ffn_fused", (m * c + 2 * c * h + h + c) * b, m * c * b,
-             2 * gemm_flops + gelu_flops + 1.0 * m * h + 1.0 * m * c}};
-  }
+  Ffn()
+      : GemmLesson("ffn", "FFN (C -> 4C -> C)",
+                   "y = GELU_tanh(x W1 + b1) W2 + b2,  W1: C x 4C,  W2: 4C x C") {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
     return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 40 +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
-  }
-
-  Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
-    shape = resolve(shape);
-    return make_gemm_workspace<FfnWorkspace>("ffn", shape, p, tolerance(p), out);
   }
 
   // inputs: x (M x C), W1 (C x 4C), b1 (4C), W2 (4C x C), b2 (C).
@@ -1017,11 +1042,6 @@ class Ffn final : public Lesson {
     }
     return {y};
   }
-
-  double tolerance(Precision p) const override { return gemm_tolerance(p); }
-
- private:
-  LessonInfo info_;
 };
 
 }  // namespace

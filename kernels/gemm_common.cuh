@@ -1,6 +1,7 @@
 // Pieces shared by the GEMM lessons (6 layernorm_linear, 7 linear_gelu, 8 ffn): the fp64 check
-// of sampled rows, the inputs' ranges and the shapes' limits. Our own fused kernels are built on
-// the tensor-core GEMM core in kernels/tensor_gemm.cuh and live in their lessons' files.
+// of sampled rows, the inputs' ranges, the shapes' limits and the lesson class (GemmLesson). Our
+// own fused kernels are built on the tensor-core GEMM core in kernels/tensor_gemm.cuh and live in
+// their lessons' files.
 //
 // Row-major everywhere: x is tokens x C, a weight W is (inputs x outputs), y = x W + b.
 #pragma once
@@ -12,11 +13,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "kernels/activations.cuh"
 #include "kernels/blas.h"
 #include "kernels/cuda_check.h"
+#include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
 
 namespace fl::gemm {
 
@@ -33,6 +38,16 @@ inline float weight_bound(int64_t fan_in) { return 1.7f / std::sqrt(float(fan_in
 constexpr float kBiasLo = -0.5f, kBiasHi = 0.5f;
 constexpr float kGammaLo = 0.5f, kGammaHi = 1.5f;
 constexpr float kBetaLo = -0.5f, kBetaHi = 0.5f;
+
+// Random weights W (fan_in x fan_out) and bias b (fan_out) of one Linear layer, in the ranges
+// above; `layer` (0, 1) picks the seeds, so the FFN's two layers differ.
+template <typename T>
+Status fill_linear(T* w, T* b, int64_t fan_in, int64_t fan_out, uint64_t seed, int layer,
+                   cudaStream_t stream) {
+  const float wb = weight_bound(fan_in);
+  FL_TRY(fill_uniform(w, fan_in * fan_out, mix64(seed ^ (0x3E16ull + layer)), -wb, wb, stream));
+  return fill_uniform(b, fan_out, mix64(seed ^ (0xB1A5ull + layer)), kBiasLo, kBiasHi, stream);
+}
 
 // ---- the fp64 check of sampled rows --------------------------------------------------------
 // A GEMM's reference costs as much arithmetic as the GEMM, in fp64: the gate checks every row up
@@ -178,21 +193,6 @@ inline Status gemm_shape_ok(const char* lesson, Shape shape) {
   return Status::Ok();
 }
 
-// Validates `shape` and makes the lesson's workspace, Ws<float> or Ws<__nv_bfloat16>, with its
-// buffers and cuBLASLt plans (Ws(tokens, C, tolerance), then allocate()).
-template <template <typename> class Ws>
-Status make_gemm_workspace(const char* lesson, Shape shape, Precision p, double tolerance,
-                           std::unique_ptr<Workspace>* out) {
-  FL_TRY(gemm_shape_ok(lesson, shape));
-  auto make = [&](auto ws) -> Status {
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  };
-  if (p == Precision::fp32) return make(std::make_unique<Ws<float>>(shape.size, shape.inner, tolerance));
-  return make(std::make_unique<Ws<__nv_bfloat16>>(shape.size, shape.inner, tolerance));
-}
-
 // Relative L2 error allowed against the fp64 reference. fp32 without TF32: the sums of C to 4C
 // products in fp32 (~1e-6), GELU's fast form, and cuBLASLt's own GELU, whose exact formula is
 // not documented: 5e-4 leaves room for an erf-based GELU (<= 5e-4 absolute from the tanh form)
@@ -203,6 +203,46 @@ Status make_gemm_workspace(const char* lesson, Shape shape, Precision p, double 
 inline double gemm_tolerance(Precision p) {
   if (p == Precision::bf16) return 2e-2;
   return blas::allow_tf32() ? 5e-3 : 5e-4;
+}
+
+// ---- what the GEMM lessons' classes share ----------------------------------------------------
+
+// The lesson class of a GEMM lesson: tokens along the size slider, the hidden size C as the row
+// length, both precisions, the shapes gemm_shape_ok accepts and gemm_tolerance. Its levels and
+// traffic() are the workspace's level table (LevelLesson); Ws<T> is constructed from
+// (tokens, C, tolerance). A lesson adds its reference and workspace_bytes.
+template <template <typename> class Ws>
+class GemmLesson : public LevelLesson<Ws<float>> {
+ public:
+  Status create_workspace(Shape shape, Precision p,
+                          std::unique_ptr<Workspace>* out) const final {
+    shape = this->resolve(shape);
+    FL_TRY(gemm_shape_ok(this->info().id.c_str(), shape));
+    return make_workspace<Ws>(p, out, shape.size, shape.inner, tolerance(p));
+  }
+  double tolerance(Precision p) const final { return gemm_tolerance(p); }
+
+ protected:
+  GemmLesson(const char* id, const char* title, const char* formula)
+      : LevelLesson<Ws<float>>(id, title, formula,
+                               {"tokens", 1, gemm::kMaxTokens, gemm::kDefaultTokens,
+                                "hidden size C", gemm::kDefaultC, gemm::kMaxC}) {}
+};
+
+// The precision a GEMM workspace of element type T plans its cuBLASLt GEMMs in.
+template <typename T>
+constexpr Precision precision_of() {
+  return std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
+}
+
+// Workspace::check of a GEMM lesson: the fp64 check of sampled rows (check_rows_kernel) of what
+// `a` describes, into `sums`.
+template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
+Status check_gemm_rows(const gemm::CheckArgs<T>& a, const DeviceBuffer& sums, double tolerance,
+                       cudaStream_t stream, CheckResult* result) {
+  return run_check(sums, tolerance, stream, [&](ErrorSums* s) {
+    return gemm::launch_check_rows<T, kLayerNorm, kGelu, kSecond>(a, s, stream);
+  }, result);
 }
 
 }  // namespace fl

@@ -1,18 +1,13 @@
 // Lesson 6, layernorm_linear: y = LN(x) W + b, x of tokens x C, W of C x 3C, b of 3C (GPT-2's
 // ln_1 followed by the attention block's QKV projection, c_attn).
 //
-// Levels:
-//   0 unfused     layernorm writes xn = LN(x) (lesson 4's one-kernel LayerNorm), a cuBLASLt GEMM
-//                 writes t = xn W, add_bias writes y = t + b: xn and t round-trip through HBM.
-//   1 epilogue    layernorm, then one cuBLASLt GEMM with the bias epilogue: t never exists.
-//   2 prologue    one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): each block computes
-//                 its rows' mean and 1/std, normalizes x as its tiles land in shared memory (the
-//                 GEMM's prologue) and adds the bias as it stores (the epilogue): xn never
-//                 exists, and there is one launch instead of two.
-// Textbook bytes (M tokens, K = C, N = 3C, b bytes per element):
-//   layernorm   reads (M K + 2 K) b, writes M K b       gemm  reads (M K + K N) b, writes M N b
-//   add_bias    reads (M N + N) b, writes M N b         gemm_bias  reads (M K + K N + N) b, writes M N b
-//   ln_gemm_bias  reads (M K + K N + 2 K + N) b, writes M N b (the statistics re-read x from L2)
+// The ladder: unfused is three kernels (layernorm writes xn = LN(x), lesson 4's one-kernel
+// LayerNorm; a cuBLASLt GEMM writes t = xn W; add_bias writes y = t + b: xn and t round-trip
+// through HBM); level 1 is the LayerNorm and then one cuBLASLt GEMM with the bias epilogue (t
+// never exists); level 2 is one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): each
+// block computes its rows' mean and 1/std, normalizes x as its tiles land in shared memory (the
+// GEMM's prologue) and adds the bias as it stores (the epilogue): xn never exists, and there is
+// one launch instead of two. The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -24,12 +19,12 @@
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_rows.cuh"
+#include "kernels/level_table.h"
 #include "kernels/tensor_gemm.cuh"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
-
-using gemm::kDefaultC;
 
 // ---- level 2: LayerNorm in the GEMM's prologue, bias in its epilogue -----------------------
 // One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
@@ -211,23 +206,27 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   return go(LnGemmBig{});
 }
 
+// Device buffers for one shape and element type: x, gamma, beta, W, b, the unfused chain's xn
+// and t, y, and the cuBLASLt plans.
 template <typename T>
-class LayerNormLinearWorkspace final : public Workspace {
+class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWorkspace<T>> {
  public:
   LayerNormLinearWorkspace(int64_t m, int64_t c, double tolerance)
       : m_(m), k_(c), n_(3 * c), tolerance_(tolerance) {}
 
+  static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
+
   Status allocate() {
-    FL_TRY(x_.allocate(m_ * k_ * sizeof(T)));
-    FL_TRY(gamma_.allocate(k_ * sizeof(T)));
-    FL_TRY(beta_.allocate(k_ * sizeof(T)));
-    FL_TRY(w_.allocate(k_ * n_ * sizeof(T)));
-    FL_TRY(b_.allocate(n_ * sizeof(T)));
-    FL_TRY(xn_.allocate(m_ * k_ * sizeof(T)));
-    FL_TRY(t_.allocate(m_ * n_ * sizeof(T)));
-    FL_TRY(y_.allocate(m_ * n_ * sizeof(T)));
+    FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
+                                 {&gamma_, k_},
+                                 {&beta_, k_},
+                                 {&w_, k_ * n_},
+                                 {&b_, n_},
+                                 {&xn_, m_ * k_},
+                                 {&t_, m_ * n_},
+                                 {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    const Precision p = std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
+    const Precision p = precision_of<T>();
     FL_TRY(blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::none, &gemm_));
     return blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::bias, &gemm_bias_);
   }
@@ -235,120 +234,141 @@ class LayerNormLinearWorkspace final : public Workspace {
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     // x off-centre (a residual stream's mean is not 0), so the normalization matters.
     FL_TRY(fill_uniform(x_.as<T>(), m_ * k_, seed, -1.0f, 3.0f, stream));
-    FL_TRY(fill_uniform(gamma_.as<T>(), k_, mix64(seed ^ 0x6A77ull), gemm::kGammaLo, gemm::kGammaHi, stream));
-    FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi, stream));
-    const float wb = gemm::weight_bound(k_);
-    FL_TRY(fill_uniform(w_.as<T>(), k_ * n_, mix64(seed ^ 0x3E16ull), -wb, wb, stream));
-    return fill_uniform(b_.as<T>(), n_, mix64(seed ^ 0xB1A5ull), gemm::kBiasLo, gemm::kBiasHi, stream);
+    FL_TRY(fill_uniform(gamma_.as<T>(), k_, mix64(seed ^ 0x6A77ull), gemm::kGammaLo, gemm::kGammaHi,
+                        stream));
+    FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
+                        stream));
+    return gemm::fill_linear(w_.as<T>(), b_.as<T>(), k_, n_, seed, 0, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    FL_TRY(fill_nan(xn_.as<T>(), m_ * k_, stream));
-    FL_TRY(fill_nan(t_.as<T>(), m_ * n_, stream));
-    return fill_nan(y_.as<T>(), m_ * n_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    using layernorm_rows::RowArgs;
-    using layernorm_rows::RowStep;
-    const T *x = x_.as<T>(), *gamma = gamma_.as<T>(), *beta = beta_.as<T>();
-    const T *w = w_.as<T>(), *b = b_.as<T>();
-    T *xn = xn_.as<T>(), *t = t_.as<T>(), *y = y_.as<T>();
-    const int c = static_cast<int>(k_);
-    if (level < 2 && launch == 0) {
-      // The row kernels read their input through `h`.
-      const RowArgs<T> a{nullptr, nullptr, gamma, beta, const_cast<T*>(x), xn, nullptr, nullptr, m_, c};
-      return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
-    }
-    if (level == 0 && launch == 1) return gemm_->run(xn, w, nullptr, t, stream);
-    if (level == 0 && launch == 2) return launch_bias_op(t, b, y, m_ * n_, n_, AddBiasOp{}, stream);
-    if (level == 1 && launch == 1) return gemm_bias_->run(xn, w, b, y, stream);
-    if (level == 2 && launch == 0) {
-      return launch_ln_gemm_bias(x, gamma, beta, w, b, y, m_, c, static_cast<int>(n_), stream);
-    }
-    return Status::Error("layernorm_linear has no launch " + std::to_string(launch) +
-                         " at level " + std::to_string(level));
+    return poison_elements<T>({{&xn_, m_ * k_}, {&t_, m_ * n_}, {&y_, m_ * n_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    gemm::CheckArgs<T> a{x_.as<T>(), gamma_.as<T>(), beta_.as<T>(), w_.as<T>(), b_.as<T>(),
-                         nullptr, nullptr, y_.as<T>(), m_, int(k_), int(n_), 0};
-    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
-      return gemm::launch_check_rows<T, true, false, false>(a, sums, stream);
-    }, result);
+    const gemm::CheckArgs<T> a{x_.as<T>(), gamma_.as<T>(), beta_.as<T>(), w_.as<T>(),
+                               b_.as<T>(), nullptr,        nullptr,       y_.as<T>(),
+                               m_,         int(k_),        int(n_),       0};
+    return check_gemm_rows<T, true, false, false>(a, sums_, tolerance_, stream, result);
   }
 
+  // Inputs x (M x C), gamma, beta (C), W (C x 3C), b (3C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    *inputs = {HostTensor{"x", {}}, HostTensor{"gamma", {}}, HostTensor{"beta", {}},
-               HostTensor{"W", {}}, HostTensor{"b", {}}};
-    outputs->assign(1, HostTensor{"y", {}});
-    FL_TRY(download_as_double(x_.as<T>(), m_ * k_, stream, &(*inputs)[0].values));
-    FL_TRY(download_as_double(gamma_.as<T>(), k_, stream, &(*inputs)[1].values));
-    FL_TRY(download_as_double(beta_.as<T>(), k_, stream, &(*inputs)[2].values));
-    FL_TRY(download_as_double(w_.as<T>(), k_ * n_, stream, &(*inputs)[3].values));
-    FL_TRY(download_as_double(b_.as<T>(), n_, stream, &(*inputs)[4].values));
-    return download_as_double(y_.as<T>(), m_ * n_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * k_},
+                                {"gamma", gamma_.as<T>(), k_},
+                                {"beta", beta_.as<T>(), k_},
+                                {"W", w_.as<T>(), k_ * n_},
+                                {"b", b_.as<T>(), n_}},
+                               stream, inputs));
+    return download_tensors<T>({{"y", y_.as<T>(), m_ * n_}}, stream, outputs);
   }
 
  private:
+  // Lesson 4's one-kernel LayerNorm, xn = LN(x): the row kernels read their input through `h`.
+  Status layernorm(cudaStream_t stream) {
+    using layernorm_rows::RowArgs;
+    using layernorm_rows::RowStep;
+    const RowArgs<T> a{
+        nullptr, nullptr, gamma_.as<T>(),      beta_.as<T>(), x_.as<T>(), xn_.as<T>(), nullptr,
+        nullptr, m_,      static_cast<int>(k_)};
+    return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
+  }
+
   int64_t m_, k_, n_;
   double tolerance_;
   DeviceBuffer x_, gamma_, beta_, w_, b_, xn_, t_, y_, sums_;
   std::unique_ptr<blas::Gemm> gemm_, gemm_bias_;
 };
 
-class LayerNormLinear final : public Lesson {
+// ---- the level table -----------------------------------------------------------------------
+// M = s tokens, K = i = C, N = 3C, b bytes per element. LayerNorm reads x (M K) and gamma, beta
+// (2 K) and writes M K, 8 flops per element; the GEMM reads xn (M K) and W (K N) and writes
+// M N, 2 M N K flops; the bias is read once (N), 1 flop per element of the product.
+int64_t x_bytes(const Dims& d) { return d.s * d.i * d.b; }            // x or xn: M x K
+int64_t product_bytes(const Dims& d) { return d.s * 3 * d.i * d.b; }  // t or y: M x N
+int64_t weights_bytes(const Dims& d) { return d.i * 3 * d.i * d.b; }  // W: K x N
+int64_t bias_bytes(const Dims& d) { return 3 * d.i * d.b; }
+double gemm_flops(const Dims& d) { return 2.0 * d.s * (3 * d.i) * d.i; }
+double layernorm_flops(const Dims& d) { return 8.0 * d.s * d.i; }
+double bias_flops(const Dims& d) { return 1.0 * d.s * (3 * d.i); }
+
+template <typename T>
+const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::levels() {
+  using Ws = LayerNormLinearWorkspace;
+  // Levels 0 and 1 start with the same LayerNorm.
+  static const LaunchRow<Ws> layernorm = {
+      "layernorm", [](Ws& w, cudaStream_t s) { return w.layernorm(s); },
+      [](const Dims& d) {
+        return Textbook{x_bytes(d) + 2 * d.i * d.b, x_bytes(d), layernorm_flops(d)};
+      }};
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip "
+       "through HBM",
+       "the LayerNorm's rows and the GEMM's tiles, each within its launch; xn and t go to HBM "
+       "and back",
+       {layernorm,
+        {"gemm",
+         [](Ws& w, cudaStream_t s) {
+           return w.gemm_->run(w.xn_.as<T>(), w.w_.as<T>(), nullptr, w.t_.as<T>(), s);
+         },
+         [](const Dims& d) {
+           return Textbook{x_bytes(d) + weights_bytes(d), product_bytes(d), gemm_flops(d)};
+         }},
+        {"add_bias",
+         [](Ws& w, cudaStream_t s) {
+           return launch_bias_op(w.t_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), w.m_ * w.n_, w.n_,
+                                 AddBiasOp{}, s);
+         },
+         [](const Dims& d) {
+           return Textbook{product_bytes(d) + bias_bytes(d), product_bytes(d), bias_flops(d)};
+         }}}},
+      {"epilogue",
+       "LayerNorm, then one cuBLASLt GEMM with a bias epilogue",
+       "the GEMM's tiles, and the product, biased in registers before its store; xn goes to "
+       "HBM and back",
+       {layernorm,
+        {"gemm_bias",
+         [](Ws& w, cudaStream_t s) {
+           return w.gemm_bias_->run(w.xn_.as<T>(), w.w_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), s);
+         },
+         [](const Dims& d) {
+           return Textbook{x_bytes(d) + weights_bytes(d) + bias_bytes(d), product_bytes(d),
+                           gemm_flops(d) + bias_flops(d)};
+         }}}},
+      {"prologue",
+       "one kernel on tensor cores: row statistics and LayerNorm in the GEMM's prologue, bias in "
+       "its epilogue; xn never exists",
+       "the rows' mean and 1/std, gamma and beta, and each x tile, normalized in shared memory "
+       "as it lands",
+       {{"ln_gemm_bias",
+         [](Ws& w, cudaStream_t s) {
+           return launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(), w.w_.as<T>(),
+                                      w.b_.as<T>(), w.y_.as<T>(), w.m_, static_cast<int>(w.k_),
+                                      static_cast<int>(w.n_), s);
+         },
+         // The statistics re-read x from L2: not counted.
+         [](const Dims& d) {
+           return Textbook{x_bytes(d) + weights_bytes(d) + 2 * d.i * d.b + bias_bytes(d),
+                           product_bytes(d), gemm_flops(d) + layernorm_flops(d) + bias_flops(d)};
+         }}}},
+  };
+  return table;
+}
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
  public:
-  LayerNormLinear() {
-    info_.id = "layernorm_linear";
-    info_.title = "LayerNorm + Linear";
-    info_.formula = "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C";
-    info_.size_axis.unit = "tokens";
-    info_.size_axis.min = 1;
-    info_.size_axis.max = gemm::kMaxTokens;
-    info_.size_axis.default_size = gemm::kDefaultTokens;
-    info_.size_axis.inner_name = "hidden size C";
-    info_.size_axis.inner_default = kDefaultC;
-    info_.size_axis.inner_max = gemm::kMaxC;
-    info_.levels = {
-        {"unfused", "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip through HBM",
-         {"layernorm", "gemm", "add_bias"}},
-        {"epilogue", "LayerNorm, then one cuBLASLt GEMM with a bias epilogue", {"layernorm", "gemm_bias"}},
-        {"prologue", "one kernel on tensor cores: row statistics and LayerNorm in the GEMM's prologue, bias in its epilogue; xn never exists",
-         {"ln_gemm_bias"}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t b = bytes_per_element(p);
-    const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
-    const double gemm_flops = 2.0 * m * n * k, ln_flops = 8.0 * m * k, bias_flops = 1.0 * m * n;
-    const LaunchTraffic layernorm{"layernorm", (m * k + 2 * k) * b, m * k * b, ln_flops};
-    if (level == 0) {
-      return {layernorm, {"gemm", (m * k + k * n) * b, m * n * b, gemm_flops},
-              {"add_bias", (m * n + n) * b, m * n * b, bias_flops}};
-    }
-    if (level == 1) {
-      return {layernorm, {"gemm_bias", (m * k + k * n + n) * b, m * n * b, gemm_flops + bias_flops}};
-    }
-    return {{"ln_gemm_bias", (m * k + k * n + 2 * k + n) * b, m * n * b,
-             gemm_flops + ln_flops + bias_flops}};
-  }
+  LayerNormLinear()
+      : GemmLesson("layernorm_linear", "LayerNorm + Linear",
+                   "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C") {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
     return (2 * m * k + 2 * k + k * n + n + 2 * m * n) * bytes_per_element(p);
-  }
-
-  Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const override {
-    shape = resolve(shape);
-    return make_gemm_workspace<LayerNormLinearWorkspace>("layernorm_linear", shape, p, tolerance(p), out);
   }
 
   // inputs: x (M x C), gamma (C), beta (C), W (C x 3C), b (3C).
@@ -375,11 +395,6 @@ class LayerNormLinear final : public Lesson {
     }
     return {y};
   }
-
-  double tolerance(Precision p) const override { return gemm_tolerance(p); }
-
- private:
-  LessonInfo info_;
 };
 
 }  // namespace

@@ -10,11 +10,13 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
+#include "kernels/row_split.cuh"
 
 namespace fl {
 namespace layernorm_rows {
 
-constexpr double kEps = 1e-5;  // LayerNorm's epsilon (PyTorch's default); fp32 kernels use float(kEps)
+// LayerNorm's epsilon (PyTorch's default); fp32 kernels use float(kEps).
+constexpr double kEps = 1e-5;
 constexpr int kMinRowBlock = 128;  // threads per block of the row kernels (at least)
 constexpr int kMinLanes = 8;       // threads sharing one row: at least 8 (a head or tail has < 8)
 constexpr int kMaxLanes = 512;     // and at most 512
@@ -65,14 +67,12 @@ enum class RowStep {
 };
 
 // One row per `lanes` threads (8 or 16 lanes for short rows, a warp, or up to 16 warps for long
-// rows); blockDim.x / lanes rows per block. A row is laid out as  head | 16-byte packs | tail:
-// when C is not a multiple of the vector width, row starts are not 16-byte aligned, so the row
-// begins with `head` (< 4 fp32, < 8 bf16) single elements up to the next aligned address and
-// ends with a `tail` of fewer than a pack. Thread `rank` holds packs rank, rank + lanes,
-// rank + 2 lanes, ... (kPacks is the compile-time bound on how many, so the slice lives in
-// registers), plus head element `rank` and tail element `rank` where those exist. The packs are
-// kept as stored (bf16 stays bf16: half the registers) and widened to fp32 where used. For
-// C = 768 there is no head or tail: fp32 takes 32 lanes x 6 float4, bf16 16 lanes x 6 packs.
+// rows); blockDim.x / lanes rows per block. A row is  head | 16-byte packs | tail  and thread
+// `rank` holds its RowSlice (row_split.cuh: packs rank, rank + lanes, ..., head and tail element
+// `rank` where those exist); kPacks is the compile-time bound on its packs, so the whole slice
+// lives in registers. The packs are kept as stored (bf16 stays bf16: half the registers) and
+// widened to fp32 where used. For C = 768 there is no head or tail: fp32 takes 32 lanes x 6
+// float4, bf16 16 lanes x 6 packs.
 template <typename T, int kPacks, RowStep kStep>
 __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
     const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
@@ -84,14 +84,13 @@ __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / lanes) + threadIdx.x / lanes;
   // Threads of a row past the end still take part in row_sum's barriers; they move no data.
   const bool active = row < rows;
-  const int64_t base = row * c;  // the buffers themselves start 16-byte aligned (cudaMalloc)
-  const int head = min(c, int((kVec - base % kVec) % kVec));
-  const int packs = (c - head) / kVec;
-  const int tail_col = head + packs * kVec;
-  const bool has_head = active && rank < head;
-  const bool has_tail = active && rank < c - tail_col;
-  auto valid = [&](int k) { return active && rank + k * lanes < packs; };
-  auto col = [&](int k) { return head + (rank + k * lanes) * kVec; };  // first column of pack k
+  const int64_t base = row * c;
+  // The row as head | 16-byte packs | tail (row_split.cuh): h is the one tensor every step
+  // touches, and every tensor's row splits alike. A thread of a row past the end holds nothing.
+  const RowSlice<T> slice{split_row(h + base, c), rank, lanes};
+  const bool has_head = active && slice.has_head(), has_tail = active && slice.has_tail();
+  auto has_pack = [&](int k) { return active && slice.has_pack(k); };
+  const int head_col = slice.head_col(), tail_col = slice.tail_col();
   auto f32 = [](T v) { return widen(v); };
   auto add = [&](T a, T b) { return Elem<T>::from_float(f32(a) + f32(b)); };
 
@@ -102,38 +101,38 @@ __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
     Vec16<T> xs[kPacks], rs[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (valid(k)) {
-        xs[k] = load16(x + base + col(k));
-        rs[k] = load16(r + base + col(k));
+      if (has_pack(k)) {
+        xs[k] = load16(x + base + slice.pack_col(k));
+        rs[k] = load16(r + base + slice.pack_col(k));
       }
     }
     // h = x + r, rounded to T and written right away (it is final); the statistics use the
     // rounded value, as the unfused levels do when they read h back.
     if (has_head) {
-      const T hv = add(x[base + rank], r[base + rank]);
-      h[base + rank] = hv;
+      const T hv = add(x[base + head_col], r[base + head_col]);
+      h[base + head_col] = hv;
       head_v = f32(hv);
     }
     if (has_tail) {
-      const T hv = add(x[base + tail_col + rank], r[base + tail_col + rank]);
-      h[base + tail_col + rank] = hv;
+      const T hv = add(x[base + tail_col], r[base + tail_col]);
+      h[base + tail_col] = hv;
       tail_v = f32(hv);
     }
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (valid(k)) {
+      if (has_pack(k)) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) hs[k].v[j] = add(xs[k].v[j], rs[k].v[j]);
-        store16(h + base + col(k), hs[k]);
+        store16(h + base + slice.pack_col(k), hs[k]);
       }
     }
   } else {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (valid(k)) hs[k] = load16(h + base + col(k));
+      if (has_pack(k)) hs[k] = load16(h + base + slice.pack_col(k));
     }
-    if (has_head) head_v = f32(h[base + rank]);
-    if (has_tail) tail_v = f32(h[base + tail_col + rank]);
+    if (has_head) head_v = f32(h[base + head_col]);
+    if (has_tail) tail_v = f32(h[base + tail_col]);
   }
 
   // 2. The row's statistics: from registers (two passes, no extra traffic), or read back from
@@ -146,17 +145,18 @@ __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
     float sum = head_v + tail_v;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (valid(k)) {
+      if (has_pack(k)) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) sum += f32(hs[k].v[j]);
       }
     }
     mean = row_sum(sum, lanes, s_sum) / float(c);
     auto square = [mean](float a) { return (a - mean) * (a - mean); };
-    float sq = (has_head ? square(head_v) : 0.0f) + (has_tail ? square(tail_v) : 0.0f);
+    float sq = (has_head ? square(head_v) : 0.0f) +
+               (has_tail ? square(tail_v) : 0.0f);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (valid(k)) {
+      if (has_pack(k)) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) sq += square(f32(hs[k].v[j]));
       }
@@ -175,29 +175,30 @@ __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
       return Elem<T>::from_float((a - mean) * rstd * Elem<T>::to_float(g) + Elem<T>::to_float(b));
     };
     // gamma[col] is 16-byte aligned exactly when the row is (no head).
-    const bool params_aligned = head == 0;
+    const bool params_aligned = slice.split.head == 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (!valid(k)) continue;
+      if (!has_pack(k)) continue;
       Vec16<T> g, b, out;
       if (params_aligned) {
-        g = load16(gamma + col(k));
-        b = load16(beta + col(k));
+        g = load16(gamma + slice.pack_col(k));
+        b = load16(beta + slice.pack_col(k));
       } else {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
-          g.v[j] = gamma[col(k) + j];
-          b.v[j] = beta[col(k) + j];
+          g.v[j] = gamma[slice.pack_col(k) + j];
+          b.v[j] = beta[slice.pack_col(k) + j];
         }
       }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) out.v[j] = normalize(f32(hs[k].v[j]), g.v[j], b.v[j]);
-      store16(y + base + col(k), out);
+      store16(y + base + slice.pack_col(k), out);
     }
-    if (has_head) y[base + rank] = normalize(head_v, gamma[rank], beta[rank]);
+    if (has_head) {
+      y[base + head_col] = normalize(head_v, gamma[head_col], beta[head_col]);
+    }
     if (has_tail) {
-      const int t = tail_col + rank;
-      y[base + t] = normalize(tail_v, gamma[t], beta[t]);
+      y[base + tail_col] = normalize(tail_v, gamma[tail_col], beta[tail_col]);
     }
   }
 }

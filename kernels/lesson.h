@@ -1,8 +1,10 @@
 // The lesson interface (DESIGN.md §3). A lesson is one source file holding, in this order: the
-// CPU reference in double precision, the kernels of every fusion level, the textbook traffic
-// model, and a Workspace that owns the device buffers for one (size, precision). A new lesson is
-// one new file plus one line in catalog.cpp, and its teaching text is assets/lessons/<id>.md
-// (read by the window, app/gui/lesson_text.h; a teacher may override it without a compiler).
+// CPU reference in double precision, the kernels of every fusion level, its level table (each
+// level's launches and textbook traffic, declared once: level_table.h derives info(), traffic()
+// and Workspace::launch from it), and a Workspace that owns the device buffers for one (size,
+// precision). A new lesson is one new file plus one line in catalog.cpp, and its teaching text
+// is assets/lessons/<id>.md (read by the window, app/gui/lesson_text.h; a teacher may override
+// it without a compiler). docs/ARCHITECTURE.md, "Adding a lesson", walks through it.
 //
 // Nothing here knows about timing, CUPTI or the UI: the measurement engine (app/measure) drives
 // a Workspace launch by launch, so it can time each launch on its own.
@@ -55,10 +57,12 @@ struct Shape {
 };
 
 // One rung of the fusion ladder: a named variant that is a list of kernel launches.
+// A lesson declares its levels once, in its level table (kernels/level_table.h).
 struct FusionLevel {
   std::string name;                   // "unfused", "fused"
   std::string summary;                // one sentence for the learner
   std::vector<std::string> launches;  // kernel names, in launch order
+  std::string on_chip;                // what stays in registers or shared memory, not in HBM
 };
 
 struct LessonInfo {

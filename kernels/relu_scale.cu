@@ -1,20 +1,13 @@
 // Lesson 1, relu_scale: y = s * relu(x), the simplest fusion there is.
 //
-// Levels:
-//   0 unfused  two kernels: relu writes the intermediate t = relu(x) to HBM, scale reads it back.
-//   1 fused    one kernel: relu and the scale in registers, x read once, y written once.
-// Textbook bytes (n elements of b bytes, b = 4 for fp32, 2 for bf16):
-//   relu  reads n*b (x), writes n*b (t)      scale  reads n*b (t), writes n*b (y)
-//   fused reads n*b (x), writes n*b (y)
-//   unfused 4nb, fused 2nb: the byte-ratio limit of the speedup is 2.0x. At the default 16M fp32
-//   elements that is 268 MB against 134 MB, about 89 us against 45 us at ~3 TB/s (an H100's
-//   copy bandwidth); a 64 MB tensor is bigger than its 50 MB L2, but not 4x: the roofline
-//   figures want 64M elements or more.
+// The ladder (unfused: relu then scale, t = relu(x) round-tripping through HBM; fused: one
+// kernel) and its level table are shared with gelu_scale (activation_scale.cuh); this file
+// holds what is particular to ReLU. Unfused moves 4nb, fused 2nb (n elements of b bytes): the
+// byte-ratio limit of the speedup is 2.0x. At the default 16M fp32 elements that is 268 MB
+// against 134 MB, about 89 us against 45 us at ~3 TB/s (an H100's copy bandwidth); a 64 MB
+// tensor is bigger than its 50 MB L2, but not 4x: the roofline figures want 64M elements or more.
 // Arithmetic: one compare and one multiply per element, so even the fused kernel does 1 flop per
 // 4 bytes (fp32), far below any GPU's ridge point: every level is bound by memory bandwidth.
-//
-// The kernels, workspace and lesson class are the ladder shared with gelu_scale
-// (activation_scale.cuh); this file holds what is particular to ReLU.
 #include "kernels/activation_scale.cuh"
 #include "kernels/activations.cuh"
 #include "kernels/catalog.h"
@@ -25,29 +18,31 @@ namespace {
 struct Relu {
   __device__ float operator()(float x) const { return relu(x); }
   __host__ __device__ static double reference(double x) { return relu_reference(x); }
-};
 
-// Each output is rounded once (t = relu(x) is exact: it is x or 0), so its relative error is
-// at most half an ulp: 6e-8 in fp32, 2e-3 in bf16 (8 significant bits). With s = 0.5 even that
-// rounding is exact, so a correct kernel measures 0; the tolerances leave room for a scale
-// that is not a power of two, and anything wrong (a lost tail, a stale t) is far above them.
-const ActivationScaleSpec kSpec = {
-    "relu_scale",
-    "ReLU + scale",
-    "y = s * relu(x),  s = 0.5",
-    "relu",
-    "relu_scale_fused",
-    "ReLU and scale as two kernels; the intermediate t round-trips through HBM",
-    "one kernel; relu(x) stays in a register",
-    -4.0f, 4.0f,  // half the inputs are clipped to 0
-    1.0,          // ReLU: one compare, counted as a flop
-    1e-6, 4e-3,
+  // Tolerances. Each output is rounded once (t = relu(x) is exact: it is x or 0), so its
+  // relative error is at most half an ulp: 6e-8 in fp32, 2e-3 in bf16 (8 significant bits).
+  // With s = 0.5 even that rounding is exact, so a correct kernel measures 0; the tolerances
+  // leave room for a scale that is not a power of two, and anything wrong (a lost tail, a
+  // stale t) is far above them.
+  static constexpr ActivationScaleSpec kSpec = {
+      "relu_scale",
+      "ReLU + scale",
+      "y = s * relu(x),  s = 0.5",
+      "relu",
+      "relu_scale_fused",
+      "ReLU and scale as two kernels; the intermediate t round-trips through HBM",
+      "one kernel; relu(x) stays in a register",
+      "t = relu(x), in a register",
+      -4.0f, 4.0f,  // half the inputs are clipped to 0
+      1.0,          // ReLU: one compare, counted as a flop
+      1e-6, 4e-3,
+  };
 };
 
 }  // namespace
 
 const Lesson& relu_scale_lesson() {
-  static const ActivationScaleLesson<Relu> lesson(kSpec);
+  static const ActivationScaleLesson<Relu> lesson;
   return lesson;
 }
 

@@ -6,23 +6,15 @@
 // the future: key j > q becomes -inf, so its probability is exactly 0; key 0 is never masked,
 // so every row has something to normalize.
 //
-// Levels:
-//   0 unfused        five kernels, each op its own launch, each itself efficient:
-//                    scale (S -> S1), mask (S1 -> S2), row_max (S2 -> m),
-//                    exp_sum (S2, m -> e, d), divide (e, d -> P).
-//   1 softmax fused  what PyTorch eager runs: scale and mask are still two elementwise kernels,
-//                    then one softmax kernel that keeps its row on chip (S2 -> P).
-//   2 fused          one kernel: S is read once, scaled and masked as it arrives, the row's max
-//                    and sum are found with the online-softmax rule in registers, P written once.
-//
-// Textbook bytes (n = rows * L elements of b bytes; the row max m and sum d are fp32, 4 bytes
-// per row each):
-//   unfused          scale 2nb, mask 2nb, row_max nb + 4 rows, exp_sum 2nb + 8 rows,
-//                    divide 2nb + 4 rows: 9nb + 16 rows
-//   softmax fused    2nb + 2nb + 2nb = 6nb
-//   fused            2nb
-// so the byte-ratio limit of the speedup is 4.5x over the five-kernel chain (4.504x at L = 512
-// in fp32) and 3.0x over the eager one, once the scores are far larger than L2.
+// The ladder: unfused is five kernels, each op its own launch and each itself efficient (scale,
+// mask, row_max, exp_sum, divide); level 1 is what PyTorch eager runs (scale and mask are still
+// two elementwise kernels, then one softmax kernel that keeps its row on chip); fused is one
+// kernel that reads S once, scales and masks it as it arrives, finds the row's max and sum with
+// the online-softmax rule in registers and writes P once. With n = rows * L elements of b bytes
+// the levels move 9nb + 16 rows (the fp32 row max and sum), 6nb and 2nb, so the byte-ratio
+// limit of the speedup is 4.5x over the five-kernel chain (4.504x at L = 512 in fp32) and 3.0x
+// over the eager one, once the scores are far larger than L2. The level table below has every
+// launch's bytes.
 // Prediction at the default shape, fp32 (196,608 rows x 512 keys, 402.7 MB per tensor):
 // unfused 3,627.0 MB, softmax fused 2,415.9 MB, fused 805.3 MB; at ~3.0 TB/s of copy bandwidth
 // (H100 SXM) about 1.21 ms, 0.81 ms and 0.27 ms. bf16 halves every figure but the 16 bytes/row.
@@ -33,18 +25,12 @@
 // thread has up to 4 vectors of it (L = 512: a warp per fp32 row, half a warp per bf16 row;
 // L = 8192 fp32: 512 threads). A row of odd length starts at an address that is not a multiple
 // of 16 bytes, so each row is split into a scalar head (up to the first 16-byte boundary), full
-// 16-byte vectors, and a scalar tail: any L works, L = 1 included. The softmax and fused
-// kernels hold their whole row in registers, so the row is read from DRAM once.
+// 16-byte vectors, and a scalar tail (row_split.cuh, shared with LayerNorm): any L works, L = 1
+// included. The softmax and fused kernels hold their whole row in registers, so the row is read
+// from DRAM once.
 //
-// Measured (H200, CUDA 13.0 driver and runtime, cold L2, median of >= 50 repetitions of
-// `fusionlab bench`, 2026-11-21),
-// % of copy bandwidth on textbook bytes, at 524,288 x 512 (1 GiB fp32 tensors) / 196,608 x 512:
-//   fp32  scale 100/100, mask 99/98, row_max 100/94, exp_sum 96/95, divide 96/94,
-//         softmax 97/96, fused 98/98; fused/unfused 4.49x / 4.57x (limit 4.50x)
-//   bf16  scale 100/99, mask 97/94, row_max 96/84, exp_sum 89/88, divide 97/95,
-//         softmax 97/94, fused 99/99; fused/unfused 4.66x / 4.80x (limit 4.51x)
-// The unfused kernels lose most where a tensor is only a few times L2: each one first pays the
-// write-back of the dirty lines its predecessor left in L2 (row_max after mask, 84% above).
+// Measured figures (and where the unfused kernels lose a few percent: the write-back of the dirty
+// lines their predecessor left in L2) are in docs/PERFORMANCE.md.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -58,6 +44,9 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/level_table.h"
+#include "kernels/row_split.cuh"
+#include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
@@ -124,6 +113,12 @@ __device__ __forceinline__ Vec16<T> load16_ro(const T* p) {
   return out;
 }
 
+// load16_ro as a callable for RowSlice::stream_packs.
+template <typename T>
+struct LoadReadOnly {
+  __device__ Vec16<T> operator()(const T* p) const { return load16_ro(p); }
+};
+
 template <typename T>
 __device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCount]) {
   const int4 bits = pack16(v);
@@ -142,23 +137,7 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
-// ---- row geometry --------------------------------------------------------------------------
-
-// A row of L elements split at 16-byte boundaries: `head` scalars, `vecs` full 16-byte vectors,
-// `tail` scalars. All tensors here share one layout and 256-byte aligned bases, so the split of
-// a row of S is also the split of the same row of every other tensor.
-struct RowSplit {
-  int head, vecs, tail;
-};
-
-template <typename T>
-__device__ __forceinline__ RowSplit split_row(const T* row, int length) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(row) & 15) / sizeof(T));
-  const int head = min(misaligned == 0 ? 0 : kVec - misaligned, length);
-  const int vecs = (length - head) / kVec;
-  return {head, vecs, length - head - vecs * kVec};
-}
+// ---- row groups -----------------------------------------------------------------------------
 
 // Each row kernel gives a row to a group of kRowThreads threads: 8 or 16 lanes of a warp for
 // short rows, a warp, or several warps of a block for long ones. Every thread then has up to
@@ -328,26 +307,13 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const bool active = Group::row() < rows;
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   float m = -INFINITY;
-  if (t < split.head) m = Elem<T>::to_float(src[t]);
-  if (t < split.tail) m = fmaxf(m, Elem<T>::to_float(src[split.head + split.vecs * kVec + t]));
-  const T* vecs = src + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  slice.for_each_single([&](int j) { m = fmaxf(m, Elem<T>::to_float(src[j])); });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int, const Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(vecs + (base + u * kRowThreads) * kVec);
-    }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v[u].v[k]));
-      }
-    }
-  }
+    for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v.v[k]));
+  });
   m = Group::reduce(m, MaxOp{});
   if (active && t == 0) row_max[row] = m;
 }
@@ -365,45 +331,26 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
   T* dst = e + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   // exp(x - m) = exp2(x log2(e) - m log2(e)): one FFMA and one MUFU.EX2 per element.
   const float m_log2e = row_max[row] * kLog2e;
   auto exp_of = [&](T x) {
     return Elem<T>::from_float(exp2_fast(fmaf(Elem<T>::to_float(x), kLog2e, -m_log2e)));
   };
   float d = 0;
-  if (t < split.head) {
-    const T stored = exp_of(src[t]);
-    if (active) dst[t] = stored;
-    d += Elem<T>::to_float(stored);
-  }
-  if (t < split.tail) {
-    const int j = split.head + split.vecs * kVec + t;
+  slice.for_each_single([&](int j) {
     const T stored = exp_of(src[j]);
     if (active) dst[j] = stored;
     d += Elem<T>::to_float(stored);
-  }
-  const T* in_vecs = src + split.head;
-  T* out_vecs = dst + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
+    for (int k = 0; k < kVec; ++k) {
+      v.v[k] = exp_of(v.v[k]);
+      d += Elem<T>::to_float(v.v[k]);
     }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          v[u].v[k] = exp_of(v[u].v[k]);
-          d += Elem<T>::to_float(v[u].v[k]);
-        }
-        if (active) store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
-      }
-    }
-  }
+    if (active) store16_packed(dst + col, v.v);
+  });
   d = Group::reduce(d, SumOp{});
   if (active && t == 0) row_sum[row] = d;
 }
@@ -420,32 +367,15 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   if (row >= rows) return;  // no shuffles or barriers below: a spare group may simply leave
   const T* src = e + row * length;
   T* dst = p + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   const float inv = 1.0f / row_sum[row];
   auto divide = [&](T x) { return Elem<T>::from_float(Elem<T>::to_float(x) * inv); };
-  if (t < split.head) dst[t] = divide(src[t]);
-  if (t < split.tail) {
-    const int j = split.head + split.vecs * kVec + t;
-    dst[j] = divide(src[j]);
-  }
-  const T* in_vecs = src + split.head;
-  T* out_vecs = dst + split.head;
-  for (int base = t; base < split.vecs; base += kVecsPerThread * kRowThreads) {
-    Vec16<T> v[kVecsPerThread];
+  slice.for_each_single([&](int j) { dst[j] = divide(src[j]); });
+  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
 #pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs)
-        v[u] = load16_ro(in_vecs + (base + u * kRowThreads) * kVec);
-    }
-#pragma unroll
-    for (int u = 0; u < kVecsPerThread; ++u) {
-      if (base + u * kRowThreads < split.vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) v[u].v[k] = divide(v[u].v[k]);
-        store16_packed(out_vecs + (base + u * kRowThreads) * kVec, v[u].v);
-      }
-    }
-  }
+    for (int k = 0; k < kVec; ++k) v.v[k] = divide(v.v[k]);
+    store16_packed(dst + col, v.v);
+  });
 }
 
 // ---- levels 1 and 2: softmax with the row in registers -------------------------------------
@@ -471,7 +401,7 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   const int64_t row = active ? Group::row() : rows - 1;
   const T* src = in + row * length;
   T* dst = out + row * length;
-  const RowSplit split = split_row(src, length);
+  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
   // The query of this row (rows * L <= 2^28, so 32 bits suffice); level 1 masks nothing here.
   const int q = kScaleAndMask
                     ? static_cast<int>(static_cast<uint32_t>(row) % static_cast<uint32_t>(length))
@@ -481,9 +411,8 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
   float x[kVecsPerThread][kVec];
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
-    const int v = t + k * kRowThreads;
-    if (v < split.vecs) {
-      const Vec16<T> raw = load16_ro(src + split.head + v * kVec);
+    if (slice.has_pack(k)) {
+      const Vec16<T> raw = load16_ro(src + slice.pack_col(k));
 #pragma unroll
       for (int e = 0; e < kVec; ++e) x[k][e] = Elem<T>::to_float(raw.v[e]);
     } else {
@@ -491,19 +420,19 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
       for (int e = 0; e < kVec; ++e) x[k][e] = -INFINITY;
     }
   }
-  const int tail_j = split.head + split.vecs * kVec + t;
-  float x_head = t < split.head ? Elem<T>::to_float(src[t]) : -INFINITY;
-  float x_tail = t < split.tail ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
+  const int head_j = slice.head_col(), tail_j = slice.tail_col();
+  float x_head = slice.has_head() ? Elem<T>::to_float(src[head_j]) : -INFINITY;
+  float x_tail = slice.has_tail() ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
   if constexpr (kScaleAndMask) {
 #pragma unroll
     for (int k = 0; k < kVecsPerThread; ++k) {
-      const int first = split.head + (t + k * kRowThreads) * kVec;  // key of x[k][0]
+      const int first = slice.pack_col(k);  // key of x[k][0]
       if (first + kVec - 1 > q) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) x[k][e] = first + e > q ? -INFINITY : x[k][e];
       }
     }
-    if (t > q) x_head = -INFINITY;
+    if (head_j > q) x_head = -INFINITY;
     if (tail_j > q) x_tail = -INFINITY;
   }
 
@@ -537,16 +466,15 @@ __global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
 
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
-    const int v = t + k * kRowThreads;
-    if (v < split.vecs) {
+    if (slice.has_pack(k)) {
       T p[kVec];
 #pragma unroll
       for (int e = 0; e < kVec; ++e) p[e] = Elem<T>::from_float(x[k][e] * factor);
-      store16_packed(dst + split.head + v * kVec, p);
+      store16_packed(dst + slice.pack_col(k), p);
     }
   }
-  if (t < split.head) dst[t] = Elem<T>::from_float(e_head * factor);
-  if (t < split.tail) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
+  if (slice.has_head()) dst[head_j] = Elem<T>::from_float(e_head * factor);
+  if (slice.has_tail()) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
 }
 
 // ---- the GPU's fp64 check ------------------------------------------------------------------
@@ -680,18 +608,20 @@ Status launch_rows(RowKernel kernel, const T* in, T* out, float* row_max, float*
 
 // ---- workspace -----------------------------------------------------------------------------
 
+// Device buffers for one shape and element type: the scores S, the unfused chain's
+// intermediates (s*S, masked, exponentials), the probabilities P and the fp32 row max and sum.
 template <typename T>
-class ScaleMaskSoftmaxWorkspace final : public Workspace {
+class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWorkspace<T>> {
  public:
   ScaleMaskSoftmaxWorkspace(int64_t rows, int length, double tolerance)
       : rows_(rows), length_(length), n_(rows * length), tolerance_(tolerance) {}
 
+  static const LevelTable<ScaleMaskSoftmaxWorkspace>& levels();  // the ladder, below
+
   Status allocate() {
-    for (DeviceBuffer* b : {&s_, &s1_, &s2_, &e_, &p_}) FL_TRY(b->allocate(n_ * sizeof(T)));
-    FL_TRY(row_max_.allocate(rows_ * sizeof(float)));
-    FL_TRY(row_sum_.allocate(rows_ * sizeof(float)));
-    FL_TRY(sums_.allocate(sizeof(CheckSums)));
-    return Status::Ok();
+    FL_TRY(allocate_elements<T>({{&s_, n_}, {&s1_, n_}, {&s2_, n_}, {&e_, n_}, {&p_, n_}}));
+    FL_TRY(allocate_elements<float>({{&row_max_, rows_}, {&row_sum_, rows_}}));
+    return sums_.allocate(sizeof(CheckSums));
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -699,35 +629,8 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
   }
 
   Status poison_outputs(cudaStream_t stream) override {
-    for (DeviceBuffer* b : {&s1_, &s2_, &e_, &p_}) FL_TRY(fill_nan(b->as<T>(), n_, stream));
-    FL_TRY(fill_nan(row_max_.as<float>(), rows_, stream));
-    return fill_nan(row_sum_.as<float>(), rows_, stream);
-  }
-
-  Status launch(int level, int launch, cudaStream_t stream) override {
-    const T* s = s_.as<T>();
-    T* s1 = s1_.as<T>();
-    T* s2 = s2_.as<T>();
-    T* e = e_.as<T>();
-    T* p = p_.as<T>();
-    float* m = row_max_.as<float>();
-    float* d = row_sum_.as<float>();
-    if (level < 0 || launch < 0)
-      return Status::Error("scale_mask_softmax: negative level or launch");
-    if (level <= 1 && launch == 0) return launch_scale(s, s1, n_, stream);
-    if (level <= 1 && launch == 1) return launch_mask<T>(s1, s2, n_, length_, stream);
-    if (level == 0 && launch == 2)
-      return launch_rows<T>(RowKernel::max, s2, nullptr, m, d, rows_, length_, stream);
-    if (level == 0 && launch == 3)
-      return launch_rows<T>(RowKernel::exp_sum, s2, e, m, d, rows_, length_, stream);
-    if (level == 0 && launch == 4)
-      return launch_rows<T>(RowKernel::divide, e, p, m, d, rows_, length_, stream);
-    if (level == 1 && launch == 2)
-      return launch_rows<T>(RowKernel::softmax, s2, p, m, d, rows_, length_, stream);
-    if (level == 2 && launch == 0)
-      return launch_rows<T>(RowKernel::fused, s, p, m, d, rows_, length_, stream);
-    return Status::Error("scale_mask_softmax has no launch " + std::to_string(launch) +
-                         " at level " + std::to_string(level));
+    FL_TRY(poison_elements<T>({{&s1_, n_}, {&s2_, n_}, {&e_, n_}, {&p_, n_}}, stream));
+    return poison_elements<float>({{&row_max_, rows_}, {&row_sum_, rows_}}, stream);
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
@@ -749,22 +652,17 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
   // Inputs: the scores S and, as a one-value tensor, the row length L the reference needs.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    inputs->assign(2, HostTensor{"S", {}});
-    (*inputs)[1] = HostTensor{"row_length", {static_cast<double>(length_)}};
-    outputs->assign(1, HostTensor{"P", {}});
-    FL_TRY(copy_out(s_, stream, &(*inputs)[0].values));
-    return copy_out(p_, stream, &(*outputs)[0].values);
+    FL_TRY(download_tensors<T>({{"S", s_.as<T>(), n_}}, stream, inputs));
+    inputs->push_back(HostTensor{"row_length", {static_cast<double>(length_)}});
+    return download_tensors<T>({{"P", p_.as<T>(), n_}}, stream, outputs);
   }
 
  private:
-  Status copy_out(const DeviceBuffer& buffer, cudaStream_t stream, std::vector<double>* values) {
-    std::vector<T> raw(n_);
-    FL_CUDA_TRY(
-        cudaMemcpyAsync(raw.data(), buffer.get(), n_ * sizeof(T), cudaMemcpyDeviceToHost, stream));
-    FL_CUDA_TRY(cudaStreamSynchronize(stream));
-    values->resize(n_);
-    for (int64_t i = 0; i < n_; ++i) (*values)[i] = Elem<T>::to_float(raw[i]);
-    return Status::Ok();
+  // One of the row kernels, from `in` to `out`, with the row statistics m and d.
+  Status rows(RowKernel kernel, const DeviceBuffer& in, const DeviceBuffer& out,
+              cudaStream_t stream) {
+    return launch_rows<T>(kernel, in.as<T>(), out.as<T>(), row_max_.as<float>(),
+                          row_sum_.as<float>(), rows_, length_, stream);
   }
 
   int64_t rows_;
@@ -775,62 +673,83 @@ class ScaleMaskSoftmaxWorkspace final : public Workspace {
   DeviceBuffer row_max_, row_sum_, sums_;
 };
 
+// ---- the level table -----------------------------------------------------------------------
+// S, P and every intermediate are s rows x i = L keys of b bytes (d.tensor_bytes()); the row
+// max m and sum d are fp32, one a row each (d.row_stat_bytes()).
+// FLOPs per score: scale 1 (multiply), mask 0 (a select), max 1 (compare), exp-sum 3 (subtract,
+// exponential counted as 1, add), divide 1.
+template <typename T>
+const LevelTable<ScaleMaskSoftmaxWorkspace<T>>& ScaleMaskSoftmaxWorkspace<T>::levels() {
+  using Ws = ScaleMaskSoftmaxWorkspace;
+  // Levels 0 and 1 start with the same two elementwise kernels.
+  static const LaunchRow<Ws> scale = {
+      "scale",
+      [](Ws& w, cudaStream_t s) { return launch_scale(w.s_.as<T>(), w.s1_.as<T>(), w.n_, s); },
+      [](const Dims& d) {
+        return Textbook{d.tensor_bytes(), d.tensor_bytes(), 1.0 * d.elements()};
+      }};
+  static const LaunchRow<Ws> mask = {
+      "mask",
+      [](Ws& w, cudaStream_t s) {
+        return launch_mask<T>(w.s1_.as<T>(), w.s2_.as<T>(), w.n_, w.length_, s);
+      },
+      [](const Dims& d) { return Textbook{d.tensor_bytes(), d.tensor_bytes(), 0.0}; }};
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "
+       "through HBM",
+       "only within a launch: every intermediate goes to HBM and back",
+       {scale,
+        mask,
+        {"row_max",  // writes only m: the e it is handed stays untouched
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::max, w.s2_, w.e_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.row_stat_bytes(), 1.0 * d.elements()};
+         }},
+        {"exp_sum",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::exp_sum, w.s2_, w.e_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.row_stat_bytes(),
+                           d.tensor_bytes() + d.row_stat_bytes(), 3.0 * d.elements()};
+         }},
+        {"divide", [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::divide, w.e_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes() + d.row_stat_bytes(), d.tensor_bytes(),
+                           1.0 * d.elements()};
+         }}}},
+      {"softmax fused",
+       "what PyTorch eager runs: scale and mask kernels, then one softmax kernel that keeps "
+       "its row on chip",
+       "the row, its max and its sum, in registers, within the softmax kernel",
+       {scale,
+        mask,
+        {"softmax",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::softmax, w.s2_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 5.0 * d.elements()};
+         }}}},
+      {"fused",
+       "one kernel: S read once, scaled and masked in registers, online softmax, P written "
+       "once",
+       "the scaled, masked row and its running max and sum, in registers",
+       {{"scale_mask_softmax_fused",
+         [](Ws& w, cudaStream_t s) { return w.rows(RowKernel::fused, w.s_, w.p_, s); },
+         [](const Dims& d) {
+           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 6.0 * d.elements()};
+         }}}},
+  };
+  return table;
+}
+
 // ---- the lesson ----------------------------------------------------------------------------
 
-class ScaleMaskSoftmax final : public Lesson {
+class ScaleMaskSoftmax final : public LevelLesson<ScaleMaskSoftmaxWorkspace<float>> {
  public:
-  ScaleMaskSoftmax() {
-    info_.id = "scale_mask_softmax";
-    info_.title = "Scale + causal mask + softmax";
-    info_.formula = "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf";
-    info_.size_axis = {"rows",
-                       1,
-                       kMaxElements / kLengthDefault,
-                       kRowsDefault,
-                       "keys per row L (the sequence length)",
-                       kLengthDefault,
-                       kLengthMax};
-    info_.levels = {
-        {"unfused",
-         "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "
-         "through HBM",
-         {"scale", "mask", "row_max", "exp_sum", "divide"}},
-        {"softmax fused",
-         "what PyTorch eager runs: scale and mask kernels, then one softmax kernel that keeps "
-         "its row on chip",
-         {"scale", "mask", "softmax"}},
-        {"fused",
-         "one kernel: S read once, scaled and masked in registers, online softmax, P written "
-         "once",
-         {"scale_mask_softmax_fused"}},
-    };
-    info_.precisions = {Precision::fp32, Precision::bf16};
-  }
-
-  const LessonInfo& info() const override { return info_; }
-
-  std::vector<LaunchTraffic> traffic(int level, Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t n = shape.size * shape.inner;
-    const int64_t tensor = n * bytes_per_element(p);
-    const int64_t stat = shape.size * int64_t(sizeof(float));  // one fp32 per row: max or sum
-    // FLOPs per score: scale 1 (multiply), mask 0 (a select), max 1 (compare), exp-sum 3
-    // (subtract, exponential counted as 1, add), divide 1.
-    const double per = double(n);
-    if (level == 0) {
-      return {{"scale", tensor, tensor, per},
-              {"mask", tensor, tensor, 0.0},
-              {"row_max", tensor, stat, per},
-              {"exp_sum", tensor + stat, tensor + stat, 3 * per},
-              {"divide", tensor + stat, tensor, per}};
-    }
-    if (level == 1) {
-      return {{"scale", tensor, tensor, per},
-              {"mask", tensor, tensor, 0.0},
-              {"softmax", tensor, tensor, 5 * per}};
-    }
-    return {{"scale_mask_softmax_fused", tensor, tensor, 6 * per}};
-  }
+  ScaleMaskSoftmax()
+      : LevelLesson("scale_mask_softmax", "Scale + causal mask + softmax",
+                    "P = softmax_rows(mask_causal(s * S)),  s = 1/sqrt(64), masked keys -> -inf",
+                    {"rows", 1, kMaxElements / kLengthDefault, kRowsDefault,
+                     "keys per row L (the sequence length)", kLengthDefault, kLengthMax}) {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
@@ -854,8 +773,8 @@ class ScaleMaskSoftmax final : public Lesson {
                            std::to_string(shape.inner) + " keys the largest is " +
                            std::to_string(kMaxElements / shape.inner) + " rows.");
     }
-    if (p == Precision::fp32) return make<float>(shape, p, out);
-    return make<__nv_bfloat16>(shape, p, out);
+    return make_workspace<ScaleMaskSoftmaxWorkspace>(p, out, shape.size,
+                                                     static_cast<int>(shape.inner), tolerance(p));
   }
 
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
@@ -869,18 +788,6 @@ class ScaleMaskSoftmax final : public Lesson {
   // bf16: P's own rounding to 8 significant bits gives ~1.5e-3, and the unfused chain rounds e
   // once more (0.7e-3 to 1.9e-3 measured); 1e-2 still catches any real mistake.
   double tolerance(Precision p) const override { return p == Precision::fp32 ? 1e-5 : 1e-2; }
-
- private:
-  template <typename T>
-  Status make(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const {
-    auto ws = std::make_unique<ScaleMaskSoftmaxWorkspace<T>>(
-        shape.size, static_cast<int>(shape.inner), tolerance(p));
-    FL_TRY(ws->allocate());
-    *out = std::move(ws);
-    return Status::Ok();
-  }
-
-  LessonInfo info_;
 };
 
 }  // namespace

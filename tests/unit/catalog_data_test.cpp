@@ -85,6 +85,7 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
       EXPECT_EQ(a.levels[l].name, b.levels[l].name);
       EXPECT_EQ(a.levels[l].summary, b.levels[l].summary);
       EXPECT_EQ(a.levels[l].launches, b.levels[l].launches);
+      EXPECT_EQ(a.levels[l].on_chip, b.levels[l].on_chip);
     }
     // Random sizes over the whole axis, the default row length (inner 0) and odd ones.
     std::uniform_int_distribution<int64_t> size(a.size_axis.min, a.size_axis.max);

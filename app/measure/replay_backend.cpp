@@ -302,7 +302,9 @@ Status load_recording(const std::vector<std::string>& paths, std::unique_ptr<Rep
       std::vector<std::string> found;
       for (const auto& entry : fs::directory_iterator(path, ec)) {
         std::error_code entry_ec;
-        if (entry.path().extension() == ".json" && entry.is_regular_file(entry_ec)) {
+        // peers.json beside the sessions is the PyTorch peer file (docs/SESSION_FORMAT.md).
+        if (entry.path().extension() == ".json" && entry.path().filename() != "peers.json" &&
+            entry.is_regular_file(entry_ec)) {
           found.push_back(entry.path().string());
         }
       }

@@ -186,7 +186,9 @@ std::vector<Seed> all_seeds() {
       fs::path(FUSIONLAB_SOURCE_DIR) / "assets" / "recordings" / "h100-2026-11-23";
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(folder)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
+    if (entry.path().extension() == ".json" && entry.path().filename() != "peers.json") {
+      files.push_back(entry.path());
+    }
   }
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {

@@ -156,7 +156,10 @@ std::vector<std::string> recording_files() {
   std::vector<std::string> files;
   if (!fs::exists(kRecording)) return files;
   for (const auto& entry : fs::directory_iterator(kRecording)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+    // peers.json is the PyTorch peer file beside the sessions, not a session.
+    if (entry.path().extension() == ".json" && entry.path().filename() != "peers.json") {
+      files.push_back(entry.path().string());
+    }
   }
   std::sort(files.begin(), files.end());
   return files;

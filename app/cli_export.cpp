@@ -73,8 +73,8 @@ Status apply_filters(const ExportOptions& o, Session* session) {
     kept.push_back(std::move(m));
   }
   if (!o.lesson.empty() && lessons.count(o.lesson) == 0) {
-    return Status::Error("no measurement of lesson '" + shorten_for_message(o.lesson) + "' in the input; it holds " +
-                         join(lessons));
+    return Status::Error("no measurement of lesson '" + shorten_for_message(o.lesson) +
+                         "' in the input; it holds " + join(lessons));
   }
   if (kept.empty()) {
     return Status::Error("no measurement at size " + shorten_for_message(o.size) +
@@ -98,7 +98,9 @@ Status prepare(const ExportOptions& o, Session* session, ReadingGuard* reading) 
 }
 
 void add_common_options(CLI::App* command, ExportOptions* o, const char* output_type) {
-  command->add_option("sessions", o->inputs, "Session files, or folders of .json session files (one GPU)")
+  command
+      ->add_option("sessions", o->inputs,
+                   "Session files, or folders of .json session files (one GPU)")
       ->required()
       ->type_name("SESSION.json");
   command->add_option("-o,--out", o->out, "Output file; - writes to standard output")
@@ -143,7 +145,8 @@ int run_export_trace(const ExportOptions& o) {
   if (Status st = trace_bytes(session, gzip, &bytes); !st.ok()) return fail(name, st.message());
   WriteOptions write;
   write.replace_existing = o.force;
-  const Status written = to_stdout ? write_to_stdout(bytes) : write_file_atomically(o.out, bytes, write);
+  const Status written =
+      to_stdout ? write_to_stdout(bytes) : write_file_atomically(o.out, bytes, write);
   if (!written.ok()) return fail(name, written.message());
   size_t records = 0, synthesized = 0;
   for (const Measurement& m : session.measurements) {
@@ -151,11 +154,14 @@ int run_export_trace(const ExportOptions& o) {
     if (m.records.empty()) ++synthesized;
   }
   std::fprintf(stderr, "wrote %s: %zu measurements, %zu kernel records, %s\n",
-               to_stdout ? "the trace to standard output" : shorten_for_message(o.out, kShownPathChars).c_str(),
-               session.measurements.size(), records, format_bytes(static_cast<double>(bytes.size())).c_str());
+               to_stdout ? "the trace to standard output"
+                         : shorten_for_message(o.out, kShownPathChars).c_str(),
+               session.measurements.size(), records,
+               format_bytes(static_cast<double>(bytes.size())).c_str());
   if (synthesized > 0) {
-    std::fprintf(stderr, "note: %zu measurements have no CUPTI records (older sessions); their "
-                         "kernels are drawn from median launch times, marked synthesized\n",
+    std::fprintf(stderr,
+                 "note: %zu measurements have no CUPTI records (older sessions); their "
+                 "kernels are drawn from median launch times, marked synthesized\n",
                  synthesized);
   }
   return kExitOk;
@@ -170,12 +176,14 @@ int run_export_csv(const ExportOptions& o) {
   const std::string csv = measurements_csv(session);
   WriteOptions write;
   write.replace_existing = o.force;
-  const Status written = to_stdout ? write_to_stdout(csv) : write_file_atomically(o.out, csv, write);
+  const Status written =
+      to_stdout ? write_to_stdout(csv) : write_file_atomically(o.out, csv, write);
   if (!written.ok()) return fail(name, written.message());
   size_t rows = 0;
   for (const Measurement& m : session.measurements) rows += m.launches.size();
   std::fprintf(stderr, "wrote %s: %zu rows\n",
-               to_stdout ? "the CSV to standard output" : shorten_for_message(o.out, kShownPathChars).c_str(),
+               to_stdout ? "the CSV to standard output"
+                         : shorten_for_message(o.out, kShownPathChars).c_str(),
                rows);
   return kExitOk;
 }

@@ -55,10 +55,13 @@ void print_stats(const char* what, std::vector<double> v) {
 // The options, checked before the GPU is touched; the usage error's message, or empty.
 std::string check_options(const LatencyOptions& o, int64_t* max_size) {
   if (Status st = parse_size(o.max_size, max_size); !st.ok()) return "--max-size: " + st.message();
-  if (const Lesson* gelu = find_lesson("gelu_scale"); gelu != nullptr && *max_size > gelu->info().size_axis.max) {
-    return "--max-size is at most " + format_size(gelu->info().size_axis.max) + " (gelu_scale's largest size)";
+  if (const Lesson* gelu = find_lesson("gelu_scale");
+      gelu != nullptr && *max_size > gelu->info().size_axis.max) {
+    return "--max-size is at most " + format_size(gelu->info().size_axis.max) +
+           " (gelu_scale's largest size)";
   }
-  if (!(o.requests_per_second >= 1 && o.requests_per_second <= 1000)) return "--rate is 1..1000 requests per second";
+  if (!(o.requests_per_second >= 1 && o.requests_per_second <= 1000))
+    return "--rate is 1..1000 requests per second";
   if (o.drags < 1 || o.drags > 10000 || o.requests_per_drag < 1 || o.requests_per_drag > 10000) {
     return "--drags and --steps are 1..10000";
   }
@@ -83,7 +86,8 @@ class LatencyRun {
     for (int d = 0; d < o.drags; ++d) {
       uint64_t last = 0;
       for (int s = 0; s < o.requests_per_drag; ++s) {
-        position = std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng), lo, hi);
+        position =
+            std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng), lo, hi);
         last = submit(static_cast<int64_t>(std::llround(std::exp2(position))));
         pump_for(period_ms);
       }
@@ -97,7 +101,8 @@ class LatencyRun {
   // Returns the exit status: 1 when a request failed.
   int report(const LatencyOptions& o, int64_t max_size) const {
     std::printf("\n%d drags of %d requests at %.0f requests/s, sizes 1K..%s, rest %d ms\n", o.drags,
-                o.requests_per_drag, o.requests_per_second, format_size(max_size).c_str(), o.rest_ms);
+                o.requests_per_drag, o.requests_per_second, format_size(max_size).c_str(),
+                o.rest_ms);
     std::printf("  %-34s timing %.1f ms, counters %.1f ms\n", "first request (1M, cold start)",
                 first_timing_ms_, first_counters_ms_);
     print_stats("timing: submit -> result", timing_ms_);
@@ -118,7 +123,8 @@ class LatencyRun {
   }
 
   void pump_for(double ms) {
-    const Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1e3));
+    const Clock::time_point end =
+        Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1e3));
     while (Clock::now() < end) {
       drain(Clock::now());
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -142,8 +148,10 @@ class LatencyRun {
       if (it == submitted_.end()) continue;
       const double ms = ms_since(it->second, now);
       if (r.phase == EnginePhase::timing) {
-        if (r.id == first_id_) first_timing_ms_ = ms;
-        else timing_ms_.push_back(ms);
+        if (r.id == first_id_)
+          first_timing_ms_ = ms;
+        else
+          timing_ms_.push_back(ms);
       } else if (r.id == first_id_) {
         first_counters_ms_ = ms;
       } else if (const auto rest = rest_started_.find(r.id); rest != rest_started_.end()) {
@@ -174,10 +182,13 @@ int run_latency(const LatencyOptions& o) {
   });
   if (!engine.wait_idle(120000)) return fail("the engine did not start within 2 minutes");
   const EngineStatus status = engine.status();
-  if (status.state != EngineState::ready) return fail(status.unavailable_reason + " `latency` needs a live GPU.");
-  std::printf("GPU: %s; gelu_scale, fp32, cold L2, interactive settings (>= %d repetitions, ~%.0f ms per level)\n",
-              status.device.name.c_str(), interactive_live_options().min_repetitions,
-              interactive_live_options().target_seconds * 1e3);
+  if (status.state != EngineState::ready)
+    return fail(status.unavailable_reason + " `latency` needs a live GPU.");
+  std::printf(
+      "GPU: %s; gelu_scale, fp32, cold L2, interactive settings (>= %d repetitions, ~%.0f ms per "
+      "level)\n",
+      status.device.name.c_str(), interactive_live_options().min_repetitions,
+      interactive_live_options().target_seconds * 1e3);
   if (!status.timing_note.empty()) std::printf("timing: %s\n", status.timing_note.c_str());
   if (!status.counters_note.empty()) std::printf("counters: %s\n", status.counters_note.c_str());
   LatencyRun run(&engine);

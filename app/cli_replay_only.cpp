@@ -22,9 +22,15 @@ int no_cuda(const char* command) {
 
 // The full build's hidden diagnostics are accepted and ignored, so a command line written for it
 // gets the sentence above rather than a usage error.
-void add_bench_measure_options(CLI::App* bench, BenchOptions*) { bench->allow_extras(); }
+void add_bench_measure_options(CLI::App* bench, BenchOptions*) {
+  bench->allow_extras();
+}
 
-int run_bench(const BenchOptions&) { return no_cuda("bench"); }
-int run_latency(const LatencyOptions&) { return no_cuda("latency"); }
+int run_bench(const BenchOptions&) {
+  return no_cuda("bench");
+}
+int run_latency(const LatencyOptions&) {
+  return no_cuda("latency");
+}
 
 }  // namespace fl

@@ -29,15 +29,15 @@ namespace fl {
 
 // What a lesson on this ladder supplies, as the activation's `static constexpr kSpec`.
 struct ActivationScaleSpec {
-  const char* id;              // "gelu_scale"
-  const char* title;           // "GELU + scale"
-  const char* formula;         // "y = s * GELU_tanh(x),  s = 0.5"
-  const char* act_kernel;      // level 0's first launch: "gelu"
-  const char* fused_kernel;    // level 1's launch: "gelu_scale_fused"
+  const char* id;            // "gelu_scale"
+  const char* title;         // "GELU + scale"
+  const char* formula;       // "y = s * GELU_tanh(x),  s = 0.5"
+  const char* act_kernel;    // level 0's first launch: "gelu"
+  const char* fused_kernel;  // level 1's launch: "gelu_scale_fused"
   const char* unfused_summary;
   const char* fused_summary;
-  const char* fused_on_chip;   // level 1's on chip: "t = GELU(x), in a register"
-  float input_lo, input_hi;    // inputs are uniform in [lo, hi)
+  const char* fused_on_chip;  // level 1's on chip: "t = GELU(x), in a register"
+  float input_lo, input_hi;   // inputs are uniform in [lo, hi)
   double act_flops_per_element;
   double tolerance_fp32, tolerance_bf16;  // relative L2 error vs the double reference
 };
@@ -92,10 +92,14 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
-      activation_scale_check_kernel<T, Act><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(
-          x_.as<T>(), y_.as<T>(), n_, sums);
-    }, result);
+    return run_check(
+        sums_, tolerance_, stream,
+        [&](ErrorSums* sums) {
+          activation_scale_check_kernel<T, Act>
+              <<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(x_.as<T>(), y_.as<T>(), n_,
+                                                                     sums);
+        },
+        result);
   }
 
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,

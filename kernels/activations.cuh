@@ -40,9 +40,13 @@ __device__ __forceinline__ float gelu_tanh_fast(float x) {
 // Written as "x < 0 ? 0 : x" rather than fmax(x, 0) so a NaN input stays NaN (as in PyTorch)
 // instead of turning into a plausible 0.
 
-__host__ __device__ inline double relu_reference(double x) { return x < 0.0 ? 0.0 : x; }
+__host__ __device__ inline double relu_reference(double x) {
+  return x < 0.0 ? 0.0 : x;
+}
 
-__device__ __forceinline__ float relu(float x) { return x < 0.0f ? 0.0f : x; }
+__device__ __forceinline__ float relu(float x) {
+  return x < 0.0f ? 0.0f : x;
+}
 
 // ---- as elementwise ops (see elementwise.cuh) ----------------------------------------------
 

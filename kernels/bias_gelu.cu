@@ -39,7 +39,7 @@ namespace {
 // The tensor holds at most 2^28 elements (rows x C), like the elementwise lessons' largest size:
 // the slider's row limit is that at the default C, and it keeps the flat index within 32 bits.
 constexpr int64_t kMaxElements = int64_t(1) << 28;
-constexpr int64_t kDefaultC = 768;  // GPT-2 small's hidden size
+constexpr int64_t kDefaultC = 768;                  // GPT-2 small's hidden size
 constexpr float kInputLo = -4.0f, kInputHi = 4.0f;  // x
 constexpr float kBiasLo = -2.0f, kBiasHi = 2.0f;    // b: x + b spans GELU's curve and both tails
 
@@ -88,10 +88,13 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
-      check_kernel<T><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(
-          x_.as<T>(), b_.as<T>(), y_.as<T>(), n_, c_, sums);
-    }, result);
+    return run_check(
+        sums_, tolerance_, stream,
+        [&](ErrorSums* sums) {
+          check_kernel<T><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(
+              x_.as<T>(), b_.as<T>(), y_.as<T>(), n_, c_, sums);
+        },
+        result);
   }
 
   // Inputs x (rows x C, flat) and b (C); output y.

@@ -92,11 +92,11 @@ Status launch_bias_op(const T* x, const T* bias, T* out, int64_t n, int64_t c, O
   if (blocks == 0) return Status::Ok();
   const ColumnOf column_of = ColumnOf::make(static_cast<uint32_t>(c));
   if (c % Vec16<T>::kCount == 0) {
-    bias_op_kernel<T, true, Op><<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n,
-                                                                            column_of, op);
+    bias_op_kernel<T, true, Op>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n, column_of, op);
   } else {
-    bias_op_kernel<T, false, Op><<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n,
-                                                                             column_of, op);
+    bias_op_kernel<T, false, Op>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(x, bias, out, n, column_of, op);
   }
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

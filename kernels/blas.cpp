@@ -23,12 +23,12 @@ std::string lt_error(cublasStatus_t s, const char* call) {
          cublasLtGetStatusString(s) + ")";
 }
 
-#define FL_LT_TRY(call)                                                    \
-  do {                                                                     \
-    const cublasStatus_t fl_lt_status = (call);                            \
-    if (fl_lt_status != CUBLAS_STATUS_SUCCESS) {                           \
-      return ::fl::Status::Error(lt_error(fl_lt_status, #call));           \
-    }                                                                      \
+#define FL_LT_TRY(call)                                          \
+  do {                                                           \
+    const cublasStatus_t fl_lt_status = (call);                  \
+    if (fl_lt_status != CUBLAS_STATUS_SUCCESS) {                 \
+      return ::fl::Status::Error(lt_error(fl_lt_status, #call)); \
+    }                                                            \
   } while (0)
 
 // The process's handle and workspace. Never destroyed: plans may outlive any owner we could
@@ -58,8 +58,12 @@ Status context(Context** out) {
 
 }  // namespace
 
-bool allow_tf32() { return g_allow_tf32.load(); }
-void set_allow_tf32(bool allow) { g_allow_tf32.store(allow); }
+bool allow_tf32() {
+  return g_allow_tf32.load();
+}
+void set_allow_tf32(bool allow) {
+  g_allow_tf32.store(allow);
+}
 
 struct Gemm::Impl {
   Context* ctx = nullptr;
@@ -131,7 +135,8 @@ Status Gemm::plan(int64_t m, int64_t n, int64_t k, Precision precision, Epilogue
                                        &result, &found);
   }
   cublasLtMatmulPreferenceDestroy(preference);
-  if (s != CUBLAS_STATUS_SUCCESS) return Status::Error(lt_error(s, "cublasLtMatmulAlgoGetHeuristic"));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return Status::Error(lt_error(s, "cublasLtMatmulAlgoGetHeuristic"));
   if (found == 0) {
     return Status::Error("cuBLASLt has no algorithm for a " + std::string(to_string(precision)) +
                          " GEMM of " + std::to_string(m) + " x " + std::to_string(k) + " by " +

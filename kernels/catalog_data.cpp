@@ -41,7 +41,7 @@ struct LaunchPoly {
 constexpr int64_t kFitS[2] = {1, 2};
 constexpr int64_t kFitI[3] = {1, 2, 3};
 // Where the fit is checked: odd, large and lesson-sized shapes.
-constexpr int64_t kCheckShapes[][2] = {{7, 5}, {1000, 768}, {3, 4099}, {65536, 1024},
+constexpr int64_t kCheckShapes[][2] = {{7, 5},       {1000, 768},  {3, 4099},   {65536, 1024},
                                        {16384, 768}, {1 << 20, 1}, {12345, 321}};
 
 // q(i) = a + b*i + c*i^2 from q(1), q(2), q(3). Fails (returns false) when the coefficients
@@ -77,10 +77,12 @@ bool flops_match(double want, double got) {
 }
 
 Status fit_level(const Lesson& lesson, int level, Precision p, std::vector<LaunchPoly>* out) {
-  const std::string where = lesson.info().id + " level " + std::to_string(level) + " " + to_string(p);
+  const std::string where =
+      lesson.info().id + " level " + std::to_string(level) + " " + to_string(p);
   std::vector<LaunchTraffic> at[2][3];
   for (int si = 0; si < 2; ++si) {
-    for (int ii = 0; ii < 3; ++ii) at[si][ii] = lesson.traffic(level, Shape(kFitS[si], kFitI[ii]), p);
+    for (int ii = 0; ii < 3; ++ii)
+      at[si][ii] = lesson.traffic(level, Shape(kFitS[si], kFitI[ii]), p);
   }
   const size_t launches = at[0][0].size();
   out->clear();
@@ -93,7 +95,8 @@ Status fit_level(const Lesson& lesson, int level, Precision p, std::vector<Launc
       for (int ii = 0; ii < 3; ++ii) {
         const auto& t = at[si][ii];
         if (t.size() != launches || t[k].kernel != poly.kernel) {
-          return Status::Error(where + ": its launches change with the shape, which the catalog "
+          return Status::Error(where +
+                               ": its launches change with the shape, which the catalog "
                                "cannot write down");
         }
         read[si][ii] = t[k].bytes_read;
@@ -102,7 +105,8 @@ Status fit_level(const Lesson& lesson, int level, Precision p, std::vector<Launc
       }
     }
     if (!fit(read, &poly.read) || !fit(written, &poly.written) || !fit(flops, &poly.flops)) {
-      return Status::Error(where + " launch " + poly.kernel + ": its textbook bytes are not a "
+      return Status::Error(where + " launch " + poly.kernel +
+                           ": its textbook bytes are not a "
                            "whole-number polynomial in 1, s, i, s*i, i^2, s*i^2");
     }
     out->push_back(poly);
@@ -119,7 +123,8 @@ Status fit_level(const Lesson& lesson, int level, Precision p, std::vector<Launc
     }
     if (!same) {
       return Status::Error(where + ": traffic() at " + std::to_string(shape[0]) + " x " +
-                           std::to_string(shape[1]) + " is not the polynomial in 1, s, i, s*i, "
+                           std::to_string(shape[1]) +
+                           " is not the polynomial in 1, s, i, s*i, "
                            "i^2, s*i^2 fitted at small shapes; extend kernels/catalog_data.cpp");
     }
   }
@@ -152,7 +157,8 @@ Poly<T> poly_from_json(const json& j) {
 
 class DataLesson final : public Lesson {
  public:
-  DataLesson(LessonInfo info, std::vector<std::vector<std::pair<Precision, std::vector<LaunchPoly>>>> traffic)
+  DataLesson(LessonInfo info,
+             std::vector<std::vector<std::pair<Precision, std::vector<LaunchPoly>>>> traffic)
       : info_(std::move(info)), traffic_(std::move(traffic)) {}
 
   const LessonInfo& info() const override { return info_; }
@@ -175,7 +181,8 @@ class DataLesson final : public Lesson {
   int64_t workspace_bytes(Shape, Precision) const override { return 0; }
 
   Status create_workspace(Shape, Precision, std::unique_ptr<Workspace>*) const override {
-    return Status::Error(info_.id + " cannot run here: this build of fusionlab has no CUDA "
+    return Status::Error(info_.id +
+                         " cannot run here: this build of fusionlab has no CUDA "
                          "(configured with FUSIONLAB_CUDA=OFF), so it replays recordings only");
   }
 
@@ -220,7 +227,8 @@ std::unique_ptr<Lesson> lesson_from_json(const json& j) {
     if (!by_precision.is_object()) throw std::runtime_error("a level's traffic is not an object");
     for (auto it = by_precision.begin(); it != by_precision.end(); ++it) {
       Precision p;
-      if (!parse_precision(it.key(), &p)) throw std::runtime_error("unknown precision '" + it.key() + "'");
+      if (!parse_precision(it.key(), &p))
+        throw std::runtime_error("unknown precision '" + it.key() + "'");
       std::vector<LaunchPoly> polys;
       for (const json& launch : it.value()) {
         LaunchPoly poly;

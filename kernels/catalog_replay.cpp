@@ -20,8 +20,10 @@ std::vector<std::unique_ptr<Lesson>> load_compiled_in_catalog() {
   if (!st.ok()) {
     // The text was checked when CMake configured the build and by the tests; reaching this is
     // a broken build, and no lesson means no program.
-    std::fprintf(stderr, "fusionlab: %s (compiled in from assets/lessons/catalog.json); rebuild "
-                 "from a catalog that `fusionlab lessons --json` wrote\n", st.message().c_str());
+    std::fprintf(stderr,
+                 "fusionlab: %s (compiled in from assets/lessons/catalog.json); rebuild "
+                 "from a catalog that `fusionlab lessons --json` wrote\n",
+                 st.message().c_str());
     std::exit(1);
   }
   return out;

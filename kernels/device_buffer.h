@@ -42,7 +42,9 @@ class DeviceBuffer {
   }
 
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }
 

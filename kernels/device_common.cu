@@ -44,8 +44,8 @@ Status fill_uniform(T* data, int64_t n, uint64_t seed, float lo, float hi, cudaS
 template <typename T>
 Status fill_nan(T* data, int64_t n, cudaStream_t stream) {
   if (n <= 0) return Status::Ok();
-  fill_value_kernel<T><<<fill_blocks(n), 256, 0, stream>>>(data, n,
-                                                            std::numeric_limits<float>::quiet_NaN());
+  fill_value_kernel<T>
+      <<<fill_blocks(n), 256, 0, stream>>>(data, n, std::numeric_limits<float>::quiet_NaN());
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -135,7 +135,8 @@ __device__ inline void block_accumulate(ErrorSums* sums, ErrorPartial p) {
     if (lane == 0) {
       atomicAdd(&sums->err2, p.err2);
       atomicAdd(&sums->ref2, p.ref2);
-      atomicMax(&sums->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(p.max_abs)));
+      atomicMax(&sums->max_abs_bits,
+                static_cast<unsigned long long>(__double_as_longlong(p.max_abs)));
       atomicAdd(&sums->non_finite, p.non_finite);
       atomicAdd(&sums->count, p.count);
     }

@@ -63,18 +63,18 @@ struct FfnShape {
   static constexpr int kWarpsM = kTM == 64 ? 2 : 1, kWarpsN = kTM == 64 ? 2 : kS / 16;
   static constexpr int kStages = kTM == 64 ? 6 : (kS == 32 ? 12 : 8);
   static constexpr int kThreads = 256;  // 8 warps issue copies; kWarpsM x kWarpsN multiply
-  using Up = tc::TileConfig<kTM, kS, kWarpsM, kWarpsN, kStages, 128, kThreads>;    // h = x W1
+  using Up = tc::TileConfig<kTM, kS, kWarpsM, kWarpsN, kStages, 128, kThreads>;  // h = x W1
 };
 
 template <typename T>
 struct FfnArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* acc;         // m x c fp32, all zero between runs (the atomic reduction)
-  float* partial;     // slices x m x c fp32, or null: the plain-store reduction (one chunk only)
+  float* acc;            // m x c fp32, all zero between runs (the atomic reduction)
+  float* partial;        // slices x m x c fp32, or null: the plain-store reduction (one chunk only)
   size_t partial_bytes;  // its capacity (host side: the launcher uses it when the run fits)
-  unsigned* barrier;  // [0] arrivals (zero between runs), [1] generation; [2 + r] the cluster
-                      // kernel's count of clusters done with column range r (zero between runs)
+  unsigned* barrier;     // [0] arrivals (zero between runs), [1] generation; [2 + r] the cluster
+                         // kernel's count of clusters done with column range r (zero between runs)
   int64_t m;
   int c, hidden;
   unsigned long long* timeline;  // FL_FFN_TIMELINE (tuning only): 6 timestamps per block, or null
@@ -88,7 +88,9 @@ __device__ __forceinline__ void stamp(const FfnArgs<__nv_bfloat16>& a, int phase
 }
 __device__ __forceinline__ void stamp(const FfnArgs<float>&, int) {}
 
-__host__ __device__ inline int round_up(int v, int to) { return (v + to - 1) / to * to; }
+__host__ __device__ inline int round_up(int v, int to) {
+  return (v + to - 1) / to * to;
+}
 
 template <typename T, int kTM, int kS>
 struct FfnSmem {
@@ -104,7 +106,8 @@ struct FfnSmem {
 
 // Adds v0 to acc[0] and, when `second`, v1 to acc[1], in L2: one 8-byte vector atomic on sm_90
 // when the pair is 8-byte aligned.
-__device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool second, bool aligned) {
+__device__ __forceinline__ void add_pair(float* acc, float v0, float v1, bool second,
+                                         bool aligned) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (second && aligned) {
     atomicAdd(reinterpret_cast<float2*>(acc), make_float2(v0, v1));
@@ -135,8 +138,8 @@ __device__ __forceinline__ void store_l2(float* p, float v) {
   asm volatile("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
 }
 __device__ __forceinline__ void store_l2(float4* p, float4 v) {
-  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
-               "f"(v.z), "f"(v.w)
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w)
                : "memory");
 }
 
@@ -180,7 +183,8 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   const bool pairs = a.c % 2 == 0;
   // The barrier's generation can only move once every block has arrived, so it is read now,
   // off the critical path; b2's lines are fetched into L2 for step 3.
-  const unsigned generation = threadIdx.x == 0 ? *reinterpret_cast<volatile unsigned*>(a.barrier + 1) : 0;
+  const unsigned generation =
+      threadIdx.x == 0 ? *reinterpret_cast<volatile unsigned*>(a.barrier + 1) : 0;
   if (blockIdx.x == 0 && blockIdx.y == 0) {
     for (int i = threadIdx.x * 64; i < a.c; i += kFfnThreads * 64) {
       asm volatile("prefetch.global.L2 [%0];" ::"l"(a.b2 + i));
@@ -193,7 +197,8 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   const int64_t items = slices * chunks;
   const int64_t grid_blocks = int64_t(gridDim.x) * gridDim.y;
   int64_t loaded_slice = -1;
-  for (int64_t item = int64_t(blockIdx.y) * gridDim.x + blockIdx.x; item < items; item += grid_blocks) {
+  for (int64_t item = int64_t(blockIdx.y) * gridDim.x + blockIdx.x; item < items;
+       item += grid_blocks) {
     const int64_t slice = item % slices, chunk = item / slices;
     const int64_t j0 = slice * kS;  // this item's hidden units
     const int64_t units = min(int64_t(kS), a.hidden - j0);
@@ -215,8 +220,8 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     loaded_slice = slice;
     // 1. up: h = GELU(x W1 + b1) for this chunk's tokens and this item's hidden units.
     float up[Up::kMT][Up::kNT][4] = {};
-    tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden,
-                                           a.c, m0, j0, tc::NoPrologue{}, load_b1);
+    tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden, a.c,
+                                           m0, j0, tc::NoPrologue{}, load_b1);
     stamp(a, 2);
     tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
       const float h0 = col < units ? gelu_tanh_fast(v0 + s_b1[col]) : 0.0f;
@@ -367,8 +372,8 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
 //      cooperative launch) writes y = acc + b2 there and leaves acc and its counter at zero.
 // Each weight is read from HBM once, every SM streams weights from the first cycle, and W1 and
 // W2 arrive in long rows.
-constexpr int kMaxClusterBlocks = 8;     // the largest portable cluster; the plan picks 8 or 4
-constexpr int kClusterUnits = 256;       // U, the up tile's width: a cluster's hidden units, at most
+constexpr int kMaxClusterBlocks = 8;  // the largest portable cluster; the plan picks 8 or 4
+constexpr int kClusterUnits = 256;    // U, the up tile's width: a cluster's hidden units, at most
 constexpr int kMaxClusterColumns = 256;  // a block's share of the C columns, at most
 constexpr int kMaxClusterInputs = 128;   // a block's share of the C inputs (the up GEMM's K)
 constexpr int kMaxClusterWidth = 32;     // a block's own hidden units (steps 2-3), at most
@@ -423,7 +428,8 @@ __device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) 
 // The up GEMM's tiles: kTM tokens x 256 units, all 8 warps multiplying, the block's whole K
 // (at most 128 inputs) in shared memory at once.
 template <int kTM>
-using ClusterUp = tc::TileConfig<kTM, kClusterUnits, kTM == 64 ? 2 : 1, kTM == 64 ? 4 : 8, 1, 128, 256>;
+using ClusterUp =
+    tc::TileConfig<kTM, kClusterUnits, kTM == 64 ? 2 : 1, kTM == 64 ? 4 : 8, 1, 128, 256>;
 
 // The cluster kernel's shapes: `size` blocks per cluster, `width` hidden units per block (a
 // multiple of 4), `inputs` of the C inputs and `cols` of the C outputs per block; its shared
@@ -464,11 +470,11 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   const unsigned rank = cluster_rank(), cluster = cluster_index();
   const int width = plan.width, units_all = plan.units();
   const int64_t j_cluster = int64_t(cluster) * units_all;  // the cluster's hidden units
-  const int64_t j0 = j_cluster + int64_t(rank) * width;     // this block's (steps 2-3)
+  const int64_t j0 = j_cluster + int64_t(rank) * width;    // this block's (steps 2-3)
   const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
-  const int64_t k0 = int64_t(rank) * plan.inputs;           // this block's inputs (step 1)
+  const int64_t k0 = int64_t(rank) * plan.inputs;  // this block's inputs (step 1)
   const int64_t inputs = max(int64_t(0), min(int64_t(plan.inputs), int64_t(a.c) - k0));
-  const int64_t c0 = int64_t(rank) * plan.cols;             // this block's outputs (step 4)
+  const int64_t c0 = int64_t(rank) * plan.cols;  // this block's outputs (step 4)
   const int64_t cols = max(int64_t(0), min(int64_t(plan.cols), int64_t(a.c) - c0));
   // Rows of tokens: `rows` in the mma tiles, `live` of them real; steps 2-3 move only live rows
   // (the padded rows' results are never stored).
@@ -501,8 +507,10 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     const int i = threadIdx.x + k * kThreads;
-    if (i < kMaxClusterWidth) s_b1[i] = b_regs[k];
-    else if (i < kMaxClusterWidth + kMaxClusterColumns) s_b2[i - kMaxClusterWidth] = b_regs[k];
+    if (i < kMaxClusterWidth)
+      s_b1[i] = b_regs[k];
+    else if (i < kMaxClusterWidth + kMaxClusterColumns)
+      s_b2[i - kMaxClusterWidth] = b_regs[k];
   }
   stamp(a, 2);
 
@@ -555,8 +563,8 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   for (int item = warp; item < row_tiles * col_tiles; item += kWarps) {
     const int mt = item % row_tiles, nt16 = item / row_tiles;
     float acc[1][2][4] = {};
-    tc::warp_multiply<T, 1, 2>(acc, h_all + mt * 16 * plan.ld_all(), plan.ld_all(),
-                               w2s + nt16 * 16, plan.ld_w2(), units_all);
+    tc::warp_multiply<T, 1, 2>(acc, h_all + mt * 16 * plan.ld_all(), plan.ld_all(), w2s + nt16 * 16,
+                               plan.ld_w2(), units_all);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       const float* c = acc[0][nt];
@@ -625,7 +633,8 @@ template <typename T>
 Status start_timeline(FfnArgs<T>* a, unsigned blocks) {
   static const bool timeline = std::getenv("FL_FFN_TIMELINE") != nullptr;
   a->timeline = nullptr;
-  if (timeline) FL_CUDA_TRY(cudaMalloc(&a->timeline, size_t(blocks) * 6 * sizeof(unsigned long long)));
+  if (timeline)
+    FL_CUDA_TRY(cudaMalloc(&a->timeline, size_t(blocks) * 6 * sizeof(unsigned long long)));
   return Status::Ok();
 }
 template <typename T>
@@ -644,7 +653,8 @@ Status finish_timeline(const FfnArgs<T>& a, unsigned blocks, cudaStream_t stream
       mn[p] = std::min(mn[p], double(t[b * 6 + p] - t0) / 1e3);
     }
   }
-  std::fprintf(stderr, "ffn timeline m=%lld blocks %u (us, earliest..latest block):", (long long)a.m,
+  std::fprintf(stderr,
+               "ffn timeline m=%lld blocks %u (us, earliest..latest block):", (long long)a.m,
                blocks);
   for (int p = 0; p < 6; ++p) std::fprintf(stderr, " %d: %.2f..%.2f", p, mn[p], mx[p]);
   std::fprintf(stderr, "\n");
@@ -670,7 +680,8 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   const int64_t by = std::min<int64_t>(chunks, std::max<int64_t>(1, resident / bx));
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(by));
   // Plain stores of each slice's share when the run is one chunk and the shares fit.
-  if (chunks != 1 || size_t(slices) * a.m * a.c * sizeof(float) > a.partial_bytes) a.partial = nullptr;
+  if (chunks != 1 || size_t(slices) * a.m * a.c * sizeof(float) > a.partial_bytes)
+    a.partial = nullptr;
   FL_TRY(start_timeline(&a, grid.x * grid.y));
   void* args[] = {&a};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
@@ -685,7 +696,8 @@ Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config,
   static std::mutex lock;
   static std::map<std::tuple<const void*, size_t, unsigned>, int> known;
   const std::lock_guard<std::mutex> hold(lock);
-  const auto key = std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
+  const auto key =
+      std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
   auto found = known.find(key);
   if (found == known.end()) {
     FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -715,12 +727,11 @@ cudaLaunchConfig_t cluster_config(const ClusterPlan<T, kTM>& p, cudaLaunchAttrib
 
 // The cluster kernel's plan: the most blocks that can all be resident at once (one per SM:
 // they hold 100-220 KB of shared memory), so that every SM streams weights from the start; the
-// narrowest width (a multiple of 4 units, U = size x width at most 256) gives the most. Clusters of 8 where that
-// ties with 4 (fewer shares per output); FL_FFN_CLUSTER=4|8 forces a size (tuning). *ok is
-// false when nothing fits (shared memory, C over 8 x 256, GPCs that hold no cluster).
+// narrowest width (a multiple of 4 units, U = size x width at most 256) gives the most. Clusters of
+// 8 where that ties with 4 (fewer shares per output); FL_FFN_CLUSTER=4|8 forces a size (tuning).
+// *ok is false when nothing fits (shared memory, C over 8 x 256, GPCs that hold no cluster).
 template <typename T, int kTM, bool kVectorized>
-Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>* plan,
-                    bool* ok) {
+Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>* plan, bool* ok) {
   *ok = false;
   const void* kernel = reinterpret_cast<const void*>(ffn_cluster_kernel<T, kTM, kVectorized>);
   static const char* forced = std::getenv("FL_FFN_CLUSTER");
@@ -803,8 +814,8 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   int major = 0;
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  const bool vec = tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) &&
-                   tc::vector_ok<T>(a.w2, a.c);
+  const bool vec =
+      tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) && tc::vector_ok<T>(a.w2, a.c);
   if (major >= 9) {
     bool launched = false;
     FL_TRY(try_ffn_cluster(a, sms, optin, vec, stream, &launched));
@@ -813,7 +824,8 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   if (!cooperative) return Status::Error("ffn: the fused kernel needs cooperative launches");
   static const char* forced = std::getenv("FL_FFN_SLICE");
   int slice = a.m <= 16 ? 32 : 64;
-  if (forced && (std::string(forced) == "32" || std::string(forced) == "64")) slice = std::atoi(forced);
+  if (forced && (std::string(forced) == "32" || std::string(forced) == "64"))
+    slice = std::atoi(forced);
   auto go = [&](auto tm_tag, auto s_tag) -> Status {
     constexpr int kTM = decltype(tm_tag)::value, kS = decltype(s_tag)::value;
     using Smem = FfnSmem<T, kTM, kS>;
@@ -905,9 +917,19 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
  private:
   // Level 2's one launch: the fused kernel on this workspace's buffers and reduction state.
   Status fused(cudaStream_t stream) {
-    const FfnArgs<T> a{x_.as<T>(), w1_.as<T>(), b1_.as<T>(), w2_.as<T>(), b2_.as<T>(), y_.as<T>(),
-                       acc_.as<float>(), partial_.as<float>(), partial_.bytes(),
-                       counters_.as<unsigned>(), m_, static_cast<int>(c_), static_cast<int>(h_),
+    const FfnArgs<T> a{x_.as<T>(),
+                       w1_.as<T>(),
+                       b1_.as<T>(),
+                       w2_.as<T>(),
+                       b2_.as<T>(),
+                       y_.as<T>(),
+                       acc_.as<float>(),
+                       partial_.as<float>(),
+                       partial_.bytes(),
+                       counters_.as<unsigned>(),
+                       m_,
+                       static_cast<int>(c_),
+                       static_cast<int>(h_),
                        nullptr};
     return launch_ffn_fused(a, stream);
   }
@@ -923,12 +945,24 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
 // weights and writes its output, 2 M C H flops; a bias kernel reads its bias once; FLOPs per
 // element: bias 1, GELU 8. The fused kernel reads x, both weights and both biases once and
 // writes y once.
-int64_t tokens_bytes(const Dims& d) { return d.s * d.i * d.b; }       // x, s or y: M x C
-int64_t hidden_bytes(const Dims& d) { return d.s * 4 * d.i * d.b; }   // t, u or h: M x H
-int64_t weights_bytes(const Dims& d) { return d.i * 4 * d.i * d.b; }  // W1 or W2: C x H
-double gemm_flops(const Dims& d) { return 2.0 * d.s * d.i * (4 * d.i); }
-double hidden_elements(const Dims& d) { return 1.0 * d.s * (4 * d.i); }  // M x H
-double gelu_flops(const Dims& d) { return 8.0 * d.s * (4 * d.i); }
+int64_t tokens_bytes(const Dims& d) {
+  return d.s * d.i * d.b;
+}  // x, s or y: M x C
+int64_t hidden_bytes(const Dims& d) {
+  return d.s * 4 * d.i * d.b;
+}  // t, u or h: M x H
+int64_t weights_bytes(const Dims& d) {
+  return d.i * 4 * d.i * d.b;
+}  // W1 or W2: C x H
+double gemm_flops(const Dims& d) {
+  return 2.0 * d.s * d.i * (4 * d.i);
+}
+double hidden_elements(const Dims& d) {
+  return 1.0 * d.s * (4 * d.i);
+}  // M x H
+double gelu_flops(const Dims& d) {
+  return 8.0 * d.s * (4 * d.i);
+}
 
 template <typename T>
 const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {

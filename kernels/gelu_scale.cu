@@ -29,9 +29,11 @@ struct Gelu {
       "GELU and scale as two kernels; the intermediate t round-trips through HBM",
       "one kernel; GELU(x) stays in a register",
       "t = GELU(x), in a register",
-      -6.0f, 6.0f,  // spans GELU's curved part and both tails
-      8.0,          // x^3 and the polynomial (~7 flops) plus the exponential (counted as 1)
-      1e-5, 1e-2,
+      -6.0f,
+      6.0f,  // spans GELU's curved part and both tails
+      8.0,   // x^3 and the polynomial (~7 flops) plus the exponential (counted as 1)
+      1e-5,
+      1e-2,
   };
 };
 

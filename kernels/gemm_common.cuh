@@ -34,7 +34,9 @@ constexpr double kLayerNormEps = 1e-5;
 // Input ranges: activations of unit scale, weights scaled by 1/sqrt(fan-in) (as initialisers
 // do) so every layer's output stays of unit scale and GELU sees both of its tails.
 constexpr float kXLo = -2.0f, kXHi = 2.0f;
-inline float weight_bound(int64_t fan_in) { return 1.7f / std::sqrt(float(fan_in)); }
+inline float weight_bound(int64_t fan_in) {
+  return 1.7f / std::sqrt(float(fan_in));
+}
 constexpr float kBiasLo = -0.5f, kBiasHi = 0.5f;
 constexpr float kGammaLo = 0.5f, kGammaHi = 1.5f;
 constexpr float kBetaLo = -0.5f, kBetaHi = 0.5f;
@@ -102,7 +104,8 @@ constexpr int kCheckThreads = 256;
 constexpr int kCheckSlack = 2;
 
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
-__global__ void __launch_bounds__(kCheckThreads) check_rows_kernel(CheckArgs<T> a, ErrorSums* sums) {
+__global__ void __launch_bounds__(kCheckThreads)
+    check_rows_kernel(CheckArgs<T> a, ErrorSums* sums) {
   extern __shared__ double s_row[];
   double* s_x = s_row;
   double* s_h = s_row + a.k + kCheckSlack;
@@ -214,8 +217,7 @@ inline double gemm_tolerance(Precision p) {
 template <template <typename> class Ws>
 class GemmLesson : public LevelLesson<Ws<float>> {
  public:
-  Status create_workspace(Shape shape, Precision p,
-                          std::unique_ptr<Workspace>* out) const final {
+  Status create_workspace(Shape shape, Precision p, std::unique_ptr<Workspace>* out) const final {
     shape = this->resolve(shape);
     FL_TRY(gemm_shape_ok(this->info().id.c_str(), shape));
     return make_workspace<Ws>(p, out, shape.size, shape.inner, tolerance(p));
@@ -240,9 +242,12 @@ constexpr Precision precision_of() {
 template <typename T, bool kLayerNorm, bool kGelu, bool kSecond>
 Status check_gemm_rows(const gemm::CheckArgs<T>& a, const DeviceBuffer& sums, double tolerance,
                        cudaStream_t stream, CheckResult* result) {
-  return run_check(sums, tolerance, stream, [&](ErrorSums* s) {
-    return gemm::launch_check_rows<T, kLayerNorm, kGelu, kSecond>(a, s, stream);
-  }, result);
+  return run_check(
+      sums, tolerance, stream,
+      [&](ErrorSums* s) {
+        return gemm::launch_check_rows<T, kLayerNorm, kGelu, kSecond>(a, s, stream);
+      },
+      result);
 }
 
 }  // namespace fl

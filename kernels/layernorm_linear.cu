@@ -119,17 +119,17 @@ __device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* 
 }
 
 template <typename T, class Cfg, bool kVectorized>
-__global__ void __launch_bounds__(Cfg::kThreads) ln_gemm_bias_kernel(
-    const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
-    const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k,
-    int n) {
+__global__ void __launch_bounds__(Cfg::kThreads)
+    ln_gemm_bias_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
+                        const T* __restrict__ beta, const T* __restrict__ w,
+                        const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* ring = reinterpret_cast<T*>(smem);
   float* s_mean = reinterpret_cast<float*>(smem + tc::ring_bytes<T, Cfg>());
   float* s_rstd = s_mean + Cfg::kBM;
   float* s_gamma = s_rstd + Cfg::kBM;  // k of each, as fp32: the normalization reads them
   const int k_padded = (k + tc::kBK<T, Cfg> - 1) / tc::kBK<T, Cfg> * tc::kBK<T, Cfg>;
-  float* s_beta = s_gamma + k_padded;   // from shared memory, never from HBM inside the loop
+  float* s_beta = s_gamma + k_padded;  // from shared memory, never from HBM inside the loop
   const int64_t m0 = int64_t(blockIdx.y) * Cfg::kBM, n0 = int64_t(blockIdx.x) * Cfg::kBN;
 
   // Normalizes, in place, the 16-byte chunks of a landed x tile that this thread copied:
@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) ln_gemm_bias_kernel(
       s_gamma[i] = i < k ? Elem<T>::to_float(gamma[i]) : 0.0f;
       s_beta[i] = i < k ? Elem<T>::to_float(beta[i]) : 0.0f;
     }
-    row_statistics<T, Cfg::kThreads, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0, s_mean, s_rstd);
+    row_statistics<T, Cfg::kThreads, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0,
+                                                                                   s_mean, s_rstd);
     __syncthreads();
   };
 
@@ -178,7 +179,8 @@ template <typename T, class Cfg, bool kVectorized>
 Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
                              T* y, int64_t m, int k, int n, cudaStream_t stream) {
   const int k_padded = (k + tc::kBK<T, Cfg> - 1) / tc::kBK<T, Cfg> * tc::kBK<T, Cfg>;
-  const size_t smem = tc::ring_bytes<T, Cfg>() + (2 * Cfg::kBM + 2 * size_t(k_padded)) * sizeof(float);
+  const size_t smem =
+      tc::ring_bytes<T, Cfg>() + (2 * Cfg::kBM + 2 * size_t(k_padded)) * sizeof(float);
   auto kernel = ln_gemm_bias_kernel<T, Cfg, kVectorized>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(smem)));
@@ -198,7 +200,8 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
   auto go = [&](auto config) -> Status {
     using Cfg = decltype(config);
-    if (vec) return launch_ln_gemm_config<T, Cfg, true>(x, gamma, beta, w, bias, y, m, k, n, stream);
+    if (vec)
+      return launch_ln_gemm_config<T, Cfg, true>(x, gamma, beta, w, bias, y, m, k, n, stream);
     return launch_ln_gemm_config<T, Cfg, false>(x, gamma, beta, w, bias, y, m, k, n, stream);
   };
   if (m <= 16) return go(LnGemmTiny{});
@@ -285,13 +288,27 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
 // M = s tokens, K = i = C, N = 3C, b bytes per element. LayerNorm reads x (M K) and gamma, beta
 // (2 K) and writes M K, 8 flops per element; the GEMM reads xn (M K) and W (K N) and writes
 // M N, 2 M N K flops; the bias is read once (N), 1 flop per element of the product.
-int64_t x_bytes(const Dims& d) { return d.s * d.i * d.b; }            // x or xn: M x K
-int64_t product_bytes(const Dims& d) { return d.s * 3 * d.i * d.b; }  // t or y: M x N
-int64_t weights_bytes(const Dims& d) { return d.i * 3 * d.i * d.b; }  // W: K x N
-int64_t bias_bytes(const Dims& d) { return 3 * d.i * d.b; }
-double gemm_flops(const Dims& d) { return 2.0 * d.s * (3 * d.i) * d.i; }
-double layernorm_flops(const Dims& d) { return 8.0 * d.s * d.i; }
-double bias_flops(const Dims& d) { return 1.0 * d.s * (3 * d.i); }
+int64_t x_bytes(const Dims& d) {
+  return d.s * d.i * d.b;
+}  // x or xn: M x K
+int64_t product_bytes(const Dims& d) {
+  return d.s * 3 * d.i * d.b;
+}  // t or y: M x N
+int64_t weights_bytes(const Dims& d) {
+  return d.i * 3 * d.i * d.b;
+}  // W: K x N
+int64_t bias_bytes(const Dims& d) {
+  return 3 * d.i * d.b;
+}
+double gemm_flops(const Dims& d) {
+  return 2.0 * d.s * (3 * d.i) * d.i;
+}
+double layernorm_flops(const Dims& d) {
+  return 8.0 * d.s * d.i;
+}
+double bias_flops(const Dims& d) {
+  return 1.0 * d.s * (3 * d.i);
+}
 
 template <typename T>
 const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::levels() {

@@ -49,7 +49,9 @@ __device__ __forceinline__ float row_sum(float v, int lanes, float* scratch) {
 // 60 registers instead of 82), so more rows, and bytes, are in flight per SM. On an H200 at
 // 256K rows this took bf16 mean_var from 81-84% of copy bandwidth (16 or 32 lanes per row) to
 // 93%, and layernorm from 85-88% to 97%. fp32 has nothing to widen.
-__device__ __forceinline__ float widen(float v) { return v; }
+__device__ __forceinline__ float widen(float v) {
+  return v;
+}
 __device__ __forceinline__ float widen(__nv_bfloat16 v) {
   float f;
   asm volatile("mov.b32 %0, {0, %1};" : "=f"(f) : "h"(__bfloat16_as_ushort(v)));
@@ -74,10 +76,11 @@ enum class RowStep {
 // widened to fp32 where used. For C = 768 there is no head or tail: fp32 takes 32 lanes x 6
 // float4, bf16 16 lanes x 6 packs.
 template <typename T, int kPacks, RowStep kStep>
-__global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
-    const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
-    const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y, float* __restrict__ mean_out,
-    float* __restrict__ rstd_out, int64_t rows, int c, int lanes) {
+__global__ void __launch_bounds__(kMaxLanes, 1)
+    row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+               const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
+               float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, int c,
+               int lanes) {
   constexpr int kVec = Vec16<T>::kCount;
   __shared__ float s_sum[kMaxLanes / 32], s_sq[kMaxLanes / 32];
   const int rank = threadIdx.x % lanes;
@@ -152,8 +155,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1) row_kernel(
     }
     mean = row_sum(sum, lanes, s_sum) / float(c);
     auto square = [mean](float a) { return (a - mean) * (a - mean); };
-    float sq = (has_head ? square(head_v) : 0.0f) +
-               (has_tail ? square(tail_v) : 0.0f);
+    float sq = (has_head ? square(head_v) : 0.0f) + (has_tail ? square(tail_v) : 0.0f);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       if (has_pack(k)) {
@@ -255,8 +257,8 @@ Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t s
     return launch_row_packs<T, kStep, kRest...>(a, plan, stream);
   } else {
     return Status::Error("layernorm rows: no row kernel for " +
-                         std::to_string(plan.packs_per_thread) + " packs per thread (C = " +
-                         std::to_string(a.c) + ")");
+                         std::to_string(plan.packs_per_thread) +
+                         " packs per thread (C = " + std::to_string(a.c) + ")");
   }
 }
 

@@ -6,16 +6,23 @@
 
 namespace fl {
 
-const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "bf16"; }
+const char* to_string(Precision p) {
+  return p == Precision::fp32 ? "fp32" : "bf16";
+}
 
 bool parse_precision(const std::string& text, Precision* out) {
-  if (text == "fp32") *out = Precision::fp32;
-  else if (text == "bf16") *out = Precision::bf16;
-  else return false;
+  if (text == "fp32")
+    *out = Precision::fp32;
+  else if (text == "bf16")
+    *out = Precision::bf16;
+  else
+    return false;
   return true;
 }
 
-int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+int bytes_per_element(Precision p) {
+  return p == Precision::fp32 ? 4 : 2;
+}
 
 std::string precision_unsupported_reason(Precision p, int cc_major, int cc_minor) {
   if (p == Precision::bf16 && cc_major < 8) {

@@ -84,10 +84,18 @@ class LinearGeluWorkspace final : public LevelWorkspace<LinearGeluWorkspace<T>> 
 // M = s tokens, K = i = C, N = 4C, b bytes per element. The GEMM reads x (M K) and W (K N) and
 // writes M N, 2 M N K flops; the bias kernels read the N bias values once. FLOPs per element of
 // the M x N product: bias 1, GELU 8.
-int64_t product_bytes(const Dims& d) { return d.s * 4 * d.i * d.b; }  // t, u or y: M x N
-double product_elements(const Dims& d) { return double(d.s * 4 * d.i); }
-int64_t gemm_read_bytes(const Dims& d) { return (d.s * d.i + d.i * 4 * d.i) * d.b; }
-double gemm_flops(const Dims& d) { return 2.0 * d.s * (4 * d.i) * d.i; }
+int64_t product_bytes(const Dims& d) {
+  return d.s * 4 * d.i * d.b;
+}  // t, u or y: M x N
+double product_elements(const Dims& d) {
+  return double(d.s * 4 * d.i);
+}
+int64_t gemm_read_bytes(const Dims& d) {
+  return (d.s * d.i + d.i * 4 * d.i) * d.b;
+}
+double gemm_flops(const Dims& d) {
+  return 2.0 * d.s * (4 * d.i) * d.i;
+}
 
 template <typename T>
 const LevelTable<LinearGeluWorkspace<T>>& LinearGeluWorkspace<T>::levels() {

@@ -33,9 +33,11 @@ struct Relu {
       "ReLU and scale as two kernels; the intermediate t round-trips through HBM",
       "one kernel; relu(x) stays in a register",
       "t = relu(x), in a register",
-      -4.0f, 4.0f,  // half the inputs are clipped to 0
-      1.0,          // ReLU: one compare, counted as a flop
-      1e-6, 4e-3,
+      -4.0f,
+      4.0f,  // half the inputs are clipped to 0
+      1.0,   // ReLU: one compare, counted as a flop
+      1e-6,
+      4e-3,
   };
 };
 

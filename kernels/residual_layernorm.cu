@@ -94,9 +94,8 @@ void residual_layernorm_row_reference(const double* x, const double* r, const do
 // h = x + r over all N elements, ignoring rows: one 16-byte vector per thread; the threads past
 // the last full vector take one tail element each (the same scheme as gelu_scale).
 template <typename T>
-__global__ void __launch_bounds__(kAddThreads) add_kernel(const T* __restrict__ x,
-                                                          const T* __restrict__ r,
-                                                          T* __restrict__ h, int64_t n) {
+__global__ void __launch_bounds__(kAddThreads)
+    add_kernel(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ h, int64_t n) {
   constexpr int kVec = Vec16<T>::kCount;
   const int64_t full_vecs = n / kVec;
   const int64_t i = blockIdx.x * int64_t(kAddThreads) + threadIdx.x;
@@ -127,10 +126,10 @@ __device__ __forceinline__ double warp_sum(double v) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kCheckThreads) check_kernel(
-    const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
-    const T* __restrict__ beta, const T* __restrict__ h, const T* __restrict__ y, int64_t rows,
-    int c, ErrorSums* sums) {
+__global__ void __launch_bounds__(kCheckThreads)
+    check_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+                 const T* __restrict__ beta, const T* __restrict__ h, const T* __restrict__ y,
+                 int64_t rows, int c, ErrorSums* sums) {
   constexpr int kWarps = kCheckThreads / 32;
   const int lane = threadIdx.x & 31;
   ErrorPartial p;
@@ -204,15 +203,17 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    return run_check(sums_, tolerance_, stream, [&](ErrorSums* sums) {
-      constexpr int kWarps = kCheckThreads / 32;
-      const int64_t wanted = (rows_ + kWarps - 1) / kWarps;
-      const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
-      check_kernel<T><<<blocks, kCheckThreads, 0, stream>>>(x_.as<T>(), r_.as<T>(),
-                                                             gamma_.as<T>(), beta_.as<T>(),
-                                                             h_.as<T>(), y_.as<T>(), rows_, c_,
-                                                             sums);
-    }, result);
+    return run_check(
+        sums_, tolerance_, stream,
+        [&](ErrorSums* sums) {
+          constexpr int kWarps = kCheckThreads / 32;
+          const int64_t wanted = (rows_ + kWarps - 1) / kWarps;
+          const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+          check_kernel<T><<<blocks, kCheckThreads, 0, stream>>>(
+              x_.as<T>(), r_.as<T>(), gamma_.as<T>(), beta_.as<T>(), h_.as<T>(), y_.as<T>(), rows_,
+              c_, sums);
+        },
+        result);
   }
 
   // Inputs x, r, gamma, beta (the reference reads C from gamma's length); outputs y, h.
@@ -229,8 +230,8 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
  private:
   // What every row kernel takes.
   RowArgs<T> args() const {
-    return {x_.as<T>(), r_.as<T>(), gamma_.as<T>(),    beta_.as<T>(),     h_.as<T>(),
-            y_.as<T>(), mean_.as<float>(), rstd_.as<float>(), rows_, c_};
+    return {x_.as<T>(), r_.as<T>(),        gamma_.as<T>(),    beta_.as<T>(), h_.as<T>(),
+            y_.as<T>(), mean_.as<float>(), rstd_.as<float>(), rows_,         c_};
   }
 
   int64_t rows_;
@@ -245,7 +246,9 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
 // are fp32 (a row statistic each); gamma and beta are C elements each. FLOPs per element: add 1;
 // mean/var 4 (sum; subtract, square, sum); normalize 4 (subtract, scale by rstd, multiply by
 // gamma, add beta); the per-row sqrt is not counted.
-int64_t params_bytes(const Dims& d) { return 2 * d.i * d.b; }  // gamma and beta
+int64_t params_bytes(const Dims& d) {
+  return 2 * d.i * d.b;
+}  // gamma and beta
 
 template <typename T>
 const LevelTable<ResidualLayerNormWorkspace<T>>& ResidualLayerNormWorkspace<T>::levels() {

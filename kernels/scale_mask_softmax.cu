@@ -91,8 +91,12 @@ std::vector<double> softmax_reference(const std::vector<double>& scores, int64_t
 // the store instructions of that vector. One st.global.v4 in inline PTX (what the __stwb
 // intrinsic does) cannot be split; the pointer is a global-memory address, as __stwb assumes.
 
-__device__ __forceinline__ int element_bits(float v) { return __float_as_int(v); }
-__device__ __forceinline__ int element_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+__device__ __forceinline__ int element_bits(float v) {
+  return __float_as_int(v);
+}
+__device__ __forceinline__ int element_bits(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
+}
 
 __device__ __forceinline__ int4 pack16(const float (&v)[4]) {
   return make_int4(element_bits(v[0]), element_bits(v[1]), element_bits(v[2]), element_bits(v[3]));
@@ -688,12 +692,14 @@ const LevelTable<ScaleMaskSoftmaxWorkspace<T>>& ScaleMaskSoftmaxWorkspace<T>::le
       [](const Dims& d) {
         return Textbook{d.tensor_bytes(), d.tensor_bytes(), 1.0 * d.elements()};
       }};
-  static const LaunchRow<Ws> mask = {
-      "mask",
-      [](Ws& w, cudaStream_t s) {
-        return launch_mask<T>(w.s1_.as<T>(), w.s2_.as<T>(), w.n_, w.length_, s);
-      },
-      [](const Dims& d) { return Textbook{d.tensor_bytes(), d.tensor_bytes(), 0.0}; }};
+  static const LaunchRow<Ws> mask = {"mask",
+                                     [](Ws& w, cudaStream_t s) {
+                                       return launch_mask<T>(w.s1_.as<T>(), w.s2_.as<T>(), w.n_,
+                                                             w.length_, s);
+                                     },
+                                     [](const Dims& d) {
+                                       return Textbook{d.tensor_bytes(), d.tensor_bytes(), 0.0};
+                                     }};
   static const LevelTable<Ws> table = {
       {"unfused",
        "five kernels (scale, mask, row max, exp-sum, divide); every intermediate round-trips "

@@ -32,8 +32,8 @@ class [[nodiscard]] Status {
 }  // namespace fl
 
 // Returns from the enclosing function if `expr` (a Status) failed.
-#define FL_TRY(expr)                          \
-  do {                                        \
-    ::fl::Status fl_status_ = (expr);         \
-    if (!fl_status_.ok()) return fl_status_;  \
+#define FL_TRY(expr)                         \
+  do {                                       \
+    ::fl::Status fl_status_ = (expr);        \
+    if (!fl_status_.ok()) return fl_status_; \
   } while (0)

@@ -52,14 +52,15 @@ namespace fl::tc {
 // warps: small tiles (a few tokens) still want many threads issuing copies and normalizing, and
 // the extra warps sit out the multiply (they would only add padded rows).
 template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, int kKBytes_ = 64,
-          int kThreads_ = 32 * kWarpsM_ * kWarpsN_>
+          int kThreads_ = 32 * (kWarpsM_ * kWarpsN_)>
 struct TileConfig {
   static constexpr int kBM = kBM_, kBN = kBN_, kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
   static constexpr int kStages = kStages_, kKBytes = kKBytes_;
   static constexpr int kThreads = kThreads_, kMmaWarps = kWarpsM * kWarpsN;
-  static_assert(kThreads >= 32 * kMmaWarps && kThreads % 32 == 0, "every multiplying warp is in the block");
+  static_assert(kThreads >= 32 * kMmaWarps && kThreads % 32 == 0,
+                "every multiplying warp is in the block");
   static constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;  // one warp's piece
-  static constexpr int kMT = kWM / 16, kNT = kWN / 8;              // its mma tiles
+  static constexpr int kMT = kWM / 16, kNT = kWN / 8;             // its mma tiles
   static_assert(kWM % 16 == 0 && kWN % 16 == 0, "a warp's piece is whole 16 x 16 tiles");
 };
 
@@ -74,7 +75,9 @@ constexpr int kPad = kVec<T>;
 // Shared memory of one pipeline stage, in elements.
 template <typename T, class Cfg>
 constexpr int stage_elems() {
-  return Cfg::kBM * (kBK<T, Cfg> + kPad<T>) + kBK<T, Cfg> * (Cfg::kBN + kPad<T>);
+  constexpr int a = Cfg::kBM * (kBK<T, Cfg> + kPad<T>);
+  constexpr int b = kBK<T, Cfg> * (Cfg::kBN + kPad<T>);
+  return a + b;
 }
 template <typename T, class Cfg>
 constexpr size_t ring_bytes() {
@@ -156,7 +159,8 @@ struct WarpStep<__nv_bfloat16, MT, NT> {
     }
 #pragma unroll
     for (int nt = 0; nt < NT; nt += 2) {  // 16 k x 16 n of B, transposed: two 16 x 8 tiles
-      const __nv_bfloat16* p = b + ((lane & 7) + ((lane >> 3) & 1) * 8) * ldb + nt * 8 + (lane >> 4) * 8;
+      const __nv_bfloat16* p =
+          b + ((lane & 7) + ((lane >> 3) & 1) * 8) * ldb + nt * 8 + (lane >> 4) * 8;
       const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(bfr[nt][0]), "=r"(bfr[nt][1]), "=r"(bfr[nt + 1][0]), "=r"(bfr[nt + 1][1])
@@ -250,8 +254,8 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
   auto load = [&](int kt) {
     const int stage = kt % S;
     const int64_t k0 = int64_t(kt) * BK;
-    copy_tile<T, Cfg::kThreads, kVectorized>(a_tile(stage), lda_s, a + m0 * lda + k0, lda,
-                                             Cfg::kBM, BK, m - m0, k - k0);
+    copy_tile<T, Cfg::kThreads, kVectorized>(a_tile(stage), lda_s, a + m0 * lda + k0, lda, Cfg::kBM,
+                                             BK, m - m0, k - k0);
     copy_tile<T, Cfg::kThreads, kVectorized>(b_tile(stage), ldb_s, b + k0 * ldb + n0, ldb, BK,
                                              Cfg::kBN, k - k0, n - n0);
   };
@@ -280,7 +284,7 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
   for (int kt = 0; kt < k_tiles; ++kt) {
     async_wait<S - 2>();  // this thread's copies of K-tile kt have landed
     prologue(a_tile(kt % S), lda_s, int64_t(kt) * BK);
-    __syncthreads();      // everyone's copies are visible; everyone is done with K-tile kt-1
+    __syncthreads();  // everyone's copies are visible; everyone is done with K-tile kt-1
     if (kt + S - 1 < k_tiles) load(kt + S - 1);  // into the stage K-tile kt-1 used
     async_commit();
     if (warp < Cfg::kMmaWarps) {
@@ -299,20 +303,20 @@ __device__ __forceinline__ void block_mainloop(float (&acc)[Cfg::kMT][Cfg::kNT][
 // caller waits for later (async_wait<0>()). Ends with a barrier.
 template <typename T, class Cfg, int kMaxK>
 constexpr size_t resident_bytes() {
-  return sizeof(T) * (size_t(Cfg::kBM) * (kMaxK + kPad<T>) + size_t(kMaxK) * (Cfg::kBN + kPad<T>));
+  constexpr size_t a = size_t(Cfg::kBM) * (kMaxK + kPad<T>);
+  constexpr size_t b = size_t(kMaxK) * (Cfg::kBN + kPad<T>);
+  return sizeof(T) * (a + b);
 }
 
 template <typename T, class Cfg, int kMaxK, bool kVectorized, class AfterIssue = NoPrologue>
-__device__ __forceinline__ void block_multiply_resident(float (&acc)[Cfg::kMT][Cfg::kNT][4],
-                                                        T* tiles, const T* a, int64_t lda,
-                                                        const T* b, int64_t ldb, int64_t m,
-                                                        int64_t n, int64_t k, int64_t m0,
-                                                        int64_t n0,
-                                                        const AfterIssue& after_issue = {}) {
+__device__ __forceinline__ void block_multiply_resident(
+    float (&acc)[Cfg::kMT][Cfg::kNT][4], T* tiles, const T* a, int64_t lda, const T* b, int64_t ldb,
+    int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0, const AfterIssue& after_issue = {}) {
   constexpr int lda_s = kMaxK + kPad<T>, ldb_s = Cfg::kBN + kPad<T>;
   T* s_a = tiles;
   T* s_b = tiles + Cfg::kBM * lda_s;
-  copy_tile<T, Cfg::kThreads, kVectorized>(s_a, lda_s, a + m0 * lda, lda, Cfg::kBM, kMaxK, m - m0, k);
+  copy_tile<T, Cfg::kThreads, kVectorized>(s_a, lda_s, a + m0 * lda, lda, Cfg::kBM, kMaxK, m - m0,
+                                           k);
   copy_tile<T, Cfg::kThreads, kVectorized>(s_b, ldb_s, b + n0, ldb, kMaxK, Cfg::kBN, k, n - n0);
   async_commit();
   after_issue();

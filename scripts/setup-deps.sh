@@ -9,7 +9,7 @@ headless=0
 [[ "${1:-}" == "--headless" ]] && headless=1
 
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libstb-dev libcli11-dev zlib1g-dev
-          libgtest-dev binutils)
+          libgtest-dev binutils clang-format)
 if [[ $headless == 0 ]]; then
   packages+=(libglfw3-dev libimgui-dev python3-glad libgl-dev
              xvfb xauth libgl1-mesa-dri libglx-mesa0 fonts-dejavu-core)

@@ -14,9 +14,12 @@ namespace fl::viz {
 
 const char* place_title(FlowPlace place) {
   switch (place) {
-    case FlowPlace::hbm: return "HBM (global memory)";
-    case FlowPlace::l2: return "L2 cache";
-    case FlowPlace::sm: return "SM";
+    case FlowPlace::hbm:
+      return "HBM (global memory)";
+    case FlowPlace::l2:
+      return "L2 cache";
+    case FlowPlace::sm:
+      return "SM";
   }
   return "";
 }
@@ -43,7 +46,9 @@ namespace {
 // DRAM saw under this share of the textbook bytes: L2 served the rest.
 constexpr double kL2ServedShare = 0.5;
 
-std::string intermediate_name(const std::string& kernel) { return kernel + " output"; }
+std::string intermediate_name(const std::string& kernel) {
+  return kernel + " output";
+}
 
 // The launches' medians (and gaps, through the chain time when that is larger).
 double chain_time_us(const Measurement& m) {
@@ -100,8 +105,8 @@ double shared_bytes_per_sm(int cc_major, int cc_minor) {
 // Kernels that stage rows or tiles in shared memory / L1 by what they are, for measurements
 // without CUPTI records: row-wise reductions (LayerNorm, softmax) and GEMMs.
 bool stages_rows_or_tiles(const std::string& kernel) {
-  for (const char* part : {"layernorm", "mean_var", "normalize", "softmax", "row_", "exp_sum",
-                           "gemm", "ffn", "ln_"}) {
+  for (const char* part :
+       {"layernorm", "mean_var", "normalize", "softmax", "row_", "exp_sum", "gemm", "ffn", "ln_"}) {
     if (kernel.find(part) != std::string::npos) return true;
   }
   return false;
@@ -131,12 +136,12 @@ FlowTrip flow_trip(const Measurement& m, size_t k, const std::vector<double>& ga
       trip.shared_bytes = static_cast<int64_t>(r.static_shared_bytes) + r.dynamic_shared_bytes;
     }
   }
-  trip.stages_in_shared = trip.shared_bytes >= 0 ? trip.shared_bytes > 0
-                                                 : stages_rows_or_tiles(trip.kernel);
+  trip.stages_in_shared =
+      trip.shared_bytes >= 0 ? trip.shared_bytes > 0 : stages_rows_or_tiles(trip.kernel);
   trip.measured = measured_dram_bytes(l, &trip.read_bytes, &trip.write_bytes);
   if (trip.measured) {
-    trip.reads_stop_at_l2 = trip.textbook_read_bytes > 0 &&
-                            trip.read_bytes < kL2ServedShare * trip.textbook_read_bytes;
+    trip.reads_stop_at_l2 =
+        trip.textbook_read_bytes > 0 && trip.read_bytes < kL2ServedShare * trip.textbook_read_bytes;
     trip.writes_stop_at_l2 = trip.textbook_write_bytes > 0 &&
                              trip.write_bytes < kL2ServedShare * trip.textbook_write_bytes;
   } else {
@@ -163,10 +168,9 @@ std::vector<std::string> kept_on_chip(const Measurement& m, const Lesson* lesson
     for (const auto& l : level0->launches) unfused_launches.push_back(l.textbook.kernel);
   }
   for (size_t k = 0; k + 1 < unfused_launches.size(); ++k) {
-    const bool still_launched =
-        std::any_of(m.launches.begin(), m.launches.end(), [&](const LaunchResult& l) {
-          return l.textbook.kernel == unfused_launches[k];
-        });
+    const bool still_launched = std::any_of(
+        m.launches.begin(), m.launches.end(),
+        [&](const LaunchResult& l) { return l.textbook.kernel == unfused_launches[k]; });
     if (!still_launched) on_chip.push_back(intermediate_name(unfused_launches[k]));
   }
   if (on_chip.empty() && m.launches.size() == 1 && unfused_launches.empty()) {
@@ -239,7 +243,8 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   if (m.level > 0) in.on_chip = kept_on_chip(m, lesson, level0);
   if (level0 && !level0->launches.empty()) pace_by_level0(m, *level0, &in);
   double chain = 0;
-  for (const auto& t : in.trips) chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
+  for (const auto& t : in.trips)
+    chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
   in.lane_label = "level " + in.level_name + ": " + format_us(chain);
   return in;
 }
@@ -315,11 +320,12 @@ std::string capacity_sentence(const FlowInput& in) {
   const double per_sm = in.sm_register_bytes + in.sm_shared_bytes;
   const double on_chip = per_sm * in.sm_count;
   const double tensor = in.tensors.empty() ? 0 : in.tensors[0].bytes;
-  std::string c = "on chip: " + std::to_string(in.sm_count) + " SMs x (" +
-                  format_byte_count(in.sm_register_bytes) + " registers" +
-                  (in.sm_shared_bytes > 0 ? " + " + format_byte_count(in.sm_shared_bytes) + " shared memory"
-                                          : std::string()) +
-                  ") = " + format_byte_count(on_chip);
+  std::string c =
+      "on chip: " + std::to_string(in.sm_count) + " SMs x (" +
+      format_byte_count(in.sm_register_bytes) + " registers" +
+      (in.sm_shared_bytes > 0 ? " + " + format_byte_count(in.sm_shared_bytes) + " shared memory"
+                              : std::string()) +
+      ") = " + format_byte_count(on_chip);
   if (tensor > 0) {
     c += ", against " + format_byte_count(tensor) + " of inputs: " +
          (tensor > on_chip ? "they stream through, a row or tile at a time"
@@ -332,15 +338,15 @@ std::string capacity_sentence(const FlowInput& in) {
 // heights.
 struct FlowGeometry {
   float fs = 0, line = 0, pad = 0;
-  float W = 0;              // the canvas's width (at least ten font sizes)
-  float top = 0, bottom = 0;  // of the three boxes
-  bool two_lanes = false;   // level 0's lane of the pacing strip is drawn
-  float max_band = 0;       // the thickest band
-  float blocks_top = 0;     // the first row of tensor blocks
+  float W = 0;                    // the canvas's width (at least ten font sizes)
+  float top = 0, bottom = 0;      // of the three boxes
+  bool two_lanes = false;         // level 0's lane of the pacing strip is drawn
+  float max_band = 0;             // the thickest band
+  float blocks_top = 0;           // the first row of tensor blocks
   float read_y = 0, write_y = 0;  // the bands' centres
-  float lanes_top = 0;      // above the bands (and their labels)
-  bool lane_labels = false;  // a label row above each band
-  int rows = 0;             // tensor blocks that fit in a box
+  float lanes_top = 0;            // above the bands (and their labels)
+  bool lane_labels = false;       // a label row above each band
+  int rows = 0;                   // tensor blocks that fit in a box
 };
 
 // The clock of the animation: where in the chain the GPU time `t` falls, on one scale for every
@@ -372,7 +378,8 @@ void layout_text_rows_and_strip(const FlowInput& in, ImVec2 cmin, ImVec2 cmax,
   L->level0_lane_label = g->two_lanes && tall ? in.level0_lane_label : "";
   L->lane_label_w = !tall ? 0.0f
                           : std::min(std::max(style.text_width(L->lane_label),
-                                              style.text_width(L->level0_lane_label)) + fs * 0.6f,
+                                              style.text_width(L->level0_lane_label)) +
+                                         fs * 0.6f,
                                      W * 0.3f);
   L->strip_max = v2(cmin.x + W, L->time_label_pos.y - fs * 0.25f);
   L->strip_min = v2(cmin.x + L->lane_label_w, L->strip_max.y - lane_h);
@@ -380,10 +387,11 @@ void layout_text_rows_and_strip(const FlowInput& in, ImVec2 cmin, ImVec2 cmax,
   // the same size at every level of a size.
   L->level0_strip_max = v2(cmin.x + W, L->strip_min.y - lane_gap);
   L->level0_strip_min = v2(L->strip_min.x, L->level0_strip_max.y - lane_h);
-  L->lane_label_pos = v2(cmin.x, std::min(L->strip_min.y + (lane_h - fs) * 0.5f, L->strip_max.y + 2 - fs));
+  L->lane_label_pos =
+      v2(cmin.x, std::min(L->strip_min.y + (lane_h - fs) * 0.5f, L->strip_max.y + 2 - fs));
   L->level0_lane_label_pos = v2(cmin.x, L->lane_label_pos.y - lane_h - lane_gap);
-  const float lanes_top_y = tall ? std::min(L->level0_strip_min.y, L->level0_lane_label_pos.y)
-                                 : L->level0_strip_min.y;
+  const float lanes_top_y =
+      tall ? std::min(L->level0_strip_min.y, L->level0_lane_label_pos.y) : L->level0_strip_min.y;
   g->top = cmin.y + (tall ? 3 : 2) * line + fs * 0.2f;
   g->bottom = std::max(g->top + fs * 5, lanes_top_y - fs * 0.45f);
   if (!in.hint.empty()) L->hint_pos = v2(cmin.x + W - style.text_width(in.hint), cmin.y);
@@ -440,7 +448,8 @@ void layout_rows_and_sm_box(const FlowInput& in, int header_lines, int sm_header
   const float labelled_lanes_top = labelled_read_y - g->max_band * 0.5f - fs * 1.15f;
   L->on_chip_pos = v2(L->boxes[2].min.x + pad, top + pad + sm_header_lines * line);
   const float sm_text_w = L->boxes[2].max.x - L->boxes[2].min.x - 2 * pad;
-  if (!in.on_chip.empty()) L->on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
+  if (!in.on_chip.empty())
+    L->on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
   for (const std::string& value : in.on_chip) {
     L->on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));
   }
@@ -501,9 +510,10 @@ FlowClockState pace(const FlowInput& in, double t, FlowLayout* L) {
       if (L->gpu_us < timing.end_us[k] || k + 1 == in.trips.size()) {
         L->trip = static_cast<int>(k);
         const double len = timing.end_us[k] - timing.start_us[k];
-        L->progress = len > 0 ? static_cast<float>(
-                                    std::clamp((L->gpu_us - timing.start_us[k]) / len, 0.0, 1.0))
-                              : 0.0f;
+        L->progress =
+            len > 0
+                ? static_cast<float>(std::clamp((L->gpu_us - timing.start_us[k]) / len, 0.0, 1.0))
+                : 0.0f;
         break;
       }
     }
@@ -562,8 +572,8 @@ void place_tensors(const FlowInput& in, const FlowClockState& c, const FlowLayou
 
 // A box's blocks, one row each from blocks_top; when there are more than fit, the newest (they
 // tell what the chain is doing now) under a row that says how many are hidden.
-void layout_blocks(const FlowInput& in, int box, std::vector<FlowBlock> list,
-                   const FlowGeometry& g, const ViewStyle& style, FlowLayout* L) {
+void layout_blocks(const FlowInput& in, int box, std::vector<FlowBlock> list, const FlowGeometry& g,
+                   const ViewStyle& style, FlowLayout* L) {
   const float fs = g.fs, pad = g.pad;
   FlowBox& B = L->boxes[box];
   const size_t fit = static_cast<size_t>(g.rows);
@@ -653,17 +663,17 @@ void layout_words(const FlowInput& in, const FlowClockState& c, const FlowGeomet
   char buf[320];
   if (L->trip >= 0) {
     const FlowTrip& trip = in.trips[L->trip];
-    const std::string reads =
-        trip.reads_stop_at_l2 ? format_byte_count(trip.textbook_read_bytes) + " from L2 (DRAM " +
-                                    format_byte_count(trip.read_bytes) + ")"
-                              : format_byte_count(trip.read_bytes) + " from HBM";
-    const std::string writes =
-        trip.writes_stop_at_l2 ? format_byte_count(trip.textbook_write_bytes) + " to L2 (DRAM " +
-                                     format_byte_count(trip.write_bytes) + ")"
-                               : format_byte_count(trip.write_bytes) + " to HBM";
+    const std::string reads = trip.reads_stop_at_l2
+                                  ? format_byte_count(trip.textbook_read_bytes) +
+                                        " from L2 (DRAM " + format_byte_count(trip.read_bytes) + ")"
+                                  : format_byte_count(trip.read_bytes) + " from HBM";
+    const std::string writes = trip.writes_stop_at_l2
+                                   ? format_byte_count(trip.textbook_write_bytes) +
+                                         " to L2 (DRAM " + format_byte_count(trip.write_bytes) + ")"
+                                   : format_byte_count(trip.write_bytes) + " to HBM";
     std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)%s",
-                  L->trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(),
-                  writes.c_str(), format_us(trip.median_us).c_str(),
+                  L->trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(), writes.c_str(),
+                  format_us(trip.median_us).c_str(),
                   trip.stages_in_shared ? "; stages data in shared memory" : "");
   } else if (L->in_gap) {
     std::snprintf(buf, sizeof(buf), "between launches %d and %d: the GPU idles %s", c.next,
@@ -691,7 +701,8 @@ void layout_strip(const FlowInput& in, const FlowClockState& c, const FlowGeomet
     return L->strip_min.x + static_cast<float>(us / c.reference) * strip_w;
   };
   for (size_t k = 0; k < in.trips.size(); ++k) {
-    L->strip.push_back({strip_x(c.timing.start_us[k]), strip_x(c.timing.end_us[k]), static_cast<int>(k)});
+    L->strip.push_back(
+        {strip_x(c.timing.start_us[k]), strip_x(c.timing.end_us[k]), static_cast<int>(k)});
     L->strip_names.push_back(in.trips[k].kernel);
   }
   L->strip_cursor_x = strip_x(c.shown_us);
@@ -701,7 +712,8 @@ void layout_strip(const FlowInput& in, const FlowClockState& c, const FlowGeomet
     return L->level0_strip_min.x + static_cast<float>(us / c.reference) * w0;
   };
   for (size_t k = 0; k < in.level0_lane.size(); ++k) {
-    L->level0_strip.push_back({x(in.level0_lane[k].start_us), x(in.level0_lane[k].end_us), static_cast<int>(k)});
+    L->level0_strip.push_back(
+        {x(in.level0_lane[k].start_us), x(in.level0_lane[k].end_us), static_cast<int>(k)});
     L->level0_strip_names.push_back(in.level0_lane[k].kernel);
   }
 }
@@ -715,7 +727,8 @@ void layout_shared_label(const FlowInput& in, const ViewStyle& style, FlowLayout
     const FlowTrip& trip = in.trips[L->trip];
     L->shared_active = true;
     std::string what = "shared memory / L1: " + trip.kernel + " stages data here";
-    if (trip.shared_bytes > 0) what += " (" + format_byte_count(static_cast<double>(trip.shared_bytes)) + " per block)";
+    if (trip.shared_bytes > 0)
+      what += " (" + format_byte_count(static_cast<double>(trip.shared_bytes)) + " per block)";
     L->shared_label = fit_text(what, w, style);
   } else {
     L->shared_label = fit_text("shared memory / L1" + cap, w, style);
@@ -746,9 +759,9 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   L.bytes_note_textbook = !measured;
   L.bytes_note_pos = v2(cmin.x + g.W - style.text_width(L.bytes_note), L.time_label_pos.y);
   const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + g.fs;
-  L.caption = fit_text("Level " + in.level_name +
-                           (in.level_summary.empty() ? "" : ": " + in.level_summary),
-                       g.W - hint_room, style);
+  L.caption =
+      fit_text("Level " + in.level_name + (in.level_summary.empty() ? "" : ": " + in.level_summary),
+               g.W - hint_room, style);
   if (in.trips.empty()) {
     L.status = "No measurement yet.";
     return L;
@@ -831,9 +844,8 @@ std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit
     } else {
       add_line("the chain's result");
     }
-    add_line(b.place == FlowPlace::hbm
-                 ? "in HBM: every byte of it costs a DRAM transfer each way"
-                 : "in L2: read from here, it costs no DRAM transfer");
+    add_line(b.place == FlowPlace::hbm ? "in HBM: every byte of it costs a DRAM transfer each way"
+                                       : "in L2: read from here, it costs no DRAM transfer");
     return out;
   }
   if (hit.box == static_cast<int>(FlowPlace::hbm)) {
@@ -844,14 +856,16 @@ std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit
     add_line("L2 cache" +
              (in.l2_bytes > 0 ? ": " + format_byte_count(in.l2_bytes) : std::string()) +
              ", shared by all SMs");
-    add_line("Every byte passes through it; a tensor that fits can be read back from here "
-             "without a DRAM transfer.");
+    add_line(
+        "Every byte passes through it; a tensor that fits can be read back from here "
+        "without a DRAM transfer.");
   } else if (hit.box == static_cast<int>(FlowPlace::sm)) {
-    add_line("SM" + (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
-             ": " + format_byte_count(in.sm_register_bytes) +
-             " of registers (64K x 32 bit)" +
-             (in.sm_shared_bytes > 0 ? " and " + format_byte_count(in.sm_shared_bytes) + " of shared memory / L1"
-                                     : std::string(" plus shared memory")));
+    add_line("SM" +
+             (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
+             ": " + format_byte_count(in.sm_register_bytes) + " of registers (64K x 32 bit)" +
+             (in.sm_shared_bytes > 0
+                  ? " and " + format_byte_count(in.sm_shared_bytes) + " of shared memory / L1"
+                  : std::string(" plus shared memory")));
     if (in.sm_count > 0) {
       add_line("All " + std::to_string(in.sm_count) + " SMs together hold " +
                format_byte_count((in.sm_register_bytes + in.sm_shared_bytes) * in.sm_count) +
@@ -884,7 +898,8 @@ void draw_segment(ImDrawList* dl, const FlowSegment& seg, ImU32 color, float fs)
   // An arrowhead where the bytes arrive.
   const float dir = seg.to.x >= seg.from.x ? 1.0f : -1.0f;
   const float ah = std::max(th * 0.5f + 3, fs * 0.35f);
-  dl->AddTriangleFilled(v2(seg.to.x + dir * ah, seg.to.y), v2(seg.to.x - dir * ah * 0.2f, seg.to.y - ah),
+  dl->AddTriangleFilled(v2(seg.to.x + dir * ah, seg.to.y),
+                        v2(seg.to.x - dir * ah * 0.2f, seg.to.y - ah),
                         v2(seg.to.x - dir * ah * 0.2f, seg.to.y + ah), color);
 }
 
@@ -924,7 +939,8 @@ void draw_boxes_and_blocks(ImDrawList* dl, const FlowLayout& L, const FlowHit& h
     dl->AddRect(b.min, b.max, border, 3.0f, 0, border_w);
     TextOptions o;
     o.max_width = b.max.x - b.min.x - fs * 0.4f;
-    draw_text(dl, v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text, b.label, o);
+    draw_text(dl, v2(b.min.x + fs * 0.3f, b.min.y + (b.max.y - b.min.y - fs) * 0.5f), text, b.label,
+              o);
   }
 }
 
@@ -980,10 +996,12 @@ void draw_bands(ImDrawList* dl, const FlowLayout& L, const FlowHit& hover) {
     }
     if (hover.lane == static_cast<int>(i)) {
       const float th = std::max({lane.dram.thickness, lane.chip.thickness, 2.0f});
-      const float x0 = std::min({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
-      const float x1 = std::max({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
-      dl->AddRect(v2(x0 - 2, lane.chip.from.y - th * 0.5f - 3), v2(x1 + 2, lane.chip.from.y + th * 0.5f + 3),
-                  text, 3.0f);
+      const float x0 =
+          std::min({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
+      const float x1 =
+          std::max({lane.dram.from.x, lane.dram.to.x, lane.chip.from.x, lane.chip.to.x});
+      dl->AddRect(v2(x0 - 2, lane.chip.from.y - th * 0.5f - 3),
+                  v2(x1 + 2, lane.chip.from.y + th * 0.5f + 3), text, 3.0f);
     }
   }
 }
@@ -1020,7 +1038,8 @@ void draw_pacing_strip(ImDrawList* dl, const FlowInput& in, const FlowLayout& L)
     draw_lane(L.strip_min, L.strip_max, L.strip, L.strip_names,
               palette::level_color(in.level, in.top_level), L.trip, L.lane_label, L.lane_label_pos);
     const float top = L.level0_strip.empty() ? L.strip_min.y : L.level0_strip_min.y;
-    dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text, stroke(2.0f));
+    dl->AddLine(v2(L.strip_cursor_x, top - 3), v2(L.strip_cursor_x, L.strip_max.y + 3), text,
+                stroke(2.0f));
   }
 }
 
@@ -1042,8 +1061,11 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
   float note_x = L.canvas_max.x;
   if (!in.trips.empty()) {
     const float w = ImGui::CalcTextSize(L.bytes_note.c_str()).x;
-    const TextRect r = draw_text(dl, v2(std::max(L.canvas_max.x - w, L.canvas_min.x + (L.canvas_max.x - L.canvas_min.x) * 0.5f), L.bytes_note_pos.y),
-                                 L.bytes_note_textbook ? palette::warning : dim, L.bytes_note);
+    const TextRect r = draw_text(
+        dl,
+        v2(std::max(L.canvas_max.x - w, L.canvas_min.x + (L.canvas_max.x - L.canvas_min.x) * 0.5f),
+           L.bytes_note_pos.y),
+        L.bytes_note_textbook ? palette::warning : dim, L.bytes_note);
     note_x = r.max.x > r.min.x ? r.min.x : note_x;
   }
   if (!L.strip.empty()) {

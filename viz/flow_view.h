@@ -150,10 +150,10 @@ constexpr double kFlowHoldSeconds = 1.0;
 struct FlowBox {
   FlowPlace place = FlowPlace::hbm;
   ImVec2 min, max;
-  std::string title;      // "HBM (global memory)"
-  std::string capacity;   // "139.8 GiB", "60.0 MiB", "256.0 KiB registers"
+  std::string title;               // "HBM (global memory)"
+  std::string capacity;            // "139.8 GiB", "60.0 MiB", "256.0 KiB registers"
   ImVec2 title_pos, capacity_pos;  // one line when both fit, else two
-  int hidden_blocks = 0;   // older tensor blocks that did not fit in the box
+  int hidden_blocks = 0;           // older tensor blocks that did not fit in the box
   std::string more_label;  // "+2 earlier tensors" in the first block row when some are hidden
   ImVec2 more_pos;
 };
@@ -171,20 +171,20 @@ struct FlowBlock {
 
 // One stretch of a band: HBM <-> L2 (DRAM bytes) or L2 <-> SM (the kernel's own bytes).
 struct FlowSegment {
-  ImVec2 from, to;             // the direction the bytes travel
-  float thickness = 0;         // px, proportional to `bytes` (not clamped: may be < 1)
+  ImVec2 from, to;      // the direction the bytes travel
+  float thickness = 0;  // px, proportional to `bytes` (not clamped: may be < 1)
   double bytes = 0;
   bool visible = false;        // carries at least 1% of the scale's bytes (drawn >= 2 px)
   std::vector<ImVec2> tokens;  // the moving tokens' centres, when visible
 };
 
 struct FlowLane {
-  bool write = false;        // false: reads (towards the SM); true: writes (away from it)
-  bool stops_at_l2 = false;  // the HBM stretch carries (almost) nothing
-  FlowSegment dram;          // HBM <-> L2
-  FlowSegment chip;          // L2 <-> SM
-  std::string label;         // "64.0 MiB" (the DRAM stretch) or "L2 hit"
-  ImVec2 label_pos;          // top-left
+  bool write = false;          // false: reads (towards the SM); true: writes (away from it)
+  bool stops_at_l2 = false;    // the HBM stretch carries (almost) nothing
+  FlowSegment dram;            // HBM <-> L2
+  FlowSegment chip;            // L2 <-> SM
+  std::string label;           // "64.0 MiB" (the DRAM stretch) or "L2 hit"
+  ImVec2 label_pos;            // top-left
   bool label_visible = false;  // only where the boxes leave a row for it above the band
 };
 
@@ -232,9 +232,9 @@ struct FlowLayout {
   // The SM's shared memory / L1, drawn as a block in the SM box when a launch stages data there.
   bool shared_visible = false;
   ImVec2 shared_min, shared_max;
-  std::string shared_label;  // "shared memory / L1 228.0 KiB: layernorm stages its rows"
+  std::string shared_label;    // "shared memory / L1 228.0 KiB: layernorm stages its rows"
   bool shared_active = false;  // the running launch stages data there now
-  std::string capacity;      // "on chip: 132 SMs x (256 KiB registers + 228 KiB shared) = ..."
+  std::string capacity;        // "on chip: 132 SMs x (256 KiB registers + 228 KiB shared) = ..."
   ImVec2 capacity_pos;
   ImVec2 hint_pos;
 

@@ -17,9 +17,12 @@ namespace fl::viz {
 
 const char* label(MemoryBar kind) {
   switch (kind) {
-    case MemoryBar::textbook: return "textbook";
-    case MemoryBar::dram: return "DRAM (measured)";
-    case MemoryBar::l2: return "L2 (measured)";
+    case MemoryBar::textbook:
+      return "textbook";
+    case MemoryBar::dram:
+      return "DRAM (measured)";
+    case MemoryBar::l2:
+      return "L2 (measured)";
   }
   return "";
 }
@@ -31,11 +34,15 @@ namespace {
 std::string why_no_counters(const Measurement& m) {
   if (!m.counters_note.empty()) return m.counters_note;
   switch (m.counters_status) {
-    case CountersStatus::pending: return "the counters are being read";
-    case CountersStatus::unavailable: return "this system cannot read the counters";
-    case CountersStatus::failed: return "reading the counters failed";
+    case CountersStatus::pending:
+      return "the counters are being read";
+    case CountersStatus::unavailable:
+      return "this system cannot read the counters";
+    case CountersStatus::failed:
+      return "reading the counters failed";
     case CountersStatus::not_measured:
-    case CountersStatus::measured: break;
+    case CountersStatus::measured:
+      break;
   }
   return "counters off";
 }
@@ -50,7 +57,8 @@ double tallest_memory_bar(const Measurement& m) {
     tb += t;
     top = std::max(top, t);
     if (l.counters) {
-      const double d = static_cast<double>(l.counters->dram_read_bytes + l.counters->dram_write_bytes);
+      const double d =
+          static_cast<double>(l.counters->dram_read_bytes + l.counters->dram_write_bytes);
       dram += d;
       l2 += static_cast<double>(l.counters->l2_bytes);
       top = std::max({top, d, static_cast<double>(l.counters->l2_bytes)});
@@ -130,7 +138,8 @@ std::string in_unit(double bytes, double unit_bytes, const char* unit) {
 
 // Screen y of `bytes` on the chart's axis (frame and axis_max_bytes set).
 float memory_y(const MemoryLayout& L, double bytes) {
-  return L.frame_max.y - static_cast<float>(bytes / L.axis_max_bytes) * (L.frame_max.y - L.frame_min.y);
+  return L.frame_max.y -
+         static_cast<float>(bytes / L.axis_max_bytes) * (L.frame_max.y - L.frame_min.y);
 }
 
 std::string short_error(double e) {
@@ -211,8 +220,8 @@ void layout_badge(const MemoryInput& in, float y, float side_w, const ViewStyle&
     }
   }
   L->badge_min = v2(L->side_min.x, y);
-  L->badge_max = v2(L->side_min.x + std::min(badge_w + fs, side_w),
-                    y + badge_lines * fs * 1.2f + fs * 0.6f);
+  L->badge_max =
+      v2(L->side_min.x + std::min(badge_w + fs, side_w), y + badge_lines * fs * 1.2f + fs * 0.6f);
 }
 
 // The legend on top of the chart, flowing into rows between chart_min_x and chart_max_x, then
@@ -220,9 +229,10 @@ void layout_badge(const MemoryInput& in, float y, float side_w, const ViewStyle&
 float layout_legend(const MemoryInput& in, float chart_min_x, float chart_max_x, float top,
                     const ViewStyle& style, MemoryLayout* L) {
   const float fs = style.font_size, line = style.line();
-  std::vector<MemoryLegendEntry> entries = {
-      {"textbook read | write", with_alpha(palette::reads, kTextbookAlpha),
-       with_alpha(palette::writes, kTextbookAlpha), {}}};
+  std::vector<MemoryLegendEntry> entries = {{"textbook read | write",
+                                             with_alpha(palette::reads, kTextbookAlpha),
+                                             with_alpha(palette::writes, kTextbookAlpha),
+                                             {}}};
   if (in.counters) {
     entries.push_back({"DRAM read | write (measured)", palette::reads, palette::writes, {}});
     entries.push_back({"L2 requests (measured)", palette::l2, palette::l2, {}});
@@ -273,7 +283,8 @@ double layout_axis(double top, float chart_min_x, float chart_max_x, float frame
   // Headroom above the tallest bar for its value label.
   double lo = 0, hi = top > 0 ? top * 1.12 / unit_bytes : 1;
   const float frame_bottom = std::max(frame_top + fs * 3, max.y - line * 1.1f);
-  const int max_ticks = std::clamp(static_cast<int>((frame_bottom - frame_top) / (fs * 1.6f)), 2, 6);
+  const int max_ticks =
+      std::clamp(static_cast<int>((frame_bottom - frame_top) / (fs * 1.6f)), 2, 6);
   const double step = nice_linear_step(&lo, &hi, max_ticks);
   L->axis_max_bytes = hi * unit_bytes;
   float widest = 0;
@@ -351,7 +362,8 @@ MemoryLayout layout_memory(const MemoryInput& in, ImVec2 min, ImVec2 max, const 
   const float chart_min_x = min.x, chart_max_x = L.side_min.x - fs * 1.2f;
   const float legend_bottom = layout_legend(in, chart_min_x, chart_max_x, min.y, style, &L);
   const double top = tallest_bar(in);
-  const double unit_bytes = layout_axis(top, chart_min_x, chart_max_x, legend_bottom, max, style, &L);
+  const double unit_bytes =
+      layout_axis(top, chart_min_x, chart_max_x, legend_bottom, max, style, &L);
   if (in.groups.empty() || top <= 0) return L;
   layout_bars(in, unit_bytes, style, &L);
   return L;
@@ -377,7 +389,8 @@ std::string memory_readout(const MemoryInput& in, const MemoryBarRect& bar) {
   std::string out = g.kernel + ", " + label(bar.kind) + ":\n";
   char buf[240];
   if (bar.kind == MemoryBar::textbook) {
-    std::snprintf(buf, sizeof(buf), "read %s + write %s = %s\nthe fewest bytes the kernel must move",
+    std::snprintf(buf, sizeof(buf),
+                  "read %s + write %s = %s\nthe fewest bytes the kernel must move",
                   format_byte_count(g.textbook_read).c_str(),
                   format_byte_count(g.textbook_write).c_str(), format_byte_count(textbook).c_str());
   } else if (bar.kind == MemoryBar::dram) {
@@ -407,7 +420,8 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
     dl->AddRectFilled(v2(e.pos.x + fs * 0.6f, top), v2(e.pos.x + fs * 1.2f, top + h), e.color_b);
     draw_text(dl, v2(e.pos.x + fs * 1.6f, e.pos.y), text, e.label);
   }
-  if (!L.counters_note.empty()) draw_text(dl, L.counters_note_pos, palette::warning, L.counters_note);
+  if (!L.counters_note.empty())
+    draw_text(dl, L.counters_note_pos, palette::warning, L.counters_note);
 
   dl->AddRectFilled(L.frame_min, L.frame_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
   for (const auto& [ty, tl] : L.y_ticks) {
@@ -455,7 +469,8 @@ void draw_memory_layout(ImDrawList* dl, const MemoryInput& in, const MemoryLayou
   dl->AddRect(L.badge_min, L.badge_max, badge_color, 5.0f, 0, stroke(1.5f));
   TextOptions badge;
   badge.max_width = L.badge_max.x - L.badge_min.x - fs * 0.6f;
-  draw_text_lines(dl, v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge, badge);
+  draw_text_lines(dl, v2(L.badge_min.x + fs * 0.5f, L.badge_min.y + fs * 0.3f), text, L.badge,
+                  badge);
 }
 
 int draw_memory_chart(const char* id, const MemoryInput& input, float height) {

@@ -37,7 +37,7 @@ struct MemoryInput {
   double saved_textbook_bytes = 0;   // level 0's total - this level's total (textbook)
   double saved_dram_bytes = 0;       // the same from the counters, when saved_dram_known
   bool saved_dram_known = false;
-  bool checked = false;              // a correctness figure exists
+  bool checked = false;  // a correctness figure exists
   CheckResult check;
   // The y axis's top for every level at this size (the tallest bar of any of them), so moving
   // the fusion slider shows the saving as bars shrinking; 0: this level's own tallest bar.
@@ -61,9 +61,9 @@ const char* label(MemoryBar kind);  // "textbook", "DRAM (measured)", "L2 (measu
 struct MemoryBarRect {
   int group = 0;
   MemoryBar kind = MemoryBar::textbook;
-  ImVec2 min, max;      // the whole bar; textbook and DRAM bars stack read (bottom) + write
-  float split_y = 0;    // where read meets write (== max.y for the L2 bar)
-  double bytes = 0;     // the bar's height in bytes: read + write, or L2
+  ImVec2 min, max;          // the whole bar; textbook and DRAM bars stack read (bottom) + write
+  float split_y = 0;        // where read meets write (== max.y for the L2 bar)
+  double bytes = 0;         // the bar's height in bytes: read + write, or L2
   std::string value_label;  // "128 MiB"
   ImVec2 value_pos;
   bool value_visible = false;  // fits above the bar without touching its neighbours
@@ -77,9 +77,9 @@ struct MemoryLegendEntry {
 
 struct MemoryLayout {
   float font_size = 16;
-  ImVec2 frame_min, frame_max;  // the bar chart's plot area
-  double axis_max_bytes = 0;    // top of the y axis
-  std::string unit;             // "MiB"
+  ImVec2 frame_min, frame_max;                         // the bar chart's plot area
+  double axis_max_bytes = 0;                           // top of the y axis
+  std::string unit;                                    // "MiB"
   std::vector<std::pair<float, std::string>> y_ticks;  // screen y, "256 MiB"
   std::vector<MemoryBarRect> bars;
   std::vector<std::pair<ImVec2, std::string>> group_labels;  // top-left, kernel name
@@ -89,9 +89,9 @@ struct MemoryLayout {
 
   // The headline column.
   ImVec2 side_min, side_max;
-  std::string saved_title;  // "saved by fusion (textbook bytes)"
-  std::string saved_value;  // "512.0 MiB" (the big number)
-  double saved_bytes = 0;   // the big number's value
+  std::string saved_title;                // "saved by fusion (textbook bytes)"
+  std::string saved_value;                // "512.0 MiB" (the big number)
+  double saved_bytes = 0;                 // the big number's value
   std::vector<std::string> saved_detail;  // wrapped lines under it
   ImVec2 saved_title_pos, saved_value_pos, saved_detail_pos;
   float big_font_size = 32;
@@ -108,8 +108,8 @@ std::string memory_readout(const MemoryInput& input, const MemoryBarRect& bar);
 
 // ---- [SECTION] drawing -----------------------------------------------------------------------
 
-void draw_memory_layout(ImDrawList* draw_list, const MemoryInput& input,
-                        const MemoryLayout& layout, int hovered_bar);
+void draw_memory_layout(ImDrawList* draw_list, const MemoryInput& input, const MemoryLayout& layout,
+                        int hovered_bar);
 // Canvas widget at the cursor: full width, `height` px tall (<= 0: the space left); tooltips on
 // hover. Returns the hovered bar or -1.
 int draw_memory_chart(const char* id, const MemoryInput& input, float height);

@@ -11,7 +11,9 @@
 namespace fl::viz {
 namespace {
 
-ImVec2 vec(float x, float y) { return ImVec2(x, y); }
+ImVec2 vec(float x, float y) {
+  return ImVec2(x, y);
+}
 
 }  // namespace
 
@@ -19,7 +21,9 @@ ImVec2 vec(float x, float y) { return ImVec2(x, y); }
 
 namespace {
 
-ImU32 band_shade(ImU32 color) { return (color & 0x00FFFFFFu) | (0x50u << 24); }
+ImU32 band_shade(ImU32 color) {
+  return (color & 0x00FFFFFFu) | (0x50u << 24);
+}
 
 void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 color, float thickness,
                   bool dotted = false) {
@@ -62,8 +66,8 @@ void draw_marker(ImDrawList* dl, ImVec2 p, float r, ImU32 color, bool hollow, Im
   }
 }
 
-void draw_swatch(ImDrawList* dl, const PlotLayout& L, const PlotLegendEntry& e, float sx0, float sx1,
-                 float cy, ImU32 bg) {
+void draw_swatch(ImDrawList* dl, const PlotLayout& L, const PlotLegendEntry& e, float sx0,
+                 float sx1, float cy, ImU32 bg) {
   const float fs = L.font_size;
   if (e.kind == PlotLegendEntry::line) {
     const PlotLineLayout& line = L.lines[e.index];
@@ -110,10 +114,10 @@ void draw_legend(ImDrawList* dl, const PlotLayout& L, ImU32 text, ImU32 bg, ImU3
   };
   if (L.legend_outside) {  // entries in the strip above the frame, placed by the layout
     for (size_t i = 0; i < L.legend.size() && i < L.legend_entries.size(); ++i) {
-      const float right = i + 1 < L.legend_entries.size() &&
-                                  L.legend_entries[i + 1].y == L.legend_entries[i].y
-                              ? L.legend_entries[i + 1].x - fs * 0.5f
-                              : L.canvas_max.x;
+      const float right =
+          i + 1 < L.legend_entries.size() && L.legend_entries[i + 1].y == L.legend_entries[i].y
+              ? L.legend_entries[i + 1].x - fs * 0.5f
+              : L.canvas_max.x;
       draw_entry(L.legend[i], L.legend_entries[i].x,
                  L.legend_entries[i].y + L.legend_row_height * 0.5f, right);
     }
@@ -148,13 +152,15 @@ void draw_axes(ImDrawList* dl, const PlotLayout& L) {
   }
   float last_x_label = -1e30f;
   for (const auto& t : L.x_ticks) {
-    if (t.major) dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid, stroke(1.0f));
+    if (t.major)
+      dl->AddLine(vec(t.pos, L.frame_min.y), vec(t.pos, L.frame_max.y), grid, stroke(1.0f));
     dl->AddLine(vec(t.pos, L.frame_max.y),
                 vec(t.pos, L.frame_max.y + (t.major ? fs * 0.35f : fs * 0.2f)), axis);
     if (t.label.empty()) continue;
     const ImVec2 size = ImGui::CalcTextSize(t.label.c_str());
     // Centred on its tick, but never left of the frame (the y labels are there).
-    const float x = std::clamp(t.pos - size.x * 0.5f, L.frame_min.x - fs * 0.2f, L.canvas_max.x - size.x);
+    const float x =
+        std::clamp(t.pos - size.x * 0.5f, L.frame_min.x - fs * 0.2f, L.canvas_max.x - size.x);
     if (x < last_x_label + fs * 0.3f) continue;
     last_x_label = x + size.x;
     draw_text(dl, vec(x, L.frame_max.y + fs * 0.3f), text, t.label);
@@ -162,7 +168,8 @@ void draw_axes(ImDrawList* dl, const PlotLayout& L) {
   dl->AddRect(L.frame_min, L.frame_max, axis, 0.0f, 0, stroke(1.0f));
   const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   if (!L.x_title.empty()) {
-    const float w = std::min(ImGui::CalcTextSize(L.x_title.c_str()).x, L.canvas_max.x - L.canvas_min.x);
+    const float w =
+        std::min(ImGui::CalcTextSize(L.x_title.c_str()).x, L.canvas_max.x - L.canvas_min.x);
     draw_text(dl, vec(std::max(L.canvas_min.x, L.x_title_pos.x - w * 0.5f), L.x_title_pos.y),
               text_dim, L.x_title);
   }
@@ -207,7 +214,7 @@ void draw_series(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
   if (hover.valid()) {
     const auto& s = L.series[hover.series];
     dl->AddCircle(s.screen[hover.index], s.marker_radius + 4, ImGui::GetColorU32(ImGuiCol_Text), 0,
-                 stroke(2.0f));
+                  stroke(2.0f));
   }
   dl->PopClipRect();
 }
@@ -225,7 +232,8 @@ void draw_frame_text(ImDrawList* dl, const PlotLayout& L) {
     ImVec2 box_min, box_max;
     legend_box(L, &box_min, &box_max);
     for (float y : {L.frame_min.y + fs * 0.2f, L.frame_max.y - fs * 1.2f}) {
-      const bool hits = x < box_max.x && box_min.x < x + size.x && y < box_max.y && box_min.y < y + size.y;
+      const bool hits =
+          x < box_max.x && box_min.x < x + size.x && y < box_max.y && box_min.y < y + size.y;
       if (hits) continue;
       draw_text(dl, vec(x, y), text, L.marker_label);
       break;

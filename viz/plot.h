@@ -68,7 +68,7 @@ struct PlotSpec {
   double log_base = 2;             // ticks sit at integer powers of this base
   // Tick labels and read-out values on x; default "%g".
   std::function<std::string(double)> x_format;
-  bool y_auto = true;  // range from the data, the reference line and y_include_zero
+  bool y_auto = true;          // range from the data, the reference line and y_include_zero
   bool y_include_zero = true;  // linear axes only
   // automatic: logarithmic when every value is > 0 and they span more than 10x (a 0.06x level
   // beside a 12x limit stays readable), else linear.
@@ -77,7 +77,8 @@ struct PlotSpec {
   std::string y_suffix;         // "x" for speedups
   std::vector<PlotSeries> series;
   PlotReferenceLine reference;
-  std::vector<PlotReferenceLine> more_lines;  // further reference lines (e.g. 1x), in the legend too
+  std::vector<PlotReferenceLine>
+      more_lines;  // further reference lines (e.g. 1x), in the legend too
   PlotMarker marker;
   std::string note;  // a short remark drawn bottom-left in the plot ("Nothing measured: ...")
 };

@@ -10,9 +10,13 @@
 namespace fl::viz {
 namespace {
 
-ImVec2 vec(float x, float y) { return ImVec2(x, y); }
+ImVec2 vec(float x, float y) {
+  return ImVec2(x, y);
+}
 
-double log_in_base(double x, double base) { return std::log(x) / std::log(base); }
+double log_in_base(double x, double base) {
+  return std::log(x) / std::log(base);
+}
 
 using TextWidth = std::function<float(const std::string&)>;
 
@@ -38,7 +42,9 @@ void sanitize_log_range(double* lo, double* hi, double base) {
 // How much of the plotted data a box covers: every point inside counts 4, and every sample of
 // the lines joining points (8 per segment) and of the reference line counts 1.
 int data_covered(const PlotLayout& L, ImVec2 lo, ImVec2 hi, bool with_reference = true) {
-  const auto inside = [&](ImVec2 p) { return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y; };
+  const auto inside = [&](ImVec2 p) {
+    return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y;
+  };
   int covered = 0;
   for (const auto& s : L.series) {
     for (size_t i = 0; i < s.screen.size(); ++i) {
@@ -227,9 +233,9 @@ void data_y_range(const PlotSpec& spec, double* lo, double* hi) {
 std::vector<double> y_axis(const PlotSpec& spec, float top, float bottom, float fs, PlotLayout* L) {
   double lo = 0, hi = 0;
   data_y_range(spec, &lo, &hi);
-  L->y_log = spec.y_auto && lo > 0 && hi >= lo &&
-             (spec.y_scale == PlotYScale::log ||
-              (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
+  L->y_log =
+      spec.y_auto && lo > 0 && hi >= lo &&
+      (spec.y_scale == PlotYScale::log || (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
   std::vector<double> y_values;  // the labelled ticks
   const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
   if (L->y_log) {
@@ -282,8 +288,9 @@ void x_ticks(float fs, float cw, PlotLayout* L) {
   for (int e = e0; e <= e1; ++e) {
     widest_x = std::max(widest_x, L->format_x(std::pow(L->log_base, e)).size());
   }
-  const double px_per_power = (L->frame_max.x - L->frame_min.x) /
-                              (log_in_base(L->x_max, L->log_base) - log_in_base(L->x_min, L->log_base));
+  const double px_per_power =
+      (L->frame_max.x - L->frame_min.x) /
+      (log_in_base(L->x_max, L->log_base) - log_in_base(L->x_min, L->log_base));
   int step = 1;
   for (int candidate : {1, 2, 5, 10, 20, 50, 100}) {
     step = candidate;

@@ -23,7 +23,8 @@ RooflineInput roofline_input(const std::vector<Measurement>& levels, double roof
   in.roof_gbps = roof_gbps;
   in.compute_roof_gflops = compute_roof_gflops;
   if (!levels.empty()) {
-    if (const Lesson* lesson = find_lesson(levels.front().lesson)) in.top_level = lesson->level_count() - 1;
+    if (const Lesson* lesson = find_lesson(levels.front().lesson))
+      in.top_level = lesson->level_count() - 1;
   }
   for (const Measurement& m : levels) {
     double flops = 0;
@@ -54,11 +55,11 @@ double datasheet_peak_gflops(const std::string& gpu_name, Precision precision) {
     double fp32, bf16;
   };
   static const Row table[] = {
-      {"H200", 67.0, 989.4},        {"H100 PCIe", 51.2, 756.0}, {"H100 NVL", 60.0, 835.0},
-      {"H100", 67.0, 989.4},        {"GH200", 67.0, 989.4},     {"A100", 19.5, 312.0},
-      {"A30", 10.3, 165.0},         {"A10", 31.2, 125.0},       {"L40S", 91.6, 362.1},
-      {"L40", 90.5, 181.0},         {"L4", 30.3, 121.0},        {"RTX 4090", 82.6, 165.2},
-      {"RTX 3090", 35.6, 71.0},     {"V100", 15.7, 0.0},        {"T4", 8.1, 0.0},
+      {"H200", 67.0, 989.4},    {"H100 PCIe", 51.2, 756.0}, {"H100 NVL", 60.0, 835.0},
+      {"H100", 67.0, 989.4},    {"GH200", 67.0, 989.4},     {"A100", 19.5, 312.0},
+      {"A30", 10.3, 165.0},     {"A10", 31.2, 125.0},       {"L40S", 91.6, 362.1},
+      {"L40", 90.5, 181.0},     {"L4", 30.3, 121.0},        {"RTX 4090", 82.6, 165.2},
+      {"RTX 3090", 35.6, 71.0}, {"V100", 15.7, 0.0},        {"T4", 8.1, 0.0},
   };
   for (const Row& r : table) {
     if (gpu_name.find(r.name_part) != std::string::npos) {
@@ -94,8 +95,10 @@ namespace {
 
 std::string decade_label(int p) {
   char buf[32];
-  if (p >= -3 && p <= 3) std::snprintf(buf, sizeof(buf), "%g", std::pow(10.0, p));
-  else std::snprintf(buf, sizeof(buf), "1e%d", p);
+  if (p >= -3 && p <= 3)
+    std::snprintf(buf, sizeof(buf), "%g", std::pow(10.0, p));
+  else
+    std::snprintf(buf, sizeof(buf), "1e%d", p);
   return buf;
 }
 
@@ -152,13 +155,15 @@ void layout_frame_and_ticks(ImVec2 min, ImVec2 max, const ViewStyle& style, Roof
   L->frame_min = v2(min.x + widest + fs * 0.6f, min.y + line);
   L->frame_max = v2(std::max(L->frame_min.x + fs * 4, max.x - fs * 0.6f),
                     std::max(min.y + line + fs * 4, max.y - line * 2.1f));
-  L->x_title_pos = v2(0.5f * (L->frame_min.x + L->frame_max.x) - 0.5f * style.text_width(L->x_title),
-                      L->frame_max.y + line);
+  L->x_title_pos =
+      v2(0.5f * (L->frame_min.x + L->frame_max.x) - 0.5f * style.text_width(L->x_title),
+         L->frame_max.y + line);
   for (int p = static_cast<int>(std::lround(std::log10(L->x_min)));
        std::pow(10.0, p) <= L->x_max * 1.0001; ++p) {
     L->x_ticks.push_back({L->x_to_screen(std::pow(10.0, p)), decade_label(p)});
   }
-  for (int p = y0; p <= y1; ++p) L->y_ticks.push_back({L->y_to_screen(std::pow(10.0, p)), decade_label(p)});
+  for (int p = y0; p <= y1; ++p)
+    L->y_ticks.push_back({L->y_to_screen(std::pow(10.0, p)), decade_label(p)});
 }
 
 // Roofs: the bandwidth diagonal up to the ridge (where it meets the compute roof), then flat.
@@ -185,13 +190,15 @@ void layout_roofs(const RooflineInput& in, const ViewStyle& style, RooflineLayou
   if (in.compute_roof_gflops > 0) {
     const double ridge = in.roof_gbps > 0 ? in.compute_roof_gflops / in.roof_gbps : L->x_min;
     L->compute_visible = true;
-    L->compute_from = v2(L->x_to_screen(std::max(ridge, L->x_min)), L->y_to_screen(in.compute_roof_gflops));
+    L->compute_from =
+        v2(L->x_to_screen(std::max(ridge, L->x_min)), L->y_to_screen(in.compute_roof_gflops));
     L->compute_to = v2(L->frame_max.x, L->compute_from.y);
     char buf[96];
     std::snprintf(buf, sizeof(buf), "compute roof %.0f GFLOP/s (%s)", in.compute_roof_gflops,
                   in.compute_roof_source.empty() ? "datasheet" : in.compute_roof_source.c_str());
     L->compute_label = buf;
-    L->compute_label_pos = v2(L->frame_max.x - style.text_width(buf) - fs * 0.3f, L->compute_from.y - line);
+    L->compute_label_pos =
+        v2(L->frame_max.x - style.text_width(buf) - fs * 0.3f, L->compute_from.y - line);
   }
 }
 
@@ -231,10 +238,11 @@ std::pair<std::string, ImVec2> place_point_label(ImVec2 s, const std::string (&t
   const float fs = style.font_size;
   for (const std::string& text : texts) {
     const float w = style.text_width(text);
-    const ImVec2 candidates[] = {v2(s.x + fs * 0.6f, s.y - fs * 0.5f), v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
-                                 v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
-                                 v2(s.x + fs * 0.6f, s.y - fs * 1.4f), v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
-                                 v2(s.x + fs * 0.6f, s.y + fs * 1.3f), v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
+    const ImVec2 candidates[] = {
+        v2(s.x + fs * 0.6f, s.y - fs * 0.5f),     v2(s.x + fs * 0.6f, s.y + fs * 0.3f),
+        v2(s.x - fs * 0.6f - w, s.y - fs * 0.5f), v2(s.x - fs * 0.6f - w, s.y + fs * 0.3f),
+        v2(s.x + fs * 0.6f, s.y - fs * 1.4f),     v2(s.x - fs * 0.6f - w, s.y - fs * 1.4f),
+        v2(s.x + fs * 0.6f, s.y + fs * 1.3f),     v2(s.x - fs * 0.6f - w, s.y + fs * 1.3f)};
     for (const ImVec2& c : candidates) {
       if (c.x < L.frame_min.x + 1 || c.x + w > L.frame_max.x - 1 || c.y < L.frame_min.y + 1 ||
           c.y + fs > L.frame_max.y - 1) {
@@ -264,10 +272,12 @@ void layout_points(const RooflineInput& in, const ViewStyle& style, RooflineLayo
   }
   if (L->compute_visible) {
     const float w = style.text_width(L->compute_label);
-    taken.push_back({L->compute_label_pos, v2(L->compute_label_pos.x + w, L->compute_label_pos.y + fs)});
+    taken.push_back(
+        {L->compute_label_pos, v2(L->compute_label_pos.x + w, L->compute_label_pos.y + fs)});
   }
   if (!L->note.empty()) {
-    taken.push_back({L->note_pos, v2(L->note_pos.x + style.text_width(L->note), L->note_pos.y + fs)});
+    taken.push_back(
+        {L->note_pos, v2(L->note_pos.x + style.text_width(L->note), L->note_pos.y + fs)});
   }
   const float r = fs * 0.45f;  // the markers are taken too: no label covers a point
   for (const auto& p : in.points) {
@@ -382,7 +392,8 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
   for (const auto& [y, label] : L.y_ticks) {
     dl->AddLine(v2(L.frame_min.x, y), v2(L.frame_max.x, y), grid);
     // Centred on its tick, kept between the title row above and the x labels below.
-    const float ly = std::clamp(y - fs * 0.5f, L.frame_min.y - fs * 0.2f, L.frame_max.y + fs * 0.15f - fs);
+    const float ly =
+        std::clamp(y - fs * 0.5f, L.frame_min.y - fs * 0.2f, L.frame_max.y + fs * 0.15f - fs);
     if (ly + fs > last_y) continue;
     last_y = ly;
     const float w = ImGui::CalcTextSize(label.c_str()).x;
@@ -405,7 +416,8 @@ void draw_roofline_layout(ImDrawList* dl, const RooflineInput& in, const Rooflin
     const ImU32 c = palette::level_color(in.points[i].level, in.top_level);
     dl->AddCircleFilled(L.points[i], shown ? fs * 0.45f : fs * 0.32f, c);
     if (shown) dl->AddCircle(L.points[i], fs * 0.45f, text, 0, stroke(1.5f));
-    if (static_cast<int>(i) == hovered_point) dl->AddCircle(L.points[i], fs * 0.6f, text, 0, stroke(2.0f));
+    if (static_cast<int>(i) == hovered_point)
+      dl->AddCircle(L.points[i], fs * 0.6f, text, 0, stroke(2.0f));
     if (!L.point_labels[i].empty()) {
       draw_text(dl, L.point_label_pos[i], shown ? text : dim, L.point_labels[i]);
     }
@@ -423,7 +435,8 @@ int draw_roofline(const char* id, const RooflineInput& input, float height) {
   ImGui::InvisibleButton(id, ImVec2(width, height));
   const bool hovered = ImGui::IsItemHovered();
   const RooflineLayout layout = layout_roofline(input, p0, v2(p0.x + width, p0.y + height), style);
-  const int point = hovered ? roofline_hit(layout, ImGui::GetIO().MousePos, style.font_size * 1.5f) : -1;
+  const int point =
+      hovered ? roofline_hit(layout, ImGui::GetIO().MousePos, style.font_size * 1.5f) : -1;
   draw_roofline_layout(ImGui::GetWindowDrawList(), input, layout, point);
   const ImVec2 p1 = v2(p0.x + width, p0.y + height);
   set_svg_source([input, layout, p0, p1] { return roofline_svg(input, layout, p0, p1); });

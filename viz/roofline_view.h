@@ -21,7 +21,7 @@ namespace fl::viz {
 // ---- [SECTION] input -------------------------------------------------------------------------
 
 struct RooflinePoint {
-  std::string label;     // "0 unfused"
+  std::string label;  // "0 unfused"
   int level = 0;
   double flops = 0;      // textbook FLOPs of the whole level
   double bytes = 0;      // textbook bytes of the whole level
@@ -32,11 +32,11 @@ struct RooflinePoint {
 
 struct RooflineInput {
   std::vector<RooflinePoint> points;
-  double roof_gbps = 0;            // bandwidth roof; 0: none drawn (not measured yet)
-  double compute_roof_gflops = 0;  // compute roof; 0: unknown, only the bandwidth roof
+  double roof_gbps = 0;             // bandwidth roof; 0: none drawn (not measured yet)
+  double compute_roof_gflops = 0;   // compute roof; 0: unknown, only the bandwidth roof
   std::string compute_roof_source;  // "datasheet, NVIDIA H200, fp32" or "measured: cuBLASLt GEMM"
-  int highlighted = -1;            // index of the fusion slider's level
-  int top_level = 1;               // the lesson's top level: the points' colours
+  int highlighted = -1;             // index of the fusion slider's level
+  int top_level = 1;                // the lesson's top level: the points' colours
 };
 
 // One point per measurement with a time and a passed check (no point for a wrong kernel).

@@ -31,9 +31,12 @@ class Svg {
   }
   void line(ImVec2 a, ImVec2 b, ImU32 c, float w, bool dashed = false, bool dotted = false) {
     char buf[320];
-    std::snprintf(buf, sizeof(buf), "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"%.1f\"%s ",
+    std::snprintf(buf, sizeof(buf),
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"%.1f\"%s ",
                   a.x - o_.x, a.y - o_.y, b.x - o_.x, b.y - o_.y, w,
-                  dotted ? " stroke-dasharray=\"3 4\"" : dashed ? " stroke-dasharray=\"9 6\"" : "");
+                  dotted   ? " stroke-dasharray=\"3 4\""
+                  : dashed ? " stroke-dasharray=\"9 6\""
+                           : "");
     out_ += buf + paint("stroke", c) + "/>\n";
   }
   void polyline(const std::vector<ImVec2>& pts, ImU32 c, float w, bool dashed) {
@@ -75,8 +78,9 @@ class Svg {
     if (s.empty()) return;
     const float fs = size > 0 ? size : fs_;
     char buf[200];
-    std::snprintf(buf, sizeof(buf), "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\" ",
-                  p.x - o_.x, p.y - o_.y + fs * 0.8f, fs * 0.9f, anchor);
+    std::snprintf(buf, sizeof(buf),
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\" ", p.x - o_.x,
+                  p.y - o_.y + fs * 0.8f, fs * 0.9f, anchor);
     out_ += buf + paint("fill", c) + ">" + escape(s) + "</text>\n";
   }
   std::string finish() { return out_ + "</svg>\n"; }
@@ -94,11 +98,20 @@ class Svg {
     std::string out;
     for (char ch : s) {
       switch (ch) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += ch;
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        default:
+          out += ch;
       }
     }
     return out;
@@ -123,13 +136,15 @@ std::string plot_svg(const PlotLayout& L) {
   }
   for (const auto& t : L.x_ticks) {
     if (t.major) svg.line(v2(t.pos, L.frame_min.y), v2(t.pos, L.frame_max.y), kGrid, 1);
-    if (!t.label.empty()) svg.text(v2(t.pos, L.frame_max.y + fs * 0.3f), t.label, kText, 0, "middle");
+    if (!t.label.empty())
+      svg.text(v2(t.pos, L.frame_max.y + fs * 0.3f), t.label, kText, 0, "middle");
   }
   svg.rect(L.frame_min, L.frame_max, kAxis, false);
   svg.text(L.x_title_pos, L.x_title, kText, 0, "middle");
   svg.text(L.y_title_pos, L.y_title, kText);
   for (const auto& line : L.lines) {
-    svg.line(v2(L.frame_min.x, line.y), v2(L.frame_max.x, line.y), line.color, 2, !line.dotted, line.dotted);
+    svg.line(v2(L.frame_min.x, line.y), v2(L.frame_max.x, line.y), line.color, 2, !line.dotted,
+             line.dotted);
   }
   for (const auto& s : L.series) {
     if (!s.band || s.band_lo.empty()) continue;
@@ -144,8 +159,9 @@ std::string plot_svg(const PlotLayout& L) {
   // The legend as rows in the top-left of the frame (slides have room; the window's placement
   // avoided the data, so take its position when it was inside).
   const float row = L.legend_row_height > 0 ? L.legend_row_height : fs * 1.35f;
-  ImVec2 at = L.legend_outside || L.legend.empty() ? v2(L.frame_min.x + fs * 0.5f, L.frame_min.y + fs * 0.4f)
-                                                   : v2(L.legend_min.x + fs * 0.4f, L.legend_min.y + fs * 0.4f);
+  ImVec2 at = L.legend_outside || L.legend.empty()
+                  ? v2(L.frame_min.x + fs * 0.5f, L.frame_min.y + fs * 0.4f)
+                  : v2(L.legend_min.x + fs * 0.4f, L.legend_min.y + fs * 0.4f);
   if (L.legend_outside && !L.legend_entries.empty()) at = L.legend_entries.front();
   for (size_t i = 0; i < L.legend.size(); ++i) {
     const PlotLegendEntry& e = L.legend[i];
@@ -193,7 +209,8 @@ std::string roofline_svg(const RooflineInput& in, const RooflineLayout& L, ImVec
   }
   if (!L.note.empty()) svg.text(L.note_pos, L.note, kText);
   for (size_t i = 0; i < L.points.size() && i < in.points.size(); ++i) {
-    svg.circle(L.points[i], fs * 0.4f, palette::level_color(in.points[i].level, in.top_level), false);
+    svg.circle(L.points[i], fs * 0.4f, palette::level_color(in.points[i].level, in.top_level),
+               false);
     if (i < L.point_labels.size()) svg.text(L.point_label_pos[i], L.point_labels[i], kText);
   }
   return svg.finish();
@@ -226,8 +243,8 @@ std::string memory_svg(const MemoryInput& in, const MemoryLayout& L, ImVec2 min,
   }
   for (const auto& [pos, name] : L.group_labels) svg.text(pos, name, kText);
   svg.text(L.saved_title_pos, L.saved_title, kText);
-  svg.text(L.saved_value_pos, L.saved_value, !in.baseline && L.saved_bytes > 0 ? palette::level_top : kText,
-           L.big_font_size);
+  svg.text(L.saved_value_pos, L.saved_value,
+           !in.baseline && L.saved_bytes > 0 ? palette::level_top : kText, L.big_font_size);
   float y = L.saved_detail_pos.y;
   for (const auto& l : L.saved_detail) {
     svg.text(v2(L.saved_detail_pos.x, y), l, kText);
@@ -246,10 +263,18 @@ std::string memory_svg(const MemoryInput& in, const MemoryLayout& L, ImVec2 min,
   return svg.finish();
 }
 
-void set_svg_source(std::function<std::string()> source) { g_source = std::move(source); }
-void clear_svg_source() { g_source = nullptr; }
-bool has_svg_source() { return static_cast<bool>(g_source); }
-std::string current_svg() { return g_source ? g_source() : std::string(); }
+void set_svg_source(std::function<std::string()> source) {
+  g_source = std::move(source);
+}
+void clear_svg_source() {
+  g_source = nullptr;
+}
+bool has_svg_source() {
+  return static_cast<bool>(g_source);
+}
+std::string current_svg() {
+  return g_source ? g_source() : std::string();
+}
 
 bool write_file_atomic(const std::string& path, const std::string& text, std::string* error) {
   // The project's one atomic writer (app/measure/file_io.h): an exclusive temporary beside the

@@ -21,7 +21,8 @@ struct MemoryInput;
 std::string plot_svg(const PlotLayout& layout);
 std::string roofline_svg(const RooflineInput& input, const RooflineLayout& layout, ImVec2 min,
                          ImVec2 max);
-std::string memory_svg(const MemoryInput& input, const MemoryLayout& layout, ImVec2 min, ImVec2 max);
+std::string memory_svg(const MemoryInput& input, const MemoryLayout& layout, ImVec2 min,
+                       ImVec2 max);
 
 // The SVG of the plot drawn last (each plot widget sets it while drawing; the views panel
 // clears it at the start of a frame, so after a frame it is the front view's, or empty for a

@@ -10,7 +10,9 @@ namespace {
 bool g_recording = false;
 std::vector<TextRect> g_rects;
 
-float font_size_of(const TextOptions& o) { return o.font_size > 0 ? o.font_size : ImGui::GetFontSize(); }
+float font_size_of(const TextOptions& o) {
+  return o.font_size > 0 ? o.font_size : ImGui::GetFontSize();
+}
 
 float width_of(const std::string& s, float font_size) {
   if (s.empty()) return 0;
@@ -95,7 +97,8 @@ TextRect draw_text_lines(ImDrawList* dl, ImVec2 pos, ImU32 color, const std::str
   while (start <= text.size()) {
     size_t nl = text.find('\n', start);
     if (nl == std::string::npos) nl = text.size();
-    const TextRect r = draw_one(dl, ImVec2(pos.x, y), color, text.substr(start, nl - start), options, fs);
+    const TextRect r =
+        draw_one(dl, ImVec2(pos.x, y), color, text.substr(start, nl - start), options, fs);
     if (r.max.x > r.min.x) {
       if (first) all = r;
       all.min = ImVec2(std::min(all.min.x, r.min.x), std::min(all.min.y, r.min.y));
@@ -108,10 +111,18 @@ TextRect draw_text_lines(ImDrawList* dl, ImVec2 pos, ImU32 color, const std::str
   return all;
 }
 
-void set_text_recording(bool on) { g_recording = on; }
-bool text_recording() { return g_recording; }
-const std::vector<TextRect>& recorded_text() { return g_rects; }
-void clear_recorded_text() { g_rects.clear(); }
+void set_text_recording(bool on) {
+  g_recording = on;
+}
+bool text_recording() {
+  return g_recording;
+}
+const std::vector<TextRect>& recorded_text() {
+  return g_rects;
+}
+void clear_recorded_text() {
+  g_rects.clear();
+}
 
 std::vector<std::string> text_problems(const std::vector<TextRect>& rects, float slack) {
   std::vector<std::string> out;
@@ -120,7 +131,8 @@ std::vector<std::string> text_problems(const std::vector<TextRect>& rects, float
     const TextRect& a = rects[i];
     if (a.min.x < a.clip_min.x - slack || a.min.y < a.clip_min.y - slack ||
         a.max.x > a.clip_max.x + slack || a.max.y > a.clip_max.y + slack) {
-      std::snprintf(buf, sizeof(buf), "'%s' (%.0f,%.0f)-(%.0f,%.0f) crosses its clip rect (%.0f,%.0f)-(%.0f,%.0f)",
+      std::snprintf(buf, sizeof(buf),
+                    "'%s' (%.0f,%.0f)-(%.0f,%.0f) crosses its clip rect (%.0f,%.0f)-(%.0f,%.0f)",
                     a.text.c_str(), a.min.x, a.min.y, a.max.x, a.max.y, a.clip_min.x, a.clip_min.y,
                     a.clip_max.x, a.clip_max.y);
       out.push_back(buf);
@@ -130,7 +142,8 @@ std::vector<std::string> text_problems(const std::vector<TextRect>& rects, float
       const bool overlap = a.min.x < b.max.x - slack && b.min.x < a.max.x - slack &&
                            a.min.y < b.max.y - slack && b.min.y < a.max.y - slack;
       if (overlap) {
-        std::snprintf(buf, sizeof(buf), "'%s' (%.0f,%.0f)-(%.0f,%.0f) overlaps '%s' (%.0f,%.0f)-(%.0f,%.0f)",
+        std::snprintf(buf, sizeof(buf),
+                      "'%s' (%.0f,%.0f)-(%.0f,%.0f) overlaps '%s' (%.0f,%.0f)-(%.0f,%.0f)",
                       a.text.c_str(), a.min.x, a.min.y, a.max.x, a.max.y, b.text.c_str(), b.min.x,
                       b.min.y, b.max.x, b.max.y);
         out.push_back(buf);

@@ -20,9 +20,9 @@ struct TextRect {
 };
 
 struct TextOptions {
-  float max_width = 0;   // > 0: shorten to this width too (besides the clip rect)
-  float font_size = 0;   // 0: the current font size
-  bool record = true;    // false: decoration that may sit under other text (none today)
+  float max_width = 0;  // > 0: shorten to this width too (besides the clip rect)
+  float font_size = 0;  // 0: the current font size
+  bool record = true;   // false: decoration that may sit under other text (none today)
 };
 
 // Draws `text` (one line) with its top-left at `pos`. A string that would cross the clip rect's

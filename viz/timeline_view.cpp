@@ -52,10 +52,9 @@ TimelineInput timeline_input(const Measurement& m) {
       l.shared_bytes = r.static_shared_bytes + r.dynamic_shared_bytes;
       in.launches.push_back(l);
     }
-    std::stable_sort(in.launches.begin(), in.launches.end(),
-                     [](const TimelineLaunch& a, const TimelineLaunch& b) {
-                       return a.start_ns < b.start_ns;
-                     });
+    std::stable_sort(
+        in.launches.begin(), in.launches.end(),
+        [](const TimelineLaunch& a, const TimelineLaunch& b) { return a.start_ns < b.start_ns; });
     // The axis starts at the first launch, whatever the records' origin.
     const int64_t origin = in.launches.front().start_ns;
     for (auto& l : in.launches) {
@@ -69,7 +68,8 @@ TimelineInput timeline_input(const Measurement& m) {
     TimelineLaunch l;
     fill_from_launch(&l, static_cast<int>(k));
     l.start_ns = t;
-    l.end_ns = t + static_cast<int64_t>(std::llround(std::max(m.launches[k].time_us.median, 0.0) * 1e3));
+    l.end_ns =
+        t + static_cast<int64_t>(std::llround(std::max(m.launches[k].time_us.median, 0.0) * 1e3));
     t = l.end_ns;
     in.launches.push_back(l);
   }
@@ -105,8 +105,8 @@ void label_bar(const std::string& kernel, float max_x, const ViewStyle& style,
   const float name_w = style.text_width(kernel);
   if (name_w + fs * 0.6f <= bar_w) {
     bar->label = kernel;
-    bar->label_pos = v2(0.5f * (bar->min.x + bar->max.x) - 0.5f * name_w,
-                        0.5f * (bar->min.y + bar->max.y - fs));
+    bar->label_pos =
+        v2(0.5f * (bar->min.x + bar->max.x) - 0.5f * name_w, 0.5f * (bar->min.y + bar->max.y - fs));
     return;
   }
   bar->label_inside = false;
@@ -149,8 +149,9 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
   L.frame_min = v2(min.x + fs * 0.5f, bars_top);
   L.frame_max = v2(max.x - fs * 0.5f,
                    std::max(bars_top + fs * 1.5f, max.y - axis_title_h - tick_h - gap_label_h));
-  L.axis_title_pos = v2(0.5f * (L.frame_min.x + L.frame_max.x) - 0.5f * style.text_width(L.axis_title),
-                        max.y - axis_title_h);
+  L.axis_title_pos =
+      v2(0.5f * (L.frame_min.x + L.frame_max.x) - 0.5f * style.text_width(L.axis_title),
+         max.y - axis_title_h);
   L.note_pos = v2(max.x - style.text_width(L.note), min.y);
   if (input.launches.empty()) return L;
 
@@ -202,9 +203,8 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
                   format_us(busy_ns * 1e-3).c_str(), format_us(gaps_us).c_str(),
                   format_us(L.span_us).c_str());
   } else {
-    std::snprintf(buf, sizeof(buf), "%zu launch%s, medians back to back: %s",
-                  input.launches.size(), input.launches.size() == 1 ? "" : "es",
-                  format_us(L.span_us).c_str());
+    std::snprintf(buf, sizeof(buf), "%zu launch%s, medians back to back: %s", input.launches.size(),
+                  input.launches.size() == 1 ? "" : "es", format_us(L.span_us).c_str());
   }
   L.summary = buf;
   return L;
@@ -291,7 +291,8 @@ void draw_timeline_layout(ImDrawList* dl, const TimelineInput& input, const Time
     dl->AddLine(v2(t.x, L.frame_min.y), v2(t.x, L.frame_max.y), grid);
     dl->AddLine(v2(t.x, L.frame_max.y), v2(t.x, L.frame_max.y + fs * 0.3f), axis);
     const float w = ImGui::CalcTextSize(t.label.c_str()).x;
-    const float x = std::clamp(t.x - 0.5f * w, L.frame_min.x - fs * 0.5f, L.frame_max.x + fs * 0.5f - w);
+    const float x =
+        std::clamp(t.x - 0.5f * w, L.frame_min.x - fs * 0.5f, L.frame_max.x + fs * 0.5f - w);
     if (x < last_tick_end + fs * 0.3f) continue;
     last_tick_end = x + w;
     draw_text(dl, v2(x, L.frame_max.y + fs * 1.3f), dim, t.label);
@@ -332,8 +333,7 @@ int draw_timeline(const char* id, const TimelineInput& input, float height) {
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, ImVec2(width, height));
   const bool hovered = ImGui::IsItemHovered();
-  const TimelineLayout layout =
-      layout_timeline(input, p0, v2(p0.x + width, p0.y + height), style);
+  const TimelineLayout layout = layout_timeline(input, p0, v2(p0.x + width, p0.y + height), style);
   int launch = -1, gap = -1;
   if (hovered) {
     launch = timeline_hit(layout, ImGui::GetIO().MousePos);

@@ -26,10 +26,10 @@ struct TimelineLaunch {
   std::string kernel;      // the lesson's launch name ("gelu")
   std::string cupti_name;  // as CUPTI named the kernel ("elementwise_kernel<float, ...>"), or ""
   int launch = -1;         // index into Measurement::launches, -1 when unknown
-  int64_t start_ns = 0, end_ns = 0;  // from the first launch's start
+  int64_t start_ns = 0, end_ns = 0;                      // from the first launch's start
   std::array<int, 3> grid{{0, 0, 0}}, block{{0, 0, 0}};  // zeros: unknown (from medians)
-  int registers = 0;        // per thread; 0: unknown
-  int shared_bytes = 0;     // static + dynamic shared memory per block
+  int registers = 0;                                     // per thread; 0: unknown
+  int shared_bytes = 0;                                  // static + dynamic shared memory per block
   int64_t textbook_bytes = 0;
   int64_t dram_bytes = -1;  // measured read + write; -1: no counters
 
@@ -52,16 +52,16 @@ TimelineInput timeline_input(const Measurement& m);
 // ---- [SECTION] layout ------------------------------------------------------------------------
 
 struct TimelineBar {
-  ImVec2 min, max;  // screen rectangle (at least 1 px wide)
-  int launch = 0;   // index into TimelineInput::launches
-  std::string label;        // the kernel's name, shortened to fit, or "" when nothing fits
-  ImVec2 label_pos;         // top-left
+  ImVec2 min, max;           // screen rectangle (at least 1 px wide)
+  int launch = 0;            // index into TimelineInput::launches
+  std::string label;         // the kernel's name, shortened to fit, or "" when nothing fits
+  ImVec2 label_pos;          // top-left
   bool label_inside = true;  // inside the bar; false: above it
 };
 struct TimelineGap {
   float x0 = 0, x1 = 0;  // screen span between two launches
   double us = 0;
-  int after = 0;  // the launch it follows
+  int after = 0;      // the launch it follows
   std::string label;  // "gap 1.2 µs"
   ImVec2 label_pos;
   bool label_visible = false;

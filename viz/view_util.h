@@ -19,10 +19,18 @@ namespace fl::viz {
 
 // ---- [SECTION] ImVec2 arithmetic -------------------------------------------------------------
 
-inline ImVec2 v2(float x, float y) { return ImVec2(x, y); }
-inline ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
-inline ImVec2 sub(ImVec2 a, ImVec2 b) { return ImVec2(a.x - b.x, a.y - b.y); }
-inline ImVec2 scaled(ImVec2 a, float s) { return ImVec2(a.x * s, a.y * s); }
+inline ImVec2 v2(float x, float y) {
+  return ImVec2(x, y);
+}
+inline ImVec2 add(ImVec2 a, ImVec2 b) {
+  return ImVec2(a.x + b.x, a.y + b.y);
+}
+inline ImVec2 sub(ImVec2 a, ImVec2 b) {
+  return ImVec2(a.x - b.x, a.y - b.y);
+}
+inline ImVec2 scaled(ImVec2 a, float s) {
+  return ImVec2(a.x * s, a.y * s);
+}
 inline ImVec2 lerp(ImVec2 a, ImVec2 b, float t) {
   return ImVec2(a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t);
 }
@@ -106,8 +114,8 @@ inline std::string fit_text(const std::string& text, float width, const ViewStyl
 // stays with its number ("64.0 MiB", "30.5 µs"). A word longer than a line is cut.
 inline std::vector<std::string> wrap_text(const std::string& text, float width,
                                           const ViewStyle& style) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "\xC2\xB5s", "ms",
-                                       "GB/s", "GFLOP/s", "FLOP/B", "%"};
+  static const char* const kUnits[] = {"B",  "KiB",  "MiB",     "GiB",    "TiB", "\xC2\xB5s",
+                                       "ms", "GB/s", "GFLOP/s", "FLOP/B", "%"};
   const auto is_unit = [&](std::string w) {
     while (!w.empty() && std::string(",;.:)").find(w.back()) != std::string::npos) w.pop_back();
     for (const char* u : kUnits) {
@@ -119,13 +127,17 @@ inline std::vector<std::string> wrap_text(const std::string& text, float width,
   std::string word;
   const auto end_word = [&]() {
     if (word.empty()) return;
-    if (!chunks.empty() && is_unit(word)) chunks.back() += " " + word;
-    else chunks.push_back(word);
+    if (!chunks.empty() && is_unit(word))
+      chunks.back() += " " + word;
+    else
+      chunks.push_back(word);
     word.clear();
   };
   for (char c : text) {
-    if (c == ' ') end_word();
-    else word += c;
+    if (c == ' ')
+      end_word();
+    else
+      word += c;
   }
   end_word();
   std::vector<std::string> lines;

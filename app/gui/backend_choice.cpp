@@ -91,7 +91,8 @@ Status load_shipped_recording(std::unique_ptr<ReplayBackend>* out) {
       best = std::move(candidate);
     }
   }
-  if (!best) return Status::Error("no recording in " + recordings.string() + " loads: " + first_problem);
+  if (!best)
+    return Status::Error("no recording in " + recordings.string() + " loads: " + first_problem);
   *out = std::move(best);
   return Status::Ok();
 }

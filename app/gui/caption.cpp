@@ -17,8 +17,12 @@ std::string local_time(const char* format) {
 
 }  // namespace
 
-std::string local_time_text() { return local_time("%Y-%m-%d %H:%M"); }
-std::string local_time_stamp() { return local_time("%Y%m%d-%H%M%S"); }
+std::string local_time_text() {
+  return local_time("%Y-%m-%d %H:%M");
+}
+std::string local_time_stamp() {
+  return local_time("%Y%m%d-%H%M%S");
+}
 
 std::vector<std::string> caption_pieces(const Lab& lab, const std::string& today) {
   std::vector<std::string> out;
@@ -32,8 +36,8 @@ std::vector<std::string> caption_pieces(const Lab& lab, const std::string& today
   }
   out.push_back(info.id + ", " + tensor_text(lab.lesson(), lab.size(), lab.precision()));
   const int level = lab.shown_level();
-  out.push_back("level " + std::to_string(level) + " of " + std::to_string(lab.top_level()) +
-                ": " + info.levels[level].name);
+  out.push_back("level " + std::to_string(level) + " of " + std::to_string(lab.top_level()) + ": " +
+                info.levels[level].name);
   out.push_back(std::string(to_string(lab.precision())) + ", " + to_string(lab.cache()) + " L2");
   if (lab.replay()) {
     out.push_back("recorded " + lab.replay()->recording.date_text());

@@ -16,12 +16,18 @@ namespace fs = std::filesystem;
 
 const char* title(FileAction a) {
   switch (a) {
-    case FileAction::save_session: return "Save session###file_dialog";
-    case FileAction::open_recording: return "Open recording###file_dialog";
-    case FileAction::compare: return "Compare with a recording###file_dialog";
-    case FileAction::export_trace: return "Export trace###file_dialog";
-    case FileAction::export_csv: return "Export CSV###file_dialog";
-    case FileAction::screenshot: return "Save screenshot###file_dialog";
+    case FileAction::save_session:
+      return "Save session###file_dialog";
+    case FileAction::open_recording:
+      return "Open recording###file_dialog";
+    case FileAction::compare:
+      return "Compare with a recording###file_dialog";
+    case FileAction::export_trace:
+      return "Export trace###file_dialog";
+    case FileAction::export_csv:
+      return "Export CSV###file_dialog";
+    case FileAction::screenshot:
+      return "Save screenshot###file_dialog";
   }
   return "###file_dialog";
 }
@@ -51,11 +57,15 @@ const char* explanation(FileAction a) {
 
 const char* confirm_label(FileAction a) {
   switch (a) {
-    case FileAction::open_recording: return "Open";
-    case FileAction::compare: return "Compare";
+    case FileAction::open_recording:
+      return "Open";
+    case FileAction::compare:
+      return "Compare";
     case FileAction::export_trace:
-    case FileAction::export_csv: return "Export";
-    default: return "Save";
+    case FileAction::export_csv:
+      return "Export";
+    default:
+      return "Save";
   }
 }
 
@@ -69,7 +79,8 @@ std::string plain_title(FileAction a) {
 
 bool FileDialog::start_native(const std::string& path) {
   if (!allow_native || action_ == FileAction::screenshot) return false;
-  if (const char* mode = std::getenv("FUSIONLAB_FILE_DIALOG"); mode && std::string(mode) == "text") {
+  if (const char* mode = std::getenv("FUSIONLAB_FILE_DIALOG");
+      mode && std::string(mode) == "text") {
     return false;
   }
   if (find_program("zenity").empty()) return false;
@@ -224,8 +235,8 @@ bool FileDialog::draw_path_field() {
     ImGui::SetKeyboardFocusHere();
     focus_ = false;
   }
-  const bool enter = ImGui::InputText("##path", path_, sizeof(path_),
-                                      ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter =
+      ImGui::InputText("##path", path_, sizeof(path_), ImGuiInputTextFlags_EnterReturnsTrue);
   if (ImGui::IsItemEdited()) {
     replace_.clear();
     error_.clear();

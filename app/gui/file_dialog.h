@@ -13,7 +13,14 @@
 
 namespace fl::gui {
 
-enum class FileAction { save_session, open_recording, compare, export_trace, export_csv, screenshot };
+enum class FileAction {
+  save_session,
+  open_recording,
+  compare,
+  export_trace,
+  export_csv,
+  screenshot
+};
 
 struct FileRequest {
   FileAction action = FileAction::save_session;

@@ -17,7 +17,8 @@ constexpr const char* kFallbackFont = "/usr/share/fonts/truetype/dejavu/DejaVuSa
 bool ends_with_ci(const std::string& s, const std::string& tail) {
   if (s.size() < tail.size()) return false;
   for (size_t i = 0; i < tail.size(); ++i) {
-    const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(s[s.size() - tail.size() + i])));
+    const char a =
+        static_cast<char>(std::tolower(static_cast<unsigned char>(s[s.size() - tail.size() + i])));
     if (a != tail[i]) return false;
   }
   return true;
@@ -26,8 +27,8 @@ bool ends_with_ci(const std::string& s, const std::string& tail) {
 }  // namespace
 
 bool loadable_font_file(const std::string& path) {
-  if (path.empty() || !(ends_with_ci(path, ".ttf") || ends_with_ci(path, ".otf") ||
-                        ends_with_ci(path, ".ttc"))) {
+  if (path.empty() ||
+      !(ends_with_ci(path, ".ttf") || ends_with_ci(path, ".otf") || ends_with_ci(path, ".ttc"))) {
     return false;
   }
   std::error_code ec;

@@ -25,7 +25,9 @@ Lab::Lab(Engine::BackendFactory factory, std::shared_ptr<const ReplayBoard> repl
   status_ = engine_->status();
 }
 
-const Lesson& Lab::lesson() const { return *lessons()[lesson_index_]; }
+const Lesson& Lab::lesson() const {
+  return *lessons()[lesson_index_];
+}
 
 void Lab::select_lesson(int index, double now) {
   if (index == lesson_index_ || index < 0 || index >= static_cast<int>(lessons().size())) return;
@@ -102,7 +104,8 @@ void Lab::start_replay(ReplayNotice notice) {
   for (int i = 0; i < static_cast<int>(all.size()); ++i) {
     if (i != lesson_index_) order.push_back(i);
   }
-  const Precision other_precision = precision_ == Precision::fp32 ? Precision::bf16 : Precision::fp32;
+  const Precision other_precision =
+      precision_ == Precision::fp32 ? Precision::bf16 : Precision::fp32;
   const CacheMode other_cache = cache_ == CacheMode::cold ? CacheMode::warm : CacheMode::cold;
   for (int index : order) {
     const std::string& id = all[index]->info().id;
@@ -189,7 +192,8 @@ void Lab::update(double now) {
   if (status_.state != EngineState::ready) return;
   // The factory posted its notice before the engine became ready.
   if (!replay_ && replay_board_ && status_.backend_kind == "recorded") {
-    if (std::optional<ReplayNotice> notice = replay_board_->read()) start_replay(std::move(*notice));
+    if (std::optional<ReplayNotice> notice = replay_board_->read())
+      start_replay(std::move(*notice));
   }
   if (sweep_deferred_) start_sweep();
   // The first measurement needs no slider move: the default size as soon as the GPU is ready.
@@ -252,7 +256,8 @@ Status Lab::compare_with(const std::vector<std::string>& paths) {
       if (backend->measure(request, never, &ms).ok()) viz::merge_measurements(&c.measurements, ms);
     }
   }
-  if (c.measurements.empty()) return Status::Error("the recording to compare holds no measurements");
+  if (c.measurements.empty())
+    return Status::Error("the recording to compare holds no measurements");
   comparison_ = std::move(c);
   return Status::Ok();
 }

@@ -55,7 +55,7 @@ class Lab {
   bool select_lesson(const std::string& id, double now);  // false when no lesson has that id
   // While dragging: measured once it settles. In replay, snaps to the nearest recorded size.
   void set_size(int64_t size, double now);
-  void release_size(double now);            // slider released: measure now
+  void release_size(double now);  // slider released: measure now
   // "Sweep sizes": measures a grid of sizes one after another (the recorded sizes when
   // replaying), filling the speedup curve. Any control the learner touches cancels it.
   void start_sweep();
@@ -66,7 +66,9 @@ class Lab {
   }
   bool sweeping() const { return sweep_active_; }
   double sweep_progress() const {
-    return sweep_total_ > 0 ? 1.0 - double(sweep_queue_.size() + (in_flight_id_ != 0 ? 1 : 0)) / sweep_total_ : 0;
+    return sweep_total_ > 0
+               ? 1.0 - double(sweep_queue_.size() + (in_flight_id_ != 0 ? 1 : 0)) / sweep_total_
+               : 0;
   }
   void set_precision(Precision p, double now);  // measured at once
   void set_cache(CacheMode mode, double now);   // measured at once
@@ -82,7 +84,9 @@ class Lab {
   int top_level() const { return lesson().level_count() - 1; }
   // The fusion slider: the level whose launches are detailed and whose speedup over level 0 is
   // plotted. Every level is always measured; a new lesson starts at its top level.
-  int shown_level() const { return fusion_level_ < 0 ? top_level() : std::min(fusion_level_, top_level()); }
+  int shown_level() const {
+    return fusion_level_ < 0 ? top_level() : std::min(fusion_level_, top_level());
+  }
   void set_shown_level(int level) { fusion_level_ = level; }
 
   const EngineStatus& status() const { return status_; }
@@ -145,12 +149,14 @@ class Lab {
 
   void change_now(double now);
 
-  int fusion_level_ = -1;  // -1: the lesson's top level
+  int fusion_level_ = -1;                // -1: the lesson's top level
   mutable bool animating_view_ = false;  // set while drawing, read by the next wait
-  std::vector<int64_t> sweep_queue_;  // sizes still to measure, next first
+  std::vector<int64_t> sweep_queue_;     // sizes still to measure, next first
   int sweep_total_ = 0;
   bool sweep_active_ = false;
-  bool sweep_deferred_ = false;  // asked for before the engine was ready: starts once it is  // Replay: refreshes recorded_sizes_ and moves size_ onto the nearest recorded size.
+  bool sweep_deferred_ =
+      false;  // asked for before the engine was ready: starts once it is  // Replay: refreshes
+              // recorded_sizes_ and moves size_ onto the nearest recorded size.
   void snap_to_recording();
   // Replay, once: if the lesson / precision / cache chosen is not recorded, picks one that is.
   void start_replay(ReplayNotice notice);

@@ -18,8 +18,8 @@ float split_length(float total, float want, float min_first, float min_second) {
 
 // `box` cut in two along x (side_by_side) or y, with `gap` between; the first part is `fraction`
 // of what is left after the gap (each part at least `min`, when there is room).
-void split_box(const Box& box, bool side_by_side, float fraction, float gap, float min,
-               Box* first, Box* bar, Box* second) {
+void split_box(const Box& box, bool side_by_side, float fraction, float gap, float min, Box* first,
+               Box* bar, Box* second) {
   const float total = (side_by_side ? box.w : box.h) - gap;
   const float a = std::floor(split_length(total, total * fraction, min, min));
   if (side_by_side) {
@@ -50,8 +50,8 @@ FrameLayout layout_frame(const LayoutInput& in) {
   } else {
     // Columns.
     const float columns = a.w - gap;
-    const float left_w = std::floor(split_length(columns, in.panels.left_width * a.w,
-                                                 fs * kMinLeftFonts, fs * kMinRightFonts));
+    const float left_w = std::floor(
+        split_length(columns, in.panels.left_width * a.w, fs * kMinLeftFonts, fs * kMinRightFonts));
     const float right_x = a.x + left_w + gap, right_w = std::max(0.0f, columns - left_w);
     L.column_splitter = {a.x + left_w, a.y, gap, a.h};
 
@@ -69,9 +69,9 @@ FrameLayout layout_frame(const LayoutInput& in) {
     L.controls = {right_x, a.y, right_w, controls_h};
     const float rest_y = L.controls.bottom() + gap;
     const float rest = std::max(0.0f, a.bottom() - rest_y - gap);  // views + measurement
-    const float measurement_h = std::floor(
-        rest - split_length(rest, rest * (1.0f - in.panels.measurement_height),
-                            fs * kMinViewsFonts, fs * kMinMeasurementFonts));
+    const float measurement_h =
+        std::floor(rest - split_length(rest, rest * (1.0f - in.panels.measurement_height),
+                                       fs * kMinViewsFonts, fs * kMinMeasurementFonts));
     L.views = {right_x, rest_y, right_w, rest - measurement_h};
     L.measurement_splitter = {right_x, L.views.bottom(), right_w, gap};
     L.measurement = {right_x, L.views.bottom() + gap, right_w, measurement_h};
@@ -91,7 +91,8 @@ bool splitter(const char* id, const Box& bar, bool vertical, float* position, bo
   if (hovered || active) {
     ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
     // A line along the middle of the gap says "this moves".
-    const ImU32 color = ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive : ImGuiCol_SeparatorHovered);
+    const ImU32 color =
+        ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive : ImGuiCol_SeparatorHovered);
     const float t = std::max(2.0f, ImGui::GetFontSize() * 0.15f);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     if (vertical) {

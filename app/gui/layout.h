@@ -28,10 +28,10 @@ struct Box {
 };
 
 struct LayoutInput {
-  Box area;                // the window below the menu bar
-  float font_size = 16;    // panels' minimum sizes are multiples of it
-  float gap = 8;           // between panels; the splitters sit in the gaps
-  float title_height = 20; // the "Fusion Lab" line over the left column
+  Box area;                     // the window below the menu bar
+  float font_size = 16;         // panels' minimum sizes are multiples of it
+  float gap = 8;                // between panels; the splitters sit in the gaps
+  float title_height = 20;      // the "Fusion Lab" line over the left column
   float controls_height = 150;  // the controls panel's natural height
   // The GPU panel's natural height at a given width (its text wraps).
   std::function<float(float width)> gpu_height = [](float) { return 200.0f; };
@@ -40,9 +40,9 @@ struct LayoutInput {
 };
 
 struct FrameLayout {
-  Box title, gpu, lessons;              // left column
+  Box title, gpu, lessons;                   // left column
   Box controls, views, views2, measurement;  // right column; views2 empty unless split
-  Box column_splitter;       // between the columns (drag: left_width)
+  Box column_splitter;                       // between the columns (drag: left_width)
   Box measurement_splitter;  // between views and measurement (drag: measurement_height)
   Box views_splitter;        // between the two views when split (drag: split_fraction)
   bool maximized = false;    // only `views` is set
@@ -50,7 +50,8 @@ struct FrameLayout {
 
 // Minimum sizes in font heights: the left column, the right column, the views panel, the
 // measurement panel.
-constexpr float kMinLeftFonts = 15, kMinRightFonts = 30, kMinViewsFonts = 9, kMinMeasurementFonts = 5;
+constexpr float kMinLeftFonts = 15, kMinRightFonts = 30, kMinViewsFonts = 9,
+                kMinMeasurementFonts = 5;
 
 // The panels' rectangles for `in`; fractions outside what fits are clamped (the stored
 // fractions are not changed).

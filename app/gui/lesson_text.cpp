@@ -17,7 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
 
 // Punctuation that may sit outside an emphasis star: before the opening one, after the closing
 // one. Bytes of multi-byte UTF-8 characters count too (quotes, dashes and letters of other
@@ -53,12 +55,14 @@ std::vector<Char> unescape(const std::string& text) {
   return out;
 }
 
-bool markup_star(const std::vector<Char>& s, size_t i) { return s[i].c == '*' && !s[i].literal; }
+bool markup_star(const std::vector<Char>& s, size_t i) {
+  return s[i].c == '*' && !s[i].literal;
+}
 
 // The closing star of an emphasis opened at `open`, or 0 when there is none.
 size_t closing_star(const std::vector<Char>& s, size_t open) {
-  const bool can_open = open + 1 < s.size() && !is_space(s[open + 1].c) && !markup_star(s, open + 1) &&
-                        (open == 0 || opens_after(s[open - 1].c));
+  const bool can_open = open + 1 < s.size() && !is_space(s[open + 1].c) &&
+                        !markup_star(s, open + 1) && (open == 0 || opens_after(s[open - 1].c));
   if (!can_open) return 0;
   for (size_t j = open + 2; j < s.size(); ++j) {
     if (!markup_star(s, j)) continue;
@@ -303,7 +307,8 @@ class LineBuilder {
   void add(const Word& word) {
     float word_w = 0;
     for (const TextSpan& piece : word.pieces) word_w += measure_(piece.text, kind_, piece.emphasis);
-    const float space_w = word.space_before && !line().runs.empty() ? measure_(" ", kind_, false) : 0;
+    const float space_w =
+        word.space_before && !line().runs.empty() ? measure_(" ", kind_, false) : 0;
     if (!line().runs.empty() && x_ + space_w + word_w > width_) {
       new_line();
       add(Word{word.pieces, false});
@@ -439,16 +444,16 @@ LessonText load_lesson_text(const std::string& id, const LessonTextSources& sour
       problem = st.message();
       // The panel's note names the file only (the stderr line has the whole path).
       const std::string prefix = shorten_for_message(path, kShownPathChars) + ": ";
-      short_problem = id + ".md: " + (problem.compare(0, prefix.size(), prefix) == 0
-                                          ? problem.substr(prefix.size())
-                                          : problem);
+      short_problem =
+          id + ".md: " +
+          (problem.compare(0, prefix.size(), prefix) == 0 ? problem.substr(prefix.size())
+                                                          : problem);
       out.blocks.clear();
     }
   }
   const std::string shipped = (fs::path(sources.shipped_dir) / (id + ".md")).string();
-  const Status st = sources.shipped_dir.empty()
-                        ? Status::Error("no assets folder was found")
-                        : read_lesson_file(shipped, &out.blocks);
+  const Status st = sources.shipped_dir.empty() ? Status::Error("no assets folder was found")
+                                                : read_lesson_file(shipped, &out.blocks);
   std::string line;  // for stderr
   if (st.ok()) {
     out.source = shipped;
@@ -498,7 +503,8 @@ void load_lesson_texts(const std::vector<std::string>& ids, const LessonTextSour
   std::error_code ec;
   const bool dir_ok = sources.override_dir.empty() || fs::is_directory(sources.override_dir, ec);
   if (sources.override_named && !dir_ok) {
-    std::fprintf(stderr, "fusionlab: --lessons-dir %s: not a folder; the lessons show the shipped text\n",
+    std::fprintf(stderr,
+                 "fusionlab: --lessons-dir %s: not a folder; the lessons show the shipped text\n",
                  shorten_for_message(sources.override_dir, kShownPathChars).c_str());
   }
   for (const std::string& id : ids) {
@@ -513,8 +519,9 @@ void load_lesson_texts(const std::vector<std::string>& ids, const LessonTextSour
     }
   }
   if (!missing.empty()) {
-    std::fprintf(stderr, "fusionlab: --lessons-dir %s has no %s: those lessons show the shipped text\n",
-                 shorten_for_message(sources.override_dir, kShownPathChars).c_str(), missing.c_str());
+    std::fprintf(
+        stderr, "fusionlab: --lessons-dir %s has no %s: those lessons show the shipped text\n",
+        shorten_for_message(sources.override_dir, kShownPathChars).c_str(), missing.c_str());
   }
   std::lock_guard<std::mutex> lock(loaded().mutex);
   loaded().texts = std::move(texts);

@@ -82,7 +82,7 @@ constexpr int64_t kMaxLessonTextBytes = int64_t(256) << 10;
 
 struct LessonText {
   std::vector<TextBlock> blocks;
-  std::string source;  // the file shown; empty when none could be read
+  std::string source;       // the file shown; empty when none could be read
   bool overridden = false;  // a teacher's copy is shown
   // For the panel: why the teacher's copy (or the shipped file) is not shown. Empty when all is
   // well.
@@ -112,8 +112,12 @@ std::string default_lessons_override_dir();
 // ---- the window's texts ------------------------------------------------------------------------
 
 // The ids of the views' and panels' explanations (the lessons' ids are the lessons' own).
-inline std::string view_text_id(const std::string& view) { return "views/" + view; }
-inline std::string panel_text_id(const std::string& panel) { return "panels/" + panel; }
+inline std::string view_text_id(const std::string& view) {
+  return "views/" + view;
+}
+inline std::string panel_text_id(const std::string& panel) {
+  return "panels/" + panel;
+}
 // Every view's (app/measure/choices.h's view_names()) and panel's explanation the window shows.
 const std::vector<std::string>& window_text_ids();
 

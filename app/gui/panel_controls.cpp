@@ -61,23 +61,23 @@ void status_line(const Lab& lab) {
     spinner(fs * 0.4f, ImGui::GetColorU32(ImGuiCol_PlotLinesHovered));
     ImGui::SameLine();
     // After the timing result, the engine rests and then reads the counters (a second pass).
-    const bool counters = !lab.waiting_for_result() &&
-                          st.busy_with.rfind("DRAM/L2 counters", 0) == 0;
+    const bool counters =
+        !lab.waiting_for_result() && st.busy_with.rfind("DRAM/L2 counters", 0) == 0;
     // Every line here is shortened with an ellipsis when the panel is narrow (the tooltip shows
     // all of it).
-    text_fitted(std::string(lab.replay() ? "looking up"
-                                         : (counters ? "reading DRAM/L2 counters of" : "measuring")) +
-                " " + r.lesson + " at " + size_text(r.size) + " " +
-                lab.lesson().info().size_axis.unit + " (" + to_string(r.precision) + ", " +
-                to_string(r.cache) + " L2), every fusion level...");
+    text_fitted(
+        std::string(lab.replay() ? "looking up"
+                                 : (counters ? "reading DRAM/L2 counters of" : "measuring")) +
+        " " + r.lesson + " at " + size_text(r.size) + " " + lab.lesson().info().size_axis.unit +
+        " (" + to_string(r.precision) + ", " + to_string(r.cache) + " L2), every fusion level...");
   } else if (!lab.last_error().empty()) {
-    text_fitted(std::string(lab.replay() ? "Not recorded: " : "Measurement failed: ") +
-                    lab.last_error(),
-                0, false, IM_COL32(255, 115, 102, 255));
+    text_fitted(
+        std::string(lab.replay() ? "Not recorded: " : "Measurement failed: ") + lab.last_error(), 0,
+        false, IM_COL32(255, 115, 102, 255));
   } else if (lab.replay() && lab.results_received() > 0) {
-    text_fitted("replay: the slider stops at the recorded sizes, " +
-                    sizes_list(lab, lab.recorded_sizes()),
-                0, true);
+    text_fitted(
+        "replay: the slider stops at the recorded sizes, " + sizes_list(lab, lab.recorded_sizes()),
+        0, true);
   } else if (lab.results_received() > 0) {
     text_fitted("idle: move the size slider to measure another size", 0, true);
   } else {
@@ -109,7 +109,8 @@ void draw_size_control(Lab& lab, double now, float label_w) {
     size_help += lab.recorded_sizes().empty()
                      ? " This lesson is not recorded in this precision and cache mode."
                      : " Replaying a recording, the slider stops only at the recorded sizes "
-                       "(the ticks): " + sizes_list(lab, lab.recorded_sizes()) + ".";
+                       "(the ticks): " +
+                           sizes_list(lab, lab.recorded_sizes()) + ".";
   }
   if (!info.size_axis.inner_name.empty()) {
     size_help += " Each row holds " + info.size_axis.inner_name + " = " +
@@ -136,10 +137,12 @@ void draw_fusion_control(Lab& lab, float label_w) {
   }
   std::string fusion_help =
       "The fusion ladder of this lesson, from every op its own kernel (0) to fully fused (" +
-      std::to_string(lab.top_level()) + "). Every level is measured at each size; the slider "
+      std::to_string(lab.top_level()) +
+      "). Every level is measured at each size; the slider "
       "picks which level's launches are detailed and whose speedup over level 0 is plotted.";
   for (int l = 0; l <= lab.top_level(); ++l) {
-    fusion_help += "\n" + std::to_string(l) + " " + info.levels[l].name + ": " + info.levels[l].summary;
+    fusion_help +=
+        "\n" + std::to_string(l) + " " + info.levels[l].name + ": " + info.levels[l].summary;
   }
   help_marker(fusion_help.c_str());
 }
@@ -158,8 +161,7 @@ void draw_precision_and_cache(Lab& lab, double now, float label_w) {
   std::string bf16_why = bf16_unavailable(lab);
   // A live GPU without bf16 falls back to fp32; not while the engine starts (a remembered bf16
   // must survive until we know what the backend offers).
-  if (!bf16_why.empty() && bf16_on && !lab.replay() &&
-      lab.status().state == EngineState::ready) {
+  if (!bf16_why.empty() && bf16_on && !lab.replay() && lab.status().state == EngineState::ready) {
     lab.set_precision(Precision::fp32, now);
   }
   if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
@@ -207,7 +209,8 @@ void draw_sweep_and_status(Lab& lab) {
 
 void draw_controls_panel(Lab& lab, double now) {
   const float label_w = ImGui::GetFontSize() * 6.5f;
-  section_title("Controls", lesson_text(panel_text_id(lab.replay() ? "controls-recorded" : "controls")));
+  section_title("Controls",
+                lesson_text(panel_text_id(lab.replay() ? "controls-recorded" : "controls")));
   draw_size_control(lab, now, label_w);
   draw_fusion_control(lab, label_w);
   draw_precision_and_cache(lab, now, label_w);

@@ -86,7 +86,8 @@ void draw_gpu_panel(const Lab& lab) {
     banner("##no_gpu", no_gpu_text(st), kNoGpuBackground, kNoGpuBorder);
     return;
   }
-  if (lab.replay()) banner("##replay", replay_text(*lab.replay()), kReplayBackground, kReplayBorder);
+  if (lab.replay())
+    banner("##replay", replay_text(*lab.replay()), kReplayBackground, kReplayBorder);
   const DeviceFacts& d = st.device;
   if (ImGui::BeginTable("##gpu_facts", 2, ImGuiTableFlags_SizingFixedFit)) {
     fact("name", d.name);

@@ -62,8 +62,8 @@ void draw_lesson_panel(Lab& lab, double now) {
   const float below = ImGui::GetTextLineHeightWithSpacing() * 9.0f;  // title .. some teaching text
   const float fit = std::floor((ImGui::GetContentRegionAvail().y - below) / row_h);
   const float rows = std::clamp(fit, 3.0f, static_cast<float>(all.size()));
-  if (ImGui::BeginListBox("##lessons", ImVec2(-1, row_h * rows +
-                                                      ImGui::GetStyle().FramePadding.y * 2))) {
+  if (ImGui::BeginListBox("##lessons",
+                          ImVec2(-1, row_h * rows + ImGui::GetStyle().FramePadding.y * 2))) {
     ImGuiStorage* storage = ImGui::GetStateStorage();
     const ImGuiID shown_id = ImGui::GetID("##lesson_in_view");
     for (int i = 0; i < static_cast<int>(all.size()); ++i) {

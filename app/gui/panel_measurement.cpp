@@ -60,7 +60,8 @@ void draw_what_was_measured(const Lab& lab, const Measurement& first) {
                         replay->recording.date_text() + " at " + size_text(first.size) + " " +
                         lab.lesson().info().size_axis.unit;
     if (first.size != lab.last_request().size) {
-      where += ", the recorded size nearest the " + size_text(lab.last_request().size) + " asked for";
+      where +=
+          ", the recorded size nearest the " + size_text(lab.last_request().size) + " asked for";
     }
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(kRecorded, "%s; replayed as measured, nothing runs here.", where.c_str());
@@ -136,8 +137,8 @@ void draw_launches(const Lab& lab, const Measurement& detail) {
       fitted_cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
       // What the GPU's own counters saw (CUPTI range profiler), next to the textbook count.
       if (l.counters) {
-        fitted_cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
-             format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
+        fitted_cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) +
+                    " wr " + format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
       } else if (detail.counters_status == CountersStatus::unavailable ||
                  detail.counters_status == CountersStatus::failed) {
         fitted_cell("DRAM: no counters");
@@ -168,7 +169,8 @@ void draw_measurement_panel(const Lab& lab) {
   const std::vector<Measurement>& ms = lab.current();
   if (ms.empty()) {
     const EngineState state = lab.status().state;
-    ImGui::TextDisabled("%s", state == EngineState::unavailable ? "No measurement: there is no usable GPU."
+    ImGui::TextDisabled("%s", state == EngineState::unavailable
+                                  ? "No measurement: there is no usable GPU."
                               : replay && !lab.last_error().empty()
                                   ? "Nothing recorded for this choice (see the controls)."
                                   : "No measurement yet.");

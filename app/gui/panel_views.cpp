@@ -75,8 +75,9 @@ class TextRectsFile {
       for (char& c : text) {
         if (c == '\n' || c == '\r') c = ' ';
       }
-      std::fprintf(f, "rect %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %s\n", r.min.x, r.min.y, r.max.x,
-                   r.max.y, r.clip_min.x, r.clip_min.y, r.clip_max.x, r.clip_max.y, text.c_str());
+      std::fprintf(f, "rect %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %s\n", r.min.x, r.min.y,
+                   r.max.x, r.max.y, r.clip_min.x, r.clip_min.y, r.clip_max.x, r.clip_max.y,
+                   text.c_str());
     }
     std::fclose(f);
   }
@@ -104,10 +105,14 @@ void draw_views_panel(const Lab& lab) {
 
 namespace {
 
-const Measurement* shown_level(const Lab& lab) { return level_in(lab.current(), lab.shown_level()); }
+const Measurement* shown_level(const Lab& lab) {
+  return level_in(lab.current(), lab.shown_level());
+}
 
 // What is left of the panel below the view's title, less one item spacing.
-float view_height() { return ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y; }
+float view_height() {
+  return ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y;
+}
 
 void draw_flow_view(const Lab& lab) {
   const Measurement* shown = shown_level(lab);
@@ -131,9 +136,9 @@ void draw_flow_view(const Lab& lab) {
     lab.flow_pause_toggle = false;
   }
   const Measurement* level0 = level_in(lab.current(), 0);
-  const auto result = viz::draw_flow(
-      "##flow", viz::flow_input(*shown, &lab.lesson(), lab.status().device, level0), &clock, now,
-      view_height());
+  const auto result =
+      viz::draw_flow("##flow", viz::flow_input(*shown, &lab.lesson(), lab.status().device, level0),
+                     &clock, now, view_height());
   if (result.animating) lab.note_animating_view();
 }
 
@@ -142,17 +147,17 @@ void draw_bandwidth_view(const Lab& lab) {
   auto series = viz::bandwidth_series(lab.history(), info.id, lab.precision(), lab.cache());
   // A compared recording: its levels dashed and lighter, labelled with its GPU and date.
   if (const ComparedSeries compared = lab.compared_series(); compared.found) {
-    const auto overlay = viz::bandwidth_overlay_series(
-        lab.comparison()->measurements, info.id, compared.precision, compared.cache,
-        compared.label);
+    const auto overlay =
+        viz::bandwidth_overlay_series(lab.comparison()->measurements, info.id, compared.precision,
+                                      compared.cache, compared.label);
     series.insert(series.begin(), overlay.begin(), overlay.end());  // under this one's lines
   } else if (lab.comparison()) {
     ImGui::TextDisabled("The compared recording holds no %s.", info.id.c_str());
   }
-  viz::plot_widget("##bandwidth",
-                   viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min,
-                                            info.size_axis.max),
-                   ImVec2(0, view_height()));
+  viz::plot_widget(
+      "##bandwidth",
+      viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min, info.size_axis.max),
+      ImVec2(0, view_height()));
 }
 
 void draw_timeline_view(const Lab& lab) {
@@ -165,8 +170,9 @@ void draw_timeline_view(const Lab& lab) {
                       shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
                       shown->records.empty() ? "from median durations, back to back"
                                              : "one repetition's CUPTI records");
-  viz::draw_timeline("##timeline", viz::timeline_input(*shown),
-                     std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+  viz::draw_timeline(
+      "##timeline", viz::timeline_input(*shown),
+      std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
 }
 
 void draw_memory_view(const Lab& lab) {
@@ -184,8 +190,8 @@ void draw_memory_view(const Lab& lab) {
 void draw_roofline_view(const Lab& lab) {
   const double roof = lab.status().device.roof_gbps;
   std::string source;
-  const double compute = viz::compute_roof_gflops(lab.status().device.name, lab.precision(),
-                                                  lab.history(), &source);
+  const double compute =
+      viz::compute_roof_gflops(lab.status().device.name, lab.precision(), lab.history(), &source);
   viz::RooflineInput input = viz::roofline_input(lab.current(), roof, lab.shown_level(), compute);
   input.compute_roof_source = source;
   viz::draw_roofline("##roofline", input, view_height());

@@ -70,10 +70,12 @@ Status render_caption_strip(const viz::CaptionLayout& layout, int fb_width, int 
   ImDrawList dl(ImGui::GetDrawListSharedData());
   dl._ResetForNewFrame();
   dl.PushTextureID(io.Fonts->TexID);
-  dl.PushClipRect(ImVec2(0, 0), ImVec2(static_cast<float>(fb_width), static_cast<float>(fb_height)));
+  dl.PushClipRect(ImVec2(0, 0),
+                  ImVec2(static_cast<float>(fb_width), static_cast<float>(fb_height)));
   const ImU32 background = IM_COL32(20, 24, 32, 255);
   dl.AddRectFilled(ImVec2(0, 0), ImVec2(static_cast<float>(w), static_cast<float>(h)), background);
-  dl.AddLine(ImVec2(0, 0.5f), ImVec2(static_cast<float>(w), 0.5f), IM_COL32(90, 140, 200, 255), 1.0f);
+  dl.AddLine(ImVec2(0, 0.5f), ImVec2(static_cast<float>(w), 0.5f), IM_COL32(90, 140, 200, 255),
+             1.0f);
   for (size_t i = 0; i < layout.lines.size(); ++i) {
     const ImVec2 pos(layout.padding, layout.padding + layout.line_height * static_cast<float>(i));
     dl.AddText(font, layout.font_size, pos, IM_COL32(225, 228, 235, 255), layout.lines[i].c_str());
@@ -108,9 +110,11 @@ Status write_png_atomic(const std::string& path, int width, int height,
   // exclusive temporary file beside the output, fsync, rename.
   std::string png;
   const auto append = [](void* context, void* data, int size) {
-    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data),
+                                               static_cast<size_t>(size));
   };
-  if (!stbi_write_png_to_func(append, &png, width, height, 3, rgb.data(), width * 3) || png.empty()) {
+  if (!stbi_write_png_to_func(append, &png, width, height, 3, rgb.data(), width * 3) ||
+      png.empty()) {
     return Status::Error("cannot write " + shorten_for_message(path, kShownPathChars) +
                          ": the picture could not be encoded as PNG");
   }

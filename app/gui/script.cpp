@@ -31,16 +31,16 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"sweep", {0, 0}},        {"cancel-sweep", {0, 0}}, {"wait", {0, 1}},
       {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
-      {"save-session", {1, 1}}, {"quit", {0, 0}},       {"window-size", {1, 2}},
-      {"key", {1, 1}},
-      {"svg", {1, 1}},  // the front plot as SVG (helper B, viz/svg.h)
+      {"save-session", {1, 1}}, {"quit", {0, 0}},         {"window-size", {1, 2}},
+      {"key", {1, 1}},          {"svg", {1, 1}},  // the front plot as SVG (helper B, viz/svg.h)
   };
   return table;
 }
 
 std::string verbs_list() {
   return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
-         "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, svg, quit";
+         "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, "
+         "svg, quit";
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -72,10 +72,12 @@ Status check_command(ScriptCommand* c) {
     for (const auto& e : exts) list += (list.empty() ? "" : " or ") + e;
     return Status::Error(std::string(what) + " is a " + list +
                          " name inside --out-dir (a plain name: letters, digits, '.', '_', '-'; "
-                         "no folders, no '..'), got '" + a + "'");
+                         "no folders, no '..'), got '" +
+                         a + "'");
   };
   if (c->verb == "lesson") {
-    if (!find_lesson(a)) return Status::Error("no lesson '" + a + "' (fusionlab lessons lists them)");
+    if (!find_lesson(a))
+      return Status::Error("no lesson '" + a + "' (fusionlab lessons lists them)");
   } else if (c->verb == "size") {
     int64_t n = 0;
     if (Status st = parse_size(a, &n); !st.ok()) return st;
@@ -108,8 +110,10 @@ Status check_command(ScriptCommand* c) {
       for (const Shortcut& s : shortcuts()) {
         if (s.scriptable) names += (names.empty() ? "" : ", ") + std::string(s.name);
       }
-      return Status::Error("key is one of " + names + " (file dialogs, full screen and quit are "
-                           "not for scripts), got '" + a + "'");
+      return Status::Error("key is one of " + names +
+                           " (file dialogs, full screen and quit are "
+                           "not for scripts), got '" +
+                           a + "'");
     }
   } else if (c->verb == "window-size") {
     // window-size 1920 1080, or window-size 1920x1080

@@ -64,7 +64,9 @@ std::string trim(const std::string& s) {
   return s.substr(a, b - a + 1);
 }
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 }  // namespace
 
@@ -140,47 +142,100 @@ namespace {
 
 // key -> (its reader into *s: false on a bad value, what a good value looks like)
 using Reader = std::function<bool(const std::string&)>;
-std::map<std::string, std::pair<Reader, const char*>> settings_readers(Settings* s) {
+using Readers = std::map<std::string, std::pair<Reader, const char*>>;
+
+// The panels' sizes and the split (the [panels] part of the file).
+Readers panel_readers(Settings* s) {
+  return {
+      {"left_width",
+       {[s](const std::string& v) {
+          return parse_fraction(v, 0.05f, 0.95f, &s->panels.left_width);
+        },
+        "a fraction from 0.05 to 0.95"}},
+      {"measurement_height",
+       {[s](const std::string& v) {
+          return parse_fraction(v, 0.05f, 0.95f, &s->panels.measurement_height);
+        },
+        "a fraction from 0.05 to 0.95"}},
+      {"split",
+       {[s](const std::string& v) { return parse_bool(v, &s->panels.split); }, "true or false"}},
+      {"side_by_side",
+       {[s](const std::string& v) { return parse_bool(v, &s->panels.side_by_side); },
+        "true or false"}},
+      {"split_fraction",
+       {[s](const std::string& v) {
+          return parse_fraction(v, 0.1f, 0.9f, &s->panels.split_fraction);
+        },
+        "a fraction from 0.1 to 0.9"}},
+      {"second_view",
+       {[s](const std::string& v) {
+          s->panels.second_view = v;
+          return plain_word(v);
+        },
+        "a view name"}},
+  };
+}
+
+Readers settings_readers(Settings* s) {
   Precision precision;
   CacheMode cache;
-  return {
-      {"version", {[](const std::string& v) { int n; return parse_int(v, 1, 1, &n); }, "1"}},
-      {"width", {[s](const std::string& v) { return parse_int(v, kMinWindowWidth, kMaxWindowSide, &s->width); },
-                 "a whole number of pixels"}},
-      {"height", {[s](const std::string& v) { return parse_int(v, kMinWindowHeight, kMaxWindowSide, &s->height); },
-                  "a whole number of pixels"}},
-      {"x", {[s](const std::string& v) { return s->has_position = parse_int(v, -100000, 100000, &s->x); },
-             "a whole number of pixels"}},
-      {"y", {[s](const std::string& v) { return s->has_position = parse_int(v, -100000, 100000, &s->y); },
-             "a whole number of pixels"}},
-      {"maximized", {[s](const std::string& v) { return parse_bool(v, &s->maximized); }, "true or false"}},
-      {"lesson", {[s](const std::string& v) { s->lesson = v; return plain_word(v); }, "a lesson id"}},
+  Readers readers = {
+      {"version",
+       {[](const std::string& v) {
+          int n;
+          return parse_int(v, 1, 1, &n);
+        },
+        "1"}},
+      {"width",
+       {[s](const std::string& v) {
+          return parse_int(v, kMinWindowWidth, kMaxWindowSide, &s->width);
+        },
+        "a whole number of pixels"}},
+      {"height",
+       {[s](const std::string& v) {
+          return parse_int(v, kMinWindowHeight, kMaxWindowSide, &s->height);
+        },
+        "a whole number of pixels"}},
+      {"x",
+       {[s](const std::string& v) {
+          return s->has_position = parse_int(v, -100000, 100000, &s->x);
+        },
+        "a whole number of pixels"}},
+      {"y",
+       {[s](const std::string& v) {
+          return s->has_position = parse_int(v, -100000, 100000, &s->y);
+        },
+        "a whole number of pixels"}},
+      {"maximized",
+       {[s](const std::string& v) { return parse_bool(v, &s->maximized); }, "true or false"}},
+      {"lesson",
+       {[s](const std::string& v) {
+          s->lesson = v;
+          return plain_word(v);
+        },
+        "a lesson id"}},
       // Any plain word: a view this version does not have is ignored when the window starts.
-      {"view", {[s](const std::string& v) { s->view = v; return plain_word(v); }, "a view name"}},
-      {"precision", {[s, precision](const std::string& v) mutable {
-                       s->precision = v;
-                       return parse_precision(v, &precision);
-                     },
-                     kPrecisionChoices}},
-      {"cache", {[s, cache](const std::string& v) mutable {
-                   s->cache = v;
-                   return parse_cache_mode(v, &cache);
-                 },
-                 kCacheChoices}},
-      {"left_width", {[s](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s->panels.left_width); },
-                      "a fraction from 0.05 to 0.95"}},
-      {"measurement_height",
-       {[s](const std::string& v) { return parse_fraction(v, 0.05f, 0.95f, &s->panels.measurement_height); },
-        "a fraction from 0.05 to 0.95"}},
-      {"split", {[s](const std::string& v) { return parse_bool(v, &s->panels.split); }, "true or false"}},
-      {"side_by_side", {[s](const std::string& v) { return parse_bool(v, &s->panels.side_by_side); },
-                        "true or false"}},
-      {"split_fraction",
-       {[s](const std::string& v) { return parse_fraction(v, 0.1f, 0.9f, &s->panels.split_fraction); },
-        "a fraction from 0.1 to 0.9"}},
-      {"second_view", {[s](const std::string& v) { s->panels.second_view = v; return plain_word(v); },
-                       "a view name"}},
+      {"view",
+       {[s](const std::string& v) {
+          s->view = v;
+          return plain_word(v);
+        },
+        "a view name"}},
+      {"precision",
+       {[s, precision](const std::string& v) mutable {
+          s->precision = v;
+          return parse_precision(v, &precision);
+        },
+        kPrecisionChoices}},
+      {"cache",
+       {[s, cache](const std::string& v) mutable {
+          s->cache = v;
+          return parse_cache_mode(v, &cache);
+        },
+        kCacheChoices}},
   };
+  readers.merge(panel_readers(s));
+  return readers;
 }
 
 // A settings file that may be read: a regular file of at most kMaxSettingsBytes. *exists is
@@ -250,7 +305,8 @@ Status load_settings(const std::string& path, Settings* out, bool* found) {
 Status write_file_atomic(const std::string& path, const std::string& text) {
   // The folder first (~/.config/fusionlab may not exist yet), then the shared atomic writer
   // (app/measure/file_io.h: exclusive temporary file in the same folder, fsync, rename).
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  const fs::path dir =
+      fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir, ec)) {

@@ -28,11 +28,11 @@ constexpr float kMinScale = 0.5f, kMaxScale = 4.0f;
 
 // The panel sizes, as fractions so they survive a window of another size.
 struct PanelSizes {
-  float left_width = 0.34f;          // the left column (GPU, lessons) / the window's width
-  float measurement_height = 0.32f;  // the measurement panel / the right column's height
-  bool split = false;                // two views at once
-  bool side_by_side = false;         // split: left and right (else one above the other)
-  float split_fraction = 0.5f;       // split: the first view's share
+  float left_width = 0.34f;              // the left column (GPU, lessons) / the window's width
+  float measurement_height = 0.32f;      // the measurement panel / the right column's height
+  bool split = false;                    // two views at once
+  bool side_by_side = false;             // split: left and right (else one above the other)
+  float split_fraction = 0.5f;           // split: the first view's share
   std::string second_view = "timeline";  // split: the second pane's view
 };
 

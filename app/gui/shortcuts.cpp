@@ -9,10 +9,13 @@ namespace fl::gui {
 
 const std::vector<Shortcut>& shortcuts() {
   using A = KeyAction;
-  // The view keys follow the tab order of app/gui/panel_views.cpp (app/measure/choices.h's view_names()).
+  // The view keys follow the tab order of app/gui/panel_views.cpp (app/measure/choices.h's
+  // view_names()).
   static const std::vector<Shortcut> table = {
-      {A::size_down, GLFW_KEY_LEFT, 0, "Left", "Tensor size one step smaller (a quarter octave; "
-                                               "replaying: the next recorded size)", -1, true},
+      {A::size_down, GLFW_KEY_LEFT, 0, "Left",
+       "Tensor size one step smaller (a quarter octave; "
+       "replaying: the next recorded size)",
+       -1, true},
       {A::size_up, GLFW_KEY_RIGHT, 0, "Right", "Tensor size one step larger", -1, true},
       {A::level_down, GLFW_KEY_DOWN, 0, "Down", "Fusion slider one level down (towards unfused)",
        -1, true},
@@ -34,10 +37,11 @@ const std::vector<Shortcut>& shortcuts() {
        -1, false, false},
       {A::screenshot, GLFW_KEY_F12, 0, "F12",
        "Save the window as a PNG with a caption strip, under a new name", -1, false, false},
-      {A::full_screen, GLFW_KEY_F11, 0, "F11", "Full screen, or back to a window", -1, false, false},
+      {A::full_screen, GLFW_KEY_F11, 0, "F11", "Full screen, or back to a window", -1, false,
+       false},
       {A::show_shortcuts, GLFW_KEY_F1, 0, "F1", "This list of shortcuts"},
-      {A::quit, GLFW_KEY_Q, kModCtrl, "Ctrl+Q", "Quit (the window's size and choices are remembered)",
-       -1, false, false},
+      {A::quit, GLFW_KEY_Q, kModCtrl, "Ctrl+Q",
+       "Quit (the window's size and choices are remembered)", -1, false, false},
   };
   return table;
 }

@@ -34,13 +34,13 @@ constexpr int kModCtrl = 1, kModShift = 2, kModAlt = 4;
 
 struct Shortcut {
   KeyAction action;
-  int key;        // a GLFW key code (GLFW_KEY_*), as Dear ImGui 1.86's KeysDown[] indexes them
-  int mods;       // the modifiers that must be held (exactly)
+  int key;           // a GLFW key code (GLFW_KEY_*), as Dear ImGui 1.86's KeysDown[] indexes them
+  int mods;          // the modifiers that must be held (exactly)
   const char* name;  // as shown and as a script's `key NAME` writes it: "Ctrl+O", "Left", "1"
   const char* what;  // one line for the F1 list
   int view = -1;     // pick_view: which view (0..5, tab order)
-  bool repeats = false;     // held down, it repeats (the arrows)
-  bool scriptable = true;   // `key NAME` may press it (not the file dialogs, full screen, quit)
+  bool repeats = false;    // held down, it repeats (the arrows)
+  bool scriptable = true;  // `key NAME` may press it (not the file dialogs, full screen, quit)
 };
 
 // Every shortcut, in the order the F1 list shows them.
@@ -49,8 +49,8 @@ const std::vector<Shortcut>& shortcuts();
 // The shortcuts pressed this frame. `pressed(key, repeat)` says whether a key went down (with
 // repeat: or auto-repeated); `mods` the modifiers held. A shortcut with modifiers wins over the
 // same key without: Ctrl+S is never also S.
-std::vector<const Shortcut*> pressed_shortcuts(const std::function<bool(int key, bool repeat)>& pressed,
-                                               int mods);
+std::vector<const Shortcut*> pressed_shortcuts(
+    const std::function<bool(int key, bool repeat)>& pressed, int mods);
 
 // The shortcut a script's `key NAME` names (case-insensitive); nullptr when none.
 const Shortcut* find_shortcut(const std::string& name);

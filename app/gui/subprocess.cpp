@@ -71,7 +71,8 @@ std::string find_program(const std::string& program) {
     if (dir.empty()) continue;
     const std::string candidate = dir + "/" + program;
     struct stat st;
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
   }
@@ -111,7 +112,9 @@ bool run_and_capture(const std::vector<std::string>& argv, double timeout_s, std
   return !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-AsyncProcess::~AsyncProcess() { kill(); }
+AsyncProcess::~AsyncProcess() {
+  kill();
+}
 
 bool AsyncProcess::start(const std::vector<std::string>& argv) {
   kill();

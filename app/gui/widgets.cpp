@@ -85,7 +85,9 @@ std::vector<TextLine> draw_text_blocks(const std::vector<TextBlock>& blocks, flo
   ImFont* font = ImGui::GetFont();
   const float base = ImGui::GetFontSize();
   const MeasureText measure = [&](const std::string& s, BlockKind kind, bool) {
-    return font->CalcTextSizeA(base * font_scale(kind), FLT_MAX, 0.0f, s.c_str(), s.c_str() + s.size()).x;
+    return font
+        ->CalcTextSizeA(base * font_scale(kind), FLT_MAX, 0.0f, s.c_str(), s.c_str() + s.size())
+        .x;
   };
   const std::vector<TextLine> lines = wrap_text(blocks, width, measure);
   if (visible) visible->assign(lines.size(), false);
@@ -179,7 +181,8 @@ void text_fitted(const std::string& text, float width, bool disabled, ImU32 colo
   }
   const std::string shown = fit_text(text, std::max(0.0f, width));
   if (color != 0) ImGui::PushStyleColor(ImGuiCol_Text, color);
-  if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  if (disabled)
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextUnformatted(shown.c_str());
   if (disabled) ImGui::PopStyleColor();
   if (color != 0) ImGui::PopStyleColor();

@@ -20,8 +20,8 @@ namespace fl {
 struct WindowScript {
   std::string lesson;  // empty: the catalog's first
   std::vector<int64_t> then_sizes;
-  int level = -1;      // the fusion slider's position; -1: the lesson's top level
-  bool sweep = false;  // before the screenshot, sweep every size (Lab::start_sweep)
+  int level = -1;        // the fusion slider's position; -1: the lesson's top level
+  bool sweep = false;    // before the screenshot, sweep every size (Lab::start_sweep)
   gui::Script commands;  // --script: commands run frame by frame (empty: none)
 };
 

@@ -6,18 +6,23 @@
 
 namespace fl {
 
-const char* to_string(Timer timer) { return timer == Timer::cupti ? "cupti" : "events"; }
+const char* to_string(Timer timer) {
+  return timer == Timer::cupti ? "cupti" : "events";
+}
 
 bool parse_timer(const std::string& text, Timer* out) {
-  if (text == "cupti") *out = Timer::cupti;
-  else if (text == "events") *out = Timer::events;
-  else return false;
+  if (text == "cupti")
+    *out = Timer::cupti;
+  else if (text == "events")
+    *out = Timer::events;
+  else
+    return false;
   return true;
 }
 
 const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"flow", "speedup", "bandwidth",
-                                                 "timeline", "memory", "roofline"};
+  static const std::vector<std::string> names = {"flow",     "speedup", "bandwidth",
+                                                 "timeline", "memory",  "roofline"};
   return names;
 }
 

@@ -22,8 +22,8 @@ inline std::string cupti_result_text(CUptiResult result) {
 
 inline Status cupti_status(CUptiResult result, const char* call, const char* file, int line) {
   if (result == CUPTI_SUCCESS) return Status::Ok();
-  return Status::Error(std::string(call) + " failed: " + cupti_result_text(result) + " at " +
-                       file + ":" + std::to_string(line));
+  return Status::Error(std::string(call) + " failed: " + cupti_result_text(result) + " at " + file +
+                       ":" + std::to_string(line));
 }
 
 }  // namespace fl

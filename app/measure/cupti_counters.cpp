@@ -50,8 +50,8 @@ constexpr size_t kMetricCount = sizeof(kMetricNames) / sizeof(kMetricNames[0]);
 Status current_context(CUcontext* ctx) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  FL_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault,
-                                               &found));
+  FL_CUDA_TRY(
+      cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found));
   if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
     return Status::Error("the CUDA driver offers no cuCtxGetCurrent");
   }
@@ -84,9 +84,12 @@ const char* to_string(CounterReplay replay) {
 }
 
 bool parse_counter_replay(const std::string& text, CounterReplay* out) {
-  if (text == "user") *out = CounterReplay::user;
-  else if (text == "kernel") *out = CounterReplay::kernel;
-  else return false;
+  if (text == "user")
+    *out = CounterReplay::user;
+  else if (text == "kernel")
+    *out = CounterReplay::kernel;
+  else
+    return false;
   return true;
 }
 
@@ -129,10 +132,9 @@ RangeCounters* RangeCounters::instance(std::string* unavailable_note) {
     c->impl_ = new Impl();
     const Status st = c->start();
     if (st.ok()) return c;
-    note = !c->unavailable_note_.empty()
-               ? c->unavailable_note_
-               : "DRAM and L2 counters could not start (" + st.message() +
-                     "), so they are not measured (timings are).";
+    note = !c->unavailable_note_.empty() ? c->unavailable_note_
+                                         : "DRAM and L2 counters could not start (" + st.message() +
+                                               "), so they are not measured (timings are).";
     // Half-initialised CUPTI objects are left alone: tearing them down could fail the same way.
     return static_cast<RangeCounters*>(nullptr);
   }();
@@ -156,7 +158,8 @@ Status RangeCounters::start() {
                   ", so DRAM and L2 bytes are not measured (timings are).";
   }
   const Status rest = start_on_device();
-  if (!rest.ok() && !unsupported.empty() && unavailable_note_.empty()) unavailable_note_ = unsupported;
+  if (!rest.ok() && !unsupported.empty() && unavailable_note_.empty())
+    unavailable_note_ = unsupported;
   return rest;
 }
 
@@ -225,7 +228,8 @@ Status RangeCounters::enable() {
   data.numMetrics = m.metrics.size();
   data.maxNumOfRanges = kMaxRanges;
   data.maxNumRangeTreeNodes = kMaxRanges;
-  FL_TRY(check(cuptiRangeProfilerGetCounterDataSize(&data), "cuptiRangeProfilerGetCounterDataSize"));
+  FL_TRY(
+      check(cuptiRangeProfilerGetCounterDataSize(&data), "cuptiRangeProfilerGetCounterDataSize"));
   m.counter_data.resize(data.counterDataSize);
   return Status::Ok();
 }
@@ -251,13 +255,13 @@ Status RangeCounters::measure(int launches, const std::vector<int>& kernels_per_
   out->clear();
   if (!unavailable_note_.empty()) return Status::Error(unavailable_note_);
   FL_TRY(enable());
-  const Status measured =
-      run_passes(launches, kernels_per_launch, prepare, launch, drain, cancelled, replay, out,
-                 drain_out, was_cancelled);
+  const Status measured = run_passes(launches, kernels_per_launch, prepare, launch, drain,
+                                     cancelled, replay, out, drain_out, was_cancelled);
   if (keep_enabled && measured.ok()) return measured;
   const Status disabled = disable();
   if (!measured.ok()) {
-    return disabled.ok() ? measured : Status::Error(measured.message() + "; then " + disabled.message());
+    return disabled.ok() ? measured
+                         : Status::Error(measured.message() + "; then " + disabled.message());
   }
   return disabled;
 }
@@ -349,7 +353,8 @@ Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
   auto info = FL_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = m.counter_data.data();
   info.counterDataImageSize = m.counter_data.size();
-  FL_TRY(check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
+  FL_TRY(
+      check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
   if (info.numTotalRanges != static_cast<size_t>(ranges)) {
     return Status::Error("the range profiler saw " + std::to_string(info.numTotalRanges) +
                          " kernels where " + std::to_string(ranges) +
@@ -367,7 +372,8 @@ Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
     eval.ppMetricNames = m.metrics.data();
     eval.numMetrics = m.metrics.size();
     eval.pMetricValues = values;
-    FL_TRY(check(cuptiProfilerHostEvaluateToGpuValues(&eval), "cuptiProfilerHostEvaluateToGpuValues"));
+    FL_TRY(
+        check(cuptiProfilerHostEvaluateToGpuValues(&eval), "cuptiProfilerHostEvaluateToGpuValues"));
     LaunchCounters c;
     c.dram_read_bytes = std::llround(values[0]);
     c.dram_write_bytes = std::llround(values[1]);
@@ -399,7 +405,8 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
   }
   const int kernels = static_cast<int>(owner.size());
   const int ranges = kernels + (drain ? 1 : 0);
-  if (launches < 1 || (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
+  if (launches < 1 ||
+      (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
       static_cast<size_t>(ranges) > kMaxRanges) {
     return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges - 1) +
                          " kernels; got " + std::to_string(kernels) + " in " +

@@ -70,10 +70,10 @@ class RangeCounters {
   // split-K GEMM and its reduction); their ranges are summed into the launch's counters. Empty
   // means one kernel per launch.
   Status measure(int launches, const std::vector<int>& kernels_per_launch,
-                 const std::function<Status()>& prepare,
-                 const std::function<Status(int)>& launch, const std::function<Status()>& drain,
-                 const std::function<bool()>& cancelled, CounterReplay replay, bool keep_enabled,
-                 std::vector<LaunchCounters>* out, LaunchCounters* drain_out, bool* was_cancelled);
+                 const std::function<Status()>& prepare, const std::function<Status(int)>& launch,
+                 const std::function<Status()>& drain, const std::function<bool()>& cancelled,
+                 CounterReplay replay, bool keep_enabled, std::vector<LaunchCounters>* out,
+                 LaunchCounters* drain_out, bool* was_cancelled);
   // Enables the profiler on the context now (it stays enabled until disable()), so that the
   // first counter phase does not pay for it; no-op when it is enabled.
   Status enable();

@@ -139,12 +139,15 @@ std::string short_kernel_name(const char* mangled) {
   std::free(demangled);
   // "(anonymous namespace)::" is the one parenthesis that is not a parameter list.
   const std::string anonymous = "(anonymous namespace)::";
-  for (size_t at; (at = name.find(anonymous)) != std::string::npos;) name.erase(at, anonymous.size());
+  for (size_t at; (at = name.find(anonymous)) != std::string::npos;)
+    name.erase(at, anonymous.size());
   // Cut the parameter list: the first '(' outside template arguments.
   int depth = 0;
   for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] == '<') ++depth;
-    else if (name[i] == '>') --depth;
+    if (name[i] == '<')
+      ++depth;
+    else if (name[i] == '>')
+      --depth;
     else if (name[i] == '(' && depth == 0 && i > 0) {
       name.resize(i);
       break;
@@ -155,9 +158,12 @@ std::string short_kernel_name(const char* mangled) {
   depth = 0;
   size_t keep_from = 0;
   for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] == '<') ++depth;
-    else if (name[i] == '>') --depth;
-    else if (depth == 0 && name[i] == ' ') keep_from = i + 1;
+    if (name[i] == '<')
+      ++depth;
+    else if (name[i] == '>')
+      --depth;
+    else if (depth == 0 && name[i] == ' ')
+      keep_from = i + 1;
     else if (depth == 0 && name[i] == ':' && i + 1 < name.size() && name[i + 1] == ':') {
       keep_from = i + 2;
       ++i;
@@ -172,8 +178,10 @@ Status KernelTracer::instance(KernelTracer** out, TracedApis apis) {
   static Status started = [apis] {
     KernelTracer* t = new KernelTracer();
     const Status st = t->start(apis);
-    if (st.ok()) tracer = t;
-    else delete t;
+    if (st.ok())
+      tracer = t;
+    else
+      delete t;
     return st;
   }();
   *out = tracer;
@@ -248,7 +256,9 @@ Status KernelTracer::start(TracedApis apis) {
   return Status::Ok();
 }
 
-uint64_t KernelTracer::reserve_ids(uint64_t count) { return state().next_id.fetch_add(count); }
+uint64_t KernelTracer::reserve_ids(uint64_t count) {
+  return state().next_id.fetch_add(count);
+}
 
 Status KernelTracer::push(uint64_t id) {
   FL_CUPTI_TRY(cuptiActivityPushExternalCorrelationId(kOurKind, id));
@@ -278,7 +288,8 @@ size_t KernelTracer::count(uint64_t first_id, uint64_t last_id) {
   std::lock_guard<std::mutex> lock(s.mutex);
   resolve_locked(s);
   size_t n = 0;
-  for (const TracedKernel& k : s.kernels) n += k.external_id >= first_id && k.external_id <= last_id;
+  for (const TracedKernel& k : s.kernels)
+    n += k.external_id >= first_id && k.external_id <= last_id;
   return n;
 }
 
@@ -289,7 +300,8 @@ void KernelTracer::take(uint64_t first_id, uint64_t last_id, std::vector<TracedK
   resolve_locked(s);
   std::vector<TracedKernel> keep;
   for (TracedKernel& k : s.kernels) {
-    if (k.external_id > last_id) keep.push_back(std::move(k));  // a later block's
+    if (k.external_id > last_id)
+      keep.push_back(std::move(k));  // a later block's
     else if (k.external_id >= first_id) {
       if (tagged != nullptr) tagged->push_back(std::move(k));
     } else if (k.external_id == 0 && untagged != nullptr) {

@@ -206,7 +206,7 @@ void Engine::counter_phase(MeasureBackend& backend, const Job& job, const Cancel
                            std::vector<Measurement> measurements) {
   const Status st = backend.measure_counters(job.request, cancelled, &measurements);
   store_in_cache(measurements);  // levels finished before a cancel still count next time
-  if (cancelled()) {  // abandoned for a newer request: nothing to post
+  if (cancelled()) {             // abandoned for a newer request: nothing to post
     {
       std::lock_guard<std::mutex> lock(mutex_);
       refresh_notes_locked(&backend);

@@ -39,7 +39,7 @@ struct EngineResult {
   uint64_t id = 0;  // submit()'s return value; a counters result repeats its timing result's id
   EnginePhase phase = EnginePhase::timing;
   MeasureRequest request;
-  Status status;    // failed: status.message() is one sentence for the UI
+  Status status;           // failed: status.message() is one sentence for the UI
   bool cancelled = false;  // superseded by a newer request; measurements may be partial
   std::vector<Measurement> measurements;
 };
@@ -60,7 +60,7 @@ struct EngineStatus {
 };
 
 struct EngineOptions {
-  int counter_rest_ms = 250;          // how long a request rests before its counter phase
+  int counter_rest_ms = 250;            // how long a request rests before its counter phase
   size_t counter_cache_entries = 4096;  // cached measurements' counters; cleared when full
 };
 

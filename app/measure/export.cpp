@@ -44,12 +44,16 @@ std::string driver_text(int version) {
 // pids start at 1; a thread's tid is pid * 1000 + 1 + level, so no tid equals its pid (Perfetto
 // would label that thread "main thread") and no two processes share a tid.
 constexpr int kTidsPerProcess = 1000;
-int tid_of(int pid, int level) { return pid * kTidsPerProcess + 1 + std::clamp(level, 0, kTidsPerProcess - 2); }
+int tid_of(int pid, int level) {
+  return pid * kTidsPerProcess + 1 + std::clamp(level, 0, kTidsPerProcess - 2);
+}
 
 // Gap between consecutive measurements on one thread: a fifth of the measurement, at least
 // 10 µs, so it stays visible whether the viewer is zoomed on 3 µs chains or 3 ms ones.
 constexpr int64_t kMinGapNs = 10000;
-int64_t gap_after(int64_t span_ns) { return std::max(kMinGapNs, span_ns / 5); }
+int64_t gap_after(int64_t span_ns) {
+  return std::max(kMinGapNs, span_ns / 5);
+}
 
 const char* const kRebasedNote =
     "one process per measured run (lesson, size, precision, cache), one thread per fusion level; "
@@ -62,8 +66,12 @@ const char* const kRebasedArg =
 
 // Trace timestamps are microseconds; we keep nanoseconds as integers and convert once, so the
 // double printed is the shortest one for an exact nanosecond count (1234.567, not 1234.5670001).
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
-int64_t ns_from_us(double microseconds) { return std::llround(microseconds * 1000.0); }
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+int64_t ns_from_us(double microseconds) {
+  return std::llround(microseconds * 1000.0);
+}
 
 // One kernel slice of a measurement, in nanoseconds from the measurement's first kernel.
 struct Slice {
@@ -146,7 +154,8 @@ json measurement_args(const Session& session, size_t index, const std::vector<Sl
   const Measurement& m = session.measurements[index];
   json args = json::object();
   add_point_args(m, index, &args);
-  if (const Lesson* lesson = find_lesson(m.lesson)) args["size_unit"] = lesson->info().size_axis.unit;
+  if (const Lesson* lesson = find_lesson(m.lesson))
+    args["size_unit"] = lesson->info().size_axis.unit;
   args["timing_method"] = m.timing_method;
   args["repetitions"] = m.repetitions;
   args["chain_time_median_us"] = m.chain_time_us.median;
@@ -185,8 +194,9 @@ json kernel_args(const Measurement& m, size_t index, const Slice& s) {
   json args = json::object();
   add_point_args(m, index, &args);
   args["launch"] = s.launch;
-  const LaunchResult* launch =
-      s.launch >= 0 && s.launch < static_cast<int>(m.launches.size()) ? &m.launches[s.launch] : nullptr;
+  const LaunchResult* launch = s.launch >= 0 && s.launch < static_cast<int>(m.launches.size())
+                                   ? &m.launches[s.launch]
+                                   : nullptr;
   if (launch != nullptr) {
     args["op"] = launch->textbook.kernel;
     args["textbook_bytes_read"] = launch->textbook.bytes_read;
@@ -220,7 +230,8 @@ json kernel_args(const Measurement& m, size_t index, const Slice& s) {
 }
 
 json metadata(const char* name, int pid, int tid, json args) {
-  return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"ts", 0}, {"args", std::move(args)}};
+  return {{"name", name}, {"ph", "M"}, {"pid", pid},
+          {"tid", tid},   {"ts", 0},   {"args", std::move(args)}};
 }
 
 json counter(const std::string& name, int pid, int64_t ts_ns, json args) {
@@ -231,9 +242,11 @@ json counter(const std::string& name, int pid, int64_t ts_ns, json args) {
 std::string run_title(const Measurement& m) {
   const Lesson* lesson = find_lesson(m.lesson);
   std::string size = format_size(m.size);
-  if (lesson != nullptr && !lesson->info().size_axis.unit.empty()) size += " " + lesson->info().size_axis.unit;
+  if (lesson != nullptr && !lesson->info().size_axis.unit.empty())
+    size += " " + lesson->info().size_axis.unit;
   if (m.inner > 0) size += " × " + std::to_string(m.inner);
-  return m.lesson + " · " + size + " · " + to_string(m.precision) + " · " + to_string(m.cache) + " L2";
+  return m.lesson + " · " + size + " · " + to_string(m.precision) + " · " + to_string(m.cache) +
+         " L2";
 }
 
 std::string level_title(int level, const std::string& level_name) {
@@ -255,7 +268,8 @@ std::string short_number(double value, int decimals) {
 }
 
 // A measurement's slice: "fused · 4.88 µs · 1.08x vs level 0".
-std::string measurement_slice_name(const Measurement& m, double speedup_vs_level0, bool has_baseline) {
+std::string measurement_slice_name(const Measurement& m, double speedup_vs_level0,
+                                   bool has_baseline) {
   std::string name = m.level_name.empty() ? "level " + std::to_string(m.level) : m.level_name;
   if (m.chain_time_us.median > 0) name += " · " + short_number(m.chain_time_us.median, 2) + " µs";
   if (!m.check.passed) name += " · WRONG RESULT";
@@ -273,13 +287,14 @@ std::string gpu_title(const Session& s) {
   return title + ")";
 }
 
-
 // ---- CSV ------------------------------------------------------------------------------------
 
 // Rounded to what the measurement resolves, trailing zeros dropped: times to the nanosecond
 // (3 decimals of µs), bandwidths to 0.01 GB/s, ratios to 0.001, percentages to 0.1 (no
 // 2.7840000000000003). A value that is not finite is an empty cell.
-std::string fixed(double value, int decimals) { return short_number(value, decimals); }
+std::string fixed(double value, int decimals) {
+  return short_number(value, decimals);
+}
 // Three significant digits, for relative errors (1.23e-07).
 std::string significant(double value) {
   if (!std::isfinite(value)) return "";
@@ -294,7 +309,8 @@ std::string significant(double value) {
 // recording may come from a newer build or a hand-edited file.
 std::string csv_text(const std::string& text) {
   std::string cell = text;
-  if (!cell.empty() && std::string("=+-@\t\r").find(cell.front()) != std::string::npos) cell = "'" + cell;
+  if (!cell.empty() && std::string("=+-@\t\r").find(cell.front()) != std::string::npos)
+    cell = "'" + cell;
   if (cell.find_first_of(",\"\r\n") == std::string::npos) return cell;
   std::string out = "\"";
   for (char c : cell) {
@@ -372,8 +388,10 @@ std::string trace_op_name(const std::string& textbook_kernel) {
     std::string ops = textbook_kernel.substr(0, textbook_kernel.size() - kFused.size());
     std::string out = "fused ";
     for (char c : ops) {
-      if (c == '_') out += "·";
-      else out += c;
+      if (c == '_')
+        out += "·";
+      else
+        out += c;
     }
     return out;
   }
@@ -386,7 +404,7 @@ namespace {
 // level's next slice starts.
 struct TraceRun {
   int pid = 0;
-  std::map<int, int64_t> cursor;        // level -> next start, ns
+  std::map<int, int64_t> cursor;  // level -> next start, ns
   std::map<int, std::string> level_names;
 };
 using TraceRuns = std::vector<std::pair<const Measurement*, TraceRun>>;
@@ -445,8 +463,9 @@ void add_measurement_events(const Session& session, size_t i, TraceRuns* runs, T
     // end is emitted before a next kernel starting at the same instant, and the sort is stable).
     const std::optional<LaunchCounters>& c = m.launches[s.launch].counters;
     if (c) {
-      timed->emplace_back(start, counter(dram_track, pid, start,
-                                         {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
+      timed->emplace_back(start,
+                          counter(dram_track, pid, start,
+                                  {{"read", c->dram_read_bytes}, {"write", c->dram_write_bytes}}));
       timed->emplace_back(start + s.dur_ns,
                           counter(dram_track, pid, start + s.dur_ns, {{"read", 0}, {"write", 0}}));
     }
@@ -523,7 +542,9 @@ Status export_trace(const Session& session, const std::string& path, TraceOption
 // ---- gzip -----------------------------------------------------------------------------------
 
 #if FUSIONLAB_HAVE_ZLIB
-bool trace_gzip_available() { return true; }
+bool trace_gzip_available() {
+  return true;
+}
 
 Status gzip_compress(const std::string& data, std::string* out) {
   z_stream z{};
@@ -567,13 +588,19 @@ Status gzip_decompress(const std::string& data, std::string* out) {
   return Status::Ok();
 }
 #else
-bool trace_gzip_available() { return false; }
+bool trace_gzip_available() {
+  return false;
+}
 
 const char* const kNoZlib =
     "this build has no zlib, so it cannot write .gz files (install zlib1g-dev and rebuild, or "
     "export plain .json)";
-Status gzip_compress(const std::string&, std::string*) { return Status::Error(kNoZlib); }
-Status gzip_decompress(const std::string&, std::string*) { return Status::Error(kNoZlib); }
+Status gzip_compress(const std::string&, std::string*) {
+  return Status::Error(kNoZlib);
+}
+Status gzip_decompress(const std::string&, std::string*) {
+  return Status::Error(kNoZlib);
+}
 #endif
 
 // ---- CSV ------------------------------------------------------------------------------------
@@ -591,7 +618,8 @@ std::string measurements_csv_header() {
 std::string measurements_csv(const Session& session) {
   std::string csv = measurements_csv_header() + "\n";
   for (size_t i = 0; i < session.measurements.size(); ++i) {
-    for (size_t k = 0; k < session.measurements[i].launches.size(); ++k) csv += csv_row(session, i, k) + "\n";
+    for (size_t k = 0; k < session.measurements[i].launches.size(); ++k)
+      csv += csv_row(session, i, k) + "\n";
   }
   return csv;
 }

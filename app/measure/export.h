@@ -46,7 +46,8 @@ bool trace_gzip_available();
 // an apostrophe. Columns and units are documented in docs/EXPORT.md; new ones go at the end.
 std::string measurements_csv_header();
 std::string measurements_csv(const Session& session);
-Status export_csv(const Session& session, const std::string& path, const WriteOptions& options = {});
+Status export_csv(const Session& session, const std::string& path,
+                  const WriteOptions& options = {});
 
 // Gzip helpers, exposed for tests (and for callers that want the bytes rather than a file).
 // Fail with one sentence when this build has no zlib.

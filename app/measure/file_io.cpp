@@ -35,15 +35,25 @@ std::vector<std::string> display_units(const std::string& text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       switch (c) {
-        case '\n': units.emplace_back("\\n"); break;
-        case '\r': units.emplace_back("\\r"); break;
-        case '\t': units.emplace_back("\\t"); break;
-        default: units.push_back(c < 0x20 || c == 0x7F ? hex_escape(c) : std::string(1, text[i]));
+        case '\n':
+          units.emplace_back("\\n");
+          break;
+        case '\r':
+          units.emplace_back("\\r");
+          break;
+        case '\t':
+          units.emplace_back("\\t");
+          break;
+        default:
+          units.push_back(c < 0x20 || c == 0x7F ? hex_escape(c) : std::string(1, text[i]));
       }
       ++i;
       continue;
     }
-    const size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    const size_t length = c >= 0xF0 && c <= 0xF4   ? 4
+                          : c >= 0xE0              ? 3
+                          : c >= 0xC2 && c <= 0xDF ? 2
+                                                   : 0;
     bool valid = length > 0 && i + length <= text.size() && c < 0xF5;
     for (size_t k = 1; valid && k < length; ++k) {
       valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
@@ -125,7 +135,9 @@ ReadingGuard::ReadingGuard(const std::vector<std::string>& paths) {
   for (const FileId& id : ids_) registry().insert(id);
 }
 
-ReadingGuard::~ReadingGuard() { release(); }
+ReadingGuard::~ReadingGuard() {
+  release();
+}
 
 ReadingGuard::ReadingGuard(ReadingGuard&& other) noexcept : ids_(std::move(other.ids_)) {
   other.ids_.clear();
@@ -177,7 +189,8 @@ Status open_checked(const std::string& path, int64_t max_bytes, const std::strin
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
-    if (err == ENXIO) return Status::Error(shown + ": a socket or a device with nothing behind it, not a " + what);
+    if (err == ENXIO)
+      return Status::Error(shown + ": a socket or a device with nothing behind it, not a " + what);
     return Status::Error(shown + ": cannot open: " + std::strerror(err));
   }
   struct stat st {};
@@ -192,7 +205,8 @@ Status open_checked(const std::string& path, int64_t max_bytes, const std::strin
   }
   if (st.st_size > max_bytes) {
     ::close(fd);
-    return Status::Error(shown + ": larger than " + size_limit_words(max_bytes) + ", the limit for a " + what);
+    return Status::Error(shown + ": larger than " + size_limit_words(max_bytes) +
+                         ", the limit for a " + what);
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -225,14 +239,16 @@ Status read_file_checked(const std::string& path, int64_t max_bytes, const std::
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      return Status::Error(shorten_for_message(path, kShownPathChars) + ": cannot read: " + std::strerror(err));
+      return Status::Error(shorten_for_message(path, kShownPathChars) +
+                           ": cannot read: " + std::strerror(err));
     }
     if (n == 0) break;
     data.append(buffer, static_cast<size_t>(n));
     if (static_cast<int64_t>(data.size()) > max_bytes) {
       ::close(fd);
-      return Status::Error(shorten_for_message(path, kShownPathChars) + ": larger than " + size_limit_words(max_bytes) +
-                           ", the limit for a " + what + " (it grew while being read)");
+      return Status::Error(shorten_for_message(path, kShownPathChars) + ": larger than " +
+                           size_limit_words(max_bytes) + ", the limit for a " + what +
+                           " (it grew while being read)");
     }
   }
   ::close(fd);
@@ -264,8 +280,8 @@ struct OutputTarget {
   mode_t mode = 0;      // its permission bits, when it exists
 };
 
-Status resolve_output(const std::string& path, bool replace_existing, const std::string& exists_hint,
-                      OutputTarget* out) {
+Status resolve_output(const std::string& path, bool replace_existing,
+                      const std::string& exists_hint, OutputTarget* out) {
   if (path.empty()) return Status::Error("no output file name was given");
   const std::string shown = shorten_for_message(path, kShownPathChars);
   const std::string cannot = "cannot write " + shown + ": ";
@@ -277,12 +293,14 @@ Status resolve_output(const std::string& path, bool replace_existing, const std:
       // Written through to the file it points at, so the link stays a link.
       char resolved[PATH_MAX];
       if (::realpath(path.c_str(), resolved) == nullptr) {
-        return Status::Error(cannot + "it is a symbolic link to a file that does not exist; give the "
-                                      "file itself");
+        return Status::Error(cannot +
+                             "it is a symbolic link to a file that does not exist; give the "
+                             "file itself");
       }
       target.path = resolved;
       if (::stat(target.path.c_str(), &st) != 0) {
-        return Status::Error(cannot + "it is a symbolic link that cannot be followed: " + std::strerror(errno));
+        return Status::Error(
+            cannot + "it is a symbolic link that cannot be followed: " + std::strerror(errno));
       }
       if (!S_ISREG(st.st_mode)) {
         return Status::Error(cannot + "it is a symbolic link to " + kind_of(st.st_mode) +
@@ -307,16 +325,20 @@ Status resolve_output(const std::string& path, bool replace_existing, const std:
   struct stat folder_st {};
   if (::stat(folder.c_str(), &folder_st) != 0) {
     if (errno == ENOENT) {
-      return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) + " does not exist");
+      return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) +
+                           " does not exist");
     }
-    return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) + ": " + std::strerror(errno));
+    return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) +
+                         ": " + std::strerror(errno));
   }
   if (!S_ISDIR(folder_st.st_mode)) {
-    return Status::Error(cannot + shorten_for_message(folder, kShownPathChars) + " is not a folder");
+    return Status::Error(cannot + shorten_for_message(folder, kShownPathChars) +
+                         " is not a folder");
   }
   // The temporary file goes beside the output, so the folder itself must be writable.
   if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) + " is not writable");
+    return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) +
+                         " is not writable");
   }
   *out = std::move(target);
   return Status::Ok();
@@ -327,7 +349,8 @@ mode_t current_umask() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+    if (line.rfind("Umask:", 0) == 0)
+      return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
   }
   return 022;
 }
@@ -356,11 +379,17 @@ std::string random_hex(size_t digits) {
 
 std::string why(int err) {
   switch (err) {
-    case ENOSPC: return "the disk is full (" + std::string(std::strerror(err)) + ")";
-    case EDQUOT: return "the disk quota is used up (" + std::string(std::strerror(err)) + ")";
-    case EROFS: return "the file system is read-only";
-    case EFBIG: return "the file is larger than this process may write (" + std::string(std::strerror(err)) + ")";
-    default: return std::strerror(err);
+    case ENOSPC:
+      return "the disk is full (" + std::string(std::strerror(err)) + ")";
+    case EDQUOT:
+      return "the disk quota is used up (" + std::string(std::strerror(err)) + ")";
+    case EROFS:
+      return "the file system is read-only";
+    case EFBIG:
+      return "the file is larger than this process may write (" + std::string(std::strerror(err)) +
+             ")";
+    default:
+      return std::strerror(err);
   }
 }
 
@@ -380,7 +409,8 @@ bool write_all(int fd, const std::string& contents, int* err) {
 
 }  // namespace
 
-Status check_output_file(const std::string& path, bool replace_existing, const std::string& exists_hint) {
+Status check_output_file(const std::string& path, bool replace_existing,
+                         const std::string& exists_hint) {
   OutputTarget target;
   return resolve_output(path, replace_existing, exists_hint, &target);
 }
@@ -406,7 +436,8 @@ Status write_file_atomically(const std::string& path, const std::string& content
   if (fd < 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM) {
-      return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) + " is not writable");
+      return Status::Error(cannot + "the folder " + shorten_for_message(folder, kShownPathChars) +
+                           " is not writable");
     }
     return Status::Error(cannot + why(err));
   }
@@ -430,7 +461,8 @@ Status write_file_atomically(const std::string& path, const std::string& content
   if (options.replace_existing) {
     renamed = ::rename(temporary.c_str(), target.path.c_str());
   } else {
-    renamed = ::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, target.path.c_str(), RENAME_NOREPLACE);
+    renamed =
+        ::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, target.path.c_str(), RENAME_NOREPLACE);
     if (renamed != 0 && (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP)) {
       // A file system without RENAME_NOREPLACE: link() fails rather than replace.
       renamed = ::link(temporary.c_str(), target.path.c_str());
@@ -440,7 +472,8 @@ Status write_file_atomically(const std::string& path, const std::string& content
   if (renamed != 0) {
     err = errno;
     ::unlink(temporary.c_str());
-    if (err == EEXIST) return Status::Error(shorten_for_message(path, kShownPathChars) + " already exists");
+    if (err == EEXIST)
+      return Status::Error(shorten_for_message(path, kShownPathChars) + " already exists");
     return Status::Error(cannot + why(err));
   }
   // The rename itself is durable once the folder is synced.

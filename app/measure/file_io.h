@@ -118,6 +118,8 @@ Status write_file_atomically(const std::string& path, const std::string& content
 Status write_to_stdout(const std::string& contents);
 
 // "-" as an output name means standard output.
-inline bool is_stdout_name(const std::string& path) { return path == "-"; }
+inline bool is_stdout_name(const std::string& path) {
+  return path == "-";
+}
 
 }  // namespace fl

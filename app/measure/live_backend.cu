@@ -37,12 +37,13 @@ __global__ void flush_read_kernel(const int4* __restrict__ data, int64_t count, 
     const int4 v = data[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  if (acc == 0x5eed1e55) *sink = acc;  // the buffer is zeros: never true, but the compiler can't know
+  if (acc == 0x5eed1e55)
+    *sink = acc;  // the buffer is zeros: never true, but the compiler can't know
 }
 
 // The tuned copy: one 16-byte vector per thread, coalesced. `count` is in 16-byte vectors.
-__global__ void __launch_bounds__(kThreads) copy16_kernel(const int4* __restrict__ src,
-                                                          int4* __restrict__ dst, int64_t count) {
+__global__ void __launch_bounds__(kThreads)
+    copy16_kernel(const int4* __restrict__ src, int4* __restrict__ dst, int64_t count) {
   const int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x;
   if (i < count) dst[i] = src[i];
 }
@@ -109,7 +110,8 @@ struct PhaseTimer {
   ~PhaseTimer() {
     static const bool enabled = std::getenv("FL_TRACE_PHASES") != nullptr;
     if (!enabled) return;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
     std::fprintf(stderr, "[phase] %-22s %8.2f ms\n", name_, ms);
   }
   const char* name_;
@@ -172,7 +174,8 @@ Status LiveBackend::init() {
   FL_CUDA_TRY(cudaDeviceSynchronize());
   // What one cold flush costs, so repetition budgets include it.
   FL_TRY(flush_l2());
-  FL_TRY(time_median(CacheMode::warm, 5, [this] { return flush_l2(); }, &flush_us_));
+  FL_TRY(time_median(
+      CacheMode::warm, 5, [this] { return flush_l2(); }, &flush_us_));
   std::random_device rd;
   seed_counter_ = options_.seed != 0 ? options_.seed : (uint64_t(rd()) << 32 | rd());
 
@@ -182,8 +185,10 @@ Status LiveBackend::init() {
     KernelTracer* tracer = nullptr;
     const Status st = KernelTracer::instance(
         &tracer, options_.trace_all_runtime_apis ? TracedApis::all_runtime : TracedApis::launches);
-    if (st.ok()) tracer_ = tracer;
-    else timing_note_ = st.message();
+    if (st.ok())
+      tracer_ = tracer;
+    else
+      timing_note_ = st.message();
   }
   if (options_.counters) {
     counters_ = RangeCounters::instance(&counters_note_);
@@ -225,11 +230,12 @@ Status LiveBackend::counters_warm_up() {
     FL_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
   };
-  FL_TRY(counters_->measure(1, {}, prepare, [&](int) { return flush_l2(); }, [&] { return flush_l2(); },
-                            nullptr, options_.counter_replay, /*keep_enabled=*/true, &values,
-                            &drained, &was_cancelled));
+  FL_TRY(counters_->measure(
+      1, {}, prepare, [&](int) { return flush_l2(); }, [&] { return flush_l2(); }, nullptr,
+      options_.counter_replay, /*keep_enabled=*/true, &values, &drained, &was_cancelled));
   if (trace_phases() && !values.empty()) {
-    std::fprintf(stderr, "[counters] warm-up pass: sweep dram wr %lld; drain wr %lld (thrown away)\n",
+    std::fprintf(stderr,
+                 "[counters] warm-up pass: sweep dram wr %lld; drain wr %lld (thrown away)\n",
                  static_cast<long long>(values[0].dram_write_bytes),
                  static_cast<long long>(drained.dram_write_bytes));
   }
@@ -353,7 +359,8 @@ Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double*
 
 Status LiveBackend::measure_roof() {
   double gbps = 0;
-  FL_TRY(copy_bandwidth(int64_t(2) << 30, CacheMode::cold, &gbps).with_context("measuring the roof"));
+  FL_TRY(
+      copy_bandwidth(int64_t(2) << 30, CacheMode::cold, &gbps).with_context("measuring the roof"));
   device_.roof_gbps = gbps;
   return Status::Ok();
 }
@@ -371,8 +378,10 @@ int64_t LiveBackend::largest_fitting_size(const Lesson& lesson, Precision p, int
   int64_t lo = 0, hi = axis.max;
   while (lo < hi) {  // largest size whose workspace fits the budget
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (lesson.workspace_bytes(lesson.resolve({mid, inner}), p) <= budget) lo = mid;
-    else hi = mid - 1;
+    if (lesson.workspace_bytes(lesson.resolve({mid, inner}), p) <= budget)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -424,7 +433,8 @@ Status LiveBackend::validate(const MeasureRequest& request, const Lesson** out_l
   }
   if (request.inner < 0 || (axis.inner_max > 0 && request.inner > axis.inner_max)) {
     return Status::Error(request.lesson + " takes a " + axis.inner_name + " up to " +
-                         std::to_string(axis.inner_max) + "; got " + std::to_string(request.inner) + ".");
+                         std::to_string(axis.inner_max) + "; got " + std::to_string(request.inner) +
+                         ".");
   }
   *out_lesson = lesson;
   *out_levels = std::move(levels);
@@ -488,7 +498,8 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
     FL_TRY(run_chain());
     FL_TRY(ws.check(stream_, &m->check));
   }
-  if (!m->check.passed) return Status::Ok();  // published without a time: no speedup for a wrong kernel
+  if (!m->check.passed)
+    return Status::Ok();  // published without a time: no speedup for a wrong kernel
 
   // Warm up, then estimate one repetition to size the run.
   FL_TRY(run_chain());
@@ -549,17 +560,24 @@ class RepetitionTiming {
  public:
   // `tracer` null: no CUPTI records; `events`: CUDA events around every launch too.
   // Repetitions whose records had to be numbered by launch order are added to *order_matched.
-  RepetitionTiming(KernelTracer* tracer, bool events, cudaStream_t stream, Workspace& ws,
-                   int level, int launches, bool cold, std::function<Status()> flush_l2,
+  RepetitionTiming(KernelTracer* tracer, bool events, cudaStream_t stream, Workspace& ws, int level,
+                   int launches, bool cold, std::function<Status()> flush_l2,
                    int64_t* order_matched)
-      : tracer_(tracer), use_events_(events), stream_(stream), ws_(ws), level_(level),
-        launches_(launches), cold_(cold), flush_l2_(std::move(flush_l2)),
+      : tracer_(tracer),
+        use_events_(events),
+        stream_(stream),
+        ws_(ws),
+        level_(level),
+        launches_(launches),
+        cold_(cold),
+        flush_l2_(std::move(flush_l2)),
         order_matched_(order_matched),
         // External ids: repetition r of a batch owns ids first + r * stride + slot, where slot 0
         // is the cold flush (tagged so that it is recognised and skipped) and slot k + 1 is
         // launch k.
         stride_(static_cast<uint64_t>(launches) + 1),
-        cupti_launch_us_(launches), event_launch_us_(launches) {}
+        cupti_launch_us_(launches),
+        event_launch_us_(launches) {}
 
   Status start() {
     if (use_events_) FL_TRY(events_.create((launches_ + 1) * kBatch));
@@ -600,11 +618,13 @@ class RepetitionTiming {
     m->chain_time_us = summarize(chain);
     for (int k = 0; k < launches_; ++k) m->launches[k].time_us = summarize(per_launch[k]);
     if (cupti && use_events_) {
-      for (int k = 0; k < launches_; ++k) m->launches[k].event_time_us = summarize(event_launch_us_[k]);
+      for (int k = 0; k < launches_; ++k)
+        m->launches[k].event_time_us = summarize(event_launch_us_[k]);
       m->event_chain_time_us = summarize(event_chain_us_);
     }
     m->records.clear();
-    if (cupti && !chain.empty()) keep_records(rep_kernels_[representative(m->chain_time_us.median)], m);
+    if (cupti && !chain.empty())
+      keep_records(rep_kernels_[representative(m->chain_time_us.median)], m);
   }
 
  private:
@@ -680,7 +700,8 @@ class RepetitionTiming {
 
   // No external correlation records arrived (CUPTI traced no launch API): one stream, one
   // thread, so the batch's kernels ran in launch order. Number them that way.
-  void number_by_launch_order(uint64_t first, size_t per_rep, std::vector<TracedKernel>* kernels) const {
+  void number_by_launch_order(uint64_t first, size_t per_rep,
+                              std::vector<TracedKernel>* kernels) const {
     std::sort(kernels->begin(), kernels->end(),
               [](const TracedKernel& a, const TracedKernel& b) { return a.start_ns < b.start_ns; });
     for (size_t i = 0; i < kernels->size(); ++i) {
@@ -714,7 +735,8 @@ class RepetitionTiming {
   size_t representative(double median) const {
     size_t best = 0;
     for (size_t i = 1; i < cupti_chain_us_.size(); ++i) {
-      if (std::abs(cupti_chain_us_[i] - median) < std::abs(cupti_chain_us_[best] - median)) best = i;
+      if (std::abs(cupti_chain_us_[i] - median) < std::abs(cupti_chain_us_[best] - median))
+        best = i;
     }
     return best;
   }
@@ -764,9 +786,9 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
   *records_missing = false;
   // Events time every launch when they are the timer, and beside CUPTI for --compare-timers.
   const bool cupti = timer == Timer::cupti;
-  RepetitionTiming timing(cupti ? tracer_ : nullptr, !cupti || options_.compare_timers, stream_,
-                          *workspace_, level, launches, request.cache == CacheMode::cold,
-                          [this] { return flush_l2(); }, &order_matched_);
+  RepetitionTiming timing(
+      cupti ? tracer_ : nullptr, !cupti || options_.compare_timers, stream_, *workspace_, level,
+      launches, request.cache == CacheMode::cold, [this] { return flush_l2(); }, &order_matched_);
   FL_TRY(timing.start());
   for (int done = 0; done < reps; done += kBatch) {
     if (cancelled && cancelled()) break;
@@ -846,11 +868,13 @@ Status LiveBackend::count_level(const MeasureRequest& request, const std::string
   if (trace_phases() && st.ok() && !was_cancelled) {
     int64_t rd = 0, wr = 0;
     for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;
-    std::fprintf(stderr, "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
-                 request.lesson.c_str(), static_cast<long long>(request.size), level,
-                 static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
-                 static_cast<long long>(drained.dram_read_bytes),
-                 static_cast<long long>(drained.dram_write_bytes));
+    std::fprintf(
+        stderr,
+        "[counters] %s %lld level %d: chain dram rd %lld wr %lld; drain(%s) rd %lld wr %lld\n",
+        request.lesson.c_str(), static_cast<long long>(request.size), level,
+        static_cast<long long>(rd), static_cast<long long>(wr), drain_kind.c_str(),
+        static_cast<long long>(drained.dram_read_bytes),
+        static_cast<long long>(drained.dram_write_bytes));
   }
   if (!st.ok()) {
     if (!counters_->unavailable_note().empty()) {
@@ -890,9 +914,9 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
   std::vector<int> levels;
   FL_TRY(validate(request, &lesson, &levels));
   const Shape shape = lesson->resolve({request.size, request.inner});
-  const bool fresh = !(workspace_ && workspace_lesson_ == lesson->info().id &&
-                       workspace_shape_.size == shape.size && workspace_shape_.inner == shape.inner &&
-                       workspace_precision_ == request.precision);
+  const bool fresh = !(
+      workspace_ && workspace_lesson_ == lesson->info().id && workspace_shape_.size == shape.size &&
+      workspace_shape_.inner == shape.inner && workspace_precision_ == request.precision);
   FL_TRY(ensure_workspace(*lesson, shape, request.precision));
   if (fresh) FL_TRY(workspace_->fill_inputs(++seed_counter_, stream_));
   static const char* drain_env = std::getenv("FL_COUNTER_DRAIN");
@@ -912,7 +936,8 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
     if (m.lesson != request.lesson || level < 0 || level >= lesson->level_count() ||
         m.launches.size() != lesson->info().levels[level].launches.size()) {
       m.counters_status = CountersStatus::failed;
-      m.counters_note = "This measurement does not belong to the request, so its counters were not measured.";
+      m.counters_note =
+          "This measurement does not belong to the request, so its counters were not measured.";
       continue;
     }
     if (!m.check.passed) {

@@ -54,7 +54,6 @@ struct LiveOptions {
 // latency` measures how fast). `bench` uses more repetitions.
 LiveOptions interactive_live_options();
 
-
 class KernelTracer;
 
 class LiveBackend final : public MeasureBackend {
@@ -74,10 +73,14 @@ class LiveBackend final : public MeasureBackend {
   std::string timing_note() const override { return timing_note_; }
 
   // "cupti_activity" or "cuda_events": how measure() times launches.
-  const char* timing_method() const { return tracer_ != nullptr ? "cupti_activity" : "cuda_events"; }
+  const char* timing_method() const {
+    return tracer_ != nullptr ? "cupti_activity" : "cuda_events";
+  }
   // The counter profiler's pass count and chip ("GH100"), 0 / empty without counters.
   int counter_passes() const { return counters_ != nullptr ? counters_->passes() : 0; }
-  std::string counter_chip() const { return counters_ != nullptr ? counters_->chip() : std::string(); }
+  std::string counter_chip() const {
+    return counters_ != nullptr ? counters_->chip() : std::string();
+  }
   // Repetitions whose kernel records were matched by launch order because CUPTI delivered no
   // external correlation records (0 when every record carried our id). Diagnostic.
   int64_t order_matched_repetitions() const { return order_matched_; }
@@ -113,7 +116,8 @@ class LiveBackend final : public MeasureBackend {
                      const CancelCheck& cancelled, std::vector<Measurement>* measurements,
                      Measurement* m, bool* stop);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
-  Status validate(const MeasureRequest& request, const Lesson** lesson, std::vector<int>* levels) const;
+  Status validate(const MeasureRequest& request, const Lesson** lesson,
+                  std::vector<int>* levels) const;
   void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
@@ -129,7 +133,7 @@ class LiveBackend final : public MeasureBackend {
   DeviceBuffer flush_buffer_, flush_sink_;
   std::map<std::pair<int64_t, int>, double> copy_cache_;
   uint64_t seed_counter_ = 0;
-  double flush_us_ = 0;  // median time of one cold-L2 flush, measured at start
+  double flush_us_ = 0;                // median time of one cold-L2 flush, measured at start
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;

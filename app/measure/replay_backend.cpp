@@ -32,7 +32,8 @@ std::string combo_text(Precision p, CacheMode c) {
 // lesson this build does not know.
 std::string inner_name(const std::string& lesson) {
   const Lesson* known = find_lesson(lesson);
-  if (known && !known->info().size_axis.inner_name.empty()) return known->info().size_axis.inner_name;
+  if (known && !known->info().size_axis.inner_name.empty())
+    return known->info().size_axis.inner_name;
   return "row length";
 }
 
@@ -45,8 +46,7 @@ bool same_gpu(const DeviceFacts& a, const DeviceFacts& b) {
 
 std::string gpu_configuration(const DeviceFacts& d) {
   return std::to_string(d.sm_count) + " SMs, " + format_bytes(static_cast<double>(d.l2_bytes)) +
-         " L2, compute capability " + std::to_string(d.cc_major) + "." +
-         std::to_string(d.cc_minor);
+         " L2, compute capability " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
 }
 
 std::string mixed_gpus_message(const std::string& first_origin, const DeviceFacts& first,
@@ -131,9 +131,8 @@ Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<Replay
   for (Source& source : sources) {
     const Session& session = source.session;
     if (!same_gpu(sources.front().session.device, session.device)) {
-      return Status::Error(mixed_gpus_message(sources.front().origin,
-                                              sources.front().session.device, source.origin,
-                                              session.device));
+      return Status::Error(mixed_gpus_message(
+          sources.front().origin, sources.front().session.device, source.origin, session.device));
     }
     summary.origins.push_back(source.origin);
     if (!session.created_utc.empty()) {
@@ -201,8 +200,9 @@ Status lesson_not_recorded(const RecordingSummary& summary, const std::string& l
 Status series_not_recorded(const RecordingSummary& summary, const MeasureRequest& request) {
   const std::string& lesson = request.lesson;
   const Lesson* known = find_lesson(lesson);
-  const int64_t inner =
-      request.inner != 0 ? request.inner : known ? known->resolve(Shape(1)).inner : 0;
+  const int64_t inner = request.inner != 0 ? request.inner
+                        : known            ? known->resolve(Shape(1)).inner
+                                           : 0;
   std::vector<std::string> combos, inners;
   for (const auto& s : summary.series) {
     if (s.lesson != lesson) continue;
@@ -216,8 +216,8 @@ Status series_not_recorded(const RecordingSummary& summary, const MeasureRequest
   }
   if (combos.empty()) {
     return Status::Error(lesson + " with " + inner_name(lesson) + " " + std::to_string(inner) +
-                         " is not in this recording: it is recorded with " +
-                         inner_name(lesson) + " " + join_words(inners) + " only.");
+                         " is not in this recording: it is recorded with " + inner_name(lesson) +
+                         " " + join_words(inners) + " only.");
   }
   return Status::Error(lesson + " in " + combo_text(request.precision, request.cache) +
                        " is not in this recording: it is recorded in " + join_words(combos) +
@@ -234,8 +234,9 @@ Status levels_not_recorded(const RecordedSeries& series, const std::set<int>& wa
     }
   }
   if (!missing.empty()) {
-    return Status::Error(series.lesson + " " + levels_text(missing) + " is not in this recording: " +
-                         combo + " holds " + levels_text(series.levels) + " only.");
+    return Status::Error(series.lesson + " " + levels_text(missing) +
+                         " is not in this recording: " + combo + " holds " +
+                         levels_text(series.levels) + " only.");
   }
   return Status::Error(series.lesson + " " + levels_text({wanted.begin(), wanted.end()}) +
                        " were never recorded together at one size in " + combo + ".");
@@ -253,8 +254,8 @@ Status ReplayBackend::measure(const MeasureRequest& request, const CancelCheck& 
   }
   if (!summary_.has_lesson(lesson)) return lesson_not_recorded(summary_, lesson);
 
-  const RecordedSeries* series = summary_.find(lesson, request.precision, request.cache,
-                                               request.inner);
+  const RecordedSeries* series =
+      summary_.find(lesson, request.precision, request.cache, request.inner);
   if (!series) return series_not_recorded(summary_, request);
 
   // The recorded sizes at which every requested level was measured.

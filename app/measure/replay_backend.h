@@ -38,9 +38,9 @@ struct RecordedSeries {
 // What a recording holds, for the window: the GPU it was made on, when, from which files, and
 // its series (so the size slider can snap to recorded sizes).
 struct RecordingSummary {
-  DeviceFacts device;                 // the recording GPU (of the first file)
-  std::string first_utc, last_utc;    // the files' created_utc, earliest and latest
-  std::vector<std::string> origins;   // the files (or names) it was built from, in order
+  DeviceFacts device;                  // the recording GPU (of the first file)
+  std::string first_utc, last_utc;     // the files' created_utc, earliest and latest
+  std::vector<std::string> origins;    // the files (or names) it was built from, in order
   std::vector<RecordedSeries> series;  // sorted by lesson, precision, cache, row length
 
   // "2026-11-21", or "2026-11-21 to 2026-11-23" when the files span several days.
@@ -89,8 +89,8 @@ class ReplayBackend final : public MeasureBackend {
   ReplayBackend() = default;
 
   // One recorded point: every measurement of it, all levels, in recorded order.
-  using PointKey = std::tuple<std::string, Precision, CacheMode, int64_t /*inner*/,
-                              int64_t /*size*/>;
+  using PointKey =
+      std::tuple<std::string, Precision, CacheMode, int64_t /*inner*/, int64_t /*size*/>;
   std::map<PointKey, std::vector<Measurement>> points_;
   RecordingSummary summary_;
   // The files it was loaded from count as being read while it lives: no save or export of this

@@ -5,30 +5,40 @@
 
 namespace fl {
 
-const char* to_string(CacheMode mode) { return mode == CacheMode::cold ? "cold" : "warm"; }
+const char* to_string(CacheMode mode) {
+  return mode == CacheMode::cold ? "cold" : "warm";
+}
 
 bool parse_cache_mode(const std::string& text, CacheMode* out) {
-  if (text == "cold") *out = CacheMode::cold;
-  else if (text == "warm") *out = CacheMode::warm;
-  else return false;
+  if (text == "cold")
+    *out = CacheMode::cold;
+  else if (text == "warm")
+    *out = CacheMode::warm;
+  else
+    return false;
   return true;
 }
 
 const char* to_string(CountersStatus status) {
   switch (status) {
-    case CountersStatus::not_measured: return "not_measured";
-    case CountersStatus::pending: return "pending";
-    case CountersStatus::measured: return "measured";
-    case CountersStatus::unavailable: return "unavailable";
-    case CountersStatus::failed: return "failed";
+    case CountersStatus::not_measured:
+      return "not_measured";
+    case CountersStatus::pending:
+      return "pending";
+    case CountersStatus::measured:
+      return "measured";
+    case CountersStatus::unavailable:
+      return "unavailable";
+    case CountersStatus::failed:
+      return "failed";
   }
   return "not_measured";
 }
 
 bool parse_counters_status(const std::string& text, CountersStatus* out) {
-  for (CountersStatus s : {CountersStatus::not_measured, CountersStatus::pending,
-                           CountersStatus::measured, CountersStatus::unavailable,
-                           CountersStatus::failed}) {
+  for (CountersStatus s :
+       {CountersStatus::not_measured, CountersStatus::pending, CountersStatus::measured,
+        CountersStatus::unavailable, CountersStatus::failed}) {
     if (text == to_string(s)) {
       *out = s;
       return true;

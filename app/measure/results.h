@@ -40,9 +40,9 @@ struct DeviceFacts {
   int sm_count = 0;
   int64_t l2_bytes = 0;
   int64_t memory_bytes = 0;
-  int driver_version = 0;   // e.g. 13000 for CUDA 13.0 driver API
-  int runtime_version = 0;  // the CUDA runtime we were built with / loaded
-  double roof_gbps = 0;     // copy bandwidth over 1 GiB, cold; 0 until measured
+  int driver_version = 0;                     // e.g. 13000 for CUDA 13.0 driver API
+  int runtime_version = 0;                    // the CUDA runtime we were built with / loaded
+  double roof_gbps = 0;                       // copy bandwidth over 1 GiB, cold; 0 until measured
   std::vector<CopyBandwidth> copy_bandwidth;  // every byte count measured so far, sorted
 };
 
@@ -52,7 +52,7 @@ struct MeasureRequest {
   std::vector<int> levels;  // empty: every level of the lesson
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
-  int64_t inner = 0;        // row length for row-wise lessons; 0: the lesson's default
+  int64_t inner = 0;  // row length for row-wise lessons; 0: the lesson's default
 };
 
 // The bytes one launch moved as the GPU's own counters saw them (CUPTI range profiler, one run
@@ -64,9 +64,9 @@ struct LaunchCounters {
 };
 
 struct LaunchResult {
-  LaunchTraffic textbook;     // kernel name, bytes it must move, FLOPs
-  Stats time_us;              // per-launch duration over the repetitions
-  double copy_gbps = 0;       // copy bandwidth moving textbook.bytes(), same cache mode
+  LaunchTraffic textbook;  // kernel name, bytes it must move, FLOPs
+  Stats time_us;           // per-launch duration over the repetitions
+  double copy_gbps = 0;    // copy bandwidth moving textbook.bytes(), same cache mode
   std::optional<LaunchCounters> counters;  // absent: not measured (yet, or not on this system)
   // Diagnostic only (`bench --compare-timers`): CUDA events around the same launches that
   // CUPTI timed. count == 0 when not taken. Not saved in sessions.
@@ -76,8 +76,8 @@ struct LaunchResult {
 // One kernel execution as CUPTI's activity API recorded it. Timestamps are CUPTI's
 // (CPU-normalised nanoseconds); the relative ones count from the first record of the repetition.
 struct KernelRecord {
-  int launch = 0;          // index into Measurement::launches
-  std::string kernel;      // demangled short name ("gelu_kernel<float>")
+  int launch = 0;      // index into Measurement::launches
+  std::string kernel;  // demangled short name ("gelu_kernel<float>")
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   int64_t start_rel_ns = 0;
@@ -115,8 +115,8 @@ struct Measurement {
   std::string timing_method;
   int repetitions = 0;
   std::vector<LaunchResult> launches;
-  Stats chain_time_us;        // first launch start to last launch end, gaps included
-  double chain_copy_gbps = 0; // copy bandwidth moving the chain's textbook bytes
+  Stats chain_time_us;         // first launch start to last launch end, gaps included
+  double chain_copy_gbps = 0;  // copy bandwidth moving the chain's textbook bytes
   CheckResult check;
   // One repetition's kernel records as CUPTI gave them (the repetition whose chain time is
   // closest to the median): the timeline and the trace export draw these. Empty with events.

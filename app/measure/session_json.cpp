@@ -237,8 +237,9 @@ KernelRecord record_from(const json& j) {
   if (r.end_ns < r.start_ns) throw std::runtime_error("a kernel record ends before it starts");
   if (r.start_rel_ns < 0 || r.end_rel_ns < r.start_rel_ns ||
       static_cast<uint64_t>(r.end_rel_ns) > kMaxRepetitionNs) {
-    throw std::runtime_error("a kernel record's start_rel_ns and end_rel_ns are not 0 <= start <= "
-                             "end <= an hour");
+    throw std::runtime_error(
+        "a kernel record's start_rel_ns and end_rel_ns are not 0 <= start <= "
+        "end <= an hour");
   }
   return r;
 }
@@ -366,12 +367,9 @@ Measurement measurement_from(const json& j, int version) {
 std::string session_to_json(const Session& s, int indent) {
   json measurements = json::array();
   for (const auto& m : s.measurements) measurements.push_back(measurement_json(m));
-  const json j = {{"format", "fusionlab-session"},
-                  {"schema_version", Session::kSchemaVersion},
-                  {"app_version", s.app_version},
-                  {"created_utc", s.created_utc},
-                  {"backend", s.backend},
-                  {"device", device_json(s.device)},
+  const json j = {{"format", "fusionlab-session"}, {"schema_version", Session::kSchemaVersion},
+                  {"app_version", s.app_version},  {"created_utc", s.created_utc},
+                  {"backend", s.backend},          {"device", device_json(s.device)},
                   {"measurements", measurements}};
   return j.dump(indent) + "\n";
 }

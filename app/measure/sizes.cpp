@@ -10,14 +10,19 @@ Status parse_size(const std::string& text, int64_t* out) {
   if (text.empty()) return Status::Error("empty size");
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 15) return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
+  if (digits == 0 || digits > 15)
+    return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
   int64_t value = std::stoll(text.substr(0, digits));
   const std::string suffix = text.substr(digits);
   int shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (!suffix.empty()) return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return Status::Error("'" + text + "' is not a size like 1K, 16M or 1000003");
   if (value > (int64_t(1) << (62 - shift))) return Status::Error("'" + text + "' is too large");
   *out = value << shift;
   if (*out <= 0) return Status::Error("size must be positive, got '" + text + "'");

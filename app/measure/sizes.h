@@ -12,7 +12,7 @@ namespace fl {
 
 Status parse_size(const std::string& text, int64_t* out);
 Status parse_size_list(const std::string& text, std::vector<int64_t>* out);  // "1K,1M,16M"
-std::string format_size(int64_t n);   // "16M" when exact, else "1000003"
+std::string format_size(int64_t n);      // "16M" when exact, else "1000003"
 std::string format_bytes(double bytes);  // "64.0 MiB"
 
 }  // namespace fl

@@ -57,8 +57,12 @@ inline uint64_t stream_seed(const std::string& seed, int iteration) {
 }
 
 // Uniform in [0, n) (n > 0), the same on every standard library.
-inline size_t below(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(rng() % n); }
-inline bool chance(std::mt19937_64& rng, unsigned percent) { return rng() % 100 < percent; }
+inline size_t below(std::mt19937_64& rng, size_t n) {
+  return static_cast<size_t>(rng() % n);
+}
+inline bool chance(std::mt19937_64& rng, unsigned percent) {
+  return rng() % 100 < percent;
+}
 template <typename T>
 const T& pick(std::mt19937_64& rng, const std::vector<T>& items) {
   return items[below(rng, items.size())];
@@ -232,6 +236,8 @@ inline void arm(const std::string& test, const std::string& seed, int iteration,
   g_in_flight.data = mutant.data();
   g_in_flight.size = mutant.size();
 }
-inline void disarm() { g_in_flight.data = nullptr; }
+inline void disarm() {
+  g_in_flight.data = nullptr;
+}
 
 }  // namespace fl::fuzz

@@ -278,10 +278,9 @@ const std::map<std::string, std::vector<std::string>>& output_extensions() {
 
 void check_accepted(const Script& script, const fs::path& out_dir, Problems* problems) {
   static const std::set<std::string> verbs = {
-      "lesson",  "size",         "level",      "precision",    "cache",      "view",
-      "sweep",   "cancel-sweep", "wait",       "caption",      "screenshot", "open",
-      "compare", "export-trace", "export-csv", "save-session", "quit",
-      "window-size", "key", "svg"};
+      "lesson",       "size",         "level",   "precision",   "cache", "view",    "sweep",
+      "cancel-sweep", "wait",         "caption", "screenshot",  "open",  "compare", "export-trace",
+      "export-csv",   "save-session", "quit",    "window-size", "key",   "svg"};
   for (const ScriptCommand& c : script.commands) {
     const std::string where = "line " + std::to_string(c.line) + ": ";
     if (!verbs.count(c.verb)) {

@@ -603,7 +603,9 @@ bool plain_times(const Stats& t) {
   return true;
 }
 
-bool plain_bytes(int64_t bytes) { return bytes >= 0 && bytes <= (int64_t(1) << 40); }
+bool plain_bytes(int64_t bytes) {
+  return bytes >= 0 && bytes <= (int64_t(1) << 40);
+}
 
 // What the loader promises about a session it accepted: docs/SESSION_FORMAT.md (version 1 has
 // no counters, records or copy bandwidths; records name launches that exist) and the bounds in

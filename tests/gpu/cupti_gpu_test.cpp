@@ -87,7 +87,9 @@ TEST(CuptiTiming, RecordsMapOneToOneToLaunchesWithTheirGridAndBlock) {
   ASSERT_TRUE(backend);
   ASSERT_TRUE(cupti_in_use(*backend));
   for (Precision p : {Precision::fp32, Precision::bf16}) {
-    if (!precision_unsupported_reason(p, backend->device().cc_major, backend->device().cc_minor).empty()) continue;
+    if (!precision_unsupported_reason(p, backend->device().cc_major, backend->device().cc_minor)
+             .empty())
+      continue;
     for (CacheMode cache : {CacheMode::cold, CacheMode::warm}) {
       const int64_t n = 1000003;  // not a multiple of the vector width: a tail thread or three
       std::vector<Measurement> ms;
@@ -122,8 +124,8 @@ TEST(CuptiTiming, EveryLessonAndLevelGetsItsRecords) {
     const SizeAxis& axis = lesson->info().size_axis;
     const int64_t size = axis.inner_default > 0 ? 333 : 100003;  // rows or elements, odd
     std::vector<Measurement> ms;
-    const Status st =
-        backend->measure({lesson->info().id, size, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
+    const Status st = backend->measure(
+        {lesson->info().id, size, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
     ASSERT_TRUE(st.ok()) << lesson->info().id << ": " << st.message();
     ASSERT_EQ(ms.size(), static_cast<size_t>(lesson->level_count()));
     for (const Measurement& m : ms) expect_records_are_one_repetition(m);
@@ -137,7 +139,9 @@ TEST(CuptiTiming, CompareTimersAndTheEventsFallback) {
   ASSERT_TRUE(backend);
   ASSERT_TRUE(cupti_in_use(*backend));
   std::vector<Measurement> ms;
-  ASSERT_TRUE(backend->measure({"gelu_scale", 1 << 22, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms).ok());
+  ASSERT_TRUE(
+      backend->measure({"gelu_scale", 1 << 22, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms)
+          .ok());
   for (const Measurement& m : ms) {
     EXPECT_EQ(m.timing_method, "cupti_activity");
     EXPECT_EQ(m.event_chain_time_us.count, m.chain_time_us.count);
@@ -150,7 +154,9 @@ TEST(CuptiTiming, CompareTimersAndTheEventsFallback) {
   backend = make_backend(events);
   ASSERT_TRUE(backend);
   ms.clear();
-  ASSERT_TRUE(backend->measure({"gelu_scale", 4097, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms).ok());
+  ASSERT_TRUE(
+      backend->measure({"gelu_scale", 4097, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms)
+          .ok());
   for (const Measurement& m : ms) {
     EXPECT_EQ(m.timing_method, "cuda_events");
     EXPECT_TRUE(m.records.empty()) << "no CUPTI records without CUPTI";
@@ -179,7 +185,8 @@ TEST(CuptiCounters, PresentAndPositiveForEveryLaunch) {
         EXPECT_GE(l.counters->l2_bytes, l.textbook.bytes_read / 2) << l.textbook.kernel;
       }
       if (cache == CacheMode::cold) {
-        EXPECT_GT(m.launches[0].counters->dram_read_bytes, 0) << "cold: the first launch reads DRAM";
+        EXPECT_GT(m.launches[0].counters->dram_read_bytes, 0)
+            << "cold: the first launch reads DRAM";
       }
     }
   }
@@ -202,8 +209,10 @@ TEST(CuptiCounters, LargeColdFusedGeluReadsItsInputFromDram) {
   const LaunchResult& fused = ms[0].launches.at(0);
   ASSERT_TRUE(fused.counters.has_value());
   const double read = fused.counters->dram_read_bytes, textbook = fused.textbook.bytes_read;
-  EXPECT_NEAR(read / textbook, 1.0, 0.10) << "DRAM read " << read << " B, textbook " << textbook << " B";
-  EXPECT_GE(fused.counters->l2_bytes, 0.9 * (fused.textbook.bytes_read + fused.textbook.bytes_written));
+  EXPECT_NEAR(read / textbook, 1.0, 0.10)
+      << "DRAM read " << read << " B, textbook " << textbook << " B";
+  EXPECT_GE(fused.counters->l2_bytes,
+            0.9 * (fused.textbook.bytes_read + fused.textbook.bytes_written));
 }
 
 // cuBLASLt GEMMs through both phases, at a small batch (where cuBLASLt may split K over two
@@ -266,7 +275,8 @@ TEST(CuptiCounters, TimingAfterACounterPhaseStillHasItsRecords) {
     std::vector<Measurement> ms;
     ASSERT_TRUE(backend->measure(request, nullptr, &ms).ok());
     for (const Measurement& m : ms) {
-      EXPECT_EQ(m.timing_method, "cupti_activity") << "round " << round << ": " << backend->timing_note();
+      EXPECT_EQ(m.timing_method, "cupti_activity")
+          << "round " << round << ": " << backend->timing_note();
       expect_records_are_one_repetition(m);
     }
     const Status st = backend->measure_counters(request, nullptr, &ms);

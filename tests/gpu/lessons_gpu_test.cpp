@@ -81,19 +81,23 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
     // FL_TEST_MAX_INNER caps the row length (scripts/gpu-check.sh does under racecheck, which
     // instruments every shared-memory access of the GEMM lessons' long rows).
     if (rowwise && std::getenv("FL_TEST_MAX_INNER") != nullptr) {
-      inner = std::min<int64_t>(inner, std::max<int64_t>(1, std::atoll(std::getenv("FL_TEST_MAX_INNER"))));
+      inner = std::min<int64_t>(inner,
+                                std::max<int64_t>(1, std::atoll(std::getenv("FL_TEST_MAX_INNER"))));
     }
     // GEMM lessons: the CPU reference costs the GEMM's flops in double, so their rows are capped
     // at ~4e8 flops per shape (at least 3 rows; at C = 781 that leaves 41 to 109 rows, so the
     // teaching GEMM's 64-row tiles are crossed). Their GPU check compares every row up to 4096,
     // as the CPU reference here does.
-    const auto launches = lesson.traffic(0, lesson.resolve({1, rowwise ? inner : 0}), Precision::fp32);
+    const auto launches =
+        lesson.traffic(0, lesson.resolve({1, rowwise ? inner : 0}), Precision::fp32);
     double flops_per_row = 0;
     for (const LaunchTraffic& t : launches) flops_per_row += t.flops;
     if (flops_per_row > 1e5) {
       // FL_TEST_MAX_FLOPS lowers the cap (scripts/gpu-check.sh does under compute-sanitizer).
-      static const double cap = std::getenv("FL_TEST_MAX_FLOPS") ? std::atof(std::getenv("FL_TEST_MAX_FLOPS")) : 4e8;
-      size = std::min<int64_t>(size, std::max<int64_t>(3, static_cast<int64_t>(cap / flops_per_row)) | 1);
+      static const double cap =
+          std::getenv("FL_TEST_MAX_FLOPS") ? std::atof(std::getenv("FL_TEST_MAX_FLOPS")) : 4e8;
+      size = std::min<int64_t>(size,
+                               std::max<int64_t>(3, static_cast<int64_t>(cap / flops_per_row)) | 1);
     }
     // The GEMM lessons' GPU check compares every row up to 4096 (gemm::kCheckedRows) and samples
     // beyond; the CPU reference compares all, so their shapes stay within 4096 rows (a short row,
@@ -114,11 +118,13 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
     add(2, longest);
     add(int64_t(rng() % 2000) | 1, c);
     for (int i = 0; i < 3; ++i) {
-      const int64_t inner = int64_t(rng() % std::min<int64_t>(4097, axis.inner_max > 0 ? axis.inner_max : 4097)) | 1;
+      const int64_t inner =
+          int64_t(rng() % std::min<int64_t>(4097, axis.inner_max > 0 ? axis.inner_max : 4097)) | 1;
       add(int64_t(rng() % std::max<int64_t>(1, max_elements / inner)) | 1, inner);
     }
   } else {
-    for (int64_t n : {int64_t(1), int64_t(3), int64_t(7), int64_t(257), int64_t(1000003)}) add(n, 0);
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(7), int64_t(257), int64_t(1000003)})
+      add(n, 0);
     for (int i = 0; i < 4; ++i) add(int64_t(rng() % max_elements) | 1, 0);
   }
   return shapes;
@@ -134,7 +140,8 @@ class LessonGpu : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     device_ = query_device();
     if (!device_.usable) GTEST_FAIL() << "gpu test without a GPU: " << device_.unusable_reason;
-    const std::string why = precision_unsupported_reason(GetParam().precision, device_.cc_major, device_.cc_minor);
+    const std::string why =
+        precision_unsupported_reason(GetParam().precision, device_.cc_major, device_.cc_minor);
     if (!why.empty()) GTEST_SKIP() << why;
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
   }
@@ -161,8 +168,9 @@ TEST_P(LessonGpu, EveryLevelMatchesTheReferenceAtRandomOddSizes) {
     ASSERT_TRUE(created.ok()) << created.message();
     for (int level = 0; level < lesson.level_count(); ++level) {
       if (!level_selected(level)) continue;
-      SCOPED_TRACE(lesson.info().id + " size=" + std::to_string(shape.size) + " inner=" +
-                   std::to_string(shape.inner) + " level=" + std::to_string(level) + " " + to_string(p));
+      SCOPED_TRACE(lesson.info().id + " size=" + std::to_string(shape.size) +
+                   " inner=" + std::to_string(shape.inner) + " level=" + std::to_string(level) +
+                   " " + to_string(p));
       ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
       ASSERT_TRUE(ws->poison_outputs(stream_).ok());
       const Status ran = run_level(*ws, lesson, level);
@@ -175,7 +183,8 @@ TEST_P(LessonGpu, EveryLevelMatchesTheReferenceAtRandomOddSizes) {
       const Compared cpu = compare_with_cpu(lesson, *ws, stream_);
       EXPECT_EQ(cpu.non_finite, 0) << "outputs left unwritten (still poisoned)";
       EXPECT_LE(cpu.rel_l2, lesson.tolerance(p));
-      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error << ", non-finite " << gpu.non_finite;
+      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error << ", non-finite "
+                              << gpu.non_finite;
       // The GPU's fp64 reference must measure the same error the CPU reference does.
       EXPECT_NEAR(gpu.rel_l2_error, cpu.rel_l2, 1e-2 * cpu.rel_l2 + 1e-12);
     }
@@ -213,7 +222,8 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
   }
   const int top = lesson.level_count() - 1;
   std::mt19937_64 rng(std::random_device{}());
-  const int64_t random_rows = 1025 + int64_t(rng() % 3000) * 2;  // odd, 1025..7023 -> capped at 4096 checked
+  const int64_t random_rows =
+      1025 + int64_t(rng() % 3000) * 2;  // odd, 1025..7023 -> capped at 4096 checked
   // 64 and 13 tokens: the fused FFN's cluster kernel (Hopper, up to 64 tokens), whose
   // accumulator and per-column-range counters must also come back clean.
   for (const Shape shape : {Shape{4096, 768}, Shape{random_rows, 1000}, Shape{1999, 777},
@@ -222,8 +232,9 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
     const Status created = lesson.create_workspace(lesson.resolve(shape), p, &ws);
     ASSERT_TRUE(created.ok()) << created.message();
     for (int run = 0; run < 2; ++run) {
-      SCOPED_TRACE(lesson.info().id + " size=" + std::to_string(shape.size) + " inner=" +
-                   std::to_string(shape.inner) + " run " + std::to_string(run) + " " + to_string(p));
+      SCOPED_TRACE(lesson.info().id + " size=" + std::to_string(shape.size) +
+                   " inner=" + std::to_string(shape.inner) + " run " + std::to_string(run) + " " +
+                   to_string(p));
       ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
       ASSERT_TRUE(ws->poison_outputs(stream_).ok());
       const Status ran = run_level(*ws, lesson, top);
@@ -232,7 +243,8 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
       CheckResult gpu;
       ASSERT_TRUE(ws->check(stream_, &gpu).ok());
       EXPECT_EQ(gpu.non_finite, 0);
-      EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " (tolerance " << gpu.tolerance << ")";
+      EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " (tolerance " << gpu.tolerance
+                              << ")";
     }
   }
 }
@@ -245,9 +257,11 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalog, LessonGpu, ::testing::ValuesIn(all_cases()), [](const auto& info) {
-  return info.param.lesson->info().id + "_" + to_string(info.param.precision);
-});
+INSTANTIATE_TEST_SUITE_P(Catalog, LessonGpu, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) {
+                           return info.param.lesson->info().id + "_" +
+                                  to_string(info.param.precision);
+                         });
 
 }  // namespace
 }  // namespace fl

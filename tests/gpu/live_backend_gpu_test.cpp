@@ -28,7 +28,8 @@ TEST(LiveBackend, MeasuresEveryLevelCheckedAndTimed) {
   EXPECT_GT(backend->device().sm_count, 0);
   for (CacheMode cache : {CacheMode::cold, CacheMode::warm}) {
     std::vector<Measurement> ms;
-    const Status st = backend->measure({"gelu_scale", 1000003, {}, Precision::fp32, cache}, nullptr, &ms);
+    const Status st =
+        backend->measure({"gelu_scale", 1000003, {}, Precision::fp32, cache}, nullptr, &ms);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(ms.size(), 2u);
     for (const Measurement& m : ms) {
@@ -49,12 +50,14 @@ TEST(LiveBackend, RefusesImpossibleRequestsAndRecovers) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   std::vector<Measurement> ms;
-  Status st = backend->measure({"gelu_scale", int64_t(1) << 40, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
+  Status st = backend->measure(
+      {"gelu_scale", int64_t(1) << 40, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
   EXPECT_FALSE(st.ok());
   st = backend->measure({"gelu_scale", 1024, {7}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("levels"), std::string::npos) << st.message();
-  st = backend->measure({"no_such_lesson", 1024, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
+  st = backend->measure({"no_such_lesson", 1024, {}, Precision::fp32, CacheMode::cold}, nullptr,
+                        &ms);
   EXPECT_FALSE(st.ok());
   st = backend->measure({"gelu_scale", 4097, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
   EXPECT_TRUE(st.ok()) << st.message();

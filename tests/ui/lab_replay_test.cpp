@@ -134,8 +134,8 @@ TEST(LabReplay, SweepFillsTheCurveAndTheSliderCancelsIt) {
   EXPECT_TRUE(lab->sweeping());
   EXPECT_LT(lab->sweep_progress(), 1.0);
   ASSERT_TRUE(pump(*lab, &now, [&] { return !lab->sweeping() && settled(*lab); }));
-  const auto series = viz::speedup_series(lab->history(), "gelu_scale", Precision::fp32,
-                                          CacheMode::cold);
+  const auto series =
+      viz::speedup_series(lab->history(), "gelu_scale", Precision::fp32, CacheMode::cold);
   ASSERT_EQ(series.size(), sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(series[i].size, sizes[i]);
 

@@ -53,12 +53,9 @@ TEST(LessonTextParse, HeadingsAreBlocksOfTheirOwn) {
 TEST(LessonTextParse, EmphasisBetweenStars) {
   const auto blocks = parse_ok("*Unfused*, the kernel reads *x once* and (*y*).");
   ASSERT_EQ(blocks.size(), 1u);
-  const std::vector<TextSpan> want = {{"Unfused", true},
-                                      {", the kernel reads ", false},
-                                      {"x once", true},
-                                      {" and (", false},
-                                      {"y", true},
-                                      {").", false}};
+  const std::vector<TextSpan> want = {{"Unfused", true}, {", the kernel reads ", false},
+                                      {"x once", true},  {" and (", false},
+                                      {"y", true},       {").", false}};
   EXPECT_EQ(blocks[0].spans, want);
 }
 
@@ -116,12 +113,12 @@ TEST(LessonTextParse, BrokenTextIsRefusedWithTheReason) {
 TEST(LessonTextParse, Utf8Validation) {
   EXPECT_EQ(first_invalid_utf8("plain ascii"), -1);
   EXPECT_EQ(first_invalid_utf8("\xF0\x9F\x98\x80 emoji"), -1);
-  EXPECT_EQ(first_invalid_utf8("ab\x80"), 2);              // a lone continuation byte
-  EXPECT_EQ(first_invalid_utf8("\xC0\xAF"), 0);            // overlong '/'
-  EXPECT_EQ(first_invalid_utf8("\xE0\x80\xAF"), 0);        // overlong, three bytes
-  EXPECT_EQ(first_invalid_utf8("x\xED\xA0\x80"), 1);       // a UTF-16 surrogate
-  EXPECT_EQ(first_invalid_utf8("\xF4\x90\x80\x80"), 0);    // past U+10FFFF
-  EXPECT_EQ(first_invalid_utf8("abc\xE2\x82"), 3);         // cut short at the end
+  EXPECT_EQ(first_invalid_utf8("ab\x80"), 2);            // a lone continuation byte
+  EXPECT_EQ(first_invalid_utf8("\xC0\xAF"), 0);          // overlong '/'
+  EXPECT_EQ(first_invalid_utf8("\xE0\x80\xAF"), 0);      // overlong, three bytes
+  EXPECT_EQ(first_invalid_utf8("x\xED\xA0\x80"), 1);     // a UTF-16 surrogate
+  EXPECT_EQ(first_invalid_utf8("\xF4\x90\x80\x80"), 0);  // past U+10FFFF
+  EXPECT_EQ(first_invalid_utf8("abc\xE2\x82"), 3);       // cut short at the end
   EXPECT_EQ(first_invalid_utf8("\xFF"), 0);
 }
 
@@ -380,7 +377,8 @@ TEST(LessonTextDirs, TheDefaultOverrideFolderFollowsXdg) {
   ::setenv("XDG_DATA_HOME", "relative/ignored", 1);  // the spec: relative paths are invalid
   const char* home = std::getenv("HOME");
   if (home && home[0] == '/') {
-    EXPECT_EQ(default_lessons_override_dir(), std::string(home) + "/.local/share/fusionlab/lessons");
+    EXPECT_EQ(default_lessons_override_dir(),
+              std::string(home) + "/.local/share/fusionlab/lessons");
   }
   if (old_xdg) {
     ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
@@ -428,7 +426,9 @@ TEST(LessonTextShipped, EveryViewAndPanelHasItsExplanation) {
   }
 }
 
-TEST(ViewsPanel, TheTabsAreTheViewNamesInOrder) { EXPECT_EQ(views_panel_tabs(), view_names()); }
+TEST(ViewsPanel, TheTabsAreTheViewNamesInOrder) {
+  EXPECT_EQ(views_panel_tabs(), view_names());
+}
 
 }  // namespace
 }  // namespace fl::gui

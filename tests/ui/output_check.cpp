@@ -57,11 +57,14 @@ void check_png(const std::string& path, bool view_only, bool caption, int window
   unsigned char* rgb = stbi_load(path.c_str(), &w, &h, &channels, 3);
   if (!rgb) return fail(path + ": not a readable PNG (" + stbi_failure_reason() + ")");
   std::set<int> distinct;
-  for (int i = 0; i < w * h; ++i) distinct.insert(rgb[3 * i] << 16 | rgb[3 * i + 1] << 8 | rgb[3 * i + 2]);
+  for (int i = 0; i < w * h; ++i)
+    distinct.insert(rgb[3 * i] << 16 | rgb[3 * i + 1] << 8 | rgb[3 * i + 2]);
   std::printf("%s: %dx%d, %zu colours\n", path.c_str(), w, h, distinct.size());
   if (distinct.size() < 200) fail(path + ": only " + std::to_string(distinct.size()) + " colours");
   if (!view_only) {
-    if (w != window_w) fail(path + ": the whole window is " + std::to_string(window_w) + " wide, got " + std::to_string(w));
+    if (w != window_w)
+      fail(path + ": the whole window is " + std::to_string(window_w) + " wide, got " +
+           std::to_string(w));
     if (caption ? h <= window_h : h != window_h) {
       fail(path + ": height " + std::to_string(h) + " does not fit the window's " +
            std::to_string(window_h) + (caption ? " plus a caption strip" : ""));
@@ -116,7 +119,8 @@ void check_trace(const std::string& path) {
   if (!read_file(path, &text)) return fail(path + ": cannot read");
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
     std::string plain;
-    if (fl::Status st = fl::gzip_decompress(text, &plain); !st.ok()) return fail(path + ": " + st.message());
+    if (fl::Status st = fl::gzip_decompress(text, &plain); !st.ok())
+      return fail(path + ": " + st.message());
     text = plain;
   }
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -191,7 +195,8 @@ void check_csv(const std::string& path) {
 void check_session(const std::string& path) {
   fl::Session s;
   if (fl::Status st = fl::load_session(path, &s); !st.ok()) return fail(st.message());
-  std::printf("%s: %zu measurements on %s\n", path.c_str(), s.measurements.size(), s.device.name.c_str());
+  std::printf("%s: %zu measurements on %s\n", path.c_str(), s.measurements.size(),
+              s.device.name.c_str());
   if (s.measurements.empty()) fail(path + ": no measurements");
 }
 
@@ -199,14 +204,17 @@ void check_session(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s SCRIPT OUT_DIR WINDOW_W WINDOW_H [--colour NAME.png R G B]...\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s SCRIPT OUT_DIR WINDOW_W WINDOW_H [--colour NAME.png R G B]...\n",
+                 argv[0]);
     return 2;
   }
   const std::string out_dir = argv[2];
   const int window_w = std::atoi(argv[3]), window_h = std::atoi(argv[4]);
   std::map<std::string, std::vector<Colour>> colours;
   for (int i = 5; i + 4 < argc && std::string(argv[i]) == "--colour"; i += 5) {
-    colours[argv[i + 1]].push_back({std::atoi(argv[i + 2]), std::atoi(argv[i + 3]), std::atoi(argv[i + 4])});
+    colours[argv[i + 1]].push_back(
+        {std::atoi(argv[i + 2]), std::atoi(argv[i + 3]), std::atoi(argv[i + 4])});
   }
   fl::gui::Script script;
   if (fl::Status st = fl::gui::load_script(argv[1], out_dir, &script); !st.ok()) {

@@ -27,8 +27,9 @@ class ScriptFile : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("fusionlab_script_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("fusionlab_script_test_" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -65,13 +66,17 @@ TEST_F(ScriptFile, EveryCommandParsesAndTheOutDirIsMade) {
   const Status st = load(
       "# every command\n"
       "caption off\n"
-      "open " + shipped("elementwise_fp32_cold.json") + "\n"
-      "compare " + shipped("elementwise_fp32_warm.json") + "\n"
-      "lesson gelu_scale\nsize 16M\nlevel top\nlevel 0\nprecision bf16\ncache warm\n"
-      "view roofline\nsweep\ncancel-sweep\nwait\nwait 600\ncaption on\n"
-      "screenshot a.png\nscreenshot view b.png\nscreenshot view bandwidth c.png\n"
-      "export-trace t.json\nexport-trace t.json.gz\nexport-csv s.csv\nsave-session s.json\n"
-      "compare off\nquit\n",
+      "open " +
+          shipped("elementwise_fp32_cold.json") +
+          "\n"
+          "compare " +
+          shipped("elementwise_fp32_warm.json") +
+          "\n"
+          "lesson gelu_scale\nsize 16M\nlevel top\nlevel 0\nprecision bf16\ncache warm\n"
+          "view roofline\nsweep\ncancel-sweep\nwait\nwait 600\ncaption on\n"
+          "screenshot a.png\nscreenshot view b.png\nscreenshot view bandwidth c.png\n"
+          "export-trace t.json\nexport-trace t.json.gz\nexport-csv s.csv\nsave-session s.json\n"
+          "compare off\nquit\n",
       &s);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(fs::is_directory(dir_ / "out"));
@@ -163,15 +168,16 @@ TEST(LabCompare, OverlaysTheSameLessonFromASecondRecordingLabelledWithItsGpuAndD
   ASSERT_TRUE(c.found);
   EXPECT_EQ(c.precision, Precision::fp32);
   EXPECT_EQ(c.cache, CacheMode::warm);
-  EXPECT_EQ(c.label, "NVIDIA H100 80GB HBM3, " + lab->comparison()->summary.date_text() + " (fp32, warm L2)");
-  const auto points = viz::speedup_series(lab->comparison()->measurements, "gelu_scale",
-                                          c.precision, c.cache, 1);
+  EXPECT_EQ(c.label, "NVIDIA H100 80GB HBM3, " + lab->comparison()->summary.date_text() +
+                         " (fp32, warm L2)");
+  const auto points =
+      viz::speedup_series(lab->comparison()->measurements, "gelu_scale", c.precision, c.cache, 1);
   EXPECT_GE(points.size(), 5u) << "the recording's gelu_scale sizes";
   for (const auto& m : lab->comparison()->measurements) EXPECT_EQ(m.cache, CacheMode::warm);
 
   // bf16 and fp32 cold together: the chosen fp32/cold wins over bf16.
-  ASSERT_TRUE(lab->compare_with({shipped("elementwise_bf16_cold.json"),
-                                 shipped("elementwise_fp32_cold.json")})
+  ASSERT_TRUE(lab->compare_with(
+                     {shipped("elementwise_bf16_cold.json"), shipped("elementwise_fp32_cold.json")})
                   .ok());
   EXPECT_EQ(lab->compared_series().precision, Precision::fp32);
   EXPECT_EQ(lab->compared_series().cache, CacheMode::cold);
@@ -201,7 +207,8 @@ TEST(LabOpen, SwitchesToAnotherRecordingOrKeepsTheOldOneOnAnError) {
   ASSERT_NE(lab->replay(), nullptr);
   EXPECT_EQ(lab->replay()->why, "chosen in a test");
 
-  ASSERT_TRUE(lab->open_recording({shipped("elementwise_bf16_cold.json")}, "opened in a test", now).ok());
+  ASSERT_TRUE(
+      lab->open_recording({shipped("elementwise_bf16_cold.json")}, "opened in a test", now).ok());
   EXPECT_EQ(lab->backend_generation(), generation + 1);
   EXPECT_TRUE(lab->history().empty()) << "a new recording starts a new history";
   ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab) && lab->replay(); }));

@@ -31,7 +31,8 @@ TEST(Shortcuts, TheF1ListShowsEveryShortcut) {
   ASSERT_EQ(rows.size(), shortcuts().size());
   for (const Shortcut& s : shortcuts()) {
     bool listed = false;
-    for (const ShortcutRow& row : rows) listed = listed || (row.keys == s.name && row.what == s.what);
+    for (const ShortcutRow& row : rows)
+      listed = listed || (row.keys == s.name && row.what == s.what);
     EXPECT_TRUE(listed) << s.name << " is not in the F1 list";
     EXPECT_GT(std::string(s.what).size(), 5u) << s.name << " says nothing about what it does";
   }
@@ -41,12 +42,12 @@ TEST(Shortcuts, TheIssuesKeysAreAllThere) {
   // Issue 15: arrows move the sliders, 1-6 pick a view, Space pauses, Ctrl+O/S/E open, save and
   // export a trace, F11 full screen, F1 lists the shortcuts; F maximises and Esc restores.
   const std::map<std::string, KeyAction> want = {
-      {"Left", KeyAction::size_down},         {"Right", KeyAction::size_up},
-      {"Down", KeyAction::level_down},        {"Up", KeyAction::level_up},
-      {"Space", KeyAction::pause_animation},  {"Ctrl+O", KeyAction::open_recording},
-      {"Ctrl+S", KeyAction::save_session},    {"Ctrl+E", KeyAction::export_trace},
-      {"F11", KeyAction::full_screen},        {"F1", KeyAction::show_shortcuts},
-      {"F", KeyAction::maximize_view},        {"Esc", KeyAction::restore_view},
+      {"Left", KeyAction::size_down},        {"Right", KeyAction::size_up},
+      {"Down", KeyAction::level_down},       {"Up", KeyAction::level_up},
+      {"Space", KeyAction::pause_animation}, {"Ctrl+O", KeyAction::open_recording},
+      {"Ctrl+S", KeyAction::save_session},   {"Ctrl+E", KeyAction::export_trace},
+      {"F11", KeyAction::full_screen},       {"F1", KeyAction::show_shortcuts},
+      {"F", KeyAction::maximize_view},       {"Esc", KeyAction::restore_view},
       {"F12", KeyAction::screenshot},
   };
   for (const auto& [name, action] : want) {
@@ -80,9 +81,7 @@ TEST(Shortcuts, PressedKeysMatchOnlyWithTheirModifiers) {
   const Shortcut* s = find_shortcut("S");
   ASSERT_TRUE(ctrl_s && s);
   ASSERT_EQ(ctrl_s->key, s->key);
-  const auto only = [](int key) {
-    return [key](int k, bool) { return k == key; };
-  };
+  const auto only = [](int key) { return [key](int k, bool) { return k == key; }; };
   auto hit = pressed_shortcuts(only(s->key), kModCtrl);
   ASSERT_EQ(hit.size(), 1u);
   EXPECT_EQ(hit[0]->action, KeyAction::save_session);
@@ -93,10 +92,12 @@ TEST(Shortcuts, PressedKeysMatchOnlyWithTheirModifiers) {
   // Only the arrows repeat while held.
   const Shortcut* left = find_shortcut("Left");
   bool asked_repeat = false;
-  pressed_shortcuts([&](int k, bool repeat) {
-    if (k == left->key) asked_repeat = repeat;
-    return false;
-  }, 0);
+  pressed_shortcuts(
+      [&](int k, bool repeat) {
+        if (k == left->key) asked_repeat = repeat;
+        return false;
+      },
+      0);
   EXPECT_TRUE(asked_repeat);
 }
 
@@ -155,8 +156,10 @@ TEST(Layout, PanelsFitAndNeverOverlapAtEverySupportedSize) {
           EXPECT_FALSE(box.empty()) << name << " at " << w << "x" << h;
           EXPECT_TRUE(inside(box, in.area)) << name << " leaves the window at " << w << "x" << h;
           for (const auto& [other, b] : boxes) {
-            if (std::string(name) < std::string(other) && !(std::string(other) == "views2" && !split)) {
-              EXPECT_FALSE(overlap(box, b)) << name << " overlaps " << other << " at " << w << "x" << h;
+            if (std::string(name) < std::string(other) &&
+                !(std::string(other) == "views2" && !split)) {
+              EXPECT_FALSE(overlap(box, b))
+                  << name << " overlaps " << other << " at " << w << "x" << h;
             }
           }
         }
@@ -167,7 +170,8 @@ TEST(Layout, PanelsFitAndNeverOverlapAtEverySupportedSize) {
           EXPECT_GE(L.gpu.w, in.font_size * kMinLeftFonts - 1) << w;
           EXPECT_GE(L.measurement.h, in.font_size * kMinMeasurementFonts - 1) << w;
           EXPECT_GE(L.views.h + (split && !side ? L.views2.h + in.gap : 0),
-                    in.font_size * kMinViewsFonts - 1) << w;
+                    in.font_size * kMinViewsFonts - 1)
+              << w;
         }
       }
     }

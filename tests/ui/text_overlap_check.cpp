@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> lessons = split(argv[3], ','), views = split(argv[4], ',');
   std::ifstream in(argv[1]);
   if (!in) {
-    std::fprintf(stderr, "%s: cannot open (did the window run with FUSIONLAB_TEXT_RECTS?)\n", argv[1]);
+    std::fprintf(stderr, "%s: cannot open (did the window run with FUSIONLAB_TEXT_RECTS?)\n",
+                 argv[1]);
     return 1;
   }
   std::vector<Frame> frames;
@@ -82,8 +83,8 @@ int main(int argc, char** argv) {
   size_t rects = 0;
   for (const Frame& f : frames) {
     if (field(f.header, "display") != display) {
-      std::printf("FAIL: frame at display %s, expected %s: %s\n", field(f.header, "display").c_str(),
-                  display.c_str(), f.header.c_str());
+      std::printf("FAIL: frame at display %s, expected %s: %s\n",
+                  field(f.header, "display").c_str(), display.c_str(), f.header.c_str());
       ++failures;
       continue;
     }

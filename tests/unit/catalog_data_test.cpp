@@ -16,8 +16,9 @@
 namespace fl {
 namespace {
 
-const std::filesystem::path kCommitted = std::filesystem::path(__FILE__).parent_path().parent_path()
-                                             .parent_path() / "assets" / "lessons" / "catalog.json";
+const std::filesystem::path kCommitted =
+    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
+    "lessons" / "catalog.json";
 
 std::string committed_text() {
   std::ifstream in(kCommitted, std::ios::binary);
@@ -89,7 +90,8 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
     }
     // Random sizes over the whole axis, the default row length (inner 0) and odd ones.
     std::uniform_int_distribution<int64_t> size(a.size_axis.min, a.size_axis.max);
-    std::uniform_int_distribution<int64_t> inner(1, a.size_axis.inner_max > 0 ? a.size_axis.inner_max : 4096);
+    std::uniform_int_distribution<int64_t> inner(
+        1, a.size_axis.inner_max > 0 ? a.size_axis.inner_max : 4096);
     for (int trial = 0; trial < 40; ++trial) {
       const Shape shape(size(rng), trial % 4 == 0 ? 0 : inner(rng));
       for (Precision p : a.precisions) {
@@ -117,7 +119,8 @@ TEST(CatalogData, LessonsReadBackCannotRun) {
   std::unique_ptr<Workspace> ws;
   const Status st = data.front()->create_workspace(Shape(1024), Precision::fp32, &ws);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("this build of fusionlab has no CUDA"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("this build of fusionlab has no CUDA"), std::string::npos)
+      << st.message();
   EXPECT_EQ(ws, nullptr);
   EXPECT_TRUE(data.front()->traffic(99, Shape(1024), Precision::fp32).empty());
 }
@@ -134,9 +137,9 @@ class OddLesson final : public Lesson {
   }
   const LessonInfo& info() const override { return info_; }
   std::vector<LaunchTraffic> traffic(int, Shape shape, Precision) const override {
-    if (kind_ == 0) return {{"k", shape.size * shape.size, 0, 0}};         // s^2
+    if (kind_ == 0) return {{"k", shape.size * shape.size, 0, 0}};              // s^2
     if (kind_ == 1) return {{shape.size > 5 ? "big" : "k", shape.size, 0, 0}};  // name changes
-    return {{"k", (shape.size + 1) / 2, 0, 0}};                            // not whole-number
+    return {{"k", (shape.size + 1) / 2, 0, 0}};                                 // not whole-number
   }
   int64_t workspace_bytes(Shape, Precision) const override { return 0; }
   Status create_workspace(Shape, Precision, std::unique_ptr<Workspace>*) const override {

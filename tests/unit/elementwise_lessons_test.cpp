@@ -153,8 +153,8 @@ TEST(BiasGelu, TextbookBytesCountTheBiasOncePerLaunch) {
   EXPECT_EQ(unfused[0].bytes_read, 4 * (n + c));  // x and the bias, once
   EXPECT_EQ(unfused[0].bytes_written, 4 * n);     // t
   EXPECT_EQ(unfused[1].kernel, "gelu");
-  EXPECT_EQ(unfused[1].bytes_read, 4 * n);        // t
-  EXPECT_EQ(unfused[1].bytes_written, 4 * n);     // y
+  EXPECT_EQ(unfused[1].bytes_read, 4 * n);     // t
+  EXPECT_EQ(unfused[1].bytes_written, 4 * n);  // y
   EXPECT_EQ(fused[0].kernel, "bias_gelu_fused");
   EXPECT_EQ(fused[0].bytes_read, 4 * (n + c));
   EXPECT_EQ(fused[0].bytes_written, 4 * n);

@@ -190,7 +190,8 @@ TEST(Engine, DraggedSliderCoalescesToTheNewestRequest) {
     }
   }
   EXPECT_EQ(completed, 1);
-  EXPECT_EQ(results.size(), 50u) << "every submitted request is answered, superseded ones as cancelled";
+  EXPECT_EQ(results.size(), 50u)
+      << "every submitted request is answered, superseded ones as cancelled";
   std::lock_guard<std::mutex> lock(mutex);
   EXPECT_LE(started.size(), 3u) << "superseded requests must not run";
   EXPECT_EQ(started.back(), 50000);
@@ -211,7 +212,8 @@ TEST(Engine, InFlightWorkIsCancelledByANewRequest) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   engine.submit(request_of(13));  // fails fast
   const auto results = drain(engine);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 3.0);
   ASSERT_GE(results.size(), 2u);
   EXPECT_EQ(results.front().request.size, 1);
@@ -235,7 +237,8 @@ TEST(Engine, PollNeverBlocksWhileTheWorkerIsBusy) {
     (void)engine.poll();
     (void)engine.status();
   }
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(ms, 100.0) << "poll/status must not wait for the measurement (500 ms)";
 }
 

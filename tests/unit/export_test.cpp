@@ -44,8 +44,8 @@ std::string read_file(const fs::path& path) {
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("fusionlab_export_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
+    path_ = fs::temp_directory_path() / ("fusionlab_export_test_" + std::to_string(::getpid()) +
+                                         "_" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -60,7 +60,9 @@ class TempDir {
   fs::path path_;
 };
 
-Stats stats(double median) { return {median, median * 0.95, median * 1.2, median * 0.98, median * 1.03, 100}; }
+Stats stats(double median) {
+  return {median, median * 0.95, median * 1.2, median * 0.98, median * 1.03, 100};
+}
 
 // One measurement with a launch per op; when `base_ns` is nonzero, one record per launch that
 // starts `gap_ns` after the previous one ends, on `stream` (the last launch on `stream + 1` when
@@ -84,7 +86,8 @@ Measurement make(const std::string& lesson, int64_t size, int level, std::vector
     l.textbook = {"op" + std::to_string(k), size * 4, size * 4, double(size)};
     l.time_us = stats(launch_us[k]);
     l.copy_gbps = 1000 + k;
-    if (counters && k != 1) l.counters = LaunchCounters{size * 4 + 37 * int64_t(k), size * 4 + 11, size * 9};
+    if (counters && k != 1)
+      l.counters = LaunchCounters{size * 4 + 37 * int64_t(k), size * 4 + 11, size * 9};
     m.launches.push_back(l);
     chain += launch_us[k];
     if (base_ns) {
@@ -124,7 +127,8 @@ Session synthetic_session() {
   const uint64_t t = 1795307715477583721ull;  // beyond 2^53, like CUPTI's
   s.measurements.push_back(make("gelu_scale", 1 << 20, 0, {5.25, 4.125}, t, true));
   s.measurements.push_back(make("gelu_scale", 1 << 20, 1, {4.875}, t + 90000, true));
-  s.measurements.push_back(make("gelu_scale", 1 << 26, 0, {310.5, 301.25, 12.0}, t + 500000, true, true));
+  s.measurements.push_back(
+      make("gelu_scale", 1 << 26, 0, {310.5, 301.25, 12.0}, t + 500000, true, true));
   Measurement wrong = make("gelu_scale", 1 << 26, 1, {155.0}, t + 900000, false);
   wrong.check.passed = false;
   s.measurements.push_back(wrong);
@@ -193,10 +197,12 @@ TEST(TraceExport, EveryShippedRecordingPassesTheCheckAndStaysSmall) {
     for (const Measurement& m : s.measurements) all.measurements.push_back(m);
   }
   const std::string trace = chrome_trace_json(all);
-  EXPECT_TRUE(check_chrome_trace(trace, all).empty()) << join_problems(check_chrome_trace(trace, all));
-  std::printf("trace sizes: largest single recording %zu bytes; the whole folder (%zu measurements, "
-              "%zu records) %zu bytes\n",
-              biggest, all.measurements.size(), record_count(all), trace.size());
+  EXPECT_TRUE(check_chrome_trace(trace, all).empty())
+      << join_problems(check_chrome_trace(trace, all));
+  std::printf(
+      "trace sizes: largest single recording %zu bytes; the whole folder (%zu measurements, "
+      "%zu records) %zu bytes\n",
+      biggest, all.measurements.size(), record_count(all), trace.size());
 }
 
 TEST(TraceExport, SyntheticSessionPassesTheCheck) {
@@ -207,18 +213,22 @@ TEST(TraceExport, SyntheticSessionPassesTheCheck) {
 
   const json events = json::parse(trace).at("traceEvents");
   int kernels = 0;
-  std::map<int, std::string> processes;                   // pid -> name
-  std::map<std::pair<int, int>, std::string> threads;     // (pid, tid) -> name
-  std::vector<double> speedups;                           // from the measurement slices
+  std::map<int, std::string> processes;                // pid -> name
+  std::map<std::pair<int, int>, std::string> threads;  // (pid, tid) -> name
+  std::vector<double> speedups;                        // from the measurement slices
   std::set<std::string> counter_tracks;
   for (const json& e : events) {
     if (e["ph"] == "X" && e.value("cat", "") == "kernel") ++kernels;
     if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
-    if (e["ph"] == "M" && e["name"] == "thread_name") threads[{e["pid"], e["tid"]}] = e["args"]["name"];
-    if (e["ph"] == "X" && e.value("cat", "") == "measurement" && e["args"].contains("speedup_vs_level0")) {
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads[{e["pid"], e["tid"]}] = e["args"]["name"];
+    if (e["ph"] == "X" && e.value("cat", "") == "measurement" &&
+        e["args"].contains("speedup_vs_level0")) {
       speedups.push_back(e["args"]["speedup_vs_level0"]);
     }
-    if (e["ph"] == "C") counter_tracks.insert(std::to_string(e["pid"].get<int>()) + " " + e["name"].get<std::string>());
+    if (e["ph"] == "C")
+      counter_tracks.insert(std::to_string(e["pid"].get<int>()) + " " +
+                            e["name"].get<std::string>());
   }
   EXPECT_EQ(kernels, static_cast<int>(record_count(s)));
   // Three runs: gelu_scale at 1M (levels 0, 1), at 64M (levels 0, 1, 2), relu_scale at 4K (1).
@@ -242,7 +252,8 @@ TEST(TraceExport, SpeedupsAreTakenAgainstTheNearestLevel0) {
   const json events = json::parse(chrome_trace_json(s)).at("traceEvents");
   std::map<int, double> speedup_of;  // measurement -> speedup
   for (const json& e : events) {
-    if (e["ph"] == "X" && e.value("cat", "") == "measurement" && e["args"].contains("speedup_vs_level0")) {
+    if (e["ph"] == "X" && e.value("cat", "") == "measurement" &&
+        e["args"].contains("speedup_vs_level0")) {
       speedup_of[e["args"]["measurement"]] = e["args"]["speedup_vs_level0"];
     }
   }
@@ -258,7 +269,8 @@ TEST(TraceExport, LevelsOfARunLineUpAndRepeatsFollowWithAVisibleGap) {
   std::map<int, std::pair<double, double>> span;  // measurement -> ts, end
   for (const json& e : events) {
     if (e["ph"] == "X" && e.value("cat", "") == "measurement") {
-      span[e["args"]["measurement"]] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+      span[e["args"]["measurement"]] = {e["ts"].get<double>(),
+                                        e["ts"].get<double>() + e["dur"].get<double>()};
       EXPECT_NE(e["args"].value("rebased", std::string()), "") << "the rebasing should be said";
     }
   }
@@ -293,7 +305,8 @@ TEST(TraceExport, KernelsAreNamedByTheirOperation) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"gelu", "scale", "fused gelu·scale"}));
-  EXPECT_TRUE(full_names.count("elementwise_kernel<float, fl::Gelu>")) << "the full name is in args";
+  EXPECT_TRUE(full_names.count("elementwise_kernel<float, fl::Gelu>"))
+      << "the full name is in args";
 }
 
 TEST(TraceExport, V1SessionWithoutRecordsGetsSynthesizedSlices) {
@@ -340,8 +353,8 @@ class BrokenTrace : public ::testing::Test {
   }
   json& kernel(int measurement, int record) {
     return find([&](const json& e) {
-      return e["ph"] == "X" && e.value("cat", "") == "kernel" && e["args"]["measurement"] == measurement &&
-             e["args"]["record"] == record;
+      return e["ph"] == "X" && e.value("cat", "") == "kernel" &&
+             e["args"]["measurement"] == measurement && e["args"]["record"] == record;
     });
   }
   std::string problems() { return join_problems(check_chrome_trace(trace_.dump(), session_)); }
@@ -363,9 +376,11 @@ TEST_F(BrokenTrace, NanosecondsInsteadOfMicrosecondsAreCaught) {
 
 TEST_F(BrokenTrace, AMissingFieldIsCaught) {
   kernel(1, 0).erase("pid");
-  EXPECT_NE(problems().find("missing or malformed fields for phase X"), std::string::npos) << problems();
+  EXPECT_NE(problems().find("missing or malformed fields for phase X"), std::string::npos)
+      << problems();
   SetUp();
-  find([](const json& e) { return e["ph"] == "M" && e["name"] == "thread_name"; })["args"].erase("name");
+  find([](const json& e) { return e["ph"] == "M" && e["name"] == "thread_name"; })["args"].erase(
+      "name");
   EXPECT_NE(problems().find("phase M"), std::string::npos) << problems();
   SetUp();
   find([](const json& e) { return e["ph"] == "C"; })["args"]["read"] = "many";
@@ -381,7 +396,8 @@ TEST_F(BrokenTrace, TimeGoingBackOnATrackIsCaught) {
 TEST_F(BrokenTrace, WrongCountersAreCaught) {
   const json k = kernel(2, 0);
   find([&](const json& e) {
-    return e["ph"] == "C" && e["name"] == "DRAM bytes · level 0" && e["pid"] == k["pid"] && e["ts"] == k["ts"];
+    return e["ph"] == "C" && e["name"] == "DRAM bytes · level 0" && e["pid"] == k["pid"] &&
+           e["ts"] == k["ts"];
   })["args"]["read"] = session_.measurements[2].launches[0].counters->dram_read_bytes + 1;
   EXPECT_NE(problems().find("DRAM bytes · level N\" counter"), std::string::npos) << problems();
 }
@@ -412,14 +428,16 @@ TEST_F(BrokenTrace, TwoRunsInOneProcessAreCaught) {
 }
 
 TEST_F(BrokenTrace, AnUnnamedLevelThreadIsCaught) {
-  find([](const json& e) { return e["ph"] == "M" && e["name"] == "thread_name"; })["args"]["name"] = "stream 13";
+  find([](const json& e) { return e["ph"] == "M" && e["name"] == "thread_name"; })["args"]["name"] =
+      "stream 13";
   EXPECT_NE(problems().find("not 'level"), std::string::npos) << problems();
 }
 
 TEST_F(BrokenTrace, ADroppedKernelIsCaught) {
   json& events = trace_["traceEvents"];
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i]["ph"] == "X" && events[i].value("cat", "") == "kernel" && events[i]["args"]["measurement"] == 2) {
+    if (events[i]["ph"] == "X" && events[i].value("cat", "") == "kernel" &&
+        events[i]["args"]["measurement"] == 2) {
       events.erase(i);
       break;
     }
@@ -520,9 +538,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') rows.back().back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else rows.back().back() += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        rows.back().back() += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        rows.back().back() += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
@@ -540,10 +561,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 // `cell` is `value` rounded to `decimals` decimals, written without float noise.
 void expect_rounded(const std::string& cell, double value, int decimals, const std::string& what) {
   ASSERT_FALSE(cell.empty()) << what;
-  EXPECT_NEAR(std::stod(cell), value, 0.5 * std::pow(10.0, -decimals) + 1e-12 * std::fabs(value)) << what << " = " << cell;
+  EXPECT_NEAR(std::stod(cell), value, 0.5 * std::pow(10.0, -decimals) + 1e-12 * std::fabs(value))
+      << what << " = " << cell;
   const size_t dot = cell.find('.');
   if (dot != std::string::npos) {
-    EXPECT_LE(cell.size() - dot - 1, static_cast<size_t>(decimals)) << what << " has float noise: " << cell;
+    EXPECT_LE(cell.size() - dot - 1, static_cast<size_t>(decimals))
+        << what << " has float noise: " << cell;
     EXPECT_NE(cell.back(), '0') << what << " keeps trailing zeros: " << cell;
   }
 }
@@ -573,9 +596,14 @@ void expect_csv_matches(const Session& s) {
     for (size_t j = 0; j < ms.size(); ++j) {
       const Measurement& o = ms[j];
       if (o.level != 0 || o.lesson != m.lesson || o.size != m.size || o.inner != m.inner ||
-          o.precision != m.precision || o.cache != m.cache) continue;
-      if (j <= i) baseline = static_cast<int>(j);
-      else if (baseline < 0) { baseline = static_cast<int>(j); break; }
+          o.precision != m.precision || o.cache != m.cache)
+        continue;
+      if (j <= i)
+        baseline = static_cast<int>(j);
+      else if (baseline < 0) {
+        baseline = static_cast<int>(j);
+        break;
+      }
     }
     for (size_t k = 0; k < m.launches.size(); ++k, ++r) {
       const auto& row = rows[r];
@@ -588,9 +616,11 @@ void expect_csv_matches(const Session& s) {
       EXPECT_EQ(std::stoul(row[col["launch"]]), k);
       EXPECT_EQ(row[col["kernel"]], l.textbook.kernel);
       // The session's numbers rounded to what was measured: ns for times, 0.01 GB/s.
-      expect_rounded(row[col["launch_time_median_us"]], l.time_us.median, 3, "launch_time_median_us");
+      expect_rounded(row[col["launch_time_median_us"]], l.time_us.median, 3,
+                     "launch_time_median_us");
       expect_rounded(row[col["launch_time_p80_us"]], l.time_us.p80, 3, "launch_time_p80_us");
-      expect_rounded(row[col["chain_time_median_us"]], m.chain_time_us.median, 3, "chain_time_median_us");
+      expect_rounded(row[col["chain_time_median_us"]], m.chain_time_us.median, 3,
+                     "chain_time_median_us");
       expect_rounded(row[col["copy_gbps"]], l.copy_gbps, 2, "copy_gbps");
       EXPECT_EQ(std::stoll(row[col["textbook_bytes_written"]]), l.textbook.bytes_written);
       EXPECT_EQ(row[col["correct"]], m.check.passed ? "yes" : "no");
@@ -604,11 +634,16 @@ void expect_csv_matches(const Session& s) {
       if (l.time_us.median > 0) {
         const double gbps = l.textbook.bytes() / (l.time_us.median * 1e3);
         expect_rounded(row[col["launch_gbps"]], gbps, 2, "launch_gbps");
-        if (l.copy_gbps > 0) expect_rounded(row[col["launch_pct_of_copy"]], 100 * gbps / l.copy_gbps, 1, "launch_pct_of_copy");
+        if (l.copy_gbps > 0)
+          expect_rounded(row[col["launch_pct_of_copy"]], 100 * gbps / l.copy_gbps, 1,
+                         "launch_pct_of_copy");
       }
       const double vs = baseline >= 0 ? speedup(ms[baseline], m) : 0;
-      if (vs > 0) expect_rounded(row[col["speedup_vs_level0"]], vs, 3, "speedup_vs_level0");
-      else EXPECT_EQ(row[col["speedup_vs_level0"]], "") << "row " << r << ": no level 0 or a failed check";
+      if (vs > 0)
+        expect_rounded(row[col["speedup_vs_level0"]], vs, 3, "speedup_vs_level0");
+      else
+        EXPECT_EQ(row[col["speedup_vs_level0"]], "")
+            << "row " << r << ": no level 0 or a failed check";
       EXPECT_EQ(row[col["gpu"]], s.device.name);
       EXPECT_EQ(row[col["session_created_utc"]], s.created_utc);
     }

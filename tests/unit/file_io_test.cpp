@@ -40,15 +40,17 @@ void put(const fs::path& path, const std::string& text) {
   out << text;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // A folder of its own; `snapshot()` lists every entry with its type and contents (a symlink as
 // its target), so a test can assert that nothing but the expected output changed.
 class Folder {
  public:
   Folder() {
-    path_ = fs::temp_directory_path() /
-            ("fusionlab_file_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    path_ = fs::temp_directory_path() / ("fusionlab_file_io_test_" + std::to_string(::getpid()) +
+                                         "_" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
   ~Folder() {
@@ -65,10 +67,14 @@ class Folder {
       const fs::path p = entry.path();
       const std::string name = p.filename().string();
       const fs::file_status st = fs::symlink_status(p);
-      if (fs::is_symlink(st)) out[name] = "link -> " + fs::read_symlink(p).string();
-      else if (fs::is_regular_file(st)) out[name] = "file " + slurp(p);
-      else if (fs::is_directory(st)) out[name] = "folder";
-      else out[name] = "special";
+      if (fs::is_symlink(st))
+        out[name] = "link -> " + fs::read_symlink(p).string();
+      else if (fs::is_regular_file(st))
+        out[name] = "file " + slurp(p);
+      else if (fs::is_directory(st))
+        out[name] = "folder";
+      else
+        out[name] = "special";
     }
     return out;
   }
@@ -86,7 +92,9 @@ TEST(MessageQuoting, ControlCharactersAreEscaped) {
   EXPECT_EQ(shorten_for_message(std::string("nul\0here", 8)), "nul\\x00here");
   EXPECT_EQ(shorten_for_message("del\x7f"), "del\\x7f");
   // A C1 control (U+009B, CSI) and bytes that are not UTF-8 are escaped; real UTF-8 stays.
-  EXPECT_EQ(shorten_for_message("\xc2\x9b" "2J"), "\\xc2\\x9b2J");
+  EXPECT_EQ(shorten_for_message("\xc2\x9b"
+                                "2J"),
+            "\\xc2\\x9b2J");
   EXPECT_EQ(shorten_for_message("\xff\xfe"), "\\xff\\xfe");
   EXPECT_EQ(shorten_for_message("µs · gelu×scale"), "µs · gelu×scale");
 }
@@ -129,24 +137,25 @@ TEST(CheckedReading, WhatIsNotARegularFileIsNamed) {
   const auto refusal = [&](const std::string& path) {
     const auto start = std::chrono::steady_clock::now();
     const Status st = read_file_checked(path, 1 << 20, "session file", &text);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << path << " blocked";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+        << path << " blocked";
     EXPECT_FALSE(st.ok()) << path;
     return st.message();
   };
   EXPECT_EQ(refusal(dir.str("folder")), dir.str("folder") + ": a folder, not a session file");
-  EXPECT_EQ(refusal(dir.str("fifo")), dir.str("fifo") + ": a FIFO (named pipe), not a session file");
+  EXPECT_EQ(refusal(dir.str("fifo")),
+            dir.str("fifo") + ": a FIFO (named pipe), not a session file");
   EXPECT_EQ(refusal("/dev/zero"), "/dev/zero: a device, not a session file");
   EXPECT_EQ(refusal("/dev/null"), "/dev/null: a device, not a session file");
-  EXPECT_EQ(refusal(dir.str("missing.json")), dir.str("missing.json") + ": cannot open: No such file or directory");
+  EXPECT_EQ(refusal(dir.str("missing.json")),
+            dir.str("missing.json") + ": cannot open: No such file or directory");
   EXPECT_FALSE(check_readable_file(dir.str("fifo"), 1 << 20, "script").ok());
   EXPECT_TRUE(check_readable_file(__FILE__, 1 << 20, "script").ok());
 }
 
 TEST(CheckedReading, TheSizeCapIsCheckedBeforeReading) {
   Folder dir;
-  {
-    std::ofstream out(dir / "big.fls");
-  }
+  { std::ofstream out(dir / "big.fls"); }
   fs::resize_file(dir / "big.fls", kMaxScriptFileBytes + 1);  // sparse: costs no disk
   std::string text;
   const Status st = read_file_checked(dir.str("big.fls"), kMaxScriptFileBytes, "script", &text);
@@ -206,8 +215,9 @@ TEST(AtomicWrite, WithoutReplaceAnExistingFileIsKept) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message(), dir.str("out.json") + " already exists");
   EXPECT_EQ(dir.snapshot(), (std::map<std::string, std::string>{{"out.json", "file old"}}));
-  EXPECT_EQ(check_output_file(dir.str("out.json"), false, "; pass --force to overwrite it").message(),
-            dir.str("out.json") + " already exists; pass --force to overwrite it");
+  EXPECT_EQ(
+      check_output_file(dir.str("out.json"), false, "; pass --force to overwrite it").message(),
+      dir.str("out.json") + " already exists; pass --force to overwrite it");
 }
 
 // A symlink or a file planted at the names the old writer used (OUT.tmp-PID) or at any name
@@ -244,12 +254,15 @@ TEST(AtomicWrite, ASymlinkToNothingOrToADeviceIsRefused) {
   const auto before = dir.snapshot();
   const Status dangling = write_file_atomically(dir.str("dangling.csv"), "x");
   ASSERT_FALSE(dangling.ok());
-  EXPECT_EQ(dangling.message(), "cannot write " + dir.str("dangling.csv") +
-                                    ": it is a symbolic link to a file that does not exist; give the file itself");
+  EXPECT_EQ(dangling.message(),
+            "cannot write " + dir.str("dangling.csv") +
+                ": it is a symbolic link to a file that does not exist; give the file itself");
   const Status null = write_file_atomically(dir.str("null.csv"), "x");
   ASSERT_FALSE(null.ok());
-  EXPECT_EQ(null.message(), "cannot write " + dir.str("null.csv") +
-                                ": it is a symbolic link to a device, not to a regular file, so it is never written");
+  EXPECT_EQ(
+      null.message(),
+      "cannot write " + dir.str("null.csv") +
+          ": it is a symbolic link to a device, not to a regular file, so it is never written");
   EXPECT_EQ(dir.snapshot(), before);
 }
 
@@ -268,7 +281,8 @@ TEST(AtomicWrite, OutputsThatAreNotRegularFilesAreRefused) {
   // A device node of our own where we may make one (root, as in CI); /dev/null otherwise, where
   // nobody but root could replace it anyway.
   std::string device = "/dev/null";
-  if (::mknod(dir.str("null-device").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) device = dir.str("null-device");
+  if (::mknod(dir.str("null-device").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    device = dir.str("null-device");
   const auto before = dir.snapshot();
   const auto refused = [](const std::string& path) {
     const Status st = write_file_atomically(path, "x");  // replace allowed, as with --force
@@ -276,9 +290,11 @@ TEST(AtomicWrite, OutputsThatAreNotRegularFilesAreRefused) {
     EXPECT_FALSE(check_output_file(path, true).ok()) << path;
     return st.message();
   };
-  EXPECT_EQ(refused(dir.str("folder")), "cannot write " + dir.str("folder") + ": it is a folder; give a file name");
+  EXPECT_EQ(refused(dir.str("folder")),
+            "cannot write " + dir.str("folder") + ": it is a folder; give a file name");
   const std::string never = ", not a regular file, so it is never replaced (not even with --force)";
-  EXPECT_EQ(refused(dir.str("fifo")), "cannot write " + dir.str("fifo") + ": it is a FIFO (named pipe)" + never);
+  EXPECT_EQ(refused(dir.str("fifo")),
+            "cannot write " + dir.str("fifo") + ": it is a FIFO (named pipe)" + never);
   EXPECT_EQ(refused(socket_path), "cannot write " + socket_path + ": it is a socket" + never);
   EXPECT_EQ(refused(device), "cannot write " + device + ": it is a device" + never);
   ::close(sock);
@@ -292,8 +308,8 @@ TEST(AtomicWrite, AMissingFolderIsNamed) {
   Folder dir;
   const Status st = write_file_atomically(dir.str("no/such/out.json"), "x");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "cannot write " + dir.str("no/such/out.json") + ": the folder " + dir.str("no/such") +
-                              " does not exist");
+  EXPECT_EQ(st.message(), "cannot write " + dir.str("no/such/out.json") + ": the folder " +
+                              dir.str("no/such") + " does not exist");
   EXPECT_TRUE(dir.snapshot().empty());
 }
 
@@ -308,16 +324,16 @@ TEST(AtomicWrite, AReadOnlyFolderLeavesTheOldFile) {
   const Status st = write_file_atomically(dir.str("out.json"), "new");
   fs::permissions(dir.path(), fs::perms::owner_all);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "cannot write " + dir.str("out.json") + ": the folder " + dir.path().string() +
-                              " is not writable");
+  EXPECT_EQ(st.message(), "cannot write " + dir.str("out.json") + ": the folder " +
+                              dir.path().string() + " is not writable");
   EXPECT_EQ(dir.snapshot(), (std::map<std::string, std::string>{{"out.json", "file old"}}));
 }
 
 // In a child process whose file size limit is 4 KiB: a write past it fails with EFBIG (SIGXFSZ
 // ignored), as a full disk fails with ENOSPC, in the middle of the data. Returns the child's
 // message ("" on success) through a pipe.
-std::string write_in_small_child(const std::string& path, const std::string& contents, bool kill_on_limit,
-                                 int* wait_status) {
+std::string write_in_small_child(const std::string& path, const std::string& contents,
+                                 bool kill_on_limit, int* wait_status) {
   int fds[2];
   if (::pipe(fds) != 0) return "pipe failed";
   const pid_t child = ::fork();
@@ -344,11 +360,13 @@ TEST(AtomicWrite, AWriteThatFailsMidwayLeavesTheOldFileAndNoTemporary) {
   Folder dir;
   put(dir / "out.json", "old");
   int status = 0;
-  const std::string message = write_in_small_child(dir.str("out.json"), std::string(1 << 20, 'x'), false, &status);
+  const std::string message =
+      write_in_small_child(dir.str("out.json"), std::string(1 << 20, 'x'), false, &status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(message, "cannot write " + dir.str("out.json") +
                          ": the file is larger than this process may write (File too large)");
-  EXPECT_FALSE(contains(message, ".tmp-")) << "the message names the output, not the temporary file";
+  EXPECT_FALSE(contains(message, ".tmp-"))
+      << "the message names the output, not the temporary file";
   EXPECT_EQ(dir.snapshot(), (std::map<std::string, std::string>{{"out.json", "file old"}}));
 }
 

@@ -18,13 +18,17 @@ const Lesson& lesson(const std::string& id) {
   return *found;
 }
 
-double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
 
 TEST(GemmLessons, FollowTheRowWiseLessonsInCurriculumOrder) {
   const auto& all = lessons();
   std::vector<std::string> ids;
   for (const Lesson* l : all) ids.push_back(l->info().id);
-  const auto at = [&](const std::string& id) { return std::find(ids.begin(), ids.end(), id) - ids.begin(); };
+  const auto at = [&](const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) - ids.begin();
+  };
   EXPECT_EQ(at("layernorm_linear"), at("scale_mask_softmax") + 1);
   EXPECT_EQ(at("linear_gelu"), at("layernorm_linear") + 1);
   EXPECT_EQ(at("ffn"), at("linear_gelu") + 1);
@@ -43,8 +47,8 @@ TEST(GemmLessons, LinearGeluReferenceIsGeluOfTheExactProduct) {
   const std::vector<double> x = {1, 2, -1, 3};
   std::vector<double> w(2 * 8), b(8);
   for (int c = 0; c < 8; ++c) {
-    w[c] = c - 3;        // row 0
-    w[8 + c] = 2 - c;    // row 1
+    w[c] = c - 3;      // row 0
+    w[8 + c] = 2 - c;  // row 1
     b[c] = (c % 3) - 1;
   }
   const auto y = lesson("linear_gelu").reference({{"x", x}, {"W", w}, {"b", b}});
@@ -63,7 +67,8 @@ TEST(GemmLessons, FfnReferenceComposesTwoLinearLayers) {
   const std::vector<double> x = {2, -1, 0};  // 3 tokens
   const std::vector<double> w1 = {1, -2, 3, 0}, b1 = {0, 1, -1, 2};
   const std::vector<double> w2 = {1, 2, -1, 1}, b2 = {5};
-  const auto y = lesson("ffn").reference({{"x", x}, {"W1", w1}, {"b1", b1}, {"W2", w2}, {"b2", b2}});
+  const auto y =
+      lesson("ffn").reference({{"x", x}, {"W1", w1}, {"b1", b1}, {"W2", w2}, {"b2", b2}});
   ASSERT_EQ(y[0].values.size(), 3u);
   for (int r = 0; r < 3; ++r) {
     double expected = b2[0];
@@ -80,7 +85,8 @@ TEST(GemmLessons, LayerNormLinearReferenceNormalizesThenProjects) {
   std::vector<double> w(3 * 9, 0.0), b(9);
   for (int j = 0; j < 3; ++j) w[j * 9 + j] = 1;  // columns 0..2 copy the normalized token
   for (int c = 0; c < 9; ++c) b[c] = c;
-  const auto y = lesson("layernorm_linear").reference({{"x", x}, {"gamma", gamma}, {"beta", beta}, {"W", w}, {"b", b}});
+  const auto y = lesson("layernorm_linear")
+                     .reference({{"x", x}, {"gamma", gamma}, {"beta", beta}, {"W", w}, {"b", b}});
   ASSERT_EQ(y[0].values.size(), 18u);
   const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);  // variance of [1, 2, 3] is 2/3
   EXPECT_NEAR(y[0].values[0], -s + 0, 1e-15);

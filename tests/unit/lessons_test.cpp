@@ -20,7 +20,8 @@ TEST(Catalog, EveryLessonIsWellFormed) {
     EXPECT_LE(info.size_axis.default_size, info.size_axis.max);
     for (int level = 0; level < lesson->level_count(); ++level) {
       const auto traffic = lesson->traffic(level, info.size_axis.default_size, Precision::fp32);
-      EXPECT_EQ(traffic.size(), info.levels[level].launches.size()) << info.id << " level " << level;
+      EXPECT_EQ(traffic.size(), info.levels[level].launches.size())
+          << info.id << " level " << level;
       for (size_t k = 0; k < traffic.size(); ++k) {
         EXPECT_EQ(traffic[k].kernel, info.levels[level].launches[k]);
       }
@@ -40,7 +41,7 @@ TEST(GeluScale, TextbookBytesGiveTheTwoXLimit) {
   const auto unfused = lesson->traffic(0, n, Precision::fp32);
   const auto fused = lesson->traffic(1, n, Precision::fp32);
   ASSERT_EQ(unfused.size(), 2u);
-  EXPECT_EQ(unfused[0].bytes_read, 4 * n);   // gelu reads x
+  EXPECT_EQ(unfused[0].bytes_read, 4 * n);     // gelu reads x
   EXPECT_EQ(unfused[0].bytes_written, 4 * n);  // and writes t
   EXPECT_EQ(total_bytes(unfused), 16 * n);
   EXPECT_EQ(total_bytes(fused), 8 * n);

@@ -32,27 +32,37 @@ class RecordingWorkspace final : public LevelWorkspace<RecordingWorkspace> {
 const LevelTable<RecordingWorkspace>& RecordingWorkspace::levels() {
   using Ws = RecordingWorkspace;
   static const LevelTable<Ws> table = {
-      {"unfused", "two kernels", "nothing",
+      {"unfused",
+       "two kernels",
+       "nothing",
        {{"first",
          [](Ws& w, cudaStream_t s) {
            w.ran.push_back("first");
            w.last_stream = s;
            return Status::Ok();
          },
-         [](const Dims& d) { return Textbook{d.s * d.b, 3 * d.i * d.b, 2.0 * d.s}; }},
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, 3 * d.i * d.b, 2.0 * d.s};
+         }},
         {"second",
          [](Ws& w, cudaStream_t) {
            w.ran.push_back("second");
            return Status::Error("second failed");
          },
-         [](const Dims& d) { return Textbook{d.s * d.i, 0, 0}; }}}},
-      {"fused", "one kernel", "the intermediate, in a register",
+         [](const Dims& d) {
+           return Textbook{d.s * d.i, 0, 0};
+         }}}},
+      {"fused",
+       "one kernel",
+       "the intermediate, in a register",
        {{"both",
          [](Ws& w, cudaStream_t) {
            w.ran.push_back("both");
            return Status::Ok();
          },
-         [](const Dims& d) { return Textbook{d.s * d.b, d.s * d.b + 1, 7.0}; }}}},
+         [](const Dims& d) {
+           return Textbook{d.s * d.b, d.s * d.b + 1, 7.0};
+         }}}},
   };
   return table;
 }

@@ -28,8 +28,9 @@ DeviceFacts h200() {
 
 // A recognisable, non-round measurement: every number derives from (size, level, seed), so a
 // test can tell which recorded point came back.
-Measurement recorded(const std::string& lesson, int64_t size, int level, Precision p = Precision::fp32,
-                     CacheMode c = CacheMode::cold, int64_t inner = 0, double seed = 1.0) {
+Measurement recorded(const std::string& lesson, int64_t size, int level,
+                     Precision p = Precision::fp32, CacheMode c = CacheMode::cold,
+                     int64_t inner = 0, double seed = 1.0) {
   const double t = 3.25 + 1e-6 * static_cast<double>(size) * (level == 0 ? 2.0 : 1.0) * seed;
   Measurement m = testing_support::recorded_measurement(lesson, size, level, t, p, c, inner);
   m.repetitions = 1000 + level + static_cast<int>(size % 97);
@@ -72,7 +73,9 @@ std::unique_ptr<ReplayBackend> make(std::vector<ReplayBackend::Source> sources) 
   return backend;
 }
 
-std::unique_ptr<ReplayBackend> make(Session s) { return make({{"gelu.json", std::move(s)}}); }
+std::unique_ptr<ReplayBackend> make(Session s) {
+  return make({{"gelu.json", std::move(s)}});
+}
 
 MeasureRequest request(const std::string& lesson, int64_t size, Precision p = Precision::fp32,
                        CacheMode c = CacheMode::cold) {
@@ -109,14 +112,14 @@ TEST(ReplayBackend, IsKindRecordedWithTheRecordingsDevice) {
 TEST(ReplayBackend, ChoosesTheNearestRecordedSizeOnALogScale) {
   auto backend = make(gelu_session());
   const std::vector<std::pair<int64_t, int64_t>> cases = {
-      {1, 1 << 10},                  // below the smallest
-      {1 << 10, 1 << 10},            // exact
-      {31 << 10, 1 << 10},           // 31K: log distance to 1K (4.95) < to 1M (5.05)
-      {33 << 10, 1 << 20},           // 33K: nearer 1M on a log scale (not on a linear one)
-      {3 << 20, 1 << 20},            // 3M: 1M is 3x away, 16M 5.3x
-      {5 << 20, 1 << 24},            // 5M: 16M is 3.2x away, 1M 5x
-      {40 << 20, 1 << 26},           // 40M: 64M is 1.6x away, 16M 2.5x
-      {int64_t(1) << 30, 1 << 26},   // above the largest
+      {1, 1 << 10},                 // below the smallest
+      {1 << 10, 1 << 10},           // exact
+      {31 << 10, 1 << 10},          // 31K: log distance to 1K (4.95) < to 1M (5.05)
+      {33 << 10, 1 << 20},          // 33K: nearer 1M on a log scale (not on a linear one)
+      {3 << 20, 1 << 20},           // 3M: 1M is 3x away, 16M 5.3x
+      {5 << 20, 1 << 24},           // 5M: 16M is 3.2x away, 1M 5x
+      {40 << 20, 1 << 26},          // 40M: 64M is 1.6x away, 16M 2.5x
+      {int64_t(1) << 30, 1 << 26},  // above the largest
   };
   for (const auto& [asked, expected] : cases) {
     std::vector<Measurement> out;
@@ -150,7 +153,8 @@ TEST(ReplayBackend, ReturnsExactlyTheRecordedNumbers) {
 TEST(ReplayBackend, ServesOnlyTheRequestedLevels) {
   std::vector<Measurement> ms;
   for (int level = 0; level < 3; ++level) {
-    ms.push_back(recorded("residual_layernorm", 16384, level, Precision::fp32, CacheMode::cold, 768));
+    ms.push_back(
+        recorded("residual_layernorm", 16384, level, Precision::fp32, CacheMode::cold, 768));
   }
   ms.push_back(recorded("residual_layernorm", 2, 0, Precision::fp32, CacheMode::cold, 768));
   auto backend = make(session_of(ms));
@@ -231,13 +235,12 @@ TEST(ReplayBackend, MergesSessionsOfOneGpuAndLaterFilesReplaceAPoint) {
     bf16_ms.push_back(recorded("gelu_scale", 1 << 20, level, Precision::bf16));
   }
   Session bf16 = session_of(bf16_ms, h200(), "2026-11-23T10:00:00Z");
-  bf16.device.roof_gbps = 4281.9;      // measured again: differs a little, still one GPU
+  bf16.device.roof_gbps = 4281.9;       // measured again: differs a little, still one GPU
   bf16.device.memory_bytes -= 1 << 20;  // ECC settings move it: still one GPU
   // A rerun at 1M fp32, in a later file: it replaces the first file's point there.
-  Session rerun = session_of({recorded("gelu_scale", 1 << 20, 0, Precision::fp32, CacheMode::cold,
-                                       0, /*seed=*/3.0),
-                              recorded("gelu_scale", 1 << 20, 1, Precision::fp32, CacheMode::cold,
-                                       0, /*seed=*/3.0)});
+  Session rerun = session_of(
+      {recorded("gelu_scale", 1 << 20, 0, Precision::fp32, CacheMode::cold, 0, /*seed=*/3.0),
+       recorded("gelu_scale", 1 << 20, 1, Precision::fp32, CacheMode::cold, 0, /*seed=*/3.0)});
   auto backend = make({{"fp32.json", fp32}, {"bf16.json", bf16}, {"rerun.json", rerun}});
   ASSERT_TRUE(backend);
   EXPECT_EQ(backend->summary().date_text(), "2026-11-21 to 2026-11-23");
@@ -277,9 +280,9 @@ TEST(ReplayBackend, RefusesToMixGpus) {
   h100.name = "NVIDIA H100 80GB HBM3";
   h100.l2_bytes = 50 << 20;
   std::unique_ptr<ReplayBackend> backend;
-  Status st = ReplayBackend::create({{"h200.json", gelu_session()},
-                                     {"h100.json", session_of(gelu_session().measurements, h100)}},
-                                    &backend);
+  Status st = ReplayBackend::create(
+      {{"h200.json", gelu_session()}, {"h100.json", session_of(gelu_session().measurements, h100)}},
+      &backend);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message(),
             "h200.json was recorded on NVIDIA H200 but h100.json on NVIDIA H100 80GB HBM3: replay "
@@ -288,9 +291,9 @@ TEST(ReplayBackend, RefusesToMixGpus) {
 
   DeviceFacts slice = h200();
   slice.sm_count = 66;
-  st = ReplayBackend::create({{"a.json", gelu_session()},
-                              {"b.json", session_of(gelu_session().measurements, slice)}},
-                             &backend);
+  st = ReplayBackend::create(
+      {{"a.json", gelu_session()}, {"b.json", session_of(gelu_session().measurements, slice)}},
+      &backend);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("a.json and b.json were recorded on two different NVIDIA H200 "
                               "configurations (132 SMs"),
@@ -311,12 +314,15 @@ TEST(ReplayBackend, RefusesARecordingWithNoMeasurements) {
 TEST(ReplayBackend, HonoursCancellation) {
   auto backend = make(gelu_session());
   std::vector<Measurement> out;
-  const Status st = backend->measure(request("gelu_scale", 1 << 20), [] { return true; }, &out);
+  const Status st = backend->measure(
+      request("gelu_scale", 1 << 20), [] { return true; }, &out);
   EXPECT_TRUE(st.ok()) << "cancelled work returns Ok with what it has";
   EXPECT_TRUE(out.empty());
   // Cancelled between levels: partial, in order.
   int calls = 0;
-  ASSERT_TRUE(backend->measure(request("gelu_scale", 1 << 20), [&] { return ++calls > 2; }, &out)
+  ASSERT_TRUE(backend
+                  ->measure(
+                      request("gelu_scale", 1 << 20), [&] { return ++calls > 2; }, &out)
                   .ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].level, 0);
@@ -325,10 +331,9 @@ TEST(ReplayBackend, HonoursCancellation) {
 TEST(ReplayBackend, AnUnknownLessonIsServedAtItsOnlyRecordedRowLength) {
   // A lesson this build's catalog does not know (a newer recording): inner 0 means the one row
   // length it was recorded with.
-  auto backend = make(session_of({recorded("future_lesson", 4096, 0, Precision::fp32,
-                                           CacheMode::cold, 512),
-                                  recorded("future_lesson", 4096, 1, Precision::fp32,
-                                           CacheMode::cold, 512)}));
+  auto backend =
+      make(session_of({recorded("future_lesson", 4096, 0, Precision::fp32, CacheMode::cold, 512),
+                       recorded("future_lesson", 4096, 1, Precision::fp32, CacheMode::cold, 512)}));
   std::vector<Measurement> out;
   ASSERT_TRUE(backend->measure(request("future_lesson", 5000), kNever, &out).ok());
   EXPECT_EQ(out.size(), 2u);
@@ -341,8 +346,8 @@ TEST(ReplayBackend, AnUnknownLessonIsServedAtItsOnlyRecordedRowLength) {
 class ReplayFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fl_replay_test_" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("fl_replay_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -371,8 +376,8 @@ TEST_F(ReplayFiles, LoadsFilesAndFolders) {
 
 TEST_F(ReplayFiles, RefusesBadFilesNamingTheFile) {
   const std::string good = session_to_json(gelu_session());
-  const std::string wrong_version = std::regex_replace(
-      good, std::regex("\"schema_version\": *[0-9]+"), "\"schema_version\": 99");
+  const std::string wrong_version =
+      std::regex_replace(good, std::regex("\"schema_version\": *[0-9]+"), "\"schema_version\": 99");
   ASSERT_NE(wrong_version, good);
   const std::vector<std::pair<std::string, std::string>> bad = {
       {write("malformed.json", "{\"format\": \"fusionlab-session\", oops}"), "not valid JSON"},
@@ -416,9 +421,9 @@ TEST_F(ReplayFiles, RefusesAnOversizedFileWithoutReadingIt) {
 }
 
 TEST(ShippedRecording, LoadsAndServesTheH100Measurements) {
-  const std::filesystem::path folder = std::filesystem::path(__FILE__).parent_path().parent_path()
-                                           .parent_path() / "assets" / "recordings" /
-                                       "h100-2026-11-23";
+  const std::filesystem::path folder =
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
+      "recordings" / "h100-2026-11-23";
   if (!std::filesystem::exists(folder)) GTEST_SKIP() << "no source tree at " << folder;
   std::unique_ptr<ReplayBackend> backend;
   const Status st = load_recording({folder.string()}, &backend);

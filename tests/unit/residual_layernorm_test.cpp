@@ -19,7 +19,9 @@ const Lesson& lesson() {
 // Inputs in the order download() gives them: x, r (rows x C), gamma, beta (C).
 std::vector<HostTensor> inputs(std::vector<double> x, std::vector<double> r,
                                std::vector<double> gamma, std::vector<double> beta) {
-  return {{"x", std::move(x)}, {"r", std::move(r)}, {"gamma", std::move(gamma)},
+  return {{"x", std::move(x)},
+          {"r", std::move(r)},
+          {"gamma", std::move(gamma)},
           {"beta", std::move(beta)}};
 }
 
@@ -28,8 +30,8 @@ constexpr double kEps = 1e-5;
 TEST(ResidualLayerNorm, ReferenceAtKnownValues) {
   // Two rows of C = 4. Row 0: h = (1, 2, 3, 4), mean 2.5, biased variance 1.25.
   // Row 1: h = x + r = (2, 2, 2, 2) + (0, 0, 0, 4) = (2, 2, 2, 6), mean 3, variance 3.
-  const auto out = lesson().reference(inputs({1, 2, 3, 4, 2, 2, 2, 2},          //
-                                             {0, 0, 0, 0, 0, 0, 0, 4},          //
+  const auto out = lesson().reference(inputs({1, 2, 3, 4, 2, 2, 2, 2},  //
+                                             {0, 0, 0, 0, 0, 0, 0, 4},  //
                                              {1, 1, 2, 2}, {0, 0, 0.5, -0.5}));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].name, "y");
@@ -69,8 +71,8 @@ TEST(ResidualLayerNorm, OddRowLengthNormalisesEachRowOnItsOwn) {
     x[i] = 10.0 * double(row) + std::sin(0.37 * double(j));  // a different offset per row
     r[i] = (row + 1) * std::cos(1.3 * double(j) + 0.1);      // and a different spread
   }
-  const auto out = lesson().reference(
-      inputs(x, r, std::vector<double>(c, 1.0), std::vector<double>(c, 0.0)));
+  const auto out =
+      lesson().reference(inputs(x, r, std::vector<double>(c, 1.0), std::vector<double>(c, 0.0)));
   const auto& y = out[0].values;
   const auto& h = out[1].values;
   for (int64_t row = 0; row < rows; ++row) {
@@ -115,9 +117,9 @@ TEST(ResidualLayerNorm, TrafficModelPerLevel) {
     const int64_t b = bytes_per_element(p);
     const auto l0 = lesson().traffic(0, shape, p);
     ASSERT_EQ(l0.size(), 3u);
-    EXPECT_EQ(l0[0].bytes_read, 2 * n * b);  // add: x, r
-    EXPECT_EQ(l0[0].bytes_written, n * b);   // h
-    EXPECT_EQ(l0[1].bytes_read, n * b);      // mean_var: h
+    EXPECT_EQ(l0[0].bytes_read, 2 * n * b);    // add: x, r
+    EXPECT_EQ(l0[0].bytes_written, n * b);     // h
+    EXPECT_EQ(l0[1].bytes_read, n * b);        // mean_var: h
     EXPECT_EQ(l0[1].bytes_written, 8 * rows);  // mean and rstd, fp32 in both precisions
     EXPECT_EQ(l0[2].bytes_read, n * b + 8 * rows + 2 * c * b);  // h, mean, rstd, gamma, beta
     EXPECT_EQ(l0[2].bytes_written, n * b);                      // y

@@ -49,7 +49,8 @@ Session sample_session() {
 // A schema-2 session: CUPTI timing, counters on one launch, raw records, copy bandwidths.
 Session sample_session_v2() {
   Session s = sample_session();
-  s.device.copy_bandwidth = {{1 << 20, CacheMode::cold, 1200.5}, {int64_t(1) << 31, CacheMode::warm, 3100}};
+  s.device.copy_bandwidth = {{1 << 20, CacheMode::cold, 1200.5},
+                             {int64_t(1) << 31, CacheMode::warm, 3100}};
   Measurement& m = s.measurements[0];
   m.timing_method = "cupti_activity";
   m.counters_status = CountersStatus::measured;
@@ -106,11 +107,11 @@ TEST(SessionJson, RefusesBadInputWithOneLine) {
   Session out;
   const std::string good = session_to_json(sample_session());
   const std::string cases[] = {
-      "",                                      // empty
-      "{not json",                             // malformed
-      good.substr(0, good.size() / 2),         // truncated
-      "{\"format\": \"something-else\"}",      // not ours
-      "[1, 2, 3]",                             // wrong shape
+      "",                                  // empty
+      "{not json",                         // malformed
+      good.substr(0, good.size() / 2),     // truncated
+      "{\"format\": \"something-else\"}",  // not ours
+      "[1, 2, 3]",                         // wrong shape
   };
   for (const std::string& text : cases) {
     const Status st = session_from_json(text, &out);
@@ -179,7 +180,8 @@ TEST(SessionJson, ANoteWithLineBreaksLoadsOnOneLine) {
   Session out;
   const Status st = session_from_json(session_to_json(in), &out);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(out.measurements[1].counters_note, "The counter phase failed: CUPTI_ERROR_UNKNOWN (999)");
+  EXPECT_EQ(out.measurements[1].counters_note,
+            "The counter phase failed: CUPTI_ERROR_UNKNOWN (999)");
   in.device.name = "NVIDIA\nH200";
   const Status refused = session_from_json(session_to_json(in), &out);
   ASSERT_FALSE(refused.ok());
@@ -225,8 +227,10 @@ TEST(SessionJson, Version2RefusesMissingOrBadCounterFields) {
   };
   EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0].erase("records"); }));
   EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0].erase("counters_status"); }));
-  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["counters_status"] = "maybe"; }));
-  EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["launches"][0].erase("counters"); }));
+  EXPECT_TRUE(
+      refused([](nlohmann::json& j) { j["measurements"][0]["counters_status"] = "maybe"; }));
+  EXPECT_TRUE(
+      refused([](nlohmann::json& j) { j["measurements"][0]["launches"][0].erase("counters"); }));
   EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["records"][0]["launch"] = 7; }));
   EXPECT_TRUE(refused([](nlohmann::json& j) { j["measurements"][0]["records"][0]["grid"] = {1}; }));
   EXPECT_TRUE(refused([](nlohmann::json& j) { j["device"].erase("copy_bandwidth"); }));

@@ -42,8 +42,10 @@ struct Problems {
   std::vector<std::string> list;
   size_t dropped = 0;
   void add(const std::string& text) {
-    if (list.size() < 50) list.push_back(text);
-    else ++dropped;
+    if (list.size() < 50)
+      list.push_back(text);
+    else
+      ++dropped;
   }
 };
 
@@ -57,11 +59,14 @@ inline bool is_str(const json& j, const char* key) {
   return j.contains(key) && j.at(key).is_string();
 }
 // Two times in µs that stand for the same nanosecond.
-inline bool same_us(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)) ; }
+inline bool same_us(double a, double b) {
+  return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
+}
 
 inline std::string where(size_t index, const json& e) {
   return "event " + std::to_string(index) + " (" + e.value("ph", std::string("?")) + " '" +
-         (e.contains("name") && e.at("name").is_string() ? e.at("name").get<std::string>() : "?") + "')";
+         (e.contains("name") && e.at("name").is_string() ? e.at("name").get<std::string>() : "?") +
+         "')";
 }
 
 // The phase's required fields. Returns false when the event cannot be used further.
@@ -77,8 +82,8 @@ inline bool check_fields(size_t i, const json& e, Problems* p) {
   const std::string ph = e.at("ph");
   bool ok = is_str(e, "name") && is_int(e, "pid");
   if (ph == "X") {
-    ok = ok && is_num(e, "ts") && is_num(e, "dur") && is_int(e, "tid") && e.at("dur").get<double>() >= 0 &&
-         e.at("ts").get<double>() >= 0;
+    ok = ok && is_num(e, "ts") && is_num(e, "dur") && is_int(e, "tid") &&
+         e.at("dur").get<double>() >= 0 && e.at("ts").get<double>() >= 0;
   } else if (ph == "C") {
     ok = ok && is_num(e, "ts") && e.at("ts").get<double>() >= 0 && e.contains("args") &&
          e.at("args").is_object() && !e.at("args").empty();
@@ -94,10 +99,14 @@ inline bool check_fields(size_t i, const json& e, Problems* p) {
     ok = ok && e.contains("args") && e.at("args").is_object();
     if (ok) {
       const std::string name = e.at("name");
-      if (name == "process_name" || name == "thread_name") ok = is_str(e.at("args"), "name");
-      else if (name == "process_labels") ok = is_str(e.at("args"), "labels");
-      else if (name == "process_sort_index" || name == "thread_sort_index") ok = is_int(e.at("args"), "sort_index");
-      else ok = false;
+      if (name == "process_name" || name == "thread_name")
+        ok = is_str(e.at("args"), "name");
+      else if (name == "process_labels")
+        ok = is_str(e.at("args"), "labels");
+      else if (name == "process_sort_index" || name == "thread_sort_index")
+        ok = is_int(e.at("args"), "sort_index");
+      else
+        ok = false;
       if (name.rfind("thread_", 0) == 0) ok = ok && is_int(e, "tid");
     }
   } else {
@@ -114,8 +123,9 @@ struct CounterTrack {
   // The args in force at `ts`: the last event at or before it (several at one instant: the
   // last wins, as viewers apply them in order). Null when none.
   const json* at(double ts) const {
-    const auto after = std::upper_bound(points.begin(), points.end(), ts + 1e-6,
-                                        [](double t, const auto& point) { return t < point.first; });
+    const auto after =
+        std::upper_bound(points.begin(), points.end(), ts + 1e-6,
+                         [](double t, const auto& point) { return t < point.first; });
     return after == points.begin() ? nullptr : &std::prev(after)->second;
   }
 };
@@ -123,9 +133,12 @@ struct CounterTrack {
 // The slice name of an operation: "gelu" as is, "gelu_scale_fused" as "fused gelu·scale".
 inline std::string expected_op_name(const std::string& op) {
   const std::string suffix = "_fused";
-  if (op.size() <= suffix.size() || op.compare(op.size() - suffix.size(), suffix.size(), suffix) != 0) return op;
+  if (op.size() <= suffix.size() ||
+      op.compare(op.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return op;
   std::string out = "fused ";
-  for (size_t i = 0; i + suffix.size() < op.size(); ++i) out += op[i] == '_' ? std::string("·") : std::string(1, op[i]);
+  for (size_t i = 0; i + suffix.size() < op.size(); ++i)
+    out += op[i] == '_' ? std::string("·") : std::string(1, op[i]);
   return out;
 }
 
@@ -134,8 +147,11 @@ inline bool same_point(const Measurement& a, const Measurement& b) {
          a.precision == b.precision && a.cache == b.cache;
 }
 
-inline void check_point_args(const std::string& who, const json& args, const Measurement& m, Problems* p) {
-  auto mismatch = [&](const char* key) { p->add(who + ": args." + key + " differs from the session"); };
+inline void check_point_args(const std::string& who, const json& args, const Measurement& m,
+                             Problems* p) {
+  auto mismatch = [&](const char* key) {
+    p->add(who + ": args." + key + " differs from the session");
+  };
   if (args.value("lesson", std::string()) != m.lesson) mismatch("lesson");
   if (!is_int(args, "size") || args.at("size").get<int64_t>() != m.size) mismatch("size");
   if (!is_int(args, "inner") || args.at("inner").get<int64_t>() != m.inner) mismatch("inner");
@@ -147,12 +163,14 @@ inline void check_point_args(const std::string& who, const json& args, const Mea
 
 using CounterTracks = std::map<std::pair<int64_t, std::string>, CounterTrack>;  // (pid, name)
 
-inline void check_kernel(const std::string& who, const json& e, const json& slice, const Measurement& m,
-                         const CounterTracks& counters, Problems* p) {
+inline void check_kernel(const std::string& who, const json& e, const json& slice,
+                         const Measurement& m, const CounterTracks& counters, Problems* p) {
   const json& args = e.at("args");
   const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
-  const double slice_ts = slice.at("ts").get<double>(), slice_end = slice_ts + slice.at("dur").get<double>();
-  if (ts < slice_ts - 1e-6 || ts + dur > slice_end + 1e-6) p->add(who + ": lies outside its measurement's slice");
+  const double slice_ts = slice.at("ts").get<double>(),
+               slice_end = slice_ts + slice.at("dur").get<double>();
+  if (ts < slice_ts - 1e-6 || ts + dur > slice_end + 1e-6)
+    p->add(who + ": lies outside its measurement's slice");
   check_point_args(who, args, m, p);
   if (!is_int(args, "launch") || args.at("launch").get<int>() < 0 ||
       args.at("launch").get<int>() >= static_cast<int>(m.launches.size())) {
@@ -167,24 +185,31 @@ inline void check_kernel(const std::string& who, const json& e, const json& slic
     p->add(who + ": named '" + e.at("name").get<std::string>() + "', not by its operation '" +
            expected_op_name(l.textbook.kernel) + "'");
   }
-  if (args.value("op", std::string()) != l.textbook.kernel) p->add(who + ": args.op is not the launch's operation");
-  if (!is_int(args, "textbook_bytes_read") || args.at("textbook_bytes_read").get<int64_t>() != l.textbook.bytes_read ||
+  if (args.value("op", std::string()) != l.textbook.kernel)
+    p->add(who + ": args.op is not the launch's operation");
+  if (!is_int(args, "textbook_bytes_read") ||
+      args.at("textbook_bytes_read").get<int64_t>() != l.textbook.bytes_read ||
       !is_int(args, "textbook_bytes_written") ||
       args.at("textbook_bytes_written").get<int64_t>() != l.textbook.bytes_written) {
     p->add(who + ": textbook bytes differ from the session");
   }
   if (l.counters) {
-    if (!is_int(args, "dram_read_bytes") || args.at("dram_read_bytes").get<int64_t>() != l.counters->dram_read_bytes ||
-        !is_int(args, "dram_write_bytes") || args.at("dram_write_bytes").get<int64_t>() != l.counters->dram_write_bytes ||
+    if (!is_int(args, "dram_read_bytes") ||
+        args.at("dram_read_bytes").get<int64_t>() != l.counters->dram_read_bytes ||
+        !is_int(args, "dram_write_bytes") ||
+        args.at("dram_write_bytes").get<int64_t>() != l.counters->dram_write_bytes ||
         !is_int(args, "l2_bytes") || args.at("l2_bytes").get<int64_t>() != l.counters->l2_bytes) {
       p->add(who + ": DRAM/L2 bytes in args differ from the launch's counters");
     }
-    auto track = counters.find({e.at("pid").get<int64_t>(), "DRAM bytes · level " + std::to_string(m.level)});
+    auto track = counters.find(
+        {e.at("pid").get<int64_t>(), "DRAM bytes · level " + std::to_string(m.level)});
     const json* value = track == counters.end() ? nullptr : track->second.at(ts);
     if (value == nullptr || !is_int(*value, "read") || !is_int(*value, "write") ||
         value->at("read").get<int64_t>() != l.counters->dram_read_bytes ||
         value->at("write").get<int64_t>() != l.counters->dram_write_bytes) {
-      p->add(who + ": its run's \"DRAM bytes · level N\" counter at its start is not the launch's counters");
+      p->add(
+          who +
+          ": its run's \"DRAM bytes · level N\" counter at its start is not the launch's counters");
     }
   } else if (args.contains("dram_read_bytes")) {
     p->add(who + ": has DRAM bytes but the launch has no counters");
@@ -193,7 +218,8 @@ inline void check_kernel(const std::string& who, const json& e, const json& slic
 
 }  // namespace trace_check_detail
 
-inline std::vector<std::string> check_chrome_trace(const std::string& trace_json, const Session& session) {
+inline std::vector<std::string> check_chrome_trace(const std::string& trace_json,
+                                                   const Session& session) {
   using namespace trace_check_detail;
   Problems p;
   const json trace = json::parse(trace_json, nullptr, /*allow_exceptions=*/false);
@@ -204,13 +230,13 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
   const json& events = *events_ptr;
 
   // Format and the time axis.
-  std::map<std::pair<int64_t, int64_t>, double> last_x;       // (pid, tid) -> ts
-  std::map<std::pair<int64_t, std::string>, double> last_c;   // (pid, name) -> ts
-  CounterTracks counters;                                      // by (pid, name)
-  std::map<int64_t, std::string> process_names;                // pid -> name
+  std::map<std::pair<int64_t, int64_t>, double> last_x;             // (pid, tid) -> ts
+  std::map<std::pair<int64_t, std::string>, double> last_c;         // (pid, name) -> ts
+  CounterTracks counters;                                           // by (pid, name)
+  std::map<int64_t, std::string> process_names;                     // pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
-  std::map<size_t, const json*> slices;                        // measurement index -> its slice
-  std::map<size_t, std::vector<const json*>> kernels;          // measurement index -> kernels
+  std::map<size_t, const json*> slices;                // measurement index -> its slice
+  std::map<size_t, std::vector<const json*>> kernels;  // measurement index -> kernels
   for (size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
     if (!check_fields(i, e, &p)) continue;
@@ -221,7 +247,9 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
       if (name == "process_name") process_names[e.at("pid").get<int64_t>()] = margs.at("name");
       if (name == "thread_name") {
         thread_names[{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()}] = margs.at("name");
-        if (e.at("tid") == e.at("pid")) p.add(where(i, e) + ": a thread whose tid is its pid (Perfetto calls it \"main thread\")");
+        if (e.at("tid") == e.at("pid"))
+          p.add(where(i, e) +
+                ": a thread whose tid is its pid (Perfetto calls it \"main thread\")");
       }
       continue;
     }
@@ -240,7 +268,8 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
       }
       const size_t m = args.at("measurement").get<size_t>();
       if (cat == "measurement") {
-        if (slices.count(m)) p.add(where(i, e) + ": a second slice for measurement " + std::to_string(m));
+        if (slices.count(m))
+          p.add(where(i, e) + ": a second slice for measurement " + std::to_string(m));
         slices[m] = &e;
       } else if (cat.rfind("kernel", 0) == 0) {
         kernels[m].push_back(&e);
@@ -249,7 +278,8 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
       }
     } else {  // C
       const auto key = std::make_pair(pid, e.at("name").get<std::string>());
-      if (last_c.count(key) && ts < last_c[key]) p.add(where(i, e) + ": ts goes back on its counter track");
+      if (last_c.count(key) && ts < last_c[key])
+        p.add(where(i, e) + ": ts goes back on its counter track");
       last_c[key] = ts;
       counters[{pid, e.at("name").get<std::string>()}].points.emplace_back(ts, e.at("args"));
     }
@@ -257,9 +287,10 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
 
   // The layout: one process per run (point), one thread per level of it, measurements of one
   // thread one after another in session order.
-  std::map<int64_t, size_t> run_of_pid;                          // pid -> first measurement of its run
-  std::map<std::pair<int64_t, int>, int64_t> tid_of_level;       // (pid, level) -> tid
-  std::map<std::pair<int64_t, int64_t>, double> thread_end;      // (pid, tid) -> end of its last measurement
+  std::map<int64_t, size_t> run_of_pid;                     // pid -> first measurement of its run
+  std::map<std::pair<int64_t, int>, int64_t> tid_of_level;  // (pid, level) -> tid
+  std::map<std::pair<int64_t, int64_t>, double>
+      thread_end;  // (pid, tid) -> end of its last measurement
   // The numbers are the session's.
   for (size_t i = 0; i < session.measurements.size(); ++i) {
     const Measurement& m = session.measurements[i];
@@ -275,29 +306,37 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
     const int64_t pid = slice.at("pid").get<int64_t>(), tid = slice.at("tid").get<int64_t>();
     if (!run_of_pid.count(pid)) {
       for (const auto& [other_pid, first] : run_of_pid) {
-        if (same_point(session.measurements[first], m)) p.add(who + ": its run is split over processes " + std::to_string(other_pid) + " and " + std::to_string(pid));
+        if (same_point(session.measurements[first], m))
+          p.add(who + ": its run is split over processes " + std::to_string(other_pid) + " and " +
+                std::to_string(pid));
       }
       run_of_pid[pid] = i;
       const std::string title = process_names.count(pid) ? process_names[pid] : std::string();
       if (title.empty()) {
         p.add(who + ": its process " + std::to_string(pid) + " has no name");
-      } else if (title.find(m.lesson) == std::string::npos || title.find(to_string(m.precision)) == std::string::npos ||
+      } else if (title.find(m.lesson) == std::string::npos ||
+                 title.find(to_string(m.precision)) == std::string::npos ||
                  title.find(to_string(m.cache)) == std::string::npos) {
-        p.add(who + ": its process is named '" + title + "', without its lesson, precision and cache");
+        p.add(who + ": its process is named '" + title +
+              "', without its lesson, precision and cache");
       }
     } else if (!same_point(session.measurements[run_of_pid[pid]], m)) {
       p.add(who + ": shares process " + std::to_string(pid) + " with another run");
     }
     const auto level_key = std::make_pair(pid, m.level);
-    if (tid_of_level.count(level_key) && tid_of_level[level_key] != tid) p.add(who + ": its level is on two threads");
+    if (tid_of_level.count(level_key) && tid_of_level[level_key] != tid)
+      p.add(who + ": its level is on two threads");
     for (const auto& [key, other_tid] : tid_of_level) {
-      if (key.first == pid && key.second != m.level && other_tid == tid) p.add(who + ": two levels share a thread");
+      if (key.first == pid && key.second != m.level && other_tid == tid)
+        p.add(who + ": two levels share a thread");
     }
     tid_of_level[level_key] = tid;
     const auto thread_key = std::make_pair(pid, tid);
-    const std::string thread = thread_names.count(thread_key) ? thread_names[thread_key] : std::string();
+    const std::string thread =
+        thread_names.count(thread_key) ? thread_names[thread_key] : std::string();
     if (thread.rfind("level " + std::to_string(m.level), 0) != 0) {
-      p.add(who + ": its thread is named '" + thread + "', not 'level " + std::to_string(m.level) + " ...'");
+      p.add(who + ": its thread is named '" + thread + "', not 'level " + std::to_string(m.level) +
+            " ...'");
     }
     if (thread_end.count(thread_key) && slice_ts <= thread_end[thread_key]) {
       p.add(who + ": does not start after the previous measurement of its level ends");
@@ -321,7 +360,8 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
       } else {
         const double expected = speedup(session.measurements[b], m);
         if (!is_num(args, "speedup_vs_level0") ||
-            std::fabs(args.at("speedup_vs_level0").get<double>() - expected) > 1e-12 * std::max(1.0, expected)) {
+            std::fabs(args.at("speedup_vs_level0").get<double>() - expected) >
+                1e-12 * std::max(1.0, expected)) {
           p.add(who + ": args.speedup_vs_level0 is not fl::speedup = " + std::to_string(expected));
         }
       }
@@ -341,27 +381,33 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
       for (const json* k : ks) {
         const json& ka = k->at("args");
         if (!is_int(ka, "record") || ka.at("record").get<int64_t>() < 0 ||
-            ka.at("record").get<size_t>() >= m.records.size() || !seen.insert(ka.at("record").get<int64_t>()).second) {
+            ka.at("record").get<size_t>() >= m.records.size() ||
+            !seen.insert(ka.at("record").get<int64_t>()).second) {
           p.add(who + ": a kernel event names no record, or one named twice");
           continue;
         }
         const KernelRecord& r = m.records[ka.at("record").get<size_t>()];
         const std::string kwho = who + " record " + ka.at("record").dump();
         if (ka.value("synthesized", true)) p.add(kwho + ": marked synthesized");
-        if (ka.value("kernel", std::string()) != r.kernel) p.add(kwho + ": args.kernel is not the record's full kernel name");
-        if (!same_us(k->at("dur").get<double>(), static_cast<double>(r.end_ns - r.start_ns) / 1000.0)) {
+        if (ka.value("kernel", std::string()) != r.kernel)
+          p.add(kwho + ": args.kernel is not the record's full kernel name");
+        if (!same_us(k->at("dur").get<double>(),
+                     static_cast<double>(r.end_ns - r.start_ns) / 1000.0)) {
           p.add(kwho + ": dur is not (end_ns - start_ns) in µs");
         }
-        if (!same_us(k->at("ts").get<double>() - slice_ts, static_cast<double>(r.start_ns - base) / 1000.0)) {
+        if (!same_us(k->at("ts").get<double>() - slice_ts,
+                     static_cast<double>(r.start_ns - base) / 1000.0)) {
           p.add(kwho + ": its offset in the measurement is not the recorded one in µs");
         }
-        if (ka.value("launch", -1) != r.launch || ka.value("correlation_id", -1LL) != r.correlation_id ||
+        if (ka.value("launch", -1) != r.launch ||
+            ka.value("correlation_id", -1LL) != r.correlation_id ||
             ka.value("stream", -1LL) != r.stream_id || ka.value("grid", json()) != json(r.grid) ||
             ka.value("block", json()) != json(r.block) ||
             ka.value("registers_per_thread", -1) != r.registers_per_thread ||
             ka.value("static_shared_bytes", -1) != r.static_shared_bytes ||
             ka.value("dynamic_shared_bytes", -1) != r.dynamic_shared_bytes) {
-          p.add(kwho + ": launch, correlation id, stream, grid, block, registers or shared memory differ");
+          p.add(kwho +
+                ": launch, correlation id, stream, grid, block, registers or shared memory differ");
         }
         check_kernel(kwho, *k, slice, m, counters, &p);
       }
@@ -381,12 +427,14 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
         const json& k = *ks[j];
         const std::string kwho = who + " synthesized kernel " + std::to_string(j);
         const LaunchResult& l = m.launches[timed[j]];
-        if (k.at("args").value("launch", -1) != static_cast<int>(timed[j])) p.add(kwho + ": not in launch order");
+        if (k.at("args").value("launch", -1) != static_cast<int>(timed[j]))
+          p.add(kwho + ": not in launch order");
         if (!k.at("args").value("synthesized", false)) p.add(kwho + ": not marked synthesized");
         if (std::fabs(k.at("dur").get<double>() - l.time_us.median) > 0.0005 + 1e-9) {
           p.add(kwho + ": dur is not the launch's median time in µs");
         }
-        if (!same_us(k.at("ts").get<double>(), at)) p.add(kwho + ": not back to back with the one before");
+        if (!same_us(k.at("ts").get<double>(), at))
+          p.add(kwho + ": not back to back with the one before");
         at = k.at("ts").get<double>() + k.at("dur").get<double>();
         check_kernel(kwho, k, slice, m, counters, &p);
       }

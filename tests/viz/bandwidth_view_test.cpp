@@ -11,8 +11,8 @@ TEST(BandwidthSeries, OneSeriesPerLevelPlusTheCopyReference) {
   std::vector<Measurement> history;
   for (int64_t size : {int64_t(1) << 20, int64_t(1) << 26}) {
     for (int level : {0, 1}) {
-      Measurement m = testing_support::recorded_measurement("gelu_scale", size, level,
-                                                            level == 0 ? 200 : 100);
+      Measurement m =
+          testing_support::recorded_measurement("gelu_scale", size, level, level == 0 ? 200 : 100);
       LaunchResult l;
       l.textbook.bytes_read = l.textbook.bytes_written = (level == 0 ? 2 : 1) * 1000000;
       m.launches.push_back(l);

@@ -76,8 +76,8 @@ TEST(CompareOverlay, TheLegendAvoidsTheData) {
   EXPECT_EQ(L.legend_corner, 1) << "top-right is the free corner";
   for (const auto& s : L.series) {
     for (const ImVec2& p : s.screen) {
-      const bool inside = p.x >= L.legend_min.x && p.x <= L.legend_max.x &&
-                          p.y >= L.legend_min.y && p.y <= L.legend_max.y;
+      const bool inside = p.x >= L.legend_min.x && p.x <= L.legend_max.x && p.y >= L.legend_min.y &&
+                          p.y <= L.legend_max.y;
       EXPECT_FALSE(inside) << s.label;
     }
   }
@@ -96,9 +96,9 @@ TEST(CompareOverlay, TheLegendAvoidsTheData) {
 SpeedupView crowded_view() {
   SpeedupView v = view_with_overlay();
   v.measured = {{1 << 10, 2.5}, {1 << 12, 2.5}, {1 << 14, 2.5}, {1 << 20, 2.1}, {1 << 26, 2.03}};
-  v.overlays[0].points = {{1 << 10, 6.3}, {1 << 12, 7.5}, {1 << 14, 6.4}, {1 << 16, 6.0},
-                          {1 << 18, 5.0}, {1 << 20, 3.5}, {1 << 22, 3.0}, {1 << 24, 2.1},
-                          {1 << 26, 2.0}};
+  v.overlays[0].points = {{1 << 10, 6.3}, {1 << 12, 7.5}, {1 << 14, 6.4},
+                          {1 << 16, 6.0}, {1 << 18, 5.0}, {1 << 20, 3.5},
+                          {1 << 22, 3.0}, {1 << 24, 2.1}, {1 << 26, 2.0}};
   v.reference = {{1 << 10, 1.7}, {1 << 20, 1.6}, {1 << 24, 1.9}};
   v.reference_label = "tutorial, V100 (published)";
   return v;
@@ -108,7 +108,8 @@ TEST(CompareOverlay, OnAShortCrowdedPlotTheLegendMovesAboveTheFrame) {
   const ImVec2 canvas_max(800, 300);
   PlotStyle style;
   style.font_size = 16;
-  const PlotLayout L = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, canvas_max, style);
+  const PlotLayout L =
+      layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, canvas_max, style);
   ASSERT_TRUE(L.legend_outside) << "every corner of the frame hides part of a curve";
   // Six entries: tutorial, compared, measured, its p20-p80 band, the byte-ratio limit, 1x.
   ASSERT_EQ(L.legend_entries.size(), 6u);
@@ -132,11 +133,13 @@ TEST(CompareOverlay, OnAShortCrowdedPlotTheLegendMovesAboveTheFrame) {
   EXPECT_GE(L.frame_max.y - L.frame_min.y, 4 * style.font_size) << "the plot keeps four lines";
 
   // The same data on a tall canvas has a free corner: the legend stays inside, in a box.
-  const PlotLayout tall = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(1800, 1000), style);
+  const PlotLayout tall =
+      layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(1800, 1000), style);
   EXPECT_FALSE(tall.legend_outside);
   EXPECT_TRUE(tall.legend_entries.empty());
   // And a canvas too short for a strip keeps the legend in its least-crowded corner.
-  const PlotLayout tiny = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(800, 140), style);
+  const PlotLayout tiny =
+      layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(800, 140), style);
   EXPECT_FALSE(tiny.legend_outside);
 }
 
@@ -181,14 +184,18 @@ TEST(CompareOverlay, BandwidthOverlayIsLighterDashedAndLabelledWithoutItsCopyCur
 }
 
 TEST(Caption, PiecesFillLinesInOrderAndNeverSplit) {
-  const std::vector<std::string> pieces = {"Fusion Lab", "NVIDIA H200 (recorded)",
+  const std::vector<std::string> pieces = {"Fusion Lab",
+                                           "NVIDIA H200 (recorded)",
                                            "gelu_scale, 64M elements = 256.0 MiB of fp32",
-                                           "", "level 1 of 1: fused", "fp32, cold L2",
+                                           "",
+                                           "level 1 of 1: fused",
+                                           "fp32, cold L2",
                                            "recorded 2026-11-22"};
   const auto width = [](const std::string& s) { return 8.0f * static_cast<float>(s.size()); };
   const CaptionLayout wide = layout_caption(pieces, 2000, 16, width);
   ASSERT_EQ(wide.lines.size(), 1u);
-  EXPECT_EQ(wide.lines[0].rfind("Fusion Lab" + std::string(kCaptionSeparator) + "NVIDIA H200", 0), 0u);
+  EXPECT_EQ(wide.lines[0].rfind("Fusion Lab" + std::string(kCaptionSeparator) + "NVIDIA H200", 0),
+            0u);
   const CaptionLayout narrow = layout_caption(pieces, 500, 16, width);
   ASSERT_GT(narrow.lines.size(), 1u);
   EXPECT_GT(narrow.height, wide.height);

@@ -22,7 +22,9 @@ using testing::lesson_level;
 const ImVec2 kMin(0, 0), kMax(800, 260);
 constexpr int64_t k16M = int64_t(1) << 24;  // 64 MiB of fp32: more than the H200's 60 MiB L2
 
-const Lesson& gelu_scale() { return *find_lesson("gelu_scale"); }
+const Lesson& gelu_scale() {
+  return *find_lesson("gelu_scale");
+}
 
 double total_bytes(const FlowInput& in) {
   double v = 0;
@@ -219,7 +221,8 @@ TEST(Flow, AFasterLevelFinishesSoonerOnLevelZerosClock) {
   const FlowLayout at_2s = layout_flow(fused, 2.0, kMin, kMax);  // 42.7 us on level 0's clock
   EXPECT_TRUE(at_2s.done) << "the fused kernel is done at half of level 0's run";
   EXPECT_NE(at_2s.status.find("level 0: 64.0"), std::string::npos) << at_2s.status;
-  const FlowLayout unfused_at_2s = layout_flow(flow_input(m0, &gelu_scale(), h200(), &m0), 2.0, kMin, kMax);
+  const FlowLayout unfused_at_2s =
+      layout_flow(flow_input(m0, &gelu_scale(), h200(), &m0), 2.0, kMin, kMax);
   EXPECT_EQ(unfused_at_2s.trip, 1) << "level 0 is still in its second launch";
 }
 
@@ -253,7 +256,8 @@ TEST(Flow, PlacesAreLabelledWithTheirCapacitiesAndHoverExplains) {
     EXPECT_LE(b.max.x, box.max.x);
     EXPECT_LE(b.max.y, box.max.y);
   }
-  const FlowHit l2 = flow_hit(l, middle(l.boxes[1].min, v2(l.boxes[1].max.x, l.boxes[1].min.y + 30)));
+  const FlowHit l2 =
+      flow_hit(l, middle(l.boxes[1].min, v2(l.boxes[1].max.x, l.boxes[1].min.y + 30)));
   EXPECT_EQ(l2.box, 1);
   EXPECT_NE(flow_readout(in, l, l2).find("60.0 MiB"), std::string::npos);
   const FlowHit sm = flow_hit(l, v2(l.boxes[2].min.x + 5, l.boxes[2].min.y + 5));

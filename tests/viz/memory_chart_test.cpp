@@ -27,8 +27,9 @@ TEST(MemoryChart, SavedBytesIsLevelZeroMinusTheShownLevel) {
   EXPECT_DOUBLE_EQ(in.saved_textbook_bytes, 128.0 * kMiB);
   ASSERT_TRUE(in.saved_dram_known);
   const auto d0 = *m0.counters_total(), d1 = *m1.counters_total();
-  EXPECT_DOUBLE_EQ(in.saved_dram_bytes, static_cast<double>(d0.dram_read_bytes + d0.dram_write_bytes -
-                                                            d1.dram_read_bytes - d1.dram_write_bytes));
+  EXPECT_DOUBLE_EQ(in.saved_dram_bytes,
+                   static_cast<double>(d0.dram_read_bytes + d0.dram_write_bytes -
+                                       d1.dram_read_bytes - d1.dram_write_bytes));
   ASSERT_EQ(in.groups.size(), 2u);  // the launch and the total
   EXPECT_EQ(in.total().kernel, "total");
   EXPECT_TRUE(in.counters);
@@ -61,7 +62,8 @@ TEST(MemoryChart, GroupedBarsPerLaunchAndTotalAreProportionalToBytes) {
   EXPECT_GE(layout.axis_max_bytes, 384.0 * kMiB);
   const float frame_h = layout.frame_max.y - layout.frame_min.y;
   for (const auto& b : layout.bars) {
-    EXPECT_NEAR(b.max.y - b.min.y, static_cast<float>(b.bytes / layout.axis_max_bytes) * frame_h, 0.01f);
+    EXPECT_NEAR(b.max.y - b.min.y, static_cast<float>(b.bytes / layout.axis_max_bytes) * frame_h,
+                0.01f);
   }
   // gelu's textbook bar: 64 MiB read below 64 MiB written.
   const MemoryBarRect& gelu = layout.bars[0];
@@ -69,7 +71,8 @@ TEST(MemoryChart, GroupedBarsPerLaunchAndTotalAreProportionalToBytes) {
   EXPECT_DOUBLE_EQ(gelu.bytes, 128.0 * kMiB);
   EXPECT_NEAR(gelu.max.y - gelu.split_y, gelu.split_y - gelu.min.y, 0.01f);
   // The total's textbook bar is twice gelu's.
-  EXPECT_NEAR((layout.bars[6].max.y - layout.bars[6].min.y) / (gelu.max.y - gelu.min.y), 2.0f, 1e-3f);
+  EXPECT_NEAR((layout.bars[6].max.y - layout.bars[6].min.y) / (gelu.max.y - gelu.min.y), 2.0f,
+              1e-3f);
   // Groups left to right, each labelled; every tick label has the unit.
   ASSERT_EQ(layout.group_labels.size(), 3u);
   EXPECT_EQ(layout.group_labels[2].second, "total");
@@ -93,7 +96,8 @@ TEST(MemoryChart, WithoutCountersOnlyTextbookBarsAndTheReason) {
   const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1200, 260));
   EXPECT_EQ(layout.bars.size(), 2u) << "launch + total, textbook only";
   EXPECT_EQ(layout.legend.size(), 1u);
-  EXPECT_NE(layout.counters_note.find("ERR_NVGPUCTRPERM"), std::string::npos) << layout.counters_note;
+  EXPECT_NE(layout.counters_note.find("ERR_NVGPUCTRPERM"), std::string::npos)
+      << layout.counters_note;
 }
 
 TEST(MemoryChart, TheBadgeSaysWhetherTheOutputIsCorrect) {

@@ -148,7 +148,8 @@ TEST(ReadablePlots, TheFlowViewDrawsLevelZeroAndTheLevelAsTwoLanesOnOneAxis) {
   ASSERT_EQ(L.level0_strip.size(), l0.launches.size());
   ASSERT_EQ(L.strip.size(), lt.launches.size());
   EXPECT_LT(L.level0_strip_max.y, L.strip_min.y + 0.5f) << "level 0's lane above this level's";
-  EXPECT_FLOAT_EQ(L.level0_strip_min.x, L.strip_min.x) << "one time axis: both lanes start together";
+  EXPECT_FLOAT_EQ(L.level0_strip_min.x, L.strip_min.x)
+      << "one time axis: both lanes start together";
   // Level 0 takes longer, so its lane reaches further right on the shared axis.
   EXPECT_GT(L.level0_strip.back().x1, L.strip.back().x1);
   // The top level stages rows in shared memory: the SM box draws it and the text says so.

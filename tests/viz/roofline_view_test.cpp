@@ -40,13 +40,15 @@ TEST(Roofline, PointsAreFlopsOverBytesAndFlopsOverTime) {
     EXPECT_DOUBLE_EQ(in.points[i].intensity, flops / m.textbook_bytes());
     EXPECT_DOUBLE_EQ(in.points[i].gflops, flops / (m.chain_time_us.median * 1e3));
   }
-  EXPECT_DOUBLE_EQ(in.points[1].intensity / in.points[0].intensity, 2.0) << "same FLOPs, half the bytes";
+  EXPECT_DOUBLE_EQ(in.points[1].intensity / in.points[0].intensity, 2.0)
+      << "same FLOPs, half the bytes";
   EXPECT_EQ(in.highlighted, 1);
 }
 
 TEST(Roofline, MemoryBoundPointsSitOnTheBandwidthRoof) {
   // Same FLOPs, half the bytes, half the time: intensity and rate both double.
-  const auto in = roofline_input({level(0, 9e6, 16000000, 4.0), level(1, 9e6, 8000000, 2.0)}, 4000, 1);
+  const auto in =
+      roofline_input({level(0, 9e6, 16000000, 4.0), level(1, 9e6, 8000000, 2.0)}, 4000, 1);
   ASSERT_EQ(in.points.size(), 2u);
   EXPECT_DOUBLE_EQ(in.points[0].gflops, 9e6 / 4e3);  // 9e6 FLOP in 4 us
   EXPECT_DOUBLE_EQ(in.points[1].gflops, 2 * in.points[0].gflops);
@@ -56,7 +58,8 @@ TEST(Roofline, MemoryBoundPointsSitOnTheBandwidthRoof) {
   EXPECT_LT(layout.points[1].y, layout.points[0].y) << "... and up";
   ASSERT_TRUE(layout.roof_visible);
   // Both points (16e6 B in 4 us = 4000 GB/s) sit exactly on the 4000 GB/s roof.
-  const float slope = (layout.roof_to.y - layout.roof_from.y) / (layout.roof_to.x - layout.roof_from.x);
+  const float slope =
+      (layout.roof_to.y - layout.roof_from.y) / (layout.roof_to.x - layout.roof_from.x);
   for (const ImVec2& p : layout.points) {
     EXPECT_NEAR(layout.roof_from.y + slope * (p.x - layout.roof_from.x), p.y, 0.5f);
   }
@@ -87,7 +90,8 @@ TEST(Roofline, AKnownComputeRoofBendsTheRoofAtTheRidge) {
 }
 
 TEST(Roofline, LabelsOfNearbyPointsDoNotOverlap) {
-  const auto in = roofline_input({level(0, 9e6, 16000000, 4.0), level(1, 9e6, 15000000, 3.8)}, 4000, 1);
+  const auto in =
+      roofline_input({level(0, 9e6, 16000000, 4.0), level(1, 9e6, 15000000, 3.8)}, 4000, 1);
   const auto layout = layout_roofline(in, ImVec2(0, 0), ImVec2(700, 300));
   ASSERT_EQ(layout.point_label_pos.size(), 2u);
   const float dy = std::fabs(layout.point_label_pos[0].y - layout.point_label_pos[1].y);
@@ -96,7 +100,8 @@ TEST(Roofline, LabelsOfNearbyPointsDoNotOverlap) {
 }
 
 TEST(Roofline, NoPointForAWrongKernelOrNoTime) {
-  const auto in = roofline_input({level(0, 1e6, 1000, 1.0, false), level(1, 1e6, 1000, 0.0)}, 1000, 1);
+  const auto in =
+      roofline_input({level(0, 1e6, 1000, 1.0, false), level(1, 1e6, 1000, 0.0)}, 1000, 1);
   EXPECT_TRUE(in.points.empty());
   EXPECT_TRUE(layout_roofline(in, ImVec2(0, 0), ImVec2(100, 100)).points.empty());
 }

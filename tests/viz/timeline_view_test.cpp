@@ -37,7 +37,8 @@ TEST(Timeline, OneBarPerLaunchInOrderWithTheGapsBetween) {
   }
   EXPECT_TRUE(layout.gaps[0].label_visible);
   // Bars are as long as their launches, on one scale.
-  const float px_per_us = (layout.frame_max.x - layout.frame_min.x) / static_cast<float>(layout.span_us);
+  const float px_per_us =
+      (layout.frame_max.x - layout.frame_min.x) / static_cast<float>(layout.span_us);
   EXPECT_NEAR(layout.bars[0].max.x - layout.bars[0].min.x, 10 * px_per_us, 0.01f);
   EXPECT_GE(layout.ticks.size(), 3u);
   EXPECT_EQ(layout.ticks[0].label, "0 \xC2\xB5s");
@@ -47,7 +48,8 @@ TEST(Timeline, OneBarPerLaunchInOrderWithTheGapsBetween) {
   const ImVec2 in_last = middle(layout.bars.back().min, layout.bars.back().max);
   EXPECT_EQ(timeline_hit(layout, in_first), 0);
   EXPECT_EQ(timeline_hit(layout, in_last), static_cast<int>(n - 1));
-  EXPECT_EQ(timeline_gap_hit(layout, v2(0.5f * (layout.gaps[0].x0 + layout.gaps[0].x1), in_first.y)), 0);
+  EXPECT_EQ(
+      timeline_gap_hit(layout, v2(0.5f * (layout.gaps[0].x0 + layout.gaps[0].x1), in_first.y)), 0);
 }
 
 TEST(Timeline, TheFusionSliderChangesTheLaunchCount) {
@@ -71,10 +73,10 @@ TEST(Timeline, HoverShowsNameGridBlockDurationAndBytes) {
   EXPECT_EQ(in.launches[1].kernel, "scale");
   EXPECT_EQ(in.launches[1].shared_bytes, 1024);
   const std::string r = timeline_readout(in, 1);
-  for (const char* expected : {"scale", "elementwise_kernel<float, scale>", "launch 2 of 2",
-                               "30.0 \xC2\xB5s", "grid 65536 x 1 x 1", "block 256 x 1 x 1",
-                               "19 registers", "1.0 KiB shared", "textbook bytes: 128.0 MiB",
-                               "DRAM bytes (measured): 128.0 MiB"}) {
+  for (const char* expected :
+       {"scale", "elementwise_kernel<float, scale>", "launch 2 of 2", "30.0 \xC2\xB5s",
+        "grid 65536 x 1 x 1", "block 256 x 1 x 1", "19 registers", "1.0 KiB shared",
+        "textbook bytes: 128.0 MiB", "DRAM bytes (measured): 128.0 MiB"}) {
     EXPECT_NE(r.find(expected), std::string::npos) << expected << " in:\n" << r;
   }
   const auto layout = layout_timeline(in, ImVec2(0, 0), ImVec2(800, 140));

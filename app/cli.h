@@ -14,20 +14,21 @@ namespace fl {
 // Exit statuses of every command (README "The command line", `fusionlab --help`).
 constexpr int kExitOk = 0;       // success
 constexpr int kExitFailure = 1;  // a runtime failure: a file, the GPU, a measurement
-constexpr int kExitUsage = 2;    // a usage error: an unknown option, a bad value, a missing argument
+constexpr int kExitUsage = 2;  // a usage error: an unknown option, a bad value, a missing argument
 
 struct BenchOptions {
   std::string lessons = "gelu_scale";  // comma-separated ids
   std::string sizes = "1K,1M,16M";
-  std::string levels = "all";          // "all" or comma-separated level numbers
+  std::string levels = "all";  // "all" or comma-separated level numbers
   std::string precision = "fp32";
   std::string cache = "cold";
   int min_repetitions = 50;
   double seconds_per_level = 0.2;
-  std::string out_session;  // --out
-  std::string out_csv;      // --csv
-  bool no_counters = false;     // --no-counters: timing only, no CUPTI range profiler
-  bool allow_tf32 = false;      // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
+  std::string out_session;   // --out
+  std::string out_csv;       // --csv
+  bool no_counters = false;  // --no-counters: timing only, no CUPTI range profiler
+  bool allow_tf32 = false;   // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
+  std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
   // Diagnostics (hidden options, for checking the measurement itself):
   bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
   std::string timer = "cupti";  // --timer cupti|events

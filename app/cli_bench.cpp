@@ -22,6 +22,7 @@
 #include "app/measure/export.h"
 #include "app/measure/file_io.h"
 #include "app/measure/live_backend.h"
+#include "app/measure/peers.h"
 #include "app/measure/session_json.h"
 #include "app/measure/sizes.h"
 #include "kernels/blas.h"
@@ -51,12 +52,16 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+double percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0;
+}
 // Signed difference of `measured` from `reference`, in percent.
 double deviation(double measured, double reference) {
   return reference > 0 ? 100.0 * (measured - reference) / reference : 0;
 }
-double megabytes(double bytes) { return bytes * 1e-6; }
+double megabytes(double bytes) {
+  return bytes * 1e-6;
+}
 
 // ---- the options, checked before any GPU or file work --------------------------------------
 
@@ -80,7 +85,8 @@ Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
   for (const std::string& id : ids) {
     const Lesson* lesson = find_lesson(id);
     if (lesson == nullptr) {
-      return Status::Error("unknown lesson '" + shorten_for_message(id) + "' (see `fusionlab lessons`)");
+      return Status::Error("unknown lesson '" + shorten_for_message(id) +
+                           "' (see `fusionlab lessons`)");
     }
     out->push_back(lesson);
   }
@@ -94,7 +100,8 @@ Status parse_levels(const std::string& list, std::vector<int>* out) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) {
-      return Status::Error("--levels takes 'all' or numbers like 0,1; got '" + shorten_for_message(list) + "'");
+      return Status::Error("--levels takes 'all' or numbers like 0,1; got '" +
+                           shorten_for_message(list) + "'");
     }
     out->push_back(static_cast<int>(v));
   }
@@ -107,13 +114,14 @@ Status check_levels_and_sizes(const BenchPlan& plan) {
     const LessonInfo& info = lesson->info();
     for (int level : plan.levels) {
       if (level >= lesson->level_count()) {
-        return Status::Error(info.id + " has levels 0.." + std::to_string(lesson->level_count() - 1));
+        return Status::Error(info.id + " has levels 0.." +
+                             std::to_string(lesson->level_count() - 1));
       }
     }
     for (int64_t n : plan.sizes) {
       if (n > info.size_axis.max) {
-        return Status::Error(info.id + " takes at most " + std::to_string(info.size_axis.max) + " " +
-                             info.size_axis.unit + "; got " + std::to_string(n));
+        return Status::Error(info.id + " takes at most " + std::to_string(info.size_axis.max) +
+                             " " + info.size_axis.unit + "; got " + std::to_string(n));
       }
     }
   }
@@ -162,7 +170,8 @@ int prepare_outputs(const BenchOptions& o, BenchOutputs* out) {
   }
   for (const std::string* path : {&o.out_session, &o.out_csv}) {
     if (path->empty() || is_stdout_name(*path)) continue;
-    if (Status st = check_output_file(*path, /*replace_existing=*/true); !st.ok()) return fail(st.message());
+    if (Status st = check_output_file(*path, /*replace_existing=*/true); !st.ok())
+      return fail(st.message());
   }
   if (out->session_to_stdout || out->csv_to_stdout) {
     std::fflush(stdout);
@@ -191,22 +200,24 @@ int write_output(const BenchOutputs& out, bool to_stdout, const std::string& pat
                  const std::function<std::string()>& text, const std::function<Status()>& save) {
   const Status st = to_stdout ? write_to_data_fd(out, text()) : save();
   if (!st.ok()) return fail(st.message());
-  std::fprintf(stderr, "wrote %s\n", to_stdout ? (std::string("the ") + what + " to standard output").c_str()
-                                               : shorten_for_message(path, kShownPathChars).c_str());
+  std::fprintf(stderr, "wrote %s\n",
+               to_stdout ? (std::string("the ") + what + " to standard output").c_str()
+                         : shorten_for_message(path, kShownPathChars).c_str());
   return kExitOk;
 }
 
 int write_outputs(const Session& session, const BenchOptions& o, const BenchOutputs& out) {
   if (!o.out_session.empty()) {
-    const int code = write_output(out, out.session_to_stdout, o.out_session, "session",
-                                  [&] { return session_to_json(session); },
-                                  [&] { return save_session(session, o.out_session); });
+    const int code = write_output(
+        out, out.session_to_stdout, o.out_session, "session",
+        [&] { return session_to_json(session); },
+        [&] { return save_session(session, o.out_session); });
     if (code != kExitOk) return code;
   }
   if (!o.out_csv.empty()) {
-    return write_output(out, out.csv_to_stdout, o.out_csv, "CSV",
-                        [&] { return measurements_csv(session); },
-                        [&] { return export_csv(session, o.out_csv); });
+    return write_output(
+        out, out.csv_to_stdout, o.out_csv, "CSV", [&] { return measurements_csv(session); },
+        [&] { return export_csv(session, o.out_csv); });
   }
   return kExitOk;
 }
@@ -229,26 +240,28 @@ LiveOptions live_options(const BenchOptions& o, const BenchPlan& plan) {
 // The GPU, the roof and how the run times and counts: the table's preamble.
 void print_setup(LiveBackend& backend, const BenchOptions& o, const BenchPlan& plan) {
   const DeviceFacts& d = backend.device();
-  std::printf("GPU: %s, compute capability %d.%d, %d SMs, %s L2, %s memory, driver %d.%d, "
-              "CUDA runtime %d.%d\n",
-              d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes).c_str(),
-              format_bytes(d.memory_bytes).c_str(), d.driver_version / 1000,
-              (d.driver_version % 1000) / 10, d.runtime_version / 1000,
-              (d.runtime_version % 1000) / 10);
+  std::printf(
+      "GPU: %s, compute capability %d.%d, %d SMs, %s L2, %s memory, driver %d.%d, "
+      "CUDA runtime %d.%d\n",
+      d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, format_bytes(d.l2_bytes).c_str(),
+      format_bytes(d.memory_bytes).c_str(), d.driver_version / 1000, (d.driver_version % 1000) / 10,
+      d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
   std::printf("roof: copy bandwidth over 1 GiB, cold L2: %.0f GB/s (bytes read + written)\n",
               d.roof_gbps);
   if (std::string(backend.timing_method()) == "cupti_activity") {
-    std::printf("timing: CUPTI activity records; a launch is its kernel's end - start, a chain the "
-                "first launch's start to the last one's end\n");
+    std::printf(
+        "timing: CUPTI activity records; a launch is its kernel's end - start, a chain the "
+        "first launch's start to the last one's end\n");
   } else {
     std::printf("timing: CUDA events around every launch%s%s\n",
                 backend.timing_note().empty() ? "" : ": ", backend.timing_note().c_str());
   }
   if (backend.counters_available()) {
-    std::printf("counters: CUPTI range profiler on %s, %d pass%s, one auto range per kernel, %s "
-                "replay, run after the timing in the same cache mode\n",
-                backend.counter_chip().c_str(), backend.counter_passes(),
-                backend.counter_passes() == 1 ? "" : "es", to_string(plan.replay));
+    std::printf(
+        "counters: CUPTI range profiler on %s, %d pass%s, one auto range per kernel, %s "
+        "replay, run after the timing in the same cache mode\n",
+        backend.counter_chip().c_str(), backend.counter_passes(),
+        backend.counter_passes() == 1 ? "" : "es", to_string(plan.replay));
   } else if (o.no_counters) {
     std::printf("counters: off (--no-counters)\n");
   } else {
@@ -298,8 +311,8 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
 
 void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_repetitions) {
   const LessonInfo& info = run.lesson->info();
-  std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n",
-              info.id.c_str(), info.formula.c_str(), to_string(plan.precision), to_string(plan.cache),
+  std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n", info.id.c_str(),
+              info.formula.c_str(), to_string(plan.precision), to_string(plan.cache),
               min_repetitions, run.cupti_timing ? "CUPTI activity records" : "CUDA events");
   if (info.size_axis.inner_default > 0) {
     std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
@@ -321,26 +334,28 @@ bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResul
   double worst_error = 0;
   bool all_correct = true;
   for (const Measurement& m : r.measurements) {
-    if (m.check.passed) std::printf(" %11.2f", m.chain_time_us.median);
-    else std::printf(" %11s", "WRONG");
+    if (m.check.passed)
+      std::printf(" %11.2f", m.chain_time_us.median);
+    else
+      std::printf(" %11s", "WRONG");
     worst_error = std::max(worst_error, m.check.rel_l2_error);
     all_correct = all_correct && m.check.passed;
   }
   const Measurement& first = r.measurements.front();
   const Measurement& top = r.measurements.back();
-  const double limit = top.textbook_bytes() > 0
-                           ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
+  const double limit =
+      top.textbook_bytes() > 0 ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
   std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
-              top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps),
-              worst_error, all_correct ? "" : "  FAILED CHECK");
+              top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps), worst_error,
+              all_correct ? "" : "  FAILED CHECK");
   return all_correct;
 }
 
 void print_launch(const Measurement& m, const LaunchResult& l) {
   const double gbps = l.time_us.median > 0 ? l.textbook.bytes() / (l.time_us.median * 1e3) : 0;
   std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)",
-              format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(),
-              l.time_us.median, gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
+              format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(), l.time_us.median,
+              gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
   if (l.event_time_us.count > 0) {
     std::printf("  events %.2f us (CUPTI %+.1f%%)", l.event_time_us.median,
                 deviation(l.time_us.median, l.event_time_us.median));
@@ -356,18 +371,20 @@ void print_launch(const Measurement& m, const LaunchResult& l) {
 
 // Per launch: time, GB/s, % of copy and the counted bytes; then the chain's bytes.
 void print_launches(const std::vector<Measurement>& details, bool counters) {
-  std::printf("  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same bytes%s\n",
-              counters ? "; DRAM read / write and L2 bytes from the counters, next to the "
-                         "textbook bytes (MB = 10^6 bytes)"
-                       : "");
+  std::printf(
+      "  per launch: median us, GB/s on textbook bytes, %% of copy bandwidth moving the same "
+      "bytes%s\n",
+      counters ? "; DRAM read / write and L2 bytes from the counters, next to the "
+                 "textbook bytes (MB = 10^6 bytes)"
+               : "");
   for (const Measurement& m : details) {
     for (const LaunchResult& l : m.launches) print_launch(m, l);
     if (const auto total = m.counters_total()) {
       const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
-      std::printf("  %10s  level %d chain: DRAM rd+wr %.2f MB vs textbook %.2f MB (%+.1f%%), L2 %.2f MB\n",
-                  format_size(m.size).c_str(), m.level, megabytes(dram),
-                  megabytes(m.textbook_bytes()), deviation(dram, m.textbook_bytes()),
-                  megabytes(total->l2_bytes));
+      std::printf(
+          "  %10s  level %d chain: DRAM rd+wr %.2f MB vs textbook %.2f MB (%+.1f%%), L2 %.2f MB\n",
+          format_size(m.size).c_str(), m.level, megabytes(dram), megabytes(m.textbook_bytes()),
+          deviation(dram, m.textbook_bytes()), megabytes(total->l2_bytes));
     } else if (m.counters_status != CountersStatus::not_measured && !m.counters_note.empty()) {
       std::printf("  %10s  level %d counters %s: %s\n", format_size(m.size).c_str(), m.level,
                   to_string(m.counters_status), m.counters_note.c_str());
@@ -387,21 +404,23 @@ void print_notes(LiveBackend& backend, const LessonRun& run, const BenchOptions&
     }
   }
   if (backend.order_matched_repetitions() > 0) {
-    std::printf("  note: %lld repetitions' kernel records were matched to launches by order "
-                "(CUPTI delivered no external correlation records)\n",
-                static_cast<long long>(backend.order_matched_repetitions()));
+    std::printf(
+        "  note: %lld repetitions' kernel records were matched to launches by order "
+        "(CUPTI delivered no external correlation records)\n",
+        static_cast<long long>(backend.order_matched_repetitions()));
   }
   if (o.compare_timers && run.cupti_timing) {
     KernelTracer* tracer = nullptr;
     if (KernelTracer::instance(&tracer).ok()) {
       const TracerStats t = tracer->stats();
-      std::printf("  CUPTI so far: %llu kernel, %llu API and %llu external correlation records, "
-                  "%llu dropped; %llu runtime calls could not be untraced\n",
-                  static_cast<unsigned long long>(t.kernel_records),
-                  static_cast<unsigned long long>(t.api_records),
-                  static_cast<unsigned long long>(t.external_correlation_records),
-                  static_cast<unsigned long long>(t.dropped_records),
-                  static_cast<unsigned long long>(t.apis_left_traced));
+      std::printf(
+          "  CUPTI so far: %llu kernel, %llu API and %llu external correlation records, "
+          "%llu dropped; %llu runtime calls could not be untraced\n",
+          static_cast<unsigned long long>(t.kernel_records),
+          static_cast<unsigned long long>(t.api_records),
+          static_cast<unsigned long long>(t.external_correlation_records),
+          static_cast<unsigned long long>(t.dropped_records),
+          static_cast<unsigned long long>(t.apis_left_traced));
     }
   }
   if (!counter_ms.empty()) {
@@ -424,13 +443,16 @@ void print_fidelity(CacheMode cache, const std::vector<Measurement>& details) {
       char events[32] = "-", diff[32] = "-", rd[32] = "-", wr[32] = "-", chain[32] = "";
       if (l.event_time_us.count > 0) {
         std::snprintf(events, sizeof(events), "%.2f", l.event_time_us.median);
-        std::snprintf(diff, sizeof(diff), "%+.1f%%", deviation(l.time_us.median, l.event_time_us.median));
+        std::snprintf(diff, sizeof(diff), "%+.1f%%",
+                      deviation(l.time_us.median, l.event_time_us.median));
       }
       if (l.counters && l.textbook.bytes_read > 0) {
-        std::snprintf(rd, sizeof(rd), "%+.1f%%", deviation(l.counters->dram_read_bytes, l.textbook.bytes_read));
+        std::snprintf(rd, sizeof(rd), "%+.1f%%",
+                      deviation(l.counters->dram_read_bytes, l.textbook.bytes_read));
       }
       if (l.counters && l.textbook.bytes_written > 0) {
-        std::snprintf(wr, sizeof(wr), "%+.1f%%", deviation(l.counters->dram_write_bytes, l.textbook.bytes_written));
+        std::snprintf(wr, sizeof(wr), "%+.1f%%",
+                      deviation(l.counters->dram_write_bytes, l.textbook.bytes_written));
       }
       if (k + 1 == m.launches.size() && total) {
         std::snprintf(chain, sizeof(chain), "%+.1f%%",
@@ -438,8 +460,42 @@ void print_fidelity(CacheMode cache, const std::vector<Measurement>& details) {
                                 m.textbook_bytes()));
       }
       std::printf("  %10s %5d %-18s %10.2f %10s %7s %8s %8s %11s\n", format_size(m.size).c_str(),
-                  m.level, l.textbook.kernel.c_str(), l.time_us.median, events, diff, rd, wr, chain);
+                  m.level, l.textbook.kernel.c_str(), l.time_us.median, events, diff, rd, wr,
+                  chain);
     }
+  }
+}
+
+// Under a lesson's table, with --peers: PyTorch's median at each size the peer file has, and
+// how our top level compares with torch.compile (its time over ours: above 1.00x we are faster).
+void print_peers(const LessonRun& run, const BenchPlan& plan, const PeerFile& peers,
+                 const std::vector<std::pair<int64_t, double>>& tops) {
+  const auto series = peers.find(run.lesson->info().id, plan.precision);
+  if (series.empty()) return;
+  std::printf("versus PyTorch (%s, PyTorch %s, cold L2%s)\n", peers.recorded_on().c_str(),
+              peers.torch_version.c_str(),
+              plan.cache == CacheMode::cold ? "" : "; these rows are warm L2");
+  std::printf("%10s %11s", "size", "ours top us");
+  const PeerSeries* compile = nullptr;
+  for (const PeerSeries* s : series) {
+    std::printf(" %14s", (s->peer + " us").c_str());
+    if (s->peer == "compile") compile = s;
+  }
+  std::printf(" %11s\n", compile ? "vs compile" : "");
+  for (const auto& [size, ours] : tops) {
+    std::printf("%10s %11.2f", format_size(size).c_str(), ours);
+    for (const PeerSeries* s : series) {
+      const double t = peer_median_at(*s, size);
+      if (t > 0)
+        std::printf(" %14.2f", t);
+      else
+        std::printf(" %14s", "-");
+    }
+    const double c = compile ? peer_median_at(*compile, size) : 0;
+    if (c > 0 && ours > 0)
+      std::printf(" %10.2fx\n", c / ours);
+    else
+      std::printf(" %11s\n", "-");
   }
 }
 
@@ -448,11 +504,12 @@ void print_fidelity(CacheMode cache, const std::vector<Measurement>& details) {
 // Measures every size of one lesson, printing its table as the rows arrive, then the per-launch
 // details. The measurements join the session; returns how many sizes failed or were wrong.
 int bench_lesson(LiveBackend& backend, const LessonRun& run, const BenchPlan& plan,
-                 const BenchOptions& o, Session* session) {
+                 const BenchOptions& o, const PeerFile* peers, Session* session) {
   print_lesson_header(run, plan, std::max(1, o.min_repetitions));
   int failures = 0;
   std::vector<Measurement> details;
   std::vector<std::pair<int64_t, double>> counter_ms;  // size, wall time of its counter phase
+  std::vector<std::pair<int64_t, double>> tops;        // size, the top level's median
   for (int64_t n : plan.sizes) {
     std::fprintf(stderr, "  %s %s...\n", run.lesson->info().id.c_str(), format_size(n).c_str());
     SizeResult r = measure_size(backend, run, plan, n);
@@ -463,11 +520,14 @@ int bench_lesson(LiveBackend& backend, const LessonRun& run, const BenchPlan& pl
       continue;
     }
     if (!print_size_row(run, plan, r)) ++failures;
+    const Measurement& top = r.measurements.back();
+    if (top.check.passed) tops.emplace_back(n, top.chain_time_us.median);
     for (Measurement& m : r.measurements) {
       details.push_back(m);
       session->measurements.push_back(std::move(m));
     }
   }
+  if (peers != nullptr) print_peers(run, plan, *peers, tops);
   print_launches(details, run.counters);
   print_notes(backend, run, o, details, counter_ms);
   if (o.compare_timers) print_fidelity(plan.cache, details);
@@ -481,6 +541,10 @@ int run_bench(const BenchOptions& o) {
   if (Status st = plan_bench(o, &plan); !st.ok()) return usage(st.message());
   BenchOutputs outputs;
   if (const int code = prepare_outputs(o, &outputs); code != kExitOk) return code;
+  PeerFile peers;  // read before any GPU work: a bad file is refused at once
+  if (!o.peers.empty()) {
+    if (Status st = load_peer_file(o.peers, &peers); !st.ok()) return fail(st.message());
+  }
 
   // Before any workspace plans its GEMMs: the math mode is fixed per plan.
   blas::set_allow_tf32(o.allow_tf32);
@@ -510,13 +574,14 @@ int run_bench(const BenchOptions& o) {
     }
     run.cupti_timing = cupti_timing;
     run.counters = counters;
-    failures += bench_lesson(*backend, run, plan, o, &session);
+    failures += bench_lesson(*backend, run, plan, o, o.peers.empty() ? nullptr : &peers, &session);
   }
   session.device = backend->device();
 
   if (const int code = write_outputs(session, o, outputs); code != kExitOk) return code;
   if (failures > 0) {
-    std::fprintf(stderr, "fusionlab bench: %d measurement(s) failed or gave wrong results\n", failures);
+    std::fprintf(stderr, "fusionlab bench: %d measurement(s) failed or gave wrong results\n",
+                 failures);
     return 1;
   }
   return 0;
@@ -526,19 +591,22 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
   bench->add_flag("--no-counters", o->no_counters,
                   "Timing only: skip the DRAM/L2 counter phase (CUPTI range profiler)");
   // Diagnostics of the measurement itself, hidden from --help.
-  bench->add_flag("--compare-timers", o->compare_timers,
-                  "Also time the CUPTI-timed launches with CUDA events and print both")
+  bench
+      ->add_flag("--compare-timers", o->compare_timers,
+                 "Also time the CUPTI-timed launches with CUDA events and print both")
       ->group("");
   bench->add_option("--timer", o->timer, "cupti (default) or events")->group("");
   bench->add_option("--counter-replay", o->counter_replay, "user (default) or kernel")->group("");
   bench->add_flag("--allow-tf32", o->allow_tf32,
                   "fp32 GEMMs (lessons 6-8) may use TF32 tensor cores (10-bit mantissas); off by "
                   "default so fp32 means fp32");
-  bench->add_flag("--fresh-profiler", o->fresh_profiler,
-                  "Enable the range profiler for each counter phase instead of once")
+  bench
+      ->add_flag("--fresh-profiler", o->fresh_profiler,
+                 "Enable the range profiler for each counter phase instead of once")
       ->group("");
-  bench->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
-                  "CUPTI traces every CUDA runtime call, not only the launches")
+  bench
+      ->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
+                 "CUPTI traces every CUDA runtime call, not only the launches")
       ->group("");
 }
 

@@ -15,7 +15,9 @@
 #endif
 
 namespace fl {
-std::string app_version() { return FUSIONLAB_VERSION; }
+std::string app_version() {
+  return FUSIONLAB_VERSION;
+}
 }  // namespace fl
 
 namespace {
@@ -47,7 +49,8 @@ void add_top_options(CLI::App& app, TopOptions* o) {
                "Start as on a machine without a GPU, even if one is present: the window replays "
                "the recording shipped in assets/recordings");
   app.add_option("--lesson", o->lesson, "Open the window on this lesson (see `fusionlab lessons`)");
-  app.add_option("--level", o->level, "Start the fusion slider at this level (default: fully fused)");
+  app.add_option("--level", o->level,
+                 "Start the fusion slider at this level (default: fully fused)");
   app.add_flag("--sweep", o->sweep,
                "With --screenshot: sweep every size first, so the whole speedup curve is drawn");
   app.add_option("--script", o->script_path,
@@ -76,7 +79,8 @@ void add_window_options(CLI::App& app, fl::GuiOptions* window) {
       ->type_name("WxH");
   app.add_option("--scale", window->scale,
                  "Multiply the monitor's content scale (fonts, spacing, lines) by F")
-      ->check(CLI::Range(fl::gui::kMinScale, fl::gui::kMaxScale))->type_name("F");
+      ->check(CLI::Range(fl::gui::kMinScale, fl::gui::kMaxScale))
+      ->type_name("F");
   app.add_flag("--reset-settings", window->reset_settings,
                "Forget the remembered window size, place, lesson, view and panel sizes");
   app.add_flag("--use-settings", window->use_settings,
@@ -85,11 +89,16 @@ void add_window_options(CLI::App& app, fl::GuiOptions* window) {
                  "A teacher's copies of the lesson texts (<lesson id>.md) that replace the shipped "
                  "ones (default: $XDG_DATA_HOME/fusionlab/lessons, not for --screenshot/--script)")
       ->type_name("DIR");
+  app.add_option("--peers", window->peers_path,
+                 "A PyTorch peer file (scripts/peers.py) for the speedup plot (default: the one "
+                 "shipped beside the recordings)")
+      ->type_name("PEERS.json");
 }
 #endif
 
 void add_view_and_recording_options(CLI::App& app, TopOptions* o) {
-  app.add_option("--view", o->view, "The view shown first: speedup, bandwidth, flow, timeline, memory or roofline")
+  app.add_option("--view", o->view,
+                 "The view shown first: speedup, bandwidth, flow, timeline, memory or roofline")
       ->capture_default_str();
   app.add_option("--replay", o->replay,
                  "Open the window on recorded sessions of one GPU (files, or folders of .json "
@@ -108,18 +117,27 @@ CLI::App* add_bench_command(CLI::App& app, fl::BenchOptions* o) {
   bench->add_option("--lesson", o->lessons, "Lesson id(s), comma-separated, or all")
       ->capture_default_str();
   bench->add_option("--sizes", o->sizes, "Sizes, e.g. 1K,1M,16M,1000003")->capture_default_str();
-  bench->add_option("--levels", o->levels, "Fusion levels: all, or e.g. 0,1")->capture_default_str();
+  bench->add_option("--levels", o->levels, "Fusion levels: all, or e.g. 0,1")
+      ->capture_default_str();
   bench->add_option("--precision", o->precision, "fp32 or bf16")->capture_default_str();
-  bench->add_option("--cache", o->cache,
-                    "cold: evict L2 (read-only pass over 3x L2) before every repetition; warm: don't")
+  bench
+      ->add_option(
+          "--cache", o->cache,
+          "cold: evict L2 (read-only pass over 3x L2) before every repetition; warm: don't")
       ->capture_default_str();
   bench->add_option("--reps", o->min_repetitions, "Minimum repetitions per level")
       ->capture_default_str();
-  bench->add_option("--seconds", o->seconds_per_level,
-                    "Time budget per level; repetitions adapt to it")
+  bench
+      ->add_option("--seconds", o->seconds_per_level,
+                   "Time budget per level; repetitions adapt to it")
       ->capture_default_str();
   bench->add_option("--out", o->out_session, "Save the session as JSON")->type_name("SESSION.json");
   bench->add_option("--csv", o->out_csv, "Save one row per launch as CSV")->type_name("FILE.csv");
+  bench
+      ->add_option("--peers", o->peers,
+                   "A peer file (scripts/peers.py): PyTorch's times at the same sizes under each "
+                   "lesson's table")
+      ->type_name("PEERS.json");
   fl::add_bench_measure_options(bench, o);
   return bench;
 }
@@ -142,7 +160,8 @@ int open_window(const TopOptions& o) {
   // The screenshot's file is checked before the window opens: never over an existing file
   // without --force, never onto a folder, device, FIFO or socket, nor into a missing folder.
   if (!o.screenshot.empty()) {
-    if (const fl::Status st = fl::check_output_file(o.screenshot, o.force, "; pass --force to overwrite it");
+    if (const fl::Status st =
+            fl::check_output_file(o.screenshot, o.force, "; pass --force to overwrite it");
         !st.ok()) {
       std::fprintf(stderr, "fusionlab: %s\n", st.message().c_str());
       return fl::kExitFailure;
@@ -168,7 +187,9 @@ int open_window(const TopOptions& o) {
 // needs the window is refused with the subcommands that remain.
 int open_window(const TopOptions& o) {
   if (!o.script_path.empty()) {
-    std::fprintf(stderr, "fusionlab: this build has no window (FUSIONLAB_GUI=OFF), so --script cannot run\n");
+    std::fprintf(
+        stderr,
+        "fusionlab: this build has no window (FUSIONLAB_GUI=OFF), so --script cannot run\n");
     return 2;
   }
   if (!o.replay.empty()) {
@@ -184,8 +205,8 @@ int open_window(const TopOptions& o) {
   if (!o.replay.empty() && !o.screenshot.empty()) {
     unavailable = ", so --replay and --screenshot are unavailable";
   } else if (!o.replay.empty() || !o.screenshot.empty()) {
-    unavailable = std::string(", so ") + (o.replay.empty() ? "--screenshot" : "--replay") +
-                  " is unavailable";
+    unavailable =
+        std::string(", so ") + (o.replay.empty() ? "--screenshot" : "--replay") + " is unavailable";
   }
   std::fprintf(stderr,
                "fusionlab: this build has no window (configured with -DFUSIONLAB_GUI=OFF)%s; "

@@ -36,6 +36,10 @@ constexpr ImU32 compared_second = IM_COL32(236, 160, 110, 255);  // a lighter ve
 // reference series: neutral grey, dashed lines, hollow markers.
 constexpr ImU32 reference = IM_COL32(160, 160, 160, 255);
 constexpr ImU32 reference_dim = IM_COL32(120, 120, 120, 255);
+// PyTorch peers (scripts/peers.py: torch.compile, eager, eager in a CUDA graph) are reference
+// series too: greys from light to dim, hollow markers; torch.compile, the one to beat, lightest.
+constexpr ImU32 peers[3] = {IM_COL32(225, 225, 225, 255), IM_COL32(165, 165, 165, 255),
+                            IM_COL32(115, 115, 115, 255)};
 // What a kernel keeps on chip: registers (a fused level's intermediates) and shared memory / L1
 // (rows and tiles a kernel stages there): the top level's green, and a neutral light tone.
 constexpr ImU32 on_chip = okabe_bluish_green;

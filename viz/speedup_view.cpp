@@ -116,6 +116,18 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     over.dashed = true;
     spec.series.push_back(std::move(over));
   }
+  // PyTorch peers: reference series, thin, hollow markers, torch.compile solid and lightest.
+  for (size_t i = 0; i < view.peers.size(); ++i) {
+    PlotSeries peer;
+    peer.label = view.peers[i].label;
+    peer.points = to_plot_points(view.peers[i].points);
+    peer.color = palette::peers[i < 3 ? i : 2];
+    peer.line_thickness = 1.5f;
+    peer.marker_radius = 3.0f;
+    peer.hollow_markers = true;
+    peer.dashed = i > 0;
+    spec.series.push_back(std::move(peer));
+  }
   PlotSeries measured;
   measured.label = view.measured_label;
   measured.points = to_plot_points(view.measured);
@@ -151,6 +163,47 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
 
 PlotHover draw_speedup_view(const char* id, const SpeedupView& view, ImVec2 size) {
   return plot_widget(id, speedup_plot_spec(view), size);
+}
+
+}  // namespace fl::viz
+
+namespace fl::viz {
+
+std::vector<SpeedupOverlay> peer_speedup_series(const std::vector<Measurement>& measurements,
+                                                const PeerFile& peers, const std::string& lesson,
+                                                Precision precision, CacheMode cache,
+                                                const std::string& label_suffix) {
+  std::vector<SpeedupOverlay> out;
+  if (cache != CacheMode::cold) return out;
+  std::vector<std::pair<int64_t, double>> level0;  // size, our level 0's median
+  for (const Measurement& m : measurements) {
+    if (m.lesson == lesson && m.precision == precision && m.cache == cache && m.level == 0 &&
+        m.check.passed && m.chain_time_us.median > 0) {
+      level0.emplace_back(m.size, m.chain_time_us.median);
+    }
+  }
+  std::sort(level0.begin(), level0.end());
+  std::vector<const PeerSeries*> series = peers.find(lesson, precision);
+  std::stable_sort(series.begin(), series.end(), [](const PeerSeries* a, const PeerSeries* b) {
+    return a->peer == "compile" && b->peer != "compile";
+  });
+  for (const PeerSeries* s : series) {
+    SpeedupOverlay overlay;
+    overlay.label = s->label + label_suffix;
+    for (const auto& [size, ours] : level0) {
+      for (const PeerPoint& p : s->points) {
+        if (p.size != size || !p.passed || p.median_us <= 0) continue;
+        SpeedupPoint point;
+        point.size = size;
+        point.speedup = ours / p.median_us;
+        point.lo = p.p80_us > 0 ? ours / p.p80_us : point.speedup;
+        point.hi = p.p20_us > 0 ? ours / p.p20_us : point.speedup;
+        overlay.points.push_back(point);
+      }
+    }
+    if (!overlay.points.empty()) out.push_back(std::move(overlay));
+  }
+  return out;
 }
 
 }  // namespace fl::viz

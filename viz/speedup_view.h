@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "app/measure/peers.h"
 #include "app/measure/results.h"
 #include "kernels/lesson.h"
 #include "viz/palette.h"
@@ -49,6 +50,15 @@ struct SpeedupOverlay {
   std::vector<SpeedupPoint> points;
 };
 
+// PyTorch's times for the same formula (a peer file, scripts/peers.py) as speedups over OUR
+// level 0 at the sizes both have (our level 0 correct there, the peer's check passed): one
+// series per peer, torch.compile first, labelled "<peer label><suffix>". Peers are measured with
+// a cold L2 only: in warm mode, none.
+std::vector<SpeedupOverlay> peer_speedup_series(const std::vector<Measurement>& measurements,
+                                                const PeerFile& peers, const std::string& lesson,
+                                                Precision precision, CacheMode cache,
+                                                const std::string& label_suffix = "");
+
 // The compared recording's colour (palette.h's role), drawn dashed.
 constexpr ImU32 kCompareColor = palette::compared;
 
@@ -60,10 +70,11 @@ struct SpeedupView {
   std::vector<SpeedupPoint> measured;
   std::string reference_label;  // e.g. "tutorial, V100 (published)"; empty: no such series
   std::vector<SpeedupPoint> reference;
-  double byte_ratio_limit = 0;  // 0: no reference line
-  int64_t current_size = 0;     // 0: no marker
-  std::string note;             // e.g. why nothing is measured; drawn in the plot
+  double byte_ratio_limit = 0;           // 0: no reference line
+  int64_t current_size = 0;              // 0: no marker
+  std::string note;                      // e.g. why nothing is measured; drawn in the plot
   std::vector<SpeedupOverlay> overlays;  // compared recordings: dashed, under the measured curve
+  std::vector<SpeedupOverlay> peers;     // PyTorch peers: grey reference series (palette::peers)
 };
 
 // The plot spec for `view` (testable without a window).

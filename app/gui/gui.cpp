@@ -64,7 +64,9 @@ std::string g_glfw_error = "unknown GLFW error";
 // its close button was pressed, so what it remembers is written (the loop wakes at least twice a
 // second to see it).
 volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
+void request_stop(int) {
+  g_stop_requested = 1;
+}
 
 void remember_glfw_error(int /*code*/, const char* description) {
   g_glfw_error = description ? description : "unknown GLFW error";
@@ -186,7 +188,8 @@ std::string too_big_for_screen(int width, int height) {
   if (!mode || (width <= mode->width && height <= mode->height)) return "";
   return "a " + std::to_string(width) + "x" + std::to_string(height) +
          " window does not fit on this " + std::to_string(mode->width) + "x" +
-         std::to_string(mode->height) + " screen; under Xvfb give it a larger one: xvfb-run -a -s "
+         std::to_string(mode->height) +
+         " screen; under Xvfb give it a larger one: xvfb-run -a -s "
          "\"-screen 0 2560x1440x24\"";
 }
 
@@ -230,8 +233,9 @@ void setup_style_and_fonts(float scale, bool announce) {
     fallback.SizePixels = std::round(13.0f * scale);
     io.Fonts->AddFontDefault(&fallback);
     if (announce) {
-      std::fprintf(stderr, "fusionlab: no TrueType font found through fontconfig (fc-match 'DejaVu "
-                           "Sans'); using Dear ImGui's built-in font (install fonts-dejavu-core)\n");
+      std::fprintf(stderr,
+                   "fusionlab: no TrueType font found through fontconfig (fc-match 'DejaVu "
+                   "Sans'); using Dear ImGui's built-in font (install fonts-dejavu-core)\n");
     }
   }
 }
@@ -259,8 +263,8 @@ struct MenuChoice {
 // second view are remembered in the settings file.
 struct WindowUi {
   gui::PanelSizes panels;
-  bool maximized = false;        // the views panel fills the window
-  bool show_shortcuts = false;   // the F1 list
+  bool maximized = false;           // the views panel fills the window
+  bool show_shortcuts = false;      // the F1 list
   bool toggle_full_screen = false;  // F11, View > Full screen: the frame loop does it
   bool full_screen = false;
   bool quit = false;
@@ -357,8 +361,9 @@ void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, d
                           MenuChoice* choice) {
   if (ImGui::SmallButton("Screenshot (F12)")) choice->quick_shot = true;
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("Saves the whole window with a caption strip as a new PNG in the current "
-                      "folder (F12 does the same).");
+    ImGui::SetTooltip(
+        "Saves the whole window with a caption strip as a new PNG in the current "
+        "folder (F12 does the same).");
   }
   if (ui.maximized) {
     ImGui::SameLine(0, ImGui::GetFontSize());
@@ -370,16 +375,15 @@ void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, d
     ImGui::TextColored(c, "comparing with %s (dashed)", compared.label.c_str());
   } else if (lab.comparison()) {
     ImGui::SameLine(0, ImGui::GetFontSize());
-    ImGui::TextDisabled("comparing with %s, %s: no %s in it",
-                        lab.comparison()->summary.device.name.c_str(),
-                        lab.comparison()->summary.date_text().c_str(),
-                        lab.lesson().info().id.c_str());
+    ImGui::TextDisabled(
+        "comparing with %s, %s: no %s in it", lab.comparison()->summary.device.name.c_str(),
+        lab.comparison()->summary.date_text().c_str(), lab.lesson().info().id.c_str());
   }
   if (!message.text.empty() && now < message.until) {
     ImGui::SameLine(0, ImGui::GetFontSize());
-    ImGui::TextColored(message.error ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f)
-                                     : ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
-                       "%s", message.text.c_str());
+    ImGui::TextColored(
+        message.error ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f) : ImVec4(0.55f, 0.85f, 0.55f, 1.0f), "%s",
+        message.text.c_str());
   }
 }
 
@@ -401,14 +405,15 @@ void draw_shortcuts_window(WindowUi& ui) {
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
                                  viewport->WorkPos.y + viewport->WorkSize.y * 0.5f),
                           ImGuiCond_Always, ImVec2(0.5f, 0.5f));
-  ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(viewport->WorkSize.x * 0.95f,
-                                                           viewport->WorkSize.y * 0.95f));
+  ImGui::SetNextWindowSizeConstraints(
+      ImVec2(0, 0), ImVec2(viewport->WorkSize.x * 0.95f, viewport->WorkSize.y * 0.95f));
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings |
                                  ImGuiWindowFlags_AlwaysAutoResize;
   ImGui::SetNextWindowBgAlpha(1.0f);  // opaque: the panels behind must not show through
   if (ImGui::Begin("Keyboard shortcuts (F1, Esc closes)", &ui.show_shortcuts, flags)) {
     const float what_w = std::min(fs * 30.0f, viewport->WorkSize.x * 0.9f - fs * 7.0f);
-    if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+    if (ImGui::BeginTable("##shortcuts", 2,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
       ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed, fs * 5.0f);
       ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, what_w);
       for (const gui::ShortcutRow& row : gui::shortcut_rows()) {
@@ -422,7 +427,8 @@ void draw_shortcuts_window(WindowUi& ui) {
       }
       ImGui::EndTable();
     }
-    ImGui::TextDisabled("Keys act when no text field has the focus. Scripts press them with `key NAME`.");
+    ImGui::TextDisabled(
+        "Keys act when no text field has the focus. Scripts press them with `key NAME`.");
   }
   ImGui::End();
 }
@@ -447,7 +453,8 @@ void maximise_on_tab_double_click(const gui::Box& box, WindowUi& ui) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 a(box.x, box.y);
   const ImVec2 b(box.right(), box.y + style.WindowPadding.y + ImGui::GetFrameHeight());
-  if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && ImGui::IsMouseHoveringRect(a, b, false)) {
+  if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) &&
+      ImGui::IsMouseHoveringRect(a, b, false)) {
     ui.maximized = !ui.maximized;
   }
 }
@@ -458,7 +465,8 @@ gui::LayoutInput frame_layout_input(const gui::Lab& lab, const WindowUi& ui) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float line = ImGui::GetTextLineHeightWithSpacing();
   gui::LayoutInput in;
-  in.area = {viewport->WorkPos.x + style.WindowPadding.x, viewport->WorkPos.y + style.WindowPadding.y,
+  in.area = {viewport->WorkPos.x + style.WindowPadding.x,
+             viewport->WorkPos.y + style.WindowPadding.y,
              viewport->WorkSize.x - 2 * style.WindowPadding.x,
              viewport->WorkSize.y - 2 * style.WindowPadding.y};
   in.font_size = ImGui::GetFontSize();
@@ -497,7 +505,8 @@ void draw_view_panes(gui::Lab& lab, WindowUi& ui, const gui::FrameLayout& L,
                      gui::PixelRect* views_px) {
   *views_px = to_pixels(L.views);
   maximise_on_tab_double_click(L.views, ui);
-  if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar)) gui::draw_views_panel(lab);
+  if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar))
+    gui::draw_views_panel(lab);
   ImGui::EndChild();
   if (L.views2.empty()) return;
   // The second pane is the same panel with its own tab bar (its own ImGui id); the Lab's
@@ -542,8 +551,8 @@ void draw_splitters(WindowUi& ui, const gui::FrameLayout& L, const gui::LayoutIn
     at = side ? L.views_splitter.x : L.views_splitter.y;
     if (gui::splitter("##split_views", L.views_splitter, side, &at, &reset)) {
       const float start = side ? L.views.x : L.views.y;
-      const float total = side ? L.views2.right() - L.views.x - in.gap
-                               : L.views2.bottom() - L.views.y - in.gap;
+      const float total =
+          side ? L.views2.right() - L.views.x - in.gap : L.views2.bottom() - L.views.y - in.gap;
       ui.panels.split_fraction = gui::fraction_of(at - start, total, 0.1f, 0.9f);
     }
     if (reset) ui.panels.split_fraction = gui::PanelSizes().split_fraction;
@@ -556,10 +565,9 @@ void draw_frame(gui::Lab& lab, WindowUi& ui, double now, gui::PixelRect* views_p
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);
-  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                                 ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
-                                 ImGuiWindowFlags_NoScrollWithMouse;
+  const ImGuiWindowFlags flags =
+      ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+      ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::Begin("Fusion Lab", nullptr, flags);
   const gui::LayoutInput in = frame_layout_input(lab, ui);
   const gui::FrameLayout L = gui::layout_frame(in);
@@ -687,8 +695,8 @@ std::string sweep_words(const gui::Lab& lab) {
 
 // Saves, exports, opens or compares; one sentence on failure. `why_open` says who opened a
 // recording (shown in the replay banner).
-Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab& lab,
-                       double now, const std::string& why_open) {
+Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab& lab, double now,
+                       const std::string& why_open) {
   switch (action) {
     case gui::FileAction::save_session: {
       const Session session = lab.session_snapshot();
@@ -737,12 +745,15 @@ std::string unused_name(const std::string& base, const std::string& ext) {
 
 std::string default_path(gui::FileAction action, const gui::Lab& lab, bool view_only) {
   const std::string stamp = gui::local_time_stamp();
-  const std::string sweep = lab.lesson().info().id + "-" + to_string(lab.precision()) + "-" +
-                            to_string(lab.cache());
+  const std::string sweep =
+      lab.lesson().info().id + "-" + to_string(lab.precision()) + "-" + to_string(lab.cache());
   switch (action) {
-    case gui::FileAction::save_session: return unused_name("fusionlab-session-" + stamp, ".json");
-    case gui::FileAction::export_trace: return unused_name("fusionlab-trace-" + sweep + "-" + stamp, ".json");
-    case gui::FileAction::export_csv: return unused_name("fusionlab-" + sweep + "-" + stamp, ".csv");
+    case gui::FileAction::save_session:
+      return unused_name("fusionlab-session-" + stamp, ".json");
+    case gui::FileAction::export_trace:
+      return unused_name("fusionlab-trace-" + sweep + "-" + stamp, ".json");
+    case gui::FileAction::export_csv:
+      return unused_name("fusionlab-" + sweep + "-" + stamp, ".csv");
     case gui::FileAction::screenshot:
       return unused_name("fusionlab-" + lab.lesson().info().id +
                              (view_only ? "-" + lab.front_view : std::string()) + "-" + stamp,
@@ -779,9 +790,9 @@ Status take_shot(const ShotRequest& shot, int fb_w, int fb_h, gui::PixelRect vie
       return font ? font->CalcTextSizeA(font_px, FLT_MAX, 0, text.c_str()).x
                   : 0.55f * font_px * static_cast<float>(text.size());
     };
-    const viz::CaptionLayout layout = viz::layout_caption(
-        gui::caption_pieces(lab, gui::local_time_text()), static_cast<float>(rect.w), font_px,
-        measure);
+    const viz::CaptionLayout layout =
+        viz::layout_caption(gui::caption_pieces(lab, gui::local_time_text()),
+                            static_cast<float>(rect.w), font_px, measure);
     std::vector<uint8_t> strip;
     int strip_w = 0, strip_h = 0;
     const Status drawn = gui::render_caption_strip(layout, fb_w, fb_h, &strip, &strip_w, &strip_h);
@@ -953,11 +964,13 @@ class ScriptRunner {
       lab.set_shown_level(static_cast<int>(level));
     } else if (c.verb == "precision") {
       Precision p;
-      if (!parse_precision(c.arg, &p)) return fail(c.line, not_a_choice("precision", kPrecisionChoices));
+      if (!parse_precision(c.arg, &p))
+        return fail(c.line, not_a_choice("precision", kPrecisionChoices));
       lab.set_precision(p, now);
     } else if (c.verb == "cache") {
       CacheMode mode;
-      if (!parse_cache_mode(c.arg, &mode)) return fail(c.line, not_a_choice("cache", kCacheChoices));
+      if (!parse_cache_mode(c.arg, &mode))
+        return fail(c.line, not_a_choice("cache", kCacheChoices));
       lab.set_cache(mode, now);
     } else if (c.verb == "view") {
       lab.requested_view = c.arg;
@@ -979,8 +992,8 @@ class ScriptRunner {
       }
       const gui::FileAction action =
           c.verb == "open" ? gui::FileAction::open_recording : gui::FileAction::compare;
-      const Status st = run_file_action(action, c.arg, lab, now,
-                                        "opened by the script: nothing runs here");
+      const Status st =
+          run_file_action(action, c.arg, lab, now, "opened by the script: nothing runs here");
       if (!st.ok()) return fail(c.line, st.message());
     } else if (c.verb == "svg") {  // the front plot, as last drawn (viz/svg.h)
       if (!viz::has_svg_source()) {
@@ -1079,10 +1092,13 @@ void print_frame_stats(std::vector<double> ms, const gui::Lab& lab) {
     return;
   }
   std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
-  std::printf("frame stats: %zu frames while the engine worked (%s backend): median %.2f ms, "
-              "p99 %.2f ms, max %.2f ms\n",
-              ms.size(), lab.status().backend_kind.c_str(), at(0.5), at(0.99), ms.back());
+  const auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+  };
+  std::printf(
+      "frame stats: %zu frames while the engine worked (%s backend): median %.2f ms, "
+      "p99 %.2f ms, max %.2f ms\n",
+      ms.size(), lab.status().backend_kind.c_str(), at(0.5), at(0.99), ms.back());
 }
 
 // ---- [SECTION] run_gui ----------------------------------------------------------------------
@@ -1111,9 +1127,11 @@ class WindowRun {
         headless_(screenshot_ || !script.commands.commands.empty()),
         runner_(script.commands) {}
 
-  Status open(Engine::BackendFactory factory, std::shared_ptr<const gui::ReplayBoard> replay_board) {
+  Status open(Engine::BackendFactory factory,
+              std::shared_ptr<const gui::ReplayBoard> replay_board) {
     if (!is_view_name(options_.view)) {
-      return Status::Error("--view is " + std::string(kViewChoices) + "; got '" + options_.view + "'");
+      return Status::Error("--view is " + std::string(kViewChoices) + "; got '" + options_.view +
+                           "'");
     }
     if (!glfw_.ok) return Status::Error(cannot_open_window_message());
     load_remembered_settings();
@@ -1154,8 +1172,10 @@ class WindowRun {
       }
     } else if (Status st = gui::load_settings(settings_file_, &remembered_); !st.ok()) {
       remembered_ = gui::Settings();
-      std::fprintf(stderr, "fusionlab: ignoring the settings file: %s (it is rewritten when the "
-                           "window closes)\n", one_line(st.message()).c_str());
+      std::fprintf(stderr,
+                   "fusionlab: ignoring the settings file: %s (it is rewritten when the "
+                   "window closes)\n",
+                   one_line(st.message()).c_str());
     }
   }
 
@@ -1180,10 +1200,12 @@ class WindowRun {
     if (!window_.handle) return Status::Error(cannot_open_window_message());
     if (place.has_position) glfwSetWindowPos(window_.handle, place.x, place.y);
     glfwShowWindow(window_.handle);
-    if (!headless_ && remembered_.maximized && options_.width <= 0) glfwMaximizeWindow(window_.handle);
+    if (!headless_ && remembered_.maximized && options_.width <= 0)
+      glfwMaximizeWindow(window_.handle);
     glfwMakeContextCurrent(window_.handle);
     if (gladLoadGL(reinterpret_cast<GLADloadfunc>(glfwGetProcAddress)) == 0) {
-      return Status::Error("cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
+      return Status::Error(
+          "cannot load OpenGL 3.3 functions (glad): the driver offers no OpenGL 3.3 core");
     }
     glfwSwapInterval(1);
     windowed_ = Rect{place.x, place.y, place.width, place.height};  // until it moves or resizes
@@ -1208,7 +1230,8 @@ class WindowRun {
     setup_style_and_fonts(ui_scale_, true);
     imgui_->glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window_.handle, true);
     imgui_->gl_backend = imgui_->glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
-    if (!imgui_->gl_backend) return Status::Error("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
+    if (!imgui_->gl_backend)
+      return Status::Error("cannot start Dear ImGui's GLFW/OpenGL 3 backend");
     return Status::Ok();
   }
 
@@ -1233,7 +1256,8 @@ class WindowRun {
     }
     if (use_settings_) {
       ui_.panels = remembered_.panels;
-      if (!is_view_name(ui_.panels.second_view)) ui_.panels.second_view = gui::PanelSizes().second_view;
+      if (!is_view_name(ui_.panels.second_view))
+        ui_.panels.second_view = gui::PanelSizes().second_view;
       if (ui_.panels.split) ui_.second_request = ui_.panels.second_view;
     }
     if (!options_.compare_paths.empty()) FL_TRY(lab.compare_with(options_.compare_paths));
@@ -1340,7 +1364,8 @@ class WindowRun {
       ui_shot_ = ShotRequest{default_path(gui::FileAction::screenshot, lab, false), false, true};
       ui_shot_frames_ = kFramesBeforeShot;
     }
-    if (choice.dialog) dialog_.open(choice.action, default_path(choice.action, lab, dialog_.view_only));
+    if (choice.dialog)
+      dialog_.open(choice.action, default_path(choice.action, lab, dialog_.view_only));
     draw_file_dialog(now);
     ImGui::Render();
   }
@@ -1352,7 +1377,8 @@ class WindowRun {
     if (!ui_.full_screen && mode) {
       glfwGetWindowPos(window_.handle, &windowed_.x, &windowed_.y);
       glfwGetWindowSize(window_.handle, &windowed_.width, &windowed_.height);
-      glfwSetWindowMonitor(window_.handle, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
+      glfwSetWindowMonitor(window_.handle, monitor, 0, 0, mode->width, mode->height,
+                           mode->refreshRate);
       ui_.full_screen = true;
     } else if (ui_.full_screen) {
       glfwSetWindowMonitor(window_.handle, nullptr, windowed_.x, windowed_.y, windowed_.width,
@@ -1379,9 +1405,11 @@ class WindowRun {
     }
     dialog_.close();
     const bool reads = !gui::writes_file(request.action);
-    message_ = {(reads ? (request.action == gui::FileAction::compare ? "Comparing with " : "Opened ")
-                       : "Saved ") + request.path,
-                false, now + 8};
+    message_ = {
+        (reads ? (request.action == gui::FileAction::compare ? "Comparing with " : "Opened ")
+               : "Saved ") +
+            request.path,
+        false, now + 8};
   }
 
   void render(int* fb_w, int* fb_h) {
@@ -1399,7 +1427,8 @@ class WindowRun {
     if (script_step == ScriptRunner::Step::shoot) {
       const Status st = take_shot(runner_.shot(), fb_w, fb_h, views_px_, *lab_);
       if (!st.ok()) {
-        return fail(runner_.where(runner_.shot_line()) + "cannot save the screenshot: " + st.message());
+        return fail(runner_.where(runner_.shot_line()) +
+                    "cannot save the screenshot: " + st.message());
       }
       std::printf("%s\n", runner_.shot().path.c_str());
       std::fflush(stdout);
@@ -1462,7 +1491,8 @@ class WindowRun {
     s.cache = to_string(lab_->cache());
     s.panels = ui_.panels;
     if (Status st = gui::save_settings(settings_file_, s); !st.ok()) {
-      std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n", one_line(st.message()).c_str());
+      std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n",
+                   one_line(st.message()).c_str());
     }
   }
 
@@ -1530,13 +1560,17 @@ int run_gui(const GuiOptions& options) {
   script.sweep = options.sweep;
   if (!options.script_path.empty()) {
     if (!options.screenshot_path.empty()) {
-      return fail("--script takes its pictures with its own `screenshot` command; drop --screenshot");
+      return fail(
+          "--script takes its pictures with its own `screenshot` command; drop --screenshot");
     }
     // Checked before any window opens: a bad line is named at once.
     const Status loaded = gui::load_script(options.script_path, options.out_dir, &script.commands);
     if (!loaded.ok()) return fail(loaded.message());
-    if (script.commands.commands.empty()) return fail(options.script_path + ": the script has no commands");
+    if (script.commands.commands.empty())
+      return fail(options.script_path + ": the script has no commands");
   }
+  // PyTorch peers for the speedup plot: a named file that cannot be used is refused here.
+  if (Status st = gui::load_window_peers(options.peers_path); !st.ok()) return fail(st.message());
   if (!options.compare_paths.empty()) {  // a bad file is named before any window opens
     std::unique_ptr<ReplayBackend> compared;
     if (Status st = load_recording(options.compare_paths, &compared); !st.ok()) {

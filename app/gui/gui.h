@@ -7,7 +7,7 @@
 namespace fl {
 
 struct GuiOptions {
-  std::string screenshot_path;  // non-empty: render, wait for the first results, save PNG, exit
+  std::string screenshot_path;      // non-empty: render, wait for the first results, save PNG, exit
   bool screenshot_replace = false;  // --force: the PNG may replace an existing file (also one
                                     // that appeared while the window ran)
   // --size WxH: the window's size in pixels. 0: 1280x720 for --screenshot and --script runs;
@@ -22,7 +22,7 @@ struct GuiOptions {
   // --use-settings: let a --screenshot or --script run read and write the settings file too
   // (interactive runs always do; scripted ones do not, so their pictures are reproducible).
   bool use_settings = false;
-  bool force_no_gpu = false;    // --no-gpu: behave as on a machine without a driver (replay)
+  bool force_no_gpu = false;  // --no-gpu: behave as on a machine without a driver (replay)
   // --replay: session files (or folders of them) of one GPU to replay, even with a GPU present.
   // Checked before the window opens.
   std::vector<std::string> replay_paths;
@@ -43,6 +43,7 @@ struct GuiOptions {
   // ones. Empty: $XDG_DATA_HOME/fusionlab/lessons in an interactive window, none for --screenshot
   // and --script runs (reproducible pictures). app/gui/lesson_text.h.
   std::string lessons_dir;
+  std::string peers_path;  // --peers FILE: PyTorch peers (else the shipped peers.json)
 };
 
 int run_gui(const GuiOptions& options);

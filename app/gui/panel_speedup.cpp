@@ -1,8 +1,10 @@
 // The live speedup-vs-size plot: this GPU's measurements, the byte-ratio limit, and where a
 // lesson has one, the tutorial's published figures as a labelled reference series.
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/gui/backend_choice.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "viz/speedup_view.h"
@@ -27,7 +29,24 @@ const std::vector<PublishedReference>& published_references() {
   return table;
 }
 
+std::optional<PeerFile> loaded_peers;
+bool show_peers = true;  // the panel's "PyTorch peers" checkbox
+
 }  // namespace
+
+Status load_window_peers(const std::string& path) {
+  const std::string file = path.empty() ? find_shipped_peer_file(find_assets_folder(), "") : path;
+  if (file.empty()) return Status::Ok();
+  PeerFile peers;
+  const Status st = load_peer_file(file, &peers);
+  if (!st.ok()) return path.empty() ? Status::Ok() : st;  // a broken shipped file: no peers
+  loaded_peers = std::move(peers);
+  return Status::Ok();
+}
+
+const PeerFile* window_peers() {
+  return loaded_peers ? &*loaded_peers : nullptr;
+}
 
 void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
@@ -42,9 +61,9 @@ void draw_speedup_panel(const Lab& lab) {
   const int level = lab.shown_level();
   view.level = level;
   view.top_level = lab.top_level();
-  view.measured_label = where + ": level " + std::to_string(level) + " " +
-                        info.levels[level].name + " vs 0 (" + to_string(lab.precision()) + ", " +
-                        to_string(lab.cache()) + " L2)";
+  view.measured_label = where + ": level " + std::to_string(level) + " " + info.levels[level].name +
+                        " vs 0 (" + to_string(lab.precision()) + ", " + to_string(lab.cache()) +
+                        " L2)";
   view.measured =
       viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache(), lab.shown_level());
   // Where fusion stops (or starts) paying, e.g. the fused FFN against the unfused chain.
@@ -66,6 +85,22 @@ void draw_speedup_panel(const Lab& lab) {
     ImGui::TextDisabled("The compared recording (%s, %s) holds no %s.",
                         lab.comparison()->summary.device.name.c_str(),
                         lab.comparison()->summary.date_text().c_str(), info.id.c_str());
+  }
+  // PyTorch on the same formula (scripts/peers.py): grey reference series, speedup over our
+  // level 0; "recorded on" when they were not measured on this GPU model.
+  if (const PeerFile* peers = window_peers()) {
+    ImGui::Checkbox("PyTorch peers", &show_peers);
+    help_marker(
+        "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
+        "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
+    const std::string device =
+        lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
+    const std::string suffix =
+        device == peers->device_name ? "" : " (recorded on " + peers->recorded_on() + ")";
+    if (show_peers) {
+      view.peers = viz::peer_speedup_series(lab.history(), *peers, info.id, lab.precision(),
+                                            lab.cache(), suffix);
+    }
   }
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());

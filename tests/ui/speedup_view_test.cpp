@@ -95,13 +95,74 @@ TEST(SpeedupSeries, CarriesTheP20P80Band) {
   unfused.check.passed = fused.check.passed = true;
   unfused.chain_time_us = {20, 18, 25, 19, 21, 50};  // median, min, max, p20, p80, count
   fused.chain_time_us = {10, 9, 12, 9.5, 10.5, 50};
-  const auto series = speedup_series({unfused, fused}, "gelu_scale", Precision::fp32, CacheMode::cold);
+  const auto series =
+      speedup_series({unfused, fused}, "gelu_scale", Precision::fp32, CacheMode::cold);
   ASSERT_EQ(series.size(), 1u);
   EXPECT_DOUBLE_EQ(series[0].speedup, 2.0);
   EXPECT_DOUBLE_EQ(series[0].lo, 19 / 10.5);
   EXPECT_DOUBLE_EQ(series[0].hi, 21 / 9.5);
   EXPECT_LT(series[0].lo, series[0].speedup);
   EXPECT_GT(series[0].hi, series[0].speedup);
+}
+
+}  // namespace
+}  // namespace fl::viz
+
+namespace fl::viz {
+namespace {
+
+// PyTorch peers as speedups over our level 0 at the sizes both have: torch.compile first, a
+// failed peer point or a size without our level 0 gives no point, warm mode gives no series.
+TEST(PeerSpeedupSeries, SpeedupOverOurLevelZero) {
+  std::vector<Measurement> ours = {
+      testing_support::recorded_measurement("gelu_scale", 1024, 0, 3.0),
+      testing_support::recorded_measurement("gelu_scale", 1024, 1, 1.5),
+      testing_support::recorded_measurement("gelu_scale", 1 << 20, 0, 8.0),
+      testing_support::recorded_measurement("gelu_scale", 4096, 0, 4.0)};
+  PeerFile peers;
+  peers.device_name = "NVIDIA H100 80GB HBM3";
+  auto series = [](const char* id, const char* label, std::vector<PeerPoint> points) {
+    PeerSeries s;
+    s.lesson = "gelu_scale";
+    s.precision = Precision::fp32;
+    s.peer = id;
+    s.label = label;
+    s.points = std::move(points);
+    return s;
+  };
+  auto point = [](int64_t size, double us, bool passed = true) {
+    PeerPoint p;
+    p.size = size;
+    p.median_us = p.p20_us = p.p80_us = us;
+    p.passed = passed;
+    return p;
+  };
+  peers.series = {series("eager", "PyTorch eager", {point(1 << 20, 16.0)}),
+                  series("compile", "torch.compile",
+                         {point(1024, 2.0), point(4096, 1.0, false), point(1 << 20, 4.0),
+                          point(1 << 24, 50.0)})};
+  const auto out = peer_speedup_series(ours, peers, "gelu_scale", Precision::fp32, CacheMode::cold,
+                                       " (recorded on X)");
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].label, "torch.compile (recorded on X)");
+  ASSERT_EQ(out[0].points.size(), 2u);  // 4K failed its check, 16M has no level 0 of ours
+  EXPECT_EQ(out[0].points[0].size, 1024);
+  EXPECT_DOUBLE_EQ(out[0].points[0].speedup, 1.5);
+  EXPECT_DOUBLE_EQ(out[0].points[1].speedup, 2.0);
+  EXPECT_EQ(out[1].label, "PyTorch eager (recorded on X)");
+  ASSERT_EQ(out[1].points.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[1].points[0].speedup, 0.5);
+  EXPECT_TRUE(
+      peer_speedup_series(ours, peers, "gelu_scale", Precision::fp32, CacheMode::warm).empty());
+  EXPECT_TRUE(
+      peer_speedup_series(ours, peers, "gelu_scale", Precision::bf16, CacheMode::cold).empty());
+  // The plot draws them as reference series, after the measured one's spec is built.
+  SpeedupView view;
+  view.peers = out;
+  const PlotSpec spec = speedup_plot_spec(view);
+  int peer_series = 0;
+  for (const PlotSeries& s : spec.series) peer_series += s.hollow_markers ? 1 : 0;
+  EXPECT_EQ(peer_series, 2);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ struct ExportOptions {
   std::string lesson;               // --lesson: only this lesson
   std::string size;                 // --size: only this size ("64M", "1000003")
   bool force = false;               // --force: replace an existing output
+  std::string peers;                // export-csv --peers FILE: PyTorch peer rows follow
 };
 // Each adds its subcommand to `app`, bound to `options`, and returns it (main checks parsed()).
 CLI::App* add_export_trace_command(CLI::App* app, ExportOptions* options);

@@ -5,6 +5,7 @@
 // so a bad file is refused with the same one line naming it. The measurements of every file are
 // then exported in order, all of them: an export shows what was recorded, repeats included.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -126,6 +127,11 @@ CLI::App* add_export_csv_command(CLI::App* app, ExportOptions* o) {
   CLI::App* command = app->add_subcommand(
       "export-csv", "Write recorded sessions as CSV: one row per (lesson, size, level, launch)");
   add_common_options(command, o, "OUT.csv");
+  command
+      ->add_option("--peers", o->peers,
+                   "A PyTorch peer file (scripts/peers.py): its rows for the sessions' lessons "
+                   "follow, level \"peer\"")
+      ->type_name("PEERS.json");
   return command;
 }
 
@@ -173,14 +179,17 @@ int run_export_csv(const ExportOptions& o) {
   Session session;
   ReadingGuard reading;
   if (Status st = prepare(o, &session, &reading); !st.ok()) return fail(name, st.message());
-  const std::string csv = measurements_csv(session);
+  PeerFile peers;
+  if (!o.peers.empty()) {
+    if (Status st = load_peer_file(o.peers, &peers); !st.ok()) return fail(name, st.message());
+  }
+  const std::string csv = measurements_csv(session, o.peers.empty() ? nullptr : &peers);
   WriteOptions write;
   write.replace_existing = o.force;
   const Status written =
       to_stdout ? write_to_stdout(csv) : write_file_atomically(o.out, csv, write);
   if (!written.ok()) return fail(name, written.message());
-  size_t rows = 0;
-  for (const Measurement& m : session.measurements) rows += m.launches.size();
+  const size_t rows = static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')) - 1;
   std::fprintf(stderr, "wrote %s: %zu rows\n",
                to_stdout ? "the CSV to standard output"
                          : shorten_for_message(o.out, kShownPathChars).c_str(),

@@ -1,5 +1,6 @@
 #include "viz/bandwidth_view.h"
 
+#include <algorithm>
 #include <map>
 
 #include "app/measure/sizes.h"
@@ -59,6 +60,45 @@ std::vector<PlotSeries> bandwidth_overlay_series(const std::vector<Measurement>&
     s.label += ", " + source;
     s.in_legend = out.empty();
     if (s.in_legend) s.legend_label = "dashed: " + source;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<PlotSeries> bandwidth_peer_series(const std::vector<Measurement>& history,
+                                              const PeerFile& peers, const std::string& lesson,
+                                              Precision precision, CacheMode cache,
+                                              const std::string& suffix) {
+  std::vector<PlotSeries> out;
+  if (cache != CacheMode::cold) return out;
+  const Lesson* info = find_lesson(lesson);
+  if (!info) return out;
+  const int top = info->level_count() - 1;
+  std::map<int64_t, int64_t> bytes;  // per size: the top level's textbook bytes
+  for (const Measurement& m : history) {
+    if (m.lesson == lesson && m.precision == precision && m.cache == cache && m.level == top) {
+      bytes[m.size] = m.textbook_bytes();
+    }
+  }
+  std::vector<const PeerSeries*> series = peers.find(lesson, precision);
+  std::stable_sort(series.begin(), series.end(), [](const PeerSeries* a, const PeerSeries* b) {
+    return a->peer == "compile" && b->peer != "compile";
+  });
+  for (size_t i = 0; i < series.size(); ++i) {
+    PlotSeries s;
+    s.label = series[i]->label + suffix;
+    for (const PeerPoint& p : series[i]->points) {
+      const auto found = bytes.find(p.size);
+      if (found == bytes.end() || !p.passed || p.median_us <= 0) continue;
+      s.points.push_back(
+          {static_cast<double>(p.size), double(found->second) / (p.median_us * 1e3)});
+    }
+    if (s.points.empty()) continue;
+    s.color = palette::peers[i < 3 ? i : 2];
+    s.hollow_markers = true;
+    s.dashed = i > 0;
+    s.line_thickness = 1.5f;
+    s.marker_radius = 3.0f;
     out.push_back(std::move(s));
   }
   return out;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/measure/results.h"
+#include "app/measure/peers.h"
 #include "viz/plot.h"
 
 namespace fl::viz {
@@ -25,6 +26,15 @@ std::vector<PlotSeries> bandwidth_series(const std::vector<Measurement>& history
 std::vector<PlotSeries> bandwidth_overlay_series(const std::vector<Measurement>& history,
                                                  const std::string& lesson, Precision precision,
                                                  CacheMode cache, const std::string& source);
+
+// PyTorch peers (a peer file, scripts/peers.py) for the same plot: per peer, the top level's
+// textbook bytes at each size divided by the peer's median there ("what PyTorch achieves on the
+// bytes the fused kernel must move"), grey with hollow markers (palette::peers), torch.compile
+// first, labelled "<peer label><suffix>". Cold L2 only (warm: none); sizes we measured only.
+std::vector<PlotSeries> bandwidth_peer_series(const std::vector<Measurement>& history,
+                                              const PeerFile& peers, const std::string& lesson,
+                                              Precision precision, CacheMode cache,
+                                              const std::string& suffix = "");
 
 PlotSpec bandwidth_plot_spec(const std::vector<PlotSeries>& series, const std::string& size_unit,
                              int64_t size_min, int64_t size_max);

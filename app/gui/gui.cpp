@@ -721,7 +721,8 @@ Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab
         return Status::Error("Nothing is measured yet for " + sweep_words(lab) +
                              ": sweep or move the size slider first.");
       }
-      return export_csv(sweep, path);
+      // The PyTorch peers follow our rows when the plots show them.
+      return export_csv(sweep, path, {}, gui::window_peers_shown() ? gui::window_peers() : nullptr);
     }
     case gui::FileAction::open_recording:
       return lab.open_recording(gui::resolve_recording_paths(path), why_open, now);
@@ -1254,6 +1255,7 @@ class WindowRun {
     if (CacheMode c; !remembered_.cache.empty() && parse_cache_mode(remembered_.cache, &c)) {
       lab.set_cache(c, seconds_now());
     }
+    gui::set_window_peers_shown(remembered_.show_peers);
     if (use_settings_) {
       ui_.panels = remembered_.panels;
       if (!is_view_name(ui_.panels.second_view))
@@ -1489,6 +1491,7 @@ class WindowRun {
     s.view = lab_->front_view;
     s.precision = to_string(lab_->precision());
     s.cache = to_string(lab_->cache());
+    s.show_peers = gui::window_peers_ticked();
     s.panels = ui_.panels;
     if (Status st = gui::save_settings(settings_file_, s); !st.ok()) {
       std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n",

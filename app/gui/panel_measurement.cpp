@@ -74,6 +74,40 @@ void draw_what_was_measured(const Lab& lab, const Measurement& first) {
   ImGui::PopTextWrapPos();
 }
 
+// Under the levels: PyTorch on the same formula at this size (the peer file, cold L2 only), its
+// bandwidth on the top level's textbook bytes and its speedup over our level 0 in the first cell.
+void draw_peer_rows(const Lab& lab, const std::vector<Measurement>& ms) {
+  const PeerFile* peers = window_peers();
+  const Measurement* unfused = level_of(ms, 0);
+  if (!window_peers_shown() || ms.empty() || ms.front().cache != CacheMode::cold) return;
+  const Measurement& top = ms.back();
+  const std::string device =
+      lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
+  const std::string note = peers_recorded_note(*peers, device);
+  for (const PeerSeries* s : peers->find(ms.front().lesson, ms.front().precision)) {
+    for (const PeerPoint& p : s->points) {
+      if (p.size != ms.front().size || p.median_us <= 0) continue;
+      ImGui::TableNextRow();
+      // The name with the speedup over our level 0, in full: the column widens to fit it.
+      std::string name = s->label;
+      if (unfused && unfused->chain_time_us.median > 0) {
+        name += " (" + fixed(unfused->chain_time_us.median / p.median_us, 2) + "x)";
+      }
+      cell(name + note);
+      cell("-");
+      cell(fixed(p.median_us, 1) + " µs");
+      const double gbps = static_cast<double>(top.textbook_bytes()) / (p.median_us * 1e3);
+      cell(fixed(gbps, 0) + " GB/s");
+      cell(top.chain_copy_gbps > 0 ? fixed(100.0 * gbps / top.chain_copy_gbps, 0) + " %"
+                                   : std::string("n/a"));
+      CheckResult check;
+      check.passed = p.passed;
+      check.rel_l2_error = p.rel_l2_error;
+      check_badge(check);
+    }
+  }
+}
+
 // One row per level; the fusion slider's level is the highlighted row (its launches are listed
 // below).
 void draw_levels_table(const Lab& lab, const std::vector<Measurement>& ms) {
@@ -101,6 +135,7 @@ void draw_levels_table(const Lab& lab, const std::vector<Measurement>& ms) {
                                : std::string("n/a"));
     check_badge(m.check);
   }
+  draw_peer_rows(lab, ms);
   ImGui::EndTable();
 }
 

@@ -48,6 +48,22 @@ const PeerFile* window_peers() {
   return loaded_peers ? &*loaded_peers : nullptr;
 }
 
+bool window_peers_shown() {
+  return loaded_peers && show_peers;
+}
+
+void set_window_peers_shown(bool shown) {
+  show_peers = shown;
+}
+
+bool window_peers_ticked() {
+  return show_peers;
+}
+
+std::string peers_recorded_note(const PeerFile& peers, const std::string& device) {
+  return device == peers.device_name ? "" : " (recorded on " + peers.recorded_on() + ")";
+}
+
 void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
   viz::SpeedupView view;
@@ -95,8 +111,7 @@ void draw_speedup_panel(const Lab& lab) {
         "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
     const std::string device =
         lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
-    const std::string suffix =
-        device == peers->device_name ? "" : " (recorded on " + peers->recorded_on() + ")";
+    const std::string suffix = peers_recorded_note(*peers, device);
     if (show_peers) {
       view.peers = viz::peer_speedup_series(lab.history(), *peers, info.id, lab.precision(),
                                             lab.cache(), suffix);

@@ -154,6 +154,15 @@ void draw_bandwidth_view(const Lab& lab) {
   } else if (lab.comparison()) {
     ImGui::TextDisabled("The compared recording holds no %s.", info.id.c_str());
   }
+  // PyTorch peers on the fused level's bytes, when the speedup plot's box shows them.
+  if (window_peers_shown()) {
+    const std::string device =
+        lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
+    const auto peers =
+        viz::bandwidth_peer_series(lab.history(), *window_peers(), info.id, lab.precision(),
+                                   lab.cache(), peers_recorded_note(*window_peers(), device));
+    series.insert(series.end(), peers.begin(), peers.end());
+  }
   viz::plot_widget(
       "##bandwidth",
       viz::bandwidth_plot_spec(series, info.size_axis.unit, info.size_axis.min, info.size_axis.max),

@@ -21,6 +21,12 @@ void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp: unde
 // Fails only for a named file that cannot be used.
 Status load_window_peers(const std::string& path);
 const PeerFile* window_peers();
+// Whether the speedup plot's "PyTorch peers" box is ticked (the measurement panel follows it).
+bool window_peers_shown();
+void set_window_peers_shown(bool shown);  // the remembered setting, at start
+bool window_peers_ticked();               // the box, for the settings file (peers or not)
+// " (recorded on GPU, date)" when the peers were measured on another GPU than `device`, else "".
+std::string peers_recorded_note(const PeerFile& peers, const std::string& device);
 void draw_views_panel(const Lab& lab);        // panel_views.cpp: the views, one tab each
 std::vector<std::string> views_panel_tabs();  // the views' names in tab order
 void draw_measurement_panel(const Lab& lab);  // panel_measurement.cpp

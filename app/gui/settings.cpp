@@ -125,6 +125,7 @@ std::string settings_text(const Settings& s) {
   if (!s.view.empty()) out << "view = " << s.view << "\n";
   if (!s.precision.empty()) out << "precision = " << s.precision << "\n";
   if (!s.cache.empty()) out << "cache = " << s.cache << "\n";
+  out << "peers = " << (s.show_peers ? "true" : "false") << "\n";
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.4f", s.panels.left_width);
   out << "left_width = " << buf << "\n";
@@ -208,6 +209,8 @@ Readers settings_readers(Settings* s) {
         "a whole number of pixels"}},
       {"maximized",
        {[s](const std::string& v) { return parse_bool(v, &s->maximized); }, "true or false"}},
+      {"peers",
+       {[s](const std::string& v) { return parse_bool(v, &s->show_peers); }, "true or false"}},
       {"lesson",
        {[s](const std::string& v) {
           s->lesson = v;

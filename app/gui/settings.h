@@ -45,6 +45,7 @@ struct Settings {
   std::string view;        // "speedup", "flow", ... empty: speedup
   std::string precision;   // "fp32" / "bf16"; empty: fp32
   std::string cache;       // "cold" / "warm"; empty: cold
+  bool show_peers = true;  // the speedup plot's "PyTorch peers" box
   PanelSizes panels;
 };
 

@@ -615,17 +615,78 @@ std::string measurements_csv_header() {
          "session_created_utc";
 }
 
-std::string measurements_csv(const Session& session) {
+// One PyTorch peer at one size, in the measurement columns (launch columns and counters empty).
+static std::string peer_csv_row(const Session& session, const PeerFile& peers, const PeerSeries& s,
+                                const PeerPoint& p) {
+  const Lesson* lesson = find_lesson(s.lesson);
+  double level0 = 0;  // ours at this point, when the session has it
+  for (const Measurement& m : session.measurements) {
+    if (m.lesson == s.lesson && m.size == p.size && m.precision == s.precision &&
+        m.cache == CacheMode::cold && m.level == 0 && m.check.passed) {
+      level0 = m.chain_time_us.median;
+    }
+  }
+  const std::vector<std::string> fields = {
+      csv_text(s.lesson),
+      std::to_string(p.size),
+      lesson != nullptr ? lesson->info().size_axis.unit : std::string(),
+      std::to_string(p.inner),
+      to_string(s.precision),
+      "cold",
+      "peer",
+      csv_text(s.label),
+      "",
+      "",
+      "",
+      "",
+      "",
+      "",
+      "",
+      "",
+      "",
+      "",  // launch_gbps, copy_gbps: a peer has no launches of ours
+      fixed(p.median_us, 3),
+      fixed(p.p20_us, 3),
+      fixed(p.p80_us, 3),
+      std::to_string(p.count),
+      significant(p.rel_l2_error),
+      p.passed ? "yes" : "no",
+      csv_text(peers.timing),
+      "not_measured",
+      "",
+      "",
+      "",
+      "",
+      level0 > 0 && p.median_us > 0 ? fixed(level0 / p.median_us, 3) : std::string(),
+      "",
+      csv_text(peers.device_name),
+      csv_text(peers.driver),
+      csv_text(peers.created_utc)};
+  std::string row;
+  for (size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + fields[i];
+  return row;
+}
+
+std::string measurements_csv(const Session& session, const PeerFile* peers) {
   std::string csv = measurements_csv_header() + "\n";
   for (size_t i = 0; i < session.measurements.size(); ++i) {
     for (size_t k = 0; k < session.measurements[i].launches.size(); ++k)
       csv += csv_row(session, i, k) + "\n";
   }
+  if (peers == nullptr) return csv;
+  for (const PeerSeries& s : peers->series) {
+    const bool in_session = std::any_of(
+        session.measurements.begin(), session.measurements.end(),
+        [&](const Measurement& m) { return m.lesson == s.lesson && m.precision == s.precision; });
+    if (!in_session) continue;
+    for (const PeerPoint& p : s.points) csv += peer_csv_row(session, *peers, s, p) + "\n";
+  }
   return csv;
 }
 
-Status export_csv(const Session& session, const std::string& path, const WriteOptions& options) {
-  return write_file_atomically(path, measurements_csv(session), options);
+Status export_csv(const Session& session, const std::string& path, const WriteOptions& options,
+                  const PeerFile* peers) {
+  return write_file_atomically(path, measurements_csv(session, peers), options);
 }
 
 }  // namespace fl

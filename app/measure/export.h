@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/measure/file_io.h"
+#include "app/measure/peers.h"
 #include "app/measure/results.h"
 #include "kernels/status.h"
 
@@ -44,10 +45,14 @@ bool trace_gzip_available();
 // of `session`, in its order, with the session's GPU, CUDA driver and date on every row. Numbers
 // are rounded to what was measured; text cells a spreadsheet would run as a formula start with
 // an apostrophe. Columns and units are documented in docs/EXPORT.md; new ones go at the end.
+// With `peers` (a PyTorch peer file, app/measure/peers.h), rows for the peers follow, one per
+// (series, size) of each lesson and precision the session has: level "peer", level_name the
+// peer's label, the chain columns its median/p20/p80, speedup_vs_level0 ours at that size over
+// it, and the peer file's GPU, driver and date (docs/EXPORT.md).
 std::string measurements_csv_header();
-std::string measurements_csv(const Session& session);
-Status export_csv(const Session& session, const std::string& path,
-                  const WriteOptions& options = {});
+std::string measurements_csv(const Session& session, const PeerFile* peers = nullptr);
+Status export_csv(const Session& session, const std::string& path, const WriteOptions& options = {},
+                  const PeerFile* peers = nullptr);
 
 // Gzip helpers, exposed for tests (and for callers that want the bytes rather than a file).
 // Fail with one sentence when this build has no zlib.

@@ -45,6 +45,7 @@ TEST_F(SettingsFile, RoundTripKeepsEveryField) {
   s.view = "roofline";
   s.precision = "bf16";
   s.cache = "warm";
+  s.show_peers = false;
   s.panels.left_width = 0.27f;
   s.panels.measurement_height = 0.41f;
   s.panels.split = true;
@@ -69,6 +70,7 @@ TEST_F(SettingsFile, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.view, "roofline");
   EXPECT_EQ(r.precision, "bf16");
   EXPECT_EQ(r.cache, "warm");
+  EXPECT_FALSE(r.show_peers) << "the PyTorch peers box";
   EXPECT_NEAR(r.panels.left_width, 0.27f, 1e-4);
   EXPECT_NEAR(r.panels.measurement_height, 0.41f, 1e-4);
   EXPECT_TRUE(r.panels.split);

@@ -120,6 +120,11 @@ CLI::App* add_export_trace_command(CLI::App* app, ExportOptions* o) {
       "Write recorded sessions' CUPTI kernel records as a Chrome trace (Perfetto, "
       "chrome://tracing); .gz output is gzip-compressed");
   add_common_options(command, o, "OUT.json[.gz]");
+  command
+      ->add_option("--peers", o->peers,
+                   "A PyTorch peer file (scripts/peers.py): its medians for the sessions' lessons "
+                   "go into the trace's otherData")
+      ->type_name("PEERS.json");
   return command;
 }
 
@@ -148,7 +153,14 @@ int run_export_trace(const ExportOptions& o) {
   ReadingGuard reading;
   if (Status st = prepare(o, &session, &reading); !st.ok()) return fail(name, st.message());
   std::string bytes;
-  if (Status st = trace_bytes(session, gzip, &bytes); !st.ok()) return fail(name, st.message());
+  PeerFile peers;
+  if (!o.peers.empty()) {
+    if (Status st = load_peer_file(o.peers, &peers); !st.ok()) return fail(name, st.message());
+  }
+  if (Status st = trace_bytes(session, gzip, &bytes, o.peers.empty() ? nullptr : &peers);
+      !st.ok()) {
+    return fail(name, st.message());
+  }
   WriteOptions write;
   write.replace_existing = o.force;
   const Status written =

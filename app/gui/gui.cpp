@@ -712,7 +712,9 @@ Status run_file_action(gui::FileAction action, const std::string& path, gui::Lab
         return Status::Error("Nothing is measured yet for " + sweep_words(lab) +
                              ": sweep or move the size slider first.");
       }
-      return export_trace(sweep, path);
+      TraceOptions trace;
+      trace.peers = gui::window_peers_shown() ? gui::window_peers() : nullptr;
+      return export_trace(sweep, path, trace);
     }
     case gui::FileAction::export_csv: {
       Session sweep = lab.session_snapshot();  // the GPU, driver and date columns

@@ -492,7 +492,30 @@ std::vector<json> trace_metadata(const Session& session, const TraceRuns& runs) 
 
 }  // namespace
 
-std::string chrome_trace_json(const Session& session) {
+// The peers of the session's lessons, for the trace's otherData.
+json peers_other_data(const Session& session, const PeerFile& peers) {
+  json series = json::array();
+  for (const PeerSeries& s : peers.series) {
+    const bool in_session = std::any_of(
+        session.measurements.begin(), session.measurements.end(),
+        [&](const Measurement& m) { return m.lesson == s.lesson && m.precision == s.precision; });
+    if (!in_session) continue;
+    json points = json::array();
+    for (const PeerPoint& p : s.points) {
+      points.push_back({{"size", p.size}, {"median_us", p.median_us}, {"passed", p.passed}});
+    }
+    series.push_back({{"lesson", s.lesson},
+                      {"precision", to_string(s.precision)},
+                      {"peer", s.label},
+                      {"points", std::move(points)}});
+  }
+  return {{"recorded_on", peers.recorded_on()},
+          {"torch", peers.torch_version},
+          {"cache", "cold"},
+          {"series", std::move(series)}};
+}
+
+std::string chrome_trace_json(const Session& session, const PeerFile* peers) {
   TraceRuns runs;
   TimedEvents timed;
   for (size_t i = 0; i < session.measurements.size(); ++i) {
@@ -516,6 +539,7 @@ std::string chrome_trace_json(const Session& session) {
                 {"runs", runs.size()},
                 {"measurements", session.measurements.size()},
                 {"timeline", kRebasedNote}};
+  if (peers != nullptr) other["pytorch_peers"] = peers_other_data(session, *peers);
   const json trace = {{"traceEvents", std::move(events)},
                       {"displayTimeUnit", "ns"},
                       {"otherData", std::move(other)}};
@@ -523,8 +547,8 @@ std::string chrome_trace_json(const Session& session) {
   return trace.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Status trace_bytes(const Session& session, bool gzip, std::string* out) {
-  std::string text = chrome_trace_json(session);
+Status trace_bytes(const Session& session, bool gzip, std::string* out, const PeerFile* peers) {
+  std::string text = chrome_trace_json(session, peers);
   if (!gzip) {
     *out = std::move(text);
     return Status::Ok();
@@ -534,7 +558,7 @@ Status trace_bytes(const Session& session, bool gzip, std::string* out) {
 
 Status export_trace(const Session& session, const std::string& path, TraceOptions options) {
   std::string bytes;
-  FL_TRY(trace_bytes(session, options.gzip || ends_with(path, ".gz"), &bytes)
+  FL_TRY(trace_bytes(session, options.gzip || ends_with(path, ".gz"), &bytes, options.peers)
              .with_context("cannot write " + shorten_for_message(path, kShownPathChars)));
   return write_file_atomically(path, bytes, options.write);
 }

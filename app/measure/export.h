@@ -18,8 +18,9 @@
 namespace fl {
 
 struct TraceOptions {
-  bool gzip = false;   // gzip the JSON; a path ending in ".gz" gzips too
-  WriteOptions write;  // replace an existing file or not (the CLI's --force)
+  bool gzip = false;                // gzip the JSON; a path ending in ".gz" gzips too
+  WriteOptions write;               // replace an existing file or not (the CLI's --force)
+  const PeerFile* peers = nullptr;  // PyTorch peers for otherData (see chrome_trace_json)
 };
 
 // Chrome Trace Event JSON (compact, one line) built from the stored raw CUPTI records
@@ -30,12 +31,16 @@ struct TraceOptions {
 // level's DRAM bytes are a counter track ("C") of its run. Every level of a run starts at 0, so the
 // levels line up. A measurement without records (schema v1) gets slices from its median launch
 // times, marked "synthesized": true. The layout is described in docs/EXPORT.md.
-std::string chrome_trace_json(const Session& session);
+// With `peers`, otherData gains "pytorch_peers": the peer file's GPU and date and, for each
+// lesson and precision the session holds, every peer's median per size (they have no kernel
+// records of ours, so no slices).
+std::string chrome_trace_json(const Session& session, const PeerFile* peers = nullptr);
 // The trace's slice name for a launch's operation (LaunchTraffic::kernel): "gelu" stays "gelu",
 // "gelu_scale_fused" becomes "fused gelu·scale".
 std::string trace_op_name(const std::string& textbook_kernel);
 // The trace as bytes (gzipped when asked), for a file or standard output.
-Status trace_bytes(const Session& session, bool gzip, std::string* out);
+Status trace_bytes(const Session& session, bool gzip, std::string* out,
+                   const PeerFile* peers = nullptr);
 Status export_trace(const Session& session, const std::string& path, TraceOptions options = {});
 
 // Whether this build can write .gz traces (zlib found at configure time).

@@ -4,10 +4,12 @@
 // The ladder: unfused is five kernels (GEMM, bias, GELU, GEMM, bias): the 4C-wide tensor makes
 // three round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one; level 1
 // is two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written once and read
-// once; level 2 is one kernel of ours on tensor cores, split over the hidden dimension (below):
-// h never leaves the SM, and the blocks' shares of y are summed after a grid barrier (the shares
-// are slices x M x C fp32 through L2, counted by the memory chart's L2 bytes, not in the
-// textbook bytes). The level table below has every launch's bytes.
+// once; level 2 is one kernel of ours on tensor cores, split over the hidden dimension: h never
+// leaves the chip and the blocks' shares of y are summed in L2 (counted by the memory chart's L2
+// bytes, not in the textbook bytes). Two data paths, both explained below: on sm_90 at up to 64
+// tokens clusters of 8 blocks share h through distributed shared memory and add their shares
+// with atomics (ffn_cluster_kernel); elsewhere each block owns a slice of h and the shares are
+// summed after a grid barrier (ffn_fused_kernel). The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -80,10 +80,7 @@ std::vector<PlotSeries> bandwidth_peer_series(const std::vector<Measurement>& hi
       bytes[m.size] = m.textbook_bytes();
     }
   }
-  std::vector<const PeerSeries*> series = peers.find(lesson, precision);
-  std::stable_sort(series.begin(), series.end(), [](const PeerSeries* a, const PeerSeries* b) {
-    return a->peer == "compile" && b->peer != "compile";
-  });
+  const std::vector<const PeerSeries*> series = compile_first(peers.find(lesson, precision));
   for (size_t i = 0; i < series.size(); ++i) {
     PlotSeries s;
     s.label = series[i]->label + suffix;

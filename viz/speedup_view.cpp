@@ -183,10 +183,7 @@ std::vector<SpeedupOverlay> peer_speedup_series(const std::vector<Measurement>& 
     }
   }
   std::sort(level0.begin(), level0.end());
-  std::vector<const PeerSeries*> series = peers.find(lesson, precision);
-  std::stable_sort(series.begin(), series.end(), [](const PeerSeries* a, const PeerSeries* b) {
-    return a->peer == "compile" && b->peer != "compile";
-  });
+  const std::vector<const PeerSeries*> series = compile_first(peers.find(lesson, precision));
   for (const PeerSeries* s : series) {
     SpeedupOverlay overlay;
     overlay.label = s->label + label_suffix;

@@ -81,9 +81,7 @@ void draw_peer_rows(const Lab& lab, const std::vector<Measurement>& ms) {
   const Measurement* unfused = level_of(ms, 0);
   if (!window_peers_shown() || ms.empty() || ms.front().cache != CacheMode::cold) return;
   const Measurement& top = ms.back();
-  const std::string device =
-      lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
-  const std::string note = peers_recorded_note(*peers, device);
+  const std::string note = peers_recorded_note(*peers, lab);
   for (const PeerSeries* s : peers->find(ms.front().lesson, ms.front().precision)) {
     for (const PeerPoint& p : s->points) {
       if (p.size != ms.front().size || p.median_us <= 0) continue;

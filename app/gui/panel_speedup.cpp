@@ -60,7 +60,9 @@ bool window_peers_ticked() {
   return show_peers;
 }
 
-std::string peers_recorded_note(const PeerFile& peers, const std::string& device) {
+std::string peers_recorded_note(const PeerFile& peers, const Lab& lab) {
+  const std::string& device =
+      lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
   return device == peers.device_name ? "" : " (recorded on " + peers.recorded_on() + ")";
 }
 
@@ -109,9 +111,7 @@ void draw_speedup_panel(const Lab& lab) {
     help_marker(
         "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
         "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
-    const std::string device =
-        lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
-    const std::string suffix = peers_recorded_note(*peers, device);
+    const std::string suffix = peers_recorded_note(*peers, lab);
     if (show_peers) {
       view.peers = viz::peer_speedup_series(lab.history(), *peers, info.id, lab.precision(),
                                             lab.cache(), suffix);

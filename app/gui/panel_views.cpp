@@ -156,11 +156,9 @@ void draw_bandwidth_view(const Lab& lab) {
   }
   // PyTorch peers on the fused level's bytes, when the speedup plot's box shows them.
   if (window_peers_shown()) {
-    const std::string device =
-        lab.replay() ? lab.replay()->recording.device.name : lab.status().device.name;
     const auto peers =
         viz::bandwidth_peer_series(lab.history(), *window_peers(), info.id, lab.precision(),
-                                   lab.cache(), peers_recorded_note(*window_peers(), device));
+                                   lab.cache(), peers_recorded_note(*window_peers(), lab));
     series.insert(series.end(), peers.begin(), peers.end());
   }
   viz::plot_widget(

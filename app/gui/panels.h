@@ -25,8 +25,9 @@ const PeerFile* window_peers();
 bool window_peers_shown();
 void set_window_peers_shown(bool shown);  // the remembered setting, at start
 bool window_peers_ticked();               // the box, for the settings file (peers or not)
-// " (recorded on GPU, date)" when the peers were measured on another GPU than `device`, else "".
-std::string peers_recorded_note(const PeerFile& peers, const std::string& device);
+// " (recorded on GPU, date)" when the peers were measured on another GPU than the one `lab`
+// shows (live, or the replayed recording's), else "".
+std::string peers_recorded_note(const PeerFile& peers, const Lab& lab);
 void draw_views_panel(const Lab& lab);        // panel_views.cpp: the views, one tab each
 std::vector<std::string> views_panel_tabs();  // the views' names in tab order
 void draw_measurement_panel(const Lab& lab);  // panel_measurement.cpp

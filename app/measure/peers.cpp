@@ -163,6 +163,13 @@ Status load_peer_file(const std::string& path, PeerFile* out) {
   return peers_from_json(text, out).with_context(shorten_for_message(path, kShownPathChars));
 }
 
+std::vector<const PeerSeries*> compile_first(std::vector<const PeerSeries*> series) {
+  std::stable_sort(series.begin(), series.end(), [](const PeerSeries* a, const PeerSeries* b) {
+    return a->peer == "compile" && b->peer != "compile";
+  });
+  return series;
+}
+
 double peer_median_at(const PeerSeries& series, int64_t size) {
   for (const PeerPoint& p : series.points) {
     if (p.size == size) return p.passed ? p.median_us : 0.0;

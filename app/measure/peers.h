@@ -53,6 +53,9 @@ constexpr int64_t kMaxPeerFileBytes = int64_t(64) << 20;
 Status peers_from_json(const std::string& text, PeerFile* out);
 Status load_peer_file(const std::string& path, PeerFile* out);
 
+// `series` with torch.compile first (the peer to beat, drawn lightest), the rest in file order.
+std::vector<const PeerSeries*> compile_first(std::vector<const PeerSeries*> series);
+
 // A peer's median at `size`, or 0 when the series has no point there (or it failed its check).
 double peer_median_at(const PeerSeries& series, int64_t size);
 

@@ -26,6 +26,7 @@
 #include "kernels/bias_ops.cuh"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
+#include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
@@ -83,10 +84,7 @@ struct FfnArgs {
 };
 
 __device__ __forceinline__ void stamp(const FfnArgs<__nv_bfloat16>& a, int phase) {
-  if (a.timeline == nullptr || threadIdx.x != 0) return;
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  a.timeline[(blockIdx.y * gridDim.x + blockIdx.x) * 6 + phase] = t;
+  cluster::stamp(a.timeline, phase);
 }
 __device__ __forceinline__ void stamp(const FfnArgs<float>&, int) {}
 
@@ -380,53 +378,6 @@ constexpr int kMaxClusterColumns = 256;  // a block's share of the C columns, at
 constexpr int kMaxClusterInputs = 128;   // a block's share of the C inputs (the up GEMM's K)
 constexpr int kMaxClusterWidth = 32;     // a block's own hidden units (steps 2-3), at most
 
-// Cluster special registers, barriers and DSMEM stores (PTX: sm_90).
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_index() {
-  unsigned q = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(q));
-#endif
-  return q;
-}
-// Every thread of every block of the cluster arrives; shared-memory writes before it (local or
-// into other blocks) are visible to the whole cluster after it.
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-#endif
-}
-// A block may touch another's shared memory only once that block is running: each block arrives
-// here as it starts and waits just before its first store into another block (the wait is then
-// usually already satisfied).
-__device__ __forceinline__ void cluster_arrive_started() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait_started() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
-#endif
-}
-// Stores 8 bytes at `local`'s address in block `rank`'s shared memory.
-__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(remote), "r"(v.x), "r"(v.y)
-               : "memory");
-#endif
-}
-
 // The up GEMM's tiles: kTM tokens x 256 units, all 8 warps multiplying, the block's whole K
 // (at most 128 inputs) in shared memory at once.
 template <int kTM>
@@ -469,9 +420,9 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   float* recv = reinterpret_cast<float*>(smem + Plan::recv_offset());  // [size][kTM][width]
   T* h_all = reinterpret_cast<T*>(smem + plan.all_offset());
   T* w2s = reinterpret_cast<T*>(smem + plan.w2_offset());
-  const unsigned rank = cluster_rank(), cluster = cluster_index();
+  const unsigned rank = cluster::rank(), q = cluster::index();
   const int width = plan.width, units_all = plan.units();
-  const int64_t j_cluster = int64_t(cluster) * units_all;  // the cluster's hidden units
+  const int64_t j_cluster = int64_t(q) * units_all;  // the cluster's hidden units
   const int64_t j0 = j_cluster + int64_t(rank) * width;    // this block's (steps 2-3)
   const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
   const int64_t k0 = int64_t(rank) * plan.inputs;  // this block's inputs (step 1)
@@ -483,7 +434,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   const int rows = static_cast<int>(min(int64_t(kTM), (a.m + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(kTM), a.m));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  cluster_arrive_started();
+  cluster::arrive_started();
   stamp(a, 0);
 
   // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
@@ -518,14 +469,14 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
 
   // 2. reduce: unit `col` of the cluster belongs to block col / width; each pair of partials
   //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
-  cluster_wait_started();
+  cluster::wait_started();
   tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
     if (r >= live || col >= units_all) return;
     const int p = col / width, u = col - p * width;
-    store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p,
+    cluster::store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p,
                make_uint2(__float_as_uint(v0), __float_as_uint(v1)));
   });
-  cluster_sync();
+  cluster::sync();
   // 3. share: h = GELU(sum + b1) for this block's units, 4 at a time, sent to every block's h_all
   //    at columns [rank width, rank width + width).
   const int quads = width / 4;
@@ -549,12 +500,12 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
     for (int p = 0; p < plan.size; ++p) {
 #pragma unroll
       for (int half = 0; half < int(sizeof(T)) / 2; ++half) {
-        store_peer(reinterpret_cast<unsigned char*>(at) + 8 * half, p, out.bits[half]);
+        cluster::store_peer(reinterpret_cast<unsigned char*>(at) + 8 * half, p, out.bits[half]);
       }
     }
   }
   tc::async_wait<0>();  // W2's piece (this thread's copies)
-  cluster_sync();       // h_all is complete; no block touches another's shared memory after this
+  cluster::sync();       // h_all is complete; no block touches another's shared memory after this
   stamp(a, 3);
 
   // 4. down: warp items of 16 tokens x 16 columns over the cluster's units. The mma leaves a
@@ -628,39 +579,14 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
 #endif
 }
 
-// FL_FFN_TIMELINE=1 (tuning only): every block stamps %globaltimer at the end of each phase;
-// after the run the launcher prints, per phase, the earliest and latest block relative to the
-// first start. The run then synchronizes, so it is not for timing the whole kernel.
+// FL_FFN_TIMELINE=1 (tuning only): the phases' timeline (kernels/cluster.cuh).
 template <typename T>
 Status start_timeline(FfnArgs<T>* a, unsigned blocks) {
-  static const bool timeline = std::getenv("FL_FFN_TIMELINE") != nullptr;
-  a->timeline = nullptr;
-  if (timeline)
-    FL_CUDA_TRY(cudaMalloc(&a->timeline, size_t(blocks) * 6 * sizeof(unsigned long long)));
-  return Status::Ok();
+  return cluster::start_timeline("FL_FFN_TIMELINE", blocks, &a->timeline);
 }
 template <typename T>
 Status finish_timeline(const FfnArgs<T>& a, unsigned blocks, cudaStream_t stream) {
-  if (a.timeline == nullptr) return Status::Ok();
-  std::vector<unsigned long long> t(size_t(blocks) * 6);
-  FL_CUDA_TRY(cudaStreamSynchronize(stream));
-  FL_CUDA_TRY(cudaMemcpy(t.data(), a.timeline, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
-  FL_CUDA_TRY(cudaFree(a.timeline));
-  unsigned long long t0 = ~0ull;
-  for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, t[b * 6]);
-  double mx[6] = {}, mn[6] = {1e18, 1e18, 1e18, 1e18, 1e18, 1e18};
-  for (unsigned b = 0; b < blocks; ++b) {
-    for (int p = 0; p < 6; ++p) {
-      mx[p] = std::max(mx[p], double(t[b * 6 + p] - t0) / 1e3);
-      mn[p] = std::min(mn[p], double(t[b * 6 + p] - t0) / 1e3);
-    }
-  }
-  std::fprintf(stderr,
-               "ffn timeline m=%lld blocks %u (us, earliest..latest block):", (long long)a.m,
-               blocks);
-  for (int p = 0; p < 6; ++p) std::fprintf(stderr, " %d: %.2f..%.2f", p, mn[p], mx[p]);
-  std::fprintf(stderr, "\n");
-  return Status::Ok();
+  return cluster::finish_timeline("ffn", static_cast<long long>(a.m), blocks, a.timeline, stream);
 }
 
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
@@ -690,26 +616,6 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
                                           dim3(kFfnThreads), args, smem, stream));
   FL_CUDA_TRY(cudaGetLastError());
   return finish_timeline(a, grid.x * grid.y, stream);
-}
-
-// How many clusters of `config` can be resident at once (asked once per kernel and shared
-// memory size: the answer does not change while the program runs).
-Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, int* fit) {
-  static std::mutex lock;
-  static std::map<std::tuple<const void*, size_t, unsigned>, int> known;
-  const std::lock_guard<std::mutex> hold(lock);
-  const auto key =
-      std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
-  auto found = known.find(key);
-  if (found == known.end()) {
-    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(config.dynamicSmemBytes)));
-    int n = 0;
-    FL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &config));
-    found = known.emplace(key, n).first;
-  }
-  *fit = found->second;
-  return Status::Ok();
 }
 
 template <typename T, int kTM>
@@ -755,7 +661,7 @@ Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>
       cudaLaunchAttribute cluster;
       const cudaLaunchConfig_t config = cluster_config(p, &cluster);
       int fit = 0;
-      FL_TRY(max_active_clusters(kernel, config, &fit));
+      FL_TRY(cluster::max_active_clusters(kernel, config, &fit));
       if (p.clusters > fit) continue;
       if (!*ok || p.clusters * p.size > plan->clusters * plan->size) *plan = p;
       *ok = true;

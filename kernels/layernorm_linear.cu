@@ -4,18 +4,31 @@
 // The ladder: unfused is three kernels (layernorm writes xn = LN(x), lesson 4's one-kernel
 // LayerNorm; a cuBLASLt GEMM writes t = xn W; add_bias writes y = t + b: xn and t round-trip
 // through HBM); level 1 is the LayerNorm and then one cuBLASLt GEMM with the bias epilogue (t
-// never exists); level 2 is one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): each
-// block computes its rows' mean and 1/std, normalizes x as its tiles land in shared memory (the
-// GEMM's prologue) and adds the bias as it stores (the epilogue): xn never exists, and there is
-// one launch instead of two. The level table below has every launch's bytes.
+// never exists); level 2 is one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): the
+// rows' mean and 1/std are computed on chip, x is normalized as it lands in shared memory (the
+// GEMM's prologue) and the bias is added as y is stored (the epilogue): xn never exists, and
+// there is one launch instead of two. Three data paths for level 2, by token count, each
+// explained where it is written:
+//   up to 16 tokens:  the panel kernel (a block owns a column slice and all of K);
+//   17 to 256 tokens: on Hopper (bf16) the cluster kernel (a cluster of blocks splits K and
+//                     adds its partial sums in distributed shared memory), elsewhere the panel
+//                     kernel;
+//   more tokens:      the tile kernel (BM x BN output tiles, K streamed through a ring).
+// At a few tokens the GEMM streams W (3.5 MB at C = 768 in bf16) and what counts is how many SMs
+// pull it at once and how few steps follow its arrival; at many tokens it is the tensor cores'
+// arithmetic. The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <type_traits>
 
 #include "kernels/bias_ops.cuh"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
+#include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_rows.cuh"
@@ -26,7 +39,7 @@
 namespace fl {
 namespace {
 
-// ---- level 2: LayerNorm in the GEMM's prologue, bias in its epilogue -----------------------
+// ---- level 2, the tile kernel: LayerNorm in the GEMM's prologue, bias in its epilogue ------
 // One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
 //   1. prologue: the warps compute the mean and 1/std of the block's BM rows of x (all rows'
 //      loads in flight at once; per-lane moments merged with Chan's formula), into shared memory,
@@ -37,8 +50,9 @@ namespace {
 //   3. epilogue: y = acc + b, one rounding, stored straight from the accumulators.
 // xn never exists in HBM. The price: each block reads its x rows once more for the statistics
 // (from L2: the main loop reads the same rows), N / BN times over the whole GEMM.
-// Tiles, by token count (at few tokens the GEMM streams W, and what matters is how many bytes
-// of it are in flight; at many it is the tensor cores' arithmetic):
+// Tiles, by token count, where the tile kernel runs (at few tokens only where the panel and
+// cluster kernels cannot: shapes whose rows are not 16-byte multiples, or fp32 panels too large
+// for shared memory):
 //   up to 16 tokens: 16 x 32 with 2 multiplying warps of 8, 128-byte K-tiles, 8 stages (28 KB of
 //                    W in flight per block, 72 blocks at C = 768);
 //   fewer 128 x 128 tiles than SMs: 64 x 32 with 4 multiplying warps of 8, 128-byte K-tiles,
@@ -191,12 +205,562 @@ Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T*
   return Status::Ok();
 }
 
+// Normalizes 16 bytes of x in shared memory in place, (x - mean) rstd gamma + beta, rounded to
+// T as level 0's xn; gamma and beta come 16 bytes at a time from shared memory too.
+template <typename T>
+__device__ __forceinline__ void normalize_chunk(T* x, float2 mean_rstd, const T* gamma,
+                                                const T* beta) {
+  constexpr int E = tc::kVec<T>;
+  const float rstd = mean_rstd.y, shift = -mean_rstd.x * rstd;
+  Vec16<T> v = *reinterpret_cast<Vec16<T>*>(x);
+  const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(gamma);
+  const Vec16<T> b = *reinterpret_cast<const Vec16<T>*>(beta);
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const float xn = fmaf(Elem<T>::to_float(v.v[e]), rstd, shift);
+    v.v[e] = Elem<T>::from_float(fmaf(xn, Elem<T>::to_float(g.v[e]), Elem<T>::to_float(b.v[e])));
+  }
+  *reinterpret_cast<Vec16<T>*>(x) = v;
+}
+
+// ---- level 2 on Hopper at up to 256 tokens: a cluster splits K -------------------------------
+// At a few tokens y = LN(x) W + b is a weight-streaming problem (W is C x 3C: 3.5 MB in bf16 at
+// C = 768, against 1.5 KB of x per token), and the tile kernel above leaves most SMs idle or
+// streams W in short pieces. On sm_90 a thread block cluster (`size` = 8 or 4 blocks on one GPC,
+// kernels/cluster.cuh) splits the GEMM's K = C instead: cluster q owns `width` output columns
+// [q width, q width + width) and block r of it the inputs [r C / size, (r + 1) C / size):
+//   1. copy:   x[:, r's inputs] (all M rows) and W[r's inputs, q's columns] (rows of width x 2
+//              bytes, all in flight at once) into shared memory; gamma, beta and b meanwhile;
+//   2. moments: as x lands, each row's mean and sum of squared deviations over r's inputs,
+//              sent to every block of the cluster (DSMEM stores); after a cluster barrier each
+//              block merges the `size` partial moments (Chan's formula: equal counts) into the
+//              row's mean and 1/std over all C inputs;
+//   3. normalize r's slice of x in place, (x - mean) rstd gamma + beta, rounded as level 0's xn;
+//   4. multiply: x_slice[M x C/size] W_slice[C/size x width] on tensor cores, 64 rows at a time,
+//      a partial sum over r's inputs; block p of the cluster owns `width / size` of the columns,
+//      and each block sends p the partials of p's columns; after a cluster barrier p adds the
+//      `size` partials and b and stores y.
+// Every weight is read from HBM once, by ~112 SMs at once; x, the statistics and the partial
+// sums never leave the chip; no atomics, no grid barrier. 2 cluster barriers per 64 rows (plus
+// one between chunks, before the partials' buffer is reused).
+constexpr int kLnChunk = 64;          // rows of partial sums exchanged at a time
+constexpr int kLnClusterRows = 256;   // the most tokens the cluster kernel takes
+
+template <typename T>
+struct LnArgs {
+  const T *x, *gamma, *beta, *w, *bias;
+  T* y;
+  int64_t m;
+  int k, n;
+  unsigned long long* timeline;  // FL_LN_TIMELINE (tuning only): the phases' end times, or null
+};
+
+// The cluster kernel's shapes: `size` blocks per cluster, `inputs` = C / size per block (a
+// multiple of 16), `own` output columns summed by each block (a multiple of 4: the partials
+// travel as 16-byte stores of 4 columns), width = size x own; `rows`
+// = M rounded up to 16 (mma tiles). Shared memory: x's slice (rows x inputs), W's slice
+// (inputs x width), the partial moments received (size x rows float2), each row's mean and
+// 1/std, gamma and beta of the slice, and the partials received (size x 64 x own fp32).
+template <typename T>
+struct LnClusterPlan {
+  int size = 0, inputs = 0, own = 0, clusters = 0, rows = 0, threads = 256;
+  __host__ __device__ int width() const { return size * own; }
+  __host__ __device__ int ld_x() const { return inputs + tc::kPad<T>; }
+  __host__ __device__ int ld_w() const { return width() + tc::kPad<T>; }
+  __host__ __device__ size_t w_offset() const { return sizeof(T) * size_t(rows) * ld_x(); }
+  __host__ __device__ static size_t align16(size_t b) { return (b + 15) / 16 * 16; }
+  __host__ __device__ size_t moments_offset() const {
+    return align16(w_offset() + sizeof(T) * size_t(inputs) * ld_w());
+  }
+  __host__ __device__ size_t stats_offset() const {
+    return moments_offset() + sizeof(float2) * size_t(size) * rows;
+  }
+  __host__ __device__ size_t affine_offset() const { return stats_offset() + sizeof(float2) * rows; }
+  __host__ __device__ size_t recv_offset() const {
+    return align16(affine_offset() + 2 * sizeof(T) * size_t(inputs));
+  }
+  __host__ __device__ size_t bytes() const {
+    return recv_offset() + sizeof(float) * size_t(size) * kLnChunk * own;
+  }
+};
+
+template <typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    ln_gemm_cluster_kernel(LnArgs<T> a, LnClusterPlan<T> plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kWarps = kThreads / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  T* ws = reinterpret_cast<T*>(smem + plan.w_offset());
+  float2* moments = reinterpret_cast<float2*>(smem + plan.moments_offset());  // [size][rows]
+  float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());      // (mean, rstd)
+  T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());  // r's slice of gamma, beta
+  T* beta_s = gamma_s + plan.inputs;
+  float* recv = reinterpret_cast<float*>(smem + plan.recv_offset());  // [size][64][own]
+  const unsigned rank = cluster::rank(), q = cluster::index();
+  const int size = plan.size, inputs = plan.inputs, own = plan.own, width = plan.width();
+  const int ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  const int64_t k0 = int64_t(rank) * inputs, n0 = int64_t(q) * width;
+  const int rows = plan.rows, live = static_cast<int>(min(int64_t(rows), a.m));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  cluster::arrive_started();
+  cluster::stamp(a.timeline, 0);
+
+  // 1. copy: x's slice first (its own commit group: the moments wait only for it), then W's.
+  tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + k0, a.k, rows, inputs, a.m, inputs);
+  tc::async_commit();
+  tc::copy_tile<T, kThreads, true>(ws, ld_w, a.w + k0 * a.n + n0, a.n, inputs, width, inputs,
+                                   a.n - n0);
+  tc::async_commit();
+  for (int i = threadIdx.x; i < inputs; i += kThreads) {
+    gamma_s[i] = a.gamma[k0 + i], beta_s[i] = a.beta[k0 + i];
+  }
+  // This block's own columns' bias, in registers until step 4 (each thread sums fixed columns).
+  const int64_t own0 = n0 + int64_t(rank) * own;
+  tc::async_wait<1>();
+  __syncthreads();
+  cluster::stamp(a.timeline, 1);
+
+  // 2. moments over r's inputs, 4 lanes per row (8 rows per warp at once): the mean, then the
+  //    sum of squared deviations from it (two passes over shared memory, 16 bytes at a time:
+  //    nothing cancels). The row's first lane sends them to every block of the cluster.
+  cluster::wait_started();
+  {
+    constexpr int E = tc::kVec<T>, kLanes = 4;
+    const int chunks = inputs / E, sub = lane % kLanes;
+    for (int r0 = warp * (32 / kLanes); r0 < live; r0 += kThreads / kLanes) {
+      const int r = r0 + lane / kLanes;
+      const bool valid = r < live;
+      auto moment = [&](float mean, bool squares) {
+        float acc = 0.0f;
+        for (int c = sub; valid && c < chunks; c += kLanes) {
+          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xs + r * ld_x + c * E);
+#pragma unroll
+          for (int e = 0; e < E; ++e) {
+            const float d = Elem<T>::to_float(v.v[e]) - mean;
+            acc += squares ? d * d : d;
+          }
+        }
+        acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+        return acc + __shfl_xor_sync(0xffffffffu, acc, 2);
+      };
+      const float mean = moment(0.0f, false) / inputs;
+      const float m2 = moment(mean, true);
+      if (valid && sub == 0) {
+        for (int i = 0; i < size; ++i) {  // starting at the next block: no block is everyone's first
+          const unsigned p = (rank + 1 + i) % size;
+          cluster::store_peer(moments + rank * rows + r, p,
+                              make_uint2(__float_as_uint(mean), __float_as_uint(m2)));
+        }
+      }
+    }
+  }
+  cluster::sync();
+  // Chan's formula with `size` equal counts n = inputs: mean = the means' mean,
+  // M2 = sum of M2s + n sum (mean_p - mean)^2.
+  for (int r = threadIdx.x; r < live; r += kThreads) {
+    float mean = 0.0f;
+    for (int p = 0; p < size; ++p) mean += moments[p * rows + r].x;
+    mean /= size;
+    float m2 = 0.0f;
+    for (int p = 0; p < size; ++p) {
+      const float2 mo = moments[p * rows + r];
+      m2 += mo.y + inputs * (mo.x - mean) * (mo.x - mean);
+    }
+    stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / a.k, 0.0f) + float(gemm::kLayerNormEps)));
+  }
+  __syncthreads();
+  cluster::stamp(a.timeline, 2);
+
+  // 3. normalize the live rows of the slice in place, 16 bytes at a time.
+  {
+    constexpr int E = tc::kVec<T>;
+    const int chunks = inputs / E;
+    for (int i = threadIdx.x; i < live * chunks; i += kThreads) {
+      const int r = i / chunks, c = (i % chunks) * E;
+      normalize_chunk(xs + r * ld_x + c, stats[r], gamma_s + c, beta_s + c);
+    }
+  }
+  tc::async_wait<0>();  // W's slice (this thread's copies)
+  __syncthreads();
+  cluster::stamp(a.timeline, 3);
+
+  // 4. multiply and reduce, 64 rows at a time.
+  const int col_tiles = width / 16;
+  for (int c0 = 0; c0 < rows; c0 += kLnChunk) {
+    const int row_tiles = min(kLnChunk, rows - c0) / 16;
+    // Block r starts at the columns of the blocks after it, so that at any moment the blocks
+    // send to different owners (all starting at owner 0 made each owner a hot spot in turn).
+    const int start = (rank + 1) * col_tiles / size;
+    // A warp takes a 16-column tile for all the chunk's rows (1-4 mma row tiles: independent
+    // mma chains), then sends each row's partials to the column's owner.
+    for (int item = warp; item < col_tiles; item += kWarps) {
+      const int nt16 = (item + start) % col_tiles;
+      auto multiply_and_send = [&](auto mt_tag) {
+        constexpr int MT = decltype(mt_tag)::value;
+        float acc[MT][2][4] = {};
+        tc::warp_multiply<T, MT, 2>(acc, xs + c0 * ld_x, ld_x, ws + nt16 * 16, ld_w, inputs);
+        // The mma leaves a lane 2 adjacent columns of 2 rows; lanes 2t and 2t + 1 swap halves
+        // so that each holds 4 adjacent columns of one row: one 16-byte store each.
+        const bool even = (lane & 1) == 0;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            const float* c = acc[mt][nt];
+            const float s0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
+            const float s1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
+            const int col = nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
+            const int r = mt * 16 + (lane >> 2) + (even ? 0 : 8);  // within the chunk
+            const int p = col / own, u = col - p * own;
+            if (c0 + r >= live) continue;
+            cluster::store_peer(
+                recv + (int64_t(rank) * kLnChunk + r) * own + u, p,
+                make_uint4(__float_as_uint(even ? c[0] : s0), __float_as_uint(even ? c[1] : s1),
+                           __float_as_uint(even ? s0 : c[2]), __float_as_uint(even ? s1 : c[3])));
+          }
+        }
+      };
+      switch (row_tiles) {
+        case 1: multiply_and_send(std::integral_constant<int, 1>{}); break;
+        case 2: multiply_and_send(std::integral_constant<int, 2>{}); break;
+        case 3: multiply_and_send(std::integral_constant<int, 3>{}); break;
+        default: multiply_and_send(std::integral_constant<int, 4>{}); break;
+      }
+    }
+    cluster::sync();
+    if (c0 == 0) cluster::stamp(a.timeline, 4);
+    const int quads = own / 4, chunk_live = min(kLnChunk, live - c0);
+    for (int i = threadIdx.x; i < chunk_live * quads; i += kThreads) {
+      const int r = i / quads, u = (i % quads) * 4;
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int p = 0; p < size; ++p) {
+        const float4 v = *reinterpret_cast<const float4*>(recv + (int64_t(p) * kLnChunk + r) * own + u);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const int64_t col = own0 + u, row = c0 + r;
+      float s4[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (col + e < a.n) s4[e] += Elem<T>::to_float(a.bias[col + e]);
+      }
+      tc::store_pair(a.y, a.n, row, col, s4[0], s4[1], a.n % 2 == 0);
+      tc::store_pair(a.y, a.n, row, col + 2, s4[2], s4[3], a.n % 2 == 0);
+    }
+    if (c0 + kLnChunk < rows) cluster::sync();  // every block is done reading recv
+  }
+  cluster::stamp(a.timeline, 5);
+#else
+  __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below
+#endif
+}
+
+template <typename T>
+cudaLaunchConfig_t ln_cluster_config(const LnClusterPlan<T>& p, cudaLaunchAttribute* attr) {
+  *attr = {};
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = p.size;
+  attr->val.clusterDim.y = attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(p.clusters * p.size);
+  config.blockDim = dim3(p.threads);
+  config.dynamicSmemBytes = p.bytes();
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return config;
+}
+
+// The plan: for clusters of 4 then 8 (8 then 4 at up to 16 tokens; FL_LN_CLUSTER=8|4|2 forces a
+// size, for tuning), the narrowest `own` (most clusters) whose clusters are all resident at once,
+// so that every one of them streams W from the start. *ok is false when nothing fits (C not a
+// multiple of 16 x size, too little shared memory, GPCs that hold no cluster).
+template <typename T>
+const void* ln_cluster_kernel(int threads) {
+  return threads == 512 ? reinterpret_cast<const void*>(ln_gemm_cluster_kernel<T, 512>)
+                        : reinterpret_cast<const void*>(ln_gemm_cluster_kernel<T, 256>);
+}
+
+template <typename T>
+Status plan_ln_cluster(const LnArgs<T>& a, int sms, int optin, LnClusterPlan<T>* plan, bool* ok) {
+  *ok = false;
+  static const char* threads = std::getenv("FL_LN_THREADS");
+  const int block = threads && std::atoi(threads) == 256 ? 256 : 512;
+  const void* kernel = ln_cluster_kernel<T>(block);
+  static const char* forced = std::getenv("FL_LN_CLUSTER");
+  // Clusters of 4 measured faster above 16 tokens (half the partial sums to exchange), 8 below.
+  const int sizes[] = {a.m > 16 ? 4 : 8, a.m > 16 ? 8 : 4, 2};
+  for (int size : sizes) {
+    if (size == 2 && !(forced && std::atoi(forced) == 2)) continue;  // tuning only
+    if (forced && std::atoi(forced) > 0 && std::atoi(forced) != size) continue;
+    LnClusterPlan<T> p;
+    p.size = size;
+    p.threads = block;
+    p.inputs = a.k / size;
+    p.rows = static_cast<int>((a.m + 15) / 16 * 16);
+    if (a.k % (16 * size) != 0 || sms / size < 1) continue;
+    // own: a multiple of 4 (16-byte partials), and width = size x own whole 16-column tiles.
+    const int step = size == 8 ? 4 : size == 4 ? 4 : 8;
+    int own = (a.n + (sms / size) * size - 1) / ((sms / size) * size);
+    own = (own + step - 1) / step * step;
+    for (p.own = own; p.width() <= 512; p.own += step) {
+      if (p.bytes() > size_t(optin)) break;
+      p.clusters = (a.n + p.width() - 1) / p.width();
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t config = ln_cluster_config(p, &attr);
+      int fit = 0;
+      FL_TRY(cluster::max_active_clusters(kernel, config, &fit));
+      if (p.clusters > fit) continue;
+      *plan = p;
+      *ok = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+// Hopper, bf16, up to 256 tokens, 16-byte rows: the cluster kernel when its plan fits
+// (*launched says whether it ran). FL_LN_CLUSTER=0 turns it off (tuning runs compare kernels).
+template <typename T>
+Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* launched) {
+  *launched = false;
+  static const char* off = std::getenv("FL_LN_CLUSTER");
+  if (!std::is_same<T, __nv_bfloat16>::value || a.m > kLnClusterRows ||
+      (off && std::string(off) == "0") || !tc::vector_ok<T>(a.x, a.k) ||
+      !tc::vector_ok<T>(a.w, a.n)) {
+    return Status::Ok();
+  }
+  int device = 0, major = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 9) return Status::Ok();
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  LnClusterPlan<T> plan;
+  FL_TRY(plan_ln_cluster(a, sms, optin, &plan, launched));
+  if (!*launched) return Status::Ok();
+  const void* kernel = ln_cluster_kernel<T>(plan.threads);
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t config = ln_cluster_config(plan, &attr);
+  config.stream = stream;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(plan.bytes())));
+  LnArgs<T> args = a;
+  const unsigned blocks = plan.clusters * plan.size;
+  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", blocks, &args.timeline));
+  void* params[] = {&args, &plan};
+  FL_CUDA_TRY(cudaLaunchKernelExC(&config, kernel, params));
+  FL_CUDA_TRY(cudaGetLastError());
+  return cluster::finish_timeline("ln_gemm", static_cast<long long>(a.m), blocks, args.timeline,
+                                  stream);
+}
+
+// ---- level 2 at up to 256 tokens, any GPU: a block owns a column slice and the whole K ------
+// The panel kernel: block (j, i) computes y[64 i .. 64 i + 64, j bn .. j bn + bn) over all of
+// K = C, with no split of K and so no exchange between blocks:
+//   1. copy:      the row chunk's whole x panel (64 x C) and W's column slice (C x bn: the block's
+//                 share of the weights, read from HBM once in all) into shared memory, all in
+//                 flight at once; gamma and beta meanwhile;
+//   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
+//                 memory), then the panel normalized in place, rounded as level 0's xn;
+//   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
+//                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
+//                 splits' partial sums added through shared memory, b added, y stored.
+// The price of not splitting K: every block of a row chunk reads its x panel (from L2) and
+// normalizes it, (N / bn) times in all. The phases are few and block-local: at a few tokens the
+// kernel's time is the weights' arrival plus a few hundred cycles.
+constexpr int kPanelRows = 64;      // rows per block (the row chunk)
+constexpr int kPanelThreads = 512;  // 16 warps
+
+template <typename T>
+struct PanelPlan {
+  int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
+  __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
+  __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
+  __host__ __device__ size_t w_offset() const { return sizeof(T) * size_t(rows) * ld_x(); }
+  __host__ __device__ size_t stats_offset() const {
+    return (w_offset() + sizeof(T) * size_t(k) * ld_w() + 15) / 16 * 16;
+  }
+  __host__ __device__ size_t affine_offset() const { return stats_offset() + sizeof(float2) * rows; }
+  __host__ __device__ size_t red_offset() const {
+    return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
+  }
+  __host__ __device__ size_t bytes() const {
+    return red_offset() + sizeof(float) * size_t(kPanelThreads) * 8;  // 8 accumulators a lane
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kPanelThreads)
+    ln_gemm_panel_kernel(LnArgs<T> a, PanelPlan<T> plan) {
+  constexpr int kThreads = kPanelThreads, kWarps = kThreads / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  T* ws = reinterpret_cast<T*>(smem + plan.w_offset());
+  float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());    // (mean, rstd)
+  // gamma and beta as T, read 16 bytes (one chunk's worth) at a time: as float2 per element the
+  // lanes of a warp, 8 elements apart, hit 2 banks (16-way conflicts; measured 3x slower).
+  T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());
+  T* beta_s = gamma_s + plan.k;
+  float* red = reinterpret_cast<float*>(smem + plan.red_offset());  // [warp][lane][8]
+  const int k = plan.k, bn = plan.bn, ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  const int64_t n0 = int64_t(blockIdx.x) * bn, m0 = int64_t(blockIdx.y) * kPanelRows;
+  const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
+  const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  cluster::stamp(a.timeline, 0);
+
+  // 1. copy: x's panel first (its own commit group), then W's slice.
+  tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
+  tc::async_commit();
+  tc::copy_tile<T, kThreads, true>(ws, ld_w, a.w + n0, a.n, k, bn, k, a.n - n0);
+  tc::async_commit();
+  for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
+  tc::async_wait<1>();
+  __syncthreads();
+  cluster::stamp(a.timeline, 1);
+
+  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
+  constexpr int E = tc::kVec<T>;
+  const int chunks = k / E;
+  for (int r = warp; r < live; r += kWarps) {
+    auto moment = [&](float mean, bool squares) {
+      float acc = 0.0f;
+      for (int c = lane; c < chunks; c += 32) {
+        const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xs + r * ld_x + c * E);
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const float d = Elem<T>::to_float(v.v[e]) - mean;
+          acc += squares ? d * d : d;
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      return acc;
+    };
+    const float mean = moment(0.0f, false) / k;
+    const float m2 = moment(mean, true);
+    if (lane == 0)
+      stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < live * chunks; i += kThreads) {
+    const int r = i / chunks, c = (i % chunks) * E;
+    normalize_chunk(xs + r * ld_x + c, stats[r], gamma_s + c, beta_s + c);
+  }
+  tc::async_wait<0>();  // W's slice (this thread's copies)
+  __syncthreads();
+  cluster::stamp(a.timeline, 2);
+
+  // 3. multiply: warp w takes item w % items and K split w / items of `splits`.
+  const int col_tiles = bn / 16, items = (rows / 16) * col_tiles;
+  const int splits = max(1, kWarps / items), k16 = k / 16;
+  const int per_split = (k16 + splits - 1) / splits;
+  float acc[1][2][4] = {};
+  const int item = warp % items, split = warp / items;
+  const int mt = item / col_tiles, nt16 = item % col_tiles;
+  if (split < splits) {
+    const int kb = split * per_split * 16, ke = min(k, (split + 1) * per_split * 16);
+    if (ke > kb) {
+      tc::warp_multiply<T, 1, 2>(acc, xs + mt * 16 * ld_x + kb, ld_x, ws + kb * ld_w + nt16 * 16,
+                                 ld_w, ke - kb);
+    }
+  }
+  float* mine = red + (warp * 32 + lane) * 8;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
+  __syncthreads();
+  cluster::stamp(a.timeline, 3);
+  if (warp < items) {
+    float sum[8] = {};
+    for (int s = 0; s < splits; ++s) {
+      const float* part = red + ((s * items + warp) * 32 + lane) * 8;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum[e] += part[e];
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int64_t col = n0 + nt16 * 16 + nt * 8 + 2 * (lane & 3);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
+        if (row - m0 >= live || col >= a.n) continue;
+        float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
+        float v1 = sum[nt * 4 + 2 * half + 1];
+        if (col + 1 < a.n) v1 += Elem<T>::to_float(a.bias[col + 1]);
+        tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
+      }
+    }
+  }
+  cluster::stamp(a.timeline, 4);
+}
+
+// The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks are all resident
+// at once (so every SM streams its share of W from the start), at most 16 items of 16 x 16 per
+// block; FL_LN_PANEL_BN forces bn (tuning). *ok is false when nothing fits.
+template <typename T>
+Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
+  *ok = false;
+  static const char* forced = std::getenv("FL_LN_PANEL_BN");
+  const int64_t chunks = (a.m + kPanelRows - 1) / kPanelRows;
+  PanelPlan<T> p;
+  p.k = a.k;
+  p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
+  for (p.bn = 16; p.bn <= 64; p.bn += 16) {
+    if (forced && std::atoi(forced) > 0 && std::atoi(forced) != p.bn) continue;
+    if (p.bytes() > size_t(optin) || (p.rows / 16) * (p.bn / 16) > kPanelThreads / 32) continue;
+    const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
+    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(p.bytes())));
+    int per_sm = 0;
+    FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads,
+                                                              p.bytes()));
+    if (per_sm < 1) continue;
+    *plan = p;
+    *ok = true;
+    if (chunks * ((a.n + p.bn - 1) / p.bn) <= int64_t(per_sm) * sms) break;  // one wave
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* launched) {
+  *launched = false;
+  if (a.m > kLnClusterRows || a.k % 16 != 0 || !tc::vector_ok<T>(a.x, a.k) ||
+      !tc::vector_ok<T>(a.w, a.n)) {
+    return Status::Ok();
+  }
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  PanelPlan<T> plan;
+  FL_TRY(plan_ln_panel(a, sms, optin, &plan, launched));
+  if (!*launched) return Status::Ok();
+  const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
+                  static_cast<unsigned>((a.m + kPanelRows - 1) / kPanelRows));
+  LnArgs<T> args = a;
+  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", grid.x * grid.y, &args.timeline));
+  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(args, plan);
+  FL_CUDA_TRY(cudaGetLastError());
+  return cluster::finish_timeline("ln_panel", static_cast<long long>(a.m), grid.x * grid.y,
+                                  args.timeline, stream);
+}
+
 template <typename T>
 Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
                            T* y, int64_t m, int k, int n, cudaStream_t stream) {
   int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // Which kernel, by token count (measured on an H100, docs/PERFORMANCE.md): up to 16 tokens the
+  // panel kernel; up to 256 the cluster kernel where it runs (Hopper, bf16), else the panel
+  // kernel; beyond, or where neither fits, the tile kernel. FL_LN_KERNEL=tile|panel|cluster
+  // forces one where it can run (tuning).
+  static const char* forced = std::getenv("FL_LN_KERNEL");
+  const std::string pick = forced ? forced : m <= 16 ? "panel" : "cluster";
+  const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, nullptr};
+  bool launched = false;
+  if (pick == "cluster") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
+  if (!launched && pick != "tile") FL_TRY(try_ln_panel(args, sms, stream, &launched));
+  if (launched) return Status::Ok();
   const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
   auto go = [&](auto config) -> Status {
     using Cfg = decltype(config);

@@ -225,9 +225,12 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
   const int64_t random_rows =
       1025 + int64_t(rng() % 3000) * 2;  // odd, 1025..7023 -> capped at 4096 checked
   // 64 and 13 tokens: the fused FFN's cluster kernel (Hopper, up to 64 tokens), whose
-  // accumulator and per-column-range counters must also come back clean.
-  for (const Shape shape : {Shape{4096, 768}, Shape{random_rows, 1000}, Shape{1999, 777},
-                            Shape{130, 2048}, Shape{64, 768}, Shape{13, 781}}) {
+  // accumulator and per-column-range counters must also come back clean. 255, 97 and 5 tokens
+  // at C = 768, 1024, 640: the LayerNorm-Linear's cluster kernel (Hopper, bf16, up to 256
+  // tokens, C a multiple of 64), in 4, 2 and 1 chunks of 64 rows, partly filled.
+  for (const Shape shape :
+       {Shape{4096, 768}, Shape{random_rows, 1000}, Shape{1999, 777}, Shape{130, 2048},
+        Shape{64, 768}, Shape{13, 781}, Shape{255, 768}, Shape{97, 1024}, Shape{5, 640}}) {
     std::unique_ptr<Workspace> ws;
     const Status created = lesson.create_workspace(lesson.resolve(shape), p, &ws);
     ASSERT_TRUE(created.ok()) << created.message();

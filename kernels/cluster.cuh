@@ -1,0 +1,149 @@
+// Thread block clusters (sm_90): the special registers, the cluster barrier and stores into
+// another block's shared memory (distributed shared memory, DSMEM), shared by the cluster
+// kernels of lessons 6 (layernorm_linear) and 8 (ffn). A cluster is up to 8 blocks (portable
+// size) that run at once on one GPC; each can write the others' shared memory, and a cluster
+// barrier makes those writes visible. Everything here compiles to nothing below sm_90, where the
+// launchers never pick a cluster kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cuda_check.h"
+#include "kernels/status.h"
+
+namespace fl::cluster {
+
+// Cluster special registers, barriers and DSMEM stores (PTX: sm_90).
+__device__ __forceinline__ unsigned rank() {
+  unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ unsigned index() {
+  unsigned q = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(q));
+#endif
+  return q;
+}
+// Every thread of every block of the cluster arrives; shared-memory writes before it (local or
+// into other blocks) are visible to the whole cluster after it.
+__device__ __forceinline__ void sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+#endif
+}
+// A block may touch another's shared memory only once that block is running: each block arrives
+// here as it starts and waits just before its first store into another block (the wait is then
+// usually already satisfied).
+__device__ __forceinline__ void arrive_started() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_started() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+#endif
+}
+// Stores 8 bytes at `local`'s address in block `rank`'s shared memory.
+__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(remote), "r"(v.x), "r"(v.y)
+               : "memory");
+#endif
+}
+
+// Stores 16 bytes at `local`'s address (16-byte aligned) in block `rank`'s shared memory: one
+// transaction for 4 floats (a cluster's exchanges are limited by the number of stores, not
+// their bytes).
+__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+#endif
+}
+
+// How many clusters of `config` can be resident at once (asked once per kernel and shared
+// memory size: the answer does not change while the program runs).
+inline Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, int* fit) {
+  static std::mutex lock;
+  static std::map<std::tuple<const void*, size_t, unsigned>, int> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key =
+      std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
+  auto found = known.find(key);
+  if (found == known.end()) {
+    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(config.dynamicSmemBytes)));
+    int n = 0;
+    FL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &config));
+    found = known.emplace(key, n).first;
+  }
+  *fit = found->second;
+  return Status::Ok();
+}
+
+// ---- a tuning timeline ----------------------------------------------------------------------
+// With the environment variable the launcher names set (FL_FFN_TIMELINE, FL_LN_TIMELINE; tuning
+// only), every block's thread 0 stamps %globaltimer at the end of each of kPhases phases, and
+// after the run the launcher prints, per phase, the earliest and latest block relative to the
+// first start. The run then synchronizes, so it is not for timing the whole kernel.
+constexpr int kPhases = 6;
+
+__device__ __forceinline__ void stamp(unsigned long long* timeline, int phase) {
+  if (timeline == nullptr || threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  timeline[(blockIdx.y * gridDim.x + blockIdx.x) * kPhases + phase] = t;
+}
+
+// *timeline: device memory for `blocks` blocks when `env` is set, else null.
+inline Status start_timeline(const char* env, unsigned blocks, unsigned long long** timeline) {
+  *timeline = nullptr;
+  if (std::getenv(env) == nullptr) return Status::Ok();
+  FL_CUDA_TRY(cudaMalloc(timeline, size_t(blocks) * kPhases * sizeof(unsigned long long)));
+  return Status::Ok();
+}
+inline Status finish_timeline(const char* name, long long m, unsigned blocks,
+                              unsigned long long* timeline, cudaStream_t stream) {
+  if (timeline == nullptr) return Status::Ok();
+  std::vector<unsigned long long> t(size_t(blocks) * kPhases);
+  FL_CUDA_TRY(cudaStreamSynchronize(stream));
+  FL_CUDA_TRY(cudaMemcpy(t.data(), timeline, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
+  FL_CUDA_TRY(cudaFree(timeline));
+  unsigned long long t0 = ~0ull;
+  for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, t[b * kPhases]);
+  std::fprintf(stderr, "%s timeline m=%lld blocks %u (us, earliest..latest block):", name, m,
+               blocks);
+  for (int p = 0; p < kPhases; ++p) {
+    double lo = 1e18, hi = 0;
+    for (unsigned b = 0; b < blocks; ++b) {
+      lo = std::min(lo, double(t[b * kPhases + p] - t0) / 1e3);
+      hi = std::max(hi, double(t[b * kPhases + p] - t0) / 1e3);
+    }
+    std::fprintf(stderr, " %d: %.2f..%.2f", p, lo, hi);
+  }
+  std::fprintf(stderr, "\n");
+  return Status::Ok();
+}
+
+}  // namespace fl::cluster

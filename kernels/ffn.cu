@@ -470,12 +470,30 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   // 2. reduce: unit `col` of the cluster belongs to block col / width; each pair of partials
   //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
   cluster::wait_started();
-  tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
-    if (r >= live || col >= units_all) return;
-    const int p = col / width, u = col - p * width;
-    cluster::store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p,
-               make_uint2(__float_as_uint(v0), __float_as_uint(v1)));
-  });
+  {
+    // The mma leaves a lane 2 adjacent units of 2 rows; lanes 2t and 2t + 1 swap halves so that
+    // each sends 4 adjacent units of one row with one 16-byte store (width is a multiple of 4:
+    // the 4 never straddle two blocks).
+    const int wm = (warp / Up::kWarpsN) * Up::kWM, wn = (warp % Up::kWarpsN) * Up::kWN;
+    const bool even = (lane & 1) == 0;
+#pragma unroll
+    for (int mt = 0; mt < Up::kMT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < Up::kNT; ++nt) {
+        const float* c = up[mt][nt];
+        const float s0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
+        const float s1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
+        const int r = wm + mt * 16 + (lane >> 2) + (even ? 0 : 8);
+        const int col = wn + nt * 8 + 4 * ((lane & 3) >> 1);
+        if (warp >= Up::kMmaWarps || r >= live || col >= units_all) continue;
+        const int p = col / width, u = col - p * width;
+        cluster::store_peer(
+            recv + (int64_t(rank) * kTM + r) * width + u, p,
+            make_uint4(__float_as_uint(even ? c[0] : s0), __float_as_uint(even ? c[1] : s1),
+                       __float_as_uint(even ? s0 : c[2]), __float_as_uint(even ? s1 : c[3])));
+      }
+    }
+  }
   cluster::sync();
   // 3. share: h = GELU(sum + b1) for this block's units, 4 at a time, sent to every block's h_all
   //    at columns [rank width, rank width + width).
@@ -508,31 +526,43 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   cluster::sync();       // h_all is complete; no block touches another's shared memory after this
   stamp(a, 3);
 
-  // 4. down: warp items of 16 tokens x 16 columns over the cluster's units. The mma leaves a
-  //    lane 2 adjacent columns of 2 rows; lanes 2t and 2t + 1 swap halves so that each adds 4
-  //    adjacent columns of one row with one 16-byte atomic (half the L2 operations).
+  // 4. down: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
+  //    chains) over the cluster's units. The mma leaves a lane 2 adjacent columns of 2 rows;
+  //    lanes 2t and 2t + 1 swap halves so that each adds 4 adjacent columns of one row with one
+  //    16-byte atomic (half the L2 operations).
   const int row_tiles = rows / 16, col_tiles = (static_cast<int>(cols) + 15) / 16;
   const bool quad_ok = a.c % 4 == 0, even = (lane & 1) == 0;
-  for (int item = warp; item < row_tiles * col_tiles; item += kWarps) {
-    const int mt = item % row_tiles, nt16 = item / row_tiles;
-    float acc[1][2][4] = {};
-    tc::warp_multiply<T, 1, 2>(acc, h_all + mt * 16 * plan.ld_all(), plan.ld_all(), w2s + nt16 * 16,
-                               plan.ld_w2(), units_all);
+  auto down = [&](int nt16, auto mt_tag) {
+    constexpr int MT = decltype(mt_tag)::value;
+    float acc[MT][2][4] = {};
+    tc::warp_multiply<T, MT, 2>(acc, h_all, plan.ld_all(), w2s + nt16 * 16, plan.ld_w2(),
+                                units_all);
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const float* c = acc[0][nt];
-      const float r0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
-      const float r1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
-      const float v[4] = {even ? c[0] : r0, even ? c[1] : r1, even ? r0 : c[2], even ? r1 : c[3]};
-      const int64_t row = mt * 16 + (lane >> 2) + (even ? 0 : 8);
-      const int64_t n = c0 + nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
-      if (row >= a.m || n >= c0 + cols) continue;
-      float* out = a.acc + row * a.c + n;
-      if (quad_ok && n + 3 < c0 + cols) {
-        atomicAdd(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
-      } else {
-        for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, v[e]);
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const float* c = acc[mt][nt];
+        const float r0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
+        const float r1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
+        const float v[4] = {even ? c[0] : r0, even ? c[1] : r1, even ? r0 : c[2], even ? r1 : c[3]};
+        const int64_t row = mt * 16 + (lane >> 2) + (even ? 0 : 8);
+        const int64_t n = c0 + nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
+        if (row >= a.m || n >= c0 + cols) continue;
+        float* out = a.acc + row * a.c + n;
+        if (quad_ok && n + 3 < c0 + cols) {
+          atomicAdd(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
+        } else {
+          for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, v[e]);
+        }
       }
+    }
+  };
+  for (int nt16 = warp; nt16 < col_tiles; nt16 += kWarps) {
+    switch (row_tiles) {
+      case 1: down(nt16, std::integral_constant<int, 1>{}); break;
+      case 2: down(nt16, std::integral_constant<int, 2>{}); break;
+      case 3: down(nt16, std::integral_constant<int, 3>{}); break;
+      default: down(nt16, std::integral_constant<int, 4>{}); break;
     }
   }
   stamp(a, 4);

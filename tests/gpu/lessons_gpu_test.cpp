@@ -112,6 +112,7 @@ std::vector<Shape> test_shapes(const Lesson& lesson, std::mt19937_64& rng) {
     add(7, 781);  // Triton's tutorial shape 1823 x 781
     add(1823, 781);
     add(257, c);
+    add(37, c);  // the LayerNorm-Linear's cluster kernel (17-256 tokens), also under the sanitizers
     // Long rows: split over hundreds of threads, with block-wide reductions.
     const int64_t longest = axis.inner_max > 0 ? axis.inner_max : 16384;
     add(3, std::min<int64_t>(8193, longest));

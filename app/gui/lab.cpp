@@ -183,6 +183,7 @@ void Lab::update(double now) {
     }
     last_error_.clear();
     viz::merge_measurements(&history_, result.measurements);
+    trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
     // A result that finished just as the learner picked another lesson stays in the history.
     if (result.request.lesson == lesson().info().id) current_ = std::move(result.measurements);
     ++results_received_;

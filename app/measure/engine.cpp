@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "app/measure/caps.h"
+
 namespace fl {
 
 std::string describe(const MeasureRequest& r) {
@@ -46,7 +48,7 @@ uint64_t Engine::submit(const MeasureRequest& request) {
       dropped.id = pending_->id;
       dropped.request = pending_->request;
       dropped.cancelled = true;
-      done_.push_back(std::move(dropped));
+      push_done_locked(std::move(dropped));
     }
     pending_ = Job{id, request, Clock::now()};
     newest_id_ = id;
@@ -94,15 +96,23 @@ void Engine::store_in_cache(const std::vector<Measurement>& ms) {
       if (l.counters) values.push_back(*l.counters);
     }
     if (values.size() != m.launches.size()) continue;
+    // Cap: options_.counter_cache_entries (4096 by default); cleared when full.
     if (counter_cache_.size() >= options_.counter_cache_entries) counter_cache_.clear();
     counter_cache_[key_of(m)] = std::move(values);
   }
 }
 
+// Cap: kMaxUnpolledResults (caps.h). A caller that stops polling loses the oldest results, not
+// the process's memory.
+void Engine::push_done_locked(EngineResult result) {
+  done_.push_back(std::move(result));
+  while (done_.size() > kMaxUnpolledResults) done_.pop_front();
+}
+
 void Engine::post(EngineResult result, bool still_busy) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    done_.push_back(std::move(result));
+    push_done_locked(std::move(result));
     if (!still_busy) set_idle_locked();
   }
   idle_.notify_all();

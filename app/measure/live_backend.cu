@@ -156,6 +156,7 @@ DeviceFacts query_device() {
 Status LiveBackend::create(const LiveOptions& options, std::unique_ptr<LiveBackend>* out) {
   std::unique_ptr<LiveBackend> backend(new LiveBackend());
   backend->options_ = options;
+  backend->copy_refs_ = CopyReferenceCache(options.copy_references);
   backend->device_ = query_device();
   if (!backend->device_.usable) return Status::Error(backend->device_.unusable_reason);
   FL_TRY(backend->init());
@@ -302,25 +303,9 @@ Status LiveBackend::time_median_cupti(CacheMode cache, int repetitions, Body bod
   return Status::Ok();
 }
 
-void LiveBackend::note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps) {
-  auto& list = device_.copy_bandwidth;
-  CopyBandwidth entry;
-  entry.bytes = bytes_moved;
-  entry.cache = cache;
-  entry.gbps = gbps;
-  const auto before = [](const CopyBandwidth& a, const CopyBandwidth& b) {
-    return a.cache != b.cache ? a.cache < b.cache : a.bytes < b.bytes;
-  };
-  list.insert(std::upper_bound(list.begin(), list.end(), entry, before), entry);
-}
-
 Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps) {
   const int64_t half = std::max<int64_t>(16, bytes_moved / 2 / 16 * 16);  // bytes per side
-  const auto key = std::make_pair(half, static_cast<int>(cache));
-  if (auto it = copy_cache_.find(key); it != copy_cache_.end()) {
-    *gbps = it->second;
-    return Status::Ok();
-  }
+  if (copy_refs_.find(half, cache, gbps)) return Status::Ok();
   DeviceBuffer src, dst;
   FL_TRY(src.allocate(half).with_context("copy-bandwidth buffers"));
   FL_TRY(dst.allocate(half).with_context("copy-bandwidth buffers"));
@@ -352,8 +337,7 @@ Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double*
   }
   const double best_us = std::min(memcpy_us, kernel_us);
   *gbps = best_us > 0 ? 2.0 * half / (best_us * 1e3) : 0;
-  copy_cache_[key] = *gbps;
-  note_copy_bandwidth(2 * half, cache, *gbps);
+  copy_refs_.add(half, cache, *gbps, &device_.copy_bandwidth);
   return Status::Ok();
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "app/measure/backend.h"
+#include "app/measure/caps.h"
 #include "app/measure/choices.h"
 #include "app/measure/cupti_counters.h"
 #include "kernels/device_buffer.h"
@@ -47,6 +48,8 @@ struct LiveOptions {
   // Diagnostic: CUPTI traces every runtime call, not just the launches (the first backend of a
   // process decides).
   bool trace_all_runtime_apis = false;
+  // Copy-bandwidth references kept (caps.h, kMaxCopyReferences); tests set a small one.
+  size_t copy_references = kMaxCopyReferences;
 };
 
 // What the window measures with while a slider moves: enough repetitions for a stable median of
@@ -86,7 +89,8 @@ class LiveBackend final : public MeasureBackend {
   int64_t order_matched_repetitions() const { return order_matched_; }
 
   // Copy bandwidth (GB/s, bytes read + written) of the faster of cudaMemcpy device-to-device and
-  // a 16-byte-vector copy kernel, moving `bytes_moved` bytes in total. Cached per (bytes, mode).
+  // a 16-byte-vector copy kernel, moving `bytes_moved` bytes in total. Cached per (bytes, mode),
+  // at most options.copy_references of them (the oldest forgotten first).
   Status copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps);
   // The device's roof: copy bandwidth over 1 GiB, cold. Stored in device().roof_gbps.
   Status measure_roof();
@@ -118,7 +122,6 @@ class LiveBackend final : public MeasureBackend {
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
   Status validate(const MeasureRequest& request, const Lesson** lesson,
                   std::vector<int>* levels) const;
-  void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
   template <typename Body>
@@ -131,7 +134,7 @@ class LiveBackend final : public MeasureBackend {
   DeviceFacts device_;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_buffer_, flush_sink_;
-  std::map<std::pair<int64_t, int>, double> copy_cache_;
+  CopyReferenceCache copy_refs_;
   uint64_t seed_counter_ = 0;
   double flush_us_ = 0;                // median time of one cold-L2 flush, measured at start
   KernelTracer* tracer_ = nullptr;     // null: CUDA events

@@ -1302,8 +1302,7 @@ class WindowRun {
     glfwSwapBuffers(window_.handle);
     // Frame time while the engine works (or a sweep runs): the window must stay at 60 fps.
     // Kept only for --frame-stats, at most kMaxFrameSamples (caps.h): the recent ones.
-    if (options_.frame_stats &&
-        (lab.sweeping() || lab.status().busy || lab.waiting_for_result())) {
+    if (options_.frame_stats && (lab.sweeping() || lab.status().busy || lab.waiting_for_result())) {
       keep_recent_half(&frame_ms_, kMaxFrameSamples);
       frame_ms_.push_back((seconds_now() - frame_start) * 1e3);
     }

@@ -114,7 +114,7 @@ class Engine {
   void refresh_notes_locked(const MeasureBackend* backend);  // mutex_ held
   void post(EngineResult result, bool still_busy);
   void push_done_locked(EngineResult result);  // mutex_ held; keeps done_ within its cap
-  void set_idle_locked();  // mutex_ held
+  void set_idle_locked();                      // mutex_ held
   // Counters from the cache into `ms`; the rest of the phase logic decides what is left to do.
   void fill_from_cache(std::vector<Measurement>* ms) const;
   void store_in_cache(const std::vector<Measurement>& ms);

@@ -48,6 +48,13 @@ struct LatencyOptions {
   int requests_per_drag = 15;
   int rest_ms = 1000;
   std::string max_size = "16M";
+  // The soak (app/measure/soak.h, docs/RELIABILITY.md): > 0 drags every lesson, size, level,
+  // precision and cache mode for this many minutes instead, sampling memory.
+  double minutes = 0;
+  double sample_seconds = 10;
+  std::string soak_csv, soak_svg;  // the samples and their plot
+  std::vector<std::string> replay;  // soak a recording instead of the GPU (tests, no GPU)
+  std::string plot_csv;             // only draw --soak-svg from this soak CSV and exit
 };
 
 // `fusionlab export-trace` and `fusionlab export-csv` (cli_export.cpp, docs/EXPORT.md): recorded

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "app/measure/caps.h"
 #include "app/measure/cupti_check.h"
 
 namespace fl {
@@ -38,6 +39,7 @@ struct TracerState {
   std::mutex mutex;
   std::vector<TracedKernel> kernels;                   // delivered, ids resolved on demand
   std::unordered_map<uint32_t, uint64_t> external_of;  // CUPTI correlation id -> our id
+  // One per distinct kernel name: bounded by the kernels this build contains (and cuBLASLt's).
   std::unordered_map<std::string, std::string> short_names;
   std::string callback_error;  // the first error met inside a callback
   TracerStats stats;
@@ -89,10 +91,15 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
         }
         t.name = it->second;
       }
+      // Cap: kMaxHeldKernelRecords (caps.h). Measurements take theirs after every batch; what
+      // nobody takes (the profiler's replays, work between requests) must not pile up.
+      keep_recent_half(&s.kernels, kMaxHeldKernelRecords);
       s.kernels.push_back(std::move(t));
       ++s.stats.kernel_records;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      // Cap: as for kernels; entries are erased when their ids are taken, so this is a backstop.
+      if (s.external_of.size() >= kMaxHeldKernelRecords) s.external_of.clear();
       if (e->externalKind == kOurKind) s.external_of[e->correlationId] = e->externalId;
       ++s.stats.external_correlation_records;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||

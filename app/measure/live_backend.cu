@@ -153,6 +153,15 @@ DeviceFacts query_device() {
   return d;
 }
 
+double device_memory_used_mib() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<double>(total - free_bytes) / (1 << 20);
+}
+
 Status LiveBackend::create(const LiveOptions& options, std::unique_ptr<LiveBackend>* out) {
   std::unique_ptr<LiveBackend> backend(new LiveBackend());
   backend->options_ = options;

@@ -153,4 +153,8 @@ class LiveBackend final : public MeasureBackend {
 // queries and the UI's "no GPU" banner). Never fails: an unusable device has usable=false.
 DeviceFacts query_device();
 
+// Device memory in use on GPU 0 (cudaMemGetInfo: total - free), in MiB: every process's, which on
+// the lent machine is ours. -1 when it cannot be read. The soak samples it.
+double device_memory_used_mib();
+
 }  // namespace fl

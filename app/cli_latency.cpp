@@ -183,6 +183,11 @@ std::string check_soak_options(const LatencyOptions& o) {
   if (!(o.minutes > 0 && o.minutes <= 24 * 60)) return "--minutes is more than 0, at most 1440";
   if (!(o.sample_seconds >= 0.1 && o.sample_seconds <= 3600))
     return "--sample-seconds is 0.1..3600";
+  return "";
+}
+
+// The outputs, checked before the GPU is touched: one line naming the output, or empty.
+std::string check_soak_outputs(const LatencyOptions& o) {
   for (const std::string& out : {o.soak_csv, o.soak_svg}) {
     if (out.empty()) continue;
     if (Status st = check_output_file(out, true); !st.ok()) return st.message();
@@ -190,37 +195,9 @@ std::string check_soak_options(const LatencyOptions& o) {
   return "";
 }
 
-int write_soak_outputs(const LatencyOptions& o, const std::vector<SoakSample>& samples,
-                       const std::string& title) {
-  if (!o.soak_csv.empty()) {
-    if (Status st = write_file_atomically(o.soak_csv, soak_csv(samples)); !st.ok())
-      return fail(st.message());
-  }
-  if (!o.soak_svg.empty()) {
-    if (Status st = write_file_atomically(o.soak_svg, soak_svg(samples, title)); !st.ok())
-      return fail(st.message());
-  }
-  return 0;
-}
-
-// --plot-csv: a soak CSV (the window soak's, or an earlier run's) drawn into --soak-svg.
-int plot_only(const LatencyOptions& o) {
-  if (o.soak_svg.empty()) return usage("--plot-csv needs --soak-svg FILE.svg");
-  if (Status st = check_output_file(o.soak_svg, true); !st.ok()) return usage(st.message());
-  std::string text;
-  if (Status st = read_file_checked(o.plot_csv, kMaxScriptFileBytes, "soak CSV", &text); !st.ok())
-    return fail(st.message());
-  std::vector<SoakSample> samples;
-  if (Status st = parse_soak_csv(text, &samples); !st.ok())
-    return fail(shorten_for_message(o.plot_csv, kShownPathChars) + ": " + st.message());
-  std::printf("%s", soak_report(summarize_soak(samples)).c_str());
-  LatencyOptions svg_only = o;
-  svg_only.soak_csv.clear();
-  return write_soak_outputs(svg_only, samples, "Soak: " + shorten_for_message(o.plot_csv, 60));
-}
-
 int soak(const LatencyOptions& o) {
   if (const std::string why = check_soak_options(o); !why.empty()) return usage(why);
+  if (const std::string why = check_soak_outputs(o); !why.empty()) return fail(why);
   std::unique_ptr<ReplayBackend> recording;
   if (!o.replay.empty()) {
     if (Status st = load_recording(o.replay, &recording); !st.ok()) return fail(st.message());
@@ -243,15 +220,16 @@ int soak(const LatencyOptions& o) {
   if (status.state != EngineState::ready)
     return fail(status.unavailable_reason + " The soak needs a live GPU or --replay.");
   if (live) {
-    const bool bf16_ok =
-        precision_unsupported_reason(Precision::bf16, status.device.cc_major,
-                                     status.device.cc_minor)
-            .empty();
+    const bool bf16_ok = precision_unsupported_reason(Precision::bf16, status.device.cc_major,
+                                                      status.device.cc_minor)
+                             .empty();
     series = catalog_soak_series(0, bf16_ok);
   }
-  std::printf("soak: %s (%s), %zu series (lesson, precision, cache), %.1f min, a sample every "
-              "%.1f s\n", status.device.name.c_str(), status.backend_kind.c_str(), series.size(),
-              o.minutes, o.sample_seconds);
+  std::printf(
+      "soak: %s (%s), %zu series (lesson, precision, cache), %.1f min, a sample every "
+      "%.1f s\n",
+      status.device.name.c_str(), status.backend_kind.c_str(), series.size(), o.minutes,
+      o.sample_seconds);
   std::fflush(stdout);
   SoakOptions so;
   so.minutes = o.minutes;
@@ -269,14 +247,17 @@ int soak(const LatencyOptions& o) {
                     static_cast<long long>(s.failed));
         std::fflush(stdout);
       });
-  for (const std::string& why : r.first_failures) std::fprintf(stderr, "  failed: %s\n", why.c_str());
+  for (const std::string& why : r.first_failures)
+    std::fprintf(stderr, "  failed: %s\n", why.c_str());
   print_stats("timing: submit -> result", r.timing_ms);
   std::printf("  superseded by a newer request: %lld\n", static_cast<long long>(r.superseded));
   const SoakSummary sum = summarize_soak(r.samples);
   std::printf("%s", soak_report(sum).c_str());
   char heading[256];
-  std::snprintf(heading, sizeof(heading), "Soak: %s, %.1f min, every lesson, size, level, "
-                "precision and cache mode", status.device.name.c_str(), o.minutes);
+  std::snprintf(heading, sizeof(heading),
+                "Soak: %s, %.1f min, every lesson, size, level, "
+                "precision and cache mode",
+                status.device.name.c_str(), o.minutes);
   if (const int written = write_soak_outputs(o, r.samples, heading); written != 0) return written;
   return sum.failed == 0 ? 0 : 1;
 }
@@ -284,7 +265,7 @@ int soak(const LatencyOptions& o) {
 }  // namespace
 
 int run_latency(const LatencyOptions& o) {
-  if (!o.plot_csv.empty()) return plot_only(o);
+  if (!o.plot_csv.empty()) return plot_soak_csv(o);
   if (o.minutes > 0 || !o.replay.empty()) return soak(o);
   int64_t max_size = 0;
   if (const std::string why = check_options(o, &max_size); !why.empty()) return usage(why);

@@ -163,8 +163,9 @@ CLI::App* add_latency_command(CLI::App& app, fl::LatencyOptions* o) {
       ->type_name("FILE.svg");
   latency->add_option("--replay", o->replay, "Soak a recording instead of the GPU (no GPU needed)")
       ->type_name("SESSION.json|DIR");
-  latency->add_option("--plot-csv", o->plot_csv,
-                      "Only plot this soak CSV (e.g. the window soak's) into --soak-svg")
+  latency
+      ->add_option("--plot-csv", o->plot_csv,
+                   "Only plot this soak CSV (e.g. the window soak's) into --soak-svg")
       ->type_name("FILE.csv");
   return latency;
 }

@@ -98,8 +98,8 @@ class SoakDrag {
     double position = std::uniform_real_distribution<double>(lo, hi)(rng_);
     const double period_s = 1.0 / o_.requests_per_second;
     for (int step = 0; step < o_.steps_per_drag; ++step) {
-      position = std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng_),
-                            lo, hi);
+      position =
+          std::clamp(position + std::uniform_real_distribution<double>(-0.7, 0.7)(rng_), lo, hi);
       submit(s, static_cast<int64_t>(std::llround(std::exp2(position))));
       pump_for(period_s, tick);
     }
@@ -151,7 +151,8 @@ class SoakDrag {
         ++result_.results;
         if (!r.status.ok()) {
           ++result_.failed;
-          if (result_.first_failures.size() < 5) result_.first_failures.push_back(r.status.message());
+          if (result_.first_failures.size() < 5)
+            result_.first_failures.push_back(r.status.message());
         } else if (r.phase == EnginePhase::timing && it != submitted_.end()) {
           result_.timing_ms.push_back(seconds_between(it->second, now) * 1e3);
         }
@@ -223,10 +224,10 @@ SoakSummary summarize_soak(const std::vector<SoakSample>& samples) {
   }
   s.rss_first_minute_mib = first_minute->rss_kib / 1024.0;
   s.rss_end_mib = samples.back().rss_kib / 1024.0;
-  s.rss_change_percent = s.rss_first_minute_mib > 0
-                             ? 100.0 * (s.rss_end_mib - s.rss_first_minute_mib) /
-                                   s.rss_first_minute_mib
-                             : 0;
+  s.rss_change_percent =
+      s.rss_first_minute_mib > 0
+          ? 100.0 * (s.rss_end_mib - s.rss_first_minute_mib) / s.rss_first_minute_mib
+          : 0;
   for (const SoakSample& x : samples) {
     s.rss_max_mib = std::max(s.rss_max_mib, x.rss_kib / 1024.0);
     if (x.gpu_used_mib < 0) continue;
@@ -350,40 +351,51 @@ struct Panel {
   std::string title, color;
   std::vector<std::pair<double, double>> points;  // (minutes, value)
   double band_center = -1;                        // > 0: a +-2% band around it
+  // The value axis fits the points from this minute on (the start-up climb would flatten the
+  // rest); earlier points outside it are drawn at the edge.
+  double fit_from = 0;
 };
 
 std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, double x_max) {
-  double lo = p.points.front().second, hi = lo;
-  for (const auto& pt : p.points) lo = std::min(lo, pt.second), hi = std::max(hi, pt.second);
-  if (p.band_center > 0) lo = std::min(lo, p.band_center * 0.97), hi = std::max(hi, p.band_center * 1.03);
+  double lo = p.points.back().second, hi = lo;
+  for (const auto& pt : p.points) {
+    if (pt.first >= p.fit_from) lo = std::min(lo, pt.second), hi = std::max(hi, pt.second);
+  }
+  if (p.band_center > 0)
+    lo = std::min(lo, p.band_center * 0.97), hi = std::max(hi, p.band_center * 1.03);
   if (hi - lo < 1e-9) lo -= 1, hi += 1;
   const double step = nice_step(hi - lo, 5);
   lo = std::floor(lo / step) * step;
   hi = std::ceil(hi / step) * step;
   auto X = [&](double m) { return x0 + w * (x_max > 0 ? m / x_max : 0); };
-  auto Y = [&](double v) { return y0 + h - h * (v - lo) / (hi - lo); };
-  std::string out = fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-                        "stroke=\"#999\"/>\n", x0, y0, w, h);
+  auto Y = [&](double v) { return y0 + h - h * (std::clamp(v, lo, hi) - lo) / (hi - lo); };
+  std::string out =
+      fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+          "stroke=\"#999\"/>\n",
+          x0, y0, w, h);
   out += "<text x=\"" + fmt("%.1f", x0) + "\" y=\"" + fmt("%.1f", y0 - 8) +
          "\" font-weight=\"bold\">" + p.title + "</text>\n";
   for (double v = lo; v <= hi + step / 2; v += step) {
-    out += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x0, Y(v),
-               x0 + w, Y(v));
+    out += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x0,
+               Y(v), x0 + w, Y(v));
     out += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", x0 - 6, Y(v) + 4, v);
   }
   const double xstep = nice_step(x_max, 8);
   for (double m = 0; m <= x_max + xstep / 2; m += xstep) {
-    out += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", X(m), y0,
-               X(m), y0 + h);
-    out += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", X(m), y0 + h + 16,
-               m);
+    out += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", X(m),
+               y0, X(m), y0 + h);
+    out +=
+        fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", X(m), y0 + h + 16, m);
   }
   if (p.band_center > 0) {
-    out += fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#009E73\" "
-               "fill-opacity=\"0.12\"/>\n",
-               x0, Y(p.band_center * 1.02), w, Y(p.band_center * 0.98) - Y(p.band_center * 1.02));
-    out += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#009E73\" "
-               "stroke-dasharray=\"6 4\"/>\n", x0, Y(p.band_center), x0 + w, Y(p.band_center));
+    out +=
+        fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#009E73\" "
+            "fill-opacity=\"0.12\"/>\n",
+            x0, Y(p.band_center * 1.02), w, Y(p.band_center * 0.98) - Y(p.band_center * 1.02));
+    out +=
+        fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#009E73\" "
+            "stroke-dasharray=\"6 4\"/>\n",
+            x0, Y(p.band_center), x0 + w, Y(p.band_center));
   }
   out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + p.color + "\" points=\"";
   for (const auto& pt : p.points) out += fmt("%.1f,%.1f ", X(pt.first), Y(pt.second));
@@ -395,8 +407,8 @@ std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, 
 
 std::string soak_svg(const std::vector<SoakSample>& samples, const std::string& title) {
   const SoakSummary sum = summarize_soak(samples);
-  Panel rss{"Resident memory (MiB); band: +-2% of the value after minute 1", "#0072B2", {}, -1};
-  Panel gpu{"GPU memory in use (MiB)", "#D55E00", {}, -1};
+  Panel rss{"Resident memory (MiB); band: +-2% of the value after minute 1", "#0072B2", {}, -1, 0};
+  Panel gpu{"GPU memory in use (MiB)", "#D55E00", {}, -1, 0};
   double x_max = 0;
   for (const SoakSample& s : samples) {
     rss.points.push_back({s.elapsed_s / 60, s.rss_kib / 1024.0});
@@ -404,20 +416,28 @@ std::string soak_svg(const std::vector<SoakSample>& samples, const std::string& 
     x_max = std::max(x_max, s.elapsed_s / 60);
   }
   rss.band_center = sum.rss_first_minute_mib;
+  // The axis fits minute 1 on (as the figures), or all but the first sample in a shorter run.
+  if (samples.size() > 2) rss.fit_from = gpu.fit_from = std::min(1.0, samples[1].elapsed_s / 60);
   const bool with_gpu = !gpu.points.empty();
   const double w = 900, panel_h = 260, left = 80, top = 70;
   const double height = top + (with_gpu ? 2 : 1) * (panel_h + 70) + 10;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-             "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-             "font-size=\"13\">\n", left + w + 30, height, left + w + 30, height);
+  out +=
+      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+          "font-size=\"13\">\n",
+          left + w + 30, height, left + w + 30, height);
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   std::string safe_title;
   for (char ch : title) {
-    if (ch == '<') safe_title += "&lt;";
-    else if (ch == '>') safe_title += "&gt;";
-    else if (ch == '&') safe_title += "&amp;";
-    else if (static_cast<unsigned char>(ch) >= 0x20) safe_title += ch;
+    if (ch == '<')
+      safe_title += "&lt;";
+    else if (ch == '>')
+      safe_title += "&gt;";
+    else if (ch == '&')
+      safe_title += "&amp;";
+    else if (static_cast<unsigned char>(ch) >= 0x20)
+      safe_title += ch;
   }
   out += "<text x=\"" + fmt("%.0f", left) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" +
          safe_title + "</text>\n";

@@ -36,8 +36,8 @@ TEST(Soak, CatalogSeriesCoverEveryLessonPrecisionAndCacheMode) {
 
 TEST(Soak, DragsARecordingAndWritesTheCsvAndThePlot) {
   std::unique_ptr<ReplayBackend> recording;
-  const std::string rec = (fs::path(__FILE__).parent_path().parent_path().parent_path() /
-                           "assets" / "recordings" / "h100-2026-11-23")
+  const std::string rec = (fs::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
+                           "recordings" / "h100-2026-11-23")
                               .string();
   ASSERT_TRUE(load_recording({rec}, &recording).ok());
   const std::vector<SoakSeries> series = recorded_soak_series(recording->summary());
@@ -113,8 +113,8 @@ TEST(Soak, SummaryComparesTheFirstMinuteWithTheEnd) {
 TEST(Soak, ABrokenCsvIsRefusedWithItsLine) {
   std::vector<SoakSample> out;
   EXPECT_FALSE(parse_soak_csv("time,rss\n1,2\n", &out).ok());
-  const Status st =
-      parse_soak_csv("elapsed_s,rss_kib,gpu_used_mib,results,failed\n0,100,,0,0\n5,abc,,1,0\n", &out);
+  const Status st = parse_soak_csv(
+      "elapsed_s,rss_kib,gpu_used_mib,results,failed\n0,100,,0,0\n5,abc,,1,0\n", &out);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("line 3"), std::string::npos) << st.message();
   EXPECT_FALSE(parse_soak_csv("elapsed_s,rss_kib,gpu_used_mib,results,failed\n", &out).ok());

@@ -13,6 +13,7 @@
 
 #include "app/measure/caps.h"
 #include "app/measure/cupti_check.h"
+#include "app/measure/gpu_faults.h"
 
 namespace fl {
 namespace {
@@ -127,7 +128,9 @@ void CUPTIAPI probe_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 // Enables one activity kind, naming the degraded mode when another profiler owns CUPTI.
 Status enable_kind(CUpti_ActivityKind kind, const char* what) {
-  const CUptiResult r = cuptiActivityEnable(kind);
+  // The fault switch (gpu_faults.h): Nsight Compute attached answers with NOT_COMPATIBLE.
+  const CUptiResult r =
+      fault_active(FaultPoint::cupti_busy) ? CUPTI_ERROR_NOT_COMPATIBLE : cuptiActivityEnable(kind);
   if (r == CUPTI_SUCCESS) return Status::Ok();
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE) {
     return Status::Error(kAnotherProfiler);
@@ -199,7 +202,10 @@ Status KernelTracer::start(TracedApis apis) {
   // Before CUDA 13.3 CUPTI allows one subscriber per process: when Nsight Systems, Nsight
   // Compute or cuda-gdb is attached, subscribing fails and so would our activity records.
   CUpti_SubscriberHandle probe = nullptr;
-  const CUptiResult sub = cuptiSubscribe(&probe, probe_callback, nullptr);
+  // The fault switch (gpu_faults.h): Nsight Systems holding the one subscriber.
+  const CUptiResult sub = fault_active(FaultPoint::cupti_subscribe)
+                              ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                              : cuptiSubscribe(&probe, probe_callback, nullptr);
   if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return Status::Error(kAnotherProfiler);
   if (sub != CUPTI_SUCCESS) {
     return Status::Error("CUPTI could not start (" + cupti_result_text(sub) +

@@ -22,6 +22,7 @@
 #include "app/measure/caps.h"
 #include "app/measure/choices.h"
 #include "app/measure/cupti_counters.h"
+#include "app/measure/gpu_faults.h"
 #include "kernels/device_buffer.h"
 #include "kernels/lesson.h"
 
@@ -74,6 +75,7 @@ class LiveBackend final : public MeasureBackend {
   bool counters_available() const override { return counters_ != nullptr; }
   std::string counters_note() const override { return counters_note_; }
   std::string timing_note() const override { return timing_note_; }
+  std::string lost_reason() const override { return lost_reason_; }
 
   // "cupti_activity" or "cuda_events": how measure() times launches.
   const char* timing_method() const {
@@ -120,6 +122,14 @@ class LiveBackend final : public MeasureBackend {
                      const CancelCheck& cancelled, std::vector<Measurement>* measurements,
                      Measurement* m, bool* stop);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
+  // A failed request (gpu_faults.h): its one sentence; a lost context is reset (reset_device) or
+  // the backend is lost for good (lost_reason_).
+  Status fail_request(FailureKind kind, const std::string& where, const Status& st);
+  bool reset_device(std::string* why_not);
+  // The test-only fault switch's points (FL_FAULT, gpu_faults.h): at the start of a level, and
+  // between batches of repetitions.
+  Status injected_fault(int level);
+  Status injected_mid_measurement_fault(int level);
   Status validate(const MeasureRequest& request, const Lesson** lesson,
                   std::vector<int>* levels) const;
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
@@ -140,6 +150,8 @@ class LiveBackend final : public MeasureBackend {
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;
+  std::string lost_reason_;             // non-empty: the GPU cannot be used again (restart)
+  bool simulated_device_lost_ = false;  // FL_FAULT=device-lost fired: every call "fails"
   int64_t order_matched_ = 0;
 
   // The workspace of the last (lesson, size, precision): moving the fusion slider reuses it.

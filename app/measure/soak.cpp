@@ -157,13 +157,18 @@ class SoakDrag {
           result_.timing_ms.push_back(seconds_between(it->second, now) * 1e3);
         }
       }
-      // Ids of requests answered for good are forgotten: the soak itself stays bounded.
+      // Ids of requests answered for good are forgotten, so the soak itself stays bounded. The
+      // one worker answers in order: its answer to r.id means every older request is done (an
+      // abandoned counter phase posts nothing). A superseded request that never started is
+      // answered at the newer submit, possibly before the one in flight, so it says nothing
+      // about older ones.
       const bool counters_follow =
           r.phase == EnginePhase::timing && r.status.ok() && !r.cancelled &&
           std::any_of(r.measurements.begin(), r.measurements.end(), [](const Measurement& m) {
             return m.counters_status == CountersStatus::pending;
           });
-      if (it != submitted_.end() && (last_answer || !counters_follow)) submitted_.erase(it);
+      if (!r.cancelled) submitted_.erase(submitted_.begin(), submitted_.lower_bound(r.id));
+      if (last_answer || !counters_follow) submitted_.erase(r.id);
     }
     keep_recent_half(&result_.timing_ms, kMaxTimingSamples);
   }

@@ -2,9 +2,9 @@
 # The window soak (issue 18, docs/RELIABILITY.md "Bounded memory"): the window driven by a script
 # through every lesson, both precisions and cache modes, the size and fusion sliders and every
 # view, for MINUTES, while this script samples the window's resident memory (VmRSS) and its GPU
-# memory (nvidia-smi, per process) every SAMPLE seconds into a CSV, then plots it with
-# `fusionlab latency --plot-csv`. It needs a display (Xvfb: scripts/gpu-gui-env.sh on the GPU
-# machine, or xvfb-run here).
+# memory (nvidia-smi: the process's, else the GPU's in use) every SAMPLE seconds into a CSV,
+# then plots it with `fusionlab latency --plot-csv`. It needs a display (Xvfb:
+# scripts/gpu-gui-env.sh on the GPU machine, or xvfb-run here).
 #
 #   scripts/window-soak.sh FUSIONLAB MINUTES OUTDIR [fusionlab options, e.g. --no-gpu]
 #
@@ -68,6 +68,8 @@ while :; do
   if command -v nvidia-smi > /dev/null; then
     gpu=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2> /dev/null |
       awk -F', *' -v p="$pid" '$1 == p { print $2 }' | head -1)
+    # In a container the driver may see other process ids: then the GPU's memory in use.
+    [[ -n $gpu ]] || gpu=$(nvidia-smi --id=0 --query-gpu=memory.used --format=csv,noheader,nounits 2> /dev/null | head -1 | tr -dc '0-9.')
   fi
   # The newest round's picture counts the rounds; older pictures are removed as they come.
   newest=0

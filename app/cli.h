@@ -48,6 +48,13 @@ struct LatencyOptions {
   int requests_per_drag = 15;
   int rest_ms = 1000;
   std::string max_size = "16M";
+  // The soak (app/measure/soak.h, docs/RELIABILITY.md): > 0 drags every lesson, size, level,
+  // precision and cache mode for this many minutes instead, sampling memory.
+  double minutes = 0;
+  double sample_seconds = 10;
+  std::string soak_csv, soak_svg;   // the samples and their plot
+  std::vector<std::string> replay;  // soak a recording instead of the GPU (tests, no GPU)
+  std::string plot_csv;             // only draw --soak-svg from this soak CSV and exit
 };
 
 // `fusionlab export-trace` and `fusionlab export-csv` (cli_export.cpp, docs/EXPORT.md): recorded
@@ -69,6 +76,12 @@ int run_export_csv(const ExportOptions& options);
 int run_lessons(bool json);
 int run_bench(const BenchOptions& options);
 int run_latency(const LatencyOptions& options);
+// The soak's outputs (cli_soak.cpp): --soak-csv and --soak-svg from `samples` (0, or the exit
+// status after one line on stderr), and --plot-csv (draws an existing soak CSV into --soak-svg).
+struct SoakSample;
+int write_soak_outputs(const LatencyOptions& options, const std::vector<SoakSample>& samples,
+                       const std::string& title);
+int plot_soak_csv(const LatencyOptions& options);
 
 std::string app_version();
 

@@ -6,6 +6,10 @@
 //   - the very first request (module loading, first allocations, the profiler's first enable),
 //   - timing latency: submit -> timing result, for every request that was not superseded,
 //   - counter latency: the last submit of a drag (the slider comes to rest) -> counters result.
+//
+// With --minutes M it is the soak instead (app/measure/soak.h, docs/RELIABILITY.md): every
+// lesson, size, level, precision and cache mode for M minutes, resident and GPU memory sampled
+// into --soak-csv and plotted into --soak-svg; --replay soaks a recording (no GPU needed).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,9 +19,12 @@
 #include <thread>
 
 #include "app/cli.h"
+#include "app/measure/choices.h"
 #include "app/measure/engine.h"
+#include "app/measure/file_io.h"
 #include "app/measure/live_backend.h"
 #include "app/measure/sizes.h"
+#include "app/measure/soak.h"
 #include "kernels/catalog.h"
 
 namespace fl {
@@ -169,9 +176,97 @@ class LatencyRun {
   uint64_t first_id_ = 0;
 };
 
+// ---- the soak ---------------------------------------------------------------------------------
+
+// The soak's options, checked before the GPU is touched (outputs too); the usage error or empty.
+std::string check_soak_options(const LatencyOptions& o) {
+  if (!(o.minutes > 0 && o.minutes <= 24 * 60)) return "--minutes is more than 0, at most 1440";
+  if (!(o.sample_seconds >= 0.1 && o.sample_seconds <= 3600))
+    return "--sample-seconds is 0.1..3600";
+  return "";
+}
+
+// The outputs, checked before the GPU is touched: one line naming the output, or empty.
+std::string check_soak_outputs(const LatencyOptions& o) {
+  for (const std::string& out : {o.soak_csv, o.soak_svg}) {
+    if (out.empty()) continue;
+    if (Status st = check_output_file(out, true); !st.ok()) return st.message();
+  }
+  return "";
+}
+
+int soak(const LatencyOptions& o) {
+  if (const std::string why = check_soak_options(o); !why.empty()) return usage(why);
+  if (const std::string why = check_soak_outputs(o); !why.empty()) return fail(why);
+  std::unique_ptr<ReplayBackend> recording;
+  if (!o.replay.empty()) {
+    if (Status st = load_recording(o.replay, &recording); !st.ok()) return fail(st.message());
+  }
+  const bool live = recording == nullptr;
+  std::vector<SoakSeries> series =
+      live ? std::vector<SoakSeries>() : recorded_soak_series(recording->summary());
+  Engine engine([&recording](std::unique_ptr<MeasureBackend>* out) {
+    if (recording) {
+      *out = std::move(recording);
+      return Status::Ok();
+    }
+    std::unique_ptr<LiveBackend> backend;
+    FL_TRY(LiveBackend::create(interactive_live_options(), &backend));
+    *out = std::move(backend);
+    return Status::Ok();
+  });
+  if (!engine.wait_idle(120000)) return fail("the engine did not start within 2 minutes");
+  const EngineStatus status = engine.status();
+  if (status.state != EngineState::ready)
+    return fail(status.unavailable_reason + " The soak needs a live GPU or --replay.");
+  if (live) {
+    const bool bf16_ok = precision_unsupported_reason(Precision::bf16, status.device.cc_major,
+                                                      status.device.cc_minor)
+                             .empty();
+    series = catalog_soak_series(0, bf16_ok);
+  }
+  std::printf(
+      "soak: %s (%s), %zu series (lesson, precision, cache), %.1f min, a sample every "
+      "%.1f s\n",
+      status.device.name.c_str(), status.backend_kind.c_str(), series.size(), o.minutes,
+      o.sample_seconds);
+  std::fflush(stdout);
+  SoakOptions so;
+  so.minutes = o.minutes;
+  so.sample_seconds = o.sample_seconds;
+  so.requests_per_second = o.requests_per_second;
+  so.steps_per_drag = o.requests_per_drag;
+  so.rest_ms = o.rest_ms;
+  const SoakResult r = run_soak(
+      &engine, series, so, live ? std::function<double()>(device_memory_used_mib) : nullptr,
+      [](const SoakSample& s) {
+        char gpu[32] = "-";
+        if (s.gpu_used_mib >= 0) std::snprintf(gpu, sizeof(gpu), "%.1f", s.gpu_used_mib);
+        std::printf("  %7.1f s  RSS %8.1f MiB  GPU %8s MiB  results %lld  failed %lld\n",
+                    s.elapsed_s, s.rss_kib / 1024.0, gpu, static_cast<long long>(s.results),
+                    static_cast<long long>(s.failed));
+        std::fflush(stdout);
+      });
+  for (const std::string& why : r.first_failures)
+    std::fprintf(stderr, "  failed: %s\n", why.c_str());
+  print_stats("timing: submit -> result", r.timing_ms);
+  std::printf("  superseded by a newer request: %lld\n", static_cast<long long>(r.superseded));
+  const SoakSummary sum = summarize_soak(r.samples);
+  std::printf("%s", soak_report(sum).c_str());
+  char heading[256];
+  std::snprintf(heading, sizeof(heading),
+                "Soak: %s, %.1f min, every lesson, size, level, "
+                "precision and cache mode",
+                status.device.name.c_str(), o.minutes);
+  if (const int written = write_soak_outputs(o, r.samples, heading); written != 0) return written;
+  return sum.failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int run_latency(const LatencyOptions& o) {
+  if (!o.plot_csv.empty()) return plot_soak_csv(o);
+  if (o.minutes > 0 || !o.replay.empty()) return soak(o);
   int64_t max_size = 0;
   if (const std::string why = check_options(o, &max_size); !why.empty()) return usage(why);
   Engine engine([](std::unique_ptr<MeasureBackend>* out) {

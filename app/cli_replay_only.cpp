@@ -29,7 +29,8 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions*) {
 int run_bench(const BenchOptions&) {
   return no_cuda("bench");
 }
-int run_latency(const LatencyOptions&) {
+int run_latency(const LatencyOptions& o) {
+  if (!o.plot_csv.empty()) return plot_soak_csv(o);  // drawing a soak's CSV needs no GPU
   return no_cuda("latency");
 }
 

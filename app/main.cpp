@@ -152,6 +152,21 @@ CLI::App* add_latency_command(CLI::App& app, fl::LatencyOptions* o) {
   latency->add_option("--steps", o->requests_per_drag, "Requests per drag")->capture_default_str();
   latency->add_option("--rest-ms", o->rest_ms, "Rest after each drag")->capture_default_str();
   latency->add_option("--max-size", o->max_size, "Largest gelu_scale size")->capture_default_str();
+  latency->add_option("--minutes", o->minutes,
+                      "Soak: drag every lesson, size, level, precision and cache mode for this "
+                      "many minutes, sampling resident and GPU memory (docs/RELIABILITY.md)");
+  latency->add_option("--sample-seconds", o->sample_seconds, "Soak: seconds between samples")
+      ->capture_default_str();
+  latency->add_option("--soak-csv", o->soak_csv, "Soak: write the samples to this CSV")
+      ->type_name("FILE.csv");
+  latency->add_option("--soak-svg", o->soak_svg, "Soak: plot the samples into this SVG")
+      ->type_name("FILE.svg");
+  latency->add_option("--replay", o->replay, "Soak a recording instead of the GPU (no GPU needed)")
+      ->type_name("SESSION.json|DIR");
+  latency
+      ->add_option("--plot-csv", o->plot_csv,
+                   "Only plot this soak CSV (e.g. the window soak's) into --soak-svg")
+      ->type_name("FILE.csv");
   return latency;
 }
 

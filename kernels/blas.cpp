@@ -38,10 +38,12 @@ struct Context {
   DeviceBuffer workspace;
 };
 
+std::mutex g_context_mutex;
+Context* g_context = nullptr;
+
 Status context(Context** out) {
-  static std::mutex mutex;
-  static Context* ctx = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(g_context_mutex);
+  Context*& ctx = g_context;
   if (ctx == nullptr) {
     auto fresh = std::make_unique<Context>();
     FL_LT_TRY(cublasLtCreate(&fresh->handle));
@@ -57,6 +59,14 @@ Status context(Context** out) {
 }
 
 }  // namespace
+
+void forget_device_state() {
+  std::lock_guard<std::mutex> lock(g_context_mutex);
+  if (g_context == nullptr) return;
+  cublasLtDestroy(g_context->handle);  // may report the lost context; the handle is gone anyway
+  delete g_context;                    // frees the workspace (or fails quietly on a lost context)
+  g_context = nullptr;
+}
 
 bool allow_tf32() {
   return g_allow_tf32.load();

@@ -33,6 +33,11 @@ enum class Epilogue {
 // TF32 tensor-core math for fp32 GEMMs: off by default (fp32 results then match an fp32
 // reference to ~1e-6), switched on by `fusionlab bench --allow-tf32`. Process-wide; set it
 // before plans are made.
+// Before cudaDeviceReset (the live backend, after a kernel fault): drops the process's cuBLASLt
+// handle and workspace, made on the context the reset destroys; the next plan makes new ones.
+// Every Gemm must be destroyed first.
+void forget_device_state();
+
 bool allow_tf32();
 void set_allow_tf32(bool allow);
 

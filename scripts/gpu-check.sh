@@ -12,6 +12,13 @@
 #     latency    `fusionlab latency`
 #     degraded   `bench` under Nsight Compute (ncu): CUDA-event timing, no counters, clear notes
 #     gui        the window live under Xvfb (needs build-gui/fusionlab and .gui-debs carried)
+#   Not in the default list (ask for them by name; docs/RELIABILITY.md):
+#     soak         `latency --minutes $FL_SOAK_MINUTES` (30): every lesson, size, level, precision
+#                  and cache mode; RSS and GPU memory every $FL_SOAK_SAMPLE_SECONDS (10) s into
+#                  $OUT/soak.csv and $OUT/soak.svg
+#     window-soak  the window under Xvfb for $FL_WINDOW_SOAK_MINUTES (10) minutes
+#                  (scripts/window-soak.sh; the GUI binary as for gui, or $FL_GUI_APP):
+#                  $OUT/window-soak.csv and .svg
 #
 # The GPU machine has nvcc, CMake and ninja but no network: header-only and test dependencies
 # travel as Debian .deb files in .debs/ (scripts/fetch-gpu-debs.sh) and are unpacked to a prefix.
@@ -132,6 +139,33 @@ fi
 if stage latency; then
   "$build/fusionlab" latency > "$results/latency.txt" 2>&1 || status=1
   cat "$results/latency.txt" >> "$OUT/summary.txt"
+fi
+
+# The soak (issue 18, bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
+if stage soak; then
+  minutes=${FL_SOAK_MINUTES:-30}
+  timeout "$(awk -v m="$minutes" 'BEGIN { print int(m * 60) + 300 }')" "$build/fusionlab" latency \
+    --minutes "$minutes" --sample-seconds "${FL_SOAK_SAMPLE_SECONDS:-10}" \
+    --soak-csv "$OUT/soak.csv" --soak-svg "$OUT/soak.svg" > "$results/soak.txt" 2>&1 || status=1
+  log "soak ($minutes min): $(grep -E '^soak:|failed:' "$results/soak.txt" | tr '\n' ' ' | cut -c1-600)"
+fi
+
+# The window soak: the window live under Xvfb, dragged through every lesson and view.
+gui_app=${FL_GUI_APP:-build-gui/fusionlab}
+if stage window-soak; then
+  if [[ -x $gui_app ]] && { [[ -d .gui-debs ]] || [[ -n ${FL_GUI_DEBS:-} ]]; } &&
+     source scripts/gpu-gui-env.sh > "$results/window-soak-env.log" 2>&1; then
+    minutes=${FL_WINDOW_SOAK_MINUTES:-10}
+    FL_SOAK_PLOTTER="$build/fusionlab" scripts/window-soak.sh "$gui_app" "$minutes" /tmp/window-soak \
+      > "$results/window-soak.txt" 2>&1 || status=1
+    cp /tmp/window-soak/window-soak.csv /tmp/window-soak/window-soak.svg "$OUT/" 2> /dev/null
+    cp /tmp/window-soak/window-soak.log "$results/" 2> /dev/null
+    log "window soak ($minutes min): $(tail -4 "$results/window-soak.txt" | tr '\n' ' ' | cut -c1-600)"
+    fl_gui_stop
+  else
+    status=1
+    log "window soak: no GUI binary ($gui_app) or GUI packages, or Xvfb did not start (window-soak-env.log)"
+  fi
 fi
 
 # A degraded mode on real hardware: with Nsight Compute attached, CUPTI belongs to it, so the

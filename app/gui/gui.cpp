@@ -44,6 +44,7 @@
 #include "app/gui/screenshot.h"
 #include "app/measure/sizes.h"
 #include "app/gui/window.h"
+#include "app/measure/caps.h"
 #include "app/measure/choices.h"
 #include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
@@ -1300,7 +1301,9 @@ class WindowRun {
     if (std::optional<int> done = take_pictures(script_step, shoot, fb_w, fb_h, now)) return done;
     glfwSwapBuffers(window_.handle);
     // Frame time while the engine works (or a sweep runs): the window must stay at 60 fps.
-    if (lab.sweeping() || lab.status().busy || lab.waiting_for_result()) {
+    // Kept only for --frame-stats, at most kMaxFrameSamples (caps.h): the recent ones.
+    if (options_.frame_stats && (lab.sweeping() || lab.status().busy || lab.waiting_for_result())) {
+      keep_recent_half(&frame_ms_, kMaxFrameSamples);
       frame_ms_.push_back((seconds_now() - frame_start) * 1e3);
     }
     // Software GL under Xvfb may not wait for vsync: do not spin while waiting for a result.

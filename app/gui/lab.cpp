@@ -179,10 +179,13 @@ void Lab::update(double now) {
     if (result.cancelled) continue;  // superseded by a newer request: partial, not shown
     if (!result.status.ok()) {
       last_error_ = result.status.message();
-      continue;
+      // A level refused (out of GPU memory) comes with the levels that were measured.
+      if (result.measurements.empty()) continue;
+    } else {
+      last_error_.clear();
     }
-    last_error_.clear();
     viz::merge_measurements(&history_, result.measurements);
+    trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
     // A result that finished just as the learner picked another lesson stays in the history.
     if (result.request.lesson == lesson().info().id) current_ = std::move(result.measurements);
     ++results_received_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/gui/replay_notice.h"
+#include "app/measure/caps.h"
 #include "app/measure/engine.h"
 #include "app/measure/results.h"
 #include "kernels/lesson.h"
@@ -103,7 +104,11 @@ class Lab {
   // The newest request submitted (meaningful once requests_submitted() > 0).
   const MeasureRequest& last_request() const { return last_request_; }
   int requests_submitted() const { return requests_submitted_; }
+  // Every measurement so far, oldest first, one per point; at most history_cap() (the oldest
+  // measured are dropped first; caps.h, kMaxHistoryMeasurements).
   const std::vector<Measurement>& history() const { return history_; }
+  size_t history_cap() const { return history_cap_; }
+  void set_history_cap(size_t cap) { history_cap_ = cap < 16 ? 16 : cap; }  // tests
   // The newest complete result (all levels of one size); empty until one arrives.
   const std::vector<Measurement>& current() const { return current_; }
   const std::string& last_error() const { return last_error_; }
@@ -178,6 +183,7 @@ class Lab {
   MeasureRequest last_request_;
   int requests_submitted_ = 0;
   std::vector<Measurement> history_;
+  size_t history_cap_ = kMaxHistoryMeasurements;
   std::vector<Measurement> current_;
   std::string last_error_;
   int results_received_ = 0;

@@ -61,6 +61,10 @@ class MeasureBackend {
   // One plain sentence when timing had to fall back from CUPTI activity records to CUDA events
   // (another profiler holds CUPTI); empty otherwise.
   virtual std::string timing_note() const { return std::string(); }
+  // One plain sentence once the backend can never measure again (the GPU fell off the bus, or a
+  // kernel fault left a context that could not be reset): the engine then reports it as
+  // unavailable and answers every request with it. Empty while it works.
+  virtual std::string lost_reason() const { return std::string(); }
 };
 
 }  // namespace fl

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "app/measure/cupti_check.h"
+#include "app/measure/gpu_faults.h"
 #include "kernels/cuda_check.h"
 
 namespace fl {
@@ -144,7 +145,13 @@ RangeCounters* RangeCounters::instance(std::string* unavailable_note) {
 
 Status RangeCounters::start() {
   auto init = FL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-  FL_TRY(check(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize"));
+  // The fault switch (gpu_faults.h): Nsight Compute holds the counters (busy), or Nsight
+  // Systems holds CUPTI's one subscriber.
+  const CUptiResult initialized = fault_active(FaultPoint::cupti_busy) ? CUPTI_ERROR_HARDWARE_BUSY
+                                  : fault_active(FaultPoint::cupti_subscribe)
+                                      ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                      : cuptiProfilerInitialize(&init);
+  FL_TRY(check(initialized, "cuptiProfilerInitialize"));
 
   auto supported = FL_CUPTI_PARAMS(CUpti_Profiler_DeviceSupported_Params);
   supported.cuDevice = 0;
@@ -232,6 +239,11 @@ Status RangeCounters::enable() {
       check(cuptiRangeProfilerGetCounterDataSize(&data), "cuptiRangeProfilerGetCounterDataSize"));
   m.counter_data.resize(data.counterDataSize);
   return Status::Ok();
+}
+
+void RangeCounters::retire(const std::string& why) {
+  (void)disable();  // may fail on a lost context; the profiler object is forgotten either way
+  unavailable_note_ = why;
 }
 
 Status RangeCounters::disable() {

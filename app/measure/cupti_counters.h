@@ -86,6 +86,9 @@ class RangeCounters {
   // Set when the profiler found at run time that it may not measure (e.g. permissions checked
   // only when profiling starts): one sentence for the learner. Empty while usable.
   const std::string& unavailable_note() const { return unavailable_note_; }
+  // The context it profiles was lost (a kernel fault, the device reset): stop profiling it and
+  // say `why` from now on (unavailable_note), for this backend and every later one.
+  void retire(const std::string& why);
 
  private:
   RangeCounters() = default;

@@ -11,7 +11,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "app/measure/caps.h"
 #include "app/measure/cupti_check.h"
+#include "app/measure/gpu_faults.h"
 
 namespace fl {
 namespace {
@@ -38,6 +40,7 @@ struct TracerState {
   std::mutex mutex;
   std::vector<TracedKernel> kernels;                   // delivered, ids resolved on demand
   std::unordered_map<uint32_t, uint64_t> external_of;  // CUPTI correlation id -> our id
+  // One per distinct kernel name: bounded by the kernels this build contains (and cuBLASLt's).
   std::unordered_map<std::string, std::string> short_names;
   std::string callback_error;  // the first error met inside a callback
   TracerStats stats;
@@ -89,10 +92,15 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
         }
         t.name = it->second;
       }
+      // Cap: kMaxHeldKernelRecords (caps.h). Measurements take theirs after every batch; what
+      // nobody takes (the profiler's replays, work between requests) must not pile up.
+      keep_recent_half(&s.kernels, kMaxHeldKernelRecords);
       s.kernels.push_back(std::move(t));
       ++s.stats.kernel_records;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      // Cap: as for kernels; entries are erased when their ids are taken, so this is a backstop.
+      if (s.external_of.size() >= kMaxHeldKernelRecords) s.external_of.clear();
       if (e->externalKind == kOurKind) s.external_of[e->correlationId] = e->externalId;
       ++s.stats.external_correlation_records;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
@@ -120,7 +128,9 @@ void CUPTIAPI probe_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 // Enables one activity kind, naming the degraded mode when another profiler owns CUPTI.
 Status enable_kind(CUpti_ActivityKind kind, const char* what) {
-  const CUptiResult r = cuptiActivityEnable(kind);
+  // The fault switch (gpu_faults.h): Nsight Compute attached answers with NOT_COMPATIBLE.
+  const CUptiResult r =
+      fault_active(FaultPoint::cupti_busy) ? CUPTI_ERROR_NOT_COMPATIBLE : cuptiActivityEnable(kind);
   if (r == CUPTI_SUCCESS) return Status::Ok();
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE) {
     return Status::Error(kAnotherProfiler);
@@ -192,7 +202,10 @@ Status KernelTracer::start(TracedApis apis) {
   // Before CUDA 13.3 CUPTI allows one subscriber per process: when Nsight Systems, Nsight
   // Compute or cuda-gdb is attached, subscribing fails and so would our activity records.
   CUpti_SubscriberHandle probe = nullptr;
-  const CUptiResult sub = cuptiSubscribe(&probe, probe_callback, nullptr);
+  // The fault switch (gpu_faults.h): Nsight Systems holding the one subscriber.
+  const CUptiResult sub = fault_active(FaultPoint::cupti_subscribe)
+                              ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                              : cuptiSubscribe(&probe, probe_callback, nullptr);
   if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return Status::Error(kAnotherProfiler);
   if (sub != CUPTI_SUCCESS) {
     return Status::Error("CUPTI could not start (" + cupti_result_text(sub) +

@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "app/measure/caps.h"
+
 namespace fl {
 
 std::string describe(const MeasureRequest& r) {
@@ -46,7 +48,7 @@ uint64_t Engine::submit(const MeasureRequest& request) {
       dropped.id = pending_->id;
       dropped.request = pending_->request;
       dropped.cancelled = true;
-      done_.push_back(std::move(dropped));
+      push_done_locked(std::move(dropped));
     }
     pending_ = Job{id, request, Clock::now()};
     newest_id_ = id;
@@ -94,15 +96,23 @@ void Engine::store_in_cache(const std::vector<Measurement>& ms) {
       if (l.counters) values.push_back(*l.counters);
     }
     if (values.size() != m.launches.size()) continue;
+    // Cap: options_.counter_cache_entries (4096 by default); cleared when full.
     if (counter_cache_.size() >= options_.counter_cache_entries) counter_cache_.clear();
     counter_cache_[key_of(m)] = std::move(values);
   }
 }
 
+// Cap: kMaxUnpolledResults (caps.h). A caller that stops polling loses the oldest results, not
+// the process's memory.
+void Engine::push_done_locked(EngineResult result) {
+  done_.push_back(std::move(result));
+  while (done_.size() > kMaxUnpolledResults) done_.pop_front();
+}
+
 void Engine::post(EngineResult result, bool still_busy) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    done_.push_back(std::move(result));
+    push_done_locked(std::move(result));
     if (!still_busy) set_idle_locked();
   }
   idle_.notify_all();
@@ -114,12 +124,19 @@ void Engine::set_idle_locked() {
   running_id_ = 0;
 }
 
-// With mutex_ held: what the backend says about itself now.
+// With mutex_ held: what the backend says about itself now. A backend that can never measure
+// again (lost_reason, e.g. the GPU fell off the bus) makes the engine unavailable with its
+// sentence before the result that found out is posted; the worker then lets it go (run()).
 void Engine::refresh_notes_locked(const MeasureBackend* backend) {
   if (!backend) return;
   status_.device = backend->device();
   status_.timing_note = backend->timing_note();
   status_.counters_note = backend->counters_note();
+  const std::string lost = backend->lost_reason();
+  if (!lost.empty()) {
+    status_.state = EngineState::unavailable;
+    status_.unavailable_reason = lost;
+  }
 }
 
 std::unique_ptr<MeasureBackend> Engine::start_backend(BackendFactory factory) {
@@ -242,9 +259,11 @@ void Engine::run(BackendFactory factory) {
     auto cancelled = [this, my_id] { return newest_id_.load() != my_id; };
     std::vector<Measurement> to_count;
     // The counter phase starts only once the slider has been still for a while.
-    if (!timing_phase(backend.get(), job, cancelled, &to_count)) continue;
-    if (!rest_before_counters(job)) continue;
-    counter_phase(*backend, job, cancelled, std::move(to_count));
+    const bool counters_follow = timing_phase(backend.get(), job, cancelled, &to_count);
+    if (counters_follow && rest_before_counters(job))
+      counter_phase(*backend, job, cancelled, std::move(to_count));
+    // Lost for good: every later request is answered with the reason (timing_phase).
+    if (backend && !backend->lost_reason().empty()) backend.reset();
   }
   backend.reset();  // destroyed on the thread that created it
 }

@@ -76,7 +76,8 @@ class Engine {
 
   // Queues `request`, replacing any queued one, and cancels the one in flight. Returns its id.
   uint64_t submit(const MeasureRequest& request);
-  // Results finished since the last call, oldest first. Never blocks on the GPU.
+  // Results finished since the last call, oldest first. Never blocks on the GPU. At most
+  // kMaxUnpolledResults (caps.h) wait: a caller that stops polling loses the oldest.
   std::vector<EngineResult> poll();
   EngineStatus status() const;
   // Blocks until the engine is idle with nothing queued, or `timeout_ms` passes (tests, CLI).
@@ -112,7 +113,8 @@ class Engine {
                      std::vector<Measurement> measurements);
   void refresh_notes_locked(const MeasureBackend* backend);  // mutex_ held
   void post(EngineResult result, bool still_busy);
-  void set_idle_locked();  // mutex_ held
+  void push_done_locked(EngineResult result);  // mutex_ held; keeps done_ within its cap
+  void set_idle_locked();                      // mutex_ held
   // Counters from the cache into `ms`; the rest of the phase logic decides what is left to do.
   void fill_from_cache(std::vector<Measurement>* ms) const;
   void store_in_cache(const std::vector<Measurement>& ms);

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "app/measure/cupti_tracer.h"
+#include "app/measure/gpu_faults.h"
+#include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
 
@@ -48,13 +50,12 @@ __global__ void __launch_bounds__(kThreads)
   if (i < count) dst[i] = src[i];
 }
 
-std::string reason_no_gpu(cudaError_t err) {
+std::string reason_no_gpu(cudaError_t err, int driver_version, int runtime_version) {
   switch (err) {
     case cudaErrorNoDevice:
-      return "No NVIDIA GPU was found on this machine.";
+      return no_device_message();
     case cudaErrorInsufficientDriver:
-      return "No usable NVIDIA driver was found (none installed, or older than this build's CUDA "
-             "runtime needs).";
+      return old_driver_message(driver_version, runtime_version);
     default:
       return std::string("The CUDA runtime could not start: ") + cudaGetErrorString(err) + ".";
   }
@@ -100,6 +101,12 @@ bool trace_phases() {
   return enabled;
 }
 
+// The fault switch's kernel (gpu_faults.h): `kernel-fault` launches it on an address no
+// allocation owns, `launch` with a block too large to launch.
+__global__ void fault_kernel(int* target) {
+  if (threadIdx.x == 0) *target = 0x0bad;
+}
+
 // Ends a counter pass in a range of its own (cupti_counters.h): one warp, one store.
 __global__ void drain_kernel(int* sink) {
   if (threadIdx.x == 0) *sink = 0;
@@ -131,16 +138,23 @@ DeviceFacts query_device() {
   cudaRuntimeGetVersion(&d.runtime_version);
   cudaDriverGetVersion(&d.driver_version);  // 0 when no driver is installed
   int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
+  cudaError_t err = cudaGetDeviceCount(&count);
+  // The fault switch (gpu_faults.h) simulates the two ways a machine has no usable GPU.
+  if (fault_active(FaultPoint::no_device)) err = cudaErrorNoDevice;
+  if (fault_active(FaultPoint::old_driver)) {
+    err = cudaErrorInsufficientDriver;
+    d.driver_version = std::max(0, (d.runtime_version / 1000 - 1) * 1000);
+  }
   if (err != cudaSuccess || count == 0) {
-    d.unusable_reason = reason_no_gpu(err == cudaSuccess ? cudaErrorNoDevice : err);
+    d.unusable_reason = reason_no_gpu(err == cudaSuccess ? cudaErrorNoDevice : err,
+                                      d.driver_version, d.runtime_version);
     cudaGetLastError();  // clear the sticky-free error so later queries start clean
     return d;
   }
   cudaDeviceProp prop{};
   const cudaError_t perr = cudaGetDeviceProperties(&prop, 0);
   if (perr != cudaSuccess) {
-    d.unusable_reason = reason_no_gpu(perr);
+    d.unusable_reason = reason_no_gpu(perr, d.driver_version, d.runtime_version);
     return d;
   }
   d.usable = true;
@@ -153,9 +167,21 @@ DeviceFacts query_device() {
   return d;
 }
 
+double device_memory_used_mib() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<double>(total - free_bytes) / (1 << 20);
+}
+
 Status LiveBackend::create(const LiveOptions& options, std::unique_ptr<LiveBackend>* out) {
   std::unique_ptr<LiveBackend> backend(new LiveBackend());
   backend->options_ = options;
+  backend->copy_refs_ = CopyReferenceCache(options.copy_references);
+  FaultSwitch fault;
+  FL_TRY(fault_switch_from_env(&fault));  // a mistyped test switch is an error, not no fault
   backend->device_ = query_device();
   if (!backend->device_.usable) return Status::Error(backend->device_.unusable_reason);
   FL_TRY(backend->init());
@@ -302,25 +328,9 @@ Status LiveBackend::time_median_cupti(CacheMode cache, int repetitions, Body bod
   return Status::Ok();
 }
 
-void LiveBackend::note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps) {
-  auto& list = device_.copy_bandwidth;
-  CopyBandwidth entry;
-  entry.bytes = bytes_moved;
-  entry.cache = cache;
-  entry.gbps = gbps;
-  const auto before = [](const CopyBandwidth& a, const CopyBandwidth& b) {
-    return a.cache != b.cache ? a.cache < b.cache : a.bytes < b.bytes;
-  };
-  list.insert(std::upper_bound(list.begin(), list.end(), entry, before), entry);
-}
-
 Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps) {
   const int64_t half = std::max<int64_t>(16, bytes_moved / 2 / 16 * 16);  // bytes per side
-  const auto key = std::make_pair(half, static_cast<int>(cache));
-  if (auto it = copy_cache_.find(key); it != copy_cache_.end()) {
-    *gbps = it->second;
-    return Status::Ok();
-  }
+  if (copy_refs_.find(half, cache, gbps)) return Status::Ok();
   DeviceBuffer src, dst;
   FL_TRY(src.allocate(half).with_context("copy-bandwidth buffers"));
   FL_TRY(dst.allocate(half).with_context("copy-bandwidth buffers"));
@@ -352,8 +362,7 @@ Status LiveBackend::copy_bandwidth(int64_t bytes_moved, CacheMode cache, double*
   }
   const double best_us = std::min(memcpy_us, kernel_us);
   *gbps = best_us > 0 ? 2.0 * half / (best_us * 1e3) : 0;
-  copy_cache_[key] = *gbps;
-  note_copy_bandwidth(2 * half, cache, *gbps);
+  copy_refs_.add(half, cache, *gbps, &device_.copy_bandwidth);
   return Status::Ok();
 }
 
@@ -400,7 +409,19 @@ Status LiveBackend::ensure_workspace(const Lesson& lesson, Shape shape, Precisio
                          " MiB of GPU memory; the largest size that fits now is " +
                          std::to_string(fits) + " " + lesson.info().size_axis.unit + ".");
   }
-  FL_TRY(lesson.create_workspace(shape, p, &workspace_));
+  const Status created = lesson.create_workspace(shape, p, &workspace_);
+  if (!created.ok()) {
+    workspace_.reset();
+    if (classify_failure(created.message()) != FailureKind::out_of_memory) return created;
+    // Another program took the memory between the check above and the allocation.
+    cudaGetLastError();
+    return Status::Error(lesson.info().id + " at " + std::to_string(shape.size) + " " +
+                         lesson.info().size_axis.unit + " needs " + std::to_string(needed >> 20) +
+                         " MiB of GPU memory, more than is free now; the largest size that fits "
+                         "now is " +
+                         std::to_string(largest_fitting_size(lesson, p, shape.inner)) + " " +
+                         lesson.info().size_axis.unit + ".");
+  }
   workspace_lesson_ = lesson.info().id;
   workspace_shape_ = shape;
   workspace_precision_ = p;
@@ -443,27 +464,128 @@ Status LiveBackend::validate(const MeasureRequest& request, const Lesson** out_l
 
 Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& cancelled,
                             std::vector<Measurement>* out) {
+  if (!lost_reason_.empty()) return Status::Error(lost_reason_);
   const Lesson* lesson = nullptr;
   std::vector<int> levels;
   FL_TRY(validate(request, &lesson, &levels));
   const Shape shape = lesson->resolve({request.size, request.inner});
   {
     PhaseTimer t("ensure_workspace");
-    FL_TRY(ensure_workspace(*lesson, shape, request.precision));
+    const Status made = ensure_workspace(*lesson, shape, request.precision);
+    if (!made.ok()) {
+      const FailureKind kind = classify_failure(made.message());
+      if (kind == FailureKind::context_lost || kind == FailureKind::device_lost)
+        return fail_request(kind, request.lesson, made);
+      cudaGetLastError();
+      return made;
+    }
   }
   PhaseTimer whole("measure (all levels)");
+  std::string refused;  // levels that ran out of memory: the others are still measured
   for (int level : levels) {
     if (cancelled && cancelled()) return Status::Ok();
     Measurement m;
     const Status st = measure_level(*lesson, request, level, cancelled, &m);
-    if (!st.ok()) {
-      // A CUDA error may leave the workspace unusable: drop it so the next request starts clean.
-      workspace_.reset();
-      cudaGetLastError();
-      return st.with_context(request.lesson + " level " + std::to_string(level));
+    if (st.ok()) {
+      out->push_back(std::move(m));
+      continue;
     }
-    out->push_back(std::move(m));
+    const std::string where = request.lesson + " level " + std::to_string(level);
+    const FailureKind kind =
+        simulated_device_lost_ ? FailureKind::device_lost : classify_failure(st.message());
+    if (kind == FailureKind::out_of_memory) {
+      cudaGetLastError();  // not sticky: the workspace and the context are fine
+      refused += (refused.empty() ? "" : " ") +
+                 level_out_of_memory_message(
+                     request.lesson, level, shape.size,
+                     largest_fitting_size(*lesson, request.precision, request.inner),
+                     lesson->info().size_axis.unit);
+      continue;
+    }
+    return fail_request(kind, where, st);
   }
+  if (!refused.empty()) return Status::Error(refused);
+  return Status::Ok();
+}
+
+// A failed request, by what its CUDA error means (gpu_faults.h): one sentence for the learner;
+// a lost context is reset and set up again on this (the engine's) thread, or, when that fails
+// or the GPU itself is gone, lost_reason() says to restart.
+Status LiveBackend::fail_request(FailureKind kind, const std::string& where, const Status& st) {
+  // A CUDA error may leave the workspace unusable: drop it so the next request starts clean.
+  workspace_.reset();
+  const std::string error = simulated_device_lost_ ? std::string("cudaErrorDevicesUnavailable")
+                                                   : cuda_error_name_in(st.message());
+  if (kind == FailureKind::device_lost) {
+    lost_reason_ = device_lost_message(where, error);
+    return Status::Error(lost_reason_);
+  }
+  if (kind == FailureKind::context_lost) {
+    std::string why_not;
+    const bool recovered = reset_device(&why_not);
+    const std::string message = context_lost_message(where, error, recovered, why_not);
+    if (!recovered) lost_reason_ = message;
+    return Status::Error(message);
+  }
+  cudaGetLastError();
+  return Status::Error(request_failed_message(where, st.message()));
+}
+
+// After a kernel fault: everything made on the lost context is let go (CUPTI's range profiler
+// belongs to it, so counters stay off), the device is reset and set up again as at start.
+bool LiveBackend::reset_device(std::string* why_not) {
+  workspace_.reset();
+  if (tracer_ != nullptr) {
+    (void)tracer_->flush(true);  // records of the lost context: not wanted
+    tracer_->discard_all();
+  }
+  if (counters_ != nullptr) counters_->retire(counters_off_after_reset_note());
+  counters_ = nullptr;
+  counters_note_ = counters_off_after_reset_note();
+  blas::forget_device_state();
+  flush_buffer_.reset();
+  flush_sink_.reset();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
+  const cudaError_t reset = cudaDeviceReset();
+  if (reset != cudaSuccess) {
+    *why_not = std::string("cudaDeviceReset: ") + cudaGetErrorName(reset);
+    return false;
+  }
+  const Status again = init();
+  if (!again.ok()) {
+    *why_not = without_source_locations(again.message());
+    return false;
+  }
+  return true;
+}
+
+// The fault switch's points inside a level's measurement (gpu_faults.h), each through the same
+// calls and checks as the real failure would go.
+Status LiveBackend::injected_fault(int level) {
+  if (fault_fires(FaultPoint::alloc, level)) {
+    DeviceBuffer too_large;  // more than the GPU has: cudaMalloc refuses it for real
+    FL_TRY(too_large.allocate(static_cast<size_t>(device_.memory_bytes) * 4 + (size_t(1) << 30)));
+  }
+  if (fault_fires(FaultPoint::launch, level)) {
+    fault_kernel<<<1, 4096, 0, stream_>>>(flush_sink_.as<int>());  // 4096 threads: refused
+    FL_CUDA_TRY(cudaGetLastError());
+  }
+  if (fault_fires(FaultPoint::kernel_fault, level)) {
+    fault_kernel<<<1, 32, 0, stream_>>>(reinterpret_cast<int*>(uintptr_t(8)));
+    FL_CUDA_TRY(cudaGetLastError());
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));  // cudaErrorIllegalAddress, for real
+  }
+  return Status::Ok();
+}
+
+// The points that strike between batches of repetitions: mid-measurement.
+Status LiveBackend::injected_mid_measurement_fault(int level) {
+  if (fault_fires(FaultPoint::sync, level)) {
+    FL_CUDA_TRY(cudaErrorLaunchTimeout);  // as cudaStreamSynchronize reports the watchdog
+  }
+  if (fault_fires(FaultPoint::device_lost, level)) simulated_device_lost_ = true;
+  if (simulated_device_lost_) FL_CUDA_TRY(cudaErrorDevicesUnavailable);
   return Status::Ok();
 }
 
@@ -484,6 +606,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   m->launches.resize(launches);
   for (int k = 0; k < launches; ++k) m->launches[k].textbook = traffic[k];
 
+  FL_TRY(injected_fault(level));
   Workspace& ws = *workspace_;
   auto run_chain = [&]() -> Status {
     for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
@@ -793,6 +916,7 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
   for (int done = 0; done < reps; done += kBatch) {
     if (cancelled && cancelled()) break;
     FL_TRY(timing.run_batch(std::min(kBatch, reps - done)));
+    FL_TRY(injected_mid_measurement_fault(level));
   }
   if (timing.records_missing()) {
     *records_missing = true;
@@ -906,6 +1030,7 @@ Status LiveBackend::count_level(const MeasureRequest& request, const std::string
 
 Status LiveBackend::measure_counters(const MeasureRequest& request, const CancelCheck& cancelled,
                                      std::vector<Measurement>* measurements) {
+  if (!lost_reason_.empty()) return Status::Error(lost_reason_);
   if (counters_ == nullptr) {
     mark_counters_unavailable(measurements);
     return Status::Ok();
@@ -947,7 +1072,13 @@ Status LiveBackend::measure_counters(const MeasureRequest& request, const Cancel
     }
     if (cancelled && cancelled()) return Status::Ok();
     bool stop = false;
-    FL_TRY(count_level(request, drain_kind, cancelled, measurements, &m, &stop));
+    const Status counted = count_level(request, drain_kind, cancelled, measurements, &m, &stop);
+    if (!counted.ok()) {
+      const FailureKind kind = classify_failure(counted.message());
+      if (kind == FailureKind::context_lost || kind == FailureKind::device_lost)
+        return fail_request(kind, request.lesson + " level " + std::to_string(m.level), counted);
+      return counted;
+    }
     if (stop) return Status::Ok();
   }
   return Status::Ok();

@@ -19,8 +19,10 @@
 #include <utility>
 
 #include "app/measure/backend.h"
+#include "app/measure/caps.h"
 #include "app/measure/choices.h"
 #include "app/measure/cupti_counters.h"
+#include "app/measure/gpu_faults.h"
 #include "kernels/device_buffer.h"
 #include "kernels/lesson.h"
 
@@ -47,6 +49,8 @@ struct LiveOptions {
   // Diagnostic: CUPTI traces every runtime call, not just the launches (the first backend of a
   // process decides).
   bool trace_all_runtime_apis = false;
+  // Copy-bandwidth references kept (caps.h, kMaxCopyReferences); tests set a small one.
+  size_t copy_references = kMaxCopyReferences;
 };
 
 // What the window measures with while a slider moves: enough repetitions for a stable median of
@@ -71,6 +75,7 @@ class LiveBackend final : public MeasureBackend {
   bool counters_available() const override { return counters_ != nullptr; }
   std::string counters_note() const override { return counters_note_; }
   std::string timing_note() const override { return timing_note_; }
+  std::string lost_reason() const override { return lost_reason_; }
 
   // "cupti_activity" or "cuda_events": how measure() times launches.
   const char* timing_method() const {
@@ -86,7 +91,8 @@ class LiveBackend final : public MeasureBackend {
   int64_t order_matched_repetitions() const { return order_matched_; }
 
   // Copy bandwidth (GB/s, bytes read + written) of the faster of cudaMemcpy device-to-device and
-  // a 16-byte-vector copy kernel, moving `bytes_moved` bytes in total. Cached per (bytes, mode).
+  // a 16-byte-vector copy kernel, moving `bytes_moved` bytes in total. Cached per (bytes, mode),
+  // at most options.copy_references of them (the oldest forgotten first).
   Status copy_bandwidth(int64_t bytes_moved, CacheMode cache, double* gbps);
   // The device's roof: copy bandwidth over 1 GiB, cold. Stored in device().roof_gbps.
   Status measure_roof();
@@ -116,9 +122,16 @@ class LiveBackend final : public MeasureBackend {
                      const CancelCheck& cancelled, std::vector<Measurement>* measurements,
                      Measurement* m, bool* stop);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
+  // A failed request (gpu_faults.h): its one sentence; a lost context is reset (reset_device) or
+  // the backend is lost for good (lost_reason_).
+  Status fail_request(FailureKind kind, const std::string& where, const Status& st);
+  bool reset_device(std::string* why_not);
+  // The test-only fault switch's points (FL_FAULT, gpu_faults.h): at the start of a level, and
+  // between batches of repetitions.
+  Status injected_fault(int level);
+  Status injected_mid_measurement_fault(int level);
   Status validate(const MeasureRequest& request, const Lesson** lesson,
                   std::vector<int>* levels) const;
-  void note_copy_bandwidth(int64_t bytes_moved, CacheMode cache, double gbps);
   Status ensure_workspace(const Lesson& lesson, Shape shape, Precision p);
   // Median time (us) of `body` over repetitions, flushing L2 before each one when cold.
   template <typename Body>
@@ -131,12 +144,14 @@ class LiveBackend final : public MeasureBackend {
   DeviceFacts device_;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_buffer_, flush_sink_;
-  std::map<std::pair<int64_t, int>, double> copy_cache_;
+  CopyReferenceCache copy_refs_;
   uint64_t seed_counter_ = 0;
   double flush_us_ = 0;                // median time of one cold-L2 flush, measured at start
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;
+  std::string lost_reason_;             // non-empty: the GPU cannot be used again (restart)
+  bool simulated_device_lost_ = false;  // FL_FAULT=device-lost fired: every call "fails"
   int64_t order_matched_ = 0;
 
   // The workspace of the last (lesson, size, precision): moving the fusion slider reuses it.
@@ -149,5 +164,9 @@ class LiveBackend final : public MeasureBackend {
 // Device facts without creating a context-owning backend (used by `fusionlab --version`-like
 // queries and the UI's "no GPU" banner). Never fails: an unusable device has usable=false.
 DeviceFacts query_device();
+
+// Device memory in use on GPU 0 (cudaMemGetInfo: total - free), in MiB: every process's, which on
+// the lent machine is ours. -1 when it cannot be read. The soak samples it.
+double device_memory_used_mib();
 
 }  // namespace fl

@@ -3,6 +3,11 @@
 // model, after a short pause, so the window goes through the same states as with a real GPU:
 // starting, ready, measuring, a result.
 //
+// The test-only fault switch (app/measure/gpu_faults.h) works here too, so the window's side of
+// a GPU fault runs without a GPU: FL_FAULT=kernel-fault fails the first request with the
+// sentence the live backend gives after resetting the GPU, then measures again; FL_FAULT=
+// device-lost loses the fake GPU for good at the first request (the engine turns unavailable).
+//
 // usage: fusionlab_ui_fake_gpu [--screenshot OUT.png] [--lesson ID] [--then-sizes 1K,1M,256M]
 //                              [--sweep] [--frame-stats]
 //   --lesson: start on this lesson; --then-sizes: measure these too before the picture.
@@ -13,6 +18,7 @@
 #include <thread>
 
 #include "app/gui/window.h"
+#include "app/measure/gpu_faults.h"
 #include "app/measure/sizes.h"
 #include "kernels/catalog.h"
 
@@ -34,11 +40,22 @@ class FakeGpu final : public MeasureBackend {
   }
   const DeviceFacts& device() const override { return device_; }
   const char* kind() const override { return "fake (tests)"; }
+  std::string lost_reason() const override { return lost_reason_; }
 
   Status measure(const MeasureRequest& request, const CancelCheck& cancelled,
                  std::vector<Measurement>* out) override {
     const Lesson* lesson = find_lesson(request.lesson);
     if (!lesson) return Status::Error("unknown lesson " + request.lesson);
+    const std::string where = request.lesson + " level 0";
+    if (fault_fires(FaultPoint::kernel_fault, 0)) {
+      std::printf("fake GPU: kernel fault injected\n");
+      return Status::Error(context_lost_message(where, "cudaErrorIllegalAddress", true, ""));
+    }
+    if (fault_fires(FaultPoint::device_lost, 0)) {
+      std::printf("fake GPU: device lost injected\n");
+      lost_reason_ = device_lost_message(where, "cudaErrorDevicesUnavailable");
+      return Status::Error(lost_reason_);
+    }
     for (int i = 0; i < 10; ++i) {  // "work" that a newer request can interrupt
       if (cancelled()) return Status::Ok();
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -79,6 +96,7 @@ class FakeGpu final : public MeasureBackend {
 
  private:
   DeviceFacts device_;
+  std::string lost_reason_;
 };
 
 }  // namespace

@@ -419,5 +419,87 @@ TEST(EngineCounters, BackendsWithoutCountersKeepTheirOwn) {
   EXPECT_TRUE(results[0].measurements[0].counters_note.empty());
 }
 
+// GPU faults as the engine sees them (gpu_faults.h): a backend whose GPU is gone for good, and a
+// request whose level ran out of memory while the other levels were measured.
+class FaultyBackend final : public MeasureBackend {
+ public:
+  explicit FaultyBackend(std::atomic<int>* calls) : calls_(calls) { device_.usable = true; }
+  const DeviceFacts& device() const override { return device_; }
+  const char* kind() const override { return "fake"; }
+  std::string lost_reason() const override { return lost_; }
+  Status measure(const MeasureRequest& request, const CancelCheck&,
+                 std::vector<Measurement>* out) override {
+    ++*calls_;
+    Measurement m;
+    m.lesson = request.lesson;
+    m.size = request.size;
+    m.check.passed = true;
+    m.launches.resize(2);
+    if (request.size == 666) {  // the GPU falls off the bus mid-measurement
+      lost_ = "The GPU stopped answering while measuring gelu_scale level 0 (test).";
+      return Status::Error(lost_);
+    }
+    out->push_back(m);  // level 0 measured
+    if (request.size == 777) return Status::Error("gelu_scale level 1 ran out of GPU memory.");
+    m.level = 1;
+    out->push_back(m);
+    return Status::Ok();
+  }
+
+ private:
+  DeviceFacts device_;
+  std::atomic<int>* calls_;
+  std::string lost_;
+};
+
+TEST(EngineFaults, ALostGpuMakesTheEngineUnavailableAndItStillAnswers) {
+  std::atomic<int> calls{0};
+  Engine engine([&calls](std::unique_ptr<MeasureBackend>* out) {
+    *out = std::make_unique<FaultyBackend>(&calls);
+    return Status::Ok();
+  });
+  engine.submit(request_of(1024));
+  auto results = drain(engine);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].status.ok());
+  engine.submit(request_of(666));
+  results = drain(engine);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_NE(results[0].status.message().find("stopped answering"), std::string::npos);
+  EngineStatus st = engine.status();
+  EXPECT_EQ(st.state, EngineState::unavailable);
+  EXPECT_EQ(st.unavailable_reason, results[0].status.message());
+  // Later requests are answered at once with the reason; the backend is not asked again.
+  for (int i = 0; i < 3; ++i) {
+    const uint64_t id = engine.submit(request_of(2048 + i));
+    results = drain(engine);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].id, id);
+    EXPECT_EQ(results[0].status.message(), st.unavailable_reason);
+  }
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(EngineFaults, ARefusedLevelComesWithTheLevelsThatWereMeasured) {
+  std::atomic<int> calls{0};
+  Engine engine([&calls](std::unique_ptr<MeasureBackend>* out) {
+    *out = std::make_unique<FaultyBackend>(&calls);
+    return Status::Ok();
+  });
+  engine.submit(request_of(777));
+  auto results = drain(engine);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].status.ok());
+  EXPECT_NE(results[0].status.message().find("ran out of GPU memory"), std::string::npos);
+  ASSERT_EQ(results[0].measurements.size(), 1u);
+  EXPECT_EQ(results[0].measurements[0].level, 0);
+  EXPECT_EQ(engine.status().state, EngineState::ready) << "a refused level loses nothing else";
+  engine.submit(request_of(1024));
+  results = drain(engine);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].status.ok());
+  EXPECT_EQ(results[0].measurements.size(), 2u);
+}
+
 }  // namespace
 }  // namespace fl

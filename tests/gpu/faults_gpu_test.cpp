@@ -7,8 +7,10 @@
 //   FL_FAULT=kernel-fault build/tests/fusionlab_gpu_tests --gtest_filter=GpuFault.KernelFault
 // Without FL_FAULT (or with another point) each test skips.
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 
+#include <chrono>
 #include <string>
 
 #include "app/measure/engine.h"
@@ -104,7 +106,9 @@ TEST(GpuFault, Launch) {
   const Status st = backend->measure(request("gelu_scale", 1 << 20), nullptr, &ms);
   ASSERT_FALSE(st.ok());
   EXPECT_TRUE(has(st.message(), "gelu_scale level 0 could not be measured")) << st.message();
-  EXPECT_TRUE(has(st.message(), "cudaErrorInvalidConfiguration")) << st.message();
+  // The driver names an impossible launch configuration cudaErrorInvalidConfiguration or (on
+  // the H100 machine, driver 580) cudaErrorInvalidValue: either way one of the invalid ones.
+  EXPECT_TRUE(has(st.message(), "cudaErrorInvalid")) << st.message();
   EXPECT_FALSE(has(st.message(), ".cu:")) << "no source locations: " << st.message();
   EXPECT_TRUE(backend->lost_reason().empty());
   ms.clear();
@@ -113,8 +117,11 @@ TEST(GpuFault, Launch) {
   EXPECT_EQ(ms.size(), 2u);
 }
 
-// The one the issue names: an illegal address loses the CUDA context; the engine's backend
-// resets the GPU and the app goes on answering, GEMM lessons (cuBLASLt) included.
+// The one the issue names: an illegal address loses the CUDA context. The engine's backend
+// resets the GPU and the app goes on measuring, GEMM lessons (cuBLASLt) included; or, where the
+// reset itself fails (on the H100 machine, 2026-11-23: cudaSetDevice after cudaDeviceReset
+// returned cudaErrorDevicesUnavailable), the engine says in one sentence that Fusion Lab must be
+// restarted and goes on answering every request at once with that sentence.
 TEST(GpuFault, KernelFault) {
   REQUIRE_FAULT(FaultPoint::kernel_fault);
   auto engine = make_engine();
@@ -125,6 +132,17 @@ TEST(GpuFault, KernelFault) {
                   "a kernel of gelu_scale level 0 faulted on the GPU "
                   "(cudaErrorIllegalAddress)"))
       << fault.status.message();
+  EXPECT_EQ(fault.status.message().find('\n'), std::string::npos) << "one sentence, one line";
+  if (has(fault.status.message(), "restart Fusion Lab")) {
+    EXPECT_EQ(engine->status().state, EngineState::unavailable);
+    const auto t0 = std::chrono::steady_clock::now();
+    const EngineResult later = answer(*engine, request("linear_gelu", 64));
+    EXPECT_FALSE(later.status.ok());
+    EXPECT_TRUE(has(later.status.message(), "restart Fusion Lab")) << later.status.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5))
+        << "an unusable GPU is answered at once, not waited on";
+    return;
+  }
   EXPECT_TRUE(has(fault.status.message(), "Fusion Lab reset the GPU and measures again"))
       << fault.status.message();
   const EngineStatus st = engine->status();

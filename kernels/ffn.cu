@@ -422,8 +422,8 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   T* w2s = reinterpret_cast<T*>(smem + plan.w2_offset());
   const unsigned rank = cluster::rank(), q = cluster::index();
   const int width = plan.width, units_all = plan.units();
-  const int64_t j_cluster = int64_t(q) * units_all;  // the cluster's hidden units
-  const int64_t j0 = j_cluster + int64_t(rank) * width;    // this block's (steps 2-3)
+  const int64_t j_cluster = int64_t(q) * units_all;      // the cluster's hidden units
+  const int64_t j0 = j_cluster + int64_t(rank) * width;  // this block's (steps 2-3)
   const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
   const int64_t k0 = int64_t(rank) * plan.inputs;  // this block's inputs (step 1)
   const int64_t inputs = max(int64_t(0), min(int64_t(plan.inputs), int64_t(a.c) - k0));
@@ -523,7 +523,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
     }
   }
   tc::async_wait<0>();  // W2's piece (this thread's copies)
-  cluster::sync();       // h_all is complete; no block touches another's shared memory after this
+  cluster::sync();      // h_all is complete; no block touches another's shared memory after this
   stamp(a, 3);
 
   // 4. down: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
@@ -559,10 +559,18 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   };
   for (int nt16 = warp; nt16 < col_tiles; nt16 += kWarps) {
     switch (row_tiles) {
-      case 1: down(nt16, std::integral_constant<int, 1>{}); break;
-      case 2: down(nt16, std::integral_constant<int, 2>{}); break;
-      case 3: down(nt16, std::integral_constant<int, 3>{}); break;
-      default: down(nt16, std::integral_constant<int, 4>{}); break;
+      case 1:
+        down(nt16, std::integral_constant<int, 1>{});
+        break;
+      case 2:
+        down(nt16, std::integral_constant<int, 2>{});
+        break;
+      case 3:
+        down(nt16, std::integral_constant<int, 3>{});
+        break;
+      default:
+        down(nt16, std::integral_constant<int, 4>{});
+        break;
     }
   }
   stamp(a, 4);

@@ -243,8 +243,8 @@ __device__ __forceinline__ void normalize_chunk(T* x, float2 mean_rstd, const T*
 // Every weight is read from HBM once, by ~112 SMs at once; x, the statistics and the partial
 // sums never leave the chip; no atomics, no grid barrier. 2 cluster barriers per 64 rows (plus
 // one between chunks, before the partials' buffer is reused).
-constexpr int kLnChunk = 64;          // rows of partial sums exchanged at a time
-constexpr int kLnClusterRows = 256;   // the most tokens the cluster kernel takes
+constexpr int kLnChunk = 64;         // rows of partial sums exchanged at a time
+constexpr int kLnClusterRows = 256;  // the most tokens the cluster kernel takes
 
 template <typename T>
 struct LnArgs {
@@ -275,7 +275,9 @@ struct LnClusterPlan {
   __host__ __device__ size_t stats_offset() const {
     return moments_offset() + sizeof(float2) * size_t(size) * rows;
   }
-  __host__ __device__ size_t affine_offset() const { return stats_offset() + sizeof(float2) * rows; }
+  __host__ __device__ size_t affine_offset() const {
+    return stats_offset() + sizeof(float2) * rows;
+  }
   __host__ __device__ size_t recv_offset() const {
     return align16(affine_offset() + 2 * sizeof(T) * size_t(inputs));
   }
@@ -347,7 +349,8 @@ __global__ void __launch_bounds__(kThreads)
       const float mean = moment(0.0f, false) / inputs;
       const float m2 = moment(mean, true);
       if (valid && sub == 0) {
-        for (int i = 0; i < size; ++i) {  // starting at the next block: no block is everyone's first
+        for (int i = 0; i < size;
+             ++i) {  // starting at the next block: no block is everyone's first
           const unsigned p = (rank + 1 + i) % size;
           cluster::store_peer(moments + rank * rows + r, p,
                               make_uint2(__float_as_uint(mean), __float_as_uint(m2)));
@@ -422,10 +425,18 @@ __global__ void __launch_bounds__(kThreads)
         }
       };
       switch (row_tiles) {
-        case 1: multiply_and_send(std::integral_constant<int, 1>{}); break;
-        case 2: multiply_and_send(std::integral_constant<int, 2>{}); break;
-        case 3: multiply_and_send(std::integral_constant<int, 3>{}); break;
-        default: multiply_and_send(std::integral_constant<int, 4>{}); break;
+        case 1:
+          multiply_and_send(std::integral_constant<int, 1>{});
+          break;
+        case 2:
+          multiply_and_send(std::integral_constant<int, 2>{});
+          break;
+        case 3:
+          multiply_and_send(std::integral_constant<int, 3>{});
+          break;
+        default:
+          multiply_and_send(std::integral_constant<int, 4>{});
+          break;
       }
     }
     cluster::sync();
@@ -435,7 +446,8 @@ __global__ void __launch_bounds__(kThreads)
       const int r = i / quads, u = (i % quads) * 4;
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (int p = 0; p < size; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(recv + (int64_t(p) * kLnChunk + r) * own + u);
+        const float4 v =
+            *reinterpret_cast<const float4*>(recv + (int64_t(p) * kLnChunk + r) * own + u);
         sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
       }
       const int64_t col = own0 + u, row = c0 + r;
@@ -579,7 +591,9 @@ struct PanelPlan {
   __host__ __device__ size_t stats_offset() const {
     return (w_offset() + sizeof(T) * size_t(k) * ld_w() + 15) / 16 * 16;
   }
-  __host__ __device__ size_t affine_offset() const { return stats_offset() + sizeof(float2) * rows; }
+  __host__ __device__ size_t affine_offset() const {
+    return stats_offset() + sizeof(float2) * rows;
+  }
   __host__ __device__ size_t red_offset() const {
     return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
   }
@@ -595,7 +609,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
   T* ws = reinterpret_cast<T*>(smem + plan.w_offset());
-  float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());    // (mean, rstd)
+  float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());  // (mean, rstd)
   // gamma and beta as T, read 16 bytes (one chunk's worth) at a time: as float2 per element the
   // lanes of a warp, 8 elements apart, hit 2 banks (16-way conflicts; measured 3x slower).
   T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());
@@ -711,8 +725,8 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
     FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(p.bytes())));
     int per_sm = 0;
-    FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads,
-                                                              p.bytes()));
+    FL_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
     if (per_sm < 1) continue;
     *plan = p;
     *ok = true;

@@ -1082,9 +1082,6 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
 
 }  // namespace
 
-const Lesson& ffn_lesson() {
-  static const Ffn lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(ffn, Ffn);
 
 }  // namespace fl

@@ -39,9 +39,6 @@ struct Gelu {
 
 }  // namespace
 
-const Lesson& gelu_scale_lesson() {
-  static const ActivationScaleLesson<Gelu> lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(gelu_scale, ActivationScaleLesson<Gelu>);
 
 }  // namespace fl

@@ -416,9 +416,6 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
 
 }  // namespace
 
-const Lesson& layernorm_linear_lesson() {
-  static const LayerNormLinear lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(layernorm_linear, LayerNormLinear);
 
 }  // namespace fl

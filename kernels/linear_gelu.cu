@@ -192,9 +192,6 @@ class LinearGelu final : public GemmLesson<LinearGeluWorkspace> {
 
 }  // namespace
 
-const Lesson& linear_gelu_lesson() {
-  static const LinearGelu lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(linear_gelu, LinearGelu);
 
 }  // namespace fl

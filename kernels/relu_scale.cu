@@ -43,9 +43,6 @@ struct Relu {
 
 }  // namespace
 
-const Lesson& relu_scale_lesson() {
-  static const ActivationScaleLesson<Relu> lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(relu_scale, ActivationScaleLesson<Relu>);
 
 }  // namespace fl

@@ -798,9 +798,6 @@ class ScaleMaskSoftmax final : public LevelLesson<ScaleMaskSoftmaxWorkspace<floa
 
 }  // namespace
 
-const Lesson& scale_mask_softmax_lesson() {
-  static const ScaleMaskSoftmax lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(scale_mask_softmax, ScaleMaskSoftmax);
 
 }  // namespace fl

@@ -6,10 +6,11 @@
 // than L2. The level table below lists the launches and their textbook bytes.
 //
 // Every kernel is elementwise_kernel (elementwise.cuh): 16 bytes per thread access (float4 /
-// 8 x bf16) and a scalar tail, so any size works. A lesson supplies the activation (a type with
-// a float __device__ operator() for the kernels and a static double reference() for the CPU and
-// GPU fp64 references) and, as its `static constexpr kSpec`, an ActivationScaleSpec: names, text,
-// input range, FLOPs, tolerances.
+// 8 x bf16) and a scalar tail, so any size works. A lesson is ActivationScaleLesson<Act, kSpec>:
+// Act is the activation's op from activations.cuh (a float __device__ operator() for the
+// kernels, a static double reference() for the CPU and GPU fp64 references) and kSpec the
+// lesson's ActivationScaleSpec. The lesson's id, title, kernel names and level summaries are
+// built from the spec's names below, so both lessons say them alike.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -27,20 +28,23 @@
 
 namespace fl {
 
-// What a lesson on this ladder supplies, as the activation's `static constexpr kSpec`.
+// What a lesson on this ladder says of its activation, in this order (a lesson writes it on one
+// line, a constexpr in its file, and says why in a comment above).
 struct ActivationScaleSpec {
-  const char* id;            // "gelu_scale"
-  const char* title;         // "GELU + scale"
+  // The activation's kernel, "gelu"; the lesson's id is gelu_scale, its fused kernel
+  // gelu_scale_fused.
+  const char* kernel;
+  const char* name;          // in the title and the summaries: "GELU" (title "GELU + scale")
+  const char* t;             // the intermediate t = act(x) in the text: "GELU(x)"
   const char* formula;       // "y = s * GELU_tanh(x),  s = 0.5"
-  const char* act_kernel;    // level 0's first launch: "gelu"
-  const char* fused_kernel;  // level 1's launch: "gelu_scale_fused"
-  const char* unfused_summary;
-  const char* fused_summary;
-  const char* fused_on_chip;  // level 1's on chip: "t = GELU(x), in a register"
-  float input_lo, input_hi;   // inputs are uniform in [lo, hi)
+  float input_lo, input_hi;  // inputs are uniform in [lo, hi)
   double act_flops_per_element;
   double tolerance_fp32, tolerance_bf16;  // relative L2 error vs the double reference
 };
+
+inline std::string activation_scale_id(const ActivationScaleSpec& spec) {
+  return std::string(spec.kernel) + "_scale";
+}
 
 // s = 0.5 in both lessons, so they differ only in the activation; a power of two keeps the
 // scale itself exact.
@@ -71,8 +75,9 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 // Device buffers for one size and element type: the input x, the unfused chain's intermediate
 // t and the output y.
-template <typename T, typename Act>
-class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWorkspace<T, Act>> {
+template <typename T, typename Act, const ActivationScaleSpec& kSpec>
+class ActivationScaleWorkspace final
+    : public LevelWorkspace<ActivationScaleWorkspace<T, Act, kSpec>> {
  public:
   ActivationScaleWorkspace(int64_t n, double tolerance) : n_(n), tolerance_(tolerance) {}
 
@@ -84,7 +89,7 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
-    return fill_uniform(x_.as<T>(), n_, seed, Act::kSpec.input_lo, Act::kSpec.input_hi, stream);
+    return fill_uniform(x_.as<T>(), n_, seed, kSpec.input_lo, kSpec.input_hi, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -117,20 +122,21 @@ class ActivationScaleWorkspace final : public LevelWorkspace<ActivationScaleWork
 // ---- the level table -----------------------------------------------------------------------
 // n = s elements of b bytes. The activation's FLOPs per element are the lesson's; the scale is
 // one multiply.
-template <typename T, typename Act>
-const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, Act>::levels() {
+template <typename T, typename Act, const ActivationScaleSpec& kSpec>
+const LevelTable<ActivationScaleWorkspace<T, Act, kSpec>>&
+ActivationScaleWorkspace<T, Act, kSpec>::levels() {
   using Ws = ActivationScaleWorkspace;
-  constexpr const ActivationScaleSpec& spec = Act::kSpec;
+  const std::string name = kSpec.name, t = kSpec.t;
   static const LevelTable<Ws> table = {
       {"unfused",
-       spec.unfused_summary,
+       name + " and scale as two kernels; the intermediate t round-trips through HBM",
        "nothing between the kernels: t goes to HBM and back",
-       {{spec.act_kernel,
+       {{kSpec.kernel,
          [](Ws& w, cudaStream_t s) {
            return launch_elementwise(w.x_.as<T>(), w.t_.as<T>(), w.n_, Act{}, s);
          },
          [](const Dims& d) {
-           return Textbook{d.s * d.b, d.s * d.b, Act::kSpec.act_flops_per_element * d.s};
+           return Textbook{d.s * d.b, d.s * d.b, kSpec.act_flops_per_element * d.s};
          }},
         {"scale",
          [](Ws& w, cudaStream_t s) {
@@ -140,15 +146,14 @@ const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, 
            return Textbook{d.s * d.b, d.s * d.b, 1.0 * d.s};
          }}}},
       {"fused",
-       spec.fused_summary,
-       spec.fused_on_chip,
-       {{spec.fused_kernel,
+       "one kernel; " + t + " stays in a register",
+       "t = " + t + ", in a register",
+       {{activation_scale_id(kSpec) + "_fused",
          [](Ws& w, cudaStream_t s) {
            return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, ScaledActivation<Act>{}, s);
          },
          [](const Dims& d) {
-           return Textbook{d.s * d.b, d.s * d.b,
-                           Act::kSpec.act_flops_per_element * d.s + 1.0 * d.s};
+           return Textbook{d.s * d.b, d.s * d.b, kSpec.act_flops_per_element * d.s + 1.0 * d.s};
          }}}},
   };
   return table;
@@ -156,12 +161,13 @@ const LevelTable<ActivationScaleWorkspace<T, Act>>& ActivationScaleWorkspace<T, 
 
 // ---- the lesson ----------------------------------------------------------------------------
 
-template <typename Act>
-class ActivationScaleLesson final : public LevelLesson<ActivationScaleWorkspace<float, Act>> {
+template <typename Act, const ActivationScaleSpec& kSpec>
+class ActivationScaleLesson final
+    : public LevelLesson<ActivationScaleWorkspace<float, Act, kSpec>> {
  public:
   ActivationScaleLesson()
-      : LevelLesson<ActivationScaleWorkspace<float, Act>>(
-            Act::kSpec.id, Act::kSpec.title, Act::kSpec.formula,
+      : LevelLesson<ActivationScaleWorkspace<float, Act, kSpec>>(
+            activation_scale_id(kSpec), std::string(kSpec.name) + " + scale", kSpec.formula,
             {"elements", 1 << 10, int64_t(1) << 28, int64_t(1) << 24}) {}
 
   int64_t workspace_bytes(Shape shape, Precision p) const override {
@@ -171,7 +177,7 @@ class ActivationScaleLesson final : public LevelLesson<ActivationScaleWorkspace<
   Status create_workspace(Shape shape, Precision p,
                           std::unique_ptr<Workspace>* out) const override {
     if (shape.size < 1) {
-      return Status::Error(std::string(Act::kSpec.id) + " needs at least 1 element");
+      return Status::Error(this->info().id + " needs at least 1 element");
     }
     return make_workspace<Ws>(p, out, shape.size, tolerance(p));
   }
@@ -184,12 +190,12 @@ class ActivationScaleLesson final : public LevelLesson<ActivationScaleWorkspace<
   }
 
   double tolerance(Precision p) const override {
-    return p == Precision::fp32 ? Act::kSpec.tolerance_fp32 : Act::kSpec.tolerance_bf16;
+    return p == Precision::fp32 ? kSpec.tolerance_fp32 : kSpec.tolerance_bf16;
   }
 
  private:
   template <typename T>
-  using Ws = ActivationScaleWorkspace<T, Act>;
+  using Ws = ActivationScaleWorkspace<T, Act, kSpec>;
 };
 
 }  // namespace fl

@@ -49,9 +49,17 @@ __device__ __forceinline__ float relu(float x) {
 }
 
 // ---- as elementwise ops (see elementwise.cuh) ----------------------------------------------
+// The float operator() is what the kernels run; the static reference() is the same function in
+// double, for the CPU reference and the GPU's fp64 check.
 
 struct GeluFastOp {
   __device__ float operator()(float x) const { return gelu_tanh_fast(x); }
+  __host__ __device__ static double reference(double x) { return gelu_tanh_reference(x); }
+};
+
+struct ReluOp {
+  __device__ float operator()(float x) const { return relu(x); }
+  __host__ __device__ static double reference(double x) { return relu_reference(x); }
 };
 
 }  // namespace fl

@@ -203,9 +203,6 @@ class BiasGelu final : public LevelLesson<BiasGeluWorkspace<float>> {
 
 }  // namespace
 
-const Lesson& bias_gelu_lesson() {
-  static const BiasGelu lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(bias_gelu, BiasGelu);
 
 }  // namespace fl

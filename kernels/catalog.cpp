@@ -1,6 +1,6 @@
 // The lesson catalog: the curriculum, in order. Adding a lesson is one line in FL_CURRICULUM
-// below (docs/ARCHITECTURE.md, "Adding a lesson"): kernels/<id>.cu defines <id>_lesson(), and
-// the line both declares it and puts the lesson in its place.
+// below (docs/ARCHITECTURE.md, "Adding a lesson"): kernels/<id>.cu defines <id>_lesson() with
+// FL_DEFINE_LESSON (catalog.h), and the line both declares it and puts the lesson in its place.
 #include "kernels/catalog.h"
 
 // X(id) for every lesson, in curriculum order (DESIGN.md §2).
@@ -25,13 +25,6 @@ const std::vector<const Lesson*>& lessons() {
   static const std::vector<const Lesson*> all = {FL_CURRICULUM(FL_LIST_LESSON)};
 #undef FL_LIST_LESSON
   return all;
-}
-
-const Lesson* find_lesson(const std::string& id) {
-  for (const Lesson* lesson : lessons()) {
-    if (lesson->info().id == id) return lesson;
-  }
-  return nullptr;
 }
 
 }  // namespace fl

@@ -41,11 +41,4 @@ const std::vector<const Lesson*>& lessons() {
   return all;
 }
 
-const Lesson* find_lesson(const std::string& id) {
-  for (const Lesson* lesson : lessons()) {
-    if (lesson->info().id == id) return lesson;
-  }
-  return nullptr;
-}
-
 }  // namespace fl

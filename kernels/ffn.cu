@@ -997,38 +997,29 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
       : GemmLesson("ffn", "FFN (C -> 4C -> C)",
                    "y = GELU_tanh(x W1 + b1) W2 + b2,  W1: C x 4C,  W2: 4C x C") {}
 
-  int64_t workspace_bytes(Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t m = shape.size, c = shape.inner, h = 4 * shape.inner;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * bytes_per_element(p) + m * c * 4 + 40 +
-           (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
-  }
-
   // inputs: x (M x C), W1 (C x 4C), b1 (4C), W2 (4C x C), b2 (C).
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
-    const auto& x = inputs.at(0).values;
-    const auto& w1 = inputs.at(1).values;
-    const auto& b1 = inputs.at(2).values;
-    const auto& w2 = inputs.at(3).values;
-    const auto& b2 = inputs.at(4).values;
-    const int64_t c = static_cast<int64_t>(b2.size()), h = static_cast<int64_t>(b1.size());
-    const int64_t m = c > 0 ? static_cast<int64_t>(x.size()) / c : 0;
-    HostTensor y{"y", std::vector<double>(m * c)};
-    std::vector<double> hid(h);
-    for (int64_t r = 0; r < m; ++r) {
-      reference_linear_row(&x[r * c], c, w1.data(), b1.data(), h, hid.data());
-      for (int64_t j = 0; j < h; ++j) hid[j] = gelu_tanh_reference(hid[j]);
-      reference_linear_row(hid.data(), h, w2.data(), b2.data(), c, &y.values[r * c]);
-    }
-    return {y};
+    const LinearInputs up(inputs, 1), down(inputs, 3);
+    std::vector<double> h(up.n);
+    return {reference_rows(inputs.at(0).values, up.k, down.n, [&](const double* x, double* y) {
+      up.row(x, h.data());
+      for (double& v : h) v = gelu_tanh_reference(v);
+      down.row(h.data(), y);
+    })};
+  }
+
+ protected:
+  // x, s, y (M x C); W1, W2; b1, b2; t, u, h (M x H); the fused level's fp32 accumulator (M x C),
+  // counters (40 bytes) and, at up to 64 tokens, the hidden slices' shares of y (at most 32 MiB).
+  int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
+    const int64_t h = 4 * c;
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 40 +
+           (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 };
 
 }  // namespace
 
-const Lesson& ffn_lesson() {
-  static const Ffn lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(ffn, Ffn);
 
 }  // namespace fl

@@ -11,37 +11,18 @@
 #include "kernels/catalog.h"
 
 namespace fl {
-namespace {
 
-struct Gelu {
-  __device__ float operator()(float x) const { return gelu_tanh_fast(x); }
-  __host__ __device__ static double reference(double x) { return gelu_tanh_reference(x); }
+// The activation is GeluFastOp (activations.cuh: gelu_tanh_fast). Inputs span GELU's curved
+// part and both tails. FLOPs per element: x^3 and the polynomial (~7) plus the exponential
+// (counted as 1).
+// Tolerances. fp32: the fast GELU is within ~1e-7 relative where GELU is not tiny, so ~4e-8 is
+// typical. bf16: the output's own rounding (8 significant bits) gives ~2e-3, and the unfused
+// chain rounds t once more.
+//
+// The spec: kernel, name, t, formula, inputs in [lo, hi), FLOPs per element, tolerances.
+constexpr ActivationScaleSpec kGeluScale = {
+    "gelu", "GELU", "GELU(x)", "y = s * GELU_tanh(x),  s = 0.5", -6.0f, 6.0f, 8.0, 1e-5, 1e-2};
 
-  // Tolerances. fp32: the fast GELU is within ~1e-7 relative where GELU is not tiny, so ~4e-8
-  // is typical. bf16: the output's own rounding (8 significant bits) gives ~2e-3, and the
-  // unfused chain rounds t once more.
-  static constexpr ActivationScaleSpec kSpec = {
-      "gelu_scale",
-      "GELU + scale",
-      "y = s * GELU_tanh(x),  s = 0.5",
-      "gelu",
-      "gelu_scale_fused",
-      "GELU and scale as two kernels; the intermediate t round-trips through HBM",
-      "one kernel; GELU(x) stays in a register",
-      "t = GELU(x), in a register",
-      -6.0f,
-      6.0f,  // spans GELU's curved part and both tails
-      8.0,   // x^3 and the polynomial (~7 flops) plus the exponential (counted as 1)
-      1e-5,
-      1e-2,
-  };
-};
-
-}  // namespace
-
-const Lesson& gelu_scale_lesson() {
-  static const ActivationScaleLesson<Gelu> lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(gelu_scale, ActivationScaleLesson<GeluFastOp, kGeluScale>);
 
 }  // namespace fl

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/activations.cuh"
 #include "kernels/blas.h"
@@ -183,6 +184,32 @@ inline void reference_linear_row(const double* x, int64_t k, const double* w, co
   }
 }
 
+// A Linear layer's weights W (k x n, row-major) and bias b (n) among a CPU reference's inputs,
+// as `download` lists them (W, then b): the fan-out n is b's length, the fan-in k = W's / n.
+struct LinearInputs {
+  LinearInputs(const std::vector<HostTensor>& inputs, size_t w_at)
+      : w(inputs.at(w_at).values), b(inputs.at(w_at + 1).values) {}
+  const std::vector<double>& w;
+  const std::vector<double>& b;
+  const int64_t n = static_cast<int64_t>(b.size());
+  const int64_t k = n > 0 ? static_cast<int64_t>(w.size()) / n : 0;
+
+  // out[0..n) = b + x[0..k) W.
+  void row(const double* x, double* out) const {
+    reference_linear_row(x, k, w.data(), b.data(), n, out);
+  }
+};
+
+// The output y of a GEMM lesson's CPU reference, built row by row: x holds M rows of k values
+// (M = x's size / k), and row(x_row, y_row) writes the n values of y's row from x's.
+template <typename Row>
+HostTensor reference_rows(const std::vector<double>& x, int64_t k, int64_t n, Row row) {
+  const int64_t m = k > 0 ? static_cast<int64_t>(x.size()) / k : 0;
+  HostTensor y{"y", std::vector<double>(m * n)};
+  for (int64_t r = 0; r < m; ++r) row(&x[r * k], &y.values[r * n]);
+  return y;
+}
+
 // The shapes every GEMM lesson accepts (tokens along the slider, C the hidden size).
 inline Status gemm_shape_ok(const char* lesson, Shape shape) {
   if (shape.size < 1 || shape.size > gemm::kMaxTokens) {
@@ -213,7 +240,7 @@ inline double gemm_tolerance(Precision p) {
 // The lesson class of a GEMM lesson: tokens along the size slider, the hidden size C as the row
 // length, both precisions, the shapes gemm_shape_ok accepts and gemm_tolerance. Its levels and
 // traffic() are the workspace's level table (LevelLesson); Ws<T> is constructed from
-// (tokens, C, tolerance). A lesson adds its reference and workspace_bytes.
+// (tokens, C, tolerance). A lesson adds its reference and buffer_bytes.
 template <template <typename> class Ws>
 class GemmLesson : public LevelLesson<Ws<float>> {
  public:
@@ -223,8 +250,16 @@ class GemmLesson : public LevelLesson<Ws<float>> {
     return make_workspace<Ws>(p, out, shape.size, shape.inner, tolerance(p));
   }
   double tolerance(Precision p) const final { return gemm_tolerance(p); }
+  int64_t workspace_bytes(Shape shape, Precision p) const final {
+    shape = this->resolve(shape);
+    return buffer_bytes(shape.size, shape.inner, bytes_per_element(p));
+  }
 
  protected:
+  // The device memory of the workspace's buffers at M tokens, hidden size C and b bytes per
+  // element.
+  virtual int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const = 0;
+
   GemmLesson(const char* id, const char* title, const char* formula)
       : LevelLesson<Ws<float>>(id, title, formula,
                                {"tokens", 1, gemm::kMaxTokens, gemm::kDefaultTokens,

@@ -962,43 +962,35 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
       : GemmLesson("layernorm_linear", "LayerNorm + Linear",
                    "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C") {}
 
-  int64_t workspace_bytes(Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t m = shape.size, k = shape.inner, n = 3 * shape.inner;
-    return (2 * m * k + 2 * k + k * n + n + 2 * m * n) * bytes_per_element(p);
-  }
-
   // inputs: x (M x C), gamma (C), beta (C), W (C x 3C), b (3C).
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
-    const auto& x = inputs.at(0).values;
     const auto& gamma = inputs.at(1).values;
     const auto& beta = inputs.at(2).values;
-    const auto& w = inputs.at(3).values;
-    const auto& b = inputs.at(4).values;
-    const int64_t k = static_cast<int64_t>(gamma.size()), n = static_cast<int64_t>(b.size());
-    const int64_t m = k > 0 ? static_cast<int64_t>(x.size()) / k : 0;
-    HostTensor y{"y", std::vector<double>(m * n)};
+    const LinearInputs linear(inputs, 3);
+    const int64_t k = linear.k;
     std::vector<double> xn(k);
-    for (int64_t r = 0; r < m; ++r) {
-      const double* xr = &x[r * k];
+    return {reference_rows(inputs.at(0).values, k, linear.n, [&](const double* x, double* y) {
       double sum = 0;
-      for (int64_t j = 0; j < k; ++j) sum += xr[j];
+      for (int64_t j = 0; j < k; ++j) sum += x[j];
       const double mean = sum / double(k);
       double sq = 0;
-      for (int64_t j = 0; j < k; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+      for (int64_t j = 0; j < k; ++j) sq += (x[j] - mean) * (x[j] - mean);
       const double rstd = 1.0 / std::sqrt(sq / double(k) + gemm::kLayerNormEps);
-      for (int64_t j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
-      reference_linear_row(xn.data(), k, w.data(), b.data(), n, &y.values[r * n]);
-    }
-    return {y};
+      for (int64_t j = 0; j < k; ++j) xn[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
+      linear.row(xn.data(), y);
+    })};
+  }
+
+ protected:
+  // x and xn (M x C), gamma and beta (C), W (C x 3C), b (3C), and t, y (M x 3C).
+  int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
+    const int64_t n = 3 * c;
+    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b;
   }
 };
 
 }  // namespace
 
-const Lesson& layernorm_linear_lesson() {
-  static const LayerNormLinear lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(layernorm_linear, LayerNormLinear);
 
 }  // namespace fl

@@ -4,6 +4,8 @@
 
 #include "kernels/lesson.h"
 
+#include "kernels/catalog.h"
+
 namespace fl {
 
 const char* to_string(Precision p) {
@@ -42,6 +44,15 @@ int64_t total_bytes(const std::vector<LaunchTraffic>& launches) {
   int64_t sum = 0;
   for (const auto& l : launches) sum += l.bytes();
   return sum;
+}
+
+// Over the lessons() of whichever catalog the build links (catalog.cpp, or catalog_replay.cpp in
+// the replay-only build).
+const Lesson* find_lesson(const std::string& id) {
+  for (const Lesson* lesson : lessons()) {
+    if (lesson->info().id == id) return lesson;
+  }
+  return nullptr;
 }
 
 }  // namespace fl

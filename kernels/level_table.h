@@ -145,11 +145,11 @@ class LevelLesson : public Lesson {
 
  protected:
   // The lesson's facts but its levels, which are the table's.
-  LevelLesson(const char* id, const char* title, const char* formula, const SizeAxis& axis,
+  LevelLesson(std::string id, std::string title, std::string formula, const SizeAxis& axis,
               std::vector<Precision> precisions = {Precision::fp32, Precision::bf16}) {
-    info_.id = id;
-    info_.title = title;
-    info_.formula = formula;
+    info_.id = std::move(id);
+    info_.title = std::move(title);
+    info_.formula = std::move(formula);
     info_.size_axis = axis;
     info_.levels = fusion_levels(Ws::levels());
     info_.precisions = std::move(precisions);

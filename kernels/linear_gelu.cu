@@ -167,34 +167,25 @@ class LinearGelu final : public GemmLesson<LinearGeluWorkspace> {
       : GemmLesson("linear_gelu", "Linear + GELU",
                    "y = GELU_tanh(x W + b),  x: tokens x C,  W: C x 4C,  b: 4C") {}
 
-  int64_t workspace_bytes(Shape shape, Precision p) const override {
-    shape = resolve(shape);
-    const int64_t m = shape.size, k = shape.inner, n = 4 * shape.inner;
-    return (m * k + k * n + n + 3 * m * n) * bytes_per_element(p);
-  }
-
   // inputs: x (M x C), W (C x 4C), b (4C).
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
-    const auto& x = inputs.at(0).values;
-    const auto& w = inputs.at(1).values;
-    const auto& b = inputs.at(2).values;
-    const int64_t n = static_cast<int64_t>(b.size());
-    const int64_t k = n / 4, m = k > 0 ? static_cast<int64_t>(x.size()) / k : 0;
-    HostTensor y{"y", std::vector<double>(m * n)};
-    for (int64_t r = 0; r < m; ++r) {
-      double* out = &y.values[r * n];
-      reference_linear_row(&x[r * k], k, w.data(), b.data(), n, out);
-      for (int64_t c = 0; c < n; ++c) out[c] = gelu_tanh_reference(out[c]);
-    }
-    return {y};
+    const LinearInputs linear(inputs, 1);
+    return {
+        reference_rows(inputs.at(0).values, linear.k, linear.n, [&](const double* x, double* y) {
+          linear.row(x, y);
+          for (int64_t c = 0; c < linear.n; ++c) y[c] = gelu_tanh_reference(y[c]);
+        })};
+  }
+
+ protected:
+  // x (M x C), W (C x 4C), b (4C), and t, u, y (M x 4C).
+  int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
+    return (m * c + 4 * c * c + 4 * c + 3 * m * 4 * c) * b;
   }
 };
 
 }  // namespace
 
-const Lesson& linear_gelu_lesson() {
-  static const LinearGelu lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(linear_gelu, LinearGelu);
 
 }  // namespace fl

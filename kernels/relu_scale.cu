@@ -13,39 +13,19 @@
 #include "kernels/catalog.h"
 
 namespace fl {
-namespace {
 
-struct Relu {
-  __device__ float operator()(float x) const { return relu(x); }
-  __host__ __device__ static double reference(double x) { return relu_reference(x); }
+// The activation is ReluOp (activations.cuh). Inputs in [-4, 4): half of them are clipped to
+// 0. FLOPs per element: one compare, counted as a flop.
+// Tolerances. Each output is rounded once (t = relu(x) is exact: it is x or 0), so its relative
+// error is at most half an ulp: 6e-8 in fp32, 2e-3 in bf16 (8 significant bits). With s = 0.5
+// even that rounding is exact, so a correct kernel measures 0; the tolerances leave room for a
+// scale that is not a power of two, and anything wrong (a lost tail, a stale t) is far above
+// them.
+//
+// The spec: kernel, name, t, formula, inputs in [lo, hi), FLOPs per element, tolerances.
+constexpr ActivationScaleSpec kReluScale = {
+    "relu", "ReLU", "relu(x)", "y = s * relu(x),  s = 0.5", -4.0f, 4.0f, 1.0, 1e-6, 4e-3};
 
-  // Tolerances. Each output is rounded once (t = relu(x) is exact: it is x or 0), so its
-  // relative error is at most half an ulp: 6e-8 in fp32, 2e-3 in bf16 (8 significant bits).
-  // With s = 0.5 even that rounding is exact, so a correct kernel measures 0; the tolerances
-  // leave room for a scale that is not a power of two, and anything wrong (a lost tail, a
-  // stale t) is far above them.
-  static constexpr ActivationScaleSpec kSpec = {
-      "relu_scale",
-      "ReLU + scale",
-      "y = s * relu(x),  s = 0.5",
-      "relu",
-      "relu_scale_fused",
-      "ReLU and scale as two kernels; the intermediate t round-trips through HBM",
-      "one kernel; relu(x) stays in a register",
-      "t = relu(x), in a register",
-      -4.0f,
-      4.0f,  // half the inputs are clipped to 0
-      1.0,   // ReLU: one compare, counted as a flop
-      1e-6,
-      4e-3,
-  };
-};
-
-}  // namespace
-
-const Lesson& relu_scale_lesson() {
-  static const ActivationScaleLesson<Relu> lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(relu_scale, ActivationScaleLesson<ReluOp, kReluScale>);
 
 }  // namespace fl

@@ -369,9 +369,6 @@ class ResidualLayerNorm final : public LevelLesson<ResidualLayerNormWorkspace<fl
 
 }  // namespace
 
-const Lesson& residual_layernorm_lesson() {
-  static const ResidualLayerNorm lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(residual_layernorm, ResidualLayerNorm);
 
 }  // namespace fl

@@ -44,6 +44,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/elementwise.cuh"
 #include "kernels/level_table.h"
 #include "kernels/row_split.cuh"
 #include "kernels/workspace.cuh"
@@ -242,23 +243,23 @@ __device__ __forceinline__ void row_merge_online(float& m, float& d, float c) {
 // Both walk the flat tensor: one 16-byte vector per thread, the threads past the last full
 // vector take one tail element each.
 
-// S1 = s * S.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    scale_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int64_t full_vecs = n / kVec;
-  const int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x;
-  if (i < full_vecs) {
-    Vec16<T> v = load16_ro(in + i * kVec);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(kScale * Elem<T>::to_float(v.v[k]));
-    store16_packed(out + i * kVec, v.v);
-  } else {
-    const int64_t tail = full_vecs * kVec + (i - full_vecs);
-    if (tail < n) out[tail] = Elem<T>::from_float(kScale * Elem<T>::to_float(in[tail]));
+// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, moving its vectors as the row
+// kernels do (ReadOnlyPacked).
+struct ScaleOp {
+  __device__ float operator()(float x) const { return kScale * x; }
+};
+
+// load16_ro and store16_packed as elementwise_kernel's vector moves.
+struct ReadOnlyPacked {
+  template <typename T>
+  __device__ static Vec16<T> load(const T* p) {
+    return load16_ro(p);
   }
-}
+  template <typename T>
+  __device__ static void store(T* p, const Vec16<T>& v) {
+    store16_packed(p, v.v);
+  }
+};
 
 // S2 = S1 with -inf where key j > query q. Element i sits at (h, q, j) with i = h L^2 + q L + j
 // (h = batch x head): two 32-bit divisions per vector find q and j of its first element
@@ -526,12 +527,8 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 Status launch_scale(const T* in, T* out, int64_t n, cudaStream_t stream) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const unsigned blocks = static_cast<unsigned>((n / kVec + n % kVec + kThreads - 1) / kThreads);
-  if (blocks == 0) return Status::Ok();
-  scale_kernel<T><<<blocks, kThreads, 0, stream>>>(in, out, n);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
+  static_assert(kThreads == kElementwiseThreads, "the scale kernel has the elementwise block size");
+  return launch_elementwise<T, ScaleOp, ReadOnlyPacked>(in, out, n, ScaleOp{}, stream);
 }
 
 template <typename T>
@@ -798,9 +795,6 @@ class ScaleMaskSoftmax final : public LevelLesson<ScaleMaskSoftmaxWorkspace<floa
 
 }  // namespace
 
-const Lesson& scale_mask_softmax_lesson() {
-  static const ScaleMaskSoftmax lesson;
-  return lesson;
-}
+FL_DEFINE_LESSON(scale_mask_softmax, ScaleMaskSoftmax);
 
 }  // namespace fl

@@ -94,20 +94,6 @@ Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
   return Status::Ok();
 }
 
-Status parse_levels(const std::string& list, std::vector<int>* out) {
-  if (list == "all") return Status::Ok();
-  for (const std::string& item : split(list)) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) {
-      return Status::Error("--levels takes 'all' or numbers like 0,1; got '" +
-                           shorten_for_message(list) + "'");
-    }
-    out->push_back(static_cast<int>(v));
-  }
-  return Status::Ok();
-}
-
 // Every chosen lesson has the levels and takes the sizes asked for.
 Status check_levels_and_sizes(const BenchPlan& plan) {
   for (const Lesson* lesson : plan.lessons) {
@@ -118,12 +104,7 @@ Status check_levels_and_sizes(const BenchPlan& plan) {
                              std::to_string(lesson->level_count() - 1));
       }
     }
-    for (int64_t n : plan.sizes) {
-      if (n > info.size_axis.max) {
-        return Status::Error(info.id + " takes at most " + std::to_string(info.size_axis.max) +
-                             " " + info.size_axis.unit + "; got " + std::to_string(n));
-      }
-    }
+    for (int64_t n : plan.sizes) FL_TRY(check_lesson_size(info, n));
   }
   return Status::Ok();
 }
@@ -139,7 +120,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   if (!parse_cache_mode(o.cache, &plan->cache)) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
-  FL_TRY(parse_levels(o.levels, &plan->levels));
+  FL_TRY(parse_level_list(o.levels, &plan->levels));
   FL_TRY(check_levels_and_sizes(*plan));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));

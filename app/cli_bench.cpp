@@ -101,7 +101,8 @@ Status check_levels_and_sizes(const BenchPlan& plan) {
     for (int level : plan.levels) {
       if (level >= lesson->level_count()) {
         return Status::Error(info.id + " has levels 0.." +
-                             std::to_string(lesson->level_count() - 1));
+                             std::to_string(lesson->level_count() - 1) + ", got " +
+                             std::to_string(level));
       }
     }
     for (int64_t n : plan.sizes) FL_TRY(check_lesson_size(info, n));
@@ -109,8 +110,28 @@ Status check_levels_and_sizes(const BenchPlan& plan) {
   return Status::Ok();
 }
 
+// --reps and --seconds within what a measurement can use: the repetitions the timing phase
+// computes from --seconds stay well inside an int (live_backend.cu), and NaN is refused.
+constexpr int kMaxRepetitions = 100000;
+constexpr double kMaxSecondsPerLevel = 60;
+
+Status check_repetitions(const BenchOptions& o) {
+  if (o.min_repetitions < 1 || o.min_repetitions > kMaxRepetitions) {
+    return Status::Error("--reps is 1.." + std::to_string(kMaxRepetitions) + " repetitions, got " +
+                         std::to_string(o.min_repetitions));
+  }
+  if (!(o.seconds_per_level >= 0 && o.seconds_per_level <= kMaxSecondsPerLevel)) {
+    char got[32];
+    std::snprintf(got, sizeof(got), "%g", o.seconds_per_level);
+    return Status::Error("--seconds is 0.." + std::to_string(int(kMaxSecondsPerLevel)) +
+                         " seconds per level, got " + got);
+  }
+  return Status::Ok();
+}
+
 // A usage error (exit 2) names the first bad option, in the order the options were checked
-// before (lessons, sizes, precision, cache, levels, levels against the lessons, timer, replay).
+// before (lessons, sizes, precision, cache, levels, levels against the lessons, timer, replay,
+// repetitions and seconds).
 Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   FL_TRY(parse_lessons(o.lessons, &plan->lessons));
   FL_TRY(parse_size_list(o.sizes, &plan->sizes));
@@ -128,7 +149,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   if (!parse_counter_replay(o.counter_replay, &plan->replay)) {
     return Status::Error(not_a_choice("--counter-replay", "user or kernel", &o.counter_replay));
   }
-  return Status::Ok();
+  return check_repetitions(o);
 }
 
 // ---- the outputs ---------------------------------------------------------------------------

@@ -10,15 +10,31 @@
 
 namespace fl {
 
+namespace {
+
+Status too_large(const std::string& shown) {
+  return Status::Error("size " + shown + " is too large: sizes go from 1 to " +
+                       format_size(kMaxParsedSize) + " (each lesson has its own maximum)");
+}
+
+}  // namespace
+
 Status parse_size(const std::string& text, int64_t* out) {
   if (text.empty()) return Status::Error("empty size");
   const std::string shown = "'" + shorten_for_message(text) + "'";
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 15)
-    return Status::Error(shown + " is not a size like 1K, 16M or 1000003");
-  const int64_t value = std::stoll(text.substr(0, digits));
+  if (digits == 0) return Status::Error(shown + " is not a size like 1K, 16M or 1000003");
   const std::string suffix = text.substr(digits);
+  if (!suffix.empty() && suffix != "K" && suffix != "k" && suffix != "M" && suffix != "m" &&
+      suffix != "G" && suffix != "g") {
+    return Status::Error(shown + " is not a size like 1K, 16M or 1000003");
+  }
+  // More than 18 significant digits cannot be read into an int64_t, and are too large anyway.
+  size_t zeros = 0;
+  while (zeros < digits && text[zeros] == '0') ++zeros;
+  if (digits - zeros > 18) return too_large(shown);
+  const int64_t value = zeros == digits ? 0 : std::stoll(text.substr(zeros, digits - zeros));
   int shift = 0;
   if (suffix == "K" || suffix == "k")
     shift = 10;
@@ -26,13 +42,8 @@ Status parse_size(const std::string& text, int64_t* out) {
     shift = 20;
   else if (suffix == "G" || suffix == "g")
     shift = 30;
-  else if (!suffix.empty())
-    return Status::Error(shown + " is not a size like 1K, 16M or 1000003");
   // Checked before shifting: a suffix never wraps a size around.
-  if (value > (kMaxParsedSize >> shift)) {
-    return Status::Error("size " + shown + " is too large: sizes go from 1 to " +
-                         format_size(kMaxParsedSize) + " (each lesson has its own maximum)");
-  }
+  if (value > (kMaxParsedSize >> shift)) return too_large(shown);
   if (value == 0) {
     return Status::Error("size " + shown + " is zero: sizes go from 1 to " +
                          format_size(kMaxParsedSize));

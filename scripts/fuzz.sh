@@ -39,7 +39,8 @@ cmake -S "$root/tests/fuzz/libfuzzer" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=
 nice -n "$niceness" cmake --build "$build"
 
 if [[ -z "$targets" ]]; then
-  targets=$(cd "$build" && ls fuzz_* | sed 's/^fuzz_//' | tr '\n' ' ')
+  targets=$(find "$build" -maxdepth 1 -type f -executable -name 'fuzz_*' -printf '%f\n' |
+    sed 's/^fuzz_//' | sort | tr '\n' ' ')
 fi
 corpus="$root/tests/fuzz/corpus"
 mkdir -p "$build/fuzz-logs"

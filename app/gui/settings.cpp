@@ -86,7 +86,9 @@ bool parse_window_size(const std::string& text, int* width, int* height, std::st
   int w = 0, h = 0;
   if (x == std::string::npos || !parse_int(text.substr(0, x), 0, kMaxWindowSide * 16L, &w) ||
       !parse_int(text.substr(x + 1), 0, kMaxWindowSide * 16L, &h)) {
-    if (why) *why = "the size is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '" + text + "'";
+    if (why)
+      *why = "the size is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '" +
+             shorten_for_message(text) + "'";
     return false;
   }
   if (const std::string problem = window_size_problem(w, h); !problem.empty()) {

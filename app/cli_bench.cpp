@@ -94,20 +94,6 @@ Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
   return Status::Ok();
 }
 
-Status parse_levels(const std::string& list, std::vector<int>* out) {
-  if (list == "all") return Status::Ok();
-  for (const std::string& item : split(list)) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0' || v < 0 || v > 1000) {
-      return Status::Error("--levels takes 'all' or numbers like 0,1; got '" +
-                           shorten_for_message(list) + "'");
-    }
-    out->push_back(static_cast<int>(v));
-  }
-  return Status::Ok();
-}
-
 // Every chosen lesson has the levels and takes the sizes asked for.
 Status check_levels_and_sizes(const BenchPlan& plan) {
   for (const Lesson* lesson : plan.lessons) {
@@ -115,21 +101,37 @@ Status check_levels_and_sizes(const BenchPlan& plan) {
     for (int level : plan.levels) {
       if (level >= lesson->level_count()) {
         return Status::Error(info.id + " has levels 0.." +
-                             std::to_string(lesson->level_count() - 1));
+                             std::to_string(lesson->level_count() - 1) + ", got " +
+                             std::to_string(level));
       }
     }
-    for (int64_t n : plan.sizes) {
-      if (n > info.size_axis.max) {
-        return Status::Error(info.id + " takes at most " + std::to_string(info.size_axis.max) +
-                             " " + info.size_axis.unit + "; got " + std::to_string(n));
-      }
-    }
+    for (int64_t n : plan.sizes) FL_TRY(check_lesson_size(info, n));
+  }
+  return Status::Ok();
+}
+
+// --reps and --seconds within what a measurement can use: the repetitions the timing phase
+// computes from --seconds stay well inside an int (live_backend.cu), and NaN is refused.
+constexpr int kMaxRepetitions = 100000;
+constexpr double kMaxSecondsPerLevel = 60;
+
+Status check_repetitions(const BenchOptions& o) {
+  if (o.min_repetitions < 1 || o.min_repetitions > kMaxRepetitions) {
+    return Status::Error("--reps is 1.." + std::to_string(kMaxRepetitions) + " repetitions, got " +
+                         std::to_string(o.min_repetitions));
+  }
+  if (!(o.seconds_per_level >= 0 && o.seconds_per_level <= kMaxSecondsPerLevel)) {
+    char got[32];
+    std::snprintf(got, sizeof(got), "%g", o.seconds_per_level);
+    return Status::Error("--seconds is 0.." + std::to_string(int(kMaxSecondsPerLevel)) +
+                         " seconds per level, got " + got);
   }
   return Status::Ok();
 }
 
 // A usage error (exit 2) names the first bad option, in the order the options were checked
-// before (lessons, sizes, precision, cache, levels, levels against the lessons, timer, replay).
+// before (lessons, sizes, precision, cache, levels, levels against the lessons, timer, replay,
+// repetitions and seconds).
 Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   FL_TRY(parse_lessons(o.lessons, &plan->lessons));
   FL_TRY(parse_size_list(o.sizes, &plan->sizes));
@@ -139,7 +141,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   if (!parse_cache_mode(o.cache, &plan->cache)) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
-  FL_TRY(parse_levels(o.levels, &plan->levels));
+  FL_TRY(parse_level_list(o.levels, &plan->levels));
   FL_TRY(check_levels_and_sizes(*plan));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
@@ -147,7 +149,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   if (!parse_counter_replay(o.counter_replay, &plan->replay)) {
     return Status::Error(not_a_choice("--counter-replay", "user or kernel", &o.counter_replay));
   }
-  return Status::Ok();
+  return check_repetitions(o);
 }
 
 // ---- the outputs ---------------------------------------------------------------------------

@@ -89,6 +89,17 @@ Status apply_filters(const ExportOptions& o, Session* session) {
 // The steps both commands share: check -o (before anything is read, so a mistake costs nothing),
 // load, check -o again now that the inputs are known (an output that is one of them is refused),
 // filter.
+// The options' values, checked before any file is opened: a bad --size is a usage error (exit 2).
+int check_option_values(const char* command, const ExportOptions& o) {
+  int64_t size = 0;
+  if (o.size.empty()) return kExitOk;
+  if (Status st = parse_size(o.size, &size); !st.ok()) {
+    std::fprintf(stderr, "fusionlab %s: --size: %s\n", command, st.message().c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 Status prepare(const ExportOptions& o, Session* session, ReadingGuard* reading) {
   const bool to_stdout = is_stdout_name(o.out);
   const char* const hint = "; pass --force to overwrite it";
@@ -142,6 +153,7 @@ CLI::App* add_export_csv_command(CLI::App* app, ExportOptions* o) {
 
 int run_export_trace(const ExportOptions& o) {
   const char* const name = "export-trace";
+  if (const int code = check_option_values(name, o); code != kExitOk) return code;
   const bool to_stdout = is_stdout_name(o.out);
   const bool gzip = !to_stdout && ends_with(o.out, ".gz");
   if (gzip && !trace_gzip_available()) {
@@ -187,6 +199,7 @@ int run_export_trace(const ExportOptions& o) {
 
 int run_export_csv(const ExportOptions& o) {
   const char* const name = "export-csv";
+  if (const int code = check_option_values(name, o); code != kExitOk) return code;
   const bool to_stdout = is_stdout_name(o.out);
   Session session;
   ReadingGuard reading;

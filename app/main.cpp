@@ -1,5 +1,6 @@
 // fusionlab: the GUI by default, headless subcommands for benchmarks and scripts.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 #include "app/cli.h"
 #include "app/measure/file_io.h"
 #include "app/measure/replay_backend.h"
+#include "kernels/catalog.h"
 #include "fusionlab_build_info.h"
 #if FUSIONLAB_GUI
 #include "app/gui/gui.h"
@@ -231,6 +233,30 @@ int open_window(const TopOptions& o) {
 }
 #endif
 
+// --lesson and --level, checked before the window opens or any GPU or file work: a lesson that
+// exists, and a level the lesson has (the lesson shown first when --lesson is not given is only
+// known later, so then any lesson's: the window checks it again against the one it shows).
+std::string check_lesson_and_level(const TopOptions& o, bool level_given) {
+  const fl::Lesson* lesson = nullptr;
+  if (!o.lesson.empty()) {
+    lesson = fl::find_lesson(o.lesson);
+    if (lesson == nullptr) {
+      return "no lesson '" + fl::shorten_for_message(o.lesson) + "' (fusionlab lessons lists them)";
+    }
+  }
+  if (!level_given) return "";
+  int top = 0;
+  for (const fl::Lesson* l : fl::lessons()) {
+    if (lesson == nullptr || l == lesson) top = std::max(top, l->level_count() - 1);
+  }
+  if (o.level < 0 || o.level > top) {
+    return "--level is 0.." + std::to_string(top) +
+           (lesson != nullptr ? " for " + o.lesson : std::string(" (the most any lesson has)")) +
+           ", got " + std::to_string(o.level);
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -276,5 +302,9 @@ int main(int argc, char** argv) {
   if (latency->parsed()) return fl::run_latency(latency_options);
   if (export_trace->parsed()) return fl::run_export_trace(trace_options);
   if (export_csv->parsed()) return fl::run_export_csv(csv_options);
+  if (const std::string why = check_lesson_and_level(top, app.count("--level") > 0); !why.empty()) {
+    std::fprintf(stderr, "fusionlab: %s\n", why.c_str());
+    return fl::kExitUsage;
+  }
   return open_window(top);
 }

@@ -11,6 +11,8 @@ headless=0
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libstb-dev libcli11-dev zlib1g-dev
           libgtest-dev binutils clang-format)
 if [[ $headless == 0 ]]; then
+  # clang and its runtimes (libFuzzer, the sanitizers): tests/fuzz/libfuzzer, a CI stage.
+  packages+=(clang libclang-rt-dev)
   packages+=(libglfw3-dev libimgui-dev python3-glad libgl-dev
              xvfb xauth libgl1-mesa-dri libglx-mesa0 fonts-dejavu-core)
 fi

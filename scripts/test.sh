@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds everything and runs the tests that need no GPU: CPU unit tests, command-line tests, UI
-# tests under Xvfb, fuzz and packaging tests (full build, with CUDA); then the replay-only build
+# tests under Xvfb, fuzz and packaging tests (full build, with CUDA); then the libFuzzer targets
+# for a short fixed time (clang, tests/fuzz/libfuzzer); then the replay-only build
 # (FUSIONLAB_CUDA=OFF, with no CUDA compiler reachable) and its tests, including the proof that it
 # used no CUDA; then the sm_70 (Volta) compile check with a CUDA 12 toolchain from PyPI.
 # Installs what it needs first; safe to run again. `.ci/run` calls exactly this.
 #   FUSIONLAB_SKIP_SM70=1 scripts/test.sh          skips the sm_70 compile check
 #   FUSIONLAB_SKIP_REPLAY_ONLY=1 scripts/test.sh   skips the replay-only build
+#   FUSIONLAB_SKIP_LIBFUZZER=1 scripts/test.sh     skips the libFuzzer short run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/common.sh"
@@ -24,6 +26,19 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_AR
 cmake --build "$build" -j"$jobs"
 stage "full build: tests"
 (cd "$build" && ctest -LE gpu --output-on-failure -j"$jobs")
+
+if [[ "${FUSIONLAB_SKIP_LIBFUZZER:-0}" != 1 ]]; then
+  # Coverage-guided fuzzing (tests/fuzz/libfuzzer, a clang project of its own): every target
+  # replays its corpus and regressions, then fuzzes for 20 s (docs/RELIABILITY.md, "Fuzzing").
+  stage "libFuzzer targets (clang, 20 s each)"
+  fuzz_build="$root/build-test-libfuzzer"
+  launcher=()
+  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$root/tests/fuzz/libfuzzer" -B "$fuzz_build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+    "${launcher[@]}"
+  cmake --build "$fuzz_build" -j"$jobs"
+  (cd "$fuzz_build" && ctest -L fuzz --output-on-failure -j"$jobs")
+fi
 
 if [[ "${FUSIONLAB_SKIP_REPLAY_ONLY:-0}" != 1 ]]; then
   stage "replay-only build (no CUDA)"

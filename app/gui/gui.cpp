@@ -955,6 +955,10 @@ class ScriptRunner {
     } else if (c.verb == "size") {
       int64_t n = 0;
       if (Status st = parse_size(c.arg, &n); !st.ok()) return fail(c.line, st.message());
+      // The lesson on screen: the script may not have named one (checked against all on load).
+      if (Status st = check_lesson_size(lab.lesson().info(), n); !st.ok()) {
+        return fail(c.line, st.message());
+      }
       lab.set_size(n, now);
       lab.release_size(now);
     } else if (c.verb == "level") {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -62,9 +64,47 @@ Status check_screenshot_view(ScriptCommand* c) {
   return Status::Ok();
 }
 
-// Checks one command's arguments; fills the derived fields. Returns an error without the
-// "file:line: " prefix.
-Status check_command(ScriptCommand* c) {
+// The largest size any lesson takes: a `size` before the script's first `lesson` is checked
+// against it here, and against the lesson on screen when it runs.
+int64_t largest_lesson_size() {
+  int64_t largest = 1;
+  for (const Lesson* lesson : lessons()) largest = std::max(largest, lesson->info().size_axis.max);
+  return largest;
+}
+
+// size N: a size as bench --sizes takes it, within the lesson the script chose last (`lesson`);
+// before any `lesson`, within the largest lesson's maximum.
+Status check_size(const std::string& a, const Lesson* lesson) {
+  int64_t n = 0;
+  FL_TRY(parse_size(a, &n));
+  if (lesson != nullptr) return check_lesson_size(lesson->info(), n);
+  if (n > largest_lesson_size()) {
+    return Status::Error("size " + format_size(n) + " is larger than any lesson takes (at most " +
+                         format_size(largest_lesson_size()) + ")");
+  }
+  return Status::Ok();
+}
+
+// level N|top: within the lesson the script chose last; before any `lesson`, 0..kMaxLevelNumber
+// (the lesson on screen checks it again when it runs).
+Status check_level(const std::string& a, const Lesson* lesson) {
+  if (a == "top") return Status::Ok();
+  const int top = lesson != nullptr ? lesson->level_count() - 1 : kMaxLevelNumber;
+  char* end = nullptr;
+  errno = 0;
+  const long level = std::strtol(a.c_str(), &end, 10);
+  if (end == a.c_str() || *end != '\0' || errno == ERANGE || level < 0 || level > top) {
+    return Status::Error(
+        (lesson != nullptr ? lesson->info().id + " has levels 0.." : "level is 0..") +
+        std::to_string(top) + " or top, got '" + shorten_for_message(a) + "'");
+  }
+  return Status::Ok();
+}
+
+// Checks one command's arguments; fills the derived fields. `lesson` is the lesson the script
+// chose last (nullptr before its first `lesson`); a `lesson` command updates it. Returns an error
+// without the "file:line: " prefix.
+Status check_command(ScriptCommand* c, const Lesson** lesson) {
   const std::string& a = c->arg;
   const auto output = [&](const std::vector<std::string>& exts, const char* what) -> Status {
     if (plain_output_name(a, exts)) return Status::Ok();
@@ -73,20 +113,18 @@ Status check_command(ScriptCommand* c) {
     return Status::Error(std::string(what) + " is a " + list +
                          " name inside --out-dir (a plain name: letters, digits, '.', '_', '-'; "
                          "no folders, no '..'), got '" +
-                         a + "'");
+                         shorten_for_message(a) + "'");
   };
   if (c->verb == "lesson") {
-    if (!find_lesson(a))
-      return Status::Error("no lesson '" + a + "' (fusionlab lessons lists them)");
-  } else if (c->verb == "size") {
-    int64_t n = 0;
-    if (Status st = parse_size(a, &n); !st.ok()) return st;
-  } else if (c->verb == "level") {
-    char* end = nullptr;
-    const long level = std::strtol(a.c_str(), &end, 10);
-    if (a != "top" && (end == a.c_str() || *end != '\0' || level < 0)) {
-      return Status::Error("level is a number from 0 or 'top', got '" + a + "'");
+    *lesson = find_lesson(a);
+    if (*lesson == nullptr) {
+      return Status::Error("no lesson '" + shorten_for_message(a) +
+                           "' (fusionlab lessons lists them)");
     }
+  } else if (c->verb == "size") {
+    return check_size(a, *lesson);
+  } else if (c->verb == "level") {
+    return check_level(a, *lesson);
   } else if (c->verb == "precision") {
     Precision p;
     if (!parse_precision(a, &p)) return Status::Error(not_a_choice("precision", kPrecisionChoices));
@@ -100,7 +138,8 @@ Status check_command(ScriptCommand* c) {
       char* end = nullptr;
       const double s = std::strtod(a.c_str(), &end);
       if (end == a.c_str() || *end != '\0' || !(s >= 1 && s <= 3600)) {
-        return Status::Error("wait takes seconds from 1 to 3600 (default 180), got '" + a + "'");
+        return Status::Error("wait takes seconds from 1 to 3600 (default 180), got '" +
+                             shorten_for_message(a) + "'");
       }
     }
   } else if (c->verb == "key") {
@@ -113,7 +152,7 @@ Status check_command(ScriptCommand* c) {
       return Status::Error("key is one of " + names +
                            " (file dialogs, full screen and quit are "
                            "not for scripts), got '" +
-                           a + "'");
+                           shorten_for_message(a) + "'");
     }
   } else if (c->verb == "window-size") {
     // window-size 1920 1080, or window-size 1920x1080
@@ -185,10 +224,16 @@ Status load_script(const std::string& path, const std::string& out_dir, Script* 
   // a folder is named as one); app/measure/file_io.h.
   std::string contents;
   FL_TRY(read_file_checked(path, kMaxScriptFileBytes, "script", &contents));
+  return script_from_text(contents, path, out_dir, out);
+}
+
+Status script_from_text(const std::string& contents, const std::string& path,
+                        const std::string& out_dir, Script* out) {
   std::istringstream in(contents);
   Script script;
   script.path = path;
   script.out_dir = out_dir.empty() ? "." : out_dir;
+  const Lesson* lesson = nullptr;  // the last `lesson` command's
   std::string text;
   int line = 0;
   while (std::getline(in, text)) {
@@ -204,7 +249,8 @@ Status load_script(const std::string& path, const std::string& out_dir, Script* 
     const std::string where = path + ":" + std::to_string(line) + ": ";
     const auto it = arity().find(c.verb);
     if (it == arity().end()) {
-      return Status::Error(where + "unknown command '" + c.verb + "' (" + verbs_list() + ")");
+      return Status::Error(where + "unknown command '" + shorten_for_message(c.verb) + "' (" +
+                           verbs_list() + ")");
     }
     const int n = static_cast<int>(c.args.size());
     if (n < it->second.first) return Status::Error(where + "'" + c.verb + "' needs an argument");
@@ -213,7 +259,8 @@ Status load_script(const std::string& path, const std::string& out_dir, Script* 
                                         ? "'" + c.verb + "' takes no argument"
                                         : "too many words after '" + c.verb + "'"));
     }
-    if (Status st = check_command(&c); !st.ok()) return Status::Error(where + st.message());
+    if (Status st = check_command(&c, &lesson); !st.ok())
+      return Status::Error(where + st.message());
     script.commands.push_back(std::move(c));
   }
   // The outputs' folder: made if missing, so a bad --out-dir is named before the window opens.

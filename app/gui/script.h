@@ -62,4 +62,9 @@ std::vector<std::string> resolve_recording_paths(const std::string& text);
 // Reads and checks every line before the window opens; makes --out-dir if it does not exist.
 Status load_script(const std::string& path, const std::string& out_dir, Script* out);
 
+// The checks of load_script on a script's text already read; `path` names it in messages. Makes
+// --out-dir as load_script does.
+Status script_from_text(const std::string& contents, const std::string& path,
+                        const std::string& out_dir, Script* out);
+
 }  // namespace fl::gui

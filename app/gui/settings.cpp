@@ -86,7 +86,9 @@ bool parse_window_size(const std::string& text, int* width, int* height, std::st
   int w = 0, h = 0;
   if (x == std::string::npos || !parse_int(text.substr(0, x), 0, kMaxWindowSide * 16L, &w) ||
       !parse_int(text.substr(x + 1), 0, kMaxWindowSide * 16L, &h)) {
-    if (why) *why = "the size is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '" + text + "'";
+    if (why)
+      *why = "the size is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '" +
+             shorten_for_message(text) + "'";
     return false;
   }
   if (const std::string problem = window_size_problem(w, h); !problem.empty()) {
@@ -178,8 +180,8 @@ Readers panel_readers(Settings* s) {
 }
 
 Readers settings_readers(Settings* s) {
-  Precision precision;
-  CacheMode cache;
+  Precision precision = Precision::fp32;
+  CacheMode cache = CacheMode::cold;
   Readers readers = {
       {"version",
        {[](const std::string& v) {
@@ -261,18 +263,13 @@ Status check_settings_file(const std::string& path, bool* exists) {
 
 }  // namespace
 
-Status load_settings(const std::string& path, Settings* out, bool* found) {
-  if (found) *found = false;
-  bool exists = false;
-  FL_TRY(check_settings_file(path, &exists));
-  if (!exists) return Status::Ok();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot read it: " + errno_text());
+Status settings_from_text(const std::string& contents, const std::string& name, Settings* out) {
   Settings s;
   const auto bad = [&](int line, const std::string& what) {
-    return Status::Error(path + ": line " + std::to_string(line) + ": " + what);
+    return Status::Error(name + ": line " + std::to_string(line) + ": " + what);
   };
   const auto readers = settings_readers(&s);
+  std::istringstream in(contents);
   std::string text;
   int line = 0;
   bool any = false;
@@ -291,16 +288,30 @@ Status load_settings(const std::string& path, Settings* out, bool* found) {
     const auto it = readers.find(key);
     if (it == readers.end()) continue;  // a newer fusionlab's key
     if (!it->second.first(value)) {
-      return bad(line, key + " is " + it->second.second + ", got '" + value.substr(0, 40) + "'");
+      return bad(line, key + " is " + it->second.second + ", got '" +
+                           shorten_for_message(value, 40) + "'");
     }
     any = true;
   }
-  if (in.bad()) return Status::Error(path + ": cannot read it");
-  if (!any) return Status::Error(path + " holds no settings (empty or not a settings file)");
+  if (!any) return Status::Error(name + " holds no settings (empty or not a settings file)");
   if ((s.width > 0) != (s.height > 0)) {
-    return Status::Error(path + ": width and height come together");
+    return Status::Error(name + ": width and height come together");
   }
   *out = std::move(s);
+  return Status::Ok();
+}
+
+Status load_settings(const std::string& path, Settings* out, bool* found) {
+  if (found) *found = false;
+  bool exists = false;
+  FL_TRY(check_settings_file(path, &exists));
+  if (!exists) return Status::Ok();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot read it: " + errno_text());
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return Status::Error(path + ": cannot read it");
+  FL_TRY(settings_from_text(contents.str(), path, out));
   if (found) *found = true;
   return Status::Ok();
 }

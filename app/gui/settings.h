@@ -60,6 +60,9 @@ std::string settings_path();
 // too large, unreadable or malformed is an error whose message names the file and the first
 // problem ("line 3: width is not a whole number"); *out then stays default.
 Status load_settings(const std::string& path, Settings* out, bool* found = nullptr);
+// The parse behind load_settings, for a file's text already read: `name` is what messages call
+// the file. On failure *out is left as it was.
+Status settings_from_text(const std::string& contents, const std::string& name, Settings* out);
 // Writes `settings` atomically: a temporary file in the same folder, flushed to disk (fsync),
 // then renamed over `path`; the folder is made if missing.
 Status save_settings(const std::string& path, const Settings& settings);

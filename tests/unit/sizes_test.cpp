@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/catalog.h"
+
 namespace fl {
 namespace {
 
@@ -23,6 +25,55 @@ TEST(Sizes, RejectsNonsenseWithAMessage) {
     const Status st = parse_size(bad, &n);
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_FALSE(st.message().empty()) << bad;
+  }
+}
+
+TEST(Sizes, ASuffixThatOverflowsIsAnErrorNamingTheRange) {
+  int64_t n = 7;
+  for (const char* big : {"99999999999G", "4294967297G", "4398046511105M", "4611686018427387905",
+                          "99999999999999999999999"}) {
+    const Status st = parse_size(big, &n);
+    ASSERT_FALSE(st.ok()) << big;
+    EXPECT_EQ(st.message(), "size '" + std::string(big) +
+                                "' is too large: sizes go from 1 to 4294967296G (each lesson has "
+                                "its own maximum)");
+    EXPECT_EQ(n, 7) << "untouched on failure";
+  }
+  ASSERT_TRUE(parse_size("4294967296G", &n).ok());  // the largest: 2^62, no wrap-around
+  EXPECT_EQ(n, int64_t(1) << 62);
+  EXPECT_EQ(parse_size("0K", &n).message(), "size '0K' is zero: sizes go from 1 to 4294967296G");
+}
+
+TEST(Sizes, ARefusalQuotesTheInputOnOneShortLine) {
+  int64_t n = 0;
+  const Status st = parse_size("12\n\x1b[2J" + std::string(500, 'x'), &n);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find('\x1b'), std::string::npos) << st.message();
+  EXPECT_LT(st.message().size(), 200u) << st.message();
+}
+
+TEST(Sizes, ChecksASizeAgainstTheLesson) {
+  const Lesson* gelu = find_lesson("gelu_scale");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_TRUE(check_lesson_size(gelu->info(), 256 << 20).ok());
+  EXPECT_EQ(check_lesson_size(gelu->info(), int64_t(1) << 30).message(),
+            "gelu_scale takes sizes from 1 to 256M elements, got 1G");
+  EXPECT_FALSE(check_lesson_size(gelu->info(), 0).ok());
+}
+
+TEST(Sizes, ParsesLevelLists) {
+  std::vector<int> v = {9};
+  ASSERT_TRUE(parse_level_list("all", &v).ok());
+  EXPECT_TRUE(v.empty());
+  ASSERT_TRUE(parse_level_list("0,2,1", &v).ok());
+  EXPECT_EQ(v, (std::vector<int>{0, 2, 1}));
+  for (const char* bad :
+       {"", ",", "-1", "1001", "4294967296", "99999999999999999999", "1x", "top"}) {
+    const Status st = parse_level_list(bad, &v);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.message().rfind("--levels takes 'all' or numbers like 0,1; got ", 0), 0u)
+        << st.message();
   }
 }
 

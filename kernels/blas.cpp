@@ -31,6 +31,8 @@ std::string lt_error(cublasStatus_t s, const char* call) {
     }                                                            \
   } while (0)
 
+constexpr size_t kHeuristicsCacheEntries = 256;  // cuBLASLt's heuristics cache (see context())
+
 // The process's handle and workspace. Never destroyed: plans may outlive any owner we could
 // name, and the driver reclaims both at exit.
 struct Context {
@@ -45,6 +47,12 @@ Status context(Context** out) {
   std::lock_guard<std::mutex> lock(g_context_mutex);
   Context*& ctx = g_context;
   if (ctx == nullptr) {
+    // Cap: cuBLASLt keeps one process-wide cache of its heuristics' answers, an entry per GEMM
+    // shape asked about, 8192 entries by default: a size slider dragged for hours asks about
+    // thousands of shapes, and the cache grew the live soak's resident memory in steps. The
+    // lessons' plans are made once per workspace (kernels/blas.h), so a small cache costs
+    // nothing measurable.
+    FL_LT_TRY(cublasLtHeuristicsCacheSetCapacity(kHeuristicsCacheEntries));
     auto fresh = std::make_unique<Context>();
     FL_LT_TRY(cublasLtCreate(&fresh->handle));
     const Status allocated = fresh->workspace.allocate(kWorkspaceBytes);

@@ -49,9 +49,9 @@ Status context(Context** out) {
   if (ctx == nullptr) {
     // Cap: cuBLASLt keeps one process-wide cache of its heuristics' answers, an entry per GEMM
     // shape asked about, 8192 entries by default: a size slider dragged for hours asks about
-    // thousands of shapes, and the cache grew the live soak's resident memory in steps. The
-    // lessons' plans are made once per workspace (kernels/blas.h), so a small cache costs
-    // nothing measurable.
+    // thousands of shapes (the live soak's resident memory grew in steps as new GEMM shapes
+    // were planned; docs/RELIABILITY.md has what the cap changed). The lessons' plans are made
+    // once per workspace (kernels/blas.h), so a small cache costs nothing measurable.
     FL_LT_TRY(cublasLtHeuristicsCacheSetCapacity(kHeuristicsCacheEntries));
     auto fresh = std::make_unique<Context>();
     FL_LT_TRY(cublasLtCreate(&fresh->handle));

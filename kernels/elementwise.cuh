@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
@@ -40,21 +41,22 @@ inline unsigned vector_and_tail_blocks(int64_t n) {
                                kElementwiseThreads);
 }
 
-// How an elementwise kernel moves its 16-byte vectors: kPlain, with load16 and store16; or
-// kReadOnlyPacked, with load16_ro and store16_packed (device_common.cuh), as scale_mask_softmax's
-// kernels all do.
-enum class VectorMoves { kPlain, kReadOnlyPacked };
+// How an elementwise kernel moves its 16-byte vectors: with load16 and store16, unless its op
+// derives from ReadOnlyPackedMoves; then with load16_ro and store16_packed (device_common.cuh),
+// as all of scale_mask_softmax's kernels do. A tag on the op rather than a template parameter,
+// so the kernels' names (the timeline shows CUPTI's) stay elementwise_kernel<T, Op>.
+struct ReadOnlyPackedMoves {};
 
 // out[i] = op(in[i]): one 16-byte vector per thread; the threads past the last full vector take
 // one tail element each. The op is what differs between the kernels of a fusion ladder.
-template <typename T, typename Op, VectorMoves kMoves = VectorMoves::kPlain>
+template <typename T, typename Op>
 static __global__ void __launch_bounds__(kElementwiseThreads)
     elementwise_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, Op op) {
   constexpr int kVec = Vec16<T>::kCount;
   const int64_t full_vecs = n / kVec;
   const int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x;
   if (i < full_vecs) {
-    constexpr bool kPlain = kMoves == VectorMoves::kPlain;
+    constexpr bool kPlain = !std::is_base_of<ReadOnlyPackedMoves, Op>::value;
     Vec16<T> v = kPlain ? load16(in + i * kVec) : load16_ro(in + i * kVec);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k])));
@@ -69,11 +71,11 @@ static __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
-template <typename T, typename Op, VectorMoves kMoves = VectorMoves::kPlain>
+template <typename T, typename Op>
 static Status launch_elementwise(const T* in, T* out, int64_t n, Op op, cudaStream_t stream) {
   const unsigned blocks = vector_and_tail_blocks<T>(n);
   if (blocks == 0) return Status::Ok();
-  elementwise_kernel<T, Op, kMoves><<<blocks, kElementwiseThreads, 0, stream>>>(in, out, n, op);
+  elementwise_kernel<T, Op><<<blocks, kElementwiseThreads, 0, stream>>>(in, out, n, op);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -205,9 +205,9 @@ __device__ __forceinline__ void row_merge_online(float& m, float& d, float c) {
 // Both walk the flat tensor: one 16-byte vector per thread, the threads past the last full
 // vector take one tail element each.
 
-// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, moving its vectors as the row
-// kernels do (VectorMoves::kReadOnlyPacked).
-struct ScaleOp {
+// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, which moves its vectors as the
+// row kernels do (ReadOnlyPackedMoves).
+struct ScaleOp : ReadOnlyPackedMoves {
   __device__ float operator()(float x) const { return kScale * x; }
 };
 
@@ -478,8 +478,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 Status launch_scale(const T* in, T* out, int64_t n, cudaStream_t stream) {
   static_assert(kThreads == kElementwiseThreads, "the scale kernel has the elementwise block size");
-  return launch_elementwise<T, ScaleOp, VectorMoves::kReadOnlyPacked>(in, out, n, ScaleOp{},
-                                                                      stream);
+  return launch_elementwise<T>(in, out, n, ScaleOp{}, stream);
 }
 
 template <typename T>

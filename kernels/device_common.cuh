@@ -49,6 +49,48 @@ __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
   *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
 }
 
+// ---- 16-byte stores that stay one instruction ---------------------------------------------
+// A plain 16-byte store (store16 above, or an int4 assignment) of values computed in the loop
+// was split by the compiler into four 4-byte stores for the first vector of each unrolled
+// group of scale_mask_softmax's row kernels (PTX: st.global.f32 x 4 at [p-4], [p], [p+4],
+// [p+8]), which quadruples the store instructions of that vector. One st.global.v4 in inline
+// PTX (what the __stwb intrinsic does) cannot be split; the pointer is a global-memory address,
+// as __stwb assumes.
+
+__device__ __forceinline__ int element_bits(float v) {
+  return __float_as_int(v);
+}
+__device__ __forceinline__ int element_bits(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
+}
+
+__device__ __forceinline__ int4 pack16(const float (&v)[4]) {
+  return make_int4(element_bits(v[0]), element_bits(v[1]), element_bits(v[2]), element_bits(v[3]));
+}
+__device__ __forceinline__ int4 pack16(const __nv_bfloat16 (&v)[8]) {
+  auto pair = [](__nv_bfloat16 lo, __nv_bfloat16 hi) {
+    return element_bits(lo) | (element_bits(hi) << 16);
+  };
+  return make_int4(pair(v[0], v[1]), pair(v[2], v[3]), pair(v[4], v[5]), pair(v[6], v[7]));
+}
+
+// The matching load. The store's "memory" clobber keeps the compiler from proving that a
+// __restrict__ input is read-only, so the read-only (LDG.CONSTANT) path is asked for explicitly.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load16_ro(const T* p) {
+  Vec16<T> out;
+  *reinterpret_cast<int4*>(&out) = __ldg(reinterpret_cast<const int4*>(p));
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCount]) {
+  const int4 bits = pack16(v);
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(bits.x), "r"(bits.y),
+               "r"(bits.z), "r"(bits.w)
+               : "memory");
+}
+
 // Blocks for a one-vector-per-thread elementwise launch over n elements (tail included).
 inline unsigned elementwise_blocks(int64_t n, int elems_per_vec, int threads) {
   const int64_t vecs = (n + elems_per_vec - 1) / elems_per_vec;

@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
@@ -40,44 +41,41 @@ inline unsigned vector_and_tail_blocks(int64_t n) {
                                kElementwiseThreads);
 }
 
-// How an elementwise kernel moves its 16-byte vectors: device_common's load16 and store16. A
-// lesson whose kernels need other instructions passes its own type with the same two functions
-// (scale_mask_softmax: read-only loads and one-instruction packed stores, as its row kernels).
-struct PlainVectors {
-  template <typename T>
-  __device__ static Vec16<T> load(const T* p) {
-    return load16(p);
-  }
-  template <typename T>
-  __device__ static void store(T* p, const Vec16<T>& v) {
-    store16(p, v);
-  }
-};
+// How an elementwise kernel moves its 16-byte vectors: with load16 and store16, unless its op
+// derives from ReadOnlyPackedMoves; then with load16_ro and store16_packed (device_common.cuh),
+// as all of scale_mask_softmax's kernels do. A tag on the op rather than a template parameter,
+// so the kernels' names (the timeline shows CUPTI's) stay elementwise_kernel<T, Op>.
+struct ReadOnlyPackedMoves {};
 
 // out[i] = op(in[i]): one 16-byte vector per thread; the threads past the last full vector take
 // one tail element each. The op is what differs between the kernels of a fusion ladder.
-template <typename T, typename Op, typename Vectors = PlainVectors>
+template <typename T, typename Op>
 static __global__ void __launch_bounds__(kElementwiseThreads)
     elementwise_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, Op op) {
   constexpr int kVec = Vec16<T>::kCount;
   const int64_t full_vecs = n / kVec;
   const int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x;
   if (i < full_vecs) {
-    Vec16<T> v = Vectors::load(in + i * kVec);
+    constexpr bool kPlain = !std::is_base_of<ReadOnlyPackedMoves, Op>::value;
+    Vec16<T> v = kPlain ? load16(in + i * kVec) : load16_ro(in + i * kVec);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k])));
-    Vectors::store(out + i * kVec, v);
+    if constexpr (kPlain) {
+      store16(out + i * kVec, v);
+    } else {
+      store16_packed(out + i * kVec, v.v);
+    }
   } else {
     const int64_t tail = full_vecs * kVec + (i - full_vecs);
     if (tail < n) out[tail] = Elem<T>::from_float(op(Elem<T>::to_float(in[tail])));
   }
 }
 
-template <typename T, typename Op, typename Vectors = PlainVectors>
+template <typename T, typename Op>
 static Status launch_elementwise(const T* in, T* out, int64_t n, Op op, cudaStream_t stream) {
   const unsigned blocks = vector_and_tail_blocks<T>(n);
   if (blocks == 0) return Status::Ok();
-  elementwise_kernel<T, Op, Vectors><<<blocks, kElementwiseThreads, 0, stream>>>(in, out, n, op);
+  elementwise_kernel<T, Op><<<blocks, kElementwiseThreads, 0, stream>>>(in, out, n, op);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

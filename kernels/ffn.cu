@@ -1001,11 +1001,12 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
     const LinearInputs up(inputs, 1), down(inputs, 3);
     std::vector<double> h(up.n);
-    return {reference_rows(inputs.at(0).values, up.k, down.n, [&](const double* x, double* y) {
+    auto row = [&](const double* x, double* y) {  // one row of y from one row of x
       up.row(x, h.data());
       for (double& v : h) v = gelu_tanh_reference(v);
       down.row(h.data(), y);
-    })};
+    };
+    return {reference_rows(inputs.at(0).values, up.k, down.n, row)};
   }
 
  protected:

@@ -969,7 +969,7 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
     const LinearInputs linear(inputs, 3);
     const int64_t k = linear.k;
     std::vector<double> xn(k);
-    return {reference_rows(inputs.at(0).values, k, linear.n, [&](const double* x, double* y) {
+    auto row = [&](const double* x, double* y) {  // one row of y from one row of x
       double sum = 0;
       for (int64_t j = 0; j < k; ++j) sum += x[j];
       const double mean = sum / double(k);
@@ -978,7 +978,8 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
       const double rstd = 1.0 / std::sqrt(sq / double(k) + gemm::kLayerNormEps);
       for (int64_t j = 0; j < k; ++j) xn[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
       linear.row(xn.data(), y);
-    })};
+    };
+    return {reference_rows(inputs.at(0).values, k, linear.n, row)};
   }
 
  protected:

@@ -170,11 +170,11 @@ class LinearGelu final : public GemmLesson<LinearGeluWorkspace> {
   // inputs: x (M x C), W (C x 4C), b (4C).
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
     const LinearInputs linear(inputs, 1);
-    return {
-        reference_rows(inputs.at(0).values, linear.k, linear.n, [&](const double* x, double* y) {
-          linear.row(x, y);
-          for (int64_t c = 0; c < linear.n; ++c) y[c] = gelu_tanh_reference(y[c]);
-        })};
+    auto row = [&](const double* x, double* y) {  // one row of y from one row of x
+      linear.row(x, y);
+      for (int64_t c = 0; c < linear.n; ++c) y[c] = gelu_tanh_reference(y[c]);
+    };
+    return {reference_rows(inputs.at(0).values, linear.k, linear.n, row)};
   }
 
  protected:

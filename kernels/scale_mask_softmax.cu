@@ -85,52 +85,14 @@ std::vector<double> softmax_reference(const std::vector<double>& scores, int64_t
   return p;
 }
 
-// ---- 16-byte stores -------------------------------------------------------------------------
-// A plain 16-byte store (device_common's store16, or an int4 assignment) of values computed in
-// the loop was split by the compiler into four 4-byte stores for the first vector of each
-// unrolled group here (PTX: st.global.f32 x 4 at [p-4], [p], [p+4], [p+8]), which quadruples
-// the store instructions of that vector. One st.global.v4 in inline PTX (what the __stwb
-// intrinsic does) cannot be split; the pointer is a global-memory address, as __stwb assumes.
-
-__device__ __forceinline__ int element_bits(float v) {
-  return __float_as_int(v);
-}
-__device__ __forceinline__ int element_bits(__nv_bfloat16 v) {
-  return __bfloat16_as_ushort(v);
-}
-
-__device__ __forceinline__ int4 pack16(const float (&v)[4]) {
-  return make_int4(element_bits(v[0]), element_bits(v[1]), element_bits(v[2]), element_bits(v[3]));
-}
-__device__ __forceinline__ int4 pack16(const __nv_bfloat16 (&v)[8]) {
-  auto pair = [](__nv_bfloat16 lo, __nv_bfloat16 hi) {
-    return element_bits(lo) | (element_bits(hi) << 16);
-  };
-  return make_int4(pair(v[0], v[1]), pair(v[2], v[3]), pair(v[4], v[5]), pair(v[6], v[7]));
-}
-
-// The matching load. The store's "memory" clobber keeps the compiler from proving that a
-// __restrict__ input is read-only, so the read-only (LDG.CONSTANT) path is asked for explicitly.
-template <typename T>
-__device__ __forceinline__ Vec16<T> load16_ro(const T* p) {
-  Vec16<T> out;
-  *reinterpret_cast<int4*>(&out) = __ldg(reinterpret_cast<const int4*>(p));
-  return out;
-}
+// 16-byte vectors: every kernel here loads with load16_ro and stores with store16_packed
+// (device_common.cuh says why).
 
 // load16_ro as a callable for RowSlice::stream_packs.
 template <typename T>
 struct LoadReadOnly {
   __device__ Vec16<T> operator()(const T* p) const { return load16_ro(p); }
 };
-
-template <typename T>
-__device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCount]) {
-  const int4 bits = pack16(v);
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(bits.x), "r"(bits.y),
-               "r"(bits.z), "r"(bits.w)
-               : "memory");
-}
 
 // exp2 on the special-function unit: one MUFU.EX2, within a few fp32 ulp (the fp32 check
 // measures ~6e-8 relative error end to end); results below 2^-126 flush to 0, which in a softmax is
@@ -243,22 +205,10 @@ __device__ __forceinline__ void row_merge_online(float& m, float& d, float c) {
 // Both walk the flat tensor: one 16-byte vector per thread, the threads past the last full
 // vector take one tail element each.
 
-// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, moving its vectors as the row
-// kernels do (ReadOnlyPacked).
-struct ScaleOp {
+// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, which moves its vectors as the
+// row kernels do (ReadOnlyPackedMoves).
+struct ScaleOp : ReadOnlyPackedMoves {
   __device__ float operator()(float x) const { return kScale * x; }
-};
-
-// load16_ro and store16_packed as elementwise_kernel's vector moves.
-struct ReadOnlyPacked {
-  template <typename T>
-  __device__ static Vec16<T> load(const T* p) {
-    return load16_ro(p);
-  }
-  template <typename T>
-  __device__ static void store(T* p, const Vec16<T>& v) {
-    store16_packed(p, v.v);
-  }
 };
 
 // S2 = S1 with -inf where key j > query q. Element i sits at (h, q, j) with i = h L^2 + q L + j
@@ -528,7 +478,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 Status launch_scale(const T* in, T* out, int64_t n, cudaStream_t stream) {
   static_assert(kThreads == kElementwiseThreads, "the scale kernel has the elementwise block size");
-  return launch_elementwise<T, ScaleOp, ReadOnlyPacked>(in, out, n, ScaleOp{}, stream);
+  return launch_elementwise<T>(in, out, n, ScaleOp{}, stream);
 }
 
 template <typename T>

@@ -57,27 +57,29 @@ __device__ __forceinline__ void wait_started() {
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 #endif
 }
-// Stores 8 bytes at `local`'s address in block `rank`'s shared memory.
-__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) {
+// The address of `local`'s counterpart in block `rank`'s shared memory.
+__device__ __forceinline__ unsigned peer_address(void* local, unsigned rank) {
+  unsigned remote = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(remote), "r"(v.x), "r"(v.y)
+#endif
+  return remote;
+}
+// Stores 8 or 16 bytes (`local` aligned to them) at `local`'s address in block `rank`'s shared
+// memory. A cluster's exchanges are limited by the number of stores more than by their bytes:
+// 16 bytes at a time where the data allows.
+__device__ __forceinline__ void store_peer(void* local, unsigned rank, uint2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(peer_address(local, rank)),
+               "r"(v.x), "r"(v.y)
                : "memory");
 #endif
 }
-
-// Stores 16 bytes at `local`'s address (16-byte aligned) in block `rank`'s shared memory: one
-// transaction for 4 floats (a cluster's exchanges are limited by the number of stores, not
-// their bytes).
 __device__ __forceinline__ void store_peer(void* local, unsigned rank, uint4 v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w)
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(peer_address(local, rank)),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 #endif
 }

@@ -223,6 +223,40 @@ __device__ __forceinline__ void normalize_chunk(T* x, float2 mean_rstd, const T*
   *reinterpret_cast<Vec16<T>*>(x) = v;
 }
 
+// Normalizes `rows` rows of `cols` (a multiple of 16 bytes) in shared memory in place, 16 bytes
+// a thread at a time; stats[r] is row r's (mean, rstd), gamma and beta the columns' T values.
+template <typename T, int kThreads>
+__device__ __forceinline__ void normalize_rows(T* xs, int ld, int rows, int cols,
+                                               const float2* stats, const T* gamma, const T* beta) {
+  constexpr int E = tc::kVec<T>;
+  const int chunks = cols / E;
+  for (int i = threadIdx.x; i < rows * chunks; i += kThreads) {
+    const int r = i / chunks, c = (i % chunks) * E;
+    normalize_chunk(xs + r * ld + c, stats[r], gamma + c, beta + c);
+  }
+}
+
+// The sum over a row in shared memory of (x - mean), or of (x - mean)^2 with `squares`, by
+// kLanes consecutive lanes of a warp (lane `sub` of them reads 16-byte chunks sub, sub + kLanes,
+// ... of `chunks`); every lane of the group gets the total. All lanes of the warp must call it.
+template <typename T, int kLanes>
+__device__ __forceinline__ float row_moment(const T* row, int chunks, int sub, float mean,
+                                            bool squares) {
+  constexpr int E = tc::kVec<T>;
+  float acc = 0.0f;
+  for (int c = sub; c < chunks; c += kLanes) {
+    const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(row + c * E);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float d = Elem<T>::to_float(v.v[e]) - mean;
+      acc += squares ? d * d : d;
+    }
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  return acc;
+}
+
 // ---- level 2 on Hopper at up to 256 tokens: a cluster splits K -------------------------------
 // At a few tokens y = LN(x) W + b is a weight-streaming problem (W is C x 3C: 3.5 MB in bf16 at
 // C = 768, against 1.5 KB of x per token), and the tile kernel above leaves most SMs idle or
@@ -333,24 +367,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int r0 = warp * (32 / kLanes); r0 < live; r0 += kThreads / kLanes) {
       const int r = r0 + lane / kLanes;
       const bool valid = r < live;
-      auto moment = [&](float mean, bool squares) {
-        float acc = 0.0f;
-        for (int c = sub; valid && c < chunks; c += kLanes) {
-          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xs + r * ld_x + c * E);
-#pragma unroll
-          for (int e = 0; e < E; ++e) {
-            const float d = Elem<T>::to_float(v.v[e]) - mean;
-            acc += squares ? d * d : d;
-          }
-        }
-        acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-        return acc + __shfl_xor_sync(0xffffffffu, acc, 2);
-      };
-      const float mean = moment(0.0f, false) / inputs;
-      const float m2 = moment(mean, true);
+      const T* row = xs + r * ld_x;
+      const float mean = row_moment<T, kLanes>(row, valid ? chunks : 0, sub, 0.0f, false) / inputs;
+      const float m2 = row_moment<T, kLanes>(row, valid ? chunks : 0, sub, mean, true);
       if (valid && sub == 0) {
-        for (int i = 0; i < size;
-             ++i) {  // starting at the next block: no block is everyone's first
+        // Starting at the next block: no block is everyone's first destination.
+        for (int i = 0; i < size; ++i) {
           const unsigned p = (rank + 1 + i) % size;
           cluster::store_peer(moments + rank * rows + r, p,
                               make_uint2(__float_as_uint(mean), __float_as_uint(m2)));
@@ -375,15 +397,8 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   cluster::stamp(a.timeline, 2);
 
-  // 3. normalize the live rows of the slice in place, 16 bytes at a time.
-  {
-    constexpr int E = tc::kVec<T>;
-    const int chunks = inputs / E;
-    for (int i = threadIdx.x; i < live * chunks; i += kThreads) {
-      const int r = i / chunks, c = (i % chunks) * E;
-      normalize_chunk(xs + r * ld_x + c, stats[r], gamma_s + c, beta_s + c);
-    }
-  }
+  // 3. normalize the live rows of the slice in place.
+  normalize_rows<T, kThreads>(xs, ld_x, live, inputs, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
   cluster::stamp(a.timeline, 3);
@@ -636,30 +651,13 @@ __global__ void __launch_bounds__(kPanelThreads)
   constexpr int E = tc::kVec<T>;
   const int chunks = k / E;
   for (int r = warp; r < live; r += kWarps) {
-    auto moment = [&](float mean, bool squares) {
-      float acc = 0.0f;
-      for (int c = lane; c < chunks; c += 32) {
-        const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xs + r * ld_x + c * E);
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-          const float d = Elem<T>::to_float(v.v[e]) - mean;
-          acc += squares ? d * d : d;
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-      return acc;
-    };
-    const float mean = moment(0.0f, false) / k;
-    const float m2 = moment(mean, true);
+    const float mean = row_moment<T, 32>(xs + r * ld_x, chunks, lane, 0.0f, false) / k;
+    const float m2 = row_moment<T, 32>(xs + r * ld_x, chunks, lane, mean, true);
     if (lane == 0)
       stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < live * chunks; i += kThreads) {
-    const int r = i / chunks, c = (i % chunks) * E;
-    normalize_chunk(xs + r * ld_x + c, stats[r], gamma_s + c, beta_s + c);
-  }
+  normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
   cluster::stamp(a.timeline, 2);

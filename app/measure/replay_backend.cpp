@@ -142,8 +142,8 @@ Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<Replay
       if (session.created_utc > summary.last_utc) summary.last_utc = session.created_utc;
     }
     // A later source replaces an earlier one's measurements at the same point; within one
-    // source every measurement of a point is kept, in order (a point may hold several records
-    // of one level, e.g. a timing and a counter phase).
+    // source every measurement of a point is kept, in order (a loaded file holds one per level:
+    // the loader refuses repeats).
     std::map<PointKey, std::vector<Measurement>> fresh;
     for (Measurement& m : source.session.measurements) {
       PointKey key{m.lesson, m.precision, m.cache, m.inner, m.size};

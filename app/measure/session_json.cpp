@@ -370,32 +370,40 @@ struct Field {
   const char* name;
   Shape shape;
   Kind kind;     // object: its kind; list: its elements' kind
-  bool v2_only;  // required from schema version 2 on; ignored in a version-1 file
+  bool v2_only;  // required from schema version 2 on; may be left out of a version-1 file
 };
+constexpr Field value(const char* name, bool v2_only = false) {
+  return {name, Shape::scalar, Kind::skip, v2_only};
+}
+constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
+                       bool v2_only = false) {
+  return {name, shape, kind, v2_only};
+}
+constexpr Field list(const char* name, Kind elements, bool v2_only = false) {
+  return {name, Shape::list, elements, v2_only};
+}
 
 // The fields of each object, in the order of the enums that index them (docs/SESSION_FORMAT.md).
 enum RootField { kAppVersion, kCreatedUtc, kBackend, kDevice, kMeasurements, kFormat, kVersion };
-constexpr Field kRootFields[] = {{"app_version", Shape::scalar, Kind::skip, false},
-                                 {"created_utc", Shape::scalar, Kind::skip, false},
-                                 {"backend", Shape::scalar, Kind::skip, false},
-                                 {"device", Shape::object, Kind::device, false},
-                                 {"measurements", Shape::list, Kind::measurement, false},
-                                 {"format", Shape::scalar, Kind::skip, false},
-                                 {"schema_version", Shape::scalar, Kind::skip, false}};
+constexpr Field kRootFields[] = {value("app_version"),
+                                 value("created_utc"),
+                                 value("backend"),
+                                 object("device", Kind::device),
+                                 list("measurements", Kind::measurement),
+                                 value("format"),
+                                 value("schema_version")};
 enum DeviceField { kName, kCc, kSms, kL2, kMemory, kDriver, kRuntime, kRoof, kCopies };
-constexpr Field kDeviceFields[] = {{"name", Shape::scalar, Kind::skip, false},
-                                   {"compute_capability", Shape::scalar, Kind::skip, false},
-                                   {"sm_count", Shape::scalar, Kind::skip, false},
-                                   {"l2_bytes", Shape::scalar, Kind::skip, false},
-                                   {"memory_bytes", Shape::scalar, Kind::skip, false},
-                                   {"driver_version", Shape::scalar, Kind::skip, false},
-                                   {"runtime_version", Shape::scalar, Kind::skip, false},
-                                   {"roof_gbps", Shape::scalar, Kind::skip, false},
-                                   {"copy_bandwidth", Shape::list, Kind::copy, true}};
+constexpr Field kDeviceFields[] = {value("name"),
+                                   value("compute_capability"),
+                                   value("sm_count"),
+                                   value("l2_bytes"),
+                                   value("memory_bytes"),
+                                   value("driver_version"),
+                                   value("runtime_version"),
+                                   value("roof_gbps"),
+                                   list("copy_bandwidth", Kind::copy, true)};
 enum CopyField { kCopyBytes, kCopyCache, kCopyGbps };
-constexpr Field kCopyFields[] = {{"bytes", Shape::scalar, Kind::skip, false},
-                                 {"cache", Shape::scalar, Kind::skip, false},
-                                 {"gbps", Shape::scalar, Kind::skip, false}};
+constexpr Field kCopyFields[] = {value("bytes"), value("cache"), value("gbps")};
 enum MeasurementField {
   kLesson,
   kSize,
@@ -414,45 +422,39 @@ enum MeasurementField {
   kCountersNote,
   kRecords
 };
-constexpr Field kMeasurementFields[] = {{"lesson", Shape::scalar, Kind::skip, false},
-                                        {"size", Shape::scalar, Kind::skip, false},
-                                        {"inner", Shape::scalar, Kind::skip, false},
-                                        {"level", Shape::scalar, Kind::skip, false},
-                                        {"level_name", Shape::scalar, Kind::skip, false},
-                                        {"precision", Shape::scalar, Kind::skip, false},
-                                        {"cache", Shape::scalar, Kind::skip, false},
-                                        {"timing_method", Shape::scalar, Kind::skip, false},
-                                        {"repetitions", Shape::scalar, Kind::skip, false},
-                                        {"chain_time_us", Shape::object, Kind::stats, false},
-                                        {"chain_copy_gbps", Shape::scalar, Kind::skip, false},
-                                        {"check", Shape::object, Kind::check, false},
-                                        {"launches", Shape::list, Kind::launch, false},
-                                        {"counters_status", Shape::scalar, Kind::skip, true},
-                                        {"counters_note", Shape::scalar, Kind::skip, true},
-                                        {"records", Shape::list, Kind::record, true}};
+constexpr Field kMeasurementFields[] = {value("lesson"),
+                                        value("size"),
+                                        value("inner"),
+                                        value("level"),
+                                        value("level_name"),
+                                        value("precision"),
+                                        value("cache"),
+                                        value("timing_method"),
+                                        value("repetitions"),
+                                        object("chain_time_us", Kind::stats),
+                                        value("chain_copy_gbps"),
+                                        object("check", Kind::check),
+                                        list("launches", Kind::launch),
+                                        value("counters_status", true),
+                                        value("counters_note", true),
+                                        list("records", Kind::record, true)};
 enum StatsField { kMedian, kMin, kMax, kP20, kP80, kCount };
-constexpr Field kStatsFields[] = {
-    {"median", Shape::scalar, Kind::skip, false}, {"min", Shape::scalar, Kind::skip, false},
-    {"max", Shape::scalar, Kind::skip, false},    {"p20", Shape::scalar, Kind::skip, false},
-    {"p80", Shape::scalar, Kind::skip, false},    {"count", Shape::scalar, Kind::skip, false}};
+constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
+                                  value("p20"),    value("p80"), value("count")};
 enum CheckField { kRelL2, kMaxAbs, kNonFinite, kTolerance, kPassed };
-constexpr Field kCheckFields[] = {{"rel_l2_error", Shape::scalar, Kind::skip, false},
-                                  {"max_abs_error", Shape::scalar, Kind::skip, false},
-                                  {"non_finite", Shape::scalar, Kind::skip, false},
-                                  {"tolerance", Shape::scalar, Kind::skip, false},
-                                  {"passed", Shape::scalar, Kind::skip, false}};
+constexpr Field kCheckFields[] = {value("rel_l2_error"), value("max_abs_error"),
+                                  value("non_finite"), value("tolerance"), value("passed")};
 enum LaunchField { kKernel, kBytesRead, kBytesWritten, kFlops, kTime, kCopyGbpsL, kCounters };
-constexpr Field kLaunchFields[] = {{"kernel", Shape::scalar, Kind::skip, false},
-                                   {"textbook_bytes_read", Shape::scalar, Kind::skip, false},
-                                   {"textbook_bytes_written", Shape::scalar, Kind::skip, false},
-                                   {"textbook_flops", Shape::scalar, Kind::skip, false},
-                                   {"time_us", Shape::object, Kind::stats, false},
-                                   {"copy_gbps", Shape::scalar, Kind::skip, false},
-                                   {"counters", Shape::object_or_null, Kind::counters, true}};
+constexpr Field kLaunchFields[] = {value("kernel"),
+                                   value("textbook_bytes_read"),
+                                   value("textbook_bytes_written"),
+                                   value("textbook_flops"),
+                                   object("time_us", Kind::stats),
+                                   value("copy_gbps"),
+                                   object("counters", Kind::counters, Shape::object_or_null, true)};
 enum CountersField { kDramRead, kDramWrite, kL2Bytes };
-constexpr Field kCountersFields[] = {{"dram_read_bytes", Shape::scalar, Kind::skip, false},
-                                     {"dram_write_bytes", Shape::scalar, Kind::skip, false},
-                                     {"l2_bytes", Shape::scalar, Kind::skip, false}};
+constexpr Field kCountersFields[] = {value("dram_read_bytes"), value("dram_write_bytes"),
+                                     value("l2_bytes")};
 enum RecordField {
   kLaunch,
   kRecordKernel,
@@ -468,19 +470,19 @@ enum RecordField {
   kStaticShared,
   kDynamicShared
 };
-constexpr Field kRecordFields[] = {{"launch", Shape::scalar, Kind::skip, false},
-                                   {"kernel", Shape::scalar, Kind::skip, false},
-                                   {"start_ns", Shape::scalar, Kind::skip, false},
-                                   {"end_ns", Shape::scalar, Kind::skip, false},
-                                   {"start_rel_ns", Shape::scalar, Kind::skip, false},
-                                   {"end_rel_ns", Shape::scalar, Kind::skip, false},
-                                   {"stream", Shape::scalar, Kind::skip, false},
-                                   {"correlation", Shape::scalar, Kind::skip, false},
+constexpr Field kRecordFields[] = {value("launch"),
+                                   value("kernel"),
+                                   value("start_ns"),
+                                   value("end_ns"),
+                                   value("start_rel_ns"),
+                                   value("end_rel_ns"),
+                                   value("stream"),
+                                   value("correlation"),
                                    {"grid", Shape::dim3, Kind::skip, false},
                                    {"block", Shape::dim3, Kind::skip, false},
-                                   {"registers_per_thread", Shape::scalar, Kind::skip, false},
-                                   {"static_shared_bytes", Shape::scalar, Kind::skip, false},
-                                   {"dynamic_shared_bytes", Shape::scalar, Kind::skip, false}};
+                                   value("registers_per_thread"),
+                                   value("static_shared_bytes"),
+                                   value("dynamic_shared_bytes")};
 
 struct Schema {
   const Field* fields;
@@ -1348,7 +1350,16 @@ Status session_from_json(const std::string& text, Session* out) {
 }
 
 Status save_session(const Session& session, const std::string& path) {
-  return write_file_atomically(path, session_to_json(session));
+  const std::string text = session_to_json(session);
+  // The app never writes a recording it would refuse to read (`bench --sizes 1M,1M` measures one
+  // point twice, which the loader refuses as a repeat).
+  Session reread;
+  const Status readable = session_from_json(text, &reread);
+  if (!readable.ok()) {
+    return Status::Error(shorten_for_message(path, kShownPathChars) +
+                         ": not saved, it would not load: " + readable.message());
+  }
+  return write_file_atomically(path, text);
 }
 
 Status load_session(const std::string& path, Session* out) {

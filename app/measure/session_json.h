@@ -22,6 +22,8 @@ std::string session_to_json(const Session& session, int indent = 2);
 // in docs/SESSION_FORMAT.md, "What the reader refuses".
 Status session_from_json(const std::string& text, Session* out);
 
+// Refuses, writing nothing, a session that load_session would refuse ("PATH: not saved, it would
+// not load: measurements[4]: repeats measurements[1] ...").
 Status save_session(const Session& session, const std::string& path);
 Status load_session(const std::string& path, Session* out);
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -354,6 +356,24 @@ TEST(SessionValidation, StreamedWriterMatchesNlohmann) {
   }
   s.measurements.clear();
   EXPECT_EQ(json::parse(session_to_json(s)).at("measurements"), json::array());
+}
+
+// A session the loader would refuse is never written.
+TEST(SessionValidation, SaveRefusesWhatLoadWouldRefuse) {
+  Session s;
+  ASSERT_TRUE(session_from_json(good_session().dump(), &s).ok());
+  s.measurements.push_back(s.measurements[0]);  // bench --sizes 1M,1M
+  const std::string path = ::testing::TempDir() + "/fl_repeat_test.json";
+  std::remove(path.c_str());
+  const Status st = save_session(s, path);
+  EXPECT_EQ(st.message(), path +
+                              ": not saved, it would not load: measurements[4]: repeats "
+                              "measurements[0] (same lesson, size, row length, level, precision "
+                              "and cache)");
+  EXPECT_FALSE(std::ifstream(path).good()) << "nothing was written";
+  s.measurements.pop_back();
+  EXPECT_TRUE(save_session(s, path).ok());
+  std::remove(path.c_str());
 }
 
 // The peer file's reader applies the same catalog rules to its series and points.

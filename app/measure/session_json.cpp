@@ -781,7 +781,11 @@ bool SessionReader::key(std::string& name) {
     return true;
   }
   const uint32_t bit = uint32_t(1) << top.field;
-  if ((top.seen & bit) != 0) return fail(here() + ": appears twice in one object", 0);
+  if ((top.seen & bit) != 0) {
+    std::string message = here() + ": appears twice in one object";
+    top.field = -1;  // its value is skipped (at the root, fail() leaves the frame in place)
+    return fail(std::move(message), 0);
+  }
   top.seen |= bit;
   return true;
 }

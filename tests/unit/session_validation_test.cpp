@@ -266,6 +266,9 @@ TEST(SessionValidation, MissingRepeatedAndMistypedFields) {
   const std::string size = "\"size\": 1048576,";
   text.replace(text.find(size), size.size(), size + " \"size\": 2048,");
   EXPECT_EQ(refusal_of_text(text), "measurements[0].size: appears twice in one object");
+  std::string twice = good_session().dump();
+  twice.insert(twice.size() - 1, ", \"device\": 7");  // after the good one
+  EXPECT_EQ(refusal_of_text(twice), "device: appears twice in one object");
   // Keys this build does not read are skipped, whatever they hold.
   EXPECT_EQ(refusal([](json& j) {
               j["measurements"][0]["future_field"] = {{"deep", {1, 2}}};

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <streambuf>
 #include <set>
 #include <utility>
 
@@ -255,6 +256,66 @@ Status read_file_checked(const std::string& path, int64_t max_bytes, const std::
   if (id != nullptr) *id = id_from(st);
   *out = std::move(data);
   return Status::Ok();
+}
+
+namespace {
+
+// The bytes of an open file as a stream, at most `max_bytes` of them: one more ends the stream
+// and sets grew(). A read error ends it too and sets error().
+class CappedFileBuffer : public std::streambuf {
+ public:
+  CappedFileBuffer(int fd, int64_t max_bytes) : fd_(fd), left_(max_bytes) {}
+  bool grew() const { return grew_; }
+  int error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (grew_ || error_ != 0) return traits_type::eof();
+    ssize_t n = 0;
+    do {
+      n = ::read(fd_, buffer_, sizeof(buffer_));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) error_ = errno;
+    if (n <= 0) return traits_type::eof();
+    if (n > left_) {
+      grew_ = true;
+      return traits_type::eof();
+    }
+    left_ -= n;
+    setg(buffer_, buffer_, buffer_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  int fd_;
+  int64_t left_;
+  bool grew_ = false;
+  int error_ = 0;
+  char buffer_[1 << 16];
+};
+
+}  // namespace
+
+Status read_file_streamed(const std::string& path, int64_t max_bytes, const std::string& what,
+                          const std::function<Status(std::istream&)>& parse, FileId* id) {
+  int fd = -1;
+  struct stat st {};
+  FL_TRY(open_checked(path, max_bytes, what, &fd, &st));
+  CappedFileBuffer buffer(fd, max_bytes);
+  std::istream stream(&buffer);
+  Status parsed = parse(stream);
+  ::close(fd);
+  const std::string shown = shorten_for_message(path, kShownPathChars);
+  if (buffer.grew()) {
+    return Status::Error(shown + ": larger than " + size_limit_words(max_bytes) +
+                         ", the limit for a " + what + " (it grew while being read)");
+  }
+  if (buffer.error() != 0) {
+    return Status::Error(shown + ": cannot read: " + std::strerror(buffer.error()));
+  }
+  if (id != nullptr) *id = id_from(st);
+  return parsed;
 }
 
 // ---- writing ----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -90,6 +92,14 @@ Status check_readable_file(const std::string& path, int64_t max_bytes, const std
 // and inode.
 Status read_file_checked(const std::string& path, int64_t max_bytes, const std::string& what,
                          std::string* out, FileId* id = nullptr);
+
+// check_readable_file, then `parse` reads the file as a stream from the descriptor that was
+// checked, so a parser that builds as it reads (the session loader) never holds the file's text
+// whole. The stream ends at `max_bytes`: a file that grows past the cap while being read is
+// refused after `parse` returns, whatever it said, as is a read error; both name the file.
+// Otherwise `parse`'s Status is returned as it is (the caller adds the file's name).
+Status read_file_streamed(const std::string& path, int64_t max_bytes, const std::string& what,
+                          const std::function<Status(std::istream&)>& parse, FileId* id = nullptr);
 
 // ---- writing ----------------------------------------------------------------------------------
 

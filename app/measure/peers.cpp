@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "app/measure/file_io.h"
+#include "app/measure/session_json.h"
 
 namespace fl {
 namespace {
@@ -85,13 +89,25 @@ Status read_series(const json& j, const std::string& where, PeerSeries* s) {
                          "\" is not eager, compile, cuda_graph or sdpa");
   }
   FL_TRY(get_string(j, "label", where, &s->label));
+  FL_TRY(check_lesson_name(where + ".lesson", s->lesson));
   const auto points = j.find("points");
   if (points == j.end() || !points->is_array()) {
     return Status::Error(where + ": \"points\" is missing or not a list");
   }
+  std::map<std::pair<int64_t, int64_t>, size_t> seen;  // (size, row length) -> its index
   for (size_t i = 0; i < points->size(); ++i) {
     PeerPoint p;
-    FL_TRY(read_point((*points)[i], where + ".points[" + std::to_string(i) + "]", &p));
+    const std::string at = where + ".points[" + std::to_string(i) + "]";
+    FL_TRY(read_point((*points)[i], at, &p));
+    // The same catalog rules as a session's measurements (session_json.h), and one point per
+    // size and row length: a peer's time at a size is one number.
+    FL_TRY(
+        check_recorded_point(where + ".lesson", at, s->lesson, p.size, p.inner, -1, s->precision));
+    const auto [it, fresh] = seen.emplace(std::make_pair(p.size, p.inner), i);
+    if (!fresh) {
+      return Status::Error(at + ": repeats " + where + ".points[" + std::to_string(it->second) +
+                           "] (same size and row length)");
+    }
     s->points.push_back(p);
   }
   std::sort(s->points.begin(), s->points.end(),
@@ -148,9 +164,16 @@ Status peers_from_json(const std::string& text, PeerFile* out) {
   if (series == j.end() || !series->is_array()) {
     return Status::Error("\"series\" is missing or not a list");
   }
+  std::map<std::tuple<std::string, Precision, std::string>, size_t> seen;
   for (size_t i = 0; i < series->size(); ++i) {
     PeerSeries s;
-    FL_TRY(read_series((*series)[i], "series[" + std::to_string(i) + "]", &s));
+    const std::string at = "series[" + std::to_string(i) + "]";
+    FL_TRY(read_series((*series)[i], at, &s));
+    const auto [it, fresh] = seen.emplace(std::make_tuple(s.lesson, s.precision, s.peer), i);
+    if (!fresh) {
+      return Status::Error(at + ": repeats series[" + std::to_string(it->second) +
+                           "] (same lesson, precision and peer)");
+    }
     f.series.push_back(std::move(s));
   }
   *out = std::move(f);

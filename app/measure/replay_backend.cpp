@@ -142,8 +142,8 @@ Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<Replay
       if (session.created_utc > summary.last_utc) summary.last_utc = session.created_utc;
     }
     // A later source replaces an earlier one's measurements at the same point; within one
-    // source every measurement of a point is kept, in order (a point may hold several records
-    // of one level, e.g. a timing and a counter phase).
+    // source every measurement of a point is kept, in order (a loaded file holds one per level:
+    // the loader refuses repeats).
     std::map<PointKey, std::vector<Measurement>> fresh;
     for (Measurement& m : source.session.measurements) {
       PointKey key{m.lesson, m.precision, m.cache, m.inner, m.size};
@@ -290,33 +290,73 @@ Status ReplayBackend::measure(const MeasureRequest& request, const CancelCheck& 
 
 // ---- loading --------------------------------------------------------------------------------
 
+namespace {
+
+// What a file of `size` bytes adds to a recording's total: nothing when its size is unknown
+// (`ec`) or over the cap of one file, which load_session refuses with its own message.
+int64_t counted_size(uintmax_t size, const std::error_code& ec) {
+  if (ec || size > static_cast<uintmax_t>(kMaxSessionFileBytes)) return 0;
+  return static_cast<int64_t>(size);
+}
+
+// The session files of the folder `path` in name order (its *.json files but peers.json), within
+// the caps on a recording's file count and bytes; `bytes` adds their sizes.
+Status list_folder(const std::string& path, std::vector<std::string>* files, int64_t* bytes) {
+  namespace fs = std::filesystem;
+  const std::string shown = shorten_for_message(path, kShownPathChars);
+  std::error_code ec;
+  std::vector<std::string> found;
+  int64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    std::error_code entry_ec;
+    // peers.json beside the sessions is the PyTorch peer file (docs/SESSION_FORMAT.md).
+    if (entry.path().extension() != ".json" || entry.path().filename() == "peers.json" ||
+        !entry.is_regular_file(entry_ec)) {
+      continue;
+    }
+    found.push_back(entry.path().string());
+    if (found.size() > kMaxRecordingFiles) {
+      return Status::Error(shown + ": more than " + std::to_string(kMaxRecordingFiles) +
+                           " session files, the limit for a folder of recordings");
+    }
+    total += counted_size(entry.file_size(entry_ec), entry_ec);
+    if (total > kMaxRecordingBytes) {
+      return Status::Error(shown + ": its session files add up to more than " +
+                           size_limit_words(kMaxRecordingBytes) +
+                           ", the limit for a folder of recordings");
+    }
+  }
+  if (ec) return Status::Error(shown + ": cannot list the folder: " + ec.message());
+  if (found.empty()) return Status::Error(shown + ": a folder with no .json session files");
+  std::sort(found.begin(), found.end());
+  files->insert(files->end(), found.begin(), found.end());
+  *bytes += total;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status load_recording(const std::vector<std::string>& paths, std::unique_ptr<ReplayBackend>* out) {
   namespace fs = std::filesystem;
   if (paths.empty()) return Status::Error("no session file was given to replay");
   std::vector<std::string> files;
+  int64_t bytes = 0;
   for (const std::string& path : paths) {
     if (path.empty()) return Status::Error("an empty session file name was given");
-    const std::string shown = shorten_for_message(path, kShownPathChars);
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (fs::is_directory(st)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(path, ec)) {
-        std::error_code entry_ec;
-        // peers.json beside the sessions is the PyTorch peer file (docs/SESSION_FORMAT.md).
-        if (entry.path().extension() == ".json" && entry.path().filename() != "peers.json" &&
-            entry.is_regular_file(entry_ec)) {
-          found.push_back(entry.path().string());
-        }
-      }
-      if (ec) return Status::Error(shown + ": cannot list the folder: " + ec.message());
-      if (found.empty()) return Status::Error(shown + ": a folder with no .json session files");
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
+      FL_TRY(list_folder(path, &files, &bytes));
     } else {
       // A missing file, a FIFO, a device (/dev/zero would never end) or an oversized file:
       // load_session's checks name the problem before anything is read.
       files.push_back(path);
+      if (fs::is_regular_file(st)) bytes += counted_size(fs::file_size(path, ec), ec);
+    }
+    if (bytes > kMaxRecordingBytes) {
+      return Status::Error("the session files given add up to " +
+                           format_bytes(static_cast<double>(bytes)) + ", more than " +
+                           size_limit_words(kMaxRecordingBytes) + ", the limit for one recording");
     }
   }
   std::vector<ReplayBackend::Source> sources;

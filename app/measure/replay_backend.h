@@ -98,10 +98,17 @@ class ReplayBackend final : public MeasureBackend {
   ReadingGuard reading_;
 };
 
+// Caps on one recording as a whole, checked from the files' sizes before any is read: a folder
+// holds at most kMaxRecordingFiles session files, and a folder's files (or all the files given,
+// named one by one) add up to at most kMaxRecordingBytes, the cap of one session file, so a
+// folder loads within the memory bound of one file (docs/RELIABILITY.md).
+constexpr size_t kMaxRecordingFiles = 1000;
+constexpr int64_t kMaxRecordingBytes = kMaxSessionFileBytes;
+
 // Loads session files and builds a replay backend from them. A path that is a folder stands for
 // every *.json file in it, in name order. A missing, unreadable, malformed, truncated, oversized
-// (over 256 MiB) or wrong-version file, or a mix of GPUs, is refused with one line that names the
-// file and the problem.
+// (over 256 MiB) or wrong-version file, a folder over the caps above, or a mix of GPUs, is
+// refused with one line that names the file or folder and the problem.
 Status load_recording(const std::vector<std::string>& paths, std::unique_ptr<ReplayBackend>* out);
 
 }  // namespace fl

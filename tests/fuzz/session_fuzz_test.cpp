@@ -436,7 +436,7 @@ const std::vector<std::string>& interesting_keys() {
 
 // One edit of the document. What it does depends on the node's type and is mostly one that
 // keeps the file loadable (a number stays a number, an array an array), so that many mutants
-// get past the loader and reach replay and export with odd values (about one in five does; the
+// get past the loader and reach replay and export with odd values (about one in seven does; the
 // loader refuses most extreme numbers); the rest delete, retype or transplant nodes, which the
 // loader must refuse cleanly.
 void mutate_structure(json* doc, std::mt19937_64& rng, std::string* log) {

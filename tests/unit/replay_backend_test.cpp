@@ -420,6 +420,46 @@ TEST_F(ReplayFiles, RefusesAnOversizedFileWithoutReadingIt) {
   EXPECT_NE(st.message().find("256 MiB"), std::string::npos) << st.message();
 }
 
+// A folder of recordings is capped as a whole, from the files' sizes before any is read: at most
+// 1000 session files, adding up to at most 256 MiB (each file alone is capped at 256 MiB too).
+TEST_F(ReplayFiles, CapsAFolderAsAWhole) {
+  const std::filesystem::path many = dir_ / "many";
+  std::filesystem::create_directories(many);
+  const std::string good = session_to_json(gelu_session());
+  for (size_t i = 0; i <= kMaxRecordingFiles; ++i) {
+    std::ofstream((many / ("s" + std::to_string(i) + ".json")).string()) << good;
+  }
+  std::unique_ptr<ReplayBackend> backend;
+  Status st = load_recording({many.string()}, &backend);
+  EXPECT_EQ(st.message(),
+            many.string() + ": more than 1000 session files, the limit for a folder of recordings");
+  std::filesystem::remove(many / "s0.json");
+  st = load_recording({many.string()}, &backend);
+  EXPECT_TRUE(st.ok()) << "1000 files are within the cap: " << st.message();
+
+  // Two files of 200 MiB (sparse: no disk used), each under the cap of one file.
+  const std::filesystem::path big = dir_ / "big";
+  std::filesystem::create_directories(big);
+  for (const char* name : {"a.json", "b.json"}) {
+    std::ofstream((big / name).string()) << "{";
+    std::filesystem::resize_file(big / name, int64_t(200) << 20);
+  }
+  st = load_recording({big.string()}, &backend);
+  EXPECT_EQ(st.message(), big.string() +
+                              ": its session files add up to more than 256 MiB, the limit for a "
+                              "folder of recordings");
+  // Named one by one, they are one recording too.
+  st = load_recording({(big / "a.json").string(), (big / "b.json").string()}, &backend);
+  EXPECT_EQ(st.message(),
+            "the session files given add up to 400.0 MiB, more than 256 MiB, the limit for one "
+            "recording");
+  // A single file over 256 MiB is refused by its own check, which names it.
+  std::filesystem::remove(big / "b.json");
+  std::filesystem::resize_file(big / "a.json", (int64_t(256) << 20) + 1);
+  st = load_recording({big.string()}, &backend);
+  EXPECT_NE(st.message().find("a.json: larger than 256 MiB"), std::string::npos) << st.message();
+}
+
 TEST(ShippedRecording, LoadsAndServesTheH100Measurements) {
   const std::filesystem::path folder =
       std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /

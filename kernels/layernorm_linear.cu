@@ -33,6 +33,7 @@
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
+#include "kernels/ln_gemm_wgmma.h"
 #include "kernels/tensor_gemm.cuh"
 #include "kernels/workspace.cuh"
 
@@ -766,12 +767,22 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // Which kernel, by token count (measured on an H100, docs/PERFORMANCE.md): up to 16 tokens the
   // panel kernel; up to 256 the cluster kernel where it runs (Hopper, bf16), else the panel
-  // kernel; beyond, or where neither fits, the tile kernel. FL_LN_KERNEL=tile|panel|cluster
-  // forces one where it can run (tuning).
+  // kernel; beyond, the wgmma kernel where it runs (Hopper built for sm_90a, bf16,
+  // kernels/ln_gemm_wgmma.cu); where none fits, the tile kernel.
+  // FL_LN_KERNEL=tile|panel|cluster|wgmma forces one where it can run (tuning).
   static const char* forced = std::getenv("FL_LN_KERNEL");
-  const std::string pick = forced ? forced : m <= 16 ? "panel" : "cluster";
+  const std::string pick = forced                ? forced
+                           : m <= 16             ? "panel"
+                           : m <= kLnClusterRows ? "cluster"
+                                                 : "wgmma";
   const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, nullptr};
   bool launched = false;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (pick == "wgmma") {
+      FL_TRY(try_ln_gemm_wgmma(x, gamma, beta, w, bias, y, m, k, n, sms, stream, &launched));
+      if (launched) return Status::Ok();
+    }
+  }
   if (pick == "cluster") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
   if (!launched && pick != "tile") FL_TRY(try_ln_panel(args, sms, stream, &launched));
   if (launched) return Status::Ok();

@@ -228,10 +228,14 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
   // 64 and 13 tokens: the fused FFN's cluster kernel (Hopper, up to 64 tokens), whose
   // accumulator and per-column-range counters must also come back clean. 255, 97 and 5 tokens
   // at C = 768, 1024, 640: the LayerNorm-Linear's cluster kernel (Hopper, bf16, up to 256
-  // tokens, C a multiple of 64), in 4, 2 and 1 chunks of 64 rows, partly filled.
+  // tokens, C a multiple of 64), in 4, 2 and 1 chunks of 64 rows, partly filled. 4096, 16385,
+  // 2047 and 301 tokens: the LayerNorm-Linear's wgmma kernel (Hopper, bf16, C a multiple of 8 up
+  // to 768): its last 128-row block holds 1 and 127 rows, C = 520 ends K in half a ring slot and
+  // N = 1560 in a partial 128-column tile, C = 64 is a single K-block.
   for (const Shape shape :
        {Shape{4096, 768}, Shape{random_rows, 1000}, Shape{1999, 777}, Shape{130, 2048},
-        Shape{64, 768}, Shape{13, 781}, Shape{255, 768}, Shape{97, 1024}, Shape{5, 640}}) {
+        Shape{64, 768}, Shape{13, 781}, Shape{255, 768}, Shape{97, 1024}, Shape{5, 640},
+        Shape{16385, 768}, Shape{2047, 520}, Shape{301, 64}}) {
     std::unique_ptr<Workspace> ws;
     const Status created = lesson.create_workspace(lesson.resolve(shape), p, &ws);
     ASSERT_TRUE(created.ok()) << created.message();

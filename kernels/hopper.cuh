@@ -1,0 +1,185 @@
+// Hopper's matrix path (sm_90a), the few primitives our wgmma kernels use, each a line or two
+// of PTX with what it does beside it:
+//
+//   HBM/L2 --TMA (cp.async.bulk.tensor)--> shared memory, 128-byte swizzled, completion counted
+//          in bytes on an mbarrier --wgmma (a warpgroup of 4 warps)--> fp32 accumulators
+//
+//   * The tensor memory accelerator (TMA) copies a box of a 2-D tensor (up to 256 x 256
+//     elements) into shared memory on its own: one thread issues it, no registers pass the data,
+//     and the box's rows land swizzled (16-byte chunk c of row r at chunk c ^ (r % 8)), the
+//     layout wgmma reads without bank conflicts. Parts of a box outside the tensor are filled with
+//     zeros, so ragged edges need no code.
+//   * An mbarrier in shared memory counts arrivals and, for TMA, bytes: the issuing thread says
+//     how many bytes to expect (arrive_expect_tx); the barrier's phase completes when they have
+//     all landed. Waiters spin on the phase's parity (0, 1, 0, ...), so one barrier per ring
+//     slot serves the whole loop.
+//   * wgmma multiplies a 64 x N tile (A: 64 x 16, B: 16 x N) per instruction, asynchronously:
+//     issue, commit a group, and wait for all but the newest groups later. A and B are read
+//     straight from shared memory through 64-bit descriptors (start address, the stride between
+//     8-row groups, the swizzle).
+//
+// Everything that needs sm_90a compiles only where __CUDA_ARCH_FEAT_SM90_ALL is defined (the
+// build's "90a" architecture, CMakeLists.txt); FUSIONLAB_WGMMA tells host code that it did, and
+// the launchers never pick a wgmma kernel without it. Host side: make_tensor_map_2d builds a TMA
+// descriptor through the driver's entry point (no link against libcuda, which a machine without
+// a GPU lacks).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (types only)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/status.h"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FL_SM90A_DEVICE 1
+#endif
+
+namespace fl::hopper {
+
+// ---- host: the TMA descriptor of a row-major rows x cols bf16 matrix --------------------------
+// box_cols x box_rows elements per copy (box_cols x 2 bytes must be 128 with the 128-byte
+// swizzle); cols x 2 bytes must be a multiple of 16 and `base` 16-byte aligned. Elements of a box
+// beyond the matrix read as zeros.
+Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
+                          int box_rows, int box_cols);
+
+// ---- device ---------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// mbarrier: init with the number of arrivals a phase needs.
+__device__ __forceinline__ void barrier_init(uint64_t* bar, unsigned arrivals) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address(bar)), "r"(arrivals));
+#endif
+}
+// Makes the initialised barriers visible to the copy engine (before the block's first barrier).
+__device__ __forceinline__ void barrier_init_fence() {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// One arrival that also says `bytes` more are to land on this phase (the TMA issuer's call).
+__device__ __forceinline__ void arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void arrive(uint64_t* bar) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
+#endif
+}
+// Waits until the barrier's phase of this parity has completed. A fresh barrier is in phase 0,
+// so waiting on parity 1 returns at once ("the phase before" counts as done): a ring's producer
+// starts waiting on its empty slots with parity 1.
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_address(bar)),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
+// TMA: copy the box at (col, row) of `map`'s matrix into shared memory at dst (1024-byte aligned
+// for the 128-byte swizzle); the bytes count on `bar`.
+__device__ __forceinline__ void copy_box(void* dst, const CUtensorMap* map, int col, int row,
+                                         uint64_t* bar) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(bar))
+      : "memory");
+#endif
+}
+
+// Ordinary stores to shared memory that wgmma (the async proxy) reads next: each writing thread
+// fences before the barrier that publishes them.
+__device__ __forceinline__ void fence_async_shared() {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// A named barrier for `threads` threads (a subset of the block: the producer warp never joins).
+__device__ __forceinline__ void sync_threads(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// wgmma's shared-memory descriptor for a 128-byte-swizzled operand: start address, the "leading"
+// byte offset (between 64-element column groups of an MN-major operand; unused for K-major),
+// the "stride" byte offset (between 8-row groups, 1024 bytes: 8 rows of 128 bytes), swizzle
+// mode 1 (128 bytes) in bits 62-63. Addresses and offsets are in units of 16 bytes.
+__device__ __forceinline__ uint64_t descriptor(const void* smem, uint32_t leading_bytes,
+                                               uint32_t stride_bytes) {
+  const uint32_t addr = smem_address(smem);
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
+         static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | 1ull << 62;
+}
+
+// Before the first wgmma that touches accumulators other instructions wrote; after issuing,
+// commit the group; wait until at most `kPending` groups are still running.
+__device__ __forceinline__ void wgmma_fence() {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+#endif
+}
+
+// d (64 x 128, fp32, the warpgroup's accumulators) += A (64 x 16, K-major) * B (16 x 128,
+// MN-major: "transposed", the weights' rows are N-contiguous); accumulate = 0 overwrites d.
+// Thread t of the warpgroup holds d[4 j + 2 h + e] = D[16 (t / 32) + (t % 32) / 4 + 8 h]
+// [8 j + 2 (t % 4) + e] for j < 16, h, e < 2.
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                                 int accumulate) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+#endif
+}
+
+}  // namespace fl::hopper

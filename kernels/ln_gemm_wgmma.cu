@@ -1,0 +1,322 @@
+// LayerNorm-Linear's level 2 at many tokens on Hopper (sm_90a): y = LN(x) W + b in one kernel
+// on wgmma, the LayerNorm in the GEMM's prologue and the bias in its epilogue.
+//
+// Tiles and data path (C = 768: K = 768, N = 3C = 2304; kernels/hopper.cuh has the primitives):
+//
+//   x (HBM) --TMA--> panel: the block's 64 rows x K, swizzled, in shared memory
+//                    (the 8 consumer warps normalize it in place, once)
+//   W (L2)  --TMA--> ring: 4 slots of 64 x 256 (32 KB)  --wgmma m64n128k16--> fp32 registers
+//                                                         --(+ b, bf16)--> y (HBM)
+//
+//   * A block owns 64 rows of x (tokens) and a run of y's 256-column tiles for those rows: all
+//     9 at C = 768 from 8K tokens on, fewer below, so that nearly every SM has a block (1K
+//     tokens: 16 row blocks x 5 runs of 2 tiles).
+//   * 1. The panel, 64 x K (96 KB in bf16 at K = 768), lands by TMA in the 128-byte swizzled
+//     K-major layout wgmma reads. Each consumer warp takes 8 rows' mean and 1/std there and
+//     rewrites them normalized, (x - mean) * rstd * gamma + beta, rounded to bf16 as level 0's
+//     xn is. xn never exists outside shared memory, and x is read from HBM once.
+//   * 2. W streams past the panel: one producer thread copies W's 64 x 64 boxes, four to a slot,
+//     into a ring of 4 slots; each of the two consumer warpgroups multiplies the whole panel by
+//     its 128 columns of the slot (four wgmma of K = 16) and frees the slot once those
+//     multiplies have completed.
+//   * 3. Epilogue: y = acc + b, one rounding to bf16, stored from the accumulators; meanwhile the
+//     producer is already filling the ring with the next tile's W.
+//
+// Budget at 16K tokens: 2 M N K = 58 GFLOP (88 us at the ~660 TFLOP/s of a good H100 GEMM);
+// HBM: x 25 MB + W 3.5 MB + y 75 MB = 104 MB (34 us at 3 TB/s); L2 -> SM: each block streams
+// all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (2 x 64 rows),
+// so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring (96 KB in flight) and
+// L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured and tried).
+// Shared memory: panel 96 KB + ring 128 KB, one block per SM.
+// Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
+// shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
+#include "kernels/ln_gemm_wgmma.h"
+
+#include <algorithm>
+
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_common.cuh"
+#include "kernels/hopper.cuh"
+
+namespace fl {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kRows = 64;      // x rows (tokens) per block: the panel's rows
+constexpr int kTileN = 256;    // y columns per tile; consumer warpgroup c takes 128 c..+128
+constexpr int kBoxN = 64;      // a W box is 64 columns (128 bytes: the swizzle's row) ...
+constexpr int kStageK = 64;    // ... by 64 rows of K; a ring slot holds 4 boxes
+constexpr int kStages = 4;     // ring slots: 3 in flight while one is multiplied
+constexpr int kPanelK = 64;    // the panel is stored in K-blocks of 64 (128-byte rows)
+constexpr int kMaxK = 768;     // the panel's longest rows: 64 x 768 bf16 = 96 KB
+constexpr int kThreads = 288;  // warps 0-7: two consumer warpgroups; warp 8: the producer
+constexpr int kConsumerWarps = 8;
+constexpr int kPanelBlockBytes = kRows * kPanelK * 2;  // 8 KB
+constexpr int kBoxBytes = kStageK * kBoxN * 2;         // 8 KB
+constexpr int kBoxesPerSlot = kTileN / kBoxN;          // 4
+constexpr int kSlotBytes = kBoxesPerSlot * kBoxBytes;  // 32 KB
+
+struct WgmmaArgs {
+  const bf16 *gamma, *beta, *bias;
+  bf16* y;
+  int64_t m;
+  int k, n;
+  int tiles_per_block;  // a block's run of 256-column tiles
+};
+
+size_t shared_bytes(int k) {
+  // panel, ring, 2 x kStages + 1 barriers, and 1 KB to align the start to the swizzle's 1024 B.
+  return size_t((k + kPanelK - 1) / kPanelK) * kPanelBlockBytes + kStages * kSlotBytes +
+         (2 * kStages + 1) * sizeof(uint64_t) + 1024;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
+  const bf16* h = reinterpret_cast<const bf16*>(&u);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = __bfloat162float(h[e]);
+}
+
+// Step 1: the warp's rows of the panel, normalized in place. Chunk j of row r (elements
+// 8 j .. 8 j + 7) is in K-block j / 8, at chunk (j % 8) ^ (r % 8) of the row's 128 bytes there,
+// swizzled as TMA wrote it. A lane holds chunks lane, lane + 32 and lane + 64 of a row (K <= 768
+// is at most 96 chunks) and the same chunks of gamma and beta for every row. Two passes over the
+// row in registers (sum, then squared deviations from the mean): nothing cancels.
+__device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, int64_t row0, int warp,
+                                int lane) {
+  constexpr int kChunksPerLane = kMaxK / 8 / 32;
+  constexpr int kRowsPerWarp = kRows / kConsumerWarps;
+  auto offset = [](int r, int j) {
+    return (j / 8) * kPanelBlockBytes + r * 128 + (((j % 8) ^ (r % 8)) << 4);
+  };
+  const int chunks = a.k / 8;
+  uint4 gamma[kChunksPerLane], beta[kChunksPerLane];
+#pragma unroll
+  for (int i = 0; i < kChunksPerLane; ++i) {
+    const int j = lane + 32 * i;
+    if (j < chunks) {
+      gamma[i] = reinterpret_cast<const uint4*>(a.gamma)[j];
+      beta[i] = reinterpret_cast<const uint4*>(a.beta)[j];
+    }
+  }
+  for (int r = kRowsPerWarp * warp; r < kRowsPerWarp * (warp + 1); ++r) {
+    if (row0 + r >= a.m) break;  // rows past the last token stay TMA's zeros
+    float v[kChunksPerLane][8];
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < kChunksPerLane; ++i) {
+      const int j = lane + 32 * i;
+      if (j < chunks) {
+        unpack8(*reinterpret_cast<const uint4*>(panel + offset(r, j)), v[i]);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum += v[i][e];
+      }
+    }
+    const float mean = warp_sum(sum) / a.k;
+    float squares = 0;
+#pragma unroll
+    for (int i = 0; i < kChunksPerLane; ++i) {
+      if (lane + 32 * i < chunks) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) squares += (v[i][e] - mean) * (v[i][e] - mean);
+      }
+    }
+    const float rstd = rsqrtf(warp_sum(squares) / a.k + static_cast<float>(gemm::kLayerNormEps));
+#pragma unroll
+    for (int i = 0; i < kChunksPerLane; ++i) {
+      const int j = lane + 32 * i;
+      if (j < chunks) {
+        float g[8], b[8];
+        unpack8(gamma[i], g);
+        unpack8(beta[i], b);
+        uint4 out;
+        bf16* h = reinterpret_cast<bf16*>(&out);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          h[e] = __float2bfloat16_rn((v[i][e] - mean) * rstd * g[e] + b[e]);
+        *reinterpret_cast<uint4*>(panel + offset(r, j)) = out;
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    ln_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
+                         const __grid_constant__ CUtensorMap w_map, WgmmaArgs a) {
+#ifdef FL_SM90A_DEVICE
+  extern __shared__ unsigned char shared_raw[];
+  // The swizzle's pattern repeats every 1024 bytes: every TMA destination starts on one.
+  unsigned char* panel = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
+  const int k_blocks = (a.k + kPanelK - 1) / kPanelK;
+  unsigned char* ring = panel + k_blocks * kPanelBlockBytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + kStages * kSlotBytes);  // slot holds W
+  uint64_t* empty = full + kStages;        // slot may be refilled
+  uint64_t* panel_full = empty + kStages;  // x has landed
+
+  const int64_t row0 = int64_t(blockIdx.y) * kRows;
+  const int n_tiles = (a.n + kTileN - 1) / kTileN;
+  const int tile_begin = blockIdx.x * a.tiles_per_block;
+  const int tile_end = min(n_tiles, tile_begin + a.tiles_per_block);
+  const int k_steps = (a.k + kStageK - 1) / kStageK;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      hopper::barrier_init(&full[s], 1);                // the producer's arrive (and the bytes)
+      hopper::barrier_init(&empty[s], kConsumerWarps);  // every consumer warp is done with it
+    }
+    hopper::barrier_init(panel_full, 1);
+    hopper::barrier_init_fence();
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {
+    // The producer: one thread issues every copy.
+    if (lane != 0) return;
+    hopper::arrive_expect_bytes(panel_full, k_blocks * kPanelBlockBytes);
+    for (int kb = 0; kb < k_blocks; ++kb) {
+      hopper::copy_box(panel + kb * kPanelBlockBytes, &x_map, kb * kPanelK, static_cast<int>(row0),
+                       panel_full);
+    }
+    int slot = 0;
+    uint32_t phase = 0;
+    for (int tile = tile_begin; tile < tile_end; ++tile) {
+      for (int ks = 0; ks < k_steps; ++ks) {
+        hopper::wait(&empty[slot], phase ^ 1);
+        hopper::arrive_expect_bytes(&full[slot], kSlotBytes);
+        for (int box = 0; box < kBoxesPerSlot; ++box) {
+          hopper::copy_box(ring + slot * kSlotBytes + box * kBoxBytes, &w_map,
+                           tile * kTileN + box * kBoxN, ks * kStageK, &full[slot]);
+        }
+        if (++slot == kStages) slot = 0, phase ^= 1;
+      }
+    }
+    return;
+  }
+
+  // The consumers: warpgroup c multiplies the whole panel by tile columns [128 c, 128 c + 128).
+  const int c = warp / 4;
+  hopper::wait(panel_full, 0);
+  normalize_panel(panel, a, row0, warp, lane);
+  hopper::fence_async_shared();                  // the normalized panel is read by wgmma next
+  hopper::sync_threads(1, 32 * kConsumerWarps);  // both warpgroups read every row
+
+  int slot = 0, previous = 0;
+  uint32_t phase = 0;
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int ks = 0; ks < k_steps; ++ks) {
+      hopper::wait(&full[slot], phase);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kStageK / 16; ++kk) {
+        const int k = ks * kStageK + kk * 16;
+        // A: K-major, 8-row groups 1024 B apart; a K step of 16 moves 32 B along the row.
+        const uint64_t desc_a = hopper::descriptor(
+            panel + (k / kPanelK) * kPanelBlockBytes + (k % kPanelK) * 2, 16, 1024);
+        // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
+        const uint64_t desc_b = hopper::descriptor(
+            ring + slot * kSlotBytes + 2 * c * kBoxBytes + kk * 16 * 128, kBoxBytes, 1024);
+        hopper::wgmma_m64n128k16(acc, desc_a, desc_b, 1);
+      }
+      hopper::wgmma_commit();
+      hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
+      if (ks > 0 && lane == 0) hopper::arrive(&empty[previous]);
+      previous = slot;
+      if (++slot == kStages) slot = 0, phase ^= 1;
+    }
+    hopper::wgmma_wait<0>();
+    if (lane == 0) hopper::arrive(&empty[previous]);
+
+    // Epilogue: acc[4 j + 2 h + e] is y[row(h)][col(j) + e] (kernels/hopper.cuh).
+    const int64_t row_base = row0 + 16 * (warp % 4) + lane / 4;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int col = tile * kTileN + 128 * c + 8 * j + 2 * (lane % 4);
+      if (col >= a.n) continue;  // n is even: col + 1 < n too
+      const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + col));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = row_base + 8 * h;
+        if (row < a.m) {
+          *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.n + col) =
+              __floats2bfloat162_rn(acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
+        }
+      }
+    }
+  }
+#endif
+}
+
+Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat16* w, int sms,
+              int optin, cudaStream_t stream, bool* launched) {
+  const size_t bytes = shared_bytes(args0.k);
+  if (bytes > size_t(optin)) return Status::Ok();
+  // Row blocks down the tokens; each row block's 256-column tiles split into runs so that the
+  // grid fills the SMs about once (a second block per SM cannot fit: panel and ring take its
+  // shared memory).
+  const int64_t row_blocks = (args0.m + kRows - 1) / kRows;
+  const int n_tiles = (args0.n + kTileN - 1) / kTileN;
+  if (row_blocks > 65535) return Status::Ok();
+  const int runs_wanted = static_cast<int>(std::max<int64_t>(1, sms / row_blocks));
+  WgmmaArgs args = args0;
+  args.tiles_per_block = (n_tiles + runs_wanted - 1) / runs_wanted;
+  const int runs = (n_tiles + args.tiles_per_block - 1) / args.tiles_per_block;
+
+  CUtensorMap x_map, w_map;
+  FL_TRY(hopper::make_tensor_map_2d(&x_map, x, args.m, args.k, kRows, kPanelK));
+  FL_TRY(hopper::make_tensor_map_2d(&w_map, w, args.k, args.n, kStageK, kBoxN));
+  FL_CUDA_TRY(cudaFuncSetAttribute(
+      ln_gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  const dim3 grid(static_cast<unsigned>(runs), static_cast<unsigned>(row_blocks));
+  ln_gemm_wgmma_kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, args);
+  FL_CUDA_TRY(cudaGetLastError());
+  *launched = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool ln_gemm_wgmma_built() {
+#ifdef FUSIONLAB_WGMMA
+  return true;
+#else
+  return false;
+#endif
+}
+
+Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
+                         const __nv_bfloat16* beta, const __nv_bfloat16* w,
+                         const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m, int k, int n,
+                         int sms, cudaStream_t stream, bool* launched) {
+  *launched = false;
+  if (!ln_gemm_wgmma_built() || m < 1 || k % 8 != 0 || k > kMaxK || n % 8 != 0) {
+    return Status::Ok();
+  }
+  for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(gamma),
+                        static_cast<const void*>(beta), static_cast<const void*>(w)}) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
+  }
+  if (reinterpret_cast<uintptr_t>(bias) % 4 != 0 || reinterpret_cast<uintptr_t>(y) % 4 != 0) {
+    return Status::Ok();
+  }
+  int device = 0, major = 0, minor = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (major != 9 || minor != 0) return Status::Ok();
+  const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0};
+  return launch(x, args, w, sms, optin, stream, launched);
+}
+
+}  // namespace fl

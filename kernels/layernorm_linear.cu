@@ -280,6 +280,7 @@ __device__ __forceinline__ float row_moment(const T* row, int chunks, int sub, f
 // one between chunks, before the partials' buffer is reused).
 constexpr int kLnChunk = 64;         // rows of partial sums exchanged at a time
 constexpr int kLnClusterRows = 256;  // the most tokens the cluster kernel takes
+constexpr int kLnClusterPick = 128;  // the most it is picked for: beyond, the wgmma kernel wins
 
 template <typename T>
 struct LnArgs {
@@ -766,14 +767,14 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // Which kernel, by token count (measured on an H100, docs/PERFORMANCE.md): up to 16 tokens the
-  // panel kernel; up to 256 the cluster kernel where it runs (Hopper, bf16), else the panel
-  // kernel; beyond, the wgmma kernel where it runs (Hopper built for sm_90a, bf16,
+  // panel kernel; up to 128 the cluster kernel where it runs (Hopper, bf16), else the panel
+  // kernel (up to 256); beyond, the wgmma kernel where it runs (Hopper built for sm_90a, bf16,
   // kernels/ln_gemm_wgmma.cu); where none fits, the tile kernel.
   // FL_LN_KERNEL=tile|panel|cluster|wgmma forces one where it can run (tuning).
   static const char* forced = std::getenv("FL_LN_KERNEL");
   const std::string pick = forced                ? forced
                            : m <= 16             ? "panel"
-                           : m <= kLnClusterRows ? "cluster"
+                           : m <= kLnClusterPick ? "cluster"
                                                  : "wgmma";
   const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, nullptr};
   bool launched = false;
@@ -783,7 +784,7 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
       if (launched) return Status::Ok();
     }
   }
-  if (pick == "cluster") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
+  if (pick == "cluster" || pick == "wgmma") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
   if (!launched && pick != "tile") FL_TRY(try_ln_panel(args, sms, stream, &launched));
   if (launched) return Status::Ok();
   const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);

@@ -24,12 +24,12 @@
 //
 // Budget at 16K tokens: 2 M N K = 58 GFLOP (88 us at the ~660 TFLOP/s of a good H100 GEMM);
 // HBM: x 25 MB + W 3.5 MB + y 75 MB = 104 MB (34 us at 3 TB/s); L2 -> SM: each block streams
-// all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (2 x 64 rows),
-// so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring (96 KB in flight) and
-// L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured and tried).
-// Shared memory: panel 96 KB + ring 128 KB, one block per SM.
-// Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
-// shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
+// all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (a 2-byte
+// element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring
+// (96 KB in flight) and L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured
+// and tried). Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8
+// (16-byte rows for TMA) up to 768 (the panel's shared memory); other shapes, and GPUs or builds
+// without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>

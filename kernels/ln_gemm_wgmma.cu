@@ -356,18 +356,15 @@ __device__ void row_statistics(const bf16* x, const WgmmaArgs& a, int64_t row0, 
   }
 }
 
-// 128 accumulators a thread: at 288 threads a block may use 224 registers each, but
-// __launch_bounds__(288, 1) caps them at 168 (as for 384 threads) and spills; __maxnreg__ (CUDA
-// 12.4) says 224.
-#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4)
-#define FL_STREAMED_REGISTERS __maxnreg__(224)
-#else
-#define FL_STREAMED_REGISTERS __launch_bounds__(kThreads, 1)
-#endif
+// 128 accumulators a thread need more than the 168 registers a 288- or 384-thread block gets
+// (an SM's quarter holds 16K registers, and the 9th or 12th warp shares one): the block has 384
+// threads, the producer's warpgroup hands its registers back (setmaxnreg.dec to 40) and the
+// consumers take them (setmaxnreg.inc to 232), as the cap at entry allows (HOPPER.md).
+constexpr int kThreads = 384;  // warpgroups 0 and 1: consumers; 2: the producer (one thread)
 
-__global__ void FL_STREAMED_REGISTERS
-ln_gemm_streamed_kernel(const __grid_constant__ CUtensorMap x_map,
-                        const __grid_constant__ CUtensorMap w_map, const bf16* x, WgmmaArgs a) {
+__global__ void __launch_bounds__(kThreads, 1)
+    ln_gemm_streamed_kernel(const __grid_constant__ CUtensorMap x_map,
+                            const __grid_constant__ CUtensorMap w_map, const bf16* x, WgmmaArgs a) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
   unsigned char* ring = reinterpret_cast<unsigned char*>(
@@ -395,9 +392,10 @@ ln_gemm_streamed_kernel(const __grid_constant__ CUtensorMap x_map,
   }
   __syncthreads();
 
-  if (warp == kConsumerWarps) {
+  if (warp >= kConsumerWarps) {
     // The producer: x's box and W's four boxes per slot, from the first moment.
-    if (lane != 0) return;
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (warp != kConsumerWarps || lane != 0) return;
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = tile_begin; tile < tile_end; ++tile) {
@@ -416,6 +414,7 @@ ln_gemm_streamed_kernel(const __grid_constant__ CUtensorMap x_map,
     return;
   }
 
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   // The consumers: gamma and beta into shared memory, the rows' statistics, then the tiles.
   // Warpgroup c multiplies rows [64 c, 64 c + 64) by all 256 columns of a tile.
   const int c = warp / 4, t = threadIdx.x % 128;

@@ -97,14 +97,8 @@ class ActivationScaleWorkspace final
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    return run_check(
-        sums_, tolerance_, stream,
-        [&](ErrorSums* sums) {
-          activation_scale_check_kernel<T, Act>
-              <<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(x_.as<T>(), y_.as<T>(), n_,
-                                                                     sums);
-        },
-        result);
+    return check_elementwise(activation_scale_check_kernel<T, Act>, n_, sums_, tolerance_, stream,
+                             result, x_.as<T>(), y_.as<T>(), n_);
   }
 
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,

@@ -88,13 +88,8 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    return run_check(
-        sums_, tolerance_, stream,
-        [&](ErrorSums* sums) {
-          check_kernel<T><<<check_blocks(n_), kElementwiseThreads, 0, stream>>>(
-              x_.as<T>(), b_.as<T>(), y_.as<T>(), n_, c_, sums);
-        },
-        result);
+    return check_elementwise(check_kernel<T>, n_, sums_, tolerance_, stream, result, x_.as<T>(),
+                             b_.as<T>(), y_.as<T>(), n_, c_);
   }
 
   // Inputs x (rows x C, flat) and b (C); output y.
@@ -112,7 +107,8 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
 
 // ---- the level table -----------------------------------------------------------------------
 // n = s rows x i = C elements of b bytes; every launch reads the C bias values once. FLOPs per
-// element: the add 1; GELU_tanh 8 (x^3 and the polynomial ~7, tanh counted as 1).
+// element: the add 1; GELU_tanh 8 (x^3 and the polynomial ~7, tanh counted as 1). The formulas
+// are bias_ops.cuh's, which the GEMM lessons use for the same kernels on their products.
 template <typename T>
 const LevelTable<BiasGeluWorkspace<T>>& BiasGeluWorkspace<T>::levels() {
   using Ws = BiasGeluWorkspace;
@@ -125,16 +121,12 @@ const LevelTable<BiasGeluWorkspace<T>>& BiasGeluWorkspace<T>::levels() {
            return launch_bias_op(w.x_.as<T>(), w.b_.as<T>(), w.t_.as<T>(), w.n_, w.c_, AddBiasOp{},
                                  s);
          },
-         [](const Dims& d) {
-           return Textbook{d.tensor_bytes() + d.i * d.b, d.tensor_bytes(), 1.0 * d.elements()};
-         }},
+         [](const Dims& d) { return bias_op_textbook(d, d.i, kAddFlops); }},
         {"gelu",
          [](Ws& w, cudaStream_t s) {
            return launch_elementwise<T>(w.t_.as<T>(), w.y_.as<T>(), w.n_, GeluFastOp{}, s);
          },
-         [](const Dims& d) {
-           return Textbook{d.tensor_bytes(), d.tensor_bytes(), 8.0 * d.elements()};
-         }}}},
+         [](const Dims& d) { return gelu_textbook(d, d.i); }}}},
       {"fused",
        "one kernel; x + b stays in a register",
        "t = x + b, in a register",
@@ -143,10 +135,7 @@ const LevelTable<BiasGeluWorkspace<T>>& BiasGeluWorkspace<T>::levels() {
            return launch_bias_op(w.x_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), w.n_, w.c_, BiasGeluOp{},
                                  s);
          },
-         [](const Dims& d) {
-           return Textbook{d.tensor_bytes() + d.i * d.b, d.tensor_bytes(),
-                           1.0 * d.elements() + 8.0 * d.elements()};
-         }}}},
+         [](const Dims& d) { return bias_op_textbook(d, d.i, kAddFlops + kGeluFlops); }}}},
   };
   return table;
 }

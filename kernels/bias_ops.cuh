@@ -11,6 +11,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/elementwise.cuh"
+#include "kernels/level_table.h"
 
 namespace fl {
 
@@ -100,6 +101,25 @@ Status launch_bias_op(const T* x, const T* bias, T* out, int64_t n, int64_t c, O
   }
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
+}
+
+// ---- textbook traffic ----------------------------------------------------------------------
+// Of the bias kernels and GELU over s rows of `width` elements (Dims: s rows, b bytes per
+// element), as the level tables of bias_gelu and of the GEMM lessons count them. The `width`
+// bias values are read once per launch: the later rows find them in L1/L2. FLOPs per element:
+// the add 1; GELU_tanh 8 (x^3 and the polynomial ~7, tanh counted as 1).
+constexpr double kAddFlops = 1.0, kGeluFlops = 8.0;
+
+// out = op(x + bias): x read and out written once, the bias read once.
+inline Textbook bias_op_textbook(const Dims& d, int64_t width, double flops_per_element) {
+  const int64_t tensor = d.s * width * d.b;
+  return {tensor + width * d.b, tensor, flops_per_element * double(d.s * width)};
+}
+
+// out = GELU(x), elementwise.
+inline Textbook gelu_textbook(const Dims& d, int64_t width) {
+  const int64_t tensor = d.s * width * d.b;
+  return {tensor, tensor, kGeluFlops * double(d.s * width)};
 }
 
 }  // namespace fl

@@ -87,4 +87,17 @@ inline unsigned check_blocks(int64_t n) {
   return static_cast<unsigned>(wanted < 4096 ? (wanted > 0 ? wanted : 1) : 4096);
 }
 
+// Workspace::check of an elementwise lesson: runs `kernel`, its fp64 check kernel (a grid-stride
+// loop over the n elements), on `args` and the error sums, then turns the sums into the result.
+template <typename... Params, typename... Args>
+Status check_elementwise(void (*kernel)(Params...), int64_t n, const DeviceBuffer& sums,
+                         double tolerance, cudaStream_t stream, CheckResult* result, Args... args) {
+  return run_check(
+      sums, tolerance, stream,
+      [&](ErrorSums* s) {
+        kernel<<<check_blocks(n), kElementwiseThreads, 0, stream>>>(args..., s);
+      },
+      result);
+}
+
 }  // namespace fl

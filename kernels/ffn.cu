@@ -792,22 +792,31 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   return slice == 32 ? go(I64{}, I32{}) : go(I64{}, I64{});
 }
 
-// Device buffers for one shape and element type: x, W1, b1, W2, b2, the unfused chain's t, u,
-// h and s, y, the fused level's reduction state, and the cuBLASLt plans.
+// The two Linear layers: up, C -> 4C, and down, 4C -> C; in the epilogues level, cuBLASLt's
+// GELU+bias epilogue and its bias epilogue.
+constexpr LinearSpec kUp{
+    1, 4, blas::Epilogue::gelu_bias, "gemm_up", "add_bias_up", "gemm_up_bias_gelu"};
+constexpr LinearSpec kDown{
+    4, 1, blas::Epilogue::bias, "gemm_down", "add_bias_down", "gemm_down_bias"};
+
+// Device buffers for one shape and element type: x, the two Linear layers (W1, b1, W2, b2 and
+// their cuBLASLt plans), the unfused chain's t, u, h and s, y, and the fused level's reduction
+// state.
 template <typename T>
 class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
  public:
   FfnWorkspace(int64_t m, int64_t c, double tolerance)
-      : m_(m), c_(c), h_(4 * c), tolerance_(tolerance) {}
+      : m_(m),
+        c_(c),
+        h_(4 * c),
+        tolerance_(tolerance),
+        up_(m, c, kUp, {&x_, &t_, &u_, &hid_}),
+        down_(m, c, kDown, {&hid_, &s_, &y_, &y_}) {}
 
   static const LevelTable<FfnWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
     FL_TRY(allocate_elements<T>({{&x_, m_ * c_},
-                                 {&w1_, c_ * h_},
-                                 {&b1_, h_},
-                                 {&w2_, h_ * c_},
-                                 {&b2_, c_},
                                  {&t_, m_ * h_},
                                  {&u_, m_ * h_},
                                  {&hid_, m_ * h_},
@@ -823,17 +832,14 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     FL_TRY(counters_.allocate((2 + kMaxClusterBlocks) * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
-    const Precision p = precision_of<T>();
-    FL_TRY(blas::Gemm::plan(m_, h_, c_, p, blas::Epilogue::none, &up_));
-    FL_TRY(blas::Gemm::plan(m_, c_, h_, p, blas::Epilogue::none, &down_));
-    FL_TRY(blas::Gemm::plan(m_, h_, c_, p, blas::Epilogue::gelu_bias, &up_gelu_bias_));
-    return blas::Gemm::plan(m_, c_, h_, p, blas::Epilogue::bias, &down_bias_);
+    FL_TRY(up_.allocate());
+    return down_.allocate();
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), m_ * c_, seed, gemm::kXLo, gemm::kXHi, stream));
-    FL_TRY(gemm::fill_linear(w1_.as<T>(), b1_.as<T>(), c_, h_, seed, 0, stream));
-    return gemm::fill_linear(w2_.as<T>(), b2_.as<T>(), h_, c_, seed, 1, stream);
+    FL_TRY(up_.fill(seed, 0, stream));
+    return down_.fill(seed, 1, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -842,9 +848,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    const gemm::CheckArgs<T> a{x_.as<T>(),  nullptr,     nullptr,     w1_.as<T>(),
-                               b1_.as<T>(), w2_.as<T>(), b2_.as<T>(), y_.as<T>(),
-                               m_,          int(c_),     int(h_),     int(c_)};
+    const gemm::CheckArgs<T> a{x_.as<T>(), nullptr,         nullptr,      up_.weights(),
+                               up_.bias(), down_.weights(), down_.bias(), y_.as<T>(),
+                               m_,         int(c_),         int(h_),      int(c_)};
     return check_gemm_rows<T, false, true, true>(a, sums_, tolerance_, stream, result);
   }
 
@@ -852,10 +858,10 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
     FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * c_},
-                                {"W1", w1_.as<T>(), c_ * h_},
-                                {"b1", b1_.as<T>(), h_},
-                                {"W2", w2_.as<T>(), h_ * c_},
-                                {"b2", b2_.as<T>(), c_}},
+                                up_.weights_tensor("W1"),
+                                up_.bias_tensor("b1"),
+                                down_.weights_tensor("W2"),
+                                down_.bias_tensor("b2")},
                                stream, inputs));
     return download_tensors<T>({{"y", y_.as<T>(), m_ * c_}}, stream, outputs);
   }
@@ -864,10 +870,10 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   // Level 2's one launch: the fused kernel on this workspace's buffers and reduction state.
   Status fused(cudaStream_t stream) {
     const FfnArgs<T> a{x_.as<T>(),
-                       w1_.as<T>(),
-                       b1_.as<T>(),
-                       w2_.as<T>(),
-                       b2_.as<T>(),
+                       up_.weights(),
+                       up_.bias(),
+                       down_.weights(),
+                       down_.bias(),
                        y_.as<T>(),
                        acc_.as<float>(),
                        partial_.as<float>(),
@@ -882,108 +888,40 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
 
   int64_t m_, c_, h_;
   double tolerance_;
-  DeviceBuffer x_, w1_, b1_, w2_, b2_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_;
-  std::unique_ptr<blas::Gemm> up_, down_, up_gelu_bias_, down_bias_;
+  DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_;
+  LinearLayer<T> up_, down_;
 };
 
 // ---- the level table -----------------------------------------------------------------------
-// M = s tokens, C = i, H = 4C hidden units, b bytes per element. A GEMM reads its input and its
-// weights and writes its output, 2 M C H flops; a bias kernel reads its bias once; FLOPs per
-// element: bias 1, GELU 8. The fused kernel reads x, both weights and both biases once and
-// writes y once.
-int64_t tokens_bytes(const Dims& d) {
-  return d.s * d.i * d.b;
-}  // x, s or y: M x C
-int64_t hidden_bytes(const Dims& d) {
-  return d.s * 4 * d.i * d.b;
-}  // t, u or h: M x H
-int64_t weights_bytes(const Dims& d) {
-  return d.i * 4 * d.i * d.b;
-}  // W1 or W2: C x H
-double gemm_flops(const Dims& d) {
-  return 2.0 * d.s * d.i * (4 * d.i);
-}
-double hidden_elements(const Dims& d) {
-  return 1.0 * d.s * (4 * d.i);
-}  // M x H
-double gelu_flops(const Dims& d) {
-  return 8.0 * d.s * (4 * d.i);
-}
-
+// M = s tokens, C = i, H = 4C hidden units, b bytes per element. The two layers' launches count
+// as the Linear layer's formulas say (gemm_common.cuh): a GEMM reads its input and its weights
+// and writes its output, 2 M C H flops; a bias kernel reads its bias once; FLOPs per element:
+// bias 1, GELU 8. The fused kernel reads x, both weights and both biases once and writes y once.
 template <typename T>
 const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
   using Ws = FfnWorkspace;
+  static const LinearRows<Ws> up = linear_rows<Ws>(&Ws::up_, kUp);
+  static const LinearRows<Ws> down = linear_rows<Ws>(&Ws::down_, kDown);
   static const LevelTable<Ws> table = {
       {"unfused",
        "GEMM, bias, GELU, GEMM, bias: the 4C-wide tensor makes three round trips through HBM",
        "each GEMM's tiles, within its launch; t, u, h and s go to HBM and back",
-       {{"gemm_up",
-         [](Ws& w, cudaStream_t s) {
-           return w.up_->run(w.x_.as<T>(), w.w1_.as<T>(), nullptr, w.t_.as<T>(), s);
-         },
-         [](const Dims& d) {
-           return Textbook{tokens_bytes(d) + weights_bytes(d), hidden_bytes(d), gemm_flops(d)};
-         }},
-        {"add_bias_up",
-         [](Ws& w, cudaStream_t s) {
-           return launch_bias_op(w.t_.as<T>(), w.b1_.as<T>(), w.u_.as<T>(), w.m_ * w.h_, w.h_,
-                                 AddBiasOp{}, s);
-         },
-         [](const Dims& d) {
-           return Textbook{hidden_bytes(d) + 4 * d.i * d.b, hidden_bytes(d), hidden_elements(d)};
-         }},
-        {"gelu",
-         [](Ws& w, cudaStream_t s) {
-           return launch_elementwise<T>(w.u_.as<T>(), w.hid_.as<T>(), w.m_ * w.h_, GeluFastOp{}, s);
-         },
-         [](const Dims& d) {
-           return Textbook{hidden_bytes(d), hidden_bytes(d), gelu_flops(d)};
-         }},
-        {"gemm_down",
-         [](Ws& w, cudaStream_t s) {
-           return w.down_->run(w.hid_.as<T>(), w.w2_.as<T>(), nullptr, w.s_.as<T>(), s);
-         },
-         [](const Dims& d) {
-           return Textbook{hidden_bytes(d) + weights_bytes(d), tokens_bytes(d), gemm_flops(d)};
-         }},
-        {"add_bias_down",
-         [](Ws& w, cudaStream_t s) {
-           return launch_bias_op(w.s_.as<T>(), w.b2_.as<T>(), w.y_.as<T>(), w.m_ * w.c_, w.c_,
-                                 AddBiasOp{}, s);
-         },
-         [](const Dims& d) {
-           return Textbook{tokens_bytes(d) + d.i * d.b, tokens_bytes(d), 1.0 * d.s * d.i};
-         }}}},
+       {up.gemm, up.add_bias, up.gelu, down.gemm, down.add_bias}},
       {"epilogues",
        "two cuBLASLt GEMMs with fused epilogues: h written once, read once",
        "each GEMM's tiles, and its product, activated or biased in registers before its store; "
        "h goes to HBM and back once",
-       {{"gemm_up_bias_gelu",
-         [](Ws& w, cudaStream_t s) {
-           return w.up_gelu_bias_->run(w.x_.as<T>(), w.w1_.as<T>(), w.b1_.as<T>(), w.hid_.as<T>(),
-                                       s);
-         },
-         [](const Dims& d) {
-           return Textbook{tokens_bytes(d) + weights_bytes(d) + 4 * d.i * d.b, hidden_bytes(d),
-                           gemm_flops(d) + gelu_flops(d) + hidden_elements(d)};
-         }},
-        {"gemm_down_bias",
-         [](Ws& w, cudaStream_t s) {
-           return w.down_bias_->run(w.hid_.as<T>(), w.w2_.as<T>(), w.b2_.as<T>(), w.y_.as<T>(), s);
-         },
-         [](const Dims& d) {
-           return Textbook{hidden_bytes(d) + weights_bytes(d) + d.i * d.b, tokens_bytes(d),
-                           gemm_flops(d) + 1.0 * d.s * d.i};
-         }}}},
+       {up.epilogue, down.epilogue}},
       {"fused",
        "one tensor-core kernel split over the 4C hidden units: each block keeps its slice of h "
        "on chip and adds its share of y",
        "each block's slice of h = GELU(x W1 + b1), in shared memory; the shares of y meet in L2",
        {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
          [](const Dims& d) {
-           return Textbook{
-               tokens_bytes(d) + 2 * weights_bytes(d) + 4 * d.i * d.b + d.i * d.b, tokens_bytes(d),
-               2 * gemm_flops(d) + gelu_flops(d) + hidden_elements(d) + 1.0 * d.s * d.i};
+           const int64_t tokens = d.s * d.i * d.b, weights = d.i * 4 * d.i * d.b;  // x or y; W
+           const double gemm = 2.0 * d.s * d.i * (4 * d.i), hidden = 1.0 * d.s * (4 * d.i);
+           return Textbook{tokens + 2 * weights + 4 * d.i * d.b + d.i * d.b, tokens,
+                           2 * gemm + kGeluFlops * hidden + hidden + 1.0 * d.s * d.i};
          }}}},
   };
   return table;

@@ -1,7 +1,8 @@
 // Pieces shared by the GEMM lessons (6 layernorm_linear, 7 linear_gelu, 8 ffn): the fp64 check
-// of sampled rows, the inputs' ranges, the shapes' limits and the lesson class (GemmLesson). Our
-// own fused kernels are built on the tensor-core GEMM core in kernels/tensor_gemm.cuh and live in
-// their lessons' files.
+// of sampled rows, the inputs' ranges, the shapes' limits, the lesson class (GemmLesson) and the
+// Linear layer (LinearLayer: its tensors and launches; linear_rows: its rows of a level table).
+// Our own fused kernels are built on the tensor-core GEMM core in kernels/tensor_gemm.cuh and
+// live in their lessons' files.
 //
 // Row-major everywhere: x is tokens x C, a weight W is (inputs x outputs), y = x W + b.
 #pragma once
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "kernels/activations.cuh"
+#include "kernels/bias_ops.cuh"
 #include "kernels/blas.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
+#include "kernels/elementwise.cuh"
 #include "kernels/level_table.h"
 #include "kernels/workspace.cuh"
 
@@ -283,6 +286,138 @@ Status check_gemm_rows(const gemm::CheckArgs<T>& a, const DeviceBuffer& sums, do
         return gemm::launch_check_rows<T, kLayerNorm, kGelu, kSecond>(a, s, stream);
       },
       result);
+}
+
+// ---- a Linear layer ------------------------------------------------------------------------
+// The GEMM lessons are built of Linear layers, out = in W + b over M tokens: layernorm_linear has
+// one (C -> 3C), linear_gelu one (C -> 4C), the FFN two (C -> 4C -> C). A layer's fan-in and
+// fan-out are multiples of the hidden size C, so a level table's formulas read them off Dims
+// (M = d.s tokens, C = d.i).
+
+// What a lesson says of one of its Linear layers, in this order (a constexpr in its file): its
+// shape, the epilogue of its one-GEMM level, and the names the charts show for its kernels.
+struct LinearSpec {
+  int k_per_c, n_per_c;       // fan-in K = k_per_c C, fan-out N = n_per_c C
+  blas::Epilogue epilogue;    // what the GEMM with the epilogue adds: bias, or GELU+bias
+  const char* gemm;           // the unfused chain's GEMM, "gemm_up"
+  const char* add_bias;       // the unfused chain's bias kernel, "add_bias_up"
+  const char* gemm_epilogue;  // the GEMM with the epilogue, "gemm_up_bias_gelu"
+  int64_t k(int64_t c) const { return k_per_c * c; }
+  int64_t n(int64_t c) const { return n_per_c * c; }
+};
+
+// t = in W: in (M x K) and W (K x N) read once, t (M x N) written once, 2 M N K flops.
+inline Textbook gemm_textbook(const Dims& d, const LinearSpec& l) {
+  const int64_t k = l.k(d.i), n = l.n(d.i);
+  return {(d.s * k + k * n) * d.b, d.s * n * d.b, 2.0 * d.s * n * k};
+}
+
+// out = [GELU](in W + b) in one GEMM: the GEMM's traffic, the bias (N) read once more, and the
+// epilogue's flops per output (the add, and GELU).
+inline Textbook gemm_epilogue_textbook(const Dims& d, const LinearSpec& l) {
+  const int64_t n = l.n(d.i);
+  const bool gelu = l.epilogue == blas::Epilogue::gelu_bias;
+  Textbook t = gemm_textbook(d, l);
+  t.read += n * d.b;
+  t.flops += (gelu ? kAddFlops + kGeluFlops : kAddFlops) * double(d.s * n);
+  return t;
+}
+
+// The workspace's buffers a Linear layer's launches read and write: its input (M x K) and, M x N
+// each, the unfused chain's product t = in W, the biased t + b, and the layer's output.
+struct LinearBuffers {
+  const DeviceBuffer* in;
+  const DeviceBuffer* t;
+  const DeviceBuffer* biased;  // the output itself where nothing follows the bias
+  const DeviceBuffer* out;
+};
+
+// One Linear layer of a workspace: W (K x N), b (N), its two cuBLASLt plans (the plain GEMM of
+// the unfused chain and the GEMM with the epilogue), and each fusion level's launches on the
+// workspace's buffers it was given.
+template <typename T>
+class LinearLayer {
+ public:
+  LinearLayer(int64_t m, int64_t c, const LinearSpec& spec, const LinearBuffers& io)
+      : m(m), k(spec.k(c)), n(spec.n(c)), epilogue_(spec.epilogue), io_(io) {}
+  LinearLayer(const LinearLayer&) = delete;  // it points into its workspace
+  LinearLayer& operator=(const LinearLayer&) = delete;
+
+  // Allocates W and b and plans both GEMMs.
+  Status allocate() {
+    FL_TRY(allocate_elements<T>({{&w_, k * n}, {&b_, n}}));
+    FL_TRY(blas::Gemm::plan(m, n, k, precision_of<T>(), blas::Epilogue::none, &gemm_));
+    return blas::Gemm::plan(m, n, k, precision_of<T>(), epilogue_, &gemm_epilogue_);
+  }
+
+  // Random W and b in gemm::fill_linear's ranges; `layer` (0, 1) picks the seeds.
+  Status fill(uint64_t seed, int layer, cudaStream_t stream) {
+    return gemm::fill_linear(weights(), bias(), k, n, seed, layer, stream);
+  }
+
+  // The unfused chain: t = in W (cuBLASLt), biased = t + b, and after a GELU+bias layer
+  // out = GELU(biased).
+  Status gemm(cudaStream_t stream) const {
+    return gemm_->run(io_.in->as<T>(), weights(), nullptr, io_.t->as<T>(), stream);
+  }
+  Status add_bias(cudaStream_t stream) const {
+    return launch_bias_op(io_.t->as<T>(), bias(), io_.biased->as<T>(), out_elements(), n,
+                          AddBiasOp{}, stream);
+  }
+  Status gelu(cudaStream_t stream) const {
+    return launch_elementwise<T>(io_.biased->as<T>(), io_.out->as<T>(), out_elements(),
+                                 GeluFastOp{}, stream);
+  }
+  // Lesson 3's fused kernel on the GEMM's product: out = GELU(t + b).
+  Status bias_gelu(cudaStream_t stream) const {
+    return launch_bias_op(io_.t->as<T>(), bias(), io_.out->as<T>(), out_elements(), n, BiasGeluOp{},
+                          stream);
+  }
+  // One cuBLASLt GEMM whose epilogue adds the bias (and applies GELU) before the store.
+  Status gemm_epilogue(cudaStream_t stream) const {
+    return gemm_epilogue_->run(io_.in->as<T>(), weights(), bias(), io_.out->as<T>(), stream);
+  }
+
+  T* weights() const { return w_.as<T>(); }  // W, K x N
+  T* bias() const { return b_.as<T>(); }     // b, N
+  // W and b as Workspace::download lists them for the CPU reference, under the lesson's names.
+  DeviceTensor<T> weights_tensor(const char* name) const { return {name, weights(), k * n}; }
+  DeviceTensor<T> bias_tensor(const char* name) const { return {name, bias(), n}; }
+  int64_t in_elements() const { return m * k; }   // of its input, M x K
+  int64_t out_elements() const { return m * n; }  // of t, the biased t and the output: M x N
+
+  const int64_t m, k, n;  // M tokens, K inputs, N outputs
+
+ private:
+  DeviceBuffer w_, b_;
+  blas::Epilogue epilogue_;
+  LinearBuffers io_;
+  std::unique_ptr<blas::Gemm> gemm_, gemm_epilogue_;
+};
+
+// A Linear layer's rows of a level table, each with its textbook traffic: the unfused chain's
+// gemm, add_bias and (after a GELU+bias layer) gelu; lesson 3's bias_gelu_fused; and the GEMM
+// with the epilogue. gelu and bias_gelu_fused keep lesson 3's names.
+template <class Ws>
+struct LinearRows {
+  LaunchRow<Ws> gemm, add_bias, gelu, bias_gelu, epilogue;
+};
+
+// The rows of the workspace's layer `layer` (a member pointer: &Ws::up_), described by `l`.
+template <class Ws, typename T>
+LinearRows<Ws> linear_rows(LinearLayer<T> Ws::*layer, const LinearSpec& l) {
+  return {
+      {l.gemm, [layer](Ws& w, cudaStream_t s) { return (w.*layer).gemm(s); },
+       [l](const Dims& d) { return gemm_textbook(d, l); }},
+      {l.add_bias, [layer](Ws& w, cudaStream_t s) { return (w.*layer).add_bias(s); },
+       [l](const Dims& d) { return bias_op_textbook(d, l.n(d.i), kAddFlops); }},
+      {"gelu", [layer](Ws& w, cudaStream_t s) { return (w.*layer).gelu(s); },
+       [l](const Dims& d) { return gelu_textbook(d, l.n(d.i)); }},
+      {"bias_gelu_fused", [layer](Ws& w, cudaStream_t s) { return (w.*layer).bias_gelu(s); },
+       [l](const Dims& d) { return bias_op_textbook(d, l.n(d.i), kAddFlops + kGeluFlops); }},
+      {l.gemm_epilogue, [layer](Ws& w, cudaStream_t s) { return (w.*layer).gemm_epilogue(s); },
+       [l](const Dims& d) { return gemm_epilogue_textbook(d, l); }},
+  };
 }
 
 }  // namespace fl

@@ -799,13 +799,20 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   return go(LnGemmBig{});
 }
 
-// Device buffers for one shape and element type: x, gamma, beta, W, b, the unfused chain's xn
-// and t, y, and the cuBLASLt plans.
+// The one Linear layer, C -> 3C; in the epilogue level, cuBLASLt's bias epilogue.
+constexpr LinearSpec kLinear{1, 3, blas::Epilogue::bias, "gemm", "add_bias", "gemm_bias"};
+
+// Device buffers for one shape and element type: x, gamma, beta, the Linear layer (W, b and the
+// cuBLASLt plans), the unfused chain's xn and t, and y.
 template <typename T>
 class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWorkspace<T>> {
  public:
   LayerNormLinearWorkspace(int64_t m, int64_t c, double tolerance)
-      : m_(m), k_(c), n_(3 * c), tolerance_(tolerance) {}
+      : m_(m),
+        k_(c),
+        n_(3 * c),
+        tolerance_(tolerance),
+        linear_(m, c, kLinear, {&xn_, &t_, &y_, &y_}) {}
 
   static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
 
@@ -813,15 +820,11 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
                                  {&gamma_, k_},
                                  {&beta_, k_},
-                                 {&w_, k_ * n_},
-                                 {&b_, n_},
                                  {&xn_, m_ * k_},
                                  {&t_, m_ * n_},
                                  {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    const Precision p = precision_of<T>();
-    FL_TRY(blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::none, &gemm_));
-    return blas::Gemm::plan(m_, n_, k_, p, blas::Epilogue::bias, &gemm_bias_);
+    return linear_.allocate();
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -831,7 +834,7 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                         stream));
     FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
                         stream));
-    return gemm::fill_linear(w_.as<T>(), b_.as<T>(), k_, n_, seed, 0, stream);
+    return linear_.fill(seed, 0, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -839,9 +842,10 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
   }
 
   Status check(cudaStream_t stream, CheckResult* result) override {
-    const gemm::CheckArgs<T> a{x_.as<T>(), gamma_.as<T>(), beta_.as<T>(), w_.as<T>(),
-                               b_.as<T>(), nullptr,        nullptr,       y_.as<T>(),
-                               m_,         int(k_),        int(n_),       0};
+    const gemm::CheckArgs<T> a{x_.as<T>(),        gamma_.as<T>(), beta_.as<T>(),
+                               linear_.weights(), linear_.bias(), nullptr,
+                               nullptr,           y_.as<T>(),     m_,
+                               int(k_),           int(n_),        0};
     return check_gemm_rows<T, true, false, false>(a, sums_, tolerance_, stream, result);
   }
 
@@ -851,8 +855,8 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * k_},
                                 {"gamma", gamma_.as<T>(), k_},
                                 {"beta", beta_.as<T>(), k_},
-                                {"W", w_.as<T>(), k_ * n_},
-                                {"b", b_.as<T>(), n_}},
+                                linear_.weights_tensor("W"),
+                                linear_.bias_tensor("b")},
                                stream, inputs));
     return download_tensors<T>({{"y", y_.as<T>(), m_ * n_}}, stream, outputs);
   }
@@ -870,36 +874,15 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
 
   int64_t m_, k_, n_;
   double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, w_, b_, xn_, t_, y_, sums_;
-  std::unique_ptr<blas::Gemm> gemm_, gemm_bias_;
+  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_;
+  LinearLayer<T> linear_;
 };
 
 // ---- the level table -----------------------------------------------------------------------
 // M = s tokens, K = i = C, N = 3C, b bytes per element. LayerNorm reads x (M K) and gamma, beta
-// (2 K) and writes M K, 8 flops per element; the GEMM reads xn (M K) and W (K N) and writes
-// M N, 2 M N K flops; the bias is read once (N), 1 flop per element of the product.
-int64_t x_bytes(const Dims& d) {
-  return d.s * d.i * d.b;
-}  // x or xn: M x K
-int64_t product_bytes(const Dims& d) {
-  return d.s * 3 * d.i * d.b;
-}  // t or y: M x N
-int64_t weights_bytes(const Dims& d) {
-  return d.i * 3 * d.i * d.b;
-}  // W: K x N
-int64_t bias_bytes(const Dims& d) {
-  return 3 * d.i * d.b;
-}
-double gemm_flops(const Dims& d) {
-  return 2.0 * d.s * (3 * d.i) * d.i;
-}
-double layernorm_flops(const Dims& d) {
-  return 8.0 * d.s * d.i;
-}
-double bias_flops(const Dims& d) {
-  return 1.0 * d.s * (3 * d.i);
-}
-
+// (2 K) and writes M K, 8 flops per element; the Linear layer's launches count as its formulas
+// say (gemm_common.cuh): the GEMM reads xn (M K) and W (K N) and writes M N, 2 M N K flops; the
+// bias is read once (N), 1 flop per element of the product.
 template <typename T>
 const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::levels() {
   using Ws = LayerNormLinearWorkspace;
@@ -907,43 +890,21 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
   static const LaunchRow<Ws> layernorm = {
       "layernorm", [](Ws& w, cudaStream_t s) { return w.layernorm(s); },
       [](const Dims& d) {
-        return Textbook{x_bytes(d) + 2 * d.i * d.b, x_bytes(d), layernorm_flops(d)};
+        return Textbook{d.tensor_bytes() + 2 * d.i * d.b, d.tensor_bytes(), 8.0 * d.elements()};
       }};
+  static const LinearRows<Ws> linear = linear_rows<Ws>(&Ws::linear_, kLinear);
   static const LevelTable<Ws> table = {
       {"unfused",
        "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip "
        "through HBM",
        "the LayerNorm's rows and the GEMM's tiles, each within its launch; xn and t go to HBM "
        "and back",
-       {layernorm,
-        {"gemm",
-         [](Ws& w, cudaStream_t s) {
-           return w.gemm_->run(w.xn_.as<T>(), w.w_.as<T>(), nullptr, w.t_.as<T>(), s);
-         },
-         [](const Dims& d) {
-           return Textbook{x_bytes(d) + weights_bytes(d), product_bytes(d), gemm_flops(d)};
-         }},
-        {"add_bias",
-         [](Ws& w, cudaStream_t s) {
-           return launch_bias_op(w.t_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), w.m_ * w.n_, w.n_,
-                                 AddBiasOp{}, s);
-         },
-         [](const Dims& d) {
-           return Textbook{product_bytes(d) + bias_bytes(d), product_bytes(d), bias_flops(d)};
-         }}}},
+       {layernorm, linear.gemm, linear.add_bias}},
       {"epilogue",
        "LayerNorm, then one cuBLASLt GEMM with a bias epilogue",
        "the GEMM's tiles, and the product, biased in registers before its store; xn goes to "
        "HBM and back",
-       {layernorm,
-        {"gemm_bias",
-         [](Ws& w, cudaStream_t s) {
-           return w.gemm_bias_->run(w.xn_.as<T>(), w.w_.as<T>(), w.b_.as<T>(), w.y_.as<T>(), s);
-         },
-         [](const Dims& d) {
-           return Textbook{x_bytes(d) + weights_bytes(d) + bias_bytes(d), product_bytes(d),
-                           gemm_flops(d) + bias_flops(d)};
-         }}}},
+       {layernorm, linear.epilogue}},
       {"prologue",
        "one kernel on tensor cores: row statistics and LayerNorm in the GEMM's prologue, bias in "
        "its epilogue; xn never exists",
@@ -951,14 +912,17 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
        "as it lands",
        {{"ln_gemm_bias",
          [](Ws& w, cudaStream_t s) {
-           return launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(), w.w_.as<T>(),
-                                      w.b_.as<T>(), w.y_.as<T>(), w.m_, static_cast<int>(w.k_),
-                                      static_cast<int>(w.n_), s);
+           return launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(),
+                                      w.linear_.weights(), w.linear_.bias(), w.y_.as<T>(), w.m_,
+                                      static_cast<int>(w.k_), static_cast<int>(w.n_), s);
          },
-         // The statistics re-read x from L2: not counted.
+         // The statistics re-read x from L2: not counted. What the epilogue level's GEMM
+         // counts, plus gamma and beta (2 K) and the LayerNorm's flops.
          [](const Dims& d) {
-           return Textbook{x_bytes(d) + weights_bytes(d) + 2 * d.i * d.b + bias_bytes(d),
-                           product_bytes(d), gemm_flops(d) + layernorm_flops(d) + bias_flops(d)};
+           Textbook t = gemm_epilogue_textbook(d, kLinear);
+           t.read += 2 * d.i * d.b;
+           t.flops += 8.0 * d.s * d.i;
+           return t;
          }}}},
   };
   return table;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,12 +55,14 @@ struct Textbook {
   double flops = 0;
 };
 
-// One launch of a level, run on a workspace of type Ws.
+// One launch of a level, run on a workspace of type Ws. The launcher and the formula are usually
+// lambdas written in the table; std::function lets a helper that builds rows shared by several
+// lessons (gemm_common.cuh's Linear-layer rows) keep what it was given.
 template <class Ws>
 struct LaunchRow {
-  std::string kernel;                   // the name the timeline and the memory chart show
-  Status (*launch)(Ws&, cudaStream_t);  // enqueues the kernel on the workspace's buffers
-  Textbook (*textbook)(const Dims&);    // its textbook traffic at a shape and precision
+  std::string kernel;                               // the name the timeline and memory chart show
+  std::function<Status(Ws&, cudaStream_t)> launch;  // enqueues it on the workspace's buffers
+  std::function<Textbook(const Dims&)> textbook;    // its textbook traffic at a shape and precision
 };
 
 // One rung of the fusion ladder.

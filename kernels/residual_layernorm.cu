@@ -174,18 +174,18 @@ Status launch_add(const T* x, const T* r, T* h, int64_t n, cudaStream_t stream) 
 // ---- workspace -----------------------------------------------------------------------------
 
 // Device buffers for one shape and element type: inputs x, r, gamma, beta; outputs h, y; the
-// unfused chain's row statistics mean and rstd.
+// unfused chain's row statistics mean and rstd. Rows of length_ = C elements.
 template <typename T>
-class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNormWorkspace<T>> {
+class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNormWorkspace<T>>,
+                                         RowWorkspaceBase {
  public:
-  ResidualLayerNormWorkspace(int64_t rows, int c, double tolerance)
-      : rows_(rows), c_(c), n_(rows * c), tolerance_(tolerance) {}
+  using RowWorkspaceBase::RowWorkspaceBase;  // (rows, C, tolerance)
 
   static const LevelTable<ResidualLayerNormWorkspace>& levels();  // the ladder, below
 
   Status allocate() {
     FL_TRY(allocate_elements<T>(
-        {{&x_, n_}, {&r_, n_}, {&h_, n_}, {&y_, n_}, {&gamma_, c_}, {&beta_, c_}}));
+        {{&x_, n_}, {&r_, n_}, {&h_, n_}, {&y_, n_}, {&gamma_, length_}, {&beta_, length_}}));
     FL_TRY(allocate_elements<float>({{&mean_, rows_}, {&rstd_, rows_}}));
     return sums_.allocate(sizeof(ErrorSums));
   }
@@ -193,8 +193,8 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), n_, mix64(seed + 1), kXLo, kXHi, stream));
     FL_TRY(fill_uniform(r_.as<T>(), n_, mix64(seed + 2), kRLo, kRHi, stream));
-    FL_TRY(fill_uniform(gamma_.as<T>(), c_, mix64(seed + 3), kGammaLo, kGammaHi, stream));
-    return fill_uniform(beta_.as<T>(), c_, mix64(seed + 4), kBetaLo, kBetaHi, stream);
+    FL_TRY(fill_uniform(gamma_.as<T>(), length_, mix64(seed + 3), kGammaLo, kGammaHi, stream));
+    return fill_uniform(beta_.as<T>(), length_, mix64(seed + 4), kBetaLo, kBetaHi, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -206,12 +206,9 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
     return run_check(
         sums_, tolerance_, stream,
         [&](ErrorSums* sums) {
-          constexpr int kWarps = kCheckThreads / 32;
-          const int64_t wanted = (rows_ + kWarps - 1) / kWarps;
-          const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
-          check_kernel<T><<<blocks, kCheckThreads, 0, stream>>>(
+          check_kernel<T><<<warp_per_row_blocks(kCheckThreads), kCheckThreads, 0, stream>>>(
               x_.as<T>(), r_.as<T>(), gamma_.as<T>(), beta_.as<T>(), h_.as<T>(), y_.as<T>(), rows_,
-              c_, sums);
+              length_, sums);
         },
         result);
   }
@@ -221,8 +218,8 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
                   std::vector<HostTensor>* outputs) override {
     FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_},
                                 {"r", r_.as<T>(), n_},
-                                {"gamma", gamma_.as<T>(), c_},
-                                {"beta", beta_.as<T>(), c_}},
+                                {"gamma", gamma_.as<T>(), length_},
+                                {"beta", beta_.as<T>(), length_}},
                                stream, inputs));
     return download_tensors<T>({{"y", y_.as<T>(), n_}, {"h", h_.as<T>(), n_}}, stream, outputs);
   }
@@ -231,13 +228,9 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   // What every row kernel takes.
   RowArgs<T> args() const {
     return {x_.as<T>(), r_.as<T>(),        gamma_.as<T>(),    beta_.as<T>(), h_.as<T>(),
-            y_.as<T>(), mean_.as<float>(), rstd_.as<float>(), rows_,         c_};
+            y_.as<T>(), mean_.as<float>(), rstd_.as<float>(), rows_,         length_};
   }
 
-  int64_t rows_;
-  int c_;
-  int64_t n_;
-  double tolerance_;
   DeviceBuffer x_, r_, h_, y_, gamma_, beta_, mean_, rstd_, sums_;
 };
 

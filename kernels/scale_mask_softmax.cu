@@ -562,10 +562,10 @@ Status launch_rows(RowKernel kernel, const T* in, T* out, float* row_max, float*
 // Device buffers for one shape and element type: the scores S, the unfused chain's
 // intermediates (s*S, masked, exponentials), the probabilities P and the fp32 row max and sum.
 template <typename T>
-class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWorkspace<T>> {
+class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWorkspace<T>>,
+                                        RowWorkspaceBase {
  public:
-  ScaleMaskSoftmaxWorkspace(int64_t rows, int length, double tolerance)
-      : rows_(rows), length_(length), n_(rows * length), tolerance_(tolerance) {}
+  using RowWorkspaceBase::RowWorkspaceBase;  // (rows, keys per row L, tolerance)
 
   static const LevelTable<ScaleMaskSoftmaxWorkspace>& levels();  // the ladder, below
 
@@ -586,10 +586,8 @@ class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWo
 
   Status check(cudaStream_t stream, CheckResult* result) override {
     FL_CUDA_TRY(cudaMemsetAsync(sums_.get(), 0, sizeof(CheckSums), stream));
-    const int64_t wanted = (rows_ + kCheckWarps - 1) / kCheckWarps;
-    const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
-    check_kernel<T><<<blocks, kThreads, 0, stream>>>(s_.as<T>(), p_.as<T>(), rows_, length_,
-                                                     sums_.as<CheckSums>());
+    check_kernel<T><<<warp_per_row_blocks(kThreads), kThreads, 0, stream>>>(
+        s_.as<T>(), p_.as<T>(), rows_, length_, sums_.as<CheckSums>());
     FL_CUDA_TRY(cudaGetLastError());
     CheckSums host{};
     FL_CUDA_TRY(cudaMemcpyAsync(&host, sums_.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
@@ -616,10 +614,6 @@ class ScaleMaskSoftmaxWorkspace final : public LevelWorkspace<ScaleMaskSoftmaxWo
                           row_sum_.as<float>(), rows_, length_, stream);
   }
 
-  int64_t rows_;
-  int length_;
-  int64_t n_;
-  double tolerance_;
   DeviceBuffer s_, s1_, s2_, e_, p_;  // S, s*S, masked, exponentials, probabilities
   DeviceBuffer row_max_, row_sum_, sums_;
 };

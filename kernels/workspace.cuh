@@ -72,6 +72,30 @@ Status run_check(const DeviceBuffer& sums, double tolerance, cudaStream_t stream
   return Status::Ok();
 }
 
+// What a row-wise lesson's workspace holds besides its tensors (residual_layernorm,
+// scale_mask_softmax): `rows` rows of `length` elements, n = rows x length in all, and the
+// check's tolerance. The workspace derives from this as well as from LevelWorkspace and inherits
+// its constructor, so make_workspace constructs it from (rows, length, tolerance).
+class RowWorkspaceBase {
+ public:
+  RowWorkspaceBase(int64_t rows, int length, double tolerance)
+      : rows_(rows), length_(length), n_(rows * length), tolerance_(tolerance) {}
+
+ protected:
+  // Blocks of `threads` threads for an fp64 check kernel that gives each row one warp (a
+  // grid-stride loop over the rows): enough to fill any GPU, at most 4096.
+  unsigned warp_per_row_blocks(int threads) const {
+    const int warps = threads / 32;
+    const int64_t wanted = (rows_ + warps - 1) / warps;
+    return static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+  }
+
+  int64_t rows_;
+  int length_;
+  int64_t n_;
+  double tolerance_;
+};
+
 // Copies n elements of type T to the host as doubles (for the CPU-reference tests).
 template <typename T>
 Status download_as_double(const T* device, int64_t n, cudaStream_t stream,

@@ -33,8 +33,6 @@
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_common.cuh"
@@ -54,7 +52,6 @@ constexpr int kPanelK = 64;    // the panel is stored in K-blocks of 64 (128-byt
 constexpr int kMaxK = 768;     // the panel's longest rows: 64 x 768 bf16 = 96 KB
 constexpr int kThreads = 288;  // warps 0-7: two consumer warpgroups; warp 8: the producer
 constexpr int kConsumerWarps = 8;
-constexpr int64_t kStreamedFrom = 1024;                // tokens: from here on the streamed kernel
 constexpr int kPanelBlockBytes = kRows * kPanelK * 2;  // 8 KB
 constexpr int kBoxBytes = kStageK * kBoxN * 2;         // 8 KB
 constexpr int kBoxesPerSlot = kTileN / kBoxN;          // 4
@@ -287,238 +284,6 @@ Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat1
   return Status::Ok();
 }
 
-// ---- the streamed kernel (thousands of tokens): x and W both stream, 128 x 256 tiles --------
-// The panel kernel's block does 64 FLOP per byte of W it receives, and its ring keeps 96 KB in
-// flight; the tensor cores wait for W. Here a block owns 128 rows and streams x too: each ring
-// slot holds x's 128 x 64 box (16 KB) and W's 64 x 256 (32 KB), 85 FLOP per byte, and four slots
-// keep 144 KB in flight. The price: the rows' statistics come first (a pass over the block's x
-// rows, once per block, all loads in flight), and every slot's x box is normalized in shared
-// memory as it lands (each warpgroup its own 64 rows, while the tensor cores still multiply the
-// previous slot), so x is read from L2 once per tile instead of once per block.
-namespace streamed {
-constexpr int kRows = 128;                                        // tokens per block
-constexpr int kStageK = 64;                                       // K per ring slot
-constexpr int kStages = 4;                                        // 3 slots in flight
-constexpr int kXBytes = kRows * kStageK * 2;                      // 16 KB of x per slot
-constexpr int kWBoxBytes = kStageK * kBoxN * 2;                   // 8 KB per W box, four per slot
-constexpr int kSlotBytes = kXBytes + kBoxesPerSlot * kWBoxBytes;  // 48 KB
-constexpr int kMaxK = 4096;                                       // gamma and beta in shared memory
-constexpr int kRowsPerWarp = kRows / kConsumerWarps;              // 16 for the statistics
-
-size_t shared_bytes(int k) {
-  const int k_pad = (k + kStageK - 1) / kStageK * kStageK;
-  return size_t(kStages) * kSlotBytes + 2 * kRows * sizeof(float) + 2 * size_t(k_pad) * 2 +
-         (2 * kStages) * sizeof(uint64_t) + 1024;
-}
-
-// Mean and 1/std of the warp's 16 rows, straight from x: for each 16-byte chunk position, the 16
-// rows' loads are all issued before any is used. Sums are shifted by each row's first element,
-// so nothing cancels for rows far from 0. Rows past the last token get 0 and 0.
-__device__ void row_statistics(const bf16* x, const WgmmaArgs& a, int64_t row0, int warp, int lane,
-                               float* mean, float* rstd) {
-  const int chunks = a.k / 8;
-  float shift[kRowsPerWarp], sum[kRowsPerWarp], squares[kRowsPerWarp];
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int64_t row = row0 + kRowsPerWarp * warp + i;
-    shift[i] = row < a.m ? __bfloat162float(x[row * a.k]) : 0.0f;
-    sum[i] = squares[i] = 0.0f;
-  }
-  for (int j = lane; j < chunks; j += 32) {
-    uint4 raw[kRowsPerWarp];
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const int64_t row = min(row0 + kRowsPerWarp * warp + i, a.m - 1);
-      raw[i] = reinterpret_cast<const uint4*>(x + row * a.k)[j];
-    }
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      float v[8];
-      unpack8(raw[i], v);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float d = v[e] - shift[i];
-        sum[i] += d;
-        squares[i] += d * d;
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const float s = warp_sum(sum[i]) / a.k, q = warp_sum(squares[i]) / a.k;
-    const int r = kRowsPerWarp * warp + i;
-    if (lane == 0) {
-      const bool real = row0 + r < a.m;
-      mean[r] = real ? shift[i] + s : 0.0f;
-      rstd[r] =
-          real ? rsqrtf(fmaxf(q - s * s, 0.0f) + static_cast<float>(gemm::kLayerNormEps)) : 0.0f;
-    }
-  }
-}
-
-// 128 accumulators a thread need more than the 168 registers a 288- or 384-thread block gets
-// (an SM's quarter holds 16K registers, and the 9th or 12th warp shares one): the block has 384
-// threads, the producer's warpgroup hands its registers back (setmaxnreg.dec to 40) and the
-// consumers take them (setmaxnreg.inc to 232), as the cap at entry allows (HOPPER.md).
-constexpr int kThreads = 384;  // warpgroups 0 and 1: consumers; 2: the producer (one thread)
-
-__global__ void __launch_bounds__(kThreads, 1)
-    ln_gemm_streamed_kernel(const __grid_constant__ CUtensorMap x_map,
-                            const __grid_constant__ CUtensorMap w_map, const bf16* x, WgmmaArgs a) {
-#ifdef FL_SM90A_DEVICE
-  extern __shared__ unsigned char shared_raw[];
-  unsigned char* ring = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
-  float* mean = reinterpret_cast<float*>(ring + kStages * kSlotBytes);
-  float* rstd = mean + kRows;
-  const int k_steps = (a.k + kStageK - 1) / kStageK, k_pad = k_steps * kStageK;
-  bf16* gamma = reinterpret_cast<bf16*>(rstd + kRows);  // zero past K: padding normalizes to 0
-  bf16* beta = gamma + k_pad;
-  uint64_t* full = reinterpret_cast<uint64_t*>(beta + k_pad);
-  uint64_t* empty = full + kStages;
-
-  const int64_t row0 = int64_t(blockIdx.y) * kRows;
-  const int n_tiles = (a.n + kTileN - 1) / kTileN;
-  const int tile_begin = blockIdx.x * a.tiles_per_block;
-  const int tile_end = min(n_tiles, tile_begin + a.tiles_per_block);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      hopper::barrier_init(&full[s], 1);
-      hopper::barrier_init(&empty[s], kConsumerWarps);
-    }
-    hopper::barrier_init_fence();
-  }
-  __syncthreads();
-
-  if (warp >= kConsumerWarps) {
-    // The producer: x's box and W's four boxes per slot, from the first moment.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (warp != kConsumerWarps || lane != 0) return;
-    int slot = 0;
-    uint32_t phase = 0;
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
-      for (int ks = 0; ks < k_steps; ++ks) {
-        hopper::wait(&empty[slot], phase ^ 1);
-        hopper::arrive_expect_bytes(&full[slot], kSlotBytes);
-        unsigned char* dst = ring + slot * kSlotBytes;
-        hopper::copy_box(dst, &x_map, ks * kStageK, static_cast<int>(row0), &full[slot]);
-        for (int box = 0; box < kBoxesPerSlot; ++box) {
-          hopper::copy_box(dst + kXBytes + box * kWBoxBytes, &w_map, tile * kTileN + box * kBoxN,
-                           ks * kStageK, &full[slot]);
-        }
-        if (++slot == kStages) slot = 0, phase ^= 1;
-      }
-    }
-    return;
-  }
-
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-  // The consumers: gamma and beta into shared memory, the rows' statistics, then the tiles.
-  // Warpgroup c multiplies rows [64 c, 64 c + 64) by all 256 columns of a tile.
-  const int c = warp / 4, t = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < k_pad; i += 32 * kConsumerWarps) {
-    gamma[i] = i < a.k ? a.gamma[i] : __float2bfloat16_rn(0.0f);
-    beta[i] = i < a.k ? a.beta[i] : __float2bfloat16_rn(0.0f);
-  }
-  row_statistics(x, a, row0, warp, lane, mean, rstd);
-  hopper::sync_threads(1, 32 * kConsumerWarps);
-
-  // This thread normalizes chunk j = t % 8 (8 elements) of rows 64 c + t / 8 + 16 i, i < 4, of
-  // every x box: a quarter-warp covers one row's 128 bytes, so no bank conflicts.
-  const int j = t % 8;
-  int slot = 0, previous = 0;
-  uint32_t phase = 0;
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
-    float acc[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-    for (int ks = 0; ks < k_steps; ++ks) {
-      unsigned char* xs = ring + slot * kSlotBytes;
-      hopper::wait(&full[slot], phase);
-      float g[8], b[8];
-      unpack8(reinterpret_cast<const uint4*>(gamma + ks * kStageK)[j], g);
-      unpack8(reinterpret_cast<const uint4*>(beta + ks * kStageK)[j], b);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = 64 * c + t / 8 + 16 * i;
-        uint4* chunk = reinterpret_cast<uint4*>(xs + r * 128 + ((j ^ (r % 8)) << 4));
-        float v[8];
-        unpack8(*chunk, v);
-        uint4 out;
-        bf16* h = reinterpret_cast<bf16*>(&out);
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          h[e] = __float2bfloat16_rn((v[e] - mean[r]) * rstd[r] * g[e] + b[e]);
-        *chunk = out;
-      }
-      hopper::fence_async_shared();      // the normalized box is read by wgmma next
-      hopper::sync_threads(2 + c, 128);  // this warpgroup's 64 rows are all normalized
-      hopper::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kStageK / 16; ++kk) {
-        const uint64_t desc_a = hopper::descriptor(xs + 64 * c * 128 + kk * 32, 16, 1024);
-        const uint64_t desc_b = hopper::descriptor(xs + kXBytes + kk * 16 * 128, kWBoxBytes, 1024);
-        hopper::wgmma_m64n256k16(acc, desc_a, desc_b, 1);
-      }
-      hopper::wgmma_commit();
-      hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
-      if (ks > 0 && lane == 0) hopper::arrive(&empty[previous]);
-      previous = slot;
-      if (++slot == kStages) slot = 0, phase ^= 1;
-    }
-    hopper::wgmma_wait<0>();
-    if (lane == 0) hopper::arrive(&empty[previous]);
-
-    // Epilogue: acc[4 j + 2 h + e] is y[row(h)][col(j) + e] (kernels/hopper.cuh).
-    const int64_t row_base = row0 + 64 * c + 16 * (warp % 4) + lane / 4;
-#pragma unroll
-    for (int jj = 0; jj < 32; ++jj) {
-      const int col = tile * kTileN + 8 * jj + 2 * (lane % 4);
-      if (col >= a.n) continue;  // n is even: col + 1 < n too
-      const float2 bias =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + col));
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = row_base + 8 * h;
-        if (row < a.m) {
-          *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.n + col) =
-              __floats2bfloat162_rn(acc[4 * jj + 2 * h] + bias.x, acc[4 * jj + 2 * h + 1] + bias.y);
-        }
-      }
-    }
-  }
-#endif
-}
-
-Status launch(const bf16* x, const WgmmaArgs& args0, const bf16* w, int sms, int optin,
-              cudaStream_t stream, bool* launched) {
-  const size_t bytes = shared_bytes(args0.k);
-  if (args0.k > kMaxK || bytes > size_t(optin)) return Status::Ok();
-  const int64_t row_blocks = (args0.m + kRows - 1) / kRows;
-  const int n_tiles = (args0.n + kTileN - 1) / kTileN;
-  if (row_blocks > 65535) return Status::Ok();
-  const int runs_wanted = static_cast<int>(std::max<int64_t>(1, sms / row_blocks));
-  WgmmaArgs args = args0;
-  args.tiles_per_block = (n_tiles + runs_wanted - 1) / runs_wanted;
-  const int runs = (n_tiles + args.tiles_per_block - 1) / args.tiles_per_block;
-
-  CUtensorMap x_map, w_map;
-  FL_TRY(hopper::make_tensor_map_2d(&x_map, x, args.m, args.k, kRows, kStageK));
-  FL_TRY(hopper::make_tensor_map_2d(&w_map, w, args.k, args.n, kStageK, kBoxN));
-  FL_CUDA_TRY(cudaFuncSetAttribute(ln_gemm_streamed_kernel,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(bytes)));
-  const dim3 grid(static_cast<unsigned>(runs), static_cast<unsigned>(row_blocks));
-  ln_gemm_streamed_kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, x, args);
-  FL_CUDA_TRY(cudaGetLastError());
-  *launched = true;
-  return Status::Ok();
-}
-
-}  // namespace streamed
-
 }  // namespace
 
 bool ln_gemm_wgmma_built() {
@@ -534,7 +299,7 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
                          const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m, int k, int n,
                          int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
-  if (!ln_gemm_wgmma_built() || m < 1 || k % 8 != 0 || n % 8 != 0) {
+  if (!ln_gemm_wgmma_built() || m < 1 || k % 8 != 0 || k > kMaxK || n % 8 != 0) {
     return Status::Ok();
   }
   for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(gamma),
@@ -551,14 +316,6 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (major != 9 || minor != 0) return Status::Ok();
   const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0};
-  // The panel kernel while its 64-row blocks leave SMs idle in the streamed kernel's 128-row
-  // ones, the streamed kernel from kStreamedFrom tokens on (measured, docs/PERFORMANCE.md) and
-  // for rows longer than the panel holds. FL_LN_WGMMA=panel|streamed forces one (tuning).
-  static const char* forced = std::getenv("FL_LN_WGMMA");
-  const bool streamed_first =
-      forced ? std::string(forced) == "streamed" : (m >= kStreamedFrom || k > kMaxK);
-  if (streamed_first) FL_TRY(streamed::launch(x, args, w, sms, optin, stream, launched));
-  if (*launched || k > kMaxK) return Status::Ok();
   return launch(x, args, w, sms, optin, stream, launched);
 }
 

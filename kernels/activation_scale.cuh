@@ -103,8 +103,8 @@ class ActivationScaleWorkspace final
 
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_}}, stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), n_}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), n_}}, {{"y", y_.as<T>(), n_}}, stream, inputs,
+                          outputs);
   }
 
  private:

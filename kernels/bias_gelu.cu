@@ -95,8 +95,8 @@ class BiasGeluWorkspace final : public LevelWorkspace<BiasGeluWorkspace<T>> {
   // Inputs x (rows x C, flat) and b (C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_}, {"b", b_.as<T>(), c_}}, stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), n_}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), n_}, {"b", b_.as<T>(), c_}}, {{"y", y_.as<T>(), n_}},
+                          stream, inputs, outputs);
   }
 
  private:

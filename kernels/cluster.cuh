@@ -109,6 +109,36 @@ inline Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& 
 // only), every block's thread 0 stamps %globaltimer at the end of each of kPhases phases, and
 // after the run the launcher prints, per phase, the earliest and latest block relative to the
 // first start. The run then synchronizes, so it is not for timing the whole kernel.
+// A launch of `clusters` clusters of `size` blocks in a 1-D grid, `threads` threads and `shared`
+// bytes of dynamic shared memory a block: the configuration and the cluster attribute it points
+// to (so not copyable).
+struct Launch {
+  cudaLaunchAttribute attr{};
+  cudaLaunchConfig_t config{};
+  Launch(int clusters, int size, int threads, size_t shared, cudaStream_t stream = nullptr) {
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(size);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    config.gridDim = dim3(static_cast<unsigned>(clusters * size));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.dynamicSmemBytes = shared;
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+  }
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+};
+
+// Whether all of the launch's clusters can be resident at once: the cluster kernels' blocks
+// wait on each other, so every cluster must run from the start.
+inline Status all_resident(const void* kernel, const Launch& launch, bool* fit) {
+  int most = 0;
+  FL_TRY(max_active_clusters(kernel, launch.config, &most));
+  *fit = launch.config.gridDim.x / launch.attr.val.clusterDim.x <= unsigned(most);
+  return Status::Ok();
+}
+
 constexpr int kPhases = 6;
 
 __device__ __forceinline__ void stamp(unsigned long long* timeline, int phase) {

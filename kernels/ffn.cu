@@ -471,26 +471,18 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
   cluster::wait_started();
   {
-    // The mma leaves a lane 2 adjacent units of 2 rows; lanes 2t and 2t + 1 swap halves so that
-    // each sends 4 adjacent units of one row with one 16-byte store (width is a multiple of 4:
-    // the 4 never straddle two blocks).
+    // Each lane sends 4 adjacent units of one row with one 16-byte store (tc::lane_quad; width
+    // is a multiple of 4: the 4 never straddle two blocks).
     const int wm = (warp / Up::kWarpsN) * Up::kWM, wn = (warp % Up::kWarpsN) * Up::kWN;
-    const bool even = (lane & 1) == 0;
 #pragma unroll
     for (int mt = 0; mt < Up::kMT; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < Up::kNT; ++nt) {
-        const float* c = up[mt][nt];
-        const float s0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
-        const float s1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
-        const int r = wm + mt * 16 + (lane >> 2) + (even ? 0 : 8);
-        const int col = wn + nt * 8 + 4 * ((lane & 3) >> 1);
+        const tc::LaneQuad q = tc::lane_quad(up[mt][nt], lane);
+        const int r = wm + mt * 16 + q.row, col = wn + nt * 8 + q.col;
         if (warp >= Up::kMmaWarps || r >= live || col >= units_all) continue;
         const int p = col / width, u = col - p * width;
-        cluster::store_peer(
-            recv + (int64_t(rank) * kTM + r) * width + u, p,
-            make_uint4(__float_as_uint(even ? c[0] : s0), __float_as_uint(even ? c[1] : s1),
-                       __float_as_uint(even ? s0 : c[2]), __float_as_uint(even ? s1 : c[3])));
+        cluster::store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p, q.bits());
       }
     }
   }
@@ -527,11 +519,10 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   stamp(a, 3);
 
   // 4. down: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
-  //    chains) over the cluster's units. The mma leaves a lane 2 adjacent columns of 2 rows;
-  //    lanes 2t and 2t + 1 swap halves so that each adds 4 adjacent columns of one row with one
-  //    16-byte atomic (half the L2 operations).
+  //    chains) over the cluster's units. Each lane adds 4 adjacent columns of one row with one
+  //    16-byte atomic (tc::lane_quad: half the L2 operations).
   const int row_tiles = rows / 16, col_tiles = (static_cast<int>(cols) + 15) / 16;
-  const bool quad_ok = a.c % 4 == 0, even = (lane & 1) == 0;
+  const bool quad_ok = a.c % 4 == 0;
   auto down = [&](int nt16, auto mt_tag) {
     constexpr int MT = decltype(mt_tag)::value;
     float acc[MT][2][4] = {};
@@ -541,18 +532,14 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        const float* c = acc[mt][nt];
-        const float r0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
-        const float r1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
-        const float v[4] = {even ? c[0] : r0, even ? c[1] : r1, even ? r0 : c[2], even ? r1 : c[3]};
-        const int64_t row = mt * 16 + (lane >> 2) + (even ? 0 : 8);
-        const int64_t n = c0 + nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
+        const tc::LaneQuad q = tc::lane_quad(acc[mt][nt], lane);
+        const int64_t row = mt * 16 + q.row, n = c0 + nt16 * 16 + nt * 8 + q.col;
         if (row >= a.m || n >= c0 + cols) continue;
         float* out = a.acc + row * a.c + n;
         if (quad_ok && n + 3 < c0 + cols) {
-          atomicAdd(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
+          atomicAdd(reinterpret_cast<float4*>(out), make_float4(q.v[0], q.v[1], q.v[2], q.v[3]));
         } else {
-          for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, v[e]);
+          for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, q.v[e]);
         }
       }
     }
@@ -656,21 +643,6 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   return finish_timeline(a, grid.x * grid.y, stream);
 }
 
-template <typename T, int kTM>
-cudaLaunchConfig_t cluster_config(const ClusterPlan<T, kTM>& p, cudaLaunchAttribute* cluster) {
-  *cluster = {};
-  cluster->id = cudaLaunchAttributeClusterDimension;
-  cluster->val.clusterDim.x = p.size;
-  cluster->val.clusterDim.y = cluster->val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(p.clusters * p.size);
-  config.blockDim = dim3(ClusterUp<kTM>::kThreads);
-  config.dynamicSmemBytes = p.bytes();
-  config.attrs = cluster;
-  config.numAttrs = 1;
-  return config;
-}
-
 // The cluster kernel's plan: the most blocks that can all be resident at once (one per SM:
 // they hold 100-220 KB of shared memory), so that every SM streams weights from the start; the
 // narrowest width (a multiple of 4 units, U = size x width at most 256) gives the most. Clusters of
@@ -696,11 +668,10 @@ Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>
          p.width <= kMaxClusterWidth && p.width * size <= kClusterUnits; p.width += 4) {
       if (p.bytes() > size_t(optin)) continue;
       p.clusters = (a.hidden + p.units() - 1) / p.units();
-      cudaLaunchAttribute cluster;
-      const cudaLaunchConfig_t config = cluster_config(p, &cluster);
-      int fit = 0;
-      FL_TRY(cluster::max_active_clusters(kernel, config, &fit));
-      if (p.clusters > fit) continue;
+      bool fit = false;
+      FL_TRY(cluster::all_resident(
+          kernel, cluster::Launch(p.clusters, p.size, ClusterUp<kTM>::kThreads, p.bytes()), &fit));
+      if (!fit) continue;
       if (!*ok || p.clusters * p.size > plan->clusters * plan->size) *plan = p;
       *ok = true;
       break;
@@ -712,14 +683,13 @@ Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>
 template <typename T, int kTM, bool kVectorized>
 Status launch_ffn_cluster(FfnArgs<T> a, const ClusterPlan<T, kTM>& plan, cudaStream_t stream) {
   auto kernel = ffn_cluster_kernel<T, kTM, kVectorized>;
-  cudaLaunchAttribute cluster;
-  cudaLaunchConfig_t config = cluster_config(plan, &cluster);
-  config.stream = stream;
+  const cluster::Launch launch(plan.clusters, plan.size, ClusterUp<kTM>::kThreads, plan.bytes(),
+                               stream);
   const unsigned blocks = plan.clusters * plan.size;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
   FL_TRY(start_timeline(&a, blocks));
-  FL_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a, plan));
+  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, kernel, a, plan));
   FL_CUDA_TRY(cudaGetLastError());
   return finish_timeline(a, blocks, stream);
 }
@@ -857,13 +827,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   // Inputs x (M x C), W1 (C x 4C), b1 (4C), W2 (4C x C), b2 (C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * c_},
-                                up_.weights_tensor("W1"),
-                                up_.bias_tensor("b1"),
-                                down_.weights_tensor("W2"),
-                                down_.bias_tensor("b2")},
-                               stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), m_ * c_}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), m_ * c_},
+                           up_.weights_tensor("W1"),
+                           up_.bias_tensor("b1"),
+                           down_.weights_tensor("W2"),
+                           down_.bias_tensor("b2")},
+                          {{"y", y_.as<T>(), m_ * c_}}, stream, inputs, outputs);
   }
 
  private:

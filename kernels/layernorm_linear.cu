@@ -420,24 +420,17 @@ __global__ void __launch_bounds__(kThreads)
         constexpr int MT = decltype(mt_tag)::value;
         float acc[MT][2][4] = {};
         tc::warp_multiply<T, MT, 2>(acc, xs + c0 * ld_x, ld_x, ws + nt16 * 16, ld_w, inputs);
-        // The mma leaves a lane 2 adjacent columns of 2 rows; lanes 2t and 2t + 1 swap halves
-        // so that each holds 4 adjacent columns of one row: one 16-byte store each.
-        const bool even = (lane & 1) == 0;
+        // Each lane holds 4 adjacent columns of one row (tc::lane_quad): one 16-byte store.
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt) {
-            const float* c = acc[mt][nt];
-            const float s0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
-            const float s1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
-            const int col = nt16 * 16 + nt * 8 + 4 * ((lane & 3) >> 1);
-            const int r = mt * 16 + (lane >> 2) + (even ? 0 : 8);  // within the chunk
+            const tc::LaneQuad q = tc::lane_quad(acc[mt][nt], lane);
+            const int col = nt16 * 16 + nt * 8 + q.col;
+            const int r = mt * 16 + q.row;  // within the chunk
             const int p = col / own, u = col - p * own;
             if (c0 + r >= live) continue;
-            cluster::store_peer(
-                recv + (int64_t(rank) * kLnChunk + r) * own + u, p,
-                make_uint4(__float_as_uint(even ? c[0] : s0), __float_as_uint(even ? c[1] : s1),
-                           __float_as_uint(even ? s0 : c[2]), __float_as_uint(even ? s1 : c[3])));
+            cluster::store_peer(recv + (int64_t(rank) * kLnChunk + r) * own + u, p, q.bits());
           }
         }
       };
@@ -484,21 +477,6 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
-template <typename T>
-cudaLaunchConfig_t ln_cluster_config(const LnClusterPlan<T>& p, cudaLaunchAttribute* attr) {
-  *attr = {};
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = p.size;
-  attr->val.clusterDim.y = attr->val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(p.clusters * p.size);
-  config.blockDim = dim3(p.threads);
-  config.dynamicSmemBytes = p.bytes();
-  config.attrs = attr;
-  config.numAttrs = 1;
-  return config;
-}
-
 // The plan: for clusters of 4 then 8 (8 then 4 at up to 16 tokens; FL_LN_CLUSTER=8|4|2 forces a
 // size, for tuning), the narrowest `own` (most clusters) whose clusters are all resident at once,
 // so that every one of them streams W from the start. *ok is false when nothing fits (C not a
@@ -534,11 +512,10 @@ Status plan_ln_cluster(const LnArgs<T>& a, int sms, int optin, LnClusterPlan<T>*
     for (p.own = own; p.width() <= 512; p.own += step) {
       if (p.bytes() > size_t(optin)) break;
       p.clusters = (a.n + p.width() - 1) / p.width();
-      cudaLaunchAttribute attr;
-      const cudaLaunchConfig_t config = ln_cluster_config(p, &attr);
-      int fit = 0;
-      FL_TRY(cluster::max_active_clusters(kernel, config, &fit));
-      if (p.clusters > fit) continue;
+      bool fit = false;
+      FL_TRY(cluster::all_resident(
+          kernel, cluster::Launch(p.clusters, p.size, p.threads, p.bytes()), &fit));
+      if (!fit) continue;
       *plan = p;
       *ok = true;
       return Status::Ok();
@@ -567,16 +544,14 @@ Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* la
   FL_TRY(plan_ln_cluster(a, sms, optin, &plan, launched));
   if (!*launched) return Status::Ok();
   const void* kernel = ln_cluster_kernel<T>(plan.threads);
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t config = ln_cluster_config(plan, &attr);
-  config.stream = stream;
+  const cluster::Launch launch(plan.clusters, plan.size, plan.threads, plan.bytes(), stream);
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
   LnArgs<T> args = a;
   const unsigned blocks = plan.clusters * plan.size;
   FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", blocks, &args.timeline));
   void* params[] = {&args, &plan};
-  FL_CUDA_TRY(cudaLaunchKernelExC(&config, kernel, params));
+  FL_CUDA_TRY(cudaLaunchKernelExC(&launch.config, kernel, params));
   FL_CUDA_TRY(cudaGetLastError());
   return cluster::finish_timeline("ln_gemm", static_cast<long long>(a.m), blocks, args.timeline,
                                   stream);
@@ -852,13 +827,12 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
   // Inputs x (M x C), gamma, beta (C), W (C x 3C), b (3C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), m_ * k_},
-                                {"gamma", gamma_.as<T>(), k_},
-                                {"beta", beta_.as<T>(), k_},
-                                linear_.weights_tensor("W"),
-                                linear_.bias_tensor("b")},
-                               stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), m_ * n_}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), m_ * k_},
+                           {"gamma", gamma_.as<T>(), k_},
+                           {"beta", beta_.as<T>(), k_},
+                           linear_.weights_tensor("W"),
+                           linear_.bias_tensor("b")},
+                          {{"y", y_.as<T>(), m_ * n_}}, stream, inputs, outputs);
   }
 
  private:

@@ -67,11 +67,10 @@ class LinearGeluWorkspace final : public LevelWorkspace<LinearGeluWorkspace<T>> 
   // Inputs x (M x C), W (C x 4C), b (4C); output y.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), linear_.in_elements()},
-                                linear_.weights_tensor("W"),
-                                linear_.bias_tensor("b")},
-                               stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), linear_.out_elements()}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), linear_.in_elements()},
+                           linear_.weights_tensor("W"),
+                           linear_.bias_tensor("b")},
+                          {{"y", y_.as<T>(), linear_.out_elements()}}, stream, inputs, outputs);
   }
 
  private:

@@ -216,12 +216,11 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   // Inputs x, r, gamma, beta (the reference reads C from gamma's length); outputs y, h.
   Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                   std::vector<HostTensor>* outputs) override {
-    FL_TRY(download_tensors<T>({{"x", x_.as<T>(), n_},
-                                {"r", r_.as<T>(), n_},
-                                {"gamma", gamma_.as<T>(), length_},
-                                {"beta", beta_.as<T>(), length_}},
-                               stream, inputs));
-    return download_tensors<T>({{"y", y_.as<T>(), n_}, {"h", h_.as<T>(), n_}}, stream, outputs);
+    return download_io<T>({{"x", x_.as<T>(), n_},
+                           {"r", r_.as<T>(), n_},
+                           {"gamma", gamma_.as<T>(), length_},
+                           {"beta", beta_.as<T>(), length_}},
+                          {{"y", y_.as<T>(), n_}, {"h", h_.as<T>(), n_}}, stream, inputs, outputs);
   }
 
  private:

@@ -332,6 +332,32 @@ __device__ __forceinline__ void block_multiply_resident(
   __syncthreads();
 }
 
+// The mma leaves a lane 2 adjacent columns of 2 rows of a 16 x 8 tile (for_each_pair below);
+// lanes 2t and 2t + 1 swap halves so that each holds 4 adjacent columns of one row, for one
+// 16-byte store or atomic: the even lane row lane / 4, the odd lane row lane / 4 + 8, columns
+// `col` .. `col` + 3 of the tile. Every lane of the warp must call it (it shuffles).
+struct LaneQuad {
+  float v[4];
+  int row, col;  // within the 16 x 8 tile
+  __device__ uint4 bits() const {
+    return make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                      __float_as_uint(v[3]));
+  }
+};
+__device__ __forceinline__ LaneQuad lane_quad(const float (&c)[4], int lane) {
+  const bool even = (lane & 1) == 0;
+  const float s0 = __shfl_xor_sync(0xffffffffu, even ? c[2] : c[0], 1);
+  const float s1 = __shfl_xor_sync(0xffffffffu, even ? c[3] : c[1], 1);
+  LaneQuad q;
+  q.v[0] = even ? c[0] : s0;
+  q.v[1] = even ? c[1] : s1;
+  q.v[2] = even ? s0 : c[2];
+  q.v[3] = even ? s1 : c[3];
+  q.row = (lane >> 2) + (even ? 0 : 8);
+  q.col = 4 * ((lane & 3) >> 1);
+  return q;
+}
+
 // Calls f(row, col, v0, v1) for each pair of horizontally adjacent accumulators a thread holds
 // (row and col relative to the block tile; col even). Threads outside the multiplying warps hold
 // none.

@@ -129,4 +129,13 @@ Status download_tensors(const std::vector<DeviceTensor<T>>& tensors, cudaStream_
   return Status::Ok();
 }
 
+// download()'s usual body: the inputs, then the outputs, each in order.
+template <typename T>
+Status download_io(const std::vector<DeviceTensor<T>>& in, const std::vector<DeviceTensor<T>>& out,
+                   cudaStream_t stream, std::vector<HostTensor>* inputs,
+                   std::vector<HostTensor>* outputs) {
+  FL_TRY(download_tensors<T>(in, stream, inputs));
+  return download_tensors<T>(out, stream, outputs);
+}
+
 }  // namespace fl

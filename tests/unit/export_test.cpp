@@ -305,7 +305,7 @@ TEST(TraceExport, KernelsAreNamedByTheirOperation) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"gelu", "scale", "fused gelu·scale"}));
-  EXPECT_TRUE(full_names.count("elementwise_kernel<float, fl::Gelu>"))
+  EXPECT_TRUE(full_names.count("elementwise_kernel<float, fl::GeluFastOp>"))
       << "the full name is in args";
 }
 

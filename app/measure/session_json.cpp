@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/measure/caps.h"
 #include "app/measure/file_io.h"
 #include "kernels/catalog.h"
 
@@ -1209,6 +1210,12 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   }
   switch (frame.kind) {
     case Kind::copy:
+      // As many as the live engine keeps: more is no recording of ours, and memory.
+      if (session_.device.copy_bandwidth.size() >= kMaxCopyReferences) {
+        return Status::Error("device.copy_bandwidth: more than " +
+                             std::to_string(kMaxCopyReferences) +
+                             " entries (the live engine keeps at most that many)");
+      }
       session_.device.copy_bandwidth.push_back(copy_);
       return Status::Ok();
     case Kind::launch:

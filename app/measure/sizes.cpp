@@ -1,5 +1,6 @@
 #include "app/measure/sizes.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -59,6 +60,12 @@ Status parse_size_list(const std::string& text, std::vector<int64_t>* out) {
   while (std::getline(ss, item, ',')) {
     int64_t n = 0;
     FL_TRY(parse_size(item, &n));
+    // A session holds one measurement per (lesson, size, level, precision, cache): refused here,
+    // before any GPU work, rather than when the session is saved.
+    if (std::find(out->begin(), out->end(), n) != out->end()) {
+      return Status::Error("size " + format_size(n) + " is listed twice in '" +
+                           shorten_for_message(text) + "'; each size is measured once");
+    }
     out->push_back(n);
   }
   if (out->empty()) return Status::Error("no sizes given");

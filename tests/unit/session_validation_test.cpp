@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/measure/caps.h"
 #include "app/measure/peers.h"
 #include "app/measure/session_json.h"
 
@@ -220,6 +221,18 @@ TEST(SessionValidation, NegativeOrImpossibleDeviceFacts) {
             "device.compute_capability: must be MAJOR.MINOR like \"9.0\", not '-1.-1'");
   EXPECT_EQ(refusal([](json& j) { j["device"]["copy_bandwidth"][0]["bytes"] = -1; }),
             "device.copy_bandwidth[0].bytes: must be between 0 and 1099511627776 (1 TiB), not -1");
+}
+
+TEST(SessionValidation, CopyReferencesAreCapped) {
+  // The live engine keeps at most kMaxCopyReferences (app/measure/caps.h); a file with more is
+  // refused before it grows the loader's memory further.
+  EXPECT_EQ(refusal([](json& j) {
+              json& copies = j["device"]["copy_bandwidth"];
+              const json one = copies[0];
+              for (size_t i = copies.size(); i <= kMaxCopyReferences; ++i) copies.push_back(one);
+            }),
+            "device.copy_bandwidth: more than 2048 entries (the live engine keeps at most that "
+            "many)");
 }
 
 TEST(SessionValidation, RepeatedMeasurements) {

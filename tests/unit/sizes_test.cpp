@@ -84,6 +84,14 @@ TEST(Sizes, ParsesLists) {
   EXPECT_FALSE(parse_size_list("1K,,oops", &v).ok());
 }
 
+TEST(Sizes, RefusesASizeListedTwice) {
+  std::vector<int64_t> v;
+  const Status st = parse_size_list("1M,4K,1024K", &v);  // 1024K is 1M
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "size 1M is listed twice in '1M,4K,1024K'; each size is measured once");
+  EXPECT_TRUE(parse_size_list("1K,1000", &v).ok());  // 1024 and 1000 differ
+}
+
 TEST(Sizes, FormatsRoundTrip) {
   EXPECT_EQ(format_size(1024), "1K");
   EXPECT_EQ(format_size(64 << 20), "64M");

@@ -28,6 +28,7 @@
 #include "kernels/catalog.h"
 #include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
+#include "kernels/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
 #include "kernels/tensor_gemm.cuh"
@@ -59,6 +60,8 @@ namespace {
 // Chunks of kTM = 64 tokens, or 16 at up to 16 tokens (the mma tiles are 16 rows: fewer padded
 // rows to multiply). Warps: 2 x 2 at 64 tokens; 1 x S/16 at 16.
 constexpr int kFfnColumns = 64;
+constexpr int64_t kFfnClusterTokens = 64;  // the most tokens the cluster kernel takes
+constexpr int64_t kFfnWgmmaFrom = 128;     // tokens: from here on the wgmma kernel (measured)
 // At 16 tokens the ring is deep enough (12 stages at S = 32) that a block's whole W1 slice is in
 // flight at once at C = 768.
 template <int kTM, int kS>
@@ -802,6 +805,11 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     FL_TRY(counters_.allocate((2 + kMaxClusterBlocks) * sizeof(unsigned)));
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    if (kRings && m_ > kFfnClusterTokens) {  // the wgmma kernel's h ring and counters
+      FL_TRY(h_ring_.allocate(ffn_wgmma_ring_rows() * h_ * sizeof(T)));
+      FL_TRY(tile_counters_.allocate(ffn_wgmma_counters(m_) * sizeof(unsigned)));
+      FL_CUDA_TRY(cudaMemset(tile_counters_.get(), 0, tile_counters_.bytes()));
+    }
     FL_TRY(up_.allocate());
     return down_.allocate();
   }
@@ -852,12 +860,33 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
                        static_cast<int>(c_),
                        static_cast<int>(h_),
                        nullptr};
+    if constexpr (kRings) {
+      // From kFfnWgmmaFrom tokens on, the wgmma kernel (kernels/ffn_wgmma.cu) where it runs.
+      // FL_FFN_KERNEL=wgmma|split forces one where it can run (tuning).
+      static const char* forced = std::getenv("FL_FFN_KERNEL");
+      const bool wgmma = forced ? std::string(forced) == "wgmma" : m_ >= kFfnWgmmaFrom;
+      if (wgmma) {
+        int device = 0, sms = 0;
+        FL_CUDA_TRY(cudaGetDevice(&device));
+        FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        const FfnWgmmaBuffers b{x_.as<T>(),      up_.weights(), up_.bias(),
+                                down_.weights(), down_.bias(),  y_.as<T>(),
+                                h_ring_.as<T>(), tile_counters_.as<unsigned>()};
+        bool launched = false;
+        FL_TRY(try_ffn_wgmma(b, m_, static_cast<int>(c_), static_cast<int>(h_), sms, stream,
+                             &launched));
+        if (launched) return Status::Ok();
+      }
+    }
     return launch_ffn_fused(a, stream);
   }
 
+  // Whether level 2 can take the wgmma kernel: bf16 on a build with the wgmma kernels.
+  static constexpr bool kRings = std::is_same_v<T, __nv_bfloat16> && kWgmmaBuild;
+
   int64_t m_, c_, h_;
   double tolerance_;
-  DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_;
+  DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, h_ring_, tile_counters_;
   LinearLayer<T> up_, down_;
 };
 
@@ -921,7 +950,11 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
   // counters (40 bytes) and, at up to 64 tokens, the hidden slices' shares of y (at most 32 MiB).
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t h = 4 * c;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 40 +
+    // bf16 on Hopper builds beyond 64 tokens: the wgmma kernel's h ring and counters too.
+    const int64_t ring = b == 2 && kWgmmaBuild && m > 64
+                             ? ffn_wgmma_ring_rows() * h * b + ffn_wgmma_counters(m) * 4
+                             : 0;
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 40 + ring +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 };

@@ -1,0 +1,207 @@
+// The FFN's level 2 at hundreds to thousands of tokens on Hopper (sm_90a): y = GELU(x W1 + b1)
+// W2 + b2 as one persistent kernel of streamed wgmma tiles (kernels/wgmma_gemm.cuh), h kept in
+// a ring in L2 instead of on the SM.
+//
+// Why not in shared memory: at many tokens a block would need its rows' whole 4C-wide h, or its
+// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn.cu: 3 ms at 16K
+// tokens, its atomics grow with the tokens). Here h lives one level out, in L2 (50 MB on an
+// H100): a ring of kRing row blocks of 128 tokens x 4C (18.9 MB at C = 768) that is written and
+// read back before L2 evicts it, so h costs L2 bandwidth, not HBM's, and each GEMM runs at
+// tensor-core tile efficiency.
+//
+//   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring (L2)
+//   h  --TMA--> down tile: y[128 x 256] = h W2 + b2        --st.global--> y (HBM)
+//
+//   * Tiles: row block rb (128 tokens) has U = 4C / 256 up tiles (12 at C = 768, K = C) and
+//     D = C / 256 down tiles (3, K = 4C). The tile list interleaves them: step s holds the up
+//     tiles of row block s and then the down tiles of row block s - kLag, so a row block's down
+//     tiles come about a wave of blocks after its up tiles (kLag x 15 = 180 tiles later, against
+//     132 blocks at work at once). Persistent blocks, one per SM, take every gridDim-th tile.
+//   * Order between tiles, through two counters per row block in global memory: a down tile's
+//     producer waits until up_done[rb] = U before its TMA reads h; an up tile waits until the
+//     down tiles of the row block that last used its ring slot (rb - kRing) are done before h is
+//     overwritten. A tile's consumers store, fence, meet at a named barrier, and one thread adds
+//     1 with release semantics; waiters acquire. Every dependency is earlier in the list and the
+//     launch is cooperative (all blocks resident), so the earliest unfinished tile can always
+//     run: no deadlock. The last tile to pass a counter resets it, so the next run starts at 0.
+//
+// Budget at 16K tokens, C = 768: 2 x 2 M C 4C = 155 GFLOP (157 us at 989 TFLOP/s); HBM: x 25 MB
+// + W1, W2 9.4 MB + y 25 MB = 60 MB (20 us at 3.06 TB/s); h 100 MB written to L2 and read back
+// by 3 down-tile columns: 400 MB of L2 traffic, none of it HBM while the ring stays resident.
+#include "kernels/ffn_wgmma.h"
+
+#include <algorithm>
+
+#include "kernels/activations.cuh"
+#include "kernels/cuda_check.h"
+#include "kernels/hopper.cuh"
+#include "kernels/wgmma_gemm.cuh"
+
+namespace fl {
+namespace {
+
+using bf16 = __nv_bfloat16;
+namespace wg = wgmma_gemm;
+
+constexpr int kLag = 12;   // steps between a row block's up tiles and its down tiles
+constexpr int kRing = 24;  // row blocks of h in the ring (> kLag: a slot is reused after use)
+
+struct FfnWgmmaArgs {
+  const bf16 *b1, *b2;
+  bf16 *h, *y;                   // h: the ring, kRing x 128 rows of `hidden`
+  unsigned *up_done, *down_done;  // per row block
+  int64_t m;
+  int c, hidden, row_blocks;
+};
+
+struct Tile {
+  bool down;
+  int rb, nt;  // row block, column tile
+};
+
+// Tile p of the list: steps 0 .. R + kLag - 1, step s = the U up tiles of row block s (s < R),
+// then the D down tiles of row block s - kLag (when that is a row block).
+__device__ inline Tile tile_at(int p, int rows, int up, int down) {
+  const int only_up = min(kLag, rows);  // steps with up tiles only
+  if (p < only_up * up) return {false, p / up, p % up};
+  p -= only_up * up;
+  const int both = max(rows - kLag, 0);  // steps with up and down tiles
+  if (p < both * (up + down)) {
+    const int s = kLag + p / (up + down), q = p % (up + down);
+    return q < up ? Tile{false, s, q} : Tile{true, s - kLag, q - up};
+  }
+  p -= both * (up + down);
+  return {true, both + p / down, p % down};  // steps with down tiles only
+}
+
+__device__ inline void wait_count(const unsigned* counter, unsigned target) {
+  while (hopper::load_acquire(counter) < target) __nanosleep(64);
+}
+
+__global__ void __launch_bounds__(wg::kThreads, 1)
+    ffn_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
+                     const __grid_constant__ CUtensorMap w1_map,
+                     const __grid_constant__ CUtensorMap h_map,
+                     const __grid_constant__ CUtensorMap w2_map, FfnWgmmaArgs a) {
+#ifdef FL_SM90A_DEVICE
+  extern __shared__ unsigned char shared_raw[];
+  const wg::Ring ring = wg::make_ring(shared_raw);
+  const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
+  const int tiles = a.row_blocks * (up + down);
+  const int k_up = (a.c + wg::kBK - 1) / wg::kBK, k_down = (a.hidden + wg::kBK - 1) / wg::kBK;
+  wg::Cursor at;
+
+  if (wg::is_producer()) {
+    wg::producer_registers();
+    if (threadIdx.x != wg::kConsumerThreads) return;
+    for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
+      const Tile t = tile_at(p, a.row_blocks, up, down);
+      if (t.down) {
+        wait_count(&a.up_done[t.rb], up);  // all of the row block's h is in the ring
+        hopper::fence_async_global();      // ... and visible to TMA's reads
+        wg::produce_tile(ring, at, &h_map, &w2_map, t.rb % kRing * wg::kBM, t.nt * wg::kBN,
+                         k_down);
+      } else {
+        wg::produce_tile(ring, at, &x_map, &w1_map, t.rb * wg::kBM, t.nt * wg::kBN, k_up);
+      }
+    }
+    return;
+  }
+
+  wg::consumer_registers();
+  const int c = threadIdx.x / 128;
+  for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
+    const Tile t = tile_at(p, a.row_blocks, up, down);
+    float acc[128];
+    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c, [](const unsigned char*, int) {});
+    const int col0 = t.nt * wg::kBN;
+    if (t.down) {  // y = acc + b2
+      wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
+        const int64_t row = int64_t(t.rb) * wg::kBM + r;
+        if (row >= a.m || col0 + col >= a.c) return;  // c is even: col + 1 < c too
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b2 + col0 + col));
+        *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.c + col0 + col) =
+            __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
+      });
+    } else {  // h = GELU(acc + b1), rounded to bf16 as level 1's h is, into the ring's slot
+      if (t.rb >= kRing) wait_count(&a.down_done[t.rb - kRing], down);  // the slot's last reader
+      bf16* h = a.h + int64_t(t.rb % kRing) * wg::kBM * a.hidden;
+      wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
+        if (col0 + col >= a.hidden) return;
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b1 + col0 + col));
+        *reinterpret_cast<__nv_bfloat162*>(h + int64_t(r) * a.hidden + col0 + col) =
+            __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
+      });
+    }
+    // Publish: every thread's stores, then one release add for the tile.
+    __threadfence();
+    hopper::fence_async_global();
+    hopper::sync_threads(1, wg::kConsumerThreads);
+    if (threadIdx.x == 0) {
+      if (t.down) {
+        if (hopper::add_release(&a.down_done[t.rb], 1) == unsigned(down - 1)) {
+          atomicExch(&a.up_done[t.rb], 0u);  // every down tile of rb is past its wait
+          if (t.rb + kRing >= a.row_blocks) atomicExch(&a.down_done[t.rb], 0u);  // no reader left
+        }
+      } else if (hopper::add_release(&a.up_done[t.rb], 1) == unsigned(up - 1) && t.rb >= kRing) {
+        atomicExch(&a.down_done[t.rb - kRing], 0u);  // every up tile of rb is past its wait
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+int64_t ffn_wgmma_ring_rows() { return int64_t(kRing) * wg::kBM; }
+
+int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + wg::kBM - 1) / wg::kBM); }
+
+Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int sms,
+                     cudaStream_t stream, bool* launched) {
+  *launched = false;
+  if (!kWgmmaBuild || m < 1 || c % 8 != 0 || hidden % 8 != 0 || !b.h_ring || !b.counters) {
+    return Status::Ok();
+  }
+  for (const void* p : {static_cast<const void*>(b.x), static_cast<const void*>(b.w1),
+                        static_cast<const void*>(b.w2), static_cast<const void*>(b.h_ring)}) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
+  }
+  int device = 0, major = 0, minor = 0, optin = 0, cooperative = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (major != 9 || minor != 0 || !cooperative || wg::kSharedBytes > size_t(optin)) {
+    return Status::Ok();
+  }
+  const int64_t row_blocks = (m + wg::kBM - 1) / wg::kBM;
+  const int64_t tiles = row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
+  if (tiles > (int64_t(1) << 30)) return Status::Ok();
+
+  auto kernel = ffn_wgmma_kernel;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(wg::kSharedBytes)));
+  int per_sm = 0;
+  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, wg::kThreads,
+                                                            wg::kSharedBytes));
+  if (per_sm < 1) return Status::Ok();
+  CUtensorMap x_map, w1_map, h_map, w2_map;
+  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, wg::kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, wg::kBK, wg::kBoxN));
+  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
+                                    wg::kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
+  FfnWgmmaArgs args{b.b1,       b.b2, b.h_ring, b.y,       b.counters,
+                    b.counters + row_blocks, m, c, hidden, static_cast<int>(row_blocks)};
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
+  void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};
+  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid),
+                                          dim3(wg::kThreads), params, wg::kSharedBytes, stream));
+  FL_CUDA_TRY(cudaGetLastError());
+  *launched = true;
+  return Status::Ok();
+}
+
+}  // namespace fl

@@ -61,7 +61,7 @@ namespace {
 // rows to multiply). Warps: 2 x 2 at 64 tokens; 1 x S/16 at 16.
 constexpr int kFfnColumns = 64;
 constexpr int64_t kFfnClusterTokens = 64;  // the most tokens the cluster kernel takes
-constexpr int64_t kFfnWgmmaFrom = 128;     // tokens: from here on the wgmma kernel (measured)
+constexpr int64_t kFfnWgmmaFrom = 256;     // tokens: from here on the wgmma kernel (measured)
 // At 16 tokens the ring is deep enough (12 stages at S = 32) that a block's whole W1 slice is in
 // flight at once at C = 768.
 template <int kTM, int kS>

@@ -31,6 +31,7 @@
 #include "kernels/ffn_wgmma.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
@@ -44,7 +45,7 @@ using bf16 = __nv_bfloat16;
 namespace wg = wgmma_gemm;
 
 constexpr int kLag = 12;   // steps between a row block's up tiles and its down tiles
-constexpr int kRing = 24;  // row blocks of h in the ring (> kLag: a slot is reused after use)
+constexpr int kRing = 24;  // row blocks of h in the ring (> lag: a slot is reused after use)
 
 struct FfnWgmmaArgs {
   const bf16 *b1, *b2;
@@ -52,6 +53,7 @@ struct FfnWgmmaArgs {
   unsigned *up_done, *down_done;  // per row block
   int64_t m;
   int c, hidden, row_blocks;
+  int lag, ring;  // kLag and kRing unless FL_FFN_LAG / FL_FFN_RING say otherwise (tuning)
 };
 
 struct Tile {
@@ -61,14 +63,14 @@ struct Tile {
 
 // Tile p of the list: steps 0 .. R + kLag - 1, step s = the U up tiles of row block s (s < R),
 // then the D down tiles of row block s - kLag (when that is a row block).
-__device__ inline Tile tile_at(int p, int rows, int up, int down) {
-  const int only_up = min(kLag, rows);  // steps with up tiles only
+__device__ inline Tile tile_at(int p, int rows, int up, int down, int lag) {
+  const int only_up = min(lag, rows);  // steps with up tiles only
   if (p < only_up * up) return {false, p / up, p % up};
   p -= only_up * up;
-  const int both = max(rows - kLag, 0);  // steps with up and down tiles
+  const int both = max(rows - lag, 0);  // steps with up and down tiles
   if (p < both * (up + down)) {
-    const int s = kLag + p / (up + down), q = p % (up + down);
-    return q < up ? Tile{false, s, q} : Tile{true, s - kLag, q - up};
+    const int s = lag + p / (up + down), q = p % (up + down);
+    return q < up ? Tile{false, s, q} : Tile{true, s - lag, q - up};
   }
   p -= both * (up + down);
   return {true, both + p / down, p % down};  // steps with down tiles only
@@ -95,11 +97,11 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
     wg::producer_registers();
     if (threadIdx.x != wg::kConsumerThreads) return;
     for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
-      const Tile t = tile_at(p, a.row_blocks, up, down);
+      const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
       if (t.down) {
         wait_count(&a.up_done[t.rb], up);  // all of the row block's h is in the ring
         hopper::fence_async_global();      // ... and visible to TMA's reads
-        wg::produce_tile(ring, at, &h_map, &w2_map, t.rb % kRing * wg::kBM, t.nt * wg::kBN,
+        wg::produce_tile(ring, at, &h_map, &w2_map, t.rb % a.ring * wg::kBM, t.nt * wg::kBN,
                          k_down);
       } else {
         wg::produce_tile(ring, at, &x_map, &w1_map, t.rb * wg::kBM, t.nt * wg::kBN, k_up);
@@ -111,9 +113,9 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
   wg::consumer_registers();
   const int c = threadIdx.x / 128;
   for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
-    const Tile t = tile_at(p, a.row_blocks, up, down);
+    const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
     float acc[128];
-    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c, [](const unsigned char*, int) {});
+    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
     const int col0 = t.nt * wg::kBN;
     if (t.down) {  // y = acc + b2
       wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
@@ -124,8 +126,8 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
             __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
       });
     } else {  // h = GELU(acc + b1), rounded to bf16 as level 1's h is, into the ring's slot
-      if (t.rb >= kRing) wait_count(&a.down_done[t.rb - kRing], down);  // the slot's last reader
-      bf16* h = a.h + int64_t(t.rb % kRing) * wg::kBM * a.hidden;
+      if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
+      bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
       wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
         if (col0 + col >= a.hidden) return;
         const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b1 + col0 + col));
@@ -141,10 +143,10 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
       if (t.down) {
         if (hopper::add_release(&a.down_done[t.rb], 1) == unsigned(down - 1)) {
           atomicExch(&a.up_done[t.rb], 0u);  // every down tile of rb is past its wait
-          if (t.rb + kRing >= a.row_blocks) atomicExch(&a.down_done[t.rb], 0u);  // no reader left
+          if (t.rb + a.ring >= a.row_blocks) atomicExch(&a.down_done[t.rb], 0u);  // no reader left
         }
-      } else if (hopper::add_release(&a.up_done[t.rb], 1) == unsigned(up - 1) && t.rb >= kRing) {
-        atomicExch(&a.down_done[t.rb - kRing], 0u);  // every up tile of rb is past its wait
+      } else if (hopper::add_release(&a.up_done[t.rb], 1) == unsigned(up - 1) && t.rb >= a.ring) {
+        atomicExch(&a.down_done[t.rb - a.ring], 0u);  // every up tile of rb is past its wait
       }
     }
   }
@@ -193,8 +195,12 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
                                     wg::kBK));
   FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
-  FfnWgmmaArgs args{b.b1,       b.b2, b.h_ring, b.y,       b.counters,
-                    b.counters + row_blocks, m, c, hidden, static_cast<int>(row_blocks)};
+  FfnWgmmaArgs args{b.b1, b.b2, b.h_ring, b.y, b.counters, b.counters + row_blocks,
+                    m,    c,    hidden,   static_cast<int>(row_blocks), kLag, kRing};
+  static const char* lag = std::getenv("FL_FFN_LAG");
+  static const char* ring = std::getenv("FL_FFN_RING");
+  if (ring) args.ring = std::clamp(std::atoi(ring), 2, kRing);
+  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 1);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
   void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid),

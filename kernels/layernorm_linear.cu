@@ -735,50 +735,31 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
                                   args.timeline, stream);
 }
 
-// Level 2's folded weights (kernels/ln_gemm_folded.cu), made once per weights; bf16 on builds
-// with the wgmma kernels only, null elsewhere.
-struct FoldedWeights {
-  const __nv_bfloat16* w = nullptr;
-  const float* colsum = nullptr;
-  const float* bias = nullptr;
-};
-constexpr int64_t kLnFoldedFrom = 512;  // tokens: from here on the folded kernel (measured)
-
 template <typename T>
 Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
-                           const FoldedWeights& folded, T* y, int64_t m, int k, int n,
-                           cudaStream_t stream) {
+                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
   int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // Which kernel, by token count (measured on an H100, docs/PERFORMANCE.md): up to 16 tokens the
   // panel kernel; up to 128 the cluster kernel where it runs (Hopper, bf16), else the panel
-  // kernel (up to 256); beyond, where they run (Hopper built for sm_90a, bf16), the wgmma panel
-  // kernel (kernels/ln_gemm_wgmma.cu) and from kLnFoldedFrom tokens the folded one
-  // (kernels/ln_gemm_folded.cu); where none fits, the tile kernel.
-  // FL_LN_KERNEL=tile|panel|cluster|wgmma|folded forces one where it can run (tuning).
+  // kernel (up to 256); beyond, the wgmma kernel where it runs (Hopper built for sm_90a, bf16,
+  // kernels/ln_gemm_wgmma.cu); where none fits, the tile kernel.
+  // FL_LN_KERNEL=tile|panel|cluster|wgmma forces one where it can run (tuning).
   static const char* forced = std::getenv("FL_LN_KERNEL");
   const std::string pick = forced                ? forced
                            : m <= 16             ? "panel"
                            : m <= kLnClusterPick ? "cluster"
-                           : m < kLnFoldedFrom   ? "wgmma"
-                                                 : "folded";
+                                                 : "wgmma";
   const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, nullptr};
   bool launched = false;
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    if (pick == "folded") {
-      FL_TRY(try_ln_gemm_folded(x, folded.w, folded.colsum, folded.bias, y, m, k, n, sms, stream,
-                                &launched));
-      if (launched) return Status::Ok();
-    }
-    if (pick == "wgmma" || pick == "folded") {
+    if (pick == "wgmma") {
       FL_TRY(try_ln_gemm_wgmma(x, gamma, beta, w, bias, y, m, k, n, sms, stream, &launched));
       if (launched) return Status::Ok();
     }
   }
-  if (pick == "cluster" || pick == "wgmma" || pick == "folded") {
-    FL_TRY(try_ln_cluster(args, sms, stream, &launched));
-  }
+  if (pick == "cluster" || pick == "wgmma") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
   if (!launched && pick != "tile") FL_TRY(try_ln_panel(args, sms, stream, &launched));
   if (launched) return Status::Ok();
   const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
@@ -818,11 +799,6 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                                  {&t_, m_ * n_},
                                  {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    if (kFolds) {  // level 2's folded weights: W' (K x N) and s, b' (N each, fp32)
-      FL_TRY(w_folded_.allocate(k_ * n_ * sizeof(T)));
-      FL_TRY(colsum_.allocate(n_ * sizeof(float)));
-      FL_TRY(bias_folded_.allocate(n_ * sizeof(float)));
-    }
     return linear_.allocate();
   }
 
@@ -833,14 +809,7 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                         stream));
     FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
                         stream));
-    FL_TRY(linear_.fill(seed, 0, stream));
-    if constexpr (kFolds) {  // new weights: fold gamma and beta into them once (not timed)
-      return fold_layernorm_weights(gamma_.as<T>(), beta_.as<T>(), linear_.weights(),
-                                    linear_.bias(), static_cast<int>(k_), static_cast<int>(n_),
-                                    w_folded_.as<T>(), colsum_.as<float>(),
-                                    bias_folded_.as<float>(), stream);
-    }
-    return Status::Ok();
+    return linear_.fill(seed, 0, stream);
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -877,17 +846,9 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
   }
 
-  // Whether level 2 can take the folded kernel: bf16 on a build with the wgmma kernels.
-  static constexpr bool kFolds = std::is_same_v<T, __nv_bfloat16> && kWgmmaBuild;
-
-  FoldedWeights folded() const {
-    if constexpr (kFolds) return {w_folded_.as<T>(), colsum_.as<float>(), bias_folded_.as<float>()};
-    return {};
-  }
-
   int64_t m_, k_, n_;
   double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_, w_folded_, colsum_, bias_folded_;
+  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_;
   LinearLayer<T> linear_;
 };
 
@@ -926,8 +887,7 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
        {{"ln_gemm_bias",
          [](Ws& w, cudaStream_t s) {
            return launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(),
-                                      w.linear_.weights(), w.linear_.bias(), w.folded(),
-                                      w.y_.as<T>(), w.m_,
+                                      w.linear_.weights(), w.linear_.bias(), w.y_.as<T>(), w.m_,
                                       static_cast<int>(w.k_), static_cast<int>(w.n_), s);
          },
          // The statistics re-read x from L2: not counted. What the epilogue level's GEMM
@@ -974,9 +934,7 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
   // x and xn (M x C), gamma and beta (C), W (C x 3C), b (3C), and t, y (M x 3C).
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t n = 3 * c;
-    // bf16 on Hopper builds: level 2's folded W' (c n) and s, b' (n fp32 each) too.
-    const int64_t folded = b == 2 && kWgmmaBuild ? c * n * b + 8 * n : 0;
-    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b + folded;
+    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b;
   }
 };
 

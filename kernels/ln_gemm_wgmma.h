@@ -7,7 +7,6 @@
 
 #include <cstdint>
 
-#include "kernels/hopper.cuh"  // kWgmmaBuild
 #include "kernels/status.h"
 
 namespace fl {
@@ -23,17 +22,5 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
                          const __nv_bfloat16* beta, const __nv_bfloat16* w,
                          const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m, int k, int n,
                          int sms, cudaStream_t stream, bool* launched);
-
-// ---- the folded kernel (kernels/ln_gemm_folded.cu): thousands of tokens ---------------------
-// LN(x) W + b = rstd (x W' - mean s) + b' with W' = diag(gamma) W, s = W''s column sums and
-// b' = beta W + b: fold_layernorm_weights makes W' (k x n bf16), s and b' (n fp32 each) once per
-// weights; try_ln_gemm_folded then runs the per-call kernel where it can (as try_ln_gemm_wgmma).
-Status fold_layernorm_weights(const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
-                              const __nv_bfloat16* w, const __nv_bfloat16* bias, int k, int n,
-                              __nv_bfloat16* w_folded, float* colsum, float* bias_folded,
-                              cudaStream_t stream);
-Status try_ln_gemm_folded(const __nv_bfloat16* x, const __nv_bfloat16* w_folded,
-                          const float* colsum, const float* bias_folded, __nv_bfloat16* y,
-                          int64_t m, int k, int n, int sms, cudaStream_t stream, bool* launched);
 
 }  // namespace fl

@@ -1,7 +1,7 @@
 // The streamed tensor-core GEMM tile of our big-token kernels on Hopper (sm_90a): C = A B for a
 // 128 x 256 tile, both operands streamed by TMA through a ring of shared-memory slots, multiplied
-// by wgmma into fp32 registers. The LayerNorm-Linear (kernels/ln_gemm_wgmma.cu) and the FFN
-// (kernels/ffn_wgmma.cu) each write only their epilogue and their order of tiles around it.
+// by wgmma into fp32 registers. The FFN's big-token kernel (kernels/ffn_wgmma.cu) writes only
+// its epilogues and its order of tiles around it.
 //
 //   A (M x K, row-major, e.g. x)  --TMA: a 128 x 64 box (16 KB)------+
 //                                                                    +--> slot (48 KB) x 4
@@ -115,17 +115,13 @@ __device__ inline void produce_tile(const Ring& r, Cursor& at, const CUtensorMap
 }
 
 // A consumer warpgroup (c = 0 or 1): acc = its 64 rows of the tile, over k_steps slots.
-// observe(slot, ks) runs after each slot has landed and before it is freed: the LayerNorm reads
-// its rows' statistics from A's box there (kernels/ln_gemm_wgmma.cu); pass a no-op otherwise.
-template <class Observe>
 __device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128], int k_steps,
-                                    int c, Observe&& observe) {
+                                    int c) {
   const int lane = threadIdx.x % 32;
   int previous = 0;
   for (int ks = 0; ks < k_steps; ++ks) {
     hopper::wait(&r.full[at.slot], at.phase);
     const unsigned char* slot = r.slots + at.slot * kSlotBytes;
-    observe(slot, ks);
     hopper::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {

@@ -6,10 +6,12 @@
 // is two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written once and read
 // once; level 2 is one kernel of ours on tensor cores, split over the hidden dimension: h never
 // leaves the chip and the blocks' shares of y are summed in L2 (counted by the memory chart's L2
-// bytes, not in the textbook bytes). Two data paths, both explained below: on sm_90 at up to 64
-// tokens clusters of 8 blocks share h through distributed shared memory and add their shares
-// with atomics (ffn_cluster_kernel); elsewhere each block owns a slice of h and the shares are
-// summed after a grid barrier (ffn_fused_kernel). The level table below has every launch's bytes.
+// bytes, not in the textbook bytes). Three data paths: on sm_90 at up to 64 tokens clusters of 8
+// blocks share h through distributed shared memory and add their shares with atomics
+// (ffn_cluster_kernel, below); on sm_90a builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles
+// of both GEMMs with h in a ring in L2 (kernels/ffn_wgmma.cu); elsewhere each block owns a slice
+// of h and the shares are summed after a grid barrier (ffn_fused_kernel, below). The level table
+// below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -911,9 +913,12 @@ const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
        "h goes to HBM and back once",
        {up.epilogue, down.epilogue}},
       {"fused",
-       "one tensor-core kernel split over the 4C hidden units: each block keeps its slice of h "
-       "on chip and adds its share of y",
-       "each block's slice of h = GELU(x W1 + b1), in shared memory; the shares of y meet in L2",
+       "one tensor-core kernel: below 256 tokens split over the 4C hidden units (each block keeps "
+       "its slice of h on chip and adds its share of y); from 256 tokens both GEMMs' tiles, h in "
+       "a ring in L2",
+       "each block's slice of h = GELU(x W1 + b1), in shared memory, the shares of y meeting in "
+       "L2; or, from 256 tokens, h's row blocks in a ring in L2, read back by the down tiles "
+       "before L2 evicts them",
        {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
          [](const Dims& d) {
            const int64_t tokens = d.s * d.i * d.b, weights = d.i * 4 * d.i * d.b;  // x or y; W

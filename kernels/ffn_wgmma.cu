@@ -44,8 +44,8 @@ namespace {
 using bf16 = __nv_bfloat16;
 namespace wg = wgmma_gemm;
 
-constexpr int kLag = 12;   // steps between a row block's up tiles and its down tiles
-constexpr int kRing = 96;  // row blocks of h in the ring (> lag: a slot is reused after use)
+constexpr int kLag = 40;   // steps between a row block's up tiles and its down tiles
+constexpr int kRing = 64;  // row blocks of h in the ring (> lag: a slot is reused after use)
 
 struct FfnWgmmaArgs {
   const bf16 *b1, *b2;

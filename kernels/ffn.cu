@@ -9,7 +9,7 @@
 // bytes, not in the textbook bytes). Three data paths: on sm_90 at up to 64 tokens clusters of 8
 // blocks share h through distributed shared memory and add their shares with atomics
 // (ffn_cluster_kernel, below); on sm_90a builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles
-// of both GEMMs with h in a ring in L2 (kernels/ffn_wgmma.cu); elsewhere each block owns a slice
+// of both GEMMs with h through a ring buffer (kernels/ffn_wgmma.cu); elsewhere each block owns a slice
 // of h and the shares are summed after a grid barrier (ffn_fused_kernel, below). The level table
 // below has every launch's bytes.
 #include <cuda_bf16.h>
@@ -914,11 +914,11 @@ const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
        {up.epilogue, down.epilogue}},
       {"fused",
        "one tensor-core kernel: below 256 tokens split over the 4C hidden units (each block keeps "
-       "its slice of h on chip and adds its share of y); from 256 tokens both GEMMs' tiles, h in "
-       "a ring in L2",
+       "its slice of h on chip and adds its share of y); from 256 tokens both GEMMs' tiles, h "
+       "through a ring buffer",
        "each block's slice of h = GELU(x W1 + b1), in shared memory, the shares of y meeting in "
-       "L2; or, from 256 tokens, h's row blocks in a ring in L2, read back by the down tiles "
-       "before L2 evicts them",
+       "L2; or, from 256 tokens, h's row blocks in a ring buffer, read back by the down tiles "
+       "soon after they are written (L2 still writes them back to HBM: see the counters)",
        {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
          [](const Dims& d) {
            const int64_t tokens = d.s * d.i * d.b, weights = d.i * 4 * d.i * d.b;  // x or y; W

@@ -1,22 +1,25 @@
 // The FFN's level 2 at hundreds to thousands of tokens on Hopper (sm_90a): y = GELU(x W1 + b1)
-// W2 + b2 as one persistent kernel of streamed wgmma tiles (kernels/wgmma_gemm.cuh), h kept in
-// a ring in L2 instead of on the SM.
+// W2 + b2 as one persistent kernel of streamed wgmma tiles (kernels/wgmma_gemm.cuh), h passed
+// from the up tiles to the down tiles through a ring buffer in global memory.
 //
 // Why not in shared memory: at many tokens a block would need its rows' whole 4C-wide h, or its
-// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn.cu: 3 ms at 16K
-// tokens, its atomics grow with the tokens). Here h lives one level out, in L2 (50 MB on an
-// H100): a ring of kRing row blocks of 128 tokens x 4C (18.9 MB at C = 768) that is written and
-// read back before L2 evicts it, so h costs L2 bandwidth, not HBM's, and each GEMM runs at
-// tensor-core tile efficiency.
+// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn.cu: 3.3 ms at
+// 16K tokens, its atomics grow with the tokens). Here h goes one level out: a ring of kRing row
+// blocks of 128 tokens x 4C (50 MB at C = 768), each read back by its down tiles soon after it
+// was written. What that buys, measured (docs/PERFORMANCE.md): each GEMM runs at tile
+// efficiency in one launch. What it does not: the counters show L2 writing h back to HBM all the
+// same (126 MB written at 16K tokens, as much as level 1's h; a ring of 24 row blocks, 19 MB,
+// still wrote 109 MB and ran 11% slower). At many tokens this rung saves a launch, not bytes.
 //
-//   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring (L2)
+//   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring
 //   h  --TMA--> down tile: y[128 x 256] = h W2 + b2        --st.global--> y (HBM)
 //
 //   * Tiles: row block rb (128 tokens) has U = 4C / 256 up tiles (12 at C = 768, K = C) and
 //     D = C / 256 down tiles (3, K = 4C). The tile list interleaves them: step s holds the up
 //     tiles of row block s and then the down tiles of row block s - kLag, so a row block's down
-//     tiles come about a wave of blocks after its up tiles (kLag x 15 = 180 tiles later, against
-//     132 blocks at work at once). Persistent blocks, one per SM, take every gridDim-th tile.
+//     tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles later,
+//     against 132 blocks at work at once: the best of lags 4-80 and rings 8-96 measured).
+//     Persistent blocks, one per SM, take every gridDim-th tile.
 //   * Order between tiles, through two counters per row block in global memory: a down tile's
 //     producer waits until up_done[rb] = U before its TMA reads h; an up tile waits until the
 //     down tiles of the row block that last used its ring slot (rb - kRing) are done before h is
@@ -25,9 +28,11 @@
 //     launch is cooperative (all blocks resident), so the earliest unfinished tile can always
 //     run: no deadlock. The last tile to pass a counter resets it, so the next run starts at 0.
 //
-// Budget at 16K tokens, C = 768: 2 x 2 M C 4C = 155 GFLOP (157 us at 989 TFLOP/s); HBM: x 25 MB
-// + W1, W2 9.4 MB + y 25 MB = 60 MB (20 us at 3.06 TB/s); h 100 MB written to L2 and read back
-// by 3 down-tile columns: 400 MB of L2 traffic, none of it HBM while the ring stays resident.
+// Budget at 16K tokens, C = 768: 2 x 2 M C 4C = 155 GFLOP (157 us at 989 TFLOP/s); HBM, textbook:
+// x 25 MB + W1, W2 9.4 MB + y 25 MB = 60 MB (20 us at 3.06 TB/s); h: 100 MB written and read back
+// by 3 down-tile columns (400 MB of L2 reads), and written back to HBM by L2 as measured above.
+// Measured at 16K: 381-384 us, ~405 TFLOP/s; at 1K tokens 59 us, the critical path of one up
+// tile and one down tile (K = 3072 on one SM): a split K for the down tiles is what would help.
 #include "kernels/ffn_wgmma.h"
 
 #include <algorithm>

@@ -85,6 +85,7 @@ __device__ inline void wait_count(const unsigned* counter, unsigned target) {
   while (hopper::load_acquire(counter) < target) __nanosleep(64);
 }
 
+template <int kBK>
 __global__ void __launch_bounds__(wg::kThreads, 1)
     ffn_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                      const __grid_constant__ CUtensorMap w1_map,
@@ -92,11 +93,12 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
                      const __grid_constant__ CUtensorMap w2_map, FfnWgmmaArgs a) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
-  const wg::Ring ring = wg::make_ring(shared_raw);
+  using S = wg::Shape<kBK>;
+  const wg::Ring ring = wg::make_ring<S>(shared_raw);
   const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
   const int tiles = a.row_blocks * (up + down);
-  const int k_up = (a.c + wg::kBK - 1) / wg::kBK, k_down = (a.hidden + wg::kBK - 1) / wg::kBK;
-  wg::Cursor at;
+  const int k_up = (a.c + kBK - 1) / kBK, k_down = (a.hidden + kBK - 1) / kBK;
+  wg::Cursor<S> at;
 
   if (wg::is_producer()) {
     wg::producer_registers();
@@ -187,7 +189,10 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   const int64_t tiles = row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
   if (tiles > (int64_t(1) << 30)) return Status::Ok();
 
-  auto kernel = ffn_wgmma_kernel;
+  // FL_WGMMA_K=32|64 picks the ring's slot K (tuning).
+  static const char* slot_k = std::getenv("FL_WGMMA_K");
+  const int bk = slot_k && std::atoi(slot_k) == 32 ? 32 : 64;
+  auto kernel = bk == 32 ? ffn_wgmma_kernel<32> : ffn_wgmma_kernel<64>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(wg::kSharedBytes)));
   int per_sm = 0;
@@ -195,11 +200,10 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
                                                             wg::kSharedBytes));
   if (per_sm < 1) return Status::Ok();
   CUtensorMap x_map, w1_map, h_map, w2_map;
-  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, wg::kBK));
-  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, wg::kBK, wg::kBoxN));
-  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
-                                    wg::kBK));
-  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
+  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, bk));
+  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, bk, wg::kBoxN));
+  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM, bk));
+  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, bk, wg::kBoxN));
   FfnWgmmaArgs args{b.b1, b.b2, b.h_ring, b.y, b.counters, b.counters + row_blocks,
                     m,    c,    hidden,   static_cast<int>(row_blocks), kLag, kRing};
   static const char* lag = std::getenv("FL_FFN_LAG");

@@ -85,7 +85,81 @@ __device__ inline void wait_count(const unsigned* counter, unsigned target) {
   while (hopper::load_acquire(counter) < target) __nanosleep(64);
 }
 
-template <int kBK>
+// A tile of the list, for this block: with clusters of 2 the list's row blocks are pairs and
+// rank r of the cluster takes row block 2 unit + r.
+template <class S>
+__device__ inline Tile my_tile(int p, const FfnWgmmaArgs& a, int up, int down) {
+  Tile t = tile_at(p, a.row_blocks / S::kCluster, up, down, a.lag);
+  t.rb = t.rb * S::kCluster + static_cast<int>(S::kCluster > 1 ? cluster::rank() : 0);
+  return t;
+}
+
+// The producer thread: each tile's dependency, then its slots.
+template <class S>
+__device__ void produce(const wg::Ring& ring, const FfnWgmmaArgs& a, const CUtensorMap* x_map,
+                        const CUtensorMap* w1_map, const CUtensorMap* h_map,
+                        const CUtensorMap* w2_map) {
+  const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
+  const int tiles = a.row_blocks / S::kCluster * (up + down), groups = gridDim.x / S::kCluster;
+  const int k_up = (a.c + S::kBK - 1) / S::kBK, k_down = (a.hidden + S::kBK - 1) / S::kBK;
+  wg::Cursor<S> at;
+  for (int p = blockIdx.x / S::kCluster; p < tiles; p += groups) {
+    const Tile t = my_tile<S>(p, a, up, down);
+    if (t.down) {
+      wait_count(&a.up_done[t.rb], up);  // all of the row block's h is in the ring
+      hopper::fence_async_global();      // ... and visible to TMA's reads
+      wg::produce_tile(ring, at, h_map, w2_map, t.rb % a.ring * wg::kBM, t.nt * wg::kBN, k_down);
+    } else {
+      wg::produce_tile(ring, at, x_map, w1_map, t.rb * wg::kBM, t.nt * wg::kBN, k_up);
+    }
+  }
+}
+
+// A tile's epilogue: y = acc + b2 (down), or h = GELU(acc + b1) into the ring's slot, rounded to
+// bf16 as level 1's h is (up).
+__device__ void store_tile(const Tile& t, const float (&acc)[128], int c, const FfnWgmmaArgs& a,
+                           int down) {
+  const int col0 = t.nt * wg::kBN;
+  if (t.down) {
+    wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
+      const int64_t row = int64_t(t.rb) * wg::kBM + r;
+      if (row >= a.m || col0 + col >= a.c) return;  // c is even: col + 1 < c too
+      const float2 b =
+          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b2 + col0 + col));
+      *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.c + col0 + col) =
+          __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
+    });
+    return;
+  }
+  if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
+  bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
+  wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
+    if (col0 + col >= a.hidden) return;
+    const float2 b =
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b1 + col0 + col));
+    *reinterpret_cast<__nv_bfloat162*>(h + int64_t(r) * a.hidden + col0 + col) =
+        __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
+  });
+}
+
+// After a tile's stores: every consumer thread fences, they meet, and one thread counts the tile
+// with release semantics; the last tile past a counter resets it for the next run.
+__device__ void publish(const Tile& t, const FfnWgmmaArgs& a, int up, int down) {
+  __threadfence();
+  hopper::fence_async_global();
+  hopper::sync_threads(1, wg::kConsumerThreads);
+  if (threadIdx.x != 0) return;
+  if (t.down) {
+    if (hopper::add_release(&a.down_done[t.rb], 1) == unsigned(down - 1)) {
+      atomicExch(&a.up_done[t.rb], 0u);  // every down tile of rb is past its wait
+      if (t.rb + a.ring >= a.row_blocks) atomicExch(&a.down_done[t.rb], 0u);  // no reader left
+    }
+  } else if (hopper::add_release(&a.up_done[t.rb], 1) == unsigned(up - 1) && t.rb >= a.ring) {
+    atomicExch(&a.down_done[t.rb - a.ring], 0u);  // every up tile of rb is past its wait
+  }
+}
+
+template <int kBK, int kCluster>
 __global__ void __launch_bounds__(wg::kThreads, 1)
     ffn_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                      const __grid_constant__ CUtensorMap w1_map,
@@ -93,70 +167,27 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
                      const __grid_constant__ CUtensorMap w2_map, FfnWgmmaArgs a) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
-  using S = wg::Shape<kBK>;
+  using S = wg::Shape<kBK, kCluster>;
   const wg::Ring ring = wg::make_ring<S>(shared_raw);
-  const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
-  const int tiles = a.row_blocks * (up + down);
-  const int k_up = (a.c + kBK - 1) / kBK, k_down = (a.hidden + kBK - 1) / kBK;
-  wg::Cursor<S> at;
-
   if (wg::is_producer()) {
     wg::producer_registers();
-    if (threadIdx.x != wg::kConsumerThreads) return;
-    for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
-      const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
-      if (t.down) {
-        wait_count(&a.up_done[t.rb], up);  // all of the row block's h is in the ring
-        hopper::fence_async_global();      // ... and visible to TMA's reads
-        wg::produce_tile(ring, at, &h_map, &w2_map, t.rb % a.ring * wg::kBM, t.nt * wg::kBN,
-                         k_down);
-      } else {
-        wg::produce_tile(ring, at, &x_map, &w1_map, t.rb * wg::kBM, t.nt * wg::kBN, k_up);
-      }
-    }
-    return;
-  }
-
-  wg::consumer_registers();
-  const int c = threadIdx.x / 128;
-  for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
-    const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
-    float acc[128];
-    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
-    const int col0 = t.nt * wg::kBN;
-    if (t.down) {  // y = acc + b2
-      wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
-        const int64_t row = int64_t(t.rb) * wg::kBM + r;
-        if (row >= a.m || col0 + col >= a.c) return;  // c is even: col + 1 < c too
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b2 + col0 + col));
-        *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.c + col0 + col) =
-            __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
-      });
-    } else {  // h = GELU(acc + b1), rounded to bf16 as level 1's h is, into the ring's slot
-      if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
-      bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
-      wg::for_each_pair(acc, c, [&](int, int r, int col, float v0, float v1) {
-        if (col0 + col >= a.hidden) return;
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.b1 + col0 + col));
-        *reinterpret_cast<__nv_bfloat162*>(h + int64_t(r) * a.hidden + col0 + col) =
-            __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
-      });
-    }
-    // Publish: every thread's stores, then one release add for the tile.
-    __threadfence();
-    hopper::fence_async_global();
-    hopper::sync_threads(1, wg::kConsumerThreads);
-    if (threadIdx.x == 0) {
-      if (t.down) {
-        if (hopper::add_release(&a.down_done[t.rb], 1) == unsigned(down - 1)) {
-          atomicExch(&a.up_done[t.rb], 0u);  // every down tile of rb is past its wait
-          if (t.rb + a.ring >= a.row_blocks) atomicExch(&a.down_done[t.rb], 0u);  // no reader left
-        }
-      } else if (hopper::add_release(&a.up_done[t.rb], 1) == unsigned(up - 1) && t.rb >= a.ring) {
-        atomicExch(&a.down_done[t.rb - a.ring], 0u);  // every up tile of rb is past its wait
-      }
+    if (threadIdx.x == wg::kConsumerThreads) produce<S>(ring, a, &x_map, &w1_map, &h_map, &w2_map);
+  } else {
+    wg::consumer_registers();
+    const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
+    const int tiles = a.row_blocks / kCluster * (up + down), groups = gridDim.x / kCluster;
+    const int k_up = (a.c + kBK - 1) / kBK, k_down = (a.hidden + kBK - 1) / kBK;
+    const int c = threadIdx.x / 128;
+    wg::Cursor<S> at;
+    for (int p = blockIdx.x / kCluster; p < tiles; p += groups) {
+      const Tile t = my_tile<S>(p, a, up, down);
+      float acc[128];
+      wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
+      store_tile(t, acc, c, a, down);
+      publish(t, a, up, down);
     }
   }
+  wg::finish<S>();
 #endif
 }
 
@@ -164,7 +195,65 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 int64_t ffn_wgmma_ring_rows() { return int64_t(kRing) * wg::kBM; }
 
-int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + wg::kBM - 1) / wg::kBM); }
+// Row blocks rounded up to an even count: clusters of 2 take them in pairs.
+int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + 2 * wg::kBM - 1) / (2 * wg::kBM) * 2); }
+
+namespace {
+
+// The launch: cooperative (every block resident: the tiles wait on each other), in clusters of
+// kCluster. *launched stays false where the GPU refuses that combination.
+template <int kBK, int kCluster>
+Status launch(const FfnWgmmaBuffers& b, FfnWgmmaArgs args, int sms, cudaStream_t stream,
+              bool* launched) {
+  auto kernel = ffn_wgmma_kernel<kBK, kCluster>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(wg::kSharedBytes)));
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attributes[2];
+  attributes[0].id = cudaLaunchAttributeCooperative;
+  attributes[0].val.cooperative = 1;
+  attributes[1].id = cudaLaunchAttributeClusterDimension;
+  attributes[1].val.clusterDim.x = kCluster;
+  attributes[1].val.clusterDim.y = 1;
+  attributes[1].val.clusterDim.z = 1;
+  config.attrs = attributes;
+  config.numAttrs = kCluster > 1 ? 2 : 1;
+  config.blockDim = dim3(wg::kThreads);
+  config.dynamicSmemBytes = wg::kSharedBytes;
+  config.stream = stream;
+  int resident = 0;  // blocks that fit at once
+  if (kCluster > 1) {
+    config.gridDim = dim3(sms / kCluster * kCluster);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Status::Ok();
+    }
+    resident = clusters * kCluster;
+  } else {
+    int per_sm = 0;
+    FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, wg::kThreads,
+                                                              wg::kSharedBytes));
+    resident = per_sm * sms;
+  }
+  const int64_t up = (args.hidden + wg::kBN - 1) / wg::kBN, down = (args.c + wg::kBN - 1) / wg::kBN;
+  const int64_t tiles = int64_t(args.row_blocks) / kCluster * (up + down) * kCluster;
+  if (resident < kCluster || tiles > (int64_t(1) << 30)) return Status::Ok();
+  config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(tiles, resident)));
+
+  CUtensorMap x_map, w1_map, h_map, w2_map;
+  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, args.m, args.c, wg::kBM, kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, args.c, args.hidden, kBK, wg::kBoxN));
+  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), args.hidden, wg::kBM,
+                                    kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, args.hidden, args.c, kBK, wg::kBoxN));
+  args.lag = std::max(args.lag / kCluster, 0);  // in units of kCluster row blocks
+  FL_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, x_map, w1_map, h_map, w2_map, args));
+  *launched = true;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int sms,
                      cudaStream_t stream, bool* launched) {
@@ -185,38 +274,27 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   if (major != 9 || minor != 0 || !cooperative || wg::kSharedBytes > size_t(optin)) {
     return Status::Ok();
   }
-  const int64_t row_blocks = (m + wg::kBM - 1) / wg::kBM;
-  const int64_t tiles = row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
-  if (tiles > (int64_t(1) << 30)) return Status::Ok();
-
-  // FL_WGMMA_K=32|64 picks the ring's slot K (tuning).
-  static const char* slot_k = std::getenv("FL_WGMMA_K");
-  const int bk = slot_k && std::atoi(slot_k) == 32 ? 32 : 64;
-  auto kernel = bk == 32 ? ffn_wgmma_kernel<32> : ffn_wgmma_kernel<64>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(wg::kSharedBytes)));
-  int per_sm = 0;
-  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, wg::kThreads,
-                                                            wg::kSharedBytes));
-  if (per_sm < 1) return Status::Ok();
-  CUtensorMap x_map, w1_map, h_map, w2_map;
-  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, bk));
-  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, bk, wg::kBoxN));
-  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM, bk));
-  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, bk, wg::kBoxN));
+  const int64_t row_blocks = ffn_wgmma_counters(m) / 2;  // even
+  if (row_blocks > (int64_t(1) << 24)) return Status::Ok();
   FfnWgmmaArgs args{b.b1, b.b2, b.h_ring, b.y, b.counters, b.counters + row_blocks,
                     m,    c,    hidden,   static_cast<int>(row_blocks), kLag, kRing};
+  // Tuning switches: FL_FFN_LAG / FL_FFN_RING (row blocks), FL_WGMMA_K=32|64 (a slot's K),
+  // FL_WGMMA_CLUSTER=1|2 (multicast pairs).
   static const char* lag = std::getenv("FL_FFN_LAG");
   static const char* ring = std::getenv("FL_FFN_RING");
-  if (ring) args.ring = std::clamp(std::atoi(ring), 2, kRing);
-  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 1);
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
-  void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};
-  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid),
-                                          dim3(wg::kThreads), params, wg::kSharedBytes, stream));
-  FL_CUDA_TRY(cudaGetLastError());
-  *launched = true;
-  return Status::Ok();
+  static const char* slot_k = std::getenv("FL_WGMMA_K");
+  static const char* pairs = std::getenv("FL_WGMMA_CLUSTER");
+  if (ring) args.ring = std::clamp(std::atoi(ring) / 2 * 2, 2, kRing);
+  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 2);
+  const bool k32 = slot_k && std::atoi(slot_k) == 32;
+  const bool clustered = !pairs || std::atoi(pairs) != 1;
+  if (clustered) {
+    const Status pair = k32 ? launch<32, 2>(b, args, sms, stream, launched)
+                            : launch<64, 2>(b, args, sms, stream, launched);
+    if (!pair.ok() || *launched) return pair;
+  }
+  return k32 ? launch<32, 1>(b, args, sms, stream, launched)
+             : launch<64, 1>(b, args, sms, stream, launched);
 }
 
 }  // namespace fl

@@ -116,6 +116,32 @@ __device__ __forceinline__ void copy_box(void* dst, const CUtensorMap* map, int 
 #endif
 }
 
+// TMA multicast: the same box lands at dst's offset in every block of the cluster named in
+// cta_mask (bit r: rank r), its bytes counted on each one's barrier at bar's offset.
+__device__ __forceinline__ void copy_box_multicast(void* dst, const CUtensorMap* map, int col,
+                                                   int row, uint64_t* bar, uint16_t cta_mask) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(bar)),
+      "h"(cta_mask)
+      : "memory");
+#endif
+}
+
+// One arrival on the barrier at bar's offset in block `rank` of the cluster (itself included).
+__device__ __forceinline__ void arrive_cluster(uint64_t* bar, unsigned rank) {
+#ifdef FL_SM90A_DEVICE
+  uint32_t remote = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(smem_address(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+               : "memory");
+#endif
+}
+
 // Ordinary stores to shared memory that wgmma (the async proxy) reads next: each writing thread
 // fences before the barrier that publishes them.
 __device__ __forceinline__ void fence_async_shared() {

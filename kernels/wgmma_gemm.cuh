@@ -32,6 +32,7 @@
 
 #include <cstdint>
 
+#include "kernels/cluster.cuh"
 #include "kernels/hopper.cuh"
 
 namespace fl::wgmma_gemm {
@@ -46,9 +47,15 @@ constexpr size_t kSharedBytes = kRingBytes + 2 * 8 * sizeof(uint64_t) + 1024;  /
 // The ring's shape, by the K of a slot: 64 (4 slots of 48 KB, x's box rows 128 bytes, 128-byte
 // swizzle) or 32 (8 slots of 24 KB, 64-byte rows and swizzle): the same 192 KB, but with 32 the
 // producer keeps 6 slots in flight instead of 2 while the consumers hold two.
-template <int kBK_>
+//
+// kCluster_ = 2: the tile pairs with the next block of its cluster of 2, which runs the tile
+// below it (the same columns of B, the next 128 rows of A): each block's producer loads its own
+// A box and half of B's boxes, multicast into both blocks, so each block reads 32 KB from L2 per
+// 48 KB slot instead of 48. A slot is refilled only when both blocks' consumers have freed it.
+template <int kBK_, int kCluster_ = 1>
 struct Shape {
   static constexpr int kBK = kBK_;
+  static constexpr int kCluster = kCluster_;
   static constexpr int kABytes = kBM * kBK * 2;               // 16 or 8 KB
   static constexpr int kBBoxBytes = kBK * kBoxN * 2;          // 8 or 4 KB
   static constexpr int kSlotBytes = kABytes + 4 * kBBoxBytes;  // 48 or 24 KB
@@ -86,12 +93,20 @@ __device__ inline Ring make_ring(unsigned char* shared_raw) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
       hopper::barrier_init(&r.full[s], 1);
-      hopper::barrier_init(&r.empty[s], kConsumerWarps);
+      hopper::barrier_init(&r.empty[s], kConsumerWarps * S::kCluster);
     }
     hopper::barrier_init_fence();
   }
   __syncthreads();
+  if constexpr (S::kCluster > 1) cluster::sync();  // the peer's barriers exist before its copies
   return r;
+}
+
+// The end of a clustered kernel: no block leaves while its peer may still arrive on its
+// barriers. Every thread of the block calls it (the producer warpgroup's idle threads too).
+template <class S>
+__device__ inline void finish() {
+  if constexpr (S::kCluster > 1) cluster::sync();
 }
 
 __device__ inline bool is_producer() { return threadIdx.x >= kConsumerThreads; }
@@ -119,11 +134,30 @@ __device__ inline void produce_tile(const Ring& r, Cursor<S>& at, const CUtensor
     unsigned char* slot = r.slots + at.slot * S::kSlotBytes;
     hopper::arrive_expect_bytes(full, S::kSlotBytes);
     hopper::copy_box(slot, a, ks * S::kBK, row0, full);
-    for (int box = 0; box < 4; ++box) {
-      hopper::copy_box(slot + S::kABytes + box * S::kBBoxBytes, b, col0 + box * kBoxN,
-                       ks * S::kBK, full);
+    if constexpr (S::kCluster == 1) {
+      for (int box = 0; box < 4; ++box) {
+        hopper::copy_box(slot + S::kABytes + box * S::kBBoxBytes, b, col0 + box * kBoxN,
+                         ks * S::kBK, full);
+      }
+    } else {  // boxes 2 rank and 2 rank + 1, into both blocks
+      const int first = 2 * static_cast<int>(cluster::rank());
+      for (int box = first; box < first + 2; ++box) {
+        hopper::copy_box_multicast(slot + S::kABytes + box * S::kBBoxBytes, b, col0 + box * kBoxN,
+                                   ks * S::kBK, full, 0x3);
+      }
     }
     at.advance();
+  }
+}
+
+// A consumer warp frees a slot: in its own block, and in a cluster in every block (each
+// producer writes into both).
+template <class S>
+__device__ inline void release(const Ring& r, int slot) {
+  if constexpr (S::kCluster == 1) {
+    hopper::arrive(&r.empty[slot]);
+  } else {
+    for (unsigned rank = 0; rank < S::kCluster; ++rank) hopper::arrive_cluster(&r.empty[slot], rank);
   }
 }
 
@@ -149,12 +183,12 @@ __device__ inline void consume_tile(const Ring& r, Cursor<S>& at, float (&acc)[1
     }
     hopper::wgmma_commit();
     hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
-    if (ks > 0 && lane == 0) hopper::arrive(&r.empty[previous]);
+    if (ks > 0 && lane == 0) release<S>(r, previous);
     previous = at.slot;
     at.advance();
   }
   hopper::wgmma_wait<0>();
-  if (lane == 0) hopper::arrive(&r.empty[previous]);
+  if (lane == 0) release<S>(r, previous);
 }
 
 // The accumulators' places: acc[4 j + 2 h + e] is the tile's element (row(h), col(j) + e) with

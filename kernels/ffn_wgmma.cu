@@ -85,26 +85,16 @@ __device__ inline void wait_count(const unsigned* counter, unsigned target) {
   while (hopper::load_acquire(counter) < target) __nanosleep(64);
 }
 
-// A tile of the list, for this block: with clusters of 2 the list's row blocks are pairs and
-// rank r of the cluster takes row block 2 unit + r.
-template <class S>
-__device__ inline Tile my_tile(int p, const FfnWgmmaArgs& a, int up, int down) {
-  Tile t = tile_at(p, a.row_blocks / S::kCluster, up, down, a.lag);
-  t.rb = t.rb * S::kCluster + static_cast<int>(S::kCluster > 1 ? cluster::rank() : 0);
-  return t;
-}
-
 // The producer thread: each tile's dependency, then its slots.
-template <class S>
 __device__ void produce(const wg::Ring& ring, const FfnWgmmaArgs& a, const CUtensorMap* x_map,
                         const CUtensorMap* w1_map, const CUtensorMap* h_map,
                         const CUtensorMap* w2_map) {
   const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
-  const int tiles = a.row_blocks / S::kCluster * (up + down), groups = gridDim.x / S::kCluster;
-  const int k_up = (a.c + S::kBK - 1) / S::kBK, k_down = (a.hidden + S::kBK - 1) / S::kBK;
-  wg::Cursor<S> at;
-  for (int p = blockIdx.x / S::kCluster; p < tiles; p += groups) {
-    const Tile t = my_tile<S>(p, a, up, down);
+  const int tiles = a.row_blocks * (up + down);
+  const int k_up = (a.c + wg::kBK - 1) / wg::kBK, k_down = (a.hidden + wg::kBK - 1) / wg::kBK;
+  wg::Cursor at;
+  for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
+    const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
     if (t.down) {
       wait_count(&a.up_done[t.rb], up);  // all of the row block's h is in the ring
       hopper::fence_async_global();      // ... and visible to TMA's reads
@@ -159,7 +149,6 @@ __device__ void publish(const Tile& t, const FfnWgmmaArgs& a, int up, int down) 
   }
 }
 
-template <int kBK, int kCluster>
 __global__ void __launch_bounds__(wg::kThreads, 1)
     ffn_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                      const __grid_constant__ CUtensorMap w1_map,
@@ -167,27 +156,25 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
                      const __grid_constant__ CUtensorMap w2_map, FfnWgmmaArgs a) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
-  using S = wg::Shape<kBK, kCluster>;
-  const wg::Ring ring = wg::make_ring<S>(shared_raw);
+  const wg::Ring ring = wg::make_ring(shared_raw);
   if (wg::is_producer()) {
     wg::producer_registers();
-    if (threadIdx.x == wg::kConsumerThreads) produce<S>(ring, a, &x_map, &w1_map, &h_map, &w2_map);
-  } else {
-    wg::consumer_registers();
-    const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
-    const int tiles = a.row_blocks / kCluster * (up + down), groups = gridDim.x / kCluster;
-    const int k_up = (a.c + kBK - 1) / kBK, k_down = (a.hidden + kBK - 1) / kBK;
-    const int c = threadIdx.x / 128;
-    wg::Cursor<S> at;
-    for (int p = blockIdx.x / kCluster; p < tiles; p += groups) {
-      const Tile t = my_tile<S>(p, a, up, down);
-      float acc[128];
-      wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
-      store_tile(t, acc, c, a, down);
-      publish(t, a, up, down);
-    }
+    if (threadIdx.x == wg::kConsumerThreads) produce(ring, a, &x_map, &w1_map, &h_map, &w2_map);
+    return;
   }
-  wg::finish<S>();
+  wg::consumer_registers();
+  const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
+  const int tiles = a.row_blocks * (up + down);
+  const int k_up = (a.c + wg::kBK - 1) / wg::kBK, k_down = (a.hidden + wg::kBK - 1) / wg::kBK;
+  const int c = threadIdx.x / 128;
+  wg::Cursor at;
+  for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
+    const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
+    float acc[128];
+    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
+    store_tile(t, acc, c, a, down);
+    publish(t, a, up, down);
+  }
 #endif
 }
 
@@ -195,65 +182,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 int64_t ffn_wgmma_ring_rows() { return int64_t(kRing) * wg::kBM; }
 
-// Row blocks rounded up to an even count: clusters of 2 take them in pairs.
-int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + 2 * wg::kBM - 1) / (2 * wg::kBM) * 2); }
-
-namespace {
-
-// The launch: cooperative (every block resident: the tiles wait on each other), in clusters of
-// kCluster. *launched stays false where the GPU refuses that combination.
-template <int kBK, int kCluster>
-Status launch(const FfnWgmmaBuffers& b, FfnWgmmaArgs args, int sms, cudaStream_t stream,
-              bool* launched) {
-  auto kernel = ffn_wgmma_kernel<kBK, kCluster>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(wg::kSharedBytes)));
-  cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attributes[2];
-  attributes[0].id = cudaLaunchAttributeCooperative;
-  attributes[0].val.cooperative = 1;
-  attributes[1].id = cudaLaunchAttributeClusterDimension;
-  attributes[1].val.clusterDim.x = kCluster;
-  attributes[1].val.clusterDim.y = 1;
-  attributes[1].val.clusterDim.z = 1;
-  config.attrs = attributes;
-  config.numAttrs = kCluster > 1 ? 2 : 1;
-  config.blockDim = dim3(wg::kThreads);
-  config.dynamicSmemBytes = wg::kSharedBytes;
-  config.stream = stream;
-  int resident = 0;  // blocks that fit at once
-  if (kCluster > 1) {
-    config.gridDim = dim3(sms / kCluster * kCluster);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Status::Ok();
-    }
-    resident = clusters * kCluster;
-  } else {
-    int per_sm = 0;
-    FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, wg::kThreads,
-                                                              wg::kSharedBytes));
-    resident = per_sm * sms;
-  }
-  const int64_t up = (args.hidden + wg::kBN - 1) / wg::kBN, down = (args.c + wg::kBN - 1) / wg::kBN;
-  const int64_t tiles = int64_t(args.row_blocks) / kCluster * (up + down) * kCluster;
-  if (resident < kCluster || tiles > (int64_t(1) << 30)) return Status::Ok();
-  config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(tiles, resident)));
-
-  CUtensorMap x_map, w1_map, h_map, w2_map;
-  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, args.m, args.c, wg::kBM, kBK));
-  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, args.c, args.hidden, kBK, wg::kBoxN));
-  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), args.hidden, wg::kBM,
-                                    kBK));
-  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, args.hidden, args.c, kBK, wg::kBoxN));
-  args.lag = std::max(args.lag / kCluster, 0);  // in units of kCluster row blocks
-  FL_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, x_map, w1_map, h_map, w2_map, args));
-  *launched = true;
-  return Status::Ok();
-}
-
-}  // namespace
+int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + wg::kBM - 1) / wg::kBM); }
 
 Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int sms,
                      cudaStream_t stream, bool* launched) {
@@ -274,27 +203,37 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   if (major != 9 || minor != 0 || !cooperative || wg::kSharedBytes > size_t(optin)) {
     return Status::Ok();
   }
-  const int64_t row_blocks = ffn_wgmma_counters(m) / 2;  // even
-  if (row_blocks > (int64_t(1) << 24)) return Status::Ok();
+  const int64_t row_blocks = (m + wg::kBM - 1) / wg::kBM;
+  const int64_t tiles = row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
+  if (tiles > (int64_t(1) << 30)) return Status::Ok();
+
+  auto kernel = ffn_wgmma_kernel;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(wg::kSharedBytes)));
+  int per_sm = 0;
+  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, wg::kThreads,
+                                                            wg::kSharedBytes));
+  if (per_sm < 1) return Status::Ok();
+  CUtensorMap x_map, w1_map, h_map, w2_map;
+  FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, wg::kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, wg::kBK, wg::kBoxN));
+  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
+                                    wg::kBK));
+  FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
   FfnWgmmaArgs args{b.b1, b.b2, b.h_ring, b.y, b.counters, b.counters + row_blocks,
                     m,    c,    hidden,   static_cast<int>(row_blocks), kLag, kRing};
-  // Tuning switches: FL_FFN_LAG / FL_FFN_RING (row blocks), FL_WGMMA_K=32|64 (a slot's K),
-  // FL_WGMMA_CLUSTER=1|2 (multicast pairs).
+  // Tuning switches (row blocks): FL_FFN_LAG, FL_FFN_RING.
   static const char* lag = std::getenv("FL_FFN_LAG");
   static const char* ring = std::getenv("FL_FFN_RING");
-  static const char* slot_k = std::getenv("FL_WGMMA_K");
-  static const char* pairs = std::getenv("FL_WGMMA_CLUSTER");
-  if (ring) args.ring = std::clamp(std::atoi(ring) / 2 * 2, 2, kRing);
-  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 2);
-  const bool k32 = slot_k && std::atoi(slot_k) == 32;
-  const bool clustered = !pairs || std::atoi(pairs) != 1;
-  if (clustered) {
-    const Status pair = k32 ? launch<32, 2>(b, args, sms, stream, launched)
-                            : launch<64, 2>(b, args, sms, stream, launched);
-    if (!pair.ok() || *launched) return pair;
-  }
-  return k32 ? launch<32, 1>(b, args, sms, stream, launched)
-             : launch<64, 1>(b, args, sms, stream, launched);
+  if (ring) args.ring = std::clamp(std::atoi(ring), 2, kRing);
+  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 1);
+  // Cooperative: every block is resident, which the tiles' waits on each other need.
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
+  void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};
+  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid),
+                                          dim3(wg::kThreads), params, wg::kSharedBytes, stream));
+  *launched = true;
+  return Status::Ok();
 }
 
 }  // namespace fl

@@ -51,8 +51,7 @@ Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t r
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = encode(
       map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims, row_stride,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      box_cols * 2 == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     return Status::Error("cuTensorMapEncodeTiled refused a " + std::to_string(rows) + " x " +

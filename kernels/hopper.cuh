@@ -50,9 +50,9 @@ inline constexpr bool kWgmmaBuild = false;
 namespace fl::hopper {
 
 // ---- host: the TMA descriptor of a row-major rows x cols bf16 matrix --------------------------
-// box_cols x box_rows elements per copy, swizzled by the box's row: 128 bytes (box_cols = 64)
-// or 64 bytes (box_cols = 32); cols x 2 bytes must be a multiple of 16 and `base` 16-byte
-// aligned. Elements of a box beyond the matrix read as zeros.
+// box_cols x box_rows elements per copy (box_cols x 2 bytes must be 128 with the 128-byte
+// swizzle); cols x 2 bytes must be a multiple of 16 and `base` 16-byte aligned. Elements of a box
+// beyond the matrix read as zeros.
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
                           int box_rows, int box_cols);
 
@@ -116,32 +116,6 @@ __device__ __forceinline__ void copy_box(void* dst, const CUtensorMap* map, int 
 #endif
 }
 
-// TMA multicast: the same box lands at dst's offset in every block of the cluster named in
-// cta_mask (bit r: rank r), its bytes counted on each one's barrier at bar's offset.
-__device__ __forceinline__ void copy_box_multicast(void* dst, const CUtensorMap* map, int col,
-                                                   int row, uint64_t* bar, uint16_t cta_mask) {
-#ifdef FL_SM90A_DEVICE
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_address(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(bar)),
-      "h"(cta_mask)
-      : "memory");
-#endif
-}
-
-// One arrival on the barrier at bar's offset in block `rank` of the cluster (itself included).
-__device__ __forceinline__ void arrive_cluster(uint64_t* bar, unsigned rank) {
-#ifdef FL_SM90A_DEVICE
-  uint32_t remote = 0;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote)
-               : "r"(smem_address(bar)), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-               : "memory");
-#endif
-}
-
 // Ordinary stores to shared memory that wgmma (the async proxy) reads next: each writing thread
 // fences before the barrier that publishes them.
 __device__ __forceinline__ void fence_async_shared() {
@@ -159,15 +133,12 @@ __device__ __forceinline__ void sync_threads(int id, int threads) {
 // byte offset (between 64-element column groups of an MN-major operand; unused for K-major),
 // the "stride" byte offset (between 8-row groups, 1024 bytes: 8 rows of 128 bytes), swizzle
 // mode 1 (128 bytes) in bits 62-63. Addresses and offsets are in units of 16 bytes.
-// With a 64-byte swizzle (swizzle_bytes = 64: rows of 32 bf16), 8-row groups are 512 bytes
-// apart and the mode is 2.
 __device__ __forceinline__ uint64_t descriptor(const void* smem, uint32_t leading_bytes,
-                                               uint32_t stride_bytes, int swizzle_bytes = 128) {
+                                               uint32_t stride_bytes) {
   const uint32_t addr = smem_address(smem);
-  const uint64_t mode = swizzle_bytes == 64 ? 2 : 1;
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
          static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
-         static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | mode << 62;
+         static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | 1ull << 62;
 }
 
 // Before the first wgmma that touches accumulators other instructions wrote; after issuing,

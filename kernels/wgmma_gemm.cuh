@@ -32,36 +32,20 @@
 
 #include <cstdint>
 
-#include "kernels/cluster.cuh"
 #include "kernels/hopper.cuh"
 
 namespace fl::wgmma_gemm {
 
-constexpr int kBM = 128, kBN = 256;  // tile rows, tile columns
-constexpr int kThreads = 384;        // two consumer warpgroups, one producer warpgroup
+constexpr int kBM = 128, kBN = 256, kBK = 64;  // tile rows, tile columns, K per slot
+constexpr int kStages = 4;                     // ring slots
+constexpr int kThreads = 384;                  // two consumer warpgroups, one producer warpgroup
 constexpr int kConsumerThreads = 256, kConsumerWarps = 8;
-constexpr int kBoxN = 64;  // a B box's columns (128 bytes)
-constexpr int kRingBytes = 192 * 1024;
-constexpr size_t kSharedBytes = kRingBytes + 2 * 8 * sizeof(uint64_t) + 1024;  // + barriers, align
-
-// The ring's shape, by the K of a slot: 64 (4 slots of 48 KB, x's box rows 128 bytes, 128-byte
-// swizzle) or 32 (8 slots of 24 KB, 64-byte rows and swizzle): the same 192 KB, but with 32 the
-// producer keeps 6 slots in flight instead of 2 while the consumers hold two.
-//
-// kCluster_ = 2: the tile pairs with the next block of its cluster of 2, which runs the tile
-// below it (the same columns of B, the next 128 rows of A): each block's producer loads its own
-// A box and half of B's boxes, multicast into both blocks, so each block reads 32 KB from L2 per
-// 48 KB slot instead of 48. A slot is refilled only when both blocks' consumers have freed it.
-template <int kBK_, int kCluster_ = 1>
-struct Shape {
-  static constexpr int kBK = kBK_;
-  static constexpr int kCluster = kCluster_;
-  static constexpr int kABytes = kBM * kBK * 2;               // 16 or 8 KB
-  static constexpr int kBBoxBytes = kBK * kBoxN * 2;          // 8 or 4 KB
-  static constexpr int kSlotBytes = kABytes + 4 * kBBoxBytes;  // 48 or 24 KB
-  static constexpr int kStages = kRingBytes / kSlotBytes;      // 4 or 8
-  static constexpr int kSwizzle = kBK * 2;                     // x's box row, bytes
-};
+constexpr int kBoxN = 64;                              // a B box's columns (128 bytes)
+constexpr int kABytes = kBM * kBK * 2;                 // 16 KB
+constexpr int kBBoxBytes = kBK * kBoxN * 2;            // 8 KB
+constexpr int kSlotBytes = kABytes + 4 * kBBoxBytes;   // 48 KB
+constexpr size_t kSharedBytes = size_t(kStages) * kSlotBytes + 2 * kStages * sizeof(uint64_t) +
+                                1024;  // + the barriers, + 1 KB to align slots to the swizzle
 
 // The ring in shared memory: slots (1024-byte aligned, the swizzle's period), and per slot a
 // "full" barrier (the producer's arrival and the bytes) and an "empty" one (each consumer warp).
@@ -72,41 +56,31 @@ struct Ring {
 };
 
 // Where a party is in the ring: the slot and the parity of that slot's current phase.
-template <class S>
 struct Cursor {
   int slot = 0;
   uint32_t phase = 0;
   __device__ void advance() {
-    if (++slot == S::kStages) slot = 0, phase ^= 1;
+    if (++slot == kStages) slot = 0, phase ^= 1;
   }
 };
 
 // Carves the ring out of the dynamic shared memory and initialises its barriers; every thread
 // of the block calls it (it ends with __syncthreads).
-template <class S>
 __device__ inline Ring make_ring(unsigned char* shared_raw) {
   Ring r;
   r.slots = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) &
                                              ~uintptr_t(1023));
-  r.full = reinterpret_cast<uint64_t*>(r.slots + kRingBytes);
-  r.empty = r.full + S::kStages;
+  r.full = reinterpret_cast<uint64_t*>(r.slots + kStages * kSlotBytes);
+  r.empty = r.full + kStages;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S::kStages; ++s) {
+    for (int s = 0; s < kStages; ++s) {
       hopper::barrier_init(&r.full[s], 1);
-      hopper::barrier_init(&r.empty[s], kConsumerWarps * S::kCluster);
+      hopper::barrier_init(&r.empty[s], kConsumerWarps);
     }
     hopper::barrier_init_fence();
   }
   __syncthreads();
-  if constexpr (S::kCluster > 1) cluster::sync();  // the peer's barriers exist before its copies
   return r;
-}
-
-// The end of a clustered kernel: no block leaves while its peer may still arrive on its
-// barriers. Every thread of the block calls it (the producer warpgroup's idle threads too).
-template <class S>
-__device__ inline void finish() {
-  if constexpr (S::kCluster > 1) cluster::sync();
 }
 
 __device__ inline bool is_producer() { return threadIdx.x >= kConsumerThreads; }
@@ -124,71 +98,48 @@ __device__ inline void consumer_registers() {
 }
 
 // The producer thread: one tile's K steps, A's rows [row0, row0 + 128) and B's columns
-// [col0, col0 + 256). A's map has boxes of 128 x kBK, B's of kBK x 64.
-template <class S>
-__device__ inline void produce_tile(const Ring& r, Cursor<S>& at, const CUtensorMap* a,
+// [col0, col0 + 256).
+__device__ inline void produce_tile(const Ring& r, Cursor& at, const CUtensorMap* a,
                                     const CUtensorMap* b, int row0, int col0, int k_steps) {
   for (int ks = 0; ks < k_steps; ++ks) {
     hopper::wait(&r.empty[at.slot], at.phase ^ 1);
     uint64_t* full = &r.full[at.slot];
-    unsigned char* slot = r.slots + at.slot * S::kSlotBytes;
-    hopper::arrive_expect_bytes(full, S::kSlotBytes);
-    hopper::copy_box(slot, a, ks * S::kBK, row0, full);
-    if constexpr (S::kCluster == 1) {
-      for (int box = 0; box < 4; ++box) {
-        hopper::copy_box(slot + S::kABytes + box * S::kBBoxBytes, b, col0 + box * kBoxN,
-                         ks * S::kBK, full);
-      }
-    } else {  // boxes 2 rank and 2 rank + 1, into both blocks
-      const int first = 2 * static_cast<int>(cluster::rank());
-      for (int box = first; box < first + 2; ++box) {
-        hopper::copy_box_multicast(slot + S::kABytes + box * S::kBBoxBytes, b, col0 + box * kBoxN,
-                                   ks * S::kBK, full, 0x3);
-      }
+    unsigned char* slot = r.slots + at.slot * kSlotBytes;
+    hopper::arrive_expect_bytes(full, kSlotBytes);
+    hopper::copy_box(slot, a, ks * kBK, row0, full);
+    for (int box = 0; box < 4; ++box) {
+      hopper::copy_box(slot + kABytes + box * kBBoxBytes, b, col0 + box * kBoxN, ks * kBK, full);
     }
     at.advance();
   }
 }
 
-// A consumer warp frees a slot: in its own block, and in a cluster in every block (each
-// producer writes into both).
-template <class S>
-__device__ inline void release(const Ring& r, int slot) {
-  if constexpr (S::kCluster == 1) {
-    hopper::arrive(&r.empty[slot]);
-  } else {
-    for (unsigned rank = 0; rank < S::kCluster; ++rank) hopper::arrive_cluster(&r.empty[slot], rank);
-  }
-}
-
 // A consumer warpgroup (c = 0 or 1): acc = its 64 rows of the tile, over k_steps slots.
-template <class S>
-__device__ inline void consume_tile(const Ring& r, Cursor<S>& at, float (&acc)[128], int k_steps,
+__device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128], int k_steps,
                                     int c) {
   const int lane = threadIdx.x % 32;
   int previous = 0;
   for (int ks = 0; ks < k_steps; ++ks) {
     hopper::wait(&r.full[at.slot], at.phase);
-    const unsigned char* slot = r.slots + at.slot * S::kSlotBytes;
+    const unsigned char* slot = r.slots + at.slot * kSlotBytes;
     hopper::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < S::kBK / 16; ++kk) {
-      // A: K-major, 8-row groups 8 rows apart; a K step of 16 moves 32 B along the row.
-      const uint64_t desc_a = hopper::descriptor(slot + 64 * c * S::kSwizzle + kk * 32, 16,
-                                                 8 * S::kSwizzle, S::kSwizzle);
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      // A: K-major, 8-row groups 1024 B apart; a K step of 16 moves 32 B along the row.
+      const uint64_t desc_a = hopper::descriptor(slot + 64 * c * 128 + kk * 32, 16, 1024);
       // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
       const uint64_t desc_b =
-          hopper::descriptor(slot + S::kABytes + kk * 16 * 128, S::kBBoxBytes, 1024);
+          hopper::descriptor(slot + kABytes + kk * 16 * 128, kBBoxBytes, 1024);
       hopper::wgmma_m64n256k16(acc, desc_a, desc_b, ks > 0 || kk > 0);  // the first overwrites
     }
     hopper::wgmma_commit();
     hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
-    if (ks > 0 && lane == 0) release<S>(r, previous);
+    if (ks > 0 && lane == 0) hopper::arrive(&r.empty[previous]);
     previous = at.slot;
     at.advance();
   }
   hopper::wgmma_wait<0>();
-  if (lane == 0) release<S>(r, previous);
+  if (lane == 0) hopper::arrive(&r.empty[previous]);
 }
 
 // The accumulators' places: acc[4 j + 2 h + e] is the tile's element (row(h), col(j) + e) with

@@ -33,6 +33,7 @@
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_common.cuh"
@@ -44,31 +45,42 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kRows = 64;      // x rows (tokens) per block: the panel's rows
-constexpr int kTileN = 256;    // y columns per tile; consumer warpgroup c takes 128 c..+128
 constexpr int kBoxN = 64;      // a W box is 64 columns (128 bytes: the swizzle's row) ...
-constexpr int kStageK = 64;    // ... by 64 rows of K; a ring slot holds 4 boxes
-constexpr int kStages = 4;     // ring slots: 3 in flight while one is multiplied
+constexpr int kStageK = 64;    // ... by 64 rows of K; a ring slot holds a tile's boxes
 constexpr int kPanelK = 64;    // the panel is stored in K-blocks of 64 (128-byte rows)
 constexpr int kMaxK = 768;     // the panel's longest rows: 64 x 768 bf16 = 96 KB
 constexpr int kThreads = 288;  // warps 0-7: two consumer warpgroups; warp 8: the producer
 constexpr int kConsumerWarps = 8;
 constexpr int kPanelBlockBytes = kRows * kPanelK * 2;  // 8 KB
 constexpr int kBoxBytes = kStageK * kBoxN * 2;         // 8 KB
-constexpr int kBoxesPerSlot = kTileN / kBoxN;          // 4
-constexpr int kSlotBytes = kBoxesPerSlot * kBoxBytes;  // 32 KB
+constexpr int kRingBytes = 128 * 1024;
+constexpr int kMaxStages = 8;
+
+// A tile's width: 256 columns (4 boxes a slot, 4 slots of 32 KB: 3 in flight while one is
+// multiplied), or, where 256-column tiles leave SMs idle (a few hundred tokens), 128 (2 boxes,
+// 8 slots of 16 KB). Consumer warpgroup c takes columns [c kTileN / 2, (c + 1) kTileN / 2).
+template <int kTileN_>
+struct Tiles {
+  static constexpr int kTileN = kTileN_;
+  static constexpr int kBoxes = kTileN / kBoxN;
+  static constexpr int kSlotBytes = kBoxes * kBoxBytes;
+  static constexpr int kStages = kRingBytes / kSlotBytes;
+  static constexpr int kWarpgroupN = kTileN / 2;
+  static constexpr int kAcc = kWarpgroupN / 2;  // fp32 accumulators a thread
+};
 
 struct WgmmaArgs {
   const bf16 *gamma, *beta, *bias;
   bf16* y;
   int64_t m;
   int k, n;
-  int tiles_per_block;  // a block's run of 256-column tiles
+  int tiles_per_block;  // a block's run of tiles
 };
 
 size_t shared_bytes(int k) {
-  // panel, ring, 2 x kStages + 1 barriers, and 1 KB to align the start to the swizzle's 1024 B.
-  return size_t((k + kPanelK - 1) / kPanelK) * kPanelBlockBytes + kStages * kSlotBytes +
-         (2 * kStages + 1) * sizeof(uint64_t) + 1024;
+  // panel, ring, 2 x kMaxStages + 1 barriers, and 1 KB to align the start to the swizzle's 1024 B.
+  return size_t((k + kPanelK - 1) / kPanelK) * kPanelBlockBytes + kRingBytes +
+         (2 * kMaxStages + 1) * sizeof(uint64_t) + 1024;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -146,6 +158,7 @@ __device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, int64_
   }
 }
 
+template <int kTileN>
 __global__ void __launch_bounds__(kThreads, 1)
     ln_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                          const __grid_constant__ CUtensorMap w_map, WgmmaArgs a) {
@@ -156,7 +169,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
   const int k_blocks = (a.k + kPanelK - 1) / kPanelK;
   unsigned char* ring = panel + k_blocks * kPanelBlockBytes;
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + kStages * kSlotBytes);  // slot holds W
+  using T = Tiles<kTileN>;
+  constexpr int kStages = T::kStages, kSlotBytes = T::kSlotBytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + kRingBytes);  // slot holds W
   uint64_t* empty = full + kStages;        // slot may be refilled
   uint64_t* panel_full = empty + kStages;  // x has landed
 
@@ -191,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int ks = 0; ks < k_steps; ++ks) {
         hopper::wait(&empty[slot], phase ^ 1);
         hopper::arrive_expect_bytes(&full[slot], kSlotBytes);
-        for (int box = 0; box < kBoxesPerSlot; ++box) {
+        for (int box = 0; box < T::kBoxes; ++box) {
           hopper::copy_box(ring + slot * kSlotBytes + box * kBoxBytes, &w_map,
                            tile * kTileN + box * kBoxN, ks * kStageK, &full[slot]);
         }
@@ -201,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  // The consumers: warpgroup c multiplies the whole panel by tile columns [128 c, 128 c + 128).
+  // The consumers: warpgroup c multiplies the whole panel by its half of the tile's columns.
   const int c = warp / 4;
   hopper::wait(panel_full, 0);
   normalize_panel(panel, a, row0, warp, lane);
@@ -211,9 +226,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   int slot = 0, previous = 0;
   uint32_t phase = 0;
   for (int tile = tile_begin; tile < tile_end; ++tile) {
-    float acc[64];
+    float acc[T::kAcc];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
     for (int ks = 0; ks < k_steps; ++ks) {
       hopper::wait(&full[slot], phase);
       hopper::wgmma_fence();
@@ -225,8 +240,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             panel + (k / kPanelK) * kPanelBlockBytes + (k % kPanelK) * 2, 16, 1024);
         // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
         const uint64_t desc_b = hopper::descriptor(
-            ring + slot * kSlotBytes + 2 * c * kBoxBytes + kk * 16 * 128, kBoxBytes, 1024);
-        hopper::wgmma_m64n128k16(acc, desc_a, desc_b, 1);
+            ring + slot * kSlotBytes + T::kBoxes / 2 * c * kBoxBytes + kk * 16 * 128, kBoxBytes,
+            1024);
+        if constexpr (kTileN == 256) {
+          hopper::wgmma_m64n128k16(acc, desc_a, desc_b, 1);
+        } else {
+          hopper::wgmma_m64n64k16(acc, desc_a, desc_b, 1);
+        }
       }
       hopper::wgmma_commit();
       hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
@@ -240,8 +260,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Epilogue: acc[4 j + 2 h + e] is y[row(h)][col(j) + e] (kernels/hopper.cuh).
     const int64_t row_base = row0 + 16 * (warp % 4) + lane / 4;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int col = tile * kTileN + 128 * c + 8 * j + 2 * (lane % 4);
+    for (int j = 0; j < T::kWarpgroupN / 8; ++j) {
+      const int col = tile * kTileN + T::kWarpgroupN * c + 8 * j + 2 * (lane % 4);
       if (col >= a.n) continue;  // n is even: col + 1 < n too
       const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + col));
 #pragma unroll
@@ -257,11 +277,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+template <int kTileN>
 Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat16* w, int sms,
               int optin, cudaStream_t stream, bool* launched) {
   const size_t bytes = shared_bytes(args0.k);
   if (bytes > size_t(optin)) return Status::Ok();
-  // Row blocks down the tokens; each row block's 256-column tiles split into runs so that the
+  // Row blocks down the tokens; each row block's tiles split into runs so that the
   // grid fills the SMs about once (a second block per SM cannot fit: panel and ring take its
   // shared memory).
   const int64_t row_blocks = (args0.m + kRows - 1) / kRows;
@@ -275,10 +296,11 @@ Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat1
   CUtensorMap x_map, w_map;
   FL_TRY(hopper::make_tensor_map_2d(&x_map, x, args.m, args.k, kRows, kPanelK));
   FL_TRY(hopper::make_tensor_map_2d(&w_map, w, args.k, args.n, kStageK, kBoxN));
-  FL_CUDA_TRY(cudaFuncSetAttribute(
-      ln_gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  auto kernel = ln_gemm_wgmma_kernel<kTileN>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(runs), static_cast<unsigned>(row_blocks));
-  ln_gemm_wgmma_kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, args);
+  kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, args);
   FL_CUDA_TRY(cudaGetLastError());
   *launched = true;
   return Status::Ok();
@@ -316,7 +338,13 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (major != 9 || minor != 0) return Status::Ok();
   const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0};
-  return launch(x, args, w, sms, optin, stream, launched);
+  // 128-column tiles while 256-column ones would leave half the SMs idle (measured,
+  // docs/PERFORMANCE.md); FL_LN_WGMMA_N=128|256 forces one (tuning).
+  static const char* forced = std::getenv("FL_LN_WGMMA_N");
+  const int64_t wide_blocks = (m + kRows - 1) / kRows * ((n + 255) / 256);
+  const bool narrow = forced ? std::atoi(forced) == 128 : wide_blocks * 2 <= sms;
+  return narrow ? launch<128>(x, args, w, sms, optin, stream, launched)
+                : launch<256>(x, args, w, sms, optin, stream, launched);
 }
 
 }  // namespace fl

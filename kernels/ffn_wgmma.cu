@@ -14,10 +14,10 @@
 //   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring
 //   h  --TMA--> down tile: y[128 x 256] = h W2 + b2        --st.global--> y (HBM)
 //
-//   * Tiles: row block rb (128 tokens) has U = 4C / 256 up tiles (12 at C = 768, K = C) and
-//     D = C / 256 down tiles (3, K = 4C). The tile list interleaves them: step s holds the up
-//     tiles of row block s and then the down tiles of row block s - kLag, so a row block's down
-//     tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles later,
+//   * Tiles (kernels/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles (12
+//     at C = 768, K = C) and D = C / 256 down tiles (3, K = 4C). The list interleaves them: step
+//     s holds the up tiles of row block s and then the down tiles of row block s - kLag, so a
+//     row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles later,
 //     against 132 blocks at work at once: the best of lags 4-80 and rings 8-96 measured).
 //     Persistent blocks, one per SM, take every gridDim-th tile.
 //   * Order between tiles, through two counters per row block in global memory: a down tile's
@@ -40,6 +40,7 @@
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/ffn_schedule.h"
 #include "kernels/hopper.cuh"
 #include "kernels/wgmma_gemm.cuh"
 
@@ -61,25 +62,8 @@ struct FfnWgmmaArgs {
   int lag, ring;  // kLag and kRing unless FL_FFN_LAG / FL_FFN_RING say otherwise (tuning)
 };
 
-struct Tile {
-  bool down;
-  int rb, nt;  // row block, column tile
-};
-
-// Tile p of the list: steps 0 .. R + kLag - 1, step s = the U up tiles of row block s (s < R),
-// then the D down tiles of row block s - kLag (when that is a row block).
-__device__ inline Tile tile_at(int p, int rows, int up, int down, int lag) {
-  const int only_up = min(lag, rows);  // steps with up tiles only
-  if (p < only_up * up) return {false, p / up, p % up};
-  p -= only_up * up;
-  const int both = max(rows - lag, 0);  // steps with up and down tiles
-  if (p < both * (up + down)) {
-    const int s = lag + p / (up + down), q = p % (up + down);
-    return q < up ? Tile{false, s, q} : Tile{true, s - lag, q - up};
-  }
-  p -= both * (up + down);
-  return {true, both + p / down, p % down};  // steps with down tiles only
-}
+using ffn_schedule::Tile;
+using ffn_schedule::tile_at;
 
 __device__ inline void wait_count(const unsigned* counter, unsigned target) {
   while (hopper::load_acquire(counter) < target) __nanosleep(64);

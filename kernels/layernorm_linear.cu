@@ -10,10 +10,13 @@
 // there is one launch instead of two. Three data paths for level 2, by token count, each
 // explained where it is written:
 //   up to 16 tokens:  the panel kernel (a block owns a column slice and all of K);
-//   17 to 256 tokens: on Hopper (bf16) the cluster kernel (a cluster of blocks splits K and
+//   17 to 96 tokens:  on Hopper (bf16) the cluster kernel (a cluster of blocks splits K and
 //                     adds its partial sums in distributed shared memory), elsewhere the panel
-//                     kernel;
-//   more tokens:      the tile kernel (BM x BN output tiles, K streamed through a ring).
+//                     kernel (up to 256 tokens);
+//   more tokens:      on Hopper built for sm_90a (bf16) the wgmma kernel (a 64-row x panel
+//                     normalized once in shared memory, W streamed past it by TMA:
+//                     kernels/ln_gemm_wgmma.cu), elsewhere the tile kernel (BM x BN output
+//                     tiles, K streamed through a ring).
 // At a few tokens the GEMM streams W (3.5 MB at C = 768 in bf16) and what counts is how many SMs
 // pull it at once and how few steps follow its arrival; at many tokens it is the tensor cores'
 // arithmetic. The level table below has every launch's bytes.

@@ -9,9 +9,9 @@
 // bytes, not in the textbook bytes). Three data paths: on sm_90 at up to 64 tokens clusters of 8
 // blocks share h through distributed shared memory and add their shares with atomics
 // (ffn_cluster_kernel, below); on sm_90a builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles
-// of both GEMMs with h through a ring buffer (kernels/ffn_wgmma.cu); elsewhere each block owns a slice
-// of h and the shares are summed after a grid barrier (ffn_fused_kernel, below). The level table
-// below has every launch's bytes.
+// of both GEMMs with h through a ring buffer (kernels/ffn_wgmma.cu); elsewhere each block owns a
+// slice of h and the shares are summed after a grid barrier (ffn_fused_kernel, below). The level
+// table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -871,9 +871,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
         int device = 0, sms = 0;
         FL_CUDA_TRY(cudaGetDevice(&device));
         FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        const FfnWgmmaBuffers b{x_.as<T>(),      up_.weights(), up_.bias(),
-                                down_.weights(), down_.bias(),  y_.as<T>(),
-                                h_ring_.as<T>(), tile_counters_.as<unsigned>()};
+        const FfnWgmmaBuffers b{
+            x_.as<T>(),   up_.weights(), up_.bias(),      down_.weights(),
+            down_.bias(), y_.as<T>(),    h_ring_.as<T>(), tile_counters_.as<unsigned>()};
         bool launched = false;
         FL_TRY(try_ffn_wgmma(b, m_, static_cast<int>(c_), static_cast<int>(h_), sms, stream,
                              &launched));

@@ -23,8 +23,12 @@ struct Tile {
   int rb, nt;  // row block, column tile
 };
 
-FL_HOST_DEVICE inline int min_int(int a, int b) { return a < b ? a : b; }
-FL_HOST_DEVICE inline int max_int(int a, int b) { return a > b ? a : b; }
+FL_HOST_DEVICE inline int min_int(int a, int b) {
+  return a < b ? a : b;
+}
+FL_HOST_DEVICE inline int max_int(int a, int b) {
+  return a > b ? a : b;
+}
 
 // Tile p of the list; rows * (up + down) tiles in all.
 FL_HOST_DEVICE inline Tile tile_at(int p, int rows, int up, int down, int lag) {

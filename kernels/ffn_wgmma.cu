@@ -17,8 +17,8 @@
 //   * Tiles (kernels/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles (12
 //     at C = 768, K = C) and D = C / 256 down tiles (3, K = 4C). The list interleaves them: step
 //     s holds the up tiles of row block s and then the down tiles of row block s - kLag, so a
-//     row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles later,
-//     against 132 blocks at work at once: the best of lags 4-80 and rings 8-96 measured).
+//     row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles
+//     later, against 132 blocks at work at once: the best of lags 4-80 and rings 8-96 measured).
 //     Persistent blocks, one per SM, take every gridDim-th tile.
 //   * Order between tiles, through two counters per row block in global memory: a down tile's
 //     producer waits until up_done[rb] = U before its TMA reads h; an up tile waits until the
@@ -55,7 +55,7 @@ constexpr int kRing = 64;  // row blocks of h in the ring (> lag: a slot is reus
 
 struct FfnWgmmaArgs {
   const bf16 *b1, *b2;
-  bf16 *h, *y;                   // h: the ring, kRing x 128 rows of `hidden`
+  bf16 *h, *y;                    // h: the ring, kRing x 128 rows of `hidden`
   unsigned *up_done, *down_done;  // per row block
   int64_t m;
   int c, hidden, row_blocks;
@@ -164,9 +164,13 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 }  // namespace
 
-int64_t ffn_wgmma_ring_rows() { return int64_t(kRing) * wg::kBM; }
+int64_t ffn_wgmma_ring_rows() {
+  return int64_t(kRing) * wg::kBM;
+}
 
-int64_t ffn_wgmma_counters(int64_t m) { return 2 * ((m + wg::kBM - 1) / wg::kBM); }
+int64_t ffn_wgmma_counters(int64_t m) {
+  return 2 * ((m + wg::kBM - 1) / wg::kBM);
+}
 
 Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int sms,
                      cudaStream_t stream, bool* launched) {
@@ -188,7 +192,8 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
     return Status::Ok();
   }
   const int64_t row_blocks = (m + wg::kBM - 1) / wg::kBM;
-  const int64_t tiles = row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
+  const int64_t tiles =
+      row_blocks * ((hidden + wg::kBN - 1) / wg::kBN + (c + wg::kBN - 1) / wg::kBN);
   if (tiles > (int64_t(1) << 30)) return Status::Ok();
 
   auto kernel = ffn_wgmma_kernel;
@@ -204,8 +209,12 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
                                     wg::kBK));
   FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
-  FfnWgmmaArgs args{b.b1, b.b2, b.h_ring, b.y, b.counters, b.counters + row_blocks,
-                    m,    c,    hidden,   static_cast<int>(row_blocks), kLag, kRing};
+  FfnWgmmaArgs args{b.b1,       b.b2,
+                    b.h_ring,   b.y,
+                    b.counters, b.counters + row_blocks,
+                    m,          c,
+                    hidden,     static_cast<int>(row_blocks),
+                    kLag,       kRing};
   // Tuning switches (row blocks): FL_FFN_LAG, FL_FFN_RING.
   static const char* lag = std::getenv("FL_FFN_LAG");
   static const char* ring = std::getenv("FL_FFN_RING");

@@ -283,7 +283,7 @@ __device__ __forceinline__ float row_moment(const T* row, int chunks, int sub, f
 // one between chunks, before the partials' buffer is reused).
 constexpr int kLnChunk = 64;         // rows of partial sums exchanged at a time
 constexpr int kLnClusterRows = 256;  // the most tokens the cluster kernel takes
-constexpr int kLnClusterPick = 96;  // the most it is picked for: beyond, the wgmma kernel wins
+constexpr int kLnClusterPick = 96;   // the most it is picked for: beyond, the wgmma kernel wins
 
 template <typename T>
 struct LnArgs {

@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   using T = Tiles<kTileN>;
   constexpr int kStages = T::kStages, kSlotBytes = T::kSlotBytes;
   uint64_t* full = reinterpret_cast<uint64_t*>(ring + kRingBytes);  // slot holds W
-  uint64_t* empty = full + kStages;        // slot may be refilled
-  uint64_t* panel_full = empty + kStages;  // x has landed
+  uint64_t* empty = full + kStages;                                 // slot may be refilled
+  uint64_t* panel_full = empty + kStages;                           // x has landed
 
   const int64_t row0 = int64_t(blockIdx.y) * kRows;
   const int n_tiles = (a.n + kTileN - 1) / kTileN;

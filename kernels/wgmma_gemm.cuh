@@ -40,10 +40,10 @@ constexpr int kBM = 128, kBN = 256, kBK = 64;  // tile rows, tile columns, K per
 constexpr int kStages = 4;                     // ring slots
 constexpr int kThreads = 384;                  // two consumer warpgroups, one producer warpgroup
 constexpr int kConsumerThreads = 256, kConsumerWarps = 8;
-constexpr int kBoxN = 64;                              // a B box's columns (128 bytes)
-constexpr int kABytes = kBM * kBK * 2;                 // 16 KB
-constexpr int kBBoxBytes = kBK * kBoxN * 2;            // 8 KB
-constexpr int kSlotBytes = kABytes + 4 * kBBoxBytes;   // 48 KB
+constexpr int kBoxN = 64;                             // a B box's columns (128 bytes)
+constexpr int kABytes = kBM * kBK * 2;                // 16 KB
+constexpr int kBBoxBytes = kBK * kBoxN * 2;           // 8 KB
+constexpr int kSlotBytes = kABytes + 4 * kBBoxBytes;  // 48 KB
 constexpr size_t kSharedBytes = size_t(kStages) * kSlotBytes + 2 * kStages * sizeof(uint64_t) +
                                 1024;  // + the barriers, + 1 KB to align slots to the swizzle
 
@@ -83,7 +83,9 @@ __device__ inline Ring make_ring(unsigned char* shared_raw) {
   return r;
 }
 
-__device__ inline bool is_producer() { return threadIdx.x >= kConsumerThreads; }
+__device__ inline bool is_producer() {
+  return threadIdx.x >= kConsumerThreads;
+}
 
 // The register split between the warpgroups (called once by every thread of its warpgroup).
 __device__ inline void producer_registers() {
@@ -128,8 +130,7 @@ __device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128]
       // A: K-major, 8-row groups 1024 B apart; a K step of 16 moves 32 B along the row.
       const uint64_t desc_a = hopper::descriptor(slot + 64 * c * 128 + kk * 32, 16, 1024);
       // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
-      const uint64_t desc_b =
-          hopper::descriptor(slot + kABytes + kk * 16 * 128, kBBoxBytes, 1024);
+      const uint64_t desc_b = hopper::descriptor(slot + kABytes + kk * 16 * 128, kBBoxBytes, 1024);
       hopper::wgmma_m64n256k16(acc, desc_a, desc_b, ks > 0 || kk > 0);  // the first overwrites
     }
     hopper::wgmma_commit();

@@ -45,8 +45,8 @@ TEST(FfnSchedule, EveryTileOnceAndEveryDependencyEarlier) {
       {41, 5, 2, 7, 12},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " up " << c.up << " down "
-                                      << c.down << " lag " << c.lag << " ring " << c.ring);
+    SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " up " << c.up << " down " << c.down
+                                      << " lag " << c.lag << " ring " << c.ring);
     const auto at = positions(c);
     ASSERT_EQ(at.size(), size_t(c.rows) * (c.up + c.down));
     for (int rb = 0; rb < c.rows; ++rb) {

@@ -12,7 +12,9 @@
 #     latency    `fusionlab latency`
 #     degraded   `bench` under Nsight Compute (ncu): CUDA-event timing, no counters, clear notes
 #     gui        the window live under Xvfb (needs build-gui/fusionlab and .gui-debs carried)
-#   Not in the default list (ask for them by name; docs/RELIABILITY.md):
+#   Not in the default list (ask for them by name; docs/RELIABILITY.md, docs/PERFORMANCE.md):
+#     tc-profile   Nsight Compute on the two wgmma kernels at 16K tokens (bf16, level 2): speed of
+#                  light, memory, warp states, L2 read sectors; $OUT/tc-profile.txt
 #     soak         `latency --minutes $FL_SOAK_MINUTES` (30): every lesson, size, level, precision
 #                  and cache mode; RSS and GPU memory every $FL_SOAK_SAMPLE_SECONDS (10) s into
 #                  $OUT/soak.csv and $OUT/soak.svg
@@ -117,6 +119,22 @@ if stage tc; then
     FL_FFN_SLICE=$slice bench "tc_ffn_slice$slice" ffn 1,16,64,256 --precision bf16 --cache cold \
       --no-counters --levels 2
   done
+fi
+
+# Where the wgmma kernels' time goes (docs/PERFORMANCE.md: neither SM nor L2 looked saturated):
+# one launch of each, profiled; the summary keeps the throughput and stall lines.
+if stage tc-profile && command -v ncu > /dev/null; then
+  : > "$OUT/tc-profile.txt"
+  for spec in ffn:ffn_wgmma layernorm_linear:ln_gemm_wgmma; do
+    lesson=${spec%%:*} kernel=${spec#*:}
+    timeout 240 ncu --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section ComputeWorkloadAnalysis \
+      --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_read.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+      "$build/fusionlab" bench --lesson "$lesson" --sizes 16K --levels 2 --precision bf16 \
+      --reps 3 --seconds 0.01 --no-counters >> "$OUT/tc-profile.txt" 2>&1 || status=1
+  done
+  log "tc-profile: $(grep -cE 'Duration' "$OUT/tc-profile.txt") kernels profiled (tc-profile.txt)"
 fi
 
 # The counter phase's fidelity as shipped (profiler enabled once, flush drain), and, for

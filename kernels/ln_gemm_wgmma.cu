@@ -6,19 +6,20 @@
 //   x (HBM) --TMA--> panel: the block's 64 rows x K, swizzled, in shared memory
 //                    (the 8 consumer warps normalize it in place, once)
 //   W (L2)  --TMA--> ring: 4 slots of 64 x 256 (32 KB)  --wgmma m64n128k16--> fp32 registers
-//                                                         --(+ b, bf16)--> y (HBM)
+//                    or 8 slots of 64 x 128 (16 KB)     --wgmma m64n64k16--> --(+ b, bf16)--> y
 //
-//   * A block owns 64 rows of x (tokens) and a run of y's 256-column tiles for those rows: all
-//     9 at C = 768 from 8K tokens on, fewer below, so that nearly every SM has a block (1K
-//     tokens: 16 row blocks x 5 runs of 2 tiles).
+//   * A block owns 64 rows of x (tokens) and a run of y's tiles for those rows: 256 columns wide
+//     from 4K tokens on, 128 below (twice the blocks, so that more SMs stream W at a few hundred
+//     tokens; the widths measured, docs/PERFORMANCE.md). Runs are as long as it takes for nearly
+//     every SM to have one block (1K tokens, 128-column tiles: 16 row blocks x 9 runs of 2).
 //   * 1. The panel, 64 x K (96 KB in bf16 at K = 768), lands by TMA in the 128-byte swizzled
 //     K-major layout wgmma reads. Each consumer warp takes 8 rows' mean and 1/std there and
 //     rewrites them normalized, (x - mean) * rstd * gamma + beta, rounded to bf16 as level 0's
 //     xn is. xn never exists outside shared memory, and x is read from HBM once.
-//   * 2. W streams past the panel: one producer thread copies W's 64 x 64 boxes, four to a slot,
-//     into a ring of 4 slots; each of the two consumer warpgroups multiplies the whole panel by
-//     its 128 columns of the slot (four wgmma of K = 16) and frees the slot once those
-//     multiplies have completed.
+//   * 2. W streams past the panel: one producer thread copies W's 64 x 64 boxes, a tile's width
+//     of them to a slot (4 or 2), into the ring (4 or 8 slots, 128 KB either way); each of the two
+//     consumer warpgroups multiplies the whole panel by its half of the slot's columns (four
+//     wgmma of K = 16) and frees the slot once those multiplies have completed.
 //   * 3. Epilogue: y = acc + b, one rounding to bf16, stored from the accumulators; meanwhile the
 //     producer is already filling the ring with the next tile's W.
 //

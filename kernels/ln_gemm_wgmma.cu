@@ -11,7 +11,7 @@
 //   * A block owns 64 rows of x (tokens) and a run of y's tiles for those rows: 256 columns wide
 //     from 4K tokens on, 128 below (twice the blocks, so that more SMs stream W at a few hundred
 //     tokens; the widths measured, docs/PERFORMANCE.md). Runs are as long as it takes for nearly
-//     every SM to have one block (1K tokens, 128-column tiles: 16 row blocks x 9 runs of 2).
+//     every SM to have one block (1K tokens, 128-column tiles: 16 row blocks x 6 runs of 3).
 //   * 1. The panel, 64 x K (96 KB in bf16 at K = 768), lands by TMA in the 128-byte swizzled
 //     K-major layout wgmma reads. Each consumer warp takes 8 rows' mean and 1/std there and
 //     rewrites them normalized, (x - mean) * rstd * gamma + beta, rounded to bf16 as level 0's

@@ -955,8 +955,9 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
   // counters (40 bytes) and, at up to 64 tokens, the hidden slices' shares of y (at most 32 MiB).
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t h = 4 * c;
-    // bf16 on Hopper builds beyond 64 tokens: the wgmma kernel's h ring and counters too.
-    const int64_t ring = b == 2 && kWgmmaBuild && m > 64
+    // bf16 on Hopper builds beyond the cluster kernel's tokens: the wgmma kernel's h ring and
+    // counters too (allocated from there, so that FL_FFN_KERNEL=wgmma can compare below 256).
+    const int64_t ring = b == 2 && kWgmmaBuild && m > kFfnClusterTokens
                              ? ffn_wgmma_ring_rows() * h * b + ffn_wgmma_counters(m) * 4
                              : 0;
     return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 40 + ring +

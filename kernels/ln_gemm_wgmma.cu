@@ -29,9 +29,9 @@
 // element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring
 // (96 KB in flight) and L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured
 // and tried). Measured on an H100 (bf16, cold): 176.8 us at 16K tokens (0.63x cuBLASLt's
-// epilogue level), 15.3 us at 256 (0.79x). Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8
-// (16-byte rows for TMA) up to 768 (the panel's shared memory); other shapes, and GPUs or builds
-// without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
+// epilogue level), 15.3 us at 256 (0.79x). Shared memory: panel 96 KB + ring 128 KB, one block per
+// SM. Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
+// shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>

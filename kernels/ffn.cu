@@ -30,6 +30,7 @@
 #include "kernels/catalog.h"
 #include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
+#include "kernels/ffn_small.h"
 #include "kernels/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
@@ -805,8 +806,10 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     const int64_t shares = (h_ + 31) / 32 * m_ * c_ * int64_t(sizeof(float));
     if (m_ <= 64) FL_TRY(partial_.allocate(std::min<int64_t>(shares, int64_t(32) << 20)));
     FL_TRY(counters_.allocate((2 + kMaxClusterBlocks) * sizeof(unsigned)));
+    FL_TRY(arrivals_.allocate(sizeof(unsigned long long)));  // the small-token kernel's barrier
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    FL_CUDA_TRY(cudaMemset(arrivals_.get(), 0, arrivals_.bytes()));
     if (kRings && m_ > kFfnClusterTokens) {  // the wgmma kernel's h ring and counters
       FL_TRY(h_ring_.allocate(ffn_wgmma_ring_rows() * h_ * sizeof(T)));
       FL_TRY(tile_counters_.allocate(ffn_wgmma_counters(m_) * sizeof(unsigned)));
@@ -863,6 +866,16 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
                        static_cast<int>(h_),
                        nullptr};
     if constexpr (kRings) {
+      // Up to 64 tokens, the small-token kernel (kernels/ffn_small.cu) where it runs; h goes
+      // through the unfused chain's h buffer (level 2 writes it before it reads it).
+      if (m_ <= 64) {
+        const FfnSmallBuffers b{
+            x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
+            down_.bias(), y_.as<T>(),    hid_.as<T>(), arrivals_.as<unsigned long long>()};
+        bool launched = false;
+        FL_TRY(try_ffn_small(b, m_, static_cast<int>(c_), static_cast<int>(h_), stream, &launched));
+        if (launched) return Status::Ok();
+      }
       // From kFfnWgmmaFrom tokens on, the wgmma kernel (kernels/ffn_wgmma.cu) where it runs.
       // FL_FFN_KERNEL=wgmma|split forces one where it can run (tuning).
       static const char* forced = std::getenv("FL_FFN_KERNEL");
@@ -888,7 +901,8 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
 
   int64_t m_, c_, h_;
   double tolerance_;
-  DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, h_ring_, tile_counters_;
+  DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
+      tile_counters_;
   LinearLayer<T> up_, down_;
 };
 
@@ -952,7 +966,8 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
 
  protected:
   // x, s, y (M x C); W1, W2; b1, b2; t, u, h (M x H); the fused level's fp32 accumulator (M x C),
-  // counters (40 bytes) and, at up to 64 tokens, the hidden slices' shares of y (at most 32 MiB).
+  // counters (40 + 8 bytes) and, at up to 64 tokens, the hidden slices' shares of y (at most 32
+  // MiB).
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t h = 4 * c;
     // bf16 on Hopper builds beyond the cluster kernel's tokens: the wgmma kernel's h ring and
@@ -960,7 +975,7 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
     const int64_t ring = b == 2 && kWgmmaBuild && m > kFfnClusterTokens
                              ? ffn_wgmma_ring_rows() * h * b + ffn_wgmma_counters(m) * 4
                              : 0;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 40 + ring +
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 48 + ring +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 };

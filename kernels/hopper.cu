@@ -38,7 +38,7 @@ EncodeTiled encode_tiled() {
 }  // namespace
 
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
-                          int box_rows, int box_cols) {
+                          int box_rows, int box_cols, int swizzle) {
   const EncodeTiled encode = encode_tiled();
   if (!encode) {
     return Status::Error(
@@ -49,10 +49,11 @@ Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t r
   const cuuint64_t row_stride[1] = {static_cast<cuuint64_t>(cols) * sizeof(__nv_bfloat16)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode(
-      map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims, row_stride,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims,
+             row_stride, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     return Status::Error("cuTensorMapEncodeTiled refused a " + std::to_string(rows) + " x " +
                          std::to_string(cols) + " matrix with " + std::to_string(box_rows) + " x " +

@@ -50,11 +50,11 @@ inline constexpr bool kWgmmaBuild = false;
 namespace fl::hopper {
 
 // ---- host: the TMA descriptor of a row-major rows x cols bf16 matrix --------------------------
-// box_cols x box_rows elements per copy (box_cols x 2 bytes must be 128 with the 128-byte
-// swizzle); cols x 2 bytes must be a multiple of 16 and `base` 16-byte aligned. Elements of a box
-// beyond the matrix read as zeros.
+// box_cols x box_rows elements per copy, box rows swizzled in spans of `swizzle` bytes (128 or
+// 64: box_cols x 2 bytes must equal it); cols x 2 bytes must be a multiple of 16 and `base`
+// 16-byte aligned. Elements of a box beyond the matrix read as zeros.
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
-                          int box_rows, int box_cols);
+                          int box_rows, int box_cols, int swizzle = 128);
 
 // ---- device ---------------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
@@ -280,6 +280,13 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* counter) {
   unsigned v = 0;
 #ifdef FL_SM90A_DEVICE
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* counter) {
+  unsigned long long v = 0;
+#ifdef FL_SM90A_DEVICE
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(counter) : "memory");
 #endif
   return v;
 }

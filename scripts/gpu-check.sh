@@ -232,7 +232,7 @@ if stage sanitizer && command -v compute-sanitizer > /dev/null; then
       # racecheck itself fail ("Internal Sanitizer Error: failed to handle a hardware exception",
       # H200, CUDA 13.0, 2026-11-22; memcheck runs them clean), so there only the levels made of
       # our kernels run (FL_TEST_LEVELS=2: the LayerNorm-prologue GEMM and the on-chip FFN).
-      local_kernels="regex=ffn_fused|ffn_cluster|ffn_wgmma|ln_gemm_wgmma|ln_gemm_bias|ln_gemm_cluster|check_rows|row_kernel|bias_op|elementwise"
+      local_kernels="regex=ffn_fused|ffn_cluster|ffn_small|ffn_wgmma|ln_gemm_wgmma|ln_gemm_bias|ln_gemm_cluster|check_rows|row_kernel|bias_op|elementwise"
       FL_TEST_MAX_INNER=256 FL_TEST_MAX_FLOPS=5e6 sanitize racecheck racecheck-gemm-fp32 \
         "${gemm//\*:/_fp32:}_fp32" --kernel-name "$local_kernels"
       FL_TEST_LEVELS=2 FL_TEST_MAX_INNER=256 FL_TEST_MAX_FLOPS=5e6 sanitize racecheck \

@@ -1,0 +1,31 @@
+// The FFN's level 2 at 1-64 tokens on Hopper (sm_90a): hidden-split up-projection, h through L2,
+// cluster-reduced down-projection (kernels/ffn_small.cu explains its data path and budget).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/status.h"
+
+namespace fl {
+
+// x: m x c, w1: c x hidden, b1: hidden, w2: hidden x c, b2: c, y: m x c (row-major, bf16);
+// h: m x hidden bf16 of scratch; arrivals: the grid barrier's count, zero when allocated and
+// then used by this kernel only (each run adds its block count, the same for every run of one
+// shape).
+struct FfnSmallBuffers {
+  const __nv_bfloat16 *x, *w1, *b1, *w2, *b2;
+  __nv_bfloat16 *y, *h;
+  unsigned long long* arrivals;
+};
+
+// Launches the kernel on `stream` when it can run here (a build with sm_90a, a compute
+// capability 9.0 GPU, m <= 64, c a multiple of 32, 16-byte aligned operands, all its clusters
+// resident at once) and sets *launched; otherwise leaves *launched false (the caller picks
+// another kernel). FL_FFN_SMALL=0 turns it off (tuning runs compare it with the others).
+Status try_ffn_small(const FfnSmallBuffers& buffers, int64_t m, int c, int hidden,
+                     cudaStream_t stream, bool* launched);
+
+}  // namespace fl

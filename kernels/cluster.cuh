@@ -84,6 +84,22 @@ __device__ __forceinline__ void store_peer(void* local, unsigned rank, uint4 v) 
 #endif
 }
 
+// Stores 16 bytes at `local`'s address in block `rank`'s shared memory and counts them on the
+// mbarrier at `local_bar`'s address there (st.async: the receiver waits on its mbarrier for the
+// bytes it expects, no cluster barrier). The receiver initialises the barrier, fences
+// (fence.mbarrier_init.release.cluster) and then arrives (arrive_started); the sender stores
+// after wait_started.
+__device__ __forceinline__ void store_async_peer(void* local, unsigned rank, uint4 v,
+                                                 uint64_t* local_bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(peer_address(local, rank)),
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(peer_address(local_bar, rank))
+      : "memory");
+#endif
+}
+
 // How many clusters of `config` can be resident at once (asked once per kernel and shared
 // memory size: the answer does not change while the program runs).
 inline Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, int* fit) {

@@ -46,7 +46,7 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kSize = 8;               // blocks a cluster
+constexpr int kSize = 8;  // blocks a cluster
 constexpr int kThreads = 256, kWarps = 8;
 constexpr int kUnits = 32;             // a block's hidden units in step 1 (W1's box: 64-byte rows)
 constexpr int kCols = 64;              // a cluster's output columns in step 3 (W2's box: 128 bytes)
@@ -57,10 +57,13 @@ constexpr int kChunkCols = 64;                     // x's and h's boxes: kTM row
 constexpr int kRedLd = kUnits + 8;                 // step 1's per-warp partial sums: row stride
 
 // Warps in step 3, a 16-row tile each: at kTM = 16, 4 column groups of 16 x 2 halves of K; at
-// kTM = 64, 4 row tiles x 2 column groups of 32.
+// 32, 2 row tiles x 2 column groups of 32 x 2 halves; at 64, 4 row tiles x 2 column groups of 32
+// over all of K. Halves of K double the partial sums sent to the cluster (step 4): at 64 tokens
+// that cost more than the longer mma chains (11.6 against 10.95 us; wgmma m64n64k16 for the
+// multiply, the same 11.6: the exchange, not the multiply, is what grows with the tokens).
 template <int kTM>
 struct DownWarps {
-  static constexpr int kM = kTM / 16, kK = kTM == 16 ? 2 : 1, kN = kWarps / kM / kK;
+  static constexpr int kM = kTM / 16, kK = kTM == 64 ? 1 : 2, kN = kWarps / kM / kK;
   static constexpr int kNT = kCols / kN / 8;  // 8-column mma tiles a warp
 };
 
@@ -74,7 +77,7 @@ __host__ __device__ constexpr int larger(int a, int b) {
 // Shared memory, byte offsets from the 1024-aligned base (the swizzle's period): `region` holds
 // x's boxes in step 1, then the warps' partial sums, then h's boxes in step 3; W1's and W2's
 // boxes; the partials received from the cluster (kSize x kK slots x kTM rows x 8 fp32); the
-// three mbarriers.
+// four mbarriers (x + W1, W2, h, the partials received).
 template <int kTM>
 struct Layout {
   int w1 = 0, w2 = 0, recv = 0, bars = 0, total = 0;
@@ -86,7 +89,7 @@ struct Layout {
     w2 = w1 + (c + kW1BoxRows - 1) / kW1BoxRows * kBoxBytes;
     recv = w2 + (kb + kW2BoxRows - 1) / kW2BoxRows * kBoxBytes;
     bars = recv + kSize * DownWarps<kTM>::kK * kTM * kOwned * 4;
-    total = bars + 3 * 8 + 1024;  // + the barriers, + the slack to align the base
+    total = bars + 4 * 8 + 1024;  // + the barriers, + the slack to align the base
   }
 };
 
@@ -96,7 +99,6 @@ struct SmallArgs {
   unsigned long long* arrivals;  // the grid barrier's count: + gridDim.x every run, never reset
   unsigned long long* timeline;
   int m, c, hidden, kb;  // kb: a block's hidden rows in step 3 (4C / 8)
-  bool w2_early;         // W2's copies issued with W1's, not once W1 has landed (tuning)
 };
 
 // The shared-memory address of 16-byte chunk `chunk` of row `row` in a box of 128-byte rows
@@ -191,35 +193,35 @@ __device__ void up_slice(unsigned char* smem, const Layout<kTM>& lay, const Smal
     } out;
     const float2 b01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b1 + u));
     const float2 b23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b1 + u + 2));
-    out.pair[0] =
-        __floats2bfloat162_rn(gelu_tanh_fast(s.x + b01.x), gelu_tanh_fast(s.y + b01.y));
-    out.pair[1] =
-        __floats2bfloat162_rn(gelu_tanh_fast(s.z + b23.x), gelu_tanh_fast(s.w + b23.y));
+    out.pair[0] = __floats2bfloat162_rn(gelu_tanh_fast(s.x + b01.x), gelu_tanh_fast(s.y + b01.y));
+    out.pair[1] = __floats2bfloat162_rn(gelu_tanh_fast(s.z + b23.x), gelu_tanh_fast(s.w + b23.y));
     *reinterpret_cast<uint2*>(a.h + int64_t(row) * a.hidden + unit0 + u) = out.bits;
   }
 }
 
 // Step 2: every block adds 1 to a 64-bit count that is never reset and waits until it reaches
-// the next multiple of the grid (the count was a multiple of it when this run started, and no
-// block can arrive twice in a run), so there is no last block to reset it: one release add and
-// acquire loads. The block's h stores come first (the barrier, then thread 0's fence, which
+// `target`, the next multiple of the grid size (the count was a multiple of it when this run
+// started, and each block adds 1 once a run: thread 0 reads it at the start, see the kernel).
+// So there is no last block to reset it, and the add needs no answer: a fence and a reduction,
+// then acquire loads. The block's h stores come first (the barrier, then thread 0's fence, which
 // covers the stores the barrier ordered before it), and are fenced for TMA's reads.
-__device__ void grid_barrier(const SmallArgs& a) {
+__device__ void grid_barrier(const SmallArgs& a, unsigned long long target) {
   hopper::fence_async_global();
   __syncthreads();
   if (threadIdx.x != 0) return;
   __threadfence();
-  const unsigned long long target =
-      (atomicAdd(a.arrivals, 1ull) / gridDim.x + 1) * gridDim.x;  // this run's end
+  atomicAdd(a.arrivals, 1ull);
   while (hopper::load_acquire(a.arrivals) < target) __nanosleep(20);
   hopper::fence_async_global();  // TMA reads h next
 }
 
 // Step 3 and 4: this block's partial sums of the cluster's 64 columns over its hidden rows, sent
-// to the blocks that own them; after the cluster barrier, y for this block's 8 columns.
+// to the blocks that own them by st.async (each counts its bytes on the owner's mbarrier
+// `received`); once its own have all arrived, y for this block's 8 columns. No cluster barrier:
+// a block waits only for the bytes it reads.
 template <int kTM>
 __device__ void down_and_reduce(unsigned char* smem, const Layout<kTM>& lay, const SmallArgs& a,
-                                const bf16* s_b2, int col0, unsigned rank) {
+                                const bf16* s_b2, int col0, unsigned rank, uint64_t* received) {
   using W = DownWarps<kTM>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wm = warp % W::kM, wn = warp / W::kM % W::kN, wk = warp / (W::kM * W::kN);
@@ -236,17 +238,17 @@ __device__ void down_and_reduce(unsigned char* smem, const Layout<kTM>& lay, con
   }
   float* recv = reinterpret_cast<float*>(smem + lay.recv);  // [kSize x kK][kTM][kOwned]
   const int slot = int(rank) * W::kK + wk;
-  cluster::wait_started();  // every block of the cluster runs: its shared memory can be written
+  cluster::wait_started();  // every block of the cluster has initialised `received`
 #pragma unroll
   for (int nt = 0; nt < W::kNT; ++nt) {
     const tc::LaneQuad q = tc::lane_quad(acc[0][nt], lane);  // 4 adjacent columns of one row
     const int row = wm * 16 + q.row;
     if (row >= a.m) continue;
     const unsigned owner = unsigned(n0 / 8 + nt);  // 8-column tile nt belongs to one block
-    cluster::store_peer(recv + (slot * kTM + row) * kOwned + q.col, owner, q.bits());
+    cluster::store_async_peer(recv + (slot * kTM + row) * kOwned + q.col, owner, q.bits(),
+                              received);
   }
-  tc::async_wait<0>();  // b2's copy (the thread that issued it)
-  cluster::sync();
+  hopper::wait(received, 0);
   for (int i = threadIdx.x; i < a.m * 2; i += kThreads) {
     const int row = i / 2, half = (i % 2) * 4;
     const int col = col0 + int(rank) * kOwned + half;
@@ -281,12 +283,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
   const Layout<kTM> lay(a.c, a.kb);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + lay.bars);  // x + W1, W2, h
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + lay.bars);  // x + W1, W2, h, received
   const unsigned rank = cluster::rank(), q = cluster::index();
   const int unit0 = int(blockIdx.x) * kUnits, col0 = int(q) * kCols;
   const bool has_units = unit0 < a.hidden;
-  cluster::arrive_started();
   cluster::stamp(a.timeline, 0);
+  // The grid barrier's count when this run started (only this block's own arrival can follow
+  // it, and others' of this run): the multiple of the grid size this run must reach.
+  const unsigned long long target =
+      threadIdx.x == 0
+          ? (*reinterpret_cast<volatile unsigned long long*>(a.arrivals) / gridDim.x + 1) *
+                gridDim.x
+          : 0;
   const int w2_boxes = (a.kb + kW2BoxRows - 1) / kW2BoxRows;
   auto issue_w2 = [&]() {
     hopper::arrive_expect_bytes(&bars[1], w2_boxes * kBoxBytes);
@@ -296,8 +304,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   if (threadIdx.x == 0) {
-    for (int i = 0; i < 3; ++i) hopper::barrier_init(&bars[i], 1);
-    hopper::barrier_init_fence();
+    for (const CUtensorMap* map : {&w1_map, &x_map, &w2_map, &h_map}) hopper::prefetch_map(map);
+    for (int i = 0; i < 4; ++i) hopper::barrier_init(&bars[i], 1);
+    // The partials this block will receive: every block's (and K half's) 8 columns of m rows.
+    hopper::arrive_expect_bytes(&bars[3], kSize * DownWarps<kTM>::kK * a.m * kOwned * 4);
+    hopper::barrier_init_fence();  // a release at cluster scope: the arrival below publishes it
+  }
+  // Arrive now, wait before the first st.async into another block (down_and_reduce). Relaxed: a
+  // release here would also wait for this thread's outstanding copies (measured: +2 us).
+  cluster::arrive_started();
+  if (threadIdx.x == 0) {
     const int x_boxes = (a.c + kChunkCols - 1) / kChunkCols;
     const int w1_boxes = (a.c + kW1BoxRows - 1) / kW1BoxRows;
     if (has_units) {
@@ -309,8 +325,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         hopper::copy_box(smem + b * kTM * 128, &x_map, b * kChunkCols, 0, &bars[0]);
       }
     }
-    // W1's bytes first: step 1 needs them, step 3 W2's only after the grid barrier.
-    if (a.w2_early || !has_units) issue_w2();
+    // W1's bytes first: step 1 needs them, step 3 W2's only after the grid barrier (issued
+    // with W1's, they made step 1 wait: 8.70 against 8.58 us at 1 token, 11.36 / 10.91 at 64).
+    if (!has_units) issue_w2();
   }
   // The biases by cp.async, waited for just before their use (as plain loads they would stall
   // the block behind the weights' traffic): b1's 32 units (threads 0-3), b2's 8 columns (4).
@@ -328,12 +345,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (has_units) {
     hopper::wait(&bars[0], 0);
-    if (threadIdx.x == 0 && !a.w2_early) issue_w2();
+    if (threadIdx.x == 0) issue_w2();
     up_slice<kTM>(smem, lay, a, s_b1, unit0);
   }
   cluster::stamp(a.timeline, 2);
   hopper::fence_async_shared();  // the region's ordinary accesses before TMA overwrites it
-  grid_barrier(a);
+  tc::async_wait<0>();           // b2's copy, seen by all after the grid barrier's __syncthreads
+  grid_barrier(a, target);
   if (threadIdx.x == 0) {
     const int h_boxes = (a.kb + kChunkCols - 1) / kChunkCols;
     hopper::arrive_expect_bytes(&bars[2], h_boxes * kTM * 128);
@@ -346,7 +364,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   hopper::wait(&bars[1], 0);
   hopper::wait(&bars[2], 0);
   cluster::stamp(a.timeline, 4);
-  down_and_reduce<kTM>(smem, lay, a, s_b2, col0, rank);
+  down_and_reduce<kTM>(smem, lay, a, s_b2, col0, rank, &bars[3]);
   cluster::stamp(a.timeline, 5);
 #endif
 }
@@ -372,8 +390,7 @@ Status launch(const FfnSmallBuffers& b, int64_t m, int c, int hidden, int optin,
   FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, kW1BoxRows, kUnits, 64));
   FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, kW2BoxRows, kCols));
   FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h, m, hidden, kTM, kChunkCols));
-  static const bool w2_early = std::getenv("FL_FFN_W2_EARLY") != nullptr;  // tuning
-  SmallArgs args{b.b1, b.b2, b.h, b.y, b.arrivals, nullptr, int(m), c, hidden, kb, w2_early};
+  SmallArgs args{b.b1, b.b2, b.h, b.y, b.arrivals, nullptr, int(m), c, hidden, kb};
   const unsigned blocks = unsigned(clusters * kSize);
   FL_TRY(cluster::start_timeline("FL_FFN_TIMELINE", blocks, &args.timeline));  // tuning only
   FL_CUDA_TRY(cudaLaunchKernelEx(&plan.config, kernel, x_map, w1_map, w2_map, h_map, args));
@@ -403,6 +420,7 @@ Status try_ffn_small(const FfnSmallBuffers& b, int64_t m, int c, int hidden, cud
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (major != 9 || minor != 0) return Status::Ok();
   if (m <= 16) return launch<16>(b, m, c, hidden, optin, stream, launched);
+  if (m <= 32) return launch<32>(b, m, c, hidden, optin, stream, launched);
   return launch<64>(b, m, c, hidden, optin, stream, launched);
 }
 

@@ -116,6 +116,13 @@ __device__ __forceinline__ void copy_box(void* dst, const CUtensorMap* map, int 
 #endif
 }
 
+// Fetches a TMA descriptor (a kernel parameter) ahead of its first copy.
+__device__ __forceinline__ void prefetch_map(const CUtensorMap* map) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
 // Ordinary stores to shared memory that wgmma (the async proxy) reads next: each writing thread
 // fences before the barrier that publishes them.
 __device__ __forceinline__ void fence_async_shared() {

@@ -225,8 +225,9 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
   std::mt19937_64 rng(std::random_device{}());
   const int64_t random_rows =
       1025 + int64_t(rng() % 3000) * 2;  // odd, 1025..7023 -> capped at 4096 checked
-  // 1, 16, 64, 33 and 3 tokens at C = 768, 768, 768, 800 and 96: the fused FFN's small-token
-  // kernel (Hopper, bf16, up to 64 tokens, C a multiple of 32), with one and four 16-row tiles, a
+  // 1, 16, 31, 64, 33 and 3 tokens at C = 768, 768, 768, 768, 800 and 96: the fused FFN's
+  // small-token kernel (Hopper, bf16, up to 64 tokens, C a multiple of 32), with one, two and four
+  // 16-row tiles, a
   // last cluster with half its 64 columns (C = 800) and a block's 48 hidden rows inside one box
   // (C = 96); its grid barrier's counter must come back to zero. 13 tokens at C = 781: the
   // cluster kernel, whose accumulator and per-column-range counters must also come back clean
@@ -240,7 +241,7 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
        {Shape{4096, 768}, Shape{random_rows, 1000}, Shape{1999, 777}, Shape{130, 2048},
         Shape{64, 768}, Shape{13, 781}, Shape{255, 768}, Shape{97, 1024}, Shape{5, 640},
         Shape{16385, 768}, Shape{2047, 520}, Shape{301, 64}, Shape{1, 768}, Shape{16, 768},
-        Shape{33, 800}, Shape{3, 96}}) {
+        Shape{31, 768}, Shape{33, 800}, Shape{3, 96}}) {
     std::unique_ptr<Workspace> ws;
     const Status created = lesson.create_workspace(lesson.resolve(shape), p, &ws);
     ASSERT_TRUE(created.ok()) << created.message();

@@ -4,14 +4,15 @@
 // The ladder: unfused is five kernels (GEMM, bias, GELU, GEMM, bias): the 4C-wide tensor makes
 // three round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one; level 1
 // is two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written once and read
-// once; level 2 is one kernel of ours on tensor cores, split over the hidden dimension: h never
-// leaves the chip and the blocks' shares of y are summed in L2 (counted by the memory chart's L2
-// bytes, not in the textbook bytes). Three data paths: on sm_90 at up to 64 tokens clusters of 8
-// blocks share h through distributed shared memory and add their shares with atomics
-// (ffn_cluster_kernel, below); on sm_90a builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles
-// of both GEMMs with h through a ring buffer (kernels/ffn_wgmma.cu); elsewhere each block owns a
-// slice of h and the shares are summed after a grid barrier (ffn_fused_kernel, below). The level
-// table below has every launch's bytes.
+// once; level 2 is one kernel of ours on tensor cores. Four data paths: on sm_90a builds in bf16
+// at up to 64 tokens the small-token kernel (kernels/ffn_small.cu: each block computes 32 hidden
+// units of h into L2, a grid barrier, then clusters of 8 split W2 and add their partial sums in
+// distributed shared memory); on sm_90 otherwise at up to 64 tokens clusters of 8 blocks share h
+// through distributed shared memory and add their shares with atomics (ffn_cluster_kernel,
+// below); on sm_90a builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles of both GEMMs with h
+// through a ring buffer (kernels/ffn_wgmma.cu); elsewhere each block owns a slice of h and the
+// shares are summed after a grid barrier (ffn_fused_kernel, below). The level table below has
+// every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -927,12 +928,13 @@ const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
        "h goes to HBM and back once",
        {up.epilogue, down.epilogue}},
       {"fused",
-       "one tensor-core kernel: below 256 tokens split over the 4C hidden units (each block keeps "
-       "its slice of h on chip and adds its share of y); from 256 tokens both GEMMs' tiles, h "
+       "one tensor-core kernel: below 256 tokens split over the 4C hidden units (each block makes "
+       "a slice of h and, with its cluster, a share of y); from 256 tokens both GEMMs' tiles, h "
        "through a ring buffer",
-       "each block's slice of h = GELU(x W1 + b1), in shared memory, the shares of y meeting in "
-       "L2; or, from 256 tokens, h's row blocks in a ring buffer, read back by the down tiles "
-       "soon after they are written (L2 still writes them back to HBM: see the counters)",
+       "each block's slice of h = GELU(x W1 + b1), left in L2 and read back after one barrier "
+       "(Hopper) or kept in shared memory, the shares of y meeting in shared memory or L2; or, "
+       "from 256 tokens, h's row blocks in a ring buffer, read back by the down tiles soon after "
+       "they are written (L2 still writes them back to HBM: see the counters)",
        {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
          [](const Dims& d) {
            const int64_t tokens = d.s * d.i * d.b, weights = d.i * 4 * d.i * d.b;  // x or y; W

@@ -146,6 +146,31 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], int k0, int ro
   }
 }
 
+// The sum of `count` float4s `stride` floats apart (partial sums in shared memory).
+__device__ __forceinline__ float4 sum_quads(const float* p, int count, int stride) {
+  float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int i = 0; i < count; ++i) {
+    const float4 v = *reinterpret_cast<const float4*>(p + i * stride);
+    s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+  }
+  return s;
+}
+// Four bf16 (8-byte aligned) as floats, and four floats rounded to bf16 into 8 bytes.
+__device__ __forceinline__ float4 load_bf16x4(const bf16* p) {
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p + 2));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ void store_bf16x4(bf16* p, float4 v) {
+  union {
+    __nv_bfloat162 pair[2];
+    uint2 bits;
+  } out;
+  out.pair[0] = __floats2bfloat162_rn(v.x, v.y);
+  out.pair[1] = __floats2bfloat162_rn(v.z, v.w);
+  *reinterpret_cast<uint2*>(p) = out.bits;
+}
+
 // Step 1 for a block that owns units [unit0, unit0 + 32): h's slice into global memory.
 template <int kTM>
 __device__ void up_slice(unsigned char* smem, const Layout<kTM>& lay, const SmallArgs& a,
@@ -181,21 +206,11 @@ __device__ void up_slice(unsigned char* smem, const Layout<kTM>& lay, const Smal
   for (int i = threadIdx.x; i < a.m * (kUnits / 4); i += kThreads) {
     const int row = i / (kUnits / 4), u = (i % (kUnits / 4)) * 4;
     if (unit0 + u >= a.hidden) continue;
-    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float4 v = *reinterpret_cast<const float4*>(all + (w * kTM + row) * kRedLd + u);
-      s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-    }
-    union {
-      __nv_bfloat162 pair[2];
-      uint2 bits;
-    } out;
-    const float2 b01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b1 + u));
-    const float2 b23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b1 + u + 2));
-    out.pair[0] = __floats2bfloat162_rn(gelu_tanh_fast(s.x + b01.x), gelu_tanh_fast(s.y + b01.y));
-    out.pair[1] = __floats2bfloat162_rn(gelu_tanh_fast(s.z + b23.x), gelu_tanh_fast(s.w + b23.y));
-    *reinterpret_cast<uint2*>(a.h + int64_t(row) * a.hidden + unit0 + u) = out.bits;
+    const float4 sum = sum_quads(all + row * kRedLd + u, kWarps, kTM * kRedLd);
+    const float4 b = load_bf16x4(s_b1 + u);
+    store_bf16x4(a.h + int64_t(row) * a.hidden + unit0 + u,
+                 make_float4(gelu_tanh_fast(sum.x + b.x), gelu_tanh_fast(sum.y + b.y),
+                             gelu_tanh_fast(sum.z + b.z), gelu_tanh_fast(sum.w + b.w)));
   }
 }
 
@@ -253,21 +268,10 @@ __device__ void down_and_reduce(unsigned char* smem, const Layout<kTM>& lay, con
     const int row = i / 2, half = (i % 2) * 4;
     const int col = col0 + int(rank) * kOwned + half;
     if (col >= a.c) continue;  // c is a multiple of 32: the 4 columns are all in or all out
-    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int p = 0; p < kSize * W::kK; ++p) {
-      const float4 v = *reinterpret_cast<const float4*>(recv + (p * kTM + row) * kOwned + half);
-      s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-    }
-    union {
-      __nv_bfloat162 pair[2];
-      uint2 bits;
-    } out;
-    const float2 b01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b2 + half));
-    const float2 b23 =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(s_b2 + half + 2));
-    out.pair[0] = __floats2bfloat162_rn(s.x + b01.x, s.y + b01.y);
-    out.pair[1] = __floats2bfloat162_rn(s.z + b23.x, s.w + b23.y);
-    *reinterpret_cast<uint2*>(a.y + int64_t(row) * a.c + col) = out.bits;
+    const float4 sum = sum_quads(recv + row * kOwned + half, kSize * W::kK, kTM * kOwned);
+    const float4 b = load_bf16x4(s_b2 + half);
+    store_bf16x4(a.y + int64_t(row) * a.c + col,
+                 make_float4(sum.x + b.x, sum.y + b.y, sum.z + b.z, sum.w + b.w));
   }
 }
 
@@ -413,12 +417,10 @@ Status try_ffn_small(const FfnSmallBuffers& b, int64_t m, int c, int hidden, cud
                         static_cast<const void*>(b.b2)}) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
   }
-  int device = 0, major = 0, minor = 0, optin = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (major != 9 || minor != 0) return Status::Ok();
+  bool sm90 = false;
+  int optin = 0;
+  FL_TRY(hopper::current_device(&sm90, &optin));
+  if (!sm90) return Status::Ok();
   if (m <= 16) return launch<16>(b, m, c, hidden, optin, stream, launched);
   if (m <= 32) return launch<32>(b, m, c, hidden, optin, stream, launched);
   return launch<64>(b, m, c, hidden, optin, stream, launched);

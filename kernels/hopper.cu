@@ -63,4 +63,15 @@ Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t r
   return Status::Ok();
 }
 
+Status current_device(bool* sm90, int* optin_shared) {
+  int device = 0, major = 0, minor = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  FL_CUDA_TRY(
+      cudaDeviceGetAttribute(optin_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  *sm90 = major == 9 && minor == 0;
+  return Status::Ok();
+}
+
 }  // namespace fl::hopper

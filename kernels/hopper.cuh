@@ -56,6 +56,10 @@ namespace fl::hopper {
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
                           int box_rows, int box_cols, int swizzle = 128);
 
+// Whether the current device runs sm_90a code (compute capability 9.0), and its opt-in shared
+// memory per block (the wgmma kernels' launchers ask before they pick themselves).
+Status current_device(bool* sm90, int* optin_shared);
+
 // ---- device ---------------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

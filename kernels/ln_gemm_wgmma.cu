@@ -333,12 +333,10 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   if (reinterpret_cast<uintptr_t>(bias) % 4 != 0 || reinterpret_cast<uintptr_t>(y) % 4 != 0) {
     return Status::Ok();
   }
-  int device = 0, major = 0, minor = 0, optin = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (major != 9 || minor != 0) return Status::Ok();
+  bool sm90 = false;
+  int optin = 0;
+  FL_TRY(hopper::current_device(&sm90, &optin));
+  if (!sm90) return Status::Ok();
   const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0};
   // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W
   // (measured on an H100 at C = 768, docs/PERFORMANCE.md: 15.1 against 18.1 us at 256 tokens,

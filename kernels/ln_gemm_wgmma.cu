@@ -231,6 +231,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[T::kAcc];
 #pragma unroll
     for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
+    // The tile's bias for this thread's columns, loaded now so that the loads' latency hides
+    // behind the multiplies. Loaded in the epilogue, each waited behind the previous column's
+    // stores (the compiler cannot move a load of b above a store to y): Nsight Compute showed the
+    // consumers stalled on L1TEX for 61% of their cycles at 16K tokens.
+    __nv_bfloat162 bias[T::kWarpgroupN / 8];
+#pragma unroll
+    for (int j = 0; j < T::kWarpgroupN / 8; ++j) {
+      const int col = tile * kTileN + T::kWarpgroupN * c + 8 * j + 2 * (lane % 4);
+      bias[j] = col < a.n ? *reinterpret_cast<const __nv_bfloat162*>(a.bias + col)
+                          : __floats2bfloat162_rn(0.0f, 0.0f);
+    }
     for (int ks = 0; ks < k_steps; ++ks) {
       hopper::wait(&full[slot], phase);
       hopper::wgmma_fence();
@@ -265,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < T::kWarpgroupN / 8; ++j) {
       const int col = tile * kTileN + T::kWarpgroupN * c + 8 * j + 2 * (lane % 4);
       if (col >= a.n) continue;  // n is even: col + 1 < n too
-      const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + col));
+      const float2 b = __bfloat1622float2(bias[j]);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = row_base + 8 * h;

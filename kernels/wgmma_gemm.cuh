@@ -145,7 +145,7 @@ __device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128]
 
 // The accumulators' places: acc[4 j + 2 h + e] is the tile's element (row(h), col(j) + e) with
 // row(h) = 64 c + 16 (warp % 4) + lane / 4 + 8 h and col(j) = 8 j + 2 (lane % 4), j < 32, h and
-// e < 2 (kernels/hopper.cuh): store(h, row, col, v0, v1) for each pair of columns.
+// e < 2 (kernels/hopper.cuh): store(j, row, col, v0, v1) for each pair of columns.
 template <class Store>
 __device__ inline void for_each_pair(const float (&acc)[128], int c, Store&& store) {
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
@@ -155,7 +155,7 @@ __device__ inline void for_each_pair(const float (&acc)[128], int c, Store&& sto
     const int col = 8 * j + 2 * (lane % 4);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      store(h, row + 8 * h, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      store(j, row + 8 * h, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
     }
   }
 }

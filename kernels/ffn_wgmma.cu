@@ -31,8 +31,9 @@
 // Budget at 16K tokens, C = 768: 2 x 2 M C 4C = 155 GFLOP (157 us at 989 TFLOP/s); HBM, textbook:
 // x 25 MB + W1, W2 9.4 MB + y 25 MB = 60 MB (20 us at 3.06 TB/s); h: 100 MB written and read back
 // by 3 down-tile columns (400 MB of L2 reads), and written back to HBM by L2 as measured above.
-// Measured at 16K: 381-384 us, ~405 TFLOP/s; at 1K tokens 59 us, the critical path of one up
-// tile and one down tile (K = 3072 on one SM): a split K for the down tiles is what would help.
+// Measured at 16K: 321 us, ~480 TFLOP/s (381-384 us before each tile's bias was loaded ahead of
+// its multiplies); at 1K tokens 54 us, the critical path of one up tile and one down tile
+// (K = 3072 on one SM): a split K for the down tiles is what would help.
 #include "kernels/ffn_wgmma.h"
 
 #include <algorithm>

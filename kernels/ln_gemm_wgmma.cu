@@ -28,8 +28,9 @@
 // all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (a 2-byte
 // element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring
 // (96 KB in flight) and L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured
-// and tried). Measured on an H100 (bf16, cold): 176.8 us at 16K tokens (0.63x cuBLASLt's
-// epilogue level), 15.3 us at 256 (0.79x). Shared memory: panel 96 KB + ring 128 KB, one block per
+// and tried). Measured on an H100 (bf16, cold): 159.1 us at 16K tokens (0.70x cuBLASLt's
+// epilogue level; 176.8 before each tile's bias was loaded ahead of its multiplies), 14.8 us at
+// 256 (0.85x). Shared memory: panel 96 KB + ring 128 KB, one block per
 // SM. Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
 // shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
 #include "kernels/ln_gemm_wgmma.h"

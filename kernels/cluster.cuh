@@ -101,17 +101,19 @@ __device__ __forceinline__ void store_async_peer(void* local, unsigned rank, uin
 }
 
 // How many clusters of `config` can be resident at once (asked once per kernel and shared
-// memory size: the answer does not change while the program runs).
+// memory size: the answer does not change while the program runs). Leaves the kernel's shared
+// memory limit at config's size on every call, cached or not, so that a launch of `config` may
+// follow (the limit is per kernel: an earlier call for another size may have lowered it).
 inline Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, int* fit) {
   static std::mutex lock;
   static std::map<std::tuple<const void*, size_t, unsigned>, int> known;
   const std::lock_guard<std::mutex> hold(lock);
   const auto key =
       std::make_tuple(kernel, config.dynamicSmemBytes, config.attrs[0].val.clusterDim.x);
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(config.dynamicSmemBytes)));
   auto found = known.find(key);
   if (found == known.end()) {
-    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(config.dynamicSmemBytes)));
     int n = 0;
     FL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kernel, &config));
     found = known.emplace(key, n).first;

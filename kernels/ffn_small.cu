@@ -386,11 +386,8 @@ Status launch(const FfnSmallBuffers& b, int64_t m, int c, int hidden, int optin,
   const int clusters = (c + kCols - 1) / kCols;
   if (clusters * kSize * kUnits < hidden) return Status::Ok();  // units left without a block
   auto kernel = ffn_small_kernel<kTM>;
-  // Set at every launch: the occupancy query below caches per shared-memory size, and another
-  // shape's launch may have left the attribute smaller.
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, lay.total));
   const cluster::Launch plan(clusters, kSize, kThreads, size_t(lay.total), stream);
-  bool fit = false;  // the grid barrier needs every block resident
+  bool fit = false;  // the grid barrier needs every block resident (also sets the smem limit)
   FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(kernel), plan, &fit));
   if (!fit) return Status::Ok();
   CUtensorMap x_map, w1_map, w2_map, h_map;

@@ -199,13 +199,12 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
                         static_cast<const void*>(b.w2), static_cast<const void*>(b.h_ring)}) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
   }
-  int device = 0, major = 0, minor = 0, optin = 0, cooperative = 0;
+  bool sm90 = false;
+  int device = 0, optin = 0, cooperative = 0;
+  FL_TRY(hopper::current_device(&sm90, &optin));
   FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  if (major != 9 || minor != 0 || !cooperative || wg::kSharedBytes > size_t(optin)) {
+  if (!sm90 || !cooperative || wg::kSharedBytes > size_t(optin)) {
     return Status::Ok();
   }
   const int64_t row_blocks = (m + wg::kBM - 1) / wg::kBM;

@@ -221,15 +221,15 @@ __device__ void up_slice(unsigned char* smem, const Layout<kTM>& lay, const Smal
 // Step 2: every block adds 1 to a 64-bit count that is never reset and waits until it reaches
 // `target`, the next multiple of the grid size (the count was a multiple of it when this run
 // started, and each block adds 1 once a run: thread 0 reads it at the start, see the kernel).
-// So there is no last block to reset it, and the add needs no answer: a fence and a reduction,
-// then acquire loads. The block's h stores come first (the barrier, then thread 0's fence, which
-// covers the stores the barrier ordered before it), and are fenced for TMA's reads.
+// So there is no last block to reset it, and the add needs no answer: a reduction with release
+// semantics, then acquire loads. The block's h stores come first (the barrier orders them before
+// thread 0's release), and are fenced for TMA's reads. (The barrier takes ~1.9 us at 16 tokens,
+// the same as with the __threadfence and atomicAdd it replaced.)
 __device__ void grid_barrier(const SmallArgs& a, unsigned long long target) {
   hopper::fence_async_global();
   __syncthreads();
   if (threadIdx.x != 0) return;
-  __threadfence();
-  atomicAdd(a.arrivals, 1ull);
+  hopper::red_release(a.arrivals, 1ull);
   while (hopper::load_acquire(a.arrivals) < target) __nanosleep(20);
   hopper::fence_async_global();  // TMA reads h next
 }
@@ -288,8 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
   __shared__ __align__(16) bf16 s_b1[kUnits], s_b2[kOwned];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* smem = hopper::align_1024(shared_raw);
   const Layout<kTM> lay(a.c, a.kb);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + lay.bars);  // x + W1, W2, h, received
   const unsigned rank = cluster::rank(), q = cluster::index();

@@ -91,7 +91,7 @@ __device__ void produce(const wg::Ring& ring, const FfnWgmmaArgs& a, const CUten
 }
 
 // The tile's bias (b2 for a down tile, b1 for an up tile) for this thread's 32 column pairs
-// (col(j) of wg::for_each_pair), loaded before the multiplies so that their latency hides behind
+// (col(j) of wg::for_each_piece), loaded before the multiplies so that their latency hides behind
 // them. Loaded in the epilogue, each load waited behind the previous pair's stores (the compiler
 // cannot move a load of b above a store to y or h): Nsight Compute showed the consumers stalled
 // on L1TEX for 34% of their cycles at 16K tokens.
@@ -107,28 +107,38 @@ __device__ void load_bias(const Tile& t, const FfnWgmmaArgs& a, __nv_bfloat162 (
 }
 
 // A tile's epilogue: y = acc + b2 (down), or h = GELU(acc + b1) into the ring's slot, rounded to
-// bf16 as level 1's h is (up).
+// bf16 as level 1's h is (up); 16 bytes of a row a store (c and hidden are multiples of 8).
 __device__ void store_tile(const Tile& t, const float (&acc)[128], const __nv_bfloat162 (&bias)[32],
                            int c, const FfnWgmmaArgs& a, int down) {
   const int col0 = t.nt * wg::kBN;
   if (t.down) {
-    wg::for_each_pair(acc, c, [&](int j, int r, int col, float v0, float v1) {
-      const int64_t row = int64_t(t.rb) * wg::kBM + r;
-      if (row >= a.m || col0 + col >= a.c) return;  // c is even: col + 1 < c too
-      const float2 b = __bfloat1622float2(bias[j]);
-      *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.c + col0 + col) =
-          __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
-    });
+    wg::for_each_piece(
+        acc, c,
+        [&](int j, float v0, float v1) {
+          const float2 b = __bfloat1622float2(bias[j]);
+          return __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
+        },
+        [&](int r, int col, uint4 piece) {
+          const int64_t row = int64_t(t.rb) * wg::kBM + r;
+          if (row < a.m && col0 + col < a.c) {
+            *reinterpret_cast<uint4*>(a.y + row * a.c + col0 + col) = piece;
+          }
+        });
     return;
   }
   if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
   bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
-  wg::for_each_pair(acc, c, [&](int j, int r, int col, float v0, float v1) {
-    if (col0 + col >= a.hidden) return;
-    const float2 b = __bfloat1622float2(bias[j]);
-    *reinterpret_cast<__nv_bfloat162*>(h + int64_t(r) * a.hidden + col0 + col) =
-        __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
-  });
+  wg::for_each_piece(
+      acc, c,
+      [&](int j, float v0, float v1) {
+        const float2 b = __bfloat1622float2(bias[j]);
+        return __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
+      },
+      [&](int r, int col, uint4 piece) {
+        if (col0 + col < a.hidden) {
+          *reinterpret_cast<uint4*>(h + int64_t(r) * a.hidden + col0 + col) = piece;
+        }
+      });
 }
 
 // After a tile's stores: every consumer thread fences, they meet, and one thread counts the tile
@@ -196,7 +206,8 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
     return Status::Ok();
   }
   for (const void* p : {static_cast<const void*>(b.x), static_cast<const void*>(b.w1),
-                        static_cast<const void*>(b.w2), static_cast<const void*>(b.h_ring)}) {
+                        static_cast<const void*>(b.w2), static_cast<const void*>(b.h_ring),
+                        static_cast<const void*>(b.y)}) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
   }
   bool sm90 = false;

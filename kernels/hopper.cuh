@@ -65,6 +65,16 @@ __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// The first 1024-byte boundary (the 128-byte swizzle's period) at or after p in dynamic shared
+// memory. Offsetting p itself, rather than rounding its integer value, keeps the pointer's
+// shared-memory provenance: the compiler then emits ld.shared/st.shared for plain accesses
+// through it, where a pointer remade from an integer gets generic loads. Through such a pointer
+// the LayerNorm-Linear's normalize step read each 16-byte chunk as 8 generic 2-byte loads and
+// took 8 us per block instead of ~1.
+__device__ __forceinline__ unsigned char* align_1024(unsigned char* p) {
+  return p + ((1024 - smem_address(p) % 1024) % 1024);
+}
+
 // mbarrier: init with the number of arrivals a phase needs.
 __device__ __forceinline__ void barrier_init(uint64_t* bar, unsigned arrivals) {
 #ifdef FL_SM90A_DEVICE
@@ -277,6 +287,15 @@ __device__ __forceinline__ void fence_async_global() {
 #endif
 }
 // Adds v with release semantics and returns the value before.
+// A reduction (no answer) with release semantics: everything this thread has seen, the stores of
+// the block ordered before it by __syncthreads included, is visible to whoever acquires the new
+// count (CUTLASS's grid barriers arrive the same way). Cheaper than __threadfence + atomicAdd.
+__device__ __forceinline__ void red_release(unsigned long long* counter, unsigned long long v) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(counter), "l"(v) : "memory");
+#endif
+}
+
 __device__ __forceinline__ unsigned add_release(unsigned* counter, unsigned v) {
   unsigned old = 0;
 #ifdef FL_SM90A_DEVICE
@@ -287,6 +306,29 @@ __device__ __forceinline__ unsigned add_release(unsigned* counter, unsigned v) {
 #endif
   return old;
 }
+// The accumulators' rows leave in 16-byte pieces: in the layout above, the 4 lanes of a quad
+// hold a row's columns 8 j .. 8 j + 7 as 4 pairs (lane q: 8 j + 2 q, + 1). Given the pairs of 4
+// such column groups j0 + i as bf16x2 words w[i], this returns, in lane q, group j0 + q's 8
+// columns (word i from lane i): a 4 x 4 transpose in the quad, 3 shuffles. A warp's store then
+// writes 8 rows x 64 contiguous bytes, whole 32-byte sectors, with a quarter of the instructions
+// of storing the pairs (docs/PERFORMANCE.md: 160 -> 140 us for the LayerNorm-Linear at 16K).
+__device__ __forceinline__ uint4 quad_transpose(const uint32_t (&w)[4]) {
+  const int lane = threadIdx.x % 32, q = lane % 4;
+  uint32_t out[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    // Round r: lane q reads lane s = (q + r) % 4, which sends its word for lane q: w[(s - r) % 4].
+    const int send = (q + 4 - r) % 4, from = (q + r) % 4;
+    const uint32_t mine = send == 0 ? w[0] : send == 1 ? w[1] : send == 2 ? w[2] : w[3];
+    const uint32_t got = r == 0 ? mine : __shfl_sync(0xffffffffu, mine, (lane & ~3) | from);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (from == i) out[i] = got;
+    }
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
 __device__ __forceinline__ unsigned load_acquire(const unsigned* counter) {
   unsigned v = 0;
 #ifdef FL_SM90A_DEVICE

@@ -20,24 +20,29 @@
 //     of them to a slot (4 or 2), into the ring (4 or 8 slots, 128 KB either way); each of the two
 //     consumer warpgroups multiplies the whole panel by its half of the slot's columns (four
 //     wgmma of K = 16) and frees the slot once those multiplies have completed.
-//   * 3. Epilogue: y = acc + b, one rounding to bf16, stored from the accumulators; meanwhile the
-//     producer is already filling the ring with the next tile's W.
+//   * 3. Epilogue: y = acc + b, one rounding to bf16, stored from the accumulators 16 bytes of a
+//     row at a time (each quad of lanes regroups its columns); meanwhile the producer is already
+//     filling the ring with the next tile's W.
 //
 // Budget at 16K tokens: 2 M N K = 58 GFLOP (88 us at the ~660 TFLOP/s of a good H100 GEMM);
 // HBM: x 25 MB + W 3.5 MB + y 75 MB = 104 MB (34 us at 3 TB/s); L2 -> SM: each block streams
 // all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (a 2-byte
 // element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring
 // (96 KB in flight) and L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured
-// and tried). Measured on an H100 (bf16, cold): 159.1 us at 16K tokens (0.70x cuBLASLt's
-// epilogue level; 176.8 before each tile's bias was loaded ahead of its multiplies), 14.8 us at
-// 256 (0.85x). Shared memory: panel 96 KB + ring 128 KB, one block per
-// SM. Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
+// and tried). Measured on an H100 (bf16, cold, 2026-11-23): 134.4 us at 16K tokens (0.83x
+// cuBLASLt's epilogue level), 11.5 us at 256 (1.04x). On the way there: 176.8 -> 159.1 us at 16K
+// with each tile's bias loaded ahead of its multiplies, -> 140.0 with 16-byte stores of y (4-byte
+// stores half-filled each 32-byte sector, at 4 times the instructions), -> 134.4 once the panel
+// was read as shared memory (step 1 had taken 8 us a block; FL_LN_TIMELINE shows the phases).
+// Step 1 still takes ~5.5 us a block (of 11 at 256 tokens): the next thing to look at.
+// Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
 // shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/hopper.cuh"
@@ -77,7 +82,8 @@ struct WgmmaArgs {
   bf16* y;
   int64_t m;
   int k, n;
-  int tiles_per_block;  // a block's run of tiles
+  int tiles_per_block;           // a block's run of tiles
+  unsigned long long* timeline;  // FL_LN_TIMELINE (tuning only): the phases' end times, or null
 };
 
 size_t shared_bytes(int k) {
@@ -92,70 +98,140 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
+__device__ __forceinline__ void unpack8(uint4 u, float (&f)[8]) {
   const bf16* h = reinterpret_cast<const bf16*>(&u);
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = __bfloat162float(h[e]);
 }
 
+constexpr int kChunksPerLane = kMaxK / 8 / 32;  // a row's 16-byte chunks a lane holds
+
+// gamma and beta in a lane's registers: chunks lane, lane + 32 and lane + 64 (elements 8 j ..
+// 8 j + 7 of chunk j; K <= 768 is at most 96 chunks), the same for every row it normalizes.
+// Loaded at the block's start, so that their latency hides behind the panel's.
+struct Affine {
+  uint4 gamma[kChunksPerLane], beta[kChunksPerLane];
+};
+
+__device__ __forceinline__ Affine load_affine(const WgmmaArgs& a, int lane) {
+  Affine f;
+#pragma unroll
+  for (int i = 0; i < kChunksPerLane; ++i) {
+    const int j = lane + 32 * i;
+    if (j < a.k / 8) {
+      f.gamma[i] = reinterpret_cast<const uint4*>(a.gamma)[j];
+      f.beta[i] = reinterpret_cast<const uint4*>(a.beta)[j];
+    }
+  }
+  return f;
+}
+
 // Step 1: the warp's rows of the panel, normalized in place. Chunk j of row r (elements
 // 8 j .. 8 j + 7) is in K-block j / 8, at chunk (j % 8) ^ (r % 8) of the row's 128 bytes there,
-// swizzled as TMA wrote it. A lane holds chunks lane, lane + 32 and lane + 64 of a row (K <= 768
-// is at most 96 chunks) and the same chunks of gamma and beta for every row. Two passes over the
-// row in registers (sum, then squared deviations from the mean): nothing cancels.
-__device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, int64_t row0, int warp,
-                                int lane) {
-  constexpr int kChunksPerLane = kMaxK / 8 / 32;
-  constexpr int kRowsPerWarp = kRows / kConsumerWarps;
+// swizzled as TMA wrote it. A lane holds chunks lane, lane + 32 and lane + 64 of a row. Two
+// passes over the row in registers (sum, then squared deviations from the mean): nothing cancels.
+// The step is bound by instruction issue (64 rows x 768 elements on 8 warps, ~6 us per block when
+// it took ~9 instructions an element), so an element costs 6: its unpacking, a sum, its
+// deviation d (kept), d^2, d * rstd * gamma + beta as a multiply and an FMA, half a pack; gamma and
+// beta are unpacked once for all rows. Two rows at a time overlap their reductions' shuffles.
+__device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, const Affine& f,
+                                int64_t row0, int warp, int lane) {
+  constexpr int kRowsPerWarp = kRows / kConsumerWarps, kBatch = 2;
   auto offset = [](int r, int j) {
     return (j / 8) * kPanelBlockBytes + r * 128 + (((j % 8) ^ (r % 8)) << 4);
   };
   const int chunks = a.k / 8;
-  uint4 gamma[kChunksPerLane], beta[kChunksPerLane];
+  const float inv_k = 1.0f / a.k;
+  float gamma[kChunksPerLane][8], beta[kChunksPerLane][8];
 #pragma unroll
   for (int i = 0; i < kChunksPerLane; ++i) {
-    const int j = lane + 32 * i;
-    if (j < chunks) {
-      gamma[i] = reinterpret_cast<const uint4*>(a.gamma)[j];
-      beta[i] = reinterpret_cast<const uint4*>(a.beta)[j];
-    }
+    unpack8(f.gamma[i], gamma[i]);
+    unpack8(f.beta[i], beta[i]);
   }
-  for (int r = kRowsPerWarp * warp; r < kRowsPerWarp * (warp + 1); ++r) {
-    if (row0 + r >= a.m) break;  // rows past the last token stay TMA's zeros
-    float v[kChunksPerLane][8];
-    float sum = 0;
+  for (int r0 = kRowsPerWarp * warp; r0 < kRowsPerWarp * (warp + 1); r0 += kBatch) {
+    float v[kBatch][kChunksPerLane][8];
+    float mean[kBatch], rstd[kBatch];
 #pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      const int j = lane + 32 * i;
-      if (j < chunks) {
-        unpack8(*reinterpret_cast<const uint4*>(panel + offset(r, j)), v[i]);
+    for (int b = 0; b < kBatch; ++b) {
+      float sum = 0;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) sum += v[i][e];
+      for (int i = 0; i < kChunksPerLane; ++i) {
+        const int j = lane + 32 * i;
+        if (j < chunks) {
+          unpack8(*reinterpret_cast<const uint4*>(panel + offset(r0 + b, j)), v[b][i]);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) sum += v[b][i][e];
+        }
+      }
+      mean[b] = warp_sum(sum) * inv_k;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      float squares = 0;
+#pragma unroll
+      for (int i = 0; i < kChunksPerLane; ++i) {
+        if (lane + 32 * i < chunks) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            v[b][i][e] -= mean[b];
+            squares += v[b][i][e] * v[b][i][e];
+          }
+        }
+      }
+      rstd[b] = rsqrtf(warp_sum(squares) * inv_k + static_cast<float>(gemm::kLayerNormEps));
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (row0 + r0 + b >= a.m) break;  // rows past the last token stay TMA's zeros
+#pragma unroll
+      for (int i = 0; i < kChunksPerLane; ++i) {
+        const int j = lane + 32 * i;
+        if (j < chunks) {
+          uint32_t out[4];
+#pragma unroll
+          for (int e = 0; e < 8; e += 2) {
+            const __nv_bfloat162 h =
+                __floats2bfloat162_rn(v[b][i][e] * rstd[b] * gamma[i][e] + beta[i][e],
+                                      v[b][i][e + 1] * rstd[b] * gamma[i][e + 1] + beta[i][e + 1]);
+            out[e / 2] = *reinterpret_cast<const uint32_t*>(&h);
+          }
+          *reinterpret_cast<uint4*>(panel + offset(r0 + b, j)) =
+              make_uint4(out[0], out[1], out[2], out[3]);
+        }
       }
     }
-    const float mean = warp_sum(sum) / a.k;
-    float squares = 0;
+    if (r0 == 0) cluster::stamp(a.timeline, 2);
+  }
+}
+
+// Step 3, the epilogue: y = acc + b, rounded once to bf16, for the warp's 16 rows (from row) and
+// the warpgroup's columns (from col0). acc[4 j + 2 h + e] is y[row + lane / 4 + 8 h][col0 + 8 j +
+// 2 (lane % 4) + e] (kernels/hopper.cuh); each quad regroups 4 column groups so that a lane
+// stores 16 bytes of one row (hopper::quad_transpose). n is a multiple of 8: a group is wholly in
+// or out.
+template <class T>
+__device__ __forceinline__ void store_tile(const float (&acc)[T::kAcc],
+                                           const __nv_bfloat162 (&bias)[T::kWarpgroupN / 8],
+                                           const WgmmaArgs& a, int col0, int64_t row) {
+  const int lane = threadIdx.x % 32;
+  row += lane / 4;
 #pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      if (lane + 32 * i < chunks) {
+  for (int g = 0; g < T::kWarpgroupN / 32; ++g) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) squares += (v[i][e] - mean) * (v[i][e] - mean);
+    for (int h = 0; h < 2; ++h) {
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int j = 4 * g + i;
+        const float2 b = __bfloat1622float2(bias[j]);
+        const __nv_bfloat162 v =
+            __floats2bfloat162_rn(acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
+        w[i] = *reinterpret_cast<const uint32_t*>(&v);
       }
-    }
-    const float rstd = rsqrtf(warp_sum(squares) / a.k + static_cast<float>(gemm::kLayerNormEps));
-#pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      const int j = lane + 32 * i;
-      if (j < chunks) {
-        float g[8], b[8];
-        unpack8(gamma[i], g);
-        unpack8(beta[i], b);
-        uint4 out;
-        bf16* h = reinterpret_cast<bf16*>(&out);
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          h[e] = __float2bfloat16_rn((v[i][e] - mean) * rstd * g[e] + b[e]);
-        *reinterpret_cast<uint4*>(panel + offset(r, j)) = out;
+      const uint4 out = hopper::quad_transpose(w);
+      const int col = col0 + 8 * (4 * g + lane % 4);
+      if (col < a.n && row + 8 * h < a.m) {
+        *reinterpret_cast<uint4*>(a.y + (row + 8 * h) * a.n + col) = out;
       }
     }
   }
@@ -168,8 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #ifdef FL_SM90A_DEVICE
   extern __shared__ unsigned char shared_raw[];
   // The swizzle's pattern repeats every 1024 bytes: every TMA destination starts on one.
-  unsigned char* panel = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* panel = hopper::align_1024(shared_raw);
   const int k_blocks = (a.k + kPanelK - 1) / kPanelK;
   unsigned char* ring = panel + k_blocks * kPanelBlockBytes;
   using T = Tiles<kTileN>;
@@ -193,6 +268,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init(panel_full, 1);
     hopper::barrier_init_fence();
   }
+  Affine affine;  // the consumers' gamma and beta, asked for before any TMA copy
+  if (warp < kConsumerWarps) affine = load_affine(a, lane);
   __syncthreads();
 
   if (warp == kConsumerWarps) {
@@ -221,10 +298,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // The consumers: warpgroup c multiplies the whole panel by its half of the tile's columns.
   const int c = warp / 4;
+  cluster::stamp(a.timeline, 0);
   hopper::wait(panel_full, 0);
-  normalize_panel(panel, a, row0, warp, lane);
+  cluster::stamp(a.timeline, 1);
+  normalize_panel(panel, a, affine, row0, warp, lane);
   hopper::fence_async_shared();                  // the normalized panel is read by wgmma next
   hopper::sync_threads(1, 32 * kConsumerWarps);  // both warpgroups read every row
+  cluster::stamp(a.timeline, 3);
 
   int slot = 0, previous = 0;
   uint32_t phase = 0;
@@ -271,23 +351,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::wgmma_wait<0>();
     if (lane == 0) hopper::arrive(&empty[previous]);
 
-    // Epilogue: acc[4 j + 2 h + e] is y[row(h)][col(j) + e] (kernels/hopper.cuh).
-    const int64_t row_base = row0 + 16 * (warp % 4) + lane / 4;
-#pragma unroll
-    for (int j = 0; j < T::kWarpgroupN / 8; ++j) {
-      const int col = tile * kTileN + T::kWarpgroupN * c + 8 * j + 2 * (lane % 4);
-      if (col >= a.n) continue;  // n is even: col + 1 < n too
-      const float2 b = __bfloat1622float2(bias[j]);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = row_base + 8 * h;
-        if (row < a.m) {
-          *reinterpret_cast<__nv_bfloat162*>(a.y + row * a.n + col) =
-              __floats2bfloat162_rn(acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
-        }
-      }
-    }
+    if (tile == tile_end - 1) cluster::stamp(a.timeline, 4);
+    store_tile<T>(acc, bias, a, tile * kTileN + T::kWarpgroupN * c, row0 + 16 * (warp % 4));
   }
+  cluster::stamp(a.timeline, 5);
 #endif
 }
 
@@ -314,10 +381,14 @@ Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat1
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(runs), static_cast<unsigned>(row_blocks));
+  // FL_LN_TIMELINE=1 (tuning only) prints when blocks reached: 0 start, 1 panel landed, 2 warp
+  // 0's first rows normalized, 3 panel normalized, 4 last tile's multiplies done, 5 end.
+  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", grid.x * grid.y, &args.timeline));
   kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, args);
   FL_CUDA_TRY(cudaGetLastError());
   *launched = true;
-  return Status::Ok();
+  return cluster::finish_timeline("ln_gemm_wgmma", static_cast<long long>(args.m), grid.x * grid.y,
+                                  args.timeline, stream);
 }
 
 }  // namespace
@@ -342,14 +413,14 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
                         static_cast<const void*>(beta), static_cast<const void*>(w)}) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return Status::Ok();
   }
-  if (reinterpret_cast<uintptr_t>(bias) % 4 != 0 || reinterpret_cast<uintptr_t>(y) % 4 != 0) {
+  if (reinterpret_cast<uintptr_t>(bias) % 4 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0) {
     return Status::Ok();
   }
   bool sm90 = false;
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   if (!sm90) return Status::Ok();
-  const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0};
+  const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0, nullptr};
   // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W
   // (measured on an H100 at C = 768, docs/PERFORMANCE.md: 15.1 against 18.1 us at 256 tokens,
   // 24.0 against 26.0 at 1K; 19.3 against 18.5 at 512, the one size where 256 won).

@@ -68,8 +68,7 @@ struct Cursor {
 // of the block calls it (it ends with __syncthreads).
 __device__ inline Ring make_ring(unsigned char* shared_raw) {
   Ring r;
-  r.slots = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) &
-                                             ~uintptr_t(1023));
+  r.slots = hopper::align_1024(shared_raw);
   r.full = reinterpret_cast<uint64_t*>(r.slots + kStages * kSlotBytes);
   r.empty = r.full + kStages;
   if (threadIdx.x == 0) {
@@ -145,17 +144,27 @@ __device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128]
 
 // The accumulators' places: acc[4 j + 2 h + e] is the tile's element (row(h), col(j) + e) with
 // row(h) = 64 c + 16 (warp % 4) + lane / 4 + 8 h and col(j) = 8 j + 2 (lane % 4), j < 32, h and
-// e < 2 (kernels/hopper.cuh): store(j, row, col, v0, v1) for each pair of columns.
-template <class Store>
-__device__ inline void for_each_pair(const float (&acc)[128], int c, Store&& store) {
+// e < 2 (kernels/hopper.cuh). They leave in 16-byte pieces: convert(j, v0, v1) makes each pair a
+// bf16x2 word (bias, activation, rounding), each quad regroups 4 column groups
+// (hopper::quad_transpose), and store(row, col, piece) gets the tile's row `row`, columns col ..
+// col + 7 (col a multiple of 8).
+template <class Convert, class Store>
+__device__ inline void for_each_piece(const float (&acc)[128], int c, Convert&& convert,
+                                      Store&& store) {
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int row = 64 * c + 16 * warp + lane / 4;
 #pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    const int col = 8 * j + 2 * (lane % 4);
+  for (int g = 0; g < 8; ++g) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      store(j, row + 8 * h, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int j = 4 * g + i;
+        const __nv_bfloat162 v = convert(j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        w[i] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      store(row + 8 * h, 8 * (4 * g + lane % 4), hopper::quad_transpose(w));
     }
   }
 }

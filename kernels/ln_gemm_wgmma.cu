@@ -35,8 +35,9 @@
 // stores half-filled each 32-byte sector, at 4 times the instructions), -> 134.4 once the panel
 // was read as shared memory (step 1 had taken 8 us a block; FL_LN_TIMELINE shows the phases).
 // Step 1 still takes ~5.5 us a block (of 11 at 256 tokens): the next thing to look at.
-// Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8 (16-byte rows for TMA) up to 768 (the panel's shared memory); other
-// shapes, and GPUs or builds without sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
+// Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8 (16-byte
+// rows for TMA) up to 768 (the panel's shared memory); other shapes, and GPUs or builds without
+// sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
 #include "kernels/ln_gemm_wgmma.h"
 
 #include <algorithm>

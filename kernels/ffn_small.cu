@@ -257,7 +257,6 @@ __device__ void down_and_reduce(unsigned char* smem, const Layout<kTM>& lay, con
   }
   float* recv = reinterpret_cast<float*>(smem + lay.recv);  // [kSize x kK][kTM][kOwned]
   const int slot = int(rank) * W::kK + wk;
-  cluster::wait_started();  // every block of the cluster has initialised `received`
 #pragma unroll
   for (int nt = 0; nt < W::kNT; ++nt) {
     const tc::LaneQuad q = tc::lane_quad(acc[0][nt], lane);  // 4 adjacent columns of one row
@@ -295,13 +294,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int unit0 = int(blockIdx.x) * kUnits, col0 = int(q) * kCols;
   const bool has_units = unit0 < a.hidden;
   cluster::stamp(a.timeline, 0);
-  // The grid barrier's count when this run started (only this block's own arrival can follow
-  // it, and others' of this run): the multiple of the grid size this run must reach.
-  const unsigned long long target =
-      threadIdx.x == 0
-          ? (*reinterpret_cast<volatile unsigned long long*>(a.arrivals) / gridDim.x + 1) *
-                gridDim.x
-          : 0;
+  unsigned long long count = 0;  // the grid barrier's count, read by thread 0 (see below)
   const int w2_boxes = (a.kb + kW2BoxRows - 1) / kW2BoxRows;
   auto issue_w2 = [&]() {
     hopper::arrive_expect_bytes(&bars[1], w2_boxes * kBoxBytes);
@@ -317,24 +310,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::arrive_expect_bytes(&bars[3], kSize * DownWarps<kTM>::kK * a.m * kOwned * 4);
     hopper::barrier_init_fence();  // a release at cluster scope: the arrival below publishes it
   }
-  // Arrive now, wait before the first st.async into another block (down_and_reduce). Relaxed: a
-  // release here would also wait for this thread's outstanding copies (measured: +2 us).
+  // Arrive now, wait once this block's own copies are on their way (below). Relaxed: a release
+  // here would also wait for this thread's outstanding copies (measured: +2 us).
   cluster::arrive_started();
+  // x is the same for every block: where every block of the cluster has hidden units, block r
+  // asks for x's boxes r, r + 8, ... once from L2, multicast into all 8 (below, once their
+  // barriers are initialised); elsewhere each block copies all of x.
+  const int x_boxes = (a.c + kChunkCols - 1) / kChunkCols;
+  const bool share_x = (int(q) + 1) * kSize * kUnits <= a.hidden;
   if (threadIdx.x == 0) {
-    const int x_boxes = (a.c + kChunkCols - 1) / kChunkCols;
     const int w1_boxes = (a.c + kW1BoxRows - 1) / kW1BoxRows;
     if (has_units) {
       hopper::arrive_expect_bytes(&bars[0], x_boxes * kTM * 128 + w1_boxes * kBoxBytes);
       for (int b = 0; b < w1_boxes; ++b) {
         hopper::copy_box(smem + lay.w1 + b * kBoxBytes, &w1_map, unit0, b * kW1BoxRows, &bars[0]);
       }
-      for (int b = 0; b < x_boxes; ++b) {
+      for (int b = 0; !share_x && b < x_boxes; ++b) {
         hopper::copy_box(smem + b * kTM * 128, &x_map, b * kChunkCols, 0, &bars[0]);
       }
     }
     // W1's bytes first: step 1 needs them, step 3 W2's only after the grid barrier (issued
     // with W1's, they made step 1 wait: 8.70 against 8.58 us at 1 token, 11.36 / 10.91 at 64).
     if (!has_units) issue_w2();
+    // The grid barrier's count as this run started, give or take other blocks' arrivals of this
+    // run (only they, and this block's own, can follow it): the barrier waits for the next
+    // multiple of the grid size. Read after the copies are on their way and used only at the
+    // barrier (read first, with the target computed from it at once, it held the copies back).
+    count = *reinterpret_cast<volatile unsigned long long*>(a.arrivals);
   }
   // The biases by cp.async, waited for just before their use (as plain loads they would stall
   // the block behind the weights' traffic): b1's 32 units (threads 0-3), b2's 8 columns (4).
@@ -347,6 +349,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     tc::copy16_async(s_b2, a.b2 + (col < a.c ? col : 0), col < a.c);
   }
   tc::async_commit();
+  // Every block of the cluster has initialised its barriers: the multicast may land, and so may
+  // the partial sums of step 4.
+  cluster::wait_started();
+  if (share_x && threadIdx.x == 0) {
+    for (int b = int(rank); b < x_boxes; b += kSize) {
+      hopper::copy_box_multicast(smem + b * kTM * 128, &x_map, b * kChunkCols, 0, &bars[0],
+                                 (1u << kSize) - 1);
+    }
+  }
   __syncthreads();  // the mbarriers are initialised
   cluster::stamp(a.timeline, 1);
 
@@ -358,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   cluster::stamp(a.timeline, 2);
   hopper::fence_async_shared();  // the region's ordinary accesses before TMA overwrites it
   tc::async_wait<0>();           // b2's copy, seen by all after the grid barrier's __syncthreads
-  grid_barrier(a, target);
+  grid_barrier(a, (count / gridDim.x + 1) * gridDim.x);
   if (threadIdx.x == 0) {
     const int h_boxes = (a.kb + kChunkCols - 1) / kChunkCols;
     hopper::arrive_expect_bytes(&bars[2], h_boxes * kTM * 128);

@@ -130,6 +130,20 @@ __device__ __forceinline__ void copy_box(void* dst, const CUtensorMap* map, int 
 #endif
 }
 
+// The same box copied once from L2 into every block of the cluster named in `mask` (bit r: rank
+// r), at dst's offset in each, counted on the barrier at bar's offset in each: the blocks must
+// have initialised that barrier first.
+__device__ __forceinline__ void copy_box_multicast(void* dst, const CUtensorMap* map, int col,
+                                                   int row, uint64_t* bar, uint16_t mask) {
+#ifdef FL_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(bar)), "h"(mask)
+      : "memory");
+#endif
+}
+
 // Fetches a TMA descriptor (a kernel parameter) ahead of its first copy.
 __device__ __forceinline__ void prefetch_map(const CUtensorMap* map) {
 #ifdef FL_SM90A_DEVICE

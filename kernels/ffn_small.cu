@@ -20,18 +20,19 @@
 //      writes y. No atomics, no second pass, nothing to reset.
 //
 // Data path: every weight byte is asked for at the start. One thread per block issues TMA copies
-// of x (kTM x 64 boxes), of W1's slice (256 x 32 boxes, 64-byte rows) and of W2's piece (128 x 64
-// boxes) into shared memory, completing on mbarriers; W2's copies are issued once W1's have
-// landed (step 1 needs W1 first) and arrive while steps 1 and 2 run.
+// of W1's slice (256 x 32 boxes, 64-byte rows) and of W2's piece (128 x 64 boxes) into shared
+// memory, completing on mbarriers; W2's copies are issued once W1's have landed (step 1 needs W1
+// first) and arrive while steps 1 and 2 run. x (kTM x 64 boxes) is the same for every block:
+// block r of a cluster asks for boxes r, r + 8, ... once, multicast by TMA into all 8.
 // The boxes land swizzled (kernels/hopper.cuh), and the warps read them with ldmatrix at the
 // swizzled addresses (no bank conflicts) and multiply with mma.sync m16n8k16 (bf16 -> fp32).
 //
 // Budget at C = 768 (12 clusters of 8 = 96 blocks): each block receives 48 KB of W1 and 48 KB of
 // W2, plus x (1.5 KB a token, from L2 after the first block). Weights at copy bandwidth: 3.1 us;
 // what follows them is one grid barrier (~1-1.5 us), an L2 read of h (0.8-48 KB a block) and the
-// exchange of partial sums (~1.1 us at 1 token, 2.4 at 64). Measured on an H100: 8.5 us at 1-16
-// tokens, 10.9 at 64 (1.53x / 1.57x / 1.34x cuBLASLt's epilogue level at 1 / 16 / 64 tokens, the
-// weights at 36% of copy bandwidth); docs/PERFORMANCE.md has the timeline and what was tried.
+// exchange of partial sums (~1.1 us at 1 token, 2.4 at 64). Measured on an H100: 7.7 / 8.0 / 10.2
+// us at 1 / 16 / 64 tokens (1.62x / 1.77x / 1.44x cuBLASLt's epilogue level, the weights at 40% of
+// copy bandwidth at 1 token); docs/PERFORMANCE.md has the timeline and what was tried.
 #include "kernels/ffn_small.h"
 
 #include <cuda.h>

@@ -69,8 +69,8 @@ __device__ __forceinline__ uint32_t smem_address(const void* p) {
 // memory. Offsetting p itself, rather than rounding its integer value, keeps the pointer's
 // shared-memory provenance: the compiler then emits ld.shared/st.shared for plain accesses
 // through it, where a pointer remade from an integer gets generic loads. Through such a pointer
-// the LayerNorm-Linear's normalize step read each 16-byte chunk as 8 generic 2-byte loads and
-// took 8 us per block instead of ~1.
+// the LayerNorm-Linear's normalize step read each 16-byte chunk as 8 generic 2-byte loads (7.8 us
+// a block against 6.3 once fixed, H100).
 __device__ __forceinline__ unsigned char* align_1024(unsigned char* p) {
   return p + ((1024 - smem_address(p) % 1024) % 1024);
 }
@@ -300,7 +300,6 @@ __device__ __forceinline__ void fence_async_global() {
   asm volatile("fence.proxy.async.global;" ::: "memory");
 #endif
 }
-// Adds v with release semantics and returns the value before.
 // A reduction (no answer) with release semantics: everything this thread has seen, the stores of
 // the block ordered before it by __syncthreads included, is visible to whoever acquires the new
 // count (CUTLASS's grid barriers arrive the same way). Cheaper than __threadfence + atomicAdd.
@@ -310,6 +309,7 @@ __device__ __forceinline__ void red_release(unsigned long long* counter, unsigne
 #endif
 }
 
+// Adds v with release semantics and returns the value before.
 __device__ __forceinline__ unsigned add_release(unsigned* counter, unsigned v) {
   unsigned old = 0;
 #ifdef FL_SM90A_DEVICE

@@ -91,10 +91,10 @@ __device__ void produce(const wg::Ring& ring, const FfnWgmmaArgs& a, const CUten
 }
 
 // The tile's bias (b2 for a down tile, b1 for an up tile) for this thread's 32 column pairs
-// (col(j) of wg::for_each_piece), loaded before the multiplies so that their latency hides behind
-// them. Loaded in the epilogue, each load waited behind the previous pair's stores (the compiler
-// cannot move a load of b above a store to y or h): Nsight Compute showed the consumers stalled
-// on L1TEX for 34% of their cycles at 16K tokens.
+// (8 j + 2 (lane % 4) in hopper::for_each_piece), loaded before the multiplies so that their
+// latency hides behind them. Loaded in the epilogue, each load waited behind the previous pair's
+// stores (the compiler cannot move a load of b above a store to y or h): Nsight Compute showed the
+// consumers stalled on L1TEX for 34% of their cycles at 16K tokens.
 __device__ void load_bias(const Tile& t, const FfnWgmmaArgs& a, __nv_bfloat162 (&bias)[32]) {
   const bf16* b = t.down ? a.b2 : a.b1;
   const int n = t.down ? a.c : a.hidden, col0 = t.nt * wg::kBN + 2 * (threadIdx.x % 4);
@@ -112,14 +112,14 @@ __device__ void store_tile(const Tile& t, const float (&acc)[128], const __nv_bf
                            int c, const FfnWgmmaArgs& a, int down) {
   const int col0 = t.nt * wg::kBN;
   if (t.down) {
-    wg::for_each_piece(
-        acc, c,
+    hopper::for_each_piece(
+        acc,
         [&](int j, float v0, float v1) {
           const float2 b = __bfloat1622float2(bias[j]);
           return __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
         },
         [&](int r, int col, uint4 piece) {
-          const int64_t row = int64_t(t.rb) * wg::kBM + r;
+          const int64_t row = int64_t(t.rb) * wg::kBM + 64 * c + r;
           if (row < a.m && col0 + col < a.c) {
             *reinterpret_cast<uint4*>(a.y + row * a.c + col0 + col) = piece;
           }
@@ -128,15 +128,15 @@ __device__ void store_tile(const Tile& t, const float (&acc)[128], const __nv_bf
   }
   if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
   bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
-  wg::for_each_piece(
-      acc, c,
+  hopper::for_each_piece(
+      acc,
       [&](int j, float v0, float v1) {
         const float2 b = __bfloat1622float2(bias[j]);
         return __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
       },
       [&](int r, int col, uint4 piece) {
         if (col0 + col < a.hidden) {
-          *reinterpret_cast<uint4*>(h + int64_t(r) * a.hidden + col0 + col) = piece;
+          *reinterpret_cast<uint4*>(h + int64_t(64 * c + r) * a.hidden + col0 + col) = piece;
         }
       });
 }

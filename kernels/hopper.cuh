@@ -343,6 +343,32 @@ __device__ __forceinline__ uint4 quad_transpose(const uint32_t (&w)[4]) {
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+// A warpgroup's accumulators of a 64 x N tile (kAcc = N / 2 a thread) leave in 16-byte pieces:
+// acc[4 j + 2 h + e] is the element (row(h), 8 j + 2 (lane % 4) + e), row(h) = 16 (warp % 4) +
+// lane / 4 + 8 h (the layout above). convert(j, v0, v1) makes each pair a bf16x2 word (bias,
+// activation, rounding), each quad regroups 4 column groups (quad_transpose), and
+// store(row, col, piece) gets the tile's row `row` of the warpgroup's 64, columns col .. col + 7.
+template <int kAcc, class Convert, class Store>
+__device__ __forceinline__ void for_each_piece(const float (&acc)[kAcc], Convert&& convert,
+                                               Store&& store) {
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4;
+#pragma unroll
+  for (int g = 0; g < kAcc / 16; ++g) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int j = 4 * g + i;
+        const __nv_bfloat162 v = convert(j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        w[i] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      store(row + 8 * h, 8 * (4 * g + lane % 4), quad_transpose(w));
+    }
+  }
+}
+
 __device__ __forceinline__ unsigned load_acquire(const unsigned* counter) {
   unsigned v = 0;
 #ifdef FL_SM90A_DEVICE

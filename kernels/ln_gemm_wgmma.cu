@@ -205,37 +205,24 @@ __device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, const 
   }
 }
 
-// Step 3, the epilogue: y = acc + b, rounded once to bf16, for the warp's 16 rows (from row) and
-// the warpgroup's columns (from col0). acc[4 j + 2 h + e] is y[row + lane / 4 + 8 h][col0 + 8 j +
-// 2 (lane % 4) + e] (kernels/hopper.cuh); each quad regroups 4 column groups so that a lane
-// stores 16 bytes of one row (hopper::quad_transpose). n is a multiple of 8: a group is wholly in
-// or out.
+// Step 3, the epilogue: y = acc + b, rounded once to bf16, for the block's rows (from row0) and
+// the warpgroup's columns (from col0), 16 bytes of a row a store (hopper::for_each_piece). n is a
+// multiple of 8: a piece is wholly in or out.
 template <class T>
 __device__ __forceinline__ void store_tile(const float (&acc)[T::kAcc],
                                            const __nv_bfloat162 (&bias)[T::kWarpgroupN / 8],
-                                           const WgmmaArgs& a, int col0, int64_t row) {
-  const int lane = threadIdx.x % 32;
-  row += lane / 4;
-#pragma unroll
-  for (int g = 0; g < T::kWarpgroupN / 32; ++g) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      uint32_t w[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int j = 4 * g + i;
+                                           const WgmmaArgs& a, int col0, int64_t row0) {
+  hopper::for_each_piece(
+      acc,
+      [&](int j, float v0, float v1) {
         const float2 b = __bfloat1622float2(bias[j]);
-        const __nv_bfloat162 v =
-            __floats2bfloat162_rn(acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
-        w[i] = *reinterpret_cast<const uint32_t*>(&v);
-      }
-      const uint4 out = hopper::quad_transpose(w);
-      const int col = col0 + 8 * (4 * g + lane % 4);
-      if (col < a.n && row + 8 * h < a.m) {
-        *reinterpret_cast<uint4*>(a.y + (row + 8 * h) * a.n + col) = out;
-      }
-    }
-  }
+        return __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
+      },
+      [&](int r, int col, uint4 piece) {
+        if (col0 + col < a.n && row0 + r < a.m) {
+          *reinterpret_cast<uint4*>(a.y + (row0 + r) * a.n + col0 + col) = piece;
+        }
+      });
 }
 
 template <int kTileN>
@@ -353,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane == 0) hopper::arrive(&empty[previous]);
 
     if (tile == tile_end - 1) cluster::stamp(a.timeline, 4);
-    store_tile<T>(acc, bias, a, tile * kTileN + T::kWarpgroupN * c, row0 + 16 * (warp % 4));
+    store_tile<T>(acc, bias, a, tile * kTileN + T::kWarpgroupN * c, row0);
   }
   cluster::stamp(a.timeline, 5);
 #endif

@@ -142,31 +142,7 @@ __device__ inline void consume_tile(const Ring& r, Cursor& at, float (&acc)[128]
   if (lane == 0) hopper::arrive(&r.empty[previous]);
 }
 
-// The accumulators' places: acc[4 j + 2 h + e] is the tile's element (row(h), col(j) + e) with
-// row(h) = 64 c + 16 (warp % 4) + lane / 4 + 8 h and col(j) = 8 j + 2 (lane % 4), j < 32, h and
-// e < 2 (kernels/hopper.cuh). They leave in 16-byte pieces: convert(j, v0, v1) makes each pair a
-// bf16x2 word (bias, activation, rounding), each quad regroups 4 column groups
-// (hopper::quad_transpose), and store(row, col, piece) gets the tile's row `row`, columns col ..
-// col + 7 (col a multiple of 8).
-template <class Convert, class Store>
-__device__ inline void for_each_piece(const float (&acc)[128], int c, Convert&& convert,
-                                      Store&& store) {
-  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int row = 64 * c + 16 * warp + lane / 4;
-#pragma unroll
-  for (int g = 0; g < 8; ++g) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      uint32_t w[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int j = 4 * g + i;
-        const __nv_bfloat162 v = convert(j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-        w[i] = *reinterpret_cast<const uint32_t*>(&v);
-      }
-      store(row + 8 * h, 8 * (4 * g + lane % 4), hopper::quad_transpose(w));
-    }
-  }
-}
+// The accumulators' places: consumer warpgroup c holds rows [64 c, 64 c + 64) of the tile, in
+// the layout of kernels/hopper.cuh; hopper::for_each_piece hands them out 16 bytes at a time.
 
 }  // namespace fl::wgmma_gemm

@@ -227,7 +227,7 @@ TEST_P(LessonGpu, TopLevelAtLargeShapesTwice) {
       1025 + int64_t(rng() % 3000) * 2;  // odd, 1025..7023 -> capped at 4096 checked
   // 1, 16, 31, 64, 33 and 3 tokens at C = 768, 768, 768, 768, 800 and 96: the fused FFN's
   // small-token kernel (Hopper, bf16, up to 64 tokens, C a multiple of 32), with one, two and four
-  // 16-row tiles, a last cluster with half its 64 columns (C = 800: x is not multicast there) and
+  // 16-row tiles, a last cluster with half its 64 columns (C = 800: its blocks copy x unshared) and
   // a block's 48 hidden rows inside one box (C = 96); its grid barrier's count is never reset, so
   // the second run must find the next multiple of the grid size. 13 tokens at C = 781: the
   // cluster kernel, whose accumulator and per-column-range counters must also come back clean

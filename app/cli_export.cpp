@@ -11,10 +11,10 @@
 
 #include "app/cli.h"
 #include "app/measure/export.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "app/measure/replay_backend.h"
-#include "app/measure/session_json.h"
-#include "app/measure/sizes.h"
+#include "model/session_json.h"
+#include "model/sizes.h"
 
 namespace fl {
 namespace {

@@ -21,9 +21,9 @@
 #include "app/cli.h"
 #include "app/measure/choices.h"
 #include "app/measure/engine.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "app/measure/live_backend.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "app/measure/soak.h"
 #include "kernels/catalog.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "app/measure/soak.h"
 
 namespace fl {

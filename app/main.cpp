@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "app/measure/replay_backend.h"
 #include "kernels/catalog.h"
 #include "fusionlab_build_info.h"

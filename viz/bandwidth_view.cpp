@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "kernels/catalog.h"
 #include "viz/palette.h"
 

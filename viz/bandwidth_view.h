@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/results.h"
-#include "app/measure/peers.h"
+#include "model/results.h"
+#include "model/peers.h"
 #include "viz/plot.h"
 
 namespace fl::viz {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "kernels/lesson.h"
 #include "viz/view_util.h"
 

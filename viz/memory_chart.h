@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "viz/view_util.h"
 
 namespace fl::viz {

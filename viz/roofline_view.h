@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "viz/view_util.h"
 
 namespace fl::viz {

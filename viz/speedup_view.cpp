@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 
 namespace fl::viz {
 namespace {

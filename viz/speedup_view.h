@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/peers.h"
-#include "app/measure/results.h"
+#include "model/peers.h"
+#include "model/results.h"
 #include "kernels/lesson.h"
 #include "viz/palette.h"
 #include "viz/plot.h"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "viz/memory_chart.h"
 #include "viz/plot.h"
 #include "viz/roofline_view.h"
@@ -277,7 +277,7 @@ std::string current_svg() {
 }
 
 bool write_file_atomic(const std::string& path, const std::string& text, std::string* error) {
-  // The project's one atomic writer (app/measure/file_io.h): an exclusive temporary beside the
+  // The project's one atomic writer (model/file_io.h): an exclusive temporary beside the
   // target, flushed, renamed; symlinks written through, devices and folders refused.
   const Status st = write_file_atomically(path, text);
   if (!st.ok() && error) *error = st.message();

@@ -32,7 +32,7 @@ void clear_svg_source();
 bool has_svg_source();
 std::string current_svg();
 
-// Writes `text` to `path` atomically through app/measure/file_io.h (a temporary made exclusively
+// Writes `text` to `path` atomically through model/file_io.h (a temporary made exclusively
 // beside it, flushed to disk, renamed over `path`). False with a one-line reason in *error.
 bool write_file_atomic(const std::string& path, const std::string& text, std::string* error);
 

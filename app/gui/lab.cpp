@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "app/gui/backend_choice.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "fusionlab_build_info.h"
 #include "kernels/catalog.h"
 #include "viz/speedup_view.h"

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "app/gui/replay_notice.h"
-#include "app/measure/caps.h"
+#include "model/caps.h"
 #include "app/measure/engine.h"
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "kernels/lesson.h"
 
 namespace fl::gui {

@@ -10,7 +10,7 @@
 
 #include "app/gui/backend_choice.h"
 #include "app/measure/choices.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 namespace fl::gui {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 
 namespace fl::gui {
 namespace {

@@ -2,7 +2,7 @@
 // are multiples of the font size so HiDPI scaling carries through.
 #pragma once
 
-#include "app/measure/peers.h"
+#include "model/peers.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ float gpu_panel_height(const Lab& lab, float width);  // the child height that f
 void draw_lesson_panel(Lab& lab, double now);         // panel_lesson.cpp
 void draw_controls_panel(Lab& lab, double now);       // panel_controls.cpp
 void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp: under its title
-// PyTorch peers for the speedup plot (app/measure/peers.h), read once before the window opens:
+// PyTorch peers for the speedup plot (model/peers.h), read once before the window opens:
 // `path`, or when empty the peer file shipped beside the recordings (none: no peer series).
 // Fails only for a named file that cannot be used.
 Status load_window_peers(const std::string& path);

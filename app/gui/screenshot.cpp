@@ -5,7 +5,7 @@
 #include <imgui.h>
 #include <stb_image_write.h>  // implementation in Debian's libstb
 
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -106,7 +106,7 @@ Status render_caption_strip(const viz::CaptionLayout& layout, int fb_width, int 
 
 Status write_png_atomic(const std::string& path, int width, int height,
                         const std::vector<uint8_t>& rgb, bool replace_existing) {
-  // Encoded in memory, then written by the one atomic writer (app/measure/file_io.h): an
+  // Encoded in memory, then written by the one atomic writer (model/file_io.h): an
   // exclusive temporary file beside the output, fsync, rename.
   std::string png;
   const auto append = [](void* context, void* data, int size) {

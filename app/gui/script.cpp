@@ -15,9 +15,9 @@
 #include "app/gui/settings.h"
 #include "app/gui/shortcuts.h"
 #include "app/measure/choices.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "app/measure/replay_backend.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "kernels/catalog.h"
 
 namespace fl::gui {
@@ -221,7 +221,7 @@ std::vector<std::string> resolve_recording_paths(const std::string& text) {
 
 Status load_script(const std::string& path, const std::string& out_dir, Script* out) {
   // A regular file under 16 MiB, checked before it is read (a FIFO must not hang the window,
-  // a folder is named as one); app/measure/file_io.h.
+  // a folder is named as one); model/file_io.h.
   std::string contents;
   FL_TRY(read_file_checked(path, kMaxScriptFileBytes, "script", &contents));
   return script_from_text(contents, path, out_dir, out);

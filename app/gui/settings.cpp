@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "app/measure/choices.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 namespace fl::gui {
 namespace {
@@ -318,7 +318,7 @@ Status load_settings(const std::string& path, Settings* out, bool* found) {
 
 Status write_file_atomic(const std::string& path, const std::string& text) {
   // The folder first (~/.config/fusionlab may not exist yet), then the shared atomic writer
-  // (app/measure/file_io.h: exclusive temporary file in the same folder, fsync, rename).
+  // (model/file_io.h: exclusive temporary file in the same folder, fsync, rename).
   const fs::path dir =
       fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   std::error_code ec;

@@ -70,7 +70,7 @@ Status save_settings(const std::string& path, const Settings& settings);
 std::string settings_text(const Settings& settings);
 
 // Writes `text` to `path` atomically, making its folder first: the shared writer of
-// app/measure/file_io.h (temporary file in the same folder, fsync, rename).
+// model/file_io.h (temporary file in the same folder, fsync, rename).
 Status write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace fl::gui

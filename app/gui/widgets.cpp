@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app/measure/replay_backend.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 
 namespace fl::gui {
 

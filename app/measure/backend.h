@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "kernels/status.h"
 
 namespace fl {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 namespace fl {
 

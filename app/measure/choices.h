@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 
 namespace fl {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "app/measure/caps.h"
+#include "model/caps.h"
 #include "app/measure/cupti_check.h"
 #include "app/measure/gpu_faults.h"
 

@@ -2,7 +2,7 @@
 
 #include <tuple>
 
-#include "app/measure/caps.h"
+#include "model/caps.h"
 
 namespace fl {
 

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <utility>
 
-#include "app/measure/file_io.h"
-#include "app/measure/session_json.h"
-#include "app/measure/sizes.h"
+#include "model/file_io.h"
+#include "model/session_json.h"
+#include "model/sizes.h"
 #include "kernels/catalog.h"
 
 #if FUSIONLAB_HAVE_ZLIB

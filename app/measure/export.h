@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/file_io.h"
-#include "app/measure/peers.h"
-#include "app/measure/results.h"
+#include "model/file_io.h"
+#include "model/peers.h"
+#include "model/results.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -50,7 +50,7 @@ bool trace_gzip_available();
 // of `session`, in its order, with the session's GPU, CUDA driver and date on every row. Numbers
 // are rounded to what was measured; text cells a spreadsheet would run as a formula start with
 // an apostrophe. Columns and units are documented in docs/EXPORT.md; new ones go at the end.
-// With `peers` (a PyTorch peer file, app/measure/peers.h), rows for the peers follow, one per
+// With `peers` (a PyTorch peer file, model/peers.h), rows for the peers follow, one per
 // (series, size) of each lesson and precision the session has: level "peer", level_name the
 // peer's label, the chain columns its median/p20/p80, speedup_vs_level0 ours at that size over
 // it, and the peer file's GPU, driver and date (docs/EXPORT.md).

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <set>
 
-#include "app/measure/file_io.h"
-#include "app/measure/sizes.h"
+#include "model/file_io.h"
+#include "model/sizes.h"
 
 namespace fl {
 namespace {

@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "app/measure/backend.h"
-#include "app/measure/caps.h"
+#include "model/caps.h"
 #include "app/measure/choices.h"
 #include "app/measure/cupti_counters.h"
 #include "app/measure/gpu_faults.h"

@@ -7,8 +7,8 @@
 #include <system_error>
 #include <utility>
 
-#include "app/measure/session_json.h"
-#include "app/measure/sizes.h"
+#include "model/session_json.h"
+#include "model/sizes.h"
 #include "kernels/catalog.h"
 
 namespace fl {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "app/measure/backend.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 namespace fl {
 

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "app/measure/caps.h"
+#include "model/caps.h"
 #include "app/measure/choices.h"
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "kernels/catalog.h"
 
 namespace fl {

@@ -30,7 +30,7 @@
 
 #include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace fl {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "app/measure/replay_backend.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 
 namespace {
 

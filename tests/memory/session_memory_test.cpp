@@ -25,7 +25,7 @@
 #include <fstream>
 #include <string>
 
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "kernels/catalog.h"
 
 namespace fl {

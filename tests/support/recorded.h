@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 
 namespace fl::testing_support {
 

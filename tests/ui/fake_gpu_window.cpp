@@ -19,7 +19,7 @@
 
 #include "app/gui/window.h"
 #include "app/measure/gpu_faults.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "kernels/catalog.h"
 
 namespace fl {

@@ -1,11 +1,11 @@
 // Bounded memory in the window's state (issue 18): however long a learner drags the size slider,
-// the measurements the Lab keeps stay at their cap (app/measure/caps.h), the newest kept.
+// the measurements the Lab keeps stay at their cap (model/caps.h), the newest kept.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "app/gui/lab.h"
-#include "app/measure/caps.h"
+#include "model/caps.h"
 #include "tests/support/lab_pump.h"
 
 namespace fl {

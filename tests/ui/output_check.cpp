@@ -27,7 +27,7 @@
 
 #include "app/gui/script.h"
 #include "app/measure/export.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 
 namespace {
 

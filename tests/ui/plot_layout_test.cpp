@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "viz/plot.h"
 
 namespace fl::viz {

@@ -11,7 +11,7 @@
 #include "app/gui/caption.h"
 #include "app/gui/lab.h"
 #include "app/gui/script.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "tests/support/lab_pump.h"
 #include "tests/support/recorded.h"
 #include "viz/speedup_view.h"

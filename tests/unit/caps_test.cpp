@@ -1,6 +1,6 @@
 // Bounded memory (issue 18): every cache and history the long-running app keeps stays at its cap
-// however many results go through it (app/measure/caps.h, docs/RELIABILITY.md).
-#include "app/measure/caps.h"
+// however many results go through it (model/caps.h, docs/RELIABILITY.md).
+#include "model/caps.h"
 
 #include <gtest/gtest.h>
 

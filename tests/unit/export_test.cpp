@@ -17,7 +17,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "tests/unit/trace_check.h"
 
 #if FUSIONLAB_HAVE_ZLIB

@@ -1,7 +1,7 @@
-// The one atomic writer, the reader checks and message quoting (app/measure/file_io.h; issue 18
+// The one atomic writer, the reader checks and message quoting (model/file_io.h; issue 18
 // "Files" and "Every reader checks the file first"). Each file fault asserts the message and
 // that nothing else in the folder changed. CPU only, in CI.
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "app/measure/replay_backend.h"
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 
 namespace fl {
 namespace {

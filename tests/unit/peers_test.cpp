@@ -1,6 +1,6 @@
-// PyTorch peer files (app/measure/peers.h): the shipped one loads, and every kind of file the app
+// PyTorch peer files (model/peers.h): the shipped one loads, and every kind of file the app
 // cannot use is refused with one line that names the problem (and the file, when read from disk).
-#include "app/measure/peers.h"
+#include "model/peers.h"
 
 #include <gtest/gtest.h>
 

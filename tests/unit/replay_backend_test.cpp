@@ -11,7 +11,7 @@
 #include <fstream>
 #include <regex>
 
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "tests/support/recorded.h"
 
 namespace fl {

@@ -1,4 +1,4 @@
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 
 #include <gtest/gtest.h>
 

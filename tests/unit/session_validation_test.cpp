@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "app/measure/caps.h"
-#include "app/measure/peers.h"
-#include "app/measure/session_json.h"
+#include "model/caps.h"
+#include "model/peers.h"
+#include "model/session_json.h"
 
 namespace fl {
 namespace {
@@ -224,7 +224,7 @@ TEST(SessionValidation, NegativeOrImpossibleDeviceFacts) {
 }
 
 TEST(SessionValidation, CopyReferencesAreCapped) {
-  // The live engine keeps at most kMaxCopyReferences (app/measure/caps.h); a file with more is
+  // The live engine keeps at most kMaxCopyReferences (model/caps.h); a file with more is
   // refused before it grows the loader's memory further.
   EXPECT_EQ(refusal([](json& j) {
               json& copies = j["device"]["copy_bandwidth"];

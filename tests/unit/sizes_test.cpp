@@ -1,4 +1,4 @@
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 
 #include <gtest/gtest.h>
 

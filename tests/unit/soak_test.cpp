@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 #include "kernels/catalog.h"
 
 namespace fl {

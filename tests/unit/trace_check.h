@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 
 namespace fl {
 namespace trace_check_detail {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 #include "kernels/catalog.h"
 
 namespace fl::viz::testing {

@@ -1,4 +1,4 @@
-// libFuzzer target: the level lists people type, fl::parse_level_list (app/measure/sizes.h):
+// libFuzzer target: the level lists people type, fl::parse_level_list (model/sizes.h):
 // bench --levels.
 // Properties: never crashes; a refusal is one line; "all" and only "all" gives no levels;
 // every accepted level is in 0..kMaxLevelNumber (no number wraps around into range).
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "tests/fuzz/libfuzzer/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

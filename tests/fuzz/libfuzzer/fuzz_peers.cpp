@@ -1,4 +1,4 @@
-// libFuzzer target: the peer file loader, fl::peers_from_json (app/measure/peers.h), which reads
+// libFuzzer target: the peer file loader, fl::peers_from_json (model/peers.h), which reads
 // scripts/peers.py's output for --peers and the shipped peers.json.
 // Properties: never crashes; a refusal is one line; an accepted file's series have their points
 // sorted by size with sane numbers, and the lookups the plots make on them answer.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "app/measure/peers.h"
+#include "model/peers.h"
 #include "tests/fuzz/libfuzzer/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

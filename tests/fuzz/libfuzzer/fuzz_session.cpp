@@ -1,4 +1,4 @@
-// libFuzzer target: the session loader, fl::session_from_json (app/measure/session_json.h), the
+// libFuzzer target: the session loader, fl::session_from_json (model/session_json.h), the
 // parser behind --replay, --compare, export-trace/export-csv and a script's `open`.
 // Properties: never crashes; a refusal is one line; a session it accepts is written back by
 // session_to_json into text that loads again and writes back identically (what the app saves
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 #include "tests/fuzz/libfuzzer/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// libFuzzer target: the sizes people type. fl::parse_size_list (app/measure/sizes.h): bench
+// libFuzzer target: the sizes people type. fl::parse_size_list (model/sizes.h): bench
 // --sizes, latency --max-size, export --size and a script's `size`; and the window's size,
 // fl::gui::parse_window_size (app/gui/settings.h): --size WxH and a script's `window-size`.
 // Properties: never crashes; a refusal is one line; every accepted size is positive and at most
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "app/gui/settings.h"
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 #include "tests/fuzz/libfuzzer/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-#include "app/measure/peers.h"
+#include "model/peers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/measure/file_io.h"
-#include "app/measure/session_json.h"
+#include "model/file_io.h"
+#include "model/session_json.h"
 
 namespace fl {
 namespace {

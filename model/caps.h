@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "app/measure/results.h"
+#include "model/results.h"
 
 namespace fl {
 

@@ -1,4 +1,4 @@
-#include "app/measure/caps.h"
+#include "model/caps.h"
 
 #include <algorithm>
 

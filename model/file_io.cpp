@@ -1,4 +1,4 @@
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 #include <fcntl.h>
 #include <sys/random.h>

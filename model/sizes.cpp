@@ -1,4 +1,4 @@
-#include "app/measure/sizes.h"
+#include "model/sizes.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "app/measure/file_io.h"
+#include "model/file_io.h"
 
 namespace fl {
 

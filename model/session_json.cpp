@@ -10,7 +10,7 @@
 // [SECTION] reading: the catalog rules (lessons, sizes, row lengths, levels, precisions)
 // [SECTION] reading: SessionReader, the SAX handler
 // [SECTION] entry points
-#include "app/measure/session_json.h"
+#include "model/session_json.h"
 
 #include <algorithm>
 #include <climits>
@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "app/measure/caps.h"
-#include "app/measure/file_io.h"
+#include "model/caps.h"
+#include "model/file_io.h"
 #include "kernels/catalog.h"
 
 namespace fl {

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "app/measure/file_io.h"  // write_file_atomically, for callers that included it from here
-#include "app/measure/results.h"
+#include "model/file_io.h"  // write_file_atomically, for callers that included it from here
+#include "model/results.h"
 #include "kernels/status.h"
 
 namespace fl {

@@ -1,4 +1,4 @@
-#include "app/measure/results.h"
+#include "model/results.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "app/cli.h"
@@ -74,7 +75,43 @@ struct BenchPlan {
   CacheMode cache = CacheMode::cold;
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
+  std::map<std::string, std::string> variants;  // --variant: launch -> forced variant
 };
+
+// --variant LAUNCH=VARIANT: a launch of a chosen lesson that has that variant. Whether it can
+// run on this GPU is judged when it runs (one line, the measurement fails).
+Status parse_variants(const std::vector<std::string>& items, const std::vector<const Lesson*>& ls,
+                      std::map<std::string, std::string>* out) {
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::Error("--variant takes LAUNCH=VARIANT, e.g. ffn_fused=ffn_split; got '" +
+                           shorten_for_message(item) + "'");
+    }
+    const std::string launch = item.substr(0, eq), variant = item.substr(eq + 1);
+    bool found = false;
+    std::string known;
+    for (const Lesson* lesson : ls) {
+      for (const FusionLevel& level : lesson->info().levels) {
+        for (const VariantInfo& v : level.variants) {
+          if (v.launch != launch) continue;
+          found = found || v.name == variant;
+          known += (known.empty() ? "" : ", ") + v.name;
+        }
+      }
+    }
+    if (!found) {
+      return Status::Error("--variant: " +
+                           (known.empty()
+                                ? "no launch '" + shorten_for_message(launch) +
+                                      "' of the chosen lessons has kernel variants"
+                                : launch + " has no variant '" + shorten_for_message(variant) +
+                                      "' (it has " + known + ")"));
+    }
+    (*out)[launch] = variant;
+  }
+  return Status::Ok();
+}
 
 Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
   std::vector<std::string> ids = split(list);
@@ -143,6 +180,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   }
   FL_TRY(parse_level_list(o.levels, &plan->levels));
   FL_TRY(check_levels_and_sizes(*plan));
+  FL_TRY(parse_variants(o.variants, plan->lessons, &plan->variants));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
   }
@@ -299,6 +337,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.levels = run.levels;
   request.precision = plan.precision;
   request.cache = plan.cache;
+  request.variants = plan.variants;
   result.status = backend.measure(request, nullptr, &result.measurements);
   if (result.status.ok() && run.counters) {
     const auto t0 = std::chrono::steady_clock::now();

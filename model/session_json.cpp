@@ -124,6 +124,7 @@ json measurement_json(const Measurement& m) {
   json launches = json::array();
   for (const auto& l : m.launches) {
     launches.push_back({{"kernel", l.textbook.kernel},
+                        {"variant", l.variant},
                         {"textbook_bytes_read", l.textbook.bytes_read},
                         {"textbook_bytes_written", l.textbook.bytes_written},
                         {"textbook_flops", l.textbook.flops},
@@ -370,11 +371,15 @@ enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3 };
 struct Field {
   const char* name;
   Shape shape;
-  Kind kind;     // object: its kind; list: its elements' kind
-  bool v2_only;  // required from schema version 2 on; may be left out of a version-1 file
+  Kind kind;              // object: its kind; list: its elements' kind
+  bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
+  bool optional = false;  // may be left out of any version (added in version 3)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
   return {name, Shape::scalar, Kind::skip, v2_only};
+}
+constexpr Field optional_value(const char* name) {
+  return {name, Shape::scalar, Kind::skip, false, true};
 }
 constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
                        bool v2_only = false) {
@@ -445,14 +450,24 @@ constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
 enum CheckField { kRelL2, kMaxAbs, kNonFinite, kTolerance, kPassed };
 constexpr Field kCheckFields[] = {value("rel_l2_error"), value("max_abs_error"),
                                   value("non_finite"), value("tolerance"), value("passed")};
-enum LaunchField { kKernel, kBytesRead, kBytesWritten, kFlops, kTime, kCopyGbpsL, kCounters };
+enum LaunchField {
+  kKernel,
+  kBytesRead,
+  kBytesWritten,
+  kFlops,
+  kTime,
+  kCopyGbpsL,
+  kCounters,
+  kVariant
+};
 constexpr Field kLaunchFields[] = {value("kernel"),
                                    value("textbook_bytes_read"),
                                    value("textbook_bytes_written"),
                                    value("textbook_flops"),
                                    object("time_us", Kind::stats),
                                    value("copy_gbps"),
-                                   object("counters", Kind::counters, Shape::object_or_null, true)};
+                                   object("counters", Kind::counters, Shape::object_or_null, true),
+                                   optional_value("variant")};
 enum CountersField { kDramRead, kDramWrite, kL2Bytes };
 constexpr Field kCountersFields[] = {value("dram_read_bytes"), value("dram_write_bytes"),
                                      value("l2_bytes")};
@@ -1104,6 +1119,8 @@ Status SessionReader::set_launch(int field, const Scalar& v) {
       return read_non_negative(v, &t.flops);
     case kCopyGbpsL:
       return read_gbps(v, &launch_.copy_gbps);
+    case kVariant:
+      return read_name(v, &launch_.variant);
     default:
       return Status::Ok();
   }
@@ -1203,7 +1220,7 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   const int required = frame.kind == Kind::root ? kFormat : s.count;
   const std::string path = path_at(depth);
   for (int i = 0; i < required; ++i) {
-    if ((frame.seen & (uint32_t(1) << i)) != 0) continue;
+    if ((frame.seen & (uint32_t(1) << i)) != 0 || s.fields[i].optional) continue;
     const std::string field = path + (path.empty() ? "" : ".") + s.fields[i].name;
     if (!s.fields[i].v2_only) return Status::Error(field + " is missing");
     note_missing_v2(field);
@@ -1227,6 +1244,22 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
       return finish_measurement(path, frames_[depth - 1].index - 1);
     default:
       return Status::Ok();
+  }
+}
+
+// Recordings made before launches named their variant (schema version 2) still say which kernel
+// ran: the kernel records' CUPTI names, matched against the level's variants.
+void name_variants_from_records(Measurement* m) {
+  const Lesson* lesson = find_lesson(m->lesson);
+  if (lesson == nullptr || m->level < 0 || m->level >= lesson->level_count()) return;
+  const std::vector<VariantInfo>& variants = lesson->info().levels[m->level].variants;
+  if (variants.empty()) return;
+  for (const KernelRecord& r : m->records) {
+    if (r.launch < 0 || r.launch >= static_cast<int>(m->launches.size())) continue;
+    LaunchResult& launch = m->launches[r.launch];
+    if (launch.variant.empty()) {
+      launch.variant = variant_of_kernel(variants, launch.textbook.kernel, r.kernel);
+    }
   }
 }
 
@@ -1277,6 +1310,7 @@ Status SessionReader::finish_measurement(const std::string& path, size_t index) 
     return Status::Error(path + ": repeats measurements[" + std::to_string(it->second) +
                          "] (same lesson, size, row length, level, precision and cache)");
   }
+  name_variants_from_records(&measurement_);
   session_.measurements.push_back(std::move(measurement_));
   return Status::Ok();
 }

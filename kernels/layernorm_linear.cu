@@ -591,6 +591,22 @@ struct PanelPlan {
   }
 };
 
+// The panel kernel's shape check for the level table: C a multiple of 16, and the narrowest
+// panel (16 columns) within an sm_90 block's 227 KB of shared memory (in fp32 at C = 768 only
+// up to 16 tokens). A smaller GPU's limit is found when the launcher plans (Unsupported).
+inline std::string panel_shape_check(const Dims& d) {
+  if (d.i % 16 != 0) return "C is not a multiple of 16";
+  auto bytes = [&](auto tag) {
+    PanelPlan<decltype(tag)> p;
+    p.bn = 16;
+    p.k = static_cast<int>(d.i);
+    p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (d.s + 15) / 16 * 16));
+    return p.bytes();
+  };
+  const size_t need = d.b == 4 ? bytes(float{}) : bytes(__nv_bfloat16{});
+  return need <= 227 * 1024 ? "" : "its x panel does not fit in 227 KB of shared memory";
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kPanelThreads)
     ln_gemm_panel_kernel(LnArgs<T> a, PanelPlan<T> plan) {
@@ -888,7 +904,6 @@ template <typename T>
 std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>::fused_variants() {
   using Ws = LayerNormLinearWorkspace;
   const std::vector<Precision> bf16{Precision::bf16};
-  auto rows16 = [](const Dims& d) { return d.i % 16 == 0 ? "" : "C is not a multiple of 16"; };
   return {
       {"ln_cluster",
        "a cluster of 4 (or 8) blocks splits C: partial row moments and partial products meet in "
@@ -912,7 +927,7 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "ln_gemm_panel_kernel",
        {0, 0, false, {}, kLnClusterRows, 1, kLnClusterRows},
        [](Ws& w, cudaStream_t s) { return launch_ln_panel(w.fused_args(), s); },
-       rows16},
+       panel_shape_check},
       {"ln_tile",
        "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
        "lands (any GPU, any shape)",

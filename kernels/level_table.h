@@ -186,32 +186,30 @@ std::vector<LaunchTraffic> level_traffic(const LevelTable<Ws>& table, int level,
   return out;
 }
 
-// Checks `level` and `launch` against the table; the row, or null with *status saying why.
+// Checks `level` and `launch` against the table and points *row at the launch's row.
 template <class Ws>
-const LaunchRow<Ws>* find_launch(const LevelTable<Ws>& table, int level, int launch,
-                                 Status* status) {
+Status find_launch(const LevelTable<Ws>& table, int level, int launch, const LaunchRow<Ws>** row) {
   if (level < 0 || level >= static_cast<int>(table.size())) {
-    *status = Status::Error("there is no fusion level " + std::to_string(level) + " (levels 0.." +
-                            std::to_string(table.size() - 1) + ")");
-    return nullptr;
+    return Status::Error("there is no fusion level " + std::to_string(level) + " (levels 0.." +
+                         std::to_string(table.size() - 1) + ")");
   }
   const auto& launches = table[level].launches;
   if (launch < 0 || launch >= static_cast<int>(launches.size())) {
-    *status =
-        Status::Error("level " + std::to_string(level) + " has no launch " +
-                      std::to_string(launch) + " (it has " + std::to_string(launches.size()) + ")");
-    return nullptr;
+    return Status::Error("level " + std::to_string(level) + " has no launch " +
+                         std::to_string(launch) + " (it has " + std::to_string(launches.size()) +
+                         ")");
   }
-  return &launches[launch];
+  *row = &launches[launch];
+  return Status::Ok();
 }
 
 // Enqueues launch `launch` of `level` on `ws` (a launch without variants).
 template <class Ws>
 Status launch_from(const LevelTable<Ws>& table, Ws& ws, int level, int launch,
                    cudaStream_t stream) {
-  Status status;
-  const LaunchRow<Ws>* row = find_launch(table, level, launch, &status);
-  return row != nullptr ? row->launch(ws, stream) : status;
+  const LaunchRow<Ws>* row = nullptr;
+  FL_TRY(find_launch(table, level, launch, &row));
+  return row->launch(ws, stream);
 }
 
 // Enqueues the variant of `row` that `forced` names, or else the table's choice at `where`
@@ -235,17 +233,18 @@ Status launch_variant(const LaunchRow<Ws>& row, Ws& ws, const Where& where,
   const std::vector<VariantInfo> infos = variant_infos(row);
   const auto checks = variant_checks(row);
   std::vector<bool> skip(variants.size(), false);
-  Status last = Status::Error(row.kernel + ": no kernel variant can run here");
+  std::string why_not = row.kernel + ": no kernel variant can run here";
   for (size_t tries = 0; tries < variants.size(); ++tries) {
     const VariantChoice choice = choose_variant(infos, where, checks, unit, skip);
     if (choice.index < 0) break;
     *ran = choice.name;
-    last = variants[choice.index].launch(ws, stream).with_context(choice.name);
-    if (!last.unsupported()) return last;
+    const Status st = variants[choice.index].launch(ws, stream).with_context(choice.name);
+    if (!st.unsupported()) return st;
+    why_not = st.message();
     skip[choice.index] = true;
   }
   ran->clear();
-  return last;
+  return Status::Error(why_not);
 }
 
 // ---- the bases ---------------------------------------------------------------------------------
@@ -258,9 +257,8 @@ template <class Ws>
 class LevelWorkspace : public Workspace {
  public:
   Status launch(int level, int launch, cudaStream_t stream) final {
-    Status status;
-    const LaunchRow<Ws>* row = find_launch(Ws::levels(), level, launch, &status);
-    if (row == nullptr) return status;
+    const LaunchRow<Ws>* row = nullptr;
+    FL_TRY(find_launch(Ws::levels(), level, launch, &row));
     if (row->variants.empty()) return row->launch(static_cast<Ws&>(*this), stream);
     if (where_.gpu.sms == 0) where_.gpu = current_gpu_facts();
     const auto forced = forced_.find(row->kernel);
@@ -323,9 +321,8 @@ class LevelLesson : public Lesson {
   // The table's choice, with its variants' shape checks.
   VariantChoice choose_variant(int level, int launch, Shape shape, Precision p,
                                const GpuFacts& gpu) const final {
-    Status status;
-    const LaunchRow<Ws>* row = find_launch(Ws::levels(), level, launch, &status);
-    if (row == nullptr || row->variants.empty()) return {};
+    const LaunchRow<Ws>* row = nullptr;
+    if (!find_launch(Ws::levels(), level, launch, &row).ok() || row->variants.empty()) return {};
     shape = resolve(shape);
     const Where where{{shape.size, shape.inner, bytes_per_element(p)}, p, gpu};
     VariantChoice choice =

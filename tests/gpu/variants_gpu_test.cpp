@@ -51,11 +51,12 @@ TEST(Variants, TheTablesChoiceIsTheKernelThatRan) {
   ASSERT_TRUE(backend);
   const GpuFacts gpu = current_gpu_facts();
   for (const char* lesson : {"ffn", "layernorm_linear"}) {
-    for (int64_t tokens : {1, 16, 64, 256, 16384}) {
-      const VariantChoice choice =
-          find_lesson(lesson)->choose_variant(2, 0, {tokens, 0}, Precision::bf16, gpu);
-      EXPECT_EQ(fused_variant_that_ran(*backend, lesson, tokens, Precision::bf16), choice.name)
-          << lesson << " at " << tokens << " tokens: " << choice.reason;
+    for (Precision p : {Precision::bf16, Precision::fp32}) {
+      for (int64_t tokens : {1, 16, 64, 256, 16384}) {
+        const VariantChoice choice = find_lesson(lesson)->choose_variant(2, 0, {tokens, 0}, p, gpu);
+        EXPECT_EQ(fused_variant_that_ran(*backend, lesson, tokens, p), choice.name)
+            << lesson << " at " << tokens << " tokens: " << choice.reason;
+      }
     }
   }
 }
@@ -71,7 +72,7 @@ TEST(Variants, HopperRunsTheSmallClusterAndWgmmaKernels) {
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 64, bf16), "ffn_small");
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 256, bf16), "ffn_wgmma");
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16384, bf16), "ffn_wgmma");
-  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::fp32), "ffn_cluster");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::fp32), "ffn_split");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 1, bf16), "ln_panel");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 64, bf16), "ln_cluster");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 256, bf16), "ln_wgmma");

@@ -33,9 +33,9 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 128, bf16, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 256, bf16, kH100), "ffn_wgmma");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100), "ffn_wgmma");
-  // fp32 on Hopper: the cluster kernel up to 64 tokens, then the split kernel.
-  EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_cluster");
-  EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_cluster");
+  // fp32 on Hopper: the split kernel (the cluster kernel runs in bf16 only).
+  EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 256, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 16384, fp32, kH100), "ffn_split");
   // Without the sm_90a kernels, bf16 takes the cluster kernel at a few tokens.
@@ -58,8 +58,7 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100), "ln_wgmma");
   EXPECT_EQ(chosen("layernorm_linear", 1, fp32, kH100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 64, fp32, kH100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 256, fp32, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 16, fp32, kH100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_tile");
   EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");
@@ -68,12 +67,15 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
 TEST(Variants, TheReasonNamesTheSizeTheVariantAndWhatItDoes) {
   const Lesson* ffn = find_lesson("ffn");
   ASSERT_NE(ffn, nullptr);
-  const VariantChoice c = ffn->choose_variant(2, 0, {16, 0}, Precision::fp32, kH100);
+  const VariantChoice c = ffn->choose_variant(2, 0, {16, 0}, Precision::bf16, kH100NoWgmma);
   EXPECT_EQ(c.name, "ffn_cluster");
-  EXPECT_NE(c.reason.find("at 16 tokens in fp32"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("at 16 tokens in bf16 on compute capability 9.0 (132 SMs)"),
+            std::string::npos)
+      << c.reason;
   EXPECT_NE(c.reason.find("runs ffn_cluster: clusters of 8"), std::string::npos) << c.reason;
-  // ffn_small is first in the table and prefers 16 tokens, but runs in bf16 only: said so.
-  EXPECT_NE(c.reason.find("ffn_small runs in bf16 only"), std::string::npos) << c.reason;
+  // ffn_small is first in the table and prefers 16 tokens, but this build has no sm_90a.
+  EXPECT_NE(c.reason.find("ffn_small needs a build with the sm_90a"), std::string::npos)
+      << c.reason;
   ASSERT_GE(c.index, 0);
   EXPECT_EQ(ffn->info().levels[2].variants[c.index].name, "ffn_cluster");
   // Levels and launches without variants have no choice to make.
@@ -121,6 +123,11 @@ TEST(Variants, TheTablesShapeChecksMoveTheChoiceOn) {
   ASSERT_NE(ln, nullptr);
   EXPECT_EQ(ffn->choose_variant(2, 0, {16, 100}, Precision::bf16, kH100).name, "ffn_cluster");
   EXPECT_EQ(ln->choose_variant(2, 0, {64, 100}, Precision::bf16, kH100).name, "ln_tile");
+  // In fp32 at C = 768 the panel (64 rows x C) fits shared memory only up to 16 tokens; at
+  // C = 256 up to 256 tokens.
+  EXPECT_EQ(ln->choose_variant(2, 0, {64, 0}, Precision::fp32, kH100).name, "ln_tile");
+  EXPECT_EQ(ln->choose_variant(2, 0, {256, 0}, Precision::fp32, kH100).name, "ln_tile");
+  EXPECT_EQ(ln->choose_variant(2, 0, {256, 256}, Precision::fp32, kH100).name, "ln_panel");
 }
 #endif
 

@@ -18,6 +18,10 @@
 #     soak         `latency --minutes $FL_SOAK_MINUTES` (30): every lesson, size, level, precision
 #                  and cache mode; RSS and GPU memory every $FL_SOAK_SAMPLE_SECONDS (10) s into
 #                  $OUT/soak.csv and $OUT/soak.svg
+#     cycles       `latency --cycles $FL_SOAK_CYCLES` (8): every lesson, level, precision and
+#                  cache mode at $FL_SOAK_SIZES (3) sizes, once a cycle, no cycle starting past
+#                  $FL_SOAK_MAX_MINUTES (7); resident memory, heap, GPU memory and CUPTI buffers at
+#                  each cycle's end into $OUT/soak-cycles.csv, .svg and .txt
 #     window-soak  the window under Xvfb for $FL_WINDOW_SOAK_MINUTES (10) minutes
 #                  (scripts/window-soak.sh; the GUI binary as for gui, or $FL_GUI_APP):
 #                  $OUT/window-soak.csv and .svg
@@ -166,6 +170,16 @@ if stage soak; then
     --minutes "$minutes" --sample-seconds "${FL_SOAK_SAMPLE_SECONDS:-10}" \
     --soak-csv "$OUT/soak.csv" --soak-svg "$OUT/soak.svg" > "$results/soak.txt" 2>&1 || status=1
   log "soak ($minutes min): $(grep -E '^soak:|failed:' "$results/soak.txt" | tr '\n' ' ' | cut -c1-600)"
+fi
+
+# The soak in cycles (docs/RELIABILITY.md, "Bounded memory"): memory at each cycle's end.
+if stage cycles; then
+  max=${FL_SOAK_MAX_MINUTES:-7}
+  timeout "$(awk -v m="$max" 'BEGIN { print int(m * 60 * 1.5) + 120 }')" "$build/fusionlab" latency \
+    --cycles "${FL_SOAK_CYCLES:-8}" --sizes-per-lesson "${FL_SOAK_SIZES:-3}" --max-minutes "$max" \
+    --soak-csv "$OUT/soak-cycles.csv" --soak-svg "$OUT/soak-cycles.svg" \
+    > "$OUT/soak-cycles.txt" 2>&1 || status=1
+  log "soak in cycles: $(grep -E '^soak:' "$OUT/soak-cycles.txt" | tr '\n' ' ' | cut -c1-600)"
 fi
 
 # The window soak: the window live under Xvfb, dragged through every lesson and view.

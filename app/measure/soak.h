@@ -1,4 +1,4 @@
-// The soak test (issue 18, "Bounded memory"; docs/RELIABILITY.md): the engine driven for minutes
+// The soak test (docs/RELIABILITY.md, "Bounded memory"): the engine driven for minutes
 // by a scripted drag across every lesson, size, level, precision and cache mode, sampling the
 // process's resident memory and the GPU's memory in use every few seconds into a CSV and a plot.
 // `fusionlab latency --minutes M` runs it live; the window soak (scripts/window-soak.sh) writes

@@ -22,7 +22,7 @@ WORDS = re.compile(
     r"|\bsessions? of work\b|\bwork session"
     r"|\bsession note"
     r"|\b(?:later|future|earlier|previous|other) issues?\b"
-    r"|\bissues? #?\d+"
+    r"|\bissues? #?\d+|\bthe issue's\b|\b(?:this|the) issue (?:asks|says|measured|wants|requires)"
     r"|\bhelpers? [A-Z]\b"
     r"|\b(?:a|another|the other) helper\b(?! (?:function|that|which|for|to|of|in))",
     re.IGNORECASE)

@@ -264,8 +264,9 @@ def lesson_label(cat, lesson):
     return f"{n}. {lesson}" if n else lesson
 
 
-def summary_table(rec, cat, modes):
-    head = ["lesson", "recorded on", "precision" if len(modes) > 1 else None, "size",
+def summary_table(rec, cat, modes, gpu_column=True):
+    head = ["lesson", "recorded on" if gpu_column else None,
+            "precision" if len(modes) > 1 else None, "size",
             "top vs level 0", "top vs torch.compile", "top: % of copy bandwidth (or TFLOP/s)",
             "top vs the level below it"]
     head = [h for h in head if h]
@@ -276,8 +277,8 @@ def summary_table(rec, cat, modes):
             if cells is None:
                 continue
             gpu = f"{short_gpu(rec.device.get('name', '?'))}, {day(max(rec.stamps))}"
-            rows.append([lesson_label(cat, lesson), gpu] + ([precision] if len(modes) > 1 else [])
-                        + cells)
+            rows.append([lesson_label(cat, lesson)] + ([gpu] if gpu_column else [])
+                        + ([precision] if len(modes) > 1 else []) + cells)
     for lesson in cat.order:
         if lesson not in rec.lessons():
             rows.append([lesson_label(cat, lesson), "not recorded yet"] + [""] * (len(head) - 2))
@@ -313,7 +314,7 @@ def peers_line(rec):
 
 def summary_section(rec, cat):
     return [device_line(rec), peers_line(rec), "",
-            *summary_table(rec, cat, [("bf16", "cold"), ("fp32", "cold")]), "",
+            *summary_table(rec, cat, [("bf16", "cold"), ("fp32", "cold")], gpu_column=False), "",
             "Each ratio is a time over the top level's time at that size (above 1.00x the top "
             "level is faster); where the top level's advantage over the level below it changes "
             "sign, the smallest and the largest recorded sizes are both shown. Sections below: "

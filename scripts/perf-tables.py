@@ -63,8 +63,10 @@ def newest_folder(root):
     if not folders:
         sys.exit(f"perf-tables: no recording folder under {root}/assets/recordings")
 
-    def newest(d):
-        stamps = [load_json(f).get("created_utc", "") for f in glob.glob(os.path.join(d, "*.json"))]
+    def newest(d):  # as the app picks (app/gui/backend_choice.cpp): the latest session file's
+        # date, of equal dates the later folder name
+        stamps = [data.get("created_utc", "") for data in map(load_json, glob.glob(
+            os.path.join(d, "*.json"))) if data.get("format") == "fusionlab-session"]
         return max(stamps or [""]), d
     return max(folders, key=newest)
 

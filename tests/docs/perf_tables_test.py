@@ -35,9 +35,12 @@ def expect(cond, what, output=""):
 
 
 def newest(root):
-    folders = sorted(glob.glob(os.path.join(root, "assets", "recordings", "*")))
-    return max(folders, key=lambda d: max(json.load(open(f)).get("created_utc", "")
-                                          for f in glob.glob(os.path.join(d, "*.json"))))
+    """The folder the script reads by default: the app's choice (latest session file)."""
+    def stamp(d):
+        files = [json.load(open(f)) for f in glob.glob(os.path.join(d, "*.json"))]
+        return max([f.get("created_utc", "") for f in files
+                    if f.get("format") == "fusionlab-session"] or [""]), d
+    return max(glob.glob(os.path.join(root, "assets", "recordings", "*")), key=stamp)
 
 
 def main():

@@ -253,8 +253,9 @@ def summary_cells(rec, cat, lesson, precision, cache):
     for s in sizes:
         t, z = at(s, top), at(s, 0)
         vs0.append(ratio(median(z), median(t)) if t and z else "–")
-        c = rec.peer(lesson, precision, "compile", s)
-        vsc.append(ratio(c["median_us"], median(t)) if c and t else "–")
+        c, sdpa = (rec.peer(lesson, precision, p, s) for p in ("compile", "sdpa"))
+        cell = ratio(c["median_us"], median(t)) if c and t else "–"
+        vsc.append(cell + (f" (SDPA {ratio(sdpa['median_us'], median(t))})" if sdpa and t else ""))
         rates.append(rate(t) if t else "–")
     cross = crossover(rec, lesson, precision, cache, unit)[0]
     j = " / ".join
@@ -337,7 +338,8 @@ def lesson_table(rec, cat, lesson, precision, cache):
     head += [f"top vs L{top - 1}"] if top >= 2 else []
     head += ["byte limit", "top: % of copy", "top runs"]
     head += [f"{PEER_NAMES[p]} µs" for p in peers]
-    head += ["top vs torch.compile"] if "compile" in peers else []
+    versus = [p for p in ("compile", "sdpa") if p in peers]  # the production peers
+    head += [f"top vs {PEER_NAMES[p]}" for p in versus]
     rows = []
     for size in rec.sizes(lesson, precision, cache):
         ms = [rec.get(lesson, precision, cache, size, l) for l in levels]
@@ -355,8 +357,8 @@ def lesson_table(rec, cat, lesson, precision, cache):
         for p in peers:
             pt = rec.peer(lesson, precision, p, size)
             cells.append(f"{pt['median_us']:.2f}" if pt else "–")
-        if "compile" in peers:
-            c = rec.peer(lesson, precision, "compile", size)
+        for p in versus:
+            c = rec.peer(lesson, precision, p, size)
             cells.append(ratio(c["median_us"], median(t)) if c and t else "–")
         rows.append(cells)
     return table(head, rows)

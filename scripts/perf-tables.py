@@ -135,6 +135,15 @@ def pct_copy(m):
     return 100.0 * textbook_bytes(m) / (median(m) * 1e3) / copy if copy else None
 
 
+def dram_vs_textbook(m):
+    """The bytes CUPTI's counters saw reach DRAM over the textbook bytes, when counted."""
+    if m.get("counters_status") != "measured":
+        return "–"
+    dram = sum(l.get("counters", {}).get("dram_read_bytes", 0) +
+               l.get("counters", {}).get("dram_write_bytes", 0) for l in m["launches"])
+    return ratio(dram, textbook_bytes(m))
+
+
 def rate(m):
     """% of copy bandwidth, or TFLOP/s where the level is compute-bound."""
     if flops(m) > COMPUTE_BOUND * textbook_bytes(m):
@@ -336,7 +345,7 @@ def lesson_table(rec, cat, lesson, precision, cache):
         if cache == "cold" else []
     head = [unit] + [f"L{l} µs" for l in levels] + ["top vs L0"]
     head += [f"top vs L{top - 1}"] if top >= 2 else []
-    head += ["byte limit", "top: % of copy", "top runs"]
+    head += ["byte limit", "top: % of copy", "top: DRAM / textbook bytes", "top runs"]
     head += [f"{PEER_NAMES[p]} µs" for p in peers]
     versus = [p for p in ("compile", "sdpa") if p in peers]  # the production peers
     head += [f"top vs {PEER_NAMES[p]}" for p in versus]
@@ -353,6 +362,7 @@ def lesson_table(rec, cat, lesson, precision, cache):
             cells.append(ratio(median(ms[-2]), median(t)) if ms[-2] and t else "–")
         cells.append(ratio(textbook_bytes(ms[0]), textbook_bytes(t)) if ms[0] and t else "–")
         cells.append(rate(t) if t else "–")
+        cells.append(dram_vs_textbook(t) if t else "–")
         cells.append(kernels(t) if t else "–")
         for p in peers:
             pt = rec.peer(lesson, precision, p, size)
@@ -371,7 +381,10 @@ def lesson_section(rec, cat, lesson):
     names = ", ".join(f"L{l} = {cat.level_name(lesson, l) or '?'}" for l in range(top + 1))
     out = [device_line(rec), f"Levels: {names}. Medians of the chain time (first launch's start "
            "to last launch's end) in µs; \"byte limit\" is level 0's textbook bytes over the top "
-           "level's; \"top runs\" names the kernels the top level launched at that size."]
+           "level's; \"DRAM / textbook bytes\" is what CUPTI's counters saw the top level read and "
+           "write in DRAM over its textbook bytes (below 1 where data stays in L2; at a few KB a "
+           "fixed few tens of KB of other traffic dominate); \"top runs\" "
+           "names the kernels the top level launched at that size."]
     for precision, cache in rec.modes(lesson):
         tol = {m.get("check", {}).get("tolerance") for k, m in rec.points.items()
                if k[:3] == (lesson, precision, cache)} - {None}

@@ -291,9 +291,6 @@ def summary_table(rec, cat, modes, gpu_column=True):
             gpu = f"{short_gpu(rec.device.get('name', '?'))}, {day(max(rec.stamps))}"
             rows.append([lesson_label(cat, lesson)] + ([gpu] if gpu_column else [])
                         + ([precision] if len(modes) > 1 else []) + cells)
-    for lesson in cat.order:
-        if lesson not in rec.lessons():
-            rows.append([lesson_label(cat, lesson), "not recorded yet"] + [""] * (len(head) - 2))
     return table(head, rows)
 
 

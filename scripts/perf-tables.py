@@ -302,11 +302,14 @@ def table(head, rows):
 def device_line(rec):
     d = rec.device
     stamps = sorted(rec.stamps)
+    counts = sorted(m.get("repetitions", 0) for m in rec.points.values())
+    reps = f"{counts[0]}-{counts[-1]}" if counts[0] != counts[-1] else str(counts[0])
     span = f"{stamps[0][:16].replace('T', ' ')}–{stamps[-1][11:16]} UTC"
     return (f"Recorded on an {d.get('name', '?')} (compute capability {d.get('compute_capability')}, "
             f"{d.get('sm_count')} SMs, {d.get('l2_bytes', 0) >> 20} MiB L2; CUDA runtime "
             f"{d.get('runtime_version', 0) // 1000}.{d.get('runtime_version', 0) % 1000 // 10}), "
-            f"{span}, copy bandwidth {d.get('roof_gbps', 0):.0f} GB/s over 1 GiB with a cold L2; "
+            f"{span}, medians of {reps} repetitions a point, copy bandwidth "
+            f"{d.get('roof_gbps', 0):.0f} GB/s over 1 GiB with a cold L2; "
             f"`{os.path.relpath(rec.folder, ROOT)}/`.")
 
 

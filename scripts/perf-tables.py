@@ -313,6 +313,24 @@ def device_line(rec):
             f"`{os.path.relpath(rec.folder, ROOT)}/`.")
 
 
+def short_device_line(rec):
+    stamps = sorted(rec.stamps)
+    return (f"Recorded on an {rec.device.get('name', '?')}, {stamps[0][:16].replace('T', ' ')}-"
+            f"{stamps[-1][11:16]} UTC; medians in µs.")
+
+
+LEGEND = ("How to read the lesson tables: times are medians of the chain time (the first launch's "
+          "start to the last launch's end) in µs; \"top vs Ln\" is level n's time over the top "
+          "level's (above 1.00x the top level is faster); \"byte limit\" is level 0's textbook "
+          "bytes over the top level's, the speedup fusion can reach when every kernel runs at copy "
+          "speed; \"top: % of copy\" is the top level's textbook bytes per second against a copy "
+          "of as many bytes in the same run (TFLOP/s where it does more than 100 FLOP a byte); "
+          "\"DRAM / textbook bytes\" is what CUPTI's counters saw the top level read and write in "
+          "DRAM over its textbook bytes (below 1 where data stays in L2; at a few KB a fixed few "
+          "tens of KB of other traffic dominate); \"top runs\" names the kernels the top level "
+          "launched at that size (its variants, where the recording names them).")
+
+
 def peers_line(rec):
     p = rec.peers
     if not p:
@@ -330,7 +348,7 @@ def summary_section(rec, cat):
             "Each ratio is a time over the top level's time at that size (above 1.00x the top "
             "level is faster); where the top level's advantage over the level below it changes "
             "sign, the smallest and the largest recorded sizes are both shown. Sections below: "
-            "every size."]
+            "every size.", "", LEGEND]
 
 
 def readme_section(rec, cat):
@@ -379,12 +397,7 @@ def lesson_section(rec, cat, lesson):
         return [f"No recording of `{lesson}` in `{os.path.relpath(rec.folder, ROOT)}/` yet."]
     top = rec.top(lesson)
     names = ", ".join(f"L{l} = {cat.level_name(lesson, l) or '?'}" for l in range(top + 1))
-    out = [device_line(rec), f"Levels: {names}. Medians of the chain time (first launch's start "
-           "to last launch's end) in µs; \"byte limit\" is level 0's textbook bytes over the top "
-           "level's; \"DRAM / textbook bytes\" is what CUPTI's counters saw the top level read and "
-           "write in DRAM over its textbook bytes (below 1 where data stays in L2; at a few KB a "
-           "fixed few tens of KB of other traffic dominate); \"top runs\" "
-           "names the kernels the top level launched at that size."]
+    out = [f"Levels: {names}. {short_device_line(rec)} Columns as in the summary's legend."]
     for precision, cache in rec.modes(lesson):
         tol = {m.get("check", {}).get("tolerance") for k, m in rec.points.items()
                if k[:3] == (lesson, precision, cache)} - {None}
@@ -396,7 +409,10 @@ def lesson_section(rec, cat, lesson):
             cross = crossover(rec, lesson, precision, cache, cat.unit(lesson))[0]
             out += ["", f"Top level against level {top - 1 if top >= 2 else 0}: {cross}."]
     if any(k[0] == lesson for k in rec.peer_points):
-        out += ["", peers_line(rec)]
+        p = rec.peers
+        out += ["", f"Peers: PyTorch {p['software'].get('torch')} on an {p['device'].get('name')}, "
+                f"{p['created_utc'][:16].replace('T', ' ')} UTC (a separate run; the summary says "
+                "how they are measured)."]
     return out
 
 

@@ -37,9 +37,10 @@ import sys
 BEGIN = re.compile(r"^<!-- generated: (.+?) -->$")
 END = "<!-- end generated -->"
 NEW_LESSONS = "<!-- new lesson sections go above this line -->"
-PEER_ORDER = ["eager", "compile", "cuda_graph", "sdpa"]
+PEER_ORDER = ["eager", "compile", "cuda_graph", "sdpa", "sdpa_flash", "sdpa_efficient"]
 PEER_NAMES = {"eager": "eager", "compile": "torch.compile", "cuda_graph": "CUDA graph",
-              "sdpa": "SDPA"}
+              "sdpa": "SDPA", "sdpa_flash": "SDPA flash", "sdpa_efficient": "SDPA efficient"}
+VERSUS = ["compile", "sdpa", "sdpa_flash"]  # the peers the top level is measured against
 # Library kernels named by their library, not their generated names.
 LIBRARY = re.compile(r"^(nvjet|cutlass|sm\d+_xmma|Kernel2|gemmSN|globalKernel|splitKreduce|"
                      r"gemv|kernel$|cublas|ampere_|sm\d+_)")
@@ -72,7 +73,8 @@ def newest_folder(root):
 
 
 class Recording:
-    """Every measurement of one folder, keyed (lesson, precision, cache, size, level)."""
+    """Every measurement of one folder, keyed (lesson, mode, size, level); a mode is (precision,
+    cache, inner), inner the row length (0 for element-wise lessons; attention's head size)."""
 
     def __init__(self, folder):
         self.folder = folder
@@ -86,34 +88,46 @@ class Recording:
             self.device = self.device or data.get("device", {})
             self.stamps.append(data.get("created_utc", ""))
             for m in data.get("measurements", []):
-                key = (m["lesson"], m["precision"], m["cache"], m["size"], m["level"])
+                key = (m["lesson"], (m["precision"], m["cache"], m.get("inner", 0)), m["size"],
+                       m["level"])
                 self.points[key] = m  # a later file wins, as in the app's replay
         peer_path = os.path.join(folder, "peers.json")
         self.peers = load_json(peer_path) if os.path.exists(peer_path) else None
-        self.peer_points = {}  # (lesson, precision, peer) -> {size: point}
+        self.peer_points = {}  # (lesson, precision, inner, peer) -> {size: point}
         for s in (self.peers or {}).get("series", []):
-            self.peer_points[(s["lesson"], s["precision"], s["peer"])] = {
-                p["size"]: p for p in s["points"] if p.get("passed", True)}
+            for p in s["points"]:
+                if p.get("passed", True):
+                    key = (s["lesson"], s["precision"], p.get("inner", 0), s["peer"])
+                    self.peer_points.setdefault(key, {})[p["size"]] = p
 
     def lessons(self):
         return sorted({k[0] for k in self.points})
 
     def top(self, lesson):
-        return max(k[4] for k in self.points if k[0] == lesson)
+        return max(k[3] for k in self.points if k[0] == lesson)
 
-    def sizes(self, lesson, precision, cache):
-        return sorted({k[3] for k in self.points if k[:3] == (lesson, precision, cache)})
+    def sizes(self, lesson, mode):
+        return sorted({k[2] for k in self.points if k[:2] == (lesson, mode)})
 
     def modes(self, lesson):
-        have = {(k[1], k[2]) for k in self.points if k[0] == lesson}
-        order = [("bf16", "cold"), ("fp32", "cold"), ("fp32", "warm"), ("bf16", "warm")]
-        return [m for m in order if m in have] + sorted(have - set(order))
+        """bf16 cold, fp32 cold, fp32 warm, then any other; each inner in turn."""
+        order = ["bf16 cold", "fp32 cold", "fp32 warm", "bf16 warm"]
+        rank = lambda m: (order.index(f"{m[0]} {m[1]}") if f"{m[0]} {m[1]}" in order else 9, m)
+        return sorted({k[1] for k in self.points if k[0] == lesson}, key=rank)
 
-    def get(self, lesson, precision, cache, size, level):
-        return self.points.get((lesson, precision, cache, size, level))
+    def mode(self, lesson, precision, cache, inner):
+        """The recorded mode of this precision and cache: at `inner` if recorded, else the first."""
+        have = [m for m in self.modes(lesson) if m[:2] == (precision, cache)]
+        return next((m for m in have if m[2] == inner), have[0] if have else None)
 
-    def peer(self, lesson, precision, peer, size):
-        return self.peer_points.get((lesson, precision, peer), {}).get(size)
+    def get(self, lesson, mode, size, level):
+        return self.points.get((lesson, mode, size, level))
+
+    def peers_of(self, lesson, mode):
+        return {k[3] for k in self.peer_points if k[:3] == (lesson, mode[0], mode[2])}
+
+    def peer(self, lesson, mode, peer, size):
+        return self.peer_points.get((lesson, mode[0], mode[2], peer), {}).get(size)
 
 
 # ---- figures of one measurement
@@ -199,6 +213,12 @@ class Catalog:
     def unit(self, lesson):
         return self.info.get(lesson, {}).get("size_axis", {}).get("unit", "size")
 
+    def inner(self, lesson):
+        return self.info.get(lesson, {}).get("size_axis", {}).get("inner_default", 0)
+
+    def inner_name(self, lesson):
+        return self.info.get(lesson, {}).get("size_axis", {}).get("inner_name") or "row length"
+
     def level_name(self, lesson, level):
         for l in self.info.get(lesson, {}).get("levels", []):
             if l["level"] == level:
@@ -212,14 +232,13 @@ class Catalog:
 
 # ---- the sections
 
-def crossover(rec, lesson, precision, cache, unit):
+def crossover(rec, lesson, mode, unit):
     """Where the top level beats the level below it (by more than LEVEL), is level with it, or is
     slower, as stretches of the recorded sizes."""
     top = rec.top(lesson)
     wins = []
-    for size in rec.sizes(lesson, precision, cache):
-        a, b = rec.get(lesson, precision, cache, size, top), rec.get(lesson, precision, cache, size,
-                                                                     top - 1)
+    for size in rec.sizes(lesson, mode):
+        a, b = rec.get(lesson, mode, size, top), rec.get(lesson, mode, size, top - 1)
         if a and b:
             r = median(b) / median(a)
             wins.append((size, "faster" if r >= 1 + LEVEL else "slower" if r <= 1 - LEVEL else
@@ -243,30 +262,31 @@ def crossover(rec, lesson, precision, cache, unit):
     return "; ".join(parts) + f" {unit}", wins
 
 
-def headline_sizes(rec, lesson, precision, cache):
+def headline_sizes(rec, lesson, mode):
     """The largest size; for a lesson with a crossover, the smallest as well."""
-    sizes = rec.sizes(lesson, precision, cache)
-    _, wins = crossover(rec, lesson, precision, cache, "")
+    sizes = rec.sizes(lesson, mode)
+    _, wins = crossover(rec, lesson, mode, "")
     crosses = len({w for _, w in wins} - {"level"}) > 1
     return [sizes[0], sizes[-1]] if crosses and len(sizes) > 1 else sizes[-1:]
 
 
 def summary_cells(rec, cat, lesson, precision, cache):
     unit = cat.unit(lesson)
-    if not rec.sizes(lesson, precision, cache):
+    mode = rec.mode(lesson, precision, cache, cat.inner(lesson))
+    if mode is None:
         return None
     top = rec.top(lesson)
-    sizes = headline_sizes(rec, lesson, precision, cache)
-    at = lambda size, level: rec.get(lesson, precision, cache, size, level)
+    sizes = headline_sizes(rec, lesson, mode)
+    at = lambda size, level: rec.get(lesson, mode, size, level)
     vs0, vsc, rates = [], [], []
     for s in sizes:
         t, z = at(s, top), at(s, 0)
         vs0.append(ratio(median(z), median(t)) if t and z else "–")
-        c, sdpa = (rec.peer(lesson, precision, p, s) for p in ("compile", "sdpa"))
+        c, sdpa = (rec.peer(lesson, mode, p, s) for p in ("compile", "sdpa"))
         cell = ratio(c["median_us"], median(t)) if c and t else "–"
         vsc.append(cell + (f" (SDPA {ratio(sdpa['median_us'], median(t))})" if sdpa and t else ""))
         rates.append(rate(t) if t else "–")
-    cross = crossover(rec, lesson, precision, cache, unit)[0]
+    cross = crossover(rec, lesson, mode, unit)[0]
     j = " / ".join
     return [j(human(s) for s in sizes) + f" {unit}", j(vs0), j(vsc), j(rates), cross]
 
@@ -355,21 +375,21 @@ def readme_section(rec, cat):
     return summary_table(rec, cat, [("bf16", "cold")])
 
 
-def lesson_table(rec, cat, lesson, precision, cache):
+def lesson_table(rec, cat, lesson, mode):
     unit = cat.unit(lesson)
     top = rec.top(lesson)
     levels = list(range(top + 1))
-    peers = [p for p in PEER_ORDER if rec.peer_points.get((lesson, precision, p))] \
-        if cache == "cold" else []
+    have = rec.peers_of(lesson, mode) if mode[1] == "cold" else set()
+    peers = [p for p in PEER_ORDER if p in have] + sorted(have - set(PEER_ORDER))
     head = [unit] + [f"L{l} µs" for l in levels] + ["top vs L0"]
     head += [f"top vs L{top - 1}"] if top >= 2 else []
     head += ["byte limit", "top: % of copy", "top: DRAM / textbook bytes", "top runs"]
-    head += [f"{PEER_NAMES[p]} µs" for p in peers]
-    versus = [p for p in ("compile", "sdpa") if p in peers]  # the production peers
+    head += [f"{PEER_NAMES.get(p, p)} µs" for p in peers]
+    versus = [p for p in VERSUS if p in peers]
     head += [f"top vs {PEER_NAMES[p]}" for p in versus]
     rows = []
-    for size in rec.sizes(lesson, precision, cache):
-        ms = [rec.get(lesson, precision, cache, size, l) for l in levels]
+    for size in rec.sizes(lesson, mode):
+        ms = [rec.get(lesson, mode, size, l) for l in levels]
         t = ms[-1]
         cells = [human(size)]
         for m in ms:
@@ -383,10 +403,10 @@ def lesson_table(rec, cat, lesson, precision, cache):
         cells.append(dram_vs_textbook(t) if t else "–")
         cells.append(kernels(t) if t else "–")
         for p in peers:
-            pt = rec.peer(lesson, precision, p, size)
+            pt = rec.peer(lesson, mode, p, size)
             cells.append(f"{pt['median_us']:.2f}" if pt else "–")
         for p in versus:
-            c = rec.peer(lesson, precision, p, size)
+            c = rec.peer(lesson, mode, p, size)
             cells.append(ratio(c["median_us"], median(t)) if c and t else "–")
         rows.append(cells)
     return table(head, rows)
@@ -398,17 +418,20 @@ def lesson_section(rec, cat, lesson):
     top = rec.top(lesson)
     names = ", ".join(f"L{l} = {cat.level_name(lesson, l) or '?'}" for l in range(top + 1))
     out = [f"Levels: {names}. {short_device_line(rec)} Columns as in the summary's legend."]
-    for precision, cache in rec.modes(lesson):
+    modes = rec.modes(lesson)
+    for mode in modes:
         tol = {m.get("check", {}).get("tolerance") for k, m in rec.points.items()
-               if k[:3] == (lesson, precision, cache)} - {None}
+               if k[:2] == (lesson, mode)} - {None}
         within = (f" (every output checked against an fp64 reference: relative L2 error within "
                   f"{max(tol):g})") if tol else ""
-        out += ["", f"**{precision}, {cache} L2**{within}", ""]
-        out += lesson_table(rec, cat, lesson, precision, cache)
+        inner = (f", {cat.inner_name(lesson)} = {mode[2]}"
+                 if len({m[2] for m in modes}) > 1 else "")
+        out += ["", f"**{mode[0]}, {mode[1]} L2{inner}**{within}", ""]
+        out += lesson_table(rec, cat, lesson, mode)
         if top >= 1:
-            cross = crossover(rec, lesson, precision, cache, cat.unit(lesson))[0]
+            cross = crossover(rec, lesson, mode, cat.unit(lesson))[0]
             out += ["", f"Top level against level {top - 1 if top >= 2 else 0}: {cross}."]
-    if any(k[0] == lesson for k in rec.peer_points):
+    if any(rec.peers_of(lesson, m) for m in modes):
         p = rec.peers
         out += ["", f"Peers: PyTorch {p['software'].get('torch')} on an {p['device'].get('name')}, "
                 f"{p['created_utc'][:16].replace('T', ' ')} UTC (a separate run; the summary says "

@@ -14,8 +14,9 @@ import os
 import re
 import sys
 
+# Ordinals only: "the last session" or "the previous session" may be the app's own (a saved one).
 ORDINAL = (r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
-           r"twelfth|previous|earlier|last|next|later|prior|same")
+           r"twelfth|thirteenth|fourteenth|fifteenth")
 WORDS = re.compile(
     r"\bthis session\b"
     rf"|\b(?:{ORDINAL}) session\b(?! (?:file|json|format|recording))"

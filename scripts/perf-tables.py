@@ -15,6 +15,8 @@ and leaves everything else as it is. Sections:
     summary            PERFORMANCE.md's summary: the same, fp32 and bf16
     lesson ID          PERFORMANCE.md's tables of one lesson: every recorded size, level,
                        precision and cache mode, the top level's kernels, the peers
+    variants ID        the kernel variants the catalog declares for one lesson, and where each
+                       runs
 
 A lesson that is recorded but has no `lesson ID` section in PERFORMANCE.md gets one (a heading
 and the section) above the line `<!-- new lesson sections go above this line -->`; a section
@@ -166,13 +168,15 @@ def rate(m):
     return f"{p:.0f}%" if p is not None else "–"
 
 
-def kernels(m):
-    """What ran: each launch's variant when the recording names it, else CUPTI's kernel names."""
+def kernels(m, variants=()):
+    """What ran: each launch's variant when the recording names it, else the variant whose kernel
+    function CUPTI named (the catalog's variants), else CUPTI's kernel names."""
     names = [l["variant"] for l in m["launches"] if l.get("variant")]
     if not names:
         for r in m.get("records", []):
-            name = r["kernel"].split("<")[0].split("(")[0].strip().split("::")[-1]
-            names.append("cuBLASLt" if LIBRARY.match(name) else name)
+            name = r["kernel"].split("<")[0].split("(")[0].strip().split(" ")[-1].split("::")[-1]
+            variant = next((v["name"] for v in variants if v.get("function") == name), None)
+            names.append(variant or ("cuBLASLt" if LIBRARY.match(name) else name))
     return " + ".join(dict.fromkeys(names)) or "–"
 
 
@@ -218,6 +222,12 @@ class Catalog:
 
     def inner_name(self, lesson):
         return self.info.get(lesson, {}).get("size_axis", {}).get("inner_name") or "row length"
+
+    def variants(self, lesson, level=None):
+        """The kernel variants the catalog declares (for one level, or every level's)."""
+        levels = self.info.get(lesson, {}).get("levels", [])
+        return [dict(v, level=l["level"]) for l in levels for v in l.get("variants", [])
+                if level is None or l["level"] == level]
 
     def level_name(self, lesson, level):
         for l in self.info.get(lesson, {}).get("levels", []):
@@ -401,7 +411,7 @@ def lesson_table(rec, cat, lesson, mode):
         cells.append(ratio(textbook_bytes(ms[0]), textbook_bytes(t)) if ms[0] and t else "–")
         cells.append(rate(t) if t else "–")
         cells.append(dram_vs_textbook(t) if t else "–")
-        cells.append(kernels(t) if t else "–")
+        cells.append(kernels(t, cat.variants(lesson, top)) if t else "–")
         for p in peers:
             pt = rec.peer(lesson, mode, p, size)
             cells.append(f"{pt['median_us']:.2f}" if pt else "–")
@@ -472,6 +482,16 @@ def add_missing_lessons(text, rec, cat, path):
     return text.replace(NEW_LESSONS, new + NEW_LESSONS)
 
 
+def variants_section(cat, lesson):
+    rows = [[str(v["level"]), f"`{v.get('launch', '')}`", f"**{v['name']}**",
+             v.get("what", ""), v.get("where", "")] for v in cat.variants(lesson)]
+    if not rows:
+        return ["Each level of this lesson runs one kernel per launch (no variants declared)."]
+    return ["The kernel variants the level table declares (assets/lessons/catalog.json), and where "
+            "each runs:", ""] + table(["level", "launch", "variant", "what it does differently",
+                                       "where it runs"], rows)
+
+
 def make_section(rec, cat, path):
     def make(name):
         if name == "summary":
@@ -480,6 +500,8 @@ def make_section(rec, cat, path):
             return readme_section(rec, cat)
         if name.startswith("lesson "):
             return lesson_section(rec, cat, name.split(" ", 1)[1])
+        if name.startswith("variants "):
+            return variants_section(cat, name.split(" ", 1)[1])
         sys.exit(f"perf-tables: {path}: unknown generated section '{name}'")
     return make
 

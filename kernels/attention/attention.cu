@@ -223,7 +223,7 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
          [](Ws& w, cudaStream_t st) {
            FL_TRY(w.need_scores());
            return attention::launch_causal_mask(w.p_.template as<T>(), w.s_.template as<T>(),
-                                                w.n_scores_, w.length_, st);
+                                                w.heads_ * w.length_, w.length_, st);
          },
          pass(0)},
         {"softmax",
@@ -252,7 +252,8 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
       {"flash",
        "one kernel: K and V stream through shared memory in tiles, each tile's scores stay in "
        "registers, an online softmax rescales the running output, causal tiles are skipped",
-       "S and P (a 64 x 64 tile at a time, in registers), the running max and sum, and O until "
+       "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
+       "until "
        "it is final: no T x T tensor ever reaches HBM",
        {{"flash_attention",
          [](Ws& w, cudaStream_t st) {

@@ -87,6 +87,8 @@ elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
 rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
 softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
 gemm_grid=${FL_GEMM_GRID:-1,4,16,64,256,1K,4K,16K}
+# Attention: sequence length T at 16K tokens (B = 16384 / T), head size 64.
+attention_grid=${FL_ATTENTION_GRID:-16,64,256,512,1K,2K,4K,8K,16K}
 if stage grid; then
   for run in ${FL_GRID_RUNS:-fp32:cold bf16:cold fp32:warm}; do
     precision=${run%:*} cache=${run#*:}
@@ -95,6 +97,7 @@ if stage grid; then
     bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
     bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
     bench "gemm_$tag" layernorm_linear,linear_gelu,ffn "$gemm_grid" --precision $precision --cache $cache
+    bench "attention_$tag" attention "$attention_grid" --precision $precision --cache $cache
   done
   head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
 fi
@@ -107,7 +110,7 @@ if stage gemm; then
   bench "gemm_shapes_tf32" linear_gelu,ffn 16K --precision fp32 --cache cold --allow-tf32
 fi
 
-# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep of issue 14 in
+# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep in
 # bf16 and fp32 (cold), and the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE).
 if stage tc; then
   t0=$(date +%s)
@@ -163,7 +166,7 @@ if stage latency; then
   cat "$results/latency.txt" >> "$OUT/summary.txt"
 fi
 
-# The soak (issue 18, bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
+# The soak (bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
 if stage soak; then
   minutes=${FL_SOAK_MINUTES:-30}
   timeout "$(awk -v m="$minutes" 'BEGIN { print int(m * 60) + 300 }')" "$build/fusionlab" latency \

@@ -1,4 +1,4 @@
-// The soak test (issue 18, "Bounded memory"; docs/RELIABILITY.md): the engine driven for minutes
+// The soak test (docs/RELIABILITY.md, "Bounded memory"): the engine driven for minutes
 // by a scripted drag across every lesson, size, level, precision and cache mode, sampling the
 // process's resident memory and the GPU's memory in use every few seconds into a CSV and a plot.
 // `fusionlab latency --minutes M` runs it live; the window soak (scripts/window-soak.sh) writes
@@ -85,8 +85,7 @@ std::vector<MeasureRequest> cycle_requests(const std::vector<SoakSeries>& series
 
 struct CycleOptions {
   int cycles = 6;
-  double max_minutes =
-      0;  // > 0: no cycle starts that would not end by then (by the last one's time)
+  double max_minutes = 0;  // > 0: start no cycle that would end later (by the longest one)
   int answer_timeout_s = 120;  // one request's answers (timing, then counters) at most
 };
 struct CycleProbes {
@@ -115,7 +114,7 @@ constexpr double kCycleRssBoundMib = 1.0;
 CycleSummary summarize_cycles(const std::vector<SoakSample>& samples);
 std::string cycle_report(const CycleSummary& s);
 
-// The figures the issue asks for: resident memory after the first minute (the first sample at or
+// The figures a soak is judged by: resident memory after the first minute (the first sample at or
 // after 60 s, else the first) against the end, in percent; GPU memory min and max.
 struct SoakSummary {
   double rss_first_minute_mib = 0, rss_end_mib = 0, rss_change_percent = 0;

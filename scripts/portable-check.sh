@@ -40,8 +40,11 @@ done
 if [[ ${FL_PORTABLE_NCU:-1} == 1 ]]; then
   timeout 120 ncu --kernel-name regex:ffn_stream_kernel --launch-skip 30 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section LaunchStats --section Occupancy "$build/tests/portable_bench" 768 20 \
-    > "$OUT/ncu-ffn16.txt" 2>&1
+    --section LaunchStats --section SchedulerStats "$build/tests/portable_bench" 768 20 \
+    > "$OUT/ncu.txt" 2>&1
+  timeout 120 ncu --kernel-name regex:ln_stream_kernel --launch-skip 75 --launch-count 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section SchedulerStats "$build/tests/portable_bench" 768 20 2>&1 | grep -v "^portable_bench\|^ffn\|^layernorm" >> "$OUT/ncu.txt"
 fi
 "$build/tests/portable_bench" 768 50 2>&1 | tee -a "$OUT/portable.txt"
 exit $status

@@ -49,14 +49,15 @@ __global__ void __launch_bounds__(stream::kThreads, 1) ffn_stream_kernel(FfnStre
   T* ring_mem = reinterpret_cast<T*>(smem);
   float* red = reinterpret_cast<float*>(smem + kStages * stream::kTileElems<T> * sizeof(T));
   stream::Ring<T, kStages> ring;
-  ring.start(ring_mem, &a.up, &a.down);
+  ring.start(ring_mem, a.up, a.down, true);
+  auto issue = [&] { ring.issue(a.up, a.down); };
   const int64_t hidden = a.up.n, c = a.down.n;
   const int tiles = stream::run_product<T, kTM, kStages>(
-      ring, 0, a.up, red, [&](int64_t r, int64_t col, float s) {
+      ring, issue, 0, a.up, red, [&](int64_t r, int64_t col, float s) {
         a.h[r * hidden + col] = Elem<T>::from_float(gelu_tanh_fast(s + Elem<T>::to_float(a.b1[col])));
       });
   cooperative_groups::this_grid().sync();  // every block's h is in L2
-  stream::run_product<T, kTM, kStages>(ring, tiles, a.down, red, [&](int64_t r, int64_t col, float s) {
+  stream::run_product<T, kTM, kStages>(ring, issue, tiles, a.down, red, [&](int64_t r, int64_t col, float s) {
     a.y[r * c + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.b2[col]));
   });
   tc::async_wait<0>();  // the ring's last (empty) groups
@@ -77,20 +78,23 @@ FfnStreamArgs<T> make_args(const FfnStreamBuffers& b, int64_t m, int64_t c, int 
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   FfnStreamArgs<T> a{};
   a.up = {{static_cast<const T*>(b.x), c, m, c, c % E == 0 && aligned(b.x)},
-          static_cast<const T*>(b.w1), h, m, h, c, tm, nullptr, nullptr,
-          h % E == 0 && aligned(b.w1)};
-  a.down = {{nullptr, h, m, h, false}, static_cast<const T*>(b.w2), c, m, c, h, tm, nullptr,
-            nullptr, c % E == 0 && aligned(b.w2)};
+          static_cast<const T*>(b.w1), h, static_cast<int>(m), static_cast<int>(h),
+          static_cast<int>(c), tm, nullptr, nullptr, h % E == 0 && aligned(b.w1)};
+  a.down = {{nullptr, h, m, h, false}, static_cast<const T*>(b.w2), c, static_cast<int>(m),
+            static_cast<int>(c), static_cast<int>(h), tm, nullptr, nullptr,
+            c % E == 0 && aligned(b.w2)};
+  a.up.plan(blocks);
+  a.down.plan(blocks);
   const int64_t partial = std::max(stream::partial_floats(a.up, blocks),
                                    stream::partial_floats(a.down, blocks));
-  *layout = stream::ScratchLayout(a.up.keys() + a.down.keys(), partial, sizeof(T) * m * h);
+  *layout = stream::ScratchLayout(int64_t(a.up.keys) + a.down.keys, partial, sizeof(T) * m * h);
   char* base = static_cast<char*>(b.scratch);
   unsigned* counters = reinterpret_cast<unsigned*>(base);
   float* partials = reinterpret_cast<float*>(base + layout->partial);
   a.h = reinterpret_cast<T*>(base + layout->rows);
   a.up.partial = a.down.partial = partials;  // up's sums are all read before the barrier
   a.up.counters = counters;
-  a.down.counters = counters + a.up.keys();
+  a.down.counters = counters + a.up.keys;
   a.down.av.a = a.h;
   a.down.av.vec = h % E == 0 && aligned(a.h);
   a.b1 = static_cast<const T*>(b.b1);

@@ -58,62 +58,85 @@ constexpr size_t smem_bytes(int stages) {
 
 // ---- one product: its shape, its units and where its partial sums go ----------------------
 // Units are numbered key-major: key = chunk x column tile (chunk: kTM rows of A), then the
-// 32-row blocks of K. Block b of G takes units [U b / G, U (b + 1) / G).
+// 32-row blocks of K. The first W = min(G, U) blocks take units [U b / W, U (b + 1) / W), at
+// least one each (so every block between a key's first and last has units of it); the rest
+// only join the barriers. The counts are made on the host (plan()): the device divides only
+// once per segment, in 32 bits (a 64-bit division is ~70 dependent instructions, and every
+// thread of a block at one block per SM waits for it).
 template <typename T>
 struct Product {
   AView<T> av;  // A: m x k
   const T* b;
   int64_t ldb;
-  int64_t m, n, k;
+  int m, n, k;
   int chunk_rows;      // kTM
-  float* partial;      // (keys + G) slots of kTM x kUnitN fp32 (stream::partial_slots)
+  float* partial;      // (keys + G) slots of kTM x kUnitN fp32 (partial_floats)
   unsigned* counters;  // one per key, zero between launches (the last arrival resets it)
   bool b_vec;          // B's rows are 16-byte multiples and aligned (and so is n)
+  int col_tiles = 0, kblocks = 0, keys = 0, units = 0, workers = 0;
 
-  __host__ __device__ int64_t chunks() const { return (m + chunk_rows - 1) / chunk_rows; }
-  __host__ __device__ int64_t col_tiles() const { return (n + kUnitN - 1) / kUnitN; }
-  __host__ __device__ int64_t kblocks() const { return (k + kUnitK<T> - 1) / kUnitK<T>; }
-  __host__ __device__ int64_t keys() const { return chunks() * col_tiles(); }
-  __host__ __device__ int64_t units() const { return keys() * kblocks(); }
-  __device__ int64_t first_unit(int64_t block) const { return units() * block / gridDim.x; }
+  // Fills in the counts for a grid of `blocks`.
+  __host__ void plan(int blocks) {
+    col_tiles = (n + kUnitN - 1) / kUnitN;
+    kblocks = (k + kUnitK<T> - 1) / kUnitK<T>;
+    keys = (m + chunk_rows - 1) / chunk_rows * col_tiles;
+    units = keys * kblocks;
+    workers = units < blocks ? units : blocks;
+  }
+  __device__ int first_unit(int block) const {
+    return block >= workers ? units : int(int64_t(units) * block / workers);
+  }
   // The block whose run holds unit u.
-  __device__ int64_t block_of(int64_t u) const { return ((u + 1) * gridDim.x - 1) / units(); }
+  __device__ int block_of(int u) const {
+    return int((int64_t(u + 1) * workers - 1) / units);
+  }
 };
 
-// Partial-sum slots a product needs at `blocks` blocks.
+// Partial-sum slots a product needs at `blocks` blocks (after plan()).
 template <typename T>
 inline int64_t partial_floats(const Product<T>& p, int64_t blocks) {
-  return (p.keys() + blocks) * p.chunk_rows * kUnitN;
+  return (int64_t(p.keys) + blocks) * p.chunk_rows * kUnitN;
 }
 
 // A run of up to 8 units of one key: the ring's tile.
 struct Tile {
-  int64_t key = -1, kb = 0;  // key < 0: no tile
+  int key = -1, kb = 0;  // key < 0: no tile
+  int row0 = 0, n0 = 0;  // its chunk's first row of A, its first column of B
   int count = 0;
   bool ends_segment = false;
   __device__ bool valid() const { return key >= 0; }
 };
 
-// Walks a block's units of one product tile by tile.
-template <typename T>
+// Walks a block's units of one product tile by tile, without dividing.
 struct TileWalk {
-  const Product<T>* p;
-  int64_t u, end;
-  __device__ void begin(const Product<T>& prod) {
-    p = &prod;
-    u = prod.first_unit(blockIdx.x);
-    end = prod.first_unit(blockIdx.x + 1);
+  int u = 0, end = 0, key = 0, key_end = 0, ct = 0, row0 = 0;
+  template <typename T>
+  __device__ __forceinline__ void begin(const Product<T>& p) {
+    u = p.first_unit(blockIdx.x);
+    end = p.first_unit(blockIdx.x + 1);
+    if (u >= end) return;
+    key = u / p.kblocks;
+    key_end = (key + 1) * p.kblocks;
+    ct = key % p.col_tiles;
+    row0 = key / p.col_tiles * p.chunk_rows;
   }
-  __device__ Tile next() {
+  template <typename T>
+  __device__ __forceinline__ Tile next(const Product<T>& p) {
     Tile t;
     if (u >= end) return t;
-    const int64_t kbs = p->kblocks();
-    t.key = u / kbs;
-    t.kb = u % kbs;
-    const int64_t seg_end = min(end, (t.key + 1) * kbs);
-    t.count = static_cast<int>(min(int64_t(kTileUnits), seg_end - u));
+    const int seg_end = min(end, key_end);
+    t.key = key;
+    t.kb = u - key * p.kblocks;
+    t.row0 = row0;
+    t.n0 = ct * kUnitN;
+    t.count = min(kTileUnits, seg_end - u);
     u += t.count;
     t.ends_segment = u == seg_end;
+    if (u == key_end) {  // on to the next key
+      ++key;
+      key_end += p.kblocks;
+      if (++ct == p.col_tiles) ct = 0, row0 += p.chunk_rows;
+    }
     return t;
   }
 };
@@ -122,7 +145,7 @@ struct TileWalk {
 template <typename T>
 __device__ __forceinline__ void copy_tile(T* slot, const Product<T>& p, const Tile& t) {
   constexpr int E = tc::kVec<T>, UK = kUnitK<T>, kChunksPerRow = kUnitN / E;
-  const int64_t n0 = (t.key % p.col_tiles()) * kUnitN, k0 = t.kb * UK;
+  const int64_t n0 = t.n0, k0 = int64_t(t.kb) * UK;
   const int rows = t.count * UK;
   for (int i = threadIdx.x; i < rows * kChunksPerRow; i += kThreads) {
     const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * E;
@@ -149,31 +172,37 @@ __device__ __forceinline__ void copy_tile(T* slot, const Product<T>& p, const Ti
 template <typename T, int kStages>
 struct Ring {
   T* slots;
-  const Product<T>* prods[2];
-  int nprods, prod_i;
-  TileWalk<T> walk;
+  TileWalk walk;
+  bool two, second;
   int issued;
 
-  __device__ void start(T* smem, const Product<T>* p0, const Product<T>* p1) {
+  __device__ __forceinline__ void start(T* smem, const Product<T>& p0, const Product<T>& p1,
+                                        bool two_products) {
     slots = smem;
-    prods[0] = p0;
-    prods[1] = p1;
-    nprods = p1 != nullptr ? 2 : 1;
-    prod_i = 0;
-    walk.begin(*p0);
+    two = two_products;
+    second = false;
+    walk.begin(p0);
     issued = 0;
 #pragma unroll 1
-    for (int i = 0; i < kStages - 1; ++i) issue();
+    for (int i = 0; i < kStages - 1; ++i) issue(p0, p1);
   }
-  __device__ T* slot(int i) const { return slots + (i % kStages) * kTileElems<T>; }
+  __device__ __forceinline__ T* slot(int i) const { return slots + (i % kStages) * kTileElems<T>; }
   // The next tile's copies (or an empty group, so that every thread's group count stays even).
-  __device__ void issue() {
-    Tile t = walk.next();
-    while (!t.valid() && prod_i + 1 < nprods) {
-      walk.begin(*prods[++prod_i]);
-      t = walk.next();
+  __device__ __forceinline__ void issue(const Product<T>& p0, const Product<T>& p1) {
+    Tile t;
+    if (!second) {
+      t = walk.next(p0);
+      if (t.valid()) {
+        copy_tile<T>(slot(issued), p0, t);
+      } else if (two) {
+        second = true;
+        walk.begin(p1);
+      }
     }
-    if (t.valid()) copy_tile<T>(slot(issued), *prods[prod_i], t);
+    if (second) {
+      t = walk.next(p1);
+      if (t.valid()) copy_tile<T>(slot(issued), p1, t);
+    }
     tc::async_commit();
     ++issued;
   }
@@ -185,16 +214,15 @@ struct Ring {
 // blocks that share a key never share a slot), and the block whose counter increment comes last
 // adds them all, in block order (the same result every run), and runs the epilogue.
 template <typename T, int kTM, class Epilogue>
-__device__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const Product<T>& p,
+__device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const Product<T>& p,
                                const Tile& t, float* red, unsigned* s_last, const Epilogue& epi) {
   using M = WarpMath<T, kTM>;
   constexpr int kSlot = kTM * kUnitN;
   const int warp = threadIdx.x >> 5;
-  const int64_t kbs = p.kblocks(), m0 = (t.key / p.col_tiles()) * kTM;
-  const int64_t n0 = (t.key % p.col_tiles()) * kUnitN;
-  const int64_t first = p.block_of(t.key * kbs), last = p.block_of((t.key + 1) * kbs - 1);
+  const int m0 = t.row0, n0 = t.n0;
+  const int first = p.block_of(t.key * p.kblocks), last = p.block_of((t.key + 1) * p.kblocks - 1);
   const bool alone = first == last;
-  float* slot = p.partial + (t.key + blockIdx.x) * kSlot;
+  float* slot = p.partial + (int64_t(t.key) + blockIdx.x) * kSlot;
 #pragma unroll 1
   for (int slab = 0; slab < kTM / kRedRows; ++slab) {
     __syncthreads();  // the area is free
@@ -225,8 +253,10 @@ __device__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const 
   for (int e = threadIdx.x; e < kSlot; e += kThreads) {
     const int row = e / kUnitN, c = e % kUnitN;
     if (m0 + row >= p.m || n0 + c >= p.n) continue;
+    const float* q = p.partial + (int64_t(t.key) + first) * kSlot + e;
     float s = 0.0f;
-    for (int64_t b = first; b <= last; ++b) s += load_cg(p.partial + (t.key + b) * kSlot + e);
+#pragma unroll 4
+    for (int b = 0; b <= last - first; ++b) s += load_cg(q + int64_t(b) * kSlot);
     epi(m0 + row, n0 + c, s);
   }
 }
@@ -235,30 +265,31 @@ __device__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const 
 // Multiplies this block's units of `p` (tiles `first_tile` on in the ring's order) and calls
 // epi(row, col, sum) once for every element of every column tile this block finishes. Returns
 // the ring position after the product.
-template <typename T, int kTM, int kStages, class Epilogue>
-__device__ int run_product(Ring<T, kStages>& ring, int first_tile, const Product<T>& p,
-                           float* red_area, const Epilogue& epi) {
+// issue() refills the ring (Ring::issue with the kernel's products).
+template <typename T, int kTM, int kStages, class Issue, class Epilogue>
+__device__ __forceinline__ int run_product(Ring<T, kStages>& ring, const Issue& issue,
+                                           int first_tile, const Product<T>& p, float* red_area,
+                                           const Epilogue& epi) {
   using M = WarpMath<T, kTM>;
   const int warp = threadIdx.x >> 5;
   __shared__ unsigned s_last;
-  TileWalk<T> walk;
+  TileWalk walk;
   walk.begin(p);
   typename M::Acc acc;
   M::zero(acc);
   typename M::AFrag a_now, a_next;
-  Tile t = walk.next();
+  Tile t = walk.next(p);
   auto load_a = [&](typename M::AFrag& f, const Tile& tile) {
     if (!tile.valid() || warp >= tile.count) return;
-    const int64_t chunk = tile.key / p.col_tiles();
-    M::load(f, p.av, chunk * kTM, (tile.kb + warp) * kUnitK<T>);
+    M::load(f, p.av, tile.row0, int64_t(tile.kb + warp) * kUnitK<T>);
   };
   load_a(a_now, t);
   int i = first_tile;
   while (t.valid()) {
-    const Tile next = walk.next();
+    const Tile next = walk.next(p);
     tc::async_wait<kStages - 2>();  // this thread's copies of tile i have landed
     __syncthreads();                // everyone's have; everyone is done with tile i - 1
-    ring.issue();                   // into the slot tile i - 1 used
+    issue();                        // into the slot tile i - 1 used
     load_a(a_next, next);
     if (warp < t.count) M::multiply(acc, a_now, ring.slot(i) + warp * kUnitK<T> * kLds<T>);
     if (t.ends_segment) {
@@ -301,15 +332,21 @@ Status with_stages(F&& f) {
                        std::to_string(optin));
 }
 
-// Launches kernel(args) cooperatively, one block per SM, kThreads threads, `smem` bytes.
+// Launches kernel(args) cooperatively, one block per SM, kThreads threads, `smem` bytes. The
+// shared-memory limit is set on every launch (a device reset forgets it); whether a block fits
+// is asked on the first launch only (the occupancy query costs microseconds of host time).
 template <class Args>
 Status launch_cooperative(void (*kernel)(Args), const Args& args, size_t smem, int blocks,
                           cudaStream_t stream) {
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(smem)));
-  int per_sm = 0;
-  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  if (per_sm < 1) return Status::Error("a weight-streaming block does not fit on an SM");
+  static const Status configured = [&]() -> Status {
+    int per_sm = 0;
+    FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    if (per_sm < 1) return Status::Error("a weight-streaming block does not fit on an SM");
+    return Status::Ok();
+  }();
+  FL_TRY(configured);
   Args copy = args;
   void* params[] = {&copy};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),

@@ -5,6 +5,7 @@
 // around each chain; median of the repetitions; level 1 and the portable kernel alternate.
 // Inputs: random (never zeros). Prints one line per lesson, precision and token count.
 //   portable_bench [C] [reps]
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -51,6 +52,9 @@ __global__ void read_all(const int4* p, int64_t n, int* sink) {
   }
   if (acc == 0x12345678) *sink = acc;
 }
+
+// The floor under a weight-streaming launch: one block per SM, cooperative, one grid barrier.
+__global__ void empty_cooperative() { cooperative_groups::this_grid().sync(); }
 
 struct Buf {
   void* p = nullptr;
@@ -178,6 +182,20 @@ int main(int argc, char** argv) {
   std::printf("portable_bench: %s, driver API %d, C = %lld, cold L2, median of %d\n", prop.name,
               driver, static_cast<long long>(c), reps);
   Timer t;
+  {
+    int sms = 0;
+    CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    std::vector<float> v;
+    for (int i = 0; i < reps + 3; ++i) {
+      const float us = t.once([&] {
+        FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(empty_cooperative),
+                                                dim3(sms), dim3(256), nullptr, 0, nullptr));
+        return fl::cuda_status(cudaGetLastError(), "empty_cooperative", __FILE__, __LINE__);
+      });
+      if (i >= 3) v.push_back(us);
+    }
+    std::printf("empty cooperative launch + grid barrier: %.2f us\n", median(v));
+  }
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
     for (int64_t m : {1, 16, 64}) bench_ffn(p, m, c, t, reps);
     for (int64_t m : {1, 16, 64, 256}) bench_ln(p, m, c, t, reps);

@@ -210,28 +210,19 @@ struct Ring {
 
 // ---- the end of a segment ------------------------------------------------------------------
 // The block's sums of one key (kTM x 32) meet across its warps in shared memory, 16 rows at a
-// time. A key the block owns alone goes straight to the epilogue. A key cut between blocks:
-// each block stores its sums to its own slot (key + block: two blocks that share a key never
-// share a slot); only the first and the last segment of a block's run can be cut, so at most
-// two wait (Pending) for the end of the product, where one fence and one counter increment each
-// let the block that arrives last at a key add its slots, in block order (the same result every
-// run), and run the epilogue. Deferring them keeps those L2 round trips (fence, atomic, loads)
-// off the path between tiles.
-struct Pending {
-  int key, first, last, row0, n0;
-};
-
+// time. A key cut between blocks: each block stores its sums to its own slot (key + block: two
+// blocks that share a key never share a slot), and the block whose counter increment comes last
+// adds them all, in block order (the same result every run), and runs the epilogue.
 template <typename T, int kTM, class Epilogue>
-__device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc,
-                                               const Product<T>& p, const Tile& t, float* red,
-                                               Pending* pending, int* npending,
-                                               const Epilogue& epi) {
+__device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const Product<T>& p,
+                               const Tile& t, float* red, unsigned* s_last, const Epilogue& epi) {
   using M = WarpMath<T, kTM>;
+  constexpr int kSlot = kTM * kUnitN;
   const int warp = threadIdx.x >> 5;
   const int m0 = t.row0, n0 = t.n0;
   const int first = p.block_of(t.key * p.kblocks), last = p.block_of((t.key + 1) * p.kblocks - 1);
   const bool alone = first == last;
-  float* slot = p.partial + (int64_t(t.key) + blockIdx.x) * (kTM * kUnitN);
+  float* slot = p.partial + (int64_t(t.key) + blockIdx.x) * kSlot;
 #pragma unroll 1
   for (int slab = 0; slab < kTM / kRedRows; ++slab) {
     __syncthreads();  // the area is free
@@ -249,89 +240,66 @@ __device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::
       }
     }
   }
-  if (!alone) {
-    if (threadIdx.x == 0) pending[*npending] = {t.key, first, last, m0, n0};
-    ++*npending;  // read after finish_pending's barrier
-  }
-}
-
-// The product's cut keys: arrive at each, and finish those this block arrives at last.
-template <typename T, int kTM, class Epilogue>
-__device__ __forceinline__ void finish_pending(const Product<T>& p, const Pending* pending,
-                                               int npending, unsigned* s_last,
-                                               const Epilogue& epi) {
-  constexpr int kSlot = kTM * kUnitN;
-  if (npending == 0) return;
-  __threadfence();  // this block's partial sums before its arrivals
+  if (alone) return;
+  __threadfence();  // this block's partial sums before its arrival
   __syncthreads();
-  if (threadIdx.x < npending) {
-    const Pending& q = pending[threadIdx.x];
-    s_last[threadIdx.x] = atomicAdd(p.counters + q.key, 1u) == unsigned(q.last - q.first);
-    if (s_last[threadIdx.x]) p.counters[q.key] = 0;  // every other block of the key has arrived
+  if (threadIdx.x == 0) {
+    *s_last = atomicAdd(p.counters + t.key, 1u) == unsigned(last - first);
+    if (*s_last) p.counters[t.key] = 0;  // every other block of the key has arrived
   }
   __syncthreads();
-  bool any = false;
-  for (int j = 0; j < npending; ++j) any |= s_last[j] != 0;
-  if (!any) return;
+  if (!*s_last) return;
   __threadfence();
-  for (int e = threadIdx.x; e < npending * kSlot; e += kThreads) {
-    const int j = e / kSlot, i = e % kSlot, row = i / kUnitN, c = i % kUnitN;
-    const Pending& q = pending[j];
-    if (!s_last[j] || q.row0 + row >= p.m || q.n0 + c >= p.n) continue;
-    const float* src = p.partial + (int64_t(q.key) + q.first) * kSlot + i;
+  for (int e = threadIdx.x; e < kSlot; e += kThreads) {
+    const int row = e / kUnitN, c = e % kUnitN;
+    if (m0 + row >= p.m || n0 + c >= p.n) continue;
+    const float* q = p.partial + (int64_t(t.key) + first) * kSlot + e;
     float s = 0.0f;
 #pragma unroll 4
-    for (int b = 0; b <= q.last - q.first; ++b) s += load_cg(src + int64_t(b) * kSlot);
-    epi(q.row0 + row, q.n0 + c, s);
+    for (int b = 0; b <= last - first; ++b) s += load_cg(q + int64_t(b) * kSlot);
+    epi(m0 + row, n0 + c, s);
   }
 }
 
 // ---- a product's consumer loop -------------------------------------------------------------
 // Multiplies this block's units of `p` (tiles `first_tile` on in the ring's order) and calls
 // epi(row, col, sum) once for every element of every column tile this block finishes. Returns
-// the ring position after the product. issue() refills the ring (Ring::issue with the kernel's
-// products). A is loaded two tiles ahead of its multiply (an L2 round trip is longer than a
-// tile's arithmetic).
+// the ring position after the product.
+// issue() refills the ring (Ring::issue with the kernel's products).
 template <typename T, int kTM, int kStages, class Issue, class Epilogue>
 __device__ __forceinline__ int run_product(Ring<T, kStages>& ring, const Issue& issue,
                                            int first_tile, const Product<T>& p, float* red_area,
                                            const Epilogue& epi) {
   using M = WarpMath<T, kTM>;
   const int warp = threadIdx.x >> 5;
-  __shared__ Pending s_pending[2];
-  __shared__ unsigned s_last[2];
-  int npending = 0;
+  __shared__ unsigned s_last;
   TileWalk walk;
   walk.begin(p);
   typename M::Acc acc;
   M::zero(acc);
+  typename M::AFrag a_now, a_next;
+  Tile t = walk.next(p);
   auto load_a = [&](typename M::AFrag& f, const Tile& tile) {
     if (!tile.valid() || warp >= tile.count) return;
     M::load(f, p.av, tile.row0, int64_t(tile.kb + warp) * kUnitK<T>);
   };
-  Tile t0 = walk.next(p), t1 = walk.next(p);
-  typename M::AFrag a0, a1, a2;
-  load_a(a0, t0);
-  load_a(a1, t1);
+  load_a(a_now, t);
   int i = first_tile;
-  while (t0.valid()) {
-    const Tile t2 = walk.next(p);
+  while (t.valid()) {
+    const Tile next = walk.next(p);
     tc::async_wait<kStages - 2>();  // this thread's copies of tile i have landed
     __syncthreads();                // everyone's have; everyone is done with tile i - 1
     issue();                        // into the slot tile i - 1 used
-    load_a(a2, t2);
-    if (warp < t0.count) M::multiply(acc, a0, ring.slot(i) + warp * kUnitK<T> * kLds<T>);
-    if (t0.ends_segment) {
-      finish_segment<T, kTM>(acc, p, t0, red_area, s_pending, &npending, epi);
+    load_a(a_next, next);
+    if (warp < t.count) M::multiply(acc, a_now, ring.slot(i) + warp * kUnitK<T> * kLds<T>);
+    if (t.ends_segment) {
+      finish_segment<T, kTM>(acc, p, t, red_area, &s_last, epi);
       M::zero(acc);
     }
-    a0 = a1;
-    a1 = a2;
-    t0 = t1;
-    t1 = t2;
+    a_now = a_next;
+    t = next;
     ++i;
   }
-  finish_pending<T, kTM>(p, s_pending, npending, s_last, epi);
   return i;
 }
 

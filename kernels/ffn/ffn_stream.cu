@@ -23,6 +23,8 @@
 // Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (2.8 us at 3.35 TB/s), 71 KB per SM on 132
 // SMs: with a 10-stage ring of 16 KB tiles all of it is in flight at once. x (m x C) and h (m x
 // 4C) are read by every block from L2; partial sums: at most 2 slots per column tile.
+// As measured this rung is still slower than level 1 at every token count measured
+// (docs/PERFORMANCE.md, "Portable small-token rungs"): not yet a level-table choice.
 #include "kernels/ffn/ffn_stream.h"
 
 #include <cooperative_groups.h>

@@ -9,8 +9,8 @@
 // Data path of one block:
 //
 //   B (HBM) --cp.async 16 B--> a ring of kStages tiles in shared memory (a tile: 8 units, one
-//            per warp: 256 x 32 bf16 = 16 KB), refilled as tiles are used: with 8 stages on a
-//            Hopper or A100 every weight byte of a block is in flight at once at C = 768
+//            per warp: 256 x 32 bf16 = 16 KB), refilled as tiles are used: with 10 stages on a
+//            Hopper every weight byte of a block is in flight at once at C = 768
 //   A (L2)  --ld.global.cg 16 B--> registers, one unit ahead of the multiply (A is a few KB and
 //            read by every block: it lives in L2; .cg because A may have been written by other
 //            blocks earlier in the same launch: h of the FFN, the normalized rows)
@@ -24,10 +24,13 @@
 // sum over k does not care which physical k a fragment slot stands for, as long as A and B
 // agree; so lane t takes physical k = 8t .. 8t+7 of a 32-row unit (one 16-byte load per row for
 // two k16 steps) and B's rows are stored in shared memory in the order ldmatrix must read them
-// (kPermute below): the loads of A are 16 bytes wide and B's ldmatrix stays conflict-free.
+// (permute_row): the loads of A are 16 bytes wide and B's ldmatrix stays conflict-free.
 //
 // Budget per unit (bf16): 2 KB of B from HBM, 64 rows x 64 B of A from L2 at 64 tokens, and
-// 2 x 64 x 32 x 32 = 131 kFLOP; at 16 tokens the tensor cores idle and HBM sets the pace.
+// 2 x 64 x 32 x 32 = 131 kFLOP; at 16 tokens the tensor cores idle and, by the napkin math,
+// HBM sets the pace. As measured it does not yet: one 256-thread block per SM issues every copy
+// and walks every tile itself, and at two warps per scheduler the instructions' latencies show
+// (docs/PERFORMANCE.md, "Portable small-token rungs": the figures, the profile, what to try).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -16,6 +16,8 @@
 //
 // Budget at C = 768, bf16: W = 3.5 MB (1.1 us at 3.35 TB/s), 27 KB per SM on 132 SMs; at 256
 // tokens 0.9 GFLOP on mma.sync; x read 3 times per row from L1/L2 by the normalizing warp.
+// As measured this rung is still slower than level 1 at every token count measured
+// (docs/PERFORMANCE.md, "Portable small-token rungs"): not yet a level-table choice.
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 
 #include <cooperative_groups.h>

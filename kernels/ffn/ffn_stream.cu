@@ -56,12 +56,14 @@ __global__ void __launch_bounds__(stream::kThreads, 1) ffn_stream_kernel(FfnStre
   const int64_t hidden = a.up.n, c = a.down.n;
   const int tiles = stream::run_product<T, kTM, kStages>(
       ring, issue, 0, a.up, red, [&](int64_t r, int64_t col, float s) {
-        a.h[r * hidden + col] = Elem<T>::from_float(gelu_tanh_fast(s + Elem<T>::to_float(a.b1[col])));
+        a.h[r * hidden + col] =
+            Elem<T>::from_float(gelu_tanh_fast(s + Elem<T>::to_float(a.b1[col])));
       });
   cooperative_groups::this_grid().sync();  // every block's h is in L2
-  stream::run_product<T, kTM, kStages>(ring, issue, tiles, a.down, red, [&](int64_t r, int64_t col, float s) {
-    a.y[r * c + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.b2[col]));
-  });
+  stream::run_product<T, kTM, kStages>(
+      ring, issue, tiles, a.down, red, [&](int64_t r, int64_t col, float s) {
+        a.y[r * c + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.b2[col]));
+      });
   tc::async_wait<0>();  // the ring's last (empty) groups
 }
 
@@ -80,15 +82,29 @@ FfnStreamArgs<T> make_args(const FfnStreamBuffers& b, int64_t m, int64_t c, int 
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   FfnStreamArgs<T> a{};
   a.up = {{static_cast<const T*>(b.x), c, m, c, c % E == 0 && aligned(b.x)},
-          static_cast<const T*>(b.w1), h, static_cast<int>(m), static_cast<int>(h),
-          static_cast<int>(c), tm, nullptr, nullptr, h % E == 0 && aligned(b.w1)};
-  a.down = {{nullptr, h, m, h, false}, static_cast<const T*>(b.w2), c, static_cast<int>(m),
-            static_cast<int>(c), static_cast<int>(h), tm, nullptr, nullptr,
+          static_cast<const T*>(b.w1),
+          h,
+          static_cast<int>(m),
+          static_cast<int>(h),
+          static_cast<int>(c),
+          tm,
+          nullptr,
+          nullptr,
+          h % E == 0 && aligned(b.w1)};
+  a.down = {{nullptr, h, m, h, false},
+            static_cast<const T*>(b.w2),
+            c,
+            static_cast<int>(m),
+            static_cast<int>(c),
+            static_cast<int>(h),
+            tm,
+            nullptr,
+            nullptr,
             c % E == 0 && aligned(b.w2)};
   a.up.plan(blocks);
   a.down.plan(blocks);
-  const int64_t partial = std::max(stream::partial_floats(a.up, blocks),
-                                   stream::partial_floats(a.down, blocks));
+  const int64_t partial =
+      std::max(stream::partial_floats(a.up, blocks), stream::partial_floats(a.down, blocks));
   *layout = stream::ScratchLayout(int64_t(a.up.keys) + a.down.keys, partial, sizeof(T) * m * h);
   char* base = static_cast<char*>(b.scratch);
   unsigned* counters = reinterpret_cast<unsigned*>(base);
@@ -119,8 +135,7 @@ Status launch_typed(const FfnStreamArgs<T>& a, int blocks, cudaStream_t stream) 
 Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kFfnStreamMaxTokens) {
     return Status::Error("the portable small-token FFN takes 1 to " +
-                         std::to_string(kFfnStreamMaxTokens) + " tokens, got " +
-                         std::to_string(m));
+                         std::to_string(kFfnStreamMaxTokens) + " tokens, got " + std::to_string(m));
   }
   if (c < 1) return Status::Error("the portable small-token FFN needs C >= 1");
   int device = 0, major = 0, cooperative = 0;
@@ -159,7 +174,8 @@ Status launch_ffn_stream(Precision p, const FfnStreamBuffers& b, int64_t m, int6
   }
   using bf16 = __nv_bfloat16;
   const FfnStreamArgs<bf16> a = make_args<bf16>(b, m, c, blocks, &layout);
-  return m <= 16 ? launch_typed<bf16, 16>(a, blocks, stream) : launch_typed<bf16, 64>(a, blocks, stream);
+  return m <= 16 ? launch_typed<bf16, 16>(a, blocks, stream)
+                 : launch_typed<bf16, 64>(a, blocks, stream);
 }
 
 }  // namespace fl

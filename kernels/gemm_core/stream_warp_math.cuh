@@ -19,7 +19,7 @@
 namespace fl::stream {
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
-constexpr int kUnitN = 32;  // columns of a unit (64 B rows of bf16: two DRAM sectors)
+constexpr int kUnitN = 32;          // columns of a unit (64 B rows of bf16: two DRAM sectors)
 constexpr int kRedLd = kUnitN + 4;  // a row of the cross-warp reduction area (floats)
 
 template <typename T>
@@ -122,7 +122,8 @@ struct WarpMath<__nv_bfloat16, kTM> {
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {  // matrices: b0 | b1 of columns 16np, then 16np + 8
         const int mj = lane >> 3;
-        const T* q = unit + (16 * s + 8 * (mj & 1) + (lane & 7)) * kLds<T> + 16 * np + 8 * (mj >> 1);
+        const T* q =
+            unit + (16 * s + 8 * (mj & 1) + (lane & 7)) * kLds<T> + 16 * np + 8 * (mj >> 1);
         const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(q));
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(b[2 * np][0]), "=r"(b[2 * np][1]), "=r"(b[2 * np + 1][0]),

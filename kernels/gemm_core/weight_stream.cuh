@@ -51,7 +51,7 @@ constexpr int kTileUnits = kWarps;
 constexpr int kRedRows = 16;  // rows of the cross-warp reduction, one 16-row slab at a time
 
 template <typename T>
-constexpr int kTileElems = kTileUnits * kUnitK<T> * kLds<T>;
+constexpr int kTileElems = kTileUnits* kUnitK<T>* kLds<T>;
 constexpr size_t kRedBytes = sizeof(float) * kWarps * kRedRows * kRedLd;
 
 template <typename T>
@@ -90,9 +90,7 @@ struct Product {
     return block >= workers ? units : int(int64_t(units) * block / workers);
   }
   // The block whose run holds unit u.
-  __device__ int block_of(int u) const {
-    return int((int64_t(u + 1) * workers - 1) / units);
-  }
+  __device__ int block_of(int u) const { return int((int64_t(u + 1) * workers - 1) / units); }
 };
 
 // Partial-sum slots a product needs at `blocks` blocks (after plan()).
@@ -189,7 +187,9 @@ struct Ring {
 #pragma unroll 1
     for (int i = 0; i < kStages - 1; ++i) issue(p0, p1);
   }
-  __device__ __forceinline__ T* slot(int i) const { return slots + (i % kStages) * kTileElems<T>; }
+  __device__ __forceinline__ T* slot(int i) const {
+    return slots + (i % kStages) * kTileElems<T>;
+  }
   // The next tile's copies (or an empty group, so that every thread's group count stays even).
   __device__ __forceinline__ void issue(const Product<T>& p0, const Product<T>& p1) {
     Tile t;
@@ -217,8 +217,9 @@ struct Ring {
 // blocks that share a key never share a slot), and the block whose counter increment comes last
 // adds them all, in block order (the same result every run), and runs the epilogue.
 template <typename T, int kTM, class Epilogue>
-__device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc, const Product<T>& p,
-                               const Tile& t, float* red, unsigned* s_last, const Epilogue& epi) {
+__device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::Acc& acc,
+                                               const Product<T>& p, const Tile& t, float* red,
+                                               unsigned* s_last, const Epilogue& epi) {
   using M = WarpMath<T, kTM>;
   constexpr int kSlot = kTM * kUnitN;
   const int warp = threadIdx.x >> 5;

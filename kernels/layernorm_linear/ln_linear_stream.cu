@@ -66,8 +66,8 @@ __device__ void normalize_row(const LnStreamArgs<T>& a, int64_t row) {
 #pragma unroll 4
   for (int64_t i = lane; i < c; i += 32) {
     const float v = (Elem<T>::to_float(x[i]) - mean) * rstd;
-    a.xn[row * c + i] = Elem<T>::from_float(v * Elem<T>::to_float(a.gamma[i]) +
-                                            Elem<T>::to_float(a.beta[i]));
+    a.xn[row * c + i] =
+        Elem<T>::from_float(v * Elem<T>::to_float(a.gamma[i]) + Elem<T>::to_float(a.beta[i]));
   }
 }
 
@@ -85,9 +85,11 @@ __global__ void __launch_bounds__(stream::kThreads, 1) ln_stream_kernel(LnStream
   }
   cooperative_groups::this_grid().sync();  // every row of xn is in L2
   const int64_t n = a.gemm.n;
-  stream::run_product<T, kTM, kStages>(ring, [&] { ring.issue(a.gemm, a.gemm); }, 0, a.gemm, red, [&](int64_t r, int64_t col, float s) {
-    a.y[r * n + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.bias[col]));
-  });
+  stream::run_product<T, kTM, kStages>(
+      ring, [&] { ring.issue(a.gemm, a.gemm); }, 0, a.gemm, red,
+      [&](int64_t r, int64_t col, float s) {
+        a.y[r * n + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.bias[col]));
+      });
   tc::async_wait<0>();
 }
 
@@ -98,12 +100,19 @@ LnStreamArgs<T> make_args(const LnStreamBuffers& b, int64_t m, int64_t c, int64_
   constexpr int E = tc::kVec<T>;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   LnStreamArgs<T> a{};
-  a.gemm = {{nullptr, c, m, c, false}, static_cast<const T*>(b.w), n, static_cast<int>(m),
-            static_cast<int>(n), static_cast<int>(c), tm, nullptr, nullptr,
+  a.gemm = {{nullptr, c, m, c, false},
+            static_cast<const T*>(b.w),
+            n,
+            static_cast<int>(m),
+            static_cast<int>(n),
+            static_cast<int>(c),
+            tm,
+            nullptr,
+            nullptr,
             n % E == 0 && aligned(b.w)};
   a.gemm.plan(blocks);
-  *layout = stream::ScratchLayout(a.gemm.keys, stream::partial_floats(a.gemm, blocks),
-                                  sizeof(T) * m * c);
+  *layout =
+      stream::ScratchLayout(a.gemm.keys, stream::partial_floats(a.gemm, blocks), sizeof(T) * m * c);
   char* base = static_cast<char*>(b.scratch);
   a.gemm.counters = reinterpret_cast<unsigned*>(base);
   a.gemm.partial = reinterpret_cast<float*>(base + layout->partial);
@@ -132,8 +141,7 @@ Status launch_typed(const LnStreamArgs<T>& a, int blocks, cudaStream_t stream) {
 Status ln_stream_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kLnStreamMaxTokens) {
     return Status::Error("the portable small-token LayerNorm-Linear takes 1 to " +
-                         std::to_string(kLnStreamMaxTokens) + " tokens, got " +
-                         std::to_string(m));
+                         std::to_string(kLnStreamMaxTokens) + " tokens, got " + std::to_string(m));
   }
   if (c < 1) return Status::Error("the portable LayerNorm-Linear needs C >= 1");
   int device = 0, major = 0, cooperative = 0;
@@ -144,7 +152,8 @@ Status ln_stream_supported(Precision p, int64_t m, int64_t c) {
     return Status::Error(
         "the portable LayerNorm-Linear's bf16 path needs compute capability 8.0 (mma.sync)");
   }
-  if (!cooperative) return Status::Error("the portable LayerNorm-Linear needs cooperative launches");
+  if (!cooperative)
+    return Status::Error("the portable LayerNorm-Linear needs cooperative launches");
   return Status::Ok();
 }
 
@@ -173,7 +182,8 @@ Status launch_ln_stream(Precision p, const LnStreamBuffers& b, int64_t m, int64_
   }
   using bf16 = __nv_bfloat16;
   const LnStreamArgs<bf16> a = make_args<bf16>(b, m, c, n, blocks, &layout);
-  return m <= 16 ? launch_typed<bf16, 16>(a, blocks, stream) : launch_typed<bf16, 64>(a, blocks, stream);
+  return m <= 16 ? launch_typed<bf16, 16>(a, blocks, stream)
+                 : launch_typed<bf16, 64>(a, blocks, stream);
 }
 
 }  // namespace fl

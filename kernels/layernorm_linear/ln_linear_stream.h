@@ -18,7 +18,7 @@ constexpr int64_t kLnStreamMaxTokens = 256;
 struct LnStreamBuffers {
   const void *x, *gamma, *beta, *w, *bias;  // x: m x C, gamma, beta: C, W: C x N, bias: N
   void* y;                                  // m x N
-  void* scratch;  // ln_stream_scratch_bytes(), zeroed once when allocated
+  void* scratch;                            // ln_stream_scratch_bytes(), zeroed once when allocated
 };
 
 Status ln_stream_supported(Precision p, int64_t m, int64_t c);

@@ -23,13 +23,13 @@
 
 namespace {
 
-#define CHECK(expr)                                                               \
-  do {                                                                            \
-    const fl::Status s_ = (expr);                                                 \
-    if (!s_.ok()) {                                                               \
-      std::fprintf(stderr, "portable_bench: %s\n", s_.message().c_str());         \
-      std::exit(1);                                                               \
-    }                                                                             \
+#define CHECK(expr)                                                       \
+  do {                                                                    \
+    const fl::Status s_ = (expr);                                         \
+    if (!s_.ok()) {                                                       \
+      std::fprintf(stderr, "portable_bench: %s\n", s_.message().c_str()); \
+      std::exit(1);                                                       \
+    }                                                                     \
   } while (0)
 #define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
 
@@ -54,7 +54,9 @@ __global__ void read_all(const int4* p, int64_t n, int* sink) {
 }
 
 // The floor under a weight-streaming launch: one block per SM, cooperative, one grid barrier.
-__global__ void empty_cooperative() { cooperative_groups::this_grid().sync(); }
+__global__ void empty_cooperative() {
+  cooperative_groups::this_grid().sync();
+}
 
 struct Buf {
   void* p = nullptr;
@@ -107,8 +109,8 @@ void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
     b.push_back(t.once(portable));
   }
   const float l1 = median(a), pt = median(b);
-  std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx\n",
-              lesson, fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt);
+  std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx\n", lesson,
+              fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt);
 }
 
 void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
@@ -128,20 +130,28 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   Buf scratch(bytes);
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
-  compare("ffn", p, m, t, reps,
-          [&] {
-            FL_TRY(up->run(x.p, w1.p, b1.p, hid.p, nullptr));
-            return down->run(hid.p, w2.p, b2.p, y.p, nullptr);
-          },
-          [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); });
+  compare(
+      "ffn", p, m, t, reps,
+      [&] {
+        FL_TRY(up->run(x.p, w1.p, b1.p, hid.p, nullptr));
+        return down->run(hid.p, w2.p, b2.p, y.p, nullptr);
+      },
+      [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); });
 }
 
 template <typename T>
 fl::Status layernorm(const Buf& x, const Buf& g, const Buf& be, Buf& xn, int64_t m, int c) {
   using fl::layernorm_rows::RowArgs;
-  const RowArgs<T> a{nullptr, nullptr, static_cast<const T*>(g.p), static_cast<const T*>(be.p),
-                     static_cast<T*>(const_cast<void*>(x.p)), static_cast<T*>(xn.p), nullptr,
-                     nullptr, m, c};
+  const RowArgs<T> a{nullptr,
+                     nullptr,
+                     static_cast<const T*>(g.p),
+                     static_cast<const T*>(be.p),
+                     static_cast<T*>(const_cast<void*>(x.p)),
+                     static_cast<T*>(xn.p),
+                     nullptr,
+                     nullptr,
+                     m,
+                     c};
   return fl::layernorm_rows::launch_rows<T, fl::layernorm_rows::RowStep::kLayerNorm>(a, nullptr);
 }
 
@@ -161,13 +171,14 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  compare("layernorm_linear", p, m, t, reps,
-          [&] {
-            FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
-                      : layernorm<float>(x, g, be, xn, m, int(c)));
-            return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
-          },
-          [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); });
+  compare(
+      "layernorm_linear", p, m, t, reps,
+      [&] {
+        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                  : layernorm<float>(x, g, be, xn, m, int(c)));
+        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+      },
+      [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); });
 }
 
 }  // namespace

@@ -62,7 +62,9 @@ struct Tensor {
       ASSERT_EQ(cudaMemcpy(dev, f.data(), 4 * n, cudaMemcpyHostToDevice), cudaSuccess);
     }
   }
-  void poison() { ASSERT_EQ(cudaMemset(dev, 0xff, host.size() * bytes_per_element(p)), cudaSuccess); }
+  void poison() {
+    ASSERT_EQ(cudaMemset(dev, 0xff, host.size() * bytes_per_element(p)), cudaSuccess);
+  }
   std::vector<double> download() const {
     const size_t n = host.size();
     std::vector<double> out(n);
@@ -99,7 +101,9 @@ double rel_error(const std::vector<double>& out, const std::vector<double>& ref)
   return std::sqrt(num / den);
 }
 
-double tolerance(Precision p) { return p == Precision::bf16 ? 1e-2 : 1e-5; }
+double tolerance(Precision p) {
+  return p == Precision::bf16 ? 1e-2 : 1e-5;
+}
 
 double gelu_tanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -199,8 +203,10 @@ void check_ln(Precision p, Shape s, unsigned seed) {
 
 // Odd token counts and odd C (and a few aligned ones, which take the 16-byte loads); the
 // token counts cross the 16-token chunk size, C crosses the 32-column unit.
-const Shape kFfnShapes[] = {{1, 97}, {7, 200}, {13, 131}, {16, 768}, {33, 255}, {61, 385}, {64, 64}};
-const Shape kLnShapes[] = {{1, 97}, {9, 768}, {17, 131}, {63, 200}, {129, 385}, {255, 99}, {256, 64}};
+const Shape kFfnShapes[] = {{1, 97},   {7, 200},  {13, 131}, {16, 768},
+                            {33, 255}, {61, 385}, {64, 64}};
+const Shape kLnShapes[] = {{1, 97},    {9, 768},  {17, 131}, {63, 200},
+                           {129, 385}, {255, 99}, {256, 64}};
 
 class PortableStream : public ::testing::TestWithParam<Precision> {
  protected:

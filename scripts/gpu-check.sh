@@ -92,6 +92,8 @@ if stage grid; then
     bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
     bench "gemm_$tag" layernorm_linear,linear_gelu,ffn "$gemm_grid" --precision $precision --cache $cache
   done
+  # Lesson 11 (gpt2_decode): bf16 only, 1 new token, the cache length as the size.
+  bench "gpt2_decode_bf16_cold" gpt2_decode "${FL_DECODE_GRID:-16,64,256,512,1K,2K,4K,8K}" --precision bf16 --cache cold
   head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
 fi
 

@@ -125,7 +125,8 @@ TEST(CuptiTiming, EveryLessonAndLevelGetsItsRecords) {
     const int64_t size = axis.inner_default > 0 ? 333 : 100003;  // rows or elements, odd
     std::vector<Measurement> ms;
     const Status st = backend->measure(
-        {lesson->info().id, size, {}, Precision::fp32, CacheMode::cold}, nullptr, &ms);
+        {lesson->info().id, size, {}, lesson->info().precisions.front(), CacheMode::cold}, nullptr,
+        &ms);
     ASSERT_TRUE(st.ok()) << lesson->info().id << ": " << st.message();
     ASSERT_EQ(ms.size(), static_cast<size_t>(lesson->level_count()));
     for (const Measurement& m : ms) expect_records_are_one_repetition(m);

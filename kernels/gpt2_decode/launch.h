@@ -19,7 +19,8 @@ enum class Matrix { qkv, proj, fc, out };
 Status launch_gemv(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s);
 Status launch_add_bias(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s);
 Status launch_gelu(const DecodeArgs& a, cudaStream_t s);
-Status launch_residual(const DecodeArgs& a, int layer, cudaStream_t s);
+// x = (first ? x_in : x) + tmp: `first` for block 0's attention residual, whose x is the input.
+Status launch_residual(const DecodeArgs& a, bool first, cudaStream_t s);
 Status launch_kv_append(const DecodeArgs& a, int layer, cudaStream_t s);
 Status launch_attention_scores(const DecodeArgs& a, int layer, cudaStream_t s);
 Status launch_attention_softmax(const DecodeArgs& a, cudaStream_t s);

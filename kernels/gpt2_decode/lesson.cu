@@ -271,7 +271,7 @@ std::vector<Row> per_op_rows() {
         [](const Dims& d) { return product(d, kC, kC); });
     add("proj bias", [l](Ws& w, cudaStream_t s) { return launch_add_bias(w.args(), l, Matrix::proj, s); },
         [](const Dims& d) { return rows(d, kC, 1, kC, 1); });
-    add("residual", [l](Ws& w, cudaStream_t s) { return launch_residual(w.args(), l, s); },
+    add("residual", [l](Ws& w, cudaStream_t s) { return launch_residual(w.args(), l == 0, s); },
         [](const Dims& d) { return rows(d, kC, 2, 0, 1); });
     add("ln2", [l](Ws& w, cudaStream_t s) { return launch_layernorm(w.args(), l, Norm::ln2, s); },
         [](const Dims& d) { return rows(d, kC, 1, 2 * kC, 8); });
@@ -285,7 +285,7 @@ std::vector<Row> per_op_rows() {
         [](const Dims& d) { return product(d, kF, kC); });
     add("out bias", [l](Ws& w, cudaStream_t s) { return launch_add_bias(w.args(), l, Matrix::out, s); },
         [](const Dims& d) { return rows(d, kC, 1, kC, 1); });
-    add("residual", [l](Ws& w, cudaStream_t s) { return launch_residual(w.args(), l, s); },
+    add("residual", [](Ws& w, cudaStream_t s) { return launch_residual(w.args(), false, s); },
         [](const Dims& d) { return rows(d, kC, 2, 0, 1); });
   }
   out.push_back({"ln_f", [](Ws& w, cudaStream_t s) { return launch_layernorm(w.args(), 0, Norm::final_norm, s); },

@@ -195,8 +195,8 @@ Status launch_gelu(const DecodeArgs& a, cudaStream_t s) {
   return Status::Ok();
 }
 
-Status launch_residual(const DecodeArgs& a, int layer, cudaStream_t s) {
-  residual_kernel<<<blocks_for(a.tokens * kC), kThreads, 0, s>>>(a.x, layer == 0 ? a.x_in : a.x,
+Status launch_residual(const DecodeArgs& a, bool first, cudaStream_t s) {
+  residual_kernel<<<blocks_for(a.tokens * kC), kThreads, 0, s>>>(a.x, first ? a.x_in : a.x,
                                                                  a.tmp, a.tokens * kC);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

@@ -143,8 +143,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   const unsigned n = static_cast<unsigned>(list->tasks.size());
   PhaseRecord* records = nullptr;
   unsigned* count = nullptr;
-  ASSERT_EQ(cudaMalloc(&records, n * sizeof(PhaseRecord)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&count, sizeof(unsigned)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&records), n * sizeof(PhaseRecord)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&count), sizeof(unsigned)), cudaSuccess);
   ASSERT_EQ(cudaMemset(count, 0, sizeof(unsigned)), cudaSuccess);
   ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{records, count, n}).ok());
   ASSERT_TRUE(ws->fill_inputs(9, stream_).ok());

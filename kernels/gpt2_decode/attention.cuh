@@ -34,13 +34,24 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
   const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
-  for (int p = p0 + warp; p < p1; p += kWarps) {
-    const float2 k = unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane));
+  // A warp takes keys warp, warp + 8, ...: kBatch of them loaded before the first is used.
+  constexpr int kBatch = 8;
+  for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
+    float2 k[kBatch];
 #pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) {
-      if (j >= t) break;
-      const float s = warp_sum(q[j * kHeadDim + 2 * lane] * k.x + q[j * kHeadDim + 2 * lane + 1] * k.y);
-      if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      k[u] = p < p1 ? unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane)) : make_float2(0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      if (p >= p1) break;
+      for (int j = 0; j < t; ++j) {
+        const float s = warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x +
+                                 q[j * kHeadDim + 2 * lane + 1] * k[u].y);
+        if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
+      }
     }
   }
   __syncthreads();
@@ -69,14 +80,24 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   float2 acc[kMaxTokens];
 #pragma unroll
   for (int j = 0; j < kMaxTokens; ++j) acc[j] = make_float2(0.f, 0.f);
-  for (int p = p0 + warp; p < p1; p += kWarps) {
-    const float2 v = unpack2(__ldcg(values + p * (kHeadDim / 2) + lane));
+  for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
+    float2 v[kBatch];
 #pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) {
-      if (j >= t) break;
-      const float e = scores[j * kPositionsStride + p - p0];
-      acc[j].x += e * v.x;
-      acc[j].y += e * v.y;
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      v[u] = p < p1 ? unpack2(__ldcg(values + p * (kHeadDim / 2) + lane)) : make_float2(0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      if (p >= p1) break;
+#pragma unroll
+      for (int j = 0; j < kMaxTokens; ++j) {
+        if (j >= t) break;
+        const float e = scores[j * kPositionsStride + p - p0];
+        acc[j].x += e * v[u].x;
+        acc[j].y += e * v[u].y;
+      }
     }
   }
   __syncthreads();  // every warp is done with the scores: their room takes the warps' sums

@@ -97,19 +97,25 @@ __device__ __forceinline__ void allow_dependent_launch() {
 }
 
 // ---- LayerNorm of rows [j0, j0 + rows) of src into dst (dst row r = token j0 + r) -------------
-// One warp per row, the row's 768 values in registers (6 float4 per lane), two passes.
+// One warp per row, the row's 768 values in registers (6 float4 per lane), two passes. Gamma and
+// beta are loaded with the row, before any store: a store through dst between their loads
+// would make each one wait for the one before (dst may alias them as far as the compiler knows).
 __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
                                       int rows, float* dst) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int r = warp; r < rows; r += kWarps) {
     const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC);
     float4 v[6];
-    float sum = 0;
+    uint2 gv[6], bv[6];
 #pragma unroll
     for (int i = 0; i < 6; ++i) {
       v[i] = __ldcg(row + lane + 32 * i);
-      sum += v[i].x + v[i].y + v[i].z + v[i].w;
+      gv[i] = __ldg(reinterpret_cast<const uint2*>(g) + lane + 32 * i);
+      bv[i] = __ldg(reinterpret_cast<const uint2*>(b) + lane + 32 * i);
     }
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < 6; ++i) sum += v[i].x + v[i].y + v[i].z + v[i].w;
     const float mean = warp_sum(sum) * (1.0f / kC);
     float var = 0;
 #pragma unroll
@@ -120,12 +126,14 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
     const float rstd = rsqrtf(warp_sum(var) * (1.0f / kC) + float(kLnEps));
 #pragma unroll
     for (int i = 0; i < 6; ++i) {
-      const int c = (lane + 32 * i) * 4;
-      float* out = dst + int64_t(r) * kC + c;
-      out[0] = (v[i].x - mean) * rstd * to_f(g[c + 0]) + to_f(b[c + 0]);
-      out[1] = (v[i].y - mean) * rstd * to_f(g[c + 1]) + to_f(b[c + 1]);
-      out[2] = (v[i].z - mean) * rstd * to_f(g[c + 2]) + to_f(b[c + 2]);
-      out[3] = (v[i].w - mean) * rstd * to_f(g[c + 3]) + to_f(b[c + 3]);
+      const float2 g01 = unpack2(gv[i].x), g23 = unpack2(gv[i].y);
+      const float2 b01 = unpack2(bv[i].x), b23 = unpack2(bv[i].y);
+      float4 out;
+      out.x = (v[i].x - mean) * rstd * g01.x + b01.x;
+      out.y = (v[i].y - mean) * rstd * g01.y + b01.y;
+      out.z = (v[i].z - mean) * rstd * g23.x + b23.x;
+      out.w = (v[i].w - mean) * rstd * g23.y + b23.y;
+      reinterpret_cast<float4*>(dst + int64_t(r) * kC)[lane + 32 * i] = out;
     }
   }
 }
@@ -162,19 +170,31 @@ constexpr int chunk_tokens() {
   return kActFloats / K;
 }
 
+// The epilogues of a chunk's sums (sums[r * tc + j] for row first + r, token j0 + j), a thread
+// each: their loads (bias, residual) are all in flight at once instead of one after another.
+template <class Op>
+__device__ void finish_rows(const Op& op, int j0, int tc, int first, int count, const float* sums) {
+  for (int i = threadIdx.x; i < count * tc; i += kThreads) op.epilogue(j0 + i % tc, first + i / tc, sums[i]);
+}
+
+// Room for a chunk's sums: rows of a slice x tokens of a chunk.
+constexpr int kSumsFloats = 1024;
+
 // A slice of a matrix-vector product: output rows [first, first + count) of the matrix whose
 // row `first` is at W (global or shared memory), for every token. The op says how activations
 // reach shared memory (op.prologue(j0, tokens, act): LayerNorm, the attention combine, a copy)
 // and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache).
+// count x chunk_tokens<K>() must fit kSumsFloats.
 template <class Op>
-__device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act) {
+__device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
+                             float* sums) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = op.a.tokens;
   for (int j0 = 0; j0 < t; j0 += kChunk) {
     const int tc = min(kChunk, t - j0);
-    if (j0 > 0) __syncthreads();  // the previous chunk's rows are read
+    if (j0 > 0) __syncthreads();  // the previous chunk's rows and sums are read
     op.prologue(j0, tc, act);
     __syncthreads();
     for (int r = warp; r < count; r += kWarps) {
@@ -182,9 +202,11 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
       row.load(W + int64_t(r) * K, lane);
       for (int j = 0; j < tc; ++j) {
         const float sum = row.dot(act + j * K, lane);
-        if (lane == 0) op.epilogue(j0 + j, first + r, sum);
+        if (lane == 0) sums[r * tc + j] = sum;
       }
     }
+    __syncthreads();
+    finish_rows(op, j0, tc, first, count, sums);
   }
 }
 
@@ -216,26 +238,28 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
 };
 
 // Attention's output for token rows [j0, j0 + tc): each head's splits combined (the split with
-// the largest max sets the scale; a split that saw no key has sum 0 and adds nothing).
+// the largest max sets the scale; a split that saw no key has sum 0 and adds nothing). Lane p
+// holds split p's max and sum (at most 32 splits), so every load of an item is issued at once.
 __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float* act) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int item = warp; item < tc * kHeads; item += kWarps) {
     const int jj = item / kHeads, head = item % kHeads;
     const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * a.splits * kPartStride;
-    float m = -INFINITY;
-    for (int p = lane; p < a.splits; p += 32) m = fmaxf(m, __ldcg(part + p * kPartStride + 64));
-    m = warp_max(m);
+    float mp = -INFINITY, lp = 0.f;
+    if (lane < a.splits) {
+      mp = __ldcg(part + lane * kPartStride + 64);
+      lp = __ldcg(part + lane * kPartStride + 65);
+    }
+    const float m = warp_max(mp);
+    const float wp = lp > 0.f ? __expf(mp - m) : 0.f;
+    const float l = warp_sum(wp * lp);
     float2 o = make_float2(0.f, 0.f);
-    float l = 0;
+#pragma unroll 4
     for (int p = 0; p < a.splits; ++p) {
-      const float mp = __ldcg(part + p * kPartStride + 64);
-      const float lp = __ldcg(part + p * kPartStride + 65);
-      if (lp == 0.f) continue;
-      const float w = __expf(mp - m);
       const float2 op = __ldcg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
+      const float w = __shfl_sync(0xffffffffu, wp, p);
       o.x += w * op.x;
       o.y += w * op.y;
-      l += w * lp;
     }
     act[jj * kC + head * kHeadDim + 2 * lane] = o.x / l;
     act[jj * kC + head * kHeadDim + 2 * lane + 1] = o.y / l;
@@ -275,8 +299,15 @@ struct OutOp {  // x = x + h Wout + bout
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_out; }
   __device__ void prologue(int j0, int tc, float* act) const {
     const float4* src = reinterpret_cast<const float4*>(a.h + int64_t(j0) * kF);
-    for (int i = threadIdx.x; i < tc * kF / 4; i += kThreads)
-      reinterpret_cast<float4*>(act)[i] = __ldcg(src + i);
+    float4* dst = reinterpret_cast<float4*>(act);
+    constexpr int kPerRow = kF / 4 / kThreads;  // 3 float4 a thread a token, loaded together
+    for (int jj = 0; jj < tc; ++jj) {
+      float4 v[kPerRow];
+#pragma unroll
+      for (int u = 0; u < kPerRow; ++u) v[u] = __ldcg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
+#pragma unroll
+      for (int u = 0; u < kPerRow; ++u) dst[jj * (kF / 4) + u * kThreads + threadIdx.x] = v[u];
+    }
   }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = to_f(layer_weights(a, layer)[LayerLayout::b_out + n]);

@@ -30,11 +30,12 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Op op) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   __shared__ __align__(16) float act[kActFloats];
+  __shared__ float sums[kWarps * kChunk];
   allow_dependent_launch();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row = blockIdx.x * kWarps + warp;  // Op::kN is a multiple of 8: every warp has one
+  const int first = blockIdx.x * kWarps;  // Op::kN is a multiple of 8: every warp has a row
   WeightRow<K> w;
-  w.load(op.weights() + int64_t(row) * K, lane);  // needs nothing from the previous kernel
+  w.load(op.weights() + int64_t(first + warp) * K, lane);  // needs nothing from the kernel before
   grid_dependency_wait();
   const int t = op.a.tokens;
   for (int j0 = 0; j0 < t; j0 += kChunk) {
@@ -44,8 +45,10 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Op op) {
     __syncthreads();
     for (int j = 0; j < tc; ++j) {
       const float sum = w.dot(act + j * K, lane);
-      if (lane == 0) op.epilogue(j0 + j, row, sum);
+      if (lane == 0) sums[warp * tc + j] = sum;
     }
+    __syncthreads();
+    finish_rows(op, j0, tc, first, kWarps, sums);
   }
 }
 

@@ -29,6 +29,7 @@ namespace gpt2 {
 namespace {
 
 constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (48 KB)
+constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* global) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -85,16 +86,16 @@ __device__ void prefetch_weights(const DecodeArgs& a, const DecodeTask& task, ch
 
 // Step 3: the task's device function; the products read their slice from shared memory.
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const bf16* weights,
-                         float* work) {
+                         float* work, float* sums) {
   const int layer = task.layer;
   switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv: linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work); break;
+    case TaskKind::qkv: linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work, sums); break;
     case TaskKind::attention:
       attend_split(a, layer, task.first / a.splits, task.first % a.splits, work);
       break;
-    case TaskKind::proj: linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work); break;
-    case TaskKind::fc: linear_slice(FcOp{a, layer}, weights, task.first, task.count, work); break;
-    case TaskKind::out: linear_slice(OutOp{a, layer}, weights, task.first, task.count, work); break;
+    case TaskKind::proj: linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work, sums); break;
+    case TaskKind::fc: linear_slice(FcOp{a, layer}, weights, task.first, task.count, work, sums); break;
+    case TaskKind::out: linear_slice(OutOp{a, layer}, weights, task.first, task.count, work, sums); break;
     case TaskKind::final_norm:
       layernorm_rows(a.x, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
       break;
@@ -106,7 +107,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                int counter_count, int buffer_bytes, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
   float* work = reinterpret_cast<float*>(smem);
-  char* buffers[2] = {smem + kWorkBytes, smem + kWorkBytes + buffer_bytes};
+  float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
+  char* buffers[2] = {smem + kWorkBytes + kSumsBytes, smem + kWorkBytes + kSumsBytes + buffer_bytes};
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   if (begin < end) prefetch_weights(a, tasks[begin], buffers[0]);
   for (int i = begin; i < end; ++i) {
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_wait_all_but_newest();
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, reinterpret_cast<const bf16*>(buffers[slot]), work);
+    run_task(a, task, reinterpret_cast<const bf16*>(buffers[slot]), work, sums);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
       __threadfence();
@@ -147,10 +149,10 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  int buffer = ((optin - kWorkBytes - 1024) / 2) & ~15;
+  int buffer = ((optin - kWorkBytes - kSumsBytes - 1024) / 2) & ~15;
   if (buffer > 80 * 1024) buffer = 80 * 1024;
   if (buffer < kF * 2) {
-    return Status::Error("the megakernel needs " + std::to_string(kWorkBytes + 2 * kF * 2) +
+    return Status::Error("the megakernel needs " + std::to_string(kWorkBytes + kSumsBytes + 2 * kF * 2) +
                          " bytes of shared memory per block; this GPU offers " +
                          std::to_string(optin));
   }
@@ -160,7 +162,7 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
 }
 
 Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s) {
-  const int smem = kWorkBytes + 2 * plan.weight_buffer_bytes;
+  const int smem = kWorkBytes + kSumsBytes + 2 * plan.weight_buffer_bytes;
   FL_CUDA_TRY(cudaFuncSetAttribute(megakernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   megakernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
                                                  plan.counter_count, plan.weight_buffer_bytes,

@@ -78,6 +78,8 @@ struct DecodeTask {
 static_assert(sizeof(DecodeTask) == 16, "the device reads 16-byte tasks");
 constexpr uint16_t kNoCounter = 0xFFFF;
 
+constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
+
 struct TaskListShape {
   int blocks = 132;                       // persistent blocks (one per SM)
   int tokens = 1;                         // new tokens t

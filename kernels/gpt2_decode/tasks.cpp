@@ -84,7 +84,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         }
       } else {
         const int row_bytes = stage.k * 2;  // bf16
-        const int fit = std::max(1, shape.weight_buffer_bytes / row_bytes);
+        const int fit = std::max(1, std::min(kMaxSliceRows, shape.weight_buffer_bytes / row_bytes));
         const int rows = std::min(fit, (stage.rows + blocks - 1) / blocks);
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;

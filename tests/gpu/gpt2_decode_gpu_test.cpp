@@ -170,6 +170,20 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   std::printf("megakernel at cache 511, 1 token: %u tasks over %.1f us; busy %.1f us, waiting "
               "%.1f us (summed over blocks)\n",
               n, (last - first) / 1e3, busy / 1e3, waited / 1e3);
+  // Per task kind: how many, and their mean time running and waiting (the timeline's story).
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    uint64_t k_busy = 0, k_wait = 0, k_n = 0;
+    for (const PhaseRecord& r : host) {
+      if (r.phase != kind) continue;
+      ++k_n;
+      k_busy += r.end_ns - r.start_ns;
+      k_wait += r.wait_ns;
+    }
+    if (k_n == 0) continue;
+    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting\n",
+                gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
+                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n);
+  }
   ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{}).ok());
   cudaFree(records);
   cudaFree(count);

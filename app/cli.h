@@ -29,6 +29,7 @@ struct BenchOptions {
   bool no_counters = false;  // --no-counters: timing only, no CUPTI range profiler
   bool allow_tf32 = false;   // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
   std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
+  int64_t inner = 0;         // --inner: row length of row-wise lessons (attention: head size d)
   // Diagnostics (hidden options, for checking the measurement itself):
   bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
   std::string timer = "cupti";  // --timer cupti|events

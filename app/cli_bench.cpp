@@ -72,6 +72,7 @@ struct BenchPlan {
   std::vector<int> levels;  // empty: every level of each lesson
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
+  int64_t inner = 0;  // 0: each lesson's default row length
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
 };
@@ -142,6 +143,8 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
   FL_TRY(parse_level_list(o.levels, &plan->levels));
+  if (o.inner < 0) return Status::Error("--inner is a row length >= 1, or 0 for the default");
+  plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
@@ -299,6 +302,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.levels = run.levels;
   request.precision = plan.precision;
   request.cache = plan.cache;
+  request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);
   if (result.status.ok() && run.counters) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -319,7 +323,7 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
   if (info.size_axis.inner_default > 0) {
     std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
                 info.size_axis.inner_name.c_str(),
-                static_cast<long long>(info.size_axis.inner_default));
+                static_cast<long long>(plan.inner > 0 ? plan.inner : info.size_axis.inner_default));
   }
   std::printf("%10s %12s", "size", "tensor");
   for (int l : run.levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
@@ -329,7 +333,7 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
 // One size's row: every level's time, the top level's speedup over the first, its byte-ratio
 // limit, GB/s and % of copy, and the worst error. Returns whether every level was correct.
 bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResult& r) {
-  const Shape shape = run.lesson->resolve(Shape(r.size));
+  const Shape shape = run.lesson->resolve(Shape(r.size, plan.inner));
   const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
   std::printf("%10s %12s", format_size(r.size).c_str(),
               format_bytes(elements * bytes_per_element(plan.precision)).c_str());
@@ -590,6 +594,8 @@ int run_bench(const BenchOptions& o) {
 }
 
 void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
+  bench->add_option("--inner", o->inner,
+                    "Row length of row-wise lessons (attention: the head size d); 0: the default");
   bench->add_flag("--no-counters", o->no_counters,
                   "Timing only: skip the DRAM/L2 counter phase (CUPTI range profiler)");
   // Diagnostics of the measurement itself, hidden from --help.

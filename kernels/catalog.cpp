@@ -13,6 +13,7 @@
   X(layernorm_linear)    \
   X(linear_gelu)         \
   X(ffn)                 \
+  X(attention)           \
   X(gpt2_decode)
 
 namespace fl {

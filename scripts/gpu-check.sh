@@ -105,7 +105,7 @@ if stage gemm; then
   bench "gemm_shapes_tf32" linear_gelu,ffn 16K --precision fp32 --cache cold --allow-tf32
 fi
 
-# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep of issue 14 in
+# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep in
 # bf16 and fp32 (cold), and the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE).
 if stage tc; then
   t0=$(date +%s)
@@ -161,7 +161,7 @@ if stage latency; then
   cat "$results/latency.txt" >> "$OUT/summary.txt"
 fi
 
-# The soak (issue 18, bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
+# The soak (bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
 if stage soak; then
   minutes=${FL_SOAK_MINUTES:-30}
   timeout "$(awk -v m="$minutes" 'BEGIN { print int(m * 60) + 300 }')" "$build/fusionlab" latency \

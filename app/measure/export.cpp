@@ -362,7 +362,7 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       optional_count(l.counters, &LaunchCounters::dram_write_bytes),
       optional_count(l.counters, &LaunchCounters::l2_bytes),
       l.event_time_us.count > 0 ? fixed(l.event_time_us.median, 3) : std::string(),
-      // Added in issue 15: the chain's speedup over level 0 at the same point (empty without a
+      // Then the chain's speedup over level 0 at the same point (empty without a
       // level 0 or when a check failed), this launch's % of copy bandwidth, and where and when.
       baseline >= 0 && vs_level0 > 0 ? fixed(vs_level0, 3) : std::string(),
       l.copy_gbps > 0 && gbps > 0 ? fixed(100.0 * gbps / l.copy_gbps, 1) : std::string(),

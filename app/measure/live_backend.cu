@@ -246,7 +246,7 @@ Status LiveBackend::init() {
 // (every shipped recording made before this had ~29 MB of writes on its first measurement, a
 // 1K-element level 0 whose textbook writes are 8 KB; enabling per request showed it on every
 // request). Every later pass matched the textbook. Why is not known; this pass absorbs it
-// (docs/PERFORMANCE.md, "Counter phase as shipped").
+// (docs/PERFORMANCE.md, "Fidelity: CUPTI timing and DRAM/L2 counters").
 Status LiveBackend::counters_warm_up() {
   std::vector<LaunchCounters> values;
   LaunchCounters drained;

@@ -1,4 +1,4 @@
-// The soak test (issue 18, "Bounded memory"; docs/RELIABILITY.md): the engine driven for minutes
+// The soak test (docs/RELIABILITY.md, "Bounded memory"): the engine driven for minutes
 // by a scripted drag across every lesson, size, level, precision and cache mode, sampling the
 // process's resident memory and the GPU's memory in use every few seconds into a CSV and a plot.
 // `fusionlab latency --minutes M` runs it live; the window soak (scripts/window-soak.sh) writes
@@ -71,7 +71,7 @@ SoakResult run_soak(Engine* engine, const std::vector<SoakSeries>& series,
                     const SoakOptions& options, const std::function<double()>& gpu_used_mib,
                     const std::function<void(const SoakSample&)>& on_sample);
 
-// The figures the issue asks for: resident memory after the first minute (the first sample at or
+// The figures a soak is judged by: resident memory after the first minute (the first sample at or
 // after 60 s, else the first) against the end, in percent; GPU memory min and max.
 struct SoakSummary {
   double rss_first_minute_mib = 0, rss_end_mib = 0, rss_change_percent = 0;

@@ -17,14 +17,33 @@
 namespace fl {
 namespace gpt2 {
 
-constexpr int kAttentionSmemFloats = kMaxTokens * kHeadDim + kMaxTokens * kPositionsStride;
+constexpr int kAttentionSmemFloats =
+    kMaxTokens * kHeadDim + (kMaxTokens * kPositionsStride > kWarps * kMaxTokens * kHeadDim
+                                 ? kMaxTokens * kPositionsStride
+                                 : kWarps * kMaxTokens * kHeadDim);
 
+// The keys [first, end) of a split, and how many of them are in the cache already (below s):
+// those the megakernel copies into shared memory while the task waits for its queries.
+struct SplitKeys {
+  int first, end, cached;
+};
+__device__ inline SplitKeys split_keys_of(const DecodeArgs& a, int split) {
+  const int positions = a.positions(), len = split_keys(positions, a.splits);
+  const int first = min(positions, split * len), end = min(positions, first + len);
+  return {first, end, max(0, min(end, a.cache) - first)};
+}
+
+// cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
+// rows of 64 each), copied there by the megakernel before the task's inputs were ready.
 __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, int split,
-                                    float* smem) {
+                                    float* smem, const bf16* cached_kv = nullptr) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
-  const int len = split_keys(positions, a.splits);
-  const int p0 = split * len, p1 = min(positions, p0 + len);
+  const SplitKeys range = split_keys_of(a, split);
+  const int p0 = range.first, p1 = range.end;
+  const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;  // keys below come from smem
+  const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
+  const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
   float* q = smem;                              // [16][64]
   float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
@@ -41,7 +60,9 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int p = start + u * kWarps;
-      k[u] = p < p1 ? unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane)) : make_float2(0.f, 0.f);
+      k[u] = p >= p1       ? make_float2(0.f, 0.f)
+             : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
+                           : unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
@@ -85,7 +106,9 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int p = start + u * kWarps;
-      v[u] = p < p1 ? unpack2(__ldcg(values + p * (kHeadDim / 2) + lane)) : make_float2(0.f, 0.f);
+      v[u] = p >= p1       ? make_float2(0.f, 0.f)
+             : p < in_smem ? unpack2(smem_values[(p - p0) * (kHeadDim / 2) + lane])
+                           : unpack2(__ldcg(values + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {

@@ -3,8 +3,9 @@
 // The host builds the step as a task list (tasks.cpp: a slice of a product, an attention head's
 // split, the final norm), dealt to the blocks in stage order. Each block runs its own list with
 // one short loop:
-//   1. start copying the NEXT task's weight slice into the other of two shared-memory buffers
-//      (cp.async), so weights keep streaming while this task waits,
+//   1. start copying the NEXT task's weight slice (or, for attention, its cached keys and
+//      values) into the other of two shared-memory buffers (cp.async), so bytes keep streaming
+//      while this task waits,
 //   2. wait until this task's input stage is complete (a counter in global memory reaches that
 //      stage's task count: one thread spins on an acquire load),
 //   3. wait for this task's own weights (issued one task earlier), run the task's device
@@ -60,7 +61,7 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   return v;
 }
 
-// The weight slice a task reads (null for tasks without one) and its length in bytes.
+// The weight slice a product task reads (null for other tasks) and its length in bytes.
 __device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task, int* bytes) {
   const bf16* w = a.weights + int64_t(task.layer) * LayerLayout::size;
   int64_t at = 0, k = 0;
@@ -75,23 +76,46 @@ __device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task,
   return w + at + int64_t(task.first) * k;
 }
 
+// An attention task's cached keys and values (positions below s: inputs, never written by the
+// step) go to shared memory like a product's weights when both fit one buffer.
+__device__ SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task, int buffer_bytes) {
+  SplitKeys keys = split_keys_of(a, task.first % a.splits);
+  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
+  return keys;
+}
+
+__device__ void copy_async(char* dst, const void* src, int bytes) {
+  const char* from = static_cast<const char*>(src);
+  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(dst + i, from + i);
+}
+
 // Step 1: every thread issues its share of the slice's 16-byte copies; one commit group per
-// task, empty for tasks without weights, so "all but the newest group" is always this task's.
-__device__ void prefetch_weights(const DecodeArgs& a, const DecodeTask& task, char* buffer) {
-  int bytes = 0;
-  const char* src = reinterpret_cast<const char*>(task_weights(a, task, &bytes));
-  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(buffer + i, src + i);
+// task, empty for tasks without one, so "all but the newest group" is always this task's.
+__device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, char* buffer,
+                                int buffer_bytes) {
+  if (static_cast<TaskKind>(task.kind) == TaskKind::attention) {
+    const SplitKeys keys = cached_split(a, task, buffer_bytes);
+    const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
+    const int64_t at = ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
+    copy_async(buffer, a.k_cache + at, bytes);
+    copy_async(buffer + bytes, a.v_cache + at, bytes);
+  } else {
+    int bytes = 0;
+    const bf16* src = task_weights(a, task, &bytes);
+    copy_async(buffer, src, bytes);
+  }
   cp_async_commit();
 }
 
 // Step 3: the task's device function; the products read their slice from shared memory.
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const bf16* weights,
-                         float* work, float* sums) {
+                         int buffer_bytes, float* work, float* sums) {
   const int layer = task.layer;
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work, sums); break;
     case TaskKind::attention:
-      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work);
+      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
+                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
       break;
     case TaskKind::proj: linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work, sums); break;
     case TaskKind::fc: linear_slice(FcOp{a, layer}, weights, task.first, task.count, work, sums); break;
@@ -110,20 +134,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes, smem + kWorkBytes + kSumsBytes + buffer_bytes};
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  if (begin < end) prefetch_weights(a, tasks[begin], buffers[0]);
+  if (begin < end) prefetch_inputs(a, tasks[begin], buffers[0], buffer_bytes);
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
-    if (i + 1 < end) prefetch_weights(a, tasks[i + 1], buffers[slot ^ 1]);
+    if (i + 1 < end) prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
     else cp_async_commit();  // keep one group per task
     const uint64_t asked = phase_clock();
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
-      while (load_acquire(counters + task.wait_counter) < task.wait_target) __nanosleep(32);
+      while (load_acquire(counters + task.wait_counter) < task.wait_target) {
+      }
     }
     cp_async_wait_all_but_newest();
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, reinterpret_cast<const bf16*>(buffers[slot]), work, sums);
+    run_task(a, task, reinterpret_cast<const bf16*>(buffers[slot]), buffer_bytes, work, sums);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
       __threadfence();

@@ -98,8 +98,11 @@ struct DecodeTaskList {
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough
-// to give every block work, at most kMaxSplitLength keys each, and no split under 64 keys.
-constexpr int kMaxSplitLength = 512;
+// to give every block work, at most kMaxSplitLength keys each, and no split under 64 keys. A
+// split's cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the megakernel's weight
+// buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+constexpr int kMaxSplitLength = 320;
+static_assert(kMaxCache + kMaxTokens <= 32 * kMaxSplitLength, "the combine holds 32 splits");
 int attention_splits(int positions, int blocks);
 int split_length(int positions, int splits);  // keys per split (the last one may be shorter)
 

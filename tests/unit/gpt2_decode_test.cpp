@@ -88,7 +88,7 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(qkv, 128);
   EXPECT_EQ(attention_splits(513, 132), 9);   // 64 keys or more a split
   EXPECT_EQ(attention_splits(2049, 132), 11);  // one block per (head, split)
-  EXPECT_EQ(attention_splits(8208, 132), 17);  // at most 512 keys a split
+  EXPECT_EQ(attention_splits(8208, 132), 26);  // at most 320 keys a split
   EXPECT_EQ(attention_splits(17, 132), 1);
 }
 

@@ -44,7 +44,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;  // keys below come from smem
   const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
   const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
-  float* q = smem;                              // [16][64]
+  float* q = smem;                               // [16][64]
   float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
     q[i] = __ldcg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
@@ -69,8 +69,8 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
       const int p = start + u * kWarps;
       if (p >= p1) break;
       for (int j = 0; j < t; ++j) {
-        const float s = warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x +
-                                 q[j * kHeadDim + 2 * lane + 1] * k[u].y);
+        const float s =
+            warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x + q[j * kHeadDim + 2 * lane + 1] * k[u].y);
         if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
       }
     }

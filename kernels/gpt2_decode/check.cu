@@ -38,7 +38,8 @@ __global__ void ref_layernorm_kernel(const double* in, const bf16* g, const bf16
   for (int c = threadIdx.x; c < kC; c += kThreads) v += (row[c] - mean) * (row[c] - mean);
   const double rstd = 1.0 / sqrt(block_sum(v, red) / kC + kLnEps);
   for (int c = threadIdx.x; c < kC; c += kThreads)
-    out[int64_t(blockIdx.x) * kC + c] = (row[c] - mean) * rstd * double(to_f(g[c])) + double(to_f(b[c]));
+    out[int64_t(blockIdx.x) * kC + c] =
+        (row[c] - mean) * rstd * double(to_f(g[c])) + double(to_f(b[c]));
 }
 
 // out[j][n] = (resid ? resid[j][n] : 0) + act(in[j] . W[n] + bias[n]): a thread per output.
@@ -66,7 +67,8 @@ __global__ void ref_attention_kernel(DecodeArgs a, CheckScratch c, int layer) {
   const double* q = c.qkv + int64_t(j) * 3 * kC + head * kHeadDim;
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   auto kv = [&](int which, int p, int d) {  // which 1: key, 2: value
-    if (p >= a.cache) return c.qkv[int64_t(p - a.cache) * 3 * kC + which * kC + head * kHeadDim + d];
+    if (p >= a.cache)
+      return c.qkv[int64_t(p - a.cache) * 3 * kC + which * kC + head * kHeadDim + d];
     return double(to_f((which == 1 ? a.k_cache : a.v_cache)[base + int64_t(p) * kHeadDim + d]));
   };
   double* sc = c.scores + (int64_t(j) * kHeads + head) * positions;
@@ -100,7 +102,9 @@ __global__ void compare_kernel(const float* y, const double* ref, int n, ErrorSu
   block_accumulate(sums, p);
 }
 
-unsigned blocks_for(int total) { return static_cast<unsigned>((total + kThreads - 1) / kThreads); }
+unsigned blocks_for(int total) {
+  return static_cast<unsigned>((total + kThreads - 1) / kThreads);
+}
 
 }  // namespace
 
@@ -109,14 +113,16 @@ Status check_step(const DecodeArgs& a, const CheckScratch& c, ErrorSums* sums, c
   to_double_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(a.x_in, c.x, t * kC);
   for (int layer = 0; layer < kLayers; ++layer) {
     const bf16* w = a.weights + int64_t(layer) * LayerLayout::size;
-    ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, w + LayerLayout::ln1_g, w + LayerLayout::ln1_b, c.xn);
+    ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, w + LayerLayout::ln1_g, w + LayerLayout::ln1_b,
+                                                c.xn);
     ref_linear_kernel<<<blocks_for(t * 3 * kC), kThreads, 0, s>>>(
         c.xn, w + LayerLayout::w_qkv, w + LayerLayout::b_qkv, kC, 3 * kC, t, false, c.qkv);
     ref_attention_kernel<<<dim3(kHeads, t), kThreads, 0, s>>>(a, c, layer);
     ref_linear_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(
         c.att, w + LayerLayout::w_proj, w + LayerLayout::b_proj, kC, kC, t, false, c.xn);
     ref_add_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(c.x, c.xn, t * kC);
-    ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, w + LayerLayout::ln2_g, w + LayerLayout::ln2_b, c.xn);
+    ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, w + LayerLayout::ln2_g, w + LayerLayout::ln2_b,
+                                                c.xn);
     ref_linear_kernel<<<blocks_for(t * kF), kThreads, 0, s>>>(
         c.xn, w + LayerLayout::w_fc, w + LayerLayout::b_fc, kC, kF, t, true, c.h);
     ref_linear_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(
@@ -124,7 +130,8 @@ Status check_step(const DecodeArgs& a, const CheckScratch& c, ErrorSums* sums, c
     ref_add_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(c.x, c.xn, t * kC);
     FL_CUDA_TRY(cudaGetLastError());
   }
-  ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, c.y);
+  ref_layernorm_kernel<<<t, kThreads, 0, s>>>(c.x, a.weights + kFinalLnG,
+                                              a.weights + kFinalLnG + kC, c.y);
   compare_kernel<<<blocks_for(t * kC), kThreads, 0, s>>>(a.y, c.y, t * kC, sums);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

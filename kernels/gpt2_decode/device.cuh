@@ -68,7 +68,9 @@ __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-__device__ __forceinline__ float to_f(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(bf16 v) {
+  return __bfloat162float(v);
+}
 // The two bf16 halves of a 32-bit word, low first.
 __device__ __forceinline__ float2 unpack2(unsigned u) {
   return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
@@ -146,7 +148,8 @@ struct WeightRow {
   int4 w[kSteps];
   __device__ void load(const bf16* row, int lane) {  // global or shared memory
 #pragma unroll
-    for (int v = 0; v < kSteps; ++v) w[v] = *reinterpret_cast<const int4*>(row + (v * 32 + lane) * 8);
+    for (int v = 0; v < kSteps; ++v)
+      w[v] = *reinterpret_cast<const int4*>(row + (v * 32 + lane) * 8);
   }
   // The warp's dot product with one activation row in shared memory (every lane gets it).
   __device__ float dot(const float* act, int lane) const {
@@ -174,7 +177,8 @@ constexpr int chunk_tokens() {
 // each: their loads (bias, residual) are all in flight at once instead of one after another.
 template <class Op>
 __device__ void finish_rows(const Op& op, int j0, int tc, int first, int count, const float* sums) {
-  for (int i = threadIdx.x; i < count * tc; i += kThreads) op.epilogue(j0 + i % tc, first + i / tc, sums[i]);
+  for (int i = threadIdx.x; i < count * tc; i += kThreads)
+    op.epilogue(j0 + i % tc, first + i / tc, sums[i]);
 }
 
 // Room for a chunk's sums: rows of a slice x tokens of a chunk.
@@ -304,7 +308,8 @@ struct OutOp {  // x = x + h Wout + bout
     for (int jj = 0; jj < tc; ++jj) {
       float4 v[kPerRow];
 #pragma unroll
-      for (int u = 0; u < kPerRow; ++u) v[u] = __ldcg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
+      for (int u = 0; u < kPerRow; ++u)
+        v[u] = __ldcg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
 #pragma unroll
       for (int u = 0; u < kPerRow; ++u) dst[jj * (kF / 4) + u * kThreads + threadIdx.x] = v[u];
     }

@@ -93,10 +93,14 @@ bool pdl_supported() {
 
 Status launch_fused(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s, bool pdl) {
   switch (m) {
-    case Matrix::qkv: return launch_op(QkvOp{a, layer}, s, pdl);
-    case Matrix::proj: return launch_op(ProjOp{a, layer}, s, pdl);
-    case Matrix::fc: return launch_op(FcOp{a, layer}, s, pdl);
-    case Matrix::out: return launch_op(OutOp{a, layer}, s, pdl);
+    case Matrix::qkv:
+      return launch_op(QkvOp{a, layer}, s, pdl);
+    case Matrix::proj:
+      return launch_op(ProjOp{a, layer}, s, pdl);
+    case Matrix::fc:
+      return launch_op(FcOp{a, layer}, s, pdl);
+    case Matrix::out:
+      return launch_op(OutOp{a, layer}, s, pdl);
   }
   return Status::Error("unknown matrix");
 }

@@ -29,7 +29,7 @@ namespace fl {
 namespace gpt2 {
 namespace {
 
-constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (48 KB)
+constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* global) {
@@ -66,11 +66,21 @@ __device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task,
   const bf16* w = a.weights + int64_t(task.layer) * LayerLayout::size;
   int64_t at = 0, k = 0;
   switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv: at = LayerLayout::w_qkv, k = kC; break;
-    case TaskKind::proj: at = LayerLayout::w_proj, k = kC; break;
-    case TaskKind::fc: at = LayerLayout::w_fc, k = kC; break;
-    case TaskKind::out: at = LayerLayout::w_out, k = kF; break;
-    default: *bytes = 0; return nullptr;
+    case TaskKind::qkv:
+      at = LayerLayout::w_qkv, k = kC;
+      break;
+    case TaskKind::proj:
+      at = LayerLayout::w_proj, k = kC;
+      break;
+    case TaskKind::fc:
+      at = LayerLayout::w_fc, k = kC;
+      break;
+    case TaskKind::out:
+      at = LayerLayout::w_out, k = kF;
+      break;
+    default:
+      *bytes = 0;
+      return nullptr;
   }
   *bytes = static_cast<int>(task.count * k * 2);
   return w + at + int64_t(task.first) * k;
@@ -96,7 +106,8 @@ __device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, cha
   if (static_cast<TaskKind>(task.kind) == TaskKind::attention) {
     const SplitKeys keys = cached_split(a, task, buffer_bytes);
     const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
-    const int64_t at = ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
+    const int64_t at =
+        ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
     copy_async(buffer, a.k_cache + at, bytes);
     copy_async(buffer + bytes, a.v_cache + at, bytes);
   } else {
@@ -112,14 +123,22 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const bf16
                          int buffer_bytes, float* work, float* sums) {
   const int layer = task.layer;
   switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv: linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work, sums); break;
+    case TaskKind::qkv:
+      linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
     case TaskKind::attention:
       attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
                    cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
       break;
-    case TaskKind::proj: linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work, sums); break;
-    case TaskKind::fc: linear_slice(FcOp{a, layer}, weights, task.first, task.count, work, sums); break;
-    case TaskKind::out: linear_slice(OutOp{a, layer}, weights, task.first, task.count, work, sums); break;
+    case TaskKind::proj:
+      linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::fc:
+      linear_slice(FcOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::out:
+      linear_slice(OutOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
     case TaskKind::final_norm:
       layernorm_rows(a.x, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
       break;
@@ -132,14 +151,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) char smem[];
   float* work = reinterpret_cast<float*>(smem);
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
-  char* buffers[2] = {smem + kWorkBytes + kSumsBytes, smem + kWorkBytes + kSumsBytes + buffer_bytes};
+  char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
+                      smem + kWorkBytes + kSumsBytes + buffer_bytes};
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   if (begin < end) prefetch_inputs(a, tasks[begin], buffers[0], buffer_bytes);
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
-    if (i + 1 < end) prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
-    else cp_async_commit();  // keep one group per task
+    if (i + 1 < end)
+      prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
+    else
+      cp_async_commit();  // keep one group per task
     const uint64_t asked = phase_clock();
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
       while (load_acquire(counters + task.wait_counter) < task.wait_target) {
@@ -177,9 +199,9 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
   int buffer = ((optin - kWorkBytes - kSumsBytes - 1024) / 2) & ~15;
   if (buffer > 80 * 1024) buffer = 80 * 1024;
   if (buffer < kF * 2) {
-    return Status::Error("the megakernel needs " + std::to_string(kWorkBytes + kSumsBytes + 2 * kF * 2) +
-                         " bytes of shared memory per block; this GPU offers " +
-                         std::to_string(optin));
+    return Status::Error(
+        "the megakernel needs " + std::to_string(kWorkBytes + kSumsBytes + 2 * kF * 2) +
+        " bytes of shared memory per block; this GPU offers " + std::to_string(optin));
   }
   *weight_buffer_bytes = buffer;
   *blocks = sms;

@@ -46,7 +46,7 @@ struct LayerLayout {
   static constexpr int64_t size = b_out + kC;
 };
 constexpr int64_t kFinalLnG = int64_t(kLayers) * LayerLayout::size;  // LN_f's gamma, then beta
-constexpr int64_t kWeightElements = kFinalLnG + 2 * kC;               // ~85.1M (170 MB in bf16)
+constexpr int64_t kWeightElements = kFinalLnG + 2 * kC;              // ~85.1M (170 MB in bf16)
 
 // ---- the megakernel's task list ---------------------------------------------------------------
 
@@ -81,10 +81,10 @@ constexpr uint16_t kNoCounter = 0xFFFF;
 constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
 
 struct TaskListShape {
-  int blocks = 132;                       // persistent blocks (one per SM)
-  int tokens = 1;                         // new tokens t
-  int cache = 512;                        // cached positions s
-  int weight_buffer_bytes = 80 * 1024;    // shared memory for one task's weights
+  int blocks = 132;                     // persistent blocks (one per SM)
+  int tokens = 1;                       // new tokens t
+  int cache = 512;                      // cached positions s
+  int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

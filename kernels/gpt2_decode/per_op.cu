@@ -15,8 +15,8 @@ namespace fl {
 namespace gpt2 {
 namespace {
 
-__global__ void __launch_bounds__(kThreads) layernorm_kernel(const float* src, const bf16* g,
-                                                             const bf16* b, float* dst, int t) {
+__global__ void __launch_bounds__(kThreads)
+    layernorm_kernel(const float* src, const bf16* g, const bf16* b, float* dst, int t) {
   grid_dependency_wait();
   layernorm_rows(src, g, b, 0, t, dst);
 }
@@ -71,7 +71,8 @@ __global__ void kv_append_kernel(DecodeArgs a, int layer) {
 __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeArgs a, int layer) {
   const int head = blockIdx.x, j = blockIdx.y, positions = a.positions();
   __shared__ float q[kHeadDim];
-  if (threadIdx.x < kHeadDim) q[threadIdx.x] = a.qkv[int64_t(j) * 3 * kC + head * kHeadDim + threadIdx.x];
+  if (threadIdx.x < kHeadDim)
+    q[threadIdx.x] = a.qkv[int64_t(j) * 3 * kC + head * kHeadDim + threadIdx.x];
   __syncthreads();
   const bf16* keys = a.k_cache + (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   float* out = a.scores + (int64_t(j) * kHeads + head) * positions;
@@ -83,8 +84,8 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeArgs a, int laye
       const int4 w = k[v];
       const float2 k0 = unpack2(w.x), k1 = unpack2(w.y), k2 = unpack2(w.z), k3 = unpack2(w.w);
       const float* qq = q + v * 8;
-      s += qq[0] * k0.x + qq[1] * k0.y + qq[2] * k1.x + qq[3] * k1.y + qq[4] * k2.x +
-           qq[5] * k2.y + qq[6] * k3.x + qq[7] * k3.y;
+      s += qq[0] * k0.x + qq[1] * k0.y + qq[2] * k1.x + qq[3] * k1.y + qq[4] * k2.x + qq[5] * k2.y +
+           qq[6] * k3.x + qq[7] * k3.y;
     }
     out[p] = p <= a.cache + j ? s * 0.125f : -INFINITY;
   }
@@ -132,7 +133,9 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeArgs a, int layer) {
   }
 }
 
-unsigned blocks_for(int total) { return static_cast<unsigned>((total + kThreads - 1) / kThreads); }
+unsigned blocks_for(int total) {
+  return static_cast<unsigned>((total + kThreads - 1) / kThreads);
+}
 
 }  // namespace
 
@@ -160,11 +163,12 @@ Status launch_gemv(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s) {
   const bf16* w = a.weights + int64_t(layer) * LayerLayout::size;
   switch (m) {
     case Matrix::qkv:
-      gemv_kernel<kC><<<3 * kC / kWarps, kThreads, 0, s>>>({a, a.xn, a.qkv, 3 * kC},
-                                                           w + LayerLayout::w_qkv);
+      gemv_kernel<kC>
+          <<<3 * kC / kWarps, kThreads, 0, s>>>({a, a.xn, a.qkv, 3 * kC}, w + LayerLayout::w_qkv);
       break;
     case Matrix::proj:
-      gemv_kernel<kC><<<kC / kWarps, kThreads, 0, s>>>({a, a.att, a.tmp, kC}, w + LayerLayout::w_proj);
+      gemv_kernel<kC>
+          <<<kC / kWarps, kThreads, 0, s>>>({a, a.att, a.tmp, kC}, w + LayerLayout::w_proj);
       break;
     case Matrix::fc:
       gemv_kernel<kC><<<kF / kWarps, kThreads, 0, s>>>({a, a.xn, a.h, kF}, w + LayerLayout::w_fc);
@@ -197,8 +201,8 @@ Status launch_gelu(const DecodeArgs& a, cudaStream_t s) {
 }
 
 Status launch_residual(const DecodeArgs& a, bool first, cudaStream_t s) {
-  residual_kernel<<<blocks_for(a.tokens * kC), kThreads, 0, s>>>(a.x, first ? a.x_in : a.x,
-                                                                 a.tmp, a.tokens * kC);
+  residual_kernel<<<blocks_for(a.tokens * kC), kThreads, 0, s>>>(a.x, first ? a.x_in : a.x, a.tmp,
+                                                                 a.tokens * kC);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

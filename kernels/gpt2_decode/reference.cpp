@@ -44,7 +44,8 @@ void linear(const double* in, int t, const double* w, const double* bias, int n_
   const int threads = std::max(1, std::min(16, int(std::thread::hardware_concurrency())));
   std::vector<std::thread> pool;
   const int step = (n_out + threads - 1) / threads;
-  for (int n0 = step; n0 < n_out; n0 += step) pool.emplace_back(part, n0, std::min(n_out, n0 + step));
+  for (int n0 = step; n0 < n_out; n0 += step)
+    pool.emplace_back(part, n0, std::min(n_out, n0 + step));
   part(0, std::min(n_out, step));
   for (std::thread& th : pool) th.join();
 }

@@ -18,12 +18,18 @@ namespace gpt2 {
 
 const char* task_kind_name(TaskKind kind) {
   switch (kind) {
-    case TaskKind::qkv: return "ln1+qkv";
-    case TaskKind::attention: return "attention";
-    case TaskKind::proj: return "proj";
-    case TaskKind::fc: return "ln2+fc";
-    case TaskKind::out: return "out";
-    case TaskKind::final_norm: return "ln_f";
+    case TaskKind::qkv:
+      return "ln1+qkv";
+    case TaskKind::attention:
+      return "attention";
+    case TaskKind::proj:
+      return "proj";
+    case TaskKind::fc:
+      return "ln2+fc";
+    case TaskKind::out:
+      return "out";
+    case TaskKind::final_norm:
+      return "ln_f";
   }
   return "?";
 }
@@ -35,7 +41,9 @@ int attention_splits(int positions, int blocks) {
   return std::max(by_length, std::min(by_blocks, by_minimum));
 }
 
-int split_length(int positions, int splits) { return (positions + splits - 1) / splits; }
+int split_length(int positions, int splits) {
+  return (positions + splits - 1) / splits;
+}
 
 namespace {
 
@@ -126,8 +134,8 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
     const int head = task.first / std::max(1, splits), split = task.first % std::max(1, splits);
     const int first = split * len, last = std::min(positions, first + len) - 1;
     if (first > last) {
-      std::snprintf(text, sizeof(text), "layer %d attention head %d split %d (no keys)",
-                    task.layer, head, split);
+      std::snprintf(text, sizeof(text), "layer %d attention head %d split %d (no keys)", task.layer,
+                    head, split);
     } else {
       std::snprintf(text, sizeof(text), "layer %d attention head %d keys %d-%d", task.layer, head,
                     first, last);
@@ -157,8 +165,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       const DecodeTask& task = list.tasks[i];
       std::string wait = "-";
       if (task.wait_counter != kNoCounter) {
-        wait = "counter " + std::to_string(task.wait_counter) + " >= " +
-               std::to_string(task.wait_target);
+        wait = "counter " + std::to_string(task.wait_counter) +
+               " >= " + std::to_string(task.wait_target);
       }
       std::snprintf(line, sizeof(line), "  #%-5d %-48s waits %-18s bumps %u\n", i,
                     describe_task(task, shape, list.splits).c_str(), wait.c_str(),

@@ -167,9 +167,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
     first = std::min(first, r.start_ns - r.wait_ns);
     last = std::max(last, r.end_ns);
   }
-  std::printf("megakernel at cache 511, 1 token: %u tasks over %.1f us; busy %.1f us, waiting "
-              "%.1f us (summed over blocks)\n",
-              n, (last - first) / 1e3, busy / 1e3, waited / 1e3);
+  std::printf(
+      "megakernel at cache 511, 1 token: %u tasks over %.1f us; busy %.1f us, waiting "
+      "%.1f us (summed over blocks)\n",
+      n, (last - first) / 1e3, busy / 1e3, waited / 1e3);
   // Per task kind: how many, and their mean time running and waiting (the timeline's story).
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
     uint64_t k_busy = 0, k_wait = 0, k_n = 0;

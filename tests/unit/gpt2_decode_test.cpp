@@ -35,9 +35,9 @@ void expect_well_formed(const TaskListShape& shape) {
     ++tasks_in_stage[stage];
     EXPECT_EQ(t.done_counter, stage);
     const TaskKind kind = TaskKind(t.kind);
-    const int units = kind == TaskKind::qkv ? 3 * kC
-                      : kind == TaskKind::fc ? kF
-                      : kind == TaskKind::attention ? kHeads * list.splits
+    const int units = kind == TaskKind::qkv          ? 3 * kC
+                      : kind == TaskKind::fc         ? kF
+                      : kind == TaskKind::attention  ? kHeads * list.splits
                       : kind == TaskKind::final_norm ? 1
                                                      : kC;
     auto& hits = covered[stage];
@@ -54,7 +54,8 @@ void expect_well_formed(const TaskListShape& shape) {
   }
   EXPECT_EQ(covered.size(), size_t(kLayers * kStagesPerLayer + 1));
   for (const auto& [stage, hits] : covered) {
-    for (size_t u = 0; u < hits.size(); ++u) ASSERT_EQ(hits[u], 1) << "stage " << stage << " unit " << u;
+    for (size_t u = 0; u < hits.size(); ++u)
+      ASSERT_EQ(hits[u], 1) << "stage " << stage << " unit " << u;
   }
   // Each task waits for the whole previous stage; each block's list is in stage order.
   for (const DecodeTask& t : list.tasks) {
@@ -86,7 +87,7 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   int qkv = 0;
   for (const DecodeTask& t : list.tasks) qkv += t.kind == uint8_t(TaskKind::qkv) && t.layer == 0;
   EXPECT_EQ(qkv, 128);
-  EXPECT_EQ(attention_splits(513, 132), 9);   // 64 keys or more a split
+  EXPECT_EQ(attention_splits(513, 132), 9);    // 64 keys or more a split
   EXPECT_EQ(attention_splits(2049, 132), 11);  // one block per (head, split)
   EXPECT_EQ(attention_splits(8208, 132), 26);  // at most 320 keys a split
   EXPECT_EQ(attention_splits(17, 132), 1);
@@ -95,7 +96,8 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
 TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
   const TaskListShape shape{132, 1, 512, 80 * 1024};
   const DecodeTaskList list = build_decode_tasks(shape);
-  EXPECT_EQ(describe_task(list.tasks[0], shape, list.splits), "layer 0 ln1+qkv rows 0-17 (of 2304)");
+  EXPECT_EQ(describe_task(list.tasks[0], shape, list.splits),
+            "layer 0 ln1+qkv rows 0-17 (of 2304)");
   DecodeTask att;
   att.kind = uint8_t(TaskKind::attention);
   att.layer = 3;

@@ -36,6 +36,7 @@ struct BenchOptions {
   std::string counter_replay = "user";  // --counter-replay user|kernel
   bool fresh_profiler = false;          // --fresh-profiler: enable the range profiler per request
   bool trace_all_runtime_apis = false;  // --trace-all-runtime-apis
+  bool no_gpu_watch = false;            // --no-gpu-watch: no NVML sampling around the levels
 };
 
 // Adds the counter and timer options (--no-counters and the hidden diagnostics) to the
@@ -56,6 +57,11 @@ struct LatencyOptions {
   std::string soak_csv, soak_svg;   // the samples and their plot
   std::vector<std::string> replay;  // soak a recording instead of the GPU (tests, no GPU)
   std::string plot_csv;             // only draw --soak-svg from this soak CSV and exit
+  // The soak in cycles: > 0 walks the grid (every lesson, precision, cache mode and
+  // --sizes-per-lesson sizes, every level) this many times, sampling at each cycle's end.
+  int cycles = 0;
+  int sizes_per_lesson = 3;
+  double max_minutes = 0;  // > 0: start no cycle that would end after this
 };
 
 // `fusionlab export-trace` and `fusionlab export-csv` (cli_export.cpp, docs/EXPORT.md): recorded

@@ -239,6 +239,7 @@ LiveOptions live_options(const BenchOptions& o, const BenchPlan& plan) {
   live.counter_replay = plan.replay;
   live.keep_profiler_enabled = !o.fresh_profiler;
   live.trace_all_runtime_apis = o.trace_all_runtime_apis;
+  live.watch_gpu = !o.no_gpu_watch;
   return live;
 }
 
@@ -260,6 +261,14 @@ void print_setup(LiveBackend& backend, const BenchOptions& o, const BenchPlan& p
   } else {
     std::printf("timing: CUDA events around every launch%s%s\n",
                 backend.timing_note().empty() ? "" : ": ", backend.timing_note().c_str());
+  }
+  if (backend.gpu_watch() != nullptr) {
+    std::printf(
+        "gpu watch: NVML clocks, throttle reasons and other processes sampled around each "
+        "level's repetitions; a level marked shared or throttled may be slower than this GPU "
+        "gives its kernels alone\n");
+  } else {
+    std::printf("gpu watch: off (%s)\n", backend.gpu_watch_note().c_str());
   }
   if (backend.counters_available()) {
     std::printf(
@@ -339,7 +348,9 @@ bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResul
               format_bytes(elements * bytes_per_element(plan.precision)).c_str());
   double worst_error = 0;
   bool all_correct = true;
+  std::string disturbed;  // the worst mark of any level at this size
   for (const Measurement& m : r.measurements) {
+    if (conditions_mark(m.gpu).size() > disturbed.size()) disturbed = conditions_mark(m.gpu);
     if (m.check.passed)
       std::printf(" %11.2f", m.chain_time_us.median);
     else
@@ -351,9 +362,10 @@ bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResul
   const Measurement& top = r.measurements.back();
   const double limit =
       top.textbook_bytes() > 0 ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
-  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
+  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s%s%s\n", speedup(first, top), limit,
               top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps), worst_error,
-              all_correct ? "" : "  FAILED CHECK");
+              all_correct ? "" : "  FAILED CHECK", disturbed.empty() ? "" : "  GPU ",
+              disturbed.c_str());
   return all_correct;
 }
 
@@ -404,6 +416,10 @@ void print_notes(LiveBackend& backend, const LessonRun& run, const BenchOptions&
                  const std::vector<Measurement>& details,
                  const std::vector<std::pair<int64_t, double>>& counter_ms) {
   for (const Measurement& m : details) {
+    if (m.gpu.disturbed()) {
+      std::printf("  %10s  level %d GPU %s: %s\n", format_size(m.size).c_str(), m.level,
+                  conditions_mark(m.gpu).c_str(), conditions_sentence(m.gpu).c_str());
+    }
     if (run.cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
       std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
                   m.timing_method.c_str(), backend.timing_note().c_str());
@@ -615,6 +631,10 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
   bench
       ->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
                  "CUPTI traces every CUDA runtime call, not only the launches")
+      ->group("");
+  bench
+      ->add_flag("--no-gpu-watch", o->no_gpu_watch,
+                 "Do not sample the GPU's clocks and other processes (NVML) around the levels")
       ->group("");
 }
 

@@ -56,6 +56,9 @@ constexpr int kDefaultDim = 64, kMaxDim = 128;
 constexpr float kQkBound = 1.7320508f;
 constexpr float kVBound = 1.0f;
 
+// What levels 0 and 1 leave free beside S and P (cuBLASLt's workspace, the check's sums).
+constexpr int64_t kScoresMargin = int64_t(512) << 20;
+
 int64_t batch_for(int64_t length) {
   return std::max<int64_t>(1, kTokens / std::max<int64_t>(1, length));
 }
@@ -83,11 +86,21 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     size_t free_bytes = 0, total = 0;
     FL_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
     const int64_t scores_bytes = 2 * n_scores_ * int64_t(sizeof(T));
-    if (scores_bytes + (int64_t(512) << 20) > static_cast<int64_t>(free_bytes)) {
+    const int64_t budget = static_cast<int64_t>(free_bytes) - kScoresMargin;
+    if (scores_bytes > budget) {
+      // The longest sequence whose S and P would fit, at this run's heads per token.
+      const int64_t heads_per_sequence = std::max<int64_t>(1, heads_ / batch_for(length_));
+      int64_t fits = length_ - 1;
+      while (fits > 0 &&
+             2 * batch_for(fits) * heads_per_sequence * fits * fits * int64_t(sizeof(T)) > budget) {
+        --fits;
+      }
       scores_missing_ = "levels 0 and 1 need " + std::to_string(scores_bytes >> 20) +
                         " MiB for S and P at T = " + std::to_string(length_) + " but " +
-                        std::to_string(free_bytes >> 20) +
-                        " MiB are free; the flash level needs none of it";
+                        std::to_string(free_bytes >> 20) + " MiB are free (the longest T " +
+                        "that fits is " + std::to_string(fits) +
+                        "); the flash level needs none of it (cudaErrorMemoryAllocation, which "
+                        "the measurement engine takes as this level not fitting)";
       return Status::Ok();
     }
     return allocate_elements<T>({{&s_, n_scores_}, {&p_, n_scores_}});
@@ -223,7 +236,7 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
          [](Ws& w, cudaStream_t st) {
            FL_TRY(w.need_scores());
            return attention::launch_causal_mask(w.p_.template as<T>(), w.s_.template as<T>(),
-                                                w.n_scores_, w.length_, st);
+                                                w.heads_ * w.length_, w.length_, st);
          },
          pass(0)},
         {"softmax",
@@ -252,7 +265,8 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
       {"flash",
        "one kernel: K and V stream through shared memory in tiles, each tile's scores stay in "
        "registers, an online softmax rescales the running output, causal tiles are skipped",
-       "S and P (a 64 x 64 tile at a time, in registers), the running max and sum, and O until "
+       "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
+       "until "
        "it is final: no T x T tensor ever reaches HBM",
        {{"flash_attention",
          [](Ws& w, cudaStream_t st) {
@@ -275,12 +289,14 @@ class Attention final : public LevelLesson<AttentionWorkspace<float>> {
             "O = softmax(mask(Q K^T / sqrt(d))) V  per head, key j <= query q",
             {"tokens per sequence", 1, kMaxLength, 1024, "head size d", kDefaultDim, kMaxDim}) {}
 
+  // What every level needs: Q, K, V, O. Levels 0 and 1 also need S and P, 2 B H T^2 b more,
+  // which the workspace allocates only where they fit (else those levels say why and the flash
+  // level still runs), so a length is refused as a whole only when Q, K, V, O do not fit.
   int64_t workspace_bytes(Shape shape, Precision p) const override {
     shape = resolve(shape);
     const int64_t b = bytes_per_element(p);
     const int64_t heads = batch_for(shape.size) * kHeads;
-    return 4 * heads * shape.size * shape.inner * b + 2 * heads * shape.size * shape.size * b +
-           int64_t(sizeof(ErrorSums));
+    return 4 * heads * shape.size * shape.inner * b + int64_t(sizeof(ErrorSums));
   }
 
   Status create_workspace(Shape shape, Precision p,

@@ -4,19 +4,20 @@
 // The scores S of one head are T x T (query q, key j), and the B*H heads are stacked, so S is a
 // tensor of B*H*T rows of T keys and the query of row r is q = r % T.
 //
-//   level 0 (what PyTorch eager runs): scale_kernel S1 = s S; causal_mask_kernel S2 = S1 with
-//     -inf where j > q; softmax_rows_kernel<false> P = softmax(S2). Three passes over T^2.
+//   level 0 (what PyTorch eager runs): S1 = s S (the lessons' elementwise kernel);
+//     causal_mask_kernel S2 = S1 with -inf where j > q; softmax_rows_kernel<false>
+//     P = softmax(S2). Three passes over T^2.
 //   level 1 (lesson 5's fusion): softmax_rows_kernel<true> reads S once, scales and masks it as
 //     it arrives and writes P once: the online-softmax rule of lesson 5 (a row summarized as
 //     (max, sum), summaries merged by rescaling to the larger max).
 //
-// Data path. One warp per row. The softmax makes two sweeps over its row: the first finds each
-// lane's (max, sum) with the online rule, the warp merges them with shuffles, the second reads
-// the row again (from L2: a warp's row is at most 64 KiB and was just read) and writes
-// P = exp(s x - s m) / sum. Lesson 5's kernel holds a row in registers instead, with the scale
-// fixed at compile time and rows up to 8192 keys; attention has both head sizes (s = 1/8 and
-// 1/sqrt(128)) and rows up to 16384 keys, so its rows take this simpler two-sweep form. Loads
-// and stores are one element a lane (coalesced, 64 or 128 bytes a warp access): T need not be
+// Data path. One warp per row (the scale is elementwise). The softmax makes two sweeps over its
+// row: the first finds each lane's (max, sum) with the online rule, the warp merges them with
+// shuffles, the second reads the row again (from L2: a warp's row is at most 64 KiB and was just
+// read) and writes P = exp(s x - s m) / sum. Lesson 5's kernel holds a row in registers instead,
+// with the scale fixed at compile time and rows up to 8192 keys; attention has both head sizes (s =
+// 1/8 and 1/sqrt(128)) and rows up to 16384 keys, so its rows take this simpler two-sweep form.
+// Loads and stores are one element a lane (coalesced, 64 or 128 bytes a warp access): T need not be
 // a multiple of a vector, T = 1 included.
 //
 // Napkin, n = B H T^2 elements of b bytes: scale and mask each read n b and write n b, the
@@ -30,6 +31,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
+#include "kernels/elementwise.cuh"
 
 namespace fl::attention {
 
@@ -52,27 +54,25 @@ __device__ __forceinline__ void merge_online(float& m, float& d, float m2, float
   m = m_new;
 }
 
-// S1 = scale * S, elementwise over n elements.
-template <typename T>
-__global__ void __launch_bounds__(kRowThreads)
-    scale_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, float scale) {
-  for (int64_t i = blockIdx.x * int64_t(kRowThreads) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kRowThreads) {
-    out[i] = Elem<T>::from_float(scale * Elem<T>::to_float(in[i]));
-  }
-}
+// S1 = scale * S: the lessons' elementwise kernel (16-byte vectors) with this op.
+struct ScaleBy {
+  float scale;
+  __device__ float operator()(float x) const { return scale * x; }
+};
 
-// S2 = S1 with -inf where key j > query q: element i of the flat tensor is (row i / T, key i % T)
-// and the row's query is (i / T) % T.
+// S2 = S1 with -inf where key j > query q. One warp a row, as the softmax: the row's query is
+// row % T, and no element needs a division to find its (q, j).
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
-    causal_mask_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, int64_t length) {
+    causal_mask_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int length) {
+  const int64_t row = blockIdx.x * int64_t(kRowThreads / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int q = static_cast<int>(row % length);
   const T masked = Elem<T>::from_float(-INFINITY);
-  for (int64_t i = blockIdx.x * int64_t(kRowThreads) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kRowThreads) {
-    const int64_t row = i / length, j = i - row * length, q = row % length;
-    out[i] = j > q ? masked : in[i];
-  }
+  const T* src = in + row * length;
+  T* dst = out + row * length;
+#pragma unroll 4
+  for (int j = (threadIdx.x & 31); j < length; j += 32) dst[j] = j > q ? masked : src[j];
 }
 
 // P = softmax over each row. kScaleAndMask = false: level 0's softmax of S2 (already scaled and
@@ -109,21 +109,19 @@ __global__ void __launch_bounds__(kRowThreads)
 
 // ---- launchers ---------------------------------------------------------------------------------
 
-inline unsigned grid_stride_blocks(int64_t n) {
-  const int64_t wanted = (n + kRowThreads - 1) / kRowThreads;
-  return static_cast<unsigned>(wanted < 65536 ? (wanted > 0 ? wanted : 1) : 65536);
+inline unsigned row_blocks(int64_t rows) {
+  constexpr int kRowsPerBlock = kRowThreads / 32;
+  return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
 }
 
 template <typename T>
 Status launch_scale(const T* in, T* out, int64_t n, float scale, cudaStream_t stream) {
-  scale_kernel<T><<<grid_stride_blocks(n), kRowThreads, 0, stream>>>(in, out, n, scale);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
+  return launch_elementwise<T>(in, out, n, ScaleBy{scale}, stream);
 }
 
 template <typename T>
-Status launch_causal_mask(const T* in, T* out, int64_t n, int64_t length, cudaStream_t stream) {
-  causal_mask_kernel<T><<<grid_stride_blocks(n), kRowThreads, 0, stream>>>(in, out, n, length);
+Status launch_causal_mask(const T* in, T* out, int64_t rows, int length, cudaStream_t stream) {
+  causal_mask_kernel<T><<<row_blocks(rows), kRowThreads, 0, stream>>>(in, out, rows, length);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -131,10 +129,8 @@ Status launch_causal_mask(const T* in, T* out, int64_t n, int64_t length, cudaSt
 template <typename T, bool kScaleAndMask>
 Status launch_softmax_rows(const T* in, T* out, int64_t rows, int length, float scale,
                            cudaStream_t stream) {
-  constexpr int kRowsPerBlock = kRowThreads / 32;
-  const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   softmax_rows_kernel<T, kScaleAndMask>
-      <<<blocks, kRowThreads, 0, stream>>>(in, out, rows, length, scale);
+      <<<row_blocks(rows), kRowThreads, 0, stream>>>(in, out, rows, length, scale);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -19,12 +19,13 @@
 // 12 heads of a token, which exists only when every head's flash block is done (a grid-wide
 // dependency); LN2 needs the whole row of h, which a GEMM tile of the projection does not own.
 //
-// Napkin at T = 512, bf16 (B = 32, 16,384 tokens): one tokens x C tensor is 24 MiB, one T x T
-// tensor (B H T^2) 192 MiB. GEMM FLOPs: QKV 58 G, projection 19 G, attention 2 x 26 G (full
-// square; causal half at the top). Level 0 moves ~1.7 GiB (S, its scaled and masked copies and
-// P: eight passes of 192 MiB; the activations ~0.3 GiB); level 1 ~1 GiB; level 2 ~0.2 GiB
-// (x, qkv, a, r, h, y and the weights). At ~3 TB/s and ~600 TFLOP/s: level 0 ~0.7 ms of traffic
-// beside ~0.2 ms of math; level 2 ~0.1 ms of each.
+// Napkin at T = 512, bf16 (B = 32, 16,384 tokens): one tokens x C tensor is 25 MB, one T x T
+// tensor (B H T^2) 201 MB, the weights 4.7 MB. GEMM FLOPs: QKV 58 G, projection 19 G, each
+// attention GEMM 13 G (2 B H T^2 d; the flash kernel does the causal half of both, 13 G in all).
+// Level 0 moves ~2.4 GB (eight passes of a T x T tensor, 33 of a tokens x C one), level 1
+// ~1.4 GB (four and 25), level 2 ~0.36 GB (14 tokens x C passes). At ~3 TB/s and ~600 TFLOP/s:
+// level 0 ~0.8 ms of traffic beside ~0.17 ms of math; level 2 ~0.12 ms of traffic and ~0.15 ms
+// of math: the top is bound by its GEMMs and the flash kernel, not by memory.
 #include "kernels/attention_residual_layernorm/sublayer.h"
 
 #include <cuda_bf16.h>

@@ -95,6 +95,9 @@ void add_window_options(CLI::App& app, fl::GuiOptions* window) {
                  "A PyTorch peer file (scripts/peers.py) for the speedup plot (default: the one "
                  "shipped beside the recordings)")
       ->type_name("PEERS.json");
+  app.add_flag("--recover", window->recover,
+               "Reopen the measurements of the window that ended unexpectedly last (a crash or a "
+               "kill), from its crash journal (docs/RELIABILITY.md)");
 }
 #endif
 
@@ -165,6 +168,17 @@ CLI::App* add_latency_command(CLI::App& app, fl::LatencyOptions* o) {
       ->type_name("FILE.svg");
   latency->add_option("--replay", o->replay, "Soak a recording instead of the GPU (no GPU needed)")
       ->type_name("SESSION.json|DIR");
+  latency->add_option("--cycles", o->cycles,
+                      "Soak in cycles: measure every lesson, size of the grid, level, precision "
+                      "and cache mode once per cycle, this many cycles, sampling memory at each "
+                      "cycle's end (docs/RELIABILITY.md)");
+  latency
+      ->add_option("--sizes-per-lesson", o->sizes_per_lesson,
+                   "Soak in cycles: sizes of each lesson's grid (its smallest, largest and "
+                   "between; a recording's own sizes with --replay)")
+      ->capture_default_str();
+  latency->add_option("--max-minutes", o->max_minutes,
+                      "Soak in cycles: start no cycle that would end after this many minutes");
   latency
       ->add_option("--plot-csv", o->plot_csv,
                    "Only plot this soak CSV (e.g. the window soak's) into --soak-svg")

@@ -12,7 +12,8 @@
   X(scale_mask_softmax)  \
   X(layernorm_linear)    \
   X(linear_gelu)         \
-  X(ffn)
+  X(ffn)                 \
+  X(attention)
 
 namespace fl {
 

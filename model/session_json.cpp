@@ -153,27 +153,35 @@ json measurement_json(const Measurement& m) {
   }
   json records = json::array();
   for (const KernelRecord& r : m.records) records.push_back(record_json(r));
-  return {{"lesson", m.lesson},
-          {"size", m.size},
-          {"inner", m.inner},
-          {"level", m.level},
-          {"level_name", m.level_name},
-          {"precision", to_string(m.precision)},
-          {"cache", to_string(m.cache)},
-          {"timing_method", m.timing_method},
-          {"repetitions", m.repetitions},
-          {"chain_time_us", stats_json(m.chain_time_us)},
-          {"chain_copy_gbps", m.chain_copy_gbps},
-          {"check",
-           {{"rel_l2_error", m.check.rel_l2_error},
-            {"max_abs_error", m.check.max_abs_error},
-            {"non_finite", m.check.non_finite},
-            {"tolerance", m.check.tolerance},
-            {"passed", m.check.passed}}},
-          {"launches", launches},
-          {"counters_status", to_string(m.counters_status)},
-          {"counters_note", m.counters_note},
-          {"records", records}};
+  json out = {{"lesson", m.lesson},
+              {"size", m.size},
+              {"inner", m.inner},
+              {"level", m.level},
+              {"level_name", m.level_name},
+              {"precision", to_string(m.precision)},
+              {"cache", to_string(m.cache)},
+              {"timing_method", m.timing_method},
+              {"repetitions", m.repetitions},
+              {"chain_time_us", stats_json(m.chain_time_us)},
+              {"chain_copy_gbps", m.chain_copy_gbps},
+              {"check",
+               {{"rel_l2_error", m.check.rel_l2_error},
+                {"max_abs_error", m.check.max_abs_error},
+                {"non_finite", m.check.non_finite},
+                {"tolerance", m.check.tolerance},
+                {"passed", m.check.passed}}},
+              {"launches", launches},
+              {"counters_status", to_string(m.counters_status)},
+              {"counters_note", m.counters_note},
+              {"records", records}};
+  if (m.gpu.sampled) {
+    out["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
+    out["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
+    out["gpu_sm_clock_max_mhz"] = m.gpu.sm_clock_max_mhz;
+    out["gpu_throttle"] = throttle_reason_names(m.gpu.throttle_reasons);
+    out["gpu_other_processes"] = m.gpu.other_processes;
+  }
+  return out;
 }
 
 // `text` with every line after the first indented by `pad`: a value dumped on its own, placed
@@ -395,10 +403,13 @@ struct Field {
   Shape shape;
   Kind kind;              // object: its kind; list: its elements' kind
   bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
-  bool optional = false;  // may be left out of any version (absent: not measured)
+  bool optional = false;  // may be left out of any version (not measured, not asked for)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
   return {name, Shape::scalar, Kind::skip, v2_only};
+}
+constexpr Field optional_value(const char* name) {
+  return {name, Shape::scalar, Kind::skip, false, true};
 }
 constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
                        bool v2_only = false) {
@@ -445,7 +456,12 @@ enum MeasurementField {
   kLaunches,
   kCountersStatus,
   kCountersNote,
-  kRecords
+  kRecords,
+  kGpuSmClock,
+  kGpuMemoryClock,
+  kGpuSmClockMax,
+  kGpuThrottle,
+  kGpuOtherProcesses
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -462,7 +478,12 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         list("launches", Kind::launch),
                                         value("counters_status", true),
                                         value("counters_note", true),
-                                        list("records", Kind::record, true)};
+                                        list("records", Kind::record, true),
+                                        optional_value("gpu_sm_clock_mhz"),
+                                        optional_value("gpu_memory_clock_mhz"),
+                                        optional_value("gpu_sm_clock_max_mhz"),
+                                        optional_value("gpu_throttle"),
+                                        optional_value("gpu_other_processes")};
 enum StatsField { kMedian, kMin, kMax, kP20, kP80, kCount };
 constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
                                   value("p20"),    value("p80"), value("count")};
@@ -1118,6 +1139,26 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
                          &m.counters_status);
     case kCountersNote:
       return read_note(v, &m.counters_note);
+    case kGpuSmClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_mhz, "MHz");
+    case kGpuMemoryClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.memory_clock_mhz, "MHz");
+    case kGpuSmClockMax:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_max_mhz, "MHz");
+    case kGpuThrottle:
+      m.gpu.sampled = true;
+      if (v.type != Scalar::text || !parse_throttle_reasons(*v.text_value, &m.gpu.throttle_reasons))
+        return Status::Error(
+            "must be a list of sw_power_cap, hw_slowdown, sw_thermal, "
+            "hw_thermal, hw_power_brake, not " +
+            shown(v));
+      return Status::Ok();
+    case kGpuOtherProcesses:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
     default:
       return Status::Ok();
   }

@@ -52,8 +52,12 @@ TracerState& state() {
   return *s;
 }
 
+// Activity buffers handed to CUPTI and not yet given back (the soak's accounting).
+std::atomic<int64_t> buffers_held{0};
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  if (*buffer != nullptr) ++buffers_held;
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;  // as many as fit
 }
@@ -113,6 +117,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     s.stats.dropped_records += dropped;
   }
   std::free(buffer);
+  --buffers_held;
 }
 
 // Resolves the external id of every delivered kernel whose correlation record has arrived.
@@ -332,6 +337,10 @@ void KernelTracer::discard_all() {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.kernels.clear();
   s.external_of.clear();
+}
+
+int64_t cupti_buffer_bytes_held() {
+  return buffers_held.load() * static_cast<int64_t>(kBufferBytes);
 }
 
 TracerStats KernelTracer::stats() const {

@@ -82,6 +82,14 @@ int run_export_trace(const ExportOptions& options);
 int run_export_csv(const ExportOptions& options);
 
 int run_lessons(bool json);
+// `lessons --tasks gpt2_decode`: the megakernel's task list for a shape (kernels/gpt2_decode).
+struct TaskListOptions {
+  std::string lesson;
+  int blocks = 132;  // an H100 SXM's SMs
+  int tokens = 1;
+  int cache = 512;
+};
+int run_task_list(const TaskListOptions& options);
 int run_bench(const BenchOptions& options);
 int run_latency(const LatencyOptions& options);
 // The soak's outputs (cli_soak.cpp): --soak-csv and --soak-svg from `samples` (0, or the exit

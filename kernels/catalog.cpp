@@ -13,7 +13,8 @@
   X(layernorm_linear)    \
   X(linear_gelu)         \
   X(ffn)                 \
-  X(attention)
+  X(attention)           \
+  X(gpt2_decode)
 
 namespace fl {
 

@@ -28,6 +28,7 @@ struct BenchOptions {
   std::string out_csv;       // --csv
   bool no_counters = false;  // --no-counters: timing only, no CUPTI range profiler
   bool allow_tf32 = false;   // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
+  bool phases = false;       // --phases: record the kernels' phase timelines too
   std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
   int64_t inner = 0;         // --inner: row length of row-wise lessons (attention: head size d)
   // Diagnostics (hidden options, for checking the measurement itself):
@@ -81,6 +82,14 @@ int run_export_trace(const ExportOptions& options);
 int run_export_csv(const ExportOptions& options);
 
 int run_lessons(bool json);
+// `lessons --tasks gpt2_decode`: the megakernel's task list for a shape (kernels/gpt2_decode).
+struct TaskListOptions {
+  std::string lesson;
+  int blocks = 132;  // an H100 SXM's SMs
+  int tokens = 1;
+  int cache = 512;
+};
+int run_task_list(const TaskListOptions& options);
 int run_bench(const BenchOptions& options);
 int run_latency(const LatencyOptions& options);
 // The soak's outputs (cli_soak.cpp): --soak-csv and --soak-svg from `samples` (0, or the exit

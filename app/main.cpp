@@ -295,6 +295,18 @@ int main(int argc, char** argv) {
   bool lessons_json = false;
   CLI::App* lessons = app.add_subcommand("lessons", "List the lessons and their fusion levels");
   lessons->add_flag("--json", lessons_json, "Machine-readable output");
+  fl::TaskListOptions task_options;
+  lessons->add_option("--tasks", task_options.lesson,
+                      "Print a lesson's megakernel task list instead (gpt2_decode)");
+  lessons->add_option("--sms", task_options.blocks, "With --tasks: persistent blocks (SMs)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  lessons->add_option("--tokens", task_options.tokens, "With --tasks: new tokens")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  lessons->add_option("--cache", task_options.cache, "With --tasks: cached tokens")
+      ->check(CLI::Range(1, 8192))
+      ->capture_default_str();
   fl::BenchOptions bench_options;
   CLI::App* bench = add_bench_command(app, &bench_options);
   fl::LatencyOptions latency_options;
@@ -311,7 +323,10 @@ int main(int argc, char** argv) {
     return code == 0 ? fl::kExitOk : fl::kExitUsage;
   }
 
-  if (lessons->parsed()) return fl::run_lessons(lessons_json);
+  if (lessons->parsed()) {
+    return task_options.lesson.empty() ? fl::run_lessons(lessons_json)
+                                       : fl::run_task_list(task_options);
+  }
   if (bench->parsed()) return fl::run_bench(bench_options);
   if (latency->parsed()) return fl::run_latency(latency_options);
   if (export_trace->parsed()) return fl::run_export_trace(trace_options);

@@ -239,6 +239,10 @@ Status KernelTracer::start(TracedApis apis) {
         CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
         CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,  // what <<<...>>> calls in CUDA 13
         CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+        // A CUDA graph's kernels carry the external id of the graph launch (gpt2_decode's
+        // graph levels); without it their records map to no launch.
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
     };
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
       if (std::find(std::begin(launches), std::end(launches), cbid) != std::end(launches)) continue;
@@ -261,6 +265,8 @@ Status KernelTracer::start(TracedApis apis) {
         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
     };
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       if (std::find(std::begin(driver_launches), std::end(driver_launches), cbid) !=

@@ -105,14 +105,15 @@ FfnStreamArgs<T> make_args(const FfnStreamBuffers& b, int64_t m, int64_t c, int 
   a.down.plan(blocks);
   const int64_t partial =
       std::max(stream::partial_floats(a.up, blocks), stream::partial_floats(a.down, blocks));
-  *layout = stream::ScratchLayout(int64_t(a.up.keys) + a.down.keys, partial, sizeof(T) * m * h);
+  *layout =
+      stream::ScratchLayout(int64_t(a.up.part.keys) + a.down.part.keys, partial, sizeof(T) * m * h);
   char* base = static_cast<char*>(b.scratch);
   unsigned* counters = reinterpret_cast<unsigned*>(base);
   float* partials = reinterpret_cast<float*>(base + layout->partial);
   a.h = reinterpret_cast<T*>(base + layout->rows);
   a.up.partial = a.down.partial = partials;  // up's sums are all read before the barrier
   a.up.counters = counters;
-  a.down.counters = counters + a.up.keys;
+  a.down.counters = counters + a.up.part.keys;
   a.down.av.a = a.h;
   a.down.av.vec = h % E == 0 && aligned(a.h);
   a.b1 = static_cast<const T*>(b.b1);

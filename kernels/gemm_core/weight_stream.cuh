@@ -42,6 +42,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
+#include "kernels/gemm_core/stream_partition.h"
 #include "kernels/gemm_core/stream_warp_math.cuh"
 #include "kernels/tensor_gemm.cuh"
 
@@ -60,12 +61,7 @@ constexpr size_t smem_bytes(int stages) {
 }
 
 // ---- one product: its shape, its units and where its partial sums go ----------------------
-// Units are numbered key-major: key = chunk x column tile (chunk: kTM rows of A), then the
-// 32-row blocks of K. The first W = min(G, U) blocks take units [U b / W, U (b + 1) / W), at
-// least one each (so every block between a key's first and last has units of it); the rest
-// only join the barriers. The counts are made on the host (plan()): the device divides only
-// once per segment, in 32 bits (a 64-bit division is ~70 dependent instructions, and every
-// thread of a block at one block per SM waits for it).
+// How the units are numbered and shared among the blocks: kernels/gemm_core/stream_partition.h.
 template <typename T>
 struct Product {
   AView<T> av;  // A: m x k
@@ -76,71 +72,19 @@ struct Product {
   float* partial;      // (keys + G) slots of kTM x kUnitN fp32 (partial_floats)
   unsigned* counters;  // one per key, zero between launches (the last arrival resets it)
   bool b_vec;          // B's rows are 16-byte multiples and aligned (and so is n)
-  int col_tiles = 0, kblocks = 0, keys = 0, units = 0, workers = 0;
+  Partition part;      // plan() fills it in
 
-  // Fills in the counts for a grid of `blocks`.
+  // Fills in the partition for a grid of `blocks`.
   __host__ void plan(int blocks) {
-    col_tiles = (n + kUnitN - 1) / kUnitN;
-    kblocks = (k + kUnitK<T> - 1) / kUnitK<T>;
-    keys = (m + chunk_rows - 1) / chunk_rows * col_tiles;
-    units = keys * kblocks;
-    workers = units < blocks ? units : blocks;
+    part = Partition::plan(m, n, k, chunk_rows, kUnitN, kUnitK<T>, blocks);
   }
-  __device__ int first_unit(int block) const {
-    return block >= workers ? units : int(int64_t(units) * block / workers);
-  }
-  // The block whose run holds unit u.
-  __device__ int block_of(int u) const { return int((int64_t(u + 1) * workers - 1) / units); }
 };
 
 // Partial-sum slots a product needs at `blocks` blocks (after plan()).
 template <typename T>
 inline int64_t partial_floats(const Product<T>& p, int64_t blocks) {
-  return (int64_t(p.keys) + blocks) * p.chunk_rows * kUnitN;
+  return (int64_t(p.part.keys) + blocks) * p.chunk_rows * kUnitN;
 }
-
-// A run of up to 8 units of one key: the ring's tile.
-struct Tile {
-  int key = -1, kb = 0;  // key < 0: no tile
-  int row0 = 0, n0 = 0;  // its chunk's first row of A, its first column of B
-  int count = 0;
-  bool ends_segment = false;
-  __device__ bool valid() const { return key >= 0; }
-};
-
-// Walks a block's units of one product tile by tile, without dividing.
-struct TileWalk {
-  int u = 0, end = 0, key = 0, key_end = 0, ct = 0, row0 = 0;
-  template <typename T>
-  __device__ __forceinline__ void begin(const Product<T>& p) {
-    u = p.first_unit(blockIdx.x);
-    end = p.first_unit(blockIdx.x + 1);
-    if (u >= end) return;
-    key = u / p.kblocks;
-    key_end = (key + 1) * p.kblocks;
-    ct = key % p.col_tiles;
-    row0 = key / p.col_tiles * p.chunk_rows;
-  }
-  template <typename T>
-  __device__ __forceinline__ Tile next(const Product<T>& p) {
-    Tile t;
-    if (u >= end) return t;
-    const int seg_end = min(end, key_end);
-    t.key = key;
-    t.kb = u - key * p.kblocks;
-    t.row0 = row0;
-    t.n0 = ct * kUnitN;
-    t.count = min(kTileUnits, seg_end - u);
-    u += t.count;
-    t.ends_segment = u == seg_end;
-    if (u == key_end) {  // on to the next key
-      ++key;
-      key_end += p.kblocks;
-      if (++ct == p.col_tiles) ct = 0, row0 += p.chunk_rows;
-    }
-    return t;
-  }
-};
 
 // Issues the copies of a tile's B rows into a ring slot (every thread: 4 chunks of 16 bytes).
 template <typename T>
@@ -182,7 +126,7 @@ struct Ring {
     slots = smem;
     two = two_products;
     second = false;
-    walk.begin(p0);
+    walk.begin(p0.part, blockIdx.x);
     issued = 0;
 #pragma unroll 1
     for (int i = 0; i < kStages - 1; ++i) issue(p0, p1);
@@ -194,16 +138,16 @@ struct Ring {
   __device__ __forceinline__ void issue(const Product<T>& p0, const Product<T>& p1) {
     Tile t;
     if (!second) {
-      t = walk.next(p0);
+      t = walk.next(p0.part, kUnitN, kTileUnits);
       if (t.valid()) {
         copy_tile<T>(slot(issued), p0, t);
       } else if (two) {
         second = true;
-        walk.begin(p1);
+        walk.begin(p1.part, blockIdx.x);
       }
     }
     if (second) {
-      t = walk.next(p1);
+      t = walk.next(p1.part, kUnitN, kTileUnits);
       if (t.valid()) copy_tile<T>(slot(issued), p1, t);
     }
     tc::async_commit();
@@ -224,7 +168,8 @@ __device__ __forceinline__ void finish_segment(const typename WarpMath<T, kTM>::
   constexpr int kSlot = kTM * kUnitN;
   const int warp = threadIdx.x >> 5;
   const int m0 = t.row0, n0 = t.n0;
-  const int first = p.block_of(t.key * p.kblocks), last = p.block_of((t.key + 1) * p.kblocks - 1);
+  const int kbs = p.part.kblocks;
+  const int first = p.part.block_of(t.key * kbs), last = p.part.block_of((t.key + 1) * kbs - 1);
   const bool alone = first == last;
   float* slot = p.partial + (int64_t(t.key) + blockIdx.x) * kSlot;
 #pragma unroll 1
@@ -278,11 +223,11 @@ __device__ __forceinline__ int run_product(Ring<T, kStages>& ring, const Issue& 
   const int warp = threadIdx.x >> 5;
   __shared__ unsigned s_last;
   TileWalk walk;
-  walk.begin(p);
+  walk.begin(p.part, blockIdx.x);
   typename M::Acc acc;
   M::zero(acc);
   typename M::AFrag a_now, a_next;
-  Tile t = walk.next(p);
+  Tile t = walk.next(p.part, kUnitN, kTileUnits);
   auto load_a = [&](typename M::AFrag& f, const Tile& tile) {
     if (!tile.valid() || warp >= tile.count) return;
     M::load(f, p.av, tile.row0, int64_t(tile.kb + warp) * kUnitK<T>);
@@ -290,7 +235,7 @@ __device__ __forceinline__ int run_product(Ring<T, kStages>& ring, const Issue& 
   load_a(a_now, t);
   int i = first_tile;
   while (t.valid()) {
-    const Tile next = walk.next(p);
+    const Tile next = walk.next(p.part, kUnitN, kTileUnits);
     tc::async_wait<kStages - 2>();  // this thread's copies of tile i have landed
     __syncthreads();                // everyone's have; everyone is done with tile i - 1
     issue();                        // into the slot tile i - 1 used

@@ -111,8 +111,8 @@ LnStreamArgs<T> make_args(const LnStreamBuffers& b, int64_t m, int64_t c, int64_
             nullptr,
             n % E == 0 && aligned(b.w)};
   a.gemm.plan(blocks);
-  *layout =
-      stream::ScratchLayout(a.gemm.keys, stream::partial_floats(a.gemm, blocks), sizeof(T) * m * c);
+  *layout = stream::ScratchLayout(a.gemm.part.keys, stream::partial_floats(a.gemm, blocks),
+                                  sizeof(T) * m * c);
   char* base = static_cast<char*>(b.scratch);
   a.gemm.counters = reinterpret_cast<unsigned*>(base);
   a.gemm.partial = reinterpret_cast<float*>(base + layout->partial);

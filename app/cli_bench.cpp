@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "app/cli.h"
@@ -73,9 +74,11 @@ struct BenchPlan {
   std::vector<int> levels;  // empty: every level of each lesson
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
+  int64_t inner = 0;  // 0: each lesson's default row length
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
   std::map<std::string, std::string> variants;  // --variant: launch -> forced variant
+  bool phases = false;                          // --phases
 };
 
 // --variant LAUNCH=VARIANT: a launch of a chosen lesson that has that variant. Whether it can
@@ -179,6 +182,9 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
   FL_TRY(parse_level_list(o.levels, &plan->levels));
+  plan->phases = o.phases;
+  if (o.inner < 0) return Status::Error("--inner is a row length >= 1, or 0 for the default");
+  plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
   FL_TRY(parse_variants(o.variants, plan->lessons, &plan->variants));
   if (!parse_timer(o.timer, &plan->timer)) {
@@ -274,6 +280,7 @@ LiveOptions live_options(const BenchOptions& o, const BenchPlan& plan) {
   live.counter_replay = plan.replay;
   live.keep_profiler_enabled = !o.fresh_profiler;
   live.trace_all_runtime_apis = o.trace_all_runtime_apis;
+  live.watch_gpu = !o.no_gpu_watch;
   return live;
 }
 
@@ -295,6 +302,14 @@ void print_setup(LiveBackend& backend, const BenchOptions& o, const BenchPlan& p
   } else {
     std::printf("timing: CUDA events around every launch%s%s\n",
                 backend.timing_note().empty() ? "" : ": ", backend.timing_note().c_str());
+  }
+  if (backend.gpu_watch() != nullptr) {
+    std::printf(
+        "gpu watch: NVML clocks, throttle reasons and other processes sampled around each "
+        "level's repetitions; a level marked shared or throttled may be slower than this GPU "
+        "gives its kernels alone\n");
+  } else {
+    std::printf("gpu watch: off (%s)\n", backend.gpu_watch_note().c_str());
   }
   if (backend.counters_available()) {
     std::printf(
@@ -338,6 +353,8 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.precision = plan.precision;
   request.cache = plan.cache;
   request.variants = plan.variants;
+  request.phases = plan.phases;
+  request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);
   if (result.status.ok() && run.counters) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -358,7 +375,7 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
   if (info.size_axis.inner_default > 0) {
     std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
                 info.size_axis.inner_name.c_str(),
-                static_cast<long long>(info.size_axis.inner_default));
+                static_cast<long long>(plan.inner > 0 ? plan.inner : info.size_axis.inner_default));
   }
   std::printf("%10s %12s", "size", "tensor");
   for (int l : run.levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
@@ -368,13 +385,15 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
 // One size's row: every level's time, the top level's speedup over the first, its byte-ratio
 // limit, GB/s and % of copy, and the worst error. Returns whether every level was correct.
 bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResult& r) {
-  const Shape shape = run.lesson->resolve(Shape(r.size));
+  const Shape shape = run.lesson->resolve(Shape(r.size, plan.inner));
   const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
   std::printf("%10s %12s", format_size(r.size).c_str(),
               format_bytes(elements * bytes_per_element(plan.precision)).c_str());
   double worst_error = 0;
   bool all_correct = true;
+  std::string disturbed;  // the worst mark of any level at this size
   for (const Measurement& m : r.measurements) {
+    if (conditions_mark(m.gpu).size() > disturbed.size()) disturbed = conditions_mark(m.gpu);
     if (m.check.passed)
       std::printf(" %11.2f", m.chain_time_us.median);
     else
@@ -386,9 +405,10 @@ bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResul
   const Measurement& top = r.measurements.back();
   const double limit =
       top.textbook_bytes() > 0 ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
-  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
+  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s%s%s\n", speedup(first, top), limit,
               top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps), worst_error,
-              all_correct ? "" : "  FAILED CHECK");
+              all_correct ? "" : "  FAILED CHECK", disturbed.empty() ? "" : "  GPU ",
+              disturbed.c_str());
   return all_correct;
 }
 
@@ -410,6 +430,32 @@ void print_launch(const Measurement& m, const LaunchResult& l) {
   std::printf("\n");
 }
 
+// A launch's phase timeline (--phases): its records, the stamps' cost, and each phase's median
+// length over the blocks.
+void print_phases(const Measurement& m, const LaunchResult& l) {
+  const LaunchPhases& p = *l.phases;
+  std::set<uint32_t> blocks;
+  std::set<uint16_t> sms;
+  std::vector<std::vector<double>> lengths(p.names.size());
+  for (const PhaseRecord& r : p.records) {
+    blocks.insert(r.block);
+    sms.insert(r.sm);
+    if (r.phase < lengths.size()) lengths[r.phase].push_back((r.end_ns - r.start_ns) * 1e-3);
+  }
+  const std::string lost = p.lost > 0 ? ", " + std::to_string(p.lost) + " lost" : "";
+  std::printf(
+      "  %10s  level %d %-18s phases: %zu records, %zu blocks on %zu SMs%s; stamps on "
+      "%.2f us, off %.2f us (%+.1f%%)\n",
+      format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(), p.records.size(),
+      blocks.size(), sms.size(), lost.c_str(), p.time_on_us, p.time_off_us, p.overhead() * 100);
+  std::printf("  %10s  %-26s median over blocks:", "", "");
+  for (size_t i = 0; i < p.names.size(); ++i) {
+    if (lengths[i].empty()) continue;
+    std::printf(" %s %.2f us;", p.names[i].c_str(), summarize(lengths[i]).median);
+  }
+  std::printf("\n");
+}
+
 // Per launch: time, GB/s, % of copy and the counted bytes; then the chain's bytes.
 void print_launches(const std::vector<Measurement>& details, bool counters) {
   std::printf(
@@ -419,7 +465,10 @@ void print_launches(const std::vector<Measurement>& details, bool counters) {
                  "textbook bytes (MB = 10^6 bytes)"
                : "");
   for (const Measurement& m : details) {
-    for (const LaunchResult& l : m.launches) print_launch(m, l);
+    for (const LaunchResult& l : m.launches) {
+      print_launch(m, l);
+      if (l.phases) print_phases(m, l);
+    }
     if (const auto total = m.counters_total()) {
       const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
       std::printf(
@@ -439,6 +488,10 @@ void print_notes(LiveBackend& backend, const LessonRun& run, const BenchOptions&
                  const std::vector<Measurement>& details,
                  const std::vector<std::pair<int64_t, double>>& counter_ms) {
   for (const Measurement& m : details) {
+    if (m.gpu.disturbed()) {
+      std::printf("  %10s  level %d GPU %s: %s\n", format_size(m.size).c_str(), m.level,
+                  conditions_mark(m.gpu).c_str(), conditions_sentence(m.gpu).c_str());
+    }
     if (run.cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
       std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
                   m.timing_method.c_str(), backend.timing_note().c_str());
@@ -629,6 +682,8 @@ int run_bench(const BenchOptions& o) {
 }
 
 void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
+  bench->add_option("--inner", o->inner,
+                    "Row length of row-wise lessons (attention: the head size d); 0: the default");
   bench->add_flag("--no-counters", o->no_counters,
                   "Timing only: skip the DRAM/L2 counter phase (CUPTI range profiler)");
   // Diagnostics of the measurement itself, hidden from --help.
@@ -638,6 +693,9 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
       ->group("");
   bench->add_option("--timer", o->timer, "cupti (default) or events")->group("");
   bench->add_option("--counter-replay", o->counter_replay, "user (default) or kernel")->group("");
+  bench->add_flag("--phases", o->phases,
+                  "Also record the kernels' phase timelines (an extra run with per-block stamps "
+                  "on) and their cost; --out keeps them");
   bench->add_flag("--allow-tf32", o->allow_tf32,
                   "fp32 GEMMs (lessons 6-8) may use TF32 tensor cores (10-bit mantissas); off by "
                   "default so fp32 means fp32");
@@ -648,6 +706,10 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
   bench
       ->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
                  "CUPTI traces every CUDA runtime call, not only the launches")
+      ->group("");
+  bench
+      ->add_flag("--no-gpu-watch", o->no_gpu_watch,
+                 "Do not sample the GPU's clocks and other processes (NVML) around the levels")
       ->group("");
 }
 

@@ -34,6 +34,7 @@
 #include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear.h"
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/ln_gemm_wgmma.h"
@@ -1019,8 +1020,47 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
   }
 };
 
+// Level 2's launch outside the workspace (other lessons reuse the fused LayerNorm-Linear): the
+// level table's choice of kernel for these operands, the next one where a kernel finds it
+// cannot run here.
+template <typename T>
+Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  using Ws = LayerNormLinearWorkspace<T>;
+  const LaunchRow<Ws>& row = Ws::levels().back().launches.at(0);
+  const LnArgs<T> a{x, gamma, beta, w, bias, y, m, k, n, nullptr};
+  const Where where{{m, k, int64_t(sizeof(T))}, precision_of<T>(), current_gpu_facts()};
+  const std::vector<VariantInfo> infos = variant_infos(row);
+  std::vector<bool> skip(infos.size(), false);
+  for (size_t tries = 0; tries < infos.size(); ++tries) {
+    const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
+    if (c.index < 0) break;
+    const Status st = c.name == "ln_cluster" ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma" ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel" ? launch_ln_panel(a, stream)
+                                             : launch_ln_tile(a, stream);
+    if (!st.unsupported()) return st.with_context(c.name);
+    skip[c.index] = true;
+  }
+  return Status::Error("ln_gemm_bias: no kernel variant can run here");
+}
+
 }  // namespace
 
 FL_DEFINE_LESSON(layernorm_linear, LayerNormLinear);
 
 }  // namespace fl
+
+namespace fl::layernorm_linear {
+
+Status ln_gemm_bias(const float* x, const float* gamma, const float* beta, const float* w,
+                    const float* bias, float* y, int64_t m, int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+Status ln_gemm_bias(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
+                    const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m,
+                    int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+
+}  // namespace fl::layernorm_linear

@@ -1,4 +1,4 @@
-// Every cache and history the long-running app keeps, with its cap (issue 18, "Bounded memory";
+// Every cache and history the long-running app keeps, with its cap ("Bounded memory";
 // the list with the reasons is in docs/RELIABILITY.md). A window may stay open for days while a
 // learner drags sliders: every size dragged through is a new key, so nothing keyed by size may
 // grow without a bound. Plain C++ (no CUDA), so the replay-only build and CPU tests use it.
@@ -17,9 +17,9 @@ namespace fl {
 
 // Cap: copy-bandwidth references the live backend keeps (one per byte count and cache mode,
 // "% of copy"). A drag measures about two new byte counts per result, so without a cap this list
-// (and its copy in every EngineStatus) grew ~270 bytes per result (issue 18's H100 run). A
-// `bench` grid needs a few hundred; past the cap the oldest reference is forgotten (measured
-// again if asked for).
+// (and its copy in every EngineStatus) grew ~270 bytes per result (`fusionlab latency` on an
+// H100, 2026-11-22). A `bench` grid needs a few hundred; past the cap the oldest reference is
+// forgotten (measured again if asked for).
 constexpr size_t kMaxCopyReferences = 2048;
 
 // Cap: results the engine holds for poll() (Engine::done_). The window and `latency` poll every
@@ -40,6 +40,20 @@ constexpr size_t kMaxFrameSamples = size_t(1) << 16;
 // after every batch; records of kernels nobody takes, such as the profiler's replays, would
 // otherwise wait for the next timing phase). Past it the older half is dropped.
 constexpr size_t kMaxHeldKernelRecords = size_t(1) << 16;
+
+// Cap: the crash journal's records waiting to be written (model/journal.h): written at most this
+// many seconds after they arrive, so a killed window loses at most the last second or so.
+constexpr double kJournalFlushSeconds = 1.0;
+
+// Cap: crash journals left behind by windows that crashed or were killed (model/journal.h): the
+// newest kMaxOrphanedJournals are kept, none older than kJournalMaxAgeDays; the rest are removed
+// when a window starts.
+constexpr size_t kMaxOrphanedJournals = 8;
+constexpr int kJournalMaxAgeDays = 14;
+
+// Cap: processes the GPU watch lists at once (app/measure/gpu_watch.cpp); a GPU with more is
+// counted as far as this.
+constexpr unsigned kMaxWatchedProcesses = 4096;
 
 // The live backend's copy-bandwidth references: a map from (bytes per side, cache mode) to GB/s
 // for lookups, the sorted list DeviceFacts::copy_bandwidth that sessions record, and the order

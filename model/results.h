@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/lesson.h"
+#include "model/gpu_conditions.h"
 
 namespace fl {
 
@@ -57,6 +58,9 @@ struct MeasureRequest {
   // Kernel variants forced instead of the level table's choice: launch name -> variant
   // (`bench --variant ffn_fused=ffn_split`; kernels/level_table.h).
   std::map<std::string, std::string> variants;
+  // Phase timelines: after the timing phase, an extra pass with the kernels' phase stamps on
+  // (kernels/phases.h) records each launch's phases and their cost. Off by default.
+  bool phases = false;
 };
 
 // The bytes one launch moved as the GPU's own counters saw them (CUPTI range profiler, one run
@@ -65,6 +69,26 @@ struct LaunchCounters {
   int64_t dram_read_bytes = 0;   // dram__bytes_read.sum
   int64_t dram_write_bytes = 0;  // dram__bytes_write.sum
   int64_t l2_bytes = 0;          // lts__t_bytes.sum: every byte requested from L2
+};
+
+// A launch's phase timeline (kernels/phases.h): what its kernel declared and recorded in one run
+// with stamps on, and what the stamps cost.
+struct LaunchPhases {
+  // Bounds the engine keeps and the session reader enforces: records of one launch (the device
+  // buffer holds this many; more are counted in `lost`), declared phase names.
+  static constexpr size_t kMaxRecords = size_t(1) << 16;
+  static constexpr size_t kMaxNames = 64;
+  std::vector<std::string> names;  // a record's `phase` indexes these
+  // One run's records, start_ns and end_ns counted from the earliest start (the launch's first
+  // stamp), so they read as "ns since the launch started".
+  std::vector<PhaseRecord> records;
+  int64_t lost = 0;        // records the kernel made past the buffer's capacity (not kept)
+  double time_off_us = 0;  // median launch time with stamps off, timed in the same pass
+  double time_on_us = 0;   // the same with stamps on: the stamps' overhead is the difference
+  // time_on / time_off - 1; 0 when either is unknown.
+  double overhead() const {
+    return time_off_us > 0 && time_on_us > 0 ? time_on_us / time_off_us - 1 : 0;
+  }
 };
 
 struct LaunchResult {
@@ -78,6 +102,8 @@ struct LaunchResult {
   // Diagnostic only (`bench --compare-timers`): CUDA events around the same launches that
   // CUPTI timed. count == 0 when not taken. Not saved in sessions.
   Stats event_time_us;
+  // Present when the measurement was asked for phases and this launch's kernel recorded some.
+  std::optional<LaunchPhases> phases;
 };
 
 // One kernel execution as CUPTI's activity API recorded it. Timestamps are CUPTI's
@@ -131,6 +157,9 @@ struct Measurement {
   CountersStatus counters_status = CountersStatus::not_measured;
   std::string counters_note;  // one sentence when unavailable or failed
   Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
+  // Clocks, throttling and other processes on the GPU around the timed repetitions (NVML);
+  // sampled == false when not known.
+  GpuConditions gpu;
 
   int64_t textbook_bytes() const;
   // Sum of every launch's counters; absent unless every launch has them.
@@ -140,7 +169,8 @@ struct Measurement {
 };
 
 struct Session {
-  static constexpr int kSchemaVersion = 3;        // written (3: launches name their variant)
+  static constexpr int kSchemaVersion = 3;        // written (3: launches name their variant and may
+                                                  // carry phase timelines)
   static constexpr int kOldestSchemaVersion = 1;  // still read (no counters, no records)
   std::string app_version;
   std::string created_utc;  // ISO 8601
@@ -148,6 +178,22 @@ struct Session {
   DeviceFacts device;
   std::vector<Measurement> measurements;
 };
+
+// Makes a launch's phase records as sessions keep them: times counted from the earliest start,
+// sorted by SM then start; records with a phase index past LaunchPhases::kMaxNames or ending
+// before they start are dropped and counted in `lost`; a phase recorded but not declared is
+// named "phase N".
+void normalize_phase_records(LaunchPhases* phases);
+
+// Where each of a launch's phase records is drawn: its SM and, when blocks overlapped on that SM
+// (several resident at once), which of the SM's rows ("slot") its block takes. A block keeps one
+// slot for all its phases; slots are handed out first come (by the block's first start), each to
+// the lowest slot free by then. The timeline's lanes and the trace's SM threads both use it.
+struct PhaseLane {
+  uint16_t sm = 0;
+  int slot = 0;
+};
+std::vector<PhaseLane> phase_lanes(const LaunchPhases& phases);
 
 // Speedup of `fused` over `unfused` from median chain times; 0 when either is missing/invalid.
 double speedup(const Measurement& unfused, const Measurement& fused);

@@ -120,41 +120,69 @@ json counters_json(const std::optional<LaunchCounters>& c) {
           {"l2_bytes", c->l2_bytes}};
 }
 
+json phases_json(const LaunchPhases& p) {
+  json records = json::array();
+  for (const PhaseRecord& r : p.records) {
+    records.push_back({{"start_ns", r.start_ns},
+                       {"end_ns", r.end_ns},
+                       {"block", r.block},
+                       {"sm", r.sm},
+                       {"phase", r.phase},
+                       {"arg", r.arg},
+                       {"wait_ns", r.wait_ns}});
+  }
+  return {{"names", p.names},
+          {"records", std::move(records)},
+          {"lost", p.lost},
+          {"time_off_us", p.time_off_us},
+          {"time_on_us", p.time_on_us}};
+}
+
 json measurement_json(const Measurement& m) {
   json launches = json::array();
   for (const auto& l : m.launches) {
-    launches.push_back({{"kernel", l.textbook.kernel},
-                        {"variant", l.variant},
-                        {"textbook_bytes_read", l.textbook.bytes_read},
-                        {"textbook_bytes_written", l.textbook.bytes_written},
-                        {"textbook_flops", l.textbook.flops},
-                        {"time_us", stats_json(l.time_us)},
-                        {"copy_gbps", l.copy_gbps},
-                        {"counters", counters_json(l.counters)}});
+    json launch = {{"kernel", l.textbook.kernel},
+                   {"variant", l.variant},
+                   {"textbook_bytes_read", l.textbook.bytes_read},
+                   {"textbook_bytes_written", l.textbook.bytes_written},
+                   {"textbook_flops", l.textbook.flops},
+                   {"time_us", stats_json(l.time_us)},
+                   {"copy_gbps", l.copy_gbps},
+                   {"counters", counters_json(l.counters)}};
+    if (l.phases) launch["phases"] = phases_json(*l.phases);
+    launches.push_back(std::move(launch));
   }
   json records = json::array();
   for (const KernelRecord& r : m.records) records.push_back(record_json(r));
-  return {{"lesson", m.lesson},
-          {"size", m.size},
-          {"inner", m.inner},
-          {"level", m.level},
-          {"level_name", m.level_name},
-          {"precision", to_string(m.precision)},
-          {"cache", to_string(m.cache)},
-          {"timing_method", m.timing_method},
-          {"repetitions", m.repetitions},
-          {"chain_time_us", stats_json(m.chain_time_us)},
-          {"chain_copy_gbps", m.chain_copy_gbps},
-          {"check",
-           {{"rel_l2_error", m.check.rel_l2_error},
-            {"max_abs_error", m.check.max_abs_error},
-            {"non_finite", m.check.non_finite},
-            {"tolerance", m.check.tolerance},
-            {"passed", m.check.passed}}},
-          {"launches", launches},
-          {"counters_status", to_string(m.counters_status)},
-          {"counters_note", m.counters_note},
-          {"records", records}};
+  json out = {{"lesson", m.lesson},
+              {"size", m.size},
+              {"inner", m.inner},
+              {"level", m.level},
+              {"level_name", m.level_name},
+              {"precision", to_string(m.precision)},
+              {"cache", to_string(m.cache)},
+              {"timing_method", m.timing_method},
+              {"repetitions", m.repetitions},
+              {"chain_time_us", stats_json(m.chain_time_us)},
+              {"chain_copy_gbps", m.chain_copy_gbps},
+              {"check",
+               {{"rel_l2_error", m.check.rel_l2_error},
+                {"max_abs_error", m.check.max_abs_error},
+                {"non_finite", m.check.non_finite},
+                {"tolerance", m.check.tolerance},
+                {"passed", m.check.passed}}},
+              {"launches", launches},
+              {"counters_status", to_string(m.counters_status)},
+              {"counters_note", m.counters_note},
+              {"records", records}};
+  if (m.gpu.sampled) {
+    out["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
+    out["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
+    out["gpu_sm_clock_max_mhz"] = m.gpu.sm_clock_max_mhz;
+    out["gpu_throttle"] = throttle_reason_names(m.gpu.throttle_reasons);
+    out["gpu_other_processes"] = m.gpu.other_processes;
+  }
+  return out;
 }
 
 // `text` with every line after the first indented by `pad`: a value dumped on its own, placed
@@ -359,6 +387,9 @@ enum class Kind : uint8_t {
   launch,
   counters,
   record,
+  phases,        // a launch's phase timeline
+  phase_record,  // one of its records
+  texts,         // a list of strings (the phase names)
   list,
   dim3,
   skip
@@ -366,14 +397,14 @@ enum class Kind : uint8_t {
 
 // What a field holds: one value, an object (or null, for a launch's counters), a list of
 // objects, or three whole numbers.
-enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3 };
+enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3, texts };
 
 struct Field {
   const char* name;
   Shape shape;
   Kind kind;              // object: its kind; list: its elements' kind
   bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
-  bool optional = false;  // may be left out of any version (added in version 3)
+  bool optional = false;  // may be left out of any version (not measured, not asked for)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
   return {name, Shape::scalar, Kind::skip, v2_only};
@@ -426,7 +457,12 @@ enum MeasurementField {
   kLaunches,
   kCountersStatus,
   kCountersNote,
-  kRecords
+  kRecords,
+  kGpuSmClock,
+  kGpuMemoryClock,
+  kGpuSmClockMax,
+  kGpuThrottle,
+  kGpuOtherProcesses
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -443,7 +479,12 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         list("launches", Kind::launch),
                                         value("counters_status", true),
                                         value("counters_note", true),
-                                        list("records", Kind::record, true)};
+                                        list("records", Kind::record, true),
+                                        optional_value("gpu_sm_clock_mhz"),
+                                        optional_value("gpu_memory_clock_mhz"),
+                                        optional_value("gpu_sm_clock_max_mhz"),
+                                        optional_value("gpu_throttle"),
+                                        optional_value("gpu_other_processes")};
 enum StatsField { kMedian, kMin, kMax, kP20, kP80, kCount };
 constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
                                   value("p20"),    value("p80"), value("count")};
@@ -458,6 +499,7 @@ enum LaunchField {
   kTime,
   kCopyGbpsL,
   kCounters,
+  kPhases,
   kVariant
 };
 constexpr Field kLaunchFields[] = {value("kernel"),
@@ -467,7 +509,18 @@ constexpr Field kLaunchFields[] = {value("kernel"),
                                    object("time_us", Kind::stats),
                                    value("copy_gbps"),
                                    object("counters", Kind::counters, Shape::object_or_null, true),
+                                   {"phases", Shape::object, Kind::phases, false, true},
                                    optional_value("variant")};
+enum PhasesField { kPhaseNames, kPhaseRecords, kPhaseLost, kTimeOff, kTimeOn };
+constexpr Field kPhasesFields[] = {{"names", Shape::texts, Kind::skip, false},
+                                   list("records", Kind::phase_record),
+                                   value("lost"),
+                                   value("time_off_us"),
+                                   value("time_on_us")};
+enum PhaseRecordField { kPhStart, kPhEnd, kPhBlock, kPhSm, kPhPhase, kPhArg, kPhWait };
+constexpr Field kPhaseRecordFields[] = {value("start_ns"), value("end_ns"), value("block"),
+                                        value("sm"),       value("phase"),  value("arg"),
+                                        value("wait_ns")};
 enum CountersField { kDramRead, kDramWrite, kL2Bytes };
 constexpr Field kCountersFields[] = {value("dram_read_bytes"), value("dram_write_bytes"),
                                      value("l2_bytes")};
@@ -528,6 +581,10 @@ Schema schema_of(Kind kind) {
       return schema(kCountersFields);
     case Kind::record:
       return schema(kRecordFields);
+    case Kind::phases:
+      return schema(kPhasesFields);
+    case Kind::phase_record:
+      return schema(kPhaseRecordFields);
     default:
       return {nullptr, 0};
   }
@@ -541,6 +598,7 @@ std::string shape_words(Shape shape) {
       return "an object or null";
     case Shape::list:
     case Shape::dim3:
+    case Shape::texts:
       return "an array";
     default:
       return "a single value";
@@ -721,10 +779,15 @@ class SessionReader {
   Status set_launch(int field, const Scalar& v);
   Status set_counters(int field, const Scalar& v);
   Status set_record(int field, const Scalar& v);
+  Status set_phases(int field, const Scalar& v);
+  Status set_phase_record(int field, const Scalar& v);
+  Status add_phase_name(const Scalar& v);
 
   void begin(Kind kind, const Frame& parent);
   Status finish_object(const Frame& frame, size_t depth);
   Status finish_record(const std::string& path);
+  Status finish_phase_record(const std::string& path);
+  Status finish_phases(const std::string& path);
   Status finish_measurement(const std::string& path, size_t index);
   Status check_records(const std::string& path) const;
 
@@ -746,6 +809,7 @@ class SessionReader {
   Measurement measurement_;
   LaunchResult launch_;
   KernelRecord record_;
+  PhaseRecord phase_record_;
   CopyBandwidth copy_;
   Stats* stats_ = nullptr;              // the chain's or the launch's times
   std::array<int, 3>* dim3_ = nullptr;  // the record's grid or block
@@ -757,7 +821,7 @@ class SessionReader {
 
 // One step down from `parent`: ".name" of the field it is reading, or "[i]" of its element.
 void SessionReader::append_step(const Frame& parent, std::string* path) const {
-  if (parent.kind == Kind::list || parent.kind == Kind::dim3) {
+  if (parent.kind == Kind::list || parent.kind == Kind::dim3 || parent.kind == Kind::texts) {
     *path += "[" + std::to_string(parent.index - 1) + "]";
     return;
   }
@@ -818,6 +882,11 @@ bool SessionReader::value(const Scalar& v) {
     ++top.index;
     return fail(here() + ": must be an object, not " + kind_words(v), 0);
   }
+  if (top.kind == Kind::texts) {
+    ++top.index;
+    const Status st = add_phase_name(v);
+    return st.ok() || fail(here() + ": " + st.message(), 0);
+  }
   if (top.kind == Kind::dim3) {
     ++top.index;
     int n = 0;
@@ -865,6 +934,9 @@ bool SessionReader::open(bool array) {
     case Kind::dim3:
       ++top.index;
       return fail(here() + ": must be a whole number, not " + what, 1);
+    case Kind::texts:
+      ++top.index;
+      return fail(here() + ": must be a string, not " + what, 1);
     default:
       return open_field(array);
   }
@@ -897,7 +969,10 @@ bool SessionReader::open_field(bool array) {
   }
   if (array == is_object)
     return fail(here() + ": must be " + shape_words(f.shape) + ", not " + what, 1);
-  child.kind = f.shape == Shape::list ? Kind::list : f.shape == Shape::dim3 ? Kind::dim3 : f.kind;
+  child.kind = f.shape == Shape::list    ? Kind::list
+               : f.shape == Shape::dim3  ? Kind::dim3
+               : f.shape == Shape::texts ? Kind::texts
+                                         : f.kind;
   child.element = f.kind;
   begin(child.kind, top);
   frames_.push_back(child);
@@ -914,7 +989,7 @@ bool SessionReader::close() {
   if (top.kind == Kind::dim3 && top.index != 3) {
     st = Status::Error(path_at(frames_.size() - 1) + ": must hold 3 whole numbers, not " +
                        std::to_string(top.index));
-  } else if (top.kind != Kind::list && top.kind != Kind::dim3) {
+  } else if (top.kind != Kind::list && top.kind != Kind::dim3 && top.kind != Kind::texts) {
     st = finish_object(top, frames_.size() - 1);
   }
   frames_.pop_back();
@@ -968,6 +1043,10 @@ Status SessionReader::set_scalar(Kind kind, int field, const Scalar& v) {
       return set_counters(field, v);
     case Kind::record:
       return set_record(field, v);
+    case Kind::phases:
+      return set_phases(field, v);
+    case Kind::phase_record:
+      return set_phase_record(field, v);
     default:
       return Status::Ok();
   }
@@ -1063,6 +1142,26 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
                          &m.counters_status);
     case kCountersNote:
       return read_note(v, &m.counters_note);
+    case kGpuSmClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_mhz, "MHz");
+    case kGpuMemoryClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.memory_clock_mhz, "MHz");
+    case kGpuSmClockMax:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_max_mhz, "MHz");
+    case kGpuThrottle:
+      m.gpu.sampled = true;
+      if (v.type != Scalar::text || !parse_throttle_reasons(*v.text_value, &m.gpu.throttle_reasons))
+        return Status::Error(
+            "must be a list of sw_power_cap, hw_slowdown, sw_thermal, "
+            "hw_thermal, hw_power_brake, not " +
+            shown(v));
+      return Status::Ok();
+    case kGpuOtherProcesses:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
     default:
       return Status::Ok();
   }
@@ -1170,6 +1269,57 @@ Status SessionReader::set_record(int field, const Scalar& v) {
   }
 }
 
+Status SessionReader::set_phases(int field, const Scalar& v) {
+  LaunchPhases& p = *launch_.phases;
+  switch (field) {
+    case kPhaseLost:
+      return read_whole<int64_t>(v, "count", 0, INT64_MAX, &p.lost);
+    case kTimeOff:
+      return read_time_us(v, &p.time_off_us);
+    case kTimeOn:
+      return read_time_us(v, &p.time_on_us);
+    default:
+      return Status::Ok();
+  }
+}
+
+Status SessionReader::set_phase_record(int field, const Scalar& v) {
+  PhaseRecord& r = phase_record_;
+  const uint64_t kMaxNs = static_cast<uint64_t>(kMaxRepetitionNs);
+  switch (field) {
+    case kPhStart:
+      return read_whole<uint64_t>(v, "time", 0, kMaxNs, &r.start_ns, "an hour");
+    case kPhEnd:
+      return read_whole<uint64_t>(v, "time", 0, kMaxNs, &r.end_ns, "an hour");
+    case kPhBlock:
+      return read_whole<uint32_t>(v, "block index", 0, UINT32_MAX, &r.block);
+    case kPhSm:
+      return read_whole<uint16_t>(v, "SM index", 0, UINT16_MAX, &r.sm);
+    case kPhPhase:
+      return read_whole<uint16_t>(v, "phase index", 0,
+                                  static_cast<uint16_t>(LaunchPhases::kMaxNames - 1), &r.phase);
+    case kPhArg:
+      return read_whole<uint32_t>(v, "argument", 0, UINT32_MAX, &r.arg);
+    case kPhWait:
+      return read_whole<uint32_t>(v, "time", 0, UINT32_MAX, &r.wait_ns);
+    default:
+      return Status::Ok();
+  }
+}
+
+// One of a launch's phase names (at most LaunchPhases::kMaxNames).
+Status SessionReader::add_phase_name(const Scalar& v) {
+  std::vector<std::string>& names = launch_.phases->names;
+  if (names.size() >= LaunchPhases::kMaxNames) {
+    return Status::Error("more than " + std::to_string(LaunchPhases::kMaxNames) +
+                         " phase names (a kernel declares at most that many)");
+  }
+  std::string name;
+  FL_TRY(read_name(v, &name));
+  names.push_back(std::move(name));
+  return Status::Ok();
+}
+
 // What a scalar field takes, in words ("a whole number", "fp32 or bf16"): its reader's refusal
 // of null, "must be X, not null", cut to X. Every reader refuses null and writes nothing then
 // (the root's format and version, which do not, never get here).
@@ -1198,6 +1348,12 @@ void SessionReader::begin(Kind kind, const Frame& parent) {
     case Kind::record:
       record_ = KernelRecord();
       break;
+    case Kind::phases:
+      launch_.phases.emplace();
+      break;
+    case Kind::phase_record:
+      phase_record_ = PhaseRecord();
+      break;
     case Kind::stats:
       stats_ = parent.kind == Kind::launch ? &launch_.time_us : &measurement_.chain_time_us;
       break;
@@ -1220,8 +1376,9 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   const int required = frame.kind == Kind::root ? kFormat : s.count;
   const std::string path = path_at(depth);
   for (int i = 0; i < required; ++i) {
-    if ((frame.seen & (uint32_t(1) << i)) != 0 || s.fields[i].optional) continue;
+    if ((frame.seen & (uint32_t(1) << i)) != 0) continue;
     const std::string field = path + (path.empty() ? "" : ".") + s.fields[i].name;
+    if (s.fields[i].optional) continue;
     if (!s.fields[i].v2_only) return Status::Error(field + " is missing");
     note_missing_v2(field);
   }
@@ -1240,6 +1397,10 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
       return Status::Ok();
     case Kind::record:
       return finish_record(path);
+    case Kind::phase_record:
+      return finish_phase_record(path);
+    case Kind::phases:
+      return finish_phases(path);
     case Kind::measurement:
       return finish_measurement(path, frames_[depth - 1].index - 1);
     default:
@@ -1275,6 +1436,34 @@ Status SessionReader::finish_record(const std::string& path) {
                          std::to_string(record_.start_rel_ns) + ")");
   }
   measurement_.records.push_back(std::move(record_));
+  return Status::Ok();
+}
+
+Status SessionReader::finish_phase_record(const std::string& path) {
+  if (phase_record_.end_ns < phase_record_.start_ns) {
+    return Status::Error(path + ": ends before it starts (end_ns " +
+                         std::to_string(phase_record_.end_ns) + " < start_ns " +
+                         std::to_string(phase_record_.start_ns) + ")");
+  }
+  std::vector<PhaseRecord>& records = launch_.phases->records;
+  if (records.size() >= LaunchPhases::kMaxRecords) {
+    return Status::Error(path + ": more than " + std::to_string(LaunchPhases::kMaxRecords) +
+                         " phase records in one launch (the live engine keeps at most that many)");
+  }
+  records.push_back(phase_record_);
+  return Status::Ok();
+}
+
+// Every record's phase is one the launch names.
+Status SessionReader::finish_phases(const std::string& path) {
+  const LaunchPhases& p = *launch_.phases;
+  for (size_t i = 0; i < p.records.size(); ++i) {
+    if (p.records[i].phase >= p.names.size()) {
+      return Status::Error(path + ".records[" + std::to_string(i) + "].phase: names phase " +
+                           std::to_string(p.records[i].phase) + ", but the launch names " +
+                           std::to_string(p.names.size()));
+    }
+  }
   return Status::Ok();
 }
 
@@ -1323,7 +1512,10 @@ void drop_version2_fields(Session* s) {
     m.counters_status = CountersStatus::not_measured;
     m.counters_note.clear();
     m.records.clear();
-    for (LaunchResult& l : m.launches) l.counters.reset();
+    for (LaunchResult& l : m.launches) {
+      l.counters.reset();
+      l.phases.reset();
+    }
   }
 }
 
@@ -1350,6 +1542,12 @@ Status SessionReader::finish(Session* out) {
   if (v2_missing) return Status::Error(missing_v2_);
   session_.device.usable = true;
   if (version_ < 2) drop_version2_fields(&session_);
+  // Phase timelines came with version 3: an older file's are no recording of ours.
+  if (version_ < 3) {
+    for (Measurement& m : session_.measurements) {
+      for (LaunchResult& l : m.launches) l.phases.reset();
+    }
+  }
   *out = std::move(session_);
   return Status::Ok();
 }

@@ -36,6 +36,8 @@ constexpr ImU32 compared_second = IM_COL32(236, 160, 110, 255);  // a lighter ve
 // reference series: neutral grey, dashed lines, hollow markers.
 constexpr ImU32 reference = IM_COL32(160, 160, 160, 255);
 constexpr ImU32 reference_dim = IM_COL32(120, 120, 120, 255);
+// A point measured on a shared or throttled GPU (model/gpu_conditions.h): a ring around it.
+constexpr ImU32 disturbed = okabe_orange;
 // PyTorch peers (scripts/peers.py: torch.compile, eager, eager in a CUDA graph) are reference
 // series too: greys from light to dim, hollow markers; torch.compile, the one to beat, lightest.
 constexpr ImU32 peers[3] = {IM_COL32(225, 225, 225, 255), IM_COL32(165, 165, 165, 255),
@@ -64,6 +66,15 @@ constexpr ImU32 svg_grid = IM_COL32(220, 220, 220, 255);
 constexpr ImU32 svg_axis = IM_COL32(90, 90, 90, 255);
 
 // The colour of fusion level `level` of a lesson whose top level is `top`.
+// Phase timelines: a kernel's declared phases, in declaration order, cycle through the seven
+// Okabe-Ito hues (a kernel declares a handful; the hover names the phase whatever its colour).
+constexpr ImU32 phase_cycle[7] = {okabe_sky_blue,      okabe_orange, okabe_bluish_green,
+                                  okabe_yellow,        okabe_blue,   okabe_vermillion,
+                                  okabe_reddish_purple};
+inline ImU32 phase_color(int phase) {
+  return phase_cycle[(phase < 0 ? 0 : phase) % 7];
+}
+
 inline ImU32 level_color(int level, int top) {
   if (level <= 0) return level0;
   if (level >= top) return level_top;

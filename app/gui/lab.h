@@ -12,6 +12,7 @@
 
 #include "app/gui/replay_notice.h"
 #include "model/caps.h"
+#include "model/journal.h"
 #include "app/measure/engine.h"
 #include "model/results.h"
 #include "kernels/lesson.h"
@@ -130,11 +131,30 @@ class Lab {
   // The current session: the engine's device facts and every measurement so far (one per point;
   // a newer run at a point replaced the older), ready for save_session().
   Session session_snapshot() const;
+  Session session_snapshot_head() const;  // the same without the measurements
+  // The crash journal (model/journal.h): every result is appended and written in batches from
+  // update(); null: none. Not owned.
+  void set_journal(Journal* journal) { journal_ = journal; }
+  // Measurements reopened from a crashed window's journal join the history (and this window's
+  // journal), as if measured here; a later measurement at a point replaces them.
+  // `recovered` gives the device and app version they are journalled with.
+  void restore(const Session& recovered);
   // The current sweep: the measurements of the current lesson, precision and cache mode, by size
   // then level (what Export CSV / Export trace write).
   std::vector<Measurement> sweep_measurements() const;
   // Counts engine switches (open_recording), so the window can announce a new recording once.
   int backend_generation() const { return backend_generation_; }
+
+  // The Timeline view's "phases" box (a script's `phases on|off`, `--phases`): live, every
+  // request then asks for the kernels' phase timelines too (a pass with stamps on); a recording
+  // shows the ones it holds. The views draw with a const Lab, so the box's change is taken up by
+  // the next update().
+  bool phases() const { return phases_; }
+  void set_phases(bool on) const {
+    if (on == phases_) return;
+    phases_ = on;
+    phases_changed_ = true;
+  }
 
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
@@ -154,6 +174,8 @@ class Lab {
 
   void change_now(double now);
 
+  mutable bool phases_ = false;
+  mutable bool phases_changed_ = false;
   int fusion_level_ = -1;                // -1: the lesson's top level
   mutable bool animating_view_ = false;  // set while drawing, read by the next wait
   std::vector<int64_t> sweep_queue_;     // sizes still to measure, next first
@@ -167,6 +189,7 @@ class Lab {
   void start_replay(ReplayNotice notice);
 
   std::optional<Comparison> comparison_;
+  Journal* journal_ = nullptr;
   int backend_generation_ = 0;
   Precision precision_ = Precision::fp32;
   CacheMode cache_ = CacheMode::cold;

@@ -51,6 +51,10 @@ struct LiveOptions {
   bool trace_all_runtime_apis = false;
   // Copy-bandwidth references kept (caps.h, kMaxCopyReferences); tests set a small one.
   size_t copy_references = kMaxCopyReferences;
+  // Sample the GPU's clocks, throttle reasons and other processes through NVML before, between
+  // (at most every watch_every_s) and after the timed repetitions (Measurement::gpu).
+  bool watch_gpu = true;
+  double watch_every_s = 0.1;
 };
 
 // What the window measures with while a slider moves: enough repetitions for a stable median of
@@ -76,6 +80,13 @@ class LiveBackend final : public MeasureBackend {
   std::string counters_note() const override { return counters_note_; }
   std::string timing_note() const override { return timing_note_; }
   std::string lost_reason() const override { return lost_reason_; }
+  std::shared_ptr<GpuWatch> gpu_watch() const override { return watch_; }
+  std::string gpu_watch_note() const override { return watch_note_; }
+  // Turns the sampling around the repetitions off and on again (its overhead, measured in one
+  // run: tests/gpu/gpu_watch_gpu_test.cpp).
+  void set_gpu_watch_sampling(bool on) {
+    watching_ = ConditionsRecorder(on ? watch_.get() : nullptr, options_.watch_every_s);
+  }
 
   // "cupti_activity" or "cuda_events": how measure() times launches.
   const char* timing_method() const {
@@ -121,6 +132,9 @@ class LiveBackend final : public MeasureBackend {
   Status count_level(const MeasureRequest& request, const std::string& drain_kind,
                      const CancelCheck& cancelled, std::vector<Measurement>* measurements,
                      Measurement* m, bool* stop);
+  // The pass with phase stamps on (request.phases): each launch whose kernel records phases
+  // gets its LaunchResult::phases.
+  Status measure_phases(CacheMode cache, int level, Measurement* m);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
   // A failed request (gpu_faults.h): its one sentence; a lost context is reset (reset_device) or
   // the backend is lost for good (lost_reason_).
@@ -144,12 +158,17 @@ class LiveBackend final : public MeasureBackend {
   DeviceFacts device_;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_buffer_, flush_sink_;
+  DeviceBuffer phase_records_, phase_count_;  // the phase sink's buffer, made at first use
   CopyReferenceCache copy_refs_;
   uint64_t seed_counter_ = 0;
   double flush_us_ = 0;                // median time of one cold-L2 flush, measured at start
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;
+  // The GPU watch (null when none) and what samples it around the timed repetitions.
+  std::shared_ptr<GpuWatch> watch_;
+  std::string watch_note_;
+  ConditionsRecorder watching_;
   std::string lost_reason_;             // non-empty: the GPU cannot be used again (restart)
   bool simulated_device_lost_ = false;  // FL_FAULT=device-lost fired: every call "fails"
   int64_t order_matched_ = 0;

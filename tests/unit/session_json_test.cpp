@@ -127,9 +127,9 @@ TEST(SessionJson, RefusesBadInputWithOneLine) {
   }
 }
 
-TEST(SessionJson, WritesSchemaVersion3) {
+TEST(SessionJson, WritesTheCurrentSchemaVersion) {
   const nlohmann::json j = nlohmann::json::parse(session_to_json(sample_session()));
-  EXPECT_EQ(j.at("schema_version").get<int>(), 3);
+  EXPECT_EQ(j.at("schema_version").get<int>(), Session::kSchemaVersion);
   EXPECT_EQ(j.at("measurements")[0].at("launches")[0].at("variant").get<std::string>(), "");
   EXPECT_TRUE(j.at("measurements")[0].at("launches")[0].at("counters").is_null());
   EXPECT_EQ(j.at("measurements")[0].at("counters_status").get<std::string>(), "not_measured");

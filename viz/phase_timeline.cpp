@@ -136,8 +136,10 @@ PhaseTimelineLayout layout_phase_timeline(const PhaseTimelineInput& input, ImVec
   // SM numbers left of their lanes, as many as fit without touching.
   const size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(line / row_h)));
   for (size_t i = 0; i < L.rows.size(); i += every) {
-    L.sm_labels.push_back({"SM " + std::to_string(L.rows[i].sm),
-                           v2(min.x, std::min(L.rows[i].y0, L.frame_max.y - fs))});
+    const ImVec2 pos = v2(min.x, std::min(L.rows[i].y0, L.frame_max.y - fs));
+    // The last, moved up to stay inside the lanes, may come too close to the one before.
+    if (!L.sm_labels.empty() && pos.y - L.sm_labels.back().pos.y < line) continue;
+    L.sm_labels.push_back({"SM " + std::to_string(L.rows[i].sm), pos});
   }
 
   uint64_t end_ns = 0;

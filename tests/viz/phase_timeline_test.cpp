@@ -92,6 +92,13 @@ TEST(PhaseTimeline, ManySmsLabelOnlyWhatFits) {
   for (size_t i = 1; i < L.sm_labels.size(); ++i) {
     EXPECT_GE(L.sm_labels[i].pos.y - L.sm_labels[i - 1].pos.y, L.font_size) << "labels apart";
   }
+  EXPECT_LE(L.sm_labels.back().pos.y + L.font_size, L.frame_max.y + 1e-3f);
+  // 72 lanes: the last label, moved up inside the lanes, does not touch the one before.
+  const PhaseTimelineLayout few = layout_phase_timeline(
+      phase_timeline_inputs(with_phases(72, 72))[0], ImVec2(0, 0), ImVec2(1000, 330));
+  for (size_t i = 1; i < few.sm_labels.size(); ++i) {
+    EXPECT_GE(few.sm_labels[i].pos.y - few.sm_labels[i - 1].pos.y, few.font_size) << i;
+  }
 }
 
 TEST(PhaseTimeline, HoverNamesBlockSmPhaseAndTimes) {

@@ -200,7 +200,9 @@ std::string phase_readout(const PhaseTimelineInput& input, int record) {
                 phase_us((r.end_ns - r.start_ns) * 1e-3).c_str());
   std::string out = buf;
   if (input.tasks) {
-    std::snprintf(buf, sizeof(buf), "\ntask %u, waited %s for its inputs", r.arg,
+    const std::string named = input.task_name ? input.task_name(r.arg) : std::string();
+    std::snprintf(buf, sizeof(buf), "\ntask %u%s%s%s, waited %s for its inputs", r.arg,
+                  named.empty() ? "" : " (", named.c_str(), named.empty() ? "" : ")",
                   phase_us(r.wait_ns * 1e-3).c_str());
     out += buf;
   }

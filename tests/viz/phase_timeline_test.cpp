@@ -130,6 +130,11 @@ TEST(PhaseTimeline, TasksShowTheirArgumentAndWait) {
   const std::string readout = phase_readout(in, 1);
   EXPECT_NE(readout.find("task 17, waited 2.50 \xC2\xB5s for its inputs"), std::string::npos)
       << readout;
+  // A caller that knows the task list names the task.
+  PhaseTimelineInput named = in;
+  named.task_name = [](uint32_t arg) { return "layer 0 fc rows " + std::to_string(arg); };
+  EXPECT_NE(phase_readout(named, 1).find("task 17 (layer 0 fc rows 17), waited"), std::string::npos)
+      << phase_readout(named, 1);
 }
 
 TEST(PhaseTimeline, SaysWhenRecordsWereLostOrNoneCame) {

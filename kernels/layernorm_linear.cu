@@ -38,6 +38,7 @@
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/ln_gemm_wgmma.h"
+#include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 #include "kernels/workspace.cuh"
 
@@ -292,8 +293,25 @@ struct LnArgs {
   T* y;
   int64_t m;
   int k, n;
-  unsigned long long* timeline;  // FL_LN_TIMELINE (tuning only): the phases' end times, or null
+  PhaseSink phases;  // stamps on when set: ln_cluster_phases() or ln_panel_phases()
 };
+
+// The phases each block of the cluster and panel kernels records, in the order of their `phase`
+// index (kernels/phases.h).
+enum ClusterPhase : unsigned { kClusterIn, kClusterStats, kClusterNormalize, kClusterMultiply };
+enum PanelPhase : unsigned { kPanelIn, kPanelNormalize, kPanelMultiply, kPanelStore };
+const std::vector<std::string>& ln_cluster_phases() {
+  static const std::vector<std::string> names = {"x, gamma and beta in", "row statistics",
+                                                 "normalize rows, W slice in",
+                                                 "multiplies and partial sums in the cluster"};
+  return names;
+}
+const std::vector<std::string>& ln_panel_phases() {
+  static const std::vector<std::string> names = {"x, gamma and beta in",
+                                                 "statistics and normalize, W slice in",
+                                                 "multiplies", "sums across warps and y"};
+  return names;
+}
 
 // The cluster kernel's shapes: `size` blocks per cluster, `inputs` = C / size per block (a
 // multiple of 16), `own` output columns summed by each block (a multiple of 4: the partials
@@ -346,7 +364,7 @@ __global__ void __launch_bounds__(kThreads)
   const int rows = plan.rows, live = static_cast<int>(min(int64_t(rows), a.m));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   cluster::arrive_started();
-  cluster::stamp(a.timeline, 0);
+  PhaseMarks marks(a.phases);
 
   // 1. copy: x's slice first (its own commit group: the moments wait only for it), then W's.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + k0, a.k, rows, inputs, a.m, inputs);
@@ -361,7 +379,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t own0 = n0 + int64_t(rank) * own;
   tc::async_wait<1>();
   __syncthreads();
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kClusterIn);
 
   // 2. moments over r's inputs, 4 lanes per row (8 rows per warp at once): the mean, then the
   //    sum of squared deviations from it (two passes over shared memory, 16 bytes at a time:
@@ -401,13 +419,13 @@ __global__ void __launch_bounds__(kThreads)
     stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / a.k, 0.0f) + float(gemm::kLayerNormEps)));
   }
   __syncthreads();
-  cluster::stamp(a.timeline, 2);
+  marks.mark(kClusterStats);
 
   // 3. normalize the live rows of the slice in place.
   normalize_rows<T, kThreads>(xs, ld_x, live, inputs, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
-  cluster::stamp(a.timeline, 3);
+  marks.mark(kClusterNormalize);
 
   // 4. multiply and reduce, 64 rows at a time.
   const int col_tiles = width / 16;
@@ -454,7 +472,6 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     cluster::sync();
-    if (c0 == 0) cluster::stamp(a.timeline, 4);
     const int quads = own / 4, chunk_live = min(kLnChunk, live - c0);
     for (int i = threadIdx.x; i < chunk_live * quads; i += kThreads) {
       const int r = i / quads, u = (i % quads) * 4;
@@ -475,7 +492,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (c0 + kLnChunk < rows) cluster::sync();  // every block is done reading recv
   }
-  cluster::stamp(a.timeline, 5);
+  marks.mark(kClusterMultiply);
 #else
   __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below
 #endif
@@ -546,13 +563,10 @@ Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* la
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
   LnArgs<T> args = a;
-  const unsigned blocks = plan.clusters * plan.size;
-  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", blocks, &args.timeline));
   void* params[] = {&args, &plan};
   FL_CUDA_TRY(cudaLaunchKernelExC(&launch.config, kernel, params));
   FL_CUDA_TRY(cudaGetLastError());
-  return cluster::finish_timeline("ln_gemm", static_cast<long long>(a.m), blocks, args.timeline,
-                                  stream);
+  return Status::Ok();
 }
 
 // ---- level 2 at up to 256 tokens, any GPU: a block owns a column slice and the whole K ------
@@ -626,7 +640,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  cluster::stamp(a.timeline, 0);
+  PhaseMarks marks(a.phases);
 
   // 1. copy: x's panel first (its own commit group), then W's slice.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
@@ -636,7 +650,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
   tc::async_wait<1>();
   __syncthreads();
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kPanelIn);
 
   // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
   constexpr int E = tc::kVec<T>;
@@ -651,7 +665,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
-  cluster::stamp(a.timeline, 2);
+  marks.mark(kPanelNormalize);
 
   // 3. multiply: warp w takes item w % items and K split w / items of `splits`.
   const int col_tiles = bn / 16, items = (rows / 16) * col_tiles;
@@ -671,7 +685,7 @@ __global__ void __launch_bounds__(kPanelThreads)
 #pragma unroll
   for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
   __syncthreads();
-  cluster::stamp(a.timeline, 3);
+  marks.mark(kPanelMultiply);
   if (warp < items) {
     float sum[8] = {};
     for (int s = 0; s < splits; ++s) {
@@ -693,7 +707,7 @@ __global__ void __launch_bounds__(kPanelThreads)
       }
     }
   }
-  cluster::stamp(a.timeline, 4);
+  marks.mark(kPanelStore);
 }
 
 // The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks fit one to an SM
@@ -739,12 +753,9 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   if (!*launched) return Status::Ok();
   const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
                   static_cast<unsigned>((a.m + kPanelRows - 1) / kPanelRows));
-  LnArgs<T> args = a;
-  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", grid.x * grid.y, &args.timeline));
-  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(args, plan);
+  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
   FL_CUDA_TRY(cudaGetLastError());
-  return cluster::finish_timeline("ln_panel", static_cast<long long>(a.m), grid.x * grid.y,
-                                  args.timeline, stream);
+  return Status::Ok();
 }
 
 // The tile kernel on any GPU: 16 x 32 tiles at up to 16 tokens, 64 x 32 where 128 x 128 tiles
@@ -797,7 +808,7 @@ Status launch_ln_wgmma(const LnArgs<T>& a, cudaStream_t stream) {
     FL_CUDA_TRY(cudaGetDevice(&device));
     FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     FL_TRY(try_ln_gemm_wgmma(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k, a.n, sms, stream,
-                             &launched));
+                             &launched, a.phases));
   }
   return launched ? Status::Ok() : Status::Unsupported("its tiles do not fit on this GPU");
 }
@@ -889,7 +900,14 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
             m_,
             static_cast<int>(k_),
             static_cast<int>(n_),
-            nullptr};
+            this->phase_sink()};
+  }
+  // Runs one of level 2's kernels and names the phases it records (kernels/phases.h).
+  template <typename Launch>
+  Status fused(Launch launch, const std::vector<std::string>* phases, cudaStream_t stream) {
+    FL_TRY(launch(fused_args(), stream));
+    if (phases != nullptr) this->declare_phases(*phases);
+    return Status::Ok();
   }
 
   int64_t m_, k_, n_;
@@ -911,30 +929,35 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "distributed shared memory; W is streamed by every SM at once",
        "ln_gemm_cluster_kernel",
        {90, 0, false, bf16, kLnClusterRows, 17, kLnClusterPick},
-       [](Ws& w, cudaStream_t s) { return launch_ln_cluster(w.fused_args(), s); },
-       [](const Dims& d) { return d.i % 64 == 0 ? "" : "C is not a multiple of 64"; }},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_cluster<T>, &ln_cluster_phases(), s); },
+       [](const Dims& d) { return d.i % 64 == 0 ? "" : "C is not a multiple of 64"; },
+       ln_cluster_phases()},
       {"ln_wgmma",
        "a 64-row panel of x normalized once in shared memory, W streamed past it by TMA into "
        "wgmma tiles (128 columns below 4K tokens, 256 from there)",
        "ln_gemm_wgmma_kernel",
        {90, 90, true, bf16, 0, kLnClusterPick + 1, 0},
-       [](Ws& w, cudaStream_t s) { return launch_ln_wgmma(w.fused_args(), s); },
+       [](Ws& w, cudaStream_t s) {
+         return w.fused(launch_ln_wgmma<T>, &ln_gemm_wgmma_phases(), s);
+       },
        [](const Dims& d) {
          return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
-       }},
+       },
+       ln_gemm_wgmma_phases()},
       {"ln_panel",
        "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
        "in shared memory, no split of K, no exchange between blocks",
        "ln_gemm_panel_kernel",
        {0, 0, false, {}, kLnClusterRows, 1, kLnClusterRows},
-       [](Ws& w, cudaStream_t s) { return launch_ln_panel(w.fused_args(), s); },
-       panel_shape_check},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_panel<T>, &ln_panel_phases(), s); },
+       panel_shape_check,
+       ln_panel_phases()},
       {"ln_tile",
        "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
        "lands (any GPU, any shape)",
        "ln_gemm_bias_kernel",
        {},
-       [](Ws& w, cudaStream_t s) { return launch_ln_tile(w.fused_args(), s); }},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_tile<T>, nullptr, s); }},
   };
 }
 
@@ -1028,7 +1051,7 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
                            T* y, int64_t m, int k, int n, cudaStream_t stream) {
   using Ws = LayerNormLinearWorkspace<T>;
   const LaunchRow<Ws>& row = Ws::levels().back().launches.at(0);
-  const LnArgs<T> a{x, gamma, beta, w, bias, y, m, k, n, nullptr};
+  const LnArgs<T> a{x, gamma, beta, w, bias, y, m, k, n, PhaseSink()};
   const Where where{{m, k, int64_t(sizeof(T))}, precision_of<T>(), current_gpu_facts()};
   const std::vector<VariantInfo> infos = variant_infos(row);
   std::vector<bool> skip(infos.size(), false);

@@ -28,6 +28,7 @@ TimelineInput timeline_input(const Measurement& m) {
     const LaunchResult& r = m.launches[k];
     l->launch = k;
     l->kernel = r.textbook.kernel;
+    l->variant = r.variant;
     l->textbook_bytes = r.textbook.bytes();
     if (r.counters) l->dram_bytes = r.counters->dram_read_bytes + r.counters->dram_write_bytes;
   };
@@ -159,7 +160,8 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
     bar.launch = static_cast<int>(i);
     bar.min = v2(x_of(l.start_us()), bar_top);
     bar.max = v2(std::max(x_of(l.end_us()), bar.min.x + 1.0f), bar_bottom);
-    label_bar(l.kernel, max.x, style, &last_label_end, &bar);
+    label_bar(l.variant.empty() ? l.kernel : l.kernel + " [" + l.variant + "]", max.x, style,
+              &last_label_end, &bar);
     L.bars.push_back(bar);
     if (input.from_records && i > 0) {
       const double gap = l.start_us() - input.launches[i - 1].end_us();
@@ -220,6 +222,7 @@ std::string timeline_readout(const TimelineInput& input, int launch) {
   if (launch < 0 || launch >= static_cast<int>(input.launches.size())) return "";
   const TimelineLaunch& l = input.launches[launch];
   std::string out = l.kernel;
+  if (!l.variant.empty()) out += ", variant " + l.variant;
   if (!l.cupti_name.empty() && l.cupti_name != l.kernel) out += "  (" + l.cupti_name + ")";
   char buf[200];
   std::snprintf(buf, sizeof(buf), "\nlaunch %d of %zu: %s, from %s to %s%s", launch + 1,

@@ -25,6 +25,7 @@ namespace fl::viz {
 struct TimelineLaunch {
   std::string kernel;      // the lesson's launch name ("gelu")
   std::string cupti_name;  // as CUPTI named the kernel ("elementwise_kernel<float, ...>"), or ""
+  std::string variant;     // the level table's kernel variant that ran ("ffn_small"), or ""
   int launch = -1;         // index into Measurement::launches, -1 when unknown
   int64_t start_ns = 0, end_ns = 0;                      // from the first launch's start
   std::array<int, 3> grid{{0, 0, 0}}, block{{0, 0, 0}};  // zeros: unknown (from medians)

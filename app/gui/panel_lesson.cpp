@@ -51,6 +51,29 @@ void draw_teaching_text(const std::string& id) {
   dump_lines(id, text, lines, visible, width);
 }
 
+// Which kernel runs the shown level's launches that have several (the level table's variants,
+// kernels/level_table.h) at the current size and precision on this GPU, and why. The GPU is the
+// engine's (live) or the recording's; a compute capability 9.0 GPU is taken to run the sm_90a
+// kernels that the default build has.
+void draw_variant_choice(const Lab& lab) {
+  const Lesson& lesson = lab.lesson();
+  const int level = lab.shown_level();
+  if (level < 0 || level >= lesson.level_count()) return;
+  const FusionLevel& fl = lesson.info().levels[level];
+  if (fl.variants.empty()) return;
+  const DeviceFacts device = lab.session_snapshot_head().device;
+  if (device.sm_count <= 0) return;
+  const GpuFacts gpu{device.cc_major, device.cc_minor, device.sm_count,
+                     device.cc_major == 9 && device.cc_minor == 0};
+  for (int k = 0; k < static_cast<int>(fl.launches.size()); ++k) {
+    const VariantChoice c = lesson.choose_variant(level, k, {lab.size(), 0}, lab.precision(), gpu);
+    if (c.reason.empty()) continue;
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("Level %d: %s.", level, c.reason.c_str());
+    ImGui::PopTextWrapPos();
+  }
+}
+
 }  // namespace
 
 void draw_lesson_panel(Lab& lab, double now) {
@@ -111,6 +134,7 @@ void draw_lesson_panel(Lab& lab, double now) {
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled("%s", ladder.c_str());
   ImGui::PopTextWrapPos();
+  draw_variant_choice(lab);
   ImGui::Spacing();
   // The teaching text (assets/lessons/<id>.md, or a teacher's copy: app/gui/lesson_text.h)
   // scrolls inside what is left of the column.

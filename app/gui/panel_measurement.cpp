@@ -188,7 +188,9 @@ void draw_launches(const Lab& lab, const Measurement& detail) {
   if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingStretchProp)) {
     for (const auto& l : detail.launches) {
       ImGui::TableNextRow();
-      fitted_cell(l.textbook.kernel);
+      // The launch, and the level table's kernel variant that ran it (kernels/level_table.h).
+      fitted_cell(l.variant.empty() ? l.textbook.kernel
+                                    : l.textbook.kernel + " (" + l.variant + ")");
       fitted_cell(fixed(l.time_us.median, 1) + (replay ? " µs (recorded median)" : " µs (median)"));
       fitted_cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
       // What the GPU's own counters saw (CUPTI range profiler), next to the textbook count.

@@ -108,7 +108,9 @@ struct VariantRow {
   // Optional: "" when it can run at this shape, else one line why not ("C is not a multiple
   // of 32").
   std::function<std::string(const Dims&)> shape_check;
-  std::vector<std::string> phases;  // the phases it declares (kernels/phases.h)
+  // The phases its kernel records (kernels/phases.h), declared to the workspace after each of
+  // its launches; empty when it records none.
+  std::vector<std::string> phases;
 };
 
 template <class Ws>
@@ -226,7 +228,9 @@ Status launch_variant(const LaunchRow<Ws>& row, Ws& ws, const Where& where,
       const std::string why = variant_cannot_run(variant_info(row, v), where, v.shape_check);
       if (!why.empty()) return Status::Error(forced + " cannot run here: " + why);
       *ran = v.name;
-      return v.launch(ws, stream).with_context(forced);
+      FL_TRY(v.launch(ws, stream).with_context(forced));
+      if (!v.phases.empty()) ws.declare_phases(v.phases);
+      return Status::Ok();
     }
     return Status::Error(row.kernel + " has no variant '" + forced + "'");
   }
@@ -238,7 +242,9 @@ Status launch_variant(const LaunchRow<Ws>& row, Ws& ws, const Where& where,
     const VariantChoice choice = choose_variant(infos, where, checks, unit, skip);
     if (choice.index < 0) break;
     *ran = choice.name;
-    const Status st = variants[choice.index].launch(ws, stream).with_context(choice.name);
+    const VariantRow<Ws>& v = variants[choice.index];
+    const Status st = v.launch(ws, stream).with_context(choice.name);
+    if (st.ok() && !v.phases.empty()) ws.declare_phases(v.phases);
     if (!st.unsupported()) return st;
     why_not = st.message();
     skip[choice.index] = true;

@@ -120,6 +120,14 @@ json counters_json(const std::optional<LaunchCounters>& c) {
           {"l2_bytes", c->l2_bytes}};
 }
 
+// Whether `p` says no more than the session's own facts (fill_provenance): then the file need
+// not repeat it, and a reader fills it back in.
+bool same_as_session(const Provenance& p, const Session& s) {
+  return p.gpu == s.device.name && p.driver_version == s.device.driver_version &&
+         p.measured_utc == s.created_utc && p.app_version == s.app_version &&
+         p.source == (s.backend == "recorded" ? "recorded" : "live");
+}
+
 json measurement_json(const Measurement& m) {
   json launches = json::array();
   for (const auto& l : m.launches) {
@@ -154,6 +162,15 @@ json measurement_json(const Measurement& m) {
           {"counters_status", to_string(m.counters_status)},
           {"counters_note", m.counters_note},
           {"records", records}};
+}
+
+// A measurement's provenance, written where it says more than its session's facts.
+json provenance_json(const Provenance& p) {
+  return {{"gpu", p.gpu},
+          {"driver_version", p.driver_version},
+          {"measured_utc", p.measured_utc},
+          {"app_version", p.app_version},
+          {"source", p.source}};
 }
 
 // `text` with every line after the first indented by `pad`: a value dumped on its own, placed
@@ -358,6 +375,7 @@ enum class Kind : uint8_t {
   launch,
   counters,
   record,
+  provenance,
   list,
   dim3,
   skip
@@ -370,18 +388,22 @@ enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3 };
 struct Field {
   const char* name;
   Shape shape;
-  Kind kind;     // object: its kind; list: its elements' kind
-  bool v2_only;  // required from schema version 2 on; may be left out of a version-1 file
+  Kind kind;              // object: its kind; list: its elements' kind
+  bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
+  bool optional = false;  // may be left out of any version (a later addition, like provenance)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
-  return {name, Shape::scalar, Kind::skip, v2_only};
+  return {name, Shape::scalar, Kind::skip, v2_only, false};
 }
 constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
                        bool v2_only = false) {
-  return {name, shape, kind, v2_only};
+  return {name, shape, kind, v2_only, false};
 }
 constexpr Field list(const char* name, Kind elements, bool v2_only = false) {
-  return {name, Shape::list, elements, v2_only};
+  return {name, Shape::list, elements, v2_only, false};
+}
+constexpr Field optional_object(const char* name, Kind kind) {
+  return {name, Shape::object, kind, false, true};
 }
 
 // The fields of each object, in the order of the enums that index them (docs/SESSION_FORMAT.md).
@@ -421,7 +443,8 @@ enum MeasurementField {
   kLaunches,
   kCountersStatus,
   kCountersNote,
-  kRecords
+  kRecords,
+  kProvenance
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -438,7 +461,11 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         list("launches", Kind::launch),
                                         value("counters_status", true),
                                         value("counters_note", true),
-                                        list("records", Kind::record, true)};
+                                        list("records", Kind::record, true),
+                                        optional_object("provenance", Kind::provenance)};
+enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
+constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
+                                       value("app_version"), value("source")};
 enum StatsField { kMedian, kMin, kMax, kP20, kP80, kCount };
 constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
                                   value("p20"),    value("p80"), value("count")};
@@ -479,8 +506,8 @@ constexpr Field kRecordFields[] = {value("launch"),
                                    value("end_rel_ns"),
                                    value("stream"),
                                    value("correlation"),
-                                   {"grid", Shape::dim3, Kind::skip, false},
-                                   {"block", Shape::dim3, Kind::skip, false},
+                                   {"grid", Shape::dim3, Kind::skip, false, false},
+                                   {"block", Shape::dim3, Kind::skip, false, false},
                                    value("registers_per_thread"),
                                    value("static_shared_bytes"),
                                    value("dynamic_shared_bytes")};
@@ -513,6 +540,8 @@ Schema schema_of(Kind kind) {
       return schema(kCountersFields);
     case Kind::record:
       return schema(kRecordFields);
+    case Kind::provenance:
+      return schema(kProvenanceFields);
     default:
       return {nullptr, 0};
   }
@@ -706,6 +735,7 @@ class SessionReader {
   Status set_launch(int field, const Scalar& v);
   Status set_counters(int field, const Scalar& v);
   Status set_record(int field, const Scalar& v);
+  Status set_provenance(int field, const Scalar& v);
 
   void begin(Kind kind, const Frame& parent);
   Status finish_object(const Frame& frame, size_t depth);
@@ -953,6 +983,8 @@ Status SessionReader::set_scalar(Kind kind, int field, const Scalar& v) {
       return set_counters(field, v);
     case Kind::record:
       return set_record(field, v);
+    case Kind::provenance:
+      return set_provenance(field, v);
     default:
       return Status::Ok();
   }
@@ -1068,6 +1100,24 @@ Status SessionReader::set_stats(int field, const Scalar& v) {
       return read_time_us(v, &s.p80);
     case kCount:
       return read_count(v, &s.count);
+    default:
+      return Status::Ok();
+  }
+}
+
+Status SessionReader::set_provenance(int field, const Scalar& v) {
+  Provenance& p = measurement_.provenance;
+  switch (field) {
+    case kProvGpu:
+      return read_name(v, &p.gpu);
+    case kProvDriver:
+      return read_whole<int>(v, "version", 0, INT_MAX, &p.driver_version);
+    case kProvUtc:
+      return read_name(v, &p.measured_utc);
+    case kProvApp:
+      return read_name(v, &p.app_version);
+    case kProvSource:
+      return read_name(v, &p.source);
     default:
       return Status::Ok();
   }
@@ -1203,7 +1253,7 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   const int required = frame.kind == Kind::root ? kFormat : s.count;
   const std::string path = path_at(depth);
   for (int i = 0; i < required; ++i) {
-    if ((frame.seen & (uint32_t(1) << i)) != 0) continue;
+    if ((frame.seen & (uint32_t(1) << i)) != 0 || s.fields[i].optional) continue;
     const std::string field = path + (path.empty() ? "" : ".") + s.fields[i].name;
     if (!s.fields[i].v2_only) return Status::Error(field + " is missing");
     note_missing_v2(field);
@@ -1316,6 +1366,7 @@ Status SessionReader::finish(Session* out) {
   if (v2_missing) return Status::Error(missing_v2_);
   session_.device.usable = true;
   if (version_ < 2) drop_version2_fields(&session_);
+  fill_provenance(&session_);  // a file of an older build: the session's own facts
   *out = std::move(session_);
   return Status::Ok();
 }
@@ -1349,7 +1400,10 @@ std::string session_to_json(const Session& s, int indent) {
   for (size_t i = 0; i < s.measurements.size(); ++i) {
     if (i > 0) out += ',';
     if (indent >= 0) out += "\n" + pad;
-    append_indented(measurement_json(s.measurements[i]).dump(indent), pad, &out);
+    json m = measurement_json(s.measurements[i]);
+    const Provenance& p = s.measurements[i].provenance;
+    if (p.known() && !same_as_session(p, s)) m["provenance"] = provenance_json(p);
+    append_indented(m.dump(indent), pad, &out);
   }
   if (indent >= 0) out += "\n" + std::string(static_cast<size_t>(indent), ' ');
   out.append(text, at, std::string::npos);

@@ -184,6 +184,13 @@ void Lab::update(double now) {
     } else {
       last_error_.clear();
     }
+    // A live measurement is stamped when it arrives; a replayed one keeps the recording's.
+    const DeviceFacts& device = engine_->status().device;
+    for (Measurement& m : result.measurements) {
+      if (m.provenance.known()) continue;
+      m.provenance = {device.name, device.driver_version, utc_now_iso8601(), FUSIONLAB_VERSION,
+                      "live"};
+    }
     viz::merge_measurements(&history_, result.measurements);
     trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
     // A result that finished just as the learner picked another lesson stays in the history.

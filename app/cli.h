@@ -29,12 +29,14 @@ struct BenchOptions {
   bool no_counters = false;  // --no-counters: timing only, no CUPTI range profiler
   bool allow_tf32 = false;   // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
   std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
+  int64_t inner = 0;         // --inner: row length of row-wise lessons (attention: head size d)
   // Diagnostics (hidden options, for checking the measurement itself):
   bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
   std::string timer = "cupti";  // --timer cupti|events
   std::string counter_replay = "user";  // --counter-replay user|kernel
   bool fresh_profiler = false;          // --fresh-profiler: enable the range profiler per request
   bool trace_all_runtime_apis = false;  // --trace-all-runtime-apis
+  bool no_gpu_watch = false;            // --no-gpu-watch: no NVML sampling around the levels
 };
 
 // Adds the counter and timer options (--no-counters and the hidden diagnostics) to the
@@ -55,6 +57,11 @@ struct LatencyOptions {
   std::string soak_csv, soak_svg;   // the samples and their plot
   std::vector<std::string> replay;  // soak a recording instead of the GPU (tests, no GPU)
   std::string plot_csv;             // only draw --soak-svg from this soak CSV and exit
+  // The soak in cycles: > 0 walks the grid (every lesson, precision, cache mode and
+  // --sizes-per-lesson sizes, every level) this many times, sampling at each cycle's end.
+  int cycles = 0;
+  int sizes_per_lesson = 3;
+  double max_minutes = 0;  // > 0: start no cycle that would end after this
 };
 
 // `fusionlab export-trace` and `fusionlab export-csv` (cli_export.cpp, docs/EXPORT.md): recorded
@@ -74,6 +81,14 @@ int run_export_trace(const ExportOptions& options);
 int run_export_csv(const ExportOptions& options);
 
 int run_lessons(bool json);
+// `lessons --tasks gpt2_decode`: the megakernel's task list for a shape (kernels/gpt2_decode).
+struct TaskListOptions {
+  std::string lesson;
+  int blocks = 132;  // an H100 SXM's SMs
+  int tokens = 1;
+  int cache = 512;
+};
+int run_task_list(const TaskListOptions& options);
 int run_bench(const BenchOptions& options);
 int run_latency(const LatencyOptions& options);
 // The soak's outputs (cli_soak.cpp): --soak-csv and --soak-svg from `samples` (0, or the exit

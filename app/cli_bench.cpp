@@ -72,6 +72,7 @@ struct BenchPlan {
   std::vector<int> levels;  // empty: every level of each lesson
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
+  int64_t inner = 0;  // 0: each lesson's default row length
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
 };
@@ -142,6 +143,8 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
   FL_TRY(parse_level_list(o.levels, &plan->levels));
+  if (o.inner < 0) return Status::Error("--inner is a row length >= 1, or 0 for the default");
+  plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
@@ -236,6 +239,7 @@ LiveOptions live_options(const BenchOptions& o, const BenchPlan& plan) {
   live.counter_replay = plan.replay;
   live.keep_profiler_enabled = !o.fresh_profiler;
   live.trace_all_runtime_apis = o.trace_all_runtime_apis;
+  live.watch_gpu = !o.no_gpu_watch;
   return live;
 }
 
@@ -257,6 +261,14 @@ void print_setup(LiveBackend& backend, const BenchOptions& o, const BenchPlan& p
   } else {
     std::printf("timing: CUDA events around every launch%s%s\n",
                 backend.timing_note().empty() ? "" : ": ", backend.timing_note().c_str());
+  }
+  if (backend.gpu_watch() != nullptr) {
+    std::printf(
+        "gpu watch: NVML clocks, throttle reasons and other processes sampled around each "
+        "level's repetitions; a level marked shared or throttled may be slower than this GPU "
+        "gives its kernels alone\n");
+  } else {
+    std::printf("gpu watch: off (%s)\n", backend.gpu_watch_note().c_str());
   }
   if (backend.counters_available()) {
     std::printf(
@@ -299,6 +311,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.levels = run.levels;
   request.precision = plan.precision;
   request.cache = plan.cache;
+  request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);
   if (result.status.ok() && run.counters) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -319,7 +332,7 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
   if (info.size_axis.inner_default > 0) {
     std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
                 info.size_axis.inner_name.c_str(),
-                static_cast<long long>(info.size_axis.inner_default));
+                static_cast<long long>(plan.inner > 0 ? plan.inner : info.size_axis.inner_default));
   }
   std::printf("%10s %12s", "size", "tensor");
   for (int l : run.levels) std::printf(" %11s", (info.levels[l].name + " us").c_str());
@@ -329,13 +342,15 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
 // One size's row: every level's time, the top level's speedup over the first, its byte-ratio
 // limit, GB/s and % of copy, and the worst error. Returns whether every level was correct.
 bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResult& r) {
-  const Shape shape = run.lesson->resolve(Shape(r.size));
+  const Shape shape = run.lesson->resolve(Shape(r.size, plan.inner));
   const double elements = double(shape.size) * (shape.inner > 0 ? shape.inner : 1);
   std::printf("%10s %12s", format_size(r.size).c_str(),
               format_bytes(elements * bytes_per_element(plan.precision)).c_str());
   double worst_error = 0;
   bool all_correct = true;
+  std::string disturbed;  // the worst mark of any level at this size
   for (const Measurement& m : r.measurements) {
+    if (conditions_mark(m.gpu).size() > disturbed.size()) disturbed = conditions_mark(m.gpu);
     if (m.check.passed)
       std::printf(" %11.2f", m.chain_time_us.median);
     else
@@ -347,9 +362,10 @@ bool print_size_row(const LessonRun& run, const BenchPlan& plan, const SizeResul
   const Measurement& top = r.measurements.back();
   const double limit =
       top.textbook_bytes() > 0 ? double(first.textbook_bytes()) / double(top.textbook_bytes()) : 0;
-  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s\n", speedup(first, top), limit,
+  std::printf(" %7.2fx %6.2fx %10.0f %6.1f%% %11.2e%s%s%s\n", speedup(first, top), limit,
               top.achieved_gbps(), percent(top.achieved_gbps(), top.chain_copy_gbps), worst_error,
-              all_correct ? "" : "  FAILED CHECK");
+              all_correct ? "" : "  FAILED CHECK", disturbed.empty() ? "" : "  GPU ",
+              disturbed.c_str());
   return all_correct;
 }
 
@@ -400,6 +416,10 @@ void print_notes(LiveBackend& backend, const LessonRun& run, const BenchOptions&
                  const std::vector<Measurement>& details,
                  const std::vector<std::pair<int64_t, double>>& counter_ms) {
   for (const Measurement& m : details) {
+    if (m.gpu.disturbed()) {
+      std::printf("  %10s  level %d GPU %s: %s\n", format_size(m.size).c_str(), m.level,
+                  conditions_mark(m.gpu).c_str(), conditions_sentence(m.gpu).c_str());
+    }
     if (run.cupti_timing && m.check.passed && m.timing_method != "cupti_activity") {
       std::printf("  %10s  level %d was timed with %s: %s\n", format_size(m.size).c_str(), m.level,
                   m.timing_method.c_str(), backend.timing_note().c_str());
@@ -590,6 +610,8 @@ int run_bench(const BenchOptions& o) {
 }
 
 void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
+  bench->add_option("--inner", o->inner,
+                    "Row length of row-wise lessons (attention: the head size d); 0: the default");
   bench->add_flag("--no-counters", o->no_counters,
                   "Timing only: skip the DRAM/L2 counter phase (CUPTI range profiler)");
   // Diagnostics of the measurement itself, hidden from --help.
@@ -609,6 +631,10 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
   bench
       ->add_flag("--trace-all-runtime-apis", o->trace_all_runtime_apis,
                  "CUPTI traces every CUDA runtime call, not only the launches")
+      ->group("");
+  bench
+      ->add_flag("--no-gpu-watch", o->no_gpu_watch,
+                 "Do not sample the GPU's clocks and other processes (NVML) around the levels")
       ->group("");
 }
 

@@ -20,6 +20,7 @@
 
 #include "app/cli.h"
 #include "app/measure/choices.h"
+#include "app/measure/cupti_tracer.h"
 #include "app/measure/engine.h"
 #include "model/file_io.h"
 #include "app/measure/live_backend.h"
@@ -195,8 +196,60 @@ std::string check_soak_outputs(const LatencyOptions& o) {
   return "";
 }
 
+std::string check_cycle_options(const LatencyOptions& o) {
+  if (o.cycles < 1 || o.cycles > 10000) return "--cycles is 1..10000";
+  if (o.sizes_per_lesson < 1 || o.sizes_per_lesson > 64) return "--sizes-per-lesson is 1..64";
+  if (!(o.max_minutes >= 0 && o.max_minutes <= 24 * 60)) return "--max-minutes is 0..1440";
+  return "";
+}
+
+// The soak in cycles (soak.h, run_soak_cycles) on `engine` (ready) over `series`.
+int soak_cycles(const LatencyOptions& o, Engine& engine, const EngineStatus& status, bool live,
+                const std::vector<SoakSeries>& series) {
+  const std::vector<MeasureRequest> grid = cycle_requests(series, o.sizes_per_lesson);
+  std::printf(
+      "soak: %s (%s), %zu requests a cycle (%zu series x up to %d sizes, every level), "
+      "%d cycles\n",
+      status.device.name.c_str(), status.backend_kind.c_str(), grid.size(), series.size(),
+      o.sizes_per_lesson, o.cycles);
+  std::fflush(stdout);
+  CycleOptions co;
+  co.cycles = o.cycles;
+  co.max_minutes = o.max_minutes;
+  CycleProbes probes;
+  if (live) {
+    probes.gpu_used_mib = device_memory_used_mib;
+    probes.cupti_buffers_mib = [] { return cupti_buffer_bytes_held() / double(1 << 20); };
+  }
+  const SoakResult r = run_soak_cycles(&engine, grid, co, probes, [](const SoakSample& s) {
+    char gpu[32] = "-";
+    if (s.gpu_used_mib >= 0) std::snprintf(gpu, sizeof(gpu), "%.1f", s.gpu_used_mib);
+    std::printf(
+        "  cycle %3d %7.1f s  RSS %8.1f MiB (anon %.1f, file %.1f)  heap %7.1f MiB  GPU %8s MiB  "
+        "CUPTI buffers %.0f MiB  results %lld  failed %lld\n",
+        s.cycle, s.elapsed_s, s.rss_kib / 1024.0, s.rss_anon_kib / 1024.0, s.rss_file_kib / 1024.0,
+        s.heap_kib / 1024.0, gpu, s.cupti_buffers_mib, static_cast<long long>(s.results),
+        static_cast<long long>(s.failed));
+    std::fflush(stdout);
+  });
+  for (const std::string& why : r.first_failures)
+    std::fprintf(stderr, "  failed: %s\n", why.c_str());
+  print_stats("timing: submit -> result", r.timing_ms);
+  const CycleSummary sum = summarize_cycles(r.samples);
+  std::printf("%s", cycle_report(sum).c_str());
+  char heading[256];
+  std::snprintf(heading, sizeof(heading),
+                "Soak in cycles: %s, %d cycles of %zu requests (every lesson, level, precision, "
+                "cache mode)",
+                status.device.name.c_str(), sum.cycles, grid.size());
+  if (const int written = write_soak_outputs(o, r.samples, heading); written != 0) return written;
+  return sum.failed == 0 && sum.within_bound ? 0 : 1;
+}
+
 int soak(const LatencyOptions& o) {
-  if (const std::string why = check_soak_options(o); !why.empty()) return usage(why);
+  if (const std::string why = o.cycles > 0 ? check_cycle_options(o) : check_soak_options(o);
+      !why.empty())
+    return usage(why);
   if (const std::string why = check_soak_outputs(o); !why.empty()) return fail(why);
   std::unique_ptr<ReplayBackend> recording;
   if (!o.replay.empty()) {
@@ -205,16 +258,21 @@ int soak(const LatencyOptions& o) {
   const bool live = recording == nullptr;
   std::vector<SoakSeries> series =
       live ? std::vector<SoakSeries>() : recorded_soak_series(recording->summary());
-  Engine engine([&recording](std::unique_ptr<MeasureBackend>* out) {
-    if (recording) {
-      *out = std::move(recording);
-      return Status::Ok();
-    }
-    std::unique_ptr<LiveBackend> backend;
-    FL_TRY(LiveBackend::create(interactive_live_options(), &backend));
-    *out = std::move(backend);
-    return Status::Ok();
-  });
+  EngineOptions engine_options;
+  // Cycles wait for each request's counter phase, so the rest before it is short.
+  if (o.cycles > 0) engine_options.counter_rest_ms = 50;
+  Engine engine(
+      [&recording](std::unique_ptr<MeasureBackend>* out) {
+        if (recording) {
+          *out = std::move(recording);
+          return Status::Ok();
+        }
+        std::unique_ptr<LiveBackend> backend;
+        FL_TRY(LiveBackend::create(interactive_live_options(), &backend));
+        *out = std::move(backend);
+        return Status::Ok();
+      },
+      engine_options);
   if (!engine.wait_idle(120000)) return fail("the engine did not start within 2 minutes");
   const EngineStatus status = engine.status();
   if (status.state != EngineState::ready)
@@ -225,6 +283,7 @@ int soak(const LatencyOptions& o) {
                              .empty();
     series = catalog_soak_series(0, bf16_ok);
   }
+  if (o.cycles > 0) return soak_cycles(o, engine, status, live, series);
   std::printf(
       "soak: %s (%s), %zu series (lesson, precision, cache), %.1f min, a sample every "
       "%.1f s\n",
@@ -242,9 +301,12 @@ int soak(const LatencyOptions& o) {
       [](const SoakSample& s) {
         char gpu[32] = "-";
         if (s.gpu_used_mib >= 0) std::snprintf(gpu, sizeof(gpu), "%.1f", s.gpu_used_mib);
-        std::printf("  %7.1f s  RSS %8.1f MiB  GPU %8s MiB  results %lld  failed %lld\n",
-                    s.elapsed_s, s.rss_kib / 1024.0, gpu, static_cast<long long>(s.results),
-                    static_cast<long long>(s.failed));
+        std::printf(
+            "  %7.1f s  RSS %8.1f MiB (anon %.1f, file %.1f)  heap %7.1f MiB  GPU %8s MiB  "
+            "CUPTI buffers %.0f MiB  results %lld  failed %lld\n",
+            s.elapsed_s, s.rss_kib / 1024.0, s.rss_anon_kib / 1024.0, s.rss_file_kib / 1024.0,
+            s.heap_kib / 1024.0, gpu, cupti_buffer_bytes_held() / double(1 << 20),
+            static_cast<long long>(s.results), static_cast<long long>(s.failed));
         std::fflush(stdout);
       });
   for (const std::string& why : r.first_failures)
@@ -266,7 +328,7 @@ int soak(const LatencyOptions& o) {
 
 int run_latency(const LatencyOptions& o) {
   if (!o.plot_csv.empty()) return plot_soak_csv(o);
-  if (o.minutes > 0 || !o.replay.empty()) return soak(o);
+  if (o.minutes > 0 || o.cycles > 0 || !o.replay.empty()) return soak(o);
   int64_t max_size = 0;
   if (const std::string why = check_options(o, &max_size); !why.empty()) return usage(why);
   Engine engine([](std::unique_ptr<MeasureBackend>* out) {

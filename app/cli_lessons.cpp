@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "kernels/catalog.h"
 #include "kernels/catalog_data.h"
+#include "kernels/gpt2_decode/model.h"
 
 namespace fl {
 
@@ -31,6 +32,20 @@ int run_lessons(bool json) {
                   launches.c_str());
     }
   }
+  return 0;
+}
+
+int run_task_list(const TaskListOptions& options) {
+  if (options.lesson != "gpt2_decode") {
+    std::fprintf(stderr, "fusionlab lessons: only gpt2_decode has a task list (asked for '%s')\n",
+                 options.lesson.c_str());
+    return 2;
+  }
+  gpt2::TaskListShape shape;
+  shape.blocks = options.blocks;
+  shape.tokens = options.tokens;
+  shape.cache = options.cache;
+  std::printf("%s", gpt2::format_task_list(gpt2::build_decode_tasks(shape), shape).c_str());
   return 0;
 }
 

@@ -95,6 +95,9 @@ void add_window_options(CLI::App& app, fl::GuiOptions* window) {
                  "A PyTorch peer file (scripts/peers.py) for the speedup plot (default: the one "
                  "shipped beside the recordings)")
       ->type_name("PEERS.json");
+  app.add_flag("--recover", window->recover,
+               "Reopen the measurements of the window that ended unexpectedly last (a crash or a "
+               "kill), from its crash journal (docs/RELIABILITY.md)");
 }
 #endif
 
@@ -165,6 +168,17 @@ CLI::App* add_latency_command(CLI::App& app, fl::LatencyOptions* o) {
       ->type_name("FILE.svg");
   latency->add_option("--replay", o->replay, "Soak a recording instead of the GPU (no GPU needed)")
       ->type_name("SESSION.json|DIR");
+  latency->add_option("--cycles", o->cycles,
+                      "Soak in cycles: measure every lesson, size of the grid, level, precision "
+                      "and cache mode once per cycle, this many cycles, sampling memory at each "
+                      "cycle's end (docs/RELIABILITY.md)");
+  latency
+      ->add_option("--sizes-per-lesson", o->sizes_per_lesson,
+                   "Soak in cycles: sizes of each lesson's grid (its smallest, largest and "
+                   "between; a recording's own sizes with --replay)")
+      ->capture_default_str();
+  latency->add_option("--max-minutes", o->max_minutes,
+                      "Soak in cycles: start no cycle that would end after this many minutes");
   latency
       ->add_option("--plot-csv", o->plot_csv,
                    "Only plot this soak CSV (e.g. the window soak's) into --soak-svg")
@@ -281,6 +295,18 @@ int main(int argc, char** argv) {
   bool lessons_json = false;
   CLI::App* lessons = app.add_subcommand("lessons", "List the lessons and their fusion levels");
   lessons->add_flag("--json", lessons_json, "Machine-readable output");
+  fl::TaskListOptions task_options;
+  lessons->add_option("--tasks", task_options.lesson,
+                      "Print a lesson's megakernel task list instead (gpt2_decode)");
+  lessons->add_option("--sms", task_options.blocks, "With --tasks: persistent blocks (SMs)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  lessons->add_option("--tokens", task_options.tokens, "With --tasks: new tokens")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  lessons->add_option("--cache", task_options.cache, "With --tasks: cached tokens")
+      ->check(CLI::Range(1, 8192))
+      ->capture_default_str();
   fl::BenchOptions bench_options;
   CLI::App* bench = add_bench_command(app, &bench_options);
   fl::LatencyOptions latency_options;
@@ -297,7 +323,10 @@ int main(int argc, char** argv) {
     return code == 0 ? fl::kExitOk : fl::kExitUsage;
   }
 
-  if (lessons->parsed()) return fl::run_lessons(lessons_json);
+  if (lessons->parsed()) {
+    return task_options.lesson.empty() ? fl::run_lessons(lessons_json)
+                                       : fl::run_task_list(task_options);
+  }
   if (bench->parsed()) return fl::run_bench(bench_options);
   if (latency->parsed()) return fl::run_latency(latency_options);
   if (export_trace->parsed()) return fl::run_export_trace(trace_options);

@@ -179,4 +179,88 @@ Status Gemm::run(const void* x, const void* w, const void* bias, void* y,
   return Status::Ok();
 }
 
+struct BatchedGemm::Impl {
+  Gemm::Impl layouts;  // the descriptors, destroyed with it
+  float alpha = 1.0f;
+};
+
+BatchedGemm::~BatchedGemm() = default;
+
+Status BatchedGemm::plan(int64_t batch, int64_t m, int64_t n, int64_t k, bool w_transposed,
+                         float alpha, Precision precision, std::unique_ptr<BatchedGemm>* out) {
+  if (batch < 1 || batch > INT32_MAX || m < 1 || n < 1 || k < 1) {
+    return Status::Error("a batched GEMM needs 1 <= batch < 2^31 and m, n, k >= 1; got " +
+                         std::to_string(batch) + " x " + std::to_string(m) + " x " +
+                         std::to_string(n) + " x " + std::to_string(k));
+  }
+  std::unique_ptr<BatchedGemm> gemm(new BatchedGemm());
+  gemm->impl_ = std::make_unique<Impl>();
+  gemm->impl_->alpha = alpha;
+  Gemm::Impl& g = gemm->impl_->layouts;
+  FL_TRY(context(&g.ctx));
+  const bool fp32 = precision == Precision::fp32;
+  const cudaDataType_t type = fp32 ? CUDA_R_32F : CUDA_R_16BF;
+  const cublasComputeType_t compute =
+      fp32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  FL_LT_TRY(cublasLtMatmulDescCreate(&g.desc, compute, CUDA_R_32F));
+  // Column-major, as in Gemm: D = Y^T (n x m) = op(A) B with B = X^T (k x m) and op(A) = W^T
+  // (n x k): W row-major k x n is a column-major n x k matrix (no transpose); a stored W^T
+  // (row-major n x k) is a column-major k x n matrix that cuBLASLt transposes.
+  const cublasOperation_t op_a = w_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = CUBLAS_OP_N;
+  FL_LT_TRY(
+      cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  FL_LT_TRY(
+      cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  if (w_transposed) {
+    FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.a, type, u(k), u(n), k));
+  } else {
+    FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.a, type, u(n), u(k), n));
+  }
+  FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.b, type, u(k), u(m), k));
+  FL_LT_TRY(cublasLtMatrixLayoutCreate(&g.d, type, u(n), u(m), n));
+  const int32_t count = static_cast<int32_t>(batch);
+  const int64_t strides[3] = {k * n, m * k, m * n};
+  cublasLtMatrixLayout_t layouts[3] = {g.a, g.b, g.d};
+  for (int l = 0; l < 3; ++l) {
+    FL_LT_TRY(cublasLtMatrixLayoutSetAttribute(layouts[l], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                               &count, sizeof(count)));
+    FL_LT_TRY(cublasLtMatrixLayoutSetAttribute(
+        layouts[l], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[l], sizeof(strides[l])));
+  }
+  cublasLtMatmulPreference_t preference = nullptr;
+  FL_LT_TRY(cublasLtMatmulPreferenceCreate(&preference));
+  size_t workspace = g.ctx->workspace.bytes();
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulAlgoGetHeuristic(g.ctx->handle, g.desc, g.a, g.b, g.d, g.d, preference, 1,
+                                       &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return Status::Error(lt_error(s, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0) {
+    return Status::Error("cuBLASLt has no algorithm for " + std::to_string(batch) + " " +
+                         to_string(precision) + " GEMMs of " + std::to_string(m) + " x " +
+                         std::to_string(k) + " by " + std::to_string(k) + " x " +
+                         std::to_string(n) + " on this GPU");
+  }
+  g.algo = result.algo;
+  *out = std::move(gemm);
+  return Status::Ok();
+}
+
+Status BatchedGemm::run(const void* x, const void* w, void* y, cudaStream_t stream) const {
+  const Gemm::Impl& g = impl_->layouts;
+  const float beta = 0.0f;
+  FL_LT_TRY(cublasLtMatmul(g.ctx->handle, g.desc, &impl_->alpha, w, g.a, x, g.b, &beta, y, g.d, y,
+                           g.d, &g.algo, g.ctx->workspace.get(), g.ctx->workspace.bytes(), stream));
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
 }  // namespace fl::blas

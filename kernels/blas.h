@@ -57,6 +57,27 @@ class Gemm {
 
  private:
   Gemm() = default;
+  friend class BatchedGemm;  // shares Impl's descriptors
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A strided batch of GEMMs with no epilogue (the attention lessons' S = Q K^T and O = P V, one
+// per head): for b < batch, Y_b (m x n) = alpha X_b (m x k) W_b, row-major, where W_b is k x n,
+// or, with w_transposed, W_b^T is stored (n x k: the keys K, whose rows are the columns of K^T).
+// Consecutive problems are m k, k n and m n elements apart.
+class BatchedGemm {
+ public:
+  static Status plan(int64_t batch, int64_t m, int64_t n, int64_t k, bool w_transposed, float alpha,
+                     Precision precision, std::unique_ptr<BatchedGemm>* out);
+  ~BatchedGemm();
+  BatchedGemm(const BatchedGemm&) = delete;
+  BatchedGemm& operator=(const BatchedGemm&) = delete;
+
+  Status run(const void* x, const void* w, void* y, cudaStream_t stream) const;
+
+ private:
+  BatchedGemm() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

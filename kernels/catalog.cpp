@@ -12,7 +12,9 @@
   X(scale_mask_softmax)  \
   X(layernorm_linear)    \
   X(linear_gelu)         \
-  X(ffn)
+  X(ffn)                 \
+  X(attention)           \
+  X(gpt2_decode)
 
 namespace fl {
 

@@ -28,8 +28,8 @@ __device__ __forceinline__ unsigned phase_smid() {
 
 // Writes one record if stamps are on. Call it from one thread of the block.
 __device__ __forceinline__ void phase_record(const PhaseSink& sink, unsigned phase,
-                                             uint64_t start_ns, uint64_t end_ns,
-                                             uint32_t arg = 0, uint32_t wait_ns = 0) {
+                                             uint64_t start_ns, uint64_t end_ns, uint32_t arg = 0,
+                                             uint32_t wait_ns = 0) {
   if (sink.records == nullptr) return;
   const unsigned slot = atomicAdd(sink.count, 1u);
   if (slot >= sink.capacity) return;

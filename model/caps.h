@@ -1,4 +1,4 @@
-// Every cache and history the long-running app keeps, with its cap (issue 18, "Bounded memory";
+// Every cache and history the long-running app keeps, with its cap ("Bounded memory";
 // the list with the reasons is in docs/RELIABILITY.md). A window may stay open for days while a
 // learner drags sliders: every size dragged through is a new key, so nothing keyed by size may
 // grow without a bound. Plain C++ (no CUDA), so the replay-only build and CPU tests use it.
@@ -17,9 +17,9 @@ namespace fl {
 
 // Cap: copy-bandwidth references the live backend keeps (one per byte count and cache mode,
 // "% of copy"). A drag measures about two new byte counts per result, so without a cap this list
-// (and its copy in every EngineStatus) grew ~270 bytes per result (issue 18's H100 run). A
-// `bench` grid needs a few hundred; past the cap the oldest reference is forgotten (measured
-// again if asked for).
+// (and its copy in every EngineStatus) grew ~270 bytes per result (`fusionlab latency` on an
+// H100, 2026-11-22). A `bench` grid needs a few hundred; past the cap the oldest reference is
+// forgotten (measured again if asked for).
 constexpr size_t kMaxCopyReferences = 2048;
 
 // Cap: results the engine holds for poll() (Engine::done_). The window and `latency` poll every

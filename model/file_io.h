@@ -1,4 +1,4 @@
-// Files in and out (issue 18, docs/RELIABILITY.md "Files"): the ONE atomic writer that every
+// Files in and out (docs/RELIABILITY.md "Files"): the ONE atomic writer that every
 // output goes through (sessions, traces, CSV, PNG screenshots, SVG, settings), the checks every
 // reader makes before it reads, and the quoting of untrusted text in messages.
 //

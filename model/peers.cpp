@@ -18,7 +18,10 @@ namespace {
 using nlohmann::json;
 
 constexpr double kMaxMicroseconds = 3.6e9;  // an hour
-const char* const kPeers[] = {"eager", "compile", "cuda_graph", "sdpa"};
+// sdpa: F.scaled_dot_product_attention with its default backend; sdpa_flash and sdpa_efficient:
+// pinned to its FlashAttention-2 and memory-efficient backends (scripts/peers.py).
+const char* const kPeers[] = {"eager", "compile",    "cuda_graph",
+                              "sdpa",  "sdpa_flash", "sdpa_efficient"};
 
 bool has_control(const std::string& s) {
   return std::any_of(s.begin(), s.end(),
@@ -86,7 +89,8 @@ Status read_series(const json& j, const std::string& where, PeerSeries* s) {
   FL_TRY(get_string(j, "peer", where, &s->peer));
   if (std::find(std::begin(kPeers), std::end(kPeers), s->peer) == std::end(kPeers)) {
     return Status::Error(where + ".peer: \"" + s->peer +
-                         "\" is not eager, compile, cuda_graph or sdpa");
+                         "\" is not eager, compile, cuda_graph, sdpa, sdpa_flash or "
+                         "sdpa_efficient");
   }
   FL_TRY(get_string(j, "label", where, &s->label));
   FL_TRY(check_lesson_name(where + ".lesson", s->lesson));

@@ -25,8 +25,8 @@ struct PeerPoint {
 struct PeerSeries {
   std::string lesson;
   Precision precision = Precision::fp32;
-  std::string peer;               // "eager", "compile", "cuda_graph" or "sdpa"
-  std::string label;              // "torch.compile"
+  std::string peer;   // "eager", "compile", "cuda_graph", "sdpa", "sdpa_flash", "sdpa_efficient"
+  std::string label;  // "torch.compile"
   std::vector<PeerPoint> points;  // sorted by size
 };
 

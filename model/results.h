@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/lesson.h"
+#include "model/gpu_conditions.h"
 
 namespace fl {
 
@@ -141,6 +142,9 @@ struct Measurement {
   std::string counters_note;  // one sentence when unavailable or failed
   Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
   Provenance provenance;      // its GPU, driver, date, app version and source
+  // Clocks, throttling and other processes on the GPU around the timed repetitions (NVML);
+  // sampled == false when not known.
+  GpuConditions gpu;
 
   int64_t textbook_bytes() const;
   // Sum of every launch's counters; absent unless every launch has them.

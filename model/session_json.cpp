@@ -141,27 +141,35 @@ json measurement_json(const Measurement& m) {
   }
   json records = json::array();
   for (const KernelRecord& r : m.records) records.push_back(record_json(r));
-  return {{"lesson", m.lesson},
-          {"size", m.size},
-          {"inner", m.inner},
-          {"level", m.level},
-          {"level_name", m.level_name},
-          {"precision", to_string(m.precision)},
-          {"cache", to_string(m.cache)},
-          {"timing_method", m.timing_method},
-          {"repetitions", m.repetitions},
-          {"chain_time_us", stats_json(m.chain_time_us)},
-          {"chain_copy_gbps", m.chain_copy_gbps},
-          {"check",
-           {{"rel_l2_error", m.check.rel_l2_error},
-            {"max_abs_error", m.check.max_abs_error},
-            {"non_finite", m.check.non_finite},
-            {"tolerance", m.check.tolerance},
-            {"passed", m.check.passed}}},
-          {"launches", launches},
-          {"counters_status", to_string(m.counters_status)},
-          {"counters_note", m.counters_note},
-          {"records", records}};
+  json out = {{"lesson", m.lesson},
+              {"size", m.size},
+              {"inner", m.inner},
+              {"level", m.level},
+              {"level_name", m.level_name},
+              {"precision", to_string(m.precision)},
+              {"cache", to_string(m.cache)},
+              {"timing_method", m.timing_method},
+              {"repetitions", m.repetitions},
+              {"chain_time_us", stats_json(m.chain_time_us)},
+              {"chain_copy_gbps", m.chain_copy_gbps},
+              {"check",
+               {{"rel_l2_error", m.check.rel_l2_error},
+                {"max_abs_error", m.check.max_abs_error},
+                {"non_finite", m.check.non_finite},
+                {"tolerance", m.check.tolerance},
+                {"passed", m.check.passed}}},
+              {"launches", launches},
+              {"counters_status", to_string(m.counters_status)},
+              {"counters_note", m.counters_note},
+              {"records", records}};
+  if (m.gpu.sampled) {
+    out["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
+    out["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
+    out["gpu_sm_clock_max_mhz"] = m.gpu.sm_clock_max_mhz;
+    out["gpu_throttle"] = throttle_reason_names(m.gpu.throttle_reasons);
+    out["gpu_other_processes"] = m.gpu.other_processes;
+  }
+  return out;
 }
 
 // A measurement's provenance, written where it says more than its session's facts.
@@ -390,10 +398,13 @@ struct Field {
   Shape shape;
   Kind kind;              // object: its kind; list: its elements' kind
   bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
-  bool optional = false;  // may be left out of any version (a later addition, like provenance)
+  bool optional = false;  // may be left out of any version (the GPU's conditions, provenance)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
   return {name, Shape::scalar, Kind::skip, v2_only, false};
+}
+constexpr Field optional_value(const char* name) {
+  return {name, Shape::scalar, Kind::skip, false, true};
 }
 constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
                        bool v2_only = false) {
@@ -444,6 +455,11 @@ enum MeasurementField {
   kCountersStatus,
   kCountersNote,
   kRecords,
+  kGpuSmClock,
+  kGpuMemoryClock,
+  kGpuSmClockMax,
+  kGpuThrottle,
+  kGpuOtherProcesses,
   kProvenance
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
@@ -462,6 +478,11 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("counters_status", true),
                                         value("counters_note", true),
                                         list("records", Kind::record, true),
+                                        optional_value("gpu_sm_clock_mhz"),
+                                        optional_value("gpu_memory_clock_mhz"),
+                                        optional_value("gpu_sm_clock_max_mhz"),
+                                        optional_value("gpu_throttle"),
+                                        optional_value("gpu_other_processes"),
                                         optional_object("provenance", Kind::provenance)};
 enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
 constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
@@ -1080,6 +1101,26 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
                          &m.counters_status);
     case kCountersNote:
       return read_note(v, &m.counters_note);
+    case kGpuSmClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_mhz, "MHz");
+    case kGpuMemoryClock:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.memory_clock_mhz, "MHz");
+    case kGpuSmClockMax:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "clock", 0, 100000, &m.gpu.sm_clock_max_mhz, "MHz");
+    case kGpuThrottle:
+      m.gpu.sampled = true;
+      if (v.type != Scalar::text || !parse_throttle_reasons(*v.text_value, &m.gpu.throttle_reasons))
+        return Status::Error(
+            "must be a list of sw_power_cap, hw_slowdown, sw_thermal, "
+            "hw_thermal, hw_power_brake, not " +
+            shown(v));
+      return Status::Ok();
+    case kGpuOtherProcesses:
+      m.gpu.sampled = true;
+      return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
     default:
       return Status::Ok();
   }
@@ -1253,8 +1294,9 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   const int required = frame.kind == Kind::root ? kFormat : s.count;
   const std::string path = path_at(depth);
   for (int i = 0; i < required; ++i) {
-    if ((frame.seen & (uint32_t(1) << i)) != 0 || s.fields[i].optional) continue;
+    if ((frame.seen & (uint32_t(1) << i)) != 0) continue;
     const std::string field = path + (path.empty() ? "" : ".") + s.fields[i].name;
+    if (s.fields[i].optional) continue;
     if (!s.fields[i].v2_only) return Status::Error(field + " is missing");
     note_missing_v2(field);
   }

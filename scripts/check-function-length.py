@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists the functions in app/ and viz/ that are longer than a limit (issue 16: "no function over
+"""Lists the functions in app/ and viz/ that are longer than a limit ("no function over
 ~80 lines outside drawing code that is a flat list of ImGui calls"), and exits 1 if there are any.
 
     scripts/check-function-length.py [--max 80] [--all] [PATH...]

@@ -18,6 +18,10 @@
 #     soak         `latency --minutes $FL_SOAK_MINUTES` (30): every lesson, size, level, precision
 #                  and cache mode; RSS and GPU memory every $FL_SOAK_SAMPLE_SECONDS (10) s into
 #                  $OUT/soak.csv and $OUT/soak.svg
+#     cycles       `latency --cycles $FL_SOAK_CYCLES` (8): every lesson, level, precision and
+#                  cache mode at $FL_SOAK_SIZES (3) sizes, once a cycle, no cycle starting past
+#                  $FL_SOAK_MAX_MINUTES (7); resident memory, heap, GPU memory and CUPTI buffers at
+#                  each cycle's end into $OUT/soak-cycles.csv, .svg and .txt
 #     window-soak  the window under Xvfb for $FL_WINDOW_SOAK_MINUTES (10) minutes
 #                  (scripts/window-soak.sh; the GUI binary as for gui, or $FL_GUI_APP):
 #                  $OUT/window-soak.csv and .svg
@@ -83,6 +87,8 @@ elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
 rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
 softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
 gemm_grid=${FL_GEMM_GRID:-1,4,16,64,256,1K,4K,16K}
+# Attention: sequence length T at 16K tokens (B = 16384 / T), head size 64.
+attention_grid=${FL_ATTENTION_GRID:-16,64,256,512,1K,2K,4K,8K,16K}
 if stage grid; then
   for run in ${FL_GRID_RUNS:-fp32:cold bf16:cold fp32:warm}; do
     precision=${run%:*} cache=${run#*:}
@@ -91,7 +97,10 @@ if stage grid; then
     bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
     bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
     bench "gemm_$tag" layernorm_linear,linear_gelu,ffn "$gemm_grid" --precision $precision --cache $cache
+    bench "attention_$tag" attention "$attention_grid" --precision $precision --cache $cache
   done
+  # Lesson 11 (gpt2_decode): bf16 only, 1 new token, the cache length as the size.
+  bench "gpt2_decode_bf16_cold" gpt2_decode "${FL_DECODE_GRID:-16,64,256,512,1K,2K,4K,8K}" --precision bf16 --cache cold
   head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
 fi
 
@@ -103,7 +112,7 @@ if stage gemm; then
   bench "gemm_shapes_tf32" linear_gelu,ffn 16K --precision fp32 --cache cold --allow-tf32
 fi
 
-# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep of issue 14 in
+# Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep in
 # bf16 and fp32 (cold), and the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE).
 if stage tc; then
   t0=$(date +%s)
@@ -159,13 +168,23 @@ if stage latency; then
   cat "$results/latency.txt" >> "$OUT/summary.txt"
 fi
 
-# The soak (issue 18, bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
+# The soak (bounded memory): the live engine for FL_SOAK_MINUTES, memory sampled.
 if stage soak; then
   minutes=${FL_SOAK_MINUTES:-30}
   timeout "$(awk -v m="$minutes" 'BEGIN { print int(m * 60) + 300 }')" "$build/fusionlab" latency \
     --minutes "$minutes" --sample-seconds "${FL_SOAK_SAMPLE_SECONDS:-10}" \
     --soak-csv "$OUT/soak.csv" --soak-svg "$OUT/soak.svg" > "$results/soak.txt" 2>&1 || status=1
   log "soak ($minutes min): $(grep -E '^soak:|failed:' "$results/soak.txt" | tr '\n' ' ' | cut -c1-600)"
+fi
+
+# The soak in cycles (docs/RELIABILITY.md, "Bounded memory"): memory at each cycle's end.
+if stage cycles; then
+  max=${FL_SOAK_MAX_MINUTES:-7}
+  timeout "$(awk -v m="$max" 'BEGIN { print int(m * 60 * 1.5) + 120 }')" "$build/fusionlab" latency \
+    --cycles "${FL_SOAK_CYCLES:-8}" --sizes-per-lesson "${FL_SOAK_SIZES:-3}" --max-minutes "$max" \
+    --soak-csv "$OUT/soak-cycles.csv" --soak-svg "$OUT/soak-cycles.svg" \
+    > "$OUT/soak-cycles.txt" 2>&1 || status=1
+  log "soak in cycles: $(grep -E '^soak:' "$OUT/soak-cycles.txt" | tr '\n' ' ' | cut -c1-600)"
 fi
 
 # The window soak: the window live under Xvfb, dragged through every lesson and view.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurement's own fidelity on the lent GPU machine (issue 4): builds the headless targets,
+# The measurement's own fidelity on the lent GPU machine: builds the headless targets,
 # runs the `gpu` tests, then measures with `fusionlab bench --compare-timers` at a cold size
 # >= 4x L2 and at an L2-resident size, so that the figures in docs/PERFORMANCE.md can be checked:
 #   - CUPTI kernel durations against CUDA events on the same launches (target +-5%),

@@ -6,7 +6,9 @@ Run on the GPU machine (its PyTorch and Triton): for every lesson at the recordi
   eager        the formula as plain PyTorch ops (one kernel or more per op),
   compile      torch.compile(the same function), default mode,
   cuda_graph   the eager ops captured once in a CUDA graph and replayed,
-  sdpa         F.scaled_dot_product_attention, where a lesson is attention (none yet),
+  sdpa         F.scaled_dot_product_attention for the attention lesson: its default backend
+               (cuDNN attention on an H100 in bf16) and, pinned with sdpa_kernel, its
+               FlashAttention-2 (bf16) and memory-efficient (fp32 and bf16) backends,
 with cold L2 (a read pass over 3x the L2 before every repetition, as `bench --cache cold`) and
 the median of the repetitions, and checks each peer's output against a float64 evaluation of
 the lesson's formula on the same inputs (relative L2 error, the lesson's tolerance). It writes
@@ -39,6 +41,7 @@ ELEMENTWISE = "1K,4K,16K,64K,256K,1M,4M,16M,64M"
 ROWS = "2,16,128,1365,4K,16K,64K,256K"
 SOFTMAX = "2,16,128,2K,16K,192K,512K"
 GEMM = "1,4,16,64,256,1K,4K,16K"
+ATTENTION = "64,256,512,1K,2K,4K,8K"  # sequence length T, B = 16384 / T sequences of 12 heads
 LESSONS = {  # id: (default sizes, row length, relative-L2 tolerance fp32, bf16)
     "relu_scale": (ELEMENTWISE, 0, 1e-6, 1e-2),
     "gelu_scale": (ELEMENTWISE, 0, 1e-5, 1e-2),
@@ -48,9 +51,12 @@ LESSONS = {  # id: (default sizes, row length, relative-L2 tolerance fp32, bf16)
     "linear_gelu": (GEMM, 768, 5e-4, 2e-2),
     "layernorm_linear": (GEMM, 768, 5e-4, 2e-2),
     "ffn": (GEMM, 768, 5e-4, 2e-2),
+    "attention": (ATTENTION, 64, 2e-5, 1e-2),
 }
 LABELS = {"eager": "PyTorch eager", "compile": "torch.compile", "cuda_graph": "eager in a CUDA graph",
-          "sdpa": "F.scaled_dot_product_attention"}
+          "sdpa": "F.scaled_dot_product_attention",
+          "sdpa_flash": "SDPA FlashAttention-2 backend", "sdpa_efficient": "SDPA memory-efficient backend"}
+SDPA_PEERS = ("sdpa", "sdpa_flash", "sdpa_efficient")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -88,6 +94,14 @@ def make_case(lesson, size, inner, dtype, gen):
             j = torch.arange(s.shape[1], device=s.device)
             return torch.softmax((s * 0.125).masked_fill(j[None, :] > q[:, None], float("-inf")), dim=-1)
         return (uniform((size, inner), -4, 4),), fn
+    if lesson == "attention":  # B x H x T x d, B = 16384 / T, H = 12, d = inner; causal
+        shape = (max(1, 16384 // size), 12, size, inner)
+        bound = math.sqrt(3.0)  # unit-variance scores after the 1/sqrt(d) scale, as our lesson
+        def fn(q, k, v):
+            s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+            j = torch.arange(s.shape[-1], device=s.device)
+            return torch.softmax(s.masked_fill(j[None, :] > j[:, None], float("-inf")), dim=-1) @ v
+        return (uniform(shape, -bound, bound), uniform(shape, -bound, bound), uniform(shape, -1, 1)), fn
     c = inner
     w_bound = lambda fan_in: 1.7 / math.sqrt(fan_in)
     x = uniform((size, c), -2, 2)
@@ -183,15 +197,19 @@ def measure(lesson, precision, sizes, inner, timer, reps, peers, compiled, log):
     for size in sizes:
         gen.manual_seed(size * 7919 + len(lesson))
         inputs, fn = make_case(lesson, size, inner, DTYPES[precision], gen)
-        refs = as_tuple(fn(*(t.double() for t in inputs)))
+        refs = reference(lesson, fn, inputs)
         for peer in peers:
-            if peer == "eager":
+            if peer in SDPA_PEERS:
+                call = sdpa_call(lesson, peer, precision, inputs)
+                if call is None:
+                    continue
+            elif peer == "eager":
                 call = lambda: fn(*inputs)
             elif peer == "compile":
                 call = lambda: compiled[lesson](*inputs)
             elif peer == "cuda_graph":
                 call = graph_replay(fn, inputs)
-            else:
+            elif peer != "eager" and peer not in SDPA_PEERS:
                 continue
             outs = as_tuple(call())  # also compiles / warms up
             torch.cuda.synchronize()
@@ -205,6 +223,36 @@ def measure(lesson, precision, sizes, inner, timer, reps, peers, compiled, log):
         del inputs, refs
     return [{"lesson": lesson, "precision": precision, "peer": p, "label": LABELS[p], "points": pts}
             for p, pts in series.items() if pts]
+
+
+def reference(lesson, fn, inputs):
+    """The formula in float64; attention one head at a time (its T x T scores in float64 would
+    not fit at long T)."""
+    if lesson != "attention":
+        return as_tuple(fn(*(t.double() for t in inputs)))
+    q, k, v = inputs
+    out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            out[b, h] = fn(q[b, h].double(), k[b, h].double(), v[b, h].double())
+    return (out,)
+
+
+def sdpa_call(lesson, peer, precision, inputs):
+    """F.scaled_dot_product_attention (causal) with its default backend or one pinned; None where
+    the backend cannot run this lesson or precision (FlashAttention-2 takes no fp32)."""
+    if lesson != "attention" or (peer == "sdpa_flash" and precision == "fp32"):
+        return None
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION,
+               "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION}.get(peer)
+
+    def call():
+        if backend is None:
+            return F.scaled_dot_product_attention(*inputs, is_causal=True)
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(*inputs, is_causal=True)
+    return call
 
 
 def graph_replay(fn, inputs):
@@ -231,6 +279,7 @@ def main():
     ap.add_argument("--sizes", help="override every lesson's sizes, e.g. 1M,16M")
     ap.add_argument("--peers", default="eager,compile,cuda_graph")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--inner", type=int, help="override the row length (attention: head size d)")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as in our lessons
     torch.backends.cudnn.allow_tf32 = False
@@ -256,7 +305,9 @@ def main():
             torch._dynamo.reset()
             fn = make_case(lesson, 2, LESSONS[lesson][1], torch.float32, torch.Generator(device="cuda"))[1]
             compiled = {lesson: torch.compile(fn, dynamic=False)}
-            series += measure(lesson, precision, sizes, LESSONS[lesson][1], timer, args.reps, peers,
+            inner = args.inner or LESSONS[lesson][1]
+            lesson_peers = peers + [p for p in SDPA_PEERS if lesson == "attention" and p not in peers]
+            series += measure(lesson, precision, sizes, inner, timer, args.reps, lesson_peers,
                               compiled, log)
     import triton
     doc = {

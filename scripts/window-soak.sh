@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The window soak (issue 18, docs/RELIABILITY.md "Bounded memory"): the window driven by a script
+# The window soak (docs/RELIABILITY.md "Bounded memory"): the window driven by a script
 # through every lesson, both precisions and cache modes, the size and fusion sliders and every
 # view, for MINUTES, while this script samples the window's resident memory (VmRSS) and its GPU
 # memory (nvidia-smi: the process's, else the GPU's in use) every SAMPLE seconds into a CSV,

@@ -36,6 +36,8 @@ constexpr ImU32 compared_second = IM_COL32(236, 160, 110, 255);  // a lighter ve
 // reference series: neutral grey, dashed lines, hollow markers.
 constexpr ImU32 reference = IM_COL32(160, 160, 160, 255);
 constexpr ImU32 reference_dim = IM_COL32(120, 120, 120, 255);
+// A point measured on a shared or throttled GPU (model/gpu_conditions.h): a ring around it.
+constexpr ImU32 disturbed = okabe_orange;
 // PyTorch peers (scripts/peers.py: torch.compile, eager, eager in a CUDA graph) are reference
 // series too: greys from light to dim, hollow markers; torch.compile, the one to beat, lightest.
 constexpr ImU32 peers[3] = {IM_COL32(225, 225, 225, 255), IM_COL32(165, 165, 165, 255),

@@ -208,8 +208,11 @@ void draw_series(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
       dl->AddPolyline(s.screen.data(), static_cast<int>(s.screen.size()), s.color, 0,
                       stroke(s.line_thickness));
     }
-    for (const auto& p : s.screen)
-      draw_marker(dl, p, s.marker_radius, s.color, s.hollow_markers, frame_bg);
+    for (size_t i = 0; i < s.screen.size(); ++i) {
+      draw_marker(dl, s.screen[i], s.marker_radius, s.color, s.hollow_markers, frame_bg);
+      if (i < s.data.size() && s.data[i].disturbed)
+        dl->AddCircle(s.screen[i], s.marker_radius + 3, palette::disturbed, 0, stroke(2.0f));
+    }
   }
   if (hover.valid()) {
     const auto& s = L.series[hover.series];

@@ -24,6 +24,9 @@ struct PlotPoint {
   double x = 0;  // > 0: the x axis is logarithmic
   double y = 0;
   double lo = 0, hi = 0;  // a spread around y (drawn as a band when the series asks); lo < hi
+  // Measured while another process used the GPU or its clocks were held down
+  // (model/gpu_conditions.h): an orange ring around the marker, said in the hover read-out.
+  bool disturbed = false;
 };
 
 struct PlotSeries {

@@ -473,7 +473,12 @@ std::string hover_readout(const PlotLayout& layout, const PlotHover& hover) {
   std::string text = s.label.empty() ? std::string() : s.label + ": ";
   text += layout.format_x(p.x);
   if (!layout.x_unit.empty()) text += " " + layout.x_unit;
-  return text + ", " + layout.format_y(p.y, 2);
+  text += ", " + layout.format_y(p.y, 2);
+  if (p.disturbed)
+    text +=
+        " (measured while the GPU was shared or throttled: it may be slower than the GPU "
+        "alone gives)";
+  return text;
 }
 
 }  // namespace fl::viz

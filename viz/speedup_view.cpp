@@ -16,7 +16,8 @@ bool same_point(const Measurement& a, const Measurement& b) {
 
 std::vector<PlotPoint> to_plot_points(const std::vector<SpeedupPoint>& points) {
   std::vector<PlotPoint> out;
-  for (const auto& p : points) out.push_back({static_cast<double>(p.size), p.speedup, p.lo, p.hi});
+  for (const auto& p : points)
+    out.push_back({static_cast<double>(p.size), p.speedup, p.lo, p.hi, p.disturbed});
   return out;
 }
 
@@ -45,6 +46,7 @@ std::vector<SpeedupPoint> speedup_series(const std::vector<Measurement>& measure
     const double s = speedup(*pair.unfused, *pair.top);
     if (s <= 0) continue;
     SpeedupPoint p{size, s};
+    p.disturbed = pair.unfused->gpu.disturbed() || pair.top->gpu.disturbed();
     const Stats &a = pair.unfused->chain_time_us, &b = pair.top->chain_time_us;
     if (a.p20 > 0 && b.p20 > 0) {
       p.lo = a.p20 / b.p80;

@@ -20,6 +20,7 @@ struct SpeedupPoint {
   double speedup = 0;
   // The spread from the repetitions: level 0's p20 over the level's p80 .. p80 over p20.
   double lo = 0, hi = 0;
+  bool disturbed = false;  // either level was measured on a shared or throttled GPU
 };
 
 // One point per size of `lesson` in `precision` and `cache` mode: the speedup (fl::speedup, on

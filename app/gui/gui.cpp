@@ -40,6 +40,7 @@
 #include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 #include "app/gui/lab.h"
+#include "app/gui/recovery.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
 #include "model/sizes.h"
@@ -1147,6 +1148,9 @@ class WindowRun {
     FL_TRY(start_imgui());
     lab_ = std::make_unique<gui::Lab>(std::move(factory), std::move(replay_board));
     FL_TRY(set_up_lab());
+    // The crash journal: every window but a --screenshot run journals; only an interactive one
+    // offers to reopen what a crashed window left.
+    recovery_.start(lab_.get(), options_.recover, !headless_, !screenshot_);
     plan_.emplace(screenshot_, seconds_now(), script_.then_sizes, script_.sweep);
     dialog_.allow_native = !headless_;  // the desktop's file dialog (zenity) where there is one
     if (!headless_) {
@@ -1368,6 +1372,7 @@ class WindowRun {
     if (const gui::Shortcut* key = runner_.take_key()) apply_shortcut(*key, lab, ui_, &choice, now);
     draw_frame(lab, ui_, now, &views_px_);
     draw_shortcuts_window(ui_);
+    recovery_.draw_offer(lab_.get());
     lab.flow_pause_toggle = false;  // taken by the flow view if it was drawn
     if (ui_.quit) glfwSetWindowShouldClose(window_.handle, GLFW_TRUE);
     if (ui_.toggle_full_screen) toggle_full_screen();
@@ -1527,6 +1532,7 @@ class WindowRun {
   Window window_;
   std::optional<ImGuiSession> imgui_;
   std::unique_ptr<gui::Lab> lab_;
+  gui::CrashRecovery recovery_;  // after lab_: removes the journal first on an orderly end
   WindowUi ui_;
   std::optional<ScreenshotPlan> plan_;
   ScriptRunner runner_;

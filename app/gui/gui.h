@@ -44,6 +44,9 @@ struct GuiOptions {
   // and --script runs (reproducible pictures). app/gui/lesson_text.h.
   std::string lessons_dir;
   std::string peers_path;  // --peers FILE: PyTorch peers (else the shipped peers.json)
+  // --recover: reopen the measurements of the window that ended unexpectedly last (its crash
+  // journal, model/journal.h).
+  bool recover = false;
 };
 
 int run_gui(const GuiOptions& options);

@@ -193,11 +193,13 @@ void Lab::update(double now) {
     }
     viz::merge_measurements(&history_, result.measurements);
     trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
+    if (journal_ != nullptr) journal_->append(session_snapshot_head(), result.measurements);
     // A result that finished just as the learner picked another lesson stays in the history.
     if (result.request.lesson == lesson().info().id) current_ = std::move(result.measurements);
     ++results_received_;
   }
   status_ = engine_->status();
+  if (journal_ != nullptr) journal_->flush(now);
   if (status_.state == EngineState::unavailable && sweep_deferred_) cancel_sweep();
   if (status_.state != EngineState::ready) return;
   // The factory posted its notice before the engine became ready.
@@ -294,6 +296,30 @@ ComparedSeries Lab::compared_series() const {
   out.label = comparison_->summary.device.name + ", " + comparison_->summary.date_text() + " (" +
               to_string(best->precision) + ", " + to_string(best->cache) + " L2)";
   return out;
+}
+
+void Lab::restore(const Session& recovered) {
+  for (const Measurement& m : recovered.measurements) {
+    history_.erase(std::remove_if(history_.begin(), history_.end(),
+                                  [&](const Measurement& x) {
+                                    return x.lesson == m.lesson && x.size == m.size &&
+                                           x.inner == m.inner && x.level == m.level &&
+                                           x.precision == m.precision && x.cache == m.cache;
+                                  }),
+                   history_.end());
+    history_.push_back(m);
+  }
+  trim_oldest(&history_, history_cap_);
+  if (journal_ != nullptr) journal_->append(recovered, recovered.measurements);
+}
+
+Session Lab::session_snapshot_head() const {
+  Session s;
+  s.app_version = FUSIONLAB_VERSION;
+  s.created_utc = utc_now_iso8601();
+  s.backend = status_.backend_kind.empty() ? "live" : status_.backend_kind;
+  s.device = status_.device;
+  return s;
 }
 
 Session Lab::session_snapshot() const {

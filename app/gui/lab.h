@@ -12,6 +12,7 @@
 
 #include "app/gui/replay_notice.h"
 #include "model/caps.h"
+#include "model/journal.h"
 #include "app/measure/engine.h"
 #include "model/results.h"
 #include "kernels/lesson.h"
@@ -130,6 +131,14 @@ class Lab {
   // The current session: the engine's device facts and every measurement so far (one per point;
   // a newer run at a point replaced the older), ready for save_session().
   Session session_snapshot() const;
+  Session session_snapshot_head() const;  // the same without the measurements
+  // The crash journal (model/journal.h): every result is appended and written in batches from
+  // update(); null: none. Not owned.
+  void set_journal(Journal* journal) { journal_ = journal; }
+  // Measurements reopened from a crashed window's journal join the history (and this window's
+  // journal), as if measured here; a later measurement at a point replaces them.
+  // `recovered` gives the device and app version they are journalled with.
+  void restore(const Session& recovered);
   // The current sweep: the measurements of the current lesson, precision and cache mode, by size
   // then level (what Export CSV / Export trace write).
   std::vector<Measurement> sweep_measurements() const;
@@ -167,6 +176,7 @@ class Lab {
   void start_replay(ReplayNotice notice);
 
   std::optional<Comparison> comparison_;
+  Journal* journal_ = nullptr;
   int backend_generation_ = 0;
   Precision precision_ = Precision::fp32;
   CacheMode cache_ = CacheMode::cold;

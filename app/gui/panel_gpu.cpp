@@ -32,9 +32,31 @@ std::string replay_text(const ReplayNotice& notice) {
 }
 
 // Rows of the facts table: name, compute capability, SMs, L2, memory, driver / runtime, backend;
-// the copy roof once known; the recording's date when replaying.
+// the copy roof once known; the recording's date when replaying; the clocks now when watched.
 int fact_rows(const Lab& lab) {
-  return 7 + (lab.status().device.roof_gbps > 0 ? 1 : 0) + (lab.replay() ? 1 : 0);
+  return 7 + (lab.status().device.roof_gbps > 0 ? 1 : 0) + (lab.replay() ? 1 : 0) +
+         (lab.status().gpu_watch ? 1 : 0);
+}
+
+// The GPU's clocks now (NVML, read at most once a second on the UI thread), with any throttle
+// reason and the other processes on it.
+std::string clocks_now(GpuWatch& watch) {
+  static double last_read = -1;
+  static std::string text = "-";
+  const double now = ImGui::GetTime();
+  if (last_read >= 0 && now - last_read < 1.0) return text;
+  last_read = now;
+  GpuSample s;
+  if (!watch.sample(&s, true)) return text = "not readable now";
+  text = "SM " + std::to_string(s.sm_clock_mhz) +
+         (s.sm_clock_max_mhz > 0 ? " of " + std::to_string(s.sm_clock_max_mhz) : "") +
+         " MHz, memory " + std::to_string(s.memory_clock_mhz) + " MHz";
+  if ((s.throttle_reasons & kSlowingThrottleReasons) != 0)
+    text += "; held down: " + throttle_reason_words(s.throttle_reasons);
+  if (s.other_processes > 0)
+    text += "; " + std::to_string(s.other_processes) + " other process" +
+            (s.other_processes == 1 ? "" : "es") + " on it";
+  return text;
 }
 
 // The height banner() gives `text` inside a child `width` wide, and the spacing after it.
@@ -99,6 +121,7 @@ void draw_gpu_panel(const Lab& lab) {
     fact("driver / runtime",
          "CUDA " + version_text(d.driver_version) + " / CUDA " + version_text(d.runtime_version));
     if (d.roof_gbps > 0) fact("copy roof (1 GiB, cold)", fixed(d.roof_gbps, 0) + " GB/s");
+    if (st.gpu_watch) fact("clocks now", clocks_now(*st.gpu_watch));
     if (st.backend_kind == "live") {
       fact("backend", "live: runs the kernels now");
     } else if (st.backend_kind == "recorded") {

@@ -74,6 +74,29 @@ void draw_what_was_measured(const Lab& lab, const Measurement& first) {
   ImGui::PopTextWrapPos();
 }
 
+// Whether the GPU was the measurement's alone (model/gpu_conditions.h): the clocks it ran at and,
+// when another process had work on it or its clocks were held down, what that means.
+void draw_gpu_conditions(const std::vector<Measurement>& ms) {
+  const Measurement* disturbed = nullptr;
+  const Measurement* sampled = nullptr;
+  for (const Measurement& m : ms) {
+    if (m.gpu.sampled && sampled == nullptr) sampled = &m;
+    if (m.gpu.disturbed() && disturbed == nullptr) disturbed = &m;
+  }
+  if (disturbed != nullptr) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.3f, 1.0f), "GPU %s (level %d): %s",
+                       conditions_mark(disturbed->gpu).c_str(), disturbed->level,
+                       conditions_sentence(disturbed->gpu).c_str());
+    ImGui::PopTextWrapPos();
+  } else if (sampled != nullptr) {
+    ImGui::TextDisabled(
+        "GPU clocks during the repetitions: SM >= %d MHz, memory >= %d MHz; no "
+        "other process, not throttled",
+        sampled->gpu.sm_clock_mhz, sampled->gpu.memory_clock_mhz);
+  }
+}
+
 // Under the levels: PyTorch on the same formula at this size (the peer file, cold L2 only), its
 // bandwidth on the top level's textbook bytes and its speedup over our level 0 in the first cell.
 void draw_peer_rows(const Lab& lab, const std::vector<Measurement>& ms) {
@@ -210,6 +233,7 @@ void draw_measurement_panel(const Lab& lab) {
     return;
   }
   draw_what_was_measured(lab, ms.front());
+  draw_gpu_conditions(ms);
   draw_levels_table(lab, ms);
   draw_speedup_line(lab, ms);
   if (const Measurement* detail = level_of(ms, lab.shown_level())) draw_launches(lab, *detail);

@@ -130,7 +130,7 @@ void draw_flow_view(const Lab& lab) {
     clock_level = shown->level;
     clock_size = shown->size;
   }
-  // Space pauses or resumes, as a click does (helper A: app/gui/shortcuts.h, Lab).
+  // Space pauses or resumes, as a click does (app/gui/shortcuts.h, Lab).
   if (lab.flow_pause_toggle) {
     clock.toggle_pause(now);
     lab.flow_pause_toggle = false;

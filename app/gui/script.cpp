@@ -34,7 +34,7 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"caption", {1, 1}},      {"screenshot", {1, 3}},   {"open", {1, 1}},
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
       {"save-session", {1, 1}}, {"quit", {0, 0}},         {"window-size", {1, 2}},
-      {"key", {1, 1}},          {"svg", {1, 1}},  // the front plot as SVG (helper B, viz/svg.h)
+      {"key", {1, 1}},          {"svg", {1, 1}},  // the front plot as SVG (viz/svg.h)
   };
   return table;
 }

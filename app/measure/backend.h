@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/measure/gpu_watch.h"
 #include "model/results.h"
 #include "kernels/status.h"
 
@@ -65,6 +66,11 @@ class MeasureBackend {
   // kernel fault left a context that could not be reset): the engine then reports it as
   // unavailable and answers every request with it. Empty while it works.
   virtual std::string lost_reason() const { return std::string(); }
+  // The watch of the GPU's clocks and other processes (gpu_watch.h), shared with the window's GPU
+  // panel; null when there is none (a recording, no NVML), with one sentence from
+  // gpu_watch_note() where a live GPU has none.
+  virtual std::shared_ptr<GpuWatch> gpu_watch() const { return nullptr; }
+  virtual std::string gpu_watch_note() const { return std::string(); }
 };
 
 }  // namespace fl

@@ -52,8 +52,12 @@ TracerState& state() {
   return *s;
 }
 
+// Activity buffers handed to CUPTI and not yet given back (the soak's accounting).
+std::atomic<int64_t> buffers_held{0};
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  if (*buffer != nullptr) ++buffers_held;
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;  // as many as fit
 }
@@ -113,6 +117,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     s.stats.dropped_records += dropped;
   }
   std::free(buffer);
+  --buffers_held;
 }
 
 // Resolves the external id of every delivered kernel whose correlation record has arrived.
@@ -234,6 +239,10 @@ Status KernelTracer::start(TracedApis apis) {
         CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
         CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,  // what <<<...>>> calls in CUDA 13
         CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+        // A CUDA graph's kernels carry the external id of the graph launch (gpt2_decode's
+        // graph levels); without it their records map to no launch.
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
     };
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
       if (std::find(std::begin(launches), std::end(launches), cbid) != std::end(launches)) continue;
@@ -256,6 +265,8 @@ Status KernelTracer::start(TracedApis apis) {
         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
     };
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       if (std::find(std::begin(driver_launches), std::end(driver_launches), cbid) !=
@@ -332,6 +343,10 @@ void KernelTracer::discard_all() {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.kernels.clear();
   s.external_of.clear();
+}
+
+int64_t cupti_buffer_bytes_held() {
+  return buffers_held.load() * static_cast<int64_t>(kBufferBytes);
 }
 
 TracerStats KernelTracer::stats() const {

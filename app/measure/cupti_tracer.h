@@ -80,6 +80,9 @@ class KernelTracer {
   Status start(TracedApis apis);
 };
 
+// Bytes of CUPTI activity buffers handed out and not yet delivered back (each 4 MiB).
+int64_t cupti_buffer_bytes_held();
+
 // "void fl::(anonymous namespace)::gelu_kernel<float>(float const*, float*, long)" ->
 // "gelu_kernel<float>": the demangled name without return type, namespaces and parameters.
 std::string short_kernel_name(const char* mangled);

@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "app/measure/heap.h"
 #include "model/caps.h"
 
 namespace fl {
@@ -132,6 +133,8 @@ void Engine::refresh_notes_locked(const MeasureBackend* backend) {
   status_.device = backend->device();
   status_.timing_note = backend->timing_note();
   status_.counters_note = backend->counters_note();
+  status_.gpu_watch = backend->gpu_watch();
+  status_.gpu_watch_note = backend->gpu_watch_note();
   const std::string lost = backend->lost_reason();
   if (!lost.empty()) {
     status_.state = EngineState::unavailable;
@@ -264,6 +267,8 @@ void Engine::run(BackendFactory factory) {
       counter_phase(*backend, job, cancelled, std::move(to_count));
     // Lost for good: every later request is answered with the reason (timing_phase).
     if (backend && !backend->lost_reason().empty()) backend.reset();
+    // Freed memory of this thread's arena goes back to the system (heap.h).
+    release_free_heap_if_due();
   }
   backend.reset();  // destroyed on the thread that created it
 }

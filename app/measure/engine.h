@@ -57,6 +57,10 @@ struct EngineStatus {
   // instead of CUPTI; counters unavailable (e.g. restricted to administrators, and how to allow).
   std::string timing_note;
   std::string counters_note;
+  // The GPU's clocks and other processes, read at any time from any thread (null: none), and
+  // why there is no watch on a live GPU.
+  std::shared_ptr<GpuWatch> gpu_watch;
+  std::string gpu_watch_note;
 };
 
 struct EngineOptions {

@@ -166,6 +166,13 @@ json measurement_args(const Session& session, size_t index, const std::vector<Sl
   args["textbook_bytes"] = m.textbook_bytes();
   args["check_passed"] = m.check.passed;
   args["rel_l2_error"] = m.check.rel_l2_error;
+  if (m.gpu.sampled) {
+    args["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
+    args["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
+    args["gpu_throttle"] = throttle_reason_names(m.gpu.throttle_reasons);
+    args["gpu_other_processes"] = m.gpu.other_processes;
+    if (m.gpu.disturbed()) args["gpu_disturbed"] = conditions_sentence(m.gpu);
+  }
   args["counters_status"] = to_string(m.counters_status);
   if (!m.counters_note.empty()) args["counters_note"] = m.counters_note;
   if (const auto total = m.counters_total()) {
@@ -368,7 +375,7 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       optional_count(l.counters, &LaunchCounters::dram_write_bytes),
       optional_count(l.counters, &LaunchCounters::l2_bytes),
       l.event_time_us.count > 0 ? fixed(l.event_time_us.median, 3) : std::string(),
-      // Added in issue 15: the chain's speedup over level 0 at the same point (empty without a
+      // Then the chain's speedup over level 0 at the same point (empty without a
       // level 0 or when a check failed), this launch's % of copy bandwidth, and where and when.
       baseline >= 0 && vs_level0 > 0 ? fixed(vs_level0, 3) : std::string(),
       l.copy_gbps > 0 && gbps > 0 ? fixed(100.0 * gbps / l.copy_gbps, 1) : std::string(),
@@ -378,6 +385,12 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       driver_text(m.provenance.driver_version > 0 ? m.provenance.driver_version
                                                   : session.device.driver_version),
       csv_text(session.created_utc),
+      // The GPU's conditions around the repetitions (model/gpu_conditions.h); empty: not known.
+      m.gpu.sampled ? std::to_string(m.gpu.sm_clock_mhz) : std::string(),
+      m.gpu.sampled ? std::to_string(m.gpu.memory_clock_mhz) : std::string(),
+      m.gpu.sampled ? csv_text(throttle_reason_names(m.gpu.throttle_reasons)) : std::string(),
+      m.gpu.sampled ? std::to_string(m.gpu.other_processes) : std::string(),
+      conditions_mark(m.gpu),
       csv_text(m.provenance.measured_utc),
       csv_text(m.provenance.source),
   };
@@ -648,7 +661,8 @@ std::string measurements_csv_header() {
          "chain_time_median_us,chain_time_p20_us,chain_time_p80_us,repetitions,rel_l2_error,"
          "correct,timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
          "event_time_median_us,speedup_vs_level0,launch_pct_of_copy,gpu,driver_cuda,"
-         "session_created_utc,measured_utc,source";
+         "session_created_utc,gpu_sm_clock_mhz,gpu_memory_clock_mhz,gpu_throttle,"
+         "gpu_other_processes,gpu_disturbed,measured_utc,source";
 }
 
 // One PyTorch peer at one size, in the measurement columns (launch columns and counters empty).
@@ -698,6 +712,11 @@ static std::string peer_csv_row(const Session& session, const PeerFile& peers, c
       csv_text(peers.device_name),
       csv_text(peers.driver),
       csv_text(peers.created_utc),
+      "",
+      "",
+      "",
+      "",
+      "",
       csv_text(peers.created_utc),
       "peer file"};
   std::string row;

@@ -1,4 +1,4 @@
-// Exports of measurements for use outside Fusion Lab (issue 7, docs/EXPORT.md):
+// Exports of measurements for use outside Fusion Lab (docs/EXPORT.md):
 //   - a Chrome Trace Event JSON trace of the stored raw CUPTI records, which opens in
 //     ui.perfetto.dev and chrome://tracing, optionally gzip-compressed;
 //   - a CSV with one row per (lesson, size, level, launch), units in the column names.

@@ -1,4 +1,4 @@
-// GPU faults (issue 18; docs/RELIABILITY.md, "GPU faults"): what the live backend says and does
+// GPU faults (docs/RELIABILITY.md, "GPU faults"): what the live backend says and does
 // when the GPU fails it, and the test-only fault switch that makes it fail on purpose.
 //
 // The fault switch: the environment variable FL_FAULT=POINT[:LEVEL] makes the live backend fail

@@ -202,6 +202,15 @@ Status LiveBackend::init() {
   FL_TRY(flush_l2());
   FL_TRY(time_median(
       CacheMode::warm, 5, [this] { return flush_l2(); }, &flush_us_));
+  if (options_.watch_gpu) {
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), 0) == cudaSuccess)
+      watch_ = open_nvml_watch(bus_id, &watch_note_);
+    cudaGetLastError();
+    watching_ = ConditionsRecorder(watch_.get(), options_.watch_every_s);
+  } else {
+    watch_note_ = "not asked for";
+  }
   std::random_device rd;
   seed_counter_ = options_.seed != 0 ? options_.seed : (uint64_t(rd()) << 32 | rd());
 
@@ -246,7 +255,7 @@ Status LiveBackend::init() {
 // (every shipped recording made before this had ~29 MB of writes on its first measurement, a
 // 1K-element level 0 whose textbook writes are 8 KB; enabling per request showed it on every
 // request). Every later pass matched the textbook. Why is not known; this pass absorbs it
-// (docs/PERFORMANCE.md, "Counter phase as shipped").
+// (docs/PERFORMANCE.md, "Fidelity: CUPTI timing and DRAM/L2 counters").
 Status LiveBackend::counters_warm_up() {
   std::vector<LaunchCounters> values;
   LaunchCounters drained;
@@ -913,11 +922,14 @@ Status LiveBackend::time_repetitions(const MeasureRequest& request, int level, i
       cupti ? tracer_ : nullptr, !cupti || options_.compare_timers, stream_, *workspace_, level,
       launches, request.cache == CacheMode::cold, [this] { return flush_l2(); }, &order_matched_);
   FL_TRY(timing.start());
+  watching_.begin(&m->gpu);  // the GPU's conditions around the repetitions (gpu_watch.h)
   for (int done = 0; done < reps; done += kBatch) {
     if (cancelled && cancelled()) break;
     FL_TRY(timing.run_batch(std::min(kBatch, reps - done)));
+    watching_.tick();
     FL_TRY(injected_mid_measurement_fault(level));
   }
+  watching_.end();
   if (timing.records_missing()) {
     *records_missing = true;
     return Status::Ok();

@@ -51,6 +51,10 @@ struct LiveOptions {
   bool trace_all_runtime_apis = false;
   // Copy-bandwidth references kept (caps.h, kMaxCopyReferences); tests set a small one.
   size_t copy_references = kMaxCopyReferences;
+  // Sample the GPU's clocks, throttle reasons and other processes through NVML before, between
+  // (at most every watch_every_s) and after the timed repetitions (Measurement::gpu).
+  bool watch_gpu = true;
+  double watch_every_s = 0.1;
 };
 
 // What the window measures with while a slider moves: enough repetitions for a stable median of
@@ -76,6 +80,13 @@ class LiveBackend final : public MeasureBackend {
   std::string counters_note() const override { return counters_note_; }
   std::string timing_note() const override { return timing_note_; }
   std::string lost_reason() const override { return lost_reason_; }
+  std::shared_ptr<GpuWatch> gpu_watch() const override { return watch_; }
+  std::string gpu_watch_note() const override { return watch_note_; }
+  // Turns the sampling around the repetitions off and on again (its overhead, measured in one
+  // run: tests/gpu/gpu_watch_gpu_test.cpp).
+  void set_gpu_watch_sampling(bool on) {
+    watching_ = ConditionsRecorder(on ? watch_.get() : nullptr, options_.watch_every_s);
+  }
 
   // "cupti_activity" or "cuda_events": how measure() times launches.
   const char* timing_method() const {
@@ -150,6 +161,10 @@ class LiveBackend final : public MeasureBackend {
   KernelTracer* tracer_ = nullptr;     // null: CUDA events
   RangeCounters* counters_ = nullptr;  // null: no counter phase (counters_note_ says why)
   std::string timing_note_, counters_note_;
+  // The GPU watch (null when none) and what samples it around the timed repetitions.
+  std::shared_ptr<GpuWatch> watch_;
+  std::string watch_note_;
+  ConditionsRecorder watching_;
   std::string lost_reason_;             // non-empty: the GPU cannot be used again (restart)
   bool simulated_device_lost_ = false;  // FL_FAULT=device-lost fired: every call "fails"
   int64_t order_matched_ = 0;

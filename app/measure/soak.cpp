@@ -11,8 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "model/caps.h"
 #include "app/measure/choices.h"
+#include "app/measure/heap.h"
+#include "model/caps.h"
 #include "model/file_io.h"
 #include "kernels/catalog.h"
 
@@ -196,6 +197,11 @@ SoakResult run_soak(Engine* engine, const std::vector<SoakSeries>& series,
     SoakSample s;
     s.elapsed_s = elapsed;
     s.rss_kib = process_rss_kib();
+    const ResidentParts parts = resident_parts();  // printed, not in this soak's CSV
+    s.rss_anon_kib = parts.anon_kib;
+    s.rss_file_kib = parts.file_kib;
+    const HeapStats heap = heap_stats();
+    s.heap_kib = heap.in_use_bytes >= 0 ? heap.in_use_bytes / 1024 : -1;
     s.gpu_used_mib = gpu_used_mib ? gpu_used_mib() : -1;
     s.results = drag.result().results;
     s.failed = drag.result().failed;
@@ -215,6 +221,173 @@ SoakResult run_soak(Engine* engine, const std::vector<SoakSeries>& series,
   drag.finish(tick);
   take_sample(seconds_between(start, Clock::now()));
   return std::move(drag.result());
+}
+
+// ---- the soak in cycles ----------------------------------------------------------------------
+
+std::vector<MeasureRequest> cycle_requests(const std::vector<SoakSeries>& series,
+                                           int sizes_per_series) {
+  const int k = std::max(1, sizes_per_series);
+  std::vector<MeasureRequest> out;
+  for (const SoakSeries& s : series) {
+    std::vector<int64_t> sizes;
+    if (!s.sizes.empty()) {
+      const size_t n = s.sizes.size(), want = std::min<size_t>(n, static_cast<size_t>(k));
+      for (size_t i = 0; i < want; ++i)
+        sizes.push_back(s.sizes[want == 1 ? 0 : i * (n - 1) / (want - 1)]);
+    } else {
+      const double lo = std::log2(static_cast<double>(s.min_size));
+      const double hi = std::log2(static_cast<double>(s.max_size));
+      for (int i = 0; i < k; ++i) {
+        const double at = k == 1 ? lo : lo + (hi - lo) * i / (k - 1);
+        sizes.push_back(std::clamp<int64_t>(std::llround(std::exp2(at)), s.min_size, s.max_size));
+      }
+    }
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    for (int64_t size : sizes) {
+      MeasureRequest r;
+      r.lesson = s.lesson;
+      r.precision = s.precision;
+      r.cache = s.cache;
+      r.levels = s.levels;
+      r.inner = s.inner;
+      r.size = size;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Submits `request` and takes its answers until the last one (the timing result when no counter
+// phase follows, else the counters result), or `timeout_s` passes.
+void answer_fully(Engine& engine, const MeasureRequest& request, int timeout_s,
+                  SoakResult* result) {
+  const Clock::time_point submitted = Clock::now();
+  const uint64_t id = engine.submit(request);
+  const Clock::time_point deadline = submitted + std::chrono::seconds(timeout_s);
+  while (Clock::now() < deadline) {
+    for (const EngineResult& r : engine.poll()) {
+      if (r.id != id) continue;
+      if (r.cancelled) {
+        ++result->superseded;
+        return;
+      }
+      ++result->results;
+      if (!r.status.ok()) {
+        ++result->failed;
+        if (result->first_failures.size() < 5) result->first_failures.push_back(r.status.message());
+        return;
+      }
+      if (r.phase == EnginePhase::counters) return;
+      result->timing_ms.push_back(seconds_between(submitted, Clock::now()) * 1e3);
+      keep_recent_half(&result->timing_ms, size_t(1) << 17);
+      const bool counters_follow = std::any_of(
+          r.measurements.begin(), r.measurements.end(),
+          [](const Measurement& m) { return m.counters_status == CountersStatus::pending; });
+      if (!counters_follow) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ++result->failed;
+  if (result->first_failures.size() < 5) {
+    result->first_failures.push_back(request.lesson + " at " + std::to_string(request.size) +
+                                     " was not answered within " + std::to_string(timeout_s) +
+                                     " s");
+  }
+}
+
+}  // namespace
+
+SoakResult run_soak_cycles(Engine* engine, const std::vector<MeasureRequest>& grid,
+                           const CycleOptions& options, const CycleProbes& probes,
+                           const std::function<void(const SoakSample&)>& on_sample) {
+  SoakResult result;
+  const Clock::time_point start = Clock::now();
+  auto take_sample = [&](int cycle) {
+    SoakSample s;
+    s.cycle = cycle;
+    s.elapsed_s = seconds_between(start, Clock::now());
+    s.rss_kib = process_rss_kib();
+    const ResidentParts parts = resident_parts();
+    s.rss_anon_kib = parts.anon_kib;
+    s.rss_file_kib = parts.file_kib;
+    const HeapStats heap = heap_stats();
+    s.heap_kib = heap.in_use_bytes >= 0 ? heap.in_use_bytes / 1024 : -1;
+    s.gpu_used_mib = probes.gpu_used_mib ? probes.gpu_used_mib() : -1;
+    s.cupti_buffers_mib = probes.cupti_buffers_mib ? probes.cupti_buffers_mib() : -1;
+    s.results = result.results;
+    s.failed = result.failed;
+    result.samples.push_back(s);
+    if (on_sample) on_sample(s);
+  };
+  take_sample(0);
+  double longest_cycle_s = 0;
+  for (int cycle = 1; cycle <= options.cycles; ++cycle) {
+    const double now_s = seconds_between(start, Clock::now());
+    if (options.max_minutes > 0 && cycle > 1 && now_s + longest_cycle_s > options.max_minutes * 60)
+      break;
+    for (const MeasureRequest& r : grid)
+      answer_fully(*engine, r, options.answer_timeout_s, &result);
+    engine->wait_idle(10000);
+    longest_cycle_s = std::max(longest_cycle_s, seconds_between(start, Clock::now()) - now_s);
+    take_sample(cycle);
+  }
+  return result;
+}
+
+CycleSummary summarize_cycles(const std::vector<SoakSample>& samples) {
+  CycleSummary s;
+  const SoakSample* from = nullptr;
+  const SoakSample* to = nullptr;
+  for (const SoakSample& x : samples) {
+    if (x.cycle == 2) from = &x;
+    if (x.cycle >= 0 && (to == nullptr || x.cycle > to->cycle)) to = &x;
+  }
+  if (to == nullptr) return s;
+  s.cycles = to->cycle;
+  s.results = to->results;
+  s.failed = to->failed;
+  if (from == nullptr || to->cycle <= 2) return s;
+  const double span = to->cycle - 2;
+  s.rss_from_mib = from->rss_kib / 1024.0;
+  s.rss_to_mib = to->rss_kib / 1024.0;
+  s.rss_per_cycle_mib = (s.rss_to_mib - s.rss_from_mib) / span;
+  if (from->heap_kib >= 0 && to->heap_kib >= 0)
+    s.heap_per_cycle_mib = (to->heap_kib - from->heap_kib) / 1024.0 / span;
+  s.gpu_from_mib = from->gpu_used_mib;
+  s.gpu_to_mib = to->gpu_used_mib;
+  const bool gpu_ok = s.gpu_from_mib < 0 || s.gpu_to_mib <= s.gpu_from_mib;
+  s.within_bound = s.cycles >= 3 && s.rss_per_cycle_mib <= kCycleRssBoundMib && gpu_ok;
+  return s;
+}
+
+std::string cycle_report(const CycleSummary& s) {
+  char buf[512];
+  std::string out;
+  if (s.cycles < 3) {
+    std::snprintf(buf, sizeof(buf),
+                  "soak: %d cycles; at least 3 are needed to judge growth after cycle 2\n",
+                  s.cycles);
+    return buf;
+  }
+  std::snprintf(buf, sizeof(buf),
+                "soak: %d cycles; resident memory %.1f MiB at the end of cycle 2, %.1f MiB at the "
+                "end (%+.3f MiB a cycle; bound %.1f), heap in use %+.3f MiB a cycle\n",
+                s.cycles, s.rss_from_mib, s.rss_to_mib, s.rss_per_cycle_mib, kCycleRssBoundMib,
+                s.heap_per_cycle_mib);
+  out += buf;
+  if (s.gpu_from_mib >= 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "soak: GPU memory in use %.1f MiB at the end of cycle 2, %.1f MiB at the end\n",
+                  s.gpu_from_mib, s.gpu_to_mib);
+    out += buf;
+  }
+  std::snprintf(buf, sizeof(buf), "soak: %lld results, %lld failed; %s\n",
+                static_cast<long long>(s.results), static_cast<long long>(s.failed),
+                s.within_bound ? "memory within the bound" : "MEMORY GREW PAST THE BOUND");
+  return out + buf;
 }
 
 SoakSummary summarize_soak(const std::vector<SoakSample>& samples) {
@@ -266,7 +439,33 @@ std::string soak_report(const SoakSummary& s) {
   return out + buf;
 }
 
+namespace {
+
+constexpr const char* kCycleCsvHeader =
+    "cycle,elapsed_s,rss_kib,rss_anon_kib,rss_file_kib,heap_kib,gpu_used_mib,cupti_buffers_mib,"
+    "results,failed";
+
+std::string cycle_csv(const std::vector<SoakSample>& samples) {
+  std::string out = std::string(kCycleCsvHeader) + "\n";
+  auto cell = [](double v, const char* format) {
+    char buf[48] = "";
+    if (v >= 0) std::snprintf(buf, sizeof(buf), format, v);
+    return std::string(buf);
+  };
+  for (const SoakSample& s : samples) {
+    out += std::to_string(s.cycle) + "," + cell(s.elapsed_s, "%.1f") + "," +
+           std::to_string(s.rss_kib) + "," + cell(double(s.rss_anon_kib), "%.0f") + "," +
+           cell(double(s.rss_file_kib), "%.0f") + "," + cell(double(s.heap_kib), "%.0f") + "," +
+           cell(s.gpu_used_mib, "%.1f") + "," + cell(s.cupti_buffers_mib, "%.1f") + "," +
+           std::to_string(s.results) + "," + std::to_string(s.failed) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string soak_csv(const std::vector<SoakSample>& samples) {
+  if (!samples.empty() && samples.front().cycle >= 0) return cycle_csv(samples);
   std::string out = "elapsed_s,rss_kib,gpu_used_mib,results,failed\n";
   char buf[160];
   for (const SoakSample& s : samples) {
@@ -300,9 +499,53 @@ std::vector<std::string> split_commas(const std::string& line) {
 
 }  // namespace
 
+namespace {
+
+// The rows of a soak in cycles (kCycleCsvHeader); an empty cell is an unknown value.
+Status parse_cycle_rows(std::istringstream& in, std::vector<SoakSample>* out) {
+  std::string line;
+  for (int row = 2; std::getline(in, line); ++row) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::vector<std::string> c = split_commas(line);
+    double v[10] = {0, 0, 0, -1, -1, -1, -1, -1, 0, 0};
+    bool ok = c.size() == 10;
+    for (size_t i = 0; ok && i < 10; ++i) {
+      if (c[i].empty() && i >= 3 && i <= 7) continue;
+      ok = parse_number(c[i], &v[i]) && v[i] >= 0;
+    }
+    if (!ok) {
+      return Status::Error("line " + std::to_string(row) + " is not ten numbers: '" +
+                           shorten_for_message(line) + "'");
+    }
+    SoakSample s;
+    s.cycle = static_cast<int>(v[0]);
+    s.elapsed_s = v[1];
+    s.rss_kib = static_cast<int64_t>(v[2]);
+    s.rss_anon_kib = static_cast<int64_t>(v[3]);
+    s.rss_file_kib = static_cast<int64_t>(v[4]);
+    s.heap_kib = static_cast<int64_t>(v[5]);
+    s.gpu_used_mib = v[6];
+    s.cupti_buffers_mib = v[7];
+    s.results = static_cast<int64_t>(v[8]);
+    s.failed = static_cast<int64_t>(v[9]);
+    out->push_back(s);
+  }
+  if (out->empty()) return Status::Error("no samples after the header");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status parse_soak_csv(const std::string& text, std::vector<SoakSample>* out) {
   std::istringstream in(text);
   std::string line;
+  if (std::getline(in, line) && line.rfind(kCycleCsvHeader, 0) == 0) {
+    out->clear();
+    return parse_cycle_rows(in, out);
+  }
+  in.clear();
+  in.str(text);
   if (!std::getline(in, line) || line.rfind("elapsed_s,rss_kib,gpu_used_mib,results,failed", 0))
     return Status::Error("the first line is not elapsed_s,rss_kib,gpu_used_mib,results,failed");
   out->clear();
@@ -359,6 +602,7 @@ struct Panel {
   // The value axis fits the points from this minute on (the start-up climb would flatten the
   // rest); earlier points outside it are drawn at the edge.
   double fit_from = 0;
+  std::vector<std::pair<double, double>> limit;  // a dashed line (the cycles' growth bound)
 };
 
 std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, double x_max) {
@@ -368,6 +612,7 @@ std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, 
   }
   if (p.band_center > 0)
     lo = std::min(lo, p.band_center * 0.97), hi = std::max(hi, p.band_center * 1.03);
+  for (const auto& pt : p.limit) lo = std::min(lo, pt.second), hi = std::max(hi, pt.second);
   if (hi - lo < 1e-9) lo -= 1, hi += 1;
   const double step = nice_step(hi - lo, 5);
   lo = std::floor(lo / step) * step;
@@ -402,6 +647,11 @@ std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, 
             "stroke-dasharray=\"6 4\"/>\n",
             x0, Y(p.band_center), x0 + w, Y(p.band_center));
   }
+  if (!p.limit.empty()) {
+    out += "<polyline fill=\"none\" stroke=\"#009E73\" stroke-dasharray=\"6 4\" points=\"";
+    for (const auto& pt : p.limit) out += fmt("%.1f,%.1f ", X(pt.first), Y(pt.second));
+    out += "\"/>\n";
+  }
   out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + p.color + "\" points=\"";
   for (const auto& pt : p.points) out += fmt("%.1f,%.1f ", X(pt.first), Y(pt.second));
   out += "\"/>\n";
@@ -410,10 +660,83 @@ std::string panel_svg(const Panel& p, double x0, double y0, double w, double h, 
 
 }  // namespace
 
+namespace {
+
+std::string svg_text(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else if (ch == '&')
+      out += "&amp;";
+    else if (static_cast<unsigned char>(ch) >= 0x20)
+      out += ch;
+  }
+  return out;
+}
+
+// The soak in cycles: resident memory with the bound from cycle 2 on (1 MiB a cycle), heap in
+// use, GPU memory, each over the cycle number.
+std::string cycles_svg(const std::vector<SoakSample>& samples, const std::string& title) {
+  const CycleSummary sum = summarize_cycles(samples);
+  Panel rss{"Resident memory (MiB); dashed: +1 MiB a cycle from the end of cycle 2",
+            "#0072B2",
+            {},
+            -1,
+            0,
+            {}};
+  Panel heap{"Heap in use (MiB, mallinfo2)", "#CC79A7", {}, -1, 0, {}};
+  Panel gpu{"GPU memory in use (MiB)", "#D55E00", {}, -1, 0, {}};
+  double x_max = 0;
+  for (const SoakSample& s : samples) {
+    rss.points.push_back({double(s.cycle), s.rss_kib / 1024.0});
+    if (s.heap_kib >= 0) heap.points.push_back({double(s.cycle), s.heap_kib / 1024.0});
+    if (s.gpu_used_mib >= 0) gpu.points.push_back({double(s.cycle), s.gpu_used_mib});
+    x_max = std::max(x_max, double(s.cycle));
+  }
+  if (sum.cycles >= 3) {
+    rss.limit = {{2.0, sum.rss_from_mib},
+                 {double(sum.cycles), sum.rss_from_mib + kCycleRssBoundMib * (sum.cycles - 2)}};
+  }
+  // The axes fit cycle 1 on: cycle 0 is before the first kernel was loaded.
+  rss.fit_from = heap.fit_from = gpu.fit_from = 1;
+  std::vector<const Panel*> panels = {&rss};
+  if (!heap.points.empty()) panels.push_back(&heap);
+  if (!gpu.points.empty()) panels.push_back(&gpu);
+  const double w = 900, panel_h = 220, left = 80, top = 70;
+  const double height = top + panels.size() * (panel_h + 70) + 10;
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out +=
+      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+          "font-size=\"13\">\n",
+          left + w + 30, height, left + w + 30, height);
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += "<text x=\"" + fmt("%.0f", left) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" +
+         svg_text(title) + "</text>\n";
+  out += "<text x=\"" + fmt("%.0f", left) + "\" y=\"44\">" +
+         fmt("end of cycle 2 to cycle %.0f: resident %+.3f MiB a cycle, heap %+.3f MiB a cycle; ",
+             sum.cycles, sum.rss_per_cycle_mib, sum.heap_per_cycle_mib) +
+         fmt("%.0f results, %.0f failed", double(sum.results), double(sum.failed)) + "</text>\n";
+  for (size_t i = 0; i < panels.size(); ++i) {
+    const double y = top + i * (panel_h + 70);
+    if (!panels[i]->points.empty()) out += panel_svg(*panels[i], left, y, w, panel_h, x_max);
+    out += fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">cycle</text>\n", left + w / 2,
+               y + panel_h + 36);
+  }
+  return out + "</svg>\n";
+}
+
+}  // namespace
+
 std::string soak_svg(const std::vector<SoakSample>& samples, const std::string& title) {
+  if (!samples.empty() && samples.front().cycle >= 0) return cycles_svg(samples, title);
   const SoakSummary sum = summarize_soak(samples);
-  Panel rss{"Resident memory (MiB); band: +-2% of the value after minute 1", "#0072B2", {}, -1, 0};
-  Panel gpu{"GPU memory in use (MiB)", "#D55E00", {}, -1, 0};
+  Panel rss{
+      "Resident memory (MiB); band: +-2% of the value after minute 1", "#0072B2", {}, -1, 0, {}};
+  Panel gpu{"GPU memory in use (MiB)", "#D55E00", {}, -1, 0, {}};
   double x_max = 0;
   for (const SoakSample& s : samples) {
     rss.points.push_back({s.elapsed_s / 60, s.rss_kib / 1024.0});

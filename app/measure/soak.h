@@ -1,4 +1,4 @@
-// The soak test (issue 18, "Bounded memory"; docs/RELIABILITY.md): the engine driven for minutes
+// The soak test (docs/RELIABILITY.md, "Bounded memory"): the engine driven for minutes
 // by a scripted drag across every lesson, size, level, precision and cache mode, sampling the
 // process's resident memory and the GPU's memory in use every few seconds into a CSV and a plot.
 // `fusionlab latency --minutes M` runs it live; the window soak (scripts/window-soak.sh) writes
@@ -24,6 +24,11 @@ struct SoakSample {
   double gpu_used_mib = -1;
   int64_t results = 0;  // results so far (timing and counters), superseded ones not counted
   int64_t failed = 0;   // results so far that failed
+  // The soak in cycles (`latency --cycles`) samples at each cycle's end, and more: -1 unknown.
+  int cycle = -1;                                // 0: before the first cycle
+  int64_t rss_anon_kib = -1, rss_file_kib = -1;  // RssAnon, RssFile (heap.h)
+  int64_t heap_kib = -1;                         // heap in use (mallinfo2)
+  double cupti_buffers_mib = -1;                 // CUPTI activity buffers not yet delivered back
 };
 
 // VmRSS of this process (/proc/self/status) in KiB; -1 when it cannot be read.
@@ -71,7 +76,45 @@ SoakResult run_soak(Engine* engine, const std::vector<SoakSeries>& series,
                     const SoakOptions& options, const std::function<double()>& gpu_used_mib,
                     const std::function<void(const SoakSample&)>& on_sample);
 
-// The figures the issue asks for: resident memory after the first minute (the first sample at or
+// ---- the soak in cycles ----------------------------------------------------------------------
+
+// One cycle's grid: for each series, `sizes_per_series` sizes (a recording's: spread over its
+// recorded sizes, first and last included; otherwise log-spaced over min..max), every level.
+std::vector<MeasureRequest> cycle_requests(const std::vector<SoakSeries>& series,
+                                           int sizes_per_series);
+
+struct CycleOptions {
+  int cycles = 6;
+  double max_minutes = 0;  // > 0: start no cycle that would end later (by the longest one)
+  int answer_timeout_s = 120;  // one request's answers (timing, then counters) at most
+};
+struct CycleProbes {
+  std::function<double()> gpu_used_mib;       // may be empty
+  std::function<double()> cupti_buffers_mib;  // may be empty
+};
+
+// Submits every request of the grid in turn, each once its previous one is fully answered (the
+// counter phase included), `cycles` times; samples at the start (cycle 0) and at each cycle's end.
+SoakResult run_soak_cycles(Engine* engine, const std::vector<MeasureRequest>& grid,
+                           const CycleOptions& options, const CycleProbes& probes,
+                           const std::function<void(const SoakSample&)>& on_sample);
+
+// What the cycles show, from the end of cycle 2 (the caches filled, every kernel loaded) to the
+// last: resident memory and heap in use per cycle, GPU memory's change; the bound is 1 MiB of
+// resident memory a cycle and no GPU memory.
+struct CycleSummary {
+  int cycles = 0;
+  double rss_from_mib = 0, rss_to_mib = 0, rss_per_cycle_mib = 0;
+  double heap_per_cycle_mib = 0;
+  double gpu_from_mib = -1, gpu_to_mib = -1;
+  int64_t results = 0, failed = 0;
+  bool within_bound = false;  // >= 3 cycles and both bounds held
+};
+constexpr double kCycleRssBoundMib = 1.0;
+CycleSummary summarize_cycles(const std::vector<SoakSample>& samples);
+std::string cycle_report(const CycleSummary& s);
+
+// The figures a soak is judged by: resident memory after the first minute (the first sample at or
 // after 60 s, else the first) against the end, in percent; GPU memory min and max.
 struct SoakSummary {
   double rss_first_minute_mib = 0, rss_end_mib = 0, rss_change_percent = 0;
@@ -85,7 +128,9 @@ SoakSummary summarize_soak(const std::vector<SoakSample>& samples);
 std::string soak_report(const SoakSummary& s);
 
 // The CSV: a header `elapsed_s,rss_kib,gpu_used_mib,results,failed`, one row per sample (an
-// unknown GPU memory is an empty cell).
+// unknown GPU memory is an empty cell); samples of a soak in cycles have
+// `cycle,elapsed_s,rss_kib,rss_anon_kib,rss_file_kib,heap_kib,gpu_used_mib,cupti_buffers_mib,
+// results,failed` (kCycleCsvHeader). Both are read back.
 std::string soak_csv(const std::vector<SoakSample>& samples);
 // Reads that CSV back (the window soak's too); one line naming what is wrong otherwise.
 Status parse_soak_csv(const std::string& text, std::vector<SoakSample>* out);

@@ -127,5 +127,110 @@ TEST(Soak, ABrokenCsvIsRefusedWithItsLine) {
   EXPECT_DOUBLE_EQ(out[1].gpu_used_mib, 5.5);
 }
 
+TEST(SoakCycles, TheGridTakesEachSeriesSizesOnce) {
+  SoakSeries recorded;
+  recorded.lesson = "gelu_scale";
+  recorded.sizes = {1024, 4096, 16384, 65536, 262144};
+  recorded.min_size = 1024;
+  recorded.max_size = 262144;
+  SoakSeries axis = recorded;
+  axis.sizes.clear();
+  axis.cache = CacheMode::warm;
+  const std::vector<MeasureRequest> grid = cycle_requests({recorded, axis}, 3);
+  ASSERT_EQ(grid.size(), 6u);
+  EXPECT_EQ(grid[0].size, 1024);  // a recording's own sizes: first, middle, last
+  EXPECT_EQ(grid[1].size, 16384);
+  EXPECT_EQ(grid[2].size, 262144);
+  EXPECT_EQ(grid[3].size, 1024);  // log-spaced over the axis
+  EXPECT_EQ(grid[4].size, 16384);
+  EXPECT_EQ(grid[5].size, 262144);
+  EXPECT_EQ(grid[5].cache, CacheMode::warm);
+  EXPECT_EQ(cycle_requests({recorded}, 99).size(), 5u) << "no size twice";
+}
+
+TEST(SoakCycles, WalksARecordingInCyclesAndWritesTheCsvAndThePlot) {
+  std::unique_ptr<ReplayBackend> recording;
+  const std::string rec = (fs::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
+                           "recordings" / "h100-2026-11-23")
+                              .string();
+  ASSERT_TRUE(load_recording({rec}, &recording).ok());
+  const std::vector<MeasureRequest> grid =
+      cycle_requests(recorded_soak_series(recording->summary()), 2);
+  ASSERT_GE(grid.size(), 8u);
+  EngineOptions eo;
+  eo.counter_rest_ms = 10;
+  Engine engine(
+      [&recording](std::unique_ptr<MeasureBackend>* out) {
+        *out = std::move(recording);
+        return Status::Ok();
+      },
+      eo);
+  ASSERT_TRUE(engine.wait_idle(10000));
+  CycleOptions o;
+  o.cycles = 4;
+  CycleProbes probes;
+  probes.gpu_used_mib = [] { return 700.0; };
+  std::vector<int> seen;
+  const SoakResult r = run_soak_cycles(&engine, grid, o, probes,
+                                       [&](const SoakSample& s) { seen.push_back(s.cycle); });
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4})) << "one sample before, one per cycle's end";
+  EXPECT_EQ(r.failed, 0) << (r.first_failures.empty() ? "" : r.first_failures[0]);
+  EXPECT_EQ(r.results, static_cast<int64_t>(4 * grid.size())) << "every request answered once";
+  ASSERT_EQ(r.samples.size(), 5u);
+  for (const SoakSample& s : r.samples) {
+    EXPECT_GT(s.rss_kib, 1024);
+    EXPECT_GT(s.heap_kib, 0) << "mallinfo2";
+    EXPECT_GT(s.rss_anon_kib, 0);
+    EXPECT_EQ(s.gpu_used_mib, 700.0);
+  }
+  const CycleSummary sum = summarize_cycles(r.samples);
+  EXPECT_EQ(sum.cycles, 4);
+  EXPECT_EQ(sum.results, r.results);
+  EXPECT_EQ(sum.gpu_from_mib, 700.0);
+  // The CSV, read back, and the plot.
+  const std::string csv = soak_csv(r.samples);
+  EXPECT_EQ(csv.rfind("cycle,elapsed_s,rss_kib,rss_anon_kib,rss_file_kib,heap_kib,gpu_used_mib,"
+                      "cupti_buffers_mib,results,failed\n",
+                      0),
+            0u);
+  std::vector<SoakSample> back;
+  ASSERT_TRUE(parse_soak_csv(csv, &back).ok());
+  ASSERT_EQ(back.size(), r.samples.size());
+  EXPECT_EQ(back[3].cycle, 3);
+  EXPECT_EQ(back[3].heap_kib, r.samples[3].heap_kib);
+  EXPECT_EQ(back[3].cupti_buffers_mib, -1) << "not sampled: an empty cell";
+  const std::string svg = soak_svg(r.samples, "cycles");
+  EXPECT_NE(svg.find(">cycle</text>"), std::string::npos);
+  EXPECT_NE(svg.find("Heap in use"), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos) << "the bound from cycle 2 on";
+}
+
+TEST(SoakCycles, TheSummaryJudgesGrowthFromTheEndOfCycleTwo) {
+  std::vector<SoakSample> samples;
+  const double rss_mib[] = {100, 700, 820, 820.5, 821.0, 821.4};  // cycles 0..5
+  for (int c = 0; c <= 5; ++c) {
+    SoakSample s;
+    s.cycle = c;
+    s.rss_kib = static_cast<int64_t>(rss_mib[c] * 1024);
+    s.heap_kib = 50 * 1024;
+    s.gpu_used_mib = c < 2 ? 600 : 900;
+    s.results = 100 * c;
+    samples.push_back(s);
+  }
+  CycleSummary sum = summarize_cycles(samples);
+  EXPECT_EQ(sum.cycles, 5);
+  EXPECT_NEAR(sum.rss_per_cycle_mib, 1.4 / 3, 1e-3);  // KiB rounding
+  EXPECT_TRUE(sum.within_bound);
+  samples.back().gpu_used_mib = 901;  // GPU memory may not grow at all
+  EXPECT_FALSE(summarize_cycles(samples).within_bound);
+  samples.back().gpu_used_mib = 900;
+  samples.back().rss_kib = static_cast<int64_t>(824.0 * 1024);  // 1.33 MiB a cycle
+  sum = summarize_cycles(samples);
+  EXPECT_FALSE(sum.within_bound);
+  EXPECT_NE(cycle_report(sum).find("MEMORY GREW PAST THE BOUND"), std::string::npos);
+  samples.resize(3);  // cycles 0..2: too few to judge
+  EXPECT_FALSE(summarize_cycles(samples).within_bound);
+}
+
 }  // namespace
 }  // namespace fl

@@ -1,0 +1,370 @@
+// Lesson 9, attention: the causal multi-head attention core O = softmax(mask(s Q K^T)) V.
+//
+// Q, K, V and O are B x H x T x d (SDPA's layout: each head a T x d matrix), s = 1/sqrt(d), and
+// query q sees keys 0..q. The size axis is the sequence length T; the batch follows it so that
+// a run holds about 16,384 tokens: B = floor(16384 / T) (every power of two divides, so the
+// bench grid runs exactly 16,384 tokens). H = 12 heads; the head size d is the row length (64
+// by default, 128 for the larger models, any d up to 128 in the tests).
+//
+// The ladder (each rung adds one idea):
+//   level 0, eager:   S = Q K^T (cuBLASLt batched GEMM), scale, causal mask, softmax, O = P V;
+//                     S and its successors are T x T per head, written to HBM and read back.
+//   level 1, fused softmax: the two GEMMs with lesson 5's fusion between them (scale, mask and
+//                     softmax in one pass): S and P still round-trip through HBM, once each.
+//   level 2, flash:   one kernel; Q, K, V tiles in shared memory, S and P in registers, online
+//                     softmax, causal tiles skipped (flash_mma.cuh). No T x T tensor exists.
+//
+// Napkin at T = 4096, bf16, d = 64 (B = 4, H = 12): Q, K, V, O are 6 MiB each; one T x T tensor
+// is B H T^2 b = 1.5 GiB. Level 0 moves ~11 GiB (S written, read and written by scale and mask,
+// read by the softmax, P written and read), level 1 ~6 GiB, level 2 24 MiB: at ~3 TB/s that is
+// ~4 ms, ~2 ms and 8 us, while the causal FLOPs (2 B H T^2 d = 52 GFLOP) take ~0.1 ms at
+// ~500 TFLOP/s: the T^2 traffic, not the arithmetic, is what levels 0 and 1 pay for.
+//
+// The byte and FLOP formulas of the level table count 16,384 tokens (B H T^2 = 16384 H T): exact
+// on the bench grid, an over-count when T does not divide 16,384 (then B T < 16,384).
+#include "kernels/attention/attention.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/attention/attention_check.cuh"
+#include "kernels/attention/attention_rows.cuh"
+#include "kernels/attention/flash_mma.cuh"
+#include "kernels/blas.h"
+#include "kernels/catalog.h"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
+
+namespace fl {
+
+const Lesson& attention_lesson();  // FL_DEFINE_LESSON below
+
+namespace {
+
+using attention::kTokens;
+constexpr int kHeads = 12;
+constexpr int64_t kMaxLength = 16384;
+constexpr int kDefaultDim = 64, kMaxDim = 128;
+// Scores have unit variance after the scale when q and k are uniform on [-a, a] with
+// a^2 / 3 = 1: a = sqrt(3). Softmax rows then are neither flat nor one-hot.
+constexpr float kQkBound = 1.7320508f;
+constexpr float kVBound = 1.0f;
+
+// What levels 0 and 1 leave free beside S and P (cuBLASLt's workspace, the check's sums).
+constexpr int64_t kScoresMargin = int64_t(512) << 20;
+
+int64_t batch_for(int64_t length) {
+  return std::max<int64_t>(1, kTokens / std::max<int64_t>(1, length));
+}
+
+// ---- the workspace -------------------------------------------------------------------------
+
+template <typename T>
+class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
+ public:
+  AttentionWorkspace(int64_t heads, int length, int dim, double tolerance)
+      : heads_(heads),
+        length_(length),
+        dim_(dim),
+        tolerance_(tolerance),
+        n_qkv_(heads * length * dim),
+        n_scores_(heads * int64_t(length) * length) {}
+
+  static const LevelTable<AttentionWorkspace>& levels();  // the ladder, below
+
+  // Q, K, V, O always; the T x T tensors S and P only when they fit in what is free, so that a
+  // length too long for levels 0 and 1 still runs level 2 (their launches then say why not).
+  Status allocate() {
+    FL_TRY(allocate_elements<T>({{&q_, n_qkv_}, {&k_, n_qkv_}, {&v_, n_qkv_}, {&o_, n_qkv_}}));
+    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    size_t free_bytes = 0, total = 0;
+    FL_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+    const int64_t scores_bytes = 2 * n_scores_ * int64_t(sizeof(T));
+    const int64_t budget = static_cast<int64_t>(free_bytes) - kScoresMargin;
+    if (scores_bytes > budget) {
+      // The longest sequence whose S and P would fit, at this run's heads per token.
+      const int64_t heads_per_sequence = std::max<int64_t>(1, heads_ / batch_for(length_));
+      int64_t fits = length_ - 1;
+      while (fits > 0 &&
+             2 * batch_for(fits) * heads_per_sequence * fits * fits * int64_t(sizeof(T)) > budget) {
+        --fits;
+      }
+      scores_missing_ = "levels 0 and 1 need " + std::to_string(scores_bytes >> 20) +
+                        " MiB for S and P at T = " + std::to_string(length_) + " but " +
+                        std::to_string(free_bytes >> 20) + " MiB are free (the longest T " +
+                        "that fits is " + std::to_string(fits) +
+                        "); the flash level needs none of it (cudaErrorMemoryAllocation, which "
+                        "the measurement engine takes as this level not fitting)";
+      return Status::Ok();
+    }
+    return allocate_elements<T>({{&s_, n_scores_}, {&p_, n_scores_}});
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    FL_TRY(fill_uniform(q_.as<T>(), n_qkv_, mix64(seed + 1), -kQkBound, kQkBound, stream));
+    FL_TRY(fill_uniform(k_.as<T>(), n_qkv_, mix64(seed + 2), -kQkBound, kQkBound, stream));
+    return fill_uniform(v_.as<T>(), n_qkv_, mix64(seed + 3), -kVBound, kVBound, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    FL_TRY(poison_elements<T>({{&o_, n_qkv_}}, stream));
+    if (s_.get() == nullptr) return Status::Ok();
+    return poison_elements<T>({{&s_, n_scores_}, {&p_, n_scores_}}, stream);
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    // Every row while the fp64 work stays small (the tests' shapes: the check then measures the
+    // same error as the CPU reference); beyond, kCheckedRows rows spread over the tensor.
+    const int64_t rows = heads_ * length_;
+    const double work = double(rows) * (length_ + 1) / 2 * dim_;  // multiply-adds per sweep
+    const int64_t checked = work <= 4e9 ? rows : std::min(rows, attention::kCheckedRows);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(
+        4096, (checked * 32 + attention::kCheckThreads - 1) / attention::kCheckThreads));
+    return run_check(
+        sums_, tolerance_, stream,
+        [&](ErrorSums* sums) {
+          attention::attention_check_kernel<T><<<blocks, attention::kCheckThreads, 0, stream>>>(
+              q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(), heads_, length_, dim_,
+              1.0 / std::sqrt(double(dim_)), checked, sums);
+        },
+        result);
+  }
+
+  // Inputs q, k, v and dims = {T, d} (the reference's shape); output o.
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    FL_TRY(download_io<T>(
+        {{"q", q_.as<T>(), n_qkv_}, {"k", k_.as<T>(), n_qkv_}, {"v", v_.as<T>(), n_qkv_}},
+        {{"o", o_.as<T>(), n_qkv_}}, stream, inputs, outputs));
+    inputs->push_back({"dims", {double(length_), double(dim_)}});
+    return Status::Ok();
+  }
+
+ private:
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(dim_)); }
+
+  Status need_scores() const {
+    return scores_missing_.empty() ? Status::Ok() : Status::Error(scores_missing_);
+  }
+  // S = Q K^T (alpha = 1: the scale is a kernel of its own or folded into the softmax).
+  Status qk_gemm(cudaStream_t stream) {
+    FL_TRY(need_scores());
+    if (!qk_)
+      FL_TRY(
+          blas::BatchedGemm::plan(heads_, length_, length_, dim_, true, 1.0f, precision(), &qk_));
+    return qk_->run(q_.get(), k_.get(), s_.get(), stream);
+  }
+  // O = P V, from `p` (level 0's softmax writes into s_'s partner).
+  Status pv_gemm(const DeviceBuffer& p, cudaStream_t stream) {
+    FL_TRY(need_scores());
+    if (!pv_)
+      FL_TRY(
+          blas::BatchedGemm::plan(heads_, length_, dim_, length_, false, 1.0f, precision(), &pv_));
+    return pv_->run(p.get(), v_.get(), o_.get(), stream);
+  }
+  static Precision precision() {
+    return std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
+  }
+  attention::FlashArgs<T> flash_args() const {
+    return {q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(), length_, dim_, scale()};
+  }
+
+  int64_t heads_;  // B H
+  int length_, dim_;
+  double tolerance_;
+  int64_t n_qkv_, n_scores_;
+  std::string scores_missing_;
+  std::unique_ptr<blas::BatchedGemm> qk_, pv_;
+  DeviceBuffer q_, k_, v_, o_, s_, p_, sums_;
+};
+
+// ---- the level table -----------------------------------------------------------------------
+// Dims: s = T, i = d, b bytes. One of Q, K, V, O is 16384 H d b bytes; one T x T tensor is
+// B H T^2 b = 16384 H T b. A GEMM over the full square does 2 B H T^2 d = 2 (16384 H) T d FLOPs;
+// the flash kernel computes the causal half of both GEMMs, the same 2 B H T^2 d in all.
+int64_t qkv_bytes(const Dims& x) {
+  return kTokens * kHeads * x.i * x.b;
+}
+int64_t score_bytes(const Dims& x) {
+  return kTokens * kHeads * x.s * x.b;
+}
+double gemm_flops(const Dims& x) {
+  return 2.0 * kTokens * kHeads * x.s * x.i;
+}
+double score_elements(const Dims& x) {
+  return 1.0 * kTokens * kHeads * x.s;
+}
+
+template <typename T>
+const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
+  using Ws = AttentionWorkspace;
+  static const LaunchRow<Ws> qk = {
+      "qk_gemm", [](Ws& w, cudaStream_t st) { return w.qk_gemm(st); },
+      [](const Dims& x) {
+        return Textbook{2 * qkv_bytes(x), score_bytes(x), gemm_flops(x)};
+      }};
+  static const LaunchRow<Ws> pv = {
+      "pv_gemm", [](Ws& w, cudaStream_t st) { return w.pv_gemm(w.p_, st); },
+      [](const Dims& x) {
+        return Textbook{score_bytes(x) + qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
+      }};
+  auto pass = [](double flops_per_score) {  // one read and one write of a T x T tensor
+    return [flops_per_score](const Dims& x) {
+      return Textbook{score_bytes(x), score_bytes(x), flops_per_score * score_elements(x)};
+    };
+  };
+  static const LevelTable<Ws> table = {
+      {"eager",
+       "what PyTorch eager runs: a batched GEMM for S, then scale, causal mask and softmax each "
+       "a pass over the T x T scores in HBM, then a batched GEMM for O",
+       "only within a launch: S, the scaled and masked S, and P are T x T per head, in HBM",
+       {qk,
+        {"scale",
+         [](Ws& w, cudaStream_t st) {
+           FL_TRY(w.need_scores());
+           return attention::launch_scale(w.s_.template as<T>(), w.p_.template as<T>(), w.n_scores_,
+                                          w.scale(), st);
+         },
+         pass(1)},
+        {"causal_mask",
+         [](Ws& w, cudaStream_t st) {
+           FL_TRY(w.need_scores());
+           return attention::launch_causal_mask(w.p_.template as<T>(), w.s_.template as<T>(),
+                                                w.heads_ * w.length_, w.length_, st);
+         },
+         pass(0)},
+        {"softmax",
+         [](Ws& w, cudaStream_t st) {
+           FL_TRY(w.need_scores());
+           return attention::launch_softmax_rows<T, false>(
+               w.s_.template as<T>(), w.p_.template as<T>(), w.heads_ * w.length_, w.length_,
+               w.scale(), st);
+         },
+         pass(4)},
+        pv}},
+      {"fused softmax",
+       "the two GEMMs with lesson 5's fusion between them: scale, mask and softmax read S once "
+       "and write P once",
+       "the scale and the mask, applied to S as it is read: S and P still cross HBM once each",
+       {qk,
+        {"scale_mask_softmax",
+         [](Ws& w, cudaStream_t st) {
+           FL_TRY(w.need_scores());
+           return attention::launch_softmax_rows<T, true>(
+               w.s_.template as<T>(), w.p_.template as<T>(), w.heads_ * w.length_, w.length_,
+               w.scale(), st);
+         },
+         pass(5)},
+        pv}},
+      {"flash",
+       "one kernel: K and V stream through shared memory in tiles, each tile's scores stay in "
+       "registers, an online softmax rescales the running output, causal tiles are skipped",
+       "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
+       "until "
+       "it is final: no T x T tensor ever reaches HBM",
+       {{"flash_attention",
+         [](Ws& w, cudaStream_t st) {
+           return attention::launch_flash(w.flash_args(), w.heads_, st);
+         },
+         [](const Dims& x) {
+           return Textbook{3 * qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
+         }}}},
+  };
+  return table;
+}
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class Attention final : public LevelLesson<AttentionWorkspace<float>> {
+ public:
+  Attention()
+      : LevelLesson(
+            "attention", "Causal attention",
+            "O = softmax(mask(Q K^T / sqrt(d))) V  per head, key j <= query q",
+            {"tokens per sequence", 1, kMaxLength, 1024, "head size d", kDefaultDim, kMaxDim}) {}
+
+  // What every level needs: Q, K, V, O. Levels 0 and 1 also need S and P, 2 B H T^2 b more,
+  // which the workspace allocates only where they fit (else those levels say why and the flash
+  // level still runs), so a length is refused as a whole only when Q, K, V, O do not fit.
+  int64_t workspace_bytes(Shape shape, Precision p) const override {
+    shape = resolve(shape);
+    const int64_t b = bytes_per_element(p);
+    const int64_t heads = batch_for(shape.size) * kHeads;
+    return 4 * heads * shape.size * shape.inner * b + int64_t(sizeof(ErrorSums));
+  }
+
+  Status create_workspace(Shape shape, Precision p,
+                          std::unique_ptr<Workspace>* out) const override {
+    shape = resolve(shape);
+    if (shape.size < 1 || shape.size > kMaxLength) {
+      return Status::Error("attention takes a sequence length T from 1 to " +
+                           std::to_string(kMaxLength) + "; got " + std::to_string(shape.size));
+    }
+    return attention::make_workspace(batch_for(shape.size), kHeads, static_cast<int>(shape.size),
+                                     static_cast<int>(shape.inner), p, out);
+  }
+
+  // Inputs as download() returns them: q, k, v (heads x T x d) and dims {T, d}. Output: o.
+  std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
+    const auto& q = inputs.at(0).values;
+    const auto& k = inputs.at(1).values;
+    const auto& v = inputs.at(2).values;
+    const int64_t length = static_cast<int64_t>(inputs.at(3).values.at(0));
+    const int64_t dim = static_cast<int64_t>(inputs.at(3).values.at(1));
+    const int64_t heads = static_cast<int64_t>(q.size()) / (length * dim);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
+    HostTensor o{"o", std::vector<double>(q.size(), 0.0)};
+    std::vector<double> p(length);
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t base = h * length * dim;
+      for (int64_t i = 0; i < length; ++i) {
+        double m = -INFINITY, l = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < dim; ++c) dot += q[base + i * dim + c] * k[base + j * dim + c];
+          p[j] = scale * dot;
+          m = std::max(m, p[j]);
+        }
+        for (int64_t j = 0; j <= i; ++j) l += (p[j] = std::exp(p[j] - m));
+        double* out = &o.values[base + i * dim];
+        for (int64_t j = 0; j <= i; ++j) {
+          for (int64_t c = 0; c < dim; ++c) out[c] += p[j] / l * v[base + j * dim + c];
+        }
+      }
+    }
+    return {o};
+  }
+
+  // fp32: cuBLASLt's fp32 GEMMs and the flash kernel's FMA are fp32 throughout; exp2.approx
+  // adds a few ulp. bf16: S (levels 0, 1), P and O are each rounded to 8 significant bits.
+  double tolerance(Precision p) const override { return p == Precision::fp32 ? 2e-5 : 1e-2; }
+};
+
+}  // namespace
+
+namespace attention {
+
+Status make_workspace(int64_t batch, int heads, int length, int dim, Precision p,
+                      std::unique_ptr<Workspace>* out) {
+  if (batch < 1 || heads < 1 || length < 1 || dim < 1 || dim > kMaxDim) {
+    return Status::Error("attention takes B, H, T >= 1 and a head size d from 1 to " +
+                         std::to_string(kMaxDim) + "; got B = " + std::to_string(batch) +
+                         ", H = " + std::to_string(heads) + ", T = " + std::to_string(length) +
+                         ", d = " + std::to_string(dim));
+  }
+  const Lesson& lesson = attention_lesson();
+  return fl::make_workspace<AttentionWorkspace>(p, out, batch * heads, length, dim,
+                                                lesson.tolerance(p));
+}
+
+}  // namespace attention
+
+FL_DEFINE_LESSON(attention, Attention);
+
+}  // namespace fl

@@ -1,0 +1,149 @@
+// Decode attention, one head over one split of the positions (flash-decoding): t query rows
+// against s + t keys, so the work is reading the cache, 2 x (s + t) x 64 bf16 per head and
+// layer, once. The positions are cut into splits so that every SM reads a share of the cache;
+// each split writes its partial softmax sums and the projection's prologue (combine_heads in
+// device.cuh) merges them. The fused level launches this as one kernel per block (grid head x
+// split); the megakernel runs it as its attention task.
+//
+// Per split, three passes over shared memory: scores (a warp per key, a lane per two dims, the
+// t dot products reduced across the warp), the softmax's max and sum (a warp per token), then
+// P V (a warp per key again, each lane accumulating two dims of o for every token in registers,
+// the warps' sums added through shared memory at the end). K and V are read with ld.global.cg:
+// the step's own keys were written by other blocks of the same launch.
+#pragma once
+
+#include "kernels/gpt2_decode/device.cuh"
+
+namespace fl {
+namespace gpt2 {
+
+constexpr int kAttentionSmemFloats =
+    kMaxTokens * kHeadDim + (kMaxTokens * kPositionsStride > kWarps * kMaxTokens * kHeadDim
+                                 ? kMaxTokens * kPositionsStride
+                                 : kWarps * kMaxTokens * kHeadDim);
+
+// The keys [first, end) of a split, and how many of them are in the cache already (below s):
+// those the megakernel copies into shared memory while the task waits for its queries.
+struct SplitKeys {
+  int first, end, cached;
+};
+__device__ inline SplitKeys split_keys_of(const DecodeArgs& a, int split) {
+  const int positions = a.positions(), len = split_keys(positions, a.splits);
+  const int first = min(positions, split * len), end = min(positions, first + len);
+  return {first, end, max(0, min(end, a.cache) - first)};
+}
+
+// cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
+// rows of 64 each), copied there by the megakernel before the task's inputs were ready.
+__device__ inline void attend_split(const DecodeArgs& a, int layer, int head, int split,
+                                    float* smem, const bf16* cached_kv = nullptr) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int t = a.tokens, positions = a.positions();
+  const SplitKeys range = split_keys_of(a, split);
+  const int p0 = range.first, p1 = range.end;
+  const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;  // keys below come from smem
+  const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
+  const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
+  float* q = smem;                               // [16][64]
+  float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
+  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
+    q[i] = __ldcg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  __syncthreads();
+
+  const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
+  const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
+  const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
+  // A warp takes keys warp, warp + 8, ...: kBatch of them loaded before the first is used.
+  constexpr int kBatch = 8;
+  for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
+    float2 k[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      k[u] = p >= p1       ? make_float2(0.f, 0.f)
+             : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
+                           : unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane));
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      if (p >= p1) break;
+      for (int j = 0; j < t; ++j) {
+        const float s =
+            warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x + q[j * kHeadDim + 2 * lane + 1] * k[u].y);
+        if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
+      }
+    }
+  }
+  __syncthreads();
+
+  float* part = a.partials + (int64_t(0) * kHeads + head) * a.splits * kPartStride;
+  for (int j = warp; j < t; j += kWarps) {
+    float* row = scores + j * kPositionsStride;
+    float m = -INFINITY;
+    for (int p = lane; p < p1 - p0; p += 32) m = fmaxf(m, row[p]);
+    m = warp_max(m);
+    float l = 0;
+    for (int p = lane; p < p1 - p0; p += 32) {
+      const float e = m == -INFINITY ? 0.f : __expf(row[p] - m);
+      row[p] = e;
+      l += e;
+    }
+    l = warp_sum(l);
+    float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
+    if (lane == 0) {
+      mine[64] = m;
+      mine[65] = l;
+    }
+  }
+  __syncthreads();
+
+  float2 acc[kMaxTokens];
+#pragma unroll
+  for (int j = 0; j < kMaxTokens; ++j) acc[j] = make_float2(0.f, 0.f);
+  for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
+    float2 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      v[u] = p >= p1       ? make_float2(0.f, 0.f)
+             : p < in_smem ? unpack2(smem_values[(p - p0) * (kHeadDim / 2) + lane])
+                           : unpack2(__ldcg(values + p * (kHeadDim / 2) + lane));
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int p = start + u * kWarps;
+      if (p >= p1) break;
+#pragma unroll
+      for (int j = 0; j < kMaxTokens; ++j) {
+        if (j >= t) break;
+        const float e = scores[j * kPositionsStride + p - p0];
+        acc[j].x += e * v[u].x;
+        acc[j].y += e * v[u].y;
+      }
+    }
+  }
+  __syncthreads();  // every warp is done with the scores: their room takes the warps' sums
+  float2* sums = reinterpret_cast<float2*>(scores);  // [warp][16][32] float2 = 32 KB
+#pragma unroll
+  for (int j = 0; j < kMaxTokens; ++j) {
+    if (j >= t) break;
+    sums[(warp * kMaxTokens + j) * 32 + lane] = acc[j];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < t * 32; i += kThreads) {
+    const int j = i / 32, l2 = i % 32;
+    float2 o = make_float2(0.f, 0.f);
+    for (int w = 0; w < kWarps; ++w) {
+      const float2 s = sums[(w * kMaxTokens + j) * 32 + l2];
+      o.x += s.x;
+      o.y += s.y;
+    }
+    float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
+    mine[2 * l2] = o.x;
+    mine[2 * l2 + 1] = o.y;
+  }
+}
+
+}  // namespace gpt2
+}  // namespace fl

@@ -1,0 +1,324 @@
+// What every gpt2_decode kernel shares (model.h has the shapes): the step's buffers, LayerNorm
+// of the t rows into shared memory, one slice of a matrix-vector product with the weights read
+// in 16-byte rows, the decode-attention split and the combine of the splits' partial sums, and
+// programmatic dependent launch. The per-op chain (level 0), the fused kernels (levels 1-3) and
+// the megakernel's tasks (level 4) are built from these, so every level computes the same sums
+// in the same order.
+//
+// Activations are fp32 (t x 3072 floats at most); anything a kernel reads that another block of
+// the same launch may have written (the megakernel) is read with ld.global.cg, from L2, so no
+// SM can see a stale line in its own L1.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/gpt2_decode/model.h"
+
+namespace fl {
+namespace gpt2 {
+
+using bf16 = __nv_bfloat16;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kActFloats = 12288;          // shared activations: 16 rows of C or 4 rows of 4C
+constexpr int kPartStride = kHeadDim + 4;  // a split's partial: o[64], max, sum, pad
+constexpr int kPositionsStride = kMaxSplitLength;
+
+// The step's device buffers (pointers into the workspace) and its shape.
+struct DecodeArgs {
+  const bf16* weights;  // model.h's layout
+  bf16* k_cache;        // [layer][head][s + t][64]
+  bf16* v_cache;
+  const float* x_in;  // [t][C]: the hidden states entering block 0
+  float* x;           // [t][C]: the residual stream
+  float* q;           // [t][C]: queries, already scaled by 1/sqrt(64)
+  float* partials;    // [t][head][splits][kPartStride]: attention's per-split sums
+  float* h;           // [t][4C]: the MLP's hidden activations
+  float* y;           // [t][C]: LN_f(x), the step's output
+  // The per-op chain's own intermediates (level 0).
+  float* xn;      // [t][C]: a LayerNorm's output
+  float* qkv;     // [t][3C]
+  float* att;     // [t][C]
+  float* tmp;     // [t][C]: a projection before its bias and residual
+  float* scores;  // [t][head][s + t]
+  int cache;      // s
+  int tokens;     // t
+  int splits;     // attention splits per head
+  __host__ __device__ int positions() const { return cache + tokens; }
+};
+
+__device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int layer) {
+  return a.weights + int64_t(layer) * LayerLayout::size;
+}
+// Where layer `layer` reads its residual from: the step's input for block 0.
+__device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {
+  return layer == 0 ? a.x_in : a.x;
+}
+
+// ---- small pieces ---------------------------------------------------------------------------
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float to_f(bf16 v) {
+  return __bfloat162float(v);
+}
+// The two bf16 halves of a 32-bit word, low first.
+__device__ __forceinline__ float2 unpack2(unsigned u) {
+  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
+// Keys per attention split (model.h's split_length, on the device).
+__host__ __device__ __forceinline__ int split_keys(int positions, int splits) {
+  return (positions + splits - 1) / splits;
+}
+__device__ __forceinline__ float gelu(float v) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+}
+
+// Programmatic dependent launch (sm_90): a kernel launched with the attribute may start while
+// the previous one drains; grid_dependency_wait() holds it until that one has finished and its
+// writes are visible. Without the attribute (or before sm_90) both are no-ops.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// ---- LayerNorm of rows [j0, j0 + rows) of src into dst (dst row r = token j0 + r) -------------
+// One warp per row, the row's 768 values in registers (6 float4 per lane), two passes. Gamma and
+// beta are loaded with the row, before any store: a store through dst between their loads
+// would make each one wait for the one before (dst may alias them as far as the compiler knows).
+__device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
+                                      int rows, float* dst) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int r = warp; r < rows; r += kWarps) {
+    const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC);
+    float4 v[6];
+    uint2 gv[6], bv[6];
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+      v[i] = __ldcg(row + lane + 32 * i);
+      gv[i] = __ldg(reinterpret_cast<const uint2*>(g) + lane + 32 * i);
+      bv[i] = __ldg(reinterpret_cast<const uint2*>(b) + lane + 32 * i);
+    }
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < 6; ++i) sum += v[i].x + v[i].y + v[i].z + v[i].w;
+    const float mean = warp_sum(sum) * (1.0f / kC);
+    float var = 0;
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+      const float dx = v[i].x - mean, dy = v[i].y - mean, dz = v[i].z - mean, dw = v[i].w - mean;
+      var += dx * dx + dy * dy + dz * dz + dw * dw;
+    }
+    const float rstd = rsqrtf(warp_sum(var) * (1.0f / kC) + float(kLnEps));
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+      const float2 g01 = unpack2(gv[i].x), g23 = unpack2(gv[i].y);
+      const float2 b01 = unpack2(bv[i].x), b23 = unpack2(bv[i].y);
+      float4 out;
+      out.x = (v[i].x - mean) * rstd * g01.x + b01.x;
+      out.y = (v[i].y - mean) * rstd * g01.y + b01.y;
+      out.z = (v[i].z - mean) * rstd * g23.x + b23.x;
+      out.w = (v[i].w - mean) * rstd * g23.y + b23.y;
+      reinterpret_cast<float4*>(dst + int64_t(r) * kC)[lane + 32 * i] = out;
+    }
+  }
+}
+
+// ---- one weight row against the activations --------------------------------------------------
+// A warp holds one row of W (K bf16) in registers, 16 bytes per lane per step: K / 256 steps.
+template <int K>
+struct WeightRow {
+  static constexpr int kSteps = K / 256;
+  int4 w[kSteps];
+  __device__ void load(const bf16* row, int lane) {  // global or shared memory
+#pragma unroll
+    for (int v = 0; v < kSteps; ++v)
+      w[v] = *reinterpret_cast<const int4*>(row + (v * 32 + lane) * 8);
+  }
+  // The warp's dot product with one activation row in shared memory (every lane gets it).
+  __device__ float dot(const float* act, int lane) const {
+    float s = 0;
+#pragma unroll
+    for (int v = 0; v < kSteps; ++v) {
+      const float4 a0 = *reinterpret_cast<const float4*>(act + (v * 32 + lane) * 8);
+      const float4 a1 = *reinterpret_cast<const float4*>(act + (v * 32 + lane) * 8 + 4);
+      const float2 w0 = unpack2(w[v].x), w1 = unpack2(w[v].y), w2 = unpack2(w[v].z),
+                   w3 = unpack2(w[v].w);
+      s += a0.x * w0.x + a0.y * w0.y + a0.z * w1.x + a0.w * w1.y;
+      s += a1.x * w2.x + a1.y * w2.y + a1.z * w3.x + a1.w * w3.y;
+    }
+    return warp_sum(s);
+  }
+};
+
+// Rows of activations one pass of shared memory holds: all 16 tokens of C, 4 of 4C.
+template <int K>
+constexpr int chunk_tokens() {
+  return kActFloats / K;
+}
+
+// The epilogues of a chunk's sums (sums[r * tc + j] for row first + r, token j0 + j), a thread
+// each: their loads (bias, residual) are all in flight at once instead of one after another.
+template <class Op>
+__device__ void finish_rows(const Op& op, int j0, int tc, int first, int count, const float* sums) {
+  for (int i = threadIdx.x; i < count * tc; i += kThreads)
+    op.epilogue(j0 + i % tc, first + i / tc, sums[i]);
+}
+
+// Room for a chunk's sums: rows of a slice x tokens of a chunk.
+constexpr int kSumsFloats = 1024;
+
+// A slice of a matrix-vector product: output rows [first, first + count) of the matrix whose
+// row `first` is at W (global or shared memory), for every token. The op says how activations
+// reach shared memory (op.prologue(j0, tokens, act): LayerNorm, the attention combine, a copy)
+// and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache).
+// count x chunk_tokens<K>() must fit kSumsFloats.
+template <class Op>
+__device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
+                             float* sums) {
+  constexpr int K = Op::kK;
+  constexpr int kChunk = chunk_tokens<K>();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int t = op.a.tokens;
+  for (int j0 = 0; j0 < t; j0 += kChunk) {
+    const int tc = min(kChunk, t - j0);
+    if (j0 > 0) __syncthreads();  // the previous chunk's rows and sums are read
+    op.prologue(j0, tc, act);
+    __syncthreads();
+    for (int r = warp; r < count; r += kWarps) {
+      WeightRow<K> row;
+      row.load(W + int64_t(r) * K, lane);
+      for (int j = 0; j < tc; ++j) {
+        const float sum = row.dot(act + j * K, lane);
+        if (lane == 0) sums[r * tc + j] = sum;
+      }
+    }
+    __syncthreads();
+    finish_rows(op, j0, tc, first, count, sums);
+  }
+}
+
+// ---- the four matrix ops of a block -----------------------------------------------------------
+// Each names its matrix (weights), its input length K and output rows N, its prologue and its
+// epilogue; the fused kernels and the megakernel's tasks run them through linear_slice.
+
+struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
+  static constexpr int kK = kC, kN = 3 * kC;
+  DecodeArgs a;
+  int layer;
+  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
+  __device__ void prologue(int j0, int tc, float* act) const {
+    const bf16* w = layer_weights(a, layer);
+    layernorm_rows(residual_in(a, layer), w + LayerLayout::ln1_g, w + LayerLayout::ln1_b, j0, tc,
+                   act);
+  }
+  __device__ void epilogue(int j, int n, float sum) const {
+    const float v = sum + to_f(layer_weights(a, layer)[LayerLayout::b_qkv + n]);
+    if (n < kC) {
+      a.q[j * kC + n] = v * 0.125f;  // 1 / sqrt(64)
+      return;
+    }
+    const int c = n % kC, head = c / kHeadDim, d = c % kHeadDim;
+    bf16* cache = n < 2 * kC ? a.k_cache : a.v_cache;
+    const int64_t at = (int64_t(layer) * kHeads + head) * a.positions() + a.cache + j;
+    cache[at * kHeadDim + d] = __float2bfloat16_rn(v);
+  }
+};
+
+// Attention's output for token rows [j0, j0 + tc): each head's splits combined (the split with
+// the largest max sets the scale; a split that saw no key has sum 0 and adds nothing). Lane p
+// holds split p's max and sum (at most 32 splits), so every load of an item is issued at once.
+__device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float* act) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int item = warp; item < tc * kHeads; item += kWarps) {
+    const int jj = item / kHeads, head = item % kHeads;
+    const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * a.splits * kPartStride;
+    float mp = -INFINITY, lp = 0.f;
+    if (lane < a.splits) {
+      mp = __ldcg(part + lane * kPartStride + 64);
+      lp = __ldcg(part + lane * kPartStride + 65);
+    }
+    const float m = warp_max(mp);
+    const float wp = lp > 0.f ? __expf(mp - m) : 0.f;
+    const float l = warp_sum(wp * lp);
+    float2 o = make_float2(0.f, 0.f);
+#pragma unroll 4
+    for (int p = 0; p < a.splits; ++p) {
+      const float2 op = __ldcg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
+      const float w = __shfl_sync(0xffffffffu, wp, p);
+      o.x += w * op.x;
+      o.y += w * op.y;
+    }
+    act[jj * kC + head * kHeadDim + 2 * lane] = o.x / l;
+    act[jj * kC + head * kHeadDim + 2 * lane + 1] = o.y / l;
+  }
+}
+
+struct ProjOp {  // x = x + Attention Wproj + bproj
+  static constexpr int kK = kC, kN = kC;
+  DecodeArgs a;
+  int layer;
+  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
+  __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
+  __device__ void epilogue(int j, int n, float sum) const {
+    const float b = to_f(layer_weights(a, layer)[LayerLayout::b_proj + n]);
+    a.x[j * kC + n] = __ldcg(residual_in(a, layer) + j * kC + n) + sum + b;
+  }
+};
+
+struct FcOp {  // h = GELU(LN2(x) Wfc + bfc)
+  static constexpr int kK = kC, kN = kF;
+  DecodeArgs a;
+  int layer;
+  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_fc; }
+  __device__ void prologue(int j0, int tc, float* act) const {
+    const bf16* w = layer_weights(a, layer);
+    layernorm_rows(a.x, w + LayerLayout::ln2_g, w + LayerLayout::ln2_b, j0, tc, act);
+  }
+  __device__ void epilogue(int j, int n, float sum) const {
+    a.h[j * kF + n] = gelu(sum + to_f(layer_weights(a, layer)[LayerLayout::b_fc + n]));
+  }
+};
+
+struct OutOp {  // x = x + h Wout + bout
+  static constexpr int kK = kF, kN = kC;
+  DecodeArgs a;
+  int layer;
+  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_out; }
+  __device__ void prologue(int j0, int tc, float* act) const {
+    const float4* src = reinterpret_cast<const float4*>(a.h + int64_t(j0) * kF);
+    float4* dst = reinterpret_cast<float4*>(act);
+    constexpr int kPerRow = kF / 4 / kThreads;  // 3 float4 a thread a token, loaded together
+    for (int jj = 0; jj < tc; ++jj) {
+      float4 v[kPerRow];
+#pragma unroll
+      for (int u = 0; u < kPerRow; ++u)
+        v[u] = __ldcg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
+#pragma unroll
+      for (int u = 0; u < kPerRow; ++u) dst[jj * (kF / 4) + u * kThreads + threadIdx.x] = v[u];
+    }
+  }
+  __device__ void epilogue(int j, int n, float sum) const {
+    const float b = to_f(layer_weights(a, layer)[LayerLayout::b_out + n]);
+    a.x[j * kC + n] = __ldcg(a.x + j * kC + n) + sum + b;
+  }
+};
+
+}  // namespace gpt2
+}  // namespace fl

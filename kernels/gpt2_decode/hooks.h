@@ -1,0 +1,22 @@
+// What code holding only a Workspace may ask of a gpt2_decode workspace (plain C++): the
+// megakernel's task list (the timeline's hover names a task record's `arg` from it), its phase
+// sink (one record per task), and the number of blocks it runs on (the partial-grid test).
+// Each returns an error when `ws` is not a gpt2_decode workspace.
+#pragma once
+
+#include "kernels/gpt2_decode/model.h"
+#include "kernels/lesson.h"
+#include "kernels/phases.h"
+
+namespace fl {
+namespace gpt2 {
+
+// The task list level 4 runs, and the shape it was built for; null for another lesson's.
+const DecodeTaskList* megakernel_tasks(const Workspace& ws, TaskListShape* shape = nullptr);
+// Where level 4 writes its task records (phases.h: phase = TaskKind, arg = task index).
+Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink);
+// Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
+Status set_megakernel_blocks(Workspace& ws, int blocks);
+
+}  // namespace gpt2
+}  // namespace fl

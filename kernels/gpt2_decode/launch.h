@@ -1,0 +1,73 @@
+// The gpt2_decode launchers, one per kernel, shared by the lesson's level table (lesson.cu).
+// Every launcher checks its launch (cudaGetLastError) and returns a Status.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/gpt2_decode/device.cuh"
+#include "kernels/phases.h"
+#include "kernels/status.h"
+
+namespace fl {
+namespace gpt2 {
+
+// ---- level 0: every op its own launch (per_op.cu) ---------------------------------------------
+enum class Norm { ln1, ln2, final_norm };
+Status launch_layernorm(const DecodeArgs& a, int layer, Norm norm, cudaStream_t s,
+                        bool pdl = false);
+enum class Matrix { qkv, proj, fc, out };
+Status launch_gemv(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s);
+Status launch_add_bias(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s);
+Status launch_gelu(const DecodeArgs& a, cudaStream_t s);
+// x = (first ? x_in : x) + tmp: `first` for block 0's attention residual, whose x is the input.
+Status launch_residual(const DecodeArgs& a, bool first, cudaStream_t s);
+Status launch_kv_append(const DecodeArgs& a, int layer, cudaStream_t s);
+Status launch_attention_scores(const DecodeArgs& a, int layer, cudaStream_t s);
+Status launch_attention_softmax(const DecodeArgs& a, cudaStream_t s);
+Status launch_attention_pv(const DecodeArgs& a, int layer, cudaStream_t s);
+
+// ---- levels 1-3: the fused kernels (fused.cu); pdl launches them with programmatic dependent
+// launch (cudaLaunchKernelEx), so each may start its weight loads while the previous one drains.
+Status launch_fused(const DecodeArgs& a, int layer, Matrix m, cudaStream_t s, bool pdl);
+Status launch_attention(const DecodeArgs& a, int layer, cudaStream_t s, bool pdl);
+bool pdl_supported();  // sm_90 and newer
+
+// ---- level 4: the megakernel (megakernel.cu) --------------------------------------------------
+struct MegakernelPlan {
+  const DecodeTask* tasks = nullptr;  // device copy of DecodeTaskList::tasks
+  const int* block_begin = nullptr;   // device copy of DecodeTaskList::block_begin
+  unsigned* counters = nullptr;       // counter_count + 1 of them, zero between launches
+  int counter_count = 0;              // DecodeTaskList::counters
+  int blocks = 0;
+  int weight_buffer_bytes = 0;
+  PhaseSink phases;  // one record per task when on
+};
+// Shared memory for one task's weights on this GPU (two are kept), and the blocks that fit.
+Status megakernel_limits(int* weight_buffer_bytes, int* blocks);
+Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s);
+
+}  // namespace gpt2
+}  // namespace fl
+
+namespace fl {
+struct ErrorSums;
+namespace gpt2 {
+
+// ---- the fp64 check on the GPU (check.cu): the step again in double, straight from the
+// inputs (the cache below s, x_in, the weights), compared with y. Scratch in device memory:
+struct CheckScratch {
+  double* x;       // [t][C]
+  double* xn;      // [t][C]
+  double* qkv;     // [t][3C]
+  double* att;     // [t][C]
+  double* h;       // [t][4C]
+  double* scores;  // [t][head][s + t]
+  double* y;       // [t][C]
+  static int64_t bytes(int tokens, int cache) {
+    return int64_t(8) * tokens * (kC * 4 + 3 * kC + kF + kHeads * int64_t(cache + tokens));
+  }
+};
+Status check_step(const DecodeArgs& a, const CheckScratch& c, ErrorSums* sums, cudaStream_t s);
+
+}  // namespace gpt2
+}  // namespace fl

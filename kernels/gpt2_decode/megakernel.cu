@@ -1,0 +1,222 @@
+// Level 4 of gpt2_decode: the whole decode step as one persistent launch, one block per SM.
+//
+// The host builds the step as a task list (tasks.cpp: a slice of a product, an attention head's
+// split, the final norm), dealt to the blocks in stage order. Each block runs its own list with
+// one short loop:
+//   1. start copying the NEXT task's weight slice (or, for attention, its cached keys and
+//      values) into the other of two shared-memory buffers (cp.async), so bytes keep streaming
+//      while this task waits,
+//   2. wait until this task's input stage is complete (a counter in global memory reaches that
+//      stage's task count: one thread spins on an acquire load),
+//   3. wait for this task's own weights (issued one task earlier), run the task's device
+//      function (the same ops as the fused level: device.cuh, attention.cuh),
+//   4. bump its stage's counter (a fence, then an atomic add), and record the task (phases.h).
+// The last block to finish zeroes the counters for the next launch. No block waits on a task
+// later in its own list's stage order, so any number of co-resident blocks finishes (the
+// partial-grid test runs on a few).
+//
+// Napkin math (t = 1, s = 512, H100): 170 MB of weights + 18.9 MB of cache at ~3 TB/s is
+// ~63 us, so ~0.5 us a stage of 60. Each block holds about one slice per stage (27-36 KB), two
+// buffers deep; activations are a few KB a task, read from L2.
+#include <cstdint>
+
+#include "kernels/cuda_check.h"
+#include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/launch.h"
+#include "kernels/phases.cuh"
+
+namespace fl {
+namespace gpt2 {
+namespace {
+
+constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
+constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* global) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
+#else
+  *reinterpret_cast<int4*>(smem) = *reinterpret_cast<const int4*>(global);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all_but_newest() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#else
+  v = *reinterpret_cast<const volatile unsigned*>(p);
+#endif
+  return v;
+}
+
+// The weight slice a product task reads (null for other tasks) and its length in bytes.
+__device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task, int* bytes) {
+  const bf16* w = a.weights + int64_t(task.layer) * LayerLayout::size;
+  int64_t at = 0, k = 0;
+  switch (static_cast<TaskKind>(task.kind)) {
+    case TaskKind::qkv:
+      at = LayerLayout::w_qkv, k = kC;
+      break;
+    case TaskKind::proj:
+      at = LayerLayout::w_proj, k = kC;
+      break;
+    case TaskKind::fc:
+      at = LayerLayout::w_fc, k = kC;
+      break;
+    case TaskKind::out:
+      at = LayerLayout::w_out, k = kF;
+      break;
+    default:
+      *bytes = 0;
+      return nullptr;
+  }
+  *bytes = static_cast<int>(task.count * k * 2);
+  return w + at + int64_t(task.first) * k;
+}
+
+// An attention task's cached keys and values (positions below s: inputs, never written by the
+// step) go to shared memory like a product's weights when both fit one buffer.
+__device__ SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task, int buffer_bytes) {
+  SplitKeys keys = split_keys_of(a, task.first % a.splits);
+  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
+  return keys;
+}
+
+__device__ void copy_async(char* dst, const void* src, int bytes) {
+  const char* from = static_cast<const char*>(src);
+  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(dst + i, from + i);
+}
+
+// Step 1: every thread issues its share of the slice's 16-byte copies; one commit group per
+// task, empty for tasks without one, so "all but the newest group" is always this task's.
+__device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, char* buffer,
+                                int buffer_bytes) {
+  if (static_cast<TaskKind>(task.kind) == TaskKind::attention) {
+    const SplitKeys keys = cached_split(a, task, buffer_bytes);
+    const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
+    const int64_t at =
+        ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
+    copy_async(buffer, a.k_cache + at, bytes);
+    copy_async(buffer + bytes, a.v_cache + at, bytes);
+  } else {
+    int bytes = 0;
+    const bf16* src = task_weights(a, task, &bytes);
+    copy_async(buffer, src, bytes);
+  }
+  cp_async_commit();
+}
+
+// Step 3: the task's device function; the products read their slice from shared memory.
+__device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const bf16* weights,
+                         int buffer_bytes, float* work, float* sums) {
+  const int layer = task.layer;
+  switch (static_cast<TaskKind>(task.kind)) {
+    case TaskKind::qkv:
+      linear_slice(QkvOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::attention:
+      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
+                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
+      break;
+    case TaskKind::proj:
+      linear_slice(ProjOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::fc:
+      linear_slice(FcOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::out:
+      linear_slice(OutOp{a, layer}, weights, task.first, task.count, work, sums);
+      break;
+    case TaskKind::final_norm:
+      layernorm_rows(a.x, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
+      break;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
+               int counter_count, int buffer_bytes, PhaseSink phases) {
+  extern __shared__ __align__(16) char smem[];
+  float* work = reinterpret_cast<float*>(smem);
+  float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
+  char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
+                      smem + kWorkBytes + kSumsBytes + buffer_bytes};
+  const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
+  if (begin < end) prefetch_inputs(a, tasks[begin], buffers[0], buffer_bytes);
+  for (int i = begin; i < end; ++i) {
+    const DecodeTask task = tasks[i];
+    const int slot = (i - begin) & 1;
+    if (i + 1 < end)
+      prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
+    else
+      cp_async_commit();  // keep one group per task
+    const uint64_t asked = phase_clock();
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
+      while (load_acquire(counters + task.wait_counter) < task.wait_target) {
+      }
+    }
+    cp_async_wait_all_but_newest();
+    __syncthreads();
+    const uint64_t started = phase_clock();
+    run_task(a, task, reinterpret_cast<const bf16*>(buffers[slot]), buffer_bytes, work, sums);
+    __syncthreads();  // the outputs are written and both buffers free for the next copies
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(counters + task.done_counter, 1u);
+      phase_record(phases, task.kind, started, phase_clock(), static_cast<uint32_t>(i),
+                   static_cast<uint32_t>(started - asked));
+    }
+  }
+  // The last block out resets every counter (none is read after its block's last wait).
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(counters + counter_count, 1u) == gridDim.x - 1) {
+      for (int c = 0; c <= counter_count; ++c) counters[c] = 0;
+      __threadfence();
+    }
+  }
+}
+
+}  // namespace
+
+Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
+  int device = 0, optin = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int buffer = ((optin - kWorkBytes - kSumsBytes - 1024) / 2) & ~15;
+  if (buffer > 80 * 1024) buffer = 80 * 1024;
+  if (buffer < kF * 2) {
+    return Status::Error(
+        "the megakernel needs " + std::to_string(kWorkBytes + kSumsBytes + 2 * kF * 2) +
+        " bytes of shared memory per block; this GPU offers " + std::to_string(optin));
+  }
+  *weight_buffer_bytes = buffer;
+  *blocks = sms;
+  return Status::Ok();
+}
+
+Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s) {
+  const int smem = kWorkBytes + kSumsBytes + 2 * plan.weight_buffer_bytes;
+  FL_CUDA_TRY(cudaFuncSetAttribute(megakernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  megakernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
+                                                 plan.counter_count, plan.weight_buffer_bytes,
+                                                 plan.phases);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace gpt2
+}  // namespace fl

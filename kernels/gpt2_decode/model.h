@@ -1,0 +1,129 @@
+// GPT-2 small's decode step as data (lesson 11, gpt2_decode): the shapes, where each weight sits
+// in the one weight buffer, the fp64 CPU reference, and the megakernel's task list. Plain C++ (no
+// CUDA header): the command line prints the task list, the timeline names a task from it, and
+// the CPU tests check it without a GPU.
+//
+// One decode step: t new tokens (1..16) whose hidden states x (t x C) enter block 0, against a KV
+// cache of s earlier positions per layer. Each of the 12 pre-LN blocks does
+//   a = LN1(x);  q, k, v = a Wqkv + bqkv;  k, v appended to the cache at positions s..s+t-1
+//   x += Attention(q, cache) Wproj + bproj        (12 heads of 64, token j sees positions <= s+j)
+//   x += GELU_tanh(LN2(x) Wfc + bfc) Wout + bout
+// and the step ends with y = LN_f(x). Weights and the cache are bf16; the activations (a few KB)
+// stay fp32 at every level.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fl {
+namespace gpt2 {
+
+constexpr int kC = 768;          // hidden size
+constexpr int kHeads = 12;       // attention heads
+constexpr int kHeadDim = 64;     // kC / kHeads
+constexpr int kF = 4 * kC;       // MLP width
+constexpr int kLayers = 12;      // transformer blocks
+constexpr int kMaxTokens = 16;   // new tokens per step
+constexpr int kMaxCache = 8192;  // cached positions (the size slider)
+constexpr double kLnEps = 1e-5;
+
+// Offsets (in elements) inside one block's weights, in storage order. Matrices are stored one
+// output row after another ([N][K]), so a slice of outputs is one contiguous run of bytes.
+struct LayerLayout {
+  static constexpr int64_t ln1_g = 0;
+  static constexpr int64_t ln1_b = ln1_g + kC;
+  static constexpr int64_t w_qkv = ln1_b + kC;  // [3C][C]: q rows, then k rows, then v rows
+  static constexpr int64_t b_qkv = w_qkv + int64_t(3) * kC * kC;
+  static constexpr int64_t w_proj = b_qkv + 3 * kC;  // [C][C]
+  static constexpr int64_t b_proj = w_proj + int64_t(kC) * kC;
+  static constexpr int64_t ln2_g = b_proj + kC;
+  static constexpr int64_t ln2_b = ln2_g + kC;
+  static constexpr int64_t w_fc = ln2_b + kC;  // [4C][C]
+  static constexpr int64_t b_fc = w_fc + int64_t(kF) * kC;
+  static constexpr int64_t w_out = b_fc + kF;  // [C][4C]
+  static constexpr int64_t b_out = w_out + int64_t(kC) * kF;
+  static constexpr int64_t size = b_out + kC;
+};
+constexpr int64_t kFinalLnG = int64_t(kLayers) * LayerLayout::size;  // LN_f's gamma, then beta
+constexpr int64_t kWeightElements = kFinalLnG + 2 * kC;              // ~85.1M (170 MB in bf16)
+
+// ---- the megakernel's task list ---------------------------------------------------------------
+
+// What a task does. Its order is the order of a block's stages (and the timeline's phase names).
+enum class TaskKind : uint8_t {
+  qkv = 0,        // LN1 of x, then a slice of q|k|v rows; k and v go into the cache
+  attention = 1,  // one head over one split of the cache: partial softmax sums
+  proj = 2,       // combine the heads' partial sums, a slice of Wproj, + bias, + residual
+  fc = 3,         // LN2 of x, a slice of Wfc, + bias, GELU
+  out = 4,        // a slice of Wout, + bias, + residual
+  final_norm = 5  // y = LN_f(x)
+};
+constexpr int kTaskKinds = 6;
+constexpr int kStagesPerLayer = 5;  // qkv .. out
+const char* task_kind_name(TaskKind kind);
+
+// One task, as the device reads it (16 bytes). Dependencies are counters in global memory: one
+// per (layer, stage), bumped once by every task of that stage when its outputs are written; a
+// task waits until its input stage's counter reaches that stage's task count.
+struct DecodeTask {
+  uint8_t kind = 0;
+  uint8_t layer = 0;
+  uint16_t wait_counter = 0;  // kNoCounter: nothing to wait for
+  uint32_t wait_target = 0;
+  uint32_t first = 0;         // first output row of the slice, or head * splits + split
+  uint16_t count = 0;         // output rows of the slice (1 for attention and the norm)
+  uint16_t done_counter = 0;  // bumped when the task's outputs are written
+};
+static_assert(sizeof(DecodeTask) == 16, "the device reads 16-byte tasks");
+constexpr uint16_t kNoCounter = 0xFFFF;
+
+constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
+
+struct TaskListShape {
+  int blocks = 132;                     // persistent blocks (one per SM)
+  int tokens = 1;                       // new tokens t
+  int cache = 512;                      // cached positions s
+  int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
+};
+
+// Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in
+// order: each block's list is in stage order, which is what makes the schedule deadlock-free on
+// any number of co-resident blocks).
+struct DecodeTaskList {
+  std::vector<DecodeTask> tasks;
+  std::vector<int> block_begin;  // blocks + 1 entries
+  int counters = 0;              // dependency counters (the kernel adds one "blocks done" count)
+  int splits = 0;                // attention splits per head
+};
+
+// Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough
+// to give every block work, at most kMaxSplitLength keys each, and no split under 64 keys. A
+// split's cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the megakernel's weight
+// buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+constexpr int kMaxSplitLength = 320;
+static_assert(kMaxCache + kMaxTokens <= 32 * kMaxSplitLength, "the combine holds 32 splits");
+int attention_splits(int positions, int blocks);
+int split_length(int positions, int splits);  // keys per split (the last one may be shorter)
+
+DecodeTaskList build_decode_tasks(const TaskListShape& shape);
+
+// "layer 3 fc rows 48-71 (of 3072)", "layer 0 attention head 5 keys 0-46": the timeline's hover
+// text and the command line's listing.
+std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits);
+
+// The listing `fusionlab lessons --tasks gpt2_decode` prints: one line per block.
+std::string format_task_list(const DecodeTaskList& list, const TaskListShape& shape);
+
+// ---- the fp64 CPU reference -----------------------------------------------------------------
+
+// y (t x C) from x (t x C), the weights (kWeightElements) and the caches ([layer][head][s + t]
+// [64]: positions below s are read, the rest are the step's own keys and values, recomputed here).
+std::vector<double> reference_step(const std::vector<double>& x, const std::vector<double>& weights,
+                                   const std::vector<double>& k_cache,
+                                   const std::vector<double>& v_cache, int tokens, int cache);
+
+double gelu_tanh(double v);
+
+}  // namespace gpt2
+}  // namespace fl

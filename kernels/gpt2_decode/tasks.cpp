@@ -1,0 +1,181 @@
+// The megakernel's task list (model.h), built on the host: which block runs which slice of
+// which layer, in what order, and which dependency counter each task waits on and bumps.
+//
+// Stages per block: qkv -> attention -> proj -> fc -> out, then the next layer. Each matrix
+// stage is cut into about one slice per block (so a stage's weights stream through every SM at
+// once) and no slice is larger than the shared memory kept for one task's weights, so a block
+// can hold its current slice while the next one arrives. Tasks are dealt round-robin from a
+// cursor that carries on across stages, so the blocks that got one slice more in one stage
+// are not the same ones in the next.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "kernels/gpt2_decode/model.h"
+
+namespace fl {
+namespace gpt2 {
+
+const char* task_kind_name(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::qkv:
+      return "ln1+qkv";
+    case TaskKind::attention:
+      return "attention";
+    case TaskKind::proj:
+      return "proj";
+    case TaskKind::fc:
+      return "ln2+fc";
+    case TaskKind::out:
+      return "out";
+    case TaskKind::final_norm:
+      return "ln_f";
+  }
+  return "?";
+}
+
+int attention_splits(int positions, int blocks) {
+  const int by_length = (positions + kMaxSplitLength - 1) / kMaxSplitLength;
+  const int by_blocks = std::max(1, blocks / kHeads);
+  const int by_minimum = std::max(1, (positions + 63) / 64);
+  return std::max(by_length, std::min(by_blocks, by_minimum));
+}
+
+int split_length(int positions, int splits) {
+  return (positions + splits - 1) / splits;
+}
+
+namespace {
+
+struct Stage {
+  TaskKind kind;
+  int rows;  // output rows of the matrix (0: not a matrix stage)
+  int k;     // its input length
+};
+
+constexpr Stage kStages[kStagesPerLayer] = {{TaskKind::qkv, 3 * kC, kC},
+                                            {TaskKind::attention, 0, 0},
+                                            {TaskKind::proj, kC, kC},
+                                            {TaskKind::fc, kF, kC},
+                                            {TaskKind::out, kC, kF}};
+
+}  // namespace
+
+DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
+  const int blocks = std::max(1, shape.blocks);
+  DecodeTaskList list;
+  list.splits = attention_splits(shape.cache + shape.tokens, blocks);
+  std::vector<std::vector<DecodeTask>> per_block(blocks);
+  int cursor = 0;
+  auto deal = [&](const DecodeTask& task) {
+    per_block[cursor].push_back(task);
+    cursor = (cursor + 1) % blocks;
+  };
+  uint16_t waited = kNoCounter;  // the counter of the stage before
+  uint32_t waited_target = 0;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (int st = 0; st < kStagesPerLayer; ++st) {
+      const Stage& stage = kStages[st];
+      DecodeTask task;
+      task.kind = static_cast<uint8_t>(stage.kind);
+      task.layer = static_cast<uint8_t>(layer);
+      task.wait_counter = waited;
+      task.wait_target = waited_target;
+      task.done_counter = static_cast<uint16_t>(list.counters++);
+      uint32_t count = 0;
+      if (stage.rows == 0) {  // attention: one task per (head, split)
+        for (int unit = 0; unit < kHeads * list.splits; ++unit) {
+          task.first = unit;
+          task.count = 1;
+          deal(task);
+          ++count;
+        }
+      } else {
+        const int row_bytes = stage.k * 2;  // bf16
+        const int fit = std::max(1, std::min(kMaxSliceRows, shape.weight_buffer_bytes / row_bytes));
+        const int rows = std::min(fit, (stage.rows + blocks - 1) / blocks);
+        for (int first = 0; first < stage.rows; first += rows) {
+          task.first = first;
+          task.count = static_cast<uint16_t>(std::min(rows, stage.rows - first));
+          deal(task);
+          ++count;
+        }
+      }
+      waited = task.done_counter;
+      waited_target = count;
+    }
+  }
+  DecodeTask norm;
+  norm.kind = static_cast<uint8_t>(TaskKind::final_norm);
+  norm.layer = kLayers - 1;
+  norm.wait_counter = waited;
+  norm.wait_target = waited_target;
+  norm.done_counter = static_cast<uint16_t>(list.counters++);
+  norm.count = 1;
+  deal(norm);
+
+  list.block_begin.push_back(0);
+  for (const auto& tasks : per_block) {
+    list.tasks.insert(list.tasks.end(), tasks.begin(), tasks.end());
+    list.block_begin.push_back(static_cast<int>(list.tasks.size()));
+  }
+  return list;
+}
+
+std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits) {
+  const TaskKind kind = static_cast<TaskKind>(task.kind);
+  char text[160];
+  if (kind == TaskKind::final_norm) {
+    std::snprintf(text, sizeof(text), "ln_f (final LayerNorm, %d token%s)", shape.tokens,
+                  shape.tokens == 1 ? "" : "s");
+  } else if (kind == TaskKind::attention) {
+    const int positions = shape.cache + shape.tokens;
+    const int len = split_length(positions, std::max(1, splits));
+    const int head = task.first / std::max(1, splits), split = task.first % std::max(1, splits);
+    const int first = split * len, last = std::min(positions, first + len) - 1;
+    if (first > last) {
+      std::snprintf(text, sizeof(text), "layer %d attention head %d split %d (no keys)", task.layer,
+                    head, split);
+    } else {
+      std::snprintf(text, sizeof(text), "layer %d attention head %d keys %d-%d", task.layer, head,
+                    first, last);
+    }
+  } else {
+    const int rows = kind == TaskKind::qkv ? 3 * kC : kind == TaskKind::fc ? kF : kC;
+    std::snprintf(text, sizeof(text), "layer %d %s rows %u-%u (of %d)", task.layer,
+                  task_kind_name(kind), task.first, task.first + task.count - 1, rows);
+  }
+  return text;
+}
+
+std::string format_task_list(const DecodeTaskList& list, const TaskListShape& shape) {
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "gpt2_decode megakernel: %zu tasks on %d blocks, %d token%s, cache %d, %d "
+                "attention splits per head, %d dependency counters\n",
+                list.tasks.size(), shape.blocks, shape.tokens, shape.tokens == 1 ? "" : "s",
+                shape.cache, list.splits, list.counters);
+  out += line;
+  for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
+    std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
+                  list.block_begin[b + 1] - list.block_begin[b]);
+    out += line;
+    for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
+      const DecodeTask& task = list.tasks[i];
+      std::string wait = "-";
+      if (task.wait_counter != kNoCounter) {
+        wait = "counter " + std::to_string(task.wait_counter) +
+               " >= " + std::to_string(task.wait_target);
+      }
+      std::snprintf(line, sizeof(line), "  #%-5d %-48s waits %-18s bumps %u\n", i,
+                    describe_task(task, shape, list.splits).c_str(), wait.c_str(),
+                    task.done_counter);
+      out += line;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpt2
+}  // namespace fl

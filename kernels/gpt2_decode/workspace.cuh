@@ -1,0 +1,235 @@
+// The gpt2_decode workspace (lesson.cu has the lesson): the step's device buffers for one cache
+// length and token count, the weights from a fixed seed, the megakernel's task list and plan,
+// the graphs of levels 2 and 3 (captured on first use), and the fp64 check. Its level table is
+// levels.cu.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/gpt2_decode/hooks.h"
+#include "kernels/gpt2_decode/launch.h"
+#include "kernels/level_table.h"
+#include "kernels/workspace.cuh"
+
+namespace fl {
+namespace gpt2 {
+
+constexpr uint64_t kWeightSeed = 0x6770743264656373ull;  // the weights never change
+constexpr double kTolerance = 1e-2;                      // bf16 cache rows; fp32 activations
+
+class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
+ public:
+  DecodeWorkspace(int cache, int tokens) : cache_(cache), tokens_(tokens) {}
+  static const LevelTable<DecodeWorkspace>& levels();
+
+  Status allocate() {
+    const int64_t t = tokens_, positions = cache_ + tokens_;
+    const int64_t cache_elements = int64_t(kLayers) * kHeads * positions * kHeadDim;
+    FL_TRY(weights_.allocate(kWeightElements * 2));
+    FL_TRY(k_cache_.allocate(cache_elements * 2));
+    FL_TRY(v_cache_.allocate(cache_elements * 2));
+    for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
+      FL_TRY(b->allocate(t * kC * 4));
+    FL_TRY(qkv_.allocate(t * 3 * kC * 4));
+    FL_TRY(h_.allocate(t * kF * 4));
+    FL_TRY(scores_.allocate(t * kHeads * positions * 4));
+    FL_TRY(check_.allocate(CheckScratch::bytes(tokens_, cache_)));
+    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    int sms = 0;
+    FL_TRY(megakernel_limits(&buffer_bytes_, &sms));
+    FL_TRY(plan(sms));
+    args_ = DecodeArgs{weights_.as<bf16>(),
+                       k_cache_.as<bf16>(),
+                       v_cache_.as<bf16>(),
+                       x_in_.as<float>(),
+                       x_.as<float>(),
+                       q_.as<float>(),
+                       partials_.as<float>(),
+                       h_.as<float>(),
+                       y_.as<float>(),
+                       xn_.as<float>(),
+                       qkv_.as<float>(),
+                       att_.as<float>(),
+                       tmp_.as<float>(),
+                       scores_.as<float>(),
+                       cache_,
+                       tokens_,
+                       list_.splits};
+    return Status::Ok();
+  }
+
+  // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
+  Status plan(int blocks) {
+    shape_ = TaskListShape{blocks, tokens_, cache_, buffer_bytes_};
+    list_ = build_decode_tasks(shape_);
+    FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
+    FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
+    FL_TRY(counters_.allocate((list_.counters + 1) * sizeof(unsigned)));
+    FL_TRY(partials_.allocate(int64_t(tokens_) * kHeads * list_.splits * kPartStride * 4));
+    FL_CUDA_TRY(
+        cudaMemcpy(tasks_.get(), list_.tasks.data(), tasks_.bytes(), cudaMemcpyHostToDevice));
+    FL_CUDA_TRY(cudaMemcpy(block_begin_.get(), list_.block_begin.data(), block_begin_.bytes(),
+                           cudaMemcpyHostToDevice));
+    FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    mega_.tasks = tasks_.as<DecodeTask>();
+    mega_.block_begin = block_begin_.as<int>();
+    mega_.counters = counters_.as<unsigned>();
+    mega_.counter_count = list_.counters;
+    mega_.blocks = blocks;
+    mega_.weight_buffer_bytes = buffer_bytes_;
+    args_.partials = partials_.as<float>();
+    args_.splits = list_.splits;
+    drop_graphs();  // they hold the old pointers and splits
+    return Status::Ok();
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    if (!weights_filled_) {
+      FL_TRY(fill_weights(stream));
+      weights_filled_ = true;
+    }
+    const int64_t cache_elements = k_cache_.bytes() / 2;
+    FL_TRY(fill_uniform(x_in_.as<float>(), int64_t(tokens_) * kC, seed, -1.f, 1.f, stream));
+    FL_TRY(fill_uniform(k_cache_.as<bf16>(), cache_elements, seed + 1, -2.f, 2.f, stream));
+    return fill_uniform(v_cache_.as<bf16>(), cache_elements, seed + 2, -1.f, 1.f, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    const int64_t t = tokens_;
+    FL_TRY(poison_elements<float>({{&y_, t * kC},
+                                   {&x_, t * kC},
+                                   {&q_, t * kC},
+                                   {&h_, t * kF},
+                                   {&qkv_, t * 3 * kC},
+                                   {&att_, t * kC},
+                                   {&xn_, t * kC},
+                                   {&tmp_, t * kC}},
+                                  stream));
+    // The step's own cache rows (positions s..s+t-1 of every layer and head) are outputs too.
+    const int64_t positions = cache_ + tokens_;
+    for (DeviceBuffer* c : {&k_cache_, &v_cache_}) {
+      FL_CUDA_TRY(cudaMemset2DAsync(c->as<bf16>() + int64_t(cache_) * kHeadDim,
+                                    positions * kHeadDim * 2, 0xFF, t * kHeadDim * 2,
+                                    kLayers * kHeads, stream));
+    }
+    return Status::Ok();
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    double* base = check_.as<double>();
+    const int64_t tc = int64_t(tokens_) * kC;
+    CheckScratch c{base,          base + tc,      base + 2 * tc, base + 5 * tc,
+                   base + 6 * tc, base + 10 * tc, nullptr};
+    c.y = c.scores + int64_t(tokens_) * kHeads * (cache_ + tokens_);  // CheckScratch::bytes
+    return run_check(
+        sums_, kTolerance, stream,
+        [&](ErrorSums* sums) { return check_step(args_, c, sums, stream); }, result);
+  }
+
+  // Inputs: x (t x C), the weights, the K and V caches (positions >= s are the step's outputs
+  // and are not read by the reference). Output: y (t x C).
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    std::vector<HostTensor> first, second;
+    FL_TRY(
+        download_tensors<float>({{"x", x_in_.as<float>(), int64_t(tokens_) * kC}}, stream, &first));
+    const int64_t cache_elements = k_cache_.bytes() / 2;
+    FL_TRY(download_tensors<bf16>({{"weights", weights_.as<bf16>(), kWeightElements},
+                                   {"k_cache", k_cache_.as<bf16>(), cache_elements},
+                                   {"v_cache", v_cache_.as<bf16>(), cache_elements}},
+                                  stream, &second));
+    *inputs = std::move(first);
+    for (HostTensor& h : second) inputs->push_back(std::move(h));
+    return download_tensors<float>({{"y", y_.as<float>(), int64_t(tokens_) * kC}}, stream, outputs);
+  }
+
+  ~DecodeWorkspace() override { drop_graphs(); }
+
+  // Levels 2 and 3: the chain captured once per workspace, then replayed.
+  Status replay(cudaStream_t s, bool pdl) {
+    cudaGraphExec_t& exec = graphs_[pdl ? 1 : 0];
+    if (exec == nullptr) {
+      FL_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      const Status chain = fused_chain(s, pdl);
+      cudaGraph_t graph = nullptr;
+      const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+      FL_TRY(chain);
+      FL_CUDA_TRY(ended);
+      const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      if (made != cudaSuccess) exec = nullptr;
+      FL_CUDA_TRY(made);
+    }
+    FL_CUDA_TRY(cudaGraphLaunch(exec, s));
+    return Status::Ok();
+  }
+
+  const DecodeArgs& args() const { return args_; }
+  const MegakernelPlan& mega() const { return mega_; }
+  const DecodeTaskList& task_list() const { return list_; }
+  const TaskListShape& task_shape() const { return shape_; }
+  void set_phases(const PhaseSink& sink) { mega_.phases = sink; }
+
+ private:
+  Status fill_weights(cudaStream_t stream) {
+    bf16* w = weights_.as<bf16>();
+    uint64_t seed = kWeightSeed;
+    auto fill = [&](int64_t at, int64_t n, float lo, float hi) {
+      return fill_uniform(w + at, n, seed++, lo, hi, stream);
+    };
+    for (int layer = 0; layer < kLayers; ++layer) {
+      const int64_t L = int64_t(layer) * LayerLayout::size;
+      using LL = LayerLayout;
+      FL_TRY(fill(L + LL::ln1_g, kC, 0.8f, 1.2f));
+      FL_TRY(fill(L + LL::ln1_b, kC, -0.1f, 0.1f));
+      FL_TRY(fill(L + LL::w_qkv, 3 * kC * kC, -0.035f, 0.035f));
+      FL_TRY(fill(L + LL::b_qkv, 3 * kC, -0.02f, 0.02f));
+      FL_TRY(fill(L + LL::w_proj, kC * kC, -0.035f, 0.035f));
+      FL_TRY(fill(L + LL::b_proj, kC, -0.02f, 0.02f));
+      FL_TRY(fill(L + LL::ln2_g, kC, 0.8f, 1.2f));
+      FL_TRY(fill(L + LL::ln2_b, kC, -0.1f, 0.1f));
+      FL_TRY(fill(L + LL::w_fc, kF * kC, -0.035f, 0.035f));
+      FL_TRY(fill(L + LL::b_fc, kF, -0.02f, 0.02f));
+      FL_TRY(fill(L + LL::w_out, kC * kF, -0.035f, 0.035f));
+      FL_TRY(fill(L + LL::b_out, kC, -0.02f, 0.02f));
+    }
+    FL_TRY(fill(kFinalLnG, kC, 0.8f, 1.2f));
+    return fill(kFinalLnG + kC, kC, -0.1f, 0.1f);
+  }
+
+  // Levels 1 and 3's chain of 61 launches (with or without programmatic dependent launch).
+  Status fused_chain(cudaStream_t s, bool pdl) {
+    for (int layer = 0; layer < kLayers; ++layer) {
+      FL_TRY(launch_fused(args_, layer, Matrix::qkv, s, pdl));
+      FL_TRY(launch_attention(args_, layer, s, pdl));
+      FL_TRY(launch_fused(args_, layer, Matrix::proj, s, pdl));
+      FL_TRY(launch_fused(args_, layer, Matrix::fc, s, pdl));
+      FL_TRY(launch_fused(args_, layer, Matrix::out, s, pdl));
+    }
+    return launch_layernorm(args_, 0, Norm::final_norm, s, pdl);
+  }
+
+  void drop_graphs() {
+    for (cudaGraphExec_t& g : graphs_) {
+      if (g != nullptr) cudaGraphExecDestroy(g);
+      g = nullptr;
+    }
+  }
+
+  int cache_, tokens_;
+  int buffer_bytes_ = 0;
+  bool weights_filled_ = false;
+  DeviceBuffer weights_, k_cache_, v_cache_, x_in_, x_, q_, y_, xn_, att_, tmp_, qkv_, h_, scores_;
+  DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
+  DecodeArgs args_{};
+  TaskListShape shape_;
+  DecodeTaskList list_;
+  MegakernelPlan mega_;
+  cudaGraphExec_t graphs_[2] = {nullptr, nullptr};
+};
+
+}  // namespace gpt2
+}  // namespace fl

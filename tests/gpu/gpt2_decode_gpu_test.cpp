@@ -1,0 +1,207 @@
+// gpt2_decode on the GPU: every level against the fp64 CPU reference at random configurations
+// (1-16 new tokens, odd cache lengths), the graph levels replayed twice, the megakernel on a
+// partial grid (fewer blocks than tasks: it must neither deadlock nor read a value left from
+// the run before), and its task records (one per task, in phases.h's layout).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "app/measure/live_backend.h"
+#include "kernels/catalog.h"
+#include "kernels/gpt2_decode/hooks.h"
+
+namespace fl {
+namespace {
+
+class Gpt2DecodeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const DeviceFacts device = query_device();
+    if (!device.usable) GTEST_FAIL() << "gpu test without a GPU: " << device.unusable_reason;
+    if (device.cc_major < 8) GTEST_SKIP() << "bf16 needs compute capability 8.0";
+    lesson_ = find_lesson("gpt2_decode");
+    ASSERT_NE(lesson_, nullptr);
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  Status run(Workspace& ws, int level) {
+    for (size_t k = 0; k < lesson_->info().levels[level].launches.size(); ++k)
+      FL_TRY(ws.launch(level, static_cast<int>(k), stream_));
+    if (cudaStreamSynchronize(stream_) != cudaSuccess || cudaGetLastError() != cudaSuccess)
+      return Status::Error("the launch failed on the GPU");
+    return Status::Ok();
+  }
+  std::vector<double> output(Workspace& ws) {
+    std::vector<HostTensor> in, out;
+    EXPECT_TRUE(ws.download(stream_, &in, &out).ok());
+    return out.at(0).values;
+  }
+  static double rel(const std::vector<double>& a, const std::vector<double>& ref) {
+    double e = 0, r = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      if (!std::isfinite(a[i])) return INFINITY;
+      e += (a[i] - ref[i]) * (a[i] - ref[i]);
+      r += ref[i] * ref[i];
+    }
+    return std::sqrt(e / r);
+  }
+  const Lesson* lesson_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Six configurations (five fixed, odd and uneven; one random), one set of inputs each, every
+// level run on poisoned outputs and compared with the CPU reference and with the GPU's check.
+TEST_F(Gpt2DecodeGpu, EveryLevelMatchesTheCpuReference) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<Shape> shapes = {{37, 1}, {129, 3}, {515, 16}, {1001, 7}, {2047, 5}};
+  shapes.push_back({int64_t(rng() % 3000) | 1, int64_t(rng() % 16) + 1});
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
+    std::unique_ptr<Workspace> ws;
+    const Status made = lesson_->create_workspace(shape, Precision::bf16, &ws);
+    ASSERT_TRUE(made.ok()) << made.message();
+    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    for (int level = 0; level < lesson_->level_count(); ++level) {
+      SCOPED_TRACE("level " + std::to_string(level));
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      const Status ran = run(*ws, level);
+      ASSERT_TRUE(ran.ok()) << ran.message();
+      const double cpu = rel(output(*ws), ref);
+      CheckResult gpu;
+      ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+      EXPECT_LE(cpu, lesson_->tolerance(Precision::bf16));
+      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
+      EXPECT_EQ(gpu.non_finite, 0);
+      EXPECT_NEAR(gpu.rel_l2_error, cpu, 0.05 * cpu + 1e-9);
+      std::printf("gpt2_decode cache %lld tokens %lld level %d: rel error %.3g (GPU check %.3g)\n",
+                  (long long)shape.size, (long long)shape.inner, level, cpu, gpu.rel_l2_error);
+    }
+  }
+}
+
+// The graphs are captured once and read the buffers at replay: new inputs, new outputs.
+TEST_F(Gpt2DecodeGpu, GraphLevelsReplayWithFreshInputs) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{301, 2}, Precision::bf16, &ws).ok());
+  for (int level : {2, 3}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      SCOPED_TRACE("level " + std::to_string(level) + " replay " + std::to_string(rep));
+      ASSERT_TRUE(ws->fill_inputs(1000 + rep, stream_).ok());
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*ws, level).ok());
+      CheckResult gpu;
+      ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+      EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+    }
+  }
+}
+
+// Fewer blocks than tasks: 1, 2, 5 and 17 blocks run the same step (each block holds many
+// tasks of every stage). Two runs each with different inputs: a stale value from the first
+// run, or a counter not reset, would fail the second run's check or hang it.
+TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{133, 3}, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
+  ASSERT_TRUE(run(*ws, 4).ok());
+  const std::vector<double> full = output(*ws);
+  for (int blocks : {1, 2, 5, 17}) {
+    SCOPED_TRACE(std::to_string(blocks) + " blocks");
+    ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
+    gpt2::TaskListShape shape;
+    const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape);
+    ASSERT_NE(list, nullptr);
+    EXPECT_GT(list->tasks.size(), size_t(blocks) * 10);
+    for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+      ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*ws, 4).ok());
+      CheckResult gpu;
+      ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+      EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+    }
+    // Seed 5 again: the same step as the full grid's (only the attention splits differ).
+    EXPECT_LT(rel(output(*ws), full), 1e-5);
+  }
+}
+
+// One record per task: its kind, its index, an SM, an end after its start.
+TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{511, 1}, Precision::bf16, &ws).ok());
+  const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+  ASSERT_NE(list, nullptr);
+  const unsigned n = static_cast<unsigned>(list->tasks.size());
+  PhaseRecord* records = nullptr;
+  unsigned* count = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&records), n * sizeof(PhaseRecord)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&count), sizeof(unsigned)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(count, 0, sizeof(unsigned)), cudaSuccess);
+  ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{records, count, n}).ok());
+  ASSERT_TRUE(ws->fill_inputs(9, stream_).ok());
+  ASSERT_TRUE(run(*ws, 4).ok());
+  unsigned written = 0;
+  std::vector<PhaseRecord> host(n);
+  ASSERT_EQ(cudaMemcpy(&written, count, sizeof(unsigned), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host.data(), records, n * sizeof(PhaseRecord), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(written, n);
+  std::set<uint32_t> seen;
+  uint64_t busy = 0, waited = 0, first = UINT64_MAX, last = 0;
+  for (const PhaseRecord& r : host) {
+    ASSERT_LT(r.arg, n);
+    EXPECT_TRUE(seen.insert(r.arg).second) << "task " << r.arg << " recorded twice";
+    EXPECT_EQ(r.phase, list->tasks[r.arg].kind);
+    EXPECT_GE(r.end_ns, r.start_ns);
+    busy += r.end_ns - r.start_ns;
+    waited += r.wait_ns;
+    first = std::min(first, r.start_ns - r.wait_ns);
+    last = std::max(last, r.end_ns);
+  }
+  std::printf(
+      "megakernel at cache 511, 1 token: %u tasks over %.1f us; busy %.1f us, waiting "
+      "%.1f us (summed over blocks)\n",
+      n, (last - first) / 1e3, busy / 1e3, waited / 1e3);
+  // Per task kind: how many, and their mean time running and waiting (the timeline's story).
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    uint64_t k_busy = 0, k_wait = 0, k_n = 0;
+    for (const PhaseRecord& r : host) {
+      if (r.phase != kind) continue;
+      ++k_n;
+      k_busy += r.end_ns - r.start_ns;
+      k_wait += r.wait_ns;
+    }
+    if (k_n == 0) continue;
+    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting\n",
+                gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
+                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n);
+  }
+  ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{}).ok());
+  cudaFree(records);
+  cudaFree(count);
+}
+
+// The megakernel once at a small configuration: what compute-sanitizer runs
+// (scripts/gpt2-decode-check.sh: memcheck, racecheck, synccheck).
+TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
+  ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+  ASSERT_TRUE(run(*ws, 4).ok());
+  CheckResult gpu;
+  ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+  EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+}
+
+}  // namespace
+}  // namespace fl

@@ -1,0 +1,75 @@
+// attention on the CPU: the double reference (one key gives V itself, equal scores average the
+// values, the causal mask hides later keys) and the textbook traffic of every level.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/catalog.h"
+
+namespace fl {
+namespace {
+
+const Lesson& lesson() {
+  const Lesson* found = find_lesson("attention");
+  EXPECT_NE(found, nullptr);
+  return *found;
+}
+
+// One head of T = 3 keys, d = 2: q = 0 everywhere, so every visible key scores the same and
+// query i's output is the mean of v over keys 0..i.
+TEST(Attention, ReferenceAveragesTheVisibleValuesWhenScoresTie) {
+  const std::vector<double> q(6, 0.0);
+  const std::vector<double> k = {1, 2, -3, 4, 5, -6};
+  const std::vector<double> v = {1, 10, 3, 30, 8, 80};
+  const auto out = lesson().reference({{"q", q}, {"k", k}, {"v", v}, {"dims", {3, 2}}});
+  ASSERT_EQ(out.size(), 1u);
+  const std::vector<double>& o = out[0].values;
+  ASSERT_EQ(o.size(), 6u);
+  EXPECT_DOUBLE_EQ(o[0], 1.0);  // query 0 sees key 0 only
+  EXPECT_DOUBLE_EQ(o[1], 10.0);
+  EXPECT_DOUBLE_EQ(o[2], 2.0);  // keys 0 and 1
+  EXPECT_DOUBLE_EQ(o[3], 20.0);
+  EXPECT_NEAR(o[4], 4.0, 1e-12);  // keys 0, 1 and 2
+  EXPECT_NEAR(o[5], 40.0, 1e-12);
+}
+
+// Two keys with scores s0, s1 (scaled by 1/sqrt(d)): the second query's output is the
+// softmax-weighted mix; the first query ignores the later key whatever its score.
+TEST(Attention, ReferenceWeighsByTheScaledSoftmax) {
+  const std::vector<double> q = {0, 0, 0, 0, 1, 2, 3, 4};  // d = 4, T = 2
+  const std::vector<double> k = {1, 0, 0, 0, 0, 0, 0, 9};
+  const std::vector<double> v = {1, 0, 0, 0, 0, 1, 0, 0};
+  const auto out = lesson().reference({{"q", q}, {"k", k}, {"v", v}, {"dims", {2, 4}}});
+  const std::vector<double>& o = out[0].values;
+  EXPECT_DOUBLE_EQ(o[0], 1.0);
+  EXPECT_DOUBLE_EQ(o[1], 0.0);
+  const double s0 = 1.0 / 2, s1 = 36.0 / 2;  // q.k / sqrt(4)
+  const double p0 = 1 / (1 + std::exp(s1 - s0));
+  EXPECT_NEAR(o[4], p0, 1e-15);
+  EXPECT_NEAR(o[5], 1 - p0, 1e-12);
+}
+
+// 16,384 tokens of 12 heads: one T x T tensor is 16384 x 12 x T elements, one of Q, K, V, O is
+// 16384 x 12 x d. Level 0 moves a score tensor 8 times (S written; scale, mask and softmax each
+// read and write; P read), level 1 4 times, the flash level never.
+TEST(Attention, TextbookTraffic) {
+  const int64_t t = 1024, d = 64, b = 2;
+  const int64_t score = 16384 * 12 * t * b, qkv = 16384 * 12 * d * b;
+  const auto eager = lesson().traffic(0, {t, d}, Precision::bf16);
+  const auto fused = lesson().traffic(1, {t, d}, Precision::bf16);
+  const auto flash = lesson().traffic(2, {t, d}, Precision::bf16);
+  ASSERT_EQ(eager.size(), 5u);
+  ASSERT_EQ(fused.size(), 3u);
+  ASSERT_EQ(flash.size(), 1u);
+  EXPECT_EQ(total_bytes(eager), 8 * score + 4 * qkv);
+  EXPECT_EQ(total_bytes(fused), 4 * score + 4 * qkv);
+  EXPECT_EQ(total_bytes(flash), 4 * qkv);
+  // Causal FLOPs 2 B H T^2 d: what the flash kernel does; each full-square GEMM does as much.
+  EXPECT_DOUBLE_EQ(flash[0].flops, 2.0 * 16384 * 12 * t * d);
+  EXPECT_DOUBLE_EQ(eager[0].flops, flash[0].flops);
+  // The workspace counts Q, K, V, O only: S and P are allocated where they fit.
+  EXPECT_EQ(lesson().workspace_bytes({t, d}, Precision::bf16), 4 * qkv + 40);
+}
+
+}  // namespace
+}  // namespace fl

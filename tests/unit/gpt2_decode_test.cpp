@@ -1,0 +1,192 @@
+// gpt2_decode on the CPU: the megakernel's task list (every output row of every product in
+// exactly one task, each block's list in stage order, the counters and their targets) and the
+// fp64 reference at inputs whose answer is known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "kernels/catalog.h"
+#include "kernels/gpt2_decode/model.h"
+
+namespace fl {
+namespace gpt2 {
+namespace {
+
+int stage_of(const DecodeTask& t) {
+  return t.kind == uint8_t(TaskKind::final_norm) ? kLayers * kStagesPerLayer
+                                                 : t.layer * kStagesPerLayer + t.kind;
+}
+
+void expect_well_formed(const TaskListShape& shape) {
+  SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " tokens " +
+               std::to_string(shape.tokens) + " cache " + std::to_string(shape.cache));
+  const DecodeTaskList list = build_decode_tasks(shape);
+  ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
+  EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
+  EXPECT_EQ(list.counters, kLayers * kStagesPerLayer + 1);
+  // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
+  std::map<int, std::vector<int>> covered;  // stage -> hits per row / unit
+  std::map<int, unsigned> tasks_in_stage;
+  for (const DecodeTask& t : list.tasks) {
+    const int stage = stage_of(t);
+    ++tasks_in_stage[stage];
+    EXPECT_EQ(t.done_counter, stage);
+    const TaskKind kind = TaskKind(t.kind);
+    const int units = kind == TaskKind::qkv          ? 3 * kC
+                      : kind == TaskKind::fc         ? kF
+                      : kind == TaskKind::attention  ? kHeads * list.splits
+                      : kind == TaskKind::final_norm ? 1
+                                                     : kC;
+    auto& hits = covered[stage];
+    hits.resize(units);
+    for (uint32_t u = t.first; u < t.first + t.count; ++u) {
+      ASSERT_LT(u, uint32_t(units));
+      ++hits[u];
+    }
+    if (kind == TaskKind::qkv || kind == TaskKind::proj || kind == TaskKind::fc ||
+        kind == TaskKind::out) {
+      const int k = kind == TaskKind::out ? kF : kC;
+      EXPECT_LE(t.count * k * 2, shape.weight_buffer_bytes) << "a slice fits its buffer";
+    }
+  }
+  EXPECT_EQ(covered.size(), size_t(kLayers * kStagesPerLayer + 1));
+  for (const auto& [stage, hits] : covered) {
+    for (size_t u = 0; u < hits.size(); ++u)
+      ASSERT_EQ(hits[u], 1) << "stage " << stage << " unit " << u;
+  }
+  // Each task waits for the whole previous stage; each block's list is in stage order.
+  for (const DecodeTask& t : list.tasks) {
+    const int stage = stage_of(t);
+    if (stage == 0) {
+      EXPECT_EQ(t.wait_counter, kNoCounter);
+    } else {
+      EXPECT_EQ(t.wait_counter, stage - 1);
+      EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 1]);
+    }
+  }
+  for (int b = 0; b < shape.blocks; ++b) {
+    for (int i = list.block_begin[b] + 1; i < list.block_begin[b + 1]; ++i)
+      EXPECT_LE(stage_of(list.tasks[i - 1]), stage_of(list.tasks[i]));
+  }
+}
+
+TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
+  expect_well_formed({132, 1, 512, 80 * 1024});
+  expect_well_formed({132, 16, 8192, 80 * 1024});
+  expect_well_formed({1, 3, 37, 80 * 1024});
+  expect_well_formed({7, 5, 1001, 20 * 1024});
+  expect_well_formed({114, 2, 16, 14 * 1024});
+}
+
+TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
+  const DecodeTaskList list = build_decode_tasks({132, 1, 512, 80 * 1024});
+  // 3C / 132 -> 18 rows a qkv task: 128 tasks; every block gets 4-6 product tasks per layer.
+  int qkv = 0;
+  for (const DecodeTask& t : list.tasks) qkv += t.kind == uint8_t(TaskKind::qkv) && t.layer == 0;
+  EXPECT_EQ(qkv, 128);
+  EXPECT_EQ(attention_splits(513, 132), 9);    // 64 keys or more a split
+  EXPECT_EQ(attention_splits(2049, 132), 11);  // one block per (head, split)
+  EXPECT_EQ(attention_splits(8208, 132), 26);  // at most 320 keys a split
+  EXPECT_EQ(attention_splits(17, 132), 1);
+}
+
+TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
+  const TaskListShape shape{132, 1, 512, 80 * 1024};
+  const DecodeTaskList list = build_decode_tasks(shape);
+  EXPECT_EQ(describe_task(list.tasks[0], shape, list.splits),
+            "layer 0 ln1+qkv rows 0-17 (of 2304)");
+  DecodeTask att;
+  att.kind = uint8_t(TaskKind::attention);
+  att.layer = 3;
+  att.first = 2 * list.splits + 1;  // head 2, split 1 of 9: keys 57..113
+  EXPECT_EQ(describe_task(att, shape, list.splits), "layer 3 attention head 2 keys 57-113");
+  const std::string text = format_task_list(list, shape);
+  EXPECT_NE(text.find("block 131:"), std::string::npos);
+  EXPECT_NE(text.find("ln_f"), std::string::npos);
+}
+
+// With every product's weights and biases zero, the blocks add nothing to x: y = LN_f(x), a
+// row normalized to mean 0 and variance 1 (gamma 1, beta 0).
+TEST(Gpt2DecodeReference, ZeroBlocksLeaveTheNormalizedInput) {
+  const int t = 2, s = 3;
+  std::vector<double> w(kWeightElements, 0.0);
+  for (int c = 0; c < kC; ++c) w[kFinalLnG + c] = 1.0;
+  for (int l = 0; l < kLayers; ++l) {
+    for (int c = 0; c < kC; ++c) {
+      w[l * LayerLayout::size + LayerLayout::ln1_g + c] = 1.0;
+      w[l * LayerLayout::size + LayerLayout::ln2_g + c] = 1.0;
+    }
+  }
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> x(t * kC), cache(size_t(kLayers) * kHeads * (s + t) * kHeadDim);
+  for (double& v : x) v = u(rng);
+  for (double& v : cache) v = u(rng);
+  const std::vector<double> y = reference_step(x, w, cache, cache, t, s);
+  for (int j = 0; j < t; ++j) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < kC; ++c) mean += x[j * kC + c] / kC;
+    for (int c = 0; c < kC; ++c) var += (x[j * kC + c] - mean) * (x[j * kC + c] - mean) / kC;
+    for (int c = 0; c < kC; c += 97)
+      EXPECT_NEAR(y[j * kC + c], (x[j * kC + c] - mean) / std::sqrt(var + kLnEps), 1e-12);
+  }
+}
+
+// One head's attention by hand: with Wqkv = 0 but a bias that makes q = 0, every score is 0 and
+// the output is the plain mean of the values the token sees (the step's own value rows are the
+// v bias). Only head 0's values are nonzero; Wproj = identity carries them into x.
+TEST(Gpt2DecodeReference, ZeroQueriesAverageTheValues) {
+  const int t = 2, s = 3, positions = s + t;
+  std::vector<double> w(kWeightElements, 0.0);
+  for (int c = 0; c < kC; ++c) w[kFinalLnG + c] = 1.0;
+  const int64_t L0 = 0;
+  for (int c = 0; c < kC; ++c) w[L0 + LayerLayout::ln1_g + c] = 1.0;
+  for (int d = 0; d < kHeadDim; ++d) w[L0 + LayerLayout::b_qkv + 2 * kC + d] = 0.5;  // new v rows
+  for (int c = 0; c < kC; ++c) w[L0 + LayerLayout::w_proj + int64_t(c) * kC + c] = 1.0;
+  std::vector<double> x(t * kC, 0.0), k(size_t(kLayers) * kHeads * positions * kHeadDim, 0.0);
+  std::vector<double> v = k;
+  for (int p = 0; p < s; ++p)
+    for (int d = 0; d < kHeadDim; ++d) v[p * kHeadDim + d] = p + 1;  // layer 0, head 0
+  // x = 0 in, so after layer 0: x_j[d < 64] = mean of v over positions 0..s+j; 0 elsewhere.
+  // Layers 1-11 have LN gammas 0 and zero matrices: they add nothing. y = LN_f(x).
+  const std::vector<double> y = reference_step(x, w, k, v, t, s);
+  for (int j = 0; j < t; ++j) {
+    const double mean_v = (1 + 2 + 3 + 0.5 * (j + 1)) / (s + j + 1);
+    std::vector<double> row(kC, 0.0);
+    for (int d = 0; d < kHeadDim; ++d) row[d] = mean_v;
+    double mean = 0, var = 0;
+    for (double r : row) mean += r / kC;
+    for (double r : row) var += (r - mean) * (r - mean) / kC;
+    EXPECT_NEAR(y[j * kC], (row[0] - mean) / std::sqrt(var + kLnEps), 1e-9);
+    EXPECT_NEAR(y[j * kC + 100], (0 - mean) / std::sqrt(var + kLnEps), 1e-9);
+  }
+}
+
+TEST(Gpt2DecodeLesson, SizeAxisAndRefusals) {
+  const Lesson* lesson = find_lesson("gpt2_decode");
+  ASSERT_NE(lesson, nullptr);
+  const SizeAxis& axis = lesson->info().size_axis;
+  EXPECT_EQ(axis.min, 16);
+  EXPECT_EQ(axis.max, kMaxCache);
+  EXPECT_EQ(axis.inner_max, kMaxTokens);
+  ASSERT_EQ(lesson->level_count(), 5);
+  EXPECT_EQ(lesson->info().levels[0].launches.size(), size_t(17 * kLayers + 1));
+  EXPECT_EQ(lesson->info().levels[1].launches.size(), size_t(5 * kLayers + 1));
+  EXPECT_EQ(lesson->info().levels[4].launches.size(), 1u);
+  // The megakernel's textbook bytes: the weights, the cache once, x in, y and the new rows out.
+  const auto mega = lesson->traffic(4, Shape{512, 1}, Precision::bf16);
+  ASSERT_EQ(mega.size(), 1u);
+  EXPECT_EQ(mega[0].bytes_read, kWeightElements * 2 + 12 * 2 * 512 * 768 * 2 + 768 * 4);
+  EXPECT_EQ(mega[0].bytes_written, 768 * 4 + 12 * 2 * 768 * 2);
+  std::unique_ptr<Workspace> ws;
+  EXPECT_FALSE(lesson->create_workspace(Shape{512, 17}, Precision::bf16, &ws).ok());
+  EXPECT_FALSE(lesson->create_workspace(Shape{9000, 1}, Precision::bf16, &ws).ok());
+  EXPECT_FALSE(lesson->create_workspace(Shape{512, 1}, Precision::fp32, &ws).ok());
+}
+
+}  // namespace
+}  // namespace gpt2
+}  // namespace fl

@@ -185,9 +185,10 @@ void Lab::update(double now) {
       last_error_.clear();
     }
     // A live measurement is stamped when it arrives; a replayed one keeps the recording's.
-    const DeviceFacts& device = engine_->status().device;
+    const EngineStatus engine = engine_->status();
+    const DeviceFacts& device = engine.device;
     for (Measurement& m : result.measurements) {
-      if (m.provenance.known()) continue;
+      if (m.provenance.known() || engine.backend_kind != "live") continue;
       m.provenance = {device.name, device.driver_version, utc_now_iso8601(), FUSIONLAB_VERSION,
                       "live"};
     }

@@ -2,9 +2,11 @@
 // the correctness check; then the launches of the level the switch shows.
 #include <string>
 
+#include "app/gui/backend_choice.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "model/sizes.h"
+#include "viz/byte_explain.h"
 
 namespace fl::gui {
 namespace {
@@ -208,6 +210,38 @@ void draw_launches(const Lab& lab, const Measurement& detail) {
   if (!detail.counters_note.empty()) ImGui::TextDisabled("%s", detail.counters_note.c_str());
 }
 
+// Where a launch's counted bytes differ from the textbook by more than the rule table's ratio,
+// one line each saying why (assets/explain/byte_ratios.json, viz/byte_explain.h).
+void draw_byte_explanations(const Lab& lab, const std::vector<Measurement>& ms,
+                            const Measurement& detail) {
+  static viz::ByteRules rules;
+  static Status loaded = [] {
+    const std::string assets = find_assets_folder();
+    if (assets.empty()) return Status::Error("no assets folder: byte ratios are not explained");
+    return viz::load_byte_rules(assets + "/explain/byte_ratios.json", &rules);
+  }();
+  if (!loaded.ok()) {
+    ImGui::TextDisabled("%s", loaded.message().c_str());
+    return;
+  }
+  viz::ByteFacts facts;
+  facts.l2_capacity = static_cast<double>(lab.status().device.l2_bytes);
+  facts.l2_floor = viz::l2_floor(lab.history());
+  facts.lesson = &lab.lesson();
+  facts.level0 = level_of(ms, 0);
+  const std::vector<viz::ByteExplanation> lines = viz::explain_bytes(rules, detail, facts);
+  if (lines.empty()) return;
+  ImGui::PushTextWrapPos(0.0f);
+  for (const viz::ByteExplanation& e : lines) {
+    if (e.explained()) {
+      ImGui::TextDisabled("%s", e.line().c_str());
+    } else {
+      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.3f, 1.0f), "%s", e.line().c_str());
+    }
+  }
+  ImGui::PopTextWrapPos();
+}
+
 }  // namespace
 
 void draw_measurement_panel(const Lab& lab) {
@@ -236,7 +270,10 @@ void draw_measurement_panel(const Lab& lab) {
   draw_gpu_conditions(ms);
   draw_levels_table(lab, ms);
   draw_speedup_line(lab, ms);
-  if (const Measurement* detail = level_of(ms, lab.shown_level())) draw_launches(lab, *detail);
+  if (const Measurement* detail = level_of(ms, lab.shown_level())) {
+    draw_launches(lab, *detail);
+    draw_byte_explanations(lab, ms, *detail);
+  }
 }
 
 }  // namespace fl::gui

@@ -128,9 +128,13 @@ TEST(Provenance, ReplaySaveReopenKeepsTheOriginalDateGpuAndBytes) {
   const Session saved = saved_from_replay(*reopened, again);
   const std::string trace = chrome_trace_json(saved);
   EXPECT_NE(trace.find("measured NVIDIA H100 80GB HBM3, 2026-11-23"), std::string::npos);
+  // The first row's last columns: its own measured_utc and source; session_created_utc is the
+  // save's.
   const std::string csv = measurements_csv(saved);
-  EXPECT_NE(csv.find(",2026-11-26T04:30:00Z,2026-11-23T"), std::string::npos)
-      << "session_created_utc, then the measurement's own measured_utc";
+  const std::string row = csv.substr(csv.find('\n') + 1, csv.find('\n', csv.find('\n') + 1));
+  EXPECT_NE(row.find(",2026-11-26T04:30:00Z,"), std::string::npos) << row;
+  EXPECT_NE(row.find(",2026-11-23T20:3"), std::string::npos) << row;
+  EXPECT_NE(row.find(",h100-2026-11-23/"), std::string::npos) << row;
 }
 
 TEST(Provenance, ASessionThatMixesSourcesSaysSo) {

@@ -28,6 +28,7 @@ struct BenchOptions {
   std::string out_csv;       // --csv
   bool no_counters = false;  // --no-counters: timing only, no CUPTI range profiler
   bool allow_tf32 = false;   // --allow-tf32: TF32 tensor cores for fp32 GEMMs (lessons 6-8)
+  bool phases = false;       // --phases: record the kernels' phase timelines too
   std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
   int64_t inner = 0;         // --inner: row length of row-wise lessons (attention: head size d)
   // Diagnostics (hidden options, for checking the measurement itself):

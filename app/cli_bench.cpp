@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "app/cli.h"
@@ -75,6 +76,7 @@ struct BenchPlan {
   int64_t inner = 0;  // 0: each lesson's default row length
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
+  bool phases = false;  // --phases
 };
 
 Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
@@ -143,6 +145,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
     return Status::Error(not_a_choice("--cache", kCacheChoices, &o.cache));
   }
   FL_TRY(parse_level_list(o.levels, &plan->levels));
+  plan->phases = o.phases;
   if (o.inner < 0) return Status::Error("--inner is a row length >= 1, or 0 for the default");
   plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
@@ -311,6 +314,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.levels = run.levels;
   request.precision = plan.precision;
   request.cache = plan.cache;
+  request.phases = plan.phases;
   request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);
   if (result.status.ok() && run.counters) {
@@ -387,6 +391,32 @@ void print_launch(const Measurement& m, const LaunchResult& l) {
   std::printf("\n");
 }
 
+// A launch's phase timeline (--phases): its records, the stamps' cost, and each phase's median
+// length over the blocks.
+void print_phases(const Measurement& m, const LaunchResult& l) {
+  const LaunchPhases& p = *l.phases;
+  std::set<uint32_t> blocks;
+  std::set<uint16_t> sms;
+  std::vector<std::vector<double>> lengths(p.names.size());
+  for (const PhaseRecord& r : p.records) {
+    blocks.insert(r.block);
+    sms.insert(r.sm);
+    if (r.phase < lengths.size()) lengths[r.phase].push_back((r.end_ns - r.start_ns) * 1e-3);
+  }
+  const std::string lost = p.lost > 0 ? ", " + std::to_string(p.lost) + " lost" : "";
+  std::printf(
+      "  %10s  level %d %-18s phases: %zu records, %zu blocks on %zu SMs%s; stamps on "
+      "%.2f us, off %.2f us (%+.1f%%)\n",
+      format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(), p.records.size(),
+      blocks.size(), sms.size(), lost.c_str(), p.time_on_us, p.time_off_us, p.overhead() * 100);
+  std::printf("  %10s  %-26s median over blocks:", "", "");
+  for (size_t i = 0; i < p.names.size(); ++i) {
+    if (lengths[i].empty()) continue;
+    std::printf(" %s %.2f us;", p.names[i].c_str(), summarize(lengths[i]).median);
+  }
+  std::printf("\n");
+}
+
 // Per launch: time, GB/s, % of copy and the counted bytes; then the chain's bytes.
 void print_launches(const std::vector<Measurement>& details, bool counters) {
   std::printf(
@@ -396,7 +426,10 @@ void print_launches(const std::vector<Measurement>& details, bool counters) {
                  "textbook bytes (MB = 10^6 bytes)"
                : "");
   for (const Measurement& m : details) {
-    for (const LaunchResult& l : m.launches) print_launch(m, l);
+    for (const LaunchResult& l : m.launches) {
+      print_launch(m, l);
+      if (l.phases) print_phases(m, l);
+    }
     if (const auto total = m.counters_total()) {
       const double dram = double(total->dram_read_bytes) + double(total->dram_write_bytes);
       std::printf(
@@ -621,6 +654,9 @@ void add_bench_measure_options(CLI::App* bench, BenchOptions* o) {
       ->group("");
   bench->add_option("--timer", o->timer, "cupti (default) or events")->group("");
   bench->add_option("--counter-replay", o->counter_replay, "user (default) or kernel")->group("");
+  bench->add_flag("--phases", o->phases,
+                  "Also record the kernels' phase timelines (an extra run with per-block stamps "
+                  "on) and their cost; --out keeps them");
   bench->add_flag("--allow-tf32", o->allow_tf32,
                   "fp32 GEMMs (lessons 6-8) may use TF32 tensor cores (10-bit mantissas); off by "
                   "default so fp32 means fp32");

@@ -4,16 +4,17 @@
 #include "kernels/catalog.h"
 
 // X(id) for every lesson, in curriculum order (DESIGN.md §2).
-#define FL_CURRICULUM(X) \
-  X(relu_scale)          \
-  X(gelu_scale)          \
-  X(bias_gelu)           \
-  X(residual_layernorm)  \
-  X(scale_mask_softmax)  \
-  X(layernorm_linear)    \
-  X(linear_gelu)         \
-  X(ffn)                 \
-  X(attention)           \
+#define FL_CURRICULUM(X)          \
+  X(relu_scale)                   \
+  X(gelu_scale)                   \
+  X(bias_gelu)                    \
+  X(residual_layernorm)           \
+  X(scale_mask_softmax)           \
+  X(layernorm_linear)             \
+  X(linear_gelu)                  \
+  X(ffn)                          \
+  X(attention)                    \
+  X(attention_residual_layernorm) \
   X(gpt2_decode)
 
 namespace fl {

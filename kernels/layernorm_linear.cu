@@ -34,6 +34,7 @@
 #include "kernels/cluster.cuh"
 #include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear.h"
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/ln_gemm_wgmma.h"
@@ -946,3 +947,17 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
 FL_DEFINE_LESSON(layernorm_linear, LayerNormLinear);
 
 }  // namespace fl
+
+namespace fl::layernorm_linear {
+
+Status ln_gemm_bias(const float* x, const float* gamma, const float* beta, const float* w,
+                    const float* bias, float* y, int64_t m, int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+Status ln_gemm_bias(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
+                    const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m,
+                    int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+
+}  // namespace fl::layernorm_linear

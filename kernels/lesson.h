@@ -22,6 +22,7 @@ typedef struct CUstream_st* cudaStream_t;
 #include <string>
 #include <vector>
 
+#include "kernels/phases.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -119,6 +120,23 @@ class Workspace {
   // Copies inputs and outputs to the host (for CPU-reference tests). Synchronizes `stream`.
   virtual Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                           std::vector<HostTensor>* outputs) = 0;
+
+  // Phase timelines (kernels/phases.h). The engine hands the workspace a sink for a pass with
+  // stamps on; by default its records are null (stamps off). A launcher whose kernel records
+  // phases passes phase_sink() to it and names the phases with declare_phases (the names that a
+  // record's `phase` indexes), so the engine knows what the records mean.
+  void set_phase_sink(const PhaseSink& sink) {
+    phase_sink_ = sink;
+    declared_phases_.clear();
+  }
+  const PhaseSink& phase_sink() const { return phase_sink_; }
+  void declare_phases(std::vector<std::string> names) { declared_phases_ = std::move(names); }
+  // The phases the last launch since set_phase_sink declared; empty when it declared none.
+  const std::vector<std::string>& declared_phases() const { return declared_phases_; }
+
+ private:
+  PhaseSink phase_sink_;
+  std::vector<std::string> declared_phases_;
 };
 
 class Lesson {

@@ -58,8 +58,7 @@
 namespace fl {
 namespace {
 
-using namespace layernorm_rows;  // kEps, the row kernels and their launcher
-constexpr int kAddThreads = 256;
+using namespace layernorm_rows;                     // kEps, the row kernels and their launcher
 constexpr int64_t kMaxElements = int64_t(1) << 28;  // R * C, at most (1 GiB per fp32 tensor)
 constexpr int64_t kDefaultC = 768;                  // GPT-2 small's hidden size
 constexpr int kCheckThreads = 256;
@@ -72,49 +71,9 @@ constexpr float kRLo = -1.0f, kRHi = 1.0f;
 constexpr float kGammaLo = 0.5f, kGammaHi = 1.5f;
 constexpr float kBetaLo = -0.5f, kBetaHi = 0.5f;
 
-// ---- CPU reference (double) ----------------------------------------------------------------
-
-// h and y of one row, in double, from the stored inputs. The same arithmetic as the GPU check.
-void residual_layernorm_row_reference(const double* x, const double* r, const double* gamma,
-                                      const double* beta, int64_t c, double* h, double* y) {
-  double sum = 0;
-  for (int64_t j = 0; j < c; ++j) {
-    h[j] = x[j] + r[j];
-    sum += h[j];
-  }
-  const double mean = sum / double(c);
-  double sq = 0;
-  for (int64_t j = 0; j < c; ++j) sq += (h[j] - mean) * (h[j] - mean);
-  const double rstd = 1.0 / std::sqrt(sq / double(c) + kEps);
-  for (int64_t j = 0; j < c; ++j) y[j] = (h[j] - mean) * rstd * gamma[j] + beta[j];
-}
+// ---- CPU reference (double): residual_layernorm_row_reference, layernorm_rows.cuh -------
 
 // ---- kernels -------------------------------------------------------------------------------
-
-// h = x + r over all N elements, ignoring rows: one 16-byte vector per thread; the threads past
-// the last full vector take one tail element each (the same scheme as gelu_scale).
-template <typename T>
-__global__ void __launch_bounds__(kAddThreads)
-    add_kernel(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ h, int64_t n) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int64_t full_vecs = n / kVec;
-  const int64_t i = blockIdx.x * int64_t(kAddThreads) + threadIdx.x;
-  if (i < full_vecs) {
-    const Vec16<T> a = load16(x + i * kVec);
-    const Vec16<T> b = load16(r + i * kVec);
-    Vec16<T> out;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      out.v[k] = Elem<T>::from_float(Elem<T>::to_float(a.v[k]) + Elem<T>::to_float(b.v[k]));
-    }
-    store16(h + i * kVec, out);
-  } else {
-    const int64_t tail = full_vecs * kVec + (i - full_vecs);
-    if (tail < n) {
-      h[tail] = Elem<T>::from_float(Elem<T>::to_float(x[tail]) + Elem<T>::to_float(r[tail]));
-    }
-  }
-}
 
 // The fp64 reference on the GPU, fused with the comparison of both outputs: one warp per row,
 // h and y of the row recomputed in double from the stored x, r, gamma and beta (as the CPU
@@ -159,17 +118,6 @@ __global__ void __launch_bounds__(kCheckThreads)
 }
 
 // ---- launchers -----------------------------------------------------------------------------
-
-template <typename T>
-Status launch_add(const T* x, const T* r, T* h, int64_t n, cudaStream_t stream) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const int64_t threads = n / kVec + n % kVec;  // one per full vector, one per tail element
-  const unsigned blocks = static_cast<unsigned>((threads + kAddThreads - 1) / kAddThreads);
-  if (blocks == 0) return Status::Ok();
-  add_kernel<T><<<blocks, kAddThreads, 0, stream>>>(x, r, h, n);
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
-}
 
 // ---- workspace -----------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 #include "model/results.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -154,6 +156,71 @@ std::string provenance_text(const std::vector<Measurement>& measurements) {
            std::to_string(g.count) + ")";
   }
   return out;
+}
+
+void normalize_phase_records(LaunchPhases* phases) {
+  std::vector<PhaseRecord>& records = phases->records;
+  // A phase index past the names' bound names nothing the file could hold: counted as lost.
+  const auto unnamed = std::remove_if(records.begin(), records.end(), [](const PhaseRecord& r) {
+    return r.phase >= LaunchPhases::kMaxNames || r.end_ns < r.start_ns;
+  });
+  phases->lost += records.end() - unnamed;
+  records.erase(unnamed, records.end());
+  if (records.empty()) return;
+  uint64_t first = UINT64_MAX;
+  size_t phase_count = 0;
+  for (const PhaseRecord& r : records) {
+    first = std::min(first, r.start_ns);
+    phase_count = std::max<size_t>(phase_count, r.phase + size_t(1));
+  }
+  for (PhaseRecord& r : records) {
+    r.start_ns -= first;
+    r.end_ns -= first;
+  }
+  while (phases->names.size() < phase_count)
+    phases->names.push_back("phase " + std::to_string(phases->names.size()));
+  if (phases->names.size() > LaunchPhases::kMaxNames) phases->names.resize(LaunchPhases::kMaxNames);
+  std::stable_sort(records.begin(), records.end(), [](const PhaseRecord& a, const PhaseRecord& b) {
+    return a.sm != b.sm ? a.sm < b.sm : a.start_ns < b.start_ns;
+  });
+}
+
+std::vector<PhaseLane> phase_lanes(const LaunchPhases& phases) {
+  const std::vector<PhaseRecord>& records = phases.records;
+  // Each block's span on its SM ((sm, block) keys: a block runs on one SM).
+  struct Span {
+    uint64_t start = UINT64_MAX, end = 0;
+    int slot = 0;
+  };
+  std::map<std::pair<uint16_t, uint32_t>, Span> blocks;
+  for (const PhaseRecord& r : records) {
+    Span& s = blocks[{r.sm, r.block}];
+    s.start = std::min(s.start, r.start_ns);
+    s.end = std::max(s.end, r.end_ns);
+  }
+  std::vector<std::pair<const std::pair<uint16_t, uint32_t>, Span>*> order;
+  for (auto& b : blocks) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->first.first != b->first.first ? a->first.first < b->first.first
+                                            : a->second.start < b->second.start;
+  });
+  std::vector<uint64_t> slot_free;  // per slot of the current SM: when it is free again
+  int sm = -1;
+  for (auto* b : order) {
+    if (b->first.first != sm) {
+      sm = b->first.first;
+      slot_free.clear();
+    }
+    size_t slot = 0;
+    while (slot < slot_free.size() && slot_free[slot] > b->second.start) ++slot;
+    if (slot == slot_free.size()) slot_free.push_back(0);
+    slot_free[slot] = b->second.end;
+    b->second.slot = static_cast<int>(slot);
+  }
+  std::vector<PhaseLane> lanes;
+  lanes.reserve(records.size());
+  for (const PhaseRecord& r : records) lanes.push_back({r.sm, blocks[{r.sm, r.block}].slot});
+  return lanes;
 }
 
 }  // namespace fl

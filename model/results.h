@@ -54,6 +54,9 @@ struct MeasureRequest {
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
   int64_t inner = 0;  // row length for row-wise lessons; 0: the lesson's default
+  // Phase timelines: after the timing phase, an extra pass with the kernels' phase stamps on
+  // (kernels/phases.h) records each launch's phases and their cost. Off by default.
+  bool phases = false;
 };
 
 // The bytes one launch moved as the GPU's own counters saw them (CUPTI range profiler, one run
@@ -64,6 +67,26 @@ struct LaunchCounters {
   int64_t l2_bytes = 0;          // lts__t_bytes.sum: every byte requested from L2
 };
 
+// A launch's phase timeline (kernels/phases.h): what its kernel declared and recorded in one run
+// with stamps on, and what the stamps cost.
+struct LaunchPhases {
+  // Bounds the engine keeps and the session reader enforces: records of one launch (the device
+  // buffer holds this many; more are counted in `lost`), declared phase names.
+  static constexpr size_t kMaxRecords = size_t(1) << 16;
+  static constexpr size_t kMaxNames = 64;
+  std::vector<std::string> names;  // a record's `phase` indexes these
+  // One run's records, start_ns and end_ns counted from the earliest start (the launch's first
+  // stamp), so they read as "ns since the launch started".
+  std::vector<PhaseRecord> records;
+  int64_t lost = 0;        // records the kernel made past the buffer's capacity (not kept)
+  double time_off_us = 0;  // median launch time with stamps off, timed in the same pass
+  double time_on_us = 0;   // the same with stamps on: the stamps' overhead is the difference
+  // time_on / time_off - 1; 0 when either is unknown.
+  double overhead() const {
+    return time_off_us > 0 && time_on_us > 0 ? time_on_us / time_off_us - 1 : 0;
+  }
+};
+
 struct LaunchResult {
   LaunchTraffic textbook;  // kernel name, bytes it must move, FLOPs
   Stats time_us;           // per-launch duration over the repetitions
@@ -72,6 +95,8 @@ struct LaunchResult {
   // Diagnostic only (`bench --compare-timers`): CUDA events around the same launches that
   // CUPTI timed. count == 0 when not taken. Not saved in sessions.
   Stats event_time_us;
+  // Present when the measurement was asked for phases and this launch's kernel recorded some.
+  std::optional<LaunchPhases> phases;
 };
 
 // One kernel execution as CUPTI's activity API recorded it. Timestamps are CUPTI's
@@ -154,7 +179,7 @@ struct Measurement {
 };
 
 struct Session {
-  static constexpr int kSchemaVersion = 2;        // written
+  static constexpr int kSchemaVersion = 3;        // written (3: launches may carry phase timelines)
   static constexpr int kOldestSchemaVersion = 1;  // still read (no counters, no records)
   std::string app_version;
   std::string created_utc;  // ISO 8601
@@ -171,6 +196,21 @@ void fill_provenance(Session* s);
 // to 2026-11-23", or, where they mix GPUs or sources, "mixed: NVIDIA H100 80GB HBM3 2026-11-23
 // (12), NVIDIA H200 2026-11-26 live (3)". Empty for no known provenance.
 std::string provenance_text(const std::vector<Measurement>& measurements);
+// Makes a launch's phase records as sessions keep them: times counted from the earliest start,
+// sorted by SM then start; records with a phase index past LaunchPhases::kMaxNames or ending
+// before they start are dropped and counted in `lost`; a phase recorded but not declared is
+// named "phase N".
+void normalize_phase_records(LaunchPhases* phases);
+
+// Where each of a launch's phase records is drawn: its SM and, when blocks overlapped on that SM
+// (several resident at once), which of the SM's rows ("slot") its block takes. A block keeps one
+// slot for all its phases; slots are handed out first come (by the block's first start), each to
+// the lowest slot free by then. The timeline's lanes and the trace's SM threads both use it.
+struct PhaseLane {
+  uint16_t sm = 0;
+  int slot = 0;
+};
+std::vector<PhaseLane> phase_lanes(const LaunchPhases& phases);
 
 // Speedup of `fused` over `unfused` from median chain times; 0 when either is missing/invalid.
 double speedup(const Measurement& unfused, const Measurement& fused);

@@ -128,16 +128,36 @@ bool same_as_session(const Provenance& p, const Session& s) {
          p.source == (s.backend == "recorded" ? "recorded" : "live");
 }
 
+json phases_json(const LaunchPhases& p) {
+  json records = json::array();
+  for (const PhaseRecord& r : p.records) {
+    records.push_back({{"start_ns", r.start_ns},
+                       {"end_ns", r.end_ns},
+                       {"block", r.block},
+                       {"sm", r.sm},
+                       {"phase", r.phase},
+                       {"arg", r.arg},
+                       {"wait_ns", r.wait_ns}});
+  }
+  return {{"names", p.names},
+          {"records", std::move(records)},
+          {"lost", p.lost},
+          {"time_off_us", p.time_off_us},
+          {"time_on_us", p.time_on_us}};
+}
+
 json measurement_json(const Measurement& m) {
   json launches = json::array();
   for (const auto& l : m.launches) {
-    launches.push_back({{"kernel", l.textbook.kernel},
-                        {"textbook_bytes_read", l.textbook.bytes_read},
-                        {"textbook_bytes_written", l.textbook.bytes_written},
-                        {"textbook_flops", l.textbook.flops},
-                        {"time_us", stats_json(l.time_us)},
-                        {"copy_gbps", l.copy_gbps},
-                        {"counters", counters_json(l.counters)}});
+    json launch = {{"kernel", l.textbook.kernel},
+                   {"textbook_bytes_read", l.textbook.bytes_read},
+                   {"textbook_bytes_written", l.textbook.bytes_written},
+                   {"textbook_flops", l.textbook.flops},
+                   {"time_us", stats_json(l.time_us)},
+                   {"copy_gbps", l.copy_gbps},
+                   {"counters", counters_json(l.counters)}};
+    if (l.phases) launch["phases"] = phases_json(*l.phases);
+    launches.push_back(std::move(launch));
   }
   json records = json::array();
   for (const KernelRecord& r : m.records) records.push_back(record_json(r));
@@ -384,6 +404,9 @@ enum class Kind : uint8_t {
   counters,
   record,
   provenance,
+  phases,        // a launch's phase timeline
+  phase_record,  // one of its records
+  texts,         // a list of strings (the phase names)
   list,
   dim3,
   skip
@@ -391,14 +414,14 @@ enum class Kind : uint8_t {
 
 // What a field holds: one value, an object (or null, for a launch's counters), a list of
 // objects, or three whole numbers.
-enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3 };
+enum class Shape : uint8_t { scalar, object, object_or_null, list, dim3, texts };
 
 struct Field {
   const char* name;
   Shape shape;
   Kind kind;              // object: its kind; list: its elements' kind
   bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
-  bool optional = false;  // may be left out of any version (the GPU's conditions, provenance)
+  bool optional = false;  // may be left out of any version (not measured, not asked for; provenance)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
   return {name, Shape::scalar, Kind::skip, v2_only, false};
@@ -493,14 +516,34 @@ constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
 enum CheckField { kRelL2, kMaxAbs, kNonFinite, kTolerance, kPassed };
 constexpr Field kCheckFields[] = {value("rel_l2_error"), value("max_abs_error"),
                                   value("non_finite"), value("tolerance"), value("passed")};
-enum LaunchField { kKernel, kBytesRead, kBytesWritten, kFlops, kTime, kCopyGbpsL, kCounters };
+enum LaunchField {
+  kKernel,
+  kBytesRead,
+  kBytesWritten,
+  kFlops,
+  kTime,
+  kCopyGbpsL,
+  kCounters,
+  kPhases
+};
 constexpr Field kLaunchFields[] = {value("kernel"),
                                    value("textbook_bytes_read"),
                                    value("textbook_bytes_written"),
                                    value("textbook_flops"),
                                    object("time_us", Kind::stats),
                                    value("copy_gbps"),
-                                   object("counters", Kind::counters, Shape::object_or_null, true)};
+                                   object("counters", Kind::counters, Shape::object_or_null, true),
+                                   {"phases", Shape::object, Kind::phases, false, true}};
+enum PhasesField { kPhaseNames, kPhaseRecords, kPhaseLost, kTimeOff, kTimeOn };
+constexpr Field kPhasesFields[] = {{"names", Shape::texts, Kind::skip, false},
+                                   list("records", Kind::phase_record),
+                                   value("lost"),
+                                   value("time_off_us"),
+                                   value("time_on_us")};
+enum PhaseRecordField { kPhStart, kPhEnd, kPhBlock, kPhSm, kPhPhase, kPhArg, kPhWait };
+constexpr Field kPhaseRecordFields[] = {value("start_ns"), value("end_ns"), value("block"),
+                                        value("sm"),       value("phase"),  value("arg"),
+                                        value("wait_ns")};
 enum CountersField { kDramRead, kDramWrite, kL2Bytes };
 constexpr Field kCountersFields[] = {value("dram_read_bytes"), value("dram_write_bytes"),
                                      value("l2_bytes")};
@@ -563,6 +606,10 @@ Schema schema_of(Kind kind) {
       return schema(kRecordFields);
     case Kind::provenance:
       return schema(kProvenanceFields);
+    case Kind::phases:
+      return schema(kPhasesFields);
+    case Kind::phase_record:
+      return schema(kPhaseRecordFields);
     default:
       return {nullptr, 0};
   }
@@ -576,6 +623,7 @@ std::string shape_words(Shape shape) {
       return "an object or null";
     case Shape::list:
     case Shape::dim3:
+    case Shape::texts:
       return "an array";
     default:
       return "a single value";
@@ -757,10 +805,15 @@ class SessionReader {
   Status set_counters(int field, const Scalar& v);
   Status set_record(int field, const Scalar& v);
   Status set_provenance(int field, const Scalar& v);
+  Status set_phases(int field, const Scalar& v);
+  Status set_phase_record(int field, const Scalar& v);
+  Status add_phase_name(const Scalar& v);
 
   void begin(Kind kind, const Frame& parent);
   Status finish_object(const Frame& frame, size_t depth);
   Status finish_record(const std::string& path);
+  Status finish_phase_record(const std::string& path);
+  Status finish_phases(const std::string& path);
   Status finish_measurement(const std::string& path, size_t index);
   Status check_records(const std::string& path) const;
 
@@ -782,6 +835,7 @@ class SessionReader {
   Measurement measurement_;
   LaunchResult launch_;
   KernelRecord record_;
+  PhaseRecord phase_record_;
   CopyBandwidth copy_;
   Stats* stats_ = nullptr;              // the chain's or the launch's times
   std::array<int, 3>* dim3_ = nullptr;  // the record's grid or block
@@ -793,7 +847,7 @@ class SessionReader {
 
 // One step down from `parent`: ".name" of the field it is reading, or "[i]" of its element.
 void SessionReader::append_step(const Frame& parent, std::string* path) const {
-  if (parent.kind == Kind::list || parent.kind == Kind::dim3) {
+  if (parent.kind == Kind::list || parent.kind == Kind::dim3 || parent.kind == Kind::texts) {
     *path += "[" + std::to_string(parent.index - 1) + "]";
     return;
   }
@@ -854,6 +908,11 @@ bool SessionReader::value(const Scalar& v) {
     ++top.index;
     return fail(here() + ": must be an object, not " + kind_words(v), 0);
   }
+  if (top.kind == Kind::texts) {
+    ++top.index;
+    const Status st = add_phase_name(v);
+    return st.ok() || fail(here() + ": " + st.message(), 0);
+  }
   if (top.kind == Kind::dim3) {
     ++top.index;
     int n = 0;
@@ -901,6 +960,9 @@ bool SessionReader::open(bool array) {
     case Kind::dim3:
       ++top.index;
       return fail(here() + ": must be a whole number, not " + what, 1);
+    case Kind::texts:
+      ++top.index;
+      return fail(here() + ": must be a string, not " + what, 1);
     default:
       return open_field(array);
   }
@@ -933,7 +995,10 @@ bool SessionReader::open_field(bool array) {
   }
   if (array == is_object)
     return fail(here() + ": must be " + shape_words(f.shape) + ", not " + what, 1);
-  child.kind = f.shape == Shape::list ? Kind::list : f.shape == Shape::dim3 ? Kind::dim3 : f.kind;
+  child.kind = f.shape == Shape::list    ? Kind::list
+               : f.shape == Shape::dim3  ? Kind::dim3
+               : f.shape == Shape::texts ? Kind::texts
+                                         : f.kind;
   child.element = f.kind;
   begin(child.kind, top);
   frames_.push_back(child);
@@ -950,7 +1015,7 @@ bool SessionReader::close() {
   if (top.kind == Kind::dim3 && top.index != 3) {
     st = Status::Error(path_at(frames_.size() - 1) + ": must hold 3 whole numbers, not " +
                        std::to_string(top.index));
-  } else if (top.kind != Kind::list && top.kind != Kind::dim3) {
+  } else if (top.kind != Kind::list && top.kind != Kind::dim3 && top.kind != Kind::texts) {
     st = finish_object(top, frames_.size() - 1);
   }
   frames_.pop_back();
@@ -1006,6 +1071,10 @@ Status SessionReader::set_scalar(Kind kind, int field, const Scalar& v) {
       return set_record(field, v);
     case Kind::provenance:
       return set_provenance(field, v);
+    case Kind::phases:
+      return set_phases(field, v);
+    case Kind::phase_record:
+      return set_phase_record(field, v);
     default:
       return Status::Ok();
   }
@@ -1244,6 +1313,57 @@ Status SessionReader::set_record(int field, const Scalar& v) {
   }
 }
 
+Status SessionReader::set_phases(int field, const Scalar& v) {
+  LaunchPhases& p = *launch_.phases;
+  switch (field) {
+    case kPhaseLost:
+      return read_whole<int64_t>(v, "count", 0, INT64_MAX, &p.lost);
+    case kTimeOff:
+      return read_time_us(v, &p.time_off_us);
+    case kTimeOn:
+      return read_time_us(v, &p.time_on_us);
+    default:
+      return Status::Ok();
+  }
+}
+
+Status SessionReader::set_phase_record(int field, const Scalar& v) {
+  PhaseRecord& r = phase_record_;
+  const uint64_t kMaxNs = static_cast<uint64_t>(kMaxRepetitionNs);
+  switch (field) {
+    case kPhStart:
+      return read_whole<uint64_t>(v, "time", 0, kMaxNs, &r.start_ns, "an hour");
+    case kPhEnd:
+      return read_whole<uint64_t>(v, "time", 0, kMaxNs, &r.end_ns, "an hour");
+    case kPhBlock:
+      return read_whole<uint32_t>(v, "block index", 0, UINT32_MAX, &r.block);
+    case kPhSm:
+      return read_whole<uint16_t>(v, "SM index", 0, UINT16_MAX, &r.sm);
+    case kPhPhase:
+      return read_whole<uint16_t>(v, "phase index", 0,
+                                  static_cast<uint16_t>(LaunchPhases::kMaxNames - 1), &r.phase);
+    case kPhArg:
+      return read_whole<uint32_t>(v, "argument", 0, UINT32_MAX, &r.arg);
+    case kPhWait:
+      return read_whole<uint32_t>(v, "time", 0, UINT32_MAX, &r.wait_ns);
+    default:
+      return Status::Ok();
+  }
+}
+
+// One of a launch's phase names (at most LaunchPhases::kMaxNames).
+Status SessionReader::add_phase_name(const Scalar& v) {
+  std::vector<std::string>& names = launch_.phases->names;
+  if (names.size() >= LaunchPhases::kMaxNames) {
+    return Status::Error("more than " + std::to_string(LaunchPhases::kMaxNames) +
+                         " phase names (a kernel declares at most that many)");
+  }
+  std::string name;
+  FL_TRY(read_name(v, &name));
+  names.push_back(std::move(name));
+  return Status::Ok();
+}
+
 // What a scalar field takes, in words ("a whole number", "fp32 or bf16"): its reader's refusal
 // of null, "must be X, not null", cut to X. Every reader refuses null and writes nothing then
 // (the root's format and version, which do not, never get here).
@@ -1271,6 +1391,12 @@ void SessionReader::begin(Kind kind, const Frame& parent) {
       break;
     case Kind::record:
       record_ = KernelRecord();
+      break;
+    case Kind::phases:
+      launch_.phases.emplace();
+      break;
+    case Kind::phase_record:
+      phase_record_ = PhaseRecord();
       break;
     case Kind::stats:
       stats_ = parent.kind == Kind::launch ? &launch_.time_us : &measurement_.chain_time_us;
@@ -1315,6 +1441,10 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
       return Status::Ok();
     case Kind::record:
       return finish_record(path);
+    case Kind::phase_record:
+      return finish_phase_record(path);
+    case Kind::phases:
+      return finish_phases(path);
     case Kind::measurement:
       return finish_measurement(path, frames_[depth - 1].index - 1);
     default:
@@ -1334,6 +1464,34 @@ Status SessionReader::finish_record(const std::string& path) {
                          std::to_string(record_.start_rel_ns) + ")");
   }
   measurement_.records.push_back(std::move(record_));
+  return Status::Ok();
+}
+
+Status SessionReader::finish_phase_record(const std::string& path) {
+  if (phase_record_.end_ns < phase_record_.start_ns) {
+    return Status::Error(path + ": ends before it starts (end_ns " +
+                         std::to_string(phase_record_.end_ns) + " < start_ns " +
+                         std::to_string(phase_record_.start_ns) + ")");
+  }
+  std::vector<PhaseRecord>& records = launch_.phases->records;
+  if (records.size() >= LaunchPhases::kMaxRecords) {
+    return Status::Error(path + ": more than " + std::to_string(LaunchPhases::kMaxRecords) +
+                         " phase records in one launch (the live engine keeps at most that many)");
+  }
+  records.push_back(phase_record_);
+  return Status::Ok();
+}
+
+// Every record's phase is one the launch names.
+Status SessionReader::finish_phases(const std::string& path) {
+  const LaunchPhases& p = *launch_.phases;
+  for (size_t i = 0; i < p.records.size(); ++i) {
+    if (p.records[i].phase >= p.names.size()) {
+      return Status::Error(path + ".records[" + std::to_string(i) + "].phase: names phase " +
+                           std::to_string(p.records[i].phase) + ", but the launch names " +
+                           std::to_string(p.names.size()));
+    }
+  }
   return Status::Ok();
 }
 
@@ -1381,7 +1539,10 @@ void drop_version2_fields(Session* s) {
     m.counters_status = CountersStatus::not_measured;
     m.counters_note.clear();
     m.records.clear();
-    for (LaunchResult& l : m.launches) l.counters.reset();
+    for (LaunchResult& l : m.launches) {
+      l.counters.reset();
+      l.phases.reset();
+    }
   }
 }
 
@@ -1409,6 +1570,12 @@ Status SessionReader::finish(Session* out) {
   session_.device.usable = true;
   if (version_ < 2) drop_version2_fields(&session_);
   fill_provenance(&session_);  // a file of an older build: the session's own facts
+  // Phase timelines came with version 3: an older file's are no recording of ours.
+  if (version_ < 3) {
+    for (Measurement& m : session_.measurements) {
+      for (LaunchResult& l : m.launches) l.phases.reset();
+    }
+  }
   *out = std::move(session_);
   return Status::Ok();
 }

@@ -87,7 +87,7 @@ elementwise=${FL_ELEMENTWISE_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M}
 rows=${FL_ROW_SIZES:-2,16,128,1365,4K,16K,64K,256K}
 softmax=${FL_SOFTMAX_SIZES:-2,16,128,2K,16K,192K,512K}
 gemm_grid=${FL_GEMM_GRID:-1,4,16,64,256,1K,4K,16K}
-# Attention: sequence length T at 16K tokens (B = 16384 / T), head size 64.
+# Attention and its sublayer: sequence length T at 16K tokens (B = 16384 / T), head size 64.
 attention_grid=${FL_ATTENTION_GRID:-16,64,256,512,1K,2K,4K,8K,16K}
 if stage grid; then
   for run in ${FL_GRID_RUNS:-fp32:cold bf16:cold fp32:warm}; do
@@ -97,7 +97,7 @@ if stage grid; then
     bench "rows768_$tag" bias_gelu,residual_layernorm "$rows" --precision $precision --cache $cache
     bench "softmax_$tag" scale_mask_softmax "$softmax" --precision $precision --cache $cache
     bench "gemm_$tag" layernorm_linear,linear_gelu,ffn "$gemm_grid" --precision $precision --cache $cache
-    bench "attention_$tag" attention "$attention_grid" --precision $precision --cache $cache
+    bench "attention_$tag" attention,attention_residual_layernorm "$attention_grid" --precision $precision --cache $cache
   done
   # Lesson 11 (gpt2_decode): bf16 only, 1 new token, the cache length as the size.
   bench "gpt2_decode_bf16_cold" gpt2_decode "${FL_DECODE_GRID:-16,64,256,512,1K,2K,4K,8K}" --precision bf16 --cache cold
@@ -113,10 +113,11 @@ if stage gemm; then
 fi
 
 # Our tensor-core rungs (lessons 6 and 8): their GPU tests, then the token sweep in
-# bf16 and fp32 (cold), and the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE).
+# bf16 and fp32 (cold), the fused FFN's slice width at 1-64 tokens (FL_FFN_SLICE), and the
+# portable weight-streaming rungs against level 1 (portable_bench, cold, ratios in one run).
 if stage tc; then
   t0=$(date +%s)
-  "$build/tests/fusionlab_gpu_tests" --gtest_filter='Catalog/*layernorm_linear*:Catalog/*ffn*' \
+  "$build/tests/fusionlab_gpu_tests" --gtest_filter='Catalog/*layernorm_linear*:Catalog/*ffn*:*PortableStream*' \
     > "$results/tc-tests.log" 2>&1 || status=1
   log "tc gpu tests: $(grep -E '^\[  (PASSED|FAILED)' "$results/tc-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
   grep -E '^\[  FAILED|Failure|error' "$results/tc-tests.log" | head -20 >> "$OUT/summary.txt"
@@ -128,6 +129,8 @@ if stage tc; then
     FL_FFN_SLICE=$slice bench "tc_ffn_slice$slice" ffn 1,16,64,256 --precision bf16 --cache cold \
       --no-counters --levels 2
   done
+  "$build/tests/portable_bench" 768 50 > "$results/tc-portable.txt" 2>&1 || status=1
+  log "portable rungs vs level 1: $results/tc-portable.txt"
 fi
 
 # Where the wgmma kernels' time goes (docs/PERFORMANCE.md: neither SM nor L2 looked saturated):

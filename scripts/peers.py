@@ -52,6 +52,7 @@ LESSONS = {  # id: (default sizes, row length, relative-L2 tolerance fp32, bf16)
     "layernorm_linear": (GEMM, 768, 5e-4, 2e-2),
     "ffn": (GEMM, 768, 5e-4, 2e-2),
     "attention": (ATTENTION, 64, 2e-5, 1e-2),
+    "attention_residual_layernorm": (ATTENTION, 768, 5e-4, 2e-2),
 }
 LABELS = {"eager": "PyTorch eager", "compile": "torch.compile", "cuda_graph": "eager in a CUDA graph",
           "sdpa": "F.scaled_dot_product_attention",
@@ -104,6 +105,22 @@ def make_case(lesson, size, inner, dtype, gen):
         return (uniform(shape, -bound, bound), uniform(shape, -bound, bound), uniform(shape, -1, 1)), fn
     c = inner
     w_bound = lambda fan_in: 1.7 / math.sqrt(fan_in)
+    if lesson == "attention_residual_layernorm":  # B x T x C, B = 16384 / T, 12 heads; causal
+        def fn(x, g1, be1, w_qkv, b_qkv, w_proj, b_proj, g2, be2):
+            b, t, c = x.shape
+            qkv = torch.addmm(b_qkv, F.layer_norm(x, (c,), g1, be1, eps=1e-5).view(b * t, c), w_qkv)
+            q, k, v = qkv.view(b, t, 3, 12, c // 12).permute(2, 0, 3, 1, 4)
+            s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // 12))
+            j = torch.arange(t, device=x.device)
+            o = torch.softmax(s.masked_fill(j[None, :] > j[:, None], float("-inf")), dim=-1) @ v
+            h = x + torch.addmm(b_proj, o.transpose(1, 2).reshape(b * t, c), w_proj).view(b, t, c)
+            return h, F.layer_norm(h, (c,), g2, be2, eps=1e-5)
+        gamma = lambda: uniform((c,), 0.5, 1.5)
+        beta = lambda: uniform((c,), -0.5, 0.5)
+        return (uniform((max(1, 16384 // size), size, c), -1, 3), gamma(), beta(),
+                uniform((c, 3 * c), -w_bound(c), w_bound(c)), uniform((3 * c,), -0.5, 0.5),
+                uniform((c, c), -w_bound(c), w_bound(c)), uniform((c,), -0.5, 0.5),
+                gamma(), beta()), fn
     x = uniform((size, c), -2, 2)
     if lesson == "linear_gelu":
         return (x, uniform((c, 4 * c), -w_bound(c), w_bound(c)), uniform((4 * c,), -0.5, 0.5)), \
@@ -226,8 +243,12 @@ def measure(lesson, precision, sizes, inner, timer, reps, peers, compiled, log):
 
 
 def reference(lesson, fn, inputs):
-    """The formula in float64; attention one head at a time (its T x T scores in float64 would
-    not fit at long T)."""
+    """The formula in float64; attention one head at a time, its sublayer one sequence at a time
+    (the T x T scores in float64 would not fit at long T)."""
+    if lesson == "attention_residual_layernorm":  # a sequence at a time, for the same reason
+        x, params = inputs[0], [t.double() for t in inputs[1:]]
+        outs = [fn(x[b:b + 1].double(), *params) for b in range(x.shape[0])]
+        return tuple(torch.cat([o[i] for o in outs]) for i in range(2))
     if lesson != "attention":
         return as_tuple(fn(*(t.double() for t in inputs)))
     q, k, v = inputs

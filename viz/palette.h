@@ -66,6 +66,15 @@ constexpr ImU32 svg_grid = IM_COL32(220, 220, 220, 255);
 constexpr ImU32 svg_axis = IM_COL32(90, 90, 90, 255);
 
 // The colour of fusion level `level` of a lesson whose top level is `top`.
+// Phase timelines: a kernel's declared phases, in declaration order, cycle through the seven
+// Okabe-Ito hues (a kernel declares a handful; the hover names the phase whatever its colour).
+constexpr ImU32 phase_cycle[7] = {okabe_sky_blue,      okabe_orange, okabe_bluish_green,
+                                  okabe_yellow,        okabe_blue,   okabe_vermillion,
+                                  okabe_reddish_purple};
+inline ImU32 phase_color(int phase) {
+  return phase_cycle[(phase < 0 ? 0 : phase) % 7];
+}
+
 inline ImU32 level_color(int level, int top) {
   if (level <= 0) return level0;
   if (level >= top) return level_top;

@@ -80,22 +80,6 @@ TimelineInput timeline_input(const Measurement& m) {
 
 namespace {
 
-// A 1-2-5 step giving about `target` ticks over `span`.
-double nice_step(double span, int target) {
-  const double raw = span / std::max(target, 1);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * p * (1 + 1e-9)) return m * p;
-  }
-  return 10 * p;
-}
-
-std::string tick_label(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g \xC2\xB5s", us);
-  return buf;
-}
-
 // A bar's kernel name: inside the bar, centred, when it fits; else above the bars, if it does
 // not run into the previous label (whose right edge is *last_label_end).
 void label_bar(const std::string& kernel, float max_x, const ViewStyle& style,
@@ -192,9 +176,10 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
     }
   }
   place_gap_labels(min.x, max.x, style, &L);
-  const double step = nice_step(L.span_us, std::clamp(static_cast<int>(width / (fs * 6)), 2, 8));
+  const double step =
+      time_tick_step(L.span_us, std::clamp(static_cast<int>(width / (fs * 6)), 2, 8));
   for (double t = 0; t <= L.span_us * (1 + 1e-9); t += step) {
-    L.ticks.push_back({x_of(t), t, tick_label(t)});
+    L.ticks.push_back({x_of(t), t, time_tick_label(t)});
   }
   char buf[160];
   if (input.from_records) {

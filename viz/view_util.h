@@ -157,6 +157,21 @@ inline std::vector<std::string> wrap_text(const std::string& text, float width,
 
 // ---- [SECTION] numbers with units ------------------------------------------------------------
 
+// A 1-2-5 step giving about `target` ticks over `span` (a time axis's), and a tick's label.
+inline double time_tick_step(double span, int target) {
+  const double raw = span / std::max(target, 1);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * p * (1 + 1e-9)) return m * p;
+  }
+  return 10 * p;
+}
+inline std::string time_tick_label(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g \xC2\xB5s", us);
+  return buf;
+}
+
 // "1.2 µs", "30.5 µs", "253 µs", "1.25 ms".
 inline std::string format_us(double us) {
   char buf[32];

@@ -1041,6 +1041,8 @@ class ScriptRunner {
       return Step::run;
     } else if (c.verb == "caption") {
       caption_ = c.arg == "on";
+    } else if (c.verb == "phases") {
+      lab.set_phases(c.arg == "on");
     } else if (c.verb == "key") {
       key_ = gui::find_shortcut(c.arg);
       return Step::run;  // pressed before the next frame is drawn

@@ -143,6 +143,7 @@ void Lab::submit() {
   request.levels.clear();  // every level: the plot needs level 0 and the top level
   request.precision = precision_;
   request.cache = cache_;
+  request.phases = phases_;
   in_flight_id_ = engine_->submit(request);
   last_request_ = request;
   ++requests_submitted_;
@@ -201,6 +202,11 @@ void Lab::update(double now) {
   }
   status_ = engine_->status();
   if (journal_ != nullptr) journal_->flush(now);
+  // Phases asked for while live: measure again with stamps (a recording has them or not).
+  if (phases_changed_) {
+    phases_changed_ = false;
+    if (status_.backend_kind != "recorded" && phases_) change_now(now);
+  }
   if (status_.state == EngineState::unavailable && sweep_deferred_) cancel_sweep();
   if (status_.state != EngineState::ready) return;
   // The factory posted its notice before the engine became ready.

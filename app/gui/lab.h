@@ -145,6 +145,17 @@ class Lab {
   // Counts engine switches (open_recording), so the window can announce a new recording once.
   int backend_generation() const { return backend_generation_; }
 
+  // The Timeline view's "phases" box (a script's `phases on|off`, `--phases`): live, every
+  // request then asks for the kernels' phase timelines too (a pass with stamps on); a recording
+  // shows the ones it holds. The views draw with a const Lab, so the box's change is taken up by
+  // the next update().
+  bool phases() const { return phases_; }
+  void set_phases(bool on) const {
+    if (on == phases_) return;
+    phases_ = on;
+    phases_changed_ = true;
+  }
+
   Precision precision() const { return precision_; }
   CacheMode cache() const { return cache_; }
   std::string note;  // one extra line shown under the status (e.g. the screenshot timeout)
@@ -163,6 +174,8 @@ class Lab {
 
   void change_now(double now);
 
+  mutable bool phases_ = false;
+  mutable bool phases_changed_ = false;
   int fusion_level_ = -1;                // -1: the lesson's top level
   mutable bool animating_view_ = false;  // set while drawing, read by the next wait
   std::vector<int64_t> sweep_queue_;     // sizes still to measure, next first

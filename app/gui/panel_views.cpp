@@ -15,6 +15,7 @@
 #include "viz/roofline_view.h"
 #include "viz/svg.h"
 #include "viz/text.h"
+#include "viz/phase_timeline.h"
 #include "viz/timeline_view.h"
 
 namespace fl::gui {
@@ -167,6 +168,29 @@ void draw_bandwidth_view(const Lab& lab) {
       ImVec2(0, view_height()));
 }
 
+// The Timeline view with "phases" ticked: the launches in a short strip, then the phase lanes of
+// each launch that has them, or why there are none.
+void draw_phase_lanes(const Lab& lab, const Measurement& shown) {
+  const std::vector<viz::PhaseTimelineInput> inputs = viz::phase_timeline_inputs(shown);
+  const float fs = ImGui::GetFontSize();
+  viz::draw_timeline("##timeline", viz::timeline_input(shown), fs * 8.0f);
+  if (inputs.empty()) {
+    ImGui::TextDisabled("%s",
+                        lab.replay() != nullptr
+                            ? "This recording holds no phase timelines for this point (record with "
+                              "`fusionlab bench --phases`)."
+                        : lab.waiting_for_result() ? "Measuring with phase stamps on..."
+                                                   : "No kernel of this level declares phases.");
+    return;
+  }
+  const float each = std::max(
+      fs * 10.0f, ImGui::GetContentRegionAvail().y / static_cast<float>(inputs.size()) - fs * 0.5f);
+  for (const viz::PhaseTimelineInput& input : inputs) {
+    const std::string id = "##phases" + std::to_string(input.launch);
+    viz::draw_phase_timeline(id.c_str(), input, each);
+  }
+}
+
 void draw_timeline_view(const Lab& lab) {
   const Measurement* shown = shown_level(lab);
   if (!shown) {
@@ -177,9 +201,20 @@ void draw_timeline_view(const Lab& lab) {
                       shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
                       shown->records.empty() ? "from median durations, back to back"
                                              : "one repetition's CUPTI records");
-  viz::draw_timeline(
-      "##timeline", viz::timeline_input(*shown),
-      std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+  bool phases = lab.phases();
+  if (ImGui::Checkbox("phases", &phases)) lab.set_phases(phases);
+  ImGui::SameLine();
+  help_marker(
+      "Inside each launch: the phases its kernel declares (weights in, cluster exchange, grid "
+      "barrier, ...), stamped with the GPU's clock per block in an extra run, one lane per SM. "
+      "The stamps cost a little time: the measured cost is shown beside them.");
+  if (!lab.phases()) {
+    viz::draw_timeline(
+        "##timeline", viz::timeline_input(*shown),
+        std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+    return;
+  }
+  draw_phase_lanes(lab, *shown);
 }
 
 void draw_memory_view(const Lab& lab) {

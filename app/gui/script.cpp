@@ -35,6 +35,7 @@ const std::map<std::string, std::pair<int, int>>& arity() {
       {"compare", {1, 1}},      {"export-trace", {1, 1}}, {"export-csv", {1, 1}},
       {"save-session", {1, 1}}, {"quit", {0, 0}},         {"window-size", {1, 2}},
       {"key", {1, 1}},          {"svg", {1, 1}},  // the front plot as SVG (viz/svg.h)
+      {"phases", {1, 1}},  // the Timeline view's phase lanes (kernels' phase timelines)
   };
   return table;
 }
@@ -42,7 +43,7 @@ const std::map<std::string, std::pair<int, int>>& arity() {
 std::string verbs_list() {
   return "lesson, size, level, precision, cache, view, sweep, cancel-sweep, wait, caption, "
          "screenshot, window-size, key, open, compare, export-trace, export-csv, save-session, "
-         "svg, quit";
+         "svg, phases, quit";
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -163,6 +164,8 @@ Status check_command(ScriptCommand* c, const Lesson** lesson) {
     }
   } else if (c->verb == "caption") {
     if (a != "on" && a != "off") return Status::Error("caption is on or off");
+  } else if (c->verb == "phases") {
+    if (a != "on" && a != "off") return Status::Error("phases is on or off");
   } else if (c->verb == "screenshot") {
     FL_TRY(check_screenshot_view(c));
     return output({".png"}, "a screenshot");

@@ -7,6 +7,7 @@
 //   view speedup|bandwidth|flow|timeline|memory|roofline
 //   sweep | cancel-sweep | wait [SECONDS]
 //   caption on|off                          the caption strip under later screenshots
+//   phases on|off                           the Timeline view's phase lanes (live: measured)
 //   window-size W H | window-size WxH       resize the window (pixels) for later screenshots
 //   key NAME                                press a keyboard shortcut (F, S, 1-6, Left, Space...)
 //   screenshot NAME.png                     the whole window

@@ -41,11 +41,16 @@ std::string driver_text(int version) {
 // name in args); each level's DRAM bytes are a counter track of the process. Every level of a
 // run starts at 0, so level 0 and the fused level line up one above the other; repeated
 // measurements of one level follow each other with a gap.
-// pids start at 1; a thread's tid is pid * 1000 + 1 + level, so no tid equals its pid (Perfetto
-// would label that thread "main thread") and no two processes share a tid.
-constexpr int kTidsPerProcess = 1000;
-int tid_of(int pid, int level) {
-  return pid * kTidsPerProcess + 1 + std::clamp(level, 0, kTidsPerProcess - 2);
+// A launch's phase timeline (LaunchPhases) adds one thread per SM to its run's process ("SM 17 ·
+// level 2"), a row more for each further block that overlapped on that SM (phase_lanes), with
+// the phases as slices from the kernel's start.
+// pids start at 1; a level's thread's tid is pid * 100000 + 1 + level, an SM thread's pid * 100000
+// + 1000 + its number in the run, so no tid equals its pid (Perfetto would label that thread
+// "main thread") and no two processes share a tid.
+constexpr int64_t kTidsPerProcess = 100000;
+constexpr int64_t kFirstLaneTid = 1000;
+int64_t tid_of(int pid, int level) {
+  return pid * kTidsPerProcess + 1 + std::clamp(level, 0, static_cast<int>(kFirstLaneTid) - 2);
 }
 
 // Gap between consecutive measurements on one thread: a fifth of the measurement, at least
@@ -236,7 +241,7 @@ json kernel_args(const Measurement& m, size_t index, const Slice& s) {
   return args;
 }
 
-json metadata(const char* name, int pid, int tid, json args) {
+json metadata(const char* name, int pid, int64_t tid, json args) {
   return {{"name", name}, {"ph", "M"}, {"pid", pid},
           {"tid", tid},   {"ts", 0},   {"args", std::move(args)}};
 }
@@ -430,6 +435,16 @@ struct TraceRun {
   int pid = 0;
   std::map<int, int64_t> cursor;  // level -> next start, ns
   std::map<int, std::string> level_names;
+  // (level, SM, slot) -> the SM thread's tid: phase lanes of the run's phase timelines.
+  std::map<std::tuple<int, int, int>, int64_t> lanes;
+  int64_t lane_tid(int level, const PhaseLane& lane) {
+    const auto key = std::make_tuple(level, static_cast<int>(lane.sm), lane.slot);
+    const auto found = lanes.find(key);
+    if (found != lanes.end()) return found->second;
+    const int64_t tid = pid * kTidsPerProcess + kFirstLaneTid + static_cast<int64_t>(lanes.size());
+    lanes.emplace(key, tid);
+    return tid;
+  }
 };
 using TraceRuns = std::vector<std::pair<const Measurement*, TraceRun>>;
 // Events with their time in integer nanoseconds beside them, so the final ordering compares
@@ -447,13 +462,43 @@ TraceRun& run_of(const Measurement& m, TraceRuns* runs) {
   return runs->back().second;
 }
 
+// The phase slices of launch `s.launch` of measurement i, from its kernel slice's start, each on
+// its SM's thread.
+void add_phase_events(const Measurement& m, size_t i, const Slice& s, int64_t start, TraceRun* run,
+                      TimedEvents* timed) {
+  const LaunchPhases& phases = *m.launches[s.launch].phases;
+  const std::vector<PhaseLane> lanes = phase_lanes(phases);
+  for (size_t k = 0; k < phases.records.size(); ++k) {
+    const PhaseRecord& r = phases.records[k];
+    json args = json::object();
+    add_point_args(m, i, &args);
+    args["launch"] = s.launch;
+    args["phase_record"] = k;
+    args["phase"] = phases.names[r.phase];
+    args["block"] = r.block;
+    args["sm"] = r.sm;
+    args["arg"] = r.arg;
+    args["wait_us"] = us(r.wait_ns);
+    args["from_launch_start_us"] = us(static_cast<int64_t>(r.start_ns));
+    const int64_t ts = start + static_cast<int64_t>(r.start_ns);
+    timed->emplace_back(ts, json{{"name", phases.names[r.phase]},
+                                 {"cat", "phase"},
+                                 {"ph", "X"},
+                                 {"ts", us(ts)},
+                                 {"dur", us(static_cast<int64_t>(r.end_ns - r.start_ns))},
+                                 {"pid", run->pid},
+                                 {"tid", run->lane_tid(m.level, lanes[k])},
+                                 {"args", std::move(args)}});
+  }
+}
+
 // Measurement i's slice on its level's track, its kernels inside it, and their DRAM counters;
 // the track's cursor moves past it.
 void add_measurement_events(const Session& session, size_t i, TraceRuns* runs, TimedEvents* timed) {
   const Measurement& m = session.measurements[i];
   TraceRun& run = run_of(m, runs);
   const int pid = run.pid;
-  const int tid = tid_of(pid, m.level);
+  const int64_t tid = tid_of(pid, m.level);
   run.level_names.emplace(m.level, m.level_name);
   int64_t& cursor = run.cursor[m.level];
   const std::vector<Slice> slices = lay_out(m);
@@ -472,8 +517,15 @@ void add_measurement_events(const Session& session, size_t i, TraceRuns* runs, T
                                    {"tid", tid},
                                    {"args", std::move(args)}});
   const std::string dram_track = "DRAM bytes · level " + std::to_string(m.level);
+  std::vector<bool> phases_drawn(m.launches.size(), false);
   for (const Slice& s : slices) {
     const int64_t start = cursor + s.start_ns;
+    // A launch's phases start with its first kernel (one launch may run several kernels).
+    if (s.launch >= 0 && s.launch < static_cast<int>(m.launches.size()) &&
+        m.launches[s.launch].phases && !phases_drawn[s.launch]) {
+      phases_drawn[s.launch] = true;
+      add_phase_events(m, i, s, start, &run, timed);
+    }
     const std::string op = m.launches[s.launch].textbook.kernel;
     timed->emplace_back(start, json{{"name", trace_op_name(op)},
                                     {"cat", s.record >= 0 ? "kernel" : "kernel,synthesized"},
@@ -506,9 +558,18 @@ std::vector<json> trace_metadata(const Session& session, const TraceRuns& runs) 
     meta.push_back(metadata("process_labels", run.pid, 0, {{"labels", gpu}}));
     meta.push_back(metadata("process_sort_index", run.pid, 0, {{"sort_index", run.pid}}));
     for (const auto& [level, name] : run.level_names) {
-      const int tid = tid_of(run.pid, level);
+      const int64_t tid = tid_of(run.pid, level);
       meta.push_back(metadata("thread_name", run.pid, tid, {{"name", level_title(level, name)}}));
       meta.push_back(metadata("thread_sort_index", run.pid, tid, {{"sort_index", level}}));
+    }
+    for (const auto& [key, tid] : run.lanes) {
+      const auto& [level, sm, slot] = key;
+      std::string name = "SM " + std::to_string(sm) + " · level " + std::to_string(level);
+      if (slot > 0) name += " · block row " + std::to_string(slot + 1);
+      meta.push_back(metadata("thread_name", run.pid, tid, {{"name", name}}));
+      meta.push_back(metadata(
+          "thread_sort_index", run.pid, tid,
+          {{"sort_index", kFirstLaneTid + level * 100000 + sm * 16 + std::min(slot, 15)}}));
     }
   }
   return meta;

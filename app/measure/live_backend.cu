@@ -554,6 +554,8 @@ bool LiveBackend::reset_device(std::string* why_not) {
   blas::forget_device_state();
   flush_buffer_.reset();
   flush_sink_.reset();
+  phase_records_.reset();
+  phase_count_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   stream_ = nullptr;
   const cudaError_t reset = cudaDeviceReset();
@@ -665,6 +667,11 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
                             &records_missing));
   }
 
+  if (request.phases) {
+    PhaseTimer t("phase stamps");
+    FL_TRY(measure_phases(request.cache, level, m));
+  }
+
   // The roofline reference for every launch and the chain, in the same cache mode.
   PhaseTimer copies("copy bandwidth refs");
   for (auto& launch : m->launches) {
@@ -676,6 +683,86 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
     m->chain_copy_gbps = 0;
   }
   cudaGetLastError();  // an allocation refused above must not poison the next request
+  return Status::Ok();
+}
+
+// The pass with phase stamps on (kernels/phases.h), after the timing phase. Each launch runs once
+// with a sink to find out whether its kernel records phases; for those that do, the launch alone
+// is timed with stamps off and on in alternating rounds (the same timer as the timing phase, the
+// same cache mode: the difference is the stamps' cost), then one more run's records are kept.
+// The sink is taken back from the workspace on every path out.
+Status LiveBackend::measure_phases(CacheMode cache, int level, Measurement* m) {
+  Workspace& ws = *workspace_;
+  if (phase_records_.get() == nullptr) {
+    FL_TRY(phase_records_.allocate(LaunchPhases::kMaxRecords * sizeof(PhaseRecord)));
+    FL_TRY(phase_count_.allocate(sizeof(unsigned)));
+  }
+  PhaseSink sink;
+  sink.records = phase_records_.as<PhaseRecord>();
+  sink.count = phase_count_.as<unsigned>();
+  sink.capacity = static_cast<unsigned>(LaunchPhases::kMaxRecords);
+  struct SinkOff {
+    Workspace& ws;
+    ~SinkOff() { ws.set_phase_sink(PhaseSink()); }
+  } sink_off{ws};
+  const auto zero_count = [&]() -> Status {
+    FL_CUDA_TRY(cudaMemsetAsync(phase_count_.get(), 0, sizeof(unsigned), stream_));
+    return Status::Ok();
+  };
+  const auto read_count = [&](unsigned* count) -> Status {
+    FL_CUDA_TRY(cudaMemcpyAsync(count, phase_count_.get(), sizeof(unsigned), cudaMemcpyDeviceToHost,
+                                stream_));
+    FL_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  };
+  constexpr int kRounds = 3, kRepsPerRound = 15;
+  for (int k = 0; k < static_cast<int>(m->launches.size()); ++k) {
+    // Does this launch's kernel record phases?
+    ws.set_phase_sink(sink);
+    FL_TRY(zero_count());
+    FL_TRY(ws.launch(level, k, stream_));
+    unsigned count = 0;
+    FL_TRY(read_count(&count));
+    LaunchPhases phases;
+    phases.names = ws.declared_phases();
+    if (count == 0 && phases.names.empty()) continue;
+
+    // Stamps off and on, alternating rounds; the medians of the rounds' medians.
+    std::vector<double> off_us, on_us;
+    for (int round = 0; round < kRounds; ++round) {
+      for (const bool on : {false, true}) {
+        ws.set_phase_sink(on ? sink : PhaseSink());
+        const auto body = [&]() -> Status {
+          if (on) FL_TRY(zero_count());
+          return ws.launch(level, k, stream_);
+        };
+        double us = 0;
+        if (tracer_ != nullptr)
+          FL_TRY(time_median_cupti(cache, kRepsPerRound, body, &us));
+        else
+          FL_TRY(time_median(cache, kRepsPerRound, body, &us));
+        (on ? on_us : off_us).push_back(us);
+      }
+    }
+    phases.time_off_us = summarize(off_us).median;
+    phases.time_on_us = summarize(on_us).median;
+
+    // One more run with stamps on: its records are the ones kept.
+    ws.set_phase_sink(sink);
+    if (cache == CacheMode::cold) FL_TRY(flush_l2());
+    FL_TRY(zero_count());
+    FL_TRY(ws.launch(level, k, stream_));
+    FL_TRY(read_count(&count));
+    const size_t kept = std::min<size_t>(count, LaunchPhases::kMaxRecords);
+    phases.lost = static_cast<int64_t>(count - kept);
+    phases.records.resize(kept);
+    if (kept > 0) {
+      FL_CUDA_TRY(cudaMemcpy(phases.records.data(), phase_records_.get(),
+                             kept * sizeof(PhaseRecord), cudaMemcpyDeviceToHost));
+    }
+    normalize_phase_records(&phases);
+    m->launches[k].phases = std::move(phases);
+  }
   return Status::Ok();
 }
 

@@ -132,6 +132,9 @@ class LiveBackend final : public MeasureBackend {
   Status count_level(const MeasureRequest& request, const std::string& drain_kind,
                      const CancelCheck& cancelled, std::vector<Measurement>* measurements,
                      Measurement* m, bool* stop);
+  // The pass with phase stamps on (request.phases): each launch whose kernel records phases
+  // gets its LaunchResult::phases.
+  Status measure_phases(CacheMode cache, int level, Measurement* m);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
   // A failed request (gpu_faults.h): its one sentence; a lost context is reset (reset_device) or
   // the backend is lost for good (lost_reason_).
@@ -155,6 +158,7 @@ class LiveBackend final : public MeasureBackend {
   DeviceFacts device_;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_buffer_, flush_sink_;
+  DeviceBuffer phase_records_, phase_count_;  // the phase sink's buffer, made at first use
   CopyReferenceCache copy_refs_;
   uint64_t seed_counter_ = 0;
   double flush_us_ = 0;                // median time of one cold-L2 flush, measured at start

@@ -184,16 +184,27 @@ __device__ void finish_rows(const Op& op, int j0, int tc, int first, int count, 
 // Room for a chunk's sums: rows of a slice x tokens of a chunk.
 constexpr int kSumsFloats = 1024;
 
+// Kernels with 48 KB of static activations keep their sums in static shared memory beside them
+// where the compiler allows more than 48 KB of it (sm_90); below, each sum stays in a lane.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr bool kStaticSums = false;
+#else
+constexpr bool kStaticSums = true;
+#endif
+
 // A slice of a matrix-vector product: output rows [first, first + count) of the matrix whose
 // row `first` is at W (global or shared memory), for every token. The op says how activations
 // reach shared memory (op.prologue(j0, tokens, act): LayerNorm, the attention combine, a copy)
 // and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache).
-// count x chunk_tokens<K>() must fit kSumsFloats.
-template <class Op>
+// With kSharedSums (count x chunk_tokens<K>() sums must fit kSumsFloats) the epilogues run a
+// thread per sum after the whole slice; without (kernels whose 48 KB of static shared memory
+// the activations fill; `sums` unused), lane j of the warp that summed a row runs token j's.
+template <class Op, bool kSharedSums = true>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
                              float* sums) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
+  static_assert(kChunk <= 32, "a lane per token of a chunk");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = op.a.tokens;
   for (int j0 = 0; j0 < t; j0 += kChunk) {
@@ -204,13 +215,21 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     for (int r = warp; r < count; r += kWarps) {
       WeightRow<K> row;
       row.load(W + int64_t(r) * K, lane);
+      float mine = 0.f;  // lane j: token j's sum (without `sums`)
       for (int j = 0; j < tc; ++j) {
         const float sum = row.dot(act + j * K, lane);
-        if (lane == 0) sums[r * tc + j] = sum;
+        if (kSharedSums) {
+          if (lane == 0) sums[r * tc + j] = sum;
+        } else if (lane == j) {
+          mine = sum;
+        }
       }
+      if (!kSharedSums && lane < tc) op.epilogue(j0 + lane, first + r, mine);
     }
-    __syncthreads();
-    finish_rows(op, j0, tc, first, count, sums);
+    if (kSharedSums) {
+      __syncthreads();
+      finish_rows(op, j0, tc, first, count, sums);
+    }
   }
 }
 

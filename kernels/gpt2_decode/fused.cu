@@ -29,8 +29,9 @@ template <class Op>
 __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Op op) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
+  static_assert(kChunk <= 32, "a lane per token of a chunk");
   __shared__ __align__(16) float act[kActFloats];
-  __shared__ float sums[kWarps * kChunk];
+  __shared__ float sums[kStaticSums ? kWarps * kChunk : 1];
   allow_dependent_launch();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int first = blockIdx.x * kWarps;  // Op::kN is a multiple of 8: every warp has a row
@@ -43,12 +44,21 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Op op) {
     if (j0 > 0) __syncthreads();
     op.prologue(j0, tc, act);
     __syncthreads();
-    for (int j = 0; j < tc; ++j) {
-      const float sum = w.dot(act + j * K, lane);
-      if (lane == 0) sums[warp * tc + j] = sum;
+    if constexpr (kStaticSums) {  // the epilogues a thread per sum, after the block's sums
+      for (int j = 0; j < tc; ++j) {
+        const float sum = w.dot(act + j * K, lane);
+        if (lane == 0) sums[warp * tc + j] = sum;
+      }
+      __syncthreads();
+      finish_rows(op, j0, tc, first, kWarps, sums);
+    } else {  // lane j runs token j's epilogue
+      float mine = 0.f;
+      for (int j = 0; j < tc; ++j) {
+        const float sum = w.dot(act + j * K, lane);
+        if (lane == j) mine = sum;
+      }
+      if (lane < tc) op.epilogue(j0 + lane, first + warp, mine);
     }
-    __syncthreads();
-    finish_rows(op, j0, tc, first, kWarps, sums);
   }
 }
 

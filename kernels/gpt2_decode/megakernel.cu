@@ -196,9 +196,9 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  int buffer = ((optin - kWorkBytes - kSumsBytes - 1024) / 2) & ~15;
-  if (buffer > 80 * 1024) buffer = 80 * 1024;
-  if (buffer < kF * 2) {
+  static_assert(kWorkBytes + kSumsBytes + 1024 == kMegakernelFixedSharedBytes, "model.h's count");
+  const int buffer = weight_buffer_bytes_for(optin);
+  if (buffer == 0) {
     return Status::Error(
         "the megakernel needs " + std::to_string(kWorkBytes + kSumsBytes + 2 * kF * 2) +
         " bytes of shared memory per block; this GPU offers " + std::to_string(optin));

@@ -108,6 +108,17 @@ int split_length(int positions, int splits);  // keys per split (the last one ma
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape);
 
+// Shared memory the megakernel keeps besides its two weight buffers: the activations or the
+// attention scores (48 KB), a chunk's sums (4 KB), and 1 KB of slack.
+constexpr int kMegakernelFixedSharedBytes = 48 * 1024 + 4 * 1024 + 1024;
+constexpr int kMaxWeightBufferBytes = 80 * 1024;
+// One weight buffer on a GPU that gives a block `smem_optin` bytes of shared memory (an H100:
+// 227 KB, so 80 KB); 0 when two buffers of one row of Wout (6 KB) do not fit.
+int weight_buffer_bytes_for(int smem_optin);
+// The task list a GPU of `sms` SMs and `smem_optin` bytes of shared memory per block runs for a
+// step: what a recording's task records (PhaseRecord::arg) index, rebuilt without a GPU.
+TaskListShape task_shape_for(int sms, int smem_optin, int tokens, int cache);
+
 // "layer 3 fc rows 48-71 (of 3072)", "layer 0 attention head 5 keys 0-46": the timeline's hover
 // text and the command line's listing.
 std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits);

@@ -38,9 +38,10 @@ struct PlainOp {
 template <int K>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(PlainOp<K> op, const bf16* W) {
   __shared__ __align__(16) float act[kActFloats];
-  __shared__ float sums[kWarps * chunk_tokens<K>()];
+  __shared__ float sums[kStaticSums ? kWarps * chunk_tokens<K>() : 1];
   const int first = blockIdx.x * kWarps;
-  linear_slice(op, W + int64_t(first) * K, first, min(kWarps, op.n - first), act, sums);
+  linear_slice<PlainOp<K>, kStaticSums>(op, W + int64_t(first) * K, first,
+                                        min(kWarps, op.n - first), act, sums);
 }
 
 __global__ void add_bias_kernel(float* buf, const bf16* bias, int n, int total) {

@@ -122,6 +122,16 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   return list;
 }
 
+int weight_buffer_bytes_for(int smem_optin) {
+  const int buffer =
+      std::min(kMaxWeightBufferBytes, ((smem_optin - kMegakernelFixedSharedBytes) / 2) & ~15);
+  return buffer >= kF * 2 ? buffer : 0;
+}
+
+TaskListShape task_shape_for(int sms, int smem_optin, int tokens, int cache) {
+  return TaskListShape{sms, tokens, cache, weight_buffer_bytes_for(smem_optin)};
+}
+
 std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits) {
   const TaskKind kind = static_cast<TaskKind>(task.kind);
   char text[160];

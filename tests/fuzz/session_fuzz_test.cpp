@@ -85,10 +85,33 @@ json record(int launch_index, uint64_t start_ns, uint64_t duration_ns, uint32_t 
           {"dynamic_shared_bytes", 1024}};
 }
 
+// A launch's phase timeline (version 3): two blocks on two SMs through two phases, one record a
+// persistent kernel's task with an argument and a wait.
+json phases() {
+  json records = json::array();
+  for (int b = 0; b < 2; ++b) {
+    for (int p = 0; p < 2; ++p) {
+      records.push_back({{"start_ns", 1000 * p + 10 * b},
+                         {"end_ns", 1000 * p + 10 * b + 900},
+                         {"block", b},
+                         {"sm", 3 + b},
+                         {"phase", p},
+                         {"arg", b == 1 && p == 1 ? 17 : 0},
+                         {"wait_ns", b == 1 && p == 1 ? 250 : 0}});
+    }
+  }
+  return {{"names", {"weights in", "grid barrier"}},
+          {"records", std::move(records)},
+          {"lost", 0},
+          {"time_off_us", 12.5},
+          {"time_on_us", 12.75}};
+}
+
 json measurement(const std::string& lesson, int64_t size, int64_t inner, int level) {
   const json counters = {
       {"dram_read_bytes", 4 * size}, {"dram_write_bytes", 4 * size}, {"l2_bytes", 12 * size}};
   json launches = json::array({launch("op_a", 4 * size, 4 * size, 12.5, counters)});
+  if (level > 0) launches[0]["phases"] = phases();
   if (level == 0) launches.push_back(launch("op_b", 4 * size, 4 * size, 11.0, nullptr));
   json records = json::array({record(0, 1763769940123456789ull, 12500, 13)});
   if (level == 0) records.push_back(record(1, 1763769940123470000ull, 11000, 13));
@@ -117,7 +140,7 @@ json measurement(const std::string& lesson, int64_t size, int64_t inner, int lev
 
 json session(json measurements) {
   return {{"format", "fusionlab-session"},
-          {"schema_version", 2},
+          {"schema_version", 3},
           {"app_version", "0.1.0"},
           {"created_utc", "2026-11-22T00:05:40Z"},
           {"backend", "live"},
@@ -140,7 +163,7 @@ json session(json measurements) {
 // check (no times), a lesson unknown to this build, rows of several lengths, nothing at all.
 std::vector<Seed> hand_made_seeds() {
   std::vector<Seed> seeds;
-  seeds.push_back({"tiny_v2", session({measurement("gelu_scale", 1 << 20, 0, 0),
+  seeds.push_back({"tiny_v3", session({measurement("gelu_scale", 1 << 20, 0, 0),
                                        measurement("gelu_scale", 1 << 20, 0, 1),
                                        measurement("gelu_scale", 64 << 20, 0, 1)})
                                   .dump(2)});
@@ -607,6 +630,31 @@ bool plain_bytes(int64_t bytes) {
   return bytes >= 0 && bytes <= (int64_t(1) << 40);
 }
 
+// A launch's phase timeline as the loader promises it (docs/SESSION_FORMAT.md, "Phases"): at
+// most LaunchPhases::kMaxRecords records and kMaxNames plain names, every record naming a
+// declared phase, ending no earlier than it starts, within an hour of the launch's first stamp.
+void check_loaded_phases(const LaunchPhases& p, int version, const std::string& where,
+                         Problems* problems) {
+  if (version < 3)
+    problems->push_back(where + "a version-" + std::to_string(version) +
+                        " launch came back with phases");
+  if (p.records.size() > LaunchPhases::kMaxRecords || p.names.size() > LaunchPhases::kMaxNames)
+    problems->push_back(where + "more phase records or names than the bounds");
+  for (const std::string& name : p.names) {
+    if (!plain_text(name)) problems->push_back(where + "a phase name holds a control character");
+  }
+  if (p.lost < 0 || !(p.time_on_us >= 0 && p.time_on_us <= 3600e6) ||
+      !(p.time_off_us >= 0 && p.time_off_us <= 3600e6)) {
+    problems->push_back(where + "a phase timeline's count or time out of bounds");
+  }
+  for (const PhaseRecord& r : p.records) {
+    if (r.phase >= p.names.size() || r.end_ns < r.start_ns ||
+        r.end_ns > uint64_t(3600) * 1000000000) {
+      problems->push_back(where + "a phase record out of bounds");
+    }
+  }
+}
+
 // What the loader promises about a session it accepted: docs/SESSION_FORMAT.md (version 1 has
 // no counters, records or copy bandwidths; records name launches that exist) and the bounds in
 // session_json.cpp that keep what the app adds up inside int64 (bytes of a launch up to 1 TiB,
@@ -639,6 +687,7 @@ void check_loaded(const Session& s, int version, Problems* problems) {
       if (!plain_text(l.textbook.kernel)) {
         problems->push_back(where + "a kernel name holds a control character");
       }
+      if (l.phases) check_loaded_phases(*l.phases, version, where, problems);
     }
     uint64_t first_start = std::numeric_limits<uint64_t>::max();
     for (const KernelRecord& r : m.records) first_start = std::min(first_start, r.start_ns);
@@ -834,11 +883,10 @@ Problems check_mutant(const std::string& text, const Session& seed_session, std:
   const json doc = json::parse(text, nullptr, false);
   const json version_field =
       doc.is_object() && doc.contains("schema_version") ? doc["schema_version"] : json();
-  const int version = version_field.is_number() && version_field.get<double>() == 1.0   ? 1
-                      : version_field.is_number() && version_field.get<double>() == 2.0 ? 2
-                                                                                        : 0;
-  if (version != 1 && version != 2) {
-    problems.push_back("loaded a session whose schema_version is not 1 or 2: " +
+  const double written = version_field.is_number() ? version_field.get<double>() : 0.0;
+  const int version = written == 1.0 ? 1 : written == 2.0 ? 2 : written == 3.0 ? 3 : 0;
+  if (version == 0) {
+    problems.push_back("loaded a session whose schema_version is not 1, 2 or 3: " +
                        (doc.is_object() && doc.contains("schema_version")
                             ? doc["schema_version"].dump()
                             : std::string("(none)")));

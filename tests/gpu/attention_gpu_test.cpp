@@ -13,56 +13,26 @@
 #include <cstring>
 #include <random>
 
-#include "app/measure/live_backend.h"
 #include "kernels/attention/attention.h"
 #include "kernels/catalog.h"
+#include "tests/support/level_gpu_test.h"
 
 namespace fl {
 namespace {
-
-// FL_TEST_LEVELS ("2" or "0,2"), as in lessons_gpu_test.cpp: under racecheck only our own
-// kernels' level runs (cuBLASLt's bf16 kernels stop that sanitizer itself).
-bool level_selected(int level) {
-  const char* list = std::getenv("FL_TEST_LEVELS");
-  return list == nullptr || *list == '\0' || std::strchr(list, '0' + level) != nullptr;
-}
 
 struct AttentionShape {
   int64_t batch;
   int heads, length, dim;
 };
 
-class AttentionGpu : public ::testing::TestWithParam<Precision> {
+class AttentionGpu : public LevelGpuTest {
  protected:
-  void SetUp() override {
-    const DeviceFacts device = query_device();
-    if (!device.usable) GTEST_FAIL() << "gpu test without a GPU: " << device.unusable_reason;
-    const std::string why =
-        precision_unsupported_reason(GetParam(), device.cc_major, device.cc_minor);
-    if (!why.empty()) GTEST_SKIP() << why;
-    lesson_ = find_lesson("attention");
-    ASSERT_NE(lesson_, nullptr);
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
+  AttentionGpu() : LevelGpuTest("attention") {}
   // Runs `level` on fresh inputs with poisoned outputs; returns the GPU check's result.
   CheckResult run(Workspace& ws, int level, uint64_t seed) {
     EXPECT_TRUE(ws.fill_inputs(seed, stream_).ok());
-    EXPECT_TRUE(ws.poison_outputs(stream_).ok());
-    for (size_t k = 0; k < lesson_->info().levels[level].launches.size(); ++k) {
-      const Status st = ws.launch(level, static_cast<int>(k), stream_);
-      EXPECT_TRUE(st.ok()) << st.message();
-    }
-    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-    CheckResult gpu;
-    EXPECT_TRUE(ws.check(stream_, &gpu).ok());
-    return gpu;
+    return run_level(ws, level);
   }
-  const Lesson* lesson_ = nullptr;
-  cudaStream_t stream_ = nullptr;
 };
 
 TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {

@@ -162,6 +162,15 @@ class LessonGpu : public ::testing::TestWithParam<Case> {
 TEST_P(LessonGpu, EveryLevelMatchesTheReferenceAtRandomOddSizes) {
   const Lesson& lesson = *GetParam().lesson;
   const Precision p = GetParam().precision;
+  // A lesson whose smallest run already costs the CPU reference over 1e10 FLOPs in double (the
+  // attention sublayer: every run holds ~16,384 tokens through two Linear layers) is compared
+  // with it by its own GPU test, at batch sizes the Lesson interface cannot ask for.
+  double smallest = 0;
+  for (const LaunchTraffic& t :
+       lesson.traffic(0, lesson.resolve({lesson.info().size_axis.min, 0}), Precision::fp32)) {
+    smallest += t.flops;
+  }
+  if (smallest > 1e10) GTEST_SKIP() << "too large for the CPU reference; its own test covers it";
   std::mt19937_64 rng(std::random_device{}());
   for (const Shape& shape : test_shapes(lesson, rng)) {
     std::unique_ptr<Workspace> ws;

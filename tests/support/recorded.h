@@ -54,4 +54,27 @@ inline Session recorded_session(std::vector<Measurement> measurements) {
   return s;
 }
 
+// A phase timeline as the live engine keeps one (times from the first stamp): `blocks` blocks,
+// block b on SM b % sms, each through every phase of `names` one after another (phase p of block
+// b from b * 10 + p * 1000 ns, 900 ns long), so with blocks > sms two blocks overlap on an SM.
+// The stamps cost 2%.
+inline LaunchPhases sample_phases(int blocks, int sms, std::vector<std::string> names) {
+  LaunchPhases p;
+  p.names = std::move(names);
+  for (int b = 0; b < blocks; ++b) {
+    for (size_t ph = 0; ph < p.names.size(); ++ph) {
+      PhaseRecord r;
+      r.start_ns = static_cast<uint64_t>(b) * 10 + ph * 1000;
+      r.end_ns = r.start_ns + 900;
+      r.block = static_cast<uint32_t>(b);
+      r.sm = static_cast<uint16_t>(b % sms);
+      r.phase = static_cast<uint16_t>(ph);
+      p.records.push_back(r);
+    }
+  }
+  p.time_off_us = 10.0;
+  p.time_on_us = 10.2;
+  return p;
+}
+
 }  // namespace fl::testing_support

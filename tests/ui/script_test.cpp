@@ -76,11 +76,11 @@ TEST_F(ScriptFile, EveryCommandParsesAndTheOutDirIsMade) {
           "view roofline\nsweep\ncancel-sweep\nwait\nwait 600\ncaption on\n"
           "screenshot a.png\nscreenshot view b.png\nscreenshot view bandwidth c.png\n"
           "export-trace t.json\nexport-trace t.json.gz\nexport-csv s.csv\nsave-session s.json\n"
-          "compare off\nquit\n",
+          "phases on\nphases off\ncompare off\nquit\n",
       &s);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(fs::is_directory(dir_ / "out"));
-  ASSERT_EQ(s.commands.size(), 24u);
+  ASSERT_EQ(s.commands.size(), 26u);
   EXPECT_EQ(s.commands[1].verb, "open");
   ASSERT_EQ(s.commands[1].paths.size(), 1u);
   EXPECT_EQ(s.commands[15].verb, "screenshot");
@@ -116,6 +116,7 @@ TEST_F(ScriptFile, AnErrorNamesTheFileAndLine) {
       {"view graph\n", ":1: view is speedup, bandwidth"},
       {"wait 0\n", ":1: wait takes seconds"},
       {"caption maybe\n", ":1: caption is on or off"},
+      {"phases maybe\n", ":1: phases is on or off"},
       {"sweep now\n", ":1: 'sweep' takes no argument"},
       {"export-csv\n", ":1: 'export-csv' needs an argument"},
       {"screenshot ../x.png\n", ":1: a screenshot is a .png name inside --out-dir"},

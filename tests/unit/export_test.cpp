@@ -237,8 +237,8 @@ TEST(TraceExport, SyntheticSessionPassesTheCheck) {
   EXPECT_EQ(processes[2], "gelu_scale · 64M elements · fp32 · cold L2");
   EXPECT_EQ(processes[3], "relu_scale · 4K elements · fp32 · cold L2");
   EXPECT_EQ(threads.size(), 2u + 3u + 1u);
-  EXPECT_EQ(threads[std::make_pair(2, 2 * 1000 + 1 + 2)], "level 2 · fused, level \"2\"");
-  EXPECT_EQ(threads[std::make_pair(1, 1 * 1000 + 1)], "level 0 · unfused");
+  EXPECT_EQ(threads[std::make_pair(2, 2 * 100000 + 1 + 2)], "level 2 · fused, level \"2\"");
+  EXPECT_EQ(threads[std::make_pair(1, 1 * 100000 + 1)], "level 0 · unfused");
   // DRAM counter tracks per run and level, where the level has counters.
   EXPECT_TRUE(counter_tracks.count("1 DRAM bytes · level 0"));
   EXPECT_TRUE(counter_tracks.count("2 DRAM bytes · level 2"));

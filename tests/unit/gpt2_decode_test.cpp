@@ -93,6 +93,17 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(attention_splits(17, 132), 1);
 }
 
+// What the megakernel keeps per GPU, and the task list a recording's records index.
+TEST(Gpt2DecodeTasks, WeightBuffersFollowTheGpusSharedMemory) {
+  EXPECT_EQ(weight_buffer_bytes_for(232448), 80 * 1024);  // H100, H200: 227 KB
+  EXPECT_EQ(weight_buffer_bytes_for(166912), 56320);      // A100: 163 KB
+  EXPECT_EQ(weight_buffer_bytes_for(101376), 23552);      // 99 KB (sm_86, sm_89)
+  EXPECT_EQ(weight_buffer_bytes_for(65536), 0);           // too little for two Wout rows
+  const TaskListShape shape = task_shape_for(132, 232448, 1, 512);
+  EXPECT_EQ(shape.weight_buffer_bytes, 80 * 1024);
+  EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 7441u);  // `lessons --tasks gpt2_decode`
+}
+
 TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
   const TaskListShape shape{132, 1, 512, 80 * 1024};
   const DecodeTaskList list = build_decode_tasks(shape);

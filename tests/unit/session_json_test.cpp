@@ -127,9 +127,9 @@ TEST(SessionJson, RefusesBadInputWithOneLine) {
   }
 }
 
-TEST(SessionJson, WritesSchemaVersion2) {
+TEST(SessionJson, WritesTheCurrentSchemaVersion) {
   const nlohmann::json j = nlohmann::json::parse(session_to_json(sample_session()));
-  EXPECT_EQ(j.at("schema_version").get<int>(), 2);
+  EXPECT_EQ(j.at("schema_version").get<int>(), Session::kSchemaVersion);
   EXPECT_TRUE(j.at("measurements")[0].at("launches")[0].at("counters").is_null());
   EXPECT_EQ(j.at("measurements")[0].at("counters_status").get<std::string>(), "not_measured");
 }

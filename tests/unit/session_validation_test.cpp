@@ -323,7 +323,7 @@ TEST(SessionValidation, OrderOfRefusalsAndNoLibraryWords) {
               j["schema_version"] = 99;
               j["measurements"][0]["size"] = 0;
             }),
-            "schema version 99 is not supported (this build reads versions 1 to 2)");
+            "schema version 99 is not supported (this build reads versions 1 to 3)");
   EXPECT_EQ(refusal([](json& j) { j.erase("schema_version"); }), "schema_version is missing");
   EXPECT_EQ(refusal([](json& j) {
               j["measurements"][3]["level"] = 9;

@@ -216,6 +216,65 @@ inline void check_kernel(const std::string& who, const json& e, const json& slic
   }
 }
 
+// A measurement's phase slices (cat "phase"): for each launch with a phase timeline that has a
+// kernel slice, one slice per record, on a thread of its run named after its SM and level ("SM 17
+// · level 2 ..."), each thread one SM's, starting the record's offset after the launch's first
+// kernel, lasting the record's length, named by the record's phase.
+inline void check_phases(const std::string& who, const Measurement& m, const json& slice,
+                         const std::vector<const json*>& kernels,
+                         const std::vector<const json*>& phases,
+                         const std::map<std::pair<int64_t, int64_t>, std::string>& thread_names,
+                         std::map<std::pair<int64_t, int64_t>, int>* sm_of_thread, Problems* p) {
+  std::map<int, double> launch_ts;  // launch -> its first kernel's ts
+  for (const json* k : kernels) {
+    const int launch = k->at("args").value("launch", -1);
+    const double ts = k->at("ts").get<double>();
+    if (!launch_ts.count(launch) || ts < launch_ts[launch]) launch_ts[launch] = ts;
+  }
+  size_t expected = 0;
+  for (size_t l = 0; l < m.launches.size(); ++l) {
+    if (m.launches[l].phases && launch_ts.count(static_cast<int>(l)))
+      expected += m.launches[l].phases->records.size();
+  }
+  if (phases.size() != expected) {
+    p->add(who + ": " + std::to_string(phases.size()) + " phase slices for " +
+           std::to_string(expected) + " phase records");
+  }
+  std::set<std::pair<int, int64_t>> seen;  // (launch, record)
+  for (const json* e : phases) {
+    const json& a = e->at("args");
+    const int launch = a.value("launch", -1);
+    const int64_t k = a.value("phase_record", int64_t(-1));
+    if (launch < 0 || launch >= static_cast<int>(m.launches.size()) || !m.launches[launch].phases ||
+        k < 0 || k >= static_cast<int64_t>(m.launches[launch].phases->records.size()) ||
+        !seen.insert({launch, k}).second || !launch_ts.count(launch)) {
+      p->add(who + ": a phase slice names no phase record, or one named twice");
+      continue;
+    }
+    const LaunchPhases& lp = *m.launches[launch].phases;
+    const PhaseRecord& r = lp.records[k];
+    const std::string pwho =
+        who + " launch " + std::to_string(launch) + " phase record " + std::to_string(k);
+    if (e->at("name") != lp.names[r.phase]) p->add(pwho + ": not named by its phase");
+    if (a.value("sm", -1) != r.sm || a.value("block", int64_t(-1)) != r.block)
+      p->add(pwho + ": args.sm or args.block differ from the record");
+    if (!same_us(e->at("dur").get<double>(), static_cast<double>(r.end_ns - r.start_ns) / 1000.0))
+      p->add(pwho + ": dur is not (end_ns - start_ns) in µs");
+    if (!same_us(e->at("ts").get<double>() - launch_ts[launch],
+                 static_cast<double>(r.start_ns) / 1000.0))
+      p->add(pwho + ": does not start start_ns after its launch's first kernel");
+    if (e->at("pid") != slice.at("pid") || e->at("tid") == slice.at("tid"))
+      p->add(pwho + ": not on an SM thread of its measurement's process");
+    const auto key = std::make_pair(e->at("pid").get<int64_t>(), e->at("tid").get<int64_t>());
+    const auto name = thread_names.find(key);
+    const std::string want = "SM " + std::to_string(r.sm) + " · level " + std::to_string(m.level);
+    if (name == thread_names.end() || name->second.rfind(want, 0) != 0)
+      p->add(pwho + ": its thread is not named '" + want + " ...'");
+    const auto [it, fresh] = sm_of_thread->emplace(key, r.sm);
+    if (!fresh && it->second != r.sm) p->add(pwho + ": its thread holds another SM's phases");
+  }
+}
+
 }  // namespace trace_check_detail
 
 inline std::vector<std::string> check_chrome_trace(const std::string& trace_json,
@@ -235,8 +294,10 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
   CounterTracks counters;                                           // by (pid, name)
   std::map<int64_t, std::string> process_names;                     // pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
-  std::map<size_t, const json*> slices;                // measurement index -> its slice
-  std::map<size_t, std::vector<const json*>> kernels;  // measurement index -> kernels
+  std::map<size_t, const json*> slices;                     // measurement index -> its slice
+  std::map<size_t, std::vector<const json*>> kernels;       // measurement index -> kernels
+  std::map<size_t, std::vector<const json*>> phases;        // measurement index -> phase slices
+  std::map<std::pair<int64_t, int64_t>, int> sm_of_thread;  // (pid, tid) -> SM, phase threads
   for (size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
     if (!check_fields(i, e, &p)) continue;
@@ -273,6 +334,8 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
         slices[m] = &e;
       } else if (cat.rfind("kernel", 0) == 0) {
         kernels[m].push_back(&e);
+      } else if (cat == "phase") {
+        phases[m].push_back(&e);
       } else {
         p.add(where(i, e) + ": unknown category '" + cat + "'");
       }
@@ -370,6 +433,7 @@ inline std::vector<std::string> check_chrome_trace(const std::string& trace_json
     }
 
     const std::vector<const json*>& ks = kernels[i];
+    check_phases(who, m, slice, ks, phases[i], thread_names, &sm_of_thread, &p);
     if (!m.records.empty()) {
       if (ks.size() != m.records.size()) {
         p.add(who + ": " + std::to_string(ks.size()) + " kernel events for " +

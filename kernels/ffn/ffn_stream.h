@@ -1,0 +1,30 @@
+// The FFN's portable small-token kernel (kernels/ffn/ffn_stream.cu): y = GELU(x W1 + b1) W2 + b2
+// at 1 to 64 tokens on any GPU from sm_80 (bf16) or sm_70 (fp32), no clusters, no TMA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/lesson.h"
+#include "kernels/status.h"
+
+namespace fl {
+
+constexpr int64_t kFfnStreamMaxTokens = 64;
+
+struct FfnStreamBuffers {
+  const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
+  void* y;                            // m x C
+  void* scratch;  // ffn_stream_scratch_bytes(), zeroed once when allocated (the kernel leaves
+                  // its counters at zero)
+};
+
+// Why the kernel cannot run this shape and precision on the current GPU, or Ok.
+Status ffn_stream_supported(Precision p, int64_t m, int64_t c);
+Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
+Status launch_ffn_stream(Precision p, const FfnStreamBuffers& b, int64_t m, int64_t c,
+                         cudaStream_t stream);
+
+}  // namespace fl

@@ -1,0 +1,215 @@
+// portable_bench: the portable weight-streaming kernels against level 1 (cuBLASLt with fused
+// epilogues; for the LayerNorm-Linear, lesson 4's LayerNorm kernel first), in one process so
+// that the ratios come from one run. Cold L2: before every timed chain a kernel reads a buffer
+// of 4x the L2 (reads: no dirty lines left to write back inside the timed region). CUDA events
+// around each chain; median of the repetitions; level 1 and the portable kernel alternate.
+// Inputs: random (never zeros). Prints one line per lesson, precision and token count.
+//   portable_bench [C] [reps]
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/blas.h"
+#include "kernels/device_common.cuh"
+#include "kernels/ffn/ffn_stream.h"
+#include "kernels/layernorm_linear/ln_linear_stream.h"
+#include "kernels/layernorm_rows.cuh"
+
+namespace {
+
+#define CHECK(expr)                                                       \
+  do {                                                                    \
+    const fl::Status s_ = (expr);                                         \
+    if (!s_.ok()) {                                                       \
+      std::fprintf(stderr, "portable_bench: %s\n", s_.message().c_str()); \
+      std::exit(1);                                                       \
+    }                                                                     \
+  } while (0)
+#define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
+
+__global__ void fill_random(float* f, __nv_bfloat16* b, int64_t n, unsigned seed, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+    const float v = scale * (float(h & 0xffffff) / float(0x1000000) * 2.0f - 1.0f);
+    if (f) f[i] = v;
+    if (b) b[i] = __float2bfloat16_rn(v);
+  }
+}
+
+__global__ void read_all(const int4* p, int64_t n, int* sink) {
+  int acc = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    acc ^= p[i].x;
+  }
+  if (acc == 0x12345678) *sink = acc;
+}
+
+// The floor under a weight-streaming launch: one block per SM, cooperative, one grid barrier.
+__global__ void empty_cooperative() {
+  cooperative_groups::this_grid().sync();
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t bytes) { CUDA(cudaMalloc(&p, bytes)); }
+  ~Buf() { cudaFree(p); }
+};
+
+void random_fill(Buf& b, fl::Precision prec, int64_t n, unsigned seed, float scale) {
+  const bool bf = prec == fl::Precision::bf16;
+  fill_random<<<512, 256>>>(bf ? nullptr : static_cast<float*>(b.p),
+                            bf ? static_cast<__nv_bfloat16*>(b.p) : nullptr, n, seed, scale);
+  CUDA(cudaGetLastError());
+}
+
+struct Timer {
+  Buf flush{size_t(4) * 64 << 20};  // 256 MB: 5x an H100's L2
+  Buf sink{64};
+  cudaEvent_t start, stop;
+  Timer() {
+    CUDA(cudaMemset(flush.p, 1, size_t(4) * 64 << 20));
+    CUDA(cudaEventCreate(&start));
+    CUDA(cudaEventCreate(&stop));
+  }
+  float once(const std::function<fl::Status()>& chain) {
+    read_all<<<1024, 256>>>(static_cast<const int4*>(flush.p), (size_t(4) * 64 << 20) / 16,
+                            static_cast<int*>(sink.p));
+    CUDA(cudaGetLastError());
+    CUDA(cudaEventRecord(start));
+    CHECK(chain());
+    CUDA(cudaEventRecord(stop));
+    CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms * 1000.0f;
+  }
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
+             const std::function<fl::Status()>& level1,
+             const std::function<fl::Status()>& portable) {
+  for (int i = 0; i < 3; ++i) t.once(level1), t.once(portable);  // warm-up
+  std::vector<float> a, b;
+  for (int i = 0; i < reps; ++i) {
+    a.push_back(t.once(level1));
+    b.push_back(t.once(portable));
+  }
+  const float l1 = median(a), pt = median(b);
+  std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx\n", lesson,
+              fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt);
+}
+
+void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
+  const int64_t h = 4 * c, e = fl::bytes_per_element(p);
+  Buf x(m * c * e), w1(c * h * e), b1(h * e), w2(h * c * e), b2(c * e), hid(m * h * e),
+      y(m * c * e);
+  random_fill(x, p, m * c, 1, 1.0f);
+  random_fill(w1, p, c * h, 2, 0.03f);
+  random_fill(b1, p, h, 3, 0.1f);
+  random_fill(w2, p, h * c, 4, 0.02f);
+  random_fill(b2, p, c, 5, 0.1f);
+  std::unique_ptr<fl::blas::Gemm> up, down;
+  CHECK(fl::blas::Gemm::plan(m, h, c, p, fl::blas::Epilogue::gelu_bias, &up));
+  CHECK(fl::blas::Gemm::plan(m, c, h, p, fl::blas::Epilogue::bias, &down));
+  size_t bytes = 0;
+  CHECK(fl::ffn_stream_scratch_bytes(p, m, c, &bytes));
+  Buf scratch(bytes);
+  CUDA(cudaMemset(scratch.p, 0, bytes));
+  const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
+  compare(
+      "ffn", p, m, t, reps,
+      [&] {
+        FL_TRY(up->run(x.p, w1.p, b1.p, hid.p, nullptr));
+        return down->run(hid.p, w2.p, b2.p, y.p, nullptr);
+      },
+      [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); });
+}
+
+template <typename T>
+fl::Status layernorm(const Buf& x, const Buf& g, const Buf& be, Buf& xn, int64_t m, int c) {
+  using fl::layernorm_rows::RowArgs;
+  const RowArgs<T> a{nullptr,
+                     nullptr,
+                     static_cast<const T*>(g.p),
+                     static_cast<const T*>(be.p),
+                     static_cast<T*>(const_cast<void*>(x.p)),
+                     static_cast<T*>(xn.p),
+                     nullptr,
+                     nullptr,
+                     m,
+                     c};
+  return fl::layernorm_rows::launch_rows<T, fl::layernorm_rows::RowStep::kLayerNorm>(a, nullptr);
+}
+
+void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
+  const int64_t n = 3 * c, e = fl::bytes_per_element(p);
+  Buf x(m * c * e), g(c * e), be(c * e), w(c * n * e), bias(n * e), xn(m * c * e), y(m * n * e);
+  random_fill(x, p, m * c, 6, 2.0f);
+  random_fill(g, p, c, 7, 1.0f);
+  random_fill(be, p, c, 8, 0.2f);
+  random_fill(w, p, c * n, 9, 0.03f);
+  random_fill(bias, p, n, 10, 0.1f);
+  std::unique_ptr<fl::blas::Gemm> gemm;
+  CHECK(fl::blas::Gemm::plan(m, n, c, p, fl::blas::Epilogue::bias, &gemm));
+  size_t bytes = 0;
+  CHECK(fl::ln_stream_scratch_bytes(p, m, c, n, &bytes));
+  Buf scratch(bytes);
+  CUDA(cudaMemset(scratch.p, 0, bytes));
+  const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
+  const bool bf = p == fl::Precision::bf16;
+  compare(
+      "layernorm_linear", p, m, t, reps,
+      [&] {
+        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                  : layernorm<float>(x, g, be, xn, m, int(c)));
+        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+      },
+      [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t c = argc > 1 ? std::atoll(argv[1]) : 768;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 50;
+  cudaDeviceProp prop{};
+  CUDA(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0;
+  CUDA(cudaDriverGetVersion(&driver));
+  std::printf("portable_bench: %s, driver API %d, C = %lld, cold L2, median of %d\n", prop.name,
+              driver, static_cast<long long>(c), reps);
+  Timer t;
+  {
+    int sms = 0;
+    CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    std::vector<float> v;
+    for (int i = 0; i < reps + 3; ++i) {
+      const float us = t.once([&] {
+        FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(empty_cooperative),
+                                                dim3(sms), dim3(256), nullptr, 0, nullptr));
+        return fl::cuda_status(cudaGetLastError(), "empty_cooperative", __FILE__, __LINE__);
+      });
+      if (i >= 3) v.push_back(us);
+    }
+    std::printf("empty cooperative launch + grid barrier: %.2f us\n", median(v));
+  }
+  for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
+    for (int64_t m : {1, 16, 64}) bench_ffn(p, m, c, t, reps);
+    for (int64_t m : {1, 16, 64, 256}) bench_ln(p, m, c, t, reps);
+  }
+  return 0;
+}

@@ -1,0 +1,242 @@
+// The portable weight-streaming kernels (kernels/ffn/ffn_stream.cu and kernels/layernorm_linear/
+// ln_linear_stream.cu), called directly: fp32 and bf16, random shapes with odd token counts and
+// odd C (rows that are not 16-byte multiples take the element-wise loads), fresh random inputs
+// per shape, outputs poisoned (NaN) before every run, each run compared with a CPU reference in
+// double (h and xn rounded to the lesson's precision, as level 1 stores them). Every shape runs
+// twice: the second run checks that the first left the kernel's counters at zero.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/ffn/ffn_stream.h"
+#include "kernels/layernorm_linear/ln_linear_stream.h"
+
+namespace fl {
+namespace {
+
+// bf16 on the host: round to nearest even, as __float2bfloat16_rn does.
+uint16_t bf16_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float bf16_value(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+double round_to(Precision p, double v) {
+  return p == Precision::bf16 ? bf16_value(bf16_bits(static_cast<float>(v))) : float(v);
+}
+
+// A tensor on the host (as doubles holding exactly the device's values) and on the device.
+struct Tensor {
+  std::vector<double> host;
+  void* dev = nullptr;
+  Precision p;
+  Tensor(Precision prec, size_t n) : host(n), p(prec) {
+    EXPECT_EQ(cudaMalloc(&dev, n * bytes_per_element(prec) + 16), cudaSuccess);
+  }
+  ~Tensor() { cudaFree(dev); }
+  Tensor(const Tensor&) = delete;
+  void fill(std::mt19937& rng, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (double& v : host) v = round_to(p, d(rng));
+    upload();
+  }
+  void upload() {
+    const size_t n = host.size();
+    if (p == Precision::bf16) {
+      std::vector<uint16_t> b(n);
+      for (size_t i = 0; i < n; ++i) b[i] = bf16_bits(static_cast<float>(host[i]));
+      ASSERT_EQ(cudaMemcpy(dev, b.data(), 2 * n, cudaMemcpyHostToDevice), cudaSuccess);
+    } else {
+      std::vector<float> f(host.begin(), host.end());
+      ASSERT_EQ(cudaMemcpy(dev, f.data(), 4 * n, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  void poison() {
+    ASSERT_EQ(cudaMemset(dev, 0xff, host.size() * bytes_per_element(p)), cudaSuccess);
+  }
+  std::vector<double> download() const {
+    const size_t n = host.size();
+    std::vector<double> out(n);
+    if (p == Precision::bf16) {
+      std::vector<uint16_t> b(n);
+      EXPECT_EQ(cudaMemcpy(b.data(), dev, 2 * n, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < n; ++i) out[i] = bf16_value(b[i]);
+    } else {
+      std::vector<float> f(n);
+      EXPECT_EQ(cudaMemcpy(f.data(), dev, 4 * n, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < n; ++i) out[i] = f[i];
+    }
+    return out;
+  }
+};
+
+struct Scratch {
+  void* dev = nullptr;
+  explicit Scratch(size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMemset(dev, 0, bytes), cudaSuccess);
+  }
+  ~Scratch() { cudaFree(dev); }
+};
+
+// Relative L2 error; any non-finite output fails (an unwritten, poisoned element).
+double rel_error(const std::vector<double>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) return INFINITY;
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+double tolerance(Precision p) {
+  return p == Precision::bf16 ? 1e-2 : 1e-5;
+}
+
+double gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+struct Shape {
+  int64_t m, c;
+};
+
+bool cuda_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+void check_ffn(Precision p, Shape s, unsigned seed) {
+  SCOPED_TRACE(std::string(to_string(p)) + " tokens " + std::to_string(s.m) + " C " +
+               std::to_string(s.c));
+  const Status ok = ffn_stream_supported(p, s.m, s.c);
+  if (!ok.ok()) GTEST_SKIP() << ok.message();
+  const int64_t m = s.m, c = s.c, h = 4 * c;
+  std::mt19937 rng(seed);
+  Tensor x(p, m * c), w1(p, c * h), b1(p, h), w2(p, h * c), b2(p, c), y(p, m * c);
+  x.fill(rng, -1, 1);
+  w1.fill(rng, -1 / std::sqrt(double(c)), 1 / std::sqrt(double(c)));
+  b1.fill(rng, -0.1, 0.1);
+  w2.fill(rng, -1 / std::sqrt(double(h)), 1 / std::sqrt(double(h)));
+  b2.fill(rng, -0.1, 0.1);
+  std::vector<double> ref(m * c), hid(h);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < h; ++j) {
+      double acc = b1.host[j];
+      for (int64_t k = 0; k < c; ++k) acc += x.host[r * c + k] * w1.host[k * h + j];
+      hid[j] = round_to(p, gelu_tanh(acc));
+    }
+    for (int64_t n = 0; n < c; ++n) {
+      double acc = b2.host[n];
+      for (int64_t j = 0; j < h; ++j) acc += hid[j] * w2.host[j * c + n];
+      ref[r * c + n] = acc;
+    }
+  }
+  size_t bytes = 0;
+  ASSERT_TRUE(ffn_stream_scratch_bytes(p, m, c, &bytes).ok());
+  Scratch scratch(bytes);
+  const FfnStreamBuffers b{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev};
+  for (int run = 0; run < 2; ++run) {
+    y.poison();
+    const Status st = launch_ffn_stream(p, b, m, c, nullptr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const double err = rel_error(y.download(), ref);
+    EXPECT_LT(err, tolerance(p)) << "run " << run;
+  }
+}
+
+void check_ln(Precision p, Shape s, unsigned seed) {
+  SCOPED_TRACE(std::string(to_string(p)) + " tokens " + std::to_string(s.m) + " C " +
+               std::to_string(s.c));
+  const Status ok = ln_stream_supported(p, s.m, s.c);
+  if (!ok.ok()) GTEST_SKIP() << ok.message();
+  const int64_t m = s.m, c = s.c, n = 3 * c;
+  std::mt19937 rng(seed);
+  Tensor x(p, m * c), gamma(p, c), beta(p, c), w(p, c * n), bias(p, n), y(p, m * n);
+  x.fill(rng, -2, 3);
+  gamma.fill(rng, 0.5, 1.5);
+  beta.fill(rng, -0.2, 0.2);
+  w.fill(rng, -1 / std::sqrt(double(c)), 1 / std::sqrt(double(c)));
+  bias.fill(rng, -0.1, 0.1);
+  std::vector<double> ref(m * n), xn(c);
+  for (int64_t r = 0; r < m; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < c; ++k) mean += x.host[r * c + k];
+    mean /= c;
+    for (int64_t k = 0; k < c; ++k) var += (x.host[r * c + k] - mean) * (x.host[r * c + k] - mean);
+    const double rstd = 1 / std::sqrt(var / c + 1e-5);
+    for (int64_t k = 0; k < c; ++k) {
+      xn[k] = round_to(p, (x.host[r * c + k] - mean) * rstd * gamma.host[k] + beta.host[k]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = bias.host[j];
+      for (int64_t k = 0; k < c; ++k) acc += xn[k] * w.host[k * n + j];
+      ref[r * n + j] = acc;
+    }
+  }
+  size_t bytes = 0;
+  ASSERT_TRUE(ln_stream_scratch_bytes(p, m, c, n, &bytes).ok());
+  Scratch scratch(bytes);
+  const LnStreamBuffers b{x.dev, gamma.dev, beta.dev, w.dev, bias.dev, y.dev, scratch.dev};
+  for (int run = 0; run < 2; ++run) {
+    y.poison();
+    const Status st = launch_ln_stream(p, b, m, c, n, nullptr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const double err = rel_error(y.download(), ref);
+    EXPECT_LT(err, tolerance(p)) << "run " << run;
+  }
+}
+
+// Odd token counts and odd C (and a few aligned ones, which take the 16-byte loads); the
+// token counts cross the 16-token chunk size, C crosses the 32-column unit.
+const Shape kFfnShapes[] = {{1, 97},   {7, 200},  {13, 131}, {16, 768},
+                            {33, 255}, {61, 385}, {64, 64}};
+const Shape kLnShapes[] = {{1, 97},    {9, 768},  {17, 131}, {63, 200},
+                           {129, 385}, {255, 99}, {256, 64}};
+
+class PortableStream : public ::testing::TestWithParam<Precision> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
+  unsigned seed = 11;
+  for (const Shape& s : kFfnShapes) check_ffn(GetParam(), s, seed++);
+}
+
+TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
+  unsigned seed = 31;
+  for (const Shape& s : kLnShapes) check_ln(GetParam(), s, seed++);
+}
+
+TEST_P(PortableStream, RefusesTooManyTokensWithAMessage) {
+  const Status ffn = ffn_stream_supported(GetParam(), kFfnStreamMaxTokens + 1, 768);
+  ASSERT_FALSE(ffn.ok());
+  EXPECT_NE(ffn.message().find("tokens"), std::string::npos);
+  const Status ln = ln_stream_supported(GetParam(), kLnStreamMaxTokens + 1, 768);
+  ASSERT_FALSE(ln.ok());
+  EXPECT_NE(ln.message().find("tokens"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, PortableStream,
+                         ::testing::Values(Precision::fp32, Precision::bf16),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+}  // namespace
+}  // namespace fl

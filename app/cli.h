@@ -61,7 +61,7 @@ struct LatencyOptions {
   // The soak in cycles: > 0 walks the grid (every lesson, precision, cache mode and
   // --sizes-per-lesson sizes, every level) this many times, sampling at each cycle's end.
   int cycles = 0;
-  int sizes_per_lesson = 3;
+  int sizes_per_lesson = 8;
   double max_minutes = 0;  // > 0: start no cycle that would end after this
 };
 

@@ -221,9 +221,24 @@ int soak_cycles(const LatencyOptions& o, Engine& engine, const EngineStatus& sta
     probes.gpu_used_mib = device_memory_used_mib;
     probes.cupti_buffers_mib = [] { return cupti_buffer_bytes_held() / double(1 << 20); };
   }
-  const SoakResult r = run_soak_cycles(&engine, grid, co, probes, [](const SoakSample& s) {
+  char heading[256];
+  std::snprintf(heading, sizeof(heading),
+                "Soak in cycles: %s, %zu requests a cycle (every lesson, level, precision, cache "
+                "mode)",
+                status.device.name.c_str(), grid.size());
+  std::vector<SoakSample> so_far;  // written after every cycle: a soak cut short keeps its data
+  const SoakResult r = run_soak_cycles(&engine, grid, co, probes, [&](const SoakSample& s) {
+    so_far.push_back(s);
+    write_soak_outputs(o, so_far, heading);
     char gpu[32] = "-";
     if (s.gpu_used_mib >= 0) std::snprintf(gpu, sizeof(gpu), "%.1f", s.gpu_used_mib);
+    KernelTracer* tracer = nullptr;
+    if (live && KernelTracer::instance(&tracer).ok()) {
+      const TracerStats t = tracer->stats();
+      std::printf("  CUPTI: %llu kernel records and %llu correlation ids held\n",
+                  static_cast<unsigned long long>(t.held_kernels),
+                  static_cast<unsigned long long>(t.held_ids));
+    }
     std::printf(
         "  cycle %3d %7.1f s  RSS %8.1f MiB (anon %.1f, file %.1f)  heap %7.1f MiB  GPU %8s MiB  "
         "CUPTI buffers %.0f MiB  results %lld  failed %lld\n",
@@ -237,11 +252,6 @@ int soak_cycles(const LatencyOptions& o, Engine& engine, const EngineStatus& sta
   print_stats("timing: submit -> result", r.timing_ms);
   const CycleSummary sum = summarize_cycles(r.samples);
   std::printf("%s", cycle_report(sum).c_str());
-  char heading[256];
-  std::snprintf(heading, sizeof(heading),
-                "Soak in cycles: %s, %d cycles of %zu requests (every lesson, level, precision, "
-                "cache mode)",
-                status.device.name.c_str(), sum.cycles, grid.size());
   if (const int written = write_soak_outputs(o, r.samples, heading); written != 0) return written;
   return sum.failed == 0 && sum.within_bound ? 0 : 1;
 }

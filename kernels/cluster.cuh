@@ -122,11 +122,6 @@ inline Status max_active_clusters(const void* kernel, const cudaLaunchConfig_t& 
   return Status::Ok();
 }
 
-// ---- a tuning timeline ----------------------------------------------------------------------
-// With the environment variable the launcher names set (FL_FFN_TIMELINE, FL_LN_TIMELINE; tuning
-// only), every block's thread 0 stamps %globaltimer at the end of each of kPhases phases, and
-// after the run the launcher prints, per phase, the earliest and latest block relative to the
-// first start. The run then synchronizes, so it is not for timing the whole kernel.
 // A launch of `clusters` clusters of `size` blocks in a 1-D grid, `threads` threads and `shared`
 // bytes of dynamic shared memory a block: the configuration and the cluster attribute it points
 // to (so not copyable).
@@ -154,45 +149,6 @@ inline Status all_resident(const void* kernel, const Launch& launch, bool* fit) 
   int most = 0;
   FL_TRY(max_active_clusters(kernel, launch.config, &most));
   *fit = launch.config.gridDim.x / launch.attr.val.clusterDim.x <= unsigned(most);
-  return Status::Ok();
-}
-
-constexpr int kPhases = 6;
-
-__device__ __forceinline__ void stamp(unsigned long long* timeline, int phase) {
-  if (timeline == nullptr || threadIdx.x != 0) return;
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  timeline[(blockIdx.y * gridDim.x + blockIdx.x) * kPhases + phase] = t;
-}
-
-// *timeline: device memory for `blocks` blocks when `env` is set, else null.
-inline Status start_timeline(const char* env, unsigned blocks, unsigned long long** timeline) {
-  *timeline = nullptr;
-  if (std::getenv(env) == nullptr) return Status::Ok();
-  FL_CUDA_TRY(cudaMalloc(timeline, size_t(blocks) * kPhases * sizeof(unsigned long long)));
-  return Status::Ok();
-}
-inline Status finish_timeline(const char* name, long long m, unsigned blocks,
-                              unsigned long long* timeline, cudaStream_t stream) {
-  if (timeline == nullptr) return Status::Ok();
-  std::vector<unsigned long long> t(size_t(blocks) * kPhases);
-  FL_CUDA_TRY(cudaStreamSynchronize(stream));
-  FL_CUDA_TRY(cudaMemcpy(t.data(), timeline, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
-  FL_CUDA_TRY(cudaFree(timeline));
-  unsigned long long t0 = ~0ull;
-  for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, t[b * kPhases]);
-  std::fprintf(stderr, "%s timeline m=%lld blocks %u (us, earliest..latest block):", name, m,
-               blocks);
-  for (int p = 0; p < kPhases; ++p) {
-    double lo = 1e18, hi = 0;
-    for (unsigned b = 0; b < blocks; ++b) {
-      lo = std::min(lo, double(t[b * kPhases + p] - t0) / 1e3);
-      hi = std::max(hi, double(t[b * kPhases + p] - t0) / 1e3);
-    }
-    std::fprintf(stderr, " %d: %.2f..%.2f", p, lo, hi);
-  }
-  std::fprintf(stderr, "\n");
   return Status::Ok();
 }
 

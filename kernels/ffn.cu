@@ -35,6 +35,7 @@
 #include "kernels/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
+#include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 #include "kernels/workspace.cuh"
 
@@ -87,13 +88,23 @@ struct FfnArgs {
                          // kernel's count of clusters done with column range r (zero between runs)
   int64_t m;
   int c, hidden;
-  unsigned long long* timeline;  // FL_FFN_TIMELINE (tuning only): 6 timestamps per block, or null
+  PhaseSink phases;  // stamps on when set: ffn_split_phases() or ffn_cluster_phases()
 };
 
-__device__ __forceinline__ void stamp(const FfnArgs<__nv_bfloat16>& a, int phase) {
-  cluster::stamp(a.timeline, phase);
+// The phases each block records, in the order of their `phase` index (kernels/phases.h).
+enum SplitPhase : unsigned { kSplitItems, kSplitBarrier, kSplitY };
+enum ClusterPhase : unsigned { kClusterSetup, kClusterUp, kClusterDown, kClusterSums };
+const std::vector<std::string>& ffn_split_phases() {
+  static const std::vector<std::string> names = {"up-projection and partial sums into L2",
+                                                 "grid barrier", "y = acc + b2"};
+  return names;
 }
-__device__ __forceinline__ void stamp(const FfnArgs<float>&, int) {}
+const std::vector<std::string>& ffn_cluster_phases() {
+  static const std::vector<std::string> names = {"setup and biases in",
+                                                 "up-projection and h exchange in the cluster",
+                                                 "down-projection", "partial sums and y"};
+  return names;
+}
 
 __host__ __device__ inline int round_up(int v, int to) {
   return (v + to - 1) / to * to;
@@ -198,7 +209,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
   }
 
-  stamp(a, 0);
+  PhaseMarks marks(a.phases);
   // Work items (hidden slice, token chunk), slice fastest; a grid of slices x chunks blocks when
   // it fits on the GPU, otherwise each block takes every gridDim-th item.
   const int64_t items = slices * chunks;
@@ -218,7 +229,6 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
     // b1's slice is read while the first tiles are in flight.
     auto load_b1 = [&]() {
-      stamp(a, 1);
       if (!new_slice) return;
       for (int i = threadIdx.x; i < kS; i += kFfnThreads) {
         s_b1[i] = i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f;
@@ -229,7 +239,6 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     float up[Up::kMT][Up::kNT][4] = {};
     tc::block_mainloop<T, Up, kVectorized>(up, ring, a.x, a.c, a.w1, a.hidden, a.m, a.hidden, a.c,
                                            m0, j0, tc::NoPrologue{}, load_b1);
-    stamp(a, 2);
     tc::for_each_pair<Up>(up, [&](int r, int col, float v0, float v1) {
       const float h0 = col < units ? gelu_tanh_fast(v0 + s_b1[col]) : 0.0f;
       const float h1 = col + 1 < units ? gelu_tanh_fast(v1 + s_b1[col + 1]) : 0.0f;
@@ -290,9 +299,9 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   }
 
   // 3. Every block's additions are in; all blocks write y = acc + b2 and zero acc, 4 at a time.
-  stamp(a, 3);
+  marks.mark(kSplitItems);
   grid_barrier(a.barrier, generation);
-  stamp(a, 4);
+  marks.mark(kSplitBarrier);
   const int64_t total = a.m * a.c;
   if (a.partial != nullptr) {
     // A block takes 128 consecutive outputs at a time: lane l owns outputs 4l .. 4l + 3 of them
@@ -330,7 +339,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
       }
       __syncthreads();
     }
-    stamp(a, 5);
+    marks.mark(kSplitY);
     return;
   }
   const int64_t thread = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kFfnThreads + threadIdx.x;
@@ -352,7 +361,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
       }
     }
   }
-  stamp(a, 5);
+  marks.mark(kSplitY);
 }
 
 // ---- level 2 on Hopper at up to 64 tokens: clusters share h, L2 atomics add the shares ------
@@ -442,7 +451,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   const int live = static_cast<int>(min(int64_t(kTM), a.m));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   cluster::arrive_started();
-  stamp(a, 0);
+  PhaseMarks marks(a.phases);
 
   // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
   //    the tiles are in flight (the biases into registers: waited for only after the GEMM).
@@ -458,7 +467,6 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
       b_regs[k] = i < kMaxClusterWidth ? (i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f)
                                        : (n < cols ? Elem<T>::to_float(a.b2[c0 + n]) : 0.0f);
     }
-    stamp(a, 1);
   };
   float up[Up::kMT][Up::kNT][4] = {};
   tc::block_multiply_resident<T, Up, kMaxClusterInputs, kVectorized>(
@@ -472,7 +480,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
     else if (i < kMaxClusterWidth + kMaxClusterColumns)
       s_b2[i - kMaxClusterWidth] = b_regs[k];
   }
-  stamp(a, 2);
+  marks.mark(kClusterSetup);
 
   // 2. reduce: unit `col` of the cluster belongs to block col / width; each pair of partials
   //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
@@ -523,7 +531,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   }
   tc::async_wait<0>();  // W2's piece (this thread's copies)
   cluster::sync();      // h_all is complete; no block touches another's shared memory after this
-  stamp(a, 3);
+  marks.mark(kClusterUp);
 
   // 4. down: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
   //    chains) over the cluster's units. Each lane adds 4 adjacent columns of one row with one
@@ -567,7 +575,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
         break;
     }
   }
-  stamp(a, 4);
+  marks.mark(kClusterDown);
 
   // 5. The last of the clusters to add into this column range writes y there.
   __syncthreads();
@@ -605,20 +613,10 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
       }
     }
   }
-  stamp(a, 5);
+  marks.mark(kClusterSums);
 #else
   __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below
 #endif
-}
-
-// FL_FFN_TIMELINE=1 (tuning only): the phases' timeline (kernels/cluster.cuh).
-template <typename T>
-Status start_timeline(FfnArgs<T>* a, unsigned blocks) {
-  return cluster::start_timeline("FL_FFN_TIMELINE", blocks, &a->timeline);
-}
-template <typename T>
-Status finish_timeline(const FfnArgs<T>& a, unsigned blocks, cudaStream_t stream) {
-  return cluster::finish_timeline("ffn", static_cast<long long>(a.m), blocks, a.timeline, stream);
 }
 
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
@@ -642,12 +640,11 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
   // Plain stores of each slice's share when the run is one chunk and the shares fit.
   if (chunks != 1 || size_t(slices) * a.m * a.c * sizeof(float) > a.partial_bytes)
     a.partial = nullptr;
-  FL_TRY(start_timeline(&a, grid.x * grid.y));
   void* args[] = {&a};
   FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
                                           dim3(kFfnThreads), args, smem, stream));
   FL_CUDA_TRY(cudaGetLastError());
-  return finish_timeline(a, grid.x * grid.y, stream);
+  return Status::Ok();
 }
 
 // The cluster kernel's plan: the most blocks that can all be resident at once (one per SM:
@@ -692,13 +689,11 @@ Status launch_ffn_cluster(FfnArgs<T> a, const ClusterPlan<T, kTM>& plan, cudaStr
   auto kernel = ffn_cluster_kernel<T, kTM, kVectorized>;
   const cluster::Launch launch(plan.clusters, plan.size, ClusterUp<kTM>::kThreads, plan.bytes(),
                                stream);
-  const unsigned blocks = plan.clusters * plan.size;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
-  FL_TRY(start_timeline(&a, blocks));
   FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, kernel, a, plan));
   FL_CUDA_TRY(cudaGetLastError());
-  return finish_timeline(a, blocks, stream);
+  return Status::Ok();
 }
 
 // Hopper at up to 64 tokens: the cluster kernel when its plan fits (*launched says whether it
@@ -728,8 +723,11 @@ Status try_ffn_cluster(const FfnArgs<T>& a, int sms, int optin, bool vec, cudaSt
 // the weights sooner and the reduction is small; 32 also where 64 does not fit in shared
 // memory), whether W2's slice stays in shared memory, and the loader. FL_FFN_SLICE=32|64
 // overrides S (for tuning runs).
+// *phases: the phase names of the kernel that ran (it records them when a.phases is on).
 template <typename T>
-Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
+Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream,
+                        const std::vector<std::string>** phases) {
+  *phases = &ffn_split_phases();
   int device = 0, sms = 0, optin = 0, cooperative = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -742,7 +740,10 @@ Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream) {
   if (major >= 9) {
     bool launched = false;
     FL_TRY(try_ffn_cluster(a, sms, optin, vec, stream, &launched));
-    if (launched) return Status::Ok();
+    if (launched) {
+      *phases = &ffn_cluster_phases();
+      return Status::Ok();
+    }
   }
   if (!cooperative) return Status::Error("ffn: the fused kernel needs cooperative launches");
   static const char* forced = std::getenv("FL_FFN_SLICE");
@@ -865,17 +866,21 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
                        m_,
                        static_cast<int>(c_),
                        static_cast<int>(h_),
-                       nullptr};
+                       this->phase_sink()};
     if constexpr (kRings) {
       // Up to 64 tokens, the small-token kernel (kernels/ffn_small.cu) where it runs; h goes
       // through the unfused chain's h buffer (level 2 writes it before it reads it).
       if (m_ <= 64) {
         const FfnSmallBuffers b{
-            x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
-            down_.bias(), y_.as<T>(),    hid_.as<T>(), arrivals_.as<unsigned long long>()};
+            x_.as<T>(),        up_.weights(), up_.bias(),   down_.weights(),
+            down_.bias(),      y_.as<T>(),    hid_.as<T>(), arrivals_.as<unsigned long long>(),
+            this->phase_sink()};
         bool launched = false;
         FL_TRY(try_ffn_small(b, m_, static_cast<int>(c_), static_cast<int>(h_), stream, &launched));
-        if (launched) return Status::Ok();
+        if (launched) {
+          this->declare_phases(ffn_small_phases());
+          return Status::Ok();
+        }
       }
       // From kFfnWgmmaFrom tokens on, the wgmma kernel (kernels/ffn_wgmma.cu) where it runs.
       // FL_FFN_KERNEL=wgmma|split forces one where it can run (tuning).
@@ -894,7 +899,10 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
         if (launched) return Status::Ok();
       }
     }
-    return launch_ffn_fused(a, stream);
+    const std::vector<std::string>* phases = nullptr;
+    FL_TRY(launch_ffn_fused(a, stream, &phases));
+    this->declare_phases(*phases);
+    return Status::Ok();
   }
 
   // Whether level 2 can take the wgmma kernel: bf16 on a build with the wgmma kernels.

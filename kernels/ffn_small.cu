@@ -44,6 +44,7 @@
 #include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/hopper.cuh"
+#include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 
 namespace fl {
@@ -60,6 +61,8 @@ constexpr int kW1BoxRows = 256, kW2BoxRows = 128;  // W1: 256 x 32 boxes, W2: 12
 constexpr int kBoxBytes = 16384;                   // either weight box
 constexpr int kChunkCols = 64;                     // x's and h's boxes: kTM rows x 64 columns
 constexpr int kRedLd = kUnits + 8;                 // step 1's per-warp partial sums: row stride
+// The phases each block records (ffn_small_phases() names them, in this order).
+enum Phase : unsigned { kSetup, kXW1In, kUpProjection, kGridBarrier, kHW2In, kDown };
 
 // Warps in step 3, a 16-row tile each: at kTM = 16, 4 column groups of 16 x 2 halves of K; at
 // 32, 2 row tiles x 2 column groups of 32 x 2 halves; at 64, 4 row tiles x 2 column groups of 32
@@ -102,8 +105,8 @@ struct SmallArgs {
   const bf16 *b1, *b2;
   bf16 *h, *y;
   unsigned long long* arrivals;  // the grid barrier's count: + gridDim.x every run, never reset
-  unsigned long long* timeline;
-  int m, c, hidden, kb;  // kb: a block's hidden rows in step 3 (4C / 8)
+  PhaseSink phases;              // ffn_small_phases(), stamps on when set
+  int m, c, hidden, kb;          // kb: a block's hidden rows in step 3 (4C / 8)
 };
 
 // The shared-memory address of 16-byte chunk `chunk` of row `row` in a box of 128-byte rows
@@ -294,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned rank = cluster::rank(), q = cluster::index();
   const int unit0 = int(blockIdx.x) * kUnits, col0 = int(q) * kCols;
   const bool has_units = unit0 < a.hidden;
-  cluster::stamp(a.timeline, 0);
+  PhaseMarks marks(a.phases);
   unsigned long long count = 0;  // the grid barrier's count, read by thread 0 (see below)
   const int w2_boxes = (a.kb + kW2BoxRows - 1) / kW2BoxRows;
   auto issue_w2 = [&]() {
@@ -360,17 +363,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   __syncthreads();  // the mbarriers are initialised
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kSetup);
 
   if (has_units) {
     hopper::wait(&bars[0], 0);
     if (threadIdx.x == 0) issue_w2();
-    up_slice<kTM>(smem, lay, a, s_b1, unit0);
   }
-  cluster::stamp(a.timeline, 2);
+  marks.mark(kXW1In);
+  if (has_units) up_slice<kTM>(smem, lay, a, s_b1, unit0);
+  marks.mark(kUpProjection);
   hopper::fence_async_shared();  // the region's ordinary accesses before TMA overwrites it
   tc::async_wait<0>();           // b2's copy, seen by all after the grid barrier's __syncthreads
   grid_barrier(a, (count / gridDim.x + 1) * gridDim.x);
+  marks.mark(kGridBarrier);
   if (threadIdx.x == 0) {
     const int h_boxes = (a.kb + kChunkCols - 1) / kChunkCols;
     hopper::arrive_expect_bytes(&bars[2], h_boxes * kTM * 128);
@@ -379,12 +384,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                        &bars[2]);
     }
   }
-  cluster::stamp(a.timeline, 3);
   hopper::wait(&bars[1], 0);
   hopper::wait(&bars[2], 0);
-  cluster::stamp(a.timeline, 4);
+  marks.mark(kHW2In);
   down_and_reduce<kTM>(smem, lay, a, s_b2, col0, rank, &bars[3]);
-  cluster::stamp(a.timeline, 5);
+  marks.mark(kDown);
 #endif
 }
 
@@ -406,13 +410,11 @@ Status launch(const FfnSmallBuffers& b, int64_t m, int c, int hidden, int optin,
   FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, kW1BoxRows, kUnits, 64));
   FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, kW2BoxRows, kCols));
   FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h, m, hidden, kTM, kChunkCols));
-  SmallArgs args{b.b1, b.b2, b.h, b.y, b.arrivals, nullptr, int(m), c, hidden, kb};
-  const unsigned blocks = unsigned(clusters * kSize);
-  FL_TRY(cluster::start_timeline("FL_FFN_TIMELINE", blocks, &args.timeline));  // tuning only
+  SmallArgs args{b.b1, b.b2, b.h, b.y, b.arrivals, b.phases, int(m), c, hidden, kb};
   FL_CUDA_TRY(cudaLaunchKernelEx(&plan.config, kernel, x_map, w1_map, w2_map, h_map, args));
   FL_CUDA_TRY(cudaGetLastError());
   *launched = true;
-  return cluster::finish_timeline("ffn_small", m, blocks, args.timeline, stream);
+  return Status::Ok();
 }
 
 }  // namespace

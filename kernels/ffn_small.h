@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "kernels/phases.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -19,7 +22,17 @@ struct FfnSmallBuffers {
   const __nv_bfloat16 *x, *w1, *b1, *w2, *b2;
   __nv_bfloat16 *y, *h;
   unsigned long long* arrivals;
+  PhaseSink phases;  // stamps on when phases.records is set (kernels/phases.h)
 };
+
+// The phases the kernel declares, in the order of its records' `phase` (one record of each per
+// block, from thread 0's view).
+inline const std::vector<std::string>& ffn_small_phases() {
+  static const std::vector<std::string> names = {
+      "setup",        "x and W1 in", "up-projection",
+      "grid barrier", "h and W2 in", "down-projection and cluster exchange"};
+  return names;
+}
 
 // Launches the kernel on `stream` when it can run here (a build with sm_90a, a compute
 // capability 9.0 GPU, m <= 64, c a multiple of 32, 16-byte aligned operands, all its clusters

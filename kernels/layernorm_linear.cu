@@ -38,6 +38,7 @@
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/ln_gemm_wgmma.h"
+#include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 #include "kernels/workspace.cuh"
 
@@ -292,8 +293,25 @@ struct LnArgs {
   T* y;
   int64_t m;
   int k, n;
-  unsigned long long* timeline;  // FL_LN_TIMELINE (tuning only): the phases' end times, or null
+  PhaseSink phases;  // stamps on when set: ln_cluster_phases() or ln_panel_phases()
 };
+
+// The phases each block of the cluster and panel kernels records, in the order of their `phase`
+// index (kernels/phases.h).
+enum ClusterPhase : unsigned { kClusterIn, kClusterStats, kClusterNormalize, kClusterMultiply };
+enum PanelPhase : unsigned { kPanelIn, kPanelNormalize, kPanelMultiply, kPanelStore };
+const std::vector<std::string>& ln_cluster_phases() {
+  static const std::vector<std::string> names = {"x, gamma and beta in", "row statistics",
+                                                 "normalize rows, W slice in",
+                                                 "multiplies and partial sums in the cluster"};
+  return names;
+}
+const std::vector<std::string>& ln_panel_phases() {
+  static const std::vector<std::string> names = {"x, gamma and beta in",
+                                                 "statistics and normalize, W slice in",
+                                                 "multiplies", "sums across warps and y"};
+  return names;
+}
 
 // The cluster kernel's shapes: `size` blocks per cluster, `inputs` = C / size per block (a
 // multiple of 16), `own` output columns summed by each block (a multiple of 4: the partials
@@ -346,7 +364,7 @@ __global__ void __launch_bounds__(kThreads)
   const int rows = plan.rows, live = static_cast<int>(min(int64_t(rows), a.m));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   cluster::arrive_started();
-  cluster::stamp(a.timeline, 0);
+  PhaseMarks marks(a.phases);
 
   // 1. copy: x's slice first (its own commit group: the moments wait only for it), then W's.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + k0, a.k, rows, inputs, a.m, inputs);
@@ -361,7 +379,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t own0 = n0 + int64_t(rank) * own;
   tc::async_wait<1>();
   __syncthreads();
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kClusterIn);
 
   // 2. moments over r's inputs, 4 lanes per row (8 rows per warp at once): the mean, then the
   //    sum of squared deviations from it (two passes over shared memory, 16 bytes at a time:
@@ -401,13 +419,13 @@ __global__ void __launch_bounds__(kThreads)
     stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / a.k, 0.0f) + float(gemm::kLayerNormEps)));
   }
   __syncthreads();
-  cluster::stamp(a.timeline, 2);
+  marks.mark(kClusterStats);
 
   // 3. normalize the live rows of the slice in place.
   normalize_rows<T, kThreads>(xs, ld_x, live, inputs, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
-  cluster::stamp(a.timeline, 3);
+  marks.mark(kClusterNormalize);
 
   // 4. multiply and reduce, 64 rows at a time.
   const int col_tiles = width / 16;
@@ -454,7 +472,6 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     cluster::sync();
-    if (c0 == 0) cluster::stamp(a.timeline, 4);
     const int quads = own / 4, chunk_live = min(kLnChunk, live - c0);
     for (int i = threadIdx.x; i < chunk_live * quads; i += kThreads) {
       const int r = i / quads, u = (i % quads) * 4;
@@ -475,7 +492,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (c0 + kLnChunk < rows) cluster::sync();  // every block is done reading recv
   }
-  cluster::stamp(a.timeline, 5);
+  marks.mark(kClusterMultiply);
 #else
   __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below
 #endif
@@ -552,13 +569,10 @@ Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* la
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
   LnArgs<T> args = a;
-  const unsigned blocks = plan.clusters * plan.size;
-  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", blocks, &args.timeline));
   void* params[] = {&args, &plan};
   FL_CUDA_TRY(cudaLaunchKernelExC(&launch.config, kernel, params));
   FL_CUDA_TRY(cudaGetLastError());
-  return cluster::finish_timeline("ln_gemm", static_cast<long long>(a.m), blocks, args.timeline,
-                                  stream);
+  return Status::Ok();
 }
 
 // ---- level 2 at up to 256 tokens, any GPU: a block owns a column slice and the whole K ------
@@ -616,7 +630,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  cluster::stamp(a.timeline, 0);
+  PhaseMarks marks(a.phases);
 
   // 1. copy: x's panel first (its own commit group), then W's slice.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
@@ -626,7 +640,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
   tc::async_wait<1>();
   __syncthreads();
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kPanelIn);
 
   // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
   constexpr int E = tc::kVec<T>;
@@ -641,7 +655,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
   tc::async_wait<0>();  // W's slice (this thread's copies)
   __syncthreads();
-  cluster::stamp(a.timeline, 2);
+  marks.mark(kPanelNormalize);
 
   // 3. multiply: warp w takes item w % items and K split w / items of `splits`.
   const int col_tiles = bn / 16, items = (rows / 16) * col_tiles;
@@ -661,7 +675,7 @@ __global__ void __launch_bounds__(kPanelThreads)
 #pragma unroll
   for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
   __syncthreads();
-  cluster::stamp(a.timeline, 3);
+  marks.mark(kPanelMultiply);
   if (warp < items) {
     float sum[8] = {};
     for (int s = 0; s < splits; ++s) {
@@ -683,7 +697,7 @@ __global__ void __launch_bounds__(kPanelThreads)
       }
     }
   }
-  cluster::stamp(a.timeline, 4);
+  marks.mark(kPanelStore);
 }
 
 // The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks fit one to an SM
@@ -731,17 +745,16 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   if (!*launched) return Status::Ok();
   const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
                   static_cast<unsigned>((a.m + kPanelRows - 1) / kPanelRows));
-  LnArgs<T> args = a;
-  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", grid.x * grid.y, &args.timeline));
-  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(args, plan);
+  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
   FL_CUDA_TRY(cudaGetLastError());
-  return cluster::finish_timeline("ln_panel", static_cast<long long>(a.m), grid.x * grid.y,
-                                  args.timeline, stream);
+  return Status::Ok();
 }
 
 template <typename T>
 Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
-                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
+                           T* y, int64_t m, int k, int n, cudaStream_t stream,
+                           PhaseSink phases = PhaseSink(),
+                           const std::vector<std::string>** declared = nullptr) {
   int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -755,16 +768,24 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
                            : m <= 16             ? "panel"
                            : m <= kLnClusterPick ? "cluster"
                                                  : "wgmma";
-  const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, nullptr};
+  const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, phases};
   bool launched = false;
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     if (pick == "wgmma") {
-      FL_TRY(try_ln_gemm_wgmma(x, gamma, beta, w, bias, y, m, k, n, sms, stream, &launched));
+      FL_TRY(
+          try_ln_gemm_wgmma(x, gamma, beta, w, bias, y, m, k, n, sms, stream, &launched, phases));
+      if (launched && declared != nullptr) *declared = &ln_gemm_wgmma_phases();
       if (launched) return Status::Ok();
     }
   }
-  if (pick == "cluster" || pick == "wgmma") FL_TRY(try_ln_cluster(args, sms, stream, &launched));
-  if (!launched && pick != "tile") FL_TRY(try_ln_panel(args, sms, stream, &launched));
+  if (pick == "cluster" || pick == "wgmma") {
+    FL_TRY(try_ln_cluster(args, sms, stream, &launched));
+    if (launched && declared != nullptr) *declared = &ln_cluster_phases();
+  }
+  if (!launched && pick != "tile") {
+    FL_TRY(try_ln_panel(args, sms, stream, &launched));
+    if (launched && declared != nullptr) *declared = &ln_panel_phases();
+  }
   if (launched) return Status::Ok();
   const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
   auto go = [&](auto config) -> Status {
@@ -890,9 +911,14 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
        "as it lands",
        {{"ln_gemm_bias",
          [](Ws& w, cudaStream_t s) {
-           return launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(),
+           // The phases of the kernel that ran, when it records them (kernels/phases.h).
+           const std::vector<std::string>* phases = nullptr;
+           FL_TRY(launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(),
                                       w.linear_.weights(), w.linear_.bias(), w.y_.as<T>(), w.m_,
-                                      static_cast<int>(w.k_), static_cast<int>(w.n_), s);
+                                      static_cast<int>(w.k_), static_cast<int>(w.n_), s,
+                                      w.phase_sink(), &phases));
+           if (phases != nullptr) w.declare_phases(*phases);
+           return Status::Ok();
          },
          // The statistics re-read x from L2: not counted. What the epilogue level's GEMM
          // counts, plus gamma and beta (2 K) and the LayerNorm's flops.

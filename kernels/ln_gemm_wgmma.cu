@@ -43,10 +43,10 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/hopper.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace {
@@ -64,6 +64,8 @@ constexpr int kPanelBlockBytes = kRows * kPanelK * 2;  // 8 KB
 constexpr int kBoxBytes = kStageK * kBoxN * 2;         // 8 KB
 constexpr int kRingBytes = 128 * 1024;
 constexpr int kMaxStages = 8;
+// The phases each block records (ln_gemm_wgmma_phases() names them, in this order).
+enum Phase : unsigned { kSetup, kPanelIn, kNormalize, kTiles, kLastStores };
 
 // A tile's width: 256 columns (4 boxes a slot, 4 slots of 32 KB: 3 in flight while one is
 // multiplied), or, where 256-column tiles leave SMs idle (a few hundred tokens), 128 (2 boxes,
@@ -83,8 +85,8 @@ struct WgmmaArgs {
   bf16* y;
   int64_t m;
   int k, n;
-  int tiles_per_block;           // a block's run of tiles
-  unsigned long long* timeline;  // FL_LN_TIMELINE (tuning only): the phases' end times, or null
+  int tiles_per_block;  // a block's run of tiles
+  PhaseSink phases;     // ln_gemm_wgmma_phases(), stamps on when set
 };
 
 size_t shared_bytes(int k) {
@@ -201,7 +203,6 @@ __device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, const 
         }
       }
     }
-    if (r0 == 0) cluster::stamp(a.timeline, 2);
   }
 }
 
@@ -247,6 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tile_end = min(n_tiles, tile_begin + a.tiles_per_block);
   const int k_steps = (a.k + kStageK - 1) / kStageK;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  PhaseMarks marks(a.phases);  // thread 0: a consumer
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -286,13 +288,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // The consumers: warpgroup c multiplies the whole panel by its half of the tile's columns.
   const int c = warp / 4;
-  cluster::stamp(a.timeline, 0);
+  marks.mark(kSetup);
   hopper::wait(panel_full, 0);
-  cluster::stamp(a.timeline, 1);
+  marks.mark(kPanelIn);
   normalize_panel(panel, a, affine, row0, warp, lane);
   hopper::fence_async_shared();                  // the normalized panel is read by wgmma next
   hopper::sync_threads(1, 32 * kConsumerWarps);  // both warpgroups read every row
-  cluster::stamp(a.timeline, 3);
+  marks.mark(kNormalize);
 
   int slot = 0, previous = 0;
   uint32_t phase = 0;
@@ -339,10 +341,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::wgmma_wait<0>();
     if (lane == 0) hopper::arrive(&empty[previous]);
 
-    if (tile == tile_end - 1) cluster::stamp(a.timeline, 4);
+    if (tile == tile_end - 1) marks.mark(kTiles);
     store_tile<T>(acc, bias, a, tile * kTileN + T::kWarpgroupN * c, row0);
   }
-  cluster::stamp(a.timeline, 5);
+  marks.mark(kLastStores);
 #endif
 }
 
@@ -369,14 +371,10 @@ Status launch(const __nv_bfloat16* x, const WgmmaArgs& args0, const __nv_bfloat1
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(runs), static_cast<unsigned>(row_blocks));
-  // FL_LN_TIMELINE=1 (tuning only) prints when blocks reached: 0 start, 1 panel landed, 2 warp
-  // 0's first rows normalized, 3 panel normalized, 4 last tile's multiplies done, 5 end.
-  FL_TRY(cluster::start_timeline("FL_LN_TIMELINE", grid.x * grid.y, &args.timeline));
   kernel<<<grid, kThreads, bytes, stream>>>(x_map, w_map, args);
   FL_CUDA_TRY(cudaGetLastError());
   *launched = true;
-  return cluster::finish_timeline("ln_gemm_wgmma", static_cast<long long>(args.m), grid.x * grid.y,
-                                  args.timeline, stream);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -392,7 +390,7 @@ bool ln_gemm_wgmma_built() {
 Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
                          const __nv_bfloat16* beta, const __nv_bfloat16* w,
                          const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m, int k, int n,
-                         int sms, cudaStream_t stream, bool* launched) {
+                         int sms, cudaStream_t stream, bool* launched, PhaseSink phases) {
   *launched = false;
   if (!ln_gemm_wgmma_built() || m < 1 || k % 8 != 0 || k > kMaxK || n % 8 != 0) {
     return Status::Ok();
@@ -408,7 +406,7 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   if (!sm90) return Status::Ok();
-  const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0, nullptr};
+  const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0, phases};
   // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W
   // (measured on an H100 at C = 768, docs/PERFORMANCE.md: 15.1 against 18.1 us at 256 tokens,
   // 24.0 against 26.0 at 1K; 19.3 against 18.5 at 512, the one size where 256 won).

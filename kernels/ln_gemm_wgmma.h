@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "kernels/phases.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -21,6 +24,16 @@ bool ln_gemm_wgmma_built();
 Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
                          const __nv_bfloat16* beta, const __nv_bfloat16* w,
                          const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m, int k, int n,
-                         int sms, cudaStream_t stream, bool* launched);
+                         int sms, cudaStream_t stream, bool* launched,
+                         PhaseSink phases = PhaseSink());
+
+// The phases the kernel declares, in the order of its records' `phase` (one record of each per
+// block, from thread 0's view: a consumer).
+inline const std::vector<std::string>& ln_gemm_wgmma_phases() {
+  static const std::vector<std::string> names = {"setup", "x panel in", "normalize panel",
+                                                 "W streamed past the panel (multiplies)",
+                                                 "last tile's stores"};
+  return names;
+}
 
 }  // namespace fl

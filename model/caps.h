@@ -41,6 +41,20 @@ constexpr size_t kMaxFrameSamples = size_t(1) << 16;
 // otherwise wait for the next timing phase). Past it the older half is dropped.
 constexpr size_t kMaxHeldKernelRecords = size_t(1) << 16;
 
+// Cap: the crash journal's records waiting to be written (model/journal.h): written at most this
+// many seconds after they arrive, so a killed window loses at most the last second or so.
+constexpr double kJournalFlushSeconds = 1.0;
+
+// Cap: crash journals left behind by windows that crashed or were killed (model/journal.h): the
+// newest kMaxOrphanedJournals are kept, none older than kJournalMaxAgeDays; the rest are removed
+// when a window starts.
+constexpr size_t kMaxOrphanedJournals = 8;
+constexpr int kJournalMaxAgeDays = 14;
+
+// Cap: processes the GPU watch lists at once (app/measure/gpu_watch.cpp); a GPU with more is
+// counted as far as this.
+constexpr unsigned kMaxWatchedProcesses = 4096;
+
 // The live backend's copy-bandwidth references: a map from (bytes per side, cache mode) to GB/s
 // for lookups, the sorted list DeviceFacts::copy_bandwidth that sessions record, and the order
 // they were measured in, so the oldest is forgotten first once `cap` are held.

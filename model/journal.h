@@ -18,14 +18,10 @@
 #include <vector>
 
 #include "kernels/status.h"
+#include "model/caps.h"
 #include "model/results.h"
 
 namespace fl {
-
-constexpr double kJournalFlushSeconds = 1.0;
-// Cap: orphaned journals kept (the newest); older than kJournalMaxAgeDays are removed too.
-constexpr size_t kMaxOrphanedJournals = 8;
-constexpr int kJournalMaxAgeDays = 14;
 
 // $XDG_STATE_HOME/fusionlab/journal, or ~/.local/state/fusionlab/journal; empty when neither
 // XDG_STATE_HOME nor HOME is set.

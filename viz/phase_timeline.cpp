@@ -136,8 +136,10 @@ PhaseTimelineLayout layout_phase_timeline(const PhaseTimelineInput& input, ImVec
   // SM numbers left of their lanes, as many as fit without touching.
   const size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(line / row_h)));
   for (size_t i = 0; i < L.rows.size(); i += every) {
-    L.sm_labels.push_back({"SM " + std::to_string(L.rows[i].sm),
-                           v2(min.x, std::min(L.rows[i].y0, L.frame_max.y - fs))});
+    const ImVec2 pos = v2(min.x, std::min(L.rows[i].y0, L.frame_max.y - fs));
+    // The last, moved up to stay inside the lanes, may come too close to the one before.
+    if (!L.sm_labels.empty() && pos.y - L.sm_labels.back().pos.y < line) continue;
+    L.sm_labels.push_back({"SM " + std::to_string(L.rows[i].sm), pos});
   }
 
   uint64_t end_ns = 0;
@@ -198,7 +200,9 @@ std::string phase_readout(const PhaseTimelineInput& input, int record) {
                 phase_us((r.end_ns - r.start_ns) * 1e-3).c_str());
   std::string out = buf;
   if (input.tasks) {
-    std::snprintf(buf, sizeof(buf), "\ntask %u, waited %s for its inputs", r.arg,
+    const std::string named = input.task_name ? input.task_name(r.arg) : std::string();
+    std::snprintf(buf, sizeof(buf), "\ntask %u%s%s%s, waited %s for its inputs", r.arg,
+                  named.empty() ? "" : " (", named.c_str(), named.empty() ? "" : ")",
                   phase_us(r.wait_ns * 1e-3).c_str());
     out += buf;
   }

@@ -10,6 +10,7 @@
 
 #include <imgui.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct PhaseTimelineInput {
   LaunchPhases phases;
   std::vector<PhaseLane> lanes;  // phase_lanes(phases), one per record
   bool tasks = false;            // records carry arguments or waits (a persistent kernel's tasks)
+  // Optional: what a task record's `arg` names ("layer 3 fc rows 48-71"), for the hover; the
+  // caller that knows the kernel's task list sets it (viz reads no lesson's internals).
+  std::function<std::string(uint32_t arg)> task_name;
 };
 
 // One input per launch of `m` that has a phase timeline, in launch order (empty: none has).

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cfloat>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -1152,7 +1153,9 @@ class WindowRun {
     FL_TRY(set_up_lab());
     // The crash journal: every window but a --screenshot run journals; only an interactive one
     // offers to reopen what a crashed window left.
-    recovery_.start(lab_.get(), options_.recover, !headless_, !screenshot_);
+    // FL_RECOVERY_OFFER=1 shows the offer in a scripted run too (its picture, docs/RELIABILITY.md).
+    recovery_.start(lab_.get(), options_.recover,
+                    !headless_ || std::getenv("FL_RECOVERY_OFFER") != nullptr, !screenshot_);
     plan_.emplace(screenshot_, seconds_now(), script_.then_sizes, script_.sweep);
     dialog_.allow_native = !headless_;  // the desktop's file dialog (zenity) where there is one
     if (!headless_) {

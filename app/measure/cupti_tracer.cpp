@@ -352,7 +352,10 @@ int64_t cupti_buffer_bytes_held() {
 TracerStats KernelTracer::stats() const {
   TracerState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return s.stats;
+  TracerStats out = s.stats;
+  out.held_kernels = s.kernels.size();
+  out.held_ids = s.external_of.size();
+  return out;
 }
 
 }  // namespace fl

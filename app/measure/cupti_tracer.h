@@ -46,6 +46,8 @@ struct TracerStats {
   uint64_t external_correlation_records = 0;
   uint64_t dropped_records = 0;
   uint64_t apis_left_traced = 0;  // runtime calls CUPTI would not stop tracing
+  // Held now (caps.h, kMaxHeldKernelRecords): kernel records not yet taken, correlation ids.
+  uint64_t held_kernels = 0, held_ids = 0;
 };
 
 class KernelTracer {

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/caps.h"
+
 namespace fl {
 namespace {
 
@@ -110,8 +112,8 @@ class NvmlWatch final : public GpuWatch {
       if (query == nullptr) continue;
       unsigned int count = static_cast<unsigned int>(infos_.size() / 3);
       nvmlReturn r = query(device_, &count, infos_.data());
-      if (r == kNvmlInsufficientSize && count <= 4096) {
-        infos_.resize(3 * (count + 8));  // Cap: 4096 processes
+      if (r == kNvmlInsufficientSize && count <= kMaxWatchedProcesses) {
+        infos_.resize(3 * (count + 8));  // Cap: kMaxWatchedProcesses (caps.h)
         count = static_cast<unsigned int>(infos_.size() / 3);
         r = query(device_, &count, infos_.data());
       }

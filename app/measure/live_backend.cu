@@ -672,18 +672,22 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
     FL_TRY(measure_phases(request.cache, level, m));
   }
 
-  // The roofline reference for every launch and the chain, in the same cache mode.
+  add_copy_references(request.cache, m);
+  return Status::Ok();
+}
+
+// The roofline reference for every launch and the chain, in the same cache mode.
+void LiveBackend::add_copy_references(CacheMode cache, Measurement* m) {
   PhaseTimer copies("copy bandwidth refs");
   for (auto& launch : m->launches) {
-    if (!copy_bandwidth(launch.textbook.bytes(), request.cache, &launch.copy_gbps).ok()) {
+    if (!copy_bandwidth(launch.textbook.bytes(), cache, &launch.copy_gbps).ok()) {
       launch.copy_gbps = 0;  // the copy's buffers may not fit next to the workspace: no reference
     }
   }
-  if (!copy_bandwidth(m->textbook_bytes(), request.cache, &m->chain_copy_gbps).ok()) {
+  if (!copy_bandwidth(m->textbook_bytes(), cache, &m->chain_copy_gbps).ok()) {
     m->chain_copy_gbps = 0;
   }
   cudaGetLastError();  // an allocation refused above must not poison the next request
-  return Status::Ok();
 }
 
 // The pass with phase stamps on (kernels/phases.h), after the timing phase. Each launch runs once

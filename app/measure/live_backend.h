@@ -136,6 +136,8 @@ class LiveBackend final : public MeasureBackend {
   // gets its LaunchResult::phases.
   Status measure_phases(CacheMode cache, int level, Measurement* m);
   void mark_counters_unavailable(std::vector<Measurement>* measurements) const;
+  // Every launch's and the chain's copy-bandwidth reference ("% of copy"), in `cache` mode.
+  void add_copy_references(CacheMode cache, Measurement* m);
   // A failed request (gpu_faults.h): its one sentence; a lost context is reset (reset_device) or
   // the backend is lost for good (lost_reason_).
   Status fail_request(FailureKind kind, const std::string& where, const Status& st);

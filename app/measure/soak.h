@@ -85,7 +85,7 @@ std::vector<MeasureRequest> cycle_requests(const std::vector<SoakSeries>& series
 
 struct CycleOptions {
   int cycles = 6;
-  double max_minutes = 0;  // > 0: start no cycle that would end later (by the longest one)
+  double max_minutes = 0;      // > 0: start no cycle that would end later (by the longest one)
   int answer_timeout_s = 120;  // one request's answers (timing, then counters) at most
 };
 struct CycleProbes {

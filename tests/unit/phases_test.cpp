@@ -2,10 +2,12 @@
 // the records a kernel's stamps leave (kernels/phases.h) as LaunchResult::phases.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "app/measure/export.h"
 #include "app/measure/replay_backend.h"
@@ -269,6 +271,63 @@ TEST(PhaseReplay, ARecordingServesItsPhaseTimelinesWithoutAGpu) {
   ASSERT_TRUE(out[0].launches[0].phases);
   EXPECT_EQ(out[0].launches[0].phases->records.size(), 12u * 4u);
   EXPECT_EQ(out[0].launches[0].phases->names, kNames);
+}
+
+// ---- the example recording (docs/examples/phases-h100.json, an H100 with `bench --phases`) -----
+
+TEST(PhaseExample, TheExampleRecordingReplaysItsPhasesAndItsTraceHasAThreadPerSm) {
+  const std::string path =
+      (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "docs" /
+       "examples" / "phases-h100.json")
+          .string();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not here (a relative __FILE__)";
+  Session s;
+  const Status loaded = load_session(path, &s);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  // ffn at 16 and layernorm_linear at 16 and 256 tokens have level-2 phase timelines.
+  std::set<std::string> with_phases;
+  std::set<std::tuple<int, int, int>> sm_threads;  // (measurement, sm, slot)
+  for (size_t i = 0; i < s.measurements.size(); ++i) {
+    const Measurement& m = s.measurements[i];
+    for (const LaunchResult& l : m.launches) {
+      if (!l.phases) continue;
+      EXPECT_EQ(m.level, 2);
+      EXPECT_FALSE(l.phases->records.empty());
+      EXPECT_GT(l.phases->time_on_us, 0);
+      with_phases.insert(m.lesson + " " + std::to_string(m.size));
+      for (const PhaseLane& lane : phase_lanes(*l.phases))
+        sm_threads.insert({static_cast<int>(i), lane.sm, lane.slot});
+    }
+  }
+  EXPECT_EQ(with_phases,
+            (std::set<std::string>{"ffn 16", "layernorm_linear 16", "layernorm_linear 256"}));
+  const std::string trace = chrome_trace_json(s);
+  const std::vector<std::string> problems = check_chrome_trace(trace, s);
+  EXPECT_TRUE(problems.empty()) << join_problems(problems);
+  const json parsed = json::parse(trace);
+  size_t named_sm_threads = 0;
+  for (const json& e : parsed.at("traceEvents")) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" &&
+        e["args"]["name"].get<std::string>().rfind("SM ", 0) == 0)
+      ++named_sm_threads;
+  }
+  EXPECT_EQ(named_sm_threads, sm_threads.size());
+  // Replayed, without a GPU: the level-2 measurement comes back with its phases.
+  std::unique_ptr<ReplayBackend> backend;
+  ASSERT_TRUE(ReplayBackend::create({{path, s}}, &backend).ok());
+  MeasureRequest r;
+  r.lesson = "layernorm_linear";
+  r.size = 256;
+  r.precision = Precision::bf16;
+  r.levels = {2};
+  std::vector<Measurement> out;
+  ASSERT_TRUE(backend
+                  ->measure(
+                      r, [] { return false; }, &out)
+                  .ok());
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].launches[0].phases);
+  EXPECT_EQ(out[0].launches[0].phases->names.size(), 5u);
 }
 
 }  // namespace

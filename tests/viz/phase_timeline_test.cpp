@@ -92,6 +92,13 @@ TEST(PhaseTimeline, ManySmsLabelOnlyWhatFits) {
   for (size_t i = 1; i < L.sm_labels.size(); ++i) {
     EXPECT_GE(L.sm_labels[i].pos.y - L.sm_labels[i - 1].pos.y, L.font_size) << "labels apart";
   }
+  EXPECT_LE(L.sm_labels.back().pos.y + L.font_size, L.frame_max.y + 1e-3f);
+  // 72 lanes: the last label, moved up inside the lanes, does not touch the one before.
+  const PhaseTimelineLayout few = layout_phase_timeline(
+      phase_timeline_inputs(with_phases(72, 72))[0], ImVec2(0, 0), ImVec2(1000, 330));
+  for (size_t i = 1; i < few.sm_labels.size(); ++i) {
+    EXPECT_GE(few.sm_labels[i].pos.y - few.sm_labels[i - 1].pos.y, few.font_size) << i;
+  }
 }
 
 TEST(PhaseTimeline, HoverNamesBlockSmPhaseAndTimes) {
@@ -123,6 +130,11 @@ TEST(PhaseTimeline, TasksShowTheirArgumentAndWait) {
   const std::string readout = phase_readout(in, 1);
   EXPECT_NE(readout.find("task 17, waited 2.50 \xC2\xB5s for its inputs"), std::string::npos)
       << readout;
+  // A caller that knows the task list names the task.
+  PhaseTimelineInput named = in;
+  named.task_name = [](uint32_t arg) { return "layer 0 fc rows " + std::to_string(arg); };
+  EXPECT_NE(phase_readout(named, 1).find("task 17 (layer 0 fc rows 17), waited"), std::string::npos)
+      << phase_readout(named, 1);
 }
 
 TEST(PhaseTimeline, SaysWhenRecordsWereLostOrNoneCame) {

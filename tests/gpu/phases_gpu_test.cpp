@@ -1,0 +1,141 @@
+// Phase timelines on a real GPU: with phases asked for, the level-2 kernels of ffn and
+// layernorm_linear leave one record per block per declared phase, in order, on real SMs, and the
+// stamps' cost is measured; without, no launch carries any.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "app/measure/live_backend.h"
+
+namespace fl {
+namespace {
+
+std::unique_ptr<LiveBackend> make_backend() {
+  LiveOptions options;
+  options.min_repetitions = 5;
+  options.target_seconds = 0.02;
+  options.counters = false;
+  std::unique_ptr<LiveBackend> backend;
+  const Status st = LiveBackend::create(options, &backend);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return backend;
+}
+
+// The top level of `lesson` at `size` tokens, bf16, with phases asked for.
+Measurement measure_top(LiveBackend& backend, const std::string& lesson, int64_t size,
+                        bool phases) {
+  MeasureRequest r;
+  r.lesson = lesson;
+  r.size = size;
+  r.levels = {2};
+  r.precision = Precision::bf16;
+  r.cache = CacheMode::cold;
+  r.phases = phases;
+  std::vector<Measurement> ms;
+  const Status st = backend.measure(r, nullptr, &ms);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(ms.size(), 1u);
+  return ms.empty() ? Measurement() : ms[0];
+}
+
+void expect_one_record_per_block_per_phase(const Measurement& m, int sm_count) {
+  SCOPED_TRACE(m.lesson + " at " + std::to_string(m.size));
+  ASSERT_TRUE(m.check.passed);
+  ASSERT_EQ(m.launches.size(), 1u);
+  ASSERT_TRUE(m.launches[0].phases) << "the level-2 kernel recorded no phases";
+  const LaunchPhases& p = *m.launches[0].phases;
+  ASSERT_GE(p.names.size(), 3u);
+  EXPECT_EQ(p.lost, 0);
+  // The launch's grid, as CUPTI saw it (timed with CUDA events, under compute-sanitizer: the
+  // blocks the records name, which must then be 0..blocks-1): every block left a record of
+  // every phase.
+  size_t blocks = 0;
+  if (!m.records.empty()) {
+    const auto& g = m.records[0].grid;
+    blocks = size_t(g[0]) * g[1] * g[2];
+  } else {
+    for (const PhaseRecord& r : p.records) blocks = std::max<size_t>(blocks, r.block + 1);
+  }
+  EXPECT_EQ(p.records.size(), blocks * p.names.size());
+  std::map<uint32_t, std::vector<const PhaseRecord*>> by_block;
+  for (const PhaseRecord& r : p.records) {
+    EXPECT_LE(r.start_ns, r.end_ns);
+    EXPECT_LT(r.sm, sm_count);
+    EXPECT_LT(r.block, blocks);
+    by_block[r.block].push_back(&r);
+  }
+  ASSERT_EQ(by_block.size(), blocks);
+  uint64_t first = UINT64_MAX, last = 0;
+  for (auto& [block, rs] : by_block) {
+    ASSERT_EQ(rs.size(), p.names.size()) << "block " << block;
+    std::sort(rs.begin(), rs.end(),
+              [](const PhaseRecord* a, const PhaseRecord* b) { return a->phase < b->phase; });
+    for (size_t i = 0; i < rs.size(); ++i) {
+      EXPECT_EQ(rs[i]->phase, i) << "block " << block;  // each phase once
+      EXPECT_EQ(rs[i]->sm, rs[0]->sm) << "a block stays on its SM";
+      if (i > 0) EXPECT_GE(rs[i]->start_ns, rs[i - 1]->end_ns) << "block " << block;
+    }
+    first = std::min(first, rs.front()->start_ns);
+    last = std::max(last, rs.back()->end_ns);
+  }
+  EXPECT_EQ(first, 0u) << "times count from the launch's first stamp";
+  // The timeline spans about the launch: not more than a few times its median time.
+  EXPECT_GT(last, 0u);
+  EXPECT_LT(last * 1e-3, 20 * m.launches[0].time_us.median + 50);
+  // The stamps' cost is measured: both times positive, the overhead a finite fraction.
+  EXPECT_GT(p.time_off_us, 0);
+  EXPECT_GT(p.time_on_us, 0);
+  EXPECT_TRUE(std::isfinite(p.overhead()));
+  std::printf(
+      "[phases] %s %lld tokens: %zu blocks x %zu phases, stamps on %.2f us, off %.2f us "
+      "(%+.1f%%)\n",
+      m.lesson.c_str(), static_cast<long long>(m.size), blocks, p.names.size(), p.time_on_us,
+      p.time_off_us, p.overhead() * 100);
+}
+
+bool hopper(const LiveBackend& backend) {
+  return backend.device().cc_major >= 9;
+}
+
+TEST(PhasesGpu, FfnAt16TokensRecordsEveryBlocksPhases) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  if (!hopper(*backend)) GTEST_SKIP() << "the phase-declaring level-2 kernels here need sm_90";
+  expect_one_record_per_block_per_phase(measure_top(*backend, "ffn", 16, true),
+                                        backend->device().sm_count);
+}
+
+TEST(PhasesGpu, LayerNormLinearAt256TokensRecordsEveryBlocksPhases) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  if (!hopper(*backend)) GTEST_SKIP() << "the phase-declaring level-2 kernels here need sm_90";
+  expect_one_record_per_block_per_phase(measure_top(*backend, "layernorm_linear", 256, true),
+                                        backend->device().sm_count);
+}
+
+TEST(PhasesGpu, OffByDefaultAndLevelsWithoutStampsCarryNone) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const Measurement off = measure_top(*backend, "ffn", 16, false);
+  ASSERT_EQ(off.launches.size(), 1u);
+  EXPECT_FALSE(off.launches[0].phases);
+  // Level 0 (cuBLASLt and elementwise kernels) declares no phases, asked or not.
+  MeasureRequest r;
+  r.lesson = "ffn";
+  r.size = 16;
+  r.levels = {0};
+  r.precision = Precision::bf16;
+  r.phases = true;
+  std::vector<Measurement> ms;
+  ASSERT_TRUE(backend->measure(r, nullptr, &ms).ok());
+  ASSERT_EQ(ms.size(), 1u);
+  for (const LaunchResult& l : ms[0].launches) EXPECT_FALSE(l.phases) << l.textbook.kernel;
+  // After a pass with stamps, the stamps are off again: the next measurement has none.
+  const Measurement again = measure_top(*backend, "ffn", 16, false);
+  EXPECT_FALSE(again.launches[0].phases);
+}
+
+}  // namespace
+}  // namespace fl

@@ -488,12 +488,14 @@ def add_missing_lessons(text, rec, cat, path):
 
 
 def variants_section(cat, lesson):
-    rows = [[str(v["level"]), f"`{v.get('launch', '')}`", f"**{v['name']}**",
+    rows = [[str(v["level"]), f"`{v.get('launch', '')}`",
+             f"**{v['name']}**" + (f" (`{v['function']}`)" if v.get("function") else ""),
              v.get("what", ""), v.get("where", "")] for v in cat.variants(lesson)]
     if not rows:
         return ["Each level of this lesson runs one kernel per launch (no variants declared)."]
     return ["The kernel variants the level table declares (assets/lessons/catalog.json), and where "
-            "each runs:", ""] + table(["level", "launch", "variant", "what it does differently",
+            "each runs (the level table chooses by shape, precision and GPU; \"top runs\" in the "
+            "tables below names the one that ran):", ""] + table(["level", "launch", "variant", "what it does differently",
                                        "where it runs"], rows)
 
 

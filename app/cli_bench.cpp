@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -76,8 +77,44 @@ struct BenchPlan {
   int64_t inner = 0;  // 0: each lesson's default row length
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
-  bool phases = false;  // --phases
+  std::map<std::string, std::string> variants;  // --variant: launch -> forced variant
+  bool phases = false;                          // --phases
 };
+
+// --variant LAUNCH=VARIANT: a launch of a chosen lesson that has that variant. Whether it can
+// run on this GPU is judged when it runs (one line, the measurement fails).
+Status parse_variants(const std::vector<std::string>& items, const std::vector<const Lesson*>& ls,
+                      std::map<std::string, std::string>* out) {
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::Error("--variant takes LAUNCH=VARIANT, e.g. ffn_fused=ffn_split; got '" +
+                           shorten_for_message(item) + "'");
+    }
+    const std::string launch = item.substr(0, eq), variant = item.substr(eq + 1);
+    bool found = false;
+    std::string known;
+    for (const Lesson* lesson : ls) {
+      for (const FusionLevel& level : lesson->info().levels) {
+        for (const VariantInfo& v : level.variants) {
+          if (v.launch != launch) continue;
+          found = found || v.name == variant;
+          known += (known.empty() ? "" : ", ") + v.name;
+        }
+      }
+    }
+    if (!found) {
+      return Status::Error("--variant: " +
+                           (known.empty()
+                                ? "no launch '" + shorten_for_message(launch) +
+                                      "' of the chosen lessons has kernel variants"
+                                : launch + " has no variant '" + shorten_for_message(variant) +
+                                      "' (it has " + known + ")"));
+    }
+    (*out)[launch] = variant;
+  }
+  return Status::Ok();
+}
 
 Status parse_lessons(const std::string& list, std::vector<const Lesson*>* out) {
   std::vector<std::string> ids = split(list);
@@ -149,6 +186,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   if (o.inner < 0) return Status::Error("--inner is a row length >= 1, or 0 for the default");
   plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
+  FL_TRY(parse_variants(o.variants, plan->lessons, &plan->variants));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
   }
@@ -314,6 +352,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.levels = run.levels;
   request.precision = plan.precision;
   request.cache = plan.cache;
+  request.variants = plan.variants;
   request.phases = plan.phases;
   request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);

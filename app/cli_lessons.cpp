@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "kernels/catalog.h"
 #include "kernels/catalog_data.h"
+#include "kernels/level_table.h"
 #include "kernels/gpt2_decode/model.h"
 
 namespace fl {
@@ -30,6 +31,12 @@ int run_lessons(bool json) {
       std::printf("    level %zu  %-10s %zu launch%s: %s\n", i, info.levels[i].name.c_str(),
                   info.levels[i].launches.size(), info.levels[i].launches.size() == 1 ? "" : "es",
                   launches.c_str());
+      // A launch with several kernels: each, with where it runs and what it changes.
+      for (const VariantInfo& v : info.levels[i].variants) {
+        std::printf("        %s variant %-12s %s\n", v.launch.c_str(), v.name.c_str(),
+                    variant_where(v, info.size_axis.unit).c_str());
+        std::printf("            %s\n", v.what.c_str());
+      }
     }
   }
   return 0;

@@ -125,6 +125,9 @@ CLI::App* add_bench_command(CLI::App& app, fl::BenchOptions* o) {
   bench->add_option("--levels", o->levels, "Fusion levels: all, or e.g. 0,1")
       ->capture_default_str();
   bench->add_option("--precision", o->precision, "fp32 or bf16")->capture_default_str();
+  bench->add_option("--variant", o->variants,
+                    "Run this kernel variant instead of the level table's choice, e.g. "
+                    "ffn_fused=ffn_split (`fusionlab lessons` lists them); repeatable");
   bench
       ->add_option(
           "--cache", o->cache,

@@ -2,6 +2,8 @@
 // (catalog_data.h says why and how traffic becomes data).
 #include "kernels/catalog_data.h"
 
+#include "kernels/level_table.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -194,6 +196,51 @@ class DataLesson final : public Lesson {
   std::vector<std::vector<std::pair<Precision, std::vector<LaunchPoly>>>> traffic_;  // [level]
 };
 
+// A kernel variant (kernels/lesson.h's VariantInfo) as catalog JSON, and back. "where" is the
+// range in words, for people reading the file; the range itself is what is read back.
+json variant_to_json(const VariantInfo& v, const std::string& unit) {
+  json precisions = json::array();
+  for (Precision p : v.range.precisions) precisions.push_back(to_string(p));
+  return {{"launch", v.launch},
+          {"name", v.name},
+          {"what", v.what},
+          {"function", v.function},
+          {"where", variant_where(v, unit)},
+          {"range",
+           {{"min_cc", v.range.min_cc},
+            {"max_cc", v.range.max_cc},
+            {"wgmma_build", v.range.wgmma_build},
+            {"precisions", precisions},
+            {"max_size", v.range.max_size},
+            {"prefer_from", v.range.prefer_from},
+            {"prefer_to", v.range.prefer_to}}},
+          {"phases", v.phases}};
+}
+
+VariantInfo variant_from_json(const json& j) {
+  VariantInfo v;
+  v.launch = j.at("launch").get<std::string>();
+  v.name = j.at("name").get<std::string>();
+  v.what = j.at("what").get<std::string>();
+  v.function = j.at("function").get<std::string>();
+  const json& r = j.at("range");
+  v.range.min_cc = r.at("min_cc").get<int>();
+  v.range.max_cc = r.at("max_cc").get<int>();
+  v.range.wgmma_build = r.at("wgmma_build").get<bool>();
+  for (const json& name : r.at("precisions")) {
+    Precision p;
+    if (!parse_precision(name.get<std::string>(), &p)) {
+      throw std::runtime_error("unknown precision '" + name.get<std::string>() + "'");
+    }
+    v.range.precisions.push_back(p);
+  }
+  v.range.max_size = r.at("max_size").get<int64_t>();
+  v.range.prefer_from = r.at("prefer_from").get<int64_t>();
+  v.range.prefer_to = r.at("prefer_to").get<int64_t>();
+  v.phases = j.at("phases").get<std::vector<std::string>>();
+  return v;
+}
+
 std::unique_ptr<Lesson> lesson_from_json(const json& j) {
   LessonInfo info;
   info.id = j.at("id").get<std::string>();
@@ -221,6 +268,9 @@ std::unique_ptr<Lesson> lesson_from_json(const json& j) {
     fl_level.summary = level.at("summary").get<std::string>();
     fl_level.launches = level.at("launches").get<std::vector<std::string>>();
     fl_level.on_chip = level.at("on_chip").get<std::string>();
+    if (level.contains("variants")) {
+      for (const json& v : level.at("variants")) fl_level.variants.push_back(variant_from_json(v));
+    }
     info.levels.push_back(fl_level);
     traffic.emplace_back();
     const json& by_precision = level.at("traffic");
@@ -272,12 +322,20 @@ Status catalog_to_json(const std::vector<const Lesson*>& lessons, std::string* o
         }
         traffic[to_string(p)] = launches;
       }
-      levels.push_back({{"level", level},
-                        {"name", info.levels[level].name},
-                        {"summary", info.levels[level].summary},
-                        {"launches", info.levels[level].launches},
-                        {"on_chip", info.levels[level].on_chip},
-                        {"traffic", traffic}});
+      json entry = {{"level", level},
+                    {"name", info.levels[level].name},
+                    {"summary", info.levels[level].summary},
+                    {"launches", info.levels[level].launches},
+                    {"on_chip", info.levels[level].on_chip},
+                    {"traffic", traffic}};
+      if (!info.levels[level].variants.empty()) {
+        json variants = json::array();
+        for (const VariantInfo& v : info.levels[level].variants) {
+          variants.push_back(variant_to_json(v, info.size_axis.unit));
+        }
+        entry["variants"] = variants;
+      }
+      levels.push_back(entry);
     }
     json precisions = json::array();
     for (Precision p : info.precisions) precisions.push_back(to_string(p));

@@ -650,18 +650,13 @@ Status launch_ffn_config(FfnArgs<T> a, int sms, cudaStream_t stream) {
 // The cluster kernel's plan: the most blocks that can all be resident at once (one per SM:
 // they hold 100-220 KB of shared memory), so that every SM streams weights from the start; the
 // narrowest width (a multiple of 4 units, U = size x width at most 256) gives the most. Clusters of
-// 8 where that ties with 4 (fewer shares per output); FL_FFN_CLUSTER=4|8 forces a size (tuning).
+// 8 where that ties with 4 (fewer shares per output).
 // *ok is false when nothing fits (shared memory, C over 8 x 256, GPCs that hold no cluster).
 template <typename T, int kTM, bool kVectorized>
 Status plan_cluster(const FfnArgs<T>& a, int sms, int optin, ClusterPlan<T, kTM>* plan, bool* ok) {
   *ok = false;
   const void* kernel = reinterpret_cast<const void*>(ffn_cluster_kernel<T, kTM, kVectorized>);
-  static const char* forced = std::getenv("FL_FFN_CLUSTER");
   for (int size : {8, 4}) {
-    if (forced && (std::string(forced) == "4" || std::string(forced) == "8") &&
-        std::atoi(forced) != size) {
-      continue;
-    }
     ClusterPlan<T, kTM> p;
     p.size = size;
     p.cols = round_up((a.c + size - 1) / size, 16);
@@ -696,66 +691,58 @@ Status launch_ffn_cluster(FfnArgs<T> a, const ClusterPlan<T, kTM>& plan, cudaStr
   return Status::Ok();
 }
 
-// Hopper at up to 64 tokens: the cluster kernel when its plan fits (*launched says whether it
-// ran). FL_FFN_CLUSTER=0 turns it off (tuning runs compare the two kernels).
+// The cluster kernel (Hopper, up to 64 tokens) with the plan that fits; Status::Unsupported
+// when none does (shared memory, C over 8 x 128 inputs, GPCs that hold no cluster).
 template <typename T>
-Status try_ffn_cluster(const FfnArgs<T>& a, int sms, int optin, bool vec, cudaStream_t stream,
-                       bool* launched) {
-  *launched = false;
-  static const char* off = std::getenv("FL_FFN_CLUSTER");
-  if (a.m > 64 || (off && std::string(off) == "0")) return Status::Ok();
+Status run_ffn_cluster(const FfnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const bool vec =
+      tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) && tc::vector_ok<T>(a.w2, a.c);
+  bool fits = false;
   auto go = [&](auto tm_tag, auto vec_tag) -> Status {
     constexpr int kTM = decltype(tm_tag)::value;
     constexpr bool kVec = decltype(vec_tag)::value;
     ClusterPlan<T, kTM> plan;
-    FL_TRY((plan_cluster<T, kTM, kVec>(a, sms, optin, &plan, launched)));
-    return *launched ? launch_ffn_cluster<T, kTM, kVec>(a, plan, stream) : Status::Ok();
+    FL_TRY((plan_cluster<T, kTM, kVec>(a, sms, optin, &plan, &fits)));
+    return fits ? launch_ffn_cluster<T, kTM, kVec>(a, plan, stream) : Status::Ok();
   };
   using I16 = std::integral_constant<int, 16>;
   using I64 = std::integral_constant<int, 64>;
   using Yes = std::true_type;
   using No = std::false_type;
-  if (a.m <= 16) return vec ? go(I16{}, Yes{}) : go(I16{}, No{});
-  return vec ? go(I64{}, Yes{}) : go(I64{}, No{});
+  if (a.m <= 16) {
+    FL_TRY(vec ? go(I16{}, Yes{}) : go(I16{}, No{}));
+  } else {
+    FL_TRY(vec ? go(I64{}, Yes{}) : go(I64{}, No{}));
+  }
+  if (!fits) return Status::Unsupported("no cluster plan fits on this GPU at this shape");
+  return Status::Ok();
 }
 
-// Picks the slice width S (64 hidden units, or 32 at up to 16 tokens, where more blocks stream
-// the weights sooner and the reduction is small; 32 also where 64 does not fit in shared
-// memory), whether W2's slice stays in shared memory, and the loader. FL_FFN_SLICE=32|64
-// overrides S (for tuning runs).
-// *phases: the phase names of the kernel that ran (it records them when a.phases is on).
+// The split kernel, on any GPU with cooperative launches. It picks the slice width S: 32 hidden
+// units at up to 16 tokens (more blocks stream the weights sooner and the reduction is small),
+// 64 beyond, and 32 where 64 does not fit in shared memory; whether W2's slice stays in shared
+// memory; and the loader.
 template <typename T>
-Status launch_ffn_fused(const FfnArgs<T>& a, cudaStream_t stream,
-                        const std::vector<std::string>** phases) {
-  *phases = &ffn_split_phases();
+Status run_ffn_split(const FfnArgs<T>& a, cudaStream_t stream) {
   int device = 0, sms = 0, optin = 0, cooperative = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  int major = 0;
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const bool vec =
       tc::vector_ok<T>(a.x, a.c) && tc::vector_ok<T>(a.w1, a.hidden) && tc::vector_ok<T>(a.w2, a.c);
-  if (major >= 9) {
-    bool launched = false;
-    FL_TRY(try_ffn_cluster(a, sms, optin, vec, stream, &launched));
-    if (launched) {
-      *phases = &ffn_cluster_phases();
-      return Status::Ok();
-    }
-  }
-  if (!cooperative) return Status::Error("ffn: the fused kernel needs cooperative launches");
-  static const char* forced = std::getenv("FL_FFN_SLICE");
+  if (!cooperative) return Status::Unsupported("this GPU has no cooperative launches");
   int slice = a.m <= 16 ? 32 : 64;
-  if (forced && (std::string(forced) == "32" || std::string(forced) == "64"))
-    slice = std::atoi(forced);
   auto go = [&](auto tm_tag, auto s_tag) -> Status {
     constexpr int kTM = decltype(tm_tag)::value, kS = decltype(s_tag)::value;
     using Smem = FfnSmem<T, kTM, kS>;
     const bool resident = Smem::bytes(true, a.c) <= size_t(optin);
     if (Smem::bytes(false, a.c) > size_t(optin)) {
-      return Status::Error("ffn: the fused kernel's tiles do not fit in this GPU's shared memory");
+      return Status::Unsupported("its tiles do not fit in this GPU's shared memory");
     }
     if (vec && resident) return launch_ffn_config<T, kTM, kS, true, true>(a, sms, stream);
     if (vec) return launch_ffn_config<T, kTM, kS, true, false>(a, sms, stream);
@@ -789,9 +776,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
         h_(4 * c),
         tolerance_(tolerance),
         up_(m, c, kUp, {&x_, &t_, &u_, &hid_}),
-        down_(m, c, kDown, {&hid_, &s_, &y_, &y_}) {}
+        down_(m, c, kDown, {&hid_, &s_, &y_, &y_}) {
+    this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
+  }
 
-  static const LevelTable<FfnWorkspace>& levels();  // the ladder, below
+  static const LevelTable<FfnWorkspace>& levels();                // the ladder, below
+  static std::vector<VariantRow<FfnWorkspace>> fused_variants();  // level 2's kernels, below
 
   Status allocate() {
     FL_TRY(allocate_elements<T>({{&x_, m_ * c_},
@@ -812,8 +802,8 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     FL_CUDA_TRY(cudaMemset(acc_.get(), 0, acc_.bytes()));
     FL_CUDA_TRY(cudaMemset(counters_.get(), 0, counters_.bytes()));
     FL_CUDA_TRY(cudaMemset(arrivals_.get(), 0, arrivals_.bytes()));
-    if (kRings && m_ > kFfnClusterTokens) {  // the wgmma kernel's h ring and counters
-      FL_TRY(h_ring_.allocate(ffn_wgmma_ring_rows() * h_ * sizeof(T)));
+    if (kRings) {  // the wgmma kernel's h ring and counters
+      FL_TRY(h_ring_.allocate(ffn_wgmma_ring_rows(m_) * h_ * sizeof(T)));
       FL_TRY(tile_counters_.allocate(ffn_wgmma_counters(m_) * sizeof(unsigned)));
       FL_CUDA_TRY(cudaMemset(tile_counters_.get(), 0, tile_counters_.bytes()));
     }
@@ -851,58 +841,72 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   }
 
  private:
-  // Level 2's one launch: the fused kernel on this workspace's buffers and reduction state.
-  Status fused(cudaStream_t stream) {
-    const FfnArgs<T> a{x_.as<T>(),
-                       up_.weights(),
-                       up_.bias(),
-                       down_.weights(),
-                       down_.bias(),
-                       y_.as<T>(),
-                       acc_.as<float>(),
-                       partial_.as<float>(),
-                       partial_.bytes(),
-                       counters_.as<unsigned>(),
-                       m_,
-                       static_cast<int>(c_),
-                       static_cast<int>(h_),
-                       this->phase_sink()};
-    if constexpr (kRings) {
-      // Up to 64 tokens, the small-token kernel (kernels/ffn_small.cu) where it runs; h goes
-      // through the unfused chain's h buffer (level 2 writes it before it reads it).
-      if (m_ <= 64) {
-        const FfnSmallBuffers b{
-            x_.as<T>(),        up_.weights(), up_.bias(),   down_.weights(),
-            down_.bias(),      y_.as<T>(),    hid_.as<T>(), arrivals_.as<unsigned long long>(),
+  // Level 2's kernels (its variants, in the level table below) on this workspace's buffers.
+  FfnArgs<T> fused_args() const {
+    return {x_.as<T>(),
+            up_.weights(),
+            up_.bias(),
+            down_.weights(),
+            down_.bias(),
+            y_.as<T>(),
+            acc_.as<float>(),
+            partial_.as<float>(),
+            partial_.bytes(),
+            counters_.as<unsigned>(),
+            m_,
+            static_cast<int>(c_),
+            static_cast<int>(h_),
             this->phase_sink()};
-        bool launched = false;
-        FL_TRY(try_ffn_small(b, m_, static_cast<int>(c_), static_cast<int>(h_), stream, &launched));
-        if (launched) {
-          this->declare_phases(ffn_small_phases());
-          return Status::Ok();
-        }
-      }
-      // From kFfnWgmmaFrom tokens on, the wgmma kernel (kernels/ffn_wgmma.cu) where it runs.
-      // FL_FFN_KERNEL=wgmma|split forces one where it can run (tuning).
-      static const char* forced = std::getenv("FL_FFN_KERNEL");
-      const bool wgmma = forced ? std::string(forced) == "wgmma" : m_ >= kFfnWgmmaFrom;
-      if (wgmma) {
-        int device = 0, sms = 0;
-        FL_CUDA_TRY(cudaGetDevice(&device));
-        FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        const FfnWgmmaBuffers b{
-            x_.as<T>(),   up_.weights(), up_.bias(),      down_.weights(),
-            down_.bias(), y_.as<T>(),    h_ring_.as<T>(), tile_counters_.as<unsigned>()};
-        bool launched = false;
-        FL_TRY(try_ffn_wgmma(b, m_, static_cast<int>(c_), static_cast<int>(h_), sms, stream,
-                             &launched));
-        if (launched) return Status::Ok();
+  }
+  // The cluster kernel in bf16 only: in fp32 its tiles and partial sums leave too little room
+  // for all its clusters to be resident at the lesson's shapes.
+  Status cluster(cudaStream_t stream) {
+    if constexpr (std::is_same_v<T, float>) {
+      (void)stream;
+      return Status::Unsupported("runs in bf16 only");
+    } else {
+      FL_TRY(run_ffn_cluster(fused_args(), stream));
+      this->declare_phases(ffn_cluster_phases());
+      return Status::Ok();
+    }
+  }
+  Status split(cudaStream_t stream) {
+    FL_TRY(run_ffn_split(fused_args(), stream));
+    this->declare_phases(ffn_split_phases());
+    return Status::Ok();
+  }
+  // The small-token kernel (kernels/ffn_small.cu); h goes through the unfused chain's h buffer
+  // (level 2 writes it before it reads it).
+  Status small(cudaStream_t stream) {
+    if constexpr (kRings) {
+      const FfnSmallBuffers b{
+          x_.as<T>(),        up_.weights(), up_.bias(),   down_.weights(),
+          down_.bias(),      y_.as<T>(),    hid_.as<T>(), arrivals_.as<unsigned long long>(),
+          this->phase_sink()};
+      bool launched = false;
+      FL_TRY(try_ffn_small(b, m_, static_cast<int>(c_), static_cast<int>(h_), stream, &launched));
+      if (launched) {
+        this->declare_phases(ffn_small_phases());
+        return Status::Ok();
       }
     }
-    const std::vector<std::string>* phases = nullptr;
-    FL_TRY(launch_ffn_fused(a, stream, &phases));
-    this->declare_phases(*phases);
-    return Status::Ok();
+    return Status::Unsupported("its clusters do not all fit on this GPU at once");
+  }
+  // The wgmma kernel (kernels/ffn_wgmma.cu), h through the ring buffer.
+  Status wgmma(cudaStream_t stream) {
+    if constexpr (kRings) {
+      int device = 0, sms = 0;
+      FL_CUDA_TRY(cudaGetDevice(&device));
+      FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const FfnWgmmaBuffers b{
+          x_.as<T>(),   up_.weights(), up_.bias(),      down_.weights(),
+          down_.bias(), y_.as<T>(),    h_ring_.as<T>(), tile_counters_.as<unsigned>()};
+      bool launched = false;
+      FL_TRY(
+          try_ffn_wgmma(b, m_, static_cast<int>(c_), static_cast<int>(h_), sms, stream, &launched));
+      if (launched) return Status::Ok();
+    }
+    return Status::Unsupported("its tiles do not fit on this GPU");
   }
 
   // Whether level 2 can take the wgmma kernel: bf16 on a build with the wgmma kernels.
@@ -914,6 +918,48 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       tile_counters_;
   LinearLayer<T> up_, down_;
 };
+
+// ---- level 2's kernels ----------------------------------------------------------------------
+// In the table's order: the first that can run and prefers the token count runs, else the last
+// that can run (kernels/level_table.h). The split kernel runs everywhere.
+template <typename T>
+std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
+  using Ws = FfnWorkspace;
+  const std::vector<Precision> bf16{Precision::bf16};
+  return {
+      {"ffn_small",
+       "each block makes 32 hidden units of h into L2 (W1 by TMA), one grid barrier, then "
+       "clusters of 8 split W2 and add their partial sums in distributed shared memory",
+       "ffn_small_kernel",
+       {90, 90, true, bf16, kFfnClusterTokens, 1, kFfnClusterTokens},
+       [](Ws& w, cudaStream_t s) { return w.small(s); },
+       [](const Dims& d) { return d.i % 32 == 0 ? "" : "C is not a multiple of 32"; },
+       ffn_small_phases()},
+      {"ffn_cluster",
+       "clusters of 8 (or 4) blocks split C, exchange their partial sums of h in distributed "
+       "shared memory, and add their shares of y with 16-byte atomics in L2",
+       "ffn_cluster_kernel",
+       {90, 0, false, bf16, kFfnClusterTokens, 1, kFfnClusterTokens},
+       [](Ws& w, cudaStream_t s) { return w.cluster(s); },
+       [](const Dims& d) { return d.i <= 1024 ? "" : "C is over 1024 (128 inputs a block)"; },
+       ffn_cluster_phases()},
+      {"ffn_wgmma",
+       "persistent wgmma tiles of both GEMMs, fed by TMA; h goes through an L2-resident ring of "
+       "row blocks, read back by the down tiles soon after it is written",
+       "ffn_wgmma_kernel",
+       {90, 90, true, bf16, 0, kFfnWgmmaFrom, 0},
+       [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
+      {"ffn_split",
+       "each block owns a slice of the 4C hidden units (h in shared memory) and adds its share "
+       "of y in L2; a grid barrier, then all blocks write y (any GPU: a cooperative launch)",
+       "ffn_fused_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return w.split(s); },
+       {},
+       ffn_split_phases()},
+  };
+}
 
 // ---- the level table -----------------------------------------------------------------------
 // M = s tokens, C = i, H = 4C hidden units, b bytes per element. The two layers' launches count
@@ -943,13 +989,14 @@ const LevelTable<FfnWorkspace<T>>& FfnWorkspace<T>::levels() {
        "(Hopper) or kept in shared memory, the shares of y meeting in shared memory or L2; or, "
        "from 256 tokens, h's row blocks in a ring buffer, read back by the down tiles soon after "
        "they are written (L2 still writes them back to HBM: see the counters)",
-       {{"ffn_fused", [](Ws& w, cudaStream_t s) { return w.fused(s); },
+       {{"ffn_fused", nullptr,
          [](const Dims& d) {
            const int64_t tokens = d.s * d.i * d.b, weights = d.i * 4 * d.i * d.b;  // x or y; W
            const double gemm = 2.0 * d.s * d.i * (4 * d.i), hidden = 1.0 * d.s * (4 * d.i);
            return Textbook{tokens + 2 * weights + 4 * d.i * d.b + d.i * d.b, tokens,
                            2 * gemm + kGeluFlops * hidden + hidden + 1.0 * d.s * d.i};
-         }}}},
+         },
+         fused_variants()}}},
   };
   return table;
 }
@@ -980,11 +1027,9 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
   // MiB).
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t h = 4 * c;
-    // bf16 on Hopper builds beyond the cluster kernel's tokens: the wgmma kernel's h ring and
-    // counters too (allocated from there, so that FL_FFN_KERNEL=wgmma can compare below 256).
-    const int64_t ring = b == 2 && kWgmmaBuild && m > kFfnClusterTokens
-                             ? ffn_wgmma_ring_rows() * h * b + ffn_wgmma_counters(m) * 4
-                             : 0;
+    // bf16 on Hopper builds: the wgmma kernel's h ring and counters too.
+    const int64_t ring =
+        b == 2 && kWgmmaBuild ? ffn_wgmma_ring_rows(m) * h * b + ffn_wgmma_counters(m) * 4 : 0;
     return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 48 + ring +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }

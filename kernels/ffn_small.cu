@@ -422,8 +422,7 @@ Status launch(const FfnSmallBuffers& b, int64_t m, int c, int hidden, int optin,
 Status try_ffn_small(const FfnSmallBuffers& b, int64_t m, int c, int hidden, cudaStream_t stream,
                      bool* launched) {
   *launched = false;
-  static const char* off = std::getenv("FL_FFN_SMALL");
-  if (!kWgmmaBuild || (off && std::string(off) == "0")) return Status::Ok();
+  if (!kWgmmaBuild) return Status::Ok();
   if (m < 1 || m > 64 || c % 32 != 0 || hidden % (kSize * 16) != 0) return Status::Ok();
   for (const void* p : {static_cast<const void*>(b.x), static_cast<const void*>(b.w1),
                         static_cast<const void*>(b.w2), static_cast<const void*>(b.h),

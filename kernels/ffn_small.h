@@ -37,7 +37,7 @@ inline const std::vector<std::string>& ffn_small_phases() {
 // Launches the kernel on `stream` when it can run here (a build with sm_90a, a compute
 // capability 9.0 GPU, m <= 64, c a multiple of 32, 16-byte aligned operands, all its clusters
 // resident at once) and sets *launched; otherwise leaves *launched false (the caller picks
-// another kernel). FL_FFN_SMALL=0 turns it off (tuning runs compare it with the others).
+// another kernel).
 Status try_ffn_small(const FfnSmallBuffers& buffers, int64_t m, int c, int hidden,
                      cudaStream_t stream, bool* launched);
 

@@ -60,7 +60,7 @@ struct FfnWgmmaArgs {
   unsigned *up_done, *down_done;  // per row block
   int64_t m;
   int c, hidden, row_blocks;
-  int lag, ring;  // kLag and kRing unless FL_FFN_LAG / FL_FFN_RING say otherwise (tuning)
+  int lag, ring;  // kLag and kRing
 };
 
 using ffn_schedule::Tile;
@@ -191,8 +191,8 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 }  // namespace
 
-int64_t ffn_wgmma_ring_rows() {
-  return int64_t(kRing) * wg::kBM;
+int64_t ffn_wgmma_ring_rows(int64_t m) {
+  return std::min<int64_t>(kRing, (m + wg::kBM - 1) / wg::kBM) * wg::kBM;
 }
 
 int64_t ffn_wgmma_counters(int64_t m) {
@@ -233,7 +233,7 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
   CUtensorMap x_map, w1_map, h_map, w2_map;
   FL_TRY(hopper::make_tensor_map_2d(&x_map, b.x, m, c, wg::kBM, wg::kBK));
   FL_TRY(hopper::make_tensor_map_2d(&w1_map, b.w1, c, hidden, wg::kBK, wg::kBoxN));
-  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(), hidden, wg::kBM,
+  FL_TRY(hopper::make_tensor_map_2d(&h_map, b.h_ring, ffn_wgmma_ring_rows(m), hidden, wg::kBM,
                                     wg::kBK));
   FL_TRY(hopper::make_tensor_map_2d(&w2_map, b.w2, hidden, c, wg::kBK, wg::kBoxN));
   FfnWgmmaArgs args{b.b1,       b.b2,
@@ -242,11 +242,6 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
                     m,          c,
                     hidden,     static_cast<int>(row_blocks),
                     kLag,       kRing};
-  // Tuning switches (row blocks): FL_FFN_LAG, FL_FFN_RING.
-  static const char* lag = std::getenv("FL_FFN_LAG");
-  static const char* ring = std::getenv("FL_FFN_RING");
-  if (ring) args.ring = std::clamp(std::atoi(ring), 2, kRing);
-  if (lag) args.lag = std::clamp(std::atoi(lag), 0, args.ring - 1);
   // Cooperative: every block is resident, which the tiles' waits on each other need.
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
   void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};

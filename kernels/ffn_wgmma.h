@@ -13,7 +13,7 @@
 namespace fl {
 
 // x: m x c, w1: c x hidden, b1: hidden, w2: hidden x c, b2: c, y: m x c (row-major, bf16);
-// h_ring: ffn_wgmma_ring_rows() x hidden bf16 of scratch; counters: ffn_wgmma_counters(m)
+// h_ring: ffn_wgmma_ring_rows(m) x hidden bf16 of scratch; counters: ffn_wgmma_counters(m)
 // unsigned, all zero before the first run (every run leaves them zero).
 struct FfnWgmmaBuffers {
   const __nv_bfloat16 *x, *w1, *b1, *w2, *b2;
@@ -21,7 +21,9 @@ struct FfnWgmmaBuffers {
   unsigned* counters;
 };
 
-int64_t ffn_wgmma_ring_rows();
+// The ring's rows at m tokens: kRing row blocks of 128, or as many as there are (a row block's
+// slot is its index modulo kRing, so fewer row blocks use fewer slots).
+int64_t ffn_wgmma_ring_rows(int64_t m);
 int64_t ffn_wgmma_counters(int64_t m);
 
 // Launches the kernel on `stream` when it can run here (a build with sm_90a, a compute

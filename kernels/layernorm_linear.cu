@@ -498,28 +498,24 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
-// The plan: for clusters of 4 then 8 (8 then 4 at up to 16 tokens; FL_LN_CLUSTER=8|4|2 forces a
-// size, for tuning), the narrowest `own` (most clusters) whose clusters are all resident at once,
-// so that every one of them streams W from the start. *ok is false when nothing fits (C not a
-// multiple of 16 x size, too little shared memory, GPCs that hold no cluster).
+// The plan: for clusters of 4 then 8 (8 then 4 at up to 16 tokens), 512 threads, the narrowest
+// `own` (most clusters) whose clusters are all resident at once, so that every one of them streams
+// W from the start. *ok is false when nothing fits (C not a multiple of 16 x size, too little
+// shared memory, GPCs that hold no cluster).
 template <typename T>
-const void* ln_cluster_kernel(int threads) {
-  return threads == 512 ? reinterpret_cast<const void*>(ln_gemm_cluster_kernel<T, 512>)
-                        : reinterpret_cast<const void*>(ln_gemm_cluster_kernel<T, 256>);
+const void* ln_cluster_kernel() {
+  return reinterpret_cast<const void*>(ln_gemm_cluster_kernel<T, 512>);
 }
 
 template <typename T>
 Status plan_ln_cluster(const LnArgs<T>& a, int sms, int optin, LnClusterPlan<T>* plan, bool* ok) {
   *ok = false;
-  static const char* threads = std::getenv("FL_LN_THREADS");
-  const int block = threads && std::atoi(threads) == 256 ? 256 : 512;
-  const void* kernel = ln_cluster_kernel<T>(block);
-  static const char* forced = std::getenv("FL_LN_CLUSTER");
-  // Clusters of 4 measured faster above 16 tokens (half the partial sums to exchange), 8 below.
-  const int sizes[] = {a.m > 16 ? 4 : 8, a.m > 16 ? 8 : 4, 2};
+  constexpr int block = 512;
+  const void* kernel = ln_cluster_kernel<T>();
+  // Clusters of 4 above 16 tokens (half the partial sums to exchange), 8 below
+  // (docs/PERFORMANCE.md has the measurements).
+  const int sizes[] = {a.m > 16 ? 4 : 8, a.m > 16 ? 8 : 4};
   for (int size : sizes) {
-    if (size == 2 && !(forced && std::atoi(forced) == 2)) continue;  // tuning only
-    if (forced && std::atoi(forced) > 0 && std::atoi(forced) != size) continue;
     LnClusterPlan<T> p;
     p.size = size;
     p.threads = block;
@@ -546,14 +542,12 @@ Status plan_ln_cluster(const LnArgs<T>& a, int sms, int optin, LnClusterPlan<T>*
 }
 
 // Hopper, bf16, up to 256 tokens, 16-byte rows: the cluster kernel when its plan fits
-// (*launched says whether it ran). FL_LN_CLUSTER=0 turns it off (tuning runs compare kernels).
+// (*launched says whether it ran).
 template <typename T>
 Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
-  static const char* off = std::getenv("FL_LN_CLUSTER");
   if (!std::is_same<T, __nv_bfloat16>::value || a.m > kLnClusterRows ||
-      (off && std::string(off) == "0") || !tc::vector_ok<T>(a.x, a.k) ||
-      !tc::vector_ok<T>(a.w, a.n)) {
+      !tc::vector_ok<T>(a.x, a.k) || !tc::vector_ok<T>(a.w, a.n)) {
     return Status::Ok();
   }
   int device = 0, major = 0, optin = 0;
@@ -564,7 +558,7 @@ Status try_ln_cluster(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* la
   LnClusterPlan<T> plan;
   FL_TRY(plan_ln_cluster(a, sms, optin, &plan, launched));
   if (!*launched) return Status::Ok();
-  const void* kernel = ln_cluster_kernel<T>(plan.threads);
+  const void* kernel = ln_cluster_kernel<T>();
   const cluster::Launch launch(plan.clusters, plan.size, plan.threads, plan.bytes(), stream);
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
@@ -611,6 +605,22 @@ struct PanelPlan {
     return red_offset() + sizeof(float) * size_t(kPanelThreads) * 8;  // 8 accumulators a lane
   }
 };
+
+// The panel kernel's shape check for the level table: C a multiple of 16, and the narrowest
+// panel (16 columns) within an sm_90 block's 227 KB of shared memory (in fp32 at C = 768 only
+// up to 16 tokens). A smaller GPU's limit is found when the launcher plans (Unsupported).
+inline std::string panel_shape_check(const Dims& d) {
+  if (d.i % 16 != 0) return "C is not a multiple of 16";
+  auto bytes = [&](auto tag) {
+    PanelPlan<decltype(tag)> p;
+    p.bn = 16;
+    p.k = static_cast<int>(d.i);
+    p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (d.s + 15) / 16 * 16));
+    return p.bytes();
+  };
+  const size_t need = d.b == 4 ? bytes(float{}) : bytes(__nv_bfloat16{});
+  return need <= 227 * 1024 ? "" : "its x panel does not fit in 227 KB of shared memory";
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kPanelThreads)
@@ -701,18 +711,16 @@ __global__ void __launch_bounds__(kPanelThreads)
 }
 
 // The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks fit one to an SM
-// (so every SM streams its share of W from the start), at most 16 items of 16 x 16 per block;
-// FL_LN_PANEL_BN forces bn (tuning). *ok is false when nothing fits.
+// (so every SM streams its share of W from the start), at most 16 items of 16 x 16 per block.
+// *ok is false when nothing fits.
 template <typename T>
 Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
   *ok = false;
-  static const char* forced = std::getenv("FL_LN_PANEL_BN");
   const int64_t chunks = (a.m + kPanelRows - 1) / kPanelRows;
   PanelPlan<T> p;
   p.k = a.k;
   p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
   for (p.bn = 16; p.bn <= 64; p.bn += 16) {
-    if (forced && std::atoi(forced) > 0 && std::atoi(forced) != p.bn) continue;
     if (p.bytes() > size_t(optin) || (p.rows / 16) * (p.bn / 16) > kPanelThreads / 32) continue;
     const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
     FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -750,53 +758,59 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   return Status::Ok();
 }
 
+// The tile kernel on any GPU: 16 x 32 tiles at up to 16 tokens, 64 x 32 where 128 x 128 tiles
+// would leave SMs idle, else 128 x 128.
 template <typename T>
-Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
-                           T* y, int64_t m, int k, int n, cudaStream_t stream,
-                           PhaseSink phases = PhaseSink(),
-                           const std::vector<std::string>** declared = nullptr) {
+Status launch_ln_tile(const LnArgs<T>& a, cudaStream_t stream) {
   int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // Which kernel, by token count (measured on an H100, docs/PERFORMANCE.md): up to 16 tokens the
-  // panel kernel; up to 128 the cluster kernel where it runs (Hopper, bf16), else the panel
-  // kernel (up to 256); beyond, the wgmma kernel where it runs (Hopper built for sm_90a, bf16,
-  // kernels/ln_gemm_wgmma.cu); where none fits, the tile kernel.
-  // FL_LN_KERNEL=tile|panel|cluster|wgmma forces one where it can run (tuning).
-  static const char* forced = std::getenv("FL_LN_KERNEL");
-  const std::string pick = forced                ? forced
-                           : m <= 16             ? "panel"
-                           : m <= kLnClusterPick ? "cluster"
-                                                 : "wgmma";
-  const LnArgs<T> args{x, gamma, beta, w, bias, y, m, k, n, phases};
-  bool launched = false;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    if (pick == "wgmma") {
-      FL_TRY(
-          try_ln_gemm_wgmma(x, gamma, beta, w, bias, y, m, k, n, sms, stream, &launched, phases));
-      if (launched && declared != nullptr) *declared = &ln_gemm_wgmma_phases();
-      if (launched) return Status::Ok();
-    }
-  }
-  if (pick == "cluster" || pick == "wgmma") {
-    FL_TRY(try_ln_cluster(args, sms, stream, &launched));
-    if (launched && declared != nullptr) *declared = &ln_cluster_phases();
-  }
-  if (!launched && pick != "tile") {
-    FL_TRY(try_ln_panel(args, sms, stream, &launched));
-    if (launched && declared != nullptr) *declared = &ln_panel_phases();
-  }
-  if (launched) return Status::Ok();
-  const bool vec = tc::vector_ok<T>(x, k) && tc::vector_ok<T>(w, n);
+  const bool vec = tc::vector_ok<T>(a.x, a.k) && tc::vector_ok<T>(a.w, a.n);
   auto go = [&](auto config) -> Status {
     using Cfg = decltype(config);
-    if (vec)
-      return launch_ln_gemm_config<T, Cfg, true>(x, gamma, beta, w, bias, y, m, k, n, stream);
-    return launch_ln_gemm_config<T, Cfg, false>(x, gamma, beta, w, bias, y, m, k, n, stream);
+    if (vec) {
+      return launch_ln_gemm_config<T, Cfg, true>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
+                                                 a.n, stream);
+    }
+    return launch_ln_gemm_config<T, Cfg, false>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
+                                                a.n, stream);
   };
-  if (m <= 16) return go(LnGemmTiny{});
-  if (((m + 127) / 128) * ((n + 127) / 128) < sms) return go(LnGemmSmall{});
+  if (a.m <= 16) return go(LnGemmTiny{});
+  if (((a.m + 127) / 128) * ((a.n + 127) / 128) < sms) return go(LnGemmSmall{});
   return go(LnGemmBig{});
+}
+
+// The panel, cluster and wgmma kernels when they can run here, else Status::Unsupported.
+template <typename T>
+Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  bool launched = false;
+  FL_TRY(try_ln_panel(a, sms, stream, &launched));
+  return launched ? Status::Ok()
+                  : Status::Unsupported("its panel does not fit in this GPU's shared memory");
+}
+template <typename T>
+Status launch_ln_cluster(const LnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  bool launched = false;
+  FL_TRY(try_ln_cluster(a, sms, stream, &launched));
+  return launched ? Status::Ok() : Status::Unsupported("no cluster plan fits on this GPU");
+}
+template <typename T>
+Status launch_ln_wgmma(const LnArgs<T>& a, cudaStream_t stream) {
+  bool launched = false;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    int device = 0, sms = 0;
+    FL_CUDA_TRY(cudaGetDevice(&device));
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    FL_TRY(try_ln_gemm_wgmma(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k, a.n, sms, stream,
+                             &launched, a.phases));
+  }
+  return launched ? Status::Ok() : Status::Unsupported("its tiles do not fit on this GPU");
 }
 
 // The one Linear layer, C -> 3C; in the epilogue level, cuBLASLt's bias epilogue.
@@ -812,9 +826,13 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
         k_(c),
         n_(3 * c),
         tolerance_(tolerance),
-        linear_(m, c, kLinear, {&xn_, &t_, &y_, &y_}) {}
+        linear_(m, c, kLinear, {&xn_, &t_, &y_, &y_}) {
+    this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
+  }
 
   static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
+  // Level 2's kernels, below.
+  static std::vector<VariantRow<LayerNormLinearWorkspace>> fused_variants();
 
   Status allocate() {
     FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
@@ -871,11 +889,77 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
   }
 
+  // Level 2's arguments: x, gamma, beta, W, b and y of this workspace.
+  LnArgs<T> fused_args() const {
+    return {x_.as<T>(),
+            gamma_.as<T>(),
+            beta_.as<T>(),
+            linear_.weights(),
+            linear_.bias(),
+            y_.as<T>(),
+            m_,
+            static_cast<int>(k_),
+            static_cast<int>(n_),
+            this->phase_sink()};
+  }
+  // Runs one of level 2's kernels and names the phases it records (kernels/phases.h).
+  template <typename Launch>
+  Status fused(Launch launch, const std::vector<std::string>* phases, cudaStream_t stream) {
+    FL_TRY(launch(fused_args(), stream));
+    if (phases != nullptr) this->declare_phases(*phases);
+    return Status::Ok();
+  }
+
   int64_t m_, k_, n_;
   double tolerance_;
   DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_;
   LinearLayer<T> linear_;
 };
+
+// ---- level 2's kernels ----------------------------------------------------------------------
+// In the table's order: the first that can run and prefers the token count runs, else the last
+// that can run (kernels/level_table.h). The tile kernel runs everywhere.
+template <typename T>
+std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>::fused_variants() {
+  using Ws = LayerNormLinearWorkspace;
+  const std::vector<Precision> bf16{Precision::bf16};
+  return {
+      {"ln_cluster",
+       "a cluster of 4 (or 8) blocks splits C: partial row moments and partial products meet in "
+       "distributed shared memory; W is streamed by every SM at once",
+       "ln_gemm_cluster_kernel",
+       {90, 0, false, bf16, kLnClusterRows, 17, kLnClusterPick},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_cluster<T>, &ln_cluster_phases(), s); },
+       [](const Dims& d) { return d.i % 64 == 0 ? "" : "C is not a multiple of 64"; },
+       ln_cluster_phases()},
+      {"ln_wgmma",
+       "a 64-row panel of x normalized once in shared memory, W streamed past it by TMA into "
+       "wgmma tiles (128 columns below 4K tokens, 256 from there)",
+       "ln_gemm_wgmma_kernel",
+       {90, 90, true, bf16, 0, kLnClusterPick + 1, 0},
+       [](Ws& w, cudaStream_t s) {
+         return w.fused(launch_ln_wgmma<T>, &ln_gemm_wgmma_phases(), s);
+       },
+       [](const Dims& d) {
+         return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
+       },
+       ln_gemm_wgmma_phases()},
+      {"ln_panel",
+       "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
+       "in shared memory, no split of K, no exchange between blocks",
+       "ln_gemm_panel_kernel",
+       {0, 0, false, {}, kLnClusterRows, 1, kLnClusterRows},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_panel<T>, &ln_panel_phases(), s); },
+       panel_shape_check,
+       ln_panel_phases()},
+      {"ln_tile",
+       "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
+       "lands (any GPU, any shape)",
+       "ln_gemm_bias_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_tile<T>, nullptr, s); }},
+  };
+}
 
 // ---- the level table -----------------------------------------------------------------------
 // M = s tokens, K = i = C, N = 3C, b bytes per element. LayerNorm reads x (M K) and gamma, beta
@@ -909,17 +993,7 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
        "its epilogue; xn never exists",
        "the rows' mean and 1/std, gamma and beta, and each x tile, normalized in shared memory "
        "as it lands",
-       {{"ln_gemm_bias",
-         [](Ws& w, cudaStream_t s) {
-           // The phases of the kernel that ran, when it records them (kernels/phases.h).
-           const std::vector<std::string>* phases = nullptr;
-           FL_TRY(launch_ln_gemm_bias(w.x_.as<T>(), w.gamma_.as<T>(), w.beta_.as<T>(),
-                                      w.linear_.weights(), w.linear_.bias(), w.y_.as<T>(), w.m_,
-                                      static_cast<int>(w.k_), static_cast<int>(w.n_), s,
-                                      w.phase_sink(), &phases));
-           if (phases != nullptr) w.declare_phases(*phases);
-           return Status::Ok();
-         },
+       {{"ln_gemm_bias", nullptr,
          // The statistics re-read x from L2: not counted. What the epilogue level's GEMM
          // counts, plus gamma and beta (2 K) and the LayerNorm's flops.
          [](const Dims& d) {
@@ -927,7 +1001,8 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
            t.read += 2 * d.i * d.b;
            t.flops += 8.0 * d.s * d.i;
            return t;
-         }}}},
+         },
+         fused_variants()}}},
   };
   return table;
 }
@@ -967,6 +1042,31 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
     return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b;
   }
 };
+
+// Level 2's launch outside the workspace (other lessons reuse the fused LayerNorm-Linear): the
+// level table's choice of kernel for these operands, the next one where a kernel finds it
+// cannot run here.
+template <typename T>
+Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  using Ws = LayerNormLinearWorkspace<T>;
+  const LaunchRow<Ws>& row = Ws::levels().back().launches.at(0);
+  const LnArgs<T> a{x, gamma, beta, w, bias, y, m, k, n, PhaseSink()};
+  const Where where{{m, k, int64_t(sizeof(T))}, precision_of<T>(), current_gpu_facts()};
+  const std::vector<VariantInfo> infos = variant_infos(row);
+  std::vector<bool> skip(infos.size(), false);
+  for (size_t tries = 0; tries < infos.size(); ++tries) {
+    const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
+    if (c.index < 0) break;
+    const Status st = c.name == "ln_cluster" ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma" ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel" ? launch_ln_panel(a, stream)
+                                             : launch_ln_tile(a, stream);
+    if (!st.unsupported()) return st.with_context(c.name);
+    skip[c.index] = true;
+  }
+  return Status::Error("ln_gemm_bias: no kernel variant can run here");
+}
 
 }  // namespace
 

@@ -57,6 +57,38 @@ struct Shape {
   int64_t inner;
 };
 
+// What a launch's kernel variants are chosen by, besides the shape and precision: the GPU and
+// the build (kernels/variants.h).
+struct GpuFacts {
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  bool wgmma_build = false;  // this build compiled the sm_90a (wgmma) kernels
+};
+
+// Where a kernel variant can run, and the size range in which its level table prefers it: data,
+// so that the replay-only build (which has the table only as catalog.json) and the command line
+// can say which variant runs where. kernels/variants.h turns it into cannot_run / preferred.
+struct VariantRange {
+  int min_cc = 0;                     // compute capability x 10 (90 = sm_90); 0: any GPU
+  int max_cc = 0;                     // 0: no upper bound
+  bool wgmma_build = false;           // needs a build with the sm_90a kernels
+  std::vector<Precision> precisions;  // empty: every precision of the lesson
+  int64_t max_size = 0;               // the most it takes along the size axis; 0: any size
+  int64_t prefer_from = 1;            // the table prefers it from this size ...
+  int64_t prefer_to = 0;              // ... up to this one (0: no upper end)
+};
+
+// One kernel that a launch may run (a launch with several is listed with its variants; a
+// launch with none runs one kernel). kernels/level_table.h's VariantRow adds the launcher.
+struct VariantInfo {
+  std::string launch;    // the launch's kernel name in the level ("ffn_fused")
+  std::string name;      // "ffn_cluster"
+  std::string what;      // one sentence: what it does differently
+  std::string function;  // the kernel function's name, as CUPTI reports it ("ffn_small_kernel")
+  VariantRange range;
+  std::vector<std::string> phases;  // the phases it declares (kernels/phases.h); may be empty
+};
+
 // One rung of the fusion ladder: a named variant that is a list of kernel launches.
 // A lesson declares its levels once, in its level table (kernels/level_table.h).
 struct FusionLevel {
@@ -64,6 +96,20 @@ struct FusionLevel {
   std::string summary;                // one sentence for the learner
   std::vector<std::string> launches;  // kernel names, in launch order
   std::string on_chip;                // what stays in registers or shared memory, not in HBM
+  std::vector<VariantInfo> variants;  // of every launch that has several, in the table's order
+};
+
+// The variant of launch `launch` among `variants` whose kernel function CUPTI named `kernel`
+// ("ffn_small_kernel<16>", "void fl::ffn_cluster_kernel<...>(...)"); "" when none.
+std::string variant_of_kernel(const std::vector<VariantInfo>& variants, const std::string& launch,
+                              const std::string& kernel);
+
+// Which variant of a launch runs (kernels/variants.h): its index in the level's `variants`
+// (-1: none can run, or the launch has none) and a sentence saying why.
+struct VariantChoice {
+  int index = -1;
+  std::string name;
+  std::string reason;
 };
 
 struct LessonInfo {
@@ -120,6 +166,19 @@ class Workspace {
   // Copies inputs and outputs to the host (for CPU-reference tests). Synchronizes `stream`.
   virtual Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
                           std::vector<HostTensor>* outputs) = 0;
+  // Runs `variant` for every launch named `launch` (a level's launch kernel name) instead of
+  // the table's choice; an empty `variant` gives the choice back to the table. Fails with one
+  // line when no launch of that name has such a variant.
+  virtual Status force_variant(const std::string& launch, const std::string& variant) {
+    (void)variant;
+    return Status::Error("no launch named '" + launch + "' has kernel variants");
+  }
+  // The variant that the last run of launch `launch` of `level` ran; "" when it has none.
+  virtual std::string variant_ran(int level, int launch) const {
+    (void)level;
+    (void)launch;
+    return "";
+  }
 
   // Phase timelines (kernels/phases.h). The engine hands the workspace a sink for a pass with
   // stamps on; by default its records are null (stamps off). A launcher whose kernel records
@@ -153,6 +212,12 @@ class Lesson {
   virtual std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const = 0;
   // Relative-L2 tolerance for outputs of this precision against the reference.
   virtual double tolerance(Precision p) const = 0;
+
+  // Which variant of launch `launch` of `level` runs at `shape` and precision `p` on `gpu`,
+  // and why (kernels/variants.h): from the info's variant ranges; a lesson with a level table
+  // also applies its variants' shape checks.
+  virtual VariantChoice choose_variant(int level, int launch, Shape shape, Precision p,
+                                       const GpuFacts& gpu) const;
 
   int level_count() const { return static_cast<int>(info().levels.size()); }
   // `shape` with inner == 0 replaced by the lesson's default row length.

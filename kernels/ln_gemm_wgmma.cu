@@ -410,9 +410,7 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W
   // (measured on an H100 at C = 768, docs/PERFORMANCE.md: 15.1 against 18.1 us at 256 tokens,
   // 24.0 against 26.0 at 1K; 19.3 against 18.5 at 512, the one size where 256 won).
-  // FL_LN_WGMMA_N=128|256 forces one (tuning).
-  static const char* forced = std::getenv("FL_LN_WGMMA_N");
-  const bool narrow = forced ? std::atoi(forced) == 128 : m < 4096;
+  const bool narrow = m < 4096;
   return narrow ? launch<128>(x, args, w, sms, optin, stream, launched)
                 : launch<256>(x, args, w, sms, optin, stream, launched);
 }

@@ -13,19 +13,32 @@ class [[nodiscard]] Status {
   Status() = default;  // success
   static Status Ok() { return Status(); }
   static Status Error(std::string message) { return Status(std::move(message)); }
+  // A kernel variant that finds, as it plans its launch, that it cannot run here (its clusters
+  // do not all fit at once, ...): an error, but the level table may pick another variant
+  // instead (kernels/level_table.h).
+  static Status Unsupported(std::string message) {
+    Status s(std::move(message));
+    s.unsupported_ = true;
+    return s;
+  }
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
   const std::string& message() const { return message_; }
+  bool unsupported() const { return unsupported_; }
 
   // Prefixes context ("gelu_scale level 1: ") to an error; success passes through unchanged.
   Status with_context(const std::string& context) const {
-    return ok() ? *this : Status(context + ": " + message_);
+    if (ok()) return *this;
+    Status s(context + ": " + message_);
+    s.unsupported_ = unsupported_;
+    return s;
   }
 
  private:
   explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
   bool failed_ = false;
+  bool unsupported_ = false;
   std::string message_;
 };
 

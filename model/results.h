@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct MeasureRequest {
   Precision precision = Precision::fp32;
   CacheMode cache = CacheMode::cold;
   int64_t inner = 0;  // row length for row-wise lessons; 0: the lesson's default
+  // Kernel variants forced instead of the level table's choice: launch name -> variant
+  // (`bench --variant ffn_fused=ffn_split`; kernels/level_table.h).
+  std::map<std::string, std::string> variants;
   // Phase timelines: after the timing phase, an extra pass with the kernels' phase stamps on
   // (kernels/phases.h) records each launch's phases and their cost. Off by default.
   bool phases = false;
@@ -89,6 +93,9 @@ struct LaunchPhases {
 
 struct LaunchResult {
   LaunchTraffic textbook;  // kernel name, bytes it must move, FLOPs
+  // The kernel variant that ran ("ffn_cluster"; kernels/level_table.h); "" for a launch that has
+  // one kernel. Read from older sessions' kernel records where they name a variant's kernel.
+  std::string variant;
   Stats time_us;           // per-launch duration over the repetitions
   double copy_gbps = 0;    // copy bandwidth moving textbook.bytes(), same cache mode
   std::optional<LaunchCounters> counters;  // absent: not measured (yet, or not on this system)
@@ -179,7 +186,8 @@ struct Measurement {
 };
 
 struct Session {
-  static constexpr int kSchemaVersion = 3;        // written (3: launches may carry phase timelines)
+  static constexpr int kSchemaVersion = 3;        // written (3: launches name their variant and may
+                                                  // carry phase timelines)
   static constexpr int kOldestSchemaVersion = 1;  // still read (no counters, no records)
   std::string app_version;
   std::string created_utc;  // ISO 8601

@@ -150,6 +150,7 @@ json measurement_json(const Measurement& m) {
   json launches = json::array();
   for (const auto& l : m.launches) {
     json launch = {{"kernel", l.textbook.kernel},
+                   {"variant", l.variant},
                    {"textbook_bytes_read", l.textbook.bytes_read},
                    {"textbook_bytes_written", l.textbook.bytes_written},
                    {"textbook_flops", l.textbook.flops},
@@ -524,7 +525,8 @@ enum LaunchField {
   kTime,
   kCopyGbpsL,
   kCounters,
-  kPhases
+  kPhases,
+  kVariant
 };
 constexpr Field kLaunchFields[] = {value("kernel"),
                                    value("textbook_bytes_read"),
@@ -533,7 +535,8 @@ constexpr Field kLaunchFields[] = {value("kernel"),
                                    object("time_us", Kind::stats),
                                    value("copy_gbps"),
                                    object("counters", Kind::counters, Shape::object_or_null, true),
-                                   {"phases", Shape::object, Kind::phases, false, true}};
+                                   {"phases", Shape::object, Kind::phases, false, true},
+                                   optional_value("variant")};
 enum PhasesField { kPhaseNames, kPhaseRecords, kPhaseLost, kTimeOff, kTimeOn };
 constexpr Field kPhasesFields[] = {{"names", Shape::texts, Kind::skip, false},
                                    list("records", Kind::phase_record),
@@ -1264,6 +1267,8 @@ Status SessionReader::set_launch(int field, const Scalar& v) {
       return read_non_negative(v, &t.flops);
     case kCopyGbpsL:
       return read_gbps(v, &launch_.copy_gbps);
+    case kVariant:
+      return read_name(v, &launch_.variant);
     default:
       return Status::Ok();
   }
@@ -1452,6 +1457,22 @@ Status SessionReader::finish_object(const Frame& frame, size_t depth) {
   }
 }
 
+// Recordings made before launches named their variant (schema version 2) still say which kernel
+// ran: the kernel records' CUPTI names, matched against the level's variants.
+void name_variants_from_records(Measurement* m) {
+  const Lesson* lesson = find_lesson(m->lesson);
+  if (lesson == nullptr || m->level < 0 || m->level >= lesson->level_count()) return;
+  const std::vector<VariantInfo>& variants = lesson->info().levels[m->level].variants;
+  if (variants.empty()) return;
+  for (const KernelRecord& r : m->records) {
+    if (r.launch < 0 || r.launch >= static_cast<int>(m->launches.size())) continue;
+    LaunchResult& launch = m->launches[r.launch];
+    if (launch.variant.empty()) {
+      launch.variant = variant_of_kernel(variants, launch.textbook.kernel, r.kernel);
+    }
+  }
+}
+
 Status SessionReader::finish_record(const std::string& path) {
   if (record_.end_ns < record_.start_ns) {
     return Status::Error(path + ": ends before it starts (end_ns " +
@@ -1527,6 +1548,7 @@ Status SessionReader::finish_measurement(const std::string& path, size_t index) 
     return Status::Error(path + ": repeats measurements[" + std::to_string(it->second) +
                          "] (same lesson, size, row length, level, precision and cache)");
   }
+  name_variants_from_records(&measurement_);
   session_.measurements.push_back(std::move(measurement_));
   return Status::Ok();
 }

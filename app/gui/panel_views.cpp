@@ -9,6 +9,7 @@
 #include "app/gui/lesson_text.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
+#include "kernels/gpt2_decode/model.h"
 #include "viz/bandwidth_view.h"
 #include "viz/flow_view.h"
 #include "viz/memory_chart.h"
@@ -181,10 +182,32 @@ void draw_bandwidth_view(const Lab& lab) {
       ImVec2(0, view_height()));
 }
 
+// The names of gpt2_decode's megakernel tasks for the hover: its task list rebuilt for the
+// measured GPU and point (kernels/gpt2_decode/model.h), kept while the point stays the same.
+std::function<std::string(uint32_t)> megakernel_task_names(const Lab& lab, const Measurement& m) {
+  static std::string key;
+  static std::function<std::string(uint32_t)> names;
+  const DeviceFacts d = lab.session_snapshot_head().device;
+  const std::string now = std::to_string(d.sm_count) + "/" + std::to_string(d.cc_major) + "." +
+                          std::to_string(d.cc_minor) + "/" + std::to_string(m.inner) + "/" +
+                          std::to_string(m.size);
+  if (now != key) {
+    key = now;
+    names = gpt2::task_namer(d.sm_count, d.cc_major, d.cc_minor, static_cast<int>(m.inner),
+                             static_cast<int>(m.size));
+  }
+  return names;
+}
+
 // The Timeline view with "phases" ticked: the launches in a short strip, then the phase lanes of
 // each launch that has them, or why there are none.
 void draw_phase_lanes(const Lab& lab, const Measurement& shown) {
-  const std::vector<viz::PhaseTimelineInput> inputs = viz::phase_timeline_inputs(shown);
+  std::vector<viz::PhaseTimelineInput> inputs = viz::phase_timeline_inputs(shown);
+  if (shown.lesson == "gpt2_decode") {
+    for (viz::PhaseTimelineInput& input : inputs) {
+      if (input.tasks) input.task_name = megakernel_task_names(lab, shown);
+    }
+  }
   const float fs = ImGui::GetFontSize();
   viz::draw_timeline("##timeline", viz::timeline_input(shown), fs * 8.0f);
   if (inputs.empty()) {

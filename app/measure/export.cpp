@@ -211,6 +211,7 @@ json kernel_args(const Measurement& m, size_t index, const Slice& s) {
                                    : nullptr;
   if (launch != nullptr) {
     args["op"] = launch->textbook.kernel;
+    if (!launch->variant.empty()) args["variant"] = launch->variant;
     args["textbook_bytes_read"] = launch->textbook.bytes_read;
     args["textbook_bytes_written"] = launch->textbook.bytes_written;
     args["textbook_flops"] = launch->textbook.flops;
@@ -360,6 +361,7 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       csv_text(m.level_name),
       std::to_string(k),
       csv_text(l.textbook.kernel),
+      csv_text(l.variant),
       fixed(l.time_us.median, 3),
       fixed(l.time_us.p20, 3),
       fixed(l.time_us.p80, 3),
@@ -716,7 +718,7 @@ Status gzip_decompress(const std::string&, std::string*) {
 // ---- CSV ------------------------------------------------------------------------------------
 
 std::string measurements_csv_header() {
-  return "lesson,size,size_unit,inner,precision,cache,level,level_name,launch,kernel,"
+  return "lesson,size,size_unit,inner,precision,cache,level,level_name,launch,kernel,variant,"
          "launch_time_median_us,launch_time_p20_us,launch_time_p80_us,"
          "textbook_bytes_read,textbook_bytes_written,textbook_flops,launch_gbps,copy_gbps,"
          "chain_time_median_us,chain_time_p20_us,chain_time_p80_us,repetitions,rel_l2_error,"
@@ -748,6 +750,7 @@ static std::string peer_csv_row(const Session& session, const PeerFile& peers, c
       csv_text(s.label),
       "",
       "",
+      "",  // variant
       "",
       "",
       "",

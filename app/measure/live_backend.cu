@@ -489,6 +489,14 @@ Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& ca
       return made;
     }
   }
+  // The variants this request forces, and the table's choice for every other launch.
+  for (const FusionLevel& level : lesson->info().levels) {
+    for (const VariantInfo& v : level.variants) {
+      const auto forced = request.variants.find(v.launch);
+      FL_TRY(workspace_->force_variant(
+          v.launch, forced == request.variants.end() ? std::string() : forced->second));
+    }
+  }
   PhaseTimer whole("measure (all levels)");
   std::string refused;  // levels that ran out of memory: the others are still measured
   for (int level : levels) {
@@ -600,6 +608,13 @@ Status LiveBackend::injected_mid_measurement_fault(int level) {
   return Status::Ok();
 }
 
+// Enqueues launch k of `level` and names, in *m, the kernel variant it ran.
+static Status launch_named(Workspace& ws, int level, int k, cudaStream_t stream, Measurement* m) {
+  FL_TRY(ws.launch(level, k, stream));
+  m->launches[k].variant = ws.variant_ran(level, k);
+  return Status::Ok();
+}
+
 Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& request, int level,
                                   const CancelCheck& cancelled, Measurement* m) {
   const FusionLevel& fl = lesson.info().levels[level];
@@ -620,7 +635,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   FL_TRY(injected_fault(level));
   Workspace& ws = *workspace_;
   auto run_chain = [&]() -> Status {
-    for (int k = 0; k < launches; ++k) FL_TRY(ws.launch(level, k, stream_));
+    for (int k = 0; k < launches; ++k) FL_TRY(launch_named(ws, level, k, stream_, m));
     return Status::Ok();
   };
 

@@ -223,8 +223,7 @@ const LevelTable<DecodeWorkspace>& DecodeWorkspace::levels() {
        "prefetching the next task's weights while it waits",
        "every activation (x, q, attention partials, the MLP's h) is read from L2 by the next "
        "task; only weights and the cache come from HBM",
-       {{"megakernel",
-         [](Ws& w, cudaStream_t s) { return launch_megakernel(w.args(), w.mega(), s); },
+       {{"megakernel", [](Ws& w, cudaStream_t s) { return w.run_megakernel(s); },
          megakernel_traffic}}},
   };
   return table;

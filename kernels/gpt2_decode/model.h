@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,15 @@ int weight_buffer_bytes_for(int smem_optin);
 // The task list a GPU of `sms` SMs and `smem_optin` bytes of shared memory per block runs for a
 // step: what a recording's task records (PhaseRecord::arg) index, rebuilt without a GPU.
 TaskListShape task_shape_for(int sms, int smem_optin, int tokens, int cache);
+// The shared memory a block may opt in to on a GPU of compute capability major.minor (the CUDA
+// programming guide's table: 227 KB on sm_90, 163 KB on sm_80 and sm_87, 99 KB on sm_86 and
+// sm_89, 96 KB on sm_70, 64 KB on sm_75), for rebuilding a recorded GPU's task list.
+int smem_optin_for(int cc_major, int cc_minor);
+// Names a task record's `arg` (its index in the task list) for the phase timeline's hover, on a
+// GPU of `sms` SMs and that compute capability, at `tokens` new tokens and `cache` positions:
+// "layer 3 ln2+fc rows 48-71 (of 3072)". The list is built once, when the namer is made.
+std::function<std::string(uint32_t)> task_namer(int sms, int cc_major, int cc_minor, int tokens,
+                                                int cache);
 
 // "layer 3 fc rows 48-71 (of 3072)", "layer 0 attention head 5 keys 0-46": the timeline's hover
 // text and the command line's listing.

@@ -9,6 +9,7 @@
 // are not the same ones in the next.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "kernels/gpt2_decode/model.h"
@@ -130,6 +131,24 @@ int weight_buffer_bytes_for(int smem_optin) {
 
 TaskListShape task_shape_for(int sms, int smem_optin, int tokens, int cache) {
   return TaskListShape{sms, tokens, cache, weight_buffer_bytes_for(smem_optin)};
+}
+
+int smem_optin_for(int cc_major, int cc_minor) {
+  if (cc_major >= 9) return 232448;
+  if (cc_major == 8) return (cc_minor == 0 || cc_minor == 7) ? 166912 : 101376;
+  if (cc_major == 7) return cc_minor >= 5 ? 65536 : 98304;
+  return 49152;
+}
+
+std::function<std::string(uint32_t)> task_namer(int sms, int cc_major, int cc_minor, int tokens,
+                                                int cache) {
+  const TaskListShape shape =
+      task_shape_for(sms, smem_optin_for(cc_major, cc_minor), tokens, cache);
+  auto list = std::make_shared<const DecodeTaskList>(build_decode_tasks(shape));
+  return [list, shape](uint32_t index) -> std::string {
+    if (index >= list->tasks.size()) return std::string();
+    return describe_task(list->tasks[index], shape, list->splits);
+  };
 }
 
 std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits) {

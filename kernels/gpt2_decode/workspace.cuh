@@ -167,6 +167,19 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     return Status::Ok();
   }
 
+  // Level 4's launch. With the engine's phase sink on (Workspace::set_phase_sink) every task
+  // writes its record there, named by task kind; otherwise into set_phases' sink, if any.
+  Status run_megakernel(cudaStream_t s) {
+    MegakernelPlan plan = mega_;
+    if (phase_sink().on()) {
+      plan.phases = phase_sink();
+      std::vector<std::string> kinds;
+      for (int k = 0; k < kTaskKinds; ++k) kinds.push_back(task_kind_name(TaskKind(k)));
+      declare_phases(std::move(kinds));
+    }
+    return launch_megakernel(args_, plan, s);
+  }
+
   const DecodeArgs& args() const { return args_; }
   const MegakernelPlan& mega() const { return mega_; }
   const DecodeTaskList& task_list() const { return list_; }

@@ -87,6 +87,22 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
       EXPECT_EQ(a.levels[l].summary, b.levels[l].summary);
       EXPECT_EQ(a.levels[l].launches, b.levels[l].launches);
       EXPECT_EQ(a.levels[l].on_chip, b.levels[l].on_chip);
+      ASSERT_EQ(a.levels[l].variants.size(), b.levels[l].variants.size());
+      for (size_t k = 0; k < a.levels[l].variants.size(); ++k) {
+        const VariantInfo &va = a.levels[l].variants[k], &vb = b.levels[l].variants[k];
+        EXPECT_EQ(va.launch, vb.launch);
+        EXPECT_EQ(va.name, vb.name);
+        EXPECT_EQ(va.what, vb.what);
+        EXPECT_EQ(va.function, vb.function);
+        EXPECT_EQ(va.phases, vb.phases);
+        EXPECT_EQ(va.range.min_cc, vb.range.min_cc);
+        EXPECT_EQ(va.range.max_cc, vb.range.max_cc);
+        EXPECT_EQ(va.range.wgmma_build, vb.range.wgmma_build);
+        EXPECT_EQ(va.range.precisions, vb.range.precisions);
+        EXPECT_EQ(va.range.max_size, vb.range.max_size);
+        EXPECT_EQ(va.range.prefer_from, vb.range.prefer_from);
+        EXPECT_EQ(va.range.prefer_to, vb.range.prefer_to);
+      }
     }
     // Random sizes over the whole axis, the default row length (inner 0) and odd ones.
     std::uniform_int_distribution<int64_t> size(a.size_axis.min, a.size_axis.max);

@@ -104,6 +104,15 @@ TEST(Gpt2DecodeTasks, WeightBuffersFollowTheGpusSharedMemory) {
   EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 7441u);  // `lessons --tasks gpt2_decode`
 }
 
+// The hover's namer rebuilds the list an H100 ran (132 SMs, 227 KB): task 0 and one past the end.
+TEST(Gpt2DecodeTasks, NamesARecordedTaskByItsIndex) {
+  const auto name = task_namer(132, 9, 0, 1, 512);
+  EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-17 (of 2304)");
+  EXPECT_EQ(name(7441), "");
+  EXPECT_EQ(smem_optin_for(8, 0), 166912);
+  EXPECT_EQ(weight_buffer_bytes_for(smem_optin_for(7, 5)), 0);  // 64 KB: no megakernel there
+}
+
 TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
   const TaskListShape shape{132, 1, 512, 80 * 1024};
   const DecodeTaskList list = build_decode_tasks(shape);

@@ -130,8 +130,46 @@ TEST(SessionJson, RefusesBadInputWithOneLine) {
 TEST(SessionJson, WritesTheCurrentSchemaVersion) {
   const nlohmann::json j = nlohmann::json::parse(session_to_json(sample_session()));
   EXPECT_EQ(j.at("schema_version").get<int>(), Session::kSchemaVersion);
+  EXPECT_EQ(j.at("measurements")[0].at("launches")[0].at("variant").get<std::string>(), "");
   EXPECT_TRUE(j.at("measurements")[0].at("launches")[0].at("counters").is_null());
   EXPECT_EQ(j.at("measurements")[0].at("counters_status").get<std::string>(), "not_measured");
+}
+
+// Version 3 names each launch's kernel variant; a version-2 recording of a level with variants
+// still says which ran, from its kernel records' CUPTI names.
+TEST(SessionJson, VariantsRoundTripAndOlderRecordingsNameThemFromTheirRecords) {
+  Session in = sample_session();
+  Measurement m = in.measurements.at(0);
+  m.lesson = "ffn";
+  m.size = 16;
+  m.inner = 768;
+  m.level = 2;
+  m.level_name = "fused";
+  m.precision = Precision::bf16;
+  m.launches.resize(1);
+  m.launches[0].textbook.kernel = "ffn_fused";
+  m.launches[0].variant = "ffn_small";
+  KernelRecord r;
+  r.launch = 0;
+  r.kernel = "ffn_small_kernel<16>";
+  r.start_ns = 1000;
+  r.end_ns = 9000;
+  r.end_rel_ns = 8000;
+  m.records = {r};
+  in.measurements = {m};
+  Session out;
+  ASSERT_TRUE(session_from_json(session_to_json(in), &out).ok());
+  ASSERT_EQ(out.measurements.size(), 1u);
+  EXPECT_EQ(out.measurements[0].launches.at(0).variant, "ffn_small");
+
+  nlohmann::json j = nlohmann::json::parse(session_to_json(in));
+  j["schema_version"] = 2;
+  j["measurements"][0]["launches"][0].erase("variant");
+  ASSERT_TRUE(session_from_json(j.dump(), &out).ok());
+  EXPECT_EQ(out.measurements[0].launches.at(0).variant, "ffn_small");
+  j["measurements"][0]["records"][0]["kernel"] = "some_other_kernel<16>";
+  ASSERT_TRUE(session_from_json(j.dump(), &out).ok());
+  EXPECT_EQ(out.measurements[0].launches.at(0).variant, "");
 }
 
 TEST(SessionJson, RoundTripKeepsCountersRecordsAndCopyBandwidth) {

@@ -1,0 +1,203 @@
+// Kernel variants (kernels/level_table.h): where a variant can run, where the table prefers it,
+// and the table's choice, as plain functions of shape, precision and GPU, so that the command
+// line, the lesson panel and the CPU tests ask the same question the workspace asks at launch.
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/lesson.h"
+#include "kernels/level_table.h"
+
+#ifndef FUSIONLAB_REPLAY_ONLY
+#include <cuda_runtime_api.h>
+#endif
+
+namespace fl {
+namespace {
+
+std::string cc_text(int cc) {
+  return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+}
+
+std::string size_text(int64_t s) {
+  return std::to_string(s);
+}
+
+// "at 1-64 tokens", "from 256 tokens", "at every size".
+std::string range_text(int64_t from, int64_t to, const std::string& unit) {
+  if (to > 0) return "at " + size_text(from) + "-" + size_text(to) + " " + unit;
+  if (from > 1) return "from " + size_text(from) + " " + unit;
+  return "at every size";
+}
+
+std::string precisions_text(const std::vector<Precision>& ps) {
+  std::string out;
+  for (Precision p : ps) out += std::string(out.empty() ? "" : " or ") + to_string(p);
+  return out;
+}
+
+}  // namespace
+
+GpuFacts current_gpu_facts() {
+  GpuFacts facts;
+#ifndef FUSIONLAB_REPLAY_ONLY
+  static std::mutex mutex;
+  static std::map<int, GpuFacts> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return facts;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  if (cudaDeviceGetAttribute(&facts.cc_major, cudaDevAttrComputeCapabilityMajor, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&facts.cc_minor, cudaDevAttrComputeCapabilityMinor, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&facts.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    cudaGetLastError();
+    return GpuFacts{};
+  }
+#ifdef FUSIONLAB_WGMMA
+  facts.wgmma_build = true;
+#endif
+  known[device] = facts;
+#endif
+  return facts;
+}
+
+std::string variant_cannot_run(const VariantInfo& v, const Where& where,
+                               const std::function<std::string(const Dims&)>& shape_check) {
+  const VariantRange& r = v.range;
+  const int cc = where.gpu.cc_major * 10 + where.gpu.cc_minor;
+  const std::string gpu = "this GPU is " + cc_text(cc);
+  if (r.min_cc > 0 && cc < r.min_cc) {
+    return "needs compute capability " + cc_text(r.min_cc) + " or newer; " + gpu;
+  }
+  if (r.max_cc > 0 && cc > r.max_cc) {
+    return "runs on compute capability " + cc_text(r.max_cc) + " at most; " + gpu;
+  }
+  if (r.wgmma_build && !where.gpu.wgmma_build) {
+    return "needs a build with the sm_90a (wgmma) kernels; this one has none";
+  }
+  if (!r.precisions.empty()) {
+    bool found = false;
+    for (Precision p : r.precisions) found = found || p == where.precision;
+    if (!found) return "runs in " + precisions_text(r.precisions) + " only";
+  }
+  if (r.max_size > 0 && where.dims.s > r.max_size) {
+    return "takes at most " + size_text(r.max_size) + ", not " + size_text(where.dims.s);
+  }
+  return shape_check ? shape_check(where.dims) : std::string();
+}
+
+bool variant_preferred(const VariantInfo& v, const Where& where) {
+  const int64_t s = where.dims.s;
+  return s >= v.range.prefer_from && (v.range.prefer_to <= 0 || s <= v.range.prefer_to);
+}
+
+std::string variant_where(const VariantInfo& v, const std::string& unit) {
+  const VariantRange& r = v.range;
+  std::vector<std::string> parts;
+  if (r.min_cc > 0 && r.min_cc == r.max_cc) {
+    parts.push_back("compute capability " + cc_text(r.min_cc));
+  } else if (r.min_cc > 0) {
+    parts.push_back("compute capability " + cc_text(r.min_cc) + "+");
+  } else {
+    parts.push_back("every GPU");
+  }
+  if (r.wgmma_build) parts.back() += " (a build with sm_90a)";
+  if (!r.precisions.empty()) parts.push_back(precisions_text(r.precisions));
+  if (r.max_size > 0) parts.push_back("up to " + size_text(r.max_size) + " " + unit);
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out + "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
+}
+
+VariantChoice choose_variant(const std::vector<VariantInfo>& variants, const Where& where,
+                             const std::vector<std::function<std::string(const Dims&)>>& checks,
+                             const std::string& unit, const std::vector<bool>& skip) {
+  VariantChoice choice;
+  int fallback = -1;
+  std::string passed_over;  // preferred here, but cannot run: the first one, and why
+  for (size_t k = 0; k < variants.size(); ++k) {
+    if (k < skip.size() && skip[k]) continue;
+    const std::string why =
+        variant_cannot_run(variants[k], where, k < checks.size() ? checks[k] : nullptr);
+    const bool preferred = variant_preferred(variants[k], where);
+    if (!why.empty()) {
+      if (preferred && passed_over.empty()) passed_over = variants[k].name + " " + why;
+      continue;
+    }
+    fallback = static_cast<int>(k);
+    if (preferred) {
+      choice.index = fallback;
+      break;
+    }
+  }
+  const std::string at = "at " + size_text(where.dims.s) + " " + unit + " in " +
+                         to_string(where.precision) + " on compute capability " +
+                         cc_text(where.gpu.cc_major * 10 + where.gpu.cc_minor) + " (" +
+                         std::to_string(where.gpu.sms) + " SMs)";
+  if (fallback < 0) {
+    choice.reason = at + " no kernel variant can run" +
+                    (passed_over.empty() ? std::string() : " (" + passed_over + ")");
+    return choice;
+  }
+  const bool preferred = choice.index >= 0;
+  if (!preferred) choice.index = fallback;
+  const VariantInfo& v = variants[choice.index];
+  choice.name = v.name;
+  choice.reason = at + " " + v.launch + " runs " + v.name + ": " + v.what;
+  if (!preferred) choice.reason += " (no variant prefers this size; it is the last that can run)";
+  if (!passed_over.empty()) choice.reason += " (" + passed_over + ")";
+  return choice;
+}
+
+std::string variant_of_kernel(const std::vector<VariantInfo>& variants, const std::string& launch,
+                              const std::string& kernel) {
+  // The function's own name: before its template arguments or parameters, after its scopes
+  // ("(anonymous namespace)" is the one parenthesis that is not a parameter list).
+  std::string name = kernel;
+  const std::string anonymous = "(anonymous namespace)::";
+  for (size_t at; (at = name.find(anonymous)) != std::string::npos;)
+    name.erase(at, anonymous.size());
+  name = name.substr(0, name.find_first_of("<("));
+  const size_t space = name.rfind(' ');
+  if (space != std::string::npos) name = name.substr(space + 1);
+  const size_t scope = name.rfind("::");
+  if (scope != std::string::npos) name = name.substr(scope + 2);
+  for (const VariantInfo& v : variants) {
+    if (v.launch == launch && !v.function.empty() && v.function == name) return v.name;
+  }
+  return "";
+}
+
+VariantChoice Lesson::choose_variant(int level, int launch, Shape shape, Precision p,
+                                     const GpuFacts& gpu) const {
+  const auto& levels = info().levels;
+  if (level < 0 || level >= static_cast<int>(levels.size())) return {};
+  const FusionLevel& fl = levels[level];
+  if (launch < 0 || launch >= static_cast<int>(fl.launches.size())) return {};
+  std::vector<VariantInfo> mine;
+  for (const VariantInfo& v : fl.variants) {
+    if (v.launch == fl.launches[launch]) mine.push_back(v);
+  }
+  if (mine.empty()) return {};
+  shape = resolve(shape);
+  const Where where{{shape.size, shape.inner, bytes_per_element(p)}, p, gpu};
+  VariantChoice choice = fl::choose_variant(mine, where, {}, info().size_axis.unit);
+  // Index into the level's variants, not this launch's.
+  if (choice.index >= 0) {
+    for (size_t k = 0; k < fl.variants.size(); ++k) {
+      if (fl.variants[k].launch == fl.launches[launch] && fl.variants[k].name == choice.name) {
+        choice.index = static_cast<int>(k);
+      }
+    }
+  }
+  return choice;
+}
+
+}  // namespace fl

@@ -1,0 +1,112 @@
+// Kernel variants on a real GPU: at each token count the level table's choice is the kernel
+// that ran, by CUPTI's name for it, and its output passes the check; a forced variant runs, or
+// is refused with one line where it cannot run. Behaviour, not speed.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "app/measure/live_backend.h"
+#include "kernels/catalog.h"
+#include "kernels/level_table.h"
+
+namespace fl {
+namespace {
+
+std::unique_ptr<LiveBackend> make_backend() {
+  LiveOptions options;
+  options.min_repetitions = 3;
+  options.target_seconds = 0.01;
+  options.counters = false;
+  std::unique_ptr<LiveBackend> backend;
+  const Status st = LiveBackend::create(options, &backend);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return backend;
+}
+
+// Level 2 of `lesson` at `tokens`: measured, checked, and the variant that ran; every kernel
+// record of the launch is that variant's kernel function.
+std::string fused_variant_that_ran(LiveBackend& backend, const std::string& lesson, int64_t tokens,
+                                   Precision p, std::map<std::string, std::string> forced = {}) {
+  MeasureRequest request{lesson, tokens, {2}, p, CacheMode::cold};
+  request.variants = std::move(forced);
+  std::vector<Measurement> ms;
+  const Status st = backend.measure(request, nullptr, &ms);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok() || ms.size() != 1) return "(no measurement)";
+  const Measurement& m = ms[0];
+  EXPECT_TRUE(m.check.passed) << lesson << " at " << tokens << ": " << m.check.rel_l2_error;
+  const std::string ran = m.launches.at(0).variant;
+  const auto& variants = find_lesson(lesson)->info().levels[2].variants;
+  EXPECT_FALSE(m.records.empty());
+  for (const KernelRecord& r : m.records) {
+    EXPECT_EQ(variant_of_kernel(variants, m.launches.at(0).textbook.kernel, r.kernel), ran)
+        << "CUPTI named " << r.kernel;
+  }
+  return ran;
+}
+
+TEST(Variants, TheTablesChoiceIsTheKernelThatRan) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const GpuFacts gpu = current_gpu_facts();
+  for (const char* lesson : {"ffn", "layernorm_linear"}) {
+    for (Precision p : {Precision::bf16, Precision::fp32}) {
+      for (int64_t tokens : {1, 16, 64, 256, 16384}) {
+        const VariantChoice choice = find_lesson(lesson)->choose_variant(2, 0, {tokens, 0}, p, gpu);
+        EXPECT_EQ(fused_variant_that_ran(*backend, lesson, tokens, p), choice.name)
+            << lesson << " at " << tokens << " tokens: " << choice.reason;
+      }
+    }
+  }
+}
+
+// On an sm_90 GPU with the wgmma kernels built: the kernels the level table names, by name.
+TEST(Variants, HopperRunsTheSmallClusterAndWgmmaKernels) {
+  const GpuFacts gpu = current_gpu_facts();
+  if (gpu.cc_major != 9 || !gpu.wgmma_build) GTEST_SKIP() << "needs sm_90 and the wgmma build";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const Precision bf16 = Precision::bf16;
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 1, bf16), "ffn_small");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 64, bf16), "ffn_small");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 256, bf16), "ffn_wgmma");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16384, bf16), "ffn_wgmma");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::fp32), "ffn_split");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 1, bf16), "ln_panel");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 64, bf16), "ln_cluster");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 256, bf16), "ln_wgmma");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 16384, bf16), "ln_wgmma");
+}
+
+TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  // Every variant that can run at 48 tokens (an odd chunk of the mma tiles) runs and passes.
+  const GpuFacts gpu = current_gpu_facts();
+  for (const char* lesson : {"ffn", "layernorm_linear"}) {
+    const Lesson* l = find_lesson(lesson);
+    for (const VariantInfo& v : l->info().levels[2].variants) {
+      const Where where{{48, l->info().size_axis.inner_default, 2}, Precision::bf16, gpu};
+      if (!variant_cannot_run(v, where).empty()) continue;
+      EXPECT_EQ(fused_variant_that_ran(*backend, lesson, 48, Precision::bf16, {{v.launch, v.name}}),
+                v.name);
+    }
+  }
+  // The cluster kernel takes 64 tokens at most.
+  std::vector<Measurement> ms;
+  MeasureRequest request{"ffn", 256, {2}, Precision::bf16, CacheMode::cold};
+  request.variants = {{"ffn_fused", "ffn_cluster"}};
+  const Status st = backend->measure(request, nullptr, &ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("ffn_cluster cannot run here: takes at most 64, not 256"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(st.message().find('\n'), std::string::npos);
+  // ... and the backend measures the next request as usual.
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::bf16),
+            find_lesson("ffn")->choose_variant(2, 0, {16, 0}, Precision::bf16, gpu).name);
+}
+
+}  // namespace
+}  // namespace fl

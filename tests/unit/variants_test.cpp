@@ -1,0 +1,245 @@
+// Kernel variants (kernels/level_table.h): the level table's choice as a function of shape,
+// precision and GPU, checked on the CPU for the two lessons whose fused level has several
+// kernels; and the machinery (forcing, refusing, falling back, recording) on a small table.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/catalog.h"
+#include "kernels/level_table.h"
+
+namespace fl {
+namespace {
+
+const GpuFacts kH100{9, 0, 132, true};          // an sm_90 GPU, a build with the wgmma kernels
+const GpuFacts kH100NoWgmma{9, 0, 132, false};  // the same GPU, a build without sm_90a
+const GpuFacts kA100{8, 0, 108, true};          // sm_80: no clusters, no wgmma
+
+std::string chosen(const char* lesson, int64_t tokens, Precision p, const GpuFacts& gpu) {
+  const Lesson* l = find_lesson(lesson);
+  if (l == nullptr) return "no lesson";
+  return l->choose_variant(2, 0, {tokens, 0}, p, gpu).name;
+}
+
+TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
+  const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
+  // bf16 on Hopper: the small-token kernel up to 64 tokens, the wgmma kernel from 256, the split
+  // kernel between.
+  EXPECT_EQ(chosen("ffn", 1, bf16, kH100), "ffn_small");
+  EXPECT_EQ(chosen("ffn", 16, bf16, kH100), "ffn_small");
+  EXPECT_EQ(chosen("ffn", 64, bf16, kH100), "ffn_small");
+  EXPECT_EQ(chosen("ffn", 128, bf16, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 256, bf16, kH100), "ffn_wgmma");
+  EXPECT_EQ(chosen("ffn", 16384, bf16, kH100), "ffn_wgmma");
+  // fp32 on Hopper: the split kernel (the cluster kernel runs in bf16 only).
+  EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 256, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 16384, fp32, kH100), "ffn_split");
+  // Without the sm_90a kernels, bf16 takes the cluster kernel at a few tokens.
+  EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
+  EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_split");
+  // sm_80: the split kernel everywhere.
+  for (int64_t tokens : {1, 64, 256, 16384}) {
+    EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
+  }
+}
+
+TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
+  const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
+  EXPECT_EQ(chosen("layernorm_linear", 1, bf16, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 16, bf16, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 17, bf16, kH100), "ln_cluster");
+  EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kH100), "ln_cluster");
+  EXPECT_EQ(chosen("layernorm_linear", 96, bf16, kH100), "ln_cluster");
+  EXPECT_EQ(chosen("layernorm_linear", 97, bf16, kH100), "ln_wgmma");
+  EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100), "ln_wgmma");
+  EXPECT_EQ(chosen("layernorm_linear", 1, fp32, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 16, fp32, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");
+}
+
+TEST(Variants, TheReasonNamesTheSizeTheVariantAndWhatItDoes) {
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  const VariantChoice c = ffn->choose_variant(2, 0, {16, 0}, Precision::bf16, kH100NoWgmma);
+  EXPECT_EQ(c.name, "ffn_cluster");
+  EXPECT_NE(c.reason.find("at 16 tokens in bf16 on compute capability 9.0 (132 SMs)"),
+            std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("runs ffn_cluster: clusters of 8"), std::string::npos) << c.reason;
+  // ffn_small is first in the table and prefers 16 tokens, but this build has no sm_90a.
+  EXPECT_NE(c.reason.find("ffn_small needs a build with the sm_90a"), std::string::npos)
+      << c.reason;
+  ASSERT_GE(c.index, 0);
+  EXPECT_EQ(ffn->info().levels[2].variants[c.index].name, "ffn_cluster");
+  // Levels and launches without variants have no choice to make.
+  EXPECT_EQ(ffn->choose_variant(0, 0, {16, 0}, Precision::fp32, kH100).index, -1);
+}
+
+TEST(Variants, FusedLevelsListAtLeastThreeVariantsWithTheirKernelFunctions) {
+  for (const char* id : {"ffn", "layernorm_linear"}) {
+    const Lesson* lesson = find_lesson(id);
+    ASSERT_NE(lesson, nullptr);
+    const auto& variants = lesson->info().levels.back().variants;
+    EXPECT_GE(variants.size(), 3u) << id;
+    for (const VariantInfo& v : variants) {
+      EXPECT_FALSE(v.what.empty()) << v.name;
+      EXPECT_FALSE(v.function.empty()) << v.name;
+      // The last variant runs everywhere: the table always has a kernel to run.
+    }
+    EXPECT_EQ(variants.back().range.min_cc, 0) << id;
+    EXPECT_EQ(variants.back().range.max_size, 0) << id;
+  }
+}
+
+TEST(Variants, CuptiNamesMapToTheirVariant) {
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  const auto& variants = ffn->info().levels[2].variants;
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused", "ffn_small_kernel<16>"), "ffn_small");
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused",
+                              "void fl::(anonymous namespace)::ffn_cluster_kernel<float, 16, "
+                              "true>(fl::FfnArgs<float>, fl::ClusterPlan<float, 16>)"),
+            "ffn_cluster");
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused", "ffn_fused_kernel<float, 64, 64, true, true>"),
+            "ffn_split");
+  EXPECT_EQ(variant_of_kernel(variants, "gemm_up", "ffn_small_kernel<16>"), "");
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused", "gelu_kernel<float>"), "");
+}
+
+#ifndef FUSIONLAB_REPLAY_ONLY
+// The lessons' own tables also check the shape: C = 100 is no multiple of 32 (ffn_small) or 64
+// (ln_cluster). The replay-only build's catalog carries the ranges only.
+TEST(Variants, TheTablesShapeChecksMoveTheChoiceOn) {
+  const Lesson* ffn = find_lesson("ffn");
+  const Lesson* ln = find_lesson("layernorm_linear");
+  ASSERT_NE(ffn, nullptr);
+  ASSERT_NE(ln, nullptr);
+  EXPECT_EQ(ffn->choose_variant(2, 0, {16, 100}, Precision::bf16, kH100).name, "ffn_cluster");
+  EXPECT_EQ(ln->choose_variant(2, 0, {64, 100}, Precision::bf16, kH100).name, "ln_tile");
+  // In fp32 at C = 768 the panel (64 rows x C) fits shared memory only up to 16 tokens; at
+  // C = 256 up to 256 tokens.
+  EXPECT_EQ(ln->choose_variant(2, 0, {64, 0}, Precision::fp32, kH100).name, "ln_tile");
+  EXPECT_EQ(ln->choose_variant(2, 0, {256, 0}, Precision::fp32, kH100).name, "ln_tile");
+  EXPECT_EQ(ln->choose_variant(2, 0, {256, 256}, Precision::fp32, kH100).name, "ln_panel");
+}
+#endif
+
+// ---- the machinery, on a table of our own ------------------------------------------------------
+
+class VariantWorkspace final : public LevelWorkspace<VariantWorkspace> {
+ public:
+  explicit VariantWorkspace(int64_t size) {
+    set_where({size, 8, 4}, Precision::fp32, "rows");
+    set_gpu(kH100);
+  }
+  static const LevelTable<VariantWorkspace>& levels();
+
+  Status fill_inputs(uint64_t, cudaStream_t) override { return Status::Ok(); }
+  Status poison_outputs(cudaStream_t) override { return Status::Ok(); }
+  Status check(cudaStream_t, CheckResult*) override { return Status::Ok(); }
+  Status download(cudaStream_t, std::vector<HostTensor>*, std::vector<HostTensor>*) override {
+    return Status::Ok();
+  }
+
+  std::vector<std::string> ran;
+  bool small_fits = true;
+};
+
+const LevelTable<VariantWorkspace>& VariantWorkspace::levels() {
+  using Ws = VariantWorkspace;
+  static const LevelTable<Ws> table = {
+      {"fused",
+       "one kernel",
+       "everything",
+       {{"both",
+         nullptr,
+         [](const Dims& d) {
+           return Textbook{d.s, d.s, 0};
+         },
+         {{"small",
+           "few rows",
+           "small_kernel",
+           {90, 0, false, {}, 100, 1, 100},
+           [](Ws& w, cudaStream_t) {
+             if (!w.small_fits) return Status::Unsupported("its clusters do not fit");
+             w.ran.push_back("small");
+             return Status::Ok();
+           },
+           {},
+           {}},
+          {"sm100_only",
+           "a newer GPU's",
+           "new_kernel",
+           {100, 0, false, {}, 0, 1, 0},
+           [](Ws& w, cudaStream_t) {
+             w.ran.push_back("sm100_only");
+             return Status::Ok();
+           },
+           {},
+           {}},
+          {"any",
+           "everywhere",
+           "any_kernel",
+           {},
+           [](Ws& w, cudaStream_t) {
+             w.ran.push_back("any");
+             return Status::Ok();
+           },
+           {},
+           {}}}}}},
+  };
+  return table;
+}
+
+TEST(Variants, TheWorkspaceRunsTheChoiceAndRecordsIt) {
+  VariantWorkspace few(10), many(1000);
+  ASSERT_TRUE(few.launch(0, 0, nullptr).ok());
+  ASSERT_TRUE(many.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(few.ran, std::vector<std::string>{"small"});
+  EXPECT_EQ(few.variant_ran(0, 0), "small");
+  EXPECT_EQ(many.ran, std::vector<std::string>{"any"});  // small takes 100 rows at most
+  EXPECT_EQ(many.variant_ran(0, 0), "any");
+  EXPECT_EQ(many.variant_ran(0, 1), "");
+}
+
+TEST(Variants, AVariantThatFindsItCannotRunHandsOverToTheNextChoice) {
+  VariantWorkspace ws(10);
+  ws.small_fits = false;
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.ran, std::vector<std::string>{"any"});
+  EXPECT_EQ(ws.variant_ran(0, 0), "any");
+  // Forced, it fails with its reason instead.
+  ASSERT_TRUE(ws.force_variant("both", "small").ok());
+  const Status st = ws.launch(0, 0, nullptr);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "small: its clusters do not fit");
+}
+
+TEST(Variants, AForcedVariantRunsOrIsRefusedWithOneLine) {
+  VariantWorkspace ws(10);
+  ASSERT_TRUE(ws.force_variant("both", "any").ok());
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "any");
+  ASSERT_TRUE(ws.force_variant("both", "sm100_only").ok());
+  const Status st = ws.launch(0, 0, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(),
+            "sm100_only cannot run here: needs compute capability 10.0 or newer; this GPU is 9.0");
+  EXPECT_EQ(st.message().find('\n'), std::string::npos);
+  // Names the table does not have are refused when forced; "" gives the choice back.
+  EXPECT_FALSE(ws.force_variant("both", "nope").ok());
+  EXPECT_FALSE(ws.force_variant("nope", "any").ok());
+  ASSERT_TRUE(ws.force_variant("both", "").ok());
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "small");
+}
+
+}  // namespace
+}  // namespace fl

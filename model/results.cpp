@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace fl {
 
@@ -99,6 +101,61 @@ double speedup(const Measurement& unfused, const Measurement& fused) {
   if (unfused.chain_time_us.median <= 0 || fused.chain_time_us.median <= 0) return 0;
   if (!unfused.check.passed || !fused.check.passed) return 0;
   return unfused.chain_time_us.median / fused.chain_time_us.median;
+}
+
+void fill_provenance(Session* s) {
+  for (Measurement& m : s->measurements) {
+    if (m.provenance.known()) continue;
+    m.provenance.gpu = s->device.name;
+    m.provenance.driver_version = s->device.driver_version;
+    m.provenance.measured_utc = s->created_utc;
+    m.provenance.app_version = s->app_version;
+    m.provenance.source = s->backend == "recorded" ? "recorded" : "live";
+  }
+}
+
+std::string provenance_text(const std::vector<Measurement>& measurements) {
+  // GPU -> (first date, last date, sources, count)
+  struct Group {
+    std::string first, last;
+    std::vector<std::string> sources;
+    int count = 0;
+  };
+  std::map<std::string, Group> by_gpu;
+  std::vector<std::string> order;
+  for (const Measurement& m : measurements) {
+    if (!m.provenance.known()) continue;
+    const std::string& gpu = m.provenance.gpu;
+    if (!by_gpu.count(gpu)) order.push_back(gpu);
+    Group& g = by_gpu[gpu];
+    const std::string date = m.provenance.date();
+    if (g.first.empty() || date < g.first) g.first = date;
+    if (date > g.last) g.last = date;
+    const bool live = m.provenance.source == "live";
+    const std::string kind = live ? "live" : "recorded";
+    if (std::find(g.sources.begin(), g.sources.end(), kind) == g.sources.end()) {
+      g.sources.push_back(kind);
+    }
+    ++g.count;
+  }
+  const auto dates = [](const Group& g) {
+    return g.first == g.last ? g.first : g.first + " to " + g.last;
+  };
+  if (order.empty()) return "";
+  const Group& only = by_gpu[order.front()];
+  if (order.size() == 1 && only.sources.size() == 1) {
+    return (order.front().empty() ? std::string("unknown GPU") : order.front()) + ", " +
+           dates(only);
+  }
+  std::string out = "mixed:";
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Group& g = by_gpu[order[i]];
+    std::string sources;
+    for (const auto& src : g.sources) sources += (sources.empty() ? "" : "+") + src;
+    out += std::string(i == 0 ? " " : ", ") + order[i] + " " + dates(g) + " " + sources + " (" +
+           std::to_string(g.count) + ")";
+  }
+  return out;
 }
 
 void normalize_phase_records(LaunchPhases* phases) {

@@ -124,6 +124,22 @@ struct KernelRecord {
   int dynamic_shared_bytes = 0;
 };
 
+// Where and when one measurement was made. It travels with the measurement through replay and
+// re-saving, so a session saved from a replay still names the GPU, driver, date and build that
+// measured it (docs/SESSION_FORMAT.md, "Provenance"). Empty: not known yet (a file without it
+// gets its session's facts when loaded: fill_provenance).
+struct Provenance {
+  std::string gpu;           // "NVIDIA H100 80GB HBM3"
+  int driver_version = 0;    // as DeviceFacts::driver_version
+  std::string measured_utc;  // ISO 8601
+  std::string app_version;   // the fusionlab that measured it
+  // "live": measured by this program on this machine; else the recording it was replayed from
+  // ("h100-2026-11-23/gemm_bf16_cold.json"), or "recorded" when that is not known.
+  std::string source;
+  bool known() const { return !gpu.empty() || !measured_utc.empty(); }
+  std::string date() const { return measured_utc.substr(0, 10); }  // "2026-11-23"
+};
+
 // Where the DRAM/L2 counters of a measurement stand.
 enum class CountersStatus {
   not_measured,  // not asked for (bench --no-counters), or the output check failed
@@ -157,6 +173,7 @@ struct Measurement {
   CountersStatus counters_status = CountersStatus::not_measured;
   std::string counters_note;  // one sentence when unavailable or failed
   Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
+  Provenance provenance;      // its GPU, driver, date, app version and source
   // Clocks, throttling and other processes on the GPU around the timed repetitions (NVML);
   // sampled == false when not known.
   GpuConditions gpu;
@@ -179,6 +196,14 @@ struct Session {
   std::vector<Measurement> measurements;
 };
 
+// Every measurement of `s` without a provenance gets its session's facts: the device's name and
+// driver, created_utc, app_version, and "live" (or "recorded" when the session was saved from a
+// replay: a file of an older build that did not keep the recording's own facts).
+void fill_provenance(Session* s);
+// Whose measurements these are, as one line: "NVIDIA H100 80GB HBM3, 2026-11-23", "... 2026-11-21
+// to 2026-11-23", or, where they mix GPUs or sources, "mixed: NVIDIA H100 80GB HBM3 2026-11-23
+// (12), NVIDIA H200 2026-11-26 live (3)". Empty for no known provenance.
+std::string provenance_text(const std::vector<Measurement>& measurements);
 // Makes a launch's phase records as sessions keep them: times counted from the earliest start,
 // sorted by SM then start; records with a phase index past LaunchPhases::kMaxNames or ending
 // before they start are dropped and counted in `lost`; a phase recorded but not declared is

@@ -120,6 +120,14 @@ json counters_json(const std::optional<LaunchCounters>& c) {
           {"l2_bytes", c->l2_bytes}};
 }
 
+// Whether `p` says no more than the session's own facts (fill_provenance): then the file need
+// not repeat it, and a reader fills it back in.
+bool same_as_session(const Provenance& p, const Session& s) {
+  return p.gpu == s.device.name && p.driver_version == s.device.driver_version &&
+         p.measured_utc == s.created_utc && p.app_version == s.app_version &&
+         p.source == (s.backend == "recorded" ? "recorded" : "live");
+}
+
 json phases_json(const LaunchPhases& p) {
   json records = json::array();
   for (const PhaseRecord& r : p.records) {
@@ -183,6 +191,15 @@ json measurement_json(const Measurement& m) {
     out["gpu_other_processes"] = m.gpu.other_processes;
   }
   return out;
+}
+
+// A measurement's provenance, written where it says more than its session's facts.
+json provenance_json(const Provenance& p) {
+  return {{"gpu", p.gpu},
+          {"driver_version", p.driver_version},
+          {"measured_utc", p.measured_utc},
+          {"app_version", p.app_version},
+          {"source", p.source}};
 }
 
 // `text` with every line after the first indented by `pad`: a value dumped on its own, placed
@@ -387,6 +404,7 @@ enum class Kind : uint8_t {
   launch,
   counters,
   record,
+  provenance,
   phases,        // a launch's phase timeline
   phase_record,  // one of its records
   texts,         // a list of strings (the phase names)
@@ -404,20 +422,23 @@ struct Field {
   Shape shape;
   Kind kind;              // object: its kind; list: its elements' kind
   bool v2_only;           // required from schema version 2 on; may be left out of a version-1 file
-  bool optional = false;  // may be left out of any version (not measured, not asked for)
+  bool optional = false;  // may be left out of any version (not measured, not asked for; provenance)
 };
 constexpr Field value(const char* name, bool v2_only = false) {
-  return {name, Shape::scalar, Kind::skip, v2_only};
+  return {name, Shape::scalar, Kind::skip, v2_only, false};
 }
 constexpr Field optional_value(const char* name) {
   return {name, Shape::scalar, Kind::skip, false, true};
 }
 constexpr Field object(const char* name, Kind kind, Shape shape = Shape::object,
                        bool v2_only = false) {
-  return {name, shape, kind, v2_only};
+  return {name, shape, kind, v2_only, false};
 }
 constexpr Field list(const char* name, Kind elements, bool v2_only = false) {
-  return {name, Shape::list, elements, v2_only};
+  return {name, Shape::list, elements, v2_only, false};
+}
+constexpr Field optional_object(const char* name, Kind kind) {
+  return {name, Shape::object, kind, false, true};
 }
 
 // The fields of each object, in the order of the enums that index them (docs/SESSION_FORMAT.md).
@@ -462,7 +483,8 @@ enum MeasurementField {
   kGpuMemoryClock,
   kGpuSmClockMax,
   kGpuThrottle,
-  kGpuOtherProcesses
+  kGpuOtherProcesses,
+  kProvenance
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -484,7 +506,11 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         optional_value("gpu_memory_clock_mhz"),
                                         optional_value("gpu_sm_clock_max_mhz"),
                                         optional_value("gpu_throttle"),
-                                        optional_value("gpu_other_processes")};
+                                        optional_value("gpu_other_processes"),
+                                        optional_object("provenance", Kind::provenance)};
+enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
+constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
+                                       value("app_version"), value("source")};
 enum StatsField { kMedian, kMin, kMax, kP20, kP80, kCount };
 constexpr Field kStatsFields[] = {value("median"), value("min"), value("max"),
                                   value("p20"),    value("p80"), value("count")};
@@ -547,8 +573,8 @@ constexpr Field kRecordFields[] = {value("launch"),
                                    value("end_rel_ns"),
                                    value("stream"),
                                    value("correlation"),
-                                   {"grid", Shape::dim3, Kind::skip, false},
-                                   {"block", Shape::dim3, Kind::skip, false},
+                                   {"grid", Shape::dim3, Kind::skip, false, false},
+                                   {"block", Shape::dim3, Kind::skip, false, false},
                                    value("registers_per_thread"),
                                    value("static_shared_bytes"),
                                    value("dynamic_shared_bytes")};
@@ -581,6 +607,8 @@ Schema schema_of(Kind kind) {
       return schema(kCountersFields);
     case Kind::record:
       return schema(kRecordFields);
+    case Kind::provenance:
+      return schema(kProvenanceFields);
     case Kind::phases:
       return schema(kPhasesFields);
     case Kind::phase_record:
@@ -779,6 +807,7 @@ class SessionReader {
   Status set_launch(int field, const Scalar& v);
   Status set_counters(int field, const Scalar& v);
   Status set_record(int field, const Scalar& v);
+  Status set_provenance(int field, const Scalar& v);
   Status set_phases(int field, const Scalar& v);
   Status set_phase_record(int field, const Scalar& v);
   Status add_phase_name(const Scalar& v);
@@ -1043,6 +1072,8 @@ Status SessionReader::set_scalar(Kind kind, int field, const Scalar& v) {
       return set_counters(field, v);
     case Kind::record:
       return set_record(field, v);
+    case Kind::provenance:
+      return set_provenance(field, v);
     case Kind::phases:
       return set_phases(field, v);
     case Kind::phase_record:
@@ -1182,6 +1213,24 @@ Status SessionReader::set_stats(int field, const Scalar& v) {
       return read_time_us(v, &s.p80);
     case kCount:
       return read_count(v, &s.count);
+    default:
+      return Status::Ok();
+  }
+}
+
+Status SessionReader::set_provenance(int field, const Scalar& v) {
+  Provenance& p = measurement_.provenance;
+  switch (field) {
+    case kProvGpu:
+      return read_name(v, &p.gpu);
+    case kProvDriver:
+      return read_whole<int>(v, "version", 0, INT_MAX, &p.driver_version);
+    case kProvUtc:
+      return read_name(v, &p.measured_utc);
+    case kProvApp:
+      return read_name(v, &p.app_version);
+    case kProvSource:
+      return read_name(v, &p.source);
     default:
       return Status::Ok();
   }
@@ -1542,6 +1591,7 @@ Status SessionReader::finish(Session* out) {
   if (v2_missing) return Status::Error(missing_v2_);
   session_.device.usable = true;
   if (version_ < 2) drop_version2_fields(&session_);
+  fill_provenance(&session_);  // a file of an older build: the session's own facts
   // Phase timelines came with version 3: an older file's are no recording of ours.
   if (version_ < 3) {
     for (Measurement& m : session_.measurements) {
@@ -1581,7 +1631,10 @@ std::string session_to_json(const Session& s, int indent) {
   for (size_t i = 0; i < s.measurements.size(); ++i) {
     if (i > 0) out += ',';
     if (indent >= 0) out += "\n" + pad;
-    append_indented(measurement_json(s.measurements[i]).dump(indent), pad, &out);
+    json m = measurement_json(s.measurements[i]);
+    const Provenance& p = s.measurements[i].provenance;
+    if (p.known() && !same_as_session(p, s)) m["provenance"] = provenance_json(p);
+    append_indented(m.dump(indent), pad, &out);
   }
   if (indent >= 0) out += "\n" + std::string(static_cast<size_t>(indent), ' ');
   out.append(text, at, std::string::npos);

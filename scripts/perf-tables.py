@@ -17,6 +17,7 @@ and leaves everything else as it is. Sections:
                        precision and cache mode, the top level's kernels, the peers
     variants ID        the kernel variants the catalog declares for one lesson, and where each
                        runs
+    other-recordings   a summary of every other folder under assets/recordings/
 
 A lesson that is recorded but has no `lesson ID` section in PERFORMANCE.md gets one (a heading
 and the section) above the line `<!-- new lesson sections go above this line -->`; a section
@@ -60,9 +61,13 @@ def load_json(path):
         sys.exit(f"perf-tables: cannot read {path}: {e}")
 
 
+def recording_folders(root):
+    return sorted(d for d in glob.glob(os.path.join(root, "assets", "recordings", "*"))
+                  if os.path.isdir(d))
+
+
 def newest_folder(root):
-    folders = [d for d in glob.glob(os.path.join(root, "assets", "recordings", "*"))
-               if os.path.isdir(d)]
+    folders = recording_folders(root)
     if not folders:
         sys.exit(f"perf-tables: no recording folder under {root}/assets/recordings")
 
@@ -483,13 +488,29 @@ def add_missing_lessons(text, rec, cat, path):
 
 
 def variants_section(cat, lesson):
-    rows = [[str(v["level"]), f"`{v.get('launch', '')}`", f"**{v['name']}**",
+    rows = [[str(v["level"]), f"`{v.get('launch', '')}`",
+             f"**{v['name']}**" + (f" (`{v['function']}`)" if v.get("function") else ""),
              v.get("what", ""), v.get("where", "")] for v in cat.variants(lesson)]
     if not rows:
         return ["Each level of this lesson runs one kernel per launch (no variants declared)."]
     return ["The kernel variants the level table declares (assets/lessons/catalog.json), and where "
-            "each runs:", ""] + table(["level", "launch", "variant", "what it does differently",
+            "each runs (the level table chooses by shape, precision and GPU; \"top runs\" in the "
+            "tables below names the one that ran):", ""] + table(["level", "launch", "variant", "what it does differently",
                                        "where it runs"], rows)
+
+
+def other_recordings_section(rec, cat):
+    """A summary of every other folder under assets/recordings (other GPUs, dates or series)."""
+    out = []
+    for folder in recording_folders(ROOT):
+        if os.path.abspath(folder) == os.path.abspath(rec.folder):
+            continue
+        other = Recording(folder)
+        if not other.points:
+            continue
+        out += [f"**`{os.path.relpath(folder, ROOT)}/`**: {short_device_line(other)}", "",
+                *summary_table(other, cat, [("bf16", "cold"), ("fp32", "cold")], False), ""]
+    return out or ["No other recording folder under assets/recordings/."]
 
 
 def make_section(rec, cat, path):
@@ -502,6 +523,8 @@ def make_section(rec, cat, path):
             return lesson_section(rec, cat, name.split(" ", 1)[1])
         if name.startswith("variants "):
             return variants_section(cat, name.split(" ", 1)[1])
+        if name == "other-recordings":
+            return other_recordings_section(rec, cat)
         sys.exit(f"perf-tables: {path}: unknown generated section '{name}'")
     return make
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 namespace fl::viz {
 
@@ -48,6 +49,14 @@ constexpr double kL2ServedShare = 0.5;
 
 std::string intermediate_name(const std::string& kernel) {
   return kernel + " output";
+}
+
+FlowTensor flow_tensor(const std::string& name, double bytes, bool intermediate) {
+  FlowTensor t;
+  t.name = name;
+  t.bytes = bytes;
+  t.intermediate = intermediate;
+  return t;
 }
 
 // The launches' medians (and gaps, through the chain time when that is larger).
@@ -179,6 +188,41 @@ std::vector<std::string> kept_on_chip(const Measurement& m, const Lesson* lesson
   return on_chip;
 }
 
+// The counters' verdicts onto the tensors: each intermediate's home, the values kept on chip,
+// and each value the table keeps on chip that went through HBM as a tensor of its own, written
+// and read by the launch that holds it.
+void place_by_homes(FlowInput* in) {
+  for (const TensorPlace& t : in->homes.tensors) {
+    if (t.intermediate) {
+      const size_t i = static_cast<size_t>(t.launch) + 1;  // the tensor after its writer
+      if (i >= in->tensors.size()) continue;
+      FlowTensor& f = in->tensors[i];
+      f.home_known = true;
+      f.home = t.measured;
+      f.written_back = t.written_back;
+      f.sentence = t.sentence;
+      continue;
+    }
+    if (!t.moved()) {
+      in->on_chip.push_back(t.name);
+      continue;
+    }
+    in->moved.push_back(t.name);
+    FlowTensor f = flow_tensor(t.name, t.bytes, true);
+    f.home_known = true;
+    f.home = t.measured;
+    f.written_back = t.written_back;
+    f.moved = true;
+    f.sentence = t.sentence;
+    const int index = static_cast<int>(in->tensors.size());
+    in->tensors.push_back(f);
+    if (t.launch >= 0 && static_cast<size_t>(t.launch) < in->trips.size()) {
+      in->trips[t.launch].writes.push_back(index);
+      in->trips[t.launch].reads.push_back(index);
+    }
+  }
+}
+
 // One scale for every level of this size: level 0's largest stretch sets the thickness, and
 // level 0's chain time sets the pace; at another level, level 0's lane on the same axis.
 void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
@@ -231,16 +275,22 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   const size_t n = m.launches.size();
   if (n == 0) return in;
   // Tensors: the inputs, one intermediate per launch but the last, the output.
-  in.tensors.push_back({"inputs", static_cast<double>(m.launches[0].textbook.bytes_read), false});
+  in.tensors.push_back(
+      flow_tensor("inputs", static_cast<double>(m.launches[0].textbook.bytes_read), false));
   for (size_t k = 0; k + 1 < n; ++k) {
-    in.tensors.push_back({intermediate_name(m.launches[k].textbook.kernel),
-                          static_cast<double>(m.launches[k].textbook.bytes_written), true});
+    in.tensors.push_back(flow_tensor(intermediate_name(m.launches[k].textbook.kernel),
+                                     static_cast<double>(m.launches[k].textbook.bytes_written),
+                                     true));
   }
   in.tensors.push_back(
-      {"output", static_cast<double>(m.launches[n - 1].textbook.bytes_written), false});
+      flow_tensor("output", static_cast<double>(m.launches[n - 1].textbook.bytes_written), false));
   const std::vector<double> gaps = launch_gaps_us(m);
   for (size_t k = 0; k < n; ++k) in.trips.push_back(flow_trip(m, k, gaps, in));
-  if (m.level > 0) in.on_chip = kept_on_chip(m, lesson, level0);
+  in.homes = tensor_homes(m, lesson, level0);
+  place_by_homes(&in);
+  if (m.level > 0 && in.on_chip.empty() && in.moved.empty()) {
+    in.on_chip = kept_on_chip(m, lesson, level0);
+  }
   if (level0 && !level0->launches.empty()) pace_by_level0(m, *level0, &in);
   double chain = 0;
   for (const auto& t : in.trips)
@@ -392,7 +442,9 @@ void layout_text_rows_and_strip(const FlowInput& in, ImVec2 cmin, ImVec2 cmax,
   L->level0_lane_label_pos = v2(cmin.x, L->lane_label_pos.y - lane_h - lane_gap);
   const float lanes_top_y =
       tall ? std::min(L->level0_strip_min.y, L->level0_lane_label_pos.y) : L->level0_strip_min.y;
-  g->top = cmin.y + (tall ? 3 : 2) * line + fs * 0.2f;
+  // A tall view with a measured tensor against the design gives the table's reason a row.
+  const int text_rows = tall ? (L->where_reason.empty() ? 3 : 4) : 2;
+  g->top = cmin.y + text_rows * line + fs * 0.2f;
   g->bottom = std::max(g->top + fs * 5, lanes_top_y - fs * 0.45f);
   if (!in.hint.empty()) L->hint_pos = v2(cmin.x + W - style.text_width(in.hint), cmin.y);
   if (in.sm_count > 0 && tall) L->capacity = fit_text(capacity_sentence(in), W, style);
@@ -448,17 +500,28 @@ void layout_rows_and_sm_box(const FlowInput& in, int header_lines, int sm_header
   const float labelled_lanes_top = labelled_read_y - g->max_band * 0.5f - fs * 1.15f;
   L->on_chip_pos = v2(L->boxes[2].min.x + pad, top + pad + sm_header_lines * line);
   const float sm_text_w = L->boxes[2].max.x - L->boxes[2].min.x - 2 * pad;
-  if (!in.on_chip.empty())
-    L->on_chip_lines.push_back(fit_text("kept in registers:", sm_text_w, style));
+  const bool measured = in.homes.measured;
+  if (!in.on_chip.empty()) {  // says whose verdict it is where the box is wide enough
+    const std::string whose =
+        measured ? "kept in registers (measured):" : "kept in registers (design):";
+    L->on_chip_lines.push_back(style.text_width(whose) <= sm_text_w ? whose : "kept in registers:");
+  }
   for (const std::string& value : in.on_chip) {
     L->on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));
   }
-  if (in.on_chip.empty() && in.trips.size() > 1) {
+  if (!in.moved.empty()) {
+    L->moved_lines.push_back(fit_text("not kept here (measured):", sm_text_w, style));
+    for (const std::string& value : in.moved) {
+      L->moved_lines.push_back(fit_text(value + ": in HBM", sm_text_w - fs * 0.5f, style));
+    }
+  }
+  if (in.on_chip.empty() && in.moved.empty() && in.trips.size() > 1) {
     L->sm_note_lines = wrap_text("nothing stays here between launches", sm_text_w, style);
   }
   const bool any_shared = std::any_of(in.trips.begin(), in.trips.end(),
                                       [](const FlowTrip& t) { return t.stages_in_shared; });
-  const float sm_lines = static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size()) +
+  const float sm_lines = static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size() +
+                                            L->moved_lines.size()) +
                          (any_shared ? 1.3f : 0.0f);
   // Label rows only where every tensor block and the SM's lines still fit.
   g->lane_labels =
@@ -473,11 +536,15 @@ void layout_rows_and_sm_box(const FlowInput& in, int header_lines, int sm_header
       static_cast<size_t>(std::max(0.0f, (g->lanes_top - L->on_chip_pos.y) / line));
   if (L->on_chip_lines.size() > sm_rows) L->on_chip_lines.resize(sm_rows);
   if (L->sm_note_lines.size() > sm_rows) L->sm_note_lines.resize(sm_rows);
+  const size_t rows_left = sm_rows - std::min(sm_rows, L->on_chip_lines.size());
+  if (L->moved_lines.size() > rows_left) L->moved_lines.resize(rows_left);
   // Shared memory / L1 as a block in the SM box, under the lines above, when a launch of this
   // level stages rows or tiles there.
   if (any_shared) {
     const float y = L->on_chip_pos.y +
-                    static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size()) * line +
+                    static_cast<float>(L->on_chip_lines.size() + L->sm_note_lines.size() +
+                                       L->moved_lines.size()) *
+                        line +
                     fs * 0.2f;
     if (y + fs * 1.2f <= g->lanes_top - fs * 0.1f) {
       L->shared_visible = true;
@@ -556,9 +623,13 @@ void place_tensors(const FlowInput& in, const FlowClockState& c, const FlowLayou
     b.intermediate = tensor.intermediate;
     b.being_written = writer >= 0 && writer == L.trip;
     b.being_read = std::find(readers.begin(), readers.end(), L.trip) != readers.end();
-    const bool written_to_l2 = writer >= 0 && in.trips[writer].writes_stop_at_l2;
-    const bool read_from_l2 = std::any_of(readers.begin(), readers.end(),
-                                          [&](int r) { return in.trips[r].reads_stop_at_l2; });
+    bool written_to_l2 = writer >= 0 && in.trips[writer].writes_stop_at_l2;
+    bool read_from_l2 = std::any_of(readers.begin(), readers.end(),
+                                    [&](int r) { return in.trips[r].reads_stop_at_l2; });
+    if (tensor.home_known) {  // the counters' verdict (tensor_homes.h), or the design's
+      read_from_l2 = tensor.home == TensorHome::l2;
+      written_to_l2 = read_from_l2 && !tensor.written_back;
+    }
     if (!written_to_l2) {
       b.place = FlowPlace::hbm;
       per_box[0].push_back(b);
@@ -596,7 +667,9 @@ void layout_blocks(const FlowInput& in, int box, std::vector<FlowBlock> list, co
     b.min = v2(B.min.x + pad, g.blocks_top + (r + first_row) * g.line);
     b.max = v2(B.max.x - pad, g.blocks_top + (r + first_row) * g.line + fs * 1.15f);
     const std::string base = tensor.name + " " + format_byte_count(tensor.bytes);
-    const std::string full = tensor.intermediate ? base + " (intermediate)" : base;
+    const std::string full = tensor.moved          ? base + " (measured: not on chip)"
+                             : tensor.intermediate ? base + " (intermediate)"
+                                                   : base;
     // The longest of these that fits: the name is never cut for the sake of the size.
     const float label_w = inner_w - fs * 0.6f;
     b.label = style.text_width(full) <= label_w   ? full
@@ -735,6 +808,36 @@ void layout_shared_label(const FlowInput& in, const ViewStyle& style, FlowLayout
   }
 }
 
+// The sentence of the first tensor the counters moved, and for a value the table keeps on chip
+// the table's reason: the full text (for the hover read-out) and whether the reason takes a row.
+void where_note_text(const FlowInput& in, FlowLayout* L) {
+  for (const TensorPlace& t : in.homes.tensors) {
+    if (!t.moved()) continue;
+    L->where_note_full = t.sentence;
+    if (!t.intermediate && !in.homes.design_reason.empty()) {
+      L->where_reason = "the level table keeps it on chip: \"" + in.homes.design_reason + "\"";
+      L->where_note_full +=
+          ".\nThe level table keeps it on chip: \"" + in.homes.design_reason + "\"";
+    }
+    break;
+  }
+}
+
+// The note in the capacity row's place and the reason below it (tall views only).
+void layout_where_note(const FlowGeometry& g, const ViewStyle& style, FlowLayout* L) {
+  if (L->where_note_full.empty() || L->capacity.empty()) {  // no row for it
+    L->where_reason.clear();
+    return;
+  }
+  const size_t cut = L->where_note_full.find('\n');
+  L->where_note = fit_text(L->where_note_full.substr(0, cut), g.W, style);
+  if (!L->where_reason.empty()) {
+    L->where_reason = fit_text(L->where_reason, g.W, style);
+    L->where_reason_pos = v2(L->capacity_pos.x, L->capacity_pos.y + g.line);
+  }
+  L->capacity.clear();  // the SM box's read-out still gives the capacity
+}
+
 }  // namespace
 
 FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
@@ -748,6 +851,7 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   L.canvas_min = cmin;
   L.canvas_max = cmax;
   L.font_size = g.fs;
+  where_note_text(in, &L);
   layout_text_rows_and_strip(in, cmin, cmax, style, &g, &L);
   int sm_header_lines = 1;
   const int header_lines = layout_boxes(in, cmin, g, style, &sm_header_lines, &L);
@@ -755,13 +859,14 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
 
   const bool measured = in.measured();
   L.bytes_note = measured ? "band width: measured DRAM bytes (CUPTI counters)"
-                          : "textbook bytes: counters off";
+                          : "counters off: the design (textbook bytes), not a measurement";
   L.bytes_note_textbook = !measured;
   L.bytes_note_pos = v2(cmin.x + g.W - style.text_width(L.bytes_note), L.time_label_pos.y);
   const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + g.fs;
-  L.caption =
-      fit_text("Level " + in.level_name + (in.level_summary.empty() ? "" : ": " + in.level_summary),
-               g.W - hint_room, style);
+  const std::string summary = measured_summary(in.level_summary, in.homes);
+  L.caption = fit_text("Level " + in.level_name + (summary.empty() ? "" : ": " + summary),
+                       g.W - hint_room, style);
+  layout_where_note(g, style, &L);
   if (in.trips.empty()) {
     L.status = "No measurement yet.";
     return L;
@@ -787,6 +892,13 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
 FlowHit flow_hit(const FlowLayout& L, ImVec2 p) {
   FlowHit hit;
   const float slack = L.font_size * 0.3f;
+  const float note_rows = L.where_reason.empty() ? 1.0f : 2.0f;
+  if (!L.where_note.empty() && p.y >= L.capacity_pos.y &&
+      p.y < L.capacity_pos.y + L.font_size * 1.2f * note_rows && p.x >= L.canvas_min.x &&
+      p.x <= L.canvas_max.x) {
+    hit.where_note = true;
+    return hit;
+  }
   for (size_t i = 0; i < L.lanes.size(); ++i) {
     for (const FlowSegment* seg : {&L.lanes[i].dram, &L.lanes[i].chip}) {
       const float half = std::max(seg->thickness * 0.5f, 3.0f) + slack;
@@ -810,9 +922,67 @@ FlowHit flow_hit(const FlowLayout& L, ImVec2 p) {
   return hit;
 }
 
+namespace {
+
+using AddLine = std::function<void(const std::string&)>;
+
+void block_readout(const FlowInput& in, const FlowBlock& b, const AddLine& add_line) {
+  const FlowTensor& t = in.tensors[b.tensor];
+  add_line(t.name + ": " + format_byte_count(t.bytes));
+  const int writer = writer_of(in, b.tensor);
+  const std::vector<int> readers = readers_of(in, b.tensor);
+  if (t.intermediate && writer >= 0 && !readers.empty()) {
+    add_line("intermediate: " + in.trips[writer].kernel + " writes it, " +
+             in.trips[readers.front()].kernel + " reads it back");
+  } else if (writer < 0) {
+    add_line("an input of the chain");
+  } else {
+    add_line("the chain's result");
+  }
+  add_line(b.place == FlowPlace::hbm ? "in HBM: every byte of it costs a DRAM transfer each way"
+                                     : "in L2: read from here, it costs no DRAM transfer");
+  if (!t.sentence.empty()) add_line(t.sentence);
+  if (t.moved && !in.homes.design_reason.empty()) {
+    add_line("The level table keeps it on chip: \"" + in.homes.design_reason + "\"");
+  }
+}
+
+void sm_readout(const FlowInput& in, const AddLine& add_line) {
+  add_line("SM" +
+           (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
+           ": " + format_byte_count(in.sm_register_bytes) + " of registers (64K x 32 bit)" +
+           (in.sm_shared_bytes > 0
+                ? " and " + format_byte_count(in.sm_shared_bytes) + " of shared memory / L1"
+                : std::string(" plus shared memory")));
+  if (in.sm_count > 0) {
+    add_line("All " + std::to_string(in.sm_count) + " SMs together hold " +
+             format_byte_count((in.sm_register_bytes + in.sm_shared_bytes) * in.sm_count) +
+             " on chip; a tensor larger than that streams through, a row or tile at a time.");
+  }
+  const auto joined = [](const std::vector<std::string>& values) {
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
+    return out;
+  };
+  if (!in.on_chip.empty()) {
+    add_line("This fused kernel keeps " + joined(in.on_chip) + " here: it never goes to memory" +
+             (in.homes.measured ? " (the counters agree)." : " (the design: counters off)."));
+  }
+  if (!in.moved.empty()) {
+    add_line("The level table keeps " + joined(in.moved) +
+             " here too, but the measured DRAM bytes show it in memory.");
+  }
+  if (in.on_chip.empty() && in.moved.empty() && in.trips.size() > 1) {
+    add_line("Unfused, each launch starts from memory: nothing stays here between launches.");
+  }
+}
+
+}  // namespace
+
 std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit& hit) {
   std::string out;
-  const auto add_line = [&](const std::string& s) { out += (out.empty() ? "" : "\n") + s; };
+  const AddLine add_line = [&](const std::string& s) { out += (out.empty() ? "" : "\n") + s; };
+  if (hit.where_note) return L.where_note_full;
   if (hit.lane >= 0 && L.trip >= 0 && hit.lane < static_cast<int>(L.lanes.size())) {
     const FlowTrip& trip = in.trips[L.trip];
     const FlowLane& lane = L.lanes[hit.lane];
@@ -831,21 +1001,7 @@ std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit
     return out;
   }
   if (hit.block >= 0 && hit.block < static_cast<int>(L.blocks.size())) {
-    const FlowBlock& b = L.blocks[hit.block];
-    const FlowTensor& t = in.tensors[b.tensor];
-    add_line(t.name + ": " + format_byte_count(t.bytes));
-    const int writer = writer_of(in, b.tensor);
-    const std::vector<int> readers = readers_of(in, b.tensor);
-    if (t.intermediate && writer >= 0 && !readers.empty()) {
-      add_line("intermediate: " + in.trips[writer].kernel + " writes it, " +
-               in.trips[readers.front()].kernel + " reads it back");
-    } else if (writer < 0) {
-      add_line("an input of the chain");
-    } else {
-      add_line("the chain's result");
-    }
-    add_line(b.place == FlowPlace::hbm ? "in HBM: every byte of it costs a DRAM transfer each way"
-                                       : "in L2: read from here, it costs no DRAM transfer");
+    block_readout(in, L.blocks[hit.block], add_line);
     return out;
   }
   if (hit.box == static_cast<int>(FlowPlace::hbm)) {
@@ -860,24 +1016,7 @@ std::string flow_readout(const FlowInput& in, const FlowLayout& L, const FlowHit
         "Every byte passes through it; a tensor that fits can be read back from here "
         "without a DRAM transfer.");
   } else if (hit.box == static_cast<int>(FlowPlace::sm)) {
-    add_line("SM" +
-             (in.sm_count > 0 ? " (one of " + std::to_string(in.sm_count) + ")" : std::string()) +
-             ": " + format_byte_count(in.sm_register_bytes) + " of registers (64K x 32 bit)" +
-             (in.sm_shared_bytes > 0
-                  ? " and " + format_byte_count(in.sm_shared_bytes) + " of shared memory / L1"
-                  : std::string(" plus shared memory")));
-    if (in.sm_count > 0) {
-      add_line("All " + std::to_string(in.sm_count) + " SMs together hold " +
-               format_byte_count((in.sm_register_bytes + in.sm_shared_bytes) * in.sm_count) +
-               " on chip; a tensor larger than that streams through, a row or tile at a time.");
-    }
-    if (!in.on_chip.empty()) {
-      std::string values;
-      for (const auto& v : in.on_chip) values += (values.empty() ? "" : ", ") + v;
-      add_line("This fused kernel keeps " + values + " here: it never goes to memory.");
-    } else if (in.trips.size() > 1) {
-      add_line("Unfused, each launch starts from memory: nothing stays here between launches.");
-    }
+    sm_readout(in, add_line);
   }
   return out;
 }
@@ -969,6 +1108,10 @@ void draw_sm_contents(ImDrawList* dl, const FlowLayout& L) {
     draw_text(dl, v2(L.on_chip_pos.x, y), dim, l, sm_text);
     y += fs * 1.25f;
   }
+  for (const auto& l : L.moved_lines) {
+    draw_text(dl, v2(L.on_chip_pos.x, y), palette::warning, l, sm_text);
+    y += fs * 1.25f;
+  }
   if (L.shared_visible) {
     dl->AddRectFilled(L.shared_min, L.shared_max,
                       with_alpha(palette::shared_memory, L.shared_active ? 0.30f : 0.10f), 3.0f);
@@ -1054,6 +1197,10 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
   draw_text(dl, L.caption_pos, text, L.caption);
   draw_text(dl, L.status_pos, text, L.status);
   if (!L.capacity.empty()) draw_text(dl, L.capacity_pos, dim, L.capacity);
+  if (!L.where_note.empty()) {
+    draw_text(dl, L.capacity_pos, hover.where_note ? text : palette::warning, L.where_note);
+    if (!L.where_reason.empty()) draw_text(dl, L.where_reason_pos, dim, L.where_reason);
+  }
   draw_boxes_and_blocks(dl, L, hover);
   draw_sm_contents(dl, L);
   draw_bands(dl, L, hover);

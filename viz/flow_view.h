@@ -10,7 +10,10 @@
 // L2 <-> SM stretch the bytes the kernel itself must read or write. In an unfused chain each
 // intermediate lands in HBM as a labelled tensor block and the next launch reads it back; in a
 // fused kernel it stays in registers, listed inside the SM. Where the DRAM bytes fall well below
-// the textbook (a size that fits in L2), the stream stops at L2.
+// the textbook (a size that fits in L2), the stream stops at L2. What stayed on chip is the
+// counters' verdict (tensor_homes.h): a value the level table keeps on chip that the measured
+// DRAM bytes show in HBM is drawn there, and the caption says so with the table's reason;
+// without counters the view says it shows the design, not a measurement.
 //
 // Two steps, as for the plot widget (plot.h): layout_flow() computes every box, block, band,
 // token and label for a time t as plain data (no ImGui context, so tests check it without
@@ -24,6 +27,7 @@
 
 #include "model/results.h"
 #include "kernels/lesson.h"
+#include "viz/tensor_homes.h"
 #include "viz/view_util.h"
 
 namespace fl::viz {
@@ -38,6 +42,14 @@ struct FlowTensor {
   std::string name;           // "inputs", "gelu output", "output"
   double bytes = 0;           // its size by the textbook count
   bool intermediate = false;  // written by one launch, read back by a later one
+  // Where the counters say it went (tensor_homes.h); absent (home_known false) for the chain's
+  // inputs and output. A value the level table keeps on chip appears as a tensor only when the
+  // counters saw it in HBM (`moved`): a block in HBM (or L2) with its measured bytes.
+  bool home_known = false;
+  TensorHome home = TensorHome::hbm;
+  bool written_back = false;  // in L2 for its reader, yet written back to HBM
+  bool moved = false;         // the level table keeps it on chip; the counters say otherwise
+  std::string sentence;       // tensor_homes' sentence, for the hover read-out
 };
 
 // One launch: one trip.
@@ -72,6 +84,8 @@ struct FlowInput {
   std::vector<FlowTensor> tensors;
   std::vector<FlowTrip> trips;
   std::vector<std::string> on_chip;  // values a fused kernel keeps in registers ("gelu output")
+  std::vector<std::string> moved;    // values the table keeps on chip that the counters saw in HBM
+  TensorHomes homes;                 // where every tensor went, measured (or by design)
   double l2_bytes = 0;               // L2 capacity; 0: unknown
   double hbm_bytes = 0;              // device memory; 0: unknown
   int sm_count = 0;                  // 0: unknown
@@ -200,6 +214,7 @@ struct FlowLayout {
   std::vector<FlowBlock> blocks;
   std::vector<std::string> on_chip_lines;  // in the SM box, green: "kept in registers:", values
   std::vector<std::string> sm_note_lines;  // when nothing stays on chip
+  std::vector<std::string> moved_lines;    // "not kept (measured):", values, in warning colour
   ImVec2 on_chip_pos;                      // top-left of the first line of either
 
   // What happens at time t. trip >= 0: that launch is running, `progress` of the way through.
@@ -241,7 +256,13 @@ struct FlowLayout {
   std::string caption;     // "Level 0 unfused: GELU and scale as two kernels; ..."
   std::string status;      // "launch 1 of 2, gelu: reads 64.0 MiB from HBM, writes ..."
   std::string time_label;  // "GPU time 12.3 µs of 30.3 µs (strip: level 0: 65.6 µs)"
-  std::string bytes_note;  // "band width: measured DRAM bytes ..." or "textbook bytes: ..."
+  std::string bytes_note;  // "band width: measured DRAM bytes ..." or "counters off: ..."
+  // Where a tensor went against the design, with the level table's reason (tall views, in the
+  // capacity row's place); empty when the counters agree with the table.
+  std::string where_note;
+  std::string where_note_full;  // the same, uncut, for its hover read-out
+  std::string where_reason;     // "the level table: ..." on the row below, cut to fit
+  ImVec2 where_reason_pos;
   ImVec2 caption_pos, status_pos, time_label_pos, bytes_note_pos;
   bool bytes_note_textbook = false;  // drawn in the warning colour
 };
@@ -252,10 +273,11 @@ FlowLayout layout_flow(const FlowInput& input, double t, ImVec2 canvas_min, ImVe
 
 // What is under a point: a box, a block or a lane of the running trip.
 struct FlowHit {
-  int box = -1;    // FlowPlace as int
-  int block = -1;  // index into FlowLayout::blocks
-  int lane = -1;   // index into FlowLayout::lanes
-  bool valid() const { return box >= 0 || block >= 0 || lane >= 0; }
+  int box = -1;             // FlowPlace as int
+  int block = -1;           // index into FlowLayout::blocks
+  int lane = -1;            // index into FlowLayout::lanes
+  bool where_note = false;  // the row that says where a tensor went against the design
+  bool valid() const { return box >= 0 || block >= 0 || lane >= 0 || where_note; }
 };
 FlowHit flow_hit(const FlowLayout& layout, ImVec2 point);
 // The hover read-out for a hit, one fact per line; empty for no hit.

@@ -108,6 +108,7 @@ MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
   in.counters = total.measured;
   if (!in.counters) in.counters_note = why_no_counters(shown);
   in.baseline = &shown == &level0 || shown.level == level0.level;
+  in.where = tensor_homes(shown, nullptr, &level0).headline;
   in.level0_textbook_bytes = static_cast<double>(level0.textbook_bytes());
   in.saved_textbook_bytes = in.level0_textbook_bytes - static_cast<double>(shown.textbook_bytes());
   const auto d0 = level0.counters_total(), d = shown.counters_total();
@@ -188,6 +189,7 @@ float layout_headline(const MemoryInput& in, float side_w, ImVec2 min, const Vie
       sentences.push_back("measured in DRAM: " + format_byte_count(in.saved_dram_bytes) + " less");
     }
   }
+  if (!in.where.empty()) sentences.push_back(in.where);
   const float side_text_w = side_w - fs * 0.5f;
   for (const auto& sentence : sentences) {
     for (auto& l : wrap_text(sentence, side_text_w, style)) L->saved_detail.push_back(l);

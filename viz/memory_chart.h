@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/results.h"
+#include "viz/tensor_homes.h"
 #include "viz/view_util.h"
 
 namespace fl::viz {
@@ -42,6 +43,9 @@ struct MemoryInput {
   // The y axis's top for every level at this size (the tallest bar of any of them), so moving
   // the fusion slider shows the saving as bars shrinking; 0: this level's own tallest bar.
   double axis_bytes = 0;
+  // Where the tensors went by the counters, when that differs from the level table
+  // (tensor_homes.h): "measured: gelu output went through HBM (...)"; empty when they agree.
+  std::string where;
 
   const MemoryGroup& total() const { return groups.back(); }
 };

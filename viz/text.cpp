@@ -76,6 +76,10 @@ std::string ellipsize(const std::string& text, float width, float font_size) {
     std::string candidate = text.substr(0, end);
     while (!candidate.empty() && candidate.back() == ' ') candidate.pop_back();
     if (candidate.empty()) break;
+    // Never end on a digit: "3..." for 3033 GB/s reads as another number. The cut goes before
+    // the number instead.
+    const char last = candidate.back();
+    if ((last >= '0' && last <= '9') || last == '.' || last == ',') continue;
     if (width_of(candidate + dots, fs) <= width) return candidate + dots;
   }
   return "";
@@ -116,6 +120,9 @@ void set_text_recording(bool on) {
 }
 bool text_recording() {
   return g_recording;
+}
+void record_text(const TextRect& rect) {
+  if (g_recording) g_rects.push_back(rect);
 }
 const std::vector<TextRect>& recorded_text() {
   return g_rects;

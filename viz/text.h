@@ -42,6 +42,8 @@ std::string ellipsize(const std::string& text, float width, float font_size = 0)
 // ---- recording (the UI overlap test) -----------------------------------------------------------
 void set_text_recording(bool on);
 bool text_recording();
+// Records a rectangle drawn by other means (an ImGui table cell or label), when recording is on.
+void record_text(const TextRect& rect);
 // The rectangles drawn since the last clear.
 const std::vector<TextRect>& recorded_text();
 void clear_recorded_text();

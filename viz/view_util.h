@@ -107,6 +107,11 @@ inline std::string fit_text(const std::string& text, float width, const ViewStyl
     chars += starts_code_point;
     out += c;
   }
+  // Never end on a digit ("3..." for 3033 GB/s reads as another number): cut before the number.
+  while (!out.empty() && (out.back() == ' ' || (out.back() >= '0' && out.back() <= '9') ||
+                          out.back() == '.' || out.back() == ',')) {
+    out.pop_back();
+  }
   return out + "...";
 }
 

@@ -39,7 +39,17 @@ std::vector<std::string> caption_pieces(const Lab& lab, const std::string& today
   out.push_back("level " + std::to_string(level) + " of " + std::to_string(lab.top_level()) + ": " +
                 info.levels[level].name);
   out.push_back(std::string(to_string(lab.precision())) + ", " + to_string(lab.cache()) + " L2");
-  if (lab.replay()) {
+  // The date (and GPU, where it differs) of the measurement shown: a session saved from a
+  // replay and opened again still says when and where it was measured.
+  const Measurement* shown = nullptr;
+  for (const Measurement& m : lab.current()) {
+    if (m.level == level) shown = &m;
+  }
+  if (shown && shown->provenance.known()) {
+    const Provenance& p = shown->provenance;
+    out.push_back((p.source == "live" ? "measured " : "recorded ") + p.date() +
+                  (p.gpu != st.device.name && !p.gpu.empty() ? " on " + p.gpu : ""));
+  } else if (lab.replay()) {
     out.push_back("recorded " + lab.replay()->recording.date_text());
   } else {
     out.push_back("measured " + today);

@@ -1298,10 +1298,12 @@ class WindowRun {
     const double frame_start = now;  // the frame's own work: update, layout, render, swap
     gui::Lab& lab = *lab_;
     lab.update(now);
-    // The terminal says it too, not only the window; again after File > Open recording.
+    // The terminal says it too, not only the window; again after File > Open recording. On
+    // standard error, as every message of the program (README.md): standard output is for what
+    // a command was asked to print.
     if (lab.replay() && announced_generation_ != lab.backend_generation()) {
-      std::printf("fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
-      std::fflush(stdout);
+      std::fprintf(stderr, "fusionlab: %s\n", gui::replay_headline(*lab.replay()).c_str());
+      std::fflush(stderr);
       announced_generation_ = lab.backend_generation();
     }
     const bool shoot = plan_->shoot_this_frame(lab, now);

@@ -185,6 +185,14 @@ void Lab::update(double now) {
     } else {
       last_error_.clear();
     }
+    // A live measurement is stamped when it arrives; a replayed one keeps the recording's.
+    const EngineStatus engine = engine_->status();
+    const DeviceFacts& device = engine.device;
+    for (Measurement& m : result.measurements) {
+      if (m.provenance.known() || engine.backend_kind != "live") continue;
+      m.provenance = {device.name, device.driver_version, utc_now_iso8601(), FUSIONLAB_VERSION,
+                      "live"};
+    }
     viz::merge_measurements(&history_, result.measurements);
     trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
     if (journal_ != nullptr) journal_->append(session_snapshot_head(), result.measurements);

@@ -1,10 +1,14 @@
 // The current measurement: per level chain time, achieved bandwidth, share of copy bandwidth and
 // the correctness check; then the launches of the level the switch shows.
+#include <cstdio>
 #include <string>
 
+#include "app/gui/backend_choice.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
 #include "model/sizes.h"
+#include "viz/byte_explain.h"
+#include "viz/text.h"
 
 namespace fl::gui {
 namespace {
@@ -12,16 +16,39 @@ namespace {
 const ImVec4 kGood(0.35f, 0.85f, 0.45f, 1.0f);
 const ImVec4 kBad(1.0f, 0.4f, 0.35f, 1.0f);
 
+// For the UI text-fit test (FUSIONLAB_TEXT_RECTS): the item just drawn and where it had to stay.
+// A table that scrolls sideways in a panel that scrolls down cuts nothing (the learner scrolls),
+// so nothing bounds its cells but their own text (a shortened number still fails the test);
+// otherwise the visible clip rect does.
+void record_item(const std::string& text, bool scrolls) {
+  if (!viz::text_recording()) return;
+  viz::TextRect r;
+  r.min = ImGui::GetItemRectMin();
+  r.max = ImGui::GetItemRectMax();
+  r.clip_min = ImGui::GetWindowDrawList()->GetClipRectMin();
+  r.clip_max = ImGui::GetWindowDrawList()->GetClipRectMax();
+  if (scrolls) r.clip_min = ImVec2(-1e9f, -1e9f), r.clip_max = ImVec2(1e9f, 1e9f);
+  r.text = text;
+  viz::record_text(r);
+}
+
+// Every cell of the measurement tables: its text whole. The tables are fixed-fit and scroll
+// sideways when the panel is narrower than their columns, so a number is never cut.
 void cell(const std::string& text) {
   ImGui::TableNextColumn();
   ImGui::TextUnformatted(text.c_str());
+  record_item(text, true);
 }
 
-// A cell of a stretched table that never spills into the next one: shortened with an ellipsis
-// (the tooltip shows all of it) when its column is narrower than the text.
-void fitted_cell(const std::string& text) {
-  ImGui::TableNextColumn();
-  text_fitted(text, ImGui::GetContentRegionAvail().x);
+// The tables' flags: columns as wide as their text, a sideways scroll bar when they do not fit.
+constexpr ImGuiTableFlags kTableFlags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX;
+
+// The outer size of a scrolling table of `rows` rows (header included): its rows and room for
+// the horizontal scroll bar, so it takes no more of the panel's height than it needs.
+ImVec2 table_size(int rows) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float row = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
+  return ImVec2(0.0f, rows * row + style.ScrollbarSize + 2 * style.CellPadding.y);
 }
 
 void check_badge(const CheckResult& check) {
@@ -31,6 +58,7 @@ void check_badge(const CheckResult& check) {
   } else {
     ImGui::TextColored(kBad, "WRONG");
   }
+  record_item(check.passed ? "correct" : "WRONG", true);
   if (ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
     ImGui::Text("relative L2 error %.2e (tolerance %.1e), max |error| %.2e, non-finite %lld",
@@ -38,8 +66,9 @@ void check_badge(const CheckResult& check) {
                 static_cast<long long>(check.non_finite));
     ImGui::EndTooltip();
   }
-  ImGui::TableNextColumn();
-  ImGui::Text("%.1e", check.rel_l2_error);
+  char error[32];
+  std::snprintf(error, sizeof(error), "%.1e", check.rel_l2_error);
+  cell(error);
 }
 
 const Measurement* level_of(const std::vector<Measurement>& ms, int level) {
@@ -132,9 +161,14 @@ void draw_peer_rows(const Lab& lab, const std::vector<Measurement>& ms) {
 // One row per level; the fusion slider's level is the highlighted row (its launches are listed
 // below).
 void draw_levels_table(const Lab& lab, const std::vector<Measurement>& ms) {
-  const ImGuiTableFlags flags =
-      ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingFixedFit;
-  if (!ImGui::BeginTable("##levels", 7, flags)) return;
+  const ImGuiTableFlags flags = kTableFlags | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH;
+  int rows = 1 + static_cast<int>(ms.size());
+  if (window_peers_shown() && !ms.empty()) {
+    for (const PeerSeries* s : window_peers()->find(ms.front().lesson, ms.front().precision)) {
+      for (const PeerPoint& p : s->points) rows += p.size == ms.front().size ? 1 : 0;
+    }
+  }
+  if (!ImGui::BeginTable("##levels", 7, flags, table_size(rows))) return;
   ImGui::TableSetupColumn("level");
   ImGui::TableSetupColumn("kernels");
   ImGui::TableSetupColumn(lab.replay() ? "chain time (recorded)" : "chain time");
@@ -184,30 +218,62 @@ void draw_launches(const Lab& lab, const Measurement& detail) {
   text_fitted("Launches of level " + std::to_string(detail.level) + " (" + detail.level_name +
                   "), the highlighted row, chosen with the fusion slider:",
               0, true);
-  // Columns share the panel's width (long kernel names shorten with an ellipsis).
-  if (ImGui::BeginTable("##launches", 5, ImGuiTableFlags_SizingStretchProp)) {
+  // Whole cells; the table scrolls sideways when the panel is narrower.
+  const int rows = static_cast<int>(detail.launches.size());
+  if (ImGui::BeginTable("##launches", 5, kTableFlags, table_size(rows))) {
     for (const auto& l : detail.launches) {
       ImGui::TableNextRow();
       // The launch, and the level table's kernel variant that ran it (kernels/level_table.h).
-      fitted_cell(l.variant.empty() ? l.textbook.kernel
-                                    : l.textbook.kernel + " (" + l.variant + ")");
-      fitted_cell(fixed(l.time_us.median, 1) + (replay ? " µs (recorded median)" : " µs (median)"));
-      fitted_cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
+      cell(l.variant.empty() ? l.textbook.kernel : l.textbook.kernel + " (" + l.variant + ")");
+      cell(fixed(l.time_us.median, 1) + (replay ? " µs (recorded median)" : " µs (median)"));
+      cell(format_bytes(static_cast<double>(l.textbook.bytes())) + " textbook");
       // What the GPU's own counters saw (CUPTI range profiler), next to the textbook count.
       if (l.counters) {
-        fitted_cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) +
-                    " wr " + format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
+        cell("DRAM rd " + format_bytes(static_cast<double>(l.counters->dram_read_bytes)) + " wr " +
+             format_bytes(static_cast<double>(l.counters->dram_write_bytes)));
       } else if (detail.counters_status == CountersStatus::unavailable ||
                  detail.counters_status == CountersStatus::failed) {
-        fitted_cell("DRAM: no counters");
+        cell("DRAM: no counters");
       } else {
-        fitted_cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
+        cell(replay ? "DRAM: not recorded" : "DRAM: counters pending");
       }
-      fitted_cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
+      cell(l.copy_gbps > 0 ? "copy: " + fixed(l.copy_gbps, 0) + " GB/s" : std::string());
     }
     ImGui::EndTable();
   }
   if (!detail.counters_note.empty()) ImGui::TextDisabled("%s", detail.counters_note.c_str());
+}
+
+// Where a launch's counted bytes differ from the textbook by more than the rule table's ratio,
+// one line each saying why (assets/explain/byte_ratios.json, viz/byte_explain.h).
+void draw_byte_explanations(const Lab& lab, const std::vector<Measurement>& ms,
+                            const Measurement& detail) {
+  static viz::ByteRules rules;
+  static Status loaded = [] {
+    const std::string assets = find_assets_folder();
+    if (assets.empty()) return Status::Error("no assets folder: byte ratios are not explained");
+    return viz::load_byte_rules(assets + "/explain/byte_ratios.json", &rules);
+  }();
+  if (!loaded.ok()) {
+    ImGui::TextDisabled("%s", loaded.message().c_str());
+    return;
+  }
+  viz::ByteFacts facts;
+  facts.l2_capacity = static_cast<double>(lab.status().device.l2_bytes);
+  facts.l2_floor = viz::l2_floor(lab.history());
+  facts.lesson = &lab.lesson();
+  facts.level0 = level_of(ms, 0);
+  const std::vector<viz::ByteExplanation> lines = viz::explain_bytes(rules, detail, facts);
+  if (lines.empty()) return;
+  ImGui::PushTextWrapPos(0.0f);
+  for (const viz::ByteExplanation& e : lines) {
+    if (e.explained()) {
+      ImGui::TextDisabled("%s", e.line().c_str());
+    } else {
+      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.3f, 1.0f), "%s", e.line().c_str());
+    }
+  }
+  ImGui::PopTextWrapPos();
 }
 
 }  // namespace
@@ -238,7 +304,10 @@ void draw_measurement_panel(const Lab& lab) {
   draw_gpu_conditions(ms);
   draw_levels_table(lab, ms);
   draw_speedup_line(lab, ms);
-  if (const Measurement* detail = level_of(ms, lab.shown_level())) draw_launches(lab, *detail);
+  if (const Measurement* detail = level_of(ms, lab.shown_level())) {
+    draw_launches(lab, *detail);
+    draw_byte_explanations(lab, ms, *detail);
+  }
 }
 
 }  // namespace fl::gui

@@ -37,7 +37,8 @@ ImGuiTabItemFlags first_frame_select(const Lab& lab, const char* view) {
 }
 
 // FUSIONLAB_TEXT_RECTS=PATH (the UI overlap test, tests/ui/text_overlap_check.cpp): every text
-// rectangle the views draw (viz/text.h) is recorded, and the first settled frame of each
+// rectangle the views draw (viz/text.h) and every cell of the measurement tables is recorded, and
+// the second settled frame of each
 // (lesson, level, size, view, window size) is appended to PATH: a "frame" line naming them,
 // then one "rect" line per text (drawn box, clip box, the text). Settled: nothing is being
 // measured or swept, so the frame shows the finished measurement.
@@ -48,11 +49,15 @@ class TextRectsFile {
     if (path && *path) path_ = path;
     viz::set_text_recording(!path_.empty());
   }
-  void begin_frame() {
-    if (!path_.empty()) viz::clear_recorded_text();
-  }
+  // The panels drawn before the views in a frame (the measurement table) record their cells
+  // too, so the record is cleared after each frame's end, not at the views' start.
+  void begin_frame() {}
   void end_frame(const Lab& lab) {
     if (path_.empty()) return;
+    write_frame(lab);
+    viz::clear_recorded_text();
+  }
+  void write_frame(const Lab& lab) {
     const EngineStatus& st = lab.status();
     const bool settled = st.state == EngineState::ready && !lab.change_pending() &&
                          !lab.waiting_for_result() && !lab.sweeping() && !st.busy &&
@@ -63,6 +68,13 @@ class TextRectsFile {
     std::snprintf(key, sizeof(key), "lesson=%s view=%s level=%d size=%lld display=%.0fx%.0f",
                   lab.lesson().info().id.c_str(), lab.front_view.c_str(), lab.shown_level(),
                   static_cast<long long>(lab.size()), display.x, display.y);
+    // The second settled frame of a key: ImGui's fixed-fit table columns take their width from
+    // the frame before, so the first frame after a change may draw a cell wider than its column
+    // for one frame (16 ms, not what the learner sees).
+    if (key != settled_key_) {
+      settled_key_ = key;
+      return;
+    }
     if (key == last_key_) return;
     last_key_ = key;
     std::FILE* f = std::fopen(path_.c_str(), "a");
@@ -87,6 +99,7 @@ class TextRectsFile {
  private:
   std::string path_;
   std::string last_key_;
+  std::string settled_key_;
 };
 
 TextRectsFile& text_rects_file() {

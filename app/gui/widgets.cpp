@@ -168,7 +168,11 @@ std::string fit_text(const std::string& text, float width) {
     }
   }
   std::string kept = text.substr(0, lo < starts.size() ? starts[lo] : text.size());
-  while (!kept.empty() && kept.back() == ' ') kept.pop_back();
+  // Never end on a digit ("3..." for 3033 GB/s reads as another number): cut before the number.
+  while (!kept.empty() && (kept.back() == ' ' || (kept.back() >= '0' && kept.back() <= '9') ||
+                           kept.back() == '.' || kept.back() == ',')) {
+    kept.pop_back();
+  }
   return kept + ellipsis;
 }
 

@@ -296,7 +296,13 @@ std::string gpu_title(const Session& s) {
   std::string title = s.device.name.empty() ? std::string("GPU") : s.device.name;
   title += " (compute capability " + std::to_string(s.device.cc_major) + "." +
            std::to_string(s.device.cc_minor) + ", " + (s.backend.empty() ? "live" : s.backend);
-  if (!s.created_utc.empty()) title += ", " + s.created_utc;
+  // When the measurements were made (a session saved from a replay keeps the recording's dates).
+  const std::string measured = provenance_text(s.measurements);
+  if (!measured.empty()) {
+    title += ", measured " + measured;
+  } else if (!s.created_utc.empty()) {
+    title += ", " + s.created_utc;
+  }
   return title + ")";
 }
 
@@ -380,8 +386,11 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       // level 0 or when a check failed), this launch's % of copy bandwidth, and where and when.
       baseline >= 0 && vs_level0 > 0 ? fixed(vs_level0, 3) : std::string(),
       l.copy_gbps > 0 && gbps > 0 ? fixed(100.0 * gbps / l.copy_gbps, 1) : std::string(),
-      csv_text(session.device.name),
-      driver_text(session.device.driver_version),
+      // The measurement's own GPU and driver (a session saved from a replay keeps the
+      // recording's), then when and how it was measured (docs/EXPORT.md).
+      csv_text(m.provenance.gpu.empty() ? session.device.name : m.provenance.gpu),
+      driver_text(m.provenance.driver_version > 0 ? m.provenance.driver_version
+                                                  : session.device.driver_version),
       csv_text(session.created_utc),
       // The GPU's conditions around the repetitions (model/gpu_conditions.h); empty: not known.
       m.gpu.sampled ? std::to_string(m.gpu.sm_clock_mhz) : std::string(),
@@ -389,6 +398,8 @@ std::string csv_row(const Session& session, size_t index, size_t k) {
       m.gpu.sampled ? csv_text(throttle_reason_names(m.gpu.throttle_reasons)) : std::string(),
       m.gpu.sampled ? std::to_string(m.gpu.other_processes) : std::string(),
       conditions_mark(m.gpu),
+      csv_text(m.provenance.measured_utc),
+      csv_text(m.provenance.source),
   };
   std::string row;
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -608,6 +619,7 @@ std::string chrome_trace_json(const Session& session, const PeerFile* peers) {
   json other = {{"generator", "Fusion Lab"},
                 {"app_version", session.app_version},
                 {"session_created_utc", session.created_utc},
+                {"measured", provenance_text(session.measurements)},
                 {"session_backend", session.backend},
                 {"gpu", session.device.name},
                 {"gpu_title", gpu_title(session)},
@@ -713,7 +725,7 @@ std::string measurements_csv_header() {
          "correct,timing_method,counters_status,dram_read_bytes,dram_write_bytes,l2_bytes,"
          "event_time_median_us,speedup_vs_level0,launch_pct_of_copy,gpu,driver_cuda,"
          "session_created_utc,gpu_sm_clock_mhz,gpu_memory_clock_mhz,gpu_throttle,"
-         "gpu_other_processes,gpu_disturbed";
+         "gpu_other_processes,gpu_disturbed,measured_utc,source";
 }
 
 // One PyTorch peer at one size, in the measurement columns (launch columns and counters empty).
@@ -768,7 +780,9 @@ static std::string peer_csv_row(const Session& session, const PeerFile& peers, c
       "",
       "",
       "",
-      ""};
+      "",
+      csv_text(peers.created_utc),
+      "peer file"};
   std::string row;
   for (size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + fields[i];
   return row;

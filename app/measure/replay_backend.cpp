@@ -118,6 +118,18 @@ int64_t nearest_recorded_size(const std::vector<int64_t>& sizes, int64_t size) {
   return best;
 }
 
+namespace {
+
+// A recording file as a measurement's source names it: its folder and name
+// ("h100-2026-11-23/gemm_bf16_cold.json"), not a path of this machine.
+std::string recording_name(const std::string& origin) {
+  const std::filesystem::path p(origin);
+  const std::string folder = p.parent_path().filename().string();
+  return folder.empty() ? p.filename().string() : folder + "/" + p.filename().string();
+}
+
+}  // namespace
+
 // ---- ReplayBackend --------------------------------------------------------------------------
 
 Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<ReplayBackend>* out) {
@@ -135,11 +147,15 @@ Status ReplayBackend::create(std::vector<Source> sources, std::unique_ptr<Replay
           sources.front().origin, sources.front().session.device, source.origin, session.device));
     }
     summary.origins.push_back(source.origin);
-    if (!session.created_utc.empty()) {
-      if (summary.first_utc.empty() || session.created_utc < summary.first_utc) {
-        summary.first_utc = session.created_utc;
-      }
-      if (session.created_utc > summary.last_utc) summary.last_utc = session.created_utc;
+    // The dates are the measurements' own (a session saved from a replay keeps the recording's),
+    // and a measurement made live by the program that saved this file now comes from it.
+    for (Measurement& m : source.session.measurements) {
+      if (m.provenance.source == "live") m.provenance.source = recording_name(source.origin);
+      const std::string& utc =
+          m.provenance.measured_utc.empty() ? session.created_utc : m.provenance.measured_utc;
+      if (utc.empty()) continue;
+      if (summary.first_utc.empty() || utc < summary.first_utc) summary.first_utc = utc;
+      if (utc > summary.last_utc) summary.last_utc = utc;
     }
     // A later source replaces an earlier one's measurements at the same point; within one
     // source every measurement of a point is kept, in order (a loaded file holds one per level:

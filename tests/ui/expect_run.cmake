@@ -7,7 +7,7 @@
 #         -P expect_run.cmake -- COMMAND [ARGS...]
 #
 # NO_DISPLAY: run with DISPLAY and WAYLAND_DISPLAY unset, so any attempt to open a window fails
-# with its own message. REPLAY_UNLESS_GPU: a missing STDOUT_REGEX match is accepted when this
+# with its own message. REPLAY_UNLESS_GPU: a missing STDOUT_REGEX or STDERR_REGEX match is accepted when this
 # machine has an NVIDIA GPU (nvidia-smi lists one), where the window rightly measures live.
 set(command "")
 set(after_separator FALSE)
@@ -48,23 +48,28 @@ if(DEFINED EXPECT_EXIT AND NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
   # A crash shows here as e.g. "Segmentation fault" or "Child aborted", never as 1.
   string(APPEND failures "exit was '${rc}', expected ${EXPECT_EXIT}\n")
 endif()
-if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
-  set(has_gpu FALSE)
-  if(REPLAY_UNLESS_GPU)
-    execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE smi_rc OUTPUT_VARIABLE smi_out
-                    ERROR_QUIET)
-    if("${smi_rc}" STREQUAL "0" AND smi_out MATCHES "GPU 0")
-      set(has_gpu TRUE)
-      message("stdout does not match '${STDOUT_REGEX}', but this machine has a GPU: live is right")
+set(has_gpu FALSE)
+if(REPLAY_UNLESS_GPU)
+  execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE smi_rc OUTPUT_VARIABLE smi_out
+                  ERROR_QUIET)
+  if("${smi_rc}" STREQUAL "0" AND smi_out MATCHES "GPU 0")
+    set(has_gpu TRUE)
+  endif()
+endif()
+foreach(stream stdout stderr)
+  string(TOUPPER ${stream} upper)
+  set(text "${out}")
+  if(stream STREQUAL "stderr")
+    set(text "${err}")
+  endif()
+  if(DEFINED ${upper}_REGEX AND NOT text MATCHES "${${upper}_REGEX}")
+    if(has_gpu)
+      message("${stream} does not match '${${upper}_REGEX}', but this machine has a GPU: live is right")
+    else()
+      string(APPEND failures "${stream} does not match '${${upper}_REGEX}'\n")
     endif()
   endif()
-  if(NOT has_gpu)
-    string(APPEND failures "stdout does not match '${STDOUT_REGEX}'\n")
-  endif()
-endif()
-if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
-  string(APPEND failures "stderr does not match '${STDERR_REGEX}'\n")
-endif()
+endforeach()
 if(DEFINED STDERR_HAS)
   string(FIND "${err}" "${STDERR_HAS}" at)
   if(at EQUAL -1)

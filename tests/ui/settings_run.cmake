@@ -49,6 +49,8 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ "${settings}" after)
 message("--- settings afterwards ---\n${after}--------------")
+# The window's own line about the recording it replays (no GPU here) is not about settings.
+string(REGEX REPLACE "fusionlab: Replaying a recording made on [^\n]*\n" "" err "${err}")
 
 if(CASE STREQUAL "corrupt" OR CASE STREQUAL "oversized")
   if(CASE STREQUAL "corrupt")

@@ -1,7 +1,8 @@
 // The UI overlap test's checker: reads the text rectangles a window run wrote
 // (FUSIONLAB_TEXT_RECTS, app/gui/panel_views.cpp) and fails when, in any recorded frame, two
-// texts overlap or a text crosses the clip rect it was drawn in (viz::text_problems), or when a
-// view of a lesson was never recorded at the expected window size.
+// texts overlap, a text crosses the clip rect it was drawn in (viz::text_problems) or a shortened
+// text ends in the middle of a number, or when a view of a lesson was never recorded at the
+// expected window size. The rectangles include the measurement panel's table cells.
 //
 //   fusionlab_text_overlap_check RECTS.txt WIDTHxHEIGHT LESSON,LESSON,... VIEW,VIEW,...
 #include <cstdio>
@@ -31,6 +32,18 @@ std::string field(const std::string& line, const std::string& name) {
   if (at == std::string::npos) return "";
   const size_t start = at + name.size() + 1;
   return line.substr(start, line.find(' ', start) - start);
+}
+
+// A number cut short: the text was shortened ("..." or "\u2026") right after a digit, so what
+// is left reads as another number ("3" for 3033 GB/s).
+bool cuts_a_number(const std::string& text) {
+  for (const std::string& mark : {std::string("\u2026"), std::string("...")}) {
+    if (text.size() <= mark.size() || text.compare(text.size() - mark.size(), mark.size(), mark))
+      continue;
+    const char before = text[text.size() - mark.size() - 1];
+    if (before >= '0' && before <= '9') return true;
+  }
+  return false;
 }
 
 struct Frame {
@@ -93,6 +106,12 @@ int main(int argc, char** argv) {
     if (f.rects.empty()) {
       std::printf("FAIL: no text recorded in %s\n", f.header.c_str());
       ++failures;
+    }
+    for (const fl::viz::TextRect& r : f.rects) {
+      if (cuts_a_number(r.text)) {
+        std::printf("FAIL: %s: '%s' cuts a number\n", f.header.c_str(), r.text.c_str());
+        ++failures;
+      }
     }
     for (const std::string& problem : fl::viz::text_problems(f.rects)) {
       std::printf("FAIL: %s: %s\n", f.header.c_str(), problem.c_str());

@@ -370,8 +370,15 @@ TEST_F(ReplayFiles, LoadsFilesAndFolders) {
   EXPECT_EQ(backend->summary().origins[0], (dir_ / "a.json").string());
   std::vector<Measurement> out;
   ASSERT_TRUE(backend->measure(request("gelu_scale", 1 << 24), kNever, &out).ok());
-  EXPECT_EQ(as_json(out), as_json({gelu_session().measurements[4], gelu_session().measurements[5]}))
-      << "a round trip through the file keeps every number";
+  // Every number as recorded; the provenance now names the recording they came from.
+  std::vector<Measurement> expected = {gelu_session().measurements[4],
+                                       gelu_session().measurements[5]};
+  for (Measurement& m : expected) {
+    m.provenance = {gelu_session().device.name, gelu_session().device.driver_version,
+                    gelu_session().created_utc, gelu_session().app_version,
+                    dir_.filename().string() + "/a.json"};
+  }
+  EXPECT_EQ(as_json(out), as_json(expected)) << "a round trip through the file keeps every number";
 }
 
 TEST_F(ReplayFiles, RefusesBadFilesNamingTheFile) {

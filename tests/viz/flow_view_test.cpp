@@ -62,7 +62,7 @@ TEST(Flow, UnfusedTripsCarryTwiceTheFusedVolumeForGeluScale) {
   const FlowLayout b = layout_flow(fused, 1.0, kMin, kMax);
   EXPECT_NEAR(total_volume(a) / total_volume(b), 2.0, 1e-5);
   EXPECT_NEAR(a.trip_volume[0], b.trip_volume[0], 1e-4) << "each trip moves x in and one out";
-  EXPECT_EQ(a.bytes_note, "textbook bytes: counters off");
+  EXPECT_EQ(a.bytes_note, "counters off: the design (textbook bytes), not a measurement");
   EXPECT_TRUE(a.bytes_note_textbook);
 }
 

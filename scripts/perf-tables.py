@@ -139,6 +139,11 @@ class Recording:
 
 # ---- figures of one measurement
 
+def correct(m):
+    """The measurement if its output passed the fp64 check: no ratio is shown for a wrong one."""
+    return m if m and m.get("check", {}).get("passed", True) else None
+
+
 def median(m):
     return m["chain_time_us"]["median"]
 
@@ -253,7 +258,7 @@ def crossover(rec, lesson, mode, unit):
     top = rec.top(lesson)
     wins = []
     for size in rec.sizes(lesson, mode):
-        a, b = rec.get(lesson, mode, size, top), rec.get(lesson, mode, size, top - 1)
+        a, b = (correct(rec.get(lesson, mode, size, l)) for l in (top, top - 1))
         if a and b:
             r = median(b) / median(a)
             wins.append((size, "faster" if r >= 1 + LEVEL else "slower" if r <= 1 - LEVEL else
@@ -295,7 +300,7 @@ def summary_cells(rec, cat, lesson, precision, cache):
     at = lambda size, level: rec.get(lesson, mode, size, level)
     vs0, vsc, rates = [], [], []
     for s in sizes:
-        t, z = at(s, top), at(s, 0)
+        t, z = correct(at(s, top)), correct(at(s, 0))
         vs0.append(ratio(median(z), median(t)) if t and z else "–")
         c, sdpa = (rec.peer(lesson, mode, p, s) for p in ("compile", "sdpa"))
         cell = ratio(c["median_us"], median(t)) if c and t else "–"
@@ -405,11 +410,12 @@ def lesson_table(rec, cat, lesson, mode):
     rows = []
     for size in rec.sizes(lesson, mode):
         ms = [rec.get(lesson, mode, size, l) for l in levels]
-        t = ms[-1]
         cells = [human(size)]
         for m in ms:
-            mark = "" if not m or m.get("check", {}).get("passed", True) else " (wrong)"
+            mark = "" if not m or correct(m) else " (wrong)"
             cells.append(f"{median(m):.2f}{mark}" if m else "–")
+        ms = [correct(m) for m in ms]  # the ratios leave a wrong level out
+        t = ms[-1]
         cells.append(ratio(median(ms[0]), median(t)) if ms[0] and t else "–")
         if top >= 2:
             cells.append(ratio(median(ms[-2]), median(t)) if ms[-2] and t else "–")

@@ -133,6 +133,7 @@ FlowTrip flow_trip(const Measurement& m, size_t k, const std::vector<double>& ga
   const LaunchResult& l = m.launches[k];
   FlowTrip trip;
   trip.kernel = l.textbook.kernel;
+  trip.variant = l.variant;
   trip.textbook_read_bytes = static_cast<double>(l.textbook.bytes_read);
   trip.textbook_write_bytes = static_cast<double>(l.textbook.bytes_written);
   trip.median_us = l.time_us.median;
@@ -186,6 +187,19 @@ std::vector<std::string> kept_on_chip(const Measurement& m, const Lesson* lesson
     on_chip.push_back("every intermediate");
   }
   return on_chip;
+}
+
+// The kernel variants that ran (the caption names them) and what the first does differently.
+void name_variants(const Measurement& m, const Lesson* lesson, FlowInput* in) {
+  for (const LaunchResult& l : m.launches) {
+    if (l.variant.empty() || in->variants.find(l.variant) != std::string::npos) continue;
+    in->variants += (in->variants.empty() ? "" : ", ") + l.variant;
+    if (!in->variant_what.empty() || !lesson || m.level < 0 || m.level >= lesson->level_count())
+      continue;
+    for (const VariantInfo& v : lesson->info().levels[m.level].variants) {
+      if (v.name == l.variant) in->variant_what = v.name + ": " + v.what;
+    }
+  }
 }
 
 // The counters' verdicts onto the tensors: each intermediate's home, the values kept on chip,
@@ -287,6 +301,7 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   const std::vector<double> gaps = launch_gaps_us(m);
   for (size_t k = 0; k < n; ++k) in.trips.push_back(flow_trip(m, k, gaps, in));
   in.homes = tensor_homes(m, lesson, level0);
+  name_variants(m, lesson, &in);
   place_by_homes(&in);
   if (m.level > 0 && in.on_chip.empty() && in.moved.empty()) {
     in.on_chip = kept_on_chip(m, lesson, level0);
@@ -744,8 +759,10 @@ void layout_words(const FlowInput& in, const FlowClockState& c, const FlowGeomet
                                    ? format_byte_count(trip.textbook_write_bytes) +
                                          " to L2 (DRAM " + format_byte_count(trip.write_bytes) + ")"
                                    : format_byte_count(trip.write_bytes) + " to HBM";
+    const std::string kernel =
+        trip.variant.empty() ? trip.kernel : trip.kernel + " (" + trip.variant + ")";
     std::snprintf(buf, sizeof(buf), "launch %d of %zu, %s: reads %s, writes %s; %s (median)%s",
-                  L->trip + 1, in.trips.size(), trip.kernel.c_str(), reads.c_str(), writes.c_str(),
+                  L->trip + 1, in.trips.size(), kernel.c_str(), reads.c_str(), writes.c_str(),
                   format_us(trip.median_us).c_str(),
                   trip.stages_in_shared ? "; stages data in shared memory" : "");
   } else if (L->in_gap) {
@@ -818,6 +835,8 @@ void where_note_text(const FlowInput& in, FlowLayout* L) {
       L->where_reason = "the level table keeps it on chip: \"" + in.homes.design_reason + "\"";
       L->where_note_full +=
           ".\nThe level table keeps it on chip: \"" + in.homes.design_reason + "\"";
+      if (!in.variant_what.empty())
+        L->where_note_full += "\nThe kernel that ran, " + in.variant_what;
     }
     break;
   }
@@ -864,7 +883,8 @@ FlowLayout layout_flow(const FlowInput& in, double t, ImVec2 cmin, ImVec2 cmax,
   L.bytes_note_pos = v2(cmin.x + g.W - style.text_width(L.bytes_note), L.time_label_pos.y);
   const float hint_room = in.hint.empty() ? 0.0f : style.text_width(in.hint) + g.fs;
   const std::string summary = measured_summary(in.level_summary, in.homes);
-  L.caption = fit_text("Level " + in.level_name + (summary.empty() ? "" : ": " + summary),
+  const std::string ran = in.variants.empty() ? "" : " (ran " + in.variants + ")";
+  L.caption = fit_text("Level " + in.level_name + ran + (summary.empty() ? "" : ": " + summary),
                        g.W - hint_room, style);
   layout_where_note(g, style, &L);
   if (in.trips.empty()) {

@@ -55,6 +55,7 @@ struct FlowTensor {
 // One launch: one trip.
 struct FlowTrip {
   std::string kernel;
+  std::string variant;  // the kernel variant that ran ("ffn_wgmma"); "" for a one-kernel launch
   // The bytes the HBM <-> L2 stretch carries: measured DRAM bytes when `measured`, else textbook.
   double read_bytes = 0, write_bytes = 0;
   double textbook_read_bytes = 0, textbook_write_bytes = 0;  // what the kernel must move
@@ -81,6 +82,8 @@ struct FlowLaneLaunch {
 struct FlowInput {
   std::string level_name;     // "0 unfused"
   std::string level_summary;  // the lesson's sentence for the level, may be empty
+  std::string variants;       // the variants that ran, "ffn_wgmma" (empty: none declared)
+  std::string variant_what;   // the level table's sentence on the first of them
   std::vector<FlowTensor> tensors;
   std::vector<FlowTrip> trips;
   std::vector<std::string> on_chip;  // values a fused kernel keeps in registers ("gelu output")

@@ -107,14 +107,14 @@ Session empty_session() {
   return s;
 }
 
-// Every lesson, level, precision and cache mode at sizes 1, 2, 3, ... until the session holds
+// Every lesson, level, precision it has and cache mode at sizes 1, 2, 3, ... until the session holds
 // `count` measurements: all distinct points, all within the lessons' limits.
 Session many_measurements(size_t count) {
   Session s = empty_session();
   for (int64_t size = 1; s.measurements.size() < count; ++size) {
     for (const Lesson* lesson : lessons()) {
       if (size > lesson->info().size_axis.max) continue;
-      for (Precision p : {Precision::fp32, Precision::bf16}) {
+      for (Precision p : lesson->info().precisions) {  // gpt2_decode has bf16 only
         for (CacheMode c : {CacheMode::cold, CacheMode::warm}) {
           for (int level = 0; level < lesson->level_count(); ++level) {
             if (s.measurements.size() < count) {

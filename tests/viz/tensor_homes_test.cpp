@@ -97,6 +97,11 @@ TEST(TensorHomes, FusedFfnAt16KTokensWroteHThroughHbm) {
   EXPECT_NE(l.where_note_full.find(ffn->info().levels[2].on_chip), std::string::npos)
       << l.where_note_full;
   EXPECT_FALSE(l.moved_lines.empty());
+  // The caption and the status line name the kernel variant that ran.
+  ASSERT_FALSE(m2.launches[0].variant.empty());
+  EXPECT_NE(l.caption.find("(ran " + m2.launches[0].variant + ")"), std::string::npos) << l.caption;
+  EXPECT_NE(l.status.find("ffn_fused (" + m2.launches[0].variant + ")"), std::string::npos)
+      << l.status;
   // The running launch's write band carries the measured bytes.
   ASSERT_EQ(l.trip, 0);
   EXPECT_DOUBLE_EQ(l.lanes[1].dram.bytes,

@@ -107,8 +107,8 @@ Session empty_session() {
   return s;
 }
 
-// Every lesson, level, precision it has and cache mode at sizes 1, 2, 3, ... until the session holds
-// `count` measurements: all distinct points, all within the lessons' limits.
+// Every lesson, level, precision it has and cache mode at sizes 1, 2, 3, ... until the session
+// holds `count` measurements: all distinct points, all within the lessons' limits.
 Session many_measurements(size_t count) {
   Session s = empty_session();
   for (int64_t size = 1; s.measurements.size() < count; ++size) {

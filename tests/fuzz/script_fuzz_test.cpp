@@ -134,7 +134,7 @@ std::vector<std::string> tokens(const fs::path& data) {
   return {// verbs, right and wrong
           "lesson", "size", "level", "precision", "cache", "view", "sweep", "cancel-sweep", "wait",
           "caption", "screenshot", "open", "compare", "export-trace", "export-csv", "save-session",
-          "quit", "dance", "Lesson", "screenshot\tview",
+          "phases", "quit", "dance", "Lesson", "screenshot\tview",
           // values
           "gelu_scale", "residual_layernorm", "ffn", "no_such_lesson", "fp32", "bf16", "fp16",
           "cold", "warm", "on", "off", "top", "speedup", "bandwidth", "flow", "timeline", "memory",
@@ -280,7 +280,7 @@ void check_accepted(const Script& script, const fs::path& out_dir, Problems* pro
   static const std::set<std::string> verbs = {
       "lesson",       "size",         "level",   "precision",   "cache", "view",    "sweep",
       "cancel-sweep", "wait",         "caption", "screenshot",  "open",  "compare", "export-trace",
-      "export-csv",   "save-session", "quit",    "window-size", "key",   "svg"};
+      "export-csv",   "save-session", "quit",    "window-size", "key",   "svg",     "phases"};
   for (const ScriptCommand& c : script.commands) {
     const std::string where = "line " + std::to_string(c.line) + ": ";
     if (!verbs.count(c.verb)) {

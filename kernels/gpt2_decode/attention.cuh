@@ -47,7 +47,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   float* q = smem;                               // [16][64]
   float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
-    q[i] = __ldcg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
   __syncthreads();
 
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
@@ -62,7 +62,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
       const int p = start + u * kWarps;
       k[u] = p >= p1       ? make_float2(0.f, 0.f)
              : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
-                           : unpack2(__ldcg(keys + p * (kHeadDim / 2) + lane));
+                           : unpack2(ld_cg(keys + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
@@ -108,7 +108,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
       const int p = start + u * kWarps;
       v[u] = p >= p1       ? make_float2(0.f, 0.f)
              : p < in_smem ? unpack2(smem_values[(p - p0) * (kHeadDim / 2) + lane])
-                           : unpack2(__ldcg(values + p * (kHeadDim / 2) + lane));
+                           : unpack2(ld_cg(values + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {

@@ -27,6 +27,39 @@ constexpr int kActFloats = 12288;          // shared activations: 16 rows of C o
 constexpr int kPartStride = kHeadDim + 4;  // a split's partial: o[64], max, sum, pad
 constexpr int kPositionsStride = kMaxSplitLength;
 
+// Loads that skip L1 (ld.global.cg), for values other blocks wrote earlier in this launch. nvcc
+// has __ldcg for every type used here; clang's CUDA headers (the sm_70 compile check) lack its
+// float and unsigned overloads, so there the same PTX is spelled out.
+#if defined(__clang__)
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned ld_cg(const unsigned* p) {
+  unsigned v;
+  asm("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float2 ld_cg(const float2* p) {
+  float2 v;
+  asm("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float4 ld_cg(const float4* p) {
+  float4 v;
+  asm("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(p));
+  return v;
+}
+#else
+template <class T>
+__device__ __forceinline__ T ld_cg(const T* p) {
+  return __ldcg(p);
+}
+#endif
+
 // The step's device buffers (pointers into the workspace) and its shape.
 struct DecodeArgs {
   const bf16* weights;  // model.h's layout
@@ -111,7 +144,7 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
     uint2 gv[6], bv[6];
 #pragma unroll
     for (int i = 0; i < 6; ++i) {
-      v[i] = __ldcg(row + lane + 32 * i);
+      v[i] = ld_cg(row + lane + 32 * i);
       gv[i] = __ldg(reinterpret_cast<const uint2*>(g) + lane + 32 * i);
       bv[i] = __ldg(reinterpret_cast<const uint2*>(b) + lane + 32 * i);
     }
@@ -270,8 +303,8 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
     const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * a.splits * kPartStride;
     float mp = -INFINITY, lp = 0.f;
     if (lane < a.splits) {
-      mp = __ldcg(part + lane * kPartStride + 64);
-      lp = __ldcg(part + lane * kPartStride + 65);
+      mp = ld_cg(part + lane * kPartStride + 64);
+      lp = ld_cg(part + lane * kPartStride + 65);
     }
     const float m = warp_max(mp);
     const float wp = lp > 0.f ? __expf(mp - m) : 0.f;
@@ -279,7 +312,7 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
     float2 o = make_float2(0.f, 0.f);
 #pragma unroll 4
     for (int p = 0; p < a.splits; ++p) {
-      const float2 op = __ldcg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
+      const float2 op = ld_cg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
       const float w = __shfl_sync(0xffffffffu, wp, p);
       o.x += w * op.x;
       o.y += w * op.y;
@@ -297,7 +330,7 @@ struct ProjOp {  // x = x + Attention Wproj + bproj
   __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = to_f(layer_weights(a, layer)[LayerLayout::b_proj + n]);
-    a.x[j * kC + n] = __ldcg(residual_in(a, layer) + j * kC + n) + sum + b;
+    a.x[j * kC + n] = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
   }
 };
 
@@ -328,14 +361,14 @@ struct OutOp {  // x = x + h Wout + bout
       float4 v[kPerRow];
 #pragma unroll
       for (int u = 0; u < kPerRow; ++u)
-        v[u] = __ldcg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
+        v[u] = ld_cg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
 #pragma unroll
       for (int u = 0; u < kPerRow; ++u) dst[jj * (kF / 4) + u * kThreads + threadIdx.x] = v[u];
     }
   }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = to_f(layer_weights(a, layer)[LayerLayout::b_out + n]);
-    a.x[j * kC + n] = __ldcg(a.x + j * kC + n) + sum + b;
+    a.x[j * kC + n] = ld_cg(a.x + j * kC + n) + sum + b;
   }
 };
 

@@ -30,7 +30,7 @@ struct PlainOp {
   float* out;
   int n;
   __device__ void prologue(int j0, int tc, float* act) const {
-    for (int i = threadIdx.x; i < tc * K; i += kThreads) act[i] = __ldcg(in + int64_t(j0) * K + i);
+    for (int i = threadIdx.x; i < tc * K; i += kThreads) act[i] = ld_cg(in + int64_t(j0) * K + i);
   }
   __device__ void epilogue(int j, int row, float sum) const { out[int64_t(j) * n + row] = sum; }
 };

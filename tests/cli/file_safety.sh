@@ -1,5 +1,5 @@
 #!/bin/sh
-# File safety of the command line (issue 18 "Files", "Every reader checks the file first"), one
+# File safety of the command line ("Files", "Every reader checks the file first"), one
 # case per ctest (tests/CMakeLists.txt): each runs `fusionlab` against a planted file fault and
 # asserts the exit status, the one line on stderr, and that no file in its folder changed except
 # the expected output.

@@ -1,4 +1,4 @@
-// GPU faults on a real GPU (issue 18; docs/RELIABILITY.md, "GPU faults"): the test-only fault
+// GPU faults on a real GPU (docs/RELIABILITY.md, "GPU faults"): the test-only fault
 // switch FL_FAULT (app/measure/gpu_faults.h) makes the live backend fail at each point, and each
 // test checks the one sentence the learner reads and that the engine goes on answering.
 //

@@ -1,4 +1,4 @@
-// Bounded memory while loading a recording (issue 18; docs/RELIABILITY.md, "Recordings:
+// Bounded memory while loading a recording (docs/RELIABILITY.md, "Recordings:
 // validated fields and bounded memory"): a recording under the size cap loads with a peak
 // resident memory of at most 3x its size, plus the fixed cost of the process.
 //

@@ -1,4 +1,4 @@
-// Bounded memory in the window's state (issue 18): however long a learner drags the size slider,
+// Bounded memory in the window's state: however long a learner drags the size slider,
 // the measurements the Lab keeps stay at their cap (model/caps.h), the newest kept.
 #include <gtest/gtest.h>
 

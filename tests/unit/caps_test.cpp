@@ -1,4 +1,4 @@
-// Bounded memory (issue 18): every cache and history the long-running app keeps stays at its cap
+// Bounded memory: every cache and history the long-running app keeps stays at its cap
 // however many results go through it (model/caps.h, docs/RELIABILITY.md).
 #include "model/caps.h"
 

@@ -578,7 +578,7 @@ void expect_csv_matches(const Session& s) {
   const std::vector<std::string>& header = rows[0];
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  // Units are in the names; the columns issue 15 added are there.
+  // Units are in the names; the columns added are there.
   for (const char* name : {"launch_time_median_us", "launch_time_p20_us", "chain_time_median_us",
                            "textbook_bytes_read", "dram_read_bytes", "dram_write_bytes", "l2_bytes",
                            "launch_gbps", "copy_gbps", "size_unit", "speedup_vs_level0",

@@ -1,4 +1,4 @@
-// The one atomic writer, the reader checks and message quoting (model/file_io.h; issue 18
+// The one atomic writer, the reader checks and message quoting (model/file_io.h;
 // "Files" and "Every reader checks the file first"). Each file fault asserts the message and
 // that nothing else in the folder changed. CPU only, in CI.
 #include "model/file_io.h"

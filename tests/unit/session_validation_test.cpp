@@ -1,4 +1,4 @@
-// The session loader's field validation (issue 18, "Recordings mean what they say";
+// The session loader's field validation ("Recordings mean what they say";
 // docs/SESSION_FORMAT.md, "What the reader refuses"): every field of a recording is checked
 // against the schema and the lesson catalog before anything else sees it, and a refusal is one
 // line naming the field by its JSON path and the rule it breaks, never the JSON library's words.

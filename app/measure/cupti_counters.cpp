@@ -11,6 +11,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/measure/cupti_check.h"
@@ -40,8 +41,11 @@ const char* const kCountersBusy =
     "Another profiler is using the GPU's performance counters, so DRAM and L2 bytes are not "
     "measured (timings are).";
 
-// Enough for the longest chain (a transformer block is ~15 launches) with room to spare.
-constexpr size_t kMaxRanges = 64;
+// The counter data image holds a fixed number of ranges (kernels). It starts at 64 (a
+// transformer block is ~15 launches) and doubles when a chain needs more (a GPT-2 decode step
+// run op by op is ~205 kernels), up to kMaxRanges.
+constexpr size_t kFirstRangeCapacity = 64;
+constexpr size_t kMaxRanges = 4096;
 
 const char* kMetricNames[] = {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"};
 constexpr size_t kMetricCount = sizeof(kMetricNames) / sizeof(kMetricNames[0]);
@@ -101,6 +105,7 @@ struct RangeCounters::Impl {
   std::vector<uint8_t> config_image;
   std::vector<uint8_t> counter_data;
   std::vector<const char*> metrics{kMetricNames, kMetricNames + kMetricCount};
+  size_t range_capacity = kFirstRangeCapacity;  // ranges the counter data image holds
 };
 
 Status RangeCounters::check(int result, const char* call) {
@@ -228,17 +233,29 @@ Status RangeCounters::enable() {
   enable.ctx = m.ctx;
   FL_TRY(check(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable"));
   m.profiler = enable.pRangeProfilerObject;
-  // A counter data image for up to kMaxRanges kernels.
+  return size_counter_data(m.range_capacity);
+}
+
+Status RangeCounters::size_counter_data(size_t ranges) {
+  Impl& m = *impl_;
   auto data = FL_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
   data.pRangeProfilerObject = m.profiler;
   data.pMetricNames = m.metrics.data();
   data.numMetrics = m.metrics.size();
-  data.maxNumOfRanges = kMaxRanges;
-  data.maxNumRangeTreeNodes = kMaxRanges;
+  data.maxNumOfRanges = ranges;
+  data.maxNumRangeTreeNodes = ranges;
   FL_TRY(
       check(cuptiRangeProfilerGetCounterDataSize(&data), "cuptiRangeProfilerGetCounterDataSize"));
   m.counter_data.resize(data.counterDataSize);
+  m.range_capacity = ranges;
   return Status::Ok();
+}
+
+Status RangeCounters::reserve_ranges(size_t ranges) {
+  size_t capacity = impl_->range_capacity;
+  if (ranges <= capacity) return Status::Ok();
+  while (capacity < ranges) capacity *= 2;
+  return size_counter_data(std::min(capacity, kMaxRanges));
 }
 
 void RangeCounters::retire(const std::string& why) {
@@ -295,7 +312,7 @@ Status RangeCounters::configure_passes(CounterReplay replay) {
   config.pCounterDataImage = m.counter_data.data();
   config.range = CUPTI_AutoRange;
   config.replayMode = replay == CounterReplay::user ? CUPTI_UserReplay : CUPTI_KernelReplay;
-  config.maxRangesPerPass = kMaxRanges;
+  config.maxRangesPerPass = m.range_capacity;
   config.numNestingLevels = 1;
   config.minNestingLevel = 1;
   config.passIndex = 0;
@@ -367,12 +384,22 @@ Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
   info.counterDataImageSize = m.counter_data.size();
   FL_TRY(
       check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
-  if (info.numTotalRanges != static_cast<size_t>(ranges)) {
+  // One range per kernel, as the timing phase counted them; or, where the profiler took a
+  // launch that runs several kernels (a CUDA graph) as one range, one range per launch.
+  std::vector<int> per_launch(launches);
+  for (int k = 0; k < launches; ++k) per_launch[k] = k;
+  const std::vector<int>* range_owner = &owner;
+  const int drain_ranges = ranges - static_cast<int>(owner.size());
+  if (info.numTotalRanges == static_cast<size_t>(launches + drain_ranges) &&
+      info.numTotalRanges != static_cast<size_t>(ranges)) {
+    range_owner = &per_launch;
+    ranges = launches + drain_ranges;
+  } else if (info.numTotalRanges != static_cast<size_t>(ranges)) {
     return Status::Error("the range profiler saw " + std::to_string(info.numTotalRanges) +
                          " kernels where " + std::to_string(ranges) +
                          " were expected (one range per kernel, as the timing phase counted them)");
   }
-  const int kernels = static_cast<int>(owner.size());
+  const int kernels = static_cast<int>(range_owner->size());
   out->assign(launches, LaunchCounters{});
   for (int k = 0; k < ranges; ++k) {
     double values[kMetricCount] = {};
@@ -391,7 +418,7 @@ Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
     c.dram_write_bytes = std::llround(values[1]);
     c.l2_bytes = std::llround(values[2]);
     if (k < kernels) {
-      LaunchCounters& sum = (*out)[owner[k]];
+      LaunchCounters& sum = (*out)[(*range_owner)[k]];
       sum.dram_read_bytes += c.dram_read_bytes;
       sum.dram_write_bytes += c.dram_write_bytes;
       sum.l2_bytes += c.l2_bytes;
@@ -424,6 +451,7 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
                          " kernels; got " + std::to_string(kernels) + " in " +
                          std::to_string(launches) + " launches");
   }
+  FL_TRY(reserve_ranges(static_cast<size_t>(ranges)));
   FL_TRY(configure_passes(replay));
   FL_TRY(profile_passes(launches, prepare, launch, drain, cancelled, was_cancelled));
   if (*was_cancelled) return Status::Ok();

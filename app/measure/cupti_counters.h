@@ -104,6 +104,10 @@ class RangeCounters {
   // pass of the chain (stopping early on `cancelled`); the counted bytes of each range summed
   // per launch (`owner`: the launch of each kernel's range; the drain's range comes after them).
   Status configure_passes(CounterReplay replay);
+  // The counter data image for `ranges` kernels; reserve_ranges grows it (doubling) when a
+  // chain has more kernels than it holds, so long chains (a decode step op by op) are counted.
+  Status size_counter_data(size_t ranges);
+  Status reserve_ranges(size_t ranges);
   Status profile_passes(int launches, const std::function<Status()>& prepare,
                         const std::function<Status(int)>& launch,
                         const std::function<Status()>& drain,

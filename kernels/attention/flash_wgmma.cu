@@ -65,6 +65,9 @@ struct WgTile {
   static constexpr int kBarriers = 1 + 4 * kStages;
   static constexpr size_t kSmemBytes =
       1024 + kQBytes + 2 * kStages * kKVBytes + kBarriers * sizeof(uint64_t);
+  static_assert(kPanels * 64 == kD, "d is a whole number of 128-byte panels");
+  static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
+                "the register split fits the SM's 64K registers");
 };
 
 // The block's shared memory: Q, the K and V rings, and the barriers (q_full; per slot k_full,

@@ -180,8 +180,8 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     return std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
   }
   attention::FlashArgs<T> flash_args() const {
-    attention::FlashArgs<T> a{q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(), length_, dim_,
-                              scale()};
+    attention::FlashArgs<T> a{q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(),
+                              length_,    dim_,       scale()};
     a.phases = this->phase_sink();
     return a;
   }

@@ -23,9 +23,9 @@ struct FlashArgs {
   int length;  // T
   int dim;     // d
   float scale;
-  int group = 1;       // heads per sequence (consecutive heads share a sequence's rows)
-  int64_t ld_in = 0;   // row stride of q, k, v (0: dim)
-  int64_t ld_out = 0;  // row stride of o (0: dim)
+  int group = 1;          // heads per sequence (consecutive heads share a sequence's rows)
+  int64_t ld_in = 0;      // row stride of q, k, v (0: dim)
+  int64_t ld_out = 0;     // row stride of o (0: dim)
   PhaseSink phases = {};  // stamps on when set (the phases are the kernel's: *_phases())
 
   __device__ int64_t base(int64_t head, int64_t ld) const {

@@ -220,8 +220,8 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 
 // P as wgmma's A fragments (wgmma_rs.cuh), and O rescaled to the new running max.
 template <int kD>
-__device__ __forceinline__ void next_p(const float (&s)[64], uint32_t (&p)[32],
-                                       float (&o)[kD / 2], const float (&rescale)[2]) {
+__device__ __forceinline__ void next_p(const float (&s)[64], uint32_t (&p)[32], float (&o)[kD / 2],
+                                       const float (&rescale)[2]) {
 #pragma unroll
   for (int i = 0; i < 32; ++i) p[i] = pack_bf16x2(s[2 * i], s[2 * i + 1]);
 #pragma unroll
@@ -402,11 +402,10 @@ Status launch_flash_wgmma(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t 
   const std::string shape = flash_wgmma_shape_check(a.dim);
   if (!shape.empty()) return Status::Unsupported(shape);
   const int64_t ld_in = a.ld_in > 0 ? a.ld_in : a.dim, ld_out = a.ld_out > 0 ? a.ld_out : a.dim;
-  const bool aligned = reinterpret_cast<uintptr_t>(a.q) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(a.k) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(a.v) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(a.o) % 16 == 0 && ld_in % 8 == 0 &&
-                       ld_out % 8 == 0;
+  const bool aligned =
+      reinterpret_cast<uintptr_t>(a.q) % 16 == 0 && reinterpret_cast<uintptr_t>(a.k) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(a.v) % 16 == 0 && reinterpret_cast<uintptr_t>(a.o) % 16 == 0 &&
+      ld_in % 8 == 0 && ld_out % 8 == 0;
   if (!aligned) return Status::Unsupported("TMA needs 16-byte aligned rows");
   if (a.group < 1 || heads % a.group != 0 || heads > INT32_MAX ||
       heads / a.group * a.length > INT32_MAX || a.length < 1 || a.length > 65535 * 128)

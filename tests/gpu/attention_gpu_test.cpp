@@ -57,7 +57,7 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
       {1, 5, 129, 128},  // one past two 64-row query tiles
       {3, 2, 200, 96},   // a head size the 128-wide tile pads
       {1, 7, 333, 128},
-      {2, 1, 45, 5},  // a head size of no whole 16-byte vector: element-wise copies
+      {2, 1, 45, 5},    // a head size of no whole 16-byte vector: element-wise copies
       {2, 4, 449, 64},  // past two 192-query blocks and three 128-key tiles of the Hopper kernel
   };
   for (int i = 0; i < 3; ++i) {
@@ -165,9 +165,9 @@ TEST(AttentionPhases, FlashKernelsRecordEveryPhaseOfEveryBlock) {
       if (level == 3) EXPECT_EQ(ran, expected_top_variant(int(dim), Precision::bf16));
       for (const KernelRecord& k : m.records) {
         if (level == 3) {
-          EXPECT_EQ(variant_of_kernel(lesson->info().levels[3].variants, "flash_attention",
-                                      k.kernel),
-                    ran)
+          EXPECT_EQ(
+              variant_of_kernel(lesson->info().levels[3].variants, "flash_attention", k.kernel),
+              ran)
               << "CUPTI named " << k.kernel;
         }
       }

@@ -30,7 +30,7 @@ ByteRules shipped_rules() {
 
 Session recording(const std::string& name) {
   Session s;
-  const Status st = load_session(kSource + "/assets/recordings/h100-2026-11-23/" + name, &s);
+  const Status st = load_session(std::string(FUSIONLAB_SHIPPED_RECORDING) + "/" + name, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   return s;
 }

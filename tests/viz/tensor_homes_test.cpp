@@ -25,7 +25,7 @@ const ImVec2 kMin(0, 0), kMax(1400, 520);  // tall: the where-note row is drawn
 Session recording(const std::string& name) {
   Session s;
   const Status st = load_session(
-      std::string(FUSIONLAB_SOURCE_DIR) + "/assets/recordings/h100-2026-11-23/" + name, &s);
+      std::string(FUSIONLAB_SHIPPED_RECORDING) + "/" + name, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   return s;
 }

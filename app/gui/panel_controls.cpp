@@ -165,7 +165,7 @@ void draw_precision_and_cache(Lab& lab, double now, float label_w) {
   ImGui::SameLine(label_w);
   const bool fp32_on = lab.precision() == Precision::fp32;
   const std::string fp32_why = fp32_on ? "" : not_recorded(lab, Precision::fp32, lab.cache());
-  if (radio("fp32", fp32_on, fp32_why)) lab.set_precision(Precision::fp32, now);
+  if (radio("fp32", fp32_on, fp32_why)) lab.choose_precision(Precision::fp32, now);
   ImGui::SameLine();
   const bool bf16_on = lab.precision() == Precision::bf16;
   std::string bf16_why = bf16_unavailable(lab);
@@ -175,7 +175,7 @@ void draw_precision_and_cache(Lab& lab, double now, float label_w) {
     lab.set_precision(Precision::fp32, now);
   }
   if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
-  if (radio("bf16", bf16_on, bf16_why)) lab.set_precision(Precision::bf16, now);
+  if (radio("bf16", bf16_on, bf16_why)) lab.choose_precision(Precision::bf16, now);
   // The precisions' explanation, then what this window offers of them.
   const std::string offered = !bf16_why.empty()   ? bf16_why
                               : !fp32_why.empty() ? fp32_why

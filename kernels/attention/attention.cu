@@ -13,6 +13,11 @@
 //                     softmax in one pass): S and P still round-trip through HBM, once each.
 //   level 2, flash:   one kernel; Q, K, V tiles in shared memory, S and P in registers, online
 //                     softmax, causal tiles skipped (flash_mma.cuh). No T x T tensor exists.
+//   level 3, Hopper flash: the same algorithm with the work split by role (flash_wgmma.cu): a
+//                     producer warp keeps a TMA ring of K/V tiles full, consumer warpgroups
+//                     multiply with wgmma, one tile's softmax runs under the next one's products.
+//                     A variant of the launch: on GPUs other than sm_90 (and for fp32 or a head
+//                     size other than 64 and 128) it runs level 2's kernel.
 //
 // Napkin at T = 4096, bf16, d = 64 (B = 4, H = 12): Q, K, V, O are 6 MiB each; one T x T tensor
 // is B H T^2 b = 1.5 GiB. Level 0 moves ~11 GiB (S written, read and written by scale and mask,
@@ -36,6 +41,7 @@
 #include "kernels/attention/attention_check.cuh"
 #include "kernels/attention/attention_rows.cuh"
 #include "kernels/attention/flash_mma.cuh"
+#include "kernels/attention/flash_wgmma.h"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/level_table.h"
@@ -74,7 +80,9 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
         dim_(dim),
         tolerance_(tolerance),
         n_qkv_(heads * length * dim),
-        n_scores_(heads * int64_t(length) * length) {}
+        n_scores_(heads * int64_t(length) * length) {
+    this->set_where({length, dim, int64_t(sizeof(T))}, precision(), "tokens per sequence");
+  }
 
   static const LevelTable<AttentionWorkspace>& levels();  // the ladder, below
 
@@ -172,7 +180,24 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     return std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
   }
   attention::FlashArgs<T> flash_args() const {
-    return {q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(), length_, dim_, scale()};
+    attention::FlashArgs<T> a{q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(),
+                              length_,    dim_,       scale()};
+    a.phases = this->phase_sink();
+    return a;
+  }
+  Status flash_mma(cudaStream_t stream) {
+    FL_TRY(attention::launch_flash(flash_args(), heads_, stream));
+    this->declare_phases(attention::flash_mma_phases());
+    return Status::Ok();
+  }
+  // Level 3's Hopper kernel (bf16 only; it says why not where it cannot run).
+  Status flash_wgmma(cudaStream_t stream) {
+    if constexpr (std::is_same<T, float>::value) {
+      (void)stream;
+      return Status::Unsupported("runs in bf16 only");
+    } else {
+      return attention::launch_flash_wgmma(flash_args(), heads_, stream);
+    }
   }
 
   int64_t heads_;  // B H
@@ -199,6 +224,10 @@ double gemm_flops(const Dims& x) {
 }
 double score_elements(const Dims& x) {
   return 1.0 * kTokens * kHeads * x.s;
+}
+// Both flash levels: Q, K, V read and O written once; the causal half of both products.
+Textbook flash_textbook(const Dims& x) {
+  return {3 * qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
 }
 
 template <typename T>
@@ -268,13 +297,32 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
        "until "
        "it is final: no T x T tensor ever reaches HBM",
+       {{"flash_attention", [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+         flash_textbook}}},
+      {"Hopper flash",
+       "the flash algorithm split by role: a producer warp keeps a TMA ring of K and V tiles "
+       "full, consumer warpgroups multiply with wgmma, and one tile's softmax runs while the "
+       "tensor cores do the previous tile's P V (on other GPUs: level 2's kernel)",
+       "as level 2 (S and P a 64 x 128 tile a warpgroup, in registers; O until it is final), "
+       "with K and V in a shared-memory ring that no consumer thread copies into",
        {{"flash_attention",
-         [](Ws& w, cudaStream_t st) {
-           return attention::launch_flash(w.flash_args(), w.heads_, st);
-         },
-         [](const Dims& x) {
-           return Textbook{3 * qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
-         }}}},
+         nullptr,
+         flash_textbook,
+         {{"flash_wgmma",
+           "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
+           "softmax runs under the previous tile's P V",
+           "flash_wgmma_kernel",
+           {90, 90, true, {Precision::bf16}, 0, 1, 0},
+           [](Ws& w, cudaStream_t st) { return w.flash_wgmma(st); },
+           [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
+           attention::flash_wgmma_phases()},
+          {"flash_mma",
+           "level 2's kernel: mma.sync, a cp.async double buffer, every warp loads and computes",
+           "flash_attention_kernel",
+           {},
+           [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+           {},
+           attention::flash_mma_phases()}}}}},
   };
   return table;
 }

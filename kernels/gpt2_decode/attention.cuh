@@ -23,8 +23,7 @@ constexpr int kAttentionSmemFloats =
                                  : kWarps * kMaxTokens * kHeadDim);
 
 // The keys [first, end) of a split, and how many of them are in the cache already (below s):
-// those the megakernel copies into shared memory while the task waits for its queries; the
-// step's own keys and values of the split follow them once they are written.
+// those the megakernel copies into shared memory while the task waits for its queries.
 struct SplitKeys {
   int first, end, cached;
 };
@@ -34,41 +33,26 @@ __device__ inline SplitKeys split_keys_of(const DecodeArgs& a, int split) {
   return {first, end, max(0, min(end, a.cache) - first)};
 }
 
-// kv: null (every key and value read from global memory), or the split's keys then values in
-// shared memory (rows of 64, keys at kv, values at kv + (end - first) rows): the cached ones
-// copied there by the megakernel before the task's inputs were ready, the step's own ones
-// copied here with the queries, so every load after the wait is issued at once; after_inputs()
-// runs when they are in (linear_slice in device.cuh says why).
-template <class AfterInputs = NoHook>
-__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
-                             bf16* kv = nullptr, const AfterInputs& after_inputs = AfterInputs()) {
+// cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
+// rows of 64 each), copied there by the megakernel before the task's inputs were ready.
+__device__ inline void attend_split(const DecodeArgs& a, int layer, int head, int split,
+                                    float* smem, const bf16* cached_kv = nullptr) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
   const SplitKeys range = split_keys_of(a, split);
   const int p0 = range.first, p1 = range.end;
-  const int in_smem = kv == nullptr ? p0 : p1;  // keys below come from shared memory
-  unsigned* smem_keys = reinterpret_cast<unsigned*>(kv);
-  unsigned* smem_values = smem_keys + (p1 - p0) * (kHeadDim / 2);
+  const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;  // keys below come from smem
+  const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
+  const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
   float* q = smem;                               // [16][64]
   float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
+  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
+    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  __syncthreads();
+
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
   const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
-  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
-    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
-  if (kv != nullptr) {  // the step's own rows of this split, written by this step's qkv tasks
-    const int first_new = p0 + range.cached, words = (p1 - first_new) * (kHeadDim / 2);
-    const int at = range.cached * (kHeadDim / 2);
-    for (int i = threadIdx.x; i < words; i += kThreads) {
-      const unsigned k = ld_cg(keys + first_new * (kHeadDim / 2) + i);
-      const unsigned v = ld_cg(values + first_new * (kHeadDim / 2) + i);
-      smem_keys[at + i] = k;
-      smem_values[at + i] = v;
-    }
-  }
-  __syncthreads();
-  after_inputs();
-
   // A warp takes keys warp, warp + 8, ...: kBatch of them loaded before the first is used.
   constexpr int kBatch = 8;
   for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {

@@ -1,9 +1,9 @@
 // What every gpt2_decode kernel shares (model.h has the shapes): the step's buffers, LayerNorm
 // of the t rows into shared memory, one slice of a matrix-vector product with the weights read
 // in 16-byte rows, and programmatic dependent launch (ops.cuh: the block's four matrix ops and
-// the combine of the attention splits; attention.cuh: the decode-attention split). The per-op chain (level 0), the fused kernels (levels 1-3) and
-// the megakernel's tasks (level 4) are built from these, so every level computes the same sums
-// in the same order.
+// the combine of the attention splits; attention.cuh: the decode-attention split). The per-op
+// chain (level 0), the fused kernels (levels 1-3) and the megakernel's tasks (level 4) are built
+// from these, so every level computes the same sums in the same order.
 //
 // Activations are fp32 (t x 3072 floats at most); anything a kernel reads that another block of
 // the same launch may have written (the megakernel) is read with ld.global.cg, from L2, so no
@@ -236,14 +236,9 @@ constexpr bool kStaticSums = true;
 // With kSharedSums (count x chunk_tokens<K>() sums must fit kSumsFloats) the epilogues run a
 // thread per sum after the whole slice; without (kernels whose 48 KB of static shared memory
 // the activations fill; `sums` unused), lane j of the warp that summed a row runs token j's.
-// after_inputs() runs once every thread's prologue loads are in (the megakernel starts its next
-// task's copies there, so they never queue ahead of this task's own loads).
-struct NoHook {
-  __device__ void operator()() const {}
-};
-template <class Op, bool kSharedSums = true, class AfterInputs = NoHook>
+template <class Op, bool kSharedSums = true>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
-                             float* sums, const AfterInputs& after_inputs = AfterInputs()) {
+                             float* sums) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   static_assert(kChunk <= 32, "a lane per token of a chunk");
@@ -254,7 +249,6 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     if (j0 > 0) __syncthreads();  // the previous chunk's rows and sums are read
     op.prologue(j0, tc, act);
     __syncthreads();
-    if (j0 == 0) after_inputs();
     for (int r = warp; r < count; r += kWarps) {
       WeightRow<K> row;
       row.load(W + int64_t(r) * K, lane);

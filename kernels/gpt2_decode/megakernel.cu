@@ -5,17 +5,14 @@
 // (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
 // the next residual (red.add) instead of waiting for all of h. Each block runs its own list
 // with one short loop:
-//   1. ask L2 for the weights of the task two ahead (sm_90's bulk prefetch, one warp, no load
-//      slots taken),
+//   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
+//      and beta, the bias slice), or for attention its cached keys and values, into the other
+//      of two shared-memory buffers (cp.async), so bytes keep streaming while this task waits
+//      and nothing after the wait goes to DRAM,
 //   2. wait until this task's input stage is complete (a counter in global memory reaches that
-//      stage's task count: four threads poll it with acquire loads) and for this task's weights,
-//   3. run the task's device function (the same ops as the fused level: ops.cuh,
-//      attention.cuh); once its own inputs (x, q, the partial sums) are in, start copying the
-//      NEXT task's weight slice with its small parameters (LayerNorm's gamma and beta, the bias
-//      slice), or for attention its cached keys and values, into the other of two shared-
-//      memory buffers (cp.async, from L2 by now). Started any earlier, those copies would queue
-//      ahead of this task's own loads, which are its critical path; started here, they stream
-//      while the task computes and the next one waits,
+//      stage's task count: one thread spins on an acquire load),
+//   3. wait for this task's own weights (issued one task earlier), run the task's device
+//      function (the same ops as the fused level: device.cuh, attention.cuh),
 //   4. bump its stage's counter (one red.release: the block's writes are visible before the
 //      count is), and record the task (phases.h).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
@@ -54,25 +51,10 @@ __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void cp_async_wait_all() {
+__device__ __forceinline__ void cp_async_wait_all_but_newest() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  asm volatile("cp.async.wait_group 1;" ::: "memory");
 #endif
-}
-
-// Asks L2 for [p, p + bytes) (16-byte aligned, a multiple of 16) without waiting and without a
-// slot in the SM's load queue: the TMA unit's bulk prefetch (sm_90; a no-op before).
-__device__ __forceinline__ void l2_prefetch(const void* p, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-// A range cut into 4 KB pieces over the lanes of one warp.
-__device__ void l2_prefetch_range(const void* p, int64_t bytes, int lane) {
-  constexpr int kPiece = 4096;
-  const char* at = static_cast<const char*>(p);
-  for (int64_t o = int64_t(lane) * kPiece; o < bytes; o += 32 * kPiece)
-    l2_prefetch(at + o, static_cast<int>(bytes - o < kPiece ? bytes - o : kPiece));
 }
 
 __device__ __forceinline__ void cp_async4(void* smem, const void* global) {
@@ -116,26 +98,6 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   return v;
 }
 
-// Step 2's wait: lane 0 of warps 0-3 poll the counter, their polls spread over an L2 round trip
-// (a short sleep apart), so the count is seen about a quarter round trip after it lands rather
-// than half of one; the first to see it tells the others through shared memory (atomics: the
-// pollers race on purpose). Its acquire and the __syncthreads after the wait make the
-// producers' writes visible to the whole block.
-constexpr int kPollers = 4;
-__device__ void wait_for_inputs(const unsigned* counter, unsigned target, int task, int* seen) {
-  const int warp = threadIdx.x >> 5;
-  if ((threadIdx.x & 31) != 0 || warp >= kPollers) return;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  if (warp > 0) __nanosleep(200 * warp);
-#endif
-  while (atomicAdd(seen, 0) != task) {
-    if (load_acquire(counter) >= target) {
-      atomicExch(seen, task);
-      return;
-    }
-  }
-}
-
 // The weight slice a product task reads (null for other tasks) and its length in bytes.
 __device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task, int* bytes) {
   const bf16* w = a.weights + int64_t(task.layer) * LayerLayout::size;
@@ -158,50 +120,36 @@ __device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task,
   return w + at + int64_t(task.first) * k;
 }
 
-// An attention task's keys and values go to shared memory like a product's weights when the
-// whole split fits one buffer: the cached ones (positions below s: inputs, never written by the
-// step) while it waits, its own ones after (attend_split).
-__device__ bool split_fits(const SplitKeys& keys, int buffer_bytes) {
-  return 2 * (keys.end - keys.first) * kHeadDim * 2 <= buffer_bytes;
+// An attention task's cached keys and values (positions below s: inputs, never written by the
+// step) go to shared memory like a product's weights when both fit one buffer.
+__device__ SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task, int buffer_bytes) {
+  SplitKeys keys = split_keys_of(a, task.first % a.splits);
+  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
+  return keys;
 }
 
-// The copies are issued by warps 1-7: warp 0's first thread is meanwhile spinning on the
-// task's dependency counter (step 2), so a satisfied wait is seen while the copies go out.
-constexpr int kCopyThreads = kThreads - 32;
-__device__ __forceinline__ int copy_thread() {
-  return static_cast<int>(threadIdx.x) - 32;  // negative in warp 0: no copies
-}
 __device__ void copy_async(char* dst, const void* src, int bytes) {
   const char* from = static_cast<const char*>(src);
-  const int tid = copy_thread();
-  if (tid < 0) return;
-  for (int i = tid * 16; i < bytes; i += kCopyThreads * 16) cp_async16(dst + i, from + i);
+  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(dst + i, from + i);
 }
 // `rows` runs of `bytes` (a multiple of 16), `stride` bytes apart in global memory, packed.
 __device__ void copy_rows_async(char* dst, const void* src, int rows, int bytes, int64_t stride) {
   const char* from = static_cast<const char*>(src);
-  const int per_row = bytes / 16, tid = copy_thread();
-  if (tid < 0) return;
-  for (int i = tid; i < rows * per_row; i += kCopyThreads) {
+  const int per_row = bytes / 16;
+  for (int i = threadIdx.x; i < rows * per_row; i += kThreads) {
     const int r = i / per_row, c = (i % per_row) * 16;
     cp_async16(dst + r * bytes + c, from + r * stride + c);
   }
 }
 // A bias slice: `count` (even) bf16 from an even row, in 4-byte pieces.
 __device__ void copy_bias_async(bf16* dst, const bf16* src, int count) {
-  const int tid = copy_thread();
-  if (tid < 0) return;
-  for (int i = tid; i < count / 2; i += kCopyThreads) cp_async4(dst + 2 * i, src + 2 * i);
+  for (int i = threadIdx.x; i < count / 2; i += kThreads) cp_async4(dst + 2 * i, src + 2 * i);
 }
 
-// A product task's small parameters at the end of its buffer (model.h's kExtrasBytes), and
-// room for proj's residual slice, loaded with the attention partials.
-__device__ SmallParams extras_of(char* buffer, int buffer_bytes, const DecodeTask& task) {
-  char* at = buffer + buffer_bytes - kExtrasBytes;
-  const bf16* e = reinterpret_cast<const bf16*>(at);
-  float* residual = reinterpret_cast<float*>(at + (2 * kC + 2 * kMaxSliceRows) * 2);
-  return {e, e + 2 * kC, e + 2 * kC + kMaxSliceRows, static_cast<int>(task.first), task.count,
-          residual};
+// A product task's small parameters at the end of its buffer (model.h's kExtrasBytes).
+__device__ SmallParams extras_of(const char* buffer, int buffer_bytes, const DecodeTask& task) {
+  const bf16* e = reinterpret_cast<const bf16*>(buffer + buffer_bytes - kExtrasBytes);
+  return {e, e + 2 * kC, e + 2 * kC + kMaxSliceRows, static_cast<int>(task.first)};
 }
 
 // Step 1 for a product: its weights, the MLP's Wout columns where they fit, gamma and beta, and
@@ -232,30 +180,6 @@ __device__ void prefetch_product(const DecodeArgs& a, const DecodeTask& task, ch
       break;
     default:
       break;
-  }
-}
-
-// Two tasks ahead, warp 1 asks L2 for what prefetch_inputs will copy (the small parameters
-// come along from L2 or DRAM; they are a few KB), so that copy streams from L2.
-__device__ void l2_prefetch_task(const DecodeArgs& a, const DecodeTask& task, int buffer_bytes) {
-  const int lane = threadIdx.x & 31;
-  if ((threadIdx.x >> 5) != 1) return;
-  const TaskKind kind = static_cast<TaskKind>(task.kind);
-  if (kind == TaskKind::attention) {
-    const SplitKeys keys = split_keys_of(a, task.first % a.splits);
-    if (!split_fits(keys, buffer_bytes)) return;
-    const int64_t at = ((int64_t(task.layer) * kHeads + task.first / a.splits) * a.positions() +
-                        keys.first) * kHeadDim;
-    l2_prefetch_range(a.k_cache + at, keys.cached * kHeadDim * 2, lane);
-    l2_prefetch_range(a.v_cache + at, keys.cached * kHeadDim * 2, lane);
-    return;
-  }
-  if (kind == TaskKind::final_norm) return;
-  int bytes = 0;
-  l2_prefetch_range(task_weights(a, task, &bytes), bytes, lane);
-  if (kind == TaskKind::mlp && mlp_wout_fits(task.count, buffer_bytes)) {
-    const bf16* w_out = layer_weights(a, task.layer) + LayerLayout::w_out + task.first;
-    for (int r = lane; r < kC; r += 32) l2_prefetch(w_out + int64_t(r) * kF, task.count * 2);
   }
 }
 
@@ -302,14 +226,12 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int64_t stride, int
 __device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, char* buffer,
                                 int buffer_bytes) {
   if (static_cast<TaskKind>(task.kind) == TaskKind::attention) {
-    const SplitKeys keys = split_keys_of(a, task.first % a.splits);
-    if (split_fits(keys, buffer_bytes)) {
-      const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
-      const int64_t at =
-          ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
-      copy_async(buffer, a.k_cache + at, bytes);
-      copy_async(buffer + (keys.end - keys.first) * kHeadDim * 2, a.v_cache + at, bytes);
-    }
+    const SplitKeys keys = cached_split(a, task, buffer_bytes);
+    const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
+    const int64_t at =
+        ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
+    copy_async(buffer, a.k_cache + at, bytes);
+    copy_async(buffer + bytes, a.v_cache + at, bytes);
   } else if (static_cast<TaskKind>(task.kind) != TaskKind::final_norm) {
     prefetch_product(a, task, buffer, buffer_bytes);
   }
@@ -317,29 +239,24 @@ __device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, cha
 }
 
 // Step 3: the task's device function; the products read their slice from shared memory.
-template <class AfterInputs>
-__device__ void run_task(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                         int buffer_bytes, float* work, float* sums, const AfterInputs& next) {
+__device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
+                         int buffer_bytes, float* work, float* sums) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv:
-      linear_slice(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums, next);
+      linear_slice(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums);
       break;
-    case TaskKind::attention: {
-      const int split = task.first % a.splits;
-      bf16* kv = split_fits(split_keys_of(a, split), buffer_bytes)
-                     ? reinterpret_cast<bf16*>(buffer)
-                     : nullptr;
-      attend_split(a, layer, task.first / a.splits, split, work, kv, next);
+    case TaskKind::attention:
+      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
+                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
       break;
-    }
     case TaskKind::proj:
-      linear_slice(ProjOp{a, layer, p}, weights, task.first, task.count, work, sums, next);
+      linear_slice(ProjOp{a, layer, p}, weights, task.first, task.count, work, sums);
       break;
     case TaskKind::mlp: {
-      linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums, next);
+      linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
       __syncthreads();  // the slice's h is in `sums`
       const bool fits = mlp_wout_fits(task.count, buffer_bytes);
       const bf16* w_out = fits ? weights + task.count * kC
@@ -348,7 +265,6 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, char* buff
       break;
     }
     case TaskKind::final_norm:
-      next();
       layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens,
                      a.y);
       break;
@@ -363,27 +279,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
                       smem + kWorkBytes + kSumsBytes + buffer_bytes};
-  __shared__ int seen;  // the last task whose input stage a poller saw complete
-  if (threadIdx.x == 0) seen = -1;
-  __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   if (begin < end) prefetch_inputs(a, tasks[begin], buffers[0], buffer_bytes);
-  if (begin + 1 < end) l2_prefetch_task(a, tasks[begin + 1], buffer_bytes);
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
-    if (i + 2 < end) l2_prefetch_task(a, tasks[i + 2], buffer_bytes);
+    if (i + 1 < end)
+      prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
+    else
+      cp_async_commit();  // keep one group per task
     const uint64_t asked = phase_clock();
-    if (task.wait_counter != kNoCounter)
-      wait_for_inputs(counters + task.wait_counter, task.wait_target, i, &seen);
-    cp_async_wait_all();  // this task's copies, issued while the task before it ran
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
+      while (load_acquire(counters + task.wait_counter) < task.wait_target) {
+      }
+    }
+    cp_async_wait_all_but_newest();
     __syncthreads();
     const uint64_t started = phase_clock();
-    // The next task's copies start once this task's own inputs are in (after_inputs).
-    const auto next = [&] {
-      if (i + 1 < end) prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
-    };
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums, next);
+    run_task(a, task, buffers[slot], buffer_bytes, work, sums);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
       release_add(counters + task.done_counter, 1u);

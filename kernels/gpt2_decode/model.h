@@ -82,8 +82,8 @@ constexpr uint16_t kNoCounter = 0xFFFF;
 constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
 // A product task's small parameters, copied with its weights to the end of its buffer:
 // LayerNorm's gamma and beta (C each), the slice's bias, and proj's slice of b_out (the MLP's
-// sum starts from it); then room for proj's residual slice (t x rows floats, 4 KB).
-constexpr int kExtrasBytes = 2 * kC * 2 + 2 * kMaxSliceRows * 2 + 1024 * 4;
+// sum starts from it).
+constexpr int kExtrasBytes = 2 * kC * 2 + 2 * kMaxSliceRows * 2;
 // An MLP task holds its rows of Wfc and, when they fit beside them, the same columns of Wout.
 constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
   return 2 * rows * kC * 2 + kExtrasBytes <= buffer_bytes;
@@ -122,7 +122,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape);
 constexpr int kMegakernelFixedSharedBytes = 48 * 1024 + 4 * 1024 + 1024;
 constexpr int kMaxWeightBufferBytes = 80 * 1024;
 // One weight buffer on a GPU that gives a block `smem_optin` bytes of shared memory (an H100:
-// 227 KB, so 80 KB); 0 when two buffers of eight rows of Wfc and the extras (19 KB) do not fit.
+// 227 KB, so 80 KB); 0 when two buffers of eight rows of Wfc and the extras (15 KB) do not fit.
 int weight_buffer_bytes_for(int smem_optin);
 // The task list a GPU of `sms` SMs and `smem_optin` bytes of shared memory per block runs for a
 // step: what a recording's task records (PhaseRecord::arg) index, rebuilt without a GPU.

@@ -16,8 +16,7 @@ struct SmallParams {
   const bf16* gamma = nullptr;  // LayerNorm's gamma, then beta (C each)
   const bf16* bias = nullptr;   // bias rows [first, first + count)
   const bf16* bias2 = nullptr;  // proj: b_out rows [first, first + count)
-  int first = 0, count = 0;
-  float* residual = nullptr;  // proj: room for the residual rows, [n - first][token]
+  int first = 0;
 };
 
 // ---- the four matrix ops of a block -----------------------------------------------------------
@@ -65,13 +64,6 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
   for (int item = warp; item < tc * kHeads; item += kWarps) {
     const int jj = item / kHeads, head = item % kHeads;
     const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * a.splits * kPartStride;
-    // The first kBatch splits' sums are loaded with the maxima: they do not depend on them.
-    constexpr int kBatch = 16;
-    float2 first[kBatch];
-#pragma unroll
-    for (int p = 0; p < kBatch; ++p)
-      first[p] = p < a.splits ? ld_cg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane)
-                              : make_float2(0.f, 0.f);
     float mp = -INFINITY, lp = 0.f;
     if (lane < a.splits) {
       mp = ld_cg(part + lane * kPartStride + 64);
@@ -81,14 +73,8 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
     const float wp = lp > 0.f ? __expf(mp - m) : 0.f;
     const float l = warp_sum(wp * lp);
     float2 o = make_float2(0.f, 0.f);
-#pragma unroll
-    for (int p = 0; p < kBatch; ++p) {
-      const float w = __shfl_sync(0xffffffffu, wp, p);
-      o.x += w * first[p].x;
-      o.y += w * first[p].y;
-    }
 #pragma unroll 4
-    for (int p = kBatch; p < a.splits; ++p) {
+    for (int p = 0; p < a.splits; ++p) {
       const float2 op = ld_cg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
       const float w = __shfl_sync(0xffffffffu, wp, p);
       o.x += w * op.x;
@@ -105,33 +91,10 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
   int layer;
   SmallParams p{};
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
-  // The megakernel (p.residual) loads its residual slice here, before the combine, so both
-  // sets of loads are in flight together (one chunk: t <= 16 tokens of C, j0 = 0).
-  __device__ void prologue(int j0, int tc, float* act) const {
-    constexpr int kPerThread = 1024 / kThreads;  // p.count * tc <= 1024
-    float r[kPerThread];
-    if (p.residual != nullptr) {
-#pragma unroll
-      for (int e = 0; e < kPerThread; ++e) {
-        const int i = threadIdx.x + e * kThreads;
-        if (i < p.count * tc)
-          r[e] = ld_cg(residual_in(a, layer) + (j0 + i % tc) * kC + p.first + i / tc);
-      }
-    }
-    combine_heads(a, j0, tc, act);
-    if (p.residual != nullptr) {
-#pragma unroll
-      for (int e = 0; e < kPerThread; ++e) {
-        const int i = threadIdx.x + e * kThreads;
-        if (i < p.count * tc) p.residual[i] = r[e];
-      }
-    }
-  }
+  __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = bias_of(a, layer, p, LayerLayout::b_proj, n);
-    const float res = p.residual != nullptr ? p.residual[(n - p.first) * a.tokens + j]
-                                            : ld_cg(residual_in(a, layer) + j * kC + n);
-    const float x = res + sum + b;
+    const float x = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
     a.x[j * kC + n] = x;
     if (a.x_mlp != nullptr) {
       const float b_out = to_f(p.bias2 != nullptr ? p.bias2[n - p.first]

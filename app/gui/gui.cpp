@@ -368,6 +368,7 @@ void draw_view_and_help_menus(WindowUi& ui) {
 void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, double now,
                           MenuChoice* choice) {
   if (ImGui::SmallButton("Screenshot (F12)")) choice->quick_shot = true;
+  gui::record_widget_label("Screenshot (F12)", gui::LabelPlace::in_frame);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip(
         "Saves the whole window with a caption strip as a new PNG in the current "
@@ -376,6 +377,7 @@ void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, d
   if (ui.maximized) {
     ImGui::SameLine(0, ImGui::GetFontSize());
     if (ImGui::SmallButton("Restore panels (F / Esc)")) ui.maximized = false;
+    gui::record_widget_label("Restore panels (F / Esc)", gui::LabelPlace::in_frame);
   }
   if (const gui::ComparedSeries compared = lab.compared_series(); compared.found) {
     ImGui::SameLine(0, ImGui::GetFontSize());

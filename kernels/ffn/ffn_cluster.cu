@@ -1,11 +1,12 @@
 // The FFN's level 2 on Hopper (sm_90) at up to 64 tokens: ffn_cluster_kernel.
-// The split kernel (ffn_split.cu) sums 4C / S shares of y per output, one per hidden slice, and
-// needs a grid barrier to do it; at 64 tokens that reduction costs more than the weights. And each
-// of its blocks reads W1 as S-wide columns, 64-byte pieces of rows that are 6 KB long, which keeps
-// few bytes in flight per request. On sm_90 a thread block cluster (`size` = 8 or 4 blocks on one
-// GPC) can write its blocks' shared memory (distributed shared memory, DSMEM), so a cluster
-// works as one large block. Cluster q owns U = size x width hidden units (width = 4C / blocks,
-// 28 at C = 768 with 112 blocks); block r of it:
+//
+// What changes against the split kernel (ffn_split.cu): that kernel sums 4C / S shares of y per
+// output, one per hidden slice, and needs a grid barrier to do it; at 64 tokens that reduction
+// costs more than the weights. And each of its blocks reads W1 as S-wide columns, 64-byte pieces
+// of rows that are 6 KB long, which keeps few bytes in flight per request. On sm_90 a thread
+// block cluster (`size` = 8 or 4 blocks on one GPC) can write its blocks' shared memory
+// (distributed shared memory, DSMEM), so a cluster works as one large block. Cluster q owns
+// U = size x width hidden units (width = 4C / blocks, 28 at C = 768 with 112 blocks); block r:
 //   1. up:     x[:, r's C / size inputs] W1[those rows, the cluster's U units], a partial sum
 //              over r's inputs, from W1 rows U x 2 bytes long (448 B, not 64), all in flight at
 //              once. W2's rows for the cluster's units and r's C / size output columns stream
@@ -16,12 +17,14 @@
 //   3. share:  ... and sends the resulting h to every block of the cluster; after a second
 //              barrier every block holds h for all U units (M x U). h never left the chip;
 //   4. down:   h[M x U] W2[cluster's units, r's columns], added into an fp32 accumulator with
-//              16-byte atomics in L2: each output takes (blocks / size) additions, 14 at
-//              C = 768, not 4C / S = 96;
+//              16-byte atomics in L2;
 //   5. the last cluster to finish a column range (a counter per range: no grid barrier, no
 //      cooperative launch) writes y = acc + b2 there and leaves acc and its counter at zero.
-// Each weight is read from HBM once, every SM streams weights from the first cycle, and W1 and
-// W2 arrive in long rows.
+// Tiles: the up GEMM's kTM (16 or 64) tokens x U (<= 256) units with the block's whole K (<= 128
+// inputs) resident in shared memory; the down GEMM in warp tiles of 16 columns x all tokens.
+// Budget at C = 768, bf16, 112 blocks (14 clusters of 8): the weights as before, 9.4 MB read
+// once, every SM streaming from the first cycle; each output now takes blocks / size = 14
+// additions, not 4C / S = 96: 0.7 MB of fp32 partial sums into L2 at 16 tokens instead of 4.7.
 #include <cuda_bf16.h>
 
 #include <type_traits>
@@ -70,87 +73,38 @@ struct ClusterPlan {
   }
 };
 
-template <typename T, int kTM, bool kVectorized>
-__global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterPlan<T, kTM> plan) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using Plan = ClusterPlan<T, kTM>;
-  using Up = typename Plan::Up;
-  constexpr int kThreads = Up::kThreads, kWarps = kThreads / 32;
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ bool s_last;
-  __shared__ float s_b1[kMaxClusterWidth], s_b2[kMaxClusterColumns];  // r's b1 and b2
-  T* tiles = reinterpret_cast<T*>(smem);
-  float* recv = reinterpret_cast<float*>(smem + Plan::recv_offset());  // [size][kTM][width]
-  T* h_all = reinterpret_cast<T*>(smem + plan.all_offset());
-  T* w2s = reinterpret_cast<T*>(smem + plan.w2_offset());
-  const unsigned rank = cluster::rank(), q = cluster::index();
-  const int width = plan.width, units_all = plan.units();
-  const int64_t j_cluster = int64_t(q) * units_all;      // the cluster's hidden units
-  const int64_t j0 = j_cluster + int64_t(rank) * width;  // this block's (steps 2-3)
-  const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
-  const int64_t k0 = int64_t(rank) * plan.inputs;  // this block's inputs (step 1)
-  const int64_t inputs = max(int64_t(0), min(int64_t(plan.inputs), int64_t(a.c) - k0));
-  const int64_t c0 = int64_t(rank) * plan.cols;  // this block's outputs (step 4)
-  const int64_t cols = max(int64_t(0), min(int64_t(plan.cols), int64_t(a.c) - c0));
-  // Rows of tokens: `rows` in the mma tiles, `live` of them real; steps 2-3 move only live rows
-  // (the padded rows' results are never stored).
-  const int rows = static_cast<int>(min(int64_t(kTM), (a.m + 15) / 16 * 16));
-  const int live = static_cast<int>(min(int64_t(kTM), a.m));
+// Step 2: unit `col` of the cluster belongs to block col / width; each lane sends 4 adjacent
+// units of one row with one 16-byte store (tc::lane_quad; width is a multiple of 4: the 4 never
+// straddle two blocks) into that block's recv[rank].
+template <typename T, int kTM>
+__device__ __forceinline__ void send_partials(
+    const float (&up)[ClusterUp<kTM>::kMT][ClusterUp<kTM>::kNT][4], float* recv,
+    const ClusterPlan<T, kTM>& plan, unsigned rank, int live) {
+  using Up = ClusterUp<kTM>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  cluster::arrive_started();
-  PhaseMarks marks(a.phases);
-
-  // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
-  //    the tiles are in flight (the biases into registers: waited for only after the GEMM).
-  float b_regs[2];
-  static_assert(kMaxClusterWidth + kMaxClusterColumns <= 2 * kThreads, "2 bias values a thread");
-  auto after_issue = [&]() {
-    tc::copy_tile<T, kThreads, kVectorized>(w2s, plan.ld_w2(), a.w2 + j_cluster * a.c + c0, a.c,
-                                            units_all, plan.cols, a.hidden - j_cluster, cols);
+  const int width = plan.width, units_all = plan.units();
+  const int wm = (warp / Up::kWarpsN) * Up::kWM, wn = (warp % Up::kWarpsN) * Up::kWN;
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int i = threadIdx.x + k * kThreads;
-      const int n = i - kMaxClusterWidth;
-      b_regs[k] = i < kMaxClusterWidth ? (i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f)
-                                       : (n < cols ? Elem<T>::to_float(a.b2[c0 + n]) : 0.0f);
-    }
-  };
-  float up[Up::kMT][Up::kNT][4] = {};
-  tc::block_multiply_resident<T, Up, kMaxClusterInputs, kVectorized>(
-      up, tiles, a.x + k0, a.c, a.w1 + k0 * a.hidden, a.hidden, a.m,
-      min(int64_t(a.hidden), j_cluster + units_all), inputs, 0, j_cluster, after_issue);
+  for (int mt = 0; mt < Up::kMT; ++mt) {
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i < kMaxClusterWidth)
-      s_b1[i] = b_regs[k];
-    else if (i < kMaxClusterWidth + kMaxClusterColumns)
-      s_b2[i - kMaxClusterWidth] = b_regs[k];
-  }
-  marks.mark(kClusterSetup);
-
-  // 2. reduce: unit `col` of the cluster belongs to block col / width; each pair of partials
-  //    goes to that block's recv[rank] (pairs never straddle two blocks: width is even).
-  cluster::wait_started();
-  {
-    // Each lane sends 4 adjacent units of one row with one 16-byte store (tc::lane_quad; width
-    // is a multiple of 4: the 4 never straddle two blocks).
-    const int wm = (warp / Up::kWarpsN) * Up::kWM, wn = (warp % Up::kWarpsN) * Up::kWN;
-#pragma unroll
-    for (int mt = 0; mt < Up::kMT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < Up::kNT; ++nt) {
-        const tc::LaneQuad q = tc::lane_quad(up[mt][nt], lane);
-        const int r = wm + mt * 16 + q.row, col = wn + nt * 8 + q.col;
-        if (warp >= Up::kMmaWarps || r >= live || col >= units_all) continue;
-        const int p = col / width, u = col - p * width;
-        cluster::store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p, q.bits());
-      }
+    for (int nt = 0; nt < Up::kNT; ++nt) {
+      const tc::LaneQuad q = tc::lane_quad(up[mt][nt], lane);
+      const int r = wm + mt * 16 + q.row, col = wn + nt * 8 + q.col;
+      if (warp >= Up::kMmaWarps || r >= live || col >= units_all) continue;
+      const int p = col / width, u = col - p * width;
+      cluster::store_peer(recv + (int64_t(rank) * kTM + r) * width + u, p, q.bits());
     }
   }
-  cluster::sync();
-  // 3. share: h = GELU(sum + b1) for this block's units, 4 at a time, sent to every block's h_all
-  //    at columns [rank width, rank width + width).
+}
+
+// Step 3: h = GELU(sum + b1) for this block's `units` units, 4 at a time, sent to every block's
+// h_all at columns [rank width, rank width + width).
+template <typename T, int kTM>
+__device__ __forceinline__ void share_h(const float* recv, T* h_all, const float* s_b1,
+                                        const ClusterPlan<T, kTM>& plan, unsigned rank, int live,
+                                        int units) {
+  constexpr int kThreads = ClusterUp<kTM>::kThreads;
+  const int width = plan.width;
   const int quads = width / 4;
   for (int i = threadIdx.x; i < live * quads; i += kThreads) {
     const int r = i / quads, u = (i % quads) * 4;
@@ -176,14 +130,19 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
       }
     }
   }
-  tc::async_wait<0>();  // W2's piece (this thread's copies)
-  cluster::sync();      // h_all is complete; no block touches another's shared memory after this
-  marks.mark(kClusterUp);
+}
 
-  // 4. down: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
-  //    chains) over the cluster's units. Each lane adds 4 adjacent columns of one row with one
-  //    16-byte atomic (tc::lane_quad: half the L2 operations).
-  const int row_tiles = rows / 16, col_tiles = (static_cast<int>(cols) + 15) / 16;
+// Step 4: a warp takes 16 columns for all the tokens (1-4 mma row tiles: independent mma
+// chains) over the cluster's units. Each lane adds 4 adjacent columns of one row with one
+// 16-byte atomic (tc::lane_quad: half the L2 operations).
+template <typename T, int kTM>
+__device__ __forceinline__ void down_into_acc(const FfnArgs<T>& a, const T* h_all, const T* w2s,
+                                              const ClusterPlan<T, kTM>& plan, int64_t c0, int cols,
+                                              int rows) {
+  constexpr int kWarps = ClusterUp<kTM>::kThreads / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int units_all = plan.units();
+  const int row_tiles = rows / 16, col_tiles = (cols + 15) / 16;
   const bool quad_ok = a.c % 4 == 0;
   auto down = [&](int nt16, auto mt_tag) {
     constexpr int MT = decltype(mt_tag)::value;
@@ -222,6 +181,109 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
         break;
     }
   }
+}
+
+// Step 5, in the last cluster to add into this block's column range: y = acc + b2 there, acc
+// left at zero. Warp w takes rows w, w + 8, ..., lane l columns l, l + 32, ...: all of a
+// thread's loads (up to 8 x 8) are issued before any of its stores, so the L2 round trips
+// overlap.
+template <typename T, int kTM>
+__device__ __forceinline__ void write_y(const FfnArgs<T>& a, int64_t c0, int cols,
+                                        const float* s_b2) {
+  constexpr int kWarps = ClusterUp<kTM>::kThreads / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int kRows = kTM / kWarps, kCols = kMaxClusterColumns / 32;
+  float v[kRows][kCols];
+#pragma unroll
+  for (int rr = 0; rr < kRows; ++rr) {
+#pragma unroll
+    for (int cc = 0; cc < kCols; ++cc) {
+      const int row = warp + rr * kWarps, col = lane + cc * 32;
+      v[rr][cc] = row < a.m && col < cols ? load_l2(a.acc + row * a.c + c0 + col) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRows; ++rr) {
+#pragma unroll
+    for (int cc = 0; cc < kCols; ++cc) {
+      const int row = warp + rr * kWarps, col = lane + cc * 32;
+      if (row >= a.m || col >= cols) continue;
+      a.y[row * a.c + c0 + col] = Elem<T>::from_float(v[rr][cc] + s_b2[col]);
+      store_l2(a.acc + row * a.c + c0 + col, 0.0f);
+    }
+  }
+}
+
+template <typename T, int kTM, bool kVectorized>
+__global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterPlan<T, kTM> plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Plan = ClusterPlan<T, kTM>;
+  using Up = typename Plan::Up;
+  constexpr int kThreads = Up::kThreads;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ bool s_last;
+  __shared__ float s_b1[kMaxClusterWidth], s_b2[kMaxClusterColumns];  // r's b1 and b2
+  T* tiles = reinterpret_cast<T*>(smem);
+  float* recv = reinterpret_cast<float*>(smem + Plan::recv_offset());  // [size][kTM][width]
+  T* h_all = reinterpret_cast<T*>(smem + plan.all_offset());
+  T* w2s = reinterpret_cast<T*>(smem + plan.w2_offset());
+  const unsigned rank = cluster::rank(), q = cluster::index();
+  const int width = plan.width, units_all = plan.units();
+  const int64_t j_cluster = int64_t(q) * units_all;      // the cluster's hidden units
+  const int64_t j0 = j_cluster + int64_t(rank) * width;  // this block's (steps 2-3)
+  const int64_t units = max(int64_t(0), min(int64_t(width), a.hidden - j0));
+  const int64_t k0 = int64_t(rank) * plan.inputs;  // this block's inputs (step 1)
+  const int64_t inputs = max(int64_t(0), min(int64_t(plan.inputs), int64_t(a.c) - k0));
+  const int64_t c0 = int64_t(rank) * plan.cols;  // this block's outputs (step 4)
+  const int64_t cols = max(int64_t(0), min(int64_t(plan.cols), int64_t(a.c) - c0));
+  // Rows of tokens: `rows` in the mma tiles, `live` of them real; steps 2-3 move only live rows
+  // (the padded rows' results are never stored).
+  const int rows = static_cast<int>(min(int64_t(kTM), (a.m + 15) / 16 * 16));
+  const int live = static_cast<int>(min(int64_t(kTM), a.m));
+  cluster::arrive_started();
+  PhaseMarks<kClusterSums + 1> marks(a.phases);
+
+  // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
+  //    the tiles are in flight (the biases into registers: waited for only after the GEMM).
+  float b_regs[2];
+  static_assert(kMaxClusterWidth + kMaxClusterColumns <= 2 * kThreads, "2 bias values a thread");
+  auto after_issue = [&]() {
+    tc::copy_tile<T, kThreads, kVectorized>(w2s, plan.ld_w2(), a.w2 + j_cluster * a.c + c0, a.c,
+                                            units_all, plan.cols, a.hidden - j_cluster, cols);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int i = threadIdx.x + k * kThreads;
+      const int n = i - kMaxClusterWidth;
+      b_regs[k] = i < kMaxClusterWidth ? (i < units ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f)
+                                       : (n < cols ? Elem<T>::to_float(a.b2[c0 + n]) : 0.0f);
+    }
+  };
+  float up[Up::kMT][Up::kNT][4] = {};
+  tc::block_multiply_resident<T, Up, kMaxClusterInputs, kVectorized>(
+      up, tiles, a.x + k0, a.c, a.w1 + k0 * a.hidden, a.hidden, a.m,
+      min(int64_t(a.hidden), j_cluster + units_all), inputs, 0, j_cluster, after_issue);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < kMaxClusterWidth)
+      s_b1[i] = b_regs[k];
+    else if (i < kMaxClusterWidth + kMaxClusterColumns)
+      s_b2[i - kMaxClusterWidth] = b_regs[k];
+  }
+  marks.mark(kClusterSetup);
+
+  // 2. reduce: each block's partials of a unit go to the unit's block.
+  cluster::wait_started();
+  send_partials<T, kTM>(up, recv, plan, rank, live);
+  cluster::sync();
+  // 3. share: h = GELU(sum + b1) for this block's units, sent to every block of the cluster.
+  share_h<T, kTM>(recv, h_all, s_b1, plan, rank, live, static_cast<int>(units));
+  tc::async_wait<0>();  // W2's piece (this thread's copies)
+  cluster::sync();      // h_all is complete; no block touches another's shared memory after this
+  marks.mark(kClusterUp);
+
+  // 4. down: h W2 for this block's columns, added into acc in L2.
+  down_into_acc<T, kTM>(a, h_all, w2s, plan, c0, static_cast<int>(cols), rows);
   marks.mark(kClusterDown);
 
   // 5. The last of the clusters to add into this column range writes y there.
@@ -236,30 +298,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
     }
   }
   __syncthreads();
-  if (s_last) {
-    // Warp w takes rows w, w + 8, ..., lane l columns l, l + 32, ...: all of a thread's loads
-    // (up to 8 x 8) are issued before any of its stores, so the L2 round trips overlap.
-    constexpr int kRows = kTM / kWarps, kCols = kMaxClusterColumns / 32;
-    float v[kRows][kCols];
-#pragma unroll
-    for (int rr = 0; rr < kRows; ++rr) {
-#pragma unroll
-      for (int cc = 0; cc < kCols; ++cc) {
-        const int row = warp + rr * kWarps, col = lane + cc * 32;
-        v[rr][cc] = row < a.m && col < cols ? load_l2(a.acc + row * a.c + c0 + col) : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int rr = 0; rr < kRows; ++rr) {
-#pragma unroll
-      for (int cc = 0; cc < kCols; ++cc) {
-        const int row = warp + rr * kWarps, col = lane + cc * 32;
-        if (row >= a.m || col >= cols) continue;
-        a.y[row * a.c + c0 + col] = Elem<T>::from_float(v[rr][cc] + s_b2[col]);
-        store_l2(a.acc + row * a.c + c0 + col, 0.0f);
-      }
-    }
-  }
+  if (s_last) write_y<T, kTM>(a, c0, static_cast<int>(cols), s_b2);
   marks.mark(kClusterSums);
 #else
   __trap();  // clusters need compute capability 9.0; the launcher never picks this kernel below

@@ -143,7 +143,7 @@ __device__ __forceinline__ void down_into_acc(const FfnArgs<T>& a, const T* h_al
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int units_all = plan.units();
   const int row_tiles = rows / 16, col_tiles = (cols + 15) / 16;
-  const bool quad_ok = a.c % 4 == 0;
+  [[maybe_unused]] const bool quad_ok = a.c % 4 == 0;
   auto down = [&](int nt16, auto mt_tag) {
     constexpr int MT = decltype(mt_tag)::value;
     float acc[MT][2][4] = {};
@@ -157,11 +157,13 @@ __device__ __forceinline__ void down_into_acc(const FfnArgs<T>& a, const T* h_al
         const int64_t row = mt * 16 + q.row, n = c0 + nt16 * 16 + nt * 8 + q.col;
         if (row >= a.m || n >= c0 + cols) continue;
         float* out = a.acc + row * a.c + n;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // 16-byte atomics: sm_90 (the kernel's GPUs)
         if (quad_ok && n + 3 < c0 + cols) {
           atomicAdd(reinterpret_cast<float4*>(out), make_float4(q.v[0], q.v[1], q.v[2], q.v[3]));
-        } else {
-          for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, q.v[e]);
+          continue;
         }
+#endif
+        for (int e = 0; e < 4 && n + e < c0 + cols; ++e) atomicAdd(out + e, q.v[e]);
       }
     }
   };

@@ -69,6 +69,25 @@ enum class RowStep {
   kFused,      // level 2: x, r, gamma, beta -> h, y
 };
 
+// How a launch of the row kernel moves its bytes: flags, fixed at compile time.
+enum RowMoves : int {
+  kAnyRows = 0,         // a row may start anywhere: head | packs | tail, gamma and beta by element
+  kAlignedRows = 1,     // every row starts 16-byte aligned: packs only (C a multiple of a pack)
+  kPrefetchParams = 2,  // gamma and beta prefetched into L1 before the loads of the row
+  kEarlyParams = 4,     // gamma and beta loaded into registers with the row (Inductor's order)
+  kStreamStores = 8,    // h and y stored as streaming data (st.global.cs: evict first)
+};
+
+// An output's 16-byte store under the launch's moves.
+template <int kMoves, typename T>
+__device__ __forceinline__ void store_row16(T* p, const Vec16<T>& v) {
+  if constexpr ((kMoves & kStreamStores) != 0) {
+    store16_streaming(p, v);
+  } else {
+    store16(p, v);
+  }
+}
+
 // One row per `lanes` threads (8 or 16 lanes for short rows, a warp, or up to 16 warps for long
 // rows); blockDim.x / lanes rows per block. A row is  head | 16-byte packs | tail  and thread
 // `rank` holds its RowSlice (row_split.cuh: packs rank, rank + lanes, ..., head and tail element
@@ -76,7 +95,7 @@ enum class RowStep {
 // lives in registers. The packs are kept as stored (bf16 stays bf16: half the registers) and
 // widened to fp32 where used. For C = 768 there is no head or tail: fp32 takes 32 lanes x 6
 // float4, bf16 16 lanes x 6 packs.
-template <typename T, int kPacks, RowStep kStep>
+template <typename T, int kPacks, RowStep kStep, int kMoves>
 __global__ void __launch_bounds__(kMaxLanes, 1)
     row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
@@ -91,12 +110,34 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
   const int64_t base = row * c;
   // The row as head | 16-byte packs | tail (row_split.cuh): h is the one tensor every step
   // touches, and every tensor's row splits alike. A thread of a row past the end holds nothing.
-  const RowSlice<T> slice{split_row(h + base, c), rank, lanes};
-  const bool has_head = active && slice.has_head(), has_tail = active && slice.has_tail();
+  // Aligned rows are whole packs, known at compile time: no head, no tail, no scalar path.
+  constexpr bool kAligned = (kMoves & kAlignedRows) != 0;
+  RowSplit<T> split;
+  if constexpr (kAligned) {
+    split = RowSplit<T>{0, c / kVec, 0};
+  } else {
+    split = split_row(h + base, c);
+  }
+  const RowSlice<T> slice{split, rank, lanes};
+  const bool has_head = !kAligned && active && slice.has_head();
+  const bool has_tail = !kAligned && active && slice.has_tail();
   auto has_pack = [&](int k) { return active && slice.has_pack(k); };
   const int head_col = slice.head_col(), tail_col = slice.tail_col();
   auto f32 = [](T v) { return widen(v); };
   auto add = [&](T a, T b) { return Elem<T>::from_float(f32(a) + f32(b)); };
+  auto store_out = [](T* p, const Vec16<T>& v) { store_row16<kMoves>(p, v); };
+  constexpr bool kWritesY = kStep != RowStep::kMeanVar;
+  constexpr bool kEarly = kAligned && kWritesY && (kMoves & kEarlyParams) != 0;
+  Vec16<T> gs[kEarly ? kPacks : 1], bs[kEarly ? kPacks : 1];  // gamma, beta (kEarlyParams)
+  if constexpr (kAligned && kWritesY && (kMoves & kPrefetchParams) != 0) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (has_pack(k)) {
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(gamma + slice.pack_col(k)));
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(beta + slice.pack_col(k)));
+      }
+    }
+  }
 
   // 1. Load this thread's slice of the row: every load is issued before any value is used.
   Vec16<T> hs[kPacks];           // h, as stored
@@ -108,6 +149,15 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       if (has_pack(k)) {
         xs[k] = load16(x + base + slice.pack_col(k));
         rs[k] = load16(r + base + slice.pack_col(k));
+      }
+    }
+    if constexpr (kEarly) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (has_pack(k)) {
+          gs[k] = load16(gamma + slice.pack_col(k));
+          bs[k] = load16(beta + slice.pack_col(k));
+        }
       }
     }
     // h = x + r, rounded to T and written right away (it is final); the statistics use the
@@ -127,13 +177,22 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       if (has_pack(k)) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) hs[k].v[j] = add(xs[k].v[j], rs[k].v[j]);
-        store16(h + base + slice.pack_col(k), hs[k]);
+        store_out(h + base + slice.pack_col(k), hs[k]);
       }
     }
   } else {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       if (has_pack(k)) hs[k] = load16(h + base + slice.pack_col(k));
+    }
+    if constexpr (kEarly) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (has_pack(k)) {
+          gs[k] = load16(gamma + slice.pack_col(k));
+          bs[k] = load16(beta + slice.pack_col(k));
+        }
+      }
     }
     if (has_head) head_v = f32(h[base + head_col]);
     if (has_tail) tail_v = f32(h[base + tail_col]);
@@ -178,12 +237,15 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       return Elem<T>::from_float((a - mean) * rstd * Elem<T>::to_float(g) + Elem<T>::to_float(b));
     };
     // gamma[col] is 16-byte aligned exactly when the row is (no head).
-    const bool params_aligned = slice.split.head == 0;
+    const bool params_aligned = kAligned || slice.split.head == 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       if (!has_pack(k)) continue;
       Vec16<T> g, b, out;
-      if (params_aligned) {
+      if constexpr (kEarly) {
+        g = gs[k];
+        b = bs[k];
+      } else if (params_aligned) {
         g = load16(gamma + slice.pack_col(k));
         b = load16(beta + slice.pack_col(k));
       } else {
@@ -195,7 +257,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) out.v[j] = normalize(f32(hs[k].v[j]), g.v[j], b.v[j]);
-      store16(y + base + slice.pack_col(k), out);
+      store_out(y + base + slice.pack_col(k), out);
     }
     if (has_head) {
       y[base + head_col] = normalize(head_v, gamma[head_col], beta[head_col]);
@@ -215,14 +277,14 @@ struct RowPlan {
 };
 
 template <typename T>
-RowPlan plan_rows(int64_t rows, int c) {
+RowPlan plan_rows(int64_t rows, int c, int max_packs = kMaxPacks) {
   RowPlan plan;
   constexpr int kVec = Vec16<T>::kCount;
   const int packs = c / kVec;  // at most; a row with a head has one pack fewer
-  // The fewest lanes that hold the row with at most kMaxPacks packs each: more bytes per thread
+  // The fewest lanes that hold the row with at most max_packs packs each: more bytes per thread
   // amortise the reduction, and a short row does not leave most of a warp idle.
   plan.lanes = kMinLanes;
-  while (plan.lanes * kMaxPacks < packs && plan.lanes < kMaxLanes) plan.lanes *= 2;
+  while (plan.lanes * max_packs < packs && plan.lanes < kMaxLanes) plan.lanes *= 2;
   plan.packs_per_thread = packs > plan.lanes ? (packs + plan.lanes - 1) / plan.lanes : 1;
   plan.threads = plan.lanes > kMinRowBlock ? plan.lanes : kMinRowBlock;
   const int rows_per_block = plan.threads / plan.lanes;
@@ -246,16 +308,16 @@ struct RowArgs {
 
 // Picks the smallest instantiated kPacks >= plan.packs_per_thread. The counts are few on purpose
 // (each is a kernel per type and step): a slice rounded up costs a few idle registers.
-template <typename T, RowStep kStep, int kFirst, int... kRest>
+template <typename T, RowStep kStep, int kMoves, int kFirst, int... kRest>
 Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t stream) {
   if (plan.packs_per_thread <= kFirst) {
-    row_kernel<T, kFirst, kStep><<<plan.blocks, plan.threads, 0, stream>>>(
+    row_kernel<T, kFirst, kStep, kMoves><<<plan.blocks, plan.threads, 0, stream>>>(
         a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
   if constexpr (sizeof...(kRest) > 0) {
-    return launch_row_packs<T, kStep, kRest...>(a, plan, stream);
+    return launch_row_packs<T, kStep, kMoves, kRest...>(a, plan, stream);
   } else {
     return Status::Error("layernorm rows: no row kernel for " +
                          std::to_string(plan.packs_per_thread) +
@@ -263,12 +325,34 @@ Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t s
   }
 }
 
+// Whether every row of every tensor of the launch starts 16-byte aligned: C a multiple of a
+// pack and every pointer 16-byte aligned (cudaMalloc gives 256).
+template <typename T>
+bool rows_aligned(const RowArgs<T>& a) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return a.c % Vec16<T>::kCount == 0 && aligned(a.x) && aligned(a.r) && aligned(a.gamma) &&
+         aligned(a.beta) && aligned(a.h) && aligned(a.y);
+}
+
 template <typename T, RowStep kStep>
 Status launch_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const RowPlan plan = plan_rows<T>(a.rows, a.c);
   if (plan.blocks == 0) return Status::Ok();
   // C = 768 takes 6 packs per lane: 32 lanes in fp32, 16 in bf16.
-  return launch_row_packs<T, kStep, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+  if (rows_aligned(a)) {
+    return launch_row_packs<T, kStep, kAlignedRows, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+  }
+  return launch_row_packs<T, kStep, kAnyRows, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+}
+
+// A row launch with chosen moves and at most max_packs packs per thread (aligned rows only).
+template <typename T, RowStep kStep, int kMoves>
+Status launch_rows_tuned(const RowArgs<T>& a, int max_packs, cudaStream_t stream) {
+  if (!rows_aligned(a)) return Status::Unsupported("rows are not 16-byte aligned");
+  const RowPlan plan = plan_rows<T>(a.rows, a.c, max_packs);
+  if (plan.blocks == 0) return Status::Ok();
+  if (plan.packs_per_thread > 6) return Status::Unsupported("more than 6 packs per thread");
+  return launch_row_packs<T, kStep, kMoves | kAlignedRows, 2, 3, 6>(a, plan, stream);
 }
 
 // ---- lesson 4's residual add and its CPU reference (also the attention sublayer's) --------

@@ -130,6 +130,7 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
   using RowWorkspaceBase::RowWorkspaceBase;  // (rows, C, tolerance)
 
   static const LevelTable<ResidualLayerNormWorkspace>& levels();  // the ladder, below
+  static std::vector<VariantRow<ResidualLayerNormWorkspace>> tuning_variants();
 
   Status allocate() {
     FL_TRY(allocate_elements<T>(
@@ -232,13 +233,54 @@ const LevelTable<ResidualLayerNormWorkspace<T>>& ResidualLayerNormWorkspace<T>::
        "one kernel; the row stays in registers, h and y are written once each",
        "the row of h and its statistics, in registers: h is written, never read back",
        {{"residual_layernorm_fused",
-         [](Ws& w, cudaStream_t s) { return launch_rows<T, RowStep::kFused>(w.args(), s); },
+         nullptr,
          [](const Dims& d) {
            return Textbook{2 * d.tensor_bytes() + params_bytes(d), 2 * d.tensor_bytes(),
                            9.0 * d.elements()};
-         }}}},
+         },
+         tuning_variants()}}},
   };
   return table;
+}
+
+// MEASUREMENT ONLY (not for landing): candidate configurations of the fused row kernel.
+template <typename T, int kMoves, int kMaxPacksTuned>
+Status launch_fused_tuned(const RowArgs<T>& a, cudaStream_t s) {
+  return launch_rows_tuned<T, RowStep::kFused, kMoves>(a, kMaxPacksTuned, s);
+}
+
+template <typename T>
+std::vector<VariantRow<ResidualLayerNormWorkspace<T>>> ResidualLayerNormWorkspace<T>::tuning_variants() {
+  using Ws = ResidualLayerNormWorkspace;
+  const VariantRange never{0, 0, false, {}, 0, int64_t(1) << 62, 0};
+  constexpr RowStep kF = RowStep::kFused;
+  return {
+      {"aligned", "aligned rows, 6 packs", "row_kernel", {},
+       [](Ws& w, cudaStream_t s) { return launch_rows<T, kF>(w.args(), s); }},
+      {"any", "the general kernel (head, tail)", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) {
+         const RowArgs<T> a = w.args();
+         return launch_row_packs<T, kF, kAnyRows, 1, 2, 3, 4, 6, 8>(a, plan_rows<T>(a.rows, a.c), s);
+       }},
+      {"plain3", "aligned, 3 packs", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) { return launch_fused_tuned<T, 0, 4>(w.args(), s); }},
+      {"plain2", "aligned, 2 packs", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) { return launch_fused_tuned<T, 0, 2>(w.args(), s); }},
+      {"pf6", "prefetch params, 6 packs", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) { return launch_fused_tuned<T, kPrefetchParams, 8>(w.args(), s); }},
+      {"early3", "early params, 3 packs", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) { return launch_fused_tuned<T, kEarlyParams, 4>(w.args(), s); }},
+      {"early2", "early params, 2 packs", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) { return launch_fused_tuned<T, kEarlyParams, 2>(w.args(), s); }},
+      {"early3cs", "early params, 3 packs, streaming stores", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) {
+         return launch_fused_tuned<T, kEarlyParams | kStreamStores, 4>(w.args(), s);
+       }},
+      {"pf6cs", "prefetch params, 6 packs, streaming stores", "row_kernel", never,
+       [](Ws& w, cudaStream_t s) {
+         return launch_fused_tuned<T, kPrefetchParams | kStreamStores, 8>(w.args(), s);
+       }},
+  };
 }
 
 // ---- the lesson ----------------------------------------------------------------------------

@@ -59,14 +59,6 @@ struct ScaledActivation {
   __device__ float operator()(float x) const { return kActivationScale * Act()(x); }
 };
 
-// MEASUREMENT ONLY: the fused op with tags.
-template <typename Act>
-struct ScaledActivationCs : ScaledActivation<Act>, StreamingStores {};
-template <typename Act>
-struct ScaledActivation2 : ScaledActivation<Act>, TwoVectors {};
-template <typename Act>
-struct ScaledActivation2Cs : ScaledActivation<Act>, TwoVectors, StreamingStores {};
-
 // The fp64 reference on the GPU, fused with the comparison: reads x and y once.
 template <typename T, typename Act>
 __global__ void __launch_bounds__(kElementwiseThreads)
@@ -90,26 +82,6 @@ class ActivationScaleWorkspace final
   ActivationScaleWorkspace(int64_t n, double tolerance) : n_(n), tolerance_(tolerance) {}
 
   static const LevelTable<ActivationScaleWorkspace>& levels();  // the ladder, below
-
-  // MEASUREMENT ONLY: candidate configurations of the fused kernel.
-  static std::vector<VariantRow<ActivationScaleWorkspace>> tuning_variants() {
-    using Ws = ActivationScaleWorkspace;
-    using Op = ScaledActivation<Act>;
-    using OpCs = ScaledActivationCs<Act>;
-    using Op2 = ScaledActivation2<Act>;
-    using Op2Cs = ScaledActivation2Cs<Act>;
-    const VariantRange never{0, 0, false, {}, 0, int64_t(1) << 62, 0};
-    return {
-        {"ew1", "one vector a thread", "elementwise_kernel", {},
-         [](Ws& w, cudaStream_t s) { return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, Op{}, s); }},
-        {"ew1cs", "one vector a thread, streaming stores", "elementwise_kernel", never,
-         [](Ws& w, cudaStream_t s) { return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, OpCs{}, s); }},
-        {"ew2", "two vectors a thread", "elementwise_kernel", never,
-         [](Ws& w, cudaStream_t s) { return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, Op2{}, s); }},
-        {"ew2cs", "two vectors a thread, streaming stores", "elementwise_kernel", never,
-         [](Ws& w, cudaStream_t s) { return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, Op2Cs{}, s); }},
-    };
-  }
 
   Status allocate() {
     FL_TRY(allocate_elements<T>({{&x_, n_}, {&t_, n_}, {&y_, n_}}));
@@ -171,11 +143,12 @@ ActivationScaleWorkspace<T, Act, kSpec>::levels() {
        "one kernel; " + t + " stays in a register",
        "t = " + t + ", in a register",
        {{activation_scale_id(kSpec) + "_fused",
-         nullptr,
+         [](Ws& w, cudaStream_t s) {
+           return launch_elementwise(w.x_.as<T>(), w.y_.as<T>(), w.n_, ScaledActivation<Act>{}, s);
+         },
          [](const Dims& d) {
            return Textbook{d.s * d.b, d.s * d.b, kSpec.act_flops_per_element * d.s + 1.0 * d.s};
-         },
-         tuning_variants()}}},
+         }}}},
   };
   return table;
 }

@@ -91,16 +91,6 @@ __device__ __forceinline__ void store16_packed(T* p, const T (&v)[Vec16<T>::kCou
                : "memory");
 }
 
-// The 16-byte store of a write-once output: st.global.cs marks the lines evict-first, so they
-// do not push lines that will be read again out of L2.
-template <typename T>
-__device__ __forceinline__ void store16_streaming(T* p, const Vec16<T>& v) {
-  const int4 bits = *reinterpret_cast<const int4*>(&v);
-  asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(bits.x), "r"(bits.y),
-               "r"(bits.z), "r"(bits.w)
-               : "memory");
-}
-
 // Blocks for a one-vector-per-thread elementwise launch over n elements (tail included).
 inline unsigned elementwise_blocks(int64_t n, int elems_per_vec, int threads) {
   const int64_t vecs = (n + elems_per_vec - 1) / elems_per_vec;

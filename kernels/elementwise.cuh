@@ -47,58 +47,33 @@ inline unsigned vector_and_tail_blocks(int64_t n) {
 // so the kernels' names (the timeline shows CUPTI's) stay elementwise_kernel<T, Op>.
 struct ReadOnlyPackedMoves {};
 
-// MEASUREMENT ONLY tags: streaming (evict-first) stores; two vectors per thread.
-struct StreamingStores {};
-struct TwoVectors {};
-
-template <typename Op>
-constexpr int vectors_per_thread() {
-  return std::is_base_of<TwoVectors, Op>::value ? 2 : 1;
-}
-
 // out[i] = op(in[i]): one 16-byte vector per thread; the threads past the last full vector take
 // one tail element each. The op is what differs between the kernels of a fusion ladder.
 template <typename T, typename Op>
 static __global__ void __launch_bounds__(kElementwiseThreads)
     elementwise_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, Op op) {
   constexpr int kVec = Vec16<T>::kCount;
-  constexpr int kV = vectors_per_thread<Op>();
-  constexpr bool kPlain = !std::is_base_of<ReadOnlyPackedMoves, Op>::value;
   const int64_t full_vecs = n / kVec;
-  const int64_t first = blockIdx.x * int64_t(kElementwiseThreads) * kV + threadIdx.x;
-  Vec16<T> v[kV];
+  const int64_t i = blockIdx.x * int64_t(kElementwiseThreads) + threadIdx.x;
+  if (i < full_vecs) {
+    constexpr bool kPlain = !std::is_base_of<ReadOnlyPackedMoves, Op>::value;
+    Vec16<T> v = kPlain ? load16(in + i * kVec) : load16_ro(in + i * kVec);
 #pragma unroll
-  for (int u = 0; u < kV; ++u) {
-    const int64_t i = first + u * kElementwiseThreads;
-    if (i < full_vecs) v[u] = kPlain ? load16(in + i * kVec) : load16_ro(in + i * kVec);
-  }
-#pragma unroll
-  for (int u = 0; u < kV; ++u) {
-    const int64_t i = first + u * kElementwiseThreads;
-    if (i < full_vecs) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        v[u].v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v[u].v[k])));
-      }
-      if constexpr (std::is_base_of<StreamingStores, Op>::value) {
-        store16_streaming(out + i * kVec, v[u]);
-      } else if constexpr (kPlain) {
-        store16(out + i * kVec, v[u]);
-      } else {
-        store16_packed(out + i * kVec, v[u].v);
-      }
+    for (int k = 0; k < kVec; ++k) v.v[k] = Elem<T>::from_float(op(Elem<T>::to_float(v.v[k])));
+    if constexpr (kPlain) {
+      store16(out + i * kVec, v);
     } else {
-      const int64_t tail = full_vecs * kVec + (i - full_vecs);
-      if (tail < n) out[tail] = Elem<T>::from_float(op(Elem<T>::to_float(in[tail])));
+      store16_packed(out + i * kVec, v.v);
     }
+  } else {
+    const int64_t tail = full_vecs * kVec + (i - full_vecs);
+    if (tail < n) out[tail] = Elem<T>::from_float(op(Elem<T>::to_float(in[tail])));
   }
 }
 
 template <typename T, typename Op>
 static Status launch_elementwise(const T* in, T* out, int64_t n, Op op, cudaStream_t stream) {
-  constexpr int64_t kPerBlock = int64_t(kElementwiseThreads) * vectors_per_thread<Op>();
-  const unsigned blocks =
-      static_cast<unsigned>((vector_and_tail_threads<T>(n) + kPerBlock - 1) / kPerBlock);
+  const unsigned blocks = vector_and_tail_blocks<T>(n);
   if (blocks == 0) return Status::Ok();
   elementwise_kernel<T, Op><<<blocks, kElementwiseThreads, 0, stream>>>(in, out, n, op);
   FL_CUDA_TRY(cudaGetLastError());

@@ -1,7 +1,8 @@
 // LayerNorm's row kernels, shared by residual_layernorm (lesson 4) and layernorm_linear
-// (lesson 6): one launcher, four steps (statistics only, normalize with given statistics, a whole
-// LayerNorm, residual add + LayerNorm). The design notes are in residual_layernorm.cu and above
-// row_kernel below.
+// (lesson 6): one kernel, four steps (statistics only, normalize with given statistics, a whole
+// LayerNorm, residual add + LayerNorm), two launchers (launch_rows for any row length,
+// launch_aligned_rows for rows of whole 16-byte packs). The design notes are in
+// residual_layernorm.cu and above row_kernel below.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -69,38 +70,28 @@ enum class RowStep {
   kFused,      // level 2: x, r, gamma, beta -> h, y
 };
 
-// How a launch of the row kernel moves its bytes: flags, fixed at compile time.
+// How a launch of the row kernel reads its row, fixed at compile time (flags).
 enum RowMoves : int {
-  kAnyRows = 0,         // a row may start anywhere: head | packs | tail, gamma and beta by element
-  kAlignedRows = 1,     // every row starts 16-byte aligned: packs only (C a multiple of a pack)
-  kPrefetchParams = 2,  // gamma and beta prefetched into L1 before the loads of the row
-  kEarlyParams = 4,     // gamma and beta loaded into registers with the row (Inductor's order)
-  kStreamStores = 8,    // h and y stored as streaming data (st.global.cs: evict first)
+  kAnyRows = 0,      // a row may start anywhere: head | packs | tail; gamma, beta by element
+  kAlignedRows = 1,  // every row starts 16-byte aligned (C a multiple of a pack): packs only
+  kEarlyParams = 2,  // with kAlignedRows: gamma and beta loaded with the row, not after the
+                     // statistics, so no row waits on a second round trip (Inductor's order)
 };
-
-// An output's 16-byte store under the launch's moves.
-template <int kMoves, typename T>
-__device__ __forceinline__ void store_row16(T* p, const Vec16<T>& v) {
-  if constexpr ((kMoves & kStreamStores) != 0) {
-    store16_streaming(p, v);
-  } else {
-    store16(p, v);
-  }
-}
 
 // One row per `lanes` threads (8 or 16 lanes for short rows, a warp, or up to 16 warps for long
 // rows); blockDim.x / lanes rows per block. A row is  head | 16-byte packs | tail  and thread
 // `rank` holds its RowSlice (row_split.cuh: packs rank, rank + lanes, ..., head and tail element
 // `rank` where those exist); kPacks is the compile-time bound on its packs, so the whole slice
 // lives in registers. The packs are kept as stored (bf16 stays bf16: half the registers) and
-// widened to fp32 where used. For C = 768 there is no head or tail: fp32 takes 32 lanes x 6
-// float4, bf16 16 lanes x 6 packs.
+// widened to fp32 where used. For C = 768 there is no head or tail: the general launch gives
+// fp32 32 lanes x 6 float4 and bf16 16 lanes x 6 packs, the aligned launches 3 packs a thread
+// (64 and 32 lanes). kMoves says which code the row takes (RowMoves above).
 template <typename T, int kPacks, RowStep kStep, int kMoves>
-__global__ void __launch_bounds__(kMaxLanes, 1)
-    row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
-               const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
-               float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, int c,
-               int lanes) {
+__device__ __forceinline__ void row_body(const T* __restrict__ x, const T* __restrict__ r,
+                                         const T* __restrict__ gamma, const T* __restrict__ beta,
+                                         T* __restrict__ h, T* __restrict__ y,
+                                         float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                         int64_t rows, int c, int lanes) {
   constexpr int kVec = Vec16<T>::kCount;
   __shared__ float s_sum[kMaxLanes / 32], s_sq[kMaxLanes / 32];
   const int rank = threadIdx.x % lanes;
@@ -125,19 +116,20 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
   const int head_col = slice.head_col(), tail_col = slice.tail_col();
   auto f32 = [](T v) { return widen(v); };
   auto add = [&](T a, T b) { return Elem<T>::from_float(f32(a) + f32(b)); };
-  auto store_out = [](T* p, const Vec16<T>& v) { store_row16<kMoves>(p, v); };
-  constexpr bool kWritesY = kStep != RowStep::kMeanVar;
-  constexpr bool kEarly = kAligned && kWritesY && (kMoves & kEarlyParams) != 0;
-  Vec16<T> gs[kEarly ? kPacks : 1], bs[kEarly ? kPacks : 1];  // gamma, beta (kEarlyParams)
-  if constexpr (kAligned && kWritesY && (kMoves & kPrefetchParams) != 0) {
+  // gamma and beta of this thread's packs, when they are loaded with the row (kEarlyParams).
+  constexpr bool kEarly = kAligned && kStep != RowStep::kMeanVar && (kMoves & kEarlyParams) != 0;
+  Vec16<T> gs[kEarly ? kPacks : 1], bs[kEarly ? kPacks : 1];
+  auto load_params = [&] {
+    if constexpr (kEarly) {
 #pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      if (has_pack(k)) {
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(gamma + slice.pack_col(k)));
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(beta + slice.pack_col(k)));
+      for (int k = 0; k < kPacks; ++k) {
+        if (has_pack(k)) {
+          gs[k] = load16(gamma + slice.pack_col(k));
+          bs[k] = load16(beta + slice.pack_col(k));
+        }
       }
     }
-  }
+  };
 
   // 1. Load this thread's slice of the row: every load is issued before any value is used.
   Vec16<T> hs[kPacks];           // h, as stored
@@ -151,15 +143,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
         rs[k] = load16(r + base + slice.pack_col(k));
       }
     }
-    if constexpr (kEarly) {
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        if (has_pack(k)) {
-          gs[k] = load16(gamma + slice.pack_col(k));
-          bs[k] = load16(beta + slice.pack_col(k));
-        }
-      }
-    }
+    load_params();
     // h = x + r, rounded to T and written right away (it is final); the statistics use the
     // rounded value, as the unfused levels do when they read h back.
     if (has_head) {
@@ -177,7 +161,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       if (has_pack(k)) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) hs[k].v[j] = add(xs[k].v[j], rs[k].v[j]);
-        store_out(h + base + slice.pack_col(k), hs[k]);
+        store16(h + base + slice.pack_col(k), hs[k]);
       }
     }
   } else {
@@ -185,15 +169,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
     for (int k = 0; k < kPacks; ++k) {
       if (has_pack(k)) hs[k] = load16(h + base + slice.pack_col(k));
     }
-    if constexpr (kEarly) {
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        if (has_pack(k)) {
-          gs[k] = load16(gamma + slice.pack_col(k));
-          bs[k] = load16(beta + slice.pack_col(k));
-        }
-      }
-    }
+    load_params();
     if (has_head) head_v = f32(h[base + head_col]);
     if (has_tail) tail_v = f32(h[base + tail_col]);
   }
@@ -257,7 +233,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) out.v[j] = normalize(f32(hs[k].v[j]), g.v[j], b.v[j]);
-      store_out(y + base + slice.pack_col(k), out);
+      store16(y + base + slice.pack_col(k), out);
     }
     if (has_head) {
       y[base + head_col] = normalize(head_v, gamma[head_col], beta[head_col]);
@@ -266,6 +242,26 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       y[base + tail_col] = normalize(tail_v, gamma[tail_col], beta[tail_col]);
     }
   }
+}
+
+// The kernels: one body, two names, so that CUPTI's records tell the general kernel (any row)
+// from the aligned one (rows of whole packs; its kEarlyParams is a template argument).
+template <typename T, int kPacks, RowStep kStep>
+__global__ void __launch_bounds__(kMaxLanes, 1)
+    row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+               const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
+               float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, int c,
+               int lanes) {
+  row_body<T, kPacks, kStep, kAnyRows>(x, r, gamma, beta, h, y, mean_out, rstd_out, rows, c, lanes);
+}
+template <typename T, int kPacks, RowStep kStep, int kMoves>
+__global__ void __launch_bounds__(kMaxLanes, 1)
+    aligned_row_kernel(const T* __restrict__ x, const T* __restrict__ r,
+                       const T* __restrict__ gamma, const T* __restrict__ beta, T* __restrict__ h,
+                       T* __restrict__ y, float* __restrict__ mean_out,
+                       float* __restrict__ rstd_out, int64_t rows, int c, int lanes) {
+  row_body<T, kPacks, kStep, kMoves | kAlignedRows>(x, r, gamma, beta, h, y, mean_out, rstd_out,
+                                                    rows, c, lanes);
 }
 
 // How the row kernels split a row of C elements among threads.
@@ -311,8 +307,13 @@ struct RowArgs {
 template <typename T, RowStep kStep, int kMoves, int kFirst, int... kRest>
 Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t stream) {
   if (plan.packs_per_thread <= kFirst) {
-    row_kernel<T, kFirst, kStep, kMoves><<<plan.blocks, plan.threads, 0, stream>>>(
-        a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    if constexpr (kMoves == kAnyRows) {
+      row_kernel<T, kFirst, kStep><<<plan.blocks, plan.threads, 0, stream>>>(
+          a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    } else {
+      aligned_row_kernel<T, kFirst, kStep, kMoves><<<plan.blocks, plan.threads, 0, stream>>>(
+          a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    }
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
@@ -325,34 +326,46 @@ Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t s
   }
 }
 
-// Whether every row of every tensor of the launch starts 16-byte aligned: C a multiple of a
-// pack and every pointer 16-byte aligned (cudaMalloc gives 256).
-template <typename T>
-bool rows_aligned(const RowArgs<T>& a) {
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return a.c % Vec16<T>::kCount == 0 && aligned(a.x) && aligned(a.r) && aligned(a.gamma) &&
-         aligned(a.beta) && aligned(a.h) && aligned(a.y);
-}
-
 template <typename T, RowStep kStep>
 Status launch_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const RowPlan plan = plan_rows<T>(a.rows, a.c);
   if (plan.blocks == 0) return Status::Ok();
   // C = 768 takes 6 packs per lane: 32 lanes in fp32, 16 in bf16.
-  if (rows_aligned(a)) {
-    return launch_row_packs<T, kStep, kAlignedRows, 1, 2, 3, 4, 6, 8>(a, plan, stream);
-  }
   return launch_row_packs<T, kStep, kAnyRows, 1, 2, 3, 4, 6, 8>(a, plan, stream);
 }
 
-// A row launch with chosen moves and at most max_packs packs per thread (aligned rows only).
+// ---- the aligned launches (lesson 4's fused level) ------------------------------------------
+// When C is a multiple of a pack and every tensor starts 16-byte aligned (cudaMalloc gives 256),
+// every row is whole packs: the kernel drops the head, tail and element-wise gamma/beta code,
+// and a thread holds at most kAlignedPacks packs (C = 768: 3, so 64 lanes in fp32, 32 in bf16)
+// instead of 6: fewer registers a thread, more rows resident per SM, smaller blocks of work.
+constexpr int kAlignedPacks = 4;
+
+// "" when launch_aligned_rows takes rows of c elements of `bytes` bytes, else why not.
+inline std::string aligned_rows_refusal(int64_t c, int64_t bytes) {
+  const int64_t vec = 16 / bytes;
+  if (c % vec != 0) {
+    return "C = " + std::to_string(c) + " is not a multiple of " + std::to_string(vec);
+  }
+  if (c > int64_t(kAlignedPacks) * kMaxLanes * vec) {
+    return "C = " + std::to_string(c) + " needs more than " + std::to_string(kAlignedPacks) +
+           " packs a thread";
+  }
+  return "";
+}
+
 template <typename T, RowStep kStep, int kMoves>
-Status launch_rows_tuned(const RowArgs<T>& a, int max_packs, cudaStream_t stream) {
-  if (!rows_aligned(a)) return Status::Unsupported("rows are not 16-byte aligned");
-  const RowPlan plan = plan_rows<T>(a.rows, a.c, max_packs);
+Status launch_aligned_rows(const RowArgs<T>& a, cudaStream_t stream) {
+  const std::string refusal = aligned_rows_refusal(a.c, sizeof(T));
+  if (!refusal.empty()) return Status::Unsupported(refusal);
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!(aligned(a.x) && aligned(a.r) && aligned(a.gamma) && aligned(a.beta) && aligned(a.h) &&
+        aligned(a.y))) {
+    return Status::Unsupported("a tensor does not start 16-byte aligned");
+  }
+  const RowPlan plan = plan_rows<T>(a.rows, a.c, kAlignedPacks);
   if (plan.blocks == 0) return Status::Ok();
-  if (plan.packs_per_thread > 6) return Status::Unsupported("more than 6 packs per thread");
-  return launch_row_packs<T, kStep, kMoves | kAlignedRows, 2, 3, 6>(a, plan, stream);
+  return launch_row_packs<T, kStep, kMoves | kAlignedRows, 1, 2, 3, 4>(a, plan, stream);
 }
 
 // ---- lesson 4's residual add and its CPU reference (also the attention sublayer's) --------

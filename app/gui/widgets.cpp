@@ -71,6 +71,15 @@ void section_title(const char* text, const LessonText& help, const std::string& 
   ImGui::Separator();
 }
 
+void section_title_with(const char* text, const LessonText& help,
+                        const std::function<void()>& controls) {
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
+  help_marker(help);
+  ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
+  controls();
+  ImGui::Separator();
+}
+
 void draw_text_note(const std::string& note, float wrap_x) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.35f, 1.0f));
   ImGui::PushTextWrapPos(wrap_x);

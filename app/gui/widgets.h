@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ void help_marker(const LessonText& text, const std::string& after = "",
 void section_title(const char* text, const char* help);
 void section_title(const char* text, const LessonText& help, const std::string& after = "",
                    const std::string& before = "");
+// The same with `controls` drawn on the title's line, right of the "(?)", before the separator.
+void section_title_with(const char* text, const LessonText& help,
+                        const std::function<void()>& controls);
 
 // A loaded text's note ("your copy ... is broken") in a warning colour, wrapped at `wrap_x`
 // (ImGui::PushTextWrapPos: 0 is the window's right edge).

@@ -108,11 +108,13 @@ class RangeCounters {
   // chain has more kernels than it holds, so long chains (a decode step op by op) are counted.
   Status size_counter_data(size_t ranges);
   Status reserve_ranges(size_t ranges);
-  Status profile_passes(int launches, const std::function<Status()>& prepare,
+  Status profile_passes(int begin, int end, const std::function<Status()>& prepare,
                         const std::function<Status(int)>& launch,
                         const std::function<Status()>& drain,
                         const std::function<bool()>& cancelled, bool* was_cancelled);
-  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int launches,
+  // One window's ranges added to *out (launches [begin, begin + launches); owner: the launch of
+  // each of its kernels' ranges).
+  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int begin, int launches,
                          std::vector<LaunchCounters>* out, LaunchCounters* drain_out);
   Status stop_range(bool* all_passes);
   Status decode_ranges(size_t* dropped);

@@ -2,7 +2,7 @@
 // (lesson 6): one kernel, four steps (statistics only, normalize with given statistics, a whole
 // LayerNorm, residual add + LayerNorm), two launchers (launch_rows for any row length,
 // launch_aligned_rows for rows of whole 16-byte packs). The design notes are in
-// residual_layernorm.cu and above row_kernel below.
+// residual_layernorm.cu and above row_body below.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -285,7 +285,7 @@ ResidualLayerNormWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kEarlyParams>(w.args(), s); },
        aligned_c},
       {"rows_any",
-       "any C: a row as head | 16-byte packs | tail, up to 8 packs a thread; gamma and beta "
+       "any C: a row as a head, 16-byte packs and a tail, up to 8 packs a thread; gamma and beta "
        "element by element where the row is not aligned",
        "row_kernel",
        {},

@@ -368,6 +368,7 @@ void draw_view_and_help_menus(WindowUi& ui) {
 void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, double now,
                           MenuChoice* choice) {
   if (ImGui::SmallButton("Screenshot (F12)")) choice->quick_shot = true;
+  gui::record_widget_label("Screenshot (F12)", gui::LabelPlace::in_frame);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip(
         "Saves the whole window with a caption strip as a new PNG in the current "
@@ -376,6 +377,7 @@ void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, d
   if (ui.maximized) {
     ImGui::SameLine(0, ImGui::GetFontSize());
     if (ImGui::SmallButton("Restore panels (F / Esc)")) ui.maximized = false;
+    gui::record_widget_label("Restore panels (F / Esc)", gui::LabelPlace::in_frame);
   }
   if (const gui::ComparedSeries compared = lab.compared_series(); compared.found) {
     ImGui::SameLine(0, ImGui::GetFontSize());
@@ -1034,7 +1036,7 @@ class ScriptRunner {
       Precision p;
       if (!parse_precision(c.arg, &p))
         return fail(c.line, not_a_choice("precision", kPrecisionChoices));
-      lab.set_precision(p, now);
+      lab.choose_precision(p, now);
     } else if (c.verb == "cache") {
       CacheMode mode;
       if (!parse_cache_mode(c.arg, &mode))
@@ -1324,7 +1326,7 @@ class WindowRun {
       lab.requested_view = remembered_.view;
     }
     if (Precision p; !remembered_.precision.empty() && parse_precision(remembered_.precision, &p)) {
-      lab.set_precision(p, seconds_now());
+      lab.choose_precision(p, seconds_now());
     }
     if (CacheMode c; !remembered_.cache.empty() && parse_cache_mode(remembered_.cache, &c)) {
       lab.set_cache(c, seconds_now());
@@ -1568,7 +1570,8 @@ class WindowRun {
     s.maximized = maximized;
     s.lesson = lab_->lesson().info().id;
     s.view = lab_->front_view;
-    s.precision = to_string(lab_->precision());
+    // Only a precision the learner chose is remembered: until then each lesson opens at its own.
+    s.precision = lab_->precision_chosen() ? to_string(lab_->precision()) : "";
     s.cache = to_string(lab_->cache());
     s.show_peers = gui::window_peers_ticked();
     s.panels = ui_.panels;

@@ -72,6 +72,7 @@ void draw_speedup_title_line(const Lab&) {
     return;
   }
   ImGui::Checkbox("PyTorch peers", &show_peers);
+  record_widget_label("PyTorch peers", LabelPlace::after_box);
   help_marker(
       "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
       "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");

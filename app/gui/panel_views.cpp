@@ -256,6 +256,7 @@ void draw_timeline_view(const Lab& lab) {
   if (ImGui::GetContentRegionAvail().x < box_w) ImGui::NewLine();
   bool phases = lab.phases();
   if (ImGui::Checkbox("phases", &phases)) lab.set_phases(phases);
+  record_widget_label("phases", LabelPlace::after_box);
   ImGui::SameLine();
   help_marker(
       "Inside each launch: the phases its kernel declares (weights in, cluster exchange, grid "
@@ -316,7 +317,9 @@ constexpr ViewTab kViewTabs[] = {
 void draw_views_tabs(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
   for (const ViewTab& tab : kViewTabs) {
-    if (!ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name))) continue;
+    const bool open = ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name));
+    record_widget_label(tab.label, LabelPlace::in_frame);
+    if (!open) continue;
     lab.front_view = tab.name;
     if (tab.title_line) {
       section_title_with(tab.title, lesson_text(view_text_id(tab.name)),

@@ -27,6 +27,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/ops.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
 

@@ -179,7 +179,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
 template <int kD>
 __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, int tiles,
-                        PhaseMarks& marks) {
+                        PhaseMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
@@ -236,7 +236,7 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   hp::wgmma_wait<0>();
   hp::fence_all(o);
   if (lane == 0) hp::arrive(&sm.v_empty[vc.slot]);
-  marks.mark(kTiles, static_cast<uint32_t>(tiles));
+  marks.mark(kTiles);
 
   // O / l, the sum over the row's 4 lanes; rows past T are not stored.
 #pragma unroll
@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
                        const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a) {
 #ifdef FL_SM90A_DEVICE
   using W = WgTile<kD>;
-  PhaseMarks marks(a.phases);
+  PhaseMarks<kStore + 1> marks(a.phases);
   extern __shared__ unsigned char smem_raw[];
   const Smem<kD> sm(smem_raw);
   if (threadIdx.x == 0) {

@@ -42,6 +42,7 @@
 #include "kernels/attention/attention_rows.cuh"
 #include "kernels/attention/flash_mma.cuh"
 #include "kernels/attention/flash_wgmma.h"
+#include "kernels/attention/reference.h"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/level_table.h"
@@ -360,33 +361,10 @@ class Attention final : public LevelLesson<AttentionWorkspace<float>> {
 
   // Inputs as download() returns them: q, k, v (heads x T x d) and dims {T, d}. Output: o.
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
-    const auto& q = inputs.at(0).values;
-    const auto& k = inputs.at(1).values;
-    const auto& v = inputs.at(2).values;
     const int64_t length = static_cast<int64_t>(inputs.at(3).values.at(0));
     const int64_t dim = static_cast<int64_t>(inputs.at(3).values.at(1));
-    const int64_t heads = static_cast<int64_t>(q.size()) / (length * dim);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
-    HostTensor o{"o", std::vector<double>(q.size(), 0.0)};
-    std::vector<double> p(length);
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t base = h * length * dim;
-      for (int64_t i = 0; i < length; ++i) {
-        double m = -INFINITY, l = 0;
-        for (int64_t j = 0; j <= i; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < dim; ++c) dot += q[base + i * dim + c] * k[base + j * dim + c];
-          p[j] = scale * dot;
-          m = std::max(m, p[j]);
-        }
-        for (int64_t j = 0; j <= i; ++j) l += (p[j] = std::exp(p[j] - m));
-        double* out = &o.values[base + i * dim];
-        for (int64_t j = 0; j <= i; ++j) {
-          for (int64_t c = 0; c < dim; ++c) out[c] += p[j] / l * v[base + j * dim + c];
-        }
-      }
-    }
-    return {o};
+    return {{"o", attention::causal_attention_reference(inputs.at(0).values, inputs.at(1).values,
+                                                        inputs.at(2).values, length, dim)}};
   }
 
   // fp32: cuBLASLt's fp32 GEMMs and the flash kernel's FMA are fp32 throughout; exp2.approx

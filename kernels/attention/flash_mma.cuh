@@ -119,7 +119,7 @@ __device__ __forceinline__ void mask_tile(ScoreTile<Tile>& s, int key0, int row0
 // every row starts 16-byte aligned and the copies are cp.async; otherwise element by element.
 template <typename T, class Tile, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
-  PhaseMarks marks(a.phases);
+  PhaseMarks<kMmaStore + 1> marks(a.phases);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sq = reinterpret_cast<T*>(smem_raw);
   T* skv = sq + Tile::kQElems;  // stage s: K at skv + 2 s kKVElems, V right after it
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
     math.pv(o, s, sk + Tile::kKVElems, sp_warp);
     __syncthreads();  // the next iteration's copies overwrite this stage
   }
-  marks.mark(kMmaTiles, static_cast<uint32_t>(kv_tiles));
+  marks.mark(kMmaTiles);
 
   // O = acc / l, with l summed over the 4 lanes of each row.
 #pragma unroll

@@ -40,8 +40,9 @@
 
 #include <cmath>
 
-#include "kernels/attention/attention_rows.cuh"  // kLog2e, exp2_approx
+#include "kernels/attention/attention_rows.cuh"  // kLog2e
 #include "kernels/attention/wgmma_rs.cuh"
+#include "kernels/attention/wgmma_softmax.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/hopper.cuh"
 #include "kernels/phases.cuh"
@@ -174,75 +175,11 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
   hp::wgmma_commit();
 }
 
-// -inf for keys after the row's query or past T. Thread (warp w, lane 4 g + t) holds rows
-// row + 8 h (row = first + 16 w + g) and keys key0 + 8 j + 2 t + e in s[4 j + 2 h + e].
-__device__ __forceinline__ void mask_tile(float (&s)[64], int key0, int row, int length) {
-  const int t = threadIdx.x % 4;
-#pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
-    if (key > row + 8 * (i / 2 % 2) || key >= length) s[i] = -INFINITY;
-  }
-}
-
-// The online softmax of a tile: new running max m and sum l of the thread's two rows, s turned
-// into exp2(c (s - m)) in place, and the factor by which O must be rescaled.
-__device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2],
-                                             float (&rescale)[2], float c) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float mx = m[h];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 lanes of a row
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    rescale[h] = exp2_approx((m[h] - mx) * c);  // key 0 is in tile 0: mx is finite; 0 at first
-    m[h] = mx;
-    const float mc = mx * c;
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[4 * j + 2 * h + e];
-        x = exp2_approx(fmaf(x, c, -mc));
-        sum += x;
-      }
-    }
-    l[h] = l[h] * rescale[h] + sum;
-  }
-}
-
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// P as wgmma's A fragments (wgmma_rs.cuh), and O rescaled to the new running max.
-template <int kD>
-__device__ __forceinline__ void next_p(const float (&s)[64], uint32_t (&p)[32], float (&o)[kD / 2],
-                                       const float (&rescale)[2]) {
-#pragma unroll
-  for (int i = 0; i < 32; ++i) p[i] = pack_bf16x2(s[2 * i], s[2 * i + 1]);
-#pragma unroll
-  for (int i = 0; i < kD / 2; ++i) o[i] *= rescale[i / 2 % 2];
-}
-
-template <int N>
-__device__ __forceinline__ void fence_all(float (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) hp::fence_operand(x[i]);
-}
-__device__ __forceinline__ void fence_all(uint32_t (&x)[32]) {
-#pragma unroll
-  for (int i = 0; i < 32; ++i) hp::fence_operand(x[i]);
-}
-
 // A consumer warpgroup: its 64 query rows against the block's `tiles` K/V tiles, then O / l
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
 template <int kD>
 __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, int tiles,
-                        PhaseMarks& marks) {
+                        PhaseMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
@@ -264,12 +201,12 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   hp::wgmma_fence();
   issue_qk<kD>(s, q, sm.k + kc.slot * W::kKVBytes);
   hp::wgmma_wait<0>();
-  fence_all(s);
+  hp::fence_all(s);
   if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
   kc.advance<W::kStages>();
-  if (needs_mask(0)) mask_tile(s, 0, row, a.length);
-  softmax_tile(s, m, l, rescale, c);
-  next_p<kD>(s, p, o, rescale);
+  if (needs_mask(0)) wg::mask_tile(s, 0, row, a.length);
+  wg::softmax_tile(s, m, l, rescale, c);
+  wg::next_p<kD>(s, p, o, rescale);
   marks.mark(kFirstTile);
 
   for (int j = 1; j < tiles; ++j) {
@@ -281,25 +218,25 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
     hp::wait(&sm.v_full[vc.slot], vc.phase);
     issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
     hp::wgmma_wait<1>();  // S of tile j is in
-    fence_all(s);
+    hp::fence_all(s);
     if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
     kc.advance<W::kStages>();
-    if (needs_mask(j)) mask_tile(s, j * W::kBN, row, a.length);
-    softmax_tile(s, m, l, rescale, c);
+    if (needs_mask(j)) wg::mask_tile(s, j * W::kBN, row, a.length);
+    wg::softmax_tile(s, m, l, rescale, c);
     hp::wgmma_wait<0>();  // P V of tile j - 1 is done: O and P are free again
-    fence_all(o);
-    fence_all(p);
+    hp::fence_all(o);
+    hp::fence_all(p);
     if (lane == 0) hp::arrive(&sm.v_empty[vc.slot]);
     vc.advance<W::kStages>();
-    next_p<kD>(s, p, o, rescale);
+    wg::next_p<kD>(s, p, o, rescale);
   }
   hp::wait(&sm.v_full[vc.slot], vc.phase);
   hp::wgmma_fence();
   issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
   hp::wgmma_wait<0>();
-  fence_all(o);
+  hp::fence_all(o);
   if (lane == 0) hp::arrive(&sm.v_empty[vc.slot]);
-  marks.mark(kTiles, static_cast<uint32_t>(tiles));
+  marks.mark(kTiles);
 
   // O / l, the sum over the row's 4 lanes; rows past T are not stored.
 #pragma unroll
@@ -329,7 +266,7 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
                        const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a) {
 #ifdef FL_SM90A_DEVICE
   using W = WgTile<kD>;
-  PhaseMarks marks(a.phases);
+  PhaseMarks<kStore + 1> marks(a.phases);
   extern __shared__ unsigned char smem_raw[];
   const Smem<kD> sm(smem_raw);
   if (threadIdx.x == 0) {

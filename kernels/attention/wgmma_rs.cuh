@@ -75,4 +75,15 @@ __device__ __forceinline__ void fence_operand(uint32_t& x) {
   asm volatile("" : "+r"(x)::"memory");
 }
 
+// The same for every register of an array (accumulators, A fragments).
+template <int N>
+__device__ __forceinline__ void fence_all(float (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) fence_operand(x[i]);
+}
+__device__ __forceinline__ void fence_all(uint32_t (&x)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) fence_operand(x[i]);
+}
+
 }  // namespace fl::hopper

@@ -1,8 +1,9 @@
-// A block's phase marks (kernels/phases.cuh) kept in shared memory instead of registers, for the
-// flash kernels: their threads need every register for S, P and O, and PhaseMarks' dozen
-// registers a thread (the sink, the start stamps, one word a phase) made ptxas spill inside the
-// tile loop. Only thread 0 keeps time, so only thread 0 touches the marks: it builds them, marks
-// each phase's end, and writes the records at the end; for every other thread a mark is a branch.
+// A block's phase marks (BlockPhases, kernels/phases.cuh) kept in shared memory instead of
+// registers, for the flash kernels: their threads need every register for S, P and O, and
+// BlockPhases' dozen registers a thread (the sink, the start stamps, one word a phase) made ptxas
+// spill inside the tile loop. Only thread 0 keeps time, so only thread 0 touches the marks: it
+// builds them, marks each phase's end, and writes the records at the end; for every other thread a
+// mark is a branch.
 //
 //   __shared__ BlockMarks<kPhases> marks;
 //   marks.begin(a.phases);   ...   marks.mark(kTiles);   ...   marks.end();
@@ -17,7 +18,7 @@ namespace fl::attention {
 template <int kPhases>
 class BlockMarks {
  public:
-  using Marks = PhaseMarks<kPhases>;
+  using Marks = BlockPhases<kPhases>;
   __device__ void begin(const PhaseSink& sink) {
     if (threadIdx.x == 0) new (raw_) Marks(sink);
   }

@@ -60,9 +60,9 @@ quit
 FLS
 xvfb-run -a -s "-screen 0 2560x1600x24" "$app" --no-gpu --replay "$recording" --peers "$peers" \
   --script "$work/decode.fls" --out-dir "$work"
-if command -v convert > /dev/null; then
+if convert -version 2> /dev/null | grep -q ImageMagick; then
   convert "$work/decode-timeline-level3.png" "$work/decode-timeline-level4.png" +append \
-    "$work/decode-timelines.png"
+    "$work/decode-timelines.png" || echo "decode-shots: no side-by-side timeline picture" >&2
 fi
 mkdir -p "$out"
 cp "$work"/*.png "$work"/*.svg "$out"/

@@ -97,8 +97,9 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
     const float x = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
     a.x[j * kC + n] = x;
     if (a.x_mlp != nullptr) {
-      const float b_out = to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
-                                                  : layer_weights(a, layer)[LayerLayout::b_out + n]);
+      const float b_out =
+          to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
+                                  : layer_weights(a, layer)[LayerLayout::b_out + n]);
       a.x_mlp[j * kC + n] = x + b_out;
     }
   }

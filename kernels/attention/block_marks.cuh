@@ -1,6 +1,6 @@
-// A block's phase marks (BlockPhases, kernels/phases.cuh) kept in shared memory instead of
+// A block's phase marks (PhaseMarks, kernels/phases.cuh) kept in shared memory instead of
 // registers, for the flash kernels: their threads need every register for S, P and O, and
-// BlockPhases' dozen registers a thread (the sink, the start stamps, one word a phase) made ptxas
+// PhaseMarks' dozen registers a thread (the sink, the start stamps, one word a phase) made ptxas
 // spill inside the tile loop. Only thread 0 keeps time, so only thread 0 touches the marks: it
 // builds them, marks each phase's end, and writes the records at the end; for every other thread a
 // mark is a branch.
@@ -18,7 +18,7 @@ namespace fl::attention {
 template <int kPhases>
 class BlockMarks {
  public:
-  using Marks = BlockPhases<kPhases>;
+  using Marks = PhaseMarks<kPhases>;
   __device__ void begin(const PhaseSink& sink) {
     if (threadIdx.x == 0) new (raw_) Marks(sink);
   }

@@ -1278,7 +1278,7 @@ FlowResult flow_widget(const char* id, const FlowInput& input, double t, float h
   *clicked = ImGui::IsItemClicked();
   const bool hovered = ImGui::IsItemHovered();
   const FlowLayout layout = layout_flow(input, t, p0, v2(p0.x + width, p0.y + height), style);
-  note_view_need(p0.y + flow_needed_height(input, t, p0, width, style));
+  if (view_need_asked()) note_view_need(p0.y + flow_needed_height(input, t, p0, width, style));
   FlowResult result;
   result.animating = !input.trips.empty();
   if (hovered) result.hover = flow_hit(layout, ImGui::GetIO().MousePos);

@@ -402,7 +402,7 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
   }
   L.frame_min = vec(canvas_min.x + widest_y + fs * 0.8f, top);
   L.frame_max = vec(std::max(L.frame_min.x + 1, canvas_max.x - fs * 1.6f - column),
-                   std::max(top + 1, bottom));
+                    std::max(top + 1, bottom));
   for (size_t i = 0; i < y_values.size(); ++i) {
     L.y_ticks.push_back({L.y_to_screen(y_values[i]), y_values[i], y_labels[i], true});
   }
@@ -429,8 +429,8 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
   PlotLayout L = layout_with_strip(spec, canvas_min, canvas_max, style, 0, &covered);
   if (covered == 0) return L;
   // Every corner hides data (a short plot, a crowded one): the legend leaves the plot area. Its
-  // entries flow in rows across a strip above the frame while the frame keeps kPlotMinFrameFonts lines of
-  // height (kPlotMinFrameFonts); else they stand in a column beside it while the frame
+  // entries flow in rows across a strip above the frame while the frame keeps kPlotMinFrameFonts
+  // lines of height (kPlotMinFrameFonts); else they stand in a column beside it while the frame
   // keeps half the width; else in the strip all the same: a smaller plot, but no data hidden.
   const float fs = style.font_size;
   const TextWidth text_width = text_width_of(style);

@@ -237,8 +237,8 @@ void keep_roof_labels_apart(const RooflineInput& in, const ViewStyle& style, Roo
     for (const std::string& text : {L->compute_label, std::string(short_label)}) {
       const float cw = style.text_width(text);
       const float right = L->frame_max.x - cw - fs * 0.3f, left = L->compute_from.x + fs * 0.3f;
-      const ImVec2 candidates[] = {v2(right, up),   v2(right, higher), v2(right, y + fs * 0.3f),
-                                   v2(left, up),    v2(left, higher),  v2(left, y + fs * 0.3f)};
+      const ImVec2 candidates[] = {v2(right, up), v2(right, higher), v2(right, y + fs * 0.3f),
+                                   v2(left, up),  v2(left, higher),  v2(left, y + fs * 0.3f)};
       for (const ImVec2& c : candidates) {
         if (c.x < L->frame_min.x + 1 || c.x + cw > L->frame_max.x || c.y < L->frame_min.y + 1 ||
             c.y + fs > L->frame_max.y - 1) {

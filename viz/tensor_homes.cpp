@@ -203,9 +203,8 @@ std::vector<bool> kept_by_design(const Measurement& m, const std::vector<LaunchT
   for (size_t k = 0; k < intermediates; ++k) in_memory[k] = launched_here(l0[k].kernel);
   for (size_t j = 0; j + 1 < m.launches.size(); ++j) {
     const LaunchTraffic& t = m.launches[j].textbook;
-    const bool renamed = std::none_of(l0.begin(), l0.end(), [&](const LaunchTraffic& z) {
-      return z.kernel == t.kernel;
-    });
+    const bool renamed = std::none_of(l0.begin(), l0.end(),
+                                      [&](const LaunchTraffic& z) { return z.kernel == t.kernel; });
     if (!renamed || t.bytes_written <= 0) continue;
     for (size_t k = intermediates; k-- > 0;) {  // the latest of equal size
       if (!in_memory[k] && l0[k].bytes_written == t.bytes_written) {

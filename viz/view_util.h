@@ -60,7 +60,8 @@ inline void note_view_need(float bottom_y) {
   if (ImGui::GetCurrentContext() == nullptr) return;
   // The views stop one item spacing short of the panel's padding (view_height()).
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float need = bottom_y - ImGui::GetWindowPos().y + style.WindowPadding.y + style.ItemSpacing.y;
+  const float need =
+      bottom_y - ImGui::GetWindowPos().y + style.WindowPadding.y + style.ItemSpacing.y;
   view_need_slot() = std::max(view_need_slot(), need);
 }
 inline float take_view_need() {

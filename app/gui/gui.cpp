@@ -473,9 +473,9 @@ void maximise_on_tab_double_click(const gui::Box& box, WindowUi& ui) {
 
 // What the view `name` needs in a pane of two views (app/gui/layout.h, PaneNeed), one above
 // the other: the pane's chrome (padding, tab bar, title and its rule) plus the view's content.
-// A plot keeps a frame of viz::kPlotMinFrameFonts lines (three or more labelled y ticks), its axes' labels and
-// titles and two rows of legend above the frame; the timeline takes the height of its lanes and
-// no more; the flow view its boxes with a few tensors each.
+// A plot keeps a frame of viz::kPlotMinFrameFonts lines (three or more labelled y ticks), its axes'
+// labels and titles and two rows of legend above the frame; the timeline takes the height of its
+// lanes and no more; the flow view its boxes with a few tensors each.
 gui::LayoutInput::PaneNeed pane_need(const std::string& name, bool phases) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float fs = ImGui::GetFontSize(), line = ImGui::GetTextLineHeightWithSpacing();

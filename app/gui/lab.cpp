@@ -35,9 +35,8 @@ Precision opening_precision(const LessonInfo& info) {
       "gpt2_decode"};
   bool told_on_tensor_cores = false;
   for (const char* id : kTensorCoreLessons) told_on_tensor_cores |= info.id == id;
-  const bool has_bf16 =
-      std::find(info.precisions.begin(), info.precisions.end(), Precision::bf16) !=
-      info.precisions.end();
+  const bool has_bf16 = std::find(info.precisions.begin(), info.precisions.end(),
+                                  Precision::bf16) != info.precisions.end();
   return told_on_tensor_cores && has_bf16 ? Precision::bf16 : Precision::fp32;
 }
 

@@ -82,7 +82,7 @@ class Lab {
   // on a new lesson keeps it instead of opening at its own precision (opening_precision).
   void choose_precision(Precision p, double now);
   bool precision_chosen() const { return precision_chosen_; }
-  void set_cache(CacheMode mode, double now);   // measured at once
+  void set_cache(CacheMode mode, double now);  // measured at once
 
   // Whether the window should keep redrawing at full rate (something is changing).
   bool animating() const;

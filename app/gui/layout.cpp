@@ -58,8 +58,8 @@ FrameLayout layout_frame(const LayoutInput& in) {
     need[i].min = std::max(need[i].min, fs * kMinPaneFonts);
     if (need[i].max > 0) need[i].max = std::max(need[i].max, need[i].min);
   }
-  const float min_views = std::max(fs * kMinViewsFonts,
-                                   stacked ? need[0].min + need[1].min + gap : 0.0f);
+  const float min_views =
+      std::max(fs * kMinViewsFonts, stacked ? need[0].min + need[1].min + gap : 0.0f);
   if (in.maximized) {
     L.maximized = true;
     L.views = a;
@@ -85,11 +85,9 @@ FrameLayout layout_frame(const LayoutInput& in) {
     L.controls = {right_x, a.y, right_w, controls_h};
     const float rest_y = L.controls.bottom() + gap;
     const float rest = std::max(0.0f, a.bottom() - rest_y - gap);  // views + measurement
-    const float measurement_h =
-        std::floor(rest - split_length(rest, rest * (1.0f - in.panels.measurement_height),
-                                       min_views,
-                                       fs * (stacked ? kMinMeasurementSplitFonts
-                                                     : kMinMeasurementFonts)));
+    const float measurement_h = std::floor(
+        rest - split_length(rest, rest * (1.0f - in.panels.measurement_height), min_views,
+                            fs * (stacked ? kMinMeasurementSplitFonts : kMinMeasurementFonts)));
     L.views = {right_x, rest_y, right_w, rest - measurement_h};
     L.measurement_splitter = {right_x, L.views.bottom(), right_w, gap};
     L.measurement = {right_x, L.views.bottom() + gap, right_w, measurement_h};

@@ -143,9 +143,9 @@ void draw_fusion_control(Lab& lab, float label_w) {
   // Half the line, or wider where the level's words need it beside a handle of 1 / (levels)
   // of the slider (its "(?)" keeps its room).
   const float avail = ImGui::GetContentRegionAvail().x;
-  const float need = static_cast<float>(lab.top_level() + 1) *
-                     (ImGui::CalcTextSize(level_text.c_str()).x +
-                      ImGui::GetStyle().FramePadding.x * 2 + 4.0f);
+  const float need =
+      static_cast<float>(lab.top_level() + 1) *
+      (ImGui::CalcTextSize(level_text.c_str()).x + ImGui::GetStyle().FramePadding.x * 2 + 4.0f);
   ImGui::SetNextItemWidth(
       std::max(avail * 0.5f, std::min(need, avail - ImGui::GetFontSize() * 3.0f)));
   const bool moved = ImGui::SliderInt("##fusion", &level, 0, lab.top_level(), "");

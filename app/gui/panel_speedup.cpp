@@ -92,8 +92,8 @@ void draw_speedup_panel(const Lab& lab) {
   view.level = level;
   view.top_level = lab.top_level();
   const std::string what = "level " + std::to_string(level) + " " + info.levels[level].name +
-                           " vs 0 (" + to_string(lab.precision()) + ", " +
-                           to_string(lab.cache()) + " L2)";
+                           " vs 0 (" + to_string(lab.precision()) + ", " + to_string(lab.cache()) +
+                           " L2)";
   view.measured_label = where + ": " + what;
   // The legend names the GPU only beside a compared recording; the banner and the caption say
   // it otherwise, and a shorter row leaves the plot more height.
@@ -138,8 +138,9 @@ void draw_speedup_panel(const Lab& lab) {
   // Live, one point is not a curve yet: say how to draw it (replaying, the window fills in
   // every recorded size by itself).
   if (view.measured.size() == 1 && !lab.replay() && !lab.sweeping()) {
-    view.note = "One size so far: drag the Tensor size slider, or press Sweep sizes, to draw "
-                "the curve.";
+    view.note =
+        "One size so far: drag the Tensor size slider, or press Sweep sizes, to draw "
+        "the curve.";
   }
   // A note while this GPU's series is empty: it says why.
   if (view.measured.empty()) {

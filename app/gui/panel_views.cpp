@@ -70,8 +70,7 @@ class TextRectsFile {
     std::snprintf(key, sizeof(key), "lesson=%s view=%s level=%d size=%lld display=%.0fx%.0f",
                   lab.lesson().info().id.c_str(),
                   (second.empty() ? lab.front_view : lab.front_view + "+" + second).c_str(),
-                  lab.shown_level(),
-                  static_cast<long long>(lab.size()), display.x, display.y);
+                  lab.shown_level(), static_cast<long long>(lab.size()), display.x, display.y);
     // The second settled frame of a key: ImGui's fixed-fit table columns take their width from
     // the frame before, so the first frame after a change may draw a cell wider than its column
     // for one frame (16 ms, not what the learner sees).
@@ -298,10 +297,10 @@ void draw_roofline_view(const Lab& lab) {
 // The tabs, in the order of app/measure/choices.h's view_names() (a test keeps them equal). Each
 // view's explanation, beside its title, is assets/lessons/views/<name>.md (app/gui/lesson_text.h).
 struct ViewTab {
-  const char* label;  // on the tab
+  const char* label;        // on the tab
   const char* short_label;  // on the tab when the full labels do not all fit (two views)
-  const char* name;   // --view, scripts, the settings file
-  const char* title;  // above the view
+  const char* name;         // --view, scripts, the settings file
+  const char* title;        // above the view
   void (*draw)(const Lab& lab);
   void (*title_line)(const Lab& lab);  // controls on the title's line (a line less), or null
 };

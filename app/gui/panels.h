@@ -29,7 +29,7 @@ bool window_peers_ticked();               // the box, for the settings file (pee
 // " (recorded on GPU, date)" when the peers were measured on another GPU than the one `lab`
 // shows (live, or the replayed recording's), else "".
 std::string peers_recorded_note(const PeerFile& peers, const Lab& lab);
-void draw_views_panel(const Lab& lab);        // panel_views.cpp: the views, one tab each
+void draw_views_panel(const Lab& lab);  // panel_views.cpp: the views, one tab each
 // After the views of a frame (both panes of two views; `second_view` empty with one): the UI
 // text-fit test's record of the frame (FUSIONLAB_TEXT_RECTS), when on.
 void end_views_frame(const Lab& lab, const std::string& second_view);

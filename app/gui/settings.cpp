@@ -115,7 +115,8 @@ std::string settings_path() {
 }
 
 float zoomed(float zoom, int steps) {
-  const float z = std::round((zoom + kZoomStep * static_cast<float>(steps)) / kZoomStep) * kZoomStep;
+  const float z =
+      std::round((zoom + kZoomStep * static_cast<float>(steps)) / kZoomStep) * kZoomStep;
   return std::clamp(z, kMinZoom, kMaxZoom);
 }
 

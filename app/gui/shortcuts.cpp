@@ -40,11 +40,11 @@ const std::vector<Shortcut>& shortcuts() {
       {A::full_screen, GLFW_KEY_F11, 0, "F11", "Full screen, or back to a window", -1, false,
        false},
       {A::show_shortcuts, GLFW_KEY_F1, 0, "F1", "This list of shortcuts"},
-      {A::zoom_in, GLFW_KEY_EQUAL, kModCtrl, "Ctrl+=",
-       "Larger text and panels (10% a step; remembered), for a projector", -1, false, true,
-       GLFW_KEY_KP_ADD, true},
-      {A::zoom_out, GLFW_KEY_MINUS, kModCtrl, "Ctrl+-", "Smaller text and panels", -1, false,
-       true, GLFW_KEY_KP_SUBTRACT},
+      {A::zoom_in, GLFW_KEY_EQUAL, kModCtrl,
+       "Ctrl+=", "Larger text and panels (10% a step; remembered), for a projector", -1, false,
+       true, GLFW_KEY_KP_ADD, true},
+      {A::zoom_out, GLFW_KEY_MINUS, kModCtrl, "Ctrl+-", "Smaller text and panels", -1, false, true,
+       GLFW_KEY_KP_SUBTRACT},
       {A::zoom_reset, GLFW_KEY_0, kModCtrl, "Ctrl+0",
        "Text and panels back to 100% (of the monitor's scale and --scale)", -1, false, true,
        GLFW_KEY_KP_0},
@@ -65,7 +65,8 @@ std::vector<const Shortcut*> pressed_shortcuts(const std::function<bool(int, boo
 
 int mods_from_glfw(int glfw_mods) {
   return ((glfw_mods & GLFW_MOD_CONTROL) ? kModCtrl : 0) |
-         ((glfw_mods & GLFW_MOD_SHIFT) ? kModShift : 0) | ((glfw_mods & GLFW_MOD_ALT) ? kModAlt : 0);
+         ((glfw_mods & GLFW_MOD_SHIFT) ? kModShift : 0) |
+         ((glfw_mods & GLFW_MOD_ALT) ? kModAlt : 0);
 }
 
 std::vector<const Shortcut*> shortcuts_for(const std::vector<KeyEvent>& events) {

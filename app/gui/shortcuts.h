@@ -52,7 +52,7 @@ struct Shortcut {
 // shortcut reads those, not what is held when the frame starts, so a Ctrl that arrives in the
 // same frame as S (or is let go before the frame) still makes Ctrl+S.
 struct KeyEvent {
-  int key = 0;  // GLFW_KEY_*
+  int key = 0;   // GLFW_KEY_*
   int mods = 0;  // kModCtrl | kModShift | kModAlt
   bool repeat = false;
 };

@@ -292,13 +292,13 @@ TEST(Layout, TheSecondViewGetsItsShare) {
 // view needs, a timeline no more than its lanes (the plot above takes the rest), and the
 // measurement panel gives way to make room, down to its title.
 TEST(Layout, TwoViewsGetWhatTheirViewsNeed) {
-  for (const auto& [w, h] : std::vector<std::pair<float, float>>{
-           {1024, 768}, {1536, 864}, {1920, 1080}, {2560, 1440}}) {
+  for (const auto& [w, h] :
+       std::vector<std::pair<float, float>>{{1024, 768}, {1536, 864}, {1920, 1080}, {2560, 1440}}) {
     LayoutInput in = input_for(w, h);
     in.panels.split = true;
     in.panels.split_fraction = 0.5f;
-    in.panes[0].min = 300;                       // a plot with its legend above it
-    in.panes[1].min = in.panes[1].max = 200;     // a timeline's lanes
+    in.panes[0].min = 300;                    // a plot with its legend above it
+    in.panes[1].min = in.panes[1].max = 200;  // a timeline's lanes
     const FrameLayout L = layout_frame(in);
     SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
     EXPECT_GE(L.views.h, 300.0f);

@@ -67,8 +67,9 @@ std::vector<std::string> plot_problems(const fl::viz::PlotFit& p) {
     out.push_back(line);
   }
   if (p.x_labels < 3 || p.y_labels < 3) {
-    std::snprintf(line, sizeof(line), "plot %s: %d labelled x ticks and %d y ticks (3 each at least)",
-                  p.id.c_str(), p.x_labels, p.y_labels);
+    std::snprintf(line, sizeof(line),
+                  "plot %s: %d labelled x ticks and %d y ticks (3 each at least)", p.id.c_str(),
+                  p.x_labels, p.y_labels);
     out.push_back(line);
   }
   if (p.legend_over_data > 0) {

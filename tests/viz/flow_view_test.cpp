@@ -153,8 +153,7 @@ TEST(Flow, FfnsEpilogueLevelKeepsAllButTheGeluOutputOnChip) {
     const FlowInput in = flow_input(m1, &ffn, h200(), level0);
     EXPECT_EQ(std::find(in.on_chip.begin(), in.on_chip.end(), "gelu output"), in.on_chip.end())
         << "level 1 writes h to memory";
-    EXPECT_NE(std::find(in.on_chip.begin(), in.on_chip.end(), "gemm_up output"),
-              in.on_chip.end());
+    EXPECT_NE(std::find(in.on_chip.begin(), in.on_chip.end(), "gemm_up output"), in.on_chip.end());
     EXPECT_NE(std::find(in.on_chip.begin(), in.on_chip.end(), "add_bias_up output"),
               in.on_chip.end());
   }

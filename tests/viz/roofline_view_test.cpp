@@ -103,10 +103,10 @@ TEST(Roofline, LabelsOfNearbyPointsDoNotOverlap) {
 // label keeps room for its whole text (no "10..."): the frame ends half that label from the edge.
 TEST(Roofline, RoofLabelsKeepOffThePointsAndTheLastXLabelFits) {
   // Three compute-bound levels near the ridge, as the FFN's at 16K tokens.
-  const auto in = roofline_input({level(0, 2.2e11, 1000000000, 500.0),
-                                  level(1, 2.2e11, 360000000, 400.0),
-                                  level(2, 2.2e11, 90000000, 300.0)},
-                                 3057, 2, 756867);
+  const auto in =
+      roofline_input({level(0, 2.2e11, 1000000000, 500.0), level(1, 2.2e11, 360000000, 400.0),
+                      level(2, 2.2e11, 90000000, 300.0)},
+                     3057, 2, 756867);
   for (float h : {160.0f, 200.0f, 300.0f}) {
     const auto L = layout_roofline(in, ImVec2(0, 0), ImVec2(630, h));
     ASSERT_EQ(L.points.size(), 3u);
@@ -124,10 +124,10 @@ TEST(Roofline, RoofLabelsKeepOffThePointsAndTheLastXLabelFits) {
     }
     if (L.compute_visible) {
       EXPECT_FALSE(hits_a_point(L.compute_label_pos, L.compute_label))
-          << h << " label at " << L.compute_label_pos.x << "," << L.compute_label_pos.y
-          << " from " << L.compute_from.x << "," << L.compute_from.y << " points "
-          << L.points[0].x << "," << L.points[0].y << " " << L.points[1].x << ","
-          << L.points[1].y << " " << L.points[2].x << "," << L.points[2].y << " fs " << fs;
+          << h << " label at " << L.compute_label_pos.x << "," << L.compute_label_pos.y << " from "
+          << L.compute_from.x << "," << L.compute_from.y << " points " << L.points[0].x << ","
+          << L.points[0].y << " " << L.points[1].x << "," << L.points[1].y << " " << L.points[2].x
+          << "," << L.points[2].y << " fs " << fs;
     }
     ASSERT_FALSE(L.x_ticks.empty());
     const auto& [last_x, last_label] = L.x_ticks.back();

@@ -29,33 +29,35 @@
 #include <type_traits>
 
 #include "kernels/device_common.cuh"
+#include "kernels/gemm_core/slice_plan.h"
 #include "kernels/tensor_gemm.cuh"
 
 namespace fl::slice {
-
-constexpr int kWarps = 8, kThreads = 32 * kWarps;
 
 // Elements of a 16-byte chunk; the step K is split and padded in (an mma's k16 for bf16).
 template <typename T>
 constexpr int kChunk = 16 / sizeof(T);
 template <typename T>
-constexpr int kKStep = std::is_same<T, float>::value ? 4 : 16;
-
-__host__ __device__ constexpr int round_up(int v, int to) {
-  return (v + to - 1) / to * to;
-}
+constexpr int kKStep = k_step(sizeof(T));
 
 // A shared-memory row of `cols` elements: an odd number of 16-byte chunks.
 template <typename T>
 __host__ __device__ constexpr int padded_ld(int cols) {
-  const int chunks = (cols + kChunk<T> - 1) / kChunk<T>;
-  return (chunks | 1) * kChunk<T>;
+  return slice::padded_ld(cols, int(sizeof(T)));
 }
 
 // A float from L2 (ld.global.cg: values other blocks added with atomics in this launch).
 __device__ __forceinline__ float load_cg(const float* p) {
   float v;
   asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ float4 load_cg4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p));
   return v;
 }
 
@@ -218,11 +220,6 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
     epi(e / cols, e % cols, s);
   }
   __syncthreads();
-}
-
-// Shared memory of block_product's partial sums.
-inline size_t red_bytes(int nt_count) {
-  return sizeof(float) * size_t(kWarps) * 16 * 8 * nt_count;
 }
 
 }  // namespace fl::slice

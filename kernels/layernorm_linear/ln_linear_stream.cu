@@ -19,6 +19,7 @@
 // 72 columns, 98 KB of x and 110 KB of W per block from L2 (27 MB in all; W from HBM once),
 // 0.9 GFLOP on mma.sync.
 #include "kernels/layernorm_linear/ln_linear_stream.h"
+#include "kernels/layernorm_linear/ln_linear_stream_plan.h"
 
 #include <cuda_bf16.h>
 
@@ -34,31 +35,6 @@ namespace {
 
 using slice::kThreads;
 using slice::kWarps;
-using slice::padded_ld;
-using slice::round_up;
-
-constexpr int kMaxNT = 12;  // up to 96 columns a block
-
-struct LnPlan {
-  int m = 0, c = 0, n = 0, mtc = 1, nt = 1, slices = 0, blocks = 0;
-  int ck = 0, ld_x = 0, ld_w = 0;
-  size_t off_w = 0, smem = 0;
-};
-
-template <typename T>
-LnPlan plan_for(int64_t m, int64_t c, int64_t n, int mtc, int nt) {
-  LnPlan p;
-  p.m = int(m), p.c = int(c), p.n = int(n), p.mtc = mtc, p.nt = nt;
-  p.slices = int((n + 8 * nt - 1) / (8 * nt));
-  p.blocks = p.slices * int((m + 16 * mtc - 1) / (16 * mtc));
-  p.ck = round_up(p.c, slice::kKStep<T>);
-  p.ld_x = padded_ld<T>(p.ck);
-  p.ld_w = padded_ld<T>(8 * nt);
-  const size_t x = sizeof(T) * 16 * mtc * p.ld_x, w = sizeof(T) * p.ck * p.ld_w;
-  p.off_w = x;
-  p.smem = std::max(x + w, slice::red_bytes(nt));
-  return p;
-}
 
 template <typename T>
 struct LnStreamArgs {
@@ -74,9 +50,11 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Step 2: the chunk's rows normalized in place, one row a warp.
+// Step 2: the chunk's rows normalized in place, one row a warp; gamma and beta from shared
+// memory (fp32).
 template <typename T>
-__device__ __forceinline__ void normalize_rows(const LnStreamArgs<T>& a, T* xs, int rows) {
+__device__ __forceinline__ void normalize_rows(const LnStreamArgs<T>& a, T* xs, int rows,
+                                               const float* gamma, const float* beta) {
   const int c = a.p.c, lane = threadIdx.x & 31;
   for (int r = threadIdx.x >> 5; r < rows; r += kWarps) {
     T* row = xs + r * a.p.ld_x;
@@ -93,8 +71,7 @@ __device__ __forceinline__ void normalize_rows(const LnStreamArgs<T>& a, T* xs, 
 #pragma unroll 4
     for (int i = lane; i < c; i += 32) {
       const float v = (Elem<T>::to_float(row[i]) - mean) * rstd;
-      row[i] = Elem<T>::from_float(
-          fmaf(v, Elem<T>::to_float(a.gamma[i]), Elem<T>::to_float(a.beta[i])));
+      row[i] = Elem<T>::from_float(fmaf(v, gamma[i], beta[i]));
     }
   }
 }
@@ -112,47 +89,37 @@ __global__ void __launch_bounds__(kThreads, 1) ln_stream_kernel(LnStreamArgs<T> 
   tc::async_commit();
   slice::stage(ws, p.ld_w, a.w + n0, p.n, p.ck, 8 * p.nt, p.c, cols, a.w_vec);
   tc::async_commit();
+  float* gamma = reinterpret_cast<float*>(smem + p.off_params);
+  float* beta = gamma + p.c;
+  float* bias = beta + p.c;
+  for (int i = threadIdx.x; i < 2 * p.c + 8 * p.nt; i += kThreads) {
+    const T* src = i < p.c ? a.gamma + i : i < 2 * p.c ? a.beta + i - p.c : a.bias + n0 + i - 2 * p.c;
+    gamma[i] = i < 2 * p.c || i - 2 * p.c < cols ? Elem<T>::to_float(*src) : 0.0f;
+  }
   tc::async_wait<1>();  // x
   __syncthreads();
-  normalize_rows(a, xs, rows);
+  normalize_rows(a, xs, rows, gamma, beta);
   tc::async_wait<0>();  // W
   __syncthreads();
-  slice::block_product<T, kMaxNT>(xs, p.ld_x, ws, p.ld_w, p.ck, p.mtc, p.nt,
+  slice::block_product<T, kLnStreamMaxNT>(xs, p.ld_x, ws, p.ld_w, p.ck, p.mtc, p.nt,
                                   reinterpret_cast<float*>(smem), [&](int r, int col, float s) {
                                     if (r < rows && col < cols) {
                                       a.y[int64_t(row0 + r) * p.n + n0 + col] =
-                                          Elem<T>::from_float(
-                                              s + Elem<T>::to_float(a.bias[n0 + col]));
+                                          Elem<T>::from_float(s + bias[col]);
                                     }
                                   });
 }
 
-// The chunk (16 mtc rows) and slice width (8 nt columns) that move the fewest bytes per block,
-// a second wave of blocks counting as a second block's bytes.
 template <typename T>
 Status make_plan(int64_t m, int64_t c, int64_t n, LnPlan* out) {
   int device = 0, sms = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  double best = -1;
-  for (int mtc : {1, 2, 4}) {
-    if (mtc > 1 && 16 * (mtc / 2) >= m) break;  // a bigger chunk than the tokens
-    for (int nt = 1; nt <= kMaxNT; ++nt) {
-      const LnPlan p = plan_for<T>(m, c, n, mtc, nt);
-      if (p.smem > size_t(optin)) continue;
-      const double waves = (p.blocks + sms - 1) / sms;
-      const double rows = std::min<int64_t>(m, 16 * mtc);
-      const double cost = waves * double(sizeof(T)) * c * (rows + 8.0 * nt);
-      if (best < 0 || cost < best) best = cost, *out = p;
-    }
-  }
-  if (best < 0) {
-    return Status::Error("the portable LayerNorm-Linear at C = " + std::to_string(c) +
-                         " needs more shared memory per block than this GPU offers (" +
-                         std::to_string(optin) + " bytes)");
-  }
-  return Status::Ok();
+  if (ln_choose_plan(m, c, n, int(sizeof(T)), sms, optin, out)) return Status::Ok();
+  return Status::Unsupported("the portable LayerNorm-Linear at C = " + std::to_string(c) +
+                             " needs more shared memory per block than this GPU offers (" +
+                             std::to_string(optin) + " bytes)");
 }
 
 template <typename T>
@@ -182,15 +149,16 @@ Status launch_typed(const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n,
 
 Status ln_stream_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kLnStreamMaxTokens) {
-    return Status::Error("the portable small-token LayerNorm-Linear takes 1 to " +
-                         std::to_string(kLnStreamMaxTokens) + " tokens, got " + std::to_string(m));
+    return Status::Unsupported("the portable small-token LayerNorm-Linear takes 1 to " +
+                               std::to_string(kLnStreamMaxTokens) + " tokens, got " +
+                               std::to_string(m));
   }
   if (c < 1) return Status::Error("the portable LayerNorm-Linear needs C >= 1");
   int device = 0, major = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (p == Precision::bf16 && major < 8) {
-    return Status::Error(
+    return Status::Unsupported(
         "the portable LayerNorm-Linear's bf16 path needs compute capability 8.0 (mma.sync)");
   }
   LnPlan plan;

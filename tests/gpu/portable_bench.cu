@@ -146,6 +146,11 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   random_fill(b1, p, h, 3, 0.1f);
   random_fill(w2, p, h * c, 4, 0.02f);
   random_fill(b2, p, c, 5, 0.1f);
+  if (const fl::Status ok = fl::ffn_stream_supported(p, m, c); !ok.ok()) {
+    std::printf("%-17s %-4s tokens %6lld  portable kernel refused: %s\n", "ffn", fl::to_string(p),
+                static_cast<long long>(m), ok.message().c_str());
+    return;
+  }
   std::unique_ptr<fl::blas::Gemm> up, down;
   CHECK(fl::blas::Gemm::plan(m, h, c, p, fl::blas::Epilogue::gelu_bias, &up));
   CHECK(fl::blas::Gemm::plan(m, c, h, p, fl::blas::Epilogue::bias, &down));
@@ -187,6 +192,11 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   random_fill(be, p, c, 8, 0.2f);
   random_fill(w, p, c * n, 9, 0.03f);
   random_fill(bias, p, n, 10, 0.1f);
+  if (const fl::Status ok = fl::ln_stream_supported(p, m, c); !ok.ok()) {
+    std::printf("%-17s %-4s tokens %6lld  portable kernel refused: %s\n", "layernorm_linear",
+                fl::to_string(p), static_cast<long long>(m), ok.message().c_str());
+    return;
+  }
   std::unique_ptr<fl::blas::Gemm> gemm;
   CHECK(fl::blas::Gemm::plan(m, n, c, p, fl::blas::Epilogue::bias, &gemm));
   size_t bytes = 0;

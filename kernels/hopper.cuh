@@ -292,7 +292,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
 #endif
 }
 
-// Release and acquire across blocks (the FFN's per-row-block counters, kernels/ffn_wgmma.cu):
+// Release and acquire across blocks (the FFN's per-row-block counters, kernels/ffn/ffn_wgmma.cu):
 // a writer's plain stores, then fence_async_global and a release add, are seen by a reader that
 // acquires the count and fences before its TMA (the async proxy) reads what was written.
 __device__ __forceinline__ void fence_async_global() {

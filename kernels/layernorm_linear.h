@@ -1,7 +1,7 @@
-// LayerNorm-Linear's fused level (kernels/layernorm_linear.cu) for the lessons built on it (the
-// attention sublayer's QKV projection): y = LN(x) W + b as one kernel of ours, the LayerNorm in
-// the GEMM's prologue and the bias in its epilogue, its data path picked by token count exactly
-// as the layernorm_linear lesson's top level picks it.
+// LayerNorm-Linear's fused level (kernels/layernorm_linear/layernorm_linear.cu) for the lessons
+// built on it (the attention sublayer's QKV projection): y = LN(x) W + b as one kernel of ours, the
+// LayerNorm in the GEMM's prologue and the bias in its epilogue, its data path picked by token
+// count exactly as the layernorm_linear lesson's top level picks it.
 #pragma once
 
 #include <cuda_bf16.h>

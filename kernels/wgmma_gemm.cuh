@@ -1,6 +1,6 @@
 // The streamed tensor-core GEMM tile of our big-token kernels on Hopper (sm_90a): C = A B for a
 // 128 x 256 tile, both operands streamed by TMA through a ring of shared-memory slots, multiplied
-// by wgmma into fp32 registers. The FFN's big-token kernel (kernels/ffn_wgmma.cu) writes only
+// by wgmma into fp32 registers. The FFN's big-token kernel (kernels/ffn/ffn_wgmma.cu) writes only
 // its epilogues and its order of tiles around it.
 //
 //   A (M x K, row-major, e.g. x)  --TMA: a 128 x 64 box (16 KB)------+

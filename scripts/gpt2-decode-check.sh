@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Lesson 11 (gpt2_decode) on the GPU machine in one call: build (scripts/gpu-check.sh's build
-# stage), the lesson's GPU tests, compute-sanitizer memcheck / racecheck / synccheck on the
-# megakernel at a small configuration, the catalog-wide CUPTI test, and `bench` at cache 512
-# and 2K (bf16, 1 token, cold). Logs under $OUT; a short summary last.
-# and PyTorch's decode step of the same shapes in the same call (scripts/pytorch_decode.py).
-#   FL_DECODE_STAGES=tests,sanitizer,cupti,bench,pytorch (default: all)
+# stage), the lesson's GPU tests, the comparison with Hugging Face transformers' GPT2Model,
+# compute-sanitizer memcheck / racecheck / synccheck on the megakernel at a small
+# configuration, the CUPTI tests (every level's records; every level's counters, 205 launches
+# at level 0), PyTorch's decode step of the same shapes (scripts/pytorch_decode.py, a peer
+# file), and `bench` at cache 512 and 2K (bf16, 1 token, cold, counters on, the peers beside)
+# in the same call. Logs under $OUT; a short summary last.
+#   FL_DECODE_STAGES=tests,cupti,pytorch,bench,transformers,sanitizer (default: all, in this order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 LOGS=/tmp/gpt2-decode-logs  # tarred into $OUT at the end ($OUT brings back at most 8 files)
 rm -rf "$LOGS" && mkdir -p "$LOGS"
-stages=${FL_DECODE_STAGES:-tests,sanitizer,cupti,bench,pytorch}
+stages=${FL_DECODE_STAGES:-tests,cupti,pytorch,bench,transformers,sanitizer}
 stage() { [[ ",$stages," == *",$1,"* ]]; }
 FL_STAGES=none scripts/gpu-check.sh > "$LOGS/build.txt" 2>&1 || { tail -40 "$LOGS/build.txt"; exit 1; }
 build=build-gpu
@@ -27,32 +29,39 @@ if stage tests; then
   sum "catalog tests rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/decode-tests.log" | tail -1)"
   grep -E 'Failure|FAILED|error|Expected|Which is|rel error|megakernel at|tasks: mean' "$LOGS/decode-tests.log" | head -60 | tee -a "$OUT/decode-summary.txt"
 fi
-if stage sanitizer && command -v compute-sanitizer > /dev/null; then
-  for tool in memcheck racecheck synccheck; do
-    t0=$(date +%s)
-    timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
-      --gtest_filter='Gpt2DecodeGpu.MegakernelSmall' > "$LOGS/sanitizer-$tool.log" 2>&1
-    sum "sanitizer $tool rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/sanitizer-$tool.log" | tr '\n' ' ')"
-  done
-  cat "$LOGS"/sanitizer-*.log > "$LOGS/sanitizer.log"; rm -f "$LOGS"/sanitizer-*.log
-fi
 if stage cupti; then
-  timeout 60 "$tests" --gtest_filter='CuptiTiming.EveryLessonAndLevelGetsItsRecords' > "$LOGS/cupti.log" 2>&1
+  timeout 90 "$tests" --gtest_filter='CuptiTiming.EveryLessonAndLevelGetsItsRecords:CuptiCounters.ALongChainIsCountedLaunchByLaunch' > "$LOGS/cupti.log" 2>&1
   sum "cupti rc=$?: $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/cupti.log" | tr '\n' ' ')"
   grep -E 'Failure|Expected|Which is|gpt2' "$LOGS/cupti.log" | head -20 | tee -a "$OUT/decode-summary.txt"
+fi
+peers=()
+if stage pytorch; then
+  timeout 120 python3 scripts/pytorch_decode.py --caches 512,2048 --reps 30 \
+    --json "$OUT/pytorch_decode.json" --peers "$OUT/peers-gpt2_decode.json" > "$LOGS/pytorch.txt" 2>&1
+  sum "pytorch rc=$?"
+  tail -8 "$LOGS/pytorch.txt" | tee -a "$OUT/decode-summary.txt"
+  [[ -s "$OUT/peers-gpt2_decode.json" ]] && peers=(--peers "$OUT/peers-gpt2_decode.json")
 fi
 if stage bench; then
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a "$OUT/decode-summary.txt"
   date -u +%FT%TZ | tee -a "$OUT/decode-summary.txt"
-  timeout 60 "$build/fusionlab" bench --lesson gpt2_decode --sizes 512,2K --precision bf16 \
-    --cache cold --no-counters --out "$OUT/gpt2_decode_bench.json" > "$LOGS/bench.txt" 2>&1
+  timeout 120 "$build/fusionlab" bench --lesson gpt2_decode --sizes 512,2K --precision bf16 \
+    --cache cold "${peers[@]}" --out "$OUT/gpt2_decode_bench.json" > "$LOGS/bench.txt" 2>&1
   sum "bench rc=$?"
   grep -v 'per launch\|level [0-9] L[0-9]' "$LOGS/bench.txt" | head -60 | tee -a "$OUT/decode-summary.txt"
 fi
-if stage pytorch; then
-  timeout 120 python3 scripts/pytorch_decode.py --caches 512,2048 --json "$OUT/pytorch_decode.json" \
-    > "$LOGS/pytorch.txt" 2>&1
-  sum "pytorch rc=$?"
-  tail -8 "$LOGS/pytorch.txt" | tee -a "$OUT/decode-summary.txt"
+if stage transformers; then
+  timeout 120 bash tests/gpu/gpt2_transformers.sh "$tests" /tmp/gpt2-transformers > "$LOGS/transformers.log" 2>&1
+  sum "transformers rc=$?"
+  grep -E 'gpt2_transformers|Error|error' "$LOGS/transformers.log" | tail -12 | tee -a "$OUT/decode-summary.txt"
+fi
+if stage sanitizer && command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck synccheck; do
+    t0=$(date +%s)
+    timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
+      --gtest_filter='Gpt2DecodeGpu.MegakernelSmall' > "$LOGS/sanitizer-$tool.log" 2>&1
+    sum "sanitizer $tool rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/sanitizer-$tool.log" | tr '\n' ' ')"
+  done
+  cat "$LOGS"/sanitizer-*.log > "$LOGS/sanitizer.log"; rm -f "$LOGS"/sanitizer-*.log
 fi
 tar czf "$OUT/decode-logs.tar.gz" -C "$LOGS" .

@@ -8,19 +8,35 @@ preallocated cache and attends over s + 1 positions with F.scaled_dot_product_at
 static-cache decoder does. Two ways of running it:
   eager       the step as plain PyTorch ops, launched from Python each time
   cuda_graph  the same ops captured once in a CUDA graph and replayed
-Timing: CUDA events around the step (eager includes the host's launch time: at decode that is
-the point), cold L2 (a read pass over 3x the L2 before every repetition, as `bench --cache
-cold`), the median of the repetitions. The kernel count comes from torch.profiler.
+Timing: scripts/peers.py's timer, the same quantity as our chain time: the GPU's own kernel
+records (CUPTI, through torch.profiler), per repetition the first kernel's start to the last
+one's end, cold L2 (a read pass over 3x the L2 before every repetition, as `bench --cache
+cold`), a GPU spin first so that Python's launch time stays out (eager's host time is printed
+apart, from CUDA events: at decode it is most of eager's step). Each output is checked against
+the step evaluated in float64 (relative L2 error, the lesson's tolerance 1e-2). The kernel count
+comes from torch.profiler.
 
-  python3 scripts/pytorch_decode.py --caches 512,2048 --json out.json
+  python3 scripts/pytorch_decode.py --caches 512,2048 --json out.json --peers peers-decode.json
+
+--peers writes a peer file (docs/SESSION_FORMAT.md, "Peer files": lesson gpt2_decode, bf16,
+series eager and cuda_graph, size = cache length, inner = new tokens) that `bench --peers`, the
+window's speedup plot and export-csv read beside our levels.
 """
 import argparse
+import datetime
 import json
+import os
+import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (the peer files' timer, copy bandwidth, error measure, graph replay)
 
 C, H, D, LAYERS = 768, 12, 64, 12
 
@@ -69,7 +85,8 @@ def decode_step(x, layers, lnf, k_cache, v_cache, cache):
     return F.layer_norm(x, (C,), lnf[0], lnf[1])
 
 
-def time_it(run, flush, reps):
+def host_time_us(run, flush, reps):
+    """Eager's step as the host sees it (CUDA events around the Python call)."""
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(reps):
@@ -91,53 +108,94 @@ def kernel_count(run):
     return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
+def reference_step(layers, lnf, k_cache, v_cache, x, cache):
+    """The same step in float64 (copies: the step writes its keys and values into the cache)."""
+    d = lambda t: t.double()
+    return decode_step(d(x), [{k: d(v) for k, v in p.items()} for p in layers], tuple(map(d, lnf)),
+                       d(k_cache).clone(), d(v_cache).clone(), cache)
+
+
+def write_peer_file(path, props, gbps, points):
+    """docs/SESSION_FORMAT.md's peer file, written whole and renamed (never half a file)."""
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                            capture_output=True, text=True).stdout.strip().splitlines()[0]
+    labels = {"eager": "PyTorch eager", "cuda_graph": "PyTorch decode in a CUDA graph"}
+    doc = {
+        "format": "fusionlab-peers",
+        "schema_version": 1,
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "device": {"name": props.name, "compute_capability": f"{props.major}.{props.minor}",
+                   "sm_count": props.multi_processor_count, "driver": driver, "copy_gbps": gbps},
+        "software": {"torch": torch.__version__.split("+")[0], "triton": "",
+                     "cuda": torch.version.cuda, "python": platform.python_version()},
+        "timing": "cupti_activity",
+        "cache": "cold",
+        "series": [{"lesson": "gpt2_decode", "precision": "bf16", "peer": peer,
+                    "label": labels[peer], "points": pts} for peer, pts in points.items() if pts],
+    }
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--caches", default="512,2048")
     ap.add_argument("--tokens", type=int, default=1)
     ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--json", default="")
+    ap.add_argument("--json", default="", help="a summary table (JSON)")
+    ap.add_argument("--peers", default="", help="a peer file to write (docs/SESSION_FORMAT.md)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("pytorch_decode: no CUDA GPU", file=sys.stderr)
         return 1
     device = torch.device("cuda")
     props = torch.cuda.get_device_properties(device)
-    flush = torch.empty(3 * props.L2_cache_size if hasattr(props, "L2_cache_size") else 150 << 20,
-                        dtype=torch.uint8, device=device).fill_(1)
-    rows = []
+    timer = peers.Timer(props.L2_cache_size)
+    gbps = peers.copy_gbps(timer) if args.peers else 0.0
+    rows, points, failed = [], {"eager": [], "cuda_graph": []}, 0
     print(f"PyTorch {torch.__version__} on {props.name}; bf16, {args.tokens} token(s), cold L2, "
-          f"median of {args.reps}")
-    print(f"{'cache':>6} {'eager us':>10} {'graph us':>10} {'kernels':>8}")
+          f"median of {args.reps} (GPU kernel span; eager host time from CUDA events)")
+    print(f"{'cache':>6} {'eager us':>10} {'host us':>10} {'graph us':>10} {'kernels':>8} "
+          f"{'err eager':>10} {'err graph':>10}")
     for cache in [int(c) for c in args.caches.split(",")]:
         layers, lnf, kc, vc, x = make_model(cache, args.tokens, torch.bfloat16, device)
         with torch.no_grad():
-            eager = lambda: decode_step(x, layers, lnf, kc, vc, cache)
+            ref = reference_step(layers, lnf, kc, vc, x, cache)
+            step = lambda: decode_step(x, layers, lnf, kc, vc, cache)
             for _ in range(3):
-                eager()
-            eager_us = time_it(eager, flush, args.reps)
-            kernels = kernel_count(eager)
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    eager()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                y = decode_step(x, layers, lnf, kc, vc, cache)
-            graph.replay()
-            torch.cuda.synchronize()
-            ok = torch.allclose(y.float(), eager().float(), rtol=2e-2, atol=2e-2)
-            graph_us = time_it(graph.replay, flush, args.reps)
-        print(f"{cache:>6} {eager_us:>10.1f} {graph_us:>10.1f} {kernels:>8}" +
-              ("" if ok else "  (graph and eager outputs differ!)"))
-        rows.append(dict(cache=cache, tokens=args.tokens, eager_us=eager_us, graph_us=graph_us,
-                         kernels=kernels, graph_matches_eager=bool(ok)))
+                step()
+            err_eager = peers.rel_l2_error((step(),), (ref,))
+            eager = timer.median(step, args.reps)
+            host_us = host_time_us(step, timer.flush, args.reps)
+            kernels = kernel_count(step)
+            replay = peers.graph_replay(lambda: step(), ())
+            err_graph = peers.rel_l2_error((replay(),), (ref,))
+            graph = timer.median(replay, args.reps)
+        for peer, timing, err in (("eager", eager, err_eager), ("cuda_graph", graph, err_graph)):
+            point = {"size": cache, "inner": args.tokens}
+            point.update(timing)
+            point.update({"rel_l2_error": float(f"{err:.3g}"), "passed": err <= 1e-2})
+            points[peer].append(point)
+            failed += 0 if point["passed"] else 1
+        print(f"{cache:>6} {eager['median_us']:>10.1f} {host_us:>10.1f} {graph['median_us']:>10.1f} "
+              f"{kernels:>8} {err_eager:>10.2e} {err_graph:>10.2e}")
+        rows.append(dict(cache=cache, tokens=args.tokens, eager_us=eager["median_us"],
+                         eager_host_us=host_us, graph_us=graph["median_us"], kernels=kernels,
+                         rel_l2_error_eager=err_eager, rel_l2_error_graph=err_graph))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(gpu=props.name, torch=torch.__version__, rows=rows), f, indent=1)
-    return 0
+    if args.peers:
+        write_peer_file(args.peers, props, gbps, points)
+        print(f"wrote {args.peers} (copy {gbps} GB/s)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

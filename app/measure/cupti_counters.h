@@ -104,11 +104,17 @@ class RangeCounters {
   // pass of the chain (stopping early on `cancelled`); the counted bytes of each range summed
   // per launch (`owner`: the launch of each kernel's range; the drain's range comes after them).
   Status configure_passes(CounterReplay replay);
-  Status profile_passes(int launches, const std::function<Status()>& prepare,
+  // The counter data image for `ranges` kernels; reserve_ranges grows it (doubling) when a
+  // chain has more kernels than it holds, so long chains (a decode step op by op) are counted.
+  Status size_counter_data(size_t ranges);
+  Status reserve_ranges(size_t ranges);
+  Status profile_passes(int begin, int end, const std::function<Status()>& prepare,
                         const std::function<Status(int)>& launch,
                         const std::function<Status()>& drain,
                         const std::function<bool()>& cancelled, bool* was_cancelled);
-  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int launches,
+  // One window's ranges added to *out (launches [begin, begin + launches); owner: the launch of
+  // each of its kernels' ranges).
+  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int begin, int launches,
                          std::vector<LaunchCounters>* out, LaunchCounters* drain_out);
   Status stop_range(bool* all_passes);
   Status decode_ranges(size_t* dropped);

@@ -80,6 +80,9 @@ struct DecodeArgs {
   int cache;      // s
   int tokens;     // t
   int splits;     // attention splits per head
+  // The megakernel's residual after each MLP (null at levels 0-3): proj writes x + b_out there
+  // and every MLP slice adds its share of h Wout into it, so the next layer reads it.
+  float* x_mlp = nullptr;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 
@@ -88,8 +91,17 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 }
 // Where layer `layer` reads its residual from: the step's input for block 0.
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {
-  return layer == 0 ? a.x_in : a.x;
+  return layer == 0 ? a.x_in : a.x_mlp != nullptr ? a.x_mlp : a.x;
 }
+
+// Where a product finds its small parameters: in the weights (global memory) by default; the
+// megakernel copies them into shared memory with the task's weights, while it waits.
+struct SmallParams {
+  const bf16* gamma = nullptr;  // LayerNorm's gamma, then beta (C each)
+  const bf16* bias = nullptr;   // bias rows [first, first + count)
+  const bf16* bias2 = nullptr;  // proj: b_out rows [first, first + count)
+  int first = 0;
+};
 
 // ---- small pieces ---------------------------------------------------------------------------
 
@@ -133,8 +145,9 @@ __device__ __forceinline__ void allow_dependent_launch() {
 
 // ---- LayerNorm of rows [j0, j0 + rows) of src into dst (dst row r = token j0 + r) -------------
 // One warp per row, the row's 768 values in registers (6 float4 per lane), two passes. Gamma and
-// beta are loaded with the row, before any store: a store through dst between their loads
-// would make each one wait for the one before (dst may alias them as far as the compiler knows).
+// beta (global or shared memory) are loaded with the row, before any store: a store through dst
+// between their loads would make each one wait for the one before (dst may alias them as far
+// as the compiler knows).
 __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
                                       int rows, float* dst) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -145,8 +158,8 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
 #pragma unroll
     for (int i = 0; i < 6; ++i) {
       v[i] = ld_cg(row + lane + 32 * i);
-      gv[i] = __ldg(reinterpret_cast<const uint2*>(g) + lane + 32 * i);
-      bv[i] = __ldg(reinterpret_cast<const uint2*>(b) + lane + 32 * i);
+      gv[i] = reinterpret_cast<const uint2*>(g)[lane + 32 * i];
+      bv[i] = reinterpret_cast<const uint2*>(b)[lane + 32 * i];
     }
     float sum = 0;
 #pragma unroll
@@ -270,18 +283,28 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
 // Each names its matrix (weights), its input length K and output rows N, its prologue and its
 // epilogue; the fused kernels and the megakernel's tasks run them through linear_slice.
 
+// A product's bias for output row n, and its LayerNorm's gamma (beta follows at + C).
+__device__ __forceinline__ float bias_of(const DecodeArgs& a, int layer, const SmallParams& p,
+                                         int64_t at, int n) {
+  return to_f(p.bias != nullptr ? p.bias[n - p.first] : layer_weights(a, layer)[at + n]);
+}
+__device__ __forceinline__ const bf16* gamma_of(const DecodeArgs& a, int layer,
+                                                const SmallParams& p, int64_t at) {
+  return p.gamma != nullptr ? p.gamma : layer_weights(a, layer) + at;
+}
+
 struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
   static constexpr int kK = kC, kN = 3 * kC;
   DecodeArgs a;
   int layer;
+  SmallParams p{};
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
   __device__ void prologue(int j0, int tc, float* act) const {
-    const bf16* w = layer_weights(a, layer);
-    layernorm_rows(residual_in(a, layer), w + LayerLayout::ln1_g, w + LayerLayout::ln1_b, j0, tc,
-                   act);
+    const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
+    layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act);
   }
   __device__ void epilogue(int j, int n, float sum) const {
-    const float v = sum + to_f(layer_weights(a, layer)[LayerLayout::b_qkv + n]);
+    const float v = sum + bias_of(a, layer, p, LayerLayout::b_qkv, n);
     if (n < kC) {
       a.q[j * kC + n] = v * 0.125f;  // 1 / sqrt(64)
       return;
@@ -322,15 +345,22 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
   }
 }
 
-struct ProjOp {  // x = x + Attention Wproj + bproj
+struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp = x + bout)
   static constexpr int kK = kC, kN = kC;
   DecodeArgs a;
   int layer;
+  SmallParams p{};
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
   __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
   __device__ void epilogue(int j, int n, float sum) const {
-    const float b = to_f(layer_weights(a, layer)[LayerLayout::b_proj + n]);
-    a.x[j * kC + n] = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
+    const float b = bias_of(a, layer, p, LayerLayout::b_proj, n);
+    const float x = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
+    a.x[j * kC + n] = x;
+    if (a.x_mlp != nullptr) {
+      const float b_out = to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
+                                                  : layer_weights(a, layer)[LayerLayout::b_out + n]);
+      a.x_mlp[j * kC + n] = x + b_out;
+    }
   }
 };
 
@@ -338,13 +368,20 @@ struct FcOp {  // h = GELU(LN2(x) Wfc + bfc)
   static constexpr int kK = kC, kN = kF;
   DecodeArgs a;
   int layer;
+  SmallParams p{};
+  // The megakernel's MLP slice keeps its h in shared memory: h_slice[(n - p.first) * t + j].
+  float* h_slice = nullptr;
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_fc; }
   __device__ void prologue(int j0, int tc, float* act) const {
-    const bf16* w = layer_weights(a, layer);
-    layernorm_rows(a.x, w + LayerLayout::ln2_g, w + LayerLayout::ln2_b, j0, tc, act);
+    const bf16* g = gamma_of(a, layer, p, LayerLayout::ln2_g);
+    layernorm_rows(a.x, g, g + kC, j0, tc, act);
   }
   __device__ void epilogue(int j, int n, float sum) const {
-    a.h[j * kF + n] = gelu(sum + to_f(layer_weights(a, layer)[LayerLayout::b_fc + n]));
+    const float h = gelu(sum + bias_of(a, layer, p, LayerLayout::b_fc, n));
+    if (h_slice != nullptr)
+      h_slice[(n - p.first) * a.tokens + j] = h;
+    else
+      a.h[j * kF + n] = h;
   }
 };
 

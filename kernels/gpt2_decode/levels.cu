@@ -219,10 +219,10 @@ const LevelTable<DecodeWorkspace>& DecodeWorkspace::levels() {
        {{"graph+PDL (61 kernels)",
          [](Ws& w, cudaStream_t s) { return w.replay(s, pdl_supported()); }, whole_chain}}},
       {"megakernel",
-       "one persistent launch, a block per SM running a task list with dependency counters, "
-       "prefetching the next task's weights while it waits",
-       "every activation (x, q, attention partials, the MLP's h) is read from L2 by the next "
-       "task; only weights and the cache come from HBM",
+       "one persistent launch, a block per SM running a task list with dependency counters "
+       "(four stages a layer), prefetching the next task's weights while it waits",
+       "the MLP's h never leaves its SM; x, q and the attention partials are read from L2 by "
+       "the next task; only weights and the cache come from HBM",
        {{"megakernel", [](Ws& w, cudaStream_t s) { return w.run_megakernel(s); },
          megakernel_traffic}}},
   };

@@ -56,12 +56,12 @@ enum class TaskKind : uint8_t {
   qkv = 0,        // LN1 of x, then a slice of q|k|v rows; k and v go into the cache
   attention = 1,  // one head over one split of the cache: partial softmax sums
   proj = 2,       // combine the heads' partial sums, a slice of Wproj, + bias, + residual
-  fc = 3,         // LN2 of x, a slice of Wfc, + bias, GELU
-  out = 4,        // a slice of Wout, + bias, + residual
-  final_norm = 5  // y = LN_f(x)
+  mlp = 3,        // LN2 of x, a slice of h = GELU(. Wfc + bfc), and that slice's share of h Wout
+                  // added into the next residual (split over the MLP's width: no stage between)
+  final_norm = 4  // y = LN_f(x)
 };
-constexpr int kTaskKinds = 6;
-constexpr int kStagesPerLayer = 5;  // qkv .. out
+constexpr int kTaskKinds = 5;
+constexpr int kStagesPerLayer = 4;  // qkv .. mlp
 const char* task_kind_name(TaskKind kind);
 
 // One task, as the device reads it (16 bytes). Dependencies are counters in global memory: one
@@ -80,6 +80,14 @@ static_assert(sizeof(DecodeTask) == 16, "the device reads 16-byte tasks");
 constexpr uint16_t kNoCounter = 0xFFFF;
 
 constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
+// A product task's small parameters, copied with its weights to the end of its buffer:
+// LayerNorm's gamma and beta (C each), the slice's bias, and proj's slice of b_out (the MLP's
+// sum starts from it).
+constexpr int kExtrasBytes = 2 * kC * 2 + 2 * kMaxSliceRows * 2;
+// An MLP task holds its rows of Wfc and, when they fit beside them, the same columns of Wout.
+constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
+  return 2 * rows * kC * 2 + kExtrasBytes <= buffer_bytes;
+}
 
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
@@ -114,7 +122,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape);
 constexpr int kMegakernelFixedSharedBytes = 48 * 1024 + 4 * 1024 + 1024;
 constexpr int kMaxWeightBufferBytes = 80 * 1024;
 // One weight buffer on a GPU that gives a block `smem_optin` bytes of shared memory (an H100:
-// 227 KB, so 80 KB); 0 when two buffers of one row of Wout (6 KB) do not fit.
+// 227 KB, so 80 KB); 0 when two buffers of eight rows of Wfc and the extras (15 KB) do not fit.
 int weight_buffer_bytes_for(int smem_optin);
 // The task list a GPU of `sms` SMs and `smem_optin` bytes of shared memory per block runs for a
 // step: what a recording's task records (PhaseRecord::arg) index, rebuilt without a GPU.

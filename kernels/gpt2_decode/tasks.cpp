@@ -1,12 +1,16 @@
 // The megakernel's task list (model.h), built on the host: which block runs which slice of
 // which layer, in what order, and which dependency counter each task waits on and bumps.
 //
-// Stages per block: qkv -> attention -> proj -> fc -> out, then the next layer. Each matrix
-// stage is cut into about one slice per block (so a stage's weights stream through every SM at
-// once) and no slice is larger than the shared memory kept for one task's weights, so a block
-// can hold its current slice while the next one arrives. Tasks are dealt round-robin from a
-// cursor that carries on across stages, so the blocks that got one slice more in one stage
-// are not the same ones in the next.
+// Stages per block: qkv -> attention -> proj -> mlp, then the next layer. Each matrix stage is
+// cut into about one slice per block (so a stage's weights stream through every SM at once) and
+// no slice (with its small parameters) is larger than the shared memory kept for one task's
+// weights, so a block can hold its current slice while the next one arrives. The MLP is cut
+// along its width: a task computes its rows of h and adds their share of h Wout to the next
+// residual at once, so the MLP is one stage, not two (four dependent stages a layer). Slices
+// start on even rows (a bias slice is copied in 4-byte pieces), MLP slices on multiples of 8
+// (Wout's columns in 16-byte pieces). Tasks are dealt round-robin from a cursor that carries
+// on across stages, so the blocks that got one slice more in one stage are not the same ones
+// in the next.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -25,10 +29,8 @@ const char* task_kind_name(TaskKind kind) {
       return "attention";
     case TaskKind::proj:
       return "proj";
-    case TaskKind::fc:
-      return "ln2+fc";
-    case TaskKind::out:
-      return "out";
+    case TaskKind::mlp:
+      return "ln2+mlp";
     case TaskKind::final_norm:
       return "ln_f";
   }
@@ -52,13 +54,24 @@ struct Stage {
   TaskKind kind;
   int rows;  // output rows of the matrix (0: not a matrix stage)
   int k;     // its input length
+  int step;  // a slice's rows are a multiple of this
 };
 
-constexpr Stage kStages[kStagesPerLayer] = {{TaskKind::qkv, 3 * kC, kC},
-                                            {TaskKind::attention, 0, 0},
-                                            {TaskKind::proj, kC, kC},
-                                            {TaskKind::fc, kF, kC},
-                                            {TaskKind::out, kC, kF}};
+constexpr Stage kStages[kStagesPerLayer] = {{TaskKind::qkv, 3 * kC, kC, 2},
+                                            {TaskKind::attention, 0, 0, 1},
+                                            {TaskKind::proj, kC, kC, 2},
+                                            {TaskKind::mlp, kF, kC, 8}};
+
+// Rows a slice of `stage` takes: about one slice per block, within the buffer (an MLP slice
+// keeps its Wout columns too where the even share fits).
+int slice_rows(const Stage& stage, int blocks, int buffer_bytes) {
+  const int row_bytes = stage.k * 2;  // bf16
+  const int fit = std::max(
+      stage.step,
+      std::min(kMaxSliceRows, (buffer_bytes - kExtrasBytes) / row_bytes) / stage.step * stage.step);
+  const int share = (stage.rows + blocks - 1) / blocks;
+  return std::min(fit, (share + stage.step - 1) / stage.step * stage.step);
+}
 
 }  // namespace
 
@@ -92,9 +105,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
           ++count;
         }
       } else {
-        const int row_bytes = stage.k * 2;  // bf16
-        const int fit = std::max(1, std::min(kMaxSliceRows, shape.weight_buffer_bytes / row_bytes));
-        const int rows = std::min(fit, (stage.rows + blocks - 1) / blocks);
+        const int rows = slice_rows(stage, blocks, shape.weight_buffer_bytes);
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;
           task.count = static_cast<uint16_t>(std::min(rows, stage.rows - first));
@@ -126,7 +137,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 int weight_buffer_bytes_for(int smem_optin) {
   const int buffer =
       std::min(kMaxWeightBufferBytes, ((smem_optin - kMegakernelFixedSharedBytes) / 2) & ~15);
-  return buffer >= kF * 2 ? buffer : 0;
+  return buffer >= 8 * kC * 2 + kExtrasBytes ? buffer : 0;
 }
 
 TaskListShape task_shape_for(int sms, int smem_optin, int tokens, int cache) {
@@ -170,7 +181,7 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
                     first, last);
     }
   } else {
-    const int rows = kind == TaskKind::qkv ? 3 * kC : kind == TaskKind::fc ? kF : kC;
+    const int rows = kind == TaskKind::qkv ? 3 * kC : kind == TaskKind::mlp ? kF : kC;
     std::snprintf(text, sizeof(text), "layer %d %s rows %u-%u (of %d)", task.layer,
                   task_kind_name(kind), task.first, task.first + task.count - 1, rows);
   }

@@ -31,7 +31,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(weights_.allocate(kWeightElements * 2));
     FL_TRY(k_cache_.allocate(cache_elements * 2));
     FL_TRY(v_cache_.allocate(cache_elements * 2));
-    for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
+    for (DeviceBuffer* b : {&x_in_, &x_, &x_mlp_, &q_, &y_, &xn_, &att_, &tmp_})
       FL_TRY(b->allocate(t * kC * 4));
     FL_TRY(qkv_.allocate(t * 3 * kC * 4));
     FL_TRY(h_.allocate(t * kF * 4));
@@ -101,6 +101,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     const int64_t t = tokens_;
     FL_TRY(poison_elements<float>({{&y_, t * kC},
                                    {&x_, t * kC},
+                                   {&x_mlp_, t * kC},
                                    {&q_, t * kC},
                                    {&h_, t * kF},
                                    {&qkv_, t * 3 * kC},
@@ -177,7 +178,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
       for (int k = 0; k < kTaskKinds; ++k) kinds.push_back(task_kind_name(TaskKind(k)));
       declare_phases(std::move(kinds));
     }
-    return launch_megakernel(args_, plan, s);
+    DecodeArgs a = args_;
+    a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
+    return launch_megakernel(a, plan, s);
   }
 
   const DecodeArgs& args() const { return args_; }
@@ -235,7 +238,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   int cache_, tokens_;
   int buffer_bytes_ = 0;
   bool weights_filled_ = false;
-  DeviceBuffer weights_, k_cache_, v_cache_, x_in_, x_, q_, y_, xn_, att_, tmp_, qkv_, h_, scores_;
+  DeviceBuffer weights_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_, qkv_, h_;
+  DeviceBuffer scores_;
   DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
   DecodeArgs args_{};
   TaskListShape shape_;

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <thread>
 
 #include "app/measure/engine.h"
 #include "app/measure/live_backend.h"
 #include "kernels/catalog.h"
+#include "kernels/gpt2_decode/model.h"
 
 namespace fl {
 namespace {
@@ -253,6 +255,40 @@ TEST(CuptiCounters, GemmLaunchesGetTheirKernelsCounted) {
         EXPECT_GE(gemm.counters->l2_bytes, gemm.textbook.bytes_read) << gemm.textbook.kernel;
       }
     }
+  }
+}
+
+// A chain longer than the counter data image first holds (64 ranges): GPT-2's decode step op
+// by op is ~205 kernels, fused 61, as a graph one launch of 61 kernels, and one megakernel.
+// Every level gets counters for every launch, and every level, cold, reads at least the step's
+// weights (170 MB, far beyond L2) from DRAM once: a range mapped to the wrong launch or ranges
+// dropped past the image's end would lose bytes.
+TEST(CuptiCounters, ALongChainIsCountedLaunchByLaunch) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  ASSERT_TRUE(backend->counters_available()) << backend->counters_note();
+  const MeasureRequest request{"gpt2_decode", 511, {}, Precision::bf16, CacheMode::cold};
+  std::vector<Measurement> ms;
+  Status st = backend->measure(request, nullptr, &ms);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_GE(ms.size(), 5u);
+  ASSERT_GT(ms[0].launches.size(), 64u) << "level 0 is the long chain";
+  st = backend->measure_counters(request, nullptr, &ms);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const double weight_bytes = 2.0 * gpt2::kWeightElements;
+  for (const Measurement& m : ms) {
+    SCOPED_TRACE("level " + std::to_string(m.level));
+    ASSERT_EQ(m.counters_status, CountersStatus::measured) << m.counters_note;
+    int64_t read = 0;
+    for (const LaunchResult& l : m.launches) {
+      ASSERT_TRUE(l.counters.has_value()) << l.textbook.kernel;
+      EXPECT_GT(l.counters->l2_bytes, 0) << l.textbook.kernel;
+      read += l.counters->dram_read_bytes;
+    }
+    EXPECT_GE(read, 0.97 * weight_bytes) << "the weights come from DRAM once";
+    EXPECT_LE(read, 1.5 * weight_bytes) << "and not many times";
+    std::printf("gpt2_decode 511 level %d: %zu launches, DRAM read %.1f MB\n", m.level,
+                m.launches.size(), read * 1e-6);
   }
 }
 

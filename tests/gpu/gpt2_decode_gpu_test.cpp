@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -167,10 +169,13 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
     first = std::min(first, r.start_ns - r.wait_ns);
     last = std::max(last, r.end_ns);
   }
+  // The timeline's breakdown per block: running tasks (weights streaming through the SM),
+  // waiting on a dependency counter, and idle (between tasks, or done before the last block).
+  const double span = (last - first) / 1e3, blocks = static_cast<double>(list->block_begin.size() - 1);
   std::printf(
-      "megakernel at cache 511, 1 token: %u tasks over %.1f us; busy %.1f us, waiting "
-      "%.1f us (summed over blocks)\n",
-      n, (last - first) / 1e3, busy / 1e3, waited / 1e3);
+      "megakernel at cache 511, 1 token: %u tasks over %.1f us; per block: running %.1f us, "
+      "waiting %.1f us, idle %.1f us\n",
+      n, span, busy / 1e3 / blocks, waited / 1e3 / blocks, span - (busy + waited) / 1e3 / blocks);
   // Per task kind: how many, and their mean time running and waiting (the timeline's story).
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
     uint64_t k_busy = 0, k_wait = 0, k_n = 0;
@@ -188,6 +193,40 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{}).ok());
   cudaFree(records);
   cudaFree(count);
+}
+
+// A step for Hugging Face transformers' GPT2Model to redo (tests/gpu/gpt2_transformers.sh
+// sets FL_GPT2_STEP_DIR): the inputs (x, the weights, the caches) and every level's y, as raw
+// little-endian float32 files and a meta.json; gpt2_transformers_check.py loads the weights into
+// GPT2Model and compares. Skipped without the variable.
+TEST_F(Gpt2DecodeGpu, WritesAStepForTransformers) {
+  const char* dir = std::getenv("FL_GPT2_STEP_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "FL_GPT2_STEP_DIR not set (gpt2_transformers.sh sets it)";
+  const Shape shape{203, 3};
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(std::random_device{}(), stream_).ok());
+  auto write = [&](const std::string& name, const std::vector<double>& values) {
+    std::vector<float> f(values.begin(), values.end());  // bf16 and fp32 values: exact
+    FILE* out = std::fopen((std::string(dir) + "/" + name + ".f32").c_str(), "wb");
+    ASSERT_NE(out, nullptr) << name;
+    EXPECT_EQ(std::fwrite(f.data(), sizeof(float), f.size(), out), f.size());
+    EXPECT_EQ(std::fclose(out), 0);
+  };
+  for (int level = 0; level < lesson_->level_count(); ++level) {
+    ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+    ASSERT_TRUE(run(*ws, level).ok());
+    write("y_level" + std::to_string(level), output(*ws));
+  }
+  std::vector<HostTensor> in, out;
+  ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+  for (const HostTensor& t : in) write(t.name, t.values);
+  FILE* meta = std::fopen((std::string(dir) + "/meta.json").c_str(), "w");
+  ASSERT_NE(meta, nullptr);
+  std::fprintf(meta, "{\"cache\": %lld, \"tokens\": %lld, \"levels\": %d, \"tolerance\": %g}\n",
+               (long long)shape.size, (long long)shape.inner, lesson_->level_count(),
+               lesson_->tolerance(Precision::bf16));
+  EXPECT_EQ(std::fclose(meta), 0);
 }
 
 // The megakernel once at a small configuration: what compute-sanitizer runs

@@ -1,9 +1,9 @@
-// The FFN wgmma kernel's tile list (kernels/ffn_schedule.h): the kernel is correct and cannot
+// The FFN wgmma kernel's tile list (kernels/ffn/ffn_schedule.h): the kernel is correct and cannot
 // deadlock only if the list holds every tile once and puts every tile's dependencies before it
 // (a down tile after all up tiles of its row block; an up tile after all down tiles of the row
 // block that last used its ring slot). Checked here for the shipped lag and ring and for edge
 // cases: fewer row blocks than the lag, one row block, lag 0, the largest lag the ring allows.
-#include "kernels/ffn_schedule.h"
+#include "kernels/ffn/ffn_schedule.h"
 
 #include <gtest/gtest.h>
 

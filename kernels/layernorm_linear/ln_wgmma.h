@@ -1,5 +1,5 @@
 // LayerNorm-Linear's level 2 at many tokens on Hopper: y = LN(x) W + b as one wgmma kernel
-// (kernels/ln_gemm_wgmma.cu explains its tiles and data path).
+// (kernels/layernorm_linear/ln_wgmma.cu explains its tiles and data path).
 #pragma once
 
 #include <cuda_bf16.h>

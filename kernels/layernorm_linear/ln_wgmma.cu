@@ -37,8 +37,8 @@
 // 256-token call, and the next thing to look at; FL_LN_TIMELINE shows the phases).
 // Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8 (16-byte
 // rows for TMA) up to 768 (the panel's shared memory); other shapes, and GPUs or builds without
-// sm_90a, take the tile kernel (kernels/layernorm_linear.cu).
-#include "kernels/ln_gemm_wgmma.h"
+// sm_90a, take the tile kernel (kernels/layernorm_linear/ln_tile.cu).
+#include "kernels/layernorm_linear/ln_wgmma.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // The FFN's level 2 at 1-64 tokens on Hopper (sm_90a): hidden-split up-projection, h through L2,
-// cluster-reduced down-projection (kernels/ffn_small.cu explains its data path and budget).
+// cluster-reduced down-projection (kernels/ffn/ffn_small.cu explains its data path and budget).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,5 +1,5 @@
 // The FFN's level 2 at many tokens on Hopper: one persistent kernel of wgmma tiles with h in an
-// L2-resident ring (kernels/ffn_wgmma.cu explains its tiles, data path and ordering).
+// L2-resident ring (kernels/ffn/ffn_wgmma.cu explains its tiles, data path and ordering).
 #pragma once
 
 #include <cuda_bf16.h>

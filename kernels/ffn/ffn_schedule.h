@@ -1,4 +1,4 @@
-// The FFN wgmma kernel's tile list (kernels/ffn_wgmma.cu), in plain C++ so that a CPU test can
+// The FFN wgmma kernel's tile list (kernels/ffn/ffn_wgmma.cu), in plain C++ so that a CPU test can
 // check what the kernel's correctness rests on: every tile once, and every tile's dependencies
 // earlier in the list (tests/unit/ffn_schedule_test.cpp).
 //

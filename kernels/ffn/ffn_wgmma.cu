@@ -3,9 +3,9 @@
 // from the up tiles to the down tiles through a ring buffer in global memory.
 //
 // Why not in shared memory: at many tokens a block would need its rows' whole 4C-wide h, or its
-// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn.cu: 3.3 ms at
-// 16K tokens, its atomics grow with the tokens). Here h goes one level out: a ring of kRing row
-// blocks of 128 tokens x 4C (50 MB at C = 768), each read back by its down tiles soon after it
+// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn/ffn_split.cu: 3.3
+// ms at 16K tokens, its atomics grow with the tokens). Here h goes one level out: a ring of kRing
+// row blocks of 128 tokens x 4C (50 MB at C = 768), each read back by its down tiles soon after it
 // was written. What that buys, measured (docs/PERFORMANCE.md): each GEMM runs at tile
 // efficiency in one launch. What it does not: the counters show L2 writing h back to HBM all the
 // same (126 MB written at 16K tokens, as much as level 1's h; a ring of 24 row blocks, 19 MB,
@@ -14,7 +14,7 @@
 //   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring
 //   h  --TMA--> down tile: y[128 x 256] = h W2 + b2        --st.global--> y (HBM)
 //
-//   * Tiles (kernels/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles (12
+//   * Tiles (kernels/ffn/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles (12
 //     at C = 768, K = C) and D = C / 256 down tiles (3, K = 4C). The list interleaves them: step
 //     s holds the up tiles of row block s and then the down tiles of row block s - kLag, so a
 //     row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles
@@ -34,14 +34,14 @@
 // Measured at 16K: 321 us, ~480 TFLOP/s (381-384 us before each tile's bias was loaded ahead of
 // its multiplies); at 1K tokens 54 us, the critical path of one up tile and one down tile
 // (K = 3072 on one SM): a split K for the down tiles is what would help.
-#include "kernels/ffn_wgmma.h"
+#include "kernels/ffn/ffn_wgmma.h"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
-#include "kernels/ffn_schedule.h"
+#include "kernels/ffn/ffn_schedule.h"
 #include "kernels/hopper.cuh"
 #include "kernels/wgmma_gemm.cuh"
 

@@ -33,7 +33,7 @@
 // exchange of partial sums (~1.1 us at 1 token, 2.4 at 64). Measured on an H100: 7.7 / 8.0 / 10.2
 // us at 1 / 16 / 64 tokens (1.62x / 1.77x / 1.44x cuBLASLt's epilogue level, the weights at 40% of
 // copy bandwidth at 1 token); docs/PERFORMANCE.md has the timeline and what was tried.
-#include "kernels/ffn_small.h"
+#include "kernels/ffn/ffn_small.h"
 
 #include <cuda.h>
 

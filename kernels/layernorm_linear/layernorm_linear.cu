@@ -1,0 +1,341 @@
+// Lesson 6, layernorm_linear: y = LN(x) W + b, x of tokens x C, W of C x 3C, b of 3C (GPT-2's
+// ln_1 followed by the attention block's QKV projection, c_attn).
+//
+// The ladder: unfused is three kernels (layernorm writes xn = LN(x), lesson 4's one-kernel
+// LayerNorm; a cuBLASLt GEMM writes t = xn W; add_bias writes y = t + b: xn and t round-trip
+// through HBM); level 1 is the LayerNorm and then one cuBLASLt GEMM with the bias epilogue (t
+// never exists); level 2 is one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): the
+// rows' mean and 1/std are computed on chip, x is normalized as it lands in shared memory (the
+// GEMM's prologue) and the bias is added as y is stored (the epilogue): xn never exists, and
+// there is one launch instead of two. Three data paths for level 2, by token count, each
+// explained where it is written:
+//   up to 16 tokens:  the panel kernel (a block owns a column slice and all of K);
+//   17 to 96 tokens:  on Hopper (bf16) the cluster kernel (a cluster of blocks splits K and
+//                     adds its partial sums in distributed shared memory), elsewhere the panel
+//                     kernel (up to 256 tokens);
+//   more tokens:      on Hopper built for sm_90a (bf16) the wgmma kernel (a 64-row x panel
+//                     normalized once in shared memory, W streamed past it by TMA:
+//                     ln_wgmma.cu), elsewhere the tile kernel (BM x BN output
+//                     tiles, K streamed through a ring).
+// At a few tokens the GEMM streams W (3.5 MB at C = 768 in bf16) and what counts is how many SMs
+// pull it at once and how few steps follow its arrival; at many tokens it is the tensor cores'
+// arithmetic. The level table below has every launch's bytes.
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "kernels/bias_ops.cuh"
+#include "kernels/blas.h"
+#include "kernels/catalog.h"
+#include "kernels/device_buffer.h"
+#include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear.h"
+#include "kernels/layernorm_rows.cuh"
+#include "kernels/level_table.h"
+#include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_wgmma.h"
+#include "kernels/workspace.cuh"
+
+namespace fl {
+namespace {
+using layernorm_linear::kLnClusterPick;
+using layernorm_linear::kLnClusterRows;
+using layernorm_linear::launch_ln_cluster;
+using layernorm_linear::launch_ln_panel;
+using layernorm_linear::launch_ln_tile;
+using layernorm_linear::ln_cluster_phases;
+using layernorm_linear::ln_panel_phases;
+using layernorm_linear::LnArgs;
+using layernorm_linear::panel_shape_check;
+
+template <typename T>
+Status launch_ln_wgmma(const LnArgs<T>& a, cudaStream_t stream) {
+  bool launched = false;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    int device = 0, sms = 0;
+    FL_CUDA_TRY(cudaGetDevice(&device));
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    FL_TRY(try_ln_gemm_wgmma(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k, a.n, sms, stream,
+                             &launched, a.phases));
+  }
+  return launched ? Status::Ok() : Status::Unsupported("its tiles do not fit on this GPU");
+}
+
+// The one Linear layer, C -> 3C; in the epilogue level, cuBLASLt's bias epilogue.
+constexpr LinearSpec kLinear{1, 3, blas::Epilogue::bias, "gemm", "add_bias", "gemm_bias"};
+
+// Device buffers for one shape and element type: x, gamma, beta, the Linear layer (W, b and the
+// cuBLASLt plans), the unfused chain's xn and t, and y.
+template <typename T>
+class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWorkspace<T>> {
+ public:
+  LayerNormLinearWorkspace(int64_t m, int64_t c, double tolerance)
+      : m_(m),
+        k_(c),
+        n_(3 * c),
+        tolerance_(tolerance),
+        linear_(m, c, kLinear, {&xn_, &t_, &y_, &y_}) {
+    this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
+  }
+
+  static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
+  // Level 2's kernels, below.
+  static std::vector<VariantRow<LayerNormLinearWorkspace>> fused_variants();
+
+  Status allocate() {
+    FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
+                                 {&gamma_, k_},
+                                 {&beta_, k_},
+                                 {&xn_, m_ * k_},
+                                 {&t_, m_ * n_},
+                                 {&y_, m_ * n_}}));
+    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    return linear_.allocate();
+  }
+
+  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
+    // x off-centre (a residual stream's mean is not 0), so the normalization matters.
+    FL_TRY(fill_uniform(x_.as<T>(), m_ * k_, seed, -1.0f, 3.0f, stream));
+    FL_TRY(fill_uniform(gamma_.as<T>(), k_, mix64(seed ^ 0x6A77ull), gemm::kGammaLo, gemm::kGammaHi,
+                        stream));
+    FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
+                        stream));
+    return linear_.fill(seed, 0, stream);
+  }
+
+  Status poison_outputs(cudaStream_t stream) override {
+    return poison_elements<T>({{&xn_, m_ * k_}, {&t_, m_ * n_}, {&y_, m_ * n_}}, stream);
+  }
+
+  Status check(cudaStream_t stream, CheckResult* result) override {
+    const gemm::CheckArgs<T> a{x_.as<T>(),        gamma_.as<T>(), beta_.as<T>(),
+                               linear_.weights(), linear_.bias(), nullptr,
+                               nullptr,           y_.as<T>(),     m_,
+                               int(k_),           int(n_),        0};
+    return check_gemm_rows<T, true, false, false>(a, sums_, tolerance_, stream, result);
+  }
+
+  // Inputs x (M x C), gamma, beta (C), W (C x 3C), b (3C); output y.
+  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
+                  std::vector<HostTensor>* outputs) override {
+    return download_io<T>({{"x", x_.as<T>(), m_ * k_},
+                           {"gamma", gamma_.as<T>(), k_},
+                           {"beta", beta_.as<T>(), k_},
+                           linear_.weights_tensor("W"),
+                           linear_.bias_tensor("b")},
+                          {{"y", y_.as<T>(), m_ * n_}}, stream, inputs, outputs);
+  }
+
+ private:
+  // Lesson 4's one-kernel LayerNorm, xn = LN(x): the row kernels read their input through `h`.
+  Status layernorm(cudaStream_t stream) {
+    using layernorm_rows::RowArgs;
+    using layernorm_rows::RowStep;
+    const RowArgs<T> a{
+        nullptr, nullptr, gamma_.as<T>(),      beta_.as<T>(), x_.as<T>(), xn_.as<T>(), nullptr,
+        nullptr, m_,      static_cast<int>(k_)};
+    return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
+  }
+
+  // Level 2's arguments: x, gamma, beta, W, b and y of this workspace.
+  LnArgs<T> fused_args() const {
+    return {x_.as<T>(),
+            gamma_.as<T>(),
+            beta_.as<T>(),
+            linear_.weights(),
+            linear_.bias(),
+            y_.as<T>(),
+            m_,
+            static_cast<int>(k_),
+            static_cast<int>(n_),
+            this->phase_sink()};
+  }
+  // Runs one of level 2's kernels and names the phases it records (kernels/phases.h).
+  template <typename Launch>
+  Status fused(Launch launch, const std::vector<std::string>* phases, cudaStream_t stream) {
+    FL_TRY(launch(fused_args(), stream));
+    if (phases != nullptr) this->declare_phases(*phases);
+    return Status::Ok();
+  }
+
+  int64_t m_, k_, n_;
+  double tolerance_;
+  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_;
+  LinearLayer<T> linear_;
+};
+
+// ---- level 2's kernels ----------------------------------------------------------------------
+// In the table's order: the first that can run and prefers the token count runs, else the last
+// that can run (kernels/level_table.h). The tile kernel runs everywhere.
+template <typename T>
+std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>::fused_variants() {
+  using Ws = LayerNormLinearWorkspace;
+  const std::vector<Precision> bf16{Precision::bf16};
+  return {
+      {"ln_cluster",
+       "a cluster of 4 (or 8) blocks splits C: partial row moments and partial products meet in "
+       "distributed shared memory; W is streamed by every SM at once",
+       "ln_gemm_cluster_kernel",
+       {90, 0, false, bf16, kLnClusterRows, 17, kLnClusterPick},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_cluster<T>, &ln_cluster_phases(), s); },
+       [](const Dims& d) { return d.i % 64 == 0 ? "" : "C is not a multiple of 64"; },
+       ln_cluster_phases()},
+      {"ln_wgmma",
+       "a 64-row panel of x normalized once in shared memory, W streamed past it by TMA into "
+       "wgmma tiles (128 columns below 4K tokens, 256 from there)",
+       "ln_gemm_wgmma_kernel",
+       {90, 90, true, bf16, 0, kLnClusterPick + 1, 0},
+       [](Ws& w, cudaStream_t s) {
+         return w.fused(launch_ln_wgmma<T>, &ln_gemm_wgmma_phases(), s);
+       },
+       [](const Dims& d) {
+         return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
+       },
+       ln_gemm_wgmma_phases()},
+      {"ln_panel",
+       "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
+       "in shared memory, no split of K, no exchange between blocks",
+       "ln_gemm_panel_kernel",
+       {0, 0, false, {}, kLnClusterRows, 1, kLnClusterRows},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_panel<T>, &ln_panel_phases(), s); },
+       panel_shape_check,
+       ln_panel_phases()},
+      {"ln_tile",
+       "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
+       "lands (any GPU, any shape)",
+       "ln_gemm_bias_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_tile<T>, nullptr, s); }},
+  };
+}
+
+// ---- the level table -----------------------------------------------------------------------
+// M = s tokens, K = i = C, N = 3C, b bytes per element. LayerNorm reads x (M K) and gamma, beta
+// (2 K) and writes M K, 8 flops per element; the Linear layer's launches count as its formulas
+// say (gemm_common.cuh): the GEMM reads xn (M K) and W (K N) and writes M N, 2 M N K flops; the
+// bias is read once (N), 1 flop per element of the product.
+template <typename T>
+const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::levels() {
+  using Ws = LayerNormLinearWorkspace;
+  // Levels 0 and 1 start with the same LayerNorm.
+  static const LaunchRow<Ws> layernorm = {
+      "layernorm", [](Ws& w, cudaStream_t s) { return w.layernorm(s); },
+      [](const Dims& d) {
+        return Textbook{d.tensor_bytes() + 2 * d.i * d.b, d.tensor_bytes(), 8.0 * d.elements()};
+      }};
+  static const LinearRows<Ws> linear = linear_rows<Ws>(&Ws::linear_, kLinear);
+  static const LevelTable<Ws> table = {
+      {"unfused",
+       "LayerNorm, cuBLASLt GEMM and bias as three kernels: xn and the product round-trip "
+       "through HBM",
+       "the LayerNorm's rows and the GEMM's tiles, each within its launch; xn and t go to HBM "
+       "and back",
+       {layernorm, linear.gemm, linear.add_bias}},
+      {"epilogue",
+       "LayerNorm, then one cuBLASLt GEMM with a bias epilogue",
+       "the GEMM's tiles, and the product, biased in registers before its store; xn goes to "
+       "HBM and back",
+       {layernorm, linear.epilogue}},
+      {"prologue",
+       "one kernel on tensor cores: row statistics and LayerNorm in the GEMM's prologue, bias in "
+       "its epilogue; xn never exists",
+       "the rows' mean and 1/std, gamma and beta, and each x tile, normalized in shared memory "
+       "as it lands",
+       {{"ln_gemm_bias", nullptr,
+         // The statistics re-read x from L2: not counted. What the epilogue level's GEMM
+         // counts, plus gamma and beta (2 K) and the LayerNorm's flops.
+         [](const Dims& d) {
+           Textbook t = gemm_epilogue_textbook(d, kLinear);
+           t.read += 2 * d.i * d.b;
+           t.flops += 8.0 * d.s * d.i;
+           return t;
+         },
+         fused_variants()}}},
+  };
+  return table;
+}
+
+// ---- the lesson ----------------------------------------------------------------------------
+
+class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
+ public:
+  LayerNormLinear()
+      : GemmLesson("layernorm_linear", "LayerNorm + Linear",
+                   "y = LN(x) W + b,  x: tokens x C,  W: C x 3C,  b: 3C") {}
+
+  // inputs: x (M x C), gamma (C), beta (C), W (C x 3C), b (3C).
+  std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
+    const auto& gamma = inputs.at(1).values;
+    const auto& beta = inputs.at(2).values;
+    const LinearInputs linear(inputs, 3);
+    const int64_t k = linear.k;
+    std::vector<double> xn(k);
+    auto row = [&](const double* x, double* y) {  // one row of y from one row of x
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += x[j];
+      const double mean = sum / double(k);
+      double sq = 0;
+      for (int64_t j = 0; j < k; ++j) sq += (x[j] - mean) * (x[j] - mean);
+      const double rstd = 1.0 / std::sqrt(sq / double(k) + gemm::kLayerNormEps);
+      for (int64_t j = 0; j < k; ++j) xn[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
+      linear.row(xn.data(), y);
+    };
+    return {reference_rows(inputs.at(0).values, k, linear.n, row)};
+  }
+
+ protected:
+  // x and xn (M x C), gamma and beta (C), W (C x 3C), b (3C), and t, y (M x 3C).
+  int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
+    const int64_t n = 3 * c;
+    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b;
+  }
+};
+
+// Level 2's launch outside the workspace (other lessons reuse the fused LayerNorm-Linear): the
+// level table's choice of kernel for these operands, the next one where a kernel finds it
+// cannot run here.
+template <typename T>
+Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                           T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  using Ws = LayerNormLinearWorkspace<T>;
+  const LaunchRow<Ws>& row = Ws::levels().back().launches.at(0);
+  const LnArgs<T> a{x, gamma, beta, w, bias, y, m, k, n, PhaseSink()};
+  const Where where{{m, k, int64_t(sizeof(T))}, precision_of<T>(), current_gpu_facts()};
+  const std::vector<VariantInfo> infos = variant_infos(row);
+  std::vector<bool> skip(infos.size(), false);
+  for (size_t tries = 0; tries < infos.size(); ++tries) {
+    const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
+    if (c.index < 0) break;
+    const Status st = c.name == "ln_cluster" ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma" ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel" ? launch_ln_panel(a, stream)
+                                             : launch_ln_tile(a, stream);
+    if (!st.unsupported()) return st.with_context(c.name);
+    skip[c.index] = true;
+  }
+  return Status::Error("ln_gemm_bias: no kernel variant can run here");
+}
+
+}  // namespace
+
+FL_DEFINE_LESSON(layernorm_linear, LayerNormLinear);
+
+}  // namespace fl
+
+namespace fl::layernorm_linear {
+
+Status ln_gemm_bias(const float* x, const float* gamma, const float* beta, const float* w,
+                    const float* bias, float* y, int64_t m, int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+Status ln_gemm_bias(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
+                    const __nv_bfloat16* w, const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t m,
+                    int k, int n, cudaStream_t stream) {
+  return launch_ln_gemm_bias(x, gamma, beta, w, bias, y, m, k, n, stream);
+}
+
+}  // namespace fl::layernorm_linear

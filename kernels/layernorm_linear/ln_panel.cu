@@ -1,0 +1,218 @@
+// The LayerNorm-Linear's level 2 at up to 256 tokens on any GPU: ln_gemm_panel_kernel.
+// The panel kernel: block (j, i) computes y[64 i .. 64 i + 64, j bn .. j bn + bn) over all of
+// K = C, with no split of K and so no exchange between blocks:
+//   1. copy:      the row chunk's whole x panel (64 x C) and W's column slice (C x bn: the block's
+//                 share of the weights, read from HBM once in all) into shared memory, all in
+//                 flight at once; gamma and beta meanwhile;
+//   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
+//                 memory), then the panel normalized in place, rounded as level 0's xn;
+//   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
+//                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
+//                 splits' partial sums added through shared memory, b added, y stored.
+// The price of not splitting K: every block of a row chunk reads its x panel (from L2) and
+// normalizes it, (N / bn) times in all. The phases are few and block-local: at a few tokens the
+// kernel's time is the weights' arrival plus a few hundred cycles.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/phases.cuh"
+#include "kernels/tensor_gemm.cuh"
+
+namespace fl::layernorm_linear {
+namespace {
+
+constexpr int kPanelRows = 64;      // rows per block (the row chunk)
+constexpr int kPanelThreads = 512;  // 16 warps
+
+template <typename T>
+struct PanelPlan {
+  int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
+  __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
+  __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
+  __host__ __device__ size_t w_offset() const { return sizeof(T) * size_t(rows) * ld_x(); }
+  __host__ __device__ size_t stats_offset() const {
+    return (w_offset() + sizeof(T) * size_t(k) * ld_w() + 15) / 16 * 16;
+  }
+  __host__ __device__ size_t affine_offset() const {
+    return stats_offset() + sizeof(float2) * rows;
+  }
+  __host__ __device__ size_t red_offset() const {
+    return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
+  }
+  __host__ __device__ size_t bytes() const {
+    return red_offset() + sizeof(float) * size_t(kPanelThreads) * 8;  // 8 accumulators a lane
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kPanelThreads)
+    ln_gemm_panel_kernel(LnArgs<T> a, PanelPlan<T> plan) {
+  constexpr int kThreads = kPanelThreads, kWarps = kThreads / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  T* ws = reinterpret_cast<T*>(smem + plan.w_offset());
+  float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());  // (mean, rstd)
+  // gamma and beta as T, read 16 bytes (one chunk's worth) at a time: as float2 per element the
+  // lanes of a warp, 8 elements apart, hit 2 banks (16-way conflicts; measured 3x slower).
+  T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());
+  T* beta_s = gamma_s + plan.k;
+  float* red = reinterpret_cast<float*>(smem + plan.red_offset());  // [warp][lane][8]
+  const int k = plan.k, bn = plan.bn, ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  const int64_t n0 = int64_t(blockIdx.x) * bn, m0 = int64_t(blockIdx.y) * kPanelRows;
+  const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
+  const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  PhaseMarks marks(a.phases);
+
+  // 1. copy: x's panel first (its own commit group), then W's slice.
+  tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
+  tc::async_commit();
+  tc::copy_tile<T, kThreads, true>(ws, ld_w, a.w + n0, a.n, k, bn, k, a.n - n0);
+  tc::async_commit();
+  for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
+  tc::async_wait<1>();
+  __syncthreads();
+  marks.mark(kPanelIn);
+
+  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
+  constexpr int E = tc::kVec<T>;
+  const int chunks = k / E;
+  for (int r = warp; r < live; r += kWarps) {
+    const float mean = row_moment<T, 32>(xs + r * ld_x, chunks, lane, 0.0f, false) / k;
+    const float m2 = row_moment<T, 32>(xs + r * ld_x, chunks, lane, mean, true);
+    if (lane == 0)
+      stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
+  }
+  __syncthreads();
+  normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
+  tc::async_wait<0>();  // W's slice (this thread's copies)
+  __syncthreads();
+  marks.mark(kPanelNormalize);
+
+  // 3. multiply: warp w takes item w % items and K split w / items of `splits`.
+  const int col_tiles = bn / 16, items = (rows / 16) * col_tiles;
+  const int splits = max(1, kWarps / items), k16 = k / 16;
+  const int per_split = (k16 + splits - 1) / splits;
+  float acc[1][2][4] = {};
+  const int item = warp % items, split = warp / items;
+  const int mt = item / col_tiles, nt16 = item % col_tiles;
+  if (split < splits) {
+    const int kb = split * per_split * 16, ke = min(k, (split + 1) * per_split * 16);
+    if (ke > kb) {
+      tc::warp_multiply<T, 1, 2>(acc, xs + mt * 16 * ld_x + kb, ld_x, ws + kb * ld_w + nt16 * 16,
+                                 ld_w, ke - kb);
+    }
+  }
+  float* mine = red + (warp * 32 + lane) * 8;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
+  __syncthreads();
+  marks.mark(kPanelMultiply);
+  if (warp < items) {
+    float sum[8] = {};
+    for (int s = 0; s < splits; ++s) {
+      const float* part = red + ((s * items + warp) * 32 + lane) * 8;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum[e] += part[e];
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int64_t col = n0 + nt16 * 16 + nt * 8 + 2 * (lane & 3);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
+        if (row - m0 >= live || col >= a.n) continue;
+        float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
+        float v1 = sum[nt * 4 + 2 * half + 1];
+        if (col + 1 < a.n) v1 += Elem<T>::to_float(a.bias[col + 1]);
+        tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
+      }
+    }
+  }
+  marks.mark(kPanelStore);
+}
+
+// The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks fit one to an SM
+// (so every SM streams its share of W from the start), at most 16 items of 16 x 16 per block.
+// *ok is false when nothing fits.
+template <typename T>
+Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
+  *ok = false;
+  const int64_t chunks = (a.m + kPanelRows - 1) / kPanelRows;
+  PanelPlan<T> p;
+  p.k = a.k;
+  p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
+  for (p.bn = 16; p.bn <= 64; p.bn += 16) {
+    if (p.bytes() > size_t(optin) || (p.rows / 16) * (p.bn / 16) > kPanelThreads / 32) continue;
+    const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
+    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(p.bytes())));
+    int per_sm = 0;
+    FL_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
+    if (per_sm < 1) continue;
+    *plan = p;
+    *ok = true;
+    // One block per SM (a second block on an SM halves its share of the bandwidth: measured
+    // 8.5 us at bn = 16 against 7.2 at 32, 4 tokens).
+    if (chunks * ((a.n + p.bn - 1) / p.bn) <= sms) break;
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* launched) {
+  *launched = false;
+  if (a.m > kLnClusterRows || a.k % 16 != 0 || !tc::vector_ok<T>(a.x, a.k) ||
+      !tc::vector_ok<T>(a.w, a.n)) {
+    return Status::Ok();
+  }
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  PanelPlan<T> plan;
+  FL_TRY(plan_ln_panel(a, sms, optin, &plan, launched));
+  if (!*launched) return Status::Ok();
+  const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
+                  static_cast<unsigned>((a.m + kPanelRows - 1) / kPanelRows));
+  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string panel_shape_check(const Dims& d) {
+  if (d.i % 16 != 0) return "C is not a multiple of 16";
+  auto bytes = [&](auto tag) {
+    PanelPlan<decltype(tag)> p;
+    p.bn = 16;
+    p.k = static_cast<int>(d.i);
+    p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (d.s + 15) / 16 * 16));
+    return p.bytes();
+  };
+  const size_t need = d.b == 4 ? bytes(float{}) : bytes(__nv_bfloat16{});
+  return need <= 227 * 1024 ? "" : "its x panel does not fit in 227 KB of shared memory";
+}
+
+// The panel, cluster and wgmma kernels when they can run here, else Status::Unsupported.
+template <typename T>
+Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  bool launched = false;
+  FL_TRY(try_ln_panel(a, sms, stream, &launched));
+  return launched ? Status::Ok()
+                  : Status::Unsupported("its panel does not fit in this GPU's shared memory");
+}
+
+template Status launch_ln_panel<float>(const LnArgs<float>&, cudaStream_t);
+template Status launch_ln_panel<__nv_bfloat16>(const LnArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace fl::layernorm_linear

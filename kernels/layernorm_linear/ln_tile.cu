@@ -1,0 +1,208 @@
+// The LayerNorm-Linear's level 2 on any GPU at any shape: ln_gemm_bias_kernel, the tile kernel.
+// One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
+//   1. prologue: the warps compute the mean and 1/std of the block's BM rows of x (all rows'
+//      loads in flight at once; per-lane moments merged with Chan's formula), into shared memory,
+//      while the first K-tiles are already on their way;
+//   2. main loop: cp.async brings x and W tiles into the shared-memory ring; as an x tile lands,
+//      each thread normalizes the chunks it copied, in place, (x - mean) * rstd * gamma + beta,
+//      rounded to the lesson's precision as level 0's xn would be; then the warps multiply;
+//   3. epilogue: y = acc + b, one rounding, stored straight from the accumulators.
+// xn never exists in HBM. The price: each block reads its x rows once more for the statistics
+// (from L2: the main loop reads the same rows), N / BN times over the whole GEMM.
+// Tiles, by token count, where the tile kernel runs (at few tokens only where the panel and
+// cluster kernels cannot: shapes whose rows are not 16-byte multiples, or fp32 panels too large
+// for shared memory):
+//   up to 16 tokens: 16 x 32 with 2 multiplying warps of 8, 128-byte K-tiles, 8 stages (28 KB of
+//                    W in flight per block, 72 blocks at C = 768);
+//   fewer 128 x 128 tiles than SMs: 64 x 32 with 4 multiplying warps of 8, 128-byte K-tiles,
+//                    6 stages;
+//   otherwise:       128 x 128 with 8 warps (64 x 32 each), 64-byte K-tiles, 4 stages.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/phases.cuh"
+#include "kernels/tensor_gemm.cuh"
+
+namespace fl::layernorm_linear {
+namespace {
+
+using LnGemmTiny = tc::TileConfig<16, 32, 1, 2, 8, 128, 256>;
+using LnGemmSmall = tc::TileConfig<64, 32, 2, 2, 6, 128, 256>;
+using LnGemmBig = tc::TileConfig<128, 128, 2, 4, 4>;
+
+// Mean and 1/std of `rows` rows of x from m0, a warp per kRows rows: every load of every row is
+// issued before any is summed (a warp walking its rows one by one would wait for one DRAM round
+// trip per row). Each lane keeps, per row, a count, a mean and a sum of squared deviations of the
+// values it saw (shifted by its first value, so nothing cancels), and the lanes are merged with
+// Chan's formula for combining variances.
+struct Moments {
+  float n = 0, mean = 0, m2 = 0;
+  __device__ void merge(const Moments& o) {
+    const float total = n + o.n;
+    if (o.n == 0) return;
+    const float delta = o.mean - mean, w = o.n / total;
+    mean += delta * w;
+    m2 += o.m2 + delta * delta * n * w;
+    n = total;
+  }
+};
+
+template <typename T, int kThreads, int kRows, bool kVectorized>
+__device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* mean, float* rstd) {
+  constexpr int E = kVectorized ? tc::kVec<T> : 1;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r0 = warp * kRows;
+  float n[kRows] = {}, shift[kRows] = {}, sum[kRows] = {}, sq[kRows] = {};
+  for (int c = lane * E; c < k; c += 32 * E) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (m0 + r0 + r >= m) continue;
+      const T* p = x + (m0 + r0 + r) * k + c;
+      float v[E];
+      if constexpr (kVectorized) {
+        const Vec16<T> chunk = load16(p);
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[e] = Elem<T>::to_float(chunk.v[e]);
+      } else {
+        v[0] = Elem<T>::to_float(*p);
+      }
+      if (n[r] == 0) shift[r] = v[0];
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float d = v[e] - shift[r];
+        sum[r] += d;
+        sq[r] += d * d;
+      }
+      n[r] += E;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    Moments mo;
+    if (n[r] > 0) mo = Moments{n[r], shift[r] + sum[r] / n[r], sq[r] - sum[r] * sum[r] / n[r]};
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
+                    __shfl_xor_sync(0xffffffffu, mo.mean, offset),
+                    __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
+      if (mo.n == 0) {
+        mo = other;
+      } else {
+        mo.merge(other);
+      }
+    }
+    if (lane == 0) {
+      const bool valid = m0 + r0 + r < m;
+      const float inv = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
+      mean[r0 + r] = valid ? mo.mean : 0.0f;
+      rstd[r0 + r] = inv;
+    }
+  }
+}
+
+template <typename T, class Cfg, bool kVectorized>
+__global__ void __launch_bounds__(Cfg::kThreads)
+    ln_gemm_bias_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
+                        const T* __restrict__ beta, const T* __restrict__ w,
+                        const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* ring = reinterpret_cast<T*>(smem);
+  float* s_mean = reinterpret_cast<float*>(smem + tc::ring_bytes<T, Cfg>());
+  float* s_rstd = s_mean + Cfg::kBM;
+  float* s_gamma = s_rstd + Cfg::kBM;  // k of each, as fp32: the normalization reads them
+  const int k_padded = (k + tc::kBK<T, Cfg> - 1) / tc::kBK<T, Cfg> * tc::kBK<T, Cfg>;
+  float* s_beta = s_gamma + k_padded;  // from shared memory, never from HBM inside the loop
+  const int64_t m0 = int64_t(blockIdx.y) * Cfg::kBM, n0 = int64_t(blockIdx.x) * Cfg::kBN;
+
+  // Normalizes, in place, the 16-byte chunks of a landed x tile that this thread copied:
+  // one 16-byte shared load and store per chunk, gamma and beta read as fp32 from shared memory.
+  auto normalize = [&](T* tile, int ld, int64_t k0) {
+    constexpr int E = tc::kVec<T>, kChunksPerRow = tc::kBK<T, Cfg> / E;
+#pragma unroll
+    for (int i = threadIdx.x; i < Cfg::kBM * kChunksPerRow; i += Cfg::kThreads) {
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * E;
+      const float rstd = s_rstd[r], shift = -s_mean[r] * rstd;  // xn = x rstd - mean rstd
+      Vec16<T>* p = reinterpret_cast<Vec16<T>*>(tile + r * ld + c);
+      Vec16<T> v = *p;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int64_t kk = k0 + c + e;  // gamma and beta are zero past k: so is the result
+        const float xn = fmaf(Elem<T>::to_float(v.v[e]), rstd, shift);
+        v.v[e] = Elem<T>::from_float(fmaf(xn, s_gamma[kk], s_beta[kk]));
+      }
+      *p = v;
+    }
+  };
+  // The statistics (and gamma, beta) load while the first K-tiles are already in flight.
+  auto statistics = [&]() {
+    for (int i = threadIdx.x; i < k_padded; i += Cfg::kThreads) {
+      s_gamma[i] = i < k ? Elem<T>::to_float(gamma[i]) : 0.0f;
+      s_beta[i] = i < k ? Elem<T>::to_float(beta[i]) : 0.0f;
+    }
+    row_statistics<T, Cfg::kThreads, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0,
+                                                                                   s_mean, s_rstd);
+    __syncthreads();
+  };
+
+  float acc[Cfg::kMT][Cfg::kNT][4] = {};
+  tc::block_mainloop<T, Cfg, kVectorized>(acc, ring, x, k, w, n, m, n, k, m0, n0, normalize,
+                                          statistics);
+  const bool pairs = n % 2 == 0;
+  tc::for_each_pair<Cfg>(acc, [&](int r, int c, float v0, float v1) {
+    const int64_t row = m0 + r, col = n0 + c;
+    if (row >= m || col >= n) return;
+    v0 += Elem<T>::to_float(bias[col]);
+    if (col + 1 < n) v1 += Elem<T>::to_float(bias[col + 1]);
+    tc::store_pair(y, n, row, col, v0, v1, pairs);
+  });
+}
+
+template <typename T, class Cfg, bool kVectorized>
+Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
+                             T* y, int64_t m, int k, int n, cudaStream_t stream) {
+  const int k_padded = (k + tc::kBK<T, Cfg> - 1) / tc::kBK<T, Cfg> * tc::kBK<T, Cfg>;
+  const size_t smem =
+      tc::ring_bytes<T, Cfg>() + (2 * Cfg::kBM + 2 * size_t(k_padded)) * sizeof(float);
+  auto kernel = ln_gemm_bias_kernel<T, Cfg, kVectorized>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>((n + Cfg::kBN - 1) / Cfg::kBN),
+                  static_cast<unsigned>((m + Cfg::kBM - 1) / Cfg::kBM));
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(x, gamma, beta, w, bias, y, m, k, n);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The tile kernel on any GPU: 16 x 32 tiles at up to 16 tokens, 64 x 32 where 128 x 128 tiles
+// would leave SMs idle, else 128 x 128.
+template <typename T>
+Status launch_ln_tile(const LnArgs<T>& a, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const bool vec = tc::vector_ok<T>(a.x, a.k) && tc::vector_ok<T>(a.w, a.n);
+  auto go = [&](auto config) -> Status {
+    using Cfg = decltype(config);
+    if (vec) {
+      return launch_ln_gemm_config<T, Cfg, true>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
+                                                 a.n, stream);
+    }
+    return launch_ln_gemm_config<T, Cfg, false>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
+                                                a.n, stream);
+  };
+  if (a.m <= 16) return go(LnGemmTiny{});
+  if (((a.m + 127) / 128) * ((a.n + 127) / 128) < sms) return go(LnGemmSmall{});
+  return go(LnGemmBig{});
+}
+
+template Status launch_ln_tile<float>(const LnArgs<float>&, cudaStream_t);
+template Status launch_ln_tile<__nv_bfloat16>(const LnArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace fl::layernorm_linear

@@ -2,8 +2,9 @@
 # The portable small-token kernels on the lent GPU machine, in one call: build the GPU tests,
 # portable_bench and fusionlab; run the PortableStream tests (and the variant tests), compute-
 # sanitizer (memcheck, racecheck, synccheck) on the small shapes, the benchmark against level 1
-# (CUPTI chain times, cold, ratios in one run), `fusionlab bench` of the levels with the
-# portable variants forced and with the table's choice (the Hopper kernels) for reference, and
+# (CUPTI chain times, cold, ratios in one run), `fusionlab bench` of levels 1 and 2 with the
+# table's choice (on an H100 the Hopper kernels) and with the portable variants forced
+# ($FL_PORTABLE_VARIANTS: lesson:launch=variant:sizes ...), and
 # Nsight Compute on one FFN and one LayerNorm-Linear launch. Logs under $OUT (at most 8 files).
 #   scripts/portable-check.sh      FL_PORTABLE_NCU=0 skips the profile, FL_PORTABLE_APP=0 the app
 set -uo pipefail
@@ -46,17 +47,17 @@ for tool in memcheck racecheck synccheck; do
 done
 timeout 100 "$build/tests/portable_bench" 768 50 2>&1 | tee -a "$OUT/portable.txt"
 if [[ ${FL_PORTABLE_APP:-1} == 1 ]]; then
-  # The app's own chain times (CUPTI, cold): level 1 against the table's level 2 (on an H100 the
-  # Hopper kernels) and, where given, the portable variants forced ($FL_PORTABLE_VARIANTS).
+  # The app's own chain times (CUPTI, cold): level 1 against the table's level 2, then forced.
   for prec in bf16 fp32; do
     for lesson in ffn layernorm_linear; do
       timeout 60 "$build/fusionlab" bench --lesson $lesson --levels 1,2 --sizes 1,16,64,256,16K \
         --precision $prec --no-counters > "$OUT/app.txt.tmp" 2>&1
       grep -vE '^  per launch|^GPU|^roof|^timing:|^counters:' "$OUT/app.txt.tmp" >> "$OUT/app.txt"
-      for v in ${FL_PORTABLE_VARIANTS:-}; do
-        [[ $v == ${lesson}:* ]] || continue
-        timeout 60 "$build/fusionlab" bench --lesson $lesson --levels 1,2 --sizes 1,16,64,256 \
-          --precision $prec --no-counters --variant "${v#*:}" > "$OUT/app.txt.tmp" 2>&1
+      for v in ${FL_PORTABLE_VARIANTS:-ffn:ffn_fused=ffn_stream:1,16,64 layernorm_linear:ln_gemm_bias=ln_stream:1,16,64,256}; do
+        IFS=: read -r vlesson vforce vsizes <<< "$v"
+        [[ $vlesson == "$lesson" ]] || continue
+        timeout 60 "$build/fusionlab" bench --lesson $lesson --levels 1,2 --sizes "$vsizes" \
+          --precision $prec --no-counters --variant "$vforce" > "$OUT/app.txt.tmp" 2>&1
         grep -vE '^  per launch|^GPU|^roof|^timing:|^counters:' "$OUT/app.txt.tmp" >> "$OUT/app.txt"
       done
     done

@@ -50,7 +50,7 @@ struct FfnStreamArgs {
   FfnPlan p;
   const T *x, *w1, *b1, *w2, *b2;
   T *y, *h;            // h: m x 4C in the scratch buffer (L2)
-  float* partial;       // groups x m x C: each group's sums over its hidden units
+  float* partial;      // groups x m x C: each group's sums over its hidden units
   unsigned* counters;  // ready, seen (per group), done (per range): zero between launches
   bool x_vec, w1_vec, w2_vec, h_vec;
 };
@@ -182,10 +182,11 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T
   tc::async_wait<0>();  // W2's tile and h
   __syncthreads();
   float* mine = a.partial + int64_t(group) * p.m * p.c;
-  slice::block_product<T, kFfnDownMaxNT>(
-      hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red, [&](int row, int col, float s) {
-        if (row < p.m && col < n_valid) mine[int64_t(row) * p.c + n0 + col] = s;
-      });
+  slice::block_product<T, kFfnDownMaxNT>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
+                                         [&](int row, int col, float s) {
+                                           if (row < p.m && col < n_valid)
+                                             mine[int64_t(row) * p.c + n0 + col] = s;
+                                         });
   // The last group to finish this column range adds the groups' partial sums and writes y.
   if (block_arrive(done + range, &s_word) != unsigned(p.groups - 1)) return;
   __threadfence();
@@ -200,9 +201,9 @@ Status make_plan(int64_t m, int64_t c, FfnPlan* out) {
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out)) return Status::Ok();
-  return Status::Unsupported("the portable FFN at " + std::to_string(m) + " tokens and C = " +
-                             std::to_string(c) + " does not fit one block per SM in " +
-                             std::to_string(optin) + " bytes of shared memory");
+  return Status::Unsupported(
+      "the portable FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
+      " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
 template <typename T>

@@ -153,9 +153,8 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
 // load of B per column tile feed 16 FMAs per tile.
 template <int kMaxNT>
 struct WarpMma<float, kMaxNT> {
-  static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count,
-                                             const float* a, int lda, const float* b, int ldb,
-                                             int k0, int k1) {
+  static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const float* a,
+                                             int lda, const float* b, int ldb, int k0, int k1) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const float* a0 = a + g * lda;
     const float* a1 = a0 + 8 * lda;

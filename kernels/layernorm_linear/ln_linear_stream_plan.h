@@ -40,8 +40,8 @@ inline LnPlan ln_plan_for(int64_t m, int64_t c, int64_t n, int elem_bytes, int m
 
 // The chunk (16 mtc rows) and slice width (8 nt columns) that move the fewest bytes per block,
 // a second wave of blocks counting as a second block's bytes. False when nothing fits.
-inline bool ln_choose_plan(int64_t m, int64_t c, int64_t n, int elem_bytes, int sms,
-                           int smem_optin, LnPlan* out) {
+inline bool ln_choose_plan(int64_t m, int64_t c, int64_t n, int elem_bytes, int sms, int smem_optin,
+                           LnPlan* out) {
   double best = -1;
   for (int mtc : {1, 2, 4}) {
     if (mtc > 1 && 16 * (mtc / 2) >= m) break;  // a bigger chunk than the tokens

@@ -232,10 +232,11 @@ int main(int argc, char** argv) {
     CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     std::vector<float> v;
     for (int i = 0; i < reps + 3; ++i) {
-      const float us = t.once([&] {
-        empty_blocks<<<sms, 256>>>();
-        return fl::cuda_status(cudaGetLastError(), "empty_blocks", __FILE__, __LINE__);
-      }).cupti_us;
+      const float us =
+          t.once([&] {
+             empty_blocks<<<sms, 256>>>();
+             return fl::cuda_status(cudaGetLastError(), "empty_blocks", __FILE__, __LINE__);
+           }).cupti_us;
       if (i >= 3) v.push_back(us);
     }
     std::printf("empty launch, one block per SM (CUPTI): %.2f us\n", median(v));

@@ -203,10 +203,10 @@ void check_ln(Precision p, Shape s, unsigned seed) {
 
 // Odd token counts and odd C (and a few aligned ones, which take the 16-byte loads); the
 // token counts cross the 16-token chunk size, C crosses the 32-column unit.
-const Shape kFfnShapes[] = {{1, 97},   {7, 200},  {13, 131}, {16, 768}, {33, 255},
-                            {61, 385}, {64, 64},  {1, 768},  {3, 1025}, {47, 768}};
-const Shape kLnShapes[] = {{1, 97},    {9, 768},  {17, 131}, {63, 200}, {129, 385},
-                           {255, 99},  {256, 64}, {1, 768},  {5, 1023}, {256, 768}};
+const Shape kFfnShapes[] = {{1, 97},   {7, 200}, {13, 131}, {16, 768}, {33, 255},
+                            {61, 385}, {64, 64}, {1, 768},  {3, 1025}, {47, 768}};
+const Shape kLnShapes[] = {{1, 97},   {9, 768},  {17, 131}, {63, 200}, {129, 385},
+                           {255, 99}, {256, 64}, {1, 768},  {5, 1023}, {256, 768}};
 
 class PortableStream : public ::testing::TestWithParam<Precision> {
  protected:

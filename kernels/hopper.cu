@@ -38,7 +38,7 @@ EncodeTiled encode_tiled() {
 }  // namespace
 
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
-                          int box_rows, int box_cols, int swizzle) {
+                          int box_rows, int box_cols, int swizzle, int64_t row_stride) {
   const EncodeTiled encode = encode_tiled();
   if (!encode) {
     return Status::Error(
@@ -46,12 +46,13 @@ Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t r
         "for CUDA 12 or newer)");
   }
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t row_stride[1] = {static_cast<cuuint64_t>(cols) * sizeof(__nv_bfloat16)};
+  const cuuint64_t stride_bytes[1] = {static_cast<cuuint64_t>(row_stride > 0 ? row_stride : cols) *
+                                      sizeof(__nv_bfloat16)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r =
       encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims,
-             row_stride, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             stride_bytes, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
              swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {

@@ -53,8 +53,9 @@ namespace fl::hopper {
 // box_cols x box_rows elements per copy, box rows swizzled in spans of `swizzle` bytes (128 or
 // 64: box_cols x 2 bytes must equal it); cols x 2 bytes must be a multiple of 16 and `base`
 // 16-byte aligned. Elements of a box beyond the matrix read as zeros.
+// row_stride: elements from one row to the next (0: cols, a packed matrix).
 Status make_tensor_map_2d(CUtensorMap* map, const __nv_bfloat16* base, int64_t rows, int64_t cols,
-                          int box_rows, int box_cols, int swizzle = 128);
+                          int box_rows, int box_cols, int swizzle = 128, int64_t row_stride = 0);
 
 // Whether the current device runs sm_90a code (compute capability 9.0), and its opt-in shared
 // memory per block (the wgmma kernels' launchers ask before they pick themselves).
@@ -196,9 +197,11 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 
 // d (64 x 128, fp32, the warpgroup's accumulators) += A (64 x 16, K-major) * B (16 x 128,
-// MN-major: "transposed", the weights' rows are N-contiguous); accumulate = 0 overwrites d.
+// MN-major: "transposed", the weights' rows are N-contiguous; kTransB = 0: K-major, B's rows
+// K-contiguous, as K's rows are in attention's Q K^T); accumulate = 0 overwrites d.
 // Thread t of the warpgroup holds d[4 j + 2 h + e] = D[16 (t / 32) + (t % 32) / 4 + 8 h]
 // [8 j + 2 (t % 4) + e] for j < 16, h, e < 2.
+template <int kTransB = 1>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
                                                  int accumulate) {
 #ifdef FL_SM90A_DEVICE
@@ -211,7 +214,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, 1;\n"
+      "%64, %65, p, 1, 1, 0, %67;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
@@ -223,7 +226,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
         "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
         "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(kTransB));
 #endif
 }
 

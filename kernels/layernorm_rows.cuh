@@ -1,7 +1,8 @@
 // LayerNorm's row kernels, shared by residual_layernorm (lesson 4) and layernorm_linear
-// (lesson 6): one launcher, four steps (statistics only, normalize with given statistics, a whole
-// LayerNorm, residual add + LayerNorm). The design notes are in residual_layernorm.cu and above
-// row_kernel below.
+// (lesson 6): one kernel, four steps (statistics only, normalize with given statistics, a whole
+// LayerNorm, residual add + LayerNorm), two launchers (launch_rows for any row length,
+// launch_aligned_rows for rows of whole 16-byte packs). The design notes are in
+// residual_layernorm.cu and above row_body below.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -69,19 +70,28 @@ enum class RowStep {
   kFused,      // level 2: x, r, gamma, beta -> h, y
 };
 
+// How a launch of the row kernel reads its row, fixed at compile time (flags).
+enum RowMoves : int {
+  kAnyRows = 0,      // a row may start anywhere: head | packs | tail; gamma, beta by element
+  kAlignedRows = 1,  // every row starts 16-byte aligned (C a multiple of a pack): packs only
+  kEarlyParams = 2,  // with kAlignedRows: gamma and beta loaded with the row, not after the
+                     // statistics, so no row waits on a second round trip (Inductor's order)
+};
+
 // One row per `lanes` threads (8 or 16 lanes for short rows, a warp, or up to 16 warps for long
 // rows); blockDim.x / lanes rows per block. A row is  head | 16-byte packs | tail  and thread
 // `rank` holds its RowSlice (row_split.cuh: packs rank, rank + lanes, ..., head and tail element
 // `rank` where those exist); kPacks is the compile-time bound on its packs, so the whole slice
 // lives in registers. The packs are kept as stored (bf16 stays bf16: half the registers) and
-// widened to fp32 where used. For C = 768 there is no head or tail: fp32 takes 32 lanes x 6
-// float4, bf16 16 lanes x 6 packs.
-template <typename T, int kPacks, RowStep kStep>
-__global__ void __launch_bounds__(kMaxLanes, 1)
-    row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
-               const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
-               float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, int c,
-               int lanes) {
+// widened to fp32 where used. For C = 768 there is no head or tail: the general launch gives
+// fp32 32 lanes x 6 float4 and bf16 16 lanes x 6 packs, the aligned launches 3 packs a thread
+// (64 and 32 lanes). kMoves says which code the row takes (RowMoves above).
+template <typename T, int kPacks, RowStep kStep, int kMoves>
+__device__ __forceinline__ void row_body(const T* __restrict__ x, const T* __restrict__ r,
+                                         const T* __restrict__ gamma, const T* __restrict__ beta,
+                                         T* __restrict__ h, T* __restrict__ y,
+                                         float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                         int64_t rows, int c, int lanes) {
   constexpr int kVec = Vec16<T>::kCount;
   __shared__ float s_sum[kMaxLanes / 32], s_sq[kMaxLanes / 32];
   const int rank = threadIdx.x % lanes;
@@ -91,12 +101,35 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
   const int64_t base = row * c;
   // The row as head | 16-byte packs | tail (row_split.cuh): h is the one tensor every step
   // touches, and every tensor's row splits alike. A thread of a row past the end holds nothing.
-  const RowSlice<T> slice{split_row(h + base, c), rank, lanes};
-  const bool has_head = active && slice.has_head(), has_tail = active && slice.has_tail();
+  // Aligned rows are whole packs, known at compile time: no head, no tail, no scalar path.
+  constexpr bool kAligned = (kMoves & kAlignedRows) != 0;
+  RowSplit<T> split;
+  if constexpr (kAligned) {
+    split = RowSplit<T>{0, c / kVec, 0};
+  } else {
+    split = split_row(h + base, c);
+  }
+  const RowSlice<T> slice{split, rank, lanes};
+  const bool has_head = !kAligned && active && slice.has_head();
+  const bool has_tail = !kAligned && active && slice.has_tail();
   auto has_pack = [&](int k) { return active && slice.has_pack(k); };
   const int head_col = slice.head_col(), tail_col = slice.tail_col();
   auto f32 = [](T v) { return widen(v); };
   auto add = [&](T a, T b) { return Elem<T>::from_float(f32(a) + f32(b)); };
+  // gamma and beta of this thread's packs, when they are loaded with the row (kEarlyParams).
+  constexpr bool kEarly = kAligned && kStep != RowStep::kMeanVar && (kMoves & kEarlyParams) != 0;
+  Vec16<T> gs[kEarly ? kPacks : 1], bs[kEarly ? kPacks : 1];
+  auto load_params = [&] {
+    if constexpr (kEarly) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (has_pack(k)) {
+          gs[k] = load16(gamma + slice.pack_col(k));
+          bs[k] = load16(beta + slice.pack_col(k));
+        }
+      }
+    }
+  };
 
   // 1. Load this thread's slice of the row: every load is issued before any value is used.
   Vec16<T> hs[kPacks];           // h, as stored
@@ -110,6 +143,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
         rs[k] = load16(r + base + slice.pack_col(k));
       }
     }
+    load_params();
     // h = x + r, rounded to T and written right away (it is final); the statistics use the
     // rounded value, as the unfused levels do when they read h back.
     if (has_head) {
@@ -135,6 +169,7 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
     for (int k = 0; k < kPacks; ++k) {
       if (has_pack(k)) hs[k] = load16(h + base + slice.pack_col(k));
     }
+    load_params();
     if (has_head) head_v = f32(h[base + head_col]);
     if (has_tail) tail_v = f32(h[base + tail_col]);
   }
@@ -178,12 +213,15 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
       return Elem<T>::from_float((a - mean) * rstd * Elem<T>::to_float(g) + Elem<T>::to_float(b));
     };
     // gamma[col] is 16-byte aligned exactly when the row is (no head).
-    const bool params_aligned = slice.split.head == 0;
+    const bool params_aligned = kAligned || slice.split.head == 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       if (!has_pack(k)) continue;
       Vec16<T> g, b, out;
-      if (params_aligned) {
+      if constexpr (kEarly) {
+        g = gs[k];
+        b = bs[k];
+      } else if (params_aligned) {
         g = load16(gamma + slice.pack_col(k));
         b = load16(beta + slice.pack_col(k));
       } else {
@@ -206,6 +244,26 @@ __global__ void __launch_bounds__(kMaxLanes, 1)
   }
 }
 
+// The kernels: one body, two names, so that CUPTI's records tell the general kernel (any row)
+// from the aligned one (rows of whole packs; its kEarlyParams is a template argument).
+template <typename T, int kPacks, RowStep kStep>
+__global__ void __launch_bounds__(kMaxLanes, 1)
+    row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+               const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
+               float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, int c,
+               int lanes) {
+  row_body<T, kPacks, kStep, kAnyRows>(x, r, gamma, beta, h, y, mean_out, rstd_out, rows, c, lanes);
+}
+template <typename T, int kPacks, RowStep kStep, int kMoves>
+__global__ void __launch_bounds__(kMaxLanes, 1)
+    aligned_row_kernel(const T* __restrict__ x, const T* __restrict__ r,
+                       const T* __restrict__ gamma, const T* __restrict__ beta, T* __restrict__ h,
+                       T* __restrict__ y, float* __restrict__ mean_out,
+                       float* __restrict__ rstd_out, int64_t rows, int c, int lanes) {
+  row_body<T, kPacks, kStep, kMoves | kAlignedRows>(x, r, gamma, beta, h, y, mean_out, rstd_out,
+                                                    rows, c, lanes);
+}
+
 // How the row kernels split a row of C elements among threads.
 struct RowPlan {
   int lanes = kMinLanes;     // threads per row: 8, 16, a warp, or 2..16 warps for long rows
@@ -215,14 +273,14 @@ struct RowPlan {
 };
 
 template <typename T>
-RowPlan plan_rows(int64_t rows, int c) {
+RowPlan plan_rows(int64_t rows, int c, int max_packs = kMaxPacks) {
   RowPlan plan;
   constexpr int kVec = Vec16<T>::kCount;
   const int packs = c / kVec;  // at most; a row with a head has one pack fewer
-  // The fewest lanes that hold the row with at most kMaxPacks packs each: more bytes per thread
+  // The fewest lanes that hold the row with at most max_packs packs each: more bytes per thread
   // amortise the reduction, and a short row does not leave most of a warp idle.
   plan.lanes = kMinLanes;
-  while (plan.lanes * kMaxPacks < packs && plan.lanes < kMaxLanes) plan.lanes *= 2;
+  while (plan.lanes * max_packs < packs && plan.lanes < kMaxLanes) plan.lanes *= 2;
   plan.packs_per_thread = packs > plan.lanes ? (packs + plan.lanes - 1) / plan.lanes : 1;
   plan.threads = plan.lanes > kMinRowBlock ? plan.lanes : kMinRowBlock;
   const int rows_per_block = plan.threads / plan.lanes;
@@ -246,16 +304,21 @@ struct RowArgs {
 
 // Picks the smallest instantiated kPacks >= plan.packs_per_thread. The counts are few on purpose
 // (each is a kernel per type and step): a slice rounded up costs a few idle registers.
-template <typename T, RowStep kStep, int kFirst, int... kRest>
+template <typename T, RowStep kStep, int kMoves, int kFirst, int... kRest>
 Status launch_row_packs(const RowArgs<T>& a, const RowPlan& plan, cudaStream_t stream) {
   if (plan.packs_per_thread <= kFirst) {
-    row_kernel<T, kFirst, kStep><<<plan.blocks, plan.threads, 0, stream>>>(
-        a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    if constexpr (kMoves == kAnyRows) {
+      row_kernel<T, kFirst, kStep><<<plan.blocks, plan.threads, 0, stream>>>(
+          a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    } else {
+      aligned_row_kernel<T, kFirst, kStep, kMoves><<<plan.blocks, plan.threads, 0, stream>>>(
+          a.x, a.r, a.gamma, a.beta, a.h, a.y, a.mean, a.rstd, a.rows, a.c, plan.lanes);
+    }
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
   if constexpr (sizeof...(kRest) > 0) {
-    return launch_row_packs<T, kStep, kRest...>(a, plan, stream);
+    return launch_row_packs<T, kStep, kMoves, kRest...>(a, plan, stream);
   } else {
     return Status::Error("layernorm rows: no row kernel for " +
                          std::to_string(plan.packs_per_thread) +
@@ -268,7 +331,41 @@ Status launch_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const RowPlan plan = plan_rows<T>(a.rows, a.c);
   if (plan.blocks == 0) return Status::Ok();
   // C = 768 takes 6 packs per lane: 32 lanes in fp32, 16 in bf16.
-  return launch_row_packs<T, kStep, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+  return launch_row_packs<T, kStep, kAnyRows, 1, 2, 3, 4, 6, 8>(a, plan, stream);
+}
+
+// ---- the aligned launches (lesson 4's fused level) ------------------------------------------
+// When C is a multiple of a pack and every tensor starts 16-byte aligned (cudaMalloc gives 256),
+// every row is whole packs: the kernel drops the head, tail and element-wise gamma/beta code,
+// and a thread holds at most kAlignedPacks packs (C = 768: 3, so 64 lanes in fp32, 32 in bf16)
+// instead of 6: fewer registers a thread, more rows resident per SM, smaller blocks of work.
+constexpr int kAlignedPacks = 4;
+
+// "" when launch_aligned_rows takes rows of c elements of `bytes` bytes, else why not.
+inline std::string aligned_rows_refusal(int64_t c, int64_t bytes) {
+  const int64_t vec = 16 / bytes;
+  if (c % vec != 0) {
+    return "C = " + std::to_string(c) + " is not a multiple of " + std::to_string(vec);
+  }
+  if (c > int64_t(kAlignedPacks) * kMaxLanes * vec) {
+    return "C = " + std::to_string(c) + " needs more than " + std::to_string(kAlignedPacks) +
+           " packs a thread";
+  }
+  return "";
+}
+
+template <typename T, RowStep kStep, int kMoves>
+Status launch_aligned_rows(const RowArgs<T>& a, cudaStream_t stream) {
+  const std::string refusal = aligned_rows_refusal(a.c, sizeof(T));
+  if (!refusal.empty()) return Status::Unsupported(refusal);
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!(aligned(a.x) && aligned(a.r) && aligned(a.gamma) && aligned(a.beta) && aligned(a.h) &&
+        aligned(a.y))) {
+    return Status::Unsupported("a tensor does not start 16-byte aligned");
+  }
+  const RowPlan plan = plan_rows<T>(a.rows, a.c, kAlignedPacks);
+  if (plan.blocks == 0) return Status::Ok();
+  return launch_row_packs<T, kStep, kMoves | kAlignedRows, 1, 2, 3, 4>(a, plan, stream);
 }
 
 // ---- lesson 4's residual add and its CPU reference (also the attention sublayer's) --------

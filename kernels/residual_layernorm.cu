@@ -41,6 +41,22 @@
 //  - gamma and beta are stored in the tensors' precision (bf16 with bf16, as in llm.c and bf16
 //    inference). They are 2C elements per launch, re-read by every row from L1/L2, not DRAM:
 //    fp32 parameters would change nothing measurable, and one element type keeps the code simple.
+//
+// The fused level (level 2's kernels, at the end of the table): the same row kernel, three ways.
+//  - rows_any is the design above, for any C.
+//  - When C is a multiple of a pack (C = 768 is) every row is whole packs: the head, tail and
+//    element-wise gamma/beta code drop out, and a thread holds at most 4 packs, not 8 (C = 768:
+//    3 packs, 64 lanes fp32 / 32 lanes bf16), for fewer registers a thread: more rows resident
+//    per SM, so more bytes in flight, and smaller blocks of work at the end of the grid.
+//  - rows_early loads gamma and beta with x and r (Inductor's order). Otherwise a row first
+//    reduces, then loads gamma and beta: a second round trip (L2, or DRAM at the first touch)
+//    between its statistics and its store, which is the whole time of a grid of a few rows.
+//  - rows_lean keeps the order: gamma and beta are read after the statistics, so a thread
+//    holds 6 packs fewer (C = 768) and more blocks stay resident. That pays where a grid fits
+//    the GPU in one wave at rows_lean's registers but not at rows_early's (a second, mostly
+//    empty wave): the table runs it for bf16 grids of 2K-8K rows.
+//  Budget per row: reads 2Cb (x, r) + 2Cb of gamma, beta from L2 (not DRAM), writes 2Cb (h, y):
+//  4Cb of DRAM traffic, C b-byte elements in registers once, two warp or block reductions.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -129,7 +145,8 @@ class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNorm
  public:
   using RowWorkspaceBase::RowWorkspaceBase;  // (rows, C, tolerance)
 
-  static const LevelTable<ResidualLayerNormWorkspace>& levels();  // the ladder, below
+  static const LevelTable<ResidualLayerNormWorkspace>& levels();                // the ladder, below
+  static std::vector<VariantRow<ResidualLayerNormWorkspace>> fused_variants();  // below
 
   Status allocate() {
     FL_TRY(allocate_elements<T>(
@@ -231,14 +248,49 @@ const LevelTable<ResidualLayerNormWorkspace<T>>& ResidualLayerNormWorkspace<T>::
       {"fused",
        "one kernel; the row stays in registers, h and y are written once each",
        "the row of h and its statistics, in registers: h is written, never read back",
-       {{"residual_layernorm_fused",
-         [](Ws& w, cudaStream_t s) { return launch_rows<T, RowStep::kFused>(w.args(), s); },
+       {{"residual_layernorm_fused", nullptr,
          [](const Dims& d) {
            return Textbook{2 * d.tensor_bytes() + params_bytes(d), 2 * d.tensor_bytes(),
                            9.0 * d.elements()};
-         }}}},
+         },
+         fused_variants()}}},
   };
   return table;
+}
+
+// ---- level 2's kernels -----------------------------------------------------------------------
+// One kernel body in three forms (layernorm_rows.cuh; the two aligned ones share the name
+// aligned_row_kernel); in the table's order the first that can run and prefers the size runs,
+// else the last that can run (kernels/level_table.h). C = 768 is aligned, so the first two run
+// there; rows_any takes every other C.
+template <typename T>
+std::vector<VariantRow<ResidualLayerNormWorkspace<T>>>
+ResidualLayerNormWorkspace<T>::fused_variants() {
+  using Ws = ResidualLayerNormWorkspace;
+  constexpr RowStep kF = RowStep::kFused;
+  auto aligned_c = [](const Dims& d) { return aligned_rows_refusal(d.i, d.b); };
+  return {
+      {"rows_lean",
+       "aligned rows, 3 packs a thread at C = 768; gamma and beta read after the statistics: "
+       "the fewest registers, so more rows resident per SM",
+       "aligned_row_kernel",
+       {0, 0, false, {Precision::bf16}, 0, 2048, 8191},
+       [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kAlignedRows>(w.args(), s); },
+       aligned_c},
+      {"rows_early",
+       "aligned rows, 3 packs a thread at C = 768; gamma and beta loaded with the row, so no "
+       "row waits on a second round trip after its statistics",
+       "aligned_row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kEarlyParams>(w.args(), s); },
+       aligned_c},
+      {"rows_any",
+       "any C: a row as a head, 16-byte packs and a tail, up to 8 packs a thread; gamma and beta "
+       "element by element where the row is not aligned",
+       "row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_rows<T, kF>(w.args(), s); }},
+  };
 }
 
 // ---- the lesson ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #   FL_STAGES=tests,gemm scripts/gpu-check.sh   only these stages (the build always runs):
 #     tests      ctest -L gpu                  sanitizer  compute-sanitizer memcheck + racecheck
 #     grid       the recording grid, every lesson (bench --out: assets/recordings)
+#     peers      PyTorch's peers of every lesson (scripts/peers.py): $OUT/peers.json
 #     gemm       lessons 6-8 at the default shape and a small batch, fp32 and bf16, cold
 #     counters   the counter phase's DRAM bytes vs textbook, as shipped and per-request enable
 #     latency    `fusionlab latency`
@@ -102,6 +103,34 @@ if stage grid; then
   # Lesson 11 (gpt2_decode): bf16 only, 1 new token, the cache length as the size.
   bench "gpt2_decode_bf16_cold" gpt2_decode "${FL_DECODE_GRID:-16,64,256,512,1K,2K,4K,8K}" --precision bf16 --cache cold
   head -3 "$results/elementwise_fp32_cold.txt" >> "$OUT/summary.txt"
+fi
+
+# PyTorch's peers of every lesson (scripts/peers.py) into $OUT/peers.json, the peer file the
+# recording folder ships beside the sessions. torch.compile specialises per size, and compiling
+# the whole grid one lesson after another takes longer than a device call; so first one process
+# per lesson compiles its grid in parallel (one repetition, results thrown away), filling
+# Inductor's on-disk caches, and then the timed run, alone on the GPU, finds every kernel
+# compiled. Lesson 11's peers (PyTorch's CUDA-graph decode step) come from
+# scripts/pytorch_decode.py where it writes a peer file ($OUT/peers-decode.json).
+if stage peers; then
+  t0=$(date +%s)
+  export TORCHINDUCTOR_CACHE_DIR=/tmp/fusionlab-inductor
+  lessons=$(python3 -c 'import sys; sys.path.insert(0, "scripts"); import peers; print(" ".join(peers.LESSONS))' 2>/dev/null)
+  for lesson in $lessons; do
+    timeout 300 python3 scripts/peers.py --lessons "$lesson" --reps 1 --peers compile \
+      --out "/tmp/fusionlab-warm-$lesson.json" > "$results/peers-warm-$lesson.log" 2>&1 &
+  done
+  wait
+  log "peers: compile warm-up of $(echo $lessons | wc -w) lessons in $(( $(date +%s) - t0 )) s"
+  t0=$(date +%s)
+  timeout ${FL_PEERS_TIMEOUT:-420} python3 scripts/peers.py --out "$OUT/peers.json" \
+    > "$results/peers.log" 2>&1 || status=1
+  log "peers: $(tail -1 "$results/peers.log") ($(( $(date +%s) - t0 )) s)"
+  if [[ -f scripts/pytorch_decode.py ]] && grep -q -- "--peers-out" scripts/pytorch_decode.py; then
+    timeout 180 python3 scripts/pytorch_decode.py --peers-out "$OUT/peers-decode.json" \
+      > "$results/peers-decode.log" 2>&1 || status=1
+    log "decode peers: $(tail -1 "$results/peers-decode.log")"
+  fi
 fi
 
 # Lessons 6-8 at the default shape (16K tokens x 768) and a small batch (64 tokens), >= 50 reps.

@@ -1244,6 +1244,35 @@ void draw_flow_layout(ImDrawList* dl, const FlowInput& in, const FlowLayout& L,
 
 namespace {
 
+// Whether every tensor block and every line of the SM box is shown.
+bool flow_complete(const FlowInput& in, const FlowLayout& L) {
+  for (const FlowBox& b : L.boxes) {
+    if (b.hidden_blocks > 0) return false;
+  }
+  const size_t on_chip = in.on_chip.empty() ? 0 : in.on_chip.size() + 1;
+  const size_t moved = in.moved.empty() ? 0 : in.moved.size() + 1;
+  return L.on_chip_lines.size() >= on_chip && L.moved_lines.size() >= moved;
+}
+
+// The least height (to a quarter line) at which the flow view shows every tensor and SM line at
+// `width`, at most 40 lines; the end of the run, when every tensor has been written.
+float flow_needed_height(const FlowInput& in, double t, ImVec2 p0, float width,
+                         const ViewStyle& style) {
+  const float fs = style.font_size;
+  const double end = layout_flow(in, t, p0, v2(p0.x + width, p0.y + fs * 11), style).loop_seconds;
+  const auto complete = [&](float h) {
+    return flow_complete(in, layout_flow(in, end * 0.999, p0, v2(p0.x + width, p0.y + h), style));
+  };
+  float lo = fs * 11, hi = fs * 40;
+  if (complete(lo)) return lo;
+  if (!complete(hi)) return hi;
+  while (hi - lo > fs * 0.25f) {
+    const float mid = 0.5f * (lo + hi);
+    (complete(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 FlowResult flow_widget(const char* id, const FlowInput& input, double t, float height,
                        bool* clicked) {
   const ViewStyle style = ViewStyle::current();
@@ -1256,6 +1285,7 @@ FlowResult flow_widget(const char* id, const FlowInput& input, double t, float h
   *clicked = ImGui::IsItemClicked();
   const bool hovered = ImGui::IsItemHovered();
   const FlowLayout layout = layout_flow(input, t, p0, v2(p0.x + width, p0.y + height), style);
+  note_view_need(p0.y + flow_needed_height(input, t, p0, width, style));
   FlowResult result;
   result.animating = !input.trips.empty();
   if (hovered) result.hover = flow_hit(layout, ImGui::GetIO().MousePos);

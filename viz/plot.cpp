@@ -271,6 +271,36 @@ void draw_plot(ImDrawList* dl, const PlotLayout& L, const PlotHover& hover) {
 
 // ---- [SECTION] widget -----------------------------------------------------------------------
 
+namespace {
+std::vector<PlotFit>& plots_recorded() {
+  static std::vector<PlotFit> plots;
+  return plots;
+}
+}  // namespace
+
+const std::vector<PlotFit>& recorded_plots() {
+  return plots_recorded();
+}
+void record_plot(const PlotFit& fit) {
+  if (text_recording()) plots_recorded().push_back(fit);
+}
+void clear_recorded_plots() {
+  plots_recorded().clear();
+}
+
+PlotFit plot_fit(const char* id, const PlotLayout& L) {
+  PlotFit fit;
+  fit.id = id;
+  fit.font_size = L.font_size;
+  fit.frame_min = L.frame_min;
+  fit.frame_max = L.frame_max;
+  for (const PlotTick& t : L.x_ticks) fit.x_labels += t.label.empty() ? 0 : 1;
+  for (const PlotTick& t : L.y_ticks) fit.y_labels += t.label.empty() ? 0 : 1;
+  fit.legend_over_data = legend_over_data(L);
+  fit.legend_outside = L.legend_outside;
+  return fit;
+}
+
 PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   if (size.x <= 0) size.x = avail.x;
@@ -289,6 +319,8 @@ PlotHover plot_widget(const char* id, const PlotSpec& spec, ImVec2 size) {
   PlotHover hover;
   if (ImGui::IsItemHovered()) hover = pick_nearest(layout, ImGui::GetIO().MousePos, fs * 2.5f);
   draw_plot(ImGui::GetWindowDrawList(), layout, hover);
+  record_plot(plot_fit(id, layout));
+  note_view_need(p0.y + plot_needed_height(layout, style));
   set_svg_source([layout] { return plot_svg(layout); });
   if (hover.valid()) {
     ImGui::BeginTooltip();

@@ -171,6 +171,7 @@ struct PlotLayout {
   ImVec2 legend_min, legend_max;
   float legend_row_height = 0;
   bool legend_outside = false;
+  bool legend_beside = false;  // outside, in a column right of the frame (not a strip above)
   std::vector<ImVec2> legend_entries;
   ImVec2 note_anchor;   // bottom-left corner of the note
   float note_wrap = 0;  // the note's wrap width
@@ -183,8 +184,35 @@ struct PlotLayout {
   std::string format_y(double y, int decimals) const;
 };
 
+// A plot's frame keeps at least this many lines of height when its legend leaves it (room for
+// three or more labelled y values), unless the canvas itself is shorter.
+constexpr float kPlotMinFrameFonts = 5.0f;
+
 PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
                        const PlotStyle& style = PlotStyle());
+
+// The canvas height that keeps a frame of kPlotMinFrameFonts lines with the legend in a strip
+// above it, at the layout's width (what a pane of two views asks for).
+float plot_needed_height(const PlotLayout& layout, const PlotStyle& style);
+
+// How much of the series the legend box covers (points count 4, line samples 1; 0 when the
+// legend is outside the frame or empty): what the UI test requires to be 0.
+int legend_over_data(const PlotLayout& layout);
+
+// What the UI test checks of each plot the window draws (recorded while viz::text_recording()
+// is on, viz/text.h): the frame, its labelled ticks and whether the legend hides data.
+struct PlotFit {
+  std::string id;
+  float font_size = 0;
+  ImVec2 frame_min, frame_max;
+  int x_labels = 0, y_labels = 0;
+  int legend_over_data = 0;
+  bool legend_outside = false;
+};
+const std::vector<PlotFit>& recorded_plots();
+void record_plot(const PlotFit& fit);
+void clear_recorded_plots();
+PlotFit plot_fit(const char* id, const PlotLayout& layout);
 
 // The point nearest to `mouse` (screen distance), if the mouse is inside the plot area and the
 // point lies within `max_distance` pixels.

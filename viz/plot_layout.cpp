@@ -130,7 +130,7 @@ int place_legend(PlotLayout* L, const TextWidth& text_width) {
 
 // One entry's width in the strip above the frame: swatch, gap, text (estimated), space after.
 float strip_entry_width(const std::string& label, float fs, const TextWidth& text_width) {
-  return fs * 1.8f + fs * 0.4f + text_width(label) + fs * 1.5f;
+  return fs * 1.8f + fs * 0.4f + text_width(label) + fs * 1.0f;
 }
 
 // The rows the legend's entries take when they flow left to right across `width`.
@@ -237,7 +237,8 @@ std::vector<double> y_axis(const PlotSpec& spec, float top, float bottom, float 
       spec.y_auto && lo > 0 && hi >= lo &&
       (spec.y_scale == PlotYScale::log || (spec.y_scale == PlotYScale::automatic && hi > 10 * lo));
   std::vector<double> y_values;  // the labelled ticks
-  const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.8f)), 2, 10);
+  // At least three labelled values: two say nothing about the scale between them.
+  const int max_y_ticks = std::clamp(static_cast<int>((bottom - top) / (fs * 1.5f)), 3, 10);
   if (L->y_log) {
     // Whole decades around the data; 2 and 5 between them while the decades are few.
     const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
@@ -245,8 +246,10 @@ std::vector<double> y_axis(const PlotSpec& spec, float top, float bottom, float 
     lo = std::pow(10.0, d0);
     hi = std::pow(10.0, std::max(d1, d0 + 1));
     const int decades = static_cast<int>(std::lround(std::log10(hi / lo)));
-    const bool fine = decades * 3 + 1 <= max_y_ticks;
-    const int every = std::max(1, (decades + max_y_ticks - 1) / std::max(max_y_ticks - 1, 1));
+    const bool fine = decades * 3 + 1 <= max_y_ticks || decades < 2;
+    // Every `every`-th decade labelled, so that three labels at least show.
+    const int every = std::clamp((decades + max_y_ticks - 2) / std::max(max_y_ticks - 1, 1), 1,
+                                 std::max(1, decades / 2));
     for (int d = d0; d <= d0 + decades; ++d) {
       if ((d - d0) % every == 0) y_values.push_back(std::pow(10.0, d));
       if (fine && d < d0 + decades) {
@@ -268,7 +271,15 @@ std::vector<double> y_axis(const PlotSpec& spec, float top, float bottom, float 
       lo = spec.y_min;
       hi = spec.y_max;
     }
-    const double y_step = nice_linear_step(&lo, &hi, max_y_ticks);
+    double range_lo = lo, range_hi = hi;
+    double y_step = nice_linear_step(&range_lo, &range_hi, max_y_ticks);
+    if (std::lround((range_hi - range_lo) / y_step) + 1 < 3) {  // 0x and 5x: one finer step
+      range_lo = lo;
+      range_hi = hi;
+      y_step = nice_linear_step(&range_lo, &range_hi, max_y_ticks + 1);
+    }
+    lo = range_lo;
+    hi = range_hi;
     L->y_decimals =
         y_step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(y_step) - 1e-9)));
     const int y_count = static_cast<int>(std::lround((hi - lo) / y_step)) + 1;
@@ -354,9 +365,11 @@ void lines_and_marker(const PlotSpec& spec, PlotLayout* L) {
   }
 }
 
-// The layout with `strip` pixels kept free above the frame (for a legend outside it).
+// The layout with `strip` pixels kept free above the frame and `column` pixels right of it (for
+// a legend outside it).
 PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_max,
-                             const PlotStyle& style, float strip, int* legend_covered) {
+                             const PlotStyle& style, float strip, int* legend_covered,
+                             float column = 0) {
   PlotLayout L;
   const float fs = style.font_size;
   const float cw = style.char_width > 0 ? style.char_width : 0.6f * fs;
@@ -388,8 +401,8 @@ PlotLayout layout_with_strip(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 can
     widest_y = std::max(widest_y, measure(y_labels.back()));
   }
   L.frame_min = vec(canvas_min.x + widest_y + fs * 0.8f, top);
-  L.frame_max =
-      vec(std::max(L.frame_min.x + 1, canvas_max.x - fs * 1.6f), std::max(top + 1, bottom));
+  L.frame_max = vec(std::max(L.frame_min.x + 1, canvas_max.x - fs * 1.6f - column),
+                   std::max(top + 1, bottom));
   for (size_t i = 0; i < y_values.size(); ++i) {
     L.y_ticks.push_back({L.y_to_screen(y_values[i]), y_values[i], y_labels[i], true});
   }
@@ -415,16 +428,36 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
   int covered = 0;
   PlotLayout L = layout_with_strip(spec, canvas_min, canvas_max, style, 0, &covered);
   if (covered == 0) return L;
-  // Every corner hides data (a short plot, a crowded one): the legend leaves the plot area and
-  // its entries flow in rows across a strip above the frame, if the frame keeps at least four
-  // lines of height; otherwise it stays in the least-crowded corner.
+  // Every corner hides data (a short plot, a crowded one): the legend leaves the plot area. Its
+  // entries flow in rows across a strip above the frame while the frame keeps kPlotMinFrameFonts lines of
+  // height (kPlotMinFrameFonts); else they stand in a column beside it while the frame
+  // keeps half the width; else in the strip all the same: a smaller plot, but no data hidden.
   const float fs = style.font_size;
   const TextWidth text_width = text_width_of(style);
   const std::vector<std::string> labels = legend_labels(L);
   const float width = L.frame_max.x - L.frame_min.x;
   const int rows = strip_rows(labels, width, fs, text_width);
-  const float strip = rows * L.legend_row_height + fs * 0.2f;
-  if (L.frame_max.y - L.frame_min.y - strip < fs * 4) return L;
+  const float strip = rows * L.legend_row_height;
+  const float frame_h = L.frame_max.y - L.frame_min.y;
+  const float min_frame_h = fs * kPlotMinFrameFonts;
+  float longest = 0;
+  for (const auto& label : labels) longest = std::max(longest, text_width(label));
+  const float column = std::min(fs * 2.6f + longest, (canvas_max.x - canvas_min.x) * 0.45f);
+  const float rows_h = static_cast<float>(labels.size()) * L.legend_row_height;
+  const bool beside = frame_h - strip < min_frame_h && rows_h <= frame_h &&
+                      width - column >= (canvas_max.x - canvas_min.x) * 0.5f;
+  if (beside) {
+    PlotLayout out = layout_with_strip(spec, canvas_min, canvas_max, style, 0, &covered, column);
+    out.legend_outside = true;
+    out.legend_beside = true;
+    const float x = out.frame_max.x + fs * 1.6f;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      out.legend_entries.push_back(vec(x, out.frame_min.y + i * out.legend_row_height));
+    }
+    out.legend_min = vec(x, out.frame_min.y);
+    out.legend_max = vec(canvas_max.x, out.frame_min.y + rows_h);
+    return out;
+  }
   PlotLayout out = layout_with_strip(spec, canvas_min, canvas_max, style, strip, &covered);
   out.legend_outside = true;
   float x = 0, y = canvas_min.y + fs * 1.5f;
@@ -440,6 +473,20 @@ PlotLayout layout_plot(const PlotSpec& spec, ImVec2 canvas_min, ImVec2 canvas_ma
   out.legend_min = vec(out.frame_min.x, canvas_min.y + fs * 1.5f);
   out.legend_max = vec(out.frame_max.x, y + out.legend_row_height);
   return out;
+}
+
+float plot_needed_height(const PlotLayout& L, const PlotStyle& style) {
+  const float fs = style.font_size;
+  const int rows = L.legend.empty() ? 0
+                                    : strip_rows(legend_labels(L), L.frame_max.x - L.frame_min.x,
+                                                 fs, text_width_of(style));
+  const float strip = rows > 0 ? rows * fs * 1.35f : 0.0f;
+  return fs * 1.6f + strip + fs * kPlotMinFrameFonts + fs * 2.9f;
+}
+
+int legend_over_data(const PlotLayout& L) {
+  if (L.legend.empty() || L.legend_outside) return 0;
+  return data_covered(L, L.legend_min, L.legend_max, false);
 }
 
 // ---- [SECTION] hover ------------------------------------------------------------------------

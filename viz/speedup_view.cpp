@@ -132,6 +132,7 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
   }
   PlotSeries measured;
   measured.label = view.measured_label;
+  measured.legend_label = view.measured_legend;
   measured.points = to_plot_points(view.measured);
   measured.color = palette::level_color(view.level, view.top_level);
   measured.line_thickness = 2.5f;

@@ -67,6 +67,8 @@ struct SpeedupView {
   std::string size_unit = "elements";  // the lesson's size axis unit
   int64_t size_min = 1 << 10, size_max = int64_t(1) << 28;
   std::string measured_label = "measured";
+  std::string measured_legend;   // the legend's shorter text (empty: measured_label); the hover
+                                 // read-out keeps measured_label
   int level = 1, top_level = 1;  // the level the measured series shows: its colour
   std::vector<SpeedupPoint> measured;
   std::string reference_label;  // e.g. "tutorial, V100 (published)"; empty: no such series

@@ -41,6 +41,28 @@ inline bool inside(ImVec2 p, ImVec2 min, ImVec2 max) {
   return p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y;
 }
 
+// ---- [SECTION] what a view needs (two views at once) -------------------------------------------
+// A view notes the screen y its content needs to reach (a plot: a frame of kPlotMinFrameFonts
+// lines under its legend; the flow view: every tensor block), and the window reads it, as pixels
+// from the top of the panel the view is drawn in, its padding included, after drawing the pane
+// (take_view_need): a pane of two views gets that height when there is room.
+inline float& view_need_slot() {
+  static float need = 0;
+  return need;
+}
+inline void note_view_need(float bottom_y) {
+  if (ImGui::GetCurrentContext() == nullptr) return;
+  // The views stop one item spacing short of the panel's padding (view_height()).
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float need = bottom_y - ImGui::GetWindowPos().y + style.WindowPadding.y + style.ItemSpacing.y;
+  view_need_slot() = std::max(view_need_slot(), need);
+}
+inline float take_view_need() {
+  const float need = view_need_slot();
+  view_need_slot() = 0;
+  return need;
+}
+
 // ---- [SECTION] strokes ------------------------------------------------------------------------
 // A line width given in pixels at the base font size (16 px), scaled with the font: on a HiDPI
 // monitor or with --scale 2 the font doubles, and so do the lines, so plots keep their weight.

@@ -55,6 +55,7 @@
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
 #include "viz/svg.h"
+#include "viz/view_util.h"
 
 namespace fl {
 namespace {
@@ -273,6 +274,10 @@ struct WindowUi {
   bool quit = false;
   std::string second_request;  // bring this view forward in the second pane at the next frame
   std::string second_front = "timeline";  // the second pane's view at the last frame
+  // Two views: the height each pane's view asked for at the last frame (viz::take_view_need),
+  // and which view asked.
+  float pane_asked[2] = {0, 0};
+  std::string pane_asked_by[2];
 };
 
 // The menu bar's right-hand line: the last file action's result, for a while.
@@ -363,6 +368,7 @@ void draw_view_and_help_menus(WindowUi& ui) {
 void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, double now,
                           MenuChoice* choice) {
   if (ImGui::SmallButton("Screenshot (F12)")) choice->quick_shot = true;
+  gui::record_widget_label("Screenshot (F12)", gui::LabelPlace::in_frame);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip(
         "Saves the whole window with a caption strip as a new PNG in the current "
@@ -371,6 +377,7 @@ void draw_menu_bar_status(gui::Lab& lab, WindowUi& ui, const Message& message, d
   if (ui.maximized) {
     ImGui::SameLine(0, ImGui::GetFontSize());
     if (ImGui::SmallButton("Restore panels (F / Esc)")) ui.maximized = false;
+    gui::record_widget_label("Restore panels (F / Esc)", gui::LabelPlace::in_frame);
   }
   if (const gui::ComparedSeries compared = lab.compared_series(); compared.found) {
     ImGui::SameLine(0, ImGui::GetFontSize());
@@ -462,6 +469,37 @@ void maximise_on_tab_double_click(const gui::Box& box, WindowUi& ui) {
   }
 }
 
+// What the view `name` needs in a pane of two views (app/gui/layout.h, PaneNeed), one above
+// the other: the pane's chrome (padding, tab bar, title and its rule) plus the view's content.
+// A plot keeps a frame of viz::kPlotMinFrameFonts lines (three or more labelled y ticks), its axes' labels and
+// titles and two rows of legend above the frame; the timeline takes the height of its lanes and
+// no more; the flow view its boxes with a few tensors each.
+gui::LayoutInput::PaneNeed pane_need(const std::string& name, bool phases) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float fs = ImGui::GetFontSize(), line = ImGui::GetTextLineHeightWithSpacing();
+  const float chrome = style.WindowPadding.y * 2 + ImGui::GetFrameHeightWithSpacing() + line +
+                       style.ItemSpacing.y * 2 + 2;
+  gui::LayoutInput::PaneNeed need;
+  if (name == "timeline") {
+    // The level line with the "phases" box, the launches' strip (draw_timeline's least height).
+    need.min = chrome + ImGui::GetFrameHeightWithSpacing() + fs * 8 + style.ItemSpacing.y;
+    if (phases) {
+      need.min += fs * 10;  // one phase lane block at its least
+    } else {
+      need.max = need.min;
+    }
+  } else if (name == "flow") {
+    need.min = chrome + fs * 17;
+  } else {
+    // speedup (its "PyTorch peers" line), bandwidth, memory, roofline.
+    const float plot = fs * (1.6f + 2.9f + viz::kPlotMinFrameFonts) + fs * 1.35f * 2 + fs * 0.2f;
+    need.min = chrome + ImGui::GetFrameHeightWithSpacing() + plot;
+  }
+  need.min = std::ceil(need.min);
+  need.max = std::ceil(need.max);
+  return need;
+}
+
 // Where each panel goes this frame (app/gui/layout.h).
 gui::LayoutInput frame_layout_input(const gui::Lab& lab, const WindowUi& ui) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -480,6 +518,19 @@ gui::LayoutInput frame_layout_input(const gui::Lab& lab, const WindowUi& ui) {
   in.gpu_height = [&lab](float width) { return gui::gpu_panel_height(lab, width); };
   in.panels = ui.panels;
   in.maximized = ui.maximized;
+  if (ui.panels.split && !ui.panels.side_by_side) {
+    const std::string fronts[2] = {lab.front_view, ui.second_front};
+    for (int i = 0; i < 2; ++i) {
+      in.panes[i] = pane_need(fronts[i], lab.phases());
+      // What the view itself asked for at the last frame, when it is still in front.
+      if (ui.pane_asked_by[i] == fronts[i] && ui.pane_asked[i] > 0) {
+        in.panes[i].min = std::ceil(ui.pane_asked[i]);
+        if (in.panes[i].max > 0) in.panes[i].max = in.panes[i].min;  // a timeline's lanes
+      }
+    }
+  } else if (ui.panels.split) {
+    in.panes[0].min = in.panes[1].min = in.font_size * 22;  // a plot's readable width
+  }
   return in;
 }
 
@@ -508,10 +559,16 @@ void draw_view_panes(gui::Lab& lab, WindowUi& ui, const gui::FrameLayout& L,
                      gui::PixelRect* views_px) {
   *views_px = to_pixels(L.views);
   maximise_on_tab_double_click(L.views, ui);
+  viz::take_view_need();
   if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar))
     gui::draw_views_panel(lab);
   ImGui::EndChild();
-  if (L.views2.empty()) return;
+  ui.pane_asked[0] = viz::take_view_need();
+  ui.pane_asked_by[0] = lab.front_view;
+  if (L.views2.empty()) {
+    gui::end_views_frame(lab, "");
+    return;
+  }
   // The second pane is the same panel with its own tab bar (its own ImGui id); the Lab's
   // "requested" and "front" views belong to the first pane, so they are set for the second
   // one's draw and put back after it.
@@ -523,10 +580,13 @@ void draw_view_panes(gui::Lab& lab, WindowUi& ui, const gui::FrameLayout& L,
     gui::draw_views_panel(lab);
   }
   ImGui::EndChild();
+  ui.pane_asked[1] = viz::take_view_need();
+  ui.pane_asked_by[1] = lab.front_view;
   ui.second_front = lab.front_view;
   ui.panels.second_view = ui.second_front;
   lab.front_view = first_front;
   lab.requested_view = pending;
+  gui::end_views_frame(lab, ui.second_front);
 }
 
 // The splitters over the gaps, drawn last so they get the mouse before the panels' edges.
@@ -976,7 +1036,7 @@ class ScriptRunner {
       Precision p;
       if (!parse_precision(c.arg, &p))
         return fail(c.line, not_a_choice("precision", kPrecisionChoices));
-      lab.set_precision(p, now);
+      lab.choose_precision(p, now);
     } else if (c.verb == "cache") {
       CacheMode mode;
       if (!parse_cache_mode(c.arg, &mode))
@@ -1266,7 +1326,7 @@ class WindowRun {
       lab.requested_view = remembered_.view;
     }
     if (Precision p; !remembered_.precision.empty() && parse_precision(remembered_.precision, &p)) {
-      lab.set_precision(p, seconds_now());
+      lab.choose_precision(p, seconds_now());
     }
     if (CacheMode c; !remembered_.cache.empty() && parse_cache_mode(remembered_.cache, &c)) {
       lab.set_cache(c, seconds_now());
@@ -1510,7 +1570,8 @@ class WindowRun {
     s.maximized = maximized;
     s.lesson = lab_->lesson().info().id;
     s.view = lab_->front_view;
-    s.precision = to_string(lab_->precision());
+    // Only a precision the learner chose is remembered: until then each lesson opens at its own.
+    s.precision = lab_->precision_chosen() ? to_string(lab_->precision()) : "";
     s.cache = to_string(lab_->cache());
     s.show_peers = gui::window_peers_ticked();
     s.panels = ui_.panels;

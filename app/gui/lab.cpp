@@ -29,10 +29,29 @@ const Lesson& Lab::lesson() const {
   return *lessons()[lesson_index_];
 }
 
+Precision opening_precision(const LessonInfo& info) {
+  static const char* const kTensorCoreLessons[] = {
+      "layernorm_linear", "linear_gelu", "ffn", "attention", "attention_residual_layernorm",
+      "gpt2_decode"};
+  bool told_on_tensor_cores = false;
+  for (const char* id : kTensorCoreLessons) told_on_tensor_cores |= info.id == id;
+  const bool has_bf16 =
+      std::find(info.precisions.begin(), info.precisions.end(), Precision::bf16) !=
+      info.precisions.end();
+  return told_on_tensor_cores && has_bf16 ? Precision::bf16 : Precision::fp32;
+}
+
 void Lab::select_lesson(int index, double now) {
   if (index == lesson_index_ || index < 0 || index >= static_cast<int>(lessons().size())) return;
   lesson_index_ = index;
   size_ = lesson().info().size_axis.default_size;
+  if (!precision_chosen_) {
+    // A recording without the lesson's own precision keeps the one in use (start_replay and
+    // the precision radio buttons explain what there is); a live GPU without bf16 falls back
+    // to fp32 in the controls, once the engine knows the device.
+    const Precision opening = opening_precision(lesson().info());
+    if (recorded(lesson().info().id, opening, cache_)) precision_ = opening;
+  }
   fusion_level_ = -1;  // a new ladder starts fully fused
   snap_to_recording();
   change_now(now);
@@ -75,6 +94,11 @@ void Lab::set_precision(Precision p, double now) {
   precision_ = p;
   snap_to_recording();
   change_now(now);
+}
+
+void Lab::choose_precision(Precision p, double now) {
+  precision_chosen_ = true;
+  set_precision(p, now);
 }
 
 void Lab::set_cache(CacheMode mode, double now) {

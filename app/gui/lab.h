@@ -41,6 +41,11 @@ struct ComparedSeries {
   std::string label;
 };
 
+// The precision a lesson opens at until the learner chooses one: bf16 for the lessons told on
+// tensor cores (the GEMMs, attention, the decode step), where the lesson has bf16 kernels; fp32
+// for the memory-bound ones, whose story does not change with the precision.
+Precision opening_precision(const LessonInfo& info);
+
 class Lab {
  public:
   // The engine's worker calls `factory` to make its backend (live, a recording, or a fake in
@@ -73,6 +78,10 @@ class Lab {
                : 0;
   }
   void set_precision(Precision p, double now);  // measured at once
+  // The learner's own choice (a click, a script's `precision`, the remembered setting): from then
+  // on a new lesson keeps it instead of opening at its own precision (opening_precision).
+  void choose_precision(Precision p, double now);
+  bool precision_chosen() const { return precision_chosen_; }
   void set_cache(CacheMode mode, double now);   // measured at once
 
   // Whether the window should keep redrawing at full rate (something is changing).
@@ -192,6 +201,7 @@ class Lab {
   Journal* journal_ = nullptr;
   int backend_generation_ = 0;
   Precision precision_ = Precision::fp32;
+  bool precision_chosen_ = false;
   CacheMode cache_ = CacheMode::cold;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const ReplayBoard> replay_board_;

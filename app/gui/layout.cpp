@@ -17,11 +17,16 @@ float split_length(float total, float want, float min_first, float min_second) {
 }
 
 // `box` cut in two along x (side_by_side) or y, with `gap` between; the first part is `fraction`
-// of what is left after the gap (each part at least `min`, when there is room).
-void split_box(const Box& box, bool side_by_side, float fraction, float gap, float min, Box* first,
-               Box* bar, Box* second) {
+// of what is left after the gap, each part at least its need's minimum when there is room, and a
+// part whose content has a maximum (a timeline's lanes) no larger than that: the other one gets
+// the rest.
+void split_box(const Box& box, bool side_by_side, float fraction, float gap,
+               const LayoutInput::PaneNeed need[2], Box* first, Box* bar, Box* second) {
   const float total = (side_by_side ? box.w : box.h) - gap;
-  const float a = std::floor(split_length(total, total * fraction, min, min));
+  float a = split_length(total, total * fraction, need[0].min, need[1].min);
+  if (need[1].max > 0 && total - a > need[1].max) a = total - need[1].max;
+  if (need[0].max > 0 && a > need[0].max && total - need[0].max >= need[1].min) a = need[0].max;
+  a = std::floor(std::max(0.0f, a));
   if (side_by_side) {
     *first = {box.x, box.y, a, box.h};
     *bar = {box.x + a, box.y, gap, box.h};
@@ -44,6 +49,17 @@ FrameLayout layout_frame(const LayoutInput& in) {
   FrameLayout L;
   const Box& a = in.area;
   const float fs = in.font_size, gap = in.gap;
+  // Two views: each pane at least its view's need (and kMinPaneFonts); one above the other, the
+  // views panel needs both and the gap between them, and the measurement panel gives way.
+  const bool stacked = in.panels.split && !in.panels.side_by_side;
+  LayoutInput::PaneNeed need[2];
+  for (int i = 0; i < 2; ++i) {
+    need[i] = in.panes[i];
+    need[i].min = std::max(need[i].min, fs * kMinPaneFonts);
+    if (need[i].max > 0) need[i].max = std::max(need[i].max, need[i].min);
+  }
+  const float min_views = std::max(fs * kMinViewsFonts,
+                                   stacked ? need[0].min + need[1].min + gap : 0.0f);
   if (in.maximized) {
     L.maximized = true;
     L.views = a;
@@ -71,14 +87,16 @@ FrameLayout layout_frame(const LayoutInput& in) {
     const float rest = std::max(0.0f, a.bottom() - rest_y - gap);  // views + measurement
     const float measurement_h =
         std::floor(rest - split_length(rest, rest * (1.0f - in.panels.measurement_height),
-                                       fs * kMinViewsFonts, fs * kMinMeasurementFonts));
+                                       min_views,
+                                       fs * (stacked ? kMinMeasurementSplitFonts
+                                                     : kMinMeasurementFonts)));
     L.views = {right_x, rest_y, right_w, rest - measurement_h};
     L.measurement_splitter = {right_x, L.views.bottom(), right_w, gap};
     L.measurement = {right_x, L.views.bottom() + gap, right_w, measurement_h};
   }
   if (in.panels.split) {
     const Box whole = L.views;
-    split_box(whole, in.panels.side_by_side, in.panels.split_fraction, gap, fs * 8, &L.views,
+    split_box(whole, in.panels.side_by_side, in.panels.split_fraction, gap, need, &L.views,
               &L.views_splitter, &L.views2);
   }
   return L;

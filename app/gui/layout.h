@@ -37,6 +37,14 @@ struct LayoutInput {
   std::function<float(float width)> gpu_height = [](float) { return 200.0f; };
   PanelSizes panels;
   bool maximized = false;  // the views panel fills the area
+  // Two views at once: what the view in front of each pane needs along the split (its height
+  // one above the other, its width side by side): `min`, a plot's readable height with its
+  // legend and three ticks; `max` > 0, the most its content uses (a timeline's lanes), so the
+  // other pane gets the rest. Zeros: kMinPaneFonts, no maximum.
+  struct PaneNeed {
+    float min = 0, max = 0;
+  };
+  PaneNeed panes[2];
 };
 
 struct FrameLayout {
@@ -52,6 +60,11 @@ struct FrameLayout {
 // measurement panel.
 constexpr float kMinLeftFonts = 15, kMinRightFonts = 30, kMinViewsFonts = 9,
                 kMinMeasurementFonts = 5;
+// The least a pane of two views gets along the split when its view asks for nothing more.
+constexpr float kMinPaneFonts = 8;
+// With two views one above the other the measurement panel gives way down to its title (it
+// scrolls), so both views keep what they need in a short window.
+constexpr float kMinMeasurementSplitFonts = 2;
 
 // The panels' rectangles for `in`; fractions outside what fits are clamped (the stored
 // fractions are not changed).

@@ -37,6 +37,7 @@ std::string not_recorded(const Lab& lab, Precision p, CacheMode c) {
 bool radio(const char* label, bool active, const std::string& why_not) {
   if (!why_not.empty()) ImGui::BeginDisabled();
   const bool clicked = ImGui::RadioButton(label, active);
+  record_widget_label(label, LabelPlace::after_box);
   if (!why_not.empty()) ImGui::EndDisabled();
   return clicked && why_not.empty();
 }
@@ -132,9 +133,18 @@ void draw_fusion_control(Lab& lab, float label_w) {
   const std::string level_text = std::to_string(level) + ": " + shown.name + " (" +
                                  std::to_string(shown.launches.size()) +
                                  (shown.launches.size() == 1 ? " kernel)" : " kernels)");
-  if (ImGui::SliderInt("##fusion", &level, 0, lab.top_level(), level_text.c_str())) {
-    lab.set_shown_level(level);
+  const bool moved = ImGui::SliderInt("##fusion", &level, 0, lab.top_level(), "");
+  {
+    // The level's name beside the handle, never under it (the handle is a third of the frame
+    // at three levels); ImGui 1.86's integer slider: a handle of (width - 4) / (levels) px.
+    const float frame_w = ImGui::GetItemRectSize().x;
+    const float grab_w = std::max((frame_w - 4.0f) / static_cast<float>(lab.top_level() + 1),
+                                  ImGui::GetStyle().GrabMinSize);
+    slider_value_text(level_text,
+                      lab.top_level() > 0 ? float(level) / float(lab.top_level()) : 0.0f,
+                      std::min(grab_w, frame_w - 4.0f));
   }
+  if (moved) lab.set_shown_level(level);
   std::string fusion_help =
       "The fusion ladder of this lesson, from every op its own kernel (0) to fully fused (" +
       std::to_string(lab.top_level()) +
@@ -155,7 +165,7 @@ void draw_precision_and_cache(Lab& lab, double now, float label_w) {
   ImGui::SameLine(label_w);
   const bool fp32_on = lab.precision() == Precision::fp32;
   const std::string fp32_why = fp32_on ? "" : not_recorded(lab, Precision::fp32, lab.cache());
-  if (radio("fp32", fp32_on, fp32_why)) lab.set_precision(Precision::fp32, now);
+  if (radio("fp32", fp32_on, fp32_why)) lab.choose_precision(Precision::fp32, now);
   ImGui::SameLine();
   const bool bf16_on = lab.precision() == Precision::bf16;
   std::string bf16_why = bf16_unavailable(lab);
@@ -165,7 +175,7 @@ void draw_precision_and_cache(Lab& lab, double now, float label_w) {
     lab.set_precision(Precision::fp32, now);
   }
   if (bf16_why.empty() && !bf16_on) bf16_why = not_recorded(lab, Precision::bf16, lab.cache());
-  if (radio("bf16", bf16_on, bf16_why)) lab.set_precision(Precision::bf16, now);
+  if (radio("bf16", bf16_on, bf16_why)) lab.choose_precision(Precision::bf16, now);
   // The precisions' explanation, then what this window offers of them.
   const std::string offered = !bf16_why.empty()   ? bf16_why
                               : !fp32_why.empty() ? fp32_why
@@ -190,6 +200,7 @@ void draw_sweep_and_status(Lab& lab) {
   const bool engine_ready = lab.status().state == EngineState::ready;
   if (lab.sweeping()) {
     if (ImGui::Button("Cancel sweep")) lab.cancel_sweep();
+    record_widget_label("Cancel sweep", LabelPlace::in_frame);
     ImGui::SameLine();
     char overlay[64];
     std::snprintf(overlay, sizeof(overlay), "sweeping sizes: %.0f%%", 100.0 * lab.sweep_progress());
@@ -197,6 +208,7 @@ void draw_sweep_and_status(Lab& lab) {
   } else {
     if (!engine_ready) ImGui::BeginDisabled();
     if (ImGui::Button("Sweep sizes")) lab.start_sweep();
+    record_widget_label("Sweep sizes", LabelPlace::in_frame);
     if (!engine_ready) ImGui::EndDisabled();
   }
   ImGui::SameLine();

@@ -101,6 +101,7 @@ void draw_lesson_panel(Lab& lab, double now) {
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
       }
       if (ImGui::Selectable(label.c_str(), i == lab.lesson_index())) lab.select_lesson(i, now);
+      record_widget_label(label, LabelPlace::from_left);
       if (!recorded) {
         ImGui::PopStyleColor();
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: not in this recording.", full.c_str());

@@ -19,9 +19,15 @@ const ImVec4 kBad(1.0f, 0.4f, 0.35f, 1.0f);
 // For the UI text-fit test (FUSIONLAB_TEXT_RECTS): the item just drawn and where it had to stay.
 // A table that scrolls sideways in a panel that scrolls down cuts nothing (the learner scrolls),
 // so nothing bounds its cells but their own text (a shortened number still fails the test);
-// otherwise the visible clip rect does.
+// otherwise the visible clip rect does. What the panel has scrolled out of view is not recorded.
 void record_item(const std::string& text, bool scrolls) {
-  if (!viz::text_recording()) return;
+  // A cell scrolled (even partly) out of a short panel is not what the learner reads: ImGui
+  // may not have measured its column yet.
+  if (!viz::text_recording() || !ImGui::IsItemVisible()) return;
+  if (ImGui::GetItemRectMin().y < ImGui::GetWindowDrawList()->GetClipRectMin().y ||
+      ImGui::GetItemRectMax().y > ImGui::GetWindowDrawList()->GetClipRectMax().y) {
+    return;
+  }
   viz::TextRect r;
   r.min = ImGui::GetItemRectMin();
   r.max = ImGui::GetItemRectMax();

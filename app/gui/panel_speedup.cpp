@@ -66,6 +66,18 @@ std::string peers_recorded_note(const PeerFile& peers, const Lab& lab) {
   return device == peers.device_name ? "" : " (recorded on " + peers.recorded_on() + ")";
 }
 
+void draw_speedup_title_line(const Lab&) {
+  if (window_peers() == nullptr) {
+    ImGui::NewLine();
+    return;
+  }
+  ImGui::Checkbox("PyTorch peers", &show_peers);
+  record_widget_label("PyTorch peers", LabelPlace::after_box);
+  help_marker(
+      "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
+      "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
+}
+
 void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
   viz::SpeedupView view;
@@ -79,14 +91,21 @@ void draw_speedup_panel(const Lab& lab) {
   const int level = lab.shown_level();
   view.level = level;
   view.top_level = lab.top_level();
-  view.measured_label = where + ": level " + std::to_string(level) + " " + info.levels[level].name +
-                        " vs 0 (" + to_string(lab.precision()) + ", " + to_string(lab.cache()) +
-                        " L2)";
+  const std::string what = "level " + std::to_string(level) + " " + info.levels[level].name +
+                           " vs 0 (" + to_string(lab.precision()) + ", " +
+                           to_string(lab.cache()) + " L2)";
+  view.measured_label = where + ": " + what;
+  // The legend names the GPU only beside a compared recording; the banner and the caption say
+  // it otherwise, and a shorter row leaves the plot more height.
+  if (!lab.comparison()) view.measured_legend = what;
   view.measured =
       viz::speedup_series(lab.history(), info.id, lab.precision(), lab.cache(), lab.shown_level());
   // Where fusion stops (or starts) paying, e.g. the fused FFN against the unfused chain.
   const std::string crossover = viz::crossover_text(view.measured, info.size_axis.unit);
-  if (!crossover.empty()) view.measured_label += "; " + crossover;
+  if (!crossover.empty()) {
+    view.measured_label += "; " + crossover;
+    if (!view.measured_legend.empty()) view.measured_legend += "; " + crossover;
+  }
   for (const auto& ref : published_references()) {
     if (info.id != ref.lesson) continue;
     view.reference_label = ref.label;
@@ -107,10 +126,6 @@ void draw_speedup_panel(const Lab& lab) {
   // PyTorch on the same formula (scripts/peers.py): grey reference series, speedup over our
   // level 0; "recorded on" when they were not measured on this GPU model.
   if (const PeerFile* peers = window_peers()) {
-    ImGui::Checkbox("PyTorch peers", &show_peers);
-    help_marker(
-        "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
-        "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
     const std::string suffix = peers_recorded_note(*peers, lab);
     if (show_peers) {
       view.peers = viz::peer_speedup_series(lab.history(), *peers, info.id, lab.precision(),

@@ -13,6 +13,7 @@
 #include "viz/bandwidth_view.h"
 #include "viz/flow_view.h"
 #include "viz/memory_chart.h"
+#include "viz/plot.h"
 #include "viz/roofline_view.h"
 #include "viz/svg.h"
 #include "viz/text.h"
@@ -51,13 +52,14 @@ class TextRectsFile {
   }
   // The panels drawn before the views in a frame (the measurement table) record their cells
   // too, so the record is cleared after each frame's end, not at the views' start.
-  void begin_frame() {}
-  void end_frame(const Lab& lab) {
+  // Once a frame, after both panes of two views: `second` names the second pane's view then.
+  void end_frame(const Lab& lab, const std::string& second) {
     if (path_.empty()) return;
-    write_frame(lab);
+    write_frame(lab, second);
     viz::clear_recorded_text();
+    viz::clear_recorded_plots();
   }
-  void write_frame(const Lab& lab) {
+  void write_frame(const Lab& lab, const std::string& second) {
     const EngineStatus& st = lab.status();
     const bool settled = st.state == EngineState::ready && !lab.change_pending() &&
                          !lab.waiting_for_result() && !lab.sweeping() && !st.busy &&
@@ -66,7 +68,9 @@ class TextRectsFile {
     const ImVec2 display = ImGui::GetIO().DisplaySize;
     char key[256];
     std::snprintf(key, sizeof(key), "lesson=%s view=%s level=%d size=%lld display=%.0fx%.0f",
-                  lab.lesson().info().id.c_str(), lab.front_view.c_str(), lab.shown_level(),
+                  lab.lesson().info().id.c_str(),
+                  (second.empty() ? lab.front_view : lab.front_view + "+" + second).c_str(),
+                  lab.shown_level(),
                   static_cast<long long>(lab.size()), display.x, display.y);
     // The second settled frame of a key: ImGui's fixed-fit table columns take their width from
     // the frame before, so the first frame after a change may draw a cell wider than its column
@@ -93,6 +97,12 @@ class TextRectsFile {
                    r.max.x, r.max.y, r.clip_min.x, r.clip_min.y, r.clip_max.x, r.clip_max.y,
                    text.c_str());
     }
+    // Each plot: its frame, labelled ticks per axis and how much data its legend hides.
+    for (const viz::PlotFit& p : viz::recorded_plots()) {
+      std::fprintf(f, "plot %s %.2f %.2f %.2f %.2f %.2f %d %d %d %d\n", p.id.c_str(), p.font_size,
+                   p.frame_min.x, p.frame_min.y, p.frame_max.x, p.frame_max.y, p.x_labels,
+                   p.y_labels, p.legend_over_data, p.legend_outside ? 1 : 0);
+    }
     std::fclose(f);
   }
 
@@ -113,9 +123,11 @@ void draw_views_tabs(const Lab& lab);
 
 void draw_views_panel(const Lab& lab) {
   viz::clear_svg_source();  // the front view sets it again if it is a plot (viz/svg.h)
-  text_rects_file().begin_frame();
   draw_views_tabs(lab);
-  text_rects_file().end_frame(lab);
+}
+
+void end_views_frame(const Lab& lab, const std::string& second_view) {
+  text_rects_file().end_frame(lab, second_view);
 }
 
 namespace {
@@ -237,14 +249,22 @@ void draw_timeline_view(const Lab& lab) {
                       shown->launches.size(), shown->launches.size() == 1 ? "" : "es",
                       shown->records.empty() ? "from median durations, back to back"
                                              : "one repetition's CUPTI records");
+  // The "phases" box on the level's line when it fits (two views at once are short of height).
+  const float box_w = ImGui::GetFrameHeight() + ImGui::CalcTextSize("phases (?)").x +
+                      ImGui::GetStyle().ItemInnerSpacing.x + ImGui::GetStyle().ItemSpacing.x * 3;
+  ImGui::SameLine();
+  if (ImGui::GetContentRegionAvail().x < box_w) ImGui::NewLine();
   bool phases = lab.phases();
   if (ImGui::Checkbox("phases", &phases)) lab.set_phases(phases);
+  record_widget_label("phases", LabelPlace::after_box);
   ImGui::SameLine();
   help_marker(
       "Inside each launch: the phases its kernel declares (weights in, cluster exchange, grid "
       "barrier, ...), stamped with the GPU's clock per block in an extra run, one lane per SM. "
       "The stamps cost a little time: the measured cost is shown beside them.");
   if (!lab.phases()) {
+    // Two views at once: the pane needs the launches' strip at its least height (draw_timeline).
+    viz::note_view_need(ImGui::GetCursorScreenPos().y + ImGui::GetFontSize() * 8.0f);
     viz::draw_timeline(
         "##timeline", viz::timeline_input(*shown),
         std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
@@ -282,22 +302,31 @@ struct ViewTab {
   const char* name;   // --view, scripts, the settings file
   const char* title;  // above the view
   void (*draw)(const Lab& lab);
+  void (*title_line)(const Lab& lab);  // controls on the title's line (a line less), or null
 };
 constexpr ViewTab kViewTabs[] = {
-    {"Data flow", "flow", "Data flow", draw_flow_view},
-    {"Speedup vs size", "speedup", "Speedup vs tensor size", draw_speedup_panel},
-    {"Bandwidth", "bandwidth", "Achieved bandwidth vs size", draw_bandwidth_view},
-    {"Timeline", "timeline", "Timeline", draw_timeline_view},
-    {"Memory", "memory", "Memory traffic", draw_memory_view},
-    {"Roofline", "roofline", "Roofline", draw_roofline_view},
+    {"Data flow", "flow", "Data flow", draw_flow_view, nullptr},
+    {"Speedup vs size", "speedup", "Speedup vs tensor size", draw_speedup_panel,
+     draw_speedup_title_line},
+    {"Bandwidth", "bandwidth", "Achieved bandwidth vs size", draw_bandwidth_view, nullptr},
+    {"Timeline", "timeline", "Timeline", draw_timeline_view, nullptr},
+    {"Memory", "memory", "Memory traffic", draw_memory_view, nullptr},
+    {"Roofline", "roofline", "Roofline", draw_roofline_view, nullptr},
 };
 
 void draw_views_tabs(const Lab& lab) {
   if (!ImGui::BeginTabBar("##views")) return;
   for (const ViewTab& tab : kViewTabs) {
-    if (!ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name))) continue;
+    const bool open = ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name));
+    record_widget_label(tab.label, LabelPlace::in_frame);
+    if (!open) continue;
     lab.front_view = tab.name;
-    section_title(tab.title, lesson_text(view_text_id(tab.name)));
+    if (tab.title_line) {
+      section_title_with(tab.title, lesson_text(view_text_id(tab.name)),
+                         [&] { tab.title_line(lab); });
+    } else {
+      section_title(tab.title, lesson_text(view_text_id(tab.name)));
+    }
     tab.draw(lab);
     ImGui::EndTabItem();
   }

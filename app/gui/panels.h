@@ -16,6 +16,7 @@ float gpu_panel_height(const Lab& lab, float width);  // the child height that f
 void draw_lesson_panel(Lab& lab, double now);         // panel_lesson.cpp
 void draw_controls_panel(Lab& lab, double now);       // panel_controls.cpp
 void draw_speedup_panel(const Lab& lab);              // panel_speedup.cpp: under its title
+void draw_speedup_title_line(const Lab& lab);  // its "PyTorch peers" box, on the title's line
 // PyTorch peers for the speedup plot (model/peers.h), read once before the window opens:
 // `path`, or when empty the peer file shipped beside the recordings (none: no peer series).
 // Fails only for a named file that cannot be used.
@@ -29,6 +30,9 @@ bool window_peers_ticked();               // the box, for the settings file (pee
 // shows (live, or the replayed recording's), else "".
 std::string peers_recorded_note(const PeerFile& peers, const Lab& lab);
 void draw_views_panel(const Lab& lab);        // panel_views.cpp: the views, one tab each
+// After the views of a frame (both panes of two views; `second_view` empty with one): the UI
+// text-fit test's record of the frame (FUSIONLAB_TEXT_RECTS), when on.
+void end_views_frame(const Lab& lab, const std::string& second_view);
 std::vector<std::string> views_panel_tabs();  // the views' names in tab order
 void draw_measurement_panel(const Lab& lab);  // panel_measurement.cpp
 

@@ -9,6 +9,7 @@
 
 #include "app/measure/replay_backend.h"
 #include "model/sizes.h"
+#include "viz/text.h"
 
 namespace fl::gui {
 
@@ -71,6 +72,15 @@ void section_title(const char* text, const LessonText& help, const std::string& 
   ImGui::Separator();
 }
 
+void section_title_with(const char* text, const LessonText& help,
+                        const std::function<void()>& controls) {
+  ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1.0f), "%s", text);
+  help_marker(help);
+  ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
+  controls();
+  ImGui::Separator();
+}
+
 void draw_text_note(const std::string& note, float wrap_x) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.35f, 1.0f));
   ImGui::PushTextWrapPos(wrap_x);
@@ -114,9 +124,10 @@ bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bo
   const float hi = static_cast<float>(std::log2(static_cast<double>(max)));
   float octaves = static_cast<float>(std::log2(static_cast<double>(*size)));
   const std::string label = size_text(*size);
-  const bool moved =
-      ImGui::SliderFloat(id, &octaves, lo, hi, label.c_str(), ImGuiSliderFlags_NoInput);
+  const bool moved = ImGui::SliderFloat(id, &octaves, lo, hi, "", ImGuiSliderFlags_NoInput);
   *released = ImGui::IsItemDeactivatedAfterEdit();
+  slider_value_text(label, hi > lo ? (octaves - lo) / (hi - lo) : 0.0f,
+                    ImGui::GetStyle().GrabMinSize);
   if (!stops.empty() && hi > lo) {
     // Ticks where the grab's centre sits at each stop (the geometry of ImGui 1.86's float slider:
     // 2 px padding, a grab GrabMinSize wide).
@@ -145,6 +156,68 @@ bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bo
   if (value == *size) return false;
   *size = value;
   return true;
+}
+
+void record_widget_label(const std::string& label, LabelPlace place) {
+  if (!viz::text_recording() || !ImGui::IsItemVisible()) return;
+  const std::string shown = label.substr(0, label.find("##"));
+  if (shown.empty()) return;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
+  // A panel that scrolls down cuts nothing off its top or bottom (the learner scrolls).
+  if (ImGui::GetScrollMaxY() > 0 && (a.y < clip_min.y || b.y > clip_max.y)) return;
+  const float w = ImGui::CalcTextSize(shown.c_str()).x, fs = ImGui::GetFontSize();
+  viz::TextRect r;
+  r.text = shown;
+  r.clip_min = clip_min;
+  r.clip_max = clip_max;
+  const float y = std::max(a.y, 0.5f * (a.y + b.y - fs));
+  if (place == LabelPlace::in_frame) {
+    const float lo = a.x + style.FramePadding.x, hi = b.x - style.FramePadding.x;
+    const float x = std::max(lo, 0.5f * (lo + hi - w));  // centred, else from the left
+    r.min = ImVec2(x, y);
+    r.max = ImVec2(x + w, y + fs);
+    r.clip_min.x = std::max(r.clip_min.x, lo - 0.5f);
+    r.clip_max.x = std::min(r.clip_max.x, hi + 0.5f);
+  } else if (place == LabelPlace::from_left) {
+    // A selectable's rectangle reaches half an item spacing left of its text (ImGui 1.86).
+    const float x = a.x + std::floor(style.ItemSpacing.x * 0.5f);
+    r.min = ImVec2(x, y);
+    r.max = ImVec2(x + w, y + fs);
+  } else {
+    r.min = ImVec2(b.x - w, y);
+    r.max = ImVec2(b.x, y + fs);
+  }
+  viz::record_text(r);
+}
+
+void slider_value_text(const std::string& text, float t, float grab_w) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  const float padding = 2.0f, usable = (b.x - a.x) - padding * 2 - grab_w;
+  const float grab_min = a.x + padding + std::clamp(t, 0.0f, 1.0f) * usable;
+  const float grab_max = grab_min + grab_w;
+  // The larger side of the frame beside the handle.
+  const float left_w = grab_min - a.x, right_w = b.x - grab_max;
+  const bool left = left_w >= right_w;
+  const float lo = left ? a.x + style.FramePadding.x : grab_max + style.FramePadding.x;
+  const float hi = left ? grab_min - style.FramePadding.x : b.x - style.FramePadding.x;
+  const std::string shown = fit_text(text, std::max(0.0f, hi - lo));
+  const float w = ImGui::CalcTextSize(shown.c_str()).x;
+  const ImVec2 pos(std::max(lo, 0.5f * (lo + hi - w)), a.y + style.FramePadding.y);
+  ImGui::GetWindowDrawList()->AddText(pos, ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
+  if (shown != text && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text.c_str());
+  if (viz::text_recording() && !shown.empty()) {
+    viz::TextRect r;
+    r.min = pos;
+    r.max = ImVec2(pos.x + w, pos.y + ImGui::GetFontSize());
+    r.clip_min = ImVec2(lo - 0.5f, a.y);
+    r.clip_max = ImVec2(hi + 0.5f, b.y);
+    r.text = shown;
+    viz::record_text(r);
+  }
 }
 
 std::string fit_text(const std::string& text, float width) {

@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ void help_marker(const LessonText& text, const std::string& after = "",
 void section_title(const char* text, const char* help);
 void section_title(const char* text, const LessonText& help, const std::string& after = "",
                    const std::string& before = "");
+// The same with `controls` drawn on the title's line, right of the "(?)", before the separator.
+void section_title_with(const char* text, const LessonText& help,
+                        const std::function<void()>& controls);
 
 // A loaded text's note ("your copy ... is broken") in a warning colour, wrapped at `wrap_x`
 // (ImGui::PushTextWrapPos: 0 is the window's right edge).
@@ -41,6 +45,21 @@ std::vector<TextLine> draw_text_blocks(const std::vector<TextBlock>& blocks, flo
 // and marks each stop with a tick.
 bool log_size_slider(const char* id, int64_t* size, int64_t min, int64_t max, bool* released,
                      const std::vector<int64_t>& stops = {});
+
+// For the UI text-fit test (FUSIONLAB_TEXT_RECTS, tests/ui/text_overlap_check.cpp): the label
+// of the item just drawn (up to any "##"), with where it had to stay: in_frame, centred in the
+// item's frame (a button, a tab), which it must fit less the frame's padding; after_box, right
+// of a check box or radio button; from_left, a selectable's text. Beside a frame or from the
+// left it must stay inside the window. Nothing while the test is off, or for an item the panel
+// has scrolled (partly) out of view.
+enum class LabelPlace { in_frame, after_box, from_left };
+void record_widget_label(const std::string& label, LabelPlace place);
+
+// A slider's value drawn in its frame on the side of the handle with more room (ImGui centres
+// it, and a wide handle covers it), shortened with "..." when that side is too narrow, the
+// whole value in a tooltip then. `t` is where the handle is (0..1), `grab_w` its width (ImGui
+// 1.86's slider geometry: 2 px padding). Call it right after the slider, drawn with format "".
+void slider_value_text(const std::string& text, float t, float grab_w);
 
 // `text` shortened to fit `width` pixels in the current font, ending in an ellipsis ("…", or
 // "..." when the font lacks it); unchanged when it fits. Cuts between UTF-8 characters.

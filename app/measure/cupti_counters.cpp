@@ -11,7 +11,6 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "app/measure/cupti_check.h"
@@ -41,14 +40,12 @@ const char* const kCountersBusy =
     "Another profiler is using the GPU's performance counters, so DRAM and L2 bytes are not "
     "measured (timings are).";
 
-// The counter data image holds a fixed number of ranges (kernels). It starts at 64 (a
-// transformer block is ~15 launches) and doubles when a chain needs more (a GPT-2 decode step
-// run op by op is ~205 kernels), up to kMaxRanges.
-constexpr size_t kFirstRangeCapacity = 64;
-constexpr size_t kMaxRanges = 4096;
-// Ranges profiled in one pass: longer chains are counted in windows of whole launches, a pass
-// each (seen on an H100: a pass of 206 auto ranges decoded only 128 of them).
-constexpr size_t kWindowRanges = 32;
+// The counter data image's ranges (kernels): a pass profiles at most kWindowRanges of them (a
+// drain's included), well inside it. Longer chains are counted a window of whole launches at a
+// time, a pass each (a GPT-2 decode step run op by op is 205 kernels; on an H100 one pass of 206
+// auto ranges decoded only 128 of them).
+constexpr size_t kMaxRanges = 64;
+constexpr int kWindowRanges = RangeCounters::kMaxKernelsPerLaunch + 1;
 
 const char* kMetricNames[] = {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"};
 constexpr size_t kMetricCount = sizeof(kMetricNames) / sizeof(kMetricNames[0]);
@@ -108,7 +105,6 @@ struct RangeCounters::Impl {
   std::vector<uint8_t> config_image;
   std::vector<uint8_t> counter_data;
   std::vector<const char*> metrics{kMetricNames, kMetricNames + kMetricCount};
-  size_t range_capacity = kFirstRangeCapacity;  // ranges the counter data image holds
 };
 
 Status RangeCounters::check(int result, const char* call) {
@@ -236,29 +232,17 @@ Status RangeCounters::enable() {
   enable.ctx = m.ctx;
   FL_TRY(check(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable"));
   m.profiler = enable.pRangeProfilerObject;
-  return size_counter_data(m.range_capacity);
-}
-
-Status RangeCounters::size_counter_data(size_t ranges) {
-  Impl& m = *impl_;
+  // A counter data image for up to kMaxRanges kernels.
   auto data = FL_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
   data.pRangeProfilerObject = m.profiler;
   data.pMetricNames = m.metrics.data();
   data.numMetrics = m.metrics.size();
-  data.maxNumOfRanges = ranges;
-  data.maxNumRangeTreeNodes = 4 * ranges + 1;  // generous: the tree has a root and inner nodes
+  data.maxNumOfRanges = kMaxRanges;
+  data.maxNumRangeTreeNodes = kMaxRanges;
   FL_TRY(
       check(cuptiRangeProfilerGetCounterDataSize(&data), "cuptiRangeProfilerGetCounterDataSize"));
   m.counter_data.resize(data.counterDataSize);
-  m.range_capacity = ranges;
   return Status::Ok();
-}
-
-Status RangeCounters::reserve_ranges(size_t ranges) {
-  size_t capacity = impl_->range_capacity;
-  if (ranges <= capacity) return Status::Ok();
-  while (capacity < ranges) capacity *= 2;
-  return size_counter_data(std::min(capacity, kMaxRanges));
 }
 
 void RangeCounters::retire(const std::string& why) {
@@ -315,7 +299,7 @@ Status RangeCounters::configure_passes(CounterReplay replay) {
   config.pCounterDataImage = m.counter_data.data();
   config.range = CUPTI_AutoRange;
   config.replayMode = replay == CounterReplay::user ? CUPTI_UserReplay : CUPTI_KernelReplay;
-  config.maxRangesPerPass = m.range_capacity;
+  config.maxRangesPerPass = kMaxRanges;
   config.numNestingLevels = 1;
   config.minNestingLevel = 1;
   config.passIndex = 0;
@@ -388,31 +372,20 @@ Status RangeCounters::profile_passes(int begin, int end, const std::function<Sta
   return Status::Ok();
 }
 
-Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges, int begin,
-                                      int launches, std::vector<LaunchCounters>* out,
-                                      LaunchCounters* drain_out) {
+Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
+                                      std::vector<LaunchCounters>* out, LaunchCounters* drain_out) {
   Impl& m = *impl_;
   auto info = FL_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = m.counter_data.data();
   info.counterDataImageSize = m.counter_data.size();
   FL_TRY(
       check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"));
-  // One range per kernel, as the timing phase counted them; or, where the profiler took a
-  // launch that runs several kernels (a CUDA graph) as one range, one range per launch.
-  std::vector<int> per_launch(launches);
-  for (int k = 0; k < launches; ++k) per_launch[k] = begin + k;
-  const std::vector<int>* range_owner = &owner;
-  const int drain_ranges = ranges - static_cast<int>(owner.size());
-  if (info.numTotalRanges == static_cast<size_t>(launches + drain_ranges) &&
-      info.numTotalRanges != static_cast<size_t>(ranges)) {
-    range_owner = &per_launch;
-    ranges = launches + drain_ranges;
-  } else if (info.numTotalRanges != static_cast<size_t>(ranges)) {
+  if (info.numTotalRanges != static_cast<size_t>(ranges)) {
     return Status::Error("the range profiler saw " + std::to_string(info.numTotalRanges) +
                          " kernels where " + std::to_string(ranges) +
                          " were expected (one range per kernel, as the timing phase counted them)");
   }
-  const int kernels = static_cast<int>(range_owner->size());
+  const int kernels = static_cast<int>(owner.size());
   for (int k = 0; k < ranges; ++k) {
     double values[kMetricCount] = {};
     auto eval = FL_CUPTI_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params);
@@ -430,7 +403,7 @@ Status RangeCounters::evaluate_ranges(const std::vector<int>& owner, int ranges,
     c.dram_write_bytes = std::llround(values[1]);
     c.l2_bytes = std::llround(values[2]);
     if (k < kernels) {
-      LaunchCounters& sum = (*out)[(*range_owner)[k]];
+      LaunchCounters& sum = (*out)[owner[k]];
       sum.dram_read_bytes += c.dram_read_bytes;
       sum.dram_write_bytes += c.dram_write_bytes;
       sum.l2_bytes += c.l2_bytes;
@@ -454,41 +427,38 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
     const int kernels = kernels_per_launch.empty() ? 1 : kernels_per_launch.at(k);
     for (int i = 0; i < kernels; ++i) owner.push_back(k);
   }
-  const int kernels = static_cast<int>(owner.size());
-  const int ranges = kernels + (drain ? 1 : 0);
   if (launches < 1 ||
-      (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches)) ||
-      static_cast<size_t>(ranges) > kMaxRanges) {
-    return Status::Error("the counter phase takes 1 to " + std::to_string(kMaxRanges - 1) +
-                         " kernels; got " + std::to_string(kernels) + " in " +
-                         std::to_string(launches) + " launches");
+      (!kernels_per_launch.empty() && kernels_per_launch.size() != size_t(launches))) {
+    return Status::Error("the counter phase takes 1 or more launches and a kernel count for each");
   }
-  // Windows of whole launches, at most kWindowRanges ranges a pass with the drain (a launch of
-  // more kernels, a CUDA graph, is a window of its own): each window is a pass of its own over
-  // the chain, profiled from its first launch; its drain's DRAM writes go to its last launch,
-  // the last window's to drain_out as before.
+  for (int k = 0; k < launches; ++k) {
+    const int n = kernels_per_launch.empty() ? 1 : kernels_per_launch[k];
+    if (n > kMaxKernelsPerLaunch) {
+      return Status::Error("launch " + std::to_string(k) + " runs " + std::to_string(n) +
+                           " kernels; the counter phase counts at most " +
+                           std::to_string(kMaxKernelsPerLaunch) + " in one launch");
+    }
+  }
+  // Windows of whole launches, at most kWindowRanges ranges a pass with the drain: each window
+  // is a pass of its own over the chain, profiled from its first launch on (a chain of up to
+  // kMaxKernelsPerLaunch kernels is one window, as before). A window's drain's DRAM writes go to
+  // its last launch, the last window's to drain_out as before.
   out->assign(launches, LaunchCounters{});
   for (int begin = 0, first_kernel = 0; begin < launches;) {
     int end = begin, window_kernels = 0;
     while (end < launches) {
       const int n = kernels_per_launch.empty() ? 1 : kernels_per_launch[end];
-      if (end > begin && window_kernels + n + 1 > static_cast<int>(kWindowRanges)) break;
+      if (end > begin && window_kernels + n + 1 > kWindowRanges) break;
       window_kernels += n;
       ++end;
     }
     const std::vector<int> window_owner(owner.begin() + first_kernel,
                                         owner.begin() + first_kernel + window_kernels);
-    const int window_ranges = window_kernels + (drain ? 1 : 0);
-    FL_TRY(reserve_ranges(static_cast<size_t>(window_ranges)));
-    // A CUDA graph's kernels under auto range are profiled per node with kernel replay (CUPTI's
-    // release notes); under user replay the H100 answered CUPTI_ERROR_UNKNOWN. With one pass
-    // (an H100) kernel replay replays nothing.
-    const bool graph = window_kernels > 2 && end == begin + 1;
-    FL_TRY(configure_passes(graph ? CounterReplay::kernel : replay));
+    FL_TRY(configure_passes(replay));
     FL_TRY(profile_passes(begin, end, prepare, launch, drain, cancelled, was_cancelled));
     if (*was_cancelled) return Status::Ok();
     LaunchCounters drained;
-    FL_TRY(evaluate_ranges(window_owner, window_ranges, begin, end - begin, out, &drained));
+    FL_TRY(evaluate_ranges(window_owner, window_kernels + (drain ? 1 : 0), out, &drained));
     if (end < launches)
       (*out)[end - 1].dram_write_bytes += drained.dram_write_bytes;
     else if (drain_out != nullptr)

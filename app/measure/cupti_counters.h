@@ -50,13 +50,19 @@ bool parse_counter_replay(const std::string& text, CounterReplay* out);
 
 class RangeCounters {
  public:
+  // The most kernels one launch may run to be counted (a pass's ranges are whole launches): a
+  // cuBLASLt call runs one or two, a CUDA graph may run dozens; the caller leaves those out.
+  static constexpr int kMaxKernelsPerLaunch = 15;
+
   // The process's profiler for device 0, set up on first use (the CUDA context must be current).
   // When counters cannot be measured here it returns null and *unavailable_note says why in one
   // plain sentence, and what to do (e.g. counters restricted to administrators). Later calls
   // give the same answer.
   static RangeCounters* instance(std::string* unavailable_note);
 
-  // Runs launch(0) .. launch(launches - 1), each kernel its own range, once per pass.
+  // Runs launch(0) .. launch(launches - 1), each kernel its own range, once per pass; a chain
+  // longer than one pass takes (16 ranges) is counted a window of launches at a time, each
+  // window a run of the chain from its start, profiled from the window's first launch on.
   // prepare() runs before every pass, outside profiling (cold: flush L2; warm: a warm-up run),
   // and must leave the GPU idle. Checks `cancelled` before every launch: then returns Ok with
   // *was_cancelled = true and no counters.
@@ -104,17 +110,12 @@ class RangeCounters {
   // pass of the chain (stopping early on `cancelled`); the counted bytes of each range summed
   // per launch (`owner`: the launch of each kernel's range; the drain's range comes after them).
   Status configure_passes(CounterReplay replay);
-  // The counter data image for `ranges` kernels; reserve_ranges grows it (doubling) when a
-  // chain has more kernels than it holds, so long chains (a decode step op by op) are counted.
-  Status size_counter_data(size_t ranges);
-  Status reserve_ranges(size_t ranges);
   Status profile_passes(int begin, int end, const std::function<Status()>& prepare,
                         const std::function<Status(int)>& launch,
                         const std::function<Status()>& drain,
                         const std::function<bool()>& cancelled, bool* was_cancelled);
-  // One window's ranges added to *out (launches [begin, begin + launches); owner: the launch of
-  // each of its kernels' ranges).
-  Status evaluate_ranges(const std::vector<int>& owner, int ranges, int begin, int launches,
+  // One window's ranges added to *out (owner: the launch of each of its kernels' ranges).
+  Status evaluate_ranges(const std::vector<int>& owner, int ranges,
                          std::vector<LaunchCounters>* out, LaunchCounters* drain_out);
   Status stop_range(bool* all_passes);
   Status decode_ranges(size_t* dropped);

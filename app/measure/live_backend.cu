@@ -1068,6 +1068,21 @@ std::vector<int> kernels_per_launch(const Measurement& m) {
   return counts;
 }
 
+// A launch of many kernels (a CUDA graph) is more than a pass of the range profiler counts
+// (under user replay an H100 failed one with CUPTI_ERROR_UNKNOWN): such a level gets a note.
+bool leave_uncounted(const std::vector<int>& per_launch, Measurement* m) {
+  for (int n : per_launch) {
+    if (n > RangeCounters::kMaxKernelsPerLaunch) {
+      m->counters_status = CountersStatus::not_measured;
+      m->counters_note = "Not measured: one launch of this level runs " + std::to_string(n) +
+                         " kernels (a CUDA graph); the counter phase counts launches of at most " +
+                         std::to_string(RangeCounters::kMaxKernelsPerLaunch) + " kernels.";
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Status LiveBackend::count_level(const MeasureRequest& request, const std::string& drain_kind,
@@ -1099,14 +1114,16 @@ Status LiveBackend::count_level(const MeasureRequest& request, const std::string
   } else if (drain_kind == "flush") {
     drain = [&] { return flush_l2(); };
   }
+  const std::vector<int> per_launch = kernels_per_launch(*m);
+  if (leave_uncounted(per_launch, m)) return Status::Ok();
   std::vector<LaunchCounters> values;
   LaunchCounters drained;
   bool was_cancelled = false;
   PhaseTimer counter_timer("counter phase (level)");
   // Enabled once for every level of the request (enabling costs ~0.2 s); disabled after them.
-  const Status st = counters_->measure(launches, kernels_per_launch(*m), prepare, launch, drain,
-                                       cancelled, options_.counter_replay, /*keep_enabled=*/true,
-                                       &values, &drained, &was_cancelled);
+  const Status st = counters_->measure(launches, per_launch, prepare, launch, drain, cancelled,
+                                       options_.counter_replay, /*keep_enabled=*/true, &values,
+                                       &drained, &was_cancelled);
   if (trace_phases() && st.ok() && !was_cancelled) {
     int64_t rd = 0, wr = 0;
     for (const LaunchCounters& c : values) rd += c.dram_read_bytes, wr += c.dram_write_bytes;

@@ -13,6 +13,11 @@
 //                     softmax in one pass): S and P still round-trip through HBM, once each.
 //   level 2, flash:   one kernel; Q, K, V tiles in shared memory, S and P in registers, online
 //                     softmax, causal tiles skipped (flash_mma.cuh). No T x T tensor exists.
+//   level 3, Hopper flash: the same algorithm with the work split by role (flash_wgmma.cu): a
+//                     producer warp keeps a TMA ring of K/V tiles full, consumer warpgroups
+//                     multiply with wgmma, one tile's softmax runs under the next one's products.
+//                     A variant of the launch: on GPUs other than sm_90 (and for fp32 or a head
+//                     size other than 64 and 128) it runs level 2's kernel.
 //
 // Napkin at T = 4096, bf16, d = 64 (B = 4, H = 12): Q, K, V, O are 6 MiB each; one T x T tensor
 // is B H T^2 b = 1.5 GiB. Level 0 moves ~11 GiB (S written, read and written by scale and mask,
@@ -36,6 +41,8 @@
 #include "kernels/attention/attention_check.cuh"
 #include "kernels/attention/attention_rows.cuh"
 #include "kernels/attention/flash_mma.cuh"
+#include "kernels/attention/flash_wgmma.h"
+#include "kernels/attention/reference.h"
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/level_table.h"
@@ -74,7 +81,9 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
         dim_(dim),
         tolerance_(tolerance),
         n_qkv_(heads * length * dim),
-        n_scores_(heads * int64_t(length) * length) {}
+        n_scores_(heads * int64_t(length) * length) {
+    this->set_where({length, dim, int64_t(sizeof(T))}, precision(), "tokens per sequence");
+  }
 
   static const LevelTable<AttentionWorkspace>& levels();  // the ladder, below
 
@@ -172,7 +181,24 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     return std::is_same<T, float>::value ? Precision::fp32 : Precision::bf16;
   }
   attention::FlashArgs<T> flash_args() const {
-    return {q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(), length_, dim_, scale()};
+    attention::FlashArgs<T> a{q_.as<T>(), k_.as<T>(), v_.as<T>(), o_.as<T>(),
+                              length_,    dim_,       scale()};
+    a.phases = this->phase_sink();
+    return a;
+  }
+  Status flash_mma(cudaStream_t stream) {
+    FL_TRY(attention::launch_flash(flash_args(), heads_, stream));
+    this->declare_phases(attention::flash_mma_phases());
+    return Status::Ok();
+  }
+  // Level 3's Hopper kernel (bf16 only; it says why not where it cannot run).
+  Status flash_wgmma(cudaStream_t stream) {
+    if constexpr (std::is_same<T, float>::value) {
+      (void)stream;
+      return Status::Unsupported("runs in bf16 only");
+    } else {
+      return attention::launch_flash_wgmma(flash_args(), heads_, stream);
+    }
   }
 
   int64_t heads_;  // B H
@@ -199,6 +225,10 @@ double gemm_flops(const Dims& x) {
 }
 double score_elements(const Dims& x) {
   return 1.0 * kTokens * kHeads * x.s;
+}
+// Both flash levels: Q, K, V read and O written once; the causal half of both products.
+Textbook flash_textbook(const Dims& x) {
+  return {3 * qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
 }
 
 template <typename T>
@@ -268,13 +298,32 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
        "until "
        "it is final: no T x T tensor ever reaches HBM",
+       {{"flash_attention", [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+         flash_textbook}}},
+      {"Hopper flash",
+       "the flash algorithm split by role: a producer warp keeps a TMA ring of K and V tiles "
+       "full, consumer warpgroups multiply with wgmma, and one tile's softmax runs while the "
+       "tensor cores do the previous tile's P V (on other GPUs: level 2's kernel)",
+       "as level 2 (S and P a 64 x 128 tile a warpgroup, in registers; O until it is final), "
+       "with K and V in a shared-memory ring that no consumer thread copies into",
        {{"flash_attention",
-         [](Ws& w, cudaStream_t st) {
-           return attention::launch_flash(w.flash_args(), w.heads_, st);
-         },
-         [](const Dims& x) {
-           return Textbook{3 * qkv_bytes(x), qkv_bytes(x), gemm_flops(x)};
-         }}}},
+         nullptr,
+         flash_textbook,
+         {{"flash_wgmma",
+           "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
+           "softmax runs under the previous tile's P V",
+           "flash_wgmma_kernel",
+           {90, 90, true, {Precision::bf16}, 0, 1, 0},
+           [](Ws& w, cudaStream_t st) { return w.flash_wgmma(st); },
+           [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
+           attention::flash_wgmma_phases()},
+          {"flash_mma",
+           "level 2's kernel: mma.sync, a cp.async double buffer, every warp loads and computes",
+           "flash_attention_kernel",
+           {},
+           [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+           {},
+           attention::flash_mma_phases()}}}}},
   };
   return table;
 }
@@ -312,33 +361,10 @@ class Attention final : public LevelLesson<AttentionWorkspace<float>> {
 
   // Inputs as download() returns them: q, k, v (heads x T x d) and dims {T, d}. Output: o.
   std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const override {
-    const auto& q = inputs.at(0).values;
-    const auto& k = inputs.at(1).values;
-    const auto& v = inputs.at(2).values;
     const int64_t length = static_cast<int64_t>(inputs.at(3).values.at(0));
     const int64_t dim = static_cast<int64_t>(inputs.at(3).values.at(1));
-    const int64_t heads = static_cast<int64_t>(q.size()) / (length * dim);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
-    HostTensor o{"o", std::vector<double>(q.size(), 0.0)};
-    std::vector<double> p(length);
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t base = h * length * dim;
-      for (int64_t i = 0; i < length; ++i) {
-        double m = -INFINITY, l = 0;
-        for (int64_t j = 0; j <= i; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < dim; ++c) dot += q[base + i * dim + c] * k[base + j * dim + c];
-          p[j] = scale * dot;
-          m = std::max(m, p[j]);
-        }
-        for (int64_t j = 0; j <= i; ++j) l += (p[j] = std::exp(p[j] - m));
-        double* out = &o.values[base + i * dim];
-        for (int64_t j = 0; j <= i; ++j) {
-          for (int64_t c = 0; c < dim; ++c) out[c] += p[j] / l * v[base + j * dim + c];
-        }
-      }
-    }
-    return {o};
+    return {{"o", attention::causal_attention_reference(inputs.at(0).values, inputs.at(1).values,
+                                                        inputs.at(2).values, length, dim)}};
   }
 
   // fp32: cuBLASLt's fp32 GEMMs and the flash kernel's FMA are fp32 throughout; exp2.approx

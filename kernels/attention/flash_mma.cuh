@@ -36,38 +36,25 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/attention/attention_rows.cuh"
+#include "kernels/attention/flash_args.cuh"
 #include "kernels/attention/flash_math.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 
 namespace fl::attention {
 
-// A batch of heads. Head n's rows start at `base(n)` and are `ld` elements apart: SDPA's layout
-// (heads x length x dim, each head contiguous) is group = 1, ld = dim; a GPT-2 block's
-// (tokens x 3C for q, k, v side by side, tokens x C for o; head h of a sequence at columns
-// h d..) is group = H, ld = 3C (in) and C (out), with k = q + C and v = q + 2C.
-template <typename T>
-struct FlashArgs {
-  const T* q;
-  const T* k;
-  const T* v;
-  T* o;
-  int length;  // T
-  int dim;     // d
-  float scale;
-  int group = 1;       // heads per sequence (consecutive heads share a sequence's rows)
-  int64_t ld_in = 0;   // row stride of q, k, v (0: dim)
-  int64_t ld_out = 0;  // row stride of o (0: dim)
-
-  __device__ int64_t base(int64_t head, int64_t ld) const {
-    return (head / group) * length * ld + (head % group) * dim;
-  }
-};
+// The phases flash_attention_kernel records (PhaseMarks, kernels/phases.cuh), in order.
+enum FlashMmaPhase : unsigned { kMmaFirstTile, kMmaTiles, kMmaStore };
+inline const std::vector<std::string>& flash_mma_phases() {
+  static const std::vector<std::string> names = {"Q and first K/V in", "K/V tiles", "store"};
+  return names;
+}
 
 // Folds one tile of scores into the running softmax of the lane's rows and turns s into P.
 // m, l: running max (raw score units) and this lane's part of the running sum, per 16-row tile
@@ -132,6 +119,7 @@ __device__ __forceinline__ void mask_tile(ScoreTile<Tile>& s, int key0, int row0
 // every row starts 16-byte aligned and the copies are cp.async; otherwise element by element.
 template <typename T, class Tile, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
+  PhaseMarks<kMmaStore + 1> marks(a.phases);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sq = reinterpret_cast<T*>(smem_raw);
   T* skv = sq + Tile::kQElems;  // stage s: K at skv + 2 s kKVElems, V right after it
@@ -178,7 +166,10 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
     tc::async_commit();   // possibly empty: one group per iteration keeps the count simple
     tc::async_wait<1>();  // tile j (and Q) have landed for this thread...
     __syncthreads();      // ...and for every thread
-    if (j == 0) math.load_q(sq_warp);
+    if (j == 0) {
+      marks.mark(kMmaFirstTile);
+      math.load_q(sq_warp);
+    }
     const T* sk = skv + 2 * (j & 1) * Tile::kKVElems;
     ScoreTile<Tile> s = {};
     math.qk(s, sq_warp, sk);
@@ -189,6 +180,7 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
     math.pv(o, s, sk + Tile::kKVElems, sp_warp);
     __syncthreads();  // the next iteration's copies overwrite this stage
   }
+  marks.mark(kMmaTiles);
 
   // O = acc / l, with l summed over the 4 lanes of each row.
 #pragma unroll
@@ -210,6 +202,7 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
       }
     }
   }
+  marks.mark(kMmaStore);
 }
 
 template <typename T, int kD, int kMT, bool kVectorized>
@@ -238,21 +231,19 @@ Status launch_flash_rows(const FlashArgs<T>& a, int64_t heads, cudaStream_t stre
                     : launch_flash_with<T, 128, kMT, false>(a, heads, stream);
 }
 
-// Picks the tile for the head size (64 or 128 columns), the rows a warp owns and the copy path.
-// Warps own 32 query rows; FL_FLASH_WARP_ROWS=16 runs the 16-row tiles instead (a diagnostic
-// for comparing the two until the level table lists kernel variants).
+// Warps own 32 query rows (two 16-row tiles): kMT = 1, 16 rows a warp, was measured slower on
+// an H100 at every length and head size (docs/PERFORMANCE.md, lesson 9), because each K and V
+// fragment then feeds one mma instead of two; the template keeps it one edit away.
+constexpr int kFlashWarpTiles = 2;
+
+// Picks the tile for the head size (64 or 128 columns) and the copy path.
 template <typename T>
 Status launch_flash(const FlashArgs<T>& a, int64_t heads, cudaStream_t stream) {
   if (a.dim < 1 || a.dim > 128)
     return Status::Error("flash attention takes a head size from 1 to 128");
   if (heads < 1 || heads > INT32_MAX || a.length < 1 || a.length > 65535 * 64)
     return Status::Error("flash attention takes 1 to 2^31 - 1 heads of 1 to 4,194,240 tokens");
-  static const bool sixteen = [] {
-    const char* rows = std::getenv("FL_FLASH_WARP_ROWS");
-    return rows != nullptr && std::string(rows) == "16";
-  }();
-  return sixteen ? launch_flash_rows<T, 1>(a, heads, stream)
-                 : launch_flash_rows<T, 2>(a, heads, stream);
+  return launch_flash_rows<T, kFlashWarpTiles>(a, heads, stream);
 }
 
 }  // namespace fl::attention

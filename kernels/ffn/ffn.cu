@@ -1,17 +1,31 @@
 // Lesson 8, ffn: y = GELU_tanh(x W1 + b1) W2 + b2, x of tokens x C, W1 of C x 4C, W2 of 4C x C
-// (a transformer's whole MLP: widen to H = 4C, activate, project back).
+// (a transformer's whole MLP: widen to H = 4C, activate, project back). This file holds the CPU
+// reference, the workspace and the level table; level 2's kernels have a file each, beside it.
 //
-// The ladder: unfused is five kernels (GEMM, bias, GELU, GEMM, bias): the 4C-wide tensor makes
-// three round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then s = h W2 one; level 1
-// is two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is written once and read
-// once; level 2 is one kernel of ours on tensor cores. Four data paths: on sm_90a builds in bf16
-// at up to 64 tokens the small-token kernel (ffn_small.cu: each block computes 32 hidden
-// units of h into L2, a grid barrier, then clusters of 8 split W2 and add their partial sums in
-// distributed shared memory); on sm_90 otherwise at up to 64 tokens clusters of 8 blocks share h
-// through distributed shared memory and add their shares with atomics (ffn_cluster.cu); on sm_90a
-// builds from kFfnWgmmaFrom tokens in bf16, wgmma tiles of both GEMMs with h through a ring buffer
-// (ffn_wgmma.cu); elsewhere each block owns a slice of h and the shares are summed after a grid
-// barrier (ffn_split.cu). The level table below has every launch's bytes.
+// The ladder:
+//   level 0, unfused:   five kernels (GEMM, bias, GELU, GEMM, bias): the 4C-wide tensor makes
+//                       three round trips through HBM (t = x W1, u = t + b1, h = GELU(u)), then
+//                       s = h W2 one;
+//   level 1, epilogues: two cuBLASLt GEMMs with fused epilogues (GELU+bias, then bias): h is
+//                       written once and read once;
+//   level 2, fused:     one kernel of ours on tensor cores. Which one runs is the level table's
+//                       choice (its variant rows, below), by token count, precision and GPU;
+//                       in the order a reader meets them, each file saying what it changes
+//                       against the one before:
+//     ffn_split.cu      any GPU: a block owns a slice of the 4C hidden units, keeps its h in
+//                       shared memory, adds its share of y in L2; a grid barrier, then y;
+//     ffn_cluster.cu    sm_90, up to 64 tokens: clusters of 8 blocks split C and exchange h in
+//                       distributed shared memory: 7x fewer shares of y to add;
+//     ffn_small.cu      sm_90a bf16, up to 64 tokens: TMA asks for every weight byte at once; h
+//                       through L2 after one grid barrier, W2 split by K inside clusters;
+//     ffn_wgmma.cu      sm_90a bf16, from 256 tokens: persistent wgmma tiles of both GEMMs, h
+//                       through a ring buffer that L2 holds.
+// The byte-ratio limit (textbook bytes, level 1 over level 2): both move x, W1, W2 and y; level
+// 1 also writes and reads h, 2 x M x 4C x b. At a few tokens the weights dominate (2 x C x 4C x b
+// = 9.4 MB in bf16 at C = 768, 3.1 us at 3 TB/s), so the limit is 1.0x at 1 token and 1.3x at
+// 64: what level 2 can win there is a launch and the gap between launches. At 16K tokens h is
+// 100 MB each way and the limit is 12x, if h stayed on chip (ffn_wgmma.cu says why it does not).
+// The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -207,8 +221,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_CUDA_TRY(cudaGetDevice(&device));
       FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
       const FfnWgmmaBuffers b{
-          x_.as<T>(),   up_.weights(), up_.bias(),      down_.weights(),
-          down_.bias(), y_.as<T>(),    h_ring_.as<T>(), tile_counters_.as<unsigned>()};
+          x_.as<T>(),        up_.weights(), up_.bias(),      down_.weights(),
+          down_.bias(),      y_.as<T>(),    h_ring_.as<T>(), tile_counters_.as<unsigned>(),
+          this->phase_sink()};
       bool launched = false;
       FL_TRY(
           try_ffn_wgmma(b, m_, static_cast<int>(c_), static_cast<int>(h_), sms, stream, &launched));
@@ -257,7 +272,8 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "ffn_wgmma_kernel",
        {90, 90, true, bf16, 0, kFfnWgmmaFrom, 0},
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
-       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
+       ffn_wgmma_phases()},
       {"ffn_stream",
        "each block asks for all of its weights at once (an up slice of W1, a tile of W2), makes "
        "its hidden units of h into L2, then adds h times its W2 tile once its group of h is in "

@@ -1,9 +1,12 @@
-// The FFN's level 2 at 1-64 tokens on Hopper (sm_90a): y = GELU(x W1 + b1) W2 + b2 in one launch
-// that keeps every SM streaming weights from its first microsecond.
+// The FFN's level 2 at 1-64 tokens on Hopper (sm_90a, bf16): y = GELU(x W1 + b1) W2 + b2 in one
+// launch that keeps every SM streaming weights from its first microsecond.
 //
-// At a few tokens an FFN is a weight-streaming problem: W1 and W2 are 9.4 MB of bf16 at C = 768
-// (3.1 us at the H100's 3.06 TB/s), x and y a few KB, the FLOPs nothing. So the plan is the one
-// that lets the most SMs ask for the most weight bytes at once, and keeps what follows short:
+// What changes against the cluster kernel (ffn_cluster.cu): there every block still asks for
+// its weights through cp.async, a few rows at a time, and the shares of y meet through L2
+// atomics and a last-cluster pass. Here one thread per block asks TMA for every weight byte the
+// block will need at once (W1's slice, then W2's piece), h goes through L2 after a single grid
+// barrier, and the partial sums of y meet in distributed shared memory, counted on mbarriers: no
+// atomics, no second pass, nothing to reset.
 //
 //   1. up (split over the hidden units): block b owns hidden units [32 b, 32 b + 32): it
 //      multiplies x (all C inputs) by W1's 32 columns, adds b1, applies GELU and stores its
@@ -17,22 +20,18 @@
 //   4. the cluster's 8 partial sums meet in distributed shared memory: block r owns 8 of the 64
 //      columns, receives every block's partials of them (16-byte st.async stores into its shared
 //      memory, counted in bytes on its own mbarrier: no cluster barrier), adds them and b2 and
-//      writes y. No atomics, no second pass, nothing to reset.
-//
-// Data path: every weight byte is asked for at the start. One thread per block issues TMA copies
-// of W1's slice (256 x 32 boxes, 64-byte rows) and of W2's piece (128 x 64 boxes) into shared
-// memory, completing on mbarriers; W2's copies are issued once W1's have landed (step 1 needs W1
-// first) and arrive while steps 1 and 2 run. x (kTM x 64 boxes) is the same for every block:
-// block r of a cluster asks for boxes r, r + 8, ... once, multicast by TMA into all 8.
-// The boxes land swizzled (kernels/hopper.cuh), and the warps read them with ldmatrix at the
-// swizzled addresses (no bank conflicts) and multiply with mma.sync m16n8k16 (bf16 -> fp32).
-//
+//      writes y.
+// Data path: TMA copies of W1's slice (256 x 32 boxes, 64-byte rows) and of W2's piece (128 x 64
+// boxes) into shared memory, completing on mbarriers; W2's copies are issued once W1's have
+// landed (step 1 needs W1 first) and arrive while steps 1 and 2 run. x (kTM x 64 boxes) is the
+// same for every block: block r of a cluster asks for boxes r, r + 8, ... once, multicast by TMA
+// into all 8. The boxes land swizzled (kernels/hopper.cuh), and the warps read them with
+// ldmatrix at the swizzled addresses (no bank conflicts) and multiply with mma.sync m16n8k16.
 // Budget at C = 768 (12 clusters of 8 = 96 blocks): each block receives 48 KB of W1 and 48 KB of
 // W2, plus x (1.5 KB a token, from L2 after the first block). Weights at copy bandwidth: 3.1 us;
 // what follows them is one grid barrier (~1-1.5 us), an L2 read of h (0.8-48 KB a block) and the
-// exchange of partial sums (~1.1 us at 1 token, 2.4 at 64). Measured on an H100: 7.7 / 8.0 / 10.2
-// us at 1 / 16 / 64 tokens (1.62x / 1.77x / 1.44x cuBLASLt's epilogue level, the weights at 40% of
-// copy bandwidth at 1 token); docs/PERFORMANCE.md has the timeline and what was tried.
+// exchange of partial sums (1-2.5 us): a prediction of ~5-7 us against level 1's two launches.
+// docs/PERFORMANCE.md (lesson 8) has what was measured, the phase timeline and what was tried.
 #include "kernels/ffn/ffn_small.h"
 
 #include <cuda.h>
@@ -43,6 +42,7 @@
 #include "kernels/activations.cuh"
 #include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/ffn/ffn_small_math.cuh"
 #include "kernels/hopper.cuh"
 #include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
@@ -51,6 +51,7 @@ namespace fl {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace ffn_small_math;  // at_128, at_64, mma_step and the vector helpers
 
 constexpr int kSize = 8;  // blocks a cluster
 constexpr int kThreads = 256, kWarps = 8;
@@ -67,8 +68,8 @@ enum Phase : unsigned { kSetup, kXW1In, kUpProjection, kGridBarrier, kHW2In, kDo
 // Warps in step 3, a 16-row tile each: at kTM = 16, 4 column groups of 16 x 2 halves of K; at
 // 32, 2 row tiles x 2 column groups of 32 x 2 halves; at 64, 4 row tiles x 2 column groups of 32
 // over all of K. Halves of K double the partial sums sent to the cluster (step 4): at 64 tokens
-// that cost more than the longer mma chains (11.6 against 10.95 us; wgmma m64n64k16 for the
-// multiply, the same 11.6: the exchange, not the multiply, is what grows with the tokens).
+// that cost more than the longer mma chains (docs/PERFORMANCE.md, lesson 8: the exchange, not
+// the multiply, is what grows with the tokens).
 template <int kTM>
 struct DownWarps {
   static constexpr int kM = kTM / 16, kK = kTM == 64 ? 1 : 2, kN = kWarps / kM / kK;
@@ -108,76 +109,6 @@ struct SmallArgs {
   PhaseSink phases;              // ffn_small_phases(), stamps on when set
   int m, c, hidden, kb;          // kb: a block's hidden rows in step 3 (4C / 8)
 };
-
-// The shared-memory address of 16-byte chunk `chunk` of row `row` in a box of 128-byte rows
-// swizzled by 128 bytes (chunk c of row r lands at c ^ (r % 8)), or of 64-byte rows swizzled by
-// 64 bytes (bits 7-8 of the offset, (r / 2) % 4 here, flip bits 4-5).
-__device__ __forceinline__ uint32_t at_128(uint32_t box, int row, int chunk) {
-  return box + row * 128 + ((chunk ^ (row & 7)) << 4);
-}
-__device__ __forceinline__ uint32_t at_64(uint32_t box, int row, int chunk) {
-  return box + row * 64 + ((chunk ^ ((row >> 1) & 3)) << 4);
-}
-
-// One warp's k16 step at k0: acc[MT][NT] += A (rows row0.., 16 MT of them) B (columns chunk0 x 8..,
-// 8 NT of them). a_at(row, kc) and b_at(k, chunk) give the shared-memory address of A's 16-byte
-// chunk kc (k / 8) of a row and of B's chunk `chunk` of row k. Fragments as in
-// kernels/tensor_gemm.cuh (ldmatrix x4 for A; x4.trans for two 8-column tiles of B).
-template <int MT, int NT, class AAt, class BAt>
-__device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], int k0, int row0, int chunk0,
-                                         const AAt& a_at, const BAt& b_at) {
-  const int lane = threadIdx.x & 31;
-  unsigned af[MT][4], bfr[NT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3])
-                 : "r"(a_at(row0 + mt * 16 + (lane & 15), k0 / 8 + (lane >> 4))));
-  }
-#pragma unroll
-  for (int nt = 0; nt < NT; nt += 2) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(bfr[nt][0]), "=r"(bfr[nt][1]), "=r"(bfr[nt + 1][0]), "=r"(bfr[nt + 1][1])
-                 : "r"(b_at(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, chunk0 + nt + (lane >> 4))));
-  }
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      float* d = acc[mt][nt];
-      asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-          : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]), "r"(bfr[nt][0]),
-            "r"(bfr[nt][1]));
-    }
-  }
-}
-
-// The sum of `count` float4s `stride` floats apart (partial sums in shared memory).
-__device__ __forceinline__ float4 sum_quads(const float* p, int count, int stride) {
-  float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int i = 0; i < count; ++i) {
-    const float4 v = *reinterpret_cast<const float4*>(p + i * stride);
-    s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-  }
-  return s;
-}
-// Four bf16 (8-byte aligned) as floats, and four floats rounded to bf16 into 8 bytes.
-__device__ __forceinline__ float4 load_bf16x4(const bf16* p) {
-  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p + 2));
-  return make_float4(lo.x, lo.y, hi.x, hi.y);
-}
-__device__ __forceinline__ void store_bf16x4(bf16* p, float4 v) {
-  union {
-    __nv_bfloat162 pair[2];
-    uint2 bits;
-  } out;
-  out.pair[0] = __floats2bfloat162_rn(v.x, v.y);
-  out.pair[1] = __floats2bfloat162_rn(v.z, v.w);
-  *reinterpret_cast<uint2*>(p) = out.bits;
-}
 
 // Step 1 for a block that owns units [unit0, unit0 + 32): h's slice into global memory.
 template <int kTM>
@@ -227,8 +158,7 @@ __device__ void up_slice(unsigned char* smem, const Layout<kTM>& lay, const Smal
 // started, and each block adds 1 once a run: thread 0 reads it at the start, see the kernel).
 // So there is no last block to reset it, and the add needs no answer: a reduction with release
 // semantics, then acquire loads. The block's h stores come first (the barrier orders them before
-// thread 0's release), and are fenced for TMA's reads. (The barrier takes ~1.9 us at 16 tokens,
-// the same as with the __threadfence and atomicAdd it replaced.)
+// thread 0's release), and are fenced for TMA's reads.
 __device__ void grid_barrier(const SmallArgs& a, unsigned long long target) {
   hopper::fence_async_global();
   __syncthreads();
@@ -297,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned rank = cluster::rank(), q = cluster::index();
   const int unit0 = int(blockIdx.x) * kUnits, col0 = int(q) * kCols;
   const bool has_units = unit0 < a.hidden;
-  PhaseMarks marks(a.phases);
+  BlockPhases<kDown + 1> marks(a.phases);
   unsigned long long count = 0;  // the grid barrier's count, read by thread 0 (see below)
   const int w2_boxes = (a.kb + kW2BoxRows - 1) / kW2BoxRows;
   auto issue_w2 = [&]() {
@@ -315,7 +245,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init_fence();  // a release at cluster scope: the arrival below publishes it
   }
   // Arrive now, wait once this block's own copies are on their way (below). Relaxed: a release
-  // here would also wait for this thread's outstanding copies (measured: +2 us).
+  // here would also wait for this thread's outstanding copies (docs/PERFORMANCE.md, lesson 8).
   cluster::arrive_started();
   // x is the same for every block: where every block of the cluster has hidden units, block r
   // asks for x's boxes r, r + 8, ... once from L2, multicast into all 8 (below, once their
@@ -334,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     // W1's bytes first: step 1 needs them, step 3 W2's only after the grid barrier (issued
-    // with W1's, they made step 1 wait: 8.70 against 8.58 us at 1 token, 11.36 / 10.91 at 64).
+    // with W1's, they made step 1 wait: docs/PERFORMANCE.md, lesson 8, "Tried and dropped").
     if (!has_units) issue_w2();
     // The grid barrier's count as this run started, give or take other blocks' arrivals of this
     // run (only they, and this block's own, can follow it): the barrier waits for the next

@@ -1,25 +1,31 @@
-// The FFN's level 2 on any GPU: ffn_fused_kernel, split over the hidden dimension.
-// One kernel; h = GELU(x W1 + b1) never leaves the SM. Block (s, t) owns hidden units
-// [s S, s S + S) and walks token chunks t, t + gridDim.y, ... of 64 tokens:
-//   1. up:    h[64 x S] = GELU(x[chunk] W1[:, slice] + b1[slice]) on our GEMM core
+// The FFN's level 2 on any GPU (the level table's last row: it runs where nothing else can):
+// ffn_fused_kernel, split over the hidden dimension.
+//
+// What changes against level 1 (two cuBLASLt GEMMs): one kernel, and h = GELU(x W1 + b1) never
+// leaves the SM. At 1-64 tokens an FFN is a weight-streaming problem (2 x C x 4C weights, 9.4 MB
+// in bf16 at C = 768, against 98 KB of x), so the work is cut where the weights are: H / S blocks
+// stream disjoint slices of W1 and W2, every SM pulls weights at once, and each weight is read
+// from HBM exactly once. The price is the reduction: each block holds a share of every output.
+//
+// Block (s, t) owns hidden units [s S, s S + S) and walks token chunks t, t + gridDim.y, ...:
+//   1. up:    h[kTM x S] = GELU(x[chunk] W1[:, slice] + b1[slice]) on our GEMM core
 //             (kernels/tensor_gemm.cuh): x and W1 tiles through a deep cp.async ring (128-byte
 //             K-tiles, 6 stages: ~40 KB of weights in flight per SM), h kept in shared memory,
 //             rounded to the lesson's precision as level 1's h would be;
-//   2. down:  its share of y, h[64 x S] W2[slice, :], 64 output columns at a time from W2's
+//   2. down:  its share of y, h[kTM x S] W2[slice, :], 64 output columns at a time from W2's
 //             slice (loaded into shared memory once, with the first tiles of step 1, when it
-//             fits), added to an fp32 accumulator in global memory with vector atomics (they
-//             resolve in L2); blocks start at different columns so they do not all add to the
-//             same addresses at once;
+//             fits): stored to its own place when the run is one chunk, else added to an fp32
+//             accumulator with vector atomics in L2 (blocks start at different columns so they
+//             do not all add to the same addresses at once);
 //   3. a grid-wide barrier (the launch is cooperative: every block is resident), then all blocks
-//      together write y = acc + b2 in the lesson's precision and leave acc at zero for the next
-//      run.
-// Why split H: at 1-64 tokens an FFN is a weight-streaming problem (C x 4C x 2 weights, 9.4 MB
-// in bf16 at C = 768, against 98 KB of x); H / S blocks stream disjoint slices of W1 and W2, so
-// every SM pulls weights at once, and each weight is read from HBM exactly once. The price is the
-// reduction: (H / S) x tokens x C fp32 additions into L2, which grows with the token count and
-// is why cuBLASLt's two GEMMs win at large token counts (see the teaching text).
-// Chunks of kTM = 64 tokens, or 16 at up to 16 tokens (the mma tiles are 16 rows: fewer padded
-// rows to multiply). Warps: 2 x 2 at 64 tokens; 1 x S/16 at 16.
+//      together write y = sum + b2 in the lesson's precision (and leave acc at zero).
+// Tiles: chunks of kTM = 64 tokens, or 16 at up to 16 tokens (the mma tiles are 16 rows: fewer
+// padded rows); S = 32 hidden units at up to 16 tokens (12 ring stages: a block's whole W1 slice
+// in flight at C = 768), 64 beyond; warps 2 x 2 at 64 tokens, 1 x S/16 at 16.
+// Budget at C = 768, bf16: the weights, 9.4 MB, are 3.1 us at 3 TB/s whatever the token count;
+// the shares of y are (4C / S) x M x C fp32 values: 4.7 MB at 16 tokens (S = 32), 9.4 MB at 64
+// (S = 64), as many bytes through L2 as the weights, and growing with the tokens. That is what
+// the cluster kernel (ffn_cluster.cu) cuts, and why cuBLASLt's two GEMMs win at many tokens.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -92,6 +98,116 @@ __device__ inline void grid_barrier(unsigned* barrier, unsigned seen) {
   __syncthreads();
 }
 
+// Step 2 for one warp's items: this slice's share of y, h[kTM x S] W2[slice, :], in warp items
+// of 16 tokens x 64 columns spread over all the block's warps, starting at a column that differs
+// between slices. Each share is stored to its own place in `partial` when the run is one chunk
+// (no two blocks write the same address), otherwise added into `acc` with atomics.
+template <typename T, int kTM, int kS>
+__device__ __forceinline__ void down_share(const FfnArgs<T>& a, const T* s_h, const T* w2_first,
+                                           int ld_w2, int first_tile, int tiles, int64_t slice,
+                                           int64_t m0) {
+  using Smem = FfnSmem<T, kTM, kS>;
+  constexpr int kWarps = FfnShape<kTM, kS>::kThreads / 32, kRowTiles = kTM / 16;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const bool pairs = a.c % 2 == 0;
+  for (int w_item = warp; w_item < kRowTiles * tiles; w_item += kWarps) {
+    const int mt = w_item % kRowTiles, t = w_item / kRowTiles;
+    const int tile = tiles == 1 ? first_tile : int((t + slice) % tiles);
+    const int n0 = tile * kFfnColumns;
+    float acc[1][8][4] = {};
+    tc::warp_multiply<T, 1, 8>(acc, s_h + mt * 16 * Smem::ld_h, Smem::ld_h,
+                               w2_first + (tile - first_tile) * kFfnColumns, ld_w2, kS);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
+        const int64_t n = n0 + nt * 8 + 2 * (lane & 3);
+        const float v0 = acc[0][nt][2 * half], v1 = acc[0][nt][2 * half + 1];
+        if (row >= a.m || n >= a.c) continue;
+        if (a.partial != nullptr) {
+          float* p = a.partial + (slice * a.m + row) * a.c + n;
+          if (pairs && n + 1 < a.c) {
+            *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+          } else {
+            p[0] = v0;
+            if (n + 1 < a.c) p[1] = v1;
+          }
+        } else {
+          add_pair(a.acc + row * a.c + n, v0, v1, n + 1 < a.c, pairs);
+        }
+      }
+    }
+  }
+}
+
+// Step 3 when the shares were stored (one chunk): a block takes 128 consecutive outputs at a
+// time: lane l owns outputs 4l .. 4l + 3 of them (16-byte loads, coalesced across the warp), warp
+// w sums slices w, w + 8, ..., and the 8 warps' sums meet in shared memory (s_sum: the ring,
+// free now), then y = sum + b2.
+template <typename T, int kThreads>
+__device__ __forceinline__ void y_from_partials(const FfnArgs<T>& a, int64_t slices, float* s_sum) {
+  constexpr int kWarps = kThreads / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t total = a.m * a.c, grid_blocks = int64_t(gridDim.x) * gridDim.y;
+  const bool vec4 = total % 4 == 0;
+  for (int64_t e_block = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * 128; e_block < total;
+       e_block += grid_blocks * 128) {
+    const int64_t e0 = e_block + 4 * lane;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (e0 < total) {
+#pragma unroll 4
+      for (int64_t sl = warp; sl < slices; sl += kWarps) {
+        const float* p = a.partial + sl * total + e0;
+        if (vec4) {
+          const float4 q = load_l2(reinterpret_cast<const float4*>(p));
+          v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+        } else {
+          v.x += load_l2(p);
+          if (e0 + 1 < total) v.y += load_l2(p + 1);
+          if (e0 + 2 < total) v.z += load_l2(p + 2);
+          if (e0 + 3 < total) v.w += load_l2(p + 3);
+        }
+      }
+    }
+    reinterpret_cast<float4*>(s_sum + warp * 128)[lane] = v;
+    __syncthreads();
+    if (threadIdx.x < 128 && e_block + threadIdx.x < total) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) sum += s_sum[w * 128 + threadIdx.x];
+      const int64_t e = e_block + threadIdx.x;
+      a.y[e] = Elem<T>::from_float(sum + Elem<T>::to_float(a.b2[e % a.c]));
+    }
+    __syncthreads();
+  }
+}
+
+// Step 3 after atomics: all blocks write y = acc + b2 and zero acc, 4 at a time.
+template <typename T, int kThreads>
+__device__ __forceinline__ void y_from_acc(const FfnArgs<T>& a) {
+  const int64_t total = a.m * a.c;
+  const int64_t thread = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t threads = int64_t(gridDim.x) * gridDim.y * kThreads;
+  for (int64_t i = thread * 4; i < total; i += threads * 4) {
+    if (a.c % 4 == 0) {
+      float4* p = reinterpret_cast<float4*>(a.acc + i);
+      const float4 v = load_l2(p);
+      const int64_t n = i % a.c;
+      a.y[i] = Elem<T>::from_float(v.x + Elem<T>::to_float(a.b2[n]));
+      a.y[i + 1] = Elem<T>::from_float(v.y + Elem<T>::to_float(a.b2[n + 1]));
+      a.y[i + 2] = Elem<T>::from_float(v.z + Elem<T>::to_float(a.b2[n + 2]));
+      a.y[i + 3] = Elem<T>::from_float(v.w + Elem<T>::to_float(a.b2[n + 3]));
+      store_l2(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    } else {
+      for (int64_t e = i; e < min(i + 4, total); ++e) {
+        a.y[e] = Elem<T>::from_float(load_l2(a.acc + e) + Elem<T>::to_float(a.b2[e % a.c]));
+        store_l2(a.acc + e, 0.0f);
+      }
+    }
+  }
+}
+
 template <typename T, int kTM, int kS, bool kVectorized, bool kW2Resident>
 __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(FfnArgs<T> a) {
   using Up = typename FfnShape<kTM, kS>::Up;
@@ -106,9 +222,6 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
   const int64_t slices = (a.hidden + kS - 1) / kS;
   const int64_t chunks = (a.m + kFfnTokens - 1) / kFfnTokens;
   const int column_tiles = (a.c + kFfnColumns - 1) / kFfnColumns;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int kWarps = kFfnThreads / 32, kRowTiles = kTM / 16;
-  const bool pairs = a.c % 2 == 0;
   // The barrier's generation can only move once every block has arrived, so it is read now,
   // off the critical path; b2's lines are fetched into L2 for step 3.
   const unsigned generation =
@@ -119,7 +232,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
   }
 
-  PhaseMarks marks(a.phases);
+  BlockPhases<kSplitY + 1> marks(a.phases);
   // Work items (hidden slice, token chunk), slice fastest; a grid of slices x chunks blocks when
   // it fits on the GPU, otherwise each block takes every gridDim-th item.
   const int64_t items = slices * chunks;
@@ -156,43 +269,9 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
       s_h[r * Smem::ld_h + col + 1] = Elem<T>::from_float(h1);
     });
     __syncthreads();
-    // 2. down: this slice's share of y, h W2[slice, :], in warp items of 16 tokens x 64
-    //    columns spread over all the block's warps, starting at a column that differs between
-    //    slices. Each share is stored to its own place in `partial` when the run is one chunk
-    //    (no two blocks write the same address), otherwise added into `acc` with atomics.
-    auto down = [&](int first_tile, int tiles, const T* w2_first) {
-      for (int w_item = warp; w_item < kRowTiles * tiles; w_item += kWarps) {
-        const int mt = w_item % kRowTiles, t = w_item / kRowTiles;
-        const int tile = tiles == 1 ? first_tile : int((t + slice) % tiles);
-        const int n0 = tile * kFfnColumns;
-        float acc[1][8][4] = {};
-        tc::warp_multiply<T, 1, 8>(acc, s_h + mt * 16 * Smem::ld_h, Smem::ld_h,
-                                   w2_first + (tile - first_tile) * kFfnColumns, ld_w2, kS);
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
-            const int64_t n = n0 + nt * 8 + 2 * (lane & 3);
-            const float v0 = acc[0][nt][2 * half], v1 = acc[0][nt][2 * half + 1];
-            if (row >= a.m || n >= a.c) continue;
-            if (a.partial != nullptr) {
-              float* p = a.partial + (slice * a.m + row) * a.c + n;
-              if (pairs && n + 1 < a.c) {
-                *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-              } else {
-                p[0] = v0;
-                if (n + 1 < a.c) p[1] = v1;
-              }
-            } else {
-              add_pair(a.acc + row * a.c + n, v0, v1, n + 1 < a.c, pairs);
-            }
-          }
-        }
-      }
-    };
+    // 2. down: this slice's share of y.
     if constexpr (kW2Resident) {
-      down(0, column_tiles, s_w2);
+      down_share<T, kTM, kS>(a, s_h, s_w2, ld_w2, 0, column_tiles, slice, m0);
     } else {
       for (int tile = 0; tile < column_tiles; ++tile) {  // W2's slice a tile at a time
         const int n0 = tile * kFfnColumns;
@@ -201,75 +280,21 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
         tc::async_commit();
         tc::async_wait<0>();
         __syncthreads();
-        down(tile, 1, s_w2);
+        down_share<T, kTM, kS>(a, s_h, s_w2, ld_w2, tile, 1, slice, m0);
         __syncthreads();  // s_w2 is refilled next
       }
     }
     __syncthreads();  // s_h (and s_w2, s_b1 for a new slice) are rewritten by the next item
   }
 
-  // 3. Every block's additions are in; all blocks write y = acc + b2 and zero acc, 4 at a time.
+  // 3. Every block's shares are in; all blocks write y = acc + b2 (and zero acc).
   marks.mark(kSplitItems);
   grid_barrier(a.barrier, generation);
   marks.mark(kSplitBarrier);
-  const int64_t total = a.m * a.c;
   if (a.partial != nullptr) {
-    // A block takes 128 consecutive outputs at a time: lane l owns outputs 4l .. 4l + 3 of them
-    // (16-byte loads, coalesced across the warp), warp w sums slices w, w + 8, ..., and the 8
-    // warps' sums meet in shared memory (the ring is free now).
-    float* s_sum = reinterpret_cast<float*>(smem);  // kWarps x 128
-    const bool vec4 = total % 4 == 0;
-    for (int64_t e_block = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * 128; e_block < total;
-         e_block += grid_blocks * 128) {
-      const int64_t e0 = e_block + 4 * lane;
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (e0 < total) {
-#pragma unroll 4
-        for (int64_t sl = warp; sl < slices; sl += kWarps) {
-          const float* p = a.partial + sl * total + e0;
-          if (vec4) {
-            const float4 q = load_l2(reinterpret_cast<const float4*>(p));
-            v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
-          } else {
-            v.x += load_l2(p);
-            if (e0 + 1 < total) v.y += load_l2(p + 1);
-            if (e0 + 2 < total) v.z += load_l2(p + 2);
-            if (e0 + 3 < total) v.w += load_l2(p + 3);
-          }
-        }
-      }
-      reinterpret_cast<float4*>(s_sum + warp * 128)[lane] = v;
-      __syncthreads();
-      if (threadIdx.x < 128 && e_block + threadIdx.x < total) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int w = 0; w < kWarps; ++w) sum += s_sum[w * 128 + threadIdx.x];
-        const int64_t e = e_block + threadIdx.x;
-        a.y[e] = Elem<T>::from_float(sum + Elem<T>::to_float(a.b2[e % a.c]));
-      }
-      __syncthreads();
-    }
-    marks.mark(kSplitY);
-    return;
-  }
-  const int64_t thread = (int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kFfnThreads + threadIdx.x;
-  const int64_t threads = int64_t(gridDim.x) * gridDim.y * kFfnThreads;
-  for (int64_t i = thread * 4; i < total; i += threads * 4) {
-    if (a.c % 4 == 0) {
-      float4* p = reinterpret_cast<float4*>(a.acc + i);
-      const float4 v = load_l2(p);
-      const int64_t n = i % a.c;
-      a.y[i] = Elem<T>::from_float(v.x + Elem<T>::to_float(a.b2[n]));
-      a.y[i + 1] = Elem<T>::from_float(v.y + Elem<T>::to_float(a.b2[n + 1]));
-      a.y[i + 2] = Elem<T>::from_float(v.z + Elem<T>::to_float(a.b2[n + 2]));
-      a.y[i + 3] = Elem<T>::from_float(v.w + Elem<T>::to_float(a.b2[n + 3]));
-      store_l2(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-    } else {
-      for (int64_t e = i; e < min(i + 4, total); ++e) {
-        a.y[e] = Elem<T>::from_float(load_l2(a.acc + e) + Elem<T>::to_float(a.b2[e % a.c]));
-        store_l2(a.acc + e, 0.0f);
-      }
-    }
+    y_from_partials<T, kFfnThreads>(a, slices, reinterpret_cast<float*>(smem));
+  } else {
+    y_from_acc<T, kFfnThreads>(a);
   }
   marks.mark(kSplitY);
 }

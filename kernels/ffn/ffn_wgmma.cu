@@ -1,25 +1,25 @@
-// The FFN's level 2 at hundreds to thousands of tokens on Hopper (sm_90a): y = GELU(x W1 + b1)
-// W2 + b2 as one persistent kernel of streamed wgmma tiles (kernels/wgmma_gemm.cuh), h passed
-// from the up tiles to the down tiles through a ring buffer in global memory.
+// The FFN's level 2 at hundreds to thousands of tokens on Hopper (sm_90a, bf16): y = GELU(x W1 +
+// b1) W2 + b2 as one persistent kernel of streamed wgmma tiles (kernels/wgmma_gemm.cuh), h
+// passed from the up tiles to the down tiles through a ring buffer in global memory.
 //
-// Why not in shared memory: at many tokens a block would need its rows' whole 4C-wide h, or its
-// share of y summed across blocks (what the split-hidden kernel does, kernels/ffn/ffn_split.cu: 3.3
-// ms at 16K tokens, its atomics grow with the tokens). Here h goes one level out: a ring of kRing
-// row blocks of 128 tokens x 4C (50 MB at C = 768), each read back by its down tiles soon after it
-// was written. What that buys, measured (docs/PERFORMANCE.md): each GEMM runs at tile
-// efficiency in one launch. What it does not: the counters show L2 writing h back to HBM all the
-// same (126 MB written at 16K tokens, as much as level 1's h; a ring of 24 row blocks, 19 MB,
-// still wrote 109 MB and ran 11% slower). At many tokens this rung saves a launch, not bytes.
+// What changes against the small-token kernels (ffn_small.cu, ffn_split.cu): they split the
+// hidden units across blocks, so every block holds a share of every output, and those shares
+// grow with the tokens. At many tokens the FFN is two large GEMMs, not a weight stream, so this
+// kernel is cut like a GEMM: output tiles of both GEMMs, each computed whole by one block. h
+// then has to go one level out: a ring of kRing row blocks of 128 tokens x 4C (50 MB at C =
+// 768), each read back by its down tiles soon after it was written, in the hope that L2 keeps
+// it. What this rung saves is a launch and the gap between two GEMMs; the counters show that L2
+// writes h back to HBM all the same (docs/PERFORMANCE.md, lesson 8).
 //
 //   x  --TMA--> up tile:   h[128 x 256] = GELU(x W1 + b1)  --st.global--> ring
 //   h  --TMA--> down tile: y[128 x 256] = h W2 + b2        --st.global--> y (HBM)
 //
-//   * Tiles (kernels/ffn/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles (12
-//     at C = 768, K = C) and D = C / 256 down tiles (3, K = 4C). The list interleaves them: step
-//     s holds the up tiles of row block s and then the down tiles of row block s - kLag, so a
-//     row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600 tiles
-//     later, against 132 blocks at work at once: the best of lags 4-80 and rings 8-96 measured).
-//     Persistent blocks, one per SM, take every gridDim-th tile.
+//   * Tiles (kernels/ffn/ffn_schedule.h): row block rb (128 tokens) has U = 4C / 256 up tiles
+//     (12 at C = 768, K = C) and D = C / 256 down tiles (3, K = 4C). The list interleaves them:
+//     step s holds the up tiles of row block s and then the down tiles of row block s - kLag, so
+//     a row block's down tiles come several waves of blocks after its up tiles (kLag x 15 = 600
+//     tiles later, against 132 blocks at work at once). Persistent blocks, one per SM, take
+//     every gridDim-th tile.
 //   * Order between tiles, through two counters per row block in global memory: a down tile's
 //     producer waits until up_done[rb] = U before its TMA reads h; an up tile waits until the
 //     down tiles of the row block that last used its ring slot (rb - kRing) are done before h is
@@ -30,10 +30,9 @@
 //
 // Budget at 16K tokens, C = 768: 2 x 2 M C 4C = 155 GFLOP (157 us at 989 TFLOP/s); HBM, textbook:
 // x 25 MB + W1, W2 9.4 MB + y 25 MB = 60 MB (20 us at 3.06 TB/s); h: 100 MB written and read back
-// by 3 down-tile columns (400 MB of L2 reads), and written back to HBM by L2 as measured above.
-// Measured at 16K: 321 us, ~480 TFLOP/s (381-384 us before each tile's bias was loaded ahead of
-// its multiplies); at 1K tokens 54 us, the critical path of one up tile and one down tile
-// (K = 3072 on one SM): a split K for the down tiles is what would help.
+// by 3 down-tile columns (400 MB of L2 reads), and written back to HBM by L2 (another 100 MB,
+// 33 us, if it all goes). At 1K tokens the critical path is one up tile and one down tile (K =
+// 3072) on one SM: a split K for the down tiles is what would help there.
 #include "kernels/ffn/ffn_wgmma.h"
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/ffn_schedule.h"
 #include "kernels/hopper.cuh"
+#include "kernels/phases.cuh"
 #include "kernels/wgmma_gemm.cuh"
 
 namespace fl {
@@ -60,7 +60,8 @@ struct FfnWgmmaArgs {
   unsigned *up_done, *down_done;  // per row block
   int64_t m;
   int c, hidden, row_blocks;
-  int lag, ring;  // kLag and kRing
+  int lag, ring;     // kLag and kRing
+  PhaseSink phases;  // ffn_wgmma_phases(), one record per tile; stamps on when set
 };
 
 using ffn_schedule::Tile;
@@ -90,55 +91,22 @@ __device__ void produce(const wg::Ring& ring, const FfnWgmmaArgs& a, const CUten
   }
 }
 
-// The tile's bias (b2 for a down tile, b1 for an up tile) for this thread's 32 column pairs
-// (8 j + 2 (lane % 4) in hopper::for_each_piece), loaded before the multiplies so that their
-// latency hides behind them. Loaded in the epilogue, each load waited behind the previous pair's
-// stores (the compiler cannot move a load of b above a store to y or h): Nsight Compute showed the
-// consumers stalled on L1TEX for 34% of their cycles at 16K tokens.
-__device__ void load_bias(const Tile& t, const FfnWgmmaArgs& a, __nv_bfloat162 (&bias)[32]) {
-  const bf16* b = t.down ? a.b2 : a.b1;
-  const int n = t.down ? a.c : a.hidden, col0 = t.nt * wg::kBN + 2 * (threadIdx.x % 4);
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    const int col = col0 + 8 * j;
-    bias[j] = col < n ? *reinterpret_cast<const __nv_bfloat162*>(b + col)
-                      : __floats2bfloat162_rn(0.0f, 0.0f);
-  }
-}
-
-// A tile's epilogue: y = acc + b2 (down), or h = GELU(acc + b1) into the ring's slot, rounded to
-// bf16 as level 1's h is (up); 16 bytes of a row a store (c and hidden are multiples of 8).
+// A tile's epilogue (kernels/wgmma_gemm.cuh): y = acc + b2 (down), or h = GELU(acc + b1) into
+// the ring's slot, rounded to bf16 as level 1's h is (up). Consumer warpgroup `group` holds rows
+// [64 group, 64 group + 64) of the tile and all its 256 columns.
 __device__ void store_tile(const Tile& t, const float (&acc)[128], const __nv_bfloat162 (&bias)[32],
-                           int c, const FfnWgmmaArgs& a, int down) {
+                           int group, const FfnWgmmaArgs& a, int down) {
   const int col0 = t.nt * wg::kBN;
   if (t.down) {
-    hopper::for_each_piece(
-        acc,
-        [&](int j, float v0, float v1) {
-          const float2 b = __bfloat1622float2(bias[j]);
-          return __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
-        },
-        [&](int r, int col, uint4 piece) {
-          const int64_t row = int64_t(t.rb) * wg::kBM + 64 * c + r;
-          if (row < a.m && col0 + col < a.c) {
-            *reinterpret_cast<uint4*>(a.y + row * a.c + col0 + col) = piece;
-          }
-        });
+    const int64_t row0 = int64_t(t.rb) * wg::kBM + 64 * group;
+    wg::store_tile(acc, bias, a.y + row0 * a.c + col0, a.c, a.m - row0, a.c - col0,
+                   [](float v) { return v; });
     return;
   }
   if (t.rb >= a.ring) wait_count(&a.down_done[t.rb - a.ring], down);  // the slot's last reader
-  bf16* h = a.h + int64_t(t.rb % a.ring) * wg::kBM * a.hidden;
-  hopper::for_each_piece(
-      acc,
-      [&](int j, float v0, float v1) {
-        const float2 b = __bfloat1622float2(bias[j]);
-        return __floats2bfloat162_rn(gelu_tanh_fast(v0 + b.x), gelu_tanh_fast(v1 + b.y));
-      },
-      [&](int r, int col, uint4 piece) {
-        if (col0 + col < a.hidden) {
-          *reinterpret_cast<uint4*>(h + int64_t(64 * c + r) * a.hidden + col0 + col) = piece;
-        }
-      });
+  const int64_t ring_row0 = int64_t(t.rb % a.ring) * wg::kBM + 64 * group;
+  wg::store_tile(acc, bias, a.h + ring_row0 * a.hidden + col0, a.hidden, 64, a.hidden - col0,
+                 [](float v) { return gelu_tanh_fast(v); });
 }
 
 // After a tile's stores: every consumer thread fences, they meet, and one thread counts the tile
@@ -158,6 +126,11 @@ __device__ void publish(const Tile& t, const FfnWgmmaArgs& a, int up, int down) 
   }
 }
 
+// Whether thread 0 stamps tile p: stamps on and the tile's record within the sink.
+__device__ __forceinline__ bool stamps(const PhaseSink& sink, int p) {
+  return sink.records != nullptr && threadIdx.x == 0 && unsigned(p) < sink.capacity;
+}
+
 __global__ void __launch_bounds__(wg::kThreads, 1)
     ffn_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                      const __grid_constant__ CUtensorMap w1_map,
@@ -175,16 +148,27 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
   const int up = (a.hidden + wg::kBN - 1) / wg::kBN, down = (a.c + wg::kBN - 1) / wg::kBN;
   const int tiles = a.row_blocks * (up + down);
   const int k_up = (a.c + wg::kBK - 1) / wg::kBK, k_down = (a.hidden + wg::kBK - 1) / wg::kBK;
-  const int c = threadIdx.x / 128;
+  const int group = threadIdx.x / 128;  // the consumer warpgroup
   wg::Cursor at;
   for (int p = blockIdx.x; p < tiles; p += gridDim.x) {
     const Tile t = tile_at(p, a.row_blocks, up, down, a.lag);
+    // Stamps (thread 0): the tile's record is written when its first slot is full (the
+    // barrier's wait only tests the phase: the multiplies wait on it again), its end once the
+    // tile is published; nothing of it stays in registers across the tile.
+    if (stamps(a.phases, p)) {
+      const uint64_t started = phase_clock();
+      hopper::wait(&ring.full[at.slot], at.phase);
+      const uint64_t landed = phase_clock();
+      phase_record_at(a.phases, static_cast<unsigned>(p), t.down ? 1 : 0, landed, landed,
+                      static_cast<uint32_t>(p), static_cast<uint32_t>(landed - started));
+    }
     float acc[128];
-    __nv_bfloat162 bias[32];
-    load_bias(t, a, bias);
-    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, c);
-    store_tile(t, acc, bias, c, a, down);
+    __nv_bfloat162 bias[32];  // the tile's b1 or b2, loaded ahead of its multiplies
+    wg::load_bias(t.down ? a.b2 : a.b1, t.down ? a.c : a.hidden, t.nt * wg::kBN, bias);
+    wg::consume_tile(ring, at, acc, t.down ? k_down : k_up, group);
+    store_tile(t, acc, bias, group, a, down);
     publish(t, a, up, down);
+    if (stamps(a.phases, p)) a.phases.records[p].end_ns = phase_clock();
   }
 #endif
 }
@@ -241,7 +225,8 @@ Status try_ffn_wgmma(const FfnWgmmaBuffers& b, int64_t m, int c, int hidden, int
                     b.counters, b.counters + row_blocks,
                     m,          c,
                     hidden,     static_cast<int>(row_blocks),
-                    kLag,       kRing};
+                    kLag,       kRing,
+                    b.phases};
   // Cooperative: every block is resident, which the tiles' waits on each other need.
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(per_sm) * sms));
   void* params[] = {&x_map, &w1_map, &h_map, &w2_map, &args};

@@ -6,8 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "kernels/hopper.cuh"  // kWgmmaBuild
+#include "kernels/phases.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -19,7 +22,17 @@ struct FfnWgmmaBuffers {
   const __nv_bfloat16 *x, *w1, *b1, *w2, *b2;
   __nv_bfloat16 *y, *h_ring;
   unsigned* counters;
+  PhaseSink phases;  // stamps on when phases.records is set (kernels/phases.h)
 };
+
+// The phases the kernel declares: one record per tile, from a consumer's view (phase: the tile's
+// kind; arg: its place in the tile list; wait_ns: from the tile's start until its first operands
+// had landed, which for a down tile includes the wait for its row block's h).
+inline const std::vector<std::string>& ffn_wgmma_phases() {
+  static const std::vector<std::string> names = {"up tile: h = GELU(x W1 + b1) into the ring",
+                                                 "down tile: y = h W2 + b2"};
+  return names;
+}
 
 // The ring's rows at m tokens: kRing row blocks of 128, or as many as there are (a row block's
 // slot is its index modulo kRing, so fewer row blocks use fewer slots).

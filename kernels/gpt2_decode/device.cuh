@@ -1,9 +1,9 @@
 // What every gpt2_decode kernel shares (model.h has the shapes): the step's buffers, LayerNorm
 // of the t rows into shared memory, one slice of a matrix-vector product with the weights read
-// in 16-byte rows, the decode-attention split and the combine of the splits' partial sums, and
-// programmatic dependent launch. The per-op chain (level 0), the fused kernels (levels 1-3) and
-// the megakernel's tasks (level 4) are built from these, so every level computes the same sums
-// in the same order.
+// in 16-byte rows, and programmatic dependent launch (ops.cuh: the block's four matrix ops and
+// the combine of the attention splits; attention.cuh: the decode-attention split). The per-op
+// chain (level 0), the fused kernels (levels 1-3) and the megakernel's tasks (level 4) are built
+// from these, so every level computes the same sums in the same order.
 //
 // Activations are fp32 (t x 3072 floats at most); anything a kernel reads that another block of
 // the same launch may have written (the megakernel) is read with ld.global.cg, from L2, so no
@@ -93,15 +93,6 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {
   return layer == 0 ? a.x_in : a.x_mlp != nullptr ? a.x_mlp : a.x;
 }
-
-// Where a product finds its small parameters: in the weights (global memory) by default; the
-// megakernel copies them into shared memory with the task's weights, while it waits.
-struct SmallParams {
-  const bf16* gamma = nullptr;  // LayerNorm's gamma, then beta (C each)
-  const bf16* bias = nullptr;   // bias rows [first, first + count)
-  const bf16* bias2 = nullptr;  // proj: b_out rows [first, first + count)
-  int first = 0;
-};
 
 // ---- small pieces ---------------------------------------------------------------------------
 
@@ -278,136 +269,6 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     }
   }
 }
-
-// ---- the four matrix ops of a block -----------------------------------------------------------
-// Each names its matrix (weights), its input length K and output rows N, its prologue and its
-// epilogue; the fused kernels and the megakernel's tasks run them through linear_slice.
-
-// A product's bias for output row n, and its LayerNorm's gamma (beta follows at + C).
-__device__ __forceinline__ float bias_of(const DecodeArgs& a, int layer, const SmallParams& p,
-                                         int64_t at, int n) {
-  return to_f(p.bias != nullptr ? p.bias[n - p.first] : layer_weights(a, layer)[at + n]);
-}
-__device__ __forceinline__ const bf16* gamma_of(const DecodeArgs& a, int layer,
-                                                const SmallParams& p, int64_t at) {
-  return p.gamma != nullptr ? p.gamma : layer_weights(a, layer) + at;
-}
-
-struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
-  static constexpr int kK = kC, kN = 3 * kC;
-  DecodeArgs a;
-  int layer;
-  SmallParams p{};
-  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
-  __device__ void prologue(int j0, int tc, float* act) const {
-    const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
-    layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act);
-  }
-  __device__ void epilogue(int j, int n, float sum) const {
-    const float v = sum + bias_of(a, layer, p, LayerLayout::b_qkv, n);
-    if (n < kC) {
-      a.q[j * kC + n] = v * 0.125f;  // 1 / sqrt(64)
-      return;
-    }
-    const int c = n % kC, head = c / kHeadDim, d = c % kHeadDim;
-    bf16* cache = n < 2 * kC ? a.k_cache : a.v_cache;
-    const int64_t at = (int64_t(layer) * kHeads + head) * a.positions() + a.cache + j;
-    cache[at * kHeadDim + d] = __float2bfloat16_rn(v);
-  }
-};
-
-// Attention's output for token rows [j0, j0 + tc): each head's splits combined (the split with
-// the largest max sets the scale; a split that saw no key has sum 0 and adds nothing). Lane p
-// holds split p's max and sum (at most 32 splits), so every load of an item is issued at once.
-__device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float* act) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int item = warp; item < tc * kHeads; item += kWarps) {
-    const int jj = item / kHeads, head = item % kHeads;
-    const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * a.splits * kPartStride;
-    float mp = -INFINITY, lp = 0.f;
-    if (lane < a.splits) {
-      mp = ld_cg(part + lane * kPartStride + 64);
-      lp = ld_cg(part + lane * kPartStride + 65);
-    }
-    const float m = warp_max(mp);
-    const float wp = lp > 0.f ? __expf(mp - m) : 0.f;
-    const float l = warp_sum(wp * lp);
-    float2 o = make_float2(0.f, 0.f);
-#pragma unroll 4
-    for (int p = 0; p < a.splits; ++p) {
-      const float2 op = ld_cg(reinterpret_cast<const float2*>(part + p * kPartStride) + lane);
-      const float w = __shfl_sync(0xffffffffu, wp, p);
-      o.x += w * op.x;
-      o.y += w * op.y;
-    }
-    act[jj * kC + head * kHeadDim + 2 * lane] = o.x / l;
-    act[jj * kC + head * kHeadDim + 2 * lane + 1] = o.y / l;
-  }
-}
-
-struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp = x + bout)
-  static constexpr int kK = kC, kN = kC;
-  DecodeArgs a;
-  int layer;
-  SmallParams p{};
-  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
-  __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
-  __device__ void epilogue(int j, int n, float sum) const {
-    const float b = bias_of(a, layer, p, LayerLayout::b_proj, n);
-    const float x = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
-    a.x[j * kC + n] = x;
-    if (a.x_mlp != nullptr) {
-      const float b_out = to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
-                                                  : layer_weights(a, layer)[LayerLayout::b_out + n]);
-      a.x_mlp[j * kC + n] = x + b_out;
-    }
-  }
-};
-
-struct FcOp {  // h = GELU(LN2(x) Wfc + bfc)
-  static constexpr int kK = kC, kN = kF;
-  DecodeArgs a;
-  int layer;
-  SmallParams p{};
-  // The megakernel's MLP slice keeps its h in shared memory: h_slice[(n - p.first) * t + j].
-  float* h_slice = nullptr;
-  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_fc; }
-  __device__ void prologue(int j0, int tc, float* act) const {
-    const bf16* g = gamma_of(a, layer, p, LayerLayout::ln2_g);
-    layernorm_rows(a.x, g, g + kC, j0, tc, act);
-  }
-  __device__ void epilogue(int j, int n, float sum) const {
-    const float h = gelu(sum + bias_of(a, layer, p, LayerLayout::b_fc, n));
-    if (h_slice != nullptr)
-      h_slice[(n - p.first) * a.tokens + j] = h;
-    else
-      a.h[j * kF + n] = h;
-  }
-};
-
-struct OutOp {  // x = x + h Wout + bout
-  static constexpr int kK = kF, kN = kC;
-  DecodeArgs a;
-  int layer;
-  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_out; }
-  __device__ void prologue(int j0, int tc, float* act) const {
-    const float4* src = reinterpret_cast<const float4*>(a.h + int64_t(j0) * kF);
-    float4* dst = reinterpret_cast<float4*>(act);
-    constexpr int kPerRow = kF / 4 / kThreads;  // 3 float4 a thread a token, loaded together
-    for (int jj = 0; jj < tc; ++jj) {
-      float4 v[kPerRow];
-#pragma unroll
-      for (int u = 0; u < kPerRow; ++u)
-        v[u] = ld_cg(src + jj * (kF / 4) + u * kThreads + threadIdx.x);
-#pragma unroll
-      for (int u = 0; u < kPerRow; ++u) dst[jj * (kF / 4) + u * kThreads + threadIdx.x] = v[u];
-    }
-  }
-  __device__ void epilogue(int j, int n, float sum) const {
-    const float b = to_f(layer_weights(a, layer)[LayerLayout::b_out + n]);
-    a.x[j * kC + n] = ld_cg(a.x + j * kC + n) + sum + b;
-  }
-};
 
 }  // namespace gpt2
 }  // namespace fl

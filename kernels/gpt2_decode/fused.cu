@@ -19,6 +19,7 @@
 // cost: the small products are dominated by their boundaries.
 #include "kernels/cuda_check.h"
 #include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/ops.cuh"
 #include "kernels/gpt2_decode/launch.h"
 
 namespace fl {

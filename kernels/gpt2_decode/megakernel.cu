@@ -27,6 +27,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/ops.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
 
@@ -264,8 +265,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::final_norm:
-      layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens,
-                     a.y);
+      layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
       break;
   }
 }

@@ -66,9 +66,9 @@ constexpr Stage kStages[kStagesPerLayer] = {{TaskKind::qkv, 3 * kC, kC, 2},
 // keeps its Wout columns too where the even share fits).
 int slice_rows(const Stage& stage, int blocks, int buffer_bytes) {
   const int row_bytes = stage.k * 2;  // bf16
-  const int fit = std::max(
-      stage.step,
-      std::min(kMaxSliceRows, (buffer_bytes - kExtrasBytes) / row_bytes) / stage.step * stage.step);
+  const int fit =
+      std::max(stage.step, std::min(kMaxSliceRows, (buffer_bytes - kExtrasBytes) / row_bytes) /
+                               stage.step * stage.step);
   const int share = (stage.rows + blocks - 1) / blocks;
   return std::min(fit, (share + stage.step - 1) / stage.step * stage.step);
 }

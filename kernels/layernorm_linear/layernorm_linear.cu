@@ -1,25 +1,33 @@
 // Lesson 6, layernorm_linear: y = LN(x) W + b, x of tokens x C, W of C x 3C, b of 3C (GPT-2's
-// ln_1 followed by the attention block's QKV projection, c_attn).
+// ln_1 followed by the attention block's QKV projection, c_attn). This file holds the CPU
+// reference, the workspace, the level table and the table's dispatch for other lessons
+// (kernels/layernorm_linear.h); level 2's kernels have a file each, beside it.
 //
-// The ladder: unfused is three kernels (layernorm writes xn = LN(x), lesson 4's one-kernel
-// LayerNorm; a cuBLASLt GEMM writes t = xn W; add_bias writes y = t + b: xn and t round-trip
-// through HBM); level 1 is the LayerNorm and then one cuBLASLt GEMM with the bias epilogue (t
-// never exists); level 2 is one kernel of ours on tensor cores (kernels/tensor_gemm.cuh): the
-// rows' mean and 1/std are computed on chip, x is normalized as it lands in shared memory (the
-// GEMM's prologue) and the bias is added as y is stored (the epilogue): xn never exists, and
-// there is one launch instead of two. Three data paths for level 2, by token count, each
-// explained where it is written:
-//   up to 16 tokens:  the panel kernel (a block owns a column slice and all of K);
-//   17 to 96 tokens:  on Hopper (bf16) the cluster kernel (a cluster of blocks splits K and
-//                     adds its partial sums in distributed shared memory), elsewhere the panel
-//                     kernel (up to 256 tokens);
-//   more tokens:      on Hopper built for sm_90a (bf16) the wgmma kernel (a 64-row x panel
-//                     normalized once in shared memory, W streamed past it by TMA:
-//                     ln_wgmma.cu), elsewhere the tile kernel (BM x BN output
-//                     tiles, K streamed through a ring).
-// At a few tokens the GEMM streams W (3.5 MB at C = 768 in bf16) and what counts is how many SMs
-// pull it at once and how few steps follow its arrival; at many tokens it is the tensor cores'
-// arithmetic. The level table below has every launch's bytes.
+// The ladder:
+//   level 0, unfused:  three kernels: layernorm writes xn = LN(x) (lesson 4's one-kernel
+//                      LayerNorm), a cuBLASLt GEMM writes t = xn W, add_bias writes y = t + b:
+//                      xn and t round-trip through HBM;
+//   level 1, epilogue: the LayerNorm, then one cuBLASLt GEMM with the bias epilogue: t never
+//                      exists;
+//   level 2, prologue: one kernel of ours on tensor cores: the rows' mean and 1/std computed on
+//                      chip, x normalized in shared memory (the GEMM's prologue), the bias added
+//                      as y is stored (the epilogue): xn never exists, one launch instead of
+//                      two. Which kernel runs is the level table's choice (its variant rows,
+//                      below), by token count, precision and GPU; in the order a reader meets
+//                      them, each file saying what it changes against the one before:
+//     ln_tile.cu       any GPU, any shape: BM x BN output tiles, K streamed through a cp.async
+//                      ring, each x tile normalized as it lands;
+//     ln_panel.cu      up to 256 tokens (picked at up to 16 on Hopper): a block owns a column
+//                      slice of W and all of K, its x panel normalized once in shared memory;
+//     ln_cluster.cu    sm_90 bf16, up to 256 tokens (picked at 17-96): a cluster of blocks
+//                      splits K, partial moments and products meet in distributed shared memory;
+//     ln_wgmma.cu      sm_90a bf16, picked beyond 96 tokens: a 64-row x panel normalized once,
+//                      W streamed past it by TMA into wgmma tiles.
+// The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
+// (2 x M x C x b). At a few tokens W dominates (3.5 MB in bf16 at C = 768, 1.2 us at 3 TB/s): the
+// limit is 1.0x and what level 2 can win is a launch, plus how many SMs pull W at once and how
+// few steps follow its arrival; at 16K tokens the limit is 2.9x (xn is 25 MB each way), and the
+// time is the tensor cores' arithmetic. The level table below has every launch's bytes.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -50,6 +58,7 @@ using layernorm_linear::launch_ln_panel;
 using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
 using layernorm_linear::ln_panel_phases;
+using layernorm_linear::ln_tile_phases;
 using layernorm_linear::LnArgs;
 using layernorm_linear::panel_shape_check;
 
@@ -223,7 +232,9 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "lands (any GPU, any shape)",
        "ln_gemm_bias_kernel",
        {},
-       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_tile<T>, nullptr, s); }},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_tile<T>, &ln_tile_phases(), s); },
+       {},
+       ln_tile_phases()},
   };
 }
 

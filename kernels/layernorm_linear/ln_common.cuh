@@ -27,17 +27,25 @@ struct LnArgs {
   T* y;
   int64_t m;
   int k, n;
-  PhaseSink phases;  // stamps on when set: ln_cluster_phases() or ln_panel_phases()
+  PhaseSink phases;  // stamps on when set: ln_cluster_phases(), ln_panel_phases() or
+                     // ln_tile_phases()
 };
 
-// The phases each block of the cluster and panel kernels records, in the order of their `phase`
-// index (kernels/phases.h).
+// The phases each block of the cluster, panel and tile kernels records, in the order of their
+// `phase` index (kernels/phases.h).
 enum ClusterPhase : unsigned { kClusterIn, kClusterStats, kClusterNormalize, kClusterMultiply };
 enum PanelPhase : unsigned { kPanelIn, kPanelNormalize, kPanelMultiply, kPanelStore };
+enum TilePhase : unsigned { kTileStatistics, kTileMainLoop, kTileStore };
 inline const std::vector<std::string>& ln_cluster_phases() {
   static const std::vector<std::string> names = {"x, gamma and beta in", "row statistics",
                                                  "normalize rows, W slice in",
                                                  "multiplies and partial sums in the cluster"};
+  return names;
+}
+inline const std::vector<std::string>& ln_tile_phases() {
+  static const std::vector<std::string> names = {
+      "first tiles asked for; row statistics, gamma and beta in",
+      "K loop: x tiles normalized as they land, multiplies", "bias and stores of y"};
   return names;
 }
 inline const std::vector<std::string>& ln_panel_phases() {

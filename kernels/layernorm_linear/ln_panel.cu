@@ -1,17 +1,26 @@
 // The LayerNorm-Linear's level 2 at up to 256 tokens on any GPU: ln_gemm_panel_kernel.
-// The panel kernel: block (j, i) computes y[64 i .. 64 i + 64, j bn .. j bn + bn) over all of
-// K = C, with no split of K and so no exchange between blocks:
-//   1. copy:      the row chunk's whole x panel (64 x C) and W's column slice (C x bn: the block's
-//                 share of the weights, read from HBM once in all) into shared memory, all in
-//                 flight at once; gamma and beta meanwhile;
+//
+// What changes against the tile kernel (ln_tile.cu): at a few tokens the tile kernel's blocks
+// each take a BM x BN tile and walk K through a ring: few blocks, each streaming W in short
+// pieces with a few stages in flight, and every block computes its rows' statistics again. Here
+// a block owns a column slice of W and all of K: the slice (C x bn, the block's share of the
+// weights, read from HBM once in all) and the row chunk's whole x panel are asked for at once,
+// and the slice is as narrow as it takes for every SM to have one block.
+// Block (j, i) computes y[64 i .. 64 i + 64, j bn .. j bn + bn) over all of K = C, with no split
+// of K and so no exchange between blocks:
+//   1. copy:      the row chunk's x panel (64 x C) and W's column slice into shared memory, all
+//                 in flight at once; gamma and beta meanwhile;
 //   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
 //                 memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
 //                 splits' partial sums added through shared memory, b added, y stored.
-// The price of not splitting K: every block of a row chunk reads its x panel (from L2) and
-// normalizes it, (N / bn) times in all. The phases are few and block-local: at a few tokens the
-// kernel's time is the weights' arrival plus a few hundred cycles.
+// Tiles: 64-row chunks, bn = 16-64 columns (the narrowest whose blocks fit one to an SM: 72
+// blocks of 32 columns at C = 768), 512 threads.
+// Budget at C = 768, bf16, 16 tokens: W, 3.5 MB, read once (1.2 us at 3 TB/s), 48 KB a block;
+// the phases after it are block-local: a few hundred cycles of statistics and multiplies. The
+// price of not splitting K: every block of a row chunk reads its x panel (from L2) and
+// normalizes it, N / bn times in all: why the cluster kernel takes over at a few tens of tokens.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -58,7 +67,8 @@ __global__ void __launch_bounds__(kPanelThreads)
   T* ws = reinterpret_cast<T*>(smem + plan.w_offset());
   float2* stats = reinterpret_cast<float2*>(smem + plan.stats_offset());  // (mean, rstd)
   // gamma and beta as T, read 16 bytes (one chunk's worth) at a time: as float2 per element the
-  // lanes of a warp, 8 elements apart, hit 2 banks (16-way conflicts; measured 3x slower).
+  // lanes of a warp, 8 elements apart, hit 2 banks (16-way conflicts:
+  // docs/PERFORMANCE.md, lesson 6, has what that cost).
   T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());
   T* beta_s = gamma_s + plan.k;
   float* red = reinterpret_cast<float*>(smem + plan.red_offset());  // [warp][lane][8]
@@ -67,7 +77,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  PhaseMarks marks(a.phases);
+  BlockPhases<kPanelStore + 1> marks(a.phases);
 
   // 1. copy: x's panel first (its own commit group), then W's slice.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
@@ -158,8 +168,8 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
     if (per_sm < 1) continue;
     *plan = p;
     *ok = true;
-    // One block per SM (a second block on an SM halves its share of the bandwidth: measured
-    // 8.5 us at bn = 16 against 7.2 at 32, 4 tokens).
+    // One block per SM (a second block on an SM halves its share of the bandwidth;
+    // docs/PERFORMANCE.md, lesson 6).
     if (chunks * ((a.n + p.bn - 1) / p.bn) <= sms) break;
   }
   return Status::Ok();

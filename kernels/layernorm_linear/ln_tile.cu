@@ -1,5 +1,9 @@
-// The LayerNorm-Linear's level 2 on any GPU at any shape: ln_gemm_bias_kernel, the tile kernel.
-// One kernel on our tensor-core core (kernels/tensor_gemm.cuh). A block owns a BM x BN tile of y:
+// The LayerNorm-Linear's level 2 on any GPU at any shape (the level table's last row: it runs
+// where nothing else can, fp32 at many tokens included): ln_gemm_bias_kernel, the tile kernel.
+//
+// What changes against level 1 (lesson 4's LayerNorm kernel, then a cuBLASLt GEMM with the bias
+// epilogue): one kernel on our tensor-core core (kernels/tensor_gemm.cuh); the LayerNorm moves
+// into the GEMM's prologue, so xn never exists in HBM. A block owns a BM x BN tile of y:
 //   1. prologue: the warps compute the mean and 1/std of the block's BM rows of x (all rows'
 //      loads in flight at once; per-lane moments merged with Chan's formula), into shared memory,
 //      while the first K-tiles are already on their way;
@@ -7,16 +11,15 @@
 //      each thread normalizes the chunks it copied, in place, (x - mean) * rstd * gamma + beta,
 //      rounded to the lesson's precision as level 0's xn would be; then the warps multiply;
 //   3. epilogue: y = acc + b, one rounding, stored straight from the accumulators.
-// xn never exists in HBM. The price: each block reads its x rows once more for the statistics
-// (from L2: the main loop reads the same rows), N / BN times over the whole GEMM.
-// Tiles, by token count, where the tile kernel runs (at few tokens only where the panel and
-// cluster kernels cannot: shapes whose rows are not 16-byte multiples, or fp32 panels too large
-// for shared memory):
+// Tiles, by token count:
 //   up to 16 tokens: 16 x 32 with 2 multiplying warps of 8, 128-byte K-tiles, 8 stages (28 KB of
 //                    W in flight per block, 72 blocks at C = 768);
 //   fewer 128 x 128 tiles than SMs: 64 x 32 with 4 multiplying warps of 8, 128-byte K-tiles,
 //                    6 stages;
 //   otherwise:       128 x 128 with 8 warps (64 x 32 each), 64-byte K-tiles, 4 stages.
+// Budget: HBM moves x, W and y once (xn's 2 x M x C x b saved: 50 MB in bf16 at 16K tokens). The
+// price: each block reads its x rows once more for the statistics (from L2: the main loop reads
+// the same rows), N / BN times over the whole GEMM: 18 x 25 MB of L2 reads at 16K tokens.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -109,7 +112,9 @@ template <typename T, class Cfg, bool kVectorized>
 __global__ void __launch_bounds__(Cfg::kThreads)
     ln_gemm_bias_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
                         const T* __restrict__ beta, const T* __restrict__ w,
-                        const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n) {
+                        const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n,
+                        PhaseSink phases) {
+  BlockPhases<kTileStore + 1> marks(phases);
   extern __shared__ __align__(16) unsigned char smem[];
   T* ring = reinterpret_cast<T*>(smem);
   float* s_mean = reinterpret_cast<float*>(smem + tc::ring_bytes<T, Cfg>());
@@ -147,11 +152,13 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     row_statistics<T, Cfg::kThreads, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0,
                                                                                    s_mean, s_rstd);
     __syncthreads();
+    marks.mark(kTileStatistics);
   };
 
   float acc[Cfg::kMT][Cfg::kNT][4] = {};
   tc::block_mainloop<T, Cfg, kVectorized>(acc, ring, x, k, w, n, m, n, k, m0, n0, normalize,
                                           statistics);
+  marks.mark(kTileMainLoop);
   const bool pairs = n % 2 == 0;
   tc::for_each_pair<Cfg>(acc, [&](int r, int c, float v0, float v1) {
     const int64_t row = m0 + r, col = n0 + c;
@@ -160,11 +167,13 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     if (col + 1 < n) v1 += Elem<T>::to_float(bias[col + 1]);
     tc::store_pair(y, n, row, col, v0, v1, pairs);
   });
+  marks.mark(kTileStore);
 }
 
 template <typename T, class Cfg, bool kVectorized>
-Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T* w, const T* bias,
-                             T* y, int64_t m, int k, int n, cudaStream_t stream) {
+Status launch_ln_gemm_config(const LnArgs<T>& a, cudaStream_t stream) {
+  const int64_t m = a.m;
+  const int k = a.k, n = a.n;
   const int k_padded = (k + tc::kBK<T, Cfg> - 1) / tc::kBK<T, Cfg> * tc::kBK<T, Cfg>;
   const size_t smem =
       tc::ring_bytes<T, Cfg>() + (2 * Cfg::kBM + 2 * size_t(k_padded)) * sizeof(float);
@@ -173,7 +182,8 @@ Status launch_ln_gemm_config(const T* x, const T* gamma, const T* beta, const T*
                                    static_cast<int>(smem)));
   const dim3 grid(static_cast<unsigned>((n + Cfg::kBN - 1) / Cfg::kBN),
                   static_cast<unsigned>((m + Cfg::kBM - 1) / Cfg::kBM));
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(x, gamma, beta, w, bias, y, m, k, n);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, m, k, n,
+                                                a.phases);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -190,12 +200,8 @@ Status launch_ln_tile(const LnArgs<T>& a, cudaStream_t stream) {
   const bool vec = tc::vector_ok<T>(a.x, a.k) && tc::vector_ok<T>(a.w, a.n);
   auto go = [&](auto config) -> Status {
     using Cfg = decltype(config);
-    if (vec) {
-      return launch_ln_gemm_config<T, Cfg, true>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
-                                                 a.n, stream);
-    }
-    return launch_ln_gemm_config<T, Cfg, false>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
-                                                a.n, stream);
+    return vec ? launch_ln_gemm_config<T, Cfg, true>(a, stream)
+               : launch_ln_gemm_config<T, Cfg, false>(a, stream);
   };
   if (a.m <= 16) return go(LnGemmTiny{});
   if (((a.m + 127) / 128) * ((a.n + 127) / 128) < sms) return go(LnGemmSmall{});

@@ -1,5 +1,11 @@
-// LayerNorm-Linear's level 2 at many tokens on Hopper (sm_90a): y = LN(x) W + b in one kernel
-// on wgmma, the LayerNorm in the GEMM's prologue and the bias in its epilogue.
+// LayerNorm-Linear's level 2 at many tokens on Hopper (sm_90a, bf16): y = LN(x) W + b in one
+// kernel on wgmma, the LayerNorm in the GEMM's prologue and the bias in its epilogue.
+//
+// What changes against the cluster and tile kernels (ln_cluster.cu, ln_tile.cu): beyond ~100
+// tokens the GEMM is arithmetic, not a weight stream, and mma.sync from shared memory through
+// registers cannot feed Hopper's tensor cores. Here a block normalizes a 64-row panel of x once,
+// in shared memory, in the layout wgmma reads, and W streams past it by TMA through the ring of
+// kernels/wgmma_gemm.cuh (the FFN's wgmma kernel uses the same ring and epilogue).
 //
 // Tiles and data path (C = 768: K = 768, N = 3C = 2304; kernels/hopper.cuh has the primitives):
 //
@@ -10,15 +16,15 @@
 //
 //   * A block owns 64 rows of x (tokens) and a run of y's tiles for those rows: 256 columns wide
 //     from 4K tokens on, 128 below (twice the blocks, so that more SMs stream W at a few hundred
-//     tokens; the widths measured, docs/PERFORMANCE.md). Runs are as long as it takes for nearly
-//     every SM to have one block (1K tokens, 128-column tiles: 16 row blocks x 6 runs of 3).
+//     tokens). Runs are as long as it takes for nearly every SM to have one block (1K tokens,
+//     128-column tiles: 16 row blocks x 6 runs of 3).
 //   * 1. The panel, 64 x K (96 KB in bf16 at K = 768), lands by TMA in the 128-byte swizzled
 //     K-major layout wgmma reads. Each consumer warp takes 8 rows' mean and 1/std there and
 //     rewrites them normalized, (x - mean) * rstd * gamma + beta, rounded to bf16 as level 0's
 //     xn is. xn never exists outside shared memory, and x is read from HBM once.
 //   * 2. W streams past the panel: one producer thread copies W's 64 x 64 boxes, a tile's width
-//     of them to a slot (4 or 2), into the ring (4 or 8 slots, 128 KB either way); each of the two
-//     consumer warpgroups multiplies the whole panel by its half of the slot's columns (four
+//     of them to a slot (4 or 2), into the ring (4 or 8 slots, 128 KB either way); each of the
+//     two consumer warpgroups multiplies the whole panel by its half of the slot's columns (four
 //     wgmma of K = 16) and frees the slot once those multiplies have completed.
 //   * 3. Epilogue: y = acc + b, one rounding to bf16, stored from the accumulators 16 bytes of a
 //     row at a time (each quad of lanes regroups its columns); meanwhile the producer is already
@@ -27,17 +33,12 @@
 // Budget at 16K tokens: 2 M N K = 58 GFLOP (88 us at the ~660 TFLOP/s of a good H100 GEMM);
 // HBM: x 25 MB + W 3.5 MB + y 75 MB = 104 MB (34 us at 3 TB/s); L2 -> SM: each block streams
 // all of W, 256 x 3.5 MB = 906 MB. A block does 64 FLOP per byte of W it receives (a 2-byte
-// element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM; the ring
-// (96 KB in flight) and L2 deliver about a third of that (docs/PERFORMANCE.md has what was measured
-// and tried). Measured on an H100 (bf16, cold, 2026-11-23): 134.4 us at 16K tokens (0.83x
-// cuBLASLt's epilogue level), 11.5 us at 256 (1.04x). On the way there: 176.8 -> 159.1 us at 16K
-// with each tile's bias loaded ahead of its multiplies, -> 140.0 with 16-byte stores of y (4-byte
-// stores half-filled each 32-byte sector, at 4 times the instructions), -> 134.4 once the panel
-// was read as shared memory and step 1 slimmed (it took 7.8 us a block, now ~5.5: half of a
-// 256-token call, and the next thing to look at; FL_LN_TIMELINE shows the phases).
+// element meets 64 rows), so the tensor cores' rate needs ~120 GB/s of W into every SM, against
+// an L2 that delivers ~40 (docs/PERFORMANCE.md, lesson 6, has what was measured and tried). Step
+// 1 is bound by instruction issue: 64 x 768 elements at ~6 instructions each on 8 warps.
 // Shared memory: panel 96 KB + ring 128 KB, one block per SM. Shapes: C a multiple of 8 (16-byte
 // rows for TMA) up to 768 (the panel's shared memory); other shapes, and GPUs or builds without
-// sm_90a, take the tile kernel (kernels/layernorm_linear/ln_tile.cu).
+// sm_90a, take the other kernels.
 #include "kernels/layernorm_linear/ln_wgmma.h"
 
 #include <algorithm>
@@ -47,11 +48,13 @@
 #include "kernels/gemm_common.cuh"
 #include "kernels/hopper.cuh"
 #include "kernels/phases.cuh"
+#include "kernels/wgmma_gemm.cuh"
 
 namespace fl {
 namespace {
 
 using bf16 = __nv_bfloat16;
+namespace wg = wgmma_gemm;
 
 constexpr int kRows = 64;      // x rows (tokens) per block: the panel's rows
 constexpr int kBoxN = 64;      // a W box is 64 columns (128 bytes: the swizzle's row) ...
@@ -69,7 +72,7 @@ enum Phase : unsigned { kSetup, kPanelIn, kNormalize, kTiles, kLastStores };
 
 // A tile's width: 256 columns (4 boxes a slot, 4 slots of 32 KB: 3 in flight while one is
 // multiplied), or, where 256-column tiles leave SMs idle (a few hundred tokens), 128 (2 boxes,
-// 8 slots of 16 KB). Consumer warpgroup c takes columns [c kTileN / 2, (c + 1) kTileN / 2).
+// 8 slots of 16 KB). Consumer warpgroup g takes columns [g kTileN / 2, (g + 1) kTileN / 2).
 template <int kTileN_>
 struct Tiles {
   static constexpr int kTileN = kTileN_;
@@ -133,8 +136,8 @@ __device__ __forceinline__ Affine load_affine(const WgmmaArgs& a, int lane) {
 // 8 j .. 8 j + 7) is in K-block j / 8, at chunk (j % 8) ^ (r % 8) of the row's 128 bytes there,
 // swizzled as TMA wrote it. A lane holds chunks lane, lane + 32 and lane + 64 of a row. Two
 // passes over the row in registers (sum, then squared deviations from the mean): nothing cancels.
-// The step is bound by instruction issue (64 rows x 768 elements on 8 warps, ~6 us per block when
-// it took ~9 instructions an element), so an element costs 6: its unpacking, a sum, its
+// The step is bound by instruction issue (64 rows x 768 elements on 8 warps), so an element
+// costs 6 instructions: its unpacking, a sum, its
 // deviation d (kept), d^2, d * rstd * gamma + beta as a multiply and an FMA, half a pack; gamma and
 // beta are unpacked once for all rows. Two rows at a time overlap their reductions' shuffles.
 __device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, const Affine& f,
@@ -206,24 +209,56 @@ __device__ void normalize_panel(unsigned char* panel, const WgmmaArgs& a, const 
   }
 }
 
-// Step 3, the epilogue: y = acc + b, rounded once to bf16, for the block's rows (from row0) and
-// the warpgroup's columns (from col0), 16 bytes of a row a store (hopper::for_each_piece). n is a
-// multiple of 8: a piece is wholly in or out.
-template <class T>
-__device__ __forceinline__ void store_tile(const float (&acc)[T::kAcc],
-                                           const __nv_bfloat162 (&bias)[T::kWarpgroupN / 8],
-                                           const WgmmaArgs& a, int col0, int64_t row0) {
-  hopper::for_each_piece(
-      acc,
-      [&](int j, float v0, float v1) {
-        const float2 b = __bfloat1622float2(bias[j]);
-        return __floats2bfloat162_rn(v0 + b.x, v1 + b.y);
-      },
-      [&](int r, int col, uint4 piece) {
-        if (col0 + col < a.n && row0 + r < a.m) {
-          *reinterpret_cast<uint4*>(a.y + (row0 + r) * a.n + col0 + col) = piece;
-        }
-      });
+// The producer thread: the panel's K-blocks of x onto panel_full, then W's boxes through the
+// ring, a tile's width of them to a slot, for each of the block's tiles.
+template <class T, class Ring>
+__device__ void produce(const Ring& ring, unsigned char* panel, uint64_t* panel_full,
+                        const CUtensorMap* x_map, const CUtensorMap* w_map, int64_t row0,
+                        int tile_begin, int tile_end, const WgmmaArgs& a) {
+  const int k_blocks = (a.k + kPanelK - 1) / kPanelK, k_steps = (a.k + kStageK - 1) / kStageK;
+  hopper::arrive_expect_bytes(panel_full, k_blocks * kPanelBlockBytes);
+  for (int kb = 0; kb < k_blocks; ++kb) {
+    hopper::copy_box(panel + kb * kPanelBlockBytes, x_map, kb * kPanelK, static_cast<int>(row0),
+                     panel_full);
+  }
+  wg::RingCursor<Ring::kStages> at;
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    for (int ks = 0; ks < k_steps; ++ks) {
+      unsigned char* slot = wg::fill_slot(ring, at, Ring::kSlotBytes);
+      for (int box = 0; box < T::kBoxes; ++box) {
+        hopper::copy_box(slot + box * kBoxBytes, w_map, tile * T::kTileN + box * kBoxN,
+                         ks * kStageK, &ring.full[at.slot]);
+      }
+      at.advance();
+    }
+  }
+}
+
+// Step 2 for one tile: consumer warpgroup `group` multiplies the whole normalized panel by its
+// half of the tile's columns (T::kWarpgroupN), slot by slot as W's boxes land.
+template <class T, class Ring>
+__device__ __forceinline__ void multiply_tile(const Ring& ring, wg::RingCursor<Ring::kStages>& at,
+                                              const unsigned char* panel, int k_steps, int group,
+                                              float (&acc)[T::kAcc]) {
+#pragma unroll
+  for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
+  wg::consume_slots(ring, at, k_steps, [&](const unsigned char* slot, int ks) {
+#pragma unroll
+    for (int kk = 0; kk < kStageK / 16; ++kk) {
+      const int k = ks * kStageK + kk * 16;
+      // A: K-major, 8-row groups 1024 B apart; a K step of 16 moves 32 B along the row.
+      const uint64_t desc_a = hopper::descriptor(
+          panel + (k / kPanelK) * kPanelBlockBytes + (k % kPanelK) * 2, 16, 1024);
+      // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
+      const uint64_t desc_b = hopper::descriptor(
+          slot + T::kBoxes / 2 * group * kBoxBytes + kk * 16 * 128, kBoxBytes, 1024);
+      if constexpr (T::kTileN == 256) {
+        hopper::wgmma_m64n128k16(acc, desc_a, desc_b, 1);
+      } else {
+        hopper::wgmma_m64n64k16(acc, desc_a, desc_b, 1);
+      }
+    }
+  });
 }
 
 template <int kTileN>
@@ -231,30 +266,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     ln_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap x_map,
                          const __grid_constant__ CUtensorMap w_map, WgmmaArgs a) {
 #ifdef FL_SM90A_DEVICE
+  using T = Tiles<kTileN>;
+  using Ring = wg::SlotRing<T::kStages, T::kSlotBytes>;
   extern __shared__ unsigned char shared_raw[];
   // The swizzle's pattern repeats every 1024 bytes: every TMA destination starts on one.
   unsigned char* panel = hopper::align_1024(shared_raw);
-  const int k_blocks = (a.k + kPanelK - 1) / kPanelK;
-  unsigned char* ring = panel + k_blocks * kPanelBlockBytes;
-  using T = Tiles<kTileN>;
-  constexpr int kStages = T::kStages, kSlotBytes = T::kSlotBytes;
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + kRingBytes);  // slot holds W
-  uint64_t* empty = full + kStages;                                 // slot may be refilled
-  uint64_t* panel_full = empty + kStages;                           // x has landed
+  unsigned char* slots = panel + (a.k + kPanelK - 1) / kPanelK * kPanelBlockBytes;
+  uint64_t* barriers = reinterpret_cast<uint64_t*>(slots + kRingBytes);
+  const Ring ring = wg::place_ring<Ring>(slots, barriers, kConsumerWarps);
+  uint64_t* panel_full = barriers + 2 * T::kStages;  // x has landed
 
   const int64_t row0 = int64_t(blockIdx.y) * kRows;
   const int n_tiles = (a.n + kTileN - 1) / kTileN;
   const int tile_begin = blockIdx.x * a.tiles_per_block;
   const int tile_end = min(n_tiles, tile_begin + a.tiles_per_block);
-  const int k_steps = (a.k + kStageK - 1) / kStageK;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  PhaseMarks marks(a.phases);  // thread 0: a consumer
+  BlockPhases<kLastStores + 1> marks(a.phases);  // thread 0: a consumer
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      hopper::barrier_init(&full[s], 1);                // the producer's arrive (and the bytes)
-      hopper::barrier_init(&empty[s], kConsumerWarps);  // every consumer warp is done with it
-    }
     hopper::barrier_init(panel_full, 1);
     hopper::barrier_init_fence();
   }
@@ -262,32 +291,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warp < kConsumerWarps) affine = load_affine(a, lane);
   __syncthreads();
 
-  if (warp == kConsumerWarps) {
-    // The producer: one thread issues every copy.
-    if (lane != 0) return;
-    hopper::arrive_expect_bytes(panel_full, k_blocks * kPanelBlockBytes);
-    for (int kb = 0; kb < k_blocks; ++kb) {
-      hopper::copy_box(panel + kb * kPanelBlockBytes, &x_map, kb * kPanelK, static_cast<int>(row0),
-                       panel_full);
-    }
-    int slot = 0;
-    uint32_t phase = 0;
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
-      for (int ks = 0; ks < k_steps; ++ks) {
-        hopper::wait(&empty[slot], phase ^ 1);
-        hopper::arrive_expect_bytes(&full[slot], kSlotBytes);
-        for (int box = 0; box < T::kBoxes; ++box) {
-          hopper::copy_box(ring + slot * kSlotBytes + box * kBoxBytes, &w_map,
-                           tile * kTileN + box * kBoxN, ks * kStageK, &full[slot]);
-        }
-        if (++slot == kStages) slot = 0, phase ^= 1;
-      }
-    }
+  if (warp == kConsumerWarps) {  // the producer: one thread issues every copy
+    if (lane == 0)
+      produce<T>(ring, panel, panel_full, &x_map, &w_map, row0, tile_begin, tile_end, a);
     return;
   }
 
-  // The consumers: warpgroup c multiplies the whole panel by its half of the tile's columns.
-  const int c = warp / 4;
+  // The consumers: step 1, then steps 2 and 3 for each tile.
+  const int group = warp / 4;  // the consumer warpgroup: its half of each tile's columns
   marks.mark(kSetup);
   hopper::wait(panel_full, 0);
   marks.mark(kPanelIn);
@@ -296,53 +307,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   hopper::sync_threads(1, 32 * kConsumerWarps);  // both warpgroups read every row
   marks.mark(kNormalize);
 
-  int slot = 0, previous = 0;
-  uint32_t phase = 0;
+  const int k_steps = (a.k + kStageK - 1) / kStageK;
+  wg::RingCursor<Ring::kStages> at;
   for (int tile = tile_begin; tile < tile_end; ++tile) {
+    const int col0 = tile * kTileN + T::kWarpgroupN * group;
+    __nv_bfloat162 bias[T::kAcc / 4];  // loaded ahead of the multiplies (wgmma_gemm.cuh)
+    wg::load_bias(a.bias, a.n, col0, bias);
     float acc[T::kAcc];
-#pragma unroll
-    for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
-    // The tile's bias for this thread's columns, loaded now so that the loads' latency hides
-    // behind the multiplies. Loaded in the epilogue, each waited behind the previous column's
-    // stores (the compiler cannot move a load of b above a store to y): Nsight Compute showed the
-    // consumers stalled on L1TEX for 61% of their cycles at 16K tokens.
-    __nv_bfloat162 bias[T::kWarpgroupN / 8];
-#pragma unroll
-    for (int j = 0; j < T::kWarpgroupN / 8; ++j) {
-      const int col = tile * kTileN + T::kWarpgroupN * c + 8 * j + 2 * (lane % 4);
-      bias[j] = col < a.n ? *reinterpret_cast<const __nv_bfloat162*>(a.bias + col)
-                          : __floats2bfloat162_rn(0.0f, 0.0f);
-    }
-    for (int ks = 0; ks < k_steps; ++ks) {
-      hopper::wait(&full[slot], phase);
-      hopper::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kStageK / 16; ++kk) {
-        const int k = ks * kStageK + kk * 16;
-        // A: K-major, 8-row groups 1024 B apart; a K step of 16 moves 32 B along the row.
-        const uint64_t desc_a = hopper::descriptor(
-            panel + (k / kPanelK) * kPanelBlockBytes + (k % kPanelK) * 2, 16, 1024);
-        // B: N-major (W's rows): 8-row groups 1024 B apart, 64-column groups one box apart.
-        const uint64_t desc_b = hopper::descriptor(
-            ring + slot * kSlotBytes + T::kBoxes / 2 * c * kBoxBytes + kk * 16 * 128, kBoxBytes,
-            1024);
-        if constexpr (kTileN == 256) {
-          hopper::wgmma_m64n128k16(acc, desc_a, desc_b, 1);
-        } else {
-          hopper::wgmma_m64n64k16(acc, desc_a, desc_b, 1);
-        }
-      }
-      hopper::wgmma_commit();
-      hopper::wgmma_wait<1>();  // the previous slot's multiplies have completed: free it
-      if (ks > 0 && lane == 0) hopper::arrive(&empty[previous]);
-      previous = slot;
-      if (++slot == kStages) slot = 0, phase ^= 1;
-    }
-    hopper::wgmma_wait<0>();
-    if (lane == 0) hopper::arrive(&empty[previous]);
-
+    multiply_tile<T>(ring, at, panel, k_steps, group, acc);
     if (tile == tile_end - 1) marks.mark(kTiles);
-    store_tile<T>(acc, bias, a, tile * kTileN + T::kWarpgroupN * c, row0);
+    // Step 3: y = acc + b, one rounding to bf16, 16-byte stores.
+    wg::store_tile(acc, bias, a.y + row0 * a.n + col0, a.n, a.m - row0, a.n - col0,
+                   [](float v) { return v; });
   }
   marks.mark(kLastStores);
 #endif
@@ -407,9 +383,8 @@ Status try_ln_gemm_wgmma(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
   FL_TRY(hopper::current_device(&sm90, &optin));
   if (!sm90) return Status::Ok();
   const WgmmaArgs args{gamma, beta, bias, y, m, k, n, 0, phases};
-  // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W
-  // (measured on an H100 at C = 768, docs/PERFORMANCE.md: 15.1 against 18.1 us at 256 tokens,
-  // 24.0 against 26.0 at 1K; 19.3 against 18.5 at 512, the one size where 256 won).
+  // 128-column tiles below 4K tokens: twice the blocks, each streaming half as much of W (the
+  // widths measured against each other: docs/PERFORMANCE.md, lesson 6).
   const bool narrow = m < 4096;
   return narrow ? launch<128>(x, args, w, sms, optin, stream, launched)
                 : launch<256>(x, args, w, sms, optin, stream, launched);

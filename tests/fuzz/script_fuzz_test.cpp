@@ -95,8 +95,7 @@ class Sandbox {
     fs::create_directories(root_ / "data" / "empty_folder");
     // A small good recording (two measurements of the shipped one) and broken ones.
     const std::string shipped =
-        fuzz::read_file(fs::path(FUSIONLAB_SOURCE_DIR) /
-                        "assets/recordings/h100-2026-11-23/elementwise_fp32_cold.json");
+        fuzz::read_file(fs::path(FUSIONLAB_SHIPPED_RECORDING) / "elementwise_fp32_cold.json");
     nlohmann::json good = nlohmann::json::parse(shipped, nullptr, false);
     if (good.is_object() && good["measurements"].is_array() && good["measurements"].size() > 2) {
       good["measurements"].erase(good["measurements"].begin() + 2, good["measurements"].end());
@@ -151,7 +150,7 @@ std::vector<std::string> tokens(const fs::path& data) {
           d + "/no_measurements.json", d + "/empty_folder", d + "/missing.json",
           d + "/good.json," + d + "/good.json", d + "/good.json," + d + "/truncated.json",
           "../data/good.json", ",,,", ",", ".", "..", "/dev/null",
-          "assets/recordings/h100-2026-11-23/softmax_fp32_cold.json", "assets/recordings",
+          "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/softmax_fp32_cold.json", "assets/recordings",
           "bad_sessions/truncated.json",
           // syntax
           "#", "# comment", "", "\t", "\r", std::string(1, '\0'), "\xFF\xFE", "\xF0\x9F\x98\x80"};

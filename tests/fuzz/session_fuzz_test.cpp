@@ -1,6 +1,6 @@
 // Fuzz test of the session loader, the parser of untrusted recordings (docs/SESSION_FORMAT.md).
 //
-// Seeds: every recording shipped in assets/recordings/h100-2026-11-23 and a few small hand-made
+// Seeds: every recording shipped in the shipped recording (assets/recordings/) and a few small hand-made
 // sessions (schema 1 and 2, a failed check, a lesson this build does not know, no measurements).
 // Each mutant mixes byte-level damage (bit flips, truncation, inserted and deleted bytes) with
 // structural edits made on the parsed JSON (keys deleted, values of another type, extreme
@@ -205,8 +205,7 @@ std::vector<Seed> hand_made_seeds() {
 
 std::vector<Seed> all_seeds() {
   std::vector<Seed> seeds;
-  const fs::path folder =
-      fs::path(FUSIONLAB_SOURCE_DIR) / "assets" / "recordings" / "h100-2026-11-23";
+  const fs::path folder = FUSIONLAB_SHIPPED_RECORDING;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(folder)) {
     if (entry.path().extension() == ".json" && entry.path().filename() != "peers.json") {

@@ -3,18 +3,24 @@
 // interface cannot ask for (head counts other than 12, odd lengths that are no multiple of any
 // tile, T = 1, head sizes that are not 64 or 128), each compared with the CPU reference in
 // double, outputs poisoned first and inputs fresh; then the lesson's own shapes at lengths the
-// CPU reference is too slow for, checked by the GPU's fp64 check.
+// CPU reference is too slow for, checked by the GPU's fp64 check. Level 3 is the Hopper kernel
+// where it can run (sm_90a build on compute capability 9.0, bf16, d = 64 or 128) and level 2's
+// kernel elsewhere: the tests say which ran, so a fallback cannot pass for the Hopper kernel.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "app/measure/live_backend.h"
 #include "kernels/attention/attention.h"
 #include "kernels/catalog.h"
+#include "kernels/level_table.h"
 #include "tests/support/level_gpu_test.h"
 
 namespace fl {
@@ -24,6 +30,13 @@ struct AttentionShape {
   int64_t batch;
   int heads, length, dim;
 };
+
+// The variant level 3 must have run at head size d in precision p on this GPU and build.
+std::string expected_top_variant(int dim, Precision p) {
+  const GpuFacts gpu = current_gpu_facts();
+  const bool hopper = gpu.cc_major == 9 && gpu.cc_minor == 0 && gpu.wgmma_build;
+  return hopper && p == Precision::bf16 && (dim == 64 || dim == 128) ? "flash_wgmma" : "flash_mma";
+}
 
 class AttentionGpu : public LevelGpuTest {
  protected:
@@ -44,7 +57,8 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
       {1, 5, 129, 128},  // one past two 64-row query tiles
       {3, 2, 200, 96},   // a head size the 128-wide tile pads
       {1, 7, 333, 128},
-      {2, 1, 45, 5},  // a head size of no whole 16-byte vector: element-wise copies
+      {2, 1, 45, 5},    // a head size of no whole 16-byte vector: element-wise copies
+      {2, 4, 449, 64},  // past two 192-query blocks and three 128-key tiles of the Hopper kernel
   };
   for (int i = 0; i < 3; ++i) {
     const int dims[] = {64, 128, 1 + int(rng() % 128)};
@@ -61,6 +75,7 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
                    " T=" + std::to_string(s.length) + " d=" + std::to_string(s.dim) + " level " +
                    std::to_string(level) + " " + to_string(p));
       const CheckResult gpu = run(*ws, level, rng());
+      if (level == 3) EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(s.dim, p));
       std::vector<HostTensor> inputs, outputs;
       ASSERT_TRUE(ws->download(stream_, &inputs, &outputs).ok());
       const std::vector<HostTensor> ref = lesson_->reference(inputs);
@@ -107,12 +122,80 @@ TEST_P(AttentionGpu, EveryLevelAtLessonShapes) {
       SCOPED_TRACE("T=" + std::to_string(shape.size) + " d=" + std::to_string(shape.inner) +
                    " level " + std::to_string(level) + " " + to_string(p));
       const CheckResult gpu = run(*ws, level, rng());
+      if (level == 3) {
+        EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(int(shape.inner), p));
+      }
       EXPECT_EQ(gpu.non_finite, 0);
       EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " (tolerance " << gpu.tolerance
                               << ")";
       std::printf("attention T=%lld d=%lld level %d %s: GPU check rel %.3e\n",
                   static_cast<long long>(shape.size), static_cast<long long>(shape.inner), level,
                   to_string(p), gpu.rel_l2_error);
+    }
+  }
+}
+
+// Levels 2 and 3 measured by the live engine with phases asked for, at T = 1000 (odd: a ragged
+// last query tile) and both head sizes: every block of the grid CUPTI saw leaves one record of
+// every declared phase, in order, and the kernel CUPTI named is the variant the level ran.
+TEST(AttentionPhases, FlashKernelsRecordEveryPhaseOfEveryBlock) {
+  if (current_gpu_facts().cc_major < 8) GTEST_SKIP() << "bf16 needs compute capability 8.0";
+  LiveOptions options;
+  options.min_repetitions = 3;
+  options.target_seconds = 0.01;
+  options.counters = false;
+  std::unique_ptr<LiveBackend> backend;
+  ASSERT_TRUE(LiveBackend::create(options, &backend).ok());
+  const Lesson* lesson = find_lesson("attention");
+  ASSERT_NE(lesson, nullptr);
+  for (const int64_t dim : {64, 128}) {
+    for (const int level : {2, 3}) {
+      SCOPED_TRACE("d=" + std::to_string(dim) + " level " + std::to_string(level));
+      MeasureRequest r{"attention", 1000, {level}, Precision::bf16, CacheMode::cold};
+      r.inner = dim;
+      r.phases = true;
+      std::vector<Measurement> ms;
+      const Status st = backend->measure(r, nullptr, &ms);
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_EQ(ms.size(), 1u);
+      const Measurement& m = ms[0];
+      ASSERT_TRUE(m.check.passed) << m.check.rel_l2_error;
+      ASSERT_EQ(m.launches.size(), 1u);
+      const std::string ran = m.launches[0].variant;
+      if (level == 3) EXPECT_EQ(ran, expected_top_variant(int(dim), Precision::bf16));
+      for (const KernelRecord& k : m.records) {
+        if (level == 3) {
+          EXPECT_EQ(
+              variant_of_kernel(lesson->info().levels[3].variants, "flash_attention", k.kernel),
+              ran)
+              << "CUPTI named " << k.kernel;
+        }
+      }
+      ASSERT_TRUE(m.launches[0].phases) << "the flash kernel recorded no phases";
+      const LaunchPhases& p = *m.launches[0].phases;
+      EXPECT_EQ(p.lost, 0);
+      ASSERT_GE(p.names.size(), 3u);
+      std::map<uint32_t, std::vector<PhaseRecord>> by_block;
+      for (const PhaseRecord& rec : p.records) by_block[rec.block].push_back(rec);
+      size_t blocks = by_block.size();
+      if (!m.records.empty()) {
+        const auto& g = m.records[0].grid;
+        blocks = size_t(g[0]) * g[1] * g[2];
+      }
+      EXPECT_EQ(by_block.size(), blocks);
+      for (auto& [block, recs] : by_block) {
+        ASSERT_EQ(recs.size(), p.names.size()) << "block " << block;
+        std::sort(recs.begin(), recs.end(),
+                  [](const PhaseRecord& a, const PhaseRecord& b) { return a.phase < b.phase; });
+        for (size_t i = 0; i < recs.size(); ++i) {
+          EXPECT_EQ(recs[i].phase, i);
+          EXPECT_LE(recs[i].start_ns, recs[i].end_ns);
+          if (i > 0) EXPECT_EQ(recs[i].start_ns, recs[i - 1].end_ns);
+        }
+      }
+      std::printf("attention d=%lld level %d (%s): %zu blocks, phases on %.1f us, off %.1f us\n",
+                  static_cast<long long>(dim), level, ran.c_str(), by_block.size(), p.time_on_us,
+                  p.time_off_us);
     }
   }
 }

@@ -258,11 +258,11 @@ TEST(CuptiCounters, GemmLaunchesGetTheirKernelsCounted) {
   }
 }
 
-// A chain longer than the counter data image first holds (64 ranges): GPT-2's decode step op
-// by op is ~205 kernels, fused 61, as a graph one launch of 61 kernels, and one megakernel.
-// Every level gets counters for every launch, and every level, cold, reads at least the step's
-// weights (170 MB, far beyond L2) from DRAM once: a range mapped to the wrong launch or ranges
-// dropped past the image's end would lose bytes.
+// A chain longer than one pass of the range profiler counts (16 ranges): GPT-2's decode step op
+// by op is 205 kernels, fused 61, counted a window of launches at a time; the megakernel is one.
+// Each of those levels gets counters for every launch and, cold, reads at least the step's
+// weights (170 MB, far beyond L2) from DRAM once: a range mapped to the wrong launch or a window
+// lost would miss bytes. The graph levels (one launch of 61 kernels) are left out with a note.
 TEST(CuptiCounters, ALongChainIsCountedLaunchByLaunch) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
@@ -271,13 +271,18 @@ TEST(CuptiCounters, ALongChainIsCountedLaunchByLaunch) {
   std::vector<Measurement> ms;
   Status st = backend->measure(request, nullptr, &ms);
   ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_GE(ms.size(), 5u);
+  ASSERT_EQ(ms.size(), 5u);
   ASSERT_GT(ms[0].launches.size(), 64u) << "level 0 is the long chain";
   st = backend->measure_counters(request, nullptr, &ms);
   ASSERT_TRUE(st.ok()) << st.message();
   const double weight_bytes = 2.0 * gpt2::kWeightElements;
   for (const Measurement& m : ms) {
     SCOPED_TRACE("level " + std::to_string(m.level));
+    if (m.level == 2 || m.level == 3) {
+      EXPECT_EQ(m.counters_status, CountersStatus::not_measured);
+      EXPECT_NE(m.counters_note.find("CUDA graph"), std::string::npos) << m.counters_note;
+      continue;
+    }
     ASSERT_EQ(m.counters_status, CountersStatus::measured) << m.counters_note;
     int64_t read = 0;
     for (const LaunchResult& l : m.launches) {

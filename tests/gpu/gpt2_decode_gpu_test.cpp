@@ -171,7 +171,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   }
   // The timeline's breakdown per block: running tasks (weights streaming through the SM),
   // waiting on a dependency counter, and idle (between tasks, or done before the last block).
-  const double span = (last - first) / 1e3, blocks = static_cast<double>(list->block_begin.size() - 1);
+  const double span = (last - first) / 1e3,
+               blocks = static_cast<double>(list->block_begin.size() - 1);
   std::printf(
       "megakernel at cache 511, 1 token: %u tasks over %.1f us; per block: running %.1f us, "
       "waiting %.1f us, idle %.1f us\n",

@@ -23,10 +23,12 @@ std::unique_ptr<LiveBackend> make_backend() {
   return backend;
 }
 
-// The top level of `lesson` at `size` tokens, bf16, with phases asked for.
-Measurement measure_top(LiveBackend& backend, const std::string& lesson, int64_t size,
-                        bool phases) {
+// The top level of `lesson` at `size` tokens, bf16, with phases asked for; `variant`, when
+// given, forced for the level's launch.
+Measurement measure_top(LiveBackend& backend, const std::string& lesson, int64_t size, bool phases,
+                        const std::string& launch = "", const std::string& variant = "") {
   MeasureRequest r;
+  if (!variant.empty()) r.variants[launch] = variant;
   r.lesson = lesson;
   r.size = size;
   r.levels = {2};
@@ -113,6 +115,66 @@ TEST(PhasesGpu, LayerNormLinearAt256TokensRecordsEveryBlocksPhases) {
   if (!hopper(*backend)) GTEST_SKIP() << "the phase-declaring level-2 kernels here need sm_90";
   expect_one_record_per_block_per_phase(measure_top(*backend, "layernorm_linear", 256, true),
                                         backend->device().sm_count);
+}
+
+// The tile kernel (any GPU) leaves its three phases per block too: forced at an odd token count.
+TEST(PhasesGpu, LayerNormLinearTileKernelRecordsEveryBlocksPhases) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const Measurement m =
+      measure_top(*backend, "layernorm_linear", 333, true, "ln_gemm_bias", "ln_tile");
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].variant, "ln_tile");
+  expect_one_record_per_block_per_phase(m, backend->device().sm_count);
+}
+
+// The FFN's wgmma kernel is persistent: one record per tile (phase: up or down tile; arg: the
+// tile's place in the list), each tile once, a block's tiles one after another.
+TEST(PhasesGpu, FfnWgmmaRecordsEveryTileOnce) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const int64_t tokens = 1000;
+  const Measurement m = measure_top(*backend, "ffn", tokens, true);
+  ASSERT_EQ(m.launches.size(), 1u);
+  if (m.launches[0].variant != "ffn_wgmma") {
+    GTEST_SKIP() << "level 2 runs " << m.launches[0].variant << " here, not ffn_wgmma";
+  }
+  ASSERT_TRUE(m.check.passed);
+  ASSERT_TRUE(m.launches[0].phases);
+  const LaunchPhases& p = *m.launches[0].phases;
+  ASSERT_EQ(p.names.size(), 2u);
+  EXPECT_EQ(p.lost, 0);
+  const int64_t row_blocks = (tokens + 127) / 128, c = 768;
+  const int64_t up = row_blocks * (4 * c / 256), down = row_blocks * (c / 256);
+  ASSERT_EQ(static_cast<int64_t>(p.records.size()), up + down);
+  std::vector<int> seen(up + down, 0);
+  int64_t ups = 0;
+  std::map<uint32_t, std::vector<const PhaseRecord*>> by_block;
+  for (const PhaseRecord& r : p.records) {
+    ASSERT_LT(r.arg, seen.size());
+    ++seen[r.arg];
+    EXPECT_LE(r.start_ns, r.end_ns);
+    EXPECT_LT(r.phase, 2u);
+    ups += r.phase == 0;
+    by_block[r.block].push_back(&r);
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_EQ(ups, up);
+  for (auto& [block, rs] : by_block) {
+    std::sort(rs.begin(), rs.end(),
+              [](const PhaseRecord* a, const PhaseRecord* b) { return a->start_ns < b->start_ns; });
+    for (size_t i = 1; i < rs.size(); ++i) {
+      EXPECT_GE(rs[i]->start_ns, rs[i - 1]->end_ns) << "block " << block;
+      EXPECT_EQ(rs[i]->sm, rs[0]->sm) << "a block stays on its SM";
+    }
+  }
+  EXPECT_GT(p.time_off_us, 0);
+  EXPECT_GT(p.time_on_us, 0);
+  std::printf(
+      "[phases] ffn %lld tokens (ffn_wgmma): %zu tiles, stamps on %.2f us, off %.2f us "
+      "(%+.1f%%)\n",
+      static_cast<long long>(tokens), p.records.size(), p.time_on_us, p.time_off_us,
+      p.overhead() * 100);
 }
 
 TEST(PhasesGpu, OffByDefaultAndLevelsWithoutStampsCarryNone) {

@@ -108,5 +108,39 @@ TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
             find_lesson("ffn")->choose_variant(2, 0, {16, 0}, Precision::bf16, gpu).name);
 }
 
+// Lesson 4's fused level (residual_layernorm.cu, "level 2's kernels"): the table's choice at
+// C = 768, and every form that takes a row length runs it correctly, forced, at 37 rows (a block
+// left part empty) and row lengths that give 1 to 4 packs a thread, one or several warps a row.
+TEST(Variants, ResidualLayerNormRunsEachRowForm) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  auto ran = [&](int64_t rows, int64_t c, Precision p, std::map<std::string, std::string> forced) {
+    MeasureRequest request{"residual_layernorm", rows, {2}, p, CacheMode::cold};
+    request.inner = c;
+    request.variants = std::move(forced);
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    EXPECT_TRUE(st.ok()) << rows << " x " << c << ": " << st.message();
+    if (!st.ok() || ms.size() != 1) return std::string("(no measurement)");
+    EXPECT_TRUE(ms[0].check.passed) << rows << " x " << c << ": " << ms[0].check.rel_l2_error;
+    return ms[0].launches.at(0).variant;
+  };
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    SCOPED_TRACE(to_string(p));
+    EXPECT_EQ(ran(3, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(5000, 768, p, {}), p == Precision::bf16 ? "rows_lean" : "rows_early");
+    EXPECT_EQ(ran(16384, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
+    const int64_t vec = p == Precision::fp32 ? 4 : 8;
+    for (int64_t c : {vec, int64_t(768), int64_t(1032), 2048 * vec}) {
+      std::vector<std::string> forms = {"rows_early", "rows_any"};
+      if (p == Precision::bf16) forms.push_back("rows_lean");
+      for (const std::string& form : forms) {
+        EXPECT_EQ(ran(37, c, p, {{"residual_layernorm_fused", form}}), form) << "C = " << c;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fl

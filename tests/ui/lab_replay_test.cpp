@@ -154,3 +154,53 @@ TEST(LabReplay, SweepFillsTheCurveAndTheSliderCancelsIt) {
 
 }  // namespace
 }  // namespace fl::gui
+
+namespace fl::gui {
+namespace {
+
+// The tensor-core lessons open at bf16, the memory-bound ones at fp32, until the learner picks a
+// precision: from then on every lesson keeps it. A lesson not recorded in bf16 keeps fp32.
+TEST(LabReplay, GemmLessonsOpenAtBf16UntilAPrecisionIsChosen) {
+  std::vector<Measurement> ms;
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    for (int level = 0; level < 2; ++level) {
+      ms.push_back(recorded("gelu_scale", int64_t(1) << 24, level, p));
+      ms.push_back(recorded("ffn", 16384, level, p, 768));
+    }
+  }
+  ms.push_back(recorded("linear_gelu", 16384, 0, Precision::fp32, 768));
+  ms.push_back(recorded("linear_gelu", 16384, 1, Precision::fp32, 768));
+  auto lab = lab_over(session_of(ms));
+  double now = 0;
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+  ASSERT_EQ(lab->lesson().info().id, "gelu_scale");
+  EXPECT_EQ(lab->precision(), Precision::fp32);
+
+  ASSERT_TRUE(lab->select_lesson("ffn", now));
+  EXPECT_EQ(lab->precision(), Precision::bf16);
+  ASSERT_TRUE(lab->select_lesson("gelu_scale", now));
+  EXPECT_EQ(lab->precision(), Precision::fp32);
+  ASSERT_TRUE(lab->select_lesson("linear_gelu", now));
+  EXPECT_EQ(lab->precision(), Precision::fp32) << "linear_gelu is recorded in fp32 only";
+  EXPECT_FALSE(lab->precision_chosen());
+
+  lab->choose_precision(Precision::fp32, now);
+  ASSERT_TRUE(lab->select_lesson("ffn", now));
+  EXPECT_EQ(lab->precision(), Precision::fp32) << "the learner's choice wins";
+  EXPECT_TRUE(lab->precision_chosen());
+}
+
+TEST(OpeningPrecision, FollowsTheLessonsStory) {
+  LessonInfo info;
+  info.precisions = {Precision::fp32, Precision::bf16};
+  info.id = "ffn";
+  EXPECT_EQ(opening_precision(info), Precision::bf16);
+  info.id = "gelu_scale";
+  EXPECT_EQ(opening_precision(info), Precision::fp32);
+  info.id = "attention";
+  info.precisions = {Precision::fp32};
+  EXPECT_EQ(opening_precision(info), Precision::fp32) << "no bf16 kernels: fp32";
+}
+
+}  // namespace
+}  // namespace fl::gui

@@ -44,7 +44,7 @@ class ScriptFile : public ::testing::Test {
 };
 
 std::string shipped(const std::string& file) {
-  return find_assets_folder() + "/recordings/h100-2026-11-23/" + file;
+  return find_assets_folder() + "/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/" + file;
 }
 
 TEST(ScriptNames, OutputsArePlainNamesWithTheRightExtension) {
@@ -142,8 +142,8 @@ TEST(ScriptRecordings, ARelativePathIsFoundBesideTheAssetsFolder) {
   const fs::path before = fs::current_path();
   fs::current_path(fs::temp_directory_path());  // no assets/ here
   const auto paths = resolve_recording_paths(
-      "assets/recordings/h100-2026-11-23/elementwise_fp32_cold.json,"
-      "assets/recordings/h100-2026-11-23/elementwise_bf16_cold.json");
+      "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/elementwise_fp32_cold.json,"
+      "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/elementwise_bf16_cold.json");
   fs::current_path(before);
   ASSERT_EQ(paths.size(), 2u);
   for (const auto& p : paths) EXPECT_TRUE(fs::is_regular_file(p)) << p;

@@ -235,5 +235,32 @@ TEST(Layout, TheSecondViewGetsItsShare) {
   EXPECT_FLOAT_EQ(side.views.h, side.views2.h);
 }
 
+// Two views one above the other (docs/VIEWS.md, "Two views at once"): each pane gets what its
+// view needs, a timeline no more than its lanes (the plot above takes the rest), and the
+// measurement panel gives way to make room, down to its title.
+TEST(Layout, TwoViewsGetWhatTheirViewsNeed) {
+  for (const auto& [w, h] : std::vector<std::pair<float, float>>{
+           {1024, 768}, {1536, 864}, {1920, 1080}, {2560, 1440}}) {
+    LayoutInput in = input_for(w, h);
+    in.panels.split = true;
+    in.panels.split_fraction = 0.5f;
+    in.panes[0].min = 300;                       // a plot with its legend above it
+    in.panes[1].min = in.panes[1].max = 200;     // a timeline's lanes
+    const FrameLayout L = layout_frame(in);
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    EXPECT_GE(L.views.h, 300.0f);
+    EXPECT_FLOAT_EQ(L.views2.h, 200.0f);
+    EXPECT_GE(L.measurement.h, in.font_size * kMinMeasurementSplitFonts - 1);
+    EXPECT_NEAR(L.views2.bottom() + in.gap, L.measurement_splitter.bottom(), 1.0f);
+  }
+  // A need the window cannot meet shares what there is in proportion; nothing overlaps.
+  LayoutInput in = input_for(1024, 768);
+  in.panels.split = true;
+  in.panes[0].min = in.panes[1].min = 600;
+  const FrameLayout L = layout_frame(in);
+  EXPECT_NEAR(L.views.h, L.views2.h, 1.0f);
+  EXPECT_LE(L.views2.bottom(), L.measurement.y);
+}
+
 }  // namespace
 }  // namespace fl::gui

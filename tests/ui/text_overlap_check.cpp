@@ -2,7 +2,9 @@
 // (FUSIONLAB_TEXT_RECTS, app/gui/panel_views.cpp) and fails when, in any recorded frame, two
 // texts overlap, a text crosses the clip rect it was drawn in (viz::text_problems) or a shortened
 // text ends in the middle of a number, or when a view of a lesson was never recorded at the
-// expected window size. The rectangles include the measurement panel's table cells.
+// expected window size. The rectangles include the measurement panel's table cells. Each plot the
+// window drew (a "plot" line: viz::PlotFit) must keep a frame of kPlotMinFrameFonts lines, three
+// labelled ticks on each axis and a legend that hides no data.
 //
 //   fusionlab_text_overlap_check RECTS.txt WIDTHxHEIGHT LESSON,LESSON,... VIEW,VIEW,...
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "viz/plot.h"
 #include "viz/text.h"
 
 namespace {
@@ -49,7 +52,32 @@ bool cuts_a_number(const std::string& text) {
 struct Frame {
   std::string header;
   std::vector<fl::viz::TextRect> rects;
+  std::vector<fl::viz::PlotFit> plots;
 };
+
+// What is wrong with a plot, one line each.
+std::vector<std::string> plot_problems(const fl::viz::PlotFit& p) {
+  std::vector<std::string> out;
+  char line[256];
+  const float h = p.frame_max.y - p.frame_min.y;
+  if (h < p.font_size * fl::viz::kPlotMinFrameFonts - 0.5f) {
+    std::snprintf(line, sizeof(line), "plot %s: frame %.0f px tall, under %.0f (%.0f lines)",
+                  p.id.c_str(), h, p.font_size * fl::viz::kPlotMinFrameFonts,
+                  fl::viz::kPlotMinFrameFonts);
+    out.push_back(line);
+  }
+  if (p.x_labels < 3 || p.y_labels < 3) {
+    std::snprintf(line, sizeof(line), "plot %s: %d labelled x ticks and %d y ticks (3 each at least)",
+                  p.id.c_str(), p.x_labels, p.y_labels);
+    out.push_back(line);
+  }
+  if (p.legend_over_data > 0) {
+    std::snprintf(line, sizeof(line), "plot %s: the legend hides data (%d)", p.id.c_str(),
+                  p.legend_over_data);
+    out.push_back(line);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -71,7 +99,20 @@ int main(int argc, char** argv) {
   int bad_lines = 0;
   while (std::getline(in, line)) {
     if (line.rfind("frame ", 0) == 0) {
-      frames.push_back({line.substr(6), {}});
+      frames.push_back({line.substr(6), {}, {}});
+    } else if (line.rfind("plot ", 0) == 0 && !frames.empty()) {
+      fl::viz::PlotFit p;
+      char id[128] = {0};
+      int outside = 0;
+      if (std::sscanf(line.c_str() + 5, "%127s %f %f %f %f %f %d %d %d %d", id, &p.font_size,
+                      &p.frame_min.x, &p.frame_min.y, &p.frame_max.x, &p.frame_max.y, &p.x_labels,
+                      &p.y_labels, &p.legend_over_data, &outside) != 10) {
+        ++bad_lines;
+        continue;
+      }
+      p.id = id;
+      p.legend_outside = outside != 0;
+      frames.back().plots.push_back(p);
     } else if (line.rfind("rect ", 0) == 0 && !frames.empty()) {
       fl::viz::TextRect r;
       int used = 0;
@@ -110,6 +151,12 @@ int main(int argc, char** argv) {
     for (const fl::viz::TextRect& r : f.rects) {
       if (cuts_a_number(r.text)) {
         std::printf("FAIL: %s: '%s' cuts a number\n", f.header.c_str(), r.text.c_str());
+        ++failures;
+      }
+    }
+    for (const fl::viz::PlotFit& p : f.plots) {
+      for (const std::string& problem : plot_problems(p)) {
+        std::printf("FAIL: %s: %s\n", f.header.c_str(), problem.c_str());
         ++failures;
       }
     }

@@ -69,6 +69,30 @@ TEST(Attention, TextbookTraffic) {
   EXPECT_DOUBLE_EQ(eager[0].flops, flash[0].flops);
   // The workspace counts Q, K, V, O only: S and P are allocated where they fit.
   EXPECT_EQ(lesson().workspace_bytes({t, d}, Precision::bf16), 4 * qkv + 40);
+  // The Hopper level moves and computes what level 2 does: only the kernel differs.
+  const auto hopper = lesson().traffic(3, {t, d}, Precision::bf16);
+  ASSERT_EQ(hopper.size(), 1u);
+  EXPECT_EQ(total_bytes(hopper), total_bytes(flash));
+  EXPECT_DOUBLE_EQ(hopper[0].flops, flash[0].flops);
+}
+
+// Level 3 runs the wgmma kernel on an sm_90 GPU with a build that has it, in bf16, at d = 64 and
+// 128, at every T; anywhere else it runs level 2's kernel.
+TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
+  const GpuFacts h100{9, 0, 132, true}, h100_no_wgmma{9, 0, 132, false}, a100{8, 0, 108, true};
+  auto chosen = [](int64_t t, int64_t d, Precision p, const GpuFacts& gpu) {
+    return lesson().choose_variant(3, 0, {t, d}, p, gpu).name;
+  };
+  for (const int64_t t : {1, 512, 16384}) {
+    EXPECT_EQ(chosen(t, 64, Precision::bf16, h100), "flash_wgmma");
+    EXPECT_EQ(chosen(t, 128, Precision::bf16, h100), "flash_wgmma");
+  }
+  EXPECT_EQ(chosen(1024, 96, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100_no_wgmma), "flash_mma");
+  EXPECT_EQ(chosen(1024, 64, Precision::bf16, a100), "flash_mma");
+  // Level 2 is one kernel everywhere: no choice to make.
+  EXPECT_EQ(lesson().choose_variant(2, 0, {1024, 64}, Precision::bf16, h100).index, -1);
 }
 
 }  // namespace

@@ -30,8 +30,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-const fs::path kRecording = fs::path(__FILE__).parent_path().parent_path().parent_path() /
-                            "assets" / "recordings" / "h100-2026-11-23";
+const fs::path kRecording = FUSIONLAB_SHIPPED_RECORDING;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

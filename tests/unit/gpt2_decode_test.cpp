@@ -81,7 +81,8 @@ TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
   expect_well_formed({132, 16, 8192, 80 * 1024});
   expect_well_formed({1, 3, 37, 80 * 1024});
   expect_well_formed({7, 5, 1001, 20 * 1024});
-  expect_well_formed({114, 2, 16, 16 * 1024});  // about the smallest buffer weight_buffer_bytes_for gives
+  expect_well_formed(
+      {114, 2, 16, 16 * 1024});  // about the smallest buffer weight_buffer_bytes_for gives
 }
 
 TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {

@@ -72,7 +72,7 @@ TEST(PeerFile, AGoodFileLoadsSorted) {
 }
 
 TEST(PeerFile, TheShippedFileLoads) {
-  const fs::path file = kAssets / "recordings" / "h100-2026-11-23" / "peers.json";
+  const fs::path file = fs::path(FUSIONLAB_SHIPPED_RECORDING) / "peers.json";
   if (!fs::exists(file)) GTEST_SKIP() << "no source tree at " << file;
   PeerFile f;
   const Status st = load_peer_file(file.string(), &f);

@@ -20,8 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kShipped =
-    std::string(FUSIONLAB_SOURCE_DIR) + "/assets/recordings/h100-2026-11-23";
+// The shipped recording (cmake/ShippedRecording.cmake), its folder name and its UTC date.
+const std::string kShipped = FUSIONLAB_SHIPPED_RECORDING;
+const std::string kShippedName = FUSIONLAB_SHIPPED_RECORDING_NAME;
+const std::string kShippedDate = FUSIONLAB_SHIPPED_DATE;
+// A schema-2 session (no per-measurement provenance), kept as a fuzz seed.
+const std::string kOlderSession =
+    std::string(FUSIONLAB_SOURCE_DIR) + "/tests/fuzz/corpus/session/gemm_bf16_cold.json";
 
 // Every recorded point of `backend`, as the window's history holds them after a full replay.
 std::vector<Measurement> replay_everything(ReplayBackend& backend) {
@@ -81,7 +86,7 @@ class TempFolder {
 
 TEST(Provenance, OlderFilesGetTheirSessionsFacts) {
   Session s;
-  ASSERT_TRUE(load_session(kShipped + "/gemm_bf16_cold.json", &s).ok());
+  ASSERT_TRUE(load_session(kOlderSession, &s).ok());
   ASSERT_FALSE(s.measurements.empty());
   for (const Measurement& m : s.measurements) {
     EXPECT_EQ(m.provenance.gpu, "NVIDIA H100 80GB HBM3");
@@ -95,13 +100,13 @@ TEST(Provenance, OlderFilesGetTheirSessionsFacts) {
 TEST(Provenance, ReplaySaveReopenKeepsTheOriginalDateGpuAndBytes) {
   std::unique_ptr<ReplayBackend> first;
   ASSERT_TRUE(load_recording({kShipped}, &first).ok());
-  EXPECT_EQ(first->summary().date_text(), "2026-11-23");
+  EXPECT_EQ(first->summary().date_text(), kShippedDate);
   const std::vector<Measurement> replayed = replay_everything(*first);
   ASSERT_GT(replayed.size(), 100u);
   for (const Measurement& m : replayed) {
-    ASSERT_EQ(m.provenance.date(), "2026-11-23");
+    ASSERT_EQ(m.provenance.date(), kShippedDate);
     // A replayed measurement names the recording it came from, not this machine's path.
-    ASSERT_EQ(m.provenance.source.rfind("h100-2026-11-23/", 0), 0u) << m.provenance.source;
+    ASSERT_EQ(m.provenance.source.rfind(kShippedName + "/", 0), 0u) << m.provenance.source;
   }
 
   TempFolder dir;
@@ -110,7 +115,7 @@ TEST(Provenance, ReplaySaveReopenKeepsTheOriginalDateGpuAndBytes) {
   std::unique_ptr<ReplayBackend> reopened;
   ASSERT_TRUE(load_recording({saved_path}, &reopened).ok());
   // What the banner and the GPU panel show: the recording's date and GPU, not the save's.
-  EXPECT_EQ(reopened->summary().date_text(), "2026-11-23");
+  EXPECT_EQ(reopened->summary().date_text(), kShippedDate);
   EXPECT_EQ(reopened->summary().device.name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(reopened->summary().device.driver_version, 13000);
   const std::vector<Measurement> again = replay_everything(*reopened);
@@ -127,20 +132,20 @@ TEST(Provenance, ReplaySaveReopenKeepsTheOriginalDateGpuAndBytes) {
   // The trace's title and the CSV carry the measurement's own date and GPU.
   const Session saved = saved_from_replay(*reopened, again);
   const std::string trace = chrome_trace_json(saved);
-  EXPECT_NE(trace.find("measured NVIDIA H100 80GB HBM3, 2026-11-23"), std::string::npos);
+  EXPECT_NE(trace.find("measured NVIDIA H100 80GB HBM3, " + kShippedDate), std::string::npos);
   // The first row's last columns: its own measured_utc and source; session_created_utc is the
   // save's.
   const std::string csv = measurements_csv(saved);
   const std::string row = csv.substr(csv.find('\n') + 1, csv.find('\n', csv.find('\n') + 1));
   EXPECT_NE(row.find(",2026-11-26T04:30:00Z,"), std::string::npos) << row;
-  EXPECT_NE(row.find(",2026-11-23T20:3"), std::string::npos) << row;
-  EXPECT_NE(row.find(",h100-2026-11-23/"), std::string::npos) << row;
+  EXPECT_NE(row.find("," + kShippedDate + "T"), std::string::npos) << row;
+  EXPECT_NE(row.find("," + kShippedName + "/"), std::string::npos) << row;
 }
 
 TEST(Provenance, ASessionThatMixesSourcesSaysSo) {
   Session s;
   ASSERT_TRUE(load_session(kShipped + "/elementwise_fp32_cold.json", &s).ok());
-  EXPECT_EQ(provenance_text(s.measurements), "NVIDIA H100 80GB HBM3, 2026-11-23");
+  EXPECT_EQ(provenance_text(s.measurements), "NVIDIA H100 80GB HBM3, " + kShippedDate);
   Measurement live = s.measurements.front();
   live.provenance = {"NVIDIA H200", 13000, "2026-11-26T04:31:00Z", "0.2.0", "live"};
   s.measurements.push_back(live);

@@ -468,15 +468,13 @@ TEST_F(ReplayFiles, CapsAFolderAsAWhole) {
 }
 
 TEST(ShippedRecording, LoadsAndServesTheH100Measurements) {
-  const std::filesystem::path folder =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
-      "recordings" / "h100-2026-11-23";
+  const std::filesystem::path folder = FUSIONLAB_SHIPPED_RECORDING;
   if (!std::filesystem::exists(folder)) GTEST_SKIP() << "no source tree at " << folder;
   std::unique_ptr<ReplayBackend> backend;
   const Status st = load_recording({folder.string()}, &backend);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(backend->device().name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(backend->summary().date_text(), "2026-11-23");
+  EXPECT_EQ(backend->summary().date_text(), FUSIONLAB_SHIPPED_DATE);
   std::vector<int64_t> grid;  // 1K, 4K, ... 64M: the gpu-check.sh size grid
   for (int64_t n = 1 << 10; n <= (int64_t(1) << 26); n *= 4) grid.push_back(n);
   EXPECT_EQ(backend->recorded_sizes("gelu_scale", Precision::fp32, CacheMode::cold), grid);

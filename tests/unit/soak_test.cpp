@@ -36,9 +36,7 @@ TEST(Soak, CatalogSeriesCoverEveryLessonPrecisionAndCacheMode) {
 
 TEST(Soak, DragsARecordingAndWritesTheCsvAndThePlot) {
   std::unique_ptr<ReplayBackend> recording;
-  const std::string rec = (fs::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
-                           "recordings" / "h100-2026-11-23")
-                              .string();
+  const std::string rec = FUSIONLAB_SHIPPED_RECORDING;
   ASSERT_TRUE(load_recording({rec}, &recording).ok());
   const std::vector<SoakSeries> series = recorded_soak_series(recording->summary());
   ASSERT_GE(series.size(), 4u);
@@ -150,9 +148,7 @@ TEST(SoakCycles, TheGridTakesEachSeriesSizesOnce) {
 
 TEST(SoakCycles, WalksARecordingInCyclesAndWritesTheCsvAndThePlot) {
   std::unique_ptr<ReplayBackend> recording;
-  const std::string rec = (fs::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
-                           "recordings" / "h100-2026-11-23")
-                              .string();
+  const std::string rec = FUSIONLAB_SHIPPED_RECORDING;
   ASSERT_TRUE(load_recording({rec}, &recording).ok());
   const std::vector<MeasureRequest> grid =
       cycle_requests(recorded_soak_series(recording->summary()), 2);

@@ -1,5 +1,5 @@
 // Kernel variants (kernels/level_table.h): the level table's choice as a function of shape,
-// precision and GPU, checked on the CPU for the two lessons whose fused level has several
+// precision and GPU, checked on the CPU for the lessons whose fused level has several
 // kernels; and the machinery (forcing, refusing, falling back, recording) on a small table.
 #include <gtest/gtest.h>
 
@@ -85,6 +85,26 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
     EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kH100}));
     EXPECT_TRUE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
+    }
+  }
+}
+
+// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): gamma and beta loaded with the
+// row everywhere, except bf16 grids of 2K-8K rows, which fit one wave only at the lean kernel's
+// registers; on any GPU, since the row kernels are portable.
+TEST(Variants, ResidualLayerNormFusedLevelChoosesByRowsAndPrecision) {
+  const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
+  for (const GpuFacts& gpu : {kH100, kA100}) {
+    for (int64_t rows : {2, 128, 1365, 4096, 16384, 262144}) {
+      EXPECT_EQ(chosen("residual_layernorm", rows, fp32, gpu), "rows_early") << rows;
+    }
+    EXPECT_EQ(chosen("residual_layernorm", 2, bf16, gpu), "rows_early");
+    EXPECT_EQ(chosen("residual_layernorm", 1365, bf16, gpu), "rows_early");
+    EXPECT_EQ(chosen("residual_layernorm", 2048, bf16, gpu), "rows_lean");
+    EXPECT_EQ(chosen("residual_layernorm", 4096, bf16, gpu), "rows_lean");
+    EXPECT_EQ(chosen("residual_layernorm", 8191, bf16, gpu), "rows_lean");
+    EXPECT_EQ(chosen("residual_layernorm", 16384, bf16, gpu), "rows_early");
+    EXPECT_EQ(chosen("residual_layernorm", 262144, bf16, gpu), "rows_early");
   }
 }
 

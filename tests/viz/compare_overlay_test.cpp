@@ -137,10 +137,34 @@ TEST(CompareOverlay, OnAShortCrowdedPlotTheLegendMovesAboveTheFrame) {
       layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(1800, 1000), style);
   EXPECT_FALSE(tall.legend_outside);
   EXPECT_TRUE(tall.legend_entries.empty());
-  // And a canvas too short for a strip keeps the legend in its least-crowded corner.
-  const PlotLayout tiny =
-      layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(800, 140), style);
-  EXPECT_FALSE(tiny.legend_outside);
+  // And a canvas too short for a strip above a readable frame: the legend still hides no data
+  // (beside the frame when that leaves it half the width, else above a smaller frame).
+  for (const ImVec2 max : {ImVec2(800, 140), ImVec2(1800, 200), ImVec2(400, 140)}) {
+    const PlotLayout tiny = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, max, style);
+    EXPECT_TRUE(tiny.legend_outside) << max.x << "x" << max.y;
+    EXPECT_EQ(legend_over_data(tiny), 0) << max.x << "x" << max.y;
+    EXPECT_EQ(tiny.legend_entries.size(), tiny.legend.size());
+    if (tiny.legend_beside) {
+      EXPECT_GE(tiny.frame_max.x - tiny.frame_min.x, (max.x - kCanvasMin.x) * 0.5f - 64);
+      for (const ImVec2 e : tiny.legend_entries) EXPECT_GT(e.x, tiny.frame_max.x);
+    }
+  }
+}
+
+// Three labelled values on each axis at least, however short the plot (two ticks, 0x and 5x,
+// say nothing about the scale between them).
+TEST(CompareOverlay, EveryAxisKeepsThreeLabelledTicks) {
+  PlotStyle style;
+  style.font_size = 16;
+  for (float h : {120.0f, 150.0f, 200.0f, 400.0f}) {
+    const PlotLayout L =
+        layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, ImVec2(900, h), style);
+    int x_labels = 0, y_labels = 0;
+    for (const auto& t : L.x_ticks) x_labels += t.label.empty() ? 0 : 1;
+    for (const auto& t : L.y_ticks) y_labels += t.label.empty() ? 0 : 1;
+    EXPECT_GE(x_labels, 3) << h;
+    EXPECT_GE(y_labels, 3) << h;
+  }
 }
 
 TEST(CompareOverlay, BandwidthOverlayIsLighterDashedAndLabelledWithoutItsCopyCurve) {

@@ -25,7 +25,7 @@ const ImVec2 kMin(0, 0), kMax(1400, 520);  // tall: the where-note row is drawn
 Session recording(const std::string& name) {
   Session s;
   const Status st = load_session(
-      std::string(FUSIONLAB_SOURCE_DIR) + "/assets/recordings/h100-2026-11-23/" + name, &s);
+      std::string(FUSIONLAB_SHIPPED_RECORDING) + "/" + name, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   return s;
 }
@@ -73,14 +73,17 @@ TEST(TensorHomes, FusedFfnAt16KTokensWroteHThroughHbm) {
   ASSERT_NE(ffn, nullptr);
   const TensorHomes h = tensor_homes(m2, ffn, &m0);
   ASSERT_TRUE(h.measured);
-  // 120.1 MiB written against a 24 MiB output: 96 MiB beyond the textbook, h's size.
+  // About 120 MiB written against a 24 MiB output: 96 MiB beyond the textbook, h's size.
   EXPECT_NEAR(h.extra_write_bytes / (96.0 * (1 << 20)), 1.0, 0.02);
   const TensorPlace* gelu = place(h, "gelu output");
   ASSERT_NE(gelu, nullptr);
   EXPECT_EQ(gelu->design, TensorHome::on_chip);
   EXPECT_EQ(gelu->measured, TensorHome::hbm);
   EXPECT_NE(gelu->sentence.find("went through HBM"), std::string::npos) << gelu->sentence;
-  EXPECT_NE(gelu->sentence.find("120.1 MiB"), std::string::npos) << gelu->sentence;
+  // The sentence quotes the level's measured writes (120.1 MiB in the 2026-11-23 recording).
+  EXPECT_NE(gelu->sentence.find("writes " + format_byte_count(h.dram_write_bytes)),
+            std::string::npos)
+      << gelu->sentence;
   // Only one tensor of h's size is accounted for by the extra bytes.
   const int moved = static_cast<int>(std::count_if(h.tensors.begin(), h.tensors.end(),
                                                    [](const TensorPlace& t) { return t.moved(); }));

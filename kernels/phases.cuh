@@ -4,7 +4,7 @@
 //   ... load the weights ...
 //   fl::phase_record(sink, kWeightsIn, t0, fl::phase_clock());   // one thread per block calls it
 //
-// Most kernels want BlockPhases (below): a block's phases one after another, at a few cycles a
+// Most kernels want PhaseMarks (below): a block's phases one after another, at a few cycles a
 // mark.
 //
 // %globaltimer is the GPU's nanosecond wall clock, the same on every SM (its resolution is
@@ -80,13 +80,13 @@ __device__ __forceinline__ void phase_record_at(const PhaseSink& sink, unsigned 
 // every block leaves kPhases records in phase order. Every thread may call mark(); only thread 0
 // keeps time.
 //
-//   BlockPhases<3> marks(a.phases);      // at the top of the kernel
+//   PhaseMarks<3> marks(a.phases);      // at the top of the kernel
 //   ... wait for the weights ...  marks.mark(kWeightsIn);
 //   ... multiply ...              marks.mark(kUpProjection);
 template <int kPhases>
-class BlockPhases {
+class PhaseMarks {
  public:
-  __device__ explicit BlockPhases(const PhaseSink& sink) : sink_(sink) {
+  __device__ explicit PhaseMarks(const PhaseSink& sink) : sink_(sink) {
     if (!keeps_time()) return;
     base_ = atomicAdd(sink_.count, static_cast<unsigned>(kPhases));
     start_ns_ = phase_clock();
@@ -98,7 +98,7 @@ class BlockPhases {
     if (!keeps_time() || phase >= unsigned(kPhases)) return;
     ends_[phase] = max(1u, cycles() - start_cycles_);
   }
-  __device__ ~BlockPhases() {
+  __device__ ~PhaseMarks() {
     if (!keeps_time()) return;
     const uint64_t end_ns = phase_clock();
     const unsigned end_cycles = max(1u, cycles() - start_cycles_);
@@ -115,8 +115,8 @@ class BlockPhases {
       from = to;
     }
   }
-  BlockPhases(const BlockPhases&) = delete;
-  BlockPhases& operator=(const BlockPhases&) = delete;
+  PhaseMarks(const PhaseMarks&) = delete;
+  PhaseMarks& operator=(const PhaseMarks&) = delete;
 
  private:
   __device__ static unsigned cycles() {
@@ -131,51 +131,6 @@ class BlockPhases {
   unsigned base_ = 0, start_cycles_ = 0;
   uint64_t start_ns_ = 0;
   unsigned ends_[kPhases];  // cycles from the start to each phase's end
-};
-
-// The first form of BlockPhases, kept for the kernels that use it (the attention lessons): the
-// number of phases need not be known, only the marks reached are written, but the marks live in
-// a local array and every mark reads %globaltimer. A block's phases one after another, as its
-// thread 0 sees them: the first phase starts when
-// the marks are made (the kernel's start), and each mark(phase) ends the running phase and
-// starts the next. A mark only reads the clock (stamps off: one uniform branch); the records are
-// written when the marks go out of scope (the kernel's end), all of a block's with one atomic,
-// so no phase pays for an L2 round trip of the one before. Every thread may call mark(); only
-// thread 0 keeps time. At most kMaxMarks phases a block are kept.
-//
-//   PhaseMarks marks(a.phases);          // at the top of the kernel
-//   ... wait for the weights ...  marks.mark(kWeightsIn);
-//   ... multiply ...              marks.mark(kUpProjection);
-class PhaseMarks {
- public:
-  static constexpr int kMaxMarks = 8;
-  __device__ explicit PhaseMarks(const PhaseSink& sink) : sink_(sink) {
-    if (keeps_time()) times_[0] = phase_clock();
-  }
-  __device__ void mark(unsigned phase, uint32_t arg = 0) {
-    if (!keeps_time() || marks_ == kMaxMarks) return;
-    times_[marks_ + 1] = phase_clock();
-    phases_[marks_] = static_cast<uint16_t>(phase);
-    args_[marks_] = arg;
-    ++marks_;
-  }
-  __device__ ~PhaseMarks() {
-    if (!keeps_time() || marks_ == 0) return;
-    const unsigned first = atomicAdd(sink_.count, static_cast<unsigned>(marks_));
-    for (int i = 0; i < marks_ && first + i < sink_.capacity; ++i) {
-      phase_write(sink_, first + i, phases_[i], times_[i], times_[i + 1], args_[i], 0);
-    }
-  }
-  PhaseMarks(const PhaseMarks&) = delete;
-  PhaseMarks& operator=(const PhaseMarks&) = delete;
-
- private:
-  __device__ bool keeps_time() const { return sink_.records != nullptr && threadIdx.x == 0; }
-  const PhaseSink sink_;
-  int marks_ = 0;
-  uint64_t times_[kMaxMarks + 1];
-  uint16_t phases_[kMaxMarks];
-  uint32_t args_[kMaxMarks];
 };
 
 }  // namespace fl

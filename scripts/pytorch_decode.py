@@ -17,6 +17,7 @@ the step evaluated in float64 (relative L2 error within 2e-2, TOLERANCE below). 
 comes from torch.profiler.
 
   python3 scripts/pytorch_decode.py --caches 512,2048 --json out.json --peers peers-decode.json
+  python3 scripts/pytorch_decode.py --peers-out peers-decode.json   (scripts/gpu-check.sh: the grid)
 
 --peers writes a peer file (docs/SESSION_FORMAT.md, "Peer files": lesson gpt2_decode, bf16,
 series eager and cuda_graph, size = cache length, inner = new tokens) that `bench --peers`, the
@@ -43,6 +44,7 @@ C, H, D, LAYERS = 768, 12, 64, 12
 # it land at ~1e-2 from float64 (H100, 2026-11-26: 1.01e-2 at cache 512), so the peer's check
 # uses the bf16 tolerance of the transformer lessons in scripts/peers.py.
 TOLERANCE = 2e-2
+EAGER_SPIN_US = 12000
 
 
 def make_model(cache, tokens, dtype, device):
@@ -150,11 +152,13 @@ def write_peer_file(path, props, gbps, points):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--caches", default="512,2048")
+    ap.add_argument("--caches", default="16,64,256,512,1024,2048,4096,8192",
+                    help="cache lengths (default: the recording grid of scripts/gpu-check.sh)")
     ap.add_argument("--tokens", type=int, default=1)
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--json", default="", help="a summary table (JSON)")
-    ap.add_argument("--peers", default="", help="a peer file to write (docs/SESSION_FORMAT.md)")
+    ap.add_argument("--peers", "--peers-out", dest="peers", default="",
+                    help="a peer file to write (docs/SESSION_FORMAT.md)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("pytorch_decode: no CUDA GPU", file=sys.stderr)
@@ -176,7 +180,9 @@ def main():
             for _ in range(3):
                 step()
             err_eager = peers.rel_l2_error((step(),), (ref,))
-            eager = timer.median(step, args.reps)
+            # The spin outlasts the host's enqueueing of eager's ~170 launches (~3.5 ms from
+            # Python), so its span is the GPU's own, as for every peer.
+            eager = timer.median(step, args.reps, spin_us=EAGER_SPIN_US)
             host_us = host_time_us(step, timer.flush, args.reps)
             kernels = kernel_count(step)
             replay = peers.graph_replay(lambda: step(), ())

@@ -235,8 +235,11 @@ bool FileDialog::draw_path_field() {
     ImGui::SetKeyboardFocusHere();
     focus_ = false;
   }
-  const bool enter =
-      ImGui::InputText("##path", path_, sizeof(path_), ImGuiInputTextFlags_EnterReturnsTrue);
+  // Every action's field opens with its default name selected, so typing replaces it (ImGui
+  // selects on focus only when asked: without the flag a typed path landed inside the name).
+  const bool enter = ImGui::InputText(
+      "##path", path_, sizeof(path_),
+      ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
   if (ImGui::IsItemEdited()) {
     replace_.clear();
     error_.clear();

@@ -278,6 +278,8 @@ struct WindowUi {
   // and which view asked.
   float pane_asked[2] = {0, 0};
   std::string pane_asked_by[2];
+  int zoom_steps = 0;       // Ctrl+= / Ctrl+- this frame
+  bool zoom_reset = false;  // Ctrl+0
 };
 
 // The menu bar's right-hand line: the last file action's result, for a while.
@@ -731,20 +733,42 @@ void apply_shortcut(const gui::Shortcut& key, gui::Lab& lab, WindowUi& ui, MenuC
     case gui::KeyAction::show_shortcuts:
       ui.show_shortcuts = !ui.show_shortcuts;
       break;
+    case gui::KeyAction::zoom_in:
+      ++ui.zoom_steps;
+      break;
+    case gui::KeyAction::zoom_out:
+      --ui.zoom_steps;
+      break;
+    case gui::KeyAction::zoom_reset:
+      ui.zoom_reset = true;
+      ui.zoom_steps = 0;
+      break;
     case gui::KeyAction::quit:
       ui.quit = true;
       break;
   }
 }
 
-// The keys pressed this frame (after ImGui::NewFrame), unless a text field or a popup has them.
+// The key events GLFW delivered since the last frame, each with its own modifiers
+// (gui::KeyEvent); the window's key callback fills it, Dear ImGui's backend chains to it.
+std::vector<gui::KeyEvent>& key_events() {
+  static std::vector<gui::KeyEvent> events;
+  return events;
+}
+
+void on_key(GLFWwindow*, int key, int, int action, int mods) {
+  if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
+  if (key_events().size() < 256) {
+    key_events().push_back({key, gui::mods_from_glfw(mods), action == GLFW_REPEAT});
+  }
+}
+
+// The keys pressed since the last frame (after ImGui::NewFrame), each read with the modifiers of
+// its own event, unless a text field or a popup has them.
 void handle_keys(gui::Lab& lab, WindowUi& ui, MenuChoice* choice, double now) {
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) return;
-  const int mods = (io.KeyCtrl ? gui::kModCtrl : 0) | (io.KeyShift ? gui::kModShift : 0) |
-                   (io.KeyAlt ? gui::kModAlt : 0);
-  const auto pressed = [](int key, bool repeat) { return ImGui::IsKeyPressed(key, repeat); };
-  for (const gui::Shortcut* key : gui::pressed_shortcuts(pressed, mods)) {
+  for (const gui::Shortcut* key : gui::shortcuts_for(key_events())) {
     apply_shortcut(*key, lab, ui, choice, now);
   }
 }
@@ -938,6 +962,7 @@ class ScriptRunner {
   explicit ScriptRunner(gui::Script script) : script_(std::move(script)) {}
   bool active() const { return !script_.commands.empty(); }
   const ShotRequest& shot() const { return shot_; }
+  bool shot_pending() const { return shot_frames_ > 0; }
   const std::string& error() const { return error_; }
   // The line of the screenshot being taken, for an error while saving it.
   int shot_line() const { return shot_line_; }
@@ -1303,8 +1328,11 @@ class WindowRun {
     if (headless_) ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;  // no stray hover
     // Screenshots are rendered at scale 1 (times --scale) so they look the same everywhere; the
     // window follows the monitor's content scale (HiDPI) times --scale.
-    ui_scale_ = (headless_ ? 1.0f : content_scale(window_.handle)) * options_.scale;
+    if (use_settings_) zoom_ = remembered_.zoom;
+    ui_scale_ = (headless_ ? 1.0f : content_scale(window_.handle)) * options_.scale * zoom_;
     setup_style_and_fonts(ui_scale_, true);
+    // Ours first: Dear ImGui's backend keeps it and calls it from its own key callback.
+    glfwSetKeyCallback(window_.handle, on_key);
     imgui_->glfw_backend = ImGui_ImplGlfw_InitForOpenGL(window_.handle, true);
     imgui_->gl_backend = imgui_->glfw_backend && ImGui_ImplOpenGL3_Init("#version 330 core");
     if (!imgui_->gl_backend)
@@ -1370,6 +1398,14 @@ class WindowRun {
     ScriptRunner::Step script_step = ScriptRunner::Step::run;
     if (std::optional<int> done = run_script(now, &script_step)) return done;
     follow_content_scale();
+    // While a picture is on its way (F12, File > Screenshot..., a script's), the mouse is away
+    // from the window: no tooltip or hover highlight lands in it.
+    ImGuiIO& io = ImGui::GetIO();
+    if (ui_shot_ || runner_.shot_pending() || headless_) {
+      io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
+    } else {
+      io.ConfigFlags &= ~ImGuiConfigFlags_NoMouse;
+    }
     draw_ui(now);
     int fb_w = 0, fb_h = 0;
     render(&fb_w, &fb_h);
@@ -1414,10 +1450,20 @@ class WindowRun {
     return std::nullopt;
   }
 
-  // The monitor's content scale changed (the window moved to another monitor): new font.
+  // The monitor's content scale changed (the window moved to another monitor), or the zoom
+  // (Ctrl+= / Ctrl+- / Ctrl+0, asked in the last frame): new style and font.
   void follow_content_scale() {
-    if (headless_) return;
-    const float scale_now = content_scale(window_.handle) * options_.scale;
+    if (ui_.zoom_reset || ui_.zoom_steps != 0) {
+      zoom_ = ui_.zoom_reset ? 1.0f : gui::zoomed(zoom_, ui_.zoom_steps);
+      ui_.zoom_reset = false;
+      ui_.zoom_steps = 0;
+      char text[64];
+      std::snprintf(text, sizeof(text), "zoom %.0f%%%s", zoom_ * 100.0f,
+                    std::fabs(zoom_ - 1.0f) < 0.01f ? "" : " (Ctrl+0 resets)");
+      message_ = Message{text, false, seconds_now() + 3.0};
+    }
+    const float scale_now =
+        (headless_ ? 1.0f : content_scale(window_.handle)) * options_.scale * zoom_;
     if (std::fabs(scale_now - ui_scale_) > 0.01f) {
       ui_scale_ = scale_now;
       setup_style_and_fonts(ui_scale_, false);
@@ -1434,6 +1480,7 @@ class WindowRun {
     MenuChoice choice = draw_menu_bar(lab, ui_, message_, now);
     // Keys (the shortcut table), from the keyboard or a script's `key NAME`.
     if (!headless_ && !dialog_.is_open()) handle_keys(lab, ui_, &choice, now);
+    key_events().clear();  // a key pressed while a dialog has the focus does nothing later
     if (const gui::Shortcut* key = runner_.take_key()) apply_shortcut(*key, lab, ui_, &choice, now);
     draw_frame(lab, ui_, now, &views_px_);
     draw_shortcuts_window(ui_);
@@ -1575,6 +1622,7 @@ class WindowRun {
     s.cache = to_string(lab_->cache());
     s.show_peers = gui::window_peers_ticked();
     s.panels = ui_.panels;
+    s.zoom = zoom_;
     if (Status st = gui::save_settings(settings_file_, s); !st.ok()) {
       std::fprintf(stderr, "fusionlab: cannot remember the settings: %s\n",
                    one_line(st.message()).c_str());
@@ -1593,6 +1641,7 @@ class WindowRun {
   };
   Rect windowed_;
   float ui_scale_ = 1.0f;
+  float zoom_ = 1.0f;  // Ctrl+= / Ctrl+- / Ctrl+0 (gui::Settings::zoom)
   // Torn down in reverse order: the Lab (and its engine) first, GLFW last.
   GlfwLibrary glfw_;
   Window window_;

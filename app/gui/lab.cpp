@@ -169,6 +169,7 @@ void Lab::submit() {
   request.cache = cache_;
   request.phases = phases_;
   in_flight_id_ = engine_->submit(request);
+  fill_id_ = 0;  // a fill in flight is superseded
   last_request_ = request;
   ++requests_submitted_;
   change_pending_ = false;
@@ -220,8 +221,13 @@ void Lab::update(double now) {
     viz::merge_measurements(&history_, result.measurements);
     trim_oldest(&history_, history_cap_);  // cap: kMaxHistoryMeasurements (caps.h)
     if (journal_ != nullptr) journal_->append(session_snapshot_head(), result.measurements);
-    // A result that finished just as the learner picked another lesson stays in the history.
-    if (result.request.lesson == lesson().info().id) current_ = std::move(result.measurements);
+    // A result that finished just as the learner picked another lesson stays in the history;
+    // a point filled in for the recorded curve only joins it.
+    const bool fill = result.id == fill_id_;
+    if (fill) fill_id_ = 0;
+    if (result.request.lesson == lesson().info().id && !fill) {
+      current_ = std::move(result.measurements);
+    }
     ++results_received_;
   }
   status_ = engine_->status();
@@ -251,7 +257,31 @@ void Lab::update(double now) {
     return;
   }
   if (sweep_queue_.empty() && in_flight_id_ == 0) sweep_active_ = false;
-  if (change_pending_ && now - last_change_ >= kSettleSeconds) submit();
+  if (change_pending_ && now - last_change_ >= kSettleSeconds) {
+    submit();
+    return;
+  }
+  if (!change_pending_ && in_flight_id_ == 0 && !current_.empty()) fill_recorded_curve();
+}
+
+void Lab::fill_recorded_curve() {
+  if (!replay_ || status_.backend_kind != "recorded" || recorded_sizes_.empty()) return;
+  const std::string& id = lesson().info().id;
+  for (int64_t size : recorded_sizes_) {
+    const bool have = std::any_of(history_.begin(), history_.end(), [&](const Measurement& m) {
+      return m.lesson == id && m.size == size && m.precision == precision_ && m.cache == cache_;
+    });
+    if (have) continue;
+    MeasureRequest request;
+    request.lesson = id;
+    request.size = size;
+    request.precision = precision_;
+    request.cache = cache_;
+    request.phases = phases_;
+    in_flight_id_ = fill_id_ = engine_->submit(request);
+    ++requests_submitted_;
+    return;
+  }
 }
 
 Status Lab::open_recording(const std::vector<std::string>& paths, const std::string& why,

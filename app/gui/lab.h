@@ -213,6 +213,12 @@ class Lab {
   bool change_pending_ = false;
   double last_change_ = 0;
   uint64_t in_flight_id_ = 0;  // the newest submitted request, until its result arrives
+  // Replaying, the recorded sizes of the lesson, precision and cache mode not yet in the history
+  // are asked for one after another whenever nothing else is (fill_recorded_curve), so the whole
+  // recorded curve is drawn without a sweep; such a result joins the history only (the slider
+  // and the measurement panel stay where they are).
+  uint64_t fill_id_ = 0;
+  void fill_recorded_curve();
   MeasureRequest last_request_;
   int requests_submitted_ = 0;
   std::vector<Measurement> history_;

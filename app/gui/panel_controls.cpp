@@ -39,6 +39,14 @@ bool radio(const char* label, bool active, const std::string& why_not) {
   const bool clicked = ImGui::RadioButton(label, active);
   record_widget_label(label, LabelPlace::after_box);
   if (!why_not.empty()) ImGui::EndDisabled();
+  // A greyed-out choice says why on hover (ImGui hides hover from disabled items unless asked).
+  if (!why_not.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
+    ImGui::TextUnformatted(why_not.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
   return clicked && why_not.empty();
 }
 
@@ -210,6 +218,11 @@ void draw_sweep_and_status(Lab& lab) {
     if (ImGui::Button("Sweep sizes")) lab.start_sweep();
     record_widget_label("Sweep sizes", LabelPlace::in_frame);
     if (!engine_ready) ImGui::EndDisabled();
+    if (!engine_ready && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      ImGui::SetTooltip("%s", lab.status().state == EngineState::starting
+                                  ? "Nothing to sweep yet: the engine is starting."
+                                  : "Nothing to sweep: no usable GPU and no recording.");
+    }
   }
   ImGui::SameLine();
   help_marker(lesson_text(panel_text_id(lab.replay() != nullptr ? "sweep-recorded" : "sweep")));

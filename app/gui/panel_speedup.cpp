@@ -135,7 +135,13 @@ void draw_speedup_panel(const Lab& lab) {
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());
   view.current_size = lab.size();
-  // A note only while this GPU's series is empty: it says why.
+  // Live, one point is not a curve yet: say how to draw it (replaying, the window fills in
+  // every recorded size by itself).
+  if (view.measured.size() == 1 && !lab.replay() && !lab.sweeping()) {
+    view.note = "One size so far: drag the Tensor size slider, or press Sweep sizes, to draw "
+                "the curve.";
+  }
+  // A note while this GPU's series is empty: it says why.
   if (view.measured.empty()) {
     switch (lab.status().state) {
       case EngineState::starting:

@@ -1,5 +1,6 @@
 #include "app/gui/settings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -113,6 +114,11 @@ std::string settings_path() {
   return (base / "fusionlab" / "settings.ini").string();
 }
 
+float zoomed(float zoom, int steps) {
+  const float z = std::round((zoom + kZoomStep * static_cast<float>(steps)) / kZoomStep) * kZoomStep;
+  return std::clamp(z, kMinZoom, kMaxZoom);
+}
+
 std::string settings_text(const Settings& s) {
   std::ostringstream out;
   out << "# Fusion Lab settings, written when the window closes. Delete this file (or start\n"
@@ -138,6 +144,8 @@ std::string settings_text(const Settings& s) {
   std::snprintf(buf, sizeof(buf), "%.4f", s.panels.split_fraction);
   out << "split_fraction = " << buf << "\n";
   out << "second_view = " << s.panels.second_view << "\n";
+  std::snprintf(buf, sizeof(buf), "%.2f", s.zoom);
+  out << "zoom = " << buf << "\n";
   return out.str();
 }
 
@@ -213,6 +221,9 @@ Readers settings_readers(Settings* s) {
        {[s](const std::string& v) { return parse_bool(v, &s->maximized); }, "true or false"}},
       {"peers",
        {[s](const std::string& v) { return parse_bool(v, &s->show_peers); }, "true or false"}},
+      {"zoom",
+       {[s](const std::string& v) { return parse_fraction(v, kMinZoom, kMaxZoom, &s->zoom); },
+        "a factor from 0.5 to 3"}},
       {"lesson",
        {[s](const std::string& v) {
           s->lesson = v;

@@ -47,7 +47,13 @@ struct Settings {
   std::string cache;       // "cold" / "warm"; empty: cold
   bool show_peers = true;  // the speedup plot's "PyTorch peers" box
   PanelSizes panels;
+  float zoom = 1.0f;  // Ctrl+= / Ctrl+- / Ctrl+0: text and panels on top of the monitor's scale
 };
+
+// The zoom's range and step (Ctrl+= / Ctrl+-): 50% to 300% in steps of 10%.
+constexpr float kMinZoom = 0.5f, kMaxZoom = 3.0f, kZoomStep = 0.1f;
+// `zoom` moved by `steps` steps (negative: smaller), on the 10% grid, within the range.
+float zoomed(float zoom, int steps);
 
 // The limit on the settings file; anything larger is not ours (or is damaged) and is ignored.
 constexpr long kMaxSettingsBytes = 64 * 1024;

@@ -40,6 +40,14 @@ const std::vector<Shortcut>& shortcuts() {
       {A::full_screen, GLFW_KEY_F11, 0, "F11", "Full screen, or back to a window", -1, false,
        false},
       {A::show_shortcuts, GLFW_KEY_F1, 0, "F1", "This list of shortcuts"},
+      {A::zoom_in, GLFW_KEY_EQUAL, kModCtrl, "Ctrl+=",
+       "Larger text and panels (10% a step; remembered), for a projector", -1, false, true,
+       GLFW_KEY_KP_ADD, true},
+      {A::zoom_out, GLFW_KEY_MINUS, kModCtrl, "Ctrl+-", "Smaller text and panels", -1, false,
+       true, GLFW_KEY_KP_SUBTRACT},
+      {A::zoom_reset, GLFW_KEY_0, kModCtrl, "Ctrl+0",
+       "Text and panels back to 100% (of the monitor's scale and --scale)", -1, false, true,
+       GLFW_KEY_KP_0},
       {A::quit, GLFW_KEY_Q, kModCtrl, "Ctrl+Q",
        "Quit (the window's size and choices are remembered)", -1, false, false},
   };
@@ -51,6 +59,26 @@ std::vector<const Shortcut*> pressed_shortcuts(const std::function<bool(int, boo
   std::vector<const Shortcut*> out;
   for (const Shortcut& s : shortcuts()) {
     if (s.mods == mods && pressed(s.key, s.repeats)) out.push_back(&s);
+  }
+  return out;
+}
+
+int mods_from_glfw(int glfw_mods) {
+  return ((glfw_mods & GLFW_MOD_CONTROL) ? kModCtrl : 0) |
+         ((glfw_mods & GLFW_MOD_SHIFT) ? kModShift : 0) | ((glfw_mods & GLFW_MOD_ALT) ? kModAlt : 0);
+}
+
+std::vector<const Shortcut*> shortcuts_for(const std::vector<KeyEvent>& events) {
+  std::vector<const Shortcut*> out;
+  for (const KeyEvent& e : events) {
+    for (const Shortcut& s : shortcuts()) {
+      const bool key = e.key == s.key || (s.keypad_key >= 0 && e.key == s.keypad_key);
+      const bool mods = e.mods == s.mods || (s.shift_too && e.mods == (s.mods | kModShift));
+      if (key && mods && (!e.repeat || s.repeats)) {
+        out.push_back(&s);
+        break;
+      }
+    }
   }
   return out;
 }

@@ -25,6 +25,9 @@ enum class KeyAction {
   screenshot,       // save the window as PNG at once
   full_screen,      // full screen / windowed
   show_shortcuts,   // the list of every shortcut
+  zoom_in,          // the content scale 10% larger (for a projector), remembered
+  zoom_out,         // ... 10% smaller
+  zoom_reset,       // ... back to 100%
   quit,
 };
 constexpr int kKeyActionCount = static_cast<int>(KeyAction::quit) + 1;
@@ -41,7 +44,20 @@ struct Shortcut {
   int view = -1;     // pick_view: which view (0..5, tab order)
   bool repeats = false;    // held down, it repeats (the arrows)
   bool scriptable = true;  // `key NAME` may press it (not the file dialogs, full screen, quit)
+  int keypad_key = -1;     // the same key on the keypad (GLFW_KEY_KP_*), or -1
+  bool shift_too = false;  // also with Shift held ("Ctrl++" is Ctrl+Shift+= on most layouts)
 };
+
+// One key going down (or auto-repeating), with the modifiers GLFW gave that very event: a
+// shortcut reads those, not what is held when the frame starts, so a Ctrl that arrives in the
+// same frame as S (or is let go before the frame) still makes Ctrl+S.
+struct KeyEvent {
+  int key = 0;  // GLFW_KEY_*
+  int mods = 0;  // kModCtrl | kModShift | kModAlt
+  bool repeat = false;
+};
+// GLFW's modifier bits (GLFW_MOD_SHIFT, _CONTROL, _ALT; the rest ignored) as ours.
+int mods_from_glfw(int glfw_mods);
 
 // Every shortcut, in the order the F1 list shows them.
 const std::vector<Shortcut>& shortcuts();
@@ -51,6 +67,10 @@ const std::vector<Shortcut>& shortcuts();
 // same key without: Ctrl+S is never also S.
 std::vector<const Shortcut*> pressed_shortcuts(
     const std::function<bool(int key, bool repeat)>& pressed, int mods);
+
+// The shortcuts the key events of a frame press, in order: each event matches a shortcut with
+// its own modifiers (exactly, but for shift_too), a repeat only a shortcut that repeats.
+std::vector<const Shortcut*> shortcuts_for(const std::vector<KeyEvent>& events);
 
 // The shortcut a script's `key NAME` names (case-insensitive); nullptr when none.
 const Shortcut* find_shortcut(const std::string& name);

@@ -439,34 +439,43 @@ Status RangeCounters::run_passes(int launches, const std::vector<int>& kernels_p
                            std::to_string(kMaxKernelsPerLaunch) + " in one launch");
     }
   }
-  // Windows of whole launches, at most kWindowRanges ranges a pass with the drain: each window
-  // is a pass of its own over the chain, profiled from its first launch on (a chain of up to
-  // kMaxKernelsPerLaunch kernels is one window, as before). A window's drain's DRAM writes go to
-  // its last launch, the last window's to drain_out as before.
+  // Each window is a pass of its own over the chain, profiled from its first launch on (a chain
+  // of up to kMaxKernelsPerLaunch kernels is one window, as before). A window's drain's DRAM
+  // writes go to its last launch, the last window's to drain_out as before.
   out->assign(launches, LaunchCounters{});
-  for (int begin = 0, first_kernel = 0; begin < launches;) {
-    int end = begin, window_kernels = 0;
-    while (end < launches) {
-      const int n = kernels_per_launch.empty() ? 1 : kernels_per_launch[end];
-      if (end > begin && window_kernels + n + 1 > kWindowRanges) break;
-      window_kernels += n;
-      ++end;
-    }
+  int first_kernel = 0;
+  for (const CounterWindow& w : counter_windows(kernels_per_launch, launches)) {
     const std::vector<int> window_owner(owner.begin() + first_kernel,
-                                        owner.begin() + first_kernel + window_kernels);
+                                        owner.begin() + first_kernel + w.kernels);
     FL_TRY(configure_passes(replay));
-    FL_TRY(profile_passes(begin, end, prepare, launch, drain, cancelled, was_cancelled));
+    FL_TRY(profile_passes(w.begin, w.end, prepare, launch, drain, cancelled, was_cancelled));
     if (*was_cancelled) return Status::Ok();
     LaunchCounters drained;
-    FL_TRY(evaluate_ranges(window_owner, window_kernels + (drain ? 1 : 0), out, &drained));
-    if (end < launches)
-      (*out)[end - 1].dram_write_bytes += drained.dram_write_bytes;
+    FL_TRY(evaluate_ranges(window_owner, w.kernels + (drain ? 1 : 0), out, &drained));
+    if (w.end < launches)
+      (*out)[w.end - 1].dram_write_bytes += drained.dram_write_bytes;
     else if (drain_out != nullptr)
       *drain_out = drained;
-    begin = end;
-    first_kernel += window_kernels;
+    first_kernel += w.kernels;
   }
   return Status::Ok();
+}
+
+std::vector<CounterWindow> counter_windows(const std::vector<int>& kernels_per_launch,
+                                           int launches) {
+  std::vector<CounterWindow> windows;
+  for (int begin = 0; begin < launches;) {
+    CounterWindow w{begin, begin, 0};
+    while (w.end < launches) {
+      const int n = kernels_per_launch.empty() ? 1 : kernels_per_launch[w.end];
+      if (w.end > begin && w.kernels + n + 1 > kWindowRanges) break;
+      w.kernels += n;
+      ++w.end;
+    }
+    windows.push_back(w);
+    begin = w.end;
+  }
+  return windows;
 }
 
 }  // namespace fl

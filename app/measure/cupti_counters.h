@@ -130,6 +130,16 @@ class RangeCounters {
   std::string unavailable_note_;
 };
 
+// The windows a chain is counted in: runs of whole launches [begin, end) of `kernels` kernels,
+// at most RangeCounters::kMaxKernelsPerLaunch of them (a pass's 16 ranges with the drain), a
+// launch of more on its own (RangeCounters::measure refuses those). Empty kernels_per_launch
+// means one kernel per launch.
+struct CounterWindow {
+  int begin, end, kernels;
+};
+std::vector<CounterWindow> counter_windows(const std::vector<int>& kernels_per_launch,
+                                           int launches);
+
 // The sentence shown when counters are restricted to administrators (ERR_NVGPUCTRPERM).
 extern const char* const kCountersNotPermitted;
 

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "kernels/attention/attention_rows.cuh"
+#include "kernels/attention/block_marks.cuh"
 #include "kernels/attention/flash_args.cuh"
 #include "kernels/attention/flash_math.cuh"
 #include "kernels/cuda_check.h"
@@ -49,7 +50,7 @@
 
 namespace fl::attention {
 
-// The phases flash_attention_kernel records (PhaseMarks, kernels/phases.cuh), in order.
+// The phases flash_attention_kernel records (BlockMarks, block_marks.cuh), in order.
 enum FlashMmaPhase : unsigned { kMmaFirstTile, kMmaTiles, kMmaStore };
 inline const std::vector<std::string>& flash_mma_phases() {
   static const std::vector<std::string> names = {"Q and first K/V in", "K/V tiles", "store"};
@@ -119,7 +120,8 @@ __device__ __forceinline__ void mask_tile(ScoreTile<Tile>& s, int key0, int row0
 // every row starts 16-byte aligned and the copies are cp.async; otherwise element by element.
 template <typename T, class Tile, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
-  PhaseMarks<kMmaStore + 1> marks(a.phases);
+  __shared__ BlockMarks<kMmaStore + 1> marks;
+  marks.begin(a.phases);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sq = reinterpret_cast<T*>(smem_raw);
   T* skv = sq + Tile::kQElems;  // stage s: K at skv + 2 s kKVElems, V right after it
@@ -203,6 +205,7 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
     }
   }
   marks.mark(kMmaStore);
+  marks.end();
 }
 
 template <typename T, int kD, int kMT, bool kVectorized>

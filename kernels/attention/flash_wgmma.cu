@@ -41,6 +41,7 @@
 #include <cmath>
 
 #include "kernels/attention/attention_rows.cuh"  // kLog2e
+#include "kernels/attention/block_marks.cuh"
 #include "kernels/attention/wgmma_rs.cuh"
 #include "kernels/attention/wgmma_softmax.cuh"
 #include "kernels/cuda_check.h"
@@ -179,7 +180,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
 template <int kD>
 __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, int tiles,
-                        PhaseMarks<kStore + 1>& marks) {
+                        BlockMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
@@ -266,7 +267,8 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
                        const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a) {
 #ifdef FL_SM90A_DEVICE
   using W = WgTile<kD>;
-  PhaseMarks<kStore + 1> marks(a.phases);
+  __shared__ BlockMarks<kStore + 1> marks;
+  marks.begin(a.phases);
   extern __shared__ unsigned char smem_raw[];
   const Smem<kD> sm(smem_raw);
   if (threadIdx.x == 0) {
@@ -294,6 +296,7 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
   }
   set_registers<W::kConsumerRegs>(true);
   consume<kD>(sm, a, q0, tiles, marks);
+  marks.end();
 #endif
 }
 

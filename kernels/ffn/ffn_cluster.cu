@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(256) ffn_cluster_kernel(FfnArgs<T> a, ClusterP
   const int rows = static_cast<int>(min(int64_t(kTM), (a.m + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(kTM), a.m));
   cluster::arrive_started();
-  BlockPhases<kClusterSums + 1> marks(a.phases);
+  PhaseMarks<kClusterSums + 1> marks(a.phases);
 
   // 1. up: the partial sum over this block's inputs, with W2's piece, b1 and b2 loaded while
   //    the tiles are in flight (the biases into registers: waited for only after the GEMM).

@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned rank = cluster::rank(), q = cluster::index();
   const int unit0 = int(blockIdx.x) * kUnits, col0 = int(q) * kCols;
   const bool has_units = unit0 < a.hidden;
-  BlockPhases<kDown + 1> marks(a.phases);
+  PhaseMarks<kDown + 1> marks(a.phases);
   unsigned long long count = 0;  // the grid barrier's count, read by thread 0 (see below)
   const int w2_boxes = (a.kb + kW2BoxRows - 1) / kW2BoxRows;
   auto issue_w2 = [&]() {

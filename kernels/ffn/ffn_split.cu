@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(FfnShape<kTM, kS>::kThreads) ffn_fused_kernel(
     }
   }
 
-  BlockPhases<kSplitY + 1> marks(a.phases);
+  PhaseMarks<kSplitY + 1> marks(a.phases);
   // Work items (hidden slice, token chunk), slice fastest; a grid of slices x chunks blocks when
   // it fits on the GPU, otherwise each block takes every gridDim-th item.
   const int64_t items = slices * chunks;

@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t k0 = int64_t(rank) * inputs, n0 = int64_t(q) * width;
   const int rows = plan.rows, live = static_cast<int>(min(int64_t(rows), a.m));
   cluster::arrive_started();
-  BlockPhases<kClusterMultiply + 1> marks(a.phases);
+  PhaseMarks<kClusterMultiply + 1> marks(a.phases);
 
   // 1. copy: x's slice first (its own commit group: the moments wait only for it), then W's.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + k0, a.k, rows, inputs, a.m, inputs);

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  BlockPhases<kPanelStore + 1> marks(a.phases);
+  PhaseMarks<kPanelStore + 1> marks(a.phases);
 
   // 1. copy: x's panel first (its own commit group), then W's slice.
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);

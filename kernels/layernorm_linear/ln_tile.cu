@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
                         const T* __restrict__ beta, const T* __restrict__ w,
                         const T* __restrict__ bias, T* __restrict__ y, int64_t m, int k, int n,
                         PhaseSink phases) {
-  BlockPhases<kTileStore + 1> marks(phases);
+  PhaseMarks<kTileStore + 1> marks(phases);
   extern __shared__ __align__(16) unsigned char smem[];
   T* ring = reinterpret_cast<T*>(smem);
   float* s_mean = reinterpret_cast<float*>(smem + tc::ring_bytes<T, Cfg>());

@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tile_begin = blockIdx.x * a.tiles_per_block;
   const int tile_end = min(n_tiles, tile_begin + a.tiles_per_block);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  BlockPhases<kLastStores + 1> marks(a.phases);  // thread 0: a consumer
+  PhaseMarks<kLastStores + 1> marks(a.phases);  // thread 0: a consumer
 
   if (threadIdx.x == 0) {
     hopper::barrier_init(panel_full, 1);

@@ -56,7 +56,9 @@ TEST(LabReplay, SnapsToRecordedSizesAndServesThem) {
   ASSERT_TRUE(pump(*lab, &now, [&] {
     return settled(*lab) && !lab->current().empty() && lab->current()[0].size == (1 << 20);
   }));
-  EXPECT_EQ(lab->history().size(), 4u) << "two recorded sizes, two levels each";
+  EXPECT_EQ(lab->history().size(), 6u)
+      << "the whole recorded curve (three sizes, two levels each) without a sweep";
+  EXPECT_EQ(lab->size(), 1 << 20) << "filling in the curve leaves the slider alone";
 
   // A cache mode the recording lacks: no sizes to stop at, and the refusal says what there is.
   lab->set_cache(CacheMode::warm, now);
@@ -65,6 +67,35 @@ TEST(LabReplay, SnapsToRecordedSizesAndServesThem) {
   ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab) && !lab->last_error().empty(); }));
   EXPECT_EQ(lab->last_error(),
             "gelu_scale in fp32/warm is not in this recording: it is recorded in fp32/cold only.");
+}
+
+// Replaying, the whole recorded curve of the lesson, precision and cache mode is drawn at once,
+// and each precision's curve is still there after switching to the other and back.
+TEST(LabReplay, DrawsTheWholeRecordedCurveAndKeepsEachPrecisionsCurve) {
+  std::vector<Measurement> ms;
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    for (int64_t size : {int64_t(1) << 10, int64_t(1) << 14, int64_t(1) << 20, int64_t(1) << 26}) {
+      ms.push_back(recorded("gelu_scale", size, 0, p));
+      ms.push_back(recorded("gelu_scale", size, 1, p));
+    }
+  }
+  auto lab = lab_over(session_of(ms));
+  double now = 0;
+  const auto curve = [&](Precision p) {
+    return viz::speedup_series(lab->history(), "gelu_scale", p, CacheMode::cold, 1).size();
+  };
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab) && curve(Precision::fp32) == 4; }));
+  EXPECT_FALSE(lab->sweeping());
+  EXPECT_EQ(lab->size(), int64_t(1) << 26) << "the slider stays where it was";
+  ASSERT_FALSE(lab->current().empty());
+  EXPECT_EQ(lab->current()[0].size, int64_t(1) << 26) << "the panel shows the slider's size";
+  lab->choose_precision(Precision::bf16, now);
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab) && curve(Precision::bf16) == 4; }));
+  EXPECT_EQ(curve(Precision::fp32), 4u) << "fp32's curve is kept while bf16 is shown";
+  lab->choose_precision(Precision::fp32, now);
+  ASSERT_TRUE(pump(*lab, &now, [&] { return settled(*lab); }));
+  EXPECT_EQ(curve(Precision::fp32), 4u);
+  EXPECT_EQ(curve(Precision::bf16), 4u);
 }
 
 TEST(LabReplay, MovesToARecordedLessonAndPrecision) {

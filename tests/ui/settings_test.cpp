@@ -52,6 +52,7 @@ TEST_F(SettingsFile, RoundTripKeepsEveryField) {
   s.panels.side_by_side = true;
   s.panels.split_fraction = 0.63f;
   s.panels.second_view = "memory";
+  s.zoom = 1.3f;
   // Into a folder that does not exist yet: save makes it.
   const std::string path = (dir_ / "new" / "fusionlab" / "settings.ini").string();
   ASSERT_TRUE(save_settings(path, s).ok());
@@ -77,6 +78,7 @@ TEST_F(SettingsFile, RoundTripKeepsEveryField) {
   EXPECT_TRUE(r.panels.side_by_side);
   EXPECT_NEAR(r.panels.split_fraction, 0.63f, 1e-4);
   EXPECT_EQ(r.panels.second_view, "memory");
+  EXPECT_NEAR(r.zoom, 1.3f, 1e-4) << "Ctrl+= / Ctrl+-";
   // Written atomically: no temporary file is left beside it.
   int files = 0;
   for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) {
@@ -84,6 +86,20 @@ TEST_F(SettingsFile, RoundTripKeepsEveryField) {
     ++files;
   }
   EXPECT_EQ(files, 1);
+}
+
+// Ctrl+= / Ctrl+- move the zoom in 10% steps on a grid (no drift after many presses), within
+// 50%..300%.
+TEST(Zoom, StepsStayOnTheGridAndInRange) {
+  EXPECT_NEAR(zoomed(1.0f, 1), 1.1f, 1e-5);
+  EXPECT_NEAR(zoomed(1.0f, -1), 0.9f, 1e-5);
+  float z = 1.0f;
+  for (int i = 0; i < 7; ++i) z = zoomed(z, 1);
+  for (int i = 0; i < 7; ++i) z = zoomed(z, -1);
+  EXPECT_NEAR(z, 1.0f, 1e-5);
+  EXPECT_FLOAT_EQ(zoomed(2.95f, 3), kMaxZoom);
+  EXPECT_FLOAT_EQ(zoomed(0.6f, -5), kMinZoom);
+  EXPECT_NEAR(zoomed(1.234f, 0), 1.2f, 1e-5);
 }
 
 TEST_F(SettingsFile, MissingFileIsNoErrorAndDefaults) {

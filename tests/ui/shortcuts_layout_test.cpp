@@ -3,6 +3,9 @@
 // stay inside the window and keep their minimum sizes at every window size the app supports.
 #include <gtest/gtest.h>
 
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
 #include <map>
 #include <set>
 #include <string>
@@ -99,6 +102,56 @@ TEST(Shortcuts, PressedKeysMatchOnlyWithTheirModifiers) {
       },
       0);
   EXPECT_TRUE(asked_repeat);
+}
+
+// Each key event carries its own modifiers (docs/VIEWS.md, "Keyboard"): Ctrl+S arriving in one
+// frame saves and never also toggles two views, whatever is held when the frame starts.
+TEST(Shortcuts, KeyEventsAreReadWithTheirOwnModifiers) {
+  const Shortcut* ctrl_s = find_shortcut("Ctrl+S");
+  const Shortcut* s = find_shortcut("S");
+  ASSERT_TRUE(ctrl_s && s);
+  // Ctrl down, S down (with Ctrl in its mods), S up and Ctrl up, all before one frame: GLFW
+  // reports no press for the modifier keys as shortcuts, and S's press carries Ctrl.
+  std::vector<const Shortcut*> hit =
+      shortcuts_for({{GLFW_KEY_LEFT_CONTROL, kModCtrl, false}, {s->key, kModCtrl, false}});
+  ASSERT_EQ(hit.size(), 1u);
+  EXPECT_EQ(hit[0]->action, KeyAction::save_session);
+  hit = shortcuts_for({{s->key, 0, false}});
+  ASSERT_EQ(hit.size(), 1u);
+  EXPECT_EQ(hit[0]->action, KeyAction::split_views);
+  // Two presses in one frame: both, in order.
+  hit = shortcuts_for({{s->key, 0, false}, {s->key, kModCtrl, false}});
+  ASSERT_EQ(hit.size(), 2u);
+  EXPECT_EQ(hit[0]->action, KeyAction::split_views);
+  EXPECT_EQ(hit[1]->action, KeyAction::save_session);
+  EXPECT_TRUE(shortcuts_for({{s->key, kModCtrl | kModAlt, false}}).empty());
+  // A held S repeats nothing; a held arrow repeats.
+  EXPECT_TRUE(shortcuts_for({{s->key, 0, true}}).empty());
+  EXPECT_EQ(shortcuts_for({{GLFW_KEY_LEFT, 0, true}}).size(), 1u);
+  // GLFW's modifier bits.
+  EXPECT_EQ(mods_from_glfw(GLFW_MOD_CONTROL | GLFW_MOD_SHIFT), kModCtrl | kModShift);
+  EXPECT_EQ(mods_from_glfw(GLFW_MOD_ALT | GLFW_MOD_SUPER), kModAlt);
+}
+
+// Ctrl+= / Ctrl+- / Ctrl+0 zoom; "Ctrl++" (Shift held) and the keypad's keys too; = alone is no
+// shortcut, and Ctrl+0 is not the view key 0.
+TEST(Shortcuts, ZoomKeys) {
+  const auto action_of = [](KeyEvent e) {
+    const auto hit = shortcuts_for({e});
+    return hit.size() == 1 ? static_cast<int>(hit[0]->action) : -1;
+  };
+  EXPECT_EQ(action_of({GLFW_KEY_EQUAL, kModCtrl, false}), static_cast<int>(KeyAction::zoom_in));
+  EXPECT_EQ(action_of({GLFW_KEY_EQUAL, kModCtrl | kModShift, false}),
+            static_cast<int>(KeyAction::zoom_in));
+  EXPECT_EQ(action_of({GLFW_KEY_KP_ADD, kModCtrl, false}), static_cast<int>(KeyAction::zoom_in));
+  EXPECT_EQ(action_of({GLFW_KEY_MINUS, kModCtrl, false}), static_cast<int>(KeyAction::zoom_out));
+  EXPECT_EQ(action_of({GLFW_KEY_KP_SUBTRACT, kModCtrl, false}),
+            static_cast<int>(KeyAction::zoom_out));
+  EXPECT_EQ(action_of({GLFW_KEY_0, kModCtrl, false}), static_cast<int>(KeyAction::zoom_reset));
+  EXPECT_EQ(action_of({GLFW_KEY_EQUAL, 0, false}), -1);
+  EXPECT_EQ(action_of({GLFW_KEY_MINUS, kModCtrl | kModShift, false}), -1);
+  EXPECT_EQ(find_shortcut("ctrl+="), find_shortcut("Ctrl+="));
+  EXPECT_TRUE(find_shortcut("Ctrl+=")->scriptable);
 }
 
 TEST(Shortcuts, ScriptsCannotOpenDialogsOrQuit) {

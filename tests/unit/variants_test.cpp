@@ -85,7 +85,6 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
     EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kH100}));
     EXPECT_TRUE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
-    }
   }
 }
 

@@ -166,24 +166,17 @@ FlowTrip flow_trip(const Measurement& m, size_t k, const std::vector<double>& ga
   return trip;
 }
 
-// What a fused level keeps on chip: level 0's intermediates whose producer no longer launches
-// here (residual_layernorm level 1 still writes "add output" but keeps the stats).
+// What a fused level keeps on chip, from the level table (kept_by_design, viz/tensor_homes.h):
+// the flow view's words when the homes gave none.
 std::vector<std::string> kept_on_chip(const Measurement& m, const Lesson* lesson,
                                       const Measurement* level0) {
+  const std::vector<LaunchTraffic> l0 = level0_traffic(m, lesson, level0);
   std::vector<std::string> on_chip;
-  std::vector<std::string> unfused_launches;
-  if (lesson && lesson->level_count() > 0) {
-    unfused_launches = lesson->info().levels[0].launches;
-  } else if (level0) {
-    for (const auto& l : level0->launches) unfused_launches.push_back(l.textbook.kernel);
+  const std::vector<bool> kept = kept_by_design(m, l0);
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (kept[k]) on_chip.push_back(intermediate_name(l0[k].kernel));
   }
-  for (size_t k = 0; k + 1 < unfused_launches.size(); ++k) {
-    const bool still_launched = std::any_of(
-        m.launches.begin(), m.launches.end(),
-        [&](const LaunchResult& l) { return l.textbook.kernel == unfused_launches[k]; });
-    if (!still_launched) on_chip.push_back(intermediate_name(unfused_launches[k]));
-  }
-  if (on_chip.empty() && m.launches.size() == 1 && unfused_launches.empty()) {
+  if (on_chip.empty() && m.launches.size() == 1 && l0.empty()) {
     on_chip.push_back("every intermediate");
   }
   return on_chip;
@@ -1285,7 +1278,7 @@ FlowResult flow_widget(const char* id, const FlowInput& input, double t, float h
   *clicked = ImGui::IsItemClicked();
   const bool hovered = ImGui::IsItemHovered();
   const FlowLayout layout = layout_flow(input, t, p0, v2(p0.x + width, p0.y + height), style);
-  note_view_need(p0.y + flow_needed_height(input, t, p0, width, style));
+  if (view_need_asked()) note_view_need(p0.y + flow_needed_height(input, t, p0, width, style));
   FlowResult result;
   result.animating = !input.trips.empty();
   if (hovered) result.hover = flow_hit(layout, ImGui::GetIO().MousePos);

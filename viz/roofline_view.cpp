@@ -153,7 +153,14 @@ void layout_frame_and_ticks(ImVec2 min, ImVec2 max, const ViewStyle& style, Roof
   float widest = 0;
   for (int p = y0; p <= y1; ++p) widest = std::max(widest, style.text_width(decade_label(p)));
   L->frame_min = v2(min.x + widest + fs * 0.6f, min.y + line);
-  L->frame_max = v2(std::max(L->frame_min.x + fs * 4, max.x - fs * 0.6f),
+  // Room on the right for half the widest x label, so the last one is never cut ("10...").
+  float widest_x = 0;
+  for (int p = static_cast<int>(std::lround(std::log10(L->x_min)));
+       std::pow(10.0, p) <= L->x_max * 1.0001; ++p) {
+    widest_x = std::max(widest_x, style.text_width(decade_label(p)));
+  }
+  const float right = std::max(fs * 0.6f, widest_x * 0.5f + fs * 0.2f);
+  L->frame_max = v2(std::max(L->frame_min.x + fs * 4, max.x - right),
                     std::max(min.y + line + fs * 4, max.y - line * 2.1f));
   L->x_title_pos =
       v2(0.5f * (L->frame_min.x + L->frame_max.x) - 0.5f * style.text_width(L->x_title),
@@ -202,22 +209,73 @@ void layout_roofs(const RooflineInput& in, const ViewStyle& style, RooflineLayou
   }
 }
 
-// The bandwidth roof's label must not sit on the compute roof's: other places along the
-// diagonal, then the short form, then none (the legend-free plot names it on hover too).
+// The roofs' labels must sit on neither each other nor a point (the learner reads the points
+// first): the compute roof's label right-aligned above its line, else below it, else at its
+// left end; the bandwidth roof's at places along the diagonal, then its short form, then none
+// (the plot names both on hover too).
 void keep_roof_labels_apart(const RooflineInput& in, const ViewStyle& style, RooflineLayout* L) {
-  if (!L->roof_visible || !L->compute_visible) return;
-  const float fs = style.font_size;
-  const float cw = style.text_width(L->compute_label);
+  const float fs = style.font_size, r = fs * 0.5f;
+  std::vector<std::pair<ImVec2, ImVec2>> markers;
+  for (const auto& p : in.points) {
+    const ImVec2 s = v2(L->x_to_screen(p.intensity), L->y_to_screen(p.gflops));
+    markers.push_back({v2(s.x - r, s.y - r), v2(s.x + r, s.y + r)});
+  }
+  const auto on_a_marker = [&](ImVec2 a, ImVec2 b) {
+    for (const auto& [m0, m1] : markers) {
+      if (overlaps(a, b, m0, m1)) return true;
+    }
+    return false;
+  };
+  if (L->compute_visible) {
+    // Right-aligned above the line, higher above it, below it; then from its left end; then the
+    // short form the same ways; else no label.
+    const float y = L->compute_from.y, up = y - style.line(), higher = up - fs * 0.6f;
+    char short_label[64];
+    std::snprintf(short_label, sizeof(short_label), "compute roof %.0f GFLOP/s",
+                  in.compute_roof_gflops);
+    bool placed = false;
+    for (const std::string& text : {L->compute_label, std::string(short_label)}) {
+      const float cw = style.text_width(text);
+      const float right = L->frame_max.x - cw - fs * 0.3f, left = L->compute_from.x + fs * 0.3f;
+      const ImVec2 candidates[] = {v2(right, up),   v2(right, higher), v2(right, y + fs * 0.3f),
+                                   v2(left, up),    v2(left, higher),  v2(left, y + fs * 0.3f)};
+      for (const ImVec2& c : candidates) {
+        if (c.x < L->frame_min.x + 1 || c.x + cw > L->frame_max.x || c.y < L->frame_min.y + 1 ||
+            c.y + fs > L->frame_max.y - 1) {
+          continue;
+        }
+        if (on_a_marker(c, v2(c.x + cw, c.y + fs))) continue;
+        L->compute_label = text;
+        L->compute_label_pos = c;
+        placed = true;
+        break;
+      }
+      if (placed) break;
+    }
+    if (!placed) L->compute_label.clear();
+  }
+  if (!L->roof_visible) return;
+  const float cw = L->compute_visible ? style.text_width(L->compute_label) : 0.0f;
   const ImVec2 c0 = L->compute_label_pos, c1 = v2(c0.x + cw, c0.y + fs);
   char short_label[64];
   std::snprintf(short_label, sizeof(short_label), "%.0f GB/s", in.roof_gbps);
-  for (const std::string text : {L->roof_label, std::string(short_label)}) {
+  for (const std::string& text : {L->roof_label, std::string(short_label)}) {
     const float w = style.text_width(text);
+    // Above and left of a place on the rising diagonal (clear of it), else below and right.
+    std::vector<ImVec2> places;
     for (float f : {0.75f, 0.55f, 0.35f, 0.9f}) {
       const ImVec2 at = lerp(L->roof_from, L->roof_to, f);
-      const ImVec2 p = v2(std::max(at.x - fs * 0.3f - w, L->frame_min.x + 2),
-                          std::max(at.y - fs * 1.4f, L->frame_min.y + 2));
-      if (overlaps(p, v2(p.x + w, p.y + fs), c0, c1) || p.x + w > L->frame_max.x) continue;
+      if (at.x - fs * 0.3f - w >= L->frame_min.x + 2 && at.y - fs * 1.4f >= L->frame_min.y + 2)
+        places.push_back(v2(at.x - fs * 0.3f - w, at.y - fs * 1.4f));
+    }
+    for (float f : {0.2f, 0.4f, 0.6f}) {
+      const ImVec2 at = lerp(L->roof_from, L->roof_to, f);
+      places.push_back(v2(at.x + fs * 0.6f, at.y + fs * 0.2f));
+    }
+    for (const ImVec2& p : places) {
+      const ImVec2 q = v2(p.x + w, p.y + fs);
+      if ((L->compute_visible && overlaps(p, q, c0, c1)) || q.x > L->frame_max.x) continue;
+      if (q.y > L->frame_max.y - 1 || on_a_marker(p, q)) continue;
       L->roof_label = text;
       L->roof_label_pos = p;
       return;

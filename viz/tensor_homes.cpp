@@ -104,16 +104,13 @@ TensorPlace intermediate(const Measurement& m, size_t k, bool measured) {
   return t;
 }
 
-// Level 0's intermediates whose producer no longer launches at this level: the values the
-// table keeps on chip (residual_layernorm level 1 still writes "add output" but keeps the stats).
+// Level 0's intermediates this level keeps on chip (kept_by_design): the values of the table.
 std::vector<TensorPlace> kept_values(const Measurement& m, const std::vector<LaunchTraffic>& l0) {
   std::vector<TensorPlace> out;
   if (m.level == 0) return out;
-  for (size_t k = 0; k + 1 < l0.size(); ++k) {
-    const bool still_launched =
-        std::any_of(m.launches.begin(), m.launches.end(),
-                    [&](const LaunchResult& l) { return l.textbook.kernel == l0[k].kernel; });
-    if (still_launched) continue;
+  const std::vector<bool> kept = kept_by_design(m, l0);
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (!kept[k]) continue;
     TensorPlace t;
     t.name = l0[k].kernel + " output";
     t.bytes = static_cast<double>(l0[k].bytes_written);
@@ -195,6 +192,37 @@ std::string headline_of(const TensorHomes& h) {
 }
 
 }  // namespace
+
+std::vector<bool> kept_by_design(const Measurement& m, const std::vector<LaunchTraffic>& l0) {
+  const size_t intermediates = l0.empty() ? 0 : l0.size() - 1;
+  std::vector<bool> in_memory(intermediates, false);
+  const auto launched_here = [&](const std::string& kernel) {
+    return std::any_of(m.launches.begin(), m.launches.end(),
+                       [&](const LaunchResult& l) { return l.textbook.kernel == kernel; });
+  };
+  for (size_t k = 0; k < intermediates; ++k) in_memory[k] = launched_here(l0[k].kernel);
+  for (size_t j = 0; j + 1 < m.launches.size(); ++j) {
+    const LaunchTraffic& t = m.launches[j].textbook;
+    const bool renamed = std::none_of(l0.begin(), l0.end(), [&](const LaunchTraffic& z) {
+      return z.kernel == t.kernel;
+    });
+    if (!renamed || t.bytes_written <= 0) continue;
+    for (size_t k = intermediates; k-- > 0;) {  // the latest of equal size
+      if (!in_memory[k] && l0[k].bytes_written == t.bytes_written) {
+        in_memory[k] = true;
+        break;
+      }
+    }
+  }
+  std::vector<bool> kept(intermediates);
+  for (size_t k = 0; k < intermediates; ++k) kept[k] = m.level > 0 && !in_memory[k];
+  return kept;
+}
+
+std::vector<LaunchTraffic> level0_traffic(const Measurement& m, const Lesson* lesson,
+                                          const Measurement* level0) {
+  return level0_launches(m, lesson, level0);
+}
 
 TensorHomes tensor_homes(const Measurement& m, const Lesson* lesson, const Measurement* level0) {
   TensorHomes h;

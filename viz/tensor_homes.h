@@ -52,6 +52,17 @@ struct TensorHomes {
   bool any_moved() const;
 };
 
+// Which of level 0's intermediates (l0: level 0's launches; entry k for the tensor launch k
+// writes) level `m` keeps on chip by design: every one, less those it still writes to memory.
+// A level-0 launch that still runs at this level writes its tensor as before
+// (residual_layernorm level 1 still writes "add output"); a tensor this level writes between
+// two renamed launches is the latest level-0 intermediate of the same textbook size (ffn level
+// 1's epilogue GEMM writes h, level 0's "gelu output"). Level 0 keeps nothing.
+std::vector<bool> kept_by_design(const Measurement& m, const std::vector<LaunchTraffic>& l0);
+// Level 0's launches with their textbook traffic at m's shape: the lesson's, else `level0`'s.
+std::vector<LaunchTraffic> level0_traffic(const Measurement& m, const Lesson* lesson,
+                                          const Measurement* level0);
+
 // `lesson` (may be null) gives level 0's launches and the table's reason; `level0` (may be null,
 // may be `m`) stands in for level 0's launches when the lesson is absent.
 TensorHomes tensor_homes(const Measurement& m, const Lesson* lesson, const Measurement* level0);

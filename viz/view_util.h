@@ -46,6 +46,12 @@ inline bool inside(ImVec2 p, ImVec2 min, ImVec2 max) {
 // lines under its legend; the flow view: every tensor block), and the window reads it, as pixels
 // from the top of the panel the view is drawn in, its padding included, after drawing the pane
 // (take_view_need): a pane of two views gets that height when there is room.
+// Whether the window wants the notes this frame (two views one above the other); a view whose
+// need costs work to find (the flow view's) skips it otherwise.
+inline bool& view_need_asked() {
+  static bool asked = false;
+  return asked;
+}
 inline float& view_need_slot() {
   static float need = 0;
   return need;

@@ -562,6 +562,7 @@ void draw_view_panes(gui::Lab& lab, WindowUi& ui, const gui::FrameLayout& L,
   *views_px = to_pixels(L.views);
   maximise_on_tab_double_click(L.views, ui);
   viz::take_view_need();
+  viz::view_need_asked() = ui.panels.split && !ui.panels.side_by_side;
   if (begin_panel("##plot", L.views, true, ImGuiWindowFlags_NoScrollbar))
     gui::draw_views_panel(lab);
   ImGui::EndChild();

@@ -135,12 +135,19 @@ void draw_fusion_control(Lab& lab, float label_w) {
   const LessonInfo& info = lab.lesson().info();
   ImGui::TextUnformatted("Fusion");
   ImGui::SameLine(label_w);
-  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
   int level = lab.shown_level();
   const FusionLevel& shown = info.levels[level];
   const std::string level_text = std::to_string(level) + ": " + shown.name + " (" +
                                  std::to_string(shown.launches.size()) +
                                  (shown.launches.size() == 1 ? " kernel)" : " kernels)");
+  // Half the line, or wider where the level's words need it beside a handle of 1 / (levels)
+  // of the slider (its "(?)" keeps its room).
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const float need = static_cast<float>(lab.top_level() + 1) *
+                     (ImGui::CalcTextSize(level_text.c_str()).x +
+                      ImGui::GetStyle().FramePadding.x * 2 + 4.0f);
+  ImGui::SetNextItemWidth(
+      std::max(avail * 0.5f, std::min(need, avail - ImGui::GetFontSize() * 3.0f)));
   const bool moved = ImGui::SliderInt("##fusion", &level, 0, lab.top_level(), "");
   {
     // The level's name beside the handle, never under it (the handle is a third of the frame
@@ -150,7 +157,7 @@ void draw_fusion_control(Lab& lab, float label_w) {
                                   ImGui::GetStyle().GrabMinSize);
     slider_value_text(level_text,
                       lab.top_level() > 0 ? float(level) / float(lab.top_level()) : 0.0f,
-                      std::min(grab_w, frame_w - 4.0f));
+                      std::min(grab_w, frame_w - 4.0f), std::to_string(level) + ": " + shown.name);
   }
   if (moved) lab.set_shown_level(level);
   std::string fusion_help =

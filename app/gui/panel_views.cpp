@@ -299,26 +299,43 @@ void draw_roofline_view(const Lab& lab) {
 // view's explanation, beside its title, is assets/lessons/views/<name>.md (app/gui/lesson_text.h).
 struct ViewTab {
   const char* label;  // on the tab
+  const char* short_label;  // on the tab when the full labels do not all fit (two views)
   const char* name;   // --view, scripts, the settings file
   const char* title;  // above the view
   void (*draw)(const Lab& lab);
   void (*title_line)(const Lab& lab);  // controls on the title's line (a line less), or null
 };
 constexpr ViewTab kViewTabs[] = {
-    {"Data flow", "flow", "Data flow", draw_flow_view, nullptr},
-    {"Speedup vs size", "speedup", "Speedup vs tensor size", draw_speedup_panel,
+    {"Data flow", "Flow", "flow", "Data flow", draw_flow_view, nullptr},
+    {"Speedup vs size", "Speedup", "speedup", "Speedup vs tensor size", draw_speedup_panel,
      draw_speedup_title_line},
-    {"Bandwidth", "bandwidth", "Achieved bandwidth vs size", draw_bandwidth_view, nullptr},
-    {"Timeline", "timeline", "Timeline", draw_timeline_view, nullptr},
-    {"Memory", "memory", "Memory traffic", draw_memory_view, nullptr},
-    {"Roofline", "roofline", "Roofline", draw_roofline_view, nullptr},
+    {"Bandwidth", "Bandwidth", "bandwidth", "Achieved bandwidth vs size", draw_bandwidth_view,
+     nullptr},
+    {"Timeline", "Timeline", "timeline", "Timeline", draw_timeline_view, nullptr},
+    {"Memory", "Memory", "memory", "Memory traffic", draw_memory_view, nullptr},
+    {"Roofline", "Roofline", "roofline", "Roofline", draw_roofline_view, nullptr},
 };
 
+// Whether every tab's full label fits the panel's width (else the short ones are shown, so no
+// label is cut: ImGui would shrink the tabs and clip their words).
+bool full_tab_labels_fit() {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float width = 0;
+  for (const ViewTab& tab : kViewTabs) {
+    width += ImGui::CalcTextSize(tab.label).x + style.FramePadding.x * 2 + style.ItemInnerSpacing.x;
+  }
+  return width <= ImGui::GetContentRegionAvail().x;
+}
+
 void draw_views_tabs(const Lab& lab) {
+  const bool full = full_tab_labels_fit();
   if (!ImGui::BeginTabBar("##views")) return;
   for (const ViewTab& tab : kViewTabs) {
-    const bool open = ImGui::BeginTabItem(tab.label, nullptr, first_frame_select(lab, tab.name));
-    record_widget_label(tab.label, LabelPlace::in_frame);
+    // The same id whichever label shows ("###"), so the tab in front stays in front.
+    const std::string label = std::string(full ? tab.label : tab.short_label) + "###" + tab.name;
+    const bool open =
+        ImGui::BeginTabItem(label.c_str(), nullptr, first_frame_select(lab, tab.name));
+    record_widget_label(full ? tab.label : tab.short_label, LabelPlace::in_frame);
     if (!open) continue;
     lab.front_view = tab.name;
     if (tab.title_line) {

@@ -193,7 +193,8 @@ void record_widget_label(const std::string& label, LabelPlace place) {
   viz::record_text(r);
 }
 
-void slider_value_text(const std::string& text, float t, float grab_w) {
+void slider_value_text(const std::string& text, float t, float grab_w,
+                       const std::string& short_text) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
   const float padding = 2.0f, usable = (b.x - a.x) - padding * 2 - grab_w;
@@ -204,7 +205,12 @@ void slider_value_text(const std::string& text, float t, float grab_w) {
   const bool left = left_w >= right_w;
   const float lo = left ? a.x + style.FramePadding.x : grab_max + style.FramePadding.x;
   const float hi = left ? grab_min - style.FramePadding.x : b.x - style.FramePadding.x;
-  const std::string shown = fit_text(text, std::max(0.0f, hi - lo));
+  const float room = std::max(0.0f, hi - lo);
+  const bool short_fits =
+      !short_text.empty() && ImGui::CalcTextSize(short_text.c_str()).x <= room;
+  const std::string shown = ImGui::CalcTextSize(text.c_str()).x <= room ? text
+                            : short_fits                                  ? short_text
+                                                                          : fit_text(text, room);
   const float w = ImGui::CalcTextSize(shown.c_str()).x;
   const ImVec2 pos(std::max(lo, 0.5f * (lo + hi - w)), a.y + style.FramePadding.y);
   ImGui::GetWindowDrawList()->AddText(pos, ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());

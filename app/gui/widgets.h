@@ -59,7 +59,8 @@ void record_widget_label(const std::string& label, LabelPlace place);
 // it, and a wide handle covers it), shortened with "..." when that side is too narrow, the
 // whole value in a tooltip then. `t` is where the handle is (0..1), `grab_w` its width (ImGui
 // 1.86's slider geometry: 2 px padding). Call it right after the slider, drawn with format "".
-void slider_value_text(const std::string& text, float t, float grab_w);
+void slider_value_text(const std::string& text, float t, float grab_w,
+                       const std::string& short_text = "");  // tried before "..."
 
 // `text` shortened to fit `width` pixels in the current font, ending in an ellipsis ("…", or
 // "..." when the font lacks it); unchanged when it fits. Cuts between UTF-8 characters.

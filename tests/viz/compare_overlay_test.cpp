@@ -3,11 +3,14 @@
 // one, and the legend moves to the corner where it hides least. The screenshot caption's layout.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <algorithm>
 
 #include "viz/bandwidth_view.h"
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
+#include "viz/svg.h"
 #include "viz_test_data.h"
 
 namespace fl::viz {
@@ -147,6 +150,32 @@ TEST(CompareOverlay, OnAShortCrowdedPlotTheLegendMovesAboveTheFrame) {
     if (tiny.legend_beside) {
       EXPECT_GE(tiny.frame_max.x - tiny.frame_min.x, (max.x - kCanvasMin.x) * 0.5f - 64);
       for (const ImVec2 e : tiny.legend_entries) EXPECT_GT(e.x, tiny.frame_max.x);
+    }
+  }
+}
+
+// The SVG export draws the legend where the window does: outside the frame whenever it would
+// hide data (docs/VIEWS.md, "Speedup plot"), so no legend text lies on the plotted curves.
+TEST(CompareOverlay, TheSvgLegendStaysOffTheDataToo) {
+  PlotStyle style;
+  style.font_size = 16;
+  for (const ImVec2 max : {ImVec2(800, 300), ImVec2(800, 160), ImVec2(1800, 200)}) {
+    const PlotLayout L = layout_plot(speedup_plot_spec(crowded_view()), kCanvasMin, max, style);
+    ASSERT_TRUE(L.legend_outside);
+    const std::string svg = plot_svg(L);
+    for (const PlotLegendEntry& e : L.legend) {
+      const size_t at = svg.find(">" + e.label + "</text>");
+      ASSERT_NE(at, std::string::npos) << e.label;
+      const size_t open = svg.rfind("<text x=\"", at);
+      ASSERT_NE(open, std::string::npos);
+      float x = 0, y = 0;
+      ASSERT_EQ(std::sscanf(svg.c_str() + open, "<text x=\"%f\" y=\"%f\"", &x, &y), 2);
+      // SVG coordinates are relative to the canvas; y is the baseline.
+      const float fx0 = L.frame_min.x - kCanvasMin.x, fx1 = L.frame_max.x - kCanvasMin.x;
+      const float fy0 = L.frame_min.y - kCanvasMin.y, fy1 = L.frame_max.y - kCanvasMin.y;
+      const bool inside = x > fx0 && x < fx1 && y > fy0 && y - style.font_size < fy1;
+      EXPECT_FALSE(inside) << e.label << " at " << x << "," << y << " in a " << max.x << "x"
+                           << max.y << " plot";
     }
   }
 }

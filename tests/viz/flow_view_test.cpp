@@ -142,6 +142,28 @@ TEST(Flow, ResidualLayernormsMiddleLevelKeepsOnlyTheStatisticsOnChip) {
   EXPECT_EQ(in.on_chip[0], "mean_var output");
 }
 
+// ffn level 1 (cuBLASLt epilogues) writes h = GELU(x W1 + b1) between its two GEMMs: the
+// level table's "kept on chip" is every other intermediate of level 0, never the gelu output,
+// with and without level 0's measurement and with counters.
+TEST(Flow, FfnsEpilogueLevelKeepsAllButTheGeluOutputOnChip) {
+  const Lesson& ffn = *find_lesson("ffn");
+  const Measurement m0 = lesson_level("ffn", 16384, 0, 10.0);
+  Measurement m1 = lesson_level("ffn", 16384, 1, 10.0);
+  for (const Measurement* level0 : {&m0, static_cast<const Measurement*>(nullptr)}) {
+    const FlowInput in = flow_input(m1, &ffn, h200(), level0);
+    EXPECT_EQ(std::find(in.on_chip.begin(), in.on_chip.end(), "gelu output"), in.on_chip.end())
+        << "level 1 writes h to memory";
+    EXPECT_NE(std::find(in.on_chip.begin(), in.on_chip.end(), "gemm_up output"),
+              in.on_chip.end());
+    EXPECT_NE(std::find(in.on_chip.begin(), in.on_chip.end(), "add_bias_up output"),
+              in.on_chip.end());
+  }
+  add_counters(&m1, 1.0);  // measured DRAM bytes as the textbook's
+  const FlowInput measured = flow_input(m1, &ffn, h200(), &m0);
+  EXPECT_EQ(std::find(measured.on_chip.begin(), measured.on_chip.end(), "gelu output"),
+            measured.on_chip.end());
+}
+
 TEST(Flow, L2ResidentReadsStopAtL2WithCounters) {
   // The H200 at 4M elements, cold: scale finds gelu's output in L2 (DRAM read 8 KiB of 16 MiB)
   // while its writes, and gelu's reads of x, reach DRAM.

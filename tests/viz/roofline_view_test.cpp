@@ -99,6 +99,42 @@ TEST(Roofline, LabelsOfNearbyPointsDoNotOverlap) {
   EXPECT_TRUE(dy >= 16 || dx >= 0.6f * 16 * layout.point_labels[0].size());
 }
 
+// In a short panel (two views at once) the roofs' labels keep off every point, and the last x
+// label keeps room for its whole text (no "10..."): the frame ends half that label from the edge.
+TEST(Roofline, RoofLabelsKeepOffThePointsAndTheLastXLabelFits) {
+  // Three compute-bound levels near the ridge, as the FFN's at 16K tokens.
+  const auto in = roofline_input({level(0, 2.2e11, 1000000000, 500.0),
+                                  level(1, 2.2e11, 360000000, 400.0),
+                                  level(2, 2.2e11, 90000000, 300.0)},
+                                 3057, 2, 756867);
+  for (float h : {160.0f, 200.0f, 300.0f}) {
+    const auto L = layout_roofline(in, ImVec2(0, 0), ImVec2(630, h));
+    ASSERT_EQ(L.points.size(), 3u);
+    const float fs = L.font_size, r = fs * 0.5f;
+    const auto hits_a_point = [&](ImVec2 pos, const std::string& text) {
+      const float w = 0.6f * fs * static_cast<float>(text.size());
+      for (const ImVec2& p : L.points) {
+        if (pos.x < p.x + r && p.x - r < pos.x + w && pos.y < p.y + r && p.y - r < pos.y + fs)
+          return true;
+      }
+      return false;
+    };
+    if (L.roof_visible && !L.roof_label.empty()) {
+      EXPECT_FALSE(hits_a_point(L.roof_label_pos, L.roof_label)) << h << ": " << L.roof_label;
+    }
+    if (L.compute_visible) {
+      EXPECT_FALSE(hits_a_point(L.compute_label_pos, L.compute_label))
+          << h << " label at " << L.compute_label_pos.x << "," << L.compute_label_pos.y
+          << " from " << L.compute_from.x << "," << L.compute_from.y << " points "
+          << L.points[0].x << "," << L.points[0].y << " " << L.points[1].x << ","
+          << L.points[1].y << " " << L.points[2].x << "," << L.points[2].y << " fs " << fs;
+    }
+    ASSERT_FALSE(L.x_ticks.empty());
+    const auto& [last_x, last_label] = L.x_ticks.back();
+    EXPECT_LE(last_x + 0.6f * fs * static_cast<float>(last_label.size()) * 0.5f, 630.0f) << h;
+  }
+}
+
 TEST(Roofline, NoPointForAWrongKernelOrNoTime) {
   const auto in =
       roofline_input({level(0, 1e6, 1000, 1.0, false), level(1, 1e6, 1000, 0.0)}, 1000, 1);

@@ -213,7 +213,8 @@ json variant_to_json(const VariantInfo& v, const std::string& unit) {
             {"precisions", precisions},
             {"max_size", v.range.max_size},
             {"prefer_from", v.range.prefer_from},
-            {"prefer_to", v.range.prefer_to}}},
+            {"prefer_to", v.range.prefer_to},
+            {"prefer_max_cc", v.range.prefer_max_cc}}},
           {"phases", v.phases}};
 }
 
@@ -237,6 +238,7 @@ VariantInfo variant_from_json(const json& j) {
   v.range.max_size = r.at("max_size").get<int64_t>();
   v.range.prefer_from = r.at("prefer_from").get<int64_t>();
   v.range.prefer_to = r.at("prefer_to").get<int64_t>();
+  v.range.prefer_max_cc = r.value("prefer_max_cc", 0);  // absent in catalogs written before it
   v.phases = j.at("phases").get<std::vector<std::string>>();
   return v;
 }

@@ -76,6 +76,7 @@ struct VariantRange {
   int64_t max_size = 0;               // the most it takes along the size axis; 0: any size
   int64_t prefer_from = 1;            // the table prefers it from this size ...
   int64_t prefer_to = 0;              // ... up to this one (0: no upper end)
+  int prefer_max_cc = 0;  // ... on GPUs up to this compute capability (0: every GPU it runs on)
 };
 
 // One kernel that a launch may run (a launch with several is listed with its variants; a

@@ -72,7 +72,8 @@ GpuFacts current_gpu_facts();
 // when given), else one line saying why not.
 std::string variant_cannot_run(const VariantInfo& v, const Where& where,
                                const std::function<std::string(const Dims&)>& shape_check = {});
-// Whether the table prefers `v` at where.dims.s (its range's prefer_from .. prefer_to).
+// Whether the table prefers `v` at where.dims.s (its range's prefer_from .. prefer_to) on this GPU
+// (prefer_max_cc).
 bool variant_preferred(const VariantInfo& v, const Where& where);
 // Where `v` runs, in words: "sm_90 built for sm_90a, bf16, up to 64 tokens; preferred at 1-64".
 std::string variant_where(const VariantInfo& v, const std::string& unit);

@@ -95,6 +95,8 @@ std::string variant_cannot_run(const VariantInfo& v, const Where& where,
 
 bool variant_preferred(const VariantInfo& v, const Where& where) {
   const int64_t s = where.dims.s;
+  const int cc = where.gpu.cc_major * 10 + where.gpu.cc_minor;
+  if (v.range.prefer_max_cc > 0 && cc > v.range.prefer_max_cc) return false;
   return s >= v.range.prefer_from && (v.range.prefer_to <= 0 || s <= v.range.prefer_to);
 }
 
@@ -113,7 +115,9 @@ std::string variant_where(const VariantInfo& v, const std::string& unit) {
   if (r.max_size > 0) parts.push_back("up to " + size_text(r.max_size) + " " + unit);
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out + "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
+  out += "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
+  if (r.prefer_max_cc > 0) out += " up to compute capability " + cc_text(r.prefer_max_cc);
+  return out;
 }
 
 VariantChoice choose_variant(const std::vector<VariantInfo>& variants, const Where& where,

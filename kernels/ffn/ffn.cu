@@ -45,6 +45,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/ffn/ffn_common.cuh"
 #include "kernels/ffn/ffn_small.h"
+#include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
@@ -111,6 +112,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(h_ring_.allocate(ffn_wgmma_ring_rows(m_) * h_ * sizeof(T)));
       FL_TRY(tile_counters_.allocate(ffn_wgmma_counters(m_) * sizeof(unsigned)));
       FL_CUDA_TRY(cudaMemset(tile_counters_.get(), 0, tile_counters_.bytes()));
+    }
+    // The portable small-token kernel's counters, h and partial sums, where it can run here.
+    size_t stream_bytes = 0;
+    if (ffn_stream_scratch_bytes(precision_of<T>(), m_, c_, &stream_bytes).ok()) {
+      FL_TRY(stream_scratch_.allocate(stream_bytes));
+      FL_CUDA_TRY(cudaMemset(stream_scratch_.get(), 0, stream_scratch_.bytes()));
     }
     FL_TRY(up_.allocate());
     return down_.allocate();
@@ -197,6 +204,16 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     }
     return Status::Unsupported("its clusters do not all fit on this GPU at once");
   }
+  // The portable small-token kernel (ffn_stream.cu), where its plan fits this GPU.
+  Status stream(cudaStream_t stream) {
+    if (!stream_scratch_.get()) {
+      FL_TRY(ffn_stream_supported(precision_of<T>(), m_, c_));  // says why not
+      return Status::Unsupported("its scratch buffer could not be planned");
+    }
+    const FfnStreamBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),           down_.weights(),
+                             down_.bias(), y_.as<T>(),    stream_scratch_.get()};
+    return launch_ffn_stream(precision_of<T>(), b, m_, c_, stream);
+  }
   // The wgmma kernel (ffn_wgmma.cu), h through the ring buffer.
   Status wgmma(cudaStream_t stream) {
     if constexpr (kRings) {
@@ -221,7 +238,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
-      tile_counters_;
+      tile_counters_, stream_scratch_;
   LinearLayer<T> up_, down_;
 };
 
@@ -257,6 +274,13 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ffn_wgmma_phases()},
+      {"ffn_stream",
+       "each block asks for all of its weights at once (an up slice of W1, a tile of W2), makes "
+       "its hidden units of h into L2, then adds h times its W2 tile once its group of h is in "
+       "(counters in L2, no grid barrier); the GPUs without clusters",
+       "ffn_stream_kernel",
+       {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
+       [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ffn_split",
        "each block owns a slice of the 4C hidden units (h in shared memory) and adds its share "
        "of y in L2; a grid barrier, then all blocks write y (any GPU: a cooperative launch)",

@@ -1,142 +1,249 @@
 // Lesson 8's portable small-token rung: the whole FFN, y = GELU(x W1 + b1) W2 + b2, in one
-// launch of weight-streaming blocks (kernels/gemm_core/weight_stream.cuh), for 1 to 64 tokens on
-// any GPU with cp.async (sm_80+; fp32 also on sm_70, with plain copies). No clusters, no TMA:
-// what the Hopper kernels get from those (every weight byte asked for at once, partial sums
-// added in a neighbour's shared memory), this one gets from a deep cp.async ring and a
-// reduction through L2.
+// launch for 1 to 64 tokens on any GPU with cp.async (sm_80+; fp32 also on sm_70, with plain
+// copies). No clusters, no TMA, no grid barrier: counters in L2 hand h from block to block.
 //
 // What changes against the split-hidden kernel (ffn.cu, level 2 where Hopper's kernels do not
-// run): there a block owns a slice of the hidden units and streams W1's and W2's slices behind
-// it, and every block adds its share of y into L2 with atomics; 96 slices at C = 768 leave 36
-// of 132 SMs idle, and a block's W2 slice starts streaming only when its h is done. Here:
-//   1. up:   h = GELU(x W1 + b1), W1 cut into units of 32 hidden units x 32 rows, each block an
-//            equal run of units: all SMs stream W1. Column tiles cut between blocks are summed
-//            by the last block to finish one (partial sums through L2); h goes to L2, rounded to
-//            the lesson's precision as level 1's h is;
-//   2. the ring keeps streaming: W2's tiles are copied in while the block finishes step 1 and
-//      waits at the grid barrier (cooperative launch: every block is resident), so W2 is
-//      mostly in shared memory when h is ready;
-//   3. down: y = h W2 + b2, cut the same way (units of 32 output columns x 32 rows of W2).
-// Chunks: 16 tokens of mma rows up to 16 tokens, else 64 (bf16); fp32 multiplies on the CUDA
-// cores in chunks of 16 (W re-read from L2 for each further chunk).
+// run): that one gives each block a slice of the hidden units for both products, so every block
+// adds a share of every y element (at 64 tokens 25 MB of atomics into L2) and its W2 streams
+// only once its h is done. Here each block has two jobs, and asks for the weights of both at
+// once, before any arithmetic (kernels/gemm_core/weight_slice.cuh):
+//   up:   8 nt hidden units (at C = 768: 24, on 128 blocks): h[:, slice] = GELU(x W1[:, slice]
+//         + b1), x and W1's columns in shared memory; h written to L2, rounded to the lesson's
+//         precision as level 1's h is; then the slice's group counter goes up (release);
+//   down: one tile of W2, a group of slices' rows x a range of y's columns (at C = 768: 384 x
+//         48, 8 groups x 16 ranges), copied in while the up job runs. The block waits for its
+//         group's counter (acquire), copies that h (m x 384) from L2, and stores h W2[tile] as
+//         its group's partial sums (fp32, L2); the last of the 8 groups to finish a column
+//         range adds the 8 partial sums in group order (the same result every run) and writes
+//         that range of y (+ b2).
+// Every block is resident at once (a cooperative launch guarantees it), so the waits end. The
+// plan (ffn_stream_plan.h) sizes the slice so that the grid is one block per SM; on GPUs with
+// less shared memory W2's tile is asked for after the up job.
 //
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (2.8 us at 3.35 TB/s), 71 KB per SM on 132
-// SMs: with a 10-stage ring of 16 KB tiles all of it is in flight at once. x (m x C) and h (m x
-// 4C) are read by every block from L2; partial sums: at most 2 slots per column tile.
-// As measured this rung is still slower than level 1 at every token count measured
-// (docs/PERFORMANCE.md, "Portable small-token rungs"): not yet a level-table choice.
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB per block, all
+// in flight at once; x (m x C) and h (m x 384) read per block from L2; partial sums 8 x m x C
+// floats written and read once (1.5 MB at 64 tokens, against 25 MB of atomics with a split of
+// W2 by slice). Predicted: the weights' 3.1 us plus a launch and four L2 round trips (h out,
+// counter, h in, partial sums in), 5-6 us at 1-16 tokens.
 #include "kernels/ffn/ffn_stream.h"
+#include "kernels/ffn/ffn_stream_plan.h"
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
-#include <type_traits>
+#include <algorithm>
+#include <string>
 
 #include "kernels/activations.cuh"
-#include "kernels/gemm_core/weight_stream.cuh"
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_core/weight_slice.cuh"
 
 namespace fl {
 namespace {
 
+using slice::kThreads;
+using slice::round_up;
+
+constexpr int kMaxGroups = kFfnMaxGroups;
+
 template <typename T>
 struct FfnStreamArgs {
-  stream::Product<T> up, down;
-  const T *b1, *b2;
-  T *h, *y;
+  FfnPlan p;
+  const T *x, *w1, *b1, *w2, *b2;
+  T *y, *h;            // h: m x 4C in the scratch buffer (L2)
+  float* partial;      // groups x m x C: each group's sums over its hidden units
+  unsigned* counters;  // ready, seen (per group), done (per range): zero between launches
+  bool x_vec, w1_vec, w2_vec, h_vec;
 };
 
-template <typename T, int kTM, int kStages>
-__global__ void __launch_bounds__(stream::kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T> a) {
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#else
+  v = *reinterpret_cast<const volatile unsigned*>(p);
+#endif
+  return v;
+}
+
+// Every thread's writes, then one increment by thread 0; returns the old count to every thread.
+__device__ __forceinline__ unsigned block_arrive(unsigned* counter, unsigned* s_word) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) *s_word = atomicAdd(counter, 1u);
+  __syncthreads();
+  return *s_word;
+}
+
+// y[:, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same result
+// every run), + b2. Four columns a thread where rows are 16-byte multiples: a thread keeps one
+// load of every group in flight.
+template <typename T>
+__device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, int n_valid,
+                                            const float* b2s) {
+  const FfnPlan& p = a.p;
+  const int64_t stride = int64_t(p.m) * p.c;
+  if (p.c % 4 == 0) {
+    const int quads = n_valid / 4;  // n_valid is a multiple of 8 or the rest of C
+    for (int e = threadIdx.x; e < p.m * quads; e += kThreads) {
+      const int q = e % quads;
+      const int64_t at = int64_t(e / quads) * p.c + n0 + 4 * q;
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+      for (int g = 0; g < p.groups; ++g) {
+        const float4 v = slice::load_cg4(a.partial + g * stride + at);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const float out[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a.y[at + i] = Elem<T>::from_float(out[i] + b2s[4 * q + i]);
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < p.m * n_valid; e += kThreads) {
+    const int64_t at = int64_t(e / n_valid) * p.c + n0 + e % n_valid;
+    float sum = 0.0f;
+#pragma unroll 8
+    for (int g = 0; g < p.groups; ++g) sum += slice::load_cg(a.partial + g * stride + at);
+    a.y[at] = Elem<T>::from_float(sum + b2s[e % n_valid]);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T> a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  T* ring_mem = reinterpret_cast<T*>(smem);
-  float* red = reinterpret_cast<float*>(smem + kStages * stream::kTileElems<T> * sizeof(T));
-  stream::Ring<T, kStages> ring;
-  ring.start(ring_mem, a.up, a.down, true);
-  auto issue = [&] { ring.issue(a.up, a.down); };
-  const int64_t hidden = a.up.n, c = a.down.n;
-  const int tiles = stream::run_product<T, kTM, kStages>(
-      ring, issue, 0, a.up, red, [&](int64_t r, int64_t col, float s) {
-        a.h[r * hidden + col] =
-            Elem<T>::from_float(gelu_tanh_fast(s + Elem<T>::to_float(a.b1[col])));
+  __shared__ unsigned s_word;
+  const FfnPlan& p = a.p;
+  T* w2s = reinterpret_cast<T*>(smem + p.off_w2);
+  T* xs = reinterpret_cast<T*>(smem + p.off_x);
+  T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
+  T* hs = xs;  // the down job's h, where x and W1 were
+  float* red = reinterpret_cast<float*>(smem + p.off_x);
+  float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
+  float* b2s = b1s + 8 * p.nt;
+  unsigned *ready = a.counters, *seen = ready + kMaxGroups, *done = seen + kMaxGroups;
+  // The two jobs: up slice j0.., down tile (group, range) when the block has one.
+  const int r = 8 * p.nt, j0 = blockIdx.x * r, r_valid = min(r, p.h - j0);
+  const bool has_down = int(blockIdx.x) < p.groups * p.ranges;
+  const int group = blockIdx.x / p.ranges, range = blockIdx.x % p.ranges;
+  const int k0 = group * p.kw, k_valid = min(p.kw, p.h - k0);
+  const int n0 = range * p.nw, n_valid = min(p.nw, p.c - n0);
+  // Every weight byte of the block is asked for before any arithmetic.
+  slice::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec);
+  slice::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, r, p.c, r_valid, a.w1_vec);
+  tc::async_commit();
+  if (has_down && !p.w2_late) {
+    slice::stage(w2s, p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c, p.kwk, p.nw, k_valid, n_valid,
+                 a.w2_vec);
+  }
+  tc::async_commit();
+  for (int i = threadIdx.x; i < r + p.nw; i += kThreads) {
+    const bool is_b1 = i < r;
+    const int col = is_b1 ? j0 + i : n0 + i - r;
+    const bool valid = is_b1 ? i < r_valid : i - r < n_valid && has_down;
+    b1s[i] = valid ? Elem<T>::to_float(is_b1 ? a.b1[col] : a.b2[col]) : 0.0f;
+  }
+  tc::async_wait<1>();  // x and W1
+  __syncthreads();
+  // Up: h[:, slice] into L2.
+  slice::block_product<T, kFfnUpMaxNT>(
+      xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.nt, red, [&](int row, int col, float s) {
+        if (row < p.m && col < r_valid) {
+          a.h[int64_t(row) * p.h + j0 + col] = Elem<T>::from_float(gelu_tanh_fast(s + b1s[col]));
+        }
       });
-  cooperative_groups::this_grid().sync();  // every block's h is in L2
-  stream::run_product<T, kTM, kStages>(
-      ring, issue, tiles, a.down, red, [&](int64_t r, int64_t col, float s) {
-        a.y[r * c + col] = Elem<T>::from_float(s + Elem<T>::to_float(a.b2[col]));
-      });
-  tc::async_wait<0>();  // the ring's last (empty) groups
+  block_arrive(ready + blockIdx.x / p.spg, &s_word);  // release: this slice of h is in L2
+  if (!has_down) {
+    tc::async_wait<0>();
+    return;
+  }
+  // Down: wait for the group's slices of h, take them from L2.
+  if (p.w2_late) {
+    slice::stage(w2s, p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c, p.kwk, p.nw, k_valid, n_valid,
+                 a.w2_vec);
+  }
+  const unsigned need = unsigned(min(p.spg, p.blocks - group * p.spg));
+  if (threadIdx.x == 0) {
+    // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
+    // about a second, trap (the launch fails with an error) rather than hang.
+    for (unsigned spins = 0; load_acquire(ready + group) < need; ++spins) {
+      if (spins == (1u << 24)) __trap();
+      __nanosleep(64);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  slice::stage(hs, p.ld_h, a.h + k0, p.h, 16 * p.mtc, p.kwk, p.m, k_valid, a.h_vec);
+  tc::async_commit();
+  // The last of the range's readers of this group's counters puts them back to zero.
+  if (block_arrive(seen + group, &s_word) == unsigned(p.ranges - 1) && threadIdx.x == 0) {
+    ready[group] = 0;
+    seen[group] = 0;
+  }
+  tc::async_wait<0>();  // W2's tile and h
+  __syncthreads();
+  float* mine = a.partial + int64_t(group) * p.m * p.c;
+  slice::block_product<T, kFfnDownMaxNT>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
+                                         [&](int row, int col, float s) {
+                                           if (row < p.m && col < n_valid)
+                                             mine[int64_t(row) * p.c + n0 + col] = s;
+                                         });
+  // The last group to finish this column range adds the groups' partial sums and writes y.
+  if (block_arrive(done + range, &s_word) != unsigned(p.groups - 1)) return;
+  __threadfence();
+  if (threadIdx.x == 0) done[range] = 0;  // for the next launch
+  write_range(a, n0, n_valid, b2s);
 }
 
 template <typename T>
-int chunk_rows(int64_t m) {
-  return std::is_same<T, float>::value || m <= 16 ? 16 : 64;
+Status make_plan(int64_t m, int64_t c, FfnPlan* out) {
+  int device = 0, sms = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out)) return Status::Ok();
+  return Status::Unsupported(
+      "the portable FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
+      " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
-// The two products and the scratch layout at G blocks.
 template <typename T>
-FfnStreamArgs<T> make_args(const FfnStreamBuffers& b, int64_t m, int64_t c, int blocks,
-                           stream::ScratchLayout* layout) {
-  const int64_t h = 4 * c;
-  const int tm = chunk_rows<T>(m);
-  constexpr int E = tc::kVec<T>;
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
   FfnStreamArgs<T> a{};
-  a.up = {{static_cast<const T*>(b.x), c, m, c, c % E == 0 && aligned(b.x)},
-          static_cast<const T*>(b.w1),
-          h,
-          static_cast<int>(m),
-          static_cast<int>(h),
-          static_cast<int>(c),
-          tm,
-          nullptr,
-          nullptr,
-          h % E == 0 && aligned(b.w1)};
-  a.down = {{nullptr, h, m, h, false},
-            static_cast<const T*>(b.w2),
-            c,
-            static_cast<int>(m),
-            static_cast<int>(c),
-            static_cast<int>(h),
-            tm,
-            nullptr,
-            nullptr,
-            c % E == 0 && aligned(b.w2)};
-  a.up.plan(blocks);
-  a.down.plan(blocks);
-  const int64_t partial =
-      std::max(stream::partial_floats(a.up, blocks), stream::partial_floats(a.down, blocks));
-  *layout =
-      stream::ScratchLayout(int64_t(a.up.part.keys) + a.down.part.keys, partial, sizeof(T) * m * h);
-  char* base = static_cast<char*>(b.scratch);
-  unsigned* counters = reinterpret_cast<unsigned*>(base);
-  float* partials = reinterpret_cast<float*>(base + layout->partial);
-  a.h = reinterpret_cast<T*>(base + layout->rows);
-  a.up.partial = a.down.partial = partials;  // up's sums are all read before the barrier
-  a.up.counters = counters;
-  a.down.counters = counters + a.up.part.keys;
-  a.down.av.a = a.h;
-  a.down.av.vec = h % E == 0 && aligned(a.h);
+  FL_TRY(make_plan<T>(m, c, &a.p));
+  constexpr int E = slice::kChunk<T>;
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  a.x = static_cast<const T*>(b.x);
+  a.w1 = static_cast<const T*>(b.w1);
   a.b1 = static_cast<const T*>(b.b1);
+  a.w2 = static_cast<const T*>(b.w2);
   a.b2 = static_cast<const T*>(b.b2);
   a.y = static_cast<T*>(b.y);
-  return a;
-}
-
-template <typename T, int kTM>
-Status launch_typed(const FfnStreamArgs<T>& a, int blocks, cudaStream_t stream) {
-  return stream::with_stages<T>([&](auto stages) {
-    constexpr int S = decltype(stages)::value;
-    return stream::launch_cooperative(ffn_stream_kernel<T, kTM, S>, a, stream::smem_bytes<T>(S),
-                                      blocks, stream);
-  });
+  char* scratch = static_cast<char*>(b.scratch);
+  a.counters = reinterpret_cast<unsigned*>(scratch);
+  a.h = reinterpret_cast<T*>(scratch + 3 * kMaxGroups * sizeof(unsigned));
+  a.partial = reinterpret_cast<float*>(scratch + 3 * kMaxGroups * sizeof(unsigned) +
+                                       round_up(int(sizeof(T) * m * 4 * c), 256));
+  a.x_vec = c % E == 0 && aligned(b.x);
+  a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
+  a.w2_vec = c % E == 0 && aligned(b.w2);
+  a.h_vec = (4 * c) % E == 0 && aligned(a.h);
+  const auto kernel = ffn_stream_kernel<T>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(a.p.smem)));
+  void* params[] = {&a};
+  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(a.p.blocks),
+                                          dim3(kThreads), params, a.p.smem, stream));
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kFfnStreamMaxTokens) {
-    return Status::Error("the portable small-token FFN takes 1 to " +
-                         std::to_string(kFfnStreamMaxTokens) + " tokens, got " + std::to_string(m));
+    return Status::Unsupported("the portable small-token FFN takes 1 to " +
+                               std::to_string(kFfnStreamMaxTokens) + " tokens, got " +
+                               std::to_string(m));
   }
   if (c < 1) return Status::Error("the portable small-token FFN needs C >= 1");
   int device = 0, major = 0, cooperative = 0;
@@ -144,39 +251,32 @@ Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   if (p == Precision::bf16 && major < 8) {
-    return Status::Error("the portable FFN's bf16 path needs compute capability 8.0 (mma.sync)");
+    return Status::Unsupported(
+        "the portable FFN's bf16 path needs compute capability 8.0 (mma.sync)");
   }
-  if (!cooperative) return Status::Error("the portable FFN needs cooperative launches");
-  return Status::Ok();
+  if (!cooperative) return Status::Unsupported("the portable FFN needs cooperative launches");
+  FfnPlan plan;
+  return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, &plan)
+                              : make_plan<float>(m, c, &plan);
 }
 
 Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes) {
-  int blocks = 0;
-  FL_TRY(stream::stream_blocks(&blocks));
-  stream::ScratchLayout layout(0, 0, 0);
-  const FfnStreamBuffers none{};
-  if (p == Precision::bf16) {
-    make_args<__nv_bfloat16>(none, m, c, blocks, &layout);
-  } else {
-    make_args<float>(none, m, c, blocks, &layout);
-  }
-  *bytes = layout.bytes;
+  // The counters, h (m x 4C), then the groups' partial sums (groups x m x C, fp32).
+  FL_TRY(ffn_stream_supported(p, m, c));
+  FfnPlan plan;
+  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, &plan)
+                              : make_plan<float>(m, c, &plan));
+  *bytes = 3 * kMaxGroups * sizeof(unsigned) +
+           round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
+           sizeof(float) * size_t(plan.groups) * size_t(m) * size_t(c);
   return Status::Ok();
 }
 
 Status launch_ffn_stream(Precision p, const FfnStreamBuffers& b, int64_t m, int64_t c,
                          cudaStream_t stream) {
   FL_TRY(ffn_stream_supported(p, m, c));
-  int blocks = 0;
-  FL_TRY(stream::stream_blocks(&blocks));
-  stream::ScratchLayout layout(0, 0, 0);
-  if (p == Precision::fp32) {
-    return launch_typed<float, 16>(make_args<float>(b, m, c, blocks, &layout), blocks, stream);
-  }
-  using bf16 = __nv_bfloat16;
-  const FfnStreamArgs<bf16> a = make_args<bf16>(b, m, c, blocks, &layout);
-  return m <= 16 ? launch_typed<bf16, 16>(a, blocks, stream)
-                 : launch_typed<bf16, 64>(a, blocks, stream);
+  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, stream)
+                              : launch_typed<float>(b, m, c, stream);
 }
 
 }  // namespace fl

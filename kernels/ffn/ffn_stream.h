@@ -1,5 +1,6 @@
 // The FFN's portable small-token kernel (kernels/ffn/ffn_stream.cu): y = GELU(x W1 + b1) W2 + b2
-// at 1 to 64 tokens on any GPU from sm_80 (bf16) or sm_70 (fp32), no clusters, no TMA.
+// at 1 to 64 tokens on any GPU from sm_80 (bf16) or sm_70 (fp32) whose shared memory holds a
+// block's slice of the weights (ffn_stream_plan.h), no clusters, no TMA.
 #pragma once
 
 #include <cuda_runtime_api.h>

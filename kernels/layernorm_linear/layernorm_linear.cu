@@ -45,6 +45,7 @@
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_linear/ln_wgmma.h"
 #include "kernels/workspace.cuh"
 
@@ -163,6 +164,12 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
             static_cast<int>(n_),
             this->phase_sink()};
   }
+  // The portable small-token kernel (ln_linear_stream.cu): nothing kept between launches.
+  Status stream(cudaStream_t stream) {
+    const LnStreamBuffers b{x_.as<T>(),     gamma_.as<T>(), beta_.as<T>(), linear_.weights(),
+                            linear_.bias(), y_.as<T>(),     nullptr};
+    return launch_ln_stream(precision_of<T>(), b, m_, k_, n_, stream);
+  }
   // Runs one of level 2's kernels and names the phases it records (kernels/phases.h).
   template <typename Launch>
   Status fused(Launch launch, const std::vector<std::string>* phases, cudaStream_t stream) {
@@ -205,6 +212,13 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
          return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
        },
        ln_gemm_wgmma_phases()},
+      {"ln_stream",
+       "token chunks x column slices, one block each, sized to fill every SM once; a block asks "
+       "for its rows of x and its columns of W at once and normalizes while W arrives (the GPUs "
+       "without clusters)",
+       "ln_stream_kernel",
+       {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
+       [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ln_panel",
        "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
        "in shared memory, no split of K, no exchange between blocks",

@@ -1,11 +1,12 @@
 // portable_bench: the portable weight-streaming kernels against level 1 (cuBLASLt with fused
 // epilogues; for the LayerNorm-Linear, lesson 4's LayerNorm kernel first), in one process so
 // that the ratios come from one run. Cold L2: before every timed chain a kernel reads a buffer
-// of 4x the L2 (reads: no dirty lines left to write back inside the timed region). CUDA events
-// around each chain; median of the repetitions; level 1 and the portable kernel alternate.
-// Inputs: random (never zeros). Prints one line per lesson, precision and token count.
+// of 4x the L2 (reads: no dirty lines left to write back inside the timed region). Timed by
+// CUPTI's kernel records as the app times a chain (first kernel's start to last kernel's end,
+// the host's launch latency left out), with CUDA events around the chain beside it; median of
+// the repetitions; level 1 and the portable kernel alternate. Inputs: random (never zeros).
+// Prints one line per lesson, precision and token count.
 //   portable_bench [C] [reps]
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/measure/cupti_tracer.h"
 #include "kernels/blas.h"
 #include "kernels/device_common.cuh"
 #include "kernels/ffn/ffn_stream.h"
@@ -53,10 +55,8 @@ __global__ void read_all(const int4* p, int64_t n, int* sink) {
   if (acc == 0x12345678) *sink = acc;
 }
 
-// The floor under a weight-streaming launch: one block per SM, cooperative, one grid barrier.
-__global__ void empty_cooperative() {
-  cooperative_groups::this_grid().sync();
-}
+// The floor under a launch of one block per SM.
+__global__ void empty_blocks() {}
 
 struct Buf {
   void* p = nullptr;
@@ -71,26 +71,47 @@ void random_fill(Buf& b, fl::Precision prec, int64_t n, unsigned seed, float sca
   CUDA(cudaGetLastError());
 }
 
+struct Times {
+  float cupti_us = 0, events_us = 0;
+};
+
 struct Timer {
   Buf flush{size_t(4) * 64 << 20};  // 256 MB: 5x an H100's L2
   Buf sink{64};
   cudaEvent_t start, stop;
+  fl::KernelTracer* tracer = nullptr;
   Timer() {
     CUDA(cudaMemset(flush.p, 1, size_t(4) * 64 << 20));
     CUDA(cudaEventCreate(&start));
     CUDA(cudaEventCreate(&stop));
+    // Under Nsight Compute CUPTI is taken: the events' times stand in.
+    if (!fl::KernelTracer::instance(&tracer).ok()) tracer = nullptr;
   }
-  float once(const std::function<fl::Status()>& chain) {
+  Times once(const std::function<fl::Status()>& chain) {
     read_all<<<1024, 256>>>(static_cast<const int4*>(flush.p), (size_t(4) * 64 << 20) / 16,
                             static_cast<int*>(sink.p));
     CUDA(cudaGetLastError());
+    const uint64_t id = tracer ? tracer->reserve_ids(1) : 0;
     CUDA(cudaEventRecord(start));
+    if (tracer) CHECK(tracer->push(id));
     CHECK(chain());
+    if (tracer) CHECK(tracer->pop());
     CUDA(cudaEventRecord(stop));
     CUDA(cudaEventSynchronize(stop));
     float ms = 0;
     CUDA(cudaEventElapsedTime(&ms, start, stop));
-    return ms * 1000.0f;
+    if (!tracer) return {ms * 1000.0f, ms * 1000.0f};
+    CHECK(tracer->flush(false));
+    if (tracer->count(id, id) == 0) CHECK(tracer->flush(true));
+    std::vector<fl::TracedKernel> kernels;
+    tracer->take(id, id, &kernels, nullptr);
+    if (kernels.empty()) CHECK(fl::Status::Error("CUPTI delivered no kernel record"));
+    uint64_t first = kernels[0].start_ns, last = kernels[0].end_ns;
+    for (const fl::TracedKernel& k : kernels) {
+      first = std::min(first, k.start_ns);
+      last = std::max(last, k.end_ns);
+    }
+    return {float(last - first) / 1000.0f, ms * 1000.0f};
   }
 };
 
@@ -103,14 +124,17 @@ void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
              const std::function<fl::Status()>& level1,
              const std::function<fl::Status()>& portable) {
   for (int i = 0; i < 3; ++i) t.once(level1), t.once(portable);  // warm-up
-  std::vector<float> a, b;
+  std::vector<float> a, b, ae, be;
   for (int i = 0; i < reps; ++i) {
-    a.push_back(t.once(level1));
-    b.push_back(t.once(portable));
+    const Times l = t.once(level1), q = t.once(portable);
+    a.push_back(l.cupti_us), ae.push_back(l.events_us);
+    b.push_back(q.cupti_us), be.push_back(q.events_us);
   }
-  const float l1 = median(a), pt = median(b);
-  std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx\n", lesson,
-              fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt);
+  const float l1 = median(a), pt = median(b), l1e = median(ae), pte = median(be);
+  std::printf(
+      "%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx   (events: "
+      "%.2f / %.2f us, %.2fx)\n",
+      lesson, fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt, l1e, pte, l1e / pte);
 }
 
 void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
@@ -122,6 +146,11 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   random_fill(b1, p, h, 3, 0.1f);
   random_fill(w2, p, h * c, 4, 0.02f);
   random_fill(b2, p, c, 5, 0.1f);
+  if (const fl::Status ok = fl::ffn_stream_supported(p, m, c); !ok.ok()) {
+    std::printf("%-17s %-4s tokens %6lld  portable kernel refused: %s\n", "ffn", fl::to_string(p),
+                static_cast<long long>(m), ok.message().c_str());
+    return;
+  }
   std::unique_ptr<fl::blas::Gemm> up, down;
   CHECK(fl::blas::Gemm::plan(m, h, c, p, fl::blas::Epilogue::gelu_bias, &up));
   CHECK(fl::blas::Gemm::plan(m, c, h, p, fl::blas::Epilogue::bias, &down));
@@ -163,12 +192,17 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   random_fill(be, p, c, 8, 0.2f);
   random_fill(w, p, c * n, 9, 0.03f);
   random_fill(bias, p, n, 10, 0.1f);
+  if (const fl::Status ok = fl::ln_stream_supported(p, m, c); !ok.ok()) {
+    std::printf("%-17s %-4s tokens %6lld  portable kernel refused: %s\n", "layernorm_linear",
+                fl::to_string(p), static_cast<long long>(m), ok.message().c_str());
+    return;
+  }
   std::unique_ptr<fl::blas::Gemm> gemm;
   CHECK(fl::blas::Gemm::plan(m, n, c, p, fl::blas::Epilogue::bias, &gemm));
   size_t bytes = 0;
   CHECK(fl::ln_stream_scratch_bytes(p, m, c, n, &bytes));
-  Buf scratch(bytes);
-  CUDA(cudaMemset(scratch.p, 0, bytes));
+  Buf scratch(bytes + 16);
+  CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
   compare(
@@ -198,14 +232,14 @@ int main(int argc, char** argv) {
     CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     std::vector<float> v;
     for (int i = 0; i < reps + 3; ++i) {
-      const float us = t.once([&] {
-        FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(empty_cooperative),
-                                                dim3(sms), dim3(256), nullptr, 0, nullptr));
-        return fl::cuda_status(cudaGetLastError(), "empty_cooperative", __FILE__, __LINE__);
-      });
+      const float us =
+          t.once([&] {
+             empty_blocks<<<sms, 256>>>();
+             return fl::cuda_status(cudaGetLastError(), "empty_blocks", __FILE__, __LINE__);
+           }).cupti_us;
       if (i >= 3) v.push_back(us);
     }
-    std::printf("empty cooperative launch + grid barrier: %.2f us\n", median(v));
+    std::printf("empty launch, one block per SM (CUPTI): %.2f us\n", median(v));
   }
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
     for (int64_t m : {1, 16, 64}) bench_ffn(p, m, c, t, reps);

@@ -84,8 +84,8 @@ struct Tensor {
 struct Scratch {
   void* dev = nullptr;
   explicit Scratch(size_t bytes) {
-    EXPECT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
-    EXPECT_EQ(cudaMemset(dev, 0, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dev, bytes + 16), cudaSuccess);  // 0 bytes: a valid pointer all the same
+    EXPECT_EQ(cudaMemset(dev, 0, bytes + 16), cudaSuccess);
   }
   ~Scratch() { cudaFree(dev); }
 };
@@ -203,10 +203,10 @@ void check_ln(Precision p, Shape s, unsigned seed) {
 
 // Odd token counts and odd C (and a few aligned ones, which take the 16-byte loads); the
 // token counts cross the 16-token chunk size, C crosses the 32-column unit.
-const Shape kFfnShapes[] = {{1, 97},   {7, 200},  {13, 131}, {16, 768},
-                            {33, 255}, {61, 385}, {64, 64}};
-const Shape kLnShapes[] = {{1, 97},    {9, 768},  {17, 131}, {63, 200},
-                           {129, 385}, {255, 99}, {256, 64}};
+const Shape kFfnShapes[] = {{1, 97},   {7, 200}, {13, 131}, {16, 768}, {33, 255},
+                            {61, 385}, {64, 64}, {1, 768},  {3, 1025}, {47, 768}};
+const Shape kLnShapes[] = {{1, 97},   {9, 768},  {17, 131}, {63, 200}, {129, 385},
+                           {255, 99}, {256, 64}, {1, 768},  {5, 1023}, {256, 768}};
 
 class PortableStream : public ::testing::TestWithParam<Precision> {
  protected:
@@ -223,6 +223,15 @@ TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
 TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
   unsigned seed = 31;
   for (const Shape& s : kLnShapes) check_ln(GetParam(), s, seed++);
+}
+
+// A few small shapes (odd and aligned C) for compute-sanitizer, whose tools are slow on the
+// shapes above.
+TEST_P(PortableStream, SmallShapes) {
+  check_ffn(GetParam(), {3, 40}, 71);
+  check_ffn(GetParam(), {17, 33}, 72);
+  check_ln(GetParam(), {5, 48}, 73);
+  check_ln(GetParam(), {35, 21}, 74);
 }
 
 TEST_P(PortableStream, RefusesTooManyTokensWithAMessage) {

@@ -102,6 +102,7 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
         EXPECT_EQ(va.range.max_size, vb.range.max_size);
         EXPECT_EQ(va.range.prefer_from, vb.range.prefer_from);
         EXPECT_EQ(va.range.prefer_to, vb.range.prefer_to);
+        EXPECT_EQ(va.range.prefer_max_cc, vb.range.prefer_max_cc);
       }
     }
     // Random sizes over the whole axis, the default row length (inner 0) and odd ones.

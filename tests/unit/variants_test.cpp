@@ -16,6 +16,9 @@ namespace {
 const GpuFacts kH100{9, 0, 132, true};          // an sm_90 GPU, a build with the wgmma kernels
 const GpuFacts kH100NoWgmma{9, 0, 132, false};  // the same GPU, a build without sm_90a
 const GpuFacts kA100{8, 0, 108, true};          // sm_80: no clusters, no wgmma
+const GpuFacts kV100{7, 0, 80, false};          // sm_70: fp32 only in the lessons
+const GpuFacts kRtx3090{8, 6, 82, false};       // sm_86
+const GpuFacts kRtx4090{8, 9, 128, false};      // sm_89
 
 std::string chosen(const char* lesson, int64_t tokens, Precision p, const GpuFacts& gpu) {
   const Lesson* l = find_lesson(lesson);
@@ -41,9 +44,47 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   // Without the sm_90a kernels, bf16 takes the cluster kernel at a few tokens.
   EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_split");
-  // sm_80: the split kernel everywhere.
-  for (int64_t tokens : {1, 64, 256, 16384}) {
+  // sm_80: the portable small-token kernel up to 64 tokens, the split kernel beyond.
+  for (int64_t tokens : {1, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
+  for (int64_t tokens : {65, 256, 16384}) {
     EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
+  }
+}
+
+// Which kernel each GPU generation runs: the portable small-token kernels (ffn_stream,
+// ln_stream) on sm_70 (fp32), sm_80, sm_86 and sm_89; on sm_90 the Hopper kernels, and the
+// portable ones only when forced (they can run there, the table does not prefer them).
+TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
+  const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
+  for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
+    const std::string cc = std::to_string(gpu.cc_major * 10 + gpu.cc_minor);
+    for (int64_t tokens : {1, 16, 64}) {
+      EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_stream") << cc << " " << tokens;
+    }
+    EXPECT_EQ(chosen("ffn", 65, fp32, gpu), "ffn_split") << cc;
+    for (int64_t tokens : {1, 16, 64, 256}) {
+      EXPECT_EQ(chosen("layernorm_linear", tokens, fp32, gpu), "ln_stream") << cc << " " << tokens;
+    }
+    EXPECT_EQ(chosen("layernorm_linear", 257, fp32, gpu), "ln_tile") << cc;
+    if (gpu.cc_major >= 8) {  // bf16 from sm_80 (mma.sync)
+      EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_stream") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_stream") << cc;
+    }
+  }
+  for (int64_t tokens : {1, 16, 64}) {
+    EXPECT_EQ(chosen("ffn", tokens, bf16, kH100), "ffn_small") << tokens;
+    EXPECT_EQ(chosen("ffn", tokens, fp32, kH100), "ffn_split") << tokens;
+  }
+  EXPECT_EQ(chosen("layernorm_linear", 1, bf16, kH100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 256, fp32, kH100), "ln_tile");
+  // On sm_90 they can run: `bench --variant` may force them.
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  for (const VariantInfo& v : ffn->info().levels[2].variants) {
+    if (v.name != "ffn_stream") continue;
+    EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
+    EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kH100}));
+    EXPECT_TRUE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
   }
 }
 
@@ -79,7 +120,7 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1, fp32, kH100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 16, fp32, kH100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_tile");
-  EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
+  EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_stream");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");
 }
 

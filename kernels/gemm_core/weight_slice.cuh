@@ -1,0 +1,224 @@
+// The block-level pieces of the portable small-token rungs (sm_80+; fp32 also sm_70): a block
+// owns a slice of the weights, asks for every byte of it at once with 16-byte cp.async (all of
+// it in flight: at a few tokens the weights are what must move), and multiplies the activations
+// by it from shared memory. What changes against the tile kernels of tensor_gemm.cuh: there a
+// block walks K through a short ring, a few K-tiles in flight per SM, so at 1-64 tokens the SMs
+// wait on DRAM latency; here one block per SM holds its whole slice (at C = 768, 24 hidden
+// units: W1's 768 x 24 and W2's 24 x 768, 72 KB in bf16) and the copies are issued before any
+// arithmetic.
+//
+//   stage():         rows of a row-major matrix into shared memory, padded to an odd number of
+//                    16-byte chunks a row (ldmatrix and the fp32 loads then hit 8 distinct bank
+//                    groups), zero outside the valid rows and columns; cp.async where rows are
+//                    16-byte multiples and aligned, element-wise loads elsewhere (odd C).
+//   warp_mma():      acc[nt] += A[16 rows, k0..k1) B[k0..k1, 8 nt columns] for up to kMaxNT
+//                    8-column tiles; bf16 on mma.sync m16n8k16 (A by ldmatrix, B by
+//                    ldmatrix.trans), fp32 on the CUDA cores in the same register layout (lane
+//                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1).
+//   block_product(): a 16 mtc-row panel times an 8 nt-column panel over K, the warps split into
+//                    mtc row tiles x (8 / mtc) parts of K; the parts meet in shared memory and
+//                    the caller's epilogue sees each sum once.
+// Napkin math per k16 step (bf16): one ldmatrix.x4 of A, one ldmatrix.x4.trans per two column
+// tiles, one mma per tile: about 2.5 instructions per mma, 4 KFLOP each.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/device_common.cuh"
+#include "kernels/gemm_core/slice_plan.h"
+#include "kernels/tensor_gemm.cuh"
+
+namespace fl::slice {
+
+// Elements of a 16-byte chunk; the step K is split and padded in (an mma's k16 for bf16).
+template <typename T>
+constexpr int kChunk = 16 / sizeof(T);
+template <typename T>
+constexpr int kKStep = k_step(sizeof(T));
+
+// A shared-memory row of `cols` elements: an odd number of 16-byte chunks.
+template <typename T>
+__host__ __device__ constexpr int padded_ld(int cols) {
+  return slice::padded_ld(cols, int(sizeof(T)));
+}
+
+// A float from L2 (ld.global.cg: values other blocks added with atomics in this launch).
+__device__ __forceinline__ float load_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ float4 load_cg4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// ---- stage: global rows into padded shared memory --------------------------------------------
+// rows x chunks*E elements of g (row stride ldg) into s (row stride lds): element (r, c) read
+// when r < rows_valid and c < cols_valid, zero otherwise. vec: g and ldg are 16-byte aligned and
+// cols_valid is a multiple of E (a chunk is all in or all out), so each chunk is one cp.async.
+template <typename T>
+__device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, int rows, int cols,
+                                      int rows_valid, int cols_valid, bool vec) {
+  constexpr int E = kChunk<T>;
+  const int chunks = (cols + E - 1) / E;
+  if (chunks == 0) return;
+  // Thread i takes chunks i, i + kThreads, ...: the row and column advance by constants.
+  const int dr = kThreads / chunks, dc = kThreads % chunks;
+  int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
+  for (; r < rows; r += dr, c += dc) {
+    if (c >= chunks) c -= chunks, ++r;
+    if (r >= rows) break;
+    T* dst = s + r * lds + c * E;
+    const T* src = g + r * ldg + c * E;
+    if (vec) {
+      const bool valid = r < rows_valid && c * E < cols_valid;
+      tc::copy16_async(dst, valid ? src : g, valid);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
+      }
+    }
+  }
+}
+
+// ---- one warp: acc[nt] += A[16 x (k0..k1)] B[(k0..k1) x 8 nt], k0 and k1 multiples of kKStep --
+template <typename T, int kMaxNT>
+struct WarpMma;
+
+template <int kMaxNT>
+struct WarpMma<__nv_bfloat16, kMaxNT> {
+  using T = __nv_bfloat16;
+  static_assert(kMaxNT % 2 == 0, "column tiles go in pairs (ldmatrix.x4.trans)");
+  static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const T* a,
+                                             int lda, const T* b, int ldb, int k0, int k1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int lane = threadIdx.x & 31;
+    // Lane addresses, computed once: A rows lane % 16 at k + 8 (lane / 16); B rows
+    // k + lane % 8 + 8 ((lane / 8) % 2) at columns 8 (lane / 16) of each pair of tiles.
+    unsigned a_addr = static_cast<unsigned>(
+        __cvta_generic_to_shared(a + (lane & 15) * lda + k0 + (lane >> 4) * 8));
+    unsigned b_addr = static_cast<unsigned>(__cvta_generic_to_shared(
+        b + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + (lane >> 4) * 8));
+    const unsigned b_step = 16u * ldb * sizeof(T);
+#pragma unroll 2
+    for (int k = k0; k < k1; k += 16, a_addr += 32, b_addr += b_step) {
+      unsigned a0, a1, a2, a3;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                   : "r"(a_addr));
+#pragma unroll
+      for (int np = 0; np < kMaxNT / 2; ++np) {
+        if (2 * np >= nt_count) break;
+        unsigned b0, b1, b2 = 0, b3 = 0;
+        if (2 * np + 1 < nt_count) {
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                       : "r"(b_addr + np * 32));
+        } else {
+          asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                       : "=r"(b0), "=r"(b1)
+                       : "r"(b_addr + np * 32));
+        }
+        mma(acc[2 * np], a0, a1, a2, a3, b0, b1);
+        if (2 * np + 1 < nt_count) mma(acc[2 * np + 1], a0, a1, a2, a3, b2, b3);
+      }
+    }
+#else
+    __trap();  // bf16 needs compute capability 8.0 (the lessons do not offer it below)
+#endif
+  }
+  static __device__ __forceinline__ void mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                             unsigned a3, unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+        "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+  }
+};
+
+// fp32 on the CUDA cores: per 4 k, two 16-byte loads of A (rows g and g + 8) and one 8-byte
+// load of B per column tile feed 16 FMAs per tile.
+template <int kMaxNT>
+struct WarpMma<float, kMaxNT> {
+  static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const float* a,
+                                             int lda, const float* b, int ldb, int k0, int k1) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const float* a0 = a + g * lda;
+    const float* a1 = a0 + 8 * lda;
+    const float* bk = b + k0 * ldb + 2 * t;
+#pragma unroll 1
+    for (int k = k0; k < k1; k += 4) {
+      const float4 x0 = *reinterpret_cast<const float4*>(a0 + k);
+      const float4 x1 = *reinterpret_cast<const float4*>(a1 + k);
+      const float r0[4] = {x0.x, x0.y, x0.z, x0.w}, r1[4] = {x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e, bk += ldb) {
+#pragma unroll
+        for (int nt = 0; nt < kMaxNT; ++nt) {
+          if (nt >= nt_count) break;
+          const float2 w = *reinterpret_cast<const float2*>(bk + nt * 8);
+          acc[nt][0] = fmaf(r0[e], w.x, acc[nt][0]);
+          acc[nt][1] = fmaf(r0[e], w.y, acc[nt][1]);
+          acc[nt][2] = fmaf(r1[e], w.x, acc[nt][2]);
+          acc[nt][3] = fmaf(r1[e], w.y, acc[nt][3]);
+        }
+      }
+    }
+  }
+};
+
+template <int kMaxNT>
+__device__ __forceinline__ void zero(float (&acc)[kMaxNT][4]) {
+#pragma unroll
+  for (int nt = 0; nt < kMaxNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+}
+
+// ---- a block's panel product with split K --------------------------------------------------
+// P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep; mtc divides kWarps): warp w
+// takes row tile w % mtc and part w / mtc of K. The parts' sums go to red (kWarps / mtc x
+// 16 mtc x 8 nt floats; it may overlay A and B: the block syncs before writing it), then
+// epi(row, col, sum) for every element. Ends with the block synchronized after the epilogue.
+template <typename T, int kMaxNT, class Epilogue>
+__device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
+                                              int mtc, int nt_count, float* red,
+                                              const Epilogue& epi) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int mt = warp % mtc, part = warp / mtc, parts = kWarps / mtc;
+  constexpr int S = kKStep<T>;
+  const int per = (K / S + parts - 1) / parts * S;
+  const int k0 = min(K, part * per), k1 = min(K, k0 + per);
+  float acc[kMaxNT][4];
+  zero(acc);
+  WarpMma<T, kMaxNT>::run(acc, nt_count, a + mt * 16 * lda, lda, b, ldb, k0, k1);
+  const int rows = 16 * mtc, cols = 8 * nt_count;
+  __syncthreads();  // every warp is done with A and B: red may overlay them
+  float* mine = red + part * rows * cols + (mt * 16 + g) * cols + 2 * t;
+#pragma unroll
+  for (int nt = 0; nt < kMaxNT; ++nt) {
+    if (nt >= nt_count) break;
+    *reinterpret_cast<float2*>(mine + nt * 8) = make_float2(acc[nt][0], acc[nt][1]);
+    *reinterpret_cast<float2*>(mine + 8 * cols + nt * 8) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < rows * cols; e += kThreads) {
+    float s = 0.0f;
+    for (int p = 0; p < parts; ++p) s += red[p * rows * cols + e];
+    epi(e / cols, e % cols, s);
+  }
+  __syncthreads();
+}
+
+}  // namespace fl::slice

@@ -1,0 +1,149 @@
+// The portable small-token kernels' plans (kernels/ffn/ffn_stream_plan.h,
+// kernels/layernorm_linear/ln_linear_stream_plan.h), checked on the CPU for the GPUs a learner
+// may have: every hidden unit in one up slice and every W2 element in one down tile (FFN), every
+// output in one block (LayerNorm-Linear), the FFN's grid within one block per SM (its blocks
+// wait on each other), shared-memory regions inside the GPU's limit and apart, and the shapes the
+// lessons default to (C = 768) planned where the shared memory allows.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kernels/ffn/ffn_stream_plan.h"
+#include "kernels/layernorm_linear/ln_linear_stream_plan.h"
+
+namespace fl {
+namespace {
+
+struct Gpu {
+  const char* name;
+  int sms, smem_optin;
+};
+
+// SM counts and the opt-in shared memory per block of each compute capability.
+const Gpu kGpus[] = {{"H100 sm_90", 132, 232448},    {"A100 sm_80", 108, 166912},
+                     {"RTX 3090 sm_86", 82, 101376}, {"RTX 4090 sm_89", 128, 101376},
+                     {"V100 sm_70", 80, 98304},      {"T4-sized", 40, 65536}};
+
+void check_ffn(const FfnPlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
+  EXPECT_LE(p.blocks, g.sms);
+  EXPECT_GE(16 * p.mtc, m);
+  EXPECT_LE(p.nt, kFfnUpMaxNT);
+  // Up slices: [8 nt b, 8 nt (b + 1)) for b < blocks cover the 4C hidden units once.
+  EXPECT_GE(int64_t(p.blocks) * 8 * p.nt, 4 * c);
+  EXPECT_LT(int64_t(p.blocks - 1) * 8 * p.nt, 4 * c);
+  // Groups of spg slices cover the slices once; a group's hidden units are its slices'.
+  EXPECT_GE(p.groups * p.spg, p.blocks);
+  EXPECT_LT((p.groups - 1) * p.spg, p.blocks);
+  EXPECT_EQ(p.kw, p.spg * 8 * p.nt);
+  // Column ranges cover C once; every (group, range) tile has a block.
+  EXPECT_EQ(p.nw % 8, 0);
+  EXPECT_LE(p.nw / 8, kFfnDownMaxNT);
+  EXPECT_GE(int64_t(p.ranges) * p.nw, c);
+  EXPECT_LT(int64_t(p.ranges - 1) * p.nw, c);
+  EXPECT_LE(p.groups * p.ranges, p.blocks);
+  EXPECT_LE(p.groups, kFfnMaxGroups);
+  EXPECT_LE(p.ranges, kFfnMaxGroups);
+  // Every hidden unit lands in exactly one group's K range.
+  std::set<int> units;
+  for (int b = 0; b < p.blocks; ++b) {
+    const int group = b / p.spg;
+    for (int j = b * 8 * p.nt; j < (b + 1) * 8 * p.nt && j < 4 * c; ++j) {
+      EXPECT_TRUE(units.insert(j).second);
+      EXPECT_GE(j, group * p.kw);
+      EXPECT_LT(j, (group + 1) * p.kw);
+    }
+  }
+  EXPECT_EQ(int64_t(units.size()), 4 * c);
+  // Shared memory: the regions apart, in 16-byte steps, within the limit with the static 64.
+  const size_t w2 = size_t(e) * p.kwk * p.ld_w2, down = size_t(e) * 16 * p.mtc * p.ld_h;
+  const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
+  if (p.w2_late) {
+    EXPECT_EQ(p.off_x, 0u);
+    EXPECT_GE(p.off_w2, down);
+    EXPECT_LE(p.off_w2 + w2, p.off_bias);
+  } else {
+    EXPECT_GE(p.off_x, w2);
+    EXPECT_LE(p.off_x + down, p.off_bias);
+  }
+  EXPECT_LE(up_end, p.off_bias);
+  EXPECT_LE(p.off_x + slice::red_bytes(std::max(p.nt, p.nw / 8)), p.off_bias);
+  for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_bias}) EXPECT_EQ(off % 16, 0u);
+  EXPECT_LE(p.smem + 64, size_t(g.smem_optin));
+}
+
+TEST(StreamPlan, FfnCutsEveryHiddenUnitAndColumnOnceWithinEachGpu) {
+  for (const Gpu& g : kGpus) {
+    for (int e : {2, 4}) {
+      for (int64_t m : {1, 7, 16, 33, 64}) {
+        for (int64_t c : {40, 97, 255, 768, 1025}) {
+          SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
+                       std::to_string(m) + " C " + std::to_string(c));
+          FfnPlan p;
+          if (ffn_choose_plan(m, c, e, g.sms, g.smem_optin, &p)) check_ffn(p, g, m, c, e);
+        }
+      }
+    }
+  }
+}
+
+TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
+  FfnPlan p;
+  // H100: bf16 at 1-64 tokens (24 hidden units a block on 128 blocks, 8 groups x 16 ranges),
+  // fp32 up to 32.
+  for (int64_t m : {1, 16, 64}) EXPECT_TRUE(ffn_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
+  ASSERT_TRUE(ffn_choose_plan(16, 768, 2, 132, 232448, &p));
+  EXPECT_EQ(p.blocks, 128);
+  EXPECT_EQ(p.groups, 8);
+  EXPECT_EQ(p.ranges, 16);
+  EXPECT_FALSE(p.w2_late);
+  EXPECT_TRUE(ffn_choose_plan(16, 768, 4, 132, 232448, &p));
+  EXPECT_TRUE(ffn_choose_plan(32, 768, 4, 132, 232448, &p));
+  EXPECT_FALSE(ffn_choose_plan(64, 768, 4, 132, 232448, &p));
+  // A100 bf16 up to 16 tokens; an RTX card at 1 token, W2 asked for after the up job.
+  EXPECT_TRUE(ffn_choose_plan(16, 768, 2, 108, 166912, &p));
+  ASSERT_TRUE(ffn_choose_plan(1, 768, 2, 82, 101376, &p));
+  EXPECT_TRUE(p.w2_late);
+}
+
+TEST(StreamPlan, LayerNormLinearCutsEveryOutputOnceWithinEachGpu) {
+  for (const Gpu& g : kGpus) {
+    for (int e : {2, 4}) {
+      for (int64_t m : {1, 9, 64, 200, 256}) {
+        for (int64_t c : {97, 768, 1023}) {
+          SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
+                       std::to_string(m) + " C " + std::to_string(c));
+          const int64_t n = 3 * c;
+          LnPlan p;
+          if (!ln_choose_plan(m, c, n, e, g.sms, g.smem_optin, &p)) continue;
+          const int chunks = int((m + 16 * p.mtc - 1) / (16 * p.mtc));
+          EXPECT_EQ(p.blocks, p.slices * chunks);
+          EXPECT_GE(int64_t(p.slices) * 8 * p.nt, n);
+          EXPECT_LT(int64_t(p.slices - 1) * 8 * p.nt, n);
+          EXPECT_LE(p.nt, kLnStreamMaxNT);
+          EXPECT_GE(p.off_params, p.off_w + size_t(e) * p.ck * p.ld_w);
+          EXPECT_GE(p.off_params, slice::red_bytes(p.nt));
+          EXPECT_LE(p.smem, size_t(g.smem_optin));
+        }
+      }
+    }
+  }
+}
+
+TEST(StreamPlan, LayerNormLinearPlansGpt2SmallUpTo256Tokens) {
+  LnPlan p;
+  for (int e : {2, 4}) {
+    for (int64_t m : {1, 16, 64, 256}) {
+      EXPECT_TRUE(ln_choose_plan(m, 768, 3 * 768, e, 132, 232448, &p)) << e << " " << m;
+      if (e == 2) EXPECT_LE(p.blocks, 132) << m;  // one wave
+    }
+  }
+  // 256 tokens, bf16: 4 chunks of 64 rows x 32 slices of 72 columns.
+  ASSERT_TRUE(ln_choose_plan(256, 768, 3 * 768, 2, 132, 232448, &p));
+  EXPECT_EQ(p.mtc, 4);
+  EXPECT_EQ(p.nt, 9);
+  EXPECT_EQ(p.blocks, 128);
+}
+
+}  // namespace
+}  // namespace fl

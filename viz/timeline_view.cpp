@@ -130,7 +130,10 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
   // gap labels; tick labels; the axis title.
   L.summary_pos = min;
   const float bars_top = min.y + line * 2.1f;
-  const float axis_title_h = line, tick_h = line, gap_label_h = line;
+  // A short strip (two views at once) leaves the axis title out: the ticks carry the unit.
+  const bool titled = max.y - min.y >= fs * kTimelineTitledFonts - 0.5f;
+  if (!titled) L.axis_title.clear();
+  const float axis_title_h = titled ? line : 0.0f, tick_h = line, gap_label_h = line;
   L.frame_min = v2(min.x + fs * 0.5f, bars_top);
   L.frame_max = v2(max.x - fs * 0.5f,
                    std::max(bars_top + fs * 1.5f, max.y - axis_title_h - tick_h - gap_label_h));
@@ -316,7 +319,7 @@ int draw_timeline(const char* id, const TimelineInput& input, float height) {
   const ViewStyle style = ViewStyle::current();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   if (height <= 0) height = avail.y;
-  height = std::max(height, style.font_size * 8);
+  height = std::max(height, style.font_size * kTimelineMinFonts);
   const float width = std::max(avail.x, style.font_size * 12);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, ImVec2(width, height));

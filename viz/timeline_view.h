@@ -52,6 +52,12 @@ TimelineInput timeline_input(const Measurement& m);
 
 // ---- [SECTION] layout ------------------------------------------------------------------------
 
+// The least height of the strip, in font heights (draw_timeline): the summary, the bars, their
+// gap labels and ticks; the axis title only where there is room for it.
+constexpr float kTimelineMinFonts = 7.0f;
+// The height from which the axis title shows too.
+constexpr float kTimelineTitledFonts = 8.0f;
+
 struct TimelineBar {
   ImVec2 min, max;           // screen rectangle (at least 1 px wide)
   int launch = 0;            // index into TimelineInput::launches

@@ -55,6 +55,7 @@
 #include "viz/caption.h"
 #include "viz/speedup_view.h"
 #include "viz/svg.h"
+#include "viz/timeline_view.h"
 #include "viz/view_util.h"
 
 namespace fl {
@@ -484,11 +485,12 @@ gui::LayoutInput::PaneNeed pane_need(const std::string& name, bool phases) {
   gui::LayoutInput::PaneNeed need;
   if (name == "timeline") {
     // The level line with the "phases" box, the launches' strip (draw_timeline's least height).
-    need.min = chrome + ImGui::GetFrameHeightWithSpacing() + fs * 8 + style.ItemSpacing.y;
+    need.min = chrome + ImGui::GetFrameHeightWithSpacing() + fs * viz::kTimelineMinFonts +
+               style.ItemSpacing.y;
     if (phases) {
       need.min += fs * 10;  // one phase lane block at its least
     } else {
-      need.max = need.min;
+      need.max = need.min + fs * (viz::kTimelineTitledFonts - viz::kTimelineMinFonts);
     }
   } else if (name == "flow") {
     need.min = chrome + fs * 17;
@@ -527,7 +529,11 @@ gui::LayoutInput frame_layout_input(const gui::Lab& lab, const WindowUi& ui) {
       // What the view itself asked for at the last frame, when it is still in front.
       if (ui.pane_asked_by[i] == fronts[i] && ui.pane_asked[i] > 0) {
         in.panes[i].min = std::ceil(ui.pane_asked[i]);
-        if (in.panes[i].max > 0) in.panes[i].max = in.panes[i].min;  // a timeline's lanes
+        // A timeline's lanes, with the axis title where there is room.
+        if (in.panes[i].max > 0) {
+          in.panes[i].max = in.panes[i].min + ImGui::GetFontSize() * (viz::kTimelineTitledFonts -
+                                                                      viz::kTimelineMinFonts);
+        }
       }
     }
   } else if (ui.panels.split) {

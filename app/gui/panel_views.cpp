@@ -263,10 +263,13 @@ void draw_timeline_view(const Lab& lab) {
       "The stamps cost a little time: the measured cost is shown beside them.");
   if (!lab.phases()) {
     // Two views at once: the pane needs the launches' strip at its least height (draw_timeline).
-    viz::note_view_need(ImGui::GetCursorScreenPos().y + ImGui::GetFontSize() * 8.0f);
+    viz::note_view_need(ImGui::GetCursorScreenPos().y +
+                        ImGui::GetFontSize() * viz::kTimelineMinFonts);
+    // Half the panel, or what is left up to the strip with its axis title (a short pane).
+    const float avail = ImGui::GetContentRegionAvail().y;
     viz::draw_timeline(
         "##timeline", viz::timeline_input(*shown),
-        std::max(ImGui::GetFontSize() * 4.0f, ImGui::GetContentRegionAvail().y * 0.5f));
+        std::min(avail, std::max(avail * 0.5f, ImGui::GetFontSize() * viz::kTimelineTitledFonts)));
     return;
   }
   draw_phase_lanes(lab, *shown);

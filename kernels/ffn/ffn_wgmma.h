@@ -26,8 +26,8 @@ struct FfnWgmmaBuffers {
 };
 
 // The phases the kernel declares: one record per tile, from a consumer's view (phase: the tile's
-// kind; arg: its place in the tile list; wait_ns: from the tile's start until its first operands
-// had landed, which for a down tile includes the wait for its row block's h).
+// kind; arg: its place in the tile list). A tile's time includes its wait for operands (for a
+// down tile, for its row block's h).
 inline const std::vector<std::string>& ffn_wgmma_phases() {
   static const std::vector<std::string> names = {"up tile: h = GELU(x W1 + b1) into the ring",
                                                  "down tile: y = h W2 + b2"};

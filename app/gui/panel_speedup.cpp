@@ -78,6 +78,31 @@ void draw_speedup_title_line(const Lab&) {
       "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
 }
 
+// The plot's note: how to draw the curve when live has one point, and why the series is empty
+// when it is (no GPU yet, nothing recorded, no valid measurement); empty otherwise.
+static std::string speedup_note(const Lab& lab, size_t measured_points) {
+  // Live, one point is not a curve yet: say how to draw it (replaying, the window fills in
+  // every recorded size by itself).
+  if (measured_points == 1 && !lab.replay() && !lab.sweeping()) {
+    return "One size so far: drag the Tensor size slider, or press Sweep sizes, to draw the "
+           "curve.";
+  }
+  if (measured_points > 0) return "";
+  switch (lab.status().state) {
+    case EngineState::starting:
+      return "Looking for a GPU...";
+    case EngineState::unavailable:
+      return "Nothing measured: no usable GPU.";
+    case EngineState::ready:
+      if (lab.replay()) {
+        return lab.last_error().empty() ? "Looking up the recording..."
+                                        : "Not in the recording: " + lab.last_error();
+      }
+      return lab.last_error().empty() ? "Measuring the first size..." : "No valid measurement yet.";
+  }
+  return "";
+}
+
 void draw_speedup_panel(const Lab& lab) {
   const LessonInfo& info = lab.lesson().info();
   viz::SpeedupView view;
@@ -135,33 +160,7 @@ void draw_speedup_panel(const Lab& lab) {
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());
   view.current_size = lab.size();
-  // Live, one point is not a curve yet: say how to draw it (replaying, the window fills in
-  // every recorded size by itself).
-  if (view.measured.size() == 1 && !lab.replay() && !lab.sweeping()) {
-    view.note =
-        "One size so far: drag the Tensor size slider, or press Sweep sizes, to draw "
-        "the curve.";
-  }
-  // A note while this GPU's series is empty: it says why.
-  if (view.measured.empty()) {
-    switch (lab.status().state) {
-      case EngineState::starting:
-        view.note = "Looking for a GPU...";
-        break;
-      case EngineState::unavailable:
-        view.note = "Nothing measured: no usable GPU.";
-        break;
-      case EngineState::ready:
-        if (lab.replay()) {
-          view.note = lab.last_error().empty() ? "Looking up the recording..."
-                                               : "Not in the recording: " + lab.last_error();
-        } else {
-          view.note = lab.last_error().empty() ? "Measuring the first size..."
-                                               : "No valid measurement yet.";
-        }
-        break;
-    }
-  }
+  view.note = speedup_note(lab, view.measured.size());
   viz::draw_speedup_view("##speedup_plot", view, ImVec2(0, 0));
 }
 

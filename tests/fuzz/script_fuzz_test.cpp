@@ -150,8 +150,8 @@ std::vector<std::string> tokens(const fs::path& data) {
           d + "/no_measurements.json", d + "/empty_folder", d + "/missing.json",
           d + "/good.json," + d + "/good.json", d + "/good.json," + d + "/truncated.json",
           "../data/good.json", ",,,", ",", ".", "..", "/dev/null",
-          "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/softmax_fp32_cold.json", "assets/recordings",
-          "bad_sessions/truncated.json",
+          "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/softmax_fp32_cold.json",
+          "assets/recordings", "bad_sessions/truncated.json",
           // syntax
           "#", "# comment", "", "\t", "\r", std::string(1, '\0'), "\xFF\xFE", "\xF0\x9F\x98\x80"};
 }

@@ -1,10 +1,10 @@
 // Fuzz test of the session loader, the parser of untrusted recordings (docs/SESSION_FORMAT.md).
 //
-// Seeds: every recording shipped in the shipped recording (assets/recordings/) and a few small hand-made
-// sessions (schema 1 and 2, a failed check, a lesson this build does not know, no measurements).
-// Each mutant mixes byte-level damage (bit flips, truncation, inserted and deleted bytes) with
-// structural edits made on the parsed JSON (keys deleted, values of another type, extreme
-// numbers, empty or repeated arrays, very long strings) and written back.
+// Seeds: every recording shipped in the shipped recording (assets/recordings/) and a few small
+// hand-made sessions (schema 1 and 2, a failed check, a lesson this build does not know, no
+// measurements). Each mutant mixes byte-level damage (bit flips, truncation, inserted and deleted
+// bytes) with structural edits made on the parsed JSON (keys deleted, values of another type,
+// extreme numbers, empty or repeated arrays, very long strings) and written back.
 //
 // The product rule: a bad recording gets one clear line, never a crash. So for every mutant
 // session_from_json returns a Status without throwing; a refusal says something, on one line;

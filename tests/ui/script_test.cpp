@@ -141,9 +141,10 @@ TEST(ScriptRecordings, ARelativePathIsFoundBesideTheAssetsFolder) {
   ASSERT_FALSE(find_assets_folder().empty());
   const fs::path before = fs::current_path();
   fs::current_path(fs::temp_directory_path());  // no assets/ here
-  const auto paths = resolve_recording_paths(
-      "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/elementwise_fp32_cold.json,"
-      "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME "/elementwise_bf16_cold.json");
+  const auto paths = resolve_recording_paths("assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME
+                                             "/elementwise_fp32_cold.json,"
+                                             "assets/recordings/" FUSIONLAB_SHIPPED_RECORDING_NAME
+                                             "/elementwise_bf16_cold.json");
   fs::current_path(before);
   ASSERT_EQ(paths.size(), 2u);
   for (const auto& p : paths) EXPECT_TRUE(fs::is_regular_file(p)) << p;

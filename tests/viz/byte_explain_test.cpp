@@ -126,8 +126,7 @@ TEST(ByteRules, GeluScaleAt16KIsExplainedLaunchByLaunch) {
     EXPECT_EQ(sw->rule, "") << sw->line();
     EXPECT_NE(sw->line().find("unexplained"), std::string::npos) << sw->line();
   }
-  EXPECT_EQ(sw->line().rfind("scale: DRAM writes " + format_byte_count(sw->measured) + ", ", 0),
-            0u)
+  EXPECT_EQ(sw->line().rfind("scale: DRAM writes " + format_byte_count(sw->measured) + ", ", 0), 0u)
       << sw->line();
   EXPECT_NE(sw->line().find("x the textbook 64.0 KiB"), std::string::npos) << sw->line();
   // 1.5 MiB of L2 requests against 128 KiB of data: requests, fills and the per-launch floor.

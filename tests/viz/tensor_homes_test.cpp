@@ -24,8 +24,7 @@ const ImVec2 kMin(0, 0), kMax(1400, 520);  // tall: the where-note row is drawn
 
 Session recording(const std::string& name) {
   Session s;
-  const Status st = load_session(
-      std::string(FUSIONLAB_SHIPPED_RECORDING) + "/" + name, &s);
+  const Status st = load_session(std::string(FUSIONLAB_SHIPPED_RECORDING) + "/" + name, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   return s;
 }

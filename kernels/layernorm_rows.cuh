@@ -343,6 +343,9 @@ constexpr int kAlignedPacks = 4;
 
 // "" when launch_aligned_rows takes rows of c elements of `bytes` bytes, else why not.
 inline std::string aligned_rows_refusal(int64_t c, int64_t bytes) {
+  if (bytes <= 0 || 16 % bytes != 0) {
+    return "elements of " + std::to_string(bytes) + " bytes do not fill 16-byte packs";
+  }
   const int64_t vec = 16 / bytes;
   if (c % vec != 0) {
     return "C = " + std::to_string(c) + " is not a multiple of " + std::to_string(vec);

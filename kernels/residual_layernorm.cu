@@ -62,6 +62,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
@@ -143,7 +144,12 @@ template <typename T>
 class ResidualLayerNormWorkspace final : public LevelWorkspace<ResidualLayerNormWorkspace<T>>,
                                          RowWorkspaceBase {
  public:
-  using RowWorkspaceBase::RowWorkspaceBase;  // (rows, C, tolerance)
+  // (rows, C, tolerance); the shape and precision level 2's variant choice reads.
+  ResidualLayerNormWorkspace(int64_t rows, int c, double tolerance)
+      : RowWorkspaceBase(rows, c, tolerance) {
+    this->set_where({rows, c, int64_t(sizeof(T))},
+                    std::is_same_v<T, float> ? Precision::fp32 : Precision::bf16, "rows");
+  }
 
   static const LevelTable<ResidualLayerNormWorkspace>& levels();                // the ladder, below
   static std::vector<VariantRow<ResidualLayerNormWorkspace>> fused_variants();  // below

@@ -2,6 +2,8 @@
 // cannot use is refused with one line that names the problem (and the file, when read from disk).
 #include "model/peers.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,6 +14,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "kernels/catalog.h"
 
 namespace fl {
 namespace {
@@ -78,8 +82,16 @@ TEST(PeerFile, TheShippedFileLoads) {
   const Status st = load_peer_file(file.string(), &f);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(f.device_name, "NVIDIA H100 80GB HBM3");
-  // Every lesson, fp32 and bf16, eager, compile and the CUDA graph; every check passed.
-  EXPECT_EQ(f.series.size(), 8u * 2u * 3u);
+  // Lessons 1-8 in fp32 and bf16: eager, compile and the CUDA graph; the attention lessons in
+  // bf16 (attention also SDPA's three backends); the decode step's eager and CUDA-graph peers.
+  // Every check passed.
+  EXPECT_EQ(f.series.size(), 8u * 2u * 3u + (3u + 3u) + 3u + 2u);
+  for (const Lesson* lesson : lessons()) {
+    const bool has = std::any_of(f.series.begin(), f.series.end(), [&](const PeerSeries& s) {
+      return s.lesson == lesson->info().id;
+    });
+    EXPECT_TRUE(has) << "no peer series of " << lesson->info().id;
+  }
   for (const PeerSeries& s : f.series) {
     EXPECT_FALSE(s.points.empty()) << s.lesson << " " << s.peer;
     for (const PeerPoint& p : s.points) EXPECT_TRUE(p.passed) << s.lesson << " " << p.size;

@@ -212,13 +212,6 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
          return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
        },
        ln_gemm_wgmma_phases()},
-      {"ln_stream",
-       "token chunks x column slices, one block each, sized to fill every SM once; a block asks "
-       "for its rows of x and its columns of W at once and normalizes while W arrives (the GPUs "
-       "without clusters)",
-       "ln_stream_kernel",
-       {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
-       [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ln_panel",
        "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
        "in shared memory, no split of K, no exchange between blocks",
@@ -227,6 +220,13 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_panel<T>, &ln_panel_phases(), s); },
        panel_shape_check,
        ln_panel_phases()},
+      {"ln_stream",
+       "token chunks x column slices, one block each, sized to fill every SM once; a block asks "
+       "for its rows of x and its columns of W at once and normalizes while W arrives (where "
+       "the panel kernel does not fit, on GPUs without clusters)",
+       "ln_stream_kernel",
+       {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
+       [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ln_tile",
        "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
        "lands (any GPU, any shape)",

@@ -83,7 +83,9 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     EXPECT_EQ(chosen("ffn", tokens, fp32, kH100), "ffn_split") << tokens;
   }
   EXPECT_EQ(chosen("layernorm_linear", 1, bf16, kH100), "ln_panel");
+#ifndef FUSIONLAB_REPLAY_ONLY  // the panel's shape check, as above
   EXPECT_EQ(chosen("layernorm_linear", 256, fp32, kH100), "ln_tile");
+#endif
   // On sm_90 they can run: `bench --variant` may force them.
   const Lesson* ffn = find_lesson("ffn");
   ASSERT_NE(ffn, nullptr);

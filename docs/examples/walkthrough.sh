@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/images/walkthrough/: runs walkthrough.fls over the shipped H100 recording, then
 # reopens the session that script saved (a replay saved today) and takes the GPU panel's picture:
-# the banner and the caption still say 2026-11-23, the day it was measured. Needs xvfb-run.
+# the banner and the caption still say the day it was measured, not the day it was saved. Needs xvfb-run.
 #   docs/examples/walkthrough.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

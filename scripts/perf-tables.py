@@ -371,6 +371,15 @@ LEGEND = ("How to read the lesson tables: times are medians of the chain time (t
           "launched at that size (its variants, where the recording names them).")
 
 
+def peers_measured_utc(peers, lesson=None):
+    """When the peers of `lesson` were measured: a joined peer file lists its runs in
+    `merged_from` (docs/SESSION_FORMAT.md, "Peer files"); otherwise the file's created_utc."""
+    for part in peers.get("merged_from", []) if lesson else []:
+        if lesson in part.get("lessons", []):
+            return part["created_utc"]
+    return peers["created_utc"]
+
+
 def peers_line(rec):
     p = rec.peers
     if not p:
@@ -379,7 +388,9 @@ def peers_line(rec):
     return (f"Peers (`scripts/peers.py`): PyTorch {sw.get('torch')}, Triton {sw.get('triton')}, "
             f"CUDA {sw.get('cuda')}, on an {d.get('name')} (driver {d.get('driver')}), "
             f"{p['created_utc'][:16].replace('T', ' ')} UTC, cold L2, medians of each point's "
-            f"repetitions; a separate run from ours, so a \"vs\" ratio spans two runs.")
+            f"repetitions; a separate run from ours, so a \"vs\" ratio spans two runs."
+            + (" The file joins runs of several dates: each lesson's section gives its own."
+               if p.get("merged_from") else ""))
 
 
 def summary_section(rec, cat):
@@ -455,7 +466,7 @@ def lesson_section(rec, cat, lesson):
     if any(rec.peers_of(lesson, m) for m in modes):
         p = rec.peers
         out += ["", f"Peers: PyTorch {p['software'].get('torch')} on an {p['device'].get('name')}, "
-                f"{p['created_utc'][:16].replace('T', ' ')} UTC (a separate run; the summary says "
+                f"{peers_measured_utc(p, lesson)[:16].replace('T', ' ')} UTC (a separate run; the summary says "
                 "how they are measured)."]
     return out
 

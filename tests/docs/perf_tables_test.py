@@ -55,11 +55,15 @@ def main():
         rc, out = run(tmp, "--check")
         expect(rc == 0, "the committed tables are what the committed recordings say", out)
 
-        # 2. A recording changes: the fused level of the first lesson, at its largest size.
+        # 2. A recording changes: the top level of the file's first lesson, at its largest size
+        # (a figure both PERFORMANCE's and README's tables show).
         path = sorted(p for p in glob.glob(os.path.join(copy, "*.json"))
                       if not p.endswith("peers.json"))[0]
         data = json.load(open(path))
-        m = max((m for m in data["measurements"] if m["level"] > 0), key=lambda m: m["size"])
+        lesson = data["measurements"][0]["lesson"]
+        ours = [m for m in data["measurements"] if m["lesson"] == lesson]
+        top = max(m["level"] for m in ours)
+        m = max((m for m in ours if m["level"] == top), key=lambda m: m["size"])
         m["chain_time_us"]["median"] *= 1.5
         new_median = f"{m['chain_time_us']['median']:.2f}"
         json.dump(data, open(path, "w"))

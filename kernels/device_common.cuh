@@ -49,6 +49,20 @@ __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
   *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
 }
 
+// ---- flags between blocks ------------------------------------------------------------------
+// An acquire load of a counter another block bumped with a release (sm_70+: ld.acquire.gpu, so
+// what that block wrote before the bump is visible after it; older GPUs: a volatile load). The
+// sm_90a kernels use hopper::load_acquire.
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#else
+  v = *reinterpret_cast<const volatile unsigned*>(p);
+#endif
+  return v;
+}
+
 // ---- 16-byte stores that stay one instruction ---------------------------------------------
 // A plain 16-byte store (store16 above, or an int4 assignment) of values computed in the loop
 // was split by the compiler into four 4-byte stores for the first vector of each unrolled

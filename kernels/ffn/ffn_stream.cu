@@ -55,16 +55,6 @@ struct FfnStreamArgs {
   bool x_vec, w1_vec, w2_vec, h_vec;
 };
 
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-  unsigned v;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-#else
-  v = *reinterpret_cast<const volatile unsigned*>(p);
-#endif
-  return v;
-}
-
 // Every thread's writes, then one increment by thread 0; returns the old count to every thread.
 __device__ __forceinline__ unsigned block_arrive(unsigned* counter, unsigned* s_word) {
   __threadfence();

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/attention.cuh"
 #include "kernels/gpt2_decode/ops.cuh"
 #include "kernels/gpt2_decode/launch.h"
@@ -86,16 +87,6 @@ __device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
 #else
   for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
 #endif
-}
-
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-  unsigned v;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-#else
-  v = *reinterpret_cast<const volatile unsigned*>(p);
-#endif
-  return v;
 }
 
 // The weight slice a product task reads (null for other tasks) and its length in bytes.

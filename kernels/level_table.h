@@ -268,9 +268,15 @@ class LevelWorkspace : public Workspace {
     FL_TRY(find_launch(Ws::levels(), level, launch, &row));
     if (row->variants.empty()) return row->launch(static_cast<Ws&>(*this), stream);
     if (where_.gpu.sms == 0) where_.gpu = current_gpu_facts();
+    Where where = where_;
+    if (choose_as_cc_ > 0) {  // as an older GPU would choose: its compute capability, no wgmma
+      where.gpu.cc_major = choose_as_cc_ / 10;
+      where.gpu.cc_minor = choose_as_cc_ % 10;
+      where.gpu.wgmma_build = false;
+    }
     const auto forced = forced_.find(row->kernel);
     std::string& ran = ran_[{level, launch}];
-    return launch_variant(*row, static_cast<Ws&>(*this), where_,
+    return launch_variant(*row, static_cast<Ws&>(*this), where,
                           forced == forced_.end() ? std::string() : forced->second, unit_, stream,
                           &ran);
   }
@@ -293,6 +299,8 @@ class LevelWorkspace : public Workspace {
     return Status::Ok();
   }
 
+  void choose_as(int cc) final { choose_as_cc_ = cc; }
+
   std::string variant_ran(int level, int launch) const final {
     const auto it = ran_.find({level, launch});
     return it == ran_.end() ? std::string() : it->second;
@@ -311,6 +319,7 @@ class LevelWorkspace : public Workspace {
  private:
   Where where_;
   std::string unit_;
+  int choose_as_cc_ = 0;                            // 0: this GPU's choice
   std::map<std::string, std::string> forced_;       // launch name -> variant
   std::map<std::pair<int, int>, std::string> ran_;  // (level, launch) -> variant
 };

@@ -130,6 +130,19 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     peer.dashed = i > 0;
     spec.series.push_back(std::move(peer));
   }
+  // The portable kernels: what an older GPU runs at this level, in the level's colour, dashed.
+  if (!view.portable.points.empty()) {
+    PlotSeries portable;
+    portable.label = view.portable.label;
+    portable.legend_label = view.portable_legend;
+    portable.points = to_plot_points(view.portable.points);
+    portable.color = palette::level_color(view.level, view.top_level);
+    portable.line_thickness = 2.0f;
+    portable.marker_radius = 3.5f;
+    portable.hollow_markers = true;
+    portable.dashed = true;
+    spec.series.push_back(std::move(portable));
+  }
   PlotSeries measured;
   measured.label = view.measured_label;
   measured.legend_label = view.measured_legend;

@@ -310,5 +310,21 @@ TEST(Variants, AForcedVariantRunsOrIsRefusedWithOneLine) {
   EXPECT_EQ(ws.variant_ran(0, 0), "small");
 }
 
+TEST(Variants, ChosenAsAnOlderGpuTheWorkspaceRunsThatGpusChoiceHere) {
+  VariantWorkspace ws(10);
+  ws.choose_as(86);  // an sm_86 card cannot run `small` (sm_90): the table hands over to `any`
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "any");
+  // A forced variant still wins, and 0 gives the choice back to this GPU.
+  ASSERT_TRUE(ws.force_variant("both", "small").ok());
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "small");
+  ASSERT_TRUE(ws.force_variant("both", "").ok());
+  ws.choose_as(0);
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "small");
+  EXPECT_EQ(ws.ran, (std::vector<std::string>{"any", "small", "small"}));
+}
+
 }  // namespace
 }  // namespace fl

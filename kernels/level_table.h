@@ -268,13 +268,15 @@ class LevelWorkspace : public Workspace {
     FL_TRY(find_launch(Ws::levels(), level, launch, &row));
     if (row->variants.empty()) return row->launch(static_cast<Ws&>(*this), stream);
     if (where_.gpu.sms == 0) where_.gpu = current_gpu_facts();
+    const auto forced = forced_.find(row->kernel);
     Where where = where_;
-    if (choose_as_cc_ > 0) {  // as an older GPU would choose: its compute capability, no wgmma
+    // As an older GPU would choose: its compute capability, no wgmma. A forced variant is
+    // checked against this GPU, where it runs.
+    if (choose_as_cc_ > 0 && forced == forced_.end()) {
       where.gpu.cc_major = choose_as_cc_ / 10;
       where.gpu.cc_minor = choose_as_cc_ % 10;
       where.gpu.wgmma_build = false;
     }
-    const auto forced = forced_.find(row->kernel);
     std::string& ran = ran_[{level, launch}];
     return launch_variant(*row, static_cast<Ws&>(*this), where,
                           forced == forced_.end() ? std::string() : forced->second, unit_, stream,

@@ -111,8 +111,9 @@ void draw_speedup_title_line(const Lab& lab) {
     const std::string help =
         "What a GPU before Hopper runs: the level table's choice of kernels as on compute "
         "capability " +
-        cc_words(loaded_portable.chosen_as_cc) + " (no cluster, TMA or wgmma kernels), measured on " +
-        loaded_portable.gpu + " on " + loaded_portable.date +
+        cc_words(loaded_portable.chosen_as_cc) +
+        " (no cluster, TMA or wgmma kernels), measured on " + loaded_portable.gpu + " on " +
+        loaded_portable.date +
         " with bench --choose-as. Dashed: the same level against level 0, both measured in that "
         "run.";
     help_marker(help.c_str());
@@ -202,7 +203,8 @@ void draw_speedup_panel(const Lab& lab) {
     view.portable.label = loaded_portable.label() + ": " + what;
     view.portable.points = viz::speedup_series(loaded_portable.measurements, info.id,
                                                lab.precision(), lab.cache(), level);
-    view.portable_legend = "portable kernels (as on " + cc_words(loaded_portable.chosen_as_cc) + ")";
+    view.portable_legend =
+        "portable kernels (as on " + cc_words(loaded_portable.chosen_as_cc) + ")";
   }
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());

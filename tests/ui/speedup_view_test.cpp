@@ -181,7 +181,8 @@ TEST(SpeedupView, ThePortableSeriesIsTheLevelsColourDashed) {
   view.top_level = 1;
   view.measured = {{1 << 20, 2.0}};
   view.portable.label = "portable kernels (as on compute capability 8.6), measured on an H100";
-  view.portable.points = speedup_series(portable, "gelu_scale", Precision::fp32, CacheMode::cold, 1);
+  view.portable.points =
+      speedup_series(portable, "gelu_scale", Precision::fp32, CacheMode::cold, 1);
   view.portable_legend = "portable kernels (as on 8.6)";
   ASSERT_EQ(view.portable.points.size(), 1u);
   EXPECT_DOUBLE_EQ(view.portable.points[0].speedup, 1.5);

@@ -30,6 +30,7 @@ Session portable_session(const std::string& gpu, int chosen_as_cc, const std::st
     Measurement m;
     m.lesson = lesson;
     m.size = 16;
+    m.inner = 768;
     m.level = level;
     m.level_name = level == 0 ? "unfused" : "fused";
     m.precision = Precision::bf16;
@@ -50,8 +51,9 @@ Session portable_session(const std::string& gpu, int chosen_as_cc, const std::st
 class PortableFolder : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("fl_portable_" + std::to_string(getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() /
+            ("fl_portable_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
   }
@@ -92,7 +94,8 @@ TEST(Portable, KernelsAreChosenOnlyAsOnTheSameOrAnOlderGpu) {
 TEST(Portable, SessionsKeepWhatTheKernelsWereChosenAs) {
   const Session in = portable_session("NVIDIA H100 80GB HBM3", 86, "ffn");
   Session out;
-  ASSERT_TRUE(session_from_json(session_to_json(in), &out).ok());
+  const Status read = session_from_json(session_to_json(in), &out);
+  ASSERT_TRUE(read.ok()) << read.message();
   EXPECT_EQ(out.measurements.at(0).chosen_as_cc, 86);
   // Written only when set: an ordinary measurement's file has no such field.
   Session plain = in;

@@ -14,11 +14,14 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "app/measure/cupti_tracer.h"
 #include "kernels/blas.h"
 #include "kernels/device_common.cuh"
+#include "kernels/ffn/ffn_hidden_slice.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_rows.cuh"
@@ -137,6 +140,30 @@ void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
       lesson, fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt, l1e, pte, l1e / pte);
 }
 
+// Several kernels against level 1, interleaved in one loop: one line each, level 1's median
+// from the same repetitions.
+using Chain = std::pair<std::string, std::function<fl::Status()>>;
+void compare_many(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
+                  const std::function<fl::Status()>& level1, const std::vector<Chain>& chains) {
+  for (int i = 0; i < 3; ++i) {
+    t.once(level1);
+    for (const Chain& c : chains) t.once(c.second);
+  }
+  std::vector<float> l1;
+  std::vector<std::vector<float>> times(chains.size());
+  for (int i = 0; i < reps; ++i) {
+    l1.push_back(t.once(level1).cupti_us);
+    for (size_t j = 0; j < chains.size(); ++j) times[j].push_back(t.once(chains[j].second).cupti_us);
+  }
+  const float base = median(l1);
+  for (size_t j = 0; j < chains.size(); ++j) {
+    const float us = median(times[j]);
+    std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  %-24s %8.2f us  ratio %5.2fx\n",
+                lesson, fl::to_string(p), static_cast<long long>(m), base,
+                chains[j].first.c_str(), us, base / us);
+  }
+}
+
 void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   const int64_t h = 4 * c, e = fl::bytes_per_element(p);
   Buf x(m * c * e), w1(c * h * e), b1(h * e), w2(h * c * e), b2(c * e), hid(m * h * e),
@@ -159,13 +186,36 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   Buf scratch(bytes);
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
-  compare(
+  std::vector<Chain> chains = {{"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
+  // The hidden-slice kernel with its plan's choices, then other units a block and sums.
+  size_t slice_bytes = 0;
+  std::unique_ptr<Buf> slice_scratch;
+  if (fl::ffn_slice_scratch_bytes(p, m, c, &slice_bytes).ok()) {
+    slice_scratch = std::make_unique<Buf>(slice_bytes);
+    CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
+    const fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, slice_scratch->p, {}};
+    const struct {
+      const char* name;
+      fl::FfnSliceTuning tuning;
+    } tunings[] = {{"hidden_slice", {}},
+                   {"hidden_slice red.add", {64, 0}},
+                   {"hidden_slice shares", {0, 0}},
+                   {"hidden_slice U=32", {fl::kSliceAtomicTokens, 32}},
+                   {"hidden_slice U=48", {fl::kSliceAtomicTokens, 48}}};
+    for (const auto& tu : tunings) {
+      if (m > 16 && tu.tuning.atomic_tokens == 64) continue;  // 25 M atomics: not a candidate
+      chains.push_back({tu.name, [&, tuning = tu.tuning] {
+                          return fl::launch_ffn_slice(p, sb, m, c, nullptr, tuning);
+                        }});
+    }
+  }
+  compare_many(
       "ffn", p, m, t, reps,
       [&] {
         FL_TRY(up->run(x.p, w1.p, b1.p, hid.p, nullptr));
         return down->run(hid.p, w2.p, b2.p, y.p, nullptr);
       },
-      [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); });
+      chains);
 }
 
 template <typename T>

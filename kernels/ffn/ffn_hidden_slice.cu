@@ -33,6 +33,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
+#include "kernels/staggered_copy.cuh"
 
 namespace fl {
 namespace {
@@ -52,6 +53,7 @@ struct SliceArgs {
   unsigned* counters;  // [0] arrivals at the sum, [1] barrier arrivals, [2] barrier generation
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec;
+  bool stagger;  // each block starts its copies of x and W1 at its own place
 };
 
 template <typename T>
@@ -218,9 +220,12 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every weight byte of the block is asked for before any arithmetic.
-  slice::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec);
-  slice::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
+  // Every weight byte of the block is asked for before any arithmetic. Every block reads all of
+  // x and the same rows of W1: each starts at its own place (kernels/staggered_copy.cuh).
+  const int spread = a.stagger ? int(gridDim.x) : 0;
+  stagger::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec, blockIdx.x, spread);
+  stagger::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec, blockIdx.x,
+                 spread);
   tc::async_commit();
   if (!p.w2_late) stage_w2(a, w2s, j0, valid);
   for (int i = threadIdx.x; i < p.units; i += kThreads) {
@@ -295,6 +300,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
+  a.stagger = tuning.stagger;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   const auto kernel = ffn_hidden_slice_kernel<T>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

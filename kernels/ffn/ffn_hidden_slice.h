@@ -38,10 +38,12 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
 // The plan's choices a benchmark may override: up to atomic_tokens tokens the blocks add into one
 // sum with red.add, beyond it each writes its share and a grid barrier precedes y's sums; units:
-// hidden units a block (a multiple of 8; 0: the fewest that keep one block per SM).
+// hidden units a block (a multiple of 8; 0: the fewest that keep one block per SM); stagger:
+// each block starts its copies of x and W1 at its own place (kernels/staggered_copy.cuh).
 struct FfnSliceTuning {
   int atomic_tokens = kSliceAtomicTokens;
   int units = 0;
+  bool stagger = true;
 };
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});

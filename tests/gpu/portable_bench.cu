@@ -123,23 +123,6 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
-             const std::function<fl::Status()>& level1,
-             const std::function<fl::Status()>& portable) {
-  for (int i = 0; i < 3; ++i) t.once(level1), t.once(portable);  // warm-up
-  std::vector<float> a, b, ae, be;
-  for (int i = 0; i < reps; ++i) {
-    const Times l = t.once(level1), q = t.once(portable);
-    a.push_back(l.cupti_us), ae.push_back(l.events_us);
-    b.push_back(q.cupti_us), be.push_back(q.events_us);
-  }
-  const float l1 = median(a), pt = median(b), l1e = median(ae), pte = median(be);
-  std::printf(
-      "%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx   (events: "
-      "%.2f / %.2f us, %.2fx)\n",
-      lesson, fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt, l1e, pte, l1e / pte);
-}
-
 // Several kernels against level 1, interleaved in one loop: one line each, level 1's median
 // from the same repetitions.
 using Chain = std::pair<std::string, std::function<fl::Status()>>;
@@ -198,10 +181,11 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
       const char* name;
       fl::FfnSliceTuning tuning;
     } tunings[] = {{"hidden_slice", {}},
-                   {"hidden_slice red.add", {64, 0}},
-                   {"hidden_slice shares", {0, 0}},
-                   {"hidden_slice U=32", {fl::kSliceAtomicTokens, 32}},
-                   {"hidden_slice U=48", {fl::kSliceAtomicTokens, 48}}};
+                   {"hidden_slice no stagger", {fl::kSliceAtomicTokens, 0, false}},
+                   {"hidden_slice red.add", {64, 0, true}},
+                   {"hidden_slice shares", {0, 0, true}},
+                   {"hidden_slice U=32", {fl::kSliceAtomicTokens, 32, true}},
+                   {"hidden_slice U=48", {fl::kSliceAtomicTokens, 48, true}}};
     for (const auto& tu : tunings) {
       if (m > 16 && tu.tuning.atomic_tokens == 64) continue;  // 25 M atomics: not a candidate
       chains.push_back({tu.name, [&, tuning = tu.tuning] {
@@ -255,14 +239,15 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  compare(
+  compare_many(
       "layernorm_linear", p, m, t, reps,
       [&] {
         FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
                   : layernorm<float>(x, g, be, xn, m, int(c)));
         return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
       },
-      [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); });
+      {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }},
+       {"ln_stream no stagger", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr, false); }}});
 }
 
 }  // namespace

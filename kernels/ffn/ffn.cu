@@ -227,7 +227,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(ffn_slice_supported(precision_of<T>(), m_, c_));  // says why not
       return Status::Unsupported("its scratch buffer could not be planned");
     }
-    const FfnSliceBuffers b{x_.as<T>(),   up_.weights(), up_.bias(), down_.weights(),
+    const FfnSliceBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),           down_.weights(),
                             down_.bias(), y_.as<T>(),    slice_scratch_.get(), this->phase_sink()};
     FL_TRY(launch_ffn_slice(precision_of<T>(), b, m_, c_, stream));
     this->declare_phases(ffn_slice_phases());

@@ -244,7 +244,8 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   marks.mark(kXW1In);
   slice::block_product<T, kSliceMaxUnits / 8>(
       xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.units / 8, red, [&](int row, int col, float s) {
-        hs[row * p.ld_h + col] = Elem<T>::from_float(col < valid ? gelu_tanh_fast(s + b1s[col]) : 0.0f);
+        hs[row * p.ld_h + col] =
+            Elem<T>::from_float(col < valid ? gelu_tanh_fast(s + b1s[col]) : 0.0f);
       });
   marks.mark(kUp);
   if (p.w2_late) stage_w2(a, w2s, j0, valid);
@@ -274,9 +275,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
                             tuning.units)) {
     return Status::Ok();
   }
-  return Status::Unsupported("the hidden-slice FFN at " + std::to_string(m) + " tokens and C = " +
-                             std::to_string(c) + " does not fit one block per SM in " +
-                             std::to_string(optin) + " bytes of shared memory");
+  return Status::Unsupported(
+      "the hidden-slice FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
+      " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
 template <typename T>

@@ -136,14 +136,15 @@ void compare_many(const char* lesson, fl::Precision p, int64_t m, Timer& t, int 
   std::vector<std::vector<float>> times(chains.size());
   for (int i = 0; i < reps; ++i) {
     l1.push_back(t.once(level1).cupti_us);
-    for (size_t j = 0; j < chains.size(); ++j) times[j].push_back(t.once(chains[j].second).cupti_us);
+    for (size_t j = 0; j < chains.size(); ++j)
+      times[j].push_back(t.once(chains[j].second).cupti_us);
   }
   const float base = median(l1);
   for (size_t j = 0; j < chains.size(); ++j) {
     const float us = median(times[j]);
-    std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  %-24s %8.2f us  ratio %5.2fx\n",
-                lesson, fl::to_string(p), static_cast<long long>(m), base,
-                chains[j].first.c_str(), us, base / us);
+    std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  %-24s %8.2f us  ratio %5.2fx\n", lesson,
+                fl::to_string(p), static_cast<long long>(m), base, chains[j].first.c_str(), us,
+                base / us);
   }
 }
 
@@ -169,7 +170,8 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   Buf scratch(bytes);
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
-  std::vector<Chain> chains = {{"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
+  std::vector<Chain> chains = {
+      {"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
   // The hidden-slice kernel with its plan's choices, then other units a block and sums.
   size_t slice_bytes = 0;
   std::unique_ptr<Buf> slice_scratch;
@@ -239,15 +241,15 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  compare_many(
-      "layernorm_linear", p, m, t, reps,
-      [&] {
-        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
-                  : layernorm<float>(x, g, be, xn, m, int(c)));
-        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
-      },
-      {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }},
-       {"ln_stream no stagger", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr, false); }}});
+  compare_many("layernorm_linear", p, m, t, reps,
+               [&] {
+                 FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                           : layernorm<float>(x, g, be, xn, m, int(c)));
+                 return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+               },
+               {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }},
+                {"ln_stream no stagger",
+                 [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr, false); }}});
 }
 
 }  // namespace

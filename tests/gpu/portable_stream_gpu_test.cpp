@@ -1,9 +1,10 @@
 // The portable weight-streaming kernels (kernels/ffn/ffn_stream.cu, kernels/ffn/ffn_hidden_slice.cu
-// and kernels/layernorm_linear/ln_linear_stream.cu), called directly: fp32 and bf16, random shapes with odd token counts and
-// odd C (rows that are not 16-byte multiples take the element-wise loads), fresh random inputs
-// per shape, outputs poisoned (NaN) before every run, each run compared with a CPU reference in
-// double (h and xn rounded to the lesson's precision, as level 1 stores them). Every shape runs
-// twice: the second run checks that the first left the kernel's counters at zero.
+// and kernels/layernorm_linear/ln_linear_stream.cu), called directly: fp32 and bf16, random shapes
+// with odd token counts and odd C (rows that are not 16-byte multiples take the element-wise
+// loads), fresh random inputs per shape, outputs poisoned (NaN) before every run, each run compared
+// with a CPU reference in double (h and xn rounded to the lesson's precision, as level 1 stores
+// them). Every shape runs twice: the second run checks that the first left the kernel's counters at
+// zero.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -165,9 +166,8 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel = FfnKernel
   if (kernel == FfnKernel::kSliceAtomicSum) tuning.atomic_tokens = int(kSliceMaxTokens);
   for (int run = 0; run < 2; ++run) {
     y.poison();
-    const Status st = kernel == FfnKernel::kStream
-                          ? launch_ffn_stream(p, b, m, c, nullptr)
-                          : launch_ffn_slice(p, sb, m, c, nullptr, tuning);
+    const Status st = kernel == FfnKernel::kStream ? launch_ffn_stream(p, b, m, c, nullptr)
+                                                   : launch_ffn_slice(p, sb, m, c, nullptr, tuning);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const double err = rel_error(y.download(), ref);
@@ -227,8 +227,8 @@ const Shape kLnShapes[] = {{1, 97},   {9, 768},  {17, 131}, {63, 200}, {129, 385
 
 // The hidden-slice FFN: 1-2 tokens take the red.add sum, more the shares and the barrier; fp32 at
 // 17 x 768 asks for W2 after the up product on an H100 (both slices and x do not fit at once).
-const Shape kSliceShapes[] = {{1, 97},   {2, 768},  {7, 200},   {13, 131}, {17, 768},
-                              {33, 255}, {61, 385}, {64, 768},  {1, 1025}, {47, 768}};
+const Shape kSliceShapes[] = {{1, 97},   {2, 768},  {7, 200},  {13, 131}, {17, 768},
+                              {33, 255}, {61, 385}, {64, 768}, {1, 1025}, {47, 768}};
 
 class PortableStream : public ::testing::TestWithParam<Precision> {
  protected:

@@ -1,9 +1,10 @@
 // The portable small-token kernels' plans (kernels/ffn/ffn_stream_plan.h,
-// kernels/ffn/ffn_hidden_slice_plan.h, kernels/layernorm_linear/ln_linear_stream_plan.h), checked on the CPU for the GPUs a learner
-// may have: every hidden unit in one up slice and every W2 element in one down tile (FFN), every
-// output in one block (LayerNorm-Linear), the FFN's grid within one block per SM (its blocks
-// wait on each other), shared-memory regions inside the GPU's limit and apart, and the shapes the
-// lessons default to (C = 768) planned where the shared memory allows.
+// kernels/ffn/ffn_hidden_slice_plan.h, kernels/layernorm_linear/ln_linear_stream_plan.h), checked
+// on the CPU for the GPUs a learner may have: every hidden unit in one up slice and every W2
+// element in one down tile (FFN), every output in one block (LayerNorm-Linear), the FFN's grid
+// within one block per SM (its blocks wait on each other), shared-memory regions inside the GPU's
+// limit and apart, and the shapes the lessons default to (C = 768) planned where the shared memory
+// allows.
 #include <gtest/gtest.h>
 
 #include <set>

@@ -11,11 +11,11 @@
 //   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory, h kept in
 //      shared memory, rounded to the lesson's precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
-//   3. the shares meet in L2: at 1-2 tokens red.add into one fp32 sum (128 x m x C additions,
-//      cheap at m x C = 768) and the last block to arrive writes y (+ b2); beyond that each block
-//      stores its share, a grid barrier (every block is resident: a cooperative launch), and
-//      block b adds the shares of y's columns [8 b, 8 b + 8) in block order (the same result
-//      every run).
+//   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
+//      resident: a cooperative launch), and block b adds the shares of y's columns [8 b, 8 b + 8)
+//      in block order (the same result every run) and writes them (+ b2). Adding the shares into
+//      one sum with red.add instead (128 x m x C atomics, and the last block to arrive writes y)
+//      moves fewer bytes but waits longer: docs/PERFORMANCE.md has both measured.
 // Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads); mma.sync m16n8k16 in bf16,
 // CUDA-core fp32 in the same fragments (kernels/gemm_core/weight_slice.cuh).
 // Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block, all in
@@ -33,7 +33,6 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
-#include "kernels/staggered_copy.cuh"
 
 namespace fl {
 namespace {
@@ -48,12 +47,10 @@ struct SliceArgs {
   FfnSlicePlan p;
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* sum;          // m x cp: the red.add sum, zero between launches
   float* partial;      // blocks x m x cp: each block's share of y
-  unsigned* counters;  // [0] arrivals at the sum, [1] barrier arrivals, [2] barrier generation
+  unsigned* counters;  // [0] barrier arrivals, [1] barrier generation: zero when allocated
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec;
-  bool stagger;  // each block starts its copies of x and W1 at its own place
 };
 
 template <typename T>
@@ -64,14 +61,14 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
 }
 
 // y_b = h[:, slice] W2[slice, :]: warp w takes (row tile, 96 columns) jobs w, w + 8, ...; the
-// share goes to the block's partial sum (float2 stores) or, red.add, into the one sum.
+// share goes to the block's slot of the partial sums (float2 stores).
 template <typename T>
 __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s) {
   const FfnSlicePlan& p = a.p;
   constexpr int NT = kSliceDownCols / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunks = (p.cp + kSliceDownCols - 1) / kSliceDownCols;
-  float* out = p.atomic_sum ? a.sum : a.partial + int64_t(blockIdx.x) * p.m * p.cp;
+  float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
   for (int job = warp; job < p.mtc * chunks; job += kWarps) {
     const int mt = job / chunks, n0 = job % chunks * kSliceDownCols;
     const int nt_count = min(NT, (p.cp - n0) / 8);
@@ -87,13 +84,8 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
       for (int half = 0; half < 2; ++half) {
         const int row = mt * 16 + g + 8 * half;
         if (row >= p.m) continue;
-        float* dst = out + int64_t(row) * p.cp + col;
-        if (!p.atomic_sum) {
-          *reinterpret_cast<float2*>(dst) = make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
-        } else if (col < p.c) {  // the padding columns would add zeros
-          atomicAdd(dst, acc[nt][2 * half]);
-          if (col + 1 < p.c) atomicAdd(dst + 1, acc[nt][2 * half + 1]);
-        }
+        *reinterpret_cast<float2*>(out + int64_t(row) * p.cp + col) =
+            make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
       }
     }
   }
@@ -109,36 +101,6 @@ __device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, 
           Elem<T>::from_float(s[i] + Elem<T>::to_float(a.b2[col + i]));
     }
   }
-}
-
-// The red.add path: the last block to arrive turns the sum into y and sets it back to zero.
-template <typename T>
-__device__ __forceinline__ void finish_sum(const SliceArgs<T>& a, unsigned* s_word) {
-  const FfnSlicePlan& p = a.p;
-  __threadfence();  // this thread's additions before the block's arrival
-  __syncthreads();
-  if (threadIdx.x == 0) *s_word = atomicAdd(a.counters, 1u);
-  __syncthreads();
-  if (*s_word != gridDim.x - 1) return;
-  __threadfence();  // every block's additions are visible
-  const int quads = p.cp / 4, total = p.m * quads;
-  constexpr int kBatch = 4;  // loads in flight per thread
-  for (int base = threadIdx.x; base < total; base += kBatch * kThreads) {
-    float4 v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int e = base + u * kThreads;
-      v[u] = e < total ? slice::load_cg4(a.sum + 4 * e) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int e = base + u * kThreads;
-      if (e >= total) continue;
-      *reinterpret_cast<float4*>(a.sum + 4 * e) = make_float4(0.f, 0.f, 0.f, 0.f);
-      store4(a, e / quads, 4 * (e % quads), v[u]);
-    }
-  }
-  if (threadIdx.x == 0) a.counters[0] = 0;  // for the next launch
 }
 
 // Every block's share written before any block goes on. The generation counter only grows; the
@@ -210,7 +172,6 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4* red) {
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ unsigned s_word;
   PhaseMarks<kPhaseCount> marks(a.phases);
   const FfnSlicePlan& p = a.p;
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2);
@@ -220,12 +181,9 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every weight byte of the block is asked for before any arithmetic. Every block reads all of
-  // x and the same rows of W1: each starts at its own place (kernels/staggered_copy.cuh).
-  const int spread = a.stagger ? int(gridDim.x) : 0;
-  stagger::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec, blockIdx.x, spread);
-  stagger::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec, blockIdx.x,
-                 spread);
+  // Every weight byte of the block is asked for before any arithmetic.
+  slice::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec);
+  slice::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
   tc::async_commit();
   if (!p.w2_late) stage_w2(a, w2s, j0, valid);
   for (int i = threadIdx.x; i < p.units; i += kThreads) {
@@ -254,14 +212,9 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   marks.mark(kW2In);
   down_product(a, hs, w2s);
   marks.mark(kDown);
-  if (p.atomic_sum) {
-    finish_sum(a, &s_word);
-    marks.mark(kHandOver);
-  } else {
-    grid_barrier(a.counters + 1, a.counters + 2);
-    marks.mark(kHandOver);
-    sum_tiles(a, reinterpret_cast<float4*>(red));
-  }
+  grid_barrier(a.counters, a.counters + 1);
+  marks.mark(kHandOver);
+  sum_tiles(a, reinterpret_cast<float4*>(red));
   marks.mark(kSum);
 }
 
@@ -271,8 +224,7 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, tuning.atomic_tokens, out,
-                            tuning.units)) {
+  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units)) {
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -295,13 +247,11 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.y = static_cast<T*>(b.y);
   char* scratch = static_cast<char*>(b.scratch);
   a.counters = reinterpret_cast<unsigned*>(scratch);
-  a.sum = reinterpret_cast<float*>(scratch + 256);
-  a.partial = a.sum + int64_t(a.p.m) * a.p.cp;
+  a.partial = reinterpret_cast<float*>(scratch + 256);
   a.phases = b.phases;
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
-  a.stagger = tuning.stagger;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   const auto kernel = ffn_hidden_slice_kernel<T>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -21,7 +21,7 @@ struct FfnSliceBuffers {
   const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
   void* y;                            // m x C
   void* scratch;     // ffn_slice_scratch_bytes(), zeroed once when allocated (the kernel leaves
-                     // its counters and its sum at zero)
+                     // its barrier's count at zero)
   PhaseSink phases;  // stamps on when phases.records is set
 };
 
@@ -36,14 +36,10 @@ inline const std::vector<std::string>& ffn_slice_phases() {
 // Why the kernel cannot run this shape and precision on the current GPU, or Ok.
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
-// The plan's choices a benchmark may override: up to atomic_tokens tokens the blocks add into one
-// sum with red.add, beyond it each writes its share and a grid barrier precedes y's sums; units:
-// hidden units a block (a multiple of 8; 0: the fewest that keep one block per SM); stagger:
-// each block starts its copies of x and W1 at its own place (kernels/staggered_copy.cuh).
+// The plan's choice a benchmark may override: hidden units a block (a multiple of 8; 0: the
+// fewest that keep one block per SM).
 struct FfnSliceTuning {
-  int atomic_tokens = kSliceAtomicTokens;
   int units = 0;
-  bool stagger = true;
 };
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});

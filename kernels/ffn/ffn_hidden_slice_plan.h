@@ -18,10 +18,9 @@
 
 namespace fl {
 
-constexpr int kSliceMaxUnits = 64;     // hidden units a block at most (8 mma column tiles)
-constexpr int kSliceDownCols = 96;     // a warp's columns of the down product at a time
-constexpr int kSliceTileCols = 8;      // y's columns a block adds up after the barrier
-constexpr int kSliceAtomicTokens = 2;  // up to this many tokens, one fp32 sum with red.add
+constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma column tiles)
+constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
+constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
 
 struct FfnSlicePlan {
@@ -29,14 +28,12 @@ struct FfnSlicePlan {
   int units = 8, blocks = 0;         // hidden units a block; blocks
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
-  bool atomic_sum = false;  // red.add into one m x C sum (the last block writes y), else
-                            // a partial sum per block, a grid barrier, y's tiles split
   bool w2_late = false;
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
-                                       bool w2_late, int atomic_tokens) {
+                                       bool w2_late) {
   using slice::padded_ld;
   using slice::round_up;
   FfnSlicePlan p;
@@ -53,7 +50,6 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.ld_w1 = padded_ld(units, elem_bytes);
   p.ld_w2 = padded_ld(p.cp, elem_bytes);
   p.ld_h = padded_ld(p.kp, elem_bytes);
-  p.atomic_sum = m <= atomic_tokens;
   p.w2_late = w2_late;
   const size_t w2 = e * p.kp * p.ld_w2, x = e * 16 * p.mtc * p.ld_x, w1 = e * p.ck * p.ld_w1;
   const size_t red = std::max(slice::red_bytes(units / 8), size_t(16) * slice::kThreads);
@@ -72,14 +68,14 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
 // they fit, else W2's after the up product. False when nothing fits.
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                                  int atomic_tokens, FfnSlicePlan* out, int units = 0) {
+                                  FfnSlicePlan* out, int units = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
   const int64_t units8 = (4 * c + 7) / 8;
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
   const int64_t first = units > 0 ? units : fewest;
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
   for (bool late : {false, true}) {
-    const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(first), late, atomic_tokens);
+    const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(first), late);
     if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
       *out = p;
       return true;
@@ -88,10 +84,10 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   return false;
 }
 
-// The scratch buffer: 4 counters (16 bytes, padded to 256), one m x C sum, and a partial sum per
-// block (blocks x m x C fp32), all zero when allocated.
+// The scratch buffer: the grid barrier's 2 counters (padded to 256 bytes), zero when allocated,
+// and a partial sum per block (blocks x m x C fp32).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
-  return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(1 + p.blocks);
+  return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }
 
 }  // namespace fl

@@ -29,7 +29,6 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_rows.cuh"
-#include "kernels/staggered_copy.cuh"
 
 namespace fl {
 namespace {
@@ -43,7 +42,6 @@ struct LnStreamArgs {
   const T *x, *gamma, *beta, *w, *bias;
   T* y;
   bool x_vec, w_vec;
-  bool stagger;  // each block starts its copies of x and W at its own place
 };
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -113,13 +111,9 @@ __global__ void __launch_bounds__(kThreads, 1) ln_stream_kernel(LnStreamArgs<T> 
   const int chunk = blockIdx.x / p.slices, sl = blockIdx.x % p.slices;
   const int row0 = chunk * 16 * p.mtc, rows = min(16 * p.mtc, p.m - row0);
   const int n0 = sl * 8 * p.nt, cols = min(8 * p.nt, p.n - n0);
-  // The slices of a chunk read the same rows of x, and every block the same rows of W: each
-  // starts at its own place (kernels/staggered_copy.cuh).
-  stagger::stage(xs, p.ld_x, a.x + int64_t(row0) * p.c, p.c, 16 * p.mtc, p.ck, rows, p.c, a.x_vec,
-                 sl, a.stagger ? p.slices : 0);
+  slice::stage(xs, p.ld_x, a.x + int64_t(row0) * p.c, p.c, 16 * p.mtc, p.ck, rows, p.c, a.x_vec);
   tc::async_commit();
-  stagger::stage(ws, p.ld_w, a.w + n0, p.n, p.ck, 8 * p.nt, p.c, cols, a.w_vec, blockIdx.x,
-                 a.stagger ? int(gridDim.x) : 0);
+  slice::stage(ws, p.ld_w, a.w + n0, p.n, p.ck, 8 * p.nt, p.c, cols, a.w_vec);
   tc::async_commit();
   float* gamma = reinterpret_cast<float*>(smem + p.off_params);
   float* beta = gamma + p.c;
@@ -157,7 +151,7 @@ Status make_plan(int64_t m, int64_t c, int64_t n, LnPlan* out) {
 }
 
 template <typename T>
-Status launch_typed(const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n, bool stagger,
+Status launch_typed(const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n,
                     cudaStream_t stream) {
   LnStreamArgs<T> a{};
   FL_TRY(make_plan<T>(m, c, n, &a.p));
@@ -171,7 +165,6 @@ Status launch_typed(const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n, b
   a.y = static_cast<T*>(b.y);
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w_vec = n % E == 0 && aligned(b.w);
-  a.stagger = stagger;
   const auto kernel = ln_stream_kernel<T>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(a.p.smem)));
@@ -207,10 +200,10 @@ Status ln_stream_scratch_bytes(Precision, int64_t, int64_t, int64_t, size_t* byt
 }
 
 Status launch_ln_stream(Precision p, const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n,
-                        cudaStream_t stream, bool stagger) {
+                        cudaStream_t stream) {
   FL_TRY(ln_stream_supported(p, m, c));
-  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, n, stagger, stream)
-                              : launch_typed<float>(b, m, c, n, stagger, stream);
+  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, n, stream)
+                              : launch_typed<float>(b, m, c, n, stream);
 }
 
 }  // namespace fl

@@ -23,9 +23,7 @@ struct LnStreamBuffers {
 
 Status ln_stream_supported(Precision p, int64_t m, int64_t c);
 Status ln_stream_scratch_bytes(Precision p, int64_t m, int64_t c, int64_t n, size_t* bytes);
-// stagger: each block starts its copies of x and W at its own place (kernels/staggered_copy.cuh;
-// false only to measure what that changes).
 Status launch_ln_stream(Precision p, const LnStreamBuffers& b, int64_t m, int64_t c, int64_t n,
-                        cudaStream_t stream, bool stagger = true);
+                        cudaStream_t stream);
 
 }  // namespace fl

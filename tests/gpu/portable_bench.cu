@@ -172,27 +172,19 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
   std::vector<Chain> chains = {
       {"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
-  // The hidden-slice kernel with its plan's choices, then other units a block and sums.
+  // The hidden-slice kernel with its plan's slices, then wider ones.
   size_t slice_bytes = 0;
   std::unique_ptr<Buf> slice_scratch;
+  fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, nullptr, {}};
   if (fl::ffn_slice_scratch_bytes(p, m, c, &slice_bytes).ok()) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
-    const fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, slice_scratch->p, {}};
-    const struct {
-      const char* name;
-      fl::FfnSliceTuning tuning;
-    } tunings[] = {{"hidden_slice", {}},
-                   {"hidden_slice no stagger", {fl::kSliceAtomicTokens, 0, false}},
-                   {"hidden_slice red.add", {64, 0, true}},
-                   {"hidden_slice shares", {0, 0, true}},
-                   {"hidden_slice U=32", {fl::kSliceAtomicTokens, 32, true}},
-                   {"hidden_slice U=48", {fl::kSliceAtomicTokens, 48, true}}};
-    for (const auto& tu : tunings) {
-      if (m > 16 && tu.tuning.atomic_tokens == 64) continue;  // 25 M atomics: not a candidate
-      chains.push_back({tu.name, [&, tuning = tu.tuning] {
-                          return fl::launch_ffn_slice(p, sb, m, c, nullptr, tuning);
-                        }});
+    sb.scratch = slice_scratch->p;
+    for (int units : {0, 32, 48}) {  // the plan's (24 on an H100), then wider slices
+      const std::string name =
+          units == 0 ? "hidden_slice" : "hidden_slice U=" + std::to_string(units);
+      chains.push_back(
+          {name, [&, units] { return fl::launch_ffn_slice(p, sb, m, c, nullptr, {units}); }});
     }
   }
   compare_many(
@@ -247,9 +239,7 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
                            : layernorm<float>(x, g, be, xn, m, int(c)));
                  return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
                },
-               {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }},
-                {"ln_stream no stagger",
-                 [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr, false); }}});
+               {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -121,19 +122,25 @@ bool cuda_available() {
 }
 
 // The FFN kernels under test: ffn_stream, and ffn_hidden_slice with its plan's choices or with
-// the red.add sum forced at every token count.
-enum class FfnKernel { kStream, kSlice, kSliceAtomicSum };
+// 32 hidden units a block (96 blocks on an H100: fewer than the SMs).
+enum class FfnKernel { kStream, kSlice, kSliceUnits32 };
 
 Status ffn_supported(FfnKernel k, Precision p, Shape s) {
   return k == FfnKernel::kStream ? ffn_stream_supported(p, s.m, s.c)
                                  : ffn_slice_supported(p, s.m, s.c);
 }
 
-void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel = FfnKernel::kStream) {
+// A shape the kernel cannot run on this GPU (its slices do not fit the shared memory) is left
+// out with a line saying why; *ran counts the shapes checked.
+void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) {
   SCOPED_TRACE(std::string(to_string(p)) + " tokens " + std::to_string(s.m) + " C " +
                std::to_string(s.c) + " kernel " + std::to_string(int(kernel)));
   const Status ok = ffn_supported(kernel, p, s);
-  if (!ok.ok()) GTEST_SKIP() << ok.message();
+  if (!ok.ok()) {
+    std::printf("left out: %s\n", ok.message().c_str());
+    return;
+  }
+  ++*ran;
   const int64_t m = s.m, c = s.c, h = 4 * c;
   std::mt19937 rng(seed);
   Tensor x(p, m * c), w1(p, c * h), b1(p, h), w2(p, h * c), b2(p, c), y(p, m * c);
@@ -163,7 +170,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel = FfnKernel
   const FfnStreamBuffers b{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev};
   const FfnSliceBuffers sb{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev, {}};
   FfnSliceTuning tuning;
-  if (kernel == FfnKernel::kSliceAtomicSum) tuning.atomic_tokens = int(kSliceMaxTokens);
+  if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = kernel == FfnKernel::kStream ? launch_ffn_stream(p, b, m, c, nullptr)
@@ -225,8 +232,8 @@ const Shape kFfnShapes[] = {{1, 97},   {7, 200}, {13, 131}, {16, 768}, {33, 255}
 const Shape kLnShapes[] = {{1, 97},   {9, 768},  {17, 131}, {63, 200}, {129, 385},
                            {255, 99}, {256, 64}, {1, 768},  {5, 1023}, {256, 768}};
 
-// The hidden-slice FFN: 1-2 tokens take the red.add sum, more the shares and the barrier; fp32 at
-// 17 x 768 asks for W2 after the up product on an H100 (both slices and x do not fit at once).
+// The hidden-slice FFN; fp32 at 17 x 768 asks for W2 after the up product on an H100 (both
+// slices and x do not fit at once), at 47 and 64 x 768 it does not fit at all.
 const Shape kSliceShapes[] = {{1, 97},   {2, 768},  {7, 200},  {13, 131}, {17, 768},
                               {33, 255}, {61, 385}, {64, 768}, {1, 1025}, {47, 768}};
 
@@ -239,19 +246,26 @@ class PortableStream : public ::testing::TestWithParam<Precision> {
 
 TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
   unsigned seed = 11;
-  for (const Shape& s : kFfnShapes) check_ffn(GetParam(), s, seed++);
+  int ran = 0;
+  for (const Shape& s : kFfnShapes) check_ffn(GetParam(), s, seed++, FfnKernel::kStream, &ran);
+  EXPECT_GE(ran, 5);
 }
 
 TEST_P(PortableStream, HiddenSliceFfnMatchesReferenceAtOddShapes) {
   unsigned seed = 51;
-  for (const Shape& s : kSliceShapes) check_ffn(GetParam(), s, seed++, FfnKernel::kSlice);
+  int ran = 0;
+  for (const Shape& s : kSliceShapes) check_ffn(GetParam(), s, seed++, FfnKernel::kSlice, &ran);
+  EXPECT_GE(ran, 7);
 }
 
-TEST_P(PortableStream, HiddenSliceFfnRedAddSumAtOddShapes) {
+// 32 hidden units a block where the plan would take 24: fewer blocks than SMs.
+TEST_P(PortableStream, HiddenSliceFfnWithWiderSlices) {
   unsigned seed = 61;
-  for (const Shape& s : {Shape{5, 131}, Shape{19, 200}, Shape{64, 768}}) {
-    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceAtomicSum);
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 768}, Shape{5, 768}, Shape{15, 768}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceUnits32, &ran);
   }
+  EXPECT_EQ(ran, 3);
 }
 
 TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
@@ -262,10 +276,12 @@ TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
 // A few small shapes (odd and aligned C) for compute-sanitizer, whose tools are slow on the
 // shapes above.
 TEST_P(PortableStream, SmallShapes) {
-  check_ffn(GetParam(), {3, 40}, 71);
-  check_ffn(GetParam(), {17, 33}, 72);
-  check_ffn(GetParam(), {1, 40}, 75, FfnKernel::kSlice);
-  check_ffn(GetParam(), {9, 33}, 76, FfnKernel::kSlice);
+  int ran = 0;
+  check_ffn(GetParam(), {3, 40}, 71, FfnKernel::kStream, &ran);
+  check_ffn(GetParam(), {17, 33}, 72, FfnKernel::kStream, &ran);
+  check_ffn(GetParam(), {1, 40}, 75, FfnKernel::kSlice, &ran);
+  check_ffn(GetParam(), {9, 33}, 76, FfnKernel::kSlice, &ran);
+  EXPECT_EQ(ran, 4);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

@@ -120,7 +120,6 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   // y's 8-column tiles: every column of C in one, the tiles spread over the blocks.
   EXPECT_GE(p.cp, c);
   EXPECT_EQ(p.cp % kSliceTileCols, 0);
-  EXPECT_EQ(p.atomic_sum, m <= kSliceAtomicTokens);
   // Shared memory: x and W1 (and, late, W2; and the partial sums) inside the region before h;
   // W2 before it otherwise; h, then b1; 16-byte steps, within the limit with the static 64.
   const size_t w2 = size_t(e) * p.kp * p.ld_w2;
@@ -138,7 +137,7 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   EXPECT_LE(p.off_h + size_t(e) * 16 * p.mtc * p.ld_h, p.off_bias);
   for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_h, p.off_bias}) EXPECT_EQ(off % 16, 0u);
   EXPECT_LE(p.smem + 64, size_t(g.smem_optin));
-  EXPECT_GE(ffn_slice_scratch_bytes_for(p), 256 + 4 * size_t(m) * p.cp * (1 + p.blocks));
+  EXPECT_GE(ffn_slice_scratch_bytes_for(p), 256 + 4 * size_t(m) * p.cp * p.blocks);
 }
 
 TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
@@ -149,7 +148,7 @@ TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
           SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
                        std::to_string(m) + " C " + std::to_string(c));
           FfnSlicePlan p;
-          if (ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, kSliceAtomicTokens, &p)) {
+          if (ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p)) {
             check_slice(p, g, m, c, e);
           }
         }
@@ -162,26 +161,26 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   FfnSlicePlan p;
   // H100: bf16 at 1-64 tokens, 24 hidden units a block on 128 blocks, both slices at once.
   for (int64_t m : {1, 16, 64}) {
-    ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 232448, kSliceAtomicTokens, &p)) << m;
+    ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
     EXPECT_EQ(p.units, 24);
     EXPECT_EQ(p.blocks, 128);
     EXPECT_FALSE(p.w2_late) << m;
   }
   // fp32 on an H100: both slices at once up to 16 tokens, W2 late at 17-32, nothing beyond.
-  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 4, 132, 232448, kSliceAtomicTokens, &p));
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 4, 132, 232448, &p));
   EXPECT_FALSE(p.w2_late);
-  ASSERT_TRUE(ffn_slice_choose_plan(17, 768, 4, 132, 232448, kSliceAtomicTokens, &p));
+  ASSERT_TRUE(ffn_slice_choose_plan(17, 768, 4, 132, 232448, &p));
   EXPECT_TRUE(p.w2_late);
-  EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, kSliceAtomicTokens, &p));
+  EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, &p));
   // An RTX card (99 KB a block): bf16 up to 16 tokens, W2 after the up product.
-  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, kSliceAtomicTokens, &p));
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, &p));
   EXPECT_TRUE(p.w2_late);
-  EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, kSliceAtomicTokens, &p));
+  EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, &p));
   // Units a block given: no fewer than one block per SM allows, a multiple of 8.
-  EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, kSliceAtomicTokens, &p, 32));
+  EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 32));
   EXPECT_EQ(p.blocks, 96);
-  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, kSliceAtomicTokens, &p, 16));
-  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, kSliceAtomicTokens, &p, 28));
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 16));
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 28));
 }
 
 TEST(StreamPlan, LayerNormLinearCutsEveryOutputOnceWithinEachGpu) {

@@ -69,6 +69,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
 #include "kernels/layernorm_rows.cuh"
+#include "kernels/layernorm_warp_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/workspace.cuh"
 
@@ -275,6 +276,7 @@ ResidualLayerNormWorkspace<T>::fused_variants() {
   using Ws = ResidualLayerNormWorkspace;
   constexpr RowStep kF = RowStep::kFused;
   auto aligned_c = [](const Dims& d) { return aligned_rows_refusal(d.i, d.b); };
+  auto warp_c = [](const Dims& d) { return warp_rows_refusal(d.i, d.b); };
   return {
       {"rows_lean",
        "aligned rows, 3 packs a thread at C = 768; gamma and beta read after the statistics: "
@@ -290,6 +292,32 @@ ResidualLayerNormWorkspace<T>::fused_variants() {
        {},
        [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kEarlyParams>(w.args(), s); },
        aligned_c},
+      {"rows_warp",
+       "a warp a row, 32-thread blocks, the grid sized to the rows (Inductor's shape): 6 float4 / "
+       "3 bf16 packs a thread at C = 768, at fixed offsets",
+       "warp_row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_warp_rows<T, 1, kGridRows>(w.args(), s); },
+       warp_c},
+      {"rows_warp_late",
+       "as rows_warp, gamma and beta asked for once h is made, under the reductions",
+       "warp_row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_warp_rows<T, 1, kLateParams>(w.args(), s); },
+       warp_c},
+      {"rows_warp_cap",
+       "as rows_warp_late, registers capped so that 22 rows fit an SM",
+       "warp_row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_warp_rows<T, 1, kLateParams, 22>(w.args(), s); },
+       warp_c},
+      {"rows_resident",
+       "a warp a row, 4 rows a block, only the blocks that fit at once: each strides over rows, "
+       "gamma and beta read once, the next row's x and r in flight while a row is reduced",
+       "warp_row_kernel",
+       {},
+       [](Ws& w, cudaStream_t s) { return launch_warp_rows<T, 4, kGridResident>(w.args(), s); },
+       warp_c},
       {"rows_any",
        "any C: a row as a head, 16-byte packs and a tail, up to 8 packs a thread; gamma and beta "
        "element by element where the row is not aligned",

@@ -132,13 +132,32 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
     EXPECT_EQ(ran(16384, 768, p, {}), "rows_early");
     EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
     const int64_t vec = p == Precision::fp32 ? 4 : 8;
+    const std::vector<std::string> warp_forms = {"rows_warp", "rows_warp_late", "rows_warp_cap",
+                                                 "rows_resident"};
     for (int64_t c : {vec, int64_t(768), int64_t(1032), 2048 * vec}) {
       std::vector<std::string> forms = {"rows_early", "rows_any"};
       if (p == Precision::bf16) forms.push_back("rows_lean");
+      // A warp a row holds at most 8 packs a thread: 1024 fp32 / 2048 bf16.
+      if (c <= 256 * vec) forms.insert(forms.end(), warp_forms.begin(), warp_forms.end());
       for (const std::string& form : forms) {
         EXPECT_EQ(ran(37, c, p, {{"residual_layernorm_fused", form}}), form) << "C = " << c;
       }
     }
+    // Longer than one row per thread group: odd row counts, and more rows than the resident
+    // grid holds at once (rows_resident strides over them, the last stride part empty).
+    for (const std::string& form : warp_forms) {
+      EXPECT_EQ(ran(5001, 768, p, {{"residual_layernorm_fused", form}}), form);
+      EXPECT_EQ(ran(70001, 8 * vec, p, {{"residual_layernorm_fused", form}}), form);
+    }
+    // Where a warp a row cannot hold the row, forcing it is refused with one line.
+    MeasureRequest request{"residual_layernorm", 37, {2}, p, CacheMode::cold};
+    request.inner = 1032 * (p == Precision::fp32 ? 1 : 2);
+    request.variants = {{"residual_layernorm_fused", "rows_warp"}};
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("rows_warp cannot run here"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos);
   }
 }
 

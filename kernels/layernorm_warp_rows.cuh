@@ -1,28 +1,25 @@
-// Residual add + LayerNorm with a row per warp (lesson 4's fused level; the design notes of
-// every row kernel are in residual_layernorm.cu, the general row kernel in layernorm_rows.cuh).
+// Residual add + LayerNorm with a warp a row (lesson 4's fused level, variant rows_warp; the
+// design notes of every row kernel are in residual_layernorm.cu, the general row kernel in
+// layernorm_rows.cuh).
 //
-// What changes against the aligned row kernel (layernorm_rows.cuh, rows_early):
-//  - A row's threads are a compile-time group of kLanes (32: one warp), so every pack of a
-//    thread sits at a fixed distance from its first one (kLanes x 16 bytes): one 64-bit address
-//    per tensor and immediate offsets, not one address per pack. The saved registers are rows
-//    resident per SM, which is what keeps bytes in flight. At C = 768 a thread holds 6 float4 /
-//    3 packs of 8 bf16 of each of x, r, gamma and beta.
-//  - The reductions are butterfly shuffles inside the row's group, never shared memory or a
-//    barrier; blocks are kRowsPerBlock rows (1: Inductor's 32-thread blocks, so the registers
-//    are granted a row at a time).
-//  - Two ways to cover the rows (WarpRowGrid): a block per kRowsPerBlock rows (the grid sized
-//    to the rows), or as many blocks as fit on the GPU at once, each striding over the rows:
-//    gamma and beta are then read once per thread, not once per row, and the next row's x and r
-//    are in flight while the current row is reduced and normalized, so a warp never waits on
-//    DRAM with nothing asked for.
+// What changes against the aligned row kernel (layernorm_rows.cuh, rows_early), in the shape
+// torch.compile's Inductor generates for this op:
+//  - A row is one warp, and a block is one warp: the grid is sized to the rows. Registers are
+//    then granted a row at a time, and the SM holds as many rows as its registers allow (up to
+//    its 32 blocks), not a multiple of a 2- or 4-row block.
+//  - The 32 lanes are fixed at compile time, so a thread's packs sit at fixed distances from
+//    its first one (32 x 16 bytes): one address per tensor and immediate offsets, not one
+//    address per pack. At C = 768 a thread holds 6 float4 / 3 packs of 8 bf16 of each of x, r,
+//    gamma and beta, all asked for before any is used.
+//  - The reductions are butterfly shuffles within the warp: no shared memory, no barrier.
 // Budget per row (as every fused form): reads 2Cb of x and r from DRAM, gamma and beta from L2
 // or L1, writes 2Cb of h and y: 4Cb of DRAM traffic; the limit is a copy of 4 R C b bytes.
-// Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most kLanes x 8 packs.
+// Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most 8 packs a thread
+// (C up to 1024 fp32 / 2048 bf16).
 #pragma once
 
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <string>
 
 #include "kernels/cuda_check.h"
@@ -32,36 +29,23 @@
 namespace fl {
 namespace layernorm_rows {
 
-// How a warp-row launch covers the rows, and when it reads gamma and beta (flags).
-enum WarpRowGrid : int {
-  kGridRows = 0,      // one block per kRowsPerBlock rows, the grid sized to the rows
-  kGridResident = 1,  // the blocks that fit at once, striding over rows; next row prefetched
-  kLateParams = 2,    // with kGridRows: gamma and beta asked for once h is made (from L1/L2,
-                      // under the reductions), so x, r, gamma and beta never all hold registers
-};
+constexpr int kWarpRowMaxPacks = 8;  // 16-byte packs a thread holds, at most
 
-constexpr int kWarpRowLanes = 32;
-constexpr int kWarpRowMaxPacks = 8;
-
-// Sum over the kLanes threads of a row (an aligned group of a warp): all of them get it.
-template <int kLanes>
-__device__ __forceinline__ float group_sum(float v) {
-  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lanes: 2^k <= 32");
-  const unsigned group = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u);
-  const unsigned mask = group << ((threadIdx.x & 31) & ~(kLanes - 1));
+// Sum over the warp; every lane gets it (butterfly shuffles: all lanes agree to the bit).
+__device__ __forceinline__ float warp_row_sum(float v) {
 #pragma unroll
-  for (int offset = kLanes / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(mask, v, offset);
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
 
-// One thread's packs of one row of a tensor: pack k at column (lane + k * kLanes) * kVec.
-template <typename T, int kLanes, int kPacks>
+// One thread's packs of a row: pack k at column (lane + 32 k) x kVec, k < kPacks.
+template <typename T, int kPacks>
 struct WarpRowPacks {
   static constexpr int kVec = Vec16<T>::kCount;
-  static constexpr int kStride = kLanes * kVec;  // elements between a thread's packs
-  int lane, packs;                               // packs: of the row (C / kVec)
+  static constexpr int kStride = 32 * kVec;  // elements between a thread's packs
+  int lane, packs;                           // packs: of the row (C / kVec)
 
-  __device__ bool has(int k) const { return lane + k * kLanes < packs; }
+  __device__ bool has(int k) const { return lane + k * 32 < packs; }
   // Loads this thread's packs of the row that starts at `row` (all issued before any use).
   __device__ __forceinline__ void load(const T* row, Vec16<T> (&v)[kPacks]) const {
     const T* p = row + lane * kVec;
@@ -72,21 +56,21 @@ struct WarpRowPacks {
   }
 };
 
-// h and y of one row from x and r in registers: h stored as soon as it is made, the statistics
-// from the stored (rounded) h, y normalized with gamma and beta from registers. `between` runs
-// after h's stores and before the reductions (the resident grid issues the next row's loads).
-template <typename T, int kLanes, int kPacks, typename Between>
-__device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kLanes, kPacks>& packs,
+// h and y of one row from x, r, gamma and beta in registers: h stored as soon as it is made,
+// the statistics from the stored (rounded) h, as every level does.
+template <typename T, int kPacks>
+__device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& packs,
                                               const Vec16<T> (&xs)[kPacks],
                                               const Vec16<T> (&rs)[kPacks],
                                               const Vec16<T> (&gs)[kPacks],
                                               const Vec16<T> (&bs)[kPacks], T* h_row, T* y_row,
-                                              int c, Between between) {
+                                              int c) {
   constexpr int kVec = Vec16<T>::kCount;
-  constexpr int kStride = WarpRowPacks<T, kLanes, kPacks>::kStride;
+  constexpr int kStride = WarpRowPacks<T, kPacks>::kStride;
   h_row += packs.lane * kVec;
   y_row += packs.lane * kVec;
   auto f32 = [](T v) { return widen(v); };
+  // h = x + r, rounded to T and stored; its sum on the way.
   Vec16<T> hs[kPacks];
   float sum = 0;
 #pragma unroll
@@ -100,8 +84,8 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kLanes, kPac
       store16(h_row + k * kStride, hs[k]);
     }
   }
-  between();
-  const float mean = group_sum<kLanes>(sum) / float(c);
+  // The statistics from registers: mean, then the stable sum((h - mean)^2).
+  const float mean = warp_row_sum(sum) / float(c);
   float sq = 0;
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
@@ -113,7 +97,8 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kLanes, kPac
       }
     }
   }
-  const float rstd = rsqrtf(group_sum<kLanes>(sq) / float(c) + float(kEps));
+  const float rstd = rsqrtf(warp_row_sum(sq) / float(c) + float(kEps));
+  // y.
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     if (packs.has(k)) {
@@ -128,82 +113,48 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kLanes, kPac
   }
 }
 
-// The kernel: x, r -> h, y for rows of c elements (c a multiple of a pack, at most
-// kLanes x kPacks packs). Threads of a row past the end load and store nothing but still shuffle
-// (their group is whole, so the shuffles' masks hold).
-template <typename T, int kLanes, int kPacks, int kRowsPerBlock, int kGrid, int kMinBlocks>
-__global__ void __launch_bounds__(kLanes* kRowsPerBlock, kMinBlocks)
+// x, r -> h, y for rows of c elements, a warp (and a block) a row: the grid is sized to the
+// rows. x and r first, then gamma and beta: all four in flight before any is used.
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(32)
     warp_row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
-                    const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y,
-                    int64_t rows, int c) {
-  const WarpRowPacks<T, kLanes, kPacks> packs{static_cast<int>(threadIdx.x % kLanes),
-                                              c / Vec16<T>::kCount};
-  int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
+                    const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y, int64_t rows,
+                    int c) {
+  const WarpRowPacks<T, kPacks> packs{static_cast<int>(threadIdx.x % 32), c / Vec16<T>::kCount};
+  const int64_t row = int64_t(blockIdx.x) + threadIdx.x / 32;
   Vec16<T> xs[kPacks], rs[kPacks], gs[kPacks], bs[kPacks];
-  if (row < rows) {  // x and r first, then gamma and beta: all four in flight at once
+  if (row < rows) {
     packs.load(x + row * c, xs);
     packs.load(r + row * c, rs);
   }
-  auto load_params = [&] {
-    packs.load(gamma, gs);
-    packs.load(beta, bs);
-  };
-  if constexpr ((kGrid & kLateParams) == 0) load_params();
-  if constexpr ((kGrid & kGridResident) == 0) {
-    if (row < rows) {
-      warp_row_step(packs, xs, rs, gs, bs, h + row * c, y + row * c, c, [&] {
-        if constexpr ((kGrid & kLateParams) != 0) load_params();
-      });
-    }
-  } else {
-    // Every thread of a group takes the same rows, so a group leaves the loop whole.
-    const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
-    for (; row < rows; row += stride) {
-      const int64_t next = row + stride;
-      warp_row_step(packs, xs, rs, gs, bs, h + row * c, y + row * c, c, [&] {
-        if (next < rows) {  // x and r are spent: their registers take the next row's
-          packs.load(x + next * c, xs);
-          packs.load(r + next * c, rs);
-        }
-      });
-    }
-  }
+  packs.load(gamma, gs);
+  packs.load(beta, bs);
+  // The whole warp takes the branch or none of it, so no shuffle misses a lane.
+  if (row < rows) warp_row_step(packs, xs, rs, gs, bs, h + row * c, y + row * c, c);
 }
 
-// "" when a warp-row launch takes rows of c elements of `bytes` bytes, else why not.
+// "" when launch_warp_rows takes rows of c elements of `bytes` bytes, else why not.
 inline std::string warp_rows_refusal(int64_t c, int64_t bytes) {
   const std::string aligned = aligned_rows_refusal(c, bytes);
   if (!aligned.empty()) return aligned;
-  const int64_t vec = 16 / bytes;
-  if (c > int64_t(kWarpRowLanes) * kWarpRowMaxPacks * vec) {
+  if (c > int64_t(32) * kWarpRowMaxPacks * (16 / bytes)) {
     return "C = " + std::to_string(c) + " needs more than " + std::to_string(kWarpRowMaxPacks) +
            " packs a thread with a warp a row";
   }
   return "";
 }
 
-// Picks the smallest instantiated kPacks that holds a thread's packs, and the grid.
-template <typename T, int kRowsPerBlock, int kGrid, int kMinBlocks, int kFirst, int... kRest>
+// Picks the smallest instantiated kPacks that holds a thread's packs.
+template <typename T, int kFirst, int... kRest>
 Status launch_warp_row_packs(const RowArgs<T>& a, int packs_per_thread, cudaStream_t stream) {
   if (packs_per_thread <= kFirst) {
-    constexpr int kThreads = kWarpRowLanes * kRowsPerBlock;
-    auto kernel = warp_row_kernel<T, kWarpRowLanes, kFirst, kRowsPerBlock, kGrid, kMinBlocks>;
-    int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-    if constexpr ((kGrid & kGridResident) != 0) {
-      int device = 0, sms = 0, per_sm = 0;
-      FL_CUDA_TRY(cudaGetDevice(&device));
-      FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-      blocks = std::min<int64_t>(blocks, int64_t(sms) * std::max(per_sm, 1));
-    }
-    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a.x, a.r, a.gamma, a.beta, a.h,
-                                                                   a.y, a.rows, a.c);
+    warp_row_kernel<T, kFirst><<<static_cast<unsigned>(a.rows), 32, 0, stream>>>(
+        a.x, a.r, a.gamma, a.beta, a.h, a.y, a.rows, a.c);
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
   if constexpr (sizeof...(kRest) > 0) {
-    return launch_warp_row_packs<T, kRowsPerBlock, kGrid, kMinBlocks, kRest...>(a, packs_per_thread,
-                                                                           stream);
+    return launch_warp_row_packs<T, kRest...>(a, packs_per_thread, stream);
   } else {
     return Status::Error("layernorm warp rows: no kernel for " + std::to_string(packs_per_thread) +
                          " packs per thread (C = " + std::to_string(a.c) + ")");
@@ -211,9 +162,7 @@ Status launch_warp_row_packs(const RowArgs<T>& a, int packs_per_thread, cudaStre
 }
 
 // Residual add + LayerNorm (lesson 4's fused step) with a warp a row.
-// kMinBlocks: blocks an SM must hold at once (__launch_bounds__), which caps the registers; 0:
-// no cap.
-template <typename T, int kRowsPerBlock, int kGrid, int kMinBlocks = 0>
+template <typename T>
 Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const std::string refusal = warp_rows_refusal(a.c, sizeof(T));
   if (!refusal.empty()) return Status::Unsupported(refusal);
@@ -223,10 +172,10 @@ Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
     return Status::Unsupported("a tensor does not start 16-byte aligned");
   }
   if (a.rows == 0) return Status::Ok();
+  if (a.rows > int64_t(0x7fffffff)) return Status::Unsupported("more rows than a grid holds");
   const int packs = a.c / Vec16<T>::kCount;
-  const int per_thread = (packs + kWarpRowLanes - 1) / kWarpRowLanes;
-  return launch_warp_row_packs<T, kRowsPerBlock, kGrid, kMinBlocks, 2, 3, 4, 6, 8>(a, per_thread,
-                                                                                 stream);
+  // C = 768: 6 packs a thread in fp32, 3 in bf16.
+  return launch_warp_row_packs<T, 2, 3, 4, 6, 8>(a, (packs + 31) / 32, stream);
 }
 
 }  // namespace layernorm_rows

@@ -139,8 +139,9 @@ TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
 }
 
 // Lesson 4's fused level (residual_layernorm.cu, "level 2's kernels"): the table's choice at
-// C = 768, and every form that takes a row length runs it correctly, forced, at 37 rows (a block
-// left part empty) and row lengths that give 1 to 4 packs a thread, one or several warps a row.
+// C = 768, and every form that takes a row length runs it correctly, forced, at odd row counts
+// (37: a block left part empty; 5001 and 70001: grids of many waves) and row lengths that give
+// 1 to 8 packs a thread, one or several warps a row.
 TEST(Variants, ResidualLayerNormRunsEachRowForm) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
@@ -158,17 +159,30 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
   for (Precision p : {Precision::fp32, Precision::bf16}) {
     SCOPED_TRACE(to_string(p));
     EXPECT_EQ(ran(3, 768, p, {}), "rows_early");
-    EXPECT_EQ(ran(5000, 768, p, {}), p == Precision::bf16 ? "rows_lean" : "rows_early");
-    EXPECT_EQ(ran(16384, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(5001, 768, p, {}), "rows_warp");
+    EXPECT_EQ(ran(16384, 768, p, {}), "rows_warp");
+    EXPECT_EQ(ran(65536, 768, p, {}), "rows_early");
     EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
     const int64_t vec = p == Precision::fp32 ? 4 : 8;
-    for (int64_t c : {vec, int64_t(768), int64_t(1032), 2048 * vec}) {
+    for (int64_t c : {vec, 5 * vec, int64_t(768), 256 * vec, int64_t(1032), 2048 * vec}) {
       std::vector<std::string> forms = {"rows_early", "rows_any"};
-      if (p == Precision::bf16) forms.push_back("rows_lean");
+      // A warp a row holds at most 8 packs a thread: 1024 fp32 / 2048 bf16.
+      if (c <= 256 * vec) forms.push_back("rows_warp");
       for (const std::string& form : forms) {
         EXPECT_EQ(ran(37, c, p, {{"residual_layernorm_fused", form}}), form) << "C = " << c;
       }
     }
+    EXPECT_EQ(ran(70001, 8 * vec, p, {{"residual_layernorm_fused", "rows_warp"}}), "rows_warp");
+    EXPECT_EQ(ran(5001, 768, p, {{"residual_layernorm_fused", "rows_early"}}), "rows_early");
+    // Where a warp a row cannot hold the row, forcing it is refused with one line.
+    MeasureRequest request{"residual_layernorm", 37, {2}, p, CacheMode::cold};
+    request.inner = 257 * vec;
+    request.variants = {{"residual_layernorm_fused", "rows_warp"}};
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("rows_warp cannot run here"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos);
   }
 }
 

@@ -6,13 +6,12 @@
 // hidden units, so h goes from block to block through L2 behind per-group counters: a chain of
 // dependent steps (h out, counter, h in) after the weights land. Here block b owns hidden units
 // [U b, U (b + 1)) for BOTH products, W1's U columns and W2's U rows, and asks for both slices
-// before any arithmetic: nothing passes between blocks until each has its share of y:
-//   1. h[:, slice] = GELU(x W1[:, slice] + b1) as W1 lands: x's columns and W1's rows are asked
-//      for in S stages along K (one cp.async commit group each, b1's slice in the first), and
-//      the warps multiply each stage as soon as it is in, so when W1's last byte lands one
-//      stage's products are left, not the whole K. W2's rows are asked for after the first
-//      stage's product (their copies queue behind W1's). h stays in shared memory, rounded to
-//      the lesson's precision as level 1's h is;
+// (and b1's) before any arithmetic: nothing passes between blocks until each has its share of y:
+//   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory (x's rows
+//      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
+//      precision as level 1's h is. A tuning asks for W1 in stages along K (a commit group
+//      each) and multiplies each stage as it lands; it measured slower (each stage adds a
+//      wait and a block barrier, and W2's copies start later), so the plan takes one stage;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
 //      resident: a cooperative launch), and block b adds the shares of y's columns [8 b, 8 b + 8)
@@ -20,19 +19,19 @@
 //      every run) and writes them (+ b2). Adding the shares into one sum with red.add instead
 //      (128 x m x C atomics, and the last block to arrive writes y) moves fewer bytes but waits
 //      longer: docs/PERFORMANCE.md has both measured.
-// Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads), S = 4 stages of 192 rows of
-// K; mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments
-// (kernels/gemm_core/weight_slice.cuh).
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block; one
-// SM's copies have measured ~14 GB/s (5.1 us for 72 KB, the SM's in-flight limit), so the
-// copies set the floor at ~5 us and everything after the last byte is the chain to shorten:
-// one stage's up product (48 k-rows x 24 columns: 3 k-steps a warp, ~0.1 us of issue), the
-// reduction of 8 K parts and GELU (24 values at one token), the down product (2 k-steps x 12
-// tiles a warp), the share's store, the barrier (one L2 round trip after the last block) and
-// the sum (128 loads a column quad, 16 in flight a lane). The shares are 128 x m x C x 4 B
-// written and read once (0.4 MB at 1 token, 6.3 MB at 16, 25 MB at 64: the cost that grows
-// with tokens, 1-5 us at L2 bandwidth beyond 16 tokens). Predicted at 1-16 tokens: ~5 us of
-// copies + ~1.5 us of chain + the launch: ~8 us against level 1's ~13 us.
+// Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads); mma.sync m16n8k16 in bf16,
+// CUDA-core fp32 in the same fragments (kernels/gemm_core/weight_slice.cuh).
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block. One
+// SM's copies have measured 10-14 GB/s, with the weights in L2 as slow as from HBM: W1's slice
+// is 768 rows of 48 bytes, a separate request per row, so the SM's requests, not DRAM, set the
+// floor at ~4-5 us. After the last byte: the up product (3 k-steps x 3 column tiles a warp at
+// one token), the reduction of 8 K parts and GELU (24 values at one token), the down product
+// (2 k-steps x 12 tiles a warp), the share's store, the barrier (an L2 round trip after the last
+// block) and the sum (128 loads a column quad, 16 in flight a lane): well under 1 us of issue,
+// a few L2 round trips. The shares are 128 x m x C x 4 B written and read once (0.4 MB at 1
+// token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, 1-5 us at L2 bandwidth
+// beyond 16 tokens; ffn_stream's 8 groups move less there). Predicted at 1 token: ~5 us of
+// copies + ~3 us of chain + the launch: ~9 us against level 1's ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>

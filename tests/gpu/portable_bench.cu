@@ -180,16 +180,15 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    // The plan's choices (24 units on an H100, 4 stages of W1, W2 after the first), then one
-    // choice changed at a time: W1 all at once (the kernel's earlier form), 2 and 8 stages, W2
-    // asked for with W1, wider slices.
+    // The plan's choices (24 units on an H100, W1 and W2 asked for at once), then one choice
+    // changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they land.
     const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
         {"hidden_slice", {}},
-        {"hidden_slice S=1", {0, 1, false}},
+        {"hidden_slice U=32", {32, 1, false}},
+        {"hidden_slice U=48", {48, 1, false}},
         {"hidden_slice S=2", {0, 2, true}},
-        {"hidden_slice S=8", {0, 8, true}},
-        {"hidden_slice W2 first", {0, 4, false}},
-        {"hidden_slice U=32", {32, 4, true}},
+        {"hidden_slice S=2 W2 first", {0, 2, false}},
+        {"hidden_slice U=32 S=2", {32, 2, true}},
     };
     for (const auto& [name, tuning] : tunings) {
       chains.push_back({name, [&, tuning = tuning] {

@@ -11,7 +11,8 @@
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
 //      precision as level 1's h is. A tuning asks for W1 in stages along K (a commit group
 //      each) and multiplies each stage as it lands; it measured slower (each stage adds a
-//      wait and a block barrier, and W2's copies start later), so the plan takes one stage;
+//      wait and a block barrier, and W2's copies start later: docs/PERFORMANCE.md), so the
+//      plan takes one stage;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
 //      resident: a cooperative launch), and block b adds the shares of y's columns [8 b, 8 b + 8)
@@ -21,15 +22,15 @@
 //      longer: docs/PERFORMANCE.md has both measured.
 // Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads); mma.sync m16n8k16 in bf16,
 // CUDA-core fp32 in the same fragments (kernels/gemm_core/weight_slice.cuh).
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block. One
-// SM's copies have measured 10-14 GB/s, with the weights in L2 as slow as from HBM: W1's slice
-// is 768 rows of 48 bytes, a separate request per row, so the SM's requests, not DRAM, set the
-// floor at ~4-5 us. After the last byte: the up product (3 k-steps x 3 column tiles a warp at
-// one token), the reduction of 8 K parts and GELU (24 values at one token), the down product
-// (2 k-steps x 12 tiles a warp), the share's store, the barrier (an L2 round trip after the last
-// block) and the sum (128 loads a column quad, 16 in flight a lane): well under 1 us of issue,
-// a few L2 round trips. The shares are 128 x m x C x 4 B written and read once (0.4 MB at 1
-// token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, 1-5 us at L2 bandwidth
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block. But
+// W1's slice is 768 rows of 48 bytes, a separate request each, so one SM's requests, not DRAM,
+// may set the floor (docs/PERFORMANCE.md measures it, weights in L2 and in HBM): ~4-5 us at
+// 72 KB a block if an SM keeps ~10-15 GB/s. After the last byte: the up product (3 k-steps x 3
+// column tiles a warp at one token), the reduction of 8 K parts and GELU (24 values at one token),
+// the down product (2 k-steps x 12 tiles a warp), the share's store, the barrier (an L2 round trip
+// after the last block) and the sum (128 loads a column quad, 16 in flight a lane): well under 1 us
+// of issue, a few L2 round trips. The shares are 128 x m x C x 4 B written and read once (0.4 MB at
+// 1 token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, 1-5 us at L2 bandwidth
 // beyond 16 tokens; ffn_stream's 8 groups move less there). Predicted at 1 token: ~5 us of
 // copies + ~3 us of chain + the launch: ~9 us against level 1's ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
@@ -193,24 +194,21 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   if (k1 > k0) {
     const int kv = min(p.c - k0, k1 - k0);  // k0 < C: k0 is a k-step multiple below C's padding
     slice::stage(xs + k0, p.ld_x, a.x + k0, p.c, p.m, k1 - k0, p.m, kv, a.x_vec);
-    slice::stage(w1s + k0 * p.ld_w1, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, k1 - k0,
-                 p.units, kv, valid, a.w1_vec);
+    slice::stage(w1s + k0 * p.ld_w1, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, k1 - k0, p.units,
+                 kv, valid, a.w1_vec);
   }
   tc::async_commit();
 }
 
-// cp.async.wait_group takes its count as an immediate.
+// cp.async.wait_group takes its count as an immediate: wait_group min(n, N).
+template <int N = kSliceMaxStages>
 __device__ __forceinline__ void wait_pending(int n) {
-  switch (n) {
-    case 0: tc::async_wait<0>(); break;
-    case 1: tc::async_wait<1>(); break;
-    case 2: tc::async_wait<2>(); break;
-    case 3: tc::async_wait<3>(); break;
-    case 4: tc::async_wait<4>(); break;
-    case 5: tc::async_wait<5>(); break;
-    case 6: tc::async_wait<6>(); break;
-    case 7: tc::async_wait<7>(); break;
-    default: tc::async_wait<8>(); break;
+  if constexpr (N == 0) {
+    tc::async_wait<0>();
+  } else if (n >= N) {
+    tc::async_wait<N>();
+  } else {
+    wait_pending<N - 1>(n);
   }
 }
 
@@ -252,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
   for (int s = 0; s < a.stages; ++s) {
     wait_pending(a.stages + int(w2_asked) - s - 1);  // this thread's copies of stage s are in
-    __syncthreads();                                  // and everyone's
+    __syncthreads();                                 // and everyone's
     if (s == a.stages - 1) marks.mark(kXW1In);
     const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
     int lo = k0, hi = k0;

@@ -199,7 +199,7 @@ __device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int mt = warp % mtc, part = warp / mtc, parts = kWarps / mtc;
   const int rows = 16 * mtc, cols = 8 * nt_count;
-  __syncthreads();  // every warp is done with A and B: red may overlay them
+  __syncthreads();     // every warp is done with A and B: red may overlay them
   if (part < parts) {  // where mtc does not divide kWarps, the last warps had no part of K
     float* mine = red + part * rows * cols + (mt * 16 + g) * cols + 2 * t;
 #pragma unroll
@@ -241,8 +241,8 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
   warp_k_range<T>(0, K, mtc, &k0, &k1);
   float acc[kMaxNT][4];
   zero(acc);
-  WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb,
-                          k0, k1);
+  WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
+                          k1);
   reduce_parts(acc, mtc, nt_count, red, epi);
 }
 

@@ -172,7 +172,8 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   FfnSliceTuning tuning;
   if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
   if (kernel == FfnKernel::kSliceFourStages) tuning.stages = 4;
-  if (kernel == FfnKernel::kSliceEightStagesW2First) tuning.stages = 8, tuning.w2_after_first = false;
+  if (kernel == FfnKernel::kSliceEightStagesW2First)
+    tuning.stages = 8, tuning.w2_after_first = false;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = kernel == FfnKernel::kStream ? launch_ffn_stream(p, b, m, c, nullptr)

@@ -12,7 +12,8 @@
 //   L2 bulk prefetch (sm_90): one instruction asks L2 for a range, nothing lands in the SM. The
 //     tasks a few places ahead are asked for this way, so DRAM keeps streaming weights (which
 //     depend on nothing) while the blocks wait on the dependency chain; their copy into shared
-//     memory then comes from L2.
+//     memory then comes from L2. An option (MegakernelOptions::l2_ahead), off in the lesson
+//     (docs/PERFORMANCE.md has what it gave).
 //
 // Every range is contiguous because the megakernel reads Wout transposed (DecodeArgs::w_out_t:
 // an MLP task's Wout columns are rows there), and 16-byte aligned, a multiple of 16 bytes.

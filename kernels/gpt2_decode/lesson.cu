@@ -44,7 +44,8 @@ class Gpt2Decode final : public LevelLesson<DecodeWorkspace> {
   int64_t workspace_bytes(Shape shape, Precision) const override {
     shape = resolve(shape);
     const int64_t t = shape.inner, positions = shape.size + shape.inner;
-    return kWeightElements * 2 + int64_t(kLayers) * kF * kC * 2 + 2 * int64_t(kLayers) * kHeads * positions * kHeadDim * 2 +
+    return kWeightElements * 2 + int64_t(kLayers) * kF * kC * 2 +
+           2 * int64_t(kLayers) * kHeads * positions * kHeadDim * 2 +
            t * (8 * kC + 3 * kC + kF + kHeads * positions) * 4 + t * kHeads * 64 * kPartStride * 4 +
            CheckScratch::bytes(int(t), int(shape.size));
   }

@@ -8,12 +8,11 @@
 //   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
 //      and beta, the bias slice), or for attention its cached keys and values, into the other
 //      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM; and
-//      ask L2 for the task a few places further on (sm_90's bulk prefetch), so DRAM streams
-//      weights ahead of the dependency chain,
+//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
+//      (an option, off in the lesson: also ask L2 for the tasks a few places further on),
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
-//      target: the input stage's task count, or for attention its own head's qkv tasks; one
-//      thread spins on an acquire load),
+//      target: the input stage's task count, or, an option off in the lesson, for attention
+//      its own head's qkv tasks; one thread spins on an acquire load),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),

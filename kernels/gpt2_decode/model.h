@@ -75,7 +75,7 @@ struct DecodeTask {
   uint8_t layer = 0;
   uint16_t wait_counter = 0;  // kNoCounter: nothing to wait for
   uint16_t wait_target = 0;
-  uint8_t flags = 0;          // kBumpsHeads
+  uint8_t flags = 0;  // kBumpsHeads
   uint8_t reserved = 0;
   uint32_t first = 0;         // first output row of the slice, or head * splits + split
   uint16_t count = 0;         // output rows of the slice (1 for attention and the norm)
@@ -108,11 +108,13 @@ struct TaskListShape {
   int tokens = 1;                       // new tokens t
   int cache = 512;                      // cached positions s
   int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
-  bool head_waits = true;               // attention waits for its own head's qkv rows only
+  bool head_waits = false;              // attention waits for its own head's qkv rows only
 };
 
-// How the megakernel moves a task's bytes (the lesson's default is the first of each; the
-// others stay so that each change can be measured against the one before, on the same build).
+// How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
+// the defaults (bulk copies only); the other two changes stay as options so that each can be
+// measured against the form before it on the same build (Gpt2DecodeGpu.MegakernelVariants;
+// docs/PERFORMANCE.md has what they gave).
 struct MegakernelOptions {
   // sm_90: a task's weights (or cached keys and values) come as one or two TMA bulk copies that
   // one thread issues, counted on an mbarrier; the load queue stays free for the running task's
@@ -120,8 +122,8 @@ struct MegakernelOptions {
   bool bulk_copies = true;
   // sm_90: the tasks this many places ahead in a block's list are asked into L2 (a bulk
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
-  int l2_ahead = 4;
-  bool head_waits = true;  // TaskListShape::head_waits
+  int l2_ahead = 0;
+  bool head_waits = false;  // TaskListShape::head_waits
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

@@ -229,8 +229,7 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
         if (head_b != head_a) bumps += "," + std::to_string(task.done_counter + head_b);
       }
       std::snprintf(line, sizeof(line), "  #%-5d %-48s waits %-18s bumps %s\n", i,
-                    describe_task(task, shape, list.splits).c_str(), wait.c_str(),
-                    bumps.c_str());
+                    describe_task(task, shape, list.splits).c_str(), wait.c_str(), bumps.c_str());
       out += line;
     }
   }

@@ -1,7 +1,7 @@
 // The gpt2_decode workspace (lesson.cu has the lesson): the step's device buffers for one cache
-// length and token count, the weights from a fixed seed (and the megakernel's Wout transposed), the megakernel's task list and plan,
-// the graphs of levels 2 and 3 (captured on first use), and the fp64 check. Its level table is
-// levels.cu.
+// length and token count, the weights from a fixed seed (and the megakernel's Wout transposed), the
+// megakernel's task list and plan, the graphs of levels 2 and 3 (captured on first use), and the
+// fp64 check. Its level table is levels.cu.
 #pragma once
 
 #include <algorithm>
@@ -247,7 +247,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   int cache_, tokens_;
   int buffer_bytes_ = 0;
   bool weights_filled_ = false;
-  DeviceBuffer weights_, w_out_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_, qkv_, h_;
+  DeviceBuffer weights_, w_out_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_,
+      qkv_, h_;
   DeviceBuffer scores_;
   DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
   DecodeArgs args_{};

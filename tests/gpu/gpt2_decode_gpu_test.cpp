@@ -150,9 +150,10 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
     last = std::max(last, r.end_ns);
   }
   const double span = (last - first) / 1e3;
-  std::printf("%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us\n",
-              label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
-              span - (busy + waited) / 1e3 / blocks);
+  std::printf(
+      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us\n",
+      label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
+      span - (busy + waited) / 1e3 / blocks);
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
     uint64_t k_busy = 0, k_wait = 0, k_n = 0;
     for (const PhaseRecord& r : records) {

@@ -34,8 +34,7 @@ void expect_well_formed(const TaskListShape& shape) {
   const DecodeTaskList list = build_decode_tasks(shape);
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
-  EXPECT_EQ(list.counters,
-            kLayers * (kStagesPerLayer + (shape.head_waits ? kHeads - 1 : 0)) + 1);
+  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (shape.head_waits ? kHeads - 1 : 0)) + 1);
   // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
   std::map<int, std::vector<int>> covered;  // stage -> hits per row / unit
   std::map<int, unsigned> tasks_in_stage;

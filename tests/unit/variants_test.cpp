@@ -112,6 +112,7 @@ TEST(Variants, ResidualLayerNormFusedLevelChoosesByRows) {
       }
     }
   }
+#ifndef FUSIONLAB_REPLAY_ONLY  // the row kernels' shape checks (packs a thread) are C++ only
   const Lesson* lesson = find_lesson("residual_layernorm");
   ASSERT_NE(lesson, nullptr);
   auto at_c = [&](int64_t c, Precision p) {
@@ -122,6 +123,7 @@ TEST(Variants, ResidualLayerNormFusedLevelChoosesByRows) {
   EXPECT_EQ(at_c(1028, Precision::fp32), "rows_early");  // 257 packs: over 8 a thread
   EXPECT_EQ(at_c(2048, Precision::bf16), "rows_warp");
   EXPECT_EQ(at_c(2056, Precision::bf16), "rows_early");
+#endif
 }
 
 TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {

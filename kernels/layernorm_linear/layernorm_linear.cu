@@ -23,8 +23,9 @@
 //                      splits K, partial moments and products meet in distributed shared memory;
 //     ln_wgmma.cu      sm_90a bf16, picked beyond 96 tokens: a 64-row x panel normalized once,
 //                      W streamed past it by TMA into wgmma tiles;
-//     ln_mma.cu        any GPU, picked from 1K tokens where ln_wgmma cannot run (fp32, or no
-//                      sm_90a): ln_tile's steps on the GEMM core's top tiles (kernels/gemm_core/).
+//     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
+//                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
+//                      (ln_mma.cu says why), so the table offers it in fp32 only.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
 // (2 x M x C x b). At a few tokens W dominates (3.5 MB in bf16 at C = 768, 1.2 us at 3 TB/s): the
 // limit is 1.0x and what level 2 can win is a launch, plus how many SMs pull W at once and how
@@ -232,11 +233,11 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ln_mma",
-       "the GEMM core's top tiles (kernels/gemm_core/): swizzled shared memory, 64 x 64 warp "
-       "tiles and prefetched fragments in bf16, 8 x 8 register blocks with 16-byte loads in "
-       "fp32; each x tile normalized as it lands (any GPU, many tokens)",
+       "ln_tile's steps on the GEMM core's fp32 tile (kernels/gemm_core/sgemm_tile.cuh): 8 x 8 "
+       "register blocks a thread, 16-byte loads, warp tiles; each x tile normalized as it "
+       "lands (any GPU, many tokens, fp32)",
        "ln_gemm_mma_kernel",
-       {0, 0, false, {}, 0, kLnMmaFrom, 0},
+       {0, 0, false, {Precision::fp32}, 0, kLnMmaFrom, 0},
        [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma<T>, nullptr, s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
       {"ln_tile",

@@ -21,6 +21,16 @@
 // TFLOP/s; HBM moves x (25 MB), W (3.5 MB) and y (75 MB) once: 35 us at 3 TB/s. The statistics
 // re-read x from L2 18 times (450 MB; ~45 us of L2 bandwidth if nothing overlapped it).
 // Shapes: any token count; C a multiple of 8 (whole 16-byte chunks): the table refuses others.
+// Why the level table offers it in fp32 only: in bf16 the tile's multiply got cheap enough that
+// the normalization became the work. Each of a row block's N / 128 blocks normalizes the same
+// 128 x C of x again (18 times at C = 768): 8 instructions or so per element on the ALU pipe,
+// issued by the same 4 warps that issue the mma, against 1/16 of an instruction per element-
+// column of the product. Nsight Compute showed the bf16 kernel issue-bound on integer and
+// conversion work at 8 warps an SM, the tensor cores mostly idle, and ln_tile (8 warps a block
+// sharing the normalization) ahead (docs/PERFORMANCE.md). In fp32 the CUDA cores' product is
+// 16x the work per element, and the normalization hides behind it. What would fix bf16: x
+// normalized once per row block (a panel of rows resident in shared memory with W streamed
+// past it, as ln_wgmma.cu does with TMA), or gamma and beta folded into W and the bias.
 #include <cuda_bf16.h>
 
 #include <type_traits>

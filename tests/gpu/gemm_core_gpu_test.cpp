@@ -1,6 +1,6 @@
 // The portable GEMM core (kernels/gemm_core/): every rung of the GEMM ladder against a CPU
-// product in double, and the large-token portable kernels built on it (ln_mma, ffn_tiles),
-// forced through the live backend at random shapes with odd token counts, fp32 and bf16 (the
+// product in double, and the large-token portable kernels built on it (ln_mma in fp32,
+// ffn_tiles), forced through the live backend at random shapes with odd token counts (the
 // backend poisons the outputs and runs the lesson's fp64 check); a C that is not a multiple of 8
 // is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu times them).
 #include <cuda_runtime_api.h>
@@ -152,9 +152,10 @@ void expect_forced_runs(LiveBackend& backend, const char* lesson, const char* la
 
 struct Forced {
   const char *lesson, *launch, *variant;
+  bool bf16;  // offered in bf16 too (ln_mma is fp32 only: the level table refuses bf16)
 };
-const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma"},
-                          {"ffn", "ffn_fused", "ffn_tiles"}};
+const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma", false},
+                          {"ffn", "ffn_fused", "ffn_tiles", true}};
 
 TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
@@ -166,7 +167,7 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   std::uniform_int_distribution<int64_t> tokens(1, 700), eighths(1, 96);
   for (const Forced& f : kForced) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      if (p == Precision::bf16 && major < 8) continue;
+      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
       for (int i = 0; i < 5; ++i) {
         const int64_t m = tokens(rng) | 1, c = 8 * eighths(rng);  // odd token counts
         SCOPED_TRACE(std::string(f.variant) + " " + to_string(p));
@@ -191,6 +192,13 @@ TEST(GemmCore, ACNotAMultipleOf8IsRefusedWithOneLine) {
     EXPECT_NE(st.message().find("C is not a multiple of 8"), std::string::npos) << st.message();
     EXPECT_EQ(st.message().find('\n'), std::string::npos);
   }
+  // ln_mma in bf16: refused by the table, with the reason.
+  MeasureRequest request{"layernorm_linear", 1031, {2}, Precision::bf16, CacheMode::cold};
+  request.variants = {{"ln_gemm_bias", "ln_mma"}};
+  std::vector<Measurement> ms;
+  const Status st = backend->measure(request, nullptr, &ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("runs in fp32 only"), std::string::npos) << st.message();
 }
 
 // One small case of each kernel, for compute-sanitizer (scripts/portable-check.sh's pattern).
@@ -202,7 +210,7 @@ TEST(GemmCore, SmallShapesForTheSanitizer) {
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   for (const Forced& f : kForced) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      if (p == Precision::bf16 && major < 8) continue;
+      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
       expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 133, 72, p);
     }
   }

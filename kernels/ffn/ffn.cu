@@ -223,8 +223,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   }
   // The portable large-token kernel (ffn_tiles.cu); h goes through the unfused chain's h buffer.
   Status tiles(cudaStream_t stream) {
-    const FfnTilesBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
-                            down_.bias(), y_.as<T>(),    hid_.as<T>(), tiles_counters_.as<unsigned>()};
+    const FfnTilesBuffers b{
+        x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
+        down_.bias(), y_.as<T>(),    hid_.as<T>(), tiles_counters_.as<unsigned>()};
     return launch_ffn_tiles(precision_of<T>(), b, m_, c_, stream);
   }
   // The wgmma kernel (ffn_wgmma.cu), h through the ring buffer.

@@ -115,11 +115,16 @@ template <class Tile>
 Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
   using T = typename Tile::T;
   const int hidden = static_cast<int>(4 * c);
-  const FfnTilesParams<T> p{static_cast<const T*>(b.x), static_cast<const T*>(b.w1),
-                            static_cast<const T*>(b.b1), static_cast<const T*>(b.w2),
-                            static_cast<const T*>(b.b2), static_cast<T*>(b.y),
-                            static_cast<T*>(b.h),        b.counters,
-                            m,                           static_cast<int>(c),
+  const FfnTilesParams<T> p{static_cast<const T*>(b.x),
+                            static_cast<const T*>(b.w1),
+                            static_cast<const T*>(b.b1),
+                            static_cast<const T*>(b.w2),
+                            static_cast<const T*>(b.b2),
+                            static_cast<T*>(b.y),
+                            static_cast<T*>(b.h),
+                            b.counters,
+                            m,
+                            static_cast<int>(c),
                             hidden};
   auto kernel = ffn_tiles_kernel<Tile>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -130,7 +135,8 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
   FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads,
                                                             Tile::kSmemBytes));
   if (per_sm < 1) return Status::Unsupported("its tile does not fit this GPU's shared memory");
-  TileOrder order{static_cast<int>((m + Tile::kBM - 1) / Tile::kBM), (hidden + Tile::kBN - 1) / Tile::kBN,
+  TileOrder order{static_cast<int>((m + Tile::kBM - 1) / Tile::kBM),
+                  (hidden + Tile::kBN - 1) / Tile::kBN,
                   static_cast<int>((c + Tile::kBN - 1) / Tile::kBN), 1};
   const int blocks = std::min(order.total(), sms * per_sm);
   // Enough row blocks ahead that the first wave of blocks is busy with up tiles while the first

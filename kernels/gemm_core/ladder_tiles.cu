@@ -20,8 +20,9 @@ namespace {
 // A rung of the core: block (x, y) computes the BM x BN tile at row y BM, column x BN.
 template <class Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    gemm_ladder_kernel(const typename Tile::T* __restrict__ a, const typename Tile::T* __restrict__ b,
-                       typename Tile::T* __restrict__ c, int64_t m, int64_t n, int64_t k) {
+    gemm_ladder_kernel(const typename Tile::T* __restrict__ a,
+                       const typename Tile::T* __restrict__ b, typename Tile::T* __restrict__ c,
+                       int64_t m, int64_t n, int64_t k) {
   using T = typename Tile::T;
   extern __shared__ __align__(16) unsigned char smem[];
   typename Tile::Acc acc;
@@ -68,7 +69,8 @@ Status launch_tile(const void* a, const void* b, void* c, int64_t m, int64_t n, 
   auto kernel = gemm_ladder_kernel<Tile>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(Tile::kSmemBytes)));
-  const dim3 grid(unsigned((n + Tile::kBN - 1) / Tile::kBN), unsigned((m + Tile::kBM - 1) / Tile::kBM));
+  const dim3 grid(unsigned((n + Tile::kBN - 1) / Tile::kBN),
+                  unsigned((m + Tile::kBM - 1) / Tile::kBM));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(
       static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(c), m, n, k);
   FL_CUDA_TRY(cudaGetLastError());
@@ -97,7 +99,8 @@ const std::vector<RungEntry>& entries() {
        launch_tile<MmaTile<128, 256, 2, 4, 3, true>>},
       {{"fp32_mma_layout", "fp32 FMAs in the mma fragment layout (tensor_gemm.cuh)", fp32},
        launch_padded<float>},
-      {{"fp32_warptile", "8 x 8 a thread, 16-byte loads, warp tiles (the lessons' fp32 tile)", fp32},
+      {{"fp32_warptile", "8 x 8 a thread, 16-byte loads, warp tiles (the lessons' fp32 tile)",
+        fp32},
        launch_tile<LessonSgemmTile>},
       {{"fp32_warptile_4stage", "the same with 4 stages", fp32}, launch_tile<SgemmTile<4>>},
   };

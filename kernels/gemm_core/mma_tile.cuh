@@ -6,7 +6,8 @@
 // 8 warps of 64 x 32, rows padded by 16 bytes, fragments loaded just before their mma):
 //   1. swizzled shared memory: a 16-byte chunk's column is XORed with bits of its row, so the
 //      8 rows one ldmatrix phase reads fall in 8 different bank groups without padding (rows of
-//      an A tile are 64 bytes: chunk ^ ((row / 2) % 4); B rows are BN x 2 bytes: chunk ^ (row % 8));
+//      an A tile are 64 bytes: chunk ^ ((row / 2) % 4); B rows are BN x 2 bytes: chunk ^ (row %
+//      8));
 //   2. warp tiles of 64 x 64 (kWarpsM x kWarpsN = 2 x 2, 128 threads): a k16 step loads 4 A and
 //      4 B ldmatrix.x4 (4 KiB of shared memory for the warp) for 32 mma, where 64 x 32 loads
 //      6 for 16: shared-memory reads per mma fall from 384 to 128 bytes;
@@ -148,8 +149,12 @@ struct MmaTile {
   }
 
   // The warp's piece of the block tile.
-  static __device__ __forceinline__ int warp_m() { return ((threadIdx.x >> 5) / kWarpsN) * kWM; }
-  static __device__ __forceinline__ int warp_n() { return ((threadIdx.x >> 5) % kWarpsN) * kWN; }
+  static __device__ __forceinline__ int warp_m() {
+    return ((threadIdx.x >> 5) / kWarpsN) * kWM;
+  }
+  static __device__ __forceinline__ int warp_n() {
+    return ((threadIdx.x >> 5) % kWarpsN) * kWN;
+  }
 
   // For ring.cuh's main loop. With kPrefetch, f[0] holds this K-tile's first step on entry and
   // the next K-tile's first step on exit; the barrier for the next K-tile (landed_next) comes
@@ -161,9 +166,8 @@ struct MmaTile {
     load_frags(fr.f[0], stage, warp_m(), warp_n(), 0);
   }
   template <class Landed>
-  static __device__ __forceinline__ void compute(Acc& acc, Frags& fr, const T* stage,
-                                                 const T* next, bool has_next,
-                                                 const Landed& landed_next) {
+  static __device__ __forceinline__ void compute(Acc& acc, Frags& fr, const T* stage, const T* next,
+                                                 bool has_next, const Landed& landed_next) {
     const int wm = warp_m(), wn = warp_n();
     if constexpr (kPrefetch) {
       load_frags(fr.f[1], stage, wm, wn, 1);

@@ -56,8 +56,10 @@ int padded_k(int k) {
 
 template <class Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    ln_gemm_mma_kernel(const typename Tile::T* __restrict__ x, const typename Tile::T* __restrict__ gamma,
-                       const typename Tile::T* __restrict__ beta, const typename Tile::T* __restrict__ w,
+    ln_gemm_mma_kernel(const typename Tile::T* __restrict__ x,
+                       const typename Tile::T* __restrict__ gamma,
+                       const typename Tile::T* __restrict__ beta,
+                       const typename Tile::T* __restrict__ w,
                        const typename Tile::T* __restrict__ bias, typename Tile::T* __restrict__ y,
                        int64_t m, int k, int n, int k_padded) {
   using T = typename Tile::T;
@@ -104,10 +106,12 @@ Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream) {
   int device = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (smem > size_t(optin)) return Status::Unsupported("its tile does not fit this GPU's shared memory");
+  if (smem > size_t(optin))
+    return Status::Unsupported("its tile does not fit this GPU's shared memory");
   auto kernel = ln_gemm_mma_kernel<Tile>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  const dim3 grid(unsigned((a.n + Tile::kBN - 1) / Tile::kBN), unsigned((a.m + Tile::kBM - 1) / Tile::kBM));
+  const dim3 grid(unsigned((a.n + Tile::kBN - 1) / Tile::kBN),
+                  unsigned((a.m + Tile::kBM - 1) / Tile::kBM));
   kernel<<<grid, Tile::kThreads, smem, stream>>>(a.x, a.gamma, a.beta, a.w, a.bias, a.y, a.m, a.k,
                                                  a.n, k_padded);
   FL_CUDA_TRY(cudaGetLastError());

@@ -79,8 +79,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
       s_gamma[i] = i < k ? Elem<T>::to_float(gamma[i]) : 0.0f;
       s_beta[i] = i < k ? Elem<T>::to_float(beta[i]) : 0.0f;
     }
-    row_statistics<T, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0,
-                                                                                   s_mean, s_rstd);
+    row_statistics<T, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0, s_mean, s_rstd);
     __syncthreads();
     marks.mark(kTileStatistics);
   };

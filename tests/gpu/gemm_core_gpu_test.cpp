@@ -110,8 +110,8 @@ TEST(GemmLadder, EveryRungMatchesTheCpuProduct) {
     const double tol = rungs[r].precision == Precision::bf16 ? 1e-2 : 1e-5;
     // A square shape every rung takes, then edges that cut the tiles (M odd, N and K multiples
     // of 8 only), which mma_naive refuses.
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{256, 320, 128},
-                           {197, 136, 72}, {129, 264, 40}}) {
+    for (auto [m, n, k] :
+         {std::tuple<int64_t, int64_t, int64_t>{256, 320, 128}, {197, 136, 72}, {129, 264, 40}}) {
       Status st;
       const double err = ladder_error(r, m, n, k, &st);
       if (!st.ok()) {

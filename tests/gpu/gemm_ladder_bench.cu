@@ -23,13 +23,13 @@
 
 namespace {
 
-#define CHECK(expr)                                                           \
-  do {                                                                        \
-    const fl::Status s_ = (expr);                                             \
-    if (!s_.ok()) {                                                           \
+#define CHECK(expr)                                                          \
+  do {                                                                       \
+    const fl::Status s_ = (expr);                                            \
+    if (!s_.ok()) {                                                          \
       std::fprintf(stderr, "gemm_ladder_bench: %s\n", s_.message().c_str()); \
-      std::exit(1);                                                           \
-    }                                                                         \
+      std::exit(1);                                                          \
+    }                                                                        \
   } while (0)
 #define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
 
@@ -125,7 +125,8 @@ void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sin
   for (size_t r = 0; r < rungs.size(); ++r) {
     if (rungs[r].precision != p) continue;
     CUDA(cudaMemset(out.p, 0xff, s.m * s.n * b));
-    const fl::Status first = fl::gemm_core::launch_ladder_rung(r, a.p, w.p, out.p, s.m, s.n, s.k, nullptr);
+    const fl::Status first =
+        fl::gemm_core::launch_ladder_rung(r, a.p, w.p, out.p, s.m, s.n, s.k, nullptr);
     if (!first.ok()) {
       std::printf("%-6s %-22s %-5s %s\n", s.what, rungs[r].name.c_str(), fl::to_string(p),
                   first.message().c_str());

@@ -174,6 +174,13 @@ class Workspace {
     (void)variant;
     return Status::Error("no launch named '" + launch + "' has kernel variants");
   }
+  // Device memory that level `level`'s launches hold at their peak, in bytes: the workspace
+  // buffers they read or write, as allocated, and the library workspaces they use (cuBLASLt's).
+  // 0: not known (lessons that do not say).
+  virtual int64_t level_device_bytes(int level) const {
+    (void)level;
+    return 0;
+  }
   // The variant that the last run of launch `launch` of `level` ran; "" when it has none.
   virtual std::string variant_ran(int level, int launch) const {
     (void)level;

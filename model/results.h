@@ -174,6 +174,10 @@ struct Measurement {
   std::string counters_note;  // one sentence when unavailable or failed
   Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
   Provenance provenance;      // its GPU, driver, date, app version and source
+  // Device memory the level's launches held, in bytes (Workspace::level_device_bytes: the
+  // buffers they read or write as allocated, cuBLASLt's workspace where they call it); 0: not
+  // known (a lesson that does not say, or a session written before it was recorded).
+  int64_t peak_device_bytes = 0;
   // Clocks, throttling and other processes on the GPU around the timed repetitions (NVML);
   // sampled == false when not known.
   GpuConditions gpu;

@@ -183,6 +183,7 @@ json measurement_json(const Measurement& m) {
               {"counters_status", to_string(m.counters_status)},
               {"counters_note", m.counters_note},
               {"records", records}};
+  if (m.peak_device_bytes > 0) out["peak_device_bytes"] = m.peak_device_bytes;
   if (m.gpu.sampled) {
     out["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
     out["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
@@ -484,6 +485,7 @@ enum MeasurementField {
   kGpuSmClockMax,
   kGpuThrottle,
   kGpuOtherProcesses,
+  kPeakDeviceBytes,
   kProvenance
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
@@ -507,6 +509,7 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         optional_value("gpu_sm_clock_max_mhz"),
                                         optional_value("gpu_throttle"),
                                         optional_value("gpu_other_processes"),
+                                        optional_value("peak_device_bytes"),
                                         optional_object("provenance", Kind::provenance)};
 enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
 constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
@@ -1193,6 +1196,8 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
     case kGpuOtherProcesses:
       m.gpu.sampled = true;
       return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
+    case kPeakDeviceBytes:
+      return read_bytes(v, &m.peak_device_bytes);
     default:
       return Status::Ok();
   }

@@ -60,9 +60,6 @@ constexpr int kHeads = 12;
 constexpr int64_t kMaxLength = 16384;
 constexpr int kDefaultDim = 64, kMaxDim = 128;
 constexpr int kFirstFlashLevel = 2;  // levels 0 and 1 hold S and P; the flash levels do not
-// Level 2's retiled variants are candidates, run only when forced (`bench --variant
-// flash_attention=flash_mma_keys128`) until measured faster: the table prefers them nowhere.
-constexpr int64_t kCandidate = kMaxLength + 1;
 // Scores have unit variance after the scale when q and k are uniform on [-a, a] with
 // a^2 / 3 = 1: a = sqrt(3). Softmax rows then are neither flat nor one-hot.
 constexpr float kQkBound = 1.7320508f;
@@ -206,31 +203,16 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     this->declare_phases(attention::flash_mma_phases());
     return Status::Ok();
   }
-  Status flash_staged(cudaStream_t stream) {
-    FL_TRY(attention::launch_flash_staged(flash_args(), heads_, stream));
-    this->declare_phases(attention::flash_mma_phases());
-    return Status::Ok();
-  }
-  // Level 2's retiled kernels (flash_mma_variants.h; bf16 only, they say why not elsewhere).
-  Status flash_retiled(cudaStream_t stream, bool three_blocks) {
+  // The bf16-only kernels (level 2's 128-key variant, level 3's Hopper kernel): in fp32 they say
+  // why not, and the table runs level 2's kernel.
+  using Bf16Launch = Status (*)(const attention::FlashArgs<__nv_bfloat16>&, int64_t, cudaStream_t);
+  Status bf16_only(Bf16Launch launch, cudaStream_t stream) {
     if constexpr (std::is_same<T, float>::value) {
-      (void)stream;
-      (void)three_blocks;
-      return Status::Unsupported("runs in bf16 only");
-    } else {
-      FL_TRY(three_blocks ? attention::launch_flash_3blocks(flash_args(), heads_, stream)
-                          : attention::launch_flash_keys128(flash_args(), heads_, stream));
-      this->declare_phases(attention::flash_mma_phases());
-      return Status::Ok();
-    }
-  }
-  // Level 3's Hopper kernel (bf16 only; it says why not where it cannot run).
-  Status flash_wgmma(cudaStream_t stream) {
-    if constexpr (std::is_same<T, float>::value) {
+      (void)launch;
       (void)stream;
       return Status::Unsupported("runs in bf16 only");
     } else {
-      return attention::launch_flash_wgmma(flash_args(), heads_, stream);
+      return launch(flash_args(), heads_, stream);
     }
   }
 
@@ -334,33 +316,17 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        {{"flash_attention",
          nullptr,
          flash_textbook,
-         {{"flash_mma_staged",
-           "level 2's kernel with O written through shared memory, 16 bytes a lane, instead of "
-           "element pairs straight from the accumulators",
-           "flash_attention_staged_kernel",
-           {0, 0, false, {}, 0, kCandidate, 0},
-           [](Ws& w, cudaStream_t st) { return w.flash_staged(st); },
-           {},
-           attention::flash_mma_phases()},
-          {"flash_mma_keys128",
-           "as flash_mma_staged with K/V tiles of 128 keys (FlashAttention-2's at d = 64): half "
-           "the barriers and online-softmax passes, Q re-read from shared memory",
+         {{"flash_mma_keys128",
+           "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
+           "online-softmax passes, Q re-read from shared memory to make room",
            "flash_attention_keys128_kernel",
-           {80, 0, false, {Precision::bf16}, 0, kCandidate, 0},
-           [](Ws& w, cudaStream_t st) { return w.flash_retiled(st, false); },
-           [](const Dims& x) { return attention::flash_retiled_shape_check(x.i); },
-           attention::flash_mma_phases()},
-          {"flash_mma_3blocks",
-           "as flash_mma_staged with registers capped so that three blocks share an SM (12 "
-           "warps instead of 8), Q re-read from shared memory",
-           "flash_attention_3blocks_kernel",
-           {80, 0, false, {Precision::bf16}, 0, kCandidate, 0},
-           [](Ws& w, cudaStream_t st) { return w.flash_retiled(st, true); },
-           [](const Dims& x) { return attention::flash_retiled_shape_check(x.i); },
+           {90, 0, false, {Precision::bf16}, 0, 1024, 0},
+           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_keys128, st); },
+           [](const Dims& x) { return attention::flash_keys128_shape_check(x.i); },
            attention::flash_mma_phases()},
           {"flash_mma",
            "4 warps of 32 query rows, K/V tiles of 64 keys double-buffered by cp.async, Q held "
-           "in registers where it fits",
+           "in registers where it fits, O out through shared memory",
            "flash_attention_kernel",
            {},
            [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
@@ -380,7 +346,7 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
            "softmax runs under the previous tile's P V",
            "flash_wgmma_kernel",
            {90, 90, true, {Precision::bf16}, 0, 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.flash_wgmma(st); },
+           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_wgmma, st); },
            [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
            attention::flash_wgmma_phases()},
           {"flash_mma",

@@ -41,11 +41,11 @@ struct FlashTile {
   static constexpr int kBQ = kWarpRows * kWarps;  // query rows per block
   static constexpr bool kFp32 = std::is_same<T, float>::value;
   static constexpr int kBK = kBK_ > 0 ? kBK_ : kFp32 ? 32 : 64;  // keys per K/V tile
-  static constexpr int kPad = 16 / int(sizeof(T));  // 16 bytes of padding a row
-  static constexpr int kLd = kD + kPad;             // row stride of the Q, K, V tiles
-  static constexpr int kLdP = kBK + kPad;           // row stride of fp32's P tile
-  static constexpr int kNT = kBK / 8;               // S tiles of 16 x 8 per 16 rows
-  static constexpr int kDT = kD / 8;                // O tiles of 16 x 8 per 16 rows
+  static constexpr int kPad = 16 / int(sizeof(T));               // 16 bytes of padding a row
+  static constexpr int kLd = kD + kPad;                          // row stride of the Q, K, V tiles
+  static constexpr int kLdP = kBK + kPad;                        // row stride of fp32's P tile
+  static constexpr int kNT = kBK / 8;                            // S tiles of 16 x 8 per 16 rows
+  static constexpr int kDT = kD / 8;                             // O tiles of 16 x 8 per 16 rows
   // bf16 holds its Q fragments in registers unless that would cost more than 32 of them
   // (d = 128 at 32 rows a warp: O alone takes 128); then they are re-read per K/V tile.
   static constexpr bool kHoldQ = kQRegs_ && kMT * kD <= 128;

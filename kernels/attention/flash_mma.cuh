@@ -24,6 +24,12 @@
 // 64 or 128 (the head size is padded with zeros up to the tile's, so any d <= 128 runs). Data path:
 //   HBM --cp.async 16 B--> shared memory: Q once; K, V double-buffered (tile j + 1 lands while
 //   tile j is multiplied) --ldmatrix--> registers --mma.sync m16n8k16--> fp32 S and O.
+// The end of a block: each warp writes its finished O rows into its own Q rows in shared memory
+// (no other warp reads them, so no block barrier) and copies them out whole rows at a time, 16
+// bytes a lane. Stored straight from the accumulator layout, a warp's 32 x 64 tile of O would
+// take 256 two-byte stores that each touch 8 rows (bf16, d = 64); this way it takes 8 of 16
+// bytes, each a run of whole 32-byte sectors: the store is one pass, but a block that owns few
+// K/V tiles (T = 512: 2 to 8 of them) spends a visible share of its time there.
 // Shared memory: (128 + 4 kBK) (d + 8) x 2 B = 54 KiB (bf16, d = 64), 104 KiB (bf16, d = 128).
 //
 // Napkin per head, bf16, d = 64, T = 4096: reads 3 T d b = 1.5 MiB (+ K and V once per query
@@ -172,11 +178,9 @@ __device__ __forceinline__ void copy_rows_out(const T* staged, T* out, int64_t l
 
 // One block's work: grid (heads, query tiles). kVectorized: d is a multiple of 16 bytes' worth
 // of elements, so every row starts 16-byte aligned and the copies are cp.async; otherwise element
-// by element. kStagedStore: O goes out through shared memory in 16-byte row pieces (else each
-// lane stores its own element pairs straight from registers). Shared by the kernels of every
-// tile shape (flash_attention_kernel below, and the variants flash_mma_staged.cu,
-// flash_mma_keys128.cu, flash_mma_3blocks.cu).
-template <typename T, class Tile, bool kVectorized, bool kStagedStore>
+// by element. Shared by the kernels of every tile shape (flash_attention_kernel below, and the
+// variant flash_mma_keys128.cu).
+template <typename T, class Tile, bool kVectorized>
 __device__ __forceinline__ void flash_attention_block(const FlashArgs<T>& a) {
   __shared__ BlockMarks<kMmaStore + 1> marks;
   marks.begin(a.phases);
@@ -242,34 +246,24 @@ __device__ __forceinline__ void flash_attention_block(const FlashArgs<T>& a) {
   }
   marks.mark(kMmaTiles);
 
-  const int warp_row0 = q0 + warp * Tile::kWarpRows;  // the warp's first query row
-  T* out = a.o + a.base(blockIdx.x, ld_out) + int64_t(warp_row0) * ld_out;
-  const int rows = min(Tile::kWarpRows, a.length - warp_row0);
-  if constexpr (kStagedStore) {
-    // The warp's own Q rows in shared memory are free now (only this warp read them).
-    T* staged = sq + warp * Tile::kWarpRows * Tile::kLd;
-    finish_rows<Tile>(o, l, [&](int r, int col, float x, float y) {
-      store_pair(staged + r * Tile::kLd + col, x, y);
-    });
-    __syncwarp();
-    constexpr int kVec = 16 / int(sizeof(T));
-    const bool vec_out = kVectorized && ld_out % kVec == 0 &&
-                         reinterpret_cast<uintptr_t>(a.o) % 16 == 0;
-    copy_rows_out<T, Tile>(staged, out, ld_out, rows, a.dim, vec_out);
-  } else {
-    finish_rows<Tile>(o, l, [&](int r, int col, float x, float y) {
-      if (r >= rows) return;
-      if (col < a.dim) out[r * ld_out + col] = Elem<T>::from_float(x);
-      if (col + 1 < a.dim) out[r * ld_out + col + 1] = Elem<T>::from_float(y);
-    });
-  }
+  const int warp_row0 = q0 + warp * Tile::kWarpRows;    // the warp's first query row
+  T* staged = sq + warp * Tile::kWarpRows * Tile::kLd;  // the warp's own Q rows, free now
+  finish_rows<Tile>(o, l, [&](int r, int col, float x, float y) {
+    store_pair(staged + r * Tile::kLd + col, x, y);
+  });
+  __syncwarp();
+  constexpr int kVec = 16 / int(sizeof(T));
+  const bool vec_out =
+      kVectorized && ld_out % kVec == 0 && reinterpret_cast<uintptr_t>(a.o) % 16 == 0;
+  copy_rows_out<T, Tile>(staged, a.o + a.base(blockIdx.x, ld_out) + int64_t(warp_row0) * ld_out,
+                         ld_out, min(Tile::kWarpRows, a.length - warp_row0), a.dim, vec_out);
   marks.mark(kMmaStore);
   marks.end();
 }
 
 template <typename T, class Tile, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
-  flash_attention_block<T, Tile, kVectorized, false>(a);
+  flash_attention_block<T, Tile, kVectorized>(a);
 }
 
 // Launches `kernel` (one of the kernels around flash_attention_block) with Tile's grid and

@@ -187,8 +187,8 @@ TEST(SessionJson, PeakDeviceMemoryRoundTripsAndOlderRecordingsOpenWithout) {
   j["schema_version"] = 2;
   ASSERT_TRUE(session_from_json(j.dump(), &out).ok());
   EXPECT_EQ(out.measurements.at(0).peak_device_bytes, 0);
-  EXPECT_FALSE(nlohmann::json::parse(session_to_json(out))["measurements"][0].contains(
-      "peak_device_bytes"))
+  EXPECT_FALSE(
+      nlohmann::json::parse(session_to_json(out))["measurements"][0].contains("peak_device_bytes"))
       << "not known: not written";
 
   j["measurements"][0]["peak_device_bytes"] = -5;

@@ -57,9 +57,9 @@ bench() {  # precision, d, variant
     --variant "flash_attention=$3" --csv "$keep/bench-$1-$2-$3.csv" >> "$OUT/bench.txt" 2>&1
   log "bench $1 d=$2 $3: rc $?"
 }
-for v in flash_mma flash_mma_staged flash_mma_keys128 flash_mma_3blocks; do bench bf16 64 $v; done
-for v in flash_mma flash_mma_staged; do bench bf16 128 $v; done
-for v in flash_mma flash_mma_staged; do bench fp32 64 $v; done
+for v in flash_mma flash_mma_keys128; do bench bf16 64 $v; done
+bench bf16 128 flash_mma
+bench fp32 64 flash_mma
 
 # Every level once, for the peak device memory per level (the table after bench's rows).
 timeout 40 "$app" bench --lesson attention --precision bf16 --cache cold \

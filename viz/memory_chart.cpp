@@ -176,23 +176,26 @@ std::string short_error(double e) {
 
 namespace {
 
-// The device memory the shown level held, against level 0's, and every level's at this size.
+// The device memory the shown level held, against level 0's, and every level's at this size
+// ("levels 0 to 3: 3.1 GiB, 3.1 GiB, 96.0 MiB, 96.0 MiB"): short, for the narrow side column.
 std::vector<std::string> peak_sentences(const MemoryInput& in) {
   std::vector<std::string> out;
   if (in.peak_bytes > 0) {
-    std::string s = "device memory held: " + format_byte_count(in.peak_bytes);
+    std::string s = "peak device memory: " + format_byte_count(in.peak_bytes);
     if (!in.peaks.empty() && in.peaks.front().level == 0 && !in.baseline)
       s += " (level 0: " + format_byte_count(in.peaks.front().bytes) + ")";
     out.push_back(s);
   }
   if (in.peaks.size() > 1) {
-    std::string s = "by level:";
-    for (size_t i = 0; i < in.peaks.size(); ++i) {
-      const auto& p = in.peaks[i];
-      s += (i ? ", " : " ") + std::to_string(p.level) + " " + p.name + " " +
-           format_byte_count(p.bytes);
-    }
-    out.push_back(s);
+    const auto& p = in.peaks;
+    const bool runs = p.back().level - p.front().level + 1 == static_cast<int>(p.size());
+    std::string levels = "levels " + std::to_string(p.front().level);
+    for (size_t i = 1; i < p.size() && !runs; ++i) levels += ", " + std::to_string(p[i].level);
+    if (runs) levels += " to " + std::to_string(p.back().level);
+    std::string bytes;
+    for (const auto& level : p)
+      bytes += (bytes.empty() ? "" : ", ") + format_byte_count(level.bytes);
+    out.push_back(levels + ": " + bytes);
   }
   return out;
 }

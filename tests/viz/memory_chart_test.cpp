@@ -65,8 +65,8 @@ TEST(MemoryChart, PeakDeviceMemoryOfEveryLevelAtTheShownSize) {
   other_size.size = 2048;
   other_size.peak_device_bytes = 1;
   all.push_back(other_size);
-  const Measurement& level0 = all[3];
-  const Measurement& flash = all[1];  // level 2
+  const Measurement level0 = all[3];
+  const Measurement flash = all[1];  // level 2
   const MemoryInput in = memory_input(flash, level0, &all);
   EXPECT_DOUBLE_EQ(in.peak_bytes, 25165824.0);
   ASSERT_EQ(in.peaks.size(), 4u);
@@ -77,11 +77,18 @@ TEST(MemoryChart, PeakDeviceMemoryOfEveryLevelAtTheShownSize) {
   const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1400, 400));
   std::string detail;
   for (const auto& l : layout.saved_detail) detail += l + " ";
-  EXPECT_NE(detail.find("device memory held: 24.0 MiB (level 0: 3.1 GiB)"), std::string::npos)
+  EXPECT_NE(detail.find("peak device memory: 24.0 MiB (level 0: 3.1 GiB)"), std::string::npos)
       << detail;
-  EXPECT_NE(detail.find("0 eager 3.1 GiB"), std::string::npos) << detail;
-  EXPECT_NE(detail.find("2 flash 24.0 MiB"), std::string::npos) << detail;
-  EXPECT_NE(detail.find("3 Hopper flash 24.0 MiB"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("levels 0 to 3: 3.1 GiB, 3.1 GiB, 24.0 MiB, 24.0 MiB"), std::string::npos)
+      << detail;
+  // A level that was not measured: the list names the levels it has.
+  all.erase(all.begin() + 2);  // level 1
+  const MemoryInput gap = memory_input(flash, level0, &all);
+  std::string gap_detail;
+  for (const auto& l : layout_memory(gap, ImVec2(0, 0), ImVec2(1400, 400)).saved_detail)
+    gap_detail += l + " ";
+  EXPECT_NE(gap_detail.find("levels 0, 2, 3: 3.1 GiB, 24.0 MiB, 24.0 MiB"), std::string::npos)
+      << gap_detail;
 
   Measurement unknown = lesson_level("gelu_scale", k16M, 1, 30.0);
   const MemoryInput none = memory_input(unknown, unknown);

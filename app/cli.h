@@ -31,7 +31,8 @@ struct BenchOptions {
   bool phases = false;       // --phases: record the kernels' phase timelines too
   std::string peers;         // --peers FILE: PyTorch's times (scripts/peers.py) under each table
   std::vector<std::string> variants;  // --variant LAUNCH=VARIANT: force a kernel variant
-  int64_t inner = 0;  // --inner: row length of row-wise lessons (attention: head size d)
+  std::string choose_as;  // --choose-as 8.6: the table chooses kernels as on that (older) GPU
+  int64_t inner = 0;      // --inner: row length of row-wise lessons (attention: head size d)
   // Diagnostics (hidden options, for checking the measurement itself):
   bool compare_timers = false;  // --compare-timers: CUDA events around the CUPTI-timed launches
   std::string timer = "cupti";  // --timer cupti|events

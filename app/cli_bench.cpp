@@ -25,6 +25,7 @@
 #include "model/file_io.h"
 #include "app/measure/live_backend.h"
 #include "model/peers.h"
+#include "model/portable.h"
 #include "model/session_json.h"
 #include "model/sizes.h"
 #include "kernels/blas.h"
@@ -78,6 +79,7 @@ struct BenchPlan {
   Timer timer = Timer::cupti;
   CounterReplay replay = CounterReplay::user;
   std::map<std::string, std::string> variants;  // --variant: launch -> forced variant
+  int choose_as_cc = 0;                         // --choose-as: compute capability x 10; 0: none
   bool phases = false;                          // --phases
 };
 
@@ -187,6 +189,7 @@ Status plan_bench(const BenchOptions& o, BenchPlan* plan) {
   plan->inner = o.inner;
   FL_TRY(check_levels_and_sizes(*plan));
   FL_TRY(parse_variants(o.variants, plan->lessons, &plan->variants));
+  if (!o.choose_as.empty()) FL_TRY(parse_choose_as(o.choose_as, &plan->choose_as_cc));
   if (!parse_timer(o.timer, &plan->timer)) {
     return Status::Error(not_a_choice("--timer", kTimerChoices, &o.timer));
   }
@@ -353,6 +356,7 @@ SizeResult measure_size(LiveBackend& backend, const LessonRun& run, const BenchP
   request.precision = plan.precision;
   request.cache = plan.cache;
   request.variants = plan.variants;
+  request.choose_as_cc = plan.choose_as_cc;
   request.phases = plan.phases;
   request.inner = plan.inner;
   result.status = backend.measure(request, nullptr, &result.measurements);
@@ -372,6 +376,10 @@ void print_lesson_header(const LessonRun& run, const BenchPlan& plan, int min_re
   std::printf("\n%s: %s   %s, %s L2, median of >= %d repetitions, timed with %s\n", info.id.c_str(),
               info.formula.c_str(), to_string(plan.precision), to_string(plan.cache),
               min_repetitions, run.cupti_timing ? "CUPTI activity records" : "CUDA events");
+  if (plan.choose_as_cc > 0) {
+    std::printf("kernels chosen as on compute capability %s (the portable kernels), run here\n",
+                cc_words(plan.choose_as_cc).c_str());
+  }
   if (info.size_axis.inner_default > 0) {
     std::printf("size = %s, each row %s = %lld\n", info.size_axis.unit.c_str(),
                 info.size_axis.inner_name.c_str(),
@@ -417,6 +425,7 @@ void print_launch(const Measurement& m, const LaunchResult& l) {
   std::printf("  %10s  level %d %-18s %10.2f us %8.0f GB/s %6.1f%%  (p20-p80 %.2f-%.2f us)",
               format_size(m.size).c_str(), m.level, l.textbook.kernel.c_str(), l.time_us.median,
               gbps, percent(gbps, l.copy_gbps), l.time_us.p20, l.time_us.p80);
+  if (!l.variant.empty()) std::printf("  ran %s", l.variant.c_str());
   if (l.event_time_us.count > 0) {
     std::printf("  events %.2f us (CUPTI %+.1f%%)", l.event_time_us.median,
                 deviation(l.time_us.median, l.event_time_us.median));

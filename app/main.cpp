@@ -128,6 +128,9 @@ CLI::App* add_bench_command(CLI::App& app, fl::BenchOptions* o) {
   bench->add_option("--variant", o->variants,
                     "Run this kernel variant instead of the level table's choice, e.g. "
                     "ffn_fused=ffn_split (`fusionlab lessons` lists them); repeatable");
+  bench->add_option("--choose-as", o->choose_as,
+                    "Choose kernel variants as a GPU of this compute capability would (e.g. 8.6: "
+                    "the portable kernels, no sm_90a ones), running them on this GPU");
   bench
       ->add_option(
           "--cache", o->cache,

@@ -181,6 +181,10 @@ class Workspace {
     (void)level;
     return 0;
   }
+  // Chooses every launch's variant as on a GPU of compute capability `cc` (x 10) without the
+  // sm_90a kernels (the portable kernels an older GPU runs; MeasureRequest::choose_as_cc);
+  // 0 gives the choice back to this GPU. Forced variants still win.
+  virtual void choose_as(int cc) { (void)cc; }
   // The variant that the last run of launch `launch` of `level` ran; "" when it has none.
   virtual std::string variant_ran(int level, int launch) const {
     (void)level;

@@ -269,8 +269,16 @@ class LevelWorkspace : public Workspace {
     if (row->variants.empty()) return row->launch(static_cast<Ws&>(*this), stream);
     if (where_.gpu.sms == 0) where_.gpu = current_gpu_facts();
     const auto forced = forced_.find(row->kernel);
+    Where where = where_;
+    // As an older GPU would choose: its compute capability, no wgmma. A forced variant is
+    // checked against this GPU, where it runs.
+    if (choose_as_cc_ > 0 && forced == forced_.end()) {
+      where.gpu.cc_major = choose_as_cc_ / 10;
+      where.gpu.cc_minor = choose_as_cc_ % 10;
+      where.gpu.wgmma_build = false;
+    }
     std::string& ran = ran_[{level, launch}];
-    return launch_variant(*row, static_cast<Ws&>(*this), where_,
+    return launch_variant(*row, static_cast<Ws&>(*this), where,
                           forced == forced_.end() ? std::string() : forced->second, unit_, stream,
                           &ran);
   }
@@ -293,6 +301,8 @@ class LevelWorkspace : public Workspace {
     return Status::Ok();
   }
 
+  void choose_as(int cc) final { choose_as_cc_ = cc; }
+
   std::string variant_ran(int level, int launch) const final {
     const auto it = ran_.find({level, launch});
     return it == ran_.end() ? std::string() : it->second;
@@ -311,6 +321,7 @@ class LevelWorkspace : public Workspace {
  private:
   Where where_;
   std::string unit_;
+  int choose_as_cc_ = 0;                            // 0: this GPU's choice
   std::map<std::string, std::string> forced_;       // launch name -> variant
   std::map<std::pair<int, int>, std::string> ran_;  // (level, launch) -> variant
 };

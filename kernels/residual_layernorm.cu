@@ -42,19 +42,22 @@
 //    inference). They are 2C elements per launch, re-read by every row from L1/L2, not DRAM:
 //    fp32 parameters would change nothing measurable, and one element type keeps the code simple.
 //
-// The fused level (level 2's kernels, at the end of the table): the same row kernel, three ways.
+// The fused level (level 2's kernels, at the end of the table): one row step, three shapes.
 //  - rows_any is the design above, for any C.
-//  - When C is a multiple of a pack (C = 768 is) every row is whole packs: the head, tail and
-//    element-wise gamma/beta code drop out, and a thread holds at most 4 packs, not 8 (C = 768:
-//    3 packs, 64 lanes fp32 / 32 lanes bf16), for fewer registers a thread: more rows resident
-//    per SM, so more bytes in flight, and smaller blocks of work at the end of the grid.
-//  - rows_early loads gamma and beta with x and r (Inductor's order). Otherwise a row first
-//    reduces, then loads gamma and beta: a second round trip (L2, or DRAM at the first touch)
-//    between its statistics and its store, which is the whole time of a grid of a few rows.
-//  - rows_lean keeps the order: gamma and beta are read after the statistics, so a thread
-//    holds 6 packs fewer (C = 768) and more blocks stay resident. That pays where a grid fits
-//    the GPU in one wave at rows_lean's registers but not at rows_early's (a second, mostly
-//    empty wave): the table runs it for bf16 grids of 2K-8K rows.
+//  - rows_early: when C is a multiple of a pack (C = 768 is) every row is whole packs: the
+//    head, tail and element-wise gamma/beta code drop out, and a thread holds at most 4 packs,
+//    not 8 (C = 768: 3 packs, 64 lanes fp32 / 32 lanes bf16, blocks of 128 threads), for fewer
+//    registers a thread: more rows resident per SM, so more bytes in flight. It loads gamma and
+//    beta with x and r (Inductor's order): a row that reduced first and only then asked for
+//    them would wait on a second round trip (L2, or DRAM at the first touch) before its store,
+//    which is the whole time of a grid of a few rows.
+//  - rows_warp (layernorm_warp_rows.cuh) is Inductor's shape: a warp a row and a warp a block,
+//    the grid sized to the rows, 32 lanes fixed at compile time so that a thread's packs sit at
+//    immediate offsets from one address. Registers are granted a row at a time: at C = 768 the
+//    SM holds about 18 fp32 / 32 bf16 rows against rows_early's 10 / 20, and the grid's last
+//    wave is a few rows, not a few blocks. The table runs it at 2K-32K rows, a grid of a few
+//    waves, where the rows in flight decide; from there on every form streams at copy speed and
+//    rows_early keeps the large sizes (docs/PERFORMANCE.md has the measured crossover).
 //  Budget per row: reads 2Cb (x, r) + 2Cb of gamma, beta from L2 (not DRAM), writes 2Cb (h, y):
 //  4Cb of DRAM traffic, C b-byte elements in registers once, two warp or block reductions.
 #include <cuda_bf16.h>
@@ -69,6 +72,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
 #include "kernels/layernorm_rows.cuh"
+#include "kernels/layernorm_warp_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/workspace.cuh"
 
@@ -265,31 +269,32 @@ const LevelTable<ResidualLayerNormWorkspace<T>>& ResidualLayerNormWorkspace<T>::
 }
 
 // ---- level 2's kernels -----------------------------------------------------------------------
-// One kernel body in three forms (layernorm_rows.cuh; the two aligned ones share the name
-// aligned_row_kernel); in the table's order the first that can run and prefers the size runs,
-// else the last that can run (kernels/level_table.h). C = 768 is aligned, so the first two run
-// there; rows_any takes every other C.
+// One row step in three shapes (layernorm_warp_rows.cuh; layernorm_rows.cuh); in the table's
+// order the first that can run and prefers the size runs, else the last that can run
+// (kernels/level_table.h). C = 768 is aligned, so the first two run there; rows_any takes every
+// other C.
 template <typename T>
 std::vector<VariantRow<ResidualLayerNormWorkspace<T>>>
 ResidualLayerNormWorkspace<T>::fused_variants() {
   using Ws = ResidualLayerNormWorkspace;
   constexpr RowStep kF = RowStep::kFused;
-  auto aligned_c = [](const Dims& d) { return aligned_rows_refusal(d.i, d.b); };
   return {
-      {"rows_lean",
-       "aligned rows, 3 packs a thread at C = 768; gamma and beta read after the statistics: "
-       "the fewest registers, so more rows resident per SM",
-       "aligned_row_kernel",
-       {0, 0, false, {Precision::bf16}, 0, 2048, 8191},
-       [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kAlignedRows>(w.args(), s); },
-       aligned_c},
+      {"rows_warp",
+       "a warp a row and a warp a block, the grid sized to the rows (Inductor's shape): 6 float4 "
+       "/ 3 bf16 packs a thread at C = 768 at fixed offsets, x, r, gamma and beta asked for at "
+       "once; more rows resident per SM than rows_early's blocks of 2 or 4 rows",
+       "warp_row_kernel",
+       {0, 0, false, {}, 0, 2048, 32767},
+       [](Ws& w, cudaStream_t s) { return launch_warp_rows<T>(w.args(), s); },
+       [](const Dims& d) { return warp_rows_refusal(d.i, d.b); }},
       {"rows_early",
-       "aligned rows, 3 packs a thread at C = 768; gamma and beta loaded with the row, so no "
-       "row waits on a second round trip after its statistics",
+       "aligned rows, 3 packs a thread at C = 768 (64 lanes fp32, 32 bf16, blocks of 128 "
+       "threads); gamma and beta loaded with the row, so no row waits on a second round trip "
+       "after its statistics",
        "aligned_row_kernel",
        {},
        [](Ws& w, cudaStream_t s) { return launch_aligned_rows<T, kF, kEarlyParams>(w.args(), s); },
-       aligned_c},
+       [](const Dims& d) { return aligned_rows_refusal(d.i, d.b); }},
       {"rows_any",
        "any C: a row as a head, 16-byte packs and a tail, up to 8 packs a thread; gamma and beta "
        "element by element where the row is not aligned",

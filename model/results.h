@@ -58,6 +58,10 @@ struct MeasureRequest {
   // Kernel variants forced instead of the level table's choice: launch name -> variant
   // (`bench --variant ffn_fused=ffn_split`; kernels/level_table.h).
   std::map<std::string, std::string> variants;
+  // The level table chooses its kernel variants as it would on a GPU of this compute capability
+  // (x 10, e.g. 86) without the sm_90a kernels, not as on this one: the portable kernels that an
+  // older GPU runs, measured on this one (`bench --choose-as 8.6`). 0: this GPU's own choice.
+  int choose_as_cc = 0;
   // Phase timelines: after the timing phase, an extra pass with the kernels' phase stamps on
   // (kernels/phases.h) records each launch's phases and their cost. Off by default.
   bool phases = false;
@@ -174,6 +178,9 @@ struct Measurement {
   std::string counters_note;  // one sentence when unavailable or failed
   Stats event_chain_time_us;  // diagnostic, like LaunchResult::event_time_us
   Provenance provenance;      // its GPU, driver, date, app version and source
+  // Non-zero when its kernels were chosen as on a GPU of this compute capability (x 10) rather
+  // than the measuring GPU's own (MeasureRequest::choose_as_cc): a portable-kernels series.
+  int chosen_as_cc = 0;
   // Device memory the level's launches held, in bytes (Workspace::level_device_bytes: the
   // buffers they read or write as allocated, cuBLASLt's workspace where they call it); 0: not
   // known (a lesson that does not say, or a session written before it was recorded).

@@ -191,6 +191,7 @@ json measurement_json(const Measurement& m) {
     out["gpu_throttle"] = throttle_reason_names(m.gpu.throttle_reasons);
     out["gpu_other_processes"] = m.gpu.other_processes;
   }
+  if (m.chosen_as_cc > 0) out["chosen_as_cc"] = m.chosen_as_cc;
   return out;
 }
 
@@ -485,8 +486,9 @@ enum MeasurementField {
   kGpuSmClockMax,
   kGpuThrottle,
   kGpuOtherProcesses,
-  kPeakDeviceBytes,
-  kProvenance
+  kProvenance,
+  kChosenAsCc,
+  kPeakDeviceBytes
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -509,8 +511,9 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         optional_value("gpu_sm_clock_max_mhz"),
                                         optional_value("gpu_throttle"),
                                         optional_value("gpu_other_processes"),
-                                        optional_value("peak_device_bytes"),
-                                        optional_object("provenance", Kind::provenance)};
+                                        optional_object("provenance", Kind::provenance),
+                                        optional_value("chosen_as_cc"),
+                                        optional_value("peak_device_bytes")};
 enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
 constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
                                        value("app_version"), value("source")};
@@ -1196,6 +1199,8 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
     case kGpuOtherProcesses:
       m.gpu.sampled = true;
       return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
+    case kChosenAsCc:  // compute capability x 10, from sm_70 up
+      return read_whole<int>(v, "compute capability", 70, 1000, &m.chosen_as_cc);
     case kPeakDeviceBytes:
       return read_bytes(v, &m.peak_device_bytes);
     default:

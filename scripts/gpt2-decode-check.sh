@@ -6,7 +6,8 @@
 # at level 0), PyTorch's decode step of the same shapes (scripts/pytorch_decode.py, a peer
 # file), and `bench` at cache 512 and 2K (bf16, 1 token, cold, counters on, the peers beside)
 # in the same call. Logs under $OUT; a short summary last.
-#   FL_DECODE_STAGES=tests,cupti,pytorch,bench,transformers,sanitizer (default: all, in this order)
+#   FL_DECODE_STAGES=variants,tests,cupti,pytorch,bench,transformers,sanitizer (default: all but
+#   variants, in this order; variants: the megakernel's copy options timed one change at a time)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -20,6 +21,16 @@ build=build-gpu
 tests=$build/tests/fusionlab_gpu_tests
 sum() { echo "$*" | tee -a "$OUT/decode-summary.txt"; }
 [[ -n "${FL_DECODE_APPEND:-}" ]] || : > "$OUT/decode-summary.txt"
+if stage variants; then
+  # The megakernel's copy options against each other and level 3, one change at a time, with
+  # each variant's task-record breakdown at cache 512 (Gpt2DecodeGpu.MegakernelVariants).
+  t0=$(date +%s)
+  FL_DECODE_VARIANTS=1 timeout ${FL_DECODE_VARIANTS_SECONDS:-90} "$tests" \
+    --gtest_filter='Gpt2DecodeGpu.MegakernelVariants' > "$LOGS/variants.log" 2>&1
+  sum "variants rc=$? ($(( $(date +%s) - t0 )) s)"
+  grep -E '^cache|timeline|tasks: mean|Failure|Expected|Which is|rel ' "$LOGS/variants.log" \
+    | head -150 | tee -a "$OUT/decode-summary.txt"
+fi
 if stage tests; then
   t0=$(date +%s)
   timeout ${FL_DECODE_TEST_SECONDS:-150} "$tests" --gtest_filter='Gpt2DecodeGpu.*' > "$LOGS/decode-tests.log" 2>&1

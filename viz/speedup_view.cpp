@@ -86,18 +86,10 @@ std::string crossover_text(const std::vector<SpeedupPoint>& points, const std::s
   return {};
 }
 
-PlotSpec speedup_plot_spec(const SpeedupView& view) {
-  PlotSpec spec;
-  spec.x_title = "tensor size (" + view.size_unit + ", log scale)";
-  spec.y_title = "speedup over level 0 (level 0 time / this level's time)";
-  spec.x_unit = view.size_unit;
-  spec.x_min = static_cast<double>(view.size_min);
-  spec.x_max = static_cast<double>(view.size_max);
-  spec.log_base = 2;
-  spec.x_format = [](double x) { return format_size(static_cast<int64_t>(x + 0.5)); };
-  spec.y_suffix = "x";
-  spec.note = view.note;
-
+// The series drawn under the measured curve: the published reference, compared recordings,
+// PyTorch's peers and the portable kernels.
+static void add_series_under_measured(const SpeedupView& view, PlotSpec* spec_out) {
+  PlotSpec& spec = *spec_out;
   if (!view.reference.empty()) {
     PlotSeries ref;
     ref.label = view.reference_label;
@@ -130,6 +122,34 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
     peer.dashed = i > 0;
     spec.series.push_back(std::move(peer));
   }
+  // The portable kernels: what an older GPU runs at this level, in the level's colour, dashed.
+  if (!view.portable.points.empty()) {
+    PlotSeries portable;
+    portable.label = view.portable.label;
+    portable.legend_label = view.portable_legend;
+    portable.points = to_plot_points(view.portable.points);
+    portable.color = palette::level_color(view.level, view.top_level);
+    portable.line_thickness = 2.0f;
+    portable.marker_radius = 3.5f;
+    portable.hollow_markers = true;
+    portable.dashed = true;
+    spec.series.push_back(std::move(portable));
+  }
+}
+
+PlotSpec speedup_plot_spec(const SpeedupView& view) {
+  PlotSpec spec;
+  spec.x_title = "tensor size (" + view.size_unit + ", log scale)";
+  spec.y_title = "speedup over level 0 (level 0 time / this level's time)";
+  spec.x_unit = view.size_unit;
+  spec.x_min = static_cast<double>(view.size_min);
+  spec.x_max = static_cast<double>(view.size_max);
+  spec.log_base = 2;
+  spec.x_format = [](double x) { return format_size(static_cast<int64_t>(x + 0.5)); };
+  spec.y_suffix = "x";
+  spec.note = view.note;
+
+  add_series_under_measured(view, &spec);
   PlotSeries measured;
   measured.label = view.measured_label;
   measured.legend_label = view.measured_legend;

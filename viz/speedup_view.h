@@ -78,6 +78,11 @@ struct SpeedupView {
   std::string note;                      // e.g. why nothing is measured; drawn in the plot
   std::vector<SpeedupOverlay> overlays;  // compared recordings: dashed, under the measured curve
   std::vector<SpeedupOverlay> peers;     // PyTorch peers: grey reference series (palette::peers)
+  // The portable kernels (model/portable.h): the same level as run by an older GPU's choice of
+  // kernels, measured on the recording's GPU; drawn in the level's colour, dashed, hollow
+  // markers. Empty points: none. `legend` is the legend's shorter text.
+  SpeedupOverlay portable;
+  std::string portable_legend;
 };
 
 // The plot spec for `view` (testable without a window).

@@ -1713,6 +1713,10 @@ int run_gui(const GuiOptions& options) {
   }
   // PyTorch peers for the speedup plot: a named file that cannot be used is refused here.
   if (Status st = gui::load_window_peers(options.peers_path); !st.ok()) return fail(st.message());
+  // The portable kernels' series (what a GPU before Hopper runs), beside the speedup curve.
+  if (Status st = gui::load_window_portable(options.replay_paths); !st.ok()) {
+    return fail(st.message());
+  }
   if (!options.compare_paths.empty()) {  // a bad file is named before any window opens
     std::unique_ptr<ReplayBackend> compared;
     if (Status st = load_recording(options.compare_paths, &compared); !st.ok()) {

@@ -1,5 +1,6 @@
 // The live speedup-vs-size plot: this GPU's measurements, the byte-ratio limit, and where a
 // lesson has one, the tutorial's published figures as a labelled reference series.
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "app/gui/backend_choice.h"
 #include "app/gui/panels.h"
 #include "app/gui/widgets.h"
+#include "model/portable.h"
 #include "viz/speedup_view.h"
 
 namespace fl::gui {
@@ -31,6 +33,13 @@ const std::vector<PublishedReference>& published_references() {
 
 std::optional<PeerFile> loaded_peers;
 bool show_peers = true;  // the panel's "PyTorch peers" checkbox
+PortableSeries loaded_portable;
+bool show_portable = true;  // the panel's "Portable kernels" checkbox
+
+// Whether the portable series holds what the window shows now.
+bool portable_here(const Lab& lab) {
+  return loaded_portable.has(lab.lesson().info().id, lab.precision(), lab.cache());
+}
 
 }  // namespace
 
@@ -41,6 +50,21 @@ Status load_window_peers(const std::string& path) {
   const Status st = load_peer_file(file, &peers);
   if (!st.ok()) return path.empty() ? Status::Ok() : st;  // a broken shipped file: no peers
   loaded_peers = std::move(peers);
+  return Status::Ok();
+}
+
+Status load_window_portable(const std::vector<std::string>& replay_paths) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& path : replay_paths) {
+    if (fs::is_directory(fs::path(path) / "portable", ec)) {
+      return load_portable_series(path, &loaded_portable);  // a chosen folder: its errors count
+    }
+  }
+  const std::string shipped = find_shipped_portable_recording(find_assets_folder());
+  if (!shipped.empty() && !load_portable_series(shipped, &loaded_portable).ok()) {
+    loaded_portable = PortableSeries{};  // a broken shipped series: none
+  }
   return Status::Ok();
 }
 
@@ -66,16 +90,34 @@ std::string peers_recorded_note(const PeerFile& peers, const Lab& lab) {
   return device == peers.device_name ? "" : " (recorded on " + peers.recorded_on() + ")";
 }
 
-void draw_speedup_title_line(const Lab&) {
-  if (window_peers() == nullptr) {
+void draw_speedup_title_line(const Lab& lab) {
+  const bool portable = portable_here(lab);
+  if (window_peers() == nullptr && !portable) {
     ImGui::NewLine();
     return;
   }
-  ImGui::Checkbox("PyTorch peers", &show_peers);
-  record_widget_label("PyTorch peers", LabelPlace::after_box);
-  help_marker(
-      "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a CUDA "
-      "graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 only.");
+  if (window_peers() != nullptr) {
+    ImGui::Checkbox("PyTorch peers", &show_peers);
+    record_widget_label("PyTorch peers", LabelPlace::after_box);
+    help_marker(
+        "What PyTorch takes for the same formula: eager, torch.compile and the eager ops in a "
+        "CUDA graph, measured with scripts/peers.py, drawn as speedups over our level 0. Cold L2 "
+        "only.");
+  }
+  if (portable) {
+    if (window_peers() != nullptr) ImGui::SameLine();
+    ImGui::Checkbox("Portable kernels", &show_portable);
+    record_widget_label("Portable kernels", LabelPlace::after_box);
+    const std::string help =
+        "What a GPU before Hopper runs: the level table's choice of kernels as on compute "
+        "capability " +
+        cc_words(loaded_portable.chosen_as_cc) +
+        " (no cluster, TMA or wgmma kernels), measured on " + loaded_portable.gpu + " on " +
+        loaded_portable.date +
+        " with bench --choose-as. Dashed: the same level against level 0, both measured in that "
+        "run.";
+    help_marker(help.c_str());
+  }
 }
 
 // The plot's note: how to draw the curve when live has one point, and why the series is empty
@@ -156,6 +198,13 @@ void draw_speedup_panel(const Lab& lab) {
       view.peers = viz::peer_speedup_series(lab.history(), *peers, info.id, lab.precision(),
                                             lab.cache(), suffix);
     }
+  }
+  if (show_portable && portable_here(lab)) {
+    view.portable.label = loaded_portable.label() + ": " + what;
+    view.portable.points = viz::speedup_series(loaded_portable.measurements, info.id,
+                                               lab.precision(), lab.cache(), level);
+    view.portable_legend =
+        "portable kernels (as on " + cc_words(loaded_portable.chosen_as_cc) + ")";
   }
   view.byte_ratio_limit =
       viz::byte_ratio_limit(lab.lesson(), lab.size(), lab.precision(), lab.shown_level());

@@ -29,6 +29,11 @@ bool window_peers_ticked();               // the box, for the settings file (pee
 // " (recorded on GPU, date)" when the peers were measured on another GPU than the one `lab`
 // shows (live, or the replayed recording's), else "".
 std::string peers_recorded_note(const PeerFile& peers, const Lab& lab);
+// The portable kernels' series for the speedup plot (model/portable.h), read once before the
+// window opens: the portable/ folder of the replayed recording when it has one, else of the
+// newest shipped recording (none: no such series). Fails only for a replayed recording's
+// portable/ folder that cannot be used.
+Status load_window_portable(const std::vector<std::string>& replay_paths);
 void draw_views_panel(const Lab& lab);  // panel_views.cpp: the views, one tab each
 // After the views of a frame (both panes of two views; `second_view` empty with one): the UI
 // text-fit test's record of the frame (FUSIONLAB_TEXT_RECTS), when on.

@@ -16,6 +16,7 @@
 #include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/cuda_check.h"
+#include "model/portable.h"
 
 namespace fl {
 namespace {
@@ -449,6 +450,9 @@ Status LiveBackend::validate(const MeasureRequest& request, const Lesson** out_l
   const std::string unsupported =
       precision_unsupported_reason(request.precision, device_.cc_major, device_.cc_minor);
   if (!unsupported.empty()) return Status::Error(unsupported);
+  const std::string chosen_as =
+      choose_as_refusal(request.choose_as_cc, device_.cc_major * 10 + device_.cc_minor);
+  if (!chosen_as.empty()) return Status::Error(chosen_as);
 
   std::vector<int> levels = request.levels;
   if (levels.empty()) {
@@ -497,6 +501,7 @@ Status LiveBackend::measure(const MeasureRequest& request, const CancelCheck& ca
           v.launch, forced == request.variants.end() ? std::string() : forced->second));
     }
   }
+  workspace_->choose_as(request.choose_as_cc);
   PhaseTimer whole("measure (all levels)");
   std::string refused;  // levels that ran out of memory: the others are still measured
   for (int level : levels) {
@@ -629,6 +634,7 @@ Status LiveBackend::measure_level(const Lesson& lesson, const MeasureRequest& re
   m->precision = request.precision;
   m->cache = request.cache;
   m->timing_method = timing_method();
+  m->chosen_as_cc = request.choose_as_cc;
   m->launches.resize(launches);
   for (int k = 0; k < launches; ++k) m->launches[k].textbook = traffic[k];
 

@@ -44,6 +44,7 @@
 #include "kernels/catalog.h"
 #include "kernels/device_buffer.h"
 #include "kernels/ffn/ffn_common.cuh"
+#include "kernels/ffn/ffn_hidden_slice.h"
 #include "kernels/ffn/ffn_small.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_wgmma.h"
@@ -118,6 +119,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     if (ffn_stream_scratch_bytes(precision_of<T>(), m_, c_, &stream_bytes).ok()) {
       FL_TRY(stream_scratch_.allocate(stream_bytes));
       FL_CUDA_TRY(cudaMemset(stream_scratch_.get(), 0, stream_scratch_.bytes()));
+    }
+    // The hidden-slice kernel's counters, sum and shares, where it can run here.
+    size_t slice_bytes = 0;
+    if (ffn_slice_scratch_bytes(precision_of<T>(), m_, c_, &slice_bytes).ok()) {
+      FL_TRY(slice_scratch_.allocate(slice_bytes));
+      FL_CUDA_TRY(cudaMemset(slice_scratch_.get(), 0, slice_scratch_.bytes()));
     }
     FL_TRY(up_.allocate());
     return down_.allocate();
@@ -214,6 +221,18 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
                              down_.bias(), y_.as<T>(),    stream_scratch_.get()};
     return launch_ffn_stream(precision_of<T>(), b, m_, c_, stream);
   }
+  // The portable hidden-slice kernel (ffn_hidden_slice.cu), where its plan fits this GPU.
+  Status hidden_slice(cudaStream_t stream) {
+    if (!slice_scratch_.get()) {
+      FL_TRY(ffn_slice_supported(precision_of<T>(), m_, c_));  // says why not
+      return Status::Unsupported("its scratch buffer could not be planned");
+    }
+    const FfnSliceBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),           down_.weights(),
+                            down_.bias(), y_.as<T>(),    slice_scratch_.get(), this->phase_sink()};
+    FL_TRY(launch_ffn_slice(precision_of<T>(), b, m_, c_, stream));
+    this->declare_phases(ffn_slice_phases());
+    return Status::Ok();
+  }
   // The wgmma kernel (ffn_wgmma.cu), h through the ring buffer.
   Status wgmma(cudaStream_t stream) {
     if constexpr (kRings) {
@@ -238,7 +257,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
-      tile_counters_, stream_scratch_;
+      tile_counters_, stream_scratch_, slice_scratch_;
   LinearLayer<T> up_, down_;
 };
 
@@ -281,6 +300,15 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "ffn_stream_kernel",
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
+      {"ffn_hidden_slice",
+       "each block owns a slice of the hidden units for both products and asks for W1's columns "
+       "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
+       "(nothing passes between blocks before); after ffn_stream, which measured as fast or faster",
+       "ffn_hidden_slice_kernel",
+       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceMaxTokens, 89},
+       [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
+       {},
+       ffn_slice_phases()},
       {"ffn_split",
        "each block owns a slice of the 4C hidden units (h in shared memory) and adds its share "
        "of y in L2; a grid barrier, then all blocks write y (any GPU: a cooperative launch)",

@@ -83,6 +83,9 @@ struct DecodeArgs {
   // The megakernel's residual after each MLP (null at levels 0-3): proj writes x + b_out there
   // and every MLP slice adds its share of h Wout into it, so the next layer reads it.
   float* x_mlp = nullptr;
+  // The megakernel's copy of every layer's Wout transposed ([layer][4C][C]; null at levels 0-3):
+  // an MLP task's Wout columns are one contiguous run there (copies.cuh).
+  const bf16* w_out_t = nullptr;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -1,6 +1,7 @@
 // What code holding only a Workspace may ask of a gpt2_decode workspace (plain C++): the
 // megakernel's task list (the timeline's hover names a task record's `arg` from it), its phase
-// sink (one record per task), and the number of blocks it runs on (the partial-grid test).
+// sink (one record per task), the number of blocks it runs on (the partial-grid test) and how
+// it moves its bytes (the variants compared in one run).
 // Each returns an error when `ws` is not a gpt2_decode workspace.
 #pragma once
 
@@ -15,6 +16,8 @@ namespace gpt2 {
 const DecodeTaskList* megakernel_tasks(const Workspace& ws, TaskListShape* shape = nullptr);
 // Where level 4 writes its task records (phases.h: phase = TaskKind, arg = task index).
 Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink);
+// How level 4 moves a task's bytes (model.h's MegakernelOptions); rebuilds the task list.
+Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
 // Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
 Status set_megakernel_blocks(Workspace& ws, int blocks);
 

@@ -40,11 +40,15 @@ struct MegakernelPlan {
   int counter_count = 0;              // DecodeTaskList::counters
   int blocks = 0;
   int weight_buffer_bytes = 0;
-  PhaseSink phases;  // one record per task when on
+  MegakernelOptions options;  // how the task's bytes move (model.h)
+  PhaseSink phases;           // one record per task when on
 };
 // Shared memory for one task's weights on this GPU (two are kept), and the blocks that fit.
 Status megakernel_limits(int* weight_buffer_bytes, int* blocks);
 Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s);
+// Every layer's Wout ([C][4C] in the weights) into w_out_t as [4C][C] (kLayers x 4C x C bf16),
+// the layout the megakernel reads (once, when the weights are written).
+Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s);
 
 }  // namespace gpt2
 }  // namespace fl

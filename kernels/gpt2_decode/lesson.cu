@@ -44,7 +44,8 @@ class Gpt2Decode final : public LevelLesson<DecodeWorkspace> {
   int64_t workspace_bytes(Shape shape, Precision) const override {
     shape = resolve(shape);
     const int64_t t = shape.inner, positions = shape.size + shape.inner;
-    return kWeightElements * 2 + 2 * int64_t(kLayers) * kHeads * positions * kHeadDim * 2 +
+    return kWeightElements * 2 + int64_t(kLayers) * kF * kC * 2 +
+           2 * int64_t(kLayers) * kHeads * positions * kHeadDim * 2 +
            t * (8 * kC + 3 * kC + kF + kHeads * positions) * 4 + t * kHeads * 64 * kPartStride * 4 +
            CheckScratch::bytes(int(t), int(shape.size));
   }
@@ -97,6 +98,14 @@ Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink) {
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
   d->set_phases(sink);
   return Status::Ok();
+}
+
+Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
+  DecodeWorkspace* d = as_decode(ws);
+  if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  if (options.l2_ahead < 0 || options.l2_ahead > 16)
+    return Status::Error("the megakernel prefetches 0 to 16 tasks ahead into L2");
+  return d->set_options(options);
 }
 
 Status set_megakernel_blocks(Workspace& ws, int blocks) {

@@ -7,28 +7,35 @@
 // with one short loop:
 //   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
 //      and beta, the bias slice), or for attention its cached keys and values, into the other
-//      of two shared-memory buffers (cp.async), so bytes keep streaming while this task waits
-//      and nothing after the wait goes to DRAM,
-//   2. wait until this task's input stage is complete (a counter in global memory reaches that
-//      stage's task count: one thread spins on an acquire load),
-//   3. wait for this task's own weights (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: device.cuh, attention.cuh),
-//   4. bump its stage's counter (one red.release: the block's writes are visible before the
-//      count is), and record the task (phases.h).
+//      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
+//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
+//      (an option, off in the lesson: also ask L2 for the tasks a few places further on),
+//   2. wait until this task's inputs are complete (a counter in global memory reaches its
+//      target: the input stage's task count, or, an option off in the lesson, for attention
+//      its own head's qkv tasks; one thread spins on an acquire load),
+//   3. wait for this task's own bytes (issued one task earlier), run the task's device
+//      function (the same ops as the fused level: ops.cuh, attention.cuh),
+//   4. bump its counter (one red.release: the block's writes are visible before the count is),
+//      and record the task (phases.h).
+// What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
+// took the SM's load-queue slots, so a task's own loads of x, q or the partial sums, its
+// critical path, queued behind the next task's weights. Bulk copies take none.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
 //
-// Napkin math (t = 1, s = 512, H100): 170 MB of weights + 18.9 MB of cache at ~3 TB/s is
-// ~63 us, so ~1.3 us a stage of 49. Each block holds about one slice per stage (9-75 KB), two
-// buffers deep; activations are a few KB a task, read from L2. A stage's floor is its chain of
-// L2 round trips (the count's release, the acquire that sees it, the inputs' loads), ~2 us.
+// Napkin math (t = 1, H100, copy roof ~3.06 TB/s): the step must read 170.1 MB of weights and
+// 2 x 12 x s x 768 x 2 B of cache: 189.0 MB at s = 512 (61.8 us at the roof, 100 us at 60% of
+// it) and 245.6 MB at 2K (80.4 us; 124 us at 65%). A block's share is ~1.4 MB at s = 512, ~27 KB
+// a stage of 49 on average (an MLP slice 72 KB): at 1/132 of the roof, 23 GB/s an SM, a 72 KB
+// slice takes ~3 us to arrive, so the copies must run a task or more ahead of the chain. The
+// chain itself is 49 stages of L2 round trips (the count's release, the acquire that sees it,
+// the inputs' loads), ~1.5-2 us a stage when the load queue is not full of weight copies.
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
-#include "kernels/gpt2_decode/attention.cuh"
-#include "kernels/gpt2_decode/ops.cuh"
+#include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
 
@@ -38,34 +45,6 @@ namespace {
 
 constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* global) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
-#else
-  *reinterpret_cast<int4*>(smem) = *reinterpret_cast<const int4*>(global);
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_wait_all_but_newest() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 1;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* global) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(global) : "memory");
-#else
-  *reinterpret_cast<unsigned*>(smem) = *reinterpret_cast<const unsigned*>(global);
-#endif
-}
 
 // The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
 // visible to any block whose acquire load sees the new count.
@@ -89,109 +68,23 @@ __device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
 #endif
 }
 
-// The weight slice a product task reads (null for other tasks) and its length in bytes.
-__device__ const bf16* task_weights(const DecodeArgs& a, const DecodeTask& task, int* bytes) {
-  const bf16* w = a.weights + int64_t(task.layer) * LayerLayout::size;
-  int64_t at = 0, k = 0;
-  switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv:
-      at = LayerLayout::w_qkv, k = kC;
-      break;
-    case TaskKind::proj:
-      at = LayerLayout::w_proj, k = kC;
-      break;
-    case TaskKind::mlp:  // the Wfc rows; prefetch_inputs adds the Wout columns
-      at = LayerLayout::w_fc, k = kC;
-      break;
-    default:
-      *bytes = 0;
-      return nullptr;
-  }
-  *bytes = static_cast<int>(task.count * k * 2);
-  return w + at + int64_t(task.first) * k;
-}
-
-// An attention task's cached keys and values (positions below s: inputs, never written by the
-// step) go to shared memory like a product's weights when both fit one buffer.
-__device__ SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task, int buffer_bytes) {
-  SplitKeys keys = split_keys_of(a, task.first % a.splits);
-  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
-  return keys;
-}
-
-__device__ void copy_async(char* dst, const void* src, int bytes) {
-  const char* from = static_cast<const char*>(src);
-  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(dst + i, from + i);
-}
-// `rows` runs of `bytes` (a multiple of 16), `stride` bytes apart in global memory, packed.
-__device__ void copy_rows_async(char* dst, const void* src, int rows, int bytes, int64_t stride) {
-  const char* from = static_cast<const char*>(src);
-  const int per_row = bytes / 16;
-  for (int i = threadIdx.x; i < rows * per_row; i += kThreads) {
-    const int r = i / per_row, c = (i % per_row) * 16;
-    cp_async16(dst + r * bytes + c, from + r * stride + c);
-  }
-}
-// A bias slice: `count` (even) bf16 from an even row, in 4-byte pieces.
-__device__ void copy_bias_async(bf16* dst, const bf16* src, int count) {
-  for (int i = threadIdx.x; i < count / 2; i += kThreads) cp_async4(dst + 2 * i, src + 2 * i);
-}
-
-// A product task's small parameters at the end of its buffer (model.h's kExtrasBytes).
-__device__ SmallParams extras_of(const char* buffer, int buffer_bytes, const DecodeTask& task) {
-  const bf16* e = reinterpret_cast<const bf16*>(buffer + buffer_bytes - kExtrasBytes);
-  return {e, e + 2 * kC, e + 2 * kC + kMaxSliceRows, static_cast<int>(task.first)};
-}
-
-// Step 1 for a product: its weights, the MLP's Wout columns where they fit, gamma and beta, and
-// the bias slices.
-__device__ void prefetch_product(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                 int buffer_bytes) {
-  int bytes = 0;
-  copy_async(buffer, task_weights(a, task, &bytes), bytes);
-  const bf16* w = layer_weights(a, task.layer);
-  const SmallParams e = extras_of(buffer, buffer_bytes, task);
-  bf16* gamma = const_cast<bf16*>(e.gamma);
-  bf16* bias = const_cast<bf16*>(e.bias);
-  switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv:
-      copy_async(reinterpret_cast<char*>(gamma), w + LayerLayout::ln1_g, 2 * kC * 2);
-      copy_bias_async(bias, w + LayerLayout::b_qkv + task.first, task.count);
-      break;
-    case TaskKind::proj:
-      copy_bias_async(bias, w + LayerLayout::b_proj + task.first, task.count);
-      copy_bias_async(const_cast<bf16*>(e.bias2), w + LayerLayout::b_out + task.first, task.count);
-      break;
-    case TaskKind::mlp:
-      if (mlp_wout_fits(task.count, buffer_bytes))
-        copy_rows_async(buffer + bytes, w + LayerLayout::w_out + task.first, kC, task.count * 2,
-                        int64_t(kF) * 2);
-      copy_async(reinterpret_cast<char*>(gamma), w + LayerLayout::ln2_g, 2 * kC * 2);
-      copy_bias_async(bias, w + LayerLayout::b_fc + task.first, task.count);
-      break;
-    default:
-      break;
-  }
-}
-
 // The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
-// columns of Wout (w: row n's columns at w + n * stride; shared memory or the weights) added
-// into x_mlp. A thread per 4 outputs, a vector red per token.
-__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int64_t stride, int count,
-                         const float* h) {
+// rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on
+// grids too small for the slice to fit) added into x_mlp. A thread per 4 outputs (8-byte loads,
+// consecutive threads on consecutive words: no bank conflicts), a vector red per token.
+__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h) {
   const int t = a.tokens;
   for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
     float acc[kMaxTokens][4];
 #pragma unroll
     for (int j = 0; j < kMaxTokens; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     for (int c = 0; c < count; c += 8) {
-      float wf[4][8];
+      float wf[8][4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int4 v = *reinterpret_cast<const int4*>(w + (4 * q + r) * stride + c);
-        const float2 w0 = unpack2(v.x), w1 = unpack2(v.y), w2 = unpack2(v.z), w3 = unpack2(v.w);
-        wf[r][0] = w0.x, wf[r][1] = w0.y, wf[r][2] = w1.x, wf[r][3] = w1.y;
-        wf[r][4] = w2.x, wf[r][5] = w2.y, wf[r][6] = w3.x, wf[r][7] = w3.y;
+      for (int e = 0; e < 8; ++e) {
+        const uint2 v = *reinterpret_cast<const uint2*>(w + int64_t(c + e) * kC + 4 * q);
+        const float2 w01 = unpack2(v.x), w23 = unpack2(v.y);
+        wf[e][0] = w01.x, wf[e][1] = w01.y, wf[e][2] = w23.x, wf[e][3] = w23.y;
       }
 #pragma unroll
       for (int j = 0; j < kMaxTokens; ++j) {
@@ -200,7 +93,7 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int64_t stride, int
         for (int e = 0; e < 8; ++e) {
           const float hv = h[(c + e) * t + j];
 #pragma unroll
-          for (int r = 0; r < 4; ++r) acc[j][r] += wf[r][e] * hv;
+          for (int r = 0; r < 4; ++r) acc[j][r] += wf[e][r] * hv;
         }
       }
     }
@@ -210,23 +103,6 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int64_t stride, int
       red_add4(a.x_mlp + j * kC + 4 * q, acc[j]);
     }
   }
-}
-
-// Step 1: every thread issues its share of the slice's 16-byte copies; one commit group per
-// task, empty for tasks without one, so "all but the newest group" is always this task's.
-__device__ void prefetch_inputs(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                int buffer_bytes) {
-  if (static_cast<TaskKind>(task.kind) == TaskKind::attention) {
-    const SplitKeys keys = cached_split(a, task, buffer_bytes);
-    const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
-    const int64_t at =
-        ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
-    copy_async(buffer, a.k_cache + at, bytes);
-    copy_async(buffer + bytes, a.v_cache + at, bytes);
-  } else if (static_cast<TaskKind>(task.kind) != TaskKind::final_norm) {
-    prefetch_product(a, task, buffer, buffer_bytes);
-  }
-  cp_async_commit();
 }
 
 // Step 3: the task's device function; the products read their slice from shared memory.
@@ -249,10 +125,10 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
     case TaskKind::mlp: {
       linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
       __syncthreads();  // the slice's h is in `sums`
-      const bool fits = mlp_wout_fits(task.count, buffer_bytes);
-      const bf16* w_out = fits ? weights + task.count * kC
-                               : layer_weights(a, layer) + LayerLayout::w_out + task.first;
-      mlp_down(a, w_out, fits ? task.count : kF, task.count, sums);
+      const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
+                              ? weights + task.count * kC
+                              : a.w_out_t + (int64_t(layer) * kF + task.first) * kC;
+      mlp_down(a, w_out, task.count, sums);
       break;
     }
     case TaskKind::final_norm:
@@ -261,35 +137,63 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
   }
 }
 
+// Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
+// stage's counter, or with head waits each head's its rows belong to.
+__device__ void count_done(const DecodeTask& task, unsigned* counters) {
+  if (task.flags & kBumpsHeads) {
+    int head_a = 0, head_b = 0;
+    heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
+    release_add(counters + task.done_counter + head_a, 1u);
+    if (head_b != head_a) release_add(counters + task.done_counter + head_b, 1u);
+  } else {
+    release_add(counters + task.done_counter, 1u);
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
-               int counter_count, int buffer_bytes, PhaseSink phases) {
+               int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
+  __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
   float* work = reinterpret_cast<float*>(smem);
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
                       smem + kWorkBytes + kSumsBytes + buffer_bytes};
+  const bool bulk = kBulkBuild && options.bulk_copies;
+  const int ahead = options.l2_ahead, lane = threadIdx.x & 31;
+  const bool prefetcher = ahead > 0 && threadIdx.x / 32 == 1;  // warp 1 asks L2
+  if (bulk && threadIdx.x == 0) {
+    hopper::barrier_init(&landed[0], 1);
+    hopper::barrier_init(&landed[1], 1);
+    hopper::barrier_init_fence();
+  }
+  __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  if (begin < end) prefetch_inputs(a, tasks[begin], buffers[0], buffer_bytes);
+  if (begin < end) issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0]);
+  for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
+    prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
     if (i + 1 < end)
-      prefetch_inputs(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes);
+      issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
     else
       cp_async_commit();  // keep one group per task
+    if (prefetcher && i + 1 + ahead < end)
+      prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
       while (load_acquire(counters + task.wait_counter) < task.wait_target) {
       }
     }
     cp_async_wait_all_but_newest();
+    if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
     run_task(a, task, buffers[slot], buffer_bytes, work, sums);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
-      release_add(counters + task.done_counter, 1u);
+      count_done(task, counters);
       phase_record(phases, task.kind, started, phase_clock(), static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - asked));
     }
@@ -302,6 +206,22 @@ __global__ void __launch_bounds__(kThreads, 1)
       __threadfence();
     }
   }
+}
+
+// Wout of every layer ([C][4C]) transposed into [4C][C], once when the weights are written: an
+// MLP task's Wout columns become one contiguous run of bytes (copies.cuh). 32 x 32 tiles through
+// shared memory, both sides coalesced.
+__global__ void transpose_w_out(const bf16* weights, bf16* w_out_t) {
+  __shared__ bf16 tile[32][33];
+  const int layer = blockIdx.z;
+  const bf16* src = weights + int64_t(layer) * LayerLayout::size + LayerLayout::w_out;
+  bf16* dst = w_out_t + int64_t(layer) * kF * kC;
+  const int col0 = blockIdx.x * 32, row0 = blockIdx.y * 32;  // in Wout: col < 4C, row < C
+  for (int r = threadIdx.y; r < 32; r += blockDim.y)
+    tile[r][threadIdx.x] = src[int64_t(row0 + r) * kF + col0 + threadIdx.x];
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += blockDim.y)
+    dst[int64_t(col0 + r) * kC + row0 + threadIdx.x] = tile[threadIdx.x][r];
 }
 
 }  // namespace
@@ -323,12 +243,20 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
   return Status::Ok();
 }
 
+Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s) {
+  transpose_w_out<<<dim3(kF / 32, kC / 32, kLayers), dim3(32, 8), 0, s>>>(weights, w_out_t);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
 Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s) {
+  if (a.w_out_t == nullptr || a.x_mlp == nullptr)
+    return Status::Error("the megakernel needs Wout transposed and its residual buffer");
   const int smem = kWorkBytes + kSumsBytes + 2 * plan.weight_buffer_bytes;
   FL_CUDA_TRY(cudaFuncSetAttribute(megakernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   megakernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
                                                  plan.counter_count, plan.weight_buffer_bytes,
-                                                 plan.phases);
+                                                 plan.options, plan.phases);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -66,18 +66,32 @@ const char* task_kind_name(TaskKind kind);
 
 // One task, as the device reads it (16 bytes). Dependencies are counters in global memory: one
 // per (layer, stage), bumped once by every task of that stage when its outputs are written; a
-// task waits until its input stage's counter reaches that stage's task count.
+// task waits until its input stage's counter reaches that stage's task count. With head waits
+// (TaskListShape::head_waits) the qkv stage has one counter per head instead: a qkv task bumps
+// the counter of each head its rows belong to (kBumpsHeads), and an attention task waits only
+// for its own head's q, k and v rows, not for the whole stage.
 struct DecodeTask {
   uint8_t kind = 0;
   uint8_t layer = 0;
   uint16_t wait_counter = 0;  // kNoCounter: nothing to wait for
-  uint32_t wait_target = 0;
+  uint16_t wait_target = 0;
+  uint8_t flags = 0;  // kBumpsHeads
+  uint8_t reserved = 0;
   uint32_t first = 0;         // first output row of the slice, or head * splits + split
   uint16_t count = 0;         // output rows of the slice (1 for attention and the norm)
-  uint16_t done_counter = 0;  // bumped when the task's outputs are written
+  uint16_t done_counter = 0;  // bumped when the task's outputs are written (kBumpsHeads: the
+                              // first of kHeads counters, head h's at done_counter + h)
 };
 static_assert(sizeof(DecodeTask) == 16, "the device reads 16-byte tasks");
 constexpr uint16_t kNoCounter = 0xFFFF;
+constexpr uint8_t kBumpsHeads = 1;
+// The heads whose rows [first, first + count) of Wqkv's output a qkv slice holds (q, k and v
+// rows of head h are the 64-row blocks h, 12 + h and 24 + h; a slice of at most 64 rows touches
+// one or two blocks): the first and the last, equal when it touches one.
+constexpr void heads_of_rows(int first, int count, int* head_a, int* head_b) {
+  *head_a = (first / kHeadDim) % kHeads;
+  *head_b = ((first + count - 1) / kHeadDim) % kHeads;
+}
 
 constexpr int kMaxSliceRows = 64;  // rows of a product task (its sums wait in shared memory)
 // A product task's small parameters, copied with its weights to the end of its buffer:
@@ -94,6 +108,22 @@ struct TaskListShape {
   int tokens = 1;                       // new tokens t
   int cache = 512;                      // cached positions s
   int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
+  bool head_waits = false;              // attention waits for its own head's qkv rows only
+};
+
+// How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
+// the defaults (bulk copies only); the other two changes stay as options so that each can be
+// measured against the form before it on the same build (Gpt2DecodeGpu.MegakernelVariants;
+// docs/PERFORMANCE.md has what they gave).
+struct MegakernelOptions {
+  // sm_90: a task's weights (or cached keys and values) come as one or two TMA bulk copies that
+  // one thread issues, counted on an mbarrier; the load queue stays free for the running task's
+  // own reads. false, or below sm_90: 16-byte cp.async from every thread.
+  bool bulk_copies = true;
+  // sm_90: the tasks this many places ahead in a block's list are asked into L2 (a bulk
+  // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
+  int l2_ahead = 0;
+  bool head_waits = false;  // TaskListShape::head_waits
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

@@ -86,29 +86,43 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
     cursor = (cursor + 1) % blocks;
   };
   uint16_t waited = kNoCounter;  // the counter of the stage before
-  uint32_t waited_target = 0;
+  uint16_t waited_target = 0;
+  uint16_t head_targets[kHeads] = {};  // with head waits: qkv tasks bumping each head's counter
   for (int layer = 0; layer < kLayers; ++layer) {
     for (int st = 0; st < kStagesPerLayer; ++st) {
       const Stage& stage = kStages[st];
+      const bool per_head = shape.head_waits && stage.kind == TaskKind::qkv;
       DecodeTask task;
       task.kind = static_cast<uint8_t>(stage.kind);
       task.layer = static_cast<uint8_t>(layer);
       task.wait_counter = waited;
       task.wait_target = waited_target;
-      task.done_counter = static_cast<uint16_t>(list.counters++);
-      uint32_t count = 0;
+      task.flags = per_head ? kBumpsHeads : 0;
+      task.done_counter = static_cast<uint16_t>(list.counters);
+      list.counters += per_head ? kHeads : 1;
+      uint16_t count = 0;
       if (stage.rows == 0) {  // attention: one task per (head, split)
+        const uint16_t head_base = waited;
         for (int unit = 0; unit < kHeads * list.splits; ++unit) {
           task.first = unit;
           task.count = 1;
+          if (shape.head_waits) {  // its own head's counter
+            task.wait_counter = static_cast<uint16_t>(head_base + unit / list.splits);
+            task.wait_target = head_targets[unit / list.splits];
+          }
           deal(task);
           ++count;
         }
       } else {
         const int rows = slice_rows(stage, blocks, shape.weight_buffer_bytes);
+        for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;
           task.count = static_cast<uint16_t>(std::min(rows, stage.rows - first));
+          int head_a = 0, head_b = 0;
+          heads_of_rows(first, task.count, &head_a, &head_b);
+          ++head_targets[head_a];
+          if (head_b != head_a) ++head_targets[head_b];
           deal(task);
           ++count;
         }
@@ -203,14 +217,19 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
     out += line;
     for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
       const DecodeTask& task = list.tasks[i];
-      std::string wait = "-";
+      std::string wait = "-", bumps = std::to_string(task.done_counter);
       if (task.wait_counter != kNoCounter) {
         wait = "counter " + std::to_string(task.wait_counter) +
                " >= " + std::to_string(task.wait_target);
       }
-      std::snprintf(line, sizeof(line), "  #%-5d %-48s waits %-18s bumps %u\n", i,
-                    describe_task(task, shape, list.splits).c_str(), wait.c_str(),
-                    task.done_counter);
+      if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to
+        int head_a = 0, head_b = 0;
+        heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
+        bumps = std::to_string(task.done_counter + head_a);
+        if (head_b != head_a) bumps += "," + std::to_string(task.done_counter + head_b);
+      }
+      std::snprintf(line, sizeof(line), "  #%-5d %-48s waits %-18s bumps %s\n", i,
+                    describe_task(task, shape, list.splits).c_str(), wait.c_str(), bumps.c_str());
       out += line;
     }
   }

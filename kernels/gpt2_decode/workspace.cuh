@@ -1,7 +1,7 @@
 // The gpt2_decode workspace (lesson.cu has the lesson): the step's device buffers for one cache
-// length and token count, the weights from a fixed seed, the megakernel's task list and plan,
-// the graphs of levels 2 and 3 (captured on first use), and the fp64 check. Its level table is
-// levels.cu.
+// length and token count, the weights from a fixed seed (and the megakernel's Wout transposed), the
+// megakernel's task list and plan, the graphs of levels 2 and 3 (captured on first use), and the
+// fp64 check. Its level table is levels.cu.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +29,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     const int64_t t = tokens_, positions = cache_ + tokens_;
     const int64_t cache_elements = int64_t(kLayers) * kHeads * positions * kHeadDim;
     FL_TRY(weights_.allocate(kWeightElements * 2));
+    FL_TRY(w_out_t_.allocate(int64_t(kLayers) * kF * kC * 2));
     FL_TRY(k_cache_.allocate(cache_elements * 2));
     FL_TRY(v_cache_.allocate(cache_elements * 2));
     for (DeviceBuffer* b : {&x_in_, &x_, &x_mlp_, &q_, &y_, &xn_, &att_, &tmp_})
@@ -63,7 +64,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
   Status plan(int blocks) {
-    shape_ = TaskListShape{blocks, tokens_, cache_, buffer_bytes_};
+    shape_ = TaskListShape{blocks, tokens_, cache_, buffer_bytes_, options_.head_waits};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
@@ -80,6 +81,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     mega_.counter_count = list_.counters;
     mega_.blocks = blocks;
     mega_.weight_buffer_bytes = buffer_bytes_;
+    mega_.options = options_;
     args_.partials = partials_.as<float>();
     args_.splits = list_.splits;
     drop_graphs();  // they hold the old pointers and splits
@@ -89,6 +91,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     if (!weights_filled_) {
       FL_TRY(fill_weights(stream));
+      FL_TRY(launch_transpose_w_out(weights_.as<bf16>(), w_out_t_.as<bf16>(), stream));
       weights_filled_ = true;
     }
     const int64_t cache_elements = k_cache_.bytes() / 2;
@@ -180,6 +183,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     }
     DecodeArgs a = args_;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
+    a.w_out_t = w_out_t_.as<bf16>();
     return launch_megakernel(a, plan, s);
   }
 
@@ -188,6 +192,11 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   const DecodeTaskList& task_list() const { return list_; }
   const TaskListShape& task_shape() const { return shape_; }
   void set_phases(const PhaseSink& sink) { mega_.phases = sink; }
+  // Level 4's copy options (model.h); the task list is rebuilt (head waits change its counters).
+  Status set_options(const MegakernelOptions& options) {
+    options_ = options;
+    return plan(mega_.blocks);
+  }
 
  private:
   Status fill_weights(cudaStream_t stream) {
@@ -238,13 +247,15 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   int cache_, tokens_;
   int buffer_bytes_ = 0;
   bool weights_filled_ = false;
-  DeviceBuffer weights_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_, qkv_, h_;
+  DeviceBuffer weights_, w_out_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_,
+      qkv_, h_;
   DeviceBuffer scores_;
   DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
   DecodeArgs args_{};
   TaskListShape shape_;
   DecodeTaskList list_;
   MegakernelPlan mega_;
+  MegakernelOptions options_;
   cudaGraphExec_t graphs_[2] = {nullptr, nullptr};
 };
 

@@ -1,7 +1,8 @@
 // gpt2_decode on the GPU: every level against the fp64 CPU reference at random configurations
 // (1-16 new tokens, odd cache lengths), the graph levels replayed twice, the megakernel on a
 // partial grid (fewer blocks than tasks: it must neither deadlock nor read a value left from
-// the run before), and its task records (one per task, in phases.h's layout).
+// the run before), its task records (one per task, in phases.h's layout), and (on request) its
+// copy options timed against each other.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -136,51 +137,26 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   }
 }
 
-// One record per task: its kind, its index, an SM, an end after its start.
-TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
-  std::unique_ptr<Workspace> ws;
-  ASSERT_TRUE(lesson_->create_workspace(Shape{511, 1}, Precision::bf16, &ws).ok());
-  const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
-  ASSERT_NE(list, nullptr);
-  const unsigned n = static_cast<unsigned>(list->tasks.size());
-  PhaseRecord* records = nullptr;
-  unsigned* count = nullptr;
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&records), n * sizeof(PhaseRecord)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&count), sizeof(unsigned)), cudaSuccess);
-  ASSERT_EQ(cudaMemset(count, 0, sizeof(unsigned)), cudaSuccess);
-  ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{records, count, n}).ok());
-  ASSERT_TRUE(ws->fill_inputs(9, stream_).ok());
-  ASSERT_TRUE(run(*ws, 4).ok());
-  unsigned written = 0;
-  std::vector<PhaseRecord> host(n);
-  ASSERT_EQ(cudaMemcpy(&written, count, sizeof(unsigned), cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(host.data(), records, n * sizeof(PhaseRecord), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  EXPECT_EQ(written, n);
-  std::set<uint32_t> seen;
+// The timeline's breakdown of one run's task records, per block: running tasks, waiting on a
+// dependency counter or the task's copy, and idle (between tasks, or done before the last
+// block); then per task kind, how many and their mean time running and waiting.
+void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& records,
+                     int blocks) {
   uint64_t busy = 0, waited = 0, first = UINT64_MAX, last = 0;
-  for (const PhaseRecord& r : host) {
-    ASSERT_LT(r.arg, n);
-    EXPECT_TRUE(seen.insert(r.arg).second) << "task " << r.arg << " recorded twice";
-    EXPECT_EQ(r.phase, list->tasks[r.arg].kind);
-    EXPECT_GE(r.end_ns, r.start_ns);
+  for (const PhaseRecord& r : records) {
     busy += r.end_ns - r.start_ns;
     waited += r.wait_ns;
     first = std::min(first, r.start_ns - r.wait_ns);
     last = std::max(last, r.end_ns);
   }
-  // The timeline's breakdown per block: running tasks (weights streaming through the SM),
-  // waiting on a dependency counter, and idle (between tasks, or done before the last block).
-  const double span = (last - first) / 1e3,
-               blocks = static_cast<double>(list->block_begin.size() - 1);
+  const double span = (last - first) / 1e3;
   std::printf(
-      "megakernel at cache 511, 1 token: %u tasks over %.1f us; per block: running %.1f us, "
-      "waiting %.1f us, idle %.1f us\n",
-      n, span, busy / 1e3 / blocks, waited / 1e3 / blocks, span - (busy + waited) / 1e3 / blocks);
-  // Per task kind: how many, and their mean time running and waiting (the timeline's story).
+      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us\n",
+      label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
+      span - (busy + waited) / 1e3 / blocks);
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
     uint64_t k_busy = 0, k_wait = 0, k_n = 0;
-    for (const PhaseRecord& r : host) {
+    for (const PhaseRecord& r : records) {
       if (r.phase != kind) continue;
       ++k_n;
       k_busy += r.end_ns - r.start_ns;
@@ -191,9 +167,127 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
                 gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
                 k_busy / 1e3 / k_n, k_wait / 1e3 / k_n);
   }
-  ASSERT_TRUE(gpt2::set_megakernel_phases(*ws, PhaseSink{}).ok());
+}
+
+// Runs level 4 once with its task records on; returns them (empty on a failure, which the
+// caller's expectations report).
+std::vector<PhaseRecord> record_tasks(Workspace& ws, cudaStream_t stream, unsigned n) {
+  PhaseRecord* records = nullptr;
+  unsigned* count = nullptr;
+  std::vector<PhaseRecord> host;
+  if (cudaMalloc(reinterpret_cast<void**>(&records), n * sizeof(PhaseRecord)) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&count), sizeof(unsigned)) != cudaSuccess ||
+      cudaMemset(count, 0, sizeof(unsigned)) != cudaSuccess ||
+      !gpt2::set_megakernel_phases(ws, PhaseSink{records, count, n}).ok() ||
+      !ws.launch(4, 0, stream).ok() || cudaStreamSynchronize(stream) != cudaSuccess) {
+    ADD_FAILURE() << "the recorded run failed";
+  } else {
+    unsigned written = 0;
+    host.resize(n);
+    EXPECT_EQ(cudaMemcpy(&written, count, sizeof(unsigned), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(host.data(), records, n * sizeof(PhaseRecord), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(written, n);
+  }
+  EXPECT_TRUE(gpt2::set_megakernel_phases(ws, PhaseSink{}).ok());
   cudaFree(records);
   cudaFree(count);
+  return host;
+}
+
+// One record per task: its kind, its index, an SM, an end after its start.
+TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{511, 1}, Precision::bf16, &ws).ok());
+  const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+  ASSERT_NE(list, nullptr);
+  const unsigned n = static_cast<unsigned>(list->tasks.size());
+  ASSERT_TRUE(ws->fill_inputs(9, stream_).ok());
+  const std::vector<PhaseRecord> host = record_tasks(*ws, stream_, n);
+  ASSERT_EQ(host.size(), n);
+  std::set<uint32_t> seen;
+  for (const PhaseRecord& r : host) {
+    ASSERT_LT(r.arg, n);
+    EXPECT_TRUE(seen.insert(r.arg).second) << "task " << r.arg << " recorded twice";
+    EXPECT_EQ(r.phase, list->tasks[r.arg].kind);
+    EXPECT_GE(r.end_ns, r.start_ns);
+  }
+  print_breakdown("megakernel at cache 511, 1 token", host,
+                  static_cast<int>(list->block_begin.size() - 1));
+}
+
+// The megakernel's copy options (model.h's MegakernelOptions) against each other and against
+// level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
+// (scripts/gpt2-decode-check.sh's `variants` stage). Each variant is checked first (the fp64
+// GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
+// (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
+// from DRAM), and its task records' breakdown at cache 512.
+TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
+  if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
+    GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
+  struct Variant {
+    const char* name;
+    gpt2::MegakernelOptions options;
+  };
+  const Variant variants[] = {
+      {"cp.async (the form before)", {false, 0, false}},
+      {"cp.async + head waits", {false, 0, true}},
+      {"cp.async + L2 4 ahead", {false, 4, false}},
+      {"bulk", {true, 0, false}},
+      {"bulk + head waits", {true, 0, true}},
+      {"bulk + L2 2 ahead", {true, 2, false}},
+      {"bulk + L2 4 ahead", {true, 4, false}},
+      {"bulk + L2 4 ahead + head waits", {true, 4, true}},
+      {"bulk + L2 8 ahead + head waits", {true, 8, true}},
+  };
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  auto median_us = [&](Workspace& ws, int level, int reps) {
+    std::vector<float> ms;
+    for (int r = 0; r < reps + 3; ++r) {
+      EXPECT_EQ(cudaEventRecord(start, stream_), cudaSuccess);
+      EXPECT_TRUE(ws.launch(level, 0, stream_).ok());
+      EXPECT_EQ(cudaEventRecord(stop, stream_), cudaSuccess);
+      EXPECT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+      float t = 0;
+      EXPECT_EQ(cudaEventElapsedTime(&t, start, stop), cudaSuccess);
+      if (r >= 3) ms.push_back(t);  // three warm-up steps
+    }
+    std::sort(ms.begin(), ms.end());
+    return 1e3 * ms[ms.size() / 2];
+  };
+  std::unique_ptr<Workspace> check16;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{515, 16}, Precision::bf16, &check16).ok());
+  ASSERT_TRUE(check16->fill_inputs(21, stream_).ok());
+  for (int cache : {512, 2048}) {
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(cache, stream_).ok());
+    std::printf("cache %d, 1 token: graph+PDL %.1f us (median of 50, back to back)\n", cache,
+                median_us(*ws, 3, 50));
+    for (const Variant& v : variants) {
+      SCOPED_TRACE(v.name);
+      for (Workspace* w : {ws.get(), check16.get()}) {
+        ASSERT_TRUE(gpt2::set_megakernel_options(*w, v.options).ok());
+        ASSERT_TRUE(w->poison_outputs(stream_).ok());
+        ASSERT_TRUE(run(*w, 4).ok());
+        CheckResult gpu;
+        ASSERT_TRUE(w->check(stream_, &gpu).ok());
+        EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+      }
+      std::printf("cache %d, 1 token: megakernel %-34s %.1f us\n", cache, v.name,
+                  median_us(*ws, 4, 50));
+      if (cache != 512) continue;
+      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+      ASSERT_NE(list, nullptr);
+      print_breakdown(std::string("  timeline, ") + v.name,
+                      record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())),
+                      static_cast<int>(list->block_begin.size() - 1));
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 // A step for Hugging Face transformers' GPT2Model to redo (tests/gpu/gpt2_transformers.sh

@@ -14,11 +14,14 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "app/measure/cupti_tracer.h"
 #include "kernels/blas.h"
 #include "kernels/device_common.cuh"
+#include "kernels/ffn/ffn_hidden_slice.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_rows.cuh"
@@ -120,21 +123,29 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-void compare(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
-             const std::function<fl::Status()>& level1,
-             const std::function<fl::Status()>& portable) {
-  for (int i = 0; i < 3; ++i) t.once(level1), t.once(portable);  // warm-up
-  std::vector<float> a, b, ae, be;
-  for (int i = 0; i < reps; ++i) {
-    const Times l = t.once(level1), q = t.once(portable);
-    a.push_back(l.cupti_us), ae.push_back(l.events_us);
-    b.push_back(q.cupti_us), be.push_back(q.events_us);
+// Several kernels against level 1, interleaved in one loop: one line each, level 1's median
+// from the same repetitions.
+using Chain = std::pair<std::string, std::function<fl::Status()>>;
+void compare_many(const char* lesson, fl::Precision p, int64_t m, Timer& t, int reps,
+                  const std::function<fl::Status()>& level1, const std::vector<Chain>& chains) {
+  for (int i = 0; i < 3; ++i) {
+    t.once(level1);
+    for (const Chain& c : chains) t.once(c.second);
   }
-  const float l1 = median(a), pt = median(b), l1e = median(ae), pte = median(be);
-  std::printf(
-      "%-17s %-4s tokens %6lld  level1 %8.2f us  portable %8.2f us  ratio %5.2fx   (events: "
-      "%.2f / %.2f us, %.2fx)\n",
-      lesson, fl::to_string(p), static_cast<long long>(m), l1, pt, l1 / pt, l1e, pte, l1e / pte);
+  std::vector<float> l1;
+  std::vector<std::vector<float>> times(chains.size());
+  for (int i = 0; i < reps; ++i) {
+    l1.push_back(t.once(level1).cupti_us);
+    for (size_t j = 0; j < chains.size(); ++j)
+      times[j].push_back(t.once(chains[j].second).cupti_us);
+  }
+  const float base = median(l1);
+  for (size_t j = 0; j < chains.size(); ++j) {
+    const float us = median(times[j]);
+    std::printf("%-17s %-4s tokens %6lld  level1 %8.2f us  %-24s %8.2f us  ratio %5.2fx\n", lesson,
+                fl::to_string(p), static_cast<long long>(m), base, chains[j].first.c_str(), us,
+                base / us);
+  }
 }
 
 void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
@@ -159,13 +170,30 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   Buf scratch(bytes);
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
-  compare(
+  std::vector<Chain> chains = {
+      {"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
+  // The hidden-slice kernel with its plan's slices, then wider ones.
+  size_t slice_bytes = 0;
+  std::unique_ptr<Buf> slice_scratch;
+  fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, nullptr, {}};
+  if (fl::ffn_slice_scratch_bytes(p, m, c, &slice_bytes).ok()) {
+    slice_scratch = std::make_unique<Buf>(slice_bytes);
+    CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
+    sb.scratch = slice_scratch->p;
+    for (int units : {0, 32, 48}) {  // the plan's (24 on an H100), then wider slices
+      const std::string name =
+          units == 0 ? "hidden_slice" : "hidden_slice U=" + std::to_string(units);
+      chains.push_back(
+          {name, [&, units] { return fl::launch_ffn_slice(p, sb, m, c, nullptr, {units}); }});
+    }
+  }
+  compare_many(
       "ffn", p, m, t, reps,
       [&] {
         FL_TRY(up->run(x.p, w1.p, b1.p, hid.p, nullptr));
         return down->run(hid.p, w2.p, b2.p, y.p, nullptr);
       },
-      [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); });
+      chains);
 }
 
 template <typename T>
@@ -205,14 +233,13 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  compare(
-      "layernorm_linear", p, m, t, reps,
-      [&] {
-        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
-                  : layernorm<float>(x, g, be, xn, m, int(c)));
-        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
-      },
-      [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); });
+  compare_many("layernorm_linear", p, m, t, reps,
+               [&] {
+                 FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                           : layernorm<float>(x, g, be, xn, m, int(c)));
+                 return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+               },
+               {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}});
 }
 
 }  // namespace

@@ -27,9 +27,11 @@ std::unique_ptr<LiveBackend> make_backend() {
 // Level 2 of `lesson` at `tokens`: measured, checked, and the variant that ran; every kernel
 // record of the launch is that variant's kernel function.
 std::string fused_variant_that_ran(LiveBackend& backend, const std::string& lesson, int64_t tokens,
-                                   Precision p, std::map<std::string, std::string> forced = {}) {
+                                   Precision p, std::map<std::string, std::string> forced = {},
+                                   int choose_as_cc = 0) {
   MeasureRequest request{lesson, tokens, {2}, p, CacheMode::cold};
   request.variants = std::move(forced);
+  request.choose_as_cc = choose_as_cc;
   std::vector<Measurement> ms;
   const Status st = backend.measure(request, nullptr, &ms);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -38,6 +40,7 @@ std::string fused_variant_that_ran(LiveBackend& backend, const std::string& less
   EXPECT_TRUE(m.check.passed) << lesson << " at " << tokens << ": " << m.check.rel_l2_error;
   const std::string ran = m.launches.at(0).variant;
   const auto& variants = find_lesson(lesson)->info().levels[2].variants;
+  EXPECT_EQ(m.chosen_as_cc, choose_as_cc);
   EXPECT_FALSE(m.records.empty());
   for (const KernelRecord& r : m.records) {
     EXPECT_EQ(variant_of_kernel(variants, m.launches.at(0).textbook.kernel, r.kernel), ran)
@@ -79,6 +82,33 @@ TEST(Variants, HopperRunsTheSmallClusterAndWgmmaKernels) {
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 16384, bf16), "ln_wgmma");
 }
 
+// Chosen as an sm_86 card (bench --choose-as 8.6), this GPU runs that card's choice, by CUPTI's
+// name, correctly; choosing as a newer GPU than this one is refused with one line.
+TEST(Variants, ChosenAsAnOlderGpuTheKernelsThatGpuRunsRunHere) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const GpuFacts gpu = current_gpu_facts();
+  const int cc = gpu.cc_major * 10 + gpu.cc_minor;
+  if (cc < 86) GTEST_SKIP() << "needs a GPU of compute capability 8.6 or newer";
+  const GpuFacts sm86{8, 6, gpu.sms, false};
+  for (const char* lesson : {"ffn", "layernorm_linear"}) {
+    for (int64_t tokens : {1, 16, 64, 256, 16384}) {
+      const VariantChoice choice =
+          find_lesson(lesson)->choose_variant(2, 0, {tokens, 0}, Precision::bf16, sm86);
+      EXPECT_EQ(fused_variant_that_ran(*backend, lesson, tokens, Precision::bf16, {}, 86),
+                choice.name)
+          << lesson << " at " << tokens << " tokens: " << choice.reason;
+    }
+  }
+  MeasureRequest newer{"ffn", 16, {2}, Precision::bf16, CacheMode::cold};
+  newer.choose_as_cc = cc + 10;
+  std::vector<Measurement> ms;
+  const Status st = backend->measure(newer, nullptr, &ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("or an older one"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find('\n'), std::string::npos);
+}
+
 TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
@@ -109,8 +139,9 @@ TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
 }
 
 // Lesson 4's fused level (residual_layernorm.cu, "level 2's kernels"): the table's choice at
-// C = 768, and every form that takes a row length runs it correctly, forced, at 37 rows (a block
-// left part empty) and row lengths that give 1 to 4 packs a thread, one or several warps a row.
+// C = 768, and every form that takes a row length runs it correctly, forced, at odd row counts
+// (37: a block left part empty; 5001 and 70001: grids of many waves) and row lengths that give
+// 1 to 8 packs a thread, one or several warps a row.
 TEST(Variants, ResidualLayerNormRunsEachRowForm) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
@@ -128,17 +159,30 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
   for (Precision p : {Precision::fp32, Precision::bf16}) {
     SCOPED_TRACE(to_string(p));
     EXPECT_EQ(ran(3, 768, p, {}), "rows_early");
-    EXPECT_EQ(ran(5000, 768, p, {}), p == Precision::bf16 ? "rows_lean" : "rows_early");
-    EXPECT_EQ(ran(16384, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(5001, 768, p, {}), "rows_warp");
+    EXPECT_EQ(ran(16384, 768, p, {}), "rows_warp");
+    EXPECT_EQ(ran(65536, 768, p, {}), "rows_early");
     EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
     const int64_t vec = p == Precision::fp32 ? 4 : 8;
-    for (int64_t c : {vec, int64_t(768), int64_t(1032), 2048 * vec}) {
+    for (int64_t c : {vec, 5 * vec, int64_t(768), 256 * vec, int64_t(1032), 2048 * vec}) {
       std::vector<std::string> forms = {"rows_early", "rows_any"};
-      if (p == Precision::bf16) forms.push_back("rows_lean");
+      // A warp a row holds at most 8 packs a thread: 1024 fp32 / 2048 bf16.
+      if (c <= 256 * vec) forms.push_back("rows_warp");
       for (const std::string& form : forms) {
         EXPECT_EQ(ran(37, c, p, {{"residual_layernorm_fused", form}}), form) << "C = " << c;
       }
     }
+    EXPECT_EQ(ran(70001, 8 * vec, p, {{"residual_layernorm_fused", "rows_warp"}}), "rows_warp");
+    EXPECT_EQ(ran(5001, 768, p, {{"residual_layernorm_fused", "rows_early"}}), "rows_early");
+    // Where a warp a row cannot hold the row, forcing it is refused with one line.
+    MeasureRequest request{"residual_layernorm", 37, {2}, p, CacheMode::cold};
+    request.inner = 257 * vec;
+    request.variants = {{"residual_layernorm_fused", "rows_warp"}};
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("rows_warp cannot run here"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos);
   }
 }
 

@@ -167,3 +167,37 @@ TEST(PeerSpeedupSeries, SpeedupOverOurLevelZero) {
 
 }  // namespace
 }  // namespace fl::viz
+
+namespace fl::viz {
+namespace {
+
+// The portable kernels' series: the same level, dashed with hollow markers in the level's own
+// colour, under the measured curve, with its shorter legend text.
+TEST(SpeedupView, ThePortableSeriesIsTheLevelsColourDashed) {
+  std::vector<Measurement> portable = {fake(1 << 20, 0, 30.0), fake(1 << 20, 1, 20.0)};
+  for (Measurement& m : portable) m.chosen_as_cc = 86;
+  SpeedupView view;
+  view.level = 1;
+  view.top_level = 1;
+  view.measured = {{1 << 20, 2.0}};
+  view.portable.label = "portable kernels (as on compute capability 8.6), measured on an H100";
+  view.portable.points =
+      speedup_series(portable, "gelu_scale", Precision::fp32, CacheMode::cold, 1);
+  view.portable_legend = "portable kernels (as on 8.6)";
+  ASSERT_EQ(view.portable.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(view.portable.points[0].speedup, 1.5);
+  const PlotSpec spec = speedup_plot_spec(view);
+  ASSERT_EQ(spec.series.size(), 2u);
+  const PlotSeries& p = spec.series[0];
+  EXPECT_EQ(p.legend_label, "portable kernels (as on 8.6)");
+  EXPECT_TRUE(p.dashed);
+  EXPECT_TRUE(p.hollow_markers);
+  EXPECT_EQ(p.color, spec.series[1].color);  // the level's colour, as the measured curve
+  EXPECT_FALSE(spec.series[1].dashed);
+  // No points: no series.
+  view.portable.points.clear();
+  EXPECT_EQ(speedup_plot_spec(view).series.size(), 1u);
+}
+
+}  // namespace
+}  // namespace fl::viz

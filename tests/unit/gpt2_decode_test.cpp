@@ -20,21 +20,37 @@ int stage_of(const DecodeTask& t) {
                                                  : t.layer * kStagesPerLayer + t.kind;
 }
 
+// The counter each stage's tasks bump: one per stage, and with head waits kHeads for qkv.
+int first_counter_of(int stage, bool head_waits) {
+  const int layer = stage / kStagesPerLayer, within = stage % kStagesPerLayer;
+  const int per_layer = kStagesPerLayer + (head_waits ? kHeads - 1 : 0);
+  return layer * per_layer + (within == 0 || !head_waits ? within : within + kHeads - 1);
+}
+
 void expect_well_formed(const TaskListShape& shape) {
   SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " tokens " +
-               std::to_string(shape.tokens) + " cache " + std::to_string(shape.cache));
+               std::to_string(shape.tokens) + " cache " + std::to_string(shape.cache) +
+               (shape.head_waits ? " head waits" : ""));
   const DecodeTaskList list = build_decode_tasks(shape);
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
-  EXPECT_EQ(list.counters, kLayers * kStagesPerLayer + 1);
+  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (shape.head_waits ? kHeads - 1 : 0)) + 1);
   // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
   std::map<int, std::vector<int>> covered;  // stage -> hits per row / unit
   std::map<int, unsigned> tasks_in_stage;
+  std::map<int, unsigned> head_bumps;  // counter -> qkv tasks bumping it
   for (const DecodeTask& t : list.tasks) {
     const int stage = stage_of(t);
     ++tasks_in_stage[stage];
-    EXPECT_EQ(t.done_counter, stage);
+    EXPECT_EQ(t.done_counter, first_counter_of(stage, shape.head_waits));
     const TaskKind kind = TaskKind(t.kind);
+    EXPECT_EQ(t.flags, shape.head_waits && kind == TaskKind::qkv ? kBumpsHeads : 0);
+    if (t.flags & kBumpsHeads) {
+      // Each head whose q, k or v rows the slice holds, counted once per task.
+      std::set<int> heads;
+      for (uint32_t r = t.first; r < t.first + t.count; ++r) heads.insert((r / kHeadDim) % kHeads);
+      for (int h : heads) ++head_bumps[t.done_counter + h];
+    }
     const int units = kind == TaskKind::qkv          ? 3 * kC
                       : kind == TaskKind::mlp        ? kF
                       : kind == TaskKind::attention  ? kHeads * list.splits
@@ -60,13 +76,19 @@ void expect_well_formed(const TaskListShape& shape) {
     for (size_t u = 0; u < hits.size(); ++u)
       ASSERT_EQ(hits[u], 1) << "stage " << stage << " unit " << u;
   }
-  // Each task waits for the whole previous stage; each block's list is in stage order.
+  // Each task waits for the whole previous stage (attention with head waits: for every qkv
+  // task holding rows of its head); each block's list is in stage order.
   for (const DecodeTask& t : list.tasks) {
     const int stage = stage_of(t);
     if (stage == 0) {
       EXPECT_EQ(t.wait_counter, kNoCounter);
+    } else if (shape.head_waits && TaskKind(t.kind) == TaskKind::attention) {
+      const int head = int(t.first) / list.splits;
+      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, true) + head);
+      EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
+      EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
     } else {
-      EXPECT_EQ(t.wait_counter, stage - 1);
+      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, shape.head_waits));
       EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 1]);
     }
   }
@@ -77,12 +99,31 @@ void expect_well_formed(const TaskListShape& shape) {
 }
 
 TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
-  expect_well_formed({132, 1, 512, 80 * 1024});
-  expect_well_formed({132, 16, 8192, 80 * 1024});
-  expect_well_formed({1, 3, 37, 80 * 1024});
-  expect_well_formed({7, 5, 1001, 20 * 1024});
-  expect_well_formed(
-      {114, 2, 16, 16 * 1024});  // about the smallest buffer weight_buffer_bytes_for gives
+  for (bool head_waits : {true, false}) {
+    expect_well_formed({132, 1, 512, 80 * 1024, head_waits});
+    expect_well_formed({132, 16, 8192, 80 * 1024, head_waits});
+    expect_well_formed({1, 3, 37, 80 * 1024, head_waits});
+    expect_well_formed({7, 5, 1001, 20 * 1024, head_waits});
+    // About the smallest buffer weight_buffer_bytes_for gives.
+    expect_well_formed({114, 2, 16, 16 * 1024, head_waits});
+  }
+}
+
+// A qkv slice's heads: q, k and v rows of head h are the 64-row blocks h, 12 + h, 24 + h.
+TEST(Gpt2DecodeTasks, HeadsOfAQkvSlice) {
+  int a = 0, b = 0;
+  heads_of_rows(0, 18, &a, &b);
+  EXPECT_EQ(a, 0);
+  EXPECT_EQ(b, 0);
+  heads_of_rows(54, 18, &a, &b);  // rows 54-71: heads 0 and 1 of q
+  EXPECT_EQ(a, 0);
+  EXPECT_EQ(b, 1);
+  heads_of_rows(756, 18, &a, &b);  // rows 756-773: q of head 11, k of head 0
+  EXPECT_EQ(a, 11);
+  EXPECT_EQ(b, 0);
+  heads_of_rows(2288, 16, &a, &b);  // the last rows: v of head 11
+  EXPECT_EQ(a, 11);
+  EXPECT_EQ(b, 11);
 }
 
 TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {

@@ -1,14 +1,16 @@
 // The portable small-token kernels' plans (kernels/ffn/ffn_stream_plan.h,
-// kernels/layernorm_linear/ln_linear_stream_plan.h), checked on the CPU for the GPUs a learner
-// may have: every hidden unit in one up slice and every W2 element in one down tile (FFN), every
-// output in one block (LayerNorm-Linear), the FFN's grid within one block per SM (its blocks
-// wait on each other), shared-memory regions inside the GPU's limit and apart, and the shapes the
-// lessons default to (C = 768) planned where the shared memory allows.
+// kernels/ffn/ffn_hidden_slice_plan.h, kernels/layernorm_linear/ln_linear_stream_plan.h), checked
+// on the CPU for the GPUs a learner may have: every hidden unit in one up slice and every W2
+// element in one down tile (FFN), every output in one block (LayerNorm-Linear), the FFN's grid
+// within one block per SM (its blocks wait on each other), shared-memory regions inside the GPU's
+// limit and apart, and the shapes the lessons default to (C = 768) planned where the shared memory
+// allows.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
+#include "kernels/ffn/ffn_hidden_slice_plan.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 #include "kernels/layernorm_linear/ln_linear_stream_plan.h"
 
@@ -104,6 +106,81 @@ TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
   EXPECT_TRUE(ffn_choose_plan(16, 768, 2, 108, 166912, &p));
   ASSERT_TRUE(ffn_choose_plan(1, 768, 2, 82, 101376, &p));
   EXPECT_TRUE(p.w2_late);
+}
+
+void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
+  EXPECT_LE(p.blocks, g.sms);  // the blocks wait for each other at the barrier
+  EXPECT_GE(16 * p.mtc, m);
+  EXPECT_LT(16 * (p.mtc - 1), m);
+  EXPECT_EQ(p.units % 8, 0);
+  EXPECT_LE(p.units, kSliceMaxUnits);
+  // Hidden units [units b, units (b + 1)) for b < blocks: each of the 4C exactly once.
+  EXPECT_GE(int64_t(p.blocks) * p.units, 4 * c);
+  EXPECT_LT(int64_t(p.blocks - 1) * p.units, 4 * c);
+  // y's 8-column tiles: every column of C in one, the tiles spread over the blocks.
+  EXPECT_GE(p.cp, c);
+  EXPECT_EQ(p.cp % kSliceTileCols, 0);
+  // Shared memory: x and W1 (and, late, W2; and the partial sums) inside the region before h;
+  // W2 before it otherwise; h, then b1; 16-byte steps, within the limit with the static 64.
+  const size_t w2 = size_t(e) * p.kp * p.ld_w2;
+  const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
+  EXPECT_LE(up_end, p.off_h);
+  EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8), p.off_h);
+  EXPECT_LE(p.off_x + 16 * size_t(slice::kThreads), p.off_h);
+  if (p.w2_late) {
+    EXPECT_EQ(p.off_w2, p.off_x);
+    EXPECT_LE(p.off_w2 + w2, p.off_h);
+  } else {
+    EXPECT_EQ(p.off_w2, 0u);
+    EXPECT_GE(p.off_x, w2);
+  }
+  EXPECT_LE(p.off_h + size_t(e) * 16 * p.mtc * p.ld_h, p.off_bias);
+  for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_h, p.off_bias}) EXPECT_EQ(off % 16, 0u);
+  EXPECT_LE(p.smem + 64, size_t(g.smem_optin));
+  EXPECT_GE(ffn_slice_scratch_bytes_for(p), 256 + 4 * size_t(m) * p.cp * p.blocks);
+}
+
+TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
+  for (const Gpu& g : kGpus) {
+    for (int e : {2, 4}) {
+      for (int64_t m : {1, 2, 7, 16, 33, 64}) {
+        for (int64_t c : {40, 97, 255, 768, 1025}) {
+          SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
+                       std::to_string(m) + " C " + std::to_string(c));
+          FfnSlicePlan p;
+          if (ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p)) {
+            check_slice(p, g, m, c, e);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
+  FfnSlicePlan p;
+  // H100: bf16 at 1-64 tokens, 24 hidden units a block on 128 blocks, both slices at once.
+  for (int64_t m : {1, 16, 64}) {
+    ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
+    EXPECT_EQ(p.units, 24);
+    EXPECT_EQ(p.blocks, 128);
+    EXPECT_FALSE(p.w2_late) << m;
+  }
+  // fp32 on an H100: both slices at once up to 16 tokens, W2 late at 17-32, nothing beyond.
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 4, 132, 232448, &p));
+  EXPECT_FALSE(p.w2_late);
+  ASSERT_TRUE(ffn_slice_choose_plan(17, 768, 4, 132, 232448, &p));
+  EXPECT_TRUE(p.w2_late);
+  EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, &p));
+  // An RTX card (99 KB a block): bf16 up to 16 tokens, W2 after the up product.
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, &p));
+  EXPECT_TRUE(p.w2_late);
+  EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, &p));
+  // Units a block given: no fewer than one block per SM allows, a multiple of 8.
+  EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 32));
+  EXPECT_EQ(p.blocks, 96);
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 16));
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 28));
 }
 
 TEST(StreamPlan, LayerNormLinearCutsEveryOutputOnceWithinEachGpu) {

@@ -51,11 +51,11 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   }
 }
 
-// Which kernel each GPU generation runs: the portable FFN (ffn_stream) on sm_70 (fp32), sm_80,
-// sm_86 and sm_89 up to 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where
-// the panel kernel does not fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90
-// the Hopper kernels, and the portable ones only when forced (they can run there, the table
-// does not prefer them).
+// Which kernel each GPU generation runs: the portable FFN (ffn_stream; ffn_hidden_slice after it
+// measured no faster on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to 64 tokens; the
+// portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not fit (it measured
+// faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels, and the portable ones only
+// when forced (they can run there, the table does not prefer them).
 TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
   for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
@@ -90,30 +90,40 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Lesson* ffn = find_lesson("ffn");
   ASSERT_NE(ffn, nullptr);
   for (const VariantInfo& v : ffn->info().levels[2].variants) {
-    if (v.name != "ffn_stream") continue;
+    if (v.name != "ffn_stream" && v.name != "ffn_hidden_slice") continue;
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
     EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kH100}));
     EXPECT_TRUE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
   }
 }
 
-// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): gamma and beta loaded with the
-// row everywhere, except bf16 grids of 2K-8K rows, which fit one wave only at the lean kernel's
-// registers; on any GPU, since the row kernels are portable.
-TEST(Variants, ResidualLayerNormFusedLevelChoosesByRowsAndPrecision) {
-  const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
+// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-32K rows,
+// the aligned kernel with gamma and beta loaded with the row elsewhere, in both precisions and
+// on any GPU (the row kernels are portable); a C that is not a multiple of a pack takes the
+// general kernel, and one a warp cannot hold (more than 8 packs a thread) the aligned one.
+TEST(Variants, ResidualLayerNormFusedLevelChoosesByRows) {
   for (const GpuFacts& gpu : {kH100, kA100}) {
-    for (int64_t rows : {2, 128, 1365, 4096, 16384, 262144}) {
-      EXPECT_EQ(chosen("residual_layernorm", rows, fp32, gpu), "rows_early") << rows;
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+      for (int64_t rows : {2, 128, 1365, 2047, 32768, 65536, 262144}) {
+        EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_early") << rows;
+      }
+      for (int64_t rows : {2048, 4096, 16384, 32767}) {
+        EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_warp") << rows;
+      }
     }
-    EXPECT_EQ(chosen("residual_layernorm", 2, bf16, gpu), "rows_early");
-    EXPECT_EQ(chosen("residual_layernorm", 1365, bf16, gpu), "rows_early");
-    EXPECT_EQ(chosen("residual_layernorm", 2048, bf16, gpu), "rows_lean");
-    EXPECT_EQ(chosen("residual_layernorm", 4096, bf16, gpu), "rows_lean");
-    EXPECT_EQ(chosen("residual_layernorm", 8191, bf16, gpu), "rows_lean");
-    EXPECT_EQ(chosen("residual_layernorm", 16384, bf16, gpu), "rows_early");
-    EXPECT_EQ(chosen("residual_layernorm", 262144, bf16, gpu), "rows_early");
   }
+#ifndef FUSIONLAB_REPLAY_ONLY  // the row kernels' shape checks (packs a thread) are C++ only
+  const Lesson* lesson = find_lesson("residual_layernorm");
+  ASSERT_NE(lesson, nullptr);
+  auto at_c = [&](int64_t c, Precision p) {
+    return lesson->choose_variant(2, 0, {4096, c}, p, kH100).name;
+  };
+  EXPECT_EQ(at_c(781, Precision::fp32), "rows_any");
+  EXPECT_EQ(at_c(1024, Precision::fp32), "rows_warp");
+  EXPECT_EQ(at_c(1028, Precision::fp32), "rows_early");  // 257 packs: over 8 a thread
+  EXPECT_EQ(at_c(2048, Precision::bf16), "rows_warp");
+  EXPECT_EQ(at_c(2056, Precision::bf16), "rows_early");
+#endif
 }
 
 TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
@@ -308,6 +318,22 @@ TEST(Variants, AForcedVariantRunsOrIsRefusedWithOneLine) {
   ASSERT_TRUE(ws.force_variant("both", "").ok());
   ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
   EXPECT_EQ(ws.variant_ran(0, 0), "small");
+}
+
+TEST(Variants, ChosenAsAnOlderGpuTheWorkspaceRunsThatGpusChoiceHere) {
+  VariantWorkspace ws(10);
+  ws.choose_as(86);  // an sm_86 card cannot run `small` (sm_90): the table hands over to `any`
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "any");
+  // A forced variant still wins, and 0 gives the choice back to this GPU.
+  ASSERT_TRUE(ws.force_variant("both", "small").ok());
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "small");
+  ASSERT_TRUE(ws.force_variant("both", "").ok());
+  ws.choose_as(0);
+  ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
+  EXPECT_EQ(ws.variant_ran(0, 0), "small");
+  EXPECT_EQ(ws.ran, (std::vector<std::string>{"any", "small", "small"}));
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// The FFN's portable hidden-slice kernel (kernels/ffn/ffn_hidden_slice.cu): y = GELU(x W1 + b1)
+// W2 + b2 at 1 to 64 tokens on any GPU from sm_80 (bf16) or sm_70 (fp32) whose shared memory
+// holds a block's slice of both weights (ffn_hidden_slice_plan.h); no clusters, no TMA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/ffn/ffn_hidden_slice_plan.h"
+#include "kernels/lesson.h"
+#include "kernels/phases.h"
+#include "kernels/status.h"
+
+namespace fl {
+
+struct FfnSliceBuffers {
+  const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
+  void* y;                            // m x C
+  void* scratch;     // ffn_slice_scratch_bytes(), zeroed once when allocated (the kernel leaves
+                     // its barrier's count at zero)
+  PhaseSink phases;  // stamps on when phases.records is set
+};
+
+// The phases each block records, in the order of their records' `phase`.
+inline const std::vector<std::string>& ffn_slice_phases() {
+  static const std::vector<std::string> names = {
+      "copies asked for", "x and W1 in", "up-projection", "W2 in",
+      "down-projection",  "hand-over",   "sum of y"};
+  return names;
+}
+
+// Why the kernel cannot run this shape and precision on the current GPU, or Ok.
+Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
+Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
+// The plan's choice a benchmark may override: hidden units a block (a multiple of 8; 0: the
+// fewest that keep one block per SM).
+struct FfnSliceTuning {
+  int units = 0;
+};
+Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
+                        cudaStream_t stream, FfnSliceTuning tuning = {});
+
+}  // namespace fl

@@ -1,0 +1,93 @@
+// How the portable hidden-slice FFN (kernels/ffn/ffn_hidden_slice.cu) cuts its work, in plain
+// C++ so that a CPU test (tests/unit/stream_plan_test.cpp) checks what the kernel's correctness
+// rests on: every hidden unit in exactly one block, one block per SM at most (the blocks wait
+// for each other at the end), every column of y summed by one block, shared memory within the
+// GPU's.
+//
+// Block b owns hidden units [units b, units (b + 1)): W1's columns and W2's rows of them.
+// Shared memory, byte offsets: [W2's rows | x, W1's columns (the up product's partial sums
+// overlay them once it is done) | h's slice | b1's slice]; with w2_late (GPUs with less shared
+// memory) W2's rows are asked for after the up product, into the region x and W1 held.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm_core/slice_plan.h"
+
+namespace fl {
+
+constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma column tiles)
+constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
+constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
+constexpr int64_t kSliceMaxTokens = 64;
+
+struct FfnSlicePlan {
+  int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
+  int units = 8, blocks = 0;         // hidden units a block; blocks
+  int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
+  int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
+  bool w2_late = false;
+  size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
+};
+
+inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
+                                       bool w2_late) {
+  using slice::padded_ld;
+  using slice::round_up;
+  FfnSlicePlan p;
+  const int s = slice::k_step(elem_bytes);
+  const size_t e = size_t(elem_bytes);
+  p.m = int(m), p.c = int(c), p.h = int(4 * c);
+  p.mtc = int((m + 15) / 16);
+  p.units = units;
+  p.blocks = (p.h + units - 1) / units;
+  p.ck = round_up(p.c, s);
+  p.kp = round_up(units, s);
+  p.cp = round_up(p.c, 8);
+  p.ld_x = padded_ld(p.ck, elem_bytes);
+  p.ld_w1 = padded_ld(units, elem_bytes);
+  p.ld_w2 = padded_ld(p.cp, elem_bytes);
+  p.ld_h = padded_ld(p.kp, elem_bytes);
+  p.w2_late = w2_late;
+  const size_t w2 = e * p.kp * p.ld_w2, x = e * 16 * p.mtc * p.ld_x, w1 = e * p.ck * p.ld_w1;
+  const size_t red = std::max(slice::red_bytes(units / 8), size_t(16) * slice::kThreads);
+  const size_t region = std::max({x + w1, red, w2_late ? w2 : 0});
+  p.off_w2 = 0;
+  p.off_x = w2_late ? 0 : w2;
+  p.off_w1 = p.off_x + x;
+  p.off_h = p.off_x + size_t(round_up(int(region), 16));
+  p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
+  p.smem = p.off_bias + sizeof(float) * units;
+  return p;
+}
+
+// The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
+// memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
+// one block per SM (or `units`, when given and no fewer), both slices asked for at once where
+// they fit, else W2's after the up product. False when nothing fits.
+inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
+                                  FfnSlicePlan* out, int units = 0) {
+  if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
+  const int64_t units8 = (4 * c + 7) / 8;
+  const int64_t fewest = (units8 + sms - 1) / sms * 8;
+  const int64_t first = units > 0 ? units : fewest;
+  if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
+  for (bool late : {false, true}) {
+    const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(first), late);
+    if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The scratch buffer: the grid barrier's 2 counters (padded to 256 bytes), zero when allocated,
+// and a partial sum per block (blocks x m x C fp32).
+inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
+  return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
+}
+
+}  // namespace fl

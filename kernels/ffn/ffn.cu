@@ -19,7 +19,10 @@
 //     ffn_small.cu      sm_90a bf16, up to 64 tokens: TMA asks for every weight byte at once; h
 //                       through L2 after one grid barrier, W2 split by K inside clusters;
 //     ffn_wgmma.cu      sm_90a bf16, from 256 tokens: persistent wgmma tiles of both GEMMs, h
-//                       through a ring buffer that L2 holds.
+//                       through a ring buffer that L2 holds;
+//     ffn_tiles.cu      any GPU, from 1K tokens where ffn_wgmma cannot run (fp32, or no sm_90a):
+//                       both GEMMs as persistent tiles of the GEMM core (kernels/gemm_core/),
+//                       h through L2 row block by row block.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): both move x, W1, W2 and y; level
 // 1 also writes and reads h, 2 x M x 4C x b. At a few tokens the weights dominate (2 x C x 4C x b
 // = 9.4 MB in bf16 at C = 768, 3.1 us at 3 TB/s), so the limit is 1.0x at 1 token and 1.3x at
@@ -47,6 +50,7 @@
 #include "kernels/ffn/ffn_hidden_slice.h"
 #include "kernels/ffn/ffn_small.h"
 #include "kernels/ffn/ffn_stream.h"
+#include "kernels/ffn/ffn_tiles.h"
 #include "kernels/ffn/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
@@ -126,6 +130,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(slice_scratch_.allocate(slice_bytes));
       FL_CUDA_TRY(cudaMemset(slice_scratch_.get(), 0, slice_scratch_.bytes()));
     }
+    // The portable large-token kernel's tickets and per-row-block counters (left zero by it).
+    FL_TRY(tiles_counters_.allocate(ffn_tiles_counter_bytes(m_)));
+    FL_CUDA_TRY(cudaMemset(tiles_counters_.get(), 0, tiles_counters_.bytes()));
     FL_TRY(up_.allocate());
     return down_.allocate();
   }
@@ -233,6 +240,13 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     this->declare_phases(ffn_slice_phases());
     return Status::Ok();
   }
+  // The portable large-token kernel (ffn_tiles.cu); h goes through the unfused chain's h buffer.
+  Status tiles(cudaStream_t stream) {
+    const FfnTilesBuffers b{
+        x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
+        down_.bias(), y_.as<T>(),    hid_.as<T>(), tiles_counters_.as<unsigned>()};
+    return launch_ffn_tiles(precision_of<T>(), b, m_, c_, stream);
+  }
   // The wgmma kernel (ffn_wgmma.cu), h through the ring buffer.
   Status wgmma(cudaStream_t stream) {
     if constexpr (kRings) {
@@ -257,7 +271,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
-      tile_counters_, stream_scratch_, slice_scratch_;
+      tile_counters_, stream_scratch_, slice_scratch_, tiles_counters_;
   LinearLayer<T> up_, down_;
 };
 
@@ -309,6 +323,14 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},
+      {"ffn_tiles",
+       "both GEMMs as 128 x 128 tiles of the GEMM core in one persistent launch: blocks take "
+       "tiles in ticket order, up tiles write h (bias + GELU) row block by row block, down tiles "
+       "read it back from L2 once their row block's up tiles are done (any GPU, many tokens)",
+       "ffn_tiles_kernel",
+       {0, 0, false, {}, 0, kFfnTilesFrom, 0},
+       [](Ws& w, cudaStream_t s) { return w.tiles(s); },
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
       {"ffn_split",
        "each block owns a slice of the 4C hidden units (h in shared memory) and adds its share "
        "of y in L2; a grid barrier, then all blocks write y (any GPU: a cooperative launch)",
@@ -389,7 +411,8 @@ class Ffn final : public GemmLesson<FfnWorkspace> {
     // bf16 on Hopper builds: the wgmma kernel's h ring and counters too.
     const int64_t ring =
         b == 2 && kWgmmaBuild ? ffn_wgmma_ring_rows(m) * h * b + ffn_wgmma_counters(m) * 4 : 0;
-    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 48 + ring +
+    const int64_t tiles = int64_t(ffn_tiles_counter_bytes(m));  // ffn_tiles' counters
+    return (3 * m * c + 2 * c * h + h + c + 3 * m * h) * b + m * c * 4 + 48 + ring + tiles +
            (m <= 64 ? std::min<int64_t>((h + 31) / 32 * m * c * 4, int64_t(32) << 20) : 0);
   }
 };

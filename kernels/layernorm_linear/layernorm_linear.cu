@@ -22,7 +22,10 @@
 //     ln_cluster.cu    sm_90 bf16, up to 256 tokens (picked at 17-96): a cluster of blocks
 //                      splits K, partial moments and products meet in distributed shared memory;
 //     ln_wgmma.cu      sm_90a bf16, picked beyond 96 tokens: a 64-row x panel normalized once,
-//                      W streamed past it by TMA into wgmma tiles.
+//                      W streamed past it by TMA into wgmma tiles;
+//     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
+//                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
+//                      (ln_mma.cu says why), so the table offers it in fp32 only.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
 // (2 x M x C x b). At a few tokens W dominates (3.5 MB in bf16 at C = 768, 1.2 us at 3 TB/s): the
 // limit is 1.0x and what level 2 can win is a launch, plus how many SMs pull W at once and how
@@ -53,7 +56,9 @@ namespace fl {
 namespace {
 using layernorm_linear::kLnClusterPick;
 using layernorm_linear::kLnClusterRows;
+using layernorm_linear::kLnMmaFrom;
 using layernorm_linear::launch_ln_cluster;
+using layernorm_linear::launch_ln_mma;
 using layernorm_linear::launch_ln_panel;
 using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
@@ -227,6 +232,14 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "ln_stream_kernel",
        {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
+      {"ln_mma",
+       "ln_tile's steps on the GEMM core's fp32 tile (kernels/gemm_core/sgemm_tile.cuh): 8 x 8 "
+       "register blocks a thread, 16-byte loads, warp tiles; each x tile normalized as it "
+       "lands (any GPU, many tokens, fp32)",
+       "ln_gemm_mma_kernel",
+       {0, 0, false, {Precision::fp32}, 0, kLnMmaFrom, 0},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma<T>, nullptr, s); },
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
       {"ln_tile",
        "BM x BN output tiles, K streamed through a cp.async ring; each x tile normalized as it "
        "lands (any GPU, any shape)",
@@ -338,6 +351,7 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
     const Status st = c.name == "ln_cluster" ? launch_ln_cluster(a, stream)
                       : c.name == "ln_wgmma" ? launch_ln_wgmma(a, stream)
                       : c.name == "ln_panel" ? launch_ln_panel(a, stream)
+                      : c.name == "ln_mma"   ? launch_ln_mma(a, stream)
                                              : launch_ln_tile(a, stream);
     if (!st.unsupported()) return st.with_context(c.name);
     skip[c.index] = true;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/device_common.cuh"
+#include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
 #include "kernels/phases.h"
 #include "kernels/status.h"
@@ -107,6 +108,77 @@ __device__ __forceinline__ float row_moment(const T* row, int chunks, int sub, f
   return acc;
 }
 
+// The row statistics of the tile kernels (ln_tile.cu, ln_mma.cu), in their prologue.
+// Mean and 1/std of `rows` rows of x from m0, a warp per kRows rows: every load of every row is
+// issued before any is summed (a warp walking its rows one by one would wait for one DRAM round
+// trip per row). Each lane keeps, per row, a count, a mean and a sum of squared deviations of the
+// values it saw (shifted by its first value, so nothing cancels), and the lanes are merged with
+// Chan's formula for combining variances.
+struct Moments {
+  float n = 0, mean = 0, m2 = 0;
+  __device__ void merge(const Moments& o) {
+    const float total = n + o.n;
+    if (o.n == 0) return;
+    const float delta = o.mean - mean, w = o.n / total;
+    mean += delta * w;
+    m2 += o.m2 + delta * delta * n * w;
+    n = total;
+  }
+};
+
+template <typename T, int kRows, bool kVectorized>
+__device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* mean, float* rstd) {
+  constexpr int E = kVectorized ? tc::kVec<T> : 1;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r0 = warp * kRows;
+  float n[kRows] = {}, shift[kRows] = {}, sum[kRows] = {}, sq[kRows] = {};
+  for (int c = lane * E; c < k; c += 32 * E) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (m0 + r0 + r >= m) continue;
+      const T* p = x + (m0 + r0 + r) * k + c;
+      float v[E];
+      if constexpr (kVectorized) {
+        const Vec16<T> chunk = load16(p);
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[e] = Elem<T>::to_float(chunk.v[e]);
+      } else {
+        v[0] = Elem<T>::to_float(*p);
+      }
+      if (n[r] == 0) shift[r] = v[0];
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float d = v[e] - shift[r];
+        sum[r] += d;
+        sq[r] += d * d;
+      }
+      n[r] += E;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    Moments mo;
+    if (n[r] > 0) mo = Moments{n[r], shift[r] + sum[r] / n[r], sq[r] - sum[r] * sum[r] / n[r]};
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
+                    __shfl_xor_sync(0xffffffffu, mo.mean, offset),
+                    __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
+      if (mo.n == 0) {
+        mo = other;
+      } else {
+        mo.merge(other);
+      }
+    }
+    if (lane == 0) {
+      const bool valid = m0 + r0 + r < m;
+      const float inv = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
+      mean[r0 + r] = valid ? mo.mean : 0.0f;
+      rstd[r0 + r] = inv;
+    }
+  }
+}
+
 // Level 2's kernels where they can run here, else Status::Unsupported: the tile kernel
 // (ln_tile.cu, any GPU and shape), the cluster kernel (ln_cluster.cu, sm_90, bf16) and the panel
 // kernel (ln_panel.cu).
@@ -116,6 +188,13 @@ template <typename T>
 Status launch_ln_cluster(const LnArgs<T>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream);
+// The portable large-token kernel on the GEMM core's top tiles (ln_mma.cu, any GPU; C a multiple
+// of 8, else Unsupported).
+template <typename T>
+Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream);
+// The most tokens below which the table does not prefer it (ln_tile's smaller tiles fill the
+// SMs there).
+constexpr int64_t kLnMmaFrom = 1024;
 // The panel kernel's shape check for the level table: C a multiple of 16, and the narrowest
 // panel (16 columns) within an sm_90 block's 227 KB of shared memory (in fp32 at C = 768 only
 // up to 16 tokens). A smaller GPU's limit is found when the launcher plans (Unsupported).

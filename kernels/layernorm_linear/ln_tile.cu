@@ -38,76 +38,6 @@ using LnGemmTiny = tc::TileConfig<16, 32, 1, 2, 8, 128, 256>;
 using LnGemmSmall = tc::TileConfig<64, 32, 2, 2, 6, 128, 256>;
 using LnGemmBig = tc::TileConfig<128, 128, 2, 4, 4>;
 
-// Mean and 1/std of `rows` rows of x from m0, a warp per kRows rows: every load of every row is
-// issued before any is summed (a warp walking its rows one by one would wait for one DRAM round
-// trip per row). Each lane keeps, per row, a count, a mean and a sum of squared deviations of the
-// values it saw (shifted by its first value, so nothing cancels), and the lanes are merged with
-// Chan's formula for combining variances.
-struct Moments {
-  float n = 0, mean = 0, m2 = 0;
-  __device__ void merge(const Moments& o) {
-    const float total = n + o.n;
-    if (o.n == 0) return;
-    const float delta = o.mean - mean, w = o.n / total;
-    mean += delta * w;
-    m2 += o.m2 + delta * delta * n * w;
-    n = total;
-  }
-};
-
-template <typename T, int kThreads, int kRows, bool kVectorized>
-__device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* mean, float* rstd) {
-  constexpr int E = kVectorized ? tc::kVec<T> : 1;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int r0 = warp * kRows;
-  float n[kRows] = {}, shift[kRows] = {}, sum[kRows] = {}, sq[kRows] = {};
-  for (int c = lane * E; c < k; c += 32 * E) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (m0 + r0 + r >= m) continue;
-      const T* p = x + (m0 + r0 + r) * k + c;
-      float v[E];
-      if constexpr (kVectorized) {
-        const Vec16<T> chunk = load16(p);
-#pragma unroll
-        for (int e = 0; e < E; ++e) v[e] = Elem<T>::to_float(chunk.v[e]);
-      } else {
-        v[0] = Elem<T>::to_float(*p);
-      }
-      if (n[r] == 0) shift[r] = v[0];
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const float d = v[e] - shift[r];
-        sum[r] += d;
-        sq[r] += d * d;
-      }
-      n[r] += E;
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    Moments mo;
-    if (n[r] > 0) mo = Moments{n[r], shift[r] + sum[r] / n[r], sq[r] - sum[r] * sum[r] / n[r]};
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
-                    __shfl_xor_sync(0xffffffffu, mo.mean, offset),
-                    __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
-      if (mo.n == 0) {
-        mo = other;
-      } else {
-        mo.merge(other);
-      }
-    }
-    if (lane == 0) {
-      const bool valid = m0 + r0 + r < m;
-      const float inv = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
-      mean[r0 + r] = valid ? mo.mean : 0.0f;
-      rstd[r0 + r] = inv;
-    }
-  }
-}
-
 template <typename T, class Cfg, bool kVectorized>
 __global__ void __launch_bounds__(Cfg::kThreads)
     ln_gemm_bias_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
@@ -149,8 +79,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
       s_gamma[i] = i < k ? Elem<T>::to_float(gamma[i]) : 0.0f;
       s_beta[i] = i < k ? Elem<T>::to_float(beta[i]) : 0.0f;
     }
-    row_statistics<T, Cfg::kThreads, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0,
-                                                                                   s_mean, s_rstd);
+    row_statistics<T, Cfg::kBM / (Cfg::kThreads / 32), kVectorized>(x, m, k, m0, s_mean, s_rstd);
     __syncthreads();
     marks.mark(kTileStatistics);
   };

@@ -40,14 +40,21 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 256, fp32, kH100), "ffn_split");
-  EXPECT_EQ(chosen("ffn", 16384, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 1023, fp32, kH100), "ffn_split");
+  // ... and from 1K tokens the GEMM core's persistent tiles (ffn_tiles).
+  EXPECT_EQ(chosen("ffn", 1024, fp32, kH100), "ffn_tiles");
+  EXPECT_EQ(chosen("ffn", 16384, fp32, kH100), "ffn_tiles");
   // Without the sm_90a kernels, bf16 takes the cluster kernel at a few tokens.
   EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
-  EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 256, bf16, kH100NoWgmma), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_tiles");
   // sm_80: the portable small-token kernel up to 64 tokens, the split kernel beyond.
   for (int64_t tokens : {1, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
-  for (int64_t tokens : {65, 256, 16384}) {
+  for (int64_t tokens : {65, 256, 1023}) {
     EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
+  }
+  for (int64_t tokens : {1024, 16384}) {
+    EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_tiles") << tokens;
   }
 }
 
@@ -73,9 +80,16 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     }
 #endif
     EXPECT_EQ(chosen("layernorm_linear", 257, fp32, gpu), "ln_tile") << cc;
+    // From 1K tokens the GEMM core's large-token kernels, fp32 on the CUDA cores everywhere.
+    for (int64_t tokens : {1024, 16384}) {
+      EXPECT_EQ(chosen("layernorm_linear", tokens, fp32, gpu), "ln_mma") << cc << " " << tokens;
+      EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_tiles") << cc << " " << tokens;
+    }
     if (gpu.cc_major >= 8) {  // bf16 from sm_80 (mma.sync)
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_stream") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_panel") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_tile") << cc;  // ln_mma: fp32
+      EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
   }
   for (int64_t tokens : {1, 16, 64}) {
@@ -138,9 +152,13 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100), "ln_wgmma");
   EXPECT_EQ(chosen("layernorm_linear", 1, fp32, kH100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 16, fp32, kH100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 1023, fp32, kH100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 1024, fp32, kH100), "ln_mma");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");  // ln_mma: fp32 only
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_tile");
 }
 
 TEST(Variants, TheReasonNamesTheSizeTheVariantAndWhatItDoes) {

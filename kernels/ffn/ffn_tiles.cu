@@ -1,0 +1,168 @@
+// The FFN's level 2 at many tokens on any GPU: ffn_tiles_kernel, the portable large-token rung,
+// on the GEMM core's top tiles (kernels/gemm_core/: mma_tile.cuh in bf16 on sm_80+,
+// sgemm_tile.cuh in fp32 on the CUDA cores from sm_70).
+//
+// What changes against ffn_split.cu (a block owns a slice of the hidden units for all tokens,
+// its shares of y added in L2, a grid barrier): at many tokens h = GELU(x W1 + b1) no longer
+// fits on chip (16K x 3072 x 2 B = 100 MB), and splitting the hidden units makes every block
+// add a share of all of y. Here both GEMMs are ordinary 128 x 128 output tiles of one
+// persistent launch, and h goes through L2 soon after it is made:
+//   * up tiles (x rows r, W1 columns j, K = C): epilogue bias + GELU, rounded to T, into h;
+//   * down tiles (h rows r, W2 columns j, K = 4C): epilogue bias, into y;
+//   * blocks take tiles in ticket order (an atomic counter), row block by row block: the up
+//     tiles of row block r + lag, then the down tiles of row block r, so the down tiles find
+//     their rows of h in L2 (lag row blocks of h: ~8 MB at C = 768). A down tile waits for the
+//     up tiles of its row block (a counter each, acquire/release); they all hold smaller
+//     tickets, taken by blocks already running, so the wait always ends (no cooperative
+//     launch needed). The last block out leaves the counters at zero.
+// Tiles: those of ln_mma.cu (128 x 128, 64 KiB of ring in bf16, 48 KiB in fp32).
+// Budget at 16K tokens, C = 768, bf16: 2 GEMMs of 2 x 16384 x 768 x 3072 = 77 GFLOP each,
+// 0.62 ms at 250 TFLOP/s; HBM: x, the weights, y once (60 MB) and h, written back by L2 (100
+// MB) and, where L2 has let it go, read again: 20-70 us at 3 TB/s. Level 1 writes and reads h.
+// Shapes: any token count; C a multiple of 8 (whole 16-byte chunks).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/ffn/ffn_tiles.h"
+#include "kernels/gemm_core/mma_tile.cuh"
+#include "kernels/gemm_core/ring.cuh"
+#include "kernels/gemm_core/sgemm_tile.cuh"
+#include "kernels/gemm_core/tile_epilogue.cuh"
+
+namespace fl {
+namespace {
+
+// The ticket order: lag row blocks of up tiles first, then groups of (the up tiles of row block
+// lag + j, the down tiles of row block j), then the last lag row blocks' down tiles.
+struct TileOrder {
+  int rows, ups, downs, lag;  // row blocks, up and down tiles per row block, row blocks ahead
+  __host__ __device__ int total() const { return rows * (ups + downs); }
+  __device__ void decode(int t, bool* up, int* rb, int* col) const {
+    const int group = ups + downs, ahead = lag * ups, steady = (rows - lag) * group;
+    if (t < ahead) {
+      *up = true, *rb = t / ups, *col = t % ups;
+    } else if (t - ahead < steady) {
+      const int j = (t - ahead) / group, r = (t - ahead) % group;
+      *up = r < ups;
+      *rb = *up ? lag + j : j;
+      *col = *up ? r : r - ups;
+    } else {
+      const int u = t - ahead - steady;
+      *up = false, *rb = rows - lag + u / downs, *col = u % downs;
+    }
+  }
+};
+
+template <typename T>
+struct FfnTilesParams {
+  const T *x, *w1, *b1, *w2, *b2;
+  T *y, *h;
+  unsigned* counters;  // [0] next ticket, [1] blocks done, [2 ..] up tiles done per row block
+  int64_t m;
+  int c, hidden;
+};
+
+template <class Tile>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
+    ffn_tiles_kernel(FfnTilesParams<typename Tile::T> p, TileOrder order) {
+  using T = typename Tile::T;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int s_ticket;
+  T* ring = reinterpret_cast<T*>(smem);
+  unsigned* done = p.counters + 2;
+  const gemm_core::NoHook none;
+  for (;;) {
+    if (threadIdx.x == 0) s_ticket = static_cast<int>(atomicAdd(p.counters, 1u));
+    __syncthreads();
+    const int t = s_ticket;
+    __syncthreads();
+    if (t >= order.total()) break;
+    bool up;
+    int rb, col;
+    order.decode(t, &up, &rb, &col);
+    const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(col) * Tile::kBN;
+    typename Tile::Acc acc;
+    Tile::zero(acc);
+    if (up) {
+      gemm_core::ring_mainloop<Tile>(acc, ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, m0,
+                                     n0, none, none);
+      Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
+      __threadfence();  // this thread's h before the row block's counter (release)
+      __syncthreads();
+      if (threadIdx.x == 0) atomicAdd(done + rb, 1u);
+    } else {
+      if (threadIdx.x == 0) {
+        while (load_acquire(done + rb) < unsigned(order.ups)) __nanosleep(256);
+      }
+      __syncthreads();  // h's rows are in; cp.async.cg reads them from L2
+      gemm_core::ring_mainloop<Tile>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0,
+                                     n0, none, none);
+      Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+    }
+  }
+  if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1u) == gridDim.x - 1) {
+    p.counters[0] = 0;  // every block has taken its last ticket and finished its tiles
+    p.counters[1] = 0;
+    for (int r = 0; r < order.rows; ++r) done[r] = 0;
+  }
+}
+
+template <class Tile>
+Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
+  using T = typename Tile::T;
+  const int hidden = static_cast<int>(4 * c);
+  const FfnTilesParams<T> p{static_cast<const T*>(b.x),
+                            static_cast<const T*>(b.w1),
+                            static_cast<const T*>(b.b1),
+                            static_cast<const T*>(b.w2),
+                            static_cast<const T*>(b.b2),
+                            static_cast<T*>(b.y),
+                            static_cast<T*>(b.h),
+                            b.counters,
+                            m,
+                            static_cast<int>(c),
+                            hidden};
+  auto kernel = ffn_tiles_kernel<Tile>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(Tile::kSmemBytes)));
+  int device = 0, sms = 0, per_sm = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads,
+                                                            Tile::kSmemBytes));
+  if (per_sm < 1) return Status::Unsupported("its tile does not fit this GPU's shared memory");
+  TileOrder order{static_cast<int>((m + Tile::kBM - 1) / Tile::kBM),
+                  (hidden + Tile::kBN - 1) / Tile::kBN,
+                  static_cast<int>((c + Tile::kBN - 1) / Tile::kBN), 1};
+  const int blocks = std::min(order.total(), sms * per_sm);
+  // Enough row blocks ahead that the first wave of blocks is busy with up tiles while the first
+  // down tiles wait; at most all of them.
+  order.lag = std::min(order.rows, blocks / (order.ups + order.downs) + 1);
+  kernel<<<blocks, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, order);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace
+
+size_t ffn_tiles_counter_bytes(int64_t m) {
+  return size_t(2 + (m + 127) / 128) * sizeof(unsigned);
+}
+
+Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_t c,
+                        cudaStream_t stream) {
+  const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  if (c % 8 != 0 || !aligned(b.x) || !aligned(b.w1) || !aligned(b.w2) || !aligned(b.h)) {
+    return Status::Unsupported("C is not a multiple of 8");
+  }
+  static_assert(gemm_core::LessonMmaTile::kBM == 128 && gemm_core::LessonSgemmTile::kBM == 128,
+                "ffn_tiles_counter_bytes counts row blocks of 128");
+  return p == Precision::bf16 ? launch_typed<gemm_core::LessonMmaTile>(b, m, c, stream)
+                              : launch_typed<gemm_core::LessonSgemmTile>(b, m, c, stream);
+}
+
+}  // namespace fl

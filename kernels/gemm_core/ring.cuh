@@ -1,0 +1,71 @@
+// The cp.async ring both block tiles of the portable GEMM core run (mma_tile.cuh on the tensor
+// cores, sgemm_tile.cuh on the CUDA cores): kStages K-tiles of A and B in flight, one barrier per
+// K-tile, in the order of CUTLASS's multistage main loop:
+//
+//   prime:  K-tiles 0 .. S-2 asked for (one commit group each, empty ones too, so that "at most
+//           S-2 groups pending" always means "K-tile kt has landed")
+//   loop:   K-tile kt landed -> the prologue hook on this thread's chunks of A -> barrier ->
+//           ask for K-tile kt + S-1 into the stage K-tile kt - 1 used -> multiply K-tile kt
+//
+// A Tile provides: kBK, kStages, kStageElems, Acc, Frags (fragments carried from one K-tile to
+// the next; empty where nothing is), kPrefetch, load_stage, visit_a, begin (the first K-tile's
+// first fragments, where kPrefetch) and compute(acc, frags, this stage, next stage, has_next,
+// landed_next): with kPrefetch, compute calls landed_next() itself between its last fragment
+// load and its last multiply, so the barrier for K-tile kt + 1 comes while the tensor cores are
+// busy; without, the loop waits for each K-tile before computing it.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tensor_gemm.cuh"
+
+namespace fl::gemm_core {
+
+// acc += A[m0.., :] B[:, n0..] over all of K. hook(chunk, row, k) runs on every landed chunk of
+// A before any warp reads it (the LayerNorm prologue); after_prime() once while the first K-tiles
+// fly. Ends with a barrier: the ring may be refilled at once.
+template <class Tile, typename T, class Hook, class AfterPrime>
+__device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, const T* a,
+                                              int64_t lda, const T* b, int64_t ldb, int64_t m,
+                                              int64_t n, int64_t k, int64_t m0, int64_t n0,
+                                              const Hook& hook, const AfterPrime& after_prime) {
+  constexpr int S = Tile::kStages;
+  const int kts = static_cast<int>((k + Tile::kBK - 1) / Tile::kBK);
+  auto stage = [&](int kt) { return ring + (kt % S) * Tile::kStageElems; };
+#pragma unroll
+  for (int kt = 0; kt < S - 1; ++kt) {
+    if (kt < kts) Tile::load_stage(stage(kt), a, lda, b, ldb, m, n, k, m0, n0, kt);
+    tc::async_commit();
+  }
+  after_prime();
+  auto landed = [&](int kt) {  // this thread's copies of K-tile kt are in; then everyone's
+    tc::async_wait<S - 2>();
+    if (kt < kts) Tile::visit_a(stage(kt), kt, hook);
+    __syncthreads();
+  };
+  typename Tile::Frags frags;
+  if constexpr (Tile::kPrefetch) {
+    landed(0);
+    Tile::begin(frags, stage(0));
+  }
+  for (int kt = 0; kt < kts; ++kt) {
+    if constexpr (!Tile::kPrefetch) landed(kt);
+    // Into the stage K-tile kt - 1 used: no warp reads it any more (its last fragments are in
+    // registers, or its multiply is done).
+    const int next = kt + S - 1;
+    if (next < kts) Tile::load_stage(stage(next), a, lda, b, ldb, m, n, k, m0, n0, next);
+    tc::async_commit();
+    Tile::compute(acc, frags, stage(kt), stage(kt + 1), kt + 1 < kts, [&]() { landed(kt + 1); });
+  }
+  tc::async_wait<0>();
+  __syncthreads();
+}
+
+// The tile the table's hooks see when there is nothing to do.
+struct NoHook {
+  template <typename T>
+  __device__ void operator()(T*, int, int64_t) const {}
+  __device__ void operator()() const {}
+};
+
+}  // namespace fl::gemm_core

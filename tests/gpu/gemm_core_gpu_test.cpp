@@ -1,0 +1,225 @@
+// The portable GEMM core (kernels/gemm_core/): every rung of the GEMM ladder against a CPU
+// product in double, and the large-token portable kernels built on it (ln_mma in fp32,
+// ffn_tiles), forced through the live backend at random shapes with odd token counts (the
+// backend poisons the outputs and runs the lesson's fp64 check); a C that is not a multiple of 8
+// is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu times them).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "app/measure/live_backend.h"
+#include "kernels/gemm_core/gemm_ladder.h"
+
+namespace fl {
+namespace {
+
+uint16_t bf16_bits(float v) {  // round to nearest even, as __float2bfloat16_rn
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+double bf16_value(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// A matrix on the host (doubles holding exactly the device's values) and on the device.
+struct Matrix {
+  Precision p;
+  std::vector<double> host;
+  void* dev = nullptr;
+  Matrix(Precision prec, size_t n) : p(prec), host(n) {
+    EXPECT_EQ(cudaMalloc(&dev, n * bytes_per_element(prec)), cudaSuccess);
+  }
+  ~Matrix() { cudaFree(dev); }
+  Matrix(const Matrix&) = delete;
+  void fill(std::mt19937& rng) {
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    const size_t n = host.size();
+    std::vector<uint16_t> b(n);
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; ++i) {
+      f[i] = static_cast<float>(d(rng));
+      b[i] = bf16_bits(f[i]);
+      host[i] = p == Precision::bf16 ? bf16_value(b[i]) : f[i];
+    }
+    const void* src = p == Precision::bf16 ? static_cast<const void*>(b.data()) : f.data();
+    ASSERT_EQ(cudaMemcpy(dev, src, n * bytes_per_element(p), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<double> download() const {
+    const size_t n = host.size();
+    std::vector<double> out(n);
+    std::vector<uint16_t> b(n);
+    std::vector<float> f(n);
+    void* dst = p == Precision::bf16 ? static_cast<void*>(b.data()) : f.data();
+    EXPECT_EQ(cudaMemcpy(dst, dev, n * bytes_per_element(p), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; ++i) out[i] = p == Precision::bf16 ? bf16_value(b[i]) : f[i];
+    return out;
+  }
+};
+
+bool cuda_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// Relative L2 error of rung `rung`'s C = A B against the CPU; infinity for any non-finite
+// element (an unwritten, poisoned one).
+double ladder_error(size_t rung, int64_t m, int64_t n, int64_t k, Status* status) {
+  const Precision p = gemm_core::gemm_ladder().at(rung).precision;
+  std::mt19937 rng(static_cast<unsigned>(rung * 7919 + m * 31 + n * 17 + k));
+  Matrix a(p, m * k), b(p, k * n), c(p, m * n);
+  a.fill(rng);
+  b.fill(rng);
+  EXPECT_EQ(cudaMemset(c.dev, 0xff, m * n * bytes_per_element(p)), cudaSuccess);  // NaN
+  *status = gemm_core::launch_ladder_rung(rung, a.dev, b.dev, c.dev, m, n, k, nullptr);
+  if (!status->ok()) return 0;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<double> out = c.download();
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int64_t kk = 0; kk < k; ++kk) ref += a.host[i * k + kk] * b.host[kk * n + j];
+      const double v = out[i * n + j];
+      if (!std::isfinite(v)) return INFINITY;
+      num += (v - ref) * (v - ref);
+      den += ref * ref;
+    }
+  }
+  return std::sqrt(num / den);
+}
+
+TEST(GemmLadder, EveryRungMatchesTheCpuProduct) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  const auto& rungs = gemm_core::gemm_ladder();
+  ASSERT_GE(rungs.size(), 6u);
+  for (size_t r = 0; r < rungs.size(); ++r) {
+    if (rungs[r].precision == Precision::bf16 && major < 8) continue;
+    const double tol = rungs[r].precision == Precision::bf16 ? 1e-2 : 1e-5;
+    // A square shape every rung takes, then edges that cut the tiles (M odd, N and K multiples
+    // of 8 only), which mma_naive refuses.
+    for (auto [m, n, k] :
+         {std::tuple<int64_t, int64_t, int64_t>{256, 320, 128}, {197, 136, 72}, {129, 264, 40}}) {
+      Status st;
+      const double err = ladder_error(r, m, n, k, &st);
+      if (!st.ok()) {
+        EXPECT_TRUE(st.unsupported() && rungs[r].name == "mma_naive") << st.message();
+        EXPECT_EQ(st.message().find('\n'), std::string::npos);
+        continue;
+      }
+      EXPECT_LT(err, tol) << rungs[r].name << " at " << m << " x " << n << " x " << k;
+    }
+  }
+}
+
+std::unique_ptr<LiveBackend> make_backend() {
+  LiveOptions options;
+  options.min_repetitions = 2;
+  options.target_seconds = 0.005;
+  options.counters = false;
+  std::unique_ptr<LiveBackend> backend;
+  const Status st = LiveBackend::create(options, &backend);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return backend;
+}
+
+// Level 2 of `lesson` with `variant` forced at tokens x c: ran, passed the check, and was it.
+void expect_forced_runs(LiveBackend& backend, const char* lesson, const char* launch,
+                        const char* variant, int64_t tokens, int64_t c, Precision p) {
+  MeasureRequest request{lesson, tokens, {2}, p, CacheMode::cold};
+  request.inner = c;
+  request.variants = {{launch, variant}};
+  std::vector<Measurement> ms;
+  const Status st = backend.measure(request, nullptr, &ms);
+  ASSERT_TRUE(st.ok()) << variant << " at " << tokens << " x " << c << ": " << st.message();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_TRUE(ms[0].check.passed) << variant << " " << to_string(p) << " at " << tokens << " x "
+                                  << c << ": rel. error " << ms[0].check.rel_l2_error;
+  EXPECT_EQ(ms[0].launches.at(0).variant, variant);
+}
+
+struct Forced {
+  const char *lesson, *launch, *variant;
+  bool bf16;  // offered in bf16 too (ln_mma is fp32 only: the level table refuses bf16)
+};
+const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma", false},
+                          {"ffn", "ffn_fused", "ffn_tiles", true}};
+
+TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  std::mt19937 rng(20261126);
+  std::uniform_int_distribution<int64_t> tokens(1, 700), eighths(1, 96);
+  for (const Forced& f : kForced) {
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
+      for (int i = 0; i < 5; ++i) {
+        const int64_t m = tokens(rng) | 1, c = 8 * eighths(rng);  // odd token counts
+        SCOPED_TRACE(std::string(f.variant) + " " + to_string(p));
+        expect_forced_runs(*backend, f.lesson, f.launch, f.variant, m, c, p);
+      }
+      expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 1031, 768, p);  // 9 row blocks
+    }
+  }
+}
+
+TEST(GemmCore, ACNotAMultipleOf8IsRefusedWithOneLine) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  for (const Forced& f : kForced) {
+    MeasureRequest request{f.lesson, 37, {2}, Precision::fp32, CacheMode::cold};
+    request.inner = 781;
+    request.variants = {{f.launch, f.variant}};
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    ASSERT_FALSE(st.ok()) << f.variant;
+    EXPECT_NE(st.message().find("C is not a multiple of 8"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find('\n'), std::string::npos);
+  }
+  // ln_mma in bf16: refused by the table, with the reason.
+  MeasureRequest request{"layernorm_linear", 1031, {2}, Precision::bf16, CacheMode::cold};
+  request.variants = {{"ln_gemm_bias", "ln_mma"}};
+  std::vector<Measurement> ms;
+  const Status st = backend->measure(request, nullptr, &ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("runs in fp32 only"), std::string::npos) << st.message();
+}
+
+// One small case of each kernel, for compute-sanitizer (scripts/portable-check.sh's pattern).
+TEST(GemmCore, SmallShapesForTheSanitizer) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  for (const Forced& f : kForced) {
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
+      expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 133, 72, p);
+    }
+  }
+  for (size_t r = 0; r < gemm_core::gemm_ladder().size(); ++r) {
+    if (gemm_core::gemm_ladder()[r].precision == Precision::bf16 && major < 8) continue;
+    Status st;
+    EXPECT_LT(ladder_error(r, 129, 136, 40, &st), 1e-2) << gemm_core::gemm_ladder()[r].name;
+  }
+}
+
+}  // namespace
+}  // namespace fl

@@ -1,0 +1,163 @@
+// gemm_ladder_bench: every rung of the portable GEMM core's ladder (kernels/gemm_core/
+// gemm_ladder.h) beside cuBLASLt's plain GEMM (Epilogue::none; on an H100 its Hopper kernels),
+// in one process so that the ratios come from one run, at the lessons' GEMM shapes: the
+// LayerNorm-Linear's x W (tokens x 768 x 2304) at 1K and 16K tokens and the FFN's up (16K x 768
+// x 3072) and down (16K x 3072 x 768) projections. Cold L2: before every timed launch a kernel
+// reads a buffer of 256 MB. Timed with CUDA events around the one launch; median of `reps`.
+// Inputs random, never zeros; each rung's output is checked against cuBLASLt's (relative L2
+// error) so a fast wrong rung cannot hide. Prints one line per rung and shape: ms, TFLOP/s,
+// fraction of cuBLASLt.
+//   gemm_ladder_bench [reps]
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "kernels/blas.h"
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_core/gemm_ladder.h"
+
+namespace {
+
+#define CHECK(expr)                                                          \
+  do {                                                                       \
+    const fl::Status s_ = (expr);                                            \
+    if (!s_.ok()) {                                                          \
+      std::fprintf(stderr, "gemm_ladder_bench: %s\n", s_.message().c_str()); \
+      std::exit(1);                                                          \
+    }                                                                        \
+  } while (0)
+#define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
+
+__global__ void fill_random(void* out, bool bf16, int64_t n, unsigned seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+    const float v = float(h & 0xffffff) / float(0x1000000) * 2.0f - 1.0f;
+    if (bf16) {
+      static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
+    } else {
+      static_cast<float*>(out)[i] = v;
+    }
+  }
+}
+
+__global__ void read_all(const int4* p, int64_t n, int* sink) {
+  int acc = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    acc ^= p[i].x;
+  }
+  if (acc == 0x12345678) *sink = acc;
+}
+
+// Sum of squares of a - b and of b (relative L2 error of a against b), in double.
+__global__ void diff_sums(const void* a, const void* b, bool bf16, int64_t n, double* sums) {
+  double num = 0, den = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double x = bf16 ? double(__bfloat162float(static_cast<const __nv_bfloat16*>(a)[i]))
+                          : double(static_cast<const float*>(a)[i]);
+    const double y = bf16 ? double(__bfloat162float(static_cast<const __nv_bfloat16*>(b)[i]))
+                          : double(static_cast<const float*>(b)[i]);
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  atomicAdd(&sums[0], num);  // sm_60+
+  atomicAdd(&sums[1], den);
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t bytes) { CUDA(cudaMalloc(&p, bytes)); }
+  ~Buf() { cudaFree(p); }
+};
+
+struct Shape {
+  const char* what;
+  int64_t m, n, k;
+};
+
+// Median ms of `reps` cold launches of `launch`.
+template <class F>
+float median_ms(int reps, Buf& flush, Buf& sink, F launch) {
+  cudaEvent_t start, stop;
+  CUDA(cudaEventCreate(&start));
+  CUDA(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    read_all<<<1024, 256>>>(static_cast<const int4*>(flush.p), (size_t(256) << 20) / 16,
+                            static_cast<int*>(sink.p));
+    CUDA(cudaEventRecord(start));
+    CHECK(launch());
+    CUDA(cudaEventRecord(stop));
+    CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CUDA(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  CUDA(cudaEventDestroy(start));
+  CUDA(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sink) {
+  const bool bf = p == fl::Precision::bf16;
+  const size_t b = bf ? 2 : 4;
+  Buf a(s.m * s.k * b), w(s.k * s.n * b), ref(s.m * s.n * b), out(s.m * s.n * b), sums(16);
+  fill_random<<<512, 256>>>(a.p, bf, s.m * s.k, 1234u);
+  fill_random<<<512, 256>>>(w.p, bf, s.k * s.n, 5678u);
+  CUDA(cudaGetLastError());
+  std::unique_ptr<fl::blas::Gemm> gemm;
+  CHECK(fl::blas::Gemm::plan(s.m, s.n, s.k, p, fl::blas::Epilogue::none, &gemm));
+  const double flop = 2.0 * s.m * s.n * s.k;
+  const float blas_ms =
+      median_ms(reps, flush, sink, [&] { return gemm->run(a.p, w.p, nullptr, ref.p, nullptr); });
+  std::printf("%-6s %-22s %-5s %8.3f ms %7.1f TFLOP/s  1.00x cuBLASLt\n", s.what, "cublaslt",
+              fl::to_string(p), blas_ms, flop / blas_ms * 1e-9);
+  const auto& rungs = fl::gemm_core::gemm_ladder();
+  for (size_t r = 0; r < rungs.size(); ++r) {
+    if (rungs[r].precision != p) continue;
+    CUDA(cudaMemset(out.p, 0xff, s.m * s.n * b));
+    const fl::Status first =
+        fl::gemm_core::launch_ladder_rung(r, a.p, w.p, out.p, s.m, s.n, s.k, nullptr);
+    if (!first.ok()) {
+      std::printf("%-6s %-22s %-5s %s\n", s.what, rungs[r].name.c_str(), fl::to_string(p),
+                  first.message().c_str());
+      continue;
+    }
+    CUDA(cudaMemset(sums.p, 0, 16));
+    diff_sums<<<256, 256>>>(out.p, ref.p, bf, s.m * s.n, static_cast<double*>(sums.p));
+    double host[2];
+    CUDA(cudaMemcpy(host, sums.p, 16, cudaMemcpyDeviceToHost));
+    const double err = std::sqrt(host[0] / host[1]);
+    const float ms = median_ms(reps, flush, sink, [&] {
+      return fl::gemm_core::launch_ladder_rung(r, a.p, w.p, out.p, s.m, s.n, s.k, nullptr);
+    });
+    std::printf("%-6s %-22s %-5s %8.3f ms %7.1f TFLOP/s  %.2fx cuBLASLt  err %.1e%s\n", s.what,
+                rungs[r].name.c_str(), fl::to_string(p), ms, flop / ms * 1e-9, blas_ms / ms, err,
+                err < (bf ? 1e-2 : 1e-5) ? "" : "  WRONG");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
+  Buf flush(size_t(256) << 20), sink(64);
+  CUDA(cudaMemset(flush.p, 1, size_t(256) << 20));
+  const Shape shapes[] = {{"ln1K", 1024, 2304, 768},
+                          {"ln16K", 16384, 2304, 768},
+                          {"up16K", 16384, 3072, 768},
+                          {"dn16K", 16384, 768, 3072}};
+  for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
+    for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);
+  }
+  return 0;
+}

@@ -16,14 +16,12 @@
 //   level 3, Hopper flash: the same algorithm with the work split by role (flash_wgmma.cu): a
 //                     producer warp keeps a TMA ring of K/V tiles full, consumer warpgroups
 //                     multiply with wgmma, one tile's softmax runs under the next one's products.
-//                     A variant of the launch: on GPUs other than sm_90 (and for fp32 or a head
-//                     size other than 64 and 128) it runs level 2's kernel.
+//                     On other GPUs (and for fp32, or d other than 64, 128): level 2's kernel.
 //
-// Napkin at T = 4096, bf16, d = 64 (B = 4, H = 12): Q, K, V, O are 6 MiB each; one T x T tensor
-// is B H T^2 b = 1.5 GiB. Level 0 moves ~11 GiB (S written, read and written by scale and mask,
-// read by the softmax, P written and read), level 1 ~6 GiB, level 2 24 MiB: at ~3 TB/s that is
-// ~4 ms, ~2 ms and 8 us, while the causal FLOPs (2 B H T^2 d = 52 GFLOP) take ~0.1 ms at
-// ~500 TFLOP/s: the T^2 traffic, not the arithmetic, is what levels 0 and 1 pay for.
+// Napkin at T = 4096, bf16, d = 64 (B = 4, H = 12): Q, K, V, O are 6 MiB each, one T x T tensor
+// (B H T^2 b) 1.5 GiB. Level 0 moves ~11 GiB (S written, read and written by scale and mask, read
+// by the softmax, P written and read), level 1 ~6 GiB, level 2 24 MiB: ~4 ms, ~2 ms and 8 us at
+// ~3 TB/s, while the causal 52 GFLOP take ~0.1 ms at ~500 TFLOP/s: they pay for T^2 traffic.
 //
 // The byte and FLOP formulas of the level table count 16,384 tokens (B H T^2 = 16384 H T): exact
 // on the bench grid, an over-count when T does not divide 16,384 (then B T < 16,384).
@@ -203,17 +201,14 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     this->declare_phases(attention::flash_mma_phases());
     return Status::Ok();
   }
-  // The bf16-only kernels (level 2's 128-key variant, level 3's Hopper kernel): in fp32 they say
-  // why not, and the table runs level 2's kernel.
-  using Bf16Launch = Status (*)(const attention::FlashArgs<__nv_bfloat16>&, int64_t, cudaStream_t);
-  Status bf16_only(Bf16Launch launch, cudaStream_t stream) {
-    if constexpr (std::is_same<T, float>::value) {
-      (void)launch;
-      (void)stream;
-      return Status::Unsupported("runs in bf16 only");
-    } else {
-      return launch(flash_args(), heads_, stream);
-    }
+  // Kernels of one precision U (level 2's variants, level 3's); the other says why not.
+  template <typename U>
+  Status only([[maybe_unused]] attention::FlashLaunch<U> f, [[maybe_unused]] cudaStream_t st) {
+    if constexpr (std::is_same<T, U>::value)
+      return f(flash_args(), heads_, st);
+    else
+      return Status::Unsupported(std::is_same<U, float>::value ? "runs in fp32 only"
+                                                               : "runs in bf16 only");
   }
 
   int64_t heads_;  // B H
@@ -311,17 +306,30 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        "one kernel: K and V stream through shared memory in tiles, each tile's scores stay in "
        "registers, an online softmax rescales the running output, causal tiles are skipped",
        "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
-       "until "
-       "it is final: no T x T tensor ever reaches HBM",
+       "until it is final: no T x T tensor ever reaches HBM",
        {{"flash_attention",
          nullptr,
          flash_textbook,
-         {{"flash_mma_keys128",
+         {{"flash_fp32_tiles",
+           "fp32: a thread owns 8 x 4 of S and of O, read by 16-byte loads (half as many)",
+           "flash_fp32_tiles_kernel",
+           {90, 0, false, {Precision::fp32}, 0, 1, 0},
+           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_tiles, st); },
+           [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
+           attention::flash_mma_phases()},
+          {"flash_fp32_split",
+           "flash_fp32_tiles with one K and one V buffer, each refilled once its product is done",
+           "flash_fp32_split_kernel",
+           {90, 0, false, {Precision::fp32}, 0, kMaxLength + 1, 0},
+           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_split, st); },
+           [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
+           attention::flash_mma_phases()},
+          {"flash_mma_keys128",
            "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
            "online-softmax passes, Q re-read from shared memory to make room",
            "flash_attention_keys128_kernel",
            {90, 0, false, {Precision::bf16}, 0, 1024, 0},
-           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_keys128, st); },
+           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_keys128, st); },
            [](const Dims& x) { return attention::flash_keys128_shape_check(x.i); },
            attention::flash_mma_phases()},
           {"flash_mma",
@@ -346,7 +354,7 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
            "softmax runs under the previous tile's P V",
            "flash_wgmma_kernel",
            {90, 90, true, {Precision::bf16}, 0, 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_wgmma, st); },
+           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_wgmma, st); },
            [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
            attention::flash_wgmma_phases()},
           {"flash_mma",
@@ -416,9 +424,8 @@ Status make_workspace(int64_t batch, int heads, int length, int dim, Precision p
                          ", H = " + std::to_string(heads) + ", T = " + std::to_string(length) +
                          ", d = " + std::to_string(dim));
   }
-  const Lesson& lesson = attention_lesson();
   return fl::make_workspace<AttentionWorkspace>(p, out, batch * heads, length, dim,
-                                                lesson.tolerance(p));
+                                                attention_lesson().tolerance(p));
 }
 
 }  // namespace attention

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/phases.h"
+#include "kernels/status.h"
 
 namespace fl::attention {
 
@@ -32,5 +33,9 @@ struct FlashArgs {
     return (head / group) * length * ld + (head % group) * dim;
   }
 };
+
+// A flash kernel's launcher: the heads' arguments, the number of heads, the stream.
+template <typename T>
+using FlashLaunch = Status (*)(const FlashArgs<T>&, int64_t, cudaStream_t);
 
 }  // namespace fl::attention

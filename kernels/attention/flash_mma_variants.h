@@ -1,7 +1,8 @@
 // Attention level 2's variant kernels: the same block of work as flash_attention_kernel
 // (flash_mma.cuh, flash_attention_block) on another tile shape (flash_mma_keys128.cu: bf16,
-// d <= 64, sm_90). The launcher returns Status::Unsupported with one line where it cannot run,
-// and the level table then runs flash_attention_kernel.
+// d <= 64, sm_90), and fp32's register-blocked form (flash_fp32_tiles.cu, d <= 64). A launcher
+// returns Status::Unsupported with one line where it cannot run, and the level table then runs
+// flash_attention_kernel.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,5 +21,14 @@ std::string flash_keys128_shape_check(int64_t dim);
 
 // 128 keys a K/V tile (FlashAttention-2's tile at d = 64), Q re-read from shared memory.
 Status launch_flash_keys128(const FlashArgs<__nv_bfloat16>& a, int64_t heads, cudaStream_t stream);
+
+// Why flash_fp32_tiles cannot take head size d ("" when it can).
+std::string flash_fp32_tiles_shape_check(int64_t dim);
+
+// fp32 on the CUDA cores, an 8 x 4 register tile of S and of O a thread.
+Status launch_flash_fp32_tiles(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream);
+// The same with one K and one V buffer, each refilled as soon as its product is done: three
+// blocks an SM instead of two.
+Status launch_flash_fp32_split(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream);
 
 }  // namespace fl::attention

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "app/measure/live_backend.h"
 #include "kernels/attention/attention.h"
@@ -114,11 +115,13 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
                   static_cast<long long>(s.batch), s.heads, s.length, s.dim, level, to_string(p),
                   rel);
     }
-    // Level 2's 128-key variant (bf16, d <= 64, sm_90), forced: it runs and matches too.
-    if (p != Precision::bf16 || s.dim > 64 || !level_selected(2) ||
-        current_gpu_facts().cc_major < 9)
-      continue;
-    for (const char* variant : {"flash_mma_keys128"}) {
+    // Level 2's variants (d <= 64, sm_90: the 128-key tiles in bf16, the register-tiled kernels
+    // in fp32), each forced: it runs and matches too.
+    if (s.dim > 64 || !level_selected(2) || current_gpu_facts().cc_major < 9) continue;
+    const std::vector<const char*> variants =
+        p == Precision::bf16 ? std::vector<const char*>{"flash_mma_keys128"}
+                             : std::vector<const char*>{"flash_fp32_tiles", "flash_fp32_split"};
+    for (const char* variant : variants) {
       SCOPED_TRACE(std::string(variant) + " T=" + std::to_string(s.length) +
                    " d=" + std::to_string(s.dim));
       ASSERT_TRUE(ws->force_variant("flash_attention", variant).ok());

@@ -88,7 +88,7 @@ TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
     EXPECT_EQ(chosen(t, 128, Precision::bf16, h100), "flash_wgmma");
   }
   EXPECT_EQ(chosen(1024, 96, Precision::bf16, h100), "flash_mma");
-  EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_mma");  // level 3 has no fp32 tiles
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100_no_wgmma), "flash_mma");
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, a100), "flash_mma");
 }
@@ -109,11 +109,27 @@ TEST(Attention, FlashLevelTakesWideKeyTilesWhereTheyPay) {
   EXPECT_EQ(chosen(1, 64, Precision::bf16, h100), "flash_mma");
   EXPECT_EQ(chosen(4096, 65, Precision::bf16, h100), "flash_mma");
   EXPECT_EQ(chosen(4096, 128, Precision::bf16, h100), "flash_mma");
-  EXPECT_EQ(chosen(4096, 64, Precision::fp32, h100), "flash_mma");
   EXPECT_EQ(chosen(4096, 64, Precision::bf16, a100), "flash_mma");
   EXPECT_EQ(chosen(4096, 64, Precision::bf16, ada), "flash_mma");
   const VariantChoice why = lesson().choose_variant(2, 0, {4096, 128}, Precision::bf16, h100);
   EXPECT_NE(why.reason.find("flash_mma"), std::string::npos) << why.reason;
+}
+
+// In fp32, level 2 runs the register-tiled kernel on sm_90 at d <= 64 at every length; at
+// d > 64 and on GPUs with less shared memory a block the mma-layout kernel.
+TEST(Attention, Fp32FlashTakesRegisterTilesWhereTheyFit) {
+  const GpuFacts h100{9, 0, 132, true}, a100{8, 0, 108, true}, ada{8, 9, 128, false};
+  auto chosen = [](int64_t t, int64_t d, Precision p, const GpuFacts& gpu) {
+    return lesson().choose_variant(2, 0, {t, d}, p, gpu).name;
+  };
+  for (const int64_t t : {1, 512, 1999, 16384}) {
+    EXPECT_EQ(chosen(t, 64, Precision::fp32, h100), "flash_fp32_tiles");
+    EXPECT_EQ(chosen(t, 5, Precision::fp32, h100), "flash_fp32_tiles");
+  }
+  EXPECT_EQ(chosen(4096, 65, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 128, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 64, Precision::fp32, a100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 64, Precision::fp32, ada), "flash_mma");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ if compgen -G ".debs/*.deb" > /dev/null; then
 fi
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)"
 sizes=512,1K,2K,4K,8K
-variants=${FL_FP32_VARIANTS:-flash_mma flash_fp32_tiles flash_fp32_split}
+variants=${FL_FP32_VARIANTS:-flash_mma flash_fp32_tiles}
 ( timeout 80 python3 scripts/peers.py --lessons attention --precisions fp32 \
     --peers sdpa,sdpa_efficient --sizes $sizes --inner 64 --reps 10 \
     --out "$keep/peers-fp32-64.json" > "$OUT/peers.log" 2>&1 ) &

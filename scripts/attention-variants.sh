@@ -59,7 +59,7 @@ bench() {  # precision, d, variant
 }
 for v in flash_mma flash_mma_keys128; do bench bf16 64 $v; done
 bench bf16 128 flash_mma
-bench fp32 64 flash_mma
+for v in flash_mma flash_fp32_tiles; do bench fp32 64 $v; done
 
 # Every level once, for the peak device memory per level (the table after bench's rows).
 timeout 40 "$app" bench --lesson attention --precision bf16 --cache cold \

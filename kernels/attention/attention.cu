@@ -317,13 +317,6 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
            [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_tiles, st); },
            [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
            attention::flash_mma_phases()},
-          {"flash_fp32_split",
-           "flash_fp32_tiles with one K and one V buffer, each refilled once its product is done",
-           "flash_fp32_split_kernel",
-           {90, 0, false, {Precision::fp32}, 0, kMaxLength + 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_split, st); },
-           [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
-           attention::flash_mma_phases()},
           {"flash_mma_keys128",
            "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
            "online-softmax passes, Q re-read from shared memory to make room",

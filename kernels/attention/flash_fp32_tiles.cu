@@ -21,15 +21,16 @@
 // of the row group by 4 shuffles) and each lane's part of the running sum l (summed over the lanes
 // at the end), exp2 with the scale times log2(e) folded in, O rescaled when the max moves.
 //
-// Tiles: 64 queries a block (4 warps, each two row groups), K/V tiles of 64 keys double-buffered
-// by cp.async, head size d <= 64 (padded with zeros to 64). Shared memory: Q 64 x 68, K and V
-// 2 x 2 x 64 x 68, P 64 x 80 floats = 104 KiB: two blocks (8 warps) an SM on sm_80 and sm_90;
-// GPUs that give a block less (sm_70, sm_86, sm_89) are refused with one line by the launcher,
-// and level 2's kernel runs there. Registers: S and O 32 each, m and l 8 each, the K and V
-// fragments 16.
+// Tiles: 64 queries a block (4 warps, each two row groups), K/V tiles of 64 keys, head size
+// d <= 64 (padded with zeros to 64). One K and one V buffer, each refilled by cp.async as soon as
+// its product is done: K of tile j + 1 lands under the softmax and P V of tile j, V of tile j + 1
+// under the next Q K^T (four barriers a tile). Two stages of K and V (one wait a tile, as level 2)
+// would take 104 KiB and allow two blocks an SM; this takes Q 64 x 68, K and V 64 x 68 each, P
+// 64 x 80 floats = 71 KiB: three blocks (12 warps) an SM on sm_80 and sm_90, at 168 registers a
+// thread (S and O 32 each, m and l 8 each, the K and V fragments 16).
 //
 // Napkin per head, T = 4096, d = 64: the same HBM bytes as level 2 (Q, K, V read, O written:
-// 4 MiB in fp32) and the same 2 T^2 d = 2.1 GFLOP; per 64 x 64 tile a thread issues 4096 FMA,
+// 4 MiB in fp32) and the same 2 T^2 d = 2.1 GFLOP; per 64 x 64 tile a thread runs 4096 FMA,
 // 384 loads and ~250 instructions of softmax, masking and the P store: ~85% FMA issue, against
 // ~80% for level 2's fp32 path. The diagonal tile is computed whole and half masked: 8 of 72
 // tiles' work wasted at T = 512, 1% at 8K.
@@ -45,23 +46,16 @@ constexpr int kD = 64, kBK = 64, kTM = 8, kTN = 4;
 constexpr int kLd = kD + 4;     // Q, K, V rows: 17 float4s, odd, so 8 rows' float4s miss each other
 constexpr int kLdP = kBK + 16;  // P rows: rows ty and ty + 1 half a bank cycle apart
 
-// kSplitKV: false keeps two stages of K and V (tile j + 1 lands while tile j is multiplied: two
-// blocks an SM); true keeps one K and one V buffer and refills each as soon as its product is
-// done (K j + 1 lands under the softmax and P V of tile j, V j + 1 under the next Q K^T), which
-// frees shared memory for three blocks (12 warps) an SM at 168 registers a thread.
-template <bool kSplitKV_>
 struct Fp32Tile {
-  static constexpr bool kSplitKV = kSplitKV_;
   static constexpr int kBQ = 64;  // query rows a block: 8 row groups of 8 rows
   static constexpr int kThreads = 128;
-  static constexpr int kMinBlocks = kSplitKV ? 3 : 2;  // blocks an SM (the kernels' bounds)
-  static constexpr int kStages = kSplitKV ? 1 : 2;
+  static constexpr int kMinBlocks = 3;  // blocks an SM (the kernel's bounds)
   static constexpr int kQElems = kBQ * kLd;
   static constexpr int kKVElems = kBK * kLd;
   static constexpr int kPElems = kBQ * kLdP;
-  static constexpr size_t kSmemBytes =
-      sizeof(float) * size_t(kQElems + 2 * kStages * kKVElems + kPElems);
+  static constexpr size_t kSmemBytes = sizeof(float) * size_t(kQElems + 2 * kKVElems + kPElems);
 };
+using Tile = Fp32Tile;
 using Frag = float[kTM][kTN];  // S (then P) or O of a thread
 
 // s += Q K^T for the thread's rows (q: its first row, ty) and keys (k: its first key, tx).
@@ -135,14 +129,15 @@ __device__ __forceinline__ void softmax_tile(Frag& s, float (&m)[kTM], float (&l
 }
 
 // One block: 64 query rows of one head, grid (heads, query tiles) as level 2's kernel.
-template <class Tile, bool kVectorized>
-__device__ __forceinline__ void flash_fp32_block(const FlashArgs<float>& a) {
+template <bool kVectorized>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
+    flash_fp32_tiles_kernel(FlashArgs<float> a) {
   __shared__ BlockMarks<kMmaStore + 1> marks;
   marks.begin(a.phases);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* sq = reinterpret_cast<float*>(smem_raw);
-  float* skv = sq + Tile::kQElems;  // stage s: K at skv + 2 s kKVElems, V right after it
-  float* sp = skv + 2 * Tile::kStages * Tile::kKVElems;
+  float* skv = sq + Tile::kQElems;  // K, then V
+  float* sp = skv + 2 * Tile::kKVElems;
 
   const int lane = threadIdx.x & 31;
   const int ty = 2 * (threadIdx.x >> 5) + (lane >> 4), tx = lane & 15;
@@ -152,23 +147,19 @@ __device__ __forceinline__ void flash_fp32_block(const FlashArgs<float>& a) {
   const int keys = min(a.length, q0 + Tile::kBQ);  // causal: nothing past the last query
   const int kv_tiles = (keys + kBK - 1) / kBK;
 
-  // Tile `tile` of K (which = 0) or V (1) into stage `stage`.
-  auto load = [&](int which, int tile, int stage) {
+  // Tile `tile` of K (which = 0) or V (1) into its buffer.
+  auto load = [&](int which, int tile) {
     const int key0 = tile * kBK;
     const float* src = (which == 0 ? a.k : a.v) + head + int64_t(key0) * ld;
-    tc::copy_tile<float, Tile::kThreads, kVectorized>(
-        skv + (2 * stage + which) * Tile::kKVElems, kLd, src, ld, kBK, kD, a.length - key0, a.dim);
+    tc::copy_tile<float, Tile::kThreads, kVectorized>(skv + which * Tile::kKVElems, kLd, src, ld,
+                                                      kBK, kD, a.length - key0, a.dim);
   };
   tc::copy_tile<float, Tile::kThreads, kVectorized>(sq, kLd, a.q + head + int64_t(q0) * ld, ld,
                                                     Tile::kBQ, kD, a.length - q0, a.dim);
-  load(0, 0, 0);
-  tc::async_commit();
-  if constexpr (Tile::kSplitKV) {  // V in a group of its own: waited for only before P V
-    load(1, 0, 0);
-    tc::async_commit();
-  } else {
-    load(1, 0, 0);
-  }
+  load(0, 0);
+  tc::async_commit();  // Q and K: waited for before Q K^T
+  load(1, 0);
+  tc::async_commit();  // V in a group of its own: waited for only before P V
 
   const float c = a.scale * kLog2e;
   Frag o = {};
@@ -181,25 +172,14 @@ __device__ __forceinline__ void flash_fp32_block(const FlashArgs<float>& a) {
   float* p_rows = sp + ty * kLdP;  // the thread's rows of P: ty + 8 i
 
   for (int j = 0; j < kv_tiles; ++j) {
-    const int stage = Tile::kSplitKV ? 0 : j & 1;
-    if constexpr (!Tile::kSplitKV) {
-      if (j + 1 < kv_tiles) {
-        load(0, j + 1, (j + 1) & 1);
-        load(1, j + 1, (j + 1) & 1);
-      }
-      tc::async_commit();  // possibly empty: one group per iteration keeps the count simple
-    }
-    tc::async_wait<1>();  // K (and Q) of tile j have landed for this thread...
+    tc::async_wait<1>();  // K (and Q) of tile j have landed for this thread (V may not)...
     __syncthreads();      // ...and for every thread
     if (j == 0) marks.mark(kMmaFirstTile);
-    const float* sk = skv + 2 * stage * Tile::kKVElems;
     Frag s = {};
-    qk_tile(s, sq + ty * kLd, sk + tx * kLd);
-    if constexpr (Tile::kSplitKV) {
-      __syncthreads();  // every warp is done with K j: refill it under the softmax and P V
-      if (j + 1 < kv_tiles) load(0, j + 1, 0);
-      tc::async_commit();
-    }
+    qk_tile(s, sq + ty * kLd, skv + tx * kLd);
+    __syncthreads();  // every warp is done with K j: refill it under the softmax and P V
+    if (j + 1 < kv_tiles) load(0, j + 1);
+    tc::async_commit();  // possibly empty: one group per refill keeps the count simple
     const int key0 = j * kBK;
     if (key0 + kBK - 1 > q0 || key0 + kBK > a.length) {
 #pragma unroll
@@ -217,18 +197,12 @@ __device__ __forceinline__ void flash_fp32_block(const FlashArgs<float>& a) {
 #pragma unroll
       for (int jj = 0; jj < kTN; ++jj) p_rows[8 * i * kLdP + tx + 16 * jj] = s[i][jj];
     }
-    if constexpr (Tile::kSplitKV) {
-      tc::async_wait<1>();  // V j has landed (K j + 1 may be in flight)...
-      __syncthreads();      // ...for every thread; this also orders the warp's P
-    } else {
-      __syncwarp();  // the warp's rows of P are written before its lanes read them
-    }
-    pv_tile(o, p_rows, sk + Tile::kKVElems + 4 * tx);
+    tc::async_wait<1>();  // V j has landed (K j + 1 may be in flight)...
+    __syncthreads();      // ...for every thread; this also orders the warp's rows of P
+    pv_tile(o, p_rows, skv + Tile::kKVElems + 4 * tx);
     __syncthreads();  // every warp is done with V j (and its own P) before they are refilled
-    if constexpr (Tile::kSplitKV) {
-      if (j + 1 < kv_tiles) load(1, j + 1, 0);
-      tc::async_commit();
-    }
+    if (j + 1 < kv_tiles) load(1, j + 1);
+    tc::async_commit();
   }
   marks.mark(kMmaTiles);
 
@@ -256,22 +230,13 @@ __device__ __forceinline__ void flash_fp32_block(const FlashArgs<float>& a) {
   marks.end();
 }
 
-// The two configurations' kernels, named apart so the profiler says which ran.
-template <bool kVectorized>
-__global__ void __launch_bounds__(128, Fp32Tile<false>::kMinBlocks)
-    flash_fp32_tiles_kernel(FlashArgs<float> a) {
-  flash_fp32_block<Fp32Tile<false>, kVectorized>(a);
-}
-template <bool kVectorized>
-__global__ void __launch_bounds__(128, Fp32Tile<true>::kMinBlocks)
-    flash_fp32_split_kernel(FlashArgs<float> a) {
-  flash_fp32_block<Fp32Tile<true>, kVectorized>(a);
+}  // namespace
+
+std::string flash_fp32_tiles_shape_check(int64_t dim) {
+  return dim >= 1 && dim <= kD ? "" : "takes a head size d up to 64";
 }
 
-template <class Tile>
-Status launch_fp32(void (*vec)(FlashArgs<float>), void (*scalar)(FlashArgs<float>),
-                   const FlashArgs<float>& a, int64_t heads, cudaStream_t stream) {
-  static_assert(Tile::kThreads == 128);
+Status launch_flash_fp32_tiles(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream) {
   const std::string shape = flash_fp32_tiles_shape_check(a.dim);
   if (!shape.empty()) return Status::Unsupported(shape);
   FL_TRY(flash_shape_ok(a, heads));
@@ -282,23 +247,9 @@ Status launch_fp32(void (*vec)(FlashArgs<float>), void (*scalar)(FlashArgs<float
     return Status::Unsupported("needs " + std::to_string(Tile::kSmemBytes >> 10) +
                                " KiB of shared memory a block");
   }
-  return launch_flash_tile<Tile>(flash_rows_vectorized(a) ? vec : scalar, a, heads, stream);
-}
-
-}  // namespace
-
-std::string flash_fp32_tiles_shape_check(int64_t dim) {
-  return dim >= 1 && dim <= kD ? "" : "takes a head size d up to 64";
-}
-
-Status launch_flash_fp32_tiles(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream) {
-  return launch_fp32<Fp32Tile<false>>(flash_fp32_tiles_kernel<true>, flash_fp32_tiles_kernel<false>,
-                                      a, heads, stream);
-}
-
-Status launch_flash_fp32_split(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream) {
-  return launch_fp32<Fp32Tile<true>>(flash_fp32_split_kernel<true>, flash_fp32_split_kernel<false>,
-                                     a, heads, stream);
+  return launch_flash_tile<Tile>(
+      flash_rows_vectorized(a) ? flash_fp32_tiles_kernel<true> : flash_fp32_tiles_kernel<false>, a,
+      heads, stream);
 }
 
 }  // namespace fl::attention

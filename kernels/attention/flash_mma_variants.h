@@ -27,8 +27,5 @@ std::string flash_fp32_tiles_shape_check(int64_t dim);
 
 // fp32 on the CUDA cores, an 8 x 4 register tile of S and of O a thread.
 Status launch_flash_fp32_tiles(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream);
-// The same with one K and one V buffer, each refilled as soon as its product is done: three
-// blocks an SM instead of two.
-Status launch_flash_fp32_split(const FlashArgs<float>& a, int64_t heads, cudaStream_t stream);
 
 }  // namespace fl::attention

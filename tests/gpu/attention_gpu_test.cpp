@@ -118,9 +118,9 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
     // Level 2's variants (d <= 64, sm_90: the 128-key tiles in bf16, the register-tiled kernels
     // in fp32), each forced: it runs and matches too.
     if (s.dim > 64 || !level_selected(2) || current_gpu_facts().cc_major < 9) continue;
-    const std::vector<const char*> variants =
-        p == Precision::bf16 ? std::vector<const char*>{"flash_mma_keys128"}
-                             : std::vector<const char*>{"flash_fp32_tiles", "flash_fp32_split"};
+    const std::vector<const char*> variants = p == Precision::bf16
+                                                  ? std::vector<const char*>{"flash_mma_keys128"}
+                                                  : std::vector<const char*>{"flash_fp32_tiles"};
     for (const char* variant : variants) {
       SCOPED_TRACE(std::string(variant) + " T=" + std::to_string(s.length) +
                    " d=" + std::to_string(s.dim));

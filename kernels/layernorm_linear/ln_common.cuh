@@ -202,13 +202,12 @@ Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream);
 // x normalized once per row block and kept in shared memory, W's column tiles streamed past it
-// (ln_mma_rows.cu; bf16, sm_80+). The shape picks the W ring and the most rows a block keeps
-// (the table runs the default; the others are there to be measured against it); fp32 and
-// shapes it cannot run are Unsupported.
-enum class LnRowsRing { k16x4, k32x2 };  // 4 stages of 16 x 256, or 2 of 32 x 256
+// (ln_mma_rows.cu; bf16, sm_80+). The shape picks the most rows a block keeps and whether the
+// fragments are double-buffered (the table runs the default; the others are there to be
+// measured against it); fp32 and shapes it cannot run are Unsupported.
 struct LnRowsShape {
-  LnRowsRing ring = LnRowsRing::k16x4;
-  int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
+  int max_rows = 128;     // 128, 64 or 32: fewer where shared memory is short
+  bool prefetch = false;  // fragments double-buffered across the ring's barrier
 };
 Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);
 template <typename T>

@@ -9,7 +9,8 @@
 // and keeps them, normalized once, in shared memory for the whole kernel (ln_wgmma.cu's
 // structure on mma.sync), and W's column tiles stream past them:
 //   1. x panel in: the block's kRows x C of x (16-byte cp.async, rows padded by 16 bytes so the
-//      8 rows one ldmatrix phase reads fall in 8 bank groups), gamma and beta;
+//      8 rows one ldmatrix phase reads fall in 8 bank groups), gamma and beta, while W's first
+//      tile is already on its way;
 //   2. statistics and normalize: a warp a row for the mean and 1/std (two passes over the row in
 //      shared memory, exact in fp32), then every thread normalizes 16-byte chunks in place
 //      (ln_common.cuh's normalize_rows: rounded to bf16 as level 0's xn). Once per block;
@@ -18,10 +19,12 @@
 //      last multiplies and its epilogue); A fragments by ldmatrix from the panel, B from the
 //      ring; after a column tile's last K-tile, y = acc + b, stored from the registers.
 // Tiles: kRows x 256 output tiles, warps of 64 x 64 (8 warps at 128 rows; 4 at 64 or 32 rows,
-// for GPUs with less shared memory), a ring of 32 KiB (4 stages of 16 x 256, or 2 of 32 x 256).
+// for GPUs with less shared memory), a ring of 2 stages of 32 x 256 (32 KiB: what shared memory
+// leaves beside a 128-row panel at C = 768; 4 stages of 16 x 256 measured slower); optionally
+// the fragments double-buffered across the ring's barrier (LnRowsShape::prefetch).
 // Shared memory at C = 768: 128 x 776 x 2 = 194 KiB of panel + 32 KiB of ring: one block an SM
 // on an H100 (227 KiB); 64 rows on an A100 (163 KiB), 32 on sm_86 / sm_89 (99 KiB). gamma, beta
-// and the row statistics live in the ring's bytes before the ring starts.
+// and the row statistics live in the ring's second stage until the ring reaches it.
 // Grid: a block per row block, times `groups` blocks splitting the column tiles where there are
 // fewer row blocks than SMs (each then normalizes its rows once more: at 1K tokens and C = 768,
 // 8 row blocks x 9 column tiles).
@@ -45,10 +48,11 @@ namespace fl::layernorm_linear {
 namespace {
 
 using T = __nv_bfloat16;
-constexpr int kBN = 256;
+constexpr int kBN = 256, kBK = 32, kStageElems = kBK * kBN;
+constexpr size_t kRingBytes = 2 * kStageElems * sizeof(T);  // two stages of 16 KiB
 
 // The tile of kRows x 256: warps of 64 x 64 (two rows of 4 warps at 128 rows, one row of 4
-// below; at 32 rows the warps are 32 x 64). The ring's stage count is the kernel's own.
+// below; at 32 rows the warps are 32 x 64). The ring is the kernel's own.
 template <int kRows>
 using RowsTile = gemm_core::MmaTile<kRows, kBN, kRows >= 128 ? kRows / 64 : 1, 4, 2, false>;
 
@@ -57,20 +61,14 @@ using RowsTile = gemm_core::MmaTile<kRows, kBN, kRows >= 128 ? kRows / 64 : 1, 4
 __host__ __device__ inline int panel_ld(int k) {
   return (k + 63) / 64 * 64 + 8;
 }
-
-template <int kBK, int kStages>
-constexpr size_t ring_bytes() {
-  return size_t(kStages) * kBK * kBN * sizeof(T);
-}
-// gamma, beta (k each) and the row statistics, in the ring's bytes until the ring starts.
+// gamma, beta (k each) and the row statistics: in the ring's second stage until the ring
+// reaches it (the first stage already holds W's first tile).
 inline size_t aux_bytes(int rows, int k) {
   return 2 * size_t(k) * sizeof(T) + rows * sizeof(float2);
 }
-
-template <int kRows, int kBK, int kStages>
+template <int kRows>
 size_t rows_smem(int k) {
-  return size_t(kRows) * panel_ld(k) * sizeof(T) +
-         std::max(ring_bytes<kBK, kStages>(), aux_bytes(kRows, k));
+  return size_t(kRows) * panel_ld(k) * sizeof(T) + kRingBytes;
 }
 
 // Steps 1 and 2: the block's rows of x in shared memory, normalized in place.
@@ -94,7 +92,7 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
     tc::copy16_async((g ? s_gamma : s_beta) + c * 8, (g ? a.gamma : a.beta) + c * 8, true);
   }
   tc::async_commit();
-  tc::async_wait<0>();
+  tc::async_wait<0>();  // and W's first tile, asked for before
   __syncthreads();
   marks.mark(kRowsIn);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -110,66 +108,113 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
   marks.mark(kRowsNormalize);
 }
 
-template <class Tile, int kBK, int kStages>
+// Step 3: the flat stream of (column tile, K-tile) W tiles a block multiplies, W tile t in
+// ring stage t % 2; the block's column tiles are blockIdx.x, + groups, ...
+struct WStream {
+  const T* w;
+  int n, k;
+  T* ring;
+  int kts, groups;
+  __device__ int64_t n0(int t) const { return int64_t(blockIdx.x + (t / kts) * groups) * kBN; }
+  __device__ T* stage(int t) const { return ring + (t & 1) * kStageElems; }
+  template <class Tile>
+  __device__ void load(int t) const {
+    Tile::template load_b<kBK>(stage(t), w, n, n, k, int64_t(t % kts) * kBK, n0(t));
+    tc::async_commit();
+  }
+};
+
+// y's column tile of W tile t is whole: bias, store from the registers, start the next.
+template <class Tile>
+__device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs<T>& a, int64_t m0,
+                                           int64_t n0) {
+  Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{a.y, a.bias, a.m, a.n});
+  Tile::zero(acc);
+}
+
+// One barrier a W tile: wait for tile t, ask for tile t + 1 into the stage tile t - 1 used,
+// multiply tile t. The panel never changes: the first A fragments load before the wait.
+template <class Tile, class At>
+__device__ __forceinline__ void multiply_plain(const LnArgs<T>& a, const WStream& w, int total,
+                                               const At& at, int64_t m0) {
+  const int wm = Tile::warp_m(), wn = Tile::warp_n();
+  typename Tile::Acc acc;
+  Tile::zero(acc);
+  for (int t = 0; t < total; ++t) {
+    const int kt = t % w.kts;
+    typename Tile::FragSet f;
+    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8));
+    tc::async_wait<0>();  // this thread's copies of W tile t are in; then everyone's
+    __syncthreads();
+    if (t + 1 < total) w.load<Tile>(t + 1);
+    Tile::load_b_frags(f.b, w.stage(t), wn, 0);
+    Tile::mma_all(acc, f);
+    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8) + 2);
+    Tile::load_b_frags(f.b, w.stage(t), wn, 1);
+    Tile::mma_all(acc, f);
+    if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
+  }
+}
+
+// Fragments double-buffered (the GEMM core's prefetched rung): tile t's second k16 step loads
+// while its first multiplies; the barrier comes between the two multiplies, so the tensor
+// cores have work queued while the warps meet; then tile t + 2 is asked for and tile t + 1's
+// first fragments load while tile t's second step multiplies.
+template <class Tile, class At>
+__device__ __forceinline__ void multiply_prefetched(const LnArgs<T>& a, const WStream& w, int total,
+                                                    const At& at, int64_t m0) {
+  const int wm = Tile::warp_m(), wn = Tile::warp_n();
+  typename Tile::Acc acc;
+  Tile::zero(acc);
+  typename Tile::FragSet f[2];
+  if (total > 1) w.load<Tile>(1);  // tile 0 is in (the panel's wait); stage 1 is free now
+  Tile::load_a_frags(f[0].a, at, wm, 0);
+  Tile::load_b_frags(f[0].b, w.stage(0), wn, 0);
+  for (int t = 0; t < total; ++t) {
+    const int kt = t % w.kts;
+    Tile::load_a_frags(f[1].a, at, wm, kt * (kBK / 8) + 2);
+    Tile::load_b_frags(f[1].b, w.stage(t), wn, 1);
+    Tile::mma_all(acc, f[0]);
+    tc::async_wait<0>();  // W tile t + 1 (this thread's copies); every warp is done with stage t
+    __syncthreads();
+    if (t + 2 < total) w.load<Tile>(t + 2);
+    if (t + 1 < total) {
+      Tile::load_a_frags(f[0].a, at, wm, ((t + 1) % w.kts) * (kBK / 8));
+      Tile::load_b_frags(f[0].b, w.stage(t + 1), wn, 0);
+    }
+    Tile::mma_all(acc, f[1]);
+    if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
+  }
+}
+
+template <class Tile, bool kPrefetch>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
     ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups) {
   PhaseMarks<3> marks(a.phases);
   extern __shared__ __align__(16) unsigned char smem[];
   T* panel = reinterpret_cast<T*>(smem);
-  T* ring = panel + Tile::kBM * ld;
   const int64_t m0 = int64_t(blockIdx.y) * Tile::kBM;
-  panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(ring), m0, marks);
-
-  // Step 3: the flat stream of (column tile, K-tile) W tiles this block multiplies.
-  constexpr int kStageElems = kBK * kBN, S = kStages;
   const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + kBK - 1) / kBK;
-  const int mine = (tiles_n - int(blockIdx.x) + groups - 1) / groups, total = mine * kts;
-  auto load = [&](int t) {
-    const int64_t n0 = int64_t(blockIdx.x + (t / kts) * groups) * kBN;
-    Tile::template load_b<kBK>(ring + (t % S) * kStageElems, a.w, a.n, a.n, a.k,
-                               int64_t(t % kts) * kBK, n0);
-  };
-#pragma unroll
-  for (int t = 0; t < S - 1; ++t) {
-    if (t < total) load(t);
-    tc::async_commit();
-  }
-  const int wm = Tile::warp_m(), wn = Tile::warp_n();
+  const int total = (tiles_n - int(blockIdx.x) + groups - 1) / groups * kts;
+  const WStream w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups};
+  w.load<Tile>(0);  // W's first tile flies while x comes in and is normalized
+  panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
+                               marks);
   const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
-  typename Tile::Acc acc;
-  Tile::zero(acc);
-  for (int t = 0; t < total; ++t) {
-    const int kt = t % kts;
-    typename Tile::FragSet f;
-    // The panel never changes: the first A fragments load before the wait for W.
-    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8));
-    tc::async_wait<S - 2>();  // this thread's copies of W tile t are in; then everyone's
-    __syncthreads();
-    if (t + S - 1 < total) load(t + S - 1);  // into the stage tile t - 1 used
-    tc::async_commit();
-    const T* stage = ring + (t % S) * kStageElems;
-#pragma unroll
-    for (int ks = 0; ks < kBK / 16; ++ks) {
-      if (ks > 0) Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8) + ks * 2);
-      Tile::load_b_frags(f.b, stage, wn, ks);
-      Tile::mma_all(acc, f);
-    }
-    if (kt == kts - 1) {  // the column tile's product is whole: bias, store, start the next
-      const int64_t n0 = int64_t(blockIdx.x + (t / kts) * groups) * kBN;
-      Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{a.y, a.bias, a.m, a.n});
-      Tile::zero(acc);
-    }
+  if constexpr (kPrefetch) {
+    multiply_prefetched<Tile>(a, w, total, at, m0);
+  } else {
+    multiply_plain<Tile>(a, w, total, at, m0);
   }
   tc::async_wait<0>();
   marks.mark(kRowsMultiply);
 }
 
-template <int kRows, int kBK, int kStages>
-Status launch_rows(const LnArgs<T>& a, int sms, int optin, cudaStream_t stream) {
+template <int kRows, bool kPrefetch>
+Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
   using Tile = RowsTile<kRows>;
-  const size_t smem = rows_smem<kRows, kBK, kStages>(a.k);
-  if (smem > size_t(optin)) return Status::Unsupported("its x panel does not fit shared memory");
-  auto kernel = ln_mma_rows_kernel<Tile, kBK, kStages>;
+  const size_t smem = rows_smem<kRows>(a.k);
+  auto kernel = ln_mma_rows_kernel<Tile, kPrefetch>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t row_blocks = (a.m + kRows - 1) / kRows;
   const int tiles_n = (a.n + kBN - 1) / kBN;
@@ -183,13 +228,14 @@ Status launch_rows(const LnArgs<T>& a, int sms, int optin, cudaStream_t stream) 
 }
 
 // The most rows (up to max_rows) whose panel fits: 128, else 64, else 32.
-template <int kBK, int kStages>
-Status launch_ring(const LnArgs<T>& a, int max_rows, int sms, int optin, cudaStream_t stream) {
-  if (max_rows >= 128 && rows_smem<128, kBK, kStages>(a.k) <= size_t(optin))
-    return launch_rows<128, kBK, kStages>(a, sms, optin, stream);
-  if (max_rows >= 64 && rows_smem<64, kBK, kStages>(a.k) <= size_t(optin))
-    return launch_rows<64, kBK, kStages>(a, sms, optin, stream);
-  return launch_rows<32, kBK, kStages>(a, sms, optin, stream);
+template <bool kPrefetch>
+Status launch_fitting(const LnArgs<T>& a, int max_rows, int sms, int optin, cudaStream_t stream) {
+  if (max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
+    return launch_rows<128, kPrefetch>(a, sms, stream);
+  if (max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin))
+    return launch_rows<64, kPrefetch>(a, sms, stream);
+  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32, kPrefetch>(a, sms, stream);
+  return Status::Unsupported("its x panel does not fit shared memory");
 }
 
 }  // namespace
@@ -206,9 +252,9 @@ Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cud
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return shape.ring == LnRowsRing::k32x2
-             ? launch_ring<32, 2>(a, shape.max_rows, sms, optin, stream)
-             : launch_ring<16, 4>(a, shape.max_rows, sms, optin, stream);
+  if (aux_bytes(128, a.k) > kRingBytes / 2) return Status::Unsupported("C is too large for it");
+  return shape.prefetch ? launch_fitting<true>(a, shape.max_rows, sms, optin, stream)
+                        : launch_fitting<false>(a, shape.max_rows, sms, optin, stream);
 }
 
 }  // namespace fl::layernorm_linear

@@ -9,7 +9,7 @@
 // fraction of cuBLASLt.
 // Then the large-token fused kernels' candidates in bf16, each form against the others at 1K,
 // 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile, ln_mma and
-// ln_mma_rows with either W ring (outputs against ln_tile's), and ffn_tiles with each tile
+// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile
 // shape (outputs against the 128 x 128 form's).
 //   gemm_ladder_bench [reps]
 #include <cuda_bf16.h>
@@ -219,15 +219,14 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
         "lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
         {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
          {"ln_mma", [&] { return ln::launch_ln_mma(a, nullptr); }},
-         {"ln_mma_rows_16x4",
-          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
-         {"ln_mma_rows_32x2",
+         {"ln_mma_rows", [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
+         {"ln_mma_rows_prefetch",
           [&] {
-            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{ln::LnRowsRing::k32x2, 128}, nullptr);
+            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, true}, nullptr);
           }},
-         {"ln_mma_rows_16x4_r64",
+         {"ln_mma_rows_r64",
           [&] {
-            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{ln::LnRowsRing::k16x4, 64}, nullptr);
+            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64, false}, nullptr);
           }}},
         y, reps, flush, sink);
   }
@@ -249,6 +248,7 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
                      {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
                       {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
+                      {"ffn_tiles_128x256_tail64", shape(fl::FfnTilesShape::k128x256_tail64)},
                       {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
                      y, reps, flush, sink);
   }

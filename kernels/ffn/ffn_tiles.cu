@@ -16,10 +16,8 @@
 //     tickets, taken by blocks already running, so the wait always ends (no cooperative
 //     launch needed). The last block out leaves the counters at zero.
 // Tiles: in fp32 those of ln_mma.cu (128 x 128, 48 KiB of ring); in bf16 the GEMM core's
-// 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, the last row blocks'
-// down tiles as 64 x 256 (a down tile does 4x an up tile's work: when every up tile is taken,
-// the blocks still busy with long down tiles are the kernel's tail); below 4K tokens 128 x 128
-// up tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
+// 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, below it 128 x 128 up
+// tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
 // instead of 48 of 128 x 128, which fill only a third of an H100's SMs).
 // Budget at 16K tokens, C = 768, bf16: 2 GEMMs of 2 x 16384 x 768 x 3072 = 77 GFLOP each,
 // 0.62 ms at 250 TFLOP/s; HBM: x, the weights, y once (60 MB) and h, written back by L2 (100
@@ -43,18 +41,12 @@ namespace fl {
 namespace {
 
 // The ticket order: lag row blocks of up tiles first, then groups of (the up tiles of row block
-// lag + j, the down tiles of row block j), then the last lag row blocks' down tiles (the tail:
-// tail_downs tiles a row block, smaller ones where the tail tile is, so that the blocks finish
-// closer together).
+// lag + j, the down tiles of row block j), then the last lag row blocks' down tiles.
 struct TileOrder {
   int rows, ups, downs, lag;  // row blocks, up and down tiles per row block, row blocks ahead
-  int tail_downs;             // down tiles per row block of the last lag row blocks
-  __host__ __device__ int total() const {
-    return rows * ups + (rows - lag) * downs + lag * tail_downs;
-  }
-  __device__ void decode(int t, bool* up, bool* tail, int* rb, int* col) const {
+  __host__ __device__ int total() const { return rows * (ups + downs); }
+  __device__ void decode(int t, bool* up, int* rb, int* col) const {
     const int group = ups + downs, ahead = lag * ups, steady = (rows - lag) * group;
-    *tail = false;
     if (t < ahead) {
       *up = true, *rb = t / ups, *col = t % ups;
     } else if (t - ahead < steady) {
@@ -64,7 +56,7 @@ struct TileOrder {
       *col = *up ? r : r - ups;
     } else {
       const int u = t - ahead - steady;
-      *up = false, *tail = true, *rb = rows - lag + u / tail_downs, *col = u % tail_downs;
+      *up = false, *rb = rows - lag + u / downs, *col = u % downs;
     }
   }
 };
@@ -79,45 +71,30 @@ struct FfnTilesParams {
   int c, hidden;
 };
 
-// Down tile `col` of row block rb as a D (D::kBM rows: the row block or a part of it).
-template <class D, typename T>
-__device__ __forceinline__ void down_tile(const FfnTilesParams<T>& p, T* ring, int rb, int col) {
-  const int cols = (p.c + D::kBN - 1) / D::kBN;
-  const int64_t m0 = int64_t(rb) * 128 + (col / cols) * D::kBM, n0 = int64_t(col % cols) * D::kBN;
-  const gemm_core::NoHook none;
-  typename D::Acc acc;
-  D::zero(acc);
-  gemm_core::ring_mainloop<D>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0, n0, none,
-                              none);
-  D::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
-}
-
-// Up tiles of Up (kBM = 128: a row block), down tiles of Down and, in the tail, of Tail (128 or
-// 64 rows: a row block or half of one; all with the same thread count).
-template <class Up, class Down, class Tail>
+// Up tiles of Up (kBM = 128: a row block), down tiles of Down (128 or 64 rows: a row block or
+// half of one; the same thread count).
+template <class Up, class Down>
 __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     ffn_tiles_kernel(FfnTilesParams<typename Up::T> p, TileOrder order) {
   using T = typename Up::T;
-  static_assert(Up::kThreads == Down::kThreads && Up::kThreads == Tail::kThreads &&
-                    Up::kBM == 128 && 128 % Down::kBM == 0 && 128 % Tail::kBM == 0,
-                "");
+  static_assert(Up::kThreads == Down::kThreads && Up::kBM == 128 && 128 % Down::kBM == 0, "");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
-  __shared__ uint64_t s_started, s_waited;  // thread 0's stamps, kept out of the registers
   T* ring = reinterpret_cast<T*>(smem);
   unsigned* done = p.counters + 2;
   const gemm_core::NoHook none;
-  const bool stamps = p.phases.records != nullptr;
+  const int down_cols = (p.c + Down::kBN - 1) / Down::kBN;
   for (;;) {
     if (threadIdx.x == 0) s_ticket = static_cast<int>(atomicAdd(p.counters, 1u));
     __syncthreads();
     const int t = s_ticket;
     __syncthreads();
     if (t >= order.total()) break;
-    bool up, tail;
+    bool up;
     int rb, col;
-    order.decode(t, &up, &tail, &rb, &col);
-    if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
+    order.decode(t, &up, &rb, &col);
+    const uint64_t started = (p.phases.records != nullptr) && threadIdx.x == 0 ? phase_clock() : 0;
+    uint64_t waited = 0;
     if (up) {
       const int64_t m0 = int64_t(rb) * Up::kBM, n0 = int64_t(col) * Up::kBN;
       typename Up::Acc acc;
@@ -131,20 +108,21 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     } else {
       if (threadIdx.x == 0) {
         while (load_acquire(done + rb) < unsigned(order.ups)) __nanosleep(256);
-        if (stamps) s_waited = phase_clock() - s_started;
+        if ((p.phases.records != nullptr)) waited = phase_clock() - started;
       }
       __syncthreads();  // h's rows are in; cp.async.cg reads them from L2
-      if constexpr (std::is_same_v<Down, Tail>) {
-        down_tile<Down>(p, ring, rb, col);
-      } else if (tail) {
-        down_tile<Tail>(p, ring, rb, col);
-      } else {
-        down_tile<Down>(p, ring, rb, col);
-      }
+      const int64_t m0 = int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM;
+      const int64_t n0 = int64_t(col % down_cols) * Down::kBN;
+      typename Down::Acc acc;
+      Down::zero(acc);
+      gemm_core::ring_mainloop<Down>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0,
+                                     n0, none, none);
+      Down::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
     }
-    if (stamps && threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
-      phase_record_at(p.phases, unsigned(t), up ? kFfnTileUp : kFfnTileDown, s_started,
-                      phase_clock(), unsigned(rb), uint32_t(s_waited));
+    if ((p.phases.records != nullptr) &&
+        threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
+      phase_record_at(p.phases, unsigned(t), up ? kFfnTileUp : kFfnTileDown, started, phase_clock(),
+                      unsigned(rb), uint32_t(waited));
     }
   }
   if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1u) == gridDim.x - 1) {
@@ -154,7 +132,7 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
   }
 }
 
-template <class Up, class Down = Up, class Tail = Down>
+template <class Up, class Down = Up>
 Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
   using T = typename Up::T;
   const int hidden = static_cast<int>(4 * c);
@@ -170,8 +148,8 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
                             m,
                             static_cast<int>(c),
                             hidden};
-  const size_t smem = std::max({Up::kSmemBytes, Down::kSmemBytes, Tail::kSmemBytes});
-  auto kernel = ffn_tiles_kernel<Up, Down, Tail>;
+  const size_t smem = std::max(Up::kSmemBytes, Down::kSmemBytes);
+  auto kernel = ffn_tiles_kernel<Up, Down>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -195,7 +173,6 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
 using Tile128 = gemm_core::LessonMmaTile;
 using Tile256 = gemm_core::MmaTile<128, 256, 2, 4, 3, true>;
 using Down64 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
-using Tail64 = gemm_core::MmaTile<64, 256, 2, 4, 3, true>;  // 8 warps of 32 x 64
 
 }  // namespace
 
@@ -204,7 +181,7 @@ size_t ffn_tiles_counter_bytes(int64_t m) {
 }
 
 FfnTilesShape ffn_tiles_shape(int64_t m) {
-  return m >= kFfnTilesWideFrom ? FfnTilesShape::k128x256_tail64 : FfnTilesShape::k128x128_down64;
+  return m >= kFfnTilesWideFrom ? FfnTilesShape::k128x256 : FfnTilesShape::k128x128_down64;
 }
 
 Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_t c,
@@ -221,8 +198,6 @@ Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_
   switch (shape) {
     case FfnTilesShape::k128x256:
       return launch_typed<Tile256>(b, m, c, stream);
-    case FfnTilesShape::k128x256_tail64:
-      return launch_typed<Tile256, Tile256, Tail64>(b, m, c, stream);
     case FfnTilesShape::k128x128_down64:
       return launch_typed<Tile128, Down64>(b, m, c, stream);
     default:

@@ -41,13 +41,7 @@ constexpr int64_t kFfnTilesWideFrom = 4096;  // tokens: 128 x 256 tiles from her
 
 // The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
 // ffn_tiles_shape(m); the others are there to be measured against each other.
-enum class FfnTilesShape {
-  automatic,
-  k128x128,
-  k128x256,
-  k128x256_tail64,  // the last row blocks' down tiles as 64 x 256
-  k128x128_down64
-};
+enum class FfnTilesShape { automatic, k128x128, k128x256, k128x128_down64 };
 FfnTilesShape ffn_tiles_shape(int64_t m);
 
 size_t ffn_tiles_counter_bytes(int64_t m);

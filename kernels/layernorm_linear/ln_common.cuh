@@ -202,12 +202,11 @@ Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream);
 // x normalized once per row block and kept in shared memory, W's column tiles streamed past it
-// (ln_mma_rows.cu; bf16, sm_80+). The shape picks the most rows a block keeps and whether the
-// fragments are double-buffered (the table runs the default; the others are there to be
-// measured against it); fp32 and shapes it cannot run are Unsupported.
+// (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
+// default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are
+// Unsupported.
 struct LnRowsShape {
-  int max_rows = 128;     // 128, 64 or 32: fewer where shared memory is short
-  bool prefetch = false;  // fragments double-buffered across the ring's barrier
+  int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
 };
 Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);
 template <typename T>

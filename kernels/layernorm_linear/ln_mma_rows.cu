@@ -14,14 +14,14 @@
 //   2. statistics and normalize: a warp a row for the mean and 1/std (two passes over the row in
 //      shared memory, exact in fp32), then every thread normalizes 16-byte chunks in place
 //      (ln_common.cuh's normalize_rows: rounded to bf16 as level 0's xn). Once per block;
-//   3. column tiles: W streamed through a cp.async ring of kBK x 256 tiles, one flat stream over
+//   3. column tiles: W streamed through a cp.async ring of 32 x 256 tiles, one flat stream over
 //      all of the block's column tiles (the next tile's first K-tiles fly during this tile's
 //      last multiplies and its epilogue); A fragments by ldmatrix from the panel, B from the
 //      ring; after a column tile's last K-tile, y = acc + b, stored from the registers.
 // Tiles: kRows x 256 output tiles, warps of 64 x 64 (8 warps at 128 rows; 4 at 64 or 32 rows,
 // for GPUs with less shared memory), a ring of 2 stages of 32 x 256 (32 KiB: what shared memory
-// leaves beside a 128-row panel at C = 768; 4 stages of 16 x 256 measured slower); optionally
-// the fragments double-buffered across the ring's barrier (LnRowsShape::prefetch).
+// leaves beside a 128-row panel at C = 768; 4 stages of 16 x 256, and fragments double-buffered
+// across the ring's barrier (more registers than the tile has: spills), measured slower).
 // Shared memory at C = 768: 128 x 776 x 2 = 194 KiB of panel + 32 KiB of ring: one block an SM
 // on an H100 (227 KiB); 64 rows on an A100 (163 KiB), 32 on sm_86 / sm_89 (99 KiB). gamma, beta
 // and the row statistics live in the ring's second stage until the ring reaches it.
@@ -135,8 +135,8 @@ __device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs
 // One barrier a W tile: wait for tile t, ask for tile t + 1 into the stage tile t - 1 used,
 // multiply tile t. The panel never changes: the first A fragments load before the wait.
 template <class Tile, class At>
-__device__ __forceinline__ void multiply_plain(const LnArgs<T>& a, const WStream& w, int total,
-                                               const At& at, int64_t m0) {
+__device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream& w, int total,
+                                         const At& at, int64_t m0) {
   const int wm = Tile::warp_m(), wn = Tile::warp_n();
   typename Tile::Acc acc;
   Tile::zero(acc);
@@ -156,38 +156,7 @@ __device__ __forceinline__ void multiply_plain(const LnArgs<T>& a, const WStream
   }
 }
 
-// Fragments double-buffered (the GEMM core's prefetched rung): tile t's second k16 step loads
-// while its first multiplies; the barrier comes between the two multiplies, so the tensor
-// cores have work queued while the warps meet; then tile t + 2 is asked for and tile t + 1's
-// first fragments load while tile t's second step multiplies.
-template <class Tile, class At>
-__device__ __forceinline__ void multiply_prefetched(const LnArgs<T>& a, const WStream& w, int total,
-                                                    const At& at, int64_t m0) {
-  const int wm = Tile::warp_m(), wn = Tile::warp_n();
-  typename Tile::Acc acc;
-  Tile::zero(acc);
-  typename Tile::FragSet f[2];
-  if (total > 1) w.load<Tile>(1);  // tile 0 is in (the panel's wait); stage 1 is free now
-  Tile::load_a_frags(f[0].a, at, wm, 0);
-  Tile::load_b_frags(f[0].b, w.stage(0), wn, 0);
-  for (int t = 0; t < total; ++t) {
-    const int kt = t % w.kts;
-    Tile::load_a_frags(f[1].a, at, wm, kt * (kBK / 8) + 2);
-    Tile::load_b_frags(f[1].b, w.stage(t), wn, 1);
-    Tile::mma_all(acc, f[0]);
-    tc::async_wait<0>();  // W tile t + 1 (this thread's copies); every warp is done with stage t
-    __syncthreads();
-    if (t + 2 < total) w.load<Tile>(t + 2);
-    if (t + 1 < total) {
-      Tile::load_a_frags(f[0].a, at, wm, ((t + 1) % w.kts) * (kBK / 8));
-      Tile::load_b_frags(f[0].b, w.stage(t + 1), wn, 0);
-    }
-    Tile::mma_all(acc, f[1]);
-    if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
-  }
-}
-
-template <class Tile, bool kPrefetch>
+template <class Tile>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
     ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups) {
   PhaseMarks<3> marks(a.phases);
@@ -201,20 +170,16 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
                                marks);
   const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
-  if constexpr (kPrefetch) {
-    multiply_prefetched<Tile>(a, w, total, at, m0);
-  } else {
-    multiply_plain<Tile>(a, w, total, at, m0);
-  }
+  multiply<Tile>(a, w, total, at, m0);
   tc::async_wait<0>();
   marks.mark(kRowsMultiply);
 }
 
-template <int kRows, bool kPrefetch>
+template <int kRows>
 Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
   using Tile = RowsTile<kRows>;
   const size_t smem = rows_smem<kRows>(a.k);
-  auto kernel = ln_mma_rows_kernel<Tile, kPrefetch>;
+  auto kernel = ln_mma_rows_kernel<Tile>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t row_blocks = (a.m + kRows - 1) / kRows;
   const int tiles_n = (a.n + kBN - 1) / kBN;
@@ -228,13 +193,11 @@ Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
 }
 
 // The most rows (up to max_rows) whose panel fits: 128, else 64, else 32.
-template <bool kPrefetch>
 Status launch_fitting(const LnArgs<T>& a, int max_rows, int sms, int optin, cudaStream_t stream) {
   if (max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
-    return launch_rows<128, kPrefetch>(a, sms, stream);
-  if (max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin))
-    return launch_rows<64, kPrefetch>(a, sms, stream);
-  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32, kPrefetch>(a, sms, stream);
+    return launch_rows<128>(a, sms, stream);
+  if (max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin)) return launch_rows<64>(a, sms, stream);
+  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, sms, stream);
   return Status::Unsupported("its x panel does not fit shared memory");
 }
 
@@ -253,8 +216,7 @@ Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cud
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (aux_bytes(128, a.k) > kRingBytes / 2) return Status::Unsupported("C is too large for it");
-  return shape.prefetch ? launch_fitting<true>(a, shape.max_rows, sms, optin, stream)
-                        : launch_fitting<false>(a, shape.max_rows, sms, optin, stream);
+  return launch_fitting(a, shape.max_rows, sms, optin, stream);
 }
 
 }  // namespace fl::layernorm_linear

@@ -220,14 +220,8 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
         {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
          {"ln_mma", [&] { return ln::launch_ln_mma(a, nullptr); }},
          {"ln_mma_rows", [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
-         {"ln_mma_rows_prefetch",
-          [&] {
-            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, true}, nullptr);
-          }},
          {"ln_mma_rows_r64",
-          [&] {
-            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64, false}, nullptr);
-          }}},
+          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
         y, reps, flush, sink);
   }
   for (int64_t m : {1024, 4096, 16384}) {
@@ -248,7 +242,6 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
                      {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
                       {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
-                      {"ffn_tiles_128x256_tail64", shape(fl::FfnTilesShape::k128x256_tail64)},
                       {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
                      y, reps, flush, sink);
   }

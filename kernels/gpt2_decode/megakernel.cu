@@ -45,6 +45,7 @@ namespace {
 
 constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
+static_assert(kAttentionSmemFloats + kFreshKvWords <= kActFloats, "fresh keys after the split's");
 
 // The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
 // visible to any block whose acquire load sees the new count.
@@ -107,7 +108,8 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const fl
 
 // Step 3: the task's device function; the products read their slice from shared memory.
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
-                         int buffer_bytes, float* work, float* sums) {
+                         int buffer_bytes, float* work, float* sums,
+                         const MegakernelOptions& options) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
@@ -117,11 +119,19 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     case TaskKind::attention:
       attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
-                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
+                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr,
+                   options.early_fresh_kv ? reinterpret_cast<unsigned*>(work + kAttentionSmemFloats)
+                                          : nullptr);
       break;
-    case TaskKind::proj:
-      linear_slice(ProjOp{a, layer, p}, weights, task.first, task.count, work, sums);
+    case TaskKind::proj: {
+      // Batched: the residual slice waits in the activations' room after the t rows of C.
+      const int t = a.tokens;
+      const bool room = t * kC + task.count * t <= kActFloats;
+      ProjOp op{a, layer, p};
+      if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
+      linear_slice(op, weights, task.first, task.count, work, sums);
       break;
+    }
     case TaskKind::mlp: {
       linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
       __syncthreads();  // the slice's h is in `sums`
@@ -190,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums);
+    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
       count_done(task, counters);

@@ -124,6 +124,14 @@ struct MegakernelOptions {
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
   int l2_ahead = 0;
   bool head_waits = false;  // TaskListShape::head_waits
+  // proj's split combine asks for every split's max, sum and partial o, and the task's residual
+  // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
+  // then four splits of o at a time.
+  bool batched_combine = false;
+  // An attention task loads the split's keys and values that this step wrote (positions s and
+  // up) together with its queries, instead of after the scores of the cached keys and after
+  // the softmax.
+  bool early_fresh_kv = false;
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

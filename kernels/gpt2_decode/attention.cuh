@@ -33,17 +33,10 @@ __device__ inline SplitKeys split_keys_of(const DecodeArgs& a, int split) {
   return {first, end, max(0, min(end, a.cache) - first)};
 }
 
-// Room after the split's working set for the step's own keys and values (fresh_kv below).
-constexpr int kFreshKvWords = 2 * kMaxTokens * (kHeadDim / 2);
-
 // cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
 // rows of 64 each), copied there by the megakernel before the task's inputs were ready.
-// fresh_kv (with cached_kv; the megakernel's option MegakernelOptions::early_fresh_kv): room for
-// kFreshKvWords; the split's keys and values at or past s, which this step's qkv tasks wrote,
-// are then loaded with the queries into it, so no load waits on another after the queries.
 __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, int split,
-                                    float* smem, const bf16* cached_kv = nullptr,
-                                    unsigned* fresh_kv = nullptr) {
+                                    float* smem, const bf16* cached_kv = nullptr) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
   const SplitKeys range = split_keys_of(a, split);
@@ -53,37 +46,13 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
   float* q = smem;                               // [16][64]
   float* scores = smem + kMaxTokens * kHeadDim;  // [16][kPositionsStride]
+  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
+    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  __syncthreads();
+
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
   const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
-  if (fresh_kv == nullptr || cached_kv == nullptr) {
-    fresh_kv = nullptr;
-    for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
-      q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
-  } else {  // every load before any store: queries, then the fresh keys and values
-    constexpr int kPer = kMaxTokens * kHeadDim / kThreads;
-    const int fresh_words = (p1 - in_smem) * (kHeadDim / 2);  // at most t rows
-    float qv[kPer];
-    unsigned kv[kPer], vv[kPer];
-#pragma unroll
-    for (int u = 0; u < kPer; ++u) {
-      const int i = threadIdx.x + u * kThreads;
-      qv[u] = i < t * kHeadDim ? ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim)
-                               : 0.f;
-      kv[u] = i < fresh_words ? ld_cg(keys + in_smem * (kHeadDim / 2) + i) : 0u;
-      vv[u] = i < fresh_words ? ld_cg(values + in_smem * (kHeadDim / 2) + i) : 0u;
-    }
-#pragma unroll
-    for (int u = 0; u < kPer; ++u) {
-      const int i = threadIdx.x + u * kThreads;
-      if (i < t * kHeadDim) q[i] = qv[u];
-      if (i < fresh_words) {
-        fresh_kv[i] = kv[u];
-        fresh_kv[kFreshKvWords / 2 + i] = vv[u];
-      }
-    }
-  }
-  __syncthreads();
   // A warp takes keys warp, warp + 8, ...: kBatch of them loaded before the first is used.
   constexpr int kBatch = 8;
   for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
@@ -93,7 +62,6 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
       const int p = start + u * kWarps;
       k[u] = p >= p1       ? make_float2(0.f, 0.f)
              : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
-             : fresh_kv    ? unpack2(fresh_kv[(p - in_smem) * (kHeadDim / 2) + lane])
                            : unpack2(ld_cg(keys + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
@@ -140,8 +108,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
       const int p = start + u * kWarps;
       v[u] = p >= p1       ? make_float2(0.f, 0.f)
              : p < in_smem ? unpack2(smem_values[(p - p0) * (kHeadDim / 2) + lane])
-             : fresh_kv ? unpack2(fresh_kv[kFreshKvWords / 2 + (p - in_smem) * (kHeadDim / 2) + lane])
-                        : unpack2(ld_cg(values + p * (kHeadDim / 2) + lane));
+                           : unpack2(ld_cg(values + p * (kHeadDim / 2) + lane));
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {

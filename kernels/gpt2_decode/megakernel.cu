@@ -14,7 +14,9 @@
 //      target: the input stage's task count, or, an option off in the lesson, for attention
 //      its own head's qkv tasks; one thread spins on an acquire load),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh),
+//      function (the same ops as the fused level: ops.cuh, attention.cuh; an option, off in the
+//      lesson: proj asks for every attention split's sums and its residual slice in one batch,
+//      one round trip to L2 instead of one for the maxima and one per four splits),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h).
 // What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
@@ -45,7 +47,6 @@ namespace {
 
 constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-static_assert(kAttentionSmemFloats + kFreshKvWords <= kActFloats, "fresh keys after the split's");
 
 // The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
 // visible to any block whose acquire load sees the new count.
@@ -119,9 +120,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     case TaskKind::attention:
       attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
-                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr,
-                   options.early_fresh_kv ? reinterpret_cast<unsigned*>(work + kAttentionSmemFloats)
-                                          : nullptr);
+                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
       break;
     case TaskKind::proj: {
       // Batched: the residual slice waits in the activations' room after the t rows of C.

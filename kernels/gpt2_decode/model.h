@@ -128,10 +128,6 @@ struct MegakernelOptions {
   // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
   // then four splits of o at a time.
   bool batched_combine = false;
-  // An attention task loads the split's keys and values that this step wrote (positions s and
-  // up) together with its queries, instead of after the scores of the cached keys and after
-  // the softmax.
-  bool early_fresh_kv = false;
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

@@ -14,9 +14,9 @@
 //      target: the input stage's task count, or, an option off in the lesson, for attention
 //      its own head's qkv tasks; one thread spins on an acquire load),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh; an option, off in the
-//      lesson: proj asks for every attention split's sums and its residual slice in one batch,
-//      one round trip to L2 instead of one for the maxima and one per four splits),
+//      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
+//      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
+//      one for the maxima and one per four splits),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h).
 // What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)

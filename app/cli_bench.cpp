@@ -465,6 +465,35 @@ void print_phases(const Measurement& m, const LaunchResult& l) {
   std::printf("\n");
 }
 
+// Device memory each level held (Measurement::peak_device_bytes), a row per size; nothing when
+// the lesson does not say.
+void print_peaks(const LessonRun& run, const std::vector<Measurement>& details) {
+  if (std::none_of(details.begin(), details.end(),
+                   [](const Measurement& m) { return m.peak_device_bytes > 0; }))
+    return;
+  const LessonInfo& info = run.lesson->info();
+  std::printf(
+      "  peak device memory per level: the buffers its launches read or write, as allocated, "
+      "and cuBLASLt's workspace where it runs\n");
+  std::printf("  %10s", "size");
+  for (int l : run.levels) std::printf(" %14s", info.levels[l].name.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < details.size();) {
+    const int64_t size = details[i].size;
+    std::printf("  %10s", format_size(size).c_str());
+    for (int l : run.levels) {
+      const auto m = std::find_if(details.begin() + i, details.end(), [&](const Measurement& x) {
+        return x.size == size && x.level == l;
+      });
+      const bool known = m != details.end() && m->peak_device_bytes > 0;
+      std::printf(" %14s",
+                  known ? format_bytes(static_cast<double>(m->peak_device_bytes)).c_str() : "-");
+    }
+    std::printf("\n");
+    while (i < details.size() && details[i].size == size) ++i;
+  }
+}
+
 // Per launch: time, GB/s, % of copy and the counted bytes; then the chain's bytes.
 void print_launches(const std::vector<Measurement>& details, bool counters) {
   std::printf(
@@ -631,6 +660,7 @@ int bench_lesson(LiveBackend& backend, const LessonRun& run, const BenchPlan& pl
     }
   }
   if (peers != nullptr) print_peers(run, plan, *peers, tops);
+  print_peaks(run, details);
   print_launches(details, run.counters);
   print_notes(backend, run, o, details, counter_ms);
   if (o.compare_timers) print_fidelity(plan.cache, details);

@@ -76,6 +76,11 @@ void forget_device_state() {
   g_context = nullptr;
 }
 
+int64_t workspace_bytes() {
+  std::lock_guard<std::mutex> lock(g_context_mutex);
+  return g_context == nullptr ? 0 : static_cast<int64_t>(g_context->workspace.bytes());
+}
+
 bool allow_tf32() {
   return g_allow_tf32.load();
 }

@@ -38,6 +38,10 @@ enum class Epilogue {
 // Every Gemm must be destroyed first.
 void forget_device_state();
 
+// Bytes of the process's cuBLASLt workspace as allocated (every plan's run may use it); 0 before
+// the first plan.
+int64_t workspace_bytes();
+
 bool allow_tf32();
 void set_allow_tf32(bool allow);
 

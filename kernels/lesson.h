@@ -174,6 +174,13 @@ class Workspace {
     (void)variant;
     return Status::Error("no launch named '" + launch + "' has kernel variants");
   }
+  // Device memory that level `level`'s launches hold at their peak, in bytes: the workspace
+  // buffers they read or write, as allocated, and the library workspaces they use (cuBLASLt's).
+  // 0: not known (lessons that do not say).
+  virtual int64_t level_device_bytes(int level) const {
+    (void)level;
+    return 0;
+  }
   // Chooses every launch's variant as on a GPU of compute capability `cc` (x 10) without the
   // sm_90a kernels (the portable kernels an older GPU runs; MeasureRequest::choose_as_cc);
   // 0 gives the choice back to this GPU. Forced variants still win.

@@ -181,6 +181,10 @@ struct Measurement {
   // Non-zero when its kernels were chosen as on a GPU of this compute capability (x 10) rather
   // than the measuring GPU's own (MeasureRequest::choose_as_cc): a portable-kernels series.
   int chosen_as_cc = 0;
+  // Device memory the level's launches held, in bytes (Workspace::level_device_bytes: the
+  // buffers they read or write as allocated, cuBLASLt's workspace where they call it); 0: not
+  // known (a lesson that does not say, or a session written before it was recorded).
+  int64_t peak_device_bytes = 0;
   // Clocks, throttling and other processes on the GPU around the timed repetitions (NVML);
   // sampled == false when not known.
   GpuConditions gpu;

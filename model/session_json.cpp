@@ -183,6 +183,7 @@ json measurement_json(const Measurement& m) {
               {"counters_status", to_string(m.counters_status)},
               {"counters_note", m.counters_note},
               {"records", records}};
+  if (m.peak_device_bytes > 0) out["peak_device_bytes"] = m.peak_device_bytes;
   if (m.gpu.sampled) {
     out["gpu_sm_clock_mhz"] = m.gpu.sm_clock_mhz;
     out["gpu_memory_clock_mhz"] = m.gpu.memory_clock_mhz;
@@ -486,7 +487,8 @@ enum MeasurementField {
   kGpuThrottle,
   kGpuOtherProcesses,
   kProvenance,
-  kChosenAsCc
+  kChosenAsCc,
+  kPeakDeviceBytes
 };
 constexpr Field kMeasurementFields[] = {value("lesson"),
                                         value("size"),
@@ -510,7 +512,8 @@ constexpr Field kMeasurementFields[] = {value("lesson"),
                                         optional_value("gpu_throttle"),
                                         optional_value("gpu_other_processes"),
                                         optional_object("provenance", Kind::provenance),
-                                        optional_value("chosen_as_cc")};
+                                        optional_value("chosen_as_cc"),
+                                        optional_value("peak_device_bytes")};
 enum ProvenanceField { kProvGpu, kProvDriver, kProvUtc, kProvApp, kProvSource };
 constexpr Field kProvenanceFields[] = {value("gpu"), value("driver_version"), value("measured_utc"),
                                        value("app_version"), value("source")};
@@ -1198,6 +1201,8 @@ Status SessionReader::set_measurement(int field, const Scalar& v) {
       return read_whole<int>(v, "count", 0, 100000, &m.gpu.other_processes);
     case kChosenAsCc:  // compute capability x 10, from sm_70 up
       return read_whole<int>(v, "compute capability", 70, 1000, &m.chosen_as_cc);
+    case kPeakDeviceBytes:
+      return read_bytes(v, &m.peak_device_bytes);
     default:
       return Status::Ok();
   }

@@ -71,6 +71,27 @@ double tallest_memory_bar(const Measurement& m) {
   return top;
 }
 
+// Every level's peak device memory at the shown size (the shown level's alone without
+// `all_levels`), in level order.
+std::vector<MemoryInput::LevelPeak> level_peaks(const Measurement& shown,
+                                                const std::vector<Measurement>* all_levels) {
+  std::vector<MemoryInput::LevelPeak> peaks;
+  auto add = [&](const Measurement& m) {
+    if (m.peak_device_bytes <= 0) return;
+    for (const auto& p : peaks)
+      if (p.level == m.level) return;
+    peaks.push_back({m.level, m.level_name, static_cast<double>(m.peak_device_bytes)});
+  };
+  if (all_levels) {
+    for (const Measurement& m : *all_levels)
+      if (m.size == shown.size && m.lesson == shown.lesson && m.inner == shown.inner) add(m);
+  }
+  add(shown);
+  std::sort(peaks.begin(), peaks.end(),
+            [](const auto& a, const auto& b) { return a.level < b.level; });
+  return peaks;
+}
+
 MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
                          const std::vector<Measurement>* all_levels) {
   MemoryInput in;
@@ -81,6 +102,8 @@ MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
       }
     }
   }
+  in.peaks = level_peaks(shown, all_levels);
+  in.peak_bytes = static_cast<double>(shown.peak_device_bytes);
   in.level_name = std::to_string(shown.level) + " " + shown.level_name;
   MemoryGroup total;
   total.kernel = "total";
@@ -153,6 +176,30 @@ std::string short_error(double e) {
 
 namespace {
 
+// The device memory the shown level held, against level 0's, and every level's at this size
+// ("levels 0 to 3: 3.1 GiB, 3.1 GiB, 96.0 MiB, 96.0 MiB"): short, for the narrow side column.
+std::vector<std::string> peak_sentences(const MemoryInput& in) {
+  std::vector<std::string> out;
+  if (in.peak_bytes > 0) {
+    std::string s = "peak device memory: " + format_byte_count(in.peak_bytes);
+    if (!in.peaks.empty() && in.peaks.front().level == 0 && !in.baseline)
+      s += " (level 0: " + format_byte_count(in.peaks.front().bytes) + ")";
+    out.push_back(s);
+  }
+  if (in.peaks.size() > 1) {
+    const auto& p = in.peaks;
+    const bool runs = p.back().level - p.front().level + 1 == static_cast<int>(p.size());
+    std::string levels = "levels " + std::to_string(p.front().level);
+    for (size_t i = 1; i < p.size() && !runs; ++i) levels += ", " + std::to_string(p[i].level);
+    if (runs) levels += " to " + std::to_string(p.back().level);
+    std::string bytes;
+    for (const auto& level : p)
+      bytes += (bytes.empty() ? "" : ", ") + format_byte_count(level.bytes);
+    out.push_back(levels + ": " + bytes);
+  }
+  return out;
+}
+
 // The headline column on the right: what fusion saves (or level 0's bytes), the big number and
 // its sentences. Returns the y below them.
 float layout_headline(const MemoryInput& in, float side_w, ImVec2 min, const ViewStyle& style,
@@ -190,6 +237,7 @@ float layout_headline(const MemoryInput& in, float side_w, ImVec2 min, const Vie
     }
   }
   if (!in.where.empty()) sentences.push_back(in.where);
+  for (auto& sentence : peak_sentences(in)) sentences.push_back(std::move(sentence));
   const float side_text_w = side_w - fs * 0.5f;
   for (const auto& sentence : sentences) {
     for (auto& l : wrap_text(sentence, side_text_w, style)) L->saved_detail.push_back(l);

@@ -46,12 +46,22 @@ struct MemoryInput {
   // Where the tensors went by the counters, when that differs from the level table
   // (tensor_homes.h): "measured: gelu output went through HBM (...)"; empty when they agree.
   std::string where;
+  // Device memory each level held at this size (Measurement::peak_device_bytes), in level
+  // order, and the shown level's; empty / 0 where no measurement says (lessons that do not
+  // report it, older recordings).
+  struct LevelPeak {
+    int level = 0;
+    std::string name;  // "eager"
+    double bytes = 0;
+  };
+  std::vector<LevelPeak> peaks;
+  double peak_bytes = 0;
 
   const MemoryGroup& total() const { return groups.back(); }
 };
 
 // `level0` may be the same measurement as `shown` (then nothing is saved). `all_levels` (may be
-// null): every level measured at this size, for the shared byte axis.
+// null): every level measured at this size, for the shared byte axis and the peak memory list.
 MemoryInput memory_input(const Measurement& shown, const Measurement& level0,
                          const std::vector<Measurement>* all_levels = nullptr);
 // The tallest bar `m` draws (textbook, DRAM or L2; per launch or in total), in bytes.

@@ -41,6 +41,7 @@
 #include "kernels/attention/attention_check.cuh"
 #include "kernels/attention/attention_rows.cuh"
 #include "kernels/attention/flash_mma.cuh"
+#include "kernels/attention/flash_mma_variants.h"
 #include "kernels/attention/flash_wgmma.h"
 #include "kernels/attention/reference.h"
 #include "kernels/blas.h"
@@ -58,6 +59,7 @@ using attention::kTokens;
 constexpr int kHeads = 12;
 constexpr int64_t kMaxLength = 16384;
 constexpr int kDefaultDim = 64, kMaxDim = 128;
+constexpr int kFirstFlashLevel = 2;  // levels 0 and 1 hold S and P; the flash levels do not
 // Scores have unit variance after the scale when q and k are uniform on [-a, a] with
 // a^2 / 3 = 1: a = sqrt(3). Softmax rows then are neither flat nor one-hot.
 constexpr float kQkBound = 1.7320508f;
@@ -113,6 +115,16 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
       return Status::Ok();
     }
     return allocate_elements<T>({{&s_, n_scores_}, {&p_, n_scores_}});
+  }
+
+  // What each level holds on the device (the peak memory the memory chart and bench show): Q,
+  // K, V and O at every level; levels 0 and 1 add S and P (T x T per head) and cuBLASLt's
+  // workspace. The buffers' allocated bytes, so a level that could not get S and P says 0.
+  int64_t level_device_bytes(int level) const override {
+    const int64_t qkvo = int64_t(q_.bytes() + k_.bytes() + v_.bytes() + o_.bytes());
+    if (level >= kFirstFlashLevel) return qkvo;
+    if (s_.get() == nullptr) return 0;
+    return qkvo + int64_t(s_.bytes() + p_.bytes()) + blas::workspace_bytes();
   }
 
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
@@ -191,13 +203,16 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     this->declare_phases(attention::flash_mma_phases());
     return Status::Ok();
   }
-  // Level 3's Hopper kernel (bf16 only; it says why not where it cannot run).
-  Status flash_wgmma(cudaStream_t stream) {
+  // The bf16-only kernels (level 2's 128-key variant, level 3's Hopper kernel): in fp32 they say
+  // why not, and the table runs level 2's kernel.
+  using Bf16Launch = Status (*)(const attention::FlashArgs<__nv_bfloat16>&, int64_t, cudaStream_t);
+  Status bf16_only(Bf16Launch launch, cudaStream_t stream) {
     if constexpr (std::is_same<T, float>::value) {
+      (void)launch;
       (void)stream;
       return Status::Unsupported("runs in bf16 only");
     } else {
-      return attention::launch_flash_wgmma(flash_args(), heads_, stream);
+      return launch(flash_args(), heads_, stream);
     }
   }
 
@@ -298,8 +313,25 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
        "until "
        "it is final: no T x T tensor ever reaches HBM",
-       {{"flash_attention", [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
-         flash_textbook}}},
+       {{"flash_attention",
+         nullptr,
+         flash_textbook,
+         {{"flash_mma_keys128",
+           "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
+           "online-softmax passes, Q re-read from shared memory to make room",
+           "flash_attention_keys128_kernel",
+           {90, 0, false, {Precision::bf16}, 0, 1024, 0},
+           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_keys128, st); },
+           [](const Dims& x) { return attention::flash_keys128_shape_check(x.i); },
+           attention::flash_mma_phases()},
+          {"flash_mma",
+           "4 warps of 32 query rows, K/V tiles of 64 keys double-buffered by cp.async, Q held "
+           "in registers where it fits, O out through shared memory",
+           "flash_attention_kernel",
+           {},
+           [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+           {},
+           attention::flash_mma_phases()}}}}},
       {"Hopper flash",
        "the flash algorithm split by role: a producer warp keeps a TMA ring of K and V tiles "
        "full, consumer warpgroups multiply with wgmma, and one tile's softmax runs while the "
@@ -314,7 +346,7 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
            "softmax runs under the previous tile's P V",
            "flash_wgmma_kernel",
            {90, 90, true, {Precision::bf16}, 0, 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.flash_wgmma(st); },
+           [](Ws& w, cudaStream_t st) { return w.bf16_only(attention::launch_flash_wgmma, st); },
            [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
            attention::flash_wgmma_phases()},
           {"flash_mma",

@@ -27,7 +27,10 @@
 
 namespace fl::attention {
 
-template <typename T, int kD_, int kMT_>
+// kBK_: keys per K/V tile (0: 64 for bf16, 32 for fp32). kQRegs_: bf16 may hold Q's fragments in
+// registers (where they fit); false re-reads them from shared memory per tile, which frees 32
+// registers for wider score tiles or more blocks an SM.
+template <typename T, int kD_, int kMT_, int kBK_ = 0, bool kQRegs_ = true>
 struct FlashTile {
   static constexpr int kD = kD_;    // head dimension the tile holds (64, 128)
   static constexpr int kMT = kMT_;  // 16-row query tiles per warp: 1, or 2 (each K/V fragment
@@ -37,15 +40,15 @@ struct FlashTile {
   static constexpr int kWarpRows = 16 * kMT;
   static constexpr int kBQ = kWarpRows * kWarps;  // query rows per block
   static constexpr bool kFp32 = std::is_same<T, float>::value;
-  static constexpr int kBK = kFp32 ? 32 : 64;       // keys per K/V tile
-  static constexpr int kPad = 16 / int(sizeof(T));  // 16 bytes of padding a row
-  static constexpr int kLd = kD + kPad;             // row stride of the Q, K, V tiles
-  static constexpr int kLdP = kBK + kPad;           // row stride of fp32's P tile
-  static constexpr int kNT = kBK / 8;               // S tiles of 16 x 8 per 16 rows
-  static constexpr int kDT = kD / 8;                // O tiles of 16 x 8 per 16 rows
+  static constexpr int kBK = kBK_ > 0 ? kBK_ : kFp32 ? 32 : 64;  // keys per K/V tile
+  static constexpr int kPad = 16 / int(sizeof(T));               // 16 bytes of padding a row
+  static constexpr int kLd = kD + kPad;                          // row stride of the Q, K, V tiles
+  static constexpr int kLdP = kBK + kPad;                        // row stride of fp32's P tile
+  static constexpr int kNT = kBK / 8;                            // S tiles of 16 x 8 per 16 rows
+  static constexpr int kDT = kD / 8;                             // O tiles of 16 x 8 per 16 rows
   // bf16 holds its Q fragments in registers unless that would cost more than 32 of them
   // (d = 128 at 32 rows a warp: O alone takes 128); then they are re-read per K/V tile.
-  static constexpr bool kHoldQ = kMT * kD <= 128;
+  static constexpr bool kHoldQ = kQRegs_ && kMT * kD <= 128;
   // Shared memory in elements: Q, then two stages of K and V, then fp32's P tiles.
   static constexpr int kQElems = kBQ * kLd;
   static constexpr int kKVElems = kBK * kLd;

@@ -24,6 +24,12 @@
 // 64 or 128 (the head size is padded with zeros up to the tile's, so any d <= 128 runs). Data path:
 //   HBM --cp.async 16 B--> shared memory: Q once; K, V double-buffered (tile j + 1 lands while
 //   tile j is multiplied) --ldmatrix--> registers --mma.sync m16n8k16--> fp32 S and O.
+// The end of a block: each warp writes its finished O rows into its own Q rows in shared memory
+// (no other warp reads them, so no block barrier) and copies them out whole rows at a time, 16
+// bytes a lane. Stored straight from the accumulator layout, a warp's 32 x 64 tile of O would
+// take 256 two-byte stores that each touch 8 rows (bf16, d = 64); this way it takes 8 of 16
+// bytes, each a run of whole 32-byte sectors: the store is one pass, but a block that owns few
+// K/V tiles (T = 512: 2 to 8 of them) spends a visible share of its time there.
 // Shared memory: (128 + 4 kBK) (d + 8) x 2 B = 54 KiB (bf16, d = 64), 104 KiB (bf16, d = 128).
 //
 // Napkin per head, bf16, d = 64, T = 4096: reads 3 T d b = 1.5 MiB (+ K and V once per query
@@ -116,10 +122,66 @@ __device__ __forceinline__ void mask_tile(ScoreTile<Tile>& s, int key0, int row0
   }
 }
 
-// grid: (heads, query tiles). kVectorized: d is a multiple of 16 bytes' worth of elements, so
-// every row starts 16-byte aligned and the copies are cp.async; otherwise element by element.
+// The end of a block: O = acc / l (l summed over the 4 lanes of each row), handed pair by pair
+// to put(row in the warp, column, O[row][column], O[row][column + 1]).
+template <class Tile, class Put>
+__device__ __forceinline__ void finish_rows(const OutTile<Tile>& o, const float (&l)[Tile::kMT][2],
+                                            Put put) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int mt = 0; mt < Tile::kMT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = l[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.0f / sum;
+#pragma unroll
+      for (int dt = 0; dt < Tile::kDT; ++dt) {
+        put(mt * 16 + 8 * r + (lane >> 2), dt * 8 + 2 * (lane & 3), o[mt][dt][2 * r] * inv,
+            o[mt][dt][2 * r + 1] * inv);
+      }
+    }
+  }
+}
+
+// Two neighbouring elements into shared memory in one store.
+__device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) {
+  *reinterpret_cast<unsigned*>(p) = pack_bf16(x, y);
+}
+__device__ __forceinline__ void store_pair(float* p, float x, float y) {
+  *reinterpret_cast<float2*>(p) = make_float2(x, y);
+}
+
+// A warp's `rows` x `dim` rows of O, staged in shared memory (row stride Tile::kLd), to `out`
+// (row stride ld_out): whole rows a pass of the warp, 16 bytes a lane where `vec` (d and ld_out
+// whole 16-byte packs, out 16-byte aligned), else element by element.
+template <typename T, class Tile>
+__device__ __forceinline__ void copy_rows_out(const T* staged, T* out, int64_t ld_out, int rows,
+                                              int dim, bool vec) {
+  const int lane = threadIdx.x & 31;
+  if (vec) {
+    constexpr int kVec = 16 / int(sizeof(T));
+    const int packs = dim / kVec;
+    for (int i = lane; i < rows * packs; i += 32) {
+      const int r = i / packs, c = (i - r * packs) * kVec;
+      *reinterpret_cast<uint4*>(out + r * ld_out + c) =
+          *reinterpret_cast<const uint4*>(staged + r * Tile::kLd + c);
+    }
+  } else {
+    for (int i = lane; i < rows * dim; i += 32) {
+      const int r = i / dim, c = i - r * dim;
+      out[r * ld_out + c] = staged[r * Tile::kLd + c];
+    }
+  }
+}
+
+// One block's work: grid (heads, query tiles). kVectorized: d is a multiple of 16 bytes' worth
+// of elements, so every row starts 16-byte aligned and the copies are cp.async; otherwise element
+// by element. Shared by the kernels of every tile shape (flash_attention_kernel below, and the
+// variant flash_mma_keys128.cu).
 template <typename T, class Tile, bool kVectorized>
-__global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
+__device__ __forceinline__ void flash_attention_block(const FlashArgs<T>& a) {
   __shared__ BlockMarks<kMmaStore + 1> marks;
   marks.begin(a.phases);
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -184,34 +246,31 @@ __global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashAr
   }
   marks.mark(kMmaTiles);
 
-  // O = acc / l, with l summed over the 4 lanes of each row.
-#pragma unroll
-  for (int mt = 0; mt < Tile::kMT; ++mt) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = l[mt][r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int row = row0 + mt * 16 + 8 * r;
-      if (row >= a.length) continue;
-      const float inv = 1.0f / sum;
-      T* out = a.o + a.base(blockIdx.x, ld_out) + int64_t(row) * ld_out;
-#pragma unroll
-      for (int dt = 0; dt < Tile::kDT; ++dt) {
-        const int col = dt * 8 + 2 * (lane & 3);
-        if (col < a.dim) out[col] = Elem<T>::from_float(o[mt][dt][2 * r] * inv);
-        if (col + 1 < a.dim) out[col + 1] = Elem<T>::from_float(o[mt][dt][2 * r + 1] * inv);
-      }
-    }
-  }
+  const int warp_row0 = q0 + warp * Tile::kWarpRows;    // the warp's first query row
+  T* staged = sq + warp * Tile::kWarpRows * Tile::kLd;  // the warp's own Q rows, free now
+  finish_rows<Tile>(o, l, [&](int r, int col, float x, float y) {
+    store_pair(staged + r * Tile::kLd + col, x, y);
+  });
+  __syncwarp();
+  constexpr int kVec = 16 / int(sizeof(T));
+  const bool vec_out =
+      kVectorized && ld_out % kVec == 0 && reinterpret_cast<uintptr_t>(a.o) % 16 == 0;
+  copy_rows_out<T, Tile>(staged, a.o + a.base(blockIdx.x, ld_out) + int64_t(warp_row0) * ld_out,
+                         ld_out, min(Tile::kWarpRows, a.length - warp_row0), a.dim, vec_out);
   marks.mark(kMmaStore);
   marks.end();
 }
 
-template <typename T, int kD, int kMT, bool kVectorized>
-Status launch_flash_with(const FlashArgs<T>& a, int64_t heads, cudaStream_t stream) {
-  using Tile = FlashTile<T, kD, kMT>;
-  auto kernel = flash_attention_kernel<T, Tile, kVectorized>;
+template <typename T, class Tile, bool kVectorized>
+__global__ void __launch_bounds__(Tile::kThreads) flash_attention_kernel(FlashArgs<T> a) {
+  flash_attention_block<T, Tile, kVectorized>(a);
+}
+
+// Launches `kernel` (one of the kernels around flash_attention_block) with Tile's grid and
+// shared memory.
+template <class Tile, typename T>
+Status launch_flash_tile(void (*kernel)(FlashArgs<T>), const FlashArgs<T>& a, int64_t heads,
+                         cudaStream_t stream) {
   // Above 48 KiB a block's shared memory must be asked for; the call is cheap and idempotent.
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(Tile::kSmemBytes)));
@@ -222,16 +281,12 @@ Status launch_flash_with(const FlashArgs<T>& a, int64_t heads, cudaStream_t stre
   return Status::Ok();
 }
 
-template <typename T, int kMT>
-Status launch_flash_rows(const FlashArgs<T>& a, int64_t heads, cudaStream_t stream) {
+// Whether the rows can be copied 16 bytes at a time (cp.async): d and the row stride are whole
+// 16-byte packs.
+template <typename T>
+bool flash_rows_vectorized(const FlashArgs<T>& a) {
   constexpr int kVec = 16 / int(sizeof(T));
-  const bool vectorized = a.dim % kVec == 0 && a.ld_in % kVec == 0;
-  if (a.dim <= 64) {
-    return vectorized ? launch_flash_with<T, 64, kMT, true>(a, heads, stream)
-                      : launch_flash_with<T, 64, kMT, false>(a, heads, stream);
-  }
-  return vectorized ? launch_flash_with<T, 128, kMT, true>(a, heads, stream)
-                    : launch_flash_with<T, 128, kMT, false>(a, heads, stream);
+  return a.dim % kVec == 0 && a.ld_in % kVec == 0;
 }
 
 // Warps own 32 query rows (two 16-row tiles): kMT = 1, 16 rows a warp, was measured slower on
@@ -239,14 +294,37 @@ Status launch_flash_rows(const FlashArgs<T>& a, int64_t heads, cudaStream_t stre
 // fragment then feeds one mma instead of two; the template keeps it one edit away.
 constexpr int kFlashWarpTiles = 2;
 
-// Picks the tile for the head size (64 or 128 columns) and the copy path.
+// Calls launch(Tile{}, std::bool_constant<kVectorized>{}) with the tile of the head size (64 or
+// 128 columns) and the copy path, for the kernels that take every head size.
+template <typename T, class Launch>
+Status with_flash_tile(const FlashArgs<T>& a, Launch launch) {
+  using Narrow = FlashTile<T, 64, kFlashWarpTiles>;
+  using Wide = FlashTile<T, 128, kFlashWarpTiles>;
+  const bool vectorized = flash_rows_vectorized(a);
+  if (a.dim <= 64)
+    return vectorized ? launch(Narrow{}, std::true_type{}) : launch(Narrow{}, std::false_type{});
+  return vectorized ? launch(Wide{}, std::true_type{}) : launch(Wide{}, std::false_type{});
+}
+
+// The shapes every flash kernel takes; one line why not otherwise.
 template <typename T>
-Status launch_flash(const FlashArgs<T>& a, int64_t heads, cudaStream_t stream) {
+Status flash_shape_ok(const FlashArgs<T>& a, int64_t heads) {
   if (a.dim < 1 || a.dim > 128)
     return Status::Error("flash attention takes a head size from 1 to 128");
   if (heads < 1 || heads > INT32_MAX || a.length < 1 || a.length > 65535 * 64)
     return Status::Error("flash attention takes 1 to 2^31 - 1 heads of 1 to 4,194,240 tokens");
-  return launch_flash_rows<T, kFlashWarpTiles>(a, heads, stream);
+  return Status::Ok();
+}
+
+// Picks the tile for the head size (64 or 128 columns) and the copy path.
+template <typename T>
+Status launch_flash(const FlashArgs<T>& a, int64_t heads, cudaStream_t stream) {
+  FL_TRY(flash_shape_ok(a, heads));
+  return with_flash_tile(a, [&](auto tile, auto vectorized) {
+    using Tile = decltype(tile);
+    return launch_flash_tile<Tile>(flash_attention_kernel<T, Tile, decltype(vectorized)::value>, a,
+                                   heads, stream);
+  });
 }
 
 }  // namespace fl::attention

@@ -310,6 +310,16 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ffn_wgmma_phases()},
+      {"ffn_hidden_slice",
+       "each block owns a slice of the hidden units for both products and asks for W1's columns "
+       "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
+       "(nothing passes between blocks before); ahead of ffn_stream at 1-8 tokens, where it "
+       "measured faster",
+       "ffn_hidden_slice_kernel",
+       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 89},
+       [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
+       {},
+       ffn_slice_phases()},
       {"ffn_stream",
        "each block asks for all of its weights at once (an up slice of W1, a tile of W2), makes "
        "its hidden units of h into L2, then adds h times its W2 tile once its group of h is in "
@@ -317,15 +327,6 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "ffn_stream_kernel",
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
-      {"ffn_hidden_slice",
-       "each block owns a slice of the hidden units for both products and asks for W1's columns "
-       "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
-       "(nothing passes between blocks before); after ffn_stream, which measured as fast or faster",
-       "ffn_hidden_slice_kernel",
-       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceMaxTokens, 89},
-       [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
-       {},
-       ffn_slice_phases()},
       {"ffn_tiles",
        "both GEMMs as tiles of the GEMM core in one persistent launch (bf16: 128 x 256 from 4K "
        "tokens, 128 x 128 up and 64 x 128 down tiles below): blocks take tiles in ticket order, "

@@ -5,28 +5,39 @@
 // What changes against ffn_stream.cu: there a block's up slice and its down tile are different
 // hidden units, so h goes from block to block through L2 behind per-group counters: a chain of
 // dependent steps (h out, counter, h in) after the weights land. Here block b owns hidden units
-// [U b, U (b + 1)) for BOTH products, W1's U columns and W2's U rows, and asks for the two
-// slices at once (W2's rows do not depend on h): every weight byte is in flight from the first
-// microsecond, and nothing passes between blocks until each has its share of y:
-//   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory, h kept in
-//      shared memory, rounded to the lesson's precision as level 1's h is;
+// [U b, U (b + 1)) for BOTH products, W1's U columns and W2's U rows, and asks for both slices
+// (and b1's) before any arithmetic: nothing passes between blocks until each has its share of y:
+//   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory (x's rows
+//      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
+//      precision as level 1's h is. A tuning asks for W1 in stages along K (a commit group
+//      each) and multiplies each stage as it lands; it measured slower (each stage adds a
+//      wait and a block barrier, and W2's copies start later: docs/PERFORMANCE.md), so the
+//      plan takes one stage;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
 //      resident: a cooperative launch), and block b adds the shares of y's columns [8 b, 8 b + 8)
-//      in block order (the same result every run) and writes them (+ b2). Adding the shares into
-//      one sum with red.add instead (128 x m x C atomics, and the last block to arrive writes y)
-//      moves fewer bytes but waits longer: docs/PERFORMANCE.md has both measured.
+//      (a warp's lanes split the 128 shares and meet by shuffles: a fixed order, the same result
+//      every run) and writes them (+ b2). Adding the shares into one sum with red.add instead
+//      (128 x m x C atomics, and the last block to arrive writes y) moves fewer bytes but waits
+//      longer: docs/PERFORMANCE.md has both measured.
 // Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads); mma.sync m16n8k16 in bf16,
 // CUDA-core fp32 in the same fragments (kernels/gemm_core/weight_slice.cuh).
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block, all in
-// flight at once; x (m x C) from L2 to every block; the shares 128 x m x C x 4 B written and read
-// once (0.4 MB at 1 token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, at L2
-// bandwidth 1-5 us beyond 16 tokens). Predicted at 1-16 tokens: the weights' 3.1 us plus a
-// launch and two or three L2 round trips after the last slice lands.
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block. But
+// W1's slice is 768 rows of 48 bytes, a separate request each, so one SM's requests, not DRAM,
+// may set the floor (docs/PERFORMANCE.md measures it, weights in L2 and in HBM): ~4-5 us at
+// 72 KB a block if an SM keeps ~10-15 GB/s. After the last byte: the up product (3 k-steps x 3
+// column tiles a warp at one token), the reduction of 8 K parts and GELU (24 values at one token),
+// the down product (2 k-steps x 12 tiles a warp), the share's store, the barrier (an L2 round trip
+// after the last block) and the sum (128 loads a column quad, 16 in flight a lane): well under 1 us
+// of issue, a few L2 round trips. The shares are 128 x m x C x 4 B written and read once (0.4 MB at
+// 1 token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, 1-5 us at L2 bandwidth
+// beyond 16 tokens; ffn_stream's 8 groups move less there). Predicted at 1 token: ~5 us of
+// copies + ~3 us of chain + the launch: ~9 us against level 1's ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/activations.cuh"
@@ -50,7 +61,8 @@ struct SliceArgs {
   float* partial;      // blocks x m x cp: each block's share of y
   unsigned* counters;  // [0] barrier arrivals, [1] barrier generation: zero when allocated
   PhaseSink phases;
-  bool x_vec, w1_vec, w2_vec;
+  int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
+  bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
 };
 
 template <typename T>
@@ -128,14 +140,16 @@ __device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* generati
 }
 
 // After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
-// Each (row, 4 columns) item's shares are split among `split` threads, 16 loads in flight each,
-// then added in block order through shared memory.
+// Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
+// at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
+// same result every run) in log2(split) steps, where a serial pass through shared memory took
+// `split` dependent loads (128 at one token).
 template <typename T>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4* red) {
+__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a) {
   const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;
+  const int items = 2 * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
   int split = 1;
-  while (2 * split * items <= kThreads && 2 * split <= shares) split *= 2;
+  while (split < 32 && 2 * split * items <= kThreads && 2 * split <= shares) split *= 2;
   const int item = threadIdx.x / split, part = threadIdx.x % split;
   const int64_t stride = int64_t(p.m) * p.cp;
   constexpr int kBatch = 16;
@@ -155,17 +169,58 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4* red) {
         for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
       }
     }
-    red[threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.x < items) {
-      float4 sum = red[threadIdx.x * split];
-      for (int k = 1; k < split; ++k) {
-        const float4 v = red[threadIdx.x * split + k];
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      store4(a, threadIdx.x / 2, tile * kSliceTileCols + 4 * (threadIdx.x % 2), sum);
+    for (int o = split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
+      s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
+      s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
+      s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
+      s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
     }
-    __syncthreads();
+    if (part == 0 && item < items) store4(a, row, col, s);
+  }
+}
+
+// Stage s of the up product: x's columns and W1's rows [k0, k1) of the block's slice (with b1's
+// slice in stage 0), one commit group, empty where k0 is past C's padding.
+template <typename T>
+__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int s,
+                                          int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
+  if (s == 0) {
+    constexpr int E = slice::kChunk<T>;
+    const bool vec = a.b1_vec && valid % E == 0;
+    slice::stage(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, vec);
+  }
+  if (k1 > k0) {
+    const int kv = min(p.c - k0, k1 - k0);  // k0 < C: k0 is a k-step multiple below C's padding
+    slice::stage(xs + k0, p.ld_x, a.x + k0, p.c, p.m, k1 - k0, p.m, kv, a.x_vec);
+    slice::stage(w1s + k0 * p.ld_w1, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, k1 - k0, p.units,
+                 kv, valid, a.w1_vec);
+  }
+  tc::async_commit();
+}
+
+// cp.async.wait_group takes its count as an immediate: wait_group min(n, N).
+template <int N = kSliceMaxStages>
+__device__ __forceinline__ void wait_pending(int n) {
+  if constexpr (N == 0) {
+    tc::async_wait<0>();
+  } else if (n >= N) {
+    tc::async_wait<N>();
+  } else {
+    wait_pending<N - 1>(n);
+  }
+}
+
+// The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
+// columns, which meet W2's zero rows.
+template <typename T>
+__device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
+  uint4* z = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
+  const int n = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThreads) z[i] = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < 16 * p.mtc * p.ld_h; i += kThreads) {
+    hs[i] = Elem<T>::from_float(0.0f);
   }
 }
 
@@ -179,32 +234,41 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
   T* hs = reinterpret_cast<T*>(smem + p.off_h);
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
-  float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
+  T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every weight byte of the block is asked for before any arithmetic.
-  slice::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec);
-  slice::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
-  tc::async_commit();
-  if (!p.w2_late) stage_w2(a, w2s, j0, valid);
-  for (int i = threadIdx.x; i < p.units; i += kThreads) {
-    b1s[i] = i < valid ? Elem<T>::to_float(a.b1[j0 + i]) : 0.0f;
-  }
-  for (int i = threadIdx.x; i < 16 * p.mtc * p.ld_h; i += kThreads) {
-    hs[i] = Elem<T>::from_float(0.0f);  // the padding columns of h meet W2's zero rows
-  }
+  // Every byte of x and W1 is asked for before any arithmetic, in stages along K; W2's rows
+  // before them or after the first stage's product (its copies then queue behind W1's).
+  for (int s = 0; s < a.stages; ++s) stage_xw1(a, xs, w1s, b1s, s, j0, valid);
+  bool w2_asked = !p.w2_late && !a.w2_after_first;
+  if (w2_asked) stage_w2(a, w2s, j0, valid);
+  zero_padding(p, xs, hs);
   marks.mark(kIssue);
-  if (p.w2_late) {
-    tc::async_wait<0>();
-  } else {
-    tc::async_wait<1>();  // x and W1; W2 may still be in flight
+  // The up product stage by stage as the stages land: warp w adds its share of each stage's K.
+  constexpr int NT = kSliceMaxUnits / 8;
+  float acc[NT][4];
+  slice::zero(acc);
+  const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
+  for (int s = 0; s < a.stages; ++s) {
+    wait_pending(a.stages + int(w2_asked) - s - 1);  // this thread's copies of stage s are in
+    __syncthreads();                                 // and everyone's
+    if (s == a.stages - 1) marks.mark(kXW1In);
+    const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
+    int lo = k0, hi = k0;
+    slice::warp_k_range<T>(k0, k1, p.mtc, &lo, &hi);
+    slice::WarpMma<T, NT>::run(acc, p.units / 8, xw, p.ld_x, w1s, p.ld_w1, lo, hi);
+    if (!w2_asked && !p.w2_late) {
+      stage_w2(a, w2s, j0, valid);
+      w2_asked = true;
+    }
   }
-  __syncthreads();
-  marks.mark(kXW1In);
-  slice::block_product<T, kSliceMaxUnits / 8>(
-      xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.units / 8, red, [&](int row, int col, float s) {
-        hs[row * p.ld_h + col] =
-            Elem<T>::from_float(col < valid ? gelu_tanh_fast(s + b1s[col]) : 0.0f);
-      });
+  // h's rows past the tokens stay zero: their products are never stored.
+  slice::reduce_parts(
+      acc, p.mtc, p.units / 8, red,
+      [&](int row, int col, float s) {
+        const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
+        hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+      },
+      p.m);
   marks.mark(kUp);
   if (p.w2_late) stage_w2(a, w2s, j0, valid);
   tc::async_wait<0>();
@@ -214,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   marks.mark(kDown);
   grid_barrier(a.counters, a.counters + 1);
   marks.mark(kHandOver);
-  sum_tiles(a, reinterpret_cast<float4*>(red));
+  sum_tiles(a);
   marks.mark(kSum);
 }
 
@@ -252,6 +316,13 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
+  a.b1_vec = aligned(b.b1);
+  // K in stages of whole k steps; fewer stages where C is short.
+  constexpr int ks = slice::kKStep<T>;
+  const int stages = std::min(std::max(tuning.stages, 1), kSliceMaxStages);
+  a.stage_rows = (a.p.ck / ks + stages - 1) / stages * ks;
+  a.stages = (a.p.ck + a.stage_rows - 1) / a.stage_rows;
+  a.w2_after_first = tuning.w2_after_first && a.stages > 1;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   const auto kernel = ffn_hidden_slice_kernel<T>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

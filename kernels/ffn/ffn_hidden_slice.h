@@ -36,10 +36,15 @@ inline const std::vector<std::string>& ffn_slice_phases() {
 // Why the kernel cannot run this shape and precision on the current GPU, or Ok.
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
-// The plan's choice a benchmark may override: hidden units a block (a multiple of 8; 0: the
-// fewest that keep one block per SM).
+// The plan's choices a benchmark may override: hidden units a block (a multiple of 8; 0: the
+// fewest that keep one block per SM); the stages W1's rows are asked for in, the up product
+// multiplying each as it lands (1 to kSliceMaxStages; 1: all of W1, W2 with it, then the
+// product, which measured fastest: docs/PERFORMANCE.md); with more than one stage, W2's rows
+// asked for after the first stage's product (true) or before it.
 struct FfnSliceTuning {
   int units = 0;
+  int stages = 1;
+  bool w2_after_first = true;
 };
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});

@@ -22,6 +22,10 @@ constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma colum
 constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
 constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
+constexpr int kSliceMaxStages = 8;
+// The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
+// grow with the tokens; docs/PERFORMANCE.md has both measured).
+constexpr int64_t kSliceFasterTo = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens

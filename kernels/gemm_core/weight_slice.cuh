@@ -186,39 +186,64 @@ __device__ __forceinline__ void zero(float (&acc)[kMaxNT][4]) {
   for (int nt = 0; nt < kMaxNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
 }
 
-// ---- a block's panel product with split K --------------------------------------------------
-// P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep; mtc divides kWarps): warp w
-// takes row tile w % mtc and part w / mtc of K. The parts' sums go to red (kWarps / mtc x
-// 16 mtc x 8 nt floats; it may overlay A and B: the block syncs before writing it), then
-// epi(row, col, sum) for every element. Ends with the block synchronized after the epilogue.
-template <typename T, int kMaxNT, class Epilogue>
-__device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
-                                              int mtc, int nt_count, float* red,
-                                              const Epilogue& epi) {
+// ---- the parts of a split-K panel product meet ----------------------------------------------
+// acc: warp w's sums for row tile w % mtc and part w / mtc of K (mtc of at most kWarps row tiles).
+// The parts go to red (kWarps / mtc x 16 mtc x 8 nt floats; it may overlay the operands: the
+// block syncs before writing it), then epi(row, col, sum) for every element of the first
+// `row_count` rows (the caller's rows past them keep what they hold). Ends with the block
+// synchronized after the epilogue.
+template <int kMaxNT, class Epilogue>
+__device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int mtc, int nt_count,
+                                             float* red, const Epilogue& epi,
+                                             int row_count = 1 << 30) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int mt = warp % mtc, part = warp / mtc, parts = kWarps / mtc;
-  constexpr int S = kKStep<T>;
-  const int per = (K / S + parts - 1) / parts * S;
-  const int k0 = min(K, part * per), k1 = min(K, k0 + per);
-  float acc[kMaxNT][4];
-  zero(acc);
-  WarpMma<T, kMaxNT>::run(acc, nt_count, a + mt * 16 * lda, lda, b, ldb, k0, k1);
   const int rows = 16 * mtc, cols = 8 * nt_count;
-  __syncthreads();  // every warp is done with A and B: red may overlay them
-  float* mine = red + part * rows * cols + (mt * 16 + g) * cols + 2 * t;
+  __syncthreads();     // every warp is done with A and B: red may overlay them
+  if (part < parts) {  // where mtc does not divide kWarps, the last warps had no part of K
+    float* mine = red + part * rows * cols + (mt * 16 + g) * cols + 2 * t;
 #pragma unroll
-  for (int nt = 0; nt < kMaxNT; ++nt) {
-    if (nt >= nt_count) break;
-    *reinterpret_cast<float2*>(mine + nt * 8) = make_float2(acc[nt][0], acc[nt][1]);
-    *reinterpret_cast<float2*>(mine + 8 * cols + nt * 8) = make_float2(acc[nt][2], acc[nt][3]);
+    for (int nt = 0; nt < kMaxNT; ++nt) {
+      if (nt >= nt_count) break;
+      *reinterpret_cast<float2*>(mine + nt * 8) = make_float2(acc[nt][0], acc[nt][1]);
+      *reinterpret_cast<float2*>(mine + 8 * cols + nt * 8) = make_float2(acc[nt][2], acc[nt][3]);
+    }
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < rows * cols; e += kThreads) {
+  const int used = min(rows, row_count) * cols;
+  for (int e = threadIdx.x; e < used; e += kThreads) {
     float s = 0.0f;
     for (int p = 0; p < parts; ++p) s += red[p * rows * cols + e];
     epi(e / cols, e % cols, s);
   }
   __syncthreads();
+}
+
+// Warp w's share of K in [k0, k1) (a multiple of the k step) when K is split into
+// kWarps / mtc parts: [*lo, *hi), possibly empty.
+template <typename T>
+__device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, int* hi) {
+  constexpr int S = kKStep<T>;
+  const int part = (threadIdx.x >> 5) / mtc, parts = kWarps / mtc, steps = (k1 - k0) / S;
+  *lo = part < parts ? k0 + steps * part / parts * S : k1;
+  *hi = part < parts ? k0 + steps * (part + 1) / parts * S : k1;
+}
+
+// ---- a block's panel product with split K --------------------------------------------------
+// P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
+// w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
+// sees each sum once. Ends with the block synchronized after the epilogue.
+template <typename T, int kMaxNT, class Epilogue>
+__device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
+                                              int mtc, int nt_count, float* red,
+                                              const Epilogue& epi) {
+  int k0 = 0, k1 = 0;
+  warp_k_range<T>(0, K, mtc, &k0, &k1);
+  float acc[kMaxNT][4];
+  zero(acc);
+  WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
+                          k1);
+  reduce_parts(acc, mtc, nt_count, red, epi);
 }
 
 }  // namespace fl::slice

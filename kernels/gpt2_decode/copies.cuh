@@ -2,7 +2,7 @@
 // task reads that no other task writes (its weight slice, or an attention split's cached keys
 // and values, and its small parameters), and the three ways they move.
 //
-//   cp.async (any GPU from sm_80; plain copies below): every thread issues 16-byte copies into
+//   cp.async (any GPU from sm_80; plain copies below): each thread issues copies of 16 bytes into
 //     shared memory, completion by commit groups. Each copy takes a slot in the SM's load queue,
 //     so a 72 KB slice (4608 copies) queues ahead of the running task's own loads (x, q, the
 //     partial sums), which are its critical path.

@@ -19,6 +19,7 @@
 
 #include "app/measure/live_backend.h"
 #include "kernels/attention/attention.h"
+#include "kernels/blas.h"
 #include "kernels/catalog.h"
 #include "kernels/level_table.h"
 #include "tests/support/level_gpu_test.h"
@@ -45,6 +46,38 @@ class AttentionGpu : public LevelGpuTest {
   CheckResult run(Workspace& ws, int level, uint64_t seed) {
     EXPECT_TRUE(ws.fill_inputs(seed, stream_).ok());
     return run_level(ws, level);
+  }
+  // The last run's output against the CPU reference in double; returns the relative error.
+  // `rows` = B H T: at most 4096, the GPU's check saw every row and must agree.
+  double expect_matches_reference(Workspace& ws, const CheckResult& gpu, Precision p,
+                                  int64_t rows) {
+    std::vector<HostTensor> inputs, outputs;
+    EXPECT_TRUE(ws.download(stream_, &inputs, &outputs).ok());
+    const std::vector<HostTensor> ref = lesson_->reference(inputs);
+    if (ref.size() != 1u || outputs.size() != 1u ||
+        ref[0].values.size() != outputs[0].values.size()) {
+      ADD_FAILURE() << "the output and the reference differ in shape";
+      return 1.0;
+    }
+    double err2 = 0, ref2 = 0;
+    int64_t non_finite = 0;
+    for (size_t i = 0; i < ref[0].values.size(); ++i) {
+      const double out = outputs[0].values[i], want = ref[0].values[i];
+      if (!std::isfinite(out)) {
+        ++non_finite;
+        continue;
+      }
+      err2 += (out - want) * (out - want);
+      ref2 += want * want;
+    }
+    const double rel = relative_l2_error(err2, ref2, int64_t(ref[0].values.size()));
+    EXPECT_EQ(non_finite, 0) << "outputs left unwritten (still poisoned)";
+    EXPECT_LE(rel, lesson_->tolerance(p));
+    EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
+    if (rows <= 4096) {
+      EXPECT_NEAR(gpu.rel_l2_error, rel, 1e-2 * rel + 1e-12);
+    }
+    return rel;
   }
 };
 
@@ -76,35 +109,26 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
                    std::to_string(level) + " " + to_string(p));
       const CheckResult gpu = run(*ws, level, rng());
       if (level == 3) EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(s.dim, p));
-      std::vector<HostTensor> inputs, outputs;
-      ASSERT_TRUE(ws->download(stream_, &inputs, &outputs).ok());
-      const std::vector<HostTensor> ref = lesson_->reference(inputs);
-      ASSERT_EQ(ref.size(), 1u);
-      ASSERT_EQ(outputs.size(), 1u);
-      ASSERT_EQ(ref[0].values.size(), outputs[0].values.size());
-      double err2 = 0, ref2 = 0;
-      int64_t non_finite = 0;
-      for (size_t i = 0; i < ref[0].values.size(); ++i) {
-        const double out = outputs[0].values[i], want = ref[0].values[i];
-        if (!std::isfinite(out)) {
-          ++non_finite;
-          continue;
-        }
-        err2 += (out - want) * (out - want);
-        ref2 += want * want;
-      }
-      const double rel = relative_l2_error(err2, ref2, int64_t(ref[0].values.size()));
-      EXPECT_EQ(non_finite, 0) << "outputs left unwritten (still poisoned)";
-      EXPECT_LE(rel, lesson_->tolerance(p));
-      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
-      // Every row is checked at these sizes, so the GPU's fp64 check measures the same error.
-      if (s.batch * s.heads * s.length <= 4096) {
-        EXPECT_NEAR(gpu.rel_l2_error, rel, 1e-2 * rel + 1e-12);
-      }
+      const double rel = expect_matches_reference(*ws, gpu, p, s.batch * s.heads * s.length);
       std::printf("attention B=%lld H=%d T=%d d=%d level %d %s: rel %.3e\n",
                   static_cast<long long>(s.batch), s.heads, s.length, s.dim, level, to_string(p),
                   rel);
     }
+    // Level 2's 128-key variant (bf16, d <= 64, sm_90), forced: it runs and matches too.
+    if (p != Precision::bf16 || s.dim > 64 || !level_selected(2) ||
+        current_gpu_facts().cc_major < 9)
+      continue;
+    for (const char* variant : {"flash_mma_keys128"}) {
+      SCOPED_TRACE(std::string(variant) + " T=" + std::to_string(s.length) +
+                   " d=" + std::to_string(s.dim));
+      ASSERT_TRUE(ws->force_variant("flash_attention", variant).ok());
+      const CheckResult gpu = run(*ws, 2, rng());
+      EXPECT_EQ(ws->variant_ran(2, 0), variant);
+      const double rel = expect_matches_reference(*ws, gpu, p, s.batch * s.heads * s.length);
+      std::printf("attention B=%lld H=%d T=%d d=%d level 2 %s: rel %.3e\n",
+                  static_cast<long long>(s.batch), s.heads, s.length, s.dim, variant, rel);
+    }
+    ASSERT_TRUE(ws->force_variant("flash_attention", "").ok());
   }
 }
 
@@ -197,6 +221,53 @@ TEST(AttentionPhases, FlashKernelsRecordEveryPhaseOfEveryBlock) {
                   static_cast<long long>(dim), level, ran.c_str(), by_block.size(), p.time_on_us,
                   p.time_off_us);
     }
+  }
+}
+
+// Peak device memory per level: the live engine records what each level holds (Q, K, V, O at
+// every level; S and P, T x T per head, and cuBLASLt's workspace at levels 0 and 1 only), and
+// cudaMemGetInfo around a workspace's allocation sees those bytes leave the free memory (plus at
+// most the rounding of its allocations).
+TEST(AttentionMemory, EachLevelRecordsTheDeviceMemoryItHolds) {
+  if (current_gpu_facts().cc_major < 8) GTEST_SKIP() << "bf16 needs compute capability 8.0";
+  const Lesson* lesson = find_lesson("attention");
+  ASSERT_NE(lesson, nullptr);
+  constexpr int64_t kLength = 1000, kDim = 64, kBatch = 16384 / kLength, kHeads = 12;
+  const int64_t qkvo = 4 * kBatch * kHeads * kLength * kDim * 2;
+  const int64_t scores = 2 * kBatch * kHeads * kLength * kLength * 2;
+  {
+    size_t free_before = 0, free_after = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson->create_workspace({kLength, kDim}, Precision::bf16, &ws).ok());
+    ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+    const int64_t taken = int64_t(free_before) - int64_t(free_after);
+    EXPECT_GE(taken, qkvo + scores);
+    EXPECT_LE(taken, qkvo + scores + (int64_t(64) << 20)) << "7 buffers, rounded up";
+    EXPECT_EQ(ws->level_device_bytes(2), qkvo);
+    EXPECT_EQ(ws->level_device_bytes(3), qkvo);
+  }
+  LiveOptions options;
+  options.min_repetitions = 3;
+  options.target_seconds = 0.01;
+  options.counters = false;
+  std::unique_ptr<LiveBackend> backend;
+  ASSERT_TRUE(LiveBackend::create(options, &backend).ok());
+  MeasureRequest r{"attention", kLength, {0, 1, 2, 3}, Precision::bf16, CacheMode::cold};
+  r.inner = kDim;
+  std::vector<Measurement> ms;
+  const Status st = backend->measure(r, nullptr, &ms);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(ms.size(), 4u);
+  const int64_t cublas = blas::workspace_bytes();
+  EXPECT_GT(cublas, 0) << "levels 0 and 1 ran cuBLASLt";
+  for (const Measurement& m : ms) {
+    SCOPED_TRACE("level " + std::to_string(m.level));
+    EXPECT_TRUE(m.check.passed);
+    EXPECT_EQ(m.peak_device_bytes, m.level < 2 ? qkvo + scores + cublas : qkvo);
+    std::printf("attention T=%lld d=%lld level %d: peak device memory %lld bytes\n",
+                static_cast<long long>(kLength), static_cast<long long>(kDim), m.level,
+                static_cast<long long>(m.peak_device_bytes));
   }
 }
 

@@ -180,11 +180,20 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    for (int units : {0, 32, 48}) {  // the plan's (24 on an H100), then wider slices
-      const std::string name =
-          units == 0 ? "hidden_slice" : "hidden_slice U=" + std::to_string(units);
-      chains.push_back(
-          {name, [&, units] { return fl::launch_ffn_slice(p, sb, m, c, nullptr, {units}); }});
+    // The plan's choices (24 units on an H100, W1 and W2 asked for at once), then one choice
+    // changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they land.
+    const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
+        {"hidden_slice", {}},
+        {"hidden_slice U=32", {32, 1, false}},
+        {"hidden_slice U=48", {48, 1, false}},
+        {"hidden_slice S=2", {0, 2, true}},
+        {"hidden_slice S=2 W2 first", {0, 2, false}},
+        {"hidden_slice U=32 S=2", {32, 2, true}},
+    };
+    for (const auto& [name, tuning] : tunings) {
+      chains.push_back({name, [&, tuning = tuning] {
+                          return fl::launch_ffn_slice(p, sb, m, c, nullptr, tuning);
+                        }});
     }
   }
   compare_many(

@@ -123,7 +123,7 @@ bool cuda_available() {
 
 // The FFN kernels under test: ffn_stream, and ffn_hidden_slice with its plan's choices or with
 // 32 hidden units a block (96 blocks on an H100: fewer than the SMs).
-enum class FfnKernel { kStream, kSlice, kSliceUnits32 };
+enum class FfnKernel { kStream, kSlice, kSliceUnits32, kSliceFourStages, kSliceEightStagesW2First };
 
 Status ffn_supported(FfnKernel k, Precision p, Shape s) {
   return k == FfnKernel::kStream ? ffn_stream_supported(p, s.m, s.c)
@@ -171,6 +171,9 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   const FfnSliceBuffers sb{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev, {}};
   FfnSliceTuning tuning;
   if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
+  if (kernel == FfnKernel::kSliceFourStages) tuning.stages = 4;
+  if (kernel == FfnKernel::kSliceEightStagesW2First)
+    tuning.stages = 8, tuning.w2_after_first = false;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = kernel == FfnKernel::kStream ? launch_ffn_stream(p, b, m, c, nullptr)
@@ -268,6 +271,18 @@ TEST_P(PortableStream, HiddenSliceFfnWithWiderSlices) {
   EXPECT_EQ(ran, 3);
 }
 
+// W1 in stages multiplied as they land: four with W2 asked for after the first stage's product,
+// eight with W2 asked for before it; odd C leaves stages empty or short.
+TEST_P(PortableStream, HiddenSliceFfnWithOtherStages) {
+  unsigned seed = 81;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 97}, Shape{11, 768}, Shape{29, 131}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceFourStages, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceEightStagesW2First, &ran);
+  }
+  EXPECT_EQ(ran, 6);
+}
+
 TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
   unsigned seed = 31;
   for (const Shape& s : kLnShapes) check_ln(GetParam(), s, seed++);
@@ -281,7 +296,9 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {17, 33}, 72, FfnKernel::kStream, &ran);
   check_ffn(GetParam(), {1, 40}, 75, FfnKernel::kSlice, &ran);
   check_ffn(GetParam(), {9, 33}, 76, FfnKernel::kSlice, &ran);
-  EXPECT_EQ(ran, 4);
+  check_ffn(GetParam(), {5, 72}, 77, FfnKernel::kSliceEightStagesW2First, &ran);
+  check_ffn(GetParam(), {2, 40}, 78, FfnKernel::kSliceFourStages, &ran);
+  EXPECT_EQ(ran, 6);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

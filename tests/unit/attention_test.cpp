@@ -91,8 +91,29 @@ TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
   EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_mma");
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100_no_wgmma), "flash_mma");
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, a100), "flash_mma");
-  // Level 2 is one kernel everywhere: no choice to make.
-  EXPECT_EQ(lesson().choose_variant(2, 0, {1024, 64}, Precision::bf16, h100).index, -1);
+}
+
+// Level 2 runs its 128-key tiles on sm_90 in bf16 at d <= 64 from T = 1K (where they were
+// measured faster); at 512, at d > 64, in fp32 and on GPUs with less shared memory an SM it runs
+// the 64-key kernel.
+TEST(Attention, FlashLevelTakesWideKeyTilesWhereTheyPay) {
+  const GpuFacts h100{9, 0, 132, true}, a100{8, 0, 108, true}, ada{8, 9, 128, false};
+  auto chosen = [](int64_t t, int64_t d, Precision p, const GpuFacts& gpu) {
+    return lesson().choose_variant(2, 0, {t, d}, p, gpu).name;
+  };
+  for (const int64_t t : {1024, 1999, 16384}) {
+    EXPECT_EQ(chosen(t, 64, Precision::bf16, h100), "flash_mma_keys128");
+    EXPECT_EQ(chosen(t, 40, Precision::bf16, h100), "flash_mma_keys128");
+  }
+  EXPECT_EQ(chosen(512, 64, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(1, 64, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 65, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 128, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 64, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 64, Precision::bf16, a100), "flash_mma");
+  EXPECT_EQ(chosen(4096, 64, Precision::bf16, ada), "flash_mma");
+  const VariantChoice why = lesson().choose_variant(2, 0, {4096, 128}, Precision::bf16, h100);
+  EXPECT_NE(why.reason.find("flash_mma"), std::string::npos) << why.reason;
 }
 
 }  // namespace

@@ -172,6 +172,32 @@ TEST(SessionJson, VariantsRoundTripAndOlderRecordingsNameThemFromTheirRecords) {
   EXPECT_EQ(out.measurements[0].launches.at(0).variant, "");
 }
 
+// Peak device memory is kept where known, written only then, and an older recording without it
+// still opens (0: not known); a negative or absurd count is refused with one line.
+TEST(SessionJson, PeakDeviceMemoryRoundTripsAndOlderRecordingsOpenWithout) {
+  Session in = sample_session();
+  in.measurements.at(0).peak_device_bytes = 3279945728;  // attention level 0 at T = 4K, bf16
+  Session out;
+  ASSERT_TRUE(session_from_json(session_to_json(in), &out).ok());
+  EXPECT_EQ(out.measurements.at(0).peak_device_bytes, 3279945728);
+
+  nlohmann::json j = nlohmann::json::parse(session_to_json(in));
+  ASSERT_TRUE(j["measurements"][0].contains("peak_device_bytes"));
+  j["measurements"][0].erase("peak_device_bytes");
+  j["schema_version"] = 2;
+  ASSERT_TRUE(session_from_json(j.dump(), &out).ok());
+  EXPECT_EQ(out.measurements.at(0).peak_device_bytes, 0);
+  EXPECT_FALSE(
+      nlohmann::json::parse(session_to_json(out))["measurements"][0].contains("peak_device_bytes"))
+      << "not known: not written";
+
+  j["measurements"][0]["peak_device_bytes"] = -5;
+  const Status bad = session_from_json(j.dump(), &out);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("peak_device_bytes"), std::string::npos) << bad.message();
+  EXPECT_EQ(bad.message().find('\n'), std::string::npos);
+}
+
 TEST(SessionJson, RoundTripKeepsCountersRecordsAndCopyBandwidth) {
   const Session in = sample_session_v2();
   Session out;

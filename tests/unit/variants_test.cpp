@@ -48,8 +48,10 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
   EXPECT_EQ(chosen("ffn", 256, bf16, kH100NoWgmma), "ffn_split");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_tiles");
-  // sm_80: the portable small-token kernel up to 64 tokens, the split kernel beyond.
-  for (int64_t tokens : {1, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
+  // sm_80: the portable small-token kernels up to 64 tokens (the hidden-slice one up to 8), the
+  // split kernel beyond.
+  for (int64_t tokens : {1, 8}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_hidden_slice");
+  for (int64_t tokens : {9, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
   for (int64_t tokens : {65, 256, 1023}) {
     EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
   }
@@ -58,8 +60,9 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   }
 }
 
-// Which kernel each GPU generation runs: the portable FFN (ffn_stream; ffn_hidden_slice after it
-// measured no faster on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to 64 tokens; the
+// Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-8 tokens,
+// ffn_stream beyond, as they measured on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to
+// 64 tokens; the
 // portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not fit (it measured
 // faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels, and the portable ones only
 // when forced (they can run there, the table does not prefer them).
@@ -67,7 +70,10 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
   for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
     const std::string cc = std::to_string(gpu.cc_major * 10 + gpu.cc_minor);
-    for (int64_t tokens : {1, 16, 64}) {
+    for (int64_t tokens : {1, 8}) {
+      EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_hidden_slice") << cc << " " << tokens;
+    }
+    for (int64_t tokens : {9, 16, 64}) {
       EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_stream") << cc << " " << tokens;
     }
     EXPECT_EQ(chosen("ffn", 65, fp32, gpu), "ffn_split") << cc;
@@ -86,6 +92,7 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_tiles") << cc << " " << tokens;
     }
     if (gpu.cc_major >= 8) {  // bf16 from sm_80 (mma.sync)
+      EXPECT_EQ(chosen("ffn", 1, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_stream") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_panel") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
@@ -106,8 +113,8 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   for (const VariantInfo& v : ffn->info().levels[2].variants) {
     if (v.name != "ffn_stream" && v.name != "ffn_hidden_slice") continue;
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
-    EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kH100}));
-    EXPECT_TRUE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
+    EXPECT_FALSE(variant_preferred(v, Where{{4, 768, 2}, bf16, kH100}));
+    EXPECT_TRUE(variant_preferred(v, Where{{4, 768, 2}, bf16, kRtx4090}));
   }
 }
 

@@ -51,6 +51,54 @@ TEST(MemoryChart, SavedBytesIsLevelZeroMinusTheShownLevel) {
             "level 0 moves (textbook)");
 }
 
+// Peak device memory: the shown level's against level 0's, and every level's at this size in
+// level order (other sizes left out); nothing said where no measurement knows it.
+TEST(MemoryChart, PeakDeviceMemoryOfEveryLevelAtTheShownSize) {
+  std::vector<Measurement> all;
+  const int64_t peaks[] = {3279945728, 3279945728, 25165824, 25165824};
+  for (int level = 3; level >= 0; --level) {  // out of order: the chart sorts
+    Measurement m = lesson_level("attention", 4096, level, 30.0);
+    m.peak_device_bytes = peaks[level];
+    all.push_back(m);
+  }
+  Measurement other_size = all[0];
+  other_size.size = 2048;
+  other_size.peak_device_bytes = 1;
+  all.push_back(other_size);
+  const Measurement level0 = all[3];
+  const Measurement flash = all[1];  // level 2
+  const MemoryInput in = memory_input(flash, level0, &all);
+  EXPECT_DOUBLE_EQ(in.peak_bytes, 25165824.0);
+  ASSERT_EQ(in.peaks.size(), 4u);
+  for (int level = 0; level < 4; ++level) {
+    EXPECT_EQ(in.peaks[level].level, level);
+    EXPECT_DOUBLE_EQ(in.peaks[level].bytes, double(peaks[level]));
+  }
+  const MemoryLayout layout = layout_memory(in, ImVec2(0, 0), ImVec2(1400, 400));
+  std::string detail;
+  for (const auto& l : layout.saved_detail) detail += l + " ";
+  EXPECT_NE(detail.find("peak device memory: 24.0 MiB (level 0: 3.1 GiB)"), std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("levels 0 to 3: 3.1 GiB, 3.1 GiB, 24.0 MiB, 24.0 MiB"), std::string::npos)
+      << detail;
+  // A level that was not measured: the list names the levels it has.
+  all.erase(all.begin() + 2);  // level 1
+  const MemoryInput gap = memory_input(flash, level0, &all);
+  std::string gap_detail;
+  for (const auto& l : layout_memory(gap, ImVec2(0, 0), ImVec2(1400, 400)).saved_detail)
+    gap_detail += l + " ";
+  EXPECT_NE(gap_detail.find("levels 0, 2, 3: 3.1 GiB, 24.0 MiB, 24.0 MiB"), std::string::npos)
+      << gap_detail;
+
+  Measurement unknown = lesson_level("gelu_scale", k16M, 1, 30.0);
+  const MemoryInput none = memory_input(unknown, unknown);
+  EXPECT_TRUE(none.peaks.empty());
+  std::string none_detail;
+  for (const auto& l : layout_memory(none, ImVec2(0, 0), ImVec2(900, 260)).saved_detail)
+    none_detail += l;
+  EXPECT_EQ(none_detail.find("device memory"), std::string::npos) << none_detail;
+}
+
 TEST(MemoryChart, GroupedBarsPerLaunchAndTotalAreProportionalToBytes) {
   Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
   add_counters(&m0, 1.0);

@@ -16,11 +16,6 @@
 // or L1, writes 2Cb of h and y: 4Cb of DRAM traffic; the limit is a copy of 4 R C b bytes.
 // Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most 8 packs a thread
 // (C up to 1024 fp32 / 2048 bf16).
-// Cache hints (kHints, bits of WarpRowHints; the variant rows choose): gamma and beta asked for
-// as evict_last in L1 and L2 (what Inductor's tl.load(..., eviction_policy='evict_last') emits),
-// so the 2C parameters every row re-reads stay cached while 4RCb of x, r, h and y stream past;
-// x and r as evict_first in L2 and not allocated in L1 (each is read once); h and y stored as
-// streaming data (st.global.cs). The L2 policies need sm_80 (createpolicy); sm_70 loads plainly.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -35,62 +30,6 @@ namespace fl {
 namespace layernorm_rows {
 
 constexpr int kWarpRowMaxPacks = 8;  // 16-byte packs a thread holds, at most
-
-// Cache hints of a warp-row form (bits of warp_row_kernel's kHints).
-enum WarpRowHints : int {
-  kWarpRowPlain = 0,
-  kParamsEvictLast = 1,   // gamma, beta: L1 and L2 evict_last
-  kStreamEvictFirst = 2,  // x, r: L1 no_allocate, L2 evict_first
-  kStreamingStores = 4,   // h, y: st.global.cs
-};
-
-// An L2 policy for a whole access: evict_last or evict_first (sm_80+).
-template <bool kLast>
-__device__ __forceinline__ uint64_t l2_policy() {
-  uint64_t policy = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kLast) {
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  } else {
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  }
-#endif
-  return policy;
-}
-
-// A 16-byte load with an L2 policy from l2_policy<kLast>: evict_last in L1 too (parameters), or
-// not allocated in L1 (streamed data). Plain on sm_70.
-template <bool kLast, typename T>
-__device__ __forceinline__ Vec16<T> load16_hinted(const T* p, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  int4 v;
-  if constexpr (kLast) {
-    asm("ld.global.L1::evict_last.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "l"(policy));
-  } else {
-    asm("ld.global.L1::no_allocate.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "l"(policy));
-  }
-  Vec16<T> out;
-  *reinterpret_cast<int4*>(&out) = v;
-  return out;
-#else
-  (void)policy;
-  return load16(p);
-#endif
-}
-
-// A 16-byte store, as streaming data (st.global.cs) when kStreaming.
-template <bool kStreaming, typename T>
-__device__ __forceinline__ void store16_hinted(T* p, const Vec16<T>& v) {
-  if constexpr (kStreaming) {
-    __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
-  } else {
-    store16(p, v);
-  }
-}
 
 // Sum over the warp; every lane gets it (butterfly shuffles: all lanes agree to the bit).
 __device__ __forceinline__ float warp_row_sum(float v) {
@@ -107,29 +46,19 @@ struct WarpRowPacks {
   int lane, packs;                           // packs: of the row (C / kVec)
 
   __device__ bool has(int k) const { return lane + k * 32 < packs; }
-  // Loads this thread's packs of the row that starts at `row` (all issued before any use),
-  // plainly or with an L2 policy (kHinted: evict_last when kLast, else evict_first).
-  template <bool kHinted = false, bool kLast = false>
-  __device__ __forceinline__ void load(const T* row, Vec16<T> (&v)[kPacks],
-                                       uint64_t policy = 0) const {
+  // Loads this thread's packs of the row that starts at `row` (all issued before any use).
+  __device__ __forceinline__ void load(const T* row, Vec16<T> (&v)[kPacks]) const {
     const T* p = row + lane * kVec;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      if (has(k)) {
-        if constexpr (kHinted) {
-          v[k] = load16_hinted<kLast>(p + k * kStride, policy);
-        } else {
-          v[k] = load16(p + k * kStride);
-        }
-      }
+      if (has(k)) v[k] = load16(p + k * kStride);
     }
   }
 };
 
 // h and y of one row from x, r, gamma and beta in registers: h stored as soon as it is made,
-// the statistics from the stored (rounded) h, as every level does; streaming stores when
-// kStreaming.
-template <typename T, int kPacks, bool kStreaming>
+// the statistics from the stored (rounded) h, as every level does.
+template <typename T, int kPacks>
 __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& packs,
                                               const Vec16<T> (&xs)[kPacks],
                                               const Vec16<T> (&rs)[kPacks],
@@ -152,7 +81,7 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         hs[k].v[j] = Elem<T>::from_float(f32(xs[k].v[j]) + f32(rs[k].v[j]));
         sum += f32(hs[k].v[j]);
       }
-      store16_hinted<kStreaming>(h_row + k * kStride, hs[k]);
+      store16(h_row + k * kStride, hs[k]);
     }
   }
   // The statistics from registers: mean, then the stable sum((h - mean)^2).
@@ -179,37 +108,29 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         out.v[j] = Elem<T>::from_float((f32(hs[k].v[j]) - mean) * rstd * f32(gs[k].v[j]) +
                                        f32(bs[k].v[j]));
       }
-      store16_hinted<kStreaming>(y_row + k * kStride, out);
+      store16(y_row + k * kStride, out);
     }
   }
 }
 
 // x, r -> h, y for rows of c elements, a warp (and a block) a row: the grid is sized to the
-// rows. x and r first, then gamma and beta: all four in flight before any is used. kHints:
-// bits of WarpRowHints.
-template <typename T, int kPacks, int kHints>
+// rows. x and r first, then gamma and beta: all four in flight before any is used.
+template <typename T, int kPacks>
 __global__ void __launch_bounds__(32)
     warp_row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                     const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y, int64_t rows,
                     int c) {
-  constexpr bool kParams = (kHints & kParamsEvictLast) != 0;
-  constexpr bool kStream = (kHints & kStreamEvictFirst) != 0;
   const WarpRowPacks<T, kPacks> packs{static_cast<int>(threadIdx.x % 32), c / Vec16<T>::kCount};
   const int64_t row = int64_t(blockIdx.x) + threadIdx.x / 32;
   Vec16<T> xs[kPacks], rs[kPacks], gs[kPacks], bs[kPacks];
   if (row < rows) {
-    const uint64_t first = kStream ? l2_policy<false>() : 0;
-    packs.template load<kStream, false>(x + row * c, xs, first);
-    packs.template load<kStream, false>(r + row * c, rs, first);
+    packs.load(x + row * c, xs);
+    packs.load(r + row * c, rs);
   }
-  const uint64_t last = kParams ? l2_policy<true>() : 0;
-  packs.template load<kParams, true>(gamma, gs, last);
-  packs.template load<kParams, true>(beta, bs, last);
+  packs.load(gamma, gs);
+  packs.load(beta, bs);
   // The whole warp takes the branch or none of it, so no shuffle misses a lane.
-  if (row < rows) {
-    warp_row_step<T, kPacks, (kHints & kStreamingStores) != 0>(packs, xs, rs, gs, bs,
-                                                                h + row * c, y + row * c, c);
-  }
+  if (row < rows) warp_row_step(packs, xs, rs, gs, bs, h + row * c, y + row * c, c);
 }
 
 // "" when launch_warp_rows takes rows of c elements of `bytes` bytes, else why not.
@@ -224,25 +145,24 @@ inline std::string warp_rows_refusal(int64_t c, int64_t bytes) {
 }
 
 // Picks the smallest instantiated kPacks that holds a thread's packs.
-template <typename T, int kHints, int kFirst, int... kRest>
+template <typename T, int kFirst, int... kRest>
 Status launch_warp_row_packs(const RowArgs<T>& a, int packs_per_thread, cudaStream_t stream) {
   if (packs_per_thread <= kFirst) {
-    warp_row_kernel<T, kFirst, kHints><<<static_cast<unsigned>(a.rows), 32, 0, stream>>>(
+    warp_row_kernel<T, kFirst><<<static_cast<unsigned>(a.rows), 32, 0, stream>>>(
         a.x, a.r, a.gamma, a.beta, a.h, a.y, a.rows, a.c);
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
   if constexpr (sizeof...(kRest) > 0) {
-    return launch_warp_row_packs<T, kHints, kRest...>(a, packs_per_thread, stream);
+    return launch_warp_row_packs<T, kRest...>(a, packs_per_thread, stream);
   } else {
     return Status::Error("layernorm warp rows: no kernel for " + std::to_string(packs_per_thread) +
                          " packs per thread (C = " + std::to_string(a.c) + ")");
   }
 }
 
-// Residual add + LayerNorm (lesson 4's fused step) with a warp a row; kHints: bits of
-// WarpRowHints.
-template <typename T, int kHints = kWarpRowPlain>
+// Residual add + LayerNorm (lesson 4's fused step) with a warp a row.
+template <typename T>
 Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const std::string refusal = warp_rows_refusal(a.c, sizeof(T));
   if (!refusal.empty()) return Status::Unsupported(refusal);
@@ -255,7 +175,7 @@ Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
   if (a.rows > int64_t(0x7fffffff)) return Status::Unsupported("more rows than a grid holds");
   const int packs = a.c / Vec16<T>::kCount;
   // C = 768: 6 packs a thread in fp32, 3 in bf16.
-  return launch_warp_row_packs<T, kHints, 2, 3, 4, 6, 8>(a, (packs + 31) / 32, stream);
+  return launch_warp_row_packs<T, 2, 3, 4, 6, 8>(a, (packs + 31) / 32, stream);
 }
 
 }  // namespace layernorm_rows

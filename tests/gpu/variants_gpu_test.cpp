@@ -167,19 +167,12 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
     for (int64_t c : {vec, 5 * vec, int64_t(768), 256 * vec, int64_t(1032), 2048 * vec}) {
       std::vector<std::string> forms = {"rows_early", "rows_any"};
       // A warp a row holds at most 8 packs a thread: 1024 fp32 / 2048 bf16.
-      if (c <= 256 * vec) {
-        for (const char* f : {"rows_warp", "rows_warp_el", "rows_warp_el_ef", "rows_warp_el_cs",
-                              "rows_warp_hints", "rows_warp_cs"}) {
-          forms.push_back(f);
-        }
-      }
+      if (c <= 256 * vec) forms.push_back("rows_warp");
       for (const std::string& form : forms) {
         EXPECT_EQ(ran(37, c, p, {{"residual_layernorm_fused", form}}), form) << "C = " << c;
       }
     }
     EXPECT_EQ(ran(70001, 8 * vec, p, {{"residual_layernorm_fused", "rows_warp"}}), "rows_warp");
-    EXPECT_EQ(ran(70001, 8 * vec, p, {{"residual_layernorm_fused", "rows_warp_hints"}}),
-              "rows_warp_hints");
     EXPECT_EQ(ran(5001, 768, p, {{"residual_layernorm_fused", "rows_early"}}), "rows_early");
     // Where a warp a row cannot hold the row, forcing it is refused with one line.
     MeasureRequest request{"residual_layernorm", 37, {2}, p, CacheMode::cold};

@@ -530,6 +530,42 @@ def other_recordings_section(rec, cat):
     return out or ["No other recording folder under assets/recordings/."]
 
 
+def portable_section(rec, cat):
+    """The recording's portable series (its portable/ folder, `bench --choose-as`): per lesson
+    and size, the top level as this GPU runs it and as an older GPU's choice of kernels runs it,
+    each against level 1 and level 0 of its own run."""
+    folder = os.path.join(rec.folder, "portable")
+    port = Recording(folder) if os.path.isdir(folder) else None
+    if not port or not port.points:
+        return [f"No portable series in `{os.path.relpath(rec.folder, ROOT)}/portable/`."]
+    ccs = {m.get("chosen_as_cc") for m in port.points.values()} - {None}
+    cc = max(ccs) if ccs else 0
+    out = [f"Kernels chosen as on compute capability {cc // 10}.{cc % 10} (`bench --choose-as "
+           f"{cc // 10}.{cc % 10}`): what a GPU before Hopper runs, measured on this one. "
+           f"{short_device_line(port)} Each ratio is of one run: \"here\" the recording's own "
+           "levels, \"portable\" the portable run's top level against that run's level 0 and 1.",
+           ""]
+    head = ["lesson", "precision", "size", "top runs here", "here: top vs L1", "here: top vs L0",
+            "portable top runs", "portable: top vs L1", "portable: top vs L0", "portable top µs"]
+    rows = []
+    for lesson in cat.ordered(port.lessons()):
+        top = port.top(lesson)
+        for mode in port.modes(lesson):
+            for size in port.sizes(lesson, mode):
+                def cells(r):
+                    ms = [correct(r.get(lesson, mode, size, l)) for l in (0, 1, top)]
+                    if not ms[2]:
+                        return ["–"] * 3, None
+                    return [kernels(ms[2], cat.variants(lesson, top)),
+                            ratio(median(ms[1]), median(ms[2])) if ms[1] else "–",
+                            ratio(median(ms[0]), median(ms[2])) if ms[0] else "–"], ms[2]
+                here, _ = cells(rec)
+                there, t = cells(port)
+                rows.append([lesson, mode[0], f"{human(size)} {cat.unit(lesson)}"] + here + there +
+                            [f"{median(t):.2f}" if t else "–"])
+    return out + table(head, rows)
+
+
 def make_section(rec, cat, path):
     def make(name):
         if name == "summary":
@@ -540,6 +576,8 @@ def make_section(rec, cat, path):
             return lesson_section(rec, cat, name.split(" ", 1)[1])
         if name.startswith("variants "):
             return variants_section(cat, name.split(" ", 1)[1])
+        if name == "portable":
+            return portable_section(rec, cat)
         if name == "other-recordings":
             return other_recordings_section(rec, cat)
         sys.exit(f"perf-tables: {path}: unknown generated section '{name}'")

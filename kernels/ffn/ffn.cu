@@ -243,9 +243,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   // The portable large-token kernel (ffn_tiles.cu); h goes through the unfused chain's h buffer.
   Status tiles(cudaStream_t stream) {
     const FfnTilesBuffers b{
-        x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
-        down_.bias(), y_.as<T>(),    hid_.as<T>(), tiles_counters_.as<unsigned>()};
-    return launch_ffn_tiles(precision_of<T>(), b, m_, c_, stream);
+        x_.as<T>(),        up_.weights(), up_.bias(),   down_.weights(),
+        down_.bias(),      y_.as<T>(),    hid_.as<T>(), tiles_counters_.as<unsigned>(),
+        this->phase_sink()};
+    FL_TRY(launch_ffn_tiles(precision_of<T>(), b, m_, c_, stream));
+    this->declare_phases(ffn_tiles_phases());
+    return Status::Ok();
   }
   // The wgmma kernel (ffn_wgmma.cu), h through the ring buffer.
   Status wgmma(cudaStream_t stream) {
@@ -325,13 +328,15 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ffn_tiles",
-       "both GEMMs as 128 x 128 tiles of the GEMM core in one persistent launch: blocks take "
-       "tiles in ticket order, up tiles write h (bias + GELU) row block by row block, down tiles "
-       "read it back from L2 once their row block's up tiles are done (any GPU, many tokens)",
+       "both GEMMs as tiles of the GEMM core in one persistent launch (bf16: 128 x 256 from 4K "
+       "tokens, 128 x 128 up and 64 x 128 down tiles below): blocks take tiles in ticket order, "
+       "up tiles write h (bias + GELU) row block by row block, down tiles read it back from L2 "
+       "once their row block's up tiles are done (any GPU, many tokens)",
        "ffn_tiles_kernel",
        {0, 0, false, {}, 0, kFfnTilesFrom, 0},
        [](Ws& w, cudaStream_t s) { return w.tiles(s); },
-       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; }},
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
+       ffn_tiles_phases()},
       {"ffn_split",
        "each block owns a slice of the 4C hidden units (h in shared memory) and adds its share "
        "of y in L2; a grid barrier, then all blocks write y (any GPU: a cooperative launch)",

@@ -15,7 +15,10 @@
 //     up tiles of its row block (a counter each, acquire/release); they all hold smaller
 //     tickets, taken by blocks already running, so the wait always ends (no cooperative
 //     launch needed). The last block out leaves the counters at zero.
-// Tiles: those of ln_mma.cu (128 x 128, 64 KiB of ring in bf16, 48 KiB in fp32).
+// Tiles: in fp32 those of ln_mma.cu (128 x 128, 48 KiB of ring); in bf16 the GEMM core's
+// 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, below it 128 x 128 up
+// tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
+// instead of 48 of 128 x 128, which fill only a third of an H100's SMs).
 // Budget at 16K tokens, C = 768, bf16: 2 GEMMs of 2 x 16384 x 768 x 3072 = 77 GFLOP each,
 // 0.62 ms at 250 TFLOP/s; HBM: x, the weights, y once (60 MB) and h, written back by L2 (100
 // MB) and, where L2 has let it go, read again: 20-70 us at 3 TB/s. Level 1 writes and reads h.
@@ -32,6 +35,7 @@
 #include "kernels/gemm_core/ring.cuh"
 #include "kernels/gemm_core/sgemm_tile.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace {
@@ -62,19 +66,24 @@ struct FfnTilesParams {
   const T *x, *w1, *b1, *w2, *b2;
   T *y, *h;
   unsigned* counters;  // [0] next ticket, [1] blocks done, [2 ..] up tiles done per row block
+  PhaseSink phases;
   int64_t m;
   int c, hidden;
 };
 
-template <class Tile>
-__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    ffn_tiles_kernel(FfnTilesParams<typename Tile::T> p, TileOrder order) {
-  using T = typename Tile::T;
+// Up tiles of Up (kBM = 128: a row block), down tiles of Down (128 or 64 rows: a row block or
+// half of one; the same thread count).
+template <class Up, class Down>
+__global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
+    ffn_tiles_kernel(FfnTilesParams<typename Up::T> p, TileOrder order) {
+  using T = typename Up::T;
+  static_assert(Up::kThreads == Down::kThreads && Up::kBM == 128 && 128 % Down::kBM == 0, "");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
   T* ring = reinterpret_cast<T*>(smem);
   unsigned* done = p.counters + 2;
   const gemm_core::NoHook none;
+  const int down_cols = (p.c + Down::kBN - 1) / Down::kBN;
   for (;;) {
     if (threadIdx.x == 0) s_ticket = static_cast<int>(atomicAdd(p.counters, 1u));
     __syncthreads();
@@ -84,24 +93,36 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     bool up;
     int rb, col;
     order.decode(t, &up, &rb, &col);
-    const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(col) * Tile::kBN;
-    typename Tile::Acc acc;
-    Tile::zero(acc);
+    const uint64_t started = (p.phases.records != nullptr) && threadIdx.x == 0 ? phase_clock() : 0;
+    uint64_t waited = 0;
     if (up) {
-      gemm_core::ring_mainloop<Tile>(acc, ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, m0,
-                                     n0, none, none);
-      Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
+      const int64_t m0 = int64_t(rb) * Up::kBM, n0 = int64_t(col) * Up::kBN;
+      typename Up::Acc acc;
+      Up::zero(acc);
+      gemm_core::ring_mainloop<Up>(acc, ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, m0, n0,
+                                   none, none);
+      Up::store(acc, m0, n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
       __threadfence();  // this thread's h before the row block's counter (release)
       __syncthreads();
       if (threadIdx.x == 0) atomicAdd(done + rb, 1u);
     } else {
       if (threadIdx.x == 0) {
         while (load_acquire(done + rb) < unsigned(order.ups)) __nanosleep(256);
+        if ((p.phases.records != nullptr)) waited = phase_clock() - started;
       }
       __syncthreads();  // h's rows are in; cp.async.cg reads them from L2
-      gemm_core::ring_mainloop<Tile>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0,
+      const int64_t m0 = int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM;
+      const int64_t n0 = int64_t(col % down_cols) * Down::kBN;
+      typename Down::Acc acc;
+      Down::zero(acc);
+      gemm_core::ring_mainloop<Down>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0,
                                      n0, none, none);
-      Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+      Down::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+    }
+    if ((p.phases.records != nullptr) &&
+        threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
+      phase_record_at(p.phases, unsigned(t), up ? kFfnTileUp : kFfnTileDown, started, phase_clock(),
+                      unsigned(rb), uint32_t(waited));
     }
   }
   if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1u) == gridDim.x - 1) {
@@ -111,9 +132,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   }
 }
 
-template <class Tile>
+template <class Up, class Down = Up>
 Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
-  using T = typename Tile::T;
+  using T = typename Up::T;
   const int hidden = static_cast<int>(4 * c);
   const FfnTilesParams<T> p{static_cast<const T*>(b.x),
                             static_cast<const T*>(b.w1),
@@ -123,29 +144,35 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
                             static_cast<T*>(b.y),
                             static_cast<T*>(b.h),
                             b.counters,
+                            b.phases,
                             m,
                             static_cast<int>(c),
                             hidden};
-  auto kernel = ffn_tiles_kernel<Tile>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(Tile::kSmemBytes)));
+  const size_t smem = std::max(Up::kSmemBytes, Down::kSmemBytes);
+  auto kernel = ffn_tiles_kernel<Up, Down>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads,
-                                                            Tile::kSmemBytes));
+  FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Up::kThreads, smem));
   if (per_sm < 1) return Status::Unsupported("its tile does not fit this GPU's shared memory");
-  TileOrder order{static_cast<int>((m + Tile::kBM - 1) / Tile::kBM),
-                  (hidden + Tile::kBN - 1) / Tile::kBN,
-                  static_cast<int>((c + Tile::kBN - 1) / Tile::kBN), 1};
+  TileOrder order{static_cast<int>((m + Up::kBM - 1) / Up::kBM), (hidden + Up::kBN - 1) / Up::kBN,
+                  static_cast<int>((c + Down::kBN - 1) / Down::kBN) * (Up::kBM / Down::kBM), 1};
   const int blocks = std::min(order.total(), sms * per_sm);
   // Enough row blocks ahead that the first wave of blocks is busy with up tiles while the first
   // down tiles wait; at most all of them.
   order.lag = std::min(order.rows, blocks / (order.ups + order.downs) + 1);
-  kernel<<<blocks, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, order);
+  kernel<<<blocks, Up::kThreads, smem, stream>>>(p, order);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
+
+// The tiles: 128 x 128 (4 warps of 64 x 64, 4 stages), 128 x 256 (8 warps, 3 stages: the
+// ladder's block_128x256 rung) and 128 x 128 up tiles with 64 x 128 down tiles (4 warps of
+// 32 x 64: twice the down tiles where they are too few to fill the SMs).
+using Tile128 = gemm_core::LessonMmaTile;
+using Tile256 = gemm_core::MmaTile<128, 256, 2, 4, 3, true>;
+using Down64 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
 
 }  // namespace
 
@@ -153,16 +180,29 @@ size_t ffn_tiles_counter_bytes(int64_t m) {
   return size_t(2 + (m + 127) / 128) * sizeof(unsigned);
 }
 
+FfnTilesShape ffn_tiles_shape(int64_t m) {
+  return m >= kFfnTilesWideFrom ? FfnTilesShape::k128x256 : FfnTilesShape::k128x128_down64;
+}
+
 Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_t c,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, FfnTilesShape shape) {
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   if (c % 8 != 0 || !aligned(b.x) || !aligned(b.w1) || !aligned(b.w2) || !aligned(b.h)) {
     return Status::Unsupported("C is not a multiple of 8");
   }
-  static_assert(gemm_core::LessonMmaTile::kBM == 128 && gemm_core::LessonSgemmTile::kBM == 128,
-                "ffn_tiles_counter_bytes counts row blocks of 128");
-  return p == Precision::bf16 ? launch_typed<gemm_core::LessonMmaTile>(b, m, c, stream)
-                              : launch_typed<gemm_core::LessonSgemmTile>(b, m, c, stream);
+  static_assert(
+      Tile128::kBM == 128 && Tile256::kBM == 128 && gemm_core::LessonSgemmTile::kBM == 128,
+      "ffn_tiles_counter_bytes counts row blocks of 128");
+  if (p != Precision::bf16) return launch_typed<gemm_core::LessonSgemmTile>(b, m, c, stream);
+  if (shape == FfnTilesShape::automatic) shape = ffn_tiles_shape(m);
+  switch (shape) {
+    case FfnTilesShape::k128x256:
+      return launch_typed<Tile256>(b, m, c, stream);
+    case FfnTilesShape::k128x128_down64:
+      return launch_typed<Tile128, Down64>(b, m, c, stream);
+    default:
+      return launch_typed<Tile128>(b, m, c, stream);
+  }
 }
 
 }  // namespace fl

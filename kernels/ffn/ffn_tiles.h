@@ -7,6 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/phases.h"
 
 #include "kernels/lesson.h"
 #include "kernels/status.h"
@@ -21,10 +25,27 @@ struct FfnTilesBuffers {
   void* h;                            // m x 4C: GELU(x W1 + b1), written and read back
   unsigned* counters;                 // ffn_tiles_counter_bytes(m), zeroed once when allocated
                                       // (every launch leaves them at zero)
+  PhaseSink phases;                   // stamps on when set: one record a tile, ffn_tiles_phases()
 };
+
+// The phases of ffn_tiles' records: one a tile, in the slot of its ticket, arg = its row block,
+// wait_ns = how long a down tile waited for its rows of h.
+enum FfnTilesPhase : unsigned { kFfnTileUp, kFfnTileDown };
+inline const std::vector<std::string>& ffn_tiles_phases() {
+  static const std::vector<std::string> names = {
+      "up tile: x W1 + b1, GELU, h to L2", "down tile: waits for its rows of h, then h W2 + b2"};
+  return names;
+}
+
+constexpr int64_t kFfnTilesWideFrom = 4096;  // tokens: 128 x 256 tiles from here on (bf16)
+
+// The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
+// ffn_tiles_shape(m); the others are there to be measured against each other.
+enum class FfnTilesShape { automatic, k128x128, k128x256, k128x128_down64 };
+FfnTilesShape ffn_tiles_shape(int64_t m);
 
 size_t ffn_tiles_counter_bytes(int64_t m);
 Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_t c,
-                        cudaStream_t stream);
+                        cudaStream_t stream, FfnTilesShape shape = FfnTilesShape::automatic);
 
 }  // namespace fl

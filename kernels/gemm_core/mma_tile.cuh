@@ -73,10 +73,17 @@ struct MmaTile {
       const bool ok = m0 + r < m && k0 + c * 8 < k;
       tc::copy16_async(stage + a_at(r, c), ok ? a + (m0 + r) * lda + k0 + c * 8 : a, ok);
     }
-    T* sb = stage + kBM * kBK;
-    constexpr int kPerRow = kBN / 8;
+    load_b<kBK>(stage + kBM * kBK, b, ldb, n, k, k0, n0);
+  }
+  // Rows k0 .. k0 + kRows - 1 of B, columns n0 .. n0 + BN - 1, into a B tile at sb (zero past k
+  // and n). ln_mma_rows.cu streams B alone through its ring in tiles of kRows rows.
+  template <int kRows>
+  static __device__ __forceinline__ void load_b(T* sb, const T* b, int64_t ldb, int64_t n,
+                                                int64_t k, int64_t k0, int64_t n0) {
+    constexpr int kPerRow = kBN / 8, kChunks = kRows * kPerRow / kThreads;
+    static_assert(kRows * kPerRow % kThreads == 0, "whole chunks");
 #pragma unroll
-    for (int j = 0; j < kBChunks; ++j) {
+    for (int j = 0; j < kChunks; ++j) {
       const int i = threadIdx.x + j * kThreads, r = i / kPerRow, c = i % kPerRow;
       const bool ok = k0 + r < k && n0 + c * 8 < n;
       tc::copy16_async(sb + b_at(r, c), ok ? b + (k0 + r) * ldb + n0 + c * 8 : b, ok);
@@ -95,30 +102,46 @@ struct MmaTile {
   struct FragSet {
     unsigned a[kMT][4], b[kNT][2];
   };
-  // The fragments of k16 step `ks` (0 or 1) of the warp's 64 x 64 piece of `stage`.
-  static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, int wm, int wn,
-                                                    int ks) {
+  // The A fragments of the warp's 64 rows from wm for the k16 step whose first 16-byte chunk
+  // column is `chunk0`: at(row, chunk) is where chunk `chunk` of row `row` lies (a_at in a stage;
+  // ln_mma_rows.cu's resident panel of x lays its rows out otherwise).
+  template <class At>
+  static __device__ __forceinline__ void load_a_frags(unsigned (&a)[kMT][4], const At& at, int wm,
+                                                      int chunk0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const int lane = threadIdx.x & 31;
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {  // rows lane % 16, k chunk 2 ks + lane / 16
-      const T* p = stage + a_at(wm + mt * 16 + (lane & 15), ks * 2 + (lane >> 4));
+    for (int mt = 0; mt < kMT; ++mt) {  // rows lane % 16, k chunk chunk0 + lane / 16
+      const T* p = at(wm + mt * 16 + (lane & 15), chunk0 + (lane >> 4));
       const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(f.a[mt][0]), "=r"(f.a[mt][1]), "=r"(f.a[mt][2]), "=r"(f.a[mt][3])
+                   : "=r"(a[mt][0]), "=r"(a[mt][1]), "=r"(a[mt][2]), "=r"(a[mt][3])
                    : "r"(addr));
     }
-    const T* sb = stage + kBM * kBK;
+#endif
+  }
+  // The B fragments of the warp's 64 columns from wn, k16 step `ks` of the B tile at sb.
+  static __device__ __forceinline__ void load_b_frags(unsigned (&b)[kNT][2], const T* sb, int wn,
+                                                      int ks) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int nt = 0; nt < kNT; nt += 2) {  // k rows lane % 8 (+8), n chunks of tiles nt, nt + 1
       const int r = ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
       const T* p = sb + b_at(r, (wn >> 3) + nt + (lane >> 4));
       const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(f.b[nt][0]), "=r"(f.b[nt][1]), "=r"(f.b[nt + 1][0]), "=r"(f.b[nt + 1][1])
+                   : "=r"(b[nt][0]), "=r"(b[nt][1]), "=r"(b[nt + 1][0]), "=r"(b[nt + 1][1])
                    : "r"(addr));
     }
 #endif
+  }
+  // The fragments of k16 step `ks` (0 or 1) of the warp's 64 x 64 piece of `stage`.
+  static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, int wm, int wn,
+                                                    int ks) {
+    load_a_frags(
+        f.a, [stage](int r, int c) { return stage + a_at(r, c); }, wm, ks * 2);
+    load_b_frags(f.b, stage + kBM * kBK, wn, ks);
   }
   static __device__ __forceinline__ void mma_all(Acc& acc, const FragSet& f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -14,7 +14,9 @@
 //      target: the input stage's task count, or, an option off in the lesson, for attention
 //      its own head's qkv tasks; one thread spins on an acquire load),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh),
+//      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
+//      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
+//      one for the maxima and one per four splits),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h).
 // What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
@@ -107,7 +109,8 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const fl
 
 // Step 3: the task's device function; the products read their slice from shared memory.
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
-                         int buffer_bytes, float* work, float* sums) {
+                         int buffer_bytes, float* work, float* sums,
+                         const MegakernelOptions& options) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
@@ -119,9 +122,15 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
                    cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
       break;
-    case TaskKind::proj:
-      linear_slice(ProjOp{a, layer, p}, weights, task.first, task.count, work, sums);
+    case TaskKind::proj: {
+      // Batched: the residual slice waits in the activations' room after the t rows of C.
+      const int t = a.tokens;
+      const bool room = t * kC + task.count * t <= kActFloats;
+      ProjOp op{a, layer, p};
+      if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
+      linear_slice(op, weights, task.first, task.count, work, sums);
       break;
+    }
     case TaskKind::mlp: {
       linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
       __syncthreads();  // the slice's h is in `sums`
@@ -190,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums);
+    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     if (threadIdx.x == 0) {
       count_done(task, counters);

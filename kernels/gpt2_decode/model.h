@@ -112,8 +112,8 @@ struct TaskListShape {
 };
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
-// the defaults (bulk copies only); the other two changes stay as options so that each can be
-// measured against the form before it on the same build (Gpt2DecodeGpu.MegakernelVariants;
+// the defaults (bulk copies and the batched combine); the others stay as options so that each can
+// be measured against the form before it on the same build (Gpt2DecodeGpu.MegakernelVariants;
 // docs/PERFORMANCE.md has what they gave).
 struct MegakernelOptions {
   // sm_90: a task's weights (or cached keys and values) come as one or two TMA bulk copies that
@@ -124,6 +124,10 @@ struct MegakernelOptions {
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
   int l2_ahead = 0;
   bool head_waits = false;  // TaskListShape::head_waits
+  // proj's split combine asks for every split's max, sum and partial o, and the task's residual
+  // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
+  // then four splits of o at a time.
+  bool batched_combine = true;
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in

@@ -85,16 +85,100 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
   }
 }
 
-struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp = x + bout)
+// The same combine with every load of an item in flight at once (the megakernel's option
+// MegakernelOptions::batched_combine): a half-warp per (token, head) item, lane i holding dims
+// 4i..4i+3 of o (16-byte loads) and the max and sum of splits i and i + 16, so the maxima, the
+// sums and the partial o of kBatch splits are asked for together: one round trip to L2 where
+// combine_heads takes one for the maxima, then one per four splits of o. The same sums in the
+// same order as combine_heads (its butterfly's first step adds lanes i and i + 16 too).
+template <int kBatch = 16>
+__device__ inline void combine_heads_batched(const DecodeArgs& a, int j0, int tc, float* act) {
+  const int hl = threadIdx.x & 15, half = threadIdx.x >> 4, splits = a.splits;
+  constexpr int kHalves = kThreads / 16;
+  const int items = tc * kHeads;
+  for (int base = 0; base < items; base += kHalves) {  // the same trip count in every lane
+    const int item = base + half;
+    const bool on = item < items;
+    const int jj = on ? item / kHeads : 0, head = item % kHeads;
+    const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * splits * kPartStride;
+    float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
+    float4 o[kBatch];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int p = hl + 16 * u;
+      if (on && p < splits) {
+        ms[u] = ld_cg(part + p * kPartStride + 64);
+        ls[u] = ld_cg(part + p * kPartStride + 65);
+      }
+    }
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float m = -INFINITY, w[2] = {0.f, 0.f}, l = 0.f;
+    for (int b = 0; b < splits; b += kBatch) {
+#pragma unroll
+      for (int p = 0; p < kBatch; ++p)
+        o[p] = on && b + p < splits
+                   ? ld_cg(reinterpret_cast<const float4*>(part + (b + p) * kPartStride) + hl)
+                   : make_float4(0.f, 0.f, 0.f, 0.f);
+      if (b == 0) {  // the weights, while the first batch of o is in flight
+        m = fmaxf(ms[0], ms[1]);
+        for (int s = 8; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s, 16));
+#pragma unroll
+        for (int u = 0; u < 2; ++u) w[u] = ls[u] > 0.f ? __expf(ms[u] - m) : 0.f;
+        l = w[0] * ls[0] + w[1] * ls[1];
+        for (int s = 8; s > 0; s >>= 1) l += __shfl_xor_sync(0xffffffffu, l, s, 16);
+      }
+#pragma unroll
+      for (int p = 0; p < kBatch; ++p) {
+        const int split = b + p;
+        if (split >= splits) break;
+        const float wp = __shfl_sync(0xffffffffu, split < 16 ? w[0] : w[1], split & 15, 16);
+        acc.x += wp * o[p].x;
+        acc.y += wp * o[p].y;
+        acc.z += wp * o[p].z;
+        acc.w += wp * o[p].w;
+      }
+    }
+    if (on)
+      reinterpret_cast<float4*>(act + jj * kC + head * kHeadDim)[hl] =
+          make_float4(acc.x / l, acc.y / l, acc.z / l, acc.w / l);
+  }
+}
+
+struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp = x + b_out)
   static constexpr int kK = kC, kN = kC;
   DecodeArgs a;
   int layer;
   SmallParams p{};
+  // The megakernel's batched form (MegakernelOptions::batched_combine): the slice's `rows` of
+  // residual are loaded with the combine's partial sums and kept in shared memory at
+  // `residual` ([row * t + token]), so the epilogue waits on no load.
+  float* residual = nullptr;
+  int rows = 0;
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
-  __device__ void prologue(int j0, int tc, float* act) const { combine_heads(a, j0, tc, act); }
+  static_assert(chunk_tokens<kC>() >= kMaxTokens, "every token of proj in one chunk");
+  __device__ void prologue(int j0, int tc, float* act) const {
+    if (residual == nullptr) {
+      combine_heads(a, j0, tc, act);
+      return;
+    }
+    constexpr int kPerThread = kMaxSliceRows * kMaxTokens / kThreads;
+    const float* src = residual_in(a, layer) + int64_t(j0) * kC + p.first;
+    float r[kPerThread];
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {  // asked for before the combine's loads
+      const int i = threadIdx.x + u * kThreads;
+      r[u] = i < rows * tc ? ld_cg(src + (i % tc) * kC + i / tc) : 0.f;
+    }
+    combine_heads_batched(a, j0, tc, act);
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u)
+      if (threadIdx.x + u * kThreads < rows * tc) residual[threadIdx.x + u * kThreads] = r[u];
+  }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = bias_of(a, layer, p, LayerLayout::b_proj, n);
-    const float x = ld_cg(residual_in(a, layer) + j * kC + n) + sum + b;
+    const float in = residual != nullptr ? residual[(n - p.first) * a.tokens + j]
+                                         : ld_cg(residual_in(a, layer) + j * kC + n);
+    const float x = in + sum + b;
     a.x[j * kC + n] = x;
     if (a.x_mlp != nullptr) {
       const float b_out =

@@ -25,7 +25,10 @@
 //                      W streamed past it by TMA into wgmma tiles;
 //     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
 //                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
-//                      (ln_mma.cu says why), so the table offers it in fp32 only.
+//                      (ln_mma.cu says why), so the table offers it in fp32 only;
+//     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
+//                      normalized once per row block, resident in shared memory, W's column
+//                      tiles streamed past it into the GEMM core's mma.sync tile.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
 // (2 x M x C x b). At a few tokens W dominates (3.5 MB in bf16 at C = 768, 1.2 us at 3 TB/s): the
 // limit is 1.0x and what level 2 can win is a launch, plus how many SMs pull W at once and how
@@ -59,10 +62,12 @@ using layernorm_linear::kLnClusterRows;
 using layernorm_linear::kLnMmaFrom;
 using layernorm_linear::launch_ln_cluster;
 using layernorm_linear::launch_ln_mma;
+using layernorm_linear::launch_ln_mma_rows;
 using layernorm_linear::launch_ln_panel;
 using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
 using layernorm_linear::ln_panel_phases;
+using layernorm_linear::ln_rows_phases;
 using layernorm_linear::ln_tile_phases;
 using layernorm_linear::LnArgs;
 using layernorm_linear::panel_shape_check;
@@ -232,6 +237,14 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "ln_stream_kernel",
        {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
+      {"ln_mma_rows",
+       "a block keeps its rows of x, normalized once, in shared memory and streams W's column "
+       "tiles past them through a cp.async ring into mma.sync (bf16, many tokens, sm_80+)",
+       "ln_mma_rows_kernel",
+       {80, 0, false, bf16, 0, kLnMmaFrom, 0},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_rows<T>, &ln_rows_phases(), s); },
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
+       ln_rows_phases()},
       {"ln_mma",
        "ln_tile's steps on the GEMM core's fp32 tile (kernels/gemm_core/sgemm_tile.cuh): 8 x 8 "
        "register blocks a thread, 16-byte loads, warp tiles; each x tile normalized as it "
@@ -348,11 +361,12 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   for (size_t tries = 0; tries < infos.size(); ++tries) {
     const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
     if (c.index < 0) break;
-    const Status st = c.name == "ln_cluster" ? launch_ln_cluster(a, stream)
-                      : c.name == "ln_wgmma" ? launch_ln_wgmma(a, stream)
-                      : c.name == "ln_panel" ? launch_ln_panel(a, stream)
-                      : c.name == "ln_mma"   ? launch_ln_mma(a, stream)
-                                             : launch_ln_tile(a, stream);
+    const Status st = c.name == "ln_cluster"    ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma"    ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel"    ? launch_ln_panel(a, stream)
+                      : c.name == "ln_mma_rows" ? launch_ln_mma_rows(a, stream)
+                      : c.name == "ln_mma"      ? launch_ln_mma(a, stream)
+                                                : launch_ln_tile(a, stream);
     if (!st.unsupported()) return st.with_context(c.name);
     skip[c.index] = true;
   }

@@ -4,10 +4,12 @@
 // memory, and their launchers.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/device_common.cuh"
@@ -37,6 +39,7 @@ struct LnArgs {
 enum ClusterPhase : unsigned { kClusterIn, kClusterStats, kClusterNormalize, kClusterMultiply };
 enum PanelPhase : unsigned { kPanelIn, kPanelNormalize, kPanelMultiply, kPanelStore };
 enum TilePhase : unsigned { kTileStatistics, kTileMainLoop, kTileStore };
+enum RowsPhase : unsigned { kRowsIn, kRowsNormalize, kRowsMultiply };
 inline const std::vector<std::string>& ln_cluster_phases() {
   static const std::vector<std::string> names = {"x, gamma and beta in", "row statistics",
                                                  "normalize rows, W slice in",
@@ -47,6 +50,12 @@ inline const std::vector<std::string>& ln_tile_phases() {
   static const std::vector<std::string> names = {
       "first tiles asked for; row statistics, gamma and beta in",
       "K loop: x tiles normalized as they land, multiplies", "bias and stores of y"};
+  return names;
+}
+inline const std::vector<std::string>& ln_rows_phases() {
+  static const std::vector<std::string> names = {
+      "x rows, gamma and beta in", "row statistics and normalize, once",
+      "column tiles: W streamed past the rows, multiplies, bias and stores"};
   return names;
 }
 inline const std::vector<std::string>& ln_panel_phases() {
@@ -192,6 +201,22 @@ Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream);
 // of 8, else Unsupported).
 template <typename T>
 Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream);
+// x normalized once per row block and kept in shared memory, W's column tiles streamed past it
+// (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
+// default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are
+// Unsupported.
+struct LnRowsShape {
+  int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
+};
+Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);
+template <typename T>
+Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return launch_ln_mma_rows(a, LnRowsShape{}, stream);
+  } else {
+    return Status::Unsupported("it runs in bf16 only");
+  }
+}
 // The most tokens below which the table does not prefer it (ln_tile's smaller tiles fill the
 // SMs there).
 constexpr int64_t kLnMmaFrom = 1024;

@@ -30,7 +30,8 @@
 // sharing the normalization) ahead (docs/PERFORMANCE.md). In fp32 the CUDA cores' product is
 // 16x the work per element, and the normalization hides behind it. What would fix bf16: x
 // normalized once per row block (a panel of rows resident in shared memory with W streamed
-// past it, as ln_wgmma.cu does with TMA), or gamma and beta folded into W and the bias.
+// past it, as ln_wgmma.cu does with TMA, and ln_mma_rows.cu on mma.sync), or gamma and beta
+// folded into W and the bias.
 #include <cuda_bf16.h>
 
 #include <type_traits>

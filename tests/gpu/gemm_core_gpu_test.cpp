@@ -1,8 +1,9 @@
 // The portable GEMM core (kernels/gemm_core/): every rung of the GEMM ladder against a CPU
 // product in double, and the large-token portable kernels built on it (ln_mma in fp32,
-// ffn_tiles), forced through the live backend at random shapes with odd token counts (the
-// backend poisons the outputs and runs the lesson's fp64 check); a C that is not a multiple of 8
-// is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu times them).
+// ln_mma_rows in bf16, ffn_tiles), forced through the live backend at random shapes with odd token
+// counts (the backend poisons the outputs and runs the lesson's fp64 check); a C that is not a
+// multiple of 8 is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu
+// times them).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -152,10 +153,14 @@ void expect_forced_runs(LiveBackend& backend, const char* lesson, const char* la
 
 struct Forced {
   const char *lesson, *launch, *variant;
-  bool bf16;  // offered in bf16 too (ln_mma is fp32 only: the level table refuses bf16)
+  bool fp32, bf16;  // the precisions the table offers it in (ln_mma fp32, ln_mma_rows bf16)
+  bool offered(Precision p, int major) const {
+    return p == Precision::fp32 ? fp32 : bf16 && major >= 8;
+  }
 };
-const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma", false},
-                          {"ffn", "ffn_fused", "ffn_tiles", true}};
+const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma", true, false},
+                          {"layernorm_linear", "ln_gemm_bias", "ln_mma_rows", false, true},
+                          {"ffn", "ffn_fused", "ffn_tiles", true, true}};
 
 TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
@@ -167,7 +172,7 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   std::uniform_int_distribution<int64_t> tokens(1, 700), eighths(1, 96);
   for (const Forced& f : kForced) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
+      if (!f.offered(p, major)) continue;
       for (int i = 0; i < 5; ++i) {
         const int64_t m = tokens(rng) | 1, c = 8 * eighths(rng);  // odd token counts
         SCOPED_TRACE(std::string(f.variant) + " " + to_string(p));
@@ -176,6 +181,17 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
       expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 1031, 768, p);  // 9 row blocks
     }
   }
+  if (major < 8) return;
+  // ln_mma_rows' smaller panels (64 rows at C = 1024, 32 at C = 2048 on an H100's 227 KiB;
+  // 128 rows on fewer SMs' worth of row blocks at 4099 tokens) and ffn_tiles' 128 x 256 tiles
+  // (from 4K tokens).
+  for (const int64_t c : {1024, 2048}) {
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_rows", 301, c,
+                       Precision::bf16);
+  }
+  expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_rows", 4099, 768,
+                     Precision::bf16);
+  expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 4099, 264, Precision::bf16);
 }
 
 TEST(GemmCore, ACNotAMultipleOf8IsRefusedWithOneLine) {
@@ -183,7 +199,8 @@ TEST(GemmCore, ACNotAMultipleOf8IsRefusedWithOneLine) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   for (const Forced& f : kForced) {
-    MeasureRequest request{f.lesson, 37, {2}, Precision::fp32, CacheMode::cold};
+    MeasureRequest request{
+        f.lesson, 37, {2}, f.fp32 ? Precision::fp32 : Precision::bf16, CacheMode::cold};
     request.inner = 781;
     request.variants = {{f.launch, f.variant}};
     std::vector<Measurement> ms;
@@ -210,7 +227,7 @@ TEST(GemmCore, SmallShapesForTheSanitizer) {
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   for (const Forced& f : kForced) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      if (p == Precision::bf16 && (major < 8 || !f.bf16)) continue;
+      if (!f.offered(p, major)) continue;
       expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 133, 72, p);
     }
   }

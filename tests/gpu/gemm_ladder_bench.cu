@@ -7,6 +7,10 @@
 // Inputs random, never zeros; each rung's output is checked against cuBLASLt's (relative L2
 // error) so a fast wrong rung cannot hide. Prints one line per rung and shape: ms, TFLOP/s,
 // fraction of cuBLASLt.
+// Then the large-token fused kernels' candidates in bf16, each form against the others at 1K,
+// 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile, ln_mma and
+// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile
+// shape (outputs against the 128 x 128 form's).
 //   gemm_ladder_bench [reps]
 #include <cuda_bf16.h>
 
@@ -14,12 +18,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "kernels/blas.h"
 #include "kernels/cuda_check.h"
+#include "kernels/ffn/ffn_tiles.h"
 #include "kernels/gemm_core/gemm_ladder.h"
+#include "kernels/layernorm_linear/ln_common.cuh"
 
 namespace {
 
@@ -146,6 +153,100 @@ void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sin
   }
 }
 
+// Relative L2 error of out against ref (n elements of bf16 or fp32).
+double rel_error(const Buf& out, const Buf& ref, bool bf, int64_t n) {
+  Buf sums(16);
+  CUDA(cudaMemset(sums.p, 0, 16));
+  diff_sums<<<256, 256>>>(out.p, ref.p, bf, n, static_cast<double*>(sums.p));
+  double host[2];
+  CUDA(cudaMemcpy(host, sums.p, 16, cudaMemcpyDeviceToHost));
+  return std::sqrt(host[0] / host[1]);
+}
+
+// The fused candidates of one token count: name, launch, the reference it is checked against.
+struct Candidate {
+  const char* name;
+  std::function<fl::Status()> launch;
+};
+void bench_candidates(const char* what, int64_t m, double flop, int64_t out_elems,
+                      std::vector<Candidate> cs, Buf& out, int reps, Buf& flush, Buf& sink) {
+  Buf ref(out_elems * 2);
+  for (size_t i = 0; i < cs.size(); ++i) {
+    CUDA(cudaMemset(out.p, 0xff, out_elems * 2));  // NaN-poisoned: unwritten outputs show
+    const fl::Status first = cs[i].launch();
+    if (!first.ok()) {
+      std::printf("%-6s %-22s %lld tokens: %s\n", what, cs[i].name, (long long)m,
+                  first.message().c_str());
+      continue;
+    }
+    CUDA(cudaDeviceSynchronize());
+    double err = 0;
+    if (i == 0) {
+      CUDA(cudaMemcpy(ref.p, out.p, out_elems * 2, cudaMemcpyDeviceToDevice));
+    } else {
+      err = rel_error(out, ref, true, out_elems);
+    }
+    const float ms = median_ms(reps, flush, sink, cs[i].launch);
+    std::printf("%-6s %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s  err vs %s %.1e%s\n", what,
+                cs[i].name, (long long)m, ms, flop / ms * 1e-9, cs[0].name, err,
+                err < 1e-2 ? "" : "  WRONG");
+  }
+}
+
+void bench_fused(int reps, Buf& flush, Buf& sink) {
+  namespace ln = fl::layernorm_linear;
+  using bf16 = __nv_bfloat16;
+  const int64_t c = 768;
+  for (int64_t m : {1024, 4096, 16384}) {
+    Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
+        y(m * 3 * c * 2);
+    fill_random<<<512, 256>>>(x.p, true, m * c, 11u);
+    fill_random<<<512, 256>>>(gamma.p, true, c, 12u);
+    fill_random<<<512, 256>>>(beta.p, true, c, 13u);
+    fill_random<<<512, 256>>>(w.p, true, c * 3 * c, 14u);
+    fill_random<<<512, 256>>>(bias.p, true, 3 * c, 15u);
+    const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
+                             static_cast<const bf16*>(gamma.p),
+                             static_cast<const bf16*>(beta.p),
+                             static_cast<const bf16*>(w.p),
+                             static_cast<const bf16*>(bias.p),
+                             static_cast<bf16*>(y.p),
+                             m,
+                             int(c),
+                             int(3 * c),
+                             fl::PhaseSink()};
+    bench_candidates(
+        "lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
+        {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
+         {"ln_mma", [&] { return ln::launch_ln_mma(a, nullptr); }},
+         {"ln_mma_rows", [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
+         {"ln_mma_rows_r64",
+          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
+        y, reps, flush, sink);
+  }
+  for (int64_t m : {1024, 4096, 16384}) {
+    Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
+        h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
+    CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
+    fill_random<<<512, 256>>>(x.p, true, m * c, 21u);
+    fill_random<<<512, 256>>>(w1.p, true, 4 * c * c, 22u);
+    fill_random<<<512, 256>>>(b1.p, true, 4 * c, 23u);
+    fill_random<<<512, 256>>>(w2.p, true, 4 * c * c, 24u);
+    fill_random<<<512, 256>>>(b2.p, true, c, 25u);
+    const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
+                                b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
+    auto shape = [&](fl::FfnTilesShape s) {
+      return
+          [&b, m, c, s] { return fl::launch_ffn_tiles(fl::Precision::bf16, b, m, c, nullptr, s); };
+    };
+    bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
+                     {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
+                      {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
+                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
+                     y, reps, flush, sink);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,5 +260,6 @@ int main(int argc, char** argv) {
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);
   }
+  bench_fused(reps, flush, sink);
   return 0;
 }

@@ -177,6 +177,49 @@ TEST(PhasesGpu, FfnWgmmaRecordsEveryTileOnce) {
       p.overhead() * 100);
 }
 
+// The portable large-token kernels: ln_mma_rows leaves its three phases per block; ffn_tiles
+// one record per tile (up or down; arg: its row block), a block's tiles one after another.
+TEST(PhasesGpu, PortableLargeTokenKernelsRecordTheirPhases) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  if (backend->device().cc_major < 8) GTEST_SKIP() << "bf16 needs sm_80";
+  const Measurement ln =
+      measure_top(*backend, "layernorm_linear", 1031, true, "ln_gemm_bias", "ln_mma_rows");
+  ASSERT_EQ(ln.launches.size(), 1u);
+  EXPECT_EQ(ln.launches[0].variant, "ln_mma_rows");
+  expect_one_record_per_block_per_phase(ln, backend->device().sm_count);
+
+  const int64_t tokens = 1031, row_blocks = (tokens + 127) / 128, c = 768;
+  const Measurement m = measure_top(*backend, "ffn", tokens, true, "ffn_fused", "ffn_tiles");
+  ASSERT_EQ(m.launches.size(), 1u);
+  ASSERT_TRUE(m.check.passed);
+  ASSERT_TRUE(m.launches[0].phases);
+  const LaunchPhases& p = *m.launches[0].phases;
+  ASSERT_EQ(p.names.size(), 2u);
+  EXPECT_EQ(p.lost, 0);
+  // Below 4K tokens: 128 x 128 up tiles, 64 x 128 down tiles.
+  const int64_t up = row_blocks * (4 * c / 128), down = row_blocks * 2 * (c / 128);
+  ASSERT_EQ(static_cast<int64_t>(p.records.size()), up + down);
+  int64_t ups = 0;
+  std::map<uint32_t, std::vector<const PhaseRecord*>> by_block;
+  for (const PhaseRecord& r : p.records) {
+    EXPECT_LT(r.arg, uint32_t(row_blocks));
+    EXPECT_LE(r.start_ns, r.end_ns);
+    EXPECT_LT(r.phase, 2u);
+    EXPECT_TRUE(r.phase == 1 || r.wait_ns == 0) << "only down tiles wait";
+    ups += r.phase == 0;
+    by_block[r.block].push_back(&r);
+  }
+  EXPECT_EQ(ups, up);
+  for (auto& [block, rs] : by_block) {
+    std::sort(rs.begin(), rs.end(),
+              [](const PhaseRecord* a, const PhaseRecord* b) { return a->start_ns < b->start_ns; });
+    for (size_t i = 1; i < rs.size(); ++i) {
+      EXPECT_GE(rs[i]->start_ns, rs[i - 1]->end_ns) << "block " << block;
+    }
+  }
+}
+
 TEST(PhasesGpu, OffByDefaultAndLevelsWithoutStampsCarryNone) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);

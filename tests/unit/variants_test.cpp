@@ -95,7 +95,7 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", 1, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_stream") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_panel") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_tile") << cc;  // ln_mma: fp32
+      EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
   }
@@ -164,8 +164,10 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
   EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_tile");
-  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_tile");  // ln_mma: fp32 only
-  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");
+  EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_mma_rows");
+  EXPECT_NE(chosen("layernorm_linear", 16384, bf16, kV100), "ln_mma_rows");  // mma.sync: sm_80
 }
 
 TEST(Variants, TheReasonNamesTheSizeTheVariantAndWhatItDoes) {

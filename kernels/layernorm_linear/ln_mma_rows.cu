@@ -1,0 +1,222 @@
+// The LayerNorm-Linear's level 2 at many tokens in bf16 on any GPU with mma.sync (sm_80+):
+// ln_mma_rows_kernel, x normalized once per row block, on the GEMM core's bf16 tile
+// (kernels/gemm_core/mma_tile.cuh).
+//
+// What changes against ln_mma.cu (each 128 x 128 block normalizes every x tile as it lands in
+// its ring): there, each of a row block's N / 128 column blocks normalizes the same 128 x C of x
+// again (18 times at C = 768), with the warps that issue the mma, behind the K-tile's barrier;
+// in bf16 that normalization, not the product, was the work. Here a block owns kRows rows of x
+// and keeps them, normalized once, in shared memory for the whole kernel (ln_wgmma.cu's
+// structure on mma.sync), and W's column tiles stream past them:
+//   1. x panel in: the block's kRows x C of x (16-byte cp.async, rows padded by 16 bytes so the
+//      8 rows one ldmatrix phase reads fall in 8 bank groups), gamma and beta, while W's first
+//      tile is already on its way;
+//   2. statistics and normalize: a warp a row for the mean and 1/std (two passes over the row in
+//      shared memory, exact in fp32), then every thread normalizes 16-byte chunks in place
+//      (ln_common.cuh's normalize_rows: rounded to bf16 as level 0's xn). Once per block;
+//   3. column tiles: W streamed through a cp.async ring of 32 x 256 tiles, one flat stream over
+//      all of the block's column tiles (the next tile's first K-tiles fly during this tile's
+//      last multiplies and its epilogue); A fragments by ldmatrix from the panel, B from the
+//      ring; after a column tile's last K-tile, y = acc + b, stored from the registers.
+// Tiles: kRows x 256 output tiles, warps of 64 x 64 (8 warps at 128 rows; 4 at 64 or 32 rows,
+// for GPUs with less shared memory), a ring of 2 stages of 32 x 256 (32 KiB: what shared memory
+// leaves beside a 128-row panel at C = 768; 4 stages of 16 x 256, and fragments double-buffered
+// across the ring's barrier (more registers than the tile has: spills), measured slower).
+// Shared memory at C = 768: 128 x 776 x 2 = 194 KiB of panel + 32 KiB of ring: one block an SM
+// on an H100 (227 KiB); 64 rows on an A100 (163 KiB), 32 on sm_86 / sm_89 (99 KiB). gamma, beta
+// and the row statistics live in the ring's second stage until the ring reaches it.
+// Grid: a block per row block, times `groups` blocks splitting the column tiles where there are
+// fewer row blocks than SMs (each then normalizes its rows once more: at 1K tokens and C = 768,
+// 8 row blocks x 9 column tiles).
+// Budget at 16K tokens, C = 768: 58 GFLOP, 0.23 ms at 250 TFLOP/s. Normalizing 16K x 768 once:
+// 12.6 M elements, ~10 instructions a 16-byte chunk's element: ~0.1 G instructions, a few
+// microseconds over 132 SMs. HBM moves x (25 MB), W (3.5 MB, then from L2 for every row block)
+// and y (75 MB) once: 35 us at 3 TB/s, of which x's 8 us comes before any multiply.
+// Shapes: any token count; C and 3C multiples of 8. A C whose panel does not fit even at 32 rows
+// is refused (Unsupported) and the table runs the next kernel.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_core/mma_tile.cuh"
+#include "kernels/gemm_core/tile_epilogue.cuh"
+#include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/phases.cuh"
+
+namespace fl::layernorm_linear {
+namespace {
+
+using T = __nv_bfloat16;
+constexpr int kBN = 256, kBK = 32, kStageElems = kBK * kBN;
+constexpr size_t kRingBytes = 2 * kStageElems * sizeof(T);  // two stages of 16 KiB
+
+// The tile of kRows x 256: warps of 64 x 64 (two rows of 4 warps at 128 rows, one row of 4
+// below; at 32 rows the warps are 32 x 64). The ring is the kernel's own.
+template <int kRows>
+using RowsTile = gemm_core::MmaTile<kRows, kBN, kRows >= 128 ? kRows / 64 : 1, 4, 2, false>;
+
+// Panel rows are C rounded up to 64 elements (so a K-tile never reads past them) plus 8 (16
+// bytes): consecutive rows start 16 bytes apart modulo 128, one bank group each.
+__host__ __device__ inline int panel_ld(int k) {
+  return (k + 63) / 64 * 64 + 8;
+}
+// gamma, beta (k each) and the row statistics: in the ring's second stage until the ring
+// reaches it (the first stage already holds W's first tile).
+inline size_t aux_bytes(int rows, int k) {
+  return 2 * size_t(k) * sizeof(T) + rows * sizeof(float2);
+}
+template <int kRows>
+size_t rows_smem(int k) {
+  return size_t(kRows) * panel_ld(k) * sizeof(T) + kRingBytes;
+}
+
+// Steps 1 and 2: the block's rows of x in shared memory, normalized in place.
+template <class Tile>
+__device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* panel, int ld,
+                                                       unsigned char* aux, int64_t m0,
+                                                       PhaseMarks<3>& marks) {
+  constexpr int kRows = Tile::kBM, kThreads = Tile::kThreads;
+  T* s_gamma = reinterpret_cast<T*>(aux);
+  T* s_beta = s_gamma + a.k;
+  float2* s_stats = reinterpret_cast<float2*>(s_beta + a.k);
+  const int chunks = ld / 8, k_chunks = a.k / 8;
+  for (int i = threadIdx.x; i < kRows * chunks; i += kThreads) {
+    const int r = i / chunks, c = i % chunks;
+    const bool ok = m0 + r < a.m && c < k_chunks;
+    tc::copy16_async(panel + r * ld + c * 8, ok ? a.x + (m0 + r) * a.k + c * 8 : a.x, ok);
+  }
+  for (int i = threadIdx.x; i < 2 * k_chunks; i += kThreads) {
+    const bool g = i < k_chunks;
+    const int c = g ? i : i - k_chunks;
+    tc::copy16_async((g ? s_gamma : s_beta) + c * 8, (g ? a.gamma : a.beta) + c * 8, true);
+  }
+  tc::async_commit();
+  tc::async_wait<0>();  // and W's first tile, asked for before
+  __syncthreads();
+  marks.mark(kRowsIn);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < kRows; r += kThreads / 32) {  // rows past m are zeros: harmless
+    const T* row = panel + r * ld;
+    const float mean = row_moment<T, 32>(row, k_chunks, lane, 0.0f, false) / a.k;
+    const float var = row_moment<T, 32>(row, k_chunks, lane, mean, true) / a.k;
+    if (lane == 0) s_stats[r] = make_float2(mean, rsqrtf(var + float(gemm::kLayerNormEps)));
+  }
+  __syncthreads();
+  normalize_rows<T, kThreads>(panel, ld, kRows, a.k, s_stats, s_gamma, s_beta);
+  __syncthreads();  // the ring may now overwrite gamma, beta and the statistics
+  marks.mark(kRowsNormalize);
+}
+
+// Step 3: the flat stream of (column tile, K-tile) W tiles a block multiplies, W tile t in
+// ring stage t % 2; the block's column tiles are blockIdx.x, + groups, ...
+struct WStream {
+  const T* w;
+  int n, k;
+  T* ring;
+  int kts, groups;
+  __device__ int64_t n0(int t) const { return int64_t(blockIdx.x + (t / kts) * groups) * kBN; }
+  __device__ T* stage(int t) const { return ring + (t & 1) * kStageElems; }
+  template <class Tile>
+  __device__ void load(int t) const {
+    Tile::template load_b<kBK>(stage(t), w, n, n, k, int64_t(t % kts) * kBK, n0(t));
+    tc::async_commit();
+  }
+};
+
+// y's column tile of W tile t is whole: bias, store from the registers, start the next.
+template <class Tile>
+__device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs<T>& a, int64_t m0,
+                                           int64_t n0) {
+  Tile::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{a.y, a.bias, a.m, a.n});
+  Tile::zero(acc);
+}
+
+// One barrier a W tile: wait for tile t, ask for tile t + 1 into the stage tile t - 1 used,
+// multiply tile t. The panel never changes: the first A fragments load before the wait.
+template <class Tile, class At>
+__device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream& w, int total,
+                                         const At& at, int64_t m0) {
+  const int wm = Tile::warp_m(), wn = Tile::warp_n();
+  typename Tile::Acc acc;
+  Tile::zero(acc);
+  for (int t = 0; t < total; ++t) {
+    const int kt = t % w.kts;
+    typename Tile::FragSet f;
+    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8));
+    tc::async_wait<0>();  // this thread's copies of W tile t are in; then everyone's
+    __syncthreads();
+    if (t + 1 < total) w.load<Tile>(t + 1);
+    Tile::load_b_frags(f.b, w.stage(t), wn, 0);
+    Tile::mma_all(acc, f);
+    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8) + 2);
+    Tile::load_b_frags(f.b, w.stage(t), wn, 1);
+    Tile::mma_all(acc, f);
+    if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
+  }
+}
+
+template <class Tile>
+__global__ void __launch_bounds__(Tile::kThreads, 1)
+    ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups) {
+  PhaseMarks<3> marks(a.phases);
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* panel = reinterpret_cast<T*>(smem);
+  const int64_t m0 = int64_t(blockIdx.y) * Tile::kBM;
+  const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + kBK - 1) / kBK;
+  const int total = (tiles_n - int(blockIdx.x) + groups - 1) / groups * kts;
+  const WStream w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups};
+  w.load<Tile>(0);  // W's first tile flies while x comes in and is normalized
+  panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
+                               marks);
+  const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
+  multiply<Tile>(a, w, total, at, m0);
+  tc::async_wait<0>();
+  marks.mark(kRowsMultiply);
+}
+
+template <int kRows>
+Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
+  using Tile = RowsTile<kRows>;
+  const size_t smem = rows_smem<kRows>(a.k);
+  auto kernel = ln_mma_rows_kernel<Tile>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const int64_t row_blocks = (a.m + kRows - 1) / kRows;
+  const int tiles_n = (a.n + kBN - 1) / kBN;
+  if (row_blocks > 65535) return Status::Unsupported("too many tokens for its grid");
+  // Split the column tiles among more blocks only while the row blocks leave SMs idle.
+  const int groups = int(std::clamp<int64_t>(sms / row_blocks, 1, tiles_n));
+  const dim3 grid{unsigned(groups), unsigned(row_blocks)};
+  kernel<<<grid, Tile::kThreads, smem, stream>>>(a, panel_ld(a.k), groups);
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+// The most rows (up to max_rows) whose panel fits: 128, else 64, else 32.
+Status launch_fitting(const LnArgs<T>& a, int max_rows, int sms, int optin, cudaStream_t stream) {
+  if (max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
+    return launch_rows<128>(a, sms, stream);
+  if (max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin)) return launch_rows<64>(a, sms, stream);
+  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, sms, stream);
+  return Status::Unsupported("its x panel does not fit shared memory");
+}
+
+}  // namespace
+
+Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (a.k % 8 != 0 || a.n % 8 != 0 || !aligned(a.x) || !aligned(a.w) || !aligned(a.gamma) ||
+      !aligned(a.beta) || !aligned(a.y)) {
+    return Status::Unsupported("C is not a multiple of 8");
+  }
+  int device = 0, sms = 0, optin = 0, major = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (aux_bytes(128, a.k) > kRingBytes / 2) return Status::Unsupported("C is too large for it");
+  return launch_fitting(a, shape.max_rows, sms, optin, stream);
+}
+
+}  // namespace fl::layernorm_linear

@@ -259,9 +259,49 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
       return Textbook{score_bytes(x), score_bytes(x), flops_per_score * score_elements(x)};
     };
   };
+  // Level 2's kernels in the table's order. Level 3 runs them where its Hopper kernel cannot
+  // (fp32, other GPUs, a build without sm_90a), so the top level is never slower than level 2.
+  static const std::vector<VariantRow<Ws>> portable = {
+      {"flash_fp32_tiles",
+       "fp32: a thread owns 8 x 4 of S and of O, read by 16-byte loads (half as many)",
+       "flash_fp32_tiles_kernel",
+       {90, 0, false, {Precision::fp32}, 0, 1, 0},
+       [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_tiles, st); },
+       [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
+       attention::flash_mma_phases()},
+      {"flash_mma_keys128",
+       "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
+       "online-softmax passes, Q re-read from shared memory to make room",
+       "flash_attention_keys128_kernel",
+       {90, 0, false, {Precision::bf16}, 0, 1024, 0},
+       [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_keys128, st); },
+       [](const Dims& x) { return attention::flash_keys128_shape_check(x.i); },
+       attention::flash_mma_phases()},
+      {"flash_mma",
+       "4 warps of 32 query rows, K/V tiles of 64 keys double-buffered by cp.async, Q held "
+       "in registers where it fits, O out through shared memory",
+       "flash_attention_kernel",
+       {},
+       [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
+       {},
+       attention::flash_mma_phases()}};
+  static const std::vector<VariantRow<Ws>> hopper = [] {
+    std::vector<VariantRow<Ws>> rows = {
+        {"flash_wgmma",
+         "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
+         "softmax runs under the previous tile's P V",
+         "flash_wgmma_kernel",
+         {90, 90, true, {Precision::bf16}, 0, 1, 0},
+         [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_wgmma, st); },
+         [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
+         attention::flash_wgmma_phases()}};
+    rows.insert(rows.end(), portable.begin(), portable.end());
+    return rows;
+  }();
   static const LevelTable<Ws> table = {
       {"eager",
-       "what PyTorch eager runs: a batched GEMM for S, then scale, causal mask and softmax each "
+       "what PyTorch eager runs: a batched GEMM for S, then scale, causal mask and softmax "
+       "each "
        "a pass over the T x T scores in HBM, then a batched GEMM for O",
        "only within a launch: S, the scaled and masked S, and P are T x T per head, in HBM",
        {qk,
@@ -305,58 +345,16 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
       {"flash",
        "one kernel: K and V stream through shared memory in tiles, each tile's scores stay in "
        "registers, an online softmax rescales the running output, causal tiles are skipped",
-       "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, and O "
-       "until it is final: no T x T tensor ever reaches HBM",
-       {{"flash_attention",
-         nullptr,
-         flash_textbook,
-         {{"flash_fp32_tiles",
-           "fp32: a thread owns 8 x 4 of S and of O, read by 16-byte loads (half as many)",
-           "flash_fp32_tiles_kernel",
-           {90, 0, false, {Precision::fp32}, 0, 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_fp32_tiles, st); },
-           [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i); },
-           attention::flash_mma_phases()},
-          {"flash_mma_keys128",
-           "K/V tiles of 128 keys (FlashAttention-2's at d = 64): half the barriers and "
-           "online-softmax passes, Q re-read from shared memory to make room",
-           "flash_attention_keys128_kernel",
-           {90, 0, false, {Precision::bf16}, 0, 1024, 0},
-           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_keys128, st); },
-           [](const Dims& x) { return attention::flash_keys128_shape_check(x.i); },
-           attention::flash_mma_phases()},
-          {"flash_mma",
-           "4 warps of 32 query rows, K/V tiles of 64 keys double-buffered by cp.async, Q held "
-           "in registers where it fits, O out through shared memory",
-           "flash_attention_kernel",
-           {},
-           [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
-           {},
-           attention::flash_mma_phases()}}}}},
+       "S and P (a 128 x 64 tile a block at a time, in registers), the running max and sum, "
+       "and O until it is final: no T x T tensor ever reaches HBM",
+       {{"flash_attention", nullptr, flash_textbook, portable}}},
       {"Hopper flash",
        "the flash algorithm split by role: a producer warp keeps a TMA ring of K and V tiles "
        "full, consumer warpgroups multiply with wgmma, and one tile's softmax runs while the "
        "tensor cores do the previous tile's P V (on other GPUs: level 2's kernel)",
        "as level 2 (S and P a 64 x 128 tile a warpgroup, in registers; O until it is final), "
        "with K and V in a shared-memory ring that no consumer thread copies into",
-       {{"flash_attention",
-         nullptr,
-         flash_textbook,
-         {{"flash_wgmma",
-           "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
-           "softmax runs under the previous tile's P V",
-           "flash_wgmma_kernel",
-           {90, 90, true, {Precision::bf16}, 0, 1, 0},
-           [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_wgmma, st); },
-           [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
-           attention::flash_wgmma_phases()},
-          {"flash_mma",
-           "level 2's kernel: mma.sync, a cp.async double buffer, every warp loads and computes",
-           "flash_attention_kernel",
-           {},
-           [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
-           {},
-           attention::flash_mma_phases()}}}}},
+       {{"flash_attention", nullptr, flash_textbook, hopper}}},
   };
   return table;
 }

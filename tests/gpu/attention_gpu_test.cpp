@@ -33,11 +33,13 @@ struct AttentionShape {
   int heads, length, dim;
 };
 
-// The variant level 3 must have run at head size d in precision p on this GPU and build.
-std::string expected_top_variant(int dim, Precision p) {
+// The variant level 3 must have run at length T and head size d in precision p on this GPU and
+// build: the wgmma kernel where it runs, else what level 2 runs there.
+std::string expected_top_variant(int64_t length, int dim, Precision p) {
   const GpuFacts gpu = current_gpu_facts();
   const bool hopper = gpu.cc_major == 9 && gpu.cc_minor == 0 && gpu.wgmma_build;
-  return hopper && p == Precision::bf16 && (dim == 64 || dim == 128) ? "flash_wgmma" : "flash_mma";
+  if (hopper && p == Precision::bf16 && (dim == 64 || dim == 128)) return "flash_wgmma";
+  return find_lesson("attention")->choose_variant(2, 0, {length, dim}, p, gpu).name;
 }
 
 class AttentionGpu : public LevelGpuTest {
@@ -109,7 +111,7 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
                    " T=" + std::to_string(s.length) + " d=" + std::to_string(s.dim) + " level " +
                    std::to_string(level) + " " + to_string(p));
       const CheckResult gpu = run(*ws, level, rng());
-      if (level == 3) EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(s.dim, p));
+      if (level == 3) EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(s.length, s.dim, p));
       const double rel = expect_matches_reference(*ws, gpu, p, s.batch * s.heads * s.length);
       std::printf("attention B=%lld H=%d T=%d d=%d level %d %s: rel %.3e\n",
                   static_cast<long long>(s.batch), s.heads, s.length, s.dim, level, to_string(p),
@@ -150,7 +152,7 @@ TEST_P(AttentionGpu, EveryLevelAtLessonShapes) {
                    " level " + std::to_string(level) + " " + to_string(p));
       const CheckResult gpu = run(*ws, level, rng());
       if (level == 3) {
-        EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(int(shape.inner), p));
+        EXPECT_EQ(ws->variant_ran(3, 0), expected_top_variant(shape.size, int(shape.inner), p));
       }
       EXPECT_EQ(gpu.non_finite, 0);
       EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " (tolerance " << gpu.tolerance
@@ -189,7 +191,7 @@ TEST(AttentionPhases, FlashKernelsRecordEveryPhaseOfEveryBlock) {
       ASSERT_TRUE(m.check.passed) << m.check.rel_l2_error;
       ASSERT_EQ(m.launches.size(), 1u);
       const std::string ran = m.launches[0].variant;
-      if (level == 3) EXPECT_EQ(ran, expected_top_variant(int(dim), Precision::bf16));
+      if (level == 3) EXPECT_EQ(ran, expected_top_variant(1000, int(dim), Precision::bf16));
       for (const KernelRecord& k : m.records) {
         if (level == 3) {
           EXPECT_EQ(

@@ -77,7 +77,7 @@ TEST(Attention, TextbookTraffic) {
 }
 
 // Level 3 runs the wgmma kernel on an sm_90 GPU with a build that has it, in bf16, at d = 64 and
-// 128, at every T; anywhere else it runs level 2's kernel.
+// 128, at every T; anywhere else it runs what level 2 runs there, so it is never the slower one.
 TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
   const GpuFacts h100{9, 0, 132, true}, h100_no_wgmma{9, 0, 132, false}, a100{8, 0, 108, true};
   auto chosen = [](int64_t t, int64_t d, Precision p, const GpuFacts& gpu) {
@@ -88,9 +88,20 @@ TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
     EXPECT_EQ(chosen(t, 128, Precision::bf16, h100), "flash_wgmma");
   }
   EXPECT_EQ(chosen(1024, 96, Precision::bf16, h100), "flash_mma");
-  EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_mma");  // level 3 has no fp32 tiles
-  EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100_no_wgmma), "flash_mma");
+  EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_fp32_tiles");
+  EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100_no_wgmma), "flash_mma_keys128");
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, a100), "flash_mma");
+  for (const GpuFacts& gpu : {h100, h100_no_wgmma, a100}) {
+    for (const Precision p : {Precision::fp32, Precision::bf16}) {
+      if (gpu.wgmma_build && p == Precision::bf16) continue;
+      for (const int64_t t : {1, 512, 1024, 16384}) {
+        for (const int64_t d : {64, 128}) {
+          EXPECT_EQ(chosen(t, d, p, gpu), lesson().choose_variant(2, 0, {t, d}, p, gpu).name)
+              << t << " " << d << " " << to_string(p) << " " << gpu.cc_major;
+        }
+      }
+    }
+  }
 }
 
 // Level 2 runs its 128-key tiles on sm_90 in bf16 at d <= 64 from T = 1K (where they were

@@ -34,11 +34,13 @@ struct AttentionShape {
 };
 
 // The variant level 3 must have run at length T and head size d in precision p on this GPU and
-// build: the wgmma kernel where it runs, else what level 2 runs there.
+// build: the wgmma kernel where the table prefers it (from T = 2K), else what level 2 runs there.
 std::string expected_top_variant(int64_t length, int dim, Precision p) {
   const GpuFacts gpu = current_gpu_facts();
   const bool hopper = gpu.cc_major == 9 && gpu.cc_minor == 0 && gpu.wgmma_build;
-  if (hopper && p == Precision::bf16 && (dim == 64 || dim == 128)) return "flash_wgmma";
+  if (hopper && p == Precision::bf16 && (dim == 64 || dim == 128) && length >= 2048) {
+    return "flash_wgmma";
+  }
   return find_lesson("attention")->choose_variant(2, 0, {length, dim}, p, gpu).name;
 }
 
@@ -116,6 +118,18 @@ TEST_P(AttentionGpu, EveryLevelMatchesTheCpuReferenceAtOddShapes) {
       std::printf("attention B=%lld H=%d T=%d d=%d level %d %s: rel %.3e\n",
                   static_cast<long long>(s.batch), s.heads, s.length, s.dim, level, to_string(p),
                   rel);
+    }
+    // Level 3's Hopper kernel, forced at these lengths (the table prefers it from T = 2K): it
+    // runs and matches too.
+    if (level_selected(3) && expected_top_variant(2048, s.dim, p) == "flash_wgmma") {
+      SCOPED_TRACE("flash_wgmma T=" + std::to_string(s.length) + " d=" + std::to_string(s.dim));
+      ASSERT_TRUE(ws->force_variant("flash_attention", "flash_wgmma").ok());
+      const CheckResult gpu = run(*ws, 3, rng());
+      EXPECT_EQ(ws->variant_ran(3, 0), "flash_wgmma");
+      const double rel = expect_matches_reference(*ws, gpu, p, s.batch * s.heads * s.length);
+      std::printf("attention B=%lld H=%d T=%d d=%d level 3 flash_wgmma: rel %.3e\n",
+                  static_cast<long long>(s.batch), s.heads, s.length, s.dim, rel);
+      ASSERT_TRUE(ws->force_variant("flash_attention", "").ok());
     }
     // Level 2's variants (d <= 64, sm_90: the 128-key tiles in bf16, the register-tiled kernels
     // in fp32), each forced: it runs and matches too.

@@ -87,7 +87,7 @@ std::string crossover_text(const std::vector<SpeedupPoint>& points, const std::s
 }
 
 // The series drawn under the measured curve: the published reference, compared recordings,
-// PyTorch's peers and the portable kernels.
+// and PyTorch's peers.
 static void add_series_under_measured(const SpeedupView& view, PlotSpec* spec_out) {
   PlotSpec& spec = *spec_out;
   if (!view.reference.empty()) {
@@ -122,19 +122,6 @@ static void add_series_under_measured(const SpeedupView& view, PlotSpec* spec_ou
     peer.dashed = i > 0;
     spec.series.push_back(std::move(peer));
   }
-  // The portable kernels: what an older GPU runs at this level, in the level's colour, dashed.
-  if (!view.portable.points.empty()) {
-    PlotSeries portable;
-    portable.label = view.portable.label;
-    portable.legend_label = view.portable_legend;
-    portable.points = to_plot_points(view.portable.points);
-    portable.color = palette::level_color(view.level, view.top_level);
-    portable.line_thickness = 2.0f;
-    portable.marker_radius = 3.5f;
-    portable.hollow_markers = true;
-    portable.dashed = true;
-    spec.series.push_back(std::move(portable));
-  }
 }
 
 PlotSpec speedup_plot_spec(const SpeedupView& view) {
@@ -159,6 +146,20 @@ PlotSpec speedup_plot_spec(const SpeedupView& view) {
   measured.band = true;  // p20-p80 of the repetitions
   measured.marker_radius = 4.5f;
   spec.series.push_back(std::move(measured));
+  // The portable kernels: what an older GPU runs at this level, in the level's colour, dashed;
+  // after the measured curve, so the legend names it after the curve it is read against.
+  if (!view.portable.points.empty()) {
+    PlotSeries portable;
+    portable.label = view.portable.label;
+    portable.legend_label = view.portable_legend;
+    portable.points = to_plot_points(view.portable.points);
+    portable.color = palette::level_color(view.level, view.top_level);
+    portable.line_thickness = 2.0f;
+    portable.marker_radius = 3.5f;
+    portable.hollow_markers = true;
+    portable.dashed = true;
+    spec.series.push_back(std::move(portable));
+  }
 
   if (view.byte_ratio_limit > 0) {
     char label[64];

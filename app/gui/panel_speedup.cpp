@@ -105,9 +105,25 @@ void draw_speedup_title_line(const Lab& lab) {
         "only.");
   }
   if (portable) {
-    if (window_peers() != nullptr) ImGui::SameLine();
-    ImGui::Checkbox("Portable kernels", &show_portable);
-    record_widget_label("Portable kernels", LabelPlace::after_box);
+    // Beside the peers' box where it fits (a narrow pane, two views side by side, has room for
+    // a shorter label only, or none: the series then follows the box as last set).
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float marker = ImGui::CalcTextSize("(?)").x + style.ItemSpacing.x;
+    const auto needs = [&](const char* label) {
+      return style.ItemSpacing.x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x +
+             ImGui::CalcTextSize(label).x + marker;
+    };
+    if (window_peers() != nullptr) ImGui::SameLine();  // after the peers' help marker
+    const float room = ImGui::GetContentRegionAvail().x + style.ItemSpacing.x;
+    const char* label = needs("Portable kernels") <= room ? "Portable kernels"
+                        : needs("Portable") <= room       ? "Portable"
+                                                          : nullptr;
+    if (label == nullptr) {
+      ImGui::NewLine();
+      return;
+    }
+    ImGui::Checkbox(label, &show_portable);
+    record_widget_label(label, LabelPlace::after_box);
     const std::string help =
         "What a GPU before Hopper runs: the level table's choice of kernels as on compute "
         "capability " +

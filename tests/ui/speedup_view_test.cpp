@@ -172,7 +172,7 @@ namespace fl::viz {
 namespace {
 
 // The portable kernels' series: the same level, dashed with hollow markers in the level's own
-// colour, under the measured curve, with its shorter legend text.
+// colour, after the measured curve, with its shorter legend text.
 TEST(SpeedupView, ThePortableSeriesIsTheLevelsColourDashed) {
   std::vector<Measurement> portable = {fake(1 << 20, 0, 30.0), fake(1 << 20, 1, 20.0)};
   for (Measurement& m : portable) m.chosen_as_cc = 86;
@@ -188,12 +188,12 @@ TEST(SpeedupView, ThePortableSeriesIsTheLevelsColourDashed) {
   EXPECT_DOUBLE_EQ(view.portable.points[0].speedup, 1.5);
   const PlotSpec spec = speedup_plot_spec(view);
   ASSERT_EQ(spec.series.size(), 2u);
-  const PlotSeries& p = spec.series[0];
+  const PlotSeries& p = spec.series[1];  // after the measured curve: the legend reads on
   EXPECT_EQ(p.legend_label, "portable kernels (as on 8.6)");
   EXPECT_TRUE(p.dashed);
   EXPECT_TRUE(p.hollow_markers);
-  EXPECT_EQ(p.color, spec.series[1].color);  // the level's colour, as the measured curve
-  EXPECT_FALSE(spec.series[1].dashed);
+  EXPECT_EQ(p.color, spec.series[0].color);  // the level's colour, as the measured curve
+  EXPECT_FALSE(spec.series[0].dashed);
   // No points: no series.
   view.portable.points.clear();
   EXPECT_EQ(speedup_plot_spec(view).series.size(), 1u);

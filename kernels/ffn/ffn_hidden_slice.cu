@@ -324,14 +324,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.stages = (a.p.ck + a.stage_rows - 1) / a.stage_rows;
   a.w2_after_first = tuning.w2_after_first && a.stages > 1;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
-  const auto kernel = ffn_hidden_slice_kernel<T>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(a.p.smem)));
-  void* params[] = {&a};
-  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(a.p.blocks),
-                                          dim3(kThreads), params, a.p.smem, stream));
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T>, a, a.p.blocks, kThreads, a.p.smem,
+                                   stream);
 }
 
 }  // namespace
@@ -343,15 +337,7 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
                                std::to_string(m));
   }
   if (c < 1) return Status::Error("the hidden-slice FFN needs C >= 1");
-  int device = 0, major = 0, cooperative = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  if (p == Precision::bf16 && major < 8) {
-    return Status::Unsupported(
-        "the hidden-slice FFN's bf16 path needs compute capability 8.0 (mma.sync)");
-  }
-  if (!cooperative) return Status::Unsupported("the hidden-slice FFN needs cooperative launches");
+  FL_TRY(slice::cooperative_gpu_supported(p, "the hidden-slice FFN"));
   FfnSlicePlan plan;
   return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, {}, &plan)
                               : make_plan<float>(m, c, {}, &plan);

@@ -217,14 +217,7 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, cudaStream_
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.h_vec = (4 * c) % E == 0 && aligned(a.h);
-  const auto kernel = ffn_stream_kernel<T>;
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(a.p.smem)));
-  void* params[] = {&a};
-  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(a.p.blocks),
-                                          dim3(kThreads), params, a.p.smem, stream));
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
+  return slice::launch_cooperative(ffn_stream_kernel<T>, a, a.p.blocks, kThreads, a.p.smem, stream);
 }
 
 }  // namespace
@@ -236,15 +229,7 @@ Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
                                std::to_string(m));
   }
   if (c < 1) return Status::Error("the portable small-token FFN needs C >= 1");
-  int device = 0, major = 0, cooperative = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  if (p == Precision::bf16 && major < 8) {
-    return Status::Unsupported(
-        "the portable FFN's bf16 path needs compute capability 8.0 (mma.sync)");
-  }
-  if (!cooperative) return Status::Unsupported("the portable FFN needs cooperative launches");
+  FL_TRY(slice::cooperative_gpu_supported(p, "the portable FFN"));
   FfnPlan plan;
   return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, &plan)
                               : make_plan<float>(m, c, &plan);

@@ -26,8 +26,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
+#include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/gemm_core/slice_plan.h"
 #include "kernels/tensor_gemm.cuh"
@@ -244,6 +246,37 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
   WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
                           k1);
   reduce_parts(acc, mtc, nt_count, red, epi);
+}
+
+// ---- launching a weight-streaming kernel (host) ---------------------------------------------
+
+// Whether this GPU can run a weight-streaming kernel that ends in a grid barrier, in precision p:
+// bf16 needs mma.sync (compute capability 8.0), the barrier a cooperative launch. Else
+// Unsupported with one line that names the kernel (`what`, e.g. "the hidden-slice FFN").
+inline Status cooperative_gpu_supported(Precision p, const std::string& what) {
+  int device = 0, major = 0, cooperative = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (p == Precision::bf16 && major < 8) {
+    return Status::Unsupported(what + "'s bf16 path needs compute capability 8.0 (mma.sync)");
+  }
+  if (!cooperative) return Status::Unsupported(what + " needs cooperative launches");
+  return Status::Ok();
+}
+
+// Launches kernel(args) with every block resident at once (a cooperative launch: its grid
+// barrier cannot wait on a block that never started) and `smem` bytes of dynamic shared memory.
+template <class Args>
+Status launch_cooperative(void (*kernel)(Args), Args& args, int blocks, int threads, size_t smem,
+                          cudaStream_t stream) {
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  void* params[] = {&args};
+  FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+                                          dim3(threads), params, smem, stream));
+  FL_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
 }
 
 }  // namespace fl::slice

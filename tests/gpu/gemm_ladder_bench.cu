@@ -24,34 +24,21 @@
 
 #include "kernels/blas.h"
 #include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
 #include "kernels/ffn/ffn_tiles.h"
 #include "kernels/gemm_core/gemm_ladder.h"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "tests/support/bench_check.h"
 
 namespace {
 
-#define CHECK(expr)                                                          \
-  do {                                                                       \
-    const fl::Status s_ = (expr);                                            \
-    if (!s_.ok()) {                                                          \
-      std::fprintf(stderr, "gemm_ladder_bench: %s\n", s_.message().c_str()); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
+#define CHECK(expr) FL_BENCH_CHECK("gemm_ladder_bench", expr)
 #define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
 
-__global__ void fill_random(void* out, bool bf16, int64_t n, unsigned seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    const float v = float(h & 0xffffff) / float(0x1000000) * 2.0f - 1.0f;
-    if (bf16) {
-      static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
-    } else {
-      static_cast<float*>(out)[i] = v;
-    }
-  }
+// Uniform in [-1, 1), by the lessons' own filler (kernels/device_common.cuh).
+void fill_random(void* out, bool bf16, int64_t n, unsigned seed) {
+  CHECK(bf16 ? fl::fill_uniform(static_cast<__nv_bfloat16*>(out), n, seed, -1.0f, 1.0f, nullptr)
+             : fl::fill_uniform(static_cast<float*>(out), n, seed, -1.0f, 1.0f, nullptr));
 }
 
 __global__ void read_all(const int4* p, int64_t n, int* sink) {
@@ -118,8 +105,8 @@ void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sin
   const bool bf = p == fl::Precision::bf16;
   const size_t b = bf ? 2 : 4;
   Buf a(s.m * s.k * b), w(s.k * s.n * b), ref(s.m * s.n * b), out(s.m * s.n * b), sums(16);
-  fill_random<<<512, 256>>>(a.p, bf, s.m * s.k, 1234u);
-  fill_random<<<512, 256>>>(w.p, bf, s.k * s.n, 5678u);
+  fill_random(a.p, bf, s.m * s.k, 1234u);
+  fill_random(w.p, bf, s.k * s.n, 5678u);
   CUDA(cudaGetLastError());
   std::unique_ptr<fl::blas::Gemm> gemm;
   CHECK(fl::blas::Gemm::plan(s.m, s.n, s.k, p, fl::blas::Epilogue::none, &gemm));
@@ -200,11 +187,11 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
   for (int64_t m : {1024, 4096, 16384}) {
     Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
         y(m * 3 * c * 2);
-    fill_random<<<512, 256>>>(x.p, true, m * c, 11u);
-    fill_random<<<512, 256>>>(gamma.p, true, c, 12u);
-    fill_random<<<512, 256>>>(beta.p, true, c, 13u);
-    fill_random<<<512, 256>>>(w.p, true, c * 3 * c, 14u);
-    fill_random<<<512, 256>>>(bias.p, true, 3 * c, 15u);
+    fill_random(x.p, true, m * c, 11u);
+    fill_random(gamma.p, true, c, 12u);
+    fill_random(beta.p, true, c, 13u);
+    fill_random(w.p, true, c * 3 * c, 14u);
+    fill_random(bias.p, true, 3 * c, 15u);
     const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
                              static_cast<const bf16*>(gamma.p),
                              static_cast<const bf16*>(beta.p),
@@ -228,11 +215,11 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
         h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
     CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
-    fill_random<<<512, 256>>>(x.p, true, m * c, 21u);
-    fill_random<<<512, 256>>>(w1.p, true, 4 * c * c, 22u);
-    fill_random<<<512, 256>>>(b1.p, true, 4 * c, 23u);
-    fill_random<<<512, 256>>>(w2.p, true, 4 * c * c, 24u);
-    fill_random<<<512, 256>>>(b2.p, true, c, 25u);
+    fill_random(x.p, true, m * c, 21u);
+    fill_random(w1.p, true, 4 * c * c, 22u);
+    fill_random(b1.p, true, 4 * c, 23u);
+    fill_random(w2.p, true, 4 * c * c, 24u);
+    fill_random(b2.p, true, c, 25u);
     const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
                                 b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
     auto shape = [&](fl::FfnTilesShape s) {

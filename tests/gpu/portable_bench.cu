@@ -25,29 +25,12 @@
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_rows.cuh"
+#include "tests/support/bench_check.h"
 
 namespace {
 
-#define CHECK(expr)                                                       \
-  do {                                                                    \
-    const fl::Status s_ = (expr);                                         \
-    if (!s_.ok()) {                                                       \
-      std::fprintf(stderr, "portable_bench: %s\n", s_.message().c_str()); \
-      std::exit(1);                                                       \
-    }                                                                     \
-  } while (0)
+#define CHECK(expr) FL_BENCH_CHECK("portable_bench", expr)
 #define CUDA(expr) CHECK(fl::cuda_status((expr), #expr, __FILE__, __LINE__))
-
-__global__ void fill_random(float* f, __nv_bfloat16* b, int64_t n, unsigned seed, float scale) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    const float v = scale * (float(h & 0xffffff) / float(0x1000000) * 2.0f - 1.0f);
-    if (f) f[i] = v;
-    if (b) b[i] = __float2bfloat16_rn(v);
-  }
-}
 
 __global__ void read_all(const int4* p, int64_t n, int* sink) {
   int acc = 0;
@@ -68,10 +51,10 @@ struct Buf {
 };
 
 void random_fill(Buf& b, fl::Precision prec, int64_t n, unsigned seed, float scale) {
-  const bool bf = prec == fl::Precision::bf16;
-  fill_random<<<512, 256>>>(bf ? nullptr : static_cast<float*>(b.p),
-                            bf ? static_cast<__nv_bfloat16*>(b.p) : nullptr, n, seed, scale);
-  CUDA(cudaGetLastError());
+  // Uniform in [-scale, scale), by the lessons' own filler (kernels/device_common.cuh).
+  CHECK(prec == fl::Precision::bf16
+            ? fl::fill_uniform(static_cast<__nv_bfloat16*>(b.p), n, seed, -scale, scale, nullptr)
+            : fl::fill_uniform(static_cast<float*>(b.p), n, seed, -scale, scale, nullptr));
 }
 
 struct Times {

@@ -7,11 +7,11 @@
 
 #include "kernels/cuda_check.h"
 
-#define FL_BENCH_CHECK(tool, expr)                                     \
-  do {                                                                 \
-    const fl::Status s_ = (expr);                                      \
-    if (!s_.ok()) {                                                    \
-      std::fprintf(stderr, "%s: %s\n", tool, s_.message().c_str());    \
-      std::exit(1);                                                    \
-    }                                                                  \
+#define FL_BENCH_CHECK(tool, expr)                                  \
+  do {                                                              \
+    const fl::Status s_ = (expr);                                   \
+    if (!s_.ok()) {                                                 \
+      std::fprintf(stderr, "%s: %s\n", tool, s_.message().c_str()); \
+      std::exit(1);                                                 \
+    }                                                               \
   } while (0)

@@ -6,7 +6,7 @@
 // split); the megakernel runs it as its attention task.
 //
 // Per split, three passes over shared memory: scores (a warp per key, a lane per two dims, the
-// t dot products reduced across the warp), the softmax's max and sum (a warp per token), then
+// t dot products reduced across the warp, eight keys' reductions interleaved), the softmax's max and sum (a warp per token), then
 // P V (a warp per key again, each lane accumulating two dims of o for every token in registers,
 // the warps' sums added through shared memory at the end). K and V are read with ld.global.cg:
 // the step's own keys were written by other blocks of the same launch.
@@ -49,6 +49,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
     q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
   __syncthreads();
+  probe_mark(a, kProbeInputs);
 
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
@@ -64,14 +65,22 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
              : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
                            : unpack2(ld_cg(keys + p * (kHeadDim / 2) + lane));
     }
+    // The batch's kBatch reductions side by side, one butterfly level at a time (warp_sum's
+    // order, so the same sums), instead of one key's five dependent shuffles after another's.
+    for (int j = 0; j < t; ++j) {
+      const float qx = q[j * kHeadDim + 2 * lane], qy = q[j * kHeadDim + 2 * lane + 1];
+      float s[kBatch];
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int p = start + u * kWarps;
-      if (p >= p1) break;
-      for (int j = 0; j < t; ++j) {
-        const float s =
-            warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x + q[j * kHeadDim + 2 * lane + 1] * k[u].y);
-        if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
+      for (int u = 0; u < kBatch; ++u) s[u] = qx * k[u].x + qy * k[u].y;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int p = start + u * kWarps;
+        if (lane == 0 && p < p1)
+          scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s[u] : -INFINITY;
       }
     }
   }
@@ -131,6 +140,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
     sums[(warp * kMaxTokens + j) * 32 + lane] = acc[j];
   }
   __syncthreads();
+  probe_mark(a, kProbeCompute);
   for (int i = threadIdx.x; i < t * 32; i += kThreads) {
     const int j = i / 32, l2 = i % 32;
     float2 o = make_float2(0.f, 0.f);

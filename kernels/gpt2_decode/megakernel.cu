@@ -12,13 +12,15 @@
 //      (an option, off in the lesson: also ask L2 for the tasks a few places further on),
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
 //      target: the input stage's task count, or, an option off in the lesson, for attention
-//      its own head's qkv tasks; one thread spins on an acquire load),
+//      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
+//      then one acquire fence),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
 //      one for the maxima and one per four splits),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
-//      and record the task (phases.h).
+//      and record the task (phases.h) and, when a measurement asks, where its time went
+//      (probe_task).
 // What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
 // took the SM's load-queue slots, so a task's own loads of x, q or the partial sums, its
 // critical path, queued behind the next task's weights. Bulk copies take none.
@@ -159,6 +161,40 @@ __device__ void count_done(const DecodeTask& task, unsigned* counters) {
   }
 }
 
+// Step 2: until the counter reaches the target (thread 0). Relaxed spins and one acquire fence
+// (an option), or an acquire load each spin.
+__device__ __forceinline__ void wait_count(const unsigned* counter, unsigned target, bool relaxed) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  if (relaxed) {
+    unsigned v = 0;
+    do {
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    } while (v < target);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return;
+  }
+#endif
+  while (load_acquire(counter) < target) {
+  }
+}
+
+// With probes on (DecodeArgs::probes), thread 0 adds the task's time in each slot (model.h's
+// ProbeSlot) to its kind's sums: from asking for the counter to seeing it, to the bytes and the
+// barrier, to the marks probe_mark left inside the task (a slot not marked takes no time), to
+// the outputs written and the count released.
+__device__ void probe_task(const DecodeArgs& a, int kind, uint64_t asked, uint64_t seen,
+                           uint64_t started, uint64_t written, uint64_t ended) {
+  if (a.probes == nullptr) return;
+  unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
+  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : started;
+  const uint64_t computed = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
+  const uint64_t at[kProbeSlots + 1] = {asked, seen, started, inputs, computed, written, ended};
+  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
+  for (int s = 0; s < kProbeSlots; ++s) atomicAdd(sums + s, at[s + 1] - at[s]);
+  atomicAdd(sums + kProbeSlots, 1ull);
+  marks[kProbeInputs] = marks[kProbeCompute] = 0;
+}
+
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
@@ -191,20 +227,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
-    if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
-      while (load_acquire(counters + task.wait_counter) < task.wait_target) {
-      }
-    }
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter)
+      wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
+    const uint64_t seen = phase_clock();
     cp_async_wait_all_but_newest();
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
     run_task(a, task, buffers[slot], buffer_bytes, work, sums, options);
     __syncthreads();  // the outputs are written and both buffers free for the next copies
+    const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {
       count_done(task, counters);
-      phase_record(phases, task.kind, started, phase_clock(), static_cast<uint32_t>(i),
+      const uint64_t ended = phase_clock();
+      phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - asked));
+      probe_task(a, task.kind, asked, seen, started, written, ended);
     }
   }
   // The last block out resets every counter (none is read after its block's last wait).

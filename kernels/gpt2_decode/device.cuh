@@ -256,13 +256,20 @@ constexpr bool kStaticSums = true;
 // A slice of a matrix-vector product: output rows [first, first + count) of the matrix whose
 // row `first` is at W (global or shared memory), for every token. The op says how activations
 // reach shared memory (op.prologue(j0, tokens, act): LayerNorm, the attention combine, a copy)
-// and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache).
+// and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache);
+// after_inputs() runs once, by every thread, when the first chunk's activations are in.
 // With kSharedSums (count x chunk_tokens<K>() sums must fit kSumsFloats) the epilogues run a
 // thread per sum after the whole slice; without (kernels whose 48 KB of static shared memory
 // the activations fill; `sums` unused), lane j of the warp that summed a row runs token j's.
-template <class Op, bool kSharedSums = true>
+// What a kernel does once a task's inputs are in shared memory (the megakernel: start the next
+// task's copies, so their bytes do not share the way into the SM with the inputs' loads).
+struct NoHook {
+  __device__ void operator()() const {}
+};
+
+template <class Op, bool kSharedSums = true, class AfterInputs = NoHook>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
-                             float* sums) {
+                             float* sums, const AfterInputs& after_inputs = NoHook{}) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   static_assert(kChunk <= 32, "a lane per token of a chunk");
@@ -274,6 +281,7 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     op.prologue(j0, tc, act);
     __syncthreads();
     probe_mark(op.a, kProbeInputs);
+    if (j0 == 0) after_inputs();
     // Warp w takes rows w, w + 8, ... (kRows of them at a time: each row's sum is the same
     // sum as alone, its reduction warp_sum's butterfly, the rows' levels interleaved).
     constexpr int kRows = rows_at_once<K>();

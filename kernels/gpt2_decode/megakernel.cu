@@ -5,16 +5,18 @@
 // (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
 // the next residual (red.add) instead of waiting for all of h. Each block runs its own list
 // with one short loop:
-//   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
-//      and beta, the bias slice), or for attention its cached keys and values, into the other
-//      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
-//      (an option, off in the lesson: also ask L2 for the tasks a few places further on),
+//   1. copy the NEXT task's weight slice with its small parameters (LayerNorm's gamma and
+//      beta, the bias slice), or for attention its cached keys and values, into the other of
+//      two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
+//      nothing after a task's wait goes to DRAM. The copy starts once this task's own inputs
+//      are in (step 3's after_inputs): started before the wait, a 72 KB MLP slice shared the
+//      way into the SM with the running task's loads of its inputs, which the whole step waits
+//      on (an option keeps that form; another also asks L2 for tasks further on),
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
 //      target: the input stage's task count, or, an option off in the lesson, for attention
 //      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
 //      then one acquire fence),
-//   3. wait for this task's own bytes (issued one task earlier), run the task's device
+//   3. wait for this task's own bytes (issued during the task before), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
 //      one for the maxima and one per four splits),
@@ -110,31 +112,40 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const fl
 }
 
 // Step 3: the task's device function; the products read their slice from shared memory.
+// after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
+template <class AfterInputs>
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
                          int buffer_bytes, float* work, float* sums,
-                         const MegakernelOptions& options) {
+                         const MegakernelOptions& options, const AfterInputs& after_inputs) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv:
-      linear_slice(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums);
+      linear_slice<QkvOp, true>(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums,
+                                after_inputs);
       break;
-    case TaskKind::attention:
-      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
-                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
+    case TaskKind::attention: {
+      const bf16* kv = cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr;
+      const int head = task.first / a.splits, split = task.first % a.splits;
+      if (options.one_pass_attention)
+        attend_split(a, layer, head, split, work, kv, after_inputs);
+      else
+        attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
       break;
+    }
     case TaskKind::proj: {
       // Batched: the residual slice waits in the activations' room after the t rows of C.
       const int t = a.tokens;
       const bool room = t * kC + task.count * t <= kActFloats;
       ProjOp op{a, layer, p};
       if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
-      linear_slice(op, weights, task.first, task.count, work, sums);
+      linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs);
       break;
     }
     case TaskKind::mlp: {
-      linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
+      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work,
+                               sums, after_inputs);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC
@@ -143,6 +154,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::final_norm:
+      after_inputs();
       layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
       break;
   }
@@ -217,24 +229,35 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (begin < end) issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0]);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
+  const bool late = options.copies_after_inputs;
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
-    if (i + 1 < end)
-      issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
-    else
-      cp_async_commit();  // keep one group per task
+    // The next task's bytes, into the buffer the task before this one used; one cp.async group
+    // per task (an empty one after the last task's).
+    auto issue_next = [&] {
+      if (i + 1 < end)
+        issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
+      else
+        cp_async_commit();
+    };
+    if (!late) issue_next();
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
     const uint64_t seen = phase_clock();
-    cp_async_wait_all_but_newest();
+    if (late)
+      cp_async_wait_all();  // this task's group is the newest
+    else
+      cp_async_wait_all_but_newest();
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options);
+    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options, [&] {
+      if (late) issue_next();
+    });
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {

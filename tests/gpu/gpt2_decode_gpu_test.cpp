@@ -118,13 +118,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   ASSERT_TRUE(run(*ws, 4).ok());
   const std::vector<double> full = output(*ws);
   // The lesson's options, then the other forms of each option (the plain combine, the other
-  // poll, 32-key splits: the same sums, other splits on 17 blocks).
+  // copy start, the other poll, 32-key splits: the same sums).
   const int grids[] = {1, 2, 5, 17};
   for (int k = 0; k < 8; ++k) {
     const int blocks = grids[k % 4];
     gpt2::MegakernelOptions options;
     if (k >= 4) {
       options.batched_combine = !options.batched_combine;
+      options.copies_after_inputs = !options.copies_after_inputs;
+      options.one_pass_attention = !options.one_pass_attention;
       options.relaxed_poll = !options.relaxed_poll;
       options.min_split_keys = options.min_split_keys == 32 ? 64 : 32;
     }
@@ -349,13 +351,14 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     gpt2::MegakernelOptions options;
   };
   // The first form again at the end says how far the GPU drifted over the run.
-  // {bulk copies, L2 ahead, head waits, batched combine, relaxed poll, fewest keys a split}
+  // {bulk copies, L2 ahead, head waits, batched combine, copies after the inputs, one-pass
+  // attention}
   const Variant variants[] = {
-      {"bulk + batched combine (the lesson's)", {true, 0, false, true}},
-      {"+ relaxed poll", {true, 0, false, true, true}},
-      {"+ 32-key splits", {true, 0, false, true, false, 32}},
-      {"+ relaxed poll + 32-key splits", {true, 0, false, true, true, 32}},
-      {"bulk + batched combine (again, drift)", {true, 0, false, true}},
+      {"copies before the wait, 3-pass attention", {true, 0, false, true, false, false}},
+      {"copies after the inputs, 3-pass attention", {true, 0, false, true, true, false}},
+      {"copies before the wait, 1-pass attention", {true, 0, false, true, false, true}},
+      {"copies after the inputs, 1-pass (the lesson's)", {true, 0, false, true, true, true}},
+      {"copies before the wait, 3-pass (again, drift)", {true, 0, false, true, false, false}},
   };
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
@@ -449,10 +452,14 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
-  // The lesson's options, then the plain combine, then the relaxed poll with 32-key splits.
+  // The lesson's options, then the plain combine, then every other option's other form.
+  gpt2::MegakernelOptions others;
+  others.copies_after_inputs = !others.copies_after_inputs;
+  others.one_pass_attention = !others.one_pass_attention;
+  others.relaxed_poll = !others.relaxed_poll;
+  others.min_split_keys = 32;
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false},
-        gpt2::MegakernelOptions{true, 0, false, true, true, 32}}) {
+       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false}, others}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -5,18 +5,17 @@
 // (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
 // the next residual (red.add) instead of waiting for all of h. Each block runs its own list
 // with one short loop:
-//   1. copy the NEXT task's weight slice with its small parameters (LayerNorm's gamma and
-//      beta, the bias slice), or for attention its cached keys and values, into the other of
-//      two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      nothing after a task's wait goes to DRAM. The copy starts once this task's own inputs
-//      are in (step 3's after_inputs): started before the wait, a 72 KB MLP slice shared the
-//      way into the SM with the running task's loads of its inputs, which the whole step waits
-//      on (an option keeps that form; another also asks L2 for tasks further on),
+//   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
+//      and beta, the bias slice), or for attention its cached keys and values, into the other
+//      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
+//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
+//      (options, off in the lesson: start them only once this task's inputs are in, step 3's
+//      after_inputs; also ask L2 for the tasks a few places further on),
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
 //      target: the input stage's task count, or, an option off in the lesson, for attention
 //      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
 //      then one acquire fence),
-//   3. wait for this task's own bytes (issued during the task before), run the task's device
+//   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
 //      one for the maxima and one per four splits),

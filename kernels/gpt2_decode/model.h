@@ -131,10 +131,10 @@ struct MegakernelOptions {
   // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
   // then four splits of o at a time.
   bool batched_combine = true;
-  // A task's next task's copies start once the task's own inputs are in shared memory, not
-  // before its wait: the bulk copies then do not share the way into the SM (and the memory
-  // system's queues) with the loads of the inputs, which the whole step waits on.
-  bool copies_after_inputs = true;
+  // The next task's copies start once the running task's inputs are in shared memory instead
+  // of before its wait (meant to keep the bulk copies off the inputs' way into the SM; it made
+  // the step slower: the copies then land while the task computes and releases its count).
+  bool copies_after_inputs = false;
   // Attention in one pass (attention.cuh: each warp's running max, sum and P V, one barrier)
   // instead of three (scores, softmax, P V). Levels 1-3 run the one-pass form.
   bool one_pass_attention = true;

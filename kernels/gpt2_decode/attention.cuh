@@ -60,8 +60,8 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;
   const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
   const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
-  float* q = smem;                                                         // [16][64]
-  float2* acc = reinterpret_cast<float2*>(smem + kMaxTokens * kHeadDim);   // [warp][16][32]
+  float* q = smem;                                                            // [16][64]
+  float2* acc = reinterpret_cast<float2*>(smem + kMaxTokens * kHeadDim);      // [warp][16][32]
   float* wm = smem + kMaxTokens * kHeadDim + kWarps * kMaxTokens * kHeadDim;  // [warp][16]
   float* wl = wm + kWarps * kMaxTokens;                                       // [warp][16]
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)

@@ -218,7 +218,9 @@ struct WeightRow {
     return s;
   }
   // The warp's dot product with one activation row in shared memory (every lane gets it).
-  __device__ float dot(const float* act, int lane) const { return warp_sum(partial(act, lane)); }
+  __device__ float dot(const float* act, int lane) const {
+    return warp_sum(partial(act, lane));
+  }
 };
 
 // Rows a warp of linear_slice holds at once: two where a row is short (K = C: 3 registers of 16

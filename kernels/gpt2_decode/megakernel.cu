@@ -143,8 +143,8 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::mlp: {
-      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work,
-                               sums, after_inputs);
+      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
+                               after_inputs);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC

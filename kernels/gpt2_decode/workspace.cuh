@@ -64,9 +64,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
   Status plan(int blocks) {
-    shape_ = TaskListShape{blocks,         tokens_,
-                           cache_,         buffer_bytes_,
-                           options_.head_waits, options_.min_split_keys};
+    shape_ = TaskListShape{
+        blocks, tokens_, cache_, buffer_bytes_, options_.head_waits, options_.min_split_keys};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));

@@ -225,8 +225,8 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
          k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
   int k_count[gpt2::kTaskKinds] = {};
   for (int st = 1; st < stages; ++st) {
-    const int kind = st == stages - 1 ? int(gpt2::TaskKind::final_norm)
-                                      : st % gpt2::kStagesPerLayer;
+    const int kind =
+        st == stages - 1 ? int(gpt2::TaskKind::final_norm) : st % gpt2::kStagesPerLayer;
     const uint64_t before = max_end[st - 1];
     if (max_end[st] == 0 || before == 0) continue;
     k_stage[kind] += (max_end[st] - before) / 1e3;
@@ -403,8 +403,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
       const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape);
       ASSERT_NE(list, nullptr);
       print_breakdown(std::string("  timeline, ") + v.name,
-                      record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())),
-                      *list, shape);
+                      record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())), *list,
+                      shape);
       print_probes(run_probes(*ws, stream_, shape.blocks));
     }
   }

@@ -3,7 +3,7 @@
 // layernorm_rows.cuh).
 //
 // What changes against the aligned row kernel (layernorm_rows.cuh, rows_early), in the shape
-// torch.compile's Inductor generates for this op:
+// torch.compile's Inductor generates for this op (one program of one warp a row, grid = rows):
 //  - A row is one warp, and a block is one warp: the grid is sized to the rows. Registers are
 //    then granted a row at a time, and the SM holds as many rows as its registers allow (up to
 //    its 32 blocks), not a multiple of a 2- or 4-row block.
@@ -12,8 +12,15 @@
 //    address per pack. At C = 768 a thread holds 6 float4 / 3 packs of 8 bf16 of each of x, r,
 //    gamma and beta, all asked for before any is used.
 //  - The reductions are butterfly shuffles within the warp: no shared memory, no barrier.
+//  - h and y are stored together once the statistics are known (Inductor's order: no store
+//    waits in the middle of a row), and with an L2 evict_last policy (sm_80+). x and r are dead
+//    once read, while h and y are what the next kernels read (the next block's residual add,
+//    the next matmul): when the L2 must give up lines it gives up the clean lines of x and r
+//    first and keeps the written ones, so the kernel's last tens of MB of h and y can still be
+//    in the 50 MiB L2 (written back later, or read from there by the next kernel) when it ends.
 // Budget per row (as every fused form): reads 2Cb of x and r from DRAM, gamma and beta from L2
-// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic; the limit is a copy of 4 R C b bytes.
+// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic, of which the L2 may still hold the last
+// few tens of MB written when the kernel ends; the limit is a copy of 4 R C b bytes.
 // Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most 8 packs a thread
 // (C up to 1024 fp32 / 2048 bf16).
 #pragma once
@@ -21,7 +28,6 @@
 #include <cuda_bf16.h>
 
 #include <string>
-#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -37,6 +43,29 @@ __device__ __forceinline__ float warp_row_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
+}
+
+// An L2 evict_last policy for the stores of h and y (createpolicy needs sm_80; 0 below it).
+__device__ __forceinline__ uint64_t l2_evict_last_policy() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+  return policy;
+}
+
+// A 16-byte store under that policy (a plain store on sm_70).
+template <typename T>
+__device__ __forceinline__ void store16_evict_last(T* p, const Vec16<T>& v, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int4 b = *reinterpret_cast<const int4*>(&v);
+  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(b.x),
+               "r"(b.y), "r"(b.z), "r"(b.w), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  store16(p, v);
+#endif
 }
 
 // One thread's packs of a row: pack k at column (lane + 32 k) x kVec, k < kPacks.
@@ -57,60 +86,9 @@ struct WarpRowPacks {
   }
 };
 
-// The shape of a warp-row launch (sweep candidates: what Inductor's kernel might do
-// differently). Bits of kFlags.
-enum WarpRowFlags : int {
-  kWarpRowPlain = 0,
-  kLateH = 1,       // h stored with y, after the statistics (Inductor's store order)
-  kKeepStores = 2,  // h and y stored with an L2 evict_last policy
-  kFirstLoads = 4,  // x and r read-only loads with an L2 evict_first policy (L1 as usual)
-};
-
-template <bool kLast>
-__device__ __forceinline__ uint64_t l2_policy() {
-  uint64_t policy = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kLast) {
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  } else {
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  }
-#endif
-  return policy;
-}
-
-template <typename T>
-__device__ __forceinline__ Vec16<T> load16_first(const T* p, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  int4 v;
-  asm("ld.global.nc.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "l"(policy));
-  Vec16<T> out;
-  *reinterpret_cast<int4*>(&out) = v;
-  return out;
-#else
-  (void)policy;
-  return load16(p);
-#endif
-}
-
-template <typename T>
-__device__ __forceinline__ void store16_keep(T* p, const Vec16<T>& v, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int4 b = *reinterpret_cast<const int4*>(&v);
-  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(b.x),
-               "r"(b.y), "r"(b.z), "r"(b.w), "l"(policy)
-               : "memory");
-#else
-  (void)policy;
-  store16(p, v);
-#endif
-}
-
-// h and y of one row from x, r, gamma and beta in registers; the statistics from the stored
-// (rounded) h, as every level does.
-template <typename T, int kPacks, int kFlags>
+// h and y of one row from x, r, gamma and beta in registers; the statistics from the rounded
+// h, as every level does; h and y stored together at the end, both kept in L2 (evict_last).
+template <typename T, int kPacks>
 __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& packs,
                                               const Vec16<T> (&xs)[kPacks],
                                               const Vec16<T> (&rs)[kPacks],
@@ -119,15 +97,6 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
                                               int c) {
   constexpr int kVec = Vec16<T>::kCount;
   constexpr int kStride = WarpRowPacks<T, kPacks>::kStride;
-  constexpr bool kKeep = (kFlags & kKeepStores) != 0;
-  const uint64_t policy = kKeep ? l2_policy<true>() : 0;
-  auto store = [&](T* p, const Vec16<T>& v) {
-    if constexpr (kKeep) {
-      store16_keep(p, v, policy);
-    } else {
-      store16(p, v);
-    }
-  };
   h_row += packs.lane * kVec;
   y_row += packs.lane * kVec;
   auto f32 = [](T v) { return widen(v); };
@@ -142,7 +111,6 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         hs[k].v[j] = Elem<T>::from_float(f32(xs[k].v[j]) + f32(rs[k].v[j]));
         sum += f32(hs[k].v[j]);
       }
-      if constexpr ((kFlags & kLateH) == 0) store(h_row + k * kStride, hs[k]);
     }
   }
   // The statistics from registers: mean, then the stable sum((h - mean)^2).
@@ -159,7 +127,8 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
     }
   }
   const float rstd = rsqrtf(warp_row_sum(sq) / float(c) + float(kEps));
-  // y (and h, when it waited).
+  // y, and both outputs stored.
+  const uint64_t keep = l2_evict_last_policy();
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     if (packs.has(k)) {
@@ -169,63 +138,31 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         out.v[j] = Elem<T>::from_float((f32(hs[k].v[j]) - mean) * rstd * f32(gs[k].v[j]) +
                                        f32(bs[k].v[j]));
       }
-      if constexpr ((kFlags & kLateH) != 0) store(h_row + k * kStride, hs[k]);
-      store(y_row + k * kStride, out);
+      store16_evict_last(h_row + k * kStride, hs[k], keep);
+      store16_evict_last(y_row + k * kStride, out, keep);
     }
   }
 }
 
-// x, r -> h, y for rows of c elements, a warp a row, kRowsPerBlock warps a block, kRowsPerWarp
-// consecutive rows a warp (gamma and beta loaded once for them): the grid is sized to the rows.
-// x and r first, then gamma and beta: all in flight before any is used.
-template <typename T, int kPacks, int kRowsPerBlock, int kRowsPerWarp, int kFlags, int kMinBlocks>
-__global__ void __launch_bounds__(32 * kRowsPerBlock, kMinBlocks)
+// x, r -> h, y for rows of c elements, a warp (and a block) a row: the grid is sized to the
+// rows. x and r first, then gamma and beta: all four in flight before any is used.
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(32)
     warp_row_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                     const T* __restrict__ beta, T* __restrict__ h, T* __restrict__ y, int64_t rows,
                     int c) {
   const WarpRowPacks<T, kPacks> packs{static_cast<int>(threadIdx.x % 32), c / Vec16<T>::kCount};
-  const int64_t first =
-      (int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32) * int64_t(kRowsPerWarp);
-  Vec16<T> xs[kRowsPerWarp][kPacks], rs[kRowsPerWarp][kPacks], gs[kPacks], bs[kPacks];
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    if (first + i < rows) {
-      if constexpr ((kFlags & kFirstLoads) != 0) {
-        const uint64_t policy = l2_policy<false>();
-        const T* px = x + (first + i) * c + packs.lane * Vec16<T>::kCount;
-        const T* pr = r + (first + i) * c + packs.lane * Vec16<T>::kCount;
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
-          if (packs.has(k)) {
-            xs[i][k] = load16_first(px + k * packs.kStride, policy);
-            rs[i][k] = load16_first(pr + k * packs.kStride, policy);
-          }
-        }
-      } else {
-        packs.load(x + (first + i) * c, xs[i]);
-        packs.load(r + (first + i) * c, rs[i]);
-      }
-    }
+  const int64_t row = int64_t(blockIdx.x) + threadIdx.x / 32;
+  Vec16<T> xs[kPacks], rs[kPacks], gs[kPacks], bs[kPacks];
+  if (row < rows) {
+    packs.load(x + row * c, xs);
+    packs.load(r + row * c, rs);
   }
   packs.load(gamma, gs);
   packs.load(beta, bs);
-  // The whole warp takes each branch or none of it, so no shuffle misses a lane.
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int64_t row = first + i;
-    if (row < rows) {
-      warp_row_step<T, kPacks, kFlags>(packs, xs[i], rs[i], gs, bs, h + row * c, y + row * c, c);
-    }
-  }
+  // The whole warp takes the branch or none of it, so no shuffle misses a lane.
+  if (row < rows) warp_row_step(packs, xs, rs, gs, bs, h + row * c, y + row * c, c);
 }
-
-// One launch shape of the warp-row kernel.
-template <int kRowsPerBlock_, int kRowsPerWarp_, int kFlags_, int kMinBlocks_>
-struct WarpRowShape {
-  static constexpr int kRowsPerBlock = kRowsPerBlock_, kRowsPerWarp = kRowsPerWarp_,
-                       kFlags = kFlags_, kMinBlocks = kMinBlocks_;
-};
-using WarpRowDefault = WarpRowShape<1, 1, kWarpRowPlain, 1>;
 
 // "" when launch_warp_rows takes rows of c elements of `bytes` bytes, else why not.
 inline std::string warp_rows_refusal(int64_t c, int64_t bytes) {
@@ -239,19 +176,16 @@ inline std::string warp_rows_refusal(int64_t c, int64_t bytes) {
 }
 
 // Picks the smallest instantiated kPacks that holds a thread's packs.
-template <typename T, class Shape, int kFirst, int... kRest>
+template <typename T, int kFirst, int... kRest>
 Status launch_warp_row_packs(const RowArgs<T>& a, int packs_per_thread, cudaStream_t stream) {
   if (packs_per_thread <= kFirst) {
-    constexpr int64_t kRowsPerBlock = int64_t(Shape::kRowsPerBlock) * Shape::kRowsPerWarp;
-    const auto blocks = static_cast<unsigned>((a.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-    warp_row_kernel<T, kFirst, Shape::kRowsPerBlock, Shape::kRowsPerWarp, Shape::kFlags,
-                    Shape::kMinBlocks><<<blocks, 32 * Shape::kRowsPerBlock, 0, stream>>>(
+    warp_row_kernel<T, kFirst><<<static_cast<unsigned>(a.rows), 32, 0, stream>>>(
         a.x, a.r, a.gamma, a.beta, a.h, a.y, a.rows, a.c);
     FL_CUDA_TRY(cudaGetLastError());
     return Status::Ok();
   }
   if constexpr (sizeof...(kRest) > 0) {
-    return launch_warp_row_packs<T, Shape, kRest...>(a, packs_per_thread, stream);
+    return launch_warp_row_packs<T, kRest...>(a, packs_per_thread, stream);
   } else {
     return Status::Error("layernorm warp rows: no kernel for " + std::to_string(packs_per_thread) +
                          " packs per thread (C = " + std::to_string(a.c) + ")");
@@ -259,7 +193,7 @@ Status launch_warp_row_packs(const RowArgs<T>& a, int packs_per_thread, cudaStre
 }
 
 // Residual add + LayerNorm (lesson 4's fused step) with a warp a row.
-template <typename T, class Shape = WarpRowDefault>
+template <typename T>
 Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
   const std::string refusal = warp_rows_refusal(a.c, sizeof(T));
   if (!refusal.empty()) return Status::Unsupported(refusal);
@@ -272,11 +206,7 @@ Status launch_warp_rows(const RowArgs<T>& a, cudaStream_t stream) {
   if (a.rows > int64_t(0x7fffffff)) return Status::Unsupported("more rows than a grid holds");
   const int packs = a.c / Vec16<T>::kCount;
   // C = 768: 6 packs a thread in fp32, 3 in bf16.
-  if constexpr (std::is_same_v<Shape, WarpRowDefault>) {
-    return launch_warp_row_packs<T, Shape, 2, 3, 4, 6, 8>(a, (packs + 31) / 32, stream);
-  } else {
-    return launch_warp_row_packs<T, Shape, 3, 6, 8>(a, (packs + 31) / 32, stream);
-  }
+  return launch_warp_row_packs<T, 2, 3, 4, 6, 8>(a, (packs + 31) / 32, stream);
 }
 
 }  // namespace layernorm_rows

@@ -12,15 +12,15 @@
 //    address per pack. At C = 768 a thread holds 6 float4 / 3 packs of 8 bf16 of each of x, r,
 //    gamma and beta, all asked for before any is used.
 //  - The reductions are butterfly shuffles within the warp: no shared memory, no barrier.
-//  - h and y are stored together once the statistics are known (Inductor's order: no store
-//    waits in the middle of a row), and with an L2 evict_last policy (sm_80+). x and r are dead
-//    once read, while h and y are what the next kernels read (the next block's residual add,
-//    the next matmul): when the L2 must give up lines it gives up the clean lines of x and r
-//    first and keeps the written ones, so the kernel's last tens of MB of h and y can still be
-//    in the 50 MiB L2 (written back later, or read from there by the next kernel) when it ends.
+//  - h and y are stored together once the statistics are known (Inductor's order), and with
+//    an L2 evict_last policy (sm_80+; a plain store below). x and r are dead once read, while
+//    h and y are what the next kernels read (the next block's residual add, the next matmul):
+//    when the L2 must give up lines it gives up the clean lines of x and r first and keeps the
+//    written ones, so the last megabytes of h and y can still be in L2 when the kernel ends
+//    (written back later, or read from there by the next kernel).
 // Budget per row (as every fused form): reads 2Cb of x and r from DRAM, gamma and beta from L2
-// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic, of which the L2 may still hold the last
-// few tens of MB written when the kernel ends; the limit is a copy of 4 R C b bytes.
+// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic, of which the last megabytes written may
+// still be in L2 when the kernel ends; the limit is a copy of 4 R C b bytes.
 // Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most 8 packs a thread
 // (C up to 1024 fp32 / 2048 bf16).
 #pragma once

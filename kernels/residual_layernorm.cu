@@ -58,9 +58,9 @@
 //    wave is a few rows, not a few blocks. h and y are stored together after the statistics,
 //    under an L2 evict_last policy: x and r are dead once read, h and y are what the next
 //    kernels read, so the L2 drops the clean input lines first. The table runs it at 2K-128K
-//    rows, where the outputs are within a few times the L2 and the rows in flight decide; at
-//    larger sizes every form streams at copy speed and rows_early keeps them
-//    (docs/PERFORMANCE.md has the measured crossover).
+//    rows; beyond, every form streams at copy speed, the few megabytes left in L2 no longer
+//    pay, and rows_early keeps the large sizes (docs/PERFORMANCE.md has the measured
+//    crossover).
 //  Budget per row: reads 2Cb (x, r) + 2Cb of gamma, beta from L2 (not DRAM), writes 2Cb (h, y):
 //  4Cb of DRAM traffic, C b-byte elements in registers once, two warp or block reductions.
 #include <cuda_bf16.h>

@@ -17,8 +17,7 @@ namespace fl {
 namespace {
 
 const std::filesystem::path kCommitted =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
-    "lessons" / "catalog.json";
+    std::filesystem::path(FUSIONLAB_SOURCE_DIR) / "assets" / "lessons" / "catalog.json";
 
 std::string committed_text() {
   std::ifstream in(kCommitted, std::ios::binary);

@@ -363,5 +363,27 @@ TEST(Variants, ChosenAsAnOlderGpuTheWorkspaceRunsThatGpusChoiceHere) {
   EXPECT_EQ(ws.ran, (std::vector<std::string>{"any", "small", "small"}));
 }
 
+// A range's prefer_by_inner moves the preferred sizes for long rows: the last entry the row
+// length reaches wins, shorter rows keep prefer_from .. prefer_to, and the words say so.
+TEST(Variants, PreferredSizesMayDependOnTheRowLength) {
+  VariantInfo v{"launch", "wide", "", "", {}, {}};
+  v.range.prefer_from = 2048;
+  v.range.prefer_by_inner = {{128, 512, 0}, {256, 1, 64}};
+  auto preferred = [&](int64_t s, int64_t i) {
+    return variant_preferred(v, Where{{s, i, 2}, Precision::bf16, kH100});
+  };
+  EXPECT_FALSE(preferred(1024, 64));
+  EXPECT_TRUE(preferred(2048, 64));
+  EXPECT_FALSE(preferred(511, 128));
+  EXPECT_TRUE(preferred(512, 128));
+  EXPECT_TRUE(preferred(512, 255));
+  EXPECT_TRUE(preferred(64, 256));
+  EXPECT_FALSE(preferred(65, 256));
+  EXPECT_FALSE(preferred(4096, 300));
+  EXPECT_EQ(variant_where(v, "tokens", "head size d"),
+            "every GPU; preferred from 2048 tokens, head size d 128+ from 512 tokens, head size d "
+            "256+ at 1-64 tokens");
+}
+
 }  // namespace
 }  // namespace fl

@@ -11,7 +11,8 @@
 // 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile, ln_mma and
 // ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile
 // shape (outputs against the 128 x 128 form's).
-//   gemm_ladder_bench [reps]
+// Then ln_mma and ffn_tiles in fp32 on the CUDA-core tile, timed only.
+//   gemm_ladder_bench [reps] [fp32]
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/blas.h"
@@ -234,8 +237,41 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
   }
 }
 
+// The fp32 large-token kernels on the lessons' fp32 tile at 1K, 4K, 16K tokens (C = 768): ln_mma
+// and ffn_tiles, to set beside the bare GEMM's rows (the gap is the fusion's own cost). Timed
+// only: their outputs are checked against fp64 by the GPU tests (GemmCore.*).
+void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
+  namespace ln = fl::layernorm_linear;
+  const int64_t c = 768;
+  for (int64_t m : {1024, 4096, 16384}) {
+    Buf x(m * c * 4), gamma(c * 4), beta(c * 4), w(c * 4 * c * 4), bias(4 * c * 4), w2(4 * c * c * 4),
+        b2(c * 4), y(m * 3 * c * 4), h(m * 4 * c * 4), counters(fl::ffn_tiles_counter_bytes(m));
+    CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
+    unsigned seed = 31;
+    for (auto [buf, n] : {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 4 * c * c},
+                          {&bias, 4 * c}, {&w2, 4 * c * c}, {&b2, c}}) {
+      fill_random(buf->p, false, n, seed++);
+    }
+    const ln::LnArgs<float> a{static_cast<const float*>(x.p), static_cast<const float*>(gamma.p),
+                              static_cast<const float*>(beta.p), static_cast<const float*>(w.p),
+                              static_cast<const float*>(bias.p), static_cast<float*>(y.p), m,
+                              int(c), int(3 * c), fl::PhaseSink()};
+    const fl::FfnTilesBuffers b{x.p,  w.p, bias.p, w2.p,
+                                b2.p, y.p, h.p,    static_cast<unsigned*>(counters.p)};
+    const float ln_ms = median_ms(reps, flush, sink, [&] { return ln::launch_ln_mma(a, nullptr); });
+    const float ffn_ms = median_ms(reps, flush, sink, [&] {
+      return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr);
+    });
+    std::printf("lnlin  %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s\n", "ln_mma fp32", (long long)m,
+                ln_ms, 2.0 * m * c * 3 * c / ln_ms * 1e-9);
+    std::printf("ffn    %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s\n", "ffn_tiles fp32",
+                (long long)m, ffn_ms, 4.0 * m * c * 4 * c / ffn_ms * 1e-9);
+  }
+}
+
 }  // namespace
 
+// gemm_ladder_bench [reps] [fp32]: with fp32, only the fp32 rungs and fp32 fused kernels.
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   Buf flush(size_t(256) << 20), sink(64);
@@ -244,9 +280,12 @@ int main(int argc, char** argv) {
                           {"ln16K", 16384, 2304, 768},
                           {"up16K", 16384, 3072, 768},
                           {"dn16K", 16384, 768, 3072}};
+  const bool fp32_only = argc > 2 && std::string(argv[2]) == "fp32";
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
+    if (fp32_only && p == fl::Precision::bf16) continue;
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);
   }
-  bench_fused(reps, flush, sink);
+  if (!fp32_only) bench_fused(reps, flush, sink);
+  bench_fused_fp32(reps, flush, sink);
   return 0;
 }

@@ -15,8 +15,11 @@
 //   fp32 on the CUDA cores (every GPU):
 //     fp32_mma_layout      tensor_gemm.cuh's fp32 path: the mma fragment layout with FMAs;
 //     fp32_warptile        register blocking (8 x 8 a thread), 16-byte loads, warp tiling,
-//                          3 stages (gemm_core/sgemm_tile.cuh; the lessons' fp32 tile);
-//     fp32_warptile_4stage the same with 4 stages.
+//                          3 stages (gemm_core/sgemm_tile.cuh);
+//     fp32_warptile_4stage the same with 4 stages;
+//     fp32_transposed_a    A transposed in shared memory by the threads that copied it: a
+//                          thread's 8 rows of one k are two 16-byte loads, as B's columns are;
+//     fp32_bk8_4stage      the same with K-tiles of 8 in 4 stages (the lessons' fp32 tile).
 #pragma once
 
 #include <cuda_runtime.h>

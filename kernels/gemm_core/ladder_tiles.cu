@@ -99,17 +99,14 @@ const std::vector<RungEntry>& entries() {
        launch_tile<MmaTile<128, 256, 2, 4, 3, true>>},
       {{"fp32_mma_layout", "fp32 FMAs in the mma fragment layout (tensor_gemm.cuh)", fp32},
        launch_padded<float>},
-      {{"fp32_warptile", "8 x 8 a thread, 16-byte loads, warp tiles",
-        fp32},
+      {{"fp32_warptile", "8 x 8 a thread, 16-byte loads, warp tiles", fp32},
        launch_tile<SgemmTile<3>>},
       {{"fp32_warptile_4stage", "the same with 4 stages", fp32}, launch_tile<SgemmTile<4>>},
-      {{"fp32_transposed_a", "A transposed in shared memory: 4 loads per 64 FMAs (lessons' tile)",
+      {{"fp32_transposed_a", "A transposed in shared memory: 4 loads per 64 FMAs, BK 16, 2 stages",
         fp32},
+       launch_tile<SgemmTileT<16, 2>>},
+      {{"fp32_bk8_4stage", "K-tiles of 8 in 4 stages (the lessons' fp32 tile)", fp32},
        launch_tile<LessonSgemmTile>},
-      {{"sweep_t16_s3", "BK 16, 3 stages", fp32}, launch_tile<SgemmTileT<16, 3>>},
-      {{"sweep_t8_s3", "BK 8, 3 stages", fp32}, launch_tile<SgemmTileT<8, 3>>},
-      {{"sweep_t8_s4", "BK 8, 4 stages", fp32}, launch_tile<SgemmTileT<8, 4>>},
-
   };
   return list;
 }

@@ -17,23 +17,25 @@
 // of A and 8 of B per 4 k feed 256 FMAs, but the 8 A vectors (32 registers) stay live beside 64
 // accumulators, and under the 128-register cap of two 256-thread blocks an SM ptxas spills.
 //
-// SgemmTileT (rung fp32_transposed_a, the lessons' tile): A transposed in shared memory, as
-// SGEMM_CUDA's later kernels keep it. cp.async still lands A k-contiguous (it cannot
-// transpose); right after its copies land, each thread moves its own chunks into a k-major
-// copy (BK x 128) of the stage, which is also where the LayerNorm prologue's hook sees them.
-// Then a thread's 8 rows for one k are two 16-byte loads, like B's columns: per k 4 loads feed
-// 64 FMAs, and only 16 fragment registers are live beside the accumulators.
+// SgemmTileT (rungs fp32_transposed_a and fp32_bk8_4stage, the lessons' tile): A transposed in
+// shared memory, as SGEMM_CUDA's later kernels keep it. cp.async still lands A k-contiguous (it
+// cannot transpose); right after its copies land, each thread moves its own chunks into a
+// k-major copy (BK x 128) of the stage, which is also where the LayerNorm prologue's hook sees
+// them. Then a thread's 8 rows for one k are two 16-byte loads, like B's columns: per k 4 loads
+// feed 64 FMAs, and only 16 fragment registers are live beside the accumulators (no spills
+// under the 128-register cap).
 //   stage: A as landed (128 x BK, chunks swizzled chunk ^ ((row / (32 / BK)) % (BK / 4)) so that
-//          8 consecutive rows' same chunk fall in different banks), B (BK x 128), A^T (BK x 128)
-//   thread -> chunks of A: 32 consecutive rows of one chunk column a warp, so the transposed
-//          4-byte stores of a warp are 32 consecutive floats (no bank conflicts);
-//   BK = 16, 2 stages: 2 x 24 KiB = 48 KiB a block, two blocks an SM even on sm_86 / sm_89
-//          (100 KiB) and sm_70 (96 KiB).
-// Budget per K-tile of 16 and block: 16 KiB from L2 into shared memory for 2 x 128 x 128 x 16 =
-// 0.5 MFLOP (32 FLOP per byte); 262144 FMAs, 2048 clocks of an SM's 128 FP32 lanes; shared
-// reads per warp and k four 16-byte loads whose 32 lanes touch 128 (A) or 64 (B) distinct bytes,
-// one wavefront each: 8 warps x 16 k x 4 = 512 wavefronts against 2048 FMA clocks; the
-// transpose adds 2 x (16-byte load + 4 stores) a thread. Peak fp32 on an H100 SXM (132 SMs,
+//          8 consecutive rows' same chunk fall in different banks), B (BK x 128), A^T (BK x 128);
+//   thread -> chunks of A: 32 consecutive rows of one chunk column a warp, so a warp's
+//          transposed 4-byte stores are 32 consecutive floats (no bank conflicts);
+//   the lessons' tile: BK = 8, 4 stages of 12 KiB = 48 KiB a block (BK = 16 in 2 stages is the
+//          same bytes and ran slower: the longer K-tile waits on its barrier with less in
+//          flight), two blocks an SM even on sm_86 / sm_89 (100 KiB) and sm_70 (96 KiB).
+// Budget per K-tile of 8 and block: 8 KiB from L2 into shared memory for 2 x 128 x 128 x 8 =
+// 0.26 MFLOP (32 FLOP per byte); 131072 FMAs, 1024 clocks of an SM's 128 FP32 lanes; shared
+// reads per warp and k four 16-byte loads whose 32 lanes touch 128 (A) or 64 (B) distinct
+// bytes, one wavefront each: 8 warps x 8 k x 4 = 256 wavefronts against 1024 FMA clocks; the
+// transpose adds one 16-byte load and 4 stores a thread. Peak fp32 on an H100 SXM (132 SMs,
 // 1.98 GHz): 67 TFLOP/s.
 // Shapes: any M; N and K multiples of 4 (whole 16-byte chunks), 16-byte aligned rows.
 #pragma once
@@ -252,6 +254,6 @@ struct SgemmTileT : SgemmThreads<kBK_> {
 };
 
 // The configuration the lessons run (the ladder's top fp32 rung).
-using LessonSgemmTile = SgemmTileT<16, 2>;
+using LessonSgemmTile = SgemmTileT<8, 4>;
 
 }  // namespace fl::gemm_core

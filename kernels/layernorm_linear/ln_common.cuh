@@ -198,9 +198,14 @@ Status launch_ln_cluster(const LnArgs<T>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_panel(const LnArgs<T>& a, cudaStream_t stream);
 // The portable large-token kernel on the GEMM core's top tiles (ln_mma.cu, any GPU; C a multiple
-// of 8, else Unsupported).
+// of 8, else Unsupported). launch_ln_mma_groups caps the column tiles a block takes (0: the
+// launcher's choice, as launch_ln_mma; 1 is there to be measured against it).
 template <typename T>
-Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream);
+Status launch_ln_mma_groups(const LnArgs<T>& a, int max_groups, cudaStream_t stream);
+template <typename T>
+Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream) {
+  return launch_ln_mma_groups(a, 0, stream);
+}
 // x normalized once per row block and kept in shared memory, W's column tiles streamed past it
 // (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
 // default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are

@@ -238,34 +238,54 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
 }
 
 // The fp32 large-token kernels on the lessons' fp32 tile at 1K, 4K, 16K tokens (C = 768): ln_mma
-// and ffn_tiles, to set beside the bare GEMM's rows (the gap is the fusion's own cost). Timed
-// only: their outputs are checked against fp64 by the GPU tests (GemmCore.*).
+// (column tiles grouped as the launcher chooses, and one a block) and ffn_tiles (down tiles split
+// over K as it chooses, and whole), to set beside the bare GEMM's rows (the gap is the fusion's
+// own cost). Timed only: their outputs are checked against fp64 by the GPU tests (GemmCore.*).
 void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   const int64_t c = 768;
   for (int64_t m : {1024, 4096, 16384}) {
-    Buf x(m * c * 4), gamma(c * 4), beta(c * 4), w(c * 4 * c * 4), bias(4 * c * 4), w2(4 * c * c * 4),
-        b2(c * 4), y(m * 3 * c * 4), h(m * 4 * c * 4), counters(fl::ffn_tiles_counter_bytes(m));
+    Buf x(m * c * 4), gamma(c * 4), beta(c * 4), w(c * 4 * c * 4), bias(4 * c * 4),
+        w2(4 * c * c * 4), b2(c * 4), y(m * 3 * c * 4), h(m * 4 * c * 4),
+        counters(fl::ffn_tiles_counter_bytes(m));
     CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
     unsigned seed = 31;
-    for (auto [buf, n] : {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 4 * c * c},
-                          {&bias, 4 * c}, {&w2, 4 * c * c}, {&b2, c}}) {
+    for (auto [buf, n] : {std::pair{&x, m * c},
+                          {&gamma, c},
+                          {&beta, c},
+                          {&w, 4 * c * c},
+                          {&bias, 4 * c},
+                          {&w2, 4 * c * c},
+                          {&b2, c}}) {
       fill_random(buf->p, false, n, seed++);
     }
-    const ln::LnArgs<float> a{static_cast<const float*>(x.p), static_cast<const float*>(gamma.p),
-                              static_cast<const float*>(beta.p), static_cast<const float*>(w.p),
-                              static_cast<const float*>(bias.p), static_cast<float*>(y.p), m,
-                              int(c), int(3 * c), fl::PhaseSink()};
+    const ln::LnArgs<float> a{static_cast<const float*>(x.p),
+                              static_cast<const float*>(gamma.p),
+                              static_cast<const float*>(beta.p),
+                              static_cast<const float*>(w.p),
+                              static_cast<const float*>(bias.p),
+                              static_cast<float*>(y.p),
+                              m,
+                              int(c),
+                              int(3 * c),
+                              fl::PhaseSink()};
     const fl::FfnTilesBuffers b{x.p,  w.p, bias.p, w2.p,
                                 b2.p, y.p, h.p,    static_cast<unsigned*>(counters.p)};
-    const float ln_ms = median_ms(reps, flush, sink, [&] { return ln::launch_ln_mma(a, nullptr); });
-    const float ffn_ms = median_ms(reps, flush, sink, [&] {
-      return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr);
+    const auto row = [&](const char* what, const char* name, double flop, auto launch) {
+      const float ms = median_ms(reps, flush, sink, launch);
+      std::printf("%-6s %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s\n", what, name, (long long)m, ms,
+                  flop / ms * 1e-9);
+    };
+    const double ln_flop = 2.0 * m * c * 3 * c, ffn_flop = 4.0 * m * c * 4 * c;
+    row("lnlin", "ln_mma fp32", ln_flop, [&] { return ln::launch_ln_mma(a, nullptr); });
+    row("lnlin", "ln_mma fp32 1 tile", ln_flop,
+        [&] { return ln::launch_ln_mma_groups(a, 1, nullptr); });
+    row("ffn", "ffn_tiles fp32", ffn_flop,
+        [&] { return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr); });
+    row("ffn", "ffn_tiles fp32 whole", ffn_flop, [&] {
+      return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr,
+                                  fl::FfnTilesShape::k128x128);
     });
-    std::printf("lnlin  %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s\n", "ln_mma fp32", (long long)m,
-                ln_ms, 2.0 * m * c * 3 * c / ln_ms * 1e-9);
-    std::printf("ffn    %-22s %6lld tokens %8.3f ms %7.1f TFLOP/s\n", "ffn_tiles fp32",
-                (long long)m, ffn_ms, 4.0 * m * c * 4 * c / ffn_ms * 1e-9);
   }
 }
 

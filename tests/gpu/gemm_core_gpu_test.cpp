@@ -181,10 +181,9 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
       expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 1031, 768, p);  // 9 row blocks
     }
   }
-  // Where the fp32 kernels change form on an H100's 264 block slots (elsewhere they run these
-  // shapes in their other form): ln_mma's blocks take 3 column tiles each (33791 x 256: 264 row
-  // blocks of 6 tiles), ffn_tiles cuts its down tiles in halves over K (4099 x 768; in quarters
-  // at the shapes above).
+  // ln_mma where its blocks take 3 column tiles each on an H100's 264 block slots (33791 x 256:
+  // 264 row blocks of 6 tiles; one a block on GPUs with fewer slots), and ffn_tiles at 33 row
+  // blocks of 128 (the last one cut).
   expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma", 33791, 256,
                      Precision::fp32);
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 4099, 768, Precision::fp32);

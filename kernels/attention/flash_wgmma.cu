@@ -38,7 +38,9 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/attention/attention_rows.cuh"  // kLog2e
 #include "kernels/attention/block_marks.cuh"
@@ -88,6 +90,45 @@ struct Smem {
     k_empty = k_full + W::kStages;
     v_full = k_empty + W::kStages;
     v_empty = v_full + W::kStages;
+  }
+};
+
+// The consumer warpgroups take turns at the tensor cores (FlashAttention-3's ping-pong): each
+// issues its products only once the warpgroup before it has issued its own, and passes the turn
+// on as soon as they are issued. The tensor cores then run one warpgroup's products while the
+// next one's softmax runs, where warpgroups left alone drift into step: all softmaxes at once,
+// the tensor cores idle meanwhile. Warpgroup w waits for its turn at named barrier 1 + w (its 128
+// threads wait, the previous warpgroup's 128 arrive); warpgroup 0 gives itself the first turn,
+// and the last turn of the last warpgroup is passed to nobody, so every barrier sees as many
+// arrivals as waits.
+template <int kConsumers, bool kPingPong>
+struct Turns {
+  int wg;
+  __device__ explicit Turns(int w) : wg(w) {
+    if (kPingPong && wg == 0) hp::arrive_threads(1, 256);
+  }
+  __device__ void take() const {
+    if (kPingPong) hp::sync_threads(1 + wg, 256);
+  }
+  __device__ void pass(bool last) const {
+    if (kPingPong && !(last && wg == kConsumers - 1))
+      hp::arrive_threads(1 + (wg + 1) % kConsumers, 256);
+  }
+};
+
+// The block's head and first query. Blocks start in the order of blockIdx.x: the longest rows
+// (the most K/V tiles) first, within groups of `group` heads. A head's K and V are read by every
+// one of its q_tiles blocks; a group of heads is about one wave of blocks, so its K and V stay in
+// L2 while they run (heads taken one query tile at a time across all of them, every head's K and V
+// at once, are twice the L2 at d = 128 and go on being re-read from DRAM).
+struct BlockTile {
+  int head, q0;
+  __device__ BlockTile(int heads, int q_tiles, int group, int bm) {
+    const int b = static_cast<int>(blockIdx.x), per_group = group * q_tiles;
+    const int first = b / per_group * group, in_group = min(group, heads - first);
+    const int r = b % per_group;
+    head = first + r % in_group;
+    q0 = (q_tiles - 1 - r / in_group) * bm;
   }
 };
 
@@ -178,11 +219,12 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
 
 // A consumer warpgroup: its 64 query rows against the block's `tiles` K/V tiles, then O / l
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
-template <int kD>
-__device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, int tiles,
+template <int kD, bool kPingPong>
+__device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int head, int q0, int tiles,
                         BlockMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  const Turns<W::kConsumers, kPingPong> turns(wg);
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
   const int row = first + 16 * (threadIdx.x / 32 % 4) + lane / 4;  // the thread's rows: + 8 h
   const float c = a.scale * kLog2e;
@@ -199,8 +241,10 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   marks.mark(kQIn);
 
   hp::wait(&sm.k_full[kc.slot], kc.phase);
+  turns.take();
   hp::wgmma_fence();
   issue_qk<kD>(s, q, sm.k + kc.slot * W::kKVBytes);
+  turns.pass(false);
   hp::wgmma_wait<0>();
   hp::fence_all(s);
   if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
@@ -214,10 +258,12 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
     // Tile j's S and tile j - 1's P V go to the tensor cores together; the softmax of tile j
     // runs while P V does.
     hp::wait(&sm.k_full[kc.slot], kc.phase);
+    turns.take();
     hp::wgmma_fence();  // p and o were last written by ordinary instructions
     issue_qk<kD>(s, q, sm.k + kc.slot * W::kKVBytes);
     hp::wait(&sm.v_full[vc.slot], vc.phase);
     issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
+    turns.pass(false);
     hp::wgmma_wait<1>();  // S of tile j is in
     hp::fence_all(s);
     if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
@@ -232,8 +278,10 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
     wg::next_p<kD>(s, p, o, rescale);
   }
   hp::wait(&sm.v_full[vc.slot], vc.phase);
+  turns.take();
   hp::wgmma_fence();
   issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
+  turns.pass(true);
   hp::wgmma_wait<0>();
   hp::fence_all(o);
   if (lane == 0) hp::arrive(&sm.v_empty[vc.slot]);
@@ -249,7 +297,7 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
 #pragma unroll
   for (int i = 0; i < kD / 2; ++i) o[i] *= l[i / 2 % 2];
   const int64_t ld_out = a.ld_out > 0 ? a.ld_out : a.dim;
-  bf16* out = a.o + a.base(blockIdx.x, ld_out);
+  bf16* out = a.o + a.base(head, ld_out);
   hp::for_each_piece(
       o, [](int, float v0, float v1) { return __floats2bfloat162_rn(v0, v1); },
       [&](int r, int col, uint4 piece) {
@@ -259,12 +307,14 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   marks.mark(kStore);
 }
 
-// grid: (heads, query tiles of kBM); block: kConsumers consumer warpgroups, then the producer's.
-template <int kD>
+// grid: heads x query tiles of kBM (BlockTile); block: kConsumers consumer warpgroups, then the
+// producer's.
+template <int kD, bool kPingPong>
 __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     flash_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                        const __grid_constant__ CUtensorMap k_map,
-                       const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a) {
+                       const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a, int heads,
+                       int group) {
 #ifdef FL_SM90A_DEVICE
   using W = WgTile<kD>;
   __shared__ BlockMarks<kStore + 1> marks;
@@ -282,20 +332,21 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     hp::barrier_init_fence();
   }
   __syncthreads();
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * W::kBM;  // longest rows first
-  const int keys = min(a.length, q0 + W::kBM);           // causal: nothing past the last query
+  const BlockTile at(heads, (a.length + W::kBM - 1) / W::kBM, group, W::kBM);
+  const int q0 = at.q0;
+  const int keys = min(a.length, q0 + W::kBM);  // causal: nothing past the last query
   const int tiles = (keys + W::kBN - 1) / W::kBN;
   if (threadIdx.x >= 128 * W::kConsumers) {
     set_registers<W::kProducerRegs>(false);
     if (threadIdx.x == 128 * W::kConsumers) {
-      const int row0 = static_cast<int>(blockIdx.x / a.group) * a.length;
-      const int col0 = static_cast<int>(blockIdx.x % a.group) * a.dim;
+      const int row0 = at.head / a.group * a.length;
+      const int col0 = at.head % a.group * a.dim;
       produce<kD>(sm, &q_map, &k_map, &v_map, row0, col0, q0, tiles);
     }
     return;
   }
   set_registers<W::kConsumerRegs>(true);
-  consume<kD>(sm, a, q0, tiles, marks);
+  consume<kD, kPingPong>(sm, a, at.head, q0, tiles, marks);
   marks.end();
 #endif
 }
@@ -316,12 +367,26 @@ Status launch_with(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t stream)
   FL_TRY(hopper::make_tensor_map_2d(&q_map, a.q, rows, cols, W::kBM, 64, 128, ld));
   FL_TRY(hopper::make_tensor_map_2d(&k_map, a.k, rows, cols, W::kBN, 64, 128, ld));
   FL_TRY(hopper::make_tensor_map_2d(&v_map, a.v, rows, cols, W::kBN, 64, 128, ld));
-  auto kernel = flash_wgmma_kernel<kD>;
+  // Temporary A/B switch for the measurement (FL_WGMMA_PINGPONG=0: no turns).
+  static const bool ping = std::getenv("FL_WGMMA_PINGPONG") == nullptr ||
+                           std::atoi(std::getenv("FL_WGMMA_PINGPONG")) != 0;
+  auto kernel = ping ? flash_wgmma_kernel<kD, true> : flash_wgmma_kernel<kD, false>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(W::kSmemBytes)));
-  const dim3 grid(static_cast<unsigned>(heads),
-                  static_cast<unsigned>((a.length + W::kBM - 1) / W::kBM));
-  kernel<<<grid, W::kThreads, W::kSmemBytes, stream>>>(q_map, k_map, v_map, a);
+  // Heads a group: one wave of blocks (an SM holds one), at least one head.
+  int sms = 0, device = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int q_tiles = (a.length + W::kBM - 1) / W::kBM;
+  int group = std::max(1, sms / q_tiles);
+  // Temporary A/B switch for the measurement (FL_WGMMA_GROUPS=P: P% of a wave; 0: all heads).
+  if (const char* pct = std::getenv("FL_WGMMA_GROUPS"))
+    group = std::atoi(pct) == 0 ? static_cast<int>(heads)
+                                : std::max(1, sms * std::atoi(pct) / 100 / q_tiles);
+  group = static_cast<int>(std::min<int64_t>(group, heads));
+  const unsigned blocks = static_cast<unsigned>(heads * q_tiles);
+  kernel<<<blocks, W::kThreads, W::kSmemBytes, stream>>>(q_map, k_map, v_map, a,
+                                                          static_cast<int>(heads), group);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -348,7 +413,8 @@ Status launch_flash_wgmma(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t 
       ld_in % 8 == 0 && ld_out % 8 == 0;
   if (!aligned) return Status::Unsupported("TMA needs 16-byte aligned rows");
   if (a.group < 1 || heads % a.group != 0 || heads > INT32_MAX ||
-      heads / a.group * a.length > INT32_MAX || a.length < 1 || a.length > 65535 * 128)
+      heads / a.group * a.length > INT32_MAX || a.length < 1 ||
+      heads * ((a.length + 63) / 64) > INT32_MAX)  // blocks of 64 queries or more
     return Status::Unsupported("takes fewer than 2^31 rows of whole sequences");
   return a.dim == 64 ? launch_with<64>(a, heads, stream) : launch_with<128>(a, heads, stream);
 }

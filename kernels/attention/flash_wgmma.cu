@@ -14,8 +14,11 @@
 //     place: wgmma_rs.cuh);
 //   * within a warpgroup, the softmax of tile j runs while the tensor cores do P_{j-1} V_{j-1}:
 //     tile j's S and tile j-1's P V are issued together, the warpgroup waits for S only, runs
-//     the softmax, and only then waits for P V, rescales O and packs the new P. Across
-//     warpgroups the SM interleaves one's softmax with another's products.
+//     the softmax, and only then waits for P V, rescales O and packs the new P;
+//   * across warpgroups, they take turns at issuing (ping-pong: wgmma_roles.cuh, Turns), so one's
+//     softmax runs under the next one's products instead of every softmax at once;
+//   * blocks start by groups of heads of about one wave (BlockTile), so a group's K and V are
+//     read from DRAM once and from L2 by each of the group's blocks.
 //
 // Tiles: kBM = 64 kConsumers query rows a block (d = 64: 3 consumer warpgroups, 192 rows; d = 128:
 // 2, 128 rows), kBN = 128 keys a K/V tile, kStages = 2 slots for K and 2 for V. Shared memory:
@@ -25,25 +28,26 @@
 // d = 128): S takes 64 a thread, O d / 2, P 32.
 //
 // Causal: a block's keys end at its last query, so tiles above the diagonal are never loaded;
-// only a tile that reaches past a warpgroup's first query or past T is masked key by key. Blocks
-// run longest-first. Rows of a tile past T (or past the head) read the next head's rows or TMA's
-// zeros; their scores are masked (keys) or their outputs not stored (queries).
+// only a tile that reaches past a warpgroup's first query or past T is masked key by key. Rows
+// of a tile past T (or past the head) read the next head's rows or TMA's zeros; their scores are
+// masked (keys) or their outputs not stored (queries).
 //
 // Budget per K/V tile and block, d = 128: 4 kBM kBN d = 8.4 MFLOP against 64 KiB through TMA
 // (128 FLOP a byte, from L2 after the first block of a head); at an SM's share of the H100's
-// ~990 TFLOP/s that is 1.1 us a tile and ~58 GB/s into each SM. The softmax's 64 x 128 exp2 a
-// warpgroup a tile take the SFU about as long as that warpgroup's products at d = 64 (512
-// cycles each): at d = 64 the kernel can only be as fast as the exp2 hide behind the products.
+// ~990 TFLOP/s that is 1.1 us a tile and ~58 GB/s into each SM. From DRAM, every block re-reading
+// its keys would be ~(T / 256) times Q, K, V and O: hence the head groups. The softmax's 64 x 128
+// exp2 a warpgroup a tile take the SFU about as long as that warpgroup's products at d = 64 (512
+// cycles each; 1024 at d = 128): hence the turns.
 #include "kernels/attention/flash_wgmma.h"
 
 #include <cuda.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels/attention/attention_rows.cuh"  // kLog2e
 #include "kernels/attention/block_marks.cuh"
+#include "kernels/attention/wgmma_roles.cuh"
 #include "kernels/attention/wgmma_rs.cuh"
 #include "kernels/attention/wgmma_softmax.cuh"
 #include "kernels/cuda_check.h"
@@ -93,66 +97,6 @@ struct Smem {
   }
 };
 
-// The consumer warpgroups take turns at the tensor cores (FlashAttention-3's ping-pong): each
-// issues its products only once the warpgroup before it has issued its own, and passes the turn
-// on as soon as they are issued. The tensor cores then run one warpgroup's products while the
-// next one's softmax runs, where warpgroups left alone drift into step: all softmaxes at once,
-// the tensor cores idle meanwhile. Warpgroup w waits for its turn at named barrier 1 + w (its 128
-// threads wait, the previous warpgroup's 128 arrive); warpgroup 0 gives itself the first turn,
-// and the last turn of the last warpgroup is passed to nobody, so every barrier sees as many
-// arrivals as waits.
-template <int kConsumers, bool kPingPong>
-struct Turns {
-  int wg;
-  __device__ explicit Turns(int w) : wg(w) {
-    if (kPingPong && wg == 0) hp::arrive_threads(1, 256);
-  }
-  __device__ void take() const {
-    if (kPingPong) hp::sync_threads(1 + wg, 256);
-  }
-  __device__ void pass(bool last) const {
-    if (kPingPong && !(last && wg == kConsumers - 1))
-      hp::arrive_threads(1 + (wg + 1) % kConsumers, 256);
-  }
-};
-
-// The block's head and first query. Blocks start in the order of blockIdx.x: the longest rows
-// (the most K/V tiles) first, within groups of `group` heads. A head's K and V are read by every
-// one of its q_tiles blocks; a group of heads is about one wave of blocks, so its K and V stay in
-// L2 while they run (heads taken one query tile at a time across all of them, every head's K and V
-// at once, are twice the L2 at d = 128 and go on being re-read from DRAM).
-struct BlockTile {
-  int head, q0;
-  __device__ BlockTile(int heads, int q_tiles, int group, int bm) {
-    const int b = static_cast<int>(blockIdx.x), per_group = group * q_tiles;
-    const int first = b / per_group * group, in_group = min(group, heads - first);
-    const int r = b % per_group;
-    head = first + r % in_group;
-    q0 = (q_tiles - 1 - r / in_group) * bm;
-  }
-};
-
-// A party's place in a ring: the slot and its phase's parity.
-struct Cursor {
-  int slot = 0;
-  uint32_t phase = 0;
-  template <int kStages>
-  __device__ void advance() {
-    if (++slot == kStages) slot = 0, phase ^= 1;
-  }
-};
-
-template <int kRegs>
-__device__ __forceinline__ void set_registers(bool more) {
-#ifdef FL_SM90A_DEVICE
-  if (more) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs) : "memory");
-  } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs) : "memory");
-  }
-#endif
-}
-
 // The producer thread: Q once, then K and V tile by tile as slots free up. Head n's rows are
 // rows (n / group) T .. of the maps, its columns (n % group) d ...
 template <int kD>
@@ -165,7 +109,7 @@ __device__ void produce(const Smem<kD>& sm, const CUtensorMap* q_map, const CUte
   hp::arrive_expect_bytes(sm.q_full, W::kQBytes);
   for (int p = 0; p < W::kPanels; ++p)
     hp::copy_box(sm.q + p * W::kBM * 128, q_map, col0 + 64 * p, row0 + q0, sm.q_full);
-  Cursor at;
+  wg::Cursor at;
   for (int j = 0; j < tiles; ++j) {
     const int key0 = row0 + j * W::kBN;
     unsigned char* k = sm.k + at.slot * W::kKVBytes;
@@ -219,12 +163,12 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
 
 // A consumer warpgroup: its 64 query rows against the block's `tiles` K/V tiles, then O / l
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
-template <int kD, bool kPingPong>
+template <int kD>
 __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int head, int q0, int tiles,
                         BlockMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
-  const Turns<W::kConsumers, kPingPong> turns(wg);
+  const wg::Turns<W::kConsumers> turns(wg);
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
   const int row = first + 16 * (threadIdx.x / 32 % 4) + lane / 4;  // the thread's rows: + 8 h
   const float c = a.scale * kLog2e;
@@ -236,7 +180,7 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int head, 
   auto needs_mask = [&](int j) {
     return (j + 1) * W::kBN - 1 > first || (j + 1) * W::kBN > a.length;
   };
-  Cursor kc, vc;
+  wg::Cursor kc, vc;
   hp::wait(sm.q_full, 0);
   marks.mark(kQIn);
 
@@ -309,7 +253,7 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int head, 
 
 // grid: heads x query tiles of kBM (BlockTile); block: kConsumers consumer warpgroups, then the
 // producer's.
-template <int kD, bool kPingPong>
+template <int kD>
 __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     flash_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                        const __grid_constant__ CUtensorMap k_map,
@@ -332,12 +276,12 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     hp::barrier_init_fence();
   }
   __syncthreads();
-  const BlockTile at(heads, (a.length + W::kBM - 1) / W::kBM, group, W::kBM);
+  const wg::BlockTile at(heads, (a.length + W::kBM - 1) / W::kBM, group, W::kBM);
   const int q0 = at.q0;
   const int keys = min(a.length, q0 + W::kBM);  // causal: nothing past the last query
   const int tiles = (keys + W::kBN - 1) / W::kBN;
   if (threadIdx.x >= 128 * W::kConsumers) {
-    set_registers<W::kProducerRegs>(false);
+    wg::set_registers<W::kProducerRegs>(false);
     if (threadIdx.x == 128 * W::kConsumers) {
       const int row0 = at.head / a.group * a.length;
       const int col0 = at.head % a.group * a.dim;
@@ -345,8 +289,8 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     }
     return;
   }
-  set_registers<W::kConsumerRegs>(true);
-  consume<kD, kPingPong>(sm, a, at.head, q0, tiles, marks);
+  wg::set_registers<W::kConsumerRegs>(true);
+  consume<kD>(sm, a, at.head, q0, tiles, marks);
   marks.end();
 #endif
 }
@@ -367,10 +311,7 @@ Status launch_with(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t stream)
   FL_TRY(hopper::make_tensor_map_2d(&q_map, a.q, rows, cols, W::kBM, 64, 128, ld));
   FL_TRY(hopper::make_tensor_map_2d(&k_map, a.k, rows, cols, W::kBN, 64, 128, ld));
   FL_TRY(hopper::make_tensor_map_2d(&v_map, a.v, rows, cols, W::kBN, 64, 128, ld));
-  // Temporary A/B switch for the measurement (FL_WGMMA_PINGPONG=0: no turns).
-  static const bool ping = std::getenv("FL_WGMMA_PINGPONG") == nullptr ||
-                           std::atoi(std::getenv("FL_WGMMA_PINGPONG")) != 0;
-  auto kernel = ping ? flash_wgmma_kernel<kD, true> : flash_wgmma_kernel<kD, false>;
+  auto kernel = flash_wgmma_kernel<kD>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(W::kSmemBytes)));
   // Heads a group: one wave of blocks (an SM holds one), at least one head.
@@ -378,15 +319,10 @@ Status launch_with(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t stream)
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int q_tiles = (a.length + W::kBM - 1) / W::kBM;
-  int group = std::max(1, sms / q_tiles);
-  // Temporary A/B switch for the measurement (FL_WGMMA_GROUPS=P: P% of a wave; 0: all heads).
-  if (const char* pct = std::getenv("FL_WGMMA_GROUPS"))
-    group = std::atoi(pct) == 0 ? static_cast<int>(heads)
-                                : std::max(1, sms * std::atoi(pct) / 100 / q_tiles);
-  group = static_cast<int>(std::min<int64_t>(group, heads));
+  const int group = static_cast<int>(std::min<int64_t>(std::max(1, sms / q_tiles), heads));
   const unsigned blocks = static_cast<unsigned>(heads * q_tiles);
   kernel<<<blocks, W::kThreads, W::kSmemBytes, stream>>>(q_map, k_map, v_map, a,
-                                                          static_cast<int>(heads), group);
+                                                         static_cast<int>(heads), group);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -194,7 +194,7 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
     EXPECT_EQ(ran(3, 768, p, {}), "rows_early");
     EXPECT_EQ(ran(5001, 768, p, {}), "rows_warp");
     EXPECT_EQ(ran(16384, 768, p, {}), "rows_warp");
-    EXPECT_EQ(ran(65536, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(65536, 768, p, {}), "rows_warp");
     EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
     const int64_t vec = p == Precision::fp32 ? 4 : 8;
     for (int64_t c : {vec, 5 * vec, int64_t(768), 256 * vec, int64_t(1032), 2048 * vec}) {

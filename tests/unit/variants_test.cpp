@@ -118,17 +118,17 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   }
 }
 
-// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-32K rows,
+// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-128K rows,
 // the aligned kernel with gamma and beta loaded with the row elsewhere, in both precisions and
 // on any GPU (the row kernels are portable); a C that is not a multiple of a pack takes the
 // general kernel, and one a warp cannot hold (more than 8 packs a thread) the aligned one.
 TEST(Variants, ResidualLayerNormFusedLevelChoosesByRows) {
   for (const GpuFacts& gpu : {kH100, kA100}) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      for (int64_t rows : {2, 128, 1365, 2047, 32768, 65536, 262144}) {
+      for (int64_t rows : {2, 128, 1365, 2047, 131072, 262144}) {
         EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_early") << rows;
       }
-      for (int64_t rows : {2048, 4096, 16384, 32767}) {
+      for (int64_t rows : {2048, 4096, 16384, 32768, 65536, 131071}) {
         EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_warp") << rows;
       }
     }

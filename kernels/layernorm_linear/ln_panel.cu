@@ -170,8 +170,8 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
       FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(p.bytes())));
       int per_sm = 0;
-      FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads,
-                                                                p.bytes()));
+      FL_CUDA_TRY(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
       if (per_sm < 1) continue;
       const int64_t blocks = (a.m + rows - 1) / rows * ((a.n + bn - 1) / bn);
       const int64_t cost = (blocks + sms - 1) / sms * (rows + bn);

@@ -204,8 +204,9 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once), then one choice
-    // changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they land.
+    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once), then one
+    // choice changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they
+    // land.
     const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
         {"hidden_slice", {}},
         {"hidden_slice U=24", {24, 1, false}},
@@ -276,10 +277,57 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
                {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}});
 }
 
+// The code probe: kN fused multiply-adds a thread in straight-line code (one 16-byte
+// instruction each: kN x 16 bytes of code), one block of 256 threads per SM. Cold, the flush has
+// evicted the code from L2 and every instruction comes from DRAM once; warm, the same launch
+// again right after. The difference is what fetching that much code costs a kernel's first run.
+template <int kN>
+__global__ void code_probe(float* out, float b, float c) {
+  float a[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) a[j] = threadIdx.x + j;
+#pragma unroll
+  for (int i = 0; i < kN / 8; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(a[j]) : "f"(b), "f"(c));
+  }
+  float s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += a[j];
+  if (s == 12345.0f) out[threadIdx.x] = s;
+}
+
+template <int kN>
+void code_probe_case(Timer& t, int reps, int sms, float* out) {
+  auto launch = [&] {
+    code_probe<kN><<<sms, 256>>>(out, 1.0f, 0.0f);
+    return fl::cuda_status(cudaGetLastError(), "code_probe", __FILE__, __LINE__);
+  };
+  std::vector<float> one, two;
+  for (int i = 0; i < reps + 3; ++i) {
+    const float a = t.once(launch).cupti_us;
+    const float b = t.once([&] {
+                       FL_TRY(launch());
+                       return launch();
+                     }).cupti_us;
+    if (i >= 3) one.push_back(a), two.push_back(b);
+  }
+  std::printf("code probe %5d FMAs (%3d KB of code): cold %7.2f us, cold + warm %7.2f us\n", kN,
+              kN * 16 / 1024, median(one), median(two));
+}
+
 // The copy probe's cases: the FFN's 9.4 MB of bf16 weights at C = 768 cut into 128 blocks of
 // 72 KB (or other shares) of different shapes, cold L2: a block's time to have its slice in
 // shared memory, and the rate that makes per SM.
 void copy_probes(Timer& t, int reps) {
+  {
+    int sms = 0;
+    CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    Buf out(4096);
+    code_probe_case<512>(t, reps, sms, static_cast<float*>(out.p));
+    code_probe_case<4096>(t, reps, sms, static_cast<float*>(out.p));
+  }
   struct Case {
     const char* name;
     int blocks, rows, row_bytes;
@@ -309,22 +357,22 @@ void copy_probes(Timer& t, int reps) {
   Buf sink(64);
   for (const Case& k : cases) {
     const int64_t bytes = int64_t(k.rows) * k.row_bytes;
-    CUDA(cudaFuncSetAttribute(copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              int(bytes)));
+    CUDA(cudaFuncSetAttribute(copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
     std::vector<float> v;
     for (int i = 0; i < reps + 3; ++i) {
-      const float us = t.once([&] {
-                          copy_probe<<<k.blocks, k.threads, bytes>>>(
-                              static_cast<const char*>(src.p), k.rows, k.row_bytes, k.stride,
-                              k.step, k.regs, static_cast<int*>(sink.p));
-                          return fl::cuda_status(cudaGetLastError(), "copy_probe", __FILE__,
-                                                 __LINE__);
-                        }).cupti_us;
+      const float us =
+          t.once([&] {
+             copy_probe<<<k.blocks, k.threads, bytes>>>(static_cast<const char*>(src.p), k.rows,
+                                                        k.row_bytes, k.stride, k.step, k.regs,
+                                                        static_cast<int*>(sink.p));
+             return fl::cuda_status(cudaGetLastError(), "copy_probe", __FILE__, __LINE__);
+           }).cupti_us;
       if (i >= 3) v.push_back(us);
     }
     const float us = median(v);
-    std::printf("copy probe %-30s %3d blocks x %6.1f KB: %7.2f us, %5.1f GB/s a block, %6.0f GB/s in all\n",
-                k.name, k.blocks, bytes / 1024.0, us, bytes / (us * 1e3), k.blocks * bytes / (us * 1e3));
+    std::printf(
+        "copy probe %-30s %3d blocks x %6.1f KB: %7.2f us, %5.1f GB/s a block, %6.0f GB/s in all\n",
+        k.name, k.blocks, bytes / 1024.0, us, bytes / (us * 1e3), k.blocks * bytes / (us * 1e3));
   }
 }
 

@@ -22,10 +22,10 @@ constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma colum
 constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
 constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
-constexpr int kSliceMaxStages = 8;
+constexpr int kSliceMaxStages = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
 // grow with the tokens; docs/PERFORMANCE.md has both measured).
-constexpr int64_t kSliceFasterTo = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
+constexpr int64_t kSliceFasterTo = 16;
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
@@ -101,7 +101,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   return fits(first);
 }
 
-// The scratch buffer: the grid barrier's 2 counters (padded to 256 bytes), zero when allocated,
+// The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
 // and a partial sum per block (blocks x m x C fp32).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);

@@ -197,6 +197,10 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   PanelPlan<T> plan;
   FL_TRY(plan_ln_panel(a, sms, optin, &plan, launched));
   if (!*launched) return Status::Ok();
+  // The plan's search left the attribute at the last candidate's bytes: set the chosen one's.
+  FL_CUDA_TRY(cudaFuncSetAttribute(ln_gemm_panel_kernel<T>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(plan.bytes())));
   const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
                   static_cast<unsigned>((a.m + plan.rows - 1) / plan.rows));
   ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);

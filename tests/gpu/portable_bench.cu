@@ -50,13 +50,14 @@ __global__ void empty_blocks() {}
 // cp.async before one wait (as the weight-slice kernels do), or, with `regs`, by 16-byte loads
 // into registers, kPerThread in flight a thread, stored to shared memory after.
 constexpr int kPerThread = 18;
+template <bool regs>
 __global__ void copy_probe(const char* src, int rows, int row_bytes, int64_t stride,
-                           int64_t block_step, bool regs, int* sink) {
+                           int64_t block_step, int* sink) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int chunks = row_bytes / 16, total = rows * chunks;
   const char* base = src + blockIdx.x * block_step;
   auto at = [&](int i) { return base + int64_t(i / chunks) * stride + (i % chunks) * 16; };
-  if (!regs) {
+  if constexpr (!regs) {
     for (int i = threadIdx.x; i < total; i += blockDim.x) {
       fl::tc::copy16_async(smem + size_t(i) * 16, at(i), true);
     }
@@ -357,14 +358,15 @@ void copy_probes(Timer& t, int reps) {
   Buf sink(64);
   for (const Case& k : cases) {
     const int64_t bytes = int64_t(k.rows) * k.row_bytes;
-    CUDA(cudaFuncSetAttribute(copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    const auto kernel = k.regs ? copy_probe<true> : copy_probe<false>;
+    CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
     std::vector<float> v;
     for (int i = 0; i < reps + 3; ++i) {
       const float us =
           t.once([&] {
-             copy_probe<<<k.blocks, k.threads, bytes>>>(static_cast<const char*>(src.p), k.rows,
-                                                        k.row_bytes, k.stride, k.step, k.regs,
-                                                        static_cast<int*>(sink.p));
+             kernel<<<k.blocks, k.threads, bytes>>>(static_cast<const char*>(src.p), k.rows,
+                                                    k.row_bytes, k.stride, k.step,
+                                                    static_cast<int*>(sink.p));
              return fl::cuda_status(cudaGetLastError(), "copy_probe", __FILE__, __LINE__);
            }).cupti_us;
       if (i >= 3) v.push_back(us);

@@ -139,15 +139,13 @@ TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
             find_lesson("ffn")->choose_variant(2, 0, {16, 0}, Precision::bf16, gpu).name);
 }
 
-// The LayerNorm-Linear's panel kernel forced at odd token counts (its plan then takes chunks of
-// 16, 32, 48 or 64 rows and slices of 16-64 columns, a last chunk part empty) and C a multiple
-// of 16, fp32 and bf16: outputs poisoned before each run, checked against the reference.
-TEST(Variants, PanelLayerNormLinearRunsEachChunkShape) {
+// The LayerNorm-Linear's panel kernel forced at `shapes` (tokens x C) in fp32 and bf16: outputs
+// poisoned before each run, checked against the reference.
+void check_panel(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   for (Precision p : {Precision::bf16, Precision::fp32}) {
-    for (const auto& [tokens, c] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 768}, {33, 208}, {47, 768}, {65, 768}, {129, 336}, {255, 768}}) {
+    for (const auto& [tokens, c] : shapes) {
       MeasureRequest request{"layernorm_linear", tokens, {2}, p, CacheMode::cold};
       request.inner = c;
       request.variants = {{"ln_gemm_bias", "ln_panel"}};
@@ -161,6 +159,17 @@ TEST(Variants, PanelLayerNormLinearRunsEachChunkShape) {
       EXPECT_EQ(ms[0].launches.at(0).variant, "ln_panel");
     }
   }
+}
+
+// At odd token counts its plan takes chunks of 16, 32, 48 or 64 rows (a last chunk part empty)
+// and slices of 16-64 columns; C a multiple of 16.
+TEST(Variants, PanelLayerNormLinearRunsEachChunkShape) {
+  check_panel({{1, 768}, {33, 208}, {47, 768}, {65, 768}, {129, 336}, {255, 768}});
+}
+
+// Two small shapes for compute-sanitizer (32-row and 16-row chunks).
+TEST(Variants, PanelLayerNormLinearSmallShapes) {
+  check_panel({{35, 96}, {9, 48}});
 }
 
 // Lesson 4's fused level (residual_layernorm.cu, "level 2's kernels"): the table's choice at

@@ -34,7 +34,7 @@ int run_lessons(bool json) {
       // A launch with several kernels: each, with where it runs and what it changes.
       for (const VariantInfo& v : info.levels[i].variants) {
         std::printf("        %s variant %-12s %s\n", v.launch.c_str(), v.name.c_str(),
-                    variant_where(v, info.size_axis.unit).c_str());
+                    variant_where(v, info.size_axis.unit, info.size_axis.inner_name).c_str());
         std::printf("            %s\n", v.what.c_str());
       }
     }

@@ -198,24 +198,29 @@ class DataLesson final : public Lesson {
 
 // A kernel variant (kernels/lesson.h's VariantInfo) as catalog JSON, and back. "where" is the
 // range in words, for people reading the file; the range itself is what is read back.
-json variant_to_json(const VariantInfo& v, const std::string& unit) {
+json variant_to_json(const VariantInfo& v, const SizeAxis& axis) {
   json precisions = json::array();
   for (Precision p : v.range.precisions) precisions.push_back(to_string(p));
-  return {{"launch", v.launch},
-          {"name", v.name},
-          {"what", v.what},
-          {"function", v.function},
-          {"where", variant_where(v, unit)},
-          {"range",
-           {{"min_cc", v.range.min_cc},
-            {"max_cc", v.range.max_cc},
-            {"wgmma_build", v.range.wgmma_build},
-            {"precisions", precisions},
-            {"max_size", v.range.max_size},
-            {"prefer_from", v.range.prefer_from},
-            {"prefer_to", v.range.prefer_to},
-            {"prefer_max_cc", v.range.prefer_max_cc}}},
-          {"phases", v.phases}};
+  json out = {{"launch", v.launch},
+              {"name", v.name},
+              {"what", v.what},
+              {"function", v.function},
+              {"where", variant_where(v, axis.unit, axis.inner_name)},
+              {"range",
+               {{"min_cc", v.range.min_cc},
+                {"max_cc", v.range.max_cc},
+                {"wgmma_build", v.range.wgmma_build},
+                {"precisions", precisions},
+                {"max_size", v.range.max_size},
+                {"prefer_from", v.range.prefer_from},
+                {"prefer_to", v.range.prefer_to},
+                {"prefer_max_cc", v.range.prefer_max_cc}}},
+              {"phases", v.phases}};
+  // Written only where a variant has it, so the other variants' entries stay as they were.
+  for (const PreferByInner& b : v.range.prefer_by_inner)
+    out["range"]["prefer_by_inner"].push_back(
+        {{"inner_from", b.inner_from}, {"prefer_from", b.prefer_from}, {"prefer_to", b.prefer_to}});
+  return out;
 }
 
 VariantInfo variant_from_json(const json& j) {
@@ -239,6 +244,11 @@ VariantInfo variant_from_json(const json& j) {
   v.range.prefer_from = r.at("prefer_from").get<int64_t>();
   v.range.prefer_to = r.at("prefer_to").get<int64_t>();
   v.range.prefer_max_cc = r.value("prefer_max_cc", 0);  // absent in catalogs written before it
+  for (const json& b : r.value("prefer_by_inner", json::array())) {
+    v.range.prefer_by_inner.push_back({b.at("inner_from").get<int64_t>(),
+                                       b.at("prefer_from").get<int64_t>(),
+                                       b.at("prefer_to").get<int64_t>()});
+  }
   v.phases = j.at("phases").get<std::vector<std::string>>();
   return v;
 }
@@ -333,7 +343,7 @@ Status catalog_to_json(const std::vector<const Lesson*>& lessons, std::string* o
       if (!info.levels[level].variants.empty()) {
         json variants = json::array();
         for (const VariantInfo& v : info.levels[level].variants) {
-          variants.push_back(variant_to_json(v, info.size_axis.unit));
+          variants.push_back(variant_to_json(v, info.size_axis));
         }
         entry["variants"] = variants;
       }

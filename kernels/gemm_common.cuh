@@ -102,8 +102,8 @@ constexpr int kCheckThreads = 256;
 // (k % 4 elements) into one 16-byte LDS.128 issued before the branch that would skip the
 // second, so when k % 4 == 1 the load reads one double past the row (seen in the SASS of
 // check_rows_kernel<float, false, true, true>, CUDA 13.0) and discards it. Past the x row that
-// read landed on the hidden row while other threads wrote it, which racecheck reports as a race
-// (H200, 2026-11-22); past the allocation, memcheck reported it out of bounds. kCheckSlack
+// read landed on the hidden row while other threads wrote it, which racecheck reports as a race;
+// past the allocation, memcheck reports it out of bounds. kCheckSlack
 // doubles after each row keep those reads in bytes nobody writes.
 constexpr int kCheckSlack = 2;
 

@@ -3,7 +3,7 @@
 // layernorm_rows.cuh).
 //
 // What changes against the aligned row kernel (layernorm_rows.cuh, rows_early), in the shape
-// torch.compile's Inductor generates for this op:
+// torch.compile's Inductor generates for this op (one program of one warp a row, grid = rows):
 //  - A row is one warp, and a block is one warp: the grid is sized to the rows. Registers are
 //    then granted a row at a time, and the SM holds as many rows as its registers allow (up to
 //    its 32 blocks), not a multiple of a 2- or 4-row block.
@@ -12,8 +12,15 @@
 //    address per pack. At C = 768 a thread holds 6 float4 / 3 packs of 8 bf16 of each of x, r,
 //    gamma and beta, all asked for before any is used.
 //  - The reductions are butterfly shuffles within the warp: no shared memory, no barrier.
+//  - h and y are stored together once the statistics are known (Inductor's order), and with
+//    an L2 evict_last policy (sm_80+; a plain store below). x and r are dead once read, while
+//    h and y are what the next kernels read (the next block's residual add, the next matmul):
+//    when the L2 must give up lines it gives up the clean lines of x and r first and keeps the
+//    written ones, so the last megabytes of h and y can still be in L2 when the kernel ends
+//    (written back later, or read from there by the next kernel).
 // Budget per row (as every fused form): reads 2Cb of x and r from DRAM, gamma and beta from L2
-// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic; the limit is a copy of 4 R C b bytes.
+// or L1, writes 2Cb of h and y: 4Cb of DRAM traffic, of which the last megabytes written may
+// still be in L2 when the kernel ends; the limit is a copy of 4 R C b bytes.
 // Rows of whole 16-byte packs only (C a multiple of 4 fp32 / 8 bf16), at most 8 packs a thread
 // (C up to 1024 fp32 / 2048 bf16).
 #pragma once
@@ -38,6 +45,29 @@ __device__ __forceinline__ float warp_row_sum(float v) {
   return v;
 }
 
+// An L2 evict_last policy for the stores of h and y (createpolicy needs sm_80; 0 below it).
+__device__ __forceinline__ uint64_t l2_evict_last_policy() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+  return policy;
+}
+
+// A 16-byte store under that policy (a plain store on sm_70).
+template <typename T>
+__device__ __forceinline__ void store16_evict_last(T* p, const Vec16<T>& v, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int4 b = *reinterpret_cast<const int4*>(&v);
+  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(b.x),
+               "r"(b.y), "r"(b.z), "r"(b.w), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  store16(p, v);
+#endif
+}
+
 // One thread's packs of a row: pack k at column (lane + 32 k) x kVec, k < kPacks.
 template <typename T, int kPacks>
 struct WarpRowPacks {
@@ -56,8 +86,8 @@ struct WarpRowPacks {
   }
 };
 
-// h and y of one row from x, r, gamma and beta in registers: h stored as soon as it is made,
-// the statistics from the stored (rounded) h, as every level does.
+// h and y of one row from x, r, gamma and beta in registers; the statistics from the rounded
+// h, as every level does; h and y stored together at the end, both kept in L2 (evict_last).
 template <typename T, int kPacks>
 __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& packs,
                                               const Vec16<T> (&xs)[kPacks],
@@ -70,7 +100,7 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
   h_row += packs.lane * kVec;
   y_row += packs.lane * kVec;
   auto f32 = [](T v) { return widen(v); };
-  // h = x + r, rounded to T and stored; its sum on the way.
+  // h = x + r, rounded to T; its sum on the way.
   Vec16<T> hs[kPacks];
   float sum = 0;
 #pragma unroll
@@ -81,7 +111,6 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         hs[k].v[j] = Elem<T>::from_float(f32(xs[k].v[j]) + f32(rs[k].v[j]));
         sum += f32(hs[k].v[j]);
       }
-      store16(h_row + k * kStride, hs[k]);
     }
   }
   // The statistics from registers: mean, then the stable sum((h - mean)^2).
@@ -98,7 +127,8 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
     }
   }
   const float rstd = rsqrtf(warp_row_sum(sq) / float(c) + float(kEps));
-  // y.
+  // y, and both outputs stored.
+  const uint64_t keep = l2_evict_last_policy();
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     if (packs.has(k)) {
@@ -108,7 +138,8 @@ __device__ __forceinline__ void warp_row_step(const WarpRowPacks<T, kPacks>& pac
         out.v[j] = Elem<T>::from_float((f32(hs[k].v[j]) - mean) * rstd * f32(gs[k].v[j]) +
                                        f32(bs[k].v[j]));
       }
-      store16(y_row + k * kStride, out);
+      store16_evict_last(h_row + k * kStride, hs[k], keep);
+      store16_evict_last(y_row + k * kStride, out, keep);
     }
   }
 }

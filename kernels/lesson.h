@@ -65,6 +65,14 @@ struct GpuFacts {
   bool wgmma_build = false;  // this build compiled the sm_90a (wgmma) kernels
 };
 
+// A size range that a kernel variant's table prefers for rows from some length on (Shape::inner:
+// a head size, a hidden size): VariantRange::prefer_by_inner.
+struct PreferByInner {
+  int64_t inner_from = 0;
+  int64_t prefer_from = 1;
+  int64_t prefer_to = 0;
+};
+
 // Where a kernel variant can run, and the size range in which its level table prefers it: data,
 // so that the replay-only build (which has the table only as catalog.json) and the command line
 // can say which variant runs where. kernels/variants.h turns it into cannot_run / preferred.
@@ -77,6 +85,10 @@ struct VariantRange {
   int64_t prefer_from = 1;            // the table prefers it from this size ...
   int64_t prefer_to = 0;              // ... up to this one (0: no upper end)
   int prefer_max_cc = 0;  // ... on GPUs up to this compute capability (0: every GPU it runs on)
+  // Rows from some length on may move the preferred size range: the last entry whose inner_from
+  // the row length reaches replaces prefer_from .. prefer_to (an attention kernel that pays off
+  // sooner at d = 128 than at d = 64).
+  std::vector<PreferByInner> prefer_by_inner;
 };
 
 // One kernel that a launch may run (a launch with several is listed with its variants; a

@@ -72,11 +72,13 @@ GpuFacts current_gpu_facts();
 // when given), else one line saying why not.
 std::string variant_cannot_run(const VariantInfo& v, const Where& where,
                                const std::function<std::string(const Dims&)>& shape_check = {});
-// Whether the table prefers `v` at where.dims.s (its range's prefer_from .. prefer_to) on this GPU
-// (prefer_max_cc).
+// Whether the table prefers `v` at where.dims.s (its range's prefer_from .. prefer_to, or those of
+// the last prefer_by_inner entry that where.dims.i reaches) on this GPU (prefer_max_cc).
 bool variant_preferred(const VariantInfo& v, const Where& where);
-// Where `v` runs, in words: "sm_90 built for sm_90a, bf16, up to 64 tokens; preferred at 1-64".
-std::string variant_where(const VariantInfo& v, const std::string& unit);
+// Where `v` runs, in words: "sm_90 built for sm_90a, bf16, up to 64 tokens; preferred at 1-64";
+// `inner_name` names the row length of a prefer_by_inner entry ("head size d 128+ at every size").
+std::string variant_where(const VariantInfo& v, const std::string& unit,
+                          const std::string& inner_name = "");
 // The table's choice among `variants` (one launch's, in table order) at `where`: the first that
 // can run and is preferred, else the last that can run; `skip[k]` leaves variant k out (one
 // that found at launch time that it cannot run here). `checks[k]` is variant k's shape check

@@ -54,10 +54,13 @@
 //  - rows_warp (layernorm_warp_rows.cuh) is Inductor's shape: a warp a row and a warp a block,
 //    the grid sized to the rows, 32 lanes fixed at compile time so that a thread's packs sit at
 //    immediate offsets from one address. Registers are granted a row at a time: at C = 768 the
-//    SM holds about 18 fp32 / 32 bf16 rows against rows_early's 10 / 20, and the grid's last
-//    wave is a few rows, not a few blocks. The table runs it at 2K-32K rows, a grid of a few
-//    waves, where the rows in flight decide; from there on every form streams at copy speed and
-//    rows_early keeps the large sizes (docs/PERFORMANCE.md has the measured crossover).
+//    SM holds about 16 fp32 / 32 bf16 rows against rows_early's 10 / 20, and the grid's last
+//    wave is a few rows, not a few blocks. h and y are stored together after the statistics,
+//    under an L2 evict_last policy: x and r are dead once read, h and y are what the next
+//    kernels read, so the L2 drops the clean input lines first. The table runs it at 2K-128K
+//    rows; beyond, every form streams at copy speed, the few megabytes left in L2 no longer
+//    pay, and rows_early keeps the large sizes (docs/PERFORMANCE.md has the measured
+//    crossover).
 //  Budget per row: reads 2Cb (x, r) + 2Cb of gamma, beta from L2 (not DRAM), writes 2Cb (h, y):
 //  4Cb of DRAM traffic, C b-byte elements in registers once, two warp or block reductions.
 #include <cuda_bf16.h>
@@ -282,9 +285,10 @@ ResidualLayerNormWorkspace<T>::fused_variants() {
       {"rows_warp",
        "a warp a row and a warp a block, the grid sized to the rows (Inductor's shape): 6 float4 "
        "/ 3 bf16 packs a thread at C = 768 at fixed offsets, x, r, gamma and beta asked for at "
-       "once; more rows resident per SM than rows_early's blocks of 2 or 4 rows",
+       "once, h and y stored together after the statistics and kept in L2 (evict_last) while "
+       "the dead x and r lines go first",
        "warp_row_kernel",
-       {0, 0, false, {}, 0, 2048, 32767},
+       {0, 0, false, {}, 0, 2048, 131071},
        [](Ws& w, cudaStream_t s) { return launch_warp_rows<T>(w.args(), s); },
        [](const Dims& d) { return warp_rows_refusal(d.i, d.b); }},
       {"rows_early",

@@ -97,10 +97,15 @@ bool variant_preferred(const VariantInfo& v, const Where& where) {
   const int64_t s = where.dims.s;
   const int cc = where.gpu.cc_major * 10 + where.gpu.cc_minor;
   if (v.range.prefer_max_cc > 0 && cc > v.range.prefer_max_cc) return false;
-  return s >= v.range.prefer_from && (v.range.prefer_to <= 0 || s <= v.range.prefer_to);
+  int64_t from = v.range.prefer_from, to = v.range.prefer_to;
+  for (const PreferByInner& b : v.range.prefer_by_inner) {
+    if (where.dims.i >= b.inner_from) from = b.prefer_from, to = b.prefer_to;
+  }
+  return s >= from && (to <= 0 || s <= to);
 }
 
-std::string variant_where(const VariantInfo& v, const std::string& unit) {
+std::string variant_where(const VariantInfo& v, const std::string& unit,
+                          const std::string& inner_name) {
   const VariantRange& r = v.range;
   std::vector<std::string> parts;
   if (r.min_cc > 0 && r.min_cc == r.max_cc) {
@@ -116,6 +121,10 @@ std::string variant_where(const VariantInfo& v, const std::string& unit) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   out += "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
+  for (const PreferByInner& b : r.prefer_by_inner) {
+    out += ", " + (inner_name.empty() ? std::string("row length") : inner_name) + " " +
+           size_text(b.inner_from) + "+ " + range_text(b.prefer_from, b.prefer_to, unit);
+  }
   if (r.prefer_max_cc > 0) out += " up to compute capability " + cc_text(r.prefer_max_cc);
   return out;
 }

@@ -285,16 +285,18 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
        [](Ws& w, cudaStream_t st) { return w.flash_mma(st); },
        {},
        attention::flash_mma_phases()}};
-  // The Hopper kernel is preferred from T = 2K: below that its fixed costs a block (the TMA
-  // prologue, the store) outweigh what wgmma saves, and level 2's kernels finish first
-  // (docs/PERFORMANCE.md, lesson 9).
+  // The Hopper kernel is preferred from T = 2K at d = 64: below that its fixed costs a block (the
+  // TMA prologue, the store) outweigh what wgmma saves, and level 2's kernels finish first. At
+  // d = 128 level 2 has no kernel of its strength (half the rows a block, twice the registers for
+  // O): the Hopper kernel is preferred from T = 512 (docs/PERFORMANCE.md, lesson 9).
   static const std::vector<VariantRow<Ws>> hopper = [] {
     std::vector<VariantRow<Ws>> rows = {
         {"flash_wgmma",
          "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
-         "softmax runs under the previous tile's P V",
+         "softmax runs under the previous tile's P V, the warpgroups take turns at the tensor "
+         "cores, and blocks run by groups of heads whose K and V stay in L2",
          "flash_wgmma_kernel",
-         {90, 90, true, {Precision::bf16}, 0, 2048, 0},
+         {90, 90, true, {Precision::bf16}, 0, 2048, 0, 0, {{128, 512, 0}}},
          [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_wgmma, st); },
          [](const Dims& x) { return attention::flash_wgmma_shape_check(x.i); },
          attention::flash_wgmma_phases()}};

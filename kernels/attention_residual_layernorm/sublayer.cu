@@ -251,12 +251,26 @@ const LevelTable<SublayerWorkspace<T>>& SublayerWorkspace<T>::levels() {
            return t;
          }},
         {"flash_attention",
-         [](Ws& w, cudaStream_t st) {
-           return attention::launch_flash(w.flash_args(), w.batch_ * kHeads, st);
-         },
+         nullptr,
          [](const Dims& x) {
            return Textbook{3 * act_bytes(x), act_bytes(x), attention_flops(x)};
-         }},
+         },
+         // Lesson 9's level 2 kernels, on qkv in place (d = 64 here).
+         {{"flash_fp32_tiles",
+           "fp32: a thread owns 8 x 4 of S and of O, read by 16-byte loads",
+           "flash_fp32_tiles_kernel",
+           {0, 0, false, {Precision::fp32}},
+           [](Ws& w, cudaStream_t st) {
+             return w.flash_only(attention::launch_flash_fp32_tiles, st);
+           },
+           [](const Dims& x) { return attention::flash_fp32_tiles_shape_check(x.i / kHeads); }},
+          {"flash_mma",
+           "4 warps of 32 query rows, K/V tiles of 64 keys double-buffered by cp.async",
+           "flash_attention_kernel",
+           {},
+           [](Ws& w, cudaStream_t st) {
+             return attention::launch_flash(w.flash_args(), w.batch_ * kHeads, st);
+           }}}},
         proj_bias,
         {"residual_layernorm_fused",
          [](Ws& w, cudaStream_t st) { return w.residual_layernorm(st); },

@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention/flash_mma.cuh"
+#include "kernels/attention/flash_mma_variants.h"
 #include "kernels/attention_residual_layernorm/heads.cuh"
 #include "kernels/attention_residual_layernorm/reference.h"
 #include "kernels/attention_residual_layernorm/sublayer.h"
@@ -191,6 +193,17 @@ class SublayerWorkspace final : public LevelWorkspace<SublayerWorkspace<T>> {
             kHeads,
             3 * c_,
             c_};
+  }
+  // A flash kernel of one precision U (fp32's register-tiled form); the other precision says why
+  // not, and the level table then runs flash_mma.
+  template <typename U>
+  Status flash_only([[maybe_unused]] attention::FlashLaunch<U> f,
+                    [[maybe_unused]] cudaStream_t stream) {
+    if constexpr (std::is_same<T, U>::value)
+      return f(flash_args(), batch_ * kHeads, stream);
+    else
+      return Status::Unsupported(std::is_same<U, float>::value ? "runs in fp32 only"
+                                                               : "runs in bf16 only");
   }
 
   int64_t batch_, c_, m_, n_scores_;

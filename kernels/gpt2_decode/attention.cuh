@@ -5,11 +5,14 @@
 // device.cuh) merges them. The fused level launches this as one kernel per block (grid head x
 // split); the megakernel runs it as its attention task.
 //
-// Per split, three passes over shared memory: scores (a warp per key, a lane per two dims, the
-// t dot products reduced across the warp), the softmax's max and sum (a warp per token), then
-// P V (a warp per key again, each lane accumulating two dims of o for every token in registers,
-// the warps' sums added through shared memory at the end). K and V are read with ld.global.cg:
-// the step's own keys were written by other blocks of the same launch.
+// One pass (attend_split): a warp takes keys warp, warp + 8, ... eight at a time, a lane per two
+// dims: the eight dot products of a token are reduced across the warp side by side (every lane
+// ends with all eight scores), then the warp's running max and sum (online softmax, as flash
+// attention does) rescale its running P V, kept per lane in shared memory; one barrier, then the
+// eight warps' (max, sum, o) merged into the split's. The three-pass form (an option of the
+// megakernel, the form before): scores into shared memory, the softmax's max and sum a warp per
+// token, then P V, with a barrier between each. K and V are read with ld.global.cg: the step's
+// own keys were written by other blocks of the same launch.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
@@ -17,10 +20,11 @@
 namespace fl {
 namespace gpt2 {
 
+// q, then the scores (three passes) or each warp's o, max and sum (one pass).
 constexpr int kAttentionSmemFloats =
-    kMaxTokens * kHeadDim + (kMaxTokens * kPositionsStride > kWarps * kMaxTokens * kHeadDim
+    kMaxTokens * kHeadDim + (kMaxTokens * kPositionsStride > kWarps * kMaxTokens * (kHeadDim + 2)
                                  ? kMaxTokens * kPositionsStride
-                                 : kWarps * kMaxTokens * kHeadDim);
+                                 : kWarps * kMaxTokens * (kHeadDim + 2));
 
 // The keys [first, end) of a split, and how many of them are in the cache already (below s):
 // those the megakernel copies into shared memory while the task waits for its queries.
@@ -33,10 +37,117 @@ __device__ inline SplitKeys split_keys_of(const DecodeArgs& a, int split) {
   return {first, end, max(0, min(end, a.cache) - first)};
 }
 
+// Key p's two dims of this lane (keys below in_smem from the megakernel's copy in shared memory,
+// the others from global memory; zero past the split).
+__device__ __forceinline__ float2 key_pair(const unsigned* smem_rows, const unsigned* rows, int p,
+                                           int p0, int p1, int in_smem, int lane) {
+  return p >= p1       ? make_float2(0.f, 0.f)
+         : p < in_smem ? unpack2(smem_rows[(p - p0) * (kHeadDim / 2) + lane])
+                       : unpack2(ld_cg(rows + p * (kHeadDim / 2) + lane));
+}
+
 // cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
 // rows of 64 each), copied there by the megakernel before the task's inputs were ready.
-__device__ inline void attend_split(const DecodeArgs& a, int layer, int head, int split,
-                                    float* smem, const bf16* cached_kv = nullptr) {
+// after_inputs() runs once, by every thread, when the queries are in shared memory.
+template <class AfterInputs = NoHook>
+__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
+                             const bf16* cached_kv = nullptr,
+                             const AfterInputs& after_inputs = NoHook{}) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int t = a.tokens, positions = a.positions();
+  const SplitKeys range = split_keys_of(a, split);
+  const int p0 = range.first, p1 = range.end;
+  const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;
+  const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
+  const unsigned* smem_values = smem_keys + range.cached * (kHeadDim / 2);
+  float* q = smem;                                                            // [16][64]
+  float2* acc = reinterpret_cast<float2*>(smem + kMaxTokens * kHeadDim);      // [warp][16][32]
+  float* wm = smem + kMaxTokens * kHeadDim + kWarps * kMaxTokens * kHeadDim;  // [warp][16]
+  float* wl = wm + kWarps * kMaxTokens;                                       // [warp][16]
+  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
+    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  for (int j = 0; j < t; ++j) acc[(warp * kMaxTokens + j) * 32 + lane] = make_float2(0.f, 0.f);
+  if (lane < t) wm[warp * kMaxTokens + lane] = -INFINITY, wl[warp * kMaxTokens + lane] = 0.f;
+  __syncthreads();
+  probe_mark(a, kProbeInputs);
+  after_inputs();
+
+  const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
+  const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
+  const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
+  constexpr int kBatch = 8;
+  for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
+    float2 k[kBatch], v[kBatch];  // all sixteen loads in flight before the first is used
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      k[u] = key_pair(smem_keys, keys, start + u * kWarps, p0, p1, in_smem, lane);
+      v[u] = key_pair(smem_values, values, start + u * kWarps, p0, p1, in_smem, lane);
+    }
+    for (int j = 0; j < t; ++j) {
+      const float qx = q[j * kHeadDim + 2 * lane], qy = q[j * kHeadDim + 2 * lane + 1];
+      float s[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) s[u] = qx * k[u].x + qy * k[u].y;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+      float batch_max = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int p = start + u * kWarps;
+        if (p >= p1 || p > a.cache + j) s[u] = -INFINITY;  // past the split, or a later token
+        batch_max = fmaxf(batch_max, s[u]);
+      }
+      const int at = warp * kMaxTokens + j;
+      const float m_old = wm[at], m_new = fmaxf(m_old, batch_max);
+      if (m_new == -INFINITY) continue;  // no key of this token yet (the same in every lane)
+      const float scale = __expf(m_old - m_new);  // 0 for the first keys
+      float l = wl[at] * scale;
+      float2 o = acc[at * 32 + lane];
+      o.x *= scale, o.y *= scale;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const float e = __expf(s[u] - m_new);  // 0 for a masked key
+        l += e;
+        o.x += e * v[u].x;
+        o.y += e * v[u].y;
+      }
+      acc[at * 32 + lane] = o;
+      __syncwarp();  // every lane has read the running max and sum
+      if (lane == 0) wm[at] = m_new, wl[at] = l;
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  probe_mark(a, kProbeCompute);
+  // The split's max, sum and o from the warps': each warp's scaled to the largest max.
+  float* part = a.partials + int64_t(head) * a.splits * kPartStride;
+  for (int i = threadIdx.x; i < t * 32; i += kThreads) {
+    const int j = i / 32, l2 = i % 32;
+    float m = -INFINITY, l = 0.f;
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, wm[w * kMaxTokens + j]);
+    float2 o = make_float2(0.f, 0.f);
+    for (int w = 0; m != -INFINITY && w < kWarps; ++w) {
+      const float mw = wm[w * kMaxTokens + j];
+      const float f = mw == -INFINITY ? 0.f : __expf(mw - m);
+      const float2 ow = acc[(w * kMaxTokens + j) * 32 + l2];
+      o.x += f * ow.x;
+      o.y += f * ow.y;
+      l += f * wl[w * kMaxTokens + j];
+    }
+    float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
+    mine[2 * l2] = o.x;
+    mine[2 * l2 + 1] = o.y;
+    if (l2 == 0) mine[64] = m, mine[65] = l;
+  }
+}
+
+// The three-pass form (MegakernelOptions::one_pass_attention off): scores, softmax, P V.
+template <class AfterInputs = NoHook>
+__device__ void attend_split_three_pass(const DecodeArgs& a, int layer, int head, int split,
+                                        float* smem, const bf16* cached_kv,
+                                        const AfterInputs& after_inputs) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
   const SplitKeys range = split_keys_of(a, split);
@@ -49,6 +160,8 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
   for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
     q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
   __syncthreads();
+  probe_mark(a, kProbeInputs);
+  after_inputs();
 
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
@@ -64,14 +177,22 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
              : p < in_smem ? unpack2(smem_keys[(p - p0) * (kHeadDim / 2) + lane])
                            : unpack2(ld_cg(keys + p * (kHeadDim / 2) + lane));
     }
+    // The batch's kBatch reductions side by side, one butterfly level at a time (warp_sum's
+    // order, so the same sums), instead of one key's five dependent shuffles after another's.
+    for (int j = 0; j < t; ++j) {
+      const float qx = q[j * kHeadDim + 2 * lane], qy = q[j * kHeadDim + 2 * lane + 1];
+      float s[kBatch];
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int p = start + u * kWarps;
-      if (p >= p1) break;
-      for (int j = 0; j < t; ++j) {
-        const float s =
-            warp_sum(q[j * kHeadDim + 2 * lane] * k[u].x + q[j * kHeadDim + 2 * lane + 1] * k[u].y);
-        if (lane == 0) scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s : -INFINITY;
+      for (int u = 0; u < kBatch; ++u) s[u] = qx * k[u].x + qy * k[u].y;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int p = start + u * kWarps;
+        if (lane == 0 && p < p1)
+          scores[j * kPositionsStride + p - p0] = p <= a.cache + j ? s[u] : -INFINITY;
       }
     }
   }
@@ -131,6 +252,7 @@ __device__ inline void attend_split(const DecodeArgs& a, int layer, int head, in
     sums[(warp * kMaxTokens + j) * 32 + lane] = acc[j];
   }
   __syncthreads();
+  probe_mark(a, kProbeCompute);
   for (int i = threadIdx.x; i < t * 32; i += kThreads) {
     const int j = i / 32, l2 = i % 32;
     float2 o = make_float2(0.f, 0.f);

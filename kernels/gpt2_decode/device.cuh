@@ -86,8 +86,20 @@ struct DecodeArgs {
   // The megakernel's copy of every layer's Wout transposed ([layer][4C][C]; null at levels 0-3):
   // an MLP task's Wout columns are one contiguous run there (copies.cuh).
   const bf16* w_out_t = nullptr;
+  // Probes (model.h's ProbeSlot; null unless a measurement asks): per task kind, summed
+  // nanoseconds of each slot and the count (kTaskKinds x (kProbeSlots + 1) words), then
+  // kProbeSlots words a block where probe_mark leaves the times inside its running task.
+  unsigned long long* probes = nullptr;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
+
+// A task's time at a point inside it (the megakernel with probes on; a no-op elsewhere).
+__device__ __forceinline__ void probe_mark(const DecodeArgs& a, int slot) {
+  if (a.probes == nullptr || threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  a.probes[kProbeSums + blockIdx.x * kProbeSlots + slot] = t;
+}
 
 __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int layer) {
   return a.weights + int64_t(layer) * LayerLayout::size;
@@ -191,8 +203,8 @@ struct WeightRow {
     for (int v = 0; v < kSteps; ++v)
       w[v] = *reinterpret_cast<const int4*>(row + (v * 32 + lane) * 8);
   }
-  // The warp's dot product with one activation row in shared memory (every lane gets it).
-  __device__ float dot(const float* act, int lane) const {
+  // This lane's share of the dot product with one activation row in shared memory.
+  __device__ float partial(const float* act, int lane) const {
     float s = 0;
 #pragma unroll
     for (int v = 0; v < kSteps; ++v) {
@@ -203,9 +215,20 @@ struct WeightRow {
       s += a0.x * w0.x + a0.y * w0.y + a0.z * w1.x + a0.w * w1.y;
       s += a1.x * w2.x + a1.y * w2.y + a1.z * w3.x + a1.w * w3.y;
     }
-    return warp_sum(s);
+    return s;
+  }
+  // The warp's dot product with one activation row in shared memory (every lane gets it).
+  __device__ float dot(const float* act, int lane) const {
+    return warp_sum(partial(act, lane));
   }
 };
+
+// Rows a warp of linear_slice holds at once: two where a row is short (K = C: 3 registers of 16
+// bytes a lane each), so their loads and their reductions overlap; one for K = 4C.
+template <int K>
+constexpr int rows_at_once() {
+  return K <= 1024 ? 2 : 1;
+}
 
 // Rows of activations one pass of shared memory holds: all 16 tokens of C, 4 of 4C.
 template <int K>
@@ -235,13 +258,20 @@ constexpr bool kStaticSums = true;
 // A slice of a matrix-vector product: output rows [first, first + count) of the matrix whose
 // row `first` is at W (global or shared memory), for every token. The op says how activations
 // reach shared memory (op.prologue(j0, tokens, act): LayerNorm, the attention combine, a copy)
-// and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache).
+// and what happens to each sum (op.epilogue(j, n, sum): bias, GELU, residual, the cache);
+// after_inputs() runs once, by every thread, when the first chunk's activations are in.
 // With kSharedSums (count x chunk_tokens<K>() sums must fit kSumsFloats) the epilogues run a
 // thread per sum after the whole slice; without (kernels whose 48 KB of static shared memory
 // the activations fill; `sums` unused), lane j of the warp that summed a row runs token j's.
-template <class Op, bool kSharedSums = true>
+// What a kernel does once a task's inputs are in shared memory (the megakernel: start the next
+// task's copies, so their bytes do not share the way into the SM with the inputs' loads).
+struct NoHook {
+  __device__ void operator()() const {}
+};
+
+template <class Op, bool kSharedSums = true, class AfterInputs = NoHook>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
-                             float* sums) {
+                             float* sums, const AfterInputs& after_inputs = NoHook{}) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   static_assert(kChunk <= 32, "a lane per token of a chunk");
@@ -252,22 +282,50 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     if (j0 > 0) __syncthreads();  // the previous chunk's rows and sums are read
     op.prologue(j0, tc, act);
     __syncthreads();
-    for (int r = warp; r < count; r += kWarps) {
-      WeightRow<K> row;
-      row.load(W + int64_t(r) * K, lane);
-      float mine = 0.f;  // lane j: token j's sum (without `sums`)
-      for (int j = 0; j < tc; ++j) {
-        const float sum = row.dot(act + j * K, lane);
-        if (kSharedSums) {
-          if (lane == 0) sums[r * tc + j] = sum;
-        } else if (lane == j) {
-          mine = sum;
+    probe_mark(op.a, kProbeInputs);
+    if (j0 == 0) after_inputs();
+    // Warp w takes rows w, w + 8, ... (kRows of them at a time: each row's sum is the same
+    // sum as alone, its reduction warp_sum's butterfly, the rows' levels interleaved).
+    constexpr int kRows = rows_at_once<K>();
+    for (int r0 = warp; r0 < count; r0 += kRows * kWarps) {
+      WeightRow<K> row[kRows];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int r = r0 + i * kWarps;
+        if (r < count) {
+          row[i].load(W + int64_t(r) * K, lane);
+        } else {
+#pragma unroll
+          for (int v = 0; v < WeightRow<K>::kSteps; ++v) row[i].w[v] = make_int4(0, 0, 0, 0);
         }
       }
-      if (!kSharedSums && lane < tc) op.epilogue(j0 + lane, first + r, mine);
+      float mine[kRows] = {};  // lane j: token j's sum (without `sums`)
+      for (int j = 0; j < tc; ++j) {
+        float sum[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) sum[i] = row[i].partial(act + j * K, lane);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+          for (int i = 0; i < kRows; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], o);
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const int r = r0 + i * kWarps;
+          if (kSharedSums) {
+            if (lane == 0 && r < count) sums[r * tc + j] = sum[i];
+          } else if (lane == j) {
+            mine[i] = sum[i];
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        if (!kSharedSums && lane < tc && r0 + i * kWarps < count)
+          op.epilogue(j0 + lane, first + r0 + i * kWarps, mine[i]);
     }
     if (kSharedSums) {
       __syncthreads();
+      probe_mark(op.a, kProbeCompute);
       finish_rows(op, j0, tc, first, count, sums);
     }
   }

@@ -18,6 +18,9 @@ const DecodeTaskList* megakernel_tasks(const Workspace& ws, TaskListShape* shape
 Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink);
 // How level 4 moves a task's bytes (model.h's MegakernelOptions); rebuilds the task list.
 Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
+// Where level 4 adds up where its tasks' time goes (model.h's ProbeSlot): probe_words(blocks)
+// 64-bit words, zeroed by the caller before each run; null turns the probes off.
+Status set_megakernel_probes(Workspace& ws, unsigned long long* probes);
 // Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
 Status set_megakernel_blocks(Workspace& ws, int blocks);
 

@@ -100,11 +100,21 @@ Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink) {
   return Status::Ok();
 }
 
+Status set_megakernel_probes(Workspace& ws, unsigned long long* probes) {
+  DecodeWorkspace* d = as_decode(ws);
+  if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  d->set_probes(probes);
+  return Status::Ok();
+}
+
 Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   DecodeWorkspace* d = as_decode(ws);
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
   if (options.l2_ahead < 0 || options.l2_ahead > 16)
     return Status::Error("the megakernel prefetches 0 to 16 tasks ahead into L2");
+  if (options.min_split_keys < 1 || options.min_split_keys > kMaxSplitLength)
+    return Status::Error("an attention split takes at least 1 to " +
+                         std::to_string(kMaxSplitLength) + " keys");
   return d->set_options(options);
 }
 

@@ -9,16 +9,19 @@
 //      and beta, the bias slice), or for attention its cached keys and values, into the other
 //      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
 //      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
-//      (an option, off in the lesson: also ask L2 for the tasks a few places further on),
+//      (options, off in the lesson: start them only once this task's inputs are in, step 3's
+//      after_inputs; also ask L2 for the tasks a few places further on),
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
 //      target: the input stage's task count, or, an option off in the lesson, for attention
-//      its own head's qkv tasks; one thread spins on an acquire load),
+//      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
+//      then one acquire fence),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
 //      one for the maxima and one per four splits),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
-//      and record the task (phases.h).
+//      and record the task (phases.h) and, when a measurement asks, where its time went
+//      (probe_task).
 // What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
 // took the SM's load-queue slots, so a task's own loads of x, q or the partial sums, its
 // critical path, queued behind the next task's weights. Bulk copies take none.
@@ -108,31 +111,40 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const fl
 }
 
 // Step 3: the task's device function; the products read their slice from shared memory.
+// after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
+template <class AfterInputs>
 __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
                          int buffer_bytes, float* work, float* sums,
-                         const MegakernelOptions& options) {
+                         const MegakernelOptions& options, const AfterInputs& after_inputs) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv:
-      linear_slice(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums);
+      linear_slice<QkvOp, true>(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums,
+                                after_inputs);
       break;
-    case TaskKind::attention:
-      attend_split(a, layer, task.first / a.splits, task.first % a.splits, work,
-                   cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr);
+    case TaskKind::attention: {
+      const bf16* kv = cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr;
+      const int head = task.first / a.splits, split = task.first % a.splits;
+      if (options.one_pass_attention)
+        attend_split(a, layer, head, split, work, kv, after_inputs);
+      else
+        attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
       break;
+    }
     case TaskKind::proj: {
       // Batched: the residual slice waits in the activations' room after the t rows of C.
       const int t = a.tokens;
       const bool room = t * kC + task.count * t <= kActFloats;
       ProjOp op{a, layer, p};
       if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
-      linear_slice(op, weights, task.first, task.count, work, sums);
+      linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs);
       break;
     }
     case TaskKind::mlp: {
-      linear_slice(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums);
+      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
+                               after_inputs);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC
@@ -141,6 +153,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::final_norm:
+      after_inputs();
       layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
       break;
   }
@@ -157,6 +170,40 @@ __device__ void count_done(const DecodeTask& task, unsigned* counters) {
   } else {
     release_add(counters + task.done_counter, 1u);
   }
+}
+
+// Step 2: until the counter reaches the target (thread 0). Relaxed spins and one acquire fence
+// (an option), or an acquire load each spin.
+__device__ __forceinline__ void wait_count(const unsigned* counter, unsigned target, bool relaxed) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  if (relaxed) {
+    unsigned v = 0;
+    do {
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    } while (v < target);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return;
+  }
+#endif
+  while (load_acquire(counter) < target) {
+  }
+}
+
+// With probes on (DecodeArgs::probes), thread 0 adds the task's time in each slot (model.h's
+// ProbeSlot) to its kind's sums: from asking for the counter to seeing it, to the bytes and the
+// barrier, to the marks probe_mark left inside the task (a slot not marked takes no time), to
+// the outputs written and the count released.
+__device__ void probe_task(const DecodeArgs& a, int kind, uint64_t asked, uint64_t seen,
+                           uint64_t started, uint64_t written, uint64_t ended) {
+  if (a.probes == nullptr) return;
+  unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
+  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : started;
+  const uint64_t computed = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
+  const uint64_t at[kProbeSlots + 1] = {asked, seen, started, inputs, computed, written, ended};
+  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
+  for (int s = 0; s < kProbeSlots; ++s) atomicAdd(sums + s, at[s + 1] - at[s]);
+  atomicAdd(sums + kProbeSlots, 1ull);
+  marks[kProbeInputs] = marks[kProbeCompute] = 0;
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -181,30 +228,43 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (begin < end) issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0]);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
+  const bool late = options.copies_after_inputs;
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
-    if (i + 1 < end)
-      issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
-    else
-      cp_async_commit();  // keep one group per task
+    // The next task's bytes, into the buffer the task before this one used; one cp.async group
+    // per task (an empty one after the last task's).
+    auto issue_next = [&] {
+      if (i + 1 < end)
+        issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
+      else
+        cp_async_commit();
+    };
+    if (!late) issue_next();
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
-    if (threadIdx.x == 0 && task.wait_counter != kNoCounter) {
-      while (load_acquire(counters + task.wait_counter) < task.wait_target) {
-      }
-    }
-    cp_async_wait_all_but_newest();
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter)
+      wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
+    const uint64_t seen = phase_clock();
+    if (late)
+      cp_async_wait_all();  // this task's group is the newest
+    else
+      cp_async_wait_all_but_newest();
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options);
+    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options, [&] {
+      if (late) issue_next();
+    });
     __syncthreads();  // the outputs are written and both buffers free for the next copies
+    const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {
       count_done(task, counters);
-      phase_record(phases, task.kind, started, phase_clock(), static_cast<uint32_t>(i),
+      const uint64_t ended = phase_clock();
+      phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - asked));
+      probe_task(a, task.kind, asked, seen, started, written, ended);
     }
   }
   // The last block out resets every counter (none is read after its block's last wait).

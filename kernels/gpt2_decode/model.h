@@ -103,12 +103,15 @@ constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
   return 2 * rows * kC * 2 + kExtrasBytes <= buffer_bytes;
 }
 
+constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention split
+
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
   int tokens = 1;                       // new tokens t
   int cache = 512;                      // cached positions s
   int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
   bool head_waits = false;              // attention waits for its own head's qkv rows only
+  int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
 };
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
@@ -128,6 +131,20 @@ struct MegakernelOptions {
   // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
   // then four splits of o at a time.
   bool batched_combine = true;
+  // The next task's copies start once the running task's inputs are in shared memory instead
+  // of before its wait (meant to keep the bulk copies off the inputs' way into the SM; it made
+  // the step slower: the copies then land while the task computes and releases its count).
+  bool copies_after_inputs = false;
+  // Attention in one pass (attention.cuh: each warp's running max, sum and P V, one barrier)
+  // instead of three (scores, softmax, P V). Levels 1-3 run the one-pass form.
+  bool one_pass_attention = true;
+  // The dependency wait spins on relaxed loads and orders the task's reads after the count
+  // with one acquire fence, instead of an acquire load each spin.
+  bool relaxed_poll = false;
+  // Fewest keys in an attention split (attention_splits): at 64, a cache of 512 gets 9 splits
+  // a head (108 tasks on 132 blocks); at 32 it gets 11 (132 tasks, shorter ones). Levels 1-3
+  // run the same splits.
+  int min_split_keys = kMinSplitKeys;
 };
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in
@@ -141,12 +158,13 @@ struct DecodeTaskList {
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough
-// to give every block work, at most kMaxSplitLength keys each, and no split under 64 keys. A
+// to give every block work, at most kMaxSplitLength keys each, and no split under `min_keys`
+// keys (TaskListShape::min_split_keys, 64 unless an option asks for fewer). A
 // split's cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the megakernel's weight
 // buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
 constexpr int kMaxSplitLength = 320;
 static_assert(kMaxCache + kMaxTokens <= 32 * kMaxSplitLength, "the combine holds 32 splits");
-int attention_splits(int positions, int blocks);
+int attention_splits(int positions, int blocks, int min_keys = kMinSplitKeys);
 int split_length(int positions, int splits);  // keys per split (the last one may be shorter)
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape);
@@ -177,6 +195,24 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
 
 // The listing `fusionlab lessons --tasks gpt2_decode` prints: one line per block.
 std::string format_task_list(const DecodeTaskList& list, const TaskListShape& shape);
+
+// Where a megakernel task's time goes, measured on request (an instrument for the timeline's
+// breakdown, off in the lesson): per task kind, the summed nanoseconds of each slot and the
+// task count, kProbeSlots + 1 words a kind.
+enum ProbeSlot {
+  kProbeCounter,  // waiting for the input stage's counter
+  kProbeCopy,     // then for the task's own bytes (and the block's barrier)
+  kProbeInputs,   // the prologue: loading the inputs other tasks wrote (LayerNorm, combine, q)
+  kProbeCompute,  // the products or the attention math, from shared memory
+  kProbeOutputs,  // epilogues, the MLP's down product and its adds, the stores, the barrier
+  kProbeRelease,  // the counter's release (the block's writes made visible first)
+  kProbeSlots
+};
+const char* probe_slot_name(int slot);
+constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then each block's marks
+constexpr int probe_words(int blocks) {
+  return kProbeSums + blocks * kProbeSlots;
+}
 
 // ---- the fp64 CPU reference -----------------------------------------------------------------
 

@@ -37,10 +37,17 @@ const char* task_kind_name(TaskKind kind) {
   return "?";
 }
 
-int attention_splits(int positions, int blocks) {
+const char* probe_slot_name(int slot) {
+  static const char* const names[kProbeSlots] = {"counter", "copy",    "inputs",
+                                                 "compute", "outputs", "release"};
+  return slot >= 0 && slot < kProbeSlots ? names[slot] : "?";
+}
+
+int attention_splits(int positions, int blocks, int min_keys) {
   const int by_length = (positions + kMaxSplitLength - 1) / kMaxSplitLength;
   const int by_blocks = std::max(1, blocks / kHeads);
-  const int by_minimum = std::max(1, (positions + 63) / 64);
+  const int floor = std::max(1, min_keys);
+  const int by_minimum = std::max(1, (positions + floor - 1) / floor);
   return std::max(by_length, std::min(by_blocks, by_minimum));
 }
 
@@ -78,7 +85,7 @@ int slice_rows(const Stage& stage, int blocks, int buffer_bytes) {
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   const int blocks = std::max(1, shape.blocks);
   DecodeTaskList list;
-  list.splits = attention_splits(shape.cache + shape.tokens, blocks);
+  list.splits = attention_splits(shape.cache + shape.tokens, blocks, shape.min_split_keys);
   std::vector<std::vector<DecodeTask>> per_block(blocks);
   int cursor = 0;
   auto deal = [&](const DecodeTask& task) {

@@ -64,7 +64,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
   Status plan(int blocks) {
-    shape_ = TaskListShape{blocks, tokens_, cache_, buffer_bytes_, options_.head_waits};
+    shape_ = TaskListShape{
+        blocks, tokens_, cache_, buffer_bytes_, options_.head_waits, options_.min_split_keys};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
@@ -184,6 +185,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     DecodeArgs a = args_;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.w_out_t = w_out_t_.as<bf16>();
+    a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }
 
@@ -192,6 +194,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   const DecodeTaskList& task_list() const { return list_; }
   const TaskListShape& task_shape() const { return shape_; }
   void set_phases(const PhaseSink& sink) { mega_.phases = sink; }
+  void set_probes(unsigned long long* probes) { probes_ = probes; }
   // Level 4's copy options (model.h); the task list is rebuilt (head waits change its counters).
   Status set_options(const MegakernelOptions& options) {
     options_ = options;
@@ -256,6 +259,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DecodeTaskList list_;
   MegakernelPlan mega_;
   MegakernelOptions options_;
+  unsigned long long* probes_ = nullptr;  // level 4's probes (hooks.h), when measured
   cudaGraphExec_t graphs_[2] = {nullptr, nullptr};
 };
 

@@ -117,13 +117,20 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
   ASSERT_TRUE(run(*ws, 4).ok());
   const std::vector<double> full = output(*ws);
-  // The lesson's options (the batched combine), then the plain combine (the same sums).
+  // The lesson's options, then the other forms of each option (the plain combine, the other
+  // copy start, the other poll, 32-key splits: the same sums).
   const int grids[] = {1, 2, 5, 17};
   for (int k = 0; k < 8; ++k) {
     const int blocks = grids[k % 4];
     gpt2::MegakernelOptions options;
-    options.batched_combine = k < 4;
-    SCOPED_TRACE(std::to_string(blocks) + " blocks" + (k >= 4 ? ", plain combine" : ""));
+    if (k >= 4) {
+      options.batched_combine = !options.batched_combine;
+      options.copies_after_inputs = !options.copies_after_inputs;
+      options.one_pass_attention = !options.one_pass_attention;
+      options.relaxed_poll = !options.relaxed_poll;
+      options.min_split_keys = options.min_split_keys == 32 ? 64 : 32;
+    }
+    SCOPED_TRACE(std::to_string(blocks) + " blocks" + (k >= 4 ? ", the other options" : ""));
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
     gpt2::TaskListShape shape;
@@ -145,9 +152,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
 
 // The timeline's breakdown of one run's task records, per block: running tasks, waiting on a
 // dependency counter or the task's copy, and idle (between tasks, or done before the last
-// block); then per task kind, how many and their mean time running and waiting.
+// block); then per task kind, how many and their mean time running and waiting, and the bytes
+// each copies (weights, or an attention split's cached keys and values); then the chain: per
+// stage (a layer's tasks of one kind) from the end of the stage before to its own end, how soon
+// its first task started (the hop: seeing the count, the barrier) and when its last-ending task
+// started and how long it ran.
 void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& records,
-                     int blocks) {
+                     const gpt2::DecodeTaskList& list, const gpt2::TaskListShape& shape) {
+  const int blocks = static_cast<int>(list.block_begin.size() - 1);
+  if (records.empty()) return;
   uint64_t busy = 0, waited = 0, first = UINT64_MAX, last = 0;
   for (const PhaseRecord& r : records) {
     busy += r.end_ns - r.start_ns;
@@ -156,23 +169,115 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
     last = std::max(last, r.end_ns);
   }
   const double span = (last - first) / 1e3;
+  auto bytes_of = [&](const gpt2::DecodeTask& t) -> double {
+    switch (gpt2::TaskKind(t.kind)) {
+      case gpt2::TaskKind::qkv:
+      case gpt2::TaskKind::proj:
+        return t.count * gpt2::kC * 2.0;
+      case gpt2::TaskKind::mlp:
+        return t.count * gpt2::kC * 4.0;
+      case gpt2::TaskKind::attention: {
+        const int positions = shape.cache + shape.tokens;
+        const int len = gpt2::split_length(positions, list.splits);
+        const int f = std::min(positions, int(t.first % list.splits) * len);
+        const int e = std::min(positions, f + len);
+        return std::max(0, std::min(e, shape.cache) - f) * 4.0 * gpt2::kHeadDim;
+      }
+      default:
+        return 0.0;
+    }
+  };
+  double all_bytes = 0;
+  for (const gpt2::DecodeTask& t : list.tasks) all_bytes += bytes_of(t);
   std::printf(
-      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us\n",
+      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us; "
+      "%.1f MB copied, %.0f GB/s over the span (%.1f GB/s a block)\n",
       label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
-      span - (busy + waited) / 1e3 / blocks);
+      span - (busy + waited) / 1e3 / blocks, all_bytes / 1e6, all_bytes / span / 1e3,
+      all_bytes / span / 1e3 / blocks);
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
     uint64_t k_busy = 0, k_wait = 0, k_n = 0;
+    double k_bytes = 0;
     for (const PhaseRecord& r : records) {
       if (r.phase != kind) continue;
       ++k_n;
       k_busy += r.end_ns - r.start_ns;
       k_wait += r.wait_ns;
+      k_bytes += bytes_of(list.tasks.at(r.arg));
     }
     if (k_n == 0) continue;
-    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting\n",
+    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting, %.1f KB copied\n",
                 gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
-                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n);
+                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n, k_bytes / 1e3 / k_n);
   }
+  // The chain, stage by stage (stage = layer x 4 + kind; the final norm last).
+  const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
+  std::vector<uint64_t> min_start(stages, UINT64_MAX), max_end(stages, 0), crit_start(stages, 0);
+  for (const PhaseRecord& r : records) {
+    const gpt2::DecodeTask& t = list.tasks.at(r.arg);
+    const int st = t.kind == uint8_t(gpt2::TaskKind::final_norm)
+                       ? stages - 1
+                       : t.layer * gpt2::kStagesPerLayer + t.kind;
+    min_start[st] = std::min(min_start[st], r.start_ns);
+    if (r.end_ns > max_end[st]) max_end[st] = r.end_ns, crit_start[st] = r.start_ns;
+  }
+  double k_stage[gpt2::kTaskKinds] = {}, k_hop[gpt2::kTaskKinds] = {},
+         k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
+  int k_count[gpt2::kTaskKinds] = {};
+  for (int st = 1; st < stages; ++st) {
+    const int kind =
+        st == stages - 1 ? int(gpt2::TaskKind::final_norm) : st % gpt2::kStagesPerLayer;
+    const uint64_t before = max_end[st - 1];
+    if (max_end[st] == 0 || before == 0) continue;
+    k_stage[kind] += (max_end[st] - before) / 1e3;
+    k_hop[kind] += (double(min_start[st]) - double(before)) / 1e3;
+    k_late[kind] += (double(crit_start[st]) - double(before)) / 1e3;
+    k_run[kind] += (max_end[st] - crit_start[st]) / 1e3;
+    ++k_count[kind];
+  }
+  std::printf("  chain: %d stages from %.1f us (the first stage's end) to %.1f us\n", stages - 1,
+              (max_end[0] - first) / 1e3, span);
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    if (k_count[kind] == 0) continue;
+    const int n = k_count[kind];
+    std::printf(
+        "  stage %-10s x%2d: mean %.2f us: first task started %.2f us after the stage before "
+        "ended, the last-ending one at %.2f us and ran %.2f us\n",
+        gpt2::task_kind_name(gpt2::TaskKind(kind)), n, k_stage[kind] / n, k_hop[kind] / n,
+        k_late[kind] / n, k_run[kind] / n);
+  }
+}
+
+// The probes' sums (model.h's ProbeSlot) per task kind: mean microseconds a task in each slot.
+void print_probes(const std::vector<unsigned long long>& sums) {
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    const unsigned long long* k = sums.data() + kind * (gpt2::kProbeSlots + 1);
+    if (k[gpt2::kProbeSlots] == 0) continue;
+    std::printf("  probes %-10s", gpt2::task_kind_name(gpt2::TaskKind(kind)));
+    for (int s = 0; s < gpt2::kProbeSlots; ++s)
+      std::printf(" %s %.2f", gpt2::probe_slot_name(s), k[s] / 1e3 / k[gpt2::kProbeSlots]);
+    std::printf(" us\n");
+  }
+}
+
+// Runs level 4 once with its probes on; returns the sums (empty on a failure).
+std::vector<unsigned long long> run_probes(Workspace& ws, cudaStream_t stream, int blocks) {
+  const int words = gpt2::probe_words(blocks);
+  unsigned long long* probes = nullptr;
+  std::vector<unsigned long long> host;
+  if (cudaMalloc(reinterpret_cast<void**>(&probes), words * 8) != cudaSuccess ||
+      cudaMemset(probes, 0, words * 8) != cudaSuccess ||
+      !gpt2::set_megakernel_probes(ws, probes).ok() || !ws.launch(4, 0, stream).ok() ||
+      cudaStreamSynchronize(stream) != cudaSuccess) {
+    ADD_FAILURE() << "the probed run failed";
+  } else {
+    host.resize(gpt2::kProbeSums);
+    EXPECT_EQ(cudaMemcpy(host.data(), probes, host.size() * 8, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+  }
+  EXPECT_TRUE(gpt2::set_megakernel_probes(ws, nullptr).ok());
+  cudaFree(probes);
+  return host;
 }
 
 // Runs level 4 once with its task records on; returns them (empty on a failure, which the
@@ -218,8 +323,18 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
     EXPECT_EQ(r.phase, list->tasks[r.arg].kind);
     EXPECT_GE(r.end_ns, r.start_ns);
   }
-  print_breakdown("megakernel at cache 511, 1 token", host,
-                  static_cast<int>(list->block_begin.size() - 1));
+  gpt2::TaskListShape shape;
+  gpt2::megakernel_tasks(*ws, &shape);
+  print_breakdown("megakernel at cache 511, 1 token", host, *list, shape);
+  // The probes: every kind's tasks counted once each, a slot's time within the step's.
+  const std::vector<unsigned long long> probes =
+      run_probes(*ws, stream_, static_cast<int>(list->block_begin.size() - 1));
+  ASSERT_EQ(probes.size(), size_t(gpt2::kProbeSums));
+  unsigned long long counted = 0;
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind)
+    counted += probes[kind * (gpt2::kProbeSlots + 1) + gpt2::kProbeSlots];
+  EXPECT_EQ(counted, n);
+  print_probes(probes);
 }
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
@@ -235,12 +350,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     const char* name;
     gpt2::MegakernelOptions options;
   };
-  // {bulk copies, L2 ahead, head waits, batched combine}; the first form again at the end says
-  // how far the GPU drifted over the run.
+  // The first form again at the end says how far the GPU drifted over the run.
+  // {bulk copies, L2 ahead, head waits, batched combine, copies after the inputs, one-pass
+  // attention}
   const Variant variants[] = {
-      {"bulk + batched combine (the lesson's)", {true, 0, false, true}},
-      {"bulk, plain combine", {true, 0, false, false}},
-      {"bulk + batched combine (again, drift)", {true, 0, false, true}},
+      {"copies before the wait, 3-pass attention", {true, 0, false, true, false, false}},
+      {"copies after the inputs, 3-pass attention", {true, 0, false, true, true, false}},
+      {"copies before the wait, 1-pass (the lesson's)", {true, 0, false, true, false, true}},
+      {"copies after the inputs, 1-pass attention", {true, 0, false, true, true, true}},
+      {"copies before the wait, 3-pass (again, drift)", {true, 0, false, true, false, false}},
   };
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
@@ -281,11 +399,13 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
       std::printf("cache %d, 1 token: megakernel %-34s %.1f us\n", cache, v.name,
                   median_us(*ws, 4, 50));
       if (cache != 512) continue;
-      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+      gpt2::TaskListShape shape;
+      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape);
       ASSERT_NE(list, nullptr);
       print_breakdown(std::string("  timeline, ") + v.name,
-                      record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())),
-                      static_cast<int>(list->block_begin.size() - 1));
+                      record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())), *list,
+                      shape);
+      print_probes(run_probes(*ws, stream_, shape.blocks));
     }
   }
   cudaEventDestroy(start);
@@ -332,9 +452,14 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
-  // The lesson's options (the batched combine), then the plain combine (an option).
+  // The lesson's options, then the plain combine, then every other option's other form.
+  gpt2::MegakernelOptions others;
+  others.copies_after_inputs = !others.copies_after_inputs;
+  others.one_pass_attention = !others.one_pass_attention;
+  others.relaxed_poll = !others.relaxed_poll;
+  others.min_split_keys = 32;
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false}}) {
+       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false}, others}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -172,6 +172,39 @@ TEST(Variants, PanelLayerNormLinearSmallShapes) {
   check_panel({{35, 96}, {9, 48}});
 }
 
+// The attention sublayer's flash step lists lesson 9's level 2 kernels: fp32 runs the
+// register-tiled CUDA-core kernel, bf16 the mma.sync one, and CUPTI names the kernel the table
+// chose.
+TEST(Variants, TheSublayersFlashStepRunsLevel2sKernelOfItsPrecision) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  struct Want {
+    Precision p;
+    std::string variant, function;
+  };
+  for (const Want& want : {Want{Precision::fp32, "flash_fp32_tiles", "flash_fp32_tiles_kernel"},
+                           Want{Precision::bf16, "flash_mma", "flash_attention_kernel"}}) {
+    SCOPED_TRACE(to_string(want.p));
+    MeasureRequest request{"attention_residual_layernorm", 512, {2}, want.p, CacheMode::cold};
+    std::vector<Measurement> ms;
+    const Status st = backend->measure(request, nullptr, &ms);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(ms.size(), 1u);
+    EXPECT_TRUE(ms[0].check.passed) << ms[0].check.rel_l2_error;
+    int flash_launches = 0;
+    for (const auto& launch : ms[0].launches) {
+      if (launch.textbook.kernel != "flash_attention") continue;
+      ++flash_launches;
+      EXPECT_EQ(launch.variant, want.variant);
+    }
+    EXPECT_EQ(flash_launches, 1);
+    int records = 0;
+    for (const KernelRecord& r : ms[0].records)
+      records += r.kernel.find(want.function) != std::string::npos;
+    EXPECT_GT(records, 0) << "CUPTI saw no " << want.function;
+  }
+}
+
 // Lesson 4's fused level (residual_layernorm.cu, "level 2's kernels"): the table's choice at
 // C = 768, and every form that takes a row length runs it correctly, forced, at odd row counts
 // (37: a block left part empty; 5001 and 70001: grids of many waves) and row lengths that give
@@ -195,7 +228,7 @@ TEST(Variants, ResidualLayerNormRunsEachRowForm) {
     EXPECT_EQ(ran(3, 768, p, {}), "rows_early");
     EXPECT_EQ(ran(5001, 768, p, {}), "rows_warp");
     EXPECT_EQ(ran(16384, 768, p, {}), "rows_warp");
-    EXPECT_EQ(ran(65536, 768, p, {}), "rows_early");
+    EXPECT_EQ(ran(65536, 768, p, {}), "rows_warp");
     EXPECT_EQ(ran(37, 781, p, {}), "rows_any");  // not a multiple of a pack
     const int64_t vec = p == Precision::fp32 ? 4 : 8;
     for (int64_t c : {vec, 5 * vec, int64_t(768), 256 * vec, int64_t(1032), 2048 * vec}) {

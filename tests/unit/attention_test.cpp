@@ -76,8 +76,9 @@ TEST(Attention, TextbookTraffic) {
   EXPECT_DOUBLE_EQ(hopper[0].flops, flash[0].flops);
 }
 
-// Level 3 runs the wgmma kernel on an sm_90 GPU with a build that has it, in bf16, at d = 64 and
-// 128, from T = 2K; anywhere else it runs what level 2 runs there, so it is never the slower one.
+// Level 3 runs the wgmma kernel on an sm_90 GPU with a build that has it, in bf16, at d = 64 from
+// T = 2K and at d = 128 from T = 512; anywhere else it runs what level 2 runs there, so it is
+// never the slower one.
 TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
   const GpuFacts h100{9, 0, 132, true}, h100_no_wgmma{9, 0, 132, false}, a100{8, 0, 108, true};
   auto chosen = [](int64_t t, int64_t d, Precision p, const GpuFacts& gpu) {
@@ -87,9 +88,16 @@ TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
     EXPECT_EQ(chosen(t, 64, Precision::bf16, h100), "flash_wgmma");
     EXPECT_EQ(chosen(t, 128, Precision::bf16, h100), "flash_wgmma");
   }
-  // Below 2K level 2's kernels finish first: level 3 runs them.
+  // At d = 128 the Hopper kernel is ahead from T = 512, below it level 2's kernel runs.
+  for (const int64_t t : {512, 1024, 1536}) {
+    EXPECT_EQ(chosen(t, 128, Precision::bf16, h100), "flash_wgmma") << t;
+  }
+  EXPECT_EQ(chosen(511, 128, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(1024, 128, Precision::fp32, h100), "flash_mma");
+  EXPECT_EQ(chosen(1024, 128, Precision::bf16, h100_no_wgmma), "flash_mma");
+  // At d = 64 (and any d below 128) level 2's kernels finish first below 2K: level 3 runs them.
   EXPECT_EQ(chosen(1, 64, Precision::bf16, h100), "flash_mma");
-  EXPECT_EQ(chosen(512, 128, Precision::bf16, h100), "flash_mma");
+  EXPECT_EQ(chosen(2047, 64, Precision::bf16, h100), "flash_mma_keys128");
   EXPECT_EQ(chosen(1024, 64, Precision::bf16, h100), "flash_mma_keys128");
   EXPECT_EQ(chosen(1024, 96, Precision::bf16, h100), "flash_mma");
   EXPECT_EQ(chosen(1024, 64, Precision::fp32, h100), "flash_fp32_tiles");
@@ -98,8 +106,10 @@ TEST(Attention, HopperLevelRunsItsKernelOnlyWhereItCan) {
   for (const GpuFacts& gpu : {h100, h100_no_wgmma, a100}) {
     for (const Precision p : {Precision::fp32, Precision::bf16}) {
       for (const int64_t t : {1, 512, 1024, 16384}) {
-        if (gpu.wgmma_build && p == Precision::bf16 && t >= 2048) continue;
         for (const int64_t d : {64, 128}) {
+          if (gpu.wgmma_build && gpu.cc_major == 9 && p == Precision::bf16 &&
+              t >= (d == 128 ? 512 : 2048))
+            continue;
           EXPECT_EQ(chosen(t, d, p, gpu), lesson().choose_variant(2, 0, {t, d}, p, gpu).name)
               << t << " " << d << " " << to_string(p) << " " << gpu.cc_major;
         }

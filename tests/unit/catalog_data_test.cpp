@@ -17,8 +17,7 @@ namespace fl {
 namespace {
 
 const std::filesystem::path kCommitted =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "assets" /
-    "lessons" / "catalog.json";
+    std::filesystem::path(FUSIONLAB_SOURCE_DIR) / "assets" / "lessons" / "catalog.json";
 
 std::string committed_text() {
   std::ifstream in(kCommitted, std::ios::binary);
@@ -103,6 +102,13 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
         EXPECT_EQ(va.range.prefer_from, vb.range.prefer_from);
         EXPECT_EQ(va.range.prefer_to, vb.range.prefer_to);
         EXPECT_EQ(va.range.prefer_max_cc, vb.range.prefer_max_cc);
+        ASSERT_EQ(va.range.prefer_by_inner.size(), vb.range.prefer_by_inner.size());
+        for (size_t k = 0; k < va.range.prefer_by_inner.size(); ++k) {
+          EXPECT_EQ(va.range.prefer_by_inner[k].inner_from, vb.range.prefer_by_inner[k].inner_from);
+          EXPECT_EQ(va.range.prefer_by_inner[k].prefer_from,
+                    vb.range.prefer_by_inner[k].prefer_from);
+          EXPECT_EQ(va.range.prefer_by_inner[k].prefer_to, vb.range.prefer_by_inner[k].prefer_to);
+        }
       }
     }
     // Random sizes over the whole axis, the default row length (inner 0) and odd ones.

@@ -145,6 +145,8 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(attention_splits(2049, 132), 11);  // one block per (head, split)
   EXPECT_EQ(attention_splits(8208, 132), 26);  // at most 320 keys a split
   EXPECT_EQ(attention_splits(17, 132), 1);
+  EXPECT_EQ(attention_splits(513, 132, 32), 11);  // 32 keys or more: a split for every block
+  EXPECT_EQ(attention_splits(513, 132, 64), 9);
 }
 
 // What the megakernel keeps per GPU, and the task list a recording's records index.

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const fs::path kAssets = fs::path(__FILE__).parent_path().parent_path().parent_path() / "assets";
+const fs::path kAssets = fs::path(FUSIONLAB_SOURCE_DIR) / "assets";
 
 // A small, valid peer file: gelu_scale fp32, torch.compile at 1K and 1M, eager at 1M.
 json good_file() {

@@ -119,17 +119,17 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   }
 }
 
-// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-32K rows,
+// Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-128K rows,
 // the aligned kernel with gamma and beta loaded with the row elsewhere, in both precisions and
 // on any GPU (the row kernels are portable); a C that is not a multiple of a pack takes the
 // general kernel, and one a warp cannot hold (more than 8 packs a thread) the aligned one.
 TEST(Variants, ResidualLayerNormFusedLevelChoosesByRows) {
   for (const GpuFacts& gpu : {kH100, kA100}) {
     for (Precision p : {Precision::fp32, Precision::bf16}) {
-      for (int64_t rows : {2, 128, 1365, 2047, 32768, 65536, 262144}) {
+      for (int64_t rows : {2, 128, 1365, 2047, 131072, 262144}) {
         EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_early") << rows;
       }
-      for (int64_t rows : {2048, 4096, 16384, 32767}) {
+      for (int64_t rows : {2048, 4096, 16384, 32768, 65536, 131071}) {
         EXPECT_EQ(chosen("residual_layernorm", rows, p, gpu), "rows_warp") << rows;
       }
     }
@@ -362,6 +362,28 @@ TEST(Variants, ChosenAsAnOlderGpuTheWorkspaceRunsThatGpusChoiceHere) {
   ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
   EXPECT_EQ(ws.variant_ran(0, 0), "small");
   EXPECT_EQ(ws.ran, (std::vector<std::string>{"any", "small", "small"}));
+}
+
+// A range's prefer_by_inner moves the preferred sizes for long rows: the last entry the row
+// length reaches wins, shorter rows keep prefer_from .. prefer_to, and the words say so.
+TEST(Variants, PreferredSizesMayDependOnTheRowLength) {
+  VariantInfo v{"launch", "wide", "", "", {}, {}};
+  v.range.prefer_from = 2048;
+  v.range.prefer_by_inner = {{128, 512, 0}, {256, 1, 64}};
+  auto preferred = [&](int64_t s, int64_t i) {
+    return variant_preferred(v, Where{{s, i, 2}, Precision::bf16, kH100});
+  };
+  EXPECT_FALSE(preferred(1024, 64));
+  EXPECT_TRUE(preferred(2048, 64));
+  EXPECT_FALSE(preferred(511, 128));
+  EXPECT_TRUE(preferred(512, 128));
+  EXPECT_TRUE(preferred(512, 255));
+  EXPECT_TRUE(preferred(64, 256));
+  EXPECT_FALSE(preferred(65, 256));
+  EXPECT_FALSE(preferred(4096, 300));
+  EXPECT_EQ(variant_where(v, "tokens", "head size d"),
+            "every GPU; preferred from 2048 tokens, head size d 128+ from 512 tokens, head size d "
+            "256+ at 1-64 tokens");
 }
 
 }  // namespace

@@ -83,17 +83,20 @@ __device__ void block_statistics(const T* x, int64_t m, int k, int64_t m0, float
       if (c0 + kLanes * u < chunks) v[u] = load16(xr + (c0 + kLanes * u) * E);
     }
     if (c0 == sub) shift = Elem<T>::to_float(v[0].v[0]);
+    float batch_sum = 0.0f, batch_sq = 0.0f;  // summed per batch first: shorter rounding chains
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       if (c0 + kLanes * u >= chunks) break;
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         const float d = Elem<T>::to_float(v[u].v[e]) - shift;
-        sum += d;
-        sq = fmaf(d, d, sq);
+        batch_sum += d;
+        batch_sq = fmaf(d, d, batch_sq);
       }
       n += E;
     }
+    sum += batch_sum;
+    sq += batch_sq;
   }
   Moments mo;
   if (n > 0) mo = Moments{n, shift + sum / n, sq - sum * sum / n};

@@ -20,6 +20,47 @@
 namespace fl {
 namespace {
 
+// The megakernel's option sets measured against each other (MegakernelVariants) and checked
+// (every level's test, the partial grid): the form before the stage cuts, each cut alone, and
+// together. The lesson's default is one of them.
+struct Variant {
+  const char* name;
+  gpt2::MegakernelOptions options;
+};
+std::vector<Variant> option_sets() {
+  gpt2::MegakernelOptions before;  // the form of the one-pass attention, every cut off
+  before.skip_own_poll = before.head_combine = false;
+  before.residual_copies = 1;
+  before.copy_thread = 0;
+  before.copies_after_inputs = false;
+  std::vector<Variant> sets = {{"before (one pass, probes)", before}};
+  auto with = [&](const char* name, auto change) {
+    gpt2::MegakernelOptions o = before;
+    change(o);
+    sets.push_back({name, o});
+  };
+  with("+ skip own poll", [](gpt2::MegakernelOptions& o) { o.skip_own_poll = true; });
+  with("+ 4 residual copies", [](gpt2::MegakernelOptions& o) { o.residual_copies = 4; });
+  with("+ head combine", [](gpt2::MegakernelOptions& o) { o.head_combine = true; });
+  with("+ copies by warp 1 after inputs", [](gpt2::MegakernelOptions& o) {
+    o.copy_thread = 32;
+    o.copies_after_inputs = true;
+  });
+  with("+ skip, copies, combine", [](gpt2::MegakernelOptions& o) {
+    o.skip_own_poll = o.head_combine = true;
+    o.residual_copies = 4;
+  });
+  with("+ skip, copies, combine, warp 1 after inputs", [](gpt2::MegakernelOptions& o) {
+    o.skip_own_poll = o.head_combine = true;
+    o.residual_copies = 4;
+    o.copy_thread = 32;
+    o.copies_after_inputs = true;
+  });
+  with("+ skip, combine",
+       [](gpt2::MegakernelOptions& o) { o.skip_own_poll = o.head_combine = true; });
+  return sets;
+}
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -88,6 +129,14 @@ TEST_F(Gpt2DecodeGpu, EveryLevelMatchesTheCpuReference) {
       std::printf("gpt2_decode cache %lld tokens %lld level %d: rel error %.3g (GPU check %.3g)\n",
                   (long long)shape.size, (long long)shape.inner, level, cpu, gpu.rel_l2_error);
     }
+    // Level 4 again with every measured option set (the default is one of them).
+    for (const Variant& v : option_sets()) {
+      SCOPED_TRACE(std::string("level 4, ") + v.name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*ws, 4).ok());
+      EXPECT_LE(rel(output(*ws), ref), lesson_->tolerance(Precision::bf16));
+    }
   }
 }
 
@@ -108,6 +157,21 @@ TEST_F(Gpt2DecodeGpu, GraphLevelsReplayWithFreshInputs) {
   }
 }
 
+// Every option's other form than the lesson's.
+gpt2::MegakernelOptions other_options() {
+  gpt2::MegakernelOptions o;
+  o.batched_combine = !o.batched_combine;
+  o.copies_after_inputs = !o.copies_after_inputs;
+  o.one_pass_attention = !o.one_pass_attention;
+  o.relaxed_poll = !o.relaxed_poll;
+  o.min_split_keys = o.min_split_keys == 32 ? 64 : 32;
+  o.skip_own_poll = !o.skip_own_poll;
+  o.head_combine = !o.head_combine;
+  o.residual_copies = o.residual_copies == 1 ? 3 : 1;
+  o.copy_thread = o.copy_thread == 0 ? 32 : 0;
+  return o;
+}
+
 // Fewer blocks than tasks: 1, 2, 5 and 17 blocks run the same step (each block holds many
 // tasks of every stage). Two runs each with different inputs: a stale value from the first
 // run, or a counter not reset, would fail the second run's check or hang it.
@@ -117,20 +181,17 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
   ASSERT_TRUE(run(*ws, 4).ok());
   const std::vector<double> full = output(*ws);
-  // The lesson's options, then the other forms of each option (the plain combine, the other
-  // copy start, the other poll, 32-key splits: the same sums).
+  // The lesson's options, the other forms of each option (the plain combine, the other copy
+  // start, the other poll, 32-key splits, the stage cuts: the same sums), then every measured
+  // option set.
   const int grids[] = {1, 2, 5, 17};
-  for (int k = 0; k < 8; ++k) {
+  std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
+                               {"the other options", other_options()}};
+  for (const Variant& v : option_sets()) sets.push_back(v);
+  for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
-    gpt2::MegakernelOptions options;
-    if (k >= 4) {
-      options.batched_combine = !options.batched_combine;
-      options.copies_after_inputs = !options.copies_after_inputs;
-      options.one_pass_attention = !options.one_pass_attention;
-      options.relaxed_poll = !options.relaxed_poll;
-      options.min_split_keys = options.min_split_keys == 32 ? 64 : 32;
-    }
-    SCOPED_TRACE(std::to_string(blocks) + " blocks" + (k >= 4 ? ", the other options" : ""));
+    const gpt2::MegakernelOptions options = sets[k / 4].options;
+    SCOPED_TRACE(std::to_string(blocks) + " blocks, " + sets[k / 4].name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
     gpt2::TaskListShape shape;
@@ -346,20 +407,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
-  struct Variant {
-    const char* name;
-    gpt2::MegakernelOptions options;
-  };
   // The first form again at the end says how far the GPU drifted over the run.
-  // {bulk copies, L2 ahead, head waits, batched combine, copies after the inputs, one-pass
-  // attention}
-  const Variant variants[] = {
-      {"copies before the wait, 3-pass attention", {true, 0, false, true, false, false}},
-      {"copies after the inputs, 3-pass attention", {true, 0, false, true, true, false}},
-      {"copies before the wait, 1-pass (the lesson's)", {true, 0, false, true, false, true}},
-      {"copies after the inputs, 1-pass attention", {true, 0, false, true, true, true}},
-      {"copies before the wait, 3-pass (again, drift)", {true, 0, false, true, false, false}},
-  };
+  std::vector<Variant> variants = option_sets();
+  variants.push_back({"before (again, drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
@@ -384,8 +434,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     std::unique_ptr<Workspace> ws;
     ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
     ASSERT_TRUE(ws->fill_inputs(cache, stream_).ok());
-    std::printf("cache %d, 1 token: graph+PDL %.1f us (median of 50, back to back)\n", cache,
-                median_us(*ws, 3, 50));
+    const double graph = median_us(*ws, 2, 50);
+    std::printf(
+        "cache %d, 1 token: graph %.1f us, graph+PDL %.1f us (median of 50, back to back)\n", cache,
+        graph, median_us(*ws, 3, 50));
     for (const Variant& v : variants) {
       SCOPED_TRACE(v.name);
       for (Workspace* w : {ws.get(), check16.get()}) {
@@ -452,14 +504,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
-  // The lesson's options, then the plain combine, then every other option's other form.
-  gpt2::MegakernelOptions others;
-  others.copies_after_inputs = !others.copies_after_inputs;
-  others.one_pass_attention = !others.one_pass_attention;
-  others.relaxed_poll = !others.relaxed_poll;
-  others.min_split_keys = 32;
+  // The lesson's options, every other option's other form, and every stage cut at once with
+  // the copies from warp 1 after the inputs.
+  const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false}, others}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -16,19 +16,20 @@
 //      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
 //      then one acquire fence),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh),
-//   4. bump its counter (the block's writes are visible before the count is), and record the
-//      task (phases.h) and, when a measurement asks, where its time went (probe_task).
-// What changed against the form before (the stage cuts, each an option, measured one at a time):
-//   - head combine: an attention split takes a ticket of its head; the head's last split
-//     merges the head's splits into its 64 outputs, so each proj task reads 768 floats (3 KB)
-//     instead of every split's sums (108 x 68 floats, 29 KB), and proj waits for 12 counts;
-//   - skip own poll: the bump returns the count (atom.acq_rel), so the block that completes a
-//     stage starts its next task on it without a poll's round trip;
-//   - residual copies: the MLP's 128 tasks add into 4 copies of the residual (32 tasks a float
-//     instead of 128), which LN1, proj and LN_f add up;
-//   - the copy thread (an option, off): a lane of warp 1 issues the bulk copies instead of the
-//     thread that releases the counts.
+//      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
+//      split's sums and its residual slice in one batch, one round trip to L2),
+//   4. bump its counter (one red.release: the block's writes are visible before the count is),
+//      and record the task (phases.h) and, when a measurement asks, where its time went.
+// What changed against the cp.async form: its 16-byte copies took the SM's load-queue slots, so
+// a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
+// take none.
+// Options, measured one at a time against this form and left off (each made the step slower;
+// docs/PERFORMANCE.md): head combine (an attention split takes a ticket of its head, the head's
+// last split merges the head's splits into its 64 outputs, so proj reads 768 floats instead of
+// every split's sums and waits for 12 counts); skip own poll (the bump returns the count, so the
+// block that completes a stage skips its poll); residual copies (the MLP's tasks add into a few
+// copies of the residual, which LN1, proj and LN_f add up); the copy thread (a lane of warp 1
+// issues the bulk copies instead of the thread that releases the counts).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).

@@ -117,7 +117,7 @@ struct TaskListShape {
   int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
   bool head_waits = false;              // attention waits for its own head's qkv rows only
   int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
-  bool head_combine = true;             // the last split of a head combines it (MegakernelOptions)
+  bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
 };
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
@@ -151,18 +151,24 @@ struct MegakernelOptions {
   // a head (108 tasks on 132 blocks); at 32 it gets 11 (132 tasks, shorter ones). Levels 1-3
   // run the same splits.
   int min_split_keys = kMinSplitKeys;
-  // The last split of each head to finish (a ticket counter says which) combines the head's
-  // splits into its 64 outputs, so proj reads 768 values, not every split's sums (kCombinesHead).
-  bool head_combine = true;
+  // The stage cuts below were measured and left off (docs/PERFORMANCE.md): each made the step
+  // slower. The last split of each head to finish (a ticket counter says which) combines the
+  // head's splits into its 64 outputs, so proj reads 768 values, not every split's sums
+  // (kCombinesHead); proj got shorter, but attention longer by more (the ticket's and the
+  // merge's round trips on its last split).
+  bool head_combine = false;
   // The block whose count completes a stage knows it (an atom that returns the count instead of
-  // a red) and starts its next task on that stage without polling the counter.
-  bool skip_own_poll = true;
+  // a red) and starts its next task on that stage without polling the counter. The stage's
+  // first task then starts sooner, not its last-ending one; every release takes longer.
+  bool skip_own_poll = false;
   // The MLP's adds go into this many copies of the next residual (task i into copy i mod n;
   // the readers add the copies up), so fewer tasks add into the same floats
-  // (1..kMaxResidualCopies).
-  int residual_copies = 4;
+  // (1..kMaxResidualCopies). The MLP's release got shorter, LN1's and proj's loads longer.
+  int residual_copies = 1;
   // Which thread issues the bulk copies: 0 is the thread that releases the counts; another
-  // (a lane of warp 1) keeps the release from waiting on them (with copies_after_inputs).
+  // (a lane of warp 1) was to keep the release from waiting on them with copies_after_inputs.
+  // It changed nothing: the copies landing during a task slow its compute and its release
+  // whichever thread issued them.
   int copy_thread = 0;
 };
 constexpr int kMaxResidualCopies = 8;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <set>
 
@@ -274,13 +275,39 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
   // The chain, stage by stage (stage = layer x 4 + kind; the final norm last).
   const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
   std::vector<uint64_t> min_start(stages, UINT64_MAX), max_end(stages, 0), crit_start(stages, 0);
-  for (const PhaseRecord& r : records) {
+  std::vector<size_t> crit(stages, 0);  // the record of each stage's last-ending task
+  auto stage_of = [&](const PhaseRecord& r) {
     const gpt2::DecodeTask& t = list.tasks.at(r.arg);
-    const int st = t.kind == uint8_t(gpt2::TaskKind::final_norm)
-                       ? stages - 1
-                       : t.layer * gpt2::kStagesPerLayer + t.kind;
+    return t.kind == uint8_t(gpt2::TaskKind::final_norm) ? stages - 1
+                                                         : t.layer * gpt2::kStagesPerLayer + t.kind;
+  };
+  std::map<uint32_t, std::vector<size_t>> by_block;  // each block's records in start order
+  for (size_t i = 0; i < records.size(); ++i) {
+    const PhaseRecord& r = records[i];
+    const int st = stage_of(r);
     min_start[st] = std::min(min_start[st], r.start_ns);
-    if (r.end_ns > max_end[st]) max_end[st] = r.end_ns, crit_start[st] = r.start_ns;
+    if (r.end_ns > max_end[st]) max_end[st] = r.end_ns, crit_start[st] = r.start_ns, crit[st] = i;
+    by_block[r.block].push_back(i);
+  }
+  for (auto& [block, list_of] : by_block)
+    std::sort(list_of.begin(), list_of.end(),
+              [&](size_t x, size_t y) { return records[x].start_ns < records[y].start_ns; });
+  // Where a stage's last-ending task came from: its block's task before it (the stage before's
+  // last-ending one? a task of the stage before?), and the block's gap between the two.
+  int same = 0, adjacent = 0, counted = 0;
+  double gap = 0, early = 0;
+  for (int st = 1; st < stages; ++st) {
+    if (max_end[st] == 0 || max_end[st - 1] == 0) continue;
+    const PhaseRecord& c = records[crit[st]];
+    const std::vector<size_t>& mine = by_block[c.block];
+    const auto at = std::find(mine.begin(), mine.end(), crit[st]);
+    if (at == mine.begin()) continue;
+    const PhaseRecord& prev = records[*(at - 1)];
+    ++counted;
+    same += *(at - 1) == crit[st - 1];
+    adjacent += stage_of(prev) == st - 1;
+    gap += (double(c.start_ns) - double(prev.end_ns)) / 1e3;
+    early += (double(max_end[st - 1]) - double(prev.end_ns)) / 1e3;
   }
   double k_stage[gpt2::kTaskKinds] = {}, k_hop[gpt2::kTaskKinds] = {},
          k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
@@ -307,6 +334,12 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
         gpt2::task_kind_name(gpt2::TaskKind(kind)), n, k_stage[kind] / n, k_hop[kind] / n,
         k_late[kind] / n, k_run[kind] / n);
   }
+  if (counted > 0)
+    std::printf(
+        "  a stage's last-ending task: its block's task before was the stage before's "
+        "last-ending one in %d of %d stages, a task of the stage before in %d; it started %.2f us "
+        "after its block's task before ended, which ended %.2f us before the stage before did\n",
+        same, counted, adjacent, gap / counted, early / counted);
 }
 
 // The probes' sums (model.h's ProbeSlot) per task kind: mean microseconds a task in each slot.

@@ -212,66 +212,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   }
 }
 
-// The timeline's breakdown of one run's task records, per block: running tasks, waiting on a
-// dependency counter or the task's copy, and idle (between tasks, or done before the last
-// block); then per task kind, how many and their mean time running and waiting, and the bytes
-// each copies (weights, or an attention split's cached keys and values); then the chain: per
-// stage (a layer's tasks of one kind) from the end of the stage before to its own end, how soon
-// its first task started (the hop: seeing the count, the barrier) and when its last-ending task
-// started and how long it ran.
-void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& records,
-                     const gpt2::DecodeTaskList& list, const gpt2::TaskListShape& shape) {
-  const int blocks = static_cast<int>(list.block_begin.size() - 1);
-  if (records.empty()) return;
-  uint64_t busy = 0, waited = 0, first = UINT64_MAX, last = 0;
-  for (const PhaseRecord& r : records) {
-    busy += r.end_ns - r.start_ns;
-    waited += r.wait_ns;
-    first = std::min(first, r.start_ns - r.wait_ns);
-    last = std::max(last, r.end_ns);
-  }
-  const double span = (last - first) / 1e3;
-  auto bytes_of = [&](const gpt2::DecodeTask& t) -> double {
-    switch (gpt2::TaskKind(t.kind)) {
-      case gpt2::TaskKind::qkv:
-      case gpt2::TaskKind::proj:
-        return t.count * gpt2::kC * 2.0;
-      case gpt2::TaskKind::mlp:
-        return t.count * gpt2::kC * 4.0;
-      case gpt2::TaskKind::attention: {
-        const int positions = shape.cache + shape.tokens;
-        const int len = gpt2::split_length(positions, list.splits);
-        const int f = std::min(positions, int(t.first % list.splits) * len);
-        const int e = std::min(positions, f + len);
-        return std::max(0, std::min(e, shape.cache) - f) * 4.0 * gpt2::kHeadDim;
-      }
-      default:
-        return 0.0;
-    }
-  };
-  double all_bytes = 0;
-  for (const gpt2::DecodeTask& t : list.tasks) all_bytes += bytes_of(t);
-  std::printf(
-      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us; "
-      "%.1f MB copied, %.0f GB/s over the span (%.1f GB/s a block)\n",
-      label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
-      span - (busy + waited) / 1e3 / blocks, all_bytes / 1e6, all_bytes / span / 1e3,
-      all_bytes / span / 1e3 / blocks);
-  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
-    uint64_t k_busy = 0, k_wait = 0, k_n = 0;
-    double k_bytes = 0;
-    for (const PhaseRecord& r : records) {
-      if (r.phase != kind) continue;
-      ++k_n;
-      k_busy += r.end_ns - r.start_ns;
-      k_wait += r.wait_ns;
-      k_bytes += bytes_of(list.tasks.at(r.arg));
-    }
-    if (k_n == 0) continue;
-    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting, %.1f KB copied\n",
-                gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
-                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n, k_bytes / 1e3 / k_n);
-  }
+// The chain of a run's task records, stage by stage: each stage's length, when its first task
+// started and when its last-ending one did, and where that task's block came from.
+void print_chain(const std::vector<PhaseRecord>& records, const gpt2::DecodeTaskList& list,
+                 uint64_t first, double span) {
   // The chain, stage by stage (stage = layer x 4 + kind; the final norm last).
   const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
   std::vector<uint64_t> min_start(stages, UINT64_MAX), max_end(stages, 0), crit_start(stages, 0);
@@ -340,6 +284,69 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
         "last-ending one in %d of %d stages, a task of the stage before in %d; it started %.2f us "
         "after its block's task before ended, which ended %.2f us before the stage before did\n",
         same, counted, adjacent, gap / counted, early / counted);
+}
+
+// The timeline's breakdown of one run's task records, per block: running tasks, waiting on a
+// dependency counter or the task's copy, and idle (between tasks, or done before the last
+// block); then per task kind, how many and their mean time running and waiting, and the bytes
+// each copies (weights, or an attention split's cached keys and values); then the chain: per
+// stage (a layer's tasks of one kind) from the end of the stage before to its own end, how soon
+// its first task started (the hop: seeing the count, the barrier) and when its last-ending task
+// started and how long it ran.
+void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& records,
+                     const gpt2::DecodeTaskList& list, const gpt2::TaskListShape& shape) {
+  const int blocks = static_cast<int>(list.block_begin.size() - 1);
+  if (records.empty()) return;
+  uint64_t busy = 0, waited = 0, first = UINT64_MAX, last = 0;
+  for (const PhaseRecord& r : records) {
+    busy += r.end_ns - r.start_ns;
+    waited += r.wait_ns;
+    first = std::min(first, r.start_ns - r.wait_ns);
+    last = std::max(last, r.end_ns);
+  }
+  const double span = (last - first) / 1e3;
+  auto bytes_of = [&](const gpt2::DecodeTask& t) -> double {
+    switch (gpt2::TaskKind(t.kind)) {
+      case gpt2::TaskKind::qkv:
+      case gpt2::TaskKind::proj:
+        return t.count * gpt2::kC * 2.0;
+      case gpt2::TaskKind::mlp:
+        return t.count * gpt2::kC * 4.0;
+      case gpt2::TaskKind::attention: {
+        const int positions = shape.cache + shape.tokens;
+        const int len = gpt2::split_length(positions, list.splits);
+        const int f = std::min(positions, int(t.first % list.splits) * len);
+        const int e = std::min(positions, f + len);
+        return std::max(0, std::min(e, shape.cache) - f) * 4.0 * gpt2::kHeadDim;
+      }
+      default:
+        return 0.0;
+    }
+  };
+  double all_bytes = 0;
+  for (const gpt2::DecodeTask& t : list.tasks) all_bytes += bytes_of(t);
+  std::printf(
+      "%s: %zu tasks over %.1f us; per block: running %.1f us, waiting %.1f us, idle %.1f us; "
+      "%.1f MB copied, %.0f GB/s over the span (%.1f GB/s a block)\n",
+      label.c_str(), records.size(), span, busy / 1e3 / blocks, waited / 1e3 / blocks,
+      span - (busy + waited) / 1e3 / blocks, all_bytes / 1e6, all_bytes / span / 1e3,
+      all_bytes / span / 1e3 / blocks);
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    uint64_t k_busy = 0, k_wait = 0, k_n = 0;
+    double k_bytes = 0;
+    for (const PhaseRecord& r : records) {
+      if (r.phase != kind) continue;
+      ++k_n;
+      k_busy += r.end_ns - r.start_ns;
+      k_wait += r.wait_ns;
+      k_bytes += bytes_of(list.tasks.at(r.arg));
+    }
+    if (k_n == 0) continue;
+    std::printf("  %-10s %5llu tasks: mean %.2f us running, %.2f us waiting, %.1f KB copied\n",
+                gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
+                k_busy / 1e3 / k_n, k_wait / 1e3 / k_n, k_bytes / 1e3 / k_n);
+  }
+  print_chain(records, list, first, span);
 }
 
 // The probes' sums (model.h's ProbeSlot) per task kind: mean microseconds a task in each slot.

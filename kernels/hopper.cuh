@@ -164,6 +164,11 @@ __device__ __forceinline__ void fence_async_shared() {
 __device__ __forceinline__ void sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// Arrive at named barrier `id` (of `threads` in all) without waiting: the signalling half of a
+// handshake whose other half waits in sync_threads.
+__device__ __forceinline__ void arrive_threads(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // wgmma's shared-memory descriptor for a 128-byte-swizzled operand: start address, the "leading"
 // byte offset (between 64-element column groups of an MN-major operand; unused for K-major),

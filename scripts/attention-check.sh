@@ -14,11 +14,8 @@ mkdir -p "$OUT"
 start=$(date +%s)
 left() { echo $(( ${FL_ATTN_BUDGET:-300} - ($(date +%s) - start) )); }
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)"

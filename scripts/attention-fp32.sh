@@ -18,11 +18,8 @@ trap 'tar czf "$OUT/results.tgz" -C "$keep" . 2>/dev/null' EXIT
 start=$(date +%s)
 left() { echo $(( ${FL_ATTN_BUDGET:-190} - ($(date +%s) - start) )); }
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)"
 sizes=512,1K,2K,4K,8K
 variants=${FL_FP32_VARIANTS:-flash_mma flash_fp32_tiles}

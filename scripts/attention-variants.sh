@@ -18,11 +18,8 @@ trap 'tar czf "$OUT/results.tgz" -C "$keep" . 2>/dev/null; rm -f "$OUT/build.log
 start=$(date +%s)
 left() { echo $(( ${FL_ATTN_BUDGET:-235} - ($(date +%s) - start) )); }
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)"
 sizes=512,1K,2K,4K,8K
 # SDPA while the build keeps the CPUs busy (the GPU is idle until the build is done).

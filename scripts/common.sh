@@ -1,4 +1,4 @@
-# Shared by scripts/run.sh and scripts/test.sh: finds the CUDA toolkit and the local GPU.
+# Shared by the scripts: finds the CUDA toolkit and the local GPU, unpacks the carried .debs.
 # Source it; it defines nothing but variables and functions.
 
 # Puts nvcc on PATH when the toolkit is installed but not on PATH (/usr/local/cuda/bin) and sets
@@ -50,3 +50,16 @@ local_cuda_arch() {
 }
 
 build_jobs() { nproc 2>/dev/null || echo 2; }
+
+# The lent GPU machine has CMake and CUDA but not the packages the headless build links (they
+# travel as .debs/, fetched by scripts/fetch-gpu-debs.sh): unpacks every .debs/*.deb into
+# /tmp/fusionlab-deps and sets `prefix` to it (configure with -DCMAKE_PREFIX_PATH="$prefix/usr").
+# Run from the repository root.
+unpack_carried_debs() {
+  prefix=/tmp/fusionlab-deps
+  if compgen -G ".debs/*.deb" > /dev/null; then
+    mkdir -p "$prefix"
+    local f
+    for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
+  fi
+}

@@ -39,11 +39,8 @@ stage() { [[ ",$stages," == *",$1,"* ]]; }
 : > "$OUT/summary.txt"
 rm -f "$OUT/sanitizer.log" "$OUT/live-gui.png"
 
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}

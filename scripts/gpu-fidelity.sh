@@ -19,11 +19,8 @@ summary="$OUT/summary.txt"
 : > "$summary"
 log() { echo "== $*" | tee -a "$summary"; }
 
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}
 log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \

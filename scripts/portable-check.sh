@@ -11,11 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-prefix=/tmp/fusionlab-deps
-if compgen -G ".debs/*.deb" > /dev/null; then
-  mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
-fi
+source scripts/common.sh
+unpack_carried_debs
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } \

@@ -293,7 +293,8 @@ const LevelTable<AttentionWorkspace<T>>& AttentionWorkspace<T>::levels() {
     std::vector<VariantRow<Ws>> rows = {
         {"flash_wgmma",
          "TMA and a producer warp feed consumer warpgroups multiplying with wgmma; each tile's "
-         "softmax runs under the previous tile's P V",
+         "softmax runs under the previous tile's P V, the warpgroups take turns at the tensor "
+         "cores, and blocks run by groups of heads whose K and V stay in L2",
          "flash_wgmma_kernel",
          {90, 90, true, {Precision::bf16}, 0, 2048, 0, 0, {{128, 512, 0}}},
          [](Ws& w, cudaStream_t st) { return w.only(attention::launch_flash_wgmma, st); },

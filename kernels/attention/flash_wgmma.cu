@@ -14,8 +14,11 @@
 //     place: wgmma_rs.cuh);
 //   * within a warpgroup, the softmax of tile j runs while the tensor cores do P_{j-1} V_{j-1}:
 //     tile j's S and tile j-1's P V are issued together, the warpgroup waits for S only, runs
-//     the softmax, and only then waits for P V, rescales O and packs the new P. Across
-//     warpgroups the SM interleaves one's softmax with another's products.
+//     the softmax, and only then waits for P V, rescales O and packs the new P;
+//   * across warpgroups, they take turns at issuing (ping-pong: wgmma_roles.cuh, Turns), so one's
+//     softmax runs under the next one's products instead of every softmax at once;
+//   * blocks start by groups of heads of about one wave (BlockTile), so a group's K and V are
+//     read from DRAM once and from L2 by each of the group's blocks.
 //
 // Tiles: kBM = 64 kConsumers query rows a block (d = 64: 3 consumer warpgroups, 192 rows; d = 128:
 // 2, 128 rows), kBN = 128 keys a K/V tile, kStages = 2 slots for K and 2 for V. Shared memory:
@@ -25,23 +28,26 @@
 // d = 128): S takes 64 a thread, O d / 2, P 32.
 //
 // Causal: a block's keys end at its last query, so tiles above the diagonal are never loaded;
-// only a tile that reaches past a warpgroup's first query or past T is masked key by key. Blocks
-// run longest-first. Rows of a tile past T (or past the head) read the next head's rows or TMA's
-// zeros; their scores are masked (keys) or their outputs not stored (queries).
+// only a tile that reaches past a warpgroup's first query or past T is masked key by key. Rows
+// of a tile past T (or past the head) read the next head's rows or TMA's zeros; their scores are
+// masked (keys) or their outputs not stored (queries).
 //
 // Budget per K/V tile and block, d = 128: 4 kBM kBN d = 8.4 MFLOP against 64 KiB through TMA
 // (128 FLOP a byte, from L2 after the first block of a head); at an SM's share of the H100's
-// ~990 TFLOP/s that is 1.1 us a tile and ~58 GB/s into each SM. The softmax's 64 x 128 exp2 a
-// warpgroup a tile take the SFU about as long as that warpgroup's products at d = 64 (512
-// cycles each): at d = 64 the kernel can only be as fast as the exp2 hide behind the products.
+// ~990 TFLOP/s that is 1.1 us a tile and ~58 GB/s into each SM. From DRAM, every block re-reading
+// its keys would be ~(T / 256) times Q, K, V and O: hence the head groups. The softmax's 64 x 128
+// exp2 a warpgroup a tile take the SFU about as long as that warpgroup's products at d = 64 (512
+// cycles each; 1024 at d = 128): hence the turns.
 #include "kernels/attention/flash_wgmma.h"
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/attention/attention_rows.cuh"  // kLog2e
 #include "kernels/attention/block_marks.cuh"
+#include "kernels/attention/wgmma_roles.cuh"
 #include "kernels/attention/wgmma_rs.cuh"
 #include "kernels/attention/wgmma_softmax.cuh"
 #include "kernels/cuda_check.h"
@@ -91,27 +97,6 @@ struct Smem {
   }
 };
 
-// A party's place in a ring: the slot and its phase's parity.
-struct Cursor {
-  int slot = 0;
-  uint32_t phase = 0;
-  template <int kStages>
-  __device__ void advance() {
-    if (++slot == kStages) slot = 0, phase ^= 1;
-  }
-};
-
-template <int kRegs>
-__device__ __forceinline__ void set_registers(bool more) {
-#ifdef FL_SM90A_DEVICE
-  if (more) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs) : "memory");
-  } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs) : "memory");
-  }
-#endif
-}
-
 // The producer thread: Q once, then K and V tile by tile as slots free up. Head n's rows are
 // rows (n / group) T .. of the maps, its columns (n % group) d ...
 template <int kD>
@@ -124,7 +109,7 @@ __device__ void produce(const Smem<kD>& sm, const CUtensorMap* q_map, const CUte
   hp::arrive_expect_bytes(sm.q_full, W::kQBytes);
   for (int p = 0; p < W::kPanels; ++p)
     hp::copy_box(sm.q + p * W::kBM * 128, q_map, col0 + 64 * p, row0 + q0, sm.q_full);
-  Cursor at;
+  wg::Cursor at;
   for (int j = 0; j < tiles; ++j) {
     const int key0 = row0 + j * W::kBN;
     unsigned char* k = sm.k + at.slot * W::kKVBytes;
@@ -179,10 +164,11 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], const uint32_t (&p)
 // A consumer warpgroup: its 64 query rows against the block's `tiles` K/V tiles, then O / l
 // stored. Releases each K slot once its S is in registers and each V slot once its P V is done.
 template <int kD>
-__device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, int tiles,
+__device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int head, int q0, int tiles,
                         BlockMarks<kStore + 1>& marks) {
   using W = WgTile<kD>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  const wg::Turns<W::kConsumers> turns(wg);
   const int first = q0 + 64 * wg;                                  // the warpgroup's first query
   const int row = first + 16 * (threadIdx.x / 32 % 4) + lane / 4;  // the thread's rows: + 8 h
   const float c = a.scale * kLog2e;
@@ -194,13 +180,15 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   auto needs_mask = [&](int j) {
     return (j + 1) * W::kBN - 1 > first || (j + 1) * W::kBN > a.length;
   };
-  Cursor kc, vc;
+  wg::Cursor kc, vc;
   hp::wait(sm.q_full, 0);
   marks.mark(kQIn);
 
   hp::wait(&sm.k_full[kc.slot], kc.phase);
+  turns.take();
   hp::wgmma_fence();
   issue_qk<kD>(s, q, sm.k + kc.slot * W::kKVBytes);
+  turns.pass(false);
   hp::wgmma_wait<0>();
   hp::fence_all(s);
   if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
@@ -214,10 +202,12 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
     // Tile j's S and tile j - 1's P V go to the tensor cores together; the softmax of tile j
     // runs while P V does.
     hp::wait(&sm.k_full[kc.slot], kc.phase);
+    turns.take();
     hp::wgmma_fence();  // p and o were last written by ordinary instructions
     issue_qk<kD>(s, q, sm.k + kc.slot * W::kKVBytes);
     hp::wait(&sm.v_full[vc.slot], vc.phase);
     issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
+    turns.pass(false);
     hp::wgmma_wait<1>();  // S of tile j is in
     hp::fence_all(s);
     if (lane == 0) hp::arrive(&sm.k_empty[kc.slot]);
@@ -232,8 +222,10 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
     wg::next_p<kD>(s, p, o, rescale);
   }
   hp::wait(&sm.v_full[vc.slot], vc.phase);
+  turns.take();
   hp::wgmma_fence();
   issue_pv<kD>(o, p, sm.v + vc.slot * W::kKVBytes);
+  turns.pass(true);
   hp::wgmma_wait<0>();
   hp::fence_all(o);
   if (lane == 0) hp::arrive(&sm.v_empty[vc.slot]);
@@ -249,7 +241,7 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
 #pragma unroll
   for (int i = 0; i < kD / 2; ++i) o[i] *= l[i / 2 % 2];
   const int64_t ld_out = a.ld_out > 0 ? a.ld_out : a.dim;
-  bf16* out = a.o + a.base(blockIdx.x, ld_out);
+  bf16* out = a.o + a.base(head, ld_out);
   hp::for_each_piece(
       o, [](int, float v0, float v1) { return __floats2bfloat162_rn(v0, v1); },
       [&](int r, int col, uint4 piece) {
@@ -259,12 +251,14 @@ __device__ void consume(const Smem<kD>& sm, const FlashArgs<bf16>& a, int q0, in
   marks.mark(kStore);
 }
 
-// grid: (heads, query tiles of kBM); block: kConsumers consumer warpgroups, then the producer's.
+// grid: heads x query tiles of kBM (BlockTile); block: kConsumers consumer warpgroups, then the
+// producer's.
 template <int kD>
 __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     flash_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                        const __grid_constant__ CUtensorMap k_map,
-                       const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a) {
+                       const __grid_constant__ CUtensorMap v_map, FlashArgs<bf16> a, int heads,
+                       int group) {
 #ifdef FL_SM90A_DEVICE
   using W = WgTile<kD>;
   __shared__ BlockMarks<kStore + 1> marks;
@@ -282,20 +276,21 @@ __global__ void __launch_bounds__(WgTile<kD>::kThreads, 1)
     hp::barrier_init_fence();
   }
   __syncthreads();
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * W::kBM;  // longest rows first
-  const int keys = min(a.length, q0 + W::kBM);           // causal: nothing past the last query
+  const wg::BlockTile at(heads, (a.length + W::kBM - 1) / W::kBM, group, W::kBM);
+  const int q0 = at.q0;
+  const int keys = min(a.length, q0 + W::kBM);  // causal: nothing past the last query
   const int tiles = (keys + W::kBN - 1) / W::kBN;
   if (threadIdx.x >= 128 * W::kConsumers) {
-    set_registers<W::kProducerRegs>(false);
+    wg::set_registers<W::kProducerRegs>(false);
     if (threadIdx.x == 128 * W::kConsumers) {
-      const int row0 = static_cast<int>(blockIdx.x / a.group) * a.length;
-      const int col0 = static_cast<int>(blockIdx.x % a.group) * a.dim;
+      const int row0 = at.head / a.group * a.length;
+      const int col0 = at.head % a.group * a.dim;
       produce<kD>(sm, &q_map, &k_map, &v_map, row0, col0, q0, tiles);
     }
     return;
   }
-  set_registers<W::kConsumerRegs>(true);
-  consume<kD>(sm, a, q0, tiles, marks);
+  wg::set_registers<W::kConsumerRegs>(true);
+  consume<kD>(sm, a, at.head, q0, tiles, marks);
   marks.end();
 #endif
 }
@@ -319,9 +314,15 @@ Status launch_with(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t stream)
   auto kernel = flash_wgmma_kernel<kD>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(W::kSmemBytes)));
-  const dim3 grid(static_cast<unsigned>(heads),
-                  static_cast<unsigned>((a.length + W::kBM - 1) / W::kBM));
-  kernel<<<grid, W::kThreads, W::kSmemBytes, stream>>>(q_map, k_map, v_map, a);
+  // Heads a group: one wave of blocks (an SM holds one), at least one head.
+  int sms = 0, device = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int q_tiles = (a.length + W::kBM - 1) / W::kBM;
+  const int group = static_cast<int>(std::min<int64_t>(std::max(1, sms / q_tiles), heads));
+  const unsigned blocks = static_cast<unsigned>(heads * q_tiles);
+  kernel<<<blocks, W::kThreads, W::kSmemBytes, stream>>>(q_map, k_map, v_map, a,
+                                                         static_cast<int>(heads), group);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -348,7 +349,8 @@ Status launch_flash_wgmma(const FlashArgs<bf16>& a, int64_t heads, cudaStream_t 
       ld_in % 8 == 0 && ld_out % 8 == 0;
   if (!aligned) return Status::Unsupported("TMA needs 16-byte aligned rows");
   if (a.group < 1 || heads % a.group != 0 || heads > INT32_MAX ||
-      heads / a.group * a.length > INT32_MAX || a.length < 1 || a.length > 65535 * 128)
+      heads / a.group * a.length > INT32_MAX || a.length < 1 ||
+      heads * ((a.length + 63) / 64) > INT32_MAX)  // blocks of 64 queries or more
     return Status::Unsupported("takes fewer than 2^31 rows of whole sequences");
   return a.dim == 64 ? launch_with<64>(a, heads, stream) : launch_with<128>(a, heads, stream);
 }

@@ -15,24 +15,25 @@
 //      plan takes one stage;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
-//      resident: a cooperative launch), and block b adds the shares of y's columns [8 b, 8 b + 8)
-//      (a warp's lanes split the 128 shares and meet by shuffles: a fixed order, the same result
-//      every run) and writes them (+ b2). Adding the shares into one sum with red.add instead
-//      (128 x m x C atomics, and the last block to arrive writes y) moves fewer bytes but waits
-//      longer: docs/PERFORMANCE.md has both measured.
-// Tiles: U = 24 at C = 768 on 132 SMs (128 blocks, 256 threads); mma.sync m16n8k16 in bf16,
-// CUDA-core fp32 in the same fragments (kernels/gemm_core/weight_slice.cuh).
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB a block. But
-// W1's slice is 768 rows of 48 bytes, a separate request each, so one SM's requests, not DRAM,
-// may set the floor (docs/PERFORMANCE.md measures it, weights in L2 and in HBM): ~4-5 us at
-// 72 KB a block if an SM keeps ~10-15 GB/s. After the last byte: the up product (3 k-steps x 3
-// column tiles a warp at one token), the reduction of 8 K parts and GELU (24 values at one token),
-// the down product (2 k-steps x 12 tiles a warp), the share's store, the barrier (an L2 round trip
-// after the last block) and the sum (128 loads a column quad, 16 in flight a lane): well under 1 us
-// of issue, a few L2 round trips. The shares are 128 x m x C x 4 B written and read once (0.4 MB at
-// 1 token, 6.3 MB at 16, 25 MB at 64: the cost that grows with tokens, 1-5 us at L2 bandwidth
-// beyond 16 tokens; ffn_stream's 8 groups move less there). Predicted at 1 token: ~5 us of
-// copies + ~3 us of chain + the launch: ~9 us against level 1's ~13 us.
+//      resident: a cooperative launch; one counter and one atomic a block, the last block goes
+//      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
+//      split the shares and meet by shuffles: a fixed order, the same result every run) and
+//      writes them + b2 (b2 read before the barrier). Adding the shares into one sum with
+//      red.add instead (blocks x m x C atomics) moves fewer bytes but waits longer:
+//      docs/PERFORMANCE.md has both measured.
+// Tiles at C = 768 on 132 SMs, 256 threads: U = 32 in bf16 (96 blocks: W1's rows of a slice are
+// 64-byte requests on 64-byte boundaries, and 96 shares), U = 24 in fp32 (128 blocks);
+// mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh).
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 96 KB a block; an SM
+// takes ~20 GB/s of copies (docs/PERFORMANCE.md: portable_bench's copy probe), ~5 us for 96 KB.
+// After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
+// reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
+// tiles a warp), the share's store, the barrier (a fence, an atomic and a poll after the last
+// block) and the sum (96 loads a column quad, 16 in flight a lane): well under 1 us of issue, a
+// few L2 round trips. The shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token,
+// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens, at ~20 GB/s an SM 2 x 49 KB a
+// block at 16 tokens; ffn_stream's 8 groups move less beyond). Predicted at 1 token: ~5 us of
+// copies + ~3 us of chain + the launch: ~9 us against level 1's ~12.6 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
@@ -59,7 +60,7 @@ struct SliceArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
   float* partial;      // blocks x m x cp: each block's share of y
-  unsigned* counters;  // [0] barrier arrivals, [1] barrier generation: zero when allocated
+  unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
   PhaseSink phases;
   int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
   bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
@@ -103,33 +104,41 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
   }
 }
 
+// b2 at y's columns [col, col + 4), zero past C.
 template <typename T>
-__device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, float4 v) {
-  const float s[4] = {v.x, v.y, v.z, v.w};
+__device__ __forceinline__ float4 bias4(const SliceArgs<T>& a, int col) {
+  float b[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) b[i] = col + i < a.p.c ? Elem<T>::to_float(a.b2[col + i]) : 0.0f;
+  return make_float4(b[0], b[1], b[2], b[3]);
+}
+
+template <typename T>
+__device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, float4 v,
+                                       float4 b) {
+  const float s[4] = {v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    if (col + i < a.p.c) {
-      a.y[int64_t(row) * a.p.c + col + i] =
-          Elem<T>::from_float(s[i] + Elem<T>::to_float(a.b2[col + i]));
-    }
+    if (col + i < a.p.c) a.y[int64_t(row) * a.p.c + col + i] = Elem<T>::from_float(s[i]);
   }
 }
 
-// Every block's share written before any block goes on. The generation counter only grows; the
-// last to arrive resets the count (for the next launch) and moves the generation.
-__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* generation) {
+// Every block's share written before any block goes on, with one counter and one atomic a block
+// (the scheme of cooperative groups' grid sync): block 0 adds 2^31 - (blocks - 1), every other
+// block 1, so the counter's top bit flips when the last block arrives, whichever that is, and
+// its low 31 bits are back at zero for the next launch. The last block knows it is the last
+// from its own atomic and goes on at once; the others poll. Against a count that the last block
+// resets and a generation it then bumps, the last arrival's path is one fence and one atomic.
+__device__ __forceinline__ void grid_barrier(unsigned* arrived) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned seen = load_acquire(generation);
+    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     __threadfence();  // the block's shares before its arrival
-    if (atomicAdd(count, 1u) == gridDim.x - 1) {
-      *count = 0;
-      __threadfence();
-      atomicAdd(generation, 1u);
-    } else {
+    const unsigned old = atomicAdd(arrived, add);
+    if ((((old + add) ^ old) & 0x80000000u) == 0) {
       // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
       // about a second, trap (the launch fails with an error) rather than hang.
-      for (unsigned spins = 0; load_acquire(generation) == seen; ++spins) {
+      for (unsigned spins = 0; ((load_acquire(arrived) ^ old) & 0x80000000u) == 0; ++spins) {
         if (spins == (1u << 24)) __trap();
         __nanosleep(32);
       }
@@ -139,18 +148,28 @@ __device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* generati
   __syncthreads();
 }
 
+// The (row, 4 columns) item a thread adds up in sum_tiles, and how many lanes share it.
+struct SumItem {
+  int item, part, split;
+};
+__device__ __forceinline__ SumItem sum_item(int m, int shares) {
+  const int items = 2 * m;  // items <= 128: one pass of the block
+  int split = 1;
+  while (split < 32 && 2 * split * items <= kThreads && 2 * split <= shares) split *= 2;
+  return {int(threadIdx.x) / split, int(threadIdx.x) % split, split};
+}
+
 // After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
 // Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
 // at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
 // same result every run) in log2(split) steps, where a serial pass through shared memory took
 // `split` dependent loads (128 at one token).
 template <typename T>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a) {
+__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bias) {
   const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
-  int split = 1;
-  while (split < 32 && 2 * split * items <= kThreads && 2 * split <= shares) split *= 2;
-  const int item = threadIdx.x / split, part = threadIdx.x % split;
+  const int items = 2 * p.m, shares = gridDim.x;
+  const SumItem si = sum_item(p.m, shares);
+  const int item = si.item, part = si.part, split = si.split;
   const int64_t stride = int64_t(p.m) * p.cp;
   constexpr int kBatch = 16;
   for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x) {
@@ -175,8 +194,22 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a) {
       s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
       s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
     }
-    if (part == 0 && item < items) store4(a, row, col, s);
+    if (part == 0 && item < items) {
+      store4(a, row, col, s, tile == int(blockIdx.x) ? first_bias : bias4(a, col));
+    }
   }
+}
+
+// b2 for this thread's item of the block's first tile of y, asked for before the barrier so
+// that its L2 round trip is not on the chain after it.
+template <typename T>
+__device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
+  const SumItem si = sum_item(a.p.m, gridDim.x);
+  const int tile = blockIdx.x;
+  if (si.part != 0 || si.item >= 2 * a.p.m || tile >= a.p.cp / kSliceTileCols) {
+    return make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  return bias4(a, tile * kSliceTileCols + 4 * (si.item % 2));
 }
 
 // Stage s of the up product: x's columns and W1's rows [k0, k1) of the block's slice (with b1's
@@ -274,11 +307,12 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
+  const float4 b2_first = first_tile_bias(a);
   down_product(a, hs, w2s);
   marks.mark(kDown);
-  grid_barrier(a.counters, a.counters + 1);
+  grid_barrier(a.counters);
   marks.mark(kHandOver);
-  sum_tiles(a);
+  sum_tiles(a, b2_first);
   marks.mark(kSum);
 }
 

@@ -22,10 +22,10 @@ constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma colum
 constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
 constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
-constexpr int kSliceMaxStages = 8;
+constexpr int kSliceMaxStages = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
 // grow with the tokens; docs/PERFORMANCE.md has both measured).
-constexpr int64_t kSliceFasterTo = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
+constexpr int64_t kSliceFasterTo = 16;
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
@@ -70,7 +70,12 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
-// they fit, else W2's after the up product. False when nothing fits.
+// they fit, else W2's after the up product. In bf16 the units are rounded up to a multiple of
+// 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows of a slice are then
+// 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them across two
+// 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md has
+// both measured). False when nothing fits.
+constexpr double kSliceWideShare = 0.7;
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
                                   FfnSlicePlan* out, int units = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
@@ -78,17 +83,25 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
   const int64_t first = units > 0 ? units : fewest;
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
-  for (bool late : {false, true}) {
-    const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(first), late);
-    if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
-      *out = p;
-      return true;
+  auto fits = [&](int64_t u) {
+    for (bool late : {false, true}) {
+      const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late);
+      if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
+        *out = p;
+        return true;
+      }
     }
+    return false;
+  };
+  const int64_t wide = (first + 31) / 32 * 32;
+  const bool wide_busy = double((4 * c + wide - 1) / wide) >= kSliceWideShare * sms;
+  if (units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy && fits(wide)) {
+    return true;
   }
-  return false;
+  return fits(first);
 }
 
-// The scratch buffer: the grid barrier's 2 counters (padded to 256 bytes), zero when allocated,
+// The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
 // and a partial sum per block (blocks x m x C fp32).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);

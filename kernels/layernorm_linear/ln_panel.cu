@@ -6,17 +6,18 @@
 // a block owns a column slice of W and all of K: the slice (C x bn, the block's share of the
 // weights, read from HBM once in all) and the row chunk's whole x panel are asked for at once,
 // and the slice is as narrow as it takes for every SM to have one block.
-// Block (j, i) computes y[64 i .. 64 i + 64, j bn .. j bn + bn) over all of K = C, with no split
-// of K and so no exchange between blocks:
-//   1. copy:      the row chunk's x panel (64 x C) and W's column slice into shared memory, all
+// Block (j, i) computes y[r i .. r i + r, j bn .. j bn + bn) (r = 16, 32 or 64 rows) over all of
+// K = C, with no split of K and so no exchange between blocks:
+//   1. copy:      the row chunk's x panel (r x C) and W's column slice into shared memory, all
 //                 in flight at once; gamma and beta meanwhile;
 //   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
 //                 memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
 //                 splits' partial sums added through shared memory, b added, y stored.
-// Tiles: 64-row chunks, bn = 16-64 columns (the narrowest whose blocks fit one to an SM: 72
-// blocks of 32 columns at C = 768), 512 threads.
+// Tiles: chunks of 16-64 rows, bn = 16-64 columns, the pair whose busiest SM copies the fewest
+// bytes (plan_ln_panel: at C = 768, 72 blocks of 32 columns at 1-16 tokens, 2 x 48 blocks of
+// 32 rows x 48 columns at 64), 512 threads.
 // Budget at C = 768, bf16, 16 tokens: W, 3.5 MB, read once (1.2 us at 3 TB/s), 48 KB a block;
 // the phases after it are block-local: a few hundred cycles of statistics and multiplies. The
 // price of not splitting K: every block of a row chunk reads its x panel (from L2) and
@@ -73,7 +74,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   T* beta_s = gamma_s + plan.k;
   float* red = reinterpret_cast<float*>(smem + plan.red_offset());  // [warp][lane][8]
   const int k = plan.k, bn = plan.bn, ld_x = plan.ld_x(), ld_w = plan.ld_w();
-  const int64_t n0 = int64_t(blockIdx.x) * bn, m0 = int64_t(blockIdx.y) * kPanelRows;
+  const int64_t n0 = int64_t(blockIdx.x) * bn, m0 = int64_t(blockIdx.y) * plan.rows;
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -147,30 +148,38 @@ __global__ void __launch_bounds__(kPanelThreads)
   marks.mark(kPanelStore);
 }
 
-// The panel plan: the narrowest column slice (bn, a multiple of 16) whose blocks fit one to an SM
-// (so every SM streams its share of W from the start), at most 16 items of 16 x 16 per block.
-// *ok is false when nothing fits.
+// The panel plan: rows a block (16, 32 or 64: the chunk) and columns (bn, a multiple of 16, at
+// most 16 items of 16 x 16 a block), chosen for the fewest bytes the busiest SM must copy in:
+// ceil(blocks / SMs) blocks of (rows + bn) x C each (a second block on an SM shares its
+// bandwidth: docs/PERFORMANCE.md, lesson 6). At 1-16 tokens that is one 16-row chunk in 72
+// slices of 32 columns; at 64 tokens two chunks of 32 rows in 48 slices of 48 columns (123 KB a
+// block at C = 768 in bf16, where one 64-row chunk of 32 columns copies 147 KB). *ok is false
+// when nothing fits.
 template <typename T>
 Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
   *ok = false;
-  const int64_t chunks = (a.m + kPanelRows - 1) / kPanelRows;
-  PanelPlan<T> p;
-  p.k = a.k;
-  p.rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
-  for (p.bn = 16; p.bn <= 64; p.bn += 16) {
-    if (p.bytes() > size_t(optin) || (p.rows / 16) * (p.bn / 16) > kPanelThreads / 32) continue;
-    const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
-    FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(p.bytes())));
-    int per_sm = 0;
-    FL_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
-    if (per_sm < 1) continue;
-    *plan = p;
-    *ok = true;
-    // One block per SM (a second block on an SM halves its share of the bandwidth;
-    // docs/PERFORMANCE.md, lesson 6).
-    if (chunks * ((a.n + p.bn - 1) / p.bn) <= sms) break;
+  const int most_rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
+  int64_t best = 0;
+  for (int rows : {most_rows, 32, 16}) {
+    if (rows > most_rows) continue;
+    for (int bn = 16; bn <= 64; bn += 16) {
+      PanelPlan<T> p;
+      p.k = a.k, p.rows = rows, p.bn = bn;
+      if (p.bytes() > size_t(optin) || (rows / 16) * (bn / 16) > kPanelThreads / 32) continue;
+      const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
+      FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(p.bytes())));
+      int per_sm = 0;
+      FL_CUDA_TRY(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
+      if (per_sm < 1) continue;
+      const int64_t blocks = (a.m + rows - 1) / rows * ((a.n + bn - 1) / bn);
+      const int64_t cost = (blocks + sms - 1) / sms * (rows + bn);
+      if (*ok && cost >= best) continue;
+      *plan = p;
+      *ok = true;
+      best = cost;
+    }
   }
   return Status::Ok();
 }
@@ -188,8 +197,12 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   PanelPlan<T> plan;
   FL_TRY(plan_ln_panel(a, sms, optin, &plan, launched));
   if (!*launched) return Status::Ok();
+  // The plan's search left the attribute at the last candidate's bytes: set the chosen one's.
+  FL_CUDA_TRY(cudaFuncSetAttribute(ln_gemm_panel_kernel<T>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(plan.bytes())));
   const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
-                  static_cast<unsigned>((a.m + kPanelRows - 1) / kPanelRows));
+                  static_cast<unsigned>((a.m + plan.rows - 1) / plan.rows));
   ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

@@ -6,7 +6,7 @@
 // the host's launch latency left out), with CUDA events around the chain beside it; median of
 // the repetitions; level 1 and the portable kernel alternate. Inputs: random (never zeros).
 // Prints one line per lesson, precision and token count.
-//   portable_bench [C] [reps]
+//   portable_bench [C] [reps] [bf16]   (bf16: skip fp32)
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -25,6 +25,7 @@
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_rows.cuh"
+#include "kernels/tensor_gemm.cuh"
 #include "tests/support/bench_check.h"
 
 namespace {
@@ -43,6 +44,47 @@ __global__ void read_all(const int4* p, int64_t n, int* sink) {
 
 // The floor under a launch of one block per SM.
 __global__ void empty_blocks() {}
+
+// The copy probe: what a weight slice's copies alone cost. Block b asks for `rows` rows of
+// `row_bytes` (a multiple of 16) at src + b * block_step + r * stride, all of them by 16-byte
+// cp.async before one wait (as the weight-slice kernels do), or, with `regs`, by 16-byte loads
+// into registers, kPerThread in flight a thread, stored to shared memory after.
+constexpr int kPerThread = 18;
+template <bool regs>
+__global__ void copy_probe(const char* src, int rows, int row_bytes, int64_t stride,
+                           int64_t block_step, int* sink) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int chunks = row_bytes / 16, total = rows * chunks;
+  const char* base = src + blockIdx.x * block_step;
+  auto at = [&](int i) { return base + int64_t(i / chunks) * stride + (i % chunks) * 16; };
+  if constexpr (!regs) {
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+      fl::tc::copy16_async(smem + size_t(i) * 16, at(i), true);
+    }
+    fl::tc::async_commit();
+    fl::tc::async_wait<0>();
+  } else {
+    for (int i0 = 0; i0 < total; i0 += kPerThread * blockDim.x) {
+      int4 v[kPerThread];
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const int i = i0 + u * blockDim.x + threadIdx.x;
+        if (i < total) {
+          asm volatile("ld.global.cg.v4.s32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
+                       : "l"(at(i)));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const int i = i0 + u * blockDim.x + threadIdx.x;
+        if (i < total) reinterpret_cast<int4*>(smem)[i] = v[u];
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && smem[0] == 0x5a && smem[16] == 0x5b) *sink = 1;
+}
 
 struct Buf {
   void* p = nullptr;
@@ -163,10 +205,12 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    // The plan's choices (24 units on an H100, W1 and W2 asked for at once), then one choice
-    // changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they land.
+    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once), then one
+    // choice changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they
+    // land.
     const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
         {"hidden_slice", {}},
+        {"hidden_slice U=24", {24, 1, false}},
         {"hidden_slice U=32", {32, 1, false}},
         {"hidden_slice U=48", {48, 1, false}},
         {"hidden_slice S=2", {0, 2, true}},
@@ -234,6 +278,99 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
                {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}});
 }
 
+// The code probe: kN fused multiply-adds a thread in straight-line code (one 16-byte
+// instruction each: kN x 16 bytes of code), one block of 256 threads per SM. Cold, the flush has
+// evicted the code from L2 and every instruction comes from DRAM once; warm, the same launch
+// again right after. The difference is what fetching that much code costs a kernel's first run.
+template <int kN>
+__global__ void code_probe(float* out, float b, float c) {
+  float a[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) a[j] = threadIdx.x + j;
+#pragma unroll
+  for (int i = 0; i < kN / 8; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(a[j]) : "f"(b), "f"(c));
+  }
+  float s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += a[j];
+  if (s == 12345.0f) out[threadIdx.x] = s;
+}
+
+template <int kN>
+void code_probe_case(Timer& t, int reps, int sms, float* out) {
+  auto launch = [&] {
+    code_probe<kN><<<sms, 256>>>(out, 1.0f, 0.0f);
+    return fl::cuda_status(cudaGetLastError(), "code_probe", __FILE__, __LINE__);
+  };
+  std::vector<float> one, two;
+  for (int i = 0; i < reps + 3; ++i) {
+    const float a = t.once(launch).cupti_us;
+    const float b = t.once([&] {
+                       FL_TRY(launch());
+                       return launch();
+                     }).cupti_us;
+    if (i >= 3) one.push_back(a), two.push_back(b);
+  }
+  std::printf("code probe %5d FMAs (%3d KB of code): cold %7.2f us, cold + warm %7.2f us\n", kN,
+              kN * 16 / 1024, median(one), median(two));
+}
+
+// The copy probe's cases: the FFN's 9.4 MB of bf16 weights at C = 768 cut into 128 blocks of
+// 72 KB (and half that), cold L2, asked for by 256, 512 or 1024 threads or loaded into
+// registers: a block's time to have its slice in shared memory, and the rate that makes. (Cases
+// of other shapes, 144 KB a block, 48-512-byte rows, 256 or 132 blocks, are not here: a launch
+// of them failed with an illegal address that was not found.)
+void copy_probes(Timer& t, int reps) {
+  {
+    int sms = 0;
+    CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    Buf out(4096);
+    code_probe_case<512>(t, reps, sms, static_cast<float*>(out.p));
+    code_probe_case<4096>(t, reps, sms, static_cast<float*>(out.p));
+  }
+  struct Case {
+    const char* name;
+    int blocks, rows, row_bytes;
+    int64_t stride, step;
+    int threads;
+    bool regs;
+  };
+  const int64_t kb72 = 72 * 1024;
+  const Case cases[] = {
+      {"contiguous 72 KB", 128, 1, int(kb72), 0, kb72, 256, false},
+      {"contiguous 72 KB, 512 thr", 128, 1, int(kb72), 0, kb72, 512, false},
+      {"contiguous 72 KB, 1024 thr", 128, 1, int(kb72), 0, kb72, 1024, false},
+      {"contiguous 72 KB, ld.v4 regs", 128, 1, int(kb72), 0, kb72, 256, true},
+      {"contiguous 36 KB", 128, 1, int(kb72 / 2), 0, kb72 / 2, 256, false},
+  };
+  Buf src(size_t(2) * 128 * kb72 + 4096);
+  CUDA(cudaMemset(src.p, 1, size_t(2) * 128 * kb72 + 4096));
+  Buf sink(64);
+  for (const Case& k : cases) {
+    const int64_t bytes = int64_t(k.rows) * k.row_bytes;
+    const auto kernel = k.regs ? copy_probe<true> : copy_probe<false>;
+    CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    std::vector<float> v;
+    for (int i = 0; i < reps + 3; ++i) {
+      const float us =
+          t.once([&] {
+             kernel<<<k.blocks, k.threads, bytes>>>(static_cast<const char*>(src.p), k.rows,
+                                                    k.row_bytes, k.stride, k.step,
+                                                    static_cast<int*>(sink.p));
+             return fl::cuda_status(cudaGetLastError(), "copy_probe", __FILE__, __LINE__);
+           }).cupti_us;
+      if (i >= 3) v.push_back(us);
+    }
+    const float us = median(v);
+    std::printf(
+        "copy probe %-30s %3d blocks x %6.1f KB: %7.2f us, %5.1f GB/s a block, %6.0f GB/s in all\n",
+        k.name, k.blocks, bytes / 1024.0, us, bytes / (us * 1e3), k.blocks * bytes / (us * 1e3));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,7 +397,10 @@ int main(int argc, char** argv) {
     }
     std::printf("empty launch, one block per SM (CUPTI): %.2f us\n", median(v));
   }
+  copy_probes(t, reps);
+  const bool bf16_only = argc > 3 && std::string(argv[3]) == "bf16";
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
+    if (bf16_only && p != fl::Precision::bf16) continue;
     for (int64_t m : {1, 16, 64}) bench_ffn(p, m, c, t, reps);
     for (int64_t m : {1, 16, 64, 256}) bench_ln(p, m, c, t, reps);
   }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "app/measure/live_backend.h"
 #include "kernels/catalog.h"
@@ -136,6 +137,39 @@ TEST(Variants, AForcedVariantRunsCorrectlyOrIsRefusedWithOneLine) {
   // ... and the backend measures the next request as usual.
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::bf16),
             find_lesson("ffn")->choose_variant(2, 0, {16, 0}, Precision::bf16, gpu).name);
+}
+
+// The LayerNorm-Linear's panel kernel forced at `shapes` (tokens x C) in fp32 and bf16: outputs
+// poisoned before each run, checked against the reference.
+void check_panel(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  for (Precision p : {Precision::bf16, Precision::fp32}) {
+    for (const auto& [tokens, c] : shapes) {
+      MeasureRequest request{"layernorm_linear", tokens, {2}, p, CacheMode::cold};
+      request.inner = c;
+      request.variants = {{"ln_gemm_bias", "ln_panel"}};
+      std::vector<Measurement> ms;
+      const Status st = backend->measure(request, nullptr, &ms);
+      if (!st.ok() && st.message().find("does not fit") != std::string::npos) continue;
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_EQ(ms.size(), 1u);
+      EXPECT_TRUE(ms[0].check.passed)
+          << to_string(p) << " " << tokens << " x " << c << ": " << ms[0].check.rel_l2_error;
+      EXPECT_EQ(ms[0].launches.at(0).variant, "ln_panel");
+    }
+  }
+}
+
+// At odd token counts its plan takes chunks of 16, 32, 48 or 64 rows (a last chunk part empty)
+// and slices of 16-64 columns; C a multiple of 16.
+TEST(Variants, PanelLayerNormLinearRunsEachChunkShape) {
+  check_panel({{1, 768}, {33, 208}, {47, 768}, {65, 768}, {129, 336}, {255, 768}});
+}
+
+// Two small shapes for compute-sanitizer (32-row and 16-row chunks).
+TEST(Variants, PanelLayerNormLinearSmallShapes) {
+  check_panel({{35, 96}, {9, 48}});
 }
 
 // The attention sublayer's flash step lists lesson 9's level 2 kernels: fp32 runs the

@@ -159,13 +159,19 @@ TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
 
 TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   FfnSlicePlan p;
-  // H100: bf16 at 1-64 tokens, 24 hidden units a block on 128 blocks, both slices at once.
+  // H100: bf16 at 1-64 tokens, 32 hidden units a block on 96 blocks (64-byte rows of W1; 24
+  // units would fill 128 SMs), both slices at once; fp32 keeps the fewest units, 24.
   for (int64_t m : {1, 16, 64}) {
     ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
-    EXPECT_EQ(p.units, 24);
-    EXPECT_EQ(p.blocks, 128);
+    EXPECT_EQ(p.units, 32);
+    EXPECT_EQ(p.blocks, 96);
     EXPECT_FALSE(p.w2_late) << m;
   }
+  ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 4, 132, 232448, &p));
+  EXPECT_EQ(p.units, 24);
+  // Where rounding up to 32 would leave too many SMs idle (C = 96: 384 units), the fewest.
+  ASSERT_TRUE(ffn_slice_choose_plan(1, 96, 2, 132, 232448, &p));
+  EXPECT_EQ(p.units, 8);
   // fp32 on an H100: both slices at once up to 16 tokens, W2 late at 17-32, nothing beyond.
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 4, 132, 232448, &p));
   EXPECT_FALSE(p.w2_late);

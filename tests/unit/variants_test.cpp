@@ -48,10 +48,10 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
   EXPECT_EQ(chosen("ffn", 256, bf16, kH100NoWgmma), "ffn_split");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_tiles");
-  // sm_80: the portable small-token kernels up to 64 tokens (the hidden-slice one up to 8), the
+  // sm_80: the portable small-token kernels up to 64 tokens (the hidden-slice one up to 16), the
   // split kernel beyond.
-  for (int64_t tokens : {1, 8}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_hidden_slice");
-  for (int64_t tokens : {9, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
+  for (int64_t tokens : {1, 16}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_hidden_slice");
+  for (int64_t tokens : {17, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
   for (int64_t tokens : {65, 256, 1023}) {
     EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
   }
@@ -60,7 +60,7 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   }
 }
 
-// Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-8 tokens,
+// Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-16 tokens,
 // ffn_stream beyond, as they measured on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to
 // 64 tokens; the
 // portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not fit (it measured
@@ -70,10 +70,10 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
   for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
     const std::string cc = std::to_string(gpu.cc_major * 10 + gpu.cc_minor);
-    for (int64_t tokens : {1, 8}) {
+    for (int64_t tokens : {1, 16}) {
       EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_hidden_slice") << cc << " " << tokens;
     }
-    for (int64_t tokens : {9, 16, 64}) {
+    for (int64_t tokens : {17, 64}) {
       EXPECT_EQ(chosen("ffn", tokens, fp32, gpu), "ffn_stream") << cc << " " << tokens;
     }
     EXPECT_EQ(chosen("ffn", 65, fp32, gpu), "ffn_split") << cc;
@@ -93,7 +93,8 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     }
     if (gpu.cc_major >= 8) {  // bf16 from sm_80 (mma.sync)
       EXPECT_EQ(chosen("ffn", 1, bf16, gpu), "ffn_hidden_slice") << cc;
-      EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_stream") << cc;
+      EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_hidden_slice") << cc;
+      EXPECT_EQ(chosen("ffn", 17, bf16, gpu), "ffn_stream") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_panel") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;

@@ -28,7 +28,7 @@ if stage variants; then
   FL_DECODE_VARIANTS=1 timeout ${FL_DECODE_VARIANTS_SECONDS:-90} "$tests" \
     --gtest_filter='Gpt2DecodeGpu.MegakernelVariants' > "$LOGS/variants.log" 2>&1
   sum "variants rc=$? ($(( $(date +%s) - t0 )) s)"
-  grep -E '^cache|timeline|tasks: mean|chain|  stage |probes|Failure|Expected|Which is|rel ' \
+  grep -E '^cache|timeline|tasks: mean|chain|  stage |last-ending task|probes|Failure|Expected|Which is|rel ' \
     "$LOGS/variants.log" | head -200 | tee -a "$OUT/decode-summary.txt"
 fi
 if stage tests; then
@@ -38,7 +38,7 @@ if stage tests; then
   t0=$(date +%s)
   timeout ${FL_DECODE_CATALOG_SECONDS:-60} "$tests" --gtest_filter='Catalog/LessonGpu.*gpt2*' >> "$LOGS/decode-tests.log" 2>&1
   sum "catalog tests rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/decode-tests.log" | tail -1)"
-  grep -E 'Failure|FAILED|error|Expected|Which is|rel error|megakernel at|tasks: mean|chain|  stage |probes' "$LOGS/decode-tests.log" | head -80 | tee -a "$OUT/decode-summary.txt"
+  grep -E 'Failure|FAILED|error|Expected|Which is|rel error|megakernel at|tasks: mean|chain|  stage |last-ending task|probes' "$LOGS/decode-tests.log" | head -80 | tee -a "$OUT/decode-summary.txt"
 fi
 if stage cupti; then
   timeout 90 "$tests" --gtest_filter='CuptiTiming.EveryLessonAndLevelGetsItsRecords:CuptiCounters.ALongChainIsCountedLaunchByLaunch' > "$LOGS/cupti.log" 2>&1

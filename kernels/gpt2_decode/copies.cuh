@@ -180,15 +180,15 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
   }
 }
 
-// Step 1 of a task (issued while the task before it runs): its large ranges by TMA (thread 0;
-// `landed` completes when they are in, also when there are none) or by cp.async, then its small
-// parameters by cp.async. One commit group per task, so "all but the newest group" is always
-// the running task's.
+// Step 1 of a task (issued while the task before it runs): its large ranges by TMA (thread
+// `copier`; `landed` completes when they are in, also when there are none) or by cp.async, then
+// its small parameters by cp.async. One commit group per task, so "all but the newest group" is
+// always the running task's.
 __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                    int buffer_bytes, bool bulk, uint64_t* landed) {
+                                    int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0) {
   const TaskRanges r = task_ranges(a, task, buffer_bytes);
   if (bulk) {
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == copier) {
       hopper::arrive_expect_bytes(landed, static_cast<uint32_t>(r.bytes[0] + r.bytes[1]));
       for (int k = 0; k < 2; ++k)
         if (r.bytes[k] > 0) copy_bulk(buffer + r.at[k], r.src[k], r.bytes[k], landed);

@@ -83,6 +83,9 @@ struct DecodeArgs {
   // The megakernel's residual after each MLP (null at levels 0-3): proj writes x + b_out there
   // and every MLP slice adds its share of h Wout into it, so the next layer reads it.
   float* x_mlp = nullptr;
+  // Copies of x_mlp (MegakernelOptions::residual_copies, t x C floats apart): proj writes copy 0
+  // and zeroes the others, each MLP task adds into one, and the readers add them up.
+  int residual_copies = 1;
   // The megakernel's copy of every layer's Wout transposed ([layer][4C][C]; null at levels 0-3):
   // an MLP task's Wout columns are one contiguous run there (copies.cuh).
   const bf16* w_out_t = nullptr;
@@ -107,6 +110,13 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 // Where layer `layer` reads its residual from: the step's input for block 0.
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {
   return layer == 0 ? a.x_in : a.x_mlp != nullptr ? a.x_mlp : a.x;
+}
+// How many copies of it to add up (the megakernel's x_mlp may have several), and how far apart.
+__device__ __forceinline__ int residual_copies_in(const DecodeArgs& a, int layer) {
+  return layer == 0 || a.x_mlp == nullptr ? 1 : a.residual_copies;
+}
+__device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
+  return int64_t(a.tokens) * kC;
 }
 
 // ---- small pieces ---------------------------------------------------------------------------
@@ -153,9 +163,10 @@ __device__ __forceinline__ void allow_dependent_launch() {
 // One warp per row, the row's 768 values in registers (6 float4 per lane), two passes. Gamma and
 // beta (global or shared memory) are loaded with the row, before any store: a store through dst
 // between their loads would make each one wait for the one before (dst may alias them as far
-// as the compiler knows).
+// as the compiler knows). src may be `copies` partial rows `stride` floats apart, added up
+// (every copy's loads in flight before the first add).
 __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
-                                      int rows, float* dst) {
+                                      int rows, float* dst, int copies = 1, int64_t stride = 0) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int r = warp; r < rows; r += kWarps) {
     const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC);
@@ -166,6 +177,20 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
       v[i] = ld_cg(row + lane + 32 * i);
       gv[i] = reinterpret_cast<const uint2*>(g)[lane + 32 * i];
       bv[i] = reinterpret_cast<const uint2*>(b)[lane + 32 * i];
+    }
+    for (int c0 = 1; c0 < copies; c0 += 3) {  // three copies' loads at a time
+      float4 u[3][6];
+#pragma unroll
+      for (int c = 0; c < 3; ++c)
+#pragma unroll
+        for (int i = 0; i < 6; ++i)
+          u[c][i] = c0 + c < copies ? ld_cg(row + (c0 + c) * (stride / 4) + lane + 32 * i)
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int c = 0; c < 3; ++c)
+#pragma unroll
+        for (int i = 0; i < 6; ++i)
+          v[i].x += u[c][i].x, v[i].y += u[c][i].y, v[i].z += u[c][i].z, v[i].w += u[c][i].w;
     }
     float sum = 0;
 #pragma unroll

@@ -115,6 +115,11 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   if (options.min_split_keys < 1 || options.min_split_keys > kMaxSplitLength)
     return Status::Error("an attention split takes at least 1 to " +
                          std::to_string(kMaxSplitLength) + " keys");
+  if (options.residual_copies < 1 || options.residual_copies > kMaxResidualCopies)
+    return Status::Error("the megakernel keeps 1 to " + std::to_string(kMaxResidualCopies) +
+                         " copies of the residual");
+  if (options.copy_thread < 0 || options.copy_thread >= kThreads)
+    return Status::Error("the copies' thread is one of the block's " + std::to_string(kThreads));
   return d->set_options(options);
 }
 

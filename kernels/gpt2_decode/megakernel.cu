@@ -17,25 +17,30 @@
 //      then one acquire fence),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
-//      attention split's sums and its residual slice in one batch, one round trip to L2 instead of
-//      one for the maxima and one per four splits),
+//      split's sums and its residual slice in one batch, one round trip to L2),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
-//      and record the task (phases.h) and, when a measurement asks, where its time went
-//      (probe_task).
-// What changed against the cp.async form: that form's 16-byte copies (4608 for an MLP slice)
-// took the SM's load-queue slots, so a task's own loads of x, q or the partial sums, its
-// critical path, queued behind the next task's weights. Bulk copies take none.
+//      and record the task (phases.h) and, when a measurement asks, where its time went.
+// What changed against the cp.async form: its 16-byte copies took the SM's load-queue slots, so
+// a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
+// take none.
+// Options, measured one at a time against this form and left off (each made the step slower;
+// docs/PERFORMANCE.md): head combine (an attention split takes a ticket of its head, the head's
+// last split merges the head's splits into its 64 outputs, so proj reads 768 floats instead of
+// every split's sums and waits for 12 counts); skip own poll (the bump returns the count, so the
+// block that completes a stage skips its poll); residual copies (the MLP's tasks add into a few
+// copies of the residual, which LN1, proj and LN_f add up); the copy thread (a lane of warp 1
+// issues the bulk copies instead of the thread that releases the counts).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
 //
 // Napkin math (t = 1, H100, copy roof ~3.06 TB/s): the step must read 170.1 MB of weights and
 // 2 x 12 x s x 768 x 2 B of cache: 189.0 MB at s = 512 (61.8 us at the roof, 100 us at 60% of
-// it) and 245.6 MB at 2K (80.4 us; 124 us at 65%). A block's share is ~1.4 MB at s = 512, ~27 KB
-// a stage of 49 on average (an MLP slice 72 KB): at 1/132 of the roof, 23 GB/s an SM, a 72 KB
+// it) and 245.6 MB at 2K (80.4 us; 124 us at 65%). A block's share is ~1.4 MB at s = 512, ~29 KB
+// a stage of 48 on average (an MLP slice 72 KB): at 1/132 of the roof, 23 GB/s an SM, a 72 KB
 // slice takes ~3 us to arrive, so the copies must run a task or more ahead of the chain. The
-// chain itself is 49 stages of L2 round trips (the count's release, the acquire that sees it,
-// the inputs' loads), ~1.5-2 us a stage when the load queue is not full of weight copies.
+// chain itself is 48 stages of L2 round trips (the count's release, the acquire that sees it,
+// the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step.
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
@@ -62,6 +67,24 @@ __device__ __forceinline__ void release_add(unsigned* p, unsigned v) {
 #endif
 }
 
+// The same bump when the block needs the count it made (the ticket of a head's split; a stage
+// completed by this block, option skip_own_poll): acquire and release, the old count returned.
+__device__ __forceinline__ unsigned acq_rel_add(unsigned* p, unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(p), "r"(v)
+               : "memory");
+  return old;
+#else
+  __threadfence();
+  const unsigned old = atomicAdd(p, v);
+  __threadfence();
+  return old;
+#endif
+}
+
 // Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
 __device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -75,9 +98,11 @@ __device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
 
 // The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
 // rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on
-// grids too small for the slice to fit) added into x_mlp. A thread per 4 outputs (8-byte loads,
-// consecutive threads on consecutive words: no bank conflicts), a vector red per token.
-__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h) {
+// grids too small for the slice to fit) added into x_mlp (or the copy of it at `out`). A thread
+// per 4 outputs (8-byte loads, consecutive threads on consecutive words: no bank conflicts), a
+// vector red per token.
+__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h,
+                         float* out) {
   const int t = a.tokens;
   for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
     float acc[kMaxTokens][4];
@@ -105,16 +130,31 @@ __device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const fl
 #pragma unroll
     for (int j = 0; j < kMaxTokens; ++j) {
       if (j >= t) break;
-      red_add4(a.x_mlp + j * kC + 4 * q, acc[j]);
+      red_add4(out + j * kC + 4 * q, acc[j]);
     }
   }
 }
 
+// With head combines (kCombinesHead), after an attention task's partial sums are written: its
+// head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
+// (a.att) and is the only one to count. Whether this task counts.
+__device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
+                                unsigned* counters) {
+  __shared__ unsigned ticket;
+  __syncthreads();  // the block's partial sums are written
+  if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + 1 + head, 1u);
+  __syncthreads();
+  if (ticket != unsigned(a.splits - 1)) return false;
+  combine_heads_batched(a, 0, a.tokens, a.att, head, 1);
+  return true;
+}
+
 // Step 3: the task's device function; the products read their slice from shared memory.
 // after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
+// Whether the task's count is to be bumped (with head combines, only a head's last split's).
 template <class AfterInputs>
-__device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
-                         int buffer_bytes, float* work, float* sums,
+__device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
+                         int buffer_bytes, float* work, float* sums, unsigned* counters,
                          const MegakernelOptions& options, const AfterInputs& after_inputs) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
@@ -131,6 +171,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
         attend_split(a, layer, head, split, work, kv, after_inputs);
       else
         attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
+      if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
       break;
     }
     case TaskKind::proj: {
@@ -139,6 +180,7 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       const bool room = t * kC + task.count * t <= kActFloats;
       ProjOp op{a, layer, p};
       if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
+      op.combined = options.head_combine;
       linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs);
       break;
     }
@@ -149,20 +191,28 @@ __device__ void run_task(const DecodeArgs& a, const DecodeTask& task, const char
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC
                               : a.w_out_t + (int64_t(layer) * kF + task.first) * kC;
-      mlp_down(a, w_out, task.count, sums);
+      const int copy = (task.first / max(1, int(task.count))) % a.residual_copies;
+      mlp_down(a, w_out, task.count, sums, a.x_mlp + copy * residual_stride(a));
       break;
     }
     case TaskKind::final_norm:
       after_inputs();
-      layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y);
+      layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y,
+                     a.residual_copies, residual_stride(a));
       break;
   }
+  return true;
 }
 
 // Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
-// stage's counter, or with head waits each head's its rows belong to.
-__device__ void count_done(const DecodeTask& task, unsigned* counters) {
-  if (task.flags & kBumpsHeads) {
+// stage's counter, or with head waits each head's its rows belong to. With skip_own_poll the
+// bump returns the count: `known` then holds the counter and the count it has reached.
+__device__ void count_done(const DecodeTask& task, unsigned* counters, bool returns,
+                           unsigned (&known)[2]) {
+  if (returns && !(task.flags & kBumpsHeads)) {
+    known[0] = task.done_counter;
+    known[1] = acq_rel_add(counters + task.done_counter, 1u) + 1;
+  } else if (task.flags & kBumpsHeads) {
     int head_a = 0, head_b = 0;
     heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
     release_add(counters + task.done_counter + head_a, 1u);
@@ -225,10 +275,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  if (begin < end) issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0]);
+  const int copier = options.copy_thread;
+  if (begin < end)
+    issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0], copier);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   const bool late = options.copies_after_inputs;
+  unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
     const int slot = (i - begin) & 1;
@@ -236,7 +289,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // per task (an empty one after the last task's).
     auto issue_next = [&] {
       if (i + 1 < end)
-        issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1]);
+        issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1],
+                     copier);
       else
         cp_async_commit();
     };
@@ -244,7 +298,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
-    if (threadIdx.x == 0 && task.wait_counter != kNoCounter)
+    const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
     const uint64_t seen = phase_clock();
     if (late)
@@ -254,13 +309,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
     __syncthreads();
     const uint64_t started = phase_clock();
-    run_task(a, task, buffers[slot], buffer_bytes, work, sums, options, [&] {
-      if (late) issue_next();
-    });
+    const bool counts =
+        run_task(a, task, buffers[slot], buffer_bytes, work, sums, counters, options, [&] {
+          if (late) issue_next();
+        });
     __syncthreads();  // the outputs are written and both buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {
-      count_done(task, counters);
+      if (counts) count_done(task, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - asked));

@@ -75,7 +75,7 @@ struct DecodeTask {
   uint8_t layer = 0;
   uint16_t wait_counter = 0;  // kNoCounter: nothing to wait for
   uint16_t wait_target = 0;
-  uint8_t flags = 0;  // kBumpsHeads
+  uint8_t flags = 0;  // kBumpsHeads, kCombinesHead
   uint8_t reserved = 0;
   uint32_t first = 0;         // first output row of the slice, or head * splits + split
   uint16_t count = 0;         // output rows of the slice (1 for attention and the norm)
@@ -85,6 +85,11 @@ struct DecodeTask {
 static_assert(sizeof(DecodeTask) == 16, "the device reads 16-byte tasks");
 constexpr uint16_t kNoCounter = 0xFFFF;
 constexpr uint8_t kBumpsHeads = 1;
+// With head combines (TaskListShape::head_combine) an attention task first takes a ticket from
+// its head's ticket counter (done_counter + 1 + head); the head's last split to finish merges
+// the head's partial sums into its 64 outputs and alone bumps done_counter, whose target is
+// then kHeads: proj reads 768 values instead of every split's sums.
+constexpr uint8_t kCombinesHead = 2;
 // The heads whose rows [first, first + count) of Wqkv's output a qkv slice holds (q, k and v
 // rows of head h are the 64-row blocks h, 12 + h and 24 + h; a slice of at most 64 rows touches
 // one or two blocks): the first and the last, equal when it touches one.
@@ -112,6 +117,7 @@ struct TaskListShape {
   int weight_buffer_bytes = 80 * 1024;  // shared memory for one task's weights
   bool head_waits = false;              // attention waits for its own head's qkv rows only
   int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
+  bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
 };
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
@@ -145,7 +151,27 @@ struct MegakernelOptions {
   // a head (108 tasks on 132 blocks); at 32 it gets 11 (132 tasks, shorter ones). Levels 1-3
   // run the same splits.
   int min_split_keys = kMinSplitKeys;
+  // The stage cuts below were measured and left off (docs/PERFORMANCE.md): each made the step
+  // slower. The last split of each head to finish (a ticket counter says which) combines the
+  // head's splits into its 64 outputs, so proj reads 768 values, not every split's sums
+  // (kCombinesHead); proj got shorter, but attention longer by more (the ticket's and the
+  // merge's round trips on its last split).
+  bool head_combine = false;
+  // The block whose count completes a stage knows it (an atom that returns the count instead of
+  // a red) and starts its next task on that stage without polling the counter. The stage's
+  // first task then starts sooner, not its last-ending one; every release takes longer.
+  bool skip_own_poll = false;
+  // The MLP's adds go into this many copies of the next residual (task i into copy i mod n;
+  // the readers add the copies up), so fewer tasks add into the same floats
+  // (1..kMaxResidualCopies). The MLP's release got shorter, LN1's and proj's loads longer.
+  int residual_copies = 1;
+  // Which thread issues the bulk copies: 0 is the thread that releases the counts; another
+  // (a lane of warp 1) was to keep the release from waiting on them with copies_after_inputs.
+  // It changed nothing: the copies landing during a task slow its compute and its release
+  // whichever thread issued them.
+  int copy_thread = 0;
 };
+constexpr int kMaxResidualCopies = 8;
 
 // Every task, grouped by block (block b runs tasks[block_begin[b] .. block_begin[b + 1]) in
 // order: each block's list is in stage order, which is what makes the schedule deadlock-free on

@@ -41,7 +41,8 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
-    layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act);
+    layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act, residual_copies_in(a, layer),
+                   residual_stride(a));
   }
   __device__ void epilogue(int j, int n, float sum) const {
     const float v = sum + bias_of(a, layer, p, LayerLayout::b_qkv, n);
@@ -91,15 +92,18 @@ __device__ inline void combine_heads(const DecodeArgs& a, int j0, int tc, float*
 // sums and the partial o of kBatch splits are asked for together: one round trip to L2 where
 // combine_heads takes one for the maxima, then one per four splits of o. The same sums in the
 // same order as combine_heads (its butterfly's first step adds lanes i and i + 16 too).
+// Heads [head0, head0 + heads) only, where one head is combined alone (the megakernel's head
+// combine, into global memory: act may be any rows of C floats).
 template <int kBatch = 16>
-__device__ inline void combine_heads_batched(const DecodeArgs& a, int j0, int tc, float* act) {
+__device__ inline void combine_heads_batched(const DecodeArgs& a, int j0, int tc, float* act,
+                                             int head0 = 0, int heads = kHeads) {
   const int hl = threadIdx.x & 15, half = threadIdx.x >> 4, splits = a.splits;
   constexpr int kHalves = kThreads / 16;
-  const int items = tc * kHeads;
+  const int items = tc * heads;
   for (int base = 0; base < items; base += kHalves) {  // the same trip count in every lane
     const int item = base + half;
     const bool on = item < items;
-    const int jj = on ? item / kHeads : 0, head = item % kHeads;
+    const int jj = on ? item / heads : 0, head = head0 + item % heads;
     const float* part = a.partials + (int64_t(j0 + jj) * kHeads + head) * splits * kPartStride;
     float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
     float4 o[kBatch];
@@ -154,30 +158,64 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
   // `residual` ([row * t + token]), so the epilogue waits on no load.
   float* residual = nullptr;
   int rows = 0;
-  __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_proj; }
+  bool combined = false;  // the heads were combined by attention's last splits: read a.att
+  // This slice's residual from its copies (x_mlp's: residual_copies_in), loaded together.
+  __device__ float residual_of(int j, int n) const {
+    const float* src = residual_in(a, layer) + j * kC + n;
+    float v[kMaxResidualCopies];
+    const int copies = residual_copies_in(a, layer);
+    if (copies == 1) return ld_cg(src);  // levels 0-3, block 0
+#pragma unroll
+    for (int c = 0; c < kMaxResidualCopies; ++c)
+      v[c] = c < copies ? ld_cg(src + c * residual_stride(a)) : 0.f;
+    float sum = v[0];
+#pragma unroll
+    for (int c = 1; c < kMaxResidualCopies; ++c) sum += v[c];
+    return sum;
+  }
+  __device__ const bf16* weights() const {
+    return layer_weights(a, layer) + LayerLayout::w_proj;
+  }
   static_assert(chunk_tokens<kC>() >= kMaxTokens, "every token of proj in one chunk");
   __device__ void prologue(int j0, int tc, float* act) const {
-    if (residual == nullptr) {
+    if (residual == nullptr && !combined) {
       combine_heads(a, j0, tc, act);
       return;
     }
     constexpr int kPerThread = kMaxSliceRows * kMaxTokens / kThreads;
-    const float* src = residual_in(a, layer) + int64_t(j0) * kC + p.first;
     float r[kPerThread];
 #pragma unroll
     for (int u = 0; u < kPerThread; ++u) {  // asked for before the combine's loads
       const int i = threadIdx.x + u * kThreads;
-      r[u] = i < rows * tc ? ld_cg(src + (i % tc) * kC + i / tc) : 0.f;
+      r[u] =
+          residual != nullptr && i < rows * tc ? residual_of(j0 + i % tc, p.first + i / tc) : 0.f;
     }
-    combine_heads_batched(a, j0, tc, act);
+    if (combined) {  // the heads' outputs (t rows of C), every load in flight at once
+      constexpr int kRowQuads = kC / 4, kMost = kMaxTokens * kRowQuads / kThreads;
+      const float4* src = reinterpret_cast<const float4*>(a.att + int64_t(j0) * kC);
+      float4 v[kMost];
+#pragma unroll
+      for (int u = 0; u < kMost; ++u) {
+        const int i = threadIdx.x + u * kThreads;
+        if (i < tc * kRowQuads) v[u] = ld_cg(src + i);
+      }
+#pragma unroll
+      for (int u = 0; u < kMost; ++u) {
+        const int i = threadIdx.x + u * kThreads;
+        if (i < tc * kRowQuads) reinterpret_cast<float4*>(act)[i] = v[u];
+      }
+    } else {
+      combine_heads_batched(a, j0, tc, act);
+    }
+    if (residual == nullptr) return;
 #pragma unroll
     for (int u = 0; u < kPerThread; ++u)
       if (threadIdx.x + u * kThreads < rows * tc) residual[threadIdx.x + u * kThreads] = r[u];
   }
   __device__ void epilogue(int j, int n, float sum) const {
     const float b = bias_of(a, layer, p, LayerLayout::b_proj, n);
-    const float in = residual != nullptr ? residual[(n - p.first) * a.tokens + j]
-                                         : ld_cg(residual_in(a, layer) + j * kC + n);
+    const float in =
+        residual != nullptr ? residual[(n - p.first) * a.tokens + j] : residual_of(j, n);
     const float x = in + sum + b;
     a.x[j * kC + n] = x;
     if (a.x_mlp != nullptr) {
@@ -185,6 +223,8 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
           to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
                                   : layer_weights(a, layer)[LayerLayout::b_out + n]);
       a.x_mlp[j * kC + n] = x + b_out;
+      for (int c = 1; c < a.residual_copies; ++c)
+        a.x_mlp[c * residual_stride(a) + j * kC + n] = 0.f;
     }
   }
 };

@@ -10,7 +10,8 @@
 // start on even rows (a bias slice is copied in 4-byte pieces), MLP slices on multiples of 8
 // (Wout's columns in 16-byte pieces). Tasks are dealt round-robin from a cursor that carries
 // on across stages, so the blocks that got one slice more in one stage are not the same ones
-// in the next.
+// in the next. With head combines (an option) the attention stage has one ticket counter a
+// head beside its count: the last split of a head to take its ticket combines the head.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -104,9 +105,10 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       task.layer = static_cast<uint8_t>(layer);
       task.wait_counter = waited;
       task.wait_target = waited_target;
-      task.flags = per_head ? kBumpsHeads : 0;
+      const bool combines = shape.head_combine && stage.kind == TaskKind::attention;
+      task.flags = per_head ? kBumpsHeads : combines ? kCombinesHead : 0;
       task.done_counter = static_cast<uint16_t>(list.counters);
-      list.counters += per_head ? kHeads : 1;
+      list.counters += per_head ? kHeads : combines ? 1 + kHeads : 1;  // + the heads' tickets
       uint16_t count = 0;
       if (stage.rows == 0) {  // attention: one task per (head, split)
         const uint16_t head_base = waited;
@@ -135,7 +137,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         }
       }
       waited = task.done_counter;
-      waited_target = count;
+      waited_target = combines ? kHeads : count;  // with head combines, one count a head
     }
   }
   DecodeTask norm;
@@ -229,7 +231,10 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
         wait = "counter " + std::to_string(task.wait_counter) +
                " >= " + std::to_string(task.wait_target);
       }
-      if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to
+      if (task.flags & kCombinesHead) {  // its head's ticket; the last split bumps the count
+        bumps = "ticket " + std::to_string(task.done_counter + 1 + task.first / list.splits) +
+                ", last " + bumps;
+      } else if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to
         int head_a = 0, head_b = 0;
         heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
         bumps = std::to_string(task.done_counter + head_a);

@@ -32,8 +32,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(w_out_t_.allocate(int64_t(kLayers) * kF * kC * 2));
     FL_TRY(k_cache_.allocate(cache_elements * 2));
     FL_TRY(v_cache_.allocate(cache_elements * 2));
-    for (DeviceBuffer* b : {&x_in_, &x_, &x_mlp_, &q_, &y_, &xn_, &att_, &tmp_})
+    for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
       FL_TRY(b->allocate(t * kC * 4));
+    FL_TRY(x_mlp_.allocate(kMaxResidualCopies * t * kC * 4));  // its copies (model.h)
     FL_TRY(qkv_.allocate(t * 3 * kC * 4));
     FL_TRY(h_.allocate(t * kF * 4));
     FL_TRY(scores_.allocate(t * kHeads * positions * 4));
@@ -64,8 +65,13 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
   Status plan(int blocks) {
-    shape_ = TaskListShape{
-        blocks, tokens_, cache_, buffer_bytes_, options_.head_waits, options_.min_split_keys};
+    shape_ = TaskListShape{blocks,
+                           tokens_,
+                           cache_,
+                           buffer_bytes_,
+                           options_.head_waits,
+                           options_.min_split_keys,
+                           options_.head_combine};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
@@ -105,7 +111,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     const int64_t t = tokens_;
     FL_TRY(poison_elements<float>({{&y_, t * kC},
                                    {&x_, t * kC},
-                                   {&x_mlp_, t * kC},
+                                   {&x_mlp_, kMaxResidualCopies * t * kC},
                                    {&q_, t * kC},
                                    {&h_, t * kF},
                                    {&qkv_, t * 3 * kC},
@@ -184,6 +190,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     }
     DecodeArgs a = args_;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
+    a.residual_copies = options_.residual_copies;
     a.w_out_t = w_out_t_.as<bf16>();
     a.probes = probes_;
     return launch_megakernel(a, plan, s);

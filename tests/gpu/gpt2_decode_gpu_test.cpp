@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <set>
 
@@ -19,6 +20,47 @@
 
 namespace fl {
 namespace {
+
+// The megakernel's option sets measured against each other (MegakernelVariants) and checked
+// (every level's test, the partial grid): the form before the stage cuts, each cut alone, and
+// together. The lesson's default is one of them.
+struct Variant {
+  const char* name;
+  gpt2::MegakernelOptions options;
+};
+std::vector<Variant> option_sets() {
+  gpt2::MegakernelOptions before;  // the form of the one-pass attention, every cut off
+  before.skip_own_poll = before.head_combine = false;
+  before.residual_copies = 1;
+  before.copy_thread = 0;
+  before.copies_after_inputs = false;
+  std::vector<Variant> sets = {{"before (one pass, probes)", before}};
+  auto with = [&](const char* name, auto change) {
+    gpt2::MegakernelOptions o = before;
+    change(o);
+    sets.push_back({name, o});
+  };
+  with("+ skip own poll", [](gpt2::MegakernelOptions& o) { o.skip_own_poll = true; });
+  with("+ 4 residual copies", [](gpt2::MegakernelOptions& o) { o.residual_copies = 4; });
+  with("+ head combine", [](gpt2::MegakernelOptions& o) { o.head_combine = true; });
+  with("+ copies by warp 1 after inputs", [](gpt2::MegakernelOptions& o) {
+    o.copy_thread = 32;
+    o.copies_after_inputs = true;
+  });
+  with("+ skip, copies, combine", [](gpt2::MegakernelOptions& o) {
+    o.skip_own_poll = o.head_combine = true;
+    o.residual_copies = 4;
+  });
+  with("+ skip, copies, combine, warp 1 after inputs", [](gpt2::MegakernelOptions& o) {
+    o.skip_own_poll = o.head_combine = true;
+    o.residual_copies = 4;
+    o.copy_thread = 32;
+    o.copies_after_inputs = true;
+  });
+  with("+ skip, combine",
+       [](gpt2::MegakernelOptions& o) { o.skip_own_poll = o.head_combine = true; });
+  return sets;
+}
 
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
@@ -88,6 +130,14 @@ TEST_F(Gpt2DecodeGpu, EveryLevelMatchesTheCpuReference) {
       std::printf("gpt2_decode cache %lld tokens %lld level %d: rel error %.3g (GPU check %.3g)\n",
                   (long long)shape.size, (long long)shape.inner, level, cpu, gpu.rel_l2_error);
     }
+    // Level 4 again with every measured option set (the default is one of them).
+    for (const Variant& v : option_sets()) {
+      SCOPED_TRACE(std::string("level 4, ") + v.name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*ws, 4).ok());
+      EXPECT_LE(rel(output(*ws), ref), lesson_->tolerance(Precision::bf16));
+    }
   }
 }
 
@@ -108,6 +158,21 @@ TEST_F(Gpt2DecodeGpu, GraphLevelsReplayWithFreshInputs) {
   }
 }
 
+// Every option's other form than the lesson's.
+gpt2::MegakernelOptions other_options() {
+  gpt2::MegakernelOptions o;
+  o.batched_combine = !o.batched_combine;
+  o.copies_after_inputs = !o.copies_after_inputs;
+  o.one_pass_attention = !o.one_pass_attention;
+  o.relaxed_poll = !o.relaxed_poll;
+  o.min_split_keys = o.min_split_keys == 32 ? 64 : 32;
+  o.skip_own_poll = !o.skip_own_poll;
+  o.head_combine = !o.head_combine;
+  o.residual_copies = o.residual_copies == 1 ? 3 : 1;
+  o.copy_thread = o.copy_thread == 0 ? 32 : 0;
+  return o;
+}
+
 // Fewer blocks than tasks: 1, 2, 5 and 17 blocks run the same step (each block holds many
 // tasks of every stage). Two runs each with different inputs: a stale value from the first
 // run, or a counter not reset, would fail the second run's check or hang it.
@@ -117,20 +182,17 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
   ASSERT_TRUE(run(*ws, 4).ok());
   const std::vector<double> full = output(*ws);
-  // The lesson's options, then the other forms of each option (the plain combine, the other
-  // copy start, the other poll, 32-key splits: the same sums).
+  // The lesson's options, the other forms of each option (the plain combine, the other copy
+  // start, the other poll, 32-key splits, the stage cuts: the same sums), then every measured
+  // option set.
   const int grids[] = {1, 2, 5, 17};
-  for (int k = 0; k < 8; ++k) {
+  std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
+                               {"the other options", other_options()}};
+  for (const Variant& v : option_sets()) sets.push_back(v);
+  for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
-    gpt2::MegakernelOptions options;
-    if (k >= 4) {
-      options.batched_combine = !options.batched_combine;
-      options.copies_after_inputs = !options.copies_after_inputs;
-      options.one_pass_attention = !options.one_pass_attention;
-      options.relaxed_poll = !options.relaxed_poll;
-      options.min_split_keys = options.min_split_keys == 32 ? 64 : 32;
-    }
-    SCOPED_TRACE(std::to_string(blocks) + " blocks" + (k >= 4 ? ", the other options" : ""));
+    const gpt2::MegakernelOptions options = sets[k / 4].options;
+    SCOPED_TRACE(std::to_string(blocks) + " blocks, " + sets[k / 4].name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
     gpt2::TaskListShape shape;
@@ -148,6 +210,80 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
     // Seed 5 again: the same step as the full grid's (only the attention splits differ).
     EXPECT_LT(rel(output(*ws), full), 1e-5);
   }
+}
+
+// The chain of a run's task records, stage by stage: each stage's length, when its first task
+// started and when its last-ending one did, and where that task's block came from.
+void print_chain(const std::vector<PhaseRecord>& records, const gpt2::DecodeTaskList& list,
+                 uint64_t first, double span) {
+  // The chain, stage by stage (stage = layer x 4 + kind; the final norm last).
+  const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
+  std::vector<uint64_t> min_start(stages, UINT64_MAX), max_end(stages, 0), crit_start(stages, 0);
+  std::vector<size_t> crit(stages, 0);  // the record of each stage's last-ending task
+  auto stage_of = [&](const PhaseRecord& r) {
+    const gpt2::DecodeTask& t = list.tasks.at(r.arg);
+    return t.kind == uint8_t(gpt2::TaskKind::final_norm) ? stages - 1
+                                                         : t.layer * gpt2::kStagesPerLayer + t.kind;
+  };
+  std::map<uint32_t, std::vector<size_t>> by_block;  // each block's records in start order
+  for (size_t i = 0; i < records.size(); ++i) {
+    const PhaseRecord& r = records[i];
+    const int st = stage_of(r);
+    min_start[st] = std::min(min_start[st], r.start_ns);
+    if (r.end_ns > max_end[st]) max_end[st] = r.end_ns, crit_start[st] = r.start_ns, crit[st] = i;
+    by_block[r.block].push_back(i);
+  }
+  for (auto& [block, list_of] : by_block)
+    std::sort(list_of.begin(), list_of.end(),
+              [&](size_t x, size_t y) { return records[x].start_ns < records[y].start_ns; });
+  // Where a stage's last-ending task came from: its block's task before it (the stage before's
+  // last-ending one? a task of the stage before?), and the block's gap between the two.
+  int same = 0, adjacent = 0, counted = 0;
+  double gap = 0, early = 0;
+  for (int st = 1; st < stages; ++st) {
+    if (max_end[st] == 0 || max_end[st - 1] == 0) continue;
+    const PhaseRecord& c = records[crit[st]];
+    const std::vector<size_t>& mine = by_block[c.block];
+    const auto at = std::find(mine.begin(), mine.end(), crit[st]);
+    if (at == mine.begin()) continue;
+    const PhaseRecord& prev = records[*(at - 1)];
+    ++counted;
+    same += *(at - 1) == crit[st - 1];
+    adjacent += stage_of(prev) == st - 1;
+    gap += (double(c.start_ns) - double(prev.end_ns)) / 1e3;
+    early += (double(max_end[st - 1]) - double(prev.end_ns)) / 1e3;
+  }
+  double k_stage[gpt2::kTaskKinds] = {}, k_hop[gpt2::kTaskKinds] = {},
+         k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
+  int k_count[gpt2::kTaskKinds] = {};
+  for (int st = 1; st < stages; ++st) {
+    const int kind =
+        st == stages - 1 ? int(gpt2::TaskKind::final_norm) : st % gpt2::kStagesPerLayer;
+    const uint64_t before = max_end[st - 1];
+    if (max_end[st] == 0 || before == 0) continue;
+    k_stage[kind] += (max_end[st] - before) / 1e3;
+    k_hop[kind] += (double(min_start[st]) - double(before)) / 1e3;
+    k_late[kind] += (double(crit_start[st]) - double(before)) / 1e3;
+    k_run[kind] += (max_end[st] - crit_start[st]) / 1e3;
+    ++k_count[kind];
+  }
+  std::printf("  chain: %d stages from %.1f us (the first stage's end) to %.1f us\n", stages - 1,
+              (max_end[0] - first) / 1e3, span);
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    if (k_count[kind] == 0) continue;
+    const int n = k_count[kind];
+    std::printf(
+        "  stage %-10s x%2d: mean %.2f us: first task started %.2f us after the stage before "
+        "ended, the last-ending one at %.2f us and ran %.2f us\n",
+        gpt2::task_kind_name(gpt2::TaskKind(kind)), n, k_stage[kind] / n, k_hop[kind] / n,
+        k_late[kind] / n, k_run[kind] / n);
+  }
+  if (counted > 0)
+    std::printf(
+        "  a stage's last-ending task: its block's task before was the stage before's "
+        "last-ending one in %d of %d stages, a task of the stage before in %d; it started %.2f us "
+        "after its block's task before ended, which ended %.2f us before the stage before did\n",
+        same, counted, adjacent, gap / counted, early / counted);
 }
 
 // The timeline's breakdown of one run's task records, per block: running tasks, waiting on a
@@ -210,42 +346,7 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
                 gpt2::task_kind_name(gpt2::TaskKind(kind)), (unsigned long long)k_n,
                 k_busy / 1e3 / k_n, k_wait / 1e3 / k_n, k_bytes / 1e3 / k_n);
   }
-  // The chain, stage by stage (stage = layer x 4 + kind; the final norm last).
-  const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
-  std::vector<uint64_t> min_start(stages, UINT64_MAX), max_end(stages, 0), crit_start(stages, 0);
-  for (const PhaseRecord& r : records) {
-    const gpt2::DecodeTask& t = list.tasks.at(r.arg);
-    const int st = t.kind == uint8_t(gpt2::TaskKind::final_norm)
-                       ? stages - 1
-                       : t.layer * gpt2::kStagesPerLayer + t.kind;
-    min_start[st] = std::min(min_start[st], r.start_ns);
-    if (r.end_ns > max_end[st]) max_end[st] = r.end_ns, crit_start[st] = r.start_ns;
-  }
-  double k_stage[gpt2::kTaskKinds] = {}, k_hop[gpt2::kTaskKinds] = {},
-         k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
-  int k_count[gpt2::kTaskKinds] = {};
-  for (int st = 1; st < stages; ++st) {
-    const int kind =
-        st == stages - 1 ? int(gpt2::TaskKind::final_norm) : st % gpt2::kStagesPerLayer;
-    const uint64_t before = max_end[st - 1];
-    if (max_end[st] == 0 || before == 0) continue;
-    k_stage[kind] += (max_end[st] - before) / 1e3;
-    k_hop[kind] += (double(min_start[st]) - double(before)) / 1e3;
-    k_late[kind] += (double(crit_start[st]) - double(before)) / 1e3;
-    k_run[kind] += (max_end[st] - crit_start[st]) / 1e3;
-    ++k_count[kind];
-  }
-  std::printf("  chain: %d stages from %.1f us (the first stage's end) to %.1f us\n", stages - 1,
-              (max_end[0] - first) / 1e3, span);
-  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
-    if (k_count[kind] == 0) continue;
-    const int n = k_count[kind];
-    std::printf(
-        "  stage %-10s x%2d: mean %.2f us: first task started %.2f us after the stage before "
-        "ended, the last-ending one at %.2f us and ran %.2f us\n",
-        gpt2::task_kind_name(gpt2::TaskKind(kind)), n, k_stage[kind] / n, k_hop[kind] / n,
-        k_late[kind] / n, k_run[kind] / n);
-  }
+  print_chain(records, list, first, span);
 }
 
 // The probes' sums (model.h's ProbeSlot) per task kind: mean microseconds a task in each slot.
@@ -346,20 +447,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
-  struct Variant {
-    const char* name;
-    gpt2::MegakernelOptions options;
-  };
   // The first form again at the end says how far the GPU drifted over the run.
-  // {bulk copies, L2 ahead, head waits, batched combine, copies after the inputs, one-pass
-  // attention}
-  const Variant variants[] = {
-      {"copies before the wait, 3-pass attention", {true, 0, false, true, false, false}},
-      {"copies after the inputs, 3-pass attention", {true, 0, false, true, true, false}},
-      {"copies before the wait, 1-pass (the lesson's)", {true, 0, false, true, false, true}},
-      {"copies after the inputs, 1-pass attention", {true, 0, false, true, true, true}},
-      {"copies before the wait, 3-pass (again, drift)", {true, 0, false, true, false, false}},
-  };
+  std::vector<Variant> variants = option_sets();
+  variants.push_back({"before (again, drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
@@ -384,8 +474,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     std::unique_ptr<Workspace> ws;
     ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
     ASSERT_TRUE(ws->fill_inputs(cache, stream_).ok());
-    std::printf("cache %d, 1 token: graph+PDL %.1f us (median of 50, back to back)\n", cache,
-                median_us(*ws, 3, 50));
+    const double graph = median_us(*ws, 2, 50);
+    std::printf(
+        "cache %d, 1 token: graph %.1f us, graph+PDL %.1f us (median of 50, back to back)\n", cache,
+        graph, median_us(*ws, 3, 50));
     for (const Variant& v : variants) {
       SCOPED_TRACE(v.name);
       for (Workspace* w : {ws.get(), check16.get()}) {
@@ -452,14 +544,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
-  // The lesson's options, then the plain combine, then every other option's other form.
-  gpt2::MegakernelOptions others;
-  others.copies_after_inputs = !others.copies_after_inputs;
-  others.one_pass_attention = !others.one_pass_attention;
-  others.relaxed_poll = !others.relaxed_poll;
-  others.min_split_keys = 32;
+  // The lesson's options, every other option's other form, and every stage cut at once with
+  // the copies from warp 1 after the inputs.
+  const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, gpt2::MegakernelOptions{true, 0, false, false}, others}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -20,21 +20,28 @@ int stage_of(const DecodeTask& t) {
                                                  : t.layer * kStagesPerLayer + t.kind;
 }
 
-// The counter each stage's tasks bump: one per stage, and with head waits kHeads for qkv.
-int first_counter_of(int stage, bool head_waits) {
+// The counter each stage's tasks bump: one per stage, with head waits kHeads for qkv, and with
+// head combines the attention count followed by kHeads tickets.
+int first_counter_of(int stage, bool head_waits, bool combine) {
+  const int qkv = head_waits ? kHeads : 1, attention = combine ? 1 + kHeads : 1;
+  const int sizes[kStagesPerLayer] = {qkv, attention, 1, 1};
   const int layer = stage / kStagesPerLayer, within = stage % kStagesPerLayer;
-  const int per_layer = kStagesPerLayer + (head_waits ? kHeads - 1 : 0);
-  return layer * per_layer + (within == 0 || !head_waits ? within : within + kHeads - 1);
+  int at = layer * (qkv + attention + 2);
+  for (int k = 0; k < within; ++k) at += sizes[k];
+  return at;
 }
 
 void expect_well_formed(const TaskListShape& shape) {
   SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " tokens " +
                std::to_string(shape.tokens) + " cache " + std::to_string(shape.cache) +
-               (shape.head_waits ? " head waits" : ""));
+               (shape.head_waits ? " head waits" : "") +
+               (shape.head_combine ? " head combine" : ""));
+  const bool hw = shape.head_waits, hc = shape.head_combine;
   const DecodeTaskList list = build_decode_tasks(shape);
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
-  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (shape.head_waits ? kHeads - 1 : 0)) + 1);
+  EXPECT_EQ(list.counters,
+            kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) + (hc ? kHeads : 0)) + 1);
   // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
   std::map<int, std::vector<int>> covered;  // stage -> hits per row / unit
   std::map<int, unsigned> tasks_in_stage;
@@ -42,9 +49,11 @@ void expect_well_formed(const TaskListShape& shape) {
   for (const DecodeTask& t : list.tasks) {
     const int stage = stage_of(t);
     ++tasks_in_stage[stage];
-    EXPECT_EQ(t.done_counter, first_counter_of(stage, shape.head_waits));
+    EXPECT_EQ(t.done_counter, first_counter_of(stage, hw, hc));
     const TaskKind kind = TaskKind(t.kind);
-    EXPECT_EQ(t.flags, shape.head_waits && kind == TaskKind::qkv ? kBumpsHeads : 0);
+    EXPECT_EQ(t.flags, hw && kind == TaskKind::qkv         ? kBumpsHeads
+                       : hc && kind == TaskKind::attention ? kCombinesHead
+                                                           : 0);
     if (t.flags & kBumpsHeads) {
       // Each head whose q, k or v rows the slice holds, counted once per task.
       std::set<int> heads;
@@ -82,14 +91,18 @@ void expect_well_formed(const TaskListShape& shape) {
     const int stage = stage_of(t);
     if (stage == 0) {
       EXPECT_EQ(t.wait_counter, kNoCounter);
-    } else if (shape.head_waits && TaskKind(t.kind) == TaskKind::attention) {
+    } else if (hw && TaskKind(t.kind) == TaskKind::attention) {
       const int head = int(t.first) / list.splits;
-      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, true) + head);
+      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, true, hc) + head);
       EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
       EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
     } else {
-      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, shape.head_waits));
-      EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 1]);
+      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, hw, hc));
+      // With head combines only each head's last split counts: kHeads.
+      const bool after_attention =
+          stage % kStagesPerLayer == 2 && stage < kLayers * kStagesPerLayer;
+      EXPECT_EQ(t.wait_target,
+                hc && after_attention ? unsigned(kHeads) : tasks_in_stage[stage - 1]);
     }
   }
   for (int b = 0; b < shape.blocks; ++b) {
@@ -99,13 +112,15 @@ void expect_well_formed(const TaskListShape& shape) {
 }
 
 TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
-  for (bool head_waits : {true, false}) {
-    expect_well_formed({132, 1, 512, 80 * 1024, head_waits});
-    expect_well_formed({132, 16, 8192, 80 * 1024, head_waits});
-    expect_well_formed({1, 3, 37, 80 * 1024, head_waits});
-    expect_well_formed({7, 5, 1001, 20 * 1024, head_waits});
+  for (int form = 0; form < 4; ++form) {
+    const bool hw = form & 1, hc = form & 2;
+    const int keys = kMinSplitKeys;
+    expect_well_formed({132, 1, 512, 80 * 1024, hw, keys, hc});
+    expect_well_formed({132, 16, 8192, 80 * 1024, hw, keys, hc});
+    expect_well_formed({1, 3, 37, 80 * 1024, hw, keys, hc});
+    expect_well_formed({7, 5, 1001, 20 * 1024, hw, keys, hc});
     // About the smallest buffer weight_buffer_bytes_for gives.
-    expect_well_formed({114, 2, 16, 16 * 1024, head_waits});
+    expect_well_formed({114, 2, 16, 16 * 1024, hw, keys, hc});
   }
 }
 

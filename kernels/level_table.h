@@ -269,6 +269,11 @@ class LevelWorkspace : public Workspace {
     const LaunchRow<Ws>* row = nullptr;
     FL_TRY(find_launch(Ws::levels(), level, launch, &row));
     if (row->variants.empty()) return row->launch(static_cast<Ws&>(*this), stream);
+    // Without its shape every shape check would refuse, and the table would fall back silently.
+    if (where_.dims.s == 0) {
+      return Status::Error(row->kernel +
+                           ": the workspace states no shape for its variants (set_where)");
+    }
     if (where_.gpu.sms == 0) where_.gpu = current_gpu_facts();
     const auto forced = forced_.find(row->kernel);
     Where where = where_;

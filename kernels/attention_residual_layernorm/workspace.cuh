@@ -43,7 +43,10 @@ class SublayerWorkspace final : public LevelWorkspace<SublayerWorkspace<T>> {
         m_(batch * length),
         n_scores_(batch * kHeads * int64_t(length) * length),
         tolerance_(tolerance),
-        layout_{batch * length, length, kHeads, static_cast<int>(c / kHeads)} {}
+        layout_{batch * length, length, kHeads, static_cast<int>(c / kHeads)} {
+    // The flash step's variants read it (the head size d = C / 12 decides flash_fp32_tiles).
+    this->set_where({length, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens per sequence");
+  }
 
   static const LevelTable<SublayerWorkspace>& levels();  // the ladder, below
 

@@ -242,8 +242,8 @@ TEST(Variants, TheTablesShapeChecksMoveTheChoiceOn) {
 
 class VariantWorkspace final : public LevelWorkspace<VariantWorkspace> {
  public:
-  explicit VariantWorkspace(int64_t size) {
-    set_where({size, 8, 4}, Precision::fp32, "rows");
+  explicit VariantWorkspace(int64_t size) {  // 0: states no shape (a workspace's mistake)
+    if (size > 0) set_where({size, 8, 4}, Precision::fp32, "rows");
     set_gpu(kH100);
   }
   static const LevelTable<VariantWorkspace>& levels();
@@ -314,6 +314,16 @@ TEST(Variants, TheWorkspaceRunsTheChoiceAndRecordsIt) {
   EXPECT_EQ(many.ran, std::vector<std::string>{"any"});  // small takes 100 rows at most
   EXPECT_EQ(many.variant_ran(0, 0), "any");
   EXPECT_EQ(many.variant_ran(0, 1), "");
+}
+
+// A workspace that never states its shape would fail every shape check and fall back to its last
+// variant silently; it fails with one line instead.
+TEST(Variants, AWorkspaceThatStatesNoShapeIsAnErrorNotAFallback) {
+  VariantWorkspace ws(0);
+  const Status st = ws.launch(0, 0, nullptr);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "both: the workspace states no shape for its variants (set_where)");
+  EXPECT_TRUE(ws.ran.empty());
 }
 
 TEST(Variants, AVariantThatFindsItCannotRunHandsOverToTheNextChoice) {

@@ -85,7 +85,7 @@ struct AddStoreTile {
   __device__ __forceinline__ void operator()(int64_t row, int64_t col, float (&v)[4]) const {
     if (row >= m || col >= n) return;
     float4* p = reinterpret_cast<float4*>(y + row * n + col);
-    const float4 old = __ldcg(p);
+    const float4 old = __ldcg(static_cast<const float4*>(p));
     *p = make_float4(old.x + v[0], old.y + v[1], old.z + v[2], old.w + v[3]);
   }
 };

@@ -15,6 +15,11 @@
 //     up tiles of its row block (a counter each, acquire/release); they all hold smaller
 //     tickets, taken by blocks already running, so the wait always ends (no cooperative
 //     launch needed). The last block out leaves the counters at zero.
+//   * fp32: a down tile is 4x an up tile's work (K = 4C), so the last ones leave SMs idle for
+//     up to one of them; they come cut over K in 2 parts (4 where down tiles are fewer than the
+//     block slots, as at 1K tokens). Part 0 stores acc + b2 and counts itself done in its row
+//     block's counter; part q waits for all part-(q - 1) tiles of its row block, then adds its
+//     acc to y (read from L2): the same sum order every run.
 // Tiles: in fp32 those of ln_mma.cu (128 x 128, 48 KiB of ring); in bf16 the GEMM core's
 // 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, below it 128 x 128 up
 // tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
@@ -69,7 +74,29 @@ struct FfnTilesParams {
   PhaseSink phases;
   int64_t m;
   int c, hidden;
+  int splits;  // fp32: parts of K = 4C each down tile is cut into (1, 2 or 4)
 };
+
+// y += acc, 4 columns at a time: a later part of a split down tile (fp32; the bias came with the
+// first part). y is read from L2 (__ldcg): another SM wrote it.
+struct AddStoreTile {
+  float* y;
+  int64_t m, n;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t col, float (&v)[4]) const {
+    if (row >= m || col >= n) return;
+    float4* p = reinterpret_cast<float4*>(y + row * n + col);
+    const float4 old = __ldcg(static_cast<const float4*>(p));
+    *p = make_float4(old.x + v[0], old.y + v[1], old.z + v[2], old.w + v[3]);
+  }
+};
+
+// Thread 0 waits until the row block's counter reaches `target`, then the block goes on.
+__device__ __forceinline__ void wait_for(const unsigned* counter, unsigned target) {
+  if (threadIdx.x == 0) {
+    while (load_acquire(counter) < target) __nanosleep(256);
+  }
+  __syncthreads();
+}
 
 // Up tiles of Up (kBM = 128: a row block), down tiles of Down (128 or 64 rows: a row block or
 // half of one; the same thread count).
@@ -80,6 +107,7 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
   static_assert(Up::kThreads == Down::kThreads && Up::kBM == 128 && 128 % Down::kBM == 0, "");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
+  __shared__ uint64_t s_started, s_waited;
   T* ring = reinterpret_cast<T*>(smem);
   unsigned* done = p.counters + 2;
   const gemm_core::NoHook none;
@@ -93,8 +121,8 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     bool up;
     int rb, col;
     order.decode(t, &up, &rb, &col);
-    const uint64_t started = (p.phases.records != nullptr) && threadIdx.x == 0 ? phase_clock() : 0;
-    uint64_t waited = 0;
+    // Thread 0's stamps of this tile, in shared memory: no registers held across the main loop.
+    if ((p.phases.records != nullptr) && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (up) {
       const int64_t m0 = int64_t(rb) * Up::kBM, n0 = int64_t(col) * Up::kBN;
       typename Up::Acc acc;
@@ -105,10 +133,34 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
       __threadfence();  // this thread's h before the row block's counter (release)
       __syncthreads();
       if (threadIdx.x == 0) atomicAdd(done + rb, 1u);
+    } else if constexpr (std::is_same_v<T, float>) {
+      // Down tiles come part by part (order.downs / splits tiles each): part q covers K from
+      // q hidden / splits; part 0 stores acc + b2, part q > 0 waits for every part-(q - 1) tile
+      // of its row block, then adds.
+      const int per_part = order.downs / p.splits, part = col / per_part;
+      wait_for(done + rb, unsigned(order.ups));  // h's rows are in; cp.async.cg reads L2
+      if ((p.phases.records != nullptr) && threadIdx.x == 0) s_waited = phase_clock() - s_started;
+      const int64_t m0 = int64_t(rb) * Up::kBM, n0 = int64_t(col % per_part) * Down::kBN;
+      const int64_t k0 = int64_t(part) * (p.hidden / p.splits);
+      typename Down::Acc acc;
+      Down::zero(acc);
+      gemm_core::ring_mainloop<Down>(acc, ring, p.h + k0, p.hidden, p.w2 + k0 * p.c, p.c, p.m, p.c,
+                                     p.hidden / p.splits, m0, n0, none, none);
+      if (part > 0) {
+        wait_for(done + rb, unsigned(order.ups + part * per_part));
+        Down::store(acc, m0, n0, AddStoreTile{p.y, p.m, p.c});
+      } else {
+        Down::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+      }
+      if (p.splits > 1) {
+        __threadfence();  // this thread's y before the row block's counter (release)
+        __syncthreads();
+        if (threadIdx.x == 0) atomicAdd(done + rb, 1u);
+      }
     } else {
       if (threadIdx.x == 0) {
         while (load_acquire(done + rb) < unsigned(order.ups)) __nanosleep(256);
-        if ((p.phases.records != nullptr)) waited = phase_clock() - started;
+        if ((p.phases.records != nullptr)) s_waited = phase_clock() - s_started;
       }
       __syncthreads();  // h's rows are in; cp.async.cg reads them from L2
       const int64_t m0 = int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM;
@@ -121,8 +173,8 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     }
     if ((p.phases.records != nullptr) &&
         threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
-      phase_record_at(p.phases, unsigned(t), up ? kFfnTileUp : kFfnTileDown, started, phase_clock(),
-                      unsigned(rb), uint32_t(waited));
+      phase_record_at(p.phases, unsigned(t), up ? kFfnTileUp : kFfnTileDown, s_started,
+                      phase_clock(), unsigned(rb), uint32_t(s_waited));
     }
   }
   if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1u) == gridDim.x - 1) {
@@ -133,21 +185,23 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
 }
 
 template <class Up, class Down = Up>
-Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
+Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream,
+                    bool split = false) {
   using T = typename Up::T;
   const int hidden = static_cast<int>(4 * c);
-  const FfnTilesParams<T> p{static_cast<const T*>(b.x),
-                            static_cast<const T*>(b.w1),
-                            static_cast<const T*>(b.b1),
-                            static_cast<const T*>(b.w2),
-                            static_cast<const T*>(b.b2),
-                            static_cast<T*>(b.y),
-                            static_cast<T*>(b.h),
-                            b.counters,
-                            b.phases,
-                            m,
-                            static_cast<int>(c),
-                            hidden};
+  FfnTilesParams<T> p{static_cast<const T*>(b.x),
+                      static_cast<const T*>(b.w1),
+                      static_cast<const T*>(b.b1),
+                      static_cast<const T*>(b.w2),
+                      static_cast<const T*>(b.b2),
+                      static_cast<T*>(b.y),
+                      static_cast<T*>(b.h),
+                      b.counters,
+                      b.phases,
+                      m,
+                      static_cast<int>(c),
+                      hidden,
+                      1};
   const size_t smem = std::max(Up::kSmemBytes, Down::kSmemBytes);
   auto kernel = ffn_tiles_kernel<Up, Down>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -158,6 +212,13 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
   if (per_sm < 1) return Status::Unsupported("its tile does not fit this GPU's shared memory");
   TileOrder order{static_cast<int>((m + Up::kBM - 1) / Up::kBM), (hidden + Up::kBN - 1) / Up::kBN,
                   static_cast<int>((c + Down::kBN - 1) / Down::kBN) * (Up::kBM / Down::kBM), 1};
+  if (split) {
+    // Down tiles are 4x an up tile's work: in halves the last ones leave a shorter tail; in
+    // quarters where the down tiles are fewer than the block slots (every part's K a multiple
+    // of 16: hidden = 4 C, C a multiple of 8).
+    p.splits = int64_t(order.rows) * order.downs * 2 < int64_t(sms) * per_sm ? 4 : 2;
+    order.downs *= p.splits;
+  }
   const int blocks = std::min(order.total(), sms * per_sm);
   // Enough row blocks ahead that the first wave of blocks is busy with up tiles while the first
   // down tiles wait; at most all of them.
@@ -193,7 +254,10 @@ Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_
   static_assert(
       Tile128::kBM == 128 && Tile256::kBM == 128 && gemm_core::LessonSgemmTile::kBM == 128,
       "ffn_tiles_counter_bytes counts row blocks of 128");
-  if (p != Precision::bf16) return launch_typed<gemm_core::LessonSgemmTile>(b, m, c, stream);
+  if (p != Precision::bf16) {
+    return launch_typed<gemm_core::LessonSgemmTile>(b, m, c, stream,
+                                                    shape != FfnTilesShape::k128x128);
+  }
   if (shape == FfnTilesShape::automatic) shape = ffn_tiles_shape(m);
   switch (shape) {
     case FfnTilesShape::k128x256:

@@ -40,7 +40,8 @@ inline const std::vector<std::string>& ffn_tiles_phases() {
 constexpr int64_t kFfnTilesWideFrom = 4096;  // tokens: 128 x 256 tiles from here on (bf16)
 
 // The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
-// ffn_tiles_shape(m); the others are there to be measured against each other.
+// ffn_tiles_shape(m); the others are there to be measured against each other. In fp32,
+// automatic cuts the down tiles over K (ffn_tiles.cu) and k128x128 keeps them whole.
 enum class FfnTilesShape { automatic, k128x128, k128x256, k128x128_down64 };
 FfnTilesShape ffn_tiles_shape(int64_t m);
 

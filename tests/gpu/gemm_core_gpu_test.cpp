@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/measure/live_backend.h"
@@ -181,9 +182,10 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
       expect_forced_runs(*backend, f.lesson, f.launch, f.variant, 1031, 768, p);  // 9 row blocks
     }
   }
-  // ln_mma where its blocks take 3 column tiles each on an H100's 264 block slots (33791 x 256:
-  // 264 row blocks of 6 tiles; one a block on GPUs with fewer slots), and ffn_tiles at 33 row
-  // blocks of 128 (the last one cut).
+  // Where the fp32 kernels change form on an H100's 264 block slots (elsewhere they run these
+  // shapes in their other form): ln_mma's blocks take 3 column tiles each (33791 x 256: 264 row
+  // blocks of 6 tiles), ffn_tiles cuts its down tiles in halves over K (4099 x 768; in quarters
+  // at the shapes above).
   expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma", 33791, 256,
                      Precision::fp32);
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 4099, 768, Precision::fp32);
@@ -241,6 +243,17 @@ TEST(GemmCore, SmallShapesForTheSanitizer) {
     if (gemm_core::gemm_ladder()[r].precision == Precision::bf16 && major < 8) continue;
     Status st;
     EXPECT_LT(ladder_error(r, 129, 136, 40, &st), 1e-2) << gemm_core::gemm_ladder()[r].name;
+  }
+}
+
+// ffn_tiles in fp32 alone, for racecheck and memcheck: its down tiles cut over K in quarters at
+// both shapes on an H100 (parts wait for the parts before them, counters in L2).
+TEST(GemmCore, FfnTilesFp32SmallShapesForTheSanitizer) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {301, 264}}) {
+    expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", m, c, Precision::fp32);
   }
 }
 

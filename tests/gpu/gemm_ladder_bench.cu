@@ -238,9 +238,9 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
 }
 
 // The fp32 large-token kernels on the lessons' fp32 tile at 1K, 4K, 16K tokens (C = 768): ln_mma
-// (column tiles grouped as the launcher chooses, and one a block) and ffn_tiles, to set beside the
-// bare GEMM's rows (the gap is the fusion's own cost). Timed only: their outputs are checked
-// against fp64 by the GPU tests (GemmCore.*).
+// (column tiles grouped as the launcher chooses, and one a block) and ffn_tiles (down tiles split
+// over K as it chooses, and whole), to set beside the bare GEMM's rows (the gap is the fusion's
+// own cost). Timed only: their outputs are checked against fp64 by the GPU tests (GemmCore.*).
 void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   const int64_t c = 768;
@@ -282,6 +282,10 @@ void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
         [&] { return ln::launch_ln_mma_groups(a, 1, nullptr); });
     row("ffn", "ffn_tiles fp32", ffn_flop,
         [&] { return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr); });
+    row("ffn", "ffn_tiles fp32 whole", ffn_flop, [&] {
+      return fl::launch_ffn_tiles(fl::Precision::fp32, b, m, c, nullptr,
+                                  fl::FfnTilesShape::k128x128);
+    });
   }
 }
 

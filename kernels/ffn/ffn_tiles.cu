@@ -19,7 +19,15 @@
 //     up to one of them; they come cut over K in 2 parts (4 where down tiles are fewer than the
 //     block slots, as at 1K tokens). Part 0 stores acc + b2 and counts itself done in its row
 //     block's counter; part q waits for all part-(q - 1) tiles of its row block, then adds its
-//     acc to y (read from L2): the same sum order every run.
+//     acc to y (read from L2): the same sum order every run. The tiles it waits for hold smaller
+//     tickets, so the wait ends as the up tiles' does.
+//     Napkin math at C = 768 on 132 SMs x 2 blocks (264 slots), in up-tile units (2 x 128 x
+//     128 x 768 FLOP): a row block is 24 up tiles + 6 down tiles of 4 units = 48 units. At 16K
+//     tokens (128 row blocks, 23 units a slot) whole down tiles leave a tail of up to 4 units
+//     (~8% of the run), halves up to 2. At 1K tokens (8 row blocks, 192 units, one wave) the
+//     critical path is an up tile then a down tile, 5 units; in quarters ~2 units + the adds.
+//     Cost: each later part reads and writes its y tile once more (16K x 768 x 4 B = 50 MB a
+//     part at 16K tokens: ~30 us from L2/HBM against ~4 ms of FMA).
 // Tiles: in fp32 those of ln_mma.cu (128 x 128, 48 KiB of ring); in bf16 the GEMM core's
 // 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, below it 128 x 128 up
 // tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
@@ -35,6 +43,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
+#include "kernels/ffn/ffn_common.cuh"
 #include "kernels/ffn/ffn_tiles.h"
 #include "kernels/gemm_core/mma_tile.cuh"
 #include "kernels/gemm_core/ring.cuh"
@@ -78,14 +87,14 @@ struct FfnTilesParams {
 };
 
 // y += acc, 4 columns at a time: a later part of a split down tile (fp32; the bias came with the
-// first part). y is read from L2 (__ldcg): another SM wrote it.
+// first part). y is read from L2 (ffn::load_l2): another SM wrote it.
 struct AddStoreTile {
   float* y;
   int64_t m, n;
   __device__ __forceinline__ void operator()(int64_t row, int64_t col, float (&v)[4]) const {
     if (row >= m || col >= n) return;
     float4* p = reinterpret_cast<float4*>(y + row * n + col);
-    const float4 old = __ldcg(static_cast<const float4*>(p));
+    const float4 old = ffn::load_l2(p);
     *p = make_float4(old.x + v[0], old.y + v[1], old.z + v[2], old.w + v[3]);
   }
 };

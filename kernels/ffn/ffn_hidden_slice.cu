@@ -43,6 +43,7 @@
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
 
@@ -64,6 +65,7 @@ struct SliceArgs {
   PhaseSink phases;
   int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
   bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
+  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
 template <typename T>
@@ -278,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   marks.mark(kIssue);
   // The up product stage by stage as the stages land: warp w adds its share of each stage's K.
   constexpr int NT = kSliceMaxUnits / 8;
-  float acc[NT][4];
+  float acc[NT][4], racc[slice::kRowsMax][2] = {};
   slice::zero(acc);
   const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
   for (int s = 0; s < a.stages; ++s) {
@@ -288,27 +290,36 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
     const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
     int lo = k0, hi = k0;
     slice::warp_k_range<T>(k0, k1, p.mtc, &lo, &hi);
-    slice::WarpMma<T, NT>::run(acc, p.units / 8, xw, p.ld_x, w1s, p.ld_w1, lo, hi);
+    if constexpr (std::is_same_v<T, float>) {
+      if (a.rows) slice::warp_part(k1 - k0, &lo, &hi);
+      if (a.rows) slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, k0 + lo, k0 + hi);
+    }
+    if (!a.rows) slice::WarpMma<T, NT>::run(acc, p.units / 8, xw, p.ld_x, w1s, p.ld_w1, lo, hi);
     if (!w2_asked && !p.w2_late) {
       stage_w2(a, w2s, j0, valid);
       w2_asked = true;
     }
   }
   // h's rows past the tokens stay zero: their products are never stored.
-  slice::reduce_parts(
-      acc, p.mtc, p.units / 8, red,
-      [&](int row, int col, float s) {
-        const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
-        hs[row * p.ld_h + col] = Elem<T>::from_float(v);
-      },
-      p.m);
+  const auto to_h = [&](int row, int col, float s) {
+    const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
+    hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+  };
+  if (a.rows) slice::up_reduce(racc, p.m, p.units, red, to_h);
+  if (!a.rows) slice::reduce_parts(acc, p.mtc, p.units / 8, red, to_h, p.m);
   marks.mark(kUp);
   if (p.w2_late) stage_w2(a, w2s, j0, valid);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
   const float4 b2_first = first_tile_bias(a);
-  down_product(a, hs, w2s);
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rows) {
+      slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2,
+                       a.partial + int64_t(blockIdx.x) * p.m * p.cp, p.cp);
+    }
+  }
+  if (!a.rows) down_product(a, hs, w2s);
   marks.mark(kDown);
   grid_barrier(a.counters);
   marks.mark(kHandOver);
@@ -357,6 +368,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.stage_rows = (a.p.ck / ks + stages - 1) / stages * ks;
   a.stages = (a.p.ck + a.stage_rows - 1) / a.stage_rows;
   a.w2_after_first = tuning.w2_after_first && a.stages > 1;
+  a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   return slice::launch_cooperative(ffn_hidden_slice_kernel<T>, a, a.p.blocks, kThreads, a.p.smem,
                                    stream);

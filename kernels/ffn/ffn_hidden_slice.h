@@ -45,6 +45,7 @@ struct FfnSliceTuning {
   int units = 0;
   int stages = 1;
   bool w2_after_first = true;
+  int rows_to = kSliceRowsTo;  // fp32 up to this many tokens: exact-row products, no 16-row tiles
 };
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});

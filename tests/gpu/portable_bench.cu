@@ -6,7 +6,7 @@
 // the host's launch latency left out), with CUDA events around the chain beside it; median of
 // the repetitions; level 1 and the portable kernel alternate. Inputs: random (never zeros).
 // Prints one line per lesson, precision and token count.
-//   portable_bench [C] [reps] [bf16]   (bf16: skip fp32)
+//   portable_bench [C] [reps] [bf16|fp32]   (one precision only)
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -216,6 +216,8 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
         {"hidden_slice S=2", {0, 2, true}},
         {"hidden_slice S=2 W2 first", {0, 2, false}},
         {"hidden_slice U=32 S=2", {32, 2, true}},
+        {"hidden_slice rows<=8", {0, 1, false, 8}},
+        {"hidden_slice U=32 rows<=8", {32, 1, false, 8}},
     };
     for (const auto& [name, tuning] : tunings) {
       chains.push_back({name, [&, tuning = tuning] {
@@ -398,10 +400,10 @@ int main(int argc, char** argv) {
     std::printf("empty launch, one block per SM (CUPTI): %.2f us\n", median(v));
   }
   copy_probes(t, reps);
-  const bool bf16_only = argc > 3 && std::string(argv[3]) == "bf16";
+  const std::string only = argc > 3 ? argv[3] : "";
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
-    if (bf16_only && p != fl::Precision::bf16) continue;
-    for (int64_t m : {1, 16, 64}) bench_ffn(p, m, c, t, reps);
+    if (!only.empty() && only != fl::to_string(p)) continue;
+    for (int64_t m : {1, 4, 16, 64}) bench_ffn(p, m, c, t, reps);
     for (int64_t m : {1, 16, 64, 256}) bench_ln(p, m, c, t, reps);
   }
   return 0;

@@ -122,8 +122,17 @@ bool cuda_available() {
 }
 
 // The FFN kernels under test: ffn_stream, and ffn_hidden_slice with its plan's choices or with
-// 32 hidden units a block (96 blocks on an H100: fewer than the SMs).
-enum class FfnKernel { kStream, kSlice, kSliceUnits32, kSliceFourStages, kSliceEightStagesW2First };
+// 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1 in stages, or the
+// exact-row products of fp32 at up to 8 tokens (bf16 keeps its tiles), in one stage or four.
+enum class FfnKernel {
+  kStream,
+  kSlice,
+  kSliceUnits32,
+  kSliceFourStages,
+  kSliceEightStagesW2First,
+  kSliceRows,
+  kSliceRowsFourStages
+};
 
 Status ffn_supported(FfnKernel k, Precision p, Shape s) {
   return k == FfnKernel::kStream ? ffn_stream_supported(p, s.m, s.c)
@@ -174,6 +183,10 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceFourStages) tuning.stages = 4;
   if (kernel == FfnKernel::kSliceEightStagesW2First)
     tuning.stages = 8, tuning.w2_after_first = false;
+  if (kernel == FfnKernel::kSliceRows || kernel == FfnKernel::kSliceRowsFourStages) {
+    tuning.rows_to = 8;
+    tuning.stages = kernel == FfnKernel::kSliceRows ? 1 : 4;
+  }
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = kernel == FfnKernel::kStream ? launch_ffn_stream(p, b, m, c, nullptr)
@@ -283,6 +296,18 @@ TEST_P(PortableStream, HiddenSliceFfnWithOtherStages) {
   EXPECT_EQ(ran, 6);
 }
 
+// The exact-row products at 1-8 tokens (and at 9, past them: the tiles), odd C among them.
+TEST_P(PortableStream, HiddenSliceFfnWithExactRows) {
+  unsigned seed = 91;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 768}, Shape{3, 97}, Shape{5, 768}, Shape{7, 131}, Shape{8, 40},
+                         Shape{9, 768}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRows, &ran);
+  }
+  check_ffn(GetParam(), {3, 767}, seed++, FfnKernel::kSliceRowsFourStages, &ran);
+  EXPECT_EQ(ran, 7);
+}
+
 TEST_P(PortableStream, LayerNormLinearMatchesReferenceAtOddShapes) {
   unsigned seed = 31;
   for (const Shape& s : kLnShapes) check_ln(GetParam(), s, seed++);
@@ -299,7 +324,9 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {5, 72}, 77, FfnKernel::kSliceEightStagesW2First, &ran);
   check_ffn(GetParam(), {2, 40}, 78, FfnKernel::kSliceFourStages, &ran);
   check_ffn(GetParam(), {3, 768}, 79, FfnKernel::kSlice, &ran);  // bf16: 32 units a block
-  EXPECT_EQ(ran, 7);
+  check_ffn(GetParam(), {3, 40}, 80, FfnKernel::kSliceRows, &ran);
+  check_ffn(GetParam(), {7, 33}, 81, FfnKernel::kSliceRowsFourStages, &ran);
+  EXPECT_EQ(ran, 9);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

@@ -9,31 +9,28 @@
 // (and b1's) before any arithmetic: nothing passes between blocks until each has its share of y:
 //   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory (x's rows
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
-//      precision as level 1's h is. A tuning asks for W1 in stages along K (a commit group
-//      each) and multiplies each stage as it lands; it measured slower (each stage adds a
-//      wait and a block barrier, and W2's copies start later: docs/PERFORMANCE.md), so the
-//      plan takes one stage;
+//      precision as level 1's h is. A tuning asks for W1 in stages along K, each multiplied
+//      as it lands (slower: docs/PERFORMANCE.md), so the plan takes one stage;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
 //      resident: a cooperative launch; one counter and one atomic a block, the last block goes
 //      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
 //      split the shares and meet by shuffles: a fixed order, the same result every run) and
-//      writes them + b2 (b2 read before the barrier). Adding the shares into one sum with
-//      red.add instead (blocks x m x C atomics) moves fewer bytes but waits longer:
-//      docs/PERFORMANCE.md has both measured.
+//      writes them + b2 (b2 read before the barrier).
 // Tiles at C = 768 on 132 SMs, 256 threads: U = 32 in bf16 (96 blocks: W1's rows of a slice are
 // 64-byte requests on 64-byte boundaries, and 96 shares), U = 24 in fp32 (128 blocks);
-// mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh).
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 96 KB a block; an SM
-// takes ~20 GB/s of copies (docs/PERFORMANCE.md: portable_bench's copy probe), ~5 us for 96 KB.
+// mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
+// from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
+// Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
+// probe's ~16 GB/s a block: docs/PERFORMANCE.md), then 768 x 24 FMAs a product a block at one
+// token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
 // tiles a warp), the share's store, the barrier (a fence, an atomic and a poll after the last
 // block) and the sum (96 loads a column quad, 16 in flight a lane): well under 1 us of issue, a
 // few L2 round trips. The shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token,
-// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens, at ~20 GB/s an SM 2 x 49 KB a
-// block at 16 tokens; ffn_stream's 8 groups move less beyond). Predicted at 1 token: ~5 us of
-// copies + ~3 us of chain + the launch: ~9 us against level 1's ~12.6 us.
+// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us
+// of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
@@ -76,7 +73,8 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
 }
 
 // y_b = h[:, slice] W2[slice, :]: warp w takes (row tile, 96 columns) jobs w, w + 8, ...; the
-// share goes to the block's slot of the partial sums (float2 stores).
+// share goes to the block's slot of the partial sums (float2 stores). Exact rows: a thread a
+// column quad (float4).
 template <typename T>
 __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s) {
   const FfnSlicePlan& p = a.p;
@@ -84,6 +82,9 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunks = (p.cp + kSliceDownCols - 1) / kSliceDownCols;
   float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rows) return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
+  }
   for (int job = warp; job < p.mtc * chunks; job += kWarps) {
     const int mt = job / chunks, n0 = job % chunks * kSliceDownCols;
     const int nt_count = min(NT, (p.cp - n0) / 8);
@@ -235,18 +236,6 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   tc::async_commit();
 }
 
-// cp.async.wait_group takes its count as an immediate: wait_group min(n, N).
-template <int N = kSliceMaxStages>
-__device__ __forceinline__ void wait_pending(int n) {
-  if constexpr (N == 0) {
-    tc::async_wait<0>();
-  } else if (n >= N) {
-    tc::async_wait<N>();
-  } else {
-    wait_pending<N - 1>(n);
-  }
-}
-
 // The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
 // columns, which meet W2's zero rows.
 template <typename T>
@@ -284,15 +273,15 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   slice::zero(acc);
   const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
   for (int s = 0; s < a.stages; ++s) {
-    wait_pending(a.stages + int(w2_asked) - s - 1);  // this thread's copies of stage s are in
-    __syncthreads();                                 // and everyone's
+    // This thread's copies of stage s are in, then everyone's.
+    slice::wait_pending<kSliceMaxStages>(a.stages + int(w2_asked) - s - 1);
+    __syncthreads();
     if (s == a.stages - 1) marks.mark(kXW1In);
     const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
     int lo = k0, hi = k0;
     slice::warp_k_range<T>(k0, k1, p.mtc, &lo, &hi);
     if constexpr (std::is_same_v<T, float>) {
-      if (a.rows) slice::warp_part(k1 - k0, &lo, &hi);
-      if (a.rows) slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, k0 + lo, k0 + hi);
+      if (a.rows) slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, k0, k1);
     }
     if (!a.rows) slice::WarpMma<T, NT>::run(acc, p.units / 8, xw, p.ld_x, w1s, p.ld_w1, lo, hi);
     if (!w2_asked && !p.w2_late) {
@@ -313,13 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   __syncthreads();
   marks.mark(kW2In);
   const float4 b2_first = first_tile_bias(a);
-  if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) {
-      slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2,
-                       a.partial + int64_t(blockIdx.x) * p.m * p.cp, p.cp);
-    }
-  }
-  if (!a.rows) down_product(a, hs, w2s);
+  down_product(a, hs, w2s);
   marks.mark(kDown);
   grid_barrier(a.counters);
   marks.mark(kHandOver);

@@ -28,7 +28,7 @@ constexpr int kSliceMaxStages = 8;  // commit groups of W1's rows (the kernel wa
 constexpr int64_t kSliceFasterTo = 16;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
-constexpr int kSliceRowsTo = 0;
+constexpr int kSliceRowsTo = 8;
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens

@@ -5,13 +5,15 @@
 // columns and multiplies only the m real rows, each weight element read from shared memory once
 // and each activation a broadcast.
 //
-//   up_part():   acc[r][i] += A[r, lo..hi) B[lo..hi, lane + 32 i] for r < m: a warp's share of
-//                K (its part of the split), columns lane and lane + 32 (up to 64 columns).
+//   up_part():   acc[r][i] += A[r, part] B[part, lane + 32 i] for r < m: a warp's part of K
+//                (K split into kWarps parts), columns lane and lane + 32 (up to 64 columns).
 //   up_reduce(): the warps' parts meet in shared memory (kWarps x m x cols floats, overlaying
 //                the operands after a block barrier); epi(row, col, sum) once for each.
 //   down_rows(): out[r, 4 q..4 q + 4) = sum_j H[r, j] W[j, 4 q..) for r < m, a thread a 16-byte
 //                column group of W's rows (float4 loads), j over all of K (no split, no
 //                reduction), stored as float4.
+// The row count is a template (1, 2, 4 or 8 rows, the operands' rows past m zero), so that all
+// of a step's loads issue before its FMAs.
 // Budget at one token, C = 768, 24 columns of W1 a block: the up product is 768 x 24 FMAs a
 // block (72 a thread, ~100 instructions a lane with the loads) against WarpMma's 16 x 768 x 24;
 // the down product 24 x 768 (one float4 of W2 and one broadcast of h per FMA quad) against
@@ -27,31 +29,61 @@ namespace fl::slice {
 
 constexpr int kRowsMax = 8;  // tokens at most for the exact-row products
 
-// Warp w's share of [0, K) when K is split into kWarps parts (any K, no step).
-__device__ __forceinline__ void warp_part(int k, int* lo, int* hi) {
-  const int w = threadIdx.x >> 5;
-  *lo = k * w / kWarps;
-  *hi = k * (w + 1) / kWarps;
+// Every operand load of a step is issued before its FMAs: at one or two warps a scheduler a load
+// waited on before the next is issued costs its whole latency (~30 cycles) per weight element.
+// R: rows computed, a power of 2 >= m (the operands' rows past m are zero in shared memory).
+
+// acc[r][i] += A[r, lo..hi) B[lo..hi, col_i] for r < R, steps of 4 k (float4 of A's row).
+template <int R, bool kTwo>
+__device__ __forceinline__ void up_steps(float (&acc)[kRowsMax][2], const float* a, int lda,
+                                         const float* b0, const float* b1, int ldb, int lo,
+                                         int hi) {
+#pragma unroll 2
+  for (int k = lo; k < hi; k += 4) {
+    float4 x[R];
+    float w0[4], w1[4];
+#pragma unroll
+    for (int r = 0; r < R; ++r) x[r] = *reinterpret_cast<const float4*>(a + r * lda + k);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      w0[e] = b0[(k + e) * ldb];
+      w1[e] = kTwo ? b1[(k + e) * ldb] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float xr[4] = {x[r].x, x[r].y, x[r].z, x[r].w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc[r][0] = fmaf(xr[e], w0[e], acc[r][0]);
+        if (kTwo) acc[r][1] = fmaf(xr[e], w1[e], acc[r][1]);
+      }
+    }
+  }
 }
 
-// acc[r][i] += A[r, lo..hi) B[lo..hi, lane + 32 i] for r < m, columns below cols (<= 64).
+// Warp w's share of K in [k0, k1) (multiples of 4), split into kWarps parts: acc[r][i] +=
+// A[r, part] B[part, lane + 32 i] for r < m, columns below cols (<= 64; lanes past them repeat
+// the last column, whose sums are not stored). A has at least R(m) rows, zero past m.
 __device__ __forceinline__ void up_part(float (&acc)[kRowsMax][2], int m, int cols,
-                                        const float* a, int lda, const float* b, int ldb, int lo,
-                                        int hi) {
-  const int lane = threadIdx.x & 31;
-  const bool second = lane + 32 < cols;
-  const float* bk = b + lane;
-#pragma unroll 2
-  for (int k = lo; k < hi; ++k) {
-    const float w0 = bk[k * ldb];
-    const float w1 = second ? bk[k * ldb + 32] : 0.0f;
-#pragma unroll
-    for (int r = 0; r < kRowsMax; ++r) {
-      if (r >= m) break;
-      const float x = a[r * lda + k];
-      acc[r][0] = fmaf(x, w0, acc[r][0]);
-      acc[r][1] = fmaf(x, w1, acc[r][1]);
-    }
+                                        const float* a, int lda, const float* b, int ldb, int k0,
+                                        int k1) {
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, steps = (k1 - k0) / 4;
+  const int lo = k0 + steps * w / kWarps * 4, hi = k0 + steps * (w + 1) / kWarps * 4;
+  const float* b0 = b + min(lane, cols - 1);
+  const float* b1 = b + min(lane + 32, cols - 1);
+  const bool two = cols > 32;
+  if (m == 1) {
+    two ? up_steps<1, true>(acc, a, lda, b0, b1, ldb, lo, hi)
+        : up_steps<1, false>(acc, a, lda, b0, b1, ldb, lo, hi);
+  } else if (m == 2) {
+    two ? up_steps<2, true>(acc, a, lda, b0, b1, ldb, lo, hi)
+        : up_steps<2, false>(acc, a, lda, b0, b1, ldb, lo, hi);
+  } else if (m <= 4) {
+    two ? up_steps<4, true>(acc, a, lda, b0, b1, ldb, lo, hi)
+        : up_steps<4, false>(acc, a, lda, b0, b1, ldb, lo, hi);
+  } else {
+    two ? up_steps<8, true>(acc, a, lda, b0, b1, ldb, lo, hi)
+        : up_steps<8, false>(acc, a, lda, b0, b1, ldb, lo, hi);
   }
 }
 
@@ -80,32 +112,51 @@ __device__ __forceinline__ void up_reduce(const float (&acc)[kRowsMax][2], int m
 }
 
 // out[r, 4 q..4 q + 4) (row stride ldo) = sum over j < k of h[r, j] w[j, 4 q..) for r < m and
-// 4 q < n (n, lds and ldo multiples of 4; w 16-byte aligned rows).
-__device__ __forceinline__ void down_rows(int m, int k, int n, const float* h, int ldh,
-                                          const float* w, int ldw, float* out, int ldo) {
+// 4 q < n; R rows of h computed (zero past m), 4 j a step (k, n, ldh, ldw, ldo multiples of 4).
+template <int R>
+__device__ __forceinline__ void down_steps(int m, int k, int n, const float* h, int ldh,
+                                           const float* w, int ldw, float* out, int ldo) {
   for (int q = threadIdx.x; 4 * q < n; q += kThreads) {
-    float4 acc[kRowsMax];
+    float4 acc[R];
 #pragma unroll
-    for (int r = 0; r < kRowsMax; ++r) acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int r = 0; r < R; ++r) acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
     const float* wq = w + 4 * q;
-#pragma unroll 4
-    for (int j = 0; j < k; ++j) {
-      const float4 v = *reinterpret_cast<const float4*>(wq + j * ldw);
+#pragma unroll 2
+    for (int j = 0; j < k; j += 4) {
+      float4 hv[R], v[4];
 #pragma unroll
-      for (int r = 0; r < kRowsMax; ++r) {
-        if (r >= m) break;
-        const float s = h[r * ldh + j];
-        acc[r].x = fmaf(s, v.x, acc[r].x);
-        acc[r].y = fmaf(s, v.y, acc[r].y);
-        acc[r].z = fmaf(s, v.z, acc[r].z);
-        acc[r].w = fmaf(s, v.w, acc[r].w);
+      for (int r = 0; r < R; ++r) hv[r] = *reinterpret_cast<const float4*>(h + r * ldh + j);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = *reinterpret_cast<const float4*>(wq + (j + e) * ldw);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float hr[4] = {hv[r].x, hv[r].y, hv[r].z, hv[r].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[r].x = fmaf(hr[e], v[e].x, acc[r].x);
+          acc[r].y = fmaf(hr[e], v[e].y, acc[r].y);
+          acc[r].z = fmaf(hr[e], v[e].z, acc[r].z);
+          acc[r].w = fmaf(hr[e], v[e].w, acc[r].w);
+        }
       }
     }
 #pragma unroll
-    for (int r = 0; r < kRowsMax; ++r) {
-      if (r >= m) break;
-      *reinterpret_cast<float4*>(out + r * ldo + 4 * q) = acc[r];
+    for (int r = 0; r < R; ++r) {
+      if (r < m) *reinterpret_cast<float4*>(out + r * ldo + 4 * q) = acc[r];
     }
+  }
+}
+
+__device__ __forceinline__ void down_rows(int m, int k, int n, const float* h, int ldh,
+                                          const float* w, int ldw, float* out, int ldo) {
+  if (m == 1) {
+    down_steps<1>(m, k, n, h, ldh, w, ldw, out, ldo);
+  } else if (m == 2) {
+    down_steps<2>(m, k, n, h, ldh, w, ldw, out, ldo);
+  } else if (m <= 4) {
+    down_steps<4>(m, k, n, h, ldh, w, ldw, out, ldo);
+  } else {
+    down_steps<8>(m, k, n, h, ldh, w, ldw, out, ldo);
   }
 }
 

@@ -93,6 +93,18 @@ __device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, in
   }
 }
 
+// cp.async.wait_group takes its count as an immediate: wait_group min(n, N).
+template <int N>
+__device__ __forceinline__ void wait_pending(int n) {
+  if constexpr (N == 0) {
+    tc::async_wait<0>();
+  } else if (n >= N) {
+    tc::async_wait<N>();
+  } else {
+    wait_pending<N - 1>(n);
+  }
+}
+
 // ---- one warp: acc[nt] += A[16 x (k0..k1)] B[(k0..k1) x 8 nt], k0 and k1 multiples of kKStep --
 template <typename T, int kMaxNT>
 struct WarpMma;
@@ -151,8 +163,11 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
   }
 };
 
-// fp32 on the CUDA cores: per 4 k, two 16-byte loads of A (rows g and g + 8) and one 8-byte
-// load of B per column tile feed 16 FMAs per tile.
+// fp32 on the CUDA cores: per 4 k, two 16-byte loads of A (rows g and g + 8) and four 8-byte
+// loads of B per column tile feed 16 FMAs per tile. A tile's four loads issue before its FMAs:
+// with a load waited on before the next is issued (one tile's k at a time), each costs its
+// whole latency at the one or two warps a scheduler these kernels run, and a 16-row tile at
+// C = 768 took several microseconds.
 template <int kMaxNT>
 struct WarpMma<float, kMaxNT> {
   static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const float* a,
@@ -162,20 +177,22 @@ struct WarpMma<float, kMaxNT> {
     const float* a1 = a0 + 8 * lda;
     const float* bk = b + k0 * ldb + 2 * t;
 #pragma unroll 1
-    for (int k = k0; k < k1; k += 4) {
+    for (int k = k0; k < k1; k += 4, bk += 4 * ldb) {
       const float4 x0 = *reinterpret_cast<const float4*>(a0 + k);
       const float4 x1 = *reinterpret_cast<const float4*>(a1 + k);
       const float r0[4] = {x0.x, x0.y, x0.z, x0.w}, r1[4] = {x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
-      for (int e = 0; e < 4; ++e, bk += ldb) {
+      for (int nt = 0; nt < kMaxNT; ++nt) {
+        if (nt >= nt_count) break;
+        float2 w[4];
 #pragma unroll
-        for (int nt = 0; nt < kMaxNT; ++nt) {
-          if (nt >= nt_count) break;
-          const float2 w = *reinterpret_cast<const float2*>(bk + nt * 8);
-          acc[nt][0] = fmaf(r0[e], w.x, acc[nt][0]);
-          acc[nt][1] = fmaf(r0[e], w.y, acc[nt][1]);
-          acc[nt][2] = fmaf(r1[e], w.x, acc[nt][2]);
-          acc[nt][3] = fmaf(r1[e], w.y, acc[nt][3]);
+        for (int e = 0; e < 4; ++e) w[e] = *reinterpret_cast<const float2*>(bk + e * ldb + nt * 8);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[nt][0] = fmaf(r0[e], w[e].x, acc[nt][0]);
+          acc[nt][1] = fmaf(r0[e], w[e].y, acc[nt][1]);
+          acc[nt][2] = fmaf(r1[e], w[e].x, acc[nt][2]);
+          acc[nt][3] = fmaf(r1[e], w[e].y, acc[nt][3]);
         }
       }
     }

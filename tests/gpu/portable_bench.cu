@@ -205,9 +205,9 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once), then one
-    // choice changed at a time: wider slices (fewer shares of y), W1 in stages multiplied as they
-    // land.
+    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once, fp32's
+    // exact rows at 1-8 tokens), then one choice changed at a time: wider slices (fewer shares of
+    // y), W1 in stages multiplied as they land, fp32's 16-row tiles at every token count.
     const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
         {"hidden_slice", {}},
         {"hidden_slice U=24", {24, 1, false}},
@@ -216,8 +216,7 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
         {"hidden_slice S=2", {0, 2, true}},
         {"hidden_slice S=2 W2 first", {0, 2, false}},
         {"hidden_slice U=32 S=2", {32, 2, true}},
-        {"hidden_slice rows<=8", {0, 1, false, 8}},
-        {"hidden_slice U=32 rows<=8", {32, 1, false, 8}},
+        {"hidden_slice fp32 tiles", {0, 1, false, 0}},
     };
     for (const auto& [name, tuning] : tunings) {
       chains.push_back({name, [&, tuning = tuning] {

@@ -372,11 +372,12 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
                               : make_plan<float>(m, c, {}, &plan);
 }
 
-Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes) {
+Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
+                               FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
   FfnSlicePlan plan;
-  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, {}, &plan)
-                              : make_plan<float>(m, c, {}, &plan));
+  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
+                              : make_plan<float>(m, c, tuning, &plan));
   *bytes = ffn_slice_scratch_bytes_for(plan);
   return Status::Ok();
 }

@@ -35,7 +35,6 @@ inline const std::vector<std::string>& ffn_slice_phases() {
 
 // Why the kernel cannot run this shape and precision on the current GPU, or Ok.
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
-Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
 // The plan's choices a benchmark may override: hidden units a block (a multiple of 8; 0: the
 // fewest that keep one block per SM); the stages W1's rows are asked for in, the up product
 // multiplying each as it lands (1 to kSliceMaxStages; 1: all of W1, W2 with it, then the
@@ -47,6 +46,10 @@ struct FfnSliceTuning {
   bool w2_after_first = true;
   int rows_to = kSliceRowsTo;  // fp32 up to this many tokens: exact-row products, no 16-row tiles
 };
+// The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
+// more: a share of y a block).
+Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
+                               FfnSliceTuning tuning = {});
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});
 

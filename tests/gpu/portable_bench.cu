@@ -198,26 +198,33 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   std::vector<Chain> chains = {
       {"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
   // The hidden-slice kernel with its plan's slices, then wider ones.
+  // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once, fp32's exact
+  // rows at 1-8 tokens), then one choice changed at a time: wider or narrower slices (more
+  // blocks, more shares of y: the scratch is sized for the most), W1 in stages multiplied as
+  // they land, fp32's 16-row tiles at every token count.
+  const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
+      {"hidden_slice", {}},
+      {"hidden_slice U=24", {24, 1, false}},
+      {"hidden_slice U=32", {32, 1, false}},
+      {"hidden_slice U=48", {48, 1, false}},
+      {"hidden_slice S=2", {0, 2, true}},
+      {"hidden_slice S=2 W2 first", {0, 2, false}},
+      {"hidden_slice U=32 S=2", {32, 2, true}},
+      {"hidden_slice fp32 tiles", {0, 1, false, 0}},
+  };
   size_t slice_bytes = 0;
+  for (const auto& [name, tuning] : tunings) {
+    size_t bytes = 0;
+    if (fl::ffn_slice_scratch_bytes(p, m, c, &bytes, tuning).ok()) {
+      slice_bytes = std::max(slice_bytes, bytes);
+    }
+  }
   std::unique_ptr<Buf> slice_scratch;
   fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, nullptr, {}};
-  if (fl::ffn_slice_scratch_bytes(p, m, c, &slice_bytes).ok()) {
+  if (slice_bytes > 0) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
-    // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once, fp32's
-    // exact rows at 1-8 tokens), then one choice changed at a time: wider slices (fewer shares of
-    // y), W1 in stages multiplied as they land, fp32's 16-row tiles at every token count.
-    const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
-        {"hidden_slice", {}},
-        {"hidden_slice U=24", {24, 1, false}},
-        {"hidden_slice U=32", {32, 1, false}},
-        {"hidden_slice U=48", {48, 1, false}},
-        {"hidden_slice S=2", {0, 2, true}},
-        {"hidden_slice S=2 W2 first", {0, 2, false}},
-        {"hidden_slice U=32 S=2", {32, 2, true}},
-        {"hidden_slice fp32 tiles", {0, 1, false, 0}},
-    };
     for (const auto& [name, tuning] : tunings) {
       chains.push_back({name, [&, tuning = tuning] {
                           return fl::launch_ffn_slice(p, sb, m, c, nullptr, tuning);

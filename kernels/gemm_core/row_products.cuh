@@ -15,9 +15,10 @@
 // The row count is a template (1, 2, 4 or 8 rows, the operands' rows past m zero), so that all
 // of a step's loads issue before its FMAs.
 // Budget at one token, C = 768, 24 columns of W1 a block: the up product is 768 x 24 FMAs a
-// block (72 a thread, ~100 instructions a lane with the loads) against WarpMma's 16 x 768 x 24;
+// block (96 a lane: lanes past the 24 columns repeat the last; ~220 instructions a lane with
+// the loads) against WarpMma's 16 x 768 x 24;
 // the down product 24 x 768 (one float4 of W2 and one broadcast of h per FMA quad) against
-// 16 x 24 x 768: well under 0.5 us of issue each, where the 16-row tiles take ~1.5 us each.
+// 16 x 24 x 768: a sixteenth of the tiles' FMAs at one token.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -166,8 +166,8 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
 // fp32 on the CUDA cores: per 4 k, two 16-byte loads of A (rows g and g + 8) and four 8-byte
 // loads of B per column tile feed 16 FMAs per tile. A tile's four loads issue before its FMAs:
 // with a load waited on before the next is issued (one tile's k at a time), each costs its
-// whole latency at the one or two warps a scheduler these kernels run, and a 16-row tile at
-// C = 768 took several microseconds.
+// whole latency at the one or two warps a scheduler these kernels run (docs/PERFORMANCE.md has
+// both forms measured).
 template <int kMaxNT>
 struct WarpMma<float, kMaxNT> {
   static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const float* a,

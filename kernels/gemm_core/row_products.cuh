@@ -65,9 +65,8 @@ __device__ __forceinline__ void up_steps(float (&acc)[kRowsMax][2], const float*
 // Warp w's share of K in [k0, k1) (multiples of 4), split into kWarps parts: acc[r][i] +=
 // A[r, part] B[part, lane + 32 i] for r < m, columns below cols (<= 64; lanes past them repeat
 // the last column, whose sums are not stored). A has at least R(m) rows, zero past m.
-__device__ __forceinline__ void up_part(float (&acc)[kRowsMax][2], int m, int cols,
-                                        const float* a, int lda, const float* b, int ldb, int k0,
-                                        int k1) {
+__device__ __forceinline__ void up_part(float (&acc)[kRowsMax][2], int m, int cols, const float* a,
+                                        int lda, const float* b, int ldb, int k0, int k1) {
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, steps = (k1 - k0) / 4;
   const int lo = k0 + steps * w / kWarps * 4, hi = k0 + steps * (w + 1) / kWarps * 4;
   const float* b0 = b + min(lane, cols - 1);

@@ -300,8 +300,8 @@ TEST_P(PortableStream, HiddenSliceFfnWithOtherStages) {
 TEST_P(PortableStream, HiddenSliceFfnWithExactRows) {
   unsigned seed = 91;
   int ran = 0;
-  for (const Shape& s : {Shape{1, 768}, Shape{3, 97}, Shape{5, 768}, Shape{7, 131}, Shape{8, 40},
-                         Shape{9, 768}}) {
+  for (const Shape& s :
+       {Shape{1, 768}, Shape{3, 97}, Shape{5, 768}, Shape{7, 131}, Shape{8, 40}, Shape{9, 768}}) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRows, &ran);
   }
   check_ffn(GetParam(), {3, 767}, seed++, FfnKernel::kSliceRowsFourStages, &ran);

@@ -1,5 +1,5 @@
 // The row helper of the row-wise kernels (LayerNorm in layernorm_rows.cuh, softmax in
-// scale_mask_softmax.cu, and the attention lessons to come): a row split at 16-byte boundaries
+// scale_mask_softmax/, and the attention lessons to come): a row split at 16-byte boundaries
 // into head | packs | tail, and which of those a thread holds when several threads share a row.
 //
 // Why a split: every access should move 16 bytes (LDG.E.128 / STG.E.128: float4, 8 x bf16), and

@@ -143,6 +143,31 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   }
 }
 
+// The three-pass form's softmax, a warp per token: each of the t tokens' rows of `keys` scores
+// becomes exp(score - max) in place, and the row's max and sum go to the split's partial.
+__device__ __forceinline__ void softmax_split_scores(const DecodeArgs& a, int split, int t,
+                                                     float* scores, int keys, float* part) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int j = warp; j < t; j += kWarps) {
+    float* row = scores + j * kPositionsStride;
+    float m = -INFINITY;
+    for (int p = lane; p < keys; p += 32) m = fmaxf(m, row[p]);
+    m = warp_max(m);
+    float l = 0;
+    for (int p = lane; p < keys; p += 32) {
+      const float e = m == -INFINITY ? 0.f : __expf(row[p] - m);
+      row[p] = e;
+      l += e;
+    }
+    l = warp_sum(l);
+    float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
+    if (lane == 0) {
+      mine[64] = m;
+      mine[65] = l;
+    }
+  }
+}
+
 // The three-pass form (MegakernelOptions::one_pass_attention off): scores, softmax, P V.
 template <class AfterInputs = NoHook>
 __device__ void attend_split_three_pass(const DecodeArgs& a, int layer, int head, int split,
@@ -199,24 +224,7 @@ __device__ void attend_split_three_pass(const DecodeArgs& a, int layer, int head
   __syncthreads();
 
   float* part = a.partials + (int64_t(0) * kHeads + head) * a.splits * kPartStride;
-  for (int j = warp; j < t; j += kWarps) {
-    float* row = scores + j * kPositionsStride;
-    float m = -INFINITY;
-    for (int p = lane; p < p1 - p0; p += 32) m = fmaxf(m, row[p]);
-    m = warp_max(m);
-    float l = 0;
-    for (int p = lane; p < p1 - p0; p += 32) {
-      const float e = m == -INFINITY ? 0.f : __expf(row[p] - m);
-      row[p] = e;
-      l += e;
-    }
-    l = warp_sum(l);
-    float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
-    if (lane == 0) {
-      mine[64] = m;
-      mine[65] = l;
-    }
-  }
+  softmax_split_scores(a, split, t, scores, p1 - p0, part);
   __syncthreads();
 
   float2 acc[kMaxTokens];

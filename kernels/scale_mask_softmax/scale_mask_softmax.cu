@@ -31,6 +31,15 @@
 //
 // Measured figures (and where the unfused kernels lose a few percent: the write-back of the dirty
 // lines their predecessor left in L2) are in docs/PERFORMANCE.md.
+//
+// The files of kernels/scale_mask_softmax/, in the order a reader meets them:
+//   smx_row_group.cuh     the row group and the online-softmax rule the row kernels share
+//   smx_scale_mask.cuh    levels 0 and 1: the scale and causal-mask kernels
+//   smx_unfused_rows.cuh  level 0: row_max, exp_sum and divide
+//   smx_softmax_rows.cuh  levels 1 and 2: the softmax with its row in registers, and the fused
+//                         kernel (the same kernel, scaling and masking as the row arrives)
+// This file: the CPU reference, the fp64 check, the row kernels' launcher, the workspace, the
+// level table and the lesson.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -44,23 +53,22 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_buffer.h"
 #include "kernels/device_common.cuh"
-#include "kernels/elementwise.cuh"
 #include "kernels/level_table.h"
-#include "kernels/row_split.cuh"
+#include "kernels/scale_mask_softmax/smx_row_group.cuh"
+#include "kernels/scale_mask_softmax/smx_scale_mask.cuh"
+#include "kernels/scale_mask_softmax/smx_softmax_rows.cuh"
+#include "kernels/scale_mask_softmax/smx_unfused_rows.cuh"
 #include "kernels/workspace.cuh"
 
 namespace fl {
 namespace {
 
-constexpr float kScale = 0.125f;  // s = 1/sqrt(64): exact in binary, so s * S rounds nothing
-constexpr double kScaleDouble = 0.125;
-constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e)): one FFMA + MUFU.EX2
+constexpr double kScaleDouble = 0.125;  // s in double: the CPU reference and the fp64 check
 // Raw scores q.k over d = 64 unit-variance components have standard deviation sqrt(64) = 8.
 // Uniform on [-14, 14] has standard deviation 14 / sqrt(3) = 8.1, so after the 1/8 scale the
 // logits have standard deviation ~1, which is what the 1/sqrt(d) scale is there to achieve:
 // softmax rows that are neither flat nor one-hot (max/min probability up to e^3.5 = 33x).
 constexpr float kInputLo = -14.0f, kInputHi = 14.0f;
-constexpr int kThreads = 256;  // block size of every kernel but the 512-thread row groups
 constexpr int64_t kRowsDefault = int64_t(32) * 12 * 512;  // batch 32 x 12 heads x 512 queries
 constexpr int64_t kLengthDefault = 512;                   // keys per row = sequence length
 constexpr int64_t kLengthMax = 8192;
@@ -83,353 +91,6 @@ std::vector<double> softmax_reference(const std::vector<double>& scores, int64_t
     for (int64_t j = 0; j <= q; ++j) out[j] = std::exp(kScaleDouble * s[j] - m) / d;
   }
   return p;
-}
-
-// 16-byte vectors: every kernel here loads with load16_ro and stores with store16_packed
-// (device_common.cuh says why).
-
-// load16_ro as a callable for RowSlice::stream_packs.
-template <typename T>
-struct LoadReadOnly {
-  __device__ Vec16<T> operator()(const T* p) const { return load16_ro(p); }
-};
-
-// exp2 on the special-function unit: one MUFU.EX2, within a few fp32 ulp (the fp32 check
-// measures ~6e-8 relative error end to end); results below 2^-126 flush to 0, which in a softmax is
-// a term 2^-126 times smaller than the row's largest and so changes no sum. exp2(-inf) = 0, which
-// is how masked keys get probability exactly 0.
-__device__ __forceinline__ float exp2_fast(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// ---- row groups -----------------------------------------------------------------------------
-
-// Each row kernel gives a row to a group of kRowThreads threads: 8 or 16 lanes of a warp for
-// short rows, a warp, or several warps of a block for long ones. Every thread then has up to
-// kVecsPerThread = 4 vectors of its row in flight (64 bytes): a warp keeps 2 KB of loads
-// outstanding whatever the row length and precision, which is what it takes to cover DRAM
-// latency at full bandwidth with the warps an SM can hold. (One warp per 512-key bf16 row would
-// have only 1 KB in flight and reach ~85-89% of copy bandwidth on an H100.)
-constexpr int kVecsPerThread = 4;
-constexpr int kMaxRowThreads = 512;
-
-template <int kRowThreads>
-struct RowGroup {
-  static_assert(kRowThreads >= 8 && kRowThreads <= kMaxRowThreads &&
-                    (kRowThreads & (kRowThreads - 1)) == 0,
-                "a power of two from 8 lanes to 512 threads");
-  static constexpr int kBlockThreads = kRowThreads < kThreads ? kThreads : kRowThreads;
-  static constexpr int kRowsPerBlock = kBlockThreads / kRowThreads;
-  static constexpr int kWarpsPerRow = kRowThreads / 32;  // 0 for groups within a warp
-
-  __device__ static int64_t row() {
-    return int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowThreads;
-  }
-  __device__ static int thread() { return threadIdx.x % kRowThreads; }
-
-  // Reduces one float per thread over the group with `op`; every thread of the group gets the
-  // result. Every thread of the block must call it: groups within a warp shuffle with the full
-  // warp mask, and groups of several warps meet at a barrier. Called once per kernel.
-  template <typename Op>
-  __device__ static float reduce(float v, Op op) {
-    constexpr int kWidth = kRowThreads < 32 ? kRowThreads : 32;
-    for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
-      v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    }
-    if constexpr (kWarpsPerRow > 1) {
-      __shared__ float s_warp[kBlockThreads / 32];
-      if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = v;
-      __syncthreads();
-      const int first = (threadIdx.x / kRowThreads) * kWarpsPerRow;
-      v = s_warp[first];
-      for (int w = 1; w < kWarpsPerRow; ++w) v = op(v, s_warp[first + w]);
-    }
-    return v;
-  }
-};
-
-// The fewest threads (8 at least) that hold `vecs` vectors with kVecsPerThread each; long rows
-// get kMaxRowThreads and, in the streaming kernels, more than one trip.
-inline int row_threads_for(int vecs) {
-  int threads = 8;
-  while (threads < kMaxRowThreads && threads * kVecsPerThread < vecs) threads *= 2;
-  return threads;
-}
-
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct SumOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-// The online-softmax rule. A partial row is summarized by (m, d): its max m and its sum
-// d = sum exp2((x - m) * c). Two summaries combine into one by rescaling each sum to the larger
-// max, so the max and the sum of a row come out of a single reduction. An empty summary is
-// (-inf, 0) and stays harmless (no -inf - -inf = NaN).
-__device__ __forceinline__ void merge_online(float& m, float& d, float m2, float d2, float c) {
-  const float m_new = fmaxf(m, m2);
-  if (m_new == -INFINITY) return;
-  d = d * exp2_fast((m - m_new) * c) + d2 * exp2_fast((m2 - m_new) * c);
-  m = m_new;
-}
-
-// RowGroup::reduce for (m, d) pairs; the same rules (every thread calls it, once per kernel).
-template <int kRowThreads>
-__device__ __forceinline__ void row_merge_online(float& m, float& d, float c) {
-  using Group = RowGroup<kRowThreads>;
-  constexpr int kWidth = kRowThreads < 32 ? kRowThreads : 32;
-  for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
-    const float d2 = __shfl_xor_sync(0xffffffffu, d, offset);
-    merge_online(m, d, m2, d2, c);
-  }
-  if constexpr (Group::kWarpsPerRow > 1) {
-    __shared__ float s_m[Group::kBlockThreads / 32], s_d[Group::kBlockThreads / 32];
-    if ((threadIdx.x & 31) == 0) {
-      s_m[threadIdx.x >> 5] = m;
-      s_d[threadIdx.x >> 5] = d;
-    }
-    __syncthreads();
-    const int first = (threadIdx.x / kRowThreads) * Group::kWarpsPerRow;
-    m = s_m[first];
-    d = s_d[first];
-    for (int w = 1; w < Group::kWarpsPerRow; ++w)
-      merge_online(m, d, s_m[first + w], s_d[first + w], c);
-  }
-}
-
-// ---- level 0 and 1: the elementwise kernels ------------------------------------------------
-// Both walk the flat tensor: one 16-byte vector per thread, the threads past the last full
-// vector take one tail element each.
-
-// S1 = s * S: elementwise_kernel (elementwise.cuh) with this op, which moves its vectors as the
-// row kernels do (ReadOnlyPackedMoves).
-struct ScaleOp : ReadOnlyPackedMoves {
-  __device__ float operator()(float x) const { return kScale * x; }
-};
-
-// S2 = S1 with -inf where key j > query q. Element i sits at (h, q, j) with i = h L^2 + q L + j
-// (h = batch x head): two 32-bit divisions per vector find q and j of its first element
-// (n <= 2^28 and L^2 <= 2^26 fit in 32 bits), and the rest follow by counting.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    causal_mask_kernel(const T* __restrict__ in, T* __restrict__ out, uint32_t n, uint32_t length) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const uint32_t full_vecs = n / kVec;
-  const uint32_t i = blockIdx.x * uint32_t(kThreads) + threadIdx.x;
-  const T masked = Elem<T>::from_float(-INFINITY);
-  if (i < full_vecs) {
-    const uint32_t first = i * kVec;
-    const uint32_t in_matrix = first % (length * length);  // q L + j
-    uint32_t q = in_matrix / length, j = in_matrix - q * length;
-    Vec16<T> v = load16_ro(in + first);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      if (j > q) v.v[k] = masked;
-      if (++j == length) {  // the vector runs into the next row (odd L)
-        j = 0;
-        q = q + 1 == length ? 0 : q + 1;
-      }
-    }
-    store16_packed(out + first, v.v);
-  } else {
-    const uint32_t tail = full_vecs * kVec + (i - full_vecs);
-    if (tail < n) {
-      const uint32_t in_matrix = tail % (length * length);
-      const uint32_t q = in_matrix / length, j = in_matrix - q * length;
-      out[tail] = j > q ? masked : in[tail];
-    }
-  }
-}
-
-// ---- level 0: the three row kernels of the unfused softmax ---------------------------------
-// Each thread of a row group strides over the row's vectors, kVecsPerThread at a time with all
-// of their loads issued before any is used. A group whose row lies past the end (the last block
-// may have spare groups) works on the last row and stores nothing: it must still reach the
-// group's shuffles and barrier.
-
-// m[row] = max_j S2[row, j].
-template <typename T, int kRowThreads>
-__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
-    row_max_kernel(const T* __restrict__ in, float* __restrict__ row_max, int64_t rows,
-                   int length) {
-  using Group = RowGroup<kRowThreads>;
-  constexpr int kVec = Vec16<T>::kCount;
-  const int t = Group::thread();
-  const bool active = Group::row() < rows;
-  const int64_t row = active ? Group::row() : rows - 1;
-  const T* src = in + row * length;
-  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
-  float m = -INFINITY;
-  slice.for_each_single([&](int j) { m = fmaxf(m, Elem<T>::to_float(src[j])); });
-  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int, const Vec16<T>& v) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) m = fmaxf(m, Elem<T>::to_float(v.v[k]));
-  });
-  m = Group::reduce(m, MaxOp{});
-  if (active && t == 0) row_max[row] = m;
-}
-
-// e = exp(S2 - m[row]) and d[row] = sum_j e. The sum adds e as stored (rounded to T), so that
-// the divide kernel's P sums to 1 up to its own rounding.
-template <typename T, int kRowThreads>
-__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
-    exp_sum_kernel(const T* __restrict__ in, const float* __restrict__ row_max, T* __restrict__ e,
-                   float* __restrict__ row_sum, int64_t rows, int length) {
-  using Group = RowGroup<kRowThreads>;
-  constexpr int kVec = Vec16<T>::kCount;
-  const int t = Group::thread();
-  const bool active = Group::row() < rows;
-  const int64_t row = active ? Group::row() : rows - 1;
-  const T* src = in + row * length;
-  T* dst = e + row * length;
-  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
-  // exp(x - m) = exp2(x log2(e) - m log2(e)): one FFMA and one MUFU.EX2 per element.
-  const float m_log2e = row_max[row] * kLog2e;
-  auto exp_of = [&](T x) {
-    return Elem<T>::from_float(exp2_fast(fmaf(Elem<T>::to_float(x), kLog2e, -m_log2e)));
-  };
-  float d = 0;
-  slice.for_each_single([&](int j) {
-    const T stored = exp_of(src[j]);
-    if (active) dst[j] = stored;
-    d += Elem<T>::to_float(stored);
-  });
-  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      v.v[k] = exp_of(v.v[k]);
-      d += Elem<T>::to_float(v.v[k]);
-    }
-    if (active) store16_packed(dst + col, v.v);
-  });
-  d = Group::reduce(d, SumOp{});
-  if (active && t == 0) row_sum[row] = d;
-}
-
-// P = e / d[row].
-template <typename T, int kRowThreads>
-__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
-    divide_kernel(const T* __restrict__ e, const float* __restrict__ row_sum, T* __restrict__ p,
-                  int64_t rows, int length) {
-  using Group = RowGroup<kRowThreads>;
-  constexpr int kVec = Vec16<T>::kCount;
-  const int t = Group::thread();
-  const int64_t row = Group::row();
-  if (row >= rows) return;  // no shuffles or barriers below: a spare group may simply leave
-  const T* src = e + row * length;
-  T* dst = p + row * length;
-  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
-  const float inv = 1.0f / row_sum[row];
-  auto divide = [&](T x) { return Elem<T>::from_float(Elem<T>::to_float(x) * inv); };
-  slice.for_each_single([&](int j) { dst[j] = divide(src[j]); });
-  slice.template stream_packs<kVecsPerThread>(src, LoadReadOnly<T>{}, [&](int col, Vec16<T>& v) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) v.v[k] = divide(v.v[k]);
-    store16_packed(dst + col, v.v);
-  });
-}
-
-// ---- levels 1 and 2: softmax with the row in registers -------------------------------------
-// One row group holds its whole row: each thread up to kVecsPerThread 16-byte vectors plus one
-// head and one tail scalar. Each thread summarizes its slice as (max, sum) in one sweep over
-// registers, the group merges the summaries with the online rule (one reduction, not a max
-// reduction followed by a sum reduction), and each thread rescales its exponentials by
-// exp(its max - row max) / row sum and writes P. DRAM sees the row once in and once out.
-//
-// kScaleAndMask = false: level 1's softmax, reading S2 (scaled and masked already).
-// kScaleAndMask = true:  level 2's fused kernel, reading S. Since s > 0, the max of s * S is s
-// times the max of S, so the kernel keeps raw scores and folds s into the exponent:
-// exp(s x - s m) = exp2((x - m) * s * log2(e)). Keys after the query are set to -inf on load;
-// only the one vector that straddles the query looks at its keys one by one.
-template <typename T, int kRowThreads, bool kScaleAndMask>
-__global__ void __launch_bounds__(RowGroup<kRowThreads>::kBlockThreads)
-    softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int length) {
-  using Group = RowGroup<kRowThreads>;
-  constexpr int kVec = Vec16<T>::kCount;
-  constexpr float c = kScaleAndMask ? kScale * kLog2e : kLog2e;
-  const int t = Group::thread();
-  const bool active = Group::row() < rows;
-  const int64_t row = active ? Group::row() : rows - 1;
-  const T* src = in + row * length;
-  T* dst = out + row * length;
-  const RowSlice<T> slice{split_row(src, length), t, kRowThreads};
-  // The query of this row (rows * L <= 2^28, so 32 bits suffice); level 1 masks nothing here.
-  const int q = kScaleAndMask
-                    ? static_cast<int>(static_cast<uint32_t>(row) % static_cast<uint32_t>(length))
-                    : length;
-
-  // Load the row: all loads are issued before any value is used.
-  float x[kVecsPerThread][kVec];
-#pragma unroll
-  for (int k = 0; k < kVecsPerThread; ++k) {
-    if (slice.has_pack(k)) {
-      const Vec16<T> raw = load16_ro(src + slice.pack_col(k));
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) x[k][e] = Elem<T>::to_float(raw.v[e]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) x[k][e] = -INFINITY;
-    }
-  }
-  const int head_j = slice.head_col(), tail_j = slice.tail_col();
-  float x_head = slice.has_head() ? Elem<T>::to_float(src[head_j]) : -INFINITY;
-  float x_tail = slice.has_tail() ? Elem<T>::to_float(src[tail_j]) : -INFINITY;
-  if constexpr (kScaleAndMask) {
-#pragma unroll
-    for (int k = 0; k < kVecsPerThread; ++k) {
-      const int first = slice.pack_col(k);  // key of x[k][0]
-      if (first + kVec - 1 > q) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) x[k][e] = first + e > q ? -INFINITY : x[k][e];
-      }
-    }
-    if (head_j > q) x_head = -INFINITY;
-    if (tail_j > q) x_tail = -INFINITY;
-  }
-
-  // This thread's summary (m, d). Masked or absent elements are -inf and give exp2(-inf) = 0;
-  // a thread with nothing unmasked keeps m = -inf, d = 0.
-  float m = fmaxf(x_head, x_tail);
-#pragma unroll
-  for (int k = 0; k < kVecsPerThread; ++k) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) m = fmaxf(m, x[k][e]);
-  }
-  const float mc = m == -INFINITY ? 0.0f : m * c;
-  float d = 0;
-#pragma unroll
-  for (int k = 0; k < kVecsPerThread; ++k) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      x[k][e] = exp2_fast(fmaf(x[k][e], c, -mc));
-      d += x[k][e];
-    }
-  }
-  const float e_head = exp2_fast(fmaf(x_head, c, -mc));
-  const float e_tail = exp2_fast(fmaf(x_tail, c, -mc));
-  d += e_head + e_tail;
-
-  // The row's summary, then this thread's factor from its exponentials to probabilities.
-  float row_m = m, row_d = d;
-  row_merge_online<kRowThreads>(row_m, row_d, c);
-  const float factor = row_m == -INFINITY ? 0.0f : exp2_fast((m - row_m) * c) / row_d;
-  if (!active) return;
-
-#pragma unroll
-  for (int k = 0; k < kVecsPerThread; ++k) {
-    if (slice.has_pack(k)) {
-      T p[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) p[e] = Elem<T>::from_float(x[k][e] * factor);
-      store16_packed(dst + slice.pack_col(k), p);
-    }
-  }
-  if (slice.has_head()) dst[head_j] = Elem<T>::from_float(e_head * factor);
-  if (slice.has_tail()) dst[tail_j] = Elem<T>::from_float(e_tail * factor);
 }
 
 // ---- the GPU's fp64 check ------------------------------------------------------------------
@@ -474,23 +135,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- launchers -----------------------------------------------------------------------------
-
-template <typename T>
-Status launch_scale(const T* in, T* out, int64_t n, cudaStream_t stream) {
-  static_assert(kThreads == kElementwiseThreads, "the scale kernel has the elementwise block size");
-  return launch_elementwise<T>(in, out, n, ScaleOp{}, stream);
-}
-
-template <typename T>
-Status launch_mask(const T* in, T* out, int64_t n, int length, cudaStream_t stream) {
-  constexpr int kVec = Vec16<T>::kCount;
-  const unsigned blocks = static_cast<unsigned>((n / kVec + n % kVec + kThreads - 1) / kThreads);
-  if (blocks == 0) return Status::Ok();
-  causal_mask_kernel<T><<<blocks, kThreads, 0, stream>>>(in, out, static_cast<uint32_t>(n),
-                                                         static_cast<uint32_t>(length));
-  FL_CUDA_TRY(cudaGetLastError());
-  return Status::Ok();
-}
 
 enum class RowKernel { max, exp_sum, divide, softmax, fused };
 

@@ -71,11 +71,75 @@ size_t rows_smem(int k) {
   return size_t(kRows) * panel_ld(k) * sizeof(T) + kRingBytes;
 }
 
+// Step 2 in one pass: a warp takes two rows at a time, each lane's chunks of both (lane,
+// lane + 32, ...) in registers beside its chunks of gamma and beta, so the panel is read once
+// and written once and the two rows' shuffle reductions overlap. The sums run in row_moment's
+// order (a lane's chunks in turn, then the xor tree): the same statistics bit for bit.
+constexpr int kLaneChunks = 4;  // C up to 1024; wider rows take the two-pass form
+template <class Tile>
+__device__ __forceinline__ void normalize_in_registers(T* panel, int ld, int k, const T* gamma,
+                                                       const T* beta) {
+  constexpr int kRows = Tile::kBM, kWarps = Tile::kThreads / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / 8;
+  Vec16<T> g[kLaneChunks], b[kLaneChunks];
+#pragma unroll
+  for (int j = 0; j < kLaneChunks; ++j) {
+    const int c = lane + 32 * j;
+    if (c < chunks) g[j] = load16(gamma + c * 8), b[j] = load16(beta + c * 8);
+  }
+  for (int r = 2 * warp; r < kRows; r += 2 * kWarps) {  // rows past m are zeros: harmless
+    Vec16<T> v[2][kLaneChunks];
+    float mean[2] = {0.0f, 0.0f}, var[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < kLaneChunks; ++j) {
+        const int c = lane + 32 * j;
+        if (c >= chunks) continue;
+        v[i][j] = load16(panel + (r + i) * ld + c * 8);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) mean[i] += Elem<T>::to_float(v[i][j].v[e]) - 0.0f;
+      }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) mean[i] += __shfl_xor_sync(0xffffffffu, mean[i], o);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mean[i] /= k;
+#pragma unroll
+      for (int j = 0; j < kLaneChunks; ++j) {
+        if (lane + 32 * j >= chunks) continue;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float d = Elem<T>::to_float(v[i][j].v[e]) - mean[i];
+          var[i] += d * d;
+        }
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) var[i] += __shfl_xor_sync(0xffffffffu, var[i], o);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float2 stats = make_float2(mean[i], rsqrtf(var[i] / k + float(gemm::kLayerNormEps)));
+#pragma unroll
+      for (int j = 0; j < kLaneChunks; ++j) {
+        const int c = lane + 32 * j;
+        if (c >= chunks) continue;
+        normalize_vec(v[i][j], stats, g[j], b[j]);
+        store16(panel + (r + i) * ld + c * 8, v[i][j]);
+      }
+    }
+  }
+}
+
 // Steps 1 and 2: the block's rows of x in shared memory, normalized in place.
 template <class Tile>
 __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* panel, int ld,
                                                        unsigned char* aux, int64_t m0,
-                                                       PhaseMarks<3>& marks) {
+                                                       bool one_pass, PhaseMarks<3>& marks) {
   constexpr int kRows = Tile::kBM, kThreads = Tile::kThreads;
   T* s_gamma = reinterpret_cast<T*>(aux);
   T* s_beta = s_gamma + a.k;
@@ -95,15 +159,19 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
   tc::async_wait<0>();  // and W's first tile, asked for before
   __syncthreads();
   marks.mark(kRowsIn);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int r = warp; r < kRows; r += kThreads / 32) {  // rows past m are zeros: harmless
-    const T* row = panel + r * ld;
-    const float mean = row_moment<T, 32>(row, k_chunks, lane, 0.0f, false) / a.k;
-    const float var = row_moment<T, 32>(row, k_chunks, lane, mean, true) / a.k;
-    if (lane == 0) s_stats[r] = make_float2(mean, rsqrtf(var + float(gemm::kLayerNormEps)));
+  if (one_pass && k_chunks <= 32 * kLaneChunks) {
+    normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta);
+  } else {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int r = warp; r < kRows; r += kThreads / 32) {  // rows past m are zeros: harmless
+      const T* row = panel + r * ld;
+      const float mean = row_moment<T, 32>(row, k_chunks, lane, 0.0f, false) / a.k;
+      const float var = row_moment<T, 32>(row, k_chunks, lane, mean, true) / a.k;
+      if (lane == 0) s_stats[r] = make_float2(mean, rsqrtf(var + float(gemm::kLayerNormEps)));
+    }
+    __syncthreads();
+    normalize_rows<T, kThreads>(panel, ld, kRows, a.k, s_stats, s_gamma, s_beta);
   }
-  __syncthreads();
-  normalize_rows<T, kThreads>(panel, ld, kRows, a.k, s_stats, s_gamma, s_beta);
   __syncthreads();  // the ring may now overwrite gamma, beta and the statistics
   marks.mark(kRowsNormalize);
 }
@@ -117,11 +185,42 @@ struct WStream {
   int kts, groups;
   __device__ int64_t n0(int t) const { return int64_t(blockIdx.x + (t / kts) * groups) * kBN; }
   __device__ T* stage(int t) const { return ring + (t & 1) * kStageElems; }
-  template <class Tile>
+  // kSlices: each column slice's warps copy that slice alone (LoopForm's kSlices).
+  template <class Tile, bool kSlices>
   __device__ void load(int t) const {
-    Tile::template load_b<kBK>(stage(t), w, n, n, k, int64_t(t % kts) * kBK, n0(t));
+    const int64_t k0 = int64_t(t % kts) * kBK;
+    if constexpr (kSlices) {
+      load_slice<Tile>(stage(t), k0, n0(t));
+    } else {
+      Tile::template load_b<kBK>(stage(t), w, n, n, k, k0, n0(t));
+    }
     tc::async_commit();
   }
+  // The warps of column slice s (warp % kWarpsN == s) copy the slice's kWN columns of the tile.
+  template <class Tile>
+  __device__ __forceinline__ void load_slice(T* sb, int64_t k0, int64_t tile_n0) const {
+    constexpr int kPerRow = Tile::kWN / 8, kGroup = 32 * Tile::kWarpsM;
+    constexpr int kChunks = kBK * kPerRow / kGroup;
+    static_assert(kBK * kPerRow % kGroup == 0, "whole chunks");
+    const int warp = threadIdx.x >> 5, slice = warp % Tile::kWarpsN;
+    const int i0 = (threadIdx.x & 31) + 32 * (warp / Tile::kWarpsN);
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int i = i0 + j * kGroup, r = i / kPerRow, c = slice * kPerRow + i % kPerRow;
+      const bool ok = k0 + r < k && tile_n0 + c * 8 < n;
+      tc::copy16_async(sb + Tile::b_at(r, c), ok ? w + (k0 + r) * n + tile_n0 + c * 8 : w, ok);
+    }
+  }
+};
+
+// The main loop's forms (LnRowsShape::loop): kAhead, both k16 steps' B fragments loaded at once
+// and the next W tile's A fragments (from the panel, which never changes) during this tile's
+// multiplies; kSlices, a W tile's columns copied and waited for by the warps that read them (a
+// barrier of kWarpsM warps: the B tile's swizzle keeps a 64-column slice's chunks inside the
+// slice), so a slow warp holds back one other warp, not the block.
+template <int kLoop>
+struct LoopForm {
+  static constexpr bool kAhead = (kLoop & 1) != 0, kSlices = kLoop >= 2;
 };
 
 // y's column tile of W tile t is whole: bias, store from the registers, start the next.
@@ -132,33 +231,59 @@ __device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs
   Tile::zero(acc);
 }
 
+// This thread's copies of W tile t are in; then those of every thread that copied a part this
+// warp reads.
+template <class Tile, bool kSlices>
+__device__ __forceinline__ void tile_landed() {
+  tc::async_wait<0>();
+  if constexpr (kSlices) {
+    const int slice = (threadIdx.x >> 5) % Tile::kWarpsN;
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + slice), "n"(32 * Tile::kWarpsM) : "memory");
+  } else {
+    __syncthreads();
+  }
+}
+
 // One barrier a W tile: wait for tile t, ask for tile t + 1 into the stage tile t - 1 used,
-// multiply tile t. The panel never changes: the first A fragments load before the wait.
-template <class Tile, class At>
+// multiply tile t. The panel never changes: A fragments load before the wait.
+template <class Tile, class Form, class At>
 __device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream& w, int total,
                                          const At& at, int64_t m0) {
   const int wm = Tile::warp_m(), wn = Tile::warp_n();
   typename Tile::Acc acc;
   Tile::zero(acc);
+  typename Tile::FragSet f0, f1;
+  if constexpr (Form::kAhead) {
+    Tile::load_a_frags(f0.a, at, wm, 0);
+    Tile::load_a_frags(f1.a, at, wm, 2);
+  }
   for (int t = 0; t < total; ++t) {
     const int kt = t % w.kts;
-    typename Tile::FragSet f;
-    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8));
-    tc::async_wait<0>();  // this thread's copies of W tile t are in; then everyone's
-    __syncthreads();
-    if (t + 1 < total) w.load<Tile>(t + 1);
-    Tile::load_b_frags(f.b, w.stage(t), wn, 0);
-    Tile::mma_all(acc, f);
-    Tile::load_a_frags(f.a, at, wm, kt * (kBK / 8) + 2);
-    Tile::load_b_frags(f.b, w.stage(t), wn, 1);
-    Tile::mma_all(acc, f);
+    if constexpr (!Form::kAhead) Tile::load_a_frags(f0.a, at, wm, kt * (kBK / 8));
+    tile_landed<Tile, Form::kSlices>();
+    if (t + 1 < total) w.load<Tile, Form::kSlices>(t + 1);
+    Tile::load_b_frags(f0.b, w.stage(t), wn, 0);
+    if constexpr (Form::kAhead) {
+      const int next = (kt + 1 == w.kts ? 0 : kt + 1) * (kBK / 8);
+      Tile::load_b_frags(f1.b, w.stage(t), wn, 1);
+      Tile::mma_all(acc, f0);
+      Tile::load_a_frags(f0.a, at, wm, next);
+      Tile::mma_all(acc, f1);
+      Tile::load_a_frags(f1.a, at, wm, next + 2);
+    } else {
+      Tile::mma_all(acc, f0);
+      Tile::load_a_frags(f0.a, at, wm, kt * (kBK / 8) + 2);
+      Tile::load_b_frags(f0.b, w.stage(t), wn, 1);
+      Tile::mma_all(acc, f0);
+    }
     if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
   }
 }
 
-template <class Tile>
+template <class Tile, int kLoop>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
-    ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups) {
+    ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups, bool one_pass) {
+  using Form = LoopForm<kLoop>;
   PhaseMarks<3> marks(a.phases);
   extern __shared__ __align__(16) unsigned char smem[];
   T* panel = reinterpret_cast<T*>(smem);
@@ -166,20 +291,20 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + kBK - 1) / kBK;
   const int total = (tiles_n - int(blockIdx.x) + groups - 1) / groups * kts;
   const WStream w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups};
-  w.load<Tile>(0);  // W's first tile flies while x comes in and is normalized
+  w.load<Tile, Form::kSlices>(0);  // W's first tile flies while x comes in and is normalized
   panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
-                               marks);
+                               one_pass, marks);
   const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
-  multiply<Tile>(a, w, total, at, m0);
+  multiply<Tile, Form>(a, w, total, at, m0);
   tc::async_wait<0>();
   marks.mark(kRowsMultiply);
 }
 
-template <int kRows>
-Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
+template <int kRows, int kLoop = kLnRowsLoop>
+Status launch_rows(const LnArgs<T>& a, bool one_pass, int sms, cudaStream_t stream) {
   using Tile = RowsTile<kRows>;
   const size_t smem = rows_smem<kRows>(a.k);
-  auto kernel = ln_mma_rows_kernel<Tile>;
+  auto kernel = ln_mma_rows_kernel<Tile, kLoop>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t row_blocks = (a.m + kRows - 1) / kRows;
   const int tiles_n = (a.n + kBN - 1) / kBN;
@@ -187,17 +312,35 @@ Status launch_rows(const LnArgs<T>& a, int sms, cudaStream_t stream) {
   // Split the column tiles among more blocks only while the row blocks leave SMs idle.
   const int groups = int(std::clamp<int64_t>(sms / row_blocks, 1, tiles_n));
   const dim3 grid{unsigned(groups), unsigned(row_blocks)};
-  kernel<<<grid, Tile::kThreads, smem, stream>>>(a, panel_ld(a.k), groups);
+  kernel<<<grid, Tile::kThreads, smem, stream>>>(a, panel_ld(a.k), groups, one_pass);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 
+// 128 rows in the main loop's form `loop` (the forms measured against each other).
+Status launch_128(const LnArgs<T>& a, bool one_pass, int loop, int sms, cudaStream_t stream) {
+  switch (loop) {
+    case 0:
+      return launch_rows<128, 0>(a, one_pass, sms, stream);
+    case 1:
+      return launch_rows<128, 1>(a, one_pass, sms, stream);
+    case 2:
+      return launch_rows<128, 2>(a, one_pass, sms, stream);
+    case 3:
+      return launch_rows<128, 3>(a, one_pass, sms, stream);
+    default:
+      return Status::Unsupported("no such main loop form (0-3)");
+  }
+}
+
 // The most rows (up to max_rows) whose panel fits: 128, else 64, else 32.
-Status launch_fitting(const LnArgs<T>& a, int max_rows, int sms, int optin, cudaStream_t stream) {
-  if (max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
-    return launch_rows<128>(a, sms, stream);
-  if (max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin)) return launch_rows<64>(a, sms, stream);
-  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, sms, stream);
+Status launch_fitting(const LnArgs<T>& a, LnRowsShape shape, int sms, int optin,
+                      cudaStream_t stream) {
+  if (shape.max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
+    return launch_128(a, shape.one_pass, shape.loop, sms, stream);
+  if (shape.max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin))
+    return launch_rows<64>(a, shape.one_pass, sms, stream);
+  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, shape.one_pass, sms, stream);
   return Status::Unsupported("its x panel does not fit shared memory");
 }
 
@@ -216,7 +359,7 @@ Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cud
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (aux_bytes(128, a.k) > kRingBytes / 2) return Status::Unsupported("C is too large for it");
-  return launch_fitting(a, shape.max_rows, sms, optin, stream);
+  return launch_fitting(a, shape, sms, optin, stream);
 }
 
 }  // namespace fl::layernorm_linear

@@ -104,6 +104,53 @@ float median_ms(int reps, Buf& flush, Buf& sink, F launch) {
   return ms[ms.size() / 2];
 }
 
+// The mma.sync peak the core's prediction is written against: each warp issues 8 independent
+// chains of m16n8k16 (bf16 in, fp32 accumulate) on registers, no memory traffic; blocks of 8
+// warps, `per_sm` blocks an SM.
+__global__ void mma_peak(int iters, float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned a = 0x3f803f80u + (threadIdx.x & 1), b = 0x3f803f80u;  // bf16 pairs near 1
+  float c[8][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+          : "r"(a), "r"(a), "r"(a), "r"(a), "r"(b), "r"(b));
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+  if (s == 1.2345f) *sink = s;
+#endif
+}
+void bench_mma_peak(Buf& sink) {
+  int sms = 0;
+  CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int iters = 4096;
+  for (int per_sm : {1, 2, 4}) {
+    const int blocks = sms * per_sm;
+    mma_peak<<<blocks, 256>>>(iters, static_cast<float*>(sink.p));  // warm-up
+    cudaEvent_t start, stop;
+    CUDA(cudaEventCreate(&start));
+    CUDA(cudaEventCreate(&stop));
+    CUDA(cudaEventRecord(start));
+    mma_peak<<<blocks, 256>>>(iters, static_cast<float*>(sink.p));
+    CUDA(cudaEventRecord(stop));
+    CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA(cudaEventElapsedTime(&ms, start, stop));
+    const double flop = double(blocks) * 8 * iters * 8 * 4096.0;
+    std::printf("mma.sync peak (m16n8k16 bf16, %2d warps an SM): %8.3f ms %7.1f TFLOP/s\n",
+                8 * per_sm, ms, flop / ms * 1e-9);
+    CUDA(cudaEventDestroy(start));
+    CUDA(cudaEventDestroy(stop));
+  }
+}
+
 void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sink) {
   const bool bf = p == fl::Precision::bf16;
   const size_t b = bf ? 2 : 4;
@@ -205,14 +252,23 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
                              int(c),
                              int(3 * c),
                              fl::PhaseSink()};
-    bench_candidates(
-        "lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
-        {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
-         {"ln_mma", [&] { return ln::launch_ln_mma(a, nullptr); }},
-         {"ln_mma_rows", [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
-         {"ln_mma_rows_r64",
-          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
-        y, reps, flush, sink);
+    const auto rows = [&a](bool one_pass, int loop) {
+      return [&a, one_pass, loop] {
+        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, one_pass, loop}, nullptr);
+      };
+    };
+    bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
+                     {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
+                      {"ln_mma_rows_2pass_l0", rows(false, 0)},
+                      {"ln_mma_rows_1pass_l0", rows(true, 0)},
+                      {"ln_mma_rows_1pass_l1", rows(true, 1)},
+                      {"ln_mma_rows_1pass_l2", rows(true, 2)},
+                      {"ln_mma_rows_1pass_l3", rows(true, 3)},
+                      {"ln_mma_rows (kept)",
+                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
+                      {"ln_mma_rows_r64",
+                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
+                     y, reps, flush, sink);
   }
   for (int64_t m : {1024, 4096, 16384}) {
     Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
@@ -232,8 +288,84 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
                      {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
                       {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
-                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
+                      {"ffn_tiles_128x256_ahead", shape(fl::FfnTilesShape::k128x256_ahead)},
+                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)},
+                      {"ffn_tiles_down64_ahead", shape(fl::FfnTilesShape::k128x128_down64_ahead)}},
                      y, reps, flush, sink);
+  }
+}
+
+// The forms of one kernel must agree bit for bit (each adds the same products in the same
+// order): ln_mma_rows' statistics and main-loop forms and ffn_tiles' _ahead forms against their
+// first form, at odd token counts and C, each output NaN-poisoned first. Prints one line a
+// shape; "WRONG" where any byte differs or a form fails.
+bool same_output(const std::vector<std::function<fl::Status()>>& forms, const Buf& out,
+                 size_t bytes) {
+  std::vector<char> first(bytes), other(bytes);
+  for (size_t i = 0; i < forms.size(); ++i) {
+    CUDA(cudaMemset(out.p, 0xff, bytes));
+    if (!forms[i]().ok()) return false;
+    CUDA(cudaDeviceSynchronize());
+    CUDA(cudaMemcpy(i == 0 ? first.data() : other.data(), out.p, bytes, cudaMemcpyDeviceToHost));
+    if (i > 0 && other != first) return false;
+  }
+  return true;
+}
+void check_forms() {
+  namespace ln = fl::layernorm_linear;
+  using bf16 = __nv_bfloat16;
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{1031, 776}, {301, 1024}, {4099, 264}}) {
+    Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
+        y(m * 3 * c * 2);
+    unsigned seed = 41;
+    for (auto [buf, n] :
+         {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 3 * c * c}, {&bias, 3 * c}}) {
+      fill_random(buf->p, true, n, seed++);
+    }
+    const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
+                             static_cast<const bf16*>(gamma.p),
+                             static_cast<const bf16*>(beta.p),
+                             static_cast<const bf16*>(w.p),
+                             static_cast<const bf16*>(bias.p),
+                             static_cast<bf16*>(y.p),
+                             m,
+                             int(c),
+                             int(3 * c),
+                             fl::PhaseSink()};
+    std::vector<std::function<fl::Status()>> forms;
+    for (int f = 0; f < 8; ++f) {
+      forms.push_back([&a, f] {
+        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, f < 4, f % 4}, nullptr);
+      });
+    }
+    std::printf("forms  ln_mma_rows %lld x %lld: 2 statistics x 4 loops %s\n", (long long)m,
+                (long long)c, same_output(forms, y, m * 3 * c * 2) ? "agree" : "WRONG");
+  }
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1031, 264}, {4099, 776}}) {
+    const int64_t m = rows, c = cols;
+    Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
+        h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
+    CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
+    unsigned seed = 51;
+    for (auto [buf, n] :
+         {std::pair{&x, m * c}, {&w1, 4 * c * c}, {&b1, 4 * c}, {&w2, 4 * c * c}, {&b2, c}}) {
+      fill_random(buf->p, true, n, seed++);
+    }
+    const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
+                                b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
+    for (auto [s0, s1] :
+         {std::pair{fl::FfnTilesShape::k128x256, fl::FfnTilesShape::k128x256_ahead},
+          {fl::FfnTilesShape::k128x128_down64, fl::FfnTilesShape::k128x128_down64_ahead}}) {
+      std::vector<std::function<fl::Status()>> forms;
+      for (auto shape : {s0, s1}) {
+        forms.push_back([&b, m, c, shape] {
+          return fl::launch_ffn_tiles(fl::Precision::bf16, b, m, c, nullptr, shape);
+        });
+      }
+      std::printf("forms  ffn_tiles %lld x %lld: %s and its _ahead form %s\n", (long long)m,
+                  (long long)c, s0 == fl::FfnTilesShape::k128x256 ? "128x256" : "down64",
+                  same_output(forms, y, m * c * 2) ? "agree" : "WRONG");
+    }
   }
 }
 
@@ -301,6 +433,8 @@ int main(int argc, char** argv) {
                           {"up16K", 16384, 3072, 768},
                           {"dn16K", 16384, 768, 3072}};
   const bool fp32_only = argc > 2 && std::string(argv[2]) == "fp32";
+  if (!fp32_only) bench_mma_peak(sink);
+  if (!fp32_only) check_forms();
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
     if (fp32_only && p == fl::Precision::bf16) continue;
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);

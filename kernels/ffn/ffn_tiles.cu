@@ -193,108 +193,7 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
   }
 }
 
-// A tile's place: up (x rows, W1 columns) or down (h rows, W2 columns).
-struct TileJob {
-  bool up;
-  int rb;
-  int64_t m0, n0;
-};
-
-// The bf16 form that asks for the next tile's first K-tiles before this tile's epilogue: once a
-// tile's last K-tile is multiplied (the ring is free), thread 0 takes the next ticket and, where
-// that tile can start at once (an up tile, or a down tile whose rows of h are in), the block
-// primes its ring; the bias, GELU and stores of this tile then run while those copies fly. A down
-// tile whose rows are not in yet waits after the epilogue, as before, and is primed then. Taking
-// the ticket early changes no wait: every tile a ticket waits for holds a smaller one, and
-// nothing between taking it and this tile's done-count blocks.
-template <class Up, class Down>
-__global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
-    ffn_tiles_ahead_kernel(FfnTilesParams<typename Up::T> p, TileOrder order) {
-  using T = typename Up::T;
-  static_assert(Up::kThreads == Down::kThreads && Up::kBM == 128 && 128 % Down::kBM == 0, "");
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ int s_ticket, s_ready;
-  __shared__ uint64_t s_started, s_waited;
-  T* ring = reinterpret_cast<T*>(smem);
-  unsigned* done = p.counters + 2;
-  const int down_cols = (p.c + Down::kBN - 1) / Down::kBN;
-  const auto job = [&](int t) {
-    bool up;
-    int rb, col;
-    order.decode(t, &up, &rb, &col);
-    if (up) return TileJob{true, rb, int64_t(rb) * Up::kBM, int64_t(col) * Up::kBN};
-    return TileJob{false, rb, int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM,
-                   int64_t(col % down_cols) * Down::kBN};
-  };
-  const auto take = [&](bool* ready) {  // the next ticket; ready: its tile can start now
-    if (threadIdx.x == 0) {
-      const int t = static_cast<int>(atomicAdd(p.counters, 1u));
-      const TileJob j = job(t < order.total() ? t : 0);
-      s_ticket = t;
-      s_ready = t < order.total() && (j.up || load_acquire(done + j.rb) >= unsigned(order.ups));
-    }
-    __syncthreads();
-    const int t = s_ticket;
-    *ready = s_ready != 0;
-    __syncthreads();
-    return t;
-  };
-  const auto prime = [&](const TileJob& j) {
-    if (j.up) {
-      gemm_core::ring_prime<Up>(ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, j.m0, j.n0);
-    } else {
-      gemm_core::ring_prime<Down>(ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, j.m0, j.n0);
-    }
-  };
-  const gemm_core::NoHook none;
-  bool ready = false, primed = false;
-  for (int t = take(&ready); t < order.total();) {
-    const TileJob j = job(t);
-    if ((p.phases.records != nullptr) && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
-    if (!ready) {
-      wait_for(done + j.rb, unsigned(order.ups));  // h's rows are in; cp.async.cg reads L2
-      if ((p.phases.records != nullptr) && threadIdx.x == 0) s_waited = phase_clock() - s_started;
-    }
-    if (!primed) prime(j);
-    bool next_ready = false;
-    int next = 0;
-    const auto take_and_prime = [&] {
-      next = take(&next_ready);
-      primed = next < order.total() && next_ready;
-      if (primed) prime(job(next));
-    };
-    if (j.up) {
-      typename Up::Acc acc;
-      Up::zero(acc);
-      gemm_core::ring_run<Up>(acc, ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, j.m0, j.n0,
-                              none);
-      take_and_prime();
-      Up::store(acc, j.m0, j.n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
-      __threadfence();  // this thread's h before the row block's counter (release)
-      __syncthreads();
-      if (threadIdx.x == 0) atomicAdd(done + j.rb, 1u);
-    } else {
-      typename Down::Acc acc;
-      Down::zero(acc);
-      gemm_core::ring_run<Down>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, j.m0, j.n0,
-                                none);
-      take_and_prime();
-      Down::store(acc, j.m0, j.n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
-    }
-    if ((p.phases.records != nullptr) && threadIdx.x == 0) {
-      phase_record_at(p.phases, unsigned(t), j.up ? kFfnTileUp : kFfnTileDown, s_started,
-                      phase_clock(), unsigned(j.rb), uint32_t(s_waited));
-    }
-    t = next, ready = next_ready;
-  }
-  if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1u) == gridDim.x - 1) {
-    p.counters[0] = 0;  // every block has taken its last ticket and finished its tiles
-    p.counters[1] = 0;
-    for (int r = 0; r < order.rows; ++r) done[r] = 0;
-  }
-}
-
-template <class Up, class Down = Up, bool kAhead = false>
+template <class Up, class Down = Up>
 Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream,
                     bool split = false) {
   using T = typename Up::T;
@@ -314,7 +213,6 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
                       1};
   const size_t smem = std::max(Up::kSmemBytes, Down::kSmemBytes);
   auto kernel = ffn_tiles_kernel<Up, Down>;
-  if constexpr (kAhead) kernel = ffn_tiles_ahead_kernel<Up, Down>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -353,9 +251,7 @@ size_t ffn_tiles_counter_bytes(int64_t m) {
 }
 
 FfnTilesShape ffn_tiles_shape(int64_t m) {
-  if (m >= kFfnTilesWideFrom)
-    return kFfnTilesAhead ? FfnTilesShape::k128x256_ahead : FfnTilesShape::k128x256;
-  return kFfnTilesAhead ? FfnTilesShape::k128x128_down64_ahead : FfnTilesShape::k128x128_down64;
+  return m >= kFfnTilesWideFrom ? FfnTilesShape::k128x256 : FfnTilesShape::k128x128_down64;
 }
 
 Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_t c,
@@ -377,10 +273,6 @@ Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_
       return launch_typed<Tile256>(b, m, c, stream);
     case FfnTilesShape::k128x128_down64:
       return launch_typed<Tile128, Down64>(b, m, c, stream);
-    case FfnTilesShape::k128x256_ahead:
-      return launch_typed<Tile256, Tile256, true>(b, m, c, stream);
-    case FfnTilesShape::k128x128_down64_ahead:
-      return launch_typed<Tile128, Down64, true>(b, m, c, stream);
     default:
       return launch_typed<Tile128>(b, m, c, stream);
   }

@@ -41,17 +41,8 @@ constexpr int64_t kFfnTilesWideFrom = 4096;  // tokens: 128 x 256 tiles from her
 
 // The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
 // ffn_tiles_shape(m); the others are there to be measured against each other. In fp32,
-// automatic cuts the down tiles over K (ffn_tiles.cu) and k128x128 keeps them whole. The
-// _ahead forms ask for the next tile's first K-tiles before this tile's epilogue.
-enum class FfnTilesShape {
-  automatic,
-  k128x128,
-  k128x256,
-  k128x128_down64,
-  k128x256_ahead,
-  k128x128_down64_ahead
-};
-constexpr bool kFfnTilesAhead = false;  // whether automatic takes the _ahead forms
+// automatic cuts the down tiles over K (ffn_tiles.cu) and k128x128 keeps them whole.
+enum class FfnTilesShape { automatic, k128x128, k128x256, k128x128_down64 };
 FfnTilesShape ffn_tiles_shape(int64_t m);
 
 size_t ffn_tiles_counter_bytes(int64_t m);

@@ -21,33 +21,23 @@
 
 namespace fl::gemm_core {
 
-// Asks for the first S - 1 K-tiles of A[m0.., :] and B[:, n0..] (one commit group each, empty
-// ones too). The ring must be free: no warp still reading it.
-template <class Tile, typename T>
-__device__ __forceinline__ void ring_prime(T* ring, const T* a, int64_t lda, const T* b,
-                                           int64_t ldb, int64_t m, int64_t n, int64_t k, int64_t m0,
-                                           int64_t n0) {
-  constexpr int S = Tile::kStages;
-  const int kts = static_cast<int>((k + Tile::kBK - 1) / Tile::kBK);
-#pragma unroll
-  for (int kt = 0; kt < S - 1; ++kt) {
-    if (kt < kts)
-      Tile::load_stage(ring + kt * Tile::kStageElems, a, lda, b, ldb, m, n, k, m0, n0, kt);
-    tc::async_commit();
-  }
-}
-
-// acc += A[m0.., :] B[:, n0..] over all of K, the ring primed by ring_prime with the same
-// operands (and no other cp.async committed since). hook(chunk, row, k) runs on every landed
-// chunk of A before any warp reads it (the LayerNorm prologue). Ends with a barrier: the ring may
-// be refilled at once.
-template <class Tile, typename T, class Hook>
-__device__ __forceinline__ void ring_run(typename Tile::Acc& acc, T* ring, const T* a, int64_t lda,
-                                         const T* b, int64_t ldb, int64_t m, int64_t n, int64_t k,
-                                         int64_t m0, int64_t n0, const Hook& hook) {
+// acc += A[m0.., :] B[:, n0..] over all of K. hook(chunk, row, k) runs on every landed chunk of
+// A before any warp reads it (the LayerNorm prologue); after_prime() once while the first K-tiles
+// fly. Ends with a barrier: the ring may be refilled at once.
+template <class Tile, typename T, class Hook, class AfterPrime>
+__device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, const T* a,
+                                              int64_t lda, const T* b, int64_t ldb, int64_t m,
+                                              int64_t n, int64_t k, int64_t m0, int64_t n0,
+                                              const Hook& hook, const AfterPrime& after_prime) {
   constexpr int S = Tile::kStages;
   const int kts = static_cast<int>((k + Tile::kBK - 1) / Tile::kBK);
   auto stage = [&](int kt) { return ring + (kt % S) * Tile::kStageElems; };
+#pragma unroll
+  for (int kt = 0; kt < S - 1; ++kt) {
+    if (kt < kts) Tile::load_stage(stage(kt), a, lda, b, ldb, m, n, k, m0, n0, kt);
+    tc::async_commit();
+  }
+  after_prime();
   auto landed = [&](int kt) {  // this thread's copies of K-tile kt are in; then everyone's
     tc::async_wait<S - 2>();
     if (kt < kts) Tile::visit_a(stage(kt), kt, hook);
@@ -69,18 +59,6 @@ __device__ __forceinline__ void ring_run(typename Tile::Acc& acc, T* ring, const
   }
   tc::async_wait<0>();
   __syncthreads();
-}
-
-// Both: acc += A[m0.., :] B[:, n0..] over all of K; after_prime() once while the first K-tiles
-// fly.
-template <class Tile, typename T, class Hook, class AfterPrime>
-__device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, const T* a,
-                                              int64_t lda, const T* b, int64_t ldb, int64_t m,
-                                              int64_t n, int64_t k, int64_t m0, int64_t n0,
-                                              const Hook& hook, const AfterPrime& after_prime) {
-  ring_prime<Tile>(ring, a, lda, b, ldb, m, n, k, m0, n0);
-  after_prime();
-  ring_run<Tile>(acc, ring, a, lda, b, ldb, m, n, k, m0, n0, hook);
 }
 
 // The tile the table's hooks see when there is nothing to do.

@@ -78,8 +78,8 @@ size_t rows_smem(int k) {
 constexpr int kLaneChunks = 4;  // C up to 1024; wider rows take the two-pass form
 template <class Tile>
 __device__ __forceinline__ void normalize_in_registers(T* panel, int ld, int k, const T* gamma,
-                                                       const T* beta) {
-  constexpr int kRows = Tile::kBM, kWarps = Tile::kThreads / 32;
+                                                       const T* beta, int r0, int r1) {
+  constexpr int kWarps = Tile::kThreads / 32;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / 8;
   Vec16<T> g[kLaneChunks], b[kLaneChunks];
 #pragma unroll
@@ -87,7 +87,7 @@ __device__ __forceinline__ void normalize_in_registers(T* panel, int ld, int k, 
     const int c = lane + 32 * j;
     if (c < chunks) g[j] = load16(gamma + c * 8), b[j] = load16(beta + c * 8);
   }
-  for (int r = 2 * warp; r < kRows; r += 2 * kWarps) {  // rows past m are zeros: harmless
+  for (int r = r0 + 2 * warp; r < r1; r += 2 * kWarps) {  // rows past m are zeros: harmless
     Vec16<T> v[2][kLaneChunks];
     float mean[2] = {0.0f, 0.0f}, var[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -135,32 +135,55 @@ __device__ __forceinline__ void normalize_in_registers(T* panel, int ld, int k, 
   }
 }
 
-// Steps 1 and 2: the block's rows of x in shared memory, normalized in place.
+// x's rows r0 .. r1 - 1 into the panel (zeros past m and past C), one commit group.
 template <class Tile>
-__device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* panel, int ld,
-                                                       unsigned char* aux, int64_t m0,
-                                                       bool one_pass, PhaseMarks<3>& marks) {
-  constexpr int kRows = Tile::kBM, kThreads = Tile::kThreads;
-  T* s_gamma = reinterpret_cast<T*>(aux);
-  T* s_beta = s_gamma + a.k;
-  float2* s_stats = reinterpret_cast<float2*>(s_beta + a.k);
+__device__ __forceinline__ void panel_rows_in(const LnArgs<T>& a, T* panel, int ld, int64_t m0,
+                                              int r0, int r1) {
   const int chunks = ld / 8, k_chunks = a.k / 8;
-  for (int i = threadIdx.x; i < kRows * chunks; i += kThreads) {
+  for (int i = r0 * chunks + threadIdx.x; i < r1 * chunks; i += Tile::kThreads) {
     const int r = i / chunks, c = i % chunks;
     const bool ok = m0 + r < a.m && c < k_chunks;
     tc::copy16_async(panel + r * ld + c * 8, ok ? a.x + (m0 + r) * a.k + c * 8 : a.x, ok);
   }
+  tc::async_commit();
+}
+
+// Steps 1 and 2: the block's rows of x in shared memory, normalized in place. stats
+// (LnRowsShape::stats): 0 two passes for the statistics and one to normalize, after all rows
+// landed; 1 one pass in registers; 2 the same, the rows asked for in two halves and the first
+// half normalized while the second lands.
+template <class Tile>
+__device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* panel, int ld,
+                                                       unsigned char* aux, int64_t m0, int stats,
+                                                       PhaseMarks<3>& marks) {
+  constexpr int kRows = Tile::kBM, kThreads = Tile::kThreads;
+  T* s_gamma = reinterpret_cast<T*>(aux);
+  T* s_beta = s_gamma + a.k;
+  float2* s_stats = reinterpret_cast<float2*>(s_beta + a.k);
+  const int k_chunks = a.k / 8;
+  const bool one_pass = stats > 0 && k_chunks <= 32 * kLaneChunks;
+  const int half = one_pass && stats == 2 ? kRows / 2 : kRows;
   for (int i = threadIdx.x; i < 2 * k_chunks; i += kThreads) {
     const bool g = i < k_chunks;
     const int c = g ? i : i - k_chunks;
     tc::copy16_async((g ? s_gamma : s_beta) + c * 8, (g ? a.gamma : a.beta) + c * 8, true);
   }
-  tc::async_commit();
-  tc::async_wait<0>();  // and W's first tile, asked for before
+  panel_rows_in<Tile>(a, panel, ld, m0, 0, half);  // with gamma and beta
+  if (half < kRows) panel_rows_in<Tile>(a, panel, ld, m0, half, kRows);
+  if (half < kRows) {
+    tc::async_wait<1>();  // W's first tile, gamma, beta and the first half
+  } else {
+    tc::async_wait<0>();  // and W's first tile, asked for before
+  }
   __syncthreads();
   marks.mark(kRowsIn);
-  if (one_pass && k_chunks <= 32 * kLaneChunks) {
-    normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta);
+  if (one_pass) {
+    normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta, 0, half);
+    if (half < kRows) {
+      tc::async_wait<0>();
+      __syncthreads();
+      normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta, half, kRows);
+    }
   } else {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int r = warp; r < kRows; r += kThreads / 32) {  // rows past m are zeros: harmless
@@ -176,32 +199,48 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
   marks.mark(kRowsNormalize);
 }
 
+// The main loop's forms (LnRowsShape::loop): W's ring as kStages stages of kDepth x 256 (32 KiB
+// or less) and who waits for a W tile. kSlices: a tile's columns are copied and waited for by
+// the warps that read them (a barrier of kWarpsM warps; the B tile's swizzle keeps a 64-column
+// slice's chunks inside the slice), so a slow warp holds back one other warp, not the block.
+// kBias (forms 4 and up): the bias of the warp's columns read once a column tile, during its
+// last K-tile's multiplies, instead of two loads a stored pair.
+template <int kLoop>
+struct LoopForm {
+  static constexpr bool kSlices = (kLoop & 3) >= 1, kBias = kLoop >= 4;
+  static constexpr int kDepth = (kLoop & 3) >= 2 ? 16 : 32;
+  static constexpr int kStages = (kLoop & 3) == 2 ? 4 : (kLoop & 3) == 3 ? 3 : 2;
+  static constexpr int kStageElems = kDepth * kBN;
+  static_assert(kStages * kStageElems * sizeof(T) <= kRingBytes, "the ring's 32 KiB");
+};
+
 // Step 3: the flat stream of (column tile, K-tile) W tiles a block multiplies, W tile t in
-// ring stage t % 2; the block's column tiles are blockIdx.x, + groups, ...
+// ring stage t % kStages; the block's column tiles are blockIdx.x, + groups, ...
+template <class Tile, class Form>
 struct WStream {
   const T* w;
   int n, k;
   T* ring;
-  int kts, groups;
+  int kts, groups, total;
   __device__ int64_t n0(int t) const { return int64_t(blockIdx.x + (t / kts) * groups) * kBN; }
-  __device__ T* stage(int t) const { return ring + (t & 1) * kStageElems; }
-  // kSlices: each column slice's warps copy that slice alone (LoopForm's kSlices).
-  template <class Tile, bool kSlices>
+  __device__ T* stage(int t) const { return ring + (t % Form::kStages) * Form::kStageElems; }
+  // Asks for W tile t (nothing past the last) and commits a group either way.
   __device__ void load(int t) const {
-    const int64_t k0 = int64_t(t % kts) * kBK;
-    if constexpr (kSlices) {
-      load_slice<Tile>(stage(t), k0, n0(t));
-    } else {
-      Tile::template load_b<kBK>(stage(t), w, n, n, k, k0, n0(t));
+    if (t < total) {
+      const int64_t k0 = int64_t(t % kts) * Form::kDepth;
+      if constexpr (Form::kSlices) {
+        load_slice(stage(t), k0, n0(t));
+      } else {
+        Tile::template load_b<Form::kDepth>(stage(t), w, n, n, k, k0, n0(t));
+      }
     }
     tc::async_commit();
   }
   // The warps of column slice s (warp % kWarpsN == s) copy the slice's kWN columns of the tile.
-  template <class Tile>
   __device__ __forceinline__ void load_slice(T* sb, int64_t k0, int64_t tile_n0) const {
     constexpr int kPerRow = Tile::kWN / 8, kGroup = 32 * Tile::kWarpsM;
-    constexpr int kChunks = kBK * kPerRow / kGroup;
-    static_assert(kBK * kPerRow % kGroup == 0, "whole chunks");
+    constexpr int kChunks = Form::kDepth * kPerRow / kGroup;
+    static_assert(Form::kDepth * kPerRow % kGroup == 0, "whole chunks");
     const int warp = threadIdx.x >> 5, slice = warp % Tile::kWarpsN;
     const int i0 = (threadIdx.x & 31) + 32 * (warp / Tile::kWarpsN);
 #pragma unroll
@@ -211,16 +250,17 @@ struct WStream {
       tc::copy16_async(sb + Tile::b_at(r, c), ok ? w + (k0 + r) * n + tile_n0 + c * 8 : w, ok);
     }
   }
-};
-
-// The main loop's forms (LnRowsShape::loop): kAhead, both k16 steps' B fragments loaded at once
-// and the next W tile's A fragments (from the panel, which never changes) during this tile's
-// multiplies; kSlices, a W tile's columns copied and waited for by the warps that read them (a
-// barrier of kWarpsM warps: the B tile's swizzle keeps a 64-column slice's chunks inside the
-// slice), so a slow warp holds back one other warp, not the block.
-template <int kLoop>
-struct LoopForm {
-  static constexpr bool kAhead = (kLoop & 1) != 0, kSlices = kLoop >= 2;
+  // This thread's copies of W tile t are in (the kStages - 2 later tiles may still fly); then
+  // those of every thread that copied a part this warp reads.
+  __device__ __forceinline__ void landed() const {
+    tc::async_wait<Form::kStages - 2>();
+    if constexpr (Form::kSlices) {
+      const int slice = (threadIdx.x >> 5) % Tile::kWarpsN;
+      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + slice), "n"(32 * Tile::kWarpsM) : "memory");
+    } else {
+      __syncthreads();
+    }
+  }
 };
 
 // y's column tile of W tile t is whole: bias, store from the registers, start the next.
@@ -231,77 +271,107 @@ __device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs
   Tile::zero(acc);
 }
 
-// This thread's copies of W tile t are in; then those of every thread that copied a part this
-// warp reads.
-template <class Tile, bool kSlices>
-__device__ __forceinline__ void tile_landed() {
-  tc::async_wait<0>();
-  if constexpr (kSlices) {
-    const int slice = (threadIdx.x >> 5) % Tile::kWarpsN;
-    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + slice), "n"(32 * Tile::kWarpsM) : "memory");
-  } else {
-    __syncthreads();
+// The bias of this thread's columns of the tile from n0 (pairs c0 + 8 nt, c0 + 8 nt + 1), and
+// the store with it: the same sums as BiasStoreTile (acc + bias in fp32, rounded once).
+template <class Tile>
+struct TileBias {
+  float2 v[Tile::kNT];
+  __device__ __forceinline__ int64_t col0(int64_t n0) const {
+    return n0 + ((threadIdx.x >> 5) % Tile::kWarpsN) * Tile::kWN + 2 * (threadIdx.x & 3);
   }
-}
+  __device__ __forceinline__ void load(const LnArgs<T>& a, int64_t n0) {
+    const int64_t c0 = col0(n0);
+#pragma unroll
+    for (int nt = 0; nt < Tile::kNT; ++nt) {
+      const int64_t c = c0 + nt * 8;  // even, n a multiple of 8: the pair is inside or outside
+      v[nt] = c < a.n ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + c))
+                      : make_float2(0.0f, 0.0f);
+    }
+  }
+  __device__ __forceinline__ void store(typename Tile::Acc& acc, const LnArgs<T>& a, int64_t m0,
+                                        int64_t n0) const {
+    const int64_t r0 =
+        m0 + ((threadIdx.x >> 5) / Tile::kWarpsN) * Tile::kWM + (threadIdx.x & 31) / 4;
+    const int64_t c0 = col0(n0);
+#pragma unroll
+    for (int mt = 0; mt < Tile::kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t r = r0 + mt * 16 + h * 8;
+#pragma unroll
+        for (int nt = 0; nt < Tile::kNT; ++nt) {
+          const int64_t c = c0 + nt * 8;
+          float* p = acc[mt][nt] + 2 * h;
+          if (r < a.m && c < a.n) {
+            *reinterpret_cast<__nv_bfloat162*>(a.y + r * a.n + c) =
+                __floats2bfloat162_rn(p[0] + v[nt].x, p[1] + v[nt].y);
+          }
+          p[0] = p[1] = 0.0f;
+        }
+      }
+    }
+  }
+};
 
-// One barrier a W tile: wait for tile t, ask for tile t + 1 into the stage tile t - 1 used,
-// multiply tile t. The panel never changes: A fragments load before the wait.
+// One barrier a W tile: wait for tile t, ask for tile t + kStages - 1 into the stage tile t - 1
+// used, multiply tile t. The panel never changes: its A fragments load before the wait.
 template <class Tile, class Form, class At>
-__device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream& w, int total,
+__device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream<Tile, Form>& w,
                                          const At& at, int64_t m0) {
+  constexpr int kSteps = Form::kDepth / 16, kChunks = Form::kDepth / 8;
   const int wm = Tile::warp_m(), wn = Tile::warp_n();
   typename Tile::Acc acc;
   Tile::zero(acc);
-  typename Tile::FragSet f0, f1;
-  if constexpr (Form::kAhead) {
-    Tile::load_a_frags(f0.a, at, wm, 0);
-    Tile::load_a_frags(f1.a, at, wm, 2);
-  }
-  for (int t = 0; t < total; ++t) {
+  // Tile 0 is in (asked for before the panel); the stages after it were gamma, beta and the
+  // statistics until now.
+#pragma unroll
+  for (int t = 1; t < Form::kStages - 1; ++t) w.load(t);
+  TileBias<Tile> bias;
+  for (int t = 0; t < w.total; ++t) {
     const int kt = t % w.kts;
-    if constexpr (!Form::kAhead) Tile::load_a_frags(f0.a, at, wm, kt * (kBK / 8));
-    tile_landed<Tile, Form::kSlices>();
-    if (t + 1 < total) w.load<Tile, Form::kSlices>(t + 1);
-    Tile::load_b_frags(f0.b, w.stage(t), wn, 0);
-    if constexpr (Form::kAhead) {
-      const int next = (kt + 1 == w.kts ? 0 : kt + 1) * (kBK / 8);
-      Tile::load_b_frags(f1.b, w.stage(t), wn, 1);
-      Tile::mma_all(acc, f0);
-      Tile::load_a_frags(f0.a, at, wm, next);
-      Tile::mma_all(acc, f1);
-      Tile::load_a_frags(f1.a, at, wm, next + 2);
-    } else {
-      Tile::mma_all(acc, f0);
-      Tile::load_a_frags(f0.a, at, wm, kt * (kBK / 8) + 2);
-      Tile::load_b_frags(f0.b, w.stage(t), wn, 1);
-      Tile::mma_all(acc, f0);
+    typename Tile::FragSet f;
+    Tile::load_a_frags(f.a, at, wm, kt * kChunks);
+    w.landed();
+    w.load(t + Form::kStages - 1);
+    if (Form::kBias && kt == w.kts - 1) bias.load(a, w.n0(t));
+#pragma unroll
+    for (int step = 0; step < kSteps; ++step) {
+      if (step > 0) Tile::load_a_frags(f.a, at, wm, kt * kChunks + 2 * step);
+      Tile::load_b_frags(f.b, w.stage(t), wn, step);
+      Tile::mma_all(acc, f);
     }
-    if (kt == w.kts - 1) store_tile<Tile>(acc, a, m0, w.n0(t));
+    if (kt == w.kts - 1) {
+      if constexpr (Form::kBias) {
+        bias.store(acc, a, m0, w.n0(t));
+      } else {
+        store_tile<Tile>(acc, a, m0, w.n0(t));
+      }
+    }
   }
 }
 
 template <class Tile, int kLoop>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
-    ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups, bool one_pass) {
+    ln_mma_rows_kernel(LnArgs<T> a, int ld, int groups, int stats) {
   using Form = LoopForm<kLoop>;
   PhaseMarks<3> marks(a.phases);
   extern __shared__ __align__(16) unsigned char smem[];
   T* panel = reinterpret_cast<T*>(smem);
   const int64_t m0 = int64_t(blockIdx.y) * Tile::kBM;
-  const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + kBK - 1) / kBK;
+  const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + Form::kDepth - 1) / Form::kDepth;
   const int total = (tiles_n - int(blockIdx.x) + groups - 1) / groups * kts;
-  const WStream w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups};
-  w.load<Tile, Form::kSlices>(0);  // W's first tile flies while x comes in and is normalized
+  const WStream<Tile, Form> w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups, total};
+  w.load(0);  // W's first tile flies while x comes in and is normalized
   panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
-                               one_pass, marks);
+                               stats, marks);
   const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
-  multiply<Tile, Form>(a, w, total, at, m0);
+  multiply<Tile, Form>(a, w, at, m0);
   tc::async_wait<0>();
   marks.mark(kRowsMultiply);
 }
 
 template <int kRows, int kLoop = kLnRowsLoop>
-Status launch_rows(const LnArgs<T>& a, bool one_pass, int sms, cudaStream_t stream) {
+Status launch_rows(const LnArgs<T>& a, int stats, int sms, cudaStream_t stream) {
   using Tile = RowsTile<kRows>;
   const size_t smem = rows_smem<kRows>(a.k);
   auto kernel = ln_mma_rows_kernel<Tile, kLoop>;
@@ -312,24 +382,30 @@ Status launch_rows(const LnArgs<T>& a, bool one_pass, int sms, cudaStream_t stre
   // Split the column tiles among more blocks only while the row blocks leave SMs idle.
   const int groups = int(std::clamp<int64_t>(sms / row_blocks, 1, tiles_n));
   const dim3 grid{unsigned(groups), unsigned(row_blocks)};
-  kernel<<<grid, Tile::kThreads, smem, stream>>>(a, panel_ld(a.k), groups, one_pass);
+  kernel<<<grid, Tile::kThreads, smem, stream>>>(a, panel_ld(a.k), groups, stats);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 
 // 128 rows in the main loop's form `loop` (the forms measured against each other).
-Status launch_128(const LnArgs<T>& a, bool one_pass, int loop, int sms, cudaStream_t stream) {
+Status launch_128(const LnArgs<T>& a, int stats, int loop, int sms, cudaStream_t stream) {
   switch (loop) {
     case 0:
-      return launch_rows<128, 0>(a, one_pass, sms, stream);
+      return launch_rows<128, 0>(a, stats, sms, stream);
     case 1:
-      return launch_rows<128, 1>(a, one_pass, sms, stream);
+      return launch_rows<128, 1>(a, stats, sms, stream);
     case 2:
-      return launch_rows<128, 2>(a, one_pass, sms, stream);
+      return launch_rows<128, 2>(a, stats, sms, stream);
     case 3:
-      return launch_rows<128, 3>(a, one_pass, sms, stream);
+      return launch_rows<128, 3>(a, stats, sms, stream);
+    case 5:
+      return launch_rows<128, 5>(a, stats, sms, stream);
+    case 6:
+      return launch_rows<128, 6>(a, stats, sms, stream);
+    case 7:
+      return launch_rows<128, 7>(a, stats, sms, stream);
     default:
-      return Status::Unsupported("no such main loop form (0-3)");
+      return Status::Unsupported("no such main loop form (0-3, 5-7)");
   }
 }
 
@@ -337,10 +413,10 @@ Status launch_128(const LnArgs<T>& a, bool one_pass, int loop, int sms, cudaStre
 Status launch_fitting(const LnArgs<T>& a, LnRowsShape shape, int sms, int optin,
                       cudaStream_t stream) {
   if (shape.max_rows >= 128 && rows_smem<128>(a.k) <= size_t(optin))
-    return launch_128(a, shape.one_pass, shape.loop, sms, stream);
+    return launch_128(a, shape.stats, shape.loop, sms, stream);
   if (shape.max_rows >= 64 && rows_smem<64>(a.k) <= size_t(optin))
-    return launch_rows<64>(a, shape.one_pass, sms, stream);
-  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, shape.one_pass, sms, stream);
+    return launch_rows<64>(a, shape.stats, sms, stream);
+  if (rows_smem<32>(a.k) <= size_t(optin)) return launch_rows<32>(a, shape.stats, sms, stream);
   return Status::Unsupported("its x panel does not fit shared memory");
 }
 

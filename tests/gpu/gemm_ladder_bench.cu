@@ -252,18 +252,22 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
                              int(c),
                              int(3 * c),
                              fl::PhaseSink()};
-    const auto rows = [&a](bool one_pass, int loop) {
-      return [&a, one_pass, loop] {
-        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, one_pass, loop}, nullptr);
+    const auto rows = [&a](int stats, int loop) {
+      return [&a, stats, loop] {
+        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
       };
     };
     bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
                      {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
-                      {"ln_mma_rows_2pass_l0", rows(false, 0)},
-                      {"ln_mma_rows_1pass_l0", rows(true, 0)},
-                      {"ln_mma_rows_1pass_l1", rows(true, 1)},
-                      {"ln_mma_rows_1pass_l2", rows(true, 2)},
-                      {"ln_mma_rows_1pass_l3", rows(true, 3)},
+                      {"ln_mma_rows_s0_l0", rows(0, 0)},
+                      {"ln_mma_rows_s1_l0", rows(1, 0)},
+                      {"ln_mma_rows_s2_l0", rows(2, 0)},
+                      {"ln_mma_rows_s2_l1", rows(2, 1)},
+                      {"ln_mma_rows_s2_l2", rows(2, 2)},
+                      {"ln_mma_rows_s2_l3", rows(2, 3)},
+                      {"ln_mma_rows_s2_l5", rows(2, 5)},
+                      {"ln_mma_rows_s2_l6", rows(2, 6)},
+                      {"ln_mma_rows_s2_l7", rows(2, 7)},
                       {"ln_mma_rows (kept)",
                        [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
                       {"ln_mma_rows_r64",
@@ -288,16 +292,14 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
                      {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
                       {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
-                      {"ffn_tiles_128x256_ahead", shape(fl::FfnTilesShape::k128x256_ahead)},
-                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)},
-                      {"ffn_tiles_down64_ahead", shape(fl::FfnTilesShape::k128x128_down64_ahead)}},
+                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
                      y, reps, flush, sink);
   }
 }
 
 // The forms of one kernel must agree bit for bit (each adds the same products in the same
-// order): ln_mma_rows' statistics and main-loop forms and ffn_tiles' _ahead forms against their
-// first form, at odd token counts and C, each output NaN-poisoned first. Prints one line a
+// order): ln_mma_rows' statistics and main-loop forms against the first, at odd token counts
+// and C, each output NaN-poisoned first. Prints one line a
 // shape; "WRONG" where any byte differs or a form fails.
 bool same_output(const std::vector<std::function<fl::Status()>>& forms, const Buf& out,
                  size_t bytes) {
@@ -333,39 +335,15 @@ void check_forms() {
                              int(3 * c),
                              fl::PhaseSink()};
     std::vector<std::function<fl::Status()>> forms;
-    for (int f = 0; f < 8; ++f) {
-      forms.push_back([&a, f] {
-        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, f < 4, f % 4}, nullptr);
-      });
-    }
-    std::printf("forms  ln_mma_rows %lld x %lld: 2 statistics x 4 loops %s\n", (long long)m,
-                (long long)c, same_output(forms, y, m * 3 * c * 2) ? "agree" : "WRONG");
-  }
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1031, 264}, {4099, 776}}) {
-    const int64_t m = rows, c = cols;
-    Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
-        h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
-    CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
-    unsigned seed = 51;
-    for (auto [buf, n] :
-         {std::pair{&x, m * c}, {&w1, 4 * c * c}, {&b1, 4 * c}, {&w2, 4 * c * c}, {&b2, c}}) {
-      fill_random(buf->p, true, n, seed++);
-    }
-    const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
-                                b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
-    for (auto [s0, s1] :
-         {std::pair{fl::FfnTilesShape::k128x256, fl::FfnTilesShape::k128x256_ahead},
-          {fl::FfnTilesShape::k128x128_down64, fl::FfnTilesShape::k128x128_down64_ahead}}) {
-      std::vector<std::function<fl::Status()>> forms;
-      for (auto shape : {s0, s1}) {
-        forms.push_back([&b, m, c, shape] {
-          return fl::launch_ffn_tiles(fl::Precision::bf16, b, m, c, nullptr, shape);
+    for (int stats = 0; stats < 3; ++stats) {
+      for (int loop : {0, 1, 2, 3, 5, 6, 7}) {
+        forms.push_back([&a, stats, loop] {
+          return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
         });
       }
-      std::printf("forms  ffn_tiles %lld x %lld: %s and its _ahead form %s\n", (long long)m,
-                  (long long)c, s0 == fl::FfnTilesShape::k128x256 ? "128x256" : "down64",
-                  same_output(forms, y, m * c * 2) ? "agree" : "WRONG");
     }
+    std::printf("forms  ln_mma_rows %lld x %lld: 3 statistics x 7 loops %s\n", (long long)m,
+                (long long)c, same_output(forms, y, m * 3 * c * 2) ? "agree" : "WRONG");
   }
 }
 

@@ -10,28 +10,34 @@
 // structure on mma.sync), and W's column tiles stream past them:
 //   1. x panel in: the block's kRows x C of x (16-byte cp.async, rows padded by 16 bytes so the
 //      8 rows one ldmatrix phase reads fall in 8 bank groups), gamma and beta, while W's first
-//      tile is already on its way;
-//   2. statistics and normalize: a warp a row for the mean and 1/std (two passes over the row in
-//      shared memory, exact in fp32), then every thread normalizes 16-byte chunks in place
-//      (ln_common.cuh's normalize_rows: rounded to bf16 as level 0's xn). Once per block;
-//   3. column tiles: W streamed through a cp.async ring of 32 x 256 tiles, one flat stream over
-//      all of the block's column tiles (the next tile's first K-tiles fly during this tile's
-//      last multiplies and its epilogue); A fragments by ldmatrix from the panel, B from the
-//      ring; after a column tile's last K-tile, y = acc + b, stored from the registers.
+//      tile is already on its way; asked for in two halves of the rows;
+//   2. statistics and normalize, once per block, in one pass: a warp takes two rows at a time,
+//      a lane's 16-byte chunks of both in registers (mean, then the squared deviations from it,
+//      exact in fp32; rounded to bf16 as level 0's xn), the first half of the rows while the
+//      second lands;
+//   3. column tiles: W streamed through a cp.async ring, one flat stream over all of the
+//      block's column tiles (the next tile's first K-tiles fly during this tile's last
+//      multiplies and its epilogue); A fragments by ldmatrix from the panel, B from the ring;
+//      a W tile's 64-column slice copied by the two warps that read it, who wait for it with a
+//      barrier of their own (bar.sync on one of 4 named barriers), not the block's; after a
+//      column tile's last K-tile, y = acc + b (the bias read once a tile), stored from the
+//      registers.
 // Tiles: kRows x 256 output tiles, warps of 64 x 64 (8 warps at 128 rows; 4 at 64 or 32 rows,
-// for GPUs with less shared memory), a ring of 2 stages of 32 x 256 (32 KiB: what shared memory
-// leaves beside a 128-row panel at C = 768; 4 stages of 16 x 256, and fragments double-buffered
-// across the ring's barrier (more registers than the tile has: spills), measured slower).
+// for GPUs with less shared memory), a ring of 32 KiB (what shared memory leaves beside a
+// 128-row panel at C = 768): 2 stages of 32 x 256 or 4 of 16 x 256 (LoopForm).
 // Shared memory at C = 768: 128 x 776 x 2 = 194 KiB of panel + 32 KiB of ring: one block an SM
 // on an H100 (227 KiB); 64 rows on an A100 (163 KiB), 32 on sm_86 / sm_89 (99 KiB). gamma, beta
-// and the row statistics live in the ring's second stage until the ring reaches it.
+// and the row statistics live in the ring's later stages until the ring reaches them.
 // Grid: a block per row block, times `groups` blocks splitting the column tiles where there are
 // fewer row blocks than SMs (each then normalizes its rows once more: at 1K tokens and C = 768,
 // 8 row blocks x 9 column tiles).
-// Budget at 16K tokens, C = 768: 58 GFLOP, 0.23 ms at 250 TFLOP/s. Normalizing 16K x 768 once:
-// 12.6 M elements, ~10 instructions a 16-byte chunk's element: ~0.1 G instructions, a few
-// microseconds over 132 SMs. HBM moves x (25 MB), W (3.5 MB, then from L2 for every row block)
-// and y (75 MB) once: 35 us at 3 TB/s, of which x's 8 us comes before any multiply.
+// Budget at 16K tokens, C = 768: 58 GFLOP, 92 us at mma.sync's 630 TFLOP/s, 0.23 ms at 250.
+// Per K-tile of 32 a block's 8 warps read 64 KiB of shared memory by ldmatrix (512 clocks at
+// 128 bytes a clock) for 2.1 MFLOP (870 clocks at mma.sync's rate): the main loop can run at
+// most ~1.7x faster than its shared-memory reads. Normalizing 16K x 768 once: ~12 instructions
+// an element, 0.15 G instructions, ~4 us over 132 SMs at full issue (8 warps an SM issue at a
+// fraction of it). HBM moves x (25 MB), W (3.5 MB, then from L2 for every row block) and y (75
+// MB) once: 35 us at 3 TB/s, of which x's 8 us comes before any multiply.
 // Shapes: any token count; C and 3C multiples of 8. A C whose panel does not fit even at 32 rows
 // is refused (Unsupported) and the table runs the next kernel.
 #include <cuda_bf16.h>

@@ -216,17 +216,16 @@ Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream) {
 // (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
 // default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are
 // Unsupported.
-constexpr int kLnRowsStats = 2, kLnRowsLoop = 1;  // LnRowsShape's kept forms
+constexpr int kLnRowsStats = 2, kLnRowsLoop = 2;  // LnRowsShape's kept forms
 struct LnRowsShape {
   int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
   // Row statistics and normalize (ln_mma_rows.cu's panel_in_and_normalize): 0 two passes over
   // the panel for the statistics and a third to normalize; 1 one pass, a row's chunks in
   // registers; 2 the same, the first half of the rows normalized while the second lands.
   int stats = kLnRowsStats;
-  // The 128-row main loop (ln_mma_rows.cu's LoopForm): 0 one block barrier a W tile of 32 x 256
-  // in a 2-stage ring; 1 the same ring, a barrier of the two warps that read a column slice; 2
-  // and 3 those barriers, tiles of 16 x 256 in 4 and 3 stages; 5-7 forms 1-3 with the bias read
-  // once a column tile.
+  // The 128-row main loop (ln_mma_rows.cu's LoopForm), W in a 2-stage ring of 32 x 256: 0 one
+  // block barrier a W tile; 1 a barrier of the two warps that read a column slice; 2 the same,
+  // the bias read once a column tile.
   int loop = kLnRowsLoop;
 };
 Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);

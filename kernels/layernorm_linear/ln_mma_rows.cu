@@ -205,18 +205,15 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
   marks.mark(kRowsNormalize);
 }
 
-// The main loop's forms (LnRowsShape::loop): W's ring as kStages stages of kDepth x 256 (32 KiB
-// or less) and who waits for a W tile. kSlices: a tile's columns are copied and waited for by
-// the warps that read them (a barrier of kWarpsM warps; the B tile's swizzle keeps a 64-column
-// slice's chunks inside the slice), so a slow warp holds back one other warp, not the block.
-// kBias (forms 4 and up): the bias of the warp's columns read once a column tile, during its
-// last K-tile's multiplies, instead of two loads a stored pair.
+// The main loop's forms (LnRowsShape::loop). kSlices: a W tile's columns are copied and waited
+// for by the warps that read them (a barrier of kWarpsM warps; the B tile's swizzle keeps a
+// 64-column slice's chunks inside the slice), so a slow warp holds back one other warp, not the
+// block. kBias: the bias of the warp's columns read once a column tile, during its last K-tile's
+// multiplies, instead of two loads a stored pair. The ring: 2 stages of 32 x 256.
 template <int kLoop>
 struct LoopForm {
-  static constexpr bool kSlices = (kLoop & 3) >= 1, kBias = kLoop >= 4;
-  static constexpr int kDepth = (kLoop & 3) >= 2 ? 16 : 32;
-  static constexpr int kStages = (kLoop & 3) == 2 ? 4 : (kLoop & 3) == 3 ? 3 : 2;
-  static constexpr int kStageElems = kDepth * kBN;
+  static constexpr bool kSlices = kLoop >= 1, kBias = kLoop >= 2;
+  static constexpr int kDepth = 32, kStages = 2, kStageElems = kDepth * kBN;
   static_assert(kStages * kStageElems * sizeof(T) <= kRingBytes, "the ring's 32 KiB");
 };
 
@@ -277,48 +274,6 @@ __device__ __forceinline__ void store_tile(typename Tile::Acc& acc, const LnArgs
   Tile::zero(acc);
 }
 
-// The bias of this thread's columns of the tile from n0 (pairs c0 + 8 nt, c0 + 8 nt + 1), and
-// the store with it: the same sums as BiasStoreTile (acc + bias in fp32, rounded once).
-template <class Tile>
-struct TileBias {
-  float2 v[Tile::kNT];
-  __device__ __forceinline__ int64_t col0(int64_t n0) const {
-    return n0 + ((threadIdx.x >> 5) % Tile::kWarpsN) * Tile::kWN + 2 * (threadIdx.x & 3);
-  }
-  __device__ __forceinline__ void load(const LnArgs<T>& a, int64_t n0) {
-    const int64_t c0 = col0(n0);
-#pragma unroll
-    for (int nt = 0; nt < Tile::kNT; ++nt) {
-      const int64_t c = c0 + nt * 8;  // even, n a multiple of 8: the pair is inside or outside
-      v[nt] = c < a.n ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a.bias + c))
-                      : make_float2(0.0f, 0.0f);
-    }
-  }
-  __device__ __forceinline__ void store(typename Tile::Acc& acc, const LnArgs<T>& a, int64_t m0,
-                                        int64_t n0) const {
-    const int64_t r0 =
-        m0 + ((threadIdx.x >> 5) / Tile::kWarpsN) * Tile::kWM + (threadIdx.x & 31) / 4;
-    const int64_t c0 = col0(n0);
-#pragma unroll
-    for (int mt = 0; mt < Tile::kMT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t r = r0 + mt * 16 + h * 8;
-#pragma unroll
-        for (int nt = 0; nt < Tile::kNT; ++nt) {
-          const int64_t c = c0 + nt * 8;
-          float* p = acc[mt][nt] + 2 * h;
-          if (r < a.m && c < a.n) {
-            *reinterpret_cast<__nv_bfloat162*>(a.y + r * a.n + c) =
-                __floats2bfloat162_rn(p[0] + v[nt].x, p[1] + v[nt].y);
-          }
-          p[0] = p[1] = 0.0f;
-        }
-      }
-    }
-  }
-};
-
 // One barrier a W tile: wait for tile t, ask for tile t + kStages - 1 into the stage tile t - 1
 // used, multiply tile t. The panel never changes: its A fragments load before the wait.
 template <class Tile, class Form, class At>
@@ -332,14 +287,14 @@ __device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream<Tile,
   // statistics until now.
 #pragma unroll
   for (int t = 1; t < Form::kStages - 1; ++t) w.load(t);
-  TileBias<Tile> bias;
+  gemm_core::MmaColumnBias<Tile> bias;
   for (int t = 0; t < w.total; ++t) {
     const int kt = t % w.kts;
     typename Tile::FragSet f;
     Tile::load_a_frags(f.a, at, wm, kt * kChunks);
     w.landed();
     w.load(t + Form::kStages - 1);
-    if (Form::kBias && kt == w.kts - 1) bias.load(a, w.n0(t));
+    if (Form::kBias && kt == w.kts - 1) bias.load(a.bias, a.n, w.n0(t));
 #pragma unroll
     for (int step = 0; step < kSteps; ++step) {
       if (step > 0) Tile::load_a_frags(f.a, at, wm, kt * kChunks + 2 * step);
@@ -348,7 +303,7 @@ __device__ __forceinline__ void multiply(const LnArgs<T>& a, const WStream<Tile,
     }
     if (kt == w.kts - 1) {
       if constexpr (Form::kBias) {
-        bias.store(acc, a, m0, w.n0(t));
+        bias.store_and_zero(acc, a.y, a.m, a.n, m0, w.n0(t));
       } else {
         store_tile<Tile>(acc, a, m0, w.n0(t));
       }
@@ -402,16 +357,8 @@ Status launch_128(const LnArgs<T>& a, int stats, int loop, int sms, cudaStream_t
       return launch_rows<128, 1>(a, stats, sms, stream);
     case 2:
       return launch_rows<128, 2>(a, stats, sms, stream);
-    case 3:
-      return launch_rows<128, 3>(a, stats, sms, stream);
-    case 5:
-      return launch_rows<128, 5>(a, stats, sms, stream);
-    case 6:
-      return launch_rows<128, 6>(a, stats, sms, stream);
-    case 7:
-      return launch_rows<128, 7>(a, stats, sms, stream);
     default:
-      return Status::Unsupported("no such main loop form (0-3, 5-7)");
+      return Status::Unsupported("no such main loop form (0-2)");
   }
 }
 

@@ -64,7 +64,7 @@ struct SliceArgs {
   int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
   bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
   bool w2_first;  // W2's rows asked for before x and W1 (their commit group the oldest)
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool rows;      // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
 template <typename T>

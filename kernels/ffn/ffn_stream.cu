@@ -266,8 +266,7 @@ Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes
   FfnPlan plan;
   FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
                               : make_plan<float>(m, c, tuning, &plan));
-  *bytes = kCounters * sizeof(unsigned) +
-           round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
+  *bytes = kCounters * sizeof(unsigned) + round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
            sizeof(float) * size_t(plan.groups) * size_t(m) * size_t(c);
   return Status::Ok();
 }

@@ -77,11 +77,21 @@ struct PanelPlan {
 // cp.async.wait_group takes an immediate: this thread's copies but the newest n groups in.
 __device__ __forceinline__ void wait_all_but(int n) {
   switch (n) {
-    case 0: tc::async_wait<0>(); break;
-    case 1: tc::async_wait<1>(); break;
-    case 2: tc::async_wait<2>(); break;
-    case 3: tc::async_wait<3>(); break;
-    default: tc::async_wait<4>(); break;
+    case 0:
+      tc::async_wait<0>();
+      break;
+    case 1:
+      tc::async_wait<1>();
+      break;
+    case 2:
+      tc::async_wait<2>();
+      break;
+    case 3:
+      tc::async_wait<3>();
+      break;
+    default:
+      tc::async_wait<4>();
+      break;
   }
 }
 

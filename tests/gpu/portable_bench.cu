@@ -303,29 +303,39 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     setenv("FL_LN_PANEL_STAGES", stages, 1);
     if (bf) {
       using T = __nv_bfloat16;
-      const fl::layernorm_linear::LnArgs<T> a{
-          static_cast<const T*>(x.p), static_cast<const T*>(g.p),   static_cast<const T*>(be.p),
-          static_cast<const T*>(w.p), static_cast<const T*>(bias.p), static_cast<T*>(y.p),
-          m,                          int(c),                        int(n),
-          {}};
+      const fl::layernorm_linear::LnArgs<T> a{static_cast<const T*>(x.p),
+                                              static_cast<const T*>(g.p),
+                                              static_cast<const T*>(be.p),
+                                              static_cast<const T*>(w.p),
+                                              static_cast<const T*>(bias.p),
+                                              static_cast<T*>(y.p),
+                                              m,
+                                              int(c),
+                                              int(n),
+                                              {}};
       return fl::layernorm_linear::launch_ln_panel<T>(a, nullptr);
     }
-    const fl::layernorm_linear::LnArgs<float> a{
-        static_cast<const float*>(x.p), static_cast<const float*>(g.p),
-        static_cast<const float*>(be.p), static_cast<const float*>(w.p),
-        static_cast<const float*>(bias.p), static_cast<float*>(y.p), m, int(c), int(n), {}};
+    const fl::layernorm_linear::LnArgs<float> a{static_cast<const float*>(x.p),
+                                                static_cast<const float*>(g.p),
+                                                static_cast<const float*>(be.p),
+                                                static_cast<const float*>(w.p),
+                                                static_cast<const float*>(bias.p),
+                                                static_cast<float*>(y.p),
+                                                m,
+                                                int(c),
+                                                int(n),
+                                                {}};
     return fl::layernorm_linear::launch_ln_panel<float>(a, nullptr);
   };
   std::vector<Chain> chains = {
       {"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}};
-  const std::pair<const char*, const char*> panels[] = {
-      {"", "1"}, {"16", "1"}, {"", "2"}, {"", "4"}, {"64x64", "2"}, {"32x64", "2"}};
+  const std::pair<const char*, const char*> panels[] = {{"", "1"}, {"16", "1"},    {"", "2"},
+                                                        {"", "4"}, {"64x64", "2"}, {"32x64", "2"}};
   for (const auto& [plan, stages] : panels) {
     const char* env = plan[0] == 0 ? nullptr : plan;
     if (!panel(env, stages).ok()) continue;
-    const std::string name =
-        std::string("ln_panel ") + (env ? env : "plan") + (stages[0] == '1' ? "" : " S=") +
-        (stages[0] == '1' ? "" : stages);
+    const std::string name = std::string("ln_panel ") + (env ? env : "plan") +
+                             (stages[0] == '1' ? "" : " S=") + (stages[0] == '1' ? "" : stages);
     chains.push_back({name, [&, env, stages = stages] {
                         const fl::Status st = panel(env, stages);
                         unsetenv("FL_LN_PANEL");
@@ -336,13 +346,14 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   unsetenv("FL_LN_PANEL");
   unsetenv("FL_LN_PANEL_STAGES");
   CUDA(cudaDeviceSynchronize());
-  compare_many("layernorm_linear", p, m, t, reps,
-               [&] {
-                 FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
-                           : layernorm<float>(x, g, be, xn, m, int(c)));
-                 return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
-               },
-               chains);
+  compare_many(
+      "layernorm_linear", p, m, t, reps,
+      [&] {
+        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                  : layernorm<float>(x, g, be, xn, m, int(c)));
+        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+      },
+      chains);
 }
 
 // The code probe: kN fused multiply-adds a thread in straight-line code (one 16-byte

@@ -13,9 +13,11 @@
 //   down: one tile of W2, a group of slices' rows x a range of y's columns (at C = 768: 384 x
 //         48, 8 groups x 16 ranges), copied in while the up job runs. The block waits for its
 //         group's counter (acquire), copies that h (m x 384) from L2, and stores h W2[tile] as
-//         its group's partial sums (fp32, L2); the last of the 8 groups to finish a column
-//         range adds the 8 partial sums in group order (the same result every run) and writes
-//         that range of y (+ b2).
+//         its group's partial sums (fp32, L2); then the range's 8 blocks (one a group) meet at
+//         a barrier (count_barrier.cuh) and each adds the 8 partial sums of an eighth of the
+//         range's rows in group order (the same result every run) and writes them (+ b2). The
+//         earlier form, the last group to finish a range adding all of it, is a tuning: at 64
+//         tokens that one block read 8 x 64 x 48 floats (98 KB) while the others had left.
 // Every block is resident at once (a cooperative launch guarantees it), so the waits end. The
 // plan (ffn_stream_plan.h) sizes the slice so that the grid is one block per SM; on GPUs with
 // less shared memory W2's tile is asked for after the up job.

@@ -14,14 +14,14 @@
 //                 memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
-//                 splits' partial sums added through shared memory, b added, y stored.
+//                 splits' partial sums added through shared memory, b added, y stored; with
+//                 more items than warps (up to twice as many) a warp takes two, interleaved
+//                 along K, and stores them from its registers (no split of K).
 // Tiles: chunks of 16-64 rows, bn = 16-128 columns (in bf16 any multiple of 8: a 16-column item
 // whose second half is past bn reads W's zeroed padding and is not stored), the pair whose
-// busiest SM copies the fewest bytes (plan_ln_panel: at C = 768, 96 blocks of 24 columns at
-// 1-16 tokens, 2 x 58 blocks of 32 rows x 40 columns at 64, 4 x 32 blocks of 64 rows x 72
-// columns at 256: one wave, where 48 columns took two), 512 threads. Where a block has more
-// 16 x 16 items than warps (up to twice as many), a warp takes two, interleaved along K, and
-// stores them from its registers (no split of K, no partial sums in shared memory).
+// busiest SM copies the fewest bytes (plan_ln_panel: at C = 768, 72 blocks of 32 columns at
+// 1-16 tokens, 2 x 48 blocks of 32 rows x 48 columns at 64, 4 x 32 blocks of 64 rows x 72
+// columns at 256: one wave, where 48 columns took two), 512 threads.
 // Budget at C = 768, bf16, 16 tokens: W, 3.5 MB, read once (1.2 us at 3 TB/s), 48 KB a block;
 // the phases after it are block-local: a few hundred cycles of statistics and multiplies. The
 // price of not splitting K: every block of a row chunk reads its x panel (from L2) and
@@ -258,12 +258,14 @@ __global__ void __launch_bounds__(kPanelThreads)
 // The panel plan: rows a block (16, 32 or 64: the chunk) and columns (bn: in bf16 a multiple of 8,
 // in fp32 of 16; at most twice as many 16 x 16 items a block as warps), chosen for the fewest
 // bytes the busiest SM must copy in: ceil(blocks / SMs) blocks of (rows + bn) x C each (a second
-// block on an SM shares its bandwidth: docs/PERFORMANCE.md, lesson 6). At C = 768 in bf16: one
-// 16-row chunk in 96 slices of 24 columns at 1-16 tokens; two chunks of 32 rows in 58 slices of
-// 40 columns at 64; four of 64 rows in 32 slices of 72 columns at 256 (one wave: 64 x 48, the
-// best multiple of 16, took two). *ok is false when nothing fits.
-// FL_LN_PANEL (measurements only): "16" searches multiples of 16 up to 64 columns (the earlier
-// plan), "RxB" takes R rows and B columns where they fit.
+// block on an SM shares its bandwidth: docs/PERFORMANCE.md, lesson 6), a bn whose W rows end
+// mid-sector counted 5/4. At C = 768 in bf16: one 16-row chunk in 72 slices of 32 columns at
+// 1-16 tokens; two chunks of 32 rows in 48 slices of 48 columns at 64; four of 64 rows in 32
+// slices of 72 columns at 256 (one wave: 64 x 48, the best multiple of 16, took two). *ok is
+// false when nothing fits.
+// Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
+// plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
+// in that many stages along K (one measured fastest: docs/PERFORMANCE.md).
 struct PanelSearch {
   int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1;
 };

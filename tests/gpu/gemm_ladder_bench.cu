@@ -7,10 +7,12 @@
 // Inputs random, never zeros; each rung's output is checked against cuBLASLt's (relative L2
 // error) so a fast wrong rung cannot hide. Prints one line per rung and shape: ms, TFLOP/s,
 // fraction of cuBLASLt.
-// Then the large-token fused kernels' candidates in bf16, each form against the others at 1K,
-// 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile, ln_mma and
-// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile
-// shape (outputs against the 128 x 128 form's).
+// First (bf16 runs) mma.sync's own rate on registers, the figure the core's prediction is
+// written against, and a check that every form of ln_mma_rows writes the same bytes at odd
+// shapes. Then the large-token fused kernels' candidates in bf16, each form against the others
+// at 1K, 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile and
+// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile shape
+// (outputs against the 128 x 128 form's).
 // Then ln_mma and ffn_tiles in fp32 on the CUDA-core tile, timed only.
 //   gemm_ladder_bench [reps] [fp32]
 #include <cuda_bf16.h>

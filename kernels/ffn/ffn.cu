@@ -328,7 +328,7 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ffn_tiles",
-       "both GEMMs as tiles of the GEMM core in one persistent launch (bf16: 128 x 256 from 4K "
+       "both GEMMs as tiles of the GEMM core in one persistent launch (bf16: 128 x 256 from 8K "
        "tokens, 128 x 128 up and 64 x 128 down tiles below): blocks take tiles in ticket order, "
        "up tiles write h (bias + GELU) row block by row block, down tiles read it back from L2 "
        "once their row block's up tiles are done (any GPU, many tokens)",

@@ -37,7 +37,7 @@ inline const std::vector<std::string>& ffn_tiles_phases() {
   return names;
 }
 
-constexpr int64_t kFfnTilesWideFrom = 4096;  // tokens: 128 x 256 tiles from here on (bf16)
+constexpr int64_t kFfnTilesWideFrom = 8192;  // tokens: 128 x 256 tiles from here on (bf16)
 
 // The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
 // ffn_tiles_shape(m); the others are there to be measured against each other. In fp32,

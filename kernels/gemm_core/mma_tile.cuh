@@ -37,10 +37,17 @@
 
 namespace fl::gemm_core {
 
-template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, bool kPrefetch_>
+// kSpread (8 warps): the warps that share a 64-column slice sit on different schedulers (an SM
+// gives warp w to scheduler w % 4), so two warps that wait for the same slice leave their
+// schedulers' other warps to issue mma (ln_mma_rows.cu's per-slice barriers).
+// kBK_: K-tiles of 32 (64-byte rows of A) or 64 (128-byte rows: half the barriers a K).
+template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, bool kPrefetch_,
+          bool kSpread_ = false, int kBK_ = 32>
 struct MmaTile {
   using T = __nv_bfloat16;
-  static constexpr int kBM = kBM_, kBN = kBN_, kBK = 32, kStages = kStages_;
+  static constexpr int kBM = kBM_, kBN = kBN_, kBK = kBK_, kStages = kStages_;
+  static constexpr int kRowChunks = kBK / 8, kSteps = kBK / 16;  // of A's rows; k16 steps
+  static_assert(kBK == 32 || kBK == 64, "K-tiles of 32 or 64");
   static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr bool kPrefetch = kPrefetch_;
   static constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN, kMT = kWM / 16, kNT = kWN / 8;
@@ -53,6 +60,7 @@ struct MmaTile {
   // Element offsets of 16-byte chunk `chunk` of row `row` in an A tile (BM x 32) and a B tile
   // (32 x BN), swizzled.
   static __device__ __forceinline__ int a_at(int row, int chunk) {
+    if constexpr (kBK == 64) return row * kBK + ((chunk ^ (row & 7)) << 3);
     return row * kBK + ((chunk ^ ((row >> 1) & 3)) << 3);
   }
   static __device__ __forceinline__ int b_at(int row, int chunk) {
@@ -61,17 +69,24 @@ struct MmaTile {
 
   // The 16-byte chunks of an A tile (row, chunk) and of a B tile this thread copies; the hook
   // later runs on the same A chunks, in the same thread (no barrier needed in between).
-  static constexpr int kAChunks = kBM * 4 / kThreads, kBChunks = kBK * (kBN / 8) / kThreads;
-  static_assert(kBM * 4 % kThreads == 0 && kBK * (kBN / 8) % kThreads == 0, "whole chunks");
+  static constexpr int kAChunks = kBM * kRowChunks / kThreads;
+  static_assert(kBM * kRowChunks % kThreads == 0 && kBK * (kBN / 8) % kThreads == 0, "whole");
+  // A thread's chunks are rows r0 + j kRowStep of one chunk column: with kRowStep a multiple of
+  // 8 they share the swizzle, so one address each for shared and global memory, plus constants.
+  static constexpr int kARowStep = kThreads / kRowChunks;
   static __device__ __forceinline__ void load_stage(T* stage, const T* a, int64_t lda, const T* b,
                                                     int64_t ldb, int64_t m, int64_t n, int64_t k,
                                                     int64_t m0, int64_t n0, int kt) {
     const int64_t k0 = int64_t(kt) * kBK;
+    const int r0 = threadIdx.x / kRowChunks, c = threadIdx.x % kRowChunks;
+    const bool k_ok = k0 + c * 8 < k;
+    const T* src = a + (m0 + r0) * lda + k0 + c * 8;
 #pragma unroll
     for (int j = 0; j < kAChunks; ++j) {
-      const int i = threadIdx.x + j * kThreads, r = i >> 2, c = i & 3;
-      const bool ok = m0 + r < m && k0 + c * 8 < k;
-      tc::copy16_async(stage + a_at(r, c), ok ? a + (m0 + r) * lda + k0 + c * 8 : a, ok);
+      const int r = r0 + j * kARowStep;
+      const bool ok = k_ok && m0 + r < m;
+      T* dst = kARowStep % 8 == 0 ? stage + a_at(r0, c) + j * kARowStep * kBK : stage + a_at(r, c);
+      tc::copy16_async(dst, ok ? src + j * kARowStep * lda : a, ok);
     }
     load_b<kBK>(stage + kBM * kBK, b, ldb, n, k, k0, n0);
   }
@@ -81,12 +96,17 @@ struct MmaTile {
   static __device__ __forceinline__ void load_b(T* sb, const T* b, int64_t ldb, int64_t n,
                                                 int64_t k, int64_t k0, int64_t n0) {
     constexpr int kPerRow = kBN / 8, kChunks = kRows * kPerRow / kThreads;
-    static_assert(kRows * kPerRow % kThreads == 0, "whole chunks");
+    constexpr int kRowStep = kThreads / kPerRow;
+    static_assert(kRows * kPerRow % kThreads == 0 && kThreads % kPerRow == 0, "whole chunks");
+    const int r0 = threadIdx.x / kPerRow, c = threadIdx.x % kPerRow;
+    const bool n_ok = n0 + c * 8 < n;
+    const T* src = b + (k0 + r0) * ldb + n0 + c * 8;
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
-      const int i = threadIdx.x + j * kThreads, r = i / kPerRow, c = i % kPerRow;
-      const bool ok = k0 + r < k && n0 + c * 8 < n;
-      tc::copy16_async(sb + b_at(r, c), ok ? b + (k0 + r) * ldb + n0 + c * 8 : b, ok);
+      const int r = r0 + j * kRowStep;
+      const bool ok = n_ok && k0 + r < k;
+      T* dst = kRowStep % 8 == 0 ? sb + b_at(r0, c) + j * kRowStep * kBN : sb + b_at(r, c);
+      tc::copy16_async(dst, ok ? src + j * kRowStep * ldb : b, ok);
     }
   }
   // Runs hook(chunk, row, k) on this thread's chunks of A in `stage` (landed: its own wait).
@@ -94,7 +114,7 @@ struct MmaTile {
   static __device__ __forceinline__ void visit_a(T* stage, int kt, const Hook& hook) {
 #pragma unroll
     for (int j = 0; j < kAChunks; ++j) {
-      const int i = threadIdx.x + j * kThreads, r = i >> 2, c = i & 3;
+      const int i = threadIdx.x + j * kThreads, r = i / kRowChunks, c = i % kRowChunks;
       hook(stage + a_at(r, c), r, int64_t(kt) * kBK + c * 8);
     }
   }
@@ -136,13 +156,6 @@ struct MmaTile {
     }
 #endif
   }
-  // The fragments of k16 step `ks` (0 or 1) of the warp's 64 x 64 piece of `stage`.
-  static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, int wm, int wn,
-                                                    int ks) {
-    load_a_frags(
-        f.a, [stage](int r, int c) { return stage + a_at(r, c); }, wm, ks * 2);
-    load_b_frags(f.b, stage + kBM * kBK, wn, ks);
-  }
   static __device__ __forceinline__ void mma_all(Acc& acc, const FragSet& f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #pragma unroll
@@ -171,38 +184,90 @@ struct MmaTile {
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
   }
 
-  // The warp's piece of the block tile.
+  // The warp's place in the block tile: warp() / kWarpsN its row of warps, warp() % kWarpsN its
+  // column slice. With kSpread, warps w and w + 1 swap bits: slice partners (w, w + 4) become
+  // neighbours on two schedulers.
+  static __device__ __forceinline__ int warp() {
+    const int w = threadIdx.x >> 5;
+    if constexpr (kSpread_ && kWarpsM * kWarpsN == 8) {
+      return (w & 2) | ((w & 1) << 2) | ((w >> 2) & 1);
+    } else {
+      return w;
+    }
+  }
   static __device__ __forceinline__ int warp_m() {
-    return ((threadIdx.x >> 5) / kWarpsN) * kWM;
+    return (warp() / kWarpsN) * kWM;
   }
   static __device__ __forceinline__ int warp_n() {
-    return ((threadIdx.x >> 5) % kWarpsN) * kWN;
+    return (warp() % kWarpsN) * kWN;
   }
 
   // For ring.cuh's main loop. With kPrefetch, f[0] holds this K-tile's first step on entry and
   // the next K-tile's first step on exit; the barrier for the next K-tile (landed_next) comes
-  // after the last ldmatrix of this one and before its last mma.
+  // after the last ldmatrix of this one and before its last mma. The lane's ldmatrix addresses
+  // inside a stage are worked out once: A's for each k16 step (its 16-row tiles lie 16 rows
+  // apart, the same swizzle), B's for each pair of 8-column tiles (k16 steps 16 rows apart).
   struct Frags {
     FragSet f[2];
+    unsigned a_off[kSteps], b_off[kNT / 2];  // bytes from the stage's start
+    __device__ Frags() {
+      const int lane = threadIdx.x & 31, wm = warp_m(), wn = warp_n();
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) a_off[s] = 2u * a_at(wm + (lane & 15), 2 * s + (lane >> 4));
+      const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+      for (int q = 0; q < kNT / 2; ++q) {
+        b_off[q] = 2u * (kBM * kBK + b_at(r, (wn >> 3) + 2 * q + (lane >> 4)));
+      }
+    }
   };
+  static __device__ __forceinline__ void ldsm(unsigned (&r)[4], unsigned addr, bool trans) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (trans) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(addr));
+    } else {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(addr));
+    }
+#endif
+  }
+  // k16 step `ks` of the warp's piece of the stage at `stage`, by the addresses in fr.
+  static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, const Frags& fr,
+                                                    int ks) {
+    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(stage));
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) ldsm(f.a[mt], base + fr.a_off[ks] + mt * 32 * kBK, false);
+#pragma unroll
+    for (int q = 0; q < kNT / 2; ++q) {
+      unsigned r[4];
+      ldsm(r, base + fr.b_off[q] + ks * 32 * kBN, true);
+      f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2], f.b[2 * q + 1][1] = r[3];
+    }
+  }
   static __device__ __forceinline__ void begin(Frags& fr, const T* stage) {
-    load_frags(fr.f[0], stage, warp_m(), warp_n(), 0);
+    load_frags(fr.f[0], stage, fr, 0);
   }
   template <class Landed>
   static __device__ __forceinline__ void compute(Acc& acc, Frags& fr, const T* stage, const T* next,
                                                  bool has_next, const Landed& landed_next) {
-    const int wm = warp_m(), wn = warp_n();
-    if constexpr (kPrefetch) {
-      load_frags(fr.f[1], stage, wm, wn, 1);
-      mma_all(acc, fr.f[0]);
-      landed_next();
-      if (has_next) load_frags(fr.f[0], next, wm, wn, 0);
-      mma_all(acc, fr.f[1]);
-    } else {
-      load_frags(fr.f[0], stage, wm, wn, 0);
-      mma_all(acc, fr.f[0]);
-      load_frags(fr.f[1], stage, wm, wn, 1);
-      mma_all(acc, fr.f[1]);
+    static_assert(kSteps % 2 == 0, "the last step's fragments in f[1]");
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      if constexpr (kPrefetch) {  // step s in f[s % 2]; step s + 1 (or the next K-tile's 0) flies
+        if (s + 1 < kSteps) {
+          load_frags(fr.f[(s + 1) % 2], stage, fr, s + 1);
+        } else {
+          landed_next();
+          if (has_next) load_frags(fr.f[0], next, fr, 0);
+        }
+        mma_all(acc, fr.f[s % 2]);
+      } else {
+        load_frags(fr.f[0], stage, fr, s);
+        mma_all(acc, fr.f[0]);
+      }
     }
   }
 
@@ -210,9 +275,8 @@ struct MmaTile {
   // col absolute; col even).
   template <class Epi>
   static __device__ __forceinline__ void store(Acc& acc, int64_t m0, int64_t n0, const Epi& epi) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t r0 = m0 + (warp / kWarpsN) * kWM + (lane >> 2);
-    const int64_t c0 = n0 + (warp % kWarpsN) * kWN + 2 * (lane & 3);
+    const int lane = threadIdx.x & 31;
+    const int64_t r0 = m0 + warp_m() + (lane >> 2), c0 = n0 + warp_n() + 2 * (lane & 3);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll

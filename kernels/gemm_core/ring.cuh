@@ -31,31 +31,39 @@ __device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, 
                                               const Hook& hook, const AfterPrime& after_prime) {
   constexpr int S = Tile::kStages;
   const int kts = static_cast<int>((k + Tile::kBK - 1) / Tile::kBK);
-  auto stage = [&](int kt) { return ring + (kt % S) * Tile::kStageElems; };
+  // K-tile kt lies in stage kt % S: a mask where S is a power of 2; else counted along (s_cur
+  // holds kt, s_next kt + 1, s_load kt + S - 1), not divided out of kt.
+  constexpr bool kMask = (S & (S - 1)) == 0;
+  auto stage = [ring](int s) { return ring + (kMask ? s & (S - 1) : s) * Tile::kStageElems; };
+  auto after = [](int s) { return kMask ? s + 1 : s + 1 == S ? 0 : s + 1; };
 #pragma unroll
   for (int kt = 0; kt < S - 1; ++kt) {
     if (kt < kts) Tile::load_stage(stage(kt), a, lda, b, ldb, m, n, k, m0, n0, kt);
     tc::async_commit();
   }
   after_prime();
-  auto landed = [&](int kt) {  // this thread's copies of K-tile kt are in; then everyone's
+  auto landed = [&](int kt, int s) {  // this thread's copies of K-tile kt are in; then everyone's
     tc::async_wait<S - 2>();
-    if (kt < kts) Tile::visit_a(stage(kt), kt, hook);
+    if (kt < kts) Tile::visit_a(stage(s), kt, hook);
     __syncthreads();
   };
   typename Tile::Frags frags;
   if constexpr (Tile::kPrefetch) {
-    landed(0);
+    landed(0, 0);
     Tile::begin(frags, stage(0));
   }
+  int s_cur = 0, s_load = S - 1;
   for (int kt = 0; kt < kts; ++kt) {
-    if constexpr (!Tile::kPrefetch) landed(kt);
+    const int s_next = after(s_cur);
+    if constexpr (!Tile::kPrefetch) landed(kt, s_cur);
     // Into the stage K-tile kt - 1 used: no warp reads it any more (its last fragments are in
     // registers, or its multiply is done).
     const int next = kt + S - 1;
-    if (next < kts) Tile::load_stage(stage(next), a, lda, b, ldb, m, n, k, m0, n0, next);
+    if (next < kts) Tile::load_stage(stage(s_load), a, lda, b, ldb, m, n, k, m0, n0, next);
     tc::async_commit();
-    Tile::compute(acc, frags, stage(kt), stage(kt + 1), kt + 1 < kts, [&]() { landed(kt + 1); });
+    Tile::compute(acc, frags, stage(s_cur), stage(s_next), kt + 1 < kts,
+                  [&]() { landed(kt + 1, s_next); });
+    s_cur = s_next, s_load = after(s_load);
   }
   tc::async_wait<0>();
   __syncthreads();

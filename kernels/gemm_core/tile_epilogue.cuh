@@ -64,7 +64,7 @@ template <class Tile>
 struct MmaColumnBias {
   float2 v[Tile::kNT];
   static __device__ __forceinline__ int64_t col0(int64_t n0) {
-    return n0 + ((threadIdx.x >> 5) % Tile::kWarpsN) * Tile::kWN + 2 * (threadIdx.x & 3);
+    return n0 + Tile::warp_n() + 2 * (threadIdx.x & 3);
   }
   __device__ __forceinline__ void load(const __nv_bfloat16* bias, int64_t n, int64_t n0) {
     const int64_t c0 = col0(n0);
@@ -78,8 +78,7 @@ struct MmaColumnBias {
   __device__ __forceinline__ void store_and_zero(typename Tile::Acc& acc, __nv_bfloat16* y,
                                                  int64_t m, int64_t n, int64_t m0,
                                                  int64_t n0) const {
-    const int warp = threadIdx.x >> 5;
-    const int64_t r0 = m0 + (warp / Tile::kWarpsN) * Tile::kWM + (threadIdx.x & 31) / 4;
+    const int64_t r0 = m0 + Tile::warp_m() + (threadIdx.x & 31) / 4;
     const int64_t c0 = col0(n0);
 #pragma unroll
     for (int mt = 0; mt < Tile::kMT; ++mt) {

@@ -216,7 +216,7 @@ Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream) {
 // (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
 // default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are
 // Unsupported.
-constexpr int kLnRowsStats = 2, kLnRowsLoop = 2;  // LnRowsShape's kept forms
+constexpr int kLnRowsStats = 2, kLnRowsLoop = 4;  // LnRowsShape's kept forms
 struct LnRowsShape {
   int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
   // Row statistics and normalize (ln_mma_rows.cu's panel_in_and_normalize): 0 two passes over
@@ -225,7 +225,8 @@ struct LnRowsShape {
   int stats = kLnRowsStats;
   // The 128-row main loop (ln_mma_rows.cu's LoopForm), W in a 2-stage ring of 32 x 256: 0 one
   // block barrier a W tile; 1 a barrier of the two warps that read a column slice; 2 the same,
-  // the bias read once a column tile.
+  // the bias read once a column tile; 3 the same, a slice's two warps on two schedulers; 4 the
+  // same with every address worked out once (ln_rows_lean.cuh).
   int loop = kLnRowsLoop;
 };
 Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);

@@ -48,6 +48,7 @@
 #include "kernels/gemm_core/mma_tile.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_rows_lean.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl::layernorm_linear {
@@ -59,8 +60,9 @@ constexpr size_t kRingBytes = 2 * kStageElems * sizeof(T);  // two stages of 16 
 
 // The tile of kRows x 256: warps of 64 x 64 (two rows of 4 warps at 128 rows, one row of 4
 // below; at 32 rows the warps are 32 x 64). The ring is the kernel's own.
-template <int kRows>
-using RowsTile = gemm_core::MmaTile<kRows, kBN, kRows >= 128 ? kRows / 64 : 1, 4, 2, false>;
+template <int kRows, bool kSpread = false>
+using RowsTile =
+    gemm_core::MmaTile<kRows, kBN, kRows >= 128 ? kRows / 64 : 1, 4, 2, false, kSpread>;
 
 // Panel rows are C rounded up to 64 elements (so a K-tile never reads past them) plus 8 (16
 // bytes): consecutive rows start 16 bytes apart modulo 128, one bank group each.
@@ -209,10 +211,13 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
 // for by the warps that read them (a barrier of kWarpsM warps; the B tile's swizzle keeps a
 // 64-column slice's chunks inside the slice), so a slow warp holds back one other warp, not the
 // block. kBias: the bias of the warp's columns read once a column tile, during its last K-tile's
-// multiplies, instead of two loads a stored pair. The ring: 2 stages of 32 x 256.
+// multiplies, instead of two loads a stored pair. kSpread (3, 4): a slice's two warps on two
+// schedulers (MmaTile's kSpread). kLean (4): the loop of ln_rows_lean.cuh, every address worked
+// out once. The ring: 2 stages of 32 x 256.
 template <int kLoop>
 struct LoopForm {
   static constexpr bool kSlices = kLoop >= 1, kBias = kLoop >= 2;
+  static constexpr bool kSpread = kLoop >= 3, kLean = kLoop >= 4;
   static constexpr int kDepth = 32, kStages = 2, kStageElems = kDepth * kBN;
   static_assert(kStages * kStageElems * sizeof(T) <= kRingBytes, "the ring's 32 KiB");
 };
@@ -244,7 +249,7 @@ struct WStream {
     constexpr int kPerRow = Tile::kWN / 8, kGroup = 32 * Tile::kWarpsM;
     constexpr int kChunks = Form::kDepth * kPerRow / kGroup;
     static_assert(Form::kDepth * kPerRow % kGroup == 0, "whole chunks");
-    const int warp = threadIdx.x >> 5, slice = warp % Tile::kWarpsN;
+    const int warp = Tile::warp(), slice = warp % Tile::kWarpsN;
     const int i0 = (threadIdx.x & 31) + 32 * (warp / Tile::kWarpsN);
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
@@ -258,7 +263,7 @@ struct WStream {
   __device__ __forceinline__ void landed() const {
     tc::async_wait<Form::kStages - 2>();
     if constexpr (Form::kSlices) {
-      const int slice = (threadIdx.x >> 5) % Tile::kWarpsN;
+      const int slice = Tile::warp() % Tile::kWarpsN;
       asm volatile("bar.sync %0, %1;\n" ::"r"(1 + slice), "n"(32 * Tile::kWarpsM) : "memory");
     } else {
       __syncthreads();
@@ -322,18 +327,29 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int tiles_n = (a.n + kBN - 1) / kBN, kts = (a.k + Form::kDepth - 1) / Form::kDepth;
   const int total = (tiles_n - int(blockIdx.x) + groups - 1) / groups * kts;
   const WStream<Tile, Form> w{a.w, a.n, a.k, panel + Tile::kBM * ld, kts, groups, total};
-  w.load(0);  // W's first tile flies while x comes in and is normalized
+  const lean::SliceCopy<Tile, Form::kDepth> copy(a.w, a.n, a.k);
+  if constexpr (Form::kLean) {  // W's first tile flies while x comes in and is normalized
+    copy.issue(lean::smem_u32(w.stage(0)), 0, int64_t(blockIdx.x) * kBN);
+    tc::async_commit();
+  } else {
+    w.load(0);
+  }
   panel_in_and_normalize<Tile>(a, panel, ld, reinterpret_cast<unsigned char*>(w.stage(1)), m0,
                                stats, marks);
-  const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
-  multiply<Tile, Form>(a, w, at, m0);
+  if constexpr (Form::kLean) {
+    static_assert(Form::kSlices && Form::kBias && Form::kSpread, "form 3's loop, addresses once");
+    lean::multiply<Tile, Form::kDepth>(a, copy, panel, ld, w.ring, kts, groups, total / kts, m0);
+  } else {
+    const auto at = [panel, ld](int r, int c) { return panel + r * ld + c * 8; };
+    multiply<Tile, Form>(a, w, at, m0);
+  }
   tc::async_wait<0>();
   marks.mark(kRowsMultiply);
 }
 
 template <int kRows, int kLoop = kLnRowsLoop>
 Status launch_rows(const LnArgs<T>& a, int stats, int sms, cudaStream_t stream) {
-  using Tile = RowsTile<kRows>;
+  using Tile = RowsTile<kRows, LoopForm<kLoop>::kSpread>;
   const size_t smem = rows_smem<kRows>(a.k);
   auto kernel = ln_mma_rows_kernel<Tile, kLoop>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -350,16 +366,11 @@ Status launch_rows(const LnArgs<T>& a, int stats, int sms, cudaStream_t stream) 
 
 // 128 rows in the main loop's form `loop` (the forms measured against each other).
 Status launch_128(const LnArgs<T>& a, int stats, int loop, int sms, cudaStream_t stream) {
-  switch (loop) {
-    case 0:
-      return launch_rows<128, 0>(a, stats, sms, stream);
-    case 1:
-      return launch_rows<128, 1>(a, stats, sms, stream);
-    case 2:
-      return launch_rows<128, 2>(a, stats, sms, stream);
-    default:
-      return Status::Unsupported("no such main loop form (0-2)");
-  }
+  using Launch = Status (*)(const LnArgs<T>&, int, int, cudaStream_t);
+  static constexpr Launch kForms[] = {launch_rows<128, 0>, launch_rows<128, 1>, launch_rows<128, 2>,
+                                      launch_rows<128, 3>, launch_rows<128, 4>};
+  if (loop < 0 || loop >= 5) return Status::Unsupported("no such main loop form (0-4)");
+  return kForms[loop](a, stats, sms, stream);
 }
 
 // The most rows (up to max_rows) whose panel fits: 128, else 64, else 32.

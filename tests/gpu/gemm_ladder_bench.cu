@@ -266,13 +266,15 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
                       {"ln_mma_rows_s2_l0", rows(2, 0)},
                       {"ln_mma_rows_s2_l1", rows(2, 1)},
                       {"ln_mma_rows_s2_l2", rows(2, 2)},
+                      {"ln_mma_rows_s2_l3", rows(2, 3)},
+                      {"ln_mma_rows_s2_l4", rows(2, 4)},
                       {"ln_mma_rows (kept)",
                        [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
                       {"ln_mma_rows_r64",
                        [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
                      y, reps, flush, sink);
   }
-  for (int64_t m : {1024, 4096, 16384}) {
+  for (int64_t m : {1024, 4096, 8192, 16384}) {
     Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
         h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
     CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
@@ -334,13 +336,13 @@ void check_forms() {
                              fl::PhaseSink()};
     std::vector<std::function<fl::Status()>> forms;
     for (int stats = 0; stats < 3; ++stats) {
-      for (int loop = 0; loop < 3; ++loop) {
+      for (int loop = 0; loop < 5; ++loop) {
         forms.push_back([&a, stats, loop] {
           return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
         });
       }
     }
-    std::printf("forms  ln_mma_rows %lld x %lld: 3 statistics x 3 loops %s\n", (long long)m,
+    std::printf("forms  ln_mma_rows %lld x %lld: 3 statistics x 5 loops %s\n", (long long)m,
                 (long long)c, same_output(forms, y, m * 3 * c * 2) ? "agree" : "WRONG");
   }
 }
@@ -397,9 +399,40 @@ void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
   }
 }
 
+// One launch of each kernel worth profiling at the LayerNorm-Linear's 16K shape, for Nsight
+// Compute (`ncu -k regex:...`): the bf16 rungs from prefetched on, then ln_mma_rows' forms 2-4.
+void profile_launches() {
+  namespace ln = fl::layernorm_linear;
+  using bf16 = __nv_bfloat16;
+  const int64_t m = 16384, c = 768;
+  Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2), y(m * 3 * c * 2);
+  unsigned seed = 51;
+  for (auto [buf, n] :
+       {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 3 * c * c}, {&bias, 3 * c}}) {
+    fill_random(buf->p, true, n, seed++);
+  }
+  const auto& rungs = fl::gemm_core::gemm_ladder();
+  for (size_t r = 0; r < rungs.size(); ++r) {
+    if (rungs[r].precision != fl::Precision::bf16 || r < 4) continue;  // prefetched on
+    CHECK(fl::gemm_core::launch_ladder_rung(r, x.p, w.p, y.p, m, 3 * c, c, nullptr));
+    CUDA(cudaDeviceSynchronize());
+  }
+  const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),    static_cast<const bf16*>(gamma.p),
+                           static_cast<const bf16*>(beta.p), static_cast<const bf16*>(w.p),
+                           static_cast<const bf16*>(bias.p), static_cast<bf16*>(y.p),
+                           m,                                int(c),
+                           int(3 * c),                       fl::PhaseSink()};
+  for (int loop = 2; loop < 5; ++loop) {
+    CHECK(ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, 2, loop}, nullptr));
+    CUDA(cudaDeviceSynchronize());
+  }
+  std::printf("profile launches done\n");
+}
+
 }  // namespace
 
-// gemm_ladder_bench [reps] [fp32]: with fp32, only the fp32 rungs and fp32 fused kernels.
+// gemm_ladder_bench [reps] [fp32 | bf16 | profile]: fp32 only the fp32 rungs and fp32 fused
+// kernels; bf16 only the bf16 ones; profile only profile_launches().
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   Buf flush(size_t(256) << 20), sink(64);
@@ -408,14 +441,21 @@ int main(int argc, char** argv) {
                           {"ln16K", 16384, 2304, 768},
                           {"up16K", 16384, 3072, 768},
                           {"dn16K", 16384, 768, 3072}};
-  const bool fp32_only = argc > 2 && std::string(argv[2]) == "fp32";
+  const std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "profile") {
+    profile_launches();
+    return 0;
+  }
+  const bool fp32_only = mode == "fp32", bf16_only = mode == "bf16";
   if (!fp32_only) bench_mma_peak(sink);
   if (!fp32_only) check_forms();
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
-    if (fp32_only && p == fl::Precision::bf16) continue;
+    if ((fp32_only && p == fl::Precision::bf16) || (bf16_only && p == fl::Precision::fp32)) {
+      continue;
+    }
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);
   }
   if (!fp32_only) bench_fused(reps, flush, sink);
-  bench_fused_fp32(reps, flush, sink);
+  if (!bf16_only) bench_fused_fp32(reps, flush, sink);
   return 0;
 }

@@ -244,7 +244,8 @@ struct MmaTile {
     for (int q = 0; q < kNT / 2; ++q) {
       unsigned r[4];
       ldsm(r, base + fr.b_off[q] + ks * 32 * kBN, true);
-      f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2], f.b[2 * q + 1][1] = r[3];
+      f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2],
+              f.b[2 * q + 1][1] = r[3];
     }
   }
   static __device__ __forceinline__ void begin(Frags& fr, const T* stage) {

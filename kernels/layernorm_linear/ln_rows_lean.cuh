@@ -74,7 +74,8 @@ struct SliceCopy {
     r0 = i0 / kPerRow;
     col = chunk * 8;
 #pragma unroll
-    for (int j = 0; j < kOffsets; ++j) s_off[j] = 2u * unsigned(Tile::b_at(r0 + j * kRowStep, chunk));
+    for (int j = 0; j < kOffsets; ++j)
+      s_off[j] = 2u * unsigned(Tile::b_at(r0 + j * kRowStep, chunk));
   }
   __device__ __forceinline__ unsigned offset(int j) const {
     return kOffsets == 1 ? s_off[0] + j * kRowStep * Tile::kBN * 2 : s_off[kOffsets == 1 ? 0 : j];
@@ -117,12 +118,14 @@ struct FragAddrs {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) ldsm_x4<false>(f.a[mt], a[mt] + koff + step * 32);
   }
-  __device__ __forceinline__ void load_b(typename Tile::FragSet& f, unsigned stage, int step) const {
+  __device__ __forceinline__ void load_b(typename Tile::FragSet& f, unsigned stage,
+                                         int step) const {
 #pragma unroll
     for (int q = 0; q < kPairs; ++q) {
       unsigned r[4];
       ldsm_x4<true>(r, stage + b[q] + step * 16 * Tile::kBN * 2);
-      f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2], f.b[2 * q + 1][1] = r[3];
+      f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2],
+              f.b[2 * q + 1][1] = r[3];
     }
   }
 };

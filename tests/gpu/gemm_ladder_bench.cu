@@ -417,11 +417,16 @@ void profile_launches() {
     CHECK(fl::gemm_core::launch_ladder_rung(r, x.p, w.p, y.p, m, 3 * c, c, nullptr));
     CUDA(cudaDeviceSynchronize());
   }
-  const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),    static_cast<const bf16*>(gamma.p),
-                           static_cast<const bf16*>(beta.p), static_cast<const bf16*>(w.p),
-                           static_cast<const bf16*>(bias.p), static_cast<bf16*>(y.p),
-                           m,                                int(c),
-                           int(3 * c),                       fl::PhaseSink()};
+  const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
+                           static_cast<const bf16*>(gamma.p),
+                           static_cast<const bf16*>(beta.p),
+                           static_cast<const bf16*>(w.p),
+                           static_cast<const bf16*>(bias.p),
+                           static_cast<bf16*>(y.p),
+                           m,
+                           int(c),
+                           int(3 * c),
+                           fl::PhaseSink()};
   for (int loop = 2; loop < 5; ++loop) {
     CHECK(ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, 2, loop}, nullptr));
     CUDA(cudaDeviceSynchronize());

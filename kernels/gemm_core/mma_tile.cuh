@@ -14,6 +14,12 @@
 //   3. fragments double-buffered in registers (kPrefetch): the next k16 step's ldmatrix are in
 //      flight while this step's mma run; the ring's one barrier per K-tile comes before the
 //      last step's mma, whose fragments are already in registers, so the stage can be refilled.
+// Every rung works its addresses out once: a thread's copies of a stage are rows r0 + j step of
+// one chunk column (one swizzled offset, one global pointer, constants), a lane's ldmatrix
+// offsets inside a stage are computed when its fragments are made (Frags), and the ring counts
+// its stages instead of dividing K-tiles by their number. Recomputed per K-tile, the index
+// arithmetic outnumbered the mma several times, and at two warps a scheduler its dependent
+// chains, not shared memory, left the tensor pipe idle (docs/PERFORMANCE.md, section 8).
 //
 // Tile (the lessons' configuration, MmaTile<128, 128, 2, 2, 4, true>): BM x BN = 128 x 128,
 // BK = 32 (64 bytes a row of A), 4 stages of 16 KiB = 64 KiB of shared memory, 128 threads,
@@ -40,7 +46,8 @@ namespace fl::gemm_core {
 // kSpread (8 warps): the warps that share a 64-column slice sit on different schedulers (an SM
 // gives warp w to scheduler w % 4), so two warps that wait for the same slice leave their
 // schedulers' other warps to issue mma (ln_mma_rows.cu's per-slice barriers).
-// kBK_: K-tiles of 32 (64-byte rows of A) or 64 (128-byte rows: half the barriers a K).
+// kBK_: K-tiles of 32 (64-byte rows of A) or 64 (128-byte rows: half the barriers a K; measured
+// no faster, so the ladder stays at 32).
 template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, bool kPrefetch_,
           bool kSpread_ = false, int kBK_ = 32>
 struct MmaTile {

@@ -21,10 +21,11 @@
 //      a W tile's 64-column slice copied by the two warps that read it, who wait for it with a
 //      barrier of their own (bar.sync on one of 4 named barriers), not the block's; after a
 //      column tile's last K-tile, y = acc + b (the bias read once a tile), stored from the
-//      registers.
+//      registers; a slice's two warps sit on two schedulers, and every address of the loop is
+//      worked out once (ln_rows_lean.cuh).
 // Tiles: kRows x 256 output tiles, warps of 64 x 64 (8 warps at 128 rows; 4 at 64 or 32 rows,
 // for GPUs with less shared memory), a ring of 32 KiB (what shared memory leaves beside a
-// 128-row panel at C = 768): 2 stages of 32 x 256 or 4 of 16 x 256 (LoopForm).
+// 128-row panel at C = 768): 2 stages of 32 x 256.
 // Shared memory at C = 768: 128 x 776 x 2 = 194 KiB of panel + 32 KiB of ring: one block an SM
 // on an H100 (227 KiB); 64 rows on an A100 (163 KiB), 32 on sm_86 / sm_89 (99 KiB). gamma, beta
 // and the row statistics live in the ring's later stages until the ring reaches them.
@@ -208,12 +209,11 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
 }
 
 // The main loop's forms (LnRowsShape::loop). kSlices: a W tile's columns are copied and waited
-// for by the warps that read them (a barrier of kWarpsM warps; the B tile's swizzle keeps a
-// 64-column slice's chunks inside the slice), so a slow warp holds back one other warp, not the
-// block. kBias: the bias of the warp's columns read once a column tile, during its last K-tile's
-// multiplies, instead of two loads a stored pair. kSpread (3, 4): a slice's two warps on two
-// schedulers (MmaTile's kSpread). kLean (4): the loop of ln_rows_lean.cuh, every address worked
-// out once. The ring: 2 stages of 32 x 256.
+// for by the warps that read them (a barrier of kWarpsM warps; the swizzle keeps a 64-column
+// slice's chunks inside it), so a slow warp holds back one other warp, not the block. kBias:
+// the bias read once a column tile, not two loads a stored pair. kSpread (3, 4): a slice's two
+// warps on two schedulers (MmaTile's kSpread). kLean (4): ln_rows_lean.cuh's loop, every
+// address worked out once. The ring: 2 stages of 32 x 256.
 template <int kLoop>
 struct LoopForm {
   static constexpr bool kSlices = kLoop >= 1, kBias = kLoop >= 2;

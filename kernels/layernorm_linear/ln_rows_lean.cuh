@@ -5,9 +5,9 @@
 // What changes against LoopForm 3 (the same slices, barriers, bias and warp placement): there each
 // W tile recomputed every address from (tile, K-tile, lane): a division by the K-tiles a column
 // tile, 64-bit products for the 4 copies, the swizzle and the panel's row products for 16
-// ldmatrix. Nsight Compute counted ~390 instructions a warp per W tile, 64 of them mma: integer
-// arithmetic filled the issue slots of two warps a scheduler and its dependent chains ("wait"
-// stalls) left the tensor pipe idle. Here:
+// ldmatrix. Nsight Compute showed that integer arithmetic, several times the mma, filled the
+// issue slots of two warps a scheduler and its dependent chains ("wait" stalls) left the
+// tensor pipe idle. Here:
 //   - a thread's copies of a W tile are rows r0 + 8 j (j < 4) of one 16-byte chunk column, so
 //     their shared-memory offsets are one swizzled offset plus constants, their global addresses
 //     one pointer per W tile plus multiples of 8 rows;

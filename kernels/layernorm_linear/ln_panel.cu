@@ -52,6 +52,7 @@ template <typename T>
 struct PanelPlan {
   int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
   int stages = 1;               // W's slice in this many commit groups along K (no split of K only)
+  int w_when = 0;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
   __host__ __device__ int stage_k(int s) const { return k / 16 * s / stages * 16; }
   __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
   __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
@@ -73,6 +74,19 @@ struct PanelPlan {
     return red_offset() + (split_k() ? sizeof(float) * size_t(kPanelThreads) * 8 : 0);
   }
 };
+
+// W's slice into shared memory in plan.stages commit groups along K.
+template <typename T>
+__device__ __forceinline__ void ask_for_w(const LnArgs<T>& a, const PanelPlan<T>& plan, T* ws,
+                                          int64_t n0) {
+  const int ld_w = plan.ld_w();
+  for (int st = 0; st < plan.stages; ++st) {
+    const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
+    tc::copy_tile<T, kPanelThreads, true>(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n,
+                                          k1 - k0, plan.bn, k1 - k0, a.n - n0);
+    tc::async_commit();
+  }
+}
 
 // cp.async.wait_group takes an immediate: this thread's copies but the newest n groups in.
 __device__ __forceinline__ void wait_all_but(int n) {
@@ -182,23 +196,19 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
-  // 1. copy: x's panel first (its own commit group), then W's slice.
+  // 1. copy: x's panel first (its own commit group), then W's slice (or later: plan.w_when).
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
   tc::async_commit();
-  for (int st = 0; st < plan.stages; ++st) {  // W's slice in stages along K
-    const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
-    tc::copy_tile<T, kThreads, true>(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n,
-                                     k1 - k0, bn, k1 - k0, a.n - n0);
-    tc::async_commit();
-  }
+  if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
   if (bn % 16 != 0) {  // a last item's second half reads W's padding: zeros, never stored
     for (int r = threadIdx.x; r < k; r += kThreads) {
       *reinterpret_cast<uint4*>(ws + r * ld_w + bn) = make_uint4(0, 0, 0, 0);
     }
   }
-  wait_all_but(plan.stages);  // x's panel
+  wait_all_but(plan.w_when == 0 ? plan.stages : 0);  // x's panel
   __syncthreads();
+  if (plan.w_when == 1) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelIn);
 
   // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
@@ -212,6 +222,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   }
   __syncthreads();
   normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
+  if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelNormalize);
 
   // 3. multiply: with more items than warps, each warp two items over all of K, W's stages as
@@ -265,15 +276,19 @@ __global__ void __launch_bounds__(kPanelThreads)
 // false when nothing fits.
 // Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
 // plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
-// in that many stages along K (one measured fastest: docs/PERFORMANCE.md).
+// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 1 asks
+// for W once x is in, 2 once x is normalized (0: with x's copies).
 struct PanelSearch {
-  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1;
+  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 0;
 };
 inline PanelSearch panel_search(int elem_bytes) {
   PanelSearch s;
   if (elem_bytes == 4) s.step = 16, s.most_bn = 64;
   if (const char* st = std::getenv("FL_LN_PANEL_STAGES"); st != nullptr) {
     s.stages = std::min(4, std::max(1, std::atoi(st)));
+  }
+  if (const char* w = std::getenv("FL_LN_PANEL_W"); w != nullptr) {
+    s.w_when = std::min(2, std::max(0, std::atoi(w)));
   }
   const char* env = std::getenv("FL_LN_PANEL");
   if (env == nullptr) return s;
@@ -294,7 +309,7 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
     for (int bn = search.step; bn <= search.most_bn; bn += search.step) {
       if (search.bn > 0 && bn != search.bn) continue;
       PanelPlan<T> p;
-      p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages;
+      p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages, p.w_when = search.w_when;
       if (p.bytes() > size_t(optin) || p.items() > 2 * (kPanelThreads / 32)) continue;
       const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
       FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -223,7 +223,7 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   // they land, fp32's 16-row tiles at every token count.
   const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
       {"hidden_slice", {}},
-      {"hidden_slice W2 first", {0, 1, false, fl::kSliceRowsTo, true}},
+      {"hidden_slice W2 late", {0, 1, false, fl::kSliceRowsTo, false, true}},
       {"hidden_slice fp32 tiles", {0, 1, false, 0}},
   };
   size_t slice_bytes = 0;
@@ -291,9 +291,9 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  // ln_panel with its plan, the earlier plan (multiples of 16 columns), forced shapes, and W in 2
-  // or 4 stages along K (FL_LN_PANEL and FL_LN_PANEL_STAGES, read by the plan at each launch); a
-  // shape that does not fit is left out.
+  // ln_panel with its plan, the earlier plan (multiples of 16 columns), W in 2 stages along K, W
+  // asked for once x is in or once it is normalized (FL_LN_PANEL, FL_LN_PANEL_STAGES and
+  // FL_LN_PANEL_W, read by the plan at each launch); a shape that does not fit is left out.
   auto panel = [&, bf](const char* plan, const char* stages) {
     if (plan == nullptr) {
       unsetenv("FL_LN_PANEL");
@@ -329,22 +329,29 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   };
   std::vector<Chain> chains = {
       {"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}};
-  const std::pair<const char*, const char*> panels[] = {{"", "1"}, {"16", "1"},    {"", "2"},
-                                                        {"", "4"}, {"64x64", "2"}, {"32x64", "2"}};
-  for (const auto& [plan, stages] : panels) {
-    const char* env = plan[0] == 0 ? nullptr : plan;
-    if (!panel(env, stages).ok()) continue;
-    const std::string name = std::string("ln_panel ") + (env ? env : "plan") +
-                             (stages[0] == '1' ? "" : " S=") + (stages[0] == '1' ? "" : stages);
-    chains.push_back({name, [&, env, stages = stages] {
-                        const fl::Status st = panel(env, stages);
+  struct PanelCase {
+    const char *plan, *stages, *w;  // FL_LN_PANEL ("": the plan's), _STAGES, _W
+  };
+  const PanelCase panels[] = {{"", "1", "0"}, {"16", "1", "0"}, {"", "2", "0"},
+                              {"", "1", "1"}, {"", "1", "2"},   {"", "2", "2"}};
+  for (const PanelCase& pc : panels) {
+    const char* env = pc.plan[0] == 0 ? nullptr : pc.plan;
+    setenv("FL_LN_PANEL_W", pc.w, 1);
+    if (!panel(env, pc.stages).ok()) continue;
+    const std::string name =
+        std::string("ln_panel ") + (env ? env : "plan") + " S=" + pc.stages + " W=" + pc.w;
+    chains.push_back({name, [&, env, pc] {
+                        setenv("FL_LN_PANEL_W", pc.w, 1);
+                        const fl::Status st = panel(env, pc.stages);
                         unsetenv("FL_LN_PANEL");
                         unsetenv("FL_LN_PANEL_STAGES");
+                        unsetenv("FL_LN_PANEL_W");
                         return st;
                       }});
   }
   unsetenv("FL_LN_PANEL");
   unsetenv("FL_LN_PANEL_STAGES");
+  unsetenv("FL_LN_PANEL_W");
   CUDA(cudaDeviceSynchronize());
   compare_many(
       "layernorm_linear", p, m, t, reps,

@@ -8,10 +8,11 @@
 // and the slice is as narrow as it takes for every SM to have one block.
 // Block (j, i) computes y[r i .. r i + r, j bn .. j bn + bn) (r = 16, 32 or 64 rows) over all of
 // K = C, with no split of K and so no exchange between blocks:
-//   1. copy:      the row chunk's x panel (r x C) and W's column slice into shared memory, all
-//                 in flight at once; gamma and beta meanwhile;
-//   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
-//                 memory), then the panel normalized in place, rounded as level 0's xn;
+//   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma and beta meanwhile;
+//                 once x is in, all of W's column slice asked for at once (asked for with x's
+//                 copies, x took longer to land: docs/PERFORMANCE.md);
+//   2. moments:   while W lands, each row's mean and 1/std (a warp per row, two passes over
+//                 shared memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
 //                 splits' partial sums added through shared memory, b added, y stored; with
@@ -52,7 +53,7 @@ template <typename T>
 struct PanelPlan {
   int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
   int stages = 1;               // W's slice in this many commit groups along K (no split of K only)
-  int w_when = 0;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
+  int w_when = 1;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
   __host__ __device__ int stage_k(int s) const { return k / 16 * s / stages * 16; }
   __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
   __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
-  // 1. copy: x's panel first (its own commit group), then W's slice (or later: plan.w_when).
+  // 1. copy: x's panel (its own commit group), then W's slice once x is in (plan.w_when).
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
   tc::async_commit();
   if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
@@ -276,10 +277,10 @@ __global__ void __launch_bounds__(kPanelThreads)
 // false when nothing fits.
 // Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
 // plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
-// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 1 asks
-// for W once x is in, 2 once x is normalized (0: with x's copies).
+// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 0 asks
+// for W with x's copies, 2 once x is normalized (1, the plan's: once x is in, measured fastest).
 struct PanelSearch {
-  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 0;
+  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 1;
 };
 inline PanelSearch panel_search(int elem_bytes) {
   PanelSearch s;

@@ -75,11 +75,7 @@ __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPl
     __syncthreads();
     if (by_address && one) {
       const int k0 = plan.stage_k(s), k1 = plan.stage_k(s + 1);
-      if (plan.form & kPanelFragmentsAhead) {
-        two_items_by_address<T, true>(acc[0][0], acc[1][0], ap, bp, ld_x, ld_w, k0, k1, two);
-      } else {
-        two_items_by_address<T, false>(acc[0][0], acc[1][0], ap, bp, ld_x, ld_w, k0, k1, two);
-      }
+      two_items_by_address(acc[0][0], acc[1][0], ap, bp, ld_x, ld_w, k0, k1, two);
       continue;
     }
     for (int k = plan.stage_k(s); one && k < plan.stage_k(s + 1); k += 16) {
@@ -98,10 +94,10 @@ __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPl
   }
 }
 
-// kMinBlocks 2 lets ptxas keep 64 registers a thread (two blocks an SM where shared memory
-// allows), 1 up to 128 (the plan's kPanelOneBlock form).
-template <typename T, int kMinBlocks>
-__global__ void __launch_bounds__(kPanelThreads, kMinBlocks)
+// Launch bounds of one block an SM: up to 128 registers a thread (without the 1 ptxas kept 64
+// and spilled; a second block an SM never fits the panel's shared memory at C = 768 anyway).
+template <typename T>
+__global__ void __launch_bounds__(kPanelThreads, 1)
     ln_gemm_panel_kernel(LnArgs<T> a, PanelPlan<T> plan) {
   constexpr int kThreads = kPanelThreads, kWarps = kThreads / 32;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -204,12 +200,6 @@ __global__ void __launch_bounds__(kPanelThreads, kMinBlocks)
 // slices of 72 columns at 256 (one wave: 64 x 48, the best multiple of 16, took two). *ok is
 // false when nothing fits.
 template <typename T>
-const void* panel_kernel(const PanelPlan<T>& p) {
-  return p.form & kPanelOneBlock ? reinterpret_cast<const void*>(ln_gemm_panel_kernel<T, 1>)
-                                 : reinterpret_cast<const void*>(ln_gemm_panel_kernel<T, 2>);
-}
-
-template <typename T>
 Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
   *ok = false;
   const PanelSearch search = panel_search(int(sizeof(T)));
@@ -223,7 +213,7 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
       p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages, p.w_when = search.w_when;
       p.form = search.form;
       if (p.bytes() > size_t(optin) || p.items() > 2 * (kPanelThreads / 32)) continue;
-      const void* kernel = panel_kernel(p);
+      const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
       FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(p.bytes())));
       int per_sm = 0;
@@ -257,15 +247,12 @@ Status try_ln_panel(const LnArgs<T>& a, int sms, cudaStream_t stream, bool* laun
   FL_TRY(plan_ln_panel(a, sms, optin, &plan, launched));
   if (!*launched) return Status::Ok();
   // The plan's search left the attribute at the last candidate's bytes: set the chosen one's.
-  FL_CUDA_TRY(cudaFuncSetAttribute(panel_kernel(plan), cudaFuncAttributeMaxDynamicSharedMemorySize,
+  FL_CUDA_TRY(cudaFuncSetAttribute(ln_gemm_panel_kernel<T>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.bytes())));
   const dim3 grid(static_cast<unsigned>((a.n + plan.bn - 1) / plan.bn),
                   static_cast<unsigned>((a.m + plan.rows - 1) / plan.rows));
-  if (plan.form & kPanelOneBlock) {
-    ln_gemm_panel_kernel<T, 1><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
-  } else {
-    ln_gemm_panel_kernel<T, 2><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
-  }
+  ln_gemm_panel_kernel<T><<<grid, kPanelThreads, plan.bytes(), stream>>>(a, plan);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

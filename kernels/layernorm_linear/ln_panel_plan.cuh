@@ -15,16 +15,14 @@ namespace fl::layernorm_linear {
 constexpr int kPanelRows = 64;      // rows per block (the row chunk)
 constexpr int kPanelThreads = 512;  // 16 warps
 
-// How the block issues its copies and multiplies (bits of PanelPlan::form): lane addresses of
-// the two-item multiplies computed once and stepped by constants (bf16); copies whose row and
-// column advance by constants (no division a 16-byte chunk); launch bounds of one block an SM
-// (up to 128 registers a thread, where two blocks hold ptxas to 64 and it spills on sm_80); the
-// normalization stepped the same way with gamma and beta read 16 bytes at a time; the next
-// k-step's fragments asked for before this step's mma (with the lane addresses).
-constexpr int kPanelMmaByAddress = 1, kPanelCopyStepped = 2, kPanelOneBlock = 4;
-constexpr int kPanelNormalizeStepped = 8, kPanelFragmentsAhead = 16;
-constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelOneBlock |
-                            kPanelNormalizeStepped | kPanelFragmentsAhead;
+// How the block issues its copies, normalizes and multiplies (bits of PanelPlan::form; the plan
+// takes all of them, docs/PERFORMANCE.md has each measured): lane addresses of the two-item
+// multiplies computed once and stepped by constants (bf16); copies whose row and column advance
+// by constants (copy_tile divides at every 16-byte chunk); the normalization stepped the same
+// way with gamma and beta read 16 bytes at a time (normalize_rows' Vec16 references compile
+// to 2-byte loads, 16 a chunk).
+constexpr int kPanelMmaByAddress = 1, kPanelCopyStepped = 2, kPanelNormalizeStepped = 8;
+constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNormalizeStepped;
 
 template <typename T>
 struct PanelPlan {

@@ -103,10 +103,8 @@ __device__ __forceinline__ void store_item(const LnArgs<T>& a, int64_t m0, int64
 
 // Two 16 x 16 items of a warp over k in [k0, k1) (bf16; the second only with `two`), the steps
 // of the two interleaved: each item's ldmatrix lane addresses computed once and advanced by
-// constants (tc::WarpStep works them out again at every k-step). kAhead: the next step's
-// fragments are asked for before this step's mma (Nsight Compute: the mma waited on its
-// ldmatrix, short scoreboard, in the plain form).
-template <typename T, bool kAhead>
+// constants (tc::WarpStep works them out again at every k-step).
+template <typename T>
 __device__ __forceinline__ void two_items_by_address(float (&c0)[2][4], float (&c1)[2][4],
                                                      const T* const (&ap)[2],
                                                      const T* const (&bp)[2], int ld_x, int ld_w,
@@ -134,19 +132,13 @@ __device__ __forceinline__ void two_items_by_address(float (&c0)[2][4], float (&
       a_addr[i] += 32;
       b_addr[i] += b_step;
     };
-    unsigned f[2][8], next[2][8];
-    if (kAhead && k0 < k1) {
-      load(0, f[0]);
-      if (two) load(1, f[1]);
-    }
+    unsigned f[2][8];
 #pragma unroll 2
     for (int k = k0; k < k1; k += 16) {
-      const bool more = k + 16 < k1;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         if (i == 1 && !two) break;
-        if (!kAhead) load(i, f[i]);
-        if (kAhead && more) load(i, next[i]);
+        load(i, f[i]);
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -154,8 +146,6 @@ __device__ __forceinline__ void two_items_by_address(float (&c0)[2][4], float (&
         float(&c)[2][4] = i == 0 ? c0 : c1;
         Mma::mma(c[0], f[i][0], f[i][1], f[i][2], f[i][3], f[i][4], f[i][5]);
         Mma::mma(c[1], f[i][0], f[i][1], f[i][2], f[i][3], f[i][6], f[i][7]);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) f[i][j] = kAhead && more ? next[i][j] : f[i][j];
       }
     }
   }

@@ -327,7 +327,7 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   };
   // The plan's form ("-"), then each form bit (kPanelForms) alone and all of them.
   const PanelCase panels[] = {{"", "1", "1", "-"}, {"", "1", "1", "0"}, {"", "1", "1", "1"},
-                              {"", "1", "1", "2"}, {"", "1", "1", "4"}, {"", "1", "1", "7"}};
+                              {"", "1", "1", "2"}, {"", "1", "1", "8"}, {"", "1", "1", "11"}};
   auto unset = [] {
     for (const char* v : {"FL_LN_PANEL", "FL_LN_PANEL_STAGES", "FL_LN_PANEL_W", "FL_LN_PANEL_FORM"})
       unsetenv(v);

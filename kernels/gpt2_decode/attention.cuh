@@ -46,16 +46,16 @@ __device__ __forceinline__ float2 key_pair(const unsigned* smem_rows, const unsi
                        : unpack2(ld_cg(rows + p * (kHeadDim / 2) + lane));
 }
 
-// cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
-// rows of 64 each), copied there by the megakernel before the task's inputs were ready.
-// after_inputs() runs once, by every thread, when the queries are in shared memory.
+// The keys `range` of one head: every warp's running max, sum and P V left in smem (q, then
+// acc, wm and wl below) for merge_warps. cached_kv: null, or the range's cached keys then values
+// in shared memory (SplitKeys::cached rows of 64 each), copied there by the megakernel before
+// the task's inputs were ready. after_inputs() runs once, by every thread, when the queries are
+// in shared memory.
 template <class AfterInputs = NoHook>
-__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
-                             const bf16* cached_kv = nullptr,
-                             const AfterInputs& after_inputs = NoHook{}) {
+__device__ void attend_keys(const DecodeArgs& a, int layer, int head, const SplitKeys& range,
+                            float* smem, const bf16* cached_kv, const AfterInputs& after_inputs) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
-  const SplitKeys range = split_keys_of(a, split);
   const int p0 = range.first, p1 = range.end;
   const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;
   const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
@@ -121,9 +121,16 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   }
   __syncthreads();
   probe_mark(a, kProbeCompute);
-  // The split's max, sum and o from the warps': each warp's scaled to the largest max.
-  float* part = a.partials + int64_t(head) * a.splits * kPartStride;
-  for (int i = threadIdx.x; i < t * 32; i += kThreads) {
+}
+
+// The max, sum and o of the keys attend_keys saw, from the warps': each warp's scaled to the
+// largest max; out(j, l2, o, m, l) takes token j's dims 2 l2 and 2 l2 + 1 (and the max and sum).
+template <class Out>
+__device__ void merge_warps(const DecodeArgs& a, const float* smem, const Out& out) {
+  const float2* acc = reinterpret_cast<const float2*>(smem + kMaxTokens * kHeadDim);
+  const float* wm = smem + kMaxTokens * kHeadDim + kWarps * kMaxTokens * kHeadDim;
+  const float* wl = wm + kWarps * kMaxTokens;
+  for (int i = threadIdx.x; i < a.tokens * 32; i += kThreads) {
     const int j = i / 32, l2 = i % 32;
     float m = -INFINITY, l = 0.f;
     for (int w = 0; w < kWarps; ++w) m = fmaxf(m, wm[w * kMaxTokens + j]);
@@ -136,11 +143,23 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
       o.y += f * ow.y;
       l += f * wl[w * kMaxTokens + j];
     }
+    out(j, l2, o, m, l);
+  }
+}
+
+// One split: its keys, then its max, sum and o into the partial sums.
+template <class AfterInputs = NoHook>
+__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
+                             const bf16* cached_kv = nullptr,
+                             const AfterInputs& after_inputs = NoHook{}) {
+  attend_keys(a, layer, head, split_keys_of(a, split), smem, cached_kv, after_inputs);
+  float* part = a.partials + int64_t(head) * a.splits * kPartStride;
+  merge_warps(a, smem, [&](int j, int l2, float2 o, float m, float l) {
     float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
     mine[2 * l2] = o.x;
     mine[2 * l2 + 1] = o.y;
     if (l2 == 0) mine[64] = m, mine[65] = l;
-  }
+  });
 }
 
 // The three-pass form's softmax, a warp per token: each of the t tokens' rows of `keys` scores

@@ -90,6 +90,22 @@ constexpr uint8_t kBumpsHeads = 1;
 // the head's partial sums into its 64 outputs and alone bumps done_counter, whose target is
 // then kHeads: proj reads 768 values instead of every split's sums.
 constexpr uint8_t kCombinesHead = 2;
+// With attention and proj as one stage (TaskListShape::fused_proj): an attention task with
+// kProjects takes a whole head (every key, no splits) and its share of proj: the head's 64
+// outputs times kProjRows rows of Wproj's head columns, added (red.add) into the residual and
+// the next layer's residual; first = head * kProjParts + part. Its qkv tasks carry
+// kInitsResidual: each writes its share of both residuals' starting values (x + bproj, and
+// x + bproj + bout), columns [2 * (first / 6), 2 * ((first + count) / 6)).
+constexpr uint8_t kProjects = 4;
+constexpr uint8_t kInitsResidual = 8;
+constexpr int kProjParts = 4;               // tasks a head (each the whole head's softmax)
+constexpr int kProjRows = kC / kProjParts;  // proj outputs a task adds
+constexpr int kProjSliceBytes = kProjRows * kHeadDim * 2;  // its Wproj part (24 KB)
+// Whether a step over `cache` cached positions fits the fused stage: the head's cached keys
+// and values and the Wproj part in both of a block's weight buffers at once.
+constexpr bool fused_proj_fits(int cache, int buffer_bytes) {
+  return int64_t(cache) * kHeadDim * 2 * 2 + kProjSliceBytes <= 2 * int64_t(buffer_bytes);
+}
 // The heads whose rows [first, first + count) of Wqkv's output a qkv slice holds (q, k and v
 // rows of head h are the 64-row blocks h, 12 + h and 24 + h; a slice of at most 64 rows touches
 // one or two blocks): the first and the last, equal when it touches one.
@@ -118,6 +134,7 @@ struct TaskListShape {
   bool head_waits = false;              // attention waits for its own head's qkv rows only
   int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
   bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
+  bool fused_proj = false;              // attention and proj one stage (where it fits)
 };
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
@@ -170,6 +187,13 @@ struct MegakernelOptions {
   // It changed nothing: the copies landing during a task slow its compute and its release
   // whichever thread issued them.
   int copy_thread = 0;
+  // Attention and proj as one stage where a head's cached keys and values fit a block's two
+  // weight buffers (kProjects): kProjParts tasks a head, each the whole head's softmax and
+  // its kProjRows outputs of proj added into the residual, so a layer is three stages, not four.
+  bool fused_proj = false;
+  // linear_slice holds up to four rows a warp (not two) where a slice has more than 16 rows,
+  // so a slice of 18-32 rows is one pass.
+  bool wide_rows = false;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -181,6 +205,7 @@ struct DecodeTaskList {
   std::vector<int> block_begin;  // blocks + 1 entries
   int counters = 0;              // dependency counters (the kernel adds one "blocks done" count)
   int splits = 0;                // attention splits per head
+  bool fused_proj = false;       // attention and proj one stage (TaskListShape::fused_proj)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

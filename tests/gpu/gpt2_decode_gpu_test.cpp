@@ -31,6 +31,7 @@ struct Variant {
 std::vector<Variant> option_sets() {
   gpt2::MegakernelOptions before;  // the form of the one-pass attention, every cut off
   before.skip_own_poll = before.head_combine = false;
+  before.fused_proj = before.wide_rows = false;
   before.residual_copies = 1;
   before.copy_thread = 0;
   before.copies_after_inputs = false;
@@ -59,6 +60,18 @@ std::vector<Variant> option_sets() {
   });
   with("+ skip, combine",
        [](gpt2::MegakernelOptions& o) { o.skip_own_poll = o.head_combine = true; });
+  with("+ wide rows", [](gpt2::MegakernelOptions& o) { o.wide_rows = true; });
+  with("+ fused proj", [](gpt2::MegakernelOptions& o) { o.fused_proj = true; });
+  with("+ fused proj, wide rows",
+       [](gpt2::MegakernelOptions& o) { o.fused_proj = o.wide_rows = true; });
+  return sets;
+}
+// The sets MegakernelVariants times (the others were measured before): the first, then the
+// last three.
+std::vector<Variant> timed_sets() {
+  const std::vector<Variant> all = option_sets();
+  std::vector<Variant> sets = {all.front()};
+  sets.insert(sets.end(), all.end() - 3, all.end());
   return sets;
 }
 
@@ -170,6 +183,8 @@ gpt2::MegakernelOptions other_options() {
   o.head_combine = !o.head_combine;
   o.residual_copies = o.residual_copies == 1 ? 3 : 1;
   o.copy_thread = o.copy_thread == 0 ? 32 : 0;
+  o.fused_proj = !o.fused_proj;
+  o.wide_rows = !o.wide_rows;
   return o;
 }
 
@@ -236,22 +251,29 @@ void print_chain(const std::vector<PhaseRecord>& records, const gpt2::DecodeTask
   for (auto& [block, list_of] : by_block)
     std::sort(list_of.begin(), list_of.end(),
               [&](size_t x, size_t y) { return records[x].start_ns < records[y].start_ns; });
+  // The stage before each (with attention and proj fused, a layer has no proj stage).
+  std::vector<int> before_of(stages, -1);
+  for (int st = 1, last = max_end[0] != 0 ? 0 : -1; st < stages; ++st) {
+    before_of[st] = last;
+    if (max_end[st] != 0) last = st;
+  }
   // Where a stage's last-ending task came from: its block's task before it (the stage before's
   // last-ending one? a task of the stage before?), and the block's gap between the two.
   int same = 0, adjacent = 0, counted = 0;
   double gap = 0, early = 0;
   for (int st = 1; st < stages; ++st) {
-    if (max_end[st] == 0 || max_end[st - 1] == 0) continue;
+    const int b = before_of[st];
+    if (max_end[st] == 0 || b < 0) continue;
     const PhaseRecord& c = records[crit[st]];
     const std::vector<size_t>& mine = by_block[c.block];
     const auto at = std::find(mine.begin(), mine.end(), crit[st]);
     if (at == mine.begin()) continue;
     const PhaseRecord& prev = records[*(at - 1)];
     ++counted;
-    same += *(at - 1) == crit[st - 1];
-    adjacent += stage_of(prev) == st - 1;
+    same += *(at - 1) == crit[b];
+    adjacent += stage_of(prev) == b;
     gap += (double(c.start_ns) - double(prev.end_ns)) / 1e3;
-    early += (double(max_end[st - 1]) - double(prev.end_ns)) / 1e3;
+    early += (double(max_end[b]) - double(prev.end_ns)) / 1e3;
   }
   double k_stage[gpt2::kTaskKinds] = {}, k_hop[gpt2::kTaskKinds] = {},
          k_late[gpt2::kTaskKinds] = {}, k_run[gpt2::kTaskKinds] = {};
@@ -259,8 +281,8 @@ void print_chain(const std::vector<PhaseRecord>& records, const gpt2::DecodeTask
   for (int st = 1; st < stages; ++st) {
     const int kind =
         st == stages - 1 ? int(gpt2::TaskKind::final_norm) : st % gpt2::kStagesPerLayer;
-    const uint64_t before = max_end[st - 1];
-    if (max_end[st] == 0 || before == 0) continue;
+    if (max_end[st] == 0 || before_of[st] < 0) continue;
+    const uint64_t before = max_end[before_of[st]];
     k_stage[kind] += (max_end[st] - before) / 1e3;
     k_hop[kind] += (double(min_start[st]) - double(before)) / 1e3;
     k_late[kind] += (double(crit_start[st]) - double(before)) / 1e3;
@@ -448,7 +470,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
-  std::vector<Variant> variants = option_sets();
+  std::vector<Variant> variants = timed_sets();
   variants.push_back({"before (again, drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
@@ -548,7 +570,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // the copies from warp 1 after the inputs.
   const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.back().options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -147,12 +147,15 @@ __device__ void merge_warps(const DecodeArgs& a, const float* smem, const Out& o
   }
 }
 
-// One split: its keys, then its max, sum and o into the partial sums.
-template <class AfterInputs = NoHook>
+// One split: its keys, then its max, sum and o into the partial sums. after_keys() runs once,
+// by every thread, when no thread reads cached_kv any more.
+template <class AfterInputs = NoHook, class AfterKeys = NoHook>
 __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
                              const bf16* cached_kv = nullptr,
-                             const AfterInputs& after_inputs = NoHook{}) {
+                             const AfterInputs& after_inputs = NoHook{},
+                             const AfterKeys& after_keys = NoHook{}) {
   attend_keys(a, layer, head, split_keys_of(a, split), smem, cached_kv, after_inputs);
+  after_keys();
   float* part = a.partials + int64_t(head) * a.splits * kPartStride;
   merge_warps(a, smem, [&](int j, int l2, float2 o, float m, float l) {
     float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;

@@ -86,7 +86,8 @@ __device__ void attend_and_project(const DecodeArgs& a, int layer, int head, int
     float sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int gg = 0; gg < kGroups; ++gg) {
-      const float4 v = reinterpret_cast<const float4*>(work + (gg * kMaxTokens + j) * kProjRows)[qq];
+      const float4 v =
+          reinterpret_cast<const float4*>(work + (gg * kMaxTokens + j) * kProjRows)[qq];
       sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
     }
     const int n = part * kProjRows + 4 * qq;

@@ -202,10 +202,15 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
 // `copier`; `landed` completes when they are in, also when there are none) or by cp.async, then
 // its small parameters by cp.async. One commit group per task, so "all but the newest group" is
 // always the running task's.
+// part: kCopyAll; kCopyLarge (bulk only: the large ranges, issued early) or kCopySmall (the
+// rest, later).
+enum CopyPart { kCopyAll, kCopyLarge, kCopySmall };
 __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                    int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0) {
+                                    int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0,
+                                    CopyPart part = kCopyAll) {
   const TaskRanges r = task_ranges(a, task, buffer_bytes);
-  if (bulk) {
+  if (part == kCopySmall) {
+  } else if (bulk) {
     if (threadIdx.x == copier) {
       const int bytes = r.bytes[0] + r.bytes[1] + r.bytes[2];
       hopper::arrive_expect_bytes(landed, static_cast<uint32_t>(bytes));
@@ -215,8 +220,19 @@ __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task,
   } else {
     for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k]);
   }
+  if (part == kCopyLarge) return;
   copy_small_params(a, task, buffer, buffer_bytes);
   cp_async_commit();
+}
+
+// Whether a task's large ranges stay clear of the small parameters at its buffer's end (which
+// the task before it in that buffer may still read while they land).
+__device__ inline bool clear_of_extras(const DecodeArgs& a, const DecodeTask& task,
+                                       int buffer_bytes) {
+  const TaskRanges r = task_ranges(a, task, buffer_bytes);
+  int top = 0;
+  for (int k = 0; k < kMaxRanges; ++k) top = max(top, r.bytes[k] > 0 ? r.at[k] + r.bytes[k] : 0);
+  return top <= buffer_bytes - kExtrasBytes;
 }
 
 // The L2 prefetch of a task ahead: its large ranges in pieces of 8 KB over the lanes of one

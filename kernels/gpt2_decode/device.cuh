@@ -360,10 +360,13 @@ __device__ void slice_products(const Op& op, const bf16* W, int first, int count
 
 // `wide` (the megakernel's option wide_rows): a slice of K = C with more than 16 rows takes
 // four rows a warp at a time, so up to 32 rows are one pass.
-template <class Op, bool kSharedSums = true, class AfterInputs = NoHook>
+// after_weights() runs once, by every thread, when no thread reads W any more (the megakernel
+// may then start copying another task's weights over it).
+template <class Op, bool kSharedSums = true, class AfterInputs = NoHook,
+          class AfterWeights = NoHook>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
                              float* sums, const AfterInputs& after_inputs = NoHook{},
-                             bool wide = false) {
+                             bool wide = false, const AfterWeights& after_weights = NoHook{}) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   static_assert(kChunk <= 32, "a lane per token of a chunk");
@@ -387,6 +390,7 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     if (kSharedSums) {
       __syncthreads();
       probe_mark(op.a, kProbeCompute);
+      if (j0 + kChunk >= t) after_weights();
       finish_rows(op, j0, tc, first, count, sums);
     }
   }

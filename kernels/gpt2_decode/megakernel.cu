@@ -144,11 +144,13 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // Whether the task's count is to be bumped (with head combines, only a head's last split's).
 // A fused attention task (kProjects) holds both buffers (buffer is the first); after_attention()
 // runs once, by every thread, when its keys and values are read.
-template <class AfterInputs, class AfterAttention>
+// after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
+// its weights or keys (the early copies' point); not at all for the others.
+template <class AfterInputs, class AfterAttention, class AfterWeights>
 __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
                          int buffer_bytes, float* work, float* sums, unsigned* counters,
                          const MegakernelOptions& options, const AfterInputs& after_inputs,
-                         const AfterAttention& after_attention) {
+                         const AfterAttention& after_attention, const AfterWeights& after_weights) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
@@ -157,7 +159,7 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
     case TaskKind::qkv: {
       const int init_rows = task.flags & kInitsResidual ? task.count : 0;
       linear_slice<QkvOp, true>(QkvOp{a, layer, p, init_rows}, weights, task.first, task.count,
-                                work, sums, after_inputs, wide);
+                                work, sums, after_inputs, wide, after_weights);
       break;
     }
     case TaskKind::attention: {
@@ -170,7 +172,7 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
       if (options.one_pass_attention)
-        attend_split(a, layer, head, split, work, kv, after_inputs);
+        attend_split(a, layer, head, split, work, kv, after_inputs, after_weights);
       else
         attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
       if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
@@ -184,7 +186,7 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
       op.combined = options.head_combine;
       linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs,
-                                 wide);
+                                 wide, after_weights);
       break;
     }
     case TaskKind::mlp: {
@@ -282,10 +284,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   const int copier = options.copy_thread;
-  auto issue = [&](int k, int b) {  // task k's bytes into buffer b
-    issue_copies(a, tasks[k], buffers[b], buffer_bytes, bulk, &landed[b], copier);
+  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
+    issue_copies(a, tasks[k], buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
   };
-  if (begin < end) issue(begin, 0);
+  bool large_in_flight = false;  // the next task's large ranges were issued early
+  if (begin < end) issue(begin, 0, kCopyAll);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
@@ -306,7 +309,18 @@ __global__ void __launch_bounds__(kThreads, 1)
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when == at) issue(i + 1, next);
+      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
+    };
+    // Early copies (an option, bulk copies only): the task after next, into this task's buffer
+    // once this task has read its weights, where both it and the next one run the plain way.
+    const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
+                           i + 2 < end && !(tasks[i + 2].flags & kProjects);
+    bool early = false;
+    auto issue_early = [&] {
+      if (may_early && clear_of_extras(a, tasks[i + 2], buffer_bytes)) {
+        issue(i + 2, cur, kCopyLarge);
+        early = true;
+      }
     };
     issue_next(NextCopies::before_wait);
     if (prefetcher && i + 1 + ahead < end)
@@ -327,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool counts = run_task(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
-        [&] { issue_next(NextCopies::after_attention); });
+        [&] { issue_next(NextCopies::after_attention); }, issue_early);
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     issue_next(NextCopies::after_task);
     const uint64_t written = phase_clock();
@@ -339,6 +353,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       probe_task(a, task.kind, asked, seen, started, written, ended);
     }
     cur = next;
+    large_in_flight = early;
   }
   // The last block out resets every counter (none is read after its block's last wait).
   if (threadIdx.x == 0) {

@@ -135,7 +135,11 @@ struct TaskListShape {
   int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
   bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
   bool fused_proj = false;              // attention and proj one stage (where it fits)
+  bool proj_apart = false;              // proj on the blocks attention leaves free
 };
+// With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
+// dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
+constexpr int kProjApartTasks = 24;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -194,6 +198,14 @@ struct MegakernelOptions {
   // linear_slice holds up to four rows a warp (not two) where a slice has more than 16 rows,
   // so a slice of 18-32 rows is one pass.
   bool wide_rows = false;
+  // proj in kProjApartTasks slices on the blocks that hold no attention task of the layer (at
+  // caches where heads x splits leaves that many free), so no proj task waits for its block to
+  // finish an attention task first.
+  bool proj_apart = false;
+  // sm_90: the task after next starts its weight copy (TMA) as soon as the running task has
+  // read its weights (qkv and proj after their products, attention after its keys), not once
+  // the task before the next has ended; its small parameters follow as before.
+  bool early_copies = false;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -206,6 +218,7 @@ struct DecodeTaskList {
   int counters = 0;              // dependency counters (the kernel adds one "blocks done" count)
   int splits = 0;                // attention splits per head
   bool fused_proj = false;       // attention and proj one stage (TaskListShape::fused_proj)
+  bool proj_apart = false;       // proj on blocks without attention (TaskListShape::proj_apart)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

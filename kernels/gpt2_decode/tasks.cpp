@@ -98,6 +98,10 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   const int fused_tasks = kHeads * kProjParts;
   const int qkv_blocks =
       list.fused_proj && blocks > fused_tasks + kHeads ? blocks - fused_tasks : blocks;
+  // With proj apart, attention's tasks then proj's fill the blocks once: proj's go where the
+  // dealing cursor stands after attention's, on blocks without an attention task.
+  list.proj_apart =
+      shape.proj_apart && !list.fused_proj && kHeads * list.splits + kProjApartTasks <= blocks;
   std::vector<std::vector<DecodeTask>> per_block(blocks);
   int cursor = 0;
   auto deal = [&](const DecodeTask& task) {
@@ -144,8 +148,10 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
           ++count;
         }
       } else {
-        const int rows = slice_rows(stage, stage.kind == TaskKind::qkv ? qkv_blocks : blocks,
-                                    shape.weight_buffer_bytes);
+        const int stage_blocks = stage.kind == TaskKind::qkv                       ? qkv_blocks
+                                 : stage.kind == TaskKind::proj && list.proj_apart ? kProjApartTasks
+                                                                                   : blocks;
+        const int rows = slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
         for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;

@@ -73,7 +73,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.head_waits,
                            options_.min_split_keys,
                            options_.head_combine,
-                           options_.fused_proj && options_.residual_copies == 1};
+                           options_.fused_proj && options_.residual_copies == 1,
+                           options_.proj_apart};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));

@@ -31,7 +31,8 @@ struct Variant {
 std::vector<Variant> option_sets() {
   gpt2::MegakernelOptions before;  // the form of the one-pass attention, every cut off
   before.skip_own_poll = before.head_combine = false;
-  before.fused_proj = before.wide_rows = false;
+  before.fused_proj = before.wide_rows = before.proj_apart = before.early_copies = false;
+  before.l2_ahead = 0;
   before.residual_copies = 1;
   before.copy_thread = 0;
   before.copies_after_inputs = false;
@@ -64,14 +65,19 @@ std::vector<Variant> option_sets() {
   with("+ fused proj", [](gpt2::MegakernelOptions& o) { o.fused_proj = true; });
   with("+ fused proj, wide rows",
        [](gpt2::MegakernelOptions& o) { o.fused_proj = o.wide_rows = true; });
+  with("+ proj apart", [](gpt2::MegakernelOptions& o) { o.proj_apart = true; });
+  with("+ early copies", [](gpt2::MegakernelOptions& o) { o.early_copies = true; });
+  with("+ proj apart, early copies",
+       [](gpt2::MegakernelOptions& o) { o.proj_apart = o.early_copies = true; });
+  with("+ L2 prefetch 1 ahead", [](gpt2::MegakernelOptions& o) { o.l2_ahead = 1; });
   return sets;
 }
 // The sets MegakernelVariants times (the others were measured before): the first, then the
-// last three.
+// last four.
 std::vector<Variant> timed_sets() {
   const std::vector<Variant> all = option_sets();
   std::vector<Variant> sets = {all.front()};
-  sets.insert(sets.end(), all.end() - 3, all.end());
+  sets.insert(sets.end(), all.end() - 4, all.end());
   return sets;
 }
 
@@ -185,6 +191,8 @@ gpt2::MegakernelOptions other_options() {
   o.copy_thread = o.copy_thread == 0 ? 32 : 0;
   o.fused_proj = !o.fused_proj;
   o.wide_rows = !o.wide_rows;
+  o.proj_apart = !o.proj_apart;
+  o.early_copies = !o.early_copies;
   return o;
 }
 
@@ -570,7 +578,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // the copies from warp 1 after the inputs.
   const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.back().options}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
+        sets.at(13).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

@@ -186,6 +186,37 @@ TEST(Gpt2DecodeTasks, FusedProjIsThreeStagesALayer) {
   EXPECT_TRUE(fused_proj_fits(544, 80 * 1024));
 }
 
+// Proj apart (TaskListShape::proj_apart): 24 proj slices of 32 rows on blocks that hold no
+// attention task of the layer; off where heads x splits leaves too few blocks free.
+TEST(Gpt2DecodeTasks, ProjApartAvoidsAttentionsBlocks) {
+  TaskListShape shape{132, 1, 512, 80 * 1024};
+  shape.proj_apart = true;
+  const DecodeTaskList list = build_decode_tasks(shape);
+  ASSERT_TRUE(list.proj_apart);
+  std::map<int, std::set<int>> attention_blocks, proj_blocks;
+  std::map<int, int> proj_rows;
+  for (int b = 0; b < shape.blocks; ++b) {
+    for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
+      const DecodeTask& t = list.tasks[i];
+      if (t.kind == uint8_t(TaskKind::attention)) attention_blocks[t.layer].insert(b);
+      if (t.kind != uint8_t(TaskKind::proj)) continue;
+      proj_blocks[t.layer].insert(b);
+      proj_rows[t.layer] += t.count;
+      EXPECT_EQ(t.count, 32);
+    }
+  }
+  for (int layer = 0; layer < kLayers; ++layer) {
+    EXPECT_EQ(proj_blocks[layer].size(), size_t(kProjApartTasks));
+    EXPECT_EQ(proj_rows[layer], kC);
+    for (int b : proj_blocks[layer]) {
+      EXPECT_EQ(attention_blocks[layer].count(b), 0u) << "block " << b;
+    }
+  }
+  expect_well_formed(shape);
+  shape.cache = 2048;  // 12 x 11 splits fill every block
+  EXPECT_FALSE(build_decode_tasks(shape).proj_apart);
+}
+
 // A qkv slice's heads: q, k and v rows of head h are the 64-row blocks h, 12 + h, 24 + h.
 TEST(Gpt2DecodeTasks, HeadsOfAQkvSlice) {
   int a = 0, b = 0;

@@ -303,11 +303,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
     const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const NextCopies when = !has_next                     ? NextCopies::none
-                            : next_fused                  ? NextCopies::after_task
-                            : fused                       ? NextCopies::after_attention
-                            : options.copies_after_inputs ? NextCopies::after_inputs
-                                                          : NextCopies::before_wait;
+    const NextCopies when = !has_next                                 ? NextCopies::none
+                            : next_fused || options.copies_after_task ? NextCopies::after_task
+                            : fused                                   ? NextCopies::after_attention
+                            : options.copies_after_inputs             ? NextCopies::after_inputs
+                                                                      : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
       if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
     };
@@ -343,7 +343,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         [&] { issue_next(NextCopies::after_inputs); },
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
-    issue_next(NextCopies::after_task);
     const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {
       if (counts) count_done(task, counters, options.skip_own_poll, known);
@@ -352,6 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                    static_cast<uint32_t>(started - asked));
       probe_task(a, task.kind, asked, seen, started, written, ended);
     }
+    issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
     cur = next;
     large_in_flight = early;
   }

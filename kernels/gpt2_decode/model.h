@@ -206,6 +206,9 @@ struct MegakernelOptions {
   // read its weights (qkv and proj after their products, attention after its keys), not once
   // the task before the next has ended; its small parameters follow as before.
   bool early_copies = false;
+  // The next task's copies start once the running task is done (its count released), so no
+  // copy lands while a task runs; they land while the block waits for its next task's count.
+  bool copies_after_task = false;
 };
 constexpr int kMaxResidualCopies = 8;
 

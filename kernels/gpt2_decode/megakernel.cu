@@ -24,12 +24,13 @@
 // a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
 // take none.
 // Options, measured one at a time against this form and left off (each made the step slower;
-// docs/PERFORMANCE.md): head combine (an attention split takes a ticket of its head, the head's
-// last split merges the head's splits into its 64 outputs, so proj reads 768 floats instead of
-// every split's sums and waits for 12 counts); skip own poll (the bump returns the count, so the
-// block that completes a stage skips its poll); residual copies (the MLP's tasks add into a few
-// copies of the residual, which LN1, proj and LN_f add up); the copy thread (a lane of warp 1
-// issues the bulk copies instead of the thread that releases the counts).
+// docs/PERFORMANCE.md): head combine (a head's last split, by ticket, merges the head's splits);
+// skip own poll (the bump returns the count); residual copies (the MLP adds into a few copies
+// of the residual); the copy thread (a lane of warp 1 issues the bulk copies); attention and proj
+// fused (attention_proj.cuh: a task a whole head, holding both buffers, so the task after it
+// copies into the first once the keys are read, and it copies only once the task before is
+// done); wide rows; proj apart (tasks.cpp); early copies (the task after next starts its TMA
+// once this task has read its weights); copies after the task (not before its wait).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -296,10 +297,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   int cur = 0;                          // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
-    // Where and when the next task's bytes go: into the other buffer before this task's wait
-    // (or, an option, once its inputs are in); a fused attention task holds both buffers, so
-    // the task after it goes into the first once its keys are read, and it starts only once
-    // the task before it is done.
+    // Where and when the next task's bytes go: the other buffer, before this task's wait (the
+    // lesson's form; the options and fused attention tasks as the header says).
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
     const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;

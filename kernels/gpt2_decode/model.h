@@ -191,23 +191,28 @@ struct MegakernelOptions {
   // It changed nothing: the copies landing during a task slow its compute and its release
   // whichever thread issued them.
   int copy_thread = 0;
+  // The options below were measured against the lesson's form and left off: each made the step
+  // slower or changed nothing (docs/PERFORMANCE.md has the figures and what the timeline showed).
   // Attention and proj as one stage where a head's cached keys and values fit a block's two
   // weight buffers (kProjects): kProjParts tasks a head, each the whole head's softmax and
   // its kProjRows outputs of proj added into the residual, so a layer is three stages, not four.
+  // A whole head's softmax on one SM took longer than the stage it saves.
   bool fused_proj = false;
   // linear_slice holds up to four rows a warp (not two) where a slice has more than 16 rows,
   // so a slice of 18-32 rows is one pass.
   bool wide_rows = false;
   // proj in kProjApartTasks slices on the blocks that hold no attention task of the layer (at
   // caches where heads x splits leaves that many free), so no proj task waits for its block to
-  // finish an attention task first.
+  // finish an attention task first. proj's last task started sooner, but ran longer.
   bool proj_apart = false;
   // sm_90: the task after next starts its weight copy (TMA) as soon as the running task has
   // read its weights (qkv and proj after their products, attention after its keys), not once
-  // the task before the next has ended; its small parameters follow as before.
+  // the task before the next has ended; its small parameters follow as before. The copies then
+  // land while the task writes its outputs, which took longer.
   bool early_copies = false;
   // The next task's copies start once the running task is done (its count released), so no
   // copy lands while a task runs; they land while the block waits for its next task's count.
+  // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late).
   bool copies_after_task = false;
 };
 constexpr int kMaxResidualCopies = 8;

@@ -40,6 +40,7 @@
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/ffn/count_barrier.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
@@ -62,7 +63,8 @@ struct SliceArgs {
   PhaseSink phases;
   int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
   bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool w2_first;  // W2's rows asked for before x and W1 (their commit group the oldest)
+  bool rows;      // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
 template <typename T>
@@ -124,31 +126,6 @@ __device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, 
   for (int i = 0; i < 4; ++i) {
     if (col + i < a.p.c) a.y[int64_t(row) * a.p.c + col + i] = Elem<T>::from_float(s[i]);
   }
-}
-
-// Every block's share written before any block goes on, with one counter and one atomic a block
-// (the scheme of cooperative groups' grid sync): block 0 adds 2^31 - (blocks - 1), every other
-// block 1, so the counter's top bit flips when the last block arrives, whichever that is, and
-// its low 31 bits are back at zero for the next launch. The last block knows it is the last
-// from its own atomic and goes on at once; the others poll. Against a count that the last block
-// resets and a generation it then bumps, the last arrival's path is one fence and one atomic.
-__device__ __forceinline__ void grid_barrier(unsigned* arrived) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-    __threadfence();  // the block's shares before its arrival
-    const unsigned old = atomicAdd(arrived, add);
-    if ((((old + add) ^ old) & 0x80000000u) == 0) {
-      // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
-      // about a second, trap (the launch fails with an error) rather than hang.
-      for (unsigned spins = 0; ((load_acquire(arrived) ^ old) & 0x80000000u) == 0; ++spins) {
-        if (spins == (1u << 24)) __trap();
-        __nanosleep(32);
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
 }
 
 // The (row, 4 columns) item a thread adds up in sum_tiles, and how many lanes share it.
@@ -261,10 +238,13 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // Every byte of x and W1 is asked for before any arithmetic, in stages along K; W2's rows
-  // before them or after the first stage's product (its copies then queue behind W1's).
+  // before them (w2_first), right after them, or after the first stage's product (its copies
+  // then queue behind W1's).
+  const bool w2_first = a.w2_first && !p.w2_late;
+  if (w2_first) stage_w2(a, w2s, j0, valid);
   for (int s = 0; s < a.stages; ++s) stage_xw1(a, xs, w1s, b1s, s, j0, valid);
-  bool w2_asked = !p.w2_late && !a.w2_after_first;
-  if (w2_asked) stage_w2(a, w2s, j0, valid);
+  bool w2_asked = w2_first || (!p.w2_late && !a.w2_after_first);
+  if (w2_asked && !w2_first) stage_w2(a, w2s, j0, valid);
   zero_padding(p, xs, hs);
   marks.mark(kIssue);
   // The up product stage by stage as the stages land: warp w adds its share of each stage's K.
@@ -274,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
   for (int s = 0; s < a.stages; ++s) {
     // This thread's copies of stage s are in, then everyone's.
-    slice::wait_pending<kSliceMaxStages>(a.stages + int(w2_asked) - s - 1);
+    slice::wait_pending<kSliceMaxStages>(a.stages + int(w2_asked && !w2_first) - s - 1);
     __syncthreads();
     if (s == a.stages - 1) marks.mark(kXW1In);
     const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
@@ -304,7 +284,8 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   const float4 b2_first = first_tile_bias(a);
   down_product(a, hs, w2s);
   marks.mark(kDown);
-  grid_barrier(a.counters);
+  // Every block's share written before any block goes on (count_barrier.cuh).
+  count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
   marks.mark(kHandOver);
   sum_tiles(a, b2_first);
   marks.mark(kSum);
@@ -316,7 +297,7 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units)) {
+  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late)) {
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -351,6 +332,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.stage_rows = (a.p.ck / ks + stages - 1) / stages * ks;
   a.stages = (a.p.ck + a.stage_rows - 1) / a.stage_rows;
   a.w2_after_first = tuning.w2_after_first && a.stages > 1;
+  a.w2_first = tuning.w2_first;
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   return slice::launch_cooperative(ffn_hidden_slice_kernel<T>, a, a.p.blocks, kThreads, a.p.smem,

@@ -13,9 +13,11 @@
 //   down: one tile of W2, a group of slices' rows x a range of y's columns (at C = 768: 384 x
 //         48, 8 groups x 16 ranges), copied in while the up job runs. The block waits for its
 //         group's counter (acquire), copies that h (m x 384) from L2, and stores h W2[tile] as
-//         its group's partial sums (fp32, L2); the last of the 8 groups to finish a column
-//         range adds the 8 partial sums in group order (the same result every run) and writes
-//         that range of y (+ b2).
+//         its group's partial sums (fp32, L2); then the range's 8 blocks (one a group) meet at
+//         a barrier (count_barrier.cuh) and each adds the 8 partial sums of an eighth of the
+//         range's rows in group order (the same result every run) and writes them (+ b2). The
+//         earlier form, the last group to finish a range adding all of it, is a tuning: at 64
+//         tokens that one block read 8 x 64 x 48 floats (98 KB) while the others had left.
 // Every block is resident at once (a cooperative launch guarantees it), so the waits end. The
 // plan (ffn_stream_plan.h) sizes the slice so that the grid is one block per SM; on GPUs with
 // less shared memory W2's tile is asked for after the up job.
@@ -35,6 +37,7 @@
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/ffn/count_barrier.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 
 namespace fl {
@@ -44,6 +47,7 @@ using slice::kThreads;
 using slice::round_up;
 
 constexpr int kMaxGroups = kFfnMaxGroups;
+constexpr int kCounters = 4 * kMaxGroups;  // ready, seen, done, meet
 
 template <typename T>
 struct FfnStreamArgs {
@@ -51,8 +55,9 @@ struct FfnStreamArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T *y, *h;            // h: m x 4C in the scratch buffer (L2)
   float* partial;      // groups x m x C: each group's sums over its hidden units
-  unsigned* counters;  // ready, seen (per group), done (per range): zero between launches
+  unsigned* counters;  // ready, seen (per group), done, meet (per range): zero between launches
   bool x_vec, w1_vec, w2_vec, h_vec;
+  bool spread;  // the range's sum spread over its blocks (a barrier of the range's groups)
 };
 
 // Every thread's writes, then one increment by thread 0; returns the old count to every thread.
@@ -64,19 +69,19 @@ __device__ __forceinline__ unsigned block_arrive(unsigned* counter, unsigned* s_
   return *s_word;
 }
 
-// y[:, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same result
-// every run), + b2. Four columns a thread where rows are 16-byte multiples: a thread keeps one
-// load of every group in flight.
+// y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same
+// result every run), + b2. Four columns a thread where rows are 16-byte multiples: a thread keeps
+// one load of every group in flight.
 template <typename T>
 __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, int n_valid,
-                                            const float* b2s) {
+                                            const float* b2s, int r0, int r1) {
   const FfnPlan& p = a.p;
   const int64_t stride = int64_t(p.m) * p.c;
   if (p.c % 4 == 0) {
     const int quads = n_valid / 4;  // n_valid is a multiple of 8 or the rest of C
-    for (int e = threadIdx.x; e < p.m * quads; e += kThreads) {
+    for (int e = threadIdx.x; e < (r1 - r0) * quads; e += kThreads) {
       const int q = e % quads;
-      const int64_t at = int64_t(e / quads) * p.c + n0 + 4 * q;
+      const int64_t at = int64_t(r0 + e / quads) * p.c + n0 + 4 * q;
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 8
       for (int g = 0; g < p.groups; ++g) {
@@ -89,13 +94,34 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
     }
     return;
   }
-  for (int e = threadIdx.x; e < p.m * n_valid; e += kThreads) {
-    const int64_t at = int64_t(e / n_valid) * p.c + n0 + e % n_valid;
+  for (int e = threadIdx.x; e < (r1 - r0) * n_valid; e += kThreads) {
+    const int64_t at = int64_t(r0 + e / n_valid) * p.c + n0 + e % n_valid;
     float sum = 0.0f;
 #pragma unroll 8
     for (int g = 0; g < p.groups; ++g) sum += slice::load_cg(a.partial + g * stride + at);
     a.y[at] = Elem<T>::from_float(sum + b2s[e % n_valid]);
   }
+}
+
+// Once every group has stored its partial sums of column range `range`: either the last group to
+// finish adds all of the range's rows (one block), or (spread) the range's blocks meet at a
+// barrier and each adds its share of the rows (the sum spread over `groups` blocks).
+template <typename T>
+__device__ __forceinline__ void finish_range(const FfnStreamArgs<T>& a, int group, int range,
+                                             int n0, int n_valid, const float* b2s,
+                                             unsigned* s_word) {
+  const FfnPlan& p = a.p;
+  unsigned* done = a.counters + 2 * kMaxGroups;
+  if (a.spread) {
+    unsigned* meet = a.counters + 3 * kMaxGroups;
+    count_barrier(meet + range, unsigned(p.groups), group == 0);
+    write_range(a, n0, n_valid, b2s, group * p.m / p.groups, (group + 1) * p.m / p.groups);
+    return;
+  }
+  if (block_arrive(done + range, s_word) != unsigned(p.groups - 1)) return;
+  __threadfence();
+  if (threadIdx.x == 0) done[range] = 0;  // for the next launch
+  write_range(a, n0, n_valid, b2s, 0, p.m);
 }
 
 template <typename T>
@@ -110,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T
   float* red = reinterpret_cast<float*>(smem + p.off_x);
   float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
   float* b2s = b1s + 8 * p.nt;
-  unsigned *ready = a.counters, *seen = ready + kMaxGroups, *done = seen + kMaxGroups;
+  unsigned *ready = a.counters, *seen = ready + kMaxGroups;
   // The two jobs: up slice j0.., down tile (group, range) when the block has one.
   const int r = 8 * p.nt, j0 = blockIdx.x * r, r_valid = min(r, p.h - j0);
   const bool has_down = int(blockIdx.x) < p.groups * p.ranges;
@@ -177,29 +203,29 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T
                                            if (row < p.m && col < n_valid)
                                              mine[int64_t(row) * p.c + n0 + col] = s;
                                          });
-  // The last group to finish this column range adds the groups' partial sums and writes y.
-  if (block_arrive(done + range, &s_word) != unsigned(p.groups - 1)) return;
-  __threadfence();
-  if (threadIdx.x == 0) done[range] = 0;  // for the next launch
-  write_range(a, n0, n_valid, b2s);
+  finish_range(a, group, range, n0, n_valid, b2s, &s_word);
 }
 
 template <typename T>
-Status make_plan(int64_t m, int64_t c, FfnPlan* out) {
+Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
   int device = 0, sms = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out)) return Status::Ok();
+  if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.groups, tuning.units / 8)) {
+    return Status::Ok();
+  }
   return Status::Unsupported(
       "the portable FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
       " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
 template <typename T>
-Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, cudaStream_t stream) {
+Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTuning tuning,
+                    cudaStream_t stream) {
   FfnStreamArgs<T> a{};
-  FL_TRY(make_plan<T>(m, c, &a.p));
+  FL_TRY(make_plan<T>(m, c, tuning, &a.p));
+  a.spread = tuning.spread;
   constexpr int E = slice::kChunk<T>;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   a.x = static_cast<const T*>(b.x);
@@ -210,8 +236,8 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, cudaStream_
   a.y = static_cast<T*>(b.y);
   char* scratch = static_cast<char*>(b.scratch);
   a.counters = reinterpret_cast<unsigned*>(scratch);
-  a.h = reinterpret_cast<T*>(scratch + 3 * kMaxGroups * sizeof(unsigned));
-  a.partial = reinterpret_cast<float*>(scratch + 3 * kMaxGroups * sizeof(unsigned) +
+  a.h = reinterpret_cast<T*>(scratch + kCounters * sizeof(unsigned));
+  a.partial = reinterpret_cast<float*>(scratch + kCounters * sizeof(unsigned) +
                                        round_up(int(sizeof(T) * m * 4 * c), 256));
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
@@ -231,27 +257,27 @@ Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
   if (c < 1) return Status::Error("the portable small-token FFN needs C >= 1");
   FL_TRY(slice::cooperative_gpu_supported(p, "the portable FFN"));
   FfnPlan plan;
-  return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, &plan)
-                              : make_plan<float>(m, c, &plan);
+  return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, {}, &plan)
+                              : make_plan<float>(m, c, {}, &plan);
 }
 
-Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes) {
+Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
+                                FfnStreamTuning tuning) {
   // The counters, h (m x 4C), then the groups' partial sums (groups x m x C, fp32).
   FL_TRY(ffn_stream_supported(p, m, c));
   FfnPlan plan;
-  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, &plan)
-                              : make_plan<float>(m, c, &plan));
-  *bytes = 3 * kMaxGroups * sizeof(unsigned) +
-           round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
+  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
+                              : make_plan<float>(m, c, tuning, &plan));
+  *bytes = kCounters * sizeof(unsigned) + round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
            sizeof(float) * size_t(plan.groups) * size_t(m) * size_t(c);
   return Status::Ok();
 }
 
 Status launch_ffn_stream(Precision p, const FfnStreamBuffers& b, int64_t m, int64_t c,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, FfnStreamTuning tuning) {
   FL_TRY(ffn_stream_supported(p, m, c));
-  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, stream)
-                              : launch_typed<float>(b, m, c, stream);
+  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, tuning, stream)
+                              : launch_typed<float>(b, m, c, tuning, stream);
 }
 
 }  // namespace fl

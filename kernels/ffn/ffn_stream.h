@@ -24,8 +24,19 @@ struct FfnStreamBuffers {
 
 // Why the kernel cannot run this shape and precision on the current GPU, or Ok.
 Status ffn_stream_supported(Precision p, int64_t m, int64_t c);
-Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
+// The plan's choices a benchmark may override: the groups of hidden units W2 is split into (0:
+// the plan's, the fewest from 8 that fit); each column range's sum spread over the range's
+// blocks after a barrier of them (measured faster: docs/PERFORMANCE.md), or added by the last
+// group to finish it (one block); the hidden units of an up slice.
+struct FfnStreamTuning {
+  int groups = 0;
+  bool spread = true;
+  int units = 0;  // hidden units an up slice (a multiple of 8; 0: the fewest that fit the SMs)
+};
+// The scratch bytes of a launch with `tuning` (more groups: more partial sums).
+Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
+                                FfnStreamTuning tuning = {});
 Status launch_ffn_stream(Precision p, const FfnStreamBuffers& b, int64_t m, int64_t c,
-                         cudaStream_t stream);
+                         cudaStream_t stream, FfnStreamTuning tuning = {});
 
 }  // namespace fl

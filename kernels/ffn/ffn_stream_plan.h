@@ -70,15 +70,17 @@ inline FfnPlan ffn_plan_for(int64_t m, int64_t c, int elem_bytes, int nt, int gr
 
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory per block: the fewest hidden units a slice that keep the grid within one block per SM,
-// then the fewest groups (8 or more) whose column ranges fit a down tile; W2's tile asked for
+// (or 8 nt_first, when given and more), then the fewest groups (8 or more, or `groups_first` or
+// more when given) whose column ranges fit a down tile; W2's tile asked for
 // with the rest where it fits, else after the up job. False when nothing fits.
 inline bool ffn_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                            FfnPlan* out) {
+                            FfnPlan* out, int groups_first = 0, int nt_first = 0) {
   const int64_t units8 = (4 * c + 7) / 8;  // hidden units in 8s
-  const int first_nt = int(std::min<int64_t>(kFfnUpMaxNT, (units8 + sms - 1) / sms));
+  const int first_nt =
+      std::max(nt_first, int(std::min<int64_t>(kFfnUpMaxNT, (units8 + sms - 1) / sms)));
   for (bool late : {false, true}) {
     for (int nt = first_nt; nt <= kFfnUpMaxNT; ++nt) {
-      for (int groups = 8; groups <= 64; groups *= 2) {
+      for (int groups = groups_first > 0 ? groups_first : 8; groups <= 64; groups *= 2) {
         const FfnPlan p = ffn_plan_for(m, c, elem_bytes, nt, groups, late);
         if (p.blocks > sms || p.groups > kFfnMaxGroups || p.ranges > kFfnMaxGroups) break;
         // + 64: the kernel's static shared memory

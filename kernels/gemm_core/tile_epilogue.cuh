@@ -56,4 +56,49 @@ struct BiasStoreTile {
   }
 };
 
+// y = acc + bias[col] from an mma tile (mma_tile.cuh's MmaTile, bf16): the bias of this
+// thread's columns (pairs c0 + 8 nt, c0 + 8 nt + 1) read once a column tile, where
+// BiasStoreTile reads two values a stored pair; the same sums (acc + bias in fp32, rounded
+// once). store_and_zero leaves the accumulators at zero for the next tile.
+template <class Tile>
+struct MmaColumnBias {
+  float2 v[Tile::kNT];
+  static __device__ __forceinline__ int64_t col0(int64_t n0) {
+    return n0 + ((threadIdx.x >> 5) % Tile::kWarpsN) * Tile::kWN + 2 * (threadIdx.x & 3);
+  }
+  __device__ __forceinline__ void load(const __nv_bfloat16* bias, int64_t n, int64_t n0) {
+    const int64_t c0 = col0(n0);
+#pragma unroll
+    for (int nt = 0; nt < Tile::kNT; ++nt) {
+      const int64_t c = c0 + nt * 8;  // even, n a multiple of 8: the pair is inside or outside
+      v[nt] = c < n ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + c))
+                    : make_float2(0.0f, 0.0f);
+    }
+  }
+  __device__ __forceinline__ void store_and_zero(typename Tile::Acc& acc, __nv_bfloat16* y,
+                                                 int64_t m, int64_t n, int64_t m0,
+                                                 int64_t n0) const {
+    const int warp = threadIdx.x >> 5;
+    const int64_t r0 = m0 + (warp / Tile::kWarpsN) * Tile::kWM + (threadIdx.x & 31) / 4;
+    const int64_t c0 = col0(n0);
+#pragma unroll
+    for (int mt = 0; mt < Tile::kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows lane / 4 and lane / 4 + 8 of the 16
+        const int64_t r = r0 + mt * 16 + h * 8;
+#pragma unroll
+        for (int nt = 0; nt < Tile::kNT; ++nt) {
+          const int64_t c = c0 + nt * 8;
+          float* p = acc[mt][nt] + 2 * h;
+          if (r < m && c < n) {
+            *reinterpret_cast<__nv_bfloat162*>(y + r * n + c) =
+                __floats2bfloat162_rn(p[0] + v[nt].x, p[1] + v[nt].y);
+          }
+          p[0] = p[1] = 0.0f;
+        }
+      }
+    }
+  }
+};
+
 }  // namespace fl::gemm_core

@@ -65,21 +65,27 @@ inline const std::vector<std::string>& ln_panel_phases() {
   return names;
 }
 
-// Normalizes 16 bytes of x in shared memory in place, (x - mean) rstd gamma + beta, rounded to
-// T as level 0's xn; gamma and beta come 16 bytes at a time from shared memory too.
+// Normalizes 16 bytes of x in registers, (x - mean) rstd gamma + beta, rounded to T as level
+// 0's xn.
 template <typename T>
-__device__ __forceinline__ void normalize_chunk(T* x, float2 mean_rstd, const T* gamma,
-                                                const T* beta) {
+__device__ __forceinline__ void normalize_vec(Vec16<T>& v, float2 mean_rstd, const Vec16<T>& g,
+                                              const Vec16<T>& b) {
   constexpr int E = tc::kVec<T>;
   const float rstd = mean_rstd.y, shift = -mean_rstd.x * rstd;
-  Vec16<T> v = *reinterpret_cast<Vec16<T>*>(x);
-  const Vec16<T> g = *reinterpret_cast<const Vec16<T>*>(gamma);
-  const Vec16<T> b = *reinterpret_cast<const Vec16<T>*>(beta);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const float xn = fmaf(Elem<T>::to_float(v.v[e]), rstd, shift);
     v.v[e] = Elem<T>::from_float(fmaf(xn, Elem<T>::to_float(g.v[e]), Elem<T>::to_float(b.v[e])));
   }
+}
+// The same on 16 bytes of x in shared memory, in place; gamma and beta come 16 bytes at a time
+// from shared memory too.
+template <typename T>
+__device__ __forceinline__ void normalize_chunk(T* x, float2 mean_rstd, const T* gamma,
+                                                const T* beta) {
+  Vec16<T> v = *reinterpret_cast<Vec16<T>*>(x);
+  normalize_vec(v, mean_rstd, *reinterpret_cast<const Vec16<T>*>(gamma),
+                *reinterpret_cast<const Vec16<T>*>(beta));
   *reinterpret_cast<Vec16<T>*>(x) = v;
 }
 
@@ -210,8 +216,17 @@ Status launch_ln_mma(const LnArgs<T>& a, cudaStream_t stream) {
 // (ln_mma_rows.cu; bf16, sm_80+). The shape caps the rows a block keeps (the table runs the
 // default; fewer rows are there to be measured against it); fp32 and shapes it cannot run are
 // Unsupported.
+constexpr int kLnRowsStats = 2, kLnRowsLoop = 2;  // LnRowsShape's kept forms
 struct LnRowsShape {
   int max_rows = 128;  // 128, 64 or 32: fewer where shared memory is short
+  // Row statistics and normalize (ln_mma_rows.cu's panel_in_and_normalize): 0 two passes over
+  // the panel for the statistics and a third to normalize; 1 one pass, a row's chunks in
+  // registers; 2 the same, the first half of the rows normalized while the second lands.
+  int stats = kLnRowsStats;
+  // The 128-row main loop (ln_mma_rows.cu's LoopForm), W in a 2-stage ring of 32 x 256: 0 one
+  // block barrier a W tile; 1 a barrier of the two warps that read a column slice; 2 the same,
+  // the bias read once a column tile.
+  int loop = kLnRowsLoop;
 };
 Status launch_ln_mma_rows(const LnArgs<__nv_bfloat16>& a, LnRowsShape shape, cudaStream_t stream);
 template <typename T>

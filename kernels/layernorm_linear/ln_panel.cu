@@ -8,23 +8,33 @@
 // and the slice is as narrow as it takes for every SM to have one block.
 // Block (j, i) computes y[r i .. r i + r, j bn .. j bn + bn) (r = 16, 32 or 64 rows) over all of
 // K = C, with no split of K and so no exchange between blocks:
-//   1. copy:      the row chunk's x panel (r x C) and W's column slice into shared memory, all
-//                 in flight at once; gamma and beta meanwhile;
-//   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
-//                 memory), then the panel normalized in place, rounded as level 0's xn;
+//   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma and beta meanwhile;
+//                 once x is in, all of W's column slice asked for at once (asked for with x's
+//                 copies, x took longer to land: docs/PERFORMANCE.md);
+//   2. moments:   while W lands, each row's mean and 1/std (a warp per row, two passes over
+//                 shared memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
-//                 splits' partial sums added through shared memory, b added, y stored.
-// Tiles: chunks of 16-64 rows, bn = 16-64 columns, the pair whose busiest SM copies the fewest
-// bytes (plan_ln_panel: at C = 768, 72 blocks of 32 columns at 1-16 tokens, 2 x 48 blocks of
-// 32 rows x 48 columns at 64), 512 threads.
+//                 splits' partial sums added through shared memory, b added, y stored; with
+//                 more items than warps (up to twice as many) a warp takes two, interleaved
+//                 along K, and stores them from its registers (no split of K).
+// Tiles: chunks of 16-64 rows, bn = 16-128 columns (in bf16 any multiple of 8: a 16-column item
+// whose second half is past bn reads W's zeroed padding and is not stored), the pair whose
+// busiest SM copies the fewest bytes (plan_ln_panel: at C = 768, 72 blocks of 32 columns at
+// 1-16 tokens, 2 x 48 blocks of 32 rows x 48 columns at 64, 4 x 32 blocks of 64 rows x 72
+// columns at 256: one wave, where 48 columns took two), 512 threads.
 // Budget at C = 768, bf16, 16 tokens: W, 3.5 MB, read once (1.2 us at 3 TB/s), 48 KB a block;
 // the phases after it are block-local: a few hundred cycles of statistics and multiplies. The
 // price of not splitting K: every block of a row chunk reads its x panel (from L2) and
 // normalizes it, N / bn times in all: why the cluster kernel takes over at a few tens of tokens.
+// At 256 tokens (64 x 72 tiles, one wave): 99 KB of x + 111 KB of W a block, 26.6 MB through L2
+// in all, where two waves of 64 x 48 moved 192 x 172 KB = 33 MB and the busiest SM twice 172 KB.
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
@@ -42,8 +52,15 @@ constexpr int kPanelThreads = 512;  // 16 warps
 template <typename T>
 struct PanelPlan {
   int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
+  int stages = 1;               // W's slice in this many commit groups along K (no split of K only)
+  int w_when = 1;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
+  __host__ __device__ int stage_k(int s) const { return k / 16 * s / stages * 16; }
   __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
   __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
+  // 16 x 16 items of the block's tile; with more items than warps no split of K (and no
+  // partial sums in shared memory).
+  __host__ __device__ int items() const { return (rows / 16) * ((bn + 15) / 16); }
+  __host__ __device__ bool split_k() const { return items() <= kPanelThreads / 32; }
   __host__ __device__ size_t w_offset() const { return sizeof(T) * size_t(rows) * ld_x(); }
   __host__ __device__ size_t stats_offset() const {
     return (w_offset() + sizeof(T) * size_t(k) * ld_w() + 15) / 16 * 16;
@@ -54,10 +71,110 @@ struct PanelPlan {
   __host__ __device__ size_t red_offset() const {
     return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
   }
-  __host__ __device__ size_t bytes() const {
-    return red_offset() + sizeof(float) * size_t(kPanelThreads) * 8;  // 8 accumulators a lane
+  __host__ __device__ size_t bytes() const {  // 8 accumulators a lane where K is split
+    return red_offset() + (split_k() ? sizeof(float) * size_t(kPanelThreads) * 8 : 0);
   }
 };
+
+// W's slice into shared memory in plan.stages commit groups along K.
+template <typename T>
+__device__ __forceinline__ void ask_for_w(const LnArgs<T>& a, const PanelPlan<T>& plan, T* ws,
+                                          int64_t n0) {
+  const int ld_w = plan.ld_w();
+  for (int st = 0; st < plan.stages; ++st) {
+    const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
+    tc::copy_tile<T, kPanelThreads, true>(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n,
+                                          k1 - k0, plan.bn, k1 - k0, a.n - n0);
+    tc::async_commit();
+  }
+}
+
+// cp.async.wait_group takes an immediate: this thread's copies but the newest n groups in.
+__device__ __forceinline__ void wait_all_but(int n) {
+  switch (n) {
+    case 0:
+      tc::async_wait<0>();
+      break;
+    case 1:
+      tc::async_wait<1>();
+      break;
+    case 2:
+      tc::async_wait<2>();
+      break;
+    case 3:
+      tc::async_wait<3>();
+      break;
+    default:
+      tc::async_wait<4>();
+      break;
+  }
+}
+
+// y[m0 + 16 mt .., n0 + 16 nt16 ..) = sum + b for the rows below `live` and the columns below
+// the tile's `bn` and N (sum: one 16 x 16 item in mma.sync's layout, two 16 x 8 tiles).
+template <typename T>
+__device__ __forceinline__ void store_item(const LnArgs<T>& a, int64_t m0, int64_t n0, int bn,
+                                           int live, int mt, int nt16, const float (&sum)[8]) {
+  const int lane = threadIdx.x & 31;
+  const int64_t n_end = min(int64_t(a.n), n0 + bn);
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    const int64_t col = n0 + nt16 * 16 + nt * 8 + 2 * (lane & 3);
+    if (col >= n_end) continue;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
+      if (row - m0 >= live) continue;
+      const float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
+      if (col + 1 >= n_end) {
+        a.y[row * a.n + col] = Elem<T>::from_float(v0);
+        continue;
+      }
+      const float v1 = sum[nt * 4 + 2 * half + 1] + Elem<T>::to_float(a.bias[col + 1]);
+      tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
+    }
+  }
+}
+
+// More items than warps (up to twice as many): warp w takes items w and w + warps over all of K,
+// interleaved step by step (two independent mma chains), and stores them from its registers.
+// W's slice lands in plan.stages commit groups along K: each is multiplied as it lands.
+template <typename T>
+__device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPlan<T>& plan,
+                                               const T* xs, const T* ws, int64_t m0, int64_t n0,
+                                               int rows, int live) {
+  constexpr int kWarps = kPanelThreads / 32;
+  const int warp = threadIdx.x >> 5, col_tiles = (plan.bn + 15) / 16;
+  const int items = rows / 16 * col_tiles;
+  const int ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  const T* ap[2];
+  const T* bp[2];
+  const bool one = warp < items, two = warp + kWarps < items;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int item = min(warp + i * kWarps, items - 1);
+    ap[i] = xs + item / col_tiles * 16 * ld_x;
+    bp[i] = ws + item % col_tiles * 16;
+  }
+  float acc[2][1][2][4] = {};
+  for (int s = 0; s < plan.stages; ++s) {
+    wait_all_but(plan.stages - 1 - s);  // this thread's copies of stage s, then everyone's
+    __syncthreads();
+    for (int k = plan.stage_k(s); one && k < plan.stage_k(s + 1); k += 16) {
+      tc::WarpStep<T, 1, 2>::run(acc[0], ap[0] + k, ld_x, bp[0] + k * ld_w, ld_w);
+      if (two) tc::WarpStep<T, 1, 2>::run(acc[1], ap[1] + k, ld_x, bp[1] + k * ld_w, ld_w);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if ((i == 0 && !one) || (i == 1 && !two)) break;
+    const int item = warp + i * kWarps;
+    float sum[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum[e] = acc[i][0][e / 4][e % 4];
+    store_item(a, m0, n0, plan.bn, live, item / col_tiles, item % col_tiles, sum);
+  }
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kPanelThreads)
@@ -80,14 +197,19 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
-  // 1. copy: x's panel first (its own commit group), then W's slice.
+  // 1. copy: x's panel (its own commit group), then W's slice once x is in (plan.w_when).
   tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
   tc::async_commit();
-  tc::copy_tile<T, kThreads, true>(ws, ld_w, a.w + n0, a.n, k, bn, k, a.n - n0);
-  tc::async_commit();
+  if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
-  tc::async_wait<1>();
+  if (bn % 16 != 0) {  // a last item's second half reads W's padding: zeros, never stored
+    for (int r = threadIdx.x; r < k; r += kThreads) {
+      *reinterpret_cast<uint4*>(ws + r * ld_w + bn) = make_uint4(0, 0, 0, 0);
+    }
+  }
+  wait_all_but(plan.w_when == 0 ? plan.stages : 0);  // x's panel
   __syncthreads();
+  if (plan.w_when == 1) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelIn);
 
   // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
@@ -101,12 +223,21 @@ __global__ void __launch_bounds__(kPanelThreads)
   }
   __syncthreads();
   normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
-  tc::async_wait<0>();  // W's slice (this thread's copies)
-  __syncthreads();
+  if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelNormalize);
 
-  // 3. multiply: warp w takes item w % items and K split w / items of `splits`.
-  const int col_tiles = bn / 16, items = (rows / 16) * col_tiles;
+  // 3. multiply: with more items than warps, each warp two items over all of K, W's stages as
+  // they land; else warp w takes item w % items and K split w / items of `splits`, the splits
+  // added in shared memory.
+  if (!plan.split_k()) {
+    multiply_items(a, plan, xs, ws, m0, n0, rows, live);
+    marks.mark(kPanelMultiply);
+    marks.mark(kPanelStore);
+    return;
+  }
+  tc::async_wait<0>();  // W's slice (this thread's copies)
+  __syncthreads();
+  const int col_tiles = (bn + 15) / 16, items = rows / 16 * col_tiles;
   const int splits = max(1, kWarps / items), k16 = k / 16;
   const int per_split = (k16 + splits - 1) / splits;
   float acc[1][2][4] = {};
@@ -131,41 +262,56 @@ __global__ void __launch_bounds__(kPanelThreads)
 #pragma unroll
       for (int e = 0; e < 8; ++e) sum[e] += part[e];
     }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const int64_t col = n0 + nt16 * 16 + nt * 8 + 2 * (lane & 3);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
-        if (row - m0 >= live || col >= a.n) continue;
-        float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
-        float v1 = sum[nt * 4 + 2 * half + 1];
-        if (col + 1 < a.n) v1 += Elem<T>::to_float(a.bias[col + 1]);
-        tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
-      }
-    }
+    store_item(a, m0, n0, bn, live, mt, nt16, sum);
   }
   marks.mark(kPanelStore);
 }
 
-// The panel plan: rows a block (16, 32 or 64: the chunk) and columns (bn, a multiple of 16, at
-// most 16 items of 16 x 16 a block), chosen for the fewest bytes the busiest SM must copy in:
-// ceil(blocks / SMs) blocks of (rows + bn) x C each (a second block on an SM shares its
-// bandwidth: docs/PERFORMANCE.md, lesson 6). At 1-16 tokens that is one 16-row chunk in 72
-// slices of 32 columns; at 64 tokens two chunks of 32 rows in 48 slices of 48 columns (123 KB a
-// block at C = 768 in bf16, where one 64-row chunk of 32 columns copies 147 KB). *ok is false
-// when nothing fits.
+// The panel plan: rows a block (16, 32 or 64: the chunk) and columns (bn: in bf16 a multiple of 8,
+// in fp32 of 16; at most twice as many 16 x 16 items a block as warps), chosen for the fewest
+// bytes the busiest SM must copy in: ceil(blocks / SMs) blocks of (rows + bn) x C each (a second
+// block on an SM shares its bandwidth: docs/PERFORMANCE.md, lesson 6), a bn whose W rows end
+// mid-sector counted 5/4. At C = 768 in bf16: one 16-row chunk in 72 slices of 32 columns at
+// 1-16 tokens; two chunks of 32 rows in 48 slices of 48 columns at 64; four of 64 rows in 32
+// slices of 72 columns at 256 (one wave: 64 x 48, the best multiple of 16, took two). *ok is
+// false when nothing fits.
+// Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
+// plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
+// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 0 asks
+// for W with x's copies, 2 once x is normalized (1, the plan's: once x is in, measured fastest).
+struct PanelSearch {
+  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 1;
+};
+inline PanelSearch panel_search(int elem_bytes) {
+  PanelSearch s;
+  if (elem_bytes == 4) s.step = 16, s.most_bn = 64;
+  if (const char* st = std::getenv("FL_LN_PANEL_STAGES"); st != nullptr) {
+    s.stages = std::min(4, std::max(1, std::atoi(st)));
+  }
+  if (const char* w = std::getenv("FL_LN_PANEL_W"); w != nullptr) {
+    s.w_when = std::min(2, std::max(0, std::atoi(w)));
+  }
+  const char* env = std::getenv("FL_LN_PANEL");
+  if (env == nullptr) return s;
+  if (std::strcmp(env, "16") == 0) s.step = 16, s.most_bn = 64;
+  if (std::sscanf(env, "%dx%d", &s.rows, &s.bn) != 2) s.rows = s.bn = 0;
+  if (s.bn % s.step != 0) s.rows = s.bn = 0;
+  return s;
+}
+
 template <typename T>
 Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
   *ok = false;
+  const PanelSearch search = panel_search(int(sizeof(T)));
   const int most_rows = static_cast<int>(std::min<int64_t>(kPanelRows, (a.m + 15) / 16 * 16));
   int64_t best = 0;
   for (int rows : {most_rows, 32, 16}) {
-    if (rows > most_rows) continue;
-    for (int bn = 16; bn <= 64; bn += 16) {
+    if (rows > most_rows || (search.rows > 0 && rows != search.rows)) continue;
+    for (int bn = search.step; bn <= search.most_bn; bn += search.step) {
+      if (search.bn > 0 && bn != search.bn) continue;
       PanelPlan<T> p;
-      p.k = a.k, p.rows = rows, p.bn = bn;
-      if (p.bytes() > size_t(optin) || (rows / 16) * (bn / 16) > kPanelThreads / 32) continue;
+      p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages, p.w_when = search.w_when;
+      if (p.bytes() > size_t(optin) || p.items() > 2 * (kPanelThreads / 32)) continue;
       const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
       FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(p.bytes())));
@@ -174,7 +320,9 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPanelThreads, p.bytes()));
       if (per_sm < 1) continue;
       const int64_t blocks = (a.m + rows - 1) / rows * ((a.n + bn - 1) / bn);
-      const int64_t cost = (blocks + sms - 1) / sms * (rows + bn);
+      // W's rows of a bn that is not a multiple of 16 bf16 columns end mid-sector: such a plan
+      // counts its bytes 5/4 (measured: docs/PERFORMANCE.md, section 8's portable rungs).
+      const int64_t cost = (blocks + sms - 1) / sms * (rows + bn) * (bn % 16 == 0 ? 4 : 5);
       if (*ok && cost >= best) continue;
       *plan = p;
       *ok = true;

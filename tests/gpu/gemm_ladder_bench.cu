@@ -7,10 +7,12 @@
 // Inputs random, never zeros; each rung's output is checked against cuBLASLt's (relative L2
 // error) so a fast wrong rung cannot hide. Prints one line per rung and shape: ms, TFLOP/s,
 // fraction of cuBLASLt.
-// Then the large-token fused kernels' candidates in bf16, each form against the others at 1K,
-// 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile, ln_mma and
-// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile
-// shape (outputs against the 128 x 128 form's).
+// First (bf16 runs) mma.sync's own rate on registers, the figure the core's prediction is
+// written against, and a check that every form of ln_mma_rows writes the same bytes at odd
+// shapes. Then the large-token fused kernels' candidates in bf16, each form against the others
+// at 1K, 4K and 16K tokens (C = 768), timed the same way: the LayerNorm-Linear's ln_tile and
+// ln_mma_rows with each option (outputs against ln_tile's), and ffn_tiles with each tile shape
+// (outputs against the 128 x 128 form's).
 // Then ln_mma and ffn_tiles in fp32 on the CUDA-core tile, timed only.
 //   gemm_ladder_bench [reps] [fp32]
 #include <cuda_bf16.h>
@@ -102,6 +104,53 @@ float median_ms(int reps, Buf& flush, Buf& sink, F launch) {
   CUDA(cudaEventDestroy(stop));
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+// The mma.sync peak the core's prediction is written against: each warp issues 8 independent
+// chains of m16n8k16 (bf16 in, fp32 accumulate) on registers, no memory traffic; blocks of 8
+// warps, `per_sm` blocks an SM.
+__global__ void mma_peak(int iters, float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned a = 0x3f803f80u + (threadIdx.x & 1), b = 0x3f803f80u;  // bf16 pairs near 1
+  float c[8][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+          : "r"(a), "r"(a), "r"(a), "r"(a), "r"(b), "r"(b));
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+  if (s == 1.2345f) *sink = s;
+#endif
+}
+void bench_mma_peak(Buf& sink) {
+  int sms = 0;
+  CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int iters = 4096;
+  for (int per_sm : {1, 2, 4}) {
+    const int blocks = sms * per_sm;
+    mma_peak<<<blocks, 256>>>(iters, static_cast<float*>(sink.p));  // warm-up
+    cudaEvent_t start, stop;
+    CUDA(cudaEventCreate(&start));
+    CUDA(cudaEventCreate(&stop));
+    CUDA(cudaEventRecord(start));
+    mma_peak<<<blocks, 256>>>(iters, static_cast<float*>(sink.p));
+    CUDA(cudaEventRecord(stop));
+    CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA(cudaEventElapsedTime(&ms, start, stop));
+    const double flop = double(blocks) * 8 * iters * 8 * 4096.0;
+    std::printf("mma.sync peak (m16n8k16 bf16, %2d warps an SM): %8.3f ms %7.1f TFLOP/s\n",
+                8 * per_sm, ms, flop / ms * 1e-9);
+    CUDA(cudaEventDestroy(start));
+    CUDA(cudaEventDestroy(stop));
+  }
 }
 
 void bench_shape(const Shape& s, fl::Precision p, int reps, Buf& flush, Buf& sink) {
@@ -205,14 +254,23 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
                              int(c),
                              int(3 * c),
                              fl::PhaseSink()};
-    bench_candidates(
-        "lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
-        {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
-         {"ln_mma", [&] { return ln::launch_ln_mma(a, nullptr); }},
-         {"ln_mma_rows", [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
-         {"ln_mma_rows_r64",
-          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
-        y, reps, flush, sink);
+    const auto rows = [&a](int stats, int loop) {
+      return [&a, stats, loop] {
+        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
+      };
+    };
+    bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
+                     {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
+                      {"ln_mma_rows_s0_l0", rows(0, 0)},
+                      {"ln_mma_rows_s1_l0", rows(1, 0)},
+                      {"ln_mma_rows_s2_l0", rows(2, 0)},
+                      {"ln_mma_rows_s2_l1", rows(2, 1)},
+                      {"ln_mma_rows_s2_l2", rows(2, 2)},
+                      {"ln_mma_rows (kept)",
+                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
+                      {"ln_mma_rows_r64",
+                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
+                     y, reps, flush, sink);
   }
   for (int64_t m : {1024, 4096, 16384}) {
     Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
@@ -234,6 +292,56 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
                       {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
                       {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
                      y, reps, flush, sink);
+  }
+}
+
+// The forms of one kernel must agree bit for bit (each adds the same products in the same
+// order): ln_mma_rows' statistics and main-loop forms against the first, at odd token counts
+// and C, each output NaN-poisoned first. Prints one line a
+// shape; "WRONG" where any byte differs or a form fails.
+bool same_output(const std::vector<std::function<fl::Status()>>& forms, const Buf& out,
+                 size_t bytes) {
+  std::vector<char> first(bytes), other(bytes);
+  for (size_t i = 0; i < forms.size(); ++i) {
+    CUDA(cudaMemset(out.p, 0xff, bytes));
+    if (!forms[i]().ok()) return false;
+    CUDA(cudaDeviceSynchronize());
+    CUDA(cudaMemcpy(i == 0 ? first.data() : other.data(), out.p, bytes, cudaMemcpyDeviceToHost));
+    if (i > 0 && other != first) return false;
+  }
+  return true;
+}
+void check_forms() {
+  namespace ln = fl::layernorm_linear;
+  using bf16 = __nv_bfloat16;
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{1031, 776}, {301, 1024}, {4099, 264}}) {
+    Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
+        y(m * 3 * c * 2);
+    unsigned seed = 41;
+    for (auto [buf, n] :
+         {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 3 * c * c}, {&bias, 3 * c}}) {
+      fill_random(buf->p, true, n, seed++);
+    }
+    const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
+                             static_cast<const bf16*>(gamma.p),
+                             static_cast<const bf16*>(beta.p),
+                             static_cast<const bf16*>(w.p),
+                             static_cast<const bf16*>(bias.p),
+                             static_cast<bf16*>(y.p),
+                             m,
+                             int(c),
+                             int(3 * c),
+                             fl::PhaseSink()};
+    std::vector<std::function<fl::Status()>> forms;
+    for (int stats = 0; stats < 3; ++stats) {
+      for (int loop = 0; loop < 3; ++loop) {
+        forms.push_back([&a, stats, loop] {
+          return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
+        });
+      }
+    }
+    std::printf("forms  ln_mma_rows %lld x %lld: 3 statistics x 3 loops %s\n", (long long)m,
+                (long long)c, same_output(forms, y, m * 3 * c * 2) ? "agree" : "WRONG");
   }
 }
 
@@ -301,6 +409,8 @@ int main(int argc, char** argv) {
                           {"up16K", 16384, 3072, 768},
                           {"dn16K", 16384, 768, 3072}};
   const bool fp32_only = argc > 2 && std::string(argv[2]) == "fp32";
+  if (!fp32_only) bench_mma_peak(sink);
+  if (!fp32_only) check_forms();
   for (fl::Precision p : {fl::Precision::bf16, fl::Precision::fp32}) {
     if (fp32_only && p == fl::Precision::bf16) continue;
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);

@@ -23,6 +23,7 @@
 #include "kernels/device_common.cuh"
 #include "kernels/ffn/ffn_hidden_slice.h"
 #include "kernels/ffn/ffn_stream.h"
+#include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/tensor_gemm.cuh"
@@ -190,13 +191,31 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   std::unique_ptr<fl::blas::Gemm> up, down;
   CHECK(fl::blas::Gemm::plan(m, h, c, p, fl::blas::Epilogue::gelu_bias, &up));
   CHECK(fl::blas::Gemm::plan(m, c, h, p, fl::blas::Epilogue::bias, &down));
+  // ffn_stream with its plan's choices (8 groups, 24 units an up slice, each range's sum spread
+  // over the range's blocks), the sum by each range's last group, 32 units, 32 units and 16
+  // groups; the scratch is sized for the most groups.
+  const std::pair<const char*, fl::FfnStreamTuning> stream_tunings[] = {
+      {"ffn_stream", {}},
+      {"ffn_stream last group", {0, false}},
+      {"ffn_stream U=32", {0, true, 32}},
+      {"ffn_stream U=32 G=16", {16, true, 32}},
+  };
   size_t bytes = 0;
-  CHECK(fl::ffn_stream_scratch_bytes(p, m, c, &bytes));
+  for (const auto& [name, tuning] : stream_tunings) {
+    size_t b = 0;
+    if (fl::ffn_stream_scratch_bytes(p, m, c, &b, tuning).ok()) bytes = std::max(bytes, b);
+  }
   Buf scratch(bytes);
   CUDA(cudaMemset(scratch.p, 0, bytes));
   const fl::FfnStreamBuffers b{x.p, w1.p, b1.p, w2.p, b2.p, y.p, scratch.p};
-  std::vector<Chain> chains = {
-      {"ffn_stream", [&] { return fl::launch_ffn_stream(p, b, m, c, nullptr); }}};
+  std::vector<Chain> chains;
+  for (const auto& [name, tuning] : stream_tunings) {
+    size_t need = 0;
+    if (!fl::ffn_stream_scratch_bytes(p, m, c, &need, tuning).ok()) continue;
+    chains.push_back({name, [&, tuning = tuning] {
+                        return fl::launch_ffn_stream(p, b, m, c, nullptr, tuning);
+                      }});
+  }
   // The hidden-slice kernel with its plan's slices, then wider ones.
   // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once, fp32's exact
   // rows at 1-8 tokens), then one choice changed at a time: wider or narrower slices (more
@@ -204,12 +223,7 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   // they land, fp32's 16-row tiles at every token count.
   const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
       {"hidden_slice", {}},
-      {"hidden_slice U=24", {24, 1, false}},
-      {"hidden_slice U=32", {32, 1, false}},
-      {"hidden_slice U=48", {48, 1, false}},
-      {"hidden_slice S=2", {0, 2, true}},
-      {"hidden_slice S=2 W2 first", {0, 2, false}},
-      {"hidden_slice U=32 S=2", {32, 2, true}},
+      {"hidden_slice W2 late", {0, 1, false, fl::kSliceRowsTo, false, true}},
       {"hidden_slice fp32 tiles", {0, 1, false, 0}},
   };
   size_t slice_bytes = 0;
@@ -277,13 +291,76 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  compare_many("layernorm_linear", p, m, t, reps,
-               [&] {
-                 FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
-                           : layernorm<float>(x, g, be, xn, m, int(c)));
-                 return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
-               },
-               {{"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}});
+  // ln_panel with its plan, the earlier plan (multiples of 16 columns), W in 2 stages along K, W
+  // asked for once x is in or once it is normalized (FL_LN_PANEL, FL_LN_PANEL_STAGES and
+  // FL_LN_PANEL_W, read by the plan at each launch); a shape that does not fit is left out.
+  auto panel = [&, bf](const char* plan, const char* stages) {
+    if (plan == nullptr) {
+      unsetenv("FL_LN_PANEL");
+    } else {
+      setenv("FL_LN_PANEL", plan, 1);
+    }
+    setenv("FL_LN_PANEL_STAGES", stages, 1);
+    if (bf) {
+      using T = __nv_bfloat16;
+      const fl::layernorm_linear::LnArgs<T> a{static_cast<const T*>(x.p),
+                                              static_cast<const T*>(g.p),
+                                              static_cast<const T*>(be.p),
+                                              static_cast<const T*>(w.p),
+                                              static_cast<const T*>(bias.p),
+                                              static_cast<T*>(y.p),
+                                              m,
+                                              int(c),
+                                              int(n),
+                                              {}};
+      return fl::layernorm_linear::launch_ln_panel<T>(a, nullptr);
+    }
+    const fl::layernorm_linear::LnArgs<float> a{static_cast<const float*>(x.p),
+                                                static_cast<const float*>(g.p),
+                                                static_cast<const float*>(be.p),
+                                                static_cast<const float*>(w.p),
+                                                static_cast<const float*>(bias.p),
+                                                static_cast<float*>(y.p),
+                                                m,
+                                                int(c),
+                                                int(n),
+                                                {}};
+    return fl::layernorm_linear::launch_ln_panel<float>(a, nullptr);
+  };
+  std::vector<Chain> chains = {
+      {"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}};
+  struct PanelCase {
+    const char *plan, *stages, *w;  // FL_LN_PANEL ("": the plan's), _STAGES, _W
+  };
+  const PanelCase panels[] = {{"", "1", "0"}, {"16", "1", "0"}, {"", "2", "0"},
+                              {"", "1", "1"}, {"", "1", "2"},   {"", "2", "2"}};
+  for (const PanelCase& pc : panels) {
+    const char* env = pc.plan[0] == 0 ? nullptr : pc.plan;
+    setenv("FL_LN_PANEL_W", pc.w, 1);
+    if (!panel(env, pc.stages).ok()) continue;
+    const std::string name =
+        std::string("ln_panel ") + (env ? env : "plan") + " S=" + pc.stages + " W=" + pc.w;
+    chains.push_back({name, [&, env, pc] {
+                        setenv("FL_LN_PANEL_W", pc.w, 1);
+                        const fl::Status st = panel(env, pc.stages);
+                        unsetenv("FL_LN_PANEL");
+                        unsetenv("FL_LN_PANEL_STAGES");
+                        unsetenv("FL_LN_PANEL_W");
+                        return st;
+                      }});
+  }
+  unsetenv("FL_LN_PANEL");
+  unsetenv("FL_LN_PANEL_STAGES");
+  unsetenv("FL_LN_PANEL_W");
+  CUDA(cudaDeviceSynchronize());
+  compare_many(
+      "layernorm_linear", p, m, t, reps,
+      [&] {
+        FL_TRY(bf ? layernorm<__nv_bfloat16>(x, g, be, xn, m, int(c))
+                  : layernorm<float>(x, g, be, xn, m, int(c)));
+        return gemm->run(xn.p, w.p, bias.p, y.p, nullptr);
+      },
+      chains);
 }
 
 // The code probe: kN fused multiply-adds a thread in straight-line code (one 16-byte
@@ -353,6 +430,10 @@ void copy_probes(Timer& t, int reps) {
       {"contiguous 72 KB, 1024 thr", 128, 1, int(kb72), 0, kb72, 1024, false},
       {"contiguous 72 KB, ld.v4 regs", 128, 1, int(kb72), 0, kb72, 256, true},
       {"contiguous 36 KB", 128, 1, int(kb72 / 2), 0, kb72 / 2, 256, false},
+      // The same 72 KB for every block (from L2 after the first miss), and each line read by 4
+      // blocks: what an SM's copies reach when the bytes are in L2, as ln_panel's x and W are.
+      {"one 72 KB for all blocks", 128, 1, int(kb72), 0, 0, 256, false},
+      {"72 KB, each line 4 blocks", 128, 1, int(kb72), 0, kb72 / 4, 256, false},
   };
   Buf src(size_t(2) * 128 * kb72 + 4096);
   CUDA(cudaMemset(src.p, 1, size_t(2) * 128 * kb72 + 4096));

@@ -46,6 +46,38 @@ __device__ __forceinline__ float2 key_pair(const unsigned* smem_rows, const unsi
                        : unpack2(ld_cg(rows + p * (kHeadDim / 2) + lane));
 }
 
+// The same without a branch (DecodeArgs::branch_free_keys): both loads predicated, ld.shared
+// from the copy (smem_rows: its shared-memory address) for keys below in_smem, ld.global.cg for
+// the others, neither past the split (0: a zero pair). Predicated, a batch's sixteen loads issue
+// back to back and each use waits only for its own load; in branches, each load sat behind the
+// branch before it.
+__device__ __forceinline__ unsigned ld_shared_if(unsigned address, bool load) {
+  unsigned v;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n mov.u32 %0, 0;\n"
+      " @p ld.shared.u32 %0, [%1];\n}"
+      : "=r"(v)
+      : "r"(address), "r"(unsigned(load)));
+  return v;
+}
+__device__ __forceinline__ unsigned ld_cg_if(const unsigned* p, bool load) {
+  unsigned v;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n mov.u32 %0, 0;\n"
+      " @p ld.global.cg.u32 %0, [%1];\n}"
+      : "=r"(v)
+      : "l"(p), "r"(unsigned(load)));
+  return v;
+}
+__device__ __forceinline__ float2 key_pair_predicated(unsigned smem_rows, const unsigned* rows,
+                                                      int p, int p0, int p1, int in_smem,
+                                                      int lane) {
+  const unsigned s = ld_shared_if(smem_rows + 4u * unsigned((p - p0) * (kHeadDim / 2) + lane),
+                                  p < in_smem && p < p1);
+  const unsigned g = ld_cg_if(rows + p * (kHeadDim / 2) + lane, p >= in_smem && p < p1);
+  return unpack2(s | g);  // at most one of them loaded
+}
+
 // The keys `range` of one head: every warp's running max, sum and P V left in smem (q, then
 // acc, wm and wl below) for merge_warps. cached_kv: null, or the range's cached keys then values
 // in shared memory (SplitKeys::cached rows of 64 each), copied there by the megakernel before
@@ -75,13 +107,25 @@ __device__ void attend_keys(const DecodeArgs& a, int layer, int head, const Spli
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
   const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
+  // The copy's shared-memory addresses (not read where there is none: in_smem is p0 then).
+  const unsigned smem_k = static_cast<unsigned>(__cvta_generic_to_shared(smem_keys));
+  const unsigned smem_v = static_cast<unsigned>(__cvta_generic_to_shared(smem_values));
   constexpr int kBatch = 8;
   for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
     float2 k[kBatch], v[kBatch];  // all sixteen loads in flight before the first is used
+    if (a.branch_free_keys) {
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      k[u] = key_pair(smem_keys, keys, start + u * kWarps, p0, p1, in_smem, lane);
-      v[u] = key_pair(smem_values, values, start + u * kWarps, p0, p1, in_smem, lane);
+      for (int u = 0; u < kBatch; ++u) {
+        const int p = start + u * kWarps;
+        k[u] = key_pair_predicated(smem_k, keys, p, p0, p1, in_smem, lane);
+        v[u] = key_pair_predicated(smem_v, values, p, p0, p1, in_smem, lane);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        k[u] = key_pair(smem_keys, keys, start + u * kWarps, p0, p1, in_smem, lane);
+        v[u] = key_pair(smem_values, values, start + u * kWarps, p0, p1, in_smem, lane);
+      }
     }
     for (int j = 0; j < t; ++j) {
       const float qx = q[j * kHeadDim + 2 * lane], qy = q[j * kHeadDim + 2 * lane + 1];

@@ -99,6 +99,7 @@ struct DecodeArgs {
   // tasks write its starting value while they read the one before).
   const bf16* w_proj_t = nullptr;
   bool fused_proj = false;
+  bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

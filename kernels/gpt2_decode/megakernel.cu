@@ -30,7 +30,8 @@
 // fused (attention_proj.cuh: a task a whole head, holding both buffers, so the task after it
 // copies into the first once the keys are read, and it copies only once the task before is
 // done); wide rows; proj apart (tasks.cpp); early copies (the task after next starts its TMA
-// once this task has read its weights); copies after the task (not before its wait).
+// once this task has read its weights); copies after the task (not before its wait), or after
+// it except where the next task is an MLP slice.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -302,11 +303,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
     const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const NextCopies when = !has_next                                 ? NextCopies::none
-                            : next_fused || options.copies_after_task ? NextCopies::after_task
-                            : fused                                   ? NextCopies::after_attention
-                            : options.copies_after_inputs             ? NextCopies::after_inputs
-                                                                      : NextCopies::before_wait;
+    const bool next_mlp = has_next && tasks[i + 1].kind == uint8_t(TaskKind::mlp);
+    const bool after_task =
+        options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
+    const NextCopies when = !has_next                  ? NextCopies::none
+                            : next_fused || after_task ? NextCopies::after_task
+                            : fused                    ? NextCopies::after_attention
+                            : options.copies_after_inputs ? NextCopies::after_inputs
+                                                          : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
       if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
     };

@@ -125,6 +125,9 @@ constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
 }
 
 constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention split
+// Whether attention's loads are predicated in the lesson (levels 1-3, and the megakernel's
+// default: MegakernelOptions::branch_free_keys).
+constexpr bool kBranchFreeKeys = false;
 
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
@@ -214,6 +217,12 @@ struct MegakernelOptions {
   // copy lands while a task runs; they land while the block waits for its next task's count.
   // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late).
   bool copies_after_task = false;
+  // copies_after_task where the next task is not an MLP slice (whose 72 KB must start before
+  // the wait to arrive in time): its copies still start before the running task's wait.
+  bool copies_after_task_but_mlp = false;
+  // Attention's key and value loads predicated instead of branched (attention.cuh's
+  // key_pair_predicated): a batch's sixteen loads issue back to back before any is used.
+  bool branch_free_keys = kBranchFreeKeys;
 };
 constexpr int kMaxResidualCopies = 8;
 

@@ -198,6 +198,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.w_out_t = w_out_t_.as<bf16>();
     a.w_proj_t = w_proj_t_.as<bf16>();
     a.fused_proj = list_.fused_proj;  // attention and proj one stage: two residual buffers
+    a.branch_free_keys = options_.branch_free_keys;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }

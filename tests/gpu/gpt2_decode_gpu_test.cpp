@@ -33,7 +33,8 @@ std::vector<Variant> option_sets() {
   before.skip_own_poll = before.head_combine = false;
   before.fused_proj = before.wide_rows = before.proj_apart = before.early_copies = false;
   before.l2_ahead = 0;
-  before.copies_after_task = false;
+  before.copies_after_task = before.copies_after_task_but_mlp = false;
+  before.branch_free_keys = false;
   before.residual_copies = 1;
   before.copy_thread = 0;
   before.copies_after_inputs = false;
@@ -74,6 +75,17 @@ std::vector<Variant> option_sets() {
   with("+ copies after task", [](gpt2::MegakernelOptions& o) { o.copies_after_task = true; });
   with("+ copies after task, proj apart",
        [](gpt2::MegakernelOptions& o) { o.copies_after_task = o.proj_apart = true; });
+  with("+ branch-free keys", [](gpt2::MegakernelOptions& o) { o.branch_free_keys = true; });
+  with("+ copies after task but MLP",
+       [](gpt2::MegakernelOptions& o) { o.copies_after_task_but_mlp = true; });
+  with("+ branch-free keys, after task but MLP", [](gpt2::MegakernelOptions& o) {
+    o.branch_free_keys = o.copies_after_task_but_mlp = true;
+  });
+  with("+ fused proj, branch-free keys",
+       [](gpt2::MegakernelOptions& o) { o.fused_proj = o.branch_free_keys = true; });
+  with("+ fused proj, branch-free, after task but MLP", [](gpt2::MegakernelOptions& o) {
+    o.fused_proj = o.branch_free_keys = o.copies_after_task_but_mlp = true;
+  });
   return sets;
 }
 // The sets added after the stage cuts (every level's test runs these; the partial grid all).
@@ -84,11 +96,11 @@ std::vector<Variant> newer_sets() {
   return sets;
 }
 // The sets MegakernelVariants times (the others were measured before): the first, then the
-// last two.
+// last five.
 std::vector<Variant> timed_sets() {
   const std::vector<Variant> all = option_sets();
   std::vector<Variant> sets = {all.front()};
-  sets.insert(sets.end(), all.end() - 2, all.end());
+  sets.insert(sets.end(), all.end() - 5, all.end());
   return sets;
 }
 
@@ -205,6 +217,8 @@ gpt2::MegakernelOptions other_options() {
   o.wide_rows = !o.wide_rows;
   o.proj_apart = !o.proj_apart;
   o.early_copies = !o.early_copies;
+  o.copies_after_task_but_mlp = !o.copies_after_task_but_mlp;
+  o.branch_free_keys = !o.branch_free_keys;
   return o;
 }
 
@@ -588,11 +602,12 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
   // The lesson's options, every other option's other form, every stage cut at once with the
   // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
-  // wide rows, proj apart with early copies, copies after the task.
+  // wide rows, proj apart with early copies, copies after the task; branch-free keys with
+  // copies after the task but the MLP's, and with attention and proj fused.
   const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
-        sets.at(13).options, sets.at(16).options}) {
+        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

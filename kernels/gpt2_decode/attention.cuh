@@ -12,7 +12,9 @@
 // eight warps' (max, sum, o) merged into the split's. The three-pass form (an option of the
 // megakernel, the form before): scores into shared memory, the softmax's max and sum a warp per
 // token, then P V, with a barrier between each. K and V are read with ld.global.cg: the step's
-// own keys were written by other blocks of the same launch.
+// own keys were written by other blocks of the same launch. The one-pass form predicates each
+// of a batch's sixteen loads (key_pair_predicated) so all are in flight before the first is
+// used; the branched form (key_pair) stays as the option's other side.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
@@ -46,11 +48,10 @@ __device__ __forceinline__ float2 key_pair(const unsigned* smem_rows, const unsi
                        : unpack2(ld_cg(rows + p * (kHeadDim / 2) + lane));
 }
 
-// The same without a branch (DecodeArgs::branch_free_keys): both loads predicated, ld.shared
-// from the copy (smem_rows: its shared-memory address) for keys below in_smem, ld.global.cg for
-// the others, neither past the split (0: a zero pair). Predicated, a batch's sixteen loads issue
-// back to back and each use waits only for its own load; in branches, each load sat behind the
-// branch before it.
+// The same without a branch (DecodeArgs::branch_free_keys, the lesson's form): both loads
+// predicated, ld.shared from the copy (smem_rows: its shared-memory address) for keys below
+// in_smem, ld.global.cg for the others, neither past the split (0: a zero pair), so a batch's
+// sixteen loads issue back to back and each use waits only for its own load.
 __device__ __forceinline__ unsigned ld_shared_if(unsigned address, bool load) {
   unsigned v;
   asm volatile(

@@ -125,9 +125,9 @@ constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
 }
 
 constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention split
-// Whether attention's loads are predicated in the lesson (levels 1-3, and the megakernel's
-// default: MegakernelOptions::branch_free_keys).
-constexpr bool kBranchFreeKeys = false;
+// Attention's loads predicated in the lesson (levels 1-3, and the megakernel's default:
+// MegakernelOptions::branch_free_keys).
+constexpr bool kBranchFreeKeys = true;
 
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
@@ -218,10 +218,12 @@ struct MegakernelOptions {
   // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late).
   bool copies_after_task = false;
   // copies_after_task where the next task is not an MLP slice (whose 72 KB must start before
-  // the wait to arrive in time): its copies still start before the running task's wait.
+  // the wait to arrive in time): its copies still start before the running task's wait. The
+  // MLP's stage got shorter, the other three longer (their bytes then arrive late).
   bool copies_after_task_but_mlp = false;
   // Attention's key and value loads predicated instead of branched (attention.cuh's
-  // key_pair_predicated): a batch's sixteen loads issue back to back before any is used.
+  // key_pair_predicated): a batch's sixteen loads issue back to back before any is used. On in
+  // the lesson; attention's compute got shorter (not as short as the loads alone predicted).
   bool branch_free_keys = kBranchFreeKeys;
 };
 constexpr int kMaxResidualCopies = 8;

@@ -306,9 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool next_mlp = has_next && tasks[i + 1].kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
-    const NextCopies when = !has_next                  ? NextCopies::none
-                            : next_fused || after_task ? NextCopies::after_task
-                            : fused                    ? NextCopies::after_attention
+    const NextCopies when = !has_next                     ? NextCopies::none
+                            : next_fused || after_task    ? NextCopies::after_task
+                            : fused                       ? NextCopies::after_attention
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {

@@ -78,9 +78,8 @@ std::vector<Variant> option_sets() {
   with("+ branch-free keys", [](gpt2::MegakernelOptions& o) { o.branch_free_keys = true; });
   with("+ copies after task but MLP",
        [](gpt2::MegakernelOptions& o) { o.copies_after_task_but_mlp = true; });
-  with("+ branch-free keys, after task but MLP", [](gpt2::MegakernelOptions& o) {
-    o.branch_free_keys = o.copies_after_task_but_mlp = true;
-  });
+  with("+ branch-free keys, after task but MLP",
+       [](gpt2::MegakernelOptions& o) { o.branch_free_keys = o.copies_after_task_but_mlp = true; });
   with("+ fused proj, branch-free keys",
        [](gpt2::MegakernelOptions& o) { o.fused_proj = o.branch_free_keys = true; });
   with("+ fused proj, branch-free, after task but MLP", [](gpt2::MegakernelOptions& o) {

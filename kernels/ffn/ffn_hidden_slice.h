@@ -46,6 +46,7 @@ struct FfnSliceTuning {
   bool w2_after_first = true;
   int rows_to = kSliceRowsTo;  // fp32 up to this many tokens: exact-row products, no 16-row tiles
   bool w2_first = false;       // W2's rows asked for before x's and W1's (where both fit at once)
+  bool w2_late = false;        // W2's rows asked for after the up product, as where they do not fit
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -73,14 +73,14 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
-// they fit, else W2's after the up product. In bf16 the units are rounded up to a multiple of
-// 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows of a slice are then
-// 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them across two
-// 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md has
-// both measured). False when nothing fits.
+// they fit, else W2's after the up product (or only that, with late_only). In bf16 the units are
+// rounded up to a multiple of 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows
+// of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
+// across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
+// has both measured). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                                  FfnSlicePlan* out, int units = 0) {
+                                  FfnSlicePlan* out, int units = 0, bool late_only = false) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
   const int64_t units8 = (4 * c + 7) / 8;
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
@@ -88,6 +88,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
   auto fits = [&](int64_t u) {
     for (bool late : {false, true}) {
+      if (late_only && !late) continue;
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;

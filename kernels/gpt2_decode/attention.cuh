@@ -12,7 +12,9 @@
 // eight warps' (max, sum, o) merged into the split's. The three-pass form (an option of the
 // megakernel, the form before): scores into shared memory, the softmax's max and sum a warp per
 // token, then P V, with a barrier between each. K and V are read with ld.global.cg: the step's
-// own keys were written by other blocks of the same launch.
+// own keys were written by other blocks of the same launch. The one-pass form predicates each
+// of a batch's sixteen loads (key_pair_predicated) so all are in flight before the first is
+// used; the branched form (key_pair) stays as the option's other side.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
@@ -46,16 +48,47 @@ __device__ __forceinline__ float2 key_pair(const unsigned* smem_rows, const unsi
                        : unpack2(ld_cg(rows + p * (kHeadDim / 2) + lane));
 }
 
-// cached_kv: null, or the split's cached keys then values in shared memory (SplitKeys::cached
-// rows of 64 each), copied there by the megakernel before the task's inputs were ready.
-// after_inputs() runs once, by every thread, when the queries are in shared memory.
+// The same without a branch (DecodeArgs::branch_free_keys, the lesson's form): both loads
+// predicated, ld.shared from the copy (smem_rows: its shared-memory address) for keys below
+// in_smem, ld.global.cg for the others, neither past the split (0: a zero pair), so a batch's
+// sixteen loads issue back to back and each use waits only for its own load.
+__device__ __forceinline__ unsigned ld_shared_if(unsigned address, bool load) {
+  unsigned v;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n mov.u32 %0, 0;\n"
+      " @p ld.shared.u32 %0, [%1];\n}"
+      : "=r"(v)
+      : "r"(address), "r"(unsigned(load)));
+  return v;
+}
+__device__ __forceinline__ unsigned ld_cg_if(const unsigned* p, bool load) {
+  unsigned v;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n mov.u32 %0, 0;\n"
+      " @p ld.global.cg.u32 %0, [%1];\n}"
+      : "=r"(v)
+      : "l"(p), "r"(unsigned(load)));
+  return v;
+}
+__device__ __forceinline__ float2 key_pair_predicated(unsigned smem_rows, const unsigned* rows,
+                                                      int p, int p0, int p1, int in_smem,
+                                                      int lane) {
+  const unsigned s = ld_shared_if(smem_rows + 4u * unsigned((p - p0) * (kHeadDim / 2) + lane),
+                                  p < in_smem && p < p1);
+  const unsigned g = ld_cg_if(rows + p * (kHeadDim / 2) + lane, p >= in_smem && p < p1);
+  return unpack2(s | g);  // at most one of them loaded
+}
+
+// The keys `range` of one head: every warp's running max, sum and P V left in smem (q, then
+// acc, wm and wl below) for merge_warps. cached_kv: null, or the range's cached keys then values
+// in shared memory (SplitKeys::cached rows of 64 each), copied there by the megakernel before
+// the task's inputs were ready. after_inputs() runs once, by every thread, when the queries are
+// in shared memory.
 template <class AfterInputs = NoHook>
-__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
-                             const bf16* cached_kv = nullptr,
-                             const AfterInputs& after_inputs = NoHook{}) {
+__device__ void attend_keys(const DecodeArgs& a, int layer, int head, const SplitKeys& range,
+                            float* smem, const bf16* cached_kv, const AfterInputs& after_inputs) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = a.tokens, positions = a.positions();
-  const SplitKeys range = split_keys_of(a, split);
   const int p0 = range.first, p1 = range.end;
   const int in_smem = cached_kv == nullptr ? p0 : p0 + range.cached;
   const unsigned* smem_keys = reinterpret_cast<const unsigned*>(cached_kv);
@@ -75,13 +108,25 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   const int64_t base = (int64_t(layer) * kHeads + head) * positions * kHeadDim;
   const unsigned* keys = reinterpret_cast<const unsigned*>(a.k_cache + base);
   const unsigned* values = reinterpret_cast<const unsigned*>(a.v_cache + base);
+  // The copy's shared-memory addresses (not read where there is none: in_smem is p0 then).
+  const unsigned smem_k = static_cast<unsigned>(__cvta_generic_to_shared(smem_keys));
+  const unsigned smem_v = static_cast<unsigned>(__cvta_generic_to_shared(smem_values));
   constexpr int kBatch = 8;
   for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
     float2 k[kBatch], v[kBatch];  // all sixteen loads in flight before the first is used
+    if (a.branch_free_keys) {
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      k[u] = key_pair(smem_keys, keys, start + u * kWarps, p0, p1, in_smem, lane);
-      v[u] = key_pair(smem_values, values, start + u * kWarps, p0, p1, in_smem, lane);
+      for (int u = 0; u < kBatch; ++u) {
+        const int p = start + u * kWarps;
+        k[u] = key_pair_predicated(smem_k, keys, p, p0, p1, in_smem, lane);
+        v[u] = key_pair_predicated(smem_v, values, p, p0, p1, in_smem, lane);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        k[u] = key_pair(smem_keys, keys, start + u * kWarps, p0, p1, in_smem, lane);
+        v[u] = key_pair(smem_values, values, start + u * kWarps, p0, p1, in_smem, lane);
+      }
     }
     for (int j = 0; j < t; ++j) {
       const float qx = q[j * kHeadDim + 2 * lane], qy = q[j * kHeadDim + 2 * lane + 1];
@@ -121,9 +166,16 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   }
   __syncthreads();
   probe_mark(a, kProbeCompute);
-  // The split's max, sum and o from the warps': each warp's scaled to the largest max.
-  float* part = a.partials + int64_t(head) * a.splits * kPartStride;
-  for (int i = threadIdx.x; i < t * 32; i += kThreads) {
+}
+
+// The max, sum and o of the keys attend_keys saw, from the warps': each warp's scaled to the
+// largest max; out(j, l2, o, m, l) takes token j's dims 2 l2 and 2 l2 + 1 (and the max and sum).
+template <class Out>
+__device__ void merge_warps(const DecodeArgs& a, const float* smem, const Out& out) {
+  const float2* acc = reinterpret_cast<const float2*>(smem + kMaxTokens * kHeadDim);
+  const float* wm = smem + kMaxTokens * kHeadDim + kWarps * kMaxTokens * kHeadDim;
+  const float* wl = wm + kWarps * kMaxTokens;
+  for (int i = threadIdx.x; i < a.tokens * 32; i += kThreads) {
     const int j = i / 32, l2 = i % 32;
     float m = -INFINITY, l = 0.f;
     for (int w = 0; w < kWarps; ++w) m = fmaxf(m, wm[w * kMaxTokens + j]);
@@ -136,11 +188,26 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
       o.y += f * ow.y;
       l += f * wl[w * kMaxTokens + j];
     }
+    out(j, l2, o, m, l);
+  }
+}
+
+// One split: its keys, then its max, sum and o into the partial sums. after_keys() runs once,
+// by every thread, when no thread reads cached_kv any more.
+template <class AfterInputs = NoHook, class AfterKeys = NoHook>
+__device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
+                             const bf16* cached_kv = nullptr,
+                             const AfterInputs& after_inputs = NoHook{},
+                             const AfterKeys& after_keys = NoHook{}) {
+  attend_keys(a, layer, head, split_keys_of(a, split), smem, cached_kv, after_inputs);
+  after_keys();
+  float* part = a.partials + int64_t(head) * a.splits * kPartStride;
+  merge_warps(a, smem, [&](int j, int l2, float2 o, float m, float l) {
     float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
     mine[2 * l2] = o.x;
     mine[2 * l2 + 1] = o.y;
     if (l2 == 0) mine[64] = m, mine[65] = l;
-  }
+  });
 }
 
 // The three-pass form's softmax, a warp per token: each of the t tokens' rows of `keys` scores

@@ -85,19 +85,24 @@ __device__ __forceinline__ void copy_bulk(void* dst, const void* src, uint32_t b
 #endif
 }
 
-// The large ranges a task reads (at most two: a slice of Wqkv / Wproj / Wfc and, for the MLP,
-// the same rows of Wout transposed; or a split's cached keys and values), each going to
-// shared memory at `at[r]` bytes into the task's buffer. bytes[r] == 0: no range.
+// The large ranges a task reads (at most three: a slice of Wqkv / Wproj / Wfc and, for the
+// MLP, the same rows of Wout transposed; or a split's cached keys and values, and for a fused
+// attention task its Wproj part at the end of both buffers), each going to shared memory at
+// `at[r]` bytes into the task's buffer. bytes[r] == 0: no range.
+constexpr int kMaxRanges = 3;
 struct TaskRanges {
-  const void* src[2] = {nullptr, nullptr};
-  int bytes[2] = {0, 0};
-  int at[2] = {0, 0};
+  const void* src[kMaxRanges] = {nullptr, nullptr, nullptr};
+  int bytes[kMaxRanges] = {0, 0, 0};
+  int at[kMaxRanges] = {0, 0, 0};
 };
 
 // An attention task's cached keys and values (positions below s: inputs, never written by the
 // step) go to shared memory like a product's weights when both fit one buffer.
 __device__ inline SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task,
                                          int buffer_bytes) {
+  if (task.flags & kProjects) {  // the whole head, in both buffers (the host checked the fit)
+    return {0, a.positions(), a.cache};
+  }
   SplitKeys keys = split_keys_of(a, task.first % a.splits);
   if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
   return keys;
@@ -124,7 +129,14 @@ __device__ inline TaskRanges task_ranges(const DecodeArgs& a, const DecodeTask& 
       break;
     case TaskKind::attention: {
       const SplitKeys keys = cached_split(a, task, buffer_bytes);
-      const int head = task.first / a.splits, bytes = keys.cached * kHeadDim * 2;
+      const bool fused = task.flags & kProjects;
+      const int head = task.first / (fused ? kProjParts : a.splits);
+      const int bytes = keys.cached * kHeadDim * 2;
+      if (fused) {
+        r.src[2] = a.w_proj_t + (int64_t(task.layer) * kHeads * kProjParts + task.first) *
+                                    (kProjRows * kHeadDim);
+        r.bytes[2] = kProjSliceBytes, r.at[2] = 2 * buffer_bytes - kProjSliceBytes;
+      }
       const int64_t at =
           ((int64_t(task.layer) * kHeads + head) * a.positions() + keys.first) * kHeadDim;
       r.src[0] = a.k_cache + at, r.bytes[0] = bytes;
@@ -166,6 +178,12 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
     case TaskKind::qkv:
       copy_async(gamma, w + LayerLayout::ln1_g, 2 * kC * 2);
       copy_bias_async(bias, w + LayerLayout::b_qkv + task.first, task.count);
+      if (task.flags & kInitsResidual) {  // bproj's and bout's columns (ResidualInit)
+        const int c0 = init_column(task.first), n = init_column(task.first + task.count) - c0;
+        bf16* b2 = const_cast<bf16*>(e.bias2);
+        copy_bias_async(b2, w + LayerLayout::b_proj + c0, n);
+        copy_bias_async(b2 + kMaxSliceRows / 2, w + LayerLayout::b_out + c0, n);
+      }
       break;
     case TaskKind::proj:
       copy_bias_async(bias, w + LayerLayout::b_proj + task.first, task.count);
@@ -184,20 +202,37 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
 // `copier`; `landed` completes when they are in, also when there are none) or by cp.async, then
 // its small parameters by cp.async. One commit group per task, so "all but the newest group" is
 // always the running task's.
+// part: kCopyAll; kCopyLarge (bulk only: the large ranges, issued early) or kCopySmall (the
+// rest, later).
+enum CopyPart { kCopyAll, kCopyLarge, kCopySmall };
 __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                    int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0) {
+                                    int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0,
+                                    CopyPart part = kCopyAll) {
   const TaskRanges r = task_ranges(a, task, buffer_bytes);
-  if (bulk) {
+  if (part == kCopySmall) {
+  } else if (bulk) {
     if (threadIdx.x == copier) {
-      hopper::arrive_expect_bytes(landed, static_cast<uint32_t>(r.bytes[0] + r.bytes[1]));
-      for (int k = 0; k < 2; ++k)
+      const int bytes = r.bytes[0] + r.bytes[1] + r.bytes[2];
+      hopper::arrive_expect_bytes(landed, static_cast<uint32_t>(bytes));
+      for (int k = 0; k < kMaxRanges; ++k)
         if (r.bytes[k] > 0) copy_bulk(buffer + r.at[k], r.src[k], r.bytes[k], landed);
     }
   } else {
-    for (int k = 0; k < 2; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k]);
+    for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k]);
   }
+  if (part == kCopyLarge) return;
   copy_small_params(a, task, buffer, buffer_bytes);
   cp_async_commit();
+}
+
+// Whether a task's large ranges stay clear of the small parameters at its buffer's end (which
+// the task before it in that buffer may still read while they land).
+__device__ inline bool clear_of_extras(const DecodeArgs& a, const DecodeTask& task,
+                                       int buffer_bytes) {
+  const TaskRanges r = task_ranges(a, task, buffer_bytes);
+  int top = 0;
+  for (int k = 0; k < kMaxRanges; ++k) top = max(top, r.bytes[k] > 0 ? r.at[k] + r.bytes[k] : 0);
+  return top <= buffer_bytes - kExtrasBytes;
 }
 
 // The L2 prefetch of a task ahead: its large ranges in pieces of 8 KB over the lanes of one
@@ -206,7 +241,7 @@ __device__ inline void prefetch_task_l2(const DecodeArgs& a, const DecodeTask& t
                                         int buffer_bytes, int lane) {
   constexpr int kPiece = 8192;
   const TaskRanges r = task_ranges(a, task, buffer_bytes);
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < kMaxRanges; ++k) {
     const char* src = static_cast<const char*>(r.src[k]);
     for (int o = lane * kPiece; o < r.bytes[k]; o += 32 * kPiece)
       prefetch_l2(src + o, static_cast<uint32_t>(min(kPiece, r.bytes[k] - o)));

@@ -93,6 +93,13 @@ struct DecodeArgs {
   // nanoseconds of each slot and the count (kTaskKinds x (kProbeSlots + 1) words), then
   // kProbeSlots words a block where probe_mark leaves the times inside its running task.
   unsigned long long* probes = nullptr;
+  // The megakernel's attention and proj as one stage (MegakernelOptions::fused_proj): every
+  // layer's Wproj regrouped as [layer][head][part][64][kProjRows] (null otherwise), and the
+  // residual after each MLP kept in two buffers, layer l's in x_mlp + (l & 1) * t * C (its qkv
+  // tasks write its starting value while they read the one before).
+  const bf16* w_proj_t = nullptr;
+  bool fused_proj = false;
+  bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 
@@ -107,16 +114,20 @@ __device__ __forceinline__ void probe_mark(const DecodeArgs& a, int slot) {
 __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int layer) {
   return a.weights + int64_t(layer) * LayerLayout::size;
 }
+__device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
+  return int64_t(a.tokens) * kC;
+}
+// The megakernel's residual after layer `layer`'s MLP (two buffers with fused_proj).
+__device__ __forceinline__ float* x_mlp_of(const DecodeArgs& a, int layer) {
+  return a.x_mlp + (a.fused_proj ? (layer & 1) * residual_stride(a) : 0);
+}
 // Where layer `layer` reads its residual from: the step's input for block 0.
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {
-  return layer == 0 ? a.x_in : a.x_mlp != nullptr ? a.x_mlp : a.x;
+  return layer == 0 ? a.x_in : a.x_mlp != nullptr ? x_mlp_of(a, layer - 1) : a.x;
 }
 // How many copies of it to add up (the megakernel's x_mlp may have several), and how far apart.
 __device__ __forceinline__ int residual_copies_in(const DecodeArgs& a, int layer) {
   return layer == 0 || a.x_mlp == nullptr ? 1 : a.residual_copies;
-}
-__device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
-  return int64_t(a.tokens) * kC;
 }
 
 // ---- small pieces ---------------------------------------------------------------------------
@@ -165,8 +176,13 @@ __device__ __forceinline__ void allow_dependent_launch() {
 // between their loads would make each one wait for the one before (dst may alias them as far
 // as the compiler knows). src may be `copies` partial rows `stride` floats apart, added up
 // (every copy's loads in flight before the first add).
+struct NoRaw {  // what layernorm_rows does with a row's values before it normalizes them
+  __device__ void operator()(int, int, const float4&) const {}
+};
+template <class Raw = NoRaw>
 __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
-                                      int rows, float* dst, int copies = 1, int64_t stride = 0) {
+                                      int rows, float* dst, int copies = 1, int64_t stride = 0,
+                                      const Raw& raw = NoRaw{}) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int r = warp; r < rows; r += kWarps) {
     const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC);
@@ -194,7 +210,10 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
     }
     float sum = 0;
 #pragma unroll
-    for (int i = 0; i < 6; ++i) sum += v[i].x + v[i].y + v[i].z + v[i].w;
+    for (int i = 0; i < 6; ++i) {
+      raw(j0 + r, 4 * (lane + 32 * i), v[i]);  // token, first column, its four values
+      sum += v[i].x + v[i].y + v[i].z + v[i].w;
+    }
     const float mean = warp_sum(sum) * (1.0f / kC);
     float var = 0;
 #pragma unroll
@@ -294,13 +313,64 @@ struct NoHook {
   __device__ void operator()() const {}
 };
 
-template <class Op, bool kSharedSums = true, class AfterInputs = NoHook>
+// One chunk's products: warp w takes rows w, w + 8, ... (kRows of them at a time: each row's
+// sum is the same sum as alone, its reduction warp_sum's butterfly, the rows' levels
+// interleaved); lane j of the warp keeps token j's sum without kSharedSums.
+template <int kRows, class Op, bool kSharedSums>
+__device__ void slice_products(const Op& op, const bf16* W, int first, int count, const float* act,
+                               float* sums, int j0, int tc) {
+  constexpr int K = Op::kK;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int r0 = warp; r0 < count; r0 += kRows * kWarps) {
+    WeightRow<K> row[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int r = r0 + i * kWarps;
+      if (r < count) {
+        row[i].load(W + int64_t(r) * K, lane);
+      } else {
+#pragma unroll
+        for (int v = 0; v < WeightRow<K>::kSteps; ++v) row[i].w[v] = make_int4(0, 0, 0, 0);
+      }
+    }
+    float mine[kRows] = {};  // lane j: token j's sum (without `sums`)
+    for (int j = 0; j < tc; ++j) {
+      float sum[kRows];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) sum[i] = row[i].partial(act + j * K, lane);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], o);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int r = r0 + i * kWarps;
+        if (kSharedSums) {
+          if (lane == 0 && r < count) sums[r * tc + j] = sum[i];
+        } else if (lane == j) {
+          mine[i] = sum[i];
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+      if (!kSharedSums && lane < tc && r0 + i * kWarps < count)
+        op.epilogue(j0 + lane, first + r0 + i * kWarps, mine[i]);
+  }
+}
+
+// `wide` (the megakernel's option wide_rows): a slice of K = C with more than 16 rows takes
+// four rows a warp at a time, so up to 32 rows are one pass.
+// after_weights() runs once, by every thread, when no thread reads W any more (the megakernel
+// may then start copying another task's weights over it).
+template <class Op, bool kSharedSums = true, class AfterInputs = NoHook,
+          class AfterWeights = NoHook>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
-                             float* sums, const AfterInputs& after_inputs = NoHook{}) {
+                             float* sums, const AfterInputs& after_inputs = NoHook{},
+                             bool wide = false, const AfterWeights& after_weights = NoHook{}) {
   constexpr int K = Op::kK;
   constexpr int kChunk = chunk_tokens<K>();
   static_assert(kChunk <= 32, "a lane per token of a chunk");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = op.a.tokens;
   for (int j0 = 0; j0 < t; j0 += kChunk) {
     const int tc = min(kChunk, t - j0);
@@ -309,48 +379,19 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     __syncthreads();
     probe_mark(op.a, kProbeInputs);
     if (j0 == 0) after_inputs();
-    // Warp w takes rows w, w + 8, ... (kRows of them at a time: each row's sum is the same
-    // sum as alone, its reduction warp_sum's butterfly, the rows' levels interleaved).
-    constexpr int kRows = rows_at_once<K>();
-    for (int r0 = warp; r0 < count; r0 += kRows * kWarps) {
-      WeightRow<K> row[kRows];
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const int r = r0 + i * kWarps;
-        if (r < count) {
-          row[i].load(W + int64_t(r) * K, lane);
-        } else {
-#pragma unroll
-          for (int v = 0; v < WeightRow<K>::kSteps; ++v) row[i].w[v] = make_int4(0, 0, 0, 0);
-        }
+    bool done = false;
+    if constexpr (K <= 1024) {
+      if (wide && count > 2 * kWarps) {
+        slice_products<4, Op, kSharedSums>(op, W, first, count, act, sums, j0, tc);
+        done = true;
       }
-      float mine[kRows] = {};  // lane j: token j's sum (without `sums`)
-      for (int j = 0; j < tc; ++j) {
-        float sum[kRows];
-#pragma unroll
-        for (int i = 0; i < kRows; ++i) sum[i] = row[i].partial(act + j * K, lane);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-          for (int i = 0; i < kRows; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], o);
-#pragma unroll
-        for (int i = 0; i < kRows; ++i) {
-          const int r = r0 + i * kWarps;
-          if (kSharedSums) {
-            if (lane == 0 && r < count) sums[r * tc + j] = sum[i];
-          } else if (lane == j) {
-            mine[i] = sum[i];
-          }
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kRows; ++i)
-        if (!kSharedSums && lane < tc && r0 + i * kWarps < count)
-          op.epilogue(j0 + lane, first + r0 + i * kWarps, mine[i]);
     }
+    if (!done)
+      slice_products<rows_at_once<K>(), Op, kSharedSums>(op, W, first, count, act, sums, j0, tc);
     if (kSharedSums) {
       __syncthreads();
       probe_mark(op.a, kProbeCompute);
+      if (j0 + kChunk >= t) after_weights();
       finish_rows(op, j0, tc, first, count, sums);
     }
   }

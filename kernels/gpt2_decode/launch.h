@@ -49,6 +49,9 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
 // Every layer's Wout ([C][4C] in the weights) into w_out_t as [4C][C] (kLayers x 4C x C bf16),
 // the layout the megakernel reads (once, when the weights are written).
 Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s);
+// Every layer's Wproj into w_proj_t as [layer][head][part][64][kProjRows] (kLayers x C x C
+// bf16), the layout the fused attention tasks read (attention_proj.cuh).
+Status launch_regroup_w_proj(const bf16* weights, bf16* w_proj_t, cudaStream_t s);
 
 }  // namespace gpt2
 }  // namespace fl

@@ -24,12 +24,14 @@
 // a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
 // take none.
 // Options, measured one at a time against this form and left off (each made the step slower;
-// docs/PERFORMANCE.md): head combine (an attention split takes a ticket of its head, the head's
-// last split merges the head's splits into its 64 outputs, so proj reads 768 floats instead of
-// every split's sums and waits for 12 counts); skip own poll (the bump returns the count, so the
-// block that completes a stage skips its poll); residual copies (the MLP's tasks add into a few
-// copies of the residual, which LN1, proj and LN_f add up); the copy thread (a lane of warp 1
-// issues the bulk copies instead of the thread that releases the counts).
+// docs/PERFORMANCE.md): head combine (a head's last split, by ticket, merges the head's splits);
+// skip own poll (the bump returns the count); residual copies (the MLP adds into a few copies
+// of the residual); the copy thread (a lane of warp 1 issues the bulk copies); attention and proj
+// fused (attention_proj.cuh: a task a whole head, holding both buffers, so the task after it
+// copies into the first once the keys are read, and it copies only once the task before is
+// done); wide rows; proj apart (tasks.cpp); early copies (the task after next starts its TMA
+// once this task has read its weights); copies after the task (not before its wait), or after
+// it except where the next task is an MLP slice.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -45,6 +47,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
+#include "kernels/gpt2_decode/attention_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
@@ -82,17 +85,6 @@ __device__ __forceinline__ unsigned acq_rel_add(unsigned* p, unsigned v) {
   const unsigned old = atomicAdd(p, v);
   __threadfence();
   return old;
-#endif
-}
-
-// Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
-__device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
-               "f"(v[2]), "f"(v[3])
-               : "memory");
-#else
-  for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
 #endif
 }
 
@@ -152,23 +144,37 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // Step 3: the task's device function; the products read their slice from shared memory.
 // after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
 // Whether the task's count is to be bumped (with head combines, only a head's last split's).
-template <class AfterInputs>
+// A fused attention task (kProjects) holds both buffers (buffer is the first); after_attention()
+// runs once, by every thread, when its keys and values are read.
+// after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
+// its weights or keys (the early copies' point); not at all for the others.
+template <class AfterInputs, class AfterAttention, class AfterWeights>
 __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
                          int buffer_bytes, float* work, float* sums, unsigned* counters,
-                         const MegakernelOptions& options, const AfterInputs& after_inputs) {
+                         const MegakernelOptions& options, const AfterInputs& after_inputs,
+                         const AfterAttention& after_attention, const AfterWeights& after_weights) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
+  const bool wide = options.wide_rows;
   switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv:
-      linear_slice<QkvOp, true>(QkvOp{a, layer, p}, weights, task.first, task.count, work, sums,
-                                after_inputs);
+    case TaskKind::qkv: {
+      const int init_rows = task.flags & kInitsResidual ? task.count : 0;
+      linear_slice<QkvOp, true>(QkvOp{a, layer, p, init_rows}, weights, task.first, task.count,
+                                work, sums, after_inputs, wide, after_weights);
       break;
+    }
     case TaskKind::attention: {
       const bf16* kv = cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr;
+      if (task.flags & kProjects) {
+        const bf16* wp = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
+        attend_and_project(a, layer, task.first / kProjParts, task.first % kProjParts, kv, wp, work,
+                           sums, after_inputs, after_attention);
+        break;
+      }
       const int head = task.first / a.splits, split = task.first % a.splits;
       if (options.one_pass_attention)
-        attend_split(a, layer, head, split, work, kv, after_inputs);
+        attend_split(a, layer, head, split, work, kv, after_inputs, after_weights);
       else
         attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
       if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
@@ -181,24 +187,25 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       ProjOp op{a, layer, p};
       if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
       op.combined = options.head_combine;
-      linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs);
+      linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs,
+                                 wide, after_weights);
       break;
     }
     case TaskKind::mlp: {
       linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
-                               after_inputs);
+                               after_inputs, wide);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC
                               : a.w_out_t + (int64_t(layer) * kF + task.first) * kC;
       const int copy = (task.first / max(1, int(task.count))) % a.residual_copies;
-      mlp_down(a, w_out, task.count, sums, a.x_mlp + copy * residual_stride(a));
+      mlp_down(a, w_out, task.count, sums, x_mlp_of(a, layer) + copy * residual_stride(a));
       break;
     }
     case TaskKind::final_norm:
       after_inputs();
-      layernorm_rows(a.x_mlp, a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0, a.tokens, a.y,
-                     a.residual_copies, residual_stride(a));
+      layernorm_rows(x_mlp_of(a, kLayers - 1), a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0,
+                     a.tokens, a.y, a.residual_copies, residual_stride(a));
       break;
   }
   return true;
@@ -256,6 +263,9 @@ __device__ void probe_task(const DecodeArgs& a, int kind, uint64_t asked, uint64
   marks[kProbeInputs] = marks[kProbeCompute] = 0;
 }
 
+// When a block starts copying its next task's bytes (megakernel's loop says which applies).
+enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
+
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
@@ -276,25 +286,46 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   const int copier = options.copy_thread;
-  if (begin < end)
-    issue_copies(a, tasks[begin], buffers[0], buffer_bytes, bulk, &landed[0], copier);
+  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
+    issue_copies(a, tasks[k], buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
+  };
+  bool large_in_flight = false;  // the next task's large ranges were issued early
+  if (begin < end) issue(begin, 0, kCopyAll);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
-  const bool late = options.copies_after_inputs;
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
+  unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
+  int cur = 0;                          // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = tasks[i];
-    const int slot = (i - begin) & 1;
-    // The next task's bytes, into the buffer the task before this one used; one cp.async group
-    // per task (an empty one after the last task's).
-    auto issue_next = [&] {
-      if (i + 1 < end)
-        issue_copies(a, tasks[i + 1], buffers[slot ^ 1], buffer_bytes, bulk, &landed[slot ^ 1],
-                     copier);
-      else
-        cp_async_commit();
+    // Where and when the next task's bytes go: the other buffer, before this task's wait (the
+    // lesson's form; the options and fused attention tasks as the header says).
+    const bool fused = task.flags & kProjects, has_next = i + 1 < end;
+    const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
+    const int next = fused || next_fused ? 0 : cur ^ 1;
+    const bool next_mlp = has_next && tasks[i + 1].kind == uint8_t(TaskKind::mlp);
+    const bool after_task =
+        options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
+    const NextCopies when = !has_next                     ? NextCopies::none
+                            : next_fused || after_task    ? NextCopies::after_task
+                            : fused                       ? NextCopies::after_attention
+                            : options.copies_after_inputs ? NextCopies::after_inputs
+                                                          : NextCopies::before_wait;
+    auto issue_next = [&](NextCopies at) {
+      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
     };
-    if (!late) issue_next();
+    // Early copies (an option, bulk copies only): the task after next, into this task's buffer
+    // once this task has read its weights, where both it and the next one run the plain way.
+    const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
+                           i + 2 < end && !(tasks[i + 2].flags & kProjects);
+    bool early = false;
+    auto issue_early = [&] {
+      if (may_early && clear_of_extras(a, tasks[i + 2], buffer_bytes)) {
+        issue(i + 2, cur, kCopyLarge);
+        early = true;
+      }
+    };
+    issue_next(NextCopies::before_wait);
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     const uint64_t asked = phase_clock();
@@ -302,18 +333,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
     const uint64_t seen = phase_clock();
-    if (late)
-      cp_async_wait_all();  // this task's group is the newest
+    if (when == NextCopies::before_wait)
+      cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
-      cp_async_wait_all_but_newest();
-    if (bulk) hopper::wait(&landed[slot], ((i - begin) >> 1) & 1);
+      cp_async_wait_all();
+    if (bulk) hopper::wait(&landed[cur], (parity >> cur) & 1u);
+    parity ^= 1u << cur;
     __syncthreads();
     const uint64_t started = phase_clock();
-    const bool counts =
-        run_task(a, task, buffers[slot], buffer_bytes, work, sums, counters, options, [&] {
-          if (late) issue_next();
-        });
-    __syncthreads();  // the outputs are written and both buffers free for the next copies
+    const bool counts = run_task(
+        a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
+        [&] { issue_next(NextCopies::after_inputs); },
+        [&] { issue_next(NextCopies::after_attention); }, issue_early);
+    __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == 0) {
       if (counts) count_done(task, counters, options.skip_own_poll, known);
@@ -322,6 +354,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                    static_cast<uint32_t>(started - asked));
       probe_task(a, task.kind, asked, seen, started, written, ended);
     }
+    issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
+    cur = next;
+    large_in_flight = early;
   }
   // The last block out resets every counter (none is read after its block's last wait).
   if (threadIdx.x == 0) {
@@ -331,22 +366,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       __threadfence();
     }
   }
-}
-
-// Wout of every layer ([C][4C]) transposed into [4C][C], once when the weights are written: an
-// MLP task's Wout columns become one contiguous run of bytes (copies.cuh). 32 x 32 tiles through
-// shared memory, both sides coalesced.
-__global__ void transpose_w_out(const bf16* weights, bf16* w_out_t) {
-  __shared__ bf16 tile[32][33];
-  const int layer = blockIdx.z;
-  const bf16* src = weights + int64_t(layer) * LayerLayout::size + LayerLayout::w_out;
-  bf16* dst = w_out_t + int64_t(layer) * kF * kC;
-  const int col0 = blockIdx.x * 32, row0 = blockIdx.y * 32;  // in Wout: col < 4C, row < C
-  for (int r = threadIdx.y; r < 32; r += blockDim.y)
-    tile[r][threadIdx.x] = src[int64_t(row0 + r) * kF + col0 + threadIdx.x];
-  __syncthreads();
-  for (int r = threadIdx.y; r < 32; r += blockDim.y)
-    dst[int64_t(col0 + r) * kC + row0 + threadIdx.x] = tile[threadIdx.x][r];
 }
 
 }  // namespace
@@ -365,12 +384,6 @@ Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
   }
   *weight_buffer_bytes = buffer;
   *blocks = sms;
-  return Status::Ok();
-}
-
-Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s) {
-  transpose_w_out<<<dim3(kF / 32, kC / 32, kLayers), dim3(32, 8), 0, s>>>(weights, w_out_t);
-  FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 

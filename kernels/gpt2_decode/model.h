@@ -90,6 +90,22 @@ constexpr uint8_t kBumpsHeads = 1;
 // the head's partial sums into its 64 outputs and alone bumps done_counter, whose target is
 // then kHeads: proj reads 768 values instead of every split's sums.
 constexpr uint8_t kCombinesHead = 2;
+// With attention and proj as one stage (TaskListShape::fused_proj): an attention task with
+// kProjects takes a whole head (every key, no splits) and its share of proj: the head's 64
+// outputs times kProjRows rows of Wproj's head columns, added (red.add) into the residual and
+// the next layer's residual; first = head * kProjParts + part. Its qkv tasks carry
+// kInitsResidual: each writes its share of both residuals' starting values (x + bproj, and
+// x + bproj + bout), columns [2 * (first / 6), 2 * ((first + count) / 6)).
+constexpr uint8_t kProjects = 4;
+constexpr uint8_t kInitsResidual = 8;
+constexpr int kProjParts = 4;               // tasks a head (each the whole head's softmax)
+constexpr int kProjRows = kC / kProjParts;  // proj outputs a task adds
+constexpr int kProjSliceBytes = kProjRows * kHeadDim * 2;  // its Wproj part (24 KB)
+// Whether a step over `cache` cached positions fits the fused stage: the head's cached keys
+// and values and the Wproj part in both of a block's weight buffers at once.
+constexpr bool fused_proj_fits(int cache, int buffer_bytes) {
+  return int64_t(cache) * kHeadDim * 2 * 2 + kProjSliceBytes <= 2 * int64_t(buffer_bytes);
+}
 // The heads whose rows [first, first + count) of Wqkv's output a qkv slice holds (q, k and v
 // rows of head h are the 64-row blocks h, 12 + h and 24 + h; a slice of at most 64 rows touches
 // one or two blocks): the first and the last, equal when it touches one.
@@ -109,6 +125,9 @@ constexpr bool mlp_wout_fits(int rows, int buffer_bytes) {
 }
 
 constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention split
+// Attention's loads predicated in the lesson (levels 1-3, and the megakernel's default:
+// MegakernelOptions::branch_free_keys).
+constexpr bool kBranchFreeKeys = true;
 
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
@@ -118,7 +137,12 @@ struct TaskListShape {
   bool head_waits = false;              // attention waits for its own head's qkv rows only
   int min_split_keys = kMinSplitKeys;   // attention_splits' floor on keys per split
   bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
+  bool fused_proj = false;              // attention and proj one stage (where it fits)
+  bool proj_apart = false;              // proj on the blocks attention leaves free
 };
+// With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
+// dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
+constexpr int kProjApartTasks = 24;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -170,6 +194,37 @@ struct MegakernelOptions {
   // It changed nothing: the copies landing during a task slow its compute and its release
   // whichever thread issued them.
   int copy_thread = 0;
+  // The options below were measured against the lesson's form and left off: each made the step
+  // slower or changed nothing (docs/PERFORMANCE.md has the figures and what the timeline showed).
+  // Attention and proj as one stage where a head's cached keys and values fit a block's two
+  // weight buffers (kProjects): kProjParts tasks a head, each the whole head's softmax and
+  // its kProjRows outputs of proj added into the residual, so a layer is three stages, not four.
+  // A whole head's softmax on one SM took longer than the stage it saves.
+  bool fused_proj = false;
+  // linear_slice holds up to four rows a warp (not two) where a slice has more than 16 rows,
+  // so a slice of 18-32 rows is one pass.
+  bool wide_rows = false;
+  // proj in kProjApartTasks slices on the blocks that hold no attention task of the layer (at
+  // caches where heads x splits leaves that many free), so no proj task waits for its block to
+  // finish an attention task first. proj's last task started sooner, but ran longer.
+  bool proj_apart = false;
+  // sm_90: the task after next starts its weight copy (TMA) as soon as the running task has
+  // read its weights (qkv and proj after their products, attention after its keys), not once
+  // the task before the next has ended; its small parameters follow as before. The copies then
+  // land while the task writes its outputs, which took longer.
+  bool early_copies = false;
+  // The next task's copies start once the running task is done (its count released), so no
+  // copy lands while a task runs; they land while the block waits for its next task's count.
+  // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late).
+  bool copies_after_task = false;
+  // copies_after_task where the next task is not an MLP slice (whose 72 KB must start before
+  // the wait to arrive in time): its copies still start before the running task's wait. The
+  // MLP's stage got shorter, the other three longer (their bytes then arrive late).
+  bool copies_after_task_but_mlp = false;
+  // Attention's key and value loads predicated instead of branched (attention.cuh's
+  // key_pair_predicated): a batch's sixteen loads issue back to back before any is used. On in
+  // the lesson; attention's compute got shorter (not as short as the loads alone predicted).
+  bool branch_free_keys = kBranchFreeKeys;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -181,6 +236,8 @@ struct DecodeTaskList {
   std::vector<int> block_begin;  // blocks + 1 entries
   int counters = 0;              // dependency counters (the kernel adds one "blocks done" count)
   int splits = 0;                // attention splits per head
+  bool fused_proj = false;       // attention and proj one stage (TaskListShape::fused_proj)
+  bool proj_apart = false;       // proj on blocks without attention (TaskListShape::proj_apart)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

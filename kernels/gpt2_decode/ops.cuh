@@ -33,14 +33,49 @@ __device__ __forceinline__ const bf16* gamma_of(const DecodeArgs& a, int layer,
   return p.gamma != nullptr ? p.gamma : layer_weights(a, layer) + at;
 }
 
+// The residuals' starting values a fused-proj qkv task writes (model.h's kInitsResidual) for
+// columns [c0, c1): x = x_in + bproj (attention's tasks add into it) and the layer's x_mlp =
+// x + bout (attention's and the MLP's tasks add into it). bias: bproj's columns, then at
+// kMaxSliceRows / 2 bout's (the task's small parameters), or null: from the weights.
+struct ResidualInit {
+  DecodeArgs a;
+  int layer, c0, c1;
+  const bf16* bias;
+  __device__ void operator()(int j, int c, const float4& v) const {
+    const float in[4] = {v.x, v.y, v.z, v.w};
+    const bf16* w = layer_weights(a, layer);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int n = c + e;
+      if (n < c0 || n >= c1) continue;
+      const float bp = to_f(bias != nullptr ? bias[n - c0] : w[LayerLayout::b_proj + n]);
+      const float bo =
+          to_f(bias != nullptr ? bias[kMaxSliceRows / 2 + n - c0] : w[LayerLayout::b_out + n]);
+      a.x[j * kC + n] = in[e] + bp;
+      x_mlp_of(a, layer)[j * kC + n] = in[e] + bp + bo;
+    }
+  }
+};
+// The columns a qkv task of rows [first, first + count) initializes (even bounds).
+__host__ __device__ __forceinline__ int init_column(int row) {
+  return 2 * (row / 6);
+}
+
 struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
   static constexpr int kK = kC, kN = 3 * kC;
   DecodeArgs a;
   int layer;
   SmallParams p{};
+  int init_rows = 0;  // a fused-proj step's qkv slice: its rows (ResidualInit); 0 otherwise
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
+    if (init_rows > 0) {
+      const ResidualInit init{a, layer, init_column(p.first), init_column(p.first + init_rows),
+                              p.bias2};
+      layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act, 1, 0, init);
+      return;
+    }
     layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act, residual_copies_in(a, layer),
                    residual_stride(a));
   }

@@ -83,10 +83,25 @@ int slice_rows(const Stage& stage, int blocks, int buffer_bytes) {
 
 }  // namespace
 
+bool uses_fused_proj(const TaskListShape& shape) {
+  return shape.fused_proj && !shape.head_waits && !shape.head_combine &&
+         fused_proj_fits(shape.cache, shape.weight_buffer_bytes);
+}
+
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   const int blocks = std::max(1, shape.blocks);
   DecodeTaskList list;
   list.splits = attention_splits(shape.cache + shape.tokens, blocks, shape.min_split_keys);
+  list.fused_proj = uses_fused_proj(shape);
+  // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
+  // (when there are enough), so those copy their keys and values while the qkv stage runs.
+  const int fused_tasks = kHeads * kProjParts;
+  const int qkv_blocks =
+      list.fused_proj && blocks > fused_tasks + kHeads ? blocks - fused_tasks : blocks;
+  // With proj apart, attention's tasks then proj's fill the blocks once: proj's go where the
+  // dealing cursor stands after attention's, on blocks without an attention task.
+  list.proj_apart =
+      shape.proj_apart && !list.fused_proj && kHeads * list.splits + kProjApartTasks <= blocks;
   std::vector<std::vector<DecodeTask>> per_block(blocks);
   int cursor = 0;
   auto deal = [&](const DecodeTask& task) {
@@ -99,6 +114,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   for (int layer = 0; layer < kLayers; ++layer) {
     for (int st = 0; st < kStagesPerLayer; ++st) {
       const Stage& stage = kStages[st];
+      if (list.fused_proj && stage.kind == TaskKind::proj) continue;  // done by attention
       const bool per_head = shape.head_waits && stage.kind == TaskKind::qkv;
       DecodeTask task;
       task.kind = static_cast<uint8_t>(stage.kind);
@@ -107,10 +123,19 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       task.wait_target = waited_target;
       const bool combines = shape.head_combine && stage.kind == TaskKind::attention;
       task.flags = per_head ? kBumpsHeads : combines ? kCombinesHead : 0;
+      if (list.fused_proj && stage.kind == TaskKind::qkv) task.flags = kInitsResidual;
       task.done_counter = static_cast<uint16_t>(list.counters);
       list.counters += per_head ? kHeads : combines ? 1 + kHeads : 1;  // + the heads' tickets
       uint16_t count = 0;
-      if (stage.rows == 0) {  // attention: one task per (head, split)
+      if (stage.rows == 0 && list.fused_proj) {  // attention and proj: (head, part)
+        task.flags = kProjects;
+        task.count = 1;
+        for (int unit = 0; unit < fused_tasks; ++unit) {
+          task.first = unit;
+          deal(task);
+          ++count;
+        }
+      } else if (stage.rows == 0) {  // attention: one task per (head, split)
         const uint16_t head_base = waited;
         for (int unit = 0; unit < kHeads * list.splits; ++unit) {
           task.first = unit;
@@ -123,7 +148,10 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
           ++count;
         }
       } else {
-        const int rows = slice_rows(stage, blocks, shape.weight_buffer_bytes);
+        const int stage_blocks = stage.kind == TaskKind::qkv                       ? qkv_blocks
+                                 : stage.kind == TaskKind::proj && list.proj_apart ? kProjApartTasks
+                                                                                   : blocks;
+        const int rows = slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
         for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;
@@ -191,6 +219,11 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
   if (kind == TaskKind::final_norm) {
     std::snprintf(text, sizeof(text), "ln_f (final LayerNorm, %d token%s)", shape.tokens,
                   shape.tokens == 1 ? "" : "s");
+  } else if (kind == TaskKind::attention && (task.flags & kProjects)) {
+    const int head = task.first / kProjParts, part = task.first % kProjParts;
+    std::snprintf(text, sizeof(text), "layer %d attention+proj head %d (all %d keys) rows %d-%d",
+                  task.layer, head, shape.cache + shape.tokens, part * kProjRows,
+                  (part + 1) * kProjRows - 1);
   } else if (kind == TaskKind::attention) {
     const int positions = shape.cache + shape.tokens;
     const int len = split_length(positions, std::max(1, splits));
@@ -205,8 +238,13 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
     }
   } else {
     const int rows = kind == TaskKind::qkv ? 3 * kC : kind == TaskKind::mlp ? kF : kC;
-    std::snprintf(text, sizeof(text), "layer %d %s rows %u-%u (of %d)", task.layer,
-                  task_kind_name(kind), task.first, task.first + task.count - 1, rows);
+    const int n =
+        std::snprintf(text, sizeof(text), "layer %d %s rows %u-%u (of %d)", task.layer,
+                      task_kind_name(kind), task.first, task.first + task.count - 1, rows);
+    if ((task.flags & kInitsResidual) && n > 0 && n < int(sizeof(text))) {
+      const int c0 = 2 * (int(task.first) / 6), c1 = 2 * (int(task.first + task.count) / 6);
+      std::snprintf(text + n, sizeof(text) - n, ", residual cols %d-%d", c0, c1 - 1);
+    }
   }
   return text;
 }
@@ -214,11 +252,14 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
 std::string format_task_list(const DecodeTaskList& list, const TaskListShape& shape) {
   std::string out;
   char line[200];
-  std::snprintf(line, sizeof(line),
-                "gpt2_decode megakernel: %zu tasks on %d blocks, %d token%s, cache %d, %d "
-                "attention splits per head, %d dependency counters\n",
-                list.tasks.size(), shape.blocks, shape.tokens, shape.tokens == 1 ? "" : "s",
-                shape.cache, list.splits, list.counters);
+  std::snprintf(
+      line, sizeof(line),
+      "gpt2_decode megakernel: %zu tasks on %d blocks, %d token%s, cache %d, %s, "
+      "%d dependency counters\n",
+      list.tasks.size(), shape.blocks, shape.tokens, shape.tokens == 1 ? "" : "s", shape.cache,
+      list.fused_proj ? "attention and proj one stage (a head's keys per task)"
+                      : (std::to_string(list.splits) + " attention splits per head").c_str(),
+      list.counters);
   out += line;
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,

@@ -30,6 +30,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     const int64_t cache_elements = int64_t(kLayers) * kHeads * positions * kHeadDim;
     FL_TRY(weights_.allocate(kWeightElements * 2));
     FL_TRY(w_out_t_.allocate(int64_t(kLayers) * kF * kC * 2));
+    FL_TRY(w_proj_t_.allocate(int64_t(kLayers) * kC * kC * 2));
     FL_TRY(k_cache_.allocate(cache_elements * 2));
     FL_TRY(v_cache_.allocate(cache_elements * 2));
     for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
@@ -71,7 +72,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            buffer_bytes_,
                            options_.head_waits,
                            options_.min_split_keys,
-                           options_.head_combine};
+                           options_.head_combine,
+                           options_.fused_proj && options_.residual_copies == 1,
+                           options_.proj_apart};
     list_ = build_decode_tasks(shape_);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
@@ -99,6 +102,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     if (!weights_filled_) {
       FL_TRY(fill_weights(stream));
       FL_TRY(launch_transpose_w_out(weights_.as<bf16>(), w_out_t_.as<bf16>(), stream));
+      FL_TRY(launch_regroup_w_proj(weights_.as<bf16>(), w_proj_t_.as<bf16>(), stream));
       weights_filled_ = true;
     }
     const int64_t cache_elements = k_cache_.bytes() / 2;
@@ -192,6 +196,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.residual_copies = options_.residual_copies;
     a.w_out_t = w_out_t_.as<bf16>();
+    a.w_proj_t = w_proj_t_.as<bf16>();
+    a.fused_proj = list_.fused_proj;  // attention and proj one stage: two residual buffers
+    a.branch_free_keys = options_.branch_free_keys;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }
@@ -257,8 +264,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   int cache_, tokens_;
   int buffer_bytes_ = 0;
   bool weights_filled_ = false;
-  DeviceBuffer weights_, w_out_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_, att_, tmp_,
-      qkv_, h_;
+  DeviceBuffer weights_, w_out_t_, w_proj_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_,
+      att_, tmp_, qkv_, h_;
   DeviceBuffer scores_;
   DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
   DecodeArgs args_{};

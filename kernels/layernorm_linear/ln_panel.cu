@@ -8,10 +8,11 @@
 // and the slice is as narrow as it takes for every SM to have one block.
 // Block (j, i) computes y[r i .. r i + r, j bn .. j bn + bn) (r = 16, 32 or 64 rows) over all of
 // K = C, with no split of K and so no exchange between blocks:
-//   1. copy:      the row chunk's x panel (r x C) and W's column slice into shared memory, all
-//                 in flight at once; gamma and beta meanwhile;
-//   2. moments:   as x lands, each row's mean and 1/std (a warp per row, two passes over shared
-//                 memory), then the panel normalized in place, rounded as level 0's xn;
+//   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma and beta meanwhile;
+//                 once x is in, all of W's column slice asked for at once (asked for with x's
+//                 copies, x took longer to land: docs/PERFORMANCE.md);
+//   2. moments:   while W lands, each row's mean and 1/std (a warp per row, two passes over
+//                 shared memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
 //                 as many warps as the block has to spare (16 warps, 1 to 8 items), the
 //                 splits' partial sums added through shared memory, b added, y stored; with
@@ -39,87 +40,13 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_panel_plan.cuh"
+#include "kernels/layernorm_linear/ln_panel_steps.cuh"
 #include "kernels/phases.cuh"
 #include "kernels/tensor_gemm.cuh"
 
 namespace fl::layernorm_linear {
 namespace {
-
-constexpr int kPanelRows = 64;      // rows per block (the row chunk)
-constexpr int kPanelThreads = 512;  // 16 warps
-
-template <typename T>
-struct PanelPlan {
-  int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
-  int stages = 1;               // W's slice in this many commit groups along K (no split of K only)
-  __host__ __device__ int stage_k(int s) const { return k / 16 * s / stages * 16; }
-  __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
-  __host__ __device__ int ld_w() const { return bn + tc::kPad<T>; }
-  // 16 x 16 items of the block's tile; with more items than warps no split of K (and no
-  // partial sums in shared memory).
-  __host__ __device__ int items() const { return (rows / 16) * ((bn + 15) / 16); }
-  __host__ __device__ bool split_k() const { return items() <= kPanelThreads / 32; }
-  __host__ __device__ size_t w_offset() const { return sizeof(T) * size_t(rows) * ld_x(); }
-  __host__ __device__ size_t stats_offset() const {
-    return (w_offset() + sizeof(T) * size_t(k) * ld_w() + 15) / 16 * 16;
-  }
-  __host__ __device__ size_t affine_offset() const {
-    return stats_offset() + sizeof(float2) * rows;
-  }
-  __host__ __device__ size_t red_offset() const {
-    return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
-  }
-  __host__ __device__ size_t bytes() const {  // 8 accumulators a lane where K is split
-    return red_offset() + (split_k() ? sizeof(float) * size_t(kPanelThreads) * 8 : 0);
-  }
-};
-
-// cp.async.wait_group takes an immediate: this thread's copies but the newest n groups in.
-__device__ __forceinline__ void wait_all_but(int n) {
-  switch (n) {
-    case 0:
-      tc::async_wait<0>();
-      break;
-    case 1:
-      tc::async_wait<1>();
-      break;
-    case 2:
-      tc::async_wait<2>();
-      break;
-    case 3:
-      tc::async_wait<3>();
-      break;
-    default:
-      tc::async_wait<4>();
-      break;
-  }
-}
-
-// y[m0 + 16 mt .., n0 + 16 nt16 ..) = sum + b for the rows below `live` and the columns below
-// the tile's `bn` and N (sum: one 16 x 16 item in mma.sync's layout, two 16 x 8 tiles).
-template <typename T>
-__device__ __forceinline__ void store_item(const LnArgs<T>& a, int64_t m0, int64_t n0, int bn,
-                                           int live, int mt, int nt16, const float (&sum)[8]) {
-  const int lane = threadIdx.x & 31;
-  const int64_t n_end = min(int64_t(a.n), n0 + bn);
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    const int64_t col = n0 + nt16 * 16 + nt * 8 + 2 * (lane & 3);
-    if (col >= n_end) continue;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
-      if (row - m0 >= live) continue;
-      const float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
-      if (col + 1 >= n_end) {
-        a.y[row * a.n + col] = Elem<T>::from_float(v0);
-        continue;
-      }
-      const float v1 = sum[nt * 4 + 2 * half + 1] + Elem<T>::to_float(a.bias[col + 1]);
-      tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
-    }
-  }
-}
 
 // More items than warps (up to twice as many): warp w takes items w and w + warps over all of K,
 // interleaved step by step (two independent mma chains), and stores them from its registers.
@@ -142,9 +69,15 @@ __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPl
     bp[i] = ws + item % col_tiles * 16;
   }
   float acc[2][1][2][4] = {};
+  const bool by_address = std::is_same_v<T, __nv_bfloat16> && (plan.form & kPanelMmaByAddress);
   for (int s = 0; s < plan.stages; ++s) {
     wait_all_but(plan.stages - 1 - s);  // this thread's copies of stage s, then everyone's
     __syncthreads();
+    if (by_address && one) {
+      const int k0 = plan.stage_k(s), k1 = plan.stage_k(s + 1);
+      two_items_by_address(acc[0][0], acc[1][0], ap, bp, ld_x, ld_w, k0, k1, two);
+      continue;
+    }
     for (int k = plan.stage_k(s); one && k < plan.stage_k(s + 1); k += 16) {
       tc::WarpStep<T, 1, 2>::run(acc[0], ap[0] + k, ld_x, bp[0] + k * ld_w, ld_w);
       if (two) tc::WarpStep<T, 1, 2>::run(acc[1], ap[1] + k, ld_x, bp[1] + k * ld_w, ld_w);
@@ -161,8 +94,10 @@ __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPl
   }
 }
 
+// Launch bounds of one block an SM: up to 128 registers a thread (without the 1 ptxas kept 64
+// and spilled; a second block an SM never fits the panel's shared memory at C = 768 anyway).
 template <typename T>
-__global__ void __launch_bounds__(kPanelThreads)
+__global__ void __launch_bounds__(kPanelThreads, 1)
     ln_gemm_panel_kernel(LnArgs<T> a, PanelPlan<T> plan) {
   constexpr int kThreads = kPanelThreads, kWarps = kThreads / 32;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -182,23 +117,19 @@ __global__ void __launch_bounds__(kPanelThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
-  // 1. copy: x's panel first (its own commit group), then W's slice.
-  tc::copy_tile<T, kThreads, true>(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k);
+  // 1. copy: x's panel (its own commit group), then W's slice once x is in (plan.w_when).
+  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, (plan.form & kPanelCopyStepped) != 0);
   tc::async_commit();
-  for (int st = 0; st < plan.stages; ++st) {  // W's slice in stages along K
-    const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
-    tc::copy_tile<T, kThreads, true>(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n,
-                                     k1 - k0, bn, k1 - k0, a.n - n0);
-    tc::async_commit();
-  }
+  if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
   if (bn % 16 != 0) {  // a last item's second half reads W's padding: zeros, never stored
     for (int r = threadIdx.x; r < k; r += kThreads) {
       *reinterpret_cast<uint4*>(ws + r * ld_w + bn) = make_uint4(0, 0, 0, 0);
     }
   }
-  wait_all_but(plan.stages);  // x's panel
+  wait_all_but(plan.w_when == 0 ? plan.stages : 0);  // x's panel
   __syncthreads();
+  if (plan.w_when == 1) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelIn);
 
   // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
@@ -211,7 +142,12 @@ __global__ void __launch_bounds__(kPanelThreads)
       stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
   }
   __syncthreads();
-  normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
+  if (plan.form & kPanelNormalizeStepped) {
+    normalize_panel(xs, ld_x, live, k, stats, gamma_s, beta_s);
+  } else {
+    normalize_rows<T, kThreads>(xs, ld_x, live, k, stats, gamma_s, beta_s);
+  }
+  if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelNormalize);
 
   // 3. multiply: with more items than warps, each warp two items over all of K, W's stages as
@@ -263,26 +199,6 @@ __global__ void __launch_bounds__(kPanelThreads)
 // 1-16 tokens; two chunks of 32 rows in 48 slices of 48 columns at 64; four of 64 rows in 32
 // slices of 72 columns at 256 (one wave: 64 x 48, the best multiple of 16, took two). *ok is
 // false when nothing fits.
-// Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
-// plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
-// in that many stages along K (one measured fastest: docs/PERFORMANCE.md).
-struct PanelSearch {
-  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1;
-};
-inline PanelSearch panel_search(int elem_bytes) {
-  PanelSearch s;
-  if (elem_bytes == 4) s.step = 16, s.most_bn = 64;
-  if (const char* st = std::getenv("FL_LN_PANEL_STAGES"); st != nullptr) {
-    s.stages = std::min(4, std::max(1, std::atoi(st)));
-  }
-  const char* env = std::getenv("FL_LN_PANEL");
-  if (env == nullptr) return s;
-  if (std::strcmp(env, "16") == 0) s.step = 16, s.most_bn = 64;
-  if (std::sscanf(env, "%dx%d", &s.rows, &s.bn) != 2) s.rows = s.bn = 0;
-  if (s.bn % s.step != 0) s.rows = s.bn = 0;
-  return s;
-}
-
 template <typename T>
 Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan, bool* ok) {
   *ok = false;
@@ -294,7 +210,8 @@ Status plan_ln_panel(const LnArgs<T>& a, int sms, int optin, PanelPlan<T>* plan,
     for (int bn = search.step; bn <= search.most_bn; bn += search.step) {
       if (search.bn > 0 && bn != search.bn) continue;
       PanelPlan<T> p;
-      p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages;
+      p.k = a.k, p.rows = rows, p.bn = bn, p.stages = search.stages, p.w_when = search.w_when;
+      p.form = search.form;
       if (p.bytes() > size_t(optin) || p.items() > 2 * (kPanelThreads / 32)) continue;
       const void* kernel = reinterpret_cast<const void*>(ln_gemm_panel_kernel<T>);
       FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

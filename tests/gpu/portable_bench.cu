@@ -192,13 +192,9 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CHECK(fl::blas::Gemm::plan(m, h, c, p, fl::blas::Epilogue::gelu_bias, &up));
   CHECK(fl::blas::Gemm::plan(m, c, h, p, fl::blas::Epilogue::bias, &down));
   // ffn_stream with its plan's choices (8 groups, 24 units an up slice, each range's sum spread
-  // over the range's blocks), the sum by each range's last group, 32 units, 32 units and 16
-  // groups; the scratch is sized for the most groups.
+  // over the range's blocks; its other forms are measured in docs/PERFORMANCE.md).
   const std::pair<const char*, fl::FfnStreamTuning> stream_tunings[] = {
       {"ffn_stream", {}},
-      {"ffn_stream last group", {0, false}},
-      {"ffn_stream U=32", {0, true, 32}},
-      {"ffn_stream U=32 G=16", {16, true, 32}},
   };
   size_t bytes = 0;
   for (const auto& [name, tuning] : stream_tunings) {
@@ -216,14 +212,11 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
                         return fl::launch_ffn_stream(p, b, m, c, nullptr, tuning);
                       }});
   }
-  // The hidden-slice kernel with its plan's slices, then wider ones.
-  // The plan's choices (32 units on an H100 in bf16, 24 in fp32, W1 and W2 at once, fp32's exact
-  // rows at 1-8 tokens), then one choice changed at a time: wider or narrower slices (more
-  // blocks, more shares of y: the scratch is sized for the most), W1 in stages multiplied as
-  // they land, fp32's 16-row tiles at every token count.
+  // The hidden-slice kernel with its plan's choices (32 units on an H100 in bf16, 24 in fp32, W1
+  // and W2 at once, fp32's exact rows at 1-8 tokens), then fp32's 16-row tiles at every token
+  // count (its other forms are measured in docs/PERFORMANCE.md).
   const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
       {"hidden_slice", {}},
-      {"hidden_slice W2 first", {0, 1, false, fl::kSliceRowsTo, true}},
       {"hidden_slice fp32 tiles", {0, 1, false, 0}},
   };
   size_t slice_bytes = 0;
@@ -291,9 +284,9 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   CUDA(cudaMemset(scratch.p, 0, bytes + 16));
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
-  // ln_panel with its plan, the earlier plan (multiples of 16 columns), forced shapes, and W in 2
-  // or 4 stages along K (FL_LN_PANEL and FL_LN_PANEL_STAGES, read by the plan at each launch); a
-  // shape that does not fit is left out.
+  // ln_panel with its plan, the earlier plan (multiples of 16 columns), W in 2 stages along K, W
+  // asked for once x is in or once it is normalized (FL_LN_PANEL, FL_LN_PANEL_STAGES and
+  // FL_LN_PANEL_W, read by the plan at each launch); a shape that does not fit is left out.
   auto panel = [&, bf](const char* plan, const char* stages) {
     if (plan == nullptr) {
       unsetenv("FL_LN_PANEL");
@@ -329,22 +322,36 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   };
   std::vector<Chain> chains = {
       {"ln_stream", [&] { return fl::launch_ln_stream(p, b, m, c, n, nullptr); }}};
-  const std::pair<const char*, const char*> panels[] = {{"", "1"}, {"16", "1"},    {"", "2"},
-                                                        {"", "4"}, {"64x64", "2"}, {"32x64", "2"}};
-  for (const auto& [plan, stages] : panels) {
-    const char* env = plan[0] == 0 ? nullptr : plan;
-    if (!panel(env, stages).ok()) continue;
-    const std::string name = std::string("ln_panel ") + (env ? env : "plan") +
-                             (stages[0] == '1' ? "" : " S=") + (stages[0] == '1' ? "" : stages);
-    chains.push_back({name, [&, env, stages = stages] {
-                        const fl::Status st = panel(env, stages);
-                        unsetenv("FL_LN_PANEL");
-                        unsetenv("FL_LN_PANEL_STAGES");
+  struct PanelCase {
+    const char *plan, *stages, *w, *form;  // FL_LN_PANEL ("": the plan's), _STAGES, _W, _FORM
+  };
+  // The plan's form ("-"), then each form bit (kPanelForms) alone and all of them.
+  const PanelCase panels[] = {{"", "1", "1", "-"}, {"", "1", "1", "0"}, {"", "1", "1", "1"},
+                              {"", "1", "1", "2"}, {"", "1", "1", "8"}, {"", "1", "1", "11"}};
+  auto unset = [] {
+    for (const char* v : {"FL_LN_PANEL", "FL_LN_PANEL_STAGES", "FL_LN_PANEL_W", "FL_LN_PANEL_FORM"})
+      unsetenv(v);
+  };
+  for (const PanelCase& pc : panels) {
+    const char* env = pc.plan[0] == 0 ? nullptr : pc.plan;
+    auto set = [pc] {
+      setenv("FL_LN_PANEL_W", pc.w, 1);
+      if (pc.form[0] != '-') setenv("FL_LN_PANEL_FORM", pc.form, 1);
+    };
+    set();
+    const bool fits = panel(env, pc.stages).ok();
+    unset();
+    if (!fits) continue;
+    const std::string name = std::string("ln_panel ") + (env ? env : "plan") + " S=" + pc.stages +
+                             " W=" + pc.w + " F=" + pc.form;
+    chains.push_back({name, [&, env, pc, set, unset] {
+                        set();
+                        const fl::Status st = panel(env, pc.stages);
+                        unset();
                         return st;
                       }});
   }
-  unsetenv("FL_LN_PANEL");
-  unsetenv("FL_LN_PANEL_STAGES");
+  unset();
   CUDA(cudaDeviceSynchronize());
   compare_many(
       "layernorm_linear", p, m, t, reps,

@@ -124,8 +124,8 @@ bool cuda_available() {
 // The FFN kernels under test: ffn_stream (each range's sum by its last group, or spread over the
 // range's blocks, with the plan's groups or 16), and ffn_hidden_slice with its plan's choices or
 // with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1 in stages, or
-// W2's rows asked for first, or the exact-row products of fp32 at up to 8 tokens (bf16 keeps its
-// tiles), in one stage or four.
+// W2's rows asked for first or after the up product, or the exact-row products of fp32 at up to 8
+// tokens (bf16 keeps its tiles), in one stage or four.
 enum class FfnKernel {
   kStream,
   kStreamSpread,
@@ -133,6 +133,7 @@ enum class FfnKernel {
   kStreamGroups16,
   kSlice,
   kSliceW2First,
+  kSliceW2Late,
   kSliceUnits32,
   kSliceFourStages,
   kSliceEightStagesW2First,
@@ -206,6 +207,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
   if (kernel == FfnKernel::kSliceFourStages) tuning.stages = 4;
   if (kernel == FfnKernel::kSliceW2First) tuning.w2_first = true;
+  if (kernel == FfnKernel::kSliceW2Late) tuning.w2_late = true;
   if (kernel == FfnKernel::kSliceEightStagesW2First)
     tuning.stages = 8, tuning.w2_after_first = false;
   if (kernel == FfnKernel::kSliceRows || kernel == FfnKernel::kSliceRowsFourStages) {
@@ -307,14 +309,15 @@ TEST_P(PortableStream, FfnStreamFormsMatchReferenceAtOddShapes) {
   EXPECT_GE(ran, 9);  // fp32 leaves out the shapes whose slices do not fit
 }
 
-// W2's rows asked for before x's and W1's.
-TEST_P(PortableStream, HiddenSliceFfnWithW2First) {
+// W2's rows asked for before x's and W1's, or after the up product where both would fit.
+TEST_P(PortableStream, HiddenSliceFfnWithW2FirstOrLate) {
   unsigned seed = 131;
   int ran = 0;
   for (const Shape& s : {Shape{1, 768}, Shape{13, 131}, Shape{16, 768}, Shape{33, 255}}) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2First, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2Late, &ran);
   }
-  EXPECT_GE(ran, 3);
+  EXPECT_GE(ran, 6);
 }
 
 TEST_P(PortableStream, HiddenSliceFfnMatchesReferenceAtOddShapes) {

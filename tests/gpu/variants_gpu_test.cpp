@@ -3,6 +3,7 @@
 // is refused with one line where it cannot run. Behaviour, not speed.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 #include <utility>
@@ -170,6 +171,17 @@ TEST(Variants, PanelLayerNormLinearRunsEachChunkShape) {
 // Two small shapes for compute-sanitizer (32-row and 16-row chunks).
 TEST(Variants, PanelLayerNormLinearSmallShapes) {
   check_panel({{35, 96}, {9, 48}});
+}
+
+// The panel's forms (FL_LN_PANEL_FORM, ln_panel_plan.cuh): the earlier one (0), each bit alone
+// and all of them (the plan's), at odd token counts, two items a warp at 255 x 768.
+TEST(Variants, PanelLayerNormLinearRunsEachForm) {
+  for (const char* form : {"0", "1", "2", "8", "11"}) {
+    SCOPED_TRACE(std::string("FL_LN_PANEL_FORM=") + form);
+    setenv("FL_LN_PANEL_FORM", form, 1);
+    check_panel({{1, 768}, {35, 96}, {129, 336}, {255, 768}});
+  }
+  unsetenv("FL_LN_PANEL_FORM");
 }
 
 // The attention sublayer's flash step lists lesson 9's level 2 kernels: fp32 runs the

@@ -124,6 +124,99 @@ TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
   }
 }
 
+// Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every
+// (head, part) once, the qkv tasks' residual columns covering [0, C) once, counters in step;
+// on a full grid no block holds a qkv task and a fused task of one layer; off where a head's
+// keys do not fit two buffers.
+TEST(Gpt2DecodeTasks, FusedProjIsThreeStagesALayer) {
+  for (const TaskListShape& shape :
+       {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 544, 80 * 1024},
+        TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 2, 19, 80 * 1024}}) {
+    TaskListShape fused = shape;
+    fused.fused_proj = true;
+    SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
+                 std::to_string(shape.cache));
+    const DecodeTaskList list = build_decode_tasks(fused);
+    ASSERT_TRUE(list.fused_proj);
+    EXPECT_EQ(list.counters, kLayers * 3 + 1);
+    std::map<int, std::vector<int>> parts, columns;         // layer -> hits
+    std::map<int, int> tasks_of;                            // done counter -> tasks bumping it
+    std::map<int, std::set<int>> qkv_blocks, fused_blocks;  // layer -> blocks
+    for (int b = 0; b < fused.blocks; ++b) {
+      for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
+        const DecodeTask& t = list.tasks[i];
+        ++tasks_of[t.done_counter];
+        if (t.kind == uint8_t(TaskKind::qkv)) qkv_blocks[t.layer].insert(b);
+        if (t.kind == uint8_t(TaskKind::attention)) fused_blocks[t.layer].insert(b);
+        EXPECT_NE(t.kind, uint8_t(TaskKind::proj));
+        if (t.kind == uint8_t(TaskKind::attention)) {
+          EXPECT_EQ(t.flags, kProjects);
+          parts[t.layer].resize(kHeads * kProjParts);
+          ASSERT_LT(t.first, uint32_t(kHeads * kProjParts));
+          ++parts[t.layer][t.first];
+        } else if (t.kind == uint8_t(TaskKind::qkv)) {
+          EXPECT_EQ(t.flags, kInitsResidual);
+          columns[t.layer].resize(kC);
+          for (int c = 2 * (int(t.first) / 6); c < 2 * (int(t.first + t.count) / 6); ++c)
+            ++columns[t.layer][c];
+          EXPECT_LE(2 * (int(t.first + t.count) / 6) - 2 * (int(t.first) / 6), kMaxSliceRows / 2);
+        }
+      }
+    }
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int hits : parts[layer]) EXPECT_EQ(hits, 1);
+      for (int hits : columns[layer]) EXPECT_EQ(hits, 1);
+    }
+    for (const DecodeTask& t : list.tasks) {
+      if (t.wait_counter != kNoCounter) {
+        EXPECT_EQ(t.wait_target, unsigned(tasks_of[t.wait_counter]));
+      }
+    }
+    for (int layer = 0; fused.blocks == 132 && layer < kLayers; ++layer) {
+      for (int b : fused_blocks[layer]) {
+        EXPECT_EQ(qkv_blocks[layer].count(b), 0u) << "block " << b;
+      }
+    }
+    EXPECT_NE(format_task_list(list, fused).find("attention+proj head 11"), std::string::npos);
+  }
+  TaskListShape too_long{132, 1, 600, 80 * 1024};  // 600 x 256 B + 24 KB > 160 KB
+  too_long.fused_proj = true;
+  EXPECT_FALSE(build_decode_tasks(too_long).fused_proj);
+  EXPECT_FALSE(fused_proj_fits(2048, 80 * 1024));
+  EXPECT_TRUE(fused_proj_fits(544, 80 * 1024));
+}
+
+// Proj apart (TaskListShape::proj_apart): 24 proj slices of 32 rows on blocks that hold no
+// attention task of the layer; off where heads x splits leaves too few blocks free.
+TEST(Gpt2DecodeTasks, ProjApartAvoidsAttentionsBlocks) {
+  TaskListShape shape{132, 1, 512, 80 * 1024};
+  shape.proj_apart = true;
+  const DecodeTaskList list = build_decode_tasks(shape);
+  ASSERT_TRUE(list.proj_apart);
+  std::map<int, std::set<int>> attention_blocks, proj_blocks;
+  std::map<int, int> proj_rows;
+  for (int b = 0; b < shape.blocks; ++b) {
+    for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
+      const DecodeTask& t = list.tasks[i];
+      if (t.kind == uint8_t(TaskKind::attention)) attention_blocks[t.layer].insert(b);
+      if (t.kind != uint8_t(TaskKind::proj)) continue;
+      proj_blocks[t.layer].insert(b);
+      proj_rows[t.layer] += t.count;
+      EXPECT_EQ(t.count, 32);
+    }
+  }
+  for (int layer = 0; layer < kLayers; ++layer) {
+    EXPECT_EQ(proj_blocks[layer].size(), size_t(kProjApartTasks));
+    EXPECT_EQ(proj_rows[layer], kC);
+    for (int b : proj_blocks[layer]) {
+      EXPECT_EQ(attention_blocks[layer].count(b), 0u) << "block " << b;
+    }
+  }
+  expect_well_formed(shape);
+  shape.cache = 2048;  // 12 x 11 splits fill every block
+  EXPECT_FALSE(build_decode_tasks(shape).proj_apart);
+}
+
 // A qkv slice's heads: q, k and v rows of head h are the 64-row blocks h, 12 + h, 24 + h.
 TEST(Gpt2DecodeTasks, HeadsOfAQkvSlice) {
   int a = 0, b = 0;

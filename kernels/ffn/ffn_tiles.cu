@@ -29,7 +29,7 @@
 //     Cost: each later part reads and writes its y tile once more (16K x 768 x 4 B = 50 MB a
 //     part at 16K tokens: ~30 us from L2/HBM against ~4 ms of FMA).
 // Tiles: in fp32 those of ln_mma.cu (128 x 128, 48 KiB of ring); in bf16 the GEMM core's
-// 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 4K tokens, below it 128 x 128 up
+// 128 x 256 block (8 warps of 64 x 64, 3 stages, 72 KiB) from 8K tokens, below it 128 x 128 up
 // tiles (4 warps, 64 KiB) and 64 x 128 down tiles (at 1K tokens and C = 768, 96 down tiles
 // instead of 48 of 128 x 128, which fill only a third of an H100's SMs).
 // Budget at 16K tokens, C = 768, bf16: 2 GEMMs of 2 x 16384 x 768 x 3072 = 77 GFLOP each,

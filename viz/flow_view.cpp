@@ -230,11 +230,10 @@ void place_by_homes(FlowInput* in) {
   }
 }
 
-// One scale for every level of this size: level 0's largest stretch sets the thickness, and
-// level 0's chain time sets the pace; at another level, level 0's lane on the same axis.
-void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
+// The largest stretch of one launch of `m`: measured DRAM bytes where counted, else textbook.
+double largest_stretch(const Measurement& m) {
   double largest = 0;
-  for (const auto& l : level0.launches) {
+  for (const auto& l : m.launches) {
     double r = 0, w = 0;
     if (!measured_dram_bytes(l, &r, &w)) {
       r = static_cast<double>(l.textbook.bytes_read);
@@ -243,7 +242,15 @@ void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* 
     largest = std::max({largest, r, w, static_cast<double>(l.textbook.bytes_read),
                         static_cast<double>(l.textbook.bytes_written)});
   }
-  in->volume_scale_bytes = largest;
+  return largest;
+}
+
+// One scale for every level of this size: level 0's largest stretch sets the thickness (or this
+// level's, where one launch moves more: a megakernel reads every layer's weights in one launch,
+// forty times level 0's largest, and its band must still fit the boxes), and level 0's chain
+// time sets the pace; at another level, level 0's lane on the same axis.
+void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
+  in->volume_scale_bytes = std::max(largest_stretch(level0), largest_stretch(m));
   in->pace_reference_us = chain_time_us(level0);
   if (level0.level == m.level) return;
   in->pace_reference_label =

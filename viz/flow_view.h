@@ -105,7 +105,8 @@ struct FlowInput {
   std::string hint;               // top-right corner ("click to pause"): the caption leaves room
   int level = 0, top_level = 1;   // the lanes take the levels' colours
   // Bytes drawn at the full band thickness; 0: the largest stretch of this input. Set it from
-  // level 0 so that moving the fusion slider compares thicknesses on one scale.
+  // level 0 (and this level, where one of its launches moves more) so that moving the fusion
+  // slider compares thicknesses on one scale.
   double volume_scale_bytes = 0;
   // GPU time that one run of the animation shows (level 0's chain time, so a faster level ends
   // its run visibly sooner and then waits); 0 or less than this chain: this chain's own time.

@@ -87,6 +87,22 @@ TEST(Flow, MeasuredDramBytesSetTheVolumesWhenTheCountersHaveThem) {
   EXPECT_NEAR(a.lanes[0].dram.thickness / a.lanes[0].chip.thickness, 1.05, 1e-4);
 }
 
+TEST(Flow, ALaunchMovingMoreThanLevelZerosLargestStillFitsTheBoxes) {
+  // A megakernel reads every layer's weights in one launch, forty times level 0's largest
+  // launch: its band is drawn at the full thickness, not forty times it.
+  Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  add_counters(&m0, 1.0);
+  add_counters(&m1, 40.0);
+  const FlowLayout a = layout_flow(flow_input(m0, &gelu_scale(), h200(), &m0), 1.0, kMin, kMax);
+  const FlowLayout b = layout_flow(flow_input(m1, &gelu_scale(), h200(), &m0), 1.0, kMin, kMax);
+  ASSERT_FALSE(a.lanes.empty());
+  ASSERT_FALSE(b.lanes.empty());
+  EXPECT_NEAR(b.lanes[0].dram.thickness, a.lanes[0].dram.thickness, 1e-3f)
+      << "both are the largest stretch of their scale";
+  EXPECT_LT(b.lanes[0].dram.thickness, (kMax.y - kMin.y) * 0.2f);
+}
+
 TEST(Flow, TheIntermediateLandsInHbmOnlyWhenUnfusedAndStaysInRegistersWhenFused) {
   const Measurement m0 = lesson_level("gelu_scale", k16M, 0, 30.0);
   const Measurement m1 = lesson_level("gelu_scale", k16M, 1, 30.0);

@@ -39,11 +39,18 @@ TimelineInput timeline_input(const Measurement& m) {
     const bool has_relative = std::any_of(m.records.begin(), m.records.end(),
                                           [](const KernelRecord& r) { return r.end_rel_ns > 0; });
     uint64_t first = UINT64_MAX;
-    for (const KernelRecord& r : m.records) first = std::min(first, r.start_ns);
+    std::vector<int> records_of(n, 0);  // a CUDA graph's one launch holds all its kernels
+    for (const KernelRecord& r : m.records) {
+      first = std::min(first, r.start_ns);
+      if (r.launch >= 0 && static_cast<size_t>(r.launch) < n) ++records_of[r.launch];
+    }
     for (const KernelRecord& r : m.records) {
       TimelineLaunch l;
-      l.kernel = r.kernel;
       fill_from_launch(&l, r.launch);
+      // One launch, many kernels: each bar names its own kernel, not the launch's step.
+      const bool one_of_many =
+          r.launch >= 0 && static_cast<size_t>(r.launch) < n && records_of[r.launch] > 1;
+      if (l.kernel.empty() || one_of_many) l.kernel = r.kernel;
       l.cupti_name = r.kernel;
       l.start_ns = has_relative ? r.start_rel_ns : static_cast<int64_t>(r.start_ns - first);
       l.end_ns = has_relative ? r.end_rel_ns : static_cast<int64_t>(r.end_ns - first);
@@ -119,6 +126,36 @@ void place_gap_labels(float min_x, float max_x, const ViewStyle& style, Timeline
 
 }  // namespace
 
+// The line above the bars: how many, how busy, how much gap. Kernels that overlap (programmatic
+// dependent launch starts one before the one before it ends) sum to more than the span: the line
+// says so rather than add busy and gaps up to a wrong total.
+static std::string timeline_summary(const TimelineInput& input, double busy_us, double gaps_us,
+                                    double span_us) {
+  char buf[160];
+  const double overlap_us = busy_us + gaps_us - span_us;
+  // A CUDA graph is one launch of many kernels: the bars are kernels then.
+  std::vector<int> launch_ids;
+  for (const TimelineLaunch& l : input.launches) launch_ids.push_back(l.launch);
+  std::sort(launch_ids.begin(), launch_ids.end());
+  const bool graph = std::unique(launch_ids.begin(), launch_ids.end()) - launch_ids.begin() <
+                     static_cast<std::ptrdiff_t>(input.launches.size());
+  const size_t bars = input.launches.size();
+  const char* noun =
+      graph ? (bars == 1 ? "kernel" : "kernels") : (bars == 1 ? "launch" : "launches");
+  if (input.from_records && overlap_us > 0.01 * span_us) {
+    std::snprintf(buf, sizeof(buf), "%zu %s overlapping: %s of kernel time in %s", bars, noun,
+                  format_us(busy_us).c_str(), format_us(span_us).c_str());
+  } else if (input.from_records) {
+    std::snprintf(buf, sizeof(buf), "%zu %s: %s busy + %s of gaps = %s", bars, noun,
+                  format_us(busy_us).c_str(), format_us(gaps_us).c_str(),
+                  format_us(span_us).c_str());
+  } else {
+    std::snprintf(buf, sizeof(buf), "%zu launch%s, medians back to back: %s", input.launches.size(),
+                  input.launches.size() == 1 ? "" : "es", format_us(span_us).c_str());
+  }
+  return buf;
+}
+
 TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 max,
                                const ViewStyle& style) {
   TimelineLayout L;
@@ -186,17 +223,7 @@ TimelineLayout layout_timeline(const TimelineInput& input, ImVec2 min, ImVec2 ma
   for (double t = 0; t <= L.span_us * (1 + 1e-9); t += step) {
     L.ticks.push_back({x_of(t), t, time_tick_label(t)});
   }
-  char buf[160];
-  if (input.from_records) {
-    std::snprintf(buf, sizeof(buf), "%zu launch%s: %s busy + %s of gaps = %s",
-                  input.launches.size(), input.launches.size() == 1 ? "" : "es",
-                  format_us(busy_ns * 1e-3).c_str(), format_us(gaps_us).c_str(),
-                  format_us(L.span_us).c_str());
-  } else {
-    std::snprintf(buf, sizeof(buf), "%zu launch%s, medians back to back: %s", input.launches.size(),
-                  input.launches.size() == 1 ? "" : "es", format_us(L.span_us).c_str());
-  }
-  L.summary = buf;
+  L.summary = timeline_summary(input, busy_ns * 1e-3, gaps_us, L.span_us);
   return L;
 }
 

@@ -52,6 +52,19 @@ TEST(Timeline, OneBarPerLaunchInOrderWithTheGapsBetween) {
       timeline_gap_hit(layout, v2(0.5f * (layout.gaps[0].x0 + layout.gaps[0].x1), in_first.y)), 0);
 }
 
+TEST(Timeline, OverlappingLaunchesAreNotAddedUpPastTheSpan) {
+  // Programmatic dependent launch: each kernel starts 2 us before the one before it ends.
+  Measurement m = lesson_level("residual_layernorm", 4096, 0, 10.0);
+  add_records(&m, -2.0);
+  const TimelineLayout layout = layout_timeline(timeline_input(m), ImVec2(0, 0), ImVec2(1000, 160));
+  const size_t n = m.launches.size();
+  ASSERT_GT(n, 1u);
+  EXPECT_NEAR(layout.span_us, 10.0 * n - 2.0 * (n - 1), 1e-9);
+  EXPECT_TRUE(layout.gaps.empty());
+  EXPECT_EQ(layout.summary.find("of gaps"), std::string::npos) << layout.summary;
+  EXPECT_NE(layout.summary.find("overlapping"), std::string::npos) << layout.summary;
+}
+
 TEST(Timeline, TheFusionSliderChangesTheLaunchCount) {
   // residual_layernorm: 3 launches, then 2, then 1.
   const Lesson& rl = *find_lesson("residual_layernorm");

@@ -268,6 +268,17 @@ void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* 
 
 }  // namespace
 
+// Whether the level's own account of what stays on chip (the level table's on_chip) puts it in
+// registers only. A level that names shared memory or L2 there (the FFN's h, the decode
+// megakernel's activations read by the next task from L2) keeps its values "on chip": the
+// counters say only that they never reached HBM.
+static bool on_chip_in_registers(const Measurement& m, const Lesson* lesson) {
+  if (!lesson || m.level < 0 || m.level >= lesson->level_count()) return true;
+  const std::string& said = lesson->info().levels[m.level].on_chip;
+  return said.find("shared") == std::string::npos && said.find("L2") == std::string::npos &&
+         said.find("on chip") == std::string::npos;
+}
+
 FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFacts& device,
                      const Measurement* level0) {
   FlowInput in;
@@ -306,6 +317,7 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   if (m.level > 0 && in.on_chip.empty() && in.moved.empty()) {
     in.on_chip = kept_on_chip(m, lesson, level0);
   }
+  in.on_chip_registers = on_chip_in_registers(m, lesson);
   if (level0 && !level0->launches.empty()) pace_by_level0(m, *level0, &in);
   double chain = 0;
   for (const auto& t : in.trips)
@@ -517,9 +529,9 @@ void layout_rows_and_sm_box(const FlowInput& in, int header_lines, int sm_header
   const float sm_text_w = L->boxes[2].max.x - L->boxes[2].min.x - 2 * pad;
   const bool measured = in.homes.measured;
   if (!in.on_chip.empty()) {  // says whose verdict it is where the box is wide enough
-    const std::string whose =
-        measured ? "kept in registers (measured):" : "kept in registers (design):";
-    L->on_chip_lines.push_back(style.text_width(whose) <= sm_text_w ? whose : "kept in registers:");
+    const std::string where = in.on_chip_registers ? "kept in registers" : "kept on chip";
+    const std::string whose = where + (measured ? " (measured):" : " (design):");
+    L->on_chip_lines.push_back(style.text_width(whose) <= sm_text_w ? whose : where + ":");
   }
   for (const std::string& value : in.on_chip) {
     L->on_chip_lines.push_back(fit_text(value, sm_text_w - fs * 0.5f, style));

@@ -87,11 +87,13 @@ struct FlowInput {
   std::vector<FlowTensor> tensors;
   std::vector<FlowTrip> trips;
   std::vector<std::string> on_chip;  // values a fused kernel keeps in registers ("gelu output")
-  std::vector<std::string> moved;    // values the table keeps on chip that the counters saw in HBM
-  TensorHomes homes;                 // where every tensor went, measured (or by design)
-  double l2_bytes = 0;               // L2 capacity; 0: unknown
-  double hbm_bytes = 0;              // device memory; 0: unknown
-  int sm_count = 0;                  // 0: unknown
+  // The level table says they stay in registers (else in shared memory or L2: "kept on chip").
+  bool on_chip_registers = true;
+  std::vector<std::string> moved;  // values the table keeps on chip that the counters saw in HBM
+  TensorHomes homes;               // where every tensor went, measured (or by design)
+  double l2_bytes = 0;             // L2 capacity; 0: unknown
+  double hbm_bytes = 0;            // device memory; 0: unknown
+  int sm_count = 0;                // 0: unknown
   // 64K 32-bit registers per SM on every GPU from Volta (sm_70) to Hopper (sm_90).
   double sm_register_bytes = 256.0 * 1024;
   // Shared memory / L1 per SM that a kernel can use, from the compute capability (0: unknown):

@@ -158,6 +158,27 @@ TEST(Flow, ResidualLayernormsMiddleLevelKeepsOnlyTheStatisticsOnChip) {
   EXPECT_EQ(in.on_chip[0], "mean_var output");
 }
 
+// Where the level table keeps values in shared memory or L2 (the fused FFN's h), the SM box
+// says "kept on chip", not "kept in registers"; the elementwise lessons keep theirs in registers.
+TEST(Flow, TheSmBoxSaysWhereTheLevelTableKeepsTheValues) {
+  const Lesson& ffn = *find_lesson("ffn");
+  const Measurement f0 = lesson_level("ffn", 16384, 0, 10.0);
+  const Measurement f2 = lesson_level("ffn", 16384, 2, 10.0);
+  const FlowInput fused_ffn = flow_input(f2, &ffn, h200(), &f0);
+  ASSERT_FALSE(fused_ffn.on_chip.empty());
+  EXPECT_FALSE(fused_ffn.on_chip_registers);
+  const FlowLayout a = layout_flow(fused_ffn, 1.0, kMin, kMax);
+  ASSERT_FALSE(a.on_chip_lines.empty());
+  EXPECT_EQ(a.on_chip_lines[0].rfind("kept on chip", 0), 0u) << a.on_chip_lines[0];
+  const Measurement g0 = lesson_level("gelu_scale", k16M, 0, 30.0);
+  const Measurement g1 = lesson_level("gelu_scale", k16M, 1, 30.0);
+  const FlowInput fused_gelu = flow_input(g1, &gelu_scale(), h200(), &g0);
+  EXPECT_TRUE(fused_gelu.on_chip_registers);
+  const FlowLayout b = layout_flow(fused_gelu, 1.0, kMin, kMax);
+  ASSERT_FALSE(b.on_chip_lines.empty());
+  EXPECT_EQ(b.on_chip_lines[0].rfind("kept in registers", 0), 0u) << b.on_chip_lines[0];
+}
+
 // ffn level 1 (cuBLASLt epilogues) writes h = GELU(x W1 + b1) between its two GEMMs: the
 // level table's "kept on chip" is every other intermediate of level 0, never the gelu output,
 // with and without level 0's measurement and with counters.

@@ -157,6 +157,9 @@ TEST(ReadablePlots, TheFlowViewDrawsLevelZeroAndTheLevelAsTwoLanesOnOneAxis) {
   EXPECT_TRUE(L.shared_visible);
   EXPECT_NE(L.shared_label.find("shared memory"), std::string::npos);
   EXPECT_NE(L.status.find("stages data"), std::string::npos) << L.status;
+  // Its level table keeps the row in registers (shared memory only stages it): the box says so.
+  ASSERT_FALSE(L.on_chip_lines.empty());
+  EXPECT_EQ(L.on_chip_lines[0].rfind("kept in registers", 0), 0u) << L.on_chip_lines[0];
   // The capacity sentence uses the GPU's own numbers.
   EXPECT_NE(L.capacity.find("132 SMs"), std::string::npos) << L.capacity;
   EXPECT_NE(L.capacity.find("228.0 KiB shared"), std::string::npos) << L.capacity;

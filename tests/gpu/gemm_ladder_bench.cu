@@ -77,6 +77,23 @@ struct Buf {
   ~Buf() { cudaFree(p); }
 };
 
+// The LayerNorm-Linear's arguments over the bench's buffers: y = LN(x) W + b, C -> 3C.
+template <class T>
+fl::layernorm_linear::LnArgs<T> ln_args(const Buf& x, const Buf& gamma, const Buf& beta,
+                                        const Buf& w, const Buf& bias, Buf& y, int64_t m,
+                                        int64_t c) {
+  return {static_cast<const T*>(x.p),
+          static_cast<const T*>(gamma.p),
+          static_cast<const T*>(beta.p),
+          static_cast<const T*>(w.p),
+          static_cast<const T*>(bias.p),
+          static_cast<T*>(y.p),
+          m,
+          int(c),
+          int(3 * c),
+          fl::PhaseSink()};
+}
+
 struct Shape {
   const char* what;
   int64_t m, n, k;
@@ -244,16 +261,7 @@ void bench_fused(int reps, Buf& flush, Buf& sink) {
     fill_random(beta.p, true, c, 13u);
     fill_random(w.p, true, c * 3 * c, 14u);
     fill_random(bias.p, true, 3 * c, 15u);
-    const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
-                             static_cast<const bf16*>(gamma.p),
-                             static_cast<const bf16*>(beta.p),
-                             static_cast<const bf16*>(w.p),
-                             static_cast<const bf16*>(bias.p),
-                             static_cast<bf16*>(y.p),
-                             m,
-                             int(c),
-                             int(3 * c),
-                             fl::PhaseSink()};
+    const auto a = ln_args<bf16>(x, gamma, beta, w, bias, y, m, c);
     const auto rows = [&a](int stats, int loop) {
       return [&a, stats, loop] {
         return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
@@ -324,16 +332,7 @@ void check_forms() {
          {std::pair{&x, m * c}, {&gamma, c}, {&beta, c}, {&w, 3 * c * c}, {&bias, 3 * c}}) {
       fill_random(buf->p, true, n, seed++);
     }
-    const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
-                             static_cast<const bf16*>(gamma.p),
-                             static_cast<const bf16*>(beta.p),
-                             static_cast<const bf16*>(w.p),
-                             static_cast<const bf16*>(bias.p),
-                             static_cast<bf16*>(y.p),
-                             m,
-                             int(c),
-                             int(3 * c),
-                             fl::PhaseSink()};
+    const auto a = ln_args<bf16>(x, gamma, beta, w, bias, y, m, c);
     std::vector<std::function<fl::Status()>> forms;
     for (int stats = 0; stats < 3; ++stats) {
       for (int loop = 0; loop < 5; ++loop) {
@@ -369,16 +368,7 @@ void bench_fused_fp32(int reps, Buf& flush, Buf& sink) {
                           {&b2, c}}) {
       fill_random(buf->p, false, n, seed++);
     }
-    const ln::LnArgs<float> a{static_cast<const float*>(x.p),
-                              static_cast<const float*>(gamma.p),
-                              static_cast<const float*>(beta.p),
-                              static_cast<const float*>(w.p),
-                              static_cast<const float*>(bias.p),
-                              static_cast<float*>(y.p),
-                              m,
-                              int(c),
-                              int(3 * c),
-                              fl::PhaseSink()};
+    const auto a = ln_args<float>(x, gamma, beta, w, bias, y, m, c);
     const fl::FfnTilesBuffers b{x.p,  w.p, bias.p, w2.p,
                                 b2.p, y.p, h.p,    static_cast<unsigned*>(counters.p)};
     const auto row = [&](const char* what, const char* name, double flop, auto launch) {
@@ -417,16 +407,7 @@ void profile_launches() {
     CHECK(fl::gemm_core::launch_ladder_rung(r, x.p, w.p, y.p, m, 3 * c, c, nullptr));
     CUDA(cudaDeviceSynchronize());
   }
-  const ln::LnArgs<bf16> a{static_cast<const bf16*>(x.p),
-                           static_cast<const bf16*>(gamma.p),
-                           static_cast<const bf16*>(beta.p),
-                           static_cast<const bf16*>(w.p),
-                           static_cast<const bf16*>(bias.p),
-                           static_cast<bf16*>(y.p),
-                           m,
-                           int(c),
-                           int(3 * c),
-                           fl::PhaseSink()};
+  const auto a = ln_args<bf16>(x, gamma, beta, w, bias, y, m, c);
   for (int loop = 2; loop < 5; ++loop) {
     CHECK(ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, 2, loop}, nullptr));
     CUDA(cudaDeviceSynchronize());

@@ -244,8 +244,9 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   }
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
-// GEMM core's tiles multiply it. tile: 0 the choice by token count, 1 64 x 64, 2 64 x 128;
-// per_sm: the most blocks an SM (0: as many as fit).
+// GEMM core's tiles multiply it. tile: 0 the choice by token count, 1 64 x 64 and 2 64 x 128
+// (K-tiles of 32, 4 stages), 3 64 x 64 (K-tiles of 64, 12 stages), 4 the same in 6 stages, 5
+// 64 x 128 (K-tiles of 64, 8 stages); per_sm: the most blocks an SM (0: as many as fit).
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;

@@ -29,6 +29,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -137,6 +138,10 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
 
 using Tile64 = gemm_core::MmaTile<64, 64, 2, 2, 4, true>;
 using Tile64x128 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
+// K-tiles of 64 in a deep ring: most of a tile's bytes asked for at once.
+using Tile64Deep = gemm_core::MmaTile<64, 64, 2, 2, 12, true, false, 64>;      // 192 KiB
+using Tile64Half = gemm_core::MmaTile<64, 64, 2, 2, 6, true, false, 64>;       // 96 KiB
+using Tile64x128Deep = gemm_core::MmaTile<64, 128, 2, 2, 8, true, false, 64>;  // 192 KiB
 
 }  // namespace
 
@@ -160,14 +165,22 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   int tile = shape.tile;
-  if (tile == 0) tile = a.m <= kLnTilesSmallTo ? 1 : 2;
+  // Measurements only: FL_LN_TILES (1-5) forces a tile where the shape leaves the choice.
+  if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr) tile = std::atoi(env);
+  if (tile == 0) tile = a.m <= kLnTilesSmallTo ? 3 : 5;
   switch (tile) {
     case 1:
       return launch_tiles<Tile64>(a, shape.per_sm, stream);
     case 2:
       return launch_tiles<Tile64x128>(a, shape.per_sm, stream);
+    case 3:
+      return launch_tiles<Tile64Deep>(a, shape.per_sm, stream);
+    case 4:
+      return launch_tiles<Tile64Half>(a, shape.per_sm, stream);
+    case 5:
+      return launch_tiles<Tile64x128Deep>(a, shape.per_sm, stream);
     default:
-      return Status::Unsupported("no such tile (1-2)");
+      return Status::Unsupported("no such tile (1-5)");
   }
 }
 

@@ -72,6 +72,7 @@ using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
 using layernorm_linear::ln_panel_phases;
 using layernorm_linear::ln_rows_phases;
+using layernorm_linear::ln_tiles_phases;
 using layernorm_linear::ln_tile_phases;
 using layernorm_linear::LnArgs;
 using layernorm_linear::panel_shape_check;
@@ -234,14 +235,17 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        ln_gemm_wgmma_phases()},
       {"ln_mma_tiles",
        "the grid normalizes x once into an xn that stays in L2, then the GEMM core's mma.sync "
-       "tiles (64 x 64 at a few hundred tokens) fill every SM (bf16, sm_80+)",
+       "tiles (64 x 128) fill every SM (bf16, sm_80+)",
        "ln_mma_tiles_kernel",
        {80, 0, false, bf16, 0, layernorm_linear::kLnTilesPreferFrom,
         layernorm_linear::kLnTilesPreferTo},
-       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_tiles<T>, nullptr, s); },
+       [](Ws& w, cudaStream_t s) {
+         return w.fused(launch_ln_mma_tiles<T>, &ln_tiles_phases(), s);
+       },
        [](const Dims& d) {
          return d.i % 8 == 0 && d.i <= 1024 ? "" : "C is not a multiple of 8 up to 1024";
-       }},
+       },
+       ln_tiles_phases()},
       {"ln_panel",
        "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
        "in shared memory, no split of K, no exchange between blocks",

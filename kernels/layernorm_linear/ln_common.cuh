@@ -63,6 +63,15 @@ inline const std::vector<std::string>& ln_rows_phases() {
       "column tiles: W streamed past the rows, multiplies, bias and stores"};
   return names;
 }
+// ln_mma_tiles' records: one a ticket, in the slot of its ticket; a tile's wait_ns is how long it
+// waited for its row block's items.
+enum TilesPhase : unsigned { kTilesItem, kTilesTile };
+inline const std::vector<std::string>& ln_tiles_phases() {
+  static const std::vector<std::string> names = {
+      "row item: 8 rows of x normalized into xn (L2)",
+      "tile: W asked for, waits for its rows of xn, then xn W + b"};
+  return names;
+}
 inline const std::vector<std::string>& ln_panel_phases() {
   static const std::vector<std::string> names = {"x, gamma and beta in",
                                                  "statistics and normalize, W slice in",
@@ -244,14 +253,12 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   }
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
-// GEMM core's tiles multiply it. tile: 0 the choice by token count, 1 64 x 64 and 2 64 x 128
-// (K-tiles of 32, 4 stages), 3 64 x 64 (K-tiles of 64, 12 stages), 4 the same in 6 stages, 5
-// 64 x 128 (K-tiles of 64, 8 stages); per_sm: the most blocks an SM (0: as many as fit).
+// GEMM core's tiles multiply it. tile: 0 the kept one (2), 1 64 x 64, 2 64 x 128 (K-tiles of 32,
+// 4 stages); per_sm: the most blocks an SM (0: as many as fit).
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;
 };
-constexpr int64_t kLnTilesSmallTo = 512;  // tokens: 64 x 64 tiles up to here, 64 x 128 beyond
 constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
 size_t ln_mma_tiles_counter_bytes(int64_t m);
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);

@@ -19,12 +19,14 @@
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
 // grid instead of once per block, and the tiles are as small as it takes to fill the SMs.
-// Tiles: 64 x 64 (4 warps of 32 x 32, 4 stages of 8 KiB: 144 tiles at 256 tokens and C = 768)
-// or 64 x 128 (warps of 32 x 64, 4 stages of 12 KiB), by token count (launch_ln_mma_tiles); the
-// lessons' 128 x 128 spills here (its 128 accumulators beside the row item's registers).
+// Tiles: 64 x 128 (4 warps of 32 x 64, K-tiles of 32 in 4 stages of 12 KiB: 72 tiles at 256
+// tokens and C = 768, 2 blocks an SM), or 64 x 64 (warps of 32 x 32, 144 tiles) to measure
+// against it; the lessons' 128 x 128 spills here (its 128 accumulators beside the row item's
+// registers). Stamps (--phases): a record a ticket, ln_tiles_phases().
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
-// (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 64 tile reads 96 KiB of xn
-// and 96 KiB of W: 27 MB in all, ~5 us at ~5 TB/s. The normalization: 0.2 M elements, once.
+// (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of
+// xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
+// KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -38,6 +40,7 @@
 #include "kernels/gemm_core/tile_epilogue.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl::layernorm_linear {
 namespace {
@@ -74,7 +77,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   static_assert(Tile::kThreads == 32 * kItemRows / 2 && Tile::kBM % kItemRows == 0, "items");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
+  __shared__ uint64_t s_started, s_waited;  // thread 0's stamps of this ticket
   T* ring = reinterpret_cast<T*>(smem);
+  const bool stamps = a.phases.records != nullptr;
   unsigned* done = a.counters + 2;
   const gemm_core::NoHook none;
   for (;;) {
@@ -83,11 +88,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const int t = s_ticket;
     __syncthreads();  // the ring and s_ticket are free again
     if (t >= o.items + o.tiles) break;
+    if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (t < o.items) {  // 1. a row item: 8 rows of x into xn
       normalize_item(a, t);
       __threadfence();  // this thread's xn before the row block's counter (release)
       __syncthreads();
-      if (threadIdx.x == 0) atomicAdd(done + int64_t(t) * kItemRows / Tile::kBM, 1u);
+      if (threadIdx.x == 0) {
+        atomicAdd(done + int64_t(t) * kItemRows / Tile::kBM, 1u);
+        if (stamps) phase_record_at(a.phases, unsigned(t), kTilesItem, s_started, phase_clock());
+      }
       continue;
     }
     // 2. a tile: W's columns asked for, the row block's items waited for, then the core.
@@ -98,6 +107,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       const int64_t rows = min(int64_t(Tile::kBM), a.m - m0);
       const unsigned need = static_cast<unsigned>((rows + kItemRows - 1) / kItemRows);
       while (load_acquire(done + rb) < need) __nanosleep(64);
+      if (stamps) s_waited = phase_clock() - s_started;
     }
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
     typename Tile::Acc acc;
@@ -105,6 +115,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     gemm_core::ring_mainloop<Tile>(acc, ring, a.xn, a.k, a.w, a.n, a.m, a.n, a.k, m0, n0, none,
                                    none);
     gemm_core::staged_bias_store<Tile, false>(acc, ring, a.bias, a.y, a.m, a.n, m0, n0);
+    if (stamps && threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
+      phase_record_at(a.phases, unsigned(t), kTilesTile, s_started, phase_clock(), unsigned(rb),
+                      uint32_t(s_waited));
+    }
   }
   if (threadIdx.x == 0 && atomicAdd(a.counters + 1, 1u) == gridDim.x - 1) {
     a.counters[0] = 0;  // every block has taken its last ticket and finished its tiles
@@ -138,10 +152,6 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
 
 using Tile64 = gemm_core::MmaTile<64, 64, 2, 2, 4, true>;
 using Tile64x128 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
-// K-tiles of 64 in a deep ring: most of a tile's bytes asked for at once.
-using Tile64Deep = gemm_core::MmaTile<64, 64, 2, 2, 12, true, false, 64>;      // 192 KiB
-using Tile64Half = gemm_core::MmaTile<64, 64, 2, 2, 6, true, false, 64>;       // 96 KiB
-using Tile64x128Deep = gemm_core::MmaTile<64, 128, 2, 2, 8, true, false, 64>;  // 192 KiB
 
 }  // namespace
 
@@ -165,22 +175,16 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   int tile = shape.tile;
-  // Measurements only: FL_LN_TILES (1-5) forces a tile where the shape leaves the choice.
+  // Measurements only: FL_LN_TILES (1-2) forces a tile where the shape leaves the choice.
   if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr) tile = std::atoi(env);
-  if (tile == 0) tile = a.m <= kLnTilesSmallTo ? 3 : 5;
+  if (tile == 0) tile = 2;
   switch (tile) {
     case 1:
       return launch_tiles<Tile64>(a, shape.per_sm, stream);
     case 2:
       return launch_tiles<Tile64x128>(a, shape.per_sm, stream);
-    case 3:
-      return launch_tiles<Tile64Deep>(a, shape.per_sm, stream);
-    case 4:
-      return launch_tiles<Tile64Half>(a, shape.per_sm, stream);
-    case 5:
-      return launch_tiles<Tile64x128Deep>(a, shape.per_sm, stream);
     default:
-      return Status::Unsupported("no such tile (1-5)");
+      return Status::Unsupported("no such tile (1-2)");
   }
 }
 

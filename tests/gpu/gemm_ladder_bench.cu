@@ -251,7 +251,7 @@ void bench_candidates(const char* what, int64_t m, double flop, int64_t out_elem
 
 // The LayerNorm-Linear's candidates at m tokens (C = 768): ln_tile first (the outputs'
 // reference), ln_panel where it runs (up to 256 tokens), ln_mma_rows' forms (all of them unless
-// `focus`), ln_mma_tiles' tiles (K-tiles of 32 in 4 stages, of 64 in 6 to 12) and its choice.
+// `focus`), ln_mma_tiles' tiles (64 x 64; 64 x 128 at one block an SM) and its kept one.
 void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   using bf16 = __nv_bfloat16;
@@ -293,10 +293,7 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   cs.insert(cs.end(), {{"ln_mma_rows (kept)",
                         [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
                        {"ln_mma_tiles_64x64", tiles(1, 0)},
-                       {"ln_mma_tiles_64x128", tiles(2, 0)},
-                       {"ln_mma_tiles_64x64_bk64x12", tiles(3, 0)},
-                       {"ln_mma_tiles_64x64_bk64x6", tiles(4, 0)},
-                       {"ln_mma_tiles_64x128_bk64x8", tiles(5, 0)},
+                       {"ln_mma_tiles_64x128_1sm", tiles(2, 1)},
                        {"ln_mma_tiles (kept)", tiles(0, 0)}});
   bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c, cs, y, reps, flush, sink);
 }

@@ -137,8 +137,8 @@ __device__ __forceinline__ void down_tile(const FfnTilesParams<T>& p, T* ring, i
   const gemm_core::NoHook none;
   typename D::Acc acc;
   D::zero(acc);
-  gemm_core::ring_mainloop<D>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0, n0,
-                              none, none);
+  gemm_core::ring_mainloop<D>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0, n0, none,
+                              none);
   if constexpr (kStaged) {
     gemm_core::staged_bias_store<D, false>(acc, ring, p.b2, p.y, p.m, p.c, m0, n0);
   } else {
@@ -276,7 +276,8 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
   order.lag = std::min(order.rows, blocks / (order.ups + order.downs) + 1);
   // Narrow tail: enough row blocks that their down tiles (2 downs narrow ones each) are about
   // one narrow tile for every block slot.
-  if (narrow_tail) order.tail = std::min(order.rows, (blocks + 2 * order.downs - 1) / (2 * order.downs));
+  if (narrow_tail)
+    order.tail = std::min(order.rows, (blocks + 2 * order.downs - 1) / (2 * order.downs));
   kernel<<<blocks, Up::kThreads, smem, stream>>>(p, order);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();

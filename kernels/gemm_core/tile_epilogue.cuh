@@ -112,9 +112,8 @@ struct MmaColumnBias {
 // is refilled.
 template <class Tile, bool kGelu>
 __device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_bfloat16* smem,
-                                                  const __nv_bfloat16* bias,
-                                                  __nv_bfloat16* y, int64_t m, int64_t n,
-                                                  int64_t m0, int64_t n0) {
+                                                  const __nv_bfloat16* bias, __nv_bfloat16* y,
+                                                  int64_t m, int64_t n, int64_t m0, int64_t n0) {
   constexpr int kLd = Tile::kBN + 8, kRowChunks = Tile::kBN / 8;
   static_assert(size_t(Tile::kBM) * kLd * 2 <= Tile::kSmemBytes, "the staged tile fits the ring");
   MmaColumnBias<Tile> b;

@@ -72,8 +72,8 @@ using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
 using layernorm_linear::ln_panel_phases;
 using layernorm_linear::ln_rows_phases;
-using layernorm_linear::ln_tiles_phases;
 using layernorm_linear::ln_tile_phases;
+using layernorm_linear::ln_tiles_phases;
 using layernorm_linear::LnArgs;
 using layernorm_linear::panel_shape_check;
 
@@ -239,9 +239,7 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "ln_mma_tiles_kernel",
        {80, 0, false, bf16, 0, layernorm_linear::kLnTilesPreferFrom,
         layernorm_linear::kLnTilesPreferTo},
-       [](Ws& w, cudaStream_t s) {
-         return w.fused(launch_ln_mma_tiles<T>, &ln_tiles_phases(), s);
-       },
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_tiles<T>, &ln_tiles_phases(), s); },
        [](const Dims& d) {
          return d.i % 8 == 0 && d.i <= 1024 ? "" : "C is not a multiple of 8 up to 1024";
        },
@@ -387,13 +385,13 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   for (size_t tries = 0; tries < infos.size(); ++tries) {
     const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
     if (c.index < 0) break;
-    const Status st = c.name == "ln_cluster"    ? launch_ln_cluster(a, stream)
-                      : c.name == "ln_wgmma"    ? launch_ln_wgmma(a, stream)
-                      : c.name == "ln_panel"    ? launch_ln_panel(a, stream)
+    const Status st = c.name == "ln_cluster"     ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma"     ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel"     ? launch_ln_panel(a, stream)
                       : c.name == "ln_mma_tiles" ? launch_ln_mma_tiles(a, stream)
-                      : c.name == "ln_mma_rows" ? launch_ln_mma_rows(a, stream)
-                      : c.name == "ln_mma"      ? launch_ln_mma(a, stream)
-                                                : launch_ln_tile(a, stream);
+                      : c.name == "ln_mma_rows"  ? launch_ln_mma_rows(a, stream)
+                      : c.name == "ln_mma"       ? launch_ln_mma(a, stream)
+                                                 : launch_ln_tile(a, stream);
     if (!st.unsupported()) return st.with_context(c.name);
     skip[c.index] = true;
   }

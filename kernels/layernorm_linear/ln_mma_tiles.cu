@@ -142,7 +142,8 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
   const int64_t items = (a.m + kItemRows - 1) / kItemRows;
   const int64_t row_blocks = (a.m + Tile::kBM - 1) / Tile::kBM;
   const int tiles_n = (a.n + Tile::kBN - 1) / Tile::kBN;
-  if (items + row_blocks * tiles_n > (int64_t(1) << 30)) return Status::Unsupported("too many tokens");
+  if (items + row_blocks * tiles_n > (int64_t(1) << 30))
+    return Status::Unsupported("too many tokens");
   const TicketOrder o{int(items), tiles_n, int(row_blocks * tiles_n)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
   kernel<<<blocks, Tile::kThreads, smem, stream>>>(a, o);
@@ -176,7 +177,8 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   int tile = shape.tile;
   // Measurements only: FL_LN_TILES (1-2) forces a tile where the shape leaves the choice.
-  if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr) tile = std::atoi(env);
+  if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
+    tile = std::atoi(env);
   if (tile == 0) tile = 2;
   switch (tile) {
     case 1:

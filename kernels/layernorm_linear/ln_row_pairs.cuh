@@ -21,9 +21,9 @@ constexpr int kLaneChunks = 4;  // C up to 1024 (32 lanes x 4 chunks of 8); wide
 // normalized into dst (ld_dst; dst may be src: in place); kWarps warps take turns. Rows at or
 // past `live` are neither read nor written (zeros in the sums, harmless).
 template <int kWarps, typename T>
-__device__ __forceinline__ void normalize_row_pairs(const T* src, int ld_src, T* dst,
-                                                    int ld_dst, int k, const T* gamma,
-                                                    const T* beta, int r0, int r1, int live) {
+__device__ __forceinline__ void normalize_row_pairs(const T* src, int ld_src, T* dst, int ld_dst,
+                                                    int k, const T* gamma, const T* beta, int r0,
+                                                    int r1, int live) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / 8;
   Vec16<T> g[kLaneChunks], b[kLaneChunks];
 #pragma unroll

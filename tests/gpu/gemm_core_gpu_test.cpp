@@ -1,9 +1,9 @@
 // The portable GEMM core (kernels/gemm_core/): every rung of the GEMM ladder against a CPU
 // product in double, and the large-token portable kernels built on it (ln_mma in fp32,
-// ln_mma_rows and ln_mma_tiles in bf16, ffn_tiles), forced through the live backend at random shapes with odd token
-// counts (the backend poisons the outputs and runs the lesson's fp64 check); a C that is not a
-// multiple of 8 is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu
-// times them).
+// ln_mma_rows and ln_mma_tiles in bf16, ffn_tiles), forced through the live backend at random
+// shapes with odd token counts (the backend poisons the outputs and runs the lesson's fp64 check);
+// a C that is not a multiple of 8 is refused with one line. Behaviour, not speed
+// (tests/gpu/gemm_ladder_bench.cu times them).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 

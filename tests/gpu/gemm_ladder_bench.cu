@@ -256,8 +256,8 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   using bf16 = __nv_bfloat16;
   const int64_t c = 768;
-  Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
-      y(m * 3 * c * 2), xn(m * c * 2), counters(ln::ln_mma_tiles_counter_bytes(m));
+  Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2), y(m * 3 * c * 2),
+      xn(m * c * 2), counters(ln::ln_mma_tiles_counter_bytes(m));
   CUDA(cudaMemset(counters.p, 0, ln::ln_mma_tiles_counter_bytes(m)));
   fill_random(x.p, true, m * c, 11u);
   fill_random(gamma.p, true, c, 12u);
@@ -278,7 +278,8 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
     };
   };
   std::vector<Candidate> cs = {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }}};
-  if (m <= ln::kLnClusterRows) cs.push_back({"ln_panel", [&] { return ln::launch_ln_panel(a, nullptr); }});
+  if (m <= ln::kLnClusterRows)
+    cs.push_back({"ln_panel", [&] { return ln::launch_ln_panel(a, nullptr); }});
   if (!focus) {
     cs.insert(cs.end(), {{"ln_mma_rows_s0_l0", rows(0, 0)},
                          {"ln_mma_rows_s1_l0", rows(1, 0)},
@@ -287,8 +288,9 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
                          {"ln_mma_rows_s2_l2", rows(2, 2)},
                          {"ln_mma_rows_s2_l3", rows(2, 3)},
                          {"ln_mma_rows_s2_l4", rows(2, 4)},
-                         {"ln_mma_rows_r64",
-                          [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}});
+                         {"ln_mma_rows_r64", [&] {
+                            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr);
+                          }}});
   }
   cs.insert(cs.end(), {{"ln_mma_rows (kept)",
                         [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
@@ -317,12 +319,12 @@ void bench_ffn(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   };
   std::vector<Candidate> cs = {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)}};
   if (!focus) cs.push_back({"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)});
-  cs.insert(cs.end(), {{"ffn_tiles_128x256_direct", shape(fl::FfnTilesShape::k128x256_direct)},
-                       {"ffn_tiles_128x256_staged", shape(fl::FfnTilesShape::k128x256_staged)},
-                       {"ffn_tiles_128x256_tail", shape(fl::FfnTilesShape::k128x256_tail)},
-                       {"ffn_tiles_128x256 (both)", shape(fl::FfnTilesShape::k128x256)},
-                       {"ffn_tiles_128x256_direct again",
-                        shape(fl::FfnTilesShape::k128x256_direct)}});
+  cs.insert(cs.end(),
+            {{"ffn_tiles_128x256_direct", shape(fl::FfnTilesShape::k128x256_direct)},
+             {"ffn_tiles_128x256_staged", shape(fl::FfnTilesShape::k128x256_staged)},
+             {"ffn_tiles_128x256_tail", shape(fl::FfnTilesShape::k128x256_tail)},
+             {"ffn_tiles_128x256 (both)", shape(fl::FfnTilesShape::k128x256)},
+             {"ffn_tiles_128x256_direct again", shape(fl::FfnTilesShape::k128x256_direct)}});
   bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c, cs, y, reps, flush, sink);
 }
 
@@ -331,8 +333,8 @@ void bench_fused(int reps, Buf& flush, Buf& sink, bool focus) {
                          : std::vector<int64_t>{256, 1024, 4096, 16384}) {
     bench_ln(m, focus, reps, flush, sink);
   }
-  for (int64_t m : focus ? std::vector<int64_t>{8192, 16384}
-                         : std::vector<int64_t>{1024, 4096, 8192, 16384}) {
+  for (int64_t m :
+       focus ? std::vector<int64_t>{8192, 16384} : std::vector<int64_t>{1024, 4096, 8192, 16384}) {
     bench_ffn(m, focus, reps, flush, sink);
   }
 }

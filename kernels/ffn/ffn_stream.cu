@@ -40,6 +40,8 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/activations.cuh"
@@ -66,7 +68,8 @@ struct FfnStreamArgs {
   float* partial;      // groups x m x C: each group's sums over its hidden units
   unsigned* counters;  // the groups' hand-overs, then the ranges' meetings: low bits zero
   PhaseSink phases;
-  bool x_vec, w1_vec, w2_vec, h_vec;
+  bool x_vec, w1_vec, w2_vec, h_vec, b1_vec, b2_vec;
+  bool w2_after_xw1;  // W2's tile asked for once x and W1 are in (a tuning)
 };
 
 // y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same
@@ -74,7 +77,7 @@ struct FfnStreamArgs {
 // one load of every group in flight.
 template <int kThr, typename T>
 __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, int n_valid,
-                                            const float* b2s, int r0, int r1) {
+                                            const T* b2s, int r0, int r1) {
   const FfnPlan& p = a.p;
   const int64_t stride = int64_t(p.m) * p.c;
   if (p.c % 4 == 0) {
@@ -90,7 +93,9 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
       }
       const float out[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a.y[at + i] = Elem<T>::from_float(out[i] + b2s[4 * q + i]);
+      for (int i = 0; i < 4; ++i) {
+        a.y[at + i] = Elem<T>::from_float(out[i] + Elem<T>::to_float(b2s[4 * q + i]));
+      }
     }
     return;
   }
@@ -99,7 +104,7 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
     float sum = 0.0f;
 #pragma unroll 8
     for (int g = 0; g < p.groups; ++g) sum += slice::load_cg(a.partial + g * stride + at);
-    a.y[at] = Elem<T>::from_float(sum + b2s[e % n_valid]);
+    a.y[at] = Elem<T>::from_float(sum + Elem<T>::to_float(b2s[e % n_valid]));
   }
 }
 
@@ -124,8 +129,8 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
   T* hs = xs;  // the down job's h, where x and W1 were
   float* red = reinterpret_cast<float*>(smem + p.off_x);
-  float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
-  float* b2s = b1s + 8 * p.nt;
+  T* b1s = reinterpret_cast<T*>(smem + p.off_bias);  // 8 nt, then nw (16-byte multiples)
+  T* b2s = b1s + 8 * p.nt;
   // The two jobs: up slice j0.. (none past 4C: a spare block of the last group), down tile
   // (group, range) (none past C).
   const int r = 8 * p.nt, j0 = blockIdx.x * r, r_valid = min(r, p.h - j0);
@@ -133,32 +138,37 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
   const int k0 = group * p.kw, k_valid = min(p.kw, p.h - k0);
   const int n0 = range * p.nw, n_valid = min(p.nw, p.c - n0);
   const bool has_down = n_valid > 0;
-  // Every weight byte of the block is asked for before any arithmetic.
+  // Every weight byte of the block is asked for before any arithmetic: b1's and b2's slices
+  // first (a bias load behind the weights' copies would hold the up product until the last W2
+  // byte), then x and W1, then W2 (or, with w2_after_xw1, once x and W1 are in: W1 then lands
+  // at the whole GPU's bandwidth and W2's copies run under the hand-over).
+  constexpr int E = slice::kChunk<T>;
+  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, r, 1, r_valid, a.b1_vec && r_valid % E == 0);
+  if (has_down) {
+    slice::stage<kThr>(b2s, 0, a.b2 + n0, 0, 1, p.nw, 1, n_valid, a.b2_vec && n_valid % E == 0);
+  }
   slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
   if (r_valid > 0) {
     slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, r, p.c, r_valid, a.w1_vec);
   }
   tc::async_commit();
-  if (has_down && !p.w2_late) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
-  for (int i = threadIdx.x; i < r + p.nw; i += kThr) {
-    const bool is_b1 = i < r;
-    const int col = is_b1 ? j0 + i : n0 + i - r;
-    const bool valid = is_b1 ? i < r_valid : i - r < n_valid;
-    b1s[i] = valid ? Elem<T>::to_float(is_b1 ? a.b1[col] : a.b2[col]) : 0.0f;
-  }
+  const bool w2_now = has_down && !p.w2_late && !a.w2_after_xw1;
+  if (w2_now) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
   marks.mark(kIssue);
-  if (has_down && !p.w2_late) {
-    tc::async_wait<1>();  // x and W1
+  if (w2_now) {
+    tc::async_wait<1>();  // biases, x and W1
   } else {
     tc::async_wait<0>();
   }
   __syncthreads();
   marks.mark(kXW1In);
+  if (has_down && !p.w2_late && a.w2_after_xw1) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
   // Up: h[:, slice] into L2.
   slice::block_product<T, kFfnUpMaxNT, kW>(
       xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.nt, red, [&](int row, int col, float s) {
         if (row < p.m && col < r_valid) {
-          a.h[int64_t(row) * p.h + j0 + col] = Elem<T>::from_float(gelu_tanh_fast(s + b1s[col]));
+          const float v = gelu_tanh_fast(s + Elem<T>::to_float(b1s[col]));
+          a.h[int64_t(row) * p.h + j0 + col] = Elem<T>::from_float(v);
         }
       });
   marks.mark(kUp);
@@ -176,7 +186,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
     slice::block_product<T, kFfnDownMaxNT, kW>(
         hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red, [&](int row, int col, float s) {
           if (row < p.m && col < n_valid) {
-            a.y[int64_t(row) * p.c + n0 + col] = Elem<T>::from_float(s + b2s[col]);
+            a.y[int64_t(row) * p.c + n0 + col] = Elem<T>::from_float(s + Elem<T>::to_float(b2s[col]));
           }
         });
     marks.mark(kDown);
@@ -194,16 +204,30 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
   marks.mark(kSum);
 }
 
+// FL_FFN_STREAM=groups,units,warps,w2_after_xw1 (e.g. "8,32,16,0"; 0: the plan's) replaces the
+// tuning of every launch: how `fusionlab bench --variant ffn_fused=ffn_stream --phases` measures
+// the forms that portable_bench compares.
+FfnStreamTuning tuning_from_env(FfnStreamTuning t) {
+  const char* env = std::getenv("FL_FFN_STREAM");
+  if (env == nullptr || *env == '\0') return t;
+  int v[4] = {0, 0, 0, 0};
+  if (std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]) >= 1) {
+    t.groups = v[0], t.units = v[1], t.warps = v[2], t.w2_after_xw1 = v[3] != 0;
+  }
+  return t;
+}
+
 template <typename T>
 Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
   int device = 0, sms = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  const int warps = tuning.warps > 0 ? tuning.warps : kFfnStreamWarps;
-  if (warps != 8 && warps != 16) return Status::Error("the portable FFN takes 8 or 16 warps");
+  if (tuning.warps != 0 && tuning.warps != 8 && tuning.warps != 16) {
+    return Status::Error("the portable FFN takes 8 or 16 warps a block");
+  }
   if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.groups, tuning.units / 8,
-                      warps)) {
+                      tuning.warps)) {
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -214,6 +238,7 @@ Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
 template <typename T>
 Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTuning tuning,
                     cudaStream_t stream) {
+  tuning = tuning_from_env(tuning);
   FfnStreamArgs<T> a{};
   FL_TRY(make_plan<T>(m, c, tuning, &a.p));
   constexpr int E = slice::kChunk<T>;
@@ -234,6 +259,9 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTu
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.h_vec = (4 * c) % E == 0 && aligned(a.h);
+  a.b1_vec = aligned(b.b1);  // slices start at multiples of 8 elements; the last may be short
+  a.b2_vec = aligned(b.b2);
+  a.w2_after_xw1 = tuning.w2_after_xw1;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if (a.p.warps == 16) {
     return slice::launch_cooperative(ffn_stream_kernel<T, 16>, a, a.p.blocks, 512, a.p.smem,
@@ -262,6 +290,7 @@ Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes
   // The counters, h (m x 4C), then the groups' partial sums (groups x m x C, fp32).
   FL_TRY(ffn_stream_supported(p, m, c));
   FfnPlan plan;
+  tuning = tuning_from_env(tuning);
   FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
                               : make_plan<float>(m, c, tuning, &plan));
   *bytes = kCounters * sizeof(unsigned) + round_up(int(bytes_per_element(p) * m * 4 * c), 256) +

@@ -22,11 +22,10 @@ namespace fl {
 constexpr int kFfnUpMaxNT = 8;      // up to 64 hidden units a slice
 constexpr int kFfnDownMaxNT = 12;   // up to 96 columns a down tile
 constexpr int kFfnMaxGroups = 256;  // counters of each kind in the scratch buffer
-// One group (every block reads all of h, no partial sums) up to this many tokens; from there the
-// plan starts at kFfnGroupsFrom17 groups.
-constexpr int64_t kFfnOneGroupTo = 16;
-constexpr int kFfnGroupsFrom17 = 4;
-constexpr int kFfnStreamWarps = 8;  // the block's warps unless a tuning says 16
+// The plan's defaults (docs/PERFORMANCE.md has the other forms measured): 8 groups; beyond
+// kFfnWideFrom - 1 tokens, in bf16, 32 hidden units an up slice and 16 warps a block.
+constexpr int kFfnGroups = 8;
+constexpr int64_t kFfnWideFrom = 17;
 
 struct FfnPlan {
   int m = 0, c = 0, h = 0, mtc = 1;
@@ -78,26 +77,26 @@ inline FfnPlan ffn_plan_for(int64_t m, int64_t c, int elem_bytes, int nt, int gr
   return p;
 }
 
-// The groups the plan starts from at m tokens: one (no partial sums) where h's m x 4C rows are
-// few enough for every block to read all of them, more as the tokens grow (docs/PERFORMANCE.md
-// has them measured).
-inline int ffn_default_groups(int64_t m) {
-  return m <= kFfnOneGroupTo ? 1 : kFfnGroupsFrom17;
+// The block's warps at m tokens (0 in a tuning: this).
+inline int ffn_default_warps(int64_t m, int elem_bytes) {
+  return m >= kFfnWideFrom && elem_bytes == 2 ? 16 : 8;
 }
 
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory per block: the fewest hidden units a slice that keep the grid within one block per SM,
-// (or 8 nt_first, when given and more), then the fewest groups (from ffn_default_groups, or
-// `groups_first` when given) whose down tiles fit; W2's tile asked for with the rest where it
-// fits, else after the up job. False when nothing fits.
+// (or 8 nt_first, when given and more; 0: 32 units in bf16 from kFfnWideFrom tokens), then the
+// fewest groups (from kFfnGroups, or `groups_first` when given) whose down tiles fit; W2's tile
+// asked for with the rest where it fits, else after the up job; `warps` 0: ffn_default_warps.
+// False when nothing fits.
 inline bool ffn_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                            FfnPlan* out, int groups_first = 0, int nt_first = 0,
-                            int warps = slice::kWarps) {
+                            FfnPlan* out, int groups_first = 0, int nt_first = 0, int warps = 0) {
   if (m < 1 || c < 1 || sms < 1) return false;
+  if (warps == 0) warps = ffn_default_warps(m, elem_bytes);
+  if (nt_first == 0 && m >= kFfnWideFrom && elem_bytes == 2) nt_first = 4;
   const int64_t units8 = (4 * c + 7) / 8;  // hidden units in 8s
   const int first_nt =
       std::max(nt_first, int(std::min<int64_t>(kFfnUpMaxNT, (units8 + sms - 1) / sms)));
-  const int first_groups = groups_first > 0 ? groups_first : ffn_default_groups(m);
+  const int first_groups = groups_first > 0 ? groups_first : kFfnGroups;
   for (bool late : {false, true}) {
     for (int nt = first_nt; nt <= kFfnUpMaxNT; ++nt) {
       for (int groups = first_groups; groups <= 64; groups *= 2) {

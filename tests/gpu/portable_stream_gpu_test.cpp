@@ -122,7 +122,7 @@ bool cuda_available() {
 }
 
 // The FFN kernels under test: ffn_stream (with the plan's groups, or 1, 2 or 8 groups; 8 warps a
-// block or 16; 24 or 32 hidden units an up slice), and ffn_hidden_slice with its plan's choices or
+// block or 16; 24 or 32 hidden units an up slice; W2 after x and W1), and ffn_hidden_slice with its plan's choices or
 // with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1 in stages, or
 // W2's rows asked for first or after the up product, or the exact-row products of fp32 at up to 8
 // tokens (bf16 keeps its tiles), in one stage or four.
@@ -133,6 +133,7 @@ enum class FfnKernel {
   kStreamEightGroupsUnits32,
   kStreamWarps16,
   kStreamWarps16FourGroups,
+  kStreamOneGroupW2AfterXW1,
   kSlice,
   kSliceW2First,
   kSliceW2Late,
@@ -146,7 +147,8 @@ enum class FfnKernel {
 bool is_stream(FfnKernel k) {
   return k == FfnKernel::kStream || k == FfnKernel::kStreamOneGroup ||
          k == FfnKernel::kStreamTwoGroups || k == FfnKernel::kStreamEightGroupsUnits32 ||
-         k == FfnKernel::kStreamWarps16 || k == FfnKernel::kStreamWarps16FourGroups;
+         k == FfnKernel::kStreamWarps16 || k == FfnKernel::kStreamWarps16FourGroups ||
+         k == FfnKernel::kStreamOneGroupW2AfterXW1;
 }
 
 FfnStreamTuning stream_tuning(FfnKernel k) {
@@ -156,6 +158,7 @@ FfnStreamTuning stream_tuning(FfnKernel k) {
   if (k == FfnKernel::kStreamEightGroupsUnits32) t.groups = 8, t.units = 32;
   if (k == FfnKernel::kStreamWarps16) t.warps = 16;
   if (k == FfnKernel::kStreamWarps16FourGroups) t.warps = 16, t.groups = 4;
+  if (k == FfnKernel::kStreamOneGroupW2AfterXW1) t.groups = 1, t.w2_after_xw1 = true;
   return t;
 }
 
@@ -300,8 +303,8 @@ TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
   EXPECT_GE(ran, 5);
 }
 
-// ffn_stream's other forms: one group (no partial sums), 2 groups, 8 groups of 32-unit slices,
-// 16 warps a block with the plan's groups or 4.
+// ffn_stream's other forms: one group (no partial sums; W2 with x and W1 or after them), 2
+// groups, 8 groups of 32-unit slices, 16 warps a block with the plan's groups or 4.
 TEST_P(PortableStream, FfnStreamFormsMatchReferenceAtOddShapes) {
   unsigned seed = 111;
   int ran = 0;
@@ -312,8 +315,9 @@ TEST_P(PortableStream, FfnStreamFormsMatchReferenceAtOddShapes) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kStreamEightGroupsUnits32, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kStreamWarps16, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kStreamWarps16FourGroups, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
   }
-  EXPECT_GE(ran, 15);  // fp32 leaves out the shapes whose slices do not fit
+  EXPECT_GE(ran, 18);  // fp32 leaves out the shapes whose slices do not fit
 }
 
 // W2's rows asked for before x's and W1's, or after the up product where both would fit.
@@ -389,7 +393,8 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {3, 768}, 79, FfnKernel::kSlice, &ran);  // bf16: 32 units a block
   check_ffn(GetParam(), {3, 40}, 80, FfnKernel::kSliceRows, &ran);
   check_ffn(GetParam(), {7, 33}, 81, FfnKernel::kSliceRowsFourStages, &ran);
-  EXPECT_EQ(ran, 11);
+  check_ffn(GetParam(), {1, 40}, 85, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
+  EXPECT_EQ(ran, 13);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

@@ -97,17 +97,24 @@ TEST(StreamPlan, FfnCutsEveryHiddenUnitAndColumnOnceWithinEachGpu) {
 
 TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
   FfnPlan p;
-  // H100: bf16 at 1-64 tokens (24 hidden units a block on 128 blocks; one group of 96 column
-  // ranges of 8 up to 16 tokens, 4 groups of 32 ranges of 24 from 17), fp32 up to 32.
+  // H100: bf16 at 1-64 tokens (up to 16 tokens 24 hidden units a block on 128 blocks, 8 groups
+  // x 16 ranges of 48 columns, 8 warps; from 17 32 units on 96 blocks, 8 groups x 12 ranges of
+  // 64, 16 warps), fp32 up to 32.
   for (int64_t m : {1, 16, 64}) EXPECT_TRUE(ffn_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
   ASSERT_TRUE(ffn_choose_plan(16, 768, 2, 132, 232448, &p));
   EXPECT_EQ(p.blocks, 128);
+  EXPECT_EQ(p.groups, 8);
+  EXPECT_EQ(p.ranges, 16);
+  EXPECT_EQ(p.warps, 8);
+  ASSERT_TRUE(ffn_choose_plan(64, 768, 2, 132, 232448, &p));
+  EXPECT_EQ(p.blocks, 96);
+  EXPECT_EQ(p.groups, 8);
+  EXPECT_EQ(p.ranges, 12);
+  EXPECT_EQ(p.warps, 16);
+  // One group where it fits: every block reads all of h, 96 ranges of 8 columns.
+  ASSERT_TRUE(ffn_choose_plan(1, 768, 2, 132, 232448, &p, 1));
   EXPECT_EQ(p.groups, 1);
   EXPECT_EQ(p.ranges, 96);
-  ASSERT_TRUE(ffn_choose_plan(64, 768, 2, 132, 232448, &p));
-  EXPECT_EQ(p.groups, 4);
-  EXPECT_EQ(p.spg, 32);
-  EXPECT_EQ(p.ranges, 32);
   EXPECT_FALSE(p.w2_late);
   EXPECT_TRUE(ffn_choose_plan(16, 768, 4, 132, 232448, &p));
   EXPECT_TRUE(ffn_choose_plan(32, 768, 4, 132, 232448, &p));

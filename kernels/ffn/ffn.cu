@@ -324,10 +324,10 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        {},
        ffn_slice_phases()},
       {"ffn_stream",
-       "each block asks for all of its weights at once (an up slice of W1, a tile of W2), makes "
-       "its hidden units of h into L2, and after a barrier of its group's blocks multiplies "
-       "the group's h by its W2 tile: up to 16 tokens one group, and each block writes its "
-       "columns of y; beyond, the groups' partial sums meet in L2 (the GPUs without clusters)",
+       "each block asks for its weights before any arithmetic (an up slice of W1, a tile of W2), "
+       "makes its hidden units of h into L2, and after a barrier of its group's blocks "
+       "multiplies the group's h by its W2 tile; the 8 groups' partial sums of a column range "
+       "meet in L2 (no grid barrier; the GPUs without clusters)",
        "ffn_stream_kernel",
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
        [](Ws& w, cudaStream_t s) { return w.stream(s); },

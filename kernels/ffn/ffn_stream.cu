@@ -69,7 +69,6 @@ struct FfnStreamArgs {
   unsigned* counters;  // the groups' hand-overs, then the ranges' meetings: low bits zero
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, h_vec, b1_vec, b2_vec;
-  bool w2_after_xw1;  // W2's tile asked for once x and W1 are in (a tuning)
 };
 
 // y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same
@@ -152,7 +151,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
     slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, r, p.c, r_valid, a.w1_vec);
   }
   tc::async_commit();
-  const bool w2_now = has_down && !p.w2_late && !a.w2_after_xw1;
+  const bool w2_now = has_down && !p.w2_late && !p.w2_after_xw1;
   if (w2_now) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
   marks.mark(kIssue);
   if (w2_now) {
@@ -162,7 +161,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
   }
   __syncthreads();
   marks.mark(kXW1In);
-  if (has_down && !p.w2_late && a.w2_after_xw1) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
+  if (has_down && !p.w2_late && p.w2_after_xw1) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
   // Up: h[:, slice] into L2.
   slice::block_product<T, kFfnUpMaxNT, kW>(
       xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.nt, red, [&](int row, int col, float s) {
@@ -204,15 +203,15 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
   marks.mark(kSum);
 }
 
-// FL_FFN_STREAM=groups,units,warps,w2_after_xw1 (e.g. "8,32,16,0"; 0: the plan's) replaces the
-// tuning of every launch: how `fusionlab bench --variant ffn_fused=ffn_stream --phases` measures
-// the forms that portable_bench compares.
+// FL_FFN_STREAM=groups,units,warps,w2_after (e.g. "8,32,16,1"; 0 in the first three and -1 or
+// nothing in the last: the plan's) replaces the tuning of every launch: how `fusionlab bench
+// --variant ffn_fused=ffn_stream --phases` measures the forms that portable_bench compares.
 FfnStreamTuning tuning_from_env(FfnStreamTuning t) {
   const char* env = std::getenv("FL_FFN_STREAM");
   if (env == nullptr || *env == '\0') return t;
-  int v[4] = {0, 0, 0, 0};
+  int v[4] = {0, 0, 0, -1};
   if (std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]) >= 1) {
-    t.groups = v[0], t.units = v[1], t.warps = v[2], t.w2_after_xw1 = v[3] != 0;
+    t.groups = v[0], t.units = v[1], t.warps = v[2], t.w2_after_xw1 = v[3];
   }
   return t;
 }
@@ -261,7 +260,7 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTu
   a.h_vec = (4 * c) % E == 0 && aligned(a.h);
   a.b1_vec = aligned(b.b1);  // slices start at multiples of 8 elements; the last may be short
   a.b2_vec = aligned(b.b2);
-  a.w2_after_xw1 = tuning.w2_after_xw1;
+  if (tuning.w2_after_xw1 >= 0) a.p.w2_after_xw1 = tuning.w2_after_xw1 != 0;
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if (a.p.warps == 16) {
     return slice::launch_cooperative(ffn_stream_kernel<T, 16>, a, a.p.blocks, 512, a.p.smem,

@@ -38,13 +38,13 @@ inline const std::vector<std::string>& ffn_stream_phases() {
 Status ffn_stream_supported(Precision p, int64_t m, int64_t c);
 // The plan's choices a benchmark may override: the groups of hidden units W2 is split into (0:
 // the plan's, ffn_default_groups; 1: no partial sums), the hidden units of an up slice, the
-// block's warps (8 or 16; 0: the plan's), W2's tile asked for once x and W1 are in (else with
-// them).
+// block's warps (8 or 16; 0: the plan's), W2's tile asked for once x and W1 are in (1) or with
+// them (0; -1: the plan's).
 struct FfnStreamTuning {
   int groups = 0;
   int units = 0;  // hidden units an up slice (a multiple of 8; 0: the plan's)
   int warps = 0;
-  bool w2_after_xw1 = false;
+  int w2_after_xw1 = -1;
 };
 // The scratch bytes of a launch with `tuning` (more groups: more partial sums).
 Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,

@@ -35,6 +35,7 @@ struct FfnPlan {
   int kw = 0, nw = 0;           // a down tile's rows (hidden units) and columns
   int ck = 0, kwk = 0, ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;  // W2's tile asked for after the up job (GPUs with less shared memory)
+  bool w2_after_xw1 = false;  // else W2's tile asked for once x and W1 are in (bf16's choice)
   // Shared memory: [W2 tile | x, W1 (up) or h (down), and either's partial sums | b1, b2], or
   // with w2_late the W2 tile after h in the middle region. Offsets in bytes.
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_bias = 0, smem = 0;
@@ -77,6 +78,12 @@ inline FfnPlan ffn_plan_for(int64_t m, int64_t c, int elem_bytes, int nt, int gr
   return p;
 }
 
+// W2's tile asked for once x and W1 are in (W1 then lands at the GPU's whole bandwidth and W2's
+// copies run under the hand-over), where that measured faster: bf16.
+inline bool ffn_default_w2_after_xw1(int elem_bytes) {
+  return elem_bytes == 2;
+}
+
 // The block's warps at m tokens (0 in a tuning: this).
 inline int ffn_default_warps(int64_t m, int elem_bytes) {
   return m >= kFfnWideFrom && elem_bytes == 2 ? 16 : 8;
@@ -105,6 +112,7 @@ inline bool ffn_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int s
         // + 64: the kernel's static shared memory
         if (p.nw / 8 > kFfnDownMaxNT || p.smem + 64 > size_t(smem_optin)) continue;
         *out = p;
+        out->w2_after_xw1 = ffn_default_w2_after_xw1(elem_bytes);
         return true;
       }
     }

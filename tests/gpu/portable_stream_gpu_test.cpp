@@ -155,10 +155,10 @@ FfnStreamTuning stream_tuning(FfnKernel k) {
   FfnStreamTuning t;
   if (k == FfnKernel::kStreamOneGroup) t.groups = 1;
   if (k == FfnKernel::kStreamTwoGroups) t.groups = 2;
-  if (k == FfnKernel::kStreamEightGroupsUnits32) t.groups = 8, t.units = 32;
+  if (k == FfnKernel::kStreamEightGroupsUnits32) t.groups = 8, t.units = 32, t.w2_after_xw1 = 0;
   if (k == FfnKernel::kStreamWarps16) t.warps = 16;
   if (k == FfnKernel::kStreamWarps16FourGroups) t.warps = 16, t.groups = 4;
-  if (k == FfnKernel::kStreamOneGroupW2AfterXW1) t.groups = 1, t.w2_after_xw1 = true;
+  if (k == FfnKernel::kStreamOneGroupW2AfterXW1) t.groups = 1, t.w2_after_xw1 = 1;
   return t;
 }
 
@@ -303,8 +303,8 @@ TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
   EXPECT_GE(ran, 5);
 }
 
-// ffn_stream's other forms: one group (no partial sums; W2 with x and W1 or after them), 2
-// groups, 8 groups of 32-unit slices, 16 warps a block with the plan's groups or 4.
+// ffn_stream's other forms: one group (no partial sums; W2 after x and W1), 2 groups, 8 groups of
+// 32-unit slices with W2 asked for with x and W1, 16 warps a block with the plan's groups or 4.
 TEST_P(PortableStream, FfnStreamFormsMatchReferenceAtOddShapes) {
   unsigned seed = 111;
   int ran = 0;

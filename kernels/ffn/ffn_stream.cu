@@ -6,34 +6,37 @@
 // What changes against ffn_hidden_slice.cu: there block b owns hidden units for both products,
 // so every block holds a share of every y element (m x C fp32 a block, 96 shares to add after a
 // grid barrier that waits for the last W2 byte). Here each block has two jobs, and asks for the
-// weights of both at once, before any arithmetic (kernels/gemm_core/weight_slice.cuh):
-//   up:   8 nt hidden units (at C = 768: 24 on 128 blocks, or 32 on 96): h[:, slice] = GELU(x
-//         W1[:, slice] + b1) into L2, rounded to the lesson's precision as level 1's h is;
-//   down: a tile of W2, its group's hidden units x a range of y's columns, copied in while the
-//         up job runs. A group is spg consecutive blocks, and its down tiles read only the h
-//         those blocks make: the hand-over is a barrier of the group's blocks
-//         (count_barrier.cuh), which can pass while W2's tiles are still landing. Then h (m x
-//         kw) from L2, and h W2[tile]:
-//           one group (the plan's choice up to 16 tokens): the tile is all 4C rows x 8 columns
-//             (48 KB in bf16 at C = 768), and the block writes its columns of y (+ b2): no
-//             partial sums, no second barrier; each block reads all of h (m x 4C from L2);
-//           G groups: 4C / G rows x 8 G columns; the groups' partial sums (fp32, L2) of a
-//             column range meet at a barrier of the range's G blocks, and each adds 1/G of the
-//             range's rows in group order (the same result every run) and writes them (+ b2).
-// Rows of x and h past the tokens are not copied: their products are never stored.
-// Every block is resident at once (a cooperative launch guarantees it), so the waits end. The
-// plan (ffn_stream_plan.h) sizes the slice so that the grid is one block per SM; on GPUs with
-// less shared memory W2's tile is asked for after the up job. 8 warps a block, or 16 (a tuning:
-// the copies and both products spread over twice the warps).
+// weights of both before any arithmetic (kernels/gemm_core/weight_slice.cuh):
+//   up:   8 nt hidden units (at C = 768: 24 on 128 blocks up to 16 tokens, 32 on 96 from 17 in
+//         bf16): h[:, slice] = GELU(x W1[:, slice] + b1) into L2, rounded to the lesson's
+//         precision as level 1's h is;
+//   down: a tile of W2, its group's hidden units x a range of y's columns. A group is spg
+//         consecutive blocks, and its down tiles read only the h those blocks make: the
+//         hand-over is a barrier of the group's blocks (count_barrier.cuh, no grid barrier),
+//         which can pass while W2's tiles are still landing. Then h (m x kw) from L2, and
+//         h W2[tile]:
+//           G groups (the plan's 8: 384 rows x 48 or 64 columns, 36-48 KB in bf16): the
+//             groups' partial sums (fp32, L2) of a column range meet at a barrier of the
+//             range's G blocks, and each adds 1/G of the range's rows in group order (the same
+//             result every run) and writes them (+ b2);
+//           one group (a tuning): the tile is all 4C rows x 8 columns and the block writes its
+//             columns of y (+ b2): no partial sums, no second barrier, but each block reads all
+//             of h (m x 4C from L2) and asks for 16-byte rows of W2.
+// b1's and b2's slices come first (by cp.async: a plain load issued behind the weights' copies
+// returns after them), then x and W1; W2's tile with them (fp32) or, in bf16, once x and W1 are
+// in, so that W1 lands at the whole GPU's bandwidth and W2's copies run under the up product
+// and the hand-over. Rows of x and h past the tokens are not copied (their products are never
+// stored). Every block is resident at once (a cooperative launch guarantees it), so the waits
+// end. The plan (ffn_stream_plan.h) keeps the grid at one block per SM; on GPUs with less shared
+// memory W2's tile is asked for after the up job. 8 warps a block, or 16 from 17 tokens in bf16
+// (the copies and both products over twice the warps).
 //
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72-96 KB a block, all
-// in flight at once; x (m x C) read by every block from L2; h: m x 4C x 2 B written once and
-// read by each of its group's spg blocks (a block reads m x kw: 6 KB at 1 token and 98 KB at 16
-// with one group, 98 KB at 64 with 4); partial sums G x m x C x 4 B (0.8 MB at 64 tokens with 4
-// groups, none with one). After W1 lands: the up
-// product, h's stores and a barrier (~1.5 us: a fence, an atomic, a poll), h's L2 round trip,
-// the down product (at one group and one token 192 k-steps on 8 warps) and y's stores.
-// Predicted at 1 token: ~3 us of W1 + ~3 us of chain + the launch, ~7-8 us.
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72-96 KB a block; x (m
+// x C) read by every block from L2; h: m x 4C x 2 B written once and read by each of its group's
+// spg blocks (a block reads m x kw: 12 KB at 16 tokens, 49 KB at 64); partial sums 8 x m x C x
+// 4 B (1.6 MB at 64 tokens). After W1 lands: the up product, h's stores and a barrier (a fence,
+// an atomic, a poll: ~1.5 us), h's L2 round trip, the down product, the partial sums' stores, a
+// second barrier and the sum: about six dependent L2 round trips after the weights.
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 
@@ -185,15 +188,16 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
     slice::block_product<T, kFfnDownMaxNT, kW>(
         hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red, [&](int row, int col, float s) {
           if (row < p.m && col < n_valid) {
-            a.y[int64_t(row) * p.c + n0 + col] = Elem<T>::from_float(s + Elem<T>::to_float(b2s[col]));
+            a.y[int64_t(row) * p.c + n0 + col] =
+                Elem<T>::from_float(s + Elem<T>::to_float(b2s[col]));
           }
         });
     marks.mark(kDown);
     return;
   }
   float* mine = a.partial + int64_t(group) * p.m * p.c;
-  slice::block_product<T, kFfnDownMaxNT, kW>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8,
-                                             red, [&](int row, int col, float s) {
+  slice::block_product<T, kFfnDownMaxNT, kW>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
+                                             [&](int row, int col, float s) {
                                                if (row < p.m && col < n_valid)
                                                  mine[int64_t(row) * p.c + n0 + col] = s;
                                              });

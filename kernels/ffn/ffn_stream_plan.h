@@ -29,12 +29,12 @@ constexpr int64_t kFfnWideFrom = 17;
 
 struct FfnPlan {
   int m = 0, c = 0, h = 0, mtc = 1;
-  int nt = 1, warps = 8;        // up: slices of 8 nt hidden units, one a block; warps a block
-  int spg = 1, groups = 0;      // up slices (and blocks) a group, groups
-  int blocks = 0, ranges = 0;   // groups x spg; column ranges that hold columns (<= spg)
-  int kw = 0, nw = 0;           // a down tile's rows (hidden units) and columns
+  int nt = 1, warps = 8;       // up: slices of 8 nt hidden units, one a block; warps a block
+  int spg = 1, groups = 0;     // up slices (and blocks) a group, groups
+  int blocks = 0, ranges = 0;  // groups x spg; column ranges that hold columns (<= spg)
+  int kw = 0, nw = 0;          // a down tile's rows (hidden units) and columns
   int ck = 0, kwk = 0, ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
-  bool w2_late = false;  // W2's tile asked for after the up job (GPUs with less shared memory)
+  bool w2_late = false;       // W2's tile asked for after the up job (GPUs with less shared memory)
   bool w2_after_xw1 = false;  // else W2's tile asked for once x and W1 are in (bf16's choice)
   // Shared memory: [W2 tile | x, W1 (up) or h (down), and either's partial sums | b1, b2], or
   // with w2_late the W2 tile after h in the middle region. Offsets in bytes.

@@ -195,8 +195,10 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   // 32), warps (8, 16) and W2 with x and W1 or after them (a form that does not fit is left out).
   const std::pair<const char*, fl::FfnStreamTuning> stream_tunings[] = {
       {"ffn_stream", {}},
-      {"stream g1 u24 w8 W2 with", {1, 24, 8, 0}},  {"stream g1 u24 w8 W2 after", {1, 24, 8, 1}},
-      {"stream g8 u24 w8 W2 with", {8, 24, 8, 0}},  {"stream g8 u24 w8 W2 after", {8, 24, 8, 1}},
+      {"stream g1 u24 w8 W2 with", {1, 24, 8, 0}},
+      {"stream g1 u24 w8 W2 after", {1, 24, 8, 1}},
+      {"stream g8 u24 w8 W2 with", {8, 24, 8, 0}},
+      {"stream g8 u24 w8 W2 after", {8, 24, 8, 1}},
       {"stream g8 u24 w16 W2 after", {8, 24, 16, 1}},
       {"stream g8 u32 w16 W2 with", {8, 32, 16, 0}},
       {"stream g8 u32 w16 W2 after", {8, 32, 16, 1}},

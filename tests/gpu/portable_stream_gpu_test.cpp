@@ -122,10 +122,10 @@ bool cuda_available() {
 }
 
 // The FFN kernels under test: ffn_stream (with the plan's groups, or 1, 2 or 8 groups; 8 warps a
-// block or 16; 24 or 32 hidden units an up slice; W2 after x and W1), and ffn_hidden_slice with its plan's choices or
-// with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1 in stages, or
-// W2's rows asked for first or after the up product, or the exact-row products of fp32 at up to 8
-// tokens (bf16 keeps its tiles), in one stage or four.
+// block or 16; 24 or 32 hidden units an up slice; W2 after x and W1), and ffn_hidden_slice with its
+// plan's choices or with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1
+// in stages, or W2's rows asked for first or after the up product, or the exact-row products of
+// fp32 at up to 8 tokens (bf16 keeps its tiles), in one stage or four.
 enum class FfnKernel {
   kStream,
   kStreamOneGroup,

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -445,11 +446,18 @@ void print_phases(const Measurement& m, const LaunchResult& l) {
   const LaunchPhases& p = *l.phases;
   std::set<uint32_t> blocks;
   std::set<uint16_t> sms;
-  std::vector<std::vector<double>> lengths(p.names.size());
+  std::vector<std::vector<double>> lengths(p.names.size()), waits(p.names.size());
+  std::vector<uint64_t> first(p.names.size(), UINT64_MAX), last(p.names.size(), 0);
+  uint64_t t0 = UINT64_MAX;
   for (const PhaseRecord& r : p.records) {
     blocks.insert(r.block);
     sms.insert(r.sm);
-    if (r.phase < lengths.size()) lengths[r.phase].push_back((r.end_ns - r.start_ns) * 1e-3);
+    t0 = std::min(t0, r.start_ns);
+    if (r.phase >= lengths.size()) continue;
+    lengths[r.phase].push_back((r.end_ns - r.start_ns) * 1e-3);
+    waits[r.phase].push_back(r.wait_ns * 1e-3);
+    first[r.phase] = std::min(first[r.phase], r.start_ns);
+    last[r.phase] = std::max(last[r.phase], r.end_ns);
   }
   const std::string lost = p.lost > 0 ? ", " + std::to_string(p.lost) + " lost" : "";
   std::printf(
@@ -461,6 +469,14 @@ void print_phases(const Measurement& m, const LaunchResult& l) {
   for (size_t i = 0; i < p.names.size(); ++i) {
     if (lengths[i].empty()) continue;
     std::printf(" %s %.2f us;", p.names[i].c_str(), summarize(lengths[i]).median);
+  }
+  std::printf("\n");
+  // When each phase ran, from the first record's start, and its median wait for inputs.
+  std::printf("  %10s  %-26s spans:", "", "");
+  for (size_t i = 0; i < p.names.size(); ++i) {
+    if (lengths[i].empty()) continue;
+    std::printf(" %zu: %.2f-%.2f us, wait %.2f;", i, (first[i] - t0) * 1e-3, (last[i] - t0) * 1e-3,
+                summarize(waits[i]).median);
   }
   std::printf("\n");
 }

@@ -48,14 +48,22 @@ namespace fl::gemm_core {
 // schedulers' other warps to issue mma (ln_mma_rows.cu's per-slice barriers).
 // kBK_: K-tiles of 32 (64-byte rows of A) or 64 (128-byte rows: half the barriers a K; measured
 // no faster, so the ladder stays at 32).
+// kGroups_ (1 or 2; with kPrefetch): groups of kWarpsM x kWarpsN warps that split each K-tile's
+// k16 steps (group g the g-th half of them, so K-tiles of 64 for two groups) on the same block
+// tile, each into its own accumulators; reduce_groups adds group 1's into group 0's through
+// shared memory at the end, and only group 0 stores. Twice the warps on a tile that has too few
+// (a tile alone on its SM, one warp a scheduler): each warp issues half the mma of a K-tile.
 template <int kBM_, int kBN_, int kWarpsM_, int kWarpsN_, int kStages_, bool kPrefetch_,
-          bool kSpread_ = false, int kBK_ = 32>
+          bool kSpread_ = false, int kBK_ = 32, int kGroups_ = 1>
 struct MmaTile {
   using T = __nv_bfloat16;
   static constexpr int kBM = kBM_, kBN = kBN_, kBK = kBK_, kStages = kStages_;
   static constexpr int kRowChunks = kBK / 8, kSteps = kBK / 16;  // of A's rows; k16 steps
   static_assert(kBK == 32 || kBK == 64, "K-tiles of 32 or 64");
-  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kGroups = kGroups_;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN * kGroups;
+  static constexpr int kGSteps = kSteps / kGroups;  // the k16 steps a group takes of a K-tile
+  static_assert(kGroups == 1 || (kGroups == 2 && kPrefetch_ && !kSpread_), "groups: 1 or 2");
   static constexpr bool kPrefetch = kPrefetch_;
   static constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN, kMT = kWM / 16, kNT = kWN / 8;
   static constexpr int kStageElems = kBM * kBK + kBK * kBN;
@@ -195,11 +203,35 @@ struct MmaTile {
   // column slice. With kSpread, warps w and w + 1 swap bits: slice partners (w, w + 4) become
   // neighbours on two schedulers.
   static __device__ __forceinline__ int warp() {
-    const int w = threadIdx.x >> 5;
+    const int w = (threadIdx.x >> 5) % (kWarpsM * kWarpsN);
     if constexpr (kSpread_ && kWarpsM * kWarpsN == 8) {
       return (w & 2) | ((w & 1) << 2) | ((w >> 2) & 1);
     } else {
       return w;
+    }
+  }
+  static __device__ __forceinline__ int group() {
+    return kGroups == 1 ? 0 : int(threadIdx.x >> 5) / (kWarpsM * kWarpsN);
+  }
+  // With two groups: group 1's accumulators added into group 0's through `smem` (kBM x kBN
+  // floats, free: the ring after its last barrier; a warp's values lane-interleaved, so no bank
+  // conflicts), then a barrier; group 0 holds the tile's sums, group 1's are left as they were.
+  static __device__ __forceinline__ void reduce_groups(Acc& acc, float* smem) {
+    if constexpr (kGroups == 2) {
+      static_assert(size_t(kBM) * kBN * 4 <= kSmemBytes, "the partial sums fit the ring");
+      constexpr int kPer = kMT * kNT * 4;
+      float* p = smem + warp() * kPer * 32 + (threadIdx.x & 31);
+      float* flat = &acc[0][0][0];
+      if (group() == 1) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) p[i * 32] = flat[i];
+      }
+      __syncthreads();
+      if (group() == 0) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) flat[i] += p[i * 32];
+      }
+      __syncthreads();
     }
   }
   static __device__ __forceinline__ int warp_m() {
@@ -216,12 +248,14 @@ struct MmaTile {
   // apart, the same swizzle), B's for each pair of 8-column tiles (k16 steps 16 rows apart).
   struct Frags {
     FragSet f[2];
-    unsigned a_off[kSteps], b_off[kNT / 2];  // bytes from the stage's start
+    unsigned a_off[kGSteps], b_off[kNT / 2];  // bytes from the stage's start (the group's steps)
     __device__ Frags() {
-      const int lane = threadIdx.x & 31, wm = warp_m(), wn = warp_n();
+      const int lane = threadIdx.x & 31, wm = warp_m(), wn = warp_n(), g0 = group() * kGSteps;
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) a_off[s] = 2u * a_at(wm + (lane & 15), 2 * s + (lane >> 4));
-      const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+      for (int s = 0; s < kGSteps; ++s) {
+        a_off[s] = 2u * a_at(wm + (lane & 15), 2 * (g0 + s) + (lane >> 4));
+      }
+      const int r = 16 * g0 + (lane & 7) + ((lane >> 3) & 1) * 8;  // 16 g0: the same swizzle
 #pragma unroll
       for (int q = 0; q < kNT / 2; ++q) {
         b_off[q] = 2u * (kBM * kBK + b_at(r, (wn >> 3) + 2 * q + (lane >> 4)));
@@ -241,7 +275,7 @@ struct MmaTile {
     }
 #endif
   }
-  // k16 step `ks` of the warp's piece of the stage at `stage`, by the addresses in fr.
+  // The group's k16 step `ks` of the warp's piece of the stage at `stage`, by fr's addresses.
   static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, const Frags& fr,
                                                     int ks) {
     const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(stage));
@@ -261,11 +295,11 @@ struct MmaTile {
   template <class Landed>
   static __device__ __forceinline__ void compute(Acc& acc, Frags& fr, const T* stage, const T* next,
                                                  bool has_next, const Landed& landed_next) {
-    static_assert(kSteps % 2 == 0, "the last step's fragments in f[1]");
+    static_assert(kGSteps % 2 == 0, "the last step's fragments in f[1]");
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
+    for (int s = 0; s < kGSteps; ++s) {
       if constexpr (kPrefetch) {  // step s in f[s % 2]; step s + 1 (or the next K-tile's 0) flies
-        if (s + 1 < kSteps) {
+        if (s + 1 < kGSteps) {
           load_frags(fr.f[(s + 1) % 2], stage, fr, s + 1);
         } else {
           landed_next();

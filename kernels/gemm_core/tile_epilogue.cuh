@@ -109,7 +109,7 @@ struct MmaColumnBias {
 // followed by the next pair's bias load, which may alias it, runs one after the other). The
 // same values, rounded once, as BiasStoreTile. smem must be free (the ring after its last
 // barrier) and hold kBM x (kBN + 8) elements; the caller's next barrier comes before the ring
-// is refilled.
+// is refilled. A tile of two K groups stages group 0's (reduced) accumulators.
 template <class Tile, bool kGelu>
 __device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_bfloat16* smem,
                                                   const __nv_bfloat16* bias, __nv_bfloat16* y,
@@ -120,17 +120,19 @@ __device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_
   b.load(bias, n, n0);
   const int lane = threadIdx.x & 31;
   const int r0 = Tile::warp_m() + lane / 4, c0 = Tile::warp_n() + 2 * (lane & 3);
+  if (Tile::group() == 0) {
 #pragma unroll
-  for (int mt = 0; mt < Tile::kMT; ++mt) {
+    for (int mt = 0; mt < Tile::kMT; ++mt) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < 2; ++h) {
 #pragma unroll
-      for (int nt = 0; nt < Tile::kNT; ++nt) {
-        const float* p = acc[mt][nt] + 2 * h;
-        float u0 = p[0] + b.v[nt].x, u1 = p[1] + b.v[nt].y;
-        if (kGelu) u0 = gelu_tanh_fast(u0), u1 = gelu_tanh_fast(u1);
-        *reinterpret_cast<__nv_bfloat162*>(smem + (r0 + mt * 16 + h * 8) * kLd + c0 + nt * 8) =
-            __floats2bfloat162_rn(u0, u1);
+        for (int nt = 0; nt < Tile::kNT; ++nt) {
+          const float* p = acc[mt][nt] + 2 * h;
+          float u0 = p[0] + b.v[nt].x, u1 = p[1] + b.v[nt].y;
+          if (kGelu) u0 = gelu_tanh_fast(u0), u1 = gelu_tanh_fast(u1);
+          *reinterpret_cast<__nv_bfloat162*>(smem + (r0 + mt * 16 + h * 8) * kLd + c0 + nt * 8) =
+              __floats2bfloat162_rn(u0, u1);
+        }
       }
     }
   }

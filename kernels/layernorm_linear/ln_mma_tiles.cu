@@ -46,7 +46,7 @@ namespace fl::layernorm_linear {
 namespace {
 
 using T = __nv_bfloat16;
-constexpr int kItemRows = 8;  // a row item: 4 warps x 2 rows
+constexpr int kCountRows = 64;  // a counter per 64 rows of x (ln_mma_tiles_counter_bytes)
 
 // Tickets [0, items) are row items, then tiles row block by row block.
 struct TicketOrder {
@@ -63,18 +63,25 @@ __device__ __forceinline__ void prefetch_w(const T* w, int64_t n, int k, int64_t
   }
 }
 
-// Row item t: rows 8 t .. 8 t + 7 of x normalized into xn.
+// A row item: two rows a warp of the block.
+template <class Tile>
+constexpr int kItemRows = Tile::kThreads / 16;
+
+// Row item t: rows R t .. R t + R - 1 of x normalized into xn (R = kItemRows).
+template <class Tile>
 __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
-  const int64_t row0 = int64_t(t) * kItemRows;
-  const int live = static_cast<int>(min(int64_t(kItemRows), a.m - row0));
-  normalize_row_pairs<kItemRows / 2>(a.x + row0 * a.k, a.k, a.xn + row0 * a.k, a.k, a.k, a.gamma,
-                                     a.beta, 0, kItemRows, live);
+  constexpr int kRows = kItemRows<Tile>;
+  const int64_t row0 = int64_t(t) * kRows;
+  const int live = static_cast<int>(min(int64_t(kRows), a.m - row0));
+  normalize_row_pairs<kRows / 2>(a.x + row0 * a.k, a.k, a.xn + row0 * a.k, a.k, a.k, a.gamma,
+                                 a.beta, 0, kRows, live);
 }
 
-template <class Tile>
-__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
+template <class Tile, int kMinBlocks>
+__global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
-  static_assert(Tile::kThreads == 32 * kItemRows / 2 && Tile::kBM % kItemRows == 0, "items");
+  constexpr int kRows = kItemRows<Tile>;
+  static_assert(kCountRows % Tile::kBM == 0 && Tile::kBM % kRows == 0, "items and counters");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
   __shared__ uint64_t s_started, s_waited;  // thread 0's stamps of this ticket
@@ -89,12 +96,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     __syncthreads();  // the ring and s_ticket are free again
     if (t >= o.items + o.tiles) break;
     if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
-    if (t < o.items) {  // 1. a row item: 8 rows of x into xn
-      normalize_item(a, t);
+    if (t < o.items) {  // 1. a row item: 8 or 16 rows of x into xn
+      normalize_item<Tile>(a, t);
       __threadfence();  // this thread's xn before the row block's counter (release)
       __syncthreads();
       if (threadIdx.x == 0) {
-        atomicAdd(done + int64_t(t) * kItemRows / Tile::kBM, 1u);
+        atomicAdd(done + int64_t(t) * kRows / kCountRows, 1u);
         if (stamps) phase_record_at(a.phases, unsigned(t), kTilesItem, s_started, phase_clock());
       }
       continue;
@@ -103,10 +110,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const int u = t - o.items, rb = u / o.tiles_n;
     const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(u % o.tiles_n) * Tile::kBN;
     prefetch_w<Tile>(a.w, a.n, a.k, n0);
-    if (threadIdx.x == 0) {
-      const int64_t rows = min(int64_t(Tile::kBM), a.m - m0);
-      const unsigned need = static_cast<unsigned>((rows + kItemRows - 1) / kItemRows);
-      while (load_acquire(done + rb) < need) __nanosleep(64);
+    if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
+      const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
+      const unsigned need = static_cast<unsigned>((rows + kRows - 1) / kRows);
+      while (load_acquire(done + cb) < need) __nanosleep(64);
       if (stamps) s_waited = phase_clock() - s_started;
     }
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
@@ -114,6 +121,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     Tile::zero(acc);
     gemm_core::ring_mainloop<Tile>(acc, ring, a.xn, a.k, a.w, a.n, a.m, a.n, a.k, m0, n0, none,
                                    none);
+    Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     gemm_core::staged_bias_store<Tile, false>(acc, ring, a.bias, a.y, a.m, a.n, m0, n0);
     if (stamps && threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
       phase_record_at(a.phases, unsigned(t), kTilesTile, s_started, phase_clock(), unsigned(rb),
@@ -123,15 +131,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   if (threadIdx.x == 0 && atomicAdd(a.counters + 1, 1u) == gridDim.x - 1) {
     a.counters[0] = 0;  // every block has taken its last ticket and finished its tiles
     a.counters[1] = 0;
-    const int rows = static_cast<int>((a.m + Tile::kBM - 1) / Tile::kBM);
+    const int rows = static_cast<int>((a.m + kCountRows - 1) / kCountRows);
     for (int r = 0; r < rows; ++r) done[r] = 0;
   }
 }
 
-template <class Tile>
+template <class Tile, int kMinBlocks>
 Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
   const size_t smem = Tile::kSmemBytes;
-  auto kernel = ln_mma_tiles_kernel<Tile>;
+  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -139,7 +147,7 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
   FL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, smem));
   if (per_sm < 1) return Status::Unsupported("its tile does not fit this GPU's shared memory");
   if (per_sm_cap > 0) per_sm = std::min(per_sm, per_sm_cap);
-  const int64_t items = (a.m + kItemRows - 1) / kItemRows;
+  const int64_t items = (a.m + kItemRows<Tile> - 1) / kItemRows<Tile>;
   const int64_t row_blocks = (a.m + Tile::kBM - 1) / Tile::kBM;
   const int tiles_n = (a.n + Tile::kBN - 1) / Tile::kBN;
   if (items + row_blocks * tiles_n > (int64_t(1) << 30))
@@ -151,14 +159,19 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
   return Status::Ok();
 }
 
-using Tile64 = gemm_core::MmaTile<64, 64, 2, 2, 4, true>;
-using Tile64x128 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
+using gemm_core::MmaTile;
+using Tile64 = MmaTile<64, 64, 2, 2, 4, true>;
+using Tile64x128 = MmaTile<64, 128, 2, 2, 4, true>;
+using Tile64x128W8 = MmaTile<64, 128, 2, 4, 4, true>;  // 8 warps of 32 x 32
+// Two K groups of 4 warps (K-tiles of 64, a group two of its four k16 steps).
+using Tile64x128K2 = MmaTile<64, 128, 2, 2, 4, true, false, 64, 2>;
+using Tile32x128 = MmaTile<32, 128, 2, 2, 4, true>;                 // 4 warps of 16 x 64
+using Tile32x128K2 = MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>;  // 2 groups of them
 
 }  // namespace
 
 size_t ln_mma_tiles_counter_bytes(int64_t m) {
-  static_assert(Tile64x128::kBM == Tile64::kBM, "row blocks of 64");
-  return size_t(2 + (m + Tile64::kBM - 1) / Tile64::kBM) * sizeof(unsigned);
+  return size_t(2 + (m + kCountRows - 1) / kCountRows) * sizeof(unsigned);
 }
 
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
@@ -176,17 +189,25 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   int tile = shape.tile;
-  // Measurements only: FL_LN_TILES (1-2) forces a tile where the shape leaves the choice.
+  // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
   if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
     tile = std::atoi(env);
   if (tile == 0) tile = 2;
   switch (tile) {
     case 1:
-      return launch_tiles<Tile64>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64, 2>(a, shape.per_sm, stream);
     case 2:
-      return launch_tiles<Tile64x128>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64x128, 2>(a, shape.per_sm, stream);
+    case 3:
+      return launch_tiles<Tile64x128W8, 1>(a, shape.per_sm, stream);
+    case 4:
+      return launch_tiles<Tile64x128K2, 1>(a, shape.per_sm, stream);
+    case 5:
+      return launch_tiles<Tile32x128, 2>(a, shape.per_sm, stream);
+    case 6:
+      return launch_tiles<Tile32x128K2, 2>(a, shape.per_sm, stream);
     default:
-      return Status::Unsupported("no such tile (1-2)");
+      return Status::Unsupported("no such tile (1-6)");
   }
 }
 

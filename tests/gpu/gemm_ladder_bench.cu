@@ -251,7 +251,8 @@ void bench_candidates(const char* what, int64_t m, double flop, int64_t out_elem
 
 // The LayerNorm-Linear's candidates at m tokens (C = 768): ln_tile first (the outputs'
 // reference), ln_panel where it runs (up to 256 tokens), ln_mma_rows' forms (all of them unless
-// `focus`), ln_mma_tiles' tiles (64 x 64; 64 x 128 at one block an SM) and its kept one.
+// `focus`), ln_mma_tiles' tiles (64 x 64; 64 x 128 at one block an SM and as many as fit; 8
+// warps of 32 x 32; two K groups; 32 x 128, alone and in two K groups) and its kept one.
 void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   using bf16 = __nv_bfloat16;
@@ -296,6 +297,11 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
                         [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
                        {"ln_mma_tiles_64x64", tiles(1, 0)},
                        {"ln_mma_tiles_64x128_1sm", tiles(2, 1)},
+                       {"ln_mma_tiles_64x128", tiles(2, 0)},
+                       {"ln_mma_tiles_64x128_w8", tiles(3, 0)},
+                       {"ln_mma_tiles_64x128_k2", tiles(4, 0)},
+                       {"ln_mma_tiles_32x128", tiles(5, 0)},
+                       {"ln_mma_tiles_32x128_k2", tiles(6, 0)},
                        {"ln_mma_tiles (kept)", tiles(0, 0)}});
   bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c, cs, y, reps, flush, sink);
 }
@@ -451,10 +457,10 @@ void profile_launches() {
 
 }  // namespace
 
-// gemm_ladder_bench [reps] [fp32 | bf16 | fused | profile]: fp32 only the fp32 rungs and fp32
-// fused kernels; bf16 only the bf16 ones; fused only the bf16 fused kernels' candidates (the
-// LayerNorm-Linear at 256-4K tokens, ffn_tiles' 128 x 256 forms at 8K and 16K); profile only
-// profile_launches().
+// gemm_ladder_bench [reps] [fp32 | bf16 | fused | lntiles | profile]: fp32 only the fp32 rungs
+// and fp32 fused kernels; bf16 only the bf16 ones; fused only the bf16 fused kernels' candidates
+// (the LayerNorm-Linear at 256-4K tokens, ffn_tiles' 128 x 256 forms at 8K and 16K); lntiles only
+// the LayerNorm-Linear's at 256, 512 and 1K tokens; profile only profile_launches().
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   Buf flush(size_t(256) << 20), sink(64);
@@ -470,6 +476,10 @@ int main(int argc, char** argv) {
   }
   if (mode == "fused") {  // only the bf16 fused kernels' candidates at the sizes they are for
     bench_fused(reps, flush, sink, true);
+    return 0;
+  }
+  if (mode == "lntiles") {  // only the LayerNorm-Linear's candidates at 256 to 1K tokens
+    for (int64_t m : {256, 512, 1024}) bench_ln(m, true, reps, flush, sink);
     return 0;
   }
   const bool fp32_only = mode == "fp32", bf16_only = mode == "bf16";

@@ -235,7 +235,8 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        ln_gemm_wgmma_phases()},
       {"ln_mma_tiles",
        "the grid normalizes x once into an xn that stays in L2, then the GEMM core's mma.sync "
-       "tiles (64 x 128) fill every SM (bf16, sm_80+)",
+       "tiles (64 x 128, 8 warps each while they fit one block an SM) fill every SM (bf16, "
+       "sm_80+)",
        "ln_mma_tiles_kernel",
        {80, 0, false, bf16, 0, layernorm_linear::kLnTilesPreferFrom,
         layernorm_linear::kLnTilesPreferTo},

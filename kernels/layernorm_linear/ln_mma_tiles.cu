@@ -7,9 +7,10 @@
 // column slices each normalize the same 64 rows (the normalization took about as long as the
 // copies and the multiplies together), and ln_mma_rows' 128-row panels leave most SMs idle
 // below a few thousand tokens. Here one persistent launch takes tickets (an atomic counter):
-//   1. the first tickets are row items of 8 rows (a warp normalizes two rows at a time in
-//      registers: ln_row_pairs.cuh), written as bf16 into xn, an M x C scratch that stays in
-//      L2; each item counts itself done in its row block's counter (release);
+//   1. the first tickets are row items, two rows a warp of the block (8 or 16 rows; a warp
+//      normalizes its two rows at once in registers: ln_row_pairs.cuh), written as bf16 into
+//      xn, an M x C scratch that stays in L2; each item counts itself done in the counter of
+//      its 64 rows (release);
 //   2. the later tickets are output tiles, row block by row block: a tile asks L2 for its W
 //      columns (prefetch: they do not wait for anything), waits until its row block's items
 //      are done (acquire), runs the core's cp.async ring over xn and W (cp.async.cg reads L2),
@@ -19,14 +20,21 @@
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
 // grid instead of once per block, and the tiles are as small as it takes to fill the SMs.
-// Tiles: 64 x 128 (4 warps of 32 x 64, K-tiles of 32 in 4 stages of 12 KiB: 72 tiles at 256
-// tokens and C = 768, 2 blocks an SM), or 64 x 64 (warps of 32 x 32, 144 tiles) to measure
-// against it; the lessons' 128 x 128 spills here (its 128 accumulators beside the row item's
-// registers). Stamps (--phases): a record a ticket, ln_tiles_phases().
+// Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): 64 x 128 as 4 warps of 32 x 64 (2
+// blocks an SM), or as 8 warps of 32 x 32 while the tiles and row items are at most one block
+// an SM (72 tiles and 16 items at 256 tokens, C = 768): the tile then has two warps a
+// scheduler instead of one, each issuing half the mma of a K-tile (the register budget of the
+// row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
+// 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
+// through shared memory); 32 x 128 tiles alone and in two K groups. The lessons' 128 x 128
+// spills here (its 128 accumulators beside the row item's registers). Stamps (--phases): a
+// record a ticket, ln_tiles_phases().
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of
 // xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
-// KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once.
+// KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once, but on
+// the path of every tile: x read cold from HBM, the release and the poll (a row item's whole
+// chain) come before a tile's first multiply.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -184,15 +192,19 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
       !aligned(a.w) || !aligned(a.gamma) || !aligned(a.beta) || !aligned(a.y) || !aligned(a.xn)) {
     return Status::Unsupported("C is not a multiple of 8 up to 1024");
   }
-  int device = 0, major = 0;
+  int device = 0, major = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   int tile = shape.tile;
   // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
   if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
     tile = std::atoi(env);
-  if (tile == 0) tile = 2;
+  if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
+    const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
+    tile = tiles + items <= sms ? 3 : 2;
+  }
   switch (tile) {
     case 1:
       return launch_tiles<Tile64, 2>(a, shape.per_sm, stream);

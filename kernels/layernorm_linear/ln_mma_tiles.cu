@@ -173,7 +173,7 @@ using Tile64x128 = MmaTile<64, 128, 2, 2, 4, true>;
 using Tile64x128W8 = MmaTile<64, 128, 2, 4, 4, true>;  // 8 warps of 32 x 32
 // Two K groups of 4 warps (K-tiles of 64, a group two of its four k16 steps).
 using Tile64x128K2 = MmaTile<64, 128, 2, 2, 4, true, false, 64, 2>;
-using Tile32x128 = MmaTile<32, 128, 2, 2, 4, true>;                 // 4 warps of 16 x 64
+using Tile32x128 = MmaTile<32, 128, 2, 2, 4, true>;                  // 4 warps of 16 x 64
 using Tile32x128K2 = MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>;  // 2 groups of them
 
 }  // namespace

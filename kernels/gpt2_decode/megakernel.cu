@@ -88,45 +88,6 @@ __device__ __forceinline__ unsigned acq_rel_add(unsigned* p, unsigned v) {
 #endif
 }
 
-// The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
-// rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on
-// grids too small for the slice to fit) added into x_mlp (or the copy of it at `out`). A thread
-// per 4 outputs (8-byte loads, consecutive threads on consecutive words: no bank conflicts), a
-// vector red per token.
-__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h,
-                         float* out) {
-  const int t = a.tokens;
-  for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
-    float acc[kMaxTokens][4];
-#pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-    for (int c = 0; c < count; c += 8) {
-      float wf[8][4];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const uint2 v = *reinterpret_cast<const uint2*>(w + int64_t(c + e) * kC + 4 * q);
-        const float2 w01 = unpack2(v.x), w23 = unpack2(v.y);
-        wf[e][0] = w01.x, wf[e][1] = w01.y, wf[e][2] = w23.x, wf[e][3] = w23.y;
-      }
-#pragma unroll
-      for (int j = 0; j < kMaxTokens; ++j) {
-        if (j >= t) break;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float hv = h[(c + e) * t + j];
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[j][r] += wf[e][r] * hv;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) {
-      if (j >= t) break;
-      red_add4(out + j * kC + 4 * q, acc[j]);
-    }
-  }
-}
-
 // With head combines (kCombinesHead), after an attention task's partial sums are written: its
 // head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
 // (a.att) and is the only one to count. Whether this task counts.
@@ -165,7 +126,8 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::attention: {
-      const bf16* kv = cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr;
+      const int copied = cached_split(a, task, buffer_bytes).cached;
+      const bf16* kv = copied > 0 ? weights : nullptr;
       if (task.flags & kProjects) {
         const bf16* wp = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
         attend_and_project(a, layer, task.first / kProjParts, task.first % kProjParts, kv, wp, work,
@@ -174,9 +136,11 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
       if (options.one_pass_attention)
-        attend_split(a, layer, head, split, work, kv, after_inputs, after_weights);
-      else
-        attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
+        attend_split(a, layer, head, split, work, kv, copied, after_inputs, after_weights);
+      else  // reads its cached keys from shared memory only where all of them are there
+        attend_split_three_pass(a, layer, head, split, work,
+                                copied == split_keys_of(a, split).cached ? kv : nullptr,
+                                after_inputs);
       if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
       break;
     }
@@ -249,15 +213,21 @@ __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned tar
 // With probes on (DecodeArgs::probes), thread 0 adds the task's time in each slot (model.h's
 // ProbeSlot) to its kind's sums: from asking for the counter to seeing it, to the bytes and the
 // barrier, to the marks probe_mark left inside the task (a slot not marked takes no time), to
-// the outputs written and the count released.
-__device__ void probe_task(const DecodeArgs& a, int kind, uint64_t asked, uint64_t seen,
-                           uint64_t started, uint64_t written, uint64_t ended) {
+// the outputs written and the count released; and leaves the task's own stamps (task `index`;
+// `before`: its block's task before done, instruments too), so a stage's slowest task is read.
+__device__ void probe_task(const DecodeArgs& a, int kind, int index, uint64_t before,
+                           uint64_t asked, uint64_t seen, uint64_t started, uint64_t written,
+                           uint64_t ended) {
   if (a.probes == nullptr) return;
   unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
   const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : started;
   const uint64_t computed = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
   const uint64_t at[kProbeSlots + 1] = {asked, seen, started, inputs, computed, written, ended};
   unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
+  unsigned long long* mine =
+      a.probes + kProbeSums + gridDim.x * kProbeSlots + int64_t(index) * kProbeStamps;
+  mine[0] = before;
+  for (int s = 0; s <= kProbeSlots; ++s) mine[s + 1] = at[s];
   for (int s = 0; s < kProbeSlots; ++s) atomicAdd(sums + s, at[s + 1] - at[s]);
   atomicAdd(sums + kProbeSlots, 1ull);
   marks[kProbeInputs] = marks[kProbeCompute] = 0;
@@ -286,24 +256,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
   const int copier = options.copy_thread;
-  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
-    issue_copies(a, tasks[k], buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
+  auto issue = [&](const DecodeTask& t, int b, CopyPart part) {  // t's bytes into buffer b
+    issue_copies(a, t, buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  if (begin < end) issue(begin, 0, kCopyAll);
+  // With task_ahead, this task and the next one, read from the list a task ahead (the read of
+  // the one after next overlaps the running task instead of preceding the next one's wait).
+  DecodeTask held[2] = {begin < end ? tasks[begin] : DecodeTask{},
+                        begin + 1 < end ? tasks[begin + 1] : DecodeTask{}};
+  if (begin < end) issue(held[0], 0, kCopyAll);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
+  uint64_t before = phase_clock();      // thread 0, probes: the block's task before done
   int cur = 0;                          // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
-    const DecodeTask task = tasks[i];
+    const bool has_next = i + 1 < end, ahead_held = options.task_ahead;
+    const DecodeTask task = ahead_held ? held[0] : tasks[i];
+    const DecodeTask next_task = !has_next ? DecodeTask{} : ahead_held ? held[1] : tasks[i + 1];
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
-    const bool fused = task.flags & kProjects, has_next = i + 1 < end;
-    const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
+    const bool fused = task.flags & kProjects;
+    const bool next_fused = has_next && (next_task.flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const bool next_mlp = has_next && tasks[i + 1].kind == uint8_t(TaskKind::mlp);
+    const bool next_mlp = has_next && next_task.kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
     const NextCopies when = !has_next                     ? NextCopies::none
@@ -312,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
+      if (when == at) issue(next_task, next, large_in_flight ? kCopySmall : kCopyAll);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
@@ -321,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     bool early = false;
     auto issue_early = [&] {
       if (may_early && clear_of_extras(a, tasks[i + 2], buffer_bytes)) {
-        issue(i + 2, cur, kCopyLarge);
+        issue(tasks[i + 2], cur, kCopyLarge);
         early = true;
       }
     };
@@ -341,6 +318,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     parity ^= 1u << cur;
     __syncthreads();
     const uint64_t started = phase_clock();
+    if (ahead_held) held[0] = next_task, held[1] = i + 2 < end ? tasks[i + 2] : DecodeTask{};
     const bool counts = run_task(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
@@ -352,7 +330,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint64_t ended = phase_clock();
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - asked));
-      probe_task(a, task.kind, asked, seen, started, written, ended);
+      probe_task(a, task.kind, i, before, asked, seen, started, written, ended);
+      before = phase_clock();  // the instruments' own time stays out of the next task's
     }
     issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
     cur = next;

@@ -139,6 +139,7 @@ struct TaskListShape {
   bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
   bool fused_proj = false;              // attention and proj one stage (where it fits)
   bool proj_apart = false;              // proj on the blocks attention leaves free
+  bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
 };
 // With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
 // dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
@@ -225,6 +226,19 @@ struct MegakernelOptions {
   // key_pair_predicated): a batch's sixteen loads issue back to back before any is used. On in
   // the lesson; attention's compute got shorter (not as short as the loads alone predicted).
   bool branch_free_keys = kBranchFreeKeys;
+  // The attention splits follow the grid: at most blocks / kHeads a head (one round of tasks),
+  // however long a split gets; the keys of a split past one buffer's worth are read from global
+  // memory (attention.cuh's branch-free loads) instead of more splits (off: at most
+  // kMaxSplitLength keys a split, so a cache of 4K took 13 splits a head, two rounds of tasks
+  // on 132 blocks). Levels 1-3 keep kMaxSplitLength either way. The one-pass attention only.
+  bool grid_splits = true;
+  // sm_90, with grid_splits: the keys and values of a split past its buffer are asked into L2
+  // (one bulk prefetch each) when the split's copy is issued, a task ahead.
+  bool tail_prefetch = true;
+  // Each block reads the task after next from its list while the running task runs (kept in
+  // registers), instead of reading each task when its turn comes: the task list's line is
+  // then no L2 round trip between a task's end and the next one's wait.
+  bool task_ahead = false;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -241,13 +255,18 @@ struct DecodeTaskList {
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough
-// to give every block work, at most kMaxSplitLength keys each, and no split under `min_keys`
-// keys (TaskListShape::min_split_keys, 64 unless an option asks for fewer). A
-// split's cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the megakernel's weight
-// buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+// to give every block work, at most `max_keys` keys each, and no split under `min_keys`
+// keys (TaskListShape::min_split_keys, 64 unless an option asks for fewer). Levels 1-3 cap a
+// split at kMaxSplitLength: its cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the
+// megakernel's weight buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+// The megakernel's grid splits (MegakernelOptions::grid_splits) pass kMaxPositions: never more
+// splits than the grid holds in one round.
 constexpr int kMaxSplitLength = 320;
-static_assert(kMaxCache + kMaxTokens <= 32 * kMaxSplitLength, "the combine holds 32 splits");
-int attention_splits(int positions, int blocks, int min_keys = kMinSplitKeys);
+constexpr int kMaxSplits = 32;
+constexpr int kMaxPositions = kMaxCache + kMaxTokens;
+static_assert(kMaxPositions <= kMaxSplits * kMaxSplitLength, "the combine holds 32 splits");
+int attention_splits(int positions, int blocks, int min_keys = kMinSplitKeys,
+                     int max_keys = kMaxSplitLength);
 int split_length(int positions, int splits);  // keys per split (the last one may be shorter)
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape);
@@ -282,6 +301,10 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
 // Where a megakernel task's time goes, measured on request (an instrument for the timeline's
 // breakdown, off in the lesson): per task kind, the summed nanoseconds of each slot and the
 // task count, kProbeSlots + 1 words a kind.
+// With probes on, each task also leaves its stamps (kProbeStamps words a task, after the
+// blocks' marks): its block's task before was done (its record and probes written too), it
+// asked for its counter, saw it, started (its bytes in), had its inputs, had computed, had
+// written its outputs, released its count.
 enum ProbeSlot {
   kProbeCounter,  // waiting for the input stage's counter
   kProbeCopy,     // then for the task's own bytes (and the block's barrier)
@@ -293,8 +316,9 @@ enum ProbeSlot {
 };
 const char* probe_slot_name(int slot);
 constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then each block's marks
-constexpr int probe_words(int blocks) {
-  return kProbeSums + blocks * kProbeSlots;
+constexpr int kProbeStamps = kProbeSlots + 2;  // a task's: the task before done, 7 bounds
+constexpr int probe_words(int blocks, int tasks) {
+  return kProbeSums + blocks * kProbeSlots + tasks * kProbeStamps;
 }
 
 // ---- the fp64 CPU reference -----------------------------------------------------------------

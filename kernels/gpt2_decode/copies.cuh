@@ -111,24 +111,6 @@ __device__ inline SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& 
   return keys;
 }
 
-// The cached keys and values of a split past its buffer (grid splits), asked into L2 when the
-// split's copy is issued (MegakernelOptions::tail_prefetch; sm_90), so that its loads a task
-// later find them there instead of in DRAM.
-__device__ inline void prefetch_split_tail(const DecodeArgs& a, const DecodeTask& task,
-                                           int buffer_bytes) {
-  if (!a.tail_prefetch || task.kind != uint8_t(TaskKind::attention) || (task.flags & kProjects))
-    return;
-  const SplitKeys all = split_keys_of(a, task.first % a.splits);
-  const int copied = cached_split(a, task, buffer_bytes).cached;
-  if (all.cached <= copied) return;
-  const int head = task.first / a.splits;
-  const int64_t at =
-      ((int64_t(task.layer) * kHeads + head) * a.positions() + all.first + copied) * kHeadDim;
-  const uint32_t bytes = uint32_t(all.cached - copied) * kKeyRowBytes;
-  prefetch_l2(a.k_cache + at, bytes);
-  prefetch_l2(a.v_cache + at, bytes);
-}
-
 __device__ inline TaskRanges task_ranges(const DecodeArgs& a, const DecodeTask& task,
                                          int buffer_bytes) {
   TaskRanges r;
@@ -237,7 +219,6 @@ __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task,
       hopper::arrive_expect_bytes(landed, static_cast<uint32_t>(bytes));
       for (int k = 0; k < kMaxRanges; ++k)
         if (r.bytes[k] > 0) copy_bulk(buffer + r.at[k], r.src[k], r.bytes[k], landed);
-      prefetch_split_tail(a, task, buffer_bytes);
     }
   } else {
     for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k]);

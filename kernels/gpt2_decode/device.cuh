@@ -100,7 +100,6 @@ struct DecodeArgs {
   const bf16* w_proj_t = nullptr;
   bool fused_proj = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
-  bool tail_prefetch = false;  // a split's keys past its buffer asked into L2 (MegakernelOptions)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

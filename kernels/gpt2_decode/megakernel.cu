@@ -57,6 +57,9 @@ namespace gpt2 {
 namespace {
 
 constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
+// With task_window, the task descriptors a block keeps in shared memory: its list's tasks
+// [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
+constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
 
 // The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
@@ -110,7 +113,7 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
 // its weights or keys (the early copies' point); not at all for the others.
 template <class AfterInputs, class AfterAttention, class AfterWeights>
-__device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
+__device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
                          int buffer_bytes, float* work, float* sums, unsigned* counters,
                          const MegakernelOptions& options, const AfterInputs& after_inputs,
                          const AfterAttention& after_attention, const AfterWeights& after_weights) {
@@ -241,6 +244,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
   __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
+  __shared__ DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow (task_window)
+  // Thread 0's stamps of the running task (the block's task before done, asked for the count,
+  // saw it, started), kept here rather than in registers across the task.
+  enum { kBefore, kAsked, kSeen, kStarted };
+  __shared__ uint64_t stamps[4];
   float* work = reinterpret_cast<float*>(smem);
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
@@ -253,34 +261,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init(&landed[1], 1);
     hopper::barrier_init_fence();
   }
-  __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
+  const bool windowed = options.task_window;
+  for (int k = threadIdx.x; windowed && k < kWindow && begin + k < end; k += kThreads)
+    window[k] = tasks[begin + k];
+  __syncthreads();
+  auto task_at = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
   const int copier = options.copy_thread;
-  auto issue = [&](const DecodeTask& t, int b, CopyPart part) {  // t's bytes into buffer b
-    issue_copies(a, t, buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
+  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
+    issue_copies(a, task_at(k), buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  // With task_ahead, this task and the next one, read from the list a task ahead (the read of
-  // the one after next overlaps the running task instead of preceding the next one's wait).
-  DecodeTask held[2] = {begin < end ? tasks[begin] : DecodeTask{},
-                        begin + 1 < end ? tasks[begin + 1] : DecodeTask{}};
-  if (begin < end) issue(held[0], 0, kCopyAll);
+  if (begin < end) issue(begin, 0, kCopyAll);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
-  uint64_t before = phase_clock();      // thread 0, probes: the block's task before done
+  if (threadIdx.x == 0) stamps[kBefore] = phase_clock();
   int cur = 0;                          // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
-    const bool has_next = i + 1 < end, ahead_held = options.task_ahead;
-    const DecodeTask task = ahead_held ? held[0] : tasks[i];
-    const DecodeTask next_task = !has_next ? DecodeTask{} : ahead_held ? held[1] : tasks[i + 1];
+    const DecodeTask task = task_at(i);
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
-    const bool fused = task.flags & kProjects;
-    const bool next_fused = has_next && (next_task.flags & kProjects);
+    const bool fused = task.flags & kProjects, has_next = i + 1 < end;
+    const bool next_fused = has_next && (task_at(i + 1).flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const bool next_mlp = has_next && next_task.kind == uint8_t(TaskKind::mlp);
+    const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
     const NextCopies when = !has_next                     ? NextCopies::none
@@ -289,27 +295,27 @@ __global__ void __launch_bounds__(kThreads, 1)
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when == at) issue(next_task, next, large_in_flight ? kCopySmall : kCopyAll);
+      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
     const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
-                           i + 2 < end && !(tasks[i + 2].flags & kProjects);
+                           i + 2 < end && !(task_at(i + 2).flags & kProjects);
     bool early = false;
     auto issue_early = [&] {
-      if (may_early && clear_of_extras(a, tasks[i + 2], buffer_bytes)) {
-        issue(tasks[i + 2], cur, kCopyLarge);
+      if (may_early && clear_of_extras(a, task_at(i + 2), buffer_bytes)) {
+        issue(i + 2, cur, kCopyLarge);
         early = true;
       }
     };
     issue_next(NextCopies::before_wait);
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
-    const uint64_t asked = phase_clock();
+    if (threadIdx.x == 0) stamps[kAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
-    const uint64_t seen = phase_clock();
+    if (threadIdx.x == 0) stamps[kSeen] = phase_clock();
     if (when == NextCopies::before_wait)
       cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
@@ -317,8 +323,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[cur], (parity >> cur) & 1u);
     parity ^= 1u << cur;
     __syncthreads();
-    const uint64_t started = phase_clock();
-    if (ahead_held) held[0] = next_task, held[1] = i + 2 < end ? tasks[i + 2] : DecodeTask{};
+    if (threadIdx.x == 0) stamps[kStarted] = phase_clock();
+    // The window's next half, by cp.async in the next copies' group (in by the task after next;
+    // read no sooner than kWindow / 2 - 2 tasks on): no task read waits on L2 after the poll.
+    const int half = kWindow / 2, at = i + half + static_cast<int>(threadIdx.x);
+    if (windowed && i > begin && (i - begin) % half == 0 && threadIdx.x < half && at < end)
+      cp_async16(&window[(at - begin) % kWindow], &tasks[at]);
     const bool counts = run_task(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
@@ -328,10 +338,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       if (counts) count_done(task, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
+      const uint64_t started = stamps[kStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
-                   static_cast<uint32_t>(started - asked));
-      probe_task(a, task.kind, i, before, asked, seen, started, written, ended);
-      before = phase_clock();  // the instruments' own time stays out of the next task's
+                   static_cast<uint32_t>(started - stamps[kAsked]));
+      probe_task(a, task.kind, i, stamps[kBefore], stamps[kAsked], stamps[kSeen], started,
+                 written, ended);
+      stamps[kBefore] = phase_clock();  // the instruments' own time stays out of the next task's
     }
     issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
     cur = next;

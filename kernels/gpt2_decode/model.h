@@ -232,13 +232,12 @@ struct MegakernelOptions {
   // kMaxSplitLength keys a split, so a cache of 4K took 13 splits a head, two rounds of tasks
   // on 132 blocks). Levels 1-3 keep kMaxSplitLength either way. The one-pass attention only.
   bool grid_splits = true;
-  // sm_90, with grid_splits: the keys and values of a split past its buffer are asked into L2
-  // (one bulk prefetch each) when the split's copy is issued, a task ahead.
-  bool tail_prefetch = true;
-  // Each block reads the task after next from its list while the running task runs (kept in
-  // registers), instead of reading each task when its turn comes: the task list's line is
-  // then no L2 round trip between a task's end and the next one's wait.
-  bool task_ahead = false;
+  // Each block keeps its next task descriptors in shared memory (kWindow of them, the next half
+  // copied by cp.async while a task runs) instead of reading each from global memory when its
+  // turn comes: the poll's acquire empties L1, so that read is an L2 round trip between a
+  // task's end and the next one's wait, on the critical path of a block still busy with the
+  // stage before.
+  bool task_window = false;
 };
 constexpr int kMaxResidualCopies = 8;
 

@@ -199,7 +199,6 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     }
     DecodeArgs a = args_;
     a.splits = list_.splits;
-    a.tail_prefetch = options_.tail_prefetch;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.residual_copies = options_.residual_copies;
     a.w_out_t = w_out_t_.as<bf16>();

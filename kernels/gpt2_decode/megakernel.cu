@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
   __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
-  __shared__ DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow (task_window)
+  __shared__ __align__(16) DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow
   // Thread 0's stamps of the running task (the block's task before done, asked for the count,
   // saw it, started), kept here rather than in registers across the task.
   enum { kBefore, kAsked, kSeen, kStarted };

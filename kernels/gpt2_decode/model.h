@@ -237,7 +237,7 @@ struct MegakernelOptions {
   // turn comes: the poll's acquire empties L1, so that read is an L2 round trip between a
   // task's end and the next one's wait, on the critical path of a block still busy with the
   // stage before.
-  bool task_window = false;
+  bool task_window = true;
 };
 constexpr int kMaxResidualCopies = 8;
 

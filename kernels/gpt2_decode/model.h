@@ -140,6 +140,7 @@ struct TaskListShape {
   bool fused_proj = false;              // attention and proj one stage (where it fits)
   bool proj_apart = false;              // proj on the blocks attention leaves free
   bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
+  int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
 };
 // With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
 // dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
@@ -232,6 +233,10 @@ struct MegakernelOptions {
   // kMaxSplitLength keys a split, so a cache of 4K took 13 splits a head, two rounds of tasks
   // on 132 blocks). Levels 1-3 keep kMaxSplitLength either way. The one-pass attention only.
   bool grid_splits = true;
+  // The rounds of attention tasks the splits may fill on the grid (1..4): at 2, up to
+  // 2 x blocks / kHeads splits a head, so a split at 8K holds 373 keys, not 745 (most of them
+  // then in shared memory), at the price of a second round of tasks.
+  int split_rounds = 1;
   // Each block keeps its next task descriptors in shared memory (kWindow of them, the next half
   // copied by cp.async while a task runs) instead of reading each from global memory when its
   // turn comes: the poll's acquire empties L1, so that read is an L2 round trip between a

@@ -94,7 +94,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   DecodeTaskList list;
   // Grid splits: one round of attention tasks on the grid, however long a split gets (the keys
   // past a buffer come from global memory); otherwise at most kMaxSplitLength keys a split.
-  list.splits = attention_splits(shape.cache + shape.tokens, blocks, shape.min_split_keys,
+  const int rounds = std::max(1, shape.split_rounds);
+  list.splits = attention_splits(shape.cache + shape.tokens, blocks * rounds, shape.min_split_keys,
                                  shape.grid_splits ? kMaxPositions : kMaxSplitLength);
   list.fused_proj = uses_fused_proj(shape);
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free

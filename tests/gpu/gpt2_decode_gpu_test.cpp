@@ -97,14 +97,16 @@ std::vector<Variant> newer_sets() {
 }
 // The sets MegakernelVariants times (the others were measured before): the lesson's form, and
 // without the task window, and without it and with its splits capped at one buffer (the form
-// before both).
+// before both), and its splits in two rounds of tasks.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, no_window, before;
+  gpt2::MegakernelOptions lesson, no_window, before, rounds;
   no_window.task_window = false;
   before.task_window = before.grid_splits = false;
+  rounds.split_rounds = 2;
   return {{"the lesson's (window, grid splits)", lesson},
           {"no task window", no_window},
-          {"no window, splits capped at 320", before}};
+          {"no window, splits capped at 320", before},
+          {"splits in two rounds", rounds}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {

@@ -265,6 +265,10 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(build_decode_tasks(shape).splits, 11);
   shape.grid_splits = false;
   EXPECT_EQ(build_decode_tasks(shape).splits, 13);
+  shape.grid_splits = true;
+  shape.split_rounds = 2;  // two rounds of tasks: 22 splits of at most 373 keys at 8K
+  shape.cache = 8192;
+  EXPECT_EQ(build_decode_tasks(shape).splits, 22);
 }
 
 // What the megakernel keeps per GPU, and the task list a recording's records index.

@@ -14,7 +14,9 @@
 // token, then P V, with a barrier between each. K and V are read with ld.global.cg: the step's
 // own keys were written by other blocks of the same launch. The one-pass form predicates each
 // of a batch's sixteen loads (key_pair_predicated) so all are in flight before the first is
-// used; the branched form (key_pair) stays as the option's other side.
+// used; the branched form (key_pair) stays as the option's other side. In the megakernel a
+// split's first keys (as many as its 80 KB buffer holds: 320) come from its copy in shared
+// memory and any past them from global memory, in the same predicated loads.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"

@@ -3,35 +3,31 @@
 // The host builds the step as a task list (tasks.cpp: a slice of a product, an attention head's
 // split, the final norm), dealt to the blocks in stage order: four dependent stages a layer
 // (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
-// the next residual (red.add) instead of waiting for all of h. Each block runs its own list
-// with one short loop:
+// the next residual (red.add) instead of waiting for all of h. The attention splits follow the
+// grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
+// are read from global memory in the same predicated loads (attention.cuh). Each block runs its
+// own list with one short loop:
 //   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
 //      and beta, the bias slice), or for attention its cached keys and values, into the other
 //      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
-//      (options, off in the lesson: start them only once this task's inputs are in, step 3's
-//      after_inputs; also ask L2 for the tasks a few places further on),
+//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM,
 //   2. wait until this task's inputs are complete (a counter in global memory reaches its
-//      target: the input stage's task count, or, an option off in the lesson, for attention
-//      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
-//      then one acquire fence),
+//      target: the input stage's task count; one thread spins on acquire loads),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      split's sums and its residual slice in one batch, one round trip to L2),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h) and, when a measurement asks, where its time went.
-// What changed against the cp.async form: its 16-byte copies took the SM's load-queue slots, so
-// a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
-// take none.
-// Options, measured one at a time against this form and left off (each made the step slower;
-// docs/PERFORMANCE.md): head combine (a head's last split, by ticket, merges the head's splits);
-// skip own poll (the bump returns the count); residual copies (the MLP adds into a few copies
-// of the residual); the copy thread (a lane of warp 1 issues the bulk copies); attention and proj
-// fused (attention_proj.cuh: a task a whole head, holding both buffers, so the task after it
-// copies into the first once the keys are read, and it copies only once the task before is
-// done); wide rows; proj apart (tasks.cpp); early copies (the task after next starts its TMA
-// once this task has read its weights); copies after the task (not before its wait), or after
-// it except where the next task is an MLP slice.
+// Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
+// behind the next task's weights as cp.async's 16-byte copies did. run_task is forced inline:
+// as a call it left the kernel a 544-byte stack frame in local memory and every task ~1.7x
+// slower (keep `ptxas -v` at no spills).
+// Options measured one at a time against this form and left off (docs/PERFORMANCE.md has what
+// each gave): head waits, relaxed poll, L2 prefetch ahead, copies after the inputs, head
+// combine, skip own poll, residual copies, the copy thread, attention and proj fused
+// (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
+// the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
+// (the form before grid splits) or filling two rounds.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -42,7 +38,8 @@
 // a stage of 48 on average (an MLP slice 72 KB): at 1/132 of the roof, 23 GB/s an SM, a 72 KB
 // slice takes ~3 us to arrive, so the copies must run a task or more ahead of the chain. The
 // chain itself is 48 stages of L2 round trips (the count's release, the acquire that sees it,
-// the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step.
+// the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step. At
+// 4K a split holds 373 keys (320 of them in the 80 KB buffer, 53 from DRAM), at 8K 745 (425).
 #include <cstdint>
 
 #include "kernels/cuda_check.h"

@@ -239,10 +239,10 @@ struct MegakernelOptions {
   int split_rounds = 1;
   // Each block keeps its next task descriptors in shared memory (kWindow of them, the next half
   // copied by cp.async while a task runs) instead of reading each from global memory when its
-  // turn comes: the poll's acquire empties L1, so that read is an L2 round trip between a
-  // task's end and the next one's wait, on the critical path of a block still busy with the
-  // stage before.
-  bool task_window = true;
+  // turn comes (meant to take an L2 round trip out of the loop between a task's end and the
+  // next one's wait, on the path of a block still busy with the stage before). That stretch
+  // stayed ~1.0 us a task: the read was not what it spent; the step within the GPU's drift.
+  bool task_window = false;
 };
 constexpr int kMaxResidualCopies = 8;
 

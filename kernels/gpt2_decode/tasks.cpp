@@ -10,8 +10,11 @@
 // start on even rows (a bias slice is copied in 4-byte pieces), MLP slices on multiples of 8
 // (Wout's columns in 16-byte pieces). Tasks are dealt round-robin from a cursor that carries
 // on across stages, so the blocks that got one slice more in one stage are not the same ones
-// in the next. With head combines (an option) the attention stage has one ticket counter a
-// head beside its count: the last split of a head to take its ticket combines the head.
+// in the next. The attention stage has one task per (head, split), at most blocks / 12 splits
+// a head (one round of tasks; a split longer than a buffer reads its last keys from global
+// memory), where levels 1-3 cap a split at 320 keys. With head combines (an option) the
+// attention stage has one ticket counter a head beside its count: the last split of a head to
+// take its ticket combines the head.
 #include <algorithm>
 #include <cstdio>
 #include <memory>

@@ -224,9 +224,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(ffn_stream_supported(precision_of<T>(), m_, c_));  // says why not
       return Status::Unsupported("its scratch buffer could not be planned");
     }
-    const FfnStreamBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),           down_.weights(),
-                             down_.bias(), y_.as<T>(),    stream_scratch_.get()};
-    return launch_ffn_stream(precision_of<T>(), b, m_, c_, stream);
+    const FfnStreamBuffers b{x_.as<T>(), up_.weights(), up_.bias(),
+                             down_.weights(), down_.bias(), y_.as<T>(),
+                             stream_scratch_.get(), this->phase_sink()};
+    FL_TRY(launch_ffn_stream(precision_of<T>(), b, m_, c_, stream));
+    this->declare_phases(ffn_stream_phases());
+    return Status::Ok();
   }
   // The portable hidden-slice kernel (ffn_hidden_slice.cu), where its plan fits this GPU.
   Status hidden_slice(cudaStream_t stream) {
@@ -313,20 +316,23 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
       {"ffn_hidden_slice",
        "each block owns a slice of the hidden units for both products and asks for W1's columns "
        "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
-       "(nothing passes between blocks before); ahead of ffn_stream at 1-16 tokens, where it "
-       "measured faster",
+       "(nothing passes between blocks before); the table's choice at 1-16 tokens, ahead of "
+       "ffn_stream up to 12 tokens, where it measured faster, and about level with it at 16",
        "ffn_hidden_slice_kernel",
        {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 89},
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},
       {"ffn_stream",
-       "each block asks for all of its weights at once (an up slice of W1, a tile of W2), makes "
-       "its hidden units of h into L2, then adds h times its W2 tile once its group of h is in "
-       "(counters in L2, no grid barrier); the GPUs without clusters",
+       "each block asks for its weights before any arithmetic (an up slice of W1, a tile of W2), "
+       "makes its hidden units of h into L2, and after a barrier of its group's blocks "
+       "multiplies the group's h by its W2 tile; the 8 groups' partial sums of a column range "
+       "meet in L2 (no grid barrier; the GPUs without clusters)",
        "ffn_stream_kernel",
        {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
-       [](Ws& w, cudaStream_t s) { return w.stream(s); }},
+       [](Ws& w, cudaStream_t s) { return w.stream(s); },
+       {},
+       ffn_stream_phases()},
       {"ffn_tiles",
        "both GEMMs as tiles of the GEMM core in one persistent launch (bf16: 128 x 256 from 8K "
        "tokens, 128 x 128 up and 64 x 128 down tiles below): blocks take tiles in ticket order, "

@@ -24,7 +24,8 @@ constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the bar
 constexpr int64_t kSliceMaxTokens = 64;
 constexpr int kSliceMaxStages = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
-// grow with the tokens; docs/PERFORMANCE.md has both measured).
+// grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
+// 16, where its fp32 form was not compared).
 constexpr int64_t kSliceFasterTo = 16;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.

@@ -1,53 +1,67 @@
 // Lesson 8's portable small-token rung: the whole FFN, y = GELU(x W1 + b1) W2 + b2, in one
 // launch for 1 to 64 tokens on any GPU with cp.async (sm_80+; fp32 also on sm_70, with plain
-// copies). No clusters, no TMA, no grid barrier: counters in L2 hand h from block to block.
+// copies). No clusters, no TMA: h goes from block to block through L2, behind one barrier of a
+// group of blocks.
 //
-// What changes against the split-hidden kernel (ffn.cu, level 2 where Hopper's kernels do not
-// run): that one gives each block a slice of the hidden units for both products, so every block
-// adds a share of every y element (at 64 tokens 25 MB of atomics into L2) and its W2 streams
-// only once its h is done. Here each block has two jobs, and asks for the weights of both at
-// once, before any arithmetic (kernels/gemm_core/weight_slice.cuh):
-//   up:   8 nt hidden units (at C = 768: 24, on 128 blocks): h[:, slice] = GELU(x W1[:, slice]
-//         + b1), x and W1's columns in shared memory; h written to L2, rounded to the lesson's
-//         precision as level 1's h is; then the slice's group counter goes up (release);
-//   down: one tile of W2, a group of slices' rows x a range of y's columns (at C = 768: 384 x
-//         48, 8 groups x 16 ranges), copied in while the up job runs. The block waits for its
-//         group's counter (acquire), copies that h (m x 384) from L2, and stores h W2[tile] as
-//         its group's partial sums (fp32, L2); then the range's 8 blocks (one a group) meet at
-//         a barrier (count_barrier.cuh) and each adds the 8 partial sums of an eighth of the
-//         range's rows in group order (the same result every run) and writes them (+ b2). The
-//         earlier form, the last group to finish a range adding all of it, is a tuning: at 64
-//         tokens that one block read 8 x 64 x 48 floats (98 KB) while the others had left.
-// Every block is resident at once (a cooperative launch guarantees it), so the waits end. The
-// plan (ffn_stream_plan.h) sizes the slice so that the grid is one block per SM; on GPUs with
-// less shared memory W2's tile is asked for after the up job.
+// What changes against ffn_hidden_slice.cu: there block b owns hidden units for both products,
+// so every block holds a share of every y element (m x C fp32 a block, 96 shares to add after a
+// grid barrier that waits for the last W2 byte). Here each block has two jobs, and asks for the
+// weights of both before any arithmetic (kernels/gemm_core/weight_slice.cuh):
+//   up:   8 nt hidden units (at C = 768: 24 on 128 blocks up to 16 tokens, 32 on 96 from 17 in
+//         bf16): h[:, slice] = GELU(x W1[:, slice] + b1) into L2, rounded to the lesson's
+//         precision as level 1's h is;
+//   down: a tile of W2, its group's hidden units x a range of y's columns. A group is spg
+//         consecutive blocks, and its down tiles read only the h those blocks make: the
+//         hand-over is a barrier of the group's blocks (count_barrier.cuh, no grid barrier),
+//         which can pass while W2's tiles are still landing. Then h (m x kw) from L2, and
+//         h W2[tile]:
+//           G groups (the plan's 8: 384 rows x 48 or 64 columns, 36-48 KB in bf16): the
+//             groups' partial sums (fp32, L2) of a column range meet at a barrier of the
+//             range's G blocks, and each adds 1/G of the range's rows in group order (the same
+//             result every run) and writes them (+ b2);
+//           one group (a tuning): the tile is all 4C rows x 8 columns and the block writes its
+//             columns of y (+ b2): no partial sums, no second barrier, but each block reads all
+//             of h (m x 4C from L2) and asks for 16-byte rows of W2.
+// b1's and b2's slices come first (by cp.async: a plain load issued behind the weights' copies
+// returns after them), then x and W1; W2's tile with them (fp32) or, in bf16, once x and W1 are
+// in, so that W1 lands at the whole GPU's bandwidth and W2's copies run under the up product
+// and the hand-over. Rows of x and h past the tokens are not copied (their products are never
+// stored). Every block is resident at once (a cooperative launch guarantees it), so the waits
+// end. The plan (ffn_stream_plan.h) keeps the grid at one block per SM; on GPUs with less shared
+// memory W2's tile is asked for after the up job. 8 warps a block, or 16 from 17 tokens in bf16
+// (the copies and both products over twice the warps).
 //
-// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72 KB per block, all
-// in flight at once; x (m x C) and h (m x 384) read per block from L2; partial sums 8 x m x C
-// floats written and read once (1.5 MB at 64 tokens, against 25 MB of atomics with a split of
-// W2 by slice). Predicted: the weights' 3.1 us plus a launch and four L2 round trips (h out,
-// counter, h in, partial sums in), 5-6 us at 1-16 tokens.
+// Budget at C = 768, bf16: W1 + W2 = 9.4 MB from HBM (3.1 us at 3 TB/s), 72-96 KB a block; x (m
+// x C) read by every block from L2; h: m x 4C x 2 B written once and read by each of its group's
+// spg blocks (a block reads m x kw: 12 KB at 16 tokens, 49 KB at 64); partial sums 8 x m x C x
+// 4 B (1.6 MB at 64 tokens). After W1 lands: the up product, h's stores and a barrier (a fence,
+// an atomic, a poll: ~1.5 us), h's L2 round trip, the down product, the partial sums' stores, a
+// second barrier and the sum: about six dependent L2 round trips after the weights.
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace {
 
-using slice::kThreads;
 using slice::round_up;
 
 constexpr int kMaxGroups = kFfnMaxGroups;
-constexpr int kCounters = 4 * kMaxGroups;  // ready, seen, done, meet
+constexpr int kCounters = 2 * kMaxGroups;  // a group's hand-over, a column range's meeting
+
+enum Phase : unsigned { kIssue, kXW1In, kUp, kHandOver, kHW2In, kDown, kSum, kPhaseCount };
 
 template <typename T>
 struct FfnStreamArgs {
@@ -55,31 +69,22 @@ struct FfnStreamArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T *y, *h;            // h: m x 4C in the scratch buffer (L2)
   float* partial;      // groups x m x C: each group's sums over its hidden units
-  unsigned* counters;  // ready, seen (per group), done, meet (per range): zero between launches
-  bool x_vec, w1_vec, w2_vec, h_vec;
-  bool spread;  // the range's sum spread over its blocks (a barrier of the range's groups)
+  unsigned* counters;  // the groups' hand-overs, then the ranges' meetings: low bits zero
+  PhaseSink phases;
+  bool x_vec, w1_vec, w2_vec, h_vec, b1_vec, b2_vec;
 };
-
-// Every thread's writes, then one increment by thread 0; returns the old count to every thread.
-__device__ __forceinline__ unsigned block_arrive(unsigned* counter, unsigned* s_word) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) *s_word = atomicAdd(counter, 1u);
-  __syncthreads();
-  return *s_word;
-}
 
 // y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same
 // result every run), + b2. Four columns a thread where rows are 16-byte multiples: a thread keeps
 // one load of every group in flight.
-template <typename T>
+template <int kThr, typename T>
 __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, int n_valid,
-                                            const float* b2s, int r0, int r1) {
+                                            const T* b2s, int r0, int r1) {
   const FfnPlan& p = a.p;
   const int64_t stride = int64_t(p.m) * p.c;
   if (p.c % 4 == 0) {
     const int quads = n_valid / 4;  // n_valid is a multiple of 8 or the rest of C
-    for (int e = threadIdx.x; e < (r1 - r0) * quads; e += kThreads) {
+    for (int e = threadIdx.x; e < (r1 - r0) * quads; e += kThr) {
       const int q = e % quads;
       const int64_t at = int64_t(r0 + e / quads) * p.c + n0 + 4 * q;
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -90,120 +95,129 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
       }
       const float out[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a.y[at + i] = Elem<T>::from_float(out[i] + b2s[4 * q + i]);
+      for (int i = 0; i < 4; ++i) {
+        a.y[at + i] = Elem<T>::from_float(out[i] + Elem<T>::to_float(b2s[4 * q + i]));
+      }
     }
     return;
   }
-  for (int e = threadIdx.x; e < (r1 - r0) * n_valid; e += kThreads) {
+  for (int e = threadIdx.x; e < (r1 - r0) * n_valid; e += kThr) {
     const int64_t at = int64_t(r0 + e / n_valid) * p.c + n0 + e % n_valid;
     float sum = 0.0f;
 #pragma unroll 8
     for (int g = 0; g < p.groups; ++g) sum += slice::load_cg(a.partial + g * stride + at);
-    a.y[at] = Elem<T>::from_float(sum + b2s[e % n_valid]);
+    a.y[at] = Elem<T>::from_float(sum + Elem<T>::to_float(b2s[e % n_valid]));
   }
 }
 
-// Once every group has stored its partial sums of column range `range`: either the last group to
-// finish adds all of the range's rows (one block), or (spread) the range's blocks meet at a
-// barrier and each adds its share of the rows (the sum spread over `groups` blocks).
-template <typename T>
-__device__ __forceinline__ void finish_range(const FfnStreamArgs<T>& a, int group, int range,
-                                             int n0, int n_valid, const float* b2s,
-                                             unsigned* s_word) {
+// The block's W2 tile: its group's rows [k0, k0 + k_valid) x its range's columns, one commit group.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_w2(const FfnStreamArgs<T>& a, T* w2s, int k0, int k_valid,
+                                         int n0, int n_valid) {
   const FfnPlan& p = a.p;
-  unsigned* done = a.counters + 2 * kMaxGroups;
-  if (a.spread) {
-    unsigned* meet = a.counters + 3 * kMaxGroups;
-    count_barrier(meet + range, unsigned(p.groups), group == 0);
-    write_range(a, n0, n_valid, b2s, group * p.m / p.groups, (group + 1) * p.m / p.groups);
-    return;
-  }
-  if (block_arrive(done + range, s_word) != unsigned(p.groups - 1)) return;
-  __threadfence();
-  if (threadIdx.x == 0) done[range] = 0;  // for the next launch
-  write_range(a, n0, n_valid, b2s, 0, p.m);
+  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c, p.kwk, p.nw, k_valid,
+                     n_valid, a.w2_vec);
+  tc::async_commit();
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) ffn_stream_kernel(FfnStreamArgs<T> a) {
+template <typename T, int kW>
+__global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T> a) {
+  constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ unsigned s_word;
+  PhaseMarks<kPhaseCount> marks(a.phases);
   const FfnPlan& p = a.p;
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2);
   T* xs = reinterpret_cast<T*>(smem + p.off_x);
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
   T* hs = xs;  // the down job's h, where x and W1 were
   float* red = reinterpret_cast<float*>(smem + p.off_x);
-  float* b1s = reinterpret_cast<float*>(smem + p.off_bias);
-  float* b2s = b1s + 8 * p.nt;
-  unsigned *ready = a.counters, *seen = ready + kMaxGroups;
-  // The two jobs: up slice j0.., down tile (group, range) when the block has one.
+  T* b1s = reinterpret_cast<T*>(smem + p.off_bias);  // 8 nt, then nw (16-byte multiples)
+  T* b2s = b1s + 8 * p.nt;
+  // The two jobs: up slice j0.. (none past 4C: a spare block of the last group), down tile
+  // (group, range) (none past C).
   const int r = 8 * p.nt, j0 = blockIdx.x * r, r_valid = min(r, p.h - j0);
-  const bool has_down = int(blockIdx.x) < p.groups * p.ranges;
-  const int group = blockIdx.x / p.ranges, range = blockIdx.x % p.ranges;
+  const int group = blockIdx.x / p.spg, range = blockIdx.x % p.spg;
   const int k0 = group * p.kw, k_valid = min(p.kw, p.h - k0);
   const int n0 = range * p.nw, n_valid = min(p.nw, p.c - n0);
-  // Every weight byte of the block is asked for before any arithmetic.
-  slice::stage(xs, p.ld_x, a.x, p.c, 16 * p.mtc, p.ck, p.m, p.c, a.x_vec);
-  slice::stage(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, r, p.c, r_valid, a.w1_vec);
-  tc::async_commit();
-  if (has_down && !p.w2_late) {
-    slice::stage(w2s, p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c, p.kwk, p.nw, k_valid, n_valid,
-                 a.w2_vec);
+  const bool has_down = n_valid > 0;
+  // Every weight byte of the block is asked for before any arithmetic: b1's and b2's slices
+  // first (a bias load behind the weights' copies would hold the up product until the last W2
+  // byte), then x and W1, then W2 (or, with w2_after_xw1, once x and W1 are in: W1 then lands
+  // at the whole GPU's bandwidth and W2's copies run under the hand-over).
+  constexpr int E = slice::kChunk<T>;
+  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, r, 1, r_valid, a.b1_vec && r_valid % E == 0);
+  if (has_down) {
+    slice::stage<kThr>(b2s, 0, a.b2 + n0, 0, 1, p.nw, 1, n_valid, a.b2_vec && n_valid % E == 0);
+  }
+  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
+  if (r_valid > 0) {
+    slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, r, p.c, r_valid, a.w1_vec);
   }
   tc::async_commit();
-  for (int i = threadIdx.x; i < r + p.nw; i += kThreads) {
-    const bool is_b1 = i < r;
-    const int col = is_b1 ? j0 + i : n0 + i - r;
-    const bool valid = is_b1 ? i < r_valid : i - r < n_valid && has_down;
-    b1s[i] = valid ? Elem<T>::to_float(is_b1 ? a.b1[col] : a.b2[col]) : 0.0f;
+  const bool w2_now = has_down && !p.w2_late && !p.w2_after_xw1;
+  if (w2_now) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
+  marks.mark(kIssue);
+  if (w2_now) {
+    tc::async_wait<1>();  // biases, x and W1
+  } else {
+    tc::async_wait<0>();
   }
-  tc::async_wait<1>();  // x and W1
   __syncthreads();
+  marks.mark(kXW1In);
+  if (has_down && !p.w2_late && p.w2_after_xw1) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
   // Up: h[:, slice] into L2.
-  slice::block_product<T, kFfnUpMaxNT>(
+  slice::block_product<T, kFfnUpMaxNT, kW>(
       xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, p.nt, red, [&](int row, int col, float s) {
         if (row < p.m && col < r_valid) {
-          a.h[int64_t(row) * p.h + j0 + col] = Elem<T>::from_float(gelu_tanh_fast(s + b1s[col]));
+          const float v = gelu_tanh_fast(s + Elem<T>::to_float(b1s[col]));
+          a.h[int64_t(row) * p.h + j0 + col] = Elem<T>::from_float(v);
         }
       });
-  block_arrive(ready + blockIdx.x / p.spg, &s_word);  // release: this slice of h is in L2
-  if (!has_down) {
-    tc::async_wait<0>();
-    return;
-  }
-  // Down: wait for the group's slices of h, take them from L2.
-  if (p.w2_late) {
-    slice::stage(w2s, p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c, p.kwk, p.nw, k_valid, n_valid,
-                 a.w2_vec);
-  }
-  const unsigned need = unsigned(min(p.spg, p.blocks - group * p.spg));
-  if (threadIdx.x == 0) {
-    // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
-    // about a second, trap (the launch fails with an error) rather than hang.
-    for (unsigned spins = 0; load_acquire(ready + group) < need; ++spins) {
-      if (spins == (1u << 24)) __trap();
-      __nanosleep(64);
-    }
-    __threadfence();
-  }
-  __syncthreads();
-  slice::stage(hs, p.ld_h, a.h + k0, p.h, 16 * p.mtc, p.kwk, p.m, k_valid, a.h_vec);
+  marks.mark(kUp);
+  if (has_down && p.w2_late) stage_w2<kThr>(a, w2s, k0, k_valid, n0, n_valid);
+  // The group's h is in L2 before any of its blocks reads it.
+  count_barrier(a.counters + group, unsigned(p.spg), range == 0);
+  marks.mark(kHandOver);
+  if (!has_down) return;  // nothing in flight: a block without a tile asked for no W2
+  slice::stage<kThr>(hs, p.ld_h, a.h + k0, p.h, p.m, p.kwk, p.m, k_valid, a.h_vec);
   tc::async_commit();
-  // The last of the range's readers of this group's counters puts them back to zero.
-  if (block_arrive(seen + group, &s_word) == unsigned(p.ranges - 1) && threadIdx.x == 0) {
-    ready[group] = 0;
-    seen[group] = 0;
-  }
   tc::async_wait<0>();  // W2's tile and h
   __syncthreads();
+  marks.mark(kHW2In);
+  if (p.groups == 1) {  // all of 4C: the block's columns of y
+    slice::block_product<T, kFfnDownMaxNT, kW>(
+        hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red, [&](int row, int col, float s) {
+          if (row < p.m && col < n_valid) {
+            a.y[int64_t(row) * p.c + n0 + col] =
+                Elem<T>::from_float(s + Elem<T>::to_float(b2s[col]));
+          }
+        });
+    marks.mark(kDown);
+    return;
+  }
   float* mine = a.partial + int64_t(group) * p.m * p.c;
-  slice::block_product<T, kFfnDownMaxNT>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
-                                         [&](int row, int col, float s) {
-                                           if (row < p.m && col < n_valid)
-                                             mine[int64_t(row) * p.c + n0 + col] = s;
-                                         });
-  finish_range(a, group, range, n0, n_valid, b2s, &s_word);
+  slice::block_product<T, kFfnDownMaxNT, kW>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
+                                             [&](int row, int col, float s) {
+                                               if (row < p.m && col < n_valid)
+                                                 mine[int64_t(row) * p.c + n0 + col] = s;
+                                             });
+  marks.mark(kDown);
+  count_barrier(a.counters + kMaxGroups + range, unsigned(p.groups), group == 0);
+  write_range<kThr>(a, n0, n_valid, b2s, group * p.m / p.groups, (group + 1) * p.m / p.groups);
+  marks.mark(kSum);
+}
+
+// FL_FFN_STREAM=groups,units,warps,w2_after (e.g. "8,32,16,1"; 0 in the first three and -1 or
+// nothing in the last: the plan's) replaces the tuning of every launch: how `fusionlab bench
+// --variant ffn_fused=ffn_stream --phases` measures the forms that portable_bench compares.
+FfnStreamTuning tuning_from_env(FfnStreamTuning t) {
+  const char* env = std::getenv("FL_FFN_STREAM");
+  if (env == nullptr || *env == '\0') return t;
+  int v[4] = {0, 0, 0, -1};
+  if (std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]) >= 1) {
+    t.groups = v[0], t.units = v[1], t.warps = v[2], t.w2_after_xw1 = v[3];
+  }
+  return t;
 }
 
 template <typename T>
@@ -212,7 +226,11 @@ Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.groups, tuning.units / 8)) {
+  if (tuning.warps != 0 && tuning.warps != 8 && tuning.warps != 16) {
+    return Status::Error("the portable FFN takes 8 or 16 warps a block");
+  }
+  if (ffn_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.groups, tuning.units / 8,
+                      tuning.warps)) {
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -223,9 +241,9 @@ Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
 template <typename T>
 Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTuning tuning,
                     cudaStream_t stream) {
+  tuning = tuning_from_env(tuning);
   FfnStreamArgs<T> a{};
   FL_TRY(make_plan<T>(m, c, tuning, &a.p));
-  a.spread = tuning.spread;
   constexpr int E = slice::kChunk<T>;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   a.x = static_cast<const T*>(b.x);
@@ -234,6 +252,7 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTu
   a.w2 = static_cast<const T*>(b.w2);
   a.b2 = static_cast<const T*>(b.b2);
   a.y = static_cast<T*>(b.y);
+  a.phases = b.phases;
   char* scratch = static_cast<char*>(b.scratch);
   a.counters = reinterpret_cast<unsigned*>(scratch);
   a.h = reinterpret_cast<T*>(scratch + kCounters * sizeof(unsigned));
@@ -243,7 +262,15 @@ Status launch_typed(const FfnStreamBuffers& b, int64_t m, int64_t c, FfnStreamTu
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.h_vec = (4 * c) % E == 0 && aligned(a.h);
-  return slice::launch_cooperative(ffn_stream_kernel<T>, a, a.p.blocks, kThreads, a.p.smem, stream);
+  a.b1_vec = aligned(b.b1);  // slices start at multiples of 8 elements; the last may be short
+  a.b2_vec = aligned(b.b2);
+  if (tuning.w2_after_xw1 >= 0) a.p.w2_after_xw1 = tuning.w2_after_xw1 != 0;
+  if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
+  if (a.p.warps == 16) {
+    return slice::launch_cooperative(ffn_stream_kernel<T, 16>, a, a.p.blocks, 512, a.p.smem,
+                                     stream);
+  }
+  return slice::launch_cooperative(ffn_stream_kernel<T, 8>, a, a.p.blocks, 256, a.p.smem, stream);
 }
 
 }  // namespace
@@ -266,6 +293,7 @@ Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes
   // The counters, h (m x 4C), then the groups' partial sums (groups x m x C, fp32).
   FL_TRY(ffn_stream_supported(p, m, c));
   FfnPlan plan;
+  tuning = tuning_from_env(tuning);
   FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
                               : make_plan<float>(m, c, tuning, &plan));
   *bytes = kCounters * sizeof(unsigned) + round_up(int(bytes_per_element(p) * m * 4 * c), 256) +

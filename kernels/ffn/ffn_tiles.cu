@@ -55,22 +55,41 @@ namespace fl {
 namespace {
 
 // The ticket order: lag row blocks of up tiles first, then groups of (the up tiles of row block
-// lag + j, the down tiles of row block j), then the last lag row blocks' down tiles.
+// lag + j, the down tiles of row block j), then the last lag row blocks' down tiles. The last
+// `tail` row blocks' down tiles come in halves of their width (2 downs narrow tiles each, bf16),
+// so the last tickets are short and the blocks finish closer together.
 struct TileOrder {
   int rows, ups, downs, lag;  // row blocks, up and down tiles per row block, row blocks ahead
-  __host__ __device__ int total() const { return rows * (ups + downs); }
-  __device__ void decode(int t, bool* up, int* rb, int* col) const {
-    const int group = ups + downs, ahead = lag * ups, steady = (rows - lag) * group;
+  int tail = 0;               // the last row blocks whose down tiles are narrow
+  __host__ __device__ int total() const { return rows * (ups + downs) + tail * downs; }
+  __device__ void decode(int t, bool* up, int* rb, int* col, bool* narrow) const {
+    const int ahead = lag * ups, first_narrow = rows - tail;  // row block of the first narrow
+    // Groups j < wide_groups have downs wide tiles, the rest of the steady groups 2 downs.
+    const int wide_groups = max(0, min(rows - lag, first_narrow));
+    const int wide = wide_groups * (ups + downs);
+    const int steady = wide + (rows - lag - wide_groups) * (ups + 2 * downs);
+    *narrow = false;
     if (t < ahead) {
       *up = true, *rb = t / ups, *col = t % ups;
     } else if (t - ahead < steady) {
-      const int j = (t - ahead) / group, r = (t - ahead) % group;
+      const int v = t - ahead;
+      const int group = v < wide ? ups + downs : ups + 2 * downs;
+      const int j = v < wide ? v / group : wide_groups + (v - wide) / group;
+      const int r = v < wide ? v % group : (v - wide) % group;
       *up = r < ups;
       *rb = *up ? lag + j : j;
       *col = *up ? r : r - ups;
+      *narrow = !*up && j >= first_narrow;
     } else {
-      const int u = t - ahead - steady;
-      *up = false, *rb = rows - lag + u / downs, *col = u % downs;
+      const int u = t - ahead - steady, last = rows - lag;  // down tiles of row blocks last ..
+      const int wide_rbs = max(0, first_narrow - last), wide_tail = wide_rbs * downs;
+      *up = false;
+      if (u < wide_tail) {
+        *rb = last + u / downs, *col = u % downs;
+      } else {
+        *rb = last + wide_rbs + (u - wide_tail) / (2 * downs), *col = (u - wide_tail) % (2 * downs);
+        *narrow = true;
+      }
     }
   }
 };
@@ -108,12 +127,32 @@ __device__ __forceinline__ void wait_for(const unsigned* counter, unsigned targe
 }
 
 // Up tiles of Up (kBM = 128: a row block), down tiles of Down (128 or 64 rows: a row block or
-// half of one; the same thread count).
-template <class Up, class Down>
+// half of one; the same thread count). kStaged (bf16): the tiles' outputs go through the ring
+// as 16-byte rows (tile_epilogue.cuh's staged_bias_store), else 4-byte pairs straight from
+// the registers.
+// A bf16 down tile of D: h's rows m0.., W2's columns n0.., y = acc + b2.
+template <class D, bool kStaged, typename T>
+__device__ __forceinline__ void down_tile(const FfnTilesParams<T>& p, T* ring, int64_t m0,
+                                          int64_t n0) {
+  const gemm_core::NoHook none;
+  typename D::Acc acc;
+  D::zero(acc);
+  gemm_core::ring_mainloop<D>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0, n0, none,
+                              none);
+  if constexpr (kStaged) {
+    gemm_core::staged_bias_store<D, false>(acc, ring, p.b2, p.y, p.m, p.c, m0, n0);
+  } else {
+    D::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+  }
+}
+
+// Narrow: the tail's down tiles (128 rows, half of Down's width; bf16 only).
+template <class Up, class Down, bool kStaged, class Narrow>
 __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     ffn_tiles_kernel(FfnTilesParams<typename Up::T> p, TileOrder order) {
   using T = typename Up::T;
   static_assert(Up::kThreads == Down::kThreads && Up::kBM == 128 && 128 % Down::kBM == 0, "");
+  static_assert(Narrow::kThreads == Up::kThreads && Narrow::kBM == 128, "narrow down tiles");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_ticket;
   __shared__ uint64_t s_started, s_waited;
@@ -127,9 +166,9 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
     const int t = s_ticket;
     __syncthreads();
     if (t >= order.total()) break;
-    bool up;
+    bool up, narrow;
     int rb, col;
-    order.decode(t, &up, &rb, &col);
+    order.decode(t, &up, &rb, &col, &narrow);
     // Thread 0's stamps of this tile, in shared memory: no registers held across the main loop.
     if ((p.phases.records != nullptr) && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (up) {
@@ -138,7 +177,11 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
       Up::zero(acc);
       gemm_core::ring_mainloop<Up>(acc, ring, p.x, p.c, p.w1, p.hidden, p.m, p.hidden, p.c, m0, n0,
                                    none, none);
-      Up::store(acc, m0, n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
+      if constexpr (kStaged && std::is_same_v<T, __nv_bfloat16>) {
+        gemm_core::staged_bias_store<Up, true>(acc, ring, p.b1, p.h, p.m, p.hidden, m0, n0);
+      } else {
+        Up::store(acc, m0, n0, gemm_core::BiasStoreTile<T, true>{p.h, p.b1, p.m, p.hidden});
+      }
       __threadfence();  // this thread's h before the row block's counter (release)
       __syncthreads();
       if (threadIdx.x == 0) atomicAdd(done + rb, 1u);
@@ -172,13 +215,12 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
         if ((p.phases.records != nullptr)) s_waited = phase_clock() - s_started;
       }
       __syncthreads();  // h's rows are in; cp.async.cg reads them from L2
-      const int64_t m0 = int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM;
-      const int64_t n0 = int64_t(col % down_cols) * Down::kBN;
-      typename Down::Acc acc;
-      Down::zero(acc);
-      gemm_core::ring_mainloop<Down>(acc, ring, p.h, p.hidden, p.w2, p.c, p.m, p.c, p.hidden, m0,
-                                     n0, none, none);
-      Down::store(acc, m0, n0, gemm_core::BiasStoreTile<T, false>{p.y, p.b2, p.m, p.c});
+      if (narrow) {
+        down_tile<Narrow, kStaged>(p, ring, int64_t(rb) * Up::kBM, int64_t(col) * Narrow::kBN);
+      } else {
+        const int64_t m0 = int64_t(rb) * Up::kBM + (col / down_cols) * Down::kBM;
+        down_tile<Down, kStaged>(p, ring, m0, int64_t(col % down_cols) * Down::kBN);
+      }
     }
     if ((p.phases.records != nullptr) &&
         threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
@@ -193,9 +235,9 @@ __global__ void __launch_bounds__(Up::kThreads, Up::kMinBlocks)
   }
 }
 
-template <class Up, class Down = Up>
+template <class Up, class Down = Up, bool kStaged = false, class Narrow = Up>
 Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t stream,
-                    bool split = false) {
+                    bool split = false, bool narrow_tail = false) {
   using T = typename Up::T;
   const int hidden = static_cast<int>(4 * c);
   FfnTilesParams<T> p{static_cast<const T*>(b.x),
@@ -212,7 +254,7 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
                       hidden,
                       1};
   const size_t smem = std::max(Up::kSmemBytes, Down::kSmemBytes);
-  auto kernel = ffn_tiles_kernel<Up, Down>;
+  auto kernel = ffn_tiles_kernel<Up, Down, kStaged, Narrow>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -232,17 +274,26 @@ Status launch_typed(const FfnTilesBuffers& b, int64_t m, int64_t c, cudaStream_t
   // Enough row blocks ahead that the first wave of blocks is busy with up tiles while the first
   // down tiles wait; at most all of them.
   order.lag = std::min(order.rows, blocks / (order.ups + order.downs) + 1);
+  // Narrow tail: enough row blocks that their down tiles (2 downs narrow ones each) are about
+  // one narrow tile for every block slot.
+  if (narrow_tail)
+    order.tail = std::min(order.rows, (blocks + 2 * order.downs - 1) / (2 * order.downs));
   kernel<<<blocks, Up::kThreads, smem, stream>>>(p, order);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
 
 // The tiles: 128 x 128 (4 warps of 64 x 64, 4 stages), 128 x 256 (8 warps, 3 stages: the
-// ladder's block_128x256 rung) and 128 x 128 up tiles with 64 x 128 down tiles (4 warps of
-// 32 x 64: twice the down tiles where they are too few to fill the SMs).
+// ladder's block_128x256 rung; its last row blocks' down tiles as 128 x 128 of 8 warps of
+// 64 x 32) and 128 x 128 up tiles with 64 x 128 down tiles (4 warps of
+// 32 x 64: twice the down tiles where they are too few to fill the SMs). 128 x 256 stages its
+// outputs through shared memory; the 4-warp tiles store from the registers (staged, each
+// thread's bias of 8 column pairs held across the stores pushed them past 255 registers on
+// sm_80: spills).
 using Tile128 = gemm_core::LessonMmaTile;
 using Tile256 = gemm_core::MmaTile<128, 256, 2, 4, 3, true>;
 using Down64 = gemm_core::MmaTile<64, 128, 2, 2, 4, true>;
+using Narrow128 = gemm_core::MmaTile<128, 128, 2, 4, 3, true>;  // 8 warps of 64 x 32
 
 }  // namespace
 
@@ -270,11 +321,17 @@ Status launch_ffn_tiles(Precision p, const FfnTilesBuffers& b, int64_t m, int64_
   if (shape == FfnTilesShape::automatic) shape = ffn_tiles_shape(m);
   switch (shape) {
     case FfnTilesShape::k128x256:
-      return launch_typed<Tile256>(b, m, c, stream);
+      return launch_typed<Tile256, Tile256, true, Narrow128>(b, m, c, stream, false, true);
+    case FfnTilesShape::k128x256_direct:
+      return launch_typed<Tile256, Tile256, false>(b, m, c, stream);
+    case FfnTilesShape::k128x256_staged:
+      return launch_typed<Tile256, Tile256, true>(b, m, c, stream);
+    case FfnTilesShape::k128x256_tail:
+      return launch_typed<Tile256, Tile256, false, Narrow128>(b, m, c, stream, false, true);
     case FfnTilesShape::k128x128_down64:
-      return launch_typed<Tile128, Down64>(b, m, c, stream);
+      return launch_typed<Tile128, Down64, false>(b, m, c, stream);
     default:
-      return launch_typed<Tile128>(b, m, c, stream);
+      return launch_typed<Tile128, Tile128, false>(b, m, c, stream);
   }
 }
 

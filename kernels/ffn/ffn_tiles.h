@@ -40,9 +40,20 @@ inline const std::vector<std::string>& ffn_tiles_phases() {
 constexpr int64_t kFfnTilesWideFrom = 8192;  // tokens: 128 x 256 tiles from here on (bf16)
 
 // The bf16 tiles (fp32 always runs 128 x 128 on the CUDA cores): automatic is
-// ffn_tiles_shape(m); the others are there to be measured against each other. In fp32,
+// ffn_tiles_shape(m); the others are there to be measured against each other. k128x256 stages
+// its outputs through shared memory and cuts the last row blocks' down tiles in halves of their
+// width (a shorter tail); k128x256_direct does neither (the outputs stored from the registers,
+// the form before), k128x256_staged only the first, k128x256_tail only the second. In fp32,
 // automatic cuts the down tiles over K (ffn_tiles.cu) and k128x128 keeps them whole.
-enum class FfnTilesShape { automatic, k128x128, k128x256, k128x128_down64 };
+enum class FfnTilesShape {
+  automatic,
+  k128x128,
+  k128x256,
+  k128x128_down64,
+  k128x256_direct,
+  k128x256_staged,
+  k128x256_tail
+};
 FfnTilesShape ffn_tiles_shape(int64_t m);
 
 size_t ffn_tiles_counter_bytes(int64_t m);

@@ -33,10 +33,10 @@ FL_SLICE_HD constexpr int padded_ld(int cols, int elem_bytes) {
   return (chunks | 1) * e;
 }
 
-// Shared memory of block_product's partial sums for a panel of 8 nt columns: kWarps parts x
+// Shared memory of block_product's partial sums for a panel of 8 nt columns: `warps` parts x
 // 16 rows (per row tile of a warp) x 8 nt floats.
-inline size_t red_bytes(int nt) {
-  return sizeof(float) * size_t(kWarps) * 16 * 8 * size_t(nt);
+inline size_t red_bytes(int nt, int warps = kWarps) {
+  return sizeof(float) * size_t(warps) * 16 * 8 * size_t(nt);
 }
 
 }  // namespace fl::slice

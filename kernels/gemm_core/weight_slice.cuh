@@ -67,14 +67,15 @@ __device__ __forceinline__ float4 load_cg4(const float* p) {
 // rows x chunks*E elements of g (row stride ldg) into s (row stride lds): element (r, c) read
 // when r < rows_valid and c < cols_valid, zero otherwise. vec: g and ldg are 16-byte aligned and
 // cols_valid is a multiple of E (a chunk is all in or all out), so each chunk is one cp.async.
-template <typename T>
+// kThr: the block's threads, all of which take part (more threads: fewer chunks a thread).
+template <int kThr = kThreads, typename T>
 __device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, int rows, int cols,
                                       int rows_valid, int cols_valid, bool vec) {
   constexpr int E = kChunk<T>;
   const int chunks = (cols + E - 1) / E;
   if (chunks == 0) return;
-  // Thread i takes chunks i, i + kThreads, ...: the row and column advance by constants.
-  const int dr = kThreads / chunks, dc = kThreads % chunks;
+  // Thread i takes chunks i, i + kThr, ...: the row and column advance by constants.
+  const int dr = kThr / chunks, dc = kThr % chunks;
   int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
   for (; r < rows; r += dr, c += dc) {
     if (c >= chunks) c -= chunks, ++r;
@@ -206,17 +207,17 @@ __device__ __forceinline__ void zero(float (&acc)[kMaxNT][4]) {
 }
 
 // ---- the parts of a split-K panel product meet ----------------------------------------------
-// acc: warp w's sums for row tile w % mtc and part w / mtc of K (mtc of at most kWarps row tiles).
-// The parts go to red (kWarps / mtc x 16 mtc x 8 nt floats; it may overlay the operands: the
-// block syncs before writing it), then epi(row, col, sum) for every element of the first
-// `row_count` rows (the caller's rows past them keep what they hold). Ends with the block
-// synchronized after the epilogue.
-template <int kMaxNT, class Epilogue>
+// acc: warp w's sums for row tile w % mtc and part w / mtc of K (mtc of at most kW row tiles;
+// kW: the block's warps). The parts go to red (kW / mtc x 16 mtc x 8 nt floats; it may overlay
+// the operands: the block syncs before writing it), then epi(row, col, sum) for every element of
+// the first `row_count` rows (the caller's rows past them keep what they hold). Ends with the
+// block synchronized after the epilogue.
+template <int kMaxNT, int kW = kWarps, class Epilogue>
 __device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int mtc, int nt_count,
                                              float* red, const Epilogue& epi,
                                              int row_count = 1 << 30) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int mt = warp % mtc, part = warp / mtc, parts = kWarps / mtc;
+  const int mt = warp % mtc, part = warp / mtc, parts = kW / mtc;
   const int rows = 16 * mtc, cols = 8 * nt_count;
   __syncthreads();     // every warp is done with A and B: red may overlay them
   if (part < parts) {  // where mtc does not divide kWarps, the last warps had no part of K
@@ -230,7 +231,7 @@ __device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int 
   }
   __syncthreads();
   const int used = min(rows, row_count) * cols;
-  for (int e = threadIdx.x; e < used; e += kThreads) {
+  for (int e = threadIdx.x; e < used; e += 32 * kW) {
     float s = 0.0f;
     for (int p = 0; p < parts; ++p) s += red[p * rows * cols + e];
     epi(e / cols, e % cols, s);
@@ -239,11 +240,11 @@ __device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int 
 }
 
 // Warp w's share of K in [k0, k1) (a multiple of the k step) when K is split into
-// kWarps / mtc parts: [*lo, *hi), possibly empty.
-template <typename T>
+// kW / mtc parts: [*lo, *hi), possibly empty.
+template <typename T, int kW = kWarps>
 __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, int* hi) {
   constexpr int S = kKStep<T>;
-  const int part = (threadIdx.x >> 5) / mtc, parts = kWarps / mtc, steps = (k1 - k0) / S;
+  const int part = (threadIdx.x >> 5) / mtc, parts = kW / mtc, steps = (k1 - k0) / S;
   *lo = part < parts ? k0 + steps * part / parts * S : k1;
   *hi = part < parts ? k0 + steps * (part + 1) / parts * S : k1;
 }
@@ -252,17 +253,17 @@ __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, i
 // P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
 // w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
 // sees each sum once. Ends with the block synchronized after the epilogue.
-template <typename T, int kMaxNT, class Epilogue>
+template <typename T, int kMaxNT, int kW = kWarps, class Epilogue>
 __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
                                               int mtc, int nt_count, float* red,
                                               const Epilogue& epi) {
   int k0 = 0, k1 = 0;
-  warp_k_range<T>(0, K, mtc, &k0, &k1);
+  warp_k_range<T, kW>(0, K, mtc, &k0, &k1);
   float acc[kMaxNT][4];
   zero(acc);
   WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
                           k1);
-  reduce_parts(acc, mtc, nt_count, red, epi);
+  reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi);
 }
 
 // ---- launching a weight-streaming kernel (host) ---------------------------------------------

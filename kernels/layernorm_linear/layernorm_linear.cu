@@ -26,6 +26,9 @@
 //     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
 //                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
 //                      (ln_mma.cu says why), so the table offers it in fp32 only;
+//     ln_mma_tiles.cu  sm_80+ bf16, picked at a few hundred tokens where ln_wgmma cannot run:
+//                      the grid normalizes x once into an L2-resident xn, then the GEMM
+//                      core's tiles, small enough to fill every SM, multiply it;
 //     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
 //                      normalized once per row block, resident in shared memory, W's column
 //                      tiles streamed past it into the GEMM core's mma.sync tile.
@@ -63,12 +66,14 @@ using layernorm_linear::kLnMmaFrom;
 using layernorm_linear::launch_ln_cluster;
 using layernorm_linear::launch_ln_mma;
 using layernorm_linear::launch_ln_mma_rows;
+using layernorm_linear::launch_ln_mma_tiles;
 using layernorm_linear::launch_ln_panel;
 using layernorm_linear::launch_ln_tile;
 using layernorm_linear::ln_cluster_phases;
 using layernorm_linear::ln_panel_phases;
 using layernorm_linear::ln_rows_phases;
 using layernorm_linear::ln_tile_phases;
+using layernorm_linear::ln_tiles_phases;
 using layernorm_linear::LnArgs;
 using layernorm_linear::panel_shape_check;
 
@@ -114,6 +119,9 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                                  {&t_, m_ * n_},
                                  {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
+    // ln_mma_tiles' tickets and per-row-block counters (left zero by it); its xn is xn_.
+    FL_TRY(tiles_counters_.allocate(layernorm_linear::ln_mma_tiles_counter_bytes(m_)));
+    FL_CUDA_TRY(cudaMemset(tiles_counters_.get(), 0, tiles_counters_.bytes()));
     return linear_.allocate();
   }
 
@@ -161,7 +169,8 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
   }
 
-  // Level 2's arguments: x, gamma, beta, W, b and y of this workspace.
+  // Level 2's arguments: x, gamma, beta, W, b and y of this workspace (and, for ln_mma_tiles,
+  // the unfused chain's xn as its scratch, and its counters).
   LnArgs<T> fused_args() const {
     return {x_.as<T>(),
             gamma_.as<T>(),
@@ -172,7 +181,9 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
             m_,
             static_cast<int>(k_),
             static_cast<int>(n_),
-            this->phase_sink()};
+            this->phase_sink(),
+            xn_.as<T>(),
+            static_cast<unsigned*>(tiles_counters_.get())};
   }
   // The portable small-token kernel (ln_linear_stream.cu): nothing kept between launches.
   Status stream(cudaStream_t stream) {
@@ -190,7 +201,7 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
 
   int64_t m_, k_, n_;
   double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_;
+  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_, tiles_counters_;
   LinearLayer<T> linear_;
 };
 
@@ -222,6 +233,17 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
          return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
        },
        ln_gemm_wgmma_phases()},
+      {"ln_mma_tiles",
+       "the grid normalizes x once into an xn that stays in L2, then the GEMM core's mma.sync "
+       "tiles (64 x 128) fill every SM (bf16, sm_80+)",
+       "ln_mma_tiles_kernel",
+       {80, 0, false, bf16, 0, layernorm_linear::kLnTilesPreferFrom,
+        layernorm_linear::kLnTilesPreferTo},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_tiles<T>, &ln_tiles_phases(), s); },
+       [](const Dims& d) {
+         return d.i % 8 == 0 && d.i <= 1024 ? "" : "C is not a multiple of 8 up to 1024";
+       },
+       ln_tiles_phases()},
       {"ln_panel",
        "a block owns a slice of W's columns and the whole of C: its 64-row x panel is normalized "
        "in shared memory, no split of K, no exchange between blocks",
@@ -339,10 +361,12 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
   }
 
  protected:
-  // x and xn (M x C), gamma and beta (C), W (C x 3C), b (3C), and t, y (M x 3C).
+  // x and xn (M x C), gamma and beta (C), W (C x 3C), b (3C), t, y (M x 3C), ln_mma_tiles'
+  // counters.
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t n = 3 * c;
-    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b;
+    return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b +
+           int64_t(layernorm_linear::ln_mma_tiles_counter_bytes(m));
   }
 };
 
@@ -361,12 +385,13 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
   for (size_t tries = 0; tries < infos.size(); ++tries) {
     const VariantChoice c = choose_variant(infos, where, variant_checks(row), "tokens", skip);
     if (c.index < 0) break;
-    const Status st = c.name == "ln_cluster"    ? launch_ln_cluster(a, stream)
-                      : c.name == "ln_wgmma"    ? launch_ln_wgmma(a, stream)
-                      : c.name == "ln_panel"    ? launch_ln_panel(a, stream)
-                      : c.name == "ln_mma_rows" ? launch_ln_mma_rows(a, stream)
-                      : c.name == "ln_mma"      ? launch_ln_mma(a, stream)
-                                                : launch_ln_tile(a, stream);
+    const Status st = c.name == "ln_cluster"     ? launch_ln_cluster(a, stream)
+                      : c.name == "ln_wgmma"     ? launch_ln_wgmma(a, stream)
+                      : c.name == "ln_panel"     ? launch_ln_panel(a, stream)
+                      : c.name == "ln_mma_tiles" ? launch_ln_mma_tiles(a, stream)
+                      : c.name == "ln_mma_rows"  ? launch_ln_mma_rows(a, stream)
+                      : c.name == "ln_mma"       ? launch_ln_mma(a, stream)
+                                                 : launch_ln_tile(a, stream);
     if (!st.unsupported()) return st.with_context(c.name);
     skip[c.index] = true;
   }

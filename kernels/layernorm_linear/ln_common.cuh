@@ -32,6 +32,11 @@ struct LnArgs {
   int k, n;
   PhaseSink phases;  // stamps on when set: ln_cluster_phases(), ln_panel_phases() or
                      // ln_tile_phases()
+  // ln_mma_tiles only (its launch is Unsupported without them): an M x C scratch for xn, and
+  // ln_mma_tiles_counter_bytes(m) of counters, zeroed once when allocated (every launch leaves
+  // them at zero).
+  T* xn = nullptr;
+  unsigned* counters = nullptr;
 };
 
 // The phases each block of the cluster, panel and tile kernels records, in the order of their
@@ -56,6 +61,15 @@ inline const std::vector<std::string>& ln_rows_phases() {
   static const std::vector<std::string> names = {
       "x rows, gamma and beta in", "row statistics and normalize, once",
       "column tiles: W streamed past the rows, multiplies, bias and stores"};
+  return names;
+}
+// ln_mma_tiles' records: one a ticket, in the slot of its ticket; a tile's wait_ns is how long it
+// waited for its row block's items.
+enum TilesPhase : unsigned { kTilesItem, kTilesTile };
+inline const std::vector<std::string>& ln_tiles_phases() {
+  static const std::vector<std::string> names = {
+      "row item: 8 rows of x normalized into xn (L2)",
+      "tile: W asked for, waits for its rows of xn, then xn W + b"};
   return names;
 }
 inline const std::vector<std::string>& ln_panel_phases() {
@@ -234,6 +248,24 @@ template <typename T>
 Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     return launch_ln_mma_rows(a, LnRowsShape{}, stream);
+  } else {
+    return Status::Unsupported("it runs in bf16 only");
+  }
+}
+// ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
+// GEMM core's tiles multiply it. tile: 0 the kept one (2), 1 64 x 64, 2 64 x 128 (K-tiles of 32,
+// 4 stages); per_sm: the most blocks an SM (0: as many as fit).
+struct LnTilesShape {
+  int tile = 0;
+  int per_sm = 0;
+};
+constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
+size_t ln_mma_tiles_counter_bytes(int64_t m);
+Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);
+template <typename T>
+Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return launch_ln_mma_tiles(a, LnTilesShape{}, stream);
   } else {
     return Status::Unsupported("it runs in bf16 only");
   }

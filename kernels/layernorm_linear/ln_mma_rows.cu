@@ -49,6 +49,7 @@
 #include "kernels/gemm_core/mma_tile.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_row_pairs.cuh"
 #include "kernels/layernorm_linear/ln_rows_lean.cuh"
 #include "kernels/phases.cuh"
 
@@ -78,70 +79,6 @@ inline size_t aux_bytes(int rows, int k) {
 template <int kRows>
 size_t rows_smem(int k) {
   return size_t(kRows) * panel_ld(k) * sizeof(T) + kRingBytes;
-}
-
-// Step 2 in one pass: a warp takes two rows at a time, each lane's chunks of both (lane,
-// lane + 32, ...) in registers beside its chunks of gamma and beta, so the panel is read once
-// and written once and the two rows' shuffle reductions overlap. The sums run in row_moment's
-// order (a lane's chunks in turn, then the xor tree): the same statistics bit for bit.
-constexpr int kLaneChunks = 4;  // C up to 1024; wider rows take the two-pass form
-template <class Tile>
-__device__ __forceinline__ void normalize_in_registers(T* panel, int ld, int k, const T* gamma,
-                                                       const T* beta, int r0, int r1) {
-  constexpr int kWarps = Tile::kThreads / 32;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / 8;
-  Vec16<T> g[kLaneChunks], b[kLaneChunks];
-#pragma unroll
-  for (int j = 0; j < kLaneChunks; ++j) {
-    const int c = lane + 32 * j;
-    if (c < chunks) g[j] = load16(gamma + c * 8), b[j] = load16(beta + c * 8);
-  }
-  for (int r = r0 + 2 * warp; r < r1; r += 2 * kWarps) {  // rows past m are zeros: harmless
-    Vec16<T> v[2][kLaneChunks];
-    float mean[2] = {0.0f, 0.0f}, var[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int j = 0; j < kLaneChunks; ++j) {
-        const int c = lane + 32 * j;
-        if (c >= chunks) continue;
-        v[i][j] = load16(panel + (r + i) * ld + c * 8);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) mean[i] += Elem<T>::to_float(v[i][j].v[e]) - 0.0f;
-      }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) mean[i] += __shfl_xor_sync(0xffffffffu, mean[i], o);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mean[i] /= k;
-#pragma unroll
-      for (int j = 0; j < kLaneChunks; ++j) {
-        if (lane + 32 * j >= chunks) continue;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float d = Elem<T>::to_float(v[i][j].v[e]) - mean[i];
-          var[i] += d * d;
-        }
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) var[i] += __shfl_xor_sync(0xffffffffu, var[i], o);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float2 stats = make_float2(mean[i], rsqrtf(var[i] / k + float(gemm::kLayerNormEps)));
-#pragma unroll
-      for (int j = 0; j < kLaneChunks; ++j) {
-        const int c = lane + 32 * j;
-        if (c >= chunks) continue;
-        normalize_vec(v[i][j], stats, g[j], b[j]);
-        store16(panel + (r + i) * ld + c * 8, v[i][j]);
-      }
-    }
-  }
 }
 
 // x's rows r0 .. r1 - 1 into the panel (zeros past m and past C), one commit group.
@@ -187,11 +124,13 @@ __device__ __forceinline__ void panel_in_and_normalize(const LnArgs<T>& a, T* pa
   __syncthreads();
   marks.mark(kRowsIn);
   if (one_pass) {
-    normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta, 0, half);
+    // Step 2 in one pass (ln_row_pairs.cuh); rows past m are zeros in the panel: harmless.
+    constexpr int kWarps = kThreads / 32;
+    normalize_row_pairs<kWarps>(panel, ld, panel, ld, a.k, s_gamma, s_beta, 0, half, half);
     if (half < kRows) {
       tc::async_wait<0>();
       __syncthreads();
-      normalize_in_registers<Tile>(panel, ld, a.k, s_gamma, s_beta, half, kRows);
+      normalize_row_pairs<kWarps>(panel, ld, panel, ld, a.k, s_gamma, s_beta, half, kRows, kRows);
     }
   } else {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

@@ -1,9 +1,9 @@
 // The portable GEMM core (kernels/gemm_core/): every rung of the GEMM ladder against a CPU
 // product in double, and the large-token portable kernels built on it (ln_mma in fp32,
-// ln_mma_rows in bf16, ffn_tiles), forced through the live backend at random shapes with odd token
-// counts (the backend poisons the outputs and runs the lesson's fp64 check); a C that is not a
-// multiple of 8 is refused with one line. Behaviour, not speed (tests/gpu/gemm_ladder_bench.cu
-// times them).
+// ln_mma_rows and ln_mma_tiles in bf16, ffn_tiles), forced through the live backend at random
+// shapes with odd token counts (the backend poisons the outputs and runs the lesson's fp64 check);
+// a C that is not a multiple of 8 is refused with one line. Behaviour, not speed
+// (tests/gpu/gemm_ladder_bench.cu times them).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -161,6 +161,7 @@ struct Forced {
 };
 const Forced kForced[] = {{"layernorm_linear", "ln_gemm_bias", "ln_mma", true, false},
                           {"layernorm_linear", "ln_gemm_bias", "ln_mma_rows", false, true},
+                          {"layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", false, true},
                           {"ffn", "ffn_fused", "ffn_tiles", true, true}};
 
 TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
@@ -200,6 +201,41 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_rows", 4099, 768,
                      Precision::bf16);
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 4099, 264, Precision::bf16);
+  // ln_mma_tiles at the widest C it takes (its rows in registers) and with 64 x 128 tiles (from
+  // 513 tokens); ffn_tiles' 128 x 256 form from 8K tokens (outputs staged in shared memory, the
+  // last row blocks' down tiles narrow; a last row block of one row, a last column tile of 8).
+  expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
+                     Precision::bf16);
+  expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 4099, 776,
+                     Precision::bf16);
+  expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 264, Precision::bf16);
+}
+
+// ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (64 x 64 at 133
+// tokens, 64 x 128 at 521), counters in L2.
+TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                       Precision::bf16);
+  }
+}
+
+// ffn_tiles' 128 x 256 form in bf16 alone, for memcheck and racecheck (its outputs staged in the
+// ring, its narrow tail tiles).
+TEST(GemmCore, FfnTilesWideSmallForTheSanitizer) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 72, Precision::bf16);
 }
 
 TEST(GemmCore, ACNotAMultipleOf8IsRefusedWithOneLine) {

@@ -249,59 +249,93 @@ void bench_candidates(const char* what, int64_t m, double flop, int64_t out_elem
   }
 }
 
-void bench_fused(int reps, Buf& flush, Buf& sink) {
+// The LayerNorm-Linear's candidates at m tokens (C = 768): ln_tile first (the outputs'
+// reference), ln_panel where it runs (up to 256 tokens), ln_mma_rows' forms (all of them unless
+// `focus`), ln_mma_tiles' tiles (64 x 64; 64 x 128 at one block an SM) and its kept one.
+void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   using bf16 = __nv_bfloat16;
   const int64_t c = 768;
-  for (int64_t m : {1024, 4096, 16384}) {
-    Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2),
-        y(m * 3 * c * 2);
-    fill_random(x.p, true, m * c, 11u);
-    fill_random(gamma.p, true, c, 12u);
-    fill_random(beta.p, true, c, 13u);
-    fill_random(w.p, true, c * 3 * c, 14u);
-    fill_random(bias.p, true, 3 * c, 15u);
-    const auto a = ln_args<bf16>(x, gamma, beta, w, bias, y, m, c);
-    const auto rows = [&a](int stats, int loop) {
-      return [&a, stats, loop] {
-        return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
-      };
+  Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2), y(m * 3 * c * 2),
+      xn(m * c * 2), counters(ln::ln_mma_tiles_counter_bytes(m));
+  CUDA(cudaMemset(counters.p, 0, ln::ln_mma_tiles_counter_bytes(m)));
+  fill_random(x.p, true, m * c, 11u);
+  fill_random(gamma.p, true, c, 12u);
+  fill_random(beta.p, true, c, 13u);
+  fill_random(w.p, true, c * 3 * c, 14u);
+  fill_random(bias.p, true, 3 * c, 15u);
+  auto a = ln_args<bf16>(x, gamma, beta, w, bias, y, m, c);
+  a.xn = static_cast<bf16*>(xn.p);
+  a.counters = static_cast<unsigned*>(counters.p);
+  const auto rows = [&a](int stats, int loop) {
+    return [&a, stats, loop] {
+      return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
     };
-    bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c,
-                     {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }},
-                      {"ln_mma_rows_s0_l0", rows(0, 0)},
-                      {"ln_mma_rows_s1_l0", rows(1, 0)},
-                      {"ln_mma_rows_s2_l0", rows(2, 0)},
-                      {"ln_mma_rows_s2_l1", rows(2, 1)},
-                      {"ln_mma_rows_s2_l2", rows(2, 2)},
-                      {"ln_mma_rows_s2_l3", rows(2, 3)},
-                      {"ln_mma_rows_s2_l4", rows(2, 4)},
-                      {"ln_mma_rows (kept)",
-                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
-                      {"ln_mma_rows_r64",
-                       [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr); }}},
-                     y, reps, flush, sink);
+  };
+  const auto tiles = [&a](int tile, int per_sm) {
+    return [&a, tile, per_sm] {
+      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm}, nullptr);
+    };
+  };
+  std::vector<Candidate> cs = {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }}};
+  if (m <= ln::kLnClusterRows)
+    cs.push_back({"ln_panel", [&] { return ln::launch_ln_panel(a, nullptr); }});
+  if (!focus) {
+    cs.insert(cs.end(), {{"ln_mma_rows_s0_l0", rows(0, 0)},
+                         {"ln_mma_rows_s1_l0", rows(1, 0)},
+                         {"ln_mma_rows_s2_l0", rows(2, 0)},
+                         {"ln_mma_rows_s2_l1", rows(2, 1)},
+                         {"ln_mma_rows_s2_l2", rows(2, 2)},
+                         {"ln_mma_rows_s2_l3", rows(2, 3)},
+                         {"ln_mma_rows_s2_l4", rows(2, 4)},
+                         {"ln_mma_rows_r64", [&] {
+                            return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr);
+                          }}});
   }
-  for (int64_t m : {1024, 4096, 8192, 16384}) {
-    Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
-        h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
-    CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
-    fill_random(x.p, true, m * c, 21u);
-    fill_random(w1.p, true, 4 * c * c, 22u);
-    fill_random(b1.p, true, 4 * c, 23u);
-    fill_random(w2.p, true, 4 * c * c, 24u);
-    fill_random(b2.p, true, c, 25u);
-    const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
-                                b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
-    auto shape = [&](fl::FfnTilesShape s) {
-      return
-          [&b, m, c, s] { return fl::launch_ffn_tiles(fl::Precision::bf16, b, m, c, nullptr, s); };
-    };
-    bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c,
-                     {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)},
-                      {"ffn_tiles_128x256", shape(fl::FfnTilesShape::k128x256)},
-                      {"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)}},
-                     y, reps, flush, sink);
+  cs.insert(cs.end(), {{"ln_mma_rows (kept)",
+                        [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
+                       {"ln_mma_tiles_64x64", tiles(1, 0)},
+                       {"ln_mma_tiles_64x128_1sm", tiles(2, 1)},
+                       {"ln_mma_tiles (kept)", tiles(0, 0)}});
+  bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c, cs, y, reps, flush, sink);
+}
+
+// ffn_tiles' shapes at m tokens (C = 768): the 128 x 128 form first (the outputs' reference);
+// with `focus` only the 128 x 256 forms (staged outputs, narrow tail, both, neither).
+void bench_ffn(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
+  const int64_t c = 768;
+  Buf x(m * c * 2), w1(c * 4 * c * 2), b1(4 * c * 2), w2(4 * c * c * 2), b2(c * 2), y(m * c * 2),
+      h(m * 4 * c * 2), counters(fl::ffn_tiles_counter_bytes(m));
+  CUDA(cudaMemset(counters.p, 0, fl::ffn_tiles_counter_bytes(m)));
+  fill_random(x.p, true, m * c, 21u);
+  fill_random(w1.p, true, 4 * c * c, 22u);
+  fill_random(b1.p, true, 4 * c, 23u);
+  fill_random(w2.p, true, 4 * c * c, 24u);
+  fill_random(b2.p, true, c, 25u);
+  const fl::FfnTilesBuffers b{x.p,  w1.p, b1.p, w2.p,
+                              b2.p, y.p,  h.p,  static_cast<unsigned*>(counters.p)};
+  auto shape = [&](fl::FfnTilesShape s) {
+    return [&b, m, c, s] { return fl::launch_ffn_tiles(fl::Precision::bf16, b, m, c, nullptr, s); };
+  };
+  std::vector<Candidate> cs = {{"ffn_tiles_128x128", shape(fl::FfnTilesShape::k128x128)}};
+  if (!focus) cs.push_back({"ffn_tiles_down64", shape(fl::FfnTilesShape::k128x128_down64)});
+  cs.insert(cs.end(),
+            {{"ffn_tiles_128x256_direct", shape(fl::FfnTilesShape::k128x256_direct)},
+             {"ffn_tiles_128x256_staged", shape(fl::FfnTilesShape::k128x256_staged)},
+             {"ffn_tiles_128x256_tail", shape(fl::FfnTilesShape::k128x256_tail)},
+             {"ffn_tiles_128x256 (both)", shape(fl::FfnTilesShape::k128x256)},
+             {"ffn_tiles_128x256_direct again", shape(fl::FfnTilesShape::k128x256_direct)}});
+  bench_candidates("ffn", m, 4.0 * m * c * 4 * c, m * c, cs, y, reps, flush, sink);
+}
+
+void bench_fused(int reps, Buf& flush, Buf& sink, bool focus) {
+  for (int64_t m : focus ? std::vector<int64_t>{128, 256, 1024, 4096}
+                         : std::vector<int64_t>{256, 1024, 4096, 16384}) {
+    bench_ln(m, focus, reps, flush, sink);
+  }
+  for (int64_t m :
+       focus ? std::vector<int64_t>{8192, 16384} : std::vector<int64_t>{1024, 4096, 8192, 16384}) {
+    bench_ffn(m, focus, reps, flush, sink);
   }
 }
 
@@ -417,8 +451,10 @@ void profile_launches() {
 
 }  // namespace
 
-// gemm_ladder_bench [reps] [fp32 | bf16 | profile]: fp32 only the fp32 rungs and fp32 fused
-// kernels; bf16 only the bf16 ones; profile only profile_launches().
+// gemm_ladder_bench [reps] [fp32 | bf16 | fused | profile]: fp32 only the fp32 rungs and fp32
+// fused kernels; bf16 only the bf16 ones; fused only the bf16 fused kernels' candidates (the
+// LayerNorm-Linear at 256-4K tokens, ffn_tiles' 128 x 256 forms at 8K and 16K); profile only
+// profile_launches().
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   Buf flush(size_t(256) << 20), sink(64);
@@ -432,6 +468,10 @@ int main(int argc, char** argv) {
     profile_launches();
     return 0;
   }
+  if (mode == "fused") {  // only the bf16 fused kernels' candidates at the sizes they are for
+    bench_fused(reps, flush, sink, true);
+    return 0;
+  }
   const bool fp32_only = mode == "fp32", bf16_only = mode == "bf16";
   if (!fp32_only) bench_mma_peak(sink);
   if (!fp32_only) check_forms();
@@ -441,7 +481,7 @@ int main(int argc, char** argv) {
     }
     for (const Shape& s : shapes) bench_shape(s, p, reps, flush, sink);
   }
-  if (!fp32_only) bench_fused(reps, flush, sink);
+  if (!fp32_only) bench_fused(reps, flush, sink, false);
   if (!bf16_only) bench_fused_fp32(reps, flush, sink);
   return 0;
 }

@@ -220,6 +220,34 @@ TEST(PhasesGpu, PortableLargeTokenKernelsRecordTheirPhases) {
   }
 }
 
+// ln_mma_tiles: one record per ticket, the row items (8 rows each) then the 64 x 128 tiles
+// (arg: the row block; only tiles wait, for their row block's items).
+TEST(PhasesGpu, LnMmaTilesRecordsEveryTicket) {
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  if (backend->device().cc_major < 8) GTEST_SKIP() << "bf16 needs sm_80";
+  const int64_t tokens = 301, c = 768, row_blocks = (tokens + 63) / 64;
+  const Measurement m =
+      measure_top(*backend, "layernorm_linear", tokens, true, "ln_gemm_bias", "ln_mma_tiles");
+  ASSERT_EQ(m.launches.size(), 1u);
+  ASSERT_TRUE(m.check.passed);
+  ASSERT_TRUE(m.launches[0].phases);
+  const LaunchPhases& p = *m.launches[0].phases;
+  ASSERT_EQ(p.names.size(), 2u);
+  EXPECT_EQ(p.lost, 0);
+  const int64_t items = (tokens + 7) / 8, tiles = row_blocks * (3 * c / 128);
+  ASSERT_EQ(static_cast<int64_t>(p.records.size()), items + tiles);
+  int64_t item_records = 0;
+  for (const PhaseRecord& r : p.records) {
+    EXPECT_LE(r.start_ns, r.end_ns);
+    EXPECT_LT(r.phase, 2u);
+    if (r.phase == 1) EXPECT_LT(r.arg, uint32_t(row_blocks));
+    EXPECT_TRUE(r.phase == 1 || r.wait_ns == 0) << "only tiles wait";
+    item_records += r.phase == 0;
+  }
+  EXPECT_EQ(item_records, items);
+}
+
 TEST(PhasesGpu, OffByDefaultAndLevelsWithoutStampsCarryNone) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);

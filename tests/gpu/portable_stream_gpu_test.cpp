@@ -121,16 +121,19 @@ bool cuda_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-// The FFN kernels under test: ffn_stream (each range's sum by its last group, or spread over the
-// range's blocks, with the plan's groups or 16), and ffn_hidden_slice with its plan's choices or
-// with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1 in stages, or
-// W2's rows asked for first or after the up product, or the exact-row products of fp32 at up to 8
-// tokens (bf16 keeps its tiles), in one stage or four.
+// The FFN kernels under test: ffn_stream (with the plan's groups, or 1, 2 or 8 groups; 8 warps a
+// block or 16; 24 or 32 hidden units an up slice; W2 after x and W1), and ffn_hidden_slice with its
+// plan's choices or with 32 hidden units a block (96 blocks on an H100: fewer than the SMs), or W1
+// in stages, or W2's rows asked for first or after the up product, or the exact-row products of
+// fp32 at up to 8 tokens (bf16 keeps its tiles), in one stage or four.
 enum class FfnKernel {
   kStream,
-  kStreamSpread,
-  kStreamLastGroup,
-  kStreamGroups16,
+  kStreamOneGroup,
+  kStreamTwoGroups,
+  kStreamEightGroupsUnits32,
+  kStreamWarps16,
+  kStreamWarps16FourGroups,
+  kStreamOneGroupW2AfterXW1,
   kSlice,
   kSliceW2First,
   kSliceW2Late,
@@ -142,15 +145,20 @@ enum class FfnKernel {
 };
 
 bool is_stream(FfnKernel k) {
-  return k == FfnKernel::kStream || k == FfnKernel::kStreamSpread ||
-         k == FfnKernel::kStreamLastGroup || k == FfnKernel::kStreamGroups16;
+  return k == FfnKernel::kStream || k == FfnKernel::kStreamOneGroup ||
+         k == FfnKernel::kStreamTwoGroups || k == FfnKernel::kStreamEightGroupsUnits32 ||
+         k == FfnKernel::kStreamWarps16 || k == FfnKernel::kStreamWarps16FourGroups ||
+         k == FfnKernel::kStreamOneGroupW2AfterXW1;
 }
 
 FfnStreamTuning stream_tuning(FfnKernel k) {
   FfnStreamTuning t;
-  if (k == FfnKernel::kStreamSpread) t.spread = true;
-  if (k == FfnKernel::kStreamLastGroup) t.spread = false;
-  if (k == FfnKernel::kStreamGroups16) t.groups = 16, t.units = 32;
+  if (k == FfnKernel::kStreamOneGroup) t.groups = 1;
+  if (k == FfnKernel::kStreamTwoGroups) t.groups = 2;
+  if (k == FfnKernel::kStreamEightGroupsUnits32) t.groups = 8, t.units = 32, t.w2_after_xw1 = 0;
+  if (k == FfnKernel::kStreamWarps16) t.warps = 16;
+  if (k == FfnKernel::kStreamWarps16FourGroups) t.warps = 16, t.groups = 4;
+  if (k == FfnKernel::kStreamOneGroupW2AfterXW1) t.groups = 1, t.w2_after_xw1 = 1;
   return t;
 }
 
@@ -295,18 +303,21 @@ TEST_P(PortableStream, FfnMatchesReferenceAtOddShapes) {
   EXPECT_GE(ran, 5);
 }
 
-// ffn_stream's other forms: each range's sum by its last group or spread over the range's blocks,
-// and 32 units an up slice in 16 groups.
+// ffn_stream's other forms: one group (no partial sums; W2 after x and W1), 2 groups, 8 groups of
+// 32-unit slices with W2 asked for with x and W1, 16 warps a block with the plan's groups or 4.
 TEST_P(PortableStream, FfnStreamFormsMatchReferenceAtOddShapes) {
   unsigned seed = 111;
   int ran = 0;
   for (const Shape& s : {Shape{1, 768}, Shape{7, 200}, Shape{33, 255}, Shape{61, 385},
                          Shape{64, 768}, Shape{3, 1025}}) {
-    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamSpread, &ran);
-    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamLastGroup, &ran);
-    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamGroups16, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamOneGroup, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamTwoGroups, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamEightGroupsUnits32, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamWarps16, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamWarps16FourGroups, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
   }
-  EXPECT_GE(ran, 9);  // fp32 leaves out the shapes whose slices do not fit
+  EXPECT_GE(ran, 18);  // fp32 leaves out the shapes whose slices do not fit
 }
 
 // W2's rows asked for before x's and W1's, or after the up product where both would fit.
@@ -372,7 +383,8 @@ TEST_P(PortableStream, SmallShapes) {
   int ran = 0;
   check_ffn(GetParam(), {3, 40}, 71, FfnKernel::kStream, &ran);
   check_ffn(GetParam(), {17, 33}, 72, FfnKernel::kStream, &ran);
-  check_ffn(GetParam(), {9, 40}, 82, FfnKernel::kStreamSpread, &ran);
+  check_ffn(GetParam(), {9, 40}, 82, FfnKernel::kStreamTwoGroups, &ran);
+  check_ffn(GetParam(), {5, 33}, 84, FfnKernel::kStreamWarps16FourGroups, &ran);
   check_ffn(GetParam(), {2, 40}, 83, FfnKernel::kSliceW2First, &ran);
   check_ffn(GetParam(), {1, 40}, 75, FfnKernel::kSlice, &ran);
   check_ffn(GetParam(), {9, 33}, 76, FfnKernel::kSlice, &ran);
@@ -381,7 +393,8 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {3, 768}, 79, FfnKernel::kSlice, &ran);  // bf16: 32 units a block
   check_ffn(GetParam(), {3, 40}, 80, FfnKernel::kSliceRows, &ran);
   check_ffn(GetParam(), {7, 33}, 81, FfnKernel::kSliceRowsFourStages, &ran);
-  EXPECT_EQ(ran, 11);
+  check_ffn(GetParam(), {1, 40}, 85, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
+  EXPECT_EQ(ran, 13);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

@@ -31,21 +31,21 @@ void check_ffn(const FfnPlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
   EXPECT_LE(p.blocks, g.sms);
   EXPECT_GE(16 * p.mtc, m);
   EXPECT_LE(p.nt, kFfnUpMaxNT);
-  // Up slices: [8 nt b, 8 nt (b + 1)) for b < blocks cover the 4C hidden units once.
+  // Up slices: [8 nt b, 8 nt (b + 1)) for b < blocks cover the 4C hidden units once (the last
+  // group's spare blocks, past 4C, take none); every group has some.
+  EXPECT_EQ(p.blocks, p.groups * p.spg);
   EXPECT_GE(int64_t(p.blocks) * 8 * p.nt, 4 * c);
-  EXPECT_LT(int64_t(p.blocks - 1) * 8 * p.nt, 4 * c);
-  // Groups of spg slices cover the slices once; a group's hidden units are its slices'.
-  EXPECT_GE(p.groups * p.spg, p.blocks);
-  EXPECT_LT((p.groups - 1) * p.spg, p.blocks);
+  EXPECT_LT(int64_t(p.groups - 1) * p.spg * 8 * p.nt, 4 * c);
   EXPECT_EQ(p.kw, p.spg * 8 * p.nt);
-  // Column ranges cover C once; every (group, range) tile has a block.
+  // Column ranges cover C once, each a block of every group (range b % spg of group b / spg).
   EXPECT_EQ(p.nw % 8, 0);
   EXPECT_LE(p.nw / 8, kFfnDownMaxNT);
   EXPECT_GE(int64_t(p.ranges) * p.nw, c);
   EXPECT_LT(int64_t(p.ranges - 1) * p.nw, c);
-  EXPECT_LE(p.groups * p.ranges, p.blocks);
+  EXPECT_LE(p.ranges, p.spg);
   EXPECT_LE(p.groups, kFfnMaxGroups);
-  EXPECT_LE(p.ranges, kFfnMaxGroups);
+  EXPECT_LE(p.spg, kFfnMaxGroups);
+  EXPECT_TRUE(p.warps == 8 || p.warps == 16);
   // Every hidden unit lands in exactly one group's K range.
   std::set<int> units;
   for (int b = 0; b < p.blocks; ++b) {
@@ -69,7 +69,7 @@ void check_ffn(const FfnPlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
     EXPECT_LE(p.off_x + down, p.off_bias);
   }
   EXPECT_LE(up_end, p.off_bias);
-  EXPECT_LE(p.off_x + slice::red_bytes(std::max(p.nt, p.nw / 8)), p.off_bias);
+  EXPECT_LE(p.off_x + slice::red_bytes(std::max(p.nt, p.nw / 8), p.warps), p.off_bias);
   for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_bias}) EXPECT_EQ(off % 16, 0u);
   EXPECT_LE(p.smem + 64, size_t(g.smem_optin));
 }
@@ -81,8 +81,14 @@ TEST(StreamPlan, FfnCutsEveryHiddenUnitAndColumnOnceWithinEachGpu) {
         for (int64_t c : {40, 97, 255, 768, 1025}) {
           SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
                        std::to_string(m) + " C " + std::to_string(c));
-          FfnPlan p;
-          if (ffn_choose_plan(m, c, e, g.sms, g.smem_optin, &p)) check_ffn(p, g, m, c, e);
+          for (int groups : {0, 1, 2, 4, 8}) {
+            for (int warps : {8, 16}) {
+              FfnPlan p;
+              if (ffn_choose_plan(m, c, e, g.sms, g.smem_optin, &p, groups, 0, warps)) {
+                check_ffn(p, g, m, c, e);
+              }
+            }
+          }
         }
       }
     }
@@ -91,13 +97,24 @@ TEST(StreamPlan, FfnCutsEveryHiddenUnitAndColumnOnceWithinEachGpu) {
 
 TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
   FfnPlan p;
-  // H100: bf16 at 1-64 tokens (24 hidden units a block on 128 blocks, 8 groups x 16 ranges),
-  // fp32 up to 32.
+  // H100: bf16 at 1-64 tokens (up to 16 tokens 24 hidden units a block on 128 blocks, 8 groups
+  // x 16 ranges of 48 columns, 8 warps; from 17 32 units on 96 blocks, 8 groups x 12 ranges of
+  // 64, 16 warps), fp32 up to 32.
   for (int64_t m : {1, 16, 64}) EXPECT_TRUE(ffn_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
   ASSERT_TRUE(ffn_choose_plan(16, 768, 2, 132, 232448, &p));
   EXPECT_EQ(p.blocks, 128);
   EXPECT_EQ(p.groups, 8);
   EXPECT_EQ(p.ranges, 16);
+  EXPECT_EQ(p.warps, 8);
+  ASSERT_TRUE(ffn_choose_plan(64, 768, 2, 132, 232448, &p));
+  EXPECT_EQ(p.blocks, 96);
+  EXPECT_EQ(p.groups, 8);
+  EXPECT_EQ(p.ranges, 12);
+  EXPECT_EQ(p.warps, 16);
+  // One group where it fits: every block reads all of h, 96 ranges of 8 columns.
+  ASSERT_TRUE(ffn_choose_plan(1, 768, 2, 132, 232448, &p, 1));
+  EXPECT_EQ(p.groups, 1);
+  EXPECT_EQ(p.ranges, 96);
   EXPECT_FALSE(p.w2_late);
   EXPECT_TRUE(ffn_choose_plan(16, 768, 4, 132, 232448, &p));
   EXPECT_TRUE(ffn_choose_plan(32, 768, 4, 132, 232448, &p));

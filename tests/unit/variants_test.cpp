@@ -95,7 +95,12 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", 1, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 17, bf16, gpu), "ffn_stream") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_panel") << cc;
+      // A few hundred tokens: the grid normalizes x once, then the core's small tiles.
+      EXPECT_EQ(chosen("layernorm_linear", 128, bf16, gpu), "ln_panel") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_tiles") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_mma_tiles") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, gpu), "ln_mma_tiles") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
@@ -164,7 +169,9 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1024, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_tile");
+  EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_tiles");
+  EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_tiles");
+  EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
   EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_mma_rows");

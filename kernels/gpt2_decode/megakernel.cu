@@ -53,7 +53,7 @@ namespace fl {
 namespace gpt2 {
 namespace {
 
-constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
+constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (48 KB)
 // With task_window, the task descriptors a block keeps in shared memory: its list's tasks
 // [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
 constexpr int kWindow = 32;
@@ -110,10 +110,13 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
 // its weights or keys (the early copies' point); not at all for the others.
 template <class AfterInputs, class AfterAttention, class AfterWeights>
-__device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
-                         int buffer_bytes, float* work, float* sums, unsigned* counters,
-                         const MegakernelOptions& options, const AfterInputs& after_inputs,
-                         const AfterAttention& after_attention, const AfterWeights& after_weights) {
+__device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
+                                         const char* buffer, int buffer_bytes, float* work,
+                                         float* sums, unsigned* counters,
+                                         const MegakernelOptions& options,
+                                         const AfterInputs& after_inputs,
+                                         const AfterAttention& after_attention,
+                                         const AfterWeights& after_weights) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
@@ -240,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
-  __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
+  __shared__ uint64_t landed[2];                        // a buffer's TMA bytes are in (bulk copies)
   __shared__ __align__(16) DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow
   // Thread 0's stamps of the running task (the block's task before done, asked for the count,
   // saw it, started), kept here rather than in registers across the task.
@@ -275,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
   if (threadIdx.x == 0) stamps[kBefore] = phase_clock();
-  int cur = 0;                          // the buffer of the running task's bytes
+  int cur = 0;  // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
     const DecodeTask task = task_at(i);
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
@@ -338,8 +341,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint64_t started = stamps[kStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - stamps[kAsked]));
-      probe_task(a, task.kind, i, stamps[kBefore], stamps[kAsked], stamps[kSeen], started,
-                 written, ended);
+      probe_task(a, task.kind, i, stamps[kBefore], stamps[kAsked], stamps[kSeen], started, written,
+                 ended);
       stamps[kBefore] = phase_clock();  // the instruments' own time stays out of the next task's
     }
     issue_next(NextCopies::after_task);  // (thread 0: after the count's release)

@@ -326,8 +326,8 @@ __device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
 // grids too small for the slice to fit) added into x_mlp (or the copy of it at `out`). A thread
 // per 4 outputs (8-byte loads, consecutive threads on consecutive words: no bank conflicts), a
 // vector red per token.
-__device__ __forceinline__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h,
-                         float* out) {
+__device__ __forceinline__ void mlp_down(const DecodeArgs& a, const bf16* w, int count,
+                                         const float* h, float* out) {
   const int t = a.tokens;
   for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
     float acc[kMaxTokens][4];

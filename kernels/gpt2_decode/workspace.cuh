@@ -100,7 +100,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     mega_.options = options_;
     args_.partials = partials_.as<float>();
     args_.splits = fused_splits_;  // level 4's are the task list's (run_megakernel)
-    drop_graphs();  // they hold the old pointers and splits
+    drop_graphs();                 // they hold the old pointers and splits
     return Status::Ok();
   }
 

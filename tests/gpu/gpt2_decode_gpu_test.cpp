@@ -229,14 +229,14 @@ gpt2::MegakernelOptions other_options() {
 }
 
 // Runs level 4 on poisoned outputs and checks y on the GPU (fp64); returns y.
-#define EXPECT_CHECKED_STEP(ws, out)                                                        \
-  do {                                                                                      \
-    ASSERT_TRUE((ws).poison_outputs(stream_).ok());                                         \
-    ASSERT_TRUE(run((ws), 4).ok());                                                         \
-    CheckResult gpu_;                                                                       \
-    ASSERT_TRUE((ws).check(stream_, &gpu_).ok());                                           \
+#define EXPECT_CHECKED_STEP(ws, out)                                                              \
+  do {                                                                                            \
+    ASSERT_TRUE((ws).poison_outputs(stream_).ok());                                               \
+    ASSERT_TRUE(run((ws), 4).ok());                                                               \
+    CheckResult gpu_;                                                                             \
+    ASSERT_TRUE((ws).check(stream_, &gpu_).ok());                                                 \
     EXPECT_TRUE(gpu_.passed) << "rel " << gpu_.rel_l2_error << " non-finite " << gpu_.non_finite; \
-    (out) = output(ws);                                                                     \
+    (out) = output(ws);                                                                           \
   } while (0)
 
 // Grid splits (MegakernelOptions::grid_splits) longer than a buffer: at a cache of 4001 a full

@@ -27,7 +27,10 @@
 // combine, skip own poll, residual copies, the copy thread, attention and proj fused
 // (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
 // the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
-// (the form before grid splits) or filling two rounds.
+// (the form before grid splits) or filling two rounds. Measured beside the form: poll first
+// (thread 0 polls while warp 1 issues the next task's copies, step 1 off thread 0's path) and
+// release by warp 2 (step 4 off it), so that a block still busy with the stage before (the
+// stage's late starter) asks for its count as soon as its task before is done.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -46,6 +49,7 @@
 #include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/attention_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
+#include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
 
@@ -58,35 +62,6 @@ constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (
 // [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
 constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-
-// The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
-// visible to any block whose acquire load sees the new count.
-__device__ __forceinline__ void release_add(unsigned* p, unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  __threadfence();
-  atomicAdd(p, v);
-#endif
-}
-
-// The same bump when the block needs the count it made (the ticket of a head's split; a stage
-// completed by this block, option skip_own_poll): acquire and release, the old count returned.
-__device__ __forceinline__ unsigned acq_rel_add(unsigned* p, unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  unsigned old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-#else
-  __threadfence();
-  const unsigned old = atomicAdd(p, v);
-  __threadfence();
-  return old;
-#endif
-}
 
 // With head combines (kCombinesHead), after an attention task's partial sums are written: its
 // head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
@@ -196,42 +171,26 @@ __device__ void count_done(const DecodeTask& task, unsigned* counters, bool retu
   }
 }
 
-// Step 2: until the counter reaches the target (thread 0). Relaxed spins and one acquire fence
-// (an option), or an acquire load each spin.
-__device__ __forceinline__ void wait_count(const unsigned* counter, unsigned target, bool relaxed) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  if (relaxed) {
-    unsigned v = 0;
-    do {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-    } while (v < target);
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    return;
-  }
-#endif
-  while (load_acquire(counter) < target) {
-  }
-}
-
-// With probes on (DecodeArgs::probes), thread 0 adds the task's time in each slot (model.h's
-// ProbeSlot) to its kind's sums: from asking for the counter to seeing it, to the bytes and the
-// barrier, to the marks probe_mark left inside the task (a slot not marked takes no time), to
-// the outputs written and the count released; and leaves the task's own stamps (task `index`;
-// `before`: its block's task before done, instruments too), so a stage's slowest task is read.
-__device__ void probe_task(const DecodeArgs& a, int kind, int index, uint64_t before,
-                           uint64_t asked, uint64_t seen, uint64_t started, uint64_t written,
-                           uint64_t ended) {
+// With probes on (DecodeArgs::probes), the thread that releases the count adds the task's time
+// in each slot (model.h's ProbeSlot) to its kind's sums: from asking for the counter to seeing
+// it, to the bytes and the barrier, to the marks probe_mark left inside the task (a slot not
+// marked takes no time), to the outputs written and the count released; and leaves the task's
+// own stamps (task `index`, model.h's ProbeStamp: `st` holds the loop's), so a stage's slowest
+// task is read.
+__device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint64_t* st,
+                           uint64_t written, uint64_t ended) {
   if (a.probes == nullptr) return;
   unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
-  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : started;
-  const uint64_t computed = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
-  const uint64_t at[kProbeSlots + 1] = {asked, seen, started, inputs, computed, written, ended};
-  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
   unsigned long long* mine =
       a.probes + kProbeSums + gridDim.x * kProbeSlots + int64_t(index) * kProbeStamps;
-  mine[0] = before;
-  for (int s = 0; s <= kProbeSlots; ++s) mine[s + 1] = at[s];
-  for (int s = 0; s < kProbeSlots; ++s) atomicAdd(sums + s, at[s + 1] - at[s]);
+  for (int s = 0; s < kProbeStamps; ++s) mine[s] = st[s];
+  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : st[kStampStarted];
+  mine[kStampInputs] = inputs;
+  mine[kStampComputed] = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
+  mine[kStampWritten] = written, mine[kStampEnded] = ended;
+  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
+  for (int s = 0; s < kProbeSlots; ++s)
+    atomicAdd(sums + s, mine[kStampAsked + s + 1] - mine[kStampAsked + s]);
   atomicAdd(sums + kProbeSlots, 1ull);
   marks[kProbeInputs] = marks[kProbeCompute] = 0;
 }
@@ -245,10 +204,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) char smem[];
   __shared__ uint64_t landed[2];                        // a buffer's TMA bytes are in (bulk copies)
   __shared__ __align__(16) DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow
-  // Thread 0's stamps of the running task (the block's task before done, asked for the count,
-  // saw it, started), kept here rather than in registers across the task.
-  enum { kBefore, kAsked, kSeen, kStarted };
-  __shared__ uint64_t stamps[4];
+  // The loop's stamps of a task (model.h's ProbeStamp: thread 0's, the copier's), kept here
+  // rather than in registers across the task; a pair, by the task's parity, so that the thread
+  // that records task i reads its own while thread 0 stamps task i + 1 (release_warp).
+  __shared__ uint64_t stamps[2][kProbeStamps];
   float* work = reinterpret_cast<float*>(smem);
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
@@ -267,19 +226,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     window[k] = tasks[begin + k];
   __syncthreads();
   auto task_at = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
-  const int copier = options.copy_thread;
-  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
-    issue_copies(a, task_at(k), buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
+  // poll_first: warp 0 issues none of the copies (warp 1's lane 0 the TMA ones); release_warp:
+  // warp 2's lane 0 releases the counts and records the tasks.
+  const bool poll_first = options.poll_first, probing = a.probes != nullptr;
+  const int copier = poll_first ? 32 : options.copy_thread, first_copier = poll_first ? 32 : 0;
+  const int leader = options.release_warp && !options.skip_own_poll ? 64 : 0;
+  auto issue = [&](int k, int b, CopyPart part, uint64_t* marks) {  // task k's into buffer b
+    issue_copies(a, task_at(k), buffers[b], buffer_bytes, bulk, &landed[b], copier, part,
+                 first_copier, marks);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  if (begin < end) issue(begin, 0, kCopyAll);
+  if (begin < end) issue(begin, 0, kCopyAll, nullptr);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
-  if (threadIdx.x == 0) stamps[kBefore] = phase_clock();
+  if (threadIdx.x == 0) stamps[0][kStampBefore] = phase_clock();
   int cur = 0;  // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
+    uint64_t* st = stamps[(i - begin) & 1];
     const DecodeTask task = task_at(i);
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
@@ -295,7 +260,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
+      if (when == at)
+        issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll,
+              probing && at == NextCopies::before_wait ? st + kStampIssueFrom : nullptr);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
@@ -304,18 +271,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     bool early = false;
     auto issue_early = [&] {
       if (may_early && clear_of_extras(a, task_at(i + 2), buffer_bytes)) {
-        issue(i + 2, cur, kCopyLarge);
+        issue(i + 2, cur, kCopyLarge, nullptr);
         early = true;
       }
     };
-    issue_next(NextCopies::before_wait);
+    if (probing && threadIdx.x == 0) st[kStampRead] = phase_clock();
+    if (probing && threadIdx.x == copier && when != NextCopies::before_wait)
+      st[kStampIssueFrom] = st[kStampIssueLarge] = st[kStampIssueDone] = phase_clock();
+    if (poll_first && threadIdx.x < 32) {
+      if (when == NextCopies::before_wait) cp_async_commit();  // (empty: one group a task)
+    } else {
+      issue_next(NextCopies::before_wait);
+    }
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
-    if (threadIdx.x == 0) stamps[kAsked] = phase_clock();
+    if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
-    if (threadIdx.x == 0) stamps[kSeen] = phase_clock();
+    if (threadIdx.x == 0) st[kStampSeen] = phase_clock();
     if (when == NextCopies::before_wait)
       cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
@@ -323,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[cur], (parity >> cur) & 1u);
     parity ^= 1u << cur;
     __syncthreads();
-    if (threadIdx.x == 0) stamps[kStarted] = phase_clock();
+    if (threadIdx.x == 0) st[kStampStarted] = phase_clock();
     // The window's next half, by cp.async in the next copies' group (in by the task after next;
     // read no sooner than kWindow / 2 - 2 tasks on): no task read waits on L2 after the poll.
     const int half = kWindow / 2, at = i + half + static_cast<int>(threadIdx.x);
@@ -335,21 +309,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == leader) {
       if (counts) count_done(task, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
-      const uint64_t started = stamps[kStarted];
+      const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
-                   static_cast<uint32_t>(started - stamps[kAsked]));
-      probe_task(a, task.kind, i, stamps[kBefore], stamps[kAsked], stamps[kSeen], started, written,
-                 ended);
-      stamps[kBefore] = phase_clock();  // the instruments' own time stays out of the next task's
+                   static_cast<uint32_t>(started - st[kStampAsked]));
+      probe_task(a, task.kind, i, st, written, ended);
     }
+    // (after the instruments: their own time stays out of the next task's)
+    if (threadIdx.x == 0) stamps[(i + 1 - begin) & 1][kStampBefore] = phase_clock();
     issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
     cur = next;
     large_in_flight = early;
   }
-  // The last block out resets every counter (none is read after its block's last wait).
+  // The last block out resets every counter (none is read after its block's last wait; the
+  // barrier orders warp 2's last release, release_warp, before the block's count).
+  __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(counters + counter_count, 1u) == gridDim.x - 1) {

@@ -243,6 +243,14 @@ struct MegakernelOptions {
   // next one's wait, on the path of a block still busy with the stage before). That stretch
   // stayed ~1.0 us a task: the read was not what it spent; the step within the GPU's drift.
   bool task_window = false;
+  // Thread 0 reads its task and asks for the count as soon as its block's task before is done;
+  // the next task's copies come from the other warps meanwhile (the TMA copies from lane 0 of
+  // warp 1, the small parameters from warps 1 on), not from thread 0 before its poll (a block
+  // still busy with the stage before spent ~1 us a task there).
+  bool poll_first = false;
+  // The count's release and the task's records by lane 0 of warp 2, so that thread 0 goes on to
+  // the next task's poll while the release's fence drains (not with skip_own_poll).
+  bool release_warp = false;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -306,9 +314,7 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
 // breakdown, off in the lesson): per task kind, the summed nanoseconds of each slot and the
 // task count, kProbeSlots + 1 words a kind.
 // With probes on, each task also leaves its stamps (kProbeStamps words a task, after the
-// blocks' marks): its block's task before was done (its record and probes written too), it
-// asked for its counter, saw it, started (its bytes in), had its inputs, had computed, had
-// written its outputs, released its count.
+// blocks' marks, ProbeStamp's order).
 enum ProbeSlot {
   kProbeCounter,  // waiting for the input stage's counter
   kProbeCopy,     // then for the task's own bytes (and the block's barrier)
@@ -320,7 +326,18 @@ enum ProbeSlot {
 };
 const char* probe_slot_name(int slot);
 constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then each block's marks
-constexpr int kProbeStamps = kProbeSlots + 2;  // a task's: the task before done, 7 bounds
+// A task's stamps: thread 0's, in time order (kProbeOrdered of them): its block's task before
+// was done (its count released and records written, by thread 0; with release_warp, the
+// barrier after that task), it had read its descriptors, asked for its counter, saw it, started
+// (its bytes in), had its inputs, had computed, had written its outputs, released its count (the
+// thread that releases); then the copier's issue of the next task's copies in this task's loop
+// (before its poll, or later as the options say): begun, the large ranges issued, committed.
+enum ProbeStamp {
+  kStampBefore, kStampRead, kStampAsked, kStampSeen, kStampStarted, kStampInputs,
+  kStampComputed, kStampWritten, kStampEnded, kStampIssueFrom, kStampIssueLarge, kStampIssueDone,
+  kProbeStamps
+};
+constexpr int kProbeOrdered = kStampEnded + 1;
 constexpr int probe_words(int blocks, int tasks) {
   return kProbeSums + blocks * kProbeSlots + tasks * kProbeStamps;
 }

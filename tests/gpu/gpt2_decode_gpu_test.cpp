@@ -94,18 +94,18 @@ std::vector<Variant> newer_sets() {
   sets.insert(sets.end(), all.begin() + 8, all.end());
   return sets;
 }
-// The sets MegakernelVariants times (the others were measured before): the lesson's form, with
-// the task window, with its splits capped at one buffer (the form before grid splits), and
-// with its splits in two rounds of tasks.
+// The sets MegakernelVariants times (the others were measured before): the lesson's form,
+// thread 0 polling first while warp 1 issues the next task's copies, the count released by
+// warp 2, and both.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, window, capped, rounds;
-  window.task_window = true;
-  capped.grid_splits = false;
-  rounds.split_rounds = 2;
-  return {{"the lesson's (grid splits)", lesson},
-          {"+ task window", window},
-          {"splits capped at 320 keys", capped},
-          {"splits in two rounds", rounds}};
+  gpt2::MegakernelOptions lesson, poll, release, both;
+  poll.poll_first = true;
+  release.release_warp = true;
+  both.poll_first = both.release_warp = true;
+  return {{"the lesson's", lesson},
+          {"+ poll first (copies by warp 1)", poll},
+          {"+ release by warp 2", release},
+          {"+ poll first, release by warp 2", both}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -225,6 +225,8 @@ gpt2::MegakernelOptions other_options() {
   o.branch_free_keys = !o.branch_free_keys;
   o.grid_splits = !o.grid_splits;
   o.task_window = !o.task_window;
+  o.poll_first = !o.poll_first;
+  o.release_warp = !o.release_warp;
   return o;
 }
 
@@ -298,6 +300,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
                                {"the other options", other_options()}};
   for (const Variant& v : option_sets()) sets.push_back(v);
+  for (const Variant& v : timed_sets()) sets.push_back(v);
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -485,12 +488,13 @@ void print_probes(const std::vector<unsigned long long>& all, const gpt2::Decode
   const size_t n = list.tasks.size(), at = gpt2::kProbeSums + size_t(blocks) * gpt2::kProbeSlots;
   if (all.size() < at + n * gpt2::kProbeStamps) return;
   auto stamp = [&](size_t task, int s) { return double(all[at + task * gpt2::kProbeStamps + s]); };
-  constexpr int kEnded = gpt2::kProbeSlots + 1, kAsked = 1, kStarted = 3;
   std::vector<bool> opens(n, false);  // the first task of its block's list
   for (int b = 0; b < blocks; ++b)
     if (list.block_begin[b] < list.block_begin[b + 1]) opens[list.block_begin[b]] = true;
   // When task i's block ended its task before (released its count), and was done with it.
-  auto before_ended = [&](size_t i) { return opens[i] ? stamp(i, 0) : stamp(i - 1, kEnded); };
+  auto before_ended = [&](size_t i) {
+    return opens[i] ? stamp(i, gpt2::kStampBefore) : stamp(i - 1, gpt2::kStampEnded);
+  };
   const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
   std::vector<size_t> last(stages, n), first(stages, n);
   for (size_t i = 0; i < n; ++i) {
@@ -498,28 +502,39 @@ void print_probes(const std::vector<unsigned long long>& all, const gpt2::Decode
     const int st = t.kind == uint8_t(gpt2::TaskKind::final_norm)
                        ? stages - 1
                        : t.layer * gpt2::kStagesPerLayer + t.kind;
-    if (last[st] == n || stamp(i, kEnded) > stamp(last[st], kEnded)) last[st] = i;
-    if (first[st] == n || stamp(i, kStarted) < stamp(first[st], kStarted)) first[st] = i;
+    if (last[st] == n || stamp(i, gpt2::kStampEnded) > stamp(last[st], gpt2::kStampEnded))
+      last[st] = i;
+    if (first[st] == n || stamp(i, gpt2::kStampStarted) < stamp(first[st], gpt2::kStampStarted))
+      first[st] = i;
   }
-  // [kind][which: 0 last-ending, 1 first-starting][0 before, 1 issue, 2 counter, 3 seen,
-  // 4.. copy, inputs, compute, outputs, release, 9 instruments]
-  double sum[gpt2::kTaskKinds][2][10] = {};
+  // [kind][which: 0 last-ending, 1 first-starting][0 before, 1 read, 2 counter, 3 seen,
+  // 4.. copy, inputs, compute, outputs, release, 9 instruments, 10 issue (read to asked),
+  // 11 the copier's start after the task before, 12 its large ranges, 13 its small parameters,
+  // 14 its commit against the count's being seen]
+  constexpr int kCols = 15;
+  double sum[gpt2::kTaskKinds][2][kCols] = {};
   int count[gpt2::kTaskKinds] = {};
   for (int st = 1; st < stages; ++st) {
     if (last[st] == n || last[st - 1] == n) continue;
-    const double before_end = stamp(last[st - 1], kEnded);
+    const double before_end = stamp(last[st - 1], gpt2::kStampEnded);
     const int kind = list.tasks[last[st]].kind;
     ++count[kind];
     for (int w = 0; w < 2; ++w) {
       const size_t i = w == 0 ? last[st] : first[st];
+      auto d = [&](int from, int to) { return (stamp(i, to) - stamp(i, from)) / 1e3; };
       double* out = sum[kind][w];
       out[0] += (before_ended(i) - before_end) / 1e3;
-      out[1] += (stamp(i, kAsked) - stamp(i, 0)) / 1e3;
-      out[9] += (stamp(i, 0) - before_ended(i)) / 1e3;
-      out[2] += (stamp(i, kAsked + 1) - stamp(i, kAsked)) / 1e3;
-      out[3] += (stamp(i, kAsked + 1) - before_end) / 1e3;
+      out[1] += d(gpt2::kStampBefore, gpt2::kStampRead);
+      out[9] += (stamp(i, gpt2::kStampBefore) - before_ended(i)) / 1e3;
+      out[10] += d(gpt2::kStampRead, gpt2::kStampAsked);
+      out[2] += d(gpt2::kStampAsked, gpt2::kStampSeen);
+      out[3] += (stamp(i, gpt2::kStampSeen) - before_end) / 1e3;
       for (int s = 1; s < gpt2::kProbeSlots; ++s)
-        out[3 + s] += (stamp(i, kAsked + s + 1) - stamp(i, kAsked + s)) / 1e3;
+        out[3 + s] += d(gpt2::kStampAsked + s, gpt2::kStampAsked + s + 1);
+      out[11] += d(gpt2::kStampBefore, gpt2::kStampIssueFrom);
+      out[12] += d(gpt2::kStampIssueFrom, gpt2::kStampIssueLarge);
+      out[13] += d(gpt2::kStampIssueLarge, gpt2::kStampIssueDone);
+      out[14] += d(gpt2::kStampSeen, gpt2::kStampIssueDone);
     }
   }
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
@@ -529,11 +544,12 @@ void print_probes(const std::vector<unsigned long long>& all, const gpt2::Decode
       const double c = count[kind];
       std::printf(
           "  %s %-10s x%2d: its block's task before ended %+.2f us from the stage before's end; "
-          "instruments %.2f, issue %.2f, counter %.2f (seen %+.2f), copy %.2f, inputs %.2f, "
-          "compute %.2f, outputs %.2f, release %.2f us\n",
+          "instruments %.2f, read %.2f, issue %.2f, counter %.2f (seen %+.2f), copy %.2f, inputs "
+          "%.2f, compute %.2f, outputs %.2f, release %.2f us; copier from %+.2f: large %.2f, "
+          "small %.2f, done %+.2f us from seen\n",
           w == 0 ? "last-ending   " : "first-starting", gpt2::task_kind_name(gpt2::TaskKind(kind)),
-          count[kind], v[0] / c, v[9] / c, v[1] / c, v[2] / c, v[3] / c, v[4] / c, v[5] / c,
-          v[6] / c, v[7] / c, v[8] / c);
+          count[kind], v[0] / c, v[9] / c, v[1] / c, v[10] / c, v[2] / c, v[3] / c, v[4] / c,
+          v[5] / c, v[6] / c, v[7] / c, v[8] / c, v[11] / c, v[12] / c, v[13] / c, v[14] / c);
     }
   }
 }
@@ -617,7 +633,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   const size_t at = gpt2::kProbeSums + size_t(shape.blocks) * gpt2::kProbeSlots;
   for (size_t i = 0; i < n; ++i) {
     const unsigned long long* st = probes.data() + at + i * gpt2::kProbeStamps;
-    for (int s = 0; s + 1 < gpt2::kProbeStamps; ++s)
+    for (int s = 0; s + 1 < gpt2::kProbeOrdered; ++s)
       ASSERT_LE(st[s], st[s + 1]) << "task " << i << " stamp " << s;
     ASSERT_NE(st[0], 0u) << "task " << i;
   }
@@ -745,11 +761,13 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // The lesson's options, every other option's other form, every stage cut at once with the
   // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
   // wide rows, proj apart with early copies, copies after the task; branch-free keys with
-  // copies after the task but the MLP's, and with attention and proj fused.
+  // copies after the task but the MLP's, and with attention and proj fused; thread 0 polling
+  // first (warp 1 issuing the copies) with the counts released by warp 2.
   const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
-        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options}) {
+        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options,
+        timed_sets().back().options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

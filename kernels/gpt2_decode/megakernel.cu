@@ -6,13 +6,16 @@
 // the next residual (red.add) instead of waiting for all of h. The attention splits follow the
 // grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
 // are read from global memory in the same predicated loads (attention.cuh). Each block runs its
-// own list with one short loop:
-//   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
-//      and beta, the bias slice), or for attention its cached keys and values, into the other
-//      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM,
-//   2. wait until this task's inputs are complete (a counter in global memory reaches its
-//      target: the input stage's task count; one thread spins on acquire loads),
+// own list with one short loop, whose steps 1 and 2 run side by side:
+//   1. warps 1-7 start copying the NEXT task's weight slice with its small parameters
+//      (LayerNorm's gamma and beta, the bias slice), or for attention its cached keys and
+//      values, into the other of two shared-memory buffers (copies.cuh: TMA bulk copies from
+//      warp 1's lane 0 on sm_90, cp.async before), so bytes keep streaming while this task
+//      waits and nothing after the wait goes to DRAM,
+//   2. meanwhile thread 0 waits until this task's inputs are complete (a counter in global
+//      memory reaches its target: the input stage's task count; it spins on acquire loads), so
+//      a block still busy with the stage before (a stage's late starter) asks for its count as
+//      soon as its task before is done, not after issuing the copies (~0.5 us a task),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      split's sums and its residual slice in one batch, one round trip to L2),
@@ -27,10 +30,8 @@
 // combine, skip own poll, residual copies, the copy thread, attention and proj fused
 // (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
 // the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
-// (the form before grid splits) or filling two rounds. Measured beside the form: poll first
-// (thread 0 polls while warp 1 issues the next task's copies, step 1 off thread 0's path) and
-// release by warp 2 (step 4 off it), so that a block still busy with the stage before (the
-// stage's late starter) asks for its count as soon as its task before is done.
+// (the form before grid splits) or filling two rounds, the release by warp 2 (step 4 off
+// thread 0's path); thread 0 issuing the copies before its poll (the form before poll first).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).

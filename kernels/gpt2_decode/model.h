@@ -245,11 +245,13 @@ struct MegakernelOptions {
   bool task_window = false;
   // Thread 0 reads its task and asks for the count as soon as its block's task before is done;
   // the next task's copies come from the other warps meanwhile (the TMA copies from lane 0 of
-  // warp 1, the small parameters from warps 1 on), not from thread 0 before its poll (a block
-  // still busy with the stage before spent ~1 us a task there).
-  bool poll_first = false;
+  // warp 1, the small parameters from warps 1 on). On in the lesson: off, thread 0 issued them
+  // before its poll, ~0.5 us a task on the path of a block still busy with the stage before.
+  bool poll_first = true;
   // The count's release and the task's records by lane 0 of warp 2, so that thread 0 goes on to
-  // the next task's poll while the release's fence drains (not with skip_own_poll).
+  // the next task's poll while the release's fence drains (not with skip_own_poll). Faster than
+  // thread 0 issuing the copies, slower than poll first and with it: every task's inputs got
+  // longer (the release's traffic lands on them).
   bool release_warp = false;
 };
 constexpr int kMaxResidualCopies = 8;
@@ -333,8 +335,18 @@ constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then ea
 // thread that releases); then the copier's issue of the next task's copies in this task's loop
 // (before its poll, or later as the options say): begun, the large ranges issued, committed.
 enum ProbeStamp {
-  kStampBefore, kStampRead, kStampAsked, kStampSeen, kStampStarted, kStampInputs,
-  kStampComputed, kStampWritten, kStampEnded, kStampIssueFrom, kStampIssueLarge, kStampIssueDone,
+  kStampBefore,
+  kStampRead,
+  kStampAsked,
+  kStampSeen,
+  kStampStarted,
+  kStampInputs,
+  kStampComputed,
+  kStampWritten,
+  kStampEnded,
+  kStampIssueFrom,
+  kStampIssueLarge,
+  kStampIssueDone,
   kProbeStamps
 };
 constexpr int kProbeOrdered = kStampEnded + 1;

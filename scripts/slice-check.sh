@@ -11,6 +11,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 S="$OUT/summary.txt"
 source scripts/common.sh
+export PATH=$PATH:/usr/local/cuda/bin
 unpack_carried_debs
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
 t0=$(date +%s)

@@ -16,8 +16,10 @@
 //      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
 //      split the shares and meet by shuffles: a fixed order, the same result every run) and
 //      writes them + b2 (b2 read before the barrier).
-// Tiles at C = 768 on 132 SMs, 256 threads: U = 32 in bf16 (96 blocks: W1's rows of a slice are
-// 64-byte requests on 64-byte boundaries, and 96 shares), U = 24 in fp32 (128 blocks);
+// Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
+// the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
+// blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
+// 24 in fp32 (128 blocks);
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -210,7 +212,8 @@ __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs
   uint4* zh = reinterpret_cast<uint4*>(hs);
   const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
   const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThr) (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < n; i += kThr)
+    (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
 }
 
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
@@ -233,7 +236,7 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
     }
   }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
-                                                   p.units / 8, red, to_h, p.m);
+                                                  p.units / 8, red, to_h, p.m);
 }
 
 template <typename T, int kW>

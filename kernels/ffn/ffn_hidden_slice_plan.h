@@ -19,10 +19,9 @@
 namespace fl {
 
 constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma column tiles)
-constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
+constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time (8 warps)
 constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
-
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
 // grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
 // 16, where its fp32 form was not compared).
@@ -30,8 +29,9 @@ constexpr int64_t kSliceFasterTo = 16;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;
-// Warps a block: 8, or 16 in bf16 (more warps a scheduler to hide the steps' latencies; the
-// copies, both products and the sum spread over all of them). The plan's choice in bf16:
+// Warps a block: 8, or 16 in bf16 (the copies, both products' parts and the sum over twice the
+// warps, 4 a scheduler instead of 2). 16 measured slower (docs/PERFORMANCE.md: x and W1 land
+// later, each warp's fixed steps run twice as often), so the plan takes 8 in bf16 too:
 constexpr int kSliceWarpsBf16 = 8;
 
 struct FfnSlicePlan {

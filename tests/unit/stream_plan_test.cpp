@@ -167,7 +167,8 @@ TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
                        std::to_string(m) + " C " + std::to_string(c));
           for (int warps : {0, 8, 16}) {
             FfnSlicePlan p;
-            const bool ok = ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p, 0, false, warps);
+            const bool ok =
+                ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p, 0, false, warps);
             if (warps == 16 && e == 4) {
               EXPECT_FALSE(ok);  // 16 warps: bf16 only
             }

@@ -97,14 +97,17 @@ struct TaskRanges {
 };
 
 // An attention task's cached keys and values (positions below s: inputs, never written by the
-// step) go to shared memory like a product's weights when both fit one buffer.
+// step) go to shared memory like a product's weights, as many as fit one buffer (128 B a key
+// and as much a value); the split's keys past them are read from global memory (a grid split
+// longer than a buffer, MegakernelOptions::grid_splits).
+constexpr int kKeyRowBytes = kHeadDim * 2;
 __device__ inline SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task,
                                          int buffer_bytes) {
   if (task.flags & kProjects) {  // the whole head, in both buffers (the host checked the fit)
     return {0, a.positions(), a.cache};
   }
   SplitKeys keys = split_keys_of(a, task.first % a.splits);
-  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
+  keys.cached = min(keys.cached, buffer_bytes / (2 * kKeyRowBytes));
   return keys;
 }
 

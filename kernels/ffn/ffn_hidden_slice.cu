@@ -9,16 +9,17 @@
 // (and b1's) before any arithmetic: nothing passes between blocks until each has its share of y:
 //   1. h[:, slice] = GELU(x W1[:, slice] + b1), x and W1's columns in shared memory (x's rows
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
-//      precision as level 1's h is. A tuning asks for W1 in stages along K, each multiplied
-//      as it lands (slower: docs/PERFORMANCE.md), so the plan takes one stage;
+//      precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
 //   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
 //      resident: a cooperative launch; one counter and one atomic a block, the last block goes
 //      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
 //      split the shares and meet by shuffles: a fixed order, the same result every run) and
 //      writes them + b2 (b2 read before the barrier).
-// Tiles at C = 768 on 132 SMs, 256 threads: U = 32 in bf16 (96 blocks: W1's rows of a slice are
-// 64-byte requests on 64-byte boundaries, and 96 shares), U = 24 in fp32 (128 blocks);
+// Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
+// the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
+// blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
+// 24 in fp32 (128 blocks);
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -36,6 +37,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/activations.cuh"
@@ -48,9 +50,6 @@
 namespace fl {
 namespace {
 
-using slice::kThreads;
-using slice::kWarps;
-
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
 
 template <typename T>
@@ -61,34 +60,32 @@ struct SliceArgs {
   float* partial;      // blocks x m x cp: each block's share of y
   unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
   PhaseSink phases;
-  int stages, stage_rows;  // W1's rows (x's columns) in `stages` commit groups of stage_rows
-  bool x_vec, w1_vec, w2_vec, b1_vec, w2_after_first;
-  bool w2_first;  // W2's rows asked for before x and W1 (their commit group the oldest)
-  bool rows;      // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool x_vec, w1_vec, w2_vec, b1_vec;
+  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
-template <typename T>
+template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
-  slice::stage(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, p.kp, p.cp, valid, p.c, a.w2_vec);
+  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, p.kp, p.cp, valid, p.c, a.w2_vec);
   tc::async_commit();
 }
 
-// y_b = h[:, slice] W2[slice, :]: warp w takes (row tile, 96 columns) jobs w, w + 8, ...; the
-// share goes to the block's slot of the partial sums (float2 stores). Exact rows: a thread a
-// column quad (float4).
-template <typename T>
+// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
+// ...; the share goes to the block's slot of the partial sums (float2 stores). Exact rows: a
+// thread a column quad (float4).
+template <int kW, typename T>
 __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s) {
   const FfnSlicePlan& p = a.p;
-  constexpr int NT = kSliceDownCols / 8;
+  constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int chunks = (p.cp + kSliceDownCols - 1) / kSliceDownCols;
+  const int chunks = (p.cp + kCols - 1) / kCols;
   float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
   if constexpr (std::is_same_v<T, float>) {
     if (a.rows) return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
   }
-  for (int job = warp; job < p.mtc * chunks; job += kWarps) {
-    const int mt = job / chunks, n0 = job % chunks * kSliceDownCols;
+  for (int job = warp; job < p.mtc * chunks; job += kW) {
+    const int mt = job / chunks, n0 = job % chunks * kCols;
     const int nt_count = min(NT, (p.cp - n0) / 8);
     float acc[NT][4];
     slice::zero(acc);
@@ -132,10 +129,11 @@ __device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, 
 struct SumItem {
   int item, part, split;
 };
+template <int kThr>
 __device__ __forceinline__ SumItem sum_item(int m, int shares) {
   const int items = 2 * m;  // items <= 128: one pass of the block
   int split = 1;
-  while (split < 32 && 2 * split * items <= kThreads && 2 * split <= shares) split *= 2;
+  while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
   return {int(threadIdx.x) / split, int(threadIdx.x) % split, split};
 }
 
@@ -144,11 +142,11 @@ __device__ __forceinline__ SumItem sum_item(int m, int shares) {
 // at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
 // same result every run) in log2(split) steps, where a serial pass through shared memory took
 // `split` dependent loads (128 at one token).
-template <typename T>
+template <int kThr, typename T>
 __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bias) {
   const FfnSlicePlan& p = a.p;
   const int items = 2 * p.m, shares = gridDim.x;
-  const SumItem si = sum_item(p.m, shares);
+  const SumItem si = sum_item<kThr>(p.m, shares);
   const int item = si.item, part = si.part, split = si.split;
   const int64_t stride = int64_t(p.m) * p.cp;
   constexpr int kBatch = 16;
@@ -168,6 +166,7 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bi
         for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
       }
     }
+#pragma unroll 1
     for (int o = split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
       s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
       s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
@@ -182,9 +181,9 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bi
 
 // b2 for this thread's item of the block's first tile of y, asked for before the barrier so
 // that its L2 round trip is not on the chain after it.
-template <typename T>
+template <int kThr, typename T>
 __device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
-  const SumItem si = sum_item(a.p.m, gridDim.x);
+  const SumItem si = sum_item<kThr>(a.p.m, gridDim.x);
   const int tile = blockIdx.x;
   if (si.part != 0 || si.item >= 2 * a.p.m || tile >= a.p.cp / kSliceTileCols) {
     return make_float4(0.f, 0.f, 0.f, 0.f);
@@ -192,41 +191,57 @@ __device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
   return bias4(a, tile * kSliceTileCols + 4 * (si.item % 2));
 }
 
-// Stage s of the up product: x's columns and W1's rows [k0, k1) of the block's slice (with b1's
-// slice in stage 0), one commit group, empty where k0 is past C's padding.
-template <typename T>
-__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int s,
-                                          int j0, int valid) {
+// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
+// commit group.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
+                                          int valid) {
   const FfnSlicePlan& p = a.p;
-  const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
-  if (s == 0) {
-    constexpr int E = slice::kChunk<T>;
-    const bool vec = a.b1_vec && valid % E == 0;
-    slice::stage(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, vec);
-  }
-  if (k1 > k0) {
-    const int kv = min(p.c - k0, k1 - k0);  // k0 < C: k0 is a k-step multiple below C's padding
-    slice::stage(xs + k0, p.ld_x, a.x + k0, p.c, p.m, k1 - k0, p.m, kv, a.x_vec);
-    slice::stage(w1s + k0 * p.ld_w1, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, k1 - k0, p.units,
-                 kv, valid, a.w1_vec);
-  }
+  constexpr int E = slice::kChunk<T>;
+  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
+  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
+  slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
   tc::async_commit();
 }
 
 // The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
-// columns, which meet W2's zero rows.
-template <typename T>
+// columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
+template <int kThr, typename T>
 __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
-  uint4* z = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
-  const int n = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThreads) z[i] = make_uint4(0, 0, 0, 0);
-  for (int i = threadIdx.x; i < 16 * p.mtc * p.ld_h; i += kThreads) {
-    hs[i] = Elem<T>::from_float(0.0f);
-  }
+  uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
+  uint4* zh = reinterpret_cast<uint4*>(hs);
+  const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
+  const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThr)
+    (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
+// The up product once x and W1 are in (and W2's rows still landing, unless they come late):
+// warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
+// and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
+template <int kW, typename T>
+__device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, const T* w1s,
+                                           const T* b1s, T* hs, float* red, int valid) {
+  const FfnSlicePlan& p = a.p;
+  // h's rows past the tokens stay zero: their products are never stored.
+  const auto to_h = [&](int row, int col, float s) {
+    const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
+    hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rows) {
+      float racc[slice::kRowsMax][2] = {};
+      slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, 0, p.ck);
+      return slice::up_reduce(racc, p.m, p.units, red, to_h);
+    }
+  }
+  slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
+                                                  p.units / 8, red, to_h, p.m);
+}
+
+template <typename T, int kW>
+__global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
+  constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
   PhaseMarks<kPhaseCount> marks(a.phases);
   const FfnSlicePlan& p = a.p;
@@ -237,58 +252,41 @@ __global__ void __launch_bounds__(kThreads, 1) ffn_hidden_slice_kernel(SliceArgs
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every byte of x and W1 is asked for before any arithmetic, in stages along K; W2's rows
-  // before them (w2_first), right after them, or after the first stage's product (its copies
-  // then queue behind W1's).
-  const bool w2_first = a.w2_first && !p.w2_late;
-  if (w2_first) stage_w2(a, w2s, j0, valid);
-  for (int s = 0; s < a.stages; ++s) stage_xw1(a, xs, w1s, b1s, s, j0, valid);
-  bool w2_asked = w2_first || (!p.w2_late && !a.w2_after_first);
-  if (w2_asked && !w2_first) stage_w2(a, w2s, j0, valid);
-  zero_padding(p, xs, hs);
+  // Every byte of x and W1, then of W2's rows, is asked for before any arithmetic (W2's after
+  // the up product where both do not fit: w2_late, into the region x and W1 held).
+  stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
+  if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+  zero_padding<kThr>(p, xs, hs);
   marks.mark(kIssue);
-  // The up product stage by stage as the stages land: warp w adds its share of each stage's K.
-  constexpr int NT = kSliceMaxUnits / 8;
-  float acc[NT][4], racc[slice::kRowsMax][2] = {};
-  slice::zero(acc);
-  const T* xw = xs + ((threadIdx.x >> 5) % p.mtc) * 16 * p.ld_x;
-  for (int s = 0; s < a.stages; ++s) {
-    // This thread's copies of stage s are in, then everyone's.
-    slice::wait_pending<kSliceMaxStages>(a.stages + int(w2_asked && !w2_first) - s - 1);
-    __syncthreads();
-    if (s == a.stages - 1) marks.mark(kXW1In);
-    const int k0 = min(p.ck, s * a.stage_rows), k1 = min(p.ck, k0 + a.stage_rows);
-    int lo = k0, hi = k0;
-    slice::warp_k_range<T>(k0, k1, p.mtc, &lo, &hi);
-    if constexpr (std::is_same_v<T, float>) {
-      if (a.rows) slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, k0, k1);
-    }
-    if (!a.rows) slice::WarpMma<T, NT>::run(acc, p.units / 8, xw, p.ld_x, w1s, p.ld_w1, lo, hi);
-    if (!w2_asked && !p.w2_late) {
-      stage_w2(a, w2s, j0, valid);
-      w2_asked = true;
-    }
+  if (p.w2_late) {
+    tc::async_wait<0>();
+  } else {
+    tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
   }
-  // h's rows past the tokens stay zero: their products are never stored.
-  const auto to_h = [&](int row, int col, float s) {
-    const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
-    hs[row * p.ld_h + col] = Elem<T>::from_float(v);
-  };
-  if (a.rows) slice::up_reduce(racc, p.m, p.units, red, to_h);
-  if (!a.rows) slice::reduce_parts(acc, p.mtc, p.units / 8, red, to_h, p.m);
+  __syncthreads();
+  marks.mark(kXW1In);
+  up_product<kW>(a, xs, w1s, b1s, hs, red, valid);
   marks.mark(kUp);
-  if (p.w2_late) stage_w2(a, w2s, j0, valid);
+  if (p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
-  const float4 b2_first = first_tile_bias(a);
-  down_product(a, hs, w2s);
+  const float4 b2_first = first_tile_bias<kThr>(a);
+  down_product<kW>(a, hs, w2s);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
   marks.mark(kHandOver);
-  sum_tiles(a, b2_first);
+  sum_tiles<kThr>(a, b2_first);
   marks.mark(kSum);
+}
+
+// FL_FFN_SLICE=warps (8 or 16; 0 or nothing: the plan's) replaces the warps of every launch
+// whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
+  const char* env = std::getenv("FL_FFN_SLICE");
+  if (t.warps == 0 && env != nullptr && *env != '\0') t.warps = std::atoi(env);
+  return t;
 }
 
 template <typename T>
@@ -297,7 +295,11 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late)) {
+  if (tuning.warps != 0 && tuning.warps != 8 && (tuning.warps != 16 || sizeof(T) != 2)) {
+    return Status::Error("the hidden-slice FFN takes 8 warps a block, or 16 in bf16");
+  }
+  if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
+                            tuning.warps)) {
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -309,6 +311,7 @@ template <typename T>
 Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuning tuning,
                     cudaStream_t stream) {
   SliceArgs<T> a{};
+  tuning = tuning_from_env(tuning);
   FL_TRY(make_plan<T>(m, c, tuning, &a.p));
   constexpr int E = slice::kChunk<T>;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
@@ -326,16 +329,15 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
-  // K in stages of whole k steps; fewer stages where C is short.
-  constexpr int ks = slice::kKStep<T>;
-  const int stages = std::min(std::max(tuning.stages, 1), kSliceMaxStages);
-  a.stage_rows = (a.p.ck / ks + stages - 1) / stages * ks;
-  a.stages = (a.p.ck + a.stage_rows - 1) / a.stage_rows;
-  a.w2_after_first = tuning.w2_after_first && a.stages > 1;
-  a.w2_first = tuning.w2_first;
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
-  return slice::launch_cooperative(ffn_hidden_slice_kernel<T>, a, a.p.blocks, kThreads, a.p.smem,
+  if constexpr (sizeof(T) == 2) {
+    if (a.p.warps == 16) {
+      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 16>, a, a.p.blocks, 32 * 16,
+                                       a.p.smem, stream);
+    }
+  }
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8>, a, a.p.blocks, 32 * 8, a.p.smem,
                                    stream);
 }
 

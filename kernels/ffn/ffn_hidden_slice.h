@@ -36,17 +36,15 @@ inline const std::vector<std::string>& ffn_slice_phases() {
 // Why the kernel cannot run this shape and precision on the current GPU, or Ok.
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c);
 // The plan's choices a benchmark may override: hidden units a block (a multiple of 8; 0: the
-// fewest that keep one block per SM); the stages W1's rows are asked for in, the up product
-// multiplying each as it lands (1 to kSliceMaxStages; 1: all of W1, W2 with it, then the
-// product, which measured fastest: docs/PERFORMANCE.md); with more than one stage, W2's rows
-// asked for after the first stage's product (true) or before it.
+// fewest that keep one block per SM); fp32's exact-row products up to rows_to tokens; W2's rows
+// asked for after the up product where both would fit; warps a block. W1 in stages along K
+// multiplied as they land, W2's rows asked for before x and W1, and W2 after the first stage
+// measured slower and are gone (docs/PERFORMANCE.md).
 struct FfnSliceTuning {
   int units = 0;
-  int stages = 1;
-  bool w2_after_first = true;
   int rows_to = kSliceRowsTo;  // fp32 up to this many tokens: exact-row products, no 16-row tiles
-  bool w2_first = false;       // W2's rows asked for before x's and W1's (where both fit at once)
   bool w2_late = false;        // W2's rows asked for after the up product, as where they do not fit
+  int warps = 0;               // 8, or 16 in bf16; 0: the plan's (FL_FFN_SLICE may set it)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -19,10 +19,9 @@
 namespace fl {
 
 constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma column tiles)
-constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time
+constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time (8 warps)
 constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
-constexpr int kSliceMaxStages = 8;  // commit groups of W1's rows (the kernel waits on 9 at most)
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
 // grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
 // 16, where its fp32 form was not compared).
@@ -30,10 +29,15 @@ constexpr int64_t kSliceFasterTo = 16;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;
+// Warps a block: 8, or 16 in bf16 (the copies, both products' parts and the sum over twice the
+// warps, 4 a scheduler instead of 2). 16 measured slower (docs/PERFORMANCE.md: x and W1 land
+// later, each warp's fixed steps run twice as often), so the plan takes 8 in bf16 too:
+constexpr int kSliceWarpsBf16 = 8;
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
   int units = 8, blocks = 0;         // hidden units a block; blocks
+  int warps = 8;                     // warps a block (8, or 16 in bf16)
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;
@@ -41,7 +45,7 @@ struct FfnSlicePlan {
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
-                                       bool w2_late) {
+                                       bool w2_late, int warps = 8) {
   using slice::padded_ld;
   using slice::round_up;
   FfnSlicePlan p;
@@ -50,6 +54,7 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.m = int(m), p.c = int(c), p.h = int(4 * c);
   p.mtc = int((m + 15) / 16);
   p.units = units;
+  p.warps = warps;
   p.blocks = (p.h + units - 1) / units;
   p.ck = round_up(p.c, s);
   p.kp = round_up(units, s);
@@ -60,7 +65,7 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.ld_h = padded_ld(p.kp, elem_bytes);
   p.w2_late = w2_late;
   const size_t w2 = e * p.kp * p.ld_w2, x = e * 16 * p.mtc * p.ld_x, w1 = e * p.ck * p.ld_w1;
-  const size_t red = std::max(slice::red_bytes(units / 8), size_t(16) * slice::kThreads);
+  const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
   const size_t region = std::max({x + w1, red, w2_late ? w2 : 0});
   p.off_w2 = 0;
   p.off_x = w2_late ? 0 : w2;
@@ -81,8 +86,11 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // has both measured). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                                  FfnSlicePlan* out, int units = 0, bool late_only = false) {
+                                  FfnSlicePlan* out, int units = 0, bool late_only = false,
+                                  int warps = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
+  if (warps == 0) warps = elem_bytes == 2 ? kSliceWarpsBf16 : 8;
+  if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
   const int64_t units8 = (4 * c + 7) / 8;
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
   const int64_t first = units > 0 ? units : fewest;
@@ -90,7 +98,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   auto fits = [&](int64_t u) {
     for (bool late : {false, true}) {
       if (late_only && !late) continue;
-      const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late);
+      const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;
         return true;

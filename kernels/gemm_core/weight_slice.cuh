@@ -85,8 +85,8 @@ __device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, in
     if (vec) {
       const bool valid = r < rows_valid && c * E < cols_valid;
       tc::copy16_async(dst, valid ? src : g, valid);
-    } else {
-#pragma unroll
+    } else {  // odd C: element by element, one copy of the loop's code (not unrolled)
+#pragma unroll 1
       for (int e = 0; e < E; ++e) {
         dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
       }
@@ -252,18 +252,19 @@ __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, i
 // ---- a block's panel product with split K --------------------------------------------------
 // P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
 // w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
-// sees each sum once. Ends with the block synchronized after the epilogue.
+// sees each sum once (of the first row_count rows). Ends with the block synchronized after the
+// epilogue.
 template <typename T, int kMaxNT, int kW = kWarps, class Epilogue>
 __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
                                               int mtc, int nt_count, float* red,
-                                              const Epilogue& epi) {
+                                              const Epilogue& epi, int row_count = 1 << 30) {
   int k0 = 0, k1 = 0;
   warp_k_range<T, kW>(0, K, mtc, &k0, &k1);
   float acc[kMaxNT][4];
   zero(acc);
   WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
                           k1);
-  reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi);
+  reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi, row_count);
 }
 
 // ---- launching a weight-streaming kernel (host) ---------------------------------------------

@@ -14,7 +14,9 @@
 // token, then P V, with a barrier between each. K and V are read with ld.global.cg: the step's
 // own keys were written by other blocks of the same launch. The one-pass form predicates each
 // of a batch's sixteen loads (key_pair_predicated) so all are in flight before the first is
-// used; the branched form (key_pair) stays as the option's other side.
+// used; the branched form (key_pair) stays as the option's other side. In the megakernel a
+// split's first keys (as many as its 80 KB buffer holds: 320) come from its copy in shared
+// memory and any past them from global memory, in the same predicated loads.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
@@ -192,14 +194,18 @@ __device__ void merge_warps(const DecodeArgs& a, const float* smem, const Out& o
   }
 }
 
-// One split: its keys, then its max, sum and o into the partial sums. after_keys() runs once,
-// by every thread, when no thread reads cached_kv any more.
+// One split: its keys, then its max, sum and o into the partial sums. cached_kv: null, or the
+// split's first `copied` keys, then as many values, in shared memory (the megakernel's copy; a
+// grid split's keys past it come from global memory). after_keys() runs once, by every thread,
+// when no thread reads cached_kv any more.
 template <class AfterInputs = NoHook, class AfterKeys = NoHook>
 __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split, float* smem,
-                             const bf16* cached_kv = nullptr,
+                             const bf16* cached_kv = nullptr, int copied = 0,
                              const AfterInputs& after_inputs = NoHook{},
                              const AfterKeys& after_keys = NoHook{}) {
-  attend_keys(a, layer, head, split_keys_of(a, split), smem, cached_kv, after_inputs);
+  SplitKeys range = split_keys_of(a, split);
+  range.cached = cached_kv == nullptr ? 0 : copied;
+  attend_keys(a, layer, head, range, smem, cached_kv, after_inputs);
   after_keys();
   float* part = a.partials + int64_t(head) * a.splits * kPartStride;
   merge_warps(a, smem, [&](int j, int l2, float2 o, float m, float l) {

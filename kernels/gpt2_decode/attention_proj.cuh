@@ -16,20 +16,10 @@
 #pragma once
 
 #include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/ops.cuh"
 
 namespace fl {
 namespace gpt2 {
-
-// Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
-__device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
-               "f"(v[2]), "f"(v[3])
-               : "memory");
-#else
-  for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
-#endif
-}
 
 // kv: the head's cached keys then values in shared memory (null: all from global memory);
 // wp: the task's Wproj part [64][kProjRows] in shared memory (or global memory). work: the

@@ -24,6 +24,7 @@
 #include "kernels/gpt2_decode/attention.cuh"
 #include "kernels/gpt2_decode/ops.cuh"
 #include "kernels/hopper.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -97,14 +98,17 @@ struct TaskRanges {
 };
 
 // An attention task's cached keys and values (positions below s: inputs, never written by the
-// step) go to shared memory like a product's weights when both fit one buffer.
+// step) go to shared memory like a product's weights, as many as fit one buffer (128 B a key
+// and as much a value); the split's keys past them are read from global memory (a grid split
+// longer than a buffer, MegakernelOptions::grid_splits).
+constexpr int kKeyRowBytes = kHeadDim * 2;
 __device__ inline SplitKeys cached_split(const DecodeArgs& a, const DecodeTask& task,
                                          int buffer_bytes) {
   if (task.flags & kProjects) {  // the whole head, in both buffers (the host checked the fit)
     return {0, a.positions(), a.cache};
   }
   SplitKeys keys = split_keys_of(a, task.first % a.splits);
-  if (2 * keys.cached * kHeadDim * 2 > buffer_bytes) keys.cached = 0;
+  keys.cached = min(keys.cached, buffer_bytes / (2 * kKeyRowBytes));
   return keys;
 }
 
@@ -156,42 +160,47 @@ __device__ inline SmallParams extras_of(const char* buffer, int buffer_bytes,
   return {e, e + 2 * kC, e + 2 * kC + kMaxSliceRows, static_cast<int>(task.first)};
 }
 
-// A contiguous range by cp.async, every thread a share of its 16-byte pieces.
-__device__ inline void copy_async(char* dst, const void* src, int bytes) {
+// A contiguous range by cp.async, every thread from `first` on a share of its 16-byte pieces.
+__device__ inline void copy_async(char* dst, const void* src, int bytes, int first = 0) {
   const char* from = static_cast<const char*>(src);
-  for (int i = threadIdx.x * 16; i < bytes; i += kThreads * 16) cp_async16(dst + i, from + i);
+  const int me = static_cast<int>(threadIdx.x) - first;
+  if (me < 0) return;
+  for (int i = me * 16; i < bytes; i += (kThreads - first) * 16) cp_async16(dst + i, from + i);
 }
 // A bias slice: `count` (even) bf16 from an even row, in 4-byte pieces.
-__device__ inline void copy_bias_async(bf16* dst, const bf16* src, int count) {
-  for (int i = threadIdx.x; i < count / 2; i += kThreads) cp_async4(dst + 2 * i, src + 2 * i);
+__device__ inline void copy_bias_async(bf16* dst, const bf16* src, int count, int first) {
+  const int me = static_cast<int>(threadIdx.x) - first;
+  if (me < 0) return;
+  for (int i = me; i < count / 2; i += kThreads - first) cp_async4(dst + 2 * i, src + 2 * i);
 }
 
 // A product's small parameters by cp.async (a few KB: LayerNorm's gamma and beta, the bias
-// slices; bias slices start on even rows, so only 4-byte aligned).
+// slices; bias slices start on even rows, so only 4-byte aligned), by the threads from `first` on.
 __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& task, char* buffer,
-                                         int buffer_bytes) {
+                                         int buffer_bytes, int first) {
   const bf16* w = layer_weights(a, task.layer);
   const SmallParams e = extras_of(buffer, buffer_bytes, task);
   char* gamma = reinterpret_cast<char*>(const_cast<bf16*>(e.gamma));
   bf16* bias = const_cast<bf16*>(e.bias);
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv:
-      copy_async(gamma, w + LayerLayout::ln1_g, 2 * kC * 2);
-      copy_bias_async(bias, w + LayerLayout::b_qkv + task.first, task.count);
+      copy_async(gamma, w + LayerLayout::ln1_g, 2 * kC * 2, first);
+      copy_bias_async(bias, w + LayerLayout::b_qkv + task.first, task.count, first);
       if (task.flags & kInitsResidual) {  // bproj's and bout's columns (ResidualInit)
         const int c0 = init_column(task.first), n = init_column(task.first + task.count) - c0;
         bf16* b2 = const_cast<bf16*>(e.bias2);
-        copy_bias_async(b2, w + LayerLayout::b_proj + c0, n);
-        copy_bias_async(b2 + kMaxSliceRows / 2, w + LayerLayout::b_out + c0, n);
+        copy_bias_async(b2, w + LayerLayout::b_proj + c0, n, first);
+        copy_bias_async(b2 + kMaxSliceRows / 2, w + LayerLayout::b_out + c0, n, first);
       }
       break;
     case TaskKind::proj:
-      copy_bias_async(bias, w + LayerLayout::b_proj + task.first, task.count);
-      copy_bias_async(const_cast<bf16*>(e.bias2), w + LayerLayout::b_out + task.first, task.count);
+      copy_bias_async(bias, w + LayerLayout::b_proj + task.first, task.count, first);
+      copy_bias_async(const_cast<bf16*>(e.bias2), w + LayerLayout::b_out + task.first, task.count,
+                      first);
       break;
     case TaskKind::mlp:
-      copy_async(gamma, w + LayerLayout::ln2_g, 2 * kC * 2);
-      copy_bias_async(bias, w + LayerLayout::b_fc + task.first, task.count);
+      copy_async(gamma, w + LayerLayout::ln2_g, 2 * kC * 2, first);
+      copy_bias_async(bias, w + LayerLayout::b_fc + task.first, task.count, first);
       break;
     default:
       break;
@@ -200,14 +209,19 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
 
 // Step 1 of a task (issued while the task before it runs): its large ranges by TMA (thread
 // `copier`; `landed` completes when they are in, also when there are none) or by cp.async, then
-// its small parameters by cp.async. One commit group per task, so "all but the newest group" is
-// always the running task's.
+// its small parameters by cp.async, from the threads `first` on (0, or 32: warp 0 polls
+// meanwhile, MegakernelOptions::poll_first). One commit group per task, so "all but the newest
+// group" is always the running task's.
 // part: kCopyAll; kCopyLarge (bulk only: the large ranges, issued early) or kCopySmall (the
-// rest, later).
+// rest, later). marks (probes on): the copier's stamps, when it began, had issued the large
+// ranges, and had committed.
 enum CopyPart { kCopyAll, kCopyLarge, kCopySmall };
 __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task, char* buffer,
                                     int buffer_bytes, bool bulk, uint64_t* landed, int copier = 0,
-                                    CopyPart part = kCopyAll) {
+                                    CopyPart part = kCopyAll, int first = 0,
+                                    uint64_t* marks = nullptr) {
+  const bool marking = marks != nullptr && threadIdx.x == copier;
+  if (marking) marks[0] = phase_clock();
   const TaskRanges r = task_ranges(a, task, buffer_bytes);
   if (part == kCopySmall) {
   } else if (bulk) {
@@ -218,11 +232,13 @@ __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task,
         if (r.bytes[k] > 0) copy_bulk(buffer + r.at[k], r.src[k], r.bytes[k], landed);
     }
   } else {
-    for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k]);
+    for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k], first);
   }
+  if (marking) marks[1] = phase_clock();
   if (part == kCopyLarge) return;
-  copy_small_params(a, task, buffer, buffer_bytes);
+  copy_small_params(a, task, buffer, buffer_bytes, first);
   cp_async_commit();
+  if (marking) marks[2] = phase_clock();
 }
 
 // Whether a task's large ranges stay clear of the small parameters at its buffer's end (which

@@ -115,6 +115,8 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   if (options.min_split_keys < 1 || options.min_split_keys > kMaxSplitLength)
     return Status::Error("an attention split takes at least 1 to " +
                          std::to_string(kMaxSplitLength) + " keys");
+  if (options.split_rounds < 1 || options.split_rounds > 4)
+    return Status::Error("the attention splits fill 1 to 4 rounds of tasks");
   if (options.residual_copies < 1 || options.residual_copies > kMaxResidualCopies)
     return Status::Error("the megakernel keeps 1 to " + std::to_string(kMaxResidualCopies) +
                          " copies of the residual");

@@ -3,35 +3,35 @@
 // The host builds the step as a task list (tasks.cpp: a slice of a product, an attention head's
 // split, the final norm), dealt to the blocks in stage order: four dependent stages a layer
 // (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
-// the next residual (red.add) instead of waiting for all of h. Each block runs its own list
-// with one short loop:
-//   1. start copying the NEXT task's weight slice with its small parameters (LayerNorm's gamma
-//      and beta, the bias slice), or for attention its cached keys and values, into the other
-//      of two shared-memory buffers (copies.cuh: TMA bulk copies on sm_90, cp.async before), so
-//      bytes keep streaming while this task waits and nothing after the wait goes to DRAM
-//      (options, off in the lesson: start them only once this task's inputs are in, step 3's
-//      after_inputs; also ask L2 for the tasks a few places further on),
-//   2. wait until this task's inputs are complete (a counter in global memory reaches its
-//      target: the input stage's task count, or, an option off in the lesson, for attention
-//      its own head's qkv tasks; one thread spins on acquire loads, or on relaxed ones and
-//      then one acquire fence),
+// the next residual (red.add) instead of waiting for all of h. The attention splits follow the
+// grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
+// are read from global memory in the same predicated loads (attention.cuh). Each block runs its
+// own list with one short loop, whose steps 1 and 2 run side by side:
+//   1. warps 1-7 start copying the NEXT task's weight slice with its small parameters
+//      (LayerNorm's gamma and beta, the bias slice), or for attention its cached keys and
+//      values, into the other of two shared-memory buffers (copies.cuh: TMA bulk copies from
+//      warp 1's lane 0 on sm_90, cp.async before), so bytes keep streaming while this task
+//      waits and nothing after the wait goes to DRAM,
+//   2. meanwhile thread 0 waits until this task's inputs are complete (a counter in global
+//      memory reaches its target: the input stage's task count; it spins on acquire loads), so
+//      a block still busy with the stage before (a stage's late starter) asks for its count as
+//      soon as its task before is done, not after issuing the copies (~0.5 us a task),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
 //      split's sums and its residual slice in one batch, one round trip to L2),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h) and, when a measurement asks, where its time went.
-// What changed against the cp.async form: its 16-byte copies took the SM's load-queue slots, so
-// a task's own loads (its critical path) queued behind the next task's weights. Bulk copies
-// take none.
-// Options, measured one at a time against this form and left off (each made the step slower;
-// docs/PERFORMANCE.md): head combine (a head's last split, by ticket, merges the head's splits);
-// skip own poll (the bump returns the count); residual copies (the MLP adds into a few copies
-// of the residual); the copy thread (a lane of warp 1 issues the bulk copies); attention and proj
-// fused (attention_proj.cuh: a task a whole head, holding both buffers, so the task after it
-// copies into the first once the keys are read, and it copies only once the task before is
-// done); wide rows; proj apart (tasks.cpp); early copies (the task after next starts its TMA
-// once this task has read its weights); copies after the task (not before its wait), or after
-// it except where the next task is an MLP slice.
+// Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
+// behind the next task's weights as cp.async's 16-byte copies did. run_task is forced inline:
+// as a call it left the kernel a 544-byte stack frame in local memory and every task ~1.7x
+// slower (keep `ptxas -v` at no spills).
+// Options measured one at a time against this form and left off (docs/PERFORMANCE.md has what
+// each gave): head waits, relaxed poll, L2 prefetch ahead, copies after the inputs, head
+// combine, skip own poll, residual copies, the copy thread, attention and proj fused
+// (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
+// the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
+// (the form before grid splits) or filling two rounds, the release by warp 2 (step 4 off
+// thread 0's path); thread 0 issuing the copies before its poll (the form before poll first).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -42,13 +42,15 @@
 // a stage of 48 on average (an MLP slice 72 KB): at 1/132 of the roof, 23 GB/s an SM, a 72 KB
 // slice takes ~3 us to arrive, so the copies must run a task or more ahead of the chain. The
 // chain itself is 48 stages of L2 round trips (the count's release, the acquire that sees it,
-// the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step.
+// the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step. At
+// 4K a split holds 373 keys (320 of them in the 80 KB buffer, 53 from DRAM), at 8K 745 (425).
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/attention_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
+#include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/phases.cuh"
 
@@ -56,76 +58,11 @@ namespace fl {
 namespace gpt2 {
 namespace {
 
-constexpr int kWorkBytes = kActFloats * 4;   // activations or attention scores (48 KB)
+constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (48 KB)
+// With task_window, the task descriptors a block keeps in shared memory: its list's tasks
+// [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
+constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-
-// The stage counter's bump: the block's writes (ordered before thread 0 by __syncthreads) are
-// visible to any block whose acquire load sees the new count.
-__device__ __forceinline__ void release_add(unsigned* p, unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  __threadfence();
-  atomicAdd(p, v);
-#endif
-}
-
-// The same bump when the block needs the count it made (the ticket of a head's split; a stage
-// completed by this block, option skip_own_poll): acquire and release, the old count returned.
-__device__ __forceinline__ unsigned acq_rel_add(unsigned* p, unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  unsigned old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-#else
-  __threadfence();
-  const unsigned old = atomicAdd(p, v);
-  __threadfence();
-  return old;
-#endif
-}
-
-// The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
-// rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on
-// grids too small for the slice to fit) added into x_mlp (or the copy of it at `out`). A thread
-// per 4 outputs (8-byte loads, consecutive threads on consecutive words: no bank conflicts), a
-// vector red per token.
-__device__ void mlp_down(const DecodeArgs& a, const bf16* w, int count, const float* h,
-                         float* out) {
-  const int t = a.tokens;
-  for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
-    float acc[kMaxTokens][4];
-#pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-    for (int c = 0; c < count; c += 8) {
-      float wf[8][4];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const uint2 v = *reinterpret_cast<const uint2*>(w + int64_t(c + e) * kC + 4 * q);
-        const float2 w01 = unpack2(v.x), w23 = unpack2(v.y);
-        wf[e][0] = w01.x, wf[e][1] = w01.y, wf[e][2] = w23.x, wf[e][3] = w23.y;
-      }
-#pragma unroll
-      for (int j = 0; j < kMaxTokens; ++j) {
-        if (j >= t) break;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float hv = h[(c + e) * t + j];
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[j][r] += wf[e][r] * hv;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kMaxTokens; ++j) {
-      if (j >= t) break;
-      red_add4(out + j * kC + 4 * q, acc[j]);
-    }
-  }
-}
 
 // With head combines (kCombinesHead), after an attention task's partial sums are written: its
 // head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
@@ -149,10 +86,13 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
 // its weights or keys (the early copies' point); not at all for the others.
 template <class AfterInputs, class AfterAttention, class AfterWeights>
-__device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char* buffer,
-                         int buffer_bytes, float* work, float* sums, unsigned* counters,
-                         const MegakernelOptions& options, const AfterInputs& after_inputs,
-                         const AfterAttention& after_attention, const AfterWeights& after_weights) {
+__device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
+                                         const char* buffer, int buffer_bytes, float* work,
+                                         float* sums, unsigned* counters,
+                                         const MegakernelOptions& options,
+                                         const AfterInputs& after_inputs,
+                                         const AfterAttention& after_attention,
+                                         const AfterWeights& after_weights) {
   const int layer = task.layer;
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
@@ -165,7 +105,8 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       break;
     }
     case TaskKind::attention: {
-      const bf16* kv = cached_split(a, task, buffer_bytes).cached > 0 ? weights : nullptr;
+      const int copied = cached_split(a, task, buffer_bytes).cached;
+      const bf16* kv = copied > 0 ? weights : nullptr;
       if (task.flags & kProjects) {
         const bf16* wp = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
         attend_and_project(a, layer, task.first / kProjParts, task.first % kProjParts, kv, wp, work,
@@ -174,9 +115,11 @@ __device__ bool run_task(const DecodeArgs& a, const DecodeTask& task, const char
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
       if (options.one_pass_attention)
-        attend_split(a, layer, head, split, work, kv, after_inputs, after_weights);
-      else
-        attend_split_three_pass(a, layer, head, split, work, kv, after_inputs);
+        attend_split(a, layer, head, split, work, kv, copied, after_inputs, after_weights);
+      else  // reads its cached keys from shared memory only where all of them are there
+        attend_split_three_pass(a, layer, head, split, work,
+                                copied == split_keys_of(a, split).cached ? kv : nullptr,
+                                after_inputs);
       if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
       break;
     }
@@ -229,36 +172,26 @@ __device__ void count_done(const DecodeTask& task, unsigned* counters, bool retu
   }
 }
 
-// Step 2: until the counter reaches the target (thread 0). Relaxed spins and one acquire fence
-// (an option), or an acquire load each spin.
-__device__ __forceinline__ void wait_count(const unsigned* counter, unsigned target, bool relaxed) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  if (relaxed) {
-    unsigned v = 0;
-    do {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-    } while (v < target);
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    return;
-  }
-#endif
-  while (load_acquire(counter) < target) {
-  }
-}
-
-// With probes on (DecodeArgs::probes), thread 0 adds the task's time in each slot (model.h's
-// ProbeSlot) to its kind's sums: from asking for the counter to seeing it, to the bytes and the
-// barrier, to the marks probe_mark left inside the task (a slot not marked takes no time), to
-// the outputs written and the count released.
-__device__ void probe_task(const DecodeArgs& a, int kind, uint64_t asked, uint64_t seen,
-                           uint64_t started, uint64_t written, uint64_t ended) {
+// With probes on (DecodeArgs::probes), the thread that releases the count adds the task's time
+// in each slot (model.h's ProbeSlot) to its kind's sums: from asking for the counter to seeing
+// it, to the bytes and the barrier, to the marks probe_mark left inside the task (a slot not
+// marked takes no time), to the outputs written and the count released; and leaves the task's
+// own stamps (task `index`, model.h's ProbeStamp: `st` holds the loop's), so a stage's slowest
+// task is read.
+__device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint64_t* st,
+                           uint64_t written, uint64_t ended) {
   if (a.probes == nullptr) return;
   unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
-  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : started;
-  const uint64_t computed = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
-  const uint64_t at[kProbeSlots + 1] = {asked, seen, started, inputs, computed, written, ended};
+  unsigned long long* mine =
+      a.probes + kProbeSums + gridDim.x * kProbeSlots + int64_t(index) * kProbeStamps;
+  for (int s = 0; s < kProbeStamps; ++s) mine[s] = st[s];
+  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : st[kStampStarted];
+  mine[kStampInputs] = inputs;
+  mine[kStampComputed] = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
+  mine[kStampWritten] = written, mine[kStampEnded] = ended;
   unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
-  for (int s = 0; s < kProbeSlots; ++s) atomicAdd(sums + s, at[s + 1] - at[s]);
+  for (int s = 0; s < kProbeSlots; ++s)
+    atomicAdd(sums + s, mine[kStampAsked + s + 1] - mine[kStampAsked + s]);
   atomicAdd(sums + kProbeSlots, 1ull);
   marks[kProbeInputs] = marks[kProbeCompute] = 0;
 }
@@ -270,7 +203,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
-  __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
+  __shared__ uint64_t landed[2];                        // a buffer's TMA bytes are in (bulk copies)
+  __shared__ __align__(16) DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow
+  // The loop's stamps of a task (model.h's ProbeStamp: thread 0's, the copier's), kept here
+  // rather than in registers across the task; a pair, by the task's parity, so that the thread
+  // that records task i reads its own while thread 0 stamps task i + 1 (release_warp).
+  __shared__ uint64_t stamps[2][kProbeStamps];
   float* work = reinterpret_cast<float*>(smem);
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
@@ -283,27 +221,38 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init(&landed[1], 1);
     hopper::barrier_init_fence();
   }
-  __syncthreads();
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  const int copier = options.copy_thread;
-  auto issue = [&](int k, int b, CopyPart part) {  // task k's bytes into buffer b
-    issue_copies(a, tasks[k], buffers[b], buffer_bytes, bulk, &landed[b], copier, part);
+  const bool windowed = options.task_window;
+  for (int k = threadIdx.x; windowed && k < kWindow && begin + k < end; k += kThreads)
+    window[k] = tasks[begin + k];
+  __syncthreads();
+  auto task_at = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
+  // poll_first: warp 0 issues none of the copies (warp 1's lane 0 the TMA ones); release_warp:
+  // warp 2's lane 0 releases the counts and records the tasks.
+  const bool poll_first = options.poll_first, probing = a.probes != nullptr;
+  const int copier = poll_first ? 32 : options.copy_thread, first_copier = poll_first ? 32 : 0;
+  const int leader = options.release_warp && !options.skip_own_poll ? 64 : 0;
+  auto issue = [&](int k, int b, CopyPart part, uint64_t* marks) {  // task k's into buffer b
+    issue_copies(a, task_at(k), buffers[b], buffer_bytes, bulk, &landed[b], copier, part,
+                 first_copier, marks);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  if (begin < end) issue(begin, 0, kCopyAll);
+  if (begin < end) issue(begin, 0, kCopyAll, nullptr);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
-  int cur = 0;                          // the buffer of the running task's bytes
+  if (threadIdx.x == 0) stamps[0][kStampBefore] = phase_clock();
+  int cur = 0;  // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
-    const DecodeTask task = tasks[i];
+    uint64_t* st = stamps[(i - begin) & 1];
+    const DecodeTask task = task_at(i);
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
-    const bool next_fused = has_next && (tasks[i + 1].flags & kProjects);
+    const bool next_fused = has_next && (task_at(i + 1).flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const bool next_mlp = has_next && tasks[i + 1].kind == uint8_t(TaskKind::mlp);
+    const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
     const NextCopies when = !has_next                     ? NextCopies::none
@@ -312,27 +261,36 @@ __global__ void __launch_bounds__(kThreads, 1)
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when == at) issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll);
+      if (when == at)
+        issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll,
+              probing && at == NextCopies::before_wait ? st + kStampIssueFrom : nullptr);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
     const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
-                           i + 2 < end && !(tasks[i + 2].flags & kProjects);
+                           i + 2 < end && !(task_at(i + 2).flags & kProjects);
     bool early = false;
     auto issue_early = [&] {
-      if (may_early && clear_of_extras(a, tasks[i + 2], buffer_bytes)) {
-        issue(i + 2, cur, kCopyLarge);
+      if (may_early && clear_of_extras(a, task_at(i + 2), buffer_bytes)) {
+        issue(i + 2, cur, kCopyLarge, nullptr);
         early = true;
       }
     };
-    issue_next(NextCopies::before_wait);
+    if (probing && threadIdx.x == 0) st[kStampRead] = phase_clock();
+    if (probing && threadIdx.x == copier && when != NextCopies::before_wait)
+      st[kStampIssueFrom] = st[kStampIssueLarge] = st[kStampIssueDone] = phase_clock();
+    if (poll_first && threadIdx.x < 32) {
+      if (when == NextCopies::before_wait) cp_async_commit();  // (empty: one group a task)
+    } else {
+      issue_next(NextCopies::before_wait);
+    }
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
-    const uint64_t asked = phase_clock();
+    if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
-    const uint64_t seen = phase_clock();
+    if (threadIdx.x == 0) st[kStampSeen] = phase_clock();
     if (when == NextCopies::before_wait)
       cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
@@ -340,25 +298,35 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[cur], (parity >> cur) & 1u);
     parity ^= 1u << cur;
     __syncthreads();
-    const uint64_t started = phase_clock();
+    if (threadIdx.x == 0) st[kStampStarted] = phase_clock();
+    // The window's next half, by cp.async in the next copies' group (in by the task after next;
+    // read no sooner than kWindow / 2 - 2 tasks on): no task read waits on L2 after the poll.
+    const int half = kWindow / 2, at = i + half + static_cast<int>(threadIdx.x);
+    if (windowed && i > begin && (i - begin) % half == 0 && threadIdx.x < half && at < end)
+      cp_async16(&window[(at - begin) % kWindow], &tasks[at]);
     const bool counts = run_task(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == leader) {
       if (counts) count_done(task, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
+      const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
-                   static_cast<uint32_t>(started - asked));
-      probe_task(a, task.kind, asked, seen, started, written, ended);
+                   static_cast<uint32_t>(started - st[kStampAsked]));
+      probe_task(a, task.kind, i, st, written, ended);
     }
+    // (after the instruments: their own time stays out of the next task's)
+    if (threadIdx.x == 0) stamps[(i + 1 - begin) & 1][kStampBefore] = phase_clock();
     issue_next(NextCopies::after_task);  // (thread 0: after the count's release)
     cur = next;
     large_in_flight = early;
   }
-  // The last block out resets every counter (none is read after its block's last wait).
+  // The last block out resets every counter (none is read after its block's last wait; the
+  // barrier orders warp 2's last release, release_warp, before the block's count).
+  __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(counters + counter_count, 1u) == gridDim.x - 1) {

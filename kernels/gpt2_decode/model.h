@@ -139,6 +139,8 @@ struct TaskListShape {
   bool head_combine = false;            // the last split of a head combines it (MegakernelOptions)
   bool fused_proj = false;              // attention and proj one stage (where it fits)
   bool proj_apart = false;              // proj on the blocks attention leaves free
+  bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
+  int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
 };
 // With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
 // dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
@@ -225,6 +227,32 @@ struct MegakernelOptions {
   // key_pair_predicated): a batch's sixteen loads issue back to back before any is used. On in
   // the lesson; attention's compute got shorter (not as short as the loads alone predicted).
   bool branch_free_keys = kBranchFreeKeys;
+  // The attention splits follow the grid: at most blocks / kHeads a head (one round of tasks),
+  // however long a split gets; the keys of a split past one buffer's worth are read from global
+  // memory (attention.cuh's branch-free loads) instead of more splits (off: at most
+  // kMaxSplitLength keys a split, so a cache of 4K took 13 splits a head, two rounds of tasks
+  // on 132 blocks). Levels 1-3 keep kMaxSplitLength either way. The one-pass attention only.
+  bool grid_splits = true;
+  // The rounds of attention tasks the splits may fill on the grid (1..4): at 2, up to
+  // 2 x blocks / kHeads splits a head, so a split at 8K holds 373 keys, not 745 (most of them
+  // then in shared memory), at the price of a second round of tasks.
+  int split_rounds = 1;
+  // Each block keeps its next task descriptors in shared memory (kWindow of them, the next half
+  // copied by cp.async while a task runs) instead of reading each from global memory when its
+  // turn comes (meant to take an L2 round trip out of the loop between a task's end and the
+  // next one's wait, on the path of a block still busy with the stage before). That stretch
+  // stayed ~1.0 us a task: the read was not what it spent; the step within the GPU's drift.
+  bool task_window = false;
+  // Thread 0 reads its task and asks for the count as soon as its block's task before is done;
+  // the next task's copies come from the other warps meanwhile (the TMA copies from lane 0 of
+  // warp 1, the small parameters from warps 1 on). On in the lesson: off, thread 0 issued them
+  // before its poll, ~0.5 us a task on the path of a block still busy with the stage before.
+  bool poll_first = true;
+  // The count's release and the task's records by lane 0 of warp 2, so that thread 0 goes on to
+  // the next task's poll while the release's fence drains (not with skip_own_poll). Faster than
+  // thread 0 issuing the copies, slower than poll first and with it: every task's inputs got
+  // longer (the release's traffic lands on them).
+  bool release_warp = false;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -241,13 +269,18 @@ struct DecodeTaskList {
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough
-// to give every block work, at most kMaxSplitLength keys each, and no split under `min_keys`
-// keys (TaskListShape::min_split_keys, 64 unless an option asks for fewer). A
-// split's cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the megakernel's weight
-// buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+// to give every block work, at most `max_keys` keys each, and no split under `min_keys`
+// keys (TaskListShape::min_split_keys, 64 unless an option asks for fewer). Levels 1-3 cap a
+// split at kMaxSplitLength: its cached keys and values (320 x 2 x 128 B = 80 KB) fit one of the
+// megakernel's weight buffers, and 8K + 16 positions need 26 splits: the combine takes up to 32.
+// The megakernel's grid splits (MegakernelOptions::grid_splits) pass kMaxPositions: never more
+// splits than the grid holds in one round.
 constexpr int kMaxSplitLength = 320;
-static_assert(kMaxCache + kMaxTokens <= 32 * kMaxSplitLength, "the combine holds 32 splits");
-int attention_splits(int positions, int blocks, int min_keys = kMinSplitKeys);
+constexpr int kMaxSplits = 32;
+constexpr int kMaxPositions = kMaxCache + kMaxTokens;
+static_assert(kMaxPositions <= kMaxSplits * kMaxSplitLength, "the combine holds 32 splits");
+int attention_splits(int positions, int blocks, int min_keys = kMinSplitKeys,
+                     int max_keys = kMaxSplitLength);
 int split_length(int positions, int splits);  // keys per split (the last one may be shorter)
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape);
@@ -282,6 +315,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
 // Where a megakernel task's time goes, measured on request (an instrument for the timeline's
 // breakdown, off in the lesson): per task kind, the summed nanoseconds of each slot and the
 // task count, kProbeSlots + 1 words a kind.
+// With probes on, each task also leaves its stamps (kProbeStamps words a task, after the
+// blocks' marks, ProbeStamp's order).
 enum ProbeSlot {
   kProbeCounter,  // waiting for the input stage's counter
   kProbeCopy,     // then for the task's own bytes (and the block's barrier)
@@ -293,8 +328,30 @@ enum ProbeSlot {
 };
 const char* probe_slot_name(int slot);
 constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then each block's marks
-constexpr int probe_words(int blocks) {
-  return kProbeSums + blocks * kProbeSlots;
+// A task's stamps: thread 0's, in time order (kProbeOrdered of them): its block's task before
+// was done (its count released and records written, by thread 0; with release_warp, the
+// barrier after that task), it had read its descriptors, asked for its counter, saw it, started
+// (its bytes in), had its inputs, had computed, had written its outputs, released its count (the
+// thread that releases); then the copier's issue of the next task's copies in this task's loop
+// (before its poll, or later as the options say): begun, the large ranges issued, committed.
+enum ProbeStamp {
+  kStampBefore,
+  kStampRead,
+  kStampAsked,
+  kStampSeen,
+  kStampStarted,
+  kStampInputs,
+  kStampComputed,
+  kStampWritten,
+  kStampEnded,
+  kStampIssueFrom,
+  kStampIssueLarge,
+  kStampIssueDone,
+  kProbeStamps
+};
+constexpr int kProbeOrdered = kStampEnded + 1;
+constexpr int probe_words(int blocks, int tasks) {
+  return kProbeSums + blocks * kProbeSlots + tasks * kProbeStamps;
 }
 
 // ---- the fp64 CPU reference -----------------------------------------------------------------

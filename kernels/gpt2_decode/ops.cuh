@@ -2,7 +2,8 @@
 // each names its matrix, its prologue (how activations reach shared memory: LayerNorm, the
 // attention splits combined, a copy) and its epilogue (bias, GELU, residual, the cache append).
 // The fused kernels (fused.cu) run them a block per eight rows; the megakernel's tasks
-// (megakernel.cu) a slice per task, with their small parameters in shared memory.
+// (megakernel.cu) a slice per task, with their small parameters in shared memory; mlp_down is
+// the megakernel MLP task's second half.
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
@@ -308,6 +309,56 @@ struct OutOp {  // x = x + h Wout + bout
     a.x[j * kC + n] = ld_cg(a.x + j * kC + n) + sum + b;
   }
 };
+
+// Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
+__device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
+               "f"(v[2]), "f"(v[3])
+               : "memory");
+#else
+  for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+
+// The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
+// rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on
+// grids too small for the slice to fit) added into x_mlp (or the copy of it at `out`). A thread
+// per 4 outputs (8-byte loads, consecutive threads on consecutive words: no bank conflicts), a
+// vector red per token.
+__device__ __forceinline__ void mlp_down(const DecodeArgs& a, const bf16* w, int count,
+                                         const float* h, float* out) {
+  const int t = a.tokens;
+  for (int q = threadIdx.x; q < kC / 4; q += kThreads) {
+    float acc[kMaxTokens][4];
+#pragma unroll
+    for (int j = 0; j < kMaxTokens; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (int c = 0; c < count; c += 8) {
+      float wf[8][4];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const uint2 v = *reinterpret_cast<const uint2*>(w + int64_t(c + e) * kC + 4 * q);
+        const float2 w01 = unpack2(v.x), w23 = unpack2(v.y);
+        wf[e][0] = w01.x, wf[e][1] = w01.y, wf[e][2] = w23.x, wf[e][3] = w23.y;
+      }
+#pragma unroll
+      for (int j = 0; j < kMaxTokens; ++j) {
+        if (j >= t) break;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float hv = h[(c + e) * t + j];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) acc[j][r] += wf[e][r] * hv;
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxTokens; ++j) {
+      if (j >= t) break;
+      red_add4(out + j * kC + 4 * q, acc[j]);
+    }
+  }
+}
 
 }  // namespace gpt2
 }  // namespace fl

@@ -10,8 +10,11 @@
 // start on even rows (a bias slice is copied in 4-byte pieces), MLP slices on multiples of 8
 // (Wout's columns in 16-byte pieces). Tasks are dealt round-robin from a cursor that carries
 // on across stages, so the blocks that got one slice more in one stage are not the same ones
-// in the next. With head combines (an option) the attention stage has one ticket counter a
-// head beside its count: the last split of a head to take its ticket combines the head.
+// in the next. The attention stage has one task per (head, split), at most blocks / 12 splits
+// a head (one round of tasks; a split longer than a buffer reads its last keys from global
+// memory), where levels 1-3 cap a split at 320 keys. With head combines (an option) the
+// attention stage has one ticket counter a head beside its count: the last split of a head to
+// take its ticket combines the head.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -44,12 +47,13 @@ const char* probe_slot_name(int slot) {
   return slot >= 0 && slot < kProbeSlots ? names[slot] : "?";
 }
 
-int attention_splits(int positions, int blocks, int min_keys) {
-  const int by_length = (positions + kMaxSplitLength - 1) / kMaxSplitLength;
+int attention_splits(int positions, int blocks, int min_keys, int max_keys) {
+  const int longest = std::max(1, max_keys);
+  const int by_length = (positions + longest - 1) / longest;
   const int by_blocks = std::max(1, blocks / kHeads);
   const int floor = std::max(1, min_keys);
   const int by_minimum = std::max(1, (positions + floor - 1) / floor);
-  return std::max(by_length, std::min(by_blocks, by_minimum));
+  return std::min(kMaxSplits, std::max(by_length, std::min(by_blocks, by_minimum)));
 }
 
 int split_length(int positions, int splits) {
@@ -91,7 +95,11 @@ bool uses_fused_proj(const TaskListShape& shape) {
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   const int blocks = std::max(1, shape.blocks);
   DecodeTaskList list;
-  list.splits = attention_splits(shape.cache + shape.tokens, blocks, shape.min_split_keys);
+  // Grid splits: one round of attention tasks on the grid, however long a split gets (the keys
+  // past a buffer come from global memory); otherwise at most kMaxSplitLength keys a split.
+  const int rounds = std::max(1, shape.split_rounds);
+  list.splits = attention_splits(shape.cache + shape.tokens, blocks * rounds, shape.min_split_keys,
+                                 shape.grid_splits ? kMaxPositions : kMaxSplitLength);
   list.fused_proj = uses_fused_proj(shape);
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.

@@ -60,11 +60,11 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                        scores_.as<float>(),
                        cache_,
                        tokens_,
-                       list_.splits};
+                       fused_splits_};
     return Status::Ok();
   }
 
-  // (Re)builds level 4's task list for `blocks` blocks; the fused attention uses the same splits.
+  // (Re)builds level 4's task list for `blocks` blocks, and levels 1-3's attention splits.
   Status plan(int blocks) {
     shape_ = TaskListShape{blocks,
                            tokens_,
@@ -74,12 +74,18 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.min_split_keys,
                            options_.head_combine,
                            options_.fused_proj && options_.residual_copies == 1,
-                           options_.proj_apart};
+                           options_.proj_apart,
+                           options_.grid_splits && options_.one_pass_attention,
+                           options_.split_rounds};
     list_ = build_decode_tasks(shape_);
+    // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
+    // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
+    fused_splits_ = attention_splits(cache_ + tokens_, blocks, options_.min_split_keys);
     FL_TRY(tasks_.allocate(list_.tasks.size() * sizeof(DecodeTask)));
     FL_TRY(block_begin_.allocate(list_.block_begin.size() * sizeof(int)));
     FL_TRY(counters_.allocate((list_.counters + 1) * sizeof(unsigned)));
-    FL_TRY(partials_.allocate(int64_t(tokens_) * kHeads * list_.splits * kPartStride * 4));
+    const int splits = std::max(list_.splits, fused_splits_);
+    FL_TRY(partials_.allocate(int64_t(tokens_) * kHeads * splits * kPartStride * 4));
     FL_CUDA_TRY(
         cudaMemcpy(tasks_.get(), list_.tasks.data(), tasks_.bytes(), cudaMemcpyHostToDevice));
     FL_CUDA_TRY(cudaMemcpy(block_begin_.get(), list_.block_begin.data(), block_begin_.bytes(),
@@ -93,8 +99,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     mega_.weight_buffer_bytes = buffer_bytes_;
     mega_.options = options_;
     args_.partials = partials_.as<float>();
-    args_.splits = list_.splits;
-    drop_graphs();  // they hold the old pointers and splits
+    args_.splits = fused_splits_;  // level 4's are the task list's (run_megakernel)
+    drop_graphs();                 // they hold the old pointers and splits
     return Status::Ok();
   }
 
@@ -193,6 +199,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
       declare_phases(std::move(kinds));
     }
     DecodeArgs a = args_;
+    a.splits = list_.splits;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.residual_copies = options_.residual_copies;
     a.w_out_t = w_out_t_.as<bf16>();
@@ -263,6 +270,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   int cache_, tokens_;
   int buffer_bytes_ = 0;
+  int fused_splits_ = 1;  // levels 1-3's attention splits (the megakernel's: list_.splits)
   bool weights_filled_ = false;
   DeviceBuffer weights_, w_out_t_, w_proj_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_,
       att_, tmp_, qkv_, h_;

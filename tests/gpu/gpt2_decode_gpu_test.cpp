@@ -38,6 +38,7 @@ std::vector<Variant> option_sets() {
   before.residual_copies = 1;
   before.copy_thread = 0;
   before.copies_after_inputs = false;
+  before.poll_first = false;  // (these sets were measured with thread 0 issuing the copies)
   std::vector<Variant> sets = {{"before (one pass, probes)", before}};
   auto with = [&](const char* name, auto change) {
     gpt2::MegakernelOptions o = before;
@@ -94,13 +95,19 @@ std::vector<Variant> newer_sets() {
   sets.insert(sets.end(), all.begin() + 8, all.end());
   return sets;
 }
-// The sets MegakernelVariants times (the others were measured before): the first, then the
-// last five.
+// The sets MegakernelVariants times (the others were measured before): the lesson's form
+// (thread 0 polls while warp 1 issues the next task's copies), the form before it (thread 0
+// issues them, then polls), the count released by warp 2, and the task window beside poll first
+// (thread 0's descriptor read, the next thing before its poll).
 std::vector<Variant> timed_sets() {
-  const std::vector<Variant> all = option_sets();
-  std::vector<Variant> sets = {all.front()};
-  sets.insert(sets.end(), all.end() - 5, all.end());
-  return sets;
+  gpt2::MegakernelOptions lesson, before, release, window;
+  before.poll_first = false;
+  release.release_warp = true;
+  window.task_window = true;
+  return {{"the lesson's (poll first)", lesson},
+          {"thread 0 issues, then polls", before},
+          {"+ release by warp 2", release},
+          {"+ task window", window}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -218,7 +225,65 @@ gpt2::MegakernelOptions other_options() {
   o.early_copies = !o.early_copies;
   o.copies_after_task_but_mlp = !o.copies_after_task_but_mlp;
   o.branch_free_keys = !o.branch_free_keys;
+  o.grid_splits = !o.grid_splits;
+  o.task_window = !o.task_window;
+  o.poll_first = !o.poll_first;
+  o.release_warp = !o.release_warp;
   return o;
+}
+
+// Runs level 4 on poisoned outputs and checks y on the GPU (fp64); returns y.
+#define EXPECT_CHECKED_STEP(ws, out)                                                              \
+  do {                                                                                            \
+    ASSERT_TRUE((ws).poison_outputs(stream_).ok());                                               \
+    ASSERT_TRUE(run((ws), 4).ok());                                                               \
+    CheckResult gpu_;                                                                             \
+    ASSERT_TRUE((ws).check(stream_, &gpu_).ok());                                                 \
+    EXPECT_TRUE(gpu_.passed) << "rel " << gpu_.rel_l2_error << " non-finite " << gpu_.non_finite; \
+    (out) = output(ws);                                                                           \
+  } while (0)
+
+// Grid splits (MegakernelOptions::grid_splits) longer than a buffer: at a cache of 4001 a full
+// grid of 132 blocks takes 11 splits of 364 keys (44 of them from global memory), 2 blocks one
+// split of 4003 keys; each checked in fp64 and against capped splits (13 of at most 320 keys,
+// all in shared memory).
+TEST_F(Gpt2DecodeGpu, MegakernelSplitsPastItsBuffer) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{4001, 2}, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(41, stream_).ok());
+  gpt2::MegakernelOptions capped;
+  capped.grid_splits = false;
+  ASSERT_TRUE(gpt2::set_megakernel_options(*ws, capped).ok());
+  std::vector<double> reference, y;
+  EXPECT_CHECKED_STEP(*ws, reference);
+  const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+  ASSERT_NE(list, nullptr);
+  const int blocks = static_cast<int>(list->block_begin.size() - 1);
+  EXPECT_EQ(list->splits, gpt2::attention_splits(4003, blocks));
+  ASSERT_TRUE(gpt2::set_megakernel_options(*ws, gpt2::MegakernelOptions{}).ok());
+  for (int grid : {blocks, 2}) {
+    SCOPED_TRACE(std::to_string(grid) + " blocks");
+    ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, grid).ok());
+    list = gpt2::megakernel_tasks(*ws);
+    ASSERT_NE(list, nullptr);
+    EXPECT_LE(list->splits * gpt2::kHeads, std::max(grid, gpt2::kHeads));
+    EXPECT_CHECKED_STEP(*ws, y);
+    EXPECT_LT(rel(y, reference), 1e-5);
+  }
+}
+
+// A split past its buffer at a small configuration (2 blocks: one split of 349 keys, 29 from
+// global memory), what compute-sanitizer runs beside MegakernelSmall.
+TEST_F(Gpt2DecodeGpu, MegakernelSplitsPastItsBufferSmall) {
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{347, 2}, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(43, stream_).ok());
+  ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, 2).ok());
+  const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(list->splits, 1);
+  std::vector<double> y;
+  EXPECT_CHECKED_STEP(*ws, y);
 }
 
 // Fewer blocks than tasks: 1, 2, 5 and 17 blocks run the same step (each block holds many
@@ -237,6 +302,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
                                {"the other options", other_options()}};
   for (const Variant& v : option_sets()) sets.push_back(v);
+  for (const Variant& v : timed_sets()) sets.push_back(v);
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -404,21 +470,97 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
   print_chain(records, list, first, span);
 }
 
-// The probes' sums (model.h's ProbeSlot) per task kind: mean microseconds a task in each slot.
-void print_probes(const std::vector<unsigned long long>& sums) {
+// The probes (model.h's ProbeSlot): per task kind, mean microseconds a task in each slot; then
+// per kind, averaged over the layers, the slots of each stage's last-ending task (the one that
+// sets the stage's end) and of its first-starting one: when its block's task before ended
+// (against the stage before's end), the loop and the next task's copies ("issue"), the counter
+// (and when it was seen, against the stage before's end), the own bytes, inputs, compute,
+// outputs and release.
+void print_probes(const std::vector<unsigned long long>& all, const gpt2::DecodeTaskList& list) {
+  if (all.size() < size_t(gpt2::kProbeSums)) return;
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
-    const unsigned long long* k = sums.data() + kind * (gpt2::kProbeSlots + 1);
+    const unsigned long long* k = all.data() + kind * (gpt2::kProbeSlots + 1);
     if (k[gpt2::kProbeSlots] == 0) continue;
     std::printf("  probes %-10s", gpt2::task_kind_name(gpt2::TaskKind(kind)));
     for (int s = 0; s < gpt2::kProbeSlots; ++s)
       std::printf(" %s %.2f", gpt2::probe_slot_name(s), k[s] / 1e3 / k[gpt2::kProbeSlots]);
     std::printf(" us\n");
   }
+  const int blocks = static_cast<int>(list.block_begin.size() - 1);
+  const size_t n = list.tasks.size(), at = gpt2::kProbeSums + size_t(blocks) * gpt2::kProbeSlots;
+  if (all.size() < at + n * gpt2::kProbeStamps) return;
+  auto stamp = [&](size_t task, int s) { return double(all[at + task * gpt2::kProbeStamps + s]); };
+  std::vector<bool> opens(n, false);  // the first task of its block's list
+  for (int b = 0; b < blocks; ++b)
+    if (list.block_begin[b] < list.block_begin[b + 1]) opens[list.block_begin[b]] = true;
+  // When task i's block ended its task before (released its count), and was done with it.
+  auto before_ended = [&](size_t i) {
+    return opens[i] ? stamp(i, gpt2::kStampBefore) : stamp(i - 1, gpt2::kStampEnded);
+  };
+  const int stages = gpt2::kLayers * gpt2::kStagesPerLayer + 1;
+  std::vector<size_t> last(stages, n), first(stages, n);
+  for (size_t i = 0; i < n; ++i) {
+    const gpt2::DecodeTask& t = list.tasks[i];
+    const int st = t.kind == uint8_t(gpt2::TaskKind::final_norm)
+                       ? stages - 1
+                       : t.layer * gpt2::kStagesPerLayer + t.kind;
+    if (last[st] == n || stamp(i, gpt2::kStampEnded) > stamp(last[st], gpt2::kStampEnded))
+      last[st] = i;
+    if (first[st] == n || stamp(i, gpt2::kStampStarted) < stamp(first[st], gpt2::kStampStarted))
+      first[st] = i;
+  }
+  // [kind][which: 0 last-ending, 1 first-starting][0 before, 1 read, 2 counter, 3 seen,
+  // 4.. copy, inputs, compute, outputs, release, 9 instruments, 10 issue (read to asked),
+  // 11 the copier's start after the task before, 12 its large ranges, 13 its small parameters,
+  // 14 its commit against the count's being seen]
+  constexpr int kCols = 15;
+  double sum[gpt2::kTaskKinds][2][kCols] = {};
+  int count[gpt2::kTaskKinds] = {};
+  for (int st = 1; st < stages; ++st) {
+    if (last[st] == n || last[st - 1] == n) continue;
+    const double before_end = stamp(last[st - 1], gpt2::kStampEnded);
+    const int kind = list.tasks[last[st]].kind;
+    ++count[kind];
+    for (int w = 0; w < 2; ++w) {
+      const size_t i = w == 0 ? last[st] : first[st];
+      auto d = [&](int from, int to) { return (stamp(i, to) - stamp(i, from)) / 1e3; };
+      double* out = sum[kind][w];
+      out[0] += (before_ended(i) - before_end) / 1e3;
+      out[1] += d(gpt2::kStampBefore, gpt2::kStampRead);
+      out[9] += (stamp(i, gpt2::kStampBefore) - before_ended(i)) / 1e3;
+      out[10] += d(gpt2::kStampRead, gpt2::kStampAsked);
+      out[2] += d(gpt2::kStampAsked, gpt2::kStampSeen);
+      out[3] += (stamp(i, gpt2::kStampSeen) - before_end) / 1e3;
+      for (int s = 1; s < gpt2::kProbeSlots; ++s)
+        out[3 + s] += d(gpt2::kStampAsked + s, gpt2::kStampAsked + s + 1);
+      out[11] += d(gpt2::kStampBefore, gpt2::kStampIssueFrom);
+      out[12] += d(gpt2::kStampIssueFrom, gpt2::kStampIssueLarge);
+      out[13] += d(gpt2::kStampIssueLarge, gpt2::kStampIssueDone);
+      out[14] += d(gpt2::kStampSeen, gpt2::kStampIssueDone);
+    }
+  }
+  for (int kind = 0; kind < gpt2::kTaskKinds; ++kind) {
+    if (count[kind] == 0) continue;
+    for (int w = 0; w < 2; ++w) {
+      const double* v = sum[kind][w];
+      const double c = count[kind];
+      std::printf(
+          "  %s %-10s x%2d: its block's task before ended %+.2f us from the stage before's end; "
+          "instruments %.2f, read %.2f, issue %.2f, counter %.2f (seen %+.2f), copy %.2f, inputs "
+          "%.2f, compute %.2f, outputs %.2f, release %.2f us; copier from %+.2f: large %.2f, "
+          "small %.2f, done %+.2f us from seen\n",
+          w == 0 ? "last-ending   " : "first-starting", gpt2::task_kind_name(gpt2::TaskKind(kind)),
+          count[kind], v[0] / c, v[9] / c, v[1] / c, v[10] / c, v[2] / c, v[3] / c, v[4] / c,
+          v[5] / c, v[6] / c, v[7] / c, v[8] / c, v[11] / c, v[12] / c, v[13] / c, v[14] / c);
+    }
+  }
 }
 
-// Runs level 4 once with its probes on; returns the sums (empty on a failure).
-std::vector<unsigned long long> run_probes(Workspace& ws, cudaStream_t stream, int blocks) {
-  const int words = gpt2::probe_words(blocks);
+// Runs level 4 once with its probes on; returns every probe word (empty on a failure).
+std::vector<unsigned long long> run_probes(Workspace& ws, cudaStream_t stream,
+                                           const gpt2::DecodeTaskList& list) {
+  const int words = gpt2::probe_words(static_cast<int>(list.block_begin.size() - 1),
+                                      static_cast<int>(list.tasks.size()));
   unsigned long long* probes = nullptr;
   std::vector<unsigned long long> host;
   if (cudaMalloc(reinterpret_cast<void**>(&probes), words * 8) != cudaSuccess ||
@@ -427,7 +569,7 @@ std::vector<unsigned long long> run_probes(Workspace& ws, cudaStream_t stream, i
       cudaStreamSynchronize(stream) != cudaSuccess) {
     ADD_FAILURE() << "the probed run failed";
   } else {
-    host.resize(gpt2::kProbeSums);
+    host.resize(words);
     EXPECT_EQ(cudaMemcpy(host.data(), probes, host.size() * 8, cudaMemcpyDeviceToHost),
               cudaSuccess);
   }
@@ -483,14 +625,21 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
   gpt2::megakernel_tasks(*ws, &shape);
   print_breakdown("megakernel at cache 511, 1 token", host, *list, shape);
   // The probes: every kind's tasks counted once each, a slot's time within the step's.
-  const std::vector<unsigned long long> probes =
-      run_probes(*ws, stream_, static_cast<int>(list->block_begin.size() - 1));
-  ASSERT_EQ(probes.size(), size_t(gpt2::kProbeSums));
+  const std::vector<unsigned long long> probes = run_probes(*ws, stream_, *list);
+  ASSERT_EQ(probes.size(), size_t(gpt2::probe_words(shape.blocks, int(n))));
   unsigned long long counted = 0;
   for (int kind = 0; kind < gpt2::kTaskKinds; ++kind)
     counted += probes[kind * (gpt2::kProbeSlots + 1) + gpt2::kProbeSlots];
   EXPECT_EQ(counted, n);
-  print_probes(probes);
+  // Every task left its stamps, in order (its block's task before ended before it asked).
+  const size_t at = gpt2::kProbeSums + size_t(shape.blocks) * gpt2::kProbeSlots;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned long long* st = probes.data() + at + i * gpt2::kProbeStamps;
+    for (int s = 0; s + 1 < gpt2::kProbeOrdered; ++s)
+      ASSERT_LE(st[s], st[s + 1]) << "task " << i << " stamp " << s;
+    ASSERT_NE(st[0], 0u) << "task " << i;
+  }
+  print_probes(probes, *list);
 }
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
@@ -504,7 +653,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
   std::vector<Variant> variants = timed_sets();
-  variants.push_back({"before (again, drift)", variants.front().options});
+  variants.push_back({"the lesson's (again, drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
@@ -525,7 +674,18 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   std::unique_ptr<Workspace> check16;
   ASSERT_TRUE(lesson_->create_workspace(Shape{515, 16}, Precision::bf16, &check16).ok());
   ASSERT_TRUE(check16->fill_inputs(21, stream_).ok());
-  for (int cache : {512, 2048}) {
+  std::vector<int> caches = {512, 2048};
+  if (const char* list_of = std::getenv("FL_DECODE_CACHES")) {  // "512,2048,4096"
+    caches.clear();
+    for (const char* c = list_of; *c != 0;) {
+      char* end = nullptr;
+      const long v = std::strtol(c, &end, 10);
+      if (end == c || v < 16 || v > gpt2::kMaxCache) break;
+      caches.push_back(int(v));
+      c = *end == ',' ? end + 1 : end;
+    }
+  }
+  for (int cache : caches) {
     std::unique_ptr<Workspace> ws;
     ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
     ASSERT_TRUE(ws->fill_inputs(cache, stream_).ok());
@@ -545,14 +705,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
       }
       std::printf("cache %d, 1 token: megakernel %-34s %.1f us\n", cache, v.name,
                   median_us(*ws, 4, 50));
-      if (cache != 512) continue;
+      // The breakdown of the lesson's form at every cache, of the others at 512.
+      if (&v == &variants.back() || (&v != &variants.front() && cache != 512)) continue;
       gpt2::TaskListShape shape;
       const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape);
       ASSERT_NE(list, nullptr);
       print_breakdown(std::string("  timeline, ") + v.name,
                       record_tasks(*ws, stream_, static_cast<unsigned>(list->tasks.size())), *list,
                       shape);
-      print_probes(run_probes(*ws, stream_, shape.blocks));
+      print_probes(run_probes(*ws, stream_, *list), *list);
     }
   }
   cudaEventDestroy(start);
@@ -602,11 +763,13 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // The lesson's options, every other option's other form, every stage cut at once with the
   // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
   // wide rows, proj apart with early copies, copies after the task; branch-free keys with
-  // copies after the task but the MLP's, and with attention and proj fused.
+  // copies after the task but the MLP's, and with attention and proj fused; the counts
+  // released by warp 2, and the task window beside poll first.
   const std::vector<Variant> sets = option_sets();
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
-        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options}) {
+        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options,
+        timed_sets().at(2).options, timed_sets().at(3).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

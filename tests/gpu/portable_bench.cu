@@ -223,11 +223,13 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
                       }});
   }
   // The hidden-slice kernel with its plan's choices (32 units on an H100 in bf16, 24 in fp32, W1
-  // and W2 at once, fp32's exact rows at 1-8 tokens), then fp32's 16-row tiles at every token
-  // count (its other forms are measured in docs/PERFORMANCE.md).
+  // and W2 at once, fp32's exact rows at 1-8 tokens), on 8 and 16 warps (bf16), then fp32's
+  // 16-row tiles at every token count (its other forms are measured in docs/PERFORMANCE.md).
   const std::pair<const char*, fl::FfnSliceTuning> tunings[] = {
       {"hidden_slice", {}},
-      {"hidden_slice fp32 tiles", {0, 1, false, 0}},
+      {"hidden_slice w8", {0, fl::kSliceRowsTo, false, 8}},
+      {"hidden_slice w16", {0, fl::kSliceRowsTo, false, 16}},
+      {"hidden_slice fp32 tiles", {0, 0, false, 0}},
   };
   size_t slice_bytes = 0;
   for (const auto& [name, tuning] : tunings) {
@@ -243,6 +245,7 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));
     sb.scratch = slice_scratch->p;
     for (const auto& [name, tuning] : tunings) {
+      if (tuning.warps == 16 && p != fl::Precision::bf16) continue;  // bf16 only
       chains.push_back({name, [&, tuning = tuning] {
                           return fl::launch_ffn_slice(p, sb, m, c, nullptr, tuning);
                         }});

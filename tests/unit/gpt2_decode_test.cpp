@@ -255,6 +255,20 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(attention_splits(17, 132), 1);
   EXPECT_EQ(attention_splits(513, 132, 32), 11);  // 32 keys or more: a split for every block
   EXPECT_EQ(attention_splits(513, 132, 64), 9);
+  // Grid splits (the megakernel's): one round of tasks however long a split gets.
+  EXPECT_EQ(attention_splits(4097, 132, 64, kMaxPositions), 11);  // 373 keys, not 13 of 316
+  EXPECT_EQ(attention_splits(8208, 132, 64, kMaxPositions), 11);
+  EXPECT_EQ(attention_splits(513, 132, 64, kMaxPositions), 9);
+  EXPECT_EQ(attention_splits(8208, 2, 64, kMaxPositions), 1);
+  EXPECT_EQ(attention_splits(8208, 1000, 64, kMaxPositions), kMaxSplits);  // the combine's 32
+  TaskListShape shape{132, 1, 4096, 80 * 1024};
+  EXPECT_EQ(build_decode_tasks(shape).splits, 11);
+  shape.grid_splits = false;
+  EXPECT_EQ(build_decode_tasks(shape).splits, 13);
+  shape.grid_splits = true;
+  shape.split_rounds = 2;  // two rounds of tasks: 22 splits of at most 373 keys at 8K
+  shape.cache = 8192;
+  EXPECT_EQ(build_decode_tasks(shape).splits, 22);
 }
 
 // What the megakernel keeps per GPU, and the task list a recording's records index.

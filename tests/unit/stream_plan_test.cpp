@@ -142,8 +142,9 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   const size_t w2 = size_t(e) * p.kp * p.ld_w2;
   const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
   EXPECT_LE(up_end, p.off_h);
-  EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8), p.off_h);
-  EXPECT_LE(p.off_x + 16 * size_t(slice::kThreads), p.off_h);
+  EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
+  EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8, p.warps), p.off_h);
+  EXPECT_LE(p.off_x + 16 * size_t(32 * p.warps), p.off_h);
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
@@ -164,9 +165,14 @@ TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {
         for (int64_t c : {40, 97, 255, 768, 1025}) {
           SCOPED_TRACE(std::string(g.name) + " bytes " + std::to_string(e) + " tokens " +
                        std::to_string(m) + " C " + std::to_string(c));
-          FfnSlicePlan p;
-          if (ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p)) {
-            check_slice(p, g, m, c, e);
+          for (int warps : {0, 8, 16}) {
+            FfnSlicePlan p;
+            const bool ok =
+                ffn_slice_choose_plan(m, c, e, g.sms, g.smem_optin, &p, 0, false, warps);
+            if (warps == 16 && e == 4) {
+              EXPECT_FALSE(ok);  // 16 warps: bf16 only
+            }
+            if (ok) check_slice(p, g, m, c, e);
           }
         }
       }
@@ -183,9 +189,13 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
     EXPECT_EQ(p.units, 32);
     EXPECT_EQ(p.blocks, 96);
     EXPECT_FALSE(p.w2_late) << m;
+    EXPECT_EQ(p.warps, kSliceWarpsBf16) << m;
   }
   ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 4, 132, 232448, &p));
   EXPECT_EQ(p.units, 24);
+  EXPECT_EQ(p.warps, 8);  // fp32: 8 warps (the 16-warp form is bf16 only)
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 4, 132, 232448, &p, 0, false, 16));
+  EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 0, false, 12));
   // Where rounding up to 32 would leave too many SMs idle (C = 96: 384 units), the fewest.
   ASSERT_TRUE(ffn_slice_choose_plan(1, 96, 2, 132, 232448, &p));
   EXPECT_EQ(p.units, 8);

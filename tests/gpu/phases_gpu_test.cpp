@@ -220,8 +220,8 @@ TEST(PhasesGpu, PortableLargeTokenKernelsRecordTheirPhases) {
   }
 }
 
-// ln_mma_tiles: one record per ticket, the row items (8 rows each) then the 64 x 128 tiles
-// (arg: the row block; only tiles wait, for their row block's items).
+// ln_mma_tiles: one record per ticket, the row items (8 rows each) then the 64 x 128 tiles, each
+// as 1-4 parts of its K (arg: the row block; only tiles wait, for their row block's items).
 TEST(PhasesGpu, LnMmaTilesRecordsEveryTicket) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
@@ -236,7 +236,10 @@ TEST(PhasesGpu, LnMmaTilesRecordsEveryTicket) {
   ASSERT_EQ(p.names.size(), 2u);
   EXPECT_EQ(p.lost, 0);
   const int64_t items = (tokens + 7) / 8, tiles = row_blocks * (3 * c / 128);
-  ASSERT_EQ(static_cast<int64_t>(p.records.size()), items + tiles);
+  const int64_t parts = static_cast<int64_t>(p.records.size()) - items;
+  EXPECT_EQ(parts % tiles, 0) << parts << " tile records";
+  EXPECT_GE(parts, tiles);
+  EXPECT_LE(parts, 4 * tiles);
   int64_t item_records = 0;
   for (const PhaseRecord& r : p.records) {
     EXPECT_LE(r.start_ns, r.end_ns);

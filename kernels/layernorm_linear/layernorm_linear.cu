@@ -120,7 +120,7 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                                  {&y_, m_ * n_}}));
     FL_TRY(sums_.allocate(sizeof(ErrorSums)));
     // ln_mma_tiles' tickets and per-row-block counters (left zero by it); its xn is xn_.
-    FL_TRY(tiles_counters_.allocate(layernorm_linear::ln_mma_tiles_counter_bytes(m_)));
+    FL_TRY(tiles_counters_.allocate(layernorm_linear::ln_mma_tiles_counter_bytes(m_, n_)));
     FL_CUDA_TRY(cudaMemset(tiles_counters_.get(), 0, tiles_counters_.bytes()));
     return linear_.allocate();
   }
@@ -367,7 +367,7 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t n = 3 * c;
     return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b +
-           int64_t(layernorm_linear::ln_mma_tiles_counter_bytes(m));
+           int64_t(layernorm_linear::ln_mma_tiles_counter_bytes(m, n));
   }
 };
 

@@ -33,8 +33,8 @@ struct LnArgs {
   PhaseSink phases;  // stamps on when set: ln_cluster_phases(), ln_panel_phases() or
                      // ln_tile_phases()
   // ln_mma_tiles only (its launch is Unsupported without them): an M x C scratch for xn, and
-  // ln_mma_tiles_counter_bytes(m) of counters, zeroed once when allocated (every launch leaves
-  // them at zero).
+  // ln_mma_tiles_counter_bytes(m, n) of counters (and its split tiles' sums), zeroed once when
+  // allocated (every launch leaves them at zero).
   T* xn = nullptr;
   unsigned* counters = nullptr;
 };
@@ -63,13 +63,18 @@ inline const std::vector<std::string>& ln_rows_phases() {
       "column tiles: W streamed past the rows, multiplies, bias and stores"};
   return names;
 }
-// ln_mma_tiles' records: one a ticket, in the slot of its ticket; a tile's wait_ns is how long it
-// waited for its row block's items.
+// ln_mma_tiles' records: one a ticket, in the slot of its ticket (a split tile's parts: one
+// each); a tile's wait_ns is how long it waited for its row block's items.
 enum TilesPhase : unsigned { kTilesItem, kTilesTile };
 inline const std::vector<std::string>& ln_tiles_phases() {
   static const std::vector<std::string> names = {
+<<<<<<< HEAD
       "row item: 8 or 16 rows of x normalized into xn (L2)",
       "tile: W asked for, waits for its rows of xn, then xn W + b"};
+=======
+      "row item: 8 rows of x normalized into xn (L2)",
+      "tile (or a part of its K): W asked for, waits for its rows of xn, then xn W (+ b)"};
+>>>>>>> gemm8-splitk
   return names;
 }
 inline const std::vector<std::string>& ln_panel_phases() {
@@ -253,16 +258,24 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   }
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
+<<<<<<< HEAD
 // GEMM core's tiles multiply it. tile: 0 the kept rule (3 while the tiles and row items are one
 // block an SM, else 2), 1 64 x 64, 2 64 x 128 (K-tiles of 32, 4 stages), 3 the same as 8 warps
 // of 32 x 32, 4 as two K groups of 4 warps (K-tiles of 64), 5 32 x 128, 6 32 x 128 in two K
 // groups; per_sm: the most blocks an SM (0: as many as fit).
+=======
+// GEMM core's tiles multiply it. tile: 0 the kept one (2), 1 64 x 64, 2 64 x 128 (K-tiles of 32,
+// 4 stages), 3 the same with 8 warps of 32 x 32, 4 with two K groups of 4 warps (K-tiles of
+// 64), 5 32 x 128, 6 32 x 128 in two K groups; per_sm: the most blocks an SM (0: as many as
+// fit); splits: each tile's K cut in 1-4 parts whose fp32 sums meet in L2 (0: the kept rule).
+>>>>>>> gemm8-splitk
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;
+  int splits = 0;
 };
 constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
-size_t ln_mma_tiles_counter_bytes(int64_t m);
+size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {

@@ -55,11 +55,80 @@ namespace {
 
 using T = __nv_bfloat16;
 constexpr int kCountRows = 64;  // a counter per 64 rows of x (ln_mma_tiles_counter_bytes)
+constexpr int64_t kSplitRows = 1024;  // up to here the counters hold the split tiles' sums
 
-// Tickets [0, items) are row items, then tiles row block by row block.
-struct TicketOrder {
-  int items, tiles_n, tiles;
+// The counters (unsigned words): [0] the ticket, [1] blocks out, a counter per 64 rows, an
+// arrival counter per tile (as many as 32 x 64 tiles would be: every form's fit), then, up to
+// kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 128-column tiles
+// cover every form's).
+struct Scratch {
+  int64_t arrive, parts, floats;
+  Scratch(int64_t m, int64_t n) {
+    const int64_t rows = (m + kCountRows - 1) / kCountRows;
+    arrive = 2 + rows;
+    parts = (arrive + (m + 31) / 32 * ((n + 63) / 64) + 3) / 4 * 4;
+    floats = m <= kSplitRows ? rows * kCountRows * ((n + 127) / 128 * 128) : 0;
+  }
+  size_t bytes() const { return size_t(parts + floats) * 4; }
 };
+
+// Tickets [0, items) are row items, then tiles row block by row block; with splits > 1 a tile
+// is `splits` tickets, each a part of its K-tiles whose sums meet in `parts` (fp32, a tile's
+// BM x BN at tile x BM x BN; arrive: a counter a tile).
+struct TicketOrder {
+  int items, tiles_n, tiles, splits;
+  unsigned* arrive;
+  float* parts;
+};
+
+// Part of a split tile: adds its sums into the tile's fp32 slot in L2 (red.add: no part waits
+// for another), counts itself in; the last part to arrive takes the totals into acc, leaves the
+// slot and its counter at zero for the next launch, and returns true (it stores the tile). The
+// sums' order follows the parts' arrival, so the fp32 totals may differ in the last bits from
+// one run to the next. A thread's values lie as float4 (acc[mt][nt]) at (i x owners + thread).
+template <class Tile>
+__device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, unsigned* arrive,
+                                         int splits) {
+  __shared__ int s_last;
+  constexpr int kOwners = Tile::kThreads / Tile::kGroups;  // group 0 holds the sums
+  const bool owner = threadIdx.x < kOwners;
+  float4* p = reinterpret_cast<float4*>(part) + threadIdx.x;
+  if (owner) {
+#pragma unroll
+    for (int mt = 0; mt < Tile::kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tile::kNT; ++nt) {
+        const float* v = acc[mt][nt];
+        float* q = reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]),
+                     "f"(v[1]), "f"(v[2]), "f"(v[3])
+                     : "memory");
+#else
+        for (int e = 0; e < 4; ++e) atomicAdd(q + e, v[e]);
+#endif
+      }
+  }
+  __threadfence();  // this thread's sums before the tile's counter (release)
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(arrive, 1u) == unsigned(splits - 1);
+  __syncthreads();
+  if (!s_last) return false;
+  __threadfence();  // every part's sums are in L2 (acquire); read past L1
+  if (owner) {
+#pragma unroll
+    for (int mt = 0; mt < Tile::kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tile::kNT; ++nt) {
+        float4* q = p + (mt * Tile::kNT + nt) * kOwners;
+        const float4 v = __ldcg(q);
+        __stcg(q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        acc[mt][nt][0] = v.x, acc[mt][nt][1] = v.y, acc[mt][nt][2] = v.z, acc[mt][nt][3] = v.w;
+      }
+  }
+  if (threadIdx.x == 0) *arrive = 0;
+  return true;
+}
 
 // Asks L2 for rows 0 .. k - 1 of W's columns n0 .. n0 + kBN - 1 (128-byte lines).
 template <class Tile>
@@ -114,10 +183,15 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
       }
       continue;
     }
-    // 2. a tile: W's columns asked for, the row block's items waited for, then the core.
-    const int u = t - o.items, rb = u / o.tiles_n;
-    const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(u % o.tiles_n) * Tile::kBN;
-    prefetch_w<Tile>(a.w, a.n, a.k, n0);
+    // 2. a tile (or part q of one: K-tiles [kts q / splits, kts (q + 1) / splits)): W's columns
+    // asked for, the row block's items waited for, then the core.
+    const int u = t - o.items, per_rb = o.tiles_n * o.splits, rb = u / per_rb;
+    const int q = u % per_rb / o.tiles_n, cb = u % o.tiles_n;
+    const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(cb) * Tile::kBN;
+    const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
+    const int64_t k0 = kts * q / o.splits * Tile::kBK;
+    const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / o.splits * Tile::kBK);
+    prefetch_w<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0);
     if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
       const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
       const unsigned need = static_cast<unsigned>((rows + kRows - 1) / kRows);
@@ -127,10 +201,14 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
     typename Tile::Acc acc;
     Tile::zero(acc);
-    gemm_core::ring_mainloop<Tile>(acc, ring, a.xn, a.k, a.w, a.n, a.m, a.n, a.k, m0, n0, none,
-                                   none);
+    gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
+                                   k1 - k0, m0, n0, none, none);
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
-    gemm_core::staged_bias_store<Tile, false>(acc, ring, a.bias, a.y, a.m, a.n, m0, n0);
+    const int64_t tile = int64_t(rb) * o.tiles_n + cb;
+    if (o.splits == 1 || add_part<Tile>(acc, o.parts + tile * Tile::kBM * Tile::kBN,
+                                        o.arrive + tile, o.splits)) {
+      gemm_core::staged_bias_store<Tile, false>(acc, ring, a.bias, a.y, a.m, a.n, m0, n0);
+    }
     if (stamps && threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
       phase_record_at(a.phases, unsigned(t), kTilesTile, s_started, phase_clock(), unsigned(rb),
                       uint32_t(s_waited));
@@ -144,8 +222,10 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   }
 }
 
+// splits: 1 or 0 (the kept rule) whole tiles, 2-4 forced (FL_LN_SPLITS) where the scratch has room
+// for the sums (up to 1024 tokens).
 template <class Tile, int kMinBlocks>
-Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
+Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
   const size_t smem = Tile::kSmemBytes;
   auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -158,9 +238,14 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, cudaStream_t stream) {
   const int64_t items = (a.m + kItemRows<Tile> - 1) / kItemRows<Tile>;
   const int64_t row_blocks = (a.m + Tile::kBM - 1) / Tile::kBM;
   const int tiles_n = (a.n + Tile::kBN - 1) / Tile::kBN;
-  if (items + row_blocks * tiles_n > (int64_t(1) << 30))
+  if (items + row_blocks * tiles_n * 4 > (int64_t(1) << 30))
     return Status::Unsupported("too many tokens");
-  const TicketOrder o{int(items), tiles_n, int(row_blocks * tiles_n)};
+  const Scratch sc(a.m, a.n);
+  const int64_t tiles = row_blocks * tiles_n;
+  if (splits == 0) splits = 1;  // the kept rule: whole tiles (parts of K only when forced)
+  if (sc.floats == 0 || splits < 1 || splits > 4) splits = 1;
+  const TicketOrder o{int(items), tiles_n, int(tiles * splits), splits, a.counters + sc.arrive,
+                      reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
   kernel<<<blocks, Tile::kThreads, smem, stream>>>(a, o);
   FL_CUDA_TRY(cudaGetLastError());
@@ -178,8 +263,8 @@ using Tile32x128K2 = MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>;  // 2 groups
 
 }  // namespace
 
-size_t ln_mma_tiles_counter_bytes(int64_t m) {
-  return size_t(2 + (m + kCountRows - 1) / kCountRows) * sizeof(unsigned);
+size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n) {
+  return Scratch(m, n).bytes();
 }
 
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
@@ -201,23 +286,30 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
   if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
     tile = std::atoi(env);
+<<<<<<< HEAD
   if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
     const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
     tile = tiles + items <= sms ? 3 : 2;
   }
+=======
+  if (tile == 0) tile = 2;
+  int splits = shape.splits;  // FL_LN_SPLITS (1-4) likewise
+  if (const char* env = std::getenv("FL_LN_SPLITS"); splits == 0 && env != nullptr)
+    splits = std::atoi(env);
+>>>>>>> gemm8-splitk
   switch (tile) {
     case 1:
-      return launch_tiles<Tile64, 2>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64, 2>(a, shape.per_sm, splits, stream);
     case 2:
-      return launch_tiles<Tile64x128, 2>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64x128, 2>(a, shape.per_sm, splits, stream);
     case 3:
-      return launch_tiles<Tile64x128W8, 1>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64x128W8, 1>(a, shape.per_sm, splits, stream);
     case 4:
-      return launch_tiles<Tile64x128K2, 1>(a, shape.per_sm, stream);
+      return launch_tiles<Tile64x128K2, 1>(a, shape.per_sm, splits, stream);
     case 5:
-      return launch_tiles<Tile32x128, 2>(a, shape.per_sm, stream);
+      return launch_tiles<Tile32x128, 2>(a, shape.per_sm, splits, stream);
     case 6:
-      return launch_tiles<Tile32x128K2, 2>(a, shape.per_sm, stream);
+      return launch_tiles<Tile32x128K2, 2>(a, shape.per_sm, splits, stream);
     default:
       return Status::Unsupported("no such tile (1-6)");
   }

@@ -228,8 +228,9 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
 }
 
 // Every tile form of ln_mma_tiles (FL_LN_TILES 1-6: 64 x 64; 64 x 128 as 4 warps, 8 warps or two
-// K groups of 4; 32 x 128 alone and in two K groups) at random shapes with odd token counts and
-// C an odd multiple of 8 (tiles and row items cut at both edges), and at the widest C it takes.
+// K groups of 4; 32 x 128 alone and in two K groups), each whole and in 2-4 parts of K
+// (FL_LN_SPLITS), at random shapes with odd token counts and C an odd multiple of 8 (tiles and
+// row items cut at both edges), at a C of fewer K-tiles than parts and at the widest C it takes.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
   int major = 0;
@@ -238,20 +239,26 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   struct Unset {
-    ~Unset() { unsetenv("FL_LN_TILES"); }
+    ~Unset() { unsetenv("FL_LN_TILES"), unsetenv("FL_LN_SPLITS"); }
   } unset;
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
   for (int tile = 1; tile <= 6; ++tile) {
-    ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
-    SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
-    for (int i = 0; i < 5; ++i) {
-      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+    for (int splits = 1; splits <= 4; ++splits) {
+      ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+      ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
+      SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) + " FL_LN_SPLITS=" +
+                   std::to_string(splits));
+      for (int i = 0; i < 4; ++i) {
+        const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                           Precision::bf16);
+      }
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 133, 24,
+                         Precision::bf16);
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
                          Precision::bf16);
     }
-    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
-                       Precision::bf16);
   }
 }
 

@@ -252,14 +252,15 @@ void bench_candidates(const char* what, int64_t m, double flop, int64_t out_elem
 // The LayerNorm-Linear's candidates at m tokens (C = 768): ln_tile first (the outputs'
 // reference), ln_panel where it runs (up to 256 tokens), ln_mma_rows' forms (all of them unless
 // `focus`), ln_mma_tiles' tiles (64 x 64; 64 x 128 at one block an SM and as many as fit; 8
-// warps of 32 x 32; two K groups; 32 x 128, alone and in two K groups) and its kept one.
+// warps of 32 x 32; two K groups; 32 x 128, alone and in two K groups; some in 2-4 parts of K)
+// and its kept one.
 void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   namespace ln = fl::layernorm_linear;
   using bf16 = __nv_bfloat16;
   const int64_t c = 768;
   Buf x(m * c * 2), gamma(c * 2), beta(c * 2), w(c * 3 * c * 2), bias(3 * c * 2), y(m * 3 * c * 2),
-      xn(m * c * 2), counters(ln::ln_mma_tiles_counter_bytes(m));
-  CUDA(cudaMemset(counters.p, 0, ln::ln_mma_tiles_counter_bytes(m)));
+      xn(m * c * 2), counters(ln::ln_mma_tiles_counter_bytes(m, 3 * c));
+  CUDA(cudaMemset(counters.p, 0, ln::ln_mma_tiles_counter_bytes(m, 3 * c)));
   fill_random(x.p, true, m * c, 11u);
   fill_random(gamma.p, true, c, 12u);
   fill_random(beta.p, true, c, 13u);
@@ -273,9 +274,9 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
       return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
     };
   };
-  const auto tiles = [&a](int tile, int per_sm) {
-    return [&a, tile, per_sm] {
-      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm}, nullptr);
+  const auto tiles = [&a](int tile, int per_sm, int splits = 1) {
+    return [&a, tile, per_sm, splits] {
+      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm, splits}, nullptr);
     };
   };
   std::vector<Candidate> cs = {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }}};
@@ -296,13 +297,21 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   cs.insert(cs.end(), {{"ln_mma_rows (kept)",
                         [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
                        {"ln_mma_tiles_64x64", tiles(1, 0)},
+                       {"ln_mma_tiles_64x64_s2", tiles(1, 0, 2)},
+                       {"ln_mma_tiles_64x64_s3", tiles(1, 0, 3)},
                        {"ln_mma_tiles_64x128_1sm", tiles(2, 1)},
                        {"ln_mma_tiles_64x128", tiles(2, 0)},
+                       {"ln_mma_tiles_64x128_s2", tiles(2, 0, 2)},
+                       {"ln_mma_tiles_64x128_s3", tiles(2, 0, 3)},
+                       {"ln_mma_tiles_64x128_s4", tiles(2, 0, 4)},
                        {"ln_mma_tiles_64x128_w8", tiles(3, 0)},
+                       {"ln_mma_tiles_64x128_w8_s2", tiles(3, 0, 2)},
                        {"ln_mma_tiles_64x128_k2", tiles(4, 0)},
+                       {"ln_mma_tiles_64x128_k2_s2", tiles(4, 0, 2)},
                        {"ln_mma_tiles_32x128", tiles(5, 0)},
+                       {"ln_mma_tiles_32x128_s2", tiles(5, 0, 2)},
                        {"ln_mma_tiles_32x128_k2", tiles(6, 0)},
-                       {"ln_mma_tiles (kept)", tiles(0, 0)}});
+                       {"ln_mma_tiles (kept)", tiles(0, 0, 0)}});
   bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c, cs, y, reps, flush, sink);
 }
 

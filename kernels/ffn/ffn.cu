@@ -224,9 +224,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(ffn_stream_supported(precision_of<T>(), m_, c_));  // says why not
       return Status::Unsupported("its scratch buffer could not be planned");
     }
-    const FfnStreamBuffers b{x_.as<T>(), up_.weights(), up_.bias(),
-                             down_.weights(), down_.bias(), y_.as<T>(),
-                             stream_scratch_.get(), this->phase_sink()};
+    const FfnStreamBuffers b{
+        x_.as<T>(), up_.weights(),         up_.bias(),        down_.weights(), down_.bias(),
+        y_.as<T>(), stream_scratch_.get(), this->phase_sink()};
     FL_TRY(launch_ffn_stream(precision_of<T>(), b, m_, c_, stream));
     this->declare_phases(ffn_stream_phases());
     return Status::Ok();

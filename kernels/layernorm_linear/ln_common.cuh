@@ -68,13 +68,8 @@ inline const std::vector<std::string>& ln_rows_phases() {
 enum TilesPhase : unsigned { kTilesItem, kTilesTile };
 inline const std::vector<std::string>& ln_tiles_phases() {
   static const std::vector<std::string> names = {
-<<<<<<< HEAD
       "row item: 8 or 16 rows of x normalized into xn (L2)",
-      "tile: W asked for, waits for its rows of xn, then xn W + b"};
-=======
-      "row item: 8 rows of x normalized into xn (L2)",
       "tile (or a part of its K): W asked for, waits for its rows of xn, then xn W (+ b)"};
->>>>>>> gemm8-splitk
   return names;
 }
 inline const std::vector<std::string>& ln_panel_phases() {
@@ -258,17 +253,11 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   }
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
-<<<<<<< HEAD
 // GEMM core's tiles multiply it. tile: 0 the kept rule (3 while the tiles and row items are one
 // block an SM, else 2), 1 64 x 64, 2 64 x 128 (K-tiles of 32, 4 stages), 3 the same as 8 warps
 // of 32 x 32, 4 as two K groups of 4 warps (K-tiles of 64), 5 32 x 128, 6 32 x 128 in two K
-// groups; per_sm: the most blocks an SM (0: as many as fit).
-=======
-// GEMM core's tiles multiply it. tile: 0 the kept one (2), 1 64 x 64, 2 64 x 128 (K-tiles of 32,
-// 4 stages), 3 the same with 8 warps of 32 x 32, 4 with two K groups of 4 warps (K-tiles of
-// 64), 5 32 x 128, 6 32 x 128 in two K groups; per_sm: the most blocks an SM (0: as many as
-// fit); splits: each tile's K cut in 1-4 parts whose fp32 sums meet in L2 (0: the kept rule).
->>>>>>> gemm8-splitk
+// groups; per_sm: the most blocks an SM (0: as many as fit); splits: each tile's K cut in 1-4
+// parts whose fp32 sums meet in L2 (0: the kept rule, whole tiles).
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;

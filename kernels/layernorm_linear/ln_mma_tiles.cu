@@ -54,7 +54,7 @@ namespace fl::layernorm_linear {
 namespace {
 
 using T = __nv_bfloat16;
-constexpr int kCountRows = 64;  // a counter per 64 rows of x (ln_mma_tiles_counter_bytes)
+constexpr int kCountRows = 64;        // a counter per 64 rows of x (ln_mma_tiles_counter_bytes)
 constexpr int64_t kSplitRows = 1024;  // up to here the counters hold the split tiles' sums
 
 // The counters (unsigned words): [0] the ticket, [1] blocks out, a counter per 64 rows, an
@@ -101,8 +101,8 @@ __device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, u
         const float* v = acc[mt][nt];
         float* q = reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]),
-                     "f"(v[1]), "f"(v[2]), "f"(v[3])
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]), "f"(v[1]),
+                     "f"(v[2]), "f"(v[3])
                      : "memory");
 #else
         for (int e = 0; e < 4; ++e) atomicAdd(q + e, v[e]);
@@ -154,9 +154,11 @@ __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
                                  a.beta, 0, kRows, live);
 }
 
-template <class Tile, int kMinBlocks>
+// kSplit: the tiles come in parts of K (o.splits > 1); the whole-tile kernel carries none of it.
+template <class Tile, int kMinBlocks, bool kSplit>
 __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
+  const int splits = kSplit ? o.splits : 1;
   constexpr int kRows = kItemRows<Tile>;
   static_assert(kCountRows % Tile::kBM == 0 && Tile::kBM % kRows == 0, "items and counters");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -185,12 +187,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     }
     // 2. a tile (or part q of one: K-tiles [kts q / splits, kts (q + 1) / splits)): W's columns
     // asked for, the row block's items waited for, then the core.
-    const int u = t - o.items, per_rb = o.tiles_n * o.splits, rb = u / per_rb;
+    const int u = t - o.items, per_rb = o.tiles_n * splits, rb = u / per_rb;
     const int q = u % per_rb / o.tiles_n, cb = u % o.tiles_n;
     const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(cb) * Tile::kBN;
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
-    const int64_t k0 = kts * q / o.splits * Tile::kBK;
-    const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / o.splits * Tile::kBK);
+    const int64_t k0 = kts * q / splits * Tile::kBK;
+    const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
     prefetch_w<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0);
     if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
       const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
@@ -205,8 +207,8 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
                                    k1 - k0, m0, n0, none, none);
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     const int64_t tile = int64_t(rb) * o.tiles_n + cb;
-    if (o.splits == 1 || add_part<Tile>(acc, o.parts + tile * Tile::kBM * Tile::kBN,
-                                        o.arrive + tile, o.splits)) {
+    if (!kSplit ||
+        add_part<Tile>(acc, o.parts + tile * Tile::kBM * Tile::kBN, o.arrive + tile, splits)) {
       gemm_core::staged_bias_store<Tile, false>(acc, ring, a.bias, a.y, a.m, a.n, m0, n0);
     }
     if (stamps && threadIdx.x == 0) {  // thread 0's view of the tile, its stores issued
@@ -224,10 +226,10 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
 
 // splits: 1 or 0 (the kept rule) whole tiles, 2-4 forced (FL_LN_SPLITS) where the scratch has room
 // for the sums (up to 1024 tokens).
-template <class Tile, int kMinBlocks>
-Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
+template <class Tile, int kMinBlocks, bool kSplit>
+Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
   const size_t smem = Tile::kSmemBytes;
-  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks>;
+  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -242,14 +244,24 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t
     return Status::Unsupported("too many tokens");
   const Scratch sc(a.m, a.n);
   const int64_t tiles = row_blocks * tiles_n;
-  if (splits == 0) splits = 1;  // the kept rule: whole tiles (parts of K only when forced)
-  if (sc.floats == 0 || splits < 1 || splits > 4) splits = 1;
-  const TicketOrder o{int(items), tiles_n, int(tiles * splits), splits, a.counters + sc.arrive,
+  const TicketOrder o{int(items),
+                      tiles_n,
+                      int(tiles * splits),
+                      splits,
+                      a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
   kernel<<<blocks, Tile::kThreads, smem, stream>>>(a, o);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
+}
+template <class Tile, int kMinBlocks>
+Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
+  // 0 (the kept rule) and 1: whole tiles; parts of K only when forced, where the scratch holds
+  // their sums.
+  if (splits >= 2 && splits <= 4 && Scratch(a.m, a.n).floats > 0)
+    return launch_tiles_as<Tile, kMinBlocks, true>(a, per_sm_cap, splits, stream);
+  return launch_tiles_as<Tile, kMinBlocks, false>(a, per_sm_cap, 1, stream);
 }
 
 using gemm_core::MmaTile;
@@ -286,17 +298,13 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
   if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
     tile = std::atoi(env);
-<<<<<<< HEAD
   if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
     const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
     tile = tiles + items <= sms ? 3 : 2;
   }
-=======
-  if (tile == 0) tile = 2;
   int splits = shape.splits;  // FL_LN_SPLITS (1-4) likewise
   if (const char* env = std::getenv("FL_LN_SPLITS"); splits == 0 && env != nullptr)
     splits = std::atoi(env);
->>>>>>> gemm8-splitk
   switch (tile) {
     case 1:
       return launch_tiles<Tile64, 2>(a, shape.per_sm, splits, stream);

@@ -247,8 +247,8 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
     for (int splits = 1; splits <= 4; ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
-      SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) + " FL_LN_SPLITS=" +
-                   std::to_string(splits));
+      SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
+                   " FL_LN_SPLITS=" + std::to_string(splits));
       for (int i = 0; i < 4; ++i) {
         const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
         expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,

@@ -317,9 +317,10 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "each block owns a slice of the hidden units for both products and asks for W1's columns "
        "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
        "(nothing passes between blocks before); the table's choice at 1-16 tokens, ahead of "
-       "ffn_stream up to 12 tokens, where it measured faster, and about level with it at 16",
+       "ffn_stream up to 12 tokens, where it measured faster, and about level with it at 16; on "
+       "sm_90 too in fp32, where the Hopper kernels do not run",
        "ffn_hidden_slice_kernel",
-       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 89},
+       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 0},
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},

@@ -77,7 +77,8 @@ TEST(Variants, HopperRunsTheSmallClusterAndWgmmaKernels) {
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 64, bf16), "ffn_small");
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 256, bf16), "ffn_wgmma");
   EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16384, bf16), "ffn_wgmma");
-  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::fp32), "ffn_split");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 16, Precision::fp32), "ffn_hidden_slice");
+  EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", 64, Precision::fp32), "ffn_split");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 1, bf16), "ln_panel");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 64, bf16), "ln_cluster");
   EXPECT_EQ(fused_variant_that_ran(*backend, "layernorm_linear", 256, bf16), "ln_wgmma");

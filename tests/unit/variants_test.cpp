@@ -36,8 +36,9 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 128, bf16, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 256, bf16, kH100), "ffn_wgmma");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100), "ffn_wgmma");
-  // fp32 on Hopper: the split kernel (the cluster kernel runs in bf16 only).
-  EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_split");
+  // fp32 on Hopper (the Hopper kernels run in bf16 only): the hidden slice up to 16 tokens, then
+  // the split kernel.
+  EXPECT_EQ(chosen("ffn", 1, fp32, kH100), "ffn_hidden_slice");
   EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 256, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("ffn", 1023, fp32, kH100), "ffn_split");
@@ -62,10 +63,10 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
 
 // Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-16 tokens,
 // ffn_stream beyond, as they measured on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to
-// 64 tokens; the
-// portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not fit (it measured
-// faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels, and the portable ones only
-// when forced (they can run there, the table does not prefer them).
+// 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not
+// fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels in bf16,
+// and the portable ones only when forced (they can run there), but for the hidden slice in fp32 at
+// 1-16 tokens, where no Hopper kernel runs and it is ahead of the split kernel.
 TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
   for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
@@ -105,10 +106,11 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
   }
-  for (int64_t tokens : {1, 16, 64}) {
-    EXPECT_EQ(chosen("ffn", tokens, bf16, kH100), "ffn_small") << tokens;
-    EXPECT_EQ(chosen("ffn", tokens, fp32, kH100), "ffn_split") << tokens;
-  }
+  for (int64_t tokens : {1, 16, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kH100), "ffn_small");
+  // fp32 on sm_90 (no Hopper kernel in fp32): the hidden slice where it is ahead, then the split.
+  for (int64_t tokens : {1, 16}) EXPECT_EQ(chosen("ffn", tokens, fp32, kH100), "ffn_hidden_slice");
+  EXPECT_EQ(chosen("ffn", 17, fp32, kH100), "ffn_split");
+  EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("layernorm_linear", 1, bf16, kH100), "ln_panel");
 #ifndef FUSIONLAB_REPLAY_ONLY  // the panel's shape check, as above
   EXPECT_EQ(chosen("layernorm_linear", 256, fp32, kH100), "ln_tile");
@@ -119,7 +121,9 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   for (const VariantInfo& v : ffn->info().levels[2].variants) {
     if (v.name != "ffn_stream" && v.name != "ffn_hidden_slice") continue;
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
-    EXPECT_FALSE(variant_preferred(v, Where{{4, 768, 2}, bf16, kH100}));
+    // ffn_stream is preferred only before sm_90; the hidden slice everywhere, behind ffn_small
+    // and ffn_cluster in the table's order (bf16 on sm_90 takes those).
+    EXPECT_EQ(variant_preferred(v, Where{{4, 768, 2}, bf16, kH100}), v.name == "ffn_hidden_slice");
     EXPECT_TRUE(variant_preferred(v, Where{{4, 768, 2}, bf16, kRtx4090}));
   }
 }

@@ -203,8 +203,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   extern __shared__ __align__(16) char smem[];
-  __shared__ uint64_t landed[2];                        // a buffer's TMA bytes are in (bulk copies)
-  __shared__ __align__(16) DecodeTask window[kWindow];  // task k at (k - begin) mod kWindow
+  __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
+  // Task k at (k - begin) mod kWindow; raw storage, since DecodeTask has member initializers.
+  __shared__ __align__(16) unsigned char window_bytes[kWindow * sizeof(DecodeTask)];
+  DecodeTask* window = reinterpret_cast<DecodeTask*>(window_bytes);
   // The loop's stamps of a task (model.h's ProbeStamp: thread 0's, the copier's), kept here
   // rather than in registers across the task; a pair, by the task's parity, so that the thread
   // that records task i reads its own while thread 0 stamps task i + 1 (release_warp).

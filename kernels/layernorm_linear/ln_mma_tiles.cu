@@ -46,6 +46,7 @@
 #include "kernels/gemm_core/mma_tile.cuh"
 #include "kernels/gemm_core/ring.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
+#include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
 #include "kernels/phases.cuh"
@@ -121,8 +122,8 @@ __device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, u
 #pragma unroll
       for (int nt = 0; nt < Tile::kNT; ++nt) {
         float4* q = p + (mt * Tile::kNT + nt) * kOwners;
-        const float4 v = __ldcg(q);
-        __stcg(q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        const float4 v = slice::load_cg4(reinterpret_cast<const float*>(q));  // from L2
+        *q = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // for the next launch's parts
         acc[mt][nt][0] = v.x, acc[mt][nt][1] = v.y, acc[mt][nt][2] = v.z, acc[mt][nt][3] = v.w;
       }
   }

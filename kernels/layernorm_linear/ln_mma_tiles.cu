@@ -27,7 +27,10 @@
 // row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
 // 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
 // through shared memory); 32 x 128 tiles alone and in two K groups. The lessons' 128 x 128
-// spills here (its 128 accumulators beside the row item's registers). Stamps (--phases): a
+// spills here (its 128 accumulators beside the row item's registers). Also to measure, off in
+// the table: each tile cut in 2-4 parts of its K-tiles (more, smaller tickets at a few hundred
+// tokens), whose fp32 sums meet in an L2 scratch by red.add and whose last part to arrive
+// stores y (add_part; the whole-tile kernels are built without it). Stamps (--phases): a
 // record a ticket, ln_tiles_phases().
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of

@@ -68,28 +68,46 @@ __device__ __forceinline__ float4 load_cg4(const float* p) {
 // when r < rows_valid and c < cols_valid, zero otherwise. vec: g and ldg are 16-byte aligned and
 // cols_valid is a multiple of E (a chunk is all in or all out), so each chunk is one cp.async.
 // kThr: the block's threads, all of which take part (more threads: fewer chunks a thread).
+// Thread i takes chunks i, i + kThr, ...: its row and column advance by constants, and so do its
+// two addresses (a 32-bit shared address and a global pointer), so a chunk costs a few
+// instructions, not a division and 64-bit index arithmetic.
 template <int kThr = kThreads, typename T>
 __device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, int rows, int cols,
                                       int rows_valid, int cols_valid, bool vec) {
   constexpr int E = kChunk<T>;
   const int chunks = (cols + E - 1) / E;
   if (chunks == 0) return;
-  // Thread i takes chunks i, i + kThr, ...: the row and column advance by constants.
   const int dr = kThr / chunks, dc = kThr % chunks;
   int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
-  for (; r < rows; r += dr, c += dc) {
+  if (vec) {
+    const int valid_chunks = cols_valid / E;
+    const T* src = g + r * ldg + c * E;
+    T* dst = s + r * lds + c * E;
+    const int64_t src_step = dr * ldg + dc * E, src_wrap = ldg - chunks * E;
+    const int dst_step = dr * lds + dc * E, dst_wrap = lds - chunks * E;
+    if (dc == 0 && rows_valid >= rows && valid_chunks >= chunks) {
+      // The common case (W1's columns of a slice): a thread's column is fixed and every chunk
+      // valid: a copy and two address steps a chunk, four chunks an iteration.
+#pragma unroll 4
+      for (; r < rows; r += dr, src += src_step, dst += dst_step) tc::copy16_async(dst, src, true);
+      return;
+    }
+    for (; r < rows; r += dr, c += dc, src += src_step, dst += dst_step) {
+      if (c >= chunks) c -= chunks, ++r, src += src_wrap, dst += dst_wrap;
+      if (r >= rows) break;
+      const bool valid = r < rows_valid && c < valid_chunks;
+      tc::copy16_async(dst, valid ? src : g, valid);
+    }
+    return;
+  }
+  for (; r < rows; r += dr, c += dc) {  // odd C: element by element, not unrolled
     if (c >= chunks) c -= chunks, ++r;
     if (r >= rows) break;
     T* dst = s + r * lds + c * E;
     const T* src = g + r * ldg + c * E;
-    if (vec) {
-      const bool valid = r < rows_valid && c * E < cols_valid;
-      tc::copy16_async(dst, valid ? src : g, valid);
-    } else {  // odd C: element by element, one copy of the loop's code (not unrolled)
 #pragma unroll 1
-      for (int e = 0; e < E; ++e) {
-        dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
-      }
+    for (int e = 0; e < E; ++e) {
+      dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
     }
   }
 }

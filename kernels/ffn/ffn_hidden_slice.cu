@@ -11,12 +11,13 @@
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
 //      precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
-//   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
-//      resident: a cooperative launch; one counter and one atomic a block, the last block goes
-//      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
-//      split the shares and meet by shuffles: a fixed order, the same result every run) and
-//      writes them + b2 (b2 of its first tile copied with x and W1, so no load of it waits on
-//      DRAM after the weights).
+//   3. the shares meet in L2, with no grid barrier: each block stores its share (fp32) as words
+//      that say when they have arrived (ready_words.cuh: a word's complement, zero meaning not
+//      yet written), and block b at once polls the shares of y's columns [8 b, 8 b + 8), adds
+//      them (a warp's lanes split the shares and meet by shuffles: a fixed order, the same
+//      result every run), clears them for the next launch and writes the sums + b2 (b2 of that
+//      tile copied with x and W1, so no load waits on DRAM after the weights). Every block is
+//      resident (a cooperative launch), so the polls end.
 // Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
 // the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
@@ -28,11 +29,14 @@
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
-// tiles a warp), the share's store, the barrier (a fence, an atomic and a poll after the last
-// block) and the sum (96 loads a column quad, 16 in flight a lane): well under 1 us of issue, a
-// few L2 round trips. The shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token,
-// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us
-// of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
+// tiles a warp), the share's store, and the sum (96 loads a column quad, 16 in flight a lane,
+// polled until the slowest block's share is in): well under 1 us of issue, two L2 round trips
+// after the slowest block's last byte (its share out, the polls' answer) where a barrier took
+// about four (its fence, its atomic, the poll, then the loads). The copies: a chunk is a
+// cp.async and a few instructions (slice::stage steps its addresses), ~25 chunks a thread. The
+// shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token, 4.7 MB at 16, 19 MB at 64:
+// the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us of copies + ~3 us of chain +
+// the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
@@ -58,7 +62,7 @@ struct SliceArgs {
   FfnSlicePlan p;
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* partial;      // blocks x m x cp: each block's share of y
+  float* partial;  // blocks x m x cp: each block's share of y
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, b1_vec, b2_vec;
   bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
@@ -141,10 +145,9 @@ __device__ __forceinline__ SumItem sum_item(int m, int shares) {
 
 // Once its own share is stored, block b adds the blocks' shares of y's 8-column tiles b, b +
 // blocks, ..., each word polled until it has arrived and then cleared (ready_words.cuh). Each
-// (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2, at most
-// 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the same
-// result every run) in log2(split) steps, where a serial pass through shared memory took `split`
-// dependent loads (128 at one token).
+// (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2, at
+// most 32), 16 loads in flight each (8 with 16 warps), and the lanes' sums meet by shuffles: a
+// fixed order (the same result every run) in log2(split) steps.
 template <int kThr, typename T, class Marks>
 __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const T* b2s, Marks& marks) {
   const FfnSlicePlan& p = a.p;
@@ -165,7 +168,10 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const T* b2s, M
         };
         uint4 v[kBatch];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) v[u] = at(u) ? ready::load4(at(u)) : ready::absent4();
+        for (int u = 0; u < kBatch; ++u) {
+          ready::absent(&v[u]);
+          if (at(u)) v[u] = ready::load4(at(u));
+        }
         ready::wait_and_clear(v, at);
         marks.mark(kHandOver);  // the first of the block's shares are in
 #pragma unroll
@@ -186,8 +192,8 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const T* b2s, M
       float4 b;
       if (tile == int(blockIdx.x)) {  // b2 of the first tile: in shared memory (zero past C)
         const T* q = b2s + 4 * (item % 2);
-        b = make_float4(Elem<T>::to_float(q[0]), Elem<T>::to_float(q[1]),
-                        Elem<T>::to_float(q[2]), Elem<T>::to_float(q[3]));
+        b = make_float4(Elem<T>::to_float(q[0]), Elem<T>::to_float(q[1]), Elem<T>::to_float(q[2]),
+                        Elem<T>::to_float(q[3]));
       } else {
         b = bias4(a, col);
       }

@@ -11,13 +11,11 @@
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
 //      precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
-//   3. the shares meet in L2, with no grid barrier: each block stores its share (fp32) as words
-//      that say when they have arrived (ready_words.cuh: a word's complement, zero meaning not
-//      yet written), and block b at once polls the shares of y's columns [8 b, 8 b + 8), adds
-//      them (a warp's lanes split the shares and meet by shuffles: a fixed order, the same
-//      result every run), clears them for the next launch and writes the sums + b2 (b2 of that
-//      tile copied with x and W1, so no load waits on DRAM after the weights). Every block is
-//      resident (a cooperative launch), so the polls end.
+//   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
+//      resident: a cooperative launch; one counter and one atomic a block, the last block goes
+//      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
+//      split the shares and meet by shuffles: a fixed order, the same result every run) and
+//      writes them + b2 (b2 read before the barrier).
 // Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
 // the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
@@ -29,14 +27,11 @@
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
-// tiles a warp), the share's store, and the sum (96 loads a column quad, 16 in flight a lane,
-// polled until the slowest block's share is in): well under 1 us of issue, two L2 round trips
-// after the slowest block's last byte (its share out, the polls' answer) where a barrier took
-// about four (its fence, its atomic, the poll, then the loads). The copies: a chunk is a
-// cp.async and a few instructions (slice::stage steps its addresses), ~25 chunks a thread. The
-// shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token, 4.7 MB at 16, 19 MB at 64:
-// the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us of copies + ~3 us of chain +
-// the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
+// tiles a warp), the share's store, the barrier (a fence, an atomic and a poll after the last
+// block) and the sum (96 loads a column quad, 16 in flight a lane): well under 1 us of issue, a
+// few L2 round trips. The shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token,
+// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us
+// of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
@@ -47,7 +42,7 @@
 
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
-#include "kernels/ffn/ready_words.cuh"
+#include "kernels/ffn/count_barrier.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
@@ -62,9 +57,10 @@ struct SliceArgs {
   FfnSlicePlan p;
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* partial;  // blocks x m x cp: each block's share of y
+  float* partial;      // blocks x m x cp: each block's share of y
+  unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
   PhaseSink phases;
-  bool x_vec, w1_vec, w2_vec, b1_vec, b2_vec;
+  bool x_vec, w1_vec, w2_vec, b1_vec;
   bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
@@ -86,10 +82,7 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
   const int chunks = (p.cp + kCols - 1) / kCols;
   float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
   if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) {
-      const auto store = [](float* q, float4 v) { ready::store4(q, v); };
-      return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp, store);
-    }
+    if (a.rows) return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
   }
   for (int job = warp; job < p.mtc * chunks; job += kW) {
     const int mt = job / chunks, n0 = job % chunks * kCols;
@@ -106,7 +99,8 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
       for (int half = 0; half < 2; ++half) {
         const int row = mt * 16 + g + 8 * half;
         if (row >= p.m) continue;
-        ready::store2(out + int64_t(row) * p.cp + col, acc[nt][2 * half], acc[nt][2 * half + 1]);
+        *reinterpret_cast<float2*>(out + int64_t(row) * p.cp + col) =
+            make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
       }
     }
   }
@@ -143,42 +137,33 @@ __device__ __forceinline__ SumItem sum_item(int m, int shares) {
   return {int(threadIdx.x) / split, int(threadIdx.x) % split, split};
 }
 
-// Once its own share is stored, block b adds the blocks' shares of y's 8-column tiles b, b +
-// blocks, ..., each word polled until it has arrived and then cleared (ready_words.cuh). Each
-// (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2, at
-// most 32), 16 loads in flight each (8 with 16 warps), and the lanes' sums meet by shuffles: a
-// fixed order (the same result every run) in log2(split) steps.
-template <int kThr, typename T, class Marks>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const T* b2s, Marks& marks) {
+// After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
+// Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
+// at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
+// same result every run) in log2(split) steps, where a serial pass through shared memory took
+// `split` dependent loads (128 at one token).
+template <int kThr, typename T>
+__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bias) {
   const FfnSlicePlan& p = a.p;
   const int items = 2 * p.m, shares = gridDim.x;
   const SumItem si = sum_item<kThr>(p.m, shares);
   const int item = si.item, part = si.part, split = si.split;
   const int64_t stride = int64_t(p.m) * p.cp;
-  constexpr int kBatch = kThr > 256 ? 8 : 16;  // 16 warps: 128 registers a thread at most
+  constexpr int kBatch = 16;
   for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x) {
     const int row = item / 2, col = tile * kSliceTileCols + 4 * (item % 2);
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
     if (item < items) {
-      float* src = a.partial + int64_t(row) * p.cp + col;
+      const float* src = a.partial + int64_t(row) * p.cp + col;
       for (int b0 = part; b0 < shares; b0 += kBatch * split) {
-        const auto at = [&](int u) -> float* {
+        float4 v[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
           const int b = b0 + u * split;
-          return b < shares ? src + b * stride : nullptr;
-        };
-        uint4 v[kBatch];
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          ready::absent(&v[u]);
-          if (at(u)) v[u] = ready::load4(at(u));
+          v[u] = b < shares ? slice::load_cg4(src + b * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
-        ready::wait_and_clear(v, at);
-        marks.mark(kHandOver);  // the first of the block's shares are in
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          const float4 f = ready::decode(v[u]);
-          s.x += f.x, s.y += f.y, s.z += f.z, s.w += f.w;
-        }
+        for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
       }
     }
 #pragma unroll 1
@@ -189,32 +174,31 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const T* b2s, M
       s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
     }
     if (part == 0 && item < items) {
-      float4 b;
-      if (tile == int(blockIdx.x)) {  // b2 of the first tile: in shared memory (zero past C)
-        const T* q = b2s + 4 * (item % 2);
-        b = make_float4(Elem<T>::to_float(q[0]), Elem<T>::to_float(q[1]), Elem<T>::to_float(q[2]),
-                        Elem<T>::to_float(q[3]));
-      } else {
-        b = bias4(a, col);
-      }
-      store4(a, row, col, s, b);
+      store4(a, row, col, s, tile == int(blockIdx.x) ? first_bias : bias4(a, col));
     }
   }
 }
 
-// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
-// commit group, and b2 at y's first tile the block adds up (columns [8 b, 8 b + 8), if any).
+// b2 for this thread's item of the block's first tile of y, asked for before the barrier so
+// that its L2 round trip is not on the chain after it.
 template <int kThr, typename T>
-__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, T* b2s,
-                                          int j0, int valid) {
+__device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
+  const SumItem si = sum_item<kThr>(a.p.m, gridDim.x);
+  const int tile = blockIdx.x;
+  if (si.part != 0 || si.item >= 2 * a.p.m || tile >= a.p.cp / kSliceTileCols) {
+    return make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  return bias4(a, tile * kSliceTileCols + 4 * (si.item % 2));
+}
+
+// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
+// commit group.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
+                                          int valid) {
   const FfnSlicePlan& p = a.p;
   constexpr int E = slice::kChunk<T>;
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
-  const int n0 = blockIdx.x * kSliceTileCols, n_valid = min(kSliceTileCols, p.c - n0);
-  if (n0 < p.cp) {
-    slice::stage<kThr>(b2s, 0, a.b2 + n0, 0, 1, kSliceTileCols, 1, n_valid,
-                       a.b2_vec && n_valid % E == 0);
-  }
   slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
   slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
   tc::async_commit();
@@ -267,11 +251,10 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   T* hs = reinterpret_cast<T*>(smem + p.off_h);
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
-  T* b2s = reinterpret_cast<T*>(smem + p.off_b2);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // Every byte of x and W1, then of W2's rows, is asked for before any arithmetic (W2's after
   // the up product where both do not fit: w2_late, into the region x and W1 held).
-  stage_xw1<kThr>(a, xs, w1s, b1s, b2s, j0, valid);
+  stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
   if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   zero_padding<kThr>(p, xs, hs);
   marks.mark(kIssue);
@@ -288,11 +271,13 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
+  const float4 b2_first = first_tile_bias<kThr>(a);
   down_product<kW>(a, hs, w2s);
   marks.mark(kDown);
-  // No barrier: the sum waits for the words it reads (ready_words.cuh); "hand-over" ends when
-  // the first of them are in.
-  sum_tiles<kThr>(a, b2s, marks);
+  // Every block's share written before any block goes on (count_barrier.cuh).
+  count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
+  marks.mark(kHandOver);
+  sum_tiles<kThr>(a, b2_first);
   marks.mark(kSum);
 }
 
@@ -336,13 +321,14 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2 = static_cast<const T*>(b.w2);
   a.b2 = static_cast<const T*>(b.b2);
   a.y = static_cast<T*>(b.y);
-  a.partial = static_cast<float*>(b.scratch);
+  char* scratch = static_cast<char*>(b.scratch);
+  a.counters = reinterpret_cast<unsigned*>(scratch);
+  a.partial = reinterpret_cast<float*>(scratch + 256);
   a.phases = b.phases;
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
-  a.b2_vec = aligned(b.b2);
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if constexpr (sizeof(T) == 2) {

@@ -20,8 +20,8 @@ namespace fl {
 struct FfnSliceBuffers {
   const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
   void* y;                            // m x C
-  void* scratch;     // ffn_slice_scratch_bytes(), zeroed once when allocated (every launch
-                     // leaves it zero: kernels/ffn/ready_words.cuh)
+  void* scratch;     // ffn_slice_scratch_bytes(), zeroed once when allocated (the kernel leaves
+                     // its barrier counter's low 31 bits at zero)
   PhaseSink phases;  // stamps on when phases.records is set
 };
 

@@ -6,8 +6,7 @@
 //
 // Block b owns hidden units [units b, units (b + 1)): W1's columns and W2's rows of them.
 // Shared memory, byte offsets: [W2's rows | x, W1's columns (the up product's partial sums
-// overlay them once it is done) | h's slice | b1's slice | b2 at y's first 8-column tile the
-// block adds up]; with w2_late (GPUs with less shared
+// overlay them once it is done) | h's slice | b1's slice]; with w2_late (GPUs with less shared
 // memory) W2's rows are asked for after the up product, into the region x and W1 held.
 #pragma once
 
@@ -21,7 +20,7 @@ namespace fl {
 
 constexpr int kSliceMaxUnits = 64;  // hidden units a block at most (8 mma column tiles)
 constexpr int kSliceDownCols = 96;  // a warp's columns of the down product at a time (8 warps)
-constexpr int kSliceTileCols = 8;   // y's columns a block adds up from the blocks' shares
+constexpr int kSliceTileCols = 8;   // y's columns a block adds up after the barrier
 constexpr int64_t kSliceMaxTokens = 64;
 // The most tokens at which the level table prefers this kernel to ffn_stream (the shares of y
 // grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
@@ -42,7 +41,7 @@ struct FfnSlicePlan {
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;
-  size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, off_b2 = 0, smem = 0;
+  size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
@@ -73,8 +72,7 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.off_w1 = p.off_x + x;
   p.off_h = p.off_x + size_t(round_up(int(region), 16));
   p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
-  p.off_b2 = p.off_bias + size_t(round_up(int(sizeof(float)) * units, 16));
-  p.smem = p.off_b2 + sizeof(float) * 8;
+  p.smem = p.off_bias + sizeof(float) * units;
   return p;
 }
 
@@ -116,10 +114,10 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   return fits(first);
 }
 
-// The scratch buffer: a partial sum per block (blocks x m x C fp32, as words that say when they
-// have arrived: kernels/ffn/ready_words.cuh), zero when allocated and left zero by every launch.
+// The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
+// and a partial sum per block (blocks x m x C fp32).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
-  return sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
+  return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }
 
 }  // namespace fl

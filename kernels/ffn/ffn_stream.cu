@@ -16,10 +16,9 @@
 //         which can pass while W2's tiles are still landing. Then h (m x kw) from L2, and
 //         h W2[tile]:
 //           G groups (the plan's 8: 384 rows x 48 or 64 columns, 36-48 KB in bf16): the
-//             groups' partial sums (fp32, L2) of a column range are stored as words that say
-//             when they have arrived (ready_words.cuh; no barrier), and each of the range's G
-//             blocks polls 1/G of the range's rows, adds them in group order (the same result
-//             every run), clears them for the next launch and writes them (+ b2);
+//             groups' partial sums (fp32, L2) of a column range meet at a barrier of the
+//             range's G blocks, and each adds 1/G of the range's rows in group order (the same
+//             result every run) and writes them (+ b2);
 //           one group (a tuning): the tile is all 4C rows x 8 columns and the block writes its
 //             columns of y (+ b2): no partial sums, no second barrier, but each block reads all
 //             of h (m x 4C from L2) and asks for 16-byte rows of W2.
@@ -36,8 +35,8 @@
 // x C) read by every block from L2; h: m x 4C x 2 B written once and read by each of its group's
 // spg blocks (a block reads m x kw: 12 KB at 16 tokens, 49 KB at 64); partial sums 8 x m x C x
 // 4 B (1.6 MB at 64 tokens). After W1 lands: the up product, h's stores and a barrier (a fence,
-// an atomic, a poll: ~1.5 us), h's L2 round trip, the down product, the partial sums' stores
-// and the polls that read them: about five dependent L2 round trips after the weights.
+// an atomic, a poll: ~1.5 us), h's L2 round trip, the down product, the partial sums' stores, a
+// second barrier and the sum: about six dependent L2 round trips after the weights.
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 
@@ -51,7 +50,6 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
-#include "kernels/ffn/ready_words.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
 
@@ -61,7 +59,7 @@ namespace {
 using slice::round_up;
 
 constexpr int kMaxGroups = kFfnMaxGroups;
-constexpr int kCounters = 2 * kMaxGroups;  // a group's hand-over (the second half unused)
+constexpr int kCounters = 2 * kMaxGroups;  // a group's hand-over, a column range's meeting
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kHandOver, kHW2In, kDown, kSum, kPhaseCount };
 
@@ -71,40 +69,14 @@ struct FfnStreamArgs {
   const T *x, *w1, *b1, *w2, *b2;
   T *y, *h;            // h: m x 4C in the scratch buffer (L2)
   float* partial;      // groups x m x C: each group's sums over its hidden units
-  unsigned* counters;  // the groups' hand-overs: low bits zero
+  unsigned* counters;  // the groups' hand-overs, then the ranges' meetings: low bits zero
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, h_vec, b1_vec, b2_vec;
 };
 
-// The groups' partial sums at `at` (4 words: W = uint4, or 1: unsigned), each polled until it
-// has arrived and then cleared (ready_words.cuh), added in group order (the same result every
-// run), 8 groups' loads in flight.
-template <class W>
-__device__ __forceinline__ void add_groups(float* at, int64_t stride, int groups, float* sum) {
-  constexpr int kBatch = 8, kWords = sizeof(W) / 4;
-  for (int g0 = 0; g0 < groups; g0 += kBatch) {
-    const auto src = [&](int u) { return g0 + u < groups ? at + (g0 + u) * stride : nullptr; };
-    W v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      ready::absent(&v[u]);
-      if (src(u)) v[u] = ready::load(src(u), v[u]);
-    }
-    ready::wait_and_clear(v, src);
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if constexpr (kWords == 4) {
-        const float4 f = ready::decode(v[u]);
-        sum[0] += f.x, sum[1] += f.y, sum[2] += f.z, sum[3] += f.w;
-      } else {
-        sum[0] += ready::decode(v[u]);
-      }
-    }
-  }
-}
-
-// y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums + b2, as soon as they arrive (no
-// barrier). Four columns a thread where rows are 16-byte multiples.
+// y[r0 .. r1, n0 .. n0 + n_valid) = the groups' partial sums, added in group order (the same
+// result every run), + b2. Four columns a thread where rows are 16-byte multiples: a thread keeps
+// one load of every group in flight.
 template <int kThr, typename T>
 __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, int n_valid,
                                             const T* b2s, int r0, int r1) {
@@ -115,8 +87,13 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
     for (int e = threadIdx.x; e < (r1 - r0) * quads; e += kThr) {
       const int q = e % quads;
       const int64_t at = int64_t(r0 + e / quads) * p.c + n0 + 4 * q;
-      float out[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      add_groups<uint4>(a.partial + at, stride, p.groups, out);
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+      for (int g = 0; g < p.groups; ++g) {
+        const float4 v = slice::load_cg4(a.partial + g * stride + at);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const float out[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         a.y[at + i] = Elem<T>::from_float(out[i] + Elem<T>::to_float(b2s[4 * q + i]));
@@ -127,7 +104,8 @@ __device__ __forceinline__ void write_range(const FfnStreamArgs<T>& a, int n0, i
   for (int e = threadIdx.x; e < (r1 - r0) * n_valid; e += kThr) {
     const int64_t at = int64_t(r0 + e / n_valid) * p.c + n0 + e % n_valid;
     float sum = 0.0f;
-    add_groups<unsigned>(a.partial + at, stride, p.groups, &sum);
+#pragma unroll 8
+    for (int g = 0; g < p.groups; ++g) sum += slice::load_cg(a.partial + g * stride + at);
     a.y[at] = Elem<T>::from_float(sum + Elem<T>::to_float(b2s[e % n_valid]));
   }
 }
@@ -218,12 +196,13 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_stream_kernel(FfnStreamArgs<T>
     return;
   }
   float* mine = a.partial + int64_t(group) * p.m * p.c;
-  slice::block_product<T, kFfnDownMaxNT, kW>(
-      hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red, [&](int row, int col, float s) {
-        if (row < p.m && col < n_valid) ready::store1(mine + int64_t(row) * p.c + n0 + col, s);
-      });
+  slice::block_product<T, kFfnDownMaxNT, kW>(hs, p.ld_h, w2s, p.ld_w2, p.kwk, p.mtc, p.nw / 8, red,
+                                             [&](int row, int col, float s) {
+                                               if (row < p.m && col < n_valid)
+                                                 mine[int64_t(row) * p.c + n0 + col] = s;
+                                             });
   marks.mark(kDown);
-  // No barrier: write_range polls the partial sums it adds (ready_words.cuh).
+  count_barrier(a.counters + kMaxGroups + range, unsigned(p.groups), group == 0);
   write_range<kThr>(a, n0, n_valid, b2s, group * p.m / p.groups, (group + 1) * p.m / p.groups);
   marks.mark(kSum);
 }

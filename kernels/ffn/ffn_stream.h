@@ -22,7 +22,7 @@ struct FfnStreamBuffers {
   const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
   void* y;                            // m x C
   void* scratch;  // ffn_stream_scratch_bytes(), zeroed once when allocated (the kernel leaves
-                  // its counters' low 31 bits and its partial sums at zero)
+                  // its counters' low 31 bits at zero)
   PhaseSink phases = {};  // stamps on when phases.records is set
 };
 

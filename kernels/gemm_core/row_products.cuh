@@ -11,7 +11,7 @@
 //                the operands after a block barrier); epi(row, col, sum) once for each.
 //   down_rows(): out[r, 4 q..4 q + 4) = sum_j H[r, j] W[j, 4 q..) for r < m, a thread a 16-byte
 //                column group of W's rows (float4 loads), j over all of K (no split, no
-//                reduction), handed to store(address, float4).
+//                reduction), stored as float4.
 // The row count is a template (1, 2, 4 or 8 rows, the operands' rows past m zero), so that all
 // of a step's loads issue before its FMAs.
 // Budget at one token, C = 768, 24 columns of W1 a block: the up product is 768 x 24 FMAs a
@@ -113,10 +113,9 @@ __device__ __forceinline__ void up_reduce(const float (&acc)[kRowsMax][2], int m
 
 // out[r, 4 q..4 q + 4) (row stride ldo) = sum over j < k of h[r, j] w[j, 4 q..) for r < m and
 // 4 q < n; R rows of h computed (zero past m), 4 j a step (k, n, ldh, ldw, ldo multiples of 4).
-template <int R, class Store>
+template <int R>
 __device__ __forceinline__ void down_steps(int m, int k, int n, const float* h, int ldh,
-                                           const float* w, int ldw, float* out, int ldo,
-                                           const Store& store) {
+                                           const float* w, int ldw, float* out, int ldo) {
   for (int q = threadIdx.x; 4 * q < n; q += kThreads) {
     float4 acc[R];
 #pragma unroll
@@ -143,23 +142,21 @@ __device__ __forceinline__ void down_steps(int m, int k, int n, const float* h, 
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (r < m) store(out + r * ldo + 4 * q, acc[r]);
+      if (r < m) *reinterpret_cast<float4*>(out + r * ldo + 4 * q) = acc[r];
     }
   }
 }
 
-template <class Store>
 __device__ __forceinline__ void down_rows(int m, int k, int n, const float* h, int ldh,
-                                          const float* w, int ldw, float* out, int ldo,
-                                          const Store& store) {
+                                          const float* w, int ldw, float* out, int ldo) {
   if (m == 1) {
-    down_steps<1>(m, k, n, h, ldh, w, ldw, out, ldo, store);
+    down_steps<1>(m, k, n, h, ldh, w, ldw, out, ldo);
   } else if (m == 2) {
-    down_steps<2>(m, k, n, h, ldh, w, ldw, out, ldo, store);
+    down_steps<2>(m, k, n, h, ldh, w, ldw, out, ldo);
   } else if (m <= 4) {
-    down_steps<4>(m, k, n, h, ldh, w, ldw, out, ldo, store);
+    down_steps<4>(m, k, n, h, ldh, w, ldw, out, ldo);
   } else {
-    down_steps<8>(m, k, n, h, ldh, w, ldw, out, ldo, store);
+    down_steps<8>(m, k, n, h, ldh, w, ldw, out, ldo);
   }
 }
 

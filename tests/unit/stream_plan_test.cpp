@@ -153,13 +153,9 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
     EXPECT_GE(p.off_x, w2);
   }
   EXPECT_LE(p.off_h + size_t(e) * 16 * p.mtc * p.ld_h, p.off_bias);
-  EXPECT_LE(p.off_bias + size_t(e) * p.units, p.off_b2);
-  EXPECT_LE(p.off_b2 + size_t(e) * kSliceTileCols, p.smem);
-  for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_h, p.off_bias, p.off_b2}) {
-    EXPECT_EQ(off % 16, 0u);
-  }
+  for (size_t off : {p.off_w2, p.off_x, p.off_w1, p.off_h, p.off_bias}) EXPECT_EQ(off % 16, 0u);
   EXPECT_LE(p.smem + 64, size_t(g.smem_optin));
-  EXPECT_GE(ffn_slice_scratch_bytes_for(p), 4 * size_t(m) * p.cp * p.blocks);
+  EXPECT_GE(ffn_slice_scratch_bytes_for(p), 256 + 4 * size_t(m) * p.cp * p.blocks);
 }
 
 TEST(StreamPlan, HiddenSliceCutsEveryHiddenUnitOnceWithinEachGpu) {

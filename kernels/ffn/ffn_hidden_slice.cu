@@ -61,7 +61,8 @@ struct SliceArgs {
   unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, b1_vec;
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool rows;      // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool sc_fence;  // the barrier's fences as fence.sc (FL_FFN_FENCE=sc: count_barrier.cuh)
 };
 
 template <int kThr, typename T>
@@ -235,6 +236,12 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
       return slice::up_reduce(racc, p.m, p.units, red, to_h);
     }
   }
+  if constexpr (sizeof(T) == 2) {
+    if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests
+      return slice::block_product<T, 4, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, 4, red, to_h,
+                                            p.m);
+    }
+  }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
                                                   p.units / 8, red, to_h, p.m);
 }
@@ -275,7 +282,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW>(a, hs, w2s);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
-  count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
+  count_barrier(a.counters, gridDim.x, blockIdx.x == 0, a.sc_fence);
   marks.mark(kHandOver);
   sum_tiles<kThr>(a, b2_first);
   marks.mark(kSum);
@@ -330,6 +337,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
+  const char* fence = std::getenv("FL_FFN_FENCE");
+  a.sc_fence = fence != nullptr && std::string(fence) == "sc";
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if constexpr (sizeof(T) == 2) {
     if (a.p.warps == 16) {

@@ -135,6 +135,7 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
   static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const T* a,
                                              int lda, const T* b, int ldb, int k0, int k1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (nt_count == kMaxNT) return run_all(acc, a, lda, b, ldb, k0, k1);
     const int lane = threadIdx.x & 31;
     // Lane addresses, computed once: A rows lane % 16 at k + 8 (lane / 16); B rows
     // k + lane % 8 + 8 ((lane / 8) % 2) at columns 8 (lane / 16) of each pair of tiles.
@@ -168,6 +169,37 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
     }
 #else
     __trap();  // bf16 needs compute capability 8.0 (the lessons do not offer it below)
+#endif
+  }
+  // All kMaxNT tiles (the common case): no per-tile tests, and a k-step's B fragments all
+  // asked for before its mma, so their ldmatrix latencies overlap (the asm statements are
+  // volatile: the compiler keeps their order).
+  static __device__ __forceinline__ void run_all(float (&acc)[kMaxNT][4], const T* a, int lda,
+                                                 const T* b, int ldb, int k0, int k1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int lane = threadIdx.x & 31;
+    unsigned a_addr = static_cast<unsigned>(
+        __cvta_generic_to_shared(a + (lane & 15) * lda + k0 + (lane >> 4) * 8));
+    unsigned b_addr = static_cast<unsigned>(__cvta_generic_to_shared(
+        b + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + (lane >> 4) * 8));
+    const unsigned b_step = 16u * ldb * sizeof(T);
+    for (int k = k0; k < k1; k += 16, a_addr += 32, b_addr += b_step) {
+      unsigned f[4], g[kMaxNT / 2][4];
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
+                   : "r"(a_addr));
+#pragma unroll
+      for (int np = 0; np < kMaxNT / 2; ++np) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(g[np][0]), "=r"(g[np][1]), "=r"(g[np][2]), "=r"(g[np][3])
+                     : "r"(b_addr + np * 32));
+      }
+#pragma unroll
+      for (int np = 0; np < kMaxNT / 2; ++np) {
+        mma(acc[2 * np], f[0], f[1], f[2], f[3], g[np][0], g[np][1]);
+        mma(acc[2 * np + 1], f[0], f[1], f[2], f[3], g[np][2], g[np][3]);
+      }
+    }
 #endif
   }
   static __device__ __forceinline__ void mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,

@@ -13,25 +13,11 @@
 
 namespace fl {
 
-// The fences around the atomic: fence.acq_rel (a release before the arrival, an acquire after
-// the wait) is what the barrier needs; sc = true takes __threadfence() (fence.sc, what
-// cooperative groups' grid sync uses) instead, kept to measure one against the other.
-__device__ __forceinline__ void barrier_fence(bool sc) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  if (!sc) {
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    return;
-  }
-#endif
-  __threadfence();
-}
-
-__device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count, bool first,
-                                              bool sc = false) {
+__device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count, bool first) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned add = first ? 0x80000000u - (count - 1) : 1u;
-    barrier_fence(sc);  // the block's writes (every thread's, by the block barrier) before it
+    __threadfence();  // the block's writes before its arrival
     const unsigned old = atomicAdd(counter, add);
     if ((((old + add) ^ old) & 0x80000000u) == 0) {
       // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
@@ -41,7 +27,7 @@ __device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count,
         __nanosleep(32);
       }
     }
-    barrier_fence(sc);
+    __threadfence();
   }
   __syncthreads();
 }

@@ -14,7 +14,10 @@
 //   warp_mma():      acc[nt] += A[16 rows, k0..k1) B[k0..k1, 8 nt columns] for up to kMaxNT
 //                    8-column tiles; bf16 on mma.sync m16n8k16 (A by ldmatrix, B by
 //                    ldmatrix.trans), fp32 on the CUDA cores in the same register layout (lane
-//                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1).
+//                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1);
+//                    run_all() where every tile is present: no per-tile tests, a k-step's B
+//                    fragments all asked for before its mma (at a few warps a scheduler the
+//                    instructions a warp executes, not the tensor cores, set the time).
 //   block_product(): a 16 mtc-row panel times an 8 nt-column panel over K, the warps split into
 //                    mtc row tiles x (8 / mtc) parts of K; the parts meet in shared memory and
 //                    the caller's epilogue sees each sum once.
@@ -68,46 +71,28 @@ __device__ __forceinline__ float4 load_cg4(const float* p) {
 // when r < rows_valid and c < cols_valid, zero otherwise. vec: g and ldg are 16-byte aligned and
 // cols_valid is a multiple of E (a chunk is all in or all out), so each chunk is one cp.async.
 // kThr: the block's threads, all of which take part (more threads: fewer chunks a thread).
-// Thread i takes chunks i, i + kThr, ...: its row and column advance by constants, and so do its
-// two addresses (a 32-bit shared address and a global pointer), so a chunk costs a few
-// instructions, not a division and 64-bit index arithmetic.
 template <int kThr = kThreads, typename T>
 __device__ __forceinline__ void stage(T* s, int lds, const T* g, int64_t ldg, int rows, int cols,
                                       int rows_valid, int cols_valid, bool vec) {
   constexpr int E = kChunk<T>;
   const int chunks = (cols + E - 1) / E;
   if (chunks == 0) return;
+  // Thread i takes chunks i, i + kThr, ...: the row and column advance by constants.
   const int dr = kThr / chunks, dc = kThr % chunks;
   int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
-  if (vec) {
-    const int valid_chunks = cols_valid / E;
-    const T* src = g + r * ldg + c * E;
-    T* dst = s + r * lds + c * E;
-    const int64_t src_step = dr * ldg + dc * E, src_wrap = ldg - chunks * E;
-    const int dst_step = dr * lds + dc * E, dst_wrap = lds - chunks * E;
-    if (dc == 0 && rows_valid >= rows && valid_chunks >= chunks) {
-      // The common case (W1's columns of a slice): a thread's column is fixed and every chunk
-      // valid: a copy and two address steps a chunk, four chunks an iteration.
-#pragma unroll 4
-      for (; r < rows; r += dr, src += src_step, dst += dst_step) tc::copy16_async(dst, src, true);
-      return;
-    }
-    for (; r < rows; r += dr, c += dc, src += src_step, dst += dst_step) {
-      if (c >= chunks) c -= chunks, ++r, src += src_wrap, dst += dst_wrap;
-      if (r >= rows) break;
-      const bool valid = r < rows_valid && c < valid_chunks;
-      tc::copy16_async(dst, valid ? src : g, valid);
-    }
-    return;
-  }
-  for (; r < rows; r += dr, c += dc) {  // odd C: element by element, not unrolled
+  for (; r < rows; r += dr, c += dc) {
     if (c >= chunks) c -= chunks, ++r;
     if (r >= rows) break;
     T* dst = s + r * lds + c * E;
     const T* src = g + r * ldg + c * E;
+    if (vec) {
+      const bool valid = r < rows_valid && c * E < cols_valid;
+      tc::copy16_async(dst, valid ? src : g, valid);
+    } else {  // odd C: element by element, one copy of the loop's code (not unrolled)
 #pragma unroll 1
-    for (int e = 0; e < E; ++e) {
-      dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
+      for (int e = 0; e < E; ++e) {
+        dst[e] = r < rows_valid && c * E + e < cols_valid ? src[e] : Elem<T>::from_float(0.0f);
+      }
     }
   }
 }
@@ -135,7 +120,6 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
   static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const T* a,
                                              int lda, const T* b, int ldb, int k0, int k1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (nt_count == kMaxNT) return run_all(acc, a, lda, b, ldb, k0, k1);
     const int lane = threadIdx.x & 31;
     // Lane addresses, computed once: A rows lane % 16 at k + 8 (lane / 16); B rows
     // k + lane % 8 + 8 ((lane / 8) % 2) at columns 8 (lane / 16) of each pair of tiles.
@@ -303,8 +287,8 @@ __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, i
 // P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
 // w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
 // sees each sum once (of the first row_count rows). Ends with the block synchronized after the
-// epilogue.
-template <typename T, int kMaxNT, int kW = kWarps, class Epilogue>
+// epilogue. kAll (bf16, nt_count == kMaxNT): WarpMma's every-tile path.
+template <typename T, int kMaxNT, int kW = kWarps, bool kAll = false, class Epilogue>
 __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
                                               int mtc, int nt_count, float* red,
                                               const Epilogue& epi, int row_count = 1 << 30) {
@@ -312,8 +296,12 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
   warp_k_range<T, kW>(0, K, mtc, &k0, &k1);
   float acc[kMaxNT][4];
   zero(acc);
-  WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
-                          k1);
+  const T* a_tile = a + ((threadIdx.x >> 5) % mtc) * 16 * lda;
+  if constexpr (kAll) {  // nt_count == kMaxNT (bf16)
+    WarpMma<T, kMaxNT>::run_all(acc, a_tile, lda, b, ldb, k0, k1);
+  } else {
+    WarpMma<T, kMaxNT>::run(acc, nt_count, a_tile, lda, b, ldb, k0, k1);
+  }
   reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi, row_count);
 }
 

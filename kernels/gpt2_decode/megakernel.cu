@@ -97,6 +97,9 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   const bool wide = options.wide_rows;
+  // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory): its
+  // head's outputs (in `sums`) are projected after the switch, at one call site for both.
+  const bf16* projects = nullptr;
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
       const int init_rows = task.flags & kInitsResidual ? task.count : 0;
@@ -107,10 +110,10 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
     case TaskKind::attention: {
       const int copied = cached_split(a, task, buffer_bytes).cached;
       const bf16* kv = copied > 0 ? weights : nullptr;
-      if (task.flags & kProjects) {
-        const bf16* wp = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
-        attend_and_project(a, layer, task.first / kProjParts, task.first % kProjParts, kv, wp, work,
-                           sums, after_inputs, after_attention);
+      if (task.flags & kProjects) {  // the whole head, then its part of proj (below)
+        attend_head(a, layer, task.first / kProjParts, kv, work, sums, after_inputs,
+                    after_attention);
+        projects = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
         break;
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
@@ -124,6 +127,11 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       break;
     }
     case TaskKind::proj: {
+      if (task.flags & kHeadProj) {  // one head's share of every output (below)
+        combine_head(a, task.first / kProjParts, work, sums, after_inputs);
+        projects = weights;
+        break;
+      }
       // Batched: the residual slice waits in the activations' room after the t rows of C.
       const int t = a.tokens;
       const bool room = t * kC + task.count * t <= kActFloats;
@@ -151,15 +159,24 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                      a.tokens, a.y, a.residual_copies, residual_stride(a));
       break;
   }
+  const int parts = task.flags & kHeadProj ? task.count / kProjRows : 1;
+  for (int k = 0; projects != nullptr && k < parts; ++k) {
+    if (k > 0) __syncthreads();  // the part before has read its partial sums
+    project_head(a, layer, task.first % kProjParts + k, projects + k * kProjRows * kHeadDim, sums,
+                 work);
+  }
   return true;
 }
 
 // Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
-// stage's counter, or with head waits each head's its rows belong to. With skip_own_poll the
+// stage's counter, or with head waits each head's its rows belong to, or with proj by head an
+// attention split's head's. With skip_own_poll the
 // bump returns the count: `known` then holds the counter and the count it has reached.
-__device__ void count_done(const DecodeTask& task, unsigned* counters, bool returns,
+__device__ void count_done(const DecodeTask& task, int splits, unsigned* counters, bool returns,
                            unsigned (&known)[2]) {
-  if (returns && !(task.flags & kBumpsHeads)) {
+  if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
+    release_add(counters + task.done_counter + task.first / splits, 1u);
+  } else if (returns && !(task.flags & kBumpsHeads)) {
     known[0] = task.done_counter;
     known[1] = acq_rel_add(counters + task.done_counter, 1u) + 1;
   } else if (task.flags & kBumpsHeads) {
@@ -313,7 +330,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == leader) {
-      if (counts) count_done(task, counters, options.skip_own_poll, known);
+      if (counts) count_done(task, a.splits, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
       const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),

@@ -39,6 +39,7 @@ std::vector<Variant> option_sets() {
   before.copy_thread = 0;
   before.copies_after_inputs = false;
   before.poll_first = false;  // (these sets were measured with thread 0 issuing the copies)
+  before.head_proj = false;   // (and with proj cut by rows)
   std::vector<Variant> sets = {{"before (one pass, probes)", before}};
   auto with = [&](const char* name, auto change) {
     gpt2::MegakernelOptions o = before;
@@ -96,18 +97,19 @@ std::vector<Variant> newer_sets() {
   return sets;
 }
 // The sets MegakernelVariants times (the others were measured before): the lesson's form
-// (thread 0 polls while warp 1 issues the next task's copies), the form before it (thread 0
-// issues them, then polls), the count released by warp 2, and the task window beside poll first
-// (thread 0's descriptor read, the next thing before its poll).
+// (proj by head), the form before it (proj by rows: every proj task waits for the whole
+// attention stage and combines every split), the task window (thread 0's descriptor read
+// from shared memory) beside each, and proj by head in 24 tasks of two parts.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, before, release, window;
-  before.poll_first = false;
-  release.release_warp = true;
-  window.task_window = true;
-  return {{"the lesson's (poll first)", lesson},
-          {"thread 0 issues, then polls", before},
-          {"+ release by warp 2", release},
-          {"+ task window", window}};
+  gpt2::MegakernelOptions lesson, rows, rows_window, window, halves;
+  rows.head_proj = rows_window.head_proj = false;
+  rows_window.task_window = window.task_window = true;
+  halves.head_proj_parts = 2;
+  return {{"the lesson's (proj by head)", lesson},
+          {"proj by rows (the form before)", rows},
+          {"proj by rows, task window", rows_window},
+          {"proj by head, task window", window},
+          {"proj by head, 2 parts a task", halves}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -229,6 +231,7 @@ gpt2::MegakernelOptions other_options() {
   o.task_window = !o.task_window;
   o.poll_first = !o.poll_first;
   o.release_warp = !o.release_warp;
+  o.head_proj = !o.head_proj;
   return o;
 }
 
@@ -428,8 +431,10 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
   const double span = (last - first) / 1e3;
   auto bytes_of = [&](const gpt2::DecodeTask& t) -> double {
     switch (gpt2::TaskKind(t.kind)) {
-      case gpt2::TaskKind::qkv:
       case gpt2::TaskKind::proj:
+        if (t.flags & gpt2::kHeadProj) return gpt2::kProjSliceBytes;
+        return t.count * gpt2::kC * 2.0;
+      case gpt2::TaskKind::qkv:
         return t.count * gpt2::kC * 2.0;
       case gpt2::TaskKind::mlp:
         return t.count * gpt2::kC * 4.0;
@@ -764,12 +769,16 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
   // wide rows, proj apart with early copies, copies after the task; branch-free keys with
   // copies after the task but the MLP's, and with attention and proj fused; the counts
-  // released by warp 2, and the task window beside poll first.
+  // released by warp 2; proj by rows (the form before proj by head), the task window beside
+  // each, and proj by head in two parts a task.
   const std::vector<Variant> sets = option_sets();
+  gpt2::MegakernelOptions release;
+  release.release_warp = true;
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
         sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options,
-        timed_sets().at(2).options, timed_sets().at(3).options}) {
+        release, timed_sets().at(1).options, timed_sets().at(2).options,
+        timed_sets().at(3).options, timed_sets().at(4).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

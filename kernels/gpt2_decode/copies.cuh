@@ -122,10 +122,10 @@ __device__ inline TaskRanges task_ranges(const DecodeArgs& a, const DecodeTask& 
       r.src[0] = w + LayerLayout::w_qkv + int64_t(task.first) * kC, r.bytes[0] = slice;
       break;
     case TaskKind::proj:
-      if (task.flags & kHeadProj) {  // its head's columns of Wproj, regrouped (24 KB a part)
+      if (task.flags & kHeadProj) {  // its head's columns of Wproj, regrouped (24 KB)
         r.src[0] = a.w_proj_t + (int64_t(task.layer) * kHeads * kProjParts + task.first) *
                                     (kProjRows * kHeadDim);
-        r.bytes[0] = task.count / kProjRows * kProjSliceBytes;
+        r.bytes[0] = kProjSliceBytes;
       } else {
         r.src[0] = w + LayerLayout::w_proj + int64_t(task.first) * kC, r.bytes[0] = slice;
       }

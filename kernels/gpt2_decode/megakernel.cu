@@ -97,9 +97,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   const bool wide = options.wide_rows;
-  // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory): its
-  // head's outputs (in `sums`) are projected after the switch, at one call site for both.
-  const bf16* projects = nullptr;
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
       const int init_rows = task.flags & kInitsResidual ? task.count : 0;
@@ -113,7 +110,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       if (task.flags & kProjects) {  // the whole head, then its part of proj (below)
         attend_head(a, layer, task.first / kProjParts, kv, work, sums, after_inputs,
                     after_attention);
-        projects = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
         break;
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
@@ -129,7 +125,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
     case TaskKind::proj: {
       if (task.flags & kHeadProj) {  // one head's share of every output (below)
         combine_head(a, task.first / kProjParts, work, sums, after_inputs);
-        projects = weights;
         break;
       }
       // Batched: the residual slice waits in the activations' room after the t rows of C.
@@ -159,11 +154,13 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                      a.tokens, a.y, a.residual_copies, residual_stride(a));
       break;
   }
-  const int parts = task.flags & kHeadProj ? task.count / kProjRows : 1;
-  for (int k = 0; projects != nullptr && k < parts; ++k) {
-    if (k > 0) __syncthreads();  // the part before has read its partial sums
-    project_head(a, layer, task.first % kProjParts + k, projects + k * kProjRows * kHeadDim, sums,
-                 work);
+  // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory: the end
+  // of both buffers, or its own) times its head's outputs (in `sums`), at one call site.
+  if (task.flags & (kProjects | kHeadProj)) {
+    const bf16* wp = task.flags & kProjects ? reinterpret_cast<const bf16*>(
+                                                  buffer + 2 * buffer_bytes - kProjSliceBytes)
+                                            : weights;
+    project_head(a, layer, task.first % kProjParts, wp, sums, work);
   }
   return true;
 }

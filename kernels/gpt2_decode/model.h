@@ -99,8 +99,7 @@ constexpr uint8_t kCombinesHead = 2;
 constexpr uint8_t kProjects = 4;
 constexpr uint8_t kInitsResidual = 8;
 // With proj by head (TaskListShape::head_proj): a proj task with kHeadProj takes one head's
-// `count` outputs of proj, kProjRows or a multiple (first = head * kProjParts + its first part,
-// rows [part * kProjRows, + count)): it waits for its head's splits
+// kProjRows outputs of proj (first = head * kProjParts + part): it waits for its head's splits
 // only, combines them (64 values a token), multiplies them by its part of Wproj's head columns
 // and adds the product into the residuals (red.add), as a fused task does; the qkv tasks carry
 // kInitsResidual. Its head's attention tasks carry kBumpsHead: each bumps its head's counter,
@@ -151,11 +150,10 @@ struct TaskListShape {
   bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
   int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
   bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
-  int head_proj_parts = 1;              // kProjRows-row parts of proj a proj-by-head task takes
 };
-// Whether proj by head fits: a task's parts of Wproj (24 KB each) in one weight buffer.
-constexpr bool head_proj_fits(int parts, int buffer_bytes) {
-  return parts >= 1 && kProjParts % parts == 0 && parts * kProjSliceBytes <= buffer_bytes;
+// Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
+constexpr bool head_proj_fits(int buffer_bytes) {
+  return kProjSliceBytes <= buffer_bytes;
 }
 // With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
 // dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
@@ -275,9 +273,6 @@ struct MegakernelOptions {
   // head's splits and combines only theirs (9 x 66 floats at a cache of 512, not 108 x 66),
   // where a row slice waits for every split of the stage and combines them all.
   bool head_proj = true;
-  // With proj by head, the parts of kProjRows outputs a task takes (1, 2 or 4): at 2, 24 tasks
-  // of 48 KB a layer, which at a cache of 512 fill the 24 blocks attention's 108 tasks leave.
-  int head_proj_parts = 1;
 };
 constexpr int kMaxResidualCopies = 8;
 

@@ -97,7 +97,7 @@ bool uses_fused_proj(const TaskListShape& shape) {
 
 bool uses_head_proj(const TaskListShape& shape) {
   return shape.head_proj && !uses_fused_proj(shape) && !shape.head_combine && !shape.proj_apart &&
-         head_proj_fits(shape.head_proj_parts, shape.weight_buffer_bytes);
+         head_proj_fits(shape.weight_buffer_bytes);
 }
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
@@ -153,9 +153,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       uint16_t count = 0;
       if (by_head && stage.kind == TaskKind::proj) {  // (head, part): its head's counter
         const uint16_t head_base = waited;
-        const int parts = shape.head_proj_parts;
-        task.count = static_cast<uint16_t>(parts * kProjRows);
-        for (int unit = 0; unit < kHeads * kProjParts; unit += parts) {
+        task.count = kProjRows;
+        for (int unit = 0; unit < kHeads * kProjParts; ++unit) {
           task.first = unit;
           task.wait_counter = static_cast<uint16_t>(head_base + unit / kProjParts);
           task.wait_target = static_cast<uint16_t>(list.splits);
@@ -262,7 +261,7 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
   } else if (kind == TaskKind::proj && (task.flags & kHeadProj)) {
     const int head = task.first / kProjParts, part = task.first % kProjParts;
     std::snprintf(text, sizeof(text), "layer %d proj head %d rows %d-%d (of %d)", task.layer, head,
-                  part * kProjRows, part * kProjRows + task.count - 1, kC);
+                  part * kProjRows, (part + 1) * kProjRows - 1, kC);
   } else if (kind == TaskKind::attention) {
     const int positions = shape.cache + shape.tokens;
     const int len = split_length(positions, std::max(1, splits));

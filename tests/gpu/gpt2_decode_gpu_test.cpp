@@ -98,18 +98,20 @@ std::vector<Variant> newer_sets() {
 }
 // The sets MegakernelVariants times (the others were measured before): the lesson's form
 // (proj by head), the form before it (proj by rows: every proj task waits for the whole
-// attention stage and combines every split), the task window (thread 0's descriptor read
-// from shared memory) beside each, and proj by head in 24 tasks of two parts.
+// attention stage and combines every split), and beside proj by head: attention waiting for
+// its own head's qkv rows only (head waits), 32-key splits (a split for every block at 512),
+// and the task window (thread 0's descriptor read from shared memory).
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, rows, rows_window, window, halves;
-  rows.head_proj = rows_window.head_proj = false;
-  rows_window.task_window = window.task_window = true;
-  halves.head_proj_parts = 2;
+  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window;
+  rows.head_proj = false;
+  waits.head_waits = true;
+  short_splits.min_split_keys = 32;
+  window.task_window = true;
   return {{"the lesson's (proj by head)", lesson},
           {"proj by rows (the form before)", rows},
-          {"proj by rows, task window", rows_window},
-          {"proj by head, task window", window},
-          {"proj by head, 2 parts a task", halves}};
+          {"proj by head, head waits", waits},
+          {"proj by head, 32-key splits", short_splits},
+          {"proj by head, task window", window}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -769,8 +771,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
   // wide rows, proj apart with early copies, copies after the task; branch-free keys with
   // copies after the task but the MLP's, and with attention and proj fused; the counts
-  // released by warp 2; proj by rows (the form before proj by head), the task window beside
-  // each, and proj by head in two parts a task.
+  // released by warp 2; proj by rows (the form before proj by head), and beside proj by head
+  // head waits, 32-key splits and the task window.
   const std::vector<Variant> sets = option_sets();
   gpt2::MegakernelOptions release;
   release.release_warp = true;

@@ -42,7 +42,7 @@ void expect_well_formed(const TaskListShape& shape) {
   const DecodeTaskList list = build_decode_tasks(shape);
   const bool hp = list.head_proj;
   EXPECT_EQ(hp, shape.head_proj && !hc && !shape.proj_apart && !shape.fused_proj &&
-                    head_proj_fits(shape.head_proj_parts, shape.weight_buffer_bytes));
+                    head_proj_fits(shape.weight_buffer_bytes));
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
   EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) +
@@ -79,7 +79,7 @@ void expect_well_formed(const TaskListShape& shape) {
                                                      : kC;
     auto& hits = covered[stage];
     hits.resize(units);
-    const uint32_t span = by_head ? t.count / kProjRows : t.count;  // parts, or rows
+    const uint32_t span = by_head ? 1 : t.count;  // a (head, part), or rows
     for (uint32_t u = t.first; u < t.first + span; ++u) {
       ASSERT_LT(u, uint32_t(units));
       ++hits[u];
@@ -145,61 +145,50 @@ TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
   }
 }
 
-// Proj by head (TaskListShape::head_proj, the lesson's form): per layer every (head, part) once
-// (one or two parts a task), each task waiting on its own head's counter for the head's splits,
-// which bump only it; the qkv tasks' residual columns cover [0, C) once (the residuals'
-// starting values). Off where a task's Wproj parts do not fit a buffer.
+// Proj by head (TaskListShape::head_proj, the lesson's form): per layer every (head, part) once,
+// each waiting on its own head's counter for the head's splits, which bump only it; the qkv
+// tasks' residual columns cover [0, C) once (the residuals' starting values). Off where a part
+// of Wproj (24 KB) does not fit a buffer.
 TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
-  for (int parts : {1, 2}) {
-    for (TaskListShape shape : {TaskListShape{132, 1, 512, 80 * 1024},
-                                TaskListShape{132, 1, 8192, 80 * 1024},
-                                TaskListShape{5, 3, 37, 80 * 1024}}) {
-      shape.head_proj_parts = parts;
-      SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
-                   std::to_string(shape.cache) + " parts " + std::to_string(parts));
-      const DecodeTaskList list = build_decode_tasks(shape);
-      ASSERT_TRUE(list.head_proj);
-      expect_well_formed(shape);
-      std::map<int, std::vector<int>> hits, columns;  // layer -> hits
-      std::map<int, int> bumps;                       // counter -> attention tasks bumping it
-      for (const DecodeTask& t : list.tasks)
-        if (t.kind == uint8_t(TaskKind::attention))
-          ++bumps[t.done_counter + int(t.first) / list.splits];
-      for (const DecodeTask& t : list.tasks) {
-        if (t.kind == uint8_t(TaskKind::proj)) {
-          EXPECT_EQ(t.flags, kHeadProj);
-          EXPECT_EQ(t.count, parts * kProjRows);
-          hits[t.layer].resize(kHeads * kProjParts);
-          for (int u = int(t.first); u < int(t.first) + parts; ++u) {
-            ASSERT_LT(u, kHeads * kProjParts);
-            ++hits[t.layer][u];
-          }
-          EXPECT_EQ(int(t.first) / kProjParts, (int(t.first) + parts - 1) / kProjParts);
-          EXPECT_EQ(t.wait_target, unsigned(list.splits));
-          EXPECT_EQ(bumps[t.wait_counter], list.splits) << "its head's splits, and only they";
-        } else if (t.kind == uint8_t(TaskKind::qkv)) {
-          columns[t.layer].resize(kC);
-          for (int c = 2 * (int(t.first) / 6); c < 2 * (int(t.first + t.count) / 6); ++c)
-            ++columns[t.layer][c];
-        }
+  for (const TaskListShape& shape : {TaskListShape{132, 1, 512, 80 * 1024},
+                                     TaskListShape{132, 1, 8192, 80 * 1024},
+                                     TaskListShape{5, 3, 37, 80 * 1024}}) {
+    SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
+                 std::to_string(shape.cache));
+    const DecodeTaskList list = build_decode_tasks(shape);
+    ASSERT_TRUE(list.head_proj);
+    std::map<int, std::vector<int>> parts, columns;  // layer -> hits
+    std::map<int, int> bumps;                        // counter -> attention tasks bumping it
+    for (const DecodeTask& t : list.tasks)
+      if (t.kind == uint8_t(TaskKind::attention))
+        ++bumps[t.done_counter + int(t.first) / list.splits];
+    for (const DecodeTask& t : list.tasks) {
+      if (t.kind == uint8_t(TaskKind::proj)) {
+        EXPECT_EQ(t.flags, kHeadProj);
+        parts[t.layer].resize(kHeads * kProjParts);
+        ASSERT_LT(t.first, uint32_t(kHeads * kProjParts));
+        ++parts[t.layer][t.first];
+        EXPECT_EQ(t.wait_target, unsigned(list.splits));
+        EXPECT_EQ(bumps[t.wait_counter], list.splits) << "its head's splits, and only they";
+      } else if (t.kind == uint8_t(TaskKind::qkv)) {
+        columns[t.layer].resize(kC);
+        for (int c = 2 * (int(t.first) / 6); c < 2 * (int(t.first + t.count) / 6); ++c)
+          ++columns[t.layer][c];
       }
-      for (int layer = 0; layer < kLayers; ++layer) {
-        for (int n : hits[layer]) EXPECT_EQ(n, 1);
-        for (int n : columns[layer]) EXPECT_EQ(n, 1);
-      }
-      const std::string text = format_task_list(list, shape);
-      EXPECT_NE(text.find(parts == 1 ? "layer 11 proj head 11 rows 576-767 (of 768)"
-                                     : "layer 11 proj head 11 rows 384-767 (of 768)"),
-                std::string::npos);
-      EXPECT_NE(text.find("proj by head"), std::string::npos);
     }
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int hits : parts[layer]) EXPECT_EQ(hits, 1);
+      for (int hits : columns[layer]) EXPECT_EQ(hits, 1);
+    }
+    const std::string text = format_task_list(list, shape);
+    EXPECT_NE(text.find("layer 11 proj head 11 rows 576-767 (of 768)"), std::string::npos);
+    EXPECT_NE(text.find("proj by head"), std::string::npos);
   }
   TaskListShape rows{132, 1, 512, 80 * 1024};
   rows.head_proj = false;
   EXPECT_FALSE(build_decode_tasks(rows).head_proj);
   EXPECT_FALSE(build_decode_tasks({132, 1, 512, 23552}).head_proj);  // 99 KB GPUs: 23 KB buffers
-  EXPECT_FALSE(head_proj_fits(3, 80 * 1024));
-  EXPECT_TRUE(head_proj_fits(2, 56320));  // A100
+  EXPECT_TRUE(head_proj_fits(56320));                                 // A100
 }
 
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every

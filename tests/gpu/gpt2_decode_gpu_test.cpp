@@ -236,6 +236,17 @@ gpt2::MegakernelOptions other_options() {
   o.head_proj = !o.head_proj;
   return o;
 }
+// The same with proj by head kept (the options that turn it off kept at the lesson's): proj
+// by head beside every other option's other form.
+gpt2::MegakernelOptions other_options_by_head() {
+  gpt2::MegakernelOptions o = other_options(), lesson;
+  o.head_combine = lesson.head_combine;
+  o.fused_proj = lesson.fused_proj;
+  o.proj_apart = lesson.proj_apart;
+  o.residual_copies = lesson.residual_copies;
+  o.head_proj = true;
+  return o;
+}
 
 // Runs level 4 on poisoned outputs and checks y on the GPU (fp64); returns y.
 #define EXPECT_CHECKED_STEP(ws, out)                                                              \
@@ -305,7 +316,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   // option set.
   const int grids[] = {1, 2, 5, 17};
   std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
-                               {"the other options", other_options()}};
+                               {"the other options", other_options()},
+                               {"the other options, proj by head", other_options_by_head()}};
   for (const Variant& v : option_sets()) sets.push_back(v);
   for (const Variant& v : timed_sets()) sets.push_back(v);
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
@@ -768,19 +780,17 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
   // The lesson's options, every other option's other form, every stage cut at once with the
-  // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
-  // wide rows, proj apart with early copies, copies after the task; branch-free keys with
-  // copies after the task but the MLP's, and with attention and proj fused; the counts
-  // released by warp 2; proj by rows (the form before proj by head), and beside proj by head
-  // head waits, 32-key splits and the task window.
+  // copies from warp 1 after the inputs, and the newer forms: proj apart with early copies,
+  // copies after the task, attention and proj fused with branch-free keys; the counts released
+  // by warp 2; proj by rows (the form before proj by head), and beside proj by head head waits,
+  // and every other option's other form (ten sets: racecheck runs them in about 40 s).
   const std::vector<Variant> sets = option_sets();
   gpt2::MegakernelOptions release;
   release.release_warp = true;
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
-        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options,
-        release, timed_sets().at(1).options, timed_sets().at(2).options,
-        timed_sets().at(3).options, timed_sets().at(4).options}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
+        sets.at(16).options, sets.at(21).options, release, timed_sets().at(1).options,
+        timed_sets().at(2).options, other_options_by_head()}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

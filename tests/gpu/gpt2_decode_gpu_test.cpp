@@ -100,18 +100,20 @@ std::vector<Variant> newer_sets() {
 // (proj by head), the form before it (proj by rows: every proj task waits for the whole
 // attention stage and combines every split), and beside proj by head: attention waiting for
 // its own head's qkv rows only (head waits), 32-key splits (a split for every block at 512),
-// and the task window (thread 0's descriptor read from shared memory).
+// the task window (thread 0's descriptor read from shared memory), and head waits with 32-key
+// splits.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window;
+  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window, both;
   rows.head_proj = false;
-  waits.head_waits = true;
-  short_splits.min_split_keys = 32;
+  waits.head_waits = both.head_waits = true;
+  short_splits.min_split_keys = both.min_split_keys = 32;
   window.task_window = true;
   return {{"the lesson's (proj by head)", lesson},
           {"proj by rows (the form before)", rows},
           {"proj by head, head waits", waits},
           {"proj by head, 32-key splits", short_splits},
-          {"proj by head, task window", window}};
+          {"proj by head, task window", window},
+          {"proj by head, head waits, 32-key", both}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {

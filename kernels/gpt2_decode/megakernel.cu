@@ -164,9 +164,10 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory: the end
   // of both buffers, or its own) times its head's outputs (in `sums`), at one call site.
   if (task.flags & (kProjects | kHeadProj)) {
-    const bf16* wp = task.flags & kProjects ? reinterpret_cast<const bf16*>(
-                                                  buffer + 2 * buffer_bytes - kProjSliceBytes)
-                                            : weights;
+    const bf16* wp =
+        task.flags & kProjects
+            ? reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes)
+            : weights;
     project_head(a, layer, task.first % kProjParts, wp, sums, work);
   }
   return true;

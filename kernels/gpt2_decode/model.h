@@ -255,6 +255,7 @@ struct MegakernelOptions {
   // turn comes (meant to take an L2 round trip out of the loop between a task's end and the
   // next one's wait, on the path of a block still busy with the stage before). That stretch
   // stayed ~1.0 us a task: the read was not what it spent; the step within the GPU's drift.
+  // Beside poll first and proj by head it made the step slower at every cache.
   bool task_window = false;
   // Thread 0 reads its task and asks for the count as soon as its block's task before is done;
   // the next task's copies come from the other warps meanwhile (the TMA copies from lane 0 of

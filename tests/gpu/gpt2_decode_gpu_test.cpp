@@ -108,12 +108,9 @@ std::vector<Variant> timed_sets() {
   waits.head_waits = both.head_waits = true;
   short_splits.min_split_keys = both.min_split_keys = 32;
   window.task_window = true;
-  return {{"the lesson's (proj by head)", lesson},
-          {"proj by rows (the form before)", rows},
-          {"proj by head, head waits", waits},
-          {"proj by head, 32-key splits", short_splits},
-          {"proj by head, task window", window},
-          {"proj by head, head waits, 32-key", both}};
+  return {{"the lesson's (proj by head)", lesson}, {"proj by rows (the form before)", rows},
+          {"proj by head, head waits", waits},     {"proj by head, 32-key splits", short_splits},
+          {"proj by head, task window", window},   {"proj by head, head waits, 32-key", both}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {

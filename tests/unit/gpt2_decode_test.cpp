@@ -45,8 +45,8 @@ void expect_well_formed(const TaskListShape& shape) {
                     head_proj_fits(shape.weight_buffer_bytes));
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
-  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) +
-                                      (hc ? kHeads : 0) + (hp ? kHeads - 1 : 0)) +
+  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) + (hc ? kHeads : 0) +
+                                      (hp ? kHeads - 1 : 0)) +
                                1);
   auto counter_of = [&](int stage) { return first_counter_of(stage, hw, hc, hp); };
   // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
@@ -59,7 +59,7 @@ void expect_well_formed(const TaskListShape& shape) {
     EXPECT_EQ(t.done_counter, counter_of(stage));
     const TaskKind kind = TaskKind(t.kind);
     const int qkv_flags = (hw ? kBumpsHeads : 0) | (hp ? kInitsResidual : 0);
-    EXPECT_EQ(t.flags, kind == TaskKind::qkv                 ? qkv_flags
+    EXPECT_EQ(t.flags, kind == TaskKind::qkv               ? qkv_flags
                        : hc && kind == TaskKind::attention ? kCombinesHead
                        : hp && kind == TaskKind::attention ? kBumpsHead
                        : hp && kind == TaskKind::proj      ? kHeadProj
@@ -150,9 +150,9 @@ TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
 // tasks' residual columns cover [0, C) once (the residuals' starting values). Off where a part
 // of Wproj (24 KB) does not fit a buffer.
 TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
-  for (const TaskListShape& shape : {TaskListShape{132, 1, 512, 80 * 1024},
-                                     TaskListShape{132, 1, 8192, 80 * 1024},
-                                     TaskListShape{5, 3, 37, 80 * 1024}}) {
+  for (const TaskListShape& shape :
+       {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 1, 8192, 80 * 1024},
+        TaskListShape{5, 3, 37, 80 * 1024}}) {
     SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
                  std::to_string(shape.cache));
     const DecodeTaskList list = build_decode_tasks(shape);
@@ -188,7 +188,7 @@ TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
   rows.head_proj = false;
   EXPECT_FALSE(build_decode_tasks(rows).head_proj);
   EXPECT_FALSE(build_decode_tasks({132, 1, 512, 23552}).head_proj);  // 99 KB GPUs: 23 KB buffers
-  EXPECT_TRUE(head_proj_fits(56320));                                 // A100
+  EXPECT_TRUE(head_proj_fits(56320));                                // A100
 }
 
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every

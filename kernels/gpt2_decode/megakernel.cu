@@ -106,9 +106,15 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   const bool wide = options.wide_rows;
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
-      const int init_rows = task.flags & kInitsResidual ? task.count : 0;
-      linear_slice<QkvOp, true>(QkvOp{a, layer, p, init_rows}, weights, task.first, task.count,
-                                work, sums, after_inputs, wide, after_weights);
+      QkvOp op{a, layer, p, task.flags & kInitsResidual ? task.count : 0};
+      // Late starts (always with residual copies): the raw values wait after the slice's sums.
+      op.late = op.init_rows > 0 && options.late_starts;
+      const int kept = (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
+      if (op.late && (task.count * a.tokens + kept) <= kSumsFloats)
+        op.keep = sums + task.count * a.tokens;
+      linear_slice<QkvOp, true>(op, weights, task.first, task.count, work, sums, after_inputs,
+                                wide, after_weights);
+      if (op.late) op.store_starts();  // (after the epilogues: no barrier needed)
       break;
     }
     case TaskKind::attention: {

@@ -202,7 +202,10 @@ struct MegakernelOptions {
   bool skip_own_poll = false;
   // The MLP's adds go into this many copies of the next residual (task i into copy i mod n;
   // the readers add the copies up), so fewer tasks add into the same floats
-  // (1..kMaxResidualCopies). The MLP's release got shorter, LN1's and proj's loads longer.
+  // (1..kMaxResidualCopies; proj by head takes more than one only with late_starts, whose qkv
+  // tasks start copy 0 and zero the others, up to kMaxResidualCopies / 2 in its two residual
+  // buffers). The MLP's release got shorter,
+  // LN1's and proj's loads longer (measured with proj by rows).
   int residual_copies = 1;
   // Which thread issues the bulk copies: 0 is the thread that releases the counts; another
   // (a lane of warp 1) was to keep the release from waiting on them with copies_after_inputs.
@@ -274,6 +277,11 @@ struct MegakernelOptions {
   // head's splits and combines only theirs (9 x 66 floats at a cache of 512, not 108 x 66),
   // where a row slice waits for every split of the stage and combines them all.
   bool head_proj = true;
+  // With proj by head: each qkv task's LayerNorm prologue keeps the raw values of its share of
+  // the residuals' starting values in shared memory, and the task stores them (with bproj and
+  // bout) after its product instead of from inside the prologue, where the stores and their
+  // bias reads (ordered after the stores before them) lengthened every qkv task's inputs.
+  bool late_starts = false;
 };
 constexpr int kMaxResidualCopies = 8;
 

@@ -96,8 +96,8 @@ struct DecodeArgs {
   // The megakernel's proj by head, or attention and proj as one stage (MegakernelOptions::
   // head_proj, fused_proj): every layer's Wproj regrouped as [layer][head][part][64][kProjRows]
   // (null otherwise), and with two_residuals the residual after each MLP kept in two buffers,
-  // layer l's in x_mlp + (l & 1) * copies * t * C (its qkv tasks write its starting value while
-  // they read the one before; proj's and the MLP's tasks add into it).
+  // layer l's in x_mlp + (l & 1) * t * C (its qkv tasks write its starting value while they
+  // read the one before; proj's and the MLP's tasks add into it).
   const bf16* w_proj_t = nullptr;
   bool two_residuals = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
@@ -120,7 +120,7 @@ __device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
 }
 // The megakernel's residual after layer `layer`'s MLP (two buffers with two_residuals).
 __device__ __forceinline__ float* x_mlp_of(const DecodeArgs& a, int layer) {
-  return a.x_mlp + (a.two_residuals ? (layer & 1) * a.residual_copies * residual_stride(a) : 0);
+  return a.x_mlp + (a.two_residuals ? (layer & 1) * residual_stride(a) : 0);
 }
 // Where layer `layer` reads its residual from: the step's input for block 0.
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {

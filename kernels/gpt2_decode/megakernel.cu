@@ -6,10 +6,11 @@
 // of h Wout straight into the next residual (red.add) instead of waiting for all of h. proj is
 // cut by head (attention_proj.cuh): a proj task waits only for its own head's splits (a counter
 // a head), combines only theirs and adds its head's share of 192 outputs into the residuals,
-// whose starting values the qkv tasks write. The attention splits follow the grid (at most
-// blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth are read from
-// global memory in the same predicated loads (attention.cuh). Each block runs its own list with
-// one short loop, whose steps 1 and 2 run side by side:
+// whose starting values the qkv tasks write after their product (stored from inside the
+// LayerNorm prologue they made every qkv task's inputs longer). The attention splits follow the
+// grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
+// are read from global memory in the same predicated loads (attention.cuh). Each block runs its own
+// list with one short loop, whose steps 1 and 2 run side by side:
 //   1. warps 1-7 start copying the NEXT task's weight slice with its small parameters
 //      (LayerNorm's gamma and beta, the bias slice), or for attention its cached keys and
 //      values, into the other of two shared-memory buffers (copies.cuh: TMA bulk copies from
@@ -36,7 +37,9 @@
 // (the form before grid splits) or filling two rounds, the release by warp 2 (step 4 off
 // thread 0's path); thread 0 issuing the copies before its poll (the form before poll first);
 // proj by rows (a slice of proj's outputs a task, waiting for every split: the form before
-// proj by head).
+// proj by head); the residuals' starting values stored from inside qkv's LayerNorm prologue
+// (the form before they were stored after the product); more copies of the residual with
+// proj by head.
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -107,14 +110,14 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
       QkvOp op{a, layer, p, task.flags & kInitsResidual ? task.count : 0};
-      // Late starts (always with residual copies): the raw values wait after the slice's sums.
-      op.late = op.init_rows > 0 && options.late_starts;
-      const int kept = (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
-      if (op.late && (task.count * a.tokens + kept) <= kSumsFloats)
+      // The starting values' raw values wait after the slice's sums (where they fit).
+      const int kept =
+          (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
+      if (kept > 0 && task.count * a.tokens + kept <= kSumsFloats)
         op.keep = sums + task.count * a.tokens;
-      linear_slice<QkvOp, true>(op, weights, task.first, task.count, work, sums, after_inputs,
-                                wide, after_weights);
-      if (op.late) op.store_starts();  // (after the epilogues: no barrier needed)
+      linear_slice<QkvOp, true>(op, weights, task.first, task.count, work, sums, after_inputs, wide,
+                                after_weights);
+      if (op.init_rows > 0) op.store_starts();  // (after the epilogues: no barrier needed)
       break;
     }
     case TaskKind::attention: {

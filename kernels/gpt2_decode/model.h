@@ -95,7 +95,7 @@ constexpr uint8_t kCombinesHead = 2;
 // outputs times kProjRows rows of Wproj's head columns, added (red.add) into the residual and
 // the next layer's residual; first = head * kProjParts + part. Its qkv tasks carry
 // kInitsResidual: each writes its share of both residuals' starting values (x + bproj, and
-// x + bproj + bout), columns [2 * (first / 6), 2 * ((first + count) / 6)).
+// x + bproj + bout), columns [2 * (first / 6), 2 * ((first + count) / 6)), after its product.
 constexpr uint8_t kProjects = 4;
 constexpr uint8_t kInitsResidual = 8;
 // With proj by head (TaskListShape::head_proj): a proj task with kHeadProj takes one head's
@@ -202,9 +202,7 @@ struct MegakernelOptions {
   bool skip_own_poll = false;
   // The MLP's adds go into this many copies of the next residual (task i into copy i mod n;
   // the readers add the copies up), so fewer tasks add into the same floats
-  // (1..kMaxResidualCopies; proj by head takes more than one only with late_starts, whose qkv
-  // tasks start copy 0 and zero the others, up to kMaxResidualCopies / 2 in its two residual
-  // buffers). The MLP's release got shorter,
+  // (1..kMaxResidualCopies). The MLP's release got shorter,
   // LN1's and proj's loads longer (measured with proj by rows).
   int residual_copies = 1;
   // Which thread issues the bulk copies: 0 is the thread that releases the counts; another
@@ -273,15 +271,11 @@ struct MegakernelOptions {
   // proj cut along its input by head instead of along its output rows (kHeadProj): 48 tasks a
   // layer, each one head's 64 values times the head's 64 columns of Wproj for a quarter of the
   // outputs (24 KB, Wproj regrouped as fused_proj has it), added into the residuals with red.add
-  // (their starting values written by the qkv tasks). A proj task then waits only for its own
-  // head's splits and combines only theirs (9 x 66 floats at a cache of 512, not 108 x 66),
-  // where a row slice waits for every split of the stage and combines them all.
+  // (their starting values written by the qkv tasks after their product). A proj task then
+  // waits only for its own head's splits and combines only theirs (9 x 66 floats at a cache of
+  // 512, not 108 x 66), where a row slice waits for every split of the stage and combines them
+  // all. Not with head waits (proj then goes by rows: tasks.cpp says why).
   bool head_proj = true;
-  // With proj by head: each qkv task's LayerNorm prologue keeps the raw values of its share of
-  // the residuals' starting values in shared memory, and the task stores them (with bproj and
-  // bout) after its product instead of from inside the prologue, where the stores and their
-  // bias reads (ordered after the stores before them) lengthened every qkv task's inputs.
-  bool late_starts = false;
 };
 constexpr int kMaxResidualCopies = 8;
 

@@ -36,10 +36,10 @@ __device__ __forceinline__ const bf16* gamma_of(const DecodeArgs& a, int layer,
 
 // The residuals' starting values a proj-by-head or fused-proj qkv task writes (model.h's
 // kInitsResidual) for columns [c0, c1): x = x_in + bproj (proj's tasks add into it) and the
-// layer's x_mlp = x + bout (proj's and the MLP's tasks add into it; its other copies start at 0,
-// MegakernelOptions::residual_copies). bias: bproj's columns, then at kMaxSliceRows / 2 bout's
-// (the task's small parameters, in shared memory). store(): token j's column n from its raw
-// value v.
+// layer's x_mlp = x + bout (proj's and the MLP's tasks add into it). bias: bproj's columns, then
+// at kMaxSliceRows / 2 bout's (the task's small parameters, in shared memory). Token j's column
+// n from its raw value v, stored after the task's product: from inside the LayerNorm prologue
+// the stores made each bias read after them wait, and every qkv task's inputs took longer.
 struct ResidualInit {
   DecodeArgs a;
   int layer, c0, c1;
@@ -47,20 +47,7 @@ struct ResidualInit {
   __device__ void store(int j, int n, float v) const {
     const float bp = to_f(bias[n - c0]), bo = to_f(bias[kMaxSliceRows / 2 + n - c0]);
     a.x[j * kC + n] = v + bp;
-    float* next = x_mlp_of(a, layer) + j * kC + n;
-    next[0] = v + bp + bo;
-    for (int c = 1; c < a.residual_copies; ++c) next[c * residual_stride(a)] = 0.f;
-  }
-};
-// layernorm_rows' Raw that stores the starting values from inside the prologue (the form before
-// late starts: MegakernelOptions::late_starts).
-struct ResidualInRow {
-  ResidualInit init;
-  __device__ void operator()(int j, int c, const float4& v) const {
-    const float in[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (c + e >= init.c0 && c + e < init.c1) init.store(j, c + e, in[e]);
+    x_mlp_of(a, layer)[j * kC + n] = v + bp + bo;
   }
 };
 // The columns a qkv task of rows [first, first + count) initializes (even bounds).
@@ -74,38 +61,29 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
   int layer;
   SmallParams p{};
   int init_rows = 0;  // a proj-by-head or fused-proj step's qkv slice: its rows (ResidualInit)
-  // With late starts (MegakernelOptions::late_starts): the starting values are stored after the
-  // product (store_starts), their raw values kept by the prologue in shared memory at `keep`
-  // (keep[(n - c0) * t + j]), or where the sums leave no room (null) loaded again.
-  bool late = false;
+  // The raw values of its starting values' columns, kept by the prologue in shared memory
+  // (keep[(n - c0) * t + j]) for store_starts() after the product; null: loaded again there
+  // (where the slice's sums leave no room).
   float* keep = nullptr;
   __device__ ResidualInit init() const {
     return {a, layer, init_column(p.first), init_column(p.first + init_rows), p.bias2};
   }
-  // Entry k of the starting values' raw values (column c0 + k / t, token k % t), its copies
-  // added up, from global memory.
+  // Entry k of those raw values (column c0 + k / t, token k % t), from global memory.
   __device__ float raw_of(const ResidualInit& i, int k) const {
-    const float* src = residual_in(a, layer) + (k % a.tokens) * kC + i.c0 + k / a.tokens;
-    float v = ld_cg(src);
-    for (int c = 1; c < residual_copies_in(a, layer); ++c) v += ld_cg(src + c * residual_stride(a));
-    return v;
+    return ld_cg(residual_in(a, layer) + (k % a.tokens) * kC + i.c0 + k / a.tokens);
   }
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
-    const float* in = residual_in(a, layer);
-    if (init_rows > 0 && !late) {  // (late starts whenever the residual has copies)
-      layernorm_rows(in, g, g + kC, j0, tc, act, 1, 0, ResidualInRow{init()});
-      return;
-    }
-    if (keep != nullptr) {  // from the last warp on: its loads beside LayerNorm's first rows'
+    if (init_rows > 0 && keep != nullptr) {  // the last warp's loads beside LayerNorm's rows'
       const ResidualInit i = init();
       for (int k = kThreads - 1 - threadIdx.x; k < (i.c1 - i.c0) * a.tokens; k += kThreads)
         keep[k] = raw_of(i, k);
     }
-    layernorm_rows(in, g, g + kC, j0, tc, act, residual_copies_in(a, layer), residual_stride(a));
+    layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act, residual_copies_in(a, layer),
+                   residual_stride(a));
   }
-  // The late starting values, a thread per (column, token).
+  // The starting values (init_rows > 0), a thread per (column, token), after the epilogues.
   __device__ void store_starts() const {
     const ResidualInit i = init();
     for (int k = threadIdx.x; k < (i.c1 - i.c0) * a.tokens; k += kThreads)

@@ -95,9 +95,11 @@ bool uses_fused_proj(const TaskListShape& shape) {
          fused_proj_fits(shape.cache, shape.weight_buffer_bytes);
 }
 
+// Not with head waits: a proj task adds into columns whose starting values a qkv task of
+// another head writes, which an attention task waiting for its own head's rows does not wait for.
 bool uses_head_proj(const TaskListShape& shape) {
   return shape.head_proj && !uses_fused_proj(shape) && !shape.head_combine && !shape.proj_apart &&
-         head_proj_fits(shape.weight_buffer_bytes);
+         !shape.head_waits && head_proj_fits(shape.weight_buffer_bytes);
 }
 
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {

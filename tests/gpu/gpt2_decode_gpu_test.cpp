@@ -98,25 +98,19 @@ std::vector<Variant> newer_sets() {
 }
 // The sets MegakernelVariants times (the others were measured before): the lesson's form
 // (proj by head), the form before it (proj by rows: every proj task waits for the whole
-// attention stage and combines every split), and beside proj by head: attention waiting for
-// its own head's qkv rows only (head waits), 32-key splits (a split for every block at 512),
-// the task window (thread 0's descriptor read from shared memory), and head waits with 32-key
-// splits; then late starts (the qkv tasks store the residuals' starting values after their
-// product) alone and with 2 or 4 copies of the residual for the MLP's adds.
+// attention stage and combines every split), attention waiting for its own head's qkv rows
+// only (head waits, which takes proj by rows: tasks.cpp), and beside proj by head 32-key splits
+// (a split for every block at 512) and the task window (thread 0's descriptor read from shared
+// memory); head waits with 32-key splits.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window, both, late, late2, late4;
+  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window, both;
   rows.head_proj = false;
   waits.head_waits = both.head_waits = true;
   short_splits.min_split_keys = both.min_split_keys = 32;
   window.task_window = true;
-  late.late_starts = late2.late_starts = late4.late_starts = true;
-  late2.residual_copies = 2;
-  late4.residual_copies = 4;
   return {{"the lesson's (proj by head)", lesson}, {"proj by rows (the form before)", rows},
-          {"proj by head, head waits", waits},     {"proj by head, 32-key splits", short_splits},
-          {"proj by head, task window", window},   {"proj by head, head waits, 32-key", both},
-          {"late starts", late},                   {"late starts, 2 residual copies", late2},
-          {"late starts, 4 residual copies", late4}};
+          {"head waits (proj by rows)", waits},    {"proj by head, 32-key splits", short_splits},
+          {"proj by head, task window", window},   {"head waits, 32-key (proj by rows)", both}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -239,7 +233,6 @@ gpt2::MegakernelOptions other_options() {
   o.poll_first = !o.poll_first;
   o.release_warp = !o.release_warp;
   o.head_proj = !o.head_proj;
-  o.late_starts = !o.late_starts;
   return o;
 }
 // The same with proj by head kept (the options that turn it off kept at the lesson's): proj
@@ -789,16 +782,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // The lesson's options, every other option's other form, every stage cut at once with the
   // copies from warp 1 after the inputs, and the newer forms: proj apart with early copies,
   // copies after the task, attention and proj fused with branch-free keys; the counts released
-  // by warp 2; proj by rows (the form before proj by head), and beside proj by head head waits,
-  // and every other option's other form; late starts with two copies of the residual (eleven
-  // sets: racecheck runs them in about 45 s).
+  // by warp 2; proj by rows (the form before proj by head), head waits (by rows),
+  // and proj by head beside every other option's other form (ten sets: racecheck, ~40 s).
   const std::vector<Variant> sets = option_sets();
   gpt2::MegakernelOptions release;
   release.release_warp = true;
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
         sets.at(16).options, sets.at(21).options, release, timed_sets().at(1).options,
-        timed_sets().at(2).options, other_options_by_head(), timed_sets().at(7).options}) {
+        timed_sets().at(2).options, other_options_by_head()}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());
@@ -808,9 +800,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   }
 }
 
-// Late starts where a qkv slice's sums leave no room for the raw values (16 tokens, 64-row
-// slices on 5 blocks): the task loads them again after its product. Alone and with two copies.
-TEST_F(Gpt2DecodeGpu, MegakernelLateStartsWithoutRoom) {
+// Proj by head where a qkv slice's sums leave no room for its starting values' raw values (16
+// tokens, 50-row slices on 5 blocks): the task loads them again after its product.
+TEST_F(Gpt2DecodeGpu, MegakernelStartsWithoutRoom) {
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{37, 16}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(9, stream_).ok());
@@ -818,6 +810,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelLateStartsWithoutRoom) {
   gpt2::TaskListShape shape;
   const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape);
   ASSERT_NE(list, nullptr);
+  ASSERT_TRUE(list->head_proj);
   int without_room = 0;  // count x t sums and (c1 - c0) x t raw values past 1024 floats
   for (const gpt2::DecodeTask& task : list->tasks) {
     const int columns = 2 * ((task.first + task.count) / 6) - 2 * (task.first / 6);  // ops.cuh
@@ -825,15 +818,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelLateStartsWithoutRoom) {
       ++without_room;
   }
   EXPECT_GT(without_room, 0);
-  for (int copies : {1, 2}) {
-    gpt2::MegakernelOptions options;
-    options.late_starts = true;
-    options.residual_copies = copies;
-    ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
-    ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, 5).ok());
-    std::vector<double> y;
-    EXPECT_CHECKED_STEP(*ws, y);
-  }
+  std::vector<double> y;
+  EXPECT_CHECKED_STEP(*ws, y);
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ void expect_well_formed(const TaskListShape& shape) {
   const bool hw = shape.head_waits, hc = shape.head_combine;
   const DecodeTaskList list = build_decode_tasks(shape);
   const bool hp = list.head_proj;
-  EXPECT_EQ(hp, shape.head_proj && !hc && !shape.proj_apart && !shape.fused_proj &&
+  EXPECT_EQ(hp, shape.head_proj && !hc && !shape.proj_apart && !shape.fused_proj && !hw &&
                     head_proj_fits(shape.weight_buffer_bytes));
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));

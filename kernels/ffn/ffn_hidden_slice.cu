@@ -73,46 +73,181 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
   tc::async_commit();
 }
 
-// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
-// ...; the share goes to the block's slot of the partial sums (float2 stores). Exact rows: a
-// thread a column quad (float4).
+// Keeps a value worked out here: an empty volatile asm, which the compiler does not move past
+// the copies' waits (also volatile asm), so the arithmetic behind it is done before them.
+__device__ __forceinline__ void pin(int& v) { asm volatile("" : "+r"(v)); }
+__device__ __forceinline__ void pin(unsigned& v) { asm volatile("" : "+r"(v)); }
+__device__ __forceinline__ void pin(int64_t& v) { asm volatile("" : "+l"(v)); }
+__device__ __forceinline__ void pin(float& v) { asm volatile("" : "+f"(v)); }
+
+// A warp's job of the down product: row tile mt, y's columns [kCols chunk, kCols (chunk + 1)) of
+// the block's share, and what its lanes need for it: ldmatrix's lane addresses (bf16) and where
+// the lane's rows g and g + 8 go in the partial sums (float2 stores at the lane's column 2t of
+// each 8-column tile; offsets, so that the stores stay global ones).
+struct DownJob {
+  int mt, chunk, tiles;  // tiles: 8-column tiles within C (all kCols / 8 but at C's end)
+  unsigned a_addr, b_addr;
+  int64_t out0, out8;
+  bool row0, row8;  // rows g and g + 8 are tokens
+};
+
+// The job of row tile mt and column chunk `chunk` (past the row's chunks: the next row tiles').
 template <int kW, typename T>
-__device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s) {
+__device__ __forceinline__ DownJob down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
+                                           int mt, int chunk) {
   const FfnSlicePlan& p = a.p;
   constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int chunks = (p.cp + kCols - 1) / kCols;
-  float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
-  if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
+  const int chunks = (p.cp + kCols - 1) / kCols, lane = threadIdx.x & 31;
+  while (chunk >= chunks) chunk -= chunks, ++mt;
+  DownJob j;
+  j.mt = mt, j.chunk = chunk;
+  const int n0 = chunk * kCols, row = mt * 16 + (lane >> 2);
+  j.tiles = min(NT, (p.cp - n0) / 8);
+  j.a_addr = j.b_addr = 0;
+  if constexpr (sizeof(T) == 2) {
+    j.a_addr = slice::WarpMma<T, NT>::a_lane(hs + mt * 16 * p.ld_h, p.ld_h, 0);
+    j.b_addr = slice::WarpMma<T, NT>::b_lane(w2s + n0, p.ld_w2, 0);
   }
-  for (int job = warp; job < p.mtc * chunks; job += kW) {
-    const int mt = job / chunks, n0 = job % chunks * kCols;
-    const int nt_count = min(NT, (p.cp - n0) / 8);
-    float acc[NT][4];
-    slice::zero(acc);
-    const T* h_tile = hs + mt * 16 * p.ld_h;
-    if constexpr (sizeof(T) == 2) {
-      if (nt_count == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
-        slice::WarpMma<T, NT>::run_all(acc, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-      } else {
-        slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-      }
-    } else {
-      slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-    }
+  j.out0 = (int64_t(blockIdx.x) * p.m + row) * p.cp + n0 + 2 * (lane & 3);
+  j.out8 = j.out0 + 8 * p.cp;
+  j.row0 = row < p.m, j.row8 = row + 8 < p.m;
+  return j;
+}
+
+// The (row, 4 columns) item of y a thread adds up in sum_tiles, among `split` lanes (part of
+// them): at the block's first tile, its first share's offset in the partial sums, the offset
+// from one of its shares to its next (`split` blocks on) and how many it adds.
+struct SumLane {
+  int item, part, split, loads;
+  int64_t src, step;
+};
+template <int kThr, typename T>
+__device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  const int items = 2 * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
+  int split = 1;
+  while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
+  SumLane l;
+  l.item = int(threadIdx.x) / split, l.part = int(threadIdx.x) % split, l.split = split;
+  l.loads = l.item < items ? (shares - l.part + split - 1) / split : 0;
+  const int row = l.item / 2, col = blockIdx.x * kSliceTileCols + 4 * (l.item % 2);
+  const int64_t stride = int64_t(p.m) * p.cp;
+  l.src = int64_t(row) * p.cp + col + l.part * stride;
+  l.step = split * stride;
+  return l;
+}
+
+// b2 at y's columns [8 tile, 8 tile + 8), zero past C.
+template <typename T>
+struct Bias8 {
+  T v[8];
+};
+template <typename T>
+__device__ __forceinline__ Bias8<T> load_bias8(const SliceArgs<T>& a, int tile) {
+  Bias8<T> b;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      if (nt >= nt_count) break;
-      const int col = n0 + 8 * nt + 2 * t;
+  for (int i = 0; i < 8; ++i) {
+    const int col = tile * kSliceTileCols + i;
+    b.v[i] = col < a.p.c ? a.b2[col] : Elem<T>::from_float(0.0f);
+  }
+  return b;
+}
+
+// What each warp and lane does once the data lands, worked out while it is in flight (it
+// depends only on the block's, warp's and lane's numbers and the shape): the up product's K
+// range and ldmatrix addresses, the first down job, the item of y each thread adds up. Each
+// value is pinned, so that the divisions and 64-bit products behind it are not on the chain
+// from the last byte to the grid barrier.
+struct Ahead {
+  unsigned up_a, up_b, up_b_step;
+  int up_steps;
+  slice::PanelWarp up_warp;
+  DownJob down;
+  int down_more;  // the warp has more than one down job (more than 16 tokens, or small C)
+  SumLane sum;
+};
+
+template <int kW, typename T>
+__device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* xs, const T* w1s,
+                                                const T* hs, const T* w2s) {
+  constexpr int kThr = 32 * kW;
+  const FfnSlicePlan& p = a.p;
+  Ahead w;
+  int k0 = 0, k1 = 0;
+  slice::warp_k_range<T, kW>(0, p.ck, p.mtc, &k0, &k1);
+  w.up_a = w.up_b = w.up_b_step = 0;
+  w.up_steps = (k1 - k0) / slice::kKStep<T>;
+  w.up_warp = slice::panel_warp<kW>(p.mtc);
+  if constexpr (sizeof(T) == 2) {
+    const T* a_tile = xs + w.up_warp.mt * 16 * p.ld_x;
+    w.up_a = slice::WarpMma<T, 4>::a_lane(a_tile, p.ld_x, k0);
+    w.up_b = slice::WarpMma<T, 4>::b_lane(w1s, p.ld_w1, k0);
+    w.up_b_step = 16u * p.ld_w1 * sizeof(T);
+  }
+  w.down = down_job<kW>(a, hs, w2s, 0, threadIdx.x >> 5);
+  w.down_more = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW).mt < p.mtc;
+  w.sum = sum_lane<kThr>(a);
+  pin(w.up_a), pin(w.up_b), pin(w.up_b_step), pin(w.up_steps);
+  pin(w.up_warp.mt), pin(w.up_warp.part), pin(w.up_warp.parts);
+  pin(w.down.mt), pin(w.down.chunk), pin(w.down.tiles), pin(w.down.a_addr), pin(w.down.b_addr);
+  pin(w.down.out0), pin(w.down.out8), pin(w.down_more);
+  pin(w.sum.item), pin(w.sum.part), pin(w.sum.split), pin(w.sum.loads), pin(w.sum.src);
+  pin(w.sum.step);
+  return w;
+}
+
+// The float2 stores of a down job's first `tiles` column tiles (rows past the tokens left out).
+template <int NT, typename T>
+__device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob& j,
+                                            const float (&acc)[NT][4], int tiles) {
+  float* out0 = a.partial + j.out0;
+  float* out8 = a.partial + j.out8;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = mt * 16 + g + 8 * half;
-        if (row >= p.m) continue;
-        *reinterpret_cast<float2*>(out + int64_t(row) * p.cp + col) =
-            make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt >= tiles) break;
+    if (j.row0) *reinterpret_cast<float2*>(out0 + 8 * nt) = make_float2(acc[nt][0], acc[nt][1]);
+    if (j.row8) *reinterpret_cast<float2*>(out8 + 8 * nt) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+}
+
+template <int kW, typename T>
+__device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
+                                             const DownJob& j) {
+  const FfnSlicePlan& p = a.p;
+  constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
+  float acc[NT][4];
+  slice::zero(acc);
+  if constexpr (sizeof(T) == 2) {
+    if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
+      slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
+                                        p.kp / 16);
+      return store_share(a, j, acc, NT);
     }
+  }
+  slice::WarpMma<T, NT>::run(acc, j.tiles, hs + j.mt * 16 * p.ld_h, p.ld_h, w2s + j.chunk * kCols,
+                             p.ld_w2, 0, p.kp);
+  store_share(a, j, acc, j.tiles);
+}
+
+// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
+// ... (the first, and whether there are more, worked out ahead); the share goes to the block's
+// slot of the partial sums. Exact rows: a thread a column quad (float4).
+template <int kW, typename T>
+__device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s,
+                                             const Ahead& w) {
+  const FfnSlicePlan& p = a.p;
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rows) {
+      float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
+      return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
+    }
+  }
+  if (w.down.mt >= p.mtc) return;  // fewer jobs than warps
+  run_down_job<kW>(a, hs, w2s, w.down);
+  if (!w.down_more) return;
+  for (DownJob j = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
+       j = down_job<kW>(a, hs, w2s, j.mt, j.chunk + kW)) {
+    run_down_job<kW>(a, hs, w2s, j);
   }
 }
 
@@ -135,70 +270,49 @@ __device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, 
   }
 }
 
-// The (row, 4 columns) item a thread adds up in sum_tiles, and how many lanes share it.
-struct SumItem {
-  int item, part, split;
-};
-template <int kThr>
-__device__ __forceinline__ SumItem sum_item(int m, int shares) {
-  const int items = 2 * m;  // items <= 128: one pass of the block
-  int split = 1;
-  while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
-  return {int(threadIdx.x) / split, int(threadIdx.x) % split, split};
-}
-
 // After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
 // Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
-// at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
-// same result every run) in log2(split) steps, where a serial pass through shared memory took
-// `split` dependent loads (128 at one token).
-template <int kThr, typename T>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bias) {
+// at most 32), up to 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed
+// order (the same result every run) in log2(split) steps, where a serial pass through shared
+// memory took `split` dependent loads (128 at one token). The loads stop at the lane's count
+// (3 a lane at one token): short code, fetched cold after the barrier. first_b2: b2 at the
+// block's first tile.
+template <typename T>
+__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& l,
+                                          const float (&first_b2)[8]) {
   const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;
-  const SumItem si = sum_item<kThr>(p.m, shares);
-  const int item = si.item, part = si.part, split = si.split;
-  const int64_t stride = int64_t(p.m) * p.cp;
   constexpr int kBatch = 16;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x) {
-    const int row = item / 2, col = tile * kSliceTileCols + 4 * (item % 2);
+  const int row = l.item / 2;
+  int64_t src = l.src;
+  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols;
+       tile += gridDim.x, src += int64_t(gridDim.x) * kSliceTileCols) {
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (item < items) {
-      const float* src = a.partial + int64_t(row) * p.cp + col;
-      for (int b0 = part; b0 < shares; b0 += kBatch * split) {
-        float4 v[kBatch];
+    const float* q = a.partial + src;
+    for (int b0 = 0; b0 < l.loads; b0 += kBatch) {
+      float4 v[kBatch];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          const int b = b0 + u * split;
-          v[u] = b < shares ? slice::load_cg4(src + b * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
+      for (int u = 0; u < kBatch; ++u) {
+        v[u] = b0 + u < l.loads ? slice::load_cg4(q + u * l.step) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
+      q += kBatch * l.step;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
     }
 #pragma unroll 1
-    for (int o = split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
+    for (int o = l.split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
       s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
       s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
       s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
       s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
     }
-    if (part == 0 && item < items) {
-      store4(a, row, col, s, tile == int(blockIdx.x) ? first_bias : bias4(a, col));
+    if (l.part == 0 && l.item < 2 * p.m) {
+      const int col = tile * kSliceTileCols + 4 * (l.item % 2);
+      const float* f = first_b2;  // the item's half of it, by selects (no local memory)
+      const float4 b = l.item % 2 ? make_float4(f[4], f[5], f[6], f[7])
+                                  : make_float4(f[0], f[1], f[2], f[3]);
+      store4(a, row, col, s, tile == int(blockIdx.x) ? b : bias4(a, col));
     }
   }
-}
-
-// b2 for this thread's item of the block's first tile of y, asked for before the barrier so
-// that its L2 round trip is not on the chain after it.
-template <int kThr, typename T>
-__device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
-  const SumItem si = sum_item<kThr>(a.p.m, gridDim.x);
-  const int tile = blockIdx.x;
-  if (si.part != 0 || si.item >= 2 * a.p.m || tile >= a.p.cp / kSliceTileCols) {
-    return make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  return bias4(a, tile * kSliceTileCols + 4 * (si.item % 2));
 }
 
 // The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
@@ -231,7 +345,8 @@ __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
 template <int kW, typename T>
 __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, const T* w1s,
-                                           const T* b1s, T* hs, float* red, int valid) {
+                                           const T* b1s, T* hs, float* red, int valid,
+                                           const Ahead& w) {
   const FfnSlicePlan& p = a.p;
   // h's rows past the tokens stay zero: their products are never stored.
   const auto to_h = [&](int row, int col, float s) {
@@ -247,12 +362,26 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
   }
   if constexpr (sizeof(T) == 2) {
     if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests
-      return slice::block_product<T, 4, kW, true>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, 4, red,
-                                                  to_h, p.m);
+      float acc[4][4];
+      slice::zero(acc);
+      slice::WarpMma<T, 4>::run_all_at(acc, w.up_a, w.up_b, w.up_b_step, w.up_steps);
+      return slice::reduce_parts<4, kW>(acc, w.up_warp, p.mtc, 4, red, to_h, p.m);
     }
   }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
                                                   p.units / 8, red, to_h, p.m);
+}
+
+// b2 of the block's first tile of y as floats, taken once x and W1 are in (its load, asked for
+// at the start, has long landed) and pinned: its conversion neither waits on DRAM before the
+// copies are asked for nor sits on the chain after the barrier.
+template <typename T>
+__device__ __forceinline__ void bias8_floats(const Bias8<T>& b, float (&f)[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    f[i] = Elem<T>::to_float(b.v[i]);
+    pin(f[i]);
+  }
 }
 
 template <typename T, int kW>
@@ -268,11 +397,14 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every byte of x and W1, then of W2's rows, is asked for before any arithmetic (W2's after
-  // the up product where both do not fit: w2_late, into the region x and W1 held).
+  // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
+  // the copies'); then every byte of x and W1, then of W2's rows, before any arithmetic (W2's
+  // after the up product where both do not fit: w2_late, into the region x and W1 held).
+  const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
   if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   zero_padding<kThr>(p, xs, hs);
+  const Ahead ahead = work_out_ahead<kW>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
   if (p.w2_late) {
     tc::async_wait<0>();
@@ -281,19 +413,20 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   }
   __syncthreads();
   marks.mark(kXW1In);
-  up_product<kW>(a, xs, w1s, b1s, hs, red, valid);
+  float b2_first[8];
+  bias8_floats(b2_raw, b2_first);
+  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead);
   marks.mark(kUp);
   if (p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
-  const float4 b2_first = first_tile_bias<kThr>(a);
-  down_product<kW>(a, hs, w2s);
+  down_product<kW>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
   marks.mark(kHandOver);
-  sum_tiles<kThr>(a, b2_first);
+  sum_tiles(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 

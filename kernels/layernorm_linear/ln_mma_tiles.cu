@@ -52,6 +52,7 @@
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
+#include "kernels/layernorm_linear/ln_tiles_forms.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl::layernorm_linear {
@@ -134,16 +135,6 @@ __device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, u
   return true;
 }
 
-// Asks L2 for rows 0 .. k - 1 of W's columns n0 .. n0 + kBN - 1 (128-byte lines).
-template <class Tile>
-__device__ __forceinline__ void prefetch_w(const T* w, int64_t n, int k, int64_t n0) {
-  constexpr int kLines = Tile::kBN * 2 / 128;
-  for (int i = threadIdx.x; i < k * kLines; i += Tile::kThreads) {
-    const int r = i / kLines, l = i % kLines;
-    if (n0 + l * 64 < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(w + r * n + n0 + l * 64));
-  }
-}
-
 // A row item: two rows a warp of the block.
 template <class Tile>
 constexpr int kItemRows = Tile::kThreads / 16;
@@ -197,7 +188,7 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
-    prefetch_w<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0);
+    gemm_core::prefetch_b_l2<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0, a.n);
     if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
       const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
       const unsigned need = static_cast<unsigned>((rows + kRows - 1) / kRows);
@@ -268,15 +259,6 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t
   return launch_tiles_as<Tile, kMinBlocks, false>(a, per_sm_cap, 1, stream);
 }
 
-using gemm_core::MmaTile;
-using Tile64 = MmaTile<64, 64, 2, 2, 4, true>;
-using Tile64x128 = MmaTile<64, 128, 2, 2, 4, true>;
-using Tile64x128W8 = MmaTile<64, 128, 2, 4, 4, true>;  // 8 warps of 32 x 32
-// Two K groups of 4 warps (K-tiles of 64, a group two of its four k16 steps).
-using Tile64x128K2 = MmaTile<64, 128, 2, 2, 4, true, false, 64, 2>;
-using Tile32x128 = MmaTile<32, 128, 2, 2, 4, true>;                  // 4 warps of 16 x 64
-using Tile32x128K2 = MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>;  // 2 groups of them
-
 }  // namespace
 
 size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n) {
@@ -298,33 +280,24 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
-  int tile = shape.tile;
-  // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
-  if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
-    tile = std::atoi(env);
+  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-8) and
+  // FL_LN_SPLITS (1-4) force a form where the shape leaves the choice.
+  const auto forced = [](int given, const char* name) {
+    const char* env = std::getenv(name);
+    return given == 0 && env != nullptr ? std::atoi(env) : given;
+  };
+  const int normalize = forced(shape.normalize, "FL_LN_NORM");
+  int tile = forced(shape.tile, "FL_LN_TILES");
+  if (normalize == 2) return launch_ln_mma_tiles_local(a, tile, stream);
   if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
     const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
     tile = tiles + items <= sms ? 3 : 2;
   }
-  int splits = shape.splits;  // FL_LN_SPLITS (1-4) likewise
-  if (const char* env = std::getenv("FL_LN_SPLITS"); splits == 0 && env != nullptr)
-    splits = std::atoi(env);
-  switch (tile) {
-    case 1:
-      return launch_tiles<Tile64, 2>(a, shape.per_sm, splits, stream);
-    case 2:
-      return launch_tiles<Tile64x128, 2>(a, shape.per_sm, splits, stream);
-    case 3:
-      return launch_tiles<Tile64x128W8, 1>(a, shape.per_sm, splits, stream);
-    case 4:
-      return launch_tiles<Tile64x128K2, 1>(a, shape.per_sm, splits, stream);
-    case 5:
-      return launch_tiles<Tile32x128, 2>(a, shape.per_sm, splits, stream);
-    case 6:
-      return launch_tiles<Tile32x128K2, 2>(a, shape.per_sm, splits, stream);
-    default:
-      return Status::Unsupported("no such tile (1-6)");
-  }
+  const int splits = forced(shape.splits, "FL_LN_SPLITS");
+  return with_tiles_form(tile, [&](auto form) {
+    using Form = decltype(form);
+    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, stream);
+  });
 }
 
 }  // namespace fl::layernorm_linear

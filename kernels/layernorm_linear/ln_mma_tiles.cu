@@ -80,8 +80,10 @@ struct Scratch {
 // Tickets [0, items) are row items, then tiles row block by row block; with splits > 1 a tile
 // is `splits` tickets, each a part of its K-tiles whose sums meet in `parts` (fp32, a tile's
 // BM x BN at tile x BM x BN; arrive: a counter a tile).
+// share: the W prefetch, 0 none, s >= 1 each tile of s consecutive row blocks asks for its
+// part (row block % s) of the K rows, so a column tile's W is asked for once (s = 1: whole).
 struct TicketOrder {
-  int items, tiles_n, tiles, splits;
+  int items, tiles_n, tiles, splits, share;
   unsigned* arrive;
   float* parts;
 };
@@ -188,7 +190,11 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
-    gemm_core::prefetch_b_l2<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0, a.n);
+    if (o.share > 0) {
+      const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
+      const int64_t p1 = k0 + (k1 - k0) * (rb % o.share + 1) / o.share;
+      gemm_core::prefetch_b_l2<Tile>(a.w + p0 * a.n, a.n, int(p1 - p0), n0, a.n);
+    }
     if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
       const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
       const unsigned need = static_cast<unsigned>((rows + kRows - 1) / kRows);
@@ -239,10 +245,15 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
     return Status::Unsupported("too many tokens");
   const Scratch sc(a.m, a.n);
   const int64_t tiles = row_blocks * tiles_n;
+  // Measurements only: FL_LN_PREFETCH 0 asks L2 for no W ahead, s > 1 shares each column
+  // tile's W among s row blocks (1, the kept rule: every tile its whole W).
+  const char* env = std::getenv("FL_LN_PREFETCH");
+  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 1, row_blocks));
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),
                       splits,
+                      std::max(share, 0),
                       a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));

@@ -11,11 +11,12 @@
 //      normalizes its two rows at once in registers: ln_row_pairs.cuh), written as bf16 into
 //      xn, an M x C scratch that stays in L2; each item counts itself done in the counter of
 //      its 64 rows (release);
-//   2. the later tickets are output tiles, row block by row block: a tile asks L2 for its W
-//      columns (prefetch: they do not wait for anything), waits until its row block's items
-//      are done (acquire), runs the core's cp.async ring over xn and W (cp.async.cg reads L2),
-//      and stores y = acc + b through shared memory as 16-byte rows
-//      (tile_epilogue.cuh's staged_bias_store).
+//   2. the later tickets are output tiles, row block by row block: a tile waits until its row
+//      block's items are done (acquire), runs the core's cp.async ring over xn and W
+//      (cp.async.cg reads L2), and stores y = acc + b through shared memory as 16-byte rows
+//      (tile_epilogue.cuh's staged_bias_store). Asking L2 for the tile's W columns before the
+//      wait (a prefetch, FL_LN_PREFETCH; whole or shared among the row blocks) was no faster:
+//      W's first K-tiles are on the tile's path either way, and the rest arrive in time.
 // A tile waits only for items with smaller tickets, taken by blocks already running, so the
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
@@ -26,7 +27,10 @@
 // scheduler instead of one, each issuing half the mma of a K-tile (the register budget of the
 // row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
 // 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
-// through shared memory); 32 x 128 tiles alone and in two K groups. The lessons' 128 x 128
+// through shared memory); 32 x 128 tiles alone and in two K groups; rings of 8 and 6 stages
+// (ln_tiles_forms.cuh numbers every form); each tile normalizing its own rows instead of the
+// row items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of
+// x, and the normalization repeated by every column tile). The lessons' 128 x 128
 // spills here (its 128 accumulators beside the row item's registers). Also to measure, off in
 // the table: each tile cut in 2-4 parts of its K-tiles (more, smaller tickets at a few hundred
 // tokens), whose fp32 sums meet in an L2 scratch by red.add and whose last part to arrive
@@ -37,7 +41,9 @@
 // xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
 // KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once, but on
 // the path of every tile: x read cold from HBM, the release and the poll (a row item's whole
-// chain) come before a tile's first multiply.
+// chain) come before a tile's first multiply. After the wait a tile is a chain of 24 K-tiles,
+// each a barrier, ldmatrix and 16 mma a warp at two warps a scheduler: its time is that
+// chain's latency, not bytes or FLOPs.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -245,10 +251,11 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
     return Status::Unsupported("too many tokens");
   const Scratch sc(a.m, a.n);
   const int64_t tiles = row_blocks * tiles_n;
-  // Measurements only: FL_LN_PREFETCH 0 asks L2 for no W ahead, s > 1 shares each column
-  // tile's W among s row blocks (1, the kept rule: every tile its whole W).
+  // Measurements only: FL_LN_PREFETCH 1 has every tile ask L2 for its whole W before its wait
+  // (the form before), s > 1 shares each column tile's W among s row blocks; 0, the kept rule,
+  // asks for none (measured as fast at 256 tokens and faster at 512 and 1023).
   const char* env = std::getenv("FL_LN_PREFETCH");
-  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 1, row_blocks));
+  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 0, row_blocks));
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),

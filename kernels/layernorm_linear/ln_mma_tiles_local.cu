@@ -25,6 +25,9 @@
 // each tile reads 96 KiB of x for its statistics, 96 KiB of x and 192 KiB of W in its ring: 27
 // MB in all. On the path of every tile: one cold round trip for the statistics (with the ring's
 // first K-tiles and gamma, beta beside it), then 24 K-tiles.
+// Off in the table (FL_LN_NORM=2 runs it): the statistics' cold read of x costs a tile about
+// what the row items' chain costs it, and normalizing on the warps that issue the mma, behind the
+// ring's barriers, lengthens every main loop (docs/PERFORMANCE.md).
 // Shapes: any token count; C and 3C multiples of 8 (launch_ln_mma_tiles checks them).
 #include <cuda_bf16.h>
 

@@ -59,13 +59,6 @@ FlowTensor flow_tensor(const std::string& name, double bytes, bool intermediate)
   return t;
 }
 
-// The launches' medians (and gaps, through the chain time when that is larger).
-double chain_time_us(const Measurement& m) {
-  double sum = 0;
-  for (const auto& l : m.launches) sum += std::max(l.time_us.median, 0.0);
-  return std::max(sum, m.chain_time_us.median);
-}
-
 // The gap before each launch: from the raw records when every launch has one, else the chain
 // time beyond the launches' medians spread evenly between them.
 std::vector<double> launch_gaps_us(const Measurement& m) {
@@ -245,25 +238,34 @@ double largest_stretch(const Measurement& m) {
   return largest;
 }
 
+// The chain time a label quotes: the measured chain median, the figure the recorded-measurement
+// table shows, where there is one; else the lane's length (medians and the gaps between them).
+double quoted_chain_us(const Measurement& m, double lane_us) {
+  return m.chain_time_us.median > 0 ? m.chain_time_us.median : lane_us;
+}
+
 // One scale for every level of this size: level 0's largest stretch sets the thickness (or this
 // level's, where one launch moves more: a megakernel reads every layer's weights in one launch,
 // forty times level 0's largest, and its band must still fit the boxes), and level 0's chain
-// time sets the pace; at another level, level 0's lane on the same axis.
+// time sets the pace; at another level, level 0's lane on the same axis. Every label that names
+// level 0's time quotes the same figure.
 void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
   in->volume_scale_bytes = std::max(largest_stretch(level0), largest_stretch(m));
-  in->pace_reference_us = chain_time_us(level0);
-  if (level0.level == m.level) return;
-  in->pace_reference_label =
-      "level " + std::to_string(level0.level) + ": " + format_us(in->pace_reference_us);
   const std::vector<double> gaps0 = launch_gaps_us(level0);
+  std::vector<FlowLaneLaunch> lane;
   double cursor = 0;
   for (size_t k = 0; k < level0.launches.size(); ++k) {
     cursor += std::max(gaps0[k], 0.0);
     const double start = cursor;
     cursor += std::max(level0.launches[k].time_us.median, 0.0);
-    in->level0_lane.push_back({level0.launches[k].textbook.kernel, start, cursor});
+    lane.push_back({level0.launches[k].textbook.kernel, start, cursor});
   }
-  in->level0_lane_label = "level 0 " + level0.level_name + ": " + format_us(cursor);
+  in->pace_reference_us = std::max(cursor, level0.chain_time_us.median);  // the lane fits
+  if (level0.level == m.level) return;
+  const std::string quoted = format_us(quoted_chain_us(level0, cursor));
+  in->pace_reference_label = "level " + std::to_string(level0.level) + ": " + quoted;
+  in->level0_lane = std::move(lane);
+  in->level0_lane_label = "level 0 " + level0.level_name + ": " + quoted;
 }
 
 }  // namespace
@@ -322,7 +324,7 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   double chain = 0;
   for (const auto& t : in.trips)
     chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
-  in.lane_label = "level " + in.level_name + ": " + format_us(chain);
+  in.lane_label = "level " + in.level_name + ": " + format_us(quoted_chain_us(m, chain));
   return in;
 }
 

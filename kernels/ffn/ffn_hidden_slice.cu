@@ -27,11 +27,13 @@
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
-// tiles a warp), the share's store, the barrier (a fence, an atomic and a poll after the last
-// block) and the sum (96 loads a column quad, 16 in flight a lane): well under 1 us of issue, a
-// few L2 round trips. The shares are 96 x m x C x 4 B written and read once (0.3 MB at 1 token,
-// 4.7 MB at 16, 19 MB at 64: the cost that grows with tokens). Predicted at 1 token: bf16 ~5 us
-// of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
+// tiles a warp; both products on WarpMma::run_all where every tile is present, since with 2
+// warps a scheduler each warp's executed instructions, not the mma, are the time), the share's
+// store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads a
+// column quad, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
+// 96 x m x C x 4 B written and read once (0.3 MB at 1 token, 4.7 MB at 16, 19 MB at 64: the cost
+// that grows with tokens). Predicted at 1 token: bf16 ~5 us of copies + ~3 us of chain + the
+// launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
@@ -89,8 +91,16 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
     const int nt_count = min(NT, (p.cp - n0) / 8);
     float acc[NT][4];
     slice::zero(acc);
-    slice::WarpMma<T, NT>::run(acc, nt_count, hs + mt * 16 * p.ld_h, p.ld_h, w2s + n0, p.ld_w2, 0,
-                               p.kp);
+    const T* h_tile = hs + mt * 16 * p.ld_h;
+    if constexpr (sizeof(T) == 2) {
+      if (nt_count == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
+        slice::WarpMma<T, NT>::run_all(acc, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
+      } else {
+        slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
+      }
+    } else {
+      slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
+    }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       if (nt >= nt_count) break;
@@ -233,6 +243,12 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
       float racc[slice::kRowsMax][2] = {};
       slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, 0, p.ck);
       return slice::up_reduce(racc, p.m, p.units, red, to_h);
+    }
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests
+      return slice::block_product<T, 4, kW, true>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, 4, red,
+                                                  to_h, p.m);
     }
   }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,

@@ -14,7 +14,10 @@
 //   warp_mma():      acc[nt] += A[16 rows, k0..k1) B[k0..k1, 8 nt columns] for up to kMaxNT
 //                    8-column tiles; bf16 on mma.sync m16n8k16 (A by ldmatrix, B by
 //                    ldmatrix.trans), fp32 on the CUDA cores in the same register layout (lane
-//                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1).
+//                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1);
+//                    run_all() where every tile is present: no per-tile tests, a k-step's B
+//                    fragments all asked for before its mma (at a few warps a scheduler the
+//                    instructions a warp executes, not the tensor cores, set the time).
 //   block_product(): a 16 mtc-row panel times an 8 nt-column panel over K, the warps split into
 //                    mtc row tiles x (8 / mtc) parts of K; the parts meet in shared memory and
 //                    the caller's epilogue sees each sum once.
@@ -152,6 +155,37 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
     __trap();  // bf16 needs compute capability 8.0 (the lessons do not offer it below)
 #endif
   }
+  // All kMaxNT tiles (the common case): no per-tile tests, and a k-step's B fragments all
+  // asked for before its mma, so their ldmatrix latencies overlap (the asm statements are
+  // volatile: the compiler keeps their order).
+  static __device__ __forceinline__ void run_all(float (&acc)[kMaxNT][4], const T* a, int lda,
+                                                 const T* b, int ldb, int k0, int k1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int lane = threadIdx.x & 31;
+    unsigned a_addr = static_cast<unsigned>(
+        __cvta_generic_to_shared(a + (lane & 15) * lda + k0 + (lane >> 4) * 8));
+    unsigned b_addr = static_cast<unsigned>(__cvta_generic_to_shared(
+        b + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + (lane >> 4) * 8));
+    const unsigned b_step = 16u * ldb * sizeof(T);
+    for (int k = k0; k < k1; k += 16, a_addr += 32, b_addr += b_step) {
+      unsigned f[4], g[kMaxNT / 2][4];
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
+                   : "r"(a_addr));
+#pragma unroll
+      for (int np = 0; np < kMaxNT / 2; ++np) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(g[np][0]), "=r"(g[np][1]), "=r"(g[np][2]), "=r"(g[np][3])
+                     : "r"(b_addr + np * 32));
+      }
+#pragma unroll
+      for (int np = 0; np < kMaxNT / 2; ++np) {
+        mma(acc[2 * np], f[0], f[1], f[2], f[3], g[np][0], g[np][1]);
+        mma(acc[2 * np + 1], f[0], f[1], f[2], f[3], g[np][2], g[np][3]);
+      }
+    }
+#endif
+  }
   static __device__ __forceinline__ void mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
                                              unsigned a3, unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -253,8 +287,8 @@ __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, i
 // P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
 // w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
 // sees each sum once (of the first row_count rows). Ends with the block synchronized after the
-// epilogue.
-template <typename T, int kMaxNT, int kW = kWarps, class Epilogue>
+// epilogue. kAll (bf16, nt_count == kMaxNT): WarpMma's every-tile path.
+template <typename T, int kMaxNT, int kW = kWarps, bool kAll = false, class Epilogue>
 __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
                                               int mtc, int nt_count, float* red,
                                               const Epilogue& epi, int row_count = 1 << 30) {
@@ -262,8 +296,12 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
   warp_k_range<T, kW>(0, K, mtc, &k0, &k1);
   float acc[kMaxNT][4];
   zero(acc);
-  WarpMma<T, kMaxNT>::run(acc, nt_count, a + ((threadIdx.x >> 5) % mtc) * 16 * lda, lda, b, ldb, k0,
-                          k1);
+  const T* a_tile = a + ((threadIdx.x >> 5) % mtc) * 16 * lda;
+  if constexpr (kAll) {  // nt_count == kMaxNT (bf16)
+    WarpMma<T, kMaxNT>::run_all(acc, a_tile, lda, b, ldb, k0, k1);
+  } else {
+    WarpMma<T, kMaxNT>::run(acc, nt_count, a_tile, lda, b, ldb, k0, k1);
+  }
   reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi, row_count);
 }
 

@@ -1,3 +1,12 @@
+// proj by head, the megakernel's proj stage (MegakernelOptions::head_proj, the lesson's form):
+// proj is linear in the heads, so it is cut along its input, a task per (head, part): the
+// head's splits combined (its 64 outputs a token, from the partial sums of its splits only),
+// times the head's 64 columns of Wproj for kProjRows outputs (24 KB), added into the residual
+// x and the next residual x_mlp with red.add (project_head), whose starting values (x + bproj,
+// x + bproj + bout) the layer's qkv tasks wrote (ops.cuh's ResidualInit). A task waits only for
+// its own head's splits, and reads 9 x 66 floats at a cache of 512 where a row slice of proj
+// reads all 108 splits' (29 KB, ~2 us of its inputs); 48 tasks a layer, 24 KB each.
+//
 // The megakernel's attention and proj as one stage (MegakernelOptions::fused_proj, where a
 // head's cached keys and values fit a block's two weight buffers). Against the split form
 // (attention splits, then a proj stage that combines every split's sums): a task takes a whole
@@ -21,25 +30,13 @@
 namespace fl {
 namespace gpt2 {
 
-// kv: the head's cached keys then values in shared memory (null: all from global memory);
-// wp: the task's Wproj part [64][kProjRows] in shared memory (or global memory). work: the
-// attention's room (48 KB), then the proj's partial sums; o: t x 64 floats (the sums' room).
-// after_inputs() as attend_keys; after_attention() runs once, by every thread, when no thread
-// reads kv any more (the megakernel starts the next task's copies there).
-template <class AfterInputs, class AfterAttention>
-__device__ void attend_and_project(const DecodeArgs& a, int layer, int head, int part,
-                                   const bf16* kv, const bf16* wp, float* work, float* o,
-                                   const AfterInputs& after_inputs,
-                                   const AfterAttention& after_attention) {
+// One head's share of proj: o (t x 64 floats in shared memory, the head's attention outputs)
+// times wp (the head's 64 columns of Wproj for outputs [part * kProjRows, +kProjRows), as
+// [64][kProjRows] in shared memory), added into the residual x and the next residual x_mlp
+// with red.add. work: room for the partial sums (48 KB).
+__device__ inline void project_head(const DecodeArgs& a, int layer, int part, const bf16* wp,
+                                    const float* o, float* work) {
   const int t = a.tokens;
-  const SplitKeys range{0, a.positions(), kv != nullptr ? a.cache : 0};
-  attend_keys(a, layer, head, range, work, kv, after_inputs);
-  after_attention();
-  merge_warps(a, work, [&](int j, int l2, float2 v, float, float l) {
-    o[j * kHeadDim + 2 * l2] = v.x / l;  // every token sees key 0: l > 0
-    o[j * kHeadDim + 2 * l2 + 1] = v.y / l;
-  });
-  __syncthreads();
   // Thread g * 48 + q: outputs 4q..4q+3 of the part over rows 16g..16g+15 of the head's 64
   // (8-byte loads, consecutive threads on consecutive words), its sums into work[g][j][192].
   constexpr int kQuads = kProjRows / 4, kGroups = 4, kRowsPerGroup = kHeadDim / kGroups;
@@ -84,6 +81,39 @@ __device__ void attend_and_project(const DecodeArgs& a, int layer, int head, int
     red_add4(a.x + j * kC + n, sum);
     red_add4(x_next + j * kC + n, sum);
   }
+}
+
+// A fused task's attention (kProjects): its whole head, every key, into o (t x 64 floats, the
+// sums' room), for project_head. kv: the head's cached keys then values in shared memory
+// (null: all from global memory); work: the attention's room (48 KB). after_inputs() as
+// attend_keys; after_attention() runs once, by every thread, when no thread reads kv any more
+// (the megakernel starts the next task's copies there).
+template <class AfterInputs, class AfterAttention>
+__device__ void attend_head(const DecodeArgs& a, int layer, int head, const bf16* kv, float* work,
+                            float* o, const AfterInputs& after_inputs,
+                            const AfterAttention& after_attention) {
+  const SplitKeys range{0, a.positions(), kv != nullptr ? a.cache : 0};
+  attend_keys(a, layer, head, range, work, kv, after_inputs);
+  after_attention();
+  merge_warps(a, work, [&](int j, int l2, float2 v, float, float l) {
+    o[j * kHeadDim + 2 * l2] = v.x / l;  // every token sees key 0: l > 0
+    o[j * kHeadDim + 2 * l2 + 1] = v.y / l;
+  });
+  __syncthreads();
+}
+
+// A proj-by-head task's inputs (kHeadProj): its head's splits combined into o (t x 64 floats,
+// the sums' room), for project_head. after_inputs() as linear_slice's.
+template <class AfterInputs>
+__device__ void combine_head(const DecodeArgs& a, int head, float* work, float* o,
+                             const AfterInputs& after_inputs) {
+  combine_heads_batched(a, 0, a.tokens, work, head, 1);  // at work[j * C + head * 64]
+  __syncthreads();
+  for (int i = threadIdx.x; i < a.tokens * kHeadDim; i += kThreads)
+    o[i] = work[(i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim];
+  __syncthreads();
+  probe_mark(a, kProbeInputs);
+  after_inputs();
 }
 
 }  // namespace gpt2

@@ -122,7 +122,13 @@ __device__ inline TaskRanges task_ranges(const DecodeArgs& a, const DecodeTask& 
       r.src[0] = w + LayerLayout::w_qkv + int64_t(task.first) * kC, r.bytes[0] = slice;
       break;
     case TaskKind::proj:
-      r.src[0] = w + LayerLayout::w_proj + int64_t(task.first) * kC, r.bytes[0] = slice;
+      if (task.flags & kHeadProj) {  // its head's columns of Wproj, regrouped (24 KB)
+        r.src[0] = a.w_proj_t + (int64_t(task.layer) * kHeads * kProjParts + task.first) *
+                                    (kProjRows * kHeadDim);
+        r.bytes[0] = kProjSliceBytes;
+      } else {
+        r.src[0] = w + LayerLayout::w_proj + int64_t(task.first) * kC, r.bytes[0] = slice;
+      }
       break;
     case TaskKind::mlp:
       r.src[0] = w + LayerLayout::w_fc + int64_t(task.first) * kC, r.bytes[0] = slice;
@@ -194,6 +200,7 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
       }
       break;
     case TaskKind::proj:
+      if (task.flags & kHeadProj) break;  // its biases are in the residuals' starting values
       copy_bias_async(bias, w + LayerLayout::b_proj + task.first, task.count, first);
       copy_bias_async(const_cast<bf16*>(e.bias2), w + LayerLayout::b_out + task.first, task.count,
                       first);

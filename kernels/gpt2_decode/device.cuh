@@ -93,12 +93,13 @@ struct DecodeArgs {
   // nanoseconds of each slot and the count (kTaskKinds x (kProbeSlots + 1) words), then
   // kProbeSlots words a block where probe_mark leaves the times inside its running task.
   unsigned long long* probes = nullptr;
-  // The megakernel's attention and proj as one stage (MegakernelOptions::fused_proj): every
-  // layer's Wproj regrouped as [layer][head][part][64][kProjRows] (null otherwise), and the
-  // residual after each MLP kept in two buffers, layer l's in x_mlp + (l & 1) * t * C (its qkv
-  // tasks write its starting value while they read the one before).
+  // The megakernel's proj by head, or attention and proj as one stage (MegakernelOptions::
+  // head_proj, fused_proj): every layer's Wproj regrouped as [layer][head][part][64][kProjRows]
+  // (null otherwise), and with two_residuals the residual after each MLP kept in two buffers,
+  // layer l's in x_mlp + (l & 1) * t * C (its qkv tasks write its starting value while they
+  // read the one before; proj's and the MLP's tasks add into it).
   const bf16* w_proj_t = nullptr;
-  bool fused_proj = false;
+  bool two_residuals = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
@@ -117,9 +118,9 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 __device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
   return int64_t(a.tokens) * kC;
 }
-// The megakernel's residual after layer `layer`'s MLP (two buffers with fused_proj).
+// The megakernel's residual after layer `layer`'s MLP (two buffers with two_residuals).
 __device__ __forceinline__ float* x_mlp_of(const DecodeArgs& a, int layer) {
-  return a.x_mlp + (a.fused_proj ? (layer & 1) * residual_stride(a) : 0);
+  return a.x_mlp + (a.two_residuals ? (layer & 1) * residual_stride(a) : 0);
 }
 // Where layer `layer` reads its residual from: the step's input for block 0.
 __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int layer) {

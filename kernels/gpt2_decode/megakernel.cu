@@ -1,12 +1,15 @@
 // Level 4 of gpt2_decode: the whole decode step as one persistent launch, one block per SM.
 //
 // The host builds the step as a task list (tasks.cpp: a slice of a product, an attention head's
-// split, the final norm), dealt to the blocks in stage order: four dependent stages a layer
-// (qkv, attention, proj, mlp), since an MLP task adds its slice's share of h Wout straight into
-// the next residual (red.add) instead of waiting for all of h. The attention splits follow the
-// grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
-// are read from global memory in the same predicated loads (attention.cuh). Each block runs its
-// own list with one short loop, whose steps 1 and 2 run side by side:
+// split, a head's share of proj, the final norm), dealt to the blocks in stage order: four
+// dependent stages a layer (qkv, attention, proj, mlp), since an MLP task adds its slice's share
+// of h Wout straight into the next residual (red.add) instead of waiting for all of h. proj is
+// cut by head (attention_proj.cuh): a proj task waits only for its own head's splits (a counter
+// a head), combines only theirs and adds its head's share of 192 outputs into the residuals,
+// whose starting values the qkv tasks write. The attention splits follow the grid (at most
+// blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth are read from
+// global memory in the same predicated loads (attention.cuh). Each block runs its own list with
+// one short loop, whose steps 1 and 2 run side by side:
 //   1. warps 1-7 start copying the NEXT task's weight slice with its small parameters
 //      (LayerNorm's gamma and beta, the bias slice), or for attention its cached keys and
 //      values, into the other of two shared-memory buffers (copies.cuh: TMA bulk copies from
@@ -17,8 +20,8 @@
 //      a block still busy with the stage before (a stage's late starter) asks for its count as
 //      soon as its task before is done, not after issuing the copies (~0.5 us a task),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh; proj asks for every
-//      split's sums and its residual slice in one batch, one round trip to L2),
+//      function (the same ops as the fused level: ops.cuh, attention.cuh; a proj task asks for
+//      its head's splits' sums in one batch, one round trip to L2),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is),
 //      and record the task (phases.h) and, when a measurement asks, where its time went.
 // Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
@@ -31,7 +34,9 @@
 // (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
 // the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
 // (the form before grid splits) or filling two rounds, the release by warp 2 (step 4 off
-// thread 0's path); thread 0 issuing the copies before its poll (the form before poll first).
+// thread 0's path); thread 0 issuing the copies before its poll (the form before poll first);
+// proj by rows (a slice of proj's outputs a task, waiting for every split: the form before
+// proj by head).
 // The last block to finish zeroes the counters for the next launch. No block waits on a task
 // later in its own list's stage order, so any number of co-resident blocks finishes (the
 // partial-grid test runs on a few).
@@ -44,6 +49,8 @@
 // chain itself is 48 stages of L2 round trips (the count's release, the acquire that sees it,
 // the inputs' loads, ~0.5-0.7 us each): 3-4 round trips a stage is ~2 us, 100 us a step. At
 // 4K a split holds 373 keys (320 of them in the 80 KB buffer, 53 from DRAM), at 8K 745 (425).
+// proj by head: 48 tasks a layer, each 24 KB of Wproj (regrouped: one contiguous run) and 9 x
+// 66 floats of its head's sums at s = 512 (a row slice of proj read all 108 splits', 29 KB).
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
@@ -107,10 +114,9 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
     case TaskKind::attention: {
       const int copied = cached_split(a, task, buffer_bytes).cached;
       const bf16* kv = copied > 0 ? weights : nullptr;
-      if (task.flags & kProjects) {
-        const bf16* wp = reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes);
-        attend_and_project(a, layer, task.first / kProjParts, task.first % kProjParts, kv, wp, work,
-                           sums, after_inputs, after_attention);
+      if (task.flags & kProjects) {  // the whole head, then its part of proj (below)
+        attend_head(a, layer, task.first / kProjParts, kv, work, sums, after_inputs,
+                    after_attention);
         break;
       }
       const int head = task.first / a.splits, split = task.first % a.splits;
@@ -124,6 +130,10 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       break;
     }
     case TaskKind::proj: {
+      if (task.flags & kHeadProj) {  // one head's share of every output (below)
+        combine_head(a, task.first / kProjParts, work, sums, after_inputs);
+        break;
+      }
       // Batched: the residual slice waits in the activations' room after the t rows of C.
       const int t = a.tokens;
       const bool room = t * kC + task.count * t <= kActFloats;
@@ -151,15 +161,27 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                      a.tokens, a.y, a.residual_copies, residual_stride(a));
       break;
   }
+  // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory: the end
+  // of both buffers, or its own) times its head's outputs (in `sums`), at one call site.
+  if (task.flags & (kProjects | kHeadProj)) {
+    const bf16* wp =
+        task.flags & kProjects
+            ? reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes)
+            : weights;
+    project_head(a, layer, task.first % kProjParts, wp, sums, work);
+  }
   return true;
 }
 
 // Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
-// stage's counter, or with head waits each head's its rows belong to. With skip_own_poll the
+// stage's counter, or with head waits each head's its rows belong to, or with proj by head an
+// attention split's head's. With skip_own_poll the
 // bump returns the count: `known` then holds the counter and the count it has reached.
-__device__ void count_done(const DecodeTask& task, unsigned* counters, bool returns,
+__device__ void count_done(const DecodeTask& task, int splits, unsigned* counters, bool returns,
                            unsigned (&known)[2]) {
-  if (returns && !(task.flags & kBumpsHeads)) {
+  if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
+    release_add(counters + task.done_counter + task.first / splits, 1u);
+  } else if (returns && !(task.flags & kBumpsHeads)) {
     known[0] = task.done_counter;
     known[1] = acq_rel_add(counters + task.done_counter, 1u) + 1;
   } else if (task.flags & kBumpsHeads) {
@@ -313,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == leader) {
-      if (counts) count_done(task, counters, options.skip_own_poll, known);
+      if (counts) count_done(task, a.splits, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
       const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),

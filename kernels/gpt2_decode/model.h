@@ -98,7 +98,15 @@ constexpr uint8_t kCombinesHead = 2;
 // x + bproj + bout), columns [2 * (first / 6), 2 * ((first + count) / 6)).
 constexpr uint8_t kProjects = 4;
 constexpr uint8_t kInitsResidual = 8;
-constexpr int kProjParts = 4;               // tasks a head (each the whole head's softmax)
+// With proj by head (TaskListShape::head_proj): a proj task with kHeadProj takes one head's
+// kProjRows outputs of proj (first = head * kProjParts + part): it waits for its head's splits
+// only, combines them (64 values a token), multiplies them by its part of Wproj's head columns
+// and adds the product into the residuals (red.add), as a fused task does; the qkv tasks carry
+// kInitsResidual. Its head's attention tasks carry kBumpsHead: each bumps its head's counter,
+// done_counter + first / splits, whose target is the splits a head.
+constexpr uint8_t kHeadProj = 16;
+constexpr uint8_t kBumpsHead = 32;
+constexpr int kProjParts = 4;               // tasks a head (fused: each the head's softmax)
 constexpr int kProjRows = kC / kProjParts;  // proj outputs a task adds
 constexpr int kProjSliceBytes = kProjRows * kHeadDim * 2;  // its Wproj part (24 KB)
 // Whether a step over `cache` cached positions fits the fused stage: the head's cached keys
@@ -141,7 +149,12 @@ struct TaskListShape {
   bool proj_apart = false;              // proj on the blocks attention leaves free
   bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
   int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
+  bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
 };
+// Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
+constexpr bool head_proj_fits(int buffer_bytes) {
+  return kProjSliceBytes <= buffer_bytes;
+}
 // With proj apart (MegakernelOptions::proj_apart): proj is cut into this many slices of 32 rows,
 // dealt to blocks that hold no attention task of the layer (where heads x splits leaves them).
 constexpr int kProjApartTasks = 24;
@@ -242,6 +255,7 @@ struct MegakernelOptions {
   // turn comes (meant to take an L2 round trip out of the loop between a task's end and the
   // next one's wait, on the path of a block still busy with the stage before). That stretch
   // stayed ~1.0 us a task: the read was not what it spent; the step within the GPU's drift.
+  // Beside poll first and proj by head it made the step slower at every cache.
   bool task_window = false;
   // Thread 0 reads its task and asks for the count as soon as its block's task before is done;
   // the next task's copies come from the other warps meanwhile (the TMA copies from lane 0 of
@@ -253,6 +267,13 @@ struct MegakernelOptions {
   // thread 0 issuing the copies, slower than poll first and with it: every task's inputs got
   // longer (the release's traffic lands on them).
   bool release_warp = false;
+  // proj cut along its input by head instead of along its output rows (kHeadProj): 48 tasks a
+  // layer, each one head's 64 values times the head's 64 columns of Wproj for a quarter of the
+  // outputs (24 KB, Wproj regrouped as fused_proj has it), added into the residuals with red.add
+  // (their starting values written by the qkv tasks). A proj task then waits only for its own
+  // head's splits and combines only theirs (9 x 66 floats at a cache of 512, not 108 x 66),
+  // where a row slice waits for every split of the stage and combines them all.
+  bool head_proj = true;
 };
 constexpr int kMaxResidualCopies = 8;
 
@@ -266,6 +287,7 @@ struct DecodeTaskList {
   int splits = 0;                // attention splits per head
   bool fused_proj = false;       // attention and proj one stage (TaskListShape::fused_proj)
   bool proj_apart = false;       // proj on blocks without attention (TaskListShape::proj_apart)
+  bool head_proj = false;        // proj cut by head (TaskListShape::head_proj)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

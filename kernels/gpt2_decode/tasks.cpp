@@ -14,7 +14,10 @@
 // a head (one round of tasks; a split longer than a buffer reads its last keys from global
 // memory), where levels 1-3 cap a split at 320 keys. With head combines (an option) the
 // attention stage has one ticket counter a head beside its count: the last split of a head to
-// take its ticket combines the head.
+// take its ticket combines the head. With proj by head (the lesson's form) proj is cut along
+// its input: kProjParts tasks a head, each waiting on its own head's counter (the head's
+// attention splits bump it) and adding its head's share of kProjRows outputs into the
+// residuals, whose starting values the qkv tasks write.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -92,6 +95,11 @@ bool uses_fused_proj(const TaskListShape& shape) {
          fused_proj_fits(shape.cache, shape.weight_buffer_bytes);
 }
 
+bool uses_head_proj(const TaskListShape& shape) {
+  return shape.head_proj && !uses_fused_proj(shape) && !shape.head_combine && !shape.proj_apart &&
+         head_proj_fits(shape.weight_buffer_bytes);
+}
+
 DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   const int blocks = std::max(1, shape.blocks);
   DecodeTaskList list;
@@ -101,6 +109,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   list.splits = attention_splits(shape.cache + shape.tokens, blocks * rounds, shape.min_split_keys,
                                  shape.grid_splits ? kMaxPositions : kMaxSplitLength);
   list.fused_proj = uses_fused_proj(shape);
+  list.head_proj = uses_head_proj(shape);
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -132,10 +141,27 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       const bool combines = shape.head_combine && stage.kind == TaskKind::attention;
       task.flags = per_head ? kBumpsHeads : combines ? kCombinesHead : 0;
       if (list.fused_proj && stage.kind == TaskKind::qkv) task.flags = kInitsResidual;
+      const bool by_head = list.head_proj && stage.kind != TaskKind::mlp;
+      if (by_head) {  // qkv starts the residuals, attention counts per head, proj by head
+        task.flags |= stage.kind == TaskKind::qkv         ? kInitsResidual
+                      : stage.kind == TaskKind::attention ? kBumpsHead
+                                                          : kHeadProj;
+      }
+      const bool head_counters = by_head && stage.kind == TaskKind::attention;
       task.done_counter = static_cast<uint16_t>(list.counters);
-      list.counters += per_head ? kHeads : combines ? 1 + kHeads : 1;  // + the heads' tickets
+      list.counters += per_head || head_counters ? kHeads : combines ? 1 + kHeads : 1;
       uint16_t count = 0;
-      if (stage.rows == 0 && list.fused_proj) {  // attention and proj: (head, part)
+      if (by_head && stage.kind == TaskKind::proj) {  // (head, part): its head's counter
+        const uint16_t head_base = waited;
+        task.count = kProjRows;
+        for (int unit = 0; unit < kHeads * kProjParts; ++unit) {
+          task.first = unit;
+          task.wait_counter = static_cast<uint16_t>(head_base + unit / kProjParts);
+          task.wait_target = static_cast<uint16_t>(list.splits);
+          deal(task);
+          ++count;
+        }
+      } else if (stage.rows == 0 && list.fused_proj) {  // attention and proj: (head, part)
         task.flags = kProjects;
         task.count = 1;
         for (int unit = 0; unit < fused_tasks; ++unit) {
@@ -232,6 +258,10 @@ std::string describe_task(const DecodeTask& task, const TaskListShape& shape, in
     std::snprintf(text, sizeof(text), "layer %d attention+proj head %d (all %d keys) rows %d-%d",
                   task.layer, head, shape.cache + shape.tokens, part * kProjRows,
                   (part + 1) * kProjRows - 1);
+  } else if (kind == TaskKind::proj && (task.flags & kHeadProj)) {
+    const int head = task.first / kProjParts, part = task.first % kProjParts;
+    std::snprintf(text, sizeof(text), "layer %d proj head %d rows %d-%d (of %d)", task.layer, head,
+                  part * kProjRows, (part + 1) * kProjRows - 1, kC);
   } else if (kind == TaskKind::attention) {
     const int positions = shape.cache + shape.tokens;
     const int len = split_length(positions, std::max(1, splits));
@@ -269,6 +299,7 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
                       : (std::to_string(list.splits) + " attention splits per head").c_str(),
       list.counters);
   out += line;
+  if (list.head_proj) out += "proj by head: each head's splits counted apart, proj adds into x\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
                   list.block_begin[b + 1] - list.block_begin[b]);
@@ -283,6 +314,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       if (task.flags & kCombinesHead) {  // its head's ticket; the last split bumps the count
         bumps = "ticket " + std::to_string(task.done_counter + 1 + task.first / list.splits) +
                 ", last " + bumps;
+      } else if (task.flags & kBumpsHead) {  // its head's counter
+        bumps = std::to_string(task.done_counter + task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to
         int head_a = 0, head_b = 0;
         heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);

@@ -76,7 +76,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.fused_proj && options_.residual_copies == 1,
                            options_.proj_apart,
                            options_.grid_splits && options_.one_pass_attention,
-                           options_.split_rounds};
+                           options_.split_rounds,
+                           options_.head_proj && options_.residual_copies == 1};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -204,7 +205,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.residual_copies = options_.residual_copies;
     a.w_out_t = w_out_t_.as<bf16>();
     a.w_proj_t = w_proj_t_.as<bf16>();
-    a.fused_proj = list_.fused_proj;  // attention and proj one stage: two residual buffers
+    a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals
     a.branch_free_keys = options_.branch_free_keys;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);

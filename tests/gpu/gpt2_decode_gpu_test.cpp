@@ -39,6 +39,7 @@ std::vector<Variant> option_sets() {
   before.copy_thread = 0;
   before.copies_after_inputs = false;
   before.poll_first = false;  // (these sets were measured with thread 0 issuing the copies)
+  before.head_proj = false;   // (and with proj cut by rows)
   std::vector<Variant> sets = {{"before (one pass, probes)", before}};
   auto with = [&](const char* name, auto change) {
     gpt2::MegakernelOptions o = before;
@@ -96,18 +97,20 @@ std::vector<Variant> newer_sets() {
   return sets;
 }
 // The sets MegakernelVariants times (the others were measured before): the lesson's form
-// (thread 0 polls while warp 1 issues the next task's copies), the form before it (thread 0
-// issues them, then polls), the count released by warp 2, and the task window beside poll first
-// (thread 0's descriptor read, the next thing before its poll).
+// (proj by head), the form before it (proj by rows: every proj task waits for the whole
+// attention stage and combines every split), and beside proj by head: attention waiting for
+// its own head's qkv rows only (head waits), 32-key splits (a split for every block at 512),
+// the task window (thread 0's descriptor read from shared memory), and head waits with 32-key
+// splits.
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, before, release, window;
-  before.poll_first = false;
-  release.release_warp = true;
+  gpt2::MegakernelOptions lesson, rows, waits, short_splits, window, both;
+  rows.head_proj = false;
+  waits.head_waits = both.head_waits = true;
+  short_splits.min_split_keys = both.min_split_keys = 32;
   window.task_window = true;
-  return {{"the lesson's (poll first)", lesson},
-          {"thread 0 issues, then polls", before},
-          {"+ release by warp 2", release},
-          {"+ task window", window}};
+  return {{"the lesson's (proj by head)", lesson}, {"proj by rows (the form before)", rows},
+          {"proj by head, head waits", waits},     {"proj by head, 32-key splits", short_splits},
+          {"proj by head, task window", window},   {"proj by head, head waits, 32-key", both}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -229,6 +232,18 @@ gpt2::MegakernelOptions other_options() {
   o.task_window = !o.task_window;
   o.poll_first = !o.poll_first;
   o.release_warp = !o.release_warp;
+  o.head_proj = !o.head_proj;
+  return o;
+}
+// The same with proj by head kept (the options that turn it off kept at the lesson's): proj
+// by head beside every other option's other form.
+gpt2::MegakernelOptions other_options_by_head() {
+  gpt2::MegakernelOptions o = other_options(), lesson;
+  o.head_combine = lesson.head_combine;
+  o.fused_proj = lesson.fused_proj;
+  o.proj_apart = lesson.proj_apart;
+  o.residual_copies = lesson.residual_copies;
+  o.head_proj = true;
   return o;
 }
 
@@ -300,9 +315,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   // option set.
   const int grids[] = {1, 2, 5, 17};
   std::vector<Variant> sets = {{"the lesson's", gpt2::MegakernelOptions{}},
-                               {"the other options", other_options()}};
+                               {"the other options", other_options()},
+                               {"the other options, proj by head", other_options_by_head()}};
   for (const Variant& v : option_sets()) sets.push_back(v);
-  for (const Variant& v : timed_sets()) sets.push_back(v);
+  const std::vector<Variant> timed = timed_sets();
+  sets.insert(sets.end(), timed.begin() + 1, timed.end());  // (the first is the lesson's)
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -428,8 +445,10 @@ void print_breakdown(const std::string& label, const std::vector<PhaseRecord>& r
   const double span = (last - first) / 1e3;
   auto bytes_of = [&](const gpt2::DecodeTask& t) -> double {
     switch (gpt2::TaskKind(t.kind)) {
-      case gpt2::TaskKind::qkv:
       case gpt2::TaskKind::proj:
+        if (t.flags & gpt2::kHeadProj) return gpt2::kProjSliceBytes;
+        return t.count * gpt2::kC * 2.0;
+      case gpt2::TaskKind::qkv:
         return t.count * gpt2::kC * 2.0;
       case gpt2::TaskKind::mlp:
         return t.count * gpt2::kC * 4.0;
@@ -761,15 +780,17 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   ASSERT_TRUE(lesson_->create_workspace(Shape{19, 2}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(3, stream_).ok());
   // The lesson's options, every other option's other form, every stage cut at once with the
-  // copies from warp 1 after the inputs, and the newer forms: attention and proj fused with
-  // wide rows, proj apart with early copies, copies after the task; branch-free keys with
-  // copies after the task but the MLP's, and with attention and proj fused; the counts
-  // released by warp 2, and the task window beside poll first.
+  // copies from warp 1 after the inputs, and the newer forms: proj apart with early copies,
+  // copies after the task, attention and proj fused with branch-free keys; the counts released
+  // by warp 2; proj by rows (the form before proj by head), and beside proj by head head waits,
+  // and every other option's other form (ten sets: racecheck runs them in about 40 s).
   const std::vector<Variant> sets = option_sets();
+  gpt2::MegakernelOptions release;
+  release.release_warp = true;
   for (const gpt2::MegakernelOptions& options :
-       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(10).options,
-        sets.at(13).options, sets.at(16).options, sets.at(19).options, sets.at(21).options,
-        timed_sets().at(2).options, timed_sets().at(3).options}) {
+       {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
+        sets.at(16).options, sets.at(21).options, release, timed_sets().at(1).options,
+        timed_sets().at(2).options, other_options_by_head()}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());

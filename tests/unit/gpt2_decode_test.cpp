@@ -20,10 +20,12 @@ int stage_of(const DecodeTask& t) {
                                                  : t.layer * kStagesPerLayer + t.kind;
 }
 
-// The counter each stage's tasks bump: one per stage, with head waits kHeads for qkv, and with
-// head combines the attention count followed by kHeads tickets.
-int first_counter_of(int stage, bool head_waits, bool combine) {
-  const int qkv = head_waits ? kHeads : 1, attention = combine ? 1 + kHeads : 1;
+// The counter each stage's tasks bump: one per stage, with head waits kHeads for qkv, with
+// head combines the attention count followed by kHeads tickets, with proj by head one
+// attention count a head.
+int first_counter_of(int stage, bool head_waits, bool combine, bool head_proj) {
+  const int qkv = head_waits ? kHeads : 1;
+  const int attention = combine ? 1 + kHeads : head_proj ? kHeads : 1;
   const int sizes[kStagesPerLayer] = {qkv, attention, 1, 1};
   const int layer = stage / kStagesPerLayer, within = stage % kStagesPerLayer;
   int at = layer * (qkv + attention + 2);
@@ -38,10 +40,15 @@ void expect_well_formed(const TaskListShape& shape) {
                (shape.head_combine ? " head combine" : ""));
   const bool hw = shape.head_waits, hc = shape.head_combine;
   const DecodeTaskList list = build_decode_tasks(shape);
+  const bool hp = list.head_proj;
+  EXPECT_EQ(hp, shape.head_proj && !hc && !shape.proj_apart && !shape.fused_proj &&
+                    head_proj_fits(shape.weight_buffer_bytes));
   ASSERT_EQ(list.block_begin.size(), size_t(shape.blocks) + 1);
   EXPECT_EQ(list.block_begin.back(), int(list.tasks.size()));
-  EXPECT_EQ(list.counters,
-            kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) + (hc ? kHeads : 0)) + 1);
+  EXPECT_EQ(list.counters, kLayers * (kStagesPerLayer + (hw ? kHeads - 1 : 0) + (hc ? kHeads : 0) +
+                                      (hp ? kHeads - 1 : 0)) +
+                               1);
+  auto counter_of = [&](int stage) { return first_counter_of(stage, hw, hc, hp); };
   // Rows covered once per (layer, matrix); attention units once per (layer, head, split).
   std::map<int, std::vector<int>> covered;  // stage -> hits per row / unit
   std::map<int, unsigned> tasks_in_stage;
@@ -49,11 +56,15 @@ void expect_well_formed(const TaskListShape& shape) {
   for (const DecodeTask& t : list.tasks) {
     const int stage = stage_of(t);
     ++tasks_in_stage[stage];
-    EXPECT_EQ(t.done_counter, first_counter_of(stage, hw, hc));
+    EXPECT_EQ(t.done_counter, counter_of(stage));
     const TaskKind kind = TaskKind(t.kind);
-    EXPECT_EQ(t.flags, hw && kind == TaskKind::qkv         ? kBumpsHeads
+    const int qkv_flags = (hw ? kBumpsHeads : 0) | (hp ? kInitsResidual : 0);
+    EXPECT_EQ(t.flags, kind == TaskKind::qkv               ? qkv_flags
                        : hc && kind == TaskKind::attention ? kCombinesHead
+                       : hp && kind == TaskKind::attention ? kBumpsHead
+                       : hp && kind == TaskKind::proj      ? kHeadProj
                                                            : 0);
+    const bool by_head = hp && kind == TaskKind::proj;  // (head, part): one unit
     if (t.flags & kBumpsHeads) {
       // Each head whose q, k or v rows the slice holds, counted once per task.
       std::set<int> heads;
@@ -64,14 +75,16 @@ void expect_well_formed(const TaskListShape& shape) {
                       : kind == TaskKind::mlp        ? kF
                       : kind == TaskKind::attention  ? kHeads * list.splits
                       : kind == TaskKind::final_norm ? 1
+                      : by_head                      ? kHeads * kProjParts
                                                      : kC;
     auto& hits = covered[stage];
     hits.resize(units);
-    for (uint32_t u = t.first; u < t.first + t.count; ++u) {
+    const uint32_t span = by_head ? 1 : t.count;  // a (head, part), or rows
+    for (uint32_t u = t.first; u < t.first + span; ++u) {
       ASSERT_LT(u, uint32_t(units));
       ++hits[u];
     }
-    if (kind == TaskKind::qkv || kind == TaskKind::proj || kind == TaskKind::mlp) {
+    if (kind == TaskKind::qkv || (kind == TaskKind::proj && !by_head) || kind == TaskKind::mlp) {
       EXPECT_LE(t.count * kC * 2 + kExtrasBytes, shape.weight_buffer_bytes)
           << "a slice and its small parameters fit its buffer";
       // Bias slices are copied in 4-byte pieces, Wout's columns in 16-byte ones.
@@ -86,18 +99,22 @@ void expect_well_formed(const TaskListShape& shape) {
       ASSERT_EQ(hits[u], 1) << "stage " << stage << " unit " << u;
   }
   // Each task waits for the whole previous stage (attention with head waits: for every qkv
-  // task holding rows of its head); each block's list is in stage order.
+  // task holding rows of its head; proj by head: for its head's splits); each block's list is
+  // in stage order.
   for (const DecodeTask& t : list.tasks) {
     const int stage = stage_of(t);
     if (stage == 0) {
       EXPECT_EQ(t.wait_counter, kNoCounter);
     } else if (hw && TaskKind(t.kind) == TaskKind::attention) {
       const int head = int(t.first) / list.splits;
-      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, true, hc) + head);
+      EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + head);
       EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
       EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
+    } else if (hp && TaskKind(t.kind) == TaskKind::proj) {
+      EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + int(t.first) / kProjParts);
+      EXPECT_EQ(t.wait_target, unsigned(list.splits));
     } else {
-      EXPECT_EQ(t.wait_counter, first_counter_of(stage - 1, hw, hc));
+      EXPECT_EQ(t.wait_counter, counter_of(stage - 1));
       // With head combines only each head's last split counts: kHeads.
       const bool after_attention =
           stage % kStagesPerLayer == 2 && stage < kLayers * kStagesPerLayer;
@@ -112,16 +129,66 @@ void expect_well_formed(const TaskListShape& shape) {
 }
 
 TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
-  for (int form = 0; form < 4; ++form) {
-    const bool hw = form & 1, hc = form & 2;
+  for (int form = 0; form < 8; ++form) {
+    const bool hw = form & 1, hc = form & 2, hp = form & 4;
     const int keys = kMinSplitKeys;
-    expect_well_formed({132, 1, 512, 80 * 1024, hw, keys, hc});
-    expect_well_formed({132, 16, 8192, 80 * 1024, hw, keys, hc});
-    expect_well_formed({1, 3, 37, 80 * 1024, hw, keys, hc});
-    expect_well_formed({7, 5, 1001, 20 * 1024, hw, keys, hc});
-    // About the smallest buffer weight_buffer_bytes_for gives.
-    expect_well_formed({114, 2, 16, 16 * 1024, hw, keys, hc});
+    for (TaskListShape shape : {TaskListShape{132, 1, 512, 80 * 1024, hw, keys, hc},
+                                TaskListShape{132, 16, 8192, 80 * 1024, hw, keys, hc},
+                                TaskListShape{1, 3, 37, 80 * 1024, hw, keys, hc},
+                                TaskListShape{7, 5, 1001, 20 * 1024, hw, keys, hc},
+                                // About the smallest buffer weight_buffer_bytes_for gives.
+                                TaskListShape{114, 2, 16, 16 * 1024, hw, keys, hc}}) {
+      shape.head_proj = hp;
+      SCOPED_TRACE(hp ? "proj by head" : "proj by rows");
+      expect_well_formed(shape);
+    }
   }
+}
+
+// Proj by head (TaskListShape::head_proj, the lesson's form): per layer every (head, part) once,
+// each waiting on its own head's counter for the head's splits, which bump only it; the qkv
+// tasks' residual columns cover [0, C) once (the residuals' starting values). Off where a part
+// of Wproj (24 KB) does not fit a buffer.
+TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
+  for (const TaskListShape& shape :
+       {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 1, 8192, 80 * 1024},
+        TaskListShape{5, 3, 37, 80 * 1024}}) {
+    SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
+                 std::to_string(shape.cache));
+    const DecodeTaskList list = build_decode_tasks(shape);
+    ASSERT_TRUE(list.head_proj);
+    std::map<int, std::vector<int>> parts, columns;  // layer -> hits
+    std::map<int, int> bumps;                        // counter -> attention tasks bumping it
+    for (const DecodeTask& t : list.tasks)
+      if (t.kind == uint8_t(TaskKind::attention))
+        ++bumps[t.done_counter + int(t.first) / list.splits];
+    for (const DecodeTask& t : list.tasks) {
+      if (t.kind == uint8_t(TaskKind::proj)) {
+        EXPECT_EQ(t.flags, kHeadProj);
+        parts[t.layer].resize(kHeads * kProjParts);
+        ASSERT_LT(t.first, uint32_t(kHeads * kProjParts));
+        ++parts[t.layer][t.first];
+        EXPECT_EQ(t.wait_target, unsigned(list.splits));
+        EXPECT_EQ(bumps[t.wait_counter], list.splits) << "its head's splits, and only they";
+      } else if (t.kind == uint8_t(TaskKind::qkv)) {
+        columns[t.layer].resize(kC);
+        for (int c = 2 * (int(t.first) / 6); c < 2 * (int(t.first + t.count) / 6); ++c)
+          ++columns[t.layer][c];
+      }
+    }
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int hits : parts[layer]) EXPECT_EQ(hits, 1);
+      for (int hits : columns[layer]) EXPECT_EQ(hits, 1);
+    }
+    const std::string text = format_task_list(list, shape);
+    EXPECT_NE(text.find("layer 11 proj head 11 rows 576-767 (of 768)"), std::string::npos);
+    EXPECT_NE(text.find("proj by head"), std::string::npos);
+  }
+  TaskListShape rows{132, 1, 512, 80 * 1024};
+  rows.head_proj = false;
+  EXPECT_FALSE(build_decode_tasks(rows).head_proj);
+  EXPECT_FALSE(build_decode_tasks({132, 1, 512, 23552}).head_proj);  // 99 KB GPUs: 23 KB buffers
+  EXPECT_TRUE(head_proj_fits(56320));                                // A100
 }
 
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every
@@ -279,14 +346,14 @@ TEST(Gpt2DecodeTasks, WeightBuffersFollowTheGpusSharedMemory) {
   EXPECT_EQ(weight_buffer_bytes_for(65536), 0);           // too little for 8 rows of Wfc
   const TaskListShape shape = task_shape_for(132, 232448, 1, 512);
   EXPECT_EQ(shape.weight_buffer_bytes, 80 * 1024);
-  EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 5905u);  // `lessons --tasks gpt2_decode`
+  EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 4945u);  // `lessons --tasks gpt2_decode`
 }
 
 // The hover's namer rebuilds the list an H100 ran (132 SMs, 227 KB): task 0 and one past the end.
 TEST(Gpt2DecodeTasks, NamesARecordedTaskByItsIndex) {
   const auto name = task_namer(132, 9, 0, 1, 512);
-  EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-17 (of 2304)");
-  EXPECT_EQ(name(5905), "");
+  EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-17 (of 2304), residual cols 0-5");
+  EXPECT_EQ(name(4945), "");
   EXPECT_EQ(smem_optin_for(8, 0), 166912);
   EXPECT_EQ(weight_buffer_bytes_for(smem_optin_for(7, 5)), 0);  // 64 KB: no megakernel there
 }
@@ -295,7 +362,7 @@ TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
   const TaskListShape shape{132, 1, 512, 80 * 1024};
   const DecodeTaskList list = build_decode_tasks(shape);
   EXPECT_EQ(describe_task(list.tasks[0], shape, list.splits),
-            "layer 0 ln1+qkv rows 0-17 (of 2304)");
+            "layer 0 ln1+qkv rows 0-17 (of 2304), residual cols 0-5");
   DecodeTask att;
   att.kind = uint8_t(TaskKind::attention);
   att.layer = 3;

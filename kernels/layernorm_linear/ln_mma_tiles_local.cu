@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   const bool stamps = a.phases.records != nullptr;
   const uint64_t started = stamps ? phase_clock() : 0;
   uint64_t ready = started;
-  const int rb = static_cast<int>(blockIdx.x) / tiles_n, cb = static_cast<int>(blockIdx.x) % tiles_n;
+  const int rb = static_cast<int>(blockIdx.x) / tiles_n,
+            cb = static_cast<int>(blockIdx.x) % tiles_n;
   const int64_t m0 = int64_t(rb) * Tile::kBM, n0 = int64_t(cb) * Tile::kBN;
 
   for (int c = threadIdx.x; c < k_padded / 8; c += Tile::kThreads) {  // the oldest group
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
       gemm_core::prefetch_b_l2<Tile>(a.w + int64_t(kPrimed) * a.n, a.n, a.k - kPrimed, n0, a.n);
     block_statistics<T, Tile::kBM, Tile::kThreads, kStatsBatch>(a.x, a.m, a.k, m0, s_mean, s_rstd);
     tc::async_wait<Tile::kStages - 1>();  // gamma and beta: older than the ring's S - 1 groups
-    __syncthreads();                       // every row's statistics, all of gamma and beta
+    __syncthreads();                      // every row's statistics, all of gamma and beta
     if (stamps) ready = phase_clock();
   };
   auto normalize = [&](T* chunk, int row, int64_t kk) {

@@ -15,7 +15,13 @@
 //      resident: a cooperative launch; one counter and one atomic a block, the last block goes
 //      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
 //      split the shares and meet by shuffles: a fixed order, the same result every run) and
-//      writes them + b2 (b2 read before the barrier).
+//      writes them + b2 (b2 of the block's first tile loaded before the copies are asked for).
+// While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
+// out everything that depends only on its block's, warp's and lane's numbers and the shape
+// (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
+// job with its ldmatrix addresses and store offsets, its item of y in the sum, with the
+// divisions and 64-bit products behind them) and pins it in registers, so that the chain from
+// the last byte to the barrier and on to y is only loads, mma, stores and the sum's adds.
 // Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
 // the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
@@ -27,7 +33,7 @@
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
-// tiles a warp; both products on WarpMma::run_all where every tile is present, since with 2
+// tiles a warp; both products on WarpMma::run_all_at where every tile is present, since with 2
 // warps a scheduler each warp's executed instructions, not the mma, are the time), the share's
 // store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads a
 // column quad, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
@@ -45,155 +51,22 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl {
+namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
-
-template <typename T>
-struct SliceArgs {
-  FfnSlicePlan p;
-  const T *x, *w1, *b1, *w2, *b2;
-  T* y;
-  float* partial;      // blocks x m x cp: each block's share of y
-  unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
-  PhaseSink phases;
-  bool x_vec, w1_vec, w2_vec, b1_vec;
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
-};
 
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, p.kp, p.cp, valid, p.c, a.w2_vec);
   tc::async_commit();
-}
-
-// Keeps a value worked out here: an empty volatile asm, which the compiler does not move past
-// the copies' waits (also volatile asm), so the arithmetic behind it is done before them.
-__device__ __forceinline__ void pin(int& v) { asm volatile("" : "+r"(v)); }
-__device__ __forceinline__ void pin(unsigned& v) { asm volatile("" : "+r"(v)); }
-__device__ __forceinline__ void pin(int64_t& v) { asm volatile("" : "+l"(v)); }
-__device__ __forceinline__ void pin(float& v) { asm volatile("" : "+f"(v)); }
-
-// A warp's job of the down product: row tile mt, y's columns [kCols chunk, kCols (chunk + 1)) of
-// the block's share, and what its lanes need for it: ldmatrix's lane addresses (bf16) and where
-// the lane's rows g and g + 8 go in the partial sums (float2 stores at the lane's column 2t of
-// each 8-column tile; offsets, so that the stores stay global ones).
-struct DownJob {
-  int mt, chunk, tiles;  // tiles: 8-column tiles within C (all kCols / 8 but at C's end)
-  unsigned a_addr, b_addr;
-  int64_t out0, out8;
-  bool row0, row8;  // rows g and g + 8 are tokens
-};
-
-// The job of row tile mt and column chunk `chunk` (past the row's chunks: the next row tiles').
-template <int kW, typename T>
-__device__ __forceinline__ DownJob down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
-                                           int mt, int chunk) {
-  const FfnSlicePlan& p = a.p;
-  constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
-  const int chunks = (p.cp + kCols - 1) / kCols, lane = threadIdx.x & 31;
-  while (chunk >= chunks) chunk -= chunks, ++mt;
-  DownJob j;
-  j.mt = mt, j.chunk = chunk;
-  const int n0 = chunk * kCols, row = mt * 16 + (lane >> 2);
-  j.tiles = min(NT, (p.cp - n0) / 8);
-  j.a_addr = j.b_addr = 0;
-  if constexpr (sizeof(T) == 2) {
-    j.a_addr = slice::WarpMma<T, NT>::a_lane(hs + mt * 16 * p.ld_h, p.ld_h, 0);
-    j.b_addr = slice::WarpMma<T, NT>::b_lane(w2s + n0, p.ld_w2, 0);
-  }
-  j.out0 = (int64_t(blockIdx.x) * p.m + row) * p.cp + n0 + 2 * (lane & 3);
-  j.out8 = j.out0 + 8 * p.cp;
-  j.row0 = row < p.m, j.row8 = row + 8 < p.m;
-  return j;
-}
-
-// The (row, 4 columns) item of y a thread adds up in sum_tiles, among `split` lanes (part of
-// them): at the block's first tile, its first share's offset in the partial sums, the offset
-// from one of its shares to its next (`split` blocks on) and how many it adds.
-struct SumLane {
-  int item, part, split, loads;
-  int64_t src, step;
-};
-template <int kThr, typename T>
-__device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
-  const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
-  int split = 1;
-  while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
-  SumLane l;
-  l.item = int(threadIdx.x) / split, l.part = int(threadIdx.x) % split, l.split = split;
-  l.loads = l.item < items ? (shares - l.part + split - 1) / split : 0;
-  const int row = l.item / 2, col = blockIdx.x * kSliceTileCols + 4 * (l.item % 2);
-  const int64_t stride = int64_t(p.m) * p.cp;
-  l.src = int64_t(row) * p.cp + col + l.part * stride;
-  l.step = split * stride;
-  return l;
-}
-
-// b2 at y's columns [8 tile, 8 tile + 8), zero past C.
-template <typename T>
-struct Bias8 {
-  T v[8];
-};
-template <typename T>
-__device__ __forceinline__ Bias8<T> load_bias8(const SliceArgs<T>& a, int tile) {
-  Bias8<T> b;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int col = tile * kSliceTileCols + i;
-    b.v[i] = col < a.p.c ? a.b2[col] : Elem<T>::from_float(0.0f);
-  }
-  return b;
-}
-
-// What each warp and lane does once the data lands, worked out while it is in flight (it
-// depends only on the block's, warp's and lane's numbers and the shape): the up product's K
-// range and ldmatrix addresses, the first down job, the item of y each thread adds up. Each
-// value is pinned, so that the divisions and 64-bit products behind it are not on the chain
-// from the last byte to the grid barrier.
-struct Ahead {
-  unsigned up_a, up_b, up_b_step;
-  int up_steps;
-  slice::PanelWarp up_warp;
-  DownJob down;
-  int down_more;  // the warp has more than one down job (more than 16 tokens, or small C)
-  SumLane sum;
-};
-
-template <int kW, typename T>
-__device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* xs, const T* w1s,
-                                                const T* hs, const T* w2s) {
-  constexpr int kThr = 32 * kW;
-  const FfnSlicePlan& p = a.p;
-  Ahead w;
-  int k0 = 0, k1 = 0;
-  slice::warp_k_range<T, kW>(0, p.ck, p.mtc, &k0, &k1);
-  w.up_a = w.up_b = w.up_b_step = 0;
-  w.up_steps = (k1 - k0) / slice::kKStep<T>;
-  w.up_warp = slice::panel_warp<kW>(p.mtc);
-  if constexpr (sizeof(T) == 2) {
-    const T* a_tile = xs + w.up_warp.mt * 16 * p.ld_x;
-    w.up_a = slice::WarpMma<T, 4>::a_lane(a_tile, p.ld_x, k0);
-    w.up_b = slice::WarpMma<T, 4>::b_lane(w1s, p.ld_w1, k0);
-    w.up_b_step = 16u * p.ld_w1 * sizeof(T);
-  }
-  w.down = down_job<kW>(a, hs, w2s, 0, threadIdx.x >> 5);
-  w.down_more = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW).mt < p.mtc;
-  w.sum = sum_lane<kThr>(a);
-  pin(w.up_a), pin(w.up_b), pin(w.up_b_step), pin(w.up_steps);
-  pin(w.up_warp.mt), pin(w.up_warp.part), pin(w.up_warp.parts);
-  pin(w.down.mt), pin(w.down.chunk), pin(w.down.tiles), pin(w.down.a_addr), pin(w.down.b_addr);
-  pin(w.down.out0), pin(w.down.out8), pin(w.down_more);
-  pin(w.sum.item), pin(w.sum.part), pin(w.sum.split), pin(w.sum.loads), pin(w.sum.src);
-  pin(w.sum.step);
-  return w;
 }
 
 // The float2 stores of a down job's first `tiles` column tiles (rows past the tokens left out).
@@ -248,70 +121,6 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
   for (DownJob j = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
        j = down_job<kW>(a, hs, w2s, j.mt, j.chunk + kW)) {
     run_down_job<kW>(a, hs, w2s, j);
-  }
-}
-
-// b2 at y's columns [col, col + 4), zero past C.
-template <typename T>
-__device__ __forceinline__ float4 bias4(const SliceArgs<T>& a, int col) {
-  float b[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) b[i] = col + i < a.p.c ? Elem<T>::to_float(a.b2[col + i]) : 0.0f;
-  return make_float4(b[0], b[1], b[2], b[3]);
-}
-
-template <typename T>
-__device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, float4 v,
-                                       float4 b) {
-  const float s[4] = {v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (col + i < a.p.c) a.y[int64_t(row) * a.p.c + col + i] = Elem<T>::from_float(s[i]);
-  }
-}
-
-// After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
-// Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
-// at most 32), up to 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed
-// order (the same result every run) in log2(split) steps, where a serial pass through shared
-// memory took `split` dependent loads (128 at one token). The loads stop at the lane's count
-// (3 a lane at one token): short code, fetched cold after the barrier. first_b2: b2 at the
-// block's first tile.
-template <typename T>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& l,
-                                          const float (&first_b2)[8]) {
-  const FfnSlicePlan& p = a.p;
-  constexpr int kBatch = 16;
-  const int row = l.item / 2;
-  int64_t src = l.src;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols;
-       tile += gridDim.x, src += int64_t(gridDim.x) * kSliceTileCols) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    const float* q = a.partial + src;
-    for (int b0 = 0; b0 < l.loads; b0 += kBatch) {
-      float4 v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        v[u] = b0 + u < l.loads ? slice::load_cg4(q + u * l.step) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      q += kBatch * l.step;
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
-    }
-#pragma unroll 1
-    for (int o = l.split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
-      s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
-      s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
-      s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
-      s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
-    }
-    if (l.part == 0 && l.item < 2 * p.m) {
-      const int col = tile * kSliceTileCols + 4 * (l.item % 2);
-      const float* f = first_b2;  // the item's half of it, by selects (no local memory)
-      const float4 b = l.item % 2 ? make_float4(f[4], f[5], f[6], f[7])
-                                  : make_float4(f[0], f[1], f[2], f[3]);
-      store4(a, row, col, s, tile == int(blockIdx.x) ? b : bias4(a, col));
-    }
   }
 }
 
@@ -370,18 +179,6 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
   }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
                                                   p.units / 8, red, to_h, p.m);
-}
-
-// b2 of the block's first tile of y as floats, taken once x and W1 are in (its load, asked for
-// at the start, has long landed) and pinned: its conversion neither waits on DRAM before the
-// copies are asked for nor sits on the chain after the barrier.
-template <typename T>
-__device__ __forceinline__ void bias8_floats(const Bias8<T>& b, float (&f)[8]) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    f[i] = Elem<T>::to_float(b.v[i]);
-    pin(f[i]);
-  }
 }
 
 template <typename T, int kW>
@@ -491,6 +288,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
 }
 
 }  // namespace
+}  // namespace hidden_slice
 
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kSliceMaxTokens) {
@@ -501,16 +299,16 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
   if (c < 1) return Status::Error("the hidden-slice FFN needs C >= 1");
   FL_TRY(slice::cooperative_gpu_supported(p, "the hidden-slice FFN"));
   FfnSlicePlan plan;
-  return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, {}, &plan)
-                              : make_plan<float>(m, c, {}, &plan);
+  return p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, {}, &plan)
+                              : hidden_slice::make_plan<float>(m, c, {}, &plan);
 }
 
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
   FfnSlicePlan plan;
-  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
-                              : make_plan<float>(m, c, tuning, &plan));
+  FL_TRY(p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan)
+                              : hidden_slice::make_plan<float>(m, c, tuning, &plan));
   *bytes = ffn_slice_scratch_bytes_for(plan);
   return Status::Ok();
 }
@@ -518,8 +316,8 @@ Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
-  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, tuning, stream)
-                              : launch_typed<float>(b, m, c, tuning, stream);
+  return p == Precision::bf16 ? hidden_slice::launch_typed<__nv_bfloat16>(b, m, c, tuning, stream)
+                              : hidden_slice::launch_typed<float>(b, m, c, tuning, stream);
 }
 
 }  // namespace fl

@@ -175,8 +175,7 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
   // fragments all asked for before its mma, so their ldmatrix latencies overlap (the asm
   // statements are volatile: the compiler keeps their order).
   static __device__ __forceinline__ void run_all_at(float (&acc)[kMaxNT][4], unsigned a_addr,
-                                                    unsigned b_addr, unsigned b_step,
-                                                    int k_steps) {
+                                                    unsigned b_addr, unsigned b_step, int k_steps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #pragma unroll 1
     for (int s = 0; s < k_steps; ++s, a_addr += 32, b_addr += b_step) {

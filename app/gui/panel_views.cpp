@@ -193,19 +193,30 @@ void draw_bandwidth_view(const Lab& lab) {
       ImVec2(0, view_height()));
 }
 
+// How many tasks a launch's records name: the largest `arg` plus one, or 0 (not known) where
+// records were lost past the device buffer and the last tasks may be missing.
+size_t recorded_task_count(const LaunchPhases& phases) {
+  if (phases.lost != 0 || phases.records.empty()) return 0;
+  uint32_t largest = 0;
+  for (const PhaseRecord& r : phases.records) largest = std::max(largest, r.arg);
+  return static_cast<size_t>(largest) + 1;
+}
+
 // The names of gpt2_decode's megakernel tasks for the hover: its task list rebuilt for the
-// measured GPU and point (kernels/gpt2_decode/model.h), kept while the point stays the same.
-std::function<std::string(uint32_t)> megakernel_task_names(const Lab& lab, const Measurement& m) {
+// measured GPU and point (kernels/gpt2_decode/model.h), kept while the point stays the same;
+// empty where this build's list is not the one the recording ran.
+std::function<std::string(uint32_t)> megakernel_task_names(const Lab& lab, const Measurement& m,
+                                                           size_t recorded_tasks) {
   static std::string key;
   static std::function<std::string(uint32_t)> names;
   const DeviceFacts d = lab.session_snapshot_head().device;
   const std::string now = std::to_string(d.sm_count) + "/" + std::to_string(d.cc_major) + "." +
                           std::to_string(d.cc_minor) + "/" + std::to_string(m.inner) + "/" +
-                          std::to_string(m.size);
+                          std::to_string(m.size) + "/" + std::to_string(recorded_tasks);
   if (now != key) {
     key = now;
     names = gpt2::task_namer(d.sm_count, d.cc_major, d.cc_minor, static_cast<int>(m.inner),
-                             static_cast<int>(m.size));
+                             static_cast<int>(m.size), recorded_tasks);
   }
   return names;
 }
@@ -214,9 +225,12 @@ std::function<std::string(uint32_t)> megakernel_task_names(const Lab& lab, const
 // each launch that has them, or why there are none.
 void draw_phase_lanes(const Lab& lab, const Measurement& shown) {
   std::vector<viz::PhaseTimelineInput> inputs = viz::phase_timeline_inputs(shown);
+  bool unnamed = false;  // a recording of another task list: its tasks go unnamed
   if (shown.lesson == "gpt2_decode") {
     for (viz::PhaseTimelineInput& input : inputs) {
-      if (input.tasks) input.task_name = megakernel_task_names(lab, shown);
+      if (!input.tasks) continue;
+      input.task_name = megakernel_task_names(lab, shown, recorded_task_count(input.phases));
+      unnamed = unnamed || !input.task_name;
     }
   }
   const float fs = ImGui::GetFontSize();
@@ -232,6 +246,11 @@ void draw_phase_lanes(const Lab& lab, const Measurement& shown) {
   }
   const float each = std::max(
       fs * 10.0f, ImGui::GetContentRegionAvail().y / static_cast<float>(inputs.size()) - fs * 0.5f);
+  if (unnamed) {
+    ImGui::TextDisabled("%s",
+                        "Tasks are shown by number: this recording's task list is not the "
+                        "one this build makes, so naming them would name the wrong ones.");
+  }
   for (const viz::PhaseTimelineInput& input : inputs) {
     const std::string id = "##phases" + std::to_string(input.launch);
     viz::draw_phase_timeline(id.c_str(), input, each);

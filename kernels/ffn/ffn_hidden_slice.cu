@@ -15,7 +15,13 @@
 //      resident: a cooperative launch; one counter and one atomic a block, the last block goes
 //      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
 //      split the shares and meet by shuffles: a fixed order, the same result every run) and
-//      writes them + b2 (b2 read before the barrier).
+//      writes them + b2 (b2 of the block's first tile loaded before the copies are asked for).
+// While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
+// out everything that depends only on its block's, warp's and lane's numbers and the shape
+// (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
+// job with its ldmatrix addresses and store offsets, its item of y in the sum, with the
+// divisions and 64-bit products behind them) and pins it in registers, so that the chain from
+// the last byte to the barrier and on to y is only loads, mma, stores and the sum's adds.
 // Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
 // the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
@@ -27,7 +33,7 @@
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
 // After the last byte: the up product (6 k-steps x 4 column tiles a warp at one token), the
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
-// tiles a warp; both products on WarpMma::run_all where every tile is present, since with 2
+// tiles a warp; both products on WarpMma::run_all_at where every tile is present, since with 2
 // warps a scheduler each warp's executed instructions, not the mma, are the time), the share's
 // store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads a
 // column quad, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
@@ -45,26 +51,16 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl {
+namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
-
-template <typename T>
-struct SliceArgs {
-  FfnSlicePlan p;
-  const T *x, *w1, *b1, *w2, *b2;
-  T* y;
-  float* partial;      // blocks x m x cp: each block's share of y
-  unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
-  PhaseSink phases;
-  bool x_vec, w1_vec, w2_vec, b1_vec;
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
-};
 
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
@@ -73,132 +69,59 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
   tc::async_commit();
 }
 
-// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
-// ...; the share goes to the block's slot of the partial sums (float2 stores). Exact rows: a
-// thread a column quad (float4).
+// The float2 stores of a down job's first `tiles` column tiles (rows past the tokens left out).
+template <int NT, typename T>
+__device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob& j,
+                                            const float (&acc)[NT][4], int tiles) {
+  float* out0 = a.partial + j.out0;
+  float* out8 = a.partial + j.out8;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt >= tiles) break;
+    if (j.row0) *reinterpret_cast<float2*>(out0 + 8 * nt) = make_float2(acc[nt][0], acc[nt][1]);
+    if (j.row8) *reinterpret_cast<float2*>(out8 + 8 * nt) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+}
+
 template <int kW, typename T>
-__device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s) {
+__device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
+                                             const DownJob& j) {
   const FfnSlicePlan& p = a.p;
   constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int chunks = (p.cp + kCols - 1) / kCols;
-  float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
-  if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
-  }
-  for (int job = warp; job < p.mtc * chunks; job += kW) {
-    const int mt = job / chunks, n0 = job % chunks * kCols;
-    const int nt_count = min(NT, (p.cp - n0) / 8);
-    float acc[NT][4];
-    slice::zero(acc);
-    const T* h_tile = hs + mt * 16 * p.ld_h;
-    if constexpr (sizeof(T) == 2) {
-      if (nt_count == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
-        slice::WarpMma<T, NT>::run_all(acc, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-      } else {
-        slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-      }
-    } else {
-      slice::WarpMma<T, NT>::run(acc, nt_count, h_tile, p.ld_h, w2s + n0, p.ld_w2, 0, p.kp);
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      if (nt >= nt_count) break;
-      const int col = n0 + 8 * nt + 2 * t;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = mt * 16 + g + 8 * half;
-        if (row >= p.m) continue;
-        *reinterpret_cast<float2*>(out + int64_t(row) * p.cp + col) =
-            make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
+  float acc[NT][4];
+  slice::zero(acc);
+  if constexpr (sizeof(T) == 2) {
+    if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
+      slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
+                                        p.kp / 16);
+      return store_share(a, j, acc, NT);
     }
   }
+  slice::WarpMma<T, NT>::run(acc, j.tiles, hs + j.mt * 16 * p.ld_h, p.ld_h, w2s + j.chunk * kCols,
+                             p.ld_w2, 0, p.kp);
+  store_share(a, j, acc, j.tiles);
 }
 
-// b2 at y's columns [col, col + 4), zero past C.
-template <typename T>
-__device__ __forceinline__ float4 bias4(const SliceArgs<T>& a, int col) {
-  float b[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) b[i] = col + i < a.p.c ? Elem<T>::to_float(a.b2[col + i]) : 0.0f;
-  return make_float4(b[0], b[1], b[2], b[3]);
-}
-
-template <typename T>
-__device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, float4 v,
-                                       float4 b) {
-  const float s[4] = {v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (col + i < a.p.c) a.y[int64_t(row) * a.p.c + col + i] = Elem<T>::from_float(s[i]);
-  }
-}
-
-// The (row, 4 columns) item a thread adds up in sum_tiles, and how many lanes share it.
-struct SumItem {
-  int item, part, split;
-};
-template <int kThr>
-__device__ __forceinline__ SumItem sum_item(int m, int shares) {
-  const int items = 2 * m;  // items <= 128: one pass of the block
-  int split = 1;
-  while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
-  return {int(threadIdx.x) / split, int(threadIdx.x) % split, split};
-}
-
-// After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
-// Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
-// at most 32), 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed order (the
-// same result every run) in log2(split) steps, where a serial pass through shared memory took
-// `split` dependent loads (128 at one token).
-template <int kThr, typename T>
-__device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, float4 first_bias) {
+// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
+// ... (the first, and whether there are more, worked out ahead); the share goes to the block's
+// slot of the partial sums. Exact rows: a thread a column quad (float4).
+template <int kW, typename T>
+__device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s,
+                                             const Ahead& w) {
   const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;
-  const SumItem si = sum_item<kThr>(p.m, shares);
-  const int item = si.item, part = si.part, split = si.split;
-  const int64_t stride = int64_t(p.m) * p.cp;
-  constexpr int kBatch = 16;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x) {
-    const int row = item / 2, col = tile * kSliceTileCols + 4 * (item % 2);
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (item < items) {
-      const float* src = a.partial + int64_t(row) * p.cp + col;
-      for (int b0 = part; b0 < shares; b0 += kBatch * split) {
-        float4 v[kBatch];
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          const int b = b0 + u * split;
-          v[u] = b < shares ? slice::load_cg4(src + b * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
-      }
-    }
-#pragma unroll 1
-    for (int o = split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
-      s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
-      s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
-      s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
-      s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
-    }
-    if (part == 0 && item < items) {
-      store4(a, row, col, s, tile == int(blockIdx.x) ? first_bias : bias4(a, col));
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rows) {
+      float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
+      return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
     }
   }
-}
-
-// b2 for this thread's item of the block's first tile of y, asked for before the barrier so
-// that its L2 round trip is not on the chain after it.
-template <int kThr, typename T>
-__device__ __forceinline__ float4 first_tile_bias(const SliceArgs<T>& a) {
-  const SumItem si = sum_item<kThr>(a.p.m, gridDim.x);
-  const int tile = blockIdx.x;
-  if (si.part != 0 || si.item >= 2 * a.p.m || tile >= a.p.cp / kSliceTileCols) {
-    return make_float4(0.f, 0.f, 0.f, 0.f);
+  if (w.down.mt >= p.mtc) return;  // fewer jobs than warps
+  run_down_job<kW>(a, hs, w2s, w.down);
+  if (!w.down_more) return;
+  for (DownJob j = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
+       j = down_job<kW>(a, hs, w2s, j.mt, j.chunk + kW)) {
+    run_down_job<kW>(a, hs, w2s, j);
   }
-  return bias4(a, tile * kSliceTileCols + 4 * (si.item % 2));
 }
 
 // The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
@@ -231,7 +154,8 @@ __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
 template <int kW, typename T>
 __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, const T* w1s,
-                                           const T* b1s, T* hs, float* red, int valid) {
+                                           const T* b1s, T* hs, float* red, int valid,
+                                           const Ahead& w) {
   const FfnSlicePlan& p = a.p;
   // h's rows past the tokens stay zero: their products are never stored.
   const auto to_h = [&](int row, int col, float s) {
@@ -247,8 +171,10 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
   }
   if constexpr (sizeof(T) == 2) {
     if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests
-      return slice::block_product<T, 4, kW, true>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc, 4, red,
-                                                  to_h, p.m);
+      float acc[4][4];
+      slice::zero(acc);
+      slice::WarpMma<T, 4>::run_all_at(acc, w.up_a, w.up_b, w.up_b_step, w.up_steps);
+      return slice::reduce_parts<4, kW>(acc, w.up_warp, p.mtc, 4, red, to_h, p.m);
     }
   }
   slice::block_product<T, kSliceMaxUnits / 8, kW>(xs, p.ld_x, w1s, p.ld_w1, p.ck, p.mtc,
@@ -268,11 +194,14 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // Every byte of x and W1, then of W2's rows, is asked for before any arithmetic (W2's after
-  // the up product where both do not fit: w2_late, into the region x and W1 held).
+  // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
+  // the copies'); then every byte of x and W1, then of W2's rows, before any arithmetic (W2's
+  // after the up product where both do not fit: w2_late, into the region x and W1 held).
+  const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
   if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   zero_padding<kThr>(p, xs, hs);
+  const Ahead ahead = work_out_ahead<kW>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
   if (p.w2_late) {
     tc::async_wait<0>();
@@ -281,19 +210,20 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   }
   __syncthreads();
   marks.mark(kXW1In);
-  up_product<kW>(a, xs, w1s, b1s, hs, red, valid);
+  float b2_first[8];
+  bias8_floats(b2_raw, b2_first);
+  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead);
   marks.mark(kUp);
   if (p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
-  const float4 b2_first = first_tile_bias<kThr>(a);
-  down_product<kW>(a, hs, w2s);
+  down_product<kW>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
   marks.mark(kHandOver);
-  sum_tiles<kThr>(a, b2_first);
+  sum_tiles(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 
@@ -358,6 +288,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
 }
 
 }  // namespace
+}  // namespace hidden_slice
 
 Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
   if (m < 1 || m > kSliceMaxTokens) {
@@ -368,16 +299,16 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
   if (c < 1) return Status::Error("the hidden-slice FFN needs C >= 1");
   FL_TRY(slice::cooperative_gpu_supported(p, "the hidden-slice FFN"));
   FfnSlicePlan plan;
-  return p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, {}, &plan)
-                              : make_plan<float>(m, c, {}, &plan);
+  return p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, {}, &plan)
+                              : hidden_slice::make_plan<float>(m, c, {}, &plan);
 }
 
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
   FfnSlicePlan plan;
-  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
-                              : make_plan<float>(m, c, tuning, &plan));
+  FL_TRY(p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan)
+                              : hidden_slice::make_plan<float>(m, c, tuning, &plan));
   *bytes = ffn_slice_scratch_bytes_for(plan);
   return Status::Ok();
 }
@@ -385,8 +316,8 @@ Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
-  return p == Precision::bf16 ? launch_typed<__nv_bfloat16>(b, m, c, tuning, stream)
-                              : launch_typed<float>(b, m, c, tuning, stream);
+  return p == Precision::bf16 ? hidden_slice::launch_typed<__nv_bfloat16>(b, m, c, tuning, stream)
+                              : hidden_slice::launch_typed<float>(b, m, c, tuning, stream);
 }
 
 }  // namespace fl

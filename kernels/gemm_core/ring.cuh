@@ -69,6 +69,19 @@ __device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, 
   __syncthreads();
 }
 
+// Asks L2 for rows 0 .. k - 1 of B's columns n0 .. n0 + kBN - 1 (128-byte lines; no wait, no
+// registers): what a tile will stream through its ring later, fetched while it does other work.
+template <class Tile, typename T>
+__device__ __forceinline__ void prefetch_b_l2(const T* b, int64_t ldb, int k, int64_t n0,
+                                              int64_t n) {
+  constexpr int kLines = Tile::kBN * int(sizeof(T)) / 128, kPerLine = 128 / int(sizeof(T));
+  for (int i = threadIdx.x; i < k * kLines; i += Tile::kThreads) {
+    const int r = i / kLines, l = i % kLines;
+    if (n0 + l * kPerLine < n)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(b + r * ldb + n0 + l * kPerLine));
+  }
+}
+
 // The tile the table's hooks see when there is nothing to do.
 struct NoHook {
   template <typename T>

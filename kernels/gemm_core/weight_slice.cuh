@@ -15,8 +15,9 @@
 //                    8-column tiles; bf16 on mma.sync m16n8k16 (A by ldmatrix, B by
 //                    ldmatrix.trans), fp32 on the CUDA cores in the same register layout (lane
 //                    g = lane / 4, t = lane % 4 owns rows g, g + 8 and columns 2t, 2t + 1);
-//                    run_all() where every tile is present: no per-tile tests, a k-step's B
-//                    fragments all asked for before its mma (at a few warps a scheduler the
+//                    run_all_at() where every tile is present: no per-tile tests, a k-step's B
+//                    fragments all asked for before its mma, from lane addresses the caller may
+//                    work out before the operands land (at a few warps a scheduler the
 //                    instructions a warp executes, not the tensor cores, set the time).
 //   block_product(): a 16 mtc-row panel times an 8 nt-column panel over K, the warps split into
 //                    mtc row tiles x (8 / mtc) parts of K; the parts meet in shared memory and
@@ -155,19 +156,29 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
     __trap();  // bf16 needs compute capability 8.0 (the lessons do not offer it below)
 #endif
   }
-  // All kMaxNT tiles (the common case): no per-tile tests, and a k-step's B fragments all
-  // asked for before its mma, so their ldmatrix latencies overlap (the asm statements are
-  // volatile: the compiler keeps their order).
-  static __device__ __forceinline__ void run_all(float (&acc)[kMaxNT][4], const T* a, int lda,
-                                                 const T* b, int ldb, int k0, int k1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // ldmatrix's lane addresses: A's rows lane % 16 at k0 + 8 (lane / 16); B's rows
+  // k0 + lane % 8 + 8 ((lane / 8) % 2) at columns 8 (lane / 16) of each pair of tiles. They
+  // depend only on the lane and the operands' places: a caller may work them out before the
+  // operands land (run_all_at).
+  static __device__ __forceinline__ unsigned a_lane(const T* a, int lda, int k0) {
     const int lane = threadIdx.x & 31;
-    unsigned a_addr = static_cast<unsigned>(
+    return static_cast<unsigned>(
         __cvta_generic_to_shared(a + (lane & 15) * lda + k0 + (lane >> 4) * 8));
-    unsigned b_addr = static_cast<unsigned>(__cvta_generic_to_shared(
+  }
+  static __device__ __forceinline__ unsigned b_lane(const T* b, int ldb, int k0) {
+    const int lane = threadIdx.x & 31;
+    return static_cast<unsigned>(__cvta_generic_to_shared(
         b + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + (lane >> 4) * 8));
-    const unsigned b_step = 16u * ldb * sizeof(T);
-    for (int k = k0; k < k1; k += 16, a_addr += 32, b_addr += b_step) {
+  }
+  // All kMaxNT tiles (the common case) over k_steps steps of 16 from the lane addresses a_lane()
+  // and b_lane() gave (b_step: 16 rows of B in bytes): no per-tile tests, and a k-step's B
+  // fragments all asked for before its mma, so their ldmatrix latencies overlap (the asm
+  // statements are volatile: the compiler keeps their order).
+  static __device__ __forceinline__ void run_all_at(float (&acc)[kMaxNT][4], unsigned a_addr,
+                                                    unsigned b_addr, unsigned b_step, int k_steps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#pragma unroll 1
+    for (int s = 0; s < k_steps; ++s, a_addr += 32, b_addr += b_step) {
       unsigned f[4], g[kMaxNT / 2][4];
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
@@ -241,17 +252,28 @@ __device__ __forceinline__ void zero(float (&acc)[kMaxNT][4]) {
 }
 
 // ---- the parts of a split-K panel product meet ----------------------------------------------
-// acc: warp w's sums for row tile w % mtc and part w / mtc of K (mtc of at most kW row tiles;
-// kW: the block's warps). The parts go to red (kW / mtc x 16 mtc x 8 nt floats; it may overlay
-// the operands: the block syncs before writing it), then epi(row, col, sum) for every element of
-// the first `row_count` rows (the caller's rows past them keep what they hold). Ends with the
-// block synchronized after the epilogue.
+// Warp w's place in a split-K panel product of mtc row tiles (mtc of at most kW, the block's
+// warps): row tile w % mtc, part w / mtc of K's kW / mtc parts (past them where mtc does not
+// divide kW: no part). A caller may work it out before the operands land.
+struct PanelWarp {
+  int mt, part, parts;
+};
+template <int kW = kWarps>
+__device__ __forceinline__ PanelWarp panel_warp(int mtc) {
+  const int warp = threadIdx.x >> 5;
+  return {warp % mtc, warp / mtc, kW / mtc};
+}
+
+// acc: warp w's sums for its row tile and part of K (pw). The parts go to red (kW / mtc x 16 mtc
+// x 8 nt floats; it may overlay the operands: the block syncs before writing it), then
+// epi(row, col, sum) for every element of the first `row_count` rows (the caller's rows past
+// them keep what they hold). Ends with the block synchronized after the epilogue.
 template <int kMaxNT, int kW = kWarps, class Epilogue>
-__device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int mtc, int nt_count,
-                                             float* red, const Epilogue& epi,
+__device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], PanelWarp pw, int mtc,
+                                             int nt_count, float* red, const Epilogue& epi,
                                              int row_count = 1 << 30) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int mt = warp % mtc, part = warp / mtc, parts = kW / mtc;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int mt = pw.mt, part = pw.part, parts = pw.parts;
   const int rows = 16 * mtc, cols = 8 * nt_count;
   __syncthreads();     // every warp is done with A and B: red may overlay them
   if (part < parts) {  // where mtc does not divide kWarps, the last warps had no part of K
@@ -272,6 +294,12 @@ __device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int 
   }
   __syncthreads();
 }
+template <int kMaxNT, int kW = kWarps, class Epilogue>
+__device__ __forceinline__ void reduce_parts(const float (&acc)[kMaxNT][4], int mtc, int nt_count,
+                                             float* red, const Epilogue& epi,
+                                             int row_count = 1 << 30) {
+  reduce_parts<kMaxNT, kW>(acc, panel_warp<kW>(mtc), mtc, nt_count, red, epi, row_count);
+}
 
 // Warp w's share of K in [k0, k1) (a multiple of the k step) when K is split into
 // kW / mtc parts: [*lo, *hi), possibly empty.
@@ -287,8 +315,8 @@ __device__ __forceinline__ void warp_k_range(int k0, int k1, int mtc, int* lo, i
 // P = A[16 mtc rows, K] B[K, 8 nt columns] (K a multiple of kKStep): warp w takes row tile
 // w % mtc and part w / mtc of K; the parts meet in red (reduce_parts) and the caller's epilogue
 // sees each sum once (of the first row_count rows). Ends with the block synchronized after the
-// epilogue. kAll (bf16, nt_count == kMaxNT): WarpMma's every-tile path.
-template <typename T, int kMaxNT, int kW = kWarps, bool kAll = false, class Epilogue>
+// epilogue.
+template <typename T, int kMaxNT, int kW = kWarps, class Epilogue>
 __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, int ldb, int K,
                                               int mtc, int nt_count, float* red,
                                               const Epilogue& epi, int row_count = 1 << 30) {
@@ -297,11 +325,7 @@ __device__ __forceinline__ void block_product(const T* a, int lda, const T* b, i
   float acc[kMaxNT][4];
   zero(acc);
   const T* a_tile = a + ((threadIdx.x >> 5) % mtc) * 16 * lda;
-  if constexpr (kAll) {  // nt_count == kMaxNT (bf16)
-    WarpMma<T, kMaxNT>::run_all(acc, a_tile, lda, b, ldb, k0, k1);
-  } else {
-    WarpMma<T, kMaxNT>::run(acc, nt_count, a_tile, lda, b, ldb, k0, k1);
-  }
+  WarpMma<T, kMaxNT>::run(acc, nt_count, a_tile, lda, b, ldb, k0, k1);
   reduce_parts<kMaxNT, kW>(acc, mtc, nt_count, red, epi, row_count);
 }
 

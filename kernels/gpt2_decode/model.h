@@ -326,8 +326,11 @@ int smem_optin_for(int cc_major, int cc_minor);
 // Names a task record's `arg` (its index in the task list) for the phase timeline's hover, on a
 // GPU of `sms` SMs and that compute capability, at `tokens` new tokens and `cache` positions:
 // "layer 3 ln2+fc rows 48-71 (of 3072)". The list is built once, when the namer is made.
+// `recorded_tasks` is how many tasks the recording's records name (0: not known). A list of
+// another length was not the one that ran (a recording made by a build with another task list):
+// then the namer is empty, and the hover names no task rather than the wrong one.
 std::function<std::string(uint32_t)> task_namer(int sms, int cc_major, int cc_minor, int tokens,
-                                                int cache);
+                                                int cache, size_t recorded_tasks = 0);
 
 // "layer 3 fc rows 48-71 (of 3072)", "layer 0 attention head 5 keys 0-46": the timeline's hover
 // text and the command line's listing.

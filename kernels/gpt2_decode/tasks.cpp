@@ -239,10 +239,11 @@ int smem_optin_for(int cc_major, int cc_minor) {
 }
 
 std::function<std::string(uint32_t)> task_namer(int sms, int cc_major, int cc_minor, int tokens,
-                                                int cache) {
+                                                int cache, size_t recorded_tasks) {
   const TaskListShape shape =
       task_shape_for(sms, smem_optin_for(cc_major, cc_minor), tokens, cache);
   auto list = std::make_shared<const DecodeTaskList>(build_decode_tasks(shape));
+  if (recorded_tasks != 0 && recorded_tasks != list->tasks.size()) return {};
   return [list, shape](uint32_t index) -> std::string {
     if (index >= list->tasks.size()) return std::string();
     return describe_task(list->tasks[index], shape, list->splits);

@@ -208,6 +208,63 @@ __device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* 
   }
 }
 
+// The block's kBM rows' mean and 1/std, all rows at once (the tile kernels' prologue: ln_mma.cu,
+// ln_mma_tiles_local.cu): kThreads / kBM adjacent lanes a row
+// (2 in fp32's 256 threads, 1 in bf16's 128), each lane every kLanes-th 16-byte chunk of its
+// row, kBatch loads in flight before any is summed (a row of C = 768 fp32 costs 12 round trips
+// to L2, not one a chunk), sums shifted by the lane's first value so nothing cancels, the lanes
+// merged with Chan's formula (Moments, above). kBatch: the loads a lane has in flight.
+template <typename T, int kBM, int kThreads, int kBatch = 16>
+__device__ void block_statistics(const T* x, int64_t m, int k, int64_t m0, float* s_mean,
+                                 float* s_rstd) {
+  constexpr int E = tc::kVec<T>, kLanes = kThreads / kBM;
+  static_assert(kLanes * kBM == kThreads && 32 % kLanes == 0, "whole rows a warp");
+  const int sub = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
+  const bool valid = m0 + row < m;
+  const int chunks = valid ? k / E : 0;
+  const T* xr = x + (valid ? (m0 + row) * int64_t(k) : 0);
+  float n = 0.0f, shift = 0.0f, sum = 0.0f, sq = 0.0f;
+  for (int c0 = sub; c0 < chunks; c0 += kLanes * kBatch) {
+    Vec16<T> v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (c0 + kLanes * u < chunks) v[u] = load16(xr + (c0 + kLanes * u) * E);
+    }
+    if (c0 == sub) shift = Elem<T>::to_float(v[0].v[0]);
+    float batch_sum = 0.0f, batch_sq = 0.0f;  // summed per batch first: shorter rounding chains
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (c0 + kLanes * u >= chunks) break;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float d = Elem<T>::to_float(v[u].v[e]) - shift;
+        batch_sum += d;
+        batch_sq = fmaf(d, d, batch_sq);
+      }
+      n += E;
+    }
+    sum += batch_sum;
+    sq += batch_sq;
+  }
+  Moments mo;
+  if (n > 0) mo = Moments{n, shift + sum / n, sq - sum * sum / n};
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
+    const Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
+                        __shfl_xor_sync(0xffffffffu, mo.mean, offset),
+                        __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
+    if (mo.n == 0) {
+      mo = other;
+    } else {
+      mo.merge(other);
+    }
+  }
+  if (sub == 0) {
+    s_mean[row] = valid ? mo.mean : 0.0f;
+    s_rstd[row] = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
+  }
+}
+
 // Level 2's kernels where they can run here, else Status::Unsupported: the tile kernel
 // (ln_tile.cu, any GPU and shape), the cluster kernel (ln_cluster.cu, sm_90, bf16) and the panel
 // kernel (ln_panel.cu).
@@ -252,20 +309,24 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
     return Status::Unsupported("it runs in bf16 only");
   }
 }
-// ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): the grid normalizes x once into a.xn, then the
-// GEMM core's tiles multiply it. tile: 0 the kept rule (3 while the tiles and row items are one
-// block an SM, else 2), 1 64 x 64, 2 64 x 128 (K-tiles of 32, 4 stages), 3 the same as 8 warps
-// of 32 x 32, 4 as two K groups of 4 warps (K-tiles of 64), 5 32 x 128, 6 32 x 128 in two K
-// groups; per_sm: the most blocks an SM (0: as many as fit); splits: each tile's K cut in 1-4
-// parts whose fp32 sums meet in L2 (0: the kept rule, whole tiles).
+// ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): x normalized (by row items into a.xn, or by
+// each tile for its own rows), then the GEMM core's tiles multiply it. tile: 0 the kept rule (3
+// while the tiles, and row items, are one block an SM, else 2), 1-8 as ln_tiles_forms.cuh
+// numbers them; per_sm: the most blocks an SM (0: as many as fit); splits: each tile's K cut in
+// 1-4 parts whose fp32 sums meet in L2 (0: the kept rule, whole tiles); normalize: 0 the kept
+// rule, 1 row items into xn, 2 each tile its own rows (no xn, no counters, no parts of K).
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;
   int splits = 0;
+  int normalize = 0;
 };
 constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
 size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);
+// Its form that normalizes in each tile (ln_mma_tiles_local.cu; tile as LnTilesShape's, 0 the
+// kept rule there); launch_ln_mma_tiles has checked the shape and the GPU.
+Status launch_ln_mma_tiles_local(const LnArgs<__nv_bfloat16>& a, int tile, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {

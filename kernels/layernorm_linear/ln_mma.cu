@@ -61,62 +61,6 @@ int padded_k(int k) {
   return (k + Tile::kBK - 1) / Tile::kBK * Tile::kBK;
 }
 
-// The block's kBM rows' mean and 1/std, all rows at once: kThreads / kBM adjacent lanes a row
-// (2 in fp32's 256 threads, 1 in bf16's 128), each lane every kLanes-th 16-byte chunk of its
-// row, kBatch loads in flight before any is summed (a row of C = 768 fp32 costs 12 round trips
-// to L2, not one a chunk), sums shifted by the lane's first value so nothing cancels, the lanes
-// merged with Chan's formula (ln_common.cuh's Moments).
-template <typename T, int kBM, int kThreads>
-__device__ void block_statistics(const T* x, int64_t m, int k, int64_t m0, float* s_mean,
-                                 float* s_rstd) {
-  constexpr int E = tc::kVec<T>, kBatch = 16, kLanes = kThreads / kBM;
-  static_assert(kLanes * kBM == kThreads && 32 % kLanes == 0, "whole rows a warp");
-  const int sub = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
-  const bool valid = m0 + row < m;
-  const int chunks = valid ? k / E : 0;
-  const T* xr = x + (valid ? (m0 + row) * int64_t(k) : 0);
-  float n = 0.0f, shift = 0.0f, sum = 0.0f, sq = 0.0f;
-  for (int c0 = sub; c0 < chunks; c0 += kLanes * kBatch) {
-    Vec16<T> v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (c0 + kLanes * u < chunks) v[u] = load16(xr + (c0 + kLanes * u) * E);
-    }
-    if (c0 == sub) shift = Elem<T>::to_float(v[0].v[0]);
-    float batch_sum = 0.0f, batch_sq = 0.0f;  // summed per batch first: shorter rounding chains
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (c0 + kLanes * u >= chunks) break;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const float d = Elem<T>::to_float(v[u].v[e]) - shift;
-        batch_sum += d;
-        batch_sq = fmaf(d, d, batch_sq);
-      }
-      n += E;
-    }
-    sum += batch_sum;
-    sq += batch_sq;
-  }
-  Moments mo;
-  if (n > 0) mo = Moments{n, shift + sum / n, sq - sum * sum / n};
-#pragma unroll
-  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
-    const Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
-                        __shfl_xor_sync(0xffffffffu, mo.mean, offset),
-                        __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
-    if (mo.n == 0) {
-      mo = other;
-    } else {
-      mo.merge(other);
-    }
-  }
-  if (sub == 0) {
-    s_mean[row] = valid ? mo.mean : 0.0f;
-    s_rstd[row] = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
-  }
-}
-
 // The most column tiles a block takes: 3 in fp32; 1 in bf16, whose tile carries register
 // fragments and spills when its main loop sits in a loop over tiles.
 template <class Tile>

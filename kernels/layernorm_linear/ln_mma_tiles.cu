@@ -11,11 +11,12 @@
 //      normalizes its two rows at once in registers: ln_row_pairs.cuh), written as bf16 into
 //      xn, an M x C scratch that stays in L2; each item counts itself done in the counter of
 //      its 64 rows (release);
-//   2. the later tickets are output tiles, row block by row block: a tile asks L2 for its W
-//      columns (prefetch: they do not wait for anything), waits until its row block's items
-//      are done (acquire), runs the core's cp.async ring over xn and W (cp.async.cg reads L2),
-//      and stores y = acc + b through shared memory as 16-byte rows
-//      (tile_epilogue.cuh's staged_bias_store).
+//   2. the later tickets are output tiles, row block by row block: a tile waits until its row
+//      block's items are done (acquire), runs the core's cp.async ring over xn and W
+//      (cp.async.cg reads L2), and stores y = acc + b through shared memory as 16-byte rows
+//      (tile_epilogue.cuh's staged_bias_store). Asking L2 for the tile's W columns before the
+//      wait (a prefetch, FL_LN_PREFETCH; whole or shared among the row blocks) was no faster:
+//      W's first K-tiles are on the tile's path either way, and the rest arrive in time.
 // A tile waits only for items with smaller tickets, taken by blocks already running, so the
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
@@ -26,7 +27,10 @@
 // scheduler instead of one, each issuing half the mma of a K-tile (the register budget of the
 // row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
 // 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
-// through shared memory); 32 x 128 tiles alone and in two K groups. The lessons' 128 x 128
+// through shared memory); 32 x 128 tiles alone and in two K groups; rings of 8 and 6 stages
+// (ln_tiles_forms.cuh numbers every form); each tile normalizing its own rows instead of the
+// row items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of
+// x, and the normalization repeated by every column tile). The lessons' 128 x 128
 // spills here (its 128 accumulators beside the row item's registers). Also to measure, off in
 // the table: each tile cut in 2-4 parts of its K-tiles (more, smaller tickets at a few hundred
 // tokens), whose fp32 sums meet in an L2 scratch by red.add and whose last part to arrive
@@ -37,7 +41,9 @@
 // xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
 // KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once, but on
 // the path of every tile: x read cold from HBM, the release and the poll (a row item's whole
-// chain) come before a tile's first multiply.
+// chain) come before a tile's first multiply. After the wait a tile is a chain of 24 K-tiles,
+// each a barrier, ldmatrix and 16 mma a warp at two warps a scheduler: its time is that
+// chain's latency, not bytes or FLOPs.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -52,6 +58,7 @@
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
+#include "kernels/layernorm_linear/ln_tiles_forms.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl::layernorm_linear {
@@ -79,8 +86,10 @@ struct Scratch {
 // Tickets [0, items) are row items, then tiles row block by row block; with splits > 1 a tile
 // is `splits` tickets, each a part of its K-tiles whose sums meet in `parts` (fp32, a tile's
 // BM x BN at tile x BM x BN; arrive: a counter a tile).
+// share: the W prefetch, 0 none, s >= 1 each tile of s consecutive row blocks asks for its
+// part (row block % s) of the K rows, so a column tile's W is asked for once (s = 1: whole).
 struct TicketOrder {
-  int items, tiles_n, tiles, splits;
+  int items, tiles_n, tiles, splits, share;
   unsigned* arrive;
   float* parts;
 };
@@ -132,16 +141,6 @@ __device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, u
   }
   if (threadIdx.x == 0) *arrive = 0;
   return true;
-}
-
-// Asks L2 for rows 0 .. k - 1 of W's columns n0 .. n0 + kBN - 1 (128-byte lines).
-template <class Tile>
-__device__ __forceinline__ void prefetch_w(const T* w, int64_t n, int k, int64_t n0) {
-  constexpr int kLines = Tile::kBN * 2 / 128;
-  for (int i = threadIdx.x; i < k * kLines; i += Tile::kThreads) {
-    const int r = i / kLines, l = i % kLines;
-    if (n0 + l * 64 < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(w + r * n + n0 + l * 64));
-  }
 }
 
 // A row item: two rows a warp of the block.
@@ -197,7 +196,11 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
-    prefetch_w<Tile>(a.w + k0 * a.n, a.n, int(k1 - k0), n0);
+    if (o.share > 0) {
+      const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
+      const int64_t p1 = k0 + (k1 - k0) * (rb % o.share + 1) / o.share;
+      gemm_core::prefetch_b_l2<Tile>(a.w + p0 * a.n, a.n, int(p1 - p0), n0, a.n);
+    }
     if (threadIdx.x == 0) {  // the items of the 64 counted rows that hold this tile's
       const int64_t cb = m0 / kCountRows, rows = min(int64_t(kCountRows), a.m - cb * kCountRows);
       const unsigned need = static_cast<unsigned>((rows + kRows - 1) / kRows);
@@ -248,10 +251,16 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
     return Status::Unsupported("too many tokens");
   const Scratch sc(a.m, a.n);
   const int64_t tiles = row_blocks * tiles_n;
+  // Measurements only: FL_LN_PREFETCH 1 has every tile ask L2 for its whole W before its wait
+  // (the form before), s > 1 shares each column tile's W among s row blocks; 0, the kept rule,
+  // asks for none (measured as fast at 256 tokens and faster at 512 and 1023).
+  const char* env = std::getenv("FL_LN_PREFETCH");
+  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 0, row_blocks));
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),
                       splits,
+                      std::max(share, 0),
                       a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
@@ -267,15 +276,6 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t
     return launch_tiles_as<Tile, kMinBlocks, true>(a, per_sm_cap, splits, stream);
   return launch_tiles_as<Tile, kMinBlocks, false>(a, per_sm_cap, 1, stream);
 }
-
-using gemm_core::MmaTile;
-using Tile64 = MmaTile<64, 64, 2, 2, 4, true>;
-using Tile64x128 = MmaTile<64, 128, 2, 2, 4, true>;
-using Tile64x128W8 = MmaTile<64, 128, 2, 4, 4, true>;  // 8 warps of 32 x 32
-// Two K groups of 4 warps (K-tiles of 64, a group two of its four k16 steps).
-using Tile64x128K2 = MmaTile<64, 128, 2, 2, 4, true, false, 64, 2>;
-using Tile32x128 = MmaTile<32, 128, 2, 2, 4, true>;                  // 4 warps of 16 x 64
-using Tile32x128K2 = MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>;  // 2 groups of them
 
 }  // namespace
 
@@ -298,33 +298,24 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
-  int tile = shape.tile;
-  // Measurements only: FL_LN_TILES (1-6) forces a tile where the shape leaves the choice.
-  if (const char* env = std::getenv("FL_LN_TILES"); tile == 0 && env != nullptr)
-    tile = std::atoi(env);
+  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-8) and
+  // FL_LN_SPLITS (1-4) force a form where the shape leaves the choice.
+  const auto forced = [](int given, const char* name) {
+    const char* env = std::getenv(name);
+    return given == 0 && env != nullptr ? std::atoi(env) : given;
+  };
+  const int normalize = forced(shape.normalize, "FL_LN_NORM");
+  int tile = forced(shape.tile, "FL_LN_TILES");
+  if (normalize == 2) return launch_ln_mma_tiles_local(a, tile, stream);
   if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
     const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
     tile = tiles + items <= sms ? 3 : 2;
   }
-  int splits = shape.splits;  // FL_LN_SPLITS (1-4) likewise
-  if (const char* env = std::getenv("FL_LN_SPLITS"); splits == 0 && env != nullptr)
-    splits = std::atoi(env);
-  switch (tile) {
-    case 1:
-      return launch_tiles<Tile64, 2>(a, shape.per_sm, splits, stream);
-    case 2:
-      return launch_tiles<Tile64x128, 2>(a, shape.per_sm, splits, stream);
-    case 3:
-      return launch_tiles<Tile64x128W8, 1>(a, shape.per_sm, splits, stream);
-    case 4:
-      return launch_tiles<Tile64x128K2, 1>(a, shape.per_sm, splits, stream);
-    case 5:
-      return launch_tiles<Tile32x128, 2>(a, shape.per_sm, splits, stream);
-    case 6:
-      return launch_tiles<Tile32x128K2, 2>(a, shape.per_sm, splits, stream);
-    default:
-      return Status::Unsupported("no such tile (1-6)");
-  }
+  const int splits = forced(shape.splits, "FL_LN_SPLITS");
+  return with_tiles_form(tile, [&](auto form) {
+    using Form = decltype(form);
+    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, stream);
+  });
 }
 
 }  // namespace fl::layernorm_linear

@@ -227,10 +227,65 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   }
 }
 
-// Every tile form of ln_mma_tiles (FL_LN_TILES 1-6: 64 x 64; 64 x 128 as 4 warps, 8 warps or two
-// K groups of 4; 32 x 128 alone and in two K groups), each whole and in 2-4 parts of K
-// (FL_LN_SPLITS), at random shapes with odd token counts and C an odd multiple of 8 (tiles and
-// row items cut at both edges), at a C of fewer K-tiles than parts and at the widest C it takes.
+// ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2), for memcheck and
+// racecheck: the kept tile (8 warps of 32 x 32 at these shapes) and two K groups of 4 warps.
+TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  struct Unset {
+    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"); }
+  } unset;
+  ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
+  for (const char* tile : {"0", "4"}) {
+    ASSERT_EQ(setenv("FL_LN_TILES", tile, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_TILES=") + tile);
+    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                         Precision::bf16);
+    }
+  }
+}
+
+// Every tile form of ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2,
+// FL_LN_TILES 1-8), at random shapes with odd token counts and C an odd multiple of 8, at a C of
+// one K-tile and at the widest C the table gives it.
+TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  struct Unset {
+    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"); }
+  } unset;
+  ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
+  std::mt19937 rng(20261128);
+  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
+  for (int tile = 0; tile <= 8; ++tile) {
+    ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+    SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
+    for (int i = 0; i < 5; ++i) {
+      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                         Precision::bf16);
+    }
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 133, 24,
+                       Precision::bf16);
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
+                       Precision::bf16);
+  }
+}
+
+// Every tile form of ln_mma_tiles with row items (FL_LN_NORM=1; FL_LN_TILES 1-6: 64 x 64; 64 x
+// 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), each whole
+// and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with odd token counts and C an odd
+// multiple of 8 (tiles and row items cut at both edges), at a C of fewer K-tiles than parts and
+// at the widest C it takes; the deeper rings (7, 8) whole and in 2 parts.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
   int major = 0;
@@ -239,12 +294,13 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   struct Unset {
-    ~Unset() { unsetenv("FL_LN_TILES"), unsetenv("FL_LN_SPLITS"); }
+    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"), unsetenv("FL_LN_SPLITS"); }
   } unset;
+  ASSERT_EQ(setenv("FL_LN_NORM", "1", 1), 0);
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 1; tile <= 6; ++tile) {
-    for (int splits = 1; splits <= 4; ++splits) {
+  for (int tile = 1; tile <= 8; ++tile) {
+    for (int splits = 1; splits <= (tile <= 6 ? 4 : 2); ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
       SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +

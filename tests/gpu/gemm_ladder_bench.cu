@@ -274,11 +274,12 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
       return ln::launch_ln_mma_rows(a, ln::LnRowsShape{128, stats, loop}, nullptr);
     };
   };
-  const auto tiles = [&a](int tile, int per_sm, int splits = 1) {
-    return [&a, tile, per_sm, splits] {
-      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm, splits}, nullptr);
+  const auto tiles = [&a](int tile, int per_sm, int splits = 1, int normalize = 1) {
+    return [&a, tile, per_sm, splits, normalize] {
+      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm, splits, normalize}, nullptr);
     };
   };
+  const auto local = [&tiles](int tile) { return tiles(tile, 0, 1, 2); };
   std::vector<Candidate> cs = {{"ln_tile", [&] { return ln::launch_ln_tile(a, nullptr); }}};
   if (m <= ln::kLnClusterRows)
     cs.push_back({"ln_panel", [&] { return ln::launch_ln_panel(a, nullptr); }});
@@ -293,6 +294,18 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
                          {"ln_mma_rows_r64", [&] {
                             return ln::launch_ln_mma_rows(a, ln::LnRowsShape{64}, nullptr);
                           }}});
+  }
+  if (focus) {  // each tile normalizing its own rows, and the deeper rings
+    cs.insert(cs.end(), {{"local_64x64", local(1)},
+                         {"local_64x128", local(2)},
+                         {"local_64x128_w8", local(3)},
+                         {"local_64x128_k2", local(4)},
+                         {"local_64x128_w8_8st", local(7)},
+                         {"local_64x128_k2_6st", local(8)},
+                         {"local (kept rule)", local(0)},
+                         {"ln_mma_tiles_64x128_w8_8st", tiles(7, 0)},
+                         {"ln_mma_tiles_64x128_k2_6st", tiles(8, 0)},
+                         {"ln_mma_tiles (kept)", tiles(0, 0, 0, 0)}});
   }
   cs.insert(cs.end(), {{"ln_mma_rows (kept)",
                         [&] { return ln::launch_ln_mma_rows(a, ln::LnRowsShape{}, nullptr); }},
@@ -311,7 +324,7 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
                        {"ln_mma_tiles_32x128", tiles(5, 0)},
                        {"ln_mma_tiles_32x128_s2", tiles(5, 0, 2)},
                        {"ln_mma_tiles_32x128_k2", tiles(6, 0)},
-                       {"ln_mma_tiles (kept)", tiles(0, 0, 0)}});
+                       {"ln_mma_tiles (kept)", tiles(0, 0, 0, 0)}});
   bench_candidates("lnlin", m, 2.0 * m * c * 3 * c, m * 3 * c, cs, y, reps, flush, sink);
 }
 
@@ -469,7 +482,7 @@ void profile_launches() {
 // gemm_ladder_bench [reps] [fp32 | bf16 | fused | lntiles | profile]: fp32 only the fp32 rungs
 // and fp32 fused kernels; bf16 only the bf16 ones; fused only the bf16 fused kernels' candidates
 // (the LayerNorm-Linear at 256-4K tokens, ffn_tiles' 128 x 256 forms at 8K and 16K); lntiles only
-// the LayerNorm-Linear's at 256, 512 and 1K tokens; profile only profile_launches().
+// the LayerNorm-Linear's at 129, 256, 512 and 1023 tokens; profile only profile_launches().
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   Buf flush(size_t(256) << 20), sink(64);
@@ -487,8 +500,8 @@ int main(int argc, char** argv) {
     bench_fused(reps, flush, sink, true);
     return 0;
   }
-  if (mode == "lntiles") {  // only the LayerNorm-Linear's candidates at 256 to 1K tokens
-    for (int64_t m : {256, 512, 1024}) bench_ln(m, true, reps, flush, sink);
+  if (mode == "lntiles") {  // only the LayerNorm-Linear's candidates at 129 to 1023 tokens
+    for (int64_t m : {129, 256, 512, 1023}) bench_ln(m, true, reps, flush, sink);
     return 0;
   }
   const bool fp32_only = mode == "fp32", bf16_only = mode == "bf16";

@@ -354,6 +354,9 @@ TEST(Gpt2DecodeTasks, NamesARecordedTaskByItsIndex) {
   const auto name = task_namer(132, 9, 0, 1, 512);
   EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-17 (of 2304), residual cols 0-5");
   EXPECT_EQ(name(4945), "");
+  // A recording whose records name another number of tasks ran another list: no names at all.
+  EXPECT_TRUE(task_namer(132, 9, 0, 1, 512, 4945));
+  EXPECT_FALSE(task_namer(132, 9, 0, 1, 512, 5905)) << "the list before proj by head";
   EXPECT_EQ(smem_optin_for(8, 0), 166912);
   EXPECT_EQ(weight_buffer_bytes_for(smem_optin_for(7, 5)), 0);  // 64 KB: no megakernel there
 }

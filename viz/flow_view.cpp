@@ -59,8 +59,10 @@ FlowTensor flow_tensor(const std::string& name, double bytes, bool intermediate)
   return t;
 }
 
-// The gap before each launch: from the raw records when every launch has one, else the chain
-// time beyond the launches' medians spread evenly between them.
+// The gap before each launch, so that the launches' medians and the gaps add up to the measured
+// chain median (the recorded-measurement table's figure): one run's gaps from the raw records
+// where every launch has one, scaled to fill the chain time beyond the medians; else that time
+// spread evenly between the launches. Without a chain median the records' gaps as they are.
 std::vector<double> launch_gaps_us(const Measurement& m) {
   const size_t n = m.launches.size();
   std::vector<double> gaps(n, 0.0);
@@ -71,17 +73,19 @@ std::vector<double> launch_gaps_us(const Measurement& m) {
   }
   const bool all = std::all_of(by_launch.begin(), by_launch.end(),
                                [](const KernelRecord* r) { return r != nullptr; });
+  double recorded = 0;
   if (all) {
     for (size_t k = 1; k < n; ++k) {
       gaps[k] = std::max(0.0, (by_launch[k]->start_rel_ns - by_launch[k - 1]->end_rel_ns) * 1e-3);
+      recorded += gaps[k];
     }
-    return gaps;
+    if (!(m.chain_time_us.median > 0)) return gaps;
   }
   double medians = 0;
   for (const auto& l : m.launches) medians += std::max(l.time_us.median, 0.0);
-  const double spare = m.chain_time_us.median - medians;
-  if (spare > 0) {
-    for (size_t k = 1; k < n; ++k) gaps[k] = spare / static_cast<double>(n - 1);
+  const double spare = std::max(m.chain_time_us.median - medians, 0.0);
+  for (size_t k = 1; k < n; ++k) {
+    gaps[k] = recorded > 0 ? gaps[k] * spare / recorded : spare / static_cast<double>(n - 1);
   }
   return gaps;
 }
@@ -238,17 +242,11 @@ double largest_stretch(const Measurement& m) {
   return largest;
 }
 
-// The chain time a label quotes: the measured chain median, the figure the recorded-measurement
-// table shows, where there is one; else the lane's length (medians and the gaps between them).
-double quoted_chain_us(const Measurement& m, double lane_us) {
-  return m.chain_time_us.median > 0 ? m.chain_time_us.median : lane_us;
-}
-
 // One scale for every level of this size: level 0's largest stretch sets the thickness (or this
 // level's, where one launch moves more: a megakernel reads every layer's weights in one launch,
 // forty times level 0's largest, and its band must still fit the boxes), and level 0's chain
-// time sets the pace; at another level, level 0's lane on the same axis. Every label that names
-// level 0's time quotes the same figure.
+// time (its lane's length, the measured chain median) sets the pace; at another level, level 0's
+// lane on the same axis.
 void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* in) {
   in->volume_scale_bytes = std::max(largest_stretch(level0), largest_stretch(m));
   const std::vector<double> gaps0 = launch_gaps_us(level0);
@@ -260,9 +258,9 @@ void pace_by_level0(const Measurement& m, const Measurement& level0, FlowInput* 
     cursor += std::max(level0.launches[k].time_us.median, 0.0);
     lane.push_back({level0.launches[k].textbook.kernel, start, cursor});
   }
-  in->pace_reference_us = std::max(cursor, level0.chain_time_us.median);  // the lane fits
+  in->pace_reference_us = cursor;
   if (level0.level == m.level) return;
-  const std::string quoted = format_us(quoted_chain_us(level0, cursor));
+  const std::string quoted = format_us(cursor);
   in->pace_reference_label = "level " + std::to_string(level0.level) + ": " + quoted;
   in->level0_lane = std::move(lane);
   in->level0_lane_label = "level 0 " + level0.level_name + ": " + quoted;
@@ -324,7 +322,7 @@ FlowInput flow_input(const Measurement& m, const Lesson* lesson, const DeviceFac
   double chain = 0;
   for (const auto& t : in.trips)
     chain += std::max(t.gap_before_us, 0.0) + std::max(t.median_us, 0.0);
-  in.lane_label = "level " + in.level_name + ": " + format_us(quoted_chain_us(m, chain));
+  in.lane_label = "level " + in.level_name + ": " + format_us(chain);
   return in;
 }
 

@@ -284,21 +284,27 @@ TEST(Flow, AFasterLevelFinishesSoonerOnLevelZerosClock) {
   EXPECT_EQ(unfused_at_2s.trip, 1) << "level 0 is still in its second launch";
 }
 
-TEST(Flow, EveryLabelQuotesTheMeasuredChainTime) {
+TEST(Flow, LanesClockAndLabelsAllEndAtTheMeasuredChainTime) {
   Measurement m0 = lesson_level("gelu_scale", k16M, 0, 32.0);  // two launches of 32 us
-  add_records(&m0, 2.0);                                       // 2 us apart: a 66 us lane
-  m0.chain_time_us.median = 70.0;  // the table's figure, which the lane need not sum to
+  add_records(&m0, 2.0);                                        // one run: 2 us apart
+  m0.chain_time_us.median = 70.0;  // the table's figure: the launches and a 6 us gap
   Measurement m1 = lesson_level("gelu_scale", k16M, 1, 32.0);
   m1.chain_time_us.median = 33.0;
   const FlowInput fused = flow_input(m1, &gelu_scale(), h200(), &m0);
-  EXPECT_DOUBLE_EQ(fused.pace_reference_us, 70.0) << "the axis holds the longer of the two";
+  EXPECT_DOUBLE_EQ(fused.pace_reference_us, 70.0);
   EXPECT_NE(fused.pace_reference_label.find("70.0"), std::string::npos)
       << fused.pace_reference_label;
   EXPECT_NE(fused.level0_lane_label.find("70.0"), std::string::npos) << fused.level0_lane_label;
-  EXPECT_NE(fused.lane_label.find("33.0"), std::string::npos) << fused.lane_label;
   ASSERT_EQ(fused.level0_lane.size(), 2u);
-  EXPECT_NEAR(fused.level0_lane[1].end_us, 66.0, 1e-9) << "the lane itself: medians and gaps";
-  // Without a chain median (a hand-made measurement), the lane's length is the figure.
+  EXPECT_NEAR(fused.level0_lane[1].start_us, 38.0, 1e-9) << "the recorded gap, scaled to 6 us";
+  EXPECT_NEAR(fused.level0_lane[1].end_us, 70.0, 1e-9);
+  // Level 0 shown itself: its own lane, clock and "done" line end at 70 us too.
+  const FlowInput unfused = flow_input(m0, &gelu_scale(), h200(), &m0);
+  EXPECT_NEAR(unfused.trips[1].gap_before_us, 6.0, 1e-9);
+  EXPECT_NE(unfused.lane_label.find("70.0"), std::string::npos) << unfused.lane_label;
+  const FlowLayout done = layout_flow(unfused, kFlowRunSeconds * 0.999, kMin, kMax);
+  EXPECT_NE(done.time_label.find("of 70.0"), std::string::npos) << done.time_label;
+  // Without a chain median (a hand-made measurement), the records' gaps as they are.
   m0.chain_time_us.median = 0;
   const FlowInput no_median = flow_input(m1, &gelu_scale(), h200(), &m0);
   EXPECT_NEAR(no_median.pace_reference_us, 66.0, 1e-9);

@@ -286,7 +286,7 @@ TEST(Flow, AFasterLevelFinishesSoonerOnLevelZerosClock) {
 
 TEST(Flow, LanesClockAndLabelsAllEndAtTheMeasuredChainTime) {
   Measurement m0 = lesson_level("gelu_scale", k16M, 0, 32.0);  // two launches of 32 us
-  add_records(&m0, 2.0);                                        // one run: 2 us apart
+  add_records(&m0, 2.0);                                       // one run: 2 us apart
   m0.chain_time_us.median = 70.0;  // the table's figure: the launches and a 6 us gap
   Measurement m1 = lesson_level("gelu_scale", k16M, 1, 32.0);
   m1.chain_time_us.median = 33.0;

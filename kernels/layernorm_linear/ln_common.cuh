@@ -155,6 +155,24 @@ struct Moments {
   }
 };
 
+// Merges the Moments of lanes kFirst, kFirst / 2, ..., 1 apart (a butterfly over the shuffles),
+// so that every lane of each group of 2 * kFirst holds the group's Moments.
+template <int kFirst>
+__device__ __forceinline__ Moments merge_lanes(Moments mo) {
+#pragma unroll
+  for (int offset = kFirst; offset > 0; offset >>= 1) {
+    const Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
+                        __shfl_xor_sync(0xffffffffu, mo.mean, offset),
+                        __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
+    if (mo.n == 0) {
+      mo = other;
+    } else {
+      mo.merge(other);
+    }
+  }
+  return mo;
+}
+
 template <typename T, int kRows, bool kVectorized>
 __device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* mean, float* rstd) {
   constexpr int E = kVectorized ? tc::kVec<T> : 1;
@@ -188,17 +206,7 @@ __device__ void row_statistics(const T* x, int64_t m, int k, int64_t m0, float* 
   for (int r = 0; r < kRows; ++r) {
     Moments mo;
     if (n[r] > 0) mo = Moments{n[r], shift[r] + sum[r] / n[r], sq[r] - sum[r] * sum[r] / n[r]};
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
-                    __shfl_xor_sync(0xffffffffu, mo.mean, offset),
-                    __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
-      if (mo.n == 0) {
-        mo = other;
-      } else {
-        mo.merge(other);
-      }
-    }
+    mo = merge_lanes<16>(mo);
     if (lane == 0) {
       const bool valid = m0 + r0 + r < m;
       const float inv = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;
@@ -248,17 +256,7 @@ __device__ void block_statistics(const T* x, int64_t m, int k, int64_t m0, float
   }
   Moments mo;
   if (n > 0) mo = Moments{n, shift + sum / n, sq - sum * sum / n};
-#pragma unroll
-  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
-    const Moments other{__shfl_xor_sync(0xffffffffu, mo.n, offset),
-                        __shfl_xor_sync(0xffffffffu, mo.mean, offset),
-                        __shfl_xor_sync(0xffffffffu, mo.m2, offset)};
-    if (mo.n == 0) {
-      mo = other;
-    } else {
-      mo.merge(other);
-    }
-  }
+  mo = merge_lanes<kLanes / 2>(mo);
   if (sub == 0) {
     s_mean[row] = valid ? mo.mean : 0.0f;
     s_rstd[row] = valid ? rsqrtf(fmaxf(mo.m2 / k, 0.0f) + float(gemm::kLayerNormEps)) : 0.0f;

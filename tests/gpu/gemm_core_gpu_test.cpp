@@ -75,6 +75,27 @@ bool cuda_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+// Why this machine cannot run the bf16 mma.sync forms, or "" where it can (a failed query is a
+// test failure as well as the reason).
+std::string without_bf16_mma() {
+  if (!cuda_available()) return "no GPU";
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess) {
+    ADD_FAILURE() << "cudaDeviceGetAttribute(compute capability) failed";
+    return "no compute capability";
+  }
+  return major < 8 ? "bf16 mma.sync needs compute capability 8.0" : "";
+}
+
+// Unsets the named environment variables when the test's scope ends: the ln_mma_tiles forms
+// below are measurement switches read at each launch.
+struct UnsetAtEnd {
+  std::vector<const char*> names;
+  ~UnsetAtEnd() {
+    for (const char* name : names) unsetenv(name);
+  }
+};
+
 // Relative L2 error of rung `rung`'s C = A B against the CPU; infinity for any non-finite
 // element (an unwritten, poisoned one).
 double ladder_error(size_t rung, int64_t m, int64_t n, int64_t k, Status* status) {
@@ -215,10 +236,7 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
 // ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (64 x 64 at 133
 // tokens, 64 x 128 at 521), counters in L2.
 TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  int major = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
@@ -230,15 +248,10 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
 // ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2), for memcheck and
 // racecheck: the kept tile (8 warps of 32 x 32 at these shapes) and two K groups of 4 warps.
 TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  int major = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  struct Unset {
-    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"); }
-  } unset;
+  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   for (const char* tile : {"0", "4"}) {
     ASSERT_EQ(setenv("FL_LN_TILES", tile, 1), 0);
@@ -254,15 +267,10 @@ TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
 // FL_LN_TILES 1-8), at random shapes with odd token counts and C an odd multiple of 8, at a C of
 // one K-tile and at the widest C the table gives it.
 TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  int major = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  struct Unset {
-    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"); }
-  } unset;
+  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   std::mt19937 rng(20261128);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
@@ -287,15 +295,10 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
 // multiple of 8 (tiles and row items cut at both edges), at a C of fewer K-tiles than parts and
 // at the widest C it takes; the deeper rings (7, 8) whole and in 2 parts.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  int major = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  struct Unset {
-    ~Unset() { unsetenv("FL_LN_NORM"), unsetenv("FL_LN_TILES"), unsetenv("FL_LN_SPLITS"); }
-  } unset;
+  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES", "FL_LN_SPLITS"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "1", 1), 0);
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
@@ -321,10 +324,7 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
 // ffn_tiles' 128 x 256 form in bf16 alone, for memcheck and racecheck (its outputs staged in the
 // ring, its narrow tail tiles).
 TEST(GemmCore, FfnTilesWideSmallForTheSanitizer) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  int major = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  if (major < 8) GTEST_SKIP() << "bf16 mma.sync needs compute capability 8.0";
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 72, Precision::bf16);

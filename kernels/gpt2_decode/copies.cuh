@@ -209,6 +209,9 @@ __device__ inline void copy_small_params(const DecodeArgs& a, const DecodeTask& 
       copy_async(gamma, w + LayerLayout::ln2_g, 2 * kC * 2, first);
       copy_bias_async(bias, w + LayerLayout::b_fc + task.first, task.count, first);
       break;
+    case TaskKind::final_norm:  // LN_f's gamma and beta (read from here with quick_tail)
+      copy_async(gamma, a.weights + kFinalLnG, 2 * kC * 2, first);
+      break;
     default:
       break;
   }

@@ -120,6 +120,9 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   if (options.residual_copies < 1 || options.residual_copies > kMaxResidualCopies)
     return Status::Error("the megakernel keeps 1 to " + std::to_string(kMaxResidualCopies) +
                          " copies of the residual");
+  if (options.qkv_rows < 0 || options.qkv_rows % 6 != 0 || options.qkv_rows > kMaxSliceRows)
+    return Status::Error("a qkv slice takes a multiple of 6 rows up to " +
+                         std::to_string(kMaxSliceRows) + " (0: one slice a block)");
   if (options.copy_thread < 0 || options.copy_thread >= kThreads)
     return Status::Error("the copies' thread is one of the block's " + std::to_string(kThreads));
   return d->set_options(options);

@@ -95,7 +95,8 @@ __device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int
 // runs once, by every thread, when its keys and values are read.
 // after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
 // its weights or keys (the early copies' point); not at all for the others.
-template <class AfterInputs, class AfterAttention, class AfterWeights>
+// kOneToken (the one-token instance): every task has its kind's flags of the lesson's form.
+template <bool kOneToken, class AfterInputs, class AfterAttention, class AfterWeights>
 __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
                                          const char* buffer, int buffer_bytes, float* work,
                                          float* sums, unsigned* counters,
@@ -109,7 +110,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   const bool wide = options.wide_rows;
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
-      QkvOp op{a, layer, p, task.flags & kInitsResidual ? task.count : 0};
+      QkvOp op{a, layer, p, kOneToken || (task.flags & kInitsResidual) ? task.count : 0};
       // The starting values' raw values wait after the slice's sums (where they fit).
       const int kept =
           (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
@@ -123,7 +124,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
     case TaskKind::attention: {
       const int copied = cached_split(a, task, buffer_bytes).cached;
       const bf16* kv = copied > 0 ? weights : nullptr;
-      if (task.flags & kProjects) {  // the whole head, then its part of proj (below)
+      if (!kOneToken && (task.flags & kProjects)) {  // the whole head, then its part of proj
         attend_head(a, layer, task.first / kProjParts, kv, work, sums, after_inputs,
                     after_attention);
         break;
@@ -135,11 +136,12 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
         attend_split_three_pass(a, layer, head, split, work,
                                 copied == split_keys_of(a, split).cached ? kv : nullptr,
                                 after_inputs);
-      if (task.flags & kCombinesHead) return combine_if_last(a, task, head, counters);
+      if (!kOneToken && (task.flags & kCombinesHead))
+        return combine_if_last(a, task, head, counters);
       break;
     }
     case TaskKind::proj: {
-      if (task.flags & kHeadProj) {  // one head's share of every output (below)
+      if (kOneToken || (task.flags & kHeadProj)) {  // one head's share of every output (below)
         combine_head(a, task.first / kProjParts, work, sums, after_inputs);
         break;
       }
@@ -164,17 +166,22 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       mlp_down(a, w_out, task.count, sums, x_mlp_of(a, layer) + copy * residual_stride(a));
       break;
     }
-    case TaskKind::final_norm:
+    case TaskKind::final_norm: {
       after_inputs();
-      layernorm_rows(x_mlp_of(a, kLayers - 1), a.weights + kFinalLnG, a.weights + kFinalLnG + kC, 0,
-                     a.tokens, a.y, a.residual_copies, residual_stride(a));
+      // With quick_tail its gamma and beta are in shared memory (copied while it waited).
+      const bf16* g = options.quick_tail ? p.gamma : a.weights + kFinalLnG;
+      layernorm_rows(x_mlp_of(a, kLayers - 1), g, g + kC, 0, a.tokens, a.y, a.residual_copies,
+                     residual_stride(a));
       break;
+    }
   }
   // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory: the end
   // of both buffers, or its own) times its head's outputs (in `sums`), at one call site.
-  if (task.flags & (kProjects | kHeadProj)) {
+  const bool projects = kOneToken ? task.kind == uint8_t(TaskKind::proj)
+                                  : (task.flags & (kProjects | kHeadProj)) != 0;
+  if (projects) {
     const bf16* wp =
-        task.flags & kProjects
+        !kOneToken && (task.flags & kProjects)
             ? reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes)
             : weights;
     project_head(a, layer, task.first % kProjParts, wp, sums, work);
@@ -230,14 +237,33 @@ __device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint6
 // When a block starts copying its next task's bytes (megakernel's loop says which applies).
 enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
 
+// kOneToken: the instance for the lesson's form at one token (MegakernelOptions::
+// one_token_kernel): t = 1, the options the kernel reads but next_ahead and quick_tail at their
+// lesson values, and the flags of the other forms' tasks cleared, all constants in its code.
+template <bool kOneToken>
 __global__ void __launch_bounds__(kThreads, 1)
-    megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
-               int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
+    megakernel(DecodeArgs args, const DecodeTask* tasks, const int* block_begin,
+               unsigned* counters, int counter_count, int buffer_bytes,
+               MegakernelOptions given, PhaseSink phases) {
+  MegakernelOptions options = given;
+  DecodeArgs a = args;
+  if (kOneToken) {
+    options = MegakernelOptions{};
+    options.next_ahead = given.next_ahead, options.quick_tail = given.quick_tail;
+    a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
+    a.branch_free_keys = kBranchFreeKeys;
+  }
+  // The flags a task of the lesson's form may carry (kOneToken).
+  constexpr uint8_t kOneTokenFlags = kInitsResidual | kBumpsHead | kHeadProj;
   extern __shared__ __align__(16) char smem[];
   __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
   // Task k at (k - begin) mod kWindow; raw storage, since DecodeTask has member initializers.
   __shared__ __align__(16) unsigned char window_bytes[kWindow * sizeof(DecodeTask)];
   DecodeTask* window = reinterpret_cast<DecodeTask*>(window_bytes);
+  // With next_ahead, task k's descriptor at ring[(k - begin) & 3]: tasks k and k + 1 are there
+  // when task k starts its loop, task k + 3 is copied while task k runs.
+  __shared__ __align__(16) unsigned char ring_bytes[4 * sizeof(DecodeTask)];
+  DecodeTask* ring = reinterpret_cast<DecodeTask*>(ring_bytes);
   // The loop's stamps of a task (model.h's ProbeStamp: thread 0's, the copier's), kept here
   // rather than in registers across the task; a pair, by the task's parity, so that the thread
   // that records task i reads its own while thread 0 stamps task i + 1 (release_warp).
@@ -255,22 +281,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init_fence();
   }
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  const bool windowed = options.task_window;
+  const bool windowed = options.task_window, in_ring = options.next_ahead && !windowed;
   for (int k = threadIdx.x; windowed && k < kWindow && begin + k < end; k += kThreads)
     window[k] = tasks[begin + k];
+  if (in_ring && threadIdx.x < 3 && begin + int(threadIdx.x) < end)
+    ring[threadIdx.x] = tasks[begin + threadIdx.x];
   __syncthreads();
-  auto task_at = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
+  // Task k (the running one or the next; the ring holds no further ones yet), and any task.
+  auto task_far = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
+  auto task_at = [&](int k) { return in_ring ? ring[(k - begin) & 3] : task_far(k); };
   // poll_first: warp 0 issues none of the copies (warp 1's lane 0 the TMA ones); release_warp:
   // warp 2's lane 0 releases the counts and records the tasks.
   const bool poll_first = options.poll_first, probing = a.probes != nullptr;
   const int copier = poll_first ? 32 : options.copy_thread, first_copier = poll_first ? 32 : 0;
   const int leader = options.release_warp && !options.skip_own_poll ? 64 : 0;
-  auto issue = [&](int k, int b, CopyPart part, uint64_t* marks) {  // task k's into buffer b
-    issue_copies(a, task_at(k), buffers[b], buffer_bytes, bulk, &landed[b], copier, part,
-                 first_copier, marks);
+  auto issue = [&](const DecodeTask& t, int b, CopyPart part, uint64_t* marks) {  // into buffer b
+    issue_copies(a, t, buffers[b], buffer_bytes, bulk, &landed[b], copier, part, first_copier,
+                 marks);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  if (begin < end) issue(begin, 0, kCopyAll, nullptr);
+  if (begin < end) issue(task_at(begin), 0, kCopyAll, nullptr);
   for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
@@ -279,11 +309,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   int cur = 0;  // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
     uint64_t* st = stamps[(i - begin) & 1];
-    const DecodeTask task = task_at(i);
+    DecodeTask task = task_at(i);
+    if (kOneToken) task.flags &= kOneTokenFlags;
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
-    const bool next_fused = has_next && (task_at(i + 1).flags & kProjects);
+    const bool next_fused = !kOneToken && has_next && (task_at(i + 1).flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
     const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
     const bool after_task =
@@ -295,17 +326,17 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
       if (when == at)
-        issue(i + 1, next, large_in_flight ? kCopySmall : kCopyAll,
+        issue(task_at(i + 1), next, large_in_flight ? kCopySmall : kCopyAll,
               probing && at == NextCopies::before_wait ? st + kStampIssueFrom : nullptr);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
     const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
-                           i + 2 < end && !(task_at(i + 2).flags & kProjects);
+                           i + 2 < end && !(task_far(i + 2).flags & kProjects);
     bool early = false;
     auto issue_early = [&] {
-      if (may_early && clear_of_extras(a, task_at(i + 2), buffer_bytes)) {
-        issue(i + 2, cur, kCopyLarge, nullptr);
+      if (may_early && clear_of_extras(a, task_far(i + 2), buffer_bytes)) {
+        issue(task_far(i + 2), cur, kCopyLarge, nullptr);
         early = true;
       }
     };
@@ -337,14 +368,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int half = kWindow / 2, at = i + half + static_cast<int>(threadIdx.x);
     if (windowed && i > begin && (i - begin) % half == 0 && threadIdx.x < half && at < end)
       cp_async16(&window[(at - begin) % kWindow], &tasks[at]);
-    const bool counts = run_task(
+    // The ring's task i + 3 over task i - 1's slot (read by no thread past this task's start),
+    // in thread 0's own group: waited with the next task's bytes, in by the task after next.
+    if (in_ring && threadIdx.x == 0 && i + 3 < end) {
+      cp_async16(&ring[(i + 3 - begin) & 3], &tasks[i + 3]);
+      cp_async_commit();
+    }
+    // quick_tail: the final norm's block zeroes every counter for the next launch (its wait
+    // saw the last MLP stage complete: every other task has released its count and read its
+    // last one).
+    const bool last_task = options.quick_tail && task.kind == uint8_t(TaskKind::final_norm);
+    for (int c = threadIdx.x; last_task && c <= counter_count; c += kThreads) counters[c] = 0;
+    const bool counts = run_task<kOneToken>(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == leader) {
-      if (counts) count_done(task, a.splits, counters, options.skip_own_poll, known);
+      if (counts && !last_task) count_done(task, a.splits, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
       const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
@@ -358,7 +400,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     large_in_flight = early;
   }
   // The last block out resets every counter (none is read after its block's last wait; the
-  // barrier orders warp 2's last release, release_warp, before the block's count).
+  // barrier orders warp 2's last release, release_warp, before the block's count); with
+  // quick_tail the final norm's block did.
+  if (options.quick_tail) return;
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -392,10 +436,15 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   if (a.w_out_t == nullptr || a.x_mlp == nullptr)
     return Status::Error("the megakernel needs Wout transposed and its residual buffer");
   const int smem = kWorkBytes + kSumsBytes + 2 * plan.weight_buffer_bytes;
-  FL_CUDA_TRY(cudaFuncSetAttribute(megakernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  megakernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
-                                                 plan.counter_count, plan.weight_buffer_bytes,
-                                                 plan.options, plan.phases);
+  // The one-token instance where the step is the lesson's form (the list's two residuals and
+  // proj by head included) at one token.
+  const bool one = runs_one_token_kernel(plan.options, a.tokens) && a.two_residuals &&
+                   a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
+  auto kernel = one ? megakernel<true> : megakernel<false>;
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
+                                             plan.counter_count, plan.weight_buffer_bytes,
+                                             plan.options, plan.phases);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

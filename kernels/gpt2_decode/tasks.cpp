@@ -187,7 +187,10 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         const int stage_blocks = stage.kind == TaskKind::qkv                       ? qkv_blocks
                                  : stage.kind == TaskKind::proj && list.proj_apart ? kProjApartTasks
                                                                                    : blocks;
-        const int rows = slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
+        const int fit = slice_rows(stage, 1, shape.weight_buffer_bytes);  // the buffer's most
+        const int rows = stage.kind == TaskKind::qkv && shape.qkv_rows > 0
+                             ? std::min(fit, shape.qkv_rows)
+                             : slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
         for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;
@@ -219,6 +222,26 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
     list.block_begin.push_back(static_cast<int>(list.tasks.size()));
   }
   return list;
+}
+
+bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
+  // A new option is added below too (the one-token instance holds the lesson's value of every
+  // option that is not the task list's).
+  static_assert(sizeof(MegakernelOptions) == 60, "an option the one-token kernel must compare");
+  const MegakernelOptions d;
+  return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
+         o.l2_ahead == d.l2_ahead && o.head_waits == d.head_waits &&
+         o.batched_combine == d.batched_combine && o.copies_after_inputs == d.copies_after_inputs &&
+         o.one_pass_attention == d.one_pass_attention && o.relaxed_poll == d.relaxed_poll &&
+         o.head_combine == d.head_combine && o.skip_own_poll == d.skip_own_poll &&
+         o.residual_copies == d.residual_copies && o.copy_thread == d.copy_thread &&
+         o.fused_proj == d.fused_proj && o.wide_rows == d.wide_rows &&
+         o.proj_apart == d.proj_apart && o.early_copies == d.early_copies &&
+         o.copies_after_task == d.copies_after_task &&
+         o.copies_after_task_but_mlp == d.copies_after_task_but_mlp &&
+         o.branch_free_keys == d.branch_free_keys && o.grid_splits == d.grid_splits &&
+         o.task_window == d.task_window && o.poll_first == d.poll_first &&
+         o.release_warp == d.release_warp && o.head_proj == d.head_proj;
 }
 
 int weight_buffer_bytes_for(int smem_optin) {

@@ -96,13 +96,13 @@ std::vector<Variant> newer_sets() {
   sets.insert(sets.end(), all.begin() + 8, all.end());
   return sets;
 }
-// The sets MegakernelVariants times (the others were measured before): the lesson's form
-// (proj by head), the form before it (proj by rows: every proj task waits for the whole
-// attention stage and combines every split), attention waiting for its own head's qkv rows
-// only (head waits, which takes proj by rows: tasks.cpp), and beside proj by head 32-key splits
-// (a split for every block at 512) and the task window (thread 0's descriptor read from shared
-// memory); head waits with 32-key splits.
-std::vector<Variant> timed_sets() {
+// The sets MegakernelVariants timed before the newer options below (each partial grid runs
+// them): the lesson's form (proj by head), the form before it (proj by rows: every proj task
+// waits for the whole attention stage and combines every split), attention waiting for its own
+// head's qkv rows only (head waits, which takes proj by rows: tasks.cpp), and beside proj by
+// head 32-key splits (a split for every block at 512) and the task window (thread 0's
+// descriptor read from shared memory); head waits with 32-key splits.
+std::vector<Variant> proj_sets() {
   gpt2::MegakernelOptions lesson, rows, waits, short_splits, window, both;
   rows.head_proj = false;
   waits.head_waits = both.head_waits = true;
@@ -111,6 +111,33 @@ std::vector<Variant> timed_sets() {
   return {{"the lesson's (proj by head)", lesson}, {"proj by rows (the form before)", rows},
           {"head waits (proj by rows)", waits},    {"proj by head, 32-key splits", short_splits},
           {"proj by head, task window", window},   {"head waits, 32-key (proj by rows)", both}};
+}
+// The sets MegakernelVariants times: the loop's and the list's newer options, each alone and together, against the form before
+// them (proj by head, its descriptors read from L2, the tail as before, the kernel for every
+// option and token count, 18-row qkv slices at 132 blocks).
+std::vector<Variant> timed_sets() {
+  gpt2::MegakernelOptions lesson, before;
+  before.next_ahead = before.quick_tail = before.one_token_kernel = false;
+  before.qkv_rows = 0;
+  auto with = [&](auto change) {
+    gpt2::MegakernelOptions o = before;
+    change(o);
+    return o;
+  };
+  using O = gpt2::MegakernelOptions;
+  return {{"the lesson's", lesson},
+          {"before (proj by head)", before},
+          {"+ next ahead", with([](O& o) { o.next_ahead = true; })},
+          {"+ quick tail", with([](O& o) { o.quick_tail = true; })},
+          {"+ one-token kernel", with([](O& o) { o.one_token_kernel = true; })},
+          {"+ 24-row qkv", with([](O& o) { o.qkv_rows = 24; })},
+          {"+ 36-row qkv", with([](O& o) { o.qkv_rows = 36; })},
+          {"+ ahead, tail, one-token",
+           with([](O& o) { o.next_ahead = o.quick_tail = o.one_token_kernel = true; })},
+          {"+ ahead, tail, one-token, 24-row qkv", with([](O& o) {
+             o.next_ahead = o.quick_tail = o.one_token_kernel = true;
+             o.qkv_rows = 24;
+           })}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -233,6 +260,10 @@ gpt2::MegakernelOptions other_options() {
   o.poll_first = !o.poll_first;
   o.release_warp = !o.release_warp;
   o.head_proj = !o.head_proj;
+  o.next_ahead = !o.next_ahead;
+  o.quick_tail = !o.quick_tail;
+  o.one_token_kernel = !o.one_token_kernel;
+  o.qkv_rows = o.qkv_rows == 0 ? 36 : 0;
   return o;
 }
 // The same with proj by head kept (the options that turn it off kept at the lesson's): proj
@@ -318,8 +349,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
                                {"the other options", other_options()},
                                {"the other options, proj by head", other_options_by_head()}};
   for (const Variant& v : option_sets()) sets.push_back(v);
-  const std::vector<Variant> timed = timed_sets();
-  sets.insert(sets.end(), timed.begin() + 1, timed.end());  // (the first is the lesson's)
+  const std::vector<Variant> older = proj_sets(), timed = timed_sets();
+  sets.insert(sets.end(), older.begin() + 1, older.end());  // (the first is the lesson's)
+  for (size_t k : {1, 2, 3, 6}) sets.push_back(timed.at(k));  // the ring, the tail, 36-row qkv
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -340,6 +372,29 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
     }
     // Seed 5 again: the same step as the full grid's (only the attention splits differ).
     EXPECT_LT(rel(output(*ws), full), 1e-5);
+  }
+  // One token (the one-token kernel where the options are the lesson's), the same way: the
+  // lesson's, the one-token kernel alone, with the ring and the tail, and with 24-row qkv.
+  const std::vector<Variant> ones = {timed.at(0), timed.at(4), timed.at(7), timed.at(8)};
+  std::unique_ptr<Workspace> one;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
+  ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
+  ASSERT_TRUE(run(*one, 4).ok());
+  const std::vector<double> full_one = output(*one);
+  for (size_t k = 0; k < 4 * ones.size(); ++k) {
+    const int blocks = grids[k % 4];
+    SCOPED_TRACE(std::to_string(blocks) + " blocks, one token, " + ones[k / 4].name);
+    ASSERT_TRUE(gpt2::set_megakernel_options(*one, ones[k / 4].options).ok());
+    ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, blocks).ok());
+    for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+      ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
+      ASSERT_TRUE(one->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*one, 4).ok());
+      CheckResult gpu;
+      ASSERT_TRUE(one->check(stream_, &gpu).ok());
+      EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+    }
+    EXPECT_LT(rel(output(*one), full_one), 1e-5);
   }
 }
 
@@ -789,13 +844,27 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   release.release_warp = true;
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
-        sets.at(16).options, sets.at(21).options, release, timed_sets().at(1).options,
-        timed_sets().at(2).options, other_options_by_head()}) {
+        sets.at(16).options, sets.at(21).options, release, proj_sets().at(1).options,
+        proj_sets().at(2).options, other_options_by_head()}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());
     CheckResult gpu;
     ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+    EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+  }
+  // One token: the one-token kernel with the ring and the quick tail, each off, 36-row qkv.
+  std::unique_ptr<Workspace> one;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{23, 1}, Precision::bf16, &one).ok());
+  ASSERT_TRUE(one->fill_inputs(4, stream_).ok());
+  const std::vector<Variant> timed = timed_sets();
+  for (size_t k : {size_t(7), size_t(1), size_t(2), size_t(3), size_t(6)}) {
+    SCOPED_TRACE(timed.at(k).name);
+    ASSERT_TRUE(gpt2::set_megakernel_options(*one, timed.at(k).options).ok());
+    ASSERT_TRUE(one->poison_outputs(stream_).ok());
+    ASSERT_TRUE(run(*one, 4).ok());
+    CheckResult gpu;
+    ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
 }

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "kernels/gpt2_decode/attention.cuh"
+#include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/ops.cuh"
 
 namespace fl {
@@ -114,6 +115,21 @@ __device__ void combine_head(const DecodeArgs& a, int head, float* work, float* 
   __syncthreads();
   probe_mark(a, kProbeInputs);
   after_inputs();
+}
+
+// The megakernel's head combines (kCombinesHead, an option), after an attention task's partial
+// sums are written: its
+// head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
+// (a.att) and is the only one to count. Whether this task counts.
+__device__ inline bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
+                                       unsigned* counters) {
+  __shared__ unsigned ticket;
+  __syncthreads();  // the block's partial sums are written
+  if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + 1 + head, 1u);
+  __syncthreads();
+  if (ticket != unsigned(a.splits - 1)) return false;
+  combine_heads_batched(a, 0, a.tokens, a.att, head, 1);
+  return true;
 }
 
 }  // namespace gpt2

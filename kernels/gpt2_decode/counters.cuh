@@ -1,9 +1,11 @@
 // The megakernel's dependency counters on the device (megakernel.cu): a task's count released
-// once its block's outputs are written, the acquire that waits for a stage's count, and the
-// bump that returns the count it made. Counters live in global memory, one per stage.
+// once its block's outputs are written (count_done: which counter a task bumps), the acquire
+// that waits for a stage's count, and the bump that returns the count it made. Counters live in
+// global memory, one per stage.
 #pragma once
 
 #include "kernels/device_common.cuh"
+#include "kernels/gpt2_decode/model.h"
 
 namespace fl {
 namespace gpt2 {
@@ -51,6 +53,27 @@ __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned tar
   }
 #endif
   while (load_acquire(counter) < target) {
+  }
+}
+
+// Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
+// stage's counter, or with head waits each head's its rows belong to, or with proj by head an
+// attention split's head's. With skip_own_poll the bump returns the count: `known` then holds the
+// counter and the count it has reached.
+__device__ inline void count_done(const DecodeTask& task, int splits, unsigned* counters,
+                                  bool returns, unsigned (&known)[2]) {
+  if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
+    release_add(counters + task.done_counter + task.first / splits, 1u);
+  } else if (returns && !(task.flags & kBumpsHeads)) {
+    known[0] = task.done_counter;
+    known[1] = acq_rel_add(counters + task.done_counter, 1u) + 1;
+  } else if (task.flags & kBumpsHeads) {
+    int head_a = 0, head_b = 0;
+    heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
+    release_add(counters + task.done_counter + head_a, 1u);
+    if (head_b != head_a) release_add(counters + task.done_counter + head_b, 1u);
+  } else {
+    release_add(counters + task.done_counter, 1u);
   }
 }
 

@@ -23,26 +23,29 @@
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
 //      function (the same ops as the fused level: ops.cuh, attention.cuh; a proj task asks for
 //      its head's splits' sums in one batch, one round trip to L2),
-//   4. bump its counter (one red.release: the block's writes are visible before the count is),
-//      and record the task (phases.h) and, when a measurement asks, where its time went.
+//   4. bump its counter (one red.release: the block's writes are visible before the count is;
+//      counters.cuh), and record the task (phases.h) and, when a measurement asks, where its
+//      time went.
+// At one token the lesson's form runs an instance of the kernel compiled for it
+// (MegakernelOptions::one_token_kernel): t = 1 and every option a constant, so the loops over
+// up to 16 tokens and the other forms' branches are not in its code (about a third of the other
+// instance's instructions, two thirds of its registers): each task's phases are shorter, the
+// copies and the round trips unchanged.
 // Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
 // behind the next task's weights as cp.async's 16-byte copies did. run_task is forced inline:
 // as a call it left the kernel a 544-byte stack frame in local memory and every task ~1.7x
 // slower (keep `ptxas -v` at no spills).
-// Options measured one at a time against this form and left off (docs/PERFORMANCE.md has what
-// each gave): head waits, relaxed poll, L2 prefetch ahead, copies after the inputs, head
-// combine, skip own poll, residual copies, the copy thread, attention and proj fused
-// (attention_proj.cuh), wide rows, proj apart, early copies, copies after the task (or all but
-// the MLP's), the task window (descriptors in shared memory), splits capped at one buffer
-// (the form before grid splits) or filling two rounds, the release by warp 2 (step 4 off
-// thread 0's path); thread 0 issuing the copies before its poll (the form before poll first);
-// proj by rows (a slice of proj's outputs a task, waiting for every split: the form before
-// proj by head); the residuals' starting values stored from inside qkv's LayerNorm prologue
-// (the form before they were stored after the product); more copies of the residual with
-// proj by head.
-// The last block to finish zeroes the counters for the next launch. No block waits on a task
-// later in its own list's stage order, so any number of co-resident blocks finishes (the
-// partial-grid test runs on a few).
+// Options measured one at a time and left off (docs/PERFORMANCE.md has what each gave): head
+// waits, relaxed poll, L2 prefetch ahead, copies after the inputs or after the task (or all but
+// the MLP's), head combine, skip own poll, residual copies, the copy thread, attention and proj
+// fused, wide rows, proj apart, early copies, the task window, splits capped at one buffer or
+// in two rounds, the release by warp 2, the copies before the poll, proj by rows, the residuals'
+// starts in qkv's prologue, a descriptor ring (thread 0's copy of a later descriptor in flight
+// made each release's fence wait for it).
+// The final norm's block zeroes the counters for the next launch once its wait is over (every
+// other task has released its count: MegakernelOptions::quick_tail; off, the last block out
+// does). No block waits on a task later in its own list's stage order, so any number of
+// co-resident blocks finishes (the partial-grid test runs on a few).
 //
 // Napkin math (t = 1, H100, copy roof ~3.06 TB/s): the step must read 170.1 MB of weights and
 // 2 x 12 x s x 768 x 2 B of cache: 189.0 MB at s = 512 (61.8 us at the roof, 100 us at 60% of
@@ -73,20 +76,6 @@ constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (
 // [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
 constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-
-// With head combines (kCombinesHead), after an attention task's partial sums are written: its
-// head's ticket (thread 0); the head's last split combines the head's splits into its 64 outputs
-// (a.att) and is the only one to count. Whether this task counts.
-__device__ bool combine_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
-                                unsigned* counters) {
-  __shared__ unsigned ticket;
-  __syncthreads();  // the block's partial sums are written
-  if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + 1 + head, 1u);
-  __syncthreads();
-  if (ticket != unsigned(a.splits - 1)) return false;
-  combine_heads_batched(a, 0, a.tokens, a.att, head, 1);
-  return true;
-}
 
 // Step 3: the task's device function; the products read their slice from shared memory.
 // after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
@@ -189,27 +178,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   return true;
 }
 
-// Step 4: a task's outputs are counted done (thread 0, after the block's __syncthreads): its
-// stage's counter, or with head waits each head's its rows belong to, or with proj by head an
-// attention split's head's. With skip_own_poll the
-// bump returns the count: `known` then holds the counter and the count it has reached.
-__device__ void count_done(const DecodeTask& task, int splits, unsigned* counters, bool returns,
-                           unsigned (&known)[2]) {
-  if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
-    release_add(counters + task.done_counter + task.first / splits, 1u);
-  } else if (returns && !(task.flags & kBumpsHeads)) {
-    known[0] = task.done_counter;
-    known[1] = acq_rel_add(counters + task.done_counter, 1u) + 1;
-  } else if (task.flags & kBumpsHeads) {
-    int head_a = 0, head_b = 0;
-    heads_of_rows(static_cast<int>(task.first), task.count, &head_a, &head_b);
-    release_add(counters + task.done_counter + head_a, 1u);
-    if (head_b != head_a) release_add(counters + task.done_counter + head_b, 1u);
-  } else {
-    release_add(counters + task.done_counter, 1u);
-  }
-}
-
 // With probes on (DecodeArgs::probes), the thread that releases the count adds the task's time
 // in each slot (model.h's ProbeSlot) to its kind's sums: from asking for the counter to seeing
 // it, to the bytes and the barrier, to the marks probe_mark left inside the task (a slot not
@@ -238,18 +206,16 @@ __device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint6
 enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
 
 // kOneToken: the instance for the lesson's form at one token (MegakernelOptions::
-// one_token_kernel): t = 1, the options the kernel reads but next_ahead and quick_tail at their
-// lesson values, and the flags of the other forms' tasks cleared, all constants in its code.
+// one_token_kernel): t = 1, the options the kernel reads (but quick_tail) at their lesson
+// values, and the flags of the other forms' tasks cleared, all constants in its code.
 template <bool kOneToken>
 __global__ void __launch_bounds__(kThreads, 1)
-    megakernel(DecodeArgs args, const DecodeTask* tasks, const int* block_begin,
-               unsigned* counters, int counter_count, int buffer_bytes,
-               MegakernelOptions given, PhaseSink phases) {
-  MegakernelOptions options = given;
-  DecodeArgs a = args;
-  if (kOneToken) {
+    megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
+               int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
+  if (kOneToken) {  // (the parameters changed in place: the other instance reads them as given)
+    const bool quick_tail = options.quick_tail;
     options = MegakernelOptions{};
-    options.next_ahead = given.next_ahead, options.quick_tail = given.quick_tail;
+    options.quick_tail = quick_tail;
     a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
     a.branch_free_keys = kBranchFreeKeys;
   }
@@ -260,10 +226,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Task k at (k - begin) mod kWindow; raw storage, since DecodeTask has member initializers.
   __shared__ __align__(16) unsigned char window_bytes[kWindow * sizeof(DecodeTask)];
   DecodeTask* window = reinterpret_cast<DecodeTask*>(window_bytes);
-  // With next_ahead, task k's descriptor at ring[(k - begin) & 3]: tasks k and k + 1 are there
-  // when task k starts its loop, task k + 3 is copied while task k runs.
-  __shared__ __align__(16) unsigned char ring_bytes[4 * sizeof(DecodeTask)];
-  DecodeTask* ring = reinterpret_cast<DecodeTask*>(ring_bytes);
   // The loop's stamps of a task (model.h's ProbeStamp: thread 0's, the copier's), kept here
   // rather than in registers across the task; a pair, by the task's parity, so that the thread
   // that records task i reads its own while thread 0 stamps task i + 1 (release_warp).
@@ -281,15 +243,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::barrier_init_fence();
   }
   const int begin = block_begin[blockIdx.x], end = block_begin[blockIdx.x + 1];
-  const bool windowed = options.task_window, in_ring = options.next_ahead && !windowed;
+  const bool windowed = options.task_window;
   for (int k = threadIdx.x; windowed && k < kWindow && begin + k < end; k += kThreads)
     window[k] = tasks[begin + k];
-  if (in_ring && threadIdx.x < 3 && begin + int(threadIdx.x) < end)
-    ring[threadIdx.x] = tasks[begin + threadIdx.x];
   __syncthreads();
-  // Task k (the running one or the next; the ring holds no further ones yet), and any task.
-  auto task_far = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
-  auto task_at = [&](int k) { return in_ring ? ring[(k - begin) & 3] : task_far(k); };
+  auto task_at = [&](int k) { return windowed ? window[(k - begin) % kWindow] : tasks[k]; };
   // poll_first: warp 0 issues none of the copies (warp 1's lane 0 the TMA ones); release_warp:
   // warp 2's lane 0 releases the counts and records the tasks.
   const bool poll_first = options.poll_first, probing = a.probes != nullptr;
@@ -332,11 +290,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer
     // once this task has read its weights, where both it and the next one run the plain way.
     const bool may_early = bulk && options.early_copies && when == NextCopies::before_wait &&
-                           i + 2 < end && !(task_far(i + 2).flags & kProjects);
+                           i + 2 < end && !(task_at(i + 2).flags & kProjects);
     bool early = false;
     auto issue_early = [&] {
-      if (may_early && clear_of_extras(a, task_far(i + 2), buffer_bytes)) {
-        issue(task_far(i + 2), cur, kCopyLarge, nullptr);
+      if (may_early && clear_of_extras(a, task_at(i + 2), buffer_bytes)) {
+        issue(task_at(i + 2), cur, kCopyLarge, nullptr);
         early = true;
       }
     };
@@ -368,12 +326,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int half = kWindow / 2, at = i + half + static_cast<int>(threadIdx.x);
     if (windowed && i > begin && (i - begin) % half == 0 && threadIdx.x < half && at < end)
       cp_async16(&window[(at - begin) % kWindow], &tasks[at]);
-    // The ring's task i + 3 over task i - 1's slot (read by no thread past this task's start),
-    // in thread 0's own group: waited with the next task's bytes, in by the task after next.
-    if (in_ring && threadIdx.x == 0 && i + 3 < end) {
-      cp_async16(&ring[(i + 3 - begin) & 3], &tasks[i + 3]);
-      cp_async_commit();
-    }
     // quick_tail: the final norm's block zeroes every counter for the next launch (its wait
     // saw the last MLP stage complete: every other task has released its count and read its
     // last one).

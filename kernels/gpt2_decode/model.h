@@ -137,6 +137,8 @@ constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention s
 // MegakernelOptions::branch_free_keys).
 constexpr bool kBranchFreeKeys = true;
 
+// Rows of the lesson's qkv slices (MegakernelOptions::qkv_rows).
+constexpr int kLessonQkvRows = 24;
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
   int tokens = 1;                       // new tokens t
@@ -150,7 +152,7 @@ struct TaskListShape {
   bool grid_splits = true;              // splits follow the grid (MegakernelOptions)
   int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
   bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
-  int qkv_rows = 0;                     // rows of a qkv slice (0: one slice a block; the same)
+  int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -277,23 +279,22 @@ struct MegakernelOptions {
   // 512, not 108 x 66), where a row slice waits for every split of the stage and combines them
   // all. Not with head waits (proj then goes by rows: tasks.cpp says why).
   bool head_proj = true;
-  // Each task's descriptor and the next one's come from a ring of four slots in shared memory,
-  // copied (cp.async, thread 0) one task earlier, so a block still busy with the stage before
-  // goes from its release straight to its poll (no L2 read of the descriptor between).
-  bool next_ahead = false;
-  // The step's end: the final norm's gamma and beta copied into shared memory with its task's
-  // small parameters (not read from DRAM after its wait), its count not released (nothing
-  // waits on it), and the counters zeroed for the next launch by the final norm's block right
-  // after its wait (every other task has released its count by then, and none reads one again)
-  // instead of by the last block out, after an atomic round trip, one store at a time.
-  bool quick_tail = false;
-  // Rows of a qkv slice (a multiple of 6; 0: about one slice per block, 18 rows at 132 blocks).
-  // Fewer, longer qkv tasks leave blocks free for the attention tasks after them.
-  int qkv_rows = 0;
-  // The lesson's form at one token runs an instance of the megakernel compiled for it: these
-  // options (but the task list's and the three above) and t = 1 are constants there, so the
-  // other forms' branches and the loops over up to 16 tokens are not in its code.
-  bool one_token_kernel = false;
+  // The step's end (on in the lesson): the final norm's gamma and beta copied into shared
+  // memory with its task's small parameters (not read from DRAM after its wait), its count not
+  // released (nothing waits on it), and the counters zeroed for the next launch by the final
+  // norm's block right after its wait (every other task has released its count by then, and
+  // none reads one again) instead of by the last block out, after an atomic round trip, one
+  // store at a time.
+  bool quick_tail = true;
+  // Rows of a qkv slice (a multiple of 6 up to kMaxSliceRows; 0: about one slice a block, 18
+  // rows at 132 blocks). The lesson's 24 (96 tasks at 132 blocks) leave blocks free of qkv for
+  // the attention tasks after them.
+  int qkv_rows = kLessonQkvRows;
+  // The lesson's form at one token runs an instance of the megakernel compiled for it (on in
+  // the lesson): the options the kernel reads (but quick_tail) at their lesson values and t = 1
+  // are constants there, so the other forms' branches and the loops over up to 16 tokens are
+  // not in its code (a third of the other instance's, with two thirds of its registers).
+  bool one_token_kernel = true;
 };
 constexpr int kMaxResidualCopies = 8;
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option

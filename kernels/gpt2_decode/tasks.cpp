@@ -2,7 +2,9 @@
 // which layer, in what order, and which dependency counter each task waits on and bumps.
 //
 // Stages per block: qkv -> attention -> proj -> mlp, then the next layer. Each matrix stage is
-// cut into about one slice per block (so a stage's weights stream through every SM at once) and
+// cut into about one slice per block (so a stage's weights stream through every SM at once; qkv
+// into slices of MegakernelOptions::qkv_rows, 24 in the lesson: 96 tasks at 132 blocks, which
+// leaves blocks free of qkv for the attention tasks dealt after them) and
 // no slice (with its small parameters) is larger than the shared memory kept for one task's
 // weights, so a block can hold its current slice while the next one arrives. The MLP is cut
 // along its width: a task computes its rows of h and adds their share of h Wout to the next
@@ -187,10 +189,12 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         const int stage_blocks = stage.kind == TaskKind::qkv                       ? qkv_blocks
                                  : stage.kind == TaskKind::proj && list.proj_apart ? kProjApartTasks
                                                                                    : blocks;
-        const int fit = slice_rows(stage, 1, shape.weight_buffer_bytes);  // the buffer's most
-        const int rows = stage.kind == TaskKind::qkv && shape.qkv_rows > 0
-                             ? std::min(fit, shape.qkv_rows)
-                             : slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
+        // qkv_rows (not with fused proj, whose qkv slices fill the blocks it leaves free),
+        // within the buffer.
+        const int fit = slice_rows(stage, 1, shape.weight_buffer_bytes);
+        const bool set_rows = stage.kind == TaskKind::qkv && shape.qkv_rows > 0 && !list.fused_proj;
+        const int rows = set_rows ? std::min(fit, shape.qkv_rows)
+                                  : slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
         for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
           task.first = first;

@@ -112,13 +112,14 @@ std::vector<Variant> proj_sets() {
           {"head waits (proj by rows)", waits},    {"proj by head, 32-key splits", short_splits},
           {"proj by head, task window", window},   {"head waits, 32-key (proj by rows)", both}};
 }
-// The sets MegakernelVariants times: the loop's and the list's newer options, each alone and together, against the form before
-// them (proj by head, its descriptors read from L2, the tail as before, the kernel for every
-// option and token count, 18-row qkv slices at 132 blocks).
+// The sets MegakernelVariants times: the newer options of the loop and the list, alone and
+// together, against the form before them (proj by head, the kernel for every option and token
+// count, the tail as before, 18-row qkv slices at 132 blocks).
 std::vector<Variant> timed_sets() {
-  gpt2::MegakernelOptions lesson, before;
-  before.next_ahead = before.quick_tail = before.one_token_kernel = false;
+  gpt2::MegakernelOptions lesson, before, other_kernel;
+  before.quick_tail = before.one_token_kernel = false;
   before.qkv_rows = 0;
+  other_kernel.one_token_kernel = false;
   auto with = [&](auto change) {
     gpt2::MegakernelOptions o = before;
     change(o);
@@ -127,17 +128,18 @@ std::vector<Variant> timed_sets() {
   using O = gpt2::MegakernelOptions;
   return {{"the lesson's", lesson},
           {"before (proj by head)", before},
-          {"+ next ahead", with([](O& o) { o.next_ahead = true; })},
-          {"+ quick tail", with([](O& o) { o.quick_tail = true; })},
           {"+ one-token kernel", with([](O& o) { o.one_token_kernel = true; })},
-          {"+ 24-row qkv", with([](O& o) { o.qkv_rows = 24; })},
-          {"+ 36-row qkv", with([](O& o) { o.qkv_rows = 36; })},
-          {"+ ahead, tail, one-token",
-           with([](O& o) { o.next_ahead = o.quick_tail = o.one_token_kernel = true; })},
-          {"+ ahead, tail, one-token, 24-row qkv", with([](O& o) {
-             o.next_ahead = o.quick_tail = o.one_token_kernel = true;
+          {"+ one-token kernel, quick tail",
+           with([](O& o) { o.one_token_kernel = o.quick_tail = true; })},
+          {"+ one-token kernel, quick tail, 36-row qkv", with([](O& o) {
+             o.one_token_kernel = o.quick_tail = true;
+             o.qkv_rows = 36;
+           })},
+          {"+ one-token kernel, 24-row qkv", with([](O& o) {
+             o.one_token_kernel = true;
              o.qkv_rows = 24;
-           })}};
+           })},
+          {"the lesson's, the other kernel", other_kernel}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -260,7 +262,6 @@ gpt2::MegakernelOptions other_options() {
   o.poll_first = !o.poll_first;
   o.release_warp = !o.release_warp;
   o.head_proj = !o.head_proj;
-  o.next_ahead = !o.next_ahead;
   o.quick_tail = !o.quick_tail;
   o.one_token_kernel = !o.one_token_kernel;
   o.qkv_rows = o.qkv_rows == 0 ? 36 : 0;
@@ -351,7 +352,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   for (const Variant& v : option_sets()) sets.push_back(v);
   const std::vector<Variant> older = proj_sets(), timed = timed_sets();
   sets.insert(sets.end(), older.begin() + 1, older.end());  // (the first is the lesson's)
-  for (size_t k : {1, 2, 3, 6}) sets.push_back(timed.at(k));  // the ring, the tail, 36-row qkv
+  for (size_t k : {1, 4}) sets.push_back(timed.at(k));      // the tail off, 18- and 36-row qkv
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -374,8 +375,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
     EXPECT_LT(rel(output(*ws), full), 1e-5);
   }
   // One token (the one-token kernel where the options are the lesson's), the same way: the
-  // lesson's, the one-token kernel alone, with the ring and the tail, and with 24-row qkv.
-  const std::vector<Variant> ones = {timed.at(0), timed.at(4), timed.at(7), timed.at(8)};
+  // lesson's, the one-token kernel with 18-row qkv and no quick tail, with 36-row qkv, and the
+  // lesson's on the other kernel.
+  const std::vector<Variant> ones = {timed.at(0), timed.at(2), timed.at(4), timed.at(6)};
   std::unique_ptr<Workspace> one;
   ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
   ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
@@ -838,7 +840,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // copies from warp 1 after the inputs, and the newer forms: proj apart with early copies,
   // copies after the task, attention and proj fused with branch-free keys; the counts released
   // by warp 2; proj by rows (the form before proj by head), head waits (by rows),
-  // and proj by head beside every other option's other form (ten sets: racecheck, ~40 s).
+  // and proj by head beside every other option's other form (ten sets: racecheck, ~40 s);
+  // then at one token five sets and the lesson's on 2 blocks, twice.
   const std::vector<Variant> sets = option_sets();
   gpt2::MegakernelOptions release;
   release.release_warp = true;
@@ -853,12 +856,13 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
     ASSERT_TRUE(ws->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  // One token: the one-token kernel with the ring and the quick tail, each off, 36-row qkv.
+  // One token: the lesson's (the one-token kernel), the form before, the one-token kernel
+  // without the quick tail, with 36-row qkv, and the lesson's on the other kernel.
   std::unique_ptr<Workspace> one;
   ASSERT_TRUE(lesson_->create_workspace(Shape{23, 1}, Precision::bf16, &one).ok());
   ASSERT_TRUE(one->fill_inputs(4, stream_).ok());
   const std::vector<Variant> timed = timed_sets();
-  for (size_t k : {size_t(7), size_t(1), size_t(2), size_t(3), size_t(6)}) {
+  for (size_t k : {size_t(0), size_t(1), size_t(2), size_t(4), size_t(6)}) {
     SCOPED_TRACE(timed.at(k).name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*one, timed.at(k).options).ok());
     ASSERT_TRUE(one->poison_outputs(stream_).ok());
@@ -866,6 +870,18 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
     CheckResult gpu;
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+  }
+  // The lesson's on 2 blocks, twice with other inputs: the final norm's block zeroed the
+  // counters (quick tail) for the second launch.
+  ASSERT_TRUE(gpt2::set_megakernel_options(*one, gpt2::MegakernelOptions{}).ok());
+  ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
+  for (uint64_t seed : {uint64_t(6), uint64_t(7)}) {
+    ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
+    ASSERT_TRUE(one->poison_outputs(stream_).ok());
+    ASSERT_TRUE(run(*one, 4).ok());
+    CheckResult gpu;
+    ASSERT_TRUE(one->check(stream_, &gpu).ok());
+    EXPECT_TRUE(gpu.passed) << "seed " << seed << " rel " << gpu.rel_l2_error;
   }
 }
 

@@ -302,7 +302,9 @@ TEST(Gpt2DecodeTasks, HeadsOfAQkvSlice) {
 }
 
 TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
-  const DecodeTaskList list = build_decode_tasks({132, 1, 512, 80 * 1024});
+  TaskListShape per_block{132, 1, 512, 80 * 1024};
+  per_block.qkv_rows = 0;  // about one slice a block
+  const DecodeTaskList list = build_decode_tasks(per_block);
   // 3C / 132 -> 18 rows a qkv task: 128 tasks; 4C / 132 -> 24 rows an MLP task (its Wfc rows
   // and Wout columns, 72 KB, fit one 80 KB buffer): 128 tasks.
   int qkv = 0, mlp = 0;
@@ -313,6 +315,19 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   }
   EXPECT_EQ(qkv, 128);
   EXPECT_EQ(mlp, 128);
+  // The lesson's 24-row qkv slices (kLessonQkvRows): 96 tasks, 36 blocks free of qkv; on 17
+  // blocks, where a block's share (136 rows) outgrows the buffer, the buffer's most (50 rows).
+  qkv = 0;
+  for (const DecodeTask& t : build_decode_tasks({132, 1, 512, 80 * 1024}).tasks) {
+    if (t.kind != uint8_t(TaskKind::qkv)) continue;
+    qkv += t.layer == 0;
+    EXPECT_EQ(t.count, 24);
+  }
+  EXPECT_EQ(qkv, 96);
+  TaskListShape few{17, 1, 512, 80 * 1024};
+  few.qkv_rows = 60;
+  for (const DecodeTask& t : build_decode_tasks(few).tasks)
+    if (t.kind == uint8_t(TaskKind::qkv)) EXPECT_LE(t.count, 50);
   // On a few blocks the MLP slices outgrow the buffer: their Wout columns stay in global memory.
   for (const DecodeTask& t : build_decode_tasks({17, 1, 512, 80 * 1024}).tasks)
     if (t.kind == uint8_t(TaskKind::mlp)) EXPECT_FALSE(mlp_wout_fits(t.count, 80 * 1024));
@@ -346,26 +361,52 @@ TEST(Gpt2DecodeTasks, WeightBuffersFollowTheGpusSharedMemory) {
   EXPECT_EQ(weight_buffer_bytes_for(65536), 0);           // too little for 8 rows of Wfc
   const TaskListShape shape = task_shape_for(132, 232448, 1, 512);
   EXPECT_EQ(shape.weight_buffer_bytes, 80 * 1024);
-  EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 4945u);  // `lessons --tasks gpt2_decode`
+  EXPECT_EQ(build_decode_tasks(shape).tasks.size(), 4561u);  // `lessons --tasks gpt2_decode`
+  TaskListShape one_a_block = shape;  // qkv in about one slice a block: 18 rows, 128 tasks
+  one_a_block.qkv_rows = 0;
+  EXPECT_EQ(build_decode_tasks(one_a_block).tasks.size(), 4945u);
 }
 
 // The hover's namer rebuilds the list an H100 ran (132 SMs, 227 KB): task 0 and one past the end.
 TEST(Gpt2DecodeTasks, NamesARecordedTaskByItsIndex) {
   const auto name = task_namer(132, 9, 0, 1, 512);
-  EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-17 (of 2304), residual cols 0-5");
-  EXPECT_EQ(name(4945), "");
+  EXPECT_EQ(name(0), "layer 0 ln1+qkv rows 0-23 (of 2304), residual cols 0-7");
+  EXPECT_EQ(name(4561), "");
   // A recording whose records name another number of tasks ran another list: no names at all.
-  EXPECT_TRUE(task_namer(132, 9, 0, 1, 512, 4945));
+  EXPECT_TRUE(task_namer(132, 9, 0, 1, 512, 4561));
+  EXPECT_FALSE(task_namer(132, 9, 0, 1, 512, 4945)) << "the list before 24-row qkv slices";
   EXPECT_FALSE(task_namer(132, 9, 0, 1, 512, 5905)) << "the list before proj by head";
   EXPECT_EQ(smem_optin_for(8, 0), 166912);
   EXPECT_EQ(weight_buffer_bytes_for(smem_optin_for(7, 5)), 0);  // 64 KB: no megakernel there
+}
+
+// The one-token instance runs the lesson's form at one token only: any option the kernel
+// reads at another value, or more tokens, takes the other instance; the list's options do not.
+TEST(Gpt2DecodeTasks, TheOneTokenKernelRunsTheLessonsFormAtOneToken) {
+  MegakernelOptions o;
+  EXPECT_TRUE(runs_one_token_kernel(o, 1));
+  EXPECT_FALSE(runs_one_token_kernel(o, 2));
+  o.qkv_rows = 36, o.min_split_keys = 32, o.split_rounds = 2, o.quick_tail = false;
+  EXPECT_TRUE(runs_one_token_kernel(o, 1));
+  o.one_token_kernel = false;
+  EXPECT_FALSE(runs_one_token_kernel(o, 1));
+  auto other = [](auto change) {
+    MegakernelOptions m;
+    change(m);
+    return runs_one_token_kernel(m, 1);
+  };
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.relaxed_poll = true; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.head_proj = false; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.residual_copies = 2; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.branch_free_keys = !m.branch_free_keys; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.task_window = true; }));
 }
 
 TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {
   const TaskListShape shape{132, 1, 512, 80 * 1024};
   const DecodeTaskList list = build_decode_tasks(shape);
   EXPECT_EQ(describe_task(list.tasks[0], shape, list.splits),
-            "layer 0 ln1+qkv rows 0-17 (of 2304), residual cols 0-5");
+            "layer 0 ln1+qkv rows 0-23 (of 2304), residual cols 0-7");
   DecodeTask att;
   att.kind = uint8_t(TaskKind::attention);
   att.layer = 3;

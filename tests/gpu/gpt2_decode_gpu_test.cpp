@@ -139,7 +139,11 @@ std::vector<Variant> timed_sets() {
              o.one_token_kernel = true;
              o.qkv_rows = 24;
            })},
-          {"the lesson's, the other kernel", other_kernel}};
+          {"the lesson's, the other kernel", other_kernel},
+          {"+ one-token kernel, quick tail, 30-row qkv", with([](O& o) {
+             o.one_token_kernel = o.quick_tail = true;
+             o.qkv_rows = 30;
+           })}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {

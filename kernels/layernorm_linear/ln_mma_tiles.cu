@@ -53,6 +53,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/gemm_core/mma_tile.cuh"
+#include "kernels/gemm_core/resident_ring.cuh"
 #include "kernels/gemm_core/ring.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -158,9 +159,11 @@ __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
 }
 
 // kSplit: the tiles come in parts of K (o.splits > 1); the whole-tile kernel carries none of it.
-template <class Tile, int kMinBlocks, bool kSplit>
+// kResident: a tile's W columns all in shared memory, asked for before its wait (whole tiles).
+template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
+  static_assert(!(kSplit && kResident), "resident W with whole tiles only");
   const int splits = kSplit ? o.splits : 1;
   constexpr int kRows = kItemRows<Tile>;
   static_assert(kCountRows % Tile::kBM == 0 && Tile::kBM % kRows == 0, "items and counters");
@@ -196,6 +199,8 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
+    T* w_res = ring + Tile::kStages * Tile::kBM * Tile::kBK;  // kResident: past the A ring
+    if constexpr (kResident) gemm_core::load_b_resident<Tile>(w_res, a.w, a.n, a.n, a.k, n0);
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
       const int64_t p1 = k0 + (k1 - k0) * (rb % o.share + 1) / o.share;
@@ -210,8 +215,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
     typename Tile::Acc acc;
     Tile::zero(acc);
-    gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
-                                   k1 - k0, m0, n0, none, none);
+    if constexpr (kResident) {
+      gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn, a.k, a.m, a.k, m0);
+    } else {
+      gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
+                                     k1 - k0, m0, n0, none, none);
+    }
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     const int64_t tile = int64_t(rb) * o.tiles_n + cb;
     if (!kSplit ||
@@ -233,10 +242,11 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
 
 // splits: 1 or 0 (the kept rule) whole tiles, 2-4 forced (FL_LN_SPLITS) where the scratch has room
 // for the sums (up to 1024 tokens).
-template <class Tile, int kMinBlocks, bool kSplit>
+template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
-  const size_t smem = Tile::kSmemBytes;
-  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit>;
+  const size_t smem =
+      kResident ? gemm_core::resident_smem_bytes<Tile>(a.k) : size_t(Tile::kSmemBytes);
+  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit, kResident>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -268,13 +278,24 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
+// resident: 2 W resident where it fits this GPU's shared memory, 1 streamed; 0 the kept rule:
+// resident while every ticket has its own SM (one block an SM), where it fits.
 template <class Tile, int kMinBlocks>
-Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
+Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
+                    cudaStream_t stream) {
   // 0 (the kept rule) and 1: whole tiles; parts of K only when forced, where the scratch holds
   // their sums.
   if (splits >= 2 && splits <= 4 && Scratch(a.m, a.n).floats > 0)
-    return launch_tiles_as<Tile, kMinBlocks, true>(a, per_sm_cap, splits, stream);
-  return launch_tiles_as<Tile, kMinBlocks, false>(a, per_sm_cap, 1, stream);
+    return launch_tiles_as<Tile, kMinBlocks, true, false>(a, per_sm_cap, splits, stream);
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int64_t tickets = (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
+                          (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN);
+  const bool fits = gemm_core::resident_smem_bytes<Tile>(a.k) + 64 <= size_t(optin);
+  if (fits && (resident == 2 || (resident == 0 && tickets <= sms)))
+    return launch_tiles_as<Tile, kMinBlocks, false, true>(a, per_sm_cap, 1, stream);
+  return launch_tiles_as<Tile, kMinBlocks, false, false>(a, per_sm_cap, 1, stream);
 }
 
 }  // namespace
@@ -298,8 +319,9 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
-  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-8) and
-  // FL_LN_SPLITS (1-4) force a form where the shape leaves the choice.
+  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-9),
+  // FL_LN_SPLITS (1-4) and FL_LN_RESIDENT (1 W streamed, 2 resident) force a form where the
+  // shape leaves the choice.
   const auto forced = [](int given, const char* name) {
     const char* env = std::getenv(name);
     return given == 0 && env != nullptr ? std::atoi(env) : given;
@@ -312,9 +334,11 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
     tile = tiles + items <= sms ? 3 : 2;
   }
   const int splits = forced(shape.splits, "FL_LN_SPLITS");
+  const int resident = forced(shape.resident, "FL_LN_RESIDENT");
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);
-    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, stream);
+    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, resident,
+                                                               sms, stream);
   });
 }
 

@@ -233,15 +233,22 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 264, Precision::bf16);
 }
 
-// ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (64 x 64 at 133
-// tokens, 64 x 128 at 521), counters in L2.
+// ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (8 warps a 64 x 128
+// tile at these shapes), counters in L2, by the kept rule and with W streamed and resident
+// (FL_LN_RESIDENT 1, 2), the latter also with K-tiles of 64 (FL_LN_TILES=9).
 TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
-    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                       Precision::bf16);
+  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES"}};
+  for (const char* form : {"0 0", "1 0", "2 0", "2 9"}) {
+    ASSERT_EQ(setenv("FL_LN_RESIDENT", std::string(form, 1).c_str(), 1), 0);
+    ASSERT_EQ(setenv("FL_LN_TILES", form + 2, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_RESIDENT FL_LN_TILES=") + form);
+    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                         Precision::bf16);
+    }
   }
 }
 
@@ -264,7 +271,7 @@ TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
 }
 
 // Every tile form of ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2,
-// FL_LN_TILES 1-8), at random shapes with odd token counts and C an odd multiple of 8, at a C of
+// FL_LN_TILES 1-9), at random shapes with odd token counts and C an odd multiple of 8, at a C of
 // one K-tile and at the widest C the table gives it.
 TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
@@ -274,7 +281,7 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   std::mt19937 rng(20261128);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 0; tile <= 8; ++tile) {
+  for (int tile = 0; tile <= 9; ++tile) {
     ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
     SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
     for (int i = 0; i < 5; ++i) {
@@ -290,19 +297,21 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
 }
 
 // Every tile form of ln_mma_tiles with row items (FL_LN_NORM=1; FL_LN_TILES 1-6: 64 x 64; 64 x
-// 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), each whole
-// and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with odd token counts and C an odd
-// multiple of 8 (tiles and row items cut at both edges), at a C of fewer K-tiles than parts and
-// at the widest C it takes; the deeper rings (7, 8) whole and in 2 parts.
+// 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), W streamed
+// (FL_LN_RESIDENT=1), each whole and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with
+// odd token counts and C an odd multiple of 8 (tiles and row items cut at both edges), at a C
+// of fewer K-tiles than parts and at the widest C it takes; the deeper rings (7, 8) and K-tiles
+// of 64 on 8 warps (9) whole and in 2 parts.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES", "FL_LN_SPLITS"}};
+  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES", "FL_LN_SPLITS", "FL_LN_RESIDENT"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "1", 1), 0);
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "1", 1), 0);
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 1; tile <= 8; ++tile) {
+  for (int tile = 1; tile <= 9; ++tile) {
     for (int splits = 1; splits <= (tile <= 6 ? 4 : 2); ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
@@ -316,6 +325,33 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
       expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 133, 24,
                          Precision::bf16);
       expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
+                         Precision::bf16);
+    }
+  }
+}
+
+// Every tile form of ln_mma_tiles with its W columns resident in shared memory (FL_LN_RESIDENT=2,
+// FL_LN_TILES 1-9; whole tiles), at random shapes with odd token counts and C an odd multiple of
+// 8, at a C of one K-tile, at 1031 x 768 (more tiles than SMs: a block takes several, each
+// bringing its own W) and at C = 1024, where W does not fit and the streamed form runs.
+TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT"}};
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "2", 1), 0);
+  std::mt19937 rng(20261129);
+  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
+  for (int tile = 1; tile <= 9; ++tile) {
+    ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+    SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
+    for (int i = 0; i < 5; ++i) {
+      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                         Precision::bf16);
+    }
+    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 24}, {1031, 768}, {301, 1024}}) {
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
                          Precision::bf16);
     }
   }

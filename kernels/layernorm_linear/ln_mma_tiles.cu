@@ -71,7 +71,7 @@ constexpr int64_t kSplitRows = 1024;  // up to here the counters hold the split 
 
 // The counters (unsigned words): [0] the ticket, [1] blocks out, a counter per 64 rows, an
 // arrival counter per tile (as many as 32 x 64 tiles would be: every form's fit), then, up to
-// kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 128-column tiles
+// kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 256-column tiles
 // cover every form's).
 struct Scratch {
   int64_t arrive, parts, floats;
@@ -79,7 +79,7 @@ struct Scratch {
     const int64_t rows = (m + kCountRows - 1) / kCountRows;
     arrive = 2 + rows;
     parts = (arrive + (m + 31) / 32 * ((n + 63) / 64) + 3) / 4 * 4;
-    floats = m <= kSplitRows ? rows * kCountRows * ((n + 127) / 128 * 128) : 0;
+    floats = m <= kSplitRows ? rows * kCountRows * ((n + 255) / 256 * 256) : 0;
   }
   size_t bytes() const { return size_t(parts + floats) * 4; }
 };
@@ -163,7 +163,6 @@ __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
 template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
-  static_assert(!(kSplit && kResident), "resident W with whole tiles only");
   const int splits = kSplit ? o.splits : 1;
   constexpr int kRows = kItemRows<Tile>;
   static_assert(kCountRows % Tile::kBM == 0 && Tile::kBM % kRows == 0, "items and counters");
@@ -200,7 +199,9 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
     T* w_res = ring + Tile::kStages * Tile::kBM * Tile::kBK;  // kResident: past the A ring
-    if constexpr (kResident) gemm_core::load_b_resident<Tile>(w_res, a.w, a.n, a.n, a.k, n0);
+    if constexpr (kResident) {  // W's rows k0 .. k1 - 1 of the tile's columns
+      gemm_core::load_b_resident<Tile>(w_res, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
+    }
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
       const int64_t p1 = k0 + (k1 - k0) * (rb % o.share + 1) / o.share;
@@ -216,7 +217,7 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     typename Tile::Acc acc;
     Tile::zero(acc);
     if constexpr (kResident) {
-      gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn, a.k, a.m, a.k, m0);
+      gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn + k0, a.k, a.m, k1 - k0, m0);
     } else {
       gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
                                      k1 - k0, m0, n0, none, none);
@@ -240,12 +241,19 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   }
 }
 
-// splits: 1 or 0 (the kept rule) whole tiles, 2-4 forced (FL_LN_SPLITS) where the scratch has room
+// Shared memory of the resident form: the A ring and the largest part's W rows, at least the
+// ring's own size (the staged outputs and the K groups' sums go through it).
+template <class Tile>
+size_t resident_bytes(int64_t k, int splits) {
+  const int64_t kts = (k + Tile::kBK - 1) / Tile::kBK, part = (kts + splits - 1) / splits;
+  return std::max(gemm_core::resident_smem_bytes<Tile>(part * Tile::kBK), size_t(Tile::kSmemBytes));
+}
+
+// splits: 1 or 0 (the kept rule) whole tiles, 2-8 forced (FL_LN_SPLITS) where the scratch has room
 // for the sums (up to 1024 tokens).
 template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
-  const size_t smem =
-      kResident ? gemm_core::resident_smem_bytes<Tile>(a.k) : size_t(Tile::kSmemBytes);
+  const size_t smem = kResident ? resident_bytes<Tile>(a.k, splits) : size_t(Tile::kSmemBytes);
   auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit, kResident>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
@@ -283,19 +291,22 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
 template <class Tile, int kMinBlocks>
 Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
                     cudaStream_t stream) {
-  // 0 (the kept rule) and 1: whole tiles; parts of K only when forced, where the scratch holds
-  // their sums.
-  if (splits >= 2 && splits <= 4 && Scratch(a.m, a.n).floats > 0)
-    return launch_tiles_as<Tile, kMinBlocks, true, false>(a, per_sm_cap, splits, stream);
+  // 0 (the kept rule) and 1: whole tiles; parts of K only where the scratch holds their sums.
+  if (splits < 2 || splits > 8 || Scratch(a.m, a.n).floats == 0) splits = 1;
   int device = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  const int64_t tickets = (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
-                          (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN);
-  const bool fits = gemm_core::resident_smem_bytes<Tile>(a.k) + 64 <= size_t(optin);
-  if (fits && (resident == 2 || (resident == 0 && tickets <= sms)))
-    return launch_tiles_as<Tile, kMinBlocks, false, true>(a, per_sm_cap, 1, stream);
-  return launch_tiles_as<Tile, kMinBlocks, false, false>(a, per_sm_cap, 1, stream);
+  const int64_t tickets =
+      (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
+      (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
+  const bool fits = resident_bytes<Tile>(a.k, splits) + 64 <= size_t(optin);
+  const bool on = fits && (resident == 2 || (resident == 0 && tickets <= sms));
+  if (splits > 1) {
+    return on ? launch_tiles_as<Tile, kMinBlocks, true, true>(a, per_sm_cap, splits, stream)
+              : launch_tiles_as<Tile, kMinBlocks, true, false>(a, per_sm_cap, splits, stream);
+  }
+  return on ? launch_tiles_as<Tile, kMinBlocks, false, true>(a, per_sm_cap, 1, stream)
+            : launch_tiles_as<Tile, kMinBlocks, false, false>(a, per_sm_cap, 1, stream);
 }
 
 }  // namespace
@@ -319,8 +330,8 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
-  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-9),
-  // FL_LN_SPLITS (1-4) and FL_LN_RESIDENT (1 W streamed, 2 resident) force a form where the
+  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-10),
+  // FL_LN_SPLITS (1-8) and FL_LN_RESIDENT (1 W streamed, 2 resident) force a form where the
   // shape leaves the choice.
   const auto forced = [](int given, const char* name) {
     const char* env = std::getenv(name);
@@ -329,12 +340,25 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   const int normalize = forced(shape.normalize, "FL_LN_NORM");
   int tile = forced(shape.tile, "FL_LN_TILES");
   if (normalize == 2) return launch_ln_mma_tiles_local(a, tile, stream);
-  if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
-    const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
-    tile = tiles + items <= sms ? 3 : 2;
-  }
-  const int splits = forced(shape.splits, "FL_LN_SPLITS");
+  int splits = forced(shape.splits, "FL_LN_SPLITS");
   const int resident = forced(shape.resident, "FL_LN_RESIDENT");
+  const int64_t items = (a.m + 15) / 16, row_blocks = (a.m + 63) / 64;
+  if (tile == 0 && splits == 0 && resident != 1) {
+    // 64 x 256 tiles (form 10) in the most parts of K, up to 4, that leave every part and row
+    // item its own SM, each part's W resident (where it fits this GPU's shared memory)
+    int optin = 0;
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    for (int s = 4; s >= 2 && tile == 0; --s) {
+      if (items + row_blocks * ((a.n + 255) / 256) * s <= sms && a.m <= kSplitRows &&
+          (a.k + LnWideTile::kBK - 1) / LnWideTile::kBK >= s &&
+          resident_bytes<LnWideTile>(a.k, s) + 64 <= size_t(optin)) {
+        tile = 10, splits = s;
+      }
+    }
+  }
+  if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
+    tile = row_blocks * ((a.n + 127) / 128) + items <= sms ? 3 : 2;
+  }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);
     return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, resident,

@@ -233,18 +233,36 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 264, Precision::bf16);
 }
 
-// ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (8 warps a 64 x 128
-// tile at these shapes), counters in L2, by the kept rule and with W streamed and resident
-// (FL_LN_RESIDENT 1, 2), the latter also with K-tiles of 64 (FL_LN_TILES=9).
+// ln_mma_tiles alone, for memcheck and racecheck, as the table runs it at these shapes: row
+// items, then 64 x 256 tiles in parts of K, each part's W resident in shared memory, sums
+// meeting in L2 (133 x 72: 3 row blocks of one column tile in 3 parts; 521 x 264: 9 row blocks
+// of 4 in 2).
 TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES"}};
-  for (const char* form : {"0 0", "1 0", "2 0", "2 9"}) {
-    ASSERT_EQ(setenv("FL_LN_RESIDENT", std::string(form, 1).c_str(), 1), 0);
-    ASSERT_EQ(setenv("FL_LN_TILES", form + 2, 1), 0);
-    SCOPED_TRACE(std::string("FL_LN_RESIDENT FL_LN_TILES=") + form);
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                       Precision::bf16);
+  }
+}
+
+// The same for its other forms: W streamed (FL_LN_RESIDENT=1: 8 warps a 64 x 128 tile here),
+// resident on 64 x 128 tiles with K-tiles of 32 and 64 (FL_LN_TILES 3, 9), whole and in 2 parts.
+TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES", "FL_LN_SPLITS"}};
+  struct Form {
+    const char *resident, *tiles, *splits;
+  };
+  for (const Form& f : {Form{"1", "0", "1"}, Form{"2", "3", "1"}, Form{"2", "9", "2"}}) {
+    ASSERT_EQ(setenv("FL_LN_RESIDENT", f.resident, 1), 0);
+    ASSERT_EQ(setenv("FL_LN_TILES", f.tiles, 1), 0);
+    ASSERT_EQ(setenv("FL_LN_SPLITS", f.splits, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_RESIDENT=") + f.resident + " FL_LN_TILES=" + f.tiles +
+                 " FL_LN_SPLITS=" + f.splits);
     for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
       expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
                          Precision::bf16);
@@ -271,7 +289,7 @@ TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
 }
 
 // Every tile form of ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2,
-// FL_LN_TILES 1-9), at random shapes with odd token counts and C an odd multiple of 8, at a C of
+// FL_LN_TILES 1-10), at random shapes with odd token counts and C an odd multiple of 8, at a C of
 // one K-tile and at the widest C the table gives it.
 TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
@@ -281,7 +299,7 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   std::mt19937 rng(20261128);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 0; tile <= 9; ++tile) {
+  for (int tile = 0; tile <= 10; ++tile) {
     ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
     SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
     for (int i = 0; i < 5; ++i) {
@@ -300,8 +318,8 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
 // 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), W streamed
 // (FL_LN_RESIDENT=1), each whole and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with
 // odd token counts and C an odd multiple of 8 (tiles and row items cut at both edges), at a C
-// of fewer K-tiles than parts and at the widest C it takes; the deeper rings (7, 8) and K-tiles
-// of 64 on 8 warps (9) whole and in 2 parts.
+// of fewer K-tiles than parts and at the widest C it takes; the deeper rings (7, 8), K-tiles of
+// 64 on 8 warps (9) and 64 x 256 tiles (10) whole and in 2 parts.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
@@ -311,7 +329,7 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "1", 1), 0);
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 1; tile <= 9; ++tile) {
+  for (int tile = 1; tile <= 10; ++tile) {
     for (int splits = 1; splits <= (tile <= 6 ? 4 : 2); ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
@@ -330,29 +348,36 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   }
 }
 
-// Every tile form of ln_mma_tiles with its W columns resident in shared memory (FL_LN_RESIDENT=2,
-// FL_LN_TILES 1-9; whole tiles), at random shapes with odd token counts and C an odd multiple of
-// 8, at a C of one K-tile, at 1031 x 768 (more tiles than SMs: a block takes several, each
-// bringing its own W) and at C = 1024, where W does not fit and the streamed form runs.
+// Every tile form of ln_mma_tiles with its W rows resident in shared memory (FL_LN_RESIDENT=2,
+// FL_LN_TILES 1-10), whole and in 3 parts of K (64 x 256 tiles also in 8), at random shapes with
+// odd token counts and C an odd multiple of 8, at a C of one K-tile (fewer K-tiles than parts),
+// at 1031 x 768 (more tickets than SMs: a block takes several, each bringing its own W; beyond
+// the parts' scratch: whole tiles) and at C = 1024, where a whole tile's W does not fit and the
+// streamed form runs.
 TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT"}};
+  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS"}};
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "2", 1), 0);
   std::mt19937 rng(20261129);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 1; tile <= 9; ++tile) {
-    ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
-    SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
-    for (int i = 0; i < 5; ++i) {
-      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                         Precision::bf16);
-    }
-    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 24}, {1031, 768}, {301, 1024}}) {
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                         Precision::bf16);
+  for (int tile = 1; tile <= 10; ++tile) {
+    for (int splits : {1, 3, 8}) {
+      if (splits == 8 && tile != 10) continue;
+      ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+      ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
+      SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
+                   " FL_LN_SPLITS=" + std::to_string(splits));
+      for (int i = 0; i < 4; ++i) {
+        const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                           Precision::bf16);
+      }
+      for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 24}, {1031, 768}, {301, 1024}}) {
+        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                           Precision::bf16);
+      }
     }
   }
 }

@@ -7,8 +7,10 @@
 // K-tile, at the rate one SM pulls from L2. Here the caller asks for all of B first, while the
 // block has nothing else to do (ln_mma_tiles.cu: while the row items normalize x); after that
 // the ring carries A alone (4 KiB a K-tile of 32 at BM = 64 instead of 12). The price is shared
-// memory: K x BN bf16 beside the A ring (192 KiB at K = 768, BN = 128: one block an SM, and only
-// where an SM has that much: sm_80 and sm_90, not sm_86 or sm_89 at this K).
+// memory: K x BN bf16 beside the A ring (192 KiB at K = 768, BN = 128: one block an SM, and of
+// the portable targets only sm_90's 227 KiB a block holds it; an A100's 163 KiB holds BN = 128
+// up to K = 512, sm_86's and sm_89's 99 KiB up to K = 256). Budget per K-tile of 32 (BM x BN =
+// 64 x 128, 8 warps of 32 x 32): 4 KiB copied in, 32 KiB of ldmatrix, 128 mma (0.5 MFLOP).
 // B lies as one swizzled K x BN matrix (b_at's rows counted from its first row: K-tiles are
 // whole multiples of 8 rows, so each K-tile's piece is laid out as ring.cuh's B tiles).
 #pragma once

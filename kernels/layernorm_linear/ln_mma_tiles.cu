@@ -21,29 +21,35 @@
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
 // grid instead of once per block, and the tiles are as small as it takes to fill the SMs.
-// Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): 64 x 128 as 4 warps of 32 x 64 (2
-// blocks an SM), or as 8 warps of 32 x 32 while the tiles and row items are at most one block
-// an SM (72 tiles and 16 items at 256 tokens, C = 768): the tile then has two warps a
-// scheduler instead of one, each issuing half the mma of a K-tile (the register budget of the
-// row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
-// 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
-// through shared memory); 32 x 128 tiles alone and in two K groups; rings of 8 and 6 stages
-// (ln_tiles_forms.cuh numbers every form); each tile normalizing its own rows instead of the
-// row items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of
-// x, and the normalization repeated by every column tile). The lessons' 128 x 128
-// spills here (its 128 accumulators beside the row item's registers). Also to measure, off in
-// the table: each tile cut in 2-4 parts of its K-tiles (more, smaller tickets at a few hundred
-// tokens), whose fp32 sums meet in an L2 scratch by red.add and whose last part to arrive
-// stores y (add_part; the whole-tile kernels are built without it). Stamps (--phases): a
-// record a ticket, ln_tiles_phases().
+// Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): while the tiles and row items are at
+// most one block an SM (72 tiles and 16 items at 256 tokens, C = 768), 64 x 128 as 8 warps of 32
+// x 32 (two warps a scheduler, each issuing half the mma of a K-tile; the register budget of the
+// row item and the mainloop holds it at one block an SM) with W resident: a tile asks for all
+// of its W columns (C x 128, 192 KiB at C = 768) into shared memory before it waits for its
+// row block, so W arrives while the row items normalize x, and after the wait its ring carries
+// xn alone, in K-tiles of 64 (kernels/gemm_core/resident_ring.cuh; where W does not fit this
+// GPU's shared memory, as on sm_86, sm_89 and A100 at C = 768, W is streamed with xn in K-tiles
+// of 32 instead). From three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in
+// between, 64 x 128 as 4 warps of 32 x 64 (2 blocks an SM). To measure against them
+// (ln_tiles_forms.cuh numbers every form): 64 x 64; two K groups of 4 warps; 32 x 128 tiles;
+// 6- and 8-stage rings; 64 x 256 tiles; every form with W resident or streamed
+// (FL_LN_RESIDENT); each tile normalizing its own rows instead of the row items (FL_LN_NORM=2,
+// ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of x, and the normalization
+// repeated by every column tile). The lessons' 128 x 128 spills here (its 128 accumulators
+// beside the row item's registers). Also to measure, off in the table: each tile cut in 2-8
+// parts of its K-tiles (more, smaller tickets), whose fp32 sums meet in an L2 scratch by red.add
+// and whose last part to arrive stores y (add_part; the whole-tile kernels are built without
+// it); with W resident a part holds only its rows of W. Stamps (--phases): a record a ticket,
+// ln_tiles_phases().
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of
-// xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
-// KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once, but on
-// the path of every tile: x read cold from HBM, the release and the poll (a row item's whole
-// chain) come before a tile's first multiply. After the wait a tile is a chain of 24 K-tiles,
-// each a barrier, ldmatrix and 16 mma a warp at two warps a scheduler: its time is that
-// chain's latency, not bytes or FLOPs.
+// xn and 192 KiB of W: 21 MB in all, ~7 us for one SM's 288 KiB at the ~40 KiB/us an SM gets
+// when all pull at once; with W resident its 192 KiB come during the row items' ~5 us and 96
+// KiB after. The normalization: 0.2 M elements, once, but on the path of every tile: x read
+// cold from HBM, the release and the poll (a row item's whole chain) come before a tile's first
+// multiply. After the wait a tile is a chain of K-tiles, each a barrier, fragment loads (32 KiB
+// of ldmatrix a K-tile of 32 for the block) and 16 mma a warp: shared memory and the tensor
+// pipe, one SM's worth, not HBM or L2, set its time.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -340,24 +346,17 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   const int normalize = forced(shape.normalize, "FL_LN_NORM");
   int tile = forced(shape.tile, "FL_LN_TILES");
   if (normalize == 2) return launch_ln_mma_tiles_local(a, tile, stream);
-  int splits = forced(shape.splits, "FL_LN_SPLITS");
+  const int splits = forced(shape.splits, "FL_LN_SPLITS");
   const int resident = forced(shape.resident, "FL_LN_RESIDENT");
-  const int64_t items = (a.m + 15) / 16, row_blocks = (a.m + 63) / 64;
-  if (tile == 0 && splits == 0 && resident != 1) {
-    // 64 x 256 tiles (form 10) in the most parts of K, up to 4, that leave every part and row
-    // item its own SM, each part's W resident (where it fits this GPU's shared memory)
+  if (tile == 0) {
+    // While the tiles and row items are one block an SM: 8 warps a 64 x 128 tile, with K-tiles
+    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32;
+    // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
     int optin = 0;
     FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    for (int s = 4; s >= 2 && tile == 0; --s) {
-      if (items + row_blocks * ((a.n + 255) / 256) * s <= sms && a.m <= kSplitRows &&
-          (a.k + LnWideTile::kBK - 1) / LnWideTile::kBK >= s &&
-          resident_bytes<LnWideTile>(a.k, s) + 64 <= size_t(optin)) {
-        tile = 10, splits = s;
-      }
-    }
-  }
-  if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
-    tile = row_blocks * ((a.n + 127) / 128) + items <= sms ? 3 : 2;
+    const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
+    const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
+    tile = tickets <= sms ? (resident != 1 && fits ? 9 : 3) : tickets > 2 * sms ? 7 : 2;
   }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);

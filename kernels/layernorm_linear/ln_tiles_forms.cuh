@@ -19,8 +19,8 @@
 
 namespace fl::layernorm_linear {
 
-// Form 10, which the kept rule picks by name (ln_mma_tiles.cu).
-using LnWideTile = gemm_core::MmaTile<64, 256, 2, 4, 4, true>;
+// Form 9, whose shared memory the kept rule asks about (ln_mma_tiles.cu).
+using LnResidentTile = gemm_core::MmaTile<64, 128, 2, 4, 4, true, false, 64>;
 
 template <class Tile_, int kMinBlocks_>
 struct TilesForm {
@@ -50,9 +50,9 @@ Status with_tiles_form(int form, const Run& run) {
     case 8:
       return run(TilesForm<MmaTile<64, 128, 2, 2, 6, true, false, 64, 2>, 1>{});
     case 9:
-      return run(TilesForm<MmaTile<64, 128, 2, 4, 4, true, false, 64>, 1>{});
+      return run(TilesForm<LnResidentTile, 1>{});
     case 10:
-      return run(TilesForm<LnWideTile, 1>{});
+      return run(TilesForm<MmaTile<64, 256, 2, 4, 4, true>, 1>{});
     default:
       return Status::Unsupported("no such tile (1-10)");
   }

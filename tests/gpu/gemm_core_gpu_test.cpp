@@ -233,10 +233,10 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 264, Precision::bf16);
 }
 
-// ln_mma_tiles alone, for memcheck and racecheck, as the table runs it at these shapes: row
-// items, then 64 x 256 tiles in parts of K, each part's W resident in shared memory, sums
-// meeting in L2 (133 x 72: 3 row blocks of one column tile in 3 parts; 521 x 264: 9 row blocks
-// of 4 in 2).
+// ln_mma_tiles alone, for memcheck and racecheck, as the table runs it at these shapes on a GPU
+// with sm_90's shared memory: row items, then 64 x 128 tiles of 8 warps, each tile's W columns
+// resident in shared memory, xn in K-tiles of 64 (133 x 72: 3 row blocks of 2 column tiles;
+// 521 x 264: 9 row blocks of 7).
 TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
@@ -247,8 +247,9 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   }
 }
 
-// The same for its other forms: W streamed (FL_LN_RESIDENT=1: 8 warps a 64 x 128 tile here),
-// resident on 64 x 128 tiles with K-tiles of 32 and 64 (FL_LN_TILES 3, 9), whole and in 2 parts.
+// The same for its other forms: W streamed (FL_LN_RESIDENT=1: 8 warps a 64 x 128 tile in
+// K-tiles of 32 here), resident with K-tiles of 32 (FL_LN_TILES=3), in 2 parts of K with K-tiles
+// of 64 (9), and on 64 x 256 tiles in 3 parts (10).
 TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
@@ -257,7 +258,8 @@ TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
   struct Form {
     const char *resident, *tiles, *splits;
   };
-  for (const Form& f : {Form{"1", "0", "1"}, Form{"2", "3", "1"}, Form{"2", "9", "2"}}) {
+  for (const Form& f :
+       {Form{"1", "0", "1"}, Form{"2", "3", "1"}, Form{"2", "9", "2"}, Form{"2", "10", "3"}}) {
     ASSERT_EQ(setenv("FL_LN_RESIDENT", f.resident, 1), 0);
     ASSERT_EQ(setenv("FL_LN_TILES", f.tiles, 1), 0);
     ASSERT_EQ(setenv("FL_LN_SPLITS", f.splits, 1), 0);

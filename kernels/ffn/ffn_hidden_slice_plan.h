@@ -33,11 +33,17 @@ constexpr int kSliceRowsTo = 8;
 // warps, 4 a scheduler instead of 2). 16 measured slower (docs/PERFORMANCE.md: x and W1 land
 // later, each warp's fixed steps run twice as often), so the plan takes 8 in bf16 too:
 constexpr int kSliceWarpsBf16 = 8;
+// Bytes of a share's value in bf16: 2, the shares rounded to bf16 as level 1's h is (half the
+// bytes written and read through L2 after the down product; fp32, 4, stays a tuning), kept tile
+// by tile (an 8-column tile's m rows, 16 bytes each, one after another). fp32 keeps fp32 shares,
+// row by row.
+constexpr int kSliceShareBytesBf16 = 2;
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
   int units = 8, blocks = 0;         // hidden units a block; blocks
   int warps = 8;                     // warps a block (8, or 16 in bf16)
+  int share_bytes = 4;               // a value of a block's share of y: 4 (fp32) or 2 (bf16)
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;
@@ -101,6 +107,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;
+        out->share_bytes = elem_bytes == 2 ? kSliceShareBytesBf16 : 4;
         return true;
       }
     }
@@ -115,7 +122,8 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
-// and a partial sum per block (blocks x m x C fp32).
+// and a partial sum per block (blocks x m x C, sized for fp32 shares whatever the plan's, so a
+// tuning may change the share's type without a larger buffer).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }

@@ -145,6 +145,8 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
   EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8, p.warps), p.off_h);
   EXPECT_LE(p.off_x + 16 * size_t(32 * p.warps), p.off_h);
+  // The shares: bf16 in bf16, fp32 in fp32.
+  EXPECT_EQ(p.share_bytes, e == 2 ? 2 : 4);
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);

@@ -82,6 +82,7 @@ __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob
                                             const float (&acc)[NT][4], int tiles) {
   S* out0 = reinterpret_cast<S*>(a.partial) + j.out0;
   S* out8 = reinterpret_cast<S*>(a.partial) + j.out8;
+  const int step = sizeof(S) == 4 ? kSliceTileCols : j.tile_step;  // fp32's a constant
   const auto put = [](S* at, float lo, float hi) {
     if constexpr (sizeof(S) == 4) {
       *reinterpret_cast<float2*>(at) = make_float2(lo, hi);
@@ -92,8 +93,8 @@ __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     if (nt >= tiles) break;
-    if (j.row0) put(out0 + nt * j.tile_step, acc[nt][0], acc[nt][1]);
-    if (j.row8) put(out8 + nt * j.tile_step, acc[nt][2], acc[nt][3]);
+    if (j.row0) put(out0 + nt * step, acc[nt][0], acc[nt][1]);
+    if (j.row8) put(out8 + nt * step, acc[nt][2], acc[nt][3]);
   }
 }
 

@@ -26,6 +26,10 @@ constexpr int64_t kSliceMaxTokens = 64;
 // grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
 // 16, where its fp32 form was not compared).
 constexpr int64_t kSliceFasterTo = 16;
+// In bf16 (its shares bf16, half fp32's bytes) the table prefers it to ffn_stream up to this many
+// tokens (docs/PERFORMANCE.md: 14.75 / 19.91 us at 32 / 64 tokens against ffn_stream's 18.30 /
+// 22.53).
+constexpr int64_t kSliceBf16FasterTo = 64;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;

@@ -249,16 +249,19 @@ __device__ __forceinline__ void store_item(const SliceArgs<T>& a, int row, int c
 
 // After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
 // Each (row, kItemCols columns) item's shares are split among `split` lanes of one warp (a power
-// of 2, at most 32, 32 / split lanes apart), up to 16 16-byte loads in flight each, and the lanes'
-// sums meet by shuffles: a fixed order (the same result every run) in log2(split) steps, where a serial pass through
-// shared memory took `split` dependent loads (128 at one token). The loads stop at the lane's
-// count (3 a lane at one token): short code, fetched cold after the barrier. first_b2: b2 at the
-// block's first tile.
+// of 2, at most 32, 32 / split lanes apart), a batch of 16-byte loads in flight each, and the
+// lanes' sums meet by shuffles: a fixed order (the same result every run) in log2(split) steps,
+// where a serial pass through shared memory took `split` dependent loads (128 at one token).
+// The batches stop at the lane's count (3 loads a lane at one token): short code, fetched cold
+// after the barrier. first_b2: b2 at the block's first tile.
 template <typename S, typename T>
 __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& l,
                                           const float (&first_b2)[8]) {
   const FfnSlicePlan& p = a.p;
-  constexpr int N = kItemCols<S>, kPerRow = kSliceTileCols / N, kBatch = 16;
+  // Loads a lane keeps in flight: 16 of fp32 (4 adds each), 8 of bf16 (8 adds and 8 unpacking
+  // instructions each): a batch runs whole, its loads past the lane's count as zeros, so a short
+  // count (3 at one token) issues the rest of the batch too.
+  constexpr int N = kItemCols<S>, kPerRow = kSliceTileCols / N, kBatch = sizeof(S) == 4 ? 16 : 8;
   const int row = l.item / kPerRow, half = l.item % kPerRow;
   const S* shares = reinterpret_cast<const S*>(a.partial);
   const int64_t next = int64_t(gridDim.x) * share_tile_step<S>(p);

@@ -11,10 +11,10 @@
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
 //      precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
-//   3. the shares meet in L2: each block stores its share (bf16 in bf16, rounded as level 1's h
-//      is, tile by tile: an 8-column tile's rows one after another, so that a store instruction
-//      writes 128 contiguous bytes and the sum's lanes read consecutive rows; fp32 in fp32, row
-//      by row), a grid barrier (every block is resident: a cooperative launch; one counter and one
+//   3. the shares meet in L2: each block stores its share (in bf16 from 9 tokens bf16 values,
+//      rounded as level 1's h is, tile by tile: an 8-column tile's rows one after another, so
+//      that a store instruction writes 128 contiguous bytes and the sum's lanes read consecutive
+//      rows; else fp32, row by row), a grid barrier (every block is resident: a cooperative launch; one counter and one
 //      atomic a block, the last block goes on at once), and block b adds the shares of y's
 //      columns [8 b, 8 b + 8) (16-byte loads: a row's 8 columns in bf16, 4 in fp32; a warp's
 //      lanes split the shares and meet by shuffles: a fixed order, the same result every run)
@@ -25,8 +25,8 @@
 // job with its ldmatrix addresses and store offsets, its item of y in the sum, with the
 // divisions and 64-bit products behind them) and pins it in registers, so that the chain from
 // the last byte to the barrier and on to y is only loads, mma, stores and the sum's adds.
-// Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
-// the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
+// Tiles at C = 768 on 132 SMs, 8 warps (in bf16 from 49 tokens 16, each product's parts of K
+// and the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
 // 24 in fp32 (128 blocks);
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
@@ -267,9 +267,14 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   if (tuning.shares != 0 && tuning.shares != 4 && (tuning.shares != 2 || sizeof(T) != 2)) {
     return Status::Error("the hidden-slice FFN's shares are fp32 (4 bytes), or bf16 (2) in bf16");
   }
+  // fp32 shares asked for: 8 warps where the plan would take 16 (whose kernel has bf16 shares).
+  const int warps = tuning.warps == 0 && tuning.shares == 4 ? 8 : tuning.warps;
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
-                            tuning.warps)) {
+                            warps)) {
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
+    if (out->warps == 16 && out->share_bytes != 2) {
+      return Status::Error("the 16-warp hidden slice has bf16 shares");
+    }
     return Status::Ok();
   }
   return Status::Unsupported(

@@ -34,14 +34,27 @@ constexpr int64_t kSliceBf16FasterTo = 64;
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;
 // Warps a block: 8, or 16 in bf16 (the copies, both products' parts and the sum over twice the
-// warps, 4 a scheduler instead of 2). 16 measured slower (docs/PERFORMANCE.md: x and W1 land
-// later, each warp's fixed steps run twice as often), so the plan takes 8 in bf16 too:
-constexpr int kSliceWarpsBf16 = 8;
-// Bytes of a share's value in bf16: 2, the shares rounded to bf16 as level 1's h is (half the
-// bytes written and read through L2 after the down product; fp32, 4, stays a tuning), kept tile
-// by tile (an 8-column tile's m rows, 16 bytes each, one after another). fp32 keeps fp32 shares,
-// row by row.
-constexpr int kSliceShareBytesBf16 = 2;
+// warps, 4 a scheduler instead of 2). 16 measured slower up to 32 tokens (docs/PERFORMANCE.md: x
+// and W1 land later, each warp's fixed steps run twice as often) and ~0.5 us faster at 64 (four
+// row tiles: twice the down jobs a warp with 8), so the plan takes 16 in bf16 from this many
+// tokens (in bf16 shares only):
+constexpr int64_t kSliceWarps16From = 49;
+// The shares of y in bf16: bf16 values (2 bytes, rounded as level 1's h is: half fp32's bytes
+// written and read through L2 after the down product) from this many tokens, kept tile by tile
+// (an 8-column tile's m rows, 16 bytes each, one after another); fp32 below, row by row, as fp32
+// keeps them at every count. At 1-8 tokens the shares are a few KB a block and fp32's measured
+// 0.1-0.5 us faster (a bf16 tile row of one token is half a 32-byte sector a store); at 16 tokens
+// bf16's 1.2 us faster (docs/PERFORMANCE.md).
+constexpr int64_t kSliceBf16SharesFrom = 9;
+
+// The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
+// bf16 shares: their kernel has no other).
+inline int ffn_slice_default_warps(int64_t m, int elem_bytes) {
+  return elem_bytes == 2 && m >= kSliceWarps16From ? 16 : 8;
+}
+inline int ffn_slice_share_bytes(int64_t m, int elem_bytes) {
+  return elem_bytes == 2 && m >= kSliceBf16SharesFrom ? 2 : 4;
+}
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
@@ -99,7 +112,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
                                   int warps = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
-  if (warps == 0) warps = elem_bytes == 2 ? kSliceWarpsBf16 : 8;
+  if (warps == 0) warps = ffn_slice_default_warps(m, elem_bytes);
   if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
   const int64_t units8 = (4 * c + 7) / 8;
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
@@ -111,7 +124,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;
-        out->share_bytes = elem_bytes == 2 ? kSliceShareBytesBf16 : 4;
+        out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
         return true;
       }
     }

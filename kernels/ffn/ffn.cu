@@ -315,12 +315,23 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        ffn_wgmma_phases()},
       {"ffn_hidden_slice",
        "each block owns a slice of the hidden units for both products and asks for W1's columns "
-       "and W2's rows of it at once; the blocks' shares of y meet in L2 after a grid barrier "
-       "(nothing passes between blocks before); the table's choice at 1-16 tokens, ahead of "
-       "ffn_stream up to 12 tokens, where it measured faster, and about level with it at 16; on "
-       "sm_90 too in fp32, where the Hopper kernels do not run",
+       "and W2's rows of it at once; the blocks' shares of y (bf16 in bf16) meet in L2 after a "
+       "grid barrier (nothing passes between blocks before); the table's choice at 1-16 tokens, "
+       "where it measured ahead of ffn_stream, and in bf16 to 64 (the next row); on sm_90 too "
+       "in fp32, where the Hopper kernels do not run",
        "ffn_hidden_slice_kernel",
        {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 0},
+       [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
+       {},
+       ffn_slice_phases()},
+      // The same kernel in bf16 beyond kSliceFasterTo, where its bf16 shares measured ahead of
+      // ffn_stream (fp32's shares are twice the bytes, and its slices stop fitting): a second
+      // row for the same name, so that fp32 keeps ffn_stream there.
+      {"ffn_hidden_slice",
+       "in bf16 at 17-64 tokens too: the same kernel, its bf16 shares of y (tile by tile) half "
+       "fp32's bytes through L2",
+       "ffn_hidden_slice_kernel",
+       {80, 0, false, bf16, kSliceMaxTokens, kSliceFasterTo + 1, kSliceBf16FasterTo, 0},
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},

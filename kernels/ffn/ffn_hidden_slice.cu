@@ -11,19 +11,22 @@
 //      past the tokens zeroed, not copied), h kept in shared memory, rounded to the lesson's
 //      precision as level 1's h is;
 //   2. y_b = h[:, slice] W2[slice, :] on the rows that landed meanwhile: a full m x C share;
-//   3. the shares meet in L2: each block stores its share (fp32), a grid barrier (every block is
-//      resident: a cooperative launch; one counter and one atomic a block, the last block goes
-//      on at once), and block b adds the shares of y's columns [8 b, 8 b + 8) (a warp's lanes
-//      split the shares and meet by shuffles: a fixed order, the same result every run) and
-//      writes them + b2 (b2 of the block's first tile loaded before the copies are asked for).
+//   3. the shares meet in L2: each block stores its share (in bf16 from 9 tokens bf16 values,
+//      rounded as level 1's h is, tile by tile: an 8-column tile's rows one after another, so
+//      that a store instruction writes 128 contiguous bytes and the sum's lanes read consecutive
+//      rows; else fp32, row by row), a grid barrier (every block is resident: a cooperative launch; one counter and one
+//      atomic a block, the last block goes on at once), and block b adds the shares of y's
+//      columns [8 b, 8 b + 8) (16-byte loads: a row's 8 columns in bf16, 4 in fp32; a warp's
+//      lanes split the shares and meet by shuffles: a fixed order, the same result every run)
+//      and writes them + b2 (b2 of the block's first tile loaded before the copies are asked for).
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
 // job with its ldmatrix addresses and store offsets, its item of y in the sum, with the
 // divisions and 64-bit products behind them) and pins it in registers, so that the chain from
 // the last byte to the barrier and on to y is only loads, mma, stores and the sum's adds.
-// Tiles at C = 768 on 132 SMs, 8 warps (a tuning in bf16: 16, each product's parts of K and
-// the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
+// Tiles at C = 768 on 132 SMs, 8 warps (in bf16 from 49 tokens 16, each product's parts of K
+// and the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
 // 24 in fp32 (128 blocks);
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
@@ -35,16 +38,18 @@
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
 // tiles a warp; both products on WarpMma::run_all_at where every tile is present, since with 2
 // warps a scheduler each warp's executed instructions, not the mma, are the time), the share's
-// store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads a
-// column quad, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
-// 96 x m x C x 4 B written and read once (0.3 MB at 1 token, 4.7 MB at 16, 19 MB at 64: the cost
-// that grows with tokens). Predicted at 1 token: bf16 ~5 us of copies + ~3 us of chain + the
-// launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
+// store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads an
+// item, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
+// 96 x m x C values written and read once, the cost that grows with tokens: in bf16 2 B each
+// (0.15 MB at 1 token, 2.4 MB at 16, 9.4 MB at 64; fp32's 4 B, twice that, measured ~4 us of the
+// 16-token time and ~20 us at 64), in fp32 128 x m x C x 4 B. Predicted at 1 token: bf16 ~5 us
+// of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -69,21 +74,31 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
   tc::async_commit();
 }
 
-// The float2 stores of a down job's first `tiles` column tiles (rows past the tokens left out).
-template <int NT, typename T>
+// The stores of a down job's first `tiles` column tiles (rows past the tokens left out): a
+// lane's two columns of a row as a float2, or as a bf16x2 in bf16 shares (S). In bf16 shares'
+// tile-major order a store instruction writes 8 rows of one tile: 128 contiguous bytes.
+template <typename S, int NT, typename T>
 __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob& j,
                                             const float (&acc)[NT][4], int tiles) {
-  float* out0 = a.partial + j.out0;
-  float* out8 = a.partial + j.out8;
+  S* out0 = reinterpret_cast<S*>(a.partial) + j.out0;
+  S* out8 = reinterpret_cast<S*>(a.partial) + j.out8;
+  const int step = sizeof(S) == 4 ? kSliceTileCols : j.tile_step;  // fp32's a constant
+  const auto put = [](S* at, float lo, float hi) {
+    if constexpr (sizeof(S) == 4) {
+      *reinterpret_cast<float2*>(at) = make_float2(lo, hi);
+    } else {
+      *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(lo, hi);
+    }
+  };
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     if (nt >= tiles) break;
-    if (j.row0) *reinterpret_cast<float2*>(out0 + 8 * nt) = make_float2(acc[nt][0], acc[nt][1]);
-    if (j.row8) *reinterpret_cast<float2*>(out8 + 8 * nt) = make_float2(acc[nt][2], acc[nt][3]);
+    if (j.row0) put(out0 + nt * step, acc[nt][0], acc[nt][1]);
+    if (j.row8) put(out8 + nt * step, acc[nt][2], acc[nt][3]);
   }
 }
 
-template <int kW, typename T>
+template <int kW, typename S, typename T>
 __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
                                              const DownJob& j) {
   const FfnSlicePlan& p = a.p;
@@ -94,18 +109,18 @@ __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs,
     if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
       slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
                                         p.kp / 16);
-      return store_share(a, j, acc, NT);
+      return store_share<S>(a, j, acc, NT);
     }
   }
   slice::WarpMma<T, NT>::run(acc, j.tiles, hs + j.mt * 16 * p.ld_h, p.ld_h, w2s + j.chunk * kCols,
                              p.ld_w2, 0, p.kp);
-  store_share(a, j, acc, j.tiles);
+  store_share<S>(a, j, acc, j.tiles);
 }
 
 // y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
 // ... (the first, and whether there are more, worked out ahead); the share goes to the block's
 // slot of the partial sums. Exact rows: a thread a column quad (float4).
-template <int kW, typename T>
+template <int kW, typename S, typename T>
 __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s,
                                              const Ahead& w) {
   const FfnSlicePlan& p = a.p;
@@ -116,11 +131,11 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
     }
   }
   if (w.down.mt >= p.mtc) return;  // fewer jobs than warps
-  run_down_job<kW>(a, hs, w2s, w.down);
+  run_down_job<kW, S>(a, hs, w2s, w.down);
   if (!w.down_more) return;
-  for (DownJob j = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
-       j = down_job<kW>(a, hs, w2s, j.mt, j.chunk + kW)) {
-    run_down_job<kW>(a, hs, w2s, j);
+  for (DownJob j = down_job<kW, S>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
+       j = down_job<kW, S>(a, hs, w2s, j.mt, j.chunk + kW)) {
+    run_down_job<kW, S>(a, hs, w2s, j);
   }
 }
 
@@ -181,7 +196,7 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
                                                   p.units / 8, red, to_h, p.m);
 }
 
-template <typename T, int kW>
+template <typename T, int kW, typename S>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -201,7 +216,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
   if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
   zero_padding<kThr>(p, xs, hs);
-  const Ahead ahead = work_out_ahead<kW>(a, xs, w1s, hs, w2s);
+  const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
   if (p.w2_late) {
     tc::async_wait<0>();
@@ -218,20 +233,25 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
-  down_product<kW>(a, hs, w2s, ahead);
+  down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
   marks.mark(kHandOver);
-  sum_tiles(a, ahead.sum, b2_first);
+  sum_tiles<S>(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps (8 or 16; 0 or nothing: the plan's) replaces the warps of every launch
-// whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares] (warps 8 or 16, share bytes 4 or 2; 0 or nothing: the plan's)
+// replaces them in every launch whose tuning leaves them to the plan: how
+// `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
-  if (t.warps == 0 && env != nullptr && *env != '\0') t.warps = std::atoi(env);
+  if (env == nullptr || *env == '\0') return t;
+  int v[2] = {0, 0};
+  std::sscanf(env, "%d,%d", &v[0], &v[1]);
+  if (t.warps == 0) t.warps = v[0];
+  if (t.shares == 0) t.shares = v[1];
   return t;
 }
 
@@ -244,8 +264,17 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   if (tuning.warps != 0 && tuning.warps != 8 && (tuning.warps != 16 || sizeof(T) != 2)) {
     return Status::Error("the hidden-slice FFN takes 8 warps a block, or 16 in bf16");
   }
+  if (tuning.shares != 0 && tuning.shares != 4 && (tuning.shares != 2 || sizeof(T) != 2)) {
+    return Status::Error("the hidden-slice FFN's shares are fp32 (4 bytes), or bf16 (2) in bf16");
+  }
+  // fp32 shares asked for: 8 warps where the plan would take 16 (whose kernel has bf16 shares).
+  const int warps = tuning.warps == 0 && tuning.shares == 4 ? 8 : tuning.warps;
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
-                            tuning.warps)) {
+                            warps)) {
+    if (tuning.shares != 0) out->share_bytes = tuning.shares;
+    if (out->warps == 16 && out->share_bytes != 2) {
+      return Status::Error("the 16-warp hidden slice has bf16 shares");
+    }
     return Status::Ok();
   }
   return Status::Unsupported(
@@ -275,16 +304,23 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
+  a.y_vec = c % 8 == 0 && aligned(b.y);
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if constexpr (sizeof(T) == 2) {
+    using Bf16 = __nv_bfloat16;
     if (a.p.warps == 16) {
-      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 16>, a, a.p.blocks, 32 * 16,
+      if (a.p.share_bytes != 2) return Status::Error("the 16-warp hidden slice has bf16 shares");
+      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 16, Bf16>, a, a.p.blocks, 32 * 16,
+                                       a.p.smem, stream);
+    }
+    if (a.p.share_bytes == 2) {
+      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, Bf16>, a, a.p.blocks, 32 * 8,
                                        a.p.smem, stream);
     }
   }
-  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8>, a, a.p.blocks, 32 * 8, a.p.smem,
-                                   stream);
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float>, a, a.p.blocks, 32 * 8,
+                                   a.p.smem, stream);
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ struct FfnSliceTuning {
   int rows_to = kSliceRowsTo;  // fp32 up to this many tokens: exact-row products, no 16-row tiles
   bool w2_late = false;        // W2's rows asked for after the up product, as where they do not fit
   int warps = 0;               // 8, or 16 in bf16; 0: the plan's (FL_FFN_SLICE may set it)
+  int shares = 0;  // bytes of a share's value: 4 (fp32) or, in bf16, 2; 0: the plan's (bf16 in
+                   // bf16; FL_FFN_SLICE's second number may set it)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -26,18 +26,41 @@ constexpr int64_t kSliceMaxTokens = 64;
 // grow with the tokens; docs/PERFORMANCE.md has both measured: ahead to 12 tokens, about level at
 // 16, where its fp32 form was not compared).
 constexpr int64_t kSliceFasterTo = 16;
+// In bf16 (its shares bf16, half fp32's bytes) the table prefers it to ffn_stream up to this many
+// tokens (docs/PERFORMANCE.md: 14.75 / 19.91 us at 32 / 64 tokens against ffn_stream's 18.30 /
+// 22.53).
+constexpr int64_t kSliceBf16FasterTo = 64;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;
 // Warps a block: 8, or 16 in bf16 (the copies, both products' parts and the sum over twice the
-// warps, 4 a scheduler instead of 2). 16 measured slower (docs/PERFORMANCE.md: x and W1 land
-// later, each warp's fixed steps run twice as often), so the plan takes 8 in bf16 too:
-constexpr int kSliceWarpsBf16 = 8;
+// warps, 4 a scheduler instead of 2). 16 measured slower up to 32 tokens (docs/PERFORMANCE.md: x
+// and W1 land later, each warp's fixed steps run twice as often) and ~0.5 us faster at 64 (four
+// row tiles: twice the down jobs a warp with 8), so the plan takes 16 in bf16 from this many
+// tokens (in bf16 shares only):
+constexpr int64_t kSliceWarps16From = 49;
+// The shares of y in bf16: bf16 values (2 bytes, rounded as level 1's h is: half fp32's bytes
+// written and read through L2 after the down product) from this many tokens, kept tile by tile
+// (an 8-column tile's m rows, 16 bytes each, one after another); fp32 below, row by row, as fp32
+// keeps them at every count. At 1-8 tokens the shares are a few KB a block and fp32's measured
+// 0.1-0.5 us faster (a bf16 tile row of one token is half a 32-byte sector a store); at 16 tokens
+// bf16's 1.2 us faster (docs/PERFORMANCE.md).
+constexpr int64_t kSliceBf16SharesFrom = 9;
+
+// The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
+// bf16 shares: their kernel has no other).
+inline int ffn_slice_default_warps(int64_t m, int elem_bytes) {
+  return elem_bytes == 2 && m >= kSliceWarps16From ? 16 : 8;
+}
+inline int ffn_slice_share_bytes(int64_t m, int elem_bytes) {
+  return elem_bytes == 2 && m >= kSliceBf16SharesFrom ? 2 : 4;
+}
 
 struct FfnSlicePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
   int units = 8, blocks = 0;         // hidden units a block; blocks
   int warps = 8;                     // warps a block (8, or 16 in bf16)
+  int share_bytes = 4;               // a value of a block's share of y: 4 (fp32) or 2 (bf16)
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;
@@ -89,7 +112,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
                                   int warps = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
-  if (warps == 0) warps = elem_bytes == 2 ? kSliceWarpsBf16 : 8;
+  if (warps == 0) warps = ffn_slice_default_warps(m, elem_bytes);
   if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
   const int64_t units8 = (4 * c + 7) / 8;
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
@@ -101,6 +124,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;
+        out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
         return true;
       }
     }
@@ -115,7 +139,8 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
-// and a partial sum per block (blocks x m x C fp32).
+// and a partial sum per block (blocks x m x C, sized for fp32 shares whatever the plan's, so a
+// tuning may change the share's type without a larger buffer).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }

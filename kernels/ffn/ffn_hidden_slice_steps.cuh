@@ -20,10 +20,11 @@ struct SliceArgs {
   FfnSlicePlan p;
   const T *x, *w1, *b1, *w2, *b2;
   T* y;
-  float* partial;      // blocks x m x cp: each block's share of y
+  float* partial;      // blocks x m x cp: each block's share of y (values of the kernel's S)
   unsigned* counters;  // [0] the grid barrier's counter: zero when allocated
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, b1_vec;
+  bool y_vec;  // C a multiple of 8 and y 16-byte aligned: the sum stores whole items
   bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
@@ -42,19 +43,40 @@ __device__ __forceinline__ void pin(float& v) {
   asm volatile("" : "+f"(v));
 }
 
+// Where value (row, col) of block s's share of y lies in the partial sums, in values of S:
+// fp32 row by row (s, row, col); bf16 tile by tile (s, col / 8, row, col % 8): an 8-column tile's
+// rows are 16 bytes each, one after another, so that 8 rows of a tile (a store instruction of
+// the down product) are 128 contiguous bytes, and so are a block's tile in consecutive rows (the
+// sum's loads). Each share is m x cp values either way.
+template <typename S>
+__device__ __forceinline__ int64_t share_at(const FfnSlicePlan& p, int s, int row, int col) {
+  if constexpr (sizeof(S) == 4) {
+    return (int64_t(s) * p.m + row) * p.cp + col;
+  } else {
+    return ((int64_t(s) * (p.cp / kSliceTileCols) + col / kSliceTileCols) * p.m + row) *
+               kSliceTileCols + col % kSliceTileCols;
+  }
+}
+// From a tile of a share to its next (8 columns on).
+template <typename S>
+__device__ __forceinline__ int share_tile_step(const FfnSlicePlan& p) {
+  return sizeof(S) == 4 ? kSliceTileCols : kSliceTileCols * p.m;
+}
+
 // A warp's job of the down product: row tile mt, y's columns [kCols chunk, kCols (chunk + 1)) of
 // the block's share, and what its lanes need for it: ldmatrix's lane addresses (bf16) and where
-// the lane's rows g and g + 8 go in the partial sums (float2 stores at the lane's column 2t of
-// each 8-column tile; offsets, so that the stores stay global ones).
+// the lane's rows g and g + 8 go in the partial sums (2-value stores at the lane's column 2t of
+// each 8-column tile, tile_step values apart; offsets, so that the stores stay global ones).
 struct DownJob {
   int mt, chunk, tiles;  // tiles: 8-column tiles within C (all kCols / 8 but at C's end)
   unsigned a_addr, b_addr;
   int64_t out0, out8;
+  int tile_step;
   bool row0, row8;  // rows g and g + 8 are tokens
 };
 
 // The job of row tile mt and column chunk `chunk` (past the row's chunks: the next row tiles').
-template <int kW, typename T>
+template <int kW, typename S, typename T>
 __device__ __forceinline__ DownJob down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
                                             int mt, int chunk) {
   const FfnSlicePlan& p = a.p;
@@ -70,32 +92,44 @@ __device__ __forceinline__ DownJob down_job(const SliceArgs<T>& a, const T* hs, 
     j.a_addr = slice::WarpMma<T, NT>::a_lane(hs + mt * 16 * p.ld_h, p.ld_h, 0);
     j.b_addr = slice::WarpMma<T, NT>::b_lane(w2s + n0, p.ld_w2, 0);
   }
-  j.out0 = (int64_t(blockIdx.x) * p.m + row) * p.cp + n0 + 2 * (lane & 3);
-  j.out8 = j.out0 + 8 * p.cp;
+  j.out0 = share_at<S>(p, blockIdx.x, row, n0 + 2 * (lane & 3));
+  j.out8 = share_at<S>(p, blockIdx.x, row + 8, n0 + 2 * (lane & 3));
+  j.tile_step = share_tile_step<S>(p);
   j.row0 = row < p.m, j.row8 = row + 8 < p.m;
   return j;
 }
 
-// The (row, 4 columns) item of y a thread adds up in sum_tiles, among `split` lanes (part of
-// them): at the block's first tile, its first share's offset in the partial sums, the offset
-// from one of its shares to its next (`split` blocks on) and how many it adds.
+// Columns of y a thread's item covers in the sum: one 16-byte load of a share, 4 fp32 or 8 bf16
+// values (S: the shares' type).
+template <typename S>
+constexpr int kItemCols = 16 / int(sizeof(S));
+
+// The (row, kItemCols columns) item of y a thread adds up in sum_tiles, among `split` lanes of
+// one warp: item `item` (warp w holds items 32 w / split ..., lane l item l % (32 / split) of
+// them, so that consecutive lanes read consecutive items of one share), part `part` = l / (32 /
+// split) of the shares; at the block's first tile, its first share's offset in the partial sums
+// (in values of S), the offset from one of its shares to its next (`split` blocks on) and how
+// many it adds.
 struct SumLane {
   int item, part, split, loads;
   int64_t src, step;
 };
-template <int kThr, typename T>
+template <int kThr, typename S, typename T>
 __device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
   const FfnSlicePlan& p = a.p;
-  const int items = 2 * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
+  constexpr int kPerRow = kSliceTileCols / kItemCols<S>;
+  const int items = kPerRow * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
   int split = 1;
   while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
+  const int lane = threadIdx.x & 31, per_warp = 32 / split;
   SumLane l;
-  l.item = int(threadIdx.x) / split, l.part = int(threadIdx.x) % split, l.split = split;
+  l.item = (threadIdx.x >> 5) * per_warp + lane % per_warp, l.part = lane / per_warp;
+  l.split = split;
   l.loads = l.item < items ? (shares - l.part + split - 1) / split : 0;
-  const int row = l.item / 2, col = blockIdx.x * kSliceTileCols + 4 * (l.item % 2);
-  const int64_t stride = int64_t(p.m) * p.cp;
-  l.src = int64_t(row) * p.cp + col + l.part * stride;
-  l.step = split * stride;
+  const int row = l.item / kPerRow;
+  const int col = blockIdx.x * kSliceTileCols + kItemCols<S> * (l.item % kPerRow);
+  l.src = l.item < items ? share_at<S>(p, l.part, row, col) : 0;
+  l.step = int64_t(split) * p.m * p.cp;
   return l;
 }
 
@@ -129,7 +163,7 @@ struct Ahead {
   SumLane sum;
 };
 
-template <int kW, typename T>
+template <int kW, typename S, typename T>
 __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* xs, const T* w1s,
                                                 const T* hs, const T* w2s) {
   constexpr int kThr = 32 * kW;
@@ -146,78 +180,121 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
     w.up_b = slice::WarpMma<T, 4>::b_lane(w1s, p.ld_w1, k0);
     w.up_b_step = 16u * p.ld_w1 * sizeof(T);
   }
-  w.down = down_job<kW>(a, hs, w2s, 0, threadIdx.x >> 5);
-  w.down_more = down_job<kW>(a, hs, w2s, w.down.mt, w.down.chunk + kW).mt < p.mtc;
-  w.sum = sum_lane<kThr>(a);
+  w.down = down_job<kW, S>(a, hs, w2s, 0, threadIdx.x >> 5);
+  w.down_more = down_job<kW, S>(a, hs, w2s, w.down.mt, w.down.chunk + kW).mt < p.mtc;
+  w.sum = sum_lane<kThr, S>(a);
   pin(w.up_a), pin(w.up_b), pin(w.up_b_step), pin(w.up_steps);
   pin(w.up_warp.mt), pin(w.up_warp.part), pin(w.up_warp.parts);
   pin(w.down.mt), pin(w.down.chunk), pin(w.down.tiles), pin(w.down.a_addr), pin(w.down.b_addr);
-  pin(w.down.out0), pin(w.down.out8), pin(w.down_more);
+  pin(w.down.out0), pin(w.down.out8), pin(w.down.tile_step), pin(w.down_more);
   pin(w.sum.item), pin(w.sum.part), pin(w.sum.split), pin(w.sum.loads), pin(w.sum.src);
   pin(w.sum.step);
   return w;
 }
 
-// b2 at y's columns [col, col + 4), zero past C.
-template <typename T>
-__device__ __forceinline__ float4 bias4(const SliceArgs<T>& a, int col) {
-  float b[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) b[i] = col + i < a.p.c ? Elem<T>::to_float(a.b2[col + i]) : 0.0f;
-  return make_float4(b[0], b[1], b[2], b[3]);
+// A 16-byte load of shares from L2 (ld.global.cg: other blocks wrote them in this launch).
+__device__ __forceinline__ uint4 load_cg16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
 }
 
-template <typename T>
-__device__ __forceinline__ void store4(const SliceArgs<T>& a, int row, int col, float4 v,
-                                       float4 b) {
-  const float s[4] = {v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w};
+// s += the N values of S in v (bf16: a word's low half first; its bits << 16 are the float).
+template <typename S, int N>
+__device__ __forceinline__ void add_values(float (&s)[N], uint4 v) {
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    if (col + i < a.p.c) a.y[int64_t(row) * a.p.c + col + i] = Elem<T>::from_float(s[i]);
+    if constexpr (sizeof(S) == 4) {
+      s[i] += __uint_as_float(w[i]);
+    } else {
+      s[2 * i] += __uint_as_float(w[i] << 16);
+      s[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+}
+
+// y[row, col .. col + N) = s + b: one 8- or 16-byte store where C is a multiple of 8 and y is
+// 16-byte aligned (y_vec: the item is then whole), else element by element within C.
+template <int N, typename T>
+__device__ __forceinline__ void store_item(const SliceArgs<T>& a, int row, int col,
+                                           const float (&s)[N], const float (&b)[N]) {
+  T* dst = a.y + int64_t(row) * a.p.c + col;
+  if (a.y_vec) {
+    if constexpr (sizeof(T) == 2) {
+      unsigned w[N / 2];
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(s[2 * i] + b[2 * i], s[2 * i + 1] + b[2 * i + 1]);
+        w[i] = *reinterpret_cast<const unsigned*>(&h);
+      }
+      if constexpr (N == 8) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+      } else {
+        *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+      }
+    } else {
+      static_assert(N == 4, "fp32 items are 4 columns");
+      *reinterpret_cast<float4*>(dst) = make_float4(s[0] + b[0], s[1] + b[1], s[2] + b[2], s[3] + b[3]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (col + i < a.p.c) dst[i] = Elem<T>::from_float(s[i] + b[i]);
   }
 }
 
 // After the barrier: block b adds the blocks' shares of y's 8-column tiles b, b + blocks, ...
-// Each (row, 4 columns) item's shares are split among `split` lanes of one warp (a power of 2,
-// at most 32), up to 16 loads in flight each, and the lanes' sums meet by shuffles: a fixed
-// order (the same result every run) in log2(split) steps, where a serial pass through shared
-// memory took `split` dependent loads (128 at one token). The loads stop at the lane's count
-// (3 a lane at one token): short code, fetched cold after the barrier. first_b2: b2 at the
-// block's first tile.
-template <typename T>
+// Each (row, kItemCols columns) item's shares are split among `split` lanes of one warp (a power
+// of 2, at most 32, 32 / split lanes apart), a batch of 16-byte loads in flight each, and the
+// lanes' sums meet by shuffles: a fixed order (the same result every run) in log2(split) steps,
+// where a serial pass through shared memory took `split` dependent loads (128 at one token).
+// The batches stop at the lane's count (3 loads a lane at one token): short code, fetched cold
+// after the barrier. first_b2: b2 at the block's first tile.
+template <typename S, typename T>
 __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& l,
                                           const float (&first_b2)[8]) {
   const FfnSlicePlan& p = a.p;
-  constexpr int kBatch = 16;
-  const int row = l.item / 2;
+  // Loads a lane keeps in flight: 16 of fp32 (4 adds each), 8 of bf16 (8 adds and 8 unpacking
+  // instructions each): a batch runs whole, its loads past the lane's count as zeros, so a short
+  // count (3 at one token) issues the rest of the batch too.
+  constexpr int N = kItemCols<S>, kPerRow = kSliceTileCols / N, kBatch = sizeof(S) == 4 ? 16 : 8;
+  const int row = l.item / kPerRow, half = l.item % kPerRow;
+  const S* shares = reinterpret_cast<const S*>(a.partial);
+  const int64_t next = int64_t(gridDim.x) * share_tile_step<S>(p);
   int64_t src = l.src;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols;
-       tile += gridDim.x, src += int64_t(gridDim.x) * kSliceTileCols) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    const float* q = a.partial + src;
+  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x, src += next) {
+    float s[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) s[i] = 0.0f;
+    const S* q = shares + src;
     for (int b0 = 0; b0 < l.loads; b0 += kBatch) {
-      float4 v[kBatch];
+      uint4 v[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        v[u] = b0 + u < l.loads ? slice::load_cg4(q + u * l.step) : make_float4(0.f, 0.f, 0.f, 0.f);
+        v[u] = b0 + u < l.loads ? load_cg16(q + u * l.step) : make_uint4(0u, 0u, 0u, 0u);
       }
       q += kBatch * l.step;
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) s.x += v[u].x, s.y += v[u].y, s.z += v[u].z, s.w += v[u].w;
+      for (int u = 0; u < kBatch; ++u) add_values<S>(s, v[u]);
     }
 #pragma unroll 1
-    for (int o = l.split / 2; o > 0; o /= 2) {  // every lane takes part (items past the end add 0)
-      s.x += __shfl_xor_sync(0xffffffffu, s.x, o);
-      s.y += __shfl_xor_sync(0xffffffffu, s.y, o);
-      s.z += __shfl_xor_sync(0xffffffffu, s.z, o);
-      s.w += __shfl_xor_sync(0xffffffffu, s.w, o);
+    for (int o = 16; o >= 32 / l.split; o /= 2) {  // the item's parts are 32 / split lanes apart
+#pragma unroll
+      for (int i = 0; i < N; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], o);
     }
-    if (l.part == 0 && l.item < 2 * p.m) {
-      const int col = tile * kSliceTileCols + 4 * (l.item % 2);
-      const float* f = first_b2;  // the item's half of it, by selects (no local memory)
-      const float4 b =
-          l.item % 2 ? make_float4(f[4], f[5], f[6], f[7]) : make_float4(f[0], f[1], f[2], f[3]);
-      store4(a, row, col, s, tile == int(blockIdx.x) ? b : bias4(a, col));
+    if (l.part == 0 && l.item < kPerRow * p.m) {
+      const int col = tile * kSliceTileCols + N * half;
+      float b[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) {  // the item's part of first_b2 by selects (no local memory)
+        b[i] = tile == int(blockIdx.x) ? (half == 0 ? first_b2[i] : first_b2[(N + i) % 8])
+                                       : (col + i < p.c ? Elem<T>::to_float(a.b2[col + i]) : 0.0f);
+      }
+      store_item(a, row, col, s, b);
     }
   }
 }

@@ -92,6 +92,12 @@ struct MmaTile {
   static __device__ __forceinline__ void load_stage(T* stage, const T* a, int64_t lda, const T* b,
                                                     int64_t ldb, int64_t m, int64_t n, int64_t k,
                                                     int64_t m0, int64_t n0, int kt) {
+    load_a(stage, a, lda, m, k, m0, kt);
+    load_b<kBK>(stage + kBM * kBK, b, ldb, n, k, int64_t(kt) * kBK, n0);
+  }
+  // K-tile kt of A's rows m0 .. m0 + BM - 1 into an A tile at sa (zero past m and k).
+  static __device__ __forceinline__ void load_a(T* sa, const T* a, int64_t lda, int64_t m,
+                                                int64_t k, int64_t m0, int kt) {
     const int64_t k0 = int64_t(kt) * kBK;
     const int r0 = threadIdx.x / kRowChunks, c = threadIdx.x % kRowChunks;
     const bool k_ok = k0 + c * 8 < k;
@@ -100,10 +106,9 @@ struct MmaTile {
     for (int j = 0; j < kAChunks; ++j) {
       const int r = r0 + j * kARowStep;
       const bool ok = k_ok && m0 + r < m;
-      T* dst = kARowStep % 8 == 0 ? stage + a_at(r0, c) + j * kARowStep * kBK : stage + a_at(r, c);
+      T* dst = kARowStep % 8 == 0 ? sa + a_at(r0, c) + j * kARowStep * kBK : sa + a_at(r, c);
       tc::copy16_async(dst, ok ? src + j * kARowStep * lda : a, ok);
     }
-    load_b<kBK>(stage + kBM * kBK, b, ldb, n, k, k0, n0);
   }
   // Rows k0 .. k0 + kRows - 1 of B, columns n0 .. n0 + BN - 1, into a B tile at sb (zero past k
   // and n). ln_mma_rows.cu streams B alone through its ring in tiles of kRows rows.
@@ -279,12 +284,19 @@ struct MmaTile {
   static __device__ __forceinline__ void load_frags(FragSet& f, const T* stage, const Frags& fr,
                                                     int ks) {
     const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(stage));
+    load_frags_at(f, base, base, fr, ks);
+  }
+  // The same with A and B apart: a_base the A tile's shared address, b_base the B tile's less
+  // kBM x kBK elements (Frags' B offsets count from a stage's start); resident_ring.cuh's B
+  // stays in shared memory for the whole of K.
+  static __device__ __forceinline__ void load_frags_at(FragSet& f, unsigned a_base, unsigned b_base,
+                                                       const Frags& fr, int ks) {
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) ldsm(f.a[mt], base + fr.a_off[ks] + mt * 32 * kBK, false);
+    for (int mt = 0; mt < kMT; ++mt) ldsm(f.a[mt], a_base + fr.a_off[ks] + mt * 32 * kBK, false);
 #pragma unroll
     for (int q = 0; q < kNT / 2; ++q) {
       unsigned r[4];
-      ldsm(r, base + fr.b_off[q] + ks * 32 * kBN, true);
+      ldsm(r, b_base + fr.b_off[q] + ks * 32 * kBN, true);
       f.b[2 * q][0] = r[0], f.b[2 * q][1] = r[1], f.b[2 * q + 1][0] = r[2],
               f.b[2 * q + 1][1] = r[3];
     }

@@ -309,15 +309,18 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): x normalized (by row items into a.xn, or by
 // each tile for its own rows), then the GEMM core's tiles multiply it. tile: 0 the kept rule (3
-// while the tiles, and row items, are one block an SM, else 2), 1-8 as ln_tiles_forms.cuh
+// while the tiles, and row items, are one block an SM, else 2), 1-10 as ln_tiles_forms.cuh
 // numbers them; per_sm: the most blocks an SM (0: as many as fit); splits: each tile's K cut in
-// 1-4 parts whose fp32 sums meet in L2 (0: the kept rule, whole tiles); normalize: 0 the kept
-// rule, 1 row items into xn, 2 each tile its own rows (no xn, no counters, no parts of K).
+// 1-8 parts whose fp32 sums meet in L2 (0: the kept rule); normalize: 0 the kept rule, 1 row
+// items into xn, 2 each tile its own rows (no xn, no counters, no parts of K); resident (with
+// row items): 0 the kept rule, 1 W streamed through the ring with x, 2 a tile's (or part's) W
+// rows all in shared memory, asked for before its wait (where they fit).
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;
   int splits = 0;
   int normalize = 0;
+  int resident = 0;
 };
 constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
 size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);

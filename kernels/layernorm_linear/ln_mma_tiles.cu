@@ -21,29 +21,35 @@
 // wait always ends (no cooperative launch); the last block out leaves the counters at zero.
 // xn exists, but only in L2 (~0.4 MB at 256 tokens): each row is normalized once for the whole
 // grid instead of once per block, and the tiles are as small as it takes to fill the SMs.
-// Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): 64 x 128 as 4 warps of 32 x 64 (2
-// blocks an SM), or as 8 warps of 32 x 32 while the tiles and row items are at most one block
-// an SM (72 tiles and 16 items at 256 tokens, C = 768): the tile then has two warps a
-// scheduler instead of one, each issuing half the mma of a K-tile (the register budget of the
-// row item and the mainloop holds it at one block an SM). To measure against them: 64 x 64; 64 x
-// 128 in two K groups of 4 warps (K-tiles of 64, mma_tile.cuh's kGroups, the halves added
-// through shared memory); 32 x 128 tiles alone and in two K groups; rings of 8 and 6 stages
-// (ln_tiles_forms.cuh numbers every form); each tile normalizing its own rows instead of the
-// row items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of
-// x, and the normalization repeated by every column tile). The lessons' 128 x 128
-// spills here (its 128 accumulators beside the row item's registers). Also to measure, off in
-// the table: each tile cut in 2-4 parts of its K-tiles (more, smaller tickets at a few hundred
-// tokens), whose fp32 sums meet in an L2 scratch by red.add and whose last part to arrive
-// stores y (add_part; the whole-tile kernels are built without it). Stamps (--phases): a
-// record a ticket, ln_tiles_phases().
+// Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): while the tiles and row items are at
+// most one block an SM (72 tiles and 16 items at 256 tokens, C = 768), 64 x 128 as 8 warps of 32
+// x 32 (two warps a scheduler, each issuing half the mma of a K-tile; the register budget of the
+// row item and the mainloop holds it at one block an SM) with W resident: a tile asks for all
+// of its W columns (C x 128, 192 KiB at C = 768) into shared memory before it waits for its
+// row block, so W arrives while the row items normalize x, and after the wait its ring carries
+// xn alone, in K-tiles of 64 (kernels/gemm_core/resident_ring.cuh; where W does not fit this
+// GPU's shared memory, as on sm_86, sm_89 and A100 at C = 768, W is streamed with xn in K-tiles
+// of 32 instead). From three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in
+// between, 64 x 128 as 4 warps of 32 x 64 (2 blocks an SM). To measure against them
+// (ln_tiles_forms.cuh numbers every form): 64 x 64; two K groups of 4 warps; 32 x 128 tiles;
+// 6- and 8-stage rings; 64 x 256 tiles; every form with W resident or streamed
+// (FL_LN_RESIDENT); each tile normalizing its own rows instead of the row items (FL_LN_NORM=2,
+// ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of x, and the normalization
+// repeated by every column tile). The lessons' 128 x 128 spills here (its 128 accumulators
+// beside the row item's registers). Also to measure, off in the table: each tile cut in 2-8
+// parts of its K-tiles (more, smaller tickets), whose fp32 sums meet in an L2 scratch by red.add
+// and whose last part to arrive stores y (add_part; the whole-tile kernels are built without
+// it); with W resident a part holds only its rows of W. Stamps (--phases): a record a ticket,
+// ln_tiles_phases().
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of
-// xn and 192 KiB of W: 21 MB in all, ~4 us at ~5 TB/s, ~7 us for one SM's 288 KiB at the ~40
-// KiB/us an SM gets when all pull at once. The normalization: 0.2 M elements, once, but on
-// the path of every tile: x read cold from HBM, the release and the poll (a row item's whole
-// chain) come before a tile's first multiply. After the wait a tile is a chain of 24 K-tiles,
-// each a barrier, ldmatrix and 16 mma a warp at two warps a scheduler: its time is that
-// chain's latency, not bytes or FLOPs.
+// xn and 192 KiB of W: 21 MB in all, ~7 us for one SM's 288 KiB at the ~40 KiB/us an SM gets
+// when all pull at once; with W resident its 192 KiB come during the row items' ~5 us and 96
+// KiB after. The normalization: 0.2 M elements, once, but on the path of every tile: x read
+// cold from HBM, the release and the poll (a row item's whole chain) come before a tile's first
+// multiply. After the wait a tile is a chain of K-tiles, each a barrier, fragment loads (32 KiB
+// of ldmatrix a K-tile of 32 for the block) and 16 mma a warp: shared memory and the tensor
+// pipe, one SM's worth, not HBM or L2, set its time.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
@@ -53,6 +59,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/gemm_core/mma_tile.cuh"
+#include "kernels/gemm_core/resident_ring.cuh"
 #include "kernels/gemm_core/ring.cuh"
 #include "kernels/gemm_core/tile_epilogue.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -70,7 +77,7 @@ constexpr int64_t kSplitRows = 1024;  // up to here the counters hold the split 
 
 // The counters (unsigned words): [0] the ticket, [1] blocks out, a counter per 64 rows, an
 // arrival counter per tile (as many as 32 x 64 tiles would be: every form's fit), then, up to
-// kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 128-column tiles
+// kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 256-column tiles
 // cover every form's).
 struct Scratch {
   int64_t arrive, parts, floats;
@@ -78,7 +85,7 @@ struct Scratch {
     const int64_t rows = (m + kCountRows - 1) / kCountRows;
     arrive = 2 + rows;
     parts = (arrive + (m + 31) / 32 * ((n + 63) / 64) + 3) / 4 * 4;
-    floats = m <= kSplitRows ? rows * kCountRows * ((n + 127) / 128 * 128) : 0;
+    floats = m <= kSplitRows ? rows * kCountRows * ((n + 255) / 256 * 256) : 0;
   }
   size_t bytes() const { return size_t(parts + floats) * 4; }
 };
@@ -158,7 +165,8 @@ __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
 }
 
 // kSplit: the tiles come in parts of K (o.splits > 1); the whole-tile kernel carries none of it.
-template <class Tile, int kMinBlocks, bool kSplit>
+// kResident: a tile's W columns all in shared memory, asked for before its wait (whole tiles).
+template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
   const int splits = kSplit ? o.splits : 1;
@@ -196,6 +204,10 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t kts = (a.k + Tile::kBK - 1) / Tile::kBK;
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
+    T* w_res = ring + Tile::kStages * Tile::kBM * Tile::kBK;  // kResident: past the A ring
+    if constexpr (kResident) {  // W's rows k0 .. k1 - 1 of the tile's columns
+      gemm_core::load_b_resident<Tile>(w_res, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
+    }
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
       const int64_t p1 = k0 + (k1 - k0) * (rb % o.share + 1) / o.share;
@@ -210,8 +222,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
     typename Tile::Acc acc;
     Tile::zero(acc);
-    gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
-                                   k1 - k0, m0, n0, none, none);
+    if constexpr (kResident) {
+      gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn + k0, a.k, a.m, k1 - k0, m0);
+    } else {
+      gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
+                                     k1 - k0, m0, n0, none, none);
+    }
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     const int64_t tile = int64_t(rb) * o.tiles_n + cb;
     if (!kSplit ||
@@ -231,12 +247,20 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   }
 }
 
-// splits: 1 or 0 (the kept rule) whole tiles, 2-4 forced (FL_LN_SPLITS) where the scratch has room
+// Shared memory of the resident form: the A ring and the largest part's W rows, at least the
+// ring's own size (the staged outputs and the K groups' sums go through it).
+template <class Tile>
+size_t resident_bytes(int64_t k, int splits) {
+  const int64_t kts = (k + Tile::kBK - 1) / Tile::kBK, part = (kts + splits - 1) / splits;
+  return std::max(gemm_core::resident_smem_bytes<Tile>(part * Tile::kBK), size_t(Tile::kSmemBytes));
+}
+
+// splits: 1 or 0 (the kept rule) whole tiles, 2-8 forced (FL_LN_SPLITS) where the scratch has room
 // for the sums (up to 1024 tokens).
-template <class Tile, int kMinBlocks, bool kSplit>
+template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
 Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
-  const size_t smem = Tile::kSmemBytes;
-  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit>;
+  const size_t smem = kResident ? resident_bytes<Tile>(a.k, splits) : size_t(Tile::kSmemBytes);
+  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit, kResident>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -268,13 +292,27 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
+// resident: 2 W resident where it fits this GPU's shared memory, 1 streamed; 0 the kept rule:
+// resident while every ticket has its own SM (one block an SM), where it fits.
 template <class Tile, int kMinBlocks>
-Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
-  // 0 (the kept rule) and 1: whole tiles; parts of K only when forced, where the scratch holds
-  // their sums.
-  if (splits >= 2 && splits <= 4 && Scratch(a.m, a.n).floats > 0)
-    return launch_tiles_as<Tile, kMinBlocks, true>(a, per_sm_cap, splits, stream);
-  return launch_tiles_as<Tile, kMinBlocks, false>(a, per_sm_cap, 1, stream);
+Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
+                    cudaStream_t stream) {
+  // 0 (the kept rule) and 1: whole tiles; parts of K only where the scratch holds their sums.
+  if (splits < 2 || splits > 8 || Scratch(a.m, a.n).floats == 0) splits = 1;
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int64_t tickets =
+      (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
+      (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
+  const bool fits = resident_bytes<Tile>(a.k, splits) + 64 <= size_t(optin);
+  const bool on = fits && (resident == 2 || (resident == 0 && tickets <= sms));
+  if (splits > 1) {
+    return on ? launch_tiles_as<Tile, kMinBlocks, true, true>(a, per_sm_cap, splits, stream)
+              : launch_tiles_as<Tile, kMinBlocks, true, false>(a, per_sm_cap, splits, stream);
+  }
+  return on ? launch_tiles_as<Tile, kMinBlocks, false, true>(a, per_sm_cap, 1, stream)
+            : launch_tiles_as<Tile, kMinBlocks, false, false>(a, per_sm_cap, 1, stream);
 }
 
 }  // namespace
@@ -298,8 +336,9 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
-  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-8) and
-  // FL_LN_SPLITS (1-4) force a form where the shape leaves the choice.
+  // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-10),
+  // FL_LN_SPLITS (1-8) and FL_LN_RESIDENT (1 W streamed, 2 resident) force a form where the
+  // shape leaves the choice.
   const auto forced = [](int given, const char* name) {
     const char* env = std::getenv(name);
     return given == 0 && env != nullptr ? std::atoi(env) : given;
@@ -307,14 +346,22 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   const int normalize = forced(shape.normalize, "FL_LN_NORM");
   int tile = forced(shape.tile, "FL_LN_TILES");
   if (normalize == 2) return launch_ln_mma_tiles_local(a, tile, stream);
-  if (tile == 0) {  // 8 warps a tile while the tiles and row items are one block an SM, else 4
-    const int64_t tiles = (a.m + 63) / 64 * ((a.n + 127) / 128), items = (a.m + 15) / 16;
-    tile = tiles + items <= sms ? 3 : 2;
-  }
   const int splits = forced(shape.splits, "FL_LN_SPLITS");
+  const int resident = forced(shape.resident, "FL_LN_RESIDENT");
+  if (tile == 0) {
+    // While the tiles and row items are one block an SM: 8 warps a 64 x 128 tile, with K-tiles
+    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32;
+    // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
+    int optin = 0;
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
+    const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
+    tile = tickets <= sms ? (resident != 1 && fits ? 9 : 3) : tickets > 2 * sms ? 7 : 2;
+  }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);
-    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, stream);
+    return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, resident,
+                                                               sms, stream);
   });
 }
 

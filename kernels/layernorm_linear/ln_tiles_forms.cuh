@@ -9,6 +9,9 @@
 //   5 32 x 128, 4 warps of 16 x 64; 6 the same in two K groups
 //   7 form 3 with 8 stages (96 KiB: twice the bytes in flight)
 //   8 form 4 with 6 stages (144 KiB)
+//   9 64 x 128, 8 warps of 32 x 32 with K-tiles of 64 (each warp all four k16 steps: half the
+//     barriers of form 3; 4 stages of 24 KiB)
+//   10 64 x 256, 8 warps of 32 x 64 (4 stages of 20 KiB; with W resident, in parts of K)
 #pragma once
 
 #include "kernels/gemm_core/mma_tile.cuh"
@@ -16,13 +19,16 @@
 
 namespace fl::layernorm_linear {
 
+// Form 9, whose shared memory the kept rule asks about (ln_mma_tiles.cu).
+using LnResidentTile = gemm_core::MmaTile<64, 128, 2, 4, 4, true, false, 64>;
+
 template <class Tile_, int kMinBlocks_>
 struct TilesForm {
   using Tile = Tile_;
   static constexpr int kMinBlocks = kMinBlocks_;  // for __launch_bounds__
 };
 
-// run(TilesForm<Tile, kMinBlocks>{}) for form `form` (1-8), else Unsupported.
+// run(TilesForm<Tile, kMinBlocks>{}) for form `form` (1-10), else Unsupported.
 template <class Run>
 Status with_tiles_form(int form, const Run& run) {
   using gemm_core::MmaTile;
@@ -43,8 +49,12 @@ Status with_tiles_form(int form, const Run& run) {
       return run(TilesForm<MmaTile<64, 128, 2, 4, 8, true>, 1>{});
     case 8:
       return run(TilesForm<MmaTile<64, 128, 2, 2, 6, true, false, 64, 2>, 1>{});
+    case 9:
+      return run(TilesForm<LnResidentTile, 1>{});
+    case 10:
+      return run(TilesForm<MmaTile<64, 256, 2, 4, 4, true>, 1>{});
     default:
-      return Status::Unsupported("no such tile (1-8)");
+      return Status::Unsupported("no such tile (1-10)");
   }
 }
 

@@ -233,8 +233,10 @@ TEST(GemmCore, ForcedLargeTokenVariantsRunRandomShapes) {
   expect_forced_runs(*backend, "ffn", "ffn_fused", "ffn_tiles", 8193, 264, Precision::bf16);
 }
 
-// ln_mma_tiles alone, for memcheck and racecheck: its row items and tiles (64 x 64 at 133
-// tokens, 64 x 128 at 521), counters in L2.
+// ln_mma_tiles alone, for memcheck and racecheck, as the table runs it at these shapes on a GPU
+// with sm_90's shared memory: row items, then 64 x 128 tiles of 8 warps, each tile's W columns
+// resident in shared memory, xn in K-tiles of 64 (133 x 72: 3 row blocks of 2 column tiles;
+// 521 x 264: 9 row blocks of 7).
 TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
@@ -242,6 +244,31 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
     expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
                        Precision::bf16);
+  }
+}
+
+// The same for its other forms: W streamed (FL_LN_RESIDENT=1: 8 warps a 64 x 128 tile in
+// K-tiles of 32 here), resident with K-tiles of 32 (FL_LN_TILES=3), in 2 parts of K with K-tiles
+// of 64 (9), and on 64 x 256 tiles in 3 parts (10).
+TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES", "FL_LN_SPLITS"}};
+  struct Form {
+    const char *resident, *tiles, *splits;
+  };
+  for (const Form& f :
+       {Form{"1", "0", "1"}, Form{"2", "3", "1"}, Form{"2", "9", "2"}, Form{"2", "10", "3"}}) {
+    ASSERT_EQ(setenv("FL_LN_RESIDENT", f.resident, 1), 0);
+    ASSERT_EQ(setenv("FL_LN_TILES", f.tiles, 1), 0);
+    ASSERT_EQ(setenv("FL_LN_SPLITS", f.splits, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_RESIDENT=") + f.resident + " FL_LN_TILES=" + f.tiles +
+                 " FL_LN_SPLITS=" + f.splits);
+    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                         Precision::bf16);
+    }
   }
 }
 
@@ -264,7 +291,7 @@ TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
 }
 
 // Every tile form of ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2,
-// FL_LN_TILES 1-8), at random shapes with odd token counts and C an odd multiple of 8, at a C of
+// FL_LN_TILES 1-10), at random shapes with odd token counts and C an odd multiple of 8, at a C of
 // one K-tile and at the widest C the table gives it.
 TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
@@ -274,7 +301,7 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   std::mt19937 rng(20261128);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 0; tile <= 8; ++tile) {
+  for (int tile = 0; tile <= 10; ++tile) {
     ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
     SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
     for (int i = 0; i < 5; ++i) {
@@ -290,19 +317,21 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
 }
 
 // Every tile form of ln_mma_tiles with row items (FL_LN_NORM=1; FL_LN_TILES 1-6: 64 x 64; 64 x
-// 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), each whole
-// and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with odd token counts and C an odd
-// multiple of 8 (tiles and row items cut at both edges), at a C of fewer K-tiles than parts and
-// at the widest C it takes; the deeper rings (7, 8) whole and in 2 parts.
+// 128 as 4 warps, 8 warps or two K groups of 4; 32 x 128 alone and in two K groups), W streamed
+// (FL_LN_RESIDENT=1), each whole and in 2-4 parts of K (FL_LN_SPLITS), at random shapes with
+// odd token counts and C an odd multiple of 8 (tiles and row items cut at both edges), at a C
+// of fewer K-tiles than parts and at the widest C it takes; the deeper rings (7, 8), K-tiles of
+// 64 on 8 warps (9) and 64 x 256 tiles (10) whole and in 2 parts.
 TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES", "FL_LN_SPLITS"}};
+  const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES", "FL_LN_SPLITS", "FL_LN_RESIDENT"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "1", 1), 0);
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "1", 1), 0);
   std::mt19937 rng(20261127);
   std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
-  for (int tile = 1; tile <= 8; ++tile) {
+  for (int tile = 1; tile <= 10; ++tile) {
     for (int splits = 1; splits <= (tile <= 6 ? 4 : 2); ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
@@ -317,6 +346,40 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
                          Precision::bf16);
       expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
                          Precision::bf16);
+    }
+  }
+}
+
+// Every tile form of ln_mma_tiles with its W rows resident in shared memory (FL_LN_RESIDENT=2,
+// FL_LN_TILES 1-10), whole and in 3 parts of K (64 x 256 tiles also in 8), at random shapes with
+// odd token counts and C an odd multiple of 8, at a C of one K-tile (fewer K-tiles than parts),
+// at 1031 x 768 (more tickets than SMs: a block takes several, each bringing its own W; beyond
+// the parts' scratch: whole tiles) and at C = 1024, where a whole tile's W does not fit and the
+// streamed form runs.
+TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS"}};
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "2", 1), 0);
+  std::mt19937 rng(20261129);
+  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
+  for (int tile = 1; tile <= 10; ++tile) {
+    for (int splits : {1, 3, 8}) {
+      if (splits == 8 && tile != 10) continue;
+      ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+      ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
+      SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
+                   " FL_LN_SPLITS=" + std::to_string(splits));
+      for (int i = 0; i < 4; ++i) {
+        const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                           Precision::bf16);
+      }
+      for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 24}, {1031, 768}, {301, 1024}}) {
+        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                           Precision::bf16);
+      }
     }
   }
 }

@@ -276,7 +276,8 @@ void bench_ln(int64_t m, bool focus, int reps, Buf& flush, Buf& sink) {
   };
   const auto tiles = [&a](int tile, int per_sm, int splits = 1, int normalize = 1) {
     return [&a, tile, per_sm, splits, normalize] {
-      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm, splits, normalize}, nullptr);
+      return ln::launch_ln_mma_tiles(a, ln::LnTilesShape{tile, per_sm, splits, normalize, 0},
+                                     nullptr);
     };
   };
   const auto local = [&tiles](int tile) { return tiles(tile, 0, 1, 2); };

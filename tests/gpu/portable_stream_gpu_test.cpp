@@ -138,7 +138,8 @@ enum class FfnKernel {
   kSliceWarps16,
   kSliceW2Late,
   kSliceUnits32,
-  kSliceRows
+  kSliceRows,
+  kSliceFp32Shares  // fp32 shares (row by row) in bf16 too; in fp32 the plan's
 };
 
 bool is_stream(FfnKernel k) {
@@ -217,6 +218,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceW2Late) tuning.w2_late = true;
   if (kernel == FfnKernel::kSliceRows) tuning.rows_to = 8;
   if (kernel == FfnKernel::kSlice) tuning.warps = 8;  // the 8-warp form, whatever the plan takes
+  if (kernel == FfnKernel::kSliceFp32Shares) tuning.shares = 4;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = is_stream(kernel)
@@ -354,6 +356,20 @@ TEST_P(PortableStream, HiddenSliceFfnWith16Warps) {
   EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 7 : 0);
 }
 
+// The shares of y: fp32 row by row (bf16's tuning; fp32's plan), and the plan's (bf16 tile by
+// tile in bf16) with 8 and 16 warps, at odd token counts and odd C, 1-4 row tiles.
+TEST_P(PortableStream, HiddenSliceFfnShareForms) {
+  unsigned seed = 141;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 97}, Shape{3, 768}, Shape{13, 131}, Shape{16, 768},
+                         Shape{29, 255}, Shape{47, 385}, Shape{64, 768}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceFp32Shares, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlice, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceWarps16, &ran);
+  }
+  EXPECT_GE(ran, GetParam() == Precision::bf16 ? 21 : 8);  // fp32 leaves out what does not fit
+}
+
 // The exact-row products at 1-8 tokens (and at 9, past them: the tiles), odd C among them.
 TEST_P(PortableStream, HiddenSliceFfnWithExactRows) {
   unsigned seed = 91;
@@ -389,7 +405,10 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {7, 33}, 81, FfnKernel::kSliceRows, &ran);
   check_ffn(GetParam(), {1, 40}, 85, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
   check_ffn(GetParam(), {9, 33}, 86, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 14 : 12);
+  check_ffn(GetParam(), {17, 40}, 87, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
+  check_ffn(GetParam(), {5, 33}, 88, FfnKernel::kSliceFp32Shares, &ran);
+  check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);  // two row tiles
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 17 : 14);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

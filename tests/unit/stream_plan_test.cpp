@@ -145,6 +145,8 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
   EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8, p.warps), p.off_h);
   EXPECT_LE(p.off_x + 16 * size_t(32 * p.warps), p.off_h);
+  // The shares: bf16 in bf16 from 9 tokens and with 16 warps, fp32 otherwise.
+  EXPECT_EQ(p.share_bytes, e == 2 && (m >= kSliceBf16SharesFrom || p.warps == 16) ? 2 : 4);
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
@@ -184,12 +186,14 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   FfnSlicePlan p;
   // H100: bf16 at 1-64 tokens, 32 hidden units a block on 96 blocks (64-byte rows of W1; 24
   // units would fill 128 SMs), both slices at once; fp32 keeps the fewest units, 24.
-  for (int64_t m : {1, 16, 64}) {
+  // 8 warps up to 48 tokens, 16 from 49; fp32 shares up to 8 tokens, bf16 from 9.
+  for (int64_t m : {1, 8, 9, 16, 48, 49, 64}) {
     ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 232448, &p)) << m;
     EXPECT_EQ(p.units, 32);
     EXPECT_EQ(p.blocks, 96);
     EXPECT_FALSE(p.w2_late) << m;
-    EXPECT_EQ(p.warps, kSliceWarpsBf16) << m;
+    EXPECT_EQ(p.warps, m >= 49 ? 16 : 8) << m;
+    EXPECT_EQ(p.share_bytes, m >= 9 ? 2 : 4) << m;
   }
   ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 4, 132, 232448, &p));
   EXPECT_EQ(p.units, 24);

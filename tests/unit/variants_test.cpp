@@ -49,10 +49,12 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("ffn", 16, bf16, kH100NoWgmma), "ffn_cluster");
   EXPECT_EQ(chosen("ffn", 256, bf16, kH100NoWgmma), "ffn_split");
   EXPECT_EQ(chosen("ffn", 16384, bf16, kH100NoWgmma), "ffn_tiles");
-  // sm_80: the portable small-token kernels up to 64 tokens (the hidden-slice one up to 16), the
-  // split kernel beyond.
-  for (int64_t tokens : {1, 16}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_hidden_slice");
-  for (int64_t tokens : {17, 64}) EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_stream");
+  // sm_80: the portable small-token kernels up to 64 tokens (in bf16 the hidden-slice one at
+  // every count, in fp32 up to 16), the split kernel beyond.
+  for (int64_t tokens : {1, 16, 17, 32, 64}) {
+    EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_hidden_slice") << tokens;
+  }
+  for (int64_t tokens : {17, 64}) EXPECT_EQ(chosen("ffn", tokens, fp32, kA100), "ffn_stream");
   for (int64_t tokens : {65, 256, 1023}) {
     EXPECT_EQ(chosen("ffn", tokens, bf16, kA100), "ffn_split") << tokens;
   }
@@ -61,9 +63,9 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
   }
 }
 
-// Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-16 tokens,
-// ffn_stream beyond, as they measured on an H100) on sm_70 (fp32), sm_80, sm_86 and sm_89 up to
-// 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not
+// Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-16 tokens and
+// in bf16 to 64, ffn_stream in fp32 beyond 16, as they measured on an H100) on sm_70 (fp32), sm_80,
+// sm_86 and sm_89 up to 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not
 // fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels in bf16,
 // and the portable ones only when forced (they can run there), but for the hidden slice in fp32 at
 // 1-16 tokens, where no Hopper kernel runs and it is ahead of the split kernel.
@@ -95,7 +97,9 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
     if (gpu.cc_major >= 8) {  // bf16 from sm_80 (mma.sync)
       EXPECT_EQ(chosen("ffn", 1, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_hidden_slice") << cc;
-      EXPECT_EQ(chosen("ffn", 17, bf16, gpu), "ffn_stream") << cc;
+      EXPECT_EQ(chosen("ffn", 17, bf16, gpu), "ffn_hidden_slice") << cc;
+      EXPECT_EQ(chosen("ffn", 64, bf16, gpu), "ffn_hidden_slice") << cc;
+      EXPECT_EQ(chosen("ffn", 65, bf16, gpu), "ffn_split") << cc;
       // A few hundred tokens: the grid normalizes x once, then the core's small tiles.
       EXPECT_EQ(chosen("layernorm_linear", 128, bf16, gpu), "ln_panel") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_tiles") << cc;
@@ -118,14 +122,22 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   // On sm_90 they can run: `bench --variant` may force them.
   const Lesson* ffn = find_lesson("ffn");
   ASSERT_NE(ffn, nullptr);
+  int slice_rows = 0;
   for (const VariantInfo& v : ffn->info().levels[2].variants) {
     if (v.name != "ffn_stream" && v.name != "ffn_hidden_slice") continue;
     EXPECT_EQ(variant_cannot_run(v, Where{{16, 768, 2}, bf16, kH100}), "");
     // ffn_stream is preferred only before sm_90; the hidden slice everywhere, behind ffn_small
-    // and ffn_cluster in the table's order (bf16 on sm_90 takes those).
-    EXPECT_EQ(variant_preferred(v, Where{{4, 768, 2}, bf16, kH100}), v.name == "ffn_hidden_slice");
-    EXPECT_TRUE(variant_preferred(v, Where{{4, 768, 2}, bf16, kRtx4090}));
+    // and ffn_cluster in the table's order (bf16 on sm_90 takes those): its first row at 1-16
+    // tokens, its second (bf16 only) at 17-64.
+    const int64_t at = v.name == "ffn_stream" || slice_rows == 0 ? 4 : 32;
+    EXPECT_EQ(variant_preferred(v, Where{{at, 768, 2}, bf16, kH100}), v.name == "ffn_hidden_slice");
+    EXPECT_TRUE(variant_preferred(v, Where{{at, 768, 2}, bf16, kRtx4090}));
+    if (v.name == "ffn_hidden_slice" && slice_rows++ == 1) {
+      EXPECT_NE(variant_cannot_run(v, Where{{32, 768, 4}, fp32, kRtx4090}), "");
+      EXPECT_FALSE(variant_preferred(v, Where{{16, 768, 2}, bf16, kRtx4090}));
+    }
   }
+  EXPECT_EQ(slice_rows, 2);
 }
 
 // Lesson 4 at C = 768 (docs/PERFORMANCE.md, residual_layernorm): a warp a row at 2K-128K rows,

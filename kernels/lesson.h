@@ -65,6 +65,27 @@ struct GpuFacts {
   bool wgmma_build = false;  // this build compiled the sm_90a (wgmma) kernels
 };
 
+// The shared memory a block may opt in to on a GPU of compute capability `cc` (x 10): 96 KiB on
+// Volta, 64 KiB on Turing, 163 KiB on an A100 or Orin (8.0, 8.7), 99 KiB on RTX 30/40 cards (8.6,
+// 8.9), 227 KiB on Hopper; 0 where not known.
+int shared_optin_of_cc(int cc);
+// While the level table chooses as an older GPU (`bench --choose-as`), that GPU's opt-in shared
+// memory (shared_optin_of_cc), for this thread; else 0. A kernel whose form depends on how much
+// shared memory it may take reads it beside this GPU's limit and takes the smaller, so that the
+// form measured here is the one that GPU would run (ln_mma_tiles: W resident or streamed).
+int chosen_gpu_shared_optin();
+// Sets chosen_gpu_shared_optin() for this thread for its lifetime (0: none).
+class ChosenGpuSharedOptin {
+ public:
+  explicit ChosenGpuSharedOptin(int bytes);
+  ~ChosenGpuSharedOptin();
+  ChosenGpuSharedOptin(const ChosenGpuSharedOptin&) = delete;
+  ChosenGpuSharedOptin& operator=(const ChosenGpuSharedOptin&) = delete;
+
+ private:
+  int before_;
+};
+
 // A size range that a kernel variant's table prefers for rows from some length on (Shape::inner:
 // a head size, a hidden size): VariantRange::prefer_by_inner.
 struct PreferByInner {

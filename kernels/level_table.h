@@ -285,6 +285,8 @@ class LevelWorkspace : public Workspace {
       where.gpu.wgmma_build = false;
     }
     std::string& ran = ran_[{level, launch}];
+    const ChosenGpuSharedOptin shared(
+        choose_as_cc_ > 0 && forced == forced_.end() ? shared_optin_of_cc(choose_as_cc_) : 0);
     return launch_variant(*row, static_cast<Ws&>(*this), where,
                           forced == forced_.end() ? std::string() : forced->second, unit_, stream,
                           &ran);

@@ -39,6 +39,42 @@ std::string precisions_text(const std::vector<Precision>& ps) {
 
 }  // namespace
 
+namespace {
+thread_local int chosen_shared_optin = 0;
+}  // namespace
+
+int shared_optin_of_cc(int cc) {
+  switch (cc) {
+    case 70:
+    case 72:
+      return 96 * 1024;
+    case 75:
+      return 64 * 1024;
+    case 80:
+    case 87:
+      return 163 * 1024;
+    case 86:
+    case 89:
+      return 99 * 1024;
+    case 90:
+      return 227 * 1024;
+    default:
+      return 0;
+  }
+}
+
+int chosen_gpu_shared_optin() {
+  return chosen_shared_optin;
+}
+
+ChosenGpuSharedOptin::ChosenGpuSharedOptin(int bytes) : before_(chosen_shared_optin) {
+  chosen_shared_optin = bytes;
+}
+
+ChosenGpuSharedOptin::~ChosenGpuSharedOptin() {
+  chosen_shared_optin = before_;
+}
+
 GpuFacts current_gpu_facts() {
   GpuFacts facts;
 #ifndef FUSIONLAB_REPLAY_ONLY

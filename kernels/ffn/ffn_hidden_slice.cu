@@ -14,11 +14,12 @@
 //   3. the shares meet in L2: each block stores its share (in bf16 from 9 tokens bf16 values,
 //      rounded as level 1's h is, tile by tile: an 8-column tile's rows one after another, so
 //      that a store instruction writes 128 contiguous bytes and the sum's lanes read consecutive
-//      rows; else fp32, row by row), a grid barrier (every block is resident: a cooperative launch; one counter and one
-//      atomic a block, the last block goes on at once), and block b adds the shares of y's
-//      columns [8 b, 8 b + 8) (16-byte loads: a row's 8 columns in bf16, 4 in fp32; a warp's
-//      lanes split the shares and meet by shuffles: a fixed order, the same result every run)
-//      and writes them + b2 (b2 of the block's first tile loaded before the copies are asked for).
+//      rows; else fp32, row by row), a grid barrier (every block is resident: a cooperative launch;
+//      one counter and one atomic a block, the last block goes on at once), and block b adds the
+//      shares of y's columns [8 b, 8 b + 8) (16-byte loads: a row's 8 columns in bf16, 4 in fp32; a
+//      warp's lanes split the shares and meet by shuffles: a fixed order, the same result every
+//      run) and writes them + b2 (b2 of the block's first tile loaded before the copies are asked
+//      for).
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down

@@ -25,7 +25,7 @@ struct SliceArgs {
   PhaseSink phases;
   bool x_vec, w1_vec, w2_vec, b1_vec;
   bool y_vec;  // C a multiple of 8 and y 16-byte aligned: the sum stores whole items
-  bool rows;  // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
+  bool rows;   // fp32 at a few tokens: the exact-row products (gemm_core/row_products.cuh)
 };
 
 // Keeps a value worked out here: an empty volatile asm, which the compiler does not move past
@@ -54,7 +54,8 @@ __device__ __forceinline__ int64_t share_at(const FfnSlicePlan& p, int s, int ro
     return (int64_t(s) * p.m + row) * p.cp + col;
   } else {
     return ((int64_t(s) * (p.cp / kSliceTileCols) + col / kSliceTileCols) * p.m + row) *
-               kSliceTileCols + col % kSliceTileCols;
+               kSliceTileCols +
+           col % kSliceTileCols;
   }
 }
 // From a tile of a share to its next (8 columns on).
@@ -227,7 +228,8 @@ __device__ __forceinline__ void store_item(const SliceArgs<T>& a, int row, int c
       unsigned w[N / 2];
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(s[2 * i] + b[2 * i], s[2 * i + 1] + b[2 * i + 1]);
+        const __nv_bfloat162 h =
+            __floats2bfloat162_rn(s[2 * i] + b[2 * i], s[2 * i + 1] + b[2 * i + 1]);
         w[i] = *reinterpret_cast<const unsigned*>(&h);
       }
       if constexpr (N == 8) {
@@ -237,7 +239,8 @@ __device__ __forceinline__ void store_item(const SliceArgs<T>& a, int row, int c
       }
     } else {
       static_assert(N == 4, "fp32 items are 4 columns");
-      *reinterpret_cast<float4*>(dst) = make_float4(s[0] + b[0], s[1] + b[1], s[2] + b[2], s[3] + b[3]);
+      *reinterpret_cast<float4*>(dst) =
+          make_float4(s[0] + b[0], s[1] + b[1], s[2] + b[2], s[3] + b[3]);
     }
     return;
   }

@@ -29,23 +29,22 @@
 // row block, so W arrives while the row items normalize x, and after the wait its ring carries
 // xn alone, in K-tiles of 64 (kernels/gemm_core/resident_ring.cuh; where W does not fit this
 // GPU's shared memory, as on sm_86, sm_89 and A100 at C = 768, W is streamed with xn in K-tiles
-// of 32 instead). From three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in
-// between, 64 x 128 as 4 warps of 32 x 64 (2 blocks an SM). To measure against them
-// (ln_tiles_forms.cuh numbers every form): 64 x 64; two K groups of 4 warps; 32 x 128 tiles;
-// 6- and 8-stage rings; 64 x 256 tiles; every form with W resident or streamed
-// (FL_LN_RESIDENT); each tile normalizing its own rows instead of the row items (FL_LN_NORM=2,
-// ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of x, and the normalization
-// repeated by every column tile). The lessons' 128 x 128 spills here (its 128 accumulators
-// beside the row item's registers). Also to measure, off in the table: each tile cut in 2-8
-// parts of its K-tiles (more, smaller tickets), whose fp32 sums meet in an L2 scratch by red.add
-// and whose last part to arrive stores y (add_part; the whole-tile kernels are built without
-// it); with W resident a part holds only its rows of W. Stamps (--phases): a record a ticket,
-// ln_tiles_phases().
-// Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y
-// (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of
-// xn and 192 KiB of W: 21 MB in all, ~7 us for one SM's 288 KiB at the ~40 KiB/us an SM gets
-// when all pull at once; with W resident its 192 KiB come during the row items' ~5 us and 96
-// KiB after. The normalization: 0.2 M elements, once, but on the path of every tile: x read
+// of 32 instead; `--choose-as` decides with the chosen GPU's shared memory). From three rounds of
+// one-block slots (1K tokens), 8 warps in 8 stages; in between, 64 x 128 as 4 warps of 32 x 64 (2
+// blocks an SM). To measure against them (ln_tiles_forms.cuh numbers every form): 64 x 64; two K
+// groups of 4 warps; 32 x 128 tiles; 6- and 8-stage rings; 64 x 256 tiles; every form with W
+// resident or streamed (FL_LN_RESIDENT); each tile normalizing its own rows instead of the row
+// items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of x, and
+// the normalization repeated by every column tile). The lessons' 128 x 128 spills here (its 128
+// accumulators beside the row item's registers). Also to measure, off in the table: each tile cut
+// in 2-8 parts of its K-tiles (more, smaller tickets), whose fp32 sums meet in an L2 scratch by
+// red.add and whose last part to arrive stores y (add_part; the whole-tile kernels are built
+// without it); with W resident a part holds only its rows of W. Stamps (--phases): a record a
+// ticket, ln_tiles_phases(). Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600
+// TFLOP/s; HBM: x, W, y (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile
+// reads 96 KiB of xn and 192 KiB of W: 21 MB in all, ~7 us for one SM's 288 KiB at the ~40 KiB/us
+// an SM gets when all pull at once; with W resident its 192 KiB come during the row items' ~5 us
+// and 96 KiB after. The normalization: 0.2 M elements, once, but on the path of every tile: x read
 // cold from HBM, the release and the poll (a row item's whole chain) come before a tile's first
 // multiply. After the wait a tile is a chain of K-tiles, each a barrier, fragment loads (32 KiB
 // of ldmatrix a K-tile of 32 for the block) and 16 mma a warp: shared memory and the tensor
@@ -292,6 +291,14 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
+// The shared memory W may be resident in: this GPU's opt-in limit, or the smaller one of the GPU
+// the level table chooses as (`--choose-as 8.6`: 99 KiB, where C = 768's 192 KiB of W does not
+// fit), so that the portable series measures the form that GPU runs.
+int resident_optin(int optin) {
+  const int chosen = chosen_gpu_shared_optin();
+  return chosen > 0 && chosen < optin ? chosen : optin;
+}
+
 // resident: 2 W resident where it fits this GPU's shared memory, 1 streamed; 0 the kept rule:
 // resident while every ticket has its own SM (one block an SM), where it fits.
 template <class Tile, int kMinBlocks>
@@ -302,6 +309,7 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident
   int device = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  optin = resident_optin(optin);
   const int64_t tickets =
       (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
       (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
@@ -354,6 +362,7 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
     // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
     int optin = 0;
     FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    optin = resident_optin(optin);
     const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
     const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
     tile = tickets <= sms ? (resident != 1 && fits ? 9 : 3) : tickets > 2 * sms ? 7 : 2;

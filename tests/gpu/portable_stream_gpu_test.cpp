@@ -404,7 +404,7 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {3, 40}, 80, FfnKernel::kSliceRows, &ran);
   check_ffn(GetParam(), {7, 33}, 81, FfnKernel::kSliceRows, &ran);
   check_ffn(GetParam(), {1, 40}, 85, FfnKernel::kStreamOneGroupW2AfterXW1, &ran);
-  check_ffn(GetParam(), {9, 33}, 86, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
+  check_ffn(GetParam(), {9, 33}, 86, FfnKernel::kSliceWarps16, &ran);   // fp32: left out
   check_ffn(GetParam(), {17, 40}, 87, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
   check_ffn(GetParam(), {5, 33}, 88, FfnKernel::kSliceFp32Shares, &ran);
   check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);  // two row tiles

@@ -65,10 +65,11 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
 
 // Which kernel each GPU generation runs: the portable FFN (ffn_hidden_slice at 1-16 tokens and
 // in bf16 to 64, ffn_stream in fp32 beyond 16, as they measured on an H100) on sm_70 (fp32), sm_80,
-// sm_86 and sm_89 up to 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where the panel kernel does not
-// fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90 the Hopper kernels in bf16,
-// and the portable ones only when forced (they can run there), but for the hidden slice in fp32 at
-// 1-16 tokens, where no Hopper kernel runs and it is ahead of the split kernel.
+// sm_86 and sm_89 up to 64 tokens; the portable LayerNorm-Linear (ln_stream) there only where the
+// panel kernel does not fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90 the
+// Hopper kernels in bf16, and the portable ones only when forced (they can run there), but for the
+// hidden slice in fp32 at 1-16 tokens, where no Hopper kernel runs and it is ahead of the split
+// kernel.
 TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   const Precision bf16 = Precision::bf16, fp32 = Precision::fp32;
   for (const GpuFacts& gpu : {kV100, kA100, kRtx3090, kRtx4090}) {
@@ -279,6 +280,7 @@ class VariantWorkspace final : public LevelWorkspace<VariantWorkspace> {
   }
 
   std::vector<std::string> ran;
+  std::vector<int> shared;  // chosen_gpu_shared_optin() as each launch saw it
   bool small_fits = true;
 };
 
@@ -300,6 +302,7 @@ const LevelTable<VariantWorkspace>& VariantWorkspace::levels() {
            [](Ws& w, cudaStream_t) {
              if (!w.small_fits) return Status::Unsupported("its clusters do not fit");
              w.ran.push_back("small");
+             w.shared.push_back(chosen_gpu_shared_optin());
              return Status::Ok();
            },
            {},
@@ -320,6 +323,7 @@ const LevelTable<VariantWorkspace>& VariantWorkspace::levels() {
            {},
            [](Ws& w, cudaStream_t) {
              w.ran.push_back("any");
+             w.shared.push_back(chosen_gpu_shared_optin());
              return Status::Ok();
            },
            {},
@@ -395,6 +399,33 @@ TEST(Variants, ChosenAsAnOlderGpuTheWorkspaceRunsThatGpusChoiceHere) {
   ASSERT_TRUE(ws.launch(0, 0, nullptr).ok());
   EXPECT_EQ(ws.variant_ran(0, 0), "small");
   EXPECT_EQ(ws.ran, (std::vector<std::string>{"any", "small", "small"}));
+  // The launch chosen as the sm_86 card saw that card's shared memory; the forced one and this
+  // GPU's own choice saw none, and nothing is left set after a launch.
+  EXPECT_EQ(ws.shared, (std::vector<int>{99 * 1024, 0, 0}));
+  EXPECT_EQ(chosen_gpu_shared_optin(), 0);
+}
+
+// The opt-in shared memory a block gets, by compute capability, as `--choose-as` hands it to
+// the kernels whose form depends on it; scopes nest and restore.
+TEST(Variants, ChosenGpuSharedMemoryByComputeCapability) {
+  EXPECT_EQ(shared_optin_of_cc(70), 96 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(75), 64 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(80), 163 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(86), 99 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(89), 99 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(90), 227 * 1024);
+  EXPECT_EQ(shared_optin_of_cc(61), 0);
+  EXPECT_EQ(chosen_gpu_shared_optin(), 0);
+  {
+    const ChosenGpuSharedOptin outer(shared_optin_of_cc(80));
+    EXPECT_EQ(chosen_gpu_shared_optin(), 163 * 1024);
+    {
+      const ChosenGpuSharedOptin inner(0);
+      EXPECT_EQ(chosen_gpu_shared_optin(), 0);
+    }
+    EXPECT_EQ(chosen_gpu_shared_optin(), 163 * 1024);
+  }
+  EXPECT_EQ(chosen_gpu_shared_optin(), 0);
 }
 
 // A range's prefer_by_inner moves the preferred sizes for long rows: the last entry the row

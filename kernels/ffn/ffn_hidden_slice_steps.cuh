@@ -193,15 +193,6 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
   return w;
 }
 
-// A 16-byte load of shares from L2 (ld.global.cg: other blocks wrote them in this launch).
-__device__ __forceinline__ uint4 load_cg16(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 // s += the N values of S in v (bf16: a word's low half first; its bits << 16 are the float).
 template <typename S, int N>
 __device__ __forceinline__ void add_values(float (&s)[N], uint4 v) {
@@ -278,7 +269,7 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
       uint4 v[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        v[u] = b0 + u < l.loads ? load_cg16(q + u * l.step) : make_uint4(0u, 0u, 0u, 0u);
+        v[u] = b0 + u < l.loads ? slice::load_cg16(q + u * l.step) : make_uint4(0u, 0u, 0u, 0u);
       }
       q += kBatch * l.step;
 #pragma unroll

@@ -67,6 +67,15 @@ __device__ __forceinline__ float4 load_cg4(const float* p) {
   return v;
 }
 
+// 16 bytes of any type from L2 (ld.global.cg), as four words: bf16 shares other blocks wrote.
+__device__ __forceinline__ uint4 load_cg16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // ---- stage: global rows into padded shared memory --------------------------------------------
 // rows x chunks*E elements of g (row stride ldg) into s (row stride lds): element (r, c) read
 // when r < rows_valid and c < cols_valid, zero otherwise. vec: g and ldg are 16-byte aligned and

@@ -27,24 +27,24 @@ constexpr int64_t kSliceMaxTokens = 64;
 // 16, where its fp32 form was not compared).
 constexpr int64_t kSliceFasterTo = 16;
 // In bf16 (its shares bf16, half fp32's bytes) the table prefers it to ffn_stream up to this many
-// tokens (docs/PERFORMANCE.md: 14.75 / 19.91 us at 32 / 64 tokens against ffn_stream's 18.30 /
-// 22.53).
+// tokens, where it measured faster than ffn_stream at 32 and 64 (docs/PERFORMANCE.md, the
+// portable FFN's bf16 shares).
 constexpr int64_t kSliceBf16FasterTo = 64;
 // The most tokens at which fp32 multiplies exact rows on the CUDA cores
 // (kernels/gemm_core/row_products.cuh) rather than 16-row tiles.
 constexpr int kSliceRowsTo = 8;
 // Warps a block: 8, or 16 in bf16 (the copies, both products' parts and the sum over twice the
-// warps, 4 a scheduler instead of 2). 16 measured slower up to 32 tokens (docs/PERFORMANCE.md: x
-// and W1 land later, each warp's fixed steps run twice as often) and ~0.5 us faster at 64 (four
-// row tiles: twice the down jobs a warp with 8), so the plan takes 16 in bf16 from this many
+// warps, 4 a scheduler instead of 2). 16 measured slower up to 32 tokens (x and W1 land later,
+// each warp's fixed steps run twice as often) and faster at 64 (four row tiles: twice the down
+// jobs a warp with 8; docs/PERFORMANCE.md), so the plan takes 16 in bf16 from this many
 // tokens (in bf16 shares only):
 constexpr int64_t kSliceWarps16From = 49;
 // The shares of y in bf16: bf16 values (2 bytes, rounded as level 1's h is: half fp32's bytes
 // written and read through L2 after the down product) from this many tokens, kept tile by tile
 // (an 8-column tile's m rows, 16 bytes each, one after another); fp32 below, row by row, as fp32
 // keeps them at every count. At 1-8 tokens the shares are a few KB a block and fp32's measured
-// 0.1-0.5 us faster (a bf16 tile row of one token is half a 32-byte sector a store); at 16 tokens
-// bf16's 1.2 us faster (docs/PERFORMANCE.md).
+// faster (a bf16 tile row of one token is half a 32-byte sector a store); at 16 tokens bf16's
+// (docs/PERFORMANCE.md).
 constexpr int64_t kSliceBf16SharesFrom = 9;
 
 // The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -174,6 +175,27 @@ void expect_forced_runs(LiveBackend& backend, const char* lesson, const char* la
   EXPECT_EQ(ms[0].launches.at(0).variant, variant);
 }
 
+using Shapes = std::initializer_list<std::pair<int64_t, int64_t>>;
+
+// ln_mma_tiles forced at each tokens x C (bf16; its form as the FL_LN_* switches set), checked.
+void expect_ln_mma_tiles_runs(LiveBackend& backend, Shapes shapes) {
+  for (auto [m, c] : shapes) {
+    expect_forced_runs(backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
+                       Precision::bf16);
+  }
+}
+
+// ... at `count` random shapes from `rng` (odd token counts up to 1100, C an odd multiple of 8 up
+// to 512), then at `fixed`.
+void expect_ln_mma_tiles_random(LiveBackend& backend, std::mt19937& rng, int count, Shapes fixed) {
+  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
+  for (int i = 0; i < count; ++i) {
+    const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+    expect_ln_mma_tiles_runs(backend, {{m, c}});
+  }
+  expect_ln_mma_tiles_runs(backend, fixed);
+}
+
 struct Forced {
   const char *lesson, *launch, *variant;
   bool fp32, bf16;  // the precisions the table offers it in (ln_mma fp32, ln_mma_rows bf16)
@@ -241,10 +263,7 @@ TEST(GemmCore, LnMmaTilesSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
-    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                       Precision::bf16);
-  }
+  expect_ln_mma_tiles_runs(*backend, {{133, 72}, {521, 264}});
 }
 
 // The same for its other forms: W streamed (FL_LN_RESIDENT=1: 8 warps a 64 x 128 tile in
@@ -265,10 +284,7 @@ TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
     ASSERT_EQ(setenv("FL_LN_SPLITS", f.splits, 1), 0);
     SCOPED_TRACE(std::string("FL_LN_RESIDENT=") + f.resident + " FL_LN_TILES=" + f.tiles +
                  " FL_LN_SPLITS=" + f.splits);
-    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                         Precision::bf16);
-    }
+    expect_ln_mma_tiles_runs(*backend, {{133, 72}, {521, 264}});
   }
 }
 
@@ -283,10 +299,7 @@ TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
   for (const char* tile : {"0", "4"}) {
     ASSERT_EQ(setenv("FL_LN_TILES", tile, 1), 0);
     SCOPED_TRACE(std::string("FL_LN_TILES=") + tile);
-    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                         Precision::bf16);
-    }
+    expect_ln_mma_tiles_runs(*backend, {{133, 72}, {521, 264}});
   }
 }
 
@@ -300,19 +313,10 @@ TEST(GemmCore, LnMmaTilesLocalEveryTileRandomShapes) {
   const UnsetAtEnd unset{{"FL_LN_NORM", "FL_LN_TILES"}};
   ASSERT_EQ(setenv("FL_LN_NORM", "2", 1), 0);
   std::mt19937 rng(20261128);
-  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
   for (int tile = 0; tile <= 10; ++tile) {
     ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
     SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile));
-    for (int i = 0; i < 5; ++i) {
-      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                         Precision::bf16);
-    }
-    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 133, 24,
-                       Precision::bf16);
-    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
-                       Precision::bf16);
+    expect_ln_mma_tiles_random(*backend, rng, 5, {{133, 24}, {301, 1024}});
   }
 }
 
@@ -330,22 +334,13 @@ TEST(GemmCore, LnMmaTilesEveryTileRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_NORM", "1", 1), 0);
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "1", 1), 0);
   std::mt19937 rng(20261127);
-  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
   for (int tile = 1; tile <= 10; ++tile) {
     for (int splits = 1; splits <= (tile <= 6 ? 4 : 2); ++splits) {
       ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
       SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
                    " FL_LN_SPLITS=" + std::to_string(splits));
-      for (int i = 0; i < 4; ++i) {
-        const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
-        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                           Precision::bf16);
-      }
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 133, 24,
-                         Precision::bf16);
-      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", 301, 1024,
-                         Precision::bf16);
+      expect_ln_mma_tiles_random(*backend, rng, 4, {{133, 24}, {301, 1024}});
     }
   }
 }
@@ -363,7 +358,6 @@ TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
   const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS"}};
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "2", 1), 0);
   std::mt19937 rng(20261129);
-  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
   for (int tile = 1; tile <= 10; ++tile) {
     for (int splits : {1, 3, 8}) {
       if (splits == 8 && tile != 10) continue;
@@ -371,15 +365,7 @@ TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
       ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
       SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
                    " FL_LN_SPLITS=" + std::to_string(splits));
-      for (int i = 0; i < 4; ++i) {
-        const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
-        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                           Precision::bf16);
-      }
-      for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 24}, {1031, 768}, {301, 1024}}) {
-        expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_tiles", m, c,
-                           Precision::bf16);
-      }
+      expect_ln_mma_tiles_random(*backend, rng, 4, {{133, 24}, {1031, 768}, {301, 1024}});
     }
   }
 }

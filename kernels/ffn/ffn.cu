@@ -320,7 +320,7 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "where it measured ahead of ffn_stream, and in bf16 to 64 (the next row); on sm_90 too "
        "in fp32, where the Hopper kernels do not run",
        "ffn_hidden_slice_kernel",
-       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 0},
+       {70, 0, false, {}, kSliceMaxTokens, 1, kSliceFasterTo, 0, {}, "ffn_hidden_slice"},
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},
@@ -331,7 +331,8 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "in bf16 at 17-64 tokens too: the same kernel, its bf16 shares of y (tile by tile) half "
        "fp32's bytes through L2",
        "ffn_hidden_slice_kernel",
-       {80, 0, false, bf16, kSliceMaxTokens, kSliceFasterTo + 1, kSliceBf16FasterTo, 0},
+       {80, 0, false, bf16, kSliceMaxTokens, kSliceFasterTo + 1, kSliceBf16FasterTo, 0, {},
+        "ffn_hidden_slice"},
        [](Ws& w, cudaStream_t s) { return w.hidden_slice(s); },
        {},
        ffn_slice_phases()},
@@ -341,7 +342,7 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        "multiplies the group's h by its W2 tile; the 8 groups' partial sums of a column range "
        "meet in L2 (no grid barrier; the GPUs without clusters)",
        "ffn_stream_kernel",
-       {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89},
+       {70, 0, false, {}, kFfnStreamMaxTokens, 1, kFfnStreamMaxTokens, 89, {}, "ffn_stream"},
        [](Ws& w, cudaStream_t s) { return w.stream(s); },
        {},
        ffn_stream_phases()},

@@ -243,25 +243,31 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares] (warps 8 or 16, share bytes 4 or 2; 0 or nothing: the plan's)
-// replaces them in every launch whose tuning leaves them to the plan: how
-// `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units]] (warps 8 or 16, share bytes 4 or 2, hidden units a block;
+// 0 or nothing: the plan's) replaces them in every launch whose tuning leaves them to the plan:
+// how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[2] = {0, 0};
-  std::sscanf(env, "%d,%d", &v[0], &v[1]);
+  int v[3] = {0, 0, 0};
+  std::sscanf(env, "%d,%d,%d", &v[0], &v[1], &v[2]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
+  if (t.units == 0) t.units = v[2];
   return t;
 }
 
+// The plan on this GPU within `optin` bytes of shared memory a block (0: planned_shared_optin's
+// share of this GPU's: a chosen older GPU's where a choice as one is in force).
 template <typename T>
-Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out) {
-  int device = 0, sms = 0, optin = 0;
+Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out, int optin = 0) {
+  int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (optin == 0) {
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    optin = planned_shared_optin(optin);
+  }
   if (tuning.warps != 0 && tuning.warps != 8 && (tuning.warps != 16 || sizeof(T) != 2)) {
     return Status::Error("the hidden-slice FFN takes 8 warps a block, or 16 in bf16");
   }
@@ -343,10 +349,22 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
-  FfnSlicePlan plan;
-  FL_TRY(p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan)
-                              : hidden_slice::make_plan<float>(m, c, tuning, &plan));
-  *bytes = ffn_slice_scratch_bytes_for(plan);
+  // Made before any choice as an older GPU, the buffer holds the plan for each opt-in limit
+  // below this GPU's too (a smaller one may take more blocks, each a share of y), and FL_FFN_SLICE's.
+  tuning = hidden_slice::tuning_from_env(tuning);
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  *bytes = 0;
+  for (int limit : plannable_shared_optins(optin)) {
+    FfnSlicePlan plan;
+    const Status st = p == Precision::bf16
+                          ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan, limit)
+                          : hidden_slice::make_plan<float>(m, c, tuning, &plan, limit);
+    if (st.ok()) *bytes = std::max(*bytes, ffn_slice_scratch_bytes_for(plan));
+    if (!st.ok() && !st.unsupported()) return st;
+  }
+  if (*bytes == 0) return Status::Unsupported("the hidden-slice FFN has no plan here");
   return Status::Ok();
 }
 

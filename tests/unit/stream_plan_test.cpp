@@ -10,9 +10,11 @@
 #include <set>
 #include <string>
 
+#include "kernels/catalog.h"
 #include "kernels/ffn/ffn_hidden_slice_plan.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 #include "kernels/layernorm_linear/ln_linear_stream_plan.h"
+#include "kernels/level_table.h"
 
 namespace fl {
 namespace {
@@ -218,6 +220,99 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   EXPECT_EQ(p.blocks, 96);
   EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 16));
   EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 28));
+}
+
+// The FFN's plans at C = 768 on 132 SMs for the opt-in limits of an RTX 30/40 card (99 KiB a
+// block), an A100 (163) and an H100 (227): which fit, with W2 asked for late or not, and the
+// hidden slice's units a block and warps.
+struct FitCase {
+  int kib, e;
+  int64_t m;
+  bool slice;       // the hidden slice's plan fits
+  bool slice_late;  // ... with W2's rows asked for after the up product
+  int units, warps;
+  bool stream;  // ffn_stream's plan fits
+};
+const FitCase kFits[] = {
+    // 99 KiB: bf16 up to 16 tokens, W2 late in both; at 64 neither (x's 64 rows alone are
+    // 97 KB); fp32 nowhere (W1's and W2's slices are 147 KB).
+    {99, 2, 1, true, true, 32, 8, true},
+    {99, 2, 16, true, true, 32, 8, true},
+    {99, 2, 64, false, false, 0, 0, false},
+    {99, 4, 1, false, false, 0, 0, false},
+    {99, 4, 16, false, false, 0, 0, false},
+    {99, 4, 64, false, false, 0, 0, false},
+    // 163 KiB: bf16 at every count (W2 late at 64, 16 warps), fp32 up to 16 with W2 late.
+    {163, 2, 1, true, false, 32, 8, true},
+    {163, 2, 16, true, false, 32, 8, true},
+    {163, 2, 64, true, true, 32, 16, true},
+    {163, 4, 1, true, true, 24, 8, true},
+    {163, 4, 16, true, true, 24, 8, true},
+    {163, 4, 64, false, false, 0, 0, false},
+    // 227 KiB: both slices at once.
+    {227, 2, 1, true, false, 32, 8, true},
+    {227, 2, 16, true, false, 32, 8, true},
+    {227, 2, 64, true, false, 32, 16, true},
+    {227, 4, 1, true, false, 24, 8, true},
+    {227, 4, 16, true, false, 24, 8, true},
+    {227, 4, 64, false, false, 0, 0, false},
+};
+
+TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
+  for (const FitCase& f : kFits) {
+    SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + std::to_string(f.e) + " bytes, " +
+                 std::to_string(f.m) + " tokens");
+    const Gpu g{"132 SMs", 132, f.kib * 1024};
+    FfnSlicePlan s;
+    ASSERT_EQ(ffn_slice_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &s), f.slice);
+    if (f.slice) {
+      check_slice(s, g, f.m, 768, f.e);
+      EXPECT_EQ(s.w2_late, f.slice_late);
+      EXPECT_EQ(s.units, f.units);
+      EXPECT_EQ(s.warps, f.warps);
+    }
+    FfnPlan p;
+    ASSERT_EQ(ffn_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &p), f.stream);
+    if (f.stream) check_ffn(p, g, f.m, 768, f.e);
+  }
+}
+
+// The variant choice (the lesson panel's, and the level table's at launch) asks the same plans:
+// a GPU that chooses as compute capability 8.6 (the portable kernels preferred) with 99, 163 or
+// 227 KiB a block takes the hidden slice where its plan fits (it is first in the table),
+// ffn_stream where only that one's fits, else the split kernel; a variant whose plan does not
+// fit says so.
+TEST(StreamPlan, TheFfnVariantChoiceAsksThePlansWhetherTheyFit) {
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  for (const FitCase& f : kFits) {
+    const Precision p = f.e == 2 ? Precision::bf16 : Precision::fp32;
+    SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + to_string(p) + ", " + std::to_string(f.m) +
+                 " tokens");
+    const GpuFacts gpu{8, 6, 132, false, f.kib * 1024};
+    const VariantChoice c = ffn->choose_variant(2, 0, {f.m, 0}, p, gpu);
+    const char* want = f.slice ? "ffn_hidden_slice" : f.stream ? "ffn_stream" : "ffn_split";
+    EXPECT_EQ(c.name, want) << c.reason;
+    const Where where{{f.m, 768, f.e}, p, gpu};
+    for (const VariantInfo& v : ffn->info().levels[2].variants) {
+      if (v.name != "ffn_hidden_slice" && v.name != "ffn_stream") continue;
+      const bool fits = v.name == "ffn_stream" ? f.stream : f.slice;
+      if (!v.range.precisions.empty() && f.e == 4) continue;  // the bf16-only row
+      EXPECT_EQ(variant_cannot_run(v, where),
+                fits ? std::string()
+                     : "its plan does not fit one block an SM in " + std::to_string(f.kib) +
+                           " KiB of shared memory a block at " + std::to_string(f.m) + " x 768")
+          << v.name;
+    }
+    EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", where).empty(), f.slice);
+    EXPECT_EQ(shared_plan_cannot_fit("ffn_stream", where).empty(), f.stream);
+  }
+  // Without a limit of its own the GPU's compute capability gives it: 99 KiB on sm_86.
+  const VariantChoice rtx = ffn->choose_variant(2, 0, {64, 0}, Precision::bf16, {8, 6, 132, false});
+  EXPECT_EQ(rtx.name, "ffn_split") << rtx.reason;
+  // An unknown GPU (no SMs: the replay-only build without a recording's device) is not refused.
+  EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", Where{{64, 768, 4}, Precision::fp32, {}}),
+            "");
 }
 
 TEST(StreamPlan, LayerNormLinearCutsEveryOutputOnceWithinEachGpu) {

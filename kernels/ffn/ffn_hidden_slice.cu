@@ -30,6 +30,13 @@
 // and the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
 // 24 in fp32 (128 blocks);
+// With less shared memory a block (ffn_hidden_slice_plan.h sizes the plan to the GPU's, or to the
+// chosen GPU's under `bench --choose-as`): on an RTX 30/40 card's 99 KiB, bf16 at 1-16 tokens on
+// 128+ SMs takes 24 units (128 blocks) with both slices at once, W2's 24 rows before x and its 8
+// zero rows (to the k step of 16) over x's first rows, zeroed once the up product is done: 24.8 KB
+// of x + 36.9 KB of W1 + 37.2 KB of W2 = 99 KB a block; where that does not fit either (17-32
+// tokens, fewer SMs), W2's rows are asked for after the up product (w2_late: its ~50 KB copy no
+// longer under x's and W1's). fp32 at C = 768 needs 147 KB of weights a block: A100 and up.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -68,11 +75,25 @@ namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
 
+// W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
-  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, p.kp, p.cp, valid, p.c, a.w2_vec);
+  const int rows = p.w2_pad_over_x ? p.units : p.kp;
+  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
   tc::async_commit();
+}
+
+// W2's zero rows units..kp-1 where they overlay x (w2_pad_over_x), once every warp is done with
+// x and the up product's partial sums over it: the down product's last k step reads them (times
+// h's zero columns; zero, not whatever x's bytes would be as bf16, which may be Inf or NaN).
+template <int kThr, typename T>
+__device__ __forceinline__ void zero_w2_pad(const FfnSlicePlan& p, T* w2s) {
+  if (!p.w2_pad_over_x) return;
+  __syncthreads();
+  uint4* z = reinterpret_cast<uint4*>(w2s + p.units * p.ld_w2);
+  const int n = (p.kp - p.units) * p.ld_w2 * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThr) z[i] = make_uint4(0, 0, 0, 0);
 }
 
 // The stores of a down job's first `tiles` column tiles (rows past the tokens left out): a
@@ -231,6 +252,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead);
   marks.mark(kUp);
   if (p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+  zero_w2_pad<kThr>(p, w2s);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);

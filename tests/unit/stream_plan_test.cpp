@@ -152,6 +152,13 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
+    EXPECT_FALSE(p.w2_pad_over_x);
+  } else if (p.w2_pad_over_x) {
+    // W2's rows of the slice before x; its zero rows (to the k step) within x's and W1's region.
+    EXPECT_GT(p.kp, p.units);
+    EXPECT_EQ(p.off_w2, 0u);
+    EXPECT_EQ(p.off_x, size_t(e) * p.units * p.ld_w2);
+    EXPECT_LE(p.off_w2 + w2, p.off_h);
   } else {
     EXPECT_EQ(p.off_w2, 0u);
     EXPECT_GE(p.off_x, w2);
@@ -211,10 +218,20 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   ASSERT_TRUE(ffn_slice_choose_plan(17, 768, 4, 132, 232448, &p));
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, &p));
-  // An RTX card (99 KB a block): bf16 up to 16 tokens, W2 after the up product.
+  // An RTX card (99 KB a block): bf16 up to 16 tokens; on 82 SMs (40 units a block) W2 after
+  // the up product; on 128 (24 units) both at once, W2's zero rows over x, and W2 late to 32.
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, &p));
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, &p));
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 128, 101376, &p));
+  EXPECT_FALSE(p.w2_late);
+  EXPECT_TRUE(p.w2_pad_over_x);
+  EXPECT_EQ(p.units, 24);
+  ASSERT_TRUE(ffn_slice_choose_plan(32, 768, 2, 128, 101376, &p));
+  EXPECT_TRUE(p.w2_late);
+  // 32 units asked for on 132 SMs: W2 late (the form measured beside 24 units' at 99 KiB).
+  ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 101376, &p, 32));
+  EXPECT_TRUE(p.w2_late);
   // Units a block given: no fewer than one block per SM allows, a multiple of 8.
   EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 32));
   EXPECT_EQ(p.blocks, 96);
@@ -231,31 +248,34 @@ struct FitCase {
   bool slice;       // the hidden slice's plan fits
   bool slice_late;  // ... with W2's rows asked for after the up product
   int units, warps;
+  bool pad;  // W2's zero rows over x (w2_pad_over_x)
   bool stream;  // ffn_stream's plan fits
 };
 const FitCase kFits[] = {
-    // 99 KiB: bf16 up to 16 tokens, W2 late in both; at 64 neither (x's 64 rows alone are
-    // 97 KB); fp32 nowhere (W1's and W2's slices are 147 KB).
-    {99, 2, 1, true, true, 32, 8, true},
-    {99, 2, 16, true, true, 32, 8, true},
-    {99, 2, 64, false, false, 0, 0, false},
-    {99, 4, 1, false, false, 0, 0, false},
-    {99, 4, 16, false, false, 0, 0, false},
-    {99, 4, 64, false, false, 0, 0, false},
+    // 99 KiB: bf16 up to 16 tokens, the hidden slice's 24 units a block (128 blocks) with both
+    // slices at once, W2's zero rows over x (32 units fit only with W2 late), ffn_stream's with
+    // W2 late; at 64 neither (x's 64 rows alone are 97 KB); fp32 nowhere (W1's and W2's slices
+    // are 147 KB).
+    {99, 2, 1, true, false, 24, 8, true, true},
+    {99, 2, 16, true, false, 24, 8, true, true},
+    {99, 2, 64, false, false, 0, 0, false, false},
+    {99, 4, 1, false, false, 0, 0, false, false},
+    {99, 4, 16, false, false, 0, 0, false, false},
+    {99, 4, 64, false, false, 0, 0, false, false},
     // 163 KiB: bf16 at every count (W2 late at 64, 16 warps), fp32 up to 16 with W2 late.
-    {163, 2, 1, true, false, 32, 8, true},
-    {163, 2, 16, true, false, 32, 8, true},
-    {163, 2, 64, true, true, 32, 16, true},
-    {163, 4, 1, true, true, 24, 8, true},
-    {163, 4, 16, true, true, 24, 8, true},
-    {163, 4, 64, false, false, 0, 0, false},
+    {163, 2, 1, true, false, 32, 8, false, true},
+    {163, 2, 16, true, false, 32, 8, false, true},
+    {163, 2, 64, true, true, 32, 16, false, true},
+    {163, 4, 1, true, true, 24, 8, false, true},
+    {163, 4, 16, true, true, 24, 8, false, true},
+    {163, 4, 64, false, false, 0, 0, false, false},
     // 227 KiB: both slices at once.
-    {227, 2, 1, true, false, 32, 8, true},
-    {227, 2, 16, true, false, 32, 8, true},
-    {227, 2, 64, true, false, 32, 16, true},
-    {227, 4, 1, true, false, 24, 8, true},
-    {227, 4, 16, true, false, 24, 8, true},
-    {227, 4, 64, false, false, 0, 0, false},
+    {227, 2, 1, true, false, 32, 8, false, true},
+    {227, 2, 16, true, false, 32, 8, false, true},
+    {227, 2, 64, true, false, 32, 16, false, true},
+    {227, 4, 1, true, false, 24, 8, false, true},
+    {227, 4, 16, true, false, 24, 8, false, true},
+    {227, 4, 64, false, false, 0, 0, false, false},
 };
 
 TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
@@ -270,6 +290,7 @@ TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
       EXPECT_EQ(s.w2_late, f.slice_late);
       EXPECT_EQ(s.units, f.units);
       EXPECT_EQ(s.warps, f.warps);
+      EXPECT_EQ(s.w2_pad_over_x, f.pad);
     }
     FfnPlan p;
     ASSERT_EQ(ffn_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &p), f.stream);

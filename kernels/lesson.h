@@ -63,7 +63,7 @@ struct GpuFacts {
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
   bool wgmma_build = false;  // this build compiled the sm_90a (wgmma) kernels
-  int shared_optin = 0;      // bytes of shared memory a block may opt in to; 0: shared_optin_of_cc's
+  int shared_optin = 0;  // bytes of shared memory a block may opt in to; 0: shared_optin_of_cc's
 };
 
 // The shared memory a block may opt in to on a GPU of compute capability `cc` (x 10): 96 KiB on

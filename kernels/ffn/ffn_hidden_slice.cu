@@ -372,7 +372,8 @@ Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
   // Made before any choice as an older GPU, the buffer holds the plan for each opt-in limit
-  // below this GPU's too (a smaller one may take more blocks, each a share of y), and FL_FFN_SLICE's.
+  // below this GPU's too (a smaller one may take more blocks, each a share of y), and
+  // FL_FFN_SLICE's.
   tuning = hidden_slice::tuning_from_env(tuning);
   int device = 0, optin = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));

@@ -305,9 +305,8 @@ Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   for (int limit : plannable_shared_optins(optin)) {
     FfnPlan plan;
-    const Status st = p == Precision::bf16
-                          ? make_plan<__nv_bfloat16>(m, c, tuning, &plan, limit)
-                          : make_plan<float>(m, c, tuning, &plan, limit);
+    const Status st = p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan, limit)
+                                           : make_plan<float>(m, c, tuning, &plan, limit);
     if (st.ok()) groups = std::max(groups, plan.groups);
     if (!st.ok() && !st.unsupported()) return st;
   }

@@ -384,9 +384,9 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
   for (const Shape& s : {Shape{1, 689}, Shape{13, 701}, Shape{7, 725}, Shape{3, 735},
                          Shape{16, 768}, Shape{1, 97}, Shape{9, 40}}) {
     FfnSlicePlan plan;
-    padded += ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024,
-                                    &plan) &&
-              plan.w2_pad_over_x;
+    padded +=
+        ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan) &&
+        plan.w2_pad_over_x;
     check_ffn(GetParam(), s, seed++, FfnKernel::kSlice, &ran);
   }
   const bool bf16 = GetParam() == Precision::bf16;

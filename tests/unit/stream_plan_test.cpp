@@ -248,7 +248,7 @@ struct FitCase {
   bool slice;       // the hidden slice's plan fits
   bool slice_late;  // ... with W2's rows asked for after the up product
   int units, warps;
-  bool pad;  // W2's zero rows over x (w2_pad_over_x)
+  bool pad;     // W2's zero rows over x (w2_pad_over_x)
   bool stream;  // ffn_stream's plan fits
 };
 const FitCase kFits[] = {

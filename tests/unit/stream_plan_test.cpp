@@ -145,14 +145,21 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
   EXPECT_LE(up_end, p.off_h);
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
-  EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8, p.warps), p.off_h);
-  EXPECT_LE(p.off_x + 16 * size_t(32 * p.warps), p.off_h);
+  EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
+  EXPECT_LE(p.off_red + 16 * size_t(32 * p.warps), p.off_h);
+  if (!p.w2_during_up) EXPECT_EQ(p.off_red, p.off_x);
   // The shares: bf16 in bf16 from 9 tokens and with 16 warps, fp32 otherwise.
   EXPECT_EQ(p.share_bytes, e == 2 && (m >= kSliceBf16SharesFrom || p.warps == 16) ? 2 : 4);
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
     EXPECT_FALSE(p.w2_pad_over_x);
+    if (p.w2_during_up) {  // the partial sums after W2's rows, within the region before h
+      EXPECT_TRUE(e == 2 && p.units == 32 && p.warps == 8);
+      EXPECT_GE(p.off_red, p.off_w2 + w2);
+      EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
+      EXPECT_EQ(p.off_red % 16, 0u);
+    }
   } else if (p.w2_pad_over_x) {
     // W2's rows of the slice before x; its zero rows (to the k step) within x's and W1's region.
     EXPECT_GT(p.kp, p.units);
@@ -219,19 +226,21 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, &p));
   // An RTX card (99 KB a block): bf16 up to 16 tokens; on 82 SMs (40 units a block) W2 after
-  // the up product; on 128 (24 units) both at once, W2's zero rows over x, and W2 late to 32.
+  // the up product; on 128 32 units, W2 under the up product, and 24 units with W2 late to 32.
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, &p));
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, &p));
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 128, 101376, &p));
-  EXPECT_FALSE(p.w2_late);
-  EXPECT_TRUE(p.w2_pad_over_x);
-  EXPECT_EQ(p.units, 24);
+  EXPECT_TRUE(p.w2_late);
+  EXPECT_TRUE(p.w2_during_up);
+  EXPECT_EQ(p.units, 32);
   ASSERT_TRUE(ffn_slice_choose_plan(32, 768, 2, 128, 101376, &p));
   EXPECT_TRUE(p.w2_late);
-  // 32 units asked for on 132 SMs: W2 late (the form measured beside 24 units' at 99 KiB).
-  ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 101376, &p, 32));
-  EXPECT_TRUE(p.w2_late);
+  EXPECT_FALSE(p.w2_during_up);  // 24 units
+  // 24 units asked for on 132 SMs: both at once with W2's zero rows over x (measured beside 32).
+  ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 101376, &p, 24));
+  EXPECT_FALSE(p.w2_late);
+  EXPECT_TRUE(p.w2_pad_over_x);
   // Units a block given: no fewer than one block per SM allows, a multiple of 8.
   EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 32));
   EXPECT_EQ(p.blocks, 96);
@@ -246,23 +255,24 @@ struct FitCase {
   int kib, e;
   int64_t m;
   bool slice;       // the hidden slice's plan fits
-  bool slice_late;  // ... with W2's rows asked for after the up product
+  bool slice_late;  // ... with W2's rows asked for after the up product's operands are in
   int units, warps;
-  bool pad;     // W2's zero rows over x (w2_pad_over_x)
+  bool during;  // ... under the up product, its operands in registers (w2_during_up)
   bool stream;  // ffn_stream's plan fits
 };
 const FitCase kFits[] = {
-    // 99 KiB: bf16 up to 16 tokens, the hidden slice's 24 units a block (128 blocks) with both
-    // slices at once, W2's zero rows over x (32 units fit only with W2 late), ffn_stream's with
-    // W2 late; at 64 neither (x's 64 rows alone are 97 KB); fp32 nowhere (W1's and W2's slices
-    // are 147 KB).
-    {99, 2, 1, true, false, 24, 8, true, true},
-    {99, 2, 16, true, false, 24, 8, true, true},
+    // 99 KiB: bf16 up to 16 tokens, the hidden slice's 32 units a block with W2 asked for
+    // under the up product (24 units with both at once and W2's zero rows over x measured
+    // slower), ffn_stream's with W2 late; at 64 neither (x's 64 rows alone are 97 KB); fp32
+    // nowhere (W1's and W2's slices are 147 KB).
+    {99, 2, 1, true, true, 32, 8, true, true},
+    {99, 2, 16, true, true, 32, 8, true, true},
     {99, 2, 64, false, false, 0, 0, false, false},
     {99, 4, 1, false, false, 0, 0, false, false},
     {99, 4, 16, false, false, 0, 0, false, false},
     {99, 4, 64, false, false, 0, 0, false, false},
-    // 163 KiB: bf16 at every count (W2 late at 64, 16 warps), fp32 up to 16 with W2 late.
+    // 163 KiB: bf16 at every count (W2 late at 64, 16 warps: too many k steps a warp to hold
+    // in registers), fp32 up to 16 with W2 late.
     {163, 2, 1, true, false, 32, 8, false, true},
     {163, 2, 16, true, false, 32, 8, false, true},
     {163, 2, 64, true, true, 32, 16, false, true},
@@ -290,7 +300,8 @@ TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
       EXPECT_EQ(s.w2_late, f.slice_late);
       EXPECT_EQ(s.units, f.units);
       EXPECT_EQ(s.warps, f.warps);
-      EXPECT_EQ(s.w2_pad_over_x, f.pad);
+      EXPECT_EQ(s.w2_during_up, f.during);
+      EXPECT_FALSE(s.w2_pad_over_x);
     }
     FfnPlan p;
     ASSERT_EQ(ffn_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &p), f.stream);

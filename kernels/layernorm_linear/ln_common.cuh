@@ -314,7 +314,8 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
 // 1-8 parts whose fp32 sums meet in L2 (0: the kept rule); normalize: 0 the kept rule, 1 row
 // items into xn, 2 each tile its own rows (no xn, no counters, no parts of K); resident (with
 // row items): 0 the kept rule, 1 W streamed through the ring with x, 2 a tile's (or part's) W
-// rows all in shared memory, asked for before its wait (where they fit).
+// rows all in shared memory, asked for before its wait (where they fit), 3 streamed with the
+// ring's first K-tiles of W asked for before the wait.
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;

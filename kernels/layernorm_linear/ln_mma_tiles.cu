@@ -28,13 +28,15 @@
 // into shared memory before it waits for its row block, and its ring then carries xn alone in
 // K-tiles of 64 (gemm_core/resident_ring.cuh). Where W does not fit (sm_86, sm_89 and A100 at
 // C = 768; `--choose-as` decides with the chosen GPU's shared memory) W is streamed with xn in
-// K-tiles of 32. From three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in
-// between, 64 x 128 as 4 warps of 32 x 64 (2 blocks an SM). To measure against them
-// (ln_tiles_forms.cuh numbers every form): the other tiles and rings; W resident or streamed
-// (FL_LN_RESIDENT), or streamed with the ring's first S-1 K-tiles of W asked for before the
-// wait (3: 24 of a tile's 192 KiB of W with 4 stages of 32, 56 with 8, off the path after it);
-// block b taking ticket b first (FL_LN_FIRST: no atomic round trip before its first copies; a
-// cooperative launch, so every item a tile waits for is taken); each tile normalizing its own
+// 8 stages (96 KiB), and the ring's first 7 K-tiles of W (56 of the tile's 192 KiB) are asked
+// for before the wait (gemm_core::prime_b_ahead), so they land while the items normalize. From
+// three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in between, 64 x 128 as 4
+// warps of 32 x 64 (2 blocks an SM), W's first 3 K-tiles ahead. Block b takes ticket b first
+// (a cooperative launch, so every item a tile waits for is taken; where each block has one
+// ticket, no atomic at all): no round trip to L2 before its first copies. To measure against
+// them (ln_tiles_forms.cuh numbers every form): the other tiles and rings; W resident, streamed
+// or ahead (FL_LN_RESIDENT 2, 1, 3); tickets all from the counter (FL_LN_FIRST=0); the pages of
+// xn, y and the bias looked up before the waits (FL_LN_WARM=1); each tile normalizing its own
 // rows (FL_LN_NORM=2, ln_mma_tiles_local.cu); each tile in 2-8 parts of its K-tiles, whose fp32
 // sums meet in an L2 scratch by red.add and whose last part stores y (add_part; the whole-tile
 // kernels are built without it). The lessons' 128 x 128 spills here beside the row item.
@@ -63,6 +65,7 @@
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
+#include "kernels/layernorm_linear/ln_tile_parts.cuh"
 #include "kernels/layernorm_linear/ln_tiles_forms.cuh"
 #include "kernels/phases.cuh"
 
@@ -93,62 +96,21 @@ struct Scratch {
 // BM x BN at tile x BM x BN; arrive: a counter a tile).
 // share: the W prefetch, 0 none, s >= 1 each tile of s consecutive row blocks asks for its
 // part (row block % s) of the K rows, so a column tile's W is asked for once (s = 1: whole).
-// first: 1 where block b's first ticket is b (no atomic before its first copies; the launch is
-// cooperative, so every block is resident and a tile's items are always taken), the counter then
-// handing out tickets from gridDim.x on; 0 every ticket from the counter.
+// first: 1 or 2 where block b's first ticket is b (no atomic before its first copies; the launch
+// is cooperative, so every block is resident and a tile's items are always taken), the counter
+// then handing out tickets from gridDim.x on (with 1, none asked for where every block has one
+// ticket); 0 every ticket from the counter. warm: warm_line before the items' and tiles' waits.
 struct TicketOrder {
-  int items, tiles_n, tiles, splits, share, first;
+  int items, tiles_n, tiles, splits, share, first, warm;
   unsigned* arrive;
   float* parts;
 };
 
-// Part of a split tile: adds its sums into the tile's fp32 slot in L2 (red.add: no part waits
-// for another), counts itself in; the last part to arrive takes the totals into acc, leaves the
-// slot and its counter at zero for the next launch, and returns true (it stores the tile). The
-// sums' order follows the parts' arrival, so the fp32 totals may differ in the last bits from
-// one run to the next. A thread's values lie as float4 (acc[mt][nt]) at (i x owners + thread).
-template <class Tile>
-__device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, unsigned* arrive,
-                                         int splits) {
-  __shared__ int s_last;
-  constexpr int kOwners = Tile::kThreads / Tile::kGroups;  // group 0 holds the sums
-  const bool owner = threadIdx.x < kOwners;
-  float4* p = reinterpret_cast<float4*>(part) + threadIdx.x;
-  if (owner) {
-#pragma unroll
-    for (int mt = 0; mt < Tile::kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tile::kNT; ++nt) {
-        const float* v = acc[mt][nt];
-        float* q = reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]), "f"(v[1]),
-                     "f"(v[2]), "f"(v[3])
-                     : "memory");
-#else
-        for (int e = 0; e < 4; ++e) atomicAdd(q + e, v[e]);
-#endif
-      }
-  }
-  __threadfence();  // this thread's sums before the tile's counter (release)
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(arrive, 1u) == unsigned(splits - 1);
-  __syncthreads();
-  if (!s_last) return false;
-  __threadfence();  // every part's sums are in L2 (acquire); read past L1
-  if (owner) {
-#pragma unroll
-    for (int mt = 0; mt < Tile::kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tile::kNT; ++nt) {
-        float4* q = p + (mt * Tile::kNT + nt) * kOwners;
-        const float4 v = slice::load_cg4(reinterpret_cast<const float*>(q));  // from L2
-        *q = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // for the next launch's parts
-        acc[mt][nt][0] = v.x, acc[mt][nt][1] = v.y, acc[mt][nt][2] = v.z, acc[mt][nt][3] = v.w;
-      }
-  }
-  if (threadIdx.x == 0) *arrive = 0;
-  return true;
+// Asks L2 for the 128-byte line at p (no wait, no register): its page is looked up now, off the
+// path of the loads or stores that need it later (after the L2 flush the first touch of a page
+// costs a walk of the page tables).
+__device__ __forceinline__ void warm_line(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 // A row item: two rows a warp of the block.
@@ -185,10 +147,13 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   unsigned* done = a.counters + 2;
   const gemm_core::NoHook none;
   int first = o.first ? static_cast<int>(blockIdx.x) : -1;
+  // first 1 with a ticket a block: none left after it, so no atomic round trip to learn that.
+  const bool one = o.first == 1 && o.items + o.tiles <= static_cast<int>(gridDim.x);
   for (;;) {
     int t = first;
     first = -1;
     if (t < 0) {
+      if (one) break;
       if (threadIdx.x == 0)
         s_ticket = static_cast<int>(atomicAdd(a.counters, 1u)) + o.first * int(gridDim.x);
       __syncthreads();
@@ -198,6 +163,10 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     if (t >= o.items + o.tiles) break;
     if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (t < o.items) {  // 1. a row item: 8 or 16 rows of x into xn
+      if (o.warm && threadIdx.x < 2) {  // xn's rows and the counter: their pages looked up now
+        warm_line(threadIdx.x == 0 ? static_cast<const void*>(a.xn + int64_t(t) * kRows * a.k)
+                                   : static_cast<const void*>(done + int64_t(t) * kRows / kCountRows));
+      }
       normalize_item<Tile>(a, t);
       __threadfence();  // this thread's xn before the row block's counter (release)
       __syncthreads();
@@ -220,6 +189,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
       gemm_core::load_b_resident<Tile>(w_res, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
     } else if constexpr (kW == kAhead) {  // the ring's first K-tiles of them
       gemm_core::prime_b_ahead<Tile>(ring, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
+    }
+    if (o.warm && threadIdx.x < 5) {  // the pages (and lines) of xn, y and the bias it will touch
+      const int64_t last = min(m0 + Tile::kBM, a.m) - 1, nb = min(n0 + 64, int64_t(a.n) - 8);
+      const void* p[5] = {a.xn + m0 * a.k, a.y + m0 * a.n + n0, a.y + last * a.n + n0,
+                          a.bias + n0, a.bias + nb};
+      warm_line(p[threadIdx.x]);
     }
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
@@ -260,6 +235,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   }
 }
 
+// The environment variable `name` as an int, or `fallback` where it is not set.
+int env_or(const char* name, int fallback) {
+  const char* env = std::getenv(name);
+  return env != nullptr ? std::atoi(env) : fallback;
+}
+
 // Shared memory of the resident form: the A ring and the largest part's W rows, at least the
 // ring's own size (the staged outputs and the K groups' sums go through it).
 template <class Tile>
@@ -292,19 +273,22 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   // Measurements only: FL_LN_PREFETCH 1 has every tile ask L2 for its whole W before its wait
   // (the form before), s > 1 shares each column tile's W among s row blocks; 0, the kept rule,
   // asks for none (measured as fast at 256 tokens and faster at 512 and 1023).
-  const char* env = std::getenv("FL_LN_PREFETCH");
-  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 0, row_blocks));
-  // FL_LN_FIRST 1: block b's first ticket is b (a cooperative launch; measurement only).
-  const char* first_env = std::getenv("FL_LN_FIRST");
+  const int share = int(std::min<int64_t>(env_or("FL_LN_PREFETCH", 0), row_blocks));
+  // The kept rule: block b's first ticket is b where the GPU launches cooperatively, no
+  // warm_line. Measurements: FL_LN_FIRST (0 every ticket from the counter, 2 without the one-
+  // ticket exit), FL_LN_WARM 1.
   int cooperative = 0;
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  const int first = first_env != nullptr && std::atoi(first_env) == 1 && cooperative ? 1 : 0;
+  const int first_asked = env_or("FL_LN_FIRST", 1);
+  const int first = cooperative && (first_asked == 1 || first_asked == 2) ? first_asked : 0;
+  const int warm = env_or("FL_LN_WARM", 0) == 1 ? 1 : 0;
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),
                       splits,
                       std::max(share, 0),
                       first,
+                      warm,
                       a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
@@ -338,7 +322,7 @@ int resident_optin(int optin) {
 
 // resident: 2 W resident where it fits this GPU's shared memory, 1 streamed, 3 streamed with the
 // ring's first K-tiles of W asked for before the wait; 0 the kept rule: resident while every
-// ticket has its own SM (one block an SM), where it fits, else streamed.
+// ticket has its own SM (one block an SM), where it fits, else 3.
 template <class Tile, int kMinBlocks>
 Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
                     cudaStream_t stream) {
@@ -353,7 +337,7 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident
       (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
   const bool fits = resident_bytes<Tile>(a.k, splits) + 64 <= size_t(optin);
   const bool on = fits && (resident == 2 || (resident == 0 && tickets <= sms));
-  const int way = on ? kResident : resident == 3 ? kAhead : kStreamed;
+  const int way = on ? kResident : resident == 1 ? kStreamed : kAhead;
   return with_way(way, [&](auto w) {
     constexpr int kW = decltype(w)::value;
     return splits > 1 ? launch_tiles_as<Tile, kMinBlocks, true, kW>(a, per_sm_cap, splits, stream)
@@ -396,14 +380,17 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   const int resident = forced(shape.resident, "FL_LN_RESIDENT");
   if (tile == 0) {
     // While the tiles and row items are one block an SM: 8 warps a 64 x 128 tile, with K-tiles
-    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32;
+    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32
+    // in 8 stages with W's first 7 asked for before the wait (4 stages where 96 KiB do not fit);
     // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
     int optin = 0;
     FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     optin = resident_optin(optin);
     const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
     const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
-    tile = tickets <= sms ? (resident != 1 && fits ? 9 : 3) : tickets > 2 * sms ? 7 : 2;
+    const bool deep = LnDeepTile::kSmemBytes + 64 <= size_t(optin);  // 96 KiB: sm_86's 99 fit
+    const int streamed = resident != 1 && deep ? 7 : 3;
+    tile = tickets <= sms ? (resident != 1 && fits ? 9 : streamed) : tickets > 2 * sms ? 7 : 2;
   }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);

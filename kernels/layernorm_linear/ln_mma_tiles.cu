@@ -35,16 +35,17 @@
 // (a cooperative launch, so every item a tile waits for is taken; where each block has one
 // ticket, no atomic at all): no round trip to L2 before its first copies. To measure against
 // them (ln_tiles_forms.cuh numbers every form): the other tiles and rings; W resident, streamed
-// or ahead (FL_LN_RESIDENT 2, 1, 3); tickets all from the counter (FL_LN_FIRST=0); the pages of
-// xn, y and the bias looked up before the waits (FL_LN_WARM=1); each tile normalizing its own
-// rows (FL_LN_NORM=2, ln_mma_tiles_local.cu); each tile in 2-8 parts of its K-tiles, whose fp32
-// sums meet in an L2 scratch by red.add and whose last part stores y (add_part; the whole-tile
-// kernels are built without it). The lessons' 128 x 128 spills here beside the row item.
+// or ahead (FL_LN_RESIDENT 2, 1, 3); tickets all from the counter (FL_LN_FIRST=0); each tile
+// normalizing its own rows (FL_LN_NORM=2, ln_mma_tiles_local.cu); each tile in 2-8 parts of its
+// K-tiles, whose fp32 sums meet in an L2 scratch by red.add and whose last part stores y
+// (ln_tile_parts.cuh; the whole-tile kernels are built without it). The lessons' 128 x 128
+// spills here beside the row item.
 // Stamps (--phases): a record a ticket, ln_tiles_phases(). Budget at 256 tokens, C = 768: 0.9
 // GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at
 // 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of xn and 192 KiB of W: 21 MB in all, ~7 us
 // for one SM's 288 KiB at the ~40 KiB/us an SM gets when all pull at once; with W resident its
-// 192 KiB come during the row items' ~5 us and 96 KiB after. The normalization: 0.2 M elements,
+// 192 KiB come during the row items' ~5 us and 96 KiB after; streamed with W's first 7 K-tiles
+// ahead, 56 KiB before and 232 after (~6 us). The normalization: 0.2 M elements,
 // once, but on the path of every tile: x read cold from HBM, the release and the poll (a row
 // item's whole chain) come before a tile's first multiply. After the wait a tile is a chain of
 // K-tiles, each a barrier, fragment loads (32 KiB of ldmatrix a K-tile of 32 for the block) and
@@ -99,19 +100,12 @@ struct Scratch {
 // first: 1 or 2 where block b's first ticket is b (no atomic before its first copies; the launch
 // is cooperative, so every block is resident and a tile's items are always taken), the counter
 // then handing out tickets from gridDim.x on (with 1, none asked for where every block has one
-// ticket); 0 every ticket from the counter. warm: warm_line before the items' and tiles' waits.
+// ticket); 0 every ticket from the counter.
 struct TicketOrder {
-  int items, tiles_n, tiles, splits, share, first, warm;
+  int items, tiles_n, tiles, splits, share, first;
   unsigned* arrive;
   float* parts;
 };
-
-// Asks L2 for the 128-byte line at p (no wait, no register): its page is looked up now, off the
-// path of the loads or stores that need it later (after the L2 flush the first touch of a page
-// costs a walk of the page tables).
-__device__ __forceinline__ void warm_line(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
 
 // A row item: two rows a warp of the block.
 template <class Tile>
@@ -155,7 +149,7 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     if (t < 0) {
       if (one) break;
       if (threadIdx.x == 0)
-        s_ticket = static_cast<int>(atomicAdd(a.counters, 1u)) + o.first * int(gridDim.x);
+        s_ticket = static_cast<int>(atomicAdd(a.counters, 1u)) + (o.first ? int(gridDim.x) : 0);
       __syncthreads();
       t = s_ticket;
       __syncthreads();  // the ring and s_ticket are free again
@@ -163,10 +157,6 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     if (t >= o.items + o.tiles) break;
     if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (t < o.items) {  // 1. a row item: 8 or 16 rows of x into xn
-      if (o.warm && threadIdx.x < 2) {  // xn's rows and the counter: their pages looked up now
-        warm_line(threadIdx.x == 0 ? static_cast<const void*>(a.xn + int64_t(t) * kRows * a.k)
-                                   : static_cast<const void*>(done + int64_t(t) * kRows / kCountRows));
-      }
       normalize_item<Tile>(a, t);
       __threadfence();  // this thread's xn before the row block's counter (release)
       __syncthreads();
@@ -189,12 +179,6 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
       gemm_core::load_b_resident<Tile>(w_res, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
     } else if constexpr (kW == kAhead) {  // the ring's first K-tiles of them
       gemm_core::prime_b_ahead<Tile>(ring, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
-    }
-    if (o.warm && threadIdx.x < 5) {  // the pages (and lines) of xn, y and the bias it will touch
-      const int64_t last = min(m0 + Tile::kBM, a.m) - 1, nb = min(n0 + 64, int64_t(a.n) - 8);
-      const void* p[5] = {a.xn + m0 * a.k, a.y + m0 * a.n + n0, a.y + last * a.n + n0,
-                          a.bias + n0, a.bias + nb};
-      warm_line(p[threadIdx.x]);
     }
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
@@ -274,21 +258,18 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   // (the form before), s > 1 shares each column tile's W among s row blocks; 0, the kept rule,
   // asks for none (measured as fast at 256 tokens and faster at 512 and 1023).
   const int share = int(std::min<int64_t>(env_or("FL_LN_PREFETCH", 0), row_blocks));
-  // The kept rule: block b's first ticket is b where the GPU launches cooperatively, no
-  // warm_line. Measurements: FL_LN_FIRST (0 every ticket from the counter, 2 without the one-
-  // ticket exit), FL_LN_WARM 1.
+  // The kept rule: block b's first ticket is b where the GPU launches cooperatively.
+  // Measurements: FL_LN_FIRST 0 every ticket from the counter, 2 without the one-ticket exit.
   int cooperative = 0;
   FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   const int first_asked = env_or("FL_LN_FIRST", 1);
   const int first = cooperative && (first_asked == 1 || first_asked == 2) ? first_asked : 0;
-  const int warm = env_or("FL_LN_WARM", 0) == 1 ? 1 : 0;
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),
                       splits,
                       std::max(share, 0),
                       first,
-                      warm,
                       a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));

@@ -289,16 +289,14 @@ TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
 }
 
 // The same with W's first K-tiles asked for before a tile's wait (FL_LN_RESIDENT=3; block b
-// taking ticket b first, the kept rule) and the pages looked up before the waits (FL_LN_WARM=1):
-// 8 warps a 64 x 128 tile in K-tiles of 32 (3), in 8 stages (7) and in K-tiles of 64 (9), whole,
-// and form 9 in 2 parts of K.
+// taking ticket b first, the kept rule): 8 warps a 64 x 128 tile in K-tiles of 32 (3), in 8
+// stages (7) and in K-tiles of 64 (9), whole, and form 9 in 2 parts of K.
 TEST(GemmCore, LnMmaTilesAheadSmallShapesForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES", "FL_LN_SPLITS", "FL_LN_WARM"}};
+  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES", "FL_LN_SPLITS"}};
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "3", 1), 0);
-  ASSERT_EQ(setenv("FL_LN_WARM", "1", 1), 0);
   for (const char* tiles_splits : {"3 1", "7 1", "9 1", "9 2"}) {
     const std::string f = tiles_splits;
     ASSERT_EQ(setenv("FL_LN_TILES", f.substr(0, 1).c_str(), 1), 0);
@@ -392,8 +390,8 @@ TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
 
 // Every tile form of ln_mma_tiles (FL_LN_TILES 1-10) with W streamed and its first K-tiles asked
 // for before the wait (FL_LN_RESIDENT=3), whole and in 2 parts of K, each with every ticket from
-// the counter (FL_LN_FIRST=0), with block b taking ticket b first and the pages looked up before
-// the waits (FL_LN_FIRST=1, FL_LN_WARM=1) and without the one-ticket exit (FL_LN_FIRST=2), at
+// the counter (FL_LN_FIRST=0), with block b taking ticket b first (FL_LN_FIRST=1, the kept rule)
+// and without the one-ticket exit (FL_LN_FIRST=2: later tickets from gridDim.x on), at
 // random shapes with odd token counts and C an odd multiple of 8, at a C of one K-tile (fewer
 // K-tiles than the ring's stages ahead), at 1031 x 768 (more tickets than blocks: later tickets
 // from the counter) and at the widest C.
@@ -401,8 +399,7 @@ TEST(GemmCore, LnMmaTilesAheadRandomShapes) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   auto backend = make_backend();
   ASSERT_TRUE(backend);
-  const UnsetAtEnd unset{
-      {"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS", "FL_LN_FIRST", "FL_LN_WARM"}};
+  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS", "FL_LN_FIRST"}};
   ASSERT_EQ(setenv("FL_LN_RESIDENT", "3", 1), 0);
   std::mt19937 rng(20261130);
   for (int tile = 1; tile <= 10; ++tile) {
@@ -411,7 +408,6 @@ TEST(GemmCore, LnMmaTilesAheadRandomShapes) {
         ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
         ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
         ASSERT_EQ(setenv("FL_LN_FIRST", first, 1), 0);
-        ASSERT_EQ(setenv("FL_LN_WARM", std::string(first) == "1" ? "1" : "0", 1), 0);
         SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) + " FL_LN_SPLITS=" +
                      std::to_string(splits) + " FL_LN_FIRST=" + first);
         expect_ln_mma_tiles_random(*backend, rng, 2, {{133, 24}, {301, 1024}});

@@ -197,8 +197,8 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     if constexpr (kW == kResident) {
       gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn + k0, a.k, a.m, k1 - k0, m0);
     } else {
-      gemm_core::ring_mainloop<Tile, kW == kAhead>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
-                                     k1 - k0, m0, n0, none, none);
+      gemm_core::ring_mainloop<Tile, kW == kAhead>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n,
+                                                   a.m, a.n, k1 - k0, m0, n0, none, none);
     }
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     const int64_t tile = int64_t(rb) * o.tiles_n + cb;

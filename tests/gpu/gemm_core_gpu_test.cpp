@@ -408,8 +408,8 @@ TEST(GemmCore, LnMmaTilesAheadRandomShapes) {
         ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
         ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
         ASSERT_EQ(setenv("FL_LN_FIRST", first, 1), 0);
-        SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) + " FL_LN_SPLITS=" +
-                     std::to_string(splits) + " FL_LN_FIRST=" + first);
+        SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
+                     " FL_LN_SPLITS=" + std::to_string(splits) + " FL_LN_FIRST=" + first);
         expect_ln_mma_tiles_random(*backend, rng, 2, {{133, 24}, {301, 1024}});
       }
     }

@@ -146,6 +146,22 @@ std::vector<Variant> timed_sets() {
            })}};
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=apart: attention apart from qkv
+// (MegakernelOptions::apart_qkv_rows: qkv in longer slices, the splits on the blocks qkv leaves
+// free) at 48, 42 and 36 rows (7, 6 and 5 splits a head at 132 blocks), and 48-row qkv slices
+// with the grid's splits (not apart), against the lesson's.
+std::vector<Variant> apart_sets() {
+  gpt2::MegakernelOptions lesson, apart48, apart42, apart36, rows48;
+  lesson.apart_qkv_rows = 0;
+  apart48.apart_qkv_rows = 48, apart42.apart_qkv_rows = 42, apart36.apart_qkv_rows = 36;
+  rows48.apart_qkv_rows = 0, rows48.qkv_rows = 48;
+  return {{"the form before (24-row qkv)", lesson},
+          {"+ attention apart, 48-row qkv", apart48},
+          {"+ attention apart, 42-row qkv", apart42},
+          {"+ attention apart, 36-row qkv", apart36},
+          {"+ 48-row qkv, not apart", rows48}};
+}
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -724,7 +740,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
-// (scripts/gpt2-decode-check.sh's `variants` stage). Each variant is checked first (the fp64
+// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart times apart_sets()
+// instead of timed_sets()). Each variant is checked first (the fp64
 // GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
 // (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
 // from DRAM), and its task records' breakdown at cache 512.
@@ -732,7 +749,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
-  std::vector<Variant> variants = timed_sets();
+  const bool apart = std::string(std::getenv("FL_DECODE_VARIANTS")) == "apart";
+  std::vector<Variant> variants = apart ? apart_sets() : timed_sets();
   variants.push_back({"the lesson's (again, drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);

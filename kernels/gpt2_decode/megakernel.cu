@@ -160,7 +160,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       // With quick_tail its gamma and beta are in shared memory (copied while it waited).
       const bf16* g = options.quick_tail ? p.gamma : a.weights + kFinalLnG;
       layernorm_rows(x_mlp_of(a, kLayers - 1), g, g + kC, 0, a.tokens, a.y, a.residual_copies,
-                     residual_stride(a));
+                     residual_stride(a), a.residual_spread);
       break;
     }
   }
@@ -393,8 +393,14 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   const bool one = runs_one_token_kernel(plan.options, a.tokens) && a.two_residuals &&
                    a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   auto kernel = one ? megakernel<true> : megakernel<false>;
+  // The residual spread out in the one-token kernel only (x_mlp holds kMaxResidualCopies rows
+  // of t x C: two residuals spread 4 times at one token).
+  DecodeArgs args = a;
+  if (!one) args.residual_spread = 1;
+  if (2 * args.residual_spread > kMaxResidualCopies)
+    return Status::Error("the residual's spread does not fit its buffer");
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
+  kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,
                                              plan.options, plan.phases);
   FL_CUDA_TRY(cudaGetLastError());

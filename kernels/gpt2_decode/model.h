@@ -142,6 +142,8 @@ constexpr int kLessonQkvRows = 24;
 // Rows of the lesson's qkv slices where attention goes apart (MegakernelOptions::
 // apart_qkv_rows; 0: off).
 constexpr int kLessonApartQkvRows = 0;
+// The one-token kernel's residual spread (MegakernelOptions::residual_spread).
+constexpr int kLessonResidualSpread = 4;
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
   int tokens = 1;                       // new tokens t
@@ -301,6 +303,11 @@ struct MegakernelOptions {
   // Only where a split's keys then fit a buffer (kMaxSplitLength); elsewhere qkv_rows and the
   // grid splits. 0: off.
   int apart_qkv_rows = kLessonApartQkvRows;
+  // The one-token kernel's residual after each MLP spread out (1, 2 or 4): each 8 floats (a
+  // 32-byte sector) at the start of 8 x residual_spread floats, so that at 4 the MLP's 128
+  // tasks, each adding 768 values into the same residual (red.add), spread their adds over 96
+  // lines of L2 instead of 24 (the readers load the same sectors). The other kernel runs 1.
+  int residual_spread = kLessonResidualSpread;
   // The lesson's form at one token runs an instance of the megakernel compiled for it (on in
   // the lesson): the options the kernel reads (but quick_tail) at their lesson values and t = 1
   // are constants there, so the other forms' branches and the loops over up to 16 tokens are

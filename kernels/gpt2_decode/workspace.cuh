@@ -205,6 +205,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.splits = list_.splits;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.residual_copies = options_.residual_copies;
+    a.residual_spread = options_.residual_spread;  // (the one-token kernel only: launch.h)
     a.w_out_t = w_out_t_.as<bf16>();
     a.w_proj_t = w_proj_t_.as<bf16>();
     a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals

@@ -101,10 +101,7 @@ struct DecodeArgs {
   const bf16* w_proj_t = nullptr;
   bool two_residuals = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
-  // The one-token megakernel's x_mlp spread out (MegakernelOptions::residual_spread): each 8
-  // floats (a 32-byte sector) at the start of its own 8 x residual_spread floats, so at 4 every
-  // sector has its own 128-byte line (spread_index). 1: dense (every other kernel).
-  int residual_spread = 1;
+  int residual_spread = 1;  // the one-token kernel's x_mlp spread out (spread_index; 1: dense)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 
@@ -122,7 +119,8 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 __device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
   return int64_t(a.tokens) * kC * a.residual_spread;
 }
-// Where element i of a residual spread `spread` times sits (DecodeArgs::residual_spread).
+// Where element i of a residual spread `spread` times sits: each 8 floats (a 32-byte sector) at
+// the start of 8 x spread floats (at 4, a 128-byte line each).
 __device__ __forceinline__ int64_t spread_index(int64_t i, int spread) {
   return (i >> 3) * (8 * spread) + (i & 7);
 }
@@ -191,8 +189,7 @@ __device__ __forceinline__ void allow_dependent_launch() {
 // beta (global or shared memory) are loaded with the row, before any store: a store through dst
 // between their loads would make each one wait for the one before (dst may alias them as far
 // as the compiler knows). src may be `copies` partial rows `stride` floats apart, added up
-// (every copy's loads in flight before the first add), each spread `spread` times
-// (spread_index: a row kC x spread floats long, its quad q at (q / 2) x 2 spread + q % 2).
+// (every copy's loads in flight before the first add), each spread `spread` times (spread_index).
 struct NoRaw {  // what layernorm_rows does with a row's values before it normalizes them
   __device__ void operator()(int, int, const float4&) const {}
 };

@@ -127,8 +127,9 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
       options.apart_qkv_rows > kMaxSliceRows)
     return Status::Error("a qkv slice beside attention apart takes a multiple of 6 rows up to " +
                          std::to_string(kMaxSliceRows) + " (0: off)");
-  if (options.residual_spread != 1 && options.residual_spread != 2 &&
-      options.residual_spread != 4)
+  // (x_mlp holds kMaxResidualCopies rows of t x C: two residuals spread 4 times at one token)
+  static_assert(2 * 4 <= kMaxResidualCopies, "the residuals spread 4 times fit x_mlp");
+  if (options.residual_spread != 1 && options.residual_spread != 2 && options.residual_spread != 4)
     return Status::Error("the residual is spread 1, 2 or 4 times");
   if (options.copy_thread < 0 || options.copy_thread >= kThreads)
     return Status::Error("the copies' thread is one of the block's " + std::to_string(kThreads));

@@ -301,12 +301,15 @@ struct MegakernelOptions {
   // free, (blocks - qkv tasks) / kHeads a head (7 at 132 blocks), so that no attention task
   // waits for its block to finish a qkv task first; proj's tasks then follow on the qkv blocks.
   // Only where a split's keys then fit a buffer (kMaxSplitLength); elsewhere qkv_rows and the
-  // grid splits. 0: off.
+  // grid splits. 0: off. Measured and left off: attention's stage got shorter, but a longer
+  // split takes two passes of the warps over its keys, the longer qkv slices took longer, and the
+  // MLP's release grew (its slices then start together).
   int apart_qkv_rows = kLessonApartQkvRows;
   // The one-token kernel's residual after each MLP spread out (1, 2 or 4): each 8 floats (a
   // 32-byte sector) at the start of 8 x residual_spread floats, so that at 4 the MLP's 128
   // tasks, each adding 768 values into the same residual (red.add), spread their adds over 96
   // lines of L2 instead of 24 (the readers load the same sectors). The other kernel runs 1.
+  // 4 in the lesson: the MLP's release, which waits for its adds, got shorter.
   int residual_spread = kLessonResidualSpread;
   // The lesson's form at one token runs an instance of the megakernel compiled for it (on in
   // the lesson): the options the kernel reads (but quick_tail) at their lesson values and t = 1

@@ -131,7 +131,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   // then land on the qkv blocks).
   int qkv_rows = shape.qkv_rows;
   if (shape.apart_qkv_rows > 0 && !list.fused_proj && !list.proj_apart) {
-    const int rows = std::min(shape.apart_qkv_rows, slice_rows(kStages[0], 1, shape.weight_buffer_bytes));
+    const int rows =
+        std::min(shape.apart_qkv_rows, slice_rows(kStages[0], 1, shape.weight_buffer_bytes));
     const int qkv_tasks = (kStages[0].rows + rows - 1) / rows;
     const int splits = std::min(list.splits, (blocks - qkv_tasks) / kHeads);
     if (splits >= 1 && split_length(shape.cache + shape.tokens, splits) <= kMaxSplitLength) {

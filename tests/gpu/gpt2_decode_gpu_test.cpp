@@ -945,6 +945,32 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
   }
 }
 
+// The one-token kernel's residual dense and spread 4 times (MegakernelOptions::residual_spread)
+// on partial grids of 2, 5 and 17 blocks, twice each with other inputs, against the full grid's
+// dense step (~6 s: what a short re-check runs beside MegakernelOneToken).
+TEST_F(Gpt2DecodeGpu, MegakernelSpreadOnAPartialGrid) {
+  std::unique_ptr<Workspace> one;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
+  ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
+  const std::vector<Variant> sets = spread_sets();
+  ASSERT_TRUE(gpt2::set_megakernel_options(*one, sets.at(0).options).ok());
+  ASSERT_TRUE(run(*one, 4).ok());
+  const std::vector<double> full = output(*one);
+  for (size_t s : {size_t(0), size_t(1)}) {
+    for (int blocks : {2, 5, 17}) {
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + sets[s].name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*one, sets[s].options).ok());
+      ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, blocks).ok());
+      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+        ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
+        std::vector<double> y;
+        EXPECT_CHECKED_STEP(*one, y);
+      }
+      EXPECT_LT(rel(output(*one), full), 1e-5);  // seed 5 again: the full grid's step
+    }
+  }
+}
+
 // Proj by head where a qkv slice's sums leave no room for its starting values' raw values (16
 // tokens, 50-row slices on 5 blocks: qkv in about a slice a block, not the lesson's 24 rows):
 // the task loads them again after its product.

@@ -14,7 +14,8 @@
 //            for the bytes to hide the chain (the megakernel copies one task ahead, by TMA bulk
 //            copies on sm_90: the ring here is the same schedule with 16-byte copies);
 //   ring 4   the ring 4 ahead without the waits: the ring's own roof;
-//   flags 1, sleep 1, shards 1  ahead 1 with those.
+//   flags 1, sleep 1, shards 1  ahead 1 with those; then ahead 1 with the same bytes in 36 and
+//            24 stages (three or two a layer instead of four).
 // Block b's chunk of stage s is chunk s * blocks + b, so each stage reads a fresh 1/S of the
 // bytes. Cold L2: a 256 MB read before every timed launch; counters zeroed before it. Median of
 // `reps` launches, CUDA events around the one launch.
@@ -271,6 +272,11 @@ int main(int argc, char** argv) {
   report("flags 1", kMaxStages, median_us<1>(u, kMaxStages, kFlags, reps), bytes, roof);
   report("sleep 1", kMaxStages, median_us<1>(u, kMaxStages, kSleep, reps), bytes, roof);
   report("shards 1", kMaxStages, median_us<1>(u, kMaxStages, kShards, reps), bytes, roof);
+  for (int stages : {36, 24}) {  // the same bytes in fewer, larger chunks
+    Setup v = u;
+    v.chunk16 = u.chunk16 * kMaxStages / stages;
+    report("ahead 1", stages, median_us<1>(v, stages, kCount, reps), bytes, roof);
+  }
   CUDA(cudaFree(u.bytes));
   CUDA(cudaFree(u.flush));
   CUDA(cudaFree(u.words));

@@ -768,7 +768,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   std::vector<Variant> variants = which == "apart"    ? apart_sets()
                                   : which == "spread" ? spread_sets()
                                                       : timed_sets();
-  variants.push_back({"the lesson's (again, drift)", variants.front().options});
+  variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);

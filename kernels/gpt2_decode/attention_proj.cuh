@@ -80,7 +80,7 @@ __device__ inline void project_head(const DecodeArgs& a, int layer, int part, co
     }
     const int n = part * kProjRows + 4 * qq;
     red_add4(a.x + j * kC + n, sum);
-    red_add4(x_next + j * kC + n, sum);
+    red_add4(x_next + spread_at(a, j * kC + n), sum);
   }
 }
 

@@ -101,6 +101,7 @@ struct DecodeArgs {
   const bf16* w_proj_t = nullptr;
   bool two_residuals = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
+  int residual_spread = 1;  // the one-token kernel's x_mlp spread out (spread_index; 1: dense)
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 
@@ -116,7 +117,15 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
   return a.weights + int64_t(layer) * LayerLayout::size;
 }
 __device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
-  return int64_t(a.tokens) * kC;
+  return int64_t(a.tokens) * kC * a.residual_spread;
+}
+// Where element i of a residual spread `spread` times sits: each 8 floats (a 32-byte sector) at
+// the start of 8 x spread floats (at 4, a 128-byte line each).
+__device__ __forceinline__ int64_t spread_index(int64_t i, int spread) {
+  return (i >> 3) * (8 * spread) + (i & 7);
+}
+__device__ __forceinline__ int64_t spread_at(const DecodeArgs& a, int64_t i) {
+  return spread_index(i, a.residual_spread);
 }
 // The megakernel's residual after layer `layer`'s MLP (two buffers with two_residuals).
 __device__ __forceinline__ float* x_mlp_of(const DecodeArgs& a, int layer) {
@@ -129,6 +138,10 @@ __device__ __forceinline__ const float* residual_in(const DecodeArgs& a, int lay
 // How many copies of it to add up (the megakernel's x_mlp may have several), and how far apart.
 __device__ __forceinline__ int residual_copies_in(const DecodeArgs& a, int layer) {
   return layer == 0 || a.x_mlp == nullptr ? 1 : a.residual_copies;
+}
+// And how far spread out it is (block 0's input and levels 0-3's x are dense).
+__device__ __forceinline__ int residual_spread_in(const DecodeArgs& a, int layer) {
+  return layer == 0 || a.x_mlp == nullptr ? 1 : a.residual_spread;
 }
 
 // ---- small pieces ---------------------------------------------------------------------------
@@ -176,22 +189,23 @@ __device__ __forceinline__ void allow_dependent_launch() {
 // beta (global or shared memory) are loaded with the row, before any store: a store through dst
 // between their loads would make each one wait for the one before (dst may alias them as far
 // as the compiler knows). src may be `copies` partial rows `stride` floats apart, added up
-// (every copy's loads in flight before the first add).
+// (every copy's loads in flight before the first add), each spread `spread` times (spread_index).
 struct NoRaw {  // what layernorm_rows does with a row's values before it normalizes them
   __device__ void operator()(int, int, const float4&) const {}
 };
 template <class Raw = NoRaw>
 __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf16* b, int j0,
                                       int rows, float* dst, int copies = 1, int64_t stride = 0,
-                                      const Raw& raw = NoRaw{}) {
+                                      int spread = 1, const Raw& raw = NoRaw{}) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  auto quad = [&](int q) { return (q >> 1) * (2 * spread) + (q & 1); };
   for (int r = warp; r < rows; r += kWarps) {
-    const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC);
+    const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC * spread);
     float4 v[6];
     uint2 gv[6], bv[6];
 #pragma unroll
     for (int i = 0; i < 6; ++i) {
-      v[i] = ld_cg(row + lane + 32 * i);
+      v[i] = ld_cg(row + quad(lane + 32 * i));
       gv[i] = reinterpret_cast<const uint2*>(g)[lane + 32 * i];
       bv[i] = reinterpret_cast<const uint2*>(b)[lane + 32 * i];
     }
@@ -201,7 +215,7 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
       for (int c = 0; c < 3; ++c)
 #pragma unroll
         for (int i = 0; i < 6; ++i)
-          u[c][i] = c0 + c < copies ? ld_cg(row + (c0 + c) * (stride / 4) + lane + 32 * i)
+          u[c][i] = c0 + c < copies ? ld_cg(row + (c0 + c) * (stride / 4) + quad(lane + 32 * i))
                                     : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
       for (int c = 0; c < 3; ++c)

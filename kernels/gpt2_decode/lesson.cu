@@ -123,6 +123,14 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   if (options.qkv_rows < 0 || options.qkv_rows % 6 != 0 || options.qkv_rows > kMaxSliceRows)
     return Status::Error("a qkv slice takes a multiple of 6 rows up to " +
                          std::to_string(kMaxSliceRows) + " (0: one slice a block)");
+  if (options.apart_qkv_rows < 0 || options.apart_qkv_rows % 6 != 0 ||
+      options.apart_qkv_rows > kMaxSliceRows)
+    return Status::Error("a qkv slice beside attention apart takes a multiple of 6 rows up to " +
+                         std::to_string(kMaxSliceRows) + " (0: off)");
+  // (x_mlp holds kMaxResidualCopies rows of t x C: two residuals spread 4 times at one token)
+  static_assert(2 * 4 <= kMaxResidualCopies, "the residuals spread 4 times fit x_mlp");
+  if (options.residual_spread != 1 && options.residual_spread != 2 && options.residual_spread != 4)
+    return Status::Error("the residual is spread 1, 2 or 4 times");
   if (options.copy_thread < 0 || options.copy_thread >= kThreads)
     return Status::Error("the copies' thread is one of the block's " + std::to_string(kThreads));
   return d->set_options(options);

@@ -30,7 +30,9 @@
 // (MegakernelOptions::one_token_kernel): t = 1 and every option a constant, so the loops over
 // up to 16 tokens and the other forms' branches are not in its code (about a third of the other
 // instance's instructions, two thirds of its registers): each task's phases are shorter, the
-// copies and the round trips unchanged.
+// copies and the round trips unchanged. Its residual after each MLP is spread out (residual_spread:
+// a 128-byte line a 32-byte sector), so the MLP's 128 x 192 red.adds a layer land on 96 lines of
+// L2, not 24, and the MLP's release, which waits for them, is shorter.
 // Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
 // behind the next task's weights as cp.async's 16-byte copies did. run_task is forced inline:
 // as a call it left the kernel a 544-byte stack frame in local memory and every task ~1.7x
@@ -41,7 +43,7 @@
 // fused, wide rows, proj apart, early copies, the task window, splits capped at one buffer or
 // in two rounds, the release by warp 2, the copies before the poll, proj by rows, the residuals'
 // starts in qkv's prologue, a descriptor ring (thread 0's copy of a later descriptor in flight
-// made each release's fence wait for it).
+// made each release's fence wait for it), attention apart from qkv (apart_qkv_rows).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of
@@ -160,7 +162,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       // With quick_tail its gamma and beta are in shared memory (copied while it waited).
       const bf16* g = options.quick_tail ? p.gamma : a.weights + kFinalLnG;
       layernorm_rows(x_mlp_of(a, kLayers - 1), g, g + kC, 0, a.tokens, a.y, a.residual_copies,
-                     residual_stride(a));
+                     residual_stride(a), a.residual_spread);
       break;
     }
   }
@@ -393,8 +395,10 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   const bool one = runs_one_token_kernel(plan.options, a.tokens) && a.two_residuals &&
                    a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   auto kernel = one ? megakernel<true> : megakernel<false>;
+  DecodeArgs args = a;  // the residual spread out in the one-token kernel only
+  if (!one) args.residual_spread = 1;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<plan.blocks, kThreads, smem, s>>>(a, plan.tasks, plan.block_begin, plan.counters,
+  kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,
                                              plan.options, plan.phases);
   FL_CUDA_TRY(cudaGetLastError());

@@ -139,6 +139,11 @@ constexpr bool kBranchFreeKeys = true;
 
 // Rows of the lesson's qkv slices (MegakernelOptions::qkv_rows).
 constexpr int kLessonQkvRows = 24;
+// Rows of the lesson's qkv slices where attention goes apart (MegakernelOptions::
+// apart_qkv_rows; 0: off).
+constexpr int kLessonApartQkvRows = 0;
+// The one-token kernel's residual spread (MegakernelOptions::residual_spread).
+constexpr int kLessonResidualSpread = 4;
 struct TaskListShape {
   int blocks = 132;                     // persistent blocks (one per SM)
   int tokens = 1;                       // new tokens t
@@ -153,6 +158,7 @@ struct TaskListShape {
   int split_rounds = 1;                 // rounds of attention tasks on the grid (the same)
   bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
   int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
+  int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -290,6 +296,21 @@ struct MegakernelOptions {
   // rows at 132 blocks). The lesson's 24 (96 tasks at 132 blocks) leave blocks free of qkv for
   // the attention tasks after them.
   int qkv_rows = kLessonQkvRows;
+  // Attention apart from qkv: qkv in slices of this many rows (a multiple of 6 up to
+  // kMaxSliceRows: 48 rows are 48 tasks) and the attention splits on the blocks those leave
+  // free, (blocks - qkv tasks) / kHeads a head (7 at 132 blocks), so that no attention task
+  // waits for its block to finish a qkv task first; proj's tasks then follow on the qkv blocks.
+  // Only where a split's keys then fit a buffer (kMaxSplitLength); elsewhere qkv_rows and the
+  // grid splits. 0: off. Measured and left off: attention's stage got shorter, but a longer
+  // split takes two passes of the warps over its keys, the longer qkv slices took longer, and the
+  // MLP's release grew (its slices then start together).
+  int apart_qkv_rows = kLessonApartQkvRows;
+  // The one-token kernel's residual after each MLP spread out (1, 2 or 4): each 8 floats (a
+  // 32-byte sector) at the start of 8 x residual_spread floats, so that at 4 the MLP's 128
+  // tasks, each adding 768 values into the same residual (red.add), spread their adds over 96
+  // lines of L2 instead of 24 (the readers load the same sectors). The other kernel runs 1.
+  // 4 in the lesson: the MLP's release, which waits for its adds, got shorter.
+  int residual_spread = kLessonResidualSpread;
   // The lesson's form at one token runs an instance of the megakernel compiled for it (on in
   // the lesson): the options the kernel reads (but quick_tail) at their lesson values and t = 1
   // are constants there, so the other forms' branches and the loops over up to 16 tokens are
@@ -312,6 +333,7 @@ struct DecodeTaskList {
   bool fused_proj = false;       // attention and proj one stage (TaskListShape::fused_proj)
   bool proj_apart = false;       // proj on blocks without attention (TaskListShape::proj_apart)
   bool head_proj = false;        // proj cut by head (TaskListShape::head_proj)
+  bool attention_apart = false;  // attention on the blocks qkv leaves free (apart_qkv_rows)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

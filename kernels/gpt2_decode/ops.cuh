@@ -47,7 +47,7 @@ struct ResidualInit {
   __device__ void store(int j, int n, float v) const {
     const float bp = to_f(bias[n - c0]), bo = to_f(bias[kMaxSliceRows / 2 + n - c0]);
     a.x[j * kC + n] = v + bp;
-    x_mlp_of(a, layer)[j * kC + n] = v + bp + bo;
+    x_mlp_of(a, layer)[spread_at(a, j * kC + n)] = v + bp + bo;
   }
 };
 // The columns a qkv task of rows [first, first + count) initializes (even bounds).
@@ -70,7 +70,8 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
   }
   // Entry k of those raw values (column c0 + k / t, token k % t), from global memory.
   __device__ float raw_of(const ResidualInit& i, int k) const {
-    return ld_cg(residual_in(a, layer) + (k % a.tokens) * kC + i.c0 + k / a.tokens);
+    return ld_cg(residual_in(a, layer) + spread_index((k % a.tokens) * kC + i.c0 + k / a.tokens,
+                                                      residual_spread_in(a, layer)));
   }
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
   __device__ void prologue(int j0, int tc, float* act) const {
@@ -81,7 +82,7 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
         keep[k] = raw_of(i, k);
     }
     layernorm_rows(residual_in(a, layer), g, g + kC, j0, tc, act, residual_copies_in(a, layer),
-                   residual_stride(a));
+                   residual_stride(a), residual_spread_in(a, layer));
   }
   // The starting values (init_rows > 0), a thread per (column, token), after the epilogues.
   __device__ void store_starts() const {
@@ -206,7 +207,8 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
   bool combined = false;  // the heads were combined by attention's last splits: read a.att
   // This slice's residual from its copies (x_mlp's: residual_copies_in), loaded together.
   __device__ float residual_of(int j, int n) const {
-    const float* src = residual_in(a, layer) + j * kC + n;
+    const float* src =
+        residual_in(a, layer) + spread_index(j * kC + n, residual_spread_in(a, layer));
     float v[kMaxResidualCopies];
     const int copies = residual_copies_in(a, layer);
     if (copies == 1) return ld_cg(src);  // levels 0-3, block 0
@@ -267,9 +269,9 @@ struct ProjOp {  // x = x + Attention Wproj + bproj (the megakernel: and x_mlp =
       const float b_out =
           to_f(p.bias2 != nullptr ? p.bias2[n - p.first]
                                   : layer_weights(a, layer)[LayerLayout::b_out + n]);
-      a.x_mlp[j * kC + n] = x + b_out;
+      a.x_mlp[spread_at(a, j * kC + n)] = x + b_out;
       for (int c = 1; c < a.residual_copies; ++c)
-        a.x_mlp[c * residual_stride(a) + j * kC + n] = 0.f;
+        a.x_mlp[c * residual_stride(a) + spread_at(a, j * kC + n)] = 0.f;
     }
   }
 };
@@ -364,7 +366,7 @@ __device__ __forceinline__ void mlp_down(const DecodeArgs& a, const bf16* w, int
 #pragma unroll
     for (int j = 0; j < kMaxTokens; ++j) {
       if (j >= t) break;
-      red_add4(out + j * kC + 4 * q, acc[j]);
+      red_add4(out + spread_at(a, j * kC + 4 * q), acc[j]);
     }
   }
 }

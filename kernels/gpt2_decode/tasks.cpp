@@ -19,7 +19,9 @@
 // take its ticket combines the head. With proj by head (the lesson's form) proj is cut along
 // its input: kProjParts tasks a head, each waiting on its own head's counter (the head's
 // attention splits bump it) and adding its head's share of kProjRows outputs into the
-// residuals, whose starting values the qkv tasks write.
+// residuals, whose starting values the qkv tasks write. With attention apart (an option) qkv
+// takes fewer, longer slices and the splits a head are cut so that both stages fit the grid
+// once: no attention task follows a qkv task of its layer on the same block.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -123,6 +125,22 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   // dealing cursor stands after attention's, on blocks without an attention task.
   list.proj_apart =
       shape.proj_apart && !list.fused_proj && kHeads * list.splits + kProjApartTasks <= blocks;
+  // Attention apart from qkv: qkv in apart_qkv_rows-row slices and one round of splits on the
+  // blocks those leave free, where a split's keys then fit a buffer (the cursor deals a stage's
+  // tasks after the stage before's, so the two stages fill the grid once, and proj's tasks
+  // then land on the qkv blocks).
+  int qkv_rows = shape.qkv_rows;
+  if (shape.apart_qkv_rows > 0 && !list.fused_proj && !list.proj_apart) {
+    const int rows =
+        std::min(shape.apart_qkv_rows, slice_rows(kStages[0], 1, shape.weight_buffer_bytes));
+    const int qkv_tasks = (kStages[0].rows + rows - 1) / rows;
+    const int splits = std::min(list.splits, (blocks - qkv_tasks) / kHeads);
+    if (splits >= 1 && split_length(shape.cache + shape.tokens, splits) <= kMaxSplitLength) {
+      list.splits = splits;
+      list.attention_apart = true;
+      qkv_rows = rows;
+    }
+  }
   std::vector<std::vector<DecodeTask>> per_block(blocks);
   int cursor = 0;
   auto deal = [&](const DecodeTask& task) {
@@ -192,8 +210,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         // qkv_rows (not with fused proj, whose qkv slices fill the blocks it leaves free),
         // within the buffer.
         const int fit = slice_rows(stage, 1, shape.weight_buffer_bytes);
-        const bool set_rows = stage.kind == TaskKind::qkv && shape.qkv_rows > 0 && !list.fused_proj;
-        const int rows = set_rows ? std::min(fit, shape.qkv_rows)
+        const bool set_rows = stage.kind == TaskKind::qkv && qkv_rows > 0 && !list.fused_proj;
+        const int rows = set_rows ? std::min(fit, qkv_rows)
                                   : slice_rows(stage, stage_blocks, shape.weight_buffer_bytes);
         for (int h = 0; h < kHeads; ++h) head_targets[h] = 0;
         for (int first = 0; first < stage.rows; first += rows) {
@@ -230,8 +248,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
-  // option that is not the task list's).
-  static_assert(sizeof(MegakernelOptions) == 60, "an option the one-token kernel must compare");
+  // option that is not the task list's, but residual_spread, which only it reads).
+  static_assert(sizeof(MegakernelOptions) == 68, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.head_waits == d.head_waits &&
@@ -330,6 +348,7 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       list.counters);
   out += line;
   if (list.head_proj) out += "proj by head: each head's splits counted apart, proj adds into x\n";
+  if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
                   list.block_begin[b + 1] - list.block_begin[b]);

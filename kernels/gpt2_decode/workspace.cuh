@@ -78,7 +78,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.grid_splits && options_.one_pass_attention,
                            options_.split_rounds,
                            options_.head_proj && options_.residual_copies == 1,
-                           options_.qkv_rows};
+                           options_.qkv_rows,
+                           options_.apart_qkv_rows};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -204,6 +205,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.splits = list_.splits;
     a.x_mlp = x_mlp_.as<float>();  // level 4's residual after each MLP (device.cuh)
     a.residual_copies = options_.residual_copies;
+    a.residual_spread = options_.residual_spread;  // (the one-token kernel only: launch.h)
     a.w_out_t = w_out_t_.as<bf16>();
     a.w_proj_t = w_proj_t_.as<bf16>();
     a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals

@@ -146,6 +146,32 @@ std::vector<Variant> timed_sets() {
            })}};
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=apart: attention apart from qkv
+// (MegakernelOptions::apart_qkv_rows: qkv in longer slices, the splits on the blocks qkv leaves
+// free) at 48, 42 and 36 rows (7, 6 and 5 splits a head at 132 blocks), and 48-row qkv slices
+// with the grid's splits (not apart), against the lesson's.
+std::vector<Variant> apart_sets() {
+  gpt2::MegakernelOptions lesson, apart48, apart42, apart36, rows48;
+  lesson.apart_qkv_rows = 0;
+  apart48.apart_qkv_rows = 48, apart42.apart_qkv_rows = 42, apart36.apart_qkv_rows = 36;
+  rows48.apart_qkv_rows = 0, rows48.qkv_rows = 48;
+  return {{"the form before (24-row qkv)", lesson},
+          {"+ attention apart, 48-row qkv", apart48},
+          {"+ attention apart, 42-row qkv", apart42},
+          {"+ attention apart, 36-row qkv", apart36},
+          {"+ 48-row qkv, not apart", rows48}};
+}
+
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=spread: the one-token kernel's
+// residual spread 4 and 2 times (MegakernelOptions::residual_spread) against dense.
+std::vector<Variant> spread_sets() {
+  gpt2::MegakernelOptions dense, spread4, spread2;
+  dense.residual_spread = 1, spread4.residual_spread = 4, spread2.residual_spread = 2;
+  return {{"dense residual (the form before)", dense},
+          {"+ residual spread 4", spread4},
+          {"+ residual spread 2", spread2}};
+}
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -215,8 +241,11 @@ TEST_F(Gpt2DecodeGpu, EveryLevelMatchesTheCpuReference) {
                   (long long)shape.size, (long long)shape.inner, level, cpu, gpu.rel_l2_error);
     }
     // Level 4 again with the newer option sets (the default is one of them; the partial grid
-    // runs every set).
-    for (const Variant& v : newer_sets()) {
+    // runs every set), attention apart from qkv and the residual's spreads (one token).
+    std::vector<Variant> sets = newer_sets();
+    for (const std::vector<Variant>& more : {apart_sets(), spread_sets()})
+      sets.insert(sets.end(), more.begin() + 1, more.end());
+    for (const Variant& v : sets) {
       SCOPED_TRACE(std::string("level 4, ") + v.name);
       ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
       ASSERT_TRUE(ws->poison_outputs(stream_).ok());
@@ -379,9 +408,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
     EXPECT_LT(rel(output(*ws), full), 1e-5);
   }
   // One token (the one-token kernel where the options are the lesson's), the same way: the
-  // lesson's, the one-token kernel with 18-row qkv and no quick tail, with 36-row qkv, and the
-  // lesson's on the other kernel.
-  const std::vector<Variant> ones = {timed.at(0), timed.at(2), timed.at(4), timed.at(6)};
+  // lesson's, the one-token kernel with 18-row qkv and no quick tail, with 36-row qkv, the
+  // lesson's on the other kernel, and the residual dense and spread 4 times.
+  const std::vector<Variant> spread = spread_sets();
+  const std::vector<Variant> ones = {timed.at(0), timed.at(2),  timed.at(4),
+                                     timed.at(6), spread.at(0), spread.at(1)};
   std::unique_ptr<Workspace> one;
   ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
   ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
@@ -724,7 +755,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
-// (scripts/gpt2-decode-check.sh's `variants` stage). Each variant is checked first (the fp64
+// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart or spread times
+// apart_sets() or spread_sets() instead of timed_sets()). Each variant is checked first (the fp64
 // GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
 // (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
 // from DRAM), and its task records' breakdown at cache 512.
@@ -732,8 +764,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
-  std::vector<Variant> variants = timed_sets();
-  variants.push_back({"the lesson's (again, drift)", variants.front().options});
+  const std::string which = std::getenv("FL_DECODE_VARIANTS");
+  std::vector<Variant> variants = which == "apart"    ? apart_sets()
+                                  : which == "spread" ? spread_sets()
+                                                      : timed_sets();
+  variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
@@ -872,7 +907,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
 }
 
 // One token at a small configuration: the form before, the one-token kernel without the quick
-// tail, with 36-row qkv, and the lesson's on the other kernel; then the lesson's on 2 blocks,
+// tail, with 36-row qkv, and the lesson's on the other kernel; the residual dense and spread 4
+// and 2 times (residual_spread); then the lesson's on 2 blocks,
 // twice with other inputs (the final norm's block zeroed the counters for the second launch).
 TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
   std::unique_ptr<Workspace> one;
@@ -888,6 +924,15 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
+  for (const Variant& v : spread_sets()) {  // the residual dense and spread out
+    SCOPED_TRACE(v.name);
+    ASSERT_TRUE(gpt2::set_megakernel_options(*one, v.options).ok());
+    ASSERT_TRUE(one->poison_outputs(stream_).ok());
+    ASSERT_TRUE(run(*one, 4).ok());
+    CheckResult gpu;
+    ASSERT_TRUE(one->check(stream_, &gpu).ok());
+    EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+  }
   ASSERT_TRUE(gpt2::set_megakernel_options(*one, gpt2::MegakernelOptions{}).ok());
   ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
   for (uint64_t seed : {uint64_t(6), uint64_t(7)}) {
@@ -897,6 +942,32 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     CheckResult gpu;
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "seed " << seed << " rel " << gpu.rel_l2_error;
+  }
+}
+
+// The one-token kernel's residual dense and spread 4 times (MegakernelOptions::residual_spread)
+// on partial grids of 2, 5 and 17 blocks, twice each with other inputs, against the full grid's
+// dense step (~6 s: what a short re-check runs beside MegakernelOneToken).
+TEST_F(Gpt2DecodeGpu, MegakernelSpreadOnAPartialGrid) {
+  std::unique_ptr<Workspace> one;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
+  ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
+  const std::vector<Variant> sets = spread_sets();
+  ASSERT_TRUE(gpt2::set_megakernel_options(*one, sets.at(0).options).ok());
+  ASSERT_TRUE(run(*one, 4).ok());
+  const std::vector<double> full = output(*one);
+  for (size_t s : {size_t(0), size_t(1)}) {
+    for (int blocks : {2, 5, 17}) {
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + sets[s].name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*one, sets[s].options).ok());
+      ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, blocks).ok());
+      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+        ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
+        std::vector<double> y;
+        EXPECT_CHECKED_STEP(*one, y);
+      }
+      EXPECT_LT(rel(output(*one), full), 1e-5);  // seed 5 again: the full grid's step
+    }
   }
 }
 

@@ -353,6 +353,46 @@ TEST(Gpt2DecodeTasks, SlicesSpreadOverTheBlocks) {
   EXPECT_EQ(build_decode_tasks(shape).splits, 22);
 }
 
+// Attention apart from qkv (apart_qkv_rows): at 132 blocks and a cache of 512, 48 qkv tasks of
+// 48 rows and 7 splits a head; no block runs an attention task of a layer beside a qkv task of
+// that layer, and every proj task runs on a block free of attention in its layer. At 4K a split
+// of 7 would outgrow a buffer: the list is the lesson's (24-row qkv, the grid's splits).
+TEST(Gpt2DecodeTasks, AttentionApartFromQkv) {
+  TaskListShape shape{132, 1, 512, 80 * 1024};
+  shape.apart_qkv_rows = 48;
+  const DecodeTaskList list = build_decode_tasks(shape);
+  EXPECT_TRUE(list.attention_apart);
+  EXPECT_EQ(list.splits, 7);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    int counts[kTaskKinds] = {};
+    for (size_t b = 0; b + 1 < list.block_begin.size(); ++b) {
+      bool ran[kTaskKinds] = {};
+      for (int i = list.block_begin[b]; i < list.block_begin[b + 1]; ++i) {
+        const DecodeTask& t = list.tasks[i];
+        if (t.layer != layer || t.kind == uint8_t(TaskKind::final_norm)) continue;
+        ran[t.kind] = true;
+        ++counts[t.kind];
+        if (t.kind == uint8_t(TaskKind::qkv)) EXPECT_EQ(t.count, 48);
+      }
+      EXPECT_FALSE(ran[int(TaskKind::qkv)] && ran[int(TaskKind::attention)]) << "block " << b;
+      EXPECT_FALSE(ran[int(TaskKind::attention)] && ran[int(TaskKind::proj)]) << "block " << b;
+    }
+    EXPECT_EQ(counts[int(TaskKind::qkv)], 48);
+    EXPECT_EQ(counts[int(TaskKind::attention)], 84);
+    EXPECT_EQ(counts[int(TaskKind::proj)], 48);
+  }
+  shape.cache = 2048;  // 2049 keys in 7 splits of 293: in a buffer
+  EXPECT_EQ(build_decode_tasks(shape).splits, 7);
+  shape.cache = 4096;
+  const DecodeTaskList far = build_decode_tasks(shape);
+  EXPECT_FALSE(far.attention_apart);
+  EXPECT_EQ(far.splits, 11);
+  for (const DecodeTask& t : far.tasks)
+    if (t.kind == uint8_t(TaskKind::qkv)) EXPECT_EQ(t.count, kLessonQkvRows);
+  shape.cache = 512, shape.blocks = 3;  // a partial grid: qkv's tasks alone outnumber it
+  EXPECT_FALSE(build_decode_tasks(shape).attention_apart);
+}
+
 // What the megakernel keeps per GPU, and the task list a recording's records index.
 TEST(Gpt2DecodeTasks, WeightBuffersFollowTheGpusSharedMemory) {
   EXPECT_EQ(weight_buffer_bytes_for(232448), 80 * 1024);  // H100, H200: 227 KB

@@ -100,24 +100,21 @@ struct MmaColumnBias {
   }
 };
 
-// y = act(acc + bias[col]) from an mma tile, staged through shared memory: each thread's pairs
-// (bias of its columns read once, as MmaColumnBias does) go into a kBM x (kBN + 8) bf16 tile in
-// `smem` (rows 16 bytes longer than kBN, so the 8 rows of a warp's pair stores fall on 32
-// different banks), then every thread copies whole 16-byte chunks of it to y, a warp a row
-// (512 contiguous bytes at kBN = 256): 16-byte coalesced stores instead of 4-byte ones that
-// fill half of each 32-byte sector, and no global load between two stores (a 4-byte store
-// followed by the next pair's bias load, which may alias it, runs one after the other). The
-// same values, rounded once, as BiasStoreTile. smem must be free (the ring after its last
-// barrier) and hold kBM x (kBN + 8) elements; the caller's next barrier comes before the ring
-// is refilled. A tile of two K groups stages group 0's (reduced) accumulators.
-template <class Tile, bool kGelu>
-__device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_bfloat16* smem,
-                                                  const __nv_bfloat16* bias, __nv_bfloat16* y,
-                                                  int64_t m, int64_t n, int64_t m0, int64_t n0) {
+// y = value(row, nt, acc pair) from an mma tile, staged through shared memory: each thread's
+// pairs (row: the tile's row; nt: which of the thread's column pairs, MmaColumnBias::col0(n0) +
+// 8 nt) go into a kBM x (kBN + 8) bf16 tile in `smem` (rows 16 bytes longer than kBN, so the 8
+// rows of a warp's pair stores fall on 32 different banks), then every thread copies whole
+// 16-byte chunks of it to y, a warp a row (512 contiguous bytes at kBN = 256): 16-byte coalesced
+// stores instead of 4-byte ones that fill half of each 32-byte sector, and no global load between
+// two stores. smem must be free (the ring after its last barrier) and hold kBM x (kBN + 8)
+// elements; the caller's next barrier comes before the ring is refilled. A tile of two K groups
+// stages group 0's (reduced) accumulators.
+template <class Tile, class Value>
+__device__ __forceinline__ void staged_store(const typename Tile::Acc& acc, __nv_bfloat16* smem,
+                                             __nv_bfloat16* y, int64_t m, int64_t n, int64_t m0,
+                                             int64_t n0, const Value& value) {
   constexpr int kLd = Tile::kBN + 8, kRowChunks = Tile::kBN / 8;
   static_assert(size_t(Tile::kBM) * kLd * 2 <= Tile::kSmemBytes, "the staged tile fits the ring");
-  MmaColumnBias<Tile> b;
-  b.load(bias, n, n0);
   const int lane = threadIdx.x & 31;
   const int r0 = Tile::warp_m() + lane / 4, c0 = Tile::warp_n() + 2 * (lane & 3);
   if (Tile::group() == 0) {
@@ -127,11 +124,11 @@ __device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_
       for (int h = 0; h < 2; ++h) {
 #pragma unroll
         for (int nt = 0; nt < Tile::kNT; ++nt) {
+          const int r = r0 + mt * 16 + h * 8;
           const float* p = acc[mt][nt] + 2 * h;
-          float u0 = p[0] + b.v[nt].x, u1 = p[1] + b.v[nt].y;
-          if (kGelu) u0 = gelu_tanh_fast(u0), u1 = gelu_tanh_fast(u1);
-          *reinterpret_cast<__nv_bfloat162*>(smem + (r0 + mt * 16 + h * 8) * kLd + c0 + nt * 8) =
-              __floats2bfloat162_rn(u0, u1);
+          const float2 u = value(r, nt, make_float2(p[0], p[1]));
+          *reinterpret_cast<__nv_bfloat162*>(smem + r * kLd + c0 + nt * 8) =
+              __floats2bfloat162_rn(u.x, u.y);
         }
       }
     }
@@ -145,6 +142,22 @@ __device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_
           *reinterpret_cast<const uint4*>(smem + r * kLd + c * 8);
     }
   }
+}
+
+// y = act(acc + bias[col]) from an mma tile, staged through shared memory (staged_store), the
+// bias of this thread's columns read once (MmaColumnBias): the same values, rounded once, as
+// BiasStoreTile.
+template <class Tile, bool kGelu>
+__device__ __forceinline__ void staged_bias_store(typename Tile::Acc& acc, __nv_bfloat16* smem,
+                                                  const __nv_bfloat16* bias, __nv_bfloat16* y,
+                                                  int64_t m, int64_t n, int64_t m0, int64_t n0) {
+  MmaColumnBias<Tile> b;
+  b.load(bias, n, n0);
+  staged_store<Tile>(acc, smem, y, m, n, m0, n0, [&](int, int nt, float2 v) {
+    float u0 = v.x + b.v[nt].x, u1 = v.y + b.v[nt].y;
+    if (kGelu) u0 = gelu_tanh_fast(u0), u1 = gelu_tanh_fast(u1);
+    return make_float2(u0, u1);
+  });
 }
 
 }  // namespace fl::gemm_core

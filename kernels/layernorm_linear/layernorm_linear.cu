@@ -29,6 +29,9 @@
 //     ln_mma_tiles.cu  sm_80+ bf16, picked at a few hundred tokens where ln_wgmma cannot run:
 //                      the grid normalizes x once into an L2-resident xn, then the GEMM
 //                      core's tiles, small enough to fill every SM, multiply it;
+//     ln_mma_folded.cu sm_80+ bf16: gamma and beta folded into W when the weights are set up,
+//                      the tiles multiply raw x at once and apply each row's mean and 1/std
+//                      in the epilogue (LayerNorm moved to the epilogue);
 //     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
 //                      normalized once per row block, resident in shared memory, W's column
 //                      tiles streamed past it into the GEMM core's mma.sync tile.
@@ -54,6 +57,7 @@
 #include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/layernorm_linear/ln_common.cuh"
+#include "kernels/layernorm_linear/ln_fold.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_linear/ln_wgmma.h"
 #include "kernels/workspace.cuh"
@@ -65,6 +69,7 @@ using layernorm_linear::kLnClusterRows;
 using layernorm_linear::kLnMmaFrom;
 using layernorm_linear::launch_ln_cluster;
 using layernorm_linear::launch_ln_mma;
+using layernorm_linear::launch_ln_mma_folded;
 using layernorm_linear::launch_ln_mma_rows;
 using layernorm_linear::launch_ln_mma_tiles;
 using layernorm_linear::launch_ln_panel;
@@ -122,6 +127,10 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     // ln_mma_tiles' tickets and per-row-block counters (left zero by it); its xn is xn_.
     FL_TRY(tiles_counters_.allocate(layernorm_linear::ln_mma_tiles_counter_bytes(m_, n_)));
     FL_CUDA_TRY(cudaMemset(tiles_counters_.get(), 0, tiles_counters_.bytes()));
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // ln_mma_folded's weights
+      FL_TRY(allocate_elements<T>({{&w_fold_, k_ * n_}}));
+      FL_TRY(allocate_elements<float>({{&u_fold_, n_}, {&b_fold_, n_}}));
+    }
     return linear_.allocate();
   }
 
@@ -132,7 +141,12 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
                         stream));
     FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
                         stream));
-    return linear_.fill(seed, 0, stream);
+    FL_TRY(linear_.fill(seed, 0, stream));
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // set up with the weights, not timed
+      FL_TRY(layernorm_linear::fold_ln_weights(gamma_.as<T>(), beta_.as<T>(), linear_.weights(),
+                                               linear_.bias(), int(k_), int(n_), fold(), stream));
+    }
+    return Status::Ok();
   }
 
   Status poison_outputs(cudaStream_t stream) override {
@@ -183,7 +197,14 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
             static_cast<int>(n_),
             this->phase_sink(),
             xn_.as<T>(),
-            static_cast<unsigned*>(tiles_counters_.get())};
+            static_cast<unsigned*>(tiles_counters_.get()),
+            w_fold_.as<T>(),
+            u_fold_.as<float>(),
+            b_fold_.as<float>()};
+  }
+  // ln_mma_folded's weights (bf16 only; empty in fp32).
+  layernorm_linear::LnFold fold() const {
+    return {w_fold_.as<__nv_bfloat16>(), u_fold_.as<float>(), b_fold_.as<float>()};
   }
   // The portable small-token kernel (ln_linear_stream.cu): nothing kept between launches.
   Status stream(cudaStream_t stream) {
@@ -201,7 +222,7 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
 
   int64_t m_, k_, n_;
   double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_, tiles_counters_;
+  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_, tiles_counters_, w_fold_, u_fold_, b_fold_;
   LinearLayer<T> linear_;
 };
 
@@ -233,6 +254,17 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
          return d.i % 8 == 0 && d.i <= 768 ? "" : "C is not a multiple of 8 up to 768";
        },
        ln_gemm_wgmma_phases()},
+      {"ln_mma_folded",
+       "LayerNorm moved to the epilogue: gamma and beta folded into W when the weights are set "
+       "up, the GEMM core's tiles multiply raw x at once, sum each row's moments from the x "
+       "tiles they load, and apply its mean and 1/std to the product (bf16, sm_80+)",
+       "ln_mma_folded_kernel",
+       {80, 0, false, bf16, 0, layernorm_linear::kLnFoldedPreferFrom,
+        layernorm_linear::kLnFoldedPreferTo},
+       [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_folded<T>, nullptr, s); },
+       [](const Dims& d) {
+         return d.i % 8 == 0 && d.i <= 1024 ? "" : "C is not a multiple of 8 up to 1024";
+       }},
       {"ln_mma_tiles",
        "the grid normalizes x once into an xn that stays in L2, then the GEMM core's mma.sync "
        "tiles (64 x 128, 8 warps each while they fit one block an SM) fill every SM (bf16, "
@@ -366,8 +398,10 @@ class LayerNormLinear final : public GemmLesson<LayerNormLinearWorkspace> {
   // counters.
   int64_t buffer_bytes(int64_t m, int64_t c, int64_t b) const override {
     const int64_t n = 3 * c;
+    // bf16: ln_mma_folded's W' (C x 3C) and its u and b' (3C fp32 each).
+    const int64_t folded = b == 2 ? c * n * b + 2 * n * 4 : 0;
     return (2 * m * c + 2 * c + c * n + n + 2 * m * n) * b +
-           int64_t(layernorm_linear::ln_mma_tiles_counter_bytes(m, n));
+           int64_t(layernorm_linear::ln_mma_tiles_counter_bytes(m, n)) + folded;
   }
 };
 
@@ -390,6 +424,8 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
                       : c.name == "ln_wgmma"     ? launch_ln_wgmma(a, stream)
                       : c.name == "ln_panel"     ? launch_ln_panel(a, stream)
                       : c.name == "ln_mma_tiles" ? launch_ln_mma_tiles(a, stream)
+                      : c.name == "ln_mma_folded"
+                          ? Status::Unsupported("no folded weights outside the lesson")
                       : c.name == "ln_mma_rows"  ? launch_ln_mma_rows(a, stream)
                       : c.name == "ln_mma"       ? launch_ln_mma(a, stream)
                                                  : launch_ln_tile(a, stream);

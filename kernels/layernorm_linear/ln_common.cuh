@@ -37,6 +37,10 @@ struct LnArgs {
   // allocated (every launch leaves them at zero).
   T* xn = nullptr;
   unsigned* counters = nullptr;
+  // ln_mma_folded only (Unsupported without them): gamma and beta folded into the weights when
+  // they are set up (ln_fold.h's fold_ln_weights): W' (C x 3C), u and b' (3C, fp32).
+  const T* w_fold = nullptr;
+  const float *u_fold = nullptr, *b_fold = nullptr;
 };
 
 // The phases each block of the cluster, panel and tile kernels records, in the order of their
@@ -333,6 +337,19 @@ template <typename T>
 Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     return launch_ln_mma_tiles(a, LnTilesShape{}, stream);
+  } else {
+    return Status::Unsupported("it runs in bf16 only");
+  }
+}
+// ln_mma_folded (ln_mma_folded.cu; bf16, sm_80+): LayerNorm in the epilogue of tiles that
+// multiply raw x by the folded weights (a.w_fold, a.u_fold, a.b_fold; Unsupported without them).
+// Where the table picks it (ahead of ln_mma_tiles, which it replaces there).
+constexpr int64_t kLnFoldedPreferFrom = 129, kLnFoldedPreferTo = 1023;
+Status launch_ln_mma_folded_bf16(const LnArgs<__nv_bfloat16>& a, cudaStream_t stream);
+template <typename T>
+Status launch_ln_mma_folded(const LnArgs<T>& a, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return launch_ln_mma_folded_bf16(a, stream);
   } else {
     return Status::Unsupported("it runs in bf16 only");
   }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include "app/measure/live_backend.h"
 #include "kernels/gemm_core/gemm_ladder.h"
+#include "kernels/layernorm_linear/ln_fold.h"
 
 namespace fl {
 namespace {
@@ -46,8 +48,8 @@ struct Matrix {
   }
   ~Matrix() { cudaFree(dev); }
   Matrix(const Matrix&) = delete;
-  void fill(std::mt19937& rng) {
-    std::uniform_real_distribution<double> d(-1.0, 1.0);
+  void fill(std::mt19937& rng, double offset = 0.0) {  // offset + uniform [-1, 1)
+    std::uniform_real_distribution<double> d(offset - 1.0, offset + 1.0);
     const size_t n = host.size();
     std::vector<uint16_t> b(n);
     std::vector<float> f(n);
@@ -418,6 +420,114 @@ TEST(GemmCore, LnMmaTilesAheadRandomShapes) {
   ASSERT_EQ(setenv("FL_LN_SPLITS", "1", 1), 0);
   ASSERT_EQ(setenv("FL_LN_FIRST", "1", 1), 0);
   expect_ln_mma_tiles_runs(*backend, {{1031, 768}, {255, 768}});
+}
+
+// ln_mma_folded (LayerNorm in the epilogue of tiles that multiply raw x by the folded W) forced
+// at small shapes, for memcheck and racecheck: its kept form (64 x 128, 8 stages) and 32 x 128
+// (FL_LN_FOLD_TILE=5).
+TEST(GemmCore, LnMmaFoldedSmallShapesForTheSanitizer) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_FOLD_TILE"}};
+  for (const char* tile : {"0", "5"}) {
+    ASSERT_EQ(setenv("FL_LN_FOLD_TILE", tile, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_FOLD_TILE=") + tile);
+    for (auto [m, c] : {std::pair<int64_t, int64_t>{133, 72}, {521, 264}}) {
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_folded", m, c,
+                         Precision::bf16);
+    }
+  }
+}
+
+// ... at random shapes (odd token counts up to 1100, C an odd multiple of 8 up to 512), each
+// form it takes (3, 5, 7), and at GPT-2's C and the widest C the table gives it.
+TEST(GemmCore, LnMmaFoldedRandomShapes) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_FOLD_TILE"}};
+  std::mt19937 rng(0xf01d);
+  std::uniform_int_distribution<int64_t> tokens(1, 1100), eighths(1, 64);
+  for (const char* tile : {"3", "5", "7", "0"}) {
+    ASSERT_EQ(setenv("FL_LN_FOLD_TILE", tile, 1), 0);
+    SCOPED_TRACE(std::string("FL_LN_FOLD_TILE=") + tile);
+    for (int i = 0; i < 2; ++i) {
+      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_folded", m, c,
+                         Precision::bf16);
+    }
+  }
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{256, 768}, {1023, 1024}, {1, 768}}) {
+    expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_folded", m, c,
+                       Precision::bf16);
+  }
+}
+
+// ln_mma_folded through its own API (kernels/layernorm_linear/ln_fold.h) against an fp64
+// LayerNorm-Linear on the host, with rows whose mean is far from 0 (x = 20 + U[-1, 1), where
+// x W' and mean u nearly cancel) and centred rows, at odd shapes; y poisoned (NaN) first.
+TEST(GemmCore, LnMmaFoldedOffCentreRowsMatchFp64) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  struct Case {
+    int64_t m;
+    int k, tile;
+    double offset;
+  };
+  std::mt19937 rng(0x20f01d);
+  const Precision b16 = Precision::bf16;
+  for (const Case c : {Case{77, 264, 0, 20.0}, Case{256, 768, 0, 20.0}, Case{301, 520, 5, 20.0},
+                       Case{129, 72, 3, -50.0}, Case{256, 768, 0, 0.0}}) {
+    SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
+                                      << c.offset);
+    const int k = c.k, n = 3 * c.k;
+    const int64_t m = c.m;
+    Matrix x(b16, m * k), gamma(b16, k), beta(b16, k), w(b16, size_t(k) * n), bias(b16, n),
+        y(b16, m * n), w_fold(b16, size_t(k) * n), u(Precision::fp32, n), bf(Precision::fp32, n);
+    x.fill(rng, c.offset);
+    gamma.fill(rng, 1.0);
+    beta.fill(rng);
+    w.fill(rng);
+    bias.fill(rng);
+    using B = __nv_bfloat16;
+    const layernorm_linear::LnFold fold{static_cast<B*>(w_fold.dev), static_cast<float*>(u.dev),
+                                        static_cast<float*>(bf.dev)};
+    Status st = layernorm_linear::fold_ln_weights(
+        static_cast<const B*>(gamma.dev), static_cast<const B*>(beta.dev),
+        static_cast<const B*>(w.dev), static_cast<const B*>(bias.dev), k, n, fold, nullptr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
+    st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold,
+                                         static_cast<B*>(y.dev), m, k, n, c.tile, nullptr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<double> got = y.download();
+    double err = 0.0, ref = 0.0;
+    std::vector<double> xn(k), row(n);
+    for (int64_t r = 0; r < m; ++r) {
+      const double* xr = x.host.data() + r * k;
+      double mean = 0.0, var = 0.0;
+      for (int j = 0; j < k; ++j) mean += xr[j] / k;
+      for (int j = 0; j < k; ++j) var += (xr[j] - mean) * (xr[j] - mean) / k;
+      const double rstd = 1.0 / std::sqrt(var + 1e-5);
+      for (int j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma.host[j] + beta.host[j];
+      for (int col = 0; col < n; ++col) row[col] = bias.host[col];
+      for (int j = 0; j < k; ++j) {
+        const double* wr = w.host.data() + size_t(j) * n;
+        for (int col = 0; col < n; ++col) row[col] += xn[j] * wr[col];
+      }
+      for (int col = 0; col < n; ++col) {
+        const double d = got[r * n + col] - row[col];
+        err += d * d;
+        ref += row[col] * row[col];
+      }
+    }
+    const double rel = std::sqrt(err / ref);
+    std::printf("ln_mma_folded %ld x %d (tile %d), rows' mean ~%g: rel. L2 error %.3g\n", long(m),
+                k, c.tile, c.offset, rel);
+    EXPECT_LT(rel, 2e-2);  // the lesson's bf16 tolerance (gemm_tolerance)
+    EXPECT_LT(rel, 8e-3);  // and what bf16's rounding of W' and y alone leaves room for
+  }
 }
 
 // ffn_tiles' 128 x 256 form in bf16 alone, for memcheck and racecheck (its outputs staged in the

@@ -108,11 +108,11 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
           << cc;
       EXPECT_EQ(chosen("ffn", 64, bf16, gpu), a100 ? "ffn_hidden_slice" : "ffn_split") << cc;
       EXPECT_EQ(chosen("ffn", 65, bf16, gpu), "ffn_split") << cc;
-      // A few hundred tokens: the grid normalizes x once, then the core's small tiles.
+      // A few hundred tokens: the core's small tiles on raw x, LayerNorm in their epilogue.
       EXPECT_EQ(chosen("layernorm_linear", 128, bf16, gpu), "ln_panel") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_tiles") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_mma_tiles") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, gpu), "ln_mma_tiles") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_folded") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_mma_folded") << cc;
+      EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, gpu), "ln_mma_folded") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
@@ -193,8 +193,8 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1024, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 16384, fp32, kH100), "ln_mma");
   EXPECT_EQ(chosen("layernorm_linear", 64, bf16, kA100), "ln_panel");
-  EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_tiles");
-  EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_tiles");
+  EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
   EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");

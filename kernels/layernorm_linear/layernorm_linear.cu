@@ -26,12 +26,13 @@
 //     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
 //                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
 //                      (ln_mma.cu says why), so the table offers it in fp32 only;
-//     ln_mma_tiles.cu  sm_80+ bf16, picked at a few hundred tokens where ln_wgmma cannot run:
-//                      the grid normalizes x once into an L2-resident xn, then the GEMM
-//                      core's tiles, small enough to fill every SM, multiply it;
-//     ln_mma_folded.cu sm_80+ bf16: gamma and beta folded into W when the weights are set up,
-//                      the tiles multiply raw x at once and apply each row's mean and 1/std
-//                      in the epilogue (LayerNorm moved to the epilogue);
+//     ln_mma_tiles.cu  sm_80+ bf16, at a few hundred tokens where ln_wgmma cannot run and no
+//                      folded weights exist (other lessons' ln_gemm_bias): the grid normalizes
+//                      x once into an L2-resident xn, then the GEMM core's tiles, small enough
+//                      to fill every SM, multiply it;
+//     ln_mma_folded.cu sm_80+ bf16, picked there in this lesson: gamma and beta folded into W
+//                      when the weights are set up, the same tiles multiply raw x at once and
+//                      apply each row's mean and 1/std in the epilogue (no wait for xn);
 //     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
 //                      normalized once per row block, resident in shared memory, W's column
 //                      tiles streamed past it into the GEMM core's mma.sync tile.

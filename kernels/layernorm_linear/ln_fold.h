@@ -27,7 +27,7 @@ Status fold_ln_weights(const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
 // y = LN(x) W + b = rstd (x W') - rstd mean u + b' for x: m x k, y: m x n (row-major); k a
 // multiple of 8 up to 1024, n a multiple of 8. tile: 0 the kept rule, else a form of
 // ln_tiles_forms.cuh whose A tile is one 16-byte chunk a thread (3, 5 or 7; others Unsupported).
-Status ln_mma_folded(const __nv_bfloat16* x, LnFold fold, __nv_bfloat16* y, int64_t m, int k,
-                     int n, int tile, cudaStream_t stream);
+Status ln_mma_folded(const __nv_bfloat16* x, LnFold fold, __nv_bfloat16* y, int64_t m, int k, int n,
+                     int tile, cudaStream_t stream);
 
 }  // namespace fl::layernorm_linear

@@ -171,8 +171,8 @@ Status launch_folded(const FoldArgs& args, cudaStream_t stream) {
 
 // Column j of the folded weights: W'[:, j] = bf16(gamma W[:, j]), u[j] = sum W'[:, j],
 // b'[j] = beta . W[:, j] + b[j] (fp64 sums; a thread a column, consecutive columns coalesced).
-__global__ void fold_weights_kernel(const T* gamma, const T* beta, const T* w, const T* bias,
-                                    int k, int n, T* w_fold, float* u, float* b) {
+__global__ void fold_weights_kernel(const T* gamma, const T* beta, const T* w, const T* bias, int k,
+                                    int n, T* w_fold, float* u, float* b) {
   const int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (j >= n) return;
   double su = 0.0, sb = 0.0;
@@ -194,7 +194,7 @@ Status fold_ln_weights(const T* gamma, const T* beta, const T* w, const T* bias,
   if (k <= 0 || n <= 0 || fold.w == nullptr || fold.u == nullptr || fold.b == nullptr)
     return Status::Unsupported("no buffers for the folded weights");
   fold_weights_kernel<<<(n + 255) / 256, 256, 0, stream>>>(gamma, beta, w, bias, k, n, fold.w,
-                                                          fold.u, fold.b);
+                                                           fold.u, fold.b);
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
@@ -232,8 +232,7 @@ Status launch_ln_mma_folded_bf16(const LnArgs<T>& a, cudaStream_t stream) {
   const char* env = std::getenv("FL_LN_FOLD_TILE");
   const LnFold fold{const_cast<T*>(a.w_fold), const_cast<float*>(a.u_fold),
                     const_cast<float*>(a.b_fold)};
-  return ln_mma_folded(a.x, fold, a.y, a.m, a.k, a.n, env != nullptr ? std::atoi(env) : 0,
-                       stream);
+  return ln_mma_folded(a.x, fold, a.y, a.m, a.k, a.n, env != nullptr ? std::atoi(env) : 0, stream);
 }
 
 }  // namespace fl::layernorm_linear

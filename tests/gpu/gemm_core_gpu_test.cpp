@@ -465,68 +465,83 @@ TEST(GemmCore, LnMmaFoldedRandomShapes) {
 }
 
 // ln_mma_folded through its own API (kernels/layernorm_linear/ln_fold.h) against an fp64
-// LayerNorm-Linear on the host, with rows whose mean is far from 0 (x = 20 + U[-1, 1), where
-// x W' and mean u nearly cancel) and centred rows, at odd shapes; y poisoned (NaN) first.
+// LayerNorm-Linear on the host: m tokens, C = k, the rows' values offset + U[-1, 1) (far from 0,
+// x W' and mean u nearly cancel), y poisoned (NaN) first; tile as ln_mma_folded's.
+struct FoldedCase {
+  int64_t m;
+  int k, tile;
+  double offset;
+};
+void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
+  SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
+                                    << c.offset);
+  const int k = c.k, n = 3 * c.k;
+  const int64_t m = c.m;
+  const Precision b16 = Precision::bf16;
+  Matrix x(b16, m * k), gamma(b16, k), beta(b16, k), w(b16, size_t(k) * n), bias(b16, n),
+      y(b16, m * n), w_fold(b16, size_t(k) * n), u(Precision::fp32, n), bf(Precision::fp32, n);
+  x.fill(rng, c.offset);
+  gamma.fill(rng, 1.0);
+  beta.fill(rng);
+  w.fill(rng);
+  bias.fill(rng);
+  using B = __nv_bfloat16;
+  const layernorm_linear::LnFold fold{static_cast<B*>(w_fold.dev), static_cast<float*>(u.dev),
+                                      static_cast<float*>(bf.dev)};
+  Status st = layernorm_linear::fold_ln_weights(
+      static_cast<const B*>(gamma.dev), static_cast<const B*>(beta.dev),
+      static_cast<const B*>(w.dev), static_cast<const B*>(bias.dev), k, n, fold, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
+  st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold, static_cast<B*>(y.dev),
+                                       m, k, n, c.tile, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<double> got = y.download();
+  double err = 0.0, ref = 0.0;
+  std::vector<double> xn(k), row(n);
+  for (int64_t r = 0; r < m; ++r) {
+    const double* xr = x.host.data() + r * k;
+    double mean = 0.0, var = 0.0;
+    for (int j = 0; j < k; ++j) mean += xr[j] / k;
+    for (int j = 0; j < k; ++j) var += (xr[j] - mean) * (xr[j] - mean) / k;
+    const double rstd = 1.0 / std::sqrt(var + 1e-5);
+    for (int j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma.host[j] + beta.host[j];
+    for (int col = 0; col < n; ++col) row[col] = bias.host[col];
+    for (int j = 0; j < k; ++j) {
+      const double* wr = w.host.data() + size_t(j) * n;
+      for (int col = 0; col < n; ++col) row[col] += xn[j] * wr[col];
+    }
+    for (int col = 0; col < n; ++col) {
+      const double d = got[r * n + col] - row[col];
+      err += d * d;
+      ref += row[col] * row[col];
+    }
+  }
+  const double rel = std::sqrt(err / ref);
+  std::printf("ln_mma_folded %ld x %d (tile %d), rows' mean ~%g: rel. L2 error %.3g\n", long(m), k,
+              c.tile, c.offset, rel);
+  EXPECT_LT(rel, 2e-2);  // the lesson's bf16 tolerance (gemm_tolerance)
+  EXPECT_LT(rel, 8e-3);  // and what bf16's rounding of W' and y alone leaves room for
+}
+
+// ... with rows whose mean is far from 0 and centred rows, at odd shapes, each form.
 TEST(GemmCore, LnMmaFoldedOffCentreRowsMatchFp64) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
-  struct Case {
-    int64_t m;
-    int k, tile;
-    double offset;
-  };
   std::mt19937 rng(0x20f01d);
-  const Precision b16 = Precision::bf16;
-  for (const Case c : {Case{77, 264, 0, 20.0}, Case{256, 768, 0, 20.0}, Case{301, 520, 5, 20.0},
-                       Case{129, 72, 3, -50.0}, Case{256, 768, 0, 0.0}}) {
-    SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
-                                      << c.offset);
-    const int k = c.k, n = 3 * c.k;
-    const int64_t m = c.m;
-    Matrix x(b16, m * k), gamma(b16, k), beta(b16, k), w(b16, size_t(k) * n), bias(b16, n),
-        y(b16, m * n), w_fold(b16, size_t(k) * n), u(Precision::fp32, n), bf(Precision::fp32, n);
-    x.fill(rng, c.offset);
-    gamma.fill(rng, 1.0);
-    beta.fill(rng);
-    w.fill(rng);
-    bias.fill(rng);
-    using B = __nv_bfloat16;
-    const layernorm_linear::LnFold fold{static_cast<B*>(w_fold.dev), static_cast<float*>(u.dev),
-                                        static_cast<float*>(bf.dev)};
-    Status st = layernorm_linear::fold_ln_weights(
-        static_cast<const B*>(gamma.dev), static_cast<const B*>(beta.dev),
-        static_cast<const B*>(w.dev), static_cast<const B*>(bias.dev), k, n, fold, nullptr);
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
-    st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold,
-                                         static_cast<B*>(y.dev), m, k, n, c.tile, nullptr);
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<double> got = y.download();
-    double err = 0.0, ref = 0.0;
-    std::vector<double> xn(k), row(n);
-    for (int64_t r = 0; r < m; ++r) {
-      const double* xr = x.host.data() + r * k;
-      double mean = 0.0, var = 0.0;
-      for (int j = 0; j < k; ++j) mean += xr[j] / k;
-      for (int j = 0; j < k; ++j) var += (xr[j] - mean) * (xr[j] - mean) / k;
-      const double rstd = 1.0 / std::sqrt(var + 1e-5);
-      for (int j = 0; j < k; ++j) xn[j] = (xr[j] - mean) * rstd * gamma.host[j] + beta.host[j];
-      for (int col = 0; col < n; ++col) row[col] = bias.host[col];
-      for (int j = 0; j < k; ++j) {
-        const double* wr = w.host.data() + size_t(j) * n;
-        for (int col = 0; col < n; ++col) row[col] += xn[j] * wr[col];
-      }
-      for (int col = 0; col < n; ++col) {
-        const double d = got[r * n + col] - row[col];
-        err += d * d;
-        ref += row[col] * row[col];
-      }
-    }
-    const double rel = std::sqrt(err / ref);
-    std::printf("ln_mma_folded %ld x %d (tile %d), rows' mean ~%g: rel. L2 error %.3g\n", long(m),
-                k, c.tile, c.offset, rel);
-    EXPECT_LT(rel, 2e-2);  // the lesson's bf16 tolerance (gemm_tolerance)
-    EXPECT_LT(rel, 8e-3);  // and what bf16's rounding of W' and y alone leaves room for
+  for (const FoldedCase c :
+       {FoldedCase{77, 264, 0, 20.0}, FoldedCase{256, 768, 0, 20.0}, FoldedCase{301, 520, 5, 20.0},
+        FoldedCase{129, 72, 3, -50.0}, FoldedCase{256, 768, 0, 0.0}}) {
+    expect_folded_matches_fp64(c, rng);
+  }
+}
+
+// ... at one small shape a form (kept, 32 x 128), for racecheck and memcheck: their time.
+TEST(GemmCore, LnMmaFoldedDirectSmallForTheSanitizer) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  std::mt19937 rng(0x5a01d);
+  for (const FoldedCase c : {FoldedCase{133, 72, 0, 20.0}, FoldedCase{67, 136, 5, 20.0}}) {
+    expect_folded_matches_fp64(c, rng);
   }
 }
 

@@ -262,8 +262,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool next_fused = !kOneToken && has_next && (next_task().flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
     const bool next_mlp = has_next && next_task().kind == uint8_t(TaskKind::mlp);
-    const bool attention_after = kOneToken && options.attention_copies_after &&
-                                 task.kind == uint8_t(TaskKind::attention);
+    const bool attention_after =
+        kOneToken && task.kind == uint8_t(TaskKind::attention) &&
+        (options.attention_copies_after == 1 || (options.attention_copies_after == 2 && next_mlp));
     const bool after_task = options.copies_after_task || attention_after ||
                             (options.copies_after_task_but_mlp && !next_mlp);
     const NextCopies when = !has_next                     ? NextCopies::none

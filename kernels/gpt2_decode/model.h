@@ -324,8 +324,10 @@ struct MegakernelOptions {
   bool carry_next_task = false;
   // An attention split's next task's bytes copied after the split's count is released (thread
   // 0 issues them after its release), not before its wait: meant to keep a late split's release
-  // from waiting behind the next task's incoming bytes. The one-token kernel only.
-  bool attention_copies_after = false;
+  // from waiting behind the next task's incoming bytes. 0: never, 1: every split, 2: where the
+  // next task is an MLP slice (whose count comes a stage later; the lesson's). The one-token
+  // kernel only.
+  int attention_copies_after = 2;
 };
 constexpr int kMaxResidualCopies = 8;
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option

@@ -175,14 +175,23 @@ std::vector<Variant> spread_sets() {
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=carry: the next task's descriptor
 // carried in registers from the task before (MegakernelOptions::carry_next_task), an attention
 // split's next copies after its release (attention_copies_after), and both, against the lesson's.
+// FL_DECODE_VARIANTS=after: attention's copies after its release only before an MLP slice.
 std::vector<Variant> carry_sets() {
   gpt2::MegakernelOptions lesson, carry, after, both;
-  carry.carry_next_task = true, after.attention_copies_after = true;
-  both.carry_next_task = both.attention_copies_after = true;
+  carry.carry_next_task = true, after.attention_copies_after = 1;
+  both.carry_next_task = true, both.attention_copies_after = 1;
   return {{"the lesson's (descriptor read after the release)", lesson},
           {"+ next descriptor carried", carry},
           {"+ attention's copies after its release", after},
           {"+ both", both}};
+}
+std::vector<Variant> after_sets() {
+  gpt2::MegakernelOptions before, before_mlp, every;
+  before.attention_copies_after = 0;
+  before_mlp.attention_copies_after = 2, every.attention_copies_after = 1;
+  return {{"the form before (copies before the wait)", before},
+          {"+ attention's copies after, before an MLP slice", before_mlp},
+          {"+ attention's copies after, every split", every}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -781,6 +790,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   std::vector<Variant> variants = which == "apart"    ? apart_sets()
                                   : which == "spread" ? spread_sets()
                                   : which == "carry"  ? carry_sets()
+                                  : which == "after"  ? after_sets()
                                                       : timed_sets();
   variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -942,6 +952,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
   }
   std::vector<Variant> sets = spread_sets();  // the residual dense and spread out
   for (const Variant& v : carry_sets()) sets.push_back(v);  // and the descriptor carried
+  sets.push_back(after_sets().at(0));
   for (const Variant& v : sets) {
     SCOPED_TRACE(v.name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*one, v.options).ok());

@@ -67,7 +67,6 @@
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
-#include "kernels/gpt2_decode/probe_task.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl {
@@ -181,6 +180,30 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   return true;
 }
 
+// With probes on (DecodeArgs::probes), the thread that releases the count adds the task's time
+// in each slot (model.h's ProbeSlot) to its kind's sums: from asking for the counter to seeing
+// it, to the bytes and the barrier, to the marks probe_mark left inside the task (a slot not
+// marked takes no time), to the outputs written and the count released; and leaves the task's
+// own stamps (task `index`, model.h's ProbeStamp: `st` holds the loop's), so a stage's slowest
+// task is read.
+__device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint64_t* st,
+                           uint64_t written, uint64_t ended) {
+  if (a.probes == nullptr) return;
+  unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
+  unsigned long long* mine =
+      a.probes + kProbeSums + gridDim.x * kProbeSlots + int64_t(index) * kProbeStamps;
+  for (int s = 0; s < kProbeStamps; ++s) mine[s] = st[s];
+  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : st[kStampStarted];
+  mine[kStampInputs] = inputs;
+  mine[kStampComputed] = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
+  mine[kStampWritten] = written, mine[kStampEnded] = ended;
+  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
+  for (int s = 0; s < kProbeSlots; ++s)
+    atomicAdd(sums + s, mine[kStampAsked + s + 1] - mine[kStampAsked + s]);
+  atomicAdd(sums + kProbeSlots, 1ull);
+  marks[kProbeInputs] = marks[kProbeCompute] = 0;
+}
+
 // When a block starts copying its next task's bytes (megakernel's loop says which applies).
 enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
 
@@ -192,10 +215,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   if (kOneToken) {  // (the parameters changed in place: the other instance reads them as given)
-    const MegakernelOptions given = options;
+    const bool quick_tail = options.quick_tail;
     options = MegakernelOptions{};
-    options.quick_tail = given.quick_tail, options.carry_next_task = given.carry_next_task;
-    options.attention_copies_after = given.attention_copies_after;
+    options.quick_tail = quick_tail;
     a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
     a.branch_free_keys = kBranchFreeKeys;
   }
@@ -245,40 +267,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
   if (threadIdx.x == 0) stamps[0][kStampBefore] = phase_clock();
   int cur = 0;  // the buffer of the running task's bytes
-  // carry_next_task (the one-token kernel): the next task's descriptor, read at the top of the
-  // task before.
-  const bool carry = kOneToken && options.carry_next_task;
-  DecodeTask upcoming = carry && begin < end ? task_at(begin) : DecodeTask{};
   for (int i = begin; i < end; ++i) {
     uint64_t* st = stamps[(i - begin) & 1];
-    const bool has_next = i + 1 < end;
-    DecodeTask task = carry ? upcoming : task_at(i);
-    if (carry && has_next) upcoming = task_at(i + 1);  // (used by the next task's copies)
-    auto next_task = [&] { return carry ? upcoming : task_at(i + 1); };
+    DecodeTask task = task_at(i);
     if (kOneToken) task.flags &= kOneTokenFlags;
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
-    const bool fused = task.flags & kProjects;
-    const bool next_fused = !kOneToken && has_next && (next_task().flags & kProjects);
+    const bool fused = task.flags & kProjects, has_next = i + 1 < end;
+    const bool next_fused = !kOneToken && has_next && (task_at(i + 1).flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
-    const bool next_mlp = has_next && next_task().kind == uint8_t(TaskKind::mlp);
-    const bool attention_after =
-        kOneToken && task.kind == uint8_t(TaskKind::attention) &&
-        (options.attention_copies_after == 1 || (options.attention_copies_after == 2 && next_mlp));
-    const bool after_task = options.copies_after_task || attention_after ||
-                            (options.copies_after_task_but_mlp && !next_mlp);
+    const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
+    const bool after_task =
+        options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
     const NextCopies when = !has_next                     ? NextCopies::none
                             : next_fused || after_task    ? NextCopies::after_task
                             : fused                       ? NextCopies::after_attention
                             : options.copies_after_inputs ? NextCopies::after_inputs
                                                           : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
-      if (when != at) return;
-      const CopyPart part = large_in_flight ? kCopySmall : kCopyAll;
-      if (attention_after)  // thread 0 after its release, the others meanwhile
-        issue_copies(a, next_task(), buffers[next], buffer_bytes, bulk, &landed[next], 0, part);
-      else
-        issue(next_task(), next, part,
+      if (when == at)
+        issue(task_at(i + 1), next, large_in_flight ? kCopySmall : kCopyAll,
               probing && at == NextCopies::before_wait ? st + kStampIssueFrom : nullptr);
     };
     // Early copies (an option, bulk copies only): the task after next, into this task's buffer

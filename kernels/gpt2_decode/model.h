@@ -316,18 +316,6 @@ struct MegakernelOptions {
   // are constants there, so the other forms' branches and the loops over up to 16 tokens are
   // not in its code (a third of the other instance's, with two thirds of its registers).
   bool one_token_kernel = true;
-  // Each block reads its next task's descriptor at the top of the task before (every thread,
-  // into registers: warps 1-7 need it there for the next task's copies anyway) and runs the
-  // next task from those registers, so no load waits on L2 between a task's release and the
-  // next one's poll (on the path of a block still busy with the stage before). The one-token
-  // kernel only (the other kernel's registers have no room: it spilled).
-  bool carry_next_task = false;
-  // An attention split's next task's bytes copied after the split's count is released (thread
-  // 0 issues them after its release), not before its wait: meant to keep a late split's release
-  // from waiting behind the next task's incoming bytes. 0: never, 1: every split, 2: where the
-  // next task is an MLP slice (whose count comes a stage later; the lesson's). The one-token
-  // kernel only.
-  int attention_copies_after = 2;
 };
 constexpr int kMaxResidualCopies = 8;
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option

@@ -248,9 +248,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
-  // option that is not the task list's, but residual_spread, which only it reads, and
-  // carry_next_task and attention_copies_after, which it reads as given).
-  static_assert(sizeof(MegakernelOptions) == 72, "an option the one-token kernel must compare");
+  // option that is not the task list's, but residual_spread, which only it reads).
+  static_assert(sizeof(MegakernelOptions) == 68, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.head_waits == d.head_waits &&

@@ -172,28 +172,6 @@ std::vector<Variant> spread_sets() {
           {"+ residual spread 2", spread2}};
 }
 
-// The sets MegakernelVariants times with FL_DECODE_VARIANTS=carry: the next task's descriptor
-// carried in registers from the task before (MegakernelOptions::carry_next_task), an attention
-// split's next copies after its release (attention_copies_after), and both, against the lesson's.
-// FL_DECODE_VARIANTS=after: attention's copies after its release only before an MLP slice.
-std::vector<Variant> carry_sets() {
-  gpt2::MegakernelOptions lesson, carry, after, both;
-  carry.carry_next_task = true, after.attention_copies_after = 1;
-  both.carry_next_task = true, both.attention_copies_after = 1;
-  return {{"the lesson's (descriptor read after the release)", lesson},
-          {"+ next descriptor carried", carry},
-          {"+ attention's copies after its release", after},
-          {"+ both", both}};
-}
-std::vector<Variant> after_sets() {
-  gpt2::MegakernelOptions before, before_mlp, every;
-  before.attention_copies_after = 0;
-  before_mlp.attention_copies_after = 2, every.attention_copies_after = 1;
-  return {{"the form before (copies before the wait)", before},
-          {"+ attention's copies after, before an MLP slice", before_mlp},
-          {"+ attention's copies after, every split", every}};
-}
-
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -789,8 +767,6 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   const std::string which = std::getenv("FL_DECODE_VARIANTS");
   std::vector<Variant> variants = which == "apart"    ? apart_sets()
                                   : which == "spread" ? spread_sets()
-                                  : which == "carry"  ? carry_sets()
-                                  : which == "after"  ? after_sets()
                                                       : timed_sets();
   variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -903,8 +879,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   // copies from warp 1 after the inputs, and the newer forms: proj apart with early copies,
   // copies after the task, attention and proj fused with branch-free keys; the counts released
   // by warp 2; proj by rows (the form before proj by head), head waits (by rows),
-  // proj by head beside every other option's other form, the next descriptor carried with
-  // attention's copies after its release (eleven sets: racecheck, ~45 s);
+  // and proj by head beside every other option's other form (ten sets: racecheck, ~40 s);
   // then the lesson's at one token (the one-token kernel).
   const std::vector<Variant> sets = option_sets();
   gpt2::MegakernelOptions release;
@@ -912,7 +887,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
         sets.at(16).options, sets.at(21).options, release, proj_sets().at(1).options,
-        proj_sets().at(2).options, other_options_by_head(), carry_sets().at(3).options}) {
+        proj_sets().at(2).options, other_options_by_head()}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());
@@ -933,8 +908,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
 
 // One token at a small configuration: the form before, the one-token kernel without the quick
 // tail, with 36-row qkv, and the lesson's on the other kernel; the residual dense and spread 4
-// and 2 times (residual_spread); the next descriptor carried and attention's copies after its
-// release (carry_sets); then the lesson's on 2 blocks,
+// and 2 times (residual_spread); then the lesson's on 2 blocks,
 // twice with other inputs (the final norm's block zeroed the counters for the second launch).
 TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
   std::unique_ptr<Workspace> one;
@@ -950,10 +924,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  std::vector<Variant> sets = spread_sets();  // the residual dense and spread out
-  for (const Variant& v : carry_sets()) sets.push_back(v);  // and the descriptor carried
-  sets.push_back(after_sets().at(0));
-  for (const Variant& v : sets) {
+  for (const Variant& v : spread_sets()) {  // the residual dense and spread out
     SCOPED_TRACE(v.name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*one, v.options).ok());
     ASSERT_TRUE(one->poison_outputs(stream_).ok());

@@ -220,6 +220,7 @@ json variant_to_json(const VariantInfo& v, const SizeAxis& axis) {
   for (const PreferByInner& b : v.range.prefer_by_inner)
     out["range"]["prefer_by_inner"].push_back(
         {{"inner_from", b.inner_from}, {"prefer_from", b.prefer_from}, {"prefer_to", b.prefer_to}});
+  if (!v.range.shared_plan.empty()) out["range"]["shared_plan"] = v.range.shared_plan;
   return out;
 }
 
@@ -244,6 +245,7 @@ VariantInfo variant_from_json(const json& j) {
   v.range.prefer_from = r.at("prefer_from").get<int64_t>();
   v.range.prefer_to = r.at("prefer_to").get<int64_t>();
   v.range.prefer_max_cc = r.value("prefer_max_cc", 0);  // absent in catalogs written before it
+  v.range.shared_plan = r.value("shared_plan", std::string());  // written only where set
   for (const json& b : r.value("prefer_by_inner", json::array())) {
     v.range.prefer_by_inner.push_back({b.at("inner_from").get<int64_t>(),
                                        b.at("prefer_from").get<int64_t>(),

@@ -63,6 +63,7 @@ struct GpuFacts {
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
   bool wgmma_build = false;  // this build compiled the sm_90a (wgmma) kernels
+  int shared_optin = 0;  // bytes of shared memory a block may opt in to; 0: shared_optin_of_cc's
 };
 
 // The shared memory a block may opt in to on a GPU of compute capability `cc` (x 10): 96 KiB on
@@ -74,6 +75,13 @@ int shared_optin_of_cc(int cc);
 // shared memory it may take reads it beside this GPU's limit and takes the smaller, so that the
 // form measured here is the one that GPU would run (ln_mma_tiles: W resident or streamed).
 int chosen_gpu_shared_optin();
+// The shared memory a kernel's plan may take on this GPU, whose opt-in limit is `device_optin`:
+// that, or chosen_gpu_shared_optin() where a choice as an older GPU is in force and it is smaller.
+int planned_shared_optin(int device_optin);
+// The opt-in limits a plan may be made for on this GPU (`device_optin`, then every smaller one
+// shared_optin_of_cc knows, largest first): a buffer sized when a workspace is made, before any
+// choice as an older GPU, takes the largest of their plans' needs.
+std::vector<int> plannable_shared_optins(int device_optin);
 // Sets chosen_gpu_shared_optin() for this thread for its lifetime (0: none).
 class ChosenGpuSharedOptin {
  public:
@@ -110,6 +118,10 @@ struct VariantRange {
   // the row length reaches replaces prefer_from .. prefer_to (an attention kernel that pays off
   // sooner at d = 128 than at d = 64).
   std::vector<PreferByInner> prefer_by_inner;
+  // The plan (kernels/variants.cpp: shared_plan_cannot_fit) that sizes its shared memory to the
+  // GPU's opt-in limit, where it has one: the choice then asks whether that plan fits (an RTX
+  // card's 99 KiB a block holds less than an H100's 227). "" for none.
+  std::string shared_plan;
 };
 
 // One kernel that a launch may run (a launch with several is listed with its variants; a

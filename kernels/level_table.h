@@ -68,8 +68,13 @@ struct Where {
 // wgmma kernels; all zero in the replay-only build or without a GPU (kernels/variants.cpp).
 GpuFacts current_gpu_facts();
 
-// "" when `v` can run at `where` (its range's GPU, build, precision and size, and `shape_check`
-// when given), else one line saying why not.
+// "" when the plan named `plan` (VariantRange::shared_plan: "ffn_hidden_slice", "ffn_stream")
+// fits at `where`: one block an SM within where.gpu.shared_optin bytes of shared memory a block
+// (0: shared_optin_of_cc's), the plan function its kernel's launch calls; else one line why not.
+// "" also where the GPU is not known (no SMs) or the plan has no name.
+std::string shared_plan_cannot_fit(const std::string& plan, const Where& where);
+// "" when `v` can run at `where` (its range's GPU, build, precision and size, `shape_check`
+// when given, and its shared plan's fit), else one line saying why not.
 std::string variant_cannot_run(const VariantInfo& v, const Where& where,
                                const std::function<std::string(const Dims&)>& shape_check = {});
 // Whether the table prefers `v` at where.dims.s (its range's prefer_from .. prefer_to, or those of
@@ -283,6 +288,12 @@ class LevelWorkspace : public Workspace {
       where.gpu.cc_major = choose_as_cc_ / 10;
       where.gpu.cc_minor = choose_as_cc_ % 10;
       where.gpu.wgmma_build = false;
+      // ... and its shared memory a block where that is less (the plans take the same:
+      // planned_shared_optin), so that the choice asks whether their plans fit that GPU.
+      const int chosen = shared_optin_of_cc(choose_as_cc_);
+      if (chosen > 0 && (where.gpu.shared_optin == 0 || chosen < where.gpu.shared_optin)) {
+        where.gpu.shared_optin = chosen;
+      }
     }
     std::string& ran = ran_[{level, launch}];
     const ChosenGpuSharedOptin shared(

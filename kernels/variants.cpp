@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ffn/ffn_hidden_slice_plan.h"
+#include "kernels/ffn/ffn_stream_plan.h"
 #include "kernels/lesson.h"
 #include "kernels/level_table.h"
 
@@ -67,6 +69,19 @@ int chosen_gpu_shared_optin() {
   return chosen_shared_optin;
 }
 
+int planned_shared_optin(int device_optin) {
+  const int chosen = chosen_gpu_shared_optin();
+  return chosen > 0 && chosen < device_optin ? chosen : device_optin;
+}
+
+std::vector<int> plannable_shared_optins(int device_optin) {
+  std::vector<int> out{device_optin};
+  for (int bytes : {227 * 1024, 163 * 1024, 99 * 1024, 96 * 1024, 64 * 1024}) {
+    if (bytes < device_optin) out.push_back(bytes);
+  }
+  return out;
+}
+
 ChosenGpuSharedOptin::ChosenGpuSharedOptin(int bytes) : before_(chosen_shared_optin) {
   chosen_shared_optin = bytes;
 }
@@ -99,9 +114,33 @@ GpuFacts current_gpu_facts() {
 #ifdef FUSIONLAB_WGMMA
   facts.wgmma_build = true;
 #endif
+  if (cudaDeviceGetAttribute(&facts.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                             device) != cudaSuccess) {
+    cudaGetLastError();
+    facts.shared_optin = 0;
+  }
   known[device] = facts;
 #endif
   return facts;
+}
+
+std::string shared_plan_cannot_fit(const std::string& plan, const Where& where) {
+  const int cc = where.gpu.cc_major * 10 + where.gpu.cc_minor;
+  const int optin = where.gpu.shared_optin > 0 ? where.gpu.shared_optin : shared_optin_of_cc(cc);
+  const int64_t m = where.dims.s, c = where.dims.i;
+  const int e = int(where.dims.b), sms = where.gpu.sms;
+  if (plan.empty() || optin <= 0 || sms <= 0 || c < 1 || (e != 2 && e != 4)) return "";
+  bool fits = true;
+  if (plan == "ffn_hidden_slice") {
+    FfnSlicePlan p;
+    fits = ffn_slice_choose_plan(m, c, e, sms, optin, &p);
+  } else if (plan == "ffn_stream") {
+    FfnPlan p;
+    fits = ffn_choose_plan(m, c, e, sms, optin, &p);
+  }
+  if (fits) return "";
+  return "its plan does not fit one block an SM in " + std::to_string(optin / 1024) +
+         " KiB of shared memory a block at " + size_text(m) + " x " + size_text(c);
 }
 
 std::string variant_cannot_run(const VariantInfo& v, const Where& where,
@@ -126,7 +165,8 @@ std::string variant_cannot_run(const VariantInfo& v, const Where& where,
   if (r.max_size > 0 && where.dims.s > r.max_size) {
     return "takes at most " + size_text(r.max_size) + ", not " + size_text(where.dims.s);
   }
-  return shape_check ? shape_check(where.dims) : std::string();
+  const std::string why = shape_check ? shape_check(where.dims) : std::string();
+  return why.empty() ? shared_plan_cannot_fit(r.shared_plan, where) : why;
 }
 
 bool variant_preferred(const VariantInfo& v, const Where& where) {
@@ -154,6 +194,7 @@ std::string variant_where(const VariantInfo& v, const std::string& unit,
   if (r.wgmma_build) parts.back() += " (a build with sm_90a)";
   if (!r.precisions.empty()) parts.push_back(precisions_text(r.precisions));
   if (r.max_size > 0) parts.push_back("up to " + size_text(r.max_size) + " " + unit);
+  if (!r.shared_plan.empty()) parts.push_back("where its plan fits a block's shared memory");
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   out += "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);

@@ -30,6 +30,12 @@
 // and the down product's columns over twice the warps, 48 columns a job): U = 32 in bf16 (96
 // blocks: W1's rows of a slice are 64-byte requests on 64-byte boundaries, and 96 shares), U =
 // 24 in fp32 (128 blocks);
+// With less shared memory (the plan takes the GPU's, or the chosen GPU's under `bench
+// --choose-as`): on an RTX card's 99 KiB, bf16 at 1-16 tokens keeps 32 units (86 KB of x and W1)
+// and asks for W2's rows (50 KB) into them once each warp holds its up operands in registers
+// (w2_during_up: 6 k steps, 72 registers a lane), so W2's copy runs under the up product, not
+// after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
+// (w2_pad_over_x). fp32 at C = 768 needs 147 KB of weights a block: A100 and up.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -68,10 +74,12 @@ namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
 
+// W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
-  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, p.kp, p.cp, valid, p.c, a.w2_vec);
+  const int rows = p.w2_pad_over_x ? p.units : p.kp;
+  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
   tc::async_commit();
 }
 
@@ -168,10 +176,10 @@ __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
-template <int kW, typename T>
+template <int kW, typename T, class AskW2>
 __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, const T* w1s,
                                            const T* b1s, T* hs, float* red, int valid,
-                                           const Ahead& w) {
+                                           const Ahead& w, const AskW2& ask_w2) {
   const FfnSlicePlan& p = a.p;
   // h's rows past the tokens stay zero: their products are never stored.
   const auto to_h = [&](int row, int col, float s) {
@@ -189,7 +197,17 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
     if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests
       float acc[4][4];
       slice::zero(acc);
-      slice::WarpMma<T, 4>::run_all_at(acc, w.up_a, w.up_b, w.up_b_step, w.up_steps);
+      if (kW == 8 && p.w2_during_up) {  // the operands into registers, then W2 over x and W1
+        if constexpr (kW == 8) {        // (16 warps have half the registers a lane)
+          UpOperands ops;
+          ops.load(w);
+          __syncthreads();
+          ask_w2();
+          ops.run(acc, w.up_steps);
+        }
+      } else {
+        slice::WarpMma<T, 4>::run_all_at(acc, w.up_a, w.up_b, w.up_b_step, w.up_steps);
+      }
       return slice::reduce_parts<4, kW>(acc, w.up_warp, p.mtc, 4, red, to_h, p.m);
     }
   }
@@ -207,7 +225,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   T* xs = reinterpret_cast<T*>(smem + p.off_x);
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
   T* hs = reinterpret_cast<T*>(smem + p.off_h);
-  float* red = reinterpret_cast<float*>(smem + p.off_x);  // overlays x and W1 once used
+  float* red = reinterpret_cast<float*>(smem + p.off_red);  // over x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
@@ -228,9 +246,11 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kXW1In);
   float b2_first[8];
   bias8_floats(b2_raw, b2_first);
-  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead);
+  const auto ask_w2 = [&] { stage_w2<kThr>(a, w2s, j0, valid); };
+  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
   marks.mark(kUp);
-  if (p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+  if (p.w2_late && !p.w2_during_up) ask_w2();
+  zero_w2_pad<kThr>(p, w2s);
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kW2In);
@@ -243,25 +263,32 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares] (warps 8 or 16, share bytes 4 or 2; 0 or nothing: the plan's)
-// replaces them in every launch whose tuning leaves them to the plan: how
-// `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units[,during]]] (warps 8 or 16, share bytes 4 or 2, hidden units
+// a block; 0 or nothing: the plan's; during 0: no w2_during_up) replaces them in every launch
+// whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[2] = {0, 0};
-  std::sscanf(env, "%d,%d", &v[0], &v[1]);
+  int v[4] = {0, 0, 0, 1};
+  std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
+  if (t.units == 0) t.units = v[2];
+  if (v[3] == 0) t.w2_during_up = false;
   return t;
 }
 
+// The plan on this GPU within `optin` bytes of shared memory a block (0: planned_shared_optin's
+// share of this GPU's: a chosen older GPU's where a choice as one is in force).
 template <typename T>
-Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out) {
-  int device = 0, sms = 0, optin = 0;
+Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out, int optin = 0) {
+  int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (optin == 0) {
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    optin = planned_shared_optin(optin);
+  }
   if (tuning.warps != 0 && tuning.warps != 8 && (tuning.warps != 16 || sizeof(T) != 2)) {
     return Status::Error("the hidden-slice FFN takes 8 warps a block, or 16 in bf16");
   }
@@ -273,6 +300,7 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out)
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
                             warps)) {
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
+    if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
@@ -343,10 +371,23 @@ Status ffn_slice_supported(Precision p, int64_t m, int64_t c) {
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning) {
   FL_TRY(ffn_slice_supported(p, m, c));
-  FfnSlicePlan plan;
-  FL_TRY(p == Precision::bf16 ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan)
-                              : hidden_slice::make_plan<float>(m, c, tuning, &plan));
-  *bytes = ffn_slice_scratch_bytes_for(plan);
+  // Made before any choice as an older GPU, the buffer holds the plan for each opt-in limit
+  // below this GPU's too (a smaller one may take more blocks, each a share of y), and
+  // FL_FFN_SLICE's.
+  tuning = hidden_slice::tuning_from_env(tuning);
+  int device = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  *bytes = 0;
+  for (int limit : plannable_shared_optins(optin)) {
+    FfnSlicePlan plan;
+    const Status st = p == Precision::bf16
+                          ? hidden_slice::make_plan<__nv_bfloat16>(m, c, tuning, &plan, limit)
+                          : hidden_slice::make_plan<float>(m, c, tuning, &plan, limit);
+    if (st.ok()) *bytes = std::max(*bytes, ffn_slice_scratch_bytes_for(plan));
+    if (!st.ok() && !st.unsupported()) return st;
+  }
+  if (*bytes == 0) return Status::Unsupported("the hidden-slice FFN has no plan here");
   return Status::Ok();
 }
 

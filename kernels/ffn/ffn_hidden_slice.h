@@ -47,6 +47,7 @@ struct FfnSliceTuning {
   int warps = 0;               // 8, or 16 in bf16; 0: the plan's (FL_FFN_SLICE may set it)
   int shares = 0;  // bytes of a share's value: 4 (fp32) or, in bf16, 2; 0: the plan's (bf16 in
                    // bf16; FL_FFN_SLICE's second number may set it)
+  bool w2_during_up = true;  // W2 late asked for under the up product where the plan allows
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

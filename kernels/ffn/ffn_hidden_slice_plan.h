@@ -7,7 +7,14 @@
 // Block b owns hidden units [units b, units (b + 1)): W1's columns and W2's rows of them.
 // Shared memory, byte offsets: [W2's rows | x, W1's columns (the up product's partial sums
 // overlay them once it is done) | h's slice | b1's slice]; with w2_late (GPUs with less shared
-// memory) W2's rows are asked for after the up product, into the region x and W1 held.
+// memory) W2's rows are asked for after the up product, into the region x and W1 held. With
+// w2_pad_over_x (units not a multiple of the k step, 16 in bf16: 24 units on an RTX card's 99 KiB)
+// only W2's `units` rows come before x; its zero rows up to kp (the down product's last k step)
+// overlay x's first rows and are zeroed once the up product is done with x. With w2_during_up
+// (W2 late, bf16, 32 units, 8 warps, a warp's up operands within kSliceUpRegSteps k steps) each
+// warp loads its whole part of the up product's operands into registers, and W2's rows are asked
+// for as soon as every warp has them, while the mma run: the up product's partial sums then
+// go after W2's rows (off_red), not over them.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +53,9 @@ constexpr int64_t kSliceWarps16From = 49;
 // faster (a bf16 tile row of one token is half a 32-byte sector a store); at 16 tokens bf16's
 // (docs/PERFORMANCE.md).
 constexpr int64_t kSliceBf16SharesFrom = 9;
+// The most k steps of 16 a warp's part of the up product may take to be held in registers
+// (w2_during_up: 12 registers a step, A's fragment and four column tiles' of W1).
+constexpr int kSliceUpRegSteps = 8;
 
 // The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
 // bf16 shares: their kernel has no other).
@@ -64,11 +74,14 @@ struct FfnSlicePlan {
   int ck = 0, kp = 0, cp = 0;        // C and units padded to the k step; C padded to 8
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0;
   bool w2_late = false;
+  bool w2_pad_over_x = false;  // W2's rows units..kp-1 overlay x (zeroed after the up product)
+  bool w2_during_up = false;   // W2 late, asked for once the up operands are in registers
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
+  size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
-                                       bool w2_late, int warps = 8) {
+                                       bool w2_late, int warps = 8, bool w2_pad_over_x = false) {
   using slice::padded_ld;
   using slice::round_up;
   FfnSlicePlan p;
@@ -87,26 +100,37 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.ld_w2 = padded_ld(p.cp, elem_bytes);
   p.ld_h = padded_ld(p.kp, elem_bytes);
   p.w2_late = w2_late;
+  p.w2_pad_over_x = w2_pad_over_x && !w2_late && p.kp > units;
   const size_t w2 = e * p.kp * p.ld_w2, x = e * 16 * p.mtc * p.ld_x, w1 = e * p.ck * p.ld_w1;
   const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
   const size_t region = std::max({x + w1, red, w2_late ? w2 : 0});
   p.off_w2 = 0;
-  p.off_x = w2_late ? 0 : w2;
+  p.off_x = w2_late ? 0 : p.w2_pad_over_x ? e * units * p.ld_w2 : w2;
   p.off_w1 = p.off_x + x;
   p.off_h = p.off_x + size_t(round_up(int(region), 16));
   p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
   p.smem = p.off_bias + sizeof(float) * units;
+  p.off_red = p.off_x;
+  const int parts = warps / p.mtc, up_steps = (p.ck / s + parts - 1) / parts;
+  const size_t red_after_w2 = p.off_x + size_t(round_up(int(w2), 16));
+  if (w2_late && elem_bytes == 2 && units == 32 && warps == 8 && up_steps <= kSliceUpRegSteps &&
+      red_after_w2 + red <= p.off_h) {
+    p.w2_during_up = true;
+    p.off_red = red_after_w2;
+  }
   return p;
 }
 
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
-// they fit, else W2's after the up product (or only that, with late_only). In bf16 the units are
+// they fit (W2's zero rows over x where only that way: w2_pad_over_x), else W2's after the up
+// product (or only that, with late_only). In bf16 the units are
 // rounded up to a multiple of 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows
 // of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
 // across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
-// has both measured). False when nothing fits.
+// has both measured; at 99 KiB a block, 32 units with W2 late measured faster than 24 with both
+// at once and W2's zero rows over x). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
@@ -118,10 +142,11 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const int64_t fewest = (units8 + sms - 1) / sms * 8;
   const int64_t first = units > 0 ? units : fewest;
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
-  auto fits = [&](int64_t u) {
-    for (bool late : {false, true}) {
-      if (late_only && !late) continue;
-      const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps);
+  auto fits = [&](int64_t u, bool late) {
+    if (late_only && !late) return false;
+    for (bool pad : {false, true}) {
+      if (pad && late) break;
+      const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps, pad);
       if (p.smem + 64 <= size_t(smem_optin)) {  // + 64: the kernel's static shared memory
         *out = p;
         out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
@@ -132,10 +157,9 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   };
   const int64_t wide = (first + 31) / 32 * 32;
   const bool wide_busy = double((4 * c + wide - 1) / wide) >= kSliceWideShare * sms;
-  if (units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy && fits(wide)) {
-    return true;
-  }
-  return fits(first);
+  const bool try_wide = units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy;
+  if (try_wide && (fits(wide, false) || fits(wide, true))) return true;
+  return fits(first, false) || fits(first, true);
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,

@@ -193,6 +193,56 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
   return w;
 }
 
+// W2's zero rows units..kp-1 where they overlay x (w2_pad_over_x), once every warp is done with
+// x and the up product's partial sums over it: the down product's last k step reads them (times
+// h's zero columns; zero, not whatever x's bytes would be as bf16, which may be Inf or NaN).
+template <int kThr, typename T>
+__device__ __forceinline__ void zero_w2_pad(const FfnSlicePlan& p, T* w2s) {
+  if (!p.w2_pad_over_x) return;
+  __syncthreads();
+  uint4* z = reinterpret_cast<uint4*>(w2s + p.units * p.ld_w2);
+  const int n = (p.kp - p.units) * p.ld_w2 * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThr) z[i] = make_uint4(0, 0, 0, 0);
+}
+
+// A warp's whole part of the up product's operands in registers (bf16, a 32-unit slice: per k
+// step A's fragment and four column tiles' of W1, 12 registers), from the lane addresses worked
+// out ahead: once every warp holds them, x and W1 may be overwritten (W2's rows, w2_during_up)
+// while the mma run on the registers.
+struct UpOperands {
+  unsigned f[kSliceUpRegSteps][4], g[kSliceUpRegSteps][2][4];
+  __device__ __forceinline__ void load(const Ahead& w) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#pragma unroll
+    for (int s = 0; s < kSliceUpRegSteps; ++s) {
+      if (s >= w.up_steps) break;
+      const unsigned a = w.up_a + 32u * s, b = w.up_b + w.up_b_step * s;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(f[s][0]), "=r"(f[s][1]), "=r"(f[s][2]), "=r"(f[s][3])
+                   : "r"(a));
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(g[s][np][0]), "=r"(g[s][np][1]), "=r"(g[s][np][2]), "=r"(g[s][np][3])
+                     : "r"(b + 32u * np));
+      }
+    }
+#endif
+  }
+  __device__ __forceinline__ void run(float (&acc)[4][4], int steps) const {
+    using Mma = slice::WarpMma<__nv_bfloat16, 4>;
+#pragma unroll
+    for (int s = 0; s < kSliceUpRegSteps; ++s) {
+      if (s >= steps) break;
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        Mma::mma(acc[2 * np], f[s][0], f[s][1], f[s][2], f[s][3], g[s][np][0], g[s][np][1]);
+        Mma::mma(acc[2 * np + 1], f[s][0], f[s][1], f[s][2], f[s][3], g[s][np][2], g[s][np][3]);
+      }
+    }
+  }
+};
+
 // s += the N values of S in v (bf16: a word's low half first; its bits << 16 are the float).
 template <typename S, int N>
 __device__ __forceinline__ void add_values(float (&s)[N], uint4 v) {

@@ -220,12 +220,17 @@ FfnStreamTuning tuning_from_env(FfnStreamTuning t) {
   return t;
 }
 
+// The plan on this GPU within `optin` bytes of shared memory a block (0: planned_shared_optin's
+// share of this GPU's: a chosen older GPU's where a choice as one is in force).
 template <typename T>
-Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out) {
-  int device = 0, sms = 0, optin = 0;
+Status make_plan(int64_t m, int64_t c, FfnStreamTuning tuning, FfnPlan* out, int optin = 0) {
+  int device = 0, sms = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (optin == 0) {
+    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    optin = planned_shared_optin(optin);
+  }
   if (tuning.warps != 0 && tuning.warps != 8 && tuning.warps != 16) {
     return Status::Error("the portable FFN takes 8 or 16 warps a block");
   }
@@ -291,13 +296,23 @@ Status ffn_stream_supported(Precision p, int64_t m, int64_t c) {
 Status ffn_stream_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                 FfnStreamTuning tuning) {
   // The counters, h (m x 4C), then the groups' partial sums (groups x m x C, fp32).
+  // Made before any choice as an older GPU, the buffer holds the plan for each opt-in limit
+  // below this GPU's too (a smaller one may take more groups, each a partial sum of y).
   FL_TRY(ffn_stream_supported(p, m, c));
-  FfnPlan plan;
   tuning = tuning_from_env(tuning);
-  FL_TRY(p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan)
-                              : make_plan<float>(m, c, tuning, &plan));
+  int device = 0, optin = 0, groups = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  for (int limit : plannable_shared_optins(optin)) {
+    FfnPlan plan;
+    const Status st = p == Precision::bf16 ? make_plan<__nv_bfloat16>(m, c, tuning, &plan, limit)
+                                           : make_plan<float>(m, c, tuning, &plan, limit);
+    if (st.ok()) groups = std::max(groups, plan.groups);
+    if (!st.ok() && !st.unsupported()) return st;
+  }
+  if (groups == 0) return Status::Unsupported("the portable FFN has no plan here");
   *bytes = kCounters * sizeof(unsigned) + round_up(int(bytes_per_element(p) * m * 4 * c), 256) +
-           sizeof(float) * size_t(plan.groups) * size_t(m) * size_t(c);
+           sizeof(float) * size_t(groups) * size_t(m) * size_t(c);
   return Status::Ok();
 }
 

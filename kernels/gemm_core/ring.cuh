@@ -21,10 +21,28 @@
 
 namespace fl::gemm_core {
 
+// B's part of K-tiles 0 .. S-2 (MmaTile's stages: A's BM x BK, then B's BK x BN) asked for as
+// one commit group, before the caller waits for A (ln_mma_tiles.cu: W's first K-tiles fly while
+// the tile waits for its rows of xn). ring_mainloop<Tile, true> then primes A alone:
+// the extra group is the oldest, so "K-tile kt has landed" still means B's part too.
+template <class Tile, typename T>
+__device__ __forceinline__ void prime_b_ahead(T* ring, const T* b, int64_t ldb, int64_t n,
+                                              int64_t k, int64_t n0) {
+  const int kts = static_cast<int>((k + Tile::kBK - 1) / Tile::kBK);
+#pragma unroll
+  for (int kt = 0; kt < Tile::kStages - 1; ++kt) {
+    if (kt < kts)
+      Tile::template load_b<Tile::kBK>(ring + kt * Tile::kStageElems + Tile::kBM * Tile::kBK, b,
+                                       ldb, n, k, int64_t(kt) * Tile::kBK, n0);
+  }
+  tc::async_commit();
+}
+
 // acc += A[m0.., :] B[:, n0..] over all of K. hook(chunk, row, k) runs on every landed chunk of
 // A before any warp reads it (the LayerNorm prologue); after_prime() once while the first K-tiles
-// fly. Ends with a barrier: the ring may be refilled at once.
-template <class Tile, typename T, class Hook, class AfterPrime>
+// fly. kBAhead: B's part of the first S-1 K-tiles was asked for already (prime_b_ahead, with b
+// and n0 as here). Ends with a barrier: the ring may be refilled at once.
+template <class Tile, bool kBAhead = false, typename T, class Hook, class AfterPrime>
 __device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, const T* a,
                                               int64_t lda, const T* b, int64_t ldb, int64_t m,
                                               int64_t n, int64_t k, int64_t m0, int64_t n0,
@@ -38,7 +56,13 @@ __device__ __forceinline__ void ring_mainloop(typename Tile::Acc& acc, T* ring, 
   auto after = [](int s) { return kMask ? s + 1 : s + 1 == S ? 0 : s + 1; };
 #pragma unroll
   for (int kt = 0; kt < S - 1; ++kt) {
-    if (kt < kts) Tile::load_stage(stage(kt), a, lda, b, ldb, m, n, k, m0, n0, kt);
+    if (kt < kts) {
+      if constexpr (kBAhead) {
+        Tile::load_a(stage(kt), a, lda, m, k, m0, kt);
+      } else {
+        Tile::load_stage(stage(kt), a, lda, b, ldb, m, n, k, m0, n0, kt);
+      }
+    }
     tc::async_commit();
   }
   after_prime();

@@ -308,13 +308,14 @@ Status launch_ln_mma_rows(const LnArgs<T>& a, cudaStream_t stream) {
   }
 }
 // ln_mma_tiles (ln_mma_tiles.cu; bf16, sm_80+): x normalized (by row items into a.xn, or by
-// each tile for its own rows), then the GEMM core's tiles multiply it. tile: 0 the kept rule (3
-// while the tiles, and row items, are one block an SM, else 2), 1-10 as ln_tiles_forms.cuh
-// numbers them; per_sm: the most blocks an SM (0: as many as fit); splits: each tile's K cut in
-// 1-8 parts whose fp32 sums meet in L2 (0: the kept rule); normalize: 0 the kept rule, 1 row
-// items into xn, 2 each tile its own rows (no xn, no counters, no parts of K); resident (with
-// row items): 0 the kept rule, 1 W streamed through the ring with x, 2 a tile's (or part's) W
-// rows all in shared memory, asked for before its wait (where they fit).
+// each tile for its own rows), then the GEMM core's tiles multiply it. tile: 0 the kept rule (9
+// or 7 while the tiles, and row items, are one block an SM, else 2 or 7), 1-10 as
+// ln_tiles_forms.cuh numbers them; per_sm: the most blocks an SM (0: as many as fit); splits: each
+// tile's K cut in 1-8 parts whose fp32 sums meet in L2 (0: the kept rule); normalize: 0 the kept
+// rule, 1 row items into xn, 2 each tile its own rows (no xn, no counters, no parts of K); resident
+// (with row items): 0 the kept rule, 1 W streamed through the ring with x, 2 a tile's (or part's) W
+// rows all in shared memory, asked for before its wait (where they fit), 3 streamed with the
+// ring's first K-tiles of W asked for before the wait.
 struct LnTilesShape {
   int tile = 0;
   int per_sm = 0;

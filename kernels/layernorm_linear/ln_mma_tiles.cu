@@ -23,37 +23,39 @@
 // grid instead of once per block, and the tiles are as small as it takes to fill the SMs.
 // Tiles (K-tiles of 32 in 4 stages of 12 KiB unless said): while the tiles and row items are at
 // most one block an SM (72 tiles and 16 items at 256 tokens, C = 768), 64 x 128 as 8 warps of 32
-// x 32 (two warps a scheduler, each issuing half the mma of a K-tile; the register budget of the
-// row item and the mainloop holds it at one block an SM) with W resident: a tile asks for all
-// of its W columns (C x 128, 192 KiB at C = 768) into shared memory before it waits for its
-// row block, so W arrives while the row items normalize x, and after the wait its ring carries
-// xn alone, in K-tiles of 64 (kernels/gemm_core/resident_ring.cuh; where W does not fit this
-// GPU's shared memory, as on sm_86, sm_89 and A100 at C = 768, W is streamed with xn in K-tiles
-// of 32 instead; `--choose-as` decides with the chosen GPU's shared memory). From three rounds of
-// one-block slots (1K tokens), 8 warps in 8 stages; in between, 64 x 128 as 4 warps of 32 x 64 (2
-// blocks an SM). To measure against them (ln_tiles_forms.cuh numbers every form): 64 x 64; two K
-// groups of 4 warps; 32 x 128 tiles; 6- and 8-stage rings; 64 x 256 tiles; every form with W
-// resident or streamed (FL_LN_RESIDENT); each tile normalizing its own rows instead of the row
-// items (FL_LN_NORM=2, ln_mma_tiles_local.cu: no wait, but the statistics' own cold read of x, and
-// the normalization repeated by every column tile). The lessons' 128 x 128 spills here (its 128
-// accumulators beside the row item's registers). Also to measure, off in the table: each tile cut
-// in 2-8 parts of its K-tiles (more, smaller tickets), whose fp32 sums meet in an L2 scratch by
-// red.add and whose last part to arrive stores y (add_part; the whole-tile kernels are built
-// without it); with W resident a part holds only its rows of W. Stamps (--phases): a record a
-// ticket, ln_tiles_phases(). Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600
-// TFLOP/s; HBM: x, W, y (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile
-// reads 96 KiB of xn and 192 KiB of W: 21 MB in all, ~7 us for one SM's 288 KiB at the ~40 KiB/us
-// an SM gets when all pull at once; with W resident its 192 KiB come during the row items' ~5 us
-// and 96 KiB after. The normalization: 0.2 M elements, once, but on the path of every tile: x read
-// cold from HBM, the release and the poll (a row item's whole chain) come before a tile's first
-// multiply. After the wait a tile is a chain of K-tiles, each a barrier, fragment loads (32 KiB
-// of ldmatrix a K-tile of 32 for the block) and 16 mma a warp: shared memory and the tensor
-// pipe, one SM's worth, not HBM or L2, set its time.
+// x 32 (two warps a scheduler; the row item's and the mainloop's registers hold it at one block
+// an SM) with W resident: a tile asks for all of its W columns (C x 128, 192 KiB at C = 768)
+// into shared memory before it waits for its row block, and its ring then carries xn alone in
+// K-tiles of 64 (gemm_core/resident_ring.cuh). Where W does not fit (sm_86, sm_89 and A100 at
+// C = 768; `--choose-as` decides with the chosen GPU's shared memory) W is streamed with xn in
+// 8 stages (96 KiB), and the ring's first 7 K-tiles of W (56 of the tile's 192 KiB) are asked
+// for before the wait (gemm_core::prime_b_ahead), so they land while the items normalize. From
+// three rounds of one-block slots (1K tokens), 8 warps in 8 stages; in between, 64 x 128 as 4
+// warps of 32 x 64 (2 blocks an SM), W's first 3 K-tiles ahead. Block b takes ticket b first
+// (a cooperative launch, so every item a tile waits for is taken; where each block has one
+// ticket, no atomic at all): no round trip to L2 before its first copies. To measure against
+// them (ln_tiles_forms.cuh numbers every form): the other tiles and rings; W resident, streamed
+// or ahead (FL_LN_RESIDENT 2, 1, 3); tickets all from the counter (FL_LN_FIRST=0); each tile
+// normalizing its own rows (FL_LN_NORM=2, ln_mma_tiles_local.cu); each tile in 2-8 parts of its
+// K-tiles, whose fp32 sums meet in an L2 scratch by red.add and whose last part stores y
+// (ln_tile_parts.cuh; the whole-tile kernels are built without it). The lessons' 128 x 128
+// spills here beside the row item.
+// Stamps (--phases): a record a ticket, ln_tiles_phases(). Budget at 256 tokens, C = 768: 0.9
+// GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W, y (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at
+// 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of xn and 192 KiB of W: 21 MB in all, ~7 us
+// for one SM's 288 KiB at the ~40 KiB/us an SM gets when all pull at once; with W resident its
+// 192 KiB come during the row items' ~5 us and 96 KiB after; streamed with W's first 7 K-tiles
+// ahead, 56 KiB before and 232 after (~6 us). The normalization: 0.2 M elements,
+// once, but on the path of every tile: x read cold from HBM, the release and the poll (a row
+// item's whole chain) come before a tile's first multiply. After the wait a tile is a chain of
+// K-tiles, each a barrier, fragment loads (32 KiB of ldmatrix a K-tile of 32 for the block) and
+// 16 mma a warp: shared memory and the tensor pipe, one SM's worth, not HBM or L2, set its time.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -64,6 +66,7 @@
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/layernorm_linear/ln_common.cuh"
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
+#include "kernels/layernorm_linear/ln_tile_parts.cuh"
 #include "kernels/layernorm_linear/ln_tiles_forms.cuh"
 #include "kernels/phases.cuh"
 
@@ -94,60 +97,15 @@ struct Scratch {
 // BM x BN at tile x BM x BN; arrive: a counter a tile).
 // share: the W prefetch, 0 none, s >= 1 each tile of s consecutive row blocks asks for its
 // part (row block % s) of the K rows, so a column tile's W is asked for once (s = 1: whole).
+// first: 1 or 2 where block b's first ticket is b (no atomic before its first copies; the launch
+// is cooperative, so every block is resident and a tile's items are always taken), the counter
+// then handing out tickets from gridDim.x on (with 1, none asked for where every block has one
+// ticket); 0 every ticket from the counter.
 struct TicketOrder {
-  int items, tiles_n, tiles, splits, share;
+  int items, tiles_n, tiles, splits, share, first;
   unsigned* arrive;
   float* parts;
 };
-
-// Part of a split tile: adds its sums into the tile's fp32 slot in L2 (red.add: no part waits
-// for another), counts itself in; the last part to arrive takes the totals into acc, leaves the
-// slot and its counter at zero for the next launch, and returns true (it stores the tile). The
-// sums' order follows the parts' arrival, so the fp32 totals may differ in the last bits from
-// one run to the next. A thread's values lie as float4 (acc[mt][nt]) at (i x owners + thread).
-template <class Tile>
-__device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, unsigned* arrive,
-                                         int splits) {
-  __shared__ int s_last;
-  constexpr int kOwners = Tile::kThreads / Tile::kGroups;  // group 0 holds the sums
-  const bool owner = threadIdx.x < kOwners;
-  float4* p = reinterpret_cast<float4*>(part) + threadIdx.x;
-  if (owner) {
-#pragma unroll
-    for (int mt = 0; mt < Tile::kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tile::kNT; ++nt) {
-        const float* v = acc[mt][nt];
-        float* q = reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]), "f"(v[1]),
-                     "f"(v[2]), "f"(v[3])
-                     : "memory");
-#else
-        for (int e = 0; e < 4; ++e) atomicAdd(q + e, v[e]);
-#endif
-      }
-  }
-  __threadfence();  // this thread's sums before the tile's counter (release)
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(arrive, 1u) == unsigned(splits - 1);
-  __syncthreads();
-  if (!s_last) return false;
-  __threadfence();  // every part's sums are in L2 (acquire); read past L1
-  if (owner) {
-#pragma unroll
-    for (int mt = 0; mt < Tile::kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tile::kNT; ++nt) {
-        float4* q = p + (mt * Tile::kNT + nt) * kOwners;
-        const float4 v = slice::load_cg4(reinterpret_cast<const float*>(q));  // from L2
-        *q = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // for the next launch's parts
-        acc[mt][nt][0] = v.x, acc[mt][nt][1] = v.y, acc[mt][nt][2] = v.z, acc[mt][nt][3] = v.w;
-      }
-  }
-  if (threadIdx.x == 0) *arrive = 0;
-  return true;
-}
 
 // A row item: two rows a warp of the block.
 template <class Tile>
@@ -163,9 +121,13 @@ __device__ __forceinline__ void normalize_item(const LnArgs<T>& a, int t) {
                                  a.beta, 0, kRows, live);
 }
 
+// How a tile's W columns come (LnTilesShape::resident 1-3): streamed with xn through the ring;
+// all resident in shared memory, asked for before the wait; streamed, with the ring's first S-1
+// K-tiles of W asked for before the wait (gemm_core::prime_b_ahead).
+enum WayOfW : int { kStreamed = 0, kResident = 1, kAhead = 2 };
+
 // kSplit: the tiles come in parts of K (o.splits > 1); the whole-tile kernel carries none of it.
-// kResident: a tile's W columns all in shared memory, asked for before its wait (whole tiles).
-template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
+template <class Tile, int kMinBlocks, bool kSplit, int kW>
 __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     ln_mma_tiles_kernel(LnArgs<T> a, TicketOrder o) {
   const int splits = kSplit ? o.splits : 1;
@@ -178,11 +140,20 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   const bool stamps = a.phases.records != nullptr;
   unsigned* done = a.counters + 2;
   const gemm_core::NoHook none;
+  int first = o.first ? static_cast<int>(blockIdx.x) : -1;
+  // first 1 with a ticket a block: none left after it, so no atomic round trip to learn that.
+  const bool one = o.first == 1 && o.items + o.tiles <= static_cast<int>(gridDim.x);
   for (;;) {
-    if (threadIdx.x == 0) s_ticket = static_cast<int>(atomicAdd(a.counters, 1u));
-    __syncthreads();
-    const int t = s_ticket;
-    __syncthreads();  // the ring and s_ticket are free again
+    int t = first;
+    first = -1;
+    if (t < 0) {
+      if (one) break;
+      if (threadIdx.x == 0)
+        s_ticket = static_cast<int>(atomicAdd(a.counters, 1u)) + (o.first ? int(gridDim.x) : 0);
+      __syncthreads();
+      t = s_ticket;
+      __syncthreads();  // the ring and s_ticket are free again
+    }
     if (t >= o.items + o.tiles) break;
     if (stamps && threadIdx.x == 0) s_started = phase_clock(), s_waited = 0;
     if (t < o.items) {  // 1. a row item: 8 or 16 rows of x into xn
@@ -204,8 +175,10 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     const int64_t k0 = kts * q / splits * Tile::kBK;
     const int64_t k1 = min(int64_t(a.k), kts * (q + 1) / splits * Tile::kBK);
     T* w_res = ring + Tile::kStages * Tile::kBM * Tile::kBK;  // kResident: past the A ring
-    if constexpr (kResident) {  // W's rows k0 .. k1 - 1 of the tile's columns
+    if constexpr (kW == kResident) {  // W's rows k0 .. k1 - 1 of the tile's columns
       gemm_core::load_b_resident<Tile>(w_res, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
+    } else if constexpr (kW == kAhead) {  // the ring's first K-tiles of them
+      gemm_core::prime_b_ahead<Tile>(ring, a.w + k0 * a.n, a.n, a.n, k1 - k0, n0);
     }
     if (o.share > 0) {
       const int64_t p0 = k0 + (k1 - k0) * (rb % o.share) / o.share;
@@ -221,11 +194,11 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
     __syncthreads();  // xn's rows are in; cp.async.cg reads them from L2
     typename Tile::Acc acc;
     Tile::zero(acc);
-    if constexpr (kResident) {
+    if constexpr (kW == kResident) {
       gemm_core::resident_mainloop<Tile>(acc, ring, w_res, a.xn + k0, a.k, a.m, k1 - k0, m0);
     } else {
-      gemm_core::ring_mainloop<Tile>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n, a.m, a.n,
-                                     k1 - k0, m0, n0, none, none);
+      gemm_core::ring_mainloop<Tile, kW == kAhead>(acc, ring, a.xn + k0, a.k, a.w + k0 * a.n, a.n,
+                                                   a.m, a.n, k1 - k0, m0, n0, none, none);
     }
     Tile::reduce_groups(acc, reinterpret_cast<float*>(smem));  // two K groups: into group 0's
     const int64_t tile = int64_t(rb) * o.tiles_n + cb;
@@ -246,6 +219,12 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks)
   }
 }
 
+// The environment variable `name` as an int, or `fallback` where it is not set.
+int env_or(const char* name, int fallback) {
+  const char* env = std::getenv(name);
+  return env != nullptr ? std::atoi(env) : fallback;
+}
+
 // Shared memory of the resident form: the A ring and the largest part's W rows, at least the
 // ring's own size (the staged outputs and the K groups' sums go through it).
 template <class Tile>
@@ -256,10 +235,11 @@ size_t resident_bytes(int64_t k, int splits) {
 
 // splits: 1 or 0 (the kept rule) whole tiles, 2-8 forced (FL_LN_SPLITS) where the scratch has room
 // for the sums (up to 1024 tokens).
-template <class Tile, int kMinBlocks, bool kSplit, bool kResident>
+template <class Tile, int kMinBlocks, bool kSplit, int kW>
 Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStream_t stream) {
-  const size_t smem = kResident ? resident_bytes<Tile>(a.k, splits) : size_t(Tile::kSmemBytes);
-  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit, kResident>;
+  const size_t smem =
+      kW == kResident ? resident_bytes<Tile>(a.k, splits) : size_t(Tile::kSmemBytes);
+  auto kernel = ln_mma_tiles_kernel<Tile, kMinBlocks, kSplit, kW>;
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int device = 0, sms = 0, per_sm = 0;
   FL_CUDA_TRY(cudaGetDevice(&device));
@@ -277,20 +257,42 @@ Status launch_tiles_as(const LnArgs<T>& a, int per_sm_cap, int splits, cudaStrea
   // Measurements only: FL_LN_PREFETCH 1 has every tile ask L2 for its whole W before its wait
   // (the form before), s > 1 shares each column tile's W among s row blocks; 0, the kept rule,
   // asks for none (measured as fast at 256 tokens and faster at 512 and 1023).
-  const char* env = std::getenv("FL_LN_PREFETCH");
-  const int share = int(std::min<int64_t>(env != nullptr ? std::atoi(env) : 0, row_blocks));
+  const int share = int(std::min<int64_t>(env_or("FL_LN_PREFETCH", 0), row_blocks));
+  // The kept rule: block b's first ticket is b where the GPU launches cooperatively.
+  // Measurements: FL_LN_FIRST 0 every ticket from the counter, 2 without the one-ticket exit.
+  int cooperative = 0;
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  const int first_asked = env_or("FL_LN_FIRST", 1);
+  const int first = cooperative && (first_asked == 1 || first_asked == 2) ? first_asked : 0;
   const TicketOrder o{int(items),
                       tiles_n,
                       int(tiles * splits),
                       splits,
                       std::max(share, 0),
+                      first,
                       a.counters + sc.arrive,
                       reinterpret_cast<float*>(a.counters + sc.parts)};
   const int blocks = int(std::min<int64_t>(o.items + o.tiles, int64_t(sms) * per_sm));
-  kernel<<<blocks, Tile::kThreads, smem, stream>>>(a, o);
+  if (first) {
+    LnArgs<T> args = a;
+    TicketOrder order = o;
+    void* params[] = {&args, &order};
+    FL_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+                                            dim3(Tile::kThreads), params, smem, stream));
+  } else {
+    kernel<<<blocks, Tile::kThreads, smem, stream>>>(a, o);
+  }
   FL_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }
+// run(std::integral_constant<int, way>{}) for a WayOfW.
+template <class Run>
+Status with_way(int way, const Run& run) {
+  if (way == kResident) return run(std::integral_constant<int, kResident>{});
+  if (way == kAhead) return run(std::integral_constant<int, kAhead>{});
+  return run(std::integral_constant<int, kStreamed>{});
+}
+
 // The shared memory W may be resident in: this GPU's opt-in limit, or the smaller one of the GPU
 // the level table chooses as (`--choose-as 8.6`: 99 KiB, where C = 768's 192 KiB of W does not
 // fit), so that the portable series measures the form that GPU runs.
@@ -299,8 +301,9 @@ int resident_optin(int optin) {
   return chosen > 0 && chosen < optin ? chosen : optin;
 }
 
-// resident: 2 W resident where it fits this GPU's shared memory, 1 streamed; 0 the kept rule:
-// resident while every ticket has its own SM (one block an SM), where it fits.
+// resident: 2 W resident where it fits this GPU's shared memory, 1 streamed, 3 streamed with the
+// ring's first K-tiles of W asked for before the wait; 0 the kept rule: resident while every
+// ticket has its own SM (one block an SM), where it fits, else 3.
 template <class Tile, int kMinBlocks>
 Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
                     cudaStream_t stream) {
@@ -315,12 +318,12 @@ Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident
       (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
   const bool fits = resident_bytes<Tile>(a.k, splits) + 64 <= size_t(optin);
   const bool on = fits && (resident == 2 || (resident == 0 && tickets <= sms));
-  if (splits > 1) {
-    return on ? launch_tiles_as<Tile, kMinBlocks, true, true>(a, per_sm_cap, splits, stream)
-              : launch_tiles_as<Tile, kMinBlocks, true, false>(a, per_sm_cap, splits, stream);
-  }
-  return on ? launch_tiles_as<Tile, kMinBlocks, false, true>(a, per_sm_cap, 1, stream)
-            : launch_tiles_as<Tile, kMinBlocks, false, false>(a, per_sm_cap, 1, stream);
+  const int way = on ? kResident : resident == 1 ? kStreamed : kAhead;
+  return with_way(way, [&](auto w) {
+    constexpr int kW = decltype(w)::value;
+    return splits > 1 ? launch_tiles_as<Tile, kMinBlocks, true, kW>(a, per_sm_cap, splits, stream)
+                      : launch_tiles_as<Tile, kMinBlocks, false, kW>(a, per_sm_cap, 1, stream);
+  });
 }
 
 }  // namespace
@@ -345,8 +348,8 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
   // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-10),
-  // FL_LN_SPLITS (1-8) and FL_LN_RESIDENT (1 W streamed, 2 resident) force a form where the
-  // shape leaves the choice.
+  // FL_LN_SPLITS (1-8) and FL_LN_RESIDENT (1 W streamed, 2 resident, 3 W's first K-tiles ahead
+  // of the wait) force a form where the shape leaves the choice.
   const auto forced = [](int given, const char* name) {
     const char* env = std::getenv(name);
     return given == 0 && env != nullptr ? std::atoi(env) : given;
@@ -358,14 +361,17 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
   const int resident = forced(shape.resident, "FL_LN_RESIDENT");
   if (tile == 0) {
     // While the tiles and row items are one block an SM: 8 warps a 64 x 128 tile, with K-tiles
-    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32;
+    // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32
+    // in 8 stages with W's first 7 asked for before the wait (4 stages where 96 KiB do not fit);
     // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
     int optin = 0;
     FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     optin = resident_optin(optin);
     const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
     const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
-    tile = tickets <= sms ? (resident != 1 && fits ? 9 : 3) : tickets > 2 * sms ? 7 : 2;
+    const bool deep = LnDeepTile::kSmemBytes + 64 <= size_t(optin);  // 96 KiB: sm_86's 99 fit
+    const int streamed = resident != 1 && deep ? 7 : 3;
+    tile = tickets <= sms ? (resident != 1 && fits ? 9 : streamed) : tickets > 2 * sms ? 7 : 2;
   }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);

@@ -21,6 +21,8 @@ namespace fl::layernorm_linear {
 
 // Form 9, whose shared memory the kept rule asks about (ln_mma_tiles.cu).
 using LnResidentTile = gemm_core::MmaTile<64, 128, 2, 4, 4, true, false, 64>;
+// Form 7, which the kept rule runs where W is streamed (its 96 KiB where the GPU has them).
+using LnDeepTile = gemm_core::MmaTile<64, 128, 2, 4, 8, true>;
 
 template <class Tile_, int kMinBlocks_>
 struct TilesForm {
@@ -46,7 +48,7 @@ Status with_tiles_form(int form, const Run& run) {
     case 6:
       return run(TilesForm<MmaTile<32, 128, 2, 2, 4, true, false, 64, 2>, 2>{});
     case 7:
-      return run(TilesForm<MmaTile<64, 128, 2, 4, 8, true>, 1>{});
+      return run(TilesForm<LnDeepTile, 1>{});
     case 8:
       return run(TilesForm<MmaTile<64, 128, 2, 2, 6, true, false, 64, 2>, 1>{});
     case 9:

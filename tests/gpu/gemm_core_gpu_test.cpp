@@ -288,6 +288,24 @@ TEST(GemmCore, LnMmaTilesFormsSmallShapesForTheSanitizer) {
   }
 }
 
+// The same with W's first K-tiles asked for before a tile's wait (FL_LN_RESIDENT=3; block b
+// taking ticket b first, the kept rule): 8 warps a 64 x 128 tile in K-tiles of 32 (3), in 8
+// stages (7) and in K-tiles of 64 (9), whole, and form 9 in 2 parts of K.
+TEST(GemmCore, LnMmaTilesAheadSmallShapesForTheSanitizer) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_RESIDENT", "FL_LN_TILES", "FL_LN_SPLITS"}};
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "3", 1), 0);
+  for (const char* tiles_splits : {"3 1", "7 1", "9 1", "9 2"}) {
+    const std::string f = tiles_splits;
+    ASSERT_EQ(setenv("FL_LN_TILES", f.substr(0, 1).c_str(), 1), 0);
+    ASSERT_EQ(setenv("FL_LN_SPLITS", f.substr(2).c_str(), 1), 0);
+    SCOPED_TRACE("FL_LN_TILES, FL_LN_SPLITS = " + f);
+    expect_ln_mma_tiles_runs(*backend, {{133, 72}, {521, 264}});
+  }
+}
+
 // ln_mma_tiles with each tile normalizing its own rows (FL_LN_NORM=2), for memcheck and
 // racecheck: the kept tile (8 warps of 32 x 32 at these shapes) and two K groups of 4 warps.
 TEST(GemmCore, LnMmaTilesLocalSmallShapesForTheSanitizer) {
@@ -368,6 +386,38 @@ TEST(GemmCore, LnMmaTilesResidentRandomShapes) {
       expect_ln_mma_tiles_random(*backend, rng, 4, {{133, 24}, {1031, 768}, {301, 1024}});
     }
   }
+}
+
+// Every tile form of ln_mma_tiles (FL_LN_TILES 1-10) with W streamed and its first K-tiles asked
+// for before the wait (FL_LN_RESIDENT=3), whole and in 2 parts of K, each with every ticket from
+// the counter (FL_LN_FIRST=0), with block b taking ticket b first (FL_LN_FIRST=1, the kept rule)
+// and without the one-ticket exit (FL_LN_FIRST=2: later tickets from gridDim.x on), at
+// random shapes with odd token counts and C an odd multiple of 8, at a C of one K-tile (fewer
+// K-tiles than the ring's stages ahead), at 1031 x 768 (more tickets than blocks: later tickets
+// from the counter) and at the widest C.
+TEST(GemmCore, LnMmaTilesAheadRandomShapes) {
+  if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+  const UnsetAtEnd unset{{"FL_LN_TILES", "FL_LN_RESIDENT", "FL_LN_SPLITS", "FL_LN_FIRST"}};
+  ASSERT_EQ(setenv("FL_LN_RESIDENT", "3", 1), 0);
+  std::mt19937 rng(20261130);
+  for (int tile = 1; tile <= 10; ++tile) {
+    for (int splits : {1, 2}) {
+      for (const char* first : {"0", "1", "2"}) {
+        ASSERT_EQ(setenv("FL_LN_TILES", std::to_string(tile).c_str(), 1), 0);
+        ASSERT_EQ(setenv("FL_LN_SPLITS", std::to_string(splits).c_str(), 1), 0);
+        ASSERT_EQ(setenv("FL_LN_FIRST", first, 1), 0);
+        SCOPED_TRACE("FL_LN_TILES=" + std::to_string(tile) +
+                     " FL_LN_SPLITS=" + std::to_string(splits) + " FL_LN_FIRST=" + first);
+        expect_ln_mma_tiles_random(*backend, rng, 2, {{133, 24}, {301, 1024}});
+      }
+    }
+  }
+  ASSERT_EQ(setenv("FL_LN_TILES", "3", 1), 0);
+  ASSERT_EQ(setenv("FL_LN_SPLITS", "1", 1), 0);
+  ASSERT_EQ(setenv("FL_LN_FIRST", "1", 1), 0);
+  expect_ln_mma_tiles_runs(*backend, {{1031, 768}, {255, 768}});
 }
 
 // ffn_tiles' 128 x 256 form in bf16 alone, for memcheck and racecheck (its outputs staged in the

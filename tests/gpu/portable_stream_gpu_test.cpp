@@ -139,7 +139,8 @@ enum class FfnKernel {
   kSliceW2Late,
   kSliceUnits32,
   kSliceRows,
-  kSliceFp32Shares  // fp32 shares (row by row) in bf16 too; in fp32 the plan's
+  kSliceFp32Shares,  // fp32 shares (row by row) in bf16 too; in fp32 the plan's
+  kSliceW2Plain      // W2 late asked for after the up product, not under it (no w2_during_up)
 };
 
 bool is_stream(FfnKernel k) {
@@ -219,6 +220,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRows) tuning.rows_to = 8;
   if (kernel == FfnKernel::kSlice) tuning.warps = 8;  // the 8-warp form, whatever the plan takes
   if (kernel == FfnKernel::kSliceFp32Shares) tuning.shares = 4;
+  if (kernel == FfnKernel::kSliceW2Plain) tuning.warps = 8, tuning.w2_during_up = false;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = is_stream(kernel)
@@ -368,6 +370,37 @@ TEST_P(PortableStream, HiddenSliceFfnShareForms) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceWarps16, &ran);
   }
   EXPECT_GE(ran, GetParam() == Precision::bf16 ? 21 : 8);  // fp32 leaves out what does not fit
+}
+
+// As an RTX 30/40 card plans it (99 KiB of shared memory a block, as `bench --choose-as 8.6`
+// hands it to the plans), in bf16 on 132 SMs: at C from ~740 32 hidden units a block with
+// W2's rows asked for over x and W1 once every warp holds its up operands in registers
+// (w2_during_up), at C near 700 24 units with W2's zero rows over x (w2_pad_over_x, zeroed after
+// the up product), odd C among both; small C as usual; fp32's slices at C near 768 do not fit
+// there (left out). The same forms with W2 plainly late (FfnSliceTuning::w2_during_up off).
+TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  unsigned seed = 151;
+  int ran = 0, padded = 0, during = 0;
+  for (const Shape& s : {Shape{1, 689}, Shape{13, 701}, Shape{3, 735}, Shape{1, 759}, Shape{5, 781},
+                         Shape{11, 803}, Shape{16, 768}, Shape{1, 97}, Shape{9, 40}}) {
+    FfnSlicePlan plan;
+    if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
+      padded += plan.w2_pad_over_x;
+      during += plan.w2_during_up;
+    }
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlice, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2Plain, &ran);
+  }
+  const bool bf16 = GetParam() == Precision::bf16;
+  if (bf16 && sms == 132) {
+    EXPECT_EQ(padded, 3);
+    EXPECT_EQ(during, 4);
+  }
+  EXPECT_EQ(ran, bf16 ? 18 : 4);
 }
 
 // The exact-row products at 1-8 tokens (and at 9, past them: the tiles), odd C among them.

@@ -103,6 +103,21 @@ TEST(Variants, ChosenAsAnOlderGpuTheKernelsThatGpuRunsRunHere) {
           << lesson << " at " << tokens << " tokens: " << choice.reason;
     }
   }
+  // The FFN's small-token plans size themselves to the chosen card's shared memory (99 KiB a
+  // block on an RTX 30/40 card, 163 on an A100), and the CPU's choice (the lesson panel's) asks
+  // the same plans: in both precisions they agree on the kernel that ran.
+  for (int as : {86, 80}) {
+    const GpuFacts older{as / 10, as % 10, gpu.sms, false};
+    for (Precision p : {Precision::bf16, Precision::fp32}) {
+      for (int64_t tokens : {1, 9, 16, 33, 64}) {
+        const VariantChoice choice =
+            find_lesson("ffn")->choose_variant(2, 0, {tokens, 0}, p, older);
+        EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", tokens, p, {}, as), choice.name)
+            << "ffn at " << tokens << " tokens in " << to_string(p) << " as " << as << ": "
+            << choice.reason;
+      }
+    }
+  }
   MeasureRequest newer{"ffn", 16, {2}, Precision::bf16, CacheMode::cold};
   newer.choose_as_cc = cc + 10;
   std::vector<Measurement> ms;

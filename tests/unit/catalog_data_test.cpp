@@ -102,6 +102,7 @@ TEST(CatalogData, LessonsReadBackGiveTheSameInfoAndTraffic) {
         EXPECT_EQ(va.range.prefer_from, vb.range.prefer_from);
         EXPECT_EQ(va.range.prefer_to, vb.range.prefer_to);
         EXPECT_EQ(va.range.prefer_max_cc, vb.range.prefer_max_cc);
+        EXPECT_EQ(va.range.shared_plan, vb.range.shared_plan);
         ASSERT_EQ(va.range.prefer_by_inner.size(), vb.range.prefer_by_inner.size());
         for (size_t k = 0; k < va.range.prefer_by_inner.size(); ++k) {
           EXPECT_EQ(va.range.prefer_by_inner[k].inner_from, vb.range.prefer_by_inner[k].inner_from);

@@ -10,9 +10,11 @@
 #include <set>
 #include <string>
 
+#include "kernels/catalog.h"
 #include "kernels/ffn/ffn_hidden_slice_plan.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 #include "kernels/layernorm_linear/ln_linear_stream_plan.h"
+#include "kernels/level_table.h"
 
 namespace fl {
 namespace {
@@ -143,12 +145,26 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
   EXPECT_LE(up_end, p.off_h);
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
-  EXPECT_LE(p.off_x + slice::red_bytes(p.units / 8, p.warps), p.off_h);
-  EXPECT_LE(p.off_x + 16 * size_t(32 * p.warps), p.off_h);
+  EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
+  EXPECT_LE(p.off_red + 16 * size_t(32 * p.warps), p.off_h);
+  if (!p.w2_during_up) EXPECT_EQ(p.off_red, p.off_x);
   // The shares: bf16 in bf16 from 9 tokens and with 16 warps, fp32 otherwise.
   EXPECT_EQ(p.share_bytes, e == 2 && (m >= kSliceBf16SharesFrom || p.warps == 16) ? 2 : 4);
   if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
+    EXPECT_LE(p.off_w2 + w2, p.off_h);
+    EXPECT_FALSE(p.w2_pad_over_x);
+    if (p.w2_during_up) {  // the partial sums after W2's rows, within the region before h
+      EXPECT_TRUE(e == 2 && p.units == 32 && p.warps == 8);
+      EXPECT_GE(p.off_red, p.off_w2 + w2);
+      EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
+      EXPECT_EQ(p.off_red % 16, 0u);
+    }
+  } else if (p.w2_pad_over_x) {
+    // W2's rows of the slice before x; its zero rows (to the k step) within x's and W1's region.
+    EXPECT_GT(p.kp, p.units);
+    EXPECT_EQ(p.off_w2, 0u);
+    EXPECT_EQ(p.off_x, size_t(e) * p.units * p.ld_w2);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
   } else {
     EXPECT_EQ(p.off_w2, 0u);
@@ -209,15 +225,126 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   ASSERT_TRUE(ffn_slice_choose_plan(17, 768, 4, 132, 232448, &p));
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(33, 768, 4, 132, 232448, &p));
-  // An RTX card (99 KB a block): bf16 up to 16 tokens, W2 after the up product.
+  // An RTX card (99 KB a block): bf16 up to 16 tokens; on 82 SMs (40 units a block) W2 after
+  // the up product; on 128 32 units, W2 under the up product, and 24 units with W2 late to 32.
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 82, 101376, &p));
   EXPECT_TRUE(p.w2_late);
   EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 2, 82, 101376, &p));
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 128, 101376, &p));
+  EXPECT_TRUE(p.w2_late);
+  EXPECT_TRUE(p.w2_during_up);
+  EXPECT_EQ(p.units, 32);
+  ASSERT_TRUE(ffn_slice_choose_plan(32, 768, 2, 128, 101376, &p));
+  EXPECT_TRUE(p.w2_late);
+  EXPECT_FALSE(p.w2_during_up);  // 24 units
+  // 24 units asked for on 132 SMs: both at once with W2's zero rows over x (measured beside 32).
+  ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 101376, &p, 24));
+  EXPECT_FALSE(p.w2_late);
+  EXPECT_TRUE(p.w2_pad_over_x);
   // Units a block given: no fewer than one block per SM allows, a multiple of 8.
   EXPECT_TRUE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 32));
   EXPECT_EQ(p.blocks, 96);
   EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 16));
   EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 28));
+}
+
+// The FFN's plans at C = 768 on 132 SMs for the opt-in limits of an RTX 30/40 card (99 KiB a
+// block), an A100 (163) and an H100 (227): which fit, with W2 asked for late or not, and the
+// hidden slice's units a block and warps.
+struct FitCase {
+  int kib, e;
+  int64_t m;
+  bool slice;       // the hidden slice's plan fits
+  bool slice_late;  // ... with W2's rows asked for after the up product's operands are in
+  int units, warps;
+  bool during;  // ... under the up product, its operands in registers (w2_during_up)
+  bool stream;  // ffn_stream's plan fits
+};
+const FitCase kFits[] = {
+    // 99 KiB: bf16 up to 16 tokens, the hidden slice's 32 units a block with W2 asked for
+    // under the up product (24 units with both at once and W2's zero rows over x measured
+    // slower), ffn_stream's with W2 late; at 64 neither (x's 64 rows alone are 97 KB); fp32
+    // nowhere (W1's and W2's slices are 147 KB).
+    {99, 2, 1, true, true, 32, 8, true, true},
+    {99, 2, 16, true, true, 32, 8, true, true},
+    {99, 2, 64, false, false, 0, 0, false, false},
+    {99, 4, 1, false, false, 0, 0, false, false},
+    {99, 4, 16, false, false, 0, 0, false, false},
+    {99, 4, 64, false, false, 0, 0, false, false},
+    // 163 KiB: bf16 at every count (W2 late at 64, 16 warps: too many k steps a warp to hold
+    // in registers), fp32 up to 16 with W2 late.
+    {163, 2, 1, true, false, 32, 8, false, true},
+    {163, 2, 16, true, false, 32, 8, false, true},
+    {163, 2, 64, true, true, 32, 16, false, true},
+    {163, 4, 1, true, true, 24, 8, false, true},
+    {163, 4, 16, true, true, 24, 8, false, true},
+    {163, 4, 64, false, false, 0, 0, false, false},
+    // 227 KiB: both slices at once.
+    {227, 2, 1, true, false, 32, 8, false, true},
+    {227, 2, 16, true, false, 32, 8, false, true},
+    {227, 2, 64, true, false, 32, 16, false, true},
+    {227, 4, 1, true, false, 24, 8, false, true},
+    {227, 4, 16, true, false, 24, 8, false, true},
+    {227, 4, 64, false, false, 0, 0, false, false},
+};
+
+TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
+  for (const FitCase& f : kFits) {
+    SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + std::to_string(f.e) + " bytes, " +
+                 std::to_string(f.m) + " tokens");
+    const Gpu g{"132 SMs", 132, f.kib * 1024};
+    FfnSlicePlan s;
+    ASSERT_EQ(ffn_slice_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &s), f.slice);
+    if (f.slice) {
+      check_slice(s, g, f.m, 768, f.e);
+      EXPECT_EQ(s.w2_late, f.slice_late);
+      EXPECT_EQ(s.units, f.units);
+      EXPECT_EQ(s.warps, f.warps);
+      EXPECT_EQ(s.w2_during_up, f.during);
+      EXPECT_FALSE(s.w2_pad_over_x);
+    }
+    FfnPlan p;
+    ASSERT_EQ(ffn_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &p), f.stream);
+    if (f.stream) check_ffn(p, g, f.m, 768, f.e);
+  }
+}
+
+// The variant choice (the lesson panel's, and the level table's at launch) asks the same plans:
+// a GPU that chooses as compute capability 8.6 (the portable kernels preferred) with 99, 163 or
+// 227 KiB a block takes the hidden slice where its plan fits (it is first in the table),
+// ffn_stream where only that one's fits, else the split kernel; a variant whose plan does not
+// fit says so.
+TEST(StreamPlan, TheFfnVariantChoiceAsksThePlansWhetherTheyFit) {
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  for (const FitCase& f : kFits) {
+    const Precision p = f.e == 2 ? Precision::bf16 : Precision::fp32;
+    SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + to_string(p) + ", " + std::to_string(f.m) +
+                 " tokens");
+    const GpuFacts gpu{8, 6, 132, false, f.kib * 1024};
+    const VariantChoice c = ffn->choose_variant(2, 0, {f.m, 0}, p, gpu);
+    const char* want = f.slice ? "ffn_hidden_slice" : f.stream ? "ffn_stream" : "ffn_split";
+    EXPECT_EQ(c.name, want) << c.reason;
+    const Where where{{f.m, 768, f.e}, p, gpu};
+    for (const VariantInfo& v : ffn->info().levels[2].variants) {
+      if (v.name != "ffn_hidden_slice" && v.name != "ffn_stream") continue;
+      const bool fits = v.name == "ffn_stream" ? f.stream : f.slice;
+      if (!v.range.precisions.empty() && f.e == 4) continue;  // the bf16-only row
+      EXPECT_EQ(variant_cannot_run(v, where),
+                fits ? std::string()
+                     : "its plan does not fit one block an SM in " + std::to_string(f.kib) +
+                           " KiB of shared memory a block at " + std::to_string(f.m) + " x 768")
+          << v.name;
+    }
+    EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", where).empty(), f.slice);
+    EXPECT_EQ(shared_plan_cannot_fit("ffn_stream", where).empty(), f.stream);
+  }
+  // Without a limit of its own the GPU's compute capability gives it: 99 KiB on sm_86.
+  const VariantChoice rtx = ffn->choose_variant(2, 0, {64, 0}, Precision::bf16, {8, 6, 132, false});
+  EXPECT_EQ(rtx.name, "ffn_split") << rtx.reason;
+  // An unknown GPU (no SMs: the replay-only build without a recording's device) is not refused.
+  EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", Where{{64, 768, 4}, Precision::fp32, {}}),
+            "");
 }
 
 TEST(StreamPlan, LayerNormLinearCutsEveryOutputOnceWithinEachGpu) {

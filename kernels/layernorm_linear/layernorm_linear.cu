@@ -427,9 +427,9 @@ Status launch_ln_gemm_bias(const T* x, const T* gamma, const T* beta, const T* w
                       : c.name == "ln_mma_tiles" ? launch_ln_mma_tiles(a, stream)
                       : c.name == "ln_mma_folded"
                           ? Status::Unsupported("no folded weights outside the lesson")
-                      : c.name == "ln_mma_rows"  ? launch_ln_mma_rows(a, stream)
-                      : c.name == "ln_mma"       ? launch_ln_mma(a, stream)
-                                                 : launch_ln_tile(a, stream);
+                      : c.name == "ln_mma_rows" ? launch_ln_mma_rows(a, stream)
+                      : c.name == "ln_mma"      ? launch_ln_mma(a, stream)
+                                                : launch_ln_tile(a, stream);
     if (!st.unsupported()) return st.with_context(c.name);
     skip[c.index] = true;
   }

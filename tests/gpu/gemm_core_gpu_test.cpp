@@ -473,8 +473,8 @@ struct FoldedCase {
   double offset;
 };
 void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
-  SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
-                                    << c.offset);
+  SCOPED_TRACE(::testing::Message()
+               << c.m << " x " << c.k << " tile " << c.tile << " offset " << c.offset);
   const int k = c.k, n = 3 * c.k;
   const int64_t m = c.m;
   const Precision b16 = Precision::bf16;

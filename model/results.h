@@ -138,7 +138,7 @@ struct Provenance {
   std::string measured_utc;  // ISO 8601
   std::string app_version;   // the fusionlab that measured it
   // "live": measured by this program on this machine; else the recording it was replayed from
-  // ("h100-2026-11-26/gemm_bf16_cold.json"), or "recorded" when that is not known.
+  // ("h100-2026-11-27/gemm_bf16_cold.json"), or "recorded" when that is not known.
   std::string source;
   bool known() const { return !gpu.empty() || !measured_utc.empty(); }
   std::string date() const { return measured_utc.substr(0, 10); }  // "2026-11-23"

@@ -19,7 +19,7 @@ the first kernel's start to the last one's end, launch gaps included as the GPU 
 same quantity as our chain time. A GPU spin before each call lets the host enqueue all of it
 first, so Python's host overhead is not in it (a CUDA graph then saves only the GPU's own gaps).
 
-  python3 scripts/peers.py --out assets/recordings/h100-2026-11-26/peers.json
+  python3 scripts/peers.py --out assets/recordings/h100-2026-11-27/peers.json
   python3 scripts/peers.py --lessons gelu_scale --precisions fp32 --sizes 1M,16M --out /tmp/p.json
 """
 import argparse

@@ -57,7 +57,7 @@ bool plain_output_name(const std::string& name, const std::vector<std::string>& 
 
 // RECORDING as a script (or the File menu) names it: comma-separated files or folders. A relative
 // path that does not exist from the working directory is looked up beside the shipped assets
-// folder, so "assets/recordings/h100-2026-11-26" works from any folder.
+// folder, so "assets/recordings/h100-2026-11-27" works from any folder.
 std::vector<std::string> resolve_recording_paths(const std::string& text);
 
 // Reads and checks every line before the window opens; makes --out-dir if it does not exist.

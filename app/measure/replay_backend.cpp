@@ -121,7 +121,7 @@ int64_t nearest_recorded_size(const std::vector<int64_t>& sizes, int64_t size) {
 namespace {
 
 // A recording file as a measurement's source names it: its folder and name
-// ("h100-2026-11-26/gemm_bf16_cold.json"), not a path of this machine.
+// ("h100-2026-11-27/gemm_bf16_cold.json"), not a path of this machine.
 std::string recording_name(const std::string& origin) {
   const std::filesystem::path p(origin);
   const std::string folder = p.parent_path().filename().string();

@@ -170,7 +170,7 @@ TEST_F(PortableFolder, TheNewestShippedRecordingWithOneIsFound) {
   fs::create_directories(assets / "recordings" / "h100-2026-11-23");
   EXPECT_EQ(find_shipped_portable_recording(assets.string()), "");
   fs::create_directories(assets / "recordings" / "h100-2026-11-24" / "portable");
-  fs::create_directories(assets / "recordings" / "h100-2026-11-26");
+  fs::create_directories(assets / "recordings" / "h100-2026-11-27");
   EXPECT_EQ(find_shipped_portable_recording(assets.string()),
             (assets / "recordings" / "h100-2026-11-24").string());
 }

@@ -67,6 +67,7 @@
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
+#include "kernels/gpt2_decode/probes.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl {
@@ -178,30 +179,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
     project_head(a, layer, task.first % kProjParts, wp, sums, work);
   }
   return true;
-}
-
-// With probes on (DecodeArgs::probes), the thread that releases the count adds the task's time
-// in each slot (model.h's ProbeSlot) to its kind's sums: from asking for the counter to seeing
-// it, to the bytes and the barrier, to the marks probe_mark left inside the task (a slot not
-// marked takes no time), to the outputs written and the count released; and leaves the task's
-// own stamps (task `index`, model.h's ProbeStamp: `st` holds the loop's), so a stage's slowest
-// task is read.
-__device__ void probe_task(const DecodeArgs& a, int kind, int index, const uint64_t* st,
-                           uint64_t written, uint64_t ended) {
-  if (a.probes == nullptr) return;
-  unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
-  unsigned long long* mine =
-      a.probes + kProbeSums + gridDim.x * kProbeSlots + int64_t(index) * kProbeStamps;
-  for (int s = 0; s < kProbeStamps; ++s) mine[s] = st[s];
-  const uint64_t inputs = marks[kProbeInputs] != 0 ? marks[kProbeInputs] : st[kStampStarted];
-  mine[kStampInputs] = inputs;
-  mine[kStampComputed] = marks[kProbeCompute] != 0 ? marks[kProbeCompute] : inputs;
-  mine[kStampWritten] = written, mine[kStampEnded] = ended;
-  unsigned long long* sums = a.probes + kind * (kProbeSlots + 1);
-  for (int s = 0; s < kProbeSlots; ++s)
-    atomicAdd(sums + s, mine[kStampAsked + s + 1] - mine[kStampAsked + s]);
-  atomicAdd(sums + kProbeSlots, 1ull);
-  marks[kProbeInputs] = marks[kProbeCompute] = 0;
 }
 
 // When a block starts copying its next task's bytes (megakernel's loop says which applies).

@@ -16,7 +16,7 @@ namespace gpt2 {
 // own stamps (task `index`, model.h's ProbeStamp: `st` holds the loop's), so a stage's slowest
 // task is read.
 __device__ inline void probe_task(const DecodeArgs& a, int kind, int index, const uint64_t* st,
-                           uint64_t written, uint64_t ended) {
+                                  uint64_t written, uint64_t ended) {
   if (a.probes == nullptr) return;
   unsigned long long* marks = a.probes + kProbeSums + blockIdx.x * kProbeSlots;
   unsigned long long* mine =

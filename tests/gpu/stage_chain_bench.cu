@@ -27,6 +27,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/gpt2_decode/counters.cuh"
+#include "kernels/tensor_gemm.cuh"
 #include "tests/support/bench_check.h"
 
 namespace {
@@ -37,29 +38,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxStages = 48;
 constexpr int kWords = kMaxStages * 8 * 32;  // the largest layout: 8 shards a stage, a line each
-
-__device__ __forceinline__ void copy16_async(void* smem, const int4* gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#else
-  *static_cast<int4*>(smem) = *gmem;
-#endif
-}
-
-__device__ __forceinline__ void copies_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-
-// Until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void copies_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-#endif
-}
 
 // How a stage's end is told to the next stage's blocks.
 //   kNone   no waits at all (the stream rows);
@@ -150,26 +128,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto ask = [&](int s) {
     if (s >= stages) return;
     int4* slot = ring + int64_t(s % (kAhead + 1)) * chunk16;
-    for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) copy16_async(slot + i, chunk(s) + i);
+    for (int64_t i = threadIdx.x; i < chunk16; i += kThreads)
+      fl::tc::copy16_async(slot + i, chunk(s) + i, true);
   };
   int acc = 0;
   if (kAhead > 0) {
     for (int s = 0; s < kAhead; ++s) {
       ask(s);
-      copies_commit();  // a group a chunk
+      fl::tc::async_commit();  // a group a chunk
     }
   }
   for (int s = 0; s < stages; ++s) {
     if (kAhead > 0) {
-      ask(s + kAhead);  // into the slot stage s - 1 read (past its release's barrier)
-      copies_commit();  // empty past the last chunk: one group a stage all the same
+      ask(s + kAhead);         // into the slot stage s - 1 read (past its release's barrier)
+      fl::tc::async_commit();  // empty past the last chunk: one group a stage all the same
     }
     wait_stage(words, s, barrier);
     if (kAhead == 0) {
       const int4* c = chunk(s);
       for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) acc ^= __ldcg(c + i).x;
     } else {
-      copies_wait<kAhead>();  // chunks s + 1 .. s + kAhead may still fly: chunk s has landed
+      fl::tc::async_wait<kAhead>();  // chunks s + 1 .. s + kAhead may still fly: chunk s has landed
       __syncthreads();
       const int4* slot = ring + int64_t(s % (kAhead + 1)) * chunk16;
       for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) acc ^= slot[i].x;

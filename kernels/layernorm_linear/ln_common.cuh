@@ -8,12 +8,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/device_common.cuh"
 #include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear/ln_fold.h"
 #include "kernels/level_table.h"
 #include "kernels/phases.h"
 #include "kernels/status.h"
@@ -328,7 +330,24 @@ struct LnTilesShape {
   int resident = 0;
 };
 constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
-size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
+// ln_mma_tiles_counter_bytes (ln_fold.h): the bytes of its counters and split tiles' sums.
+// Where tiles split in parts of K meet in that scratch (`counters`, zeroed, left zero by every
+// launch): an arrival counter a tile, its fp32 sums (a tile's BM x BN at tile x BM x BN) and two
+// fp32 sums a row of a tile (at 2 (tile x BM + row)); all null above 1024 tokens (no room).
+struct LnPartsScratch {
+  unsigned* arrive = nullptr;
+  float* parts = nullptr;
+  float* rows = nullptr;
+};
+LnPartsScratch ln_parts_scratch(unsigned* counters, int64_t m, int64_t n);
+// The checks ln_mma_tiles and ln_mma_folded make before they plan: C (k) a multiple of 8 up to
+// 1024, 3C (n) a multiple of 8, the row pointers 16-byte aligned, bf16 mma.sync (compute
+// capability 8.0+); then the GPU's SMs and the shared memory a block's plan may take there
+// (planned_shared_optin: the chosen GPU's where `bench --choose-as` names a smaller one).
+struct LnTilesGpu {
+  int sms = 0, optin = 0;
+};
+Status ln_tiles_gpu(int k, int n, std::initializer_list<const void*> rows, LnTilesGpu* gpu);
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);
 // Its form that normalizes in each tile (ln_mma_tiles_local.cu; tile as LnTilesShape's, 0 the
 // kept rule there); launch_ln_mma_tiles has checked the shape and the GPU.

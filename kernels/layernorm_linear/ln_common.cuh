@@ -329,7 +329,7 @@ struct LnTilesShape {
   int normalize = 0;
   int resident = 0;
 };
-constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
+constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 2048;  // where the table picks it
 // ln_mma_tiles_counter_bytes (ln_fold.h): the bytes of its counters and split tiles' sums.
 // Where tiles split in parts of K meet in that scratch (`counters`, zeroed, left zero by every
 // launch): an arrival counter a tile, its fp32 sums (a tile's BM x BN at tile x BM x BN) and two
@@ -363,7 +363,7 @@ Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {
 // ln_mma_folded (ln_mma_folded.cu; bf16, sm_80+): LayerNorm in the epilogue of tiles that
 // multiply raw x by the folded weights (a.w_fold, a.u_fold, a.b_fold; Unsupported without them).
 // Where the table picks it (ahead of ln_mma_tiles, which it replaces there).
-constexpr int64_t kLnFoldedPreferFrom = 129, kLnFoldedPreferTo = 1023;
+constexpr int64_t kLnFoldedPreferFrom = 129, kLnFoldedPreferTo = 4096;
 Status launch_ln_mma_folded_bf16(const LnArgs<__nv_bfloat16>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma_folded(const LnArgs<T>& a, cudaStream_t stream) {
@@ -373,9 +373,9 @@ Status launch_ln_mma_folded(const LnArgs<T>& a, cudaStream_t stream) {
     return Status::Unsupported("it runs in bf16 only");
   }
 }
-// The most tokens below which the table does not prefer it (ln_tile's smaller tiles fill the
-// SMs there).
-constexpr int64_t kLnMmaFrom = 1024;
+// Where the table prefers ln_mma (fp32; below, ln_tile's smaller tiles fill the SMs) and
+// ln_mma_rows (bf16; below, ln_mma_folded's and ln_mma_tiles' smaller tiles were faster).
+constexpr int64_t kLnMmaFrom = 1024, kLnRowsFrom = 2049;
 // The panel kernel's shape check for the level table: C a multiple of 16, and the narrowest
 // panel (16 columns) within an sm_90 block's 227 KB of shared memory (in fp32 at C = 768 only
 // up to 16 tokens). A smaller GPU's limit is found when the launcher plans (Unsupported).

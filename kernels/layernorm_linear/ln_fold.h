@@ -34,10 +34,12 @@ size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
 // whole tiles, 2-8 each tile in that many parts of K whose sums meet in `counters` (an
 // ln_mma_tiles_counter_bytes(m, n) scratch, zeroed once, left zero by every launch); whole tiles
 // without it or above 1024 tokens.
+// prefetch: u and b' of a tile's columns asked into L2 when it starts (1), or not (0).
 struct LnFoldForm {
   int tile = 0;
   int splits = 0;
   unsigned* counters = nullptr;
+  int prefetch = 1;
 };
 
 // y = LN(x) W + b = rstd (x W') - rstd mean u + b' for x: m x k, y: m x n (row-major); k a

@@ -26,8 +26,10 @@
 // stores the tile. Costs: the sums, 32 KiB a 64 x 128 part written and read in L2 (2.3 MB in all
 // at 256 tokens, S = 2), and the last part's wait-free read of them.
 // Tiles (ln_tiles_forms.cuh): form 7 (64 x 128, 8 warps of 32 x 32, K-tiles of 32 in 8 stages,
-// 96 KiB: fits sm_86's 99 KiB) while the 64-row tiles fit one round of SMs, else form 5 (32 x
-// 128, 4 warps, 4 stages of 10 KiB, 2 blocks an SM); both have one chunk of x a thread a K-tile.
+// 96 KiB: fits sm_86's 99 KiB) while the 64-row tiles fit one round of SMs, form 5 (32 x 128, 4
+// warps, 4 stages of 10 KiB, 2 blocks an SM) up to four rounds of them (1K tokens at C = 768 on
+// 132 SMs), form 10 (64 x 256, 8 warps of 32 x 64, 4 stages of 20 KiB: half the x reads of a
+// 128-column tile a column) from there; each has one chunk of x a thread a K-tile.
 // Budget at 256 tokens, C = 768: 0.9 GFLOP, 1.5 us at mma.sync's ~600 TFLOP/s; HBM: x, W', y
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of x
 // and 192 KiB of W' (72 tiles: 21 MB), ~7 us for one SM's 288 KiB at the ~40 KiB/us an SM gets
@@ -98,6 +100,7 @@ struct FoldArgs {
   int64_t m;
   int k, n, tiles_n, splits;
   LnPartsScratch parts;  // kSplit: where the parts of a tile meet
+  bool prefetch;         // u and b' of the tile's columns asked into L2 at the start
 };
 
 // Block b: part b % splits of tile b / splits; tile t: row block t / tiles_n, column tile t %
@@ -113,10 +116,18 @@ __global__ void __launch_bounds__(Tile::kThreads, kMinBlocks) ln_mma_folded_kern
   float2* s_stats = reinterpret_cast<float2*>(smem + Tile::kSmemBytes);  // (mean, 1/std) a row
   const int splits = kSplit ? a.splits : 1;
   const int tile = static_cast<int>(blockIdx.x) / splits, q = static_cast<int>(blockIdx.x) % splits;
-  const int64_t m0 = int64_t(tile / a.tiles_n) * Tile::kBM, n0 = int64_t(tile % a.tiles_n) * Tile::kBN;
+  const int64_t m0 = int64_t(tile / a.tiles_n) * Tile::kBM,
+                n0 = int64_t(tile % a.tiles_n) * Tile::kBN;
   const int kts = (a.k + Tile::kBK - 1) / Tile::kBK;
   const int k0 = kts * q / splits * Tile::kBK, k1 = min(a.k, kts * (q + 1) / splits * Tile::kBK);
   const int row = static_cast<int>(threadIdx.x) / Tile::kRowChunks;  // whose chunks it copies
+  // u and b' are read after the main loop: asked into L2 now, their HBM latency is off the tail.
+  constexpr int kLines = Tile::kBN / 32;  // 128-byte lines of u (and of b') the tile reads
+  if (a.prefetch && threadIdx.x < 2 * kLines) {
+    const int64_t c = n0 + threadIdx.x % kLines * 32;
+    const float* p = (threadIdx.x < kLines ? a.u : a.b) + c;
+    if (c < a.n) asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+  }
   RowSums sums;
   if (m0 + row < a.m) sums.pivot = __bfloat162float(a.x[(m0 + row) * a.k]);
   auto add = [&](T* chunk, int, int64_t kk) {
@@ -219,21 +230,22 @@ Status ln_mma_folded(const T* x, LnFold fold, T* y, int64_t m, int k, int n, LnF
   FL_TRY(ln_tiles_gpu(k, n, {x, fold.w, y}, &gpu));
   const int64_t tiles = (m + 63) / 64 * ((n + 127) / 128);
   int tile = form.tile, splits = form.splits;
-  if (tile == 0) {  // form 7 while its 64-row tiles fit one round of SMs (96 KiB), else form 5
+  if (tile == 0) {  // form 7 while its 64 x 128 tiles fit one round of SMs (96 KiB), form 5 up
+    // to four rounds of them, form 10 (64 x 256, 80 KiB) from there
     const bool deep = LnDeepTile::kSmemBytes + 64 * sizeof(float2) <= size_t(gpu.optin);
-    tile = tiles <= gpu.sms && deep ? 7 : 5;
+    tile = tiles <= gpu.sms && deep ? 7 : tiles <= 4 * int64_t(gpu.sms) ? 5 : 10;
   }
   if (splits == 0) splits = 1;
   const LnPartsScratch parts = ln_parts_scratch(form.counters, m, n);
-  const FoldArgs a{x, fold.w, fold.u, fold.b, y, m, k, n, 0, splits, parts};
+  const FoldArgs a{x, fold.w, fold.u, fold.b, y, m, k, n, 0, splits, parts, form.prefetch != 0};
   return with_tiles_form(tile, [&](auto f) {
     using Form = decltype(f);
     return launch_folded<typename Form::Tile, Form::kMinBlocks>(a, gpu.optin, stream);
   });
 }
 
-// The level table's launch: the kept rule, or FL_LN_FOLD_TILE's form (3, 5, 7, 10) and
-// FL_LN_FOLD_SPLITS' parts of K (1-8; measurements).
+// The level table's launch: the kept rule, or FL_LN_FOLD_TILE's form (3, 5, 7, 10),
+// FL_LN_FOLD_SPLITS' parts of K (1-8) and FL_LN_FOLD_PREFETCH=0 (no L2 prefetch; measurements).
 Status launch_ln_mma_folded_bf16(const LnArgs<T>& a, cudaStream_t stream) {
   const auto env = [](const char* name) {
     const char* v = std::getenv(name);
@@ -241,7 +253,9 @@ Status launch_ln_mma_folded_bf16(const LnArgs<T>& a, cudaStream_t stream) {
   };
   const LnFold fold{const_cast<T*>(a.w_fold), const_cast<float*>(a.u_fold),
                     const_cast<float*>(a.b_fold)};
-  const LnFoldForm form{env("FL_LN_FOLD_TILE"), std::min(env("FL_LN_FOLD_SPLITS"), 8), a.counters};
+  const char* prefetch = std::getenv("FL_LN_FOLD_PREFETCH");
+  const LnFoldForm form{env("FL_LN_FOLD_TILE"), std::min(env("FL_LN_FOLD_SPLITS"), 8), a.counters,
+                        prefetch != nullptr ? std::atoi(prefetch) : 1};
   return ln_mma_folded(a.x, fold, a.y, a.m, a.k, a.n, form, stream);
 }
 

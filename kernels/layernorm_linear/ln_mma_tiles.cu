@@ -377,8 +377,9 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
     const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(gpu.optin);
     const bool deep = LnDeepTile::kSmemBytes + 64 <= size_t(gpu.optin);  // 96 KiB: sm_86's 99 fit
     const int streamed = resident != 1 && deep ? 7 : 3;
-    tile = tickets <= gpu.sms ? (resident != 1 && fits ? 9 : streamed)
-                              : tickets > 2 * gpu.sms ? 7 : 2;
+    tile = tickets <= gpu.sms      ? (resident != 1 && fits ? 9 : streamed)
+           : tickets > 2 * gpu.sms ? 7
+                                   : 2;
   }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);

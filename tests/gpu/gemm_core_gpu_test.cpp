@@ -486,9 +486,8 @@ struct FoldedCase {
   int splits = 1;  // parts of K (LnFoldForm::splits)
 };
 void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
-  SCOPED_TRACE(::testing::Message()
-               << c.m << " x " << c.k << " tile " << c.tile << " offset " << c.offset
-               << " splits " << c.splits);
+  SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
+                                    << c.offset << " splits " << c.splits);
   const int k = c.k, n = 3 * c.k;
   const int64_t m = c.m;
   const Precision b16 = Precision::bf16;
@@ -513,9 +512,8 @@ void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
   ASSERT_EQ(cudaMemset(counters, 0, scratch), cudaSuccess);
   for (int launch = 0; launch < 2; ++launch) {
     ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
-    st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold,
-                                         static_cast<B*>(y.dev), m, k, n,
-                                         {c.tile, c.splits, counters}, nullptr);
+    st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold, static_cast<B*>(y.dev),
+                                         m, k, n, {c.tile, c.splits, counters}, nullptr);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
@@ -557,12 +555,11 @@ void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
 TEST(GemmCore, LnMmaFoldedOffCentreRowsMatchFp64) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   std::mt19937 rng(0x20f01d);
-  for (const FoldedCase c :
-       {FoldedCase{77, 264, 0, 20.0}, FoldedCase{256, 768, 0, 20.0}, FoldedCase{301, 520, 5, 20.0},
-        FoldedCase{129, 72, 3, -50.0}, FoldedCase{256, 768, 0, 0.0},
-        FoldedCase{256, 768, 7, 20.0, 2}, FoldedCase{255, 776, 7, -50.0, 3},
-        FoldedCase{1023, 1024, 5, 20.0, 2}, FoldedCase{67, 136, 10, 20.0, 4},
-        FoldedCase{1025, 264, 0, 20.0, 2}}) {
+  for (const FoldedCase c : {FoldedCase{77, 264, 0, 20.0}, FoldedCase{256, 768, 0, 20.0},
+                             FoldedCase{301, 520, 5, 20.0}, FoldedCase{129, 72, 3, -50.0},
+                             FoldedCase{256, 768, 0, 0.0}, FoldedCase{256, 768, 7, 20.0, 2},
+                             FoldedCase{255, 776, 7, -50.0, 3}, FoldedCase{1023, 1024, 5, 20.0, 2},
+                             FoldedCase{67, 136, 10, 20.0, 4}, FoldedCase{1025, 264, 0, 20.0, 2}}) {
     expect_folded_matches_fp64(c, rng);
   }
 }

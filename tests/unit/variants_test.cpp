@@ -198,7 +198,9 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
-  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
+  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4096, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4097, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_mma_rows");
   EXPECT_NE(chosen("layernorm_linear", 16384, bf16, kV100), "ln_mma_rows");  // mma.sync: sm_80

@@ -30,11 +30,11 @@ Status fold_ln_weights(const __nv_bfloat16* gamma, const __nv_bfloat16* beta,
 size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
 
 // How ln_mma_folded runs. tile: 0 the kept rule, else a form of ln_tiles_forms.cuh whose A tile
-// is one 16-byte chunk a thread (3, 5, 7 or 10; others Unsupported). splits: 0 the kept rule, 1
-// whole tiles, 2-8 each tile in that many parts of K whose sums meet in `counters` (an
-// ln_mma_tiles_counter_bytes(m, n) scratch, zeroed once, left zero by every launch); whole tiles
-// without it or above 1024 tokens.
-// prefetch: u and b' of a tile's columns asked into L2 when it starts (1), or not (0).
+// is one 16-byte chunk a thread (3, 5, 7 or 10; others Unsupported). splits: 0 the kept rule
+// (whole tiles), 1 whole tiles, 2-8 each tile in that many parts of K whose sums meet in `counters`
+// (an ln_mma_tiles_counter_bytes(m, n) scratch, zeroed once, left zero by every launch); whole
+// tiles without it or above 1024 tokens. prefetch: u and b' of a tile's columns asked into L2 when
+// it starts (1), or not (0).
 struct LnFoldForm {
   int tile = 0;
   int splits = 0;

@@ -20,11 +20,12 @@
 // the row's first value (so s2 - s1^2 / n does not cancel even where |mu| >> sigma, and every
 // thread's and part's sums of a row simply add); W' rounds gamma W to bf16 where level 0 rounds
 // xn: the same 2^-9 once per product term.
-// Parts of K (splits 2-4): a tile's K-tiles cut in S parts, a block each, so S times the blocks
-// pull x and W' and each chain is 1/S as long; a part adds its fp32 sums (BM x BN) and its rows'
-// two sums into an L2 scratch (red.add, ln_tile_parts.cuh's add_part) and the last to arrive
-// stores the tile. Costs: the sums, 32 KiB a 64 x 128 part written and read in L2 (2.3 MB in all
-// at 256 tokens, S = 2), and the last part's wait-free read of them.
+// Parts of K (FL_LN_FOLD_SPLITS 2-8, a measurement form: the kept rule runs whole tiles, since
+// the parts' sums cost more than the shorter chains saved, docs/PERFORMANCE.md): a tile's K-tiles
+// cut in S parts, a block each, so S times the blocks pull x and W' and each chain is 1/S as
+// long; a part adds its fp32 sums (BM x BN) and its rows' two sums into an L2 scratch (red.add,
+// ln_tile_parts.cuh's add_part) and the last to arrive stores the tile. Costs: the sums, 32 KiB a
+// 64 x 128 part added in L2 (2.3 MB a part at 256 tokens), then read back by the last part.
 // Tiles (ln_tiles_forms.cuh): form 7 (64 x 128, 8 warps of 32 x 32, K-tiles of 32 in 8 stages,
 // 96 KiB: fits sm_86's 99 KiB) while the 64-row tiles fit one round of SMs, form 5 (32 x 128, 4
 // warps, 4 stages of 10 KiB, 2 blocks an SM) up to four rounds of them (1K tokens at C = 768 on
@@ -34,8 +35,10 @@
 // (0.4 + 3.5 + 1.2 MB) once, ~1.7 us at 3 TB/s; through L2 each 64 x 128 tile reads 96 KiB of x
 // and 192 KiB of W' (72 tiles: 21 MB), ~7 us for one SM's 288 KiB at the ~40 KiB/us an SM gets
 // when all pull at once: the tile's ring from the launch on, with no normalization before it.
-// Whole tiles leave 60 of the 132 SMs idle there; in 2 parts (144 blocks, 144 KiB an SM) the
-// ring's share halves (~3.5 us) for ~1 us of sums in L2: ~9-10 us in all, ~1.3x level 1.
+// Whole tiles leave 60 of the 132 SMs idle there; the prediction for 2 parts (144 blocks, 144
+// KiB an SM): the ring's share halves (~3.5 us) for ~1 us of sums in L2, ~9-10 us in all.
+// u and b' (fp32, 512 bytes each a tile) are asked into L2 at the start: read after the main
+// loop, they would bring HBM's latency onto the tail.
 // The moments: ~3 instructions an element of x a tile on the ALU beside 16 mma a warp a K-tile.
 // Shapes: any token count; C a multiple of 8 up to 1024, 3C a multiple of 8.
 #include <cuda_bf16.h>

@@ -63,6 +63,7 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -215,7 +216,7 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
                                                   p.units / 8, red, to_h, p.m);
 }
 
-template <typename T, int kW, typename S>
+template <typename T, int kW, typename S, bool kRing>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -230,24 +231,36 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
   // the copies'); then every byte of x and W1, then of W2's rows, before any arithmetic (W2's
-  // after the up product where both do not fit: w2_late, into the region x and W1 held).
+  // after the up product where both do not fit: w2_late, into the region x and W1 held). The
+  // ring form asks for its first chunks (with their shares of W2's rows) instead.
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
-  stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
-  if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
-  zero_padding<kThr>(p, xs, hs);
+  if constexpr (kRing) {
+    ring_issue<kThr>(a, smem, hs, j0, valid);
+  } else {
+    stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
+    if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+    zero_padding<kThr>(p, xs, hs);
+  }
   const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
-  if (p.w2_late) {
-    tc::async_wait<0>();
-  } else {
-    tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
-  }
-  __syncthreads();
-  marks.mark(kXW1In);
   float b2_first[8];
-  bias8_floats(b2_raw, b2_first);
   const auto ask_w2 = [&] { stage_w2<kThr>(a, w2s, j0, valid); };
-  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
+  if constexpr (kRing) {
+    ring_up_product<kW>(a, smem, hs, j0, valid, [&] {
+      marks.mark(kXW1In);
+      bias8_floats(b2_raw, b2_first);
+    });
+  } else {
+    if (p.w2_late) {
+      tc::async_wait<0>();
+    } else {
+      tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
+    }
+    __syncthreads();
+    marks.mark(kXW1In);
+    bias8_floats(b2_raw, b2_first);
+    up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
+  }
   marks.mark(kUp);
   if (p.w2_late && !p.w2_during_up) ask_w2();
   zero_w2_pad<kThr>(p, w2s);
@@ -263,18 +276,21 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during]]] (warps 8 or 16, share bytes 4 or 2, hidden units
-// a block; 0 or nothing: the plan's; during 0: no w2_during_up) replaces them in every launch
-// whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots]]]]] (warps 8 or 16, share bytes 4 or
+// 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1: the ring
+// form, of `slots` slots) replaces them in every launch whose tuning leaves them to the plan:
+// how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[4] = {0, 0, 0, 1};
-  std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
+  int v[6] = {0, 0, 0, 1, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
   if (v[3] == 0) t.w2_during_up = false;
+  if (v[4] == 1) t.x_ring = true;
+  if (t.ring_stages == 0) t.ring_stages = v[5];
   return t;
 }
 
@@ -297,8 +313,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   }
   // fp32 shares asked for: 8 warps where the plan would take 16 (whose kernel has bf16 shares).
   const int warps = tuning.warps == 0 && tuning.shares == 4 ? 8 : tuning.warps;
+  if (tuning.x_ring && sizeof(T) != 2) return Status::Error("the hidden slice's ring is bf16 only");
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
-                            warps)) {
+                            warps, tuning.x_ring, tuning.ring_stages)) {
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {
@@ -338,18 +355,22 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   if constexpr (sizeof(T) == 2) {
     using Bf16 = __nv_bfloat16;
-    if (a.p.warps == 16) {
-      if (a.p.share_bytes != 2) return Status::Error("the 16-warp hidden slice has bf16 shares");
-      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 16, Bf16>, a, a.p.blocks, 32 * 16,
-                                       a.p.smem, stream);
+    const auto go = [&](auto kernel, int warps) {
+      return slice::launch_cooperative(kernel, a, a.p.blocks, 32 * warps, a.p.smem, stream);
+    };
+    if (a.p.warps == 16 && a.p.share_bytes != 2) {
+      return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
-    if (a.p.share_bytes == 2) {
-      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, Bf16>, a, a.p.blocks, 32 * 8,
-                                       a.p.smem, stream);
+    if (a.p.x_ring) {
+      if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, true>, 16);
+      if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, true>, 8);
+      return go(ffn_hidden_slice_kernel<T, 8, float, true>, 8);
     }
+    if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, false>, 16);
+    if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, false>, 8);
   }
-  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float>, a, a.p.blocks, 32 * 8,
-                                   a.p.smem, stream);
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float, false>, a, a.p.blocks,
+                                   32 * 8, a.p.smem, stream);
 }
 
 }  // namespace

@@ -15,6 +15,10 @@
 // warp loads its whole part of the up product's operands into registers, and W2's rows are asked
 // for as soon as every warp has them, while the mma run: the up product's partial sums then
 // go after W2's rows (off_red), not over them.
+// With x_ring (bf16, where x's rows do not fit beside the slices: 33-64 tokens in 99 KiB) x and
+// W1's columns stream through a ring of ring_stages slots, ring_k of K a slot, each slot [x's
+// 16 mtc rows x ring_k | W1's ring_k rows x units]; W2's rows stay resident before the ring and
+// ride in the ring's copies, a share of its rows with each chunk: [W2's rows | ring | h | b1].
 #pragma once
 
 #include <algorithm>
@@ -56,6 +60,9 @@ constexpr int64_t kSliceBf16SharesFrom = 9;
 // The most k steps of 16 a warp's part of the up product may take to be held in registers
 // (w2_during_up: 12 registers a step, A's fragment and four column tiles' of W1).
 constexpr int kSliceUpRegSteps = 8;
+// The ring's K a slot (x_ring): 4 k steps of 16; and its most slots.
+constexpr int kSliceRingK = 64;
+constexpr int kSliceRingMaxStages = 4;
 
 // The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
 // bf16 shares: their kernel has no other).
@@ -78,6 +85,9 @@ struct FfnSlicePlan {
   bool w2_during_up = false;   // W2 late, asked for once the up operands are in registers
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
   size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
+  bool x_ring = false;  // x and W1 through a ring of K chunks, W2's rows with them (bf16)
+  int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
+  size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
@@ -121,6 +131,34 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   return p;
 }
 
+// The ring form (x_ring, bf16): W2's rows at 0, then `stages` slots of x's rows and W1's rows
+// of ring_k of K each, then h and b1. Within one warp's registers and the ring the up product
+// needs no partial sums across warps (a warp takes whole K for its tiles), so the region holds
+// the ring only (or block_product's partial sums, where larger: the plan keeps their room).
+inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps,
+                                            int stages) {
+  FfnSlicePlan p = ffn_slice_plan_for(m, c, 2, units, false, warps);
+  const size_t e = 2;
+  p.x_ring = true;
+  p.ring_k = kSliceRingK;
+  p.ring_stages = stages;
+  p.ring_chunks = (p.ck + kSliceRingK - 1) / kSliceRingK;
+  p.ld_xr = slice::padded_ld(kSliceRingK, 2);
+  p.ring_x_bytes = e * 16 * p.mtc * p.ld_xr;
+  p.ring_stage_bytes = p.ring_x_bytes + e * kSliceRingK * p.ld_w1;
+  const size_t w2 = e * p.kp * p.ld_w2;
+  const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
+  const size_t region = std::max(size_t(stages) * p.ring_stage_bytes, red);
+  p.off_w2 = 0;
+  p.off_x = size_t(slice::round_up(int(w2), 16));
+  p.off_w1 = p.off_x + p.ring_x_bytes;
+  p.off_red = p.off_x;
+  p.off_h = p.off_x + size_t(slice::round_up(int(region), 16));
+  p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
+  p.smem = p.off_bias + sizeof(float) * units;
+  return p;
+}
+
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
@@ -130,11 +168,14 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
 // across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
 // has both measured; at 99 KiB a block, 32 units with W2 late measured faster than 24 with both
-// at once and W2's zero rows over x). False when nothing fits.
+// at once and W2's zero rows over x). Where none of those fits in bf16 (x's rows too many: 33-64
+// tokens in 99 KiB), the ring form (x_ring, at most 32 units a block: a warp's tiles in one
+// accumulator set) with the most slots that fit, at most kSliceRingMaxStages, at least 2; with
+// ring_only that form only (`ring_stages` slots, where given). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
 inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
-                                  int warps = 0) {
+                                  int warps = 0, bool ring_only = false, int ring_stages = 0) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
   if (warps == 0) warps = ffn_slice_default_warps(m, elem_bytes);
   if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
@@ -143,7 +184,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const int64_t first = units > 0 ? units : fewest;
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
   auto fits = [&](int64_t u, bool late) {
-    if (late_only && !late) return false;
+    if (ring_only || (late_only && !late)) return false;
     for (bool pad : {false, true}) {
       if (pad && late) break;
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps, pad);
@@ -159,7 +200,25 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const bool wide_busy = double((4 * c + wide - 1) / wide) >= kSliceWideShare * sms;
   const bool try_wide = units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy;
   if (try_wide && (fits(wide, false) || fits(wide, true))) return true;
-  return fits(first, false) || fits(first, true);
+  if (fits(first, false) || fits(first, true)) return true;
+  if (elem_bytes != 2 || late_only || ring_stages < 0 || ring_stages == 1 ||
+      ring_stages > kSliceRingMaxStages) {
+    return false;
+  }
+  auto ring_fits = [&](int64_t u) {
+    if (u > 32) return false;
+    for (int s = ring_stages > 0 ? ring_stages : kSliceRingMaxStages; s >= 2; --s) {
+      const FfnSlicePlan p = ffn_slice_ring_plan_for(m, c, int(u), warps, s);
+      if (p.smem + 64 <= size_t(smem_optin)) {
+        *out = p;
+        out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
+        return true;
+      }
+      if (ring_stages > 0) break;
+    }
+    return false;
+  };
+  return (try_wide && ring_fits(wide)) || ring_fits(first);
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,

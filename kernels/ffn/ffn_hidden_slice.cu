@@ -220,8 +220,9 @@ template <typename T, int kW, typename S, bool kRing>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
-  PhaseMarks<kPhaseCount> marks(a.phases);
   const FfnSlicePlan& p = a.p;
+  if (blockIdx.x >= p.blocks) return prefetch_w2<kThr>(a);
+  PhaseMarks<kPhaseCount> marks(a.phases);
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2);
   T* xs = reinterpret_cast<T*>(smem + p.off_x);
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
     up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
   }
   marks.mark(kUp);
-  if (p.w2_late && !p.w2_during_up) ask_w2();
+  if (p.w2_late && !p.w2_during_up && !kRing) ask_w2();  // the ring asks for its own
   zero_w2_pad<kThr>(p, w2s);
   tc::async_wait<0>();
   __syncthreads();
@@ -270,27 +271,31 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
-  count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
+  count_barrier(a.counters, p.blocks, blockIdx.x == 0);
   marks.mark(kHandOver);
   sum_tiles<S>(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots]]]]] (warps 8 or 16, share bytes 4 or
-// 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1: the ring
-// form, of `slots` slots) replaces them in every launch whose tuning leaves them to the plan:
-// how `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,no_prefetch]]]]]]] (warps 8 or 16, share bytes
+// 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1: the
+// ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows all after the up
+// product; no_prefetch 1: no blocks prefetching W2) replaces them in every launch whose
+// tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[6] = {0, 0, 0, 1, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+  int v[8] = {0, 0, 0, 1, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+              &v[7]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
   if (v[3] == 0) t.w2_during_up = false;
   if (v[4] == 1) t.x_ring = true;
   if (t.ring_stages == 0) t.ring_stages = v[5];
+  if (t.ring_form == 0) t.ring_form = v[6];
+  if (v[7] == 1) t.prefetch = false;
   return t;
 }
 
@@ -315,7 +320,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   const int warps = tuning.warps == 0 && tuning.shares == 4 ? 8 : tuning.warps;
   if (tuning.x_ring && sizeof(T) != 2) return Status::Error("the hidden slice's ring is bf16 only");
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
-                            warps, tuning.x_ring, tuning.ring_stages)) {
+                            warps, tuning.x_ring, tuning.ring_stages, tuning.ring_form == 1)) {
+    if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = true;
+    if (!tuning.prefetch) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {
@@ -353,10 +360,11 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.y_vec = c % 8 == 0 && aligned(b.y);
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
+  const int grid = a.p.blocks + a.p.prefetch_blocks;  // one block an SM at most
   if constexpr (sizeof(T) == 2) {
     using Bf16 = __nv_bfloat16;
     const auto go = [&](auto kernel, int warps) {
-      return slice::launch_cooperative(kernel, a, a.p.blocks, 32 * warps, a.p.smem, stream);
+      return slice::launch_cooperative(kernel, a, grid, 32 * warps, a.p.smem, stream);
     };
     if (a.p.warps == 16 && a.p.share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
@@ -369,8 +377,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
     if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, false>, 16);
     if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, false>, 8);
   }
-  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float, false>, a, a.p.blocks,
-                                   32 * 8, a.p.smem, stream);
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float, false>, a, grid, 32 * 8,
+                                   a.p.smem, stream);
 }
 
 }  // namespace

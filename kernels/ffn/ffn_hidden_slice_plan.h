@@ -15,10 +15,13 @@
 // warp loads its whole part of the up product's operands into registers, and W2's rows are asked
 // for as soon as every warp has them, while the mma run: the up product's partial sums then
 // go after W2's rows (off_red), not over them.
-// With x_ring (bf16, where x's rows do not fit beside the slices: 33-64 tokens in 99 KiB) x and
-// W1's columns stream through a ring of ring_stages slots, ring_k of K a slot, each slot [x's
-// 16 mtc rows x ring_k | W1's ring_k rows x units]; W2's rows stay resident before the ring and
-// ride in the ring's copies, a share of its rows with each chunk: [W2's rows | ring | h | b1].
+// With x_ring (bf16, where x's rows do not fit beside the slices: 33-64 tokens in 99 KiB) x
+// streams through a ring of ring_stages slots, ring_k of K a slot. With ring_w1 (the plan's
+// where it fits) W1's columns are resident, asked for whole before the ring, and W2's rows come
+// late, over them: [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
+// else W1's rows ride in the slots too ([x's 16 mtc rows x ring_k | W1's ring_k rows x units])
+// and W2's rows stay resident before the ring, a share of them asked for with each chunk:
+// [W2's rows | ring | h | b1].
 #pragma once
 
 #include <algorithm>
@@ -85,7 +88,13 @@ struct FfnSlicePlan {
   bool w2_during_up = false;   // W2 late, asked for once the up operands are in registers
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
   size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
-  bool x_ring = false;  // x and W1 through a ring of K chunks, W2's rows with them (bf16)
+  bool x_ring = false;  // x through a ring of K chunks (bf16)
+  bool ring_w1 = false;  // ... W1 resident and W2 over it as it frees; else W1 in the ring, W2
+                         // with its chunks
+  bool ring_w2_after = false;  // ring_w1, W2's rows all asked for after the up product
+  // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
+  // prefetch, no shared memory) ahead of the slices' own copies, and leave.
+  int prefetch_blocks = 0;
   int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
   size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
 };
@@ -131,29 +140,33 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   return p;
 }
 
-// The ring form (x_ring, bf16): W2's rows at 0, then `stages` slots of x's rows and W1's rows
-// of ring_k of K each, then h and b1. Within one warp's registers and the ring the up product
-// needs no partial sums across warps (a warp takes whole K for its tiles), so the region holds
-// the ring only (or block_product's partial sums, where larger: the plan keeps their room).
+// The ring form (x_ring, bf16): `stages` slots of x's rows of ring_k of K each (and, without
+// w1_resident, W1's rows of them), after W1's whole columns (w1_resident; W2's rows late over
+// them) or W2's rows; then h and b1. The up product needs no partial sums across warps (a warp
+// takes whole K for its tiles); the plan keeps block_product's room for them all the same.
 inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps,
-                                            int stages) {
-  FfnSlicePlan p = ffn_slice_plan_for(m, c, 2, units, false, warps);
+                                            int stages, bool w1_resident) {
+  FfnSlicePlan p = ffn_slice_plan_for(m, c, 2, units, w1_resident, warps);
   const size_t e = 2;
   p.x_ring = true;
+  p.ring_w1 = w1_resident;
+  p.w2_during_up = false;
   p.ring_k = kSliceRingK;
   p.ring_stages = stages;
   p.ring_chunks = (p.ck + kSliceRingK - 1) / kSliceRingK;
   p.ld_xr = slice::padded_ld(kSliceRingK, 2);
   p.ring_x_bytes = e * 16 * p.mtc * p.ld_xr;
-  p.ring_stage_bytes = p.ring_x_bytes + e * kSliceRingK * p.ld_w1;
-  const size_t w2 = e * p.kp * p.ld_w2;
+  p.ring_stage_bytes = p.ring_x_bytes + (w1_resident ? 0 : e * kSliceRingK * p.ld_w1);
+  // W1 resident: rows to the last chunk's end (zero past C: the last chunk multiplies them all).
+  const size_t w2 = e * p.kp * p.ld_w2, w1 = e * p.ring_chunks * kSliceRingK * p.ld_w1;
   const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
-  const size_t region = std::max(size_t(stages) * p.ring_stage_bytes, red);
+  const size_t ahead = w1_resident ? std::max({w1, w2, red}) : w2;
+  const size_t region = size_t(stages) * p.ring_stage_bytes;
   p.off_w2 = 0;
-  p.off_x = size_t(slice::round_up(int(w2), 16));
-  p.off_w1 = p.off_x + p.ring_x_bytes;
-  p.off_red = p.off_x;
-  p.off_h = p.off_x + size_t(slice::round_up(int(region), 16));
+  p.off_x = size_t(slice::round_up(int(ahead), 16));
+  p.off_w1 = w1_resident ? 0 : p.off_x + p.ring_x_bytes;
+  p.off_red = w1_resident ? 0 : p.off_x;
+  p.off_h = p.off_x + size_t(slice::round_up(int(w1_resident ? region : std::max(region, red)), 16));
   p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
   p.smem = p.off_bias + sizeof(float) * units;
   return p;
@@ -170,12 +183,13 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
 // has both measured; at 99 KiB a block, 32 units with W2 late measured faster than 24 with both
 // at once and W2's zero rows over x). Where none of those fits in bf16 (x's rows too many: 33-64
 // tokens in 99 KiB), the ring form (x_ring, at most 32 units a block: a warp's tiles in one
-// accumulator set) with the most slots that fit, at most kSliceRingMaxStages, at least 2; with
-// ring_only that form only (`ring_stages` slots, where given). False when nothing fits.
+// accumulator set), W1 resident where it fits (else, or with ring_w1_streamed, W1 in the slots),
+// with the most slots that fit, at most kSliceRingMaxStages, at least 2; with ring_only that form
+// only (`ring_stages` slots, where given). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
-inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                                  FfnSlicePlan* out, int units = 0, bool late_only = false,
-                                  int warps = 0, bool ring_only = false, int ring_stages = 0) {
+inline bool ffn_slice_choose_form(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
+                                  FfnSlicePlan* out, int units, bool late_only, int warps,
+                                  bool ring_only, int ring_stages, bool ring_w1_streamed) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
   if (warps == 0) warps = ffn_slice_default_warps(m, elem_bytes);
   if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
@@ -207,18 +221,32 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   }
   auto ring_fits = [&](int64_t u) {
     if (u > 32) return false;
-    for (int s = ring_stages > 0 ? ring_stages : kSliceRingMaxStages; s >= 2; --s) {
-      const FfnSlicePlan p = ffn_slice_ring_plan_for(m, c, int(u), warps, s);
-      if (p.smem + 64 <= size_t(smem_optin)) {
-        *out = p;
-        out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
-        return true;
+    for (bool w1_resident : {true, false}) {
+      if (w1_resident && ring_w1_streamed) continue;
+      for (int s = ring_stages > 0 ? ring_stages : kSliceRingMaxStages; s >= 2; --s) {
+        const FfnSlicePlan p = ffn_slice_ring_plan_for(m, c, int(u), warps, s, w1_resident);
+        if (p.smem + 64 <= size_t(smem_optin)) {
+          *out = p;
+          out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
+          return true;
+        }
+        if (ring_stages > 0) break;
       }
-      if (ring_stages > 0) break;
     }
     return false;
   };
   return (try_wide && ring_fits(wide)) || ring_fits(first);
+}
+inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
+                                  FfnSlicePlan* out, int units = 0, bool late_only = false,
+                                  int warps = 0, bool ring_only = false, int ring_stages = 0,
+                                  bool ring_w1_streamed = false) {
+  if (!ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
+                             ring_only, ring_stages, ring_w1_streamed)) {
+    return false;
+  }
+  out->prefetch_blocks = std::max(0, sms - out->blocks);
+  return true;
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,

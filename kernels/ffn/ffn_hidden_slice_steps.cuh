@@ -119,7 +119,7 @@ template <int kThr, typename S, typename T>
 __device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
   const FfnSlicePlan& p = a.p;
   constexpr int kPerRow = kSliceTileCols / kItemCols<S>;
-  const int items = kPerRow * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
+  const int items = kPerRow * p.m, shares = p.blocks;  // items <= 128: one pass of the block
   int split = 1;
   while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
   const int lane = threadIdx.x & 31, per_warp = 32 / split;
@@ -308,9 +308,9 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
   constexpr int N = kItemCols<S>, kPerRow = kSliceTileCols / N, kBatch = sizeof(S) == 4 ? 16 : 8;
   const int row = l.item / kPerRow, half = l.item % kPerRow;
   const S* shares = reinterpret_cast<const S*>(a.partial);
-  const int64_t next = int64_t(gridDim.x) * share_tile_step<S>(p);
+  const int64_t next = int64_t(p.blocks) * share_tile_step<S>(p);
   int64_t src = l.src;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x, src += next) {
+  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += p.blocks, src += next) {
     float s[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) s[i] = 0.0f;
@@ -340,6 +340,24 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
       }
       store_item(a, row, col, s, b);
     }
+  }
+}
+
+// A block past the plan's (prefetch_blocks of them, on SMs the slices leave idle): its share of
+// W2's 128-byte lines asked for into L2 (prefetch, kept with evict_last where sm_80 has it), so
+// that the slices' own copies of W2, asked for later, hit L2. No shared memory, no barrier.
+template <int kThr, typename T>
+__device__ __forceinline__ void prefetch_w2(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  const int64_t lines = (int64_t(p.h) * p.c * int64_t(sizeof(T)) + 127) / 128;
+  const int pb = blockIdx.x - p.blocks, n = p.prefetch_blocks;
+  const char* base = reinterpret_cast<const char*>(a.w2);
+  for (int64_t l = lines * pb / n + threadIdx.x; l < lines * (pb + 1) / n; l += kThr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(base + l * 128));
+#else
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
+#endif
   }
 }
 

@@ -145,12 +145,15 @@ enum class FfnKernel {
   kSliceRing,        // the ring form (x and W1 in K chunks; bf16), the plan's warps and slots
   kSliceRing8,       // ... 8 warps
   kSliceRing16,      // ... 16 warps
-  kSliceRing2Slots   // ... 2 slots
+  kSliceRing2Slots,  // ... 2 slots
+  kSliceRingW1InSlots,  // ... W1's rows in the slots, W2's a share with each chunk
+  kSliceRingW2After     // ... W1 resident, W2's rows all after the up product
 };
 
 bool is_ring(FfnKernel k) {
   return k == FfnKernel::kSliceRing || k == FfnKernel::kSliceRing8 ||
-         k == FfnKernel::kSliceRing16 || k == FfnKernel::kSliceRing2Slots;
+         k == FfnKernel::kSliceRing16 || k == FfnKernel::kSliceRing2Slots ||
+         k == FfnKernel::kSliceRingW1InSlots || k == FfnKernel::kSliceRingW2After;
 }
 
 bool is_stream(FfnKernel k) {
@@ -225,6 +228,8 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRing8) tuning.warps = 8;
   if (kernel == FfnKernel::kSliceRing16) tuning.warps = 16;
   if (kernel == FfnKernel::kSliceRing2Slots) tuning.ring_stages = 2;
+  if (kernel == FfnKernel::kSliceRingW1InSlots) tuning.ring_form = 1;
+  if (kernel == FfnKernel::kSliceRingW2After) tuning.ring_form = 2;
   size_t bytes = 0;
   const Status sized =
       is_stream(kernel) ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
@@ -421,9 +426,11 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
   EXPECT_EQ(ran, bf16 ? 18 : 4);
 }
 
-// The ring form (bf16): x and W1 through a ring of K chunks, W2's rows a share with each chunk;
-// odd token counts (1-4 row tiles) and odd C (the element-wise copies; a last chunk of a few
-// columns), with the plan's warps and slots, 8 and 16 warps, and 2 slots.
+// The ring form (bf16): x through a ring of K chunks, W1 resident and W2's rows asked for over
+// it as the up product frees it (the plan's), or W2's after the up product, or W1's rows in the
+// slots and W2's a share with each chunk; odd token counts (1-4 row tiles) and odd C (the
+// element-wise copies; a last chunk of a few columns), with the plan's warps and slots, 8 and 16
+// warps, and 2 slots.
 TEST_P(PortableStream, HiddenSliceFfnRingForms) {
   unsigned seed = 171;
   int ran = 0;
@@ -435,7 +442,12 @@ TEST_P(PortableStream, HiddenSliceFfnRingForms) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing16, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing2Slots, &ran);
   }
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 40 : 0);
+  for (const Shape& s : {Shape{1, 97}, Shape{13, 131}, Shape{47, 768}, Shape{61, 385},
+                         Shape{64, 768}, Shape{29, 1025}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW1InSlots, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW2After, &ran);
+  }
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 52 : 0);
 }
 
 // The ring form at small shapes for compute-sanitizer: one chunk and a partial one, odd C, 1-4
@@ -445,7 +457,9 @@ TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
   check_ffn(GetParam(), {5, 40}, 201, FfnKernel::kSliceRing8, &ran);
   check_ffn(GetParam(), {35, 33}, 202, FfnKernel::kSliceRing16, &ran);
   check_ffn(GetParam(), {64, 136}, 203, FfnKernel::kSliceRing2Slots, &ran);
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 3 : 0);
+  check_ffn(GetParam(), {9, 97}, 204, FfnKernel::kSliceRingW1InSlots, &ran);
+  check_ffn(GetParam(), {21, 72}, 205, FfnKernel::kSliceRingW2After, &ran);
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 5 : 0);
 }
 
 // As an RTX 30/40 card plans it (99 KiB a block) at 33-64 bf16 tokens: x's rows no longer fit

@@ -129,6 +129,8 @@ TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
 
 void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
   EXPECT_LE(p.blocks, g.sms);  // the blocks wait for each other at the barrier
+  // ... and W2's prefetching blocks take the SMs left, one each.
+  EXPECT_EQ(p.blocks + p.prefetch_blocks, g.sms);
   EXPECT_GE(16 * p.mtc, m);
   EXPECT_LT(16 * (p.mtc - 1), m);
   EXPECT_EQ(p.units % 8, 0);
@@ -148,7 +150,7 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
     // K (padded to the k step).
     EXPECT_EQ(e, 2);
     EXPECT_LE(p.units, 32);
-    EXPECT_FALSE(p.w2_late);
+    EXPECT_FALSE(p.w2_during_up);
     EXPECT_GE(p.ring_stages, 2);
     EXPECT_LE(p.ring_stages, kSliceRingMaxStages);
     EXPECT_EQ(p.ring_k % 16, 0);
@@ -156,11 +158,20 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
     EXPECT_LT(int64_t(p.ring_chunks - 1) * p.ring_k, p.ck);
     EXPECT_GE(p.ld_xr, p.ring_k);
     EXPECT_EQ(p.ring_x_bytes, size_t(e) * 16 * p.mtc * p.ld_xr);
-    EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes + size_t(e) * p.ring_k * p.ld_w1);
     EXPECT_EQ(p.ring_stage_bytes % 16, 0u);
-    EXPECT_EQ(p.off_w1, p.off_x + p.ring_x_bytes);
+    EXPECT_EQ(p.off_w2, 0u);
     EXPECT_GE(p.off_x, w2);
     EXPECT_LE(p.off_x + p.ring_stages * p.ring_stage_bytes, p.off_h);
+    if (p.ring_w1) {  // W1 resident (to the last chunk's end), W2's rows late over it
+      EXPECT_TRUE(p.w2_late);
+      EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes);
+      EXPECT_EQ(p.off_w1, 0u);
+      EXPECT_GE(p.off_x, size_t(e) * p.ring_chunks * p.ring_k * p.ld_w1);
+    } else {  // W1's rows in the slots after x's, W2's rows resident
+      EXPECT_FALSE(p.w2_late);
+      EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes + size_t(e) * p.ring_k * p.ld_w1);
+      EXPECT_EQ(p.off_w1, p.off_x + p.ring_x_bytes);
+    }
   } else {
     const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
     EXPECT_LE(up_end, p.off_h);
@@ -168,10 +179,13 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
   EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
   EXPECT_LE(p.off_red + 16 * size_t(32 * p.warps), p.off_h);
-  if (!p.w2_during_up) EXPECT_EQ(p.off_red, p.off_x);
+  if (!p.w2_during_up && !p.ring_w1) EXPECT_EQ(p.off_red, p.off_x);
+  if (p.ring_w1) EXPECT_EQ(p.off_red, 0u);  // over W1 (the ring form has no partial sums)
   // The shares: bf16 in bf16 from 9 tokens and with 16 warps, fp32 otherwise.
   EXPECT_EQ(p.share_bytes, e == 2 && (m >= kSliceBf16SharesFrom || p.warps == 16) ? 2 : 4);
-  if (p.w2_late) {
+  if (p.x_ring) {
+    EXPECT_FALSE(p.w2_pad_over_x);
+  } else if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
     EXPECT_FALSE(p.w2_pad_over_x);
@@ -286,6 +300,7 @@ TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
     ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p));
     check_slice(p, {"RTX", sms, 101376}, 64, 768, 2);
     EXPECT_TRUE(p.x_ring);
+    EXPECT_TRUE(p.ring_w1);  // W1 resident (60 KB), W2's rows over it as it frees
     EXPECT_EQ(p.units, 32);
     EXPECT_EQ(p.blocks, 96);
     EXPECT_EQ(p.warps, 16);
@@ -293,6 +308,11 @@ TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
     EXPECT_EQ(p.ring_chunks, 12);
     EXPECT_EQ(p.share_bytes, 2);
     EXPECT_LE(p.smem + 64, 101376u);
+    // W1's rows in the slots instead (W2's rows resident): 3 slots of 14 KB.
+    ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p, 0, false, 0, true, 0, true));
+    check_slice(p, {"RTX", sms, 101376}, 64, 768, 2);
+    EXPECT_FALSE(p.ring_w1);
+    EXPECT_EQ(p.ring_stages, 3);
     ASSERT_TRUE(ffn_slice_choose_plan(32, 768, 2, sms, 101376, &p));
     EXPECT_FALSE(p.x_ring);
     // Asked for, the ring also plans where the resident forms fit (8 warps, 2 slots).

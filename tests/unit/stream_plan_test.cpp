@@ -346,11 +346,12 @@ const FitCase kFits[] = {
     // 99 KiB: bf16 up to 16 tokens, the hidden slice's 32 units a block with W2 asked for
     // under the up product (24 units with both at once and W2's zero rows over x measured
     // slower), ffn_stream's with W2 late; at 64 (x's 64 rows alone are 97 KB) the hidden
-    // slice's ring form, 16 warps, ffn_stream's nowhere; fp32 nowhere (W1's and W2's slices
+    // slice's ring form (W1 resident, W2 late over it as it frees), 16 warps, ffn_stream's
+    // nowhere; fp32 nowhere (W1's and W2's slices
     // are 147 KB).
     {99, 2, 1, true, true, 32, 8, true, true},
     {99, 2, 16, true, true, 32, 8, true, true},
-    {99, 2, 64, true, false, 32, 16, false, false, true},
+    {99, 2, 64, true, true, 32, 16, false, false, true},
     {99, 4, 1, false, false, 0, 0, false, false},
     {99, 4, 16, false, false, 0, 0, false, false},
     {99, 4, 64, false, false, 0, 0, false, false},

@@ -35,7 +35,9 @@
 // and asks for W2's rows (50 KB) into them once each warp holds its up operands in registers
 // (w2_during_up: 6 k steps, 72 registers a lane), so W2's copy runs under the up product, not
 // after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
-// (w2_pad_over_x). fp32 at C = 768 needs 147 KB of weights a block: A100 and up.
+// (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
+// ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
+// A100 and up.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -63,6 +65,7 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
@@ -74,15 +77,6 @@ namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
-
-// W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
-template <int kThr, typename T>
-__device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
-  const FfnSlicePlan& p = a.p;
-  const int rows = p.w2_pad_over_x ? p.units : p.kp;
-  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
-  tc::async_commit();
-}
 
 // The stores of a down job's first `tiles` column tiles (rows past the tokens left out): a
 // lane's two columns of a row as a float2, or as a bf16x2 in bf16 shares (S). In bf16 shares'
@@ -147,31 +141,6 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
        j = down_job<kW, S>(a, hs, w2s, j.mt, j.chunk + kW)) {
     run_down_job<kW, S>(a, hs, w2s, j);
   }
-}
-
-// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
-// commit group.
-template <int kThr, typename T>
-__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
-                                          int valid) {
-  const FfnSlicePlan& p = a.p;
-  constexpr int E = slice::kChunk<T>;
-  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
-  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
-  slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
-  tc::async_commit();
-}
-
-// The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
-// columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
-template <int kThr, typename T>
-__device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
-  uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
-  uint4* zh = reinterpret_cast<uint4*>(hs);
-  const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
-  const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThr)
-    (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
 }
 
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
@@ -277,10 +246,10 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,no_prefetch]]]]]]] (warps 8 or 16, share bytes
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch]]]]]]] (warps 8 or 16, share bytes
 // 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1: the
-// ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows all after the up
-// product; no_prefetch 1: no blocks prefetching W2) replaces them in every launch whose
+// ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows each as soon as the
+// W1 rows under it are done; prefetch 1: blocks prefetching W2) replaces them in every launch whose
 // tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
@@ -295,7 +264,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (v[4] == 1) t.x_ring = true;
   if (t.ring_stages == 0) t.ring_stages = v[5];
   if (t.ring_form == 0) t.ring_form = v[6];
-  if (v[7] == 1) t.prefetch = false;
+  if (v[7] == 1) t.prefetch = true;
   return t;
 }
 
@@ -321,8 +290,8 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   if (tuning.x_ring && sizeof(T) != 2) return Status::Error("the hidden slice's ring is bf16 only");
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
                             warps, tuning.x_ring, tuning.ring_stages, tuning.ring_form == 1)) {
-    if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = true;
-    if (!tuning.prefetch) out->prefetch_blocks = 0;
+    if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = false;
+    if (tuning.prefetch) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {

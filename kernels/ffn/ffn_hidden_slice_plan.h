@@ -18,7 +18,8 @@
 // With x_ring (bf16, where x's rows do not fit beside the slices: 33-64 tokens in 99 KiB) x
 // streams through a ring of ring_stages slots, ring_k of K a slot. With ring_w1 (the plan's
 // where it fits) W1's columns are resident, asked for whole before the ring, and W2's rows come
-// late, over them: [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
+// late, over them (after the up product; as a tuning each as soon as the W1 rows under it are
+// done): [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
 // else W1's rows ride in the slots too ([x's 16 mtc rows x ring_k | W1's ring_k rows x units])
 // and W2's rows stay resident before the ring, a share of them asked for with each chunk:
 // [W2's rows | ring | h | b1].
@@ -89,11 +90,13 @@ struct FfnSlicePlan {
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
   size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
   bool x_ring = false;  // x through a ring of K chunks (bf16)
-  bool ring_w1 = false;  // ... W1 resident and W2 over it as it frees; else W1 in the ring, W2
-                         // with its chunks
-  bool ring_w2_after = false;  // ring_w1, W2's rows all asked for after the up product
-  // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
-  // prefetch, no shared memory) ahead of the slices' own copies, and leave.
+  bool ring_w1 = false;  // ... W1 resident and W2 late over it; else W1 in the ring, W2 with its
+                         // chunks
+  bool ring_w2_after = false;  // ring_w1: W2's rows all asked for after the up product (the
+                               // plan's); else each as soon as the W1 rows under it are done
+  // Blocks past `blocks` (a tuning, ffn_slice_prefetch_blocks), one on each SM the slices leave
+  // idle: they ask L2 for W2's lines (a prefetch, no shared memory) ahead of the slices' own
+  // copies, and leave. Measured slower (docs/PERFORMANCE.md): 0 in the plan.
   int prefetch_blocks = 0;
   int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
   size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
@@ -142,7 +145,7 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 
 // The ring form (x_ring, bf16): `stages` slots of x's rows of ring_k of K each (and, without
 // w1_resident, W1's rows of them), after W1's whole columns (w1_resident; W2's rows late over
-// them) or W2's rows; then h and b1. The up product needs no partial sums across warps (a warp
+// them, after the up product) or W2's rows; then h and b1. The up product needs no partial sums across warps (a warp
 // takes whole K for its tiles); the plan keeps block_product's room for them all the same.
 inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps,
                                             int stages, bool w1_resident) {
@@ -150,6 +153,7 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   const size_t e = 2;
   p.x_ring = true;
   p.ring_w1 = w1_resident;
+  p.ring_w2_after = w1_resident;
   p.w2_during_up = false;
   p.ring_k = kSliceRingK;
   p.ring_stages = stages;
@@ -241,12 +245,13 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
                                   int warps = 0, bool ring_only = false, int ring_stages = 0,
                                   bool ring_w1_streamed = false) {
-  if (!ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
-                             ring_only, ring_stages, ring_w1_streamed)) {
-    return false;
-  }
-  out->prefetch_blocks = std::max(0, sms - out->blocks);
-  return true;
+  return ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
+                               ring_only, ring_stages, ring_w1_streamed);
+}
+
+// The prefetching blocks a launch of plan p may add on `sms` SMs (one block an SM at most).
+inline int ffn_slice_prefetch_blocks(const FfnSlicePlan& p, int sms) {
+  return std::max(0, sms - p.blocks);
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,

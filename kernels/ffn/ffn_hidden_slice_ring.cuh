@@ -7,11 +7,10 @@
 // (K is not split among warps: warp w takes row tile w / jr and 1-4 of the slice's column tiles
 // over the whole of K, jr warps a row tile, so no partial sums meet in shared memory). The plan's
 // form (ring_w1) asks for W1's whole columns before the ring, as the resident form does (all of a
-// block's DRAM bytes of W1 in flight at once), and W2's rows over them as the up product frees
-// them: a W2 row once every warp is done with the W1 rows under it (at C = 768 all 32 by the
-// 11th of 12 chunks), the rest after the up product (ring_w2_after: all of them then).
-// The other form carries W1's rows in the slots with x's and asks for a share of W2's rows
-// (resident before the ring) with each chunk: its copies stay in small groups to the end.
+// block's DRAM bytes of W1 in flight at once), and W2's rows over them after the up product.
+// Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
+// 32 by the 11th of 12 chunks; ring_w2_after off), or W1's rows in the slots with x's and a share
+// of W2's rows (resident before the ring) asked for with each chunk (ring_w1 off).
 // Tiles at C = 768, 64 tokens, 32 units a block (96 blocks on 132 SMs), ring_w1: W1's 768 x 32
 // (60 KB with rows padded to 40; W2's 32 x 768 later, 49 KB), 3 slots of x's 64 rows x 64 of K
 // (9 KB each, rows padded to 72), h (5 KB) and b1: 92 KB. 12 chunks, two in flight while one is
@@ -21,9 +20,11 @@
 // stream is ~195 KB (~8 us at the ~25 GB/s an SM's share of DRAM gives, less where x's part
 // comes from L2 faster). The FLOPs: 2 x 64 x 768 x 3072 x 2 = 0.6 GFLOP, 6.3 MFLOP a block
 // (1536 mma of m16n8k16), ~2 us at the ~3 TFLOP/s an SM's mma.sync reaches here, half of it
-// (the up product) under x's copies. What bounds this form beyond that: W2's copy after the up
-// product (ring_w1), and the shares of y, 96 x 64 x 768 x 2 B = 9.4 MB written to L2 and read
-// back after the grid barrier, as many bytes as the weights.
+// (the up product) under x's copies. So the x re-reads are the part that grows: every block
+// asks for the same 64 lines of x a chunk at about the same time (96 requests a line), each
+// chunk a round trip the up product waits on. Beyond that: W2's copy after the up product, and
+// the shares of y, 96 x 64 x 768 x 2 B = 9.4 MB written to L2 and read back after the grid
+// barrier, as many bytes as the weights.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -193,18 +193,6 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
   return w;
 }
 
-// W2's zero rows units..kp-1 where they overlay x (w2_pad_over_x), once every warp is done with
-// x and the up product's partial sums over it: the down product's last k step reads them (times
-// h's zero columns; zero, not whatever x's bytes would be as bf16, which may be Inf or NaN).
-template <int kThr, typename T>
-__device__ __forceinline__ void zero_w2_pad(const FfnSlicePlan& p, T* w2s) {
-  if (!p.w2_pad_over_x) return;
-  __syncthreads();
-  uint4* z = reinterpret_cast<uint4*>(w2s + p.units * p.ld_w2);
-  const int n = (p.kp - p.units) * p.ld_w2 * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThr) z[i] = make_uint4(0, 0, 0, 0);
-}
-
 // A warp's whole part of the up product's operands in registers (bf16, a 32-unit slice: per k
 // step A's fragment and four column tiles' of W1, 12 registers), from the lane addresses worked
 // out ahead: once every warp holds them, x and W1 may be overwritten (W2's rows, w2_during_up)
@@ -340,24 +328,6 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
       }
       store_item(a, row, col, s, b);
     }
-  }
-}
-
-// A block past the plan's (prefetch_blocks of them, on SMs the slices leave idle): its share of
-// W2's 128-byte lines asked for into L2 (prefetch, kept with evict_last where sm_80 has it), so
-// that the slices' own copies of W2, asked for later, hit L2. No shared memory, no barrier.
-template <int kThr, typename T>
-__device__ __forceinline__ void prefetch_w2(const SliceArgs<T>& a) {
-  const FfnSlicePlan& p = a.p;
-  const int64_t lines = (int64_t(p.h) * p.c * int64_t(sizeof(T)) + 127) / 128;
-  const int pb = blockIdx.x - p.blocks, n = p.prefetch_blocks;
-  const char* base = reinterpret_cast<const char*>(a.w2);
-  for (int64_t l = lines * pb / n + threadIdx.x; l < lines * (pb + 1) / n; l += kThr) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(base + l * 128));
-#else
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
-#endif
   }
 }
 

@@ -129,8 +129,9 @@ TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
 
 void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
   EXPECT_LE(p.blocks, g.sms);  // the blocks wait for each other at the barrier
-  // ... and W2's prefetching blocks take the SMs left, one each.
-  EXPECT_EQ(p.blocks + p.prefetch_blocks, g.sms);
+  // W2's prefetching blocks (a tuning) take the SMs left, one each; none in the plan.
+  EXPECT_EQ(p.prefetch_blocks, 0);
+  EXPECT_EQ(p.blocks + ffn_slice_prefetch_blocks(p, g.sms), g.sms);
   EXPECT_GE(16 * p.mtc, m);
   EXPECT_LT(16 * (p.mtc - 1), m);
   EXPECT_EQ(p.units % 8, 0);
@@ -164,6 +165,7 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
     EXPECT_LE(p.off_x + p.ring_stages * p.ring_stage_bytes, p.off_h);
     if (p.ring_w1) {  // W1 resident (to the last chunk's end), W2's rows late over it
       EXPECT_TRUE(p.w2_late);
+      EXPECT_TRUE(p.ring_w2_after);
       EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes);
       EXPECT_EQ(p.off_w1, 0u);
       EXPECT_GE(p.off_x, size_t(e) * p.ring_chunks * p.ring_k * p.ld_w1);
@@ -300,7 +302,7 @@ TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
     ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p));
     check_slice(p, {"RTX", sms, 101376}, 64, 768, 2);
     EXPECT_TRUE(p.x_ring);
-    EXPECT_TRUE(p.ring_w1);  // W1 resident (60 KB), W2's rows over it as it frees
+    EXPECT_TRUE(p.ring_w1);  // W1 resident (60 KB), W2's rows over it after the up product
     EXPECT_EQ(p.units, 32);
     EXPECT_EQ(p.blocks, 96);
     EXPECT_EQ(p.warps, 16);
@@ -346,7 +348,7 @@ const FitCase kFits[] = {
     // 99 KiB: bf16 up to 16 tokens, the hidden slice's 32 units a block with W2 asked for
     // under the up product (24 units with both at once and W2's zero rows over x measured
     // slower), ffn_stream's with W2 late; at 64 (x's 64 rows alone are 97 KB) the hidden
-    // slice's ring form (W1 resident, W2 late over it as it frees), 16 warps, ffn_stream's
+    // slice's ring form (W1 resident, W2 late over it), 16 warps, ffn_stream's
     // nowhere; fp32 nowhere (W1's and W2's slices
     // are 147 KB).
     {99, 2, 1, true, true, 32, 8, true, true},

@@ -246,11 +246,11 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch]]]]]]] (warps 8 or 16, share bytes
-// 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1: the
-// ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows each as soon as the
-// W1 rows under it are done; prefetch 1: blocks prefetching W2) replaces them in every launch whose
-// tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch]]]]]]] (warps 8 or 16, share
+// bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1:
+// the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows each as soon as the
+// W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none) replaces them in every
+// launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
@@ -264,7 +264,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (v[4] == 1) t.x_ring = true;
   if (t.ring_stages == 0) t.ring_stages = v[5];
   if (t.ring_form == 0) t.ring_form = v[6];
-  if (v[7] == 1) t.prefetch = true;
+  if (t.prefetch == 0) t.prefetch = v[7];
   return t;
 }
 
@@ -291,7 +291,8 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
                             warps, tuning.x_ring, tuning.ring_stages, tuning.ring_form == 1)) {
     if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = false;
-    if (tuning.prefetch) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
+    if (tuning.prefetch == 1) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
+    if (tuning.prefetch == 2) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {

@@ -88,15 +88,16 @@ struct FfnSlicePlan {
   bool w2_pad_over_x = false;  // W2's rows units..kp-1 overlay x (zeroed after the up product)
   bool w2_during_up = false;   // W2 late, asked for once the up operands are in registers
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
-  size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
-  bool x_ring = false;  // x through a ring of K chunks (bf16)
+  size_t off_red = 0;    // the up product's partial sums (over x and W1; after W2, w2_during_up)
+  bool x_ring = false;   // x through a ring of K chunks (bf16)
   bool ring_w1 = false;  // ... W1 resident and W2 late over it; else W1 in the ring, W2 with its
                          // chunks
   bool ring_w2_after = false;  // ring_w1: W2's rows all asked for after the up product (the
                                // plan's); else each as soon as the W1 rows under it are done
-  // Blocks past `blocks` (a tuning, ffn_slice_prefetch_blocks), one on each SM the slices leave
-  // idle: they ask L2 for W2's lines (a prefetch, no shared memory) ahead of the slices' own
-  // copies, and leave. Measured slower (docs/PERFORMANCE.md): 0 in the plan.
+  // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
+  // prefetch, no shared memory) ahead of the slices' own copies, and leave. The ring form's
+  // (measured with them); elsewhere a tuning (ffn_slice_prefetch_blocks): measured slower at
+  // 1-16 tokens (docs/PERFORMANCE.md).
   int prefetch_blocks = 0;
   int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
   size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
@@ -145,10 +146,11 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 
 // The ring form (x_ring, bf16): `stages` slots of x's rows of ring_k of K each (and, without
 // w1_resident, W1's rows of them), after W1's whole columns (w1_resident; W2's rows late over
-// them, after the up product) or W2's rows; then h and b1. The up product needs no partial sums across warps (a warp
-// takes whole K for its tiles); the plan keeps block_product's room for them all the same.
-inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps,
-                                            int stages, bool w1_resident) {
+// them, after the up product) or W2's rows; then h and b1. The up product needs no partial sums
+// across warps (a warp takes whole K for its tiles); the plan keeps block_product's room for them
+// all the same.
+inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps, int stages,
+                                            bool w1_resident) {
   FfnSlicePlan p = ffn_slice_plan_for(m, c, 2, units, w1_resident, warps);
   const size_t e = 2;
   p.x_ring = true;
@@ -170,7 +172,8 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   p.off_x = size_t(slice::round_up(int(ahead), 16));
   p.off_w1 = w1_resident ? 0 : p.off_x + p.ring_x_bytes;
   p.off_red = w1_resident ? 0 : p.off_x;
-  p.off_h = p.off_x + size_t(slice::round_up(int(w1_resident ? region : std::max(region, red)), 16));
+  p.off_h =
+      p.off_x + size_t(slice::round_up(int(w1_resident ? region : std::max(region, red)), 16));
   p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
   p.smem = p.off_bias + sizeof(float) * units;
   return p;
@@ -245,8 +248,12 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
                                   FfnSlicePlan* out, int units = 0, bool late_only = false,
                                   int warps = 0, bool ring_only = false, int ring_stages = 0,
                                   bool ring_w1_streamed = false) {
-  return ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
-                               ring_only, ring_stages, ring_w1_streamed);
+  if (!ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
+                             ring_only, ring_stages, ring_w1_streamed)) {
+    return false;
+  }
+  out->prefetch_blocks = out->x_ring ? std::max(0, sms - out->blocks) : 0;
+  return true;
 }
 
 // The prefetching blocks a launch of plan p may add on `sms` SMs (one block an SM at most).

@@ -111,12 +111,12 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
 // thread's copies of it are in (and the group before the ring's: b1, W1 with ring_w1), after
 // chunk i + stages - 1 is asked for into the slot chunk i - 1 left (with ring_w1, with it W2's
 // rows that now lie over W1's rows of chunks every warp is done with; the rest once h is
-// written: all of W2's asked for by the end). first_in() runs once the first chunk is in. Warp w takes row tile w / jr and
-// column tiles [per q, per (q + 1)) of the slice (q = w % jr; jr of 1, 2 or 4 warps a row tile,
-// the most the warps allow). Ends with the block synchronized, h written.
+// written: all of W2's asked for by the end). first_in() runs once the first chunk is in. Warp w
+// takes row tile w / jr and column tiles [per q, per (q + 1)) of the slice (q = w % jr; jr of 1, 2
+// or 4 warps a row tile, the most the warps allow). Ends with the block synchronized, h written.
 template <int kW, typename T, class FirstIn>
-__device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned char* smem,
-                                                T* hs, int j0, int valid, const FirstIn& first_in) {
+__device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned char* smem, T* hs,
+                                                int j0, int valid, const FirstIn& first_in) {
   constexpr int kThr = 32 * kW;
   const FfnSlicePlan& p = a.p;
   const int tiles = p.units / 8, warp = threadIdx.x >> 5;
@@ -156,8 +156,7 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
     for (int e = 0; e < 4; ++e) {
       const int row = mt * 16 + g + 8 * (e >> 1), col = (nt0 + nt) * 8 + 2 * t + (e & 1);
       if (row >= p.m) continue;
-      const float v =
-          col < valid ? gelu_tanh_fast(acc[nt][e] + Elem<T>::to_float(b1s[col])) : 0.0f;
+      const float v = col < valid ? gelu_tanh_fast(acc[nt][e] + Elem<T>::to_float(b1s[col])) : 0.0f;
       hs[row * p.ld_h + col] = Elem<T>::from_float(v);
     }
   }

@@ -139,13 +139,13 @@ enum class FfnKernel {
   kSliceW2Late,
   kSliceUnits32,
   kSliceRows,
-  kSliceFp32Shares,  // fp32 shares (row by row) in bf16 too; in fp32 the plan's
-  kSliceW2Plain,     // W2 late asked for after the up product, not under it (no w2_during_up)
-  kSlicePlan,        // the plan's choices, no tuning at all
-  kSliceRing,        // the ring form (x and W1 in K chunks; bf16), the plan's warps and slots
-  kSliceRing8,       // ... 8 warps
-  kSliceRing16,      // ... 16 warps
-  kSliceRing2Slots,  // ... 2 slots
+  kSliceFp32Shares,     // fp32 shares (row by row) in bf16 too; in fp32 the plan's
+  kSliceW2Plain,        // W2 late asked for after the up product, not under it (no w2_during_up)
+  kSlicePlan,           // the plan's choices, no tuning at all
+  kSliceRing,           // the ring form (x and W1 in K chunks; bf16), the plan's warps and slots
+  kSliceRing8,          // ... 8 warps
+  kSliceRing16,         // ... 16 warps
+  kSliceRing2Slots,     // ... 2 slots
   kSliceRingW1InSlots,  // ... W1's rows in the slots, W2's a share with each chunk
   kSliceRingW2Early,    // ... W1 resident, W2's rows each as soon as the W1 rows under it are done
   kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
@@ -231,12 +231,12 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRing2Slots) tuning.ring_stages = 2;
   if (kernel == FfnKernel::kSliceRingW1InSlots) tuning.ring_form = 1;
   if (kernel == FfnKernel::kSliceRingW2Early) tuning.ring_form = 2;
-  if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = true;
+  if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   size_t bytes = 0;
-  const Status sized =
-      is_stream(kernel) ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
-      : is_ring(kernel) ? ffn_slice_scratch_bytes(p, m, c, &bytes, tuning)
-                        : ffn_slice_scratch_bytes(p, m, c, &bytes);
+  const Status sized = is_stream(kernel)
+                           ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
+                       : is_ring(kernel) ? ffn_slice_scratch_bytes(p, m, c, &bytes, tuning)
+                                         : ffn_slice_scratch_bytes(p, m, c, &bytes);
   if (sized.unsupported()) {  // a tuning whose plan does not fit here
     std::printf("left out: %s\n", sized.message().c_str());
     --*ran;
@@ -430,15 +430,15 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
 
 // The ring form (bf16): x through a ring of K chunks, W1 resident and W2's rows asked for over
 // it after the up product (the plan's), or each as soon as the W1 rows under it are done, or
-// W1's rows in the slots and W2's a share with each chunk; odd token counts (1-4 row tiles) and odd C (the
-// element-wise copies; a last chunk of a few columns), with the plan's warps and slots, 8 and 16
-// warps, and 2 slots.
+// W1's rows in the slots and W2's a share with each chunk; odd token counts (1-4 row tiles) and odd
+// C (the element-wise copies; a last chunk of a few columns), with the plan's warps and slots, 8
+// and 16 warps, and 2 slots.
 TEST_P(PortableStream, HiddenSliceFfnRingForms) {
   unsigned seed = 171;
   int ran = 0;
-  for (const Shape& s : {Shape{1, 97}, Shape{3, 768}, Shape{13, 131}, Shape{17, 40},
-                         Shape{33, 255}, Shape{47, 768}, Shape{61, 385}, Shape{64, 768},
-                         Shape{64, 64}, Shape{29, 1025}}) {
+  for (const Shape& s :
+       {Shape{1, 97}, Shape{3, 768}, Shape{13, 131}, Shape{17, 40}, Shape{33, 255}, Shape{47, 768},
+        Shape{61, 385}, Shape{64, 768}, Shape{64, 64}, Shape{29, 1025}}) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing8, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing16, &ran);
@@ -474,8 +474,8 @@ TEST_P(PortableStream, HiddenSliceFfnRingAsAnRtxCard) {
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
   unsigned seed = 191;
   int ran = 0, ring = 0;
-  for (const Shape& s : {Shape{33, 768}, Shape{47, 768}, Shape{49, 781}, Shape{64, 768},
-                         Shape{61, 701}}) {
+  for (const Shape& s :
+       {Shape{33, 768}, Shape{47, 768}, Shape{49, 781}, Shape{64, 768}, Shape{61, 701}}) {
     FfnSlicePlan plan;
     if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
       ring += plan.x_ring;
@@ -539,8 +539,8 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {9, 33}, 86, FfnKernel::kSliceWarps16, &ran);   // fp32: left out
   check_ffn(GetParam(), {17, 40}, 87, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
   check_ffn(GetParam(), {5, 33}, 88, FfnKernel::kSliceFp32Shares, &ran);
-  check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);  // two row tiles
-  check_ffn(GetParam(), {5, 40}, 90, FfnKernel::kSliceRing, &ran);    // fp32: left out
+  check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);        // two row tiles
+  check_ffn(GetParam(), {5, 40}, 90, FfnKernel::kSliceRing, &ran);     // fp32: left out
   check_ffn(GetParam(), {35, 33}, 91, FfnKernel::kSliceRing16, &ran);  // fp32: left out
   EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 19 : 14);
   check_ln(GetParam(), {5, 48}, 73);

@@ -26,14 +26,14 @@
 //     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
 //                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
 //                      (ln_mma.cu says why), so the table offers it in fp32 only;
-//     ln_mma_tiles.cu  sm_80+ bf16, at a few hundred tokens where ln_wgmma cannot run and no
+//     ln_mma_tiles.cu  sm_80+ bf16, at 129-2K tokens where ln_wgmma cannot run and no
 //                      folded weights exist (other lessons' ln_gemm_bias): the grid normalizes
 //                      x once into an L2-resident xn, then the GEMM core's tiles, small enough
 //                      to fill every SM, multiply it;
-//     ln_mma_folded.cu sm_80+ bf16, picked there in this lesson: gamma and beta folded into W
+//     ln_mma_folded.cu sm_80+ bf16, picked at 129-4K in this lesson: gamma and beta folded into W
 //                      when the weights are set up, the same tiles multiply raw x at once and
 //                      apply each row's mean and 1/std in the epilogue (no wait for xn);
-//     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
+//     ln_mma_rows.cu   sm_80+ bf16, picked beyond those where ln_wgmma cannot run: x
 //                      normalized once per row block, resident in shared memory, W's column
 //                      tiles streamed past it into the GEMM core's mma.sync tile.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
@@ -297,7 +297,7 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "a block keeps its rows of x, normalized once, in shared memory and streams W's column "
        "tiles past them through a cp.async ring into mma.sync (bf16, many tokens, sm_80+)",
        "ln_mma_rows_kernel",
-       {80, 0, false, bf16, 0, kLnMmaFrom, 0},
+       {80, 0, false, bf16, 0, layernorm_linear::kLnRowsFrom, 0},
        [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_rows<T>, &ln_rows_phases(), s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ln_rows_phases()},

@@ -112,12 +112,14 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", 64, bf16, gpu), a100 || rtx4090 ? "ffn_hidden_slice" : "ffn_split")
           << cc;
       EXPECT_EQ(chosen("ffn", 65, bf16, gpu), "ffn_split") << cc;
-      // A few hundred tokens: the core's small tiles on raw x, LayerNorm in their epilogue.
+      // 129-4K tokens: the core's tiles on raw x, LayerNorm in their epilogue; beyond, x's rows
+      // normalized once, resident, W streamed past them.
       EXPECT_EQ(chosen("layernorm_linear", 128, bf16, gpu), "ln_panel") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, gpu), "ln_mma_rows") << cc;
+      for (int64_t tokens : {129, 256, 1023, 1024, 2048, 4096}) {
+        EXPECT_EQ(chosen("layernorm_linear", tokens, bf16, gpu), "ln_mma_folded")
+            << cc << " " << tokens;
+      }
+      EXPECT_EQ(chosen("layernorm_linear", 4097, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
@@ -200,7 +202,9 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
-  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
+  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4096, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4097, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_mma_rows");
   EXPECT_NE(chosen("layernorm_linear", 16384, bf16, kV100), "ln_mma_rows");  // mma.sync: sm_80

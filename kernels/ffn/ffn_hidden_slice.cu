@@ -37,7 +37,7 @@
 // after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
 // (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
 // ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
-// A100 and up.
+// A100 and up; in 99 KiB at 1-8 tokens x's exact rows and W1's unpadded (77-98 KB), W2 late.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -246,17 +246,18 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch]]]]]]] (warps 8 or 16, share
-// bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1:
-// the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows each as soon as the
-// W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none) replaces them in every
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger]]]]]]]] (warps 8 or
+// 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
+// w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
+// rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
+// stagger 1: the ring's blocks start at chunk b mod chunks, 2: all at chunk 0) replaces them in every
 // launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[8] = {0, 0, 0, 1, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-              &v[7]);
+  int v[9] = {0, 0, 0, 1, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+              &v[7], &v[8]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -265,6 +266,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.ring_stages == 0) t.ring_stages = v[5];
   if (t.ring_form == 0) t.ring_form = v[6];
   if (t.prefetch == 0) t.prefetch = v[7];
+  if (t.stagger == 0) t.stagger = v[8];
   return t;
 }
 
@@ -291,6 +293,8 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
                             warps, tuning.x_ring, tuning.ring_stages, tuning.ring_form == 1)) {
     if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = false;
+    if (tuning.stagger != 0) out->ring_stagger = out->x_ring && tuning.stagger == 1;
+    if (out->ring_w1 && !out->ring_w2_after) out->ring_stagger = false;  // W2 frees W1 from row 0
     if (tuning.prefetch == 1) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
     if (tuning.prefetch == 2) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
@@ -328,7 +332,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
   a.y_vec = c % 8 == 0 && aligned(b.y);
-  a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
+  a.rows = sizeof(T) == 4 &&
+           (a.p.x_rows > 0 || m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax));
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   const int grid = a.p.blocks + a.p.prefetch_blocks;  // one block an SM at most
   if constexpr (sizeof(T) == 2) {

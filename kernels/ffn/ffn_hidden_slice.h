@@ -56,6 +56,8 @@ struct FfnSliceTuning {
                              // (FL_FFN_SLICE's seventh number)
   int prefetch = 0;          // blocks on the SMs the slices leave idle prefetch W2 into L2: 0 the
                              // plan's (the ring form's), 1 on, 2 off (FL_FFN_SLICE's eighth number)
+  int stagger = 0;           // the ring's block b starts at chunk b mod chunks: 0 the plan's, 1 on,
+                             // 2 off (FL_FFN_SLICE's ninth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

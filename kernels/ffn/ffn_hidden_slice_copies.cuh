@@ -36,13 +36,13 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   tc::async_commit();
 }
 
-// The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
+// The rows of x's tiles (or exact rows: x_rows) past the tokens are zero (they are not copied) and so are h's padding
 // columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
 template <int kThr, typename T>
 __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
   uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
   uint4* zh = reinterpret_cast<uint4*>(hs);
-  const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
+  const int nx = ((p.x_rows > 0 ? p.x_rows : 16 * p.mtc) - p.m) * p.ld_x * int(sizeof(T)) / 16;
   const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
   for (int i = threadIdx.x; i < n; i += kThr)
     (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);

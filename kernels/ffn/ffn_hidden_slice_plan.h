@@ -22,7 +22,11 @@
 // done): [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
 // else W1's rows ride in the slots too ([x's 16 mtc rows x ring_k | W1's ring_k rows x units])
 // and W2's rows stay resident before the ring, a share of them asked for with each chunk:
-// [W2's rows | ring | h | b1].
+// [W2's rows | ring | h | b1]. With ring_stagger block b takes the chunks from chunk b mod
+// ring_chunks on (and round), so that a few blocks, not all, ask for a chunk's lines of x at once.
+// With x_rows (fp32 at 1-8 tokens where the 16-row form does not fit: an RTX card's 99 KiB) x has
+// only the exact-row products' rows (a power of 2 >= m) and W1's rows no padding (those products
+// read W1 a column a lane, without bank conflicts at any row length), W2 late over them.
 #pragma once
 
 #include <algorithm>
@@ -67,6 +71,14 @@ constexpr int kSliceUpRegSteps = 8;
 // The ring's K a slot (x_ring): 4 k steps of 16; and its most slots.
 constexpr int kSliceRingK = 64;
 constexpr int kSliceRingMaxStages = 4;
+// The ring's blocks start at chunk b mod ring_chunks (the plan's; FL_FFN_SLICE's ninth number 2
+// turns it off).
+constexpr bool kSliceRingStagger = true;
+
+// Rows the exact-row products compute at m tokens (row_products.cuh: 1, 2, 4 or 8).
+inline int ffn_slice_exact_rows(int64_t m) {
+  return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
+}
 
 // The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
 // bf16 shares: their kernel has no other).
@@ -94,6 +106,9 @@ struct FfnSlicePlan {
                          // chunks
   bool ring_w2_after = false;  // ring_w1: W2's rows all asked for after the up product (the
                                // plan's); else each as soon as the W1 rows under it are done
+  bool ring_stagger = false;   // block b's chunks from b mod ring_chunks on (not with the W2
+                               // rows asked for as W1's are done: they free W1 from row 0)
+  int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= m); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
   // prefetch, no shared memory) ahead of the slices' own copies, and leave. The ring form's
   // (measured with them); elsewhere a tuning (ffn_slice_prefetch_blocks): measured slower at
@@ -104,7 +119,8 @@ struct FfnSlicePlan {
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
-                                       bool w2_late, int warps = 8, bool w2_pad_over_x = false) {
+                                       bool w2_late, int warps = 8, bool w2_pad_over_x = false,
+                                       bool exact_rows = false) {
   using slice::padded_ld;
   using slice::round_up;
   FfnSlicePlan p;
@@ -120,11 +136,16 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.cp = round_up(p.c, 8);
   p.ld_x = padded_ld(p.ck, elem_bytes);
   p.ld_w1 = padded_ld(units, elem_bytes);
+  if (exact_rows && elem_bytes == 4 && m <= kSliceRowsTo) {
+    p.x_rows = ffn_slice_exact_rows(m);
+    p.ld_w1 = round_up(units, 4);
+  }
   p.ld_w2 = padded_ld(p.cp, elem_bytes);
   p.ld_h = padded_ld(p.kp, elem_bytes);
   p.w2_late = w2_late;
   p.w2_pad_over_x = w2_pad_over_x && !w2_late && p.kp > units;
-  const size_t w2 = e * p.kp * p.ld_w2, x = e * 16 * p.mtc * p.ld_x, w1 = e * p.ck * p.ld_w1;
+  const size_t x = e * (p.x_rows > 0 ? p.x_rows : 16 * p.mtc) * p.ld_x;
+  const size_t w2 = e * p.kp * p.ld_w2, w1 = e * p.ck * p.ld_w1;
   const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
   const size_t region = std::max({x + w1, red, w2_late ? w2 : 0});
   p.off_w2 = 0;
@@ -156,6 +177,7 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   p.x_ring = true;
   p.ring_w1 = w1_resident;
   p.ring_w2_after = w1_resident;
+  p.ring_stagger = kSliceRingStagger;
   p.w2_during_up = false;
   p.ring_k = kSliceRingK;
   p.ring_stages = stages;
@@ -183,7 +205,8 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
 // they fit (W2's zero rows over x where only that way: w2_pad_over_x), else W2's after the up
-// product (or only that, with late_only). In bf16 the units are
+// product (or only that, with late_only), else in fp32 at 1-8 tokens x's exact rows (x_rows),
+// W2 late. In bf16 the units are
 // rounded up to a multiple of 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows
 // of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
 // across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
@@ -222,6 +245,15 @@ inline bool ffn_slice_choose_form(int64_t m, int64_t c, int elem_bytes, int sms,
   const bool try_wide = units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy;
   if (try_wide && (fits(wide, false) || fits(wide, true))) return true;
   if (fits(first, false) || fits(first, true)) return true;
+  // fp32 at 1-8 tokens: x's exact rows and W1's rows unpadded, W2 late over them.
+  if (elem_bytes == 4 && !ring_only && m <= kSliceRowsTo) {
+    const FfnSlicePlan p = ffn_slice_plan_for(m, c, 4, int(first), true, warps, false, true);
+    if (p.smem + 64 <= size_t(smem_optin)) {
+      *out = p;
+      out->share_bytes = ffn_slice_share_bytes(m, elem_bytes);
+      return true;
+    }
+  }
   if (elem_bytes != 2 || late_only || ring_stages < 0 || ring_stages == 1 ||
       ring_stages > kSliceRingMaxStages) {
     return false;

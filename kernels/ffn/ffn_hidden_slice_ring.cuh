@@ -11,6 +11,8 @@
 // Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
 // 32 by the 11th of 12 chunks; ring_w2_after off), or W1's rows in the slots with x's and a share
 // of W2's rows (resident before the ring) asked for with each chunk (ring_w1 off).
+// Staggered (ring_stagger, the plan's): block b takes K's chunks from chunk b mod 12 on, and
+// round, so that ~8 of the 96 blocks, not all, ask L2 for a chunk's 64 lines of x at once.
 // Tiles at C = 768, 64 tokens, 32 units a block (96 blocks on 132 SMs), ring_w1: W1's 768 x 32
 // (60 KB with rows padded to 40; W2's 32 x 768 later, 49 KB), 3 slots of x's 64 rows x 64 of K
 // (9 KB each, rows padded to 72), h (5 KB) and b1: 92 KB. 12 chunks, two in flight while one is
@@ -35,14 +37,26 @@
 
 namespace fl::hidden_slice {
 
-// Chunk i's slot: x's rows and W1's rows of K [ring_k i, ring_k (i + 1)).
+// The block's i-th chunk is chunk ring_chunk(p, i) of K: from b mod ring_chunks on, and round,
+// with ring_stagger (so that ~ring_chunks times fewer blocks ask for a chunk's lines of x at
+// once; the up product's sum runs over K in that order, fixed a block), else in order.
+__device__ __forceinline__ int ring_chunk(const FfnSlicePlan& p, int i) {
+  if (!p.ring_stagger) return i;
+  const int k = i + int(blockIdx.x % unsigned(p.ring_chunks));
+  return k < p.ring_chunks ? k : k - p.ring_chunks;
+}
+
+// The block's i-th chunk's slot: x's rows and W1's rows of K [ring_k kc, ring_k (kc + 1)),
+// kc = ring_chunk(p, i) (W1's resident rows of kc with ring_w1).
 template <typename T>
 __device__ __forceinline__ T* ring_x(const FfnSlicePlan& p, unsigned char* smem, int i) {
   return reinterpret_cast<T*>(smem + p.off_x + size_t(i % p.ring_stages) * p.ring_stage_bytes);
 }
 template <typename T>
 __device__ __forceinline__ T* ring_w1(const FfnSlicePlan& p, unsigned char* smem, int i) {
-  if (p.ring_w1) return reinterpret_cast<T*>(smem + p.off_w1) + i * p.ring_k * p.ld_w1;
+  if (p.ring_w1) {
+    return reinterpret_cast<T*>(smem + p.off_w1) + ring_chunk(p, i) * p.ring_k * p.ld_w1;
+  }
   return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(ring_x<T>(p, smem, i)) +
                               p.ring_x_bytes);
 }
@@ -59,14 +73,15 @@ __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned cha
   slice::stage<kThr>(w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
 }
 
-// Chunk i's copies (x's columns; without ring_w1 W1's rows and W2's share of rows) as one
-// commit group; past the last chunk an empty group, so that every thread counts the same groups.
+// The block's i-th chunk's copies (x's columns; without ring_w1 W1's rows and W2's i-th share of
+// rows) as one commit group; past the last chunk an empty group, so that every thread counts the same groups.
 template <int kThr, typename T>
 __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char* smem, int i,
                                            int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   if (i < p.ring_chunks) {
-    const int k0 = i * p.ring_k, kv = min(p.ring_k, p.c - k0);  // kv >= 1: k0 < ck <= c + 15
+    const int k0 = ring_chunk(p, i) * p.ring_k;
+    const int kv = min(p.ring_k, p.c - k0);  // kv >= 1: k0 < ck <= c + 15
     slice::stage<kThr>(ring_x<T>(p, smem, i), p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv,
                        a.x_vec);
     if (p.ring_w1) return tc::async_commit();

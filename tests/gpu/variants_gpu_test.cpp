@@ -109,7 +109,7 @@ TEST(Variants, ChosenAsAnOlderGpuTheKernelsThatGpuRunsRunHere) {
   for (int as : {86, 80}) {
     const GpuFacts older{as / 10, as % 10, gpu.sms, false};
     for (Precision p : {Precision::bf16, Precision::fp32}) {
-      for (int64_t tokens : {1, 9, 16, 33, 64}) {
+      for (int64_t tokens : {1, 4, 9, 16, 33, 64}) {
         const VariantChoice choice =
             find_lesson("ffn")->choose_variant(2, 0, {tokens, 0}, p, older);
         EXPECT_EQ(fused_variant_that_ran(*backend, "ffn", tokens, p, {}, as), choice.name)

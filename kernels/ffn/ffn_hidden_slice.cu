@@ -37,9 +37,11 @@
 // after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
 // (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
 // ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
-// A100 and up; in 99 KiB at 1-8 tokens x's exact rows and W1's unpadded (77-98 KB), W2 late.
+// A100 and up; in 99 KiB at 1-16 tokens x's exact rows (two passes from 9) and W1's unpadded
+// (77-98 KB), W2 late.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
-// from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
+// from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile; in
+// 99 KiB at 9-16 in two passes of 8 rows over the resident W1: ffn_hidden_slice_rows.cuh).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
 // probe's ~16 GB/s a block: docs/PERFORMANCE.md), then 768 x 24 FMAs a product a block at one
 // token. bf16: 9.4 MB (3.1 us), 96 KB a block (~5 us).
@@ -67,6 +69,7 @@
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
+#include "kernels/ffn/ffn_hidden_slice_rows.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -129,10 +132,7 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
                                              const Ahead& w) {
   const FfnSlicePlan& p = a.p;
   if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) {
-      float* out = a.partial + int64_t(blockIdx.x) * p.m * p.cp;
-      return slice::down_rows(p.m, p.kp, p.cp, hs, p.ld_h, w2s, p.ld_w2, out, p.cp);
-    }
+    if (a.rows) return down_rows_all(p, hs, w2s, a.partial + int64_t(blockIdx.x) * p.m * p.cp);
   }
   if (w.down.mt >= p.mtc) return;  // fewer jobs than warps
   run_down_job<kW, S>(a, hs, w2s, w.down);
@@ -147,7 +147,7 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
 template <int kW, typename T, class AskW2>
-__device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, const T* w1s,
+__device__ __forceinline__ void up_product(const SliceArgs<T>& a, T* xs, const T* w1s,
                                            const T* b1s, T* hs, float* red, int valid,
                                            const Ahead& w, const AskW2& ask_w2) {
   const FfnSlicePlan& p = a.p;
@@ -157,11 +157,7 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
     hs[row * p.ld_h + col] = Elem<T>::from_float(v);
   };
   if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) {
-      float racc[slice::kRowsMax][2] = {};
-      slice::up_part(racc, p.m, p.units, xs, p.ld_x, w1s, p.ld_w1, 0, p.ck);
-      return slice::up_reduce(racc, p.m, p.units, red, to_h);
-    }
+    if (a.rows) return up_rows<32 * kW>(a, xs, w1s, red, to_h);
   }
   if constexpr (sizeof(T) == 2) {
     if (p.units == 32) {  // the plan's slice in bf16 at C = 768: every tile, no per-tile tests

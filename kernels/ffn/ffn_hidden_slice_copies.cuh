@@ -31,7 +31,8 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   const FfnSlicePlan& p = a.p;
   constexpr int E = slice::kChunk<T>;
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
-  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
+  const int xr = p.x_rows > 0 ? min(p.m, p.x_rows) : p.m;  // exact rows: the first pass's
+  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, xr, p.ck, xr, p.c, a.x_vec);
   slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
   tc::async_commit();
 }
@@ -42,7 +43,8 @@ template <int kThr, typename T>
 __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
   uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
   uint4* zh = reinterpret_cast<uint4*>(hs);
-  const int nx = ((p.x_rows > 0 ? p.x_rows : 16 * p.mtc) - p.m) * p.ld_x * int(sizeof(T)) / 16;
+  const int x_rows = p.x_rows > 0 ? p.x_rows : 16 * p.mtc;
+  const int nx = max(0, x_rows - p.m) * p.ld_x * int(sizeof(T)) / 16;
   const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
   for (int i = threadIdx.x; i < n; i += kThr)
     (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);

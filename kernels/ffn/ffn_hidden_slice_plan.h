@@ -22,11 +22,14 @@
 // done): [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
 // else W1's rows ride in the slots too ([x's 16 mtc rows x ring_k | W1's ring_k rows x units])
 // and W2's rows stay resident before the ring, a share of them asked for with each chunk:
-// [W2's rows | ring | h | b1]. With ring_stagger block b takes the chunks from chunk b mod
-// ring_chunks on (and round), so that a few blocks, not all, ask for a chunk's lines of x at once.
-// With x_rows (fp32 at 1-8 tokens where the 16-row form does not fit: an RTX card's 99 KiB) x has
-// only the exact-row products' rows (a power of 2 >= m) and W1's rows no padding (those products
-// read W1 a column a lane, without bank conflicts at any row length), W2 late over them.
+// [W2's rows | ring | h | b1]. With ring_stagger (a tuning) block b takes the chunks from chunk b
+// mod ring_chunks on (and round), so that a few blocks, not all, ask for a chunk's lines of x at
+// once.
+// With x_rows (fp32 at 1-16 tokens where the 16-row form does not fit: an RTX card's 99 KiB) x
+// has only the exact-row products' rows (a power of 2 >= m, 8 at most: from 9 tokens the up
+// product runs in passes of 8 rows, the next rows asked for into the same rows) and W1's rows no
+// padding (those products read W1 a column a lane, without bank conflicts at any row length),
+// W2 late over them.
 #pragma once
 
 #include <algorithm>
@@ -71,9 +74,10 @@ constexpr int kSliceUpRegSteps = 8;
 // The ring's K a slot (x_ring): 4 k steps of 16; and its most slots.
 constexpr int kSliceRingK = 64;
 constexpr int kSliceRingMaxStages = 4;
-// The ring's blocks start at chunk b mod ring_chunks (the plan's; FL_FFN_SLICE's ninth number 2
-// turns it off).
-constexpr bool kSliceRingStagger = true;
+// Whether the ring's block b starts at chunk b mod ring_chunks (FL_FFN_SLICE's ninth number: 1
+// on, 2 off): measured 2-3 us slower than every block in K's order at 33-64 tokens
+// (docs/PERFORMANCE.md), so off.
+constexpr bool kSliceRingStagger = false;
 
 // Rows the exact-row products compute at m tokens (row_products.cuh: 1, 2, 4 or 8).
 inline int ffn_slice_exact_rows(int64_t m) {
@@ -108,7 +112,8 @@ struct FfnSlicePlan {
                                // plan's); else each as soon as the W1 rows under it are done
   bool ring_stagger = false;   // block b's chunks from b mod ring_chunks on (not with the W2
                                // rows asked for as W1's are done: they free W1 from row 0)
-  int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= m); 0: 16 mtc
+  int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
+                   // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
   // prefetch, no shared memory) ahead of the slices' own copies, and leave. The ring form's
   // (measured with them); elsewhere a tuning (ffn_slice_prefetch_blocks): measured slower at
@@ -136,8 +141,8 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   p.cp = round_up(p.c, 8);
   p.ld_x = padded_ld(p.ck, elem_bytes);
   p.ld_w1 = padded_ld(units, elem_bytes);
-  if (exact_rows && elem_bytes == 4 && m <= kSliceRowsTo) {
-    p.x_rows = ffn_slice_exact_rows(m);
+  if (exact_rows && elem_bytes == 4 && m <= kSliceFasterTo) {
+    p.x_rows = ffn_slice_exact_rows(std::min<int64_t>(m, kSliceRowsTo));
     p.ld_w1 = round_up(units, 4);
   }
   p.ld_w2 = padded_ld(p.cp, elem_bytes);
@@ -205,8 +210,8 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
 // they fit (W2's zero rows over x where only that way: w2_pad_over_x), else W2's after the up
-// product (or only that, with late_only), else in fp32 at 1-8 tokens x's exact rows (x_rows),
-// W2 late. In bf16 the units are
+// product (or only that, with late_only), else in fp32 at 1-16 tokens x's exact rows (x_rows;
+// passes of 8 rows from 9), W2 late. In bf16 the units are
 // rounded up to a multiple of 32 where that still keeps kSliceWideShare of the SMs busy: W1's rows
 // of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
 // across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
@@ -245,10 +250,12 @@ inline bool ffn_slice_choose_form(int64_t m, int64_t c, int elem_bytes, int sms,
   const bool try_wide = units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy;
   if (try_wide && (fits(wide, false) || fits(wide, true))) return true;
   if (fits(first, false) || fits(first, true)) return true;
-  // fp32 at 1-8 tokens: x's exact rows and W1's rows unpadded, W2 late over them.
-  if (elem_bytes == 4 && !ring_only && m <= kSliceRowsTo) {
+  // fp32 at 1-16 tokens: x's exact rows (passes of 8 from 9 tokens) and W1's rows unpadded, W2
+  // late over them; in passes, the up product's partial sums (8 warps' of 8 rows) within x's.
+  if (elem_bytes == 4 && !ring_only && m <= kSliceFasterTo && warps == 8) {
     const FfnSlicePlan p = ffn_slice_plan_for(m, c, 4, int(first), true, warps, false, true);
-    if (p.smem + 64 <= size_t(smem_optin)) {
+    const bool red_over_x = 8 * 8 * p.units <= kSliceRowsTo * p.ld_x;
+    if (p.smem + 64 <= size_t(smem_optin) && (m <= kSliceRowsTo || red_over_x)) {
       *out = p;
       out->share_bytes = ffn_slice_share_bytes(m, elem_bytes);
       return true;

@@ -11,8 +11,9 @@
 // Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
 // 32 by the 11th of 12 chunks; ring_w2_after off), or W1's rows in the slots with x's and a share
 // of W2's rows (resident before the ring) asked for with each chunk (ring_w1 off).
-// Staggered (ring_stagger, the plan's): block b takes K's chunks from chunk b mod 12 on, and
-// round, so that ~8 of the 96 blocks, not all, ask L2 for a chunk's 64 lines of x at once.
+// Staggered (ring_stagger, a tuning: measured slower than K's order) block b takes K's chunks
+// from chunk b mod 12 on, and round, so that ~8 of the 96 blocks, not all, ask L2 for a chunk's
+// 64 lines of x at once.
 // Tiles at C = 768, 64 tokens, 32 units a block (96 blocks on 132 SMs), ring_w1: W1's 768 x 32
 // (60 KB with rows padded to 40; W2's 32 x 768 later, 49 KB), 3 slots of x's 64 rows x 64 of K
 // (9 KB each, rows padded to 72), h (5 KB) and b1: 92 KB. 12 chunks, two in flight while one is

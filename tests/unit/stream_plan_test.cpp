@@ -180,9 +180,10 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   }
   if (p.x_rows > 0) {  // fp32's exact rows: the products' rows (a power of 2 >= m), W2 late
     EXPECT_EQ(e, 4);
-    EXPECT_LE(m, kSliceRowsTo);
-    EXPECT_GE(p.x_rows, m);
-    EXPECT_LT(p.x_rows, 2 * m);
+    EXPECT_LE(m, kSliceFasterTo);  // beyond 8 tokens in passes of 8 rows
+    EXPECT_GE(p.x_rows, std::min<int64_t>(m, kSliceRowsTo));
+    EXPECT_LT(p.x_rows, 2 * std::min<int64_t>(m, kSliceRowsTo));
+    EXPECT_LE(p.x_rows, kSliceRowsTo);
     EXPECT_EQ(p.x_rows & (p.x_rows - 1), 0);
     EXPECT_TRUE(p.w2_late);
     EXPECT_FALSE(p.x_ring);
@@ -268,9 +269,10 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   // Where rounding up to 32 would leave too many SMs idle (C = 96: 384 units), the fewest.
   ASSERT_TRUE(ffn_slice_choose_plan(1, 96, 2, 132, 232448, &p));
   EXPECT_EQ(p.units, 8);
-  // fp32 in 99 KiB (an RTX card on 132 SMs): x's exact rows (1, 2, 4 or 8) and W1's rows
-  // unpadded, W2 late over them, at 1-8 tokens; nothing at 9 (the 16-row tiles' x is 49 KB).
-  for (int64_t m : {1, 2, 3, 5, 8}) {
+  // fp32 in 99 KiB (an RTX card on 132 SMs): x's exact rows (1, 2, 4 or 8; from 9 tokens two
+  // passes of 8, the 16-row tiles' x being 49 KB) and W1's rows unpadded, W2 late over them, at
+  // 1-16 tokens; nothing at 17.
+  for (int64_t m : {1, 2, 3, 5, 8, 9, 16}) {
     ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 4, 132, 101376, &p)) << m;
     check_slice(p, {"RTX", 132, 101376}, m, 768, 4);
     EXPECT_EQ(p.x_rows, m == 1 ? 1 : m == 2 ? 2 : m == 3 ? 4 : 8) << m;
@@ -278,7 +280,7 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
     EXPECT_TRUE(p.w2_late);
     EXPECT_EQ(p.units, 24);
   }
-  EXPECT_FALSE(ffn_slice_choose_plan(9, 768, 4, 132, 101376, &p));
+  EXPECT_FALSE(ffn_slice_choose_plan(17, 768, 4, 132, 101376, &p));
   // ... where the 16-row form fits, it (the H100's and an A100's plans have no exact rows).
   ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 4, 132, 166912, &p));
   EXPECT_EQ(p.x_rows, 0);
@@ -335,7 +337,7 @@ TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
     EXPECT_EQ(p.ring_stages, 3);
     EXPECT_EQ(p.ring_chunks, 12);
     EXPECT_EQ(p.share_bytes, 2);
-    EXPECT_TRUE(p.ring_stagger);  // block b from chunk b mod 12 on
+    EXPECT_FALSE(p.ring_stagger);  // every block in K's order (staggered measured slower)
     EXPECT_LE(p.smem + 64, 101376u);
     // W1's rows in the slots instead (W2's rows resident): 3 slots of 14 KB.
     ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p, 0, false, 0, true, 0, true));
@@ -377,13 +379,13 @@ const FitCase kFits[] = {
     // slower), ffn_stream's with W2 late; at 64 (x's 64 rows alone are 97 KB) the hidden
     // slice's ring form (W1 resident, W2 late over it), 16 warps, ffn_stream's
     // nowhere; fp32 (W1's and W2's slices 147 KB) at 1-8 tokens with x's exact rows and W1's
-    // rows unpadded, W2 late over them (x_rows), nowhere beyond.
+    // rows unpadded, W2 late over them (x_rows; two passes of 8 rows from 9), nowhere beyond.
     {99, 2, 1, true, true, 32, 8, true, true},
     {99, 2, 16, true, true, 32, 8, true, true},
     {99, 2, 64, true, true, 32, 16, false, false, true},
     {99, 4, 1, true, true, 24, 8, false, false},
     {99, 4, 8, true, true, 24, 8, false, false},
-    {99, 4, 16, false, false, 0, 0, false, false},
+    {99, 4, 16, true, true, 24, 8, false, false},
     {99, 4, 64, false, false, 0, 0, false, false},
     // 163 KiB: bf16 at every count (W2 late at 64, 16 warps: too many k steps a warp to hold
     // in registers), fp32 up to 16 with W2 late.

@@ -147,9 +147,9 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
 template <int kW, typename T, class AskW2>
-__device__ __forceinline__ void up_product(const SliceArgs<T>& a, T* xs, const T* w1s,
-                                           const T* b1s, T* hs, float* red, int valid,
-                                           const Ahead& w, const AskW2& ask_w2) {
+__device__ __forceinline__ void up_product(const SliceArgs<T>& a, T* xs, const T* w1s, const T* b1s,
+                                           T* hs, float* red, int valid, const Ahead& w,
+                                           const AskW2& ask_w2) {
   const FfnSlicePlan& p = a.p;
   // h's rows past the tokens stay zero: their products are never stored.
   const auto to_h = [&](int row, int col, float s) {
@@ -246,8 +246,9 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
-// stagger 1: the ring's blocks start at chunk b mod chunks, 2: all at chunk 0) replaces them in every
-// launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+// stagger 1: the ring's blocks start at chunk b mod chunks, 2: all at chunk 0) replaces them in
+// every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
+// forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
@@ -328,8 +329,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
   a.y_vec = c % 8 == 0 && aligned(b.y);
-  a.rows = sizeof(T) == 4 &&
-           (a.p.x_rows > 0 || m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax));
+  a.rows =
+      sizeof(T) == 4 && (a.p.x_rows > 0 || m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax));
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
   const int grid = a.p.blocks + a.p.prefetch_blocks;  // one block an SM at most
   if constexpr (sizeof(T) == 2) {

@@ -37,8 +37,8 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   tc::async_commit();
 }
 
-// The rows of x's tiles (or exact rows: x_rows) past the tokens are zero (they are not copied) and so are h's padding
-// columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
+// The rows of x's tiles (or exact rows: x_rows) past the tokens are zero (they are not copied) and
+// so are h's padding columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
 template <int kThr, typename T>
 __device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
   uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);

@@ -75,7 +75,8 @@ __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned cha
 }
 
 // The block's i-th chunk's copies (x's columns; without ring_w1 W1's rows and W2's i-th share of
-// rows) as one commit group; past the last chunk an empty group, so that every thread counts the same groups.
+// rows) as one commit group; past the last chunk an empty group, so that every thread counts the
+// same groups.
 template <int kThr, typename T>
 __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char* smem, int i,
                                            int j0, int valid) {

@@ -484,9 +484,8 @@ TEST_P(PortableStream, HiddenSliceFfnExactRowsAsAnRtxCard) {
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
   unsigned seed = 211;
   int ran = 0, exact = 0;
-  for (const Shape& s : {Shape{2, 701}, Shape{7, 769}, Shape{6, 745}, Shape{4, 768},
-                         Shape{8, 768}, Shape{1, 767}, Shape{9, 745}, Shape{11, 767},
-                         Shape{16, 768}}) {
+  for (const Shape& s : {Shape{2, 701}, Shape{7, 769}, Shape{6, 745}, Shape{4, 768}, Shape{8, 768},
+                         Shape{1, 767}, Shape{9, 745}, Shape{11, 767}, Shape{16, 768}}) {
     FfnSlicePlan plan;
     if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
       exact += plan.x_rows > 0;

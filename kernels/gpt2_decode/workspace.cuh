@@ -79,7 +79,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.split_rounds,
                            options_.head_proj && options_.residual_copies == 1,
                            options_.qkv_rows,
-                           options_.apart_qkv_rows};
+                           options_.apart_qkv_rows,
+                           options_.last_split_proj};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).

@@ -30,73 +30,106 @@ constexpr int kLastPerThread = kLastCombos / kThreads;
 constexpr int kLastTokens = kActFloats / (kLastGroups * kC);  // tokens a pass of the sums
 static_assert(kLastCombos % kThreads == 0 && kLastTokens >= 1, "the last split's layout");
 
+// Thread c's pairs (c, c + 256, c + 512) of the head's Wproj columns: group g = pair / 96 (rows
+// 8g..8g+7), octet n8 = pair % 96 (outputs 8 n8..8 n8+7), 8 rows of 16 bytes a pair.
+__device__ __forceinline__ const bf16* pair_rows(const bf16* w, int k, int* g, int* n8) {
+  const int c = threadIdx.x + k * kThreads;
+  *g = c / kOctets, *n8 = c % kOctets;
+  const int part = *n8 / (kProjRows / 8), o8 = *n8 % (kProjRows / 8);
+  return w + (part * kHeadDim + *g * 8) * kProjRows + o8 * 8;
+}
+__device__ __forceinline__ void load_pair(const bf16* src, int4 (&wv)[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) wv[i] = *reinterpret_cast<const int4*>(src + i * kProjRows);
+}
+// A pair's 8 sums for one token (o_row: its 64 values) into work[jj][g][C].
+__device__ __forceinline__ void sum_pair(const int4 (&wv)[8], const float* o_row, int g, int n8,
+                                         int jj, float* work) {
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float ov = o_row[g * 8 + i];
+    const unsigned u[4] = {unsigned(wv[i].x), unsigned(wv[i].y), unsigned(wv[i].z),
+                           unsigned(wv[i].w)};
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const float2 w2 = unpack2(u[h]);
+      acc[2 * h] += w2.x * ov, acc[2 * h + 1] += w2.y * ov;
+    }
+  }
+  float4* dst = reinterpret_cast<float4*>(work + (jj * kLastGroups + g) * kC + n8 * 8);
+  dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+}
+// Tokens [j0, j0 + tc)'s sums (work, after a barrier): the 8 groups added up, a thread per 4
+// outputs, into x and x_mlp (red.add).
+__device__ __forceinline__ void add_groups(const DecodeArgs& a, int layer, const float* work,
+                                           int j0, int tc) {
+  float* x_next = x_mlp_of(a, layer);
+  for (int i = threadIdx.x; i < tc * (kC / 4); i += kThreads) {
+    const int jj = i / (kC / 4), n = 4 * (i % (kC / 4));
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int g = 0; g < kLastGroups; ++g) {
+      const float4 v = *reinterpret_cast<const float4*>(work + (jj * kLastGroups + g) * kC + n);
+      sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+    }
+    const int j = j0 + jj;
+    red_add4(a.x + j * kC + n, sum);
+    red_add4(x_next + spread_at(a, j * kC + n), sum);
+  }
+}
+
 // o (t x 64 floats in shared memory: the head's outputs) times the head's 64 columns of Wproj
-// for every output, added into x and x_mlp (red.add). Thread c's pair (c, c + 256, c + 512):
-// group g = pair / 96 (rows 8g..8g+7), octet n8 = pair % 96 (outputs 8 n8..8 n8+7); each pair's
-// 8 rows of 16 bytes (unrolled: the three pairs' 24 loads may all be in flight), its 8 sums into
-// work[token][g][C] (48 KB: two tokens a pass, the weights read again each pass), then a thread
-// per 4 outputs adds the 8 groups up.
+// for every output, added into x and x_mlp (red.add): each pair's 8 rows (unrolled: the three
+// pairs' 24 loads may all be in flight), its sums into work[token][g][C] (48 KB: two tokens a
+// pass, the weights read again each pass), then the groups added up.
 __device__ inline void project_whole_head(const DecodeArgs& a, int layer, int head, const float* o,
                                           float* work) {
   const bf16* w = head_proj_columns(a, layer, head);
-  const int t = a.tokens;
-  float* x_next = x_mlp_of(a, layer);
-  for (int j0 = 0; j0 < t; j0 += kLastTokens) {
-    const int tc = min(kLastTokens, t - j0);
+  for (int j0 = 0; j0 < a.tokens; j0 += kLastTokens) {
+    const int tc = min(kLastTokens, a.tokens - j0);
     if (j0 > 0) __syncthreads();  // the pass before's sums are read
 #pragma unroll
     for (int k = 0; k < kLastPerThread; ++k) {
-      const int c = threadIdx.x + k * kThreads, g = c / kOctets, n8 = c % kOctets;
-      const int part = n8 / (kProjRows / 8), o8 = n8 % (kProjRows / 8);
-      const bf16* src = w + (part * kHeadDim + g * 8) * kProjRows + o8 * 8;
+      int g, n8;
       int4 wv[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) wv[i] = *reinterpret_cast<const int4*>(src + i * kProjRows);
-      for (int jj = 0; jj < tc; ++jj) {
-        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const float ov = o[(j0 + jj) * kHeadDim + g * 8 + i];
-          const unsigned u[4] = {unsigned(wv[i].x), unsigned(wv[i].y), unsigned(wv[i].z),
-                                 unsigned(wv[i].w)};
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            const float2 w2 = unpack2(u[h]);
-            acc[2 * h] += w2.x * ov, acc[2 * h + 1] += w2.y * ov;
-          }
-        }
-        float4* dst = reinterpret_cast<float4*>(work + (jj * kLastGroups + g) * kC + n8 * 8);
-        dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-        dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-      }
+      load_pair(pair_rows(w, k, &g, &n8), wv);
+      for (int jj = 0; jj < tc; ++jj) sum_pair(wv, o + (j0 + jj) * kHeadDim, g, n8, jj, work);
     }
     __syncthreads();
     probe_mark(a, kProbeCompute);
-    for (int i = threadIdx.x; i < tc * (kC / 4); i += kThreads) {
-      const int jj = i / (kC / 4), n = 4 * (i % (kC / 4));
-      float sum[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int g = 0; g < kLastGroups; ++g) {
-        const float4 v = *reinterpret_cast<const float4*>(work + (jj * kLastGroups + g) * kC + n);
-        sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
-      }
-      const int j = j0 + jj;
-      red_add4(a.x + j * kC + n, sum);
-      red_add4(x_next + spread_at(a, j * kC + n), sum);
-    }
+    add_groups(a, layer, work, j0, tc);
   }
 }
 
 // After an attention split's partial sums are written (kProjectsLast): its head's ticket
 // (thread 0); the head's last split combines the head and adds its share of proj, and alone
-// counts (count_done bumps the MLP's counter). Whether this task counts.
+// counts (count_done bumps the MLP's counter). Whether this task counts. kEarly (the one-token
+// kernel, MegakernelOptions::last_split_proj 3): at one token the last split's 24 loads a
+// thread of Wproj are issued before the combine's loads, so the two round trips overlap.
+template <bool kEarly>
 __device__ inline bool project_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
-                                       unsigned* counters, float* work, float* o) {
+                                       unsigned* counters, float* work, float* o, bool early) {
   __shared__ unsigned ticket;
   __syncthreads();  // the block's partial sums are written
   if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + head, 1u);
   __syncthreads();
   if (ticket != unsigned(a.splits - 1)) return false;
+  if (kEarly && early && a.tokens == 1) {
+    const bf16* w = head_proj_columns(a, task.layer, head);
+    int4 wv[kLastPerThread][8];
+    int g[kLastPerThread], n8[kLastPerThread];
+#pragma unroll
+    for (int k = 0; k < kLastPerThread; ++k) load_pair(pair_rows(w, k, &g[k], &n8[k]), wv[k]);
+    combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
+#pragma unroll
+    for (int k = 0; k < kLastPerThread; ++k) sum_pair(wv[k], o, g[k], n8[k], 0, work);
+    __syncthreads();
+    probe_mark(a, kProbeCompute);
+    add_groups(a, task.layer, work, 0, 1);
+    return true;
+  }
   combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
   project_whole_head(a, task.layer, head, o, work);
   return true;

@@ -132,7 +132,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                                 copied == split_keys_of(a, split).cached ? kv : nullptr,
                                 after_inputs);
       if (task.flags & kProjectsLast)  // its head's ticket; the last split adds proj
-        return project_if_last(a, task, head, counters, work, sums);
+        return project_if_last<kOneToken>(a, task, head, counters, work, sums,
+                                          options.last_split_proj >= 3);
       if (!kOneToken && (task.flags & kCombinesHead))
         return combine_if_last(a, task, head, counters);
       break;
@@ -198,8 +199,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   if (kOneToken) {  // (the parameters changed in place: the other instance reads them as given)
     const bool quick_tail = options.quick_tail;
+    const int last_split_proj = options.last_split_proj;  // (the list's; 3: early loads)
     options = MegakernelOptions{};
-    options.quick_tail = quick_tail;
+    options.quick_tail = quick_tail, options.last_split_proj = last_split_proj;
     a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
     a.branch_free_keys = kBranchFreeKeys;
   }

@@ -167,7 +167,7 @@ struct TaskListShape {
   bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
   int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
-  int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; 2: prefetched)
+  int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -328,7 +328,8 @@ struct MegakernelOptions {
   // Proj in attention's last split (kProjectsLast; with proj by head): a head's splits take a
   // ticket, the last one combines the head and adds its share of proj into the residuals, so a
   // layer is three dependent stages (qkv, attention + proj, the MLP), not four. 1: its 96 KB of
-  // Wproj read from wherever they are; 2: each split first asks L2 for its share of them. The
+  // Wproj read from wherever they are; 2: each split first asks L2 for its share of them; 3: as
+  // 2, and the one-token kernel's last split issues its Wproj loads before the combine's. The
   // task list's, so both instances of the kernel run it. 0: off.
   int last_split_proj = 0;
 };

@@ -105,31 +105,14 @@ __device__ inline void project_whole_head(const DecodeArgs& a, int layer, int he
 
 // After an attention split's partial sums are written (kProjectsLast): its head's ticket
 // (thread 0); the head's last split combines the head and adds its share of proj, and alone
-// counts (count_done bumps the MLP's counter). Whether this task counts. kEarly (the one-token
-// kernel, MegakernelOptions::last_split_proj 3): at one token the last split's 24 loads a
-// thread of Wproj are issued before the combine's loads, so the two round trips overlap.
-template <bool kEarly>
+// counts (count_done bumps the MLP's counter). Whether this task counts.
 __device__ inline bool project_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
-                                       unsigned* counters, float* work, float* o, bool early) {
+                                       unsigned* counters, float* work, float* o) {
   __shared__ unsigned ticket;
   __syncthreads();  // the block's partial sums are written
   if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + head, 1u);
   __syncthreads();
   if (ticket != unsigned(a.splits - 1)) return false;
-  if (kEarly && early && a.tokens == 1) {
-    const bf16* w = head_proj_columns(a, task.layer, head);
-    int4 wv[kLastPerThread][8];
-    int g[kLastPerThread], n8[kLastPerThread];
-#pragma unroll
-    for (int k = 0; k < kLastPerThread; ++k) load_pair(pair_rows(w, k, &g[k], &n8[k]), wv[k]);
-    combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
-#pragma unroll
-    for (int k = 0; k < kLastPerThread; ++k) sum_pair(wv[k], o, g[k], n8[k], 0, work);
-    __syncthreads();
-    probe_mark(a, kProbeCompute);
-    add_groups(a, task.layer, work, 0, 1);
-    return true;
-  }
   combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
   project_whole_head(a, task.layer, head, o, work);
   return true;

@@ -45,7 +45,8 @@
 // fused, wide rows, proj apart, early copies, the task window, splits capped at one buffer or
 // in two rounds, the release by warp 2, the copies before the poll, proj by rows, the residuals'
 // starts in qkv's prologue, a descriptor ring (thread 0's copy of a later descriptor in flight
-// made each release's fence wait for it), attention apart from qkv (apart_qkv_rows).
+// made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
+// attention's last split (last_split_proj).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of
@@ -132,8 +133,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                                 copied == split_keys_of(a, split).cached ? kv : nullptr,
                                 after_inputs);
       if (task.flags & kProjectsLast)  // its head's ticket; the last split adds proj
-        return project_if_last<kOneToken>(a, task, head, counters, work, sums,
-                                          options.last_split_proj >= 3);
+        return project_if_last(a, task, head, counters, work, sums);
       if (!kOneToken && (task.flags & kCombinesHead))
         return combine_if_last(a, task, head, counters);
       break;
@@ -199,9 +199,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   if (kOneToken) {  // (the parameters changed in place: the other instance reads them as given)
     const bool quick_tail = options.quick_tail;
-    const int last_split_proj = options.last_split_proj;  // (the list's; 3: early loads)
     options = MegakernelOptions{};
-    options.quick_tail = quick_tail, options.last_split_proj = last_split_proj;
+    options.quick_tail = quick_tail;
     a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
     a.branch_free_keys = kBranchFreeKeys;
   }

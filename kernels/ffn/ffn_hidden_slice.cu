@@ -35,7 +35,9 @@
 // and asks for W2's rows (50 KB) into them once each warp holds its up operands in registers
 // (w2_during_up: 6 k steps, 72 registers a lane), so W2's copy runs under the up product, not
 // after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
-// (w2_pad_over_x). fp32 at C = 768 needs 147 KB of weights a block: A100 and up.
+// (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
+// ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
+// A100 and up.
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile).
 // Budget at C = 768, fp32: 18.9 MB (6.2 us at 3 TB/s), 147 KB a block (~9 us at the copy
@@ -63,6 +65,8 @@
 #include "kernels/activations.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_hidden_slice_copies.cuh"
+#include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/row_products.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -73,15 +77,6 @@ namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
-
-// W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
-template <int kThr, typename T>
-__device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
-  const FfnSlicePlan& p = a.p;
-  const int rows = p.w2_pad_over_x ? p.units : p.kp;
-  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
-  tc::async_commit();
-}
 
 // The stores of a down job's first `tiles` column tiles (rows past the tokens left out): a
 // lane's two columns of a row as a float2, or as a bf16x2 in bf16 shares (S). In bf16 shares'
@@ -148,31 +143,6 @@ __device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs,
   }
 }
 
-// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
-// commit group.
-template <int kThr, typename T>
-__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
-                                          int valid) {
-  const FfnSlicePlan& p = a.p;
-  constexpr int E = slice::kChunk<T>;
-  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
-  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
-  slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
-  tc::async_commit();
-}
-
-// The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
-// columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
-template <int kThr, typename T>
-__device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
-  uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
-  uint4* zh = reinterpret_cast<uint4*>(hs);
-  const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
-  const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThr)
-    (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
-}
-
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
 // and h = GELU(. + b1) is rounded into h's slice. fp32 at a few tokens multiplies exact rows.
@@ -215,12 +185,13 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, const T* xs, c
                                                   p.units / 8, red, to_h, p.m);
 }
 
-template <typename T, int kW, typename S>
+template <typename T, int kW, typename S, bool kRing>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
-  PhaseMarks<kPhaseCount> marks(a.phases);
   const FfnSlicePlan& p = a.p;
+  if (blockIdx.x >= p.blocks) return prefetch_w2<kThr>(a);
+  PhaseMarks<kPhaseCount> marks(a.phases);
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2);
   T* xs = reinterpret_cast<T*>(smem + p.off_x);
   T* w1s = reinterpret_cast<T*>(smem + p.off_w1);
@@ -230,26 +201,38 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
   // the copies'); then every byte of x and W1, then of W2's rows, before any arithmetic (W2's
-  // after the up product where both do not fit: w2_late, into the region x and W1 held).
+  // after the up product where both do not fit: w2_late, into the region x and W1 held). The
+  // ring form asks for its first chunks (with their shares of W2's rows) instead.
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
-  stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
-  if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
-  zero_padding<kThr>(p, xs, hs);
+  if constexpr (kRing) {
+    ring_issue<kThr>(a, smem, hs, j0, valid);
+  } else {
+    stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
+    if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+    zero_padding<kThr>(p, xs, hs);
+  }
   const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
-  if (p.w2_late) {
-    tc::async_wait<0>();
-  } else {
-    tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
-  }
-  __syncthreads();
-  marks.mark(kXW1In);
   float b2_first[8];
-  bias8_floats(b2_raw, b2_first);
   const auto ask_w2 = [&] { stage_w2<kThr>(a, w2s, j0, valid); };
-  up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
+  if constexpr (kRing) {
+    ring_up_product<kW>(a, smem, hs, j0, valid, [&] {
+      marks.mark(kXW1In);
+      bias8_floats(b2_raw, b2_first);
+    });
+  } else {
+    if (p.w2_late) {
+      tc::async_wait<0>();
+    } else {
+      tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
+    }
+    __syncthreads();
+    marks.mark(kXW1In);
+    bias8_floats(b2_raw, b2_first);
+    up_product<kW>(a, xs, w1s, b1s, hs, red, valid, ahead, ask_w2);
+  }
   marks.mark(kUp);
-  if (p.w2_late && !p.w2_during_up) ask_w2();
+  if (p.w2_late && !p.w2_during_up && !kRing) ask_w2();  // the ring asks for its own
   zero_w2_pad<kThr>(p, w2s);
   tc::async_wait<0>();
   __syncthreads();
@@ -257,24 +240,31 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
-  count_barrier(a.counters, gridDim.x, blockIdx.x == 0);
+  count_barrier(a.counters, p.blocks, blockIdx.x == 0);
   marks.mark(kHandOver);
   sum_tiles<S>(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during]]] (warps 8 or 16, share bytes 4 or 2, hidden units
-// a block; 0 or nothing: the plan's; during 0: no w2_during_up) replaces them in every launch
-// whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch]]]]]]] (warps 8 or 16, share
+// bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no w2_during_up; ring 1:
+// the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's rows each as soon as the
+// W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none) replaces them in every
+// launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[4] = {0, 0, 0, 1};
-  std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
+  int v[8] = {0, 0, 0, 1, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+              &v[7]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
   if (v[3] == 0) t.w2_during_up = false;
+  if (v[4] == 1) t.x_ring = true;
+  if (t.ring_stages == 0) t.ring_stages = v[5];
+  if (t.ring_form == 0) t.ring_form = v[6];
+  if (t.prefetch == 0) t.prefetch = v[7];
   return t;
 }
 
@@ -297,8 +287,12 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
   }
   // fp32 shares asked for: 8 warps where the plan would take 16 (whose kernel has bf16 shares).
   const int warps = tuning.warps == 0 && tuning.shares == 4 ? 8 : tuning.warps;
+  if (tuning.x_ring && sizeof(T) != 2) return Status::Error("the hidden slice's ring is bf16 only");
   if (ffn_slice_choose_plan(m, c, int(sizeof(T)), sms, optin, out, tuning.units, tuning.w2_late,
-                            warps)) {
+                            warps, tuning.x_ring, tuning.ring_stages, tuning.ring_form == 1)) {
+    if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = false;
+    if (tuning.prefetch == 1) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
+    if (tuning.prefetch == 2) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     if (out->warps == 16 && out->share_bytes != 2) {
@@ -336,19 +330,24 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.y_vec = c % 8 == 0 && aligned(b.y);
   a.rows = sizeof(T) == 4 && m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax);
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");
+  const int grid = a.p.blocks + a.p.prefetch_blocks;  // one block an SM at most
   if constexpr (sizeof(T) == 2) {
     using Bf16 = __nv_bfloat16;
-    if (a.p.warps == 16) {
-      if (a.p.share_bytes != 2) return Status::Error("the 16-warp hidden slice has bf16 shares");
-      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 16, Bf16>, a, a.p.blocks, 32 * 16,
-                                       a.p.smem, stream);
+    const auto go = [&](auto kernel, int warps) {
+      return slice::launch_cooperative(kernel, a, grid, 32 * warps, a.p.smem, stream);
+    };
+    if (a.p.warps == 16 && a.p.share_bytes != 2) {
+      return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
-    if (a.p.share_bytes == 2) {
-      return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, Bf16>, a, a.p.blocks, 32 * 8,
-                                       a.p.smem, stream);
+    if (a.p.x_ring) {
+      if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, true>, 16);
+      if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, true>, 8);
+      return go(ffn_hidden_slice_kernel<T, 8, float, true>, 8);
     }
+    if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, false>, 16);
+    if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, false>, 8);
   }
-  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float>, a, a.p.blocks, 32 * 8,
+  return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float, false>, a, grid, 32 * 8,
                                    a.p.smem, stream);
 }
 

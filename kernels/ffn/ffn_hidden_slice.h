@@ -48,6 +48,14 @@ struct FfnSliceTuning {
   int shares = 0;  // bytes of a share's value: 4 (fp32) or, in bf16, 2; 0: the plan's (bf16 in
                    // bf16; FL_FFN_SLICE's second number may set it)
   bool w2_during_up = true;  // W2 late asked for under the up product where the plan allows
+  bool x_ring = false;       // the ring form (bf16: x and W1 through a ring of K chunks) even
+                             // where the resident forms fit (FL_FFN_SLICE's fifth number)
+  int ring_stages = 0;       // its slots (2-4); 0: the most that fit
+  int ring_form = 0;         // 0: the plan's; 1: W1 in the slots, W2 a share with each chunk; 2: W1
+                             // resident, W2's rows each as soon as the W1 rows under it are done
+                             // (FL_FFN_SLICE's seventh number)
+  int prefetch = 0;          // blocks on the SMs the slices leave idle prefetch W2 into L2: 0 the
+                             // plan's (the ring form's), 1 on, 2 off (FL_FFN_SLICE's eighth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

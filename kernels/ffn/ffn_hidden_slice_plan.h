@@ -15,6 +15,14 @@
 // warp loads its whole part of the up product's operands into registers, and W2's rows are asked
 // for as soon as every warp has them, while the mma run: the up product's partial sums then
 // go after W2's rows (off_red), not over them.
+// With x_ring (bf16, where x's rows do not fit beside the slices: 33-64 tokens in 99 KiB) x
+// streams through a ring of ring_stages slots, ring_k of K a slot. With ring_w1 (the plan's
+// where it fits) W1's columns are resident, asked for whole before the ring, and W2's rows come
+// late, over them (after the up product; as a tuning each as soon as the W1 rows under it are
+// done): [W1's columns (W2's rows once the up product is done) | ring of x | h | b1];
+// else W1's rows ride in the slots too ([x's 16 mtc rows x ring_k | W1's ring_k rows x units])
+// and W2's rows stay resident before the ring, a share of them asked for with each chunk:
+// [W2's rows | ring | h | b1].
 #pragma once
 
 #include <algorithm>
@@ -56,6 +64,9 @@ constexpr int64_t kSliceBf16SharesFrom = 9;
 // The most k steps of 16 a warp's part of the up product may take to be held in registers
 // (w2_during_up: 12 registers a step, A's fragment and four column tiles' of W1).
 constexpr int kSliceUpRegSteps = 8;
+// The ring's K a slot (x_ring): 4 k steps of 16; and its most slots.
+constexpr int kSliceRingK = 64;
+constexpr int kSliceRingMaxStages = 4;
 
 // The plan's warps and share bytes at m tokens of elem_bytes (16 warps, asked for or not, take
 // bf16 shares: their kernel has no other).
@@ -77,7 +88,19 @@ struct FfnSlicePlan {
   bool w2_pad_over_x = false;  // W2's rows units..kp-1 overlay x (zeroed after the up product)
   bool w2_during_up = false;   // W2 late, asked for once the up operands are in registers
   size_t off_w2 = 0, off_x = 0, off_w1 = 0, off_h = 0, off_bias = 0, smem = 0;
-  size_t off_red = 0;  // the up product's partial sums (over x and W1; after W2, w2_during_up)
+  size_t off_red = 0;    // the up product's partial sums (over x and W1; after W2, w2_during_up)
+  bool x_ring = false;   // x through a ring of K chunks (bf16)
+  bool ring_w1 = false;  // ... W1 resident and W2 late over it; else W1 in the ring, W2 with its
+                         // chunks
+  bool ring_w2_after = false;  // ring_w1: W2's rows all asked for after the up product (the
+                               // plan's); else each as soon as the W1 rows under it are done
+  // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
+  // prefetch, no shared memory) ahead of the slices' own copies, and leave. The ring form's
+  // (measured with them); elsewhere a tuning (ffn_slice_prefetch_blocks): measured slower at
+  // 1-16 tokens (docs/PERFORMANCE.md).
+  int prefetch_blocks = 0;
+  int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
+  size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
@@ -121,6 +144,41 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
   return p;
 }
 
+// The ring form (x_ring, bf16): `stages` slots of x's rows of ring_k of K each (and, without
+// w1_resident, W1's rows of them), after W1's whole columns (w1_resident; W2's rows late over
+// them, after the up product) or W2's rows; then h and b1. The up product needs no partial sums
+// across warps (a warp takes whole K for its tiles); the plan keeps block_product's room for them
+// all the same.
+inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int warps, int stages,
+                                            bool w1_resident) {
+  FfnSlicePlan p = ffn_slice_plan_for(m, c, 2, units, w1_resident, warps);
+  const size_t e = 2;
+  p.x_ring = true;
+  p.ring_w1 = w1_resident;
+  p.ring_w2_after = w1_resident;
+  p.w2_during_up = false;
+  p.ring_k = kSliceRingK;
+  p.ring_stages = stages;
+  p.ring_chunks = (p.ck + kSliceRingK - 1) / kSliceRingK;
+  p.ld_xr = slice::padded_ld(kSliceRingK, 2);
+  p.ring_x_bytes = e * 16 * p.mtc * p.ld_xr;
+  p.ring_stage_bytes = p.ring_x_bytes + (w1_resident ? 0 : e * kSliceRingK * p.ld_w1);
+  // W1 resident: rows to the last chunk's end (zero past C: the last chunk multiplies them all).
+  const size_t w2 = e * p.kp * p.ld_w2, w1 = e * p.ring_chunks * kSliceRingK * p.ld_w1;
+  const size_t red = std::max(slice::red_bytes(units / 8, warps), size_t(16) * 32 * warps);
+  const size_t ahead = w1_resident ? std::max({w1, w2, red}) : w2;
+  const size_t region = size_t(stages) * p.ring_stage_bytes;
+  p.off_w2 = 0;
+  p.off_x = size_t(slice::round_up(int(ahead), 16));
+  p.off_w1 = w1_resident ? 0 : p.off_x + p.ring_x_bytes;
+  p.off_red = w1_resident ? 0 : p.off_x;
+  p.off_h =
+      p.off_x + size_t(slice::round_up(int(w1_resident ? region : std::max(region, red)), 16));
+  p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
+  p.smem = p.off_bias + sizeof(float) * units;
+  return p;
+}
+
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared
 // memory a block: the fewest hidden units a block (a multiple of 8) that keep the grid within
 // one block per SM (or `units`, when given and no fewer), both slices asked for at once where
@@ -130,11 +188,15 @@ inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int
 // of a slice are then 64-byte requests on 64-byte boundaries (24 units: 48 bytes, a third of them
 // across two 64-byte halves of a line), and there are fewer shares of y to add (docs/PERFORMANCE.md
 // has both measured; at 99 KiB a block, 32 units with W2 late measured faster than 24 with both
-// at once and W2's zero rows over x). False when nothing fits.
+// at once and W2's zero rows over x). Where none of those fits in bf16 (x's rows too many: 33-64
+// tokens in 99 KiB), the ring form (x_ring, at most 32 units a block: a warp's tiles in one
+// accumulator set), W1 resident where it fits (else, or with ring_w1_streamed, W1 in the slots),
+// with the most slots that fit, at most kSliceRingMaxStages, at least 2; with ring_only that form
+// only (`ring_stages` slots, where given). False when nothing fits.
 constexpr double kSliceWideShare = 0.7;
-inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
-                                  FfnSlicePlan* out, int units = 0, bool late_only = false,
-                                  int warps = 0) {
+inline bool ffn_slice_choose_form(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
+                                  FfnSlicePlan* out, int units, bool late_only, int warps,
+                                  bool ring_only, int ring_stages, bool ring_w1_streamed) {
   if (m < 1 || m > kSliceMaxTokens || c < 1 || sms < 1) return false;
   if (warps == 0) warps = ffn_slice_default_warps(m, elem_bytes);
   if (warps != 8 && (warps != 16 || elem_bytes != 2)) return false;
@@ -143,7 +205,7 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const int64_t first = units > 0 ? units : fewest;
   if (first < fewest || first % 8 != 0 || first > kSliceMaxUnits) return false;
   auto fits = [&](int64_t u, bool late) {
-    if (late_only && !late) return false;
+    if (ring_only || (late_only && !late)) return false;
     for (bool pad : {false, true}) {
       if (pad && late) break;
       const FfnSlicePlan p = ffn_slice_plan_for(m, c, elem_bytes, int(u), late, warps, pad);
@@ -159,7 +221,44 @@ inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms,
   const bool wide_busy = double((4 * c + wide - 1) / wide) >= kSliceWideShare * sms;
   const bool try_wide = units == 0 && elem_bytes == 2 && wide <= kSliceMaxUnits && wide_busy;
   if (try_wide && (fits(wide, false) || fits(wide, true))) return true;
-  return fits(first, false) || fits(first, true);
+  if (fits(first, false) || fits(first, true)) return true;
+  if (elem_bytes != 2 || late_only || ring_stages < 0 || ring_stages == 1 ||
+      ring_stages > kSliceRingMaxStages) {
+    return false;
+  }
+  auto ring_fits = [&](int64_t u) {
+    if (u > 32) return false;
+    for (bool w1_resident : {true, false}) {
+      if (w1_resident && ring_w1_streamed) continue;
+      for (int s = ring_stages > 0 ? ring_stages : kSliceRingMaxStages; s >= 2; --s) {
+        const FfnSlicePlan p = ffn_slice_ring_plan_for(m, c, int(u), warps, s, w1_resident);
+        if (p.smem + 64 <= size_t(smem_optin)) {
+          *out = p;
+          out->share_bytes = warps == 16 ? 2 : ffn_slice_share_bytes(m, elem_bytes);
+          return true;
+        }
+        if (ring_stages > 0) break;
+      }
+    }
+    return false;
+  };
+  return (try_wide && ring_fits(wide)) || ring_fits(first);
+}
+inline bool ffn_slice_choose_plan(int64_t m, int64_t c, int elem_bytes, int sms, int smem_optin,
+                                  FfnSlicePlan* out, int units = 0, bool late_only = false,
+                                  int warps = 0, bool ring_only = false, int ring_stages = 0,
+                                  bool ring_w1_streamed = false) {
+  if (!ffn_slice_choose_form(m, c, elem_bytes, sms, smem_optin, out, units, late_only, warps,
+                             ring_only, ring_stages, ring_w1_streamed)) {
+    return false;
+  }
+  out->prefetch_blocks = out->x_ring ? std::max(0, sms - out->blocks) : 0;
+  return true;
+}
+
+// The prefetching blocks a launch of plan p may add on `sms` SMs (one block an SM at most).
+inline int ffn_slice_prefetch_blocks(const FfnSlicePlan& p, int sms) {
+  return std::max(0, sms - p.blocks);
 }
 
 // The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,

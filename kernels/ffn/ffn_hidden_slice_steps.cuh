@@ -119,7 +119,7 @@ template <int kThr, typename S, typename T>
 __device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
   const FfnSlicePlan& p = a.p;
   constexpr int kPerRow = kSliceTileCols / kItemCols<S>;
-  const int items = kPerRow * p.m, shares = gridDim.x;  // items <= 128: one pass of the block
+  const int items = kPerRow * p.m, shares = p.blocks;  // items <= 128: one pass of the block
   int split = 1;
   while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
   const int lane = threadIdx.x & 31, per_warp = 32 / split;
@@ -191,18 +191,6 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
   pin(w.sum.item), pin(w.sum.part), pin(w.sum.split), pin(w.sum.loads), pin(w.sum.src);
   pin(w.sum.step);
   return w;
-}
-
-// W2's zero rows units..kp-1 where they overlay x (w2_pad_over_x), once every warp is done with
-// x and the up product's partial sums over it: the down product's last k step reads them (times
-// h's zero columns; zero, not whatever x's bytes would be as bf16, which may be Inf or NaN).
-template <int kThr, typename T>
-__device__ __forceinline__ void zero_w2_pad(const FfnSlicePlan& p, T* w2s) {
-  if (!p.w2_pad_over_x) return;
-  __syncthreads();
-  uint4* z = reinterpret_cast<uint4*>(w2s + p.units * p.ld_w2);
-  const int n = (p.kp - p.units) * p.ld_w2 * int(sizeof(T)) / 16;
-  for (int i = threadIdx.x; i < n; i += kThr) z[i] = make_uint4(0, 0, 0, 0);
 }
 
 // A warp's whole part of the up product's operands in registers (bf16, a 32-unit slice: per k
@@ -308,9 +296,9 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
   constexpr int N = kItemCols<S>, kPerRow = kSliceTileCols / N, kBatch = sizeof(S) == 4 ? 16 : 8;
   const int row = l.item / kPerRow, half = l.item % kPerRow;
   const S* shares = reinterpret_cast<const S*>(a.partial);
-  const int64_t next = int64_t(gridDim.x) * share_tile_step<S>(p);
+  const int64_t next = int64_t(p.blocks) * share_tile_step<S>(p);
   int64_t src = l.src;
-  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += gridDim.x, src += next) {
+  for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += p.blocks, src += next) {
     float s[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) s[i] = 0.0f;

@@ -1,7 +1,8 @@
 // Lesson 6, layernorm_linear: y = LN(x) W + b, x of tokens x C, W of C x 3C, b of 3C (GPT-2's
 // ln_1 followed by the attention block's QKV projection, c_attn). This file holds the CPU
-// reference, the workspace, the level table and the table's dispatch for other lessons
-// (kernels/layernorm_linear.h); level 2's kernels have a file each, beside it.
+// reference, the level table and the table's dispatch for other lessons
+// (kernels/layernorm_linear.h); the workspace is workspace.cuh, level 2's kernels have a file
+// each, beside it.
 //
 // The ladder:
 //   level 0, unfused:  three kernels: layernorm writes xn = LN(x) (lesson 4's one-kernel
@@ -26,14 +27,14 @@
 //     ln_mma.cu        any GPU, fp32, picked from 1K tokens: ln_tile's steps on the GEMM core's
 //                      fp32 tile (kernels/gemm_core/). Its bf16 form runs, but loses to ln_tile
 //                      (ln_mma.cu says why), so the table offers it in fp32 only;
-//     ln_mma_tiles.cu  sm_80+ bf16, at a few hundred tokens where ln_wgmma cannot run and no
+//     ln_mma_tiles.cu  sm_80+ bf16, at 129-2K tokens where ln_wgmma cannot run and no
 //                      folded weights exist (other lessons' ln_gemm_bias): the grid normalizes
 //                      x once into an L2-resident xn, then the GEMM core's tiles, small enough
 //                      to fill every SM, multiply it;
-//     ln_mma_folded.cu sm_80+ bf16, picked there in this lesson: gamma and beta folded into W
+//     ln_mma_folded.cu sm_80+ bf16, picked at 129-4K in this lesson: gamma and beta folded into W
 //                      when the weights are set up, the same tiles multiply raw x at once and
 //                      apply each row's mean and 1/std in the epilogue (no wait for xn);
-//     ln_mma_rows.cu   sm_80+ bf16, picked from 1K tokens where ln_wgmma cannot run: x
+//     ln_mma_rows.cu   sm_80+ bf16, picked beyond those where ln_wgmma cannot run: x
 //                      normalized once per row block, resident in shared memory, W's column
 //                      tiles streamed past it into the GEMM core's mma.sync tile.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): level 1 also writes and reads xn
@@ -49,39 +50,16 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/bias_ops.cuh"
-#include "kernels/blas.h"
 #include "kernels/catalog.h"
-#include "kernels/device_buffer.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/layernorm_linear.h"
-#include "kernels/layernorm_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/layernorm_linear/ln_common.cuh"
-#include "kernels/layernorm_linear/ln_fold.h"
-#include "kernels/layernorm_linear/ln_linear_stream.h"
 #include "kernels/layernorm_linear/ln_wgmma.h"
-#include "kernels/workspace.cuh"
+#include "kernels/layernorm_linear/workspace.cuh"
 
-namespace fl {
+namespace fl::layernorm_linear {
 namespace {
-using layernorm_linear::kLnClusterPick;
-using layernorm_linear::kLnClusterRows;
-using layernorm_linear::kLnMmaFrom;
-using layernorm_linear::launch_ln_cluster;
-using layernorm_linear::launch_ln_mma;
-using layernorm_linear::launch_ln_mma_folded;
-using layernorm_linear::launch_ln_mma_rows;
-using layernorm_linear::launch_ln_mma_tiles;
-using layernorm_linear::launch_ln_panel;
-using layernorm_linear::launch_ln_tile;
-using layernorm_linear::ln_cluster_phases;
-using layernorm_linear::ln_panel_phases;
-using layernorm_linear::ln_rows_phases;
-using layernorm_linear::ln_tile_phases;
-using layernorm_linear::ln_tiles_phases;
-using layernorm_linear::LnArgs;
-using layernorm_linear::panel_shape_check;
 
 template <typename T>
 Status launch_ln_wgmma(const LnArgs<T>& a, cudaStream_t stream) {
@@ -96,136 +74,7 @@ Status launch_ln_wgmma(const LnArgs<T>& a, cudaStream_t stream) {
   return launched ? Status::Ok() : Status::Unsupported("its tiles do not fit on this GPU");
 }
 
-// The one Linear layer, C -> 3C; in the epilogue level, cuBLASLt's bias epilogue.
-constexpr LinearSpec kLinear{1, 3, blas::Epilogue::bias, "gemm", "add_bias", "gemm_bias"};
-
-// Device buffers for one shape and element type: x, gamma, beta, the Linear layer (W, b and the
-// cuBLASLt plans), the unfused chain's xn and t, and y.
-template <typename T>
-class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWorkspace<T>> {
- public:
-  LayerNormLinearWorkspace(int64_t m, int64_t c, double tolerance)
-      : m_(m),
-        k_(c),
-        n_(3 * c),
-        tolerance_(tolerance),
-        linear_(m, c, kLinear, {&xn_, &t_, &y_, &y_}) {
-    this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
-  }
-
-  static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
-  // Level 2's kernels, below.
-  static std::vector<VariantRow<LayerNormLinearWorkspace>> fused_variants();
-
-  Status allocate() {
-    FL_TRY(allocate_elements<T>({{&x_, m_ * k_},
-                                 {&gamma_, k_},
-                                 {&beta_, k_},
-                                 {&xn_, m_ * k_},
-                                 {&t_, m_ * n_},
-                                 {&y_, m_ * n_}}));
-    FL_TRY(sums_.allocate(sizeof(ErrorSums)));
-    // ln_mma_tiles' tickets and per-row-block counters (left zero by it); its xn is xn_.
-    FL_TRY(tiles_counters_.allocate(layernorm_linear::ln_mma_tiles_counter_bytes(m_, n_)));
-    FL_CUDA_TRY(cudaMemset(tiles_counters_.get(), 0, tiles_counters_.bytes()));
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // ln_mma_folded's weights
-      FL_TRY(allocate_elements<T>({{&w_fold_, k_ * n_}}));
-      FL_TRY(allocate_elements<float>({{&u_fold_, n_}, {&b_fold_, n_}}));
-    }
-    return linear_.allocate();
-  }
-
-  Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
-    // x off-centre (a residual stream's mean is not 0), so the normalization matters.
-    FL_TRY(fill_uniform(x_.as<T>(), m_ * k_, seed, -1.0f, 3.0f, stream));
-    FL_TRY(fill_uniform(gamma_.as<T>(), k_, mix64(seed ^ 0x6A77ull), gemm::kGammaLo, gemm::kGammaHi,
-                        stream));
-    FL_TRY(fill_uniform(beta_.as<T>(), k_, mix64(seed ^ 0xBE7Aull), gemm::kBetaLo, gemm::kBetaHi,
-                        stream));
-    FL_TRY(linear_.fill(seed, 0, stream));
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // set up with the weights, not timed
-      FL_TRY(layernorm_linear::fold_ln_weights(gamma_.as<T>(), beta_.as<T>(), linear_.weights(),
-                                               linear_.bias(), int(k_), int(n_), fold(), stream));
-    }
-    return Status::Ok();
-  }
-
-  Status poison_outputs(cudaStream_t stream) override {
-    return poison_elements<T>({{&xn_, m_ * k_}, {&t_, m_ * n_}, {&y_, m_ * n_}}, stream);
-  }
-
-  Status check(cudaStream_t stream, CheckResult* result) override {
-    const gemm::CheckArgs<T> a{x_.as<T>(),        gamma_.as<T>(), beta_.as<T>(),
-                               linear_.weights(), linear_.bias(), nullptr,
-                               nullptr,           y_.as<T>(),     m_,
-                               int(k_),           int(n_),        0};
-    return check_gemm_rows<T, true, false, false>(a, sums_, tolerance_, stream, result);
-  }
-
-  // Inputs x (M x C), gamma, beta (C), W (C x 3C), b (3C); output y.
-  Status download(cudaStream_t stream, std::vector<HostTensor>* inputs,
-                  std::vector<HostTensor>* outputs) override {
-    return download_io<T>({{"x", x_.as<T>(), m_ * k_},
-                           {"gamma", gamma_.as<T>(), k_},
-                           {"beta", beta_.as<T>(), k_},
-                           linear_.weights_tensor("W"),
-                           linear_.bias_tensor("b")},
-                          {{"y", y_.as<T>(), m_ * n_}}, stream, inputs, outputs);
-  }
-
- private:
-  // Lesson 4's one-kernel LayerNorm, xn = LN(x): the row kernels read their input through `h`.
-  Status layernorm(cudaStream_t stream) {
-    using layernorm_rows::RowArgs;
-    using layernorm_rows::RowStep;
-    const RowArgs<T> a{
-        nullptr, nullptr, gamma_.as<T>(),      beta_.as<T>(), x_.as<T>(), xn_.as<T>(), nullptr,
-        nullptr, m_,      static_cast<int>(k_)};
-    return layernorm_rows::launch_rows<T, RowStep::kLayerNorm>(a, stream);
-  }
-
-  // Level 2's arguments: x, gamma, beta, W, b and y of this workspace (and, for ln_mma_tiles,
-  // the unfused chain's xn as its scratch, and its counters).
-  LnArgs<T> fused_args() const {
-    return {x_.as<T>(),
-            gamma_.as<T>(),
-            beta_.as<T>(),
-            linear_.weights(),
-            linear_.bias(),
-            y_.as<T>(),
-            m_,
-            static_cast<int>(k_),
-            static_cast<int>(n_),
-            this->phase_sink(),
-            xn_.as<T>(),
-            static_cast<unsigned*>(tiles_counters_.get()),
-            w_fold_.as<T>(),
-            u_fold_.as<float>(),
-            b_fold_.as<float>()};
-  }
-  // ln_mma_folded's weights (bf16 only; empty in fp32).
-  layernorm_linear::LnFold fold() const {
-    return {w_fold_.as<__nv_bfloat16>(), u_fold_.as<float>(), b_fold_.as<float>()};
-  }
-  // The portable small-token kernel (ln_linear_stream.cu): nothing kept between launches.
-  Status stream(cudaStream_t stream) {
-    const LnStreamBuffers b{x_.as<T>(),     gamma_.as<T>(), beta_.as<T>(), linear_.weights(),
-                            linear_.bias(), y_.as<T>(),     nullptr};
-    return launch_ln_stream(precision_of<T>(), b, m_, k_, n_, stream);
-  }
-  // Runs one of level 2's kernels and names the phases it records (kernels/phases.h).
-  template <typename Launch>
-  Status fused(Launch launch, const std::vector<std::string>* phases, cudaStream_t stream) {
-    FL_TRY(launch(fused_args(), stream));
-    if (phases != nullptr) this->declare_phases(*phases);
-    return Status::Ok();
-  }
-
-  int64_t m_, k_, n_;
-  double tolerance_;
-  DeviceBuffer x_, gamma_, beta_, xn_, t_, y_, sums_, tiles_counters_, w_fold_, u_fold_, b_fold_;
-  LinearLayer<T> linear_;
-};
+}  // namespace
 
 // ---- level 2's kernels ----------------------------------------------------------------------
 // In the table's order: the first that can run and prefers the token count runs, else the last
@@ -297,7 +146,7 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        "a block keeps its rows of x, normalized once, in shared memory and streams W's column "
        "tiles past them through a cp.async ring into mma.sync (bf16, many tokens, sm_80+)",
        "ln_mma_rows_kernel",
-       {80, 0, false, bf16, 0, kLnMmaFrom, 0},
+       {80, 0, false, bf16, 0, layernorm_linear::kLnRowsFrom, 0},
        [](Ws& w, cudaStream_t s) { return w.fused(launch_ln_mma_rows<T>, &ln_rows_phases(), s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ln_rows_phases()},
@@ -365,6 +214,20 @@ const LevelTable<LayerNormLinearWorkspace<T>>& LayerNormLinearWorkspace<T>::leve
   };
   return table;
 }
+
+}  // namespace fl::layernorm_linear
+
+namespace fl {
+namespace {
+using layernorm_linear::launch_ln_cluster;
+using layernorm_linear::launch_ln_mma;
+using layernorm_linear::launch_ln_mma_rows;
+using layernorm_linear::launch_ln_mma_tiles;
+using layernorm_linear::launch_ln_panel;
+using layernorm_linear::launch_ln_tile;
+using layernorm_linear::launch_ln_wgmma;
+using layernorm_linear::LayerNormLinearWorkspace;
+using layernorm_linear::LnArgs;
 
 // ---- the lesson ----------------------------------------------------------------------------
 

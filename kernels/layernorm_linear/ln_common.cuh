@@ -8,12 +8,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/device_common.cuh"
 #include "kernels/gemm_common.cuh"
+#include "kernels/layernorm_linear/ln_fold.h"
 #include "kernels/level_table.h"
 #include "kernels/phases.h"
 #include "kernels/status.h"
@@ -327,8 +329,25 @@ struct LnTilesShape {
   int normalize = 0;
   int resident = 0;
 };
-constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 1023;  // where the table picks it
-size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n);
+constexpr int64_t kLnTilesPreferFrom = 129, kLnTilesPreferTo = 2048;  // where the table picks it
+// ln_mma_tiles_counter_bytes (ln_fold.h): the bytes of its counters and split tiles' sums.
+// Where tiles split in parts of K meet in that scratch (`counters`, zeroed, left zero by every
+// launch): an arrival counter a tile, its fp32 sums (a tile's BM x BN at tile x BM x BN) and two
+// fp32 sums a row of a tile (at 2 (tile x BM + row)); all null above 1024 tokens (no room).
+struct LnPartsScratch {
+  unsigned* arrive = nullptr;
+  float* parts = nullptr;
+  float* rows = nullptr;
+};
+LnPartsScratch ln_parts_scratch(unsigned* counters, int64_t m, int64_t n);
+// The checks ln_mma_tiles and ln_mma_folded make before they plan: C (k) a multiple of 8 up to
+// 1024, 3C (n) a multiple of 8, the row pointers 16-byte aligned, bf16 mma.sync (compute
+// capability 8.0+); then the GPU's SMs and the shared memory a block's plan may take there
+// (planned_shared_optin: the chosen GPU's where `bench --choose-as` names a smaller one).
+struct LnTilesGpu {
+  int sms = 0, optin = 0;
+};
+Status ln_tiles_gpu(int k, int n, std::initializer_list<const void*> rows, LnTilesGpu* gpu);
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape, cudaStream_t stream);
 // Its form that normalizes in each tile (ln_mma_tiles_local.cu; tile as LnTilesShape's, 0 the
 // kept rule there); launch_ln_mma_tiles has checked the shape and the GPU.
@@ -344,7 +363,7 @@ Status launch_ln_mma_tiles(const LnArgs<T>& a, cudaStream_t stream) {
 // ln_mma_folded (ln_mma_folded.cu; bf16, sm_80+): LayerNorm in the epilogue of tiles that
 // multiply raw x by the folded weights (a.w_fold, a.u_fold, a.b_fold; Unsupported without them).
 // Where the table picks it (ahead of ln_mma_tiles, which it replaces there).
-constexpr int64_t kLnFoldedPreferFrom = 129, kLnFoldedPreferTo = 1023;
+constexpr int64_t kLnFoldedPreferFrom = 129, kLnFoldedPreferTo = 4096;
 Status launch_ln_mma_folded_bf16(const LnArgs<__nv_bfloat16>& a, cudaStream_t stream);
 template <typename T>
 Status launch_ln_mma_folded(const LnArgs<T>& a, cudaStream_t stream) {
@@ -354,9 +373,9 @@ Status launch_ln_mma_folded(const LnArgs<T>& a, cudaStream_t stream) {
     return Status::Unsupported("it runs in bf16 only");
   }
 }
-// The most tokens below which the table does not prefer it (ln_tile's smaller tiles fill the
-// SMs there).
-constexpr int64_t kLnMmaFrom = 1024;
+// Where the table prefers ln_mma (fp32; below, ln_tile's smaller tiles fill the SMs) and
+// ln_mma_rows (bf16; below, ln_mma_folded's and ln_mma_tiles' smaller tiles were faster).
+constexpr int64_t kLnMmaFrom = 1024, kLnRowsFrom = 2049;
 // The panel kernel's shape check for the level table: C a multiple of 16, and the narrowest
 // panel (16 columns) within an sm_90 block's 227 KB of shared memory (in fp32 at C = 768 only
 // up to 16 tokens). A smaller GPU's limit is found when the launcher plans (Unsupported).

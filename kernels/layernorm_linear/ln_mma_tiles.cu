@@ -68,6 +68,7 @@
 #include "kernels/layernorm_linear/ln_row_pairs.cuh"
 #include "kernels/layernorm_linear/ln_tile_parts.cuh"
 #include "kernels/layernorm_linear/ln_tiles_forms.cuh"
+#include "kernels/lesson.h"
 #include "kernels/phases.cuh"
 
 namespace fl::layernorm_linear {
@@ -80,16 +81,19 @@ constexpr int64_t kSplitRows = 1024;  // up to here the counters hold the split 
 // The counters (unsigned words): [0] the ticket, [1] blocks out, a counter per 64 rows, an
 // arrival counter per tile (as many as 32 x 64 tiles would be: every form's fit), then, up to
 // kSplitRows tokens, the split tiles' fp32 sums (16-byte aligned; 64-row by 256-column tiles
-// cover every form's).
+// cover every form's) and two fp32 sums a row of each tile (ln_mma_folded's parts: its rows'
+// moments; 64-column tiles cover every form's).
 struct Scratch {
-  int64_t arrive, parts, floats;
+  int64_t arrive, parts, floats, rows_at, row_floats;
   Scratch(int64_t m, int64_t n) {
     const int64_t rows = (m + kCountRows - 1) / kCountRows;
     arrive = 2 + rows;
     parts = (arrive + (m + 31) / 32 * ((n + 63) / 64) + 3) / 4 * 4;
     floats = m <= kSplitRows ? rows * kCountRows * ((n + 255) / 256 * 256) : 0;
+    rows_at = parts + floats;
+    row_floats = m <= kSplitRows ? rows * kCountRows * ((n + 63) / 64) * 2 : 0;
   }
-  size_t bytes() const { return size_t(parts + floats) * 4; }
+  size_t bytes() const { return size_t(rows_at + row_floats) * 4; }
 };
 
 // Tickets [0, items) are row items, then tiles row block by row block; with splits > 1 a tile
@@ -293,26 +297,15 @@ Status with_way(int way, const Run& run) {
   return run(std::integral_constant<int, kStreamed>{});
 }
 
-// The shared memory W may be resident in: this GPU's opt-in limit, or the smaller one of the GPU
-// the level table chooses as (`--choose-as 8.6`: 99 KiB, where C = 768's 192 KiB of W does not
-// fit), so that the portable series measures the form that GPU runs.
-int resident_optin(int optin) {
-  const int chosen = chosen_gpu_shared_optin();
-  return chosen > 0 && chosen < optin ? chosen : optin;
-}
-
 // resident: 2 W resident where it fits this GPU's shared memory, 1 streamed, 3 streamed with the
 // ring's first K-tiles of W asked for before the wait; 0 the kept rule: resident while every
 // ticket has its own SM (one block an SM), where it fits, else 3.
 template <class Tile, int kMinBlocks>
-Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident, int sms,
-                    cudaStream_t stream) {
+Status launch_tiles(const LnArgs<T>& a, int per_sm_cap, int splits, int resident,
+                    const LnTilesGpu& gpu, cudaStream_t stream) {
   // 0 (the kept rule) and 1: whole tiles; parts of K only where the scratch holds their sums.
   if (splits < 2 || splits > 8 || Scratch(a.m, a.n).floats == 0) splits = 1;
-  int device = 0, optin = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  optin = resident_optin(optin);
+  const int optin = gpu.optin, sms = gpu.sms;
   const int64_t tickets =
       (a.m + kItemRows<Tile> - 1) / kItemRows<Tile> +
       (a.m + Tile::kBM - 1) / Tile::kBM * ((a.n + Tile::kBN - 1) / Tile::kBN) * splits;
@@ -332,21 +325,37 @@ size_t ln_mma_tiles_counter_bytes(int64_t m, int64_t n) {
   return Scratch(m, n).bytes();
 }
 
+LnPartsScratch ln_parts_scratch(unsigned* counters, int64_t m, int64_t n) {
+  const Scratch sc(m, n);
+  if (counters == nullptr || sc.floats == 0) return {};
+  return {counters + sc.arrive, reinterpret_cast<float*>(counters + sc.parts),
+          reinterpret_cast<float*>(counters + sc.rows_at)};
+}
+
+Status ln_tiles_gpu(int k, int n, std::initializer_list<const void*> rows, LnTilesGpu* gpu) {
+  for (const void* p : rows) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return Status::Unsupported("C is not a multiple of 8 up to 1024");
+  }
+  if (k % 8 != 0 || k > 8 * 32 * kLaneChunks || n % 8 != 0)
+    return Status::Unsupported("C is not a multiple of 8 up to 1024");
+  int device = 0, major = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&gpu->sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
+  gpu->optin = planned_shared_optin(optin);
+  return Status::Ok();
+}
+
 Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
                            cudaStream_t stream) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (a.xn == nullptr || a.counters == nullptr) {
     return Status::Unsupported("it needs a scratch for xn and its counters");
   }
-  if (a.k % 8 != 0 || a.k > 8 * 32 * kLaneChunks || a.n % 8 != 0 || !aligned(a.x) ||
-      !aligned(a.w) || !aligned(a.gamma) || !aligned(a.beta) || !aligned(a.y) || !aligned(a.xn)) {
-    return Status::Unsupported("C is not a multiple of 8 up to 1024");
-  }
-  int device = 0, major = 0, sms = 0;
-  FL_CUDA_TRY(cudaGetDevice(&device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  if (major < 8) return Status::Unsupported("bf16 mma.sync needs compute capability 8.0");
+  LnTilesGpu gpu;
+  FL_TRY(ln_tiles_gpu(a.k, a.n, {a.x, a.w, a.gamma, a.beta, a.y, a.xn}, &gpu));
   // Measurements only: FL_LN_NORM (1 row items, 2 in each tile), FL_LN_TILES (1-10),
   // FL_LN_SPLITS (1-8) and FL_LN_RESIDENT (1 W streamed, 2 resident, 3 W's first K-tiles ahead
   // of the wait) force a form where the shape leaves the choice.
@@ -364,19 +373,18 @@ Status launch_ln_mma_tiles(const LnArgs<__nv_bfloat16>& a, LnTilesShape shape,
     // of 64 where its W columns fit in shared memory (resident: launch_tiles' rule), else of 32
     // in 8 stages with W's first 7 asked for before the wait (4 stages where 96 KiB do not fit);
     // from three rounds of one-block slots on, 8 warps in 8 stages; 4 warps in between.
-    int optin = 0;
-    FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    optin = resident_optin(optin);
     const int64_t tickets = (a.m + 63) / 64 * ((a.n + 127) / 128) + (a.m + 15) / 16;
-    const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(optin);
-    const bool deep = LnDeepTile::kSmemBytes + 64 <= size_t(optin);  // 96 KiB: sm_86's 99 fit
+    const bool fits = resident_bytes<LnResidentTile>(a.k, 1) + 64 <= size_t(gpu.optin);
+    const bool deep = LnDeepTile::kSmemBytes + 64 <= size_t(gpu.optin);  // 96 KiB: sm_86's 99 fit
     const int streamed = resident != 1 && deep ? 7 : 3;
-    tile = tickets <= sms ? (resident != 1 && fits ? 9 : streamed) : tickets > 2 * sms ? 7 : 2;
+    tile = tickets <= gpu.sms      ? (resident != 1 && fits ? 9 : streamed)
+           : tickets > 2 * gpu.sms ? 7
+                                   : 2;
   }
   return with_tiles_form(tile, [&](auto form) {
     using Form = decltype(form);
     return launch_tiles<typename Form::Tile, Form::kMinBlocks>(a, shape.per_sm, splits, resident,
-                                                               sms, stream);
+                                                               gpu, stream);
   });
 }
 

@@ -462,6 +462,18 @@ TEST(GemmCore, LnMmaFoldedRandomShapes) {
     expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_folded", m, c,
                        Precision::bf16);
   }
+  // In 2-4 parts of K (FL_LN_FOLD_SPLITS), each form, at odd shapes.
+  const UnsetAtEnd unset_splits{{"FL_LN_FOLD_SPLITS"}};
+  for (const char* splits : {"2", "3", "4"}) {
+    ASSERT_EQ(setenv("FL_LN_FOLD_SPLITS", splits, 1), 0);
+    for (const char* tile : {"0", "3", "5", "10"}) {
+      ASSERT_EQ(setenv("FL_LN_FOLD_TILE", tile, 1), 0);
+      SCOPED_TRACE(std::string("FL_LN_FOLD_SPLITS=") + splits + " FL_LN_FOLD_TILE=" + tile);
+      const int64_t m = tokens(rng) | 1, c = 8 * (eighths(rng) | 1);
+      expect_forced_runs(*backend, "layernorm_linear", "ln_gemm_bias", "ln_mma_folded", m, c,
+                         Precision::bf16);
+    }
+  }
 }
 
 // ln_mma_folded through its own API (kernels/layernorm_linear/ln_fold.h) against an fp64
@@ -471,10 +483,11 @@ struct FoldedCase {
   int64_t m;
   int k, tile;
   double offset;
+  int splits = 1;  // parts of K (LnFoldForm::splits)
 };
 void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
-  SCOPED_TRACE(::testing::Message()
-               << c.m << " x " << c.k << " tile " << c.tile << " offset " << c.offset);
+  SCOPED_TRACE(::testing::Message() << c.m << " x " << c.k << " tile " << c.tile << " offset "
+                                    << c.offset << " splits " << c.splits);
   const int k = c.k, n = 3 * c.k;
   const int64_t m = c.m;
   const Precision b16 = Precision::bf16;
@@ -492,11 +505,24 @@ void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
       static_cast<const B*>(gamma.dev), static_cast<const B*>(beta.dev),
       static_cast<const B*>(w.dev), static_cast<const B*>(bias.dev), k, n, fold, nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
-  st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold, static_cast<B*>(y.dev),
-                                       m, k, n, c.tile, nullptr);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // The parts' scratch, zeroed once; every launch leaves it at zero (checked after two).
+  const size_t scratch = layernorm_linear::ln_mma_tiles_counter_bytes(m, n);
+  unsigned* counters = nullptr;
+  ASSERT_EQ(cudaMalloc(&counters, scratch), cudaSuccess);
+  ASSERT_EQ(cudaMemset(counters, 0, scratch), cudaSuccess);
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_EQ(cudaMemset(y.dev, 0xff, m * n * 2), cudaSuccess);  // NaN
+    st = layernorm_linear::ln_mma_folded(static_cast<const B*>(x.dev), fold, static_cast<B*>(y.dev),
+                                         m, k, n, {c.tile, c.splits, counters}, nullptr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  std::vector<unsigned> left(scratch / sizeof(unsigned));
+  ASSERT_EQ(cudaMemcpy(left.data(), counters, scratch, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaFree(counters), cudaSuccess);
+  size_t nonzero = 0;
+  for (unsigned v : left) nonzero += v != 0;
+  EXPECT_EQ(nonzero, 0u) << "words of the parts' scratch left non-zero";
   const std::vector<double> got = y.download();
   double err = 0.0, ref = 0.0;
   std::vector<double> xn(k), row(n);
@@ -519,8 +545,8 @@ void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
     }
   }
   const double rel = std::sqrt(err / ref);
-  std::printf("ln_mma_folded %ld x %d (tile %d), rows' mean ~%g: rel. L2 error %.3g\n", long(m), k,
-              c.tile, c.offset, rel);
+  std::printf("ln_mma_folded %ld x %d (tile %d, %d parts), rows' mean ~%g: rel. L2 error %.3g\n",
+              long(m), k, c.tile, c.splits, c.offset, rel);
   EXPECT_LT(rel, 2e-2);  // the lesson's bf16 tolerance (gemm_tolerance)
   EXPECT_LT(rel, 8e-3);  // and what bf16's rounding of W' and y alone leaves room for
 }
@@ -529,9 +555,11 @@ void expect_folded_matches_fp64(const FoldedCase c, std::mt19937& rng) {
 TEST(GemmCore, LnMmaFoldedOffCentreRowsMatchFp64) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   std::mt19937 rng(0x20f01d);
-  for (const FoldedCase c :
-       {FoldedCase{77, 264, 0, 20.0}, FoldedCase{256, 768, 0, 20.0}, FoldedCase{301, 520, 5, 20.0},
-        FoldedCase{129, 72, 3, -50.0}, FoldedCase{256, 768, 0, 0.0}}) {
+  for (const FoldedCase c : {FoldedCase{77, 264, 0, 20.0}, FoldedCase{256, 768, 0, 20.0},
+                             FoldedCase{301, 520, 5, 20.0}, FoldedCase{129, 72, 3, -50.0},
+                             FoldedCase{256, 768, 0, 0.0}, FoldedCase{256, 768, 7, 20.0, 2},
+                             FoldedCase{255, 776, 7, -50.0, 3}, FoldedCase{1023, 1024, 5, 20.0, 2},
+                             FoldedCase{67, 136, 10, 20.0, 4}, FoldedCase{1025, 264, 0, 20.0, 2}}) {
     expect_folded_matches_fp64(c, rng);
   }
 }
@@ -540,7 +568,8 @@ TEST(GemmCore, LnMmaFoldedOffCentreRowsMatchFp64) {
 TEST(GemmCore, LnMmaFoldedDirectSmallForTheSanitizer) {
   if (const std::string why = without_bf16_mma(); !why.empty()) GTEST_SKIP() << why;
   std::mt19937 rng(0x5a01d);
-  for (const FoldedCase c : {FoldedCase{133, 72, 0, 20.0}, FoldedCase{67, 136, 5, 20.0}}) {
+  for (const FoldedCase c : {FoldedCase{133, 72, 0, 20.0}, FoldedCase{67, 136, 5, 20.0},
+                             FoldedCase{133, 264, 7, 20.0, 3}, FoldedCase{67, 136, 5, 20.0, 2}}) {
     expect_folded_matches_fp64(c, rng);
   }
 }

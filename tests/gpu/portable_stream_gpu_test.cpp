@@ -139,9 +139,23 @@ enum class FfnKernel {
   kSliceW2Late,
   kSliceUnits32,
   kSliceRows,
-  kSliceFp32Shares,  // fp32 shares (row by row) in bf16 too; in fp32 the plan's
-  kSliceW2Plain      // W2 late asked for after the up product, not under it (no w2_during_up)
+  kSliceFp32Shares,     // fp32 shares (row by row) in bf16 too; in fp32 the plan's
+  kSliceW2Plain,        // W2 late asked for after the up product, not under it (no w2_during_up)
+  kSlicePlan,           // the plan's choices, no tuning at all
+  kSliceRing,           // the ring form (x and W1 in K chunks; bf16), the plan's warps and slots
+  kSliceRing8,          // ... 8 warps
+  kSliceRing16,         // ... 16 warps
+  kSliceRing2Slots,     // ... 2 slots
+  kSliceRingW1InSlots,  // ... W1's rows in the slots, W2's a share with each chunk
+  kSliceRingW2Early,    // ... W1 resident, W2's rows each as soon as the W1 rows under it are done
+  kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
 };
+
+bool is_ring(FfnKernel k) {
+  return k == FfnKernel::kSliceRing || k == FfnKernel::kSliceRing8 ||
+         k == FfnKernel::kSliceRing16 || k == FfnKernel::kSliceRing2Slots ||
+         k == FfnKernel::kSliceRingW1InSlots || k == FfnKernel::kSliceRingW2Early;
+}
 
 bool is_stream(FfnKernel k) {
   return k == FfnKernel::kStream || k == FfnKernel::kStreamOneGroup ||
@@ -164,6 +178,9 @@ FfnStreamTuning stream_tuning(FfnKernel k) {
 Status ffn_supported(FfnKernel k, Precision p, Shape s) {
   if (k == FfnKernel::kSliceWarps16 && p != Precision::bf16) {
     return Status::Unsupported("the hidden-slice FFN's 16-warp form is bf16 only");
+  }
+  if (is_ring(k) && p != Precision::bf16) {
+    return Status::Unsupported("the hidden-slice FFN's ring form is bf16 only");
   }
   return is_stream(k) ? ffn_stream_supported(p, s.m, s.c) : ffn_slice_supported(p, s.m, s.c);
 }
@@ -200,10 +217,26 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
       ref[r * c + n] = acc;
     }
   }
+  FfnSliceTuning tuning;
+  if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
+  if (kernel == FfnKernel::kSliceWarps16) tuning.warps = 16;
+  if (kernel == FfnKernel::kSliceW2Late) tuning.w2_late = true;
+  if (kernel == FfnKernel::kSliceRows) tuning.rows_to = 8;
+  if (kernel == FfnKernel::kSlice) tuning.warps = 8;  // the 8-warp form, whatever the plan takes
+  if (kernel == FfnKernel::kSliceFp32Shares) tuning.shares = 4;
+  if (kernel == FfnKernel::kSliceW2Plain) tuning.warps = 8, tuning.w2_during_up = false;
+  tuning.x_ring = is_ring(kernel);
+  if (kernel == FfnKernel::kSliceRing8) tuning.warps = 8;
+  if (kernel == FfnKernel::kSliceRing16) tuning.warps = 16;
+  if (kernel == FfnKernel::kSliceRing2Slots) tuning.ring_stages = 2;
+  if (kernel == FfnKernel::kSliceRingW1InSlots) tuning.ring_form = 1;
+  if (kernel == FfnKernel::kSliceRingW2Early) tuning.ring_form = 2;
+  if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
                            ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
-                           : ffn_slice_scratch_bytes(p, m, c, &bytes);
+                       : is_ring(kernel) ? ffn_slice_scratch_bytes(p, m, c, &bytes, tuning)
+                                         : ffn_slice_scratch_bytes(p, m, c, &bytes);
   if (sized.unsupported()) {  // a tuning whose plan does not fit here
     std::printf("left out: %s\n", sized.message().c_str());
     --*ran;
@@ -213,14 +246,6 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   Scratch scratch(bytes);
   const FfnStreamBuffers b{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev};
   const FfnSliceBuffers sb{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev, {}};
-  FfnSliceTuning tuning;
-  if (kernel == FfnKernel::kSliceUnits32) tuning.units = 32;
-  if (kernel == FfnKernel::kSliceWarps16) tuning.warps = 16;
-  if (kernel == FfnKernel::kSliceW2Late) tuning.w2_late = true;
-  if (kernel == FfnKernel::kSliceRows) tuning.rows_to = 8;
-  if (kernel == FfnKernel::kSlice) tuning.warps = 8;  // the 8-warp form, whatever the plan takes
-  if (kernel == FfnKernel::kSliceFp32Shares) tuning.shares = 4;
-  if (kernel == FfnKernel::kSliceW2Plain) tuning.warps = 8, tuning.w2_during_up = false;
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = is_stream(kernel)
@@ -403,6 +428,80 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
   EXPECT_EQ(ran, bf16 ? 18 : 4);
 }
 
+// The ring form (bf16): x through a ring of K chunks, W1 resident and W2's rows asked for over
+// it after the up product (the plan's), or each as soon as the W1 rows under it are done, or
+// W1's rows in the slots and W2's a share with each chunk; odd token counts (1-4 row tiles) and odd
+// C (the element-wise copies; a last chunk of a few columns), with the plan's warps and slots, 8
+// and 16 warps, and 2 slots.
+TEST_P(PortableStream, HiddenSliceFfnRingForms) {
+  unsigned seed = 171;
+  int ran = 0;
+  for (const Shape& s :
+       {Shape{1, 97}, Shape{3, 768}, Shape{13, 131}, Shape{17, 40}, Shape{33, 255}, Shape{47, 768},
+        Shape{61, 385}, Shape{64, 768}, Shape{64, 64}, Shape{29, 1025}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing8, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing16, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing2Slots, &ran);
+  }
+  for (const Shape& s : {Shape{1, 97}, Shape{13, 131}, Shape{47, 768}, Shape{61, 385},
+                         Shape{64, 768}, Shape{29, 1025}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW1InSlots, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW2Early, &ran);
+  }
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 52 : 0);
+}
+
+// The ring form at small shapes for compute-sanitizer: one chunk and a partial one, odd C, 1-4
+// row tiles, 8 and 16 warps, 2 slots.
+TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
+  int ran = 0;
+  check_ffn(GetParam(), {5, 40}, 201, FfnKernel::kSliceRing8, &ran);
+  check_ffn(GetParam(), {35, 33}, 202, FfnKernel::kSliceRing16, &ran);
+  check_ffn(GetParam(), {64, 136}, 203, FfnKernel::kSliceRing2Slots, &ran);
+  check_ffn(GetParam(), {9, 97}, 204, FfnKernel::kSliceRingW1InSlots, &ran);
+  check_ffn(GetParam(), {21, 72}, 205, FfnKernel::kSliceRingW2Early, &ran);
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 5 : 0);
+}
+
+// As an RTX 30/40 card plans it (99 KiB a block) at 33-64 bf16 tokens: x's rows no longer fit
+// beside the slices, so the plan is the ring form (on 132 SMs); odd C and token counts among
+// them. fp32 has no plan there (left out).
+TEST_P(PortableStream, HiddenSliceFfnRingAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  unsigned seed = 191;
+  int ran = 0, ring = 0;
+  for (const Shape& s :
+       {Shape{33, 768}, Shape{47, 768}, Shape{49, 781}, Shape{64, 768}, Shape{61, 701}}) {
+    FfnSlicePlan plan;
+    if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
+      ring += plan.x_ring;
+    }
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+  }
+  const bool bf16 = GetParam() == Precision::bf16;
+  if (bf16 && sms == 132) EXPECT_EQ(ring, 5);
+  EXPECT_EQ(ran, bf16 ? 5 : 0);
+}
+
+// Blocks on the SMs the plan leaves idle prefetching W2 into L2 (a tuning): the shares' sum and
+// the grid barrier count the plan's blocks only. fp32 and bf16, 1-4 row tiles, odd C, the ring
+// form among them (bf16 at 47 tokens as an RTX card).
+TEST_P(PortableStream, HiddenSliceFfnWithPrefetchingBlocks) {
+  unsigned seed = 211;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 97}, Shape{3, 768}, Shape{13, 131}, Shape{16, 768},
+                         Shape{29, 255}, Shape{64, 768}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePrefetch, &ran);
+  }
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  check_ffn(GetParam(), {47, 768}, seed++, FfnKernel::kSlicePrefetch, &ran);
+  EXPECT_GE(ran, GetParam() == Precision::bf16 ? 7 : 4);  // fp32 leaves out what does not fit
+}
+
 // The exact-row products at 1-8 tokens (and at 9, past them: the tiles), odd C among them.
 TEST_P(PortableStream, HiddenSliceFfnWithExactRows) {
   unsigned seed = 91;
@@ -440,8 +539,10 @@ TEST_P(PortableStream, SmallShapes) {
   check_ffn(GetParam(), {9, 33}, 86, FfnKernel::kSliceWarps16, &ran);   // fp32: left out
   check_ffn(GetParam(), {17, 40}, 87, FfnKernel::kSliceWarps16, &ran);  // fp32: left out
   check_ffn(GetParam(), {5, 33}, 88, FfnKernel::kSliceFp32Shares, &ran);
-  check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);  // two row tiles
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 17 : 14);
+  check_ffn(GetParam(), {19, 72}, 89, FfnKernel::kSlice, &ran);        // two row tiles
+  check_ffn(GetParam(), {5, 40}, 90, FfnKernel::kSliceRing, &ran);     // fp32: left out
+  check_ffn(GetParam(), {35, 33}, 91, FfnKernel::kSliceRing16, &ran);  // fp32: left out
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 19 : 14);
   check_ln(GetParam(), {5, 48}, 73);
   check_ln(GetParam(), {35, 21}, 74);
 }

@@ -129,6 +129,9 @@ TEST(StreamPlan, FfnPlansGpt2SmallWhereTheWeightsFitOnChip) {
 
 void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int e) {
   EXPECT_LE(p.blocks, g.sms);  // the blocks wait for each other at the barrier
+  // W2's prefetching blocks take the SMs left, one each: the ring form's; elsewhere a tuning.
+  EXPECT_EQ(p.prefetch_blocks, p.x_ring ? g.sms - p.blocks : 0);
+  EXPECT_EQ(p.blocks + ffn_slice_prefetch_blocks(p, g.sms), g.sms);
   EXPECT_GE(16 * p.mtc, m);
   EXPECT_LT(16 * (p.mtc - 1), m);
   EXPECT_EQ(p.units % 8, 0);
@@ -142,15 +145,49 @@ void check_slice(const FfnSlicePlan& p, const Gpu& g, int64_t m, int64_t c, int 
   // Shared memory: x and W1 (and, late, W2; and the partial sums) inside the region before h;
   // W2 before it otherwise; h, then b1; 16-byte steps, within the limit with the static 64.
   const size_t w2 = size_t(e) * p.kp * p.ld_w2;
-  const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
-  EXPECT_LE(up_end, p.off_h);
+  if (p.x_ring) {
+    // The ring form: bf16, at most 32 units (a warp's tiles in one accumulator set), 2-4 slots
+    // of x's 16 mtc rows and W1's rows of ring_k of K between W2's rows and h; the chunks cover
+    // K (padded to the k step).
+    EXPECT_EQ(e, 2);
+    EXPECT_LE(p.units, 32);
+    EXPECT_FALSE(p.w2_during_up);
+    EXPECT_GE(p.ring_stages, 2);
+    EXPECT_LE(p.ring_stages, kSliceRingMaxStages);
+    EXPECT_EQ(p.ring_k % 16, 0);
+    EXPECT_GE(int64_t(p.ring_chunks) * p.ring_k, p.ck);
+    EXPECT_LT(int64_t(p.ring_chunks - 1) * p.ring_k, p.ck);
+    EXPECT_GE(p.ld_xr, p.ring_k);
+    EXPECT_EQ(p.ring_x_bytes, size_t(e) * 16 * p.mtc * p.ld_xr);
+    EXPECT_EQ(p.ring_stage_bytes % 16, 0u);
+    EXPECT_EQ(p.off_w2, 0u);
+    EXPECT_GE(p.off_x, w2);
+    EXPECT_LE(p.off_x + p.ring_stages * p.ring_stage_bytes, p.off_h);
+    if (p.ring_w1) {  // W1 resident (to the last chunk's end), W2's rows late over it
+      EXPECT_TRUE(p.w2_late);
+      EXPECT_TRUE(p.ring_w2_after);
+      EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes);
+      EXPECT_EQ(p.off_w1, 0u);
+      EXPECT_GE(p.off_x, size_t(e) * p.ring_chunks * p.ring_k * p.ld_w1);
+    } else {  // W1's rows in the slots after x's, W2's rows resident
+      EXPECT_FALSE(p.w2_late);
+      EXPECT_EQ(p.ring_stage_bytes, p.ring_x_bytes + size_t(e) * p.ring_k * p.ld_w1);
+      EXPECT_EQ(p.off_w1, p.off_x + p.ring_x_bytes);
+    }
+  } else {
+    const size_t up_end = p.off_w1 + size_t(e) * p.ck * p.ld_w1;
+    EXPECT_LE(up_end, p.off_h);
+  }
   EXPECT_TRUE(p.warps == 8 || (p.warps == 16 && e == 2)) << p.warps;
   EXPECT_LE(p.off_red + slice::red_bytes(p.units / 8, p.warps), p.off_h);
   EXPECT_LE(p.off_red + 16 * size_t(32 * p.warps), p.off_h);
-  if (!p.w2_during_up) EXPECT_EQ(p.off_red, p.off_x);
+  if (!p.w2_during_up && !p.ring_w1) EXPECT_EQ(p.off_red, p.off_x);
+  if (p.ring_w1) EXPECT_EQ(p.off_red, 0u);  // over W1 (the ring form has no partial sums)
   // The shares: bf16 in bf16 from 9 tokens and with 16 warps, fp32 otherwise.
   EXPECT_EQ(p.share_bytes, e == 2 && (m >= kSliceBf16SharesFrom || p.warps == 16) ? 2 : 4);
-  if (p.w2_late) {
+  if (p.x_ring) {
+    EXPECT_FALSE(p.w2_pad_over_x);
+  } else if (p.w2_late) {
     EXPECT_EQ(p.off_w2, p.off_x);
     EXPECT_LE(p.off_w2 + w2, p.off_h);
     EXPECT_FALSE(p.w2_pad_over_x);
@@ -248,6 +285,52 @@ TEST(StreamPlan, HiddenSlicePlansGpt2SmallWhereBothSlicesFit) {
   EXPECT_FALSE(ffn_slice_choose_plan(1, 768, 2, 132, 232448, &p, 28));
 }
 
+// At 64 bf16 tokens in an RTX 30/40 card's 99 KiB a block (as `bench --choose-as 8.6` plans on
+// 132 SMs, and an RTX 4090's 128): x's 64 rows (96 KB with padding) leave no resident form
+// inside the limit, W2 early or late, 8 or 16 warps; the ring form fits with 3 slots of 64 of K
+// (12 chunks), 32 units a block, W2's rows resident; 17-32 tokens keep their resident plans.
+TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
+  for (int sms : {132, 128}) {
+    SCOPED_TRACE(std::to_string(sms) + " SMs");
+    for (int warps : {8, 16}) {
+      for (bool late : {false, true}) {
+        const FfnSlicePlan r = ffn_slice_plan_for(64, 768, 2, 32, late, warps);
+        EXPECT_GT(r.smem + 64, 101376u) << warps << " warps, late " << late;
+      }
+    }
+    FfnSlicePlan p;
+    ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p));
+    check_slice(p, {"RTX", sms, 101376}, 64, 768, 2);
+    EXPECT_TRUE(p.x_ring);
+    EXPECT_TRUE(p.ring_w1);  // W1 resident (60 KB), W2's rows over it after the up product
+    EXPECT_EQ(p.units, 32);
+    EXPECT_EQ(p.blocks, 96);
+    EXPECT_EQ(p.warps, 16);
+    EXPECT_EQ(p.ring_stages, 3);
+    EXPECT_EQ(p.ring_chunks, 12);
+    EXPECT_EQ(p.share_bytes, 2);
+    EXPECT_LE(p.smem + 64, 101376u);
+    // W1's rows in the slots instead (W2's rows resident): 3 slots of 14 KB.
+    ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p, 0, false, 0, true, 0, true));
+    check_slice(p, {"RTX", sms, 101376}, 64, 768, 2);
+    EXPECT_FALSE(p.ring_w1);
+    EXPECT_EQ(p.ring_stages, 3);
+    ASSERT_TRUE(ffn_slice_choose_plan(32, 768, 2, sms, 101376, &p));
+    EXPECT_FALSE(p.x_ring);
+    // Asked for, the ring also plans where the resident forms fit (8 warps, 2 slots).
+    ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, sms, 101376, &p, 0, false, 8, true, 2));
+    EXPECT_TRUE(p.x_ring);
+    EXPECT_EQ(p.ring_stages, 2);
+    EXPECT_EQ(p.warps, 8);
+    // fp32 has no ring form.
+    EXPECT_FALSE(ffn_slice_choose_plan(64, 768, 4, sms, 101376, &p));
+    EXPECT_FALSE(ffn_slice_choose_plan(16, 768, 4, sms, 232448, &p, 0, false, 8, true));
+  }
+  // An RTX 3090's 82 SMs need 40 units a block: beyond the ring's 32, so no plan at 64.
+  FfnSlicePlan p;
+  EXPECT_FALSE(ffn_slice_choose_plan(64, 768, 2, 82, 101376, &p));
+}
+
 // The FFN's plans at C = 768 on 132 SMs for the opt-in limits of an RTX 30/40 card (99 KiB a
 // block), an A100 (163) and an H100 (227): which fit, with W2 asked for late or not, and the
 // hidden slice's units a block and warps.
@@ -257,17 +340,20 @@ struct FitCase {
   bool slice;       // the hidden slice's plan fits
   bool slice_late;  // ... with W2's rows asked for after the up product's operands are in
   int units, warps;
-  bool during;  // ... under the up product, its operands in registers (w2_during_up)
-  bool stream;  // ffn_stream's plan fits
+  bool during;        // ... under the up product, its operands in registers (w2_during_up)
+  bool stream;        // ffn_stream's plan fits
+  bool ring = false;  // the hidden slice's plan is the ring form (x and W1 in K chunks)
 };
 const FitCase kFits[] = {
     // 99 KiB: bf16 up to 16 tokens, the hidden slice's 32 units a block with W2 asked for
     // under the up product (24 units with both at once and W2's zero rows over x measured
-    // slower), ffn_stream's with W2 late; at 64 neither (x's 64 rows alone are 97 KB); fp32
-    // nowhere (W1's and W2's slices are 147 KB).
+    // slower), ffn_stream's with W2 late; at 64 (x's 64 rows alone are 97 KB) the hidden
+    // slice's ring form (W1 resident, W2 late over it), 16 warps, ffn_stream's
+    // nowhere; fp32 nowhere (W1's and W2's slices
+    // are 147 KB).
     {99, 2, 1, true, true, 32, 8, true, true},
     {99, 2, 16, true, true, 32, 8, true, true},
-    {99, 2, 64, false, false, 0, 0, false, false},
+    {99, 2, 64, true, true, 32, 16, false, false, true},
     {99, 4, 1, false, false, 0, 0, false, false},
     {99, 4, 16, false, false, 0, 0, false, false},
     {99, 4, 64, false, false, 0, 0, false, false},
@@ -302,6 +388,7 @@ TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
       EXPECT_EQ(s.warps, f.warps);
       EXPECT_EQ(s.w2_during_up, f.during);
       EXPECT_FALSE(s.w2_pad_over_x);
+      EXPECT_EQ(s.x_ring, f.ring);
     }
     FfnPlan p;
     ASSERT_EQ(ffn_choose_plan(f.m, 768, f.e, g.sms, g.smem_optin, &p), f.stream);
@@ -339,9 +426,13 @@ TEST(StreamPlan, TheFfnVariantChoiceAsksThePlansWhetherTheyFit) {
     EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", where).empty(), f.slice);
     EXPECT_EQ(shared_plan_cannot_fit("ffn_stream", where).empty(), f.stream);
   }
-  // Without a limit of its own the GPU's compute capability gives it: 99 KiB on sm_86.
+  // Without a limit of its own the GPU's compute capability gives it: 99 KiB on sm_86, where
+  // 64 bf16 tokens take the hidden slice's ring form and 64 fp32 tokens the split kernel.
   const VariantChoice rtx = ffn->choose_variant(2, 0, {64, 0}, Precision::bf16, {8, 6, 132, false});
-  EXPECT_EQ(rtx.name, "ffn_split") << rtx.reason;
+  EXPECT_EQ(rtx.name, "ffn_hidden_slice") << rtx.reason;
+  const VariantChoice rtx32 =
+      ffn->choose_variant(2, 0, {64, 0}, Precision::fp32, {8, 6, 132, false});
+  EXPECT_EQ(rtx32.name, "ffn_split") << rtx32.reason;
   // An unknown GPU (no SMs: the replay-only build without a recording's device) is not refused.
   EXPECT_EQ(shared_plan_cannot_fit("ffn_hidden_slice", Where{{64, 768, 4}, Precision::fp32, {}}),
             "");

@@ -69,7 +69,8 @@ TEST(Variants, FfnFusedLevelChoosesByTokensPrecisionAndGpu) {
 // in bf16 to 64, ffn_stream in fp32 beyond 16, as they measured on an H100) on sm_70 (fp32), sm_80,
 // sm_86 and sm_89 up to 64 tokens where their plans fit the GPU's shared memory (96 KiB a block on
 // a V100, 99 on an RTX card: at C = 768 the hidden slice in bf16 up to 16 tokens, and to 32 on an
-// RTX 4090's 128 SMs, whose slices are 24 units; fp32 nowhere, the split kernel there); the
+// RTX 4090's 128 SMs, whose slices are 24 units, and at 33-64 there the ring form of 32 units;
+// fp32 nowhere, the split kernel there); the
 // portable LayerNorm-Linear (ln_stream) there only where the
 // panel kernel does not fit (it measured faster on an H100: docs/PERFORMANCE.md); on sm_90 the
 // Hopper kernels in bf16, and the portable ones only when forced (they can run there), but for the
@@ -106,14 +107,19 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
       EXPECT_EQ(chosen("ffn", 16, bf16, gpu), "ffn_hidden_slice") << cc;
       EXPECT_EQ(chosen("ffn", 17, bf16, gpu), a100 || rtx4090 ? "ffn_hidden_slice" : "ffn_split")
           << cc;
-      EXPECT_EQ(chosen("ffn", 64, bf16, gpu), a100 ? "ffn_hidden_slice" : "ffn_split") << cc;
+      // 64 tokens: the A100's resident slices, an RTX 4090's ring form (x and W1 in K chunks);
+      // an RTX 3090's 82 SMs need 40 units a block, beyond the ring's 32.
+      EXPECT_EQ(chosen("ffn", 64, bf16, gpu), a100 || rtx4090 ? "ffn_hidden_slice" : "ffn_split")
+          << cc;
       EXPECT_EQ(chosen("ffn", 65, bf16, gpu), "ffn_split") << cc;
-      // A few hundred tokens: the core's small tiles on raw x, LayerNorm in their epilogue.
+      // 129-4K tokens: the core's tiles on raw x, LayerNorm in their epilogue; beyond, x's rows
+      // normalized once, resident, W streamed past them.
       EXPECT_EQ(chosen("layernorm_linear", 128, bf16, gpu), "ln_panel") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 129, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 256, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, gpu), "ln_mma_folded") << cc;
-      EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, gpu), "ln_mma_rows") << cc;
+      for (int64_t tokens : {129, 256, 1023, 1024, 2048, 4096}) {
+        EXPECT_EQ(chosen("layernorm_linear", tokens, bf16, gpu), "ln_mma_folded")
+            << cc << " " << tokens;
+      }
+      EXPECT_EQ(chosen("layernorm_linear", 4097, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, gpu), "ln_mma_rows") << cc;
       EXPECT_EQ(chosen("ffn", 16384, bf16, gpu), "ffn_tiles") << cc;
     }
@@ -196,7 +202,9 @@ TEST(Variants, LayerNormLinearFusedLevelChoosesByTokensPrecisionAndGpu) {
   EXPECT_EQ(chosen("layernorm_linear", 1023, bf16, kA100), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100NoWgmma), "ln_mma_folded");
   EXPECT_EQ(chosen("layernorm_linear", 256, bf16, kH100), "ln_wgmma");
-  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_rows");
+  EXPECT_EQ(chosen("layernorm_linear", 1024, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4096, bf16, kA100), "ln_mma_folded");
+  EXPECT_EQ(chosen("layernorm_linear", 4097, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kA100), "ln_mma_rows");
   EXPECT_EQ(chosen("layernorm_linear", 16384, bf16, kH100NoWgmma), "ln_mma_rows");
   EXPECT_NE(chosen("layernorm_linear", 16384, bf16, kV100), "ln_mma_rows");  // mma.sync: sm_80

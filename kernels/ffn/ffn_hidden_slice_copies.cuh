@@ -1,0 +1,81 @@
+// The hidden-slice FFN's (kernels/ffn/ffn_hidden_slice.cu) copies of its resident forms: a
+// block's slices of the operands asked for into shared memory (x's rows, W1's columns and b1's
+// slice as one commit group, W2's rows as another), the rows never copied zeroed, and W2's zero
+// rows where they overlay x; and the prefetching blocks' requests (a tuning). The ring form's
+// copies are in ffn_hidden_slice_ring.cuh.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/ffn/ffn_hidden_slice_steps.cuh"
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl::hidden_slice {
+
+// W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  const int rows = p.w2_pad_over_x ? p.units : p.kp;
+  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
+  tc::async_commit();
+}
+
+// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
+// commit group.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
+                                          int valid) {
+  const FfnSlicePlan& p = a.p;
+  constexpr int E = slice::kChunk<T>;
+  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
+  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, p.m, p.ck, p.m, p.c, a.x_vec);
+  slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
+  tc::async_commit();
+}
+
+// The rows of x's tiles past the tokens are zero (they are not copied) and so are h's padding
+// columns, which meet W2's zero rows (rows of both are whole 16-byte chunks).
+template <int kThr, typename T>
+__device__ __forceinline__ void zero_padding(const FfnSlicePlan& p, T* xs, T* hs) {
+  uint4* zx = reinterpret_cast<uint4*>(xs + p.m * p.ld_x);
+  uint4* zh = reinterpret_cast<uint4*>(hs);
+  const int nx = (16 * p.mtc - p.m) * p.ld_x * int(sizeof(T)) / 16;
+  const int n = nx + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThr)
+    (i < nx ? zx[i] : zh[i - nx]) = make_uint4(0, 0, 0, 0);
+}
+
+// W2's zero rows units..kp-1 where they overlay x (w2_pad_over_x), once every warp is done with
+// x and the up product's partial sums over it: the down product's last k step reads them (times
+// h's zero columns; zero, not whatever x's bytes would be as bf16, which may be Inf or NaN).
+template <int kThr, typename T>
+__device__ __forceinline__ void zero_w2_pad(const FfnSlicePlan& p, T* w2s) {
+  if (!p.w2_pad_over_x) return;
+  __syncthreads();
+  uint4* z = reinterpret_cast<uint4*>(w2s + p.units * p.ld_w2);
+  const int n = (p.kp - p.units) * p.ld_w2 * int(sizeof(T)) / 16;
+  for (int i = threadIdx.x; i < n; i += kThr) z[i] = make_uint4(0, 0, 0, 0);
+}
+
+// A block past the plan's (prefetch_blocks of them, on SMs the slices leave idle): its share of
+// W2's 128-byte lines asked for into L2 (prefetch, kept with evict_last where sm_80 has it), so
+// that the slices' own copies of W2, asked for later, hit L2. No shared memory, no barrier.
+template <int kThr, typename T>
+__device__ __forceinline__ void prefetch_w2(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  const int64_t lines = (int64_t(p.h) * p.c * int64_t(sizeof(T)) + 127) / 128;
+  const int pb = blockIdx.x - p.blocks, n = p.prefetch_blocks;
+  const char* base = reinterpret_cast<const char*>(a.w2);
+  for (int64_t l = lines * pb / n + threadIdx.x; l < lines * (pb + 1) / n; l += kThr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(base + l * 128));
+#else
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
+#endif
+  }
+}
+
+}  // namespace fl::hidden_slice

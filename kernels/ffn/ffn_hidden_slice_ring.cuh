@@ -1,0 +1,170 @@
+// The hidden-slice FFN's ring form (x_ring; kernels/ffn/ffn_hidden_slice.cu, plan in
+// ffn_hidden_slice_plan.h): where x's rows do not fit beside the block's slices (an RTX 30/40
+// card's 99 KiB a block at 33-64 bf16 tokens: x's 64 rows alone are 96 KB), x streams through a
+// cp.async ring in K chunks instead of being held whole.
+//
+// What changes against the resident form: the up product runs chunk by chunk as x's chunks land
+// (K is not split among warps: warp w takes row tile w / jr and 1-4 of the slice's column tiles
+// over the whole of K, jr warps a row tile, so no partial sums meet in shared memory). The plan's
+// form (ring_w1) asks for W1's whole columns before the ring, as the resident form does (all of a
+// block's DRAM bytes of W1 in flight at once), and W2's rows over them after the up product.
+// Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
+// 32 by the 11th of 12 chunks; ring_w2_after off), or W1's rows in the slots with x's and a share
+// of W2's rows (resident before the ring) asked for with each chunk (ring_w1 off).
+// Tiles at C = 768, 64 tokens, 32 units a block (96 blocks on 132 SMs), ring_w1: W1's 768 x 32
+// (60 KB with rows padded to 40; W2's 32 x 768 later, 49 KB), 3 slots of x's 64 rows x 64 of K
+// (9 KB each, rows padded to 72), h (5 KB) and b1: 92 KB. 12 chunks, two in flight while one is
+// multiplied.
+// Napkin math at 64 tokens, C = 768: the weights are 9.4 MB (3.1 us at 3 TB/s), 98 KB a block,
+// and x's 96 KB comes from L2 to each of the 96 blocks (9.4 MB of L2 reads); a block's copy
+// stream is ~195 KB (~8 us at the ~25 GB/s an SM's share of DRAM gives, less where x's part
+// comes from L2 faster). The FLOPs: 2 x 64 x 768 x 3072 x 2 = 0.6 GFLOP, 6.3 MFLOP a block
+// (1536 mma of m16n8k16), ~2 us at the ~3 TFLOP/s an SM's mma.sync reaches here, half of it
+// (the up product) under x's copies. So the x re-reads are the part that grows: every block
+// asks for the same 64 lines of x a chunk at about the same time (96 requests a line), each
+// chunk a round trip the up product waits on. Beyond that: W2's copy after the up product, and
+// the shares of y, 96 x 64 x 768 x 2 B = 9.4 MB written to L2 and read back after the grid
+// barrier, as many bytes as the weights.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/activations.cuh"
+#include "kernels/ffn/ffn_hidden_slice_steps.cuh"
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl::hidden_slice {
+
+// Chunk i's slot: x's rows and W1's rows of K [ring_k i, ring_k (i + 1)).
+template <typename T>
+__device__ __forceinline__ T* ring_x(const FfnSlicePlan& p, unsigned char* smem, int i) {
+  return reinterpret_cast<T*>(smem + p.off_x + size_t(i % p.ring_stages) * p.ring_stage_bytes);
+}
+template <typename T>
+__device__ __forceinline__ T* ring_w1(const FfnSlicePlan& p, unsigned char* smem, int i) {
+  if (p.ring_w1) return reinterpret_cast<T*>(smem + p.off_w1) + i * p.ring_k * p.ld_w1;
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(ring_x<T>(p, smem, i)) +
+                              p.ring_x_bytes);
+}
+
+// W2's rows [r0, r1) of the block's slice (its zero rows past the slice, to kp, zero), no commit.
+template <int kThr, typename T>
+__device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned char* smem, int r0,
+                                             int r1, int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  if (r1 <= r0) return;
+  T* w2s = reinterpret_cast<T*>(smem + p.off_w2) + r0 * p.ld_w2;
+  const int rows_valid = valid - r0;
+  const T* src = rows_valid > 0 ? a.w2 + int64_t(j0 + r0) * p.c : a.w2;
+  slice::stage<kThr>(w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
+}
+
+// Chunk i's copies (x's columns; without ring_w1 W1's rows and W2's share of rows) as one
+// commit group; past the last chunk an empty group, so that every thread counts the same groups.
+template <int kThr, typename T>
+__device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char* smem, int i,
+                                           int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  if (i < p.ring_chunks) {
+    const int k0 = i * p.ring_k, kv = min(p.ring_k, p.c - k0);  // kv >= 1: k0 < ck <= c + 15
+    slice::stage<kThr>(ring_x<T>(p, smem, i), p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv,
+                       a.x_vec);
+    if (p.ring_w1) return tc::async_commit();
+    slice::stage<kThr>(ring_w1<T>(p, smem, i), p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h,
+                       p.ring_k, p.units, kv, valid, a.w1_vec);
+    ring_w2_rows<kThr>(a, smem, p.kp * i / p.ring_chunks, p.kp * (i + 1) / p.ring_chunks, j0,
+                       valid);
+  }
+  tc::async_commit();
+}
+
+// b1's slice (and with ring_w1 W1's whole columns) as one commit group, then the first
+// ring_stages - 1 chunks' copies; the slots' x rows past the tokens (never copied) and h zeroed.
+template <int kThr, typename T>
+__device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char* smem, T* hs,
+                                           int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  constexpr int E = slice::kChunk<T>;
+  T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
+  slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
+  if (p.ring_w1) {
+    slice::stage<kThr>(reinterpret_cast<T*>(smem + p.off_w1), p.ld_w1, a.w1 + j0, p.h,
+                       p.ring_chunks * p.ring_k, p.units, p.c, valid, a.w1_vec);
+  }
+  tc::async_commit();
+  for (int i = 0; i + 1 < p.ring_stages; ++i) ring_stage<kThr>(a, smem, i, j0, valid);
+  const int row_chunks = p.ld_xr * int(sizeof(T)) / 16, pad_rows = 16 * p.mtc - p.m;
+  const int nx = pad_rows * row_chunks, per_slot = nx;
+  const int n = p.ring_stages * per_slot + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
+  uint4* zh = reinterpret_cast<uint4*>(hs);
+  for (int i = threadIdx.x; i < n; i += kThr) {
+    if (i < p.ring_stages * per_slot) {
+      uint4* zx = reinterpret_cast<uint4*>(ring_x<T>(p, smem, i / per_slot) + p.m * p.ld_xr);
+      zx[i % per_slot] = make_uint4(0, 0, 0, 0);
+    } else {
+      zh[i - p.ring_stages * per_slot] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// h[:, slice] = GELU(x W1[:, slice] + b1) through the ring: chunk i is multiplied once every
+// thread's copies of it are in (and the group before the ring's: b1, W1 with ring_w1), after
+// chunk i + stages - 1 is asked for into the slot chunk i - 1 left (with ring_w1, with it W2's
+// rows that now lie over W1's rows of chunks every warp is done with; the rest once h is
+// written: all of W2's asked for by the end). first_in() runs once the first chunk is in. Warp w
+// takes row tile w / jr and column tiles [per q, per (q + 1)) of the slice (q = w % jr; jr of 1, 2
+// or 4 warps a row tile, the most the warps allow). Ends with the block synchronized, h written.
+template <int kW, typename T, class FirstIn>
+__device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned char* smem, T* hs,
+                                                int j0, int valid, const FirstIn& first_in) {
+  constexpr int kThr = 32 * kW;
+  const FfnSlicePlan& p = a.p;
+  const int tiles = p.units / 8, warp = threadIdx.x >> 5;
+  int jr = 4;
+  while (jr > 1 && jr * p.mtc > kW) jr /= 2;
+  const int per = (tiles + jr - 1) / jr, mt = warp / jr, nt0 = (warp % jr) * per;
+  const int ntc = mt < p.mtc ? max(0, min(per, tiles - nt0)) : 0;
+  float acc[4][4];
+  slice::zero(acc);
+  // ring_w1: W2's rows overlay W1's columns; those wholly within W1's rows of the chunks every
+  // warp is done with are asked for with the next chunk's copies (unless ring_w2_after).
+  const int w1_chunk_bytes = p.ring_k * p.ld_w1 * int(sizeof(T));
+  const int w2_row_bytes = p.ld_w2 * int(sizeof(T));
+  int w2_asked = 0;
+  for (int i = 0; i < p.ring_chunks; ++i) {
+    slice::wait_pending<kSliceRingMaxStages - 2>(p.ring_stages - 2);  // chunk i is in
+    __syncthreads();  // ... every thread's part of it; every warp done with chunk i - 1's slot
+    if (i == 0) first_in();
+    if (p.ring_w1 && !p.ring_w2_after) {
+      const int free_rows = min(p.kp, i * w1_chunk_bytes / w2_row_bytes);
+      ring_w2_rows<kThr>(a, smem, w2_asked, free_rows, j0, valid);
+      w2_asked = max(w2_asked, free_rows);
+    }
+    ring_stage<kThr>(a, smem, i + p.ring_stages - 1, j0, valid);
+    if (ntc > 0) {
+      slice::WarpMma<T, 4>::run(acc, ntc, ring_x<T>(p, smem, i) + mt * 16 * p.ld_xr, p.ld_xr,
+                                ring_w1<T>(p, smem, i) + nt0 * 8, p.ld_w1, 0, p.ring_k);
+    }
+  }
+  // h's rows past the tokens and columns past the slice stay zero (ring_issue).
+  const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    if (nt >= ntc) break;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = mt * 16 + g + 8 * (e >> 1), col = (nt0 + nt) * 8 + 2 * t + (e & 1);
+      if (row >= p.m) continue;
+      const float v = col < valid ? gelu_tanh_fast(acc[nt][e] + Elem<T>::to_float(b1s[col])) : 0.0f;
+      hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+    }
+  }
+  __syncthreads();  // h written; every warp done with W1
+  if (p.ring_w1) {  // the rest of W2's rows (all of them with ring_w2_after)
+    ring_w2_rows<kThr>(a, smem, w2_asked, p.kp, j0, valid);
+    tc::async_commit();
+  }
+}
+
+}  // namespace fl::hidden_slice

@@ -13,12 +13,14 @@
 // 96 KB of Wproj (24 16-byte loads a thread, all in flight at once; from L2 where every split
 // asked for its share with kPrefetchesProj, else from DRAM: ~4 us at 1/132 of the roof), 98
 // KFLOP, 768 x 2 red.adds. Against proj by head: the 48 proj tasks' polls, copies and releases
-// gone, the 96 KB on one SM instead of four.
+// gone, the 96 KB on one SM instead of four. With 3 the splits' sums come in one burst beside
+// the ticket (split_rows.cuh).
 #pragma once
 
 #include "kernels/gpt2_decode/attention_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
+#include "kernels/gpt2_decode/split_rows.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -105,15 +107,21 @@ __device__ inline void project_whole_head(const DecodeArgs& a, int layer, int he
 
 // After an attention split's partial sums are written (kProjectsLast): its head's ticket
 // (thread 0); the head's last split combines the head and adds its share of proj, and alone
-// counts (count_done bumps the MLP's counter). Whether this task counts.
+// counts (count_done bumps the MLP's counter). Whether this task counts. burst_rows: the
+// splits wrote flagged rows (a.rows; the one-token kernel's), read with the ticket.
 __device__ inline bool project_if_last(const DecodeArgs& a, const DecodeTask& task, int head,
-                                       unsigned* counters, float* work, float* o) {
+                                       unsigned* counters, float* work, float* o, bool burst_rows) {
   __shared__ unsigned ticket;
-  __syncthreads();  // the block's partial sums are written
+  __syncthreads();                   // the block's partial sums are written
+  unsigned long long burst[kBurst];  // (last_split_proj 3: the rows loaded with the ticket)
+  if (burst_rows) issue_burst(a, head, burst);
   if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + head, 1u);
   __syncthreads();
   if (ticket != unsigned(a.splits - 1)) return false;
-  combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
+  if (burst_rows)
+    combine_rows(a, task.layer, head, burst, work, o);
+  else
+    combine_head(a, head, work, o, NoHook{});  // (its acquire saw every split's release)
   project_whole_head(a, task.layer, head, o, work);
   return true;
 }

@@ -133,7 +133,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
                                 copied == split_keys_of(a, split).cached ? kv : nullptr,
                                 after_inputs);
       if (task.flags & kProjectsLast)  // its head's ticket; the last split adds proj
-        return project_if_last(a, task, head, counters, work, sums);
+        return project_if_last(a, task, head, counters, work, sums, kOneToken && a.rows);
       if (!kOneToken && (task.flags & kCombinesHead))
         return combine_if_last(a, task, head, counters);
       break;
@@ -380,7 +380,7 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
                    a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   auto kernel = one ? megakernel<true> : megakernel<false>;
   DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  if (!one) args.residual_spread = 1;
+  if (!one) args.residual_spread = 1, args.rows = nullptr;  // (and the splits' rows)
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,

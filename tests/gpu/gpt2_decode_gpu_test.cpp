@@ -174,13 +174,16 @@ std::vector<Variant> spread_sets() {
 
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=lastproj: proj in attention's last
 // split (MegakernelOptions::last_split_proj: three stages a layer), its Wproj read as it comes
-// (1) or asked into L2 by every split first (2), against the lesson's proj by head.
+// (1) or asked into L2 by every split first (2), and with the splits' sums read in one burst
+// beside the ticket (3), against the lesson's proj by head.
 std::vector<Variant> last_proj_sets() {
-  gpt2::MegakernelOptions lesson, last, prefetched;
+  gpt2::MegakernelOptions lesson, last, prefetched, burst;
   lesson.last_split_proj = 0, last.last_split_proj = 1, prefetched.last_split_proj = 2;
+  burst.last_split_proj = 3;
   return {{"proj by head (the form before)", lesson},
           {"+ proj in the last split", last},
-          {"+ proj in the last split, L2 asked", prefetched}};
+          {"+ proj in the last split, L2 asked", prefetched},
+          {"+ last split, L2 asked, one burst", burst}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -768,8 +771,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
-// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart or spread times
-// apart_sets() or spread_sets() instead of timed_sets()). Each variant is checked first (the fp64
+// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj
+// or burst times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1
+// instead of timed_sets()). Each variant is checked first (the fp64
 // GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
 // (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
 // from DRAM), and its task records' breakdown at cache 512.
@@ -778,10 +782,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
   const std::string which = std::getenv("FL_DECODE_VARIANTS");
-  std::vector<Variant> variants = which == "apart"      ? apart_sets()
-                                  : which == "spread"   ? spread_sets()
-                                  : which == "lastproj" ? last_proj_sets()
-                                                        : timed_sets();
+  std::vector<Variant> variants = which == "apart"                          ? apart_sets()
+                                  : which == "spread"                       ? spread_sets()
+                                  : which == "lastproj" || which == "burst" ? last_proj_sets()
+                                                                            : timed_sets();
+  if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
@@ -951,7 +956,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  for (const gpt2::MegakernelOptions& options : {gpt2::MegakernelOptions{}, last.at(2).options}) {
+  for (const gpt2::MegakernelOptions& options :
+       {gpt2::MegakernelOptions{}, last.at(2).options, last.at(3).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*one, options).ok());
     ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
     for (uint64_t seed : {uint64_t(6), uint64_t(7)}) {

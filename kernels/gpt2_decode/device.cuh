@@ -104,7 +104,6 @@ struct DecodeArgs {
   int residual_spread = 1;  // the one-token kernel's x_mlp spread out (spread_index; 1: dense)
   // Attention splits' partial rows as flagged words (last_split_proj 3; null: `partials`).
   unsigned long long* rows = nullptr;
-  bool relaxed_ticket = false;  // last_split_proj 4: the ticket a relaxed atom
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -115,9 +115,7 @@ __device__ inline bool project_if_last(const DecodeArgs& a, const DecodeTask& ta
   __syncthreads();                   // the block's partial sums are written
   unsigned long long burst[kBurst];  // (last_split_proj 3: the rows loaded with the ticket)
   if (burst_rows) issue_burst(a, head, burst);
-  unsigned* tickets = counters + task.done_counter + head;
-  if (threadIdx.x == 0)
-    ticket = burst_rows && a.relaxed_ticket ? relaxed_add(tickets, 1u) : acq_rel_add(tickets, 1u);
+  if (threadIdx.x == 0) ticket = acq_rel_add(counters + task.done_counter + head, 1u);
   __syncthreads();
   if (ticket != unsigned(a.splits - 1)) return false;
   if (burst_rows)

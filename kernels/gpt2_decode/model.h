@@ -330,9 +330,9 @@ struct MegakernelOptions {
   // layer is three dependent stages (qkv, attention + proj, the MLP), not four. 1: its 96 KB of
   // Wproj read from wherever they are; 2: each split first asks L2 for its share of them; 3: as
   // 2, the splits' sums read with the ticket in one burst (split_rows.cuh; the one-token
-  // kernel's, the other runs 2); 4: as 3, the ticket without a fence. The task list's, so both
-  // instances of the kernel run it. 0: off. Measured and left off (1 and 2): the fused stage was
-  // shorter than attention's and proj's, but the qkv and MLP stages longer.
+  // kernel's, the other runs 2). The task list's, so both instances of the kernel run it. 0: off.
+  // Measured and left off (1 and 2): the fused stage was shorter than attention's and proj's, but
+  // the qkv and MLP stages longer.
   int last_split_proj = 0;
 };
 constexpr int kMaxResidualCopies = 8;

@@ -10,9 +10,6 @@
 // would wait for its own loads. The flags need no reset: a layer's rows are all rewritten by the
 // next layer (flag + 1) and a launch ends with layer 12's; the buffer starts zeroed.
 //
-// With 4 the ticket is a relaxed atom (no fence: it waits neither for the split's own stores nor
-// for the next task's bytes in flight) and the last split loads each word again until it carries
-// this layer's flag (every split writes all of its words before its ticket, so each arrives).
 // Against last_split_proj 2: the last split's two dependent round trips (the ticket, then the
 // splits' sums) become one; every split loads its head's rows (t x splits x 66 words: 4.6 KB at a
 // cache of 512, t = 1) and all but the last drop them.
@@ -44,20 +41,6 @@ __device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long lon
   return v;
 }
 
-// A ticket without a fence (last_split_proj 4): the count it made, nothing ordered.
-__device__ __forceinline__ unsigned relaxed_add(unsigned* p, unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-#else
-  return atomicAdd(p, v);
-#endif
-}
-
 // Head `head`'s rows (t x splits x kRowWords words, one run).
 __device__ __forceinline__ unsigned long long* head_rows(const DecodeArgs& a, int head) {
   return a.rows + int64_t(head) * a.tokens * a.splits * kRowWords;
@@ -87,8 +70,7 @@ __device__ __forceinline__ void issue_burst(const DecodeArgs& a, int head,
   }
 }
 
-// The last split, after its ticket: the head's rows (each word loaded until it carries the
-// layer's flag: once at most after an acquiring ticket) combined into o (t x 64 floats), a pass of
+// The last split, after its ticket: the head's rows combined into o (t x 64 floats), a pass of
 // tokens at a time through `work` (their words as floats, then per token the splits' maxima,
 // weights and sums: the combine's sums in the combine's order). Ends with a barrier.
 __device__ inline void combine_rows(const DecodeArgs& a, int layer, int head,
@@ -106,14 +88,11 @@ __device__ inline void combine_rows(const DecodeArgs& a, int layer, int head,
         const int i = i0 + k * kLoaders;
         if (i >= n) break;
         unsigned long long w = j0 == 0 ? burst[k] : 0ull;
-        while (unsigned(w >> 32) != flag) w = ld_relaxed(src + i);  // not in by the burst
+        if (unsigned(w >> 32) != flag) w = ld_relaxed(src + i);  // not in by the burst
         work[i] = __uint_as_float(unsigned(w));
       }
-      for (int i = i0 + kBurst * kLoaders; i < n; i += kLoaders) {
-        unsigned long long w = ld_relaxed(src + i);
-        while (unsigned(w >> 32) != flag) w = ld_relaxed(src + i);
-        work[i] = __uint_as_float(unsigned(w));
-      }
+      for (int i = i0 + kBurst * kLoaders; i < n; i += kLoaders)
+        work[i] = __uint_as_float(unsigned(ld_relaxed(src + i)));
     }
     __syncthreads();
     for (int i = threadIdx.x; i < tc * kHeadDim; i += kThreads) {

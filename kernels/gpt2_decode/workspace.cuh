@@ -217,7 +217,6 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals
     a.branch_free_keys = options_.branch_free_keys;
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
-    a.relaxed_ticket = uses_rows() && options_.last_split_proj >= 4;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }

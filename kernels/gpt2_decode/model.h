@@ -331,8 +331,8 @@ struct MegakernelOptions {
   // Wproj read from wherever they are; 2: each split first asks L2 for its share of them; 3: as
   // 2, the splits' sums read with the ticket in one burst (split_rows.cuh; the one-token
   // kernel's, the other runs 2). The task list's, so both instances of the kernel run it. 0: off.
-  // Measured and left off (1 and 2): the fused stage was shorter than attention's and proj's, but
-  // the qkv and MLP stages longer.
+  // Measured and left off (1, 2, 3): the fused stage was shorter than attention's and proj's,
+  // but the qkv and MLP stages longer; 3's burst took nothing off the last split.
   int last_split_proj = 0;
 };
 constexpr int kMaxResidualCopies = 8;

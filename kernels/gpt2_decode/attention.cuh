@@ -20,6 +20,7 @@
 #pragma once
 
 #include "kernels/gpt2_decode/device.cuh"
+#include "kernels/gpt2_decode/split_rows.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -209,6 +210,13 @@ __device__ void attend_split(const DecodeArgs& a, int layer, int head, int split
   after_keys();
   float* part = a.partials + int64_t(head) * a.splits * kPartStride;
   merge_warps(a, smem, [&](int j, int l2, float2 o, float m, float l) {
+    if (a.rows != nullptr) {  // flagged words instead (split_rows.cuh)
+      publish_word(a, layer, head, j, split, 2 * l2, o.x);
+      publish_word(a, layer, head, j, split, 2 * l2 + 1, o.y);
+      if (l2 == 0) publish_word(a, layer, head, j, split, kHeadDim, m);
+      if (l2 == 0) publish_word(a, layer, head, j, split, kHeadDim + 1, l);
+      return;
+    }
     float* mine = part + (int64_t(j) * kHeads * a.splits + split) * kPartStride;
     mine[2 * l2] = o.x;
     mine[2 * l2 + 1] = o.y;

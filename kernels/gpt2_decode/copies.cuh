@@ -86,6 +86,21 @@ __device__ __forceinline__ void copy_bulk(void* dst, const void* src, uint32_t b
 #endif
 }
 
+// A head's 64 columns of the regrouped Wproj for every output ([part][64][kProjRows], 96 KB).
+__device__ __forceinline__ const bf16* head_proj_columns(const DecodeArgs& a, int layer, int head) {
+  return a.w_proj_t + (int64_t(layer) * kHeads + head) * kProjParts * (kProjRows * kHeadDim);
+}
+// An attention split's share of its head's Wproj columns asked into L2 (kPrefetchesProj: the
+// head's last split reads them all, and which split is last is not known ahead), 8 KB an
+// instruction.
+__device__ inline void prefetch_proj_share(const DecodeArgs& a, const DecodeTask& task) {
+  constexpr int kBytes = kProjParts * kProjSliceBytes;
+  const int head = task.first / a.splits, split = task.first % a.splits;
+  const int share = (kBytes / a.splits + 255) & ~255, end = min(kBytes, (split + 1) * share);
+  const char* src = reinterpret_cast<const char*>(head_proj_columns(a, task.layer, head));
+  for (int o = split * share; o < end; o += 8192) prefetch_l2(src + o, min(8192, end - o));
+}
+
 // The large ranges a task reads (at most three: a slice of Wqkv / Wproj / Wfc and, for the
 // MLP, the same rows of Wout transposed; or a split's cached keys and values, and for a fused
 // attention task its Wproj part at the end of both buffers), each going to shared memory at
@@ -244,6 +259,8 @@ __device__ inline void issue_copies(const DecodeArgs& a, const DecodeTask& task,
   } else {
     for (int k = 0; k < kMaxRanges; ++k) copy_async(buffer + r.at[k], r.src[k], r.bytes[k], first);
   }
+  if ((task.flags & kPrefetchesProj) && threadIdx.x == copier && part != kCopySmall)
+    prefetch_proj_share(a, task);
   if (marking) marks[1] = phase_clock();
   if (part == kCopyLarge) return;
   copy_small_params(a, task, buffer, buffer_bytes, first);

@@ -62,7 +62,9 @@ __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned tar
 // counter and the count it has reached.
 __device__ inline void count_done(const DecodeTask& task, int splits, unsigned* counters,
                                   bool returns, unsigned (&known)[2]) {
-  if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
+  if (task.flags & kProjectsLast) {  // a head's last split, its proj added: the MLP's count
+    release_add(counters + task.done_counter + kHeads, 1u);
+  } else if (task.flags & kBumpsHead) {  // an attention split of proj by head: its head's counter
     release_add(counters + task.done_counter + task.first / splits, 1u);
   } else if (returns && !(task.flags & kBumpsHeads)) {
     known[0] = task.done_counter;

@@ -102,6 +102,8 @@ struct DecodeArgs {
   bool two_residuals = false;
   bool branch_free_keys = kBranchFreeKeys;  // attention's loads predicated (MegakernelOptions)
   int residual_spread = 1;  // the one-token kernel's x_mlp spread out (spread_index; 1: dense)
+  // Attention splits' partial rows as flagged words (last_split_proj 3; null: `partials`).
+  unsigned long long* rows = nullptr;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -7,7 +7,9 @@
 // cut by head (attention_proj.cuh): a proj task waits only for its own head's splits (a counter
 // a head), combines only theirs and adds its head's share of 192 outputs into the residuals,
 // whose starting values the qkv tasks write after their product (stored from inside the
-// LayerNorm prologue they made every qkv task's inputs longer). The attention splits follow the
+// LayerNorm prologue they made every qkv task's inputs longer); with last_split_proj (an option,
+// last_proj.cuh) a head's last attention split adds its share of proj instead, three stages a
+// layer. The attention splits follow the
 // grid (at most blocks / 12 a head: one round of tasks); a split's keys past one buffer's worth
 // are read from global memory in the same predicated loads (attention.cuh). Each block runs its own
 // list with one short loop, whose steps 1 and 2 run side by side:
@@ -43,7 +45,8 @@
 // fused, wide rows, proj apart, early copies, the task window, splits capped at one buffer or
 // in two rounds, the release by warp 2, the copies before the poll, proj by rows, the residuals'
 // starts in qkv's prologue, a descriptor ring (thread 0's copy of a later descriptor in flight
-// made each release's fence wait for it), attention apart from qkv (apart_qkv_rows).
+// made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
+// attention's last split (last_split_proj).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of
@@ -64,6 +67,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/attention_proj.cuh"
+#include "kernels/gpt2_decode/last_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
@@ -128,6 +132,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
         attend_split_three_pass(a, layer, head, split, work,
                                 copied == split_keys_of(a, split).cached ? kv : nullptr,
                                 after_inputs);
+      if (task.flags & kProjectsLast)  // its head's ticket; the last split adds proj
+        return project_if_last(a, task, head, counters, work, sums, kOneToken && a.rows);
       if (!kOneToken && (task.flags & kCombinesHead))
         return combine_if_last(a, task, head, counters);
       break;
@@ -199,7 +205,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     a.branch_free_keys = kBranchFreeKeys;
   }
   // The flags a task of the lesson's form may carry (kOneToken).
-  constexpr uint8_t kOneTokenFlags = kInitsResidual | kBumpsHead | kHeadProj;
+  constexpr uint8_t kOneTokenFlags =
+      kInitsResidual | kBumpsHead | kHeadProj | kProjectsLast | kPrefetchesProj;
   extern __shared__ __align__(16) char smem[];
   __shared__ uint64_t landed[2];  // a buffer's TMA bytes are in (bulk copies)
   // Task k at (k - begin) mod kWindow; raw storage, since DecodeTask has member initializers.
@@ -373,7 +380,7 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
                    a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   auto kernel = one ? megakernel<true> : megakernel<false>;
   DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  if (!one) args.residual_spread = 1;
+  if (!one) args.residual_spread = 1, args.rows = nullptr;  // (and the splits' rows)
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,

@@ -106,6 +106,14 @@ constexpr uint8_t kInitsResidual = 8;
 // done_counter + first / splits, whose target is the splits a head.
 constexpr uint8_t kHeadProj = 16;
 constexpr uint8_t kBumpsHead = 32;
+// With proj in attention's last split (TaskListShape::last_split_proj): no proj tasks. An
+// attention task with kProjectsLast takes its head's ticket (done_counter + head) once its
+// partial sums are written; the head's last split combines the head and adds its 64 outputs
+// times the head's 64 columns of Wproj (all 768 outputs, 96 KB) into the residuals, then bumps
+// done_counter + kHeads, the MLP's counter (target kHeads). With kPrefetchesProj each split
+// first asks L2 for its share of those 96 KB (which split is last is not known ahead).
+constexpr uint8_t kProjectsLast = 64;
+constexpr uint8_t kPrefetchesProj = 128;
 constexpr int kProjParts = 4;               // tasks a head (fused: each the head's softmax)
 constexpr int kProjRows = kC / kProjParts;  // proj outputs a task adds
 constexpr int kProjSliceBytes = kProjRows * kHeadDim * 2;  // its Wproj part (24 KB)
@@ -159,6 +167,7 @@ struct TaskListShape {
   bool head_proj = true;                // proj cut by head (MegakernelOptions::head_proj)
   int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
+  int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -316,6 +325,15 @@ struct MegakernelOptions {
   // are constants there, so the other forms' branches and the loops over up to 16 tokens are
   // not in its code (a third of the other instance's, with two thirds of its registers).
   bool one_token_kernel = true;
+  // Proj in attention's last split (kProjectsLast; with proj by head): a head's splits take a
+  // ticket, the last one combines the head and adds its share of proj into the residuals, so a
+  // layer is three dependent stages (qkv, attention + proj, the MLP), not four. 1: its 96 KB of
+  // Wproj read from wherever they are; 2: each split first asks L2 for its share of them; 3: as
+  // 2, the splits' sums read with the ticket in one burst (split_rows.cuh; the one-token
+  // kernel's, the other runs 2). The task list's, so both instances of the kernel run it. 0: off.
+  // Measured and left off (1, 2, 3): the fused stage was shorter than attention's and proj's,
+  // but the qkv and MLP stages longer; 3's burst took nothing off the last split.
+  int last_split_proj = 0;
 };
 constexpr int kMaxResidualCopies = 8;
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option
@@ -334,6 +352,7 @@ struct DecodeTaskList {
   bool proj_apart = false;       // proj on blocks without attention (TaskListShape::proj_apart)
   bool head_proj = false;        // proj cut by head (TaskListShape::head_proj)
   bool attention_apart = false;  // attention on the blocks qkv leaves free (apart_qkv_rows)
+  bool last_split_proj = false;  // proj in attention's last split (TaskListShape's)
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

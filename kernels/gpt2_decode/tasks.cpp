@@ -22,6 +22,9 @@
 // residuals, whose starting values the qkv tasks write. With attention apart (an option) qkv
 // takes fewer, longer slices and the splits a head are cut so that both stages fit the grid
 // once: no attention task follows a qkv task of its layer on the same block.
+// With proj in attention's last split (an option, beside proj by head) there are no proj
+// tasks: the splits of a head take tickets from the head's counter, the last one adds the head's
+// share of proj, and bumps the layer's one proj count, which the MLP's tasks wait on (kHeads).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -116,6 +119,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
                                  shape.grid_splits ? kMaxPositions : kMaxSplitLength);
   list.fused_proj = uses_fused_proj(shape);
   list.head_proj = uses_head_proj(shape);
+  list.last_split_proj = list.head_proj && shape.last_split_proj > 0;
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -153,7 +157,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   for (int layer = 0; layer < kLayers; ++layer) {
     for (int st = 0; st < kStagesPerLayer; ++st) {
       const Stage& stage = kStages[st];
-      if (list.fused_proj && stage.kind == TaskKind::proj) continue;  // done by attention
+      // done by attention (fused, or its last split a head)
+      if ((list.fused_proj || list.last_split_proj) && stage.kind == TaskKind::proj) continue;
       const bool per_head = shape.head_waits && stage.kind == TaskKind::qkv;
       DecodeTask task;
       task.kind = static_cast<uint8_t>(stage.kind);
@@ -165,13 +170,21 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       if (list.fused_proj && stage.kind == TaskKind::qkv) task.flags = kInitsResidual;
       const bool by_head = list.head_proj && stage.kind != TaskKind::mlp;
       if (by_head) {  // qkv starts the residuals, attention counts per head, proj by head
-        task.flags |= stage.kind == TaskKind::qkv         ? kInitsResidual
-                      : stage.kind == TaskKind::attention ? kBumpsHead
-                                                          : kHeadProj;
+        const uint8_t last =
+            kProjectsLast | (shape.last_split_proj >= 2 ? kPrefetchesProj : uint8_t(0));
+        task.flags |= stage.kind == TaskKind::qkv ? kInitsResidual
+                      : stage.kind == TaskKind::attention
+                          ? (list.last_split_proj ? last : kBumpsHead)
+                          : kHeadProj;
       }
       const bool head_counters = by_head && stage.kind == TaskKind::attention;
+      // (proj in the last split: the heads' tickets, then the MLP's count)
+      const bool tickets = head_counters && list.last_split_proj;
       task.done_counter = static_cast<uint16_t>(list.counters);
-      list.counters += per_head || head_counters ? kHeads : combines ? 1 + kHeads : 1;
+      list.counters += tickets                     ? kHeads + 1
+                       : per_head || head_counters ? kHeads
+                       : combines                  ? 1 + kHeads
+                                                   : 1;
       uint16_t count = 0;
       if (by_head && stage.kind == TaskKind::proj) {  // (head, part): its head's counter
         const uint16_t head_base = waited;
@@ -225,8 +238,9 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
           ++count;
         }
       }
-      waited = task.done_counter;
-      waited_target = combines ? kHeads : count;  // with head combines, one count a head
+      waited = static_cast<uint16_t>(task.done_counter + (tickets ? kHeads : 0));
+      // with head combines or proj in the last split, one count a head
+      waited_target = combines || tickets ? kHeads : count;
     }
   }
   DecodeTask norm;
@@ -249,7 +263,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
-  static_assert(sizeof(MegakernelOptions) == 68, "an option the one-token kernel must compare");
+  // (last_split_proj is the task list's: both instances run it.)
+  static_assert(sizeof(MegakernelOptions) == 72, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.head_waits == d.head_waits &&
@@ -348,6 +363,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       list.counters);
   out += line;
   if (list.head_proj) out += "proj by head: each head's splits counted apart, proj adds into x\n";
+  if (list.last_split_proj)
+    out += "proj in attention: a head's last split adds its share of proj\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
@@ -363,6 +380,9 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       if (task.flags & kCombinesHead) {  // its head's ticket; the last split bumps the count
         bumps = "ticket " + std::to_string(task.done_counter + 1 + task.first / list.splits) +
                 ", last " + bumps;
+      } else if (task.flags & kProjectsLast) {  // its head's ticket; the last split projects
+        bumps = "ticket " + std::to_string(task.done_counter + task.first / list.splits) +
+                ", last: proj, " + std::to_string(task.done_counter + kHeads);
       } else if (task.flags & kBumpsHead) {  // its head's counter
         bumps = std::to_string(task.done_counter + task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to

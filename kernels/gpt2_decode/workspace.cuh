@@ -11,6 +11,7 @@
 
 #include "kernels/gpt2_decode/hooks.h"
 #include "kernels/gpt2_decode/launch.h"
+#include "kernels/gpt2_decode/split_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/workspace.cuh"
 
@@ -79,7 +80,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.split_rounds,
                            options_.head_proj && options_.residual_copies == 1,
                            options_.qkv_rows,
-                           options_.apart_qkv_rows};
+                           options_.apart_qkv_rows,
+                           options_.last_split_proj};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -89,6 +91,10 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(counters_.allocate((list_.counters + 1) * sizeof(unsigned)));
     const int splits = std::max(list_.splits, fused_splits_);
     FL_TRY(partials_.allocate(int64_t(tokens_) * kHeads * splits * kPartStride * 4));
+    if (uses_rows()) {  // last_split_proj 3: the splits' flagged rows, zeroed (split_rows.cuh)
+      FL_TRY(rows_.allocate(int64_t(tokens_) * kHeads * list_.splits * kRowWords * 8));
+      FL_CUDA_TRY(cudaMemset(rows_.get(), 0, rows_.bytes()));
+    }
     FL_CUDA_TRY(
         cudaMemcpy(tasks_.get(), list_.tasks.data(), tasks_.bytes(), cudaMemcpyHostToDevice));
     FL_CUDA_TRY(cudaMemcpy(block_begin_.get(), list_.block_begin.data(), block_begin_.bytes(),
@@ -210,6 +216,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.w_proj_t = w_proj_t_.as<bf16>();
     a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals
     a.branch_free_keys = options_.branch_free_keys;
+    a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }
@@ -279,7 +286,10 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DeviceBuffer weights_, w_out_t_, w_proj_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_,
       att_, tmp_, qkv_, h_;
   DeviceBuffer scores_;
-  DeviceBuffer partials_, check_, sums_, tasks_, block_begin_, counters_;
+  DeviceBuffer partials_, rows_, check_, sums_, tasks_, block_begin_, counters_;
+  bool uses_rows() const {
+    return list_.last_split_proj && options_.last_split_proj >= 3 && options_.one_pass_attention;
+  }
   DecodeArgs args_{};
   TaskListShape shape_;
   DecodeTaskList list_;

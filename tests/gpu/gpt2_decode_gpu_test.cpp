@@ -172,6 +172,20 @@ std::vector<Variant> spread_sets() {
           {"+ residual spread 2", spread2}};
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=lastproj: proj in attention's last
+// split (MegakernelOptions::last_split_proj: three stages a layer), its Wproj read as it comes
+// (1) or asked into L2 by every split first (2), and with the splits' sums read in one burst
+// beside the ticket (3), against the lesson's proj by head.
+std::vector<Variant> last_proj_sets() {
+  gpt2::MegakernelOptions lesson, last, prefetched, burst;
+  lesson.last_split_proj = 0, last.last_split_proj = 1, prefetched.last_split_proj = 2;
+  burst.last_split_proj = 3;
+  return {{"proj by head (the form before)", lesson},
+          {"+ proj in the last split", last},
+          {"+ proj in the last split, L2 asked", prefetched},
+          {"+ last split, L2 asked, one burst", burst}};
+}
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -386,6 +400,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   const std::vector<Variant> older = proj_sets(), timed = timed_sets();
   sets.insert(sets.end(), older.begin() + 1, older.end());  // (the first is the lesson's)
   for (size_t k : {1, 4}) sets.push_back(timed.at(k));      // the tail off, 18- and 36-row qkv
+  const std::vector<Variant> last = last_proj_sets();
+  sets.push_back(last.at(2));  // proj in the last split (Wproj asked into L2)
   for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
@@ -411,8 +427,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   // lesson's, the one-token kernel with 18-row qkv and no quick tail, with 36-row qkv, the
   // lesson's on the other kernel, and the residual dense and spread 4 times.
   const std::vector<Variant> spread = spread_sets();
-  const std::vector<Variant> ones = {timed.at(0), timed.at(2),  timed.at(4),
-                                     timed.at(6), spread.at(0), spread.at(1)};
+  const std::vector<Variant> ones = {timed.at(0),  timed.at(2),  timed.at(4), timed.at(6),
+                                     spread.at(0), spread.at(1), last.at(1),  last.at(2)};
   std::unique_ptr<Workspace> one;
   ASSERT_TRUE(lesson_->create_workspace(Shape{133, 1}, Precision::bf16, &one).ok());
   ASSERT_TRUE(one->fill_inputs(5, stream_).ok());
@@ -755,8 +771,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
-// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart or spread times
-// apart_sets() or spread_sets() instead of timed_sets()). Each variant is checked first (the fp64
+// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj
+// or burst times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1
+// instead of timed_sets()). Each variant is checked first (the fp64
 // GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
 // (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
 // from DRAM), and its task records' breakdown at cache 512.
@@ -765,9 +782,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
   // The first form again at the end says how far the GPU drifted over the run.
   const std::string which = std::getenv("FL_DECODE_VARIANTS");
-  std::vector<Variant> variants = which == "apart"    ? apart_sets()
-                                  : which == "spread" ? spread_sets()
-                                                      : timed_sets();
+  std::vector<Variant> variants = which == "apart"                          ? apart_sets()
+                                  : which == "spread"                       ? spread_sets()
+                                  : which == "lastproj" || which == "burst" ? last_proj_sets()
+                                                                            : timed_sets();
+  if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
@@ -887,7 +906,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   for (const gpt2::MegakernelOptions& options :
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
         sets.at(16).options, sets.at(21).options, release, proj_sets().at(1).options,
-        proj_sets().at(2).options, other_options_by_head()}) {
+        proj_sets().at(2).options, other_options_by_head(), last_proj_sets().at(1).options,
+        last_proj_sets().at(2).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());
@@ -924,7 +944,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  for (const Variant& v : spread_sets()) {  // the residual dense and spread out
+  std::vector<Variant> more = spread_sets();  // the residual dense and spread out, proj in the
+  const std::vector<Variant> last = last_proj_sets();  // last split (on 2 blocks too, below)
+  more.insert(more.end(), last.begin() + 1, last.end());
+  for (const Variant& v : more) {
     SCOPED_TRACE(v.name);
     ASSERT_TRUE(gpt2::set_megakernel_options(*one, v.options).ok());
     ASSERT_TRUE(one->poison_outputs(stream_).ok());
@@ -933,15 +956,51 @@ TEST_F(Gpt2DecodeGpu, MegakernelOneToken) {
     ASSERT_TRUE(one->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  ASSERT_TRUE(gpt2::set_megakernel_options(*one, gpt2::MegakernelOptions{}).ok());
-  ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
-  for (uint64_t seed : {uint64_t(6), uint64_t(7)}) {
-    ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
-    ASSERT_TRUE(one->poison_outputs(stream_).ok());
-    ASSERT_TRUE(run(*one, 4).ok());
-    CheckResult gpu;
-    ASSERT_TRUE(one->check(stream_, &gpu).ok());
-    EXPECT_TRUE(gpu.passed) << "seed " << seed << " rel " << gpu.rel_l2_error;
+  for (const gpt2::MegakernelOptions& options :
+       {gpt2::MegakernelOptions{}, last.at(2).options, last.at(3).options}) {
+    ASSERT_TRUE(gpt2::set_megakernel_options(*one, options).ok());
+    ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
+    for (uint64_t seed : {uint64_t(6), uint64_t(7)}) {
+      ASSERT_TRUE(one->fill_inputs(seed, stream_).ok());
+      ASSERT_TRUE(one->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*one, 4).ok());
+      CheckResult gpu;
+      ASSERT_TRUE(one->check(stream_, &gpu).ok());
+      EXPECT_TRUE(gpu.passed) << "seed " << seed << " rel " << gpu.rel_l2_error;
+    }
+  }
+}
+
+// Proj in attention's last split (MegakernelOptions::last_split_proj) against the fp64 CPU
+// reference at odd configurations (1, 16 and 7 tokens), beside the lesson's form on the same
+// inputs: the residual's starting values (x + bproj, x + bproj + bout) and the heads' adds.
+TEST_F(Gpt2DecodeGpu, MegakernelLastSplitProjMatchesTheCpuReference) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Shape& shape : {Shape{37, 1}, Shape{515, 16}, Shape{1001, 7}}) {
+    SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    for (const Variant& v : last_proj_sets()) {
+      SCOPED_TRACE(v.name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      gpt2::TaskListShape shape_of;
+      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws, &shape_of);
+      ASSERT_NE(list, nullptr);
+      EXPECT_EQ(list->last_split_proj, v.options.last_split_proj > 0);
+      ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+      ASSERT_TRUE(run(*ws, 4).ok());
+      const double cpu = rel(output(*ws), ref);
+      EXPECT_LE(cpu, lesson_->tolerance(Precision::bf16));
+      CheckResult gpu;
+      ASSERT_TRUE(ws->check(stream_, &gpu).ok());
+      EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
+      std::printf("gpt2_decode cache %lld tokens %lld %s: rel error %.3g (GPU check %.3g)\n",
+                  (long long)shape.size, (long long)shape.inner, v.name, cpu, gpu.rel_l2_error);
+    }
   }
 }
 

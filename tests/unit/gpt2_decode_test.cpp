@@ -191,6 +191,61 @@ TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
   EXPECT_TRUE(head_proj_fits(56320));                                // A100
 }
 
+// Proj in attention's last split (TaskListShape::last_split_proj, beside proj by head): no proj
+// tasks; each layer's attention tasks take tickets from their head's counter (splits of them a
+// head) and bump one count a layer (the heads' last splits: kHeads), which every MLP task waits
+// for; the qkv tasks' residual columns cover [0, C) once; with 2 the splits ask L2 for Wproj.
+TEST(Gpt2DecodeTasks, LastSplitProjIsThreeStagesALayer) {
+  for (int mode : {1, 2, 3}) {
+    for (TaskListShape shape :
+         {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 8192, 80 * 1024},
+          TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
+      shape.last_split_proj = mode;
+      SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " mode " + std::to_string(mode));
+      const DecodeTaskList list = build_decode_tasks(shape);
+      ASSERT_TRUE(list.head_proj);
+      ASSERT_TRUE(list.last_split_proj);
+      EXPECT_EQ(list.counters, kLayers * (1 + kHeads + 1 + 1) + 1);
+      std::map<int, std::map<int, int>> tickets;  // layer -> ticket counter -> splits taking it
+      std::map<int, int> count_of;                // layer -> the MLP's counter
+      std::map<int, std::vector<int>> columns, units;
+      for (const DecodeTask& t : list.tasks) {
+        EXPECT_NE(t.kind, uint8_t(TaskKind::proj));
+        if (t.kind == uint8_t(TaskKind::attention)) {
+          EXPECT_EQ(t.flags, kProjectsLast | (mode >= 2 ? kPrefetchesProj : 0));
+          ++tickets[t.layer][t.done_counter + int(t.first) / list.splits];
+          count_of[t.layer] = t.done_counter + kHeads;
+          units[t.layer].resize(kHeads * list.splits);
+          ++units[t.layer].at(t.first);
+        } else if (t.kind == uint8_t(TaskKind::qkv)) {
+          columns[t.layer].resize(kC);
+          for (int c = 2 * (int(t.first) / 6); c < 2 * (int(t.first + t.count) / 6); ++c)
+            ++columns[t.layer][c];
+        }
+      }
+      for (const DecodeTask& t : list.tasks) {
+        if (t.kind == uint8_t(TaskKind::mlp)) {
+          EXPECT_EQ(t.wait_counter, count_of[t.layer]);
+          EXPECT_EQ(t.wait_target, kHeads);
+        }
+      }
+      for (int layer = 0; layer < kLayers; ++layer) {
+        ASSERT_EQ(tickets[layer].size(), size_t(kHeads));
+        for (const auto& [counter, splits] : tickets[layer]) EXPECT_EQ(splits, list.splits);
+        for (int hits : columns[layer]) EXPECT_EQ(hits, 1);
+        for (int hits : units[layer]) EXPECT_EQ(hits, 1);
+      }
+      // Each block's list in stage order (nothing waits on a later task of its own block).
+      for (int b = 0; b + 1 < int(list.block_begin.size()); ++b)
+        for (int i = list.block_begin[b] + 1; i < list.block_begin[b + 1]; ++i)
+          EXPECT_LE(stage_of(list.tasks[i - 1]), stage_of(list.tasks[i]));
+      const std::string text = format_task_list(list, shape);
+      EXPECT_NE(text.find("proj in attention"), std::string::npos);
+      EXPECT_NE(text.find("last: proj"), std::string::npos);
+    }
+  }
+}
+
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every
 // (head, part) once, the qkv tasks' residual columns covering [0, C) once, counters in step;
 // on a full grid no block holds a qkv task and a fused task of one layer; off where a head's

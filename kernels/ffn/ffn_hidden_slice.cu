@@ -52,8 +52,8 @@
 // store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads an
 // item, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
 // 96 x m x C values written and read once, the cost that grows with tokens: in bf16 2 B each
-// (0.15 MB at 1 token, 2.4 MB at 16, 9.4 MB at 64; fp32's 4 B, twice that, measured ~4 us of the
-// 16-token time and ~20 us at 64), in fp32 128 x m x C x 4 B. Predicted at 1 token: bf16 ~5 us
+// (0.15 MB at 1 token, 2.4 MB at 16, 9.4 MB at 64; fp32's 4 B, twice that: their measured share of
+// the time is in docs/PERFORMANCE.md), in fp32 128 x m x C x 4 B. Predicted at 1 token: bf16 ~5 us
 // of copies + ~3 us of chain + the launch, ~9 us; fp32 ~9 + ~3 + the launch, ~13 us.
 #include "kernels/ffn/ffn_hidden_slice.h"
 

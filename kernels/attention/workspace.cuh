@@ -51,7 +51,7 @@ class AttentionWorkspace final : public LevelWorkspace<AttentionWorkspace<T>> {
     this->set_where({length, dim, int64_t(sizeof(T))}, precision(), "tokens per sequence");
   }
 
-  static const LevelTable<AttentionWorkspace>& levels();  // the ladder, below
+  static const LevelTable<AttentionWorkspace>& levels();  // the ladder, in attention.cu
 
   // Q, K, V, O always; the T x T tensors S and P only when they fit in what is free, so that a
   // length too long for levels 0 and 1 still runs level 2 (their launches then say why not).

@@ -50,8 +50,8 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
   }
 
-  static const LevelTable<FfnWorkspace>& levels();                // the ladder, below
-  static std::vector<VariantRow<FfnWorkspace>> fused_variants();  // level 2's kernels, below
+  static const LevelTable<FfnWorkspace>& levels();                // the ladder, in ffn.cu
+  static std::vector<VariantRow<FfnWorkspace>> fused_variants();  // level 2's kernels, in ffn.cu
 
   Status allocate() {
     FL_TRY(allocate_elements<T>({{&x_, m_ * c_},
@@ -126,7 +126,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   }
 
  private:
-  // Level 2's kernels (its variants, in the level table below) on this workspace's buffers.
+  // Level 2's kernels (its variants, in ffn.cu's level table) on this workspace's buffers.
   FfnArgs<T> fused_args() const {
     return {x_.as<T>(),
             up_.weights(),

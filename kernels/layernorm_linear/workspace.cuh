@@ -41,8 +41,8 @@ class LayerNormLinearWorkspace final : public LevelWorkspace<LayerNormLinearWork
     this->set_where({m, c, int64_t(sizeof(T))}, precision_of<T>(), "tokens");
   }
 
-  static const LevelTable<LayerNormLinearWorkspace>& levels();  // the ladder, below
-  // Level 2's kernels, below.
+  // The ladder and level 2's kernels, in layernorm_linear.cu.
+  static const LevelTable<LayerNormLinearWorkspace>& levels();
   static std::vector<VariantRow<LayerNormLinearWorkspace>> fused_variants();
 
   Status allocate() {

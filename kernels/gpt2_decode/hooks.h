@@ -16,7 +16,8 @@ namespace gpt2 {
 const DecodeTaskList* megakernel_tasks(const Workspace& ws, TaskListShape* shape = nullptr);
 // Where level 4 writes its task records (phases.h: phase = TaskKind, arg = task index).
 Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink);
-// How level 4 moves a task's bytes (model.h's MegakernelOptions); rebuilds the task list.
+// How level 4 moves a task's bytes (megakernel_options.h's MegakernelOptions); rebuilds the task
+// list.
 Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
 // Where level 4 adds up where its tasks' time goes (model.h's ProbeSlot): probe_words(blocks)
 // 64-bit words, zeroed by the caller before each run; null turns the probes off.

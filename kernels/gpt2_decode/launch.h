@@ -40,7 +40,7 @@ struct MegakernelPlan {
   int counter_count = 0;              // DecodeTaskList::counters
   int blocks = 0;
   int weight_buffer_bytes = 0;
-  MegakernelOptions options;  // how the task's bytes move (model.h)
+  MegakernelOptions options;  // how the task's bytes move (megakernel_options.h)
   PhaseSink phases;           // one record per task when on
 };
 // Shared memory for one task's weights on this GPU (two are kept), and the blocks that fit.

@@ -36,7 +36,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(v_cache_.allocate(cache_elements * 2));
     for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
       FL_TRY(b->allocate(t * kC * 4));
-    FL_TRY(x_mlp_.allocate(kMaxResidualCopies * t * kC * 4));  // its copies (model.h)
+    FL_TRY(x_mlp_.allocate(kMaxResidualCopies * t * kC * 4));  // its copies (megakernel_options.h)
     FL_TRY(qkv_.allocate(t * 3 * kC * 4));
     FL_TRY(h_.allocate(t * kF * 4));
     FL_TRY(scores_.allocate(t * kHeads * positions * 4));
@@ -227,7 +227,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   const TaskListShape& task_shape() const { return shape_; }
   void set_phases(const PhaseSink& sink) { mega_.phases = sink; }
   void set_probes(unsigned long long* probes) { probes_ = probes; }
-  // Level 4's copy options (model.h); the task list is rebuilt (head waits change its counters).
+  // Level 4's copy options (megakernel_options.h); the task list is rebuilt (head waits change its
+  // counters).
   Status set_options(const MegakernelOptions& options) {
     options_ = options;
     return plan(mega_.blocks);

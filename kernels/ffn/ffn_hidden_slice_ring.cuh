@@ -11,7 +11,7 @@
 // Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
 // 32 by the 11th of 12 chunks; ring_w2_after off), or W1's rows in the slots with x's and a share
 // of W2's rows (resident before the ring) asked for with each chunk (ring_w1 off).
-// Staggered (ring_stagger, a tuning: measured slower than K's order) block b takes K's chunks
+// Staggered (ring_stagger, a tuning, off: PERFORMANCE.md's lesson 8) block b takes K's chunks
 // from chunk b mod 12 on, and round, so that ~8 of the 96 blocks, not all, ask L2 for a chunk's
 // 64 lines of x at once.
 // Tiles at C = 768, 64 tokens, 32 units a block (96 blocks on 132 SMs), ring_w1: W1's 768 x 32
@@ -23,9 +23,9 @@
 // stream is ~195 KB (~8 us at the ~25 GB/s an SM's share of DRAM gives, less where x's part
 // comes from L2 faster). The FLOPs: 2 x 64 x 768 x 3072 x 2 = 0.6 GFLOP, 6.3 MFLOP a block
 // (1536 mma of m16n8k16), ~2 us at the ~3 TFLOP/s an SM's mma.sync reaches here, half of it
-// (the up product) under x's copies. So the x re-reads are the part that grows: every block
-// asks for the same 64 lines of x a chunk at about the same time (96 requests a line), each
-// chunk a round trip the up product waits on. Beyond that: W2's copy after the up product, and
+// (the up product) under x's copies. So the x re-reads are the part that grows: each chunk is
+// a round trip from L2 the up product waits on (where its time goes is still open: lesson 8's
+// ring form in docs/PERFORMANCE.md). Beyond that: W2's copy after the up product, and
 // the shares of y, 96 x 64 x 768 x 2 B = 9.4 MB written to L2 and read back after the grid
 // barrier, as many bytes as the weights.
 #pragma once

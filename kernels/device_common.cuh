@@ -49,6 +49,17 @@ __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
   *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
 }
 
+// Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
+__device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
+               "f"(v[2]), "f"(v[3])
+               : "memory");
+#else
+  for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+
 // ---- flags between blocks ------------------------------------------------------------------
 // An acquire load of a counter another block bumped with a release (sm_70+: ld.acquire.gpu, so
 // what that block wrote before the bump is visible after it; older GPUs: a volatile load). The

@@ -6,6 +6,7 @@
 // the megakernel MLP task's second half.
 #pragma once
 
+#include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/device.cuh"
 
 namespace fl {
@@ -321,16 +322,7 @@ struct OutOp {  // x = x + h Wout + bout
   }
 };
 
-// Four floats added into global memory where other blocks add theirs (one vector red on sm_90).
-__device__ __forceinline__ void red_add4(float* p, const float (&v)[4]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
-               "f"(v[2]), "f"(v[3])
-               : "memory");
-#else
-  for (int i = 0; i < 4; ++i) atomicAdd(p + i, v[i]);
-#endif
-}
+// red_add4: kernels/device_common.cuh.
 
 // The MLP task's second half: its `count` rows of h (h[r * t + j], shared memory) times the same
 // rows of Wout transposed (w: row r's C outputs at w + r * C; shared memory, or global memory on

@@ -24,15 +24,7 @@ __device__ __forceinline__ bool add_part(typename Tile::Acc& acc, float* part, u
     for (int mt = 0; mt < Tile::kMT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < Tile::kNT; ++nt) {
-        const float* v = acc[mt][nt];
-        float* q = reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(q), "f"(v[0]), "f"(v[1]),
-                     "f"(v[2]), "f"(v[3])
-                     : "memory");
-#else
-        for (int e = 0; e < 4; ++e) atomicAdd(q + e, v[e]);
-#endif
+        red_add4(reinterpret_cast<float*>(p + (mt * Tile::kNT + nt) * kOwners), acc[mt][nt]);
       }
   }
   __threadfence();  // this thread's sums before the tile's counter (release)

@@ -137,10 +137,11 @@ std::vector<VariantRow<LayerNormLinearWorkspace<T>>> LayerNormLinearWorkspace<T>
        ln_panel_phases()},
       {"ln_stream",
        "token chunks x column slices, one block each, sized to fill every SM once; a block asks "
-       "for its rows of x and its columns of W at once and normalizes while W arrives (where "
-       "the panel kernel does not fit, on GPUs without clusters)",
+       "for its rows of x and its columns of W at once and normalizes while W arrives (up to 256 "
+       "tokens where the panel kernel does not fit and, on Hopper, no cluster or wgmma kernel "
+       "runs: fp32)",
        "ln_stream_kernel",
-       {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens, 89},
+       {70, 0, false, {}, kLnStreamMaxTokens, 1, kLnStreamMaxTokens},
        [](Ws& w, cudaStream_t s) { return w.stream(s); }},
       {"ln_mma_rows",
        "a block keeps its rows of x, normalized once, in shared memory and streams W's column "

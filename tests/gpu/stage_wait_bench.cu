@@ -14,6 +14,10 @@
 //            both ways, or by counts and flags in the leader's / the blocks' shared memory
 //            (DSMEM, red.release.cluster and st.release.cluster);
 //   skew     block b arrives b x 2 ns late (are simultaneous arrivals the cost?);
+//   bytes    who copies (every thread, warps 1-7, or one TMA bulk copy from thread 32), 1 or 2
+//            ahead, no waits at all (the bytes' roof), the release without its fence (a probe:
+//            it orders nothing), and outputs written before each release (stored, or red.added
+//            into one vector as the MLP adds its residual);
 //   tree     groups of 12 blocks count in their own counter (atom.acq_rel), the group's last
 //            arrival adds 1 to the stage's count (11 arrivals at the root).
 // Plus the physical floor: two blocks on two SMs passing one word back and forth (one way, us).
@@ -46,13 +50,20 @@ constexpr int kSmemFloor = 120 << 10;                    // > half an SM: one bl
 constexpr int kTreeGroup = 12;
 constexpr int kWords = 64 * kStages * kLine;
 
-enum Arrive { kRedRelease, kFenceRed, kAtomRelease, kThreadfence, kTree };
+enum Arrive { kRedRelease, kFenceRed, kAtomRelease, kThreadfence, kTree, kNoFence };
 enum Wait { kAcquire, kRelaxed, kVolatile, kSleep };
 enum Hier { kFlat, kClusterBarrier, kClusterSmem };
 struct Form {
   const char* name;
   int arrive = kRedRelease, wait = kAcquire, hier = kFlat, cluster = 1, stride = 1;
   int skew_ns = 0;  // block b arrives ~b x skew_ns later (2 clocks a ns; bare: spread out)
+  // The bytes: chunks `ahead` stages ahead, by cp.async from threads first_copier on, or by one
+  // TMA bulk copy a chunk from thread 32 (bulk); waits false: no waits nor arrivals at all.
+  int ahead = 1, first_copier = 0;
+  bool bulk = false, waits = true;
+  // The block's outputs before each release: 0 none, 1 a float4 a thread stored (4 KB a block),
+  // 2 three floats a thread red.added into one 768-float vector (as the MLP adds its residual).
+  int outputs = 0;
 };
 
 __device__ unsigned g_timeout;  // a wait gave up (blocks not co-resident): every wait then ends
@@ -144,6 +155,7 @@ __device__ __forceinline__ void arrive_flat(unsigned* words, int s, const Form& 
   unsigned* count = words + s * f.stride;
   if (f.arrive == kRedRelease) red_release(count, 1u);
   if (f.arrive == kFenceRed) fence_acq_rel(), red_relaxed(count, 1u);
+  if (f.arrive == kNoFence) red_relaxed(count, 1u);  // orders nothing: a probe of the fence
   if (f.arrive == kAtomRelease) atom_add(count, 1u, false);
   if (f.arrive == kThreadfence) __threadfence(), atomicAdd(count, 1u);
   if (f.arrive == kTree) {  // the group's last arrival adds its group to the stage's count
@@ -171,7 +183,7 @@ __device__ __forceinline__ void release_stage(unsigned* words, int s, const Form
     return;
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
+  if (threadIdx.x != 0 || !f.waits) return;
   if (f.skew_ns > 0) {
     const long long until = clock64() + 2ll * blockIdx.x * f.skew_ns;  // ~2 cycles a ns
     while (clock64() < until) {
@@ -193,7 +205,7 @@ __device__ __forceinline__ void wait_stage(const unsigned* words, int s, const F
                                            unsigned* flag) {
   const unsigned* count = words + (s - 1) * f.stride;
   if (f.hier == kFlat) {
-    if (threadIdx.x == 0) wait_flat(count, stage_target(f), f.wait);
+    if (threadIdx.x == 0 && f.waits) wait_flat(count, stage_target(f), f.wait);
     __syncthreads();
     return;
   }
@@ -219,31 +231,80 @@ __device__ __forceinline__ void copy16(void* smem, const int4* g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(g) : "memory");
 }
 
-// The skeleton: chunk16 == 0 bare; else block b's chunk s + 1 asked before stage s's wait.
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
+}
+// One TMA bulk copy of `bytes` (a multiple of 16) into shared memory, counted on `bar`.
+__device__ __forceinline__ void bulk_copy(void* smem, const void* g, unsigned bytes,
+                                          uint64_t* bar) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(a),
+      "l"(g), "r"(bytes), "r"(b)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+}
+
+// The skeleton: chunk16 == 0 bare; else block b's chunk s + ahead asked before stage s's wait.
 __global__ void __launch_bounds__(kThreads, 1)
     chain(const int4* bytes, int64_t chunk16, int stages, Form f, unsigned* words, int* sink,
-          unsigned long long* clocks) {
+          unsigned long long* clocks, float* out) {
   extern __shared__ int4 ring[];
   __shared__ unsigned arrivals, flag;
-  if (threadIdx.x == 0) arrivals = flag = 0;
+  __shared__ __align__(8) uint64_t landed[4];  // a slot's bulk copy is in (bulk)
+  if (threadIdx.x == 0) {
+    arrivals = flag = 0;
+    for (int b = 0; b < 4; ++b) mbar_init(&landed[b]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
   if (f.hier != kFlat) cg::this_cluster().sync();  // the flags are zero before anyone stores
   const uint64_t c0 = clock64(), t0 = now_ns();
+  const int slots = f.ahead + 1, copiers = kThreads - f.first_copier;
+  auto slot = [&](int s) { return ring + (s % slots) * chunk16; };
   auto ask = [&](int s) {
     if (chunk16 == 0 || s >= stages) return;
     const int4* src = bytes + (int64_t(s) * gridDim.x + blockIdx.x) * chunk16;
-    for (int64_t i = threadIdx.x; i < chunk16; i += kThreads)
-      copy16(ring + (s & 1) * chunk16 + i, src + i);
+    if (f.bulk) {
+      if (threadIdx.x == 32) bulk_copy(slot(s), src, unsigned(chunk16 * 16), &landed[s % slots]);
+      return;
+    }
+    for (int64_t i = int(threadIdx.x) - f.first_copier; i >= 0 && i < chunk16; i += copiers)
+      copy16(slot(s) + i, src + i);
   };
   int acc = 0;
-  ask(0);
-  asm volatile("cp.async.commit_group;" ::: "memory");
+  for (int s = 0; s < f.ahead; ++s) {
+    ask(s);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
   for (int s = 0; s < stages; ++s) {
-    ask(s + 1);
+    ask(s + f.ahead);  // into the slot stage s - 1 read (past its release's barrier)
     asm volatile("cp.async.commit_group;" ::: "memory");
     if (s > 0) wait_stage(words, s, f, &flag);
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    if (f.ahead == 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    if (f.ahead == 2) asm volatile("cp.async.wait_group 2;" ::: "memory");
+    if (f.ahead == 3) asm volatile("cp.async.wait_group 3;" ::: "memory");
+    if (f.bulk && chunk16 > 0) mbar_wait(&landed[s % slots], (s / slots) & 1);
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) acc ^= ring[(s & 1) * chunk16 + i].x;
+    for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) acc ^= slot(s)[i].x;
+    if (f.outputs == 1)
+      reinterpret_cast<float4*>(
+          out + 4096)[(s & 1) * gridDim.x * kThreads + blockIdx.x * kThreads + threadIdx.x] =
+          make_float4(acc, s, 0, 1);
+    for (int k = 0; f.outputs == 2 && k < 3; ++k)
+      atomicAdd(out + (s & 1) * 1024 + k * kThreads + threadIdx.x, 1.0f);
     release_stage(words, s, f, &arrivals);
   }
   if (f.hier != kFlat) cg::this_cluster().sync();  // no block leaves while its smem is read
@@ -286,6 +347,7 @@ struct Setup {
   unsigned* words = nullptr;
   int* sink = nullptr;
   unsigned long long* clocks = nullptr;
+  float* out = nullptr;  // the outputs' rows (Form::outputs)
 };
 
 __global__ void read_all(const int4* p, int64_t n, int* sink) {
@@ -304,7 +366,7 @@ struct Timing {
 Timing time_chain(const Setup& u, const Form& f, int blocks, int stages, bool with_bytes,
                   int reps) {
   const int64_t chunk16 = with_bytes ? int64_t(189.0e6 / (16.0 * blocks * kStages)) : 0;
-  const int smem = std::max<int>(kSmemFloor, int(2 * chunk16 * 16));
+  const int smem = std::max<int>(kSmemFloor, int((f.ahead + 1) * chunk16 * 16));
   CUDA(cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
@@ -323,7 +385,7 @@ Timing time_chain(const Setup& u, const Form& f, int blocks, int stages, bool wi
     read_all<<<4 * u.blocks, 512>>>(u.flush, u.flush16, u.sink);
     CUDA(cudaEventRecord(start));
     CUDA(cudaLaunchKernelEx(&cfg, chain, static_cast<const int4*>(u.bytes), chunk16, stages, f,
-                            u.words, u.sink, u.clocks));
+                            u.words, u.sink, u.clocks, u.out));
     CUDA(cudaEventRecord(stop));
     CUDA(cudaEventSynchronize(stop));
     unsigned timeout = 0;
@@ -394,6 +456,7 @@ int main(int argc, char** argv) {
   CUDA(cudaMalloc(&u.words, kWords * sizeof(unsigned)));
   CUDA(cudaMalloc(&u.sink, sizeof(int)));
   CUDA(cudaMalloc(&u.clocks, 2 * sizeof(unsigned long long)));
+  CUDA(cudaMalloc(&u.out, (4096 + 2 * 4 * kThreads * u.blocks) * sizeof(float)));
   // The floor: one way of a ping-pong between two SMs, median of 9 runs of 2000 round trips.
   CUDA(cudaFuncSetAttribute(ping_pong, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemFloor));
   const char* pp[] = {"st.release / ld.acquire", "fence + st.relaxed / ld.relaxed + fence",
@@ -437,6 +500,22 @@ int main(int argc, char** argv) {
   add("cluster 4, DSMEM count and flags", [](Form& f) { f.hier = kClusterSmem, f.cluster = 4; });
   add("cluster 4, DSMEM, relaxed wait",
       [](Form& f) { f.hier = kClusterSmem, f.cluster = 4, f.wait = kRelaxed; });
+  // Where the bytes' stage goes: who copies, how far ahead, and whether the release's fence waits.
+  add("bytes alone, no waits (cp.async, 1 ahead)", [](Form& f) { f.waits = false; });
+  add("bytes alone, no waits (cp.async, 2 ahead)", [](Form& f) { f.waits = false, f.ahead = 2; });
+  add("bytes alone, no waits (TMA bulk, 1 ahead)", [](Form& f) { f.waits = false, f.bulk = true; });
+  add("copies by warps 1-7 (warp 0 polls, releases)", [](Form& f) { f.first_copier = 32; });
+  add("TMA bulk copies by thread 32", [](Form& f) { f.bulk = true; });
+  add("2 ahead", [](Form& f) { f.ahead = 2; });
+  add("2 ahead, copies by warps 1-7", [](Form& f) { f.ahead = 2, f.first_copier = 32; });
+  add("2 ahead, TMA bulk", [](Form& f) { f.ahead = 2, f.bulk = true; });
+  add("probe: red.relaxed, no fence (orders nothing)", [](Form& f) { f.arrive = kNoFence; });
+  add("probe: no fence, copies by warps 1-7",
+      [](Form& f) { f.arrive = kNoFence, f.first_copier = 32; });
+  add("probe: no fence, TMA bulk", [](Form& f) { f.arrive = kNoFence, f.bulk = true; });
+  add("outputs: 4 KB stored a block", [](Form& f) { f.outputs = 1; });
+  add("outputs: 768 red.add a block, one vector", [](Form& f) { f.outputs = 2; });
+  add("outputs: 768 red.add, TMA bulk", [](Form& f) { f.outputs = 2, f.bulk = true; });
   add("megakernel form again (drift)", [](Form&) {});
   for (const Form& f : forms) {
     const int blocks = grid_for(u, f);
@@ -452,5 +531,6 @@ int main(int argc, char** argv) {
   CUDA(cudaFree(u.words));
   CUDA(cudaFree(u.sink));
   CUDA(cudaFree(u.clocks));
+  CUDA(cudaFree(u.out));
   return 0;
 }

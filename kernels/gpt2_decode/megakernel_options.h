@@ -27,7 +27,10 @@ constexpr int kLessonResidualSpread = 4;
 struct MegakernelOptions {
   // sm_90: a task's weights (or cached keys and values) come as one or two TMA bulk copies that
   // one thread issues, counted on an mbarrier; the load queue stays free for the running task's
-  // own reads. false, or below sm_90: 16-byte cp.async from every thread.
+  // own reads. false, or below sm_90: 16-byte cp.async from every thread. (In the chain's
+  // skeleton, stage_wait_bench, a bulk copy in flight while a block releases its count made the
+  // release's fence 1.18 us a stage, against 0.39 with cp.async: the skeleton 3.34 against 2.86
+  // us a stage, H100, 2026-11-27; the lesson's step was faster with bulk copies, 2026-11-26.)
   bool bulk_copies = true;
   // sm_90: the tasks this many places ahead in a block's list are asked into L2 (a bulk
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
@@ -45,7 +48,11 @@ struct MegakernelOptions {
   // instead of three (scores, softmax, P V). Levels 1-3 run the one-pass form.
   bool one_pass_attention = true;
   // The dependency wait spins on relaxed loads and orders the task's reads after the count
-  // with one acquire fence, instead of an acquire load each spin.
+  // with one acquire fence, instead of an acquire load each spin. The fence is a MEMBAR.ALL.GPU
+  // (sm_90 SASS), the acquire load a strong load and an L1 invalidate: in the skeleton of the
+  // chain (tests/gpu/stage_wait_bench.cu, H100, 2026-11-27) it took 0.37 us a stage longer. No
+  // other arrival or wait form measured there (atom, fences, sleeps, counts a line apart, a tree
+  // of counters, Hopper clusters meeting first) was faster than release_add and wait_count.
   bool relaxed_poll = false;
   // Fewest keys in an attention split (attention_splits): at 64, a cache of 512 gets 9 splits
   // a head (108 tasks on 132 blocks); at 32 it gets 11 (132 tasks, shorter ones). Levels 1-3

@@ -1,8 +1,8 @@
-// stage_wait_bench: which all-to-all stage wait is fastest on this GPU (the sibling of
-// stage_chain_bench, which found the megakernel's wait itself to be the floor under its chain:
-// 3.5 us a stage bare on an H100). The same skeleton (one block of 256 threads an SM, 48 stages,
-// each ended by every block's arrival and awaited by every block; bare, or with each block's
-// 1/48 of 189.0 MB a stage one stage ahead by 16-byte cp.async) under a battery of forms:
+// stage_wait_bench: how fast an all-to-all stage wait can be on this GPU, and where the stage of
+// lesson 11's megakernel goes when bytes stream under it (the sibling of stage_chain_bench). The
+// skeleton: one block of 256 threads an SM (120 KB of shared memory keeps it alone there), 48
+// stages, each ended by every block's arrival and awaited by every block; bare, or with each
+// block's 1/48 of 189.0 MB a stage copied ahead into shared memory. The forms:
 //   arrival  red.release.gpu.add (the megakernel's release_add) / fence.acq_rel + red.relaxed /
 //            atom.release.gpu.add / __threadfence + atomicAdd;
 //   waiting  ld.acquire.gpu each spin (the megakernel's wait_count) / ld.relaxed.gpu spins and
@@ -19,10 +19,13 @@
 //            it orders nothing), and outputs written before each release (stored, or red.added
 //            into one vector as the MLP adds its residual);
 //   tree     groups of 12 blocks count in their own counter (atom.acq_rel), the group's last
-//            arrival adds 1 to the stage's count (11 arrivals at the root).
+//            arrival adds 1 to the stage's count (11 arrivals at the root);
+//   L2       the bytes asked into L2 1-4 stages ahead (bulk prefetch), each chunk copied into
+//            the SM after its stage's wait (rows added after the 2026-11-27 06:10 UTC run).
 // Plus the physical floor: two blocks on two SMs passing one word back and forth (one way, us).
-// Each row: median of `reps` launches (CUDA events, cold L2), us for 12 and 48 stages, us a
-// stage (48 stages / 48) and the SM clock block 0 saw (clock64 over %globaltimer).
+// Each row: median of `reps` launches (CUDA events, cold L2), us for 12 and 48 stages bare, us a
+// stage (48 stages / 48; slope: (48 - 12) / 36) and the SM clock block 0 saw (clock64 over
+// %globaltimer), then 48 stages with the bytes. docs/PERFORMANCE.md has what they gave.
 //   stage_wait_bench [reps=25]
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -33,7 +36,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "tests/gpu/stage_wait_ops.cuh"
+
 namespace cg = cooperative_groups;
+using namespace stage_wait;  // NOLINT: the bench's own operations
 namespace {
 
 #define CUDA(expr)                                                                       \
@@ -61,89 +67,18 @@ struct Form {
   // TMA bulk copy a chunk from thread 32 (bulk); waits false: no waits nor arrivals at all.
   int ahead = 1, first_copier = 0;
   bool bulk = false, waits = true;
+  // l2_ahead > 0: chunk s + l2_ahead asked into L2 at the top of stage s (a bulk prefetch from
+  // thread 32: no bytes come to the SM) and chunk s copied into shared memory after stage s's
+  // wait, from L2, so that no bytes are in flight to the SM while it polls and releases.
+  int l2_ahead = 0;
   // The block's outputs before each release: 0 none, 1 a float4 a thread stored (4 KB a block),
   // 2 three floats a thread red.added into one 768-float vector (as the MLP adds its residual).
   int outputs = 0;
 };
 
-__device__ unsigned g_timeout;  // a wait gave up (blocks not co-resident): every wait then ends
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned ld_volatile(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void fence_acq_rel() {
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-__device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void red_relaxed(unsigned* p, unsigned v) {
-  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned atom_add(unsigned* p, unsigned v, bool acq_rel) {
-  unsigned old;
-  if (acq_rel)
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-                 : "=r"(old)
-                 : "l"(p), "r"(v)
-                 : "memory");
-  else
-    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
-                 : "=r"(old)
-                 : "l"(p), "r"(v)
-                 : "memory");
-  return old;
-}
-__device__ __forceinline__ void st_release_cluster(unsigned* p, unsigned v) {  // generic: DSMEM
-  asm volatile("st.release.cluster.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void red_release_cluster(unsigned* p, unsigned v) {
-  asm volatile("red.release.cluster.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire_cluster(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.cluster.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Spins until ready(); gives up after 200 ms (then every later wait at once).
-template <class Ready>
-__device__ __forceinline__ void spin(Ready ready, int wait = kAcquire) {
-  unsigned n = 0;
-  uint64_t t0 = 0;
-  while (!ready()) {
-    if (wait == kSleep) __nanosleep(500);
-    if ((++n & 255) != 0) continue;
-    if (*reinterpret_cast<volatile unsigned*>(&g_timeout) != 0) return;
-    const uint64_t t = now_ns();
-    if (t0 == 0) t0 = t;
-    if (t - t0 > 200000000ull) {
-      atomicExch(&g_timeout, 1u);
-      return;
-    }
-  }
-}
-
 __device__ __forceinline__ void wait_flat(const unsigned* count, unsigned target, int wait) {
   if (wait == kAcquire || wait == kSleep) {
-    spin([&] { return ld_acquire(count) >= target; }, wait);
+    spin([&] { return ld_acquire(count) >= target; }, wait == kSleep);
   } else {
     if (wait == kRelaxed) spin([&] { return ld_relaxed(count) >= target; });
     if (wait == kVolatile) spin([&] { return ld_volatile(count) >= target; });
@@ -226,37 +161,6 @@ __device__ __forceinline__ void wait_stage(const unsigned* words, int s, const F
   __syncthreads();
 }
 
-__device__ __forceinline__ void copy16(void* smem, const int4* g) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(g) : "memory");
-}
-
-__device__ __forceinline__ void mbar_init(uint64_t* bar) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
-}
-// One TMA bulk copy of `bytes` (a multiple of 16) into shared memory, counted on `bar`.
-__device__ __forceinline__ void bulk_copy(void* smem, const void* g, unsigned bytes,
-                                          uint64_t* bar) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
-               : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(a),
-      "l"(g), "r"(bytes), "r"(b)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "{\n.reg .pred done;\nWAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n" ::"r"(b),
-      "r"(parity)
-      : "memory");
-}
-
 // The skeleton: chunk16 == 0 bare; else block b's chunk s + ahead asked before stage s's wait.
 __global__ void __launch_bounds__(kThreads, 1)
     chain(const int4* bytes, int64_t chunk16, int stages, Form f, unsigned* words, int* sink,
@@ -284,18 +188,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int64_t i = int(threadIdx.x) - f.first_copier; i >= 0 && i < chunk16; i += copiers)
       copy16(slot(s) + i, src + i);
   };
+  const bool late = f.l2_ahead > 0;
+  auto prefetch = [&](int s) {
+    if (chunk16 == 0 || s >= stages || threadIdx.x != 32) return;
+    const int4* src = bytes + (int64_t(s) * gridDim.x + blockIdx.x) * chunk16;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src),
+                 "r"(unsigned(chunk16 * 16))
+                 : "memory");
+  };
   int acc = 0;
-  for (int s = 0; s < f.ahead; ++s) {
+  for (int s = 0; s < (late ? f.l2_ahead : f.ahead); ++s) {
+    if (late) {
+      prefetch(s);
+      continue;
+    }
     ask(s);
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
   for (int s = 0; s < stages; ++s) {
-    ask(s + f.ahead);  // into the slot stage s - 1 read (past its release's barrier)
+    if (late) prefetch(s + f.l2_ahead);
+    if (!late) ask(s + f.ahead);  // into the slot stage s - 1 read (past its release's barrier)
     asm volatile("cp.async.commit_group;" ::: "memory");
     if (s > 0) wait_stage(words, s, f, &flag);
-    if (f.ahead == 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
-    if (f.ahead == 2) asm volatile("cp.async.wait_group 2;" ::: "memory");
-    if (f.ahead == 3) asm volatile("cp.async.wait_group 3;" ::: "memory");
+    if (late) ask(s);
+    if (late) asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+    if (!late && f.ahead == 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    if (!late && f.ahead == 2) asm volatile("cp.async.wait_group 2;" ::: "memory");
+    if (!late && f.ahead == 3) asm volatile("cp.async.wait_group 3;" ::: "memory");
     if (f.bulk && chunk16 > 0) mbar_wait(&landed[s % slots], (s / slots) & 1);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < chunk16; i += kThreads) acc ^= slot(s)[i].x;
@@ -516,6 +435,13 @@ int main(int argc, char** argv) {
   add("outputs: 4 KB stored a block", [](Form& f) { f.outputs = 1; });
   add("outputs: 768 red.add a block, one vector", [](Form& f) { f.outputs = 2; });
   add("outputs: 768 red.add, TMA bulk", [](Form& f) { f.outputs = 2, f.bulk = true; });
+  // Rows added after the run of 2026-11-27 06:10 UTC (not yet run): the bytes asked into L2
+  // ahead, each chunk copied into the SM after its stage's wait.
+  add("L2 1 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 1; });
+  add("L2 2 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 2; });
+  add("L2 4 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 4; });
+  add("L2 2 ahead, TMA bulk after the wait", [](Form& f) { f.l2_ahead = 2, f.bulk = true; });
+  add("L2 2 ahead, no waits (its roof)", [](Form& f) { f.l2_ahead = 2, f.waits = false; });
   add("megakernel form again (drift)", [](Form&) {});
   for (const Form& f : forms) {
     const int blocks = grid_for(u, f);

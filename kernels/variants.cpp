@@ -8,6 +8,7 @@
 
 #include "kernels/ffn/ffn_hidden_slice_plan.h"
 #include "kernels/ffn/ffn_stream_plan.h"
+#include "kernels/ffn/ffn_two_phase_plan.h"
 #include "kernels/lesson.h"
 #include "kernels/level_table.h"
 
@@ -134,6 +135,9 @@ std::string shared_plan_cannot_fit(const std::string& plan, const Where& where) 
   if (plan == "ffn_hidden_slice") {
     FfnSlicePlan p;
     fits = ffn_slice_choose_plan(m, c, e, sms, optin, &p);
+  } else if (plan == "ffn_two_phase") {
+    FfnTwoPhasePlan p;
+    fits = e == 2 && ffn_two_phase_plan_for(m, c, sms, optin, &p);
   } else if (plan == "ffn_stream") {
     FfnPlan p;
     fits = ffn_choose_plan(m, c, e, sms, optin, &p);

@@ -50,6 +50,7 @@
 #include "kernels/ffn/ffn_small.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_tiles.h"
+#include "kernels/ffn/ffn_two_phase.h"
 #include "kernels/ffn/ffn_wgmma.h"
 #include "kernels/ffn/workspace.cuh"
 #include "kernels/gemm_common.cuh"
@@ -89,6 +90,17 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ffn_wgmma_phases()},
+      {"ffn_two_phase",
+       "phase 1 writes h = GELU(x W1 + b1) into L2 in tiles of its columns, x and W1 through a "
+       "deep ring of K chunks; after one grid barrier phase 2 cuts h W2 into column tiles x "
+       "parts of K (W2's tile asked for under the barrier's wait), a few fp32 partial sums a "
+       "value of y (no clusters, no TMA)",
+       "ffn_two_phase_kernel",
+       {80, 0, false, bf16, kTwoPhaseMaxTokens, kTwoPhaseFrom, kTwoPhaseMaxTokens, 0, {},
+        "ffn_two_phase"},
+       [](Ws& w, cudaStream_t s) { return w.two_phase(s); },
+       [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
+       {}},
       {"ffn_hidden_slice",
        "each block owns a slice of the hidden units for both products and asks for W1's columns "
        "and W2's rows of it at once; the blocks' shares of y (bf16 in bf16) meet in L2 after a "

@@ -20,6 +20,7 @@
 #include "kernels/ffn/ffn_small.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/ffn/ffn_tiles.h"
+#include "kernels/ffn/ffn_two_phase.h"
 #include "kernels/ffn/ffn_wgmma.h"
 #include "kernels/gemm_common.cuh"
 #include "kernels/level_table.h"
@@ -88,6 +89,12 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     if (ffn_slice_scratch_bytes(precision_of<T>(), m_, c_, &slice_bytes).ok()) {
       FL_TRY(slice_scratch_.allocate(slice_bytes));
       FL_CUDA_TRY(cudaMemset(slice_scratch_.get(), 0, slice_scratch_.bytes()));
+    }
+    // The two-phase kernel's counters and fp32 accumulator of y (left zero by it).
+    size_t two_phase_bytes = 0;
+    if (ffn_two_phase_scratch_bytes(precision_of<T>(), m_, c_, &two_phase_bytes).ok()) {
+      FL_TRY(two_phase_scratch_.allocate(two_phase_bytes));
+      FL_CUDA_TRY(cudaMemset(two_phase_scratch_.get(), 0, two_phase_scratch_.bytes()));
     }
     // The portable large-token kernel's tickets and per-row-block counters (left zero by it).
     FL_TRY(tiles_counters_.allocate(ffn_tiles_counter_bytes(m_)));
@@ -202,6 +209,18 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     this->declare_phases(ffn_slice_phases());
     return Status::Ok();
   }
+  // The portable two-phase kernel (ffn_two_phase.cu); h goes through the unfused chain's h
+  // buffer (level 2 writes it before it reads it).
+  Status two_phase(cudaStream_t stream) {
+    if (!two_phase_scratch_.get()) {
+      FL_TRY(ffn_two_phase_supported(precision_of<T>(), m_, c_));  // says why not
+      return Status::Unsupported("its scratch buffer could not be planned");
+    }
+    const FfnTwoPhaseBuffers b{x_.as<T>(),     up_.weights(), up_.bias(), down_.weights(),
+                               down_.bias(),   y_.as<T>(),    hid_.as<T>(),
+                               two_phase_scratch_.get()};
+    return launch_ffn_two_phase(precision_of<T>(), b, m_, c_, stream);
+  }
   // The portable large-token kernel (ffn_tiles.cu); h goes through the unfused chain's h buffer.
   Status tiles(cudaStream_t stream) {
     const FfnTilesBuffers b{
@@ -236,7 +255,7 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
-      tile_counters_, stream_scratch_, slice_scratch_, tiles_counters_;
+      tile_counters_, stream_scratch_, slice_scratch_, tiles_counters_, two_phase_scratch_;
   LinearLayer<T> up_, down_;
 };
 

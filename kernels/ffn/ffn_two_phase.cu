@@ -1,0 +1,295 @@
+// The FFN's level 2 at 17-64 tokens on a GPU without clusters or TMA (bf16, sm_80+):
+// ffn_two_phase_kernel, one launch in two phases with one grid barrier between them.
+//
+// What changes against ffn_hidden_slice.cu (a block owns a slice of the hidden units for both
+// products, so every block adds a share of all of y: at 64 tokens 96 shares of 64 x 768, 9.4 MB
+// through L2, as many bytes as the weights): here the down product is tiled on its own. Phase 1
+// makes h = GELU(x W1 + b1) (64 x 3072 bf16 = 393 KB: L2 keeps it) in tiles of h's columns;
+// after the barrier phase 2 cuts y = h W2 into column tiles x parts of K, so each value of y
+// gets `splits` partial sums (8 at C = 768), not one a block. W2's tile does not depend on h:
+// its copies are asked for before the barrier, under the wait.
+//   phase 1: up tile t: h[:, 24 t .. 24 t + 24) (C = 768, 132 SMs: 128 tiles), x's 64 rows and
+//            W1's 24 columns through a ring of K chunks of 64 (12 chunks; 8 slots of 12 KB in
+//            99 KiB: most of K in flight at once), 8 warps: 4 row tiles x 2 column parts;
+//   phase 2: down tile t: y[:, 48 ct .. 48 ct + 48) over h's columns [384 q, 384 q + 384)
+//            (16 column tiles x 8 parts = 128 tiles): W2's 384 x 48 (36 KB) and h's 64 x 384
+//            (48 KB, from L2) in shared memory, 8 warps: 4 row tiles x 2 column parts; the
+//            partial sums added into an fp32 accumulator in L2 (vector reds), the column tile's
+//            last block adds b2 and writes y.
+// Napkin math at 64 tokens, C = 768 (bf16): HBM bytes are the weights (9.4 MB, 3.1 us at
+// 3 TB/s); L2 to the SMs: x 128 times (12.6 MB), h once (393 KB read, 393 KB written), the
+// partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x and
+// 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
+// block, well under a microsecond of mma.sync.
+// Shapes: 1-64 tokens; C a multiple of 8 (16-byte rows: whole chunks, zero-filled past the edges).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
+
+#include "kernels/activations.cuh"
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/ffn_two_phase.h"
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl {
+namespace two_phase {
+namespace {
+
+using T = __nv_bfloat16;
+constexpr int kThr = 32 * kTwoPhaseWarps;
+
+struct Args {
+  FfnTwoPhasePlan p;
+  const T *x, *w1, *b1, *w2, *b2;
+  T *y, *h;
+  unsigned* counters;  // [0] the grid barrier, [4 + ct] column tile ct's finished parts
+  float* acc;          // m x C: the partial sums of y
+};
+
+// Warp w's share of a 16 mtc x 8 nt tile: row tile w / jr, column tiles [nt0, nt0 + ntc).
+struct WarpPart {
+  int mt, nt0, ntc;
+};
+__device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
+  const int warp = threadIdx.x >> 5;
+  int jr = kTwoPhaseWarps;
+  while (jr > 1 && jr * mtc > kTwoPhaseWarps) jr /= 2;
+  const int per = (nt + jr - 1) / jr, mt = warp / jr, nt0 = (warp % jr) * per;
+  return {mt, nt0, mt < mtc ? max(0, min(per, nt - nt0)) : 0};
+}
+
+// Chunk i's slot: x's 16 mtc rows of K [64 i, 64 i + 64), then W1's rows of them (the tile's
+// columns); one commit group (past the last chunk an empty one, so every thread counts alike).
+__device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0) {
+  const FfnTwoPhasePlan& p = a.p;
+  if (i < p.chunks) {
+    T* xs = reinterpret_cast<T*>(smem + size_t(i % p.stages) * p.stage_bytes);
+    T* w1s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(xs) + p.x_bytes);
+    const int k0 = i * p.ring_k, kv = min(p.ring_k, p.c - k0);
+    slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
+    slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols,
+                       kv, min(p.up_cols, p.h - j0), true);
+  }
+  tc::async_commit();
+}
+
+// Phase 1: h[:, j0 .. j0 + up_cols) = GELU(x W1 + b1), the chunks multiplied as they land.
+// Ends with every warp done with the ring (the block synchronized); h's stores issued.
+__device__ __forceinline__ void up_tile(const Args& a, unsigned char* smem, int j0) {
+  const FfnTwoPhasePlan& p = a.p;
+  const WarpPart w = warp_part(p.mtc, p.up_cols / 8);
+  float acc[4][4];
+  slice::zero(acc);
+  for (int i = 0; i + 1 < p.stages; ++i) ring_stage(a, smem, i, j0);
+  for (int i = 0; i < p.chunks; ++i) {
+    slice::wait_pending<kTwoPhaseMaxStages - 2>(p.stages - 2);  // chunk i is in
+    __syncthreads();  // ... every thread's part of it; every warp done with chunk i - 1's slot
+    ring_stage(a, smem, i + p.stages - 1, j0);
+    if (w.ntc > 0) {
+      const T* xs = reinterpret_cast<const T*>(smem + size_t(i % p.stages) * p.stage_bytes);
+      const T* w1s = reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(xs) +
+                                                p.x_bytes);
+      slice::WarpMma<T, 4>::run(acc, w.ntc, xs + w.mt * 16 * p.ld_x, p.ld_x, w1s + w.nt0 * 8,
+                                p.ld_w1, 0, p.ring_k);
+    }
+  }
+  tc::async_wait<0>();  // the empty groups
+  __syncthreads();      // every warp done with the ring: phase 2's tiles go over it
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  for (int nt = 0; nt < w.ntc; ++nt) {
+    const int col = j0 + (w.nt0 + nt) * 8 + 2 * t;  // even, and h is a multiple of 32 wide
+    if (col >= p.h) break;
+    const float b0 = __bfloat162float(a.b1[col]), b1 = __bfloat162float(a.b1[col + 1]);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = w.mt * 16 + g + 8 * half;
+      if (row >= p.m) continue;
+      const __nv_bfloat162 v = __floats2bfloat162_rn(gelu_tanh_fast(acc[nt][2 * half] + b0),
+                                                     gelu_tanh_fast(acc[nt][2 * half + 1] + b1));
+      *reinterpret_cast<__nv_bfloat162*>(a.h + int64_t(row) * p.h + col) = v;
+    }
+  }
+}
+
+// The lines of W2's tile (rows k0.., columns n0..) asked for into L2, no shared memory.
+__device__ __forceinline__ void prefetch_w2(const Args& a, int k0, int n0) {
+  const FfnTwoPhasePlan& p = a.p;
+  const int rows = min(p.down_k, p.h - k0), bytes = 2 * min(p.down_cols, p.c - n0);
+  for (int i = threadIdx.x; i < 2 * rows; i += kThr) {
+    const char* row = reinterpret_cast<const char*>(a.w2 + int64_t(k0 + i / 2) * p.c + n0);
+    const char* at = row + (i % 2 == 0 ? 0 : bytes - 1);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+  }
+}
+
+// Phase 2's product: acc += h's tile x W2's tile, both in shared memory.
+__device__ __forceinline__ void down_product(const FfnTwoPhasePlan& p, const unsigned char* smem,
+                                             float (&acc)[4][4], const WarpPart& w) {
+  if (w.ntc == 0) return;
+  const T* w2s = reinterpret_cast<const T*>(smem);
+  const T* hs = reinterpret_cast<const T*>(smem + p.off_h);
+  slice::WarpMma<T, 4>::run(acc, w.ntc, hs + w.mt * 16 * p.ld_h, p.ld_h, w2s + w.nt0 * 8, p.ld_w2,
+                            0, p.down_k);
+}
+
+// The tile's partial sums into y's fp32 accumulator (through shared memory, 16 bytes a red);
+// the column tile's last block adds b2, writes y and leaves the accumulator and counter at zero.
+__device__ __forceinline__ void add_partial(const Args& a, unsigned char* smem, float (&acc)[4][4],
+                                            const WarpPart& w, int ct, int n0) {
+  const FfnTwoPhasePlan& p = a.p;
+  __shared__ int s_last;
+  float* part = reinterpret_cast<float*>(smem);
+  __syncthreads();  // every warp done with W2's and h's tiles
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  for (int nt = 0; nt < w.ntc; ++nt) {
+    for (int e = 0; e < 4; ++e) {
+      const int row = w.mt * 16 + g + 8 * (e >> 1), col = (w.nt0 + nt) * 8 + 2 * t + (e & 1);
+      part[row * p.ld_part + col] = acc[nt][e];
+    }
+  }
+  __syncthreads();
+  const int quads = p.down_cols / 4, cols = min(p.down_cols, p.c - n0);
+  for (int i = threadIdx.x; i < p.m * quads; i += kThr) {
+    const int row = i / quads, col = 4 * (i % quads);
+    if (col >= cols) continue;
+    const float* s = part + row * p.ld_part + col;
+    const float v[4] = {s[0], s[1], s[2], s[3]};
+    red_add4(a.acc + int64_t(row) * p.c + n0 + col, v);
+  }
+  __threadfence();  // this thread's reds before the column tile's counter
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(a.counters + 4 + ct, 1u) == unsigned(p.splits - 1);
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();  // the other parts' reds, seen through their counter bumps
+  for (int i = threadIdx.x; i < p.m * quads; i += kThr) {
+    const int row = i / quads, col = 4 * (i % quads);
+    if (col >= cols) continue;
+    float* at = a.acc + int64_t(row) * p.c + n0 + col;
+    const float4 v = slice::load_cg4(at);
+    const T* b2 = a.b2 + n0 + col;
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x + __bfloat162float(b2[0]),
+                                                    v.y + __bfloat162float(b2[1]));
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(v.z + __bfloat162float(b2[2]),
+                                                    v.w + __bfloat162float(b2[3]));
+    __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(a.y + int64_t(row) * p.c + n0 + col);
+    out[0] = lo, out[1] = hi;
+    *reinterpret_cast<float4*>(at) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  if (threadIdx.x == 0) a.counters[4 + ct] = 0;
+}
+
+__global__ void __launch_bounds__(kThr, 1) ffn_two_phase_kernel(Args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const FfnTwoPhasePlan& p = a.p;
+  const int b = blockIdx.x, down_tiles = p.col_tiles * p.splits;
+  const int ct = b % p.col_tiles, n0 = ct * p.down_cols, k0 = (b / p.col_tiles) * p.down_k;
+  if (p.prefetch_w2 && b < down_tiles) prefetch_w2(a, k0, n0);
+  if (b < p.up_tiles) up_tile(a, smem, b * p.up_cols);
+  // W2's tile (rows past 4C and columns past C zero) under the barrier's wait.
+  if (b < down_tiles) {
+    slice::stage<kThr>(reinterpret_cast<T*>(smem), p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c,
+                       p.down_k, p.down_cols, min(p.down_k, p.h - k0), min(p.down_cols, p.c - n0),
+                       true);
+    tc::async_commit();
+  }
+  count_barrier(a.counters, gridDim.x, b == 0);  // every block's h is written
+  if (b >= down_tiles) return;
+  // h's tile from L2 (cp.async.cg): rows past the tokens and columns past 4C zero.
+  slice::stage<kThr>(reinterpret_cast<T*>(smem + p.off_h), p.ld_h, a.h + k0, p.h, 16 * p.mtc,
+                     p.down_k, p.m, min(p.down_k, p.h - k0), true);
+  tc::async_commit();
+  tc::async_wait<0>();
+  __syncthreads();
+  const WarpPart w = warp_part(p.mtc, p.down_cols / 8);
+  float acc[4][4];
+  slice::zero(acc);
+  down_product(p, smem, acc, w);
+  add_partial(a, smem, acc, w, ct, n0);
+}
+
+FfnTwoPhaseTuning tuning_from_env(FfnTwoPhaseTuning t) {
+  const char* env = std::getenv("FL_FFN_TWO_PHASE");
+  if (env == nullptr || *env == '\0') return t;
+  int v[3] = {t.stages, t.down_cols, t.prefetch};
+  std::sscanf(env, "%d,%d,%d", &v[0], &v[1], &v[2]);
+  return {v[0], v[1], v[2]};
+}
+
+Status make_plan(int64_t m, int64_t c, FfnTwoPhaseTuning tuning, FfnTwoPhasePlan* out) {
+  int device = 0, sms = 0, optin = 0;
+  FL_CUDA_TRY(cudaGetDevice(&device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  optin = planned_shared_optin(optin);
+  if (!ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols)) {
+    return Status::Unsupported("the two-phase FFN at " + std::to_string(m) +
+                               " tokens and C = " + std::to_string(c) +
+                               " has no plan of one block an SM in " + std::to_string(optin) +
+                               " bytes of shared memory");
+  }
+  out->prefetch_w2 = tuning.prefetch == 1;
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace two_phase
+
+Status ffn_two_phase_supported(Precision p, int64_t m, int64_t c) {
+  if (p != Precision::bf16) return Status::Unsupported("the two-phase FFN runs in bf16 only");
+  if (m < 1 || m > kTwoPhaseMaxTokens) {
+    return Status::Unsupported("the two-phase FFN takes 1 to 64 tokens, got " + std::to_string(m));
+  }
+  if (c % 8 != 0) return Status::Unsupported("the two-phase FFN needs C a multiple of 8");
+  FL_TRY(slice::cooperative_gpu_supported(p, "the two-phase FFN"));
+  FfnTwoPhasePlan plan;
+  return two_phase::make_plan(m, c, {}, &plan);
+}
+
+Status ffn_two_phase_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes) {
+  if (p != Precision::bf16 || m < 1 || m > kTwoPhaseMaxTokens || c < 8 || c % 8 != 0) {
+    return Status::Unsupported("the two-phase FFN has no plan at this shape");
+  }
+  FfnTwoPhasePlan plan;
+  plan.m = int(m), plan.c = int(c);
+  *bytes = ffn_two_phase_scratch_bytes_for(plan);
+  return Status::Ok();
+}
+
+Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m, int64_t c,
+                            cudaStream_t stream, FfnTwoPhaseTuning tuning) {
+  using two_phase::T;
+  FL_TRY(ffn_two_phase_supported(p, m, c));
+  const char* env = std::getenv("FL_FFN_TWO_PHASE");
+  if (env != nullptr && std::string(env) == "off") {  // the table's next choice measured instead
+    return Status::Unsupported("the two-phase FFN is switched off (FL_FFN_TWO_PHASE=off)");
+  }
+  two_phase::Args a{};
+  FL_TRY(two_phase::make_plan(m, c, two_phase::tuning_from_env(tuning), &a.p));
+  const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  for (const void* q : {b.x, b.w1, b.w2, static_cast<const void*>(b.y),
+                        static_cast<const void*>(b.h), static_cast<const void*>(b.scratch)}) {
+    if (!aligned(q)) return Status::Unsupported("the two-phase FFN needs 16-byte aligned buffers");
+  }
+  a.x = static_cast<const T*>(b.x);
+  a.w1 = static_cast<const T*>(b.w1);
+  a.b1 = static_cast<const T*>(b.b1);
+  a.w2 = static_cast<const T*>(b.w2);
+  a.b2 = static_cast<const T*>(b.b2);
+  a.y = static_cast<T*>(b.y);
+  a.h = static_cast<T*>(b.h);
+  a.counters = static_cast<unsigned*>(b.scratch);
+  a.acc = reinterpret_cast<float*>(static_cast<char*>(b.scratch) + kTwoPhaseCounterBytes);
+  if (size_t(4 + a.p.col_tiles) * sizeof(unsigned) > kTwoPhaseCounterBytes) {
+    return Status::Unsupported("the two-phase FFN has too many column tiles");
+  }
+  return slice::launch_cooperative(two_phase::ffn_two_phase_kernel, a, a.p.blocks, two_phase::kThr,
+                                   a.p.smem, stream);
+}
+
+}  // namespace fl

@@ -1,0 +1,41 @@
+// The FFN's portable two-phase kernel (kernels/ffn/ffn_two_phase.cu): y = GELU(x W1 + b1) W2 + b2
+// at 1 to 64 tokens in bf16 on any GPU from sm_80 whose shared memory holds its plan
+// (ffn_two_phase_plan.h); no clusters, no TMA. h goes through L2, one grid barrier.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ffn/ffn_two_phase_plan.h"
+#include "kernels/lesson.h"
+#include "kernels/status.h"
+
+namespace fl {
+
+struct FfnTwoPhaseBuffers {
+  const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
+  void* y;                            // m x C
+  void* h;                            // m x 4C: GELU(x W1 + b1), written in phase 1, read in 2
+  void* scratch;  // ffn_two_phase_scratch_bytes(), zeroed once when allocated (left zero)
+};
+
+// The plan's choices a benchmark may override (FL_FFN_TWO_PHASE="stages,down_cols,prefetch"):
+// the ring's slots (0: the most that fit), y's columns a down tile (0: the plan's), and whether
+// each block asks L2 for its W2 tile at the start (0: the plan's, off; 1 on; 2 off);
+// FL_FFN_TWO_PHASE=off: the launch says it cannot run, so the level table takes its next choice.
+struct FfnTwoPhaseTuning {
+  int stages = 0;
+  int down_cols = 0;
+  int prefetch = 0;
+};
+
+// Why the kernel cannot run this shape and precision on the current GPU (with the shared memory
+// a block that a choice as an older GPU plans with), or Ok.
+Status ffn_two_phase_supported(Precision p, int64_t m, int64_t c);
+Status ffn_two_phase_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes);
+Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m, int64_t c,
+                            cudaStream_t stream, FfnTwoPhaseTuning tuning = {});
+
+}  // namespace fl

@@ -16,6 +16,8 @@ unpack_carried_debs
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
 t0=$(date +%s)
 build=../build-two-phase
+# The worktree copy carries no recordings; the tests' CMake wants a folder named by a date.
+[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
 if ! { cmake -S . -B $build -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
          -DCMAKE_PREFIX_PATH="$prefix/usr" &&
        timeout 170 cmake --build $build -j16 --target fusionlab fusionlab_gpu_tests; } > "$OUT/build.log" 2>&1; then

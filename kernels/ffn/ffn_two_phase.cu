@@ -101,9 +101,10 @@ __device__ __forceinline__ void up_tile(const Args& a, unsigned char* smem, int 
   tc::async_wait<0>();  // the empty groups
   __syncthreads();      // every warp done with the ring: phase 2's tiles go over it
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  for (int nt = 0; nt < w.ntc; ++nt) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {  // constant indices: acc stays in registers
     const int col = j0 + (w.nt0 + nt) * 8 + 2 * t;  // even, and h is a multiple of 32 wide
-    if (col >= p.h) break;
+    if (nt >= w.ntc || col >= p.h) break;
     const float b0 = __bfloat162float(a.b1[col]), b1 = __bfloat162float(a.b1[col + 1]);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -146,7 +147,10 @@ __device__ __forceinline__ void add_partial(const Args& a, unsigned char* smem, 
   float* part = reinterpret_cast<float*>(smem);
   __syncthreads();  // every warp done with W2's and h's tiles
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  for (int nt = 0; nt < w.ntc; ++nt) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    if (nt >= w.ntc) break;
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = w.mt * 16 + g + 8 * (e >> 1), col = (w.nt0 + nt) * 8 + 2 * t + (e & 1);
       part[row * p.ld_part + col] = acc[nt][e];

@@ -40,6 +40,12 @@ row "slice" 1,4,16,32,64 FL_FFN_TWO_PHASE=off
 echo "benches: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 stdbuf -oL timeout 60 $build/tests/fusionlab_gpu_tests --gtest_filter='FfnTwoPhase.*' > "$OUT/tests.log" 2>&1
 echo "tests: exit $?; $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/tests.log" | tr '\n' ' ')" | tee -a "$S"
+san() {  # tool
+  timeout 60 compute-sanitizer --tool $1 --error-exitcode 9 $build/tests/fusionlab_gpu_tests \
+    --gtest_filter='FfnTwoPhase.SmallShapes' >> "$OUT/sanitizer.log" 2>&1
+  echo "$1: exit $?, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far" | tee -a "$S"
+}
+san memcheck
 if [[ ${FL_TP_NCU:-1} == 1 ]]; then
   for v in ffn_two_phase ffn_hidden_slice; do
     [[ $v == ffn_hidden_slice ]] && export FL_FFN_TWO_PHASE=off
@@ -56,11 +62,9 @@ fi
 for t in ${FL_TP_TUNINGS:-0,0,1 4,0,0 0,32,0}; do
   row "two_phase[$t]" 16,64 FL_FFN_TWO_PHASE=$t
 done
-for tool in memcheck racecheck; do
-  timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $build/tests/fusionlab_gpu_tests \
-    --gtest_filter='FfnTwoPhase.SmallShapes' >> "$OUT/sanitizer.log" 2>&1
-  echo "$tool: exit $?, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far" | tee -a "$S"
-done
+san racecheck
+stdbuf -oL timeout 60 $build/tests/fusionlab_gpu_tests --gtest_filter='*Variant*' > "$OUT/variants.log" 2>&1
+echo "variant tests: exit $?; $(grep -cE '^\[       OK' "$OUT/variants.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/variants.log" | tr '\n' ' ')" | tee -a "$S"
 row "two_phase-again" 1,4,16,32,64 FL_NONE=1
 row "slice-again" 1,4,16,32,64 FL_FFN_TWO_PHASE=off
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

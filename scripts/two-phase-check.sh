@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The portable two-phase FFN (kernels/ffn/ffn_two_phase.cu) on the lent GPU, in one call: builds
-# fusionlab and the GPU tests into ../build-two-phase, runs `fusionlab bench --choose-as 8.6`
-# (bf16, cold, levels 1 and 2: the table's choice, then the two-phase kernel and the hidden slice
-# forced, and FL_FFN_TWO_PHASE tunings), the FfnTwoPhase GPU tests, compute-sanitizer memcheck and
-# racecheck on their small shapes, and Nsight Compute on both kernels at 64 tokens. Logs under
-# $OUT; FL_TP_NCU=0 skips the profile.
+# fusionlab and the GPU tests into ../build-two-phase; `fusionlab bench --choose-as 8.6` (bf16,
+# cold, levels 1 and 2 at 1-64 tokens) of the table's choice (the hidden slice, as shipped) and of
+# the two-phase kernel forced and planned with 99 KiB a block (FL_FFN_TWO_PHASE's fourth number),
+# the FfnTwoPhase GPU tests, compute-sanitizer memcheck and racecheck on their small shapes,
+# Nsight Compute on both kernels at 64 tokens, FL_FFN_TWO_PHASE tunings, the Variant tests and a
+# second pass of the benchmarks. Logs under $OUT, in priority order (a call that runs out of time
+# still brings back what ran). FL_TP_BUILD=0 uses the build already there; FL_TP_NCU=0 skips the
+# profile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -15,56 +18,61 @@ export PATH=$PATH:/usr/local/cuda/bin
 unpack_carried_debs
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
 t0=$(date +%s)
-build=../build-two-phase
+build=${FL_TP_BUILD_DIR:-../build-two-phase}
 # The worktree copy carries no recordings; the tests' CMake wants a folder named by a date.
 [[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
-if ! { cmake -S . -B $build -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
-       timeout 170 cmake --build $build -j16 --target fusionlab fusionlab_gpu_tests; } > "$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
+if [[ ${FL_TP_BUILD:-1} == 1 ]]; then
+  if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+           -DCMAKE_PREFIX_PATH="$prefix/usr" &&
+         timeout 170 cmake --build "$build" -j16 --target fusionlab fusionlab_gpu_tests; } \
+         > "$OUT/build.log" 2>&1; then
+    tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
+  fi
+  rm -f "$OUT/build.log"
 fi
-rm -f "$OUT/build.log"
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 B="--lesson ffn --levels 1,2 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6"
-row() {  # name, sizes, env, extra args
+TP="--variant ffn_fused=ffn_two_phase"
+row() {  # name, sizes, env (NAME=VALUE), extra bench arguments (may be empty)
   local out
-  out=$(env $3 timeout 40 $build/fusionlab bench $B --sizes "$2" $4 2>&1)
-  echo "--- $1 ($3 $4) $(date -u +%T)" >> "$OUT/bench.txt"
-  echo "$out" >> "$OUT/bench.txt"
+  out=$(env "$3" timeout 40 "$build/fusionlab" bench $B --sizes "$2" ${4:-} 2>&1)
+  { echo "--- $1 ($3 ${4:-}) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
   echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
 }
-# The table's choice as sm_86 (99 KiB a block): the two-phase kernel, then with it switched off
-# (the hidden slice's plans, as shipped).
-row "two_phase" 1,4,16,32,64 FL_NONE=1
-row "slice" 1,4,16,32,64 FL_FFN_TWO_PHASE=off
-echo "benches: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-stdbuf -oL timeout 60 $build/tests/fusionlab_gpu_tests --gtest_filter='FfnTwoPhase.*' > "$OUT/tests.log" 2>&1
-echo "tests: exit $?; $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/tests.log" | tr '\n' ' ')" | tee -a "$S"
 san() {  # tool
-  timeout 60 compute-sanitizer --tool $1 --error-exitcode 9 $build/tests/fusionlab_gpu_tests \
+  timeout 60 compute-sanitizer --tool "$1" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
     --gtest_filter='FfnTwoPhase.SmallShapes' >> "$OUT/sanitizer.log" 2>&1
-  echo "$1: exit $?, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far" | tee -a "$S"
+  echo "$1: exit $?, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far" |
+    tee -a "$S"
 }
+tests() {  # name, gtest filter
+  stdbuf -oL timeout 60 "$build/tests/fusionlab_gpu_tests" --gtest_filter="$2" > "$OUT/$1.log" 2>&1
+  echo "$1: exit $?; $(grep -cE '^\[       OK' "$OUT/$1.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/$1.log" | tr '\n' ' ')" |
+    tee -a "$S"
+}
+ncu_at_64() {  # name, kernel regex, env, extra bench arguments
+  env "$3" timeout 45 ncu -k regex:"$2" -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats "$build/fusionlab" bench --lesson ffn --levels 2 \
+    --sizes 64 --precision bf16 --cache cold --no-counters --reps 3 --choose-as 8.6 ${4:-} \
+    > "$OUT/ncu.tmp" 2>&1
+  { echo "--- ncu $1"; grep -vE '^==PROF==' "$OUT/ncu.tmp" | grep -A200 "$2" | head -150; } >> "$OUT/ncu.txt"
+  rm -f "$OUT/ncu.tmp"
+  echo "ncu $1: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+}
+row slice 1,4,16,32,64 FL_NONE=1
+row two_phase 1,4,16,32,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+echo "benches: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+tests tests 'FfnTwoPhase.*'
 san memcheck
 if [[ ${FL_TP_NCU:-1} == 1 ]]; then
-  for v in ffn_two_phase ffn_hidden_slice; do
-    [[ $v == ffn_hidden_slice ]] && export FL_FFN_TWO_PHASE=off
-    timeout 45 ncu -k regex:"${v}_kernel" -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-      --section WarpStateStats --section SchedulerStats $build/fusionlab bench --lesson ffn --levels 2 \
-      --sizes 64 --precision bf16 --cache cold --no-counters --reps 3 --choose-as 8.6 \
-      > "$OUT/ncu.tmp" 2>&1
-    { echo "--- ncu $v"; grep -vE '^==PROF==' "$OUT/ncu.tmp" | grep -A200 "${v}_kernel" | head -150; } >> "$OUT/ncu.txt"
-    echo "ncu $v: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-  done
-  rm -f "$OUT/ncu.tmp"
-  unset FL_FFN_TWO_PHASE
+  ncu_at_64 two_phase ffn_two_phase_kernel FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+  ncu_at_64 slice ffn_hidden_slice_kernel FL_NONE=1
 fi
-for t in ${FL_TP_TUNINGS:-0,0,1 4,0,0 0,32,0}; do
-  row "two_phase[$t]" 16,64 FL_FFN_TWO_PHASE=$t
+for t in ${FL_TP_TUNINGS:-0,0,1,99 4,0,0,99 2,0,0,99 0,0,0,0}; do
+  row "two_phase[$t]" 16,64 "FL_FFN_TWO_PHASE=$t" "$TP"
 done
 san racecheck
-stdbuf -oL timeout 60 $build/tests/fusionlab_gpu_tests --gtest_filter='*Variant*' > "$OUT/variants.log" 2>&1
-echo "variant tests: exit $?; $(grep -cE '^\[       OK' "$OUT/variants.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/variants.log" | tr '\n' ' ')" | tee -a "$S"
-row "two_phase-again" 1,4,16,32,64 FL_NONE=1
-row "slice-again" 1,4,16,32,64 FL_FFN_TWO_PHASE=off
+tests variants '*Variant*'
+row slice-again 1,4,16,32,64 FL_NONE=1
+row two_phase-again 1,4,16,32,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

@@ -23,7 +23,10 @@
 //                       through a ring buffer that L2 holds;
 //     ffn_tiles.cu      any GPU, from 1K tokens where ffn_wgmma cannot run (fp32, or no sm_90a):
 //                       both GEMMs as persistent tiles of the GEMM core (kernels/gemm_core/),
-//                       h through L2 row block by row block.
+//                       h through L2 row block by row block;
+//     ffn_two_phase.cu  sm_80+ bf16, 1-64 tokens (no clusters): h into L2 in column tiles, one
+//                       grid barrier, then h W2 in column tiles x parts of K: a few fp32
+//                       partial sums a value of y instead of the hidden slice's one a block.
 // The byte-ratio limit (textbook bytes, level 1 over level 2): both move x, W1, W2 and y; level
 // 1 also writes and reads h, 2 x M x 4C x b. At a few tokens the weights dominate (2 x C x 4C x b
 // = 9.4 MB in bf16 at C = 768, 3.1 us at 3 TB/s), so the limit is 1.0x at 1 token and 1.3x at
@@ -90,14 +93,15 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ffn_wgmma_phases()},
+      // Not preferred anywhere (kTwoPhaseFrom) until measured; `--variant ffn_fused=ffn_two_phase`
+      // runs it.
       {"ffn_two_phase",
        "phase 1 writes h = GELU(x W1 + b1) into L2 in tiles of its columns, x and W1 through a "
        "deep ring of K chunks; after one grid barrier phase 2 cuts h W2 into column tiles x "
        "parts of K (W2's tile asked for under the barrier's wait), a few fp32 partial sums a "
        "value of y (no clusters, no TMA)",
        "ffn_two_phase_kernel",
-       {80, 0, false, bf16, kTwoPhaseMaxTokens, kTwoPhaseFrom, kTwoPhaseMaxTokens, 0, {},
-        "ffn_two_phase"},
+       {80, 0, false, bf16, kTwoPhaseMaxTokens, kTwoPhaseFrom, 0, 0, {}, "ffn_two_phase"},
        [](Ws& w, cudaStream_t s) { return w.two_phase(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        {}},

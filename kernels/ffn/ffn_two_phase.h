@@ -21,14 +21,17 @@ struct FfnTwoPhaseBuffers {
   void* scratch;  // ffn_two_phase_scratch_bytes(), zeroed once when allocated (left zero)
 };
 
-// The plan's choices a benchmark may override (FL_FFN_TWO_PHASE="stages,down_cols,prefetch"):
-// the ring's slots (0: the most that fit), y's columns a down tile (0: the plan's), and whether
-// each block asks L2 for its W2 tile at the start (0: the plan's, off; 1 on; 2 off);
+// The plan's choices a benchmark may override (FL_FFN_TWO_PHASE="stages,down_cols,prefetch,kib"):
+// the ring's slots (0: the most that fit), y's columns a down tile (0: the plan's), whether each
+// block asks L2 for its W2 tile at the start (0: the plan's, off; 1 on; 2 off), and the shared
+// memory a block the plan may take, in KiB (0: the GPU's, or the chosen GPU's under
+// --choose-as; 99 plans a variant forced with --variant as an RTX 30/40 card would run it).
 // FL_FFN_TWO_PHASE=off: the launch says it cannot run, so the level table takes its next choice.
 struct FfnTwoPhaseTuning {
   int stages = 0;
   int down_cols = 0;
   int prefetch = 0;
+  int kib = 0;
 };
 
 // Why the kernel cannot run this shape and precision on the current GPU (with the shared memory

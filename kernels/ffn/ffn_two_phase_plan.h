@@ -27,24 +27,25 @@
 namespace fl {
 
 constexpr int64_t kTwoPhaseMaxTokens = 64;
-// The level table prefers it from this many tokens (to kTwoPhaseMaxTokens) where it can run.
-constexpr int64_t kTwoPhaseFrom = 1;
-constexpr int kTwoPhaseRingK = 64;       // K a ring slot
-constexpr int kTwoPhaseMaxStages = 12;   // the ring's most slots (all of K in flight at C = 768)
-constexpr int kTwoPhaseMaxUpCols = 32;   // h's columns an up tile at most (4 column tiles)
+// The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere, until
+// it is measured against the hidden slice (`bench --variant ffn_fused=ffn_two_phase` runs it).
+constexpr int64_t kTwoPhaseFrom = kTwoPhaseMaxTokens + 1;
+constexpr int kTwoPhaseRingK = 64;      // K a ring slot
+constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in flight at C = 768)
+constexpr int kTwoPhaseMaxUpCols = 64;  // h's columns an up tile at most (8 column tiles)
 constexpr int kTwoPhaseWarps = 8;
 constexpr size_t kTwoPhaseCounterBytes = 4096;  // the barrier's and the column tiles' counters
 
 struct FfnTwoPhasePlan {
-  int m = 0, c = 0, h = 0, mtc = 1;   // tokens, C, 4C, 16-row tiles of tokens
-  int blocks = 0;                     // max(up_tiles, down tiles), at most the SMs
-  int up_cols = 8, up_tiles = 0;      // phase 1
-  int down_cols = 8, col_tiles = 0;   // phase 2: y's columns a tile, column tiles
-  int down_k = 16, splits = 0;        // ... h's columns (W2's rows) a tile, parts of K
+  int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
+  int blocks = 0;                    // max(up_tiles, down tiles), at most the SMs
+  int up_cols = 8, up_tiles = 0;     // phase 1
+  int down_cols = 8, col_tiles = 0;  // phase 2: y's columns a tile, column tiles
+  int down_k = 16, splits = 0;       // ... h's columns (W2's rows) a tile, parts of K
   int ring_k = kTwoPhaseRingK, stages = 2, chunks = 0;
   int ld_x = 0, ld_w1 = 0, ld_w2 = 0, ld_h = 0, ld_part = 0;  // shared rows, in elements
-  size_t x_bytes = 0, stage_bytes = 0;  // a slot's x part; a whole slot
-  size_t off_h = 0;                     // h's tile, after W2's (phase 2)
+  size_t x_bytes = 0, stage_bytes = 0;                        // a slot's x part; a whole slot
+  size_t off_h = 0;                                           // h's tile, after W2's (phase 2)
   size_t smem = 0;
   bool prefetch_w2 = false;  // each block asks L2 for its W2 tile's lines at the start
 };
@@ -92,6 +93,33 @@ inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin
     return p.blocks <= sms;
   }
   return false;
+}
+
+// Warp `warp`'s share of a 16 mtc x 8 nt tile (phase 1's up tile, phase 2's down tile): row
+// tile mt = warp / jr, column tiles [nt0, nt0 + ntc) (ntc 0: none), jr warps a row tile (the
+// most, a power of 2, that the 8 warps allow), at most 4 column tiles a warp.
+struct FfnTwoPhaseWarp {
+  int mt, nt0, ntc;
+};
+FL_SLICE_HD inline FfnTwoPhaseWarp ffn_two_phase_warp(int warp, int mtc, int nt) {
+  int jr = kTwoPhaseWarps;
+  while (jr > 1 && jr * mtc > kTwoPhaseWarps) jr /= 2;
+  const int per = (nt + jr - 1) / jr, mt = warp / jr, nt0 = (warp % jr) * per;
+  const int left = nt - nt0 < per ? nt - nt0 : per;
+  return {mt, nt0, mt < mtc && left > 0 ? left : 0};
+}
+
+// Block b's tiles: up tile b (h's columns from up_col0) where b < up_tiles; down tile b (y's
+// columns from n0, column tile ct; h's columns from k0) where b < col_tiles x splits.
+struct FfnTwoPhaseTiles {
+  int up_col0, ct, n0, k0;
+  bool up, down;
+};
+FL_SLICE_HD inline FfnTwoPhaseTiles ffn_two_phase_tiles(const FfnTwoPhasePlan& p, int b) {
+  const int ct = b % p.col_tiles;
+  return {b * p.up_cols,    ct,
+          ct * p.down_cols, (b / p.col_tiles) * p.down_k,
+          b < p.up_tiles,   b < p.col_tiles * p.splits};
 }
 
 // The scratch buffer: counters (zero when allocated, left zero by every launch), then the fp32

@@ -91,7 +91,8 @@ bool check_two_phase(Shape s, unsigned seed, FfnTwoPhaseTuning tuning = {}) {
   FfnTwoPhasePlan plan;
   if (!ok.ok() || !ffn_two_phase_plan_for(s.m, s.c, sms, planned_shared_optin(optin), &plan,
                                           tuning.stages, tuning.down_cols)) {
-    std::printf("left out: %s\n", ok.ok() ? "the tuning's plan does not fit" : ok.message().c_str());
+    std::printf("left out: %s\n",
+                ok.ok() ? "the tuning's plan does not fit" : ok.message().c_str());
     return false;
   }
   const int64_t m = s.m, c = s.c, h = 4 * c;
@@ -138,7 +139,7 @@ bool check_two_phase(Shape s, unsigned seed, FfnTwoPhaseTuning tuning = {}) {
   return true;
 }
 
-const std::vector<Shape> kOddShapes = {{1, 8},    {3, 40},   {17, 72},  {33, 200}, {16, 768},
+const std::vector<Shape> kOddShapes = {{1, 8},    {3, 40},   {17, 72},  {33, 200},  {16, 768},
                                        {47, 768}, {61, 392}, {64, 768}, {29, 1024}, {9, 136}};
 
 TEST(FfnTwoPhase, MatchesReferenceAtOddShapes) {

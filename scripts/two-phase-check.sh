@@ -3,8 +3,8 @@
 # fusionlab and the GPU tests into ../build-two-phase; `fusionlab bench --choose-as 8.6` (bf16,
 # cold, levels 1 and 2 at 1-64 tokens) of the table's choice (the hidden slice, as shipped) and of
 # the two-phase kernel forced and planned with 99 KiB a block (FL_FFN_TWO_PHASE's fourth number),
-# the FfnTwoPhase GPU tests, compute-sanitizer memcheck and racecheck on their small shapes,
-# Nsight Compute on both kernels at 64 tokens, FL_FFN_TWO_PHASE tunings, the Variant tests and a
+# the FfnTwoPhase GPU tests, compute-sanitizer memcheck and racecheck on their small shapes, its
+# phases at 16 and 64 tokens, Nsight Compute on both kernels at 64 tokens, FL_FFN_TWO_PHASE tunings, the Variant tests and a
 # second pass of the benchmarks. Logs under $OUT, in priority order (a call that runs out of time
 # still brings back what ran). FL_TP_BUILD=0 uses the build already there; FL_TP_NCU=0 skips the
 # profile.
@@ -64,6 +64,10 @@ row two_phase 1,4,16,32,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
 echo "benches: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 tests tests 'FfnTwoPhase.*'
 san memcheck
+# Each block's phases (thread 0's marks) at 16 and 64 tokens: where the microseconds go.
+FL_FFN_TWO_PHASE=0,0,0,99 timeout 40 "$build/fusionlab" bench --lesson ffn --levels 2 --sizes 16,64 \
+  --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases $TP > "$OUT/phases.txt" 2>&1
+echo "phases: exit $?, $(wc -l < "$OUT/phases.txt") lines" | tee -a "$S"
 if [[ ${FL_TP_NCU:-1} == 1 ]]; then
   ncu_at_64 two_phase ffn_two_phase_kernel FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
   ncu_at_64 slice ffn_hidden_slice_kernel FL_NONE=1

@@ -104,7 +104,7 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        {80, 0, false, bf16, kTwoPhaseMaxTokens, kTwoPhaseFrom, 0, 0, {}, "ffn_two_phase"},
        [](Ws& w, cudaStream_t s) { return w.two_phase(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
-       {}},
+       ffn_two_phase_phases()},
       {"ffn_hidden_slice",
        "each block owns a slice of the hidden units for both products and asks for W1's columns "
        "and W2's rows of it at once; the blocks' shares of y (bf16 in bf16) meet in L2 after a "

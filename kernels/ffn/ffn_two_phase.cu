@@ -37,6 +37,7 @@
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_two_phase.h"
 #include "kernels/gemm_core/weight_slice.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace two_phase {
@@ -51,7 +52,12 @@ struct Args {
   T *y, *h;
   unsigned* counters;  // [0] the grid barrier, [4 + ct] column tile ct's finished parts
   float* acc;          // m x C: the partial sums of y
+  PhaseSink phases;
 };
+
+// ffn_two_phase_phases(), in order.
+enum Phase : unsigned { kUp, kBarrier, kTilesIn, kDown, kReds, kY, kPhaseCount };
+using Marks = PhaseMarks<kPhaseCount>;
 
 using WarpPart = FfnTwoPhaseWarp;
 __device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
@@ -137,7 +143,7 @@ __device__ __forceinline__ void down_product(const FfnTwoPhasePlan& p, const uns
 // The tile's partial sums into y's fp32 accumulator (through shared memory, 16 bytes a red);
 // the column tile's last block adds b2, writes y and leaves the accumulator and counter at zero.
 __device__ __forceinline__ void add_partial(const Args& a, unsigned char* smem, float (&acc)[4][4],
-                                            const WarpPart& w, int ct, int n0) {
+                                            const WarpPart& w, int ct, int n0, Marks& marks) {
   const FfnTwoPhasePlan& p = a.p;
   __shared__ int s_last;
   float* part = reinterpret_cast<float*>(smem);
@@ -165,6 +171,7 @@ __device__ __forceinline__ void add_partial(const Args& a, unsigned char* smem, 
   __syncthreads();
   if (threadIdx.x == 0) s_last = atomicAdd(a.counters + 4 + ct, 1u) == unsigned(p.splits - 1);
   __syncthreads();
+  marks.mark(kReds);
   if (!s_last) return;
   __threadfence();  // the other parts' reds, seen through their counter bumps
   for (int i = threadIdx.x; i < p.m * quads; i += kThr) {
@@ -182,15 +189,18 @@ __device__ __forceinline__ void add_partial(const Args& a, unsigned char* smem, 
     *reinterpret_cast<float4*>(at) = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   if (threadIdx.x == 0) a.counters[4 + ct] = 0;
+  marks.mark(kY);
 }
 
 __global__ void __launch_bounds__(kThr, 1) ffn_two_phase_kernel(Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const FfnTwoPhasePlan& p = a.p;
+  Marks marks(a.phases);
   const FfnTwoPhaseTiles tiles = ffn_two_phase_tiles(p, int(blockIdx.x));
   const int ct = tiles.ct, n0 = tiles.n0, k0 = tiles.k0;
   if (p.prefetch_w2 && tiles.down) prefetch_w2(a, k0, n0);
   if (tiles.up) up_tile(a, smem, tiles.up_col0);
+  marks.mark(kUp);
   // W2's tile (rows past 4C and columns past C zero) under the barrier's wait.
   if (tiles.down) {
     slice::stage<kThr>(reinterpret_cast<T*>(smem), p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c,
@@ -199,6 +209,7 @@ __global__ void __launch_bounds__(kThr, 1) ffn_two_phase_kernel(Args a) {
     tc::async_commit();
   }
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);  // every block's h is written
+  marks.mark(kBarrier);
   if (!tiles.down) return;
   // h's tile from L2 (cp.async.cg): rows past the tokens and columns past 4C zero.
   slice::stage<kThr>(reinterpret_cast<T*>(smem + p.off_h), p.ld_h, a.h + k0, p.h, 16 * p.mtc,
@@ -206,11 +217,13 @@ __global__ void __launch_bounds__(kThr, 1) ffn_two_phase_kernel(Args a) {
   tc::async_commit();
   tc::async_wait<0>();
   __syncthreads();
+  marks.mark(kTilesIn);
   const WarpPart w = warp_part(p.mtc, p.down_cols / 8);
   float acc[4][4];
   slice::zero(acc);
   down_product(p, smem, acc, w);
-  add_partial(a, smem, acc, w, ct, n0);
+  marks.mark(kDown);  // thread 0's warp done (the others meet at add_partial's barrier)
+  add_partial(a, smem, acc, w, ct, n0, marks);
 }
 
 FfnTwoPhaseTuning tuning_from_env(FfnTwoPhaseTuning t) {
@@ -285,6 +298,7 @@ Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m,
   a.h = static_cast<T*>(b.h);
   a.counters = static_cast<unsigned*>(b.scratch);
   a.acc = reinterpret_cast<float*>(static_cast<char*>(b.scratch) + kTwoPhaseCounterBytes);
+  a.phases = b.phases;
   if (size_t(4 + a.p.col_tiles) * sizeof(unsigned) > kTwoPhaseCounterBytes) {
     return Status::Unsupported("the two-phase FFN has too many column tiles");
   }

@@ -7,9 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "kernels/ffn/ffn_two_phase_plan.h"
 #include "kernels/lesson.h"
+#include "kernels/phases.h"
 #include "kernels/status.h"
 
 namespace fl {
@@ -18,8 +21,21 @@ struct FfnTwoPhaseBuffers {
   const void *x, *w1, *b1, *w2, *b2;  // x: m x C, W1: C x 4C, b1: 4C, W2: 4C x C, b2: C
   void* y;                            // m x C
   void* h;                            // m x 4C: GELU(x W1 + b1), written in phase 1, read in 2
-  void* scratch;  // ffn_two_phase_scratch_bytes(), zeroed once when allocated (left zero)
+  void* scratch;          // ffn_two_phase_scratch_bytes(), zeroed once when allocated (left zero)
+  PhaseSink phases = {};  // stamps on when phases.records is set
 };
+
+// The phases each block records, in the order of their records' `phase` (a block without a
+// down tile leaves its last four zero long, and only a column tile's last block writes y).
+inline const std::vector<std::string>& ffn_two_phase_phases() {
+  static const std::vector<std::string> names = {"up product (x and W1 through the ring)",
+                                                 "h stored, W2 asked for, grid barrier",
+                                                 "W2's and h's tiles in",
+                                                 "down product",
+                                                 "partial sums added (reds)",
+                                                 "y written (a column tile's last block)"};
+  return names;
+}
 
 // The plan's choices a benchmark may override (FL_FFN_TWO_PHASE="stages,down_cols,prefetch,kib"):
 // the ring's slots (0: the most that fit), y's columns a down tile (0: the plan's), whether each

@@ -216,9 +216,13 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(ffn_two_phase_supported(precision_of<T>(), m_, c_));  // says why not
       return Status::Unsupported("its scratch buffer could not be planned");
     }
-    const FfnTwoPhaseBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),   down_.weights(),
-                               down_.bias(), y_.as<T>(),    hid_.as<T>(), two_phase_scratch_.get()};
-    return launch_ffn_two_phase(precision_of<T>(), b, m_, c_, stream);
+    const FfnTwoPhaseBuffers b{
+        x_.as<T>(),        up_.weights(), up_.bias(),   down_.weights(),
+        down_.bias(),      y_.as<T>(),    hid_.as<T>(), two_phase_scratch_.get(),
+        this->phase_sink()};
+    FL_TRY(launch_ffn_two_phase(precision_of<T>(), b, m_, c_, stream));
+    this->declare_phases(ffn_two_phase_phases());
+    return Status::Ok();
   }
   // The portable large-token kernel (ffn_tiles.cu); h goes through the unfused chain's h buffer.
   Status tiles(cudaStream_t stream) {

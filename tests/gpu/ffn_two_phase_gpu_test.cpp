@@ -78,7 +78,7 @@ struct Shape {
 };
 
 // Runs the kernel twice at `s` with `tuning`; false (and a line) where it cannot run here.
-bool check_two_phase(Shape s, unsigned seed, FfnTwoPhaseTuning tuning = {}) {
+bool check_two_phase(Shape s, unsigned seed, FfnTwoPhaseTuning tuning = {}, PhaseSink phases = {}) {
   SCOPED_TRACE("tokens " + std::to_string(s.m) + " C " + std::to_string(s.c) + " stages " +
                std::to_string(tuning.stages) + " down_cols " + std::to_string(tuning.down_cols) +
                " prefetch " + std::to_string(tuning.prefetch));
@@ -121,7 +121,8 @@ bool check_two_phase(Shape s, unsigned seed, FfnTwoPhaseTuning tuning = {}) {
   void* scratch = nullptr;
   EXPECT_EQ(cudaMalloc(&scratch, bytes), cudaSuccess);
   EXPECT_EQ(cudaMemset(scratch, 0, bytes), cudaSuccess);
-  const FfnTwoPhaseBuffers b{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, hid.dev, scratch};
+  const FfnTwoPhaseBuffers b{x.dev, w1.dev,  b1.dev,  w2.dev, b2.dev,
+                             y.dev, hid.dev, scratch, phases};
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = launch_ffn_two_phase(Precision::bf16, b, m, c, nullptr, tuning);
@@ -164,6 +165,38 @@ TEST(FfnTwoPhase, MatchesReferenceAsAnRtxCard) {
   // C = 1024 does not fit 99 KiB (W2's share of a block alone is 63 KB); narrow down tiles fit
   // only the small C.
   EXPECT_GE(ran, 2 * int(kOddShapes.size()) - 2);
+}
+
+// With phase stamps on (`bench --phases`): the same y, and every block's six records in order.
+TEST(FfnTwoPhase, WithPhaseStamps) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  for (const Shape& s : {Shape{64, 768}, Shape{5, 40}}) {
+    const unsigned capacity = 4096;
+    PhaseSink sink;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&sink.records), capacity * sizeof(PhaseRecord)),
+              cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&sink.count), sizeof(unsigned)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(sink.count, 0, sizeof(unsigned)), cudaSuccess);
+    sink.capacity = capacity;
+    EXPECT_TRUE(check_two_phase(s, 411, {}, sink));
+    unsigned count = 0;
+    ASSERT_EQ(cudaMemcpy(&count, sink.count, sizeof(unsigned), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_LE(count, capacity);
+    std::vector<PhaseRecord> records(count);
+    ASSERT_EQ(cudaMemcpy(records.data(), sink.records, count * sizeof(PhaseRecord),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    const size_t phases = ffn_two_phase_phases().size();
+    EXPECT_EQ(count % phases, 0u);  // two runs, each block a record a phase
+    for (const PhaseRecord& r : records) {
+      EXPECT_LT(r.phase, phases);
+      EXPECT_LE(r.start_ns, r.end_ns);
+    }
+    cudaFree(sink.records);
+    cudaFree(sink.count);
+  }
 }
 
 // Small shapes for compute-sanitizer: one chunk and partial ones, 1-4 row tiles.

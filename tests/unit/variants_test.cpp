@@ -132,8 +132,8 @@ TEST(Variants, PortableKernelsArePickedOnVoltaAmpereAndAdaNotOnHopper) {
   EXPECT_EQ(chosen("ffn", 64, fp32, kH100), "ffn_split");
   EXPECT_EQ(chosen("layernorm_linear", 1, bf16, kH100), "ln_panel");
 #ifndef FUSIONLAB_REPLAY_ONLY  // the panel's shape check, as above
-  // fp32 up to 256 on sm_90 too, where the panel does not fit: the portable stream kernel (0.68x level 1 at 64 tokens on an
-  // H100 against ln_tile's 0.39x, docs/PERFORMANCE.md); ln_tile beyond.
+  // fp32 up to 256 on sm_90 too, where the panel does not fit: the portable stream kernel (0.68x
+  // level 1 at 64 tokens on an H100 against ln_tile's 0.39x, docs/PERFORMANCE.md); ln_tile beyond.
   for (int64_t tokens : {64, 256}) {
     EXPECT_EQ(chosen("layernorm_linear", tokens, fp32, kH100), "ln_stream") << tokens;
   }

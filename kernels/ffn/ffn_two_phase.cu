@@ -1,4 +1,4 @@
-// The FFN's level 2 at 17-64 tokens on a GPU without clusters or TMA (bf16, sm_80+):
+// The FFN's level 2 at 1-64 tokens on a GPU without clusters or TMA (bf16, sm_80+):
 // ffn_two_phase_kernel, one launch in two phases with one grid barrier between them.
 //
 // What changes against ffn_hidden_slice.cu (a block owns a slice of the hidden units for both

@@ -193,14 +193,22 @@ enum class NextCopies { none, before_wait, after_inputs, after_attention, after_
 // kOneToken: the instance for the lesson's form at one token (MegakernelOptions::
 // one_token_kernel): t = 1, the options the kernel reads (but quick_tail) at their lesson
 // values, and the flags of the other forms' tasks cleared, all constants in its code.
-template <bool kOneToken>
+// kCopyTimings (with kOneToken): the options that say when the copies go read as given
+// (runs_one_token_copy_timings), so that they are measured on the one-token instance.
+template <bool kOneToken, bool kCopyTimings = false>
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
   if (kOneToken) {  // (the parameters changed in place: the other instance reads them as given)
-    const bool quick_tail = options.quick_tail;
+    const MegakernelOptions given = options;
     options = MegakernelOptions{};
-    options.quick_tail = quick_tail;
+    options.quick_tail = given.quick_tail;
+    if (kCopyTimings) {
+      options.l2_ahead = given.l2_ahead, options.copies_after_wait = given.copies_after_wait;
+      options.copies_after_task = given.copies_after_task;
+      options.copies_after_task_but_mlp = given.copies_after_task_but_mlp;
+      options.copies_after_inputs = given.copies_after_inputs;
+    }
     a.tokens = 1, a.residual_copies = 1, a.two_residuals = true;
     a.branch_free_keys = kBranchFreeKeys;
   }
@@ -244,8 +252,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                  marks);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  if (begin < end) issue(task_at(begin), 0, kCopyAll, nullptr);
-  for (int k = begin + 2; prefetcher && k <= begin + ahead && k < end; ++k)
+  // copies_after_wait: each task's large ranges once its wait is over (thread 0), its small
+  // parameters before the wait (below); the tasks after the first asked into L2 from the start.
+  const bool after_wait = options.copies_after_wait;
+  if (begin < end && !after_wait) issue(task_at(begin), 0, kCopyAll, nullptr);
+  for (int k = begin + (after_wait ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
@@ -263,7 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
-    const NextCopies when = !has_next                     ? NextCopies::none
+    const NextCopies when = !has_next || after_wait       ? NextCopies::none
                             : next_fused || after_task    ? NextCopies::after_task
                             : fused                       ? NextCopies::after_attention
                             : options.copies_after_inputs ? NextCopies::after_inputs
@@ -292,6 +303,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       issue_next(NextCopies::before_wait);
     }
+    if (after_wait) issue(task, cur, kCopySmall, nullptr);  // (threads first_copier on)
     if (prefetcher && i + 1 + ahead < end)
       prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
@@ -299,6 +311,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
     if (threadIdx.x == 0) st[kStampSeen] = phase_clock();
+    if (after_wait) {  // this task's large ranges, now (from L2 where l2_ahead asked them)
+      if (!bulk) __syncthreads();  // (every thread's cp.async: after thread 0's wait)
+      issue_copies(a, task, buffers[cur], buffer_bytes, bulk, &landed[cur], 0, kCopyLarge);
+      if (!bulk) cp_async_commit();
+    }
     if (when == NextCopies::before_wait)
       cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
@@ -375,12 +392,17 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
     return Status::Error("the megakernel needs Wout transposed and its residual buffer");
   const int smem = kWorkBytes + kSumsBytes + 2 * plan.weight_buffer_bytes;
   // The one-token instance where the step is the lesson's form (the list's two residuals and
-  // proj by head included) at one token.
-  const bool one = runs_one_token_kernel(plan.options, a.tokens) && a.two_residuals &&
-                   a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
-  auto kernel = one ? megakernel<true> : megakernel<false>;
+  // proj by head included) at one token; its copy-timings instance where only when the
+  // copies go differs from it.
+  const bool lesson_args =
+      a.two_residuals && a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
+  const bool one = runs_one_token_kernel(plan.options, a.tokens) && lesson_args;
+  const bool timings = runs_one_token_copy_timings(plan.options, a.tokens) && lesson_args;
+  auto kernel = one       ? megakernel<true, false>
+                : timings ? megakernel<true, true>
+                          : megakernel<false, false>;
   DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  if (!one) args.residual_spread = 1, args.rows = nullptr;  // (and the splits' rows)
+  if (!one && !timings) args.residual_spread = 1, args.rows = nullptr;  // (and splits' rows)
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,

@@ -267,8 +267,9 @@ bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   static_assert(sizeof(MegakernelOptions) == 72, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
-         o.l2_ahead == d.l2_ahead && o.head_waits == d.head_waits &&
-         o.batched_combine == d.batched_combine && o.copies_after_inputs == d.copies_after_inputs &&
+         o.l2_ahead == d.l2_ahead && o.copies_after_wait == d.copies_after_wait &&
+         o.head_waits == d.head_waits && o.batched_combine == d.batched_combine &&
+         o.copies_after_inputs == d.copies_after_inputs &&
          o.one_pass_attention == d.one_pass_attention && o.relaxed_poll == d.relaxed_poll &&
          o.head_combine == d.head_combine && o.skip_own_poll == d.skip_own_poll &&
          o.residual_copies == d.residual_copies && o.copy_thread == d.copy_thread &&
@@ -279,6 +280,16 @@ bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
          o.branch_free_keys == d.branch_free_keys && o.grid_splits == d.grid_splits &&
          o.task_window == d.task_window && o.poll_first == d.poll_first &&
          o.release_warp == d.release_warp && o.head_proj == d.head_proj;
+}
+
+bool runs_one_token_copy_timings(const MegakernelOptions& o, int tokens) {
+  const MegakernelOptions d;
+  MegakernelOptions lesson_copies = o;
+  lesson_copies.l2_ahead = d.l2_ahead, lesson_copies.copies_after_wait = d.copies_after_wait;
+  lesson_copies.copies_after_task = d.copies_after_task;
+  lesson_copies.copies_after_task_but_mlp = d.copies_after_task_but_mlp;
+  lesson_copies.copies_after_inputs = d.copies_after_inputs;
+  return !runs_one_token_kernel(o, tokens) && runs_one_token_kernel(lesson_copies, tokens);
 }
 
 int weight_buffer_bytes_for(int smem_optin) {

@@ -186,6 +186,32 @@ std::vector<Variant> last_proj_sets() {
           {"+ last split, L2 asked, one burst", burst}};
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
+// the SM, each on the one-token instance (runs_one_token_copy_timings): the L2 prefetch ahead
+// with the copies one task ahead as in the lesson, the copies after the task's own wait (from L2
+// where prefetched, copies_after_wait), after the task before (copies_after_task, but the MLP's)
+// and after its inputs, against the lesson's.
+std::vector<Variant> copy_timing_sets() {
+  using O = gpt2::MegakernelOptions;
+  auto with = [](auto change) {
+    O o;
+    change(o);
+    return o;
+  };
+  return {
+      {"the lesson's", O{}},
+      {"+ L2 1 ahead", with([](O& o) { o.l2_ahead = 1; })},
+      {"+ L2 2 ahead", with([](O& o) { o.l2_ahead = 2; })},
+      {"+ after wait, L2 1 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 1; })},
+      {"+ after wait, L2 2 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 2; })},
+      {"+ after wait, L2 4 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 4; })},
+      {"+ after wait, no L2", with([](O& o) { o.copies_after_wait = true; })},
+      {"+ after task, L2 2 ahead", with([](O& o) { o.copies_after_task = true, o.l2_ahead = 2; })},
+      {"+ after task", with([](O& o) { o.copies_after_task = true; })},
+      {"+ after task but MLP", with([](O& o) { o.copies_after_task_but_mlp = true; })},
+      {"+ after inputs", with([](O& o) { o.copies_after_inputs = true; })}};
+}
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -771,9 +797,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 
 // The megakernel's copy options (model.h's MegakernelOptions) against each other and against
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
-// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj
-// or burst times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1
-// instead of timed_sets()). Each variant is checked first (the fp64
+// (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj,
+// burst or l2 times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1,
+// or copy_timing_sets() instead of timed_sets()). Each variant is checked first (the fp64
 // GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
 // (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
 // from DRAM), and its task records' breakdown at cache 512.
@@ -785,6 +811,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   std::vector<Variant> variants = which == "apart"                          ? apart_sets()
                                   : which == "spread"                       ? spread_sets()
                                   : which == "lastproj" || which == "burst" ? last_proj_sets()
+                                  : which == "l2"                           ? copy_timing_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
@@ -924,6 +951,43 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
   CheckResult gpu;
   ASSERT_TRUE(one->check(stream_, &gpu).ok());
   EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+}
+
+// When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a
+// task's bytes after its wait): one token at odd caches against the fp64 CPU reference, and on
+// partial grids (1, 2 and 5 blocks: many tasks a block, each copied after its own wait) twice
+// with other inputs. FL_DECODE_SMALL=1: cache 23 only (what compute-sanitizer runs).
+TEST_F(Gpt2DecodeGpu, MegakernelCopyTimings) {
+  const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
+  std::vector<int> caches = {23};
+  if (!small) caches.insert(caches.end(), {37, 515, 1001, 2047});
+  std::mt19937_64 rng(7);
+  const std::vector<Variant> sets = copy_timing_sets();
+  for (int cache : caches) {
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
+    for (int grid : {0, 1, 2, 5}) {
+      if (grid != 0 && cache != 23) continue;
+      ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+      std::vector<HostTensor> in, out;
+      ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+      const std::vector<double> ref = lesson_->reference(in).at(0).values;
+      for (const Variant& v : sets) {
+        SCOPED_TRACE("cache " + std::to_string(cache) + ", grid " + std::to_string(grid) + ", " +
+                     v.name);
+        ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+        if (grid != 0) ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, grid).ok());
+        EXPECT_EQ(gpt2::runs_one_token_copy_timings(v.options, 1), &v != &sets.front());
+        std::vector<double> y;
+        EXPECT_CHECKED_STEP(*ws, y);
+        EXPECT_LE(rel(y, ref), lesson_->tolerance(Precision::bf16));
+        if (grid != 0) {  // again with other inputs: no stale value, the counters zeroed
+          ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+          EXPECT_CHECKED_STEP(*ws, y);
+        }
+      }
+    }
+  }
 }
 
 // One token at a small configuration: the form before, the one-token kernel without the quick

@@ -59,6 +59,7 @@ constexpr int kWords = 64 * kStages * kLine;
 enum Arrive { kRedRelease, kFenceRed, kAtomRelease, kThreadfence, kTree, kNoFence };
 enum Wait { kAcquire, kRelaxed, kVolatile, kSleep };
 enum Hier { kFlat, kClusterBarrier, kClusterSmem };
+enum CopyAt { kBeforeWait, kAfterWait, kAfterRelease };
 struct Form {
   const char* name;
   int arrive = kRedRelease, wait = kAcquire, hier = kFlat, cluster = 1, stride = 1;
@@ -68,9 +69,13 @@ struct Form {
   int ahead = 1, first_copier = 0;
   bool bulk = false, waits = true;
   // l2_ahead > 0: chunk s + l2_ahead asked into L2 at the top of stage s (a bulk prefetch from
-  // thread 32: no bytes come to the SM) and chunk s copied into shared memory after stage s's
-  // wait, from L2, so that no bytes are in flight to the SM while it polls and releases.
-  int l2_ahead = 0;
+  // thread 32: no bytes come to the SM) and, with copy_at kAfterWait, chunk s copied into
+  // shared memory after stage s's wait, from L2, so that no bytes are in flight to the SM while
+  // it polls and releases. copy_at kBeforeWait: chunk s + ahead at the top of stage s (as
+  // without L2 prefetch); kAfterRelease: chunk s + 1 once stage s's count is released (a
+  // barrier after the release: in flight while the block polls, not while it computes or
+  // releases).
+  int l2_ahead = 0, copy_at = kAfterWait;
   // The block's outputs before each release: 0 none, 1 a float4 a thread stored (4 KB a block),
   // 2 three floats a thread red.added into one 768-float vector (as the MLP adds its residual).
   int outputs = 0;
@@ -188,7 +193,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int64_t i = int(threadIdx.x) - f.first_copier; i >= 0 && i < chunk16; i += copiers)
       copy16(slot(s) + i, src + i);
   };
-  const bool late = f.l2_ahead > 0;
+  const bool late = f.l2_ahead > 0 && f.copy_at == kAfterWait;
+  const bool after_release = f.copy_at == kAfterRelease;  // (1 ahead)
   auto prefetch = [&](int s) {
     if (chunk16 == 0 || s >= stages || threadIdx.x != 32) return;
     const int4* src = bytes + (int64_t(s) * gridDim.x + blockIdx.x) * chunk16;
@@ -197,17 +203,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                  : "memory");
   };
   int acc = 0;
-  for (int s = 0; s < (late ? f.l2_ahead : f.ahead); ++s) {
-    if (late) {
-      prefetch(s);
-      continue;
-    }
+  for (int s = 0; s < f.l2_ahead; ++s) prefetch(s);
+  for (int s = 0; !late && s < f.ahead; ++s) {
     ask(s);
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
   for (int s = 0; s < stages; ++s) {
-    if (late) prefetch(s + f.l2_ahead);
-    if (!late) ask(s + f.ahead);  // into the slot stage s - 1 read (past its release's barrier)
+    if (f.l2_ahead > 0) prefetch(s + f.l2_ahead);
+    // into the slot stage s - 1 read (past its release's barrier)
+    if (!late && !after_release) ask(s + f.ahead);
     asm volatile("cp.async.commit_group;" ::: "memory");
     if (s > 0) wait_stage(words, s, f, &flag);
     if (late) ask(s);
@@ -225,6 +229,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int k = 0; f.outputs == 2 && k < 3; ++k)
       atomicAdd(out + (s & 1) * 1024 + k * kThreads + threadIdx.x, 1.0f);
     release_stage(words, s, f, &arrivals);
+    if (after_release) {  // chunk s + 1 once the count is out (thread 0 past its red.release)
+      __syncthreads();
+      ask(s + 1);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
   }
   if (f.hier != kFlat) cg::this_cluster().sync();  // no block leaves while its smem is read
   if (blockIdx.x == 0 && threadIdx.x == 0) clocks[0] = clock64() - c0, clocks[1] = now_ns() - t0;
@@ -442,6 +451,19 @@ int main(int argc, char** argv) {
   add("L2 4 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 4; });
   add("L2 2 ahead, TMA bulk after the wait", [](Form& f) { f.l2_ahead = 2, f.bulk = true; });
   add("L2 2 ahead, no waits (its roof)", [](Form& f) { f.l2_ahead = 2, f.waits = false; });
+  // Rows added 2026-11-27 07:00 UTC: the L2 prefetch with the bytes into the SM one ahead as
+  // before (in flight while polling and releasing, but from L2), and the next chunk asked
+  // only once the count is released (in flight while polling, not while releasing).
+  add("L2 2 ahead + cp.async 1 ahead", [](Form& f) { f.l2_ahead = 2, f.copy_at = kBeforeWait; });
+  add("L2 2 ahead + TMA bulk 1 ahead",
+      [](Form& f) { f.l2_ahead = 2, f.copy_at = kBeforeWait, f.bulk = true; });
+  add("L2 2 ahead, cp.async after the release",
+      [](Form& f) { f.l2_ahead = 2, f.copy_at = kAfterRelease; });
+  add("L2 2 ahead, TMA bulk after the release",
+      [](Form& f) { f.l2_ahead = 2, f.copy_at = kAfterRelease, f.bulk = true; });
+  add("no L2 prefetch, cp.async after the release", [](Form& f) { f.copy_at = kAfterRelease; });
+  add("L2 2 ahead, cp.async after the wait, warps 1-7",
+      [](Form& f) { f.l2_ahead = 2, f.first_copier = 32; });
   add("megakernel form again (drift)", [](Form&) {});
   for (const Form& f : forms) {
     const int blocks = grid_for(u, f);

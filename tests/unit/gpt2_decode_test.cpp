@@ -495,6 +495,22 @@ TEST(Gpt2DecodeTasks, TheOneTokenKernelRunsTheLessonsFormAtOneToken) {
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.residual_copies = 2; }));
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.branch_free_keys = !m.branch_free_keys; }));
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.task_window = true; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.copies_after_wait = true; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.l2_ahead = 2; }));
+}
+
+// Where only when the copies go differs from the lesson's, the one-token instance that reads
+// those options at run time; with any other option changed too, the other instance.
+TEST(Gpt2DecodeTasks, CopyTimingsRunTheOneTokenInstance) {
+  MegakernelOptions o;
+  EXPECT_FALSE(runs_one_token_copy_timings(o, 1));  // (the lesson's own instance)
+  o.copies_after_wait = true, o.l2_ahead = 2;
+  EXPECT_TRUE(runs_one_token_copy_timings(o, 1));
+  EXPECT_FALSE(runs_one_token_copy_timings(o, 2));
+  o.copies_after_wait = false, o.l2_ahead = 0, o.copies_after_task_but_mlp = true;
+  EXPECT_TRUE(runs_one_token_copy_timings(o, 1));
+  o.relaxed_poll = true;
+  EXPECT_FALSE(runs_one_token_copy_timings(o, 1));
 }
 
 TEST(Gpt2DecodeTasks, DescribesTasksForTheTimeline) {

@@ -25,9 +25,9 @@ for step in ${STEPS:-bench variants timings unit}; do
     bench) timeout $(( $(left) < 60 ? $(left) : 60 )) $B/tests/stage_wait_bench 25 > "$OUT/stage_wait.txt" 2>&1 ;;
     variants) FL_DECODE_VARIANTS=l2 timeout $(( $(left) < 90 ? $(left) : 90 )) $tests \
         --gtest_filter='Gpt2DecodeGpu.MegakernelVariants' > "$OUT/variants.log" 2>&1 ;;
-    timings) timeout $(( $(left) < 60 ? $(left) : 60 )) $tests \
+    timings) timeout $(( $(left) < 70 ? $(left) : 70 )) stdbuf -oL $tests \
         --gtest_filter='Gpt2DecodeGpu.MegakernelCopyTimings:Gpt2DecodeGpu.MegakernelOneToken:Gpt2DecodeGpu.MegakernelSmall' > "$OUT/timings.log" 2>&1 ;;
-    memcheck|synccheck) FL_DECODE_SMALL=1 timeout $(( $(left) < 60 ? $(left) : 60 )) compute-sanitizer --tool $step --error-exitcode 9 $tests \
+    memcheck|synccheck) FL_DECODE_SMALL=1 timeout $(( $(left) < 45 ? $(left) : 45 )) compute-sanitizer --tool $step --error-exitcode 9 $tests \
         --gtest_filter='Gpt2DecodeGpu.MegakernelCopyTimings' > "$OUT/$step.log" 2>&1 ;;
     unit) cmake --build $B -j16 --target fusionlab_unit_tests >> "$OUT/build.log" 2>&1 &&
         timeout 20 $B/tests/fusionlab_unit_tests --gtest_filter='Gpt2DecodeTasks.*' > "$OUT/unit.log" 2>&1 ;;

@@ -112,6 +112,9 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
   if (options.l2_ahead < 0 || options.l2_ahead > 16)
     return Status::Error("the megakernel prefetches 0 to 16 tasks ahead into L2");
+  if (options.copies_after_wait < 0 || options.copies_after_wait > kAllTaskKinds)
+    return Status::Error("copies_after_wait is a mask of the task kinds (0 to " +
+                         std::to_string(kAllTaskKinds) + ")");
   if (options.min_split_keys < 1 || options.min_split_keys > kMaxSplitLength)
     return Status::Error("an attention split takes at least 1 to " +
                          std::to_string(kMaxSplitLength) + " keys");

@@ -252,12 +252,17 @@ __global__ void __launch_bounds__(kThreads, 1)
                  marks);
   };
   bool large_in_flight = false;  // the next task's large ranges were issued early
-  // copies_after_wait: each task's large ranges once its wait is over (thread 0), its small
-  // parameters before the wait (below); the tasks after the first asked into L2 from the start.
-  const bool after_wait = options.copies_after_wait;
-  if (begin < end && !after_wait) issue(task_at(begin), 0, kCopyAll, nullptr);
-  for (int k = begin + (after_wait ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
-    prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
+  // copies_after_wait: the large ranges of a task of those kinds once its wait is over (thread
+  // 0), its small parameters before the wait (below); the tasks after the first asked into L2
+  // from the start, and only those. (Not with early copies.)
+  const unsigned after_kinds = options.early_copies ? 0u : unsigned(options.copies_after_wait);
+  auto after_wait_of = [&](int k) { return ((after_kinds >> task_at(k).kind) & 1u) != 0; };
+  auto prefetch = [&](int k) {
+    if (after_kinds == 0 || after_wait_of(k)) prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
+  };
+  if (begin < end && !after_wait_of(begin)) issue(task_at(begin), 0, kCopyAll, nullptr);
+  for (int k = begin + (after_kinds ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
+    prefetch(k);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
   unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
   if (threadIdx.x == 0) stamps[0][kStampBefore] = phase_clock();
@@ -274,7 +279,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
     const bool after_task =
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
-    const NextCopies when = !has_next || after_wait       ? NextCopies::none
+    const bool after_wait = after_kinds != 0 && after_wait_of(i);
+    const bool next_after_wait = after_kinds != 0 && has_next && after_wait_of(i + 1);
+    const NextCopies when = !has_next || next_after_wait  ? NextCopies::none
                             : next_fused || after_task    ? NextCopies::after_task
                             : fused                       ? NextCopies::after_attention
                             : options.copies_after_inputs ? NextCopies::after_inputs
@@ -298,14 +305,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (probing && threadIdx.x == 0) st[kStampRead] = phase_clock();
     if (probing && threadIdx.x == copier && when != NextCopies::before_wait)
       st[kStampIssueFrom] = st[kStampIssueLarge] = st[kStampIssueDone] = phase_clock();
+    // (this task's small parameters first: the next task's group stays the newest)
+    if (after_wait) issue(task, cur, kCopySmall, nullptr);  // (threads first_copier on)
     if (poll_first && threadIdx.x < 32) {
       if (when == NextCopies::before_wait) cp_async_commit();  // (empty: one group a task)
     } else {
       issue_next(NextCopies::before_wait);
     }
-    if (after_wait) issue(task, cur, kCopySmall, nullptr);  // (threads first_copier on)
-    if (prefetcher && i + 1 + ahead < end)
-      prefetch_task_l2(a, tasks[i + 1 + ahead], buffer_bytes, lane);
+    if (prefetcher && i + 1 + ahead < end) prefetch(i + 1 + ahead);
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
@@ -316,7 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       issue_copies(a, task, buffers[cur], buffer_bytes, bulk, &landed[cur], 0, kCopyLarge);
       if (!bulk) cp_async_commit();
     }
-    if (when == NextCopies::before_wait)
+    if (when == NextCopies::before_wait && (bulk || !after_wait))
       cp_async_wait_all_but_newest();  // the next task's group is the newest
     else
       cp_async_wait_all();

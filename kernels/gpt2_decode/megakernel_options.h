@@ -35,12 +35,14 @@ struct MegakernelOptions {
   // sm_90: the tasks this many places ahead in a block's list are asked into L2 (a bulk
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
   int l2_ahead = 0;
-  // A task's own weight bytes (its large ranges) are copied into shared memory once its wait
-  // is over (thread 0 issues the bulk copies right after the count it polls is seen), from L2
-  // where l2_ahead asked them, instead of during the task before: no weight bytes land in the
-  // SM while it computes, releases its count and polls (its small parameters still come
-  // before the wait). The copy's L2 round trip is then on the chain.
-  bool copies_after_wait = false;
+  // The tasks of these kinds (bit k: TaskKind k; kAllTaskKinds every one) have their large
+  // ranges (weights, or cached keys and values) copied into shared memory once their wait is
+  // over (thread 0 issues the bulk copies right after the count it polls is seen), from L2
+  // where l2_ahead asked them, instead of during the task before: no such bytes land in the SM
+  // while that task computes, releases its count and polls (the small parameters still come
+  // before the wait). The copy's L2 round trip is then on the chain. 0: off. Not with
+  // early_copies.
+  int copies_after_wait = 0;
   bool head_waits = false;  // TaskListShape::head_waits
   // proj's split combine asks for every split's max, sum and partial o, and the task's residual
   // slice, in one batch (a half-warp an item, 16-byte loads) instead of the maxima first and
@@ -192,6 +194,7 @@ struct MegakernelOptions {
   int last_split_proj = 0;
 };
 constexpr int kMaxResidualCopies = 8;
+constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option
 // the kernel reads at its lesson value, where one_token_kernel asks for it.
 bool runs_one_token_kernel(const MegakernelOptions& options, int tokens);

@@ -264,7 +264,7 @@ bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
   // (last_split_proj is the task list's: both instances run it.)
-  static_assert(sizeof(MegakernelOptions) == 72, "an option the one-token kernel must compare");
+  static_assert(sizeof(MegakernelOptions) == 76, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.copies_after_wait == d.copies_after_wait &&

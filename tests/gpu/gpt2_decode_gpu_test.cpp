@@ -193,23 +193,32 @@ std::vector<Variant> last_proj_sets() {
 // and after its inputs, against the lesson's.
 std::vector<Variant> copy_timing_sets() {
   using O = gpt2::MegakernelOptions;
-  auto with = [](auto change) {
+  auto with = [](int after_wait, int l2_ahead) {
     O o;
-    change(o);
+    o.copies_after_wait = after_wait, o.l2_ahead = l2_ahead;
     return o;
   };
-  return {
-      {"the lesson's", O{}},
-      {"+ L2 1 ahead", with([](O& o) { o.l2_ahead = 1; })},
-      {"+ L2 2 ahead", with([](O& o) { o.l2_ahead = 2; })},
-      {"+ after wait, L2 1 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 1; })},
-      {"+ after wait, L2 2 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 2; })},
-      {"+ after wait, L2 4 ahead", with([](O& o) { o.copies_after_wait = true, o.l2_ahead = 4; })},
-      {"+ after wait, no L2", with([](O& o) { o.copies_after_wait = true; })},
-      {"+ after task, L2 2 ahead", with([](O& o) { o.copies_after_task = true, o.l2_ahead = 2; })},
-      {"+ after task", with([](O& o) { o.copies_after_task = true; })},
-      {"+ after task but MLP", with([](O& o) { o.copies_after_task_but_mlp = true; })},
-      {"+ after inputs", with([](O& o) { o.copies_after_inputs = true; })}};
+  constexpr int kAll = gpt2::kAllTaskKinds, kAttention = 1 << int(gpt2::TaskKind::attention);
+  constexpr int kProj = 1 << int(gpt2::TaskKind::proj), kMlp = 1 << int(gpt2::TaskKind::mlp);
+  O after_task_l2 = with(0, 2), after_task, but_mlp, after_inputs;
+  after_task_l2.copies_after_task = after_task.copies_after_task = true;
+  but_mlp.copies_after_task_but_mlp = true;
+  after_inputs.copies_after_inputs = true;
+  return {{"the lesson's", O{}},
+          {"+ L2 1 ahead", with(0, 1)},
+          {"+ L2 2 ahead", with(0, 2)},
+          {"+ after wait, L2 1 ahead", with(kAll, 1)},
+          {"+ after wait, L2 2 ahead", with(kAll, 2)},
+          {"+ after wait, L2 4 ahead", with(kAll, 4)},
+          {"+ after wait, no L2", with(kAll, 0)},
+          {"+ attention after wait, L2 1 ahead", with(kAttention, 1)},
+          {"+ attention after wait, no L2", with(kAttention, 0)},
+          {"+ attention, proj after wait, L2 1", with(kAttention | kProj, 1)},
+          {"+ all but MLP after wait, L2 1", with(kAll & ~kMlp, 1)},
+          {"+ after task, L2 2 ahead", after_task_l2},
+          {"+ after task", after_task},
+          {"+ after task but MLP", but_mlp},
+          {"+ after inputs", after_inputs}};
 }
 
 class Gpt2DecodeGpu : public ::testing::Test {
@@ -954,38 +963,41 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
 }
 
 // When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a
-// task's bytes after its wait): one token at odd caches against the fp64 CPU reference, and on
-// partial grids (1, 2 and 5 blocks: many tasks a block, each copied after its own wait) twice
-// with other inputs. FL_DECODE_SMALL=1: cache 23 only (what compute-sanitizer runs).
+// task's bytes after its wait): one token at odd caches against the fp64 CPU reference, then on
+// partial grids (1, 2 and 5 blocks: many tasks a block, each copied after its own wait), each
+// step again with other inputs. FL_DECODE_SMALL=1: cache 23, the full grid and 2 blocks, four
+// sets (what compute-sanitizer runs).
 TEST_F(Gpt2DecodeGpu, MegakernelCopyTimings) {
   const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
-  std::vector<int> caches = {23};
-  if (!small) caches.insert(caches.end(), {37, 515, 1001, 2047});
+  std::vector<Variant> sets = copy_timing_sets();
+  if (small) sets = {sets.at(0), sets.at(3), sets.at(6), sets.at(7)};
+  std::vector<std::pair<int, int>> runs = {{23, 0}};  // cache, blocks (0: the full grid)
+  if (!small) runs.insert(runs.end(), {{37, 0}, {515, 0}, {2047, 0}, {23, 1}, {23, 5}});
+  runs.push_back({23, 2});
   std::mt19937_64 rng(7);
-  const std::vector<Variant> sets = copy_timing_sets();
-  for (int cache : caches) {
+  for (const auto& [cache, grid] : runs) {
     std::unique_ptr<Workspace> ws;
     ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
-    for (int grid : {0, 1, 2, 5}) {
-      if (grid != 0 && cache != 23) continue;
-      ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-      std::vector<HostTensor> in, out;
-      ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
-      const std::vector<double> ref = lesson_->reference(in).at(0).values;
-      for (const Variant& v : sets) {
-        SCOPED_TRACE("cache " + std::to_string(cache) + ", grid " + std::to_string(grid) + ", " +
-                     v.name);
-        ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
-        if (grid != 0) ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, grid).ok());
-        EXPECT_EQ(gpt2::runs_one_token_copy_timings(v.options, 1), &v != &sets.front());
-        std::vector<double> y;
-        EXPECT_CHECKED_STEP(*ws, y);
-        EXPECT_LE(rel(y, ref), lesson_->tolerance(Precision::bf16));
-        if (grid != 0) {  // again with other inputs: no stale value, the counters zeroed
-          ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-          EXPECT_CHECKED_STEP(*ws, y);
-        }
-      }
+    const uint64_t seed = rng(), other = rng();
+    ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    for (const Variant& v : sets) {
+      const std::string name =
+          "cache " + std::to_string(cache) + ", grid " + std::to_string(grid) + ", " + v.name;
+      SCOPED_TRACE(name);
+      std::printf("copy timings: %s\n", name.c_str());
+      std::fflush(stdout);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      if (grid != 0) ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, grid).ok());
+      EXPECT_EQ(gpt2::runs_one_token_copy_timings(v.options, 1), &v != &sets.front());
+      ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+      std::vector<double> y;
+      EXPECT_CHECKED_STEP(*ws, y);
+      EXPECT_LE(rel(y, ref), lesson_->tolerance(Precision::bf16));
+      ASSERT_TRUE(ws->fill_inputs(other, stream_).ok());  // no stale value, the counters zeroed
+      EXPECT_CHECKED_STEP(*ws, y);
     }
   }
 }

@@ -495,7 +495,7 @@ TEST(Gpt2DecodeTasks, TheOneTokenKernelRunsTheLessonsFormAtOneToken) {
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.residual_copies = 2; }));
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.branch_free_keys = !m.branch_free_keys; }));
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.task_window = true; }));
-  EXPECT_FALSE(other([](MegakernelOptions& m) { m.copies_after_wait = true; }));
+  EXPECT_FALSE(other([](MegakernelOptions& m) { m.copies_after_wait = kAllTaskKinds; }));
   EXPECT_FALSE(other([](MegakernelOptions& m) { m.l2_ahead = 2; }));
 }
 
@@ -504,10 +504,10 @@ TEST(Gpt2DecodeTasks, TheOneTokenKernelRunsTheLessonsFormAtOneToken) {
 TEST(Gpt2DecodeTasks, CopyTimingsRunTheOneTokenInstance) {
   MegakernelOptions o;
   EXPECT_FALSE(runs_one_token_copy_timings(o, 1));  // (the lesson's own instance)
-  o.copies_after_wait = true, o.l2_ahead = 2;
+  o.copies_after_wait = kAllTaskKinds, o.l2_ahead = 2;
   EXPECT_TRUE(runs_one_token_copy_timings(o, 1));
   EXPECT_FALSE(runs_one_token_copy_timings(o, 2));
-  o.copies_after_wait = false, o.l2_ahead = 0, o.copies_after_task_but_mlp = true;
+  o.copies_after_wait = 0, o.l2_ahead = 0, o.copies_after_task_but_mlp = true;
   EXPECT_TRUE(runs_one_token_copy_timings(o, 1));
   o.relaxed_poll = true;
   EXPECT_FALSE(runs_one_token_copy_timings(o, 1));

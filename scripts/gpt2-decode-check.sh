@@ -7,7 +7,8 @@
 # file), and `bench` at cache 512 and 2K (bf16, 1 token, cold, counters on, the peers beside)
 # in the same call. Logs under $OUT; a short summary last.
 #   FL_DECODE_STAGES=variants,tests,cupti,pytorch,bench,transformers,sanitizer (default: all but
-#   variants, in this order; variants: the megakernel's copy options timed one change at a time)
+#   variants, in this order; variants: the megakernel's copy options timed one change at a time,
+#   FL_DECODE_VARIANTS=apart|spread|lastproj|burst|l2 for the other sets)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -25,7 +26,7 @@ if stage variants; then
   # The megakernel's copy options against each other and level 3, one change at a time, with
   # each variant's task-record breakdown at cache 512 (Gpt2DecodeGpu.MegakernelVariants).
   t0=$(date +%s)
-  FL_DECODE_VARIANTS=1 timeout ${FL_DECODE_VARIANTS_SECONDS:-90} "$tests" \
+  FL_DECODE_VARIANTS=${FL_DECODE_VARIANTS:-1} timeout ${FL_DECODE_VARIANTS_SECONDS:-90} "$tests" \
     --gtest_filter='Gpt2DecodeGpu.MegakernelVariants' > "$LOGS/variants.log" 2>&1
   sum "variants rc=$? ($(( $(date +%s) - t0 )) s)"
   grep -E '^cache|timeline|tasks: mean|chain|  stage |last-ending task|probes|Failure|Expected|Which is|rel ' \
@@ -81,6 +82,12 @@ if stage sanitizer && command -v compute-sanitizer > /dev/null; then
     timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
       --gtest_filter='Gpt2DecodeGpu.MegakernelSmall' > "$LOGS/sanitizer-$tool.log" 2>&1
     sum "sanitizer $tool rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/sanitizer-$tool.log" | tr '\n' ' ')"
+  done
+  for tool in memcheck synccheck; do  # the copy timings' instance (one token, 23 keys)
+    t0=$(date +%s)
+    FL_DECODE_SMALL=1 timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
+      --gtest_filter='Gpt2DecodeGpu.MegakernelCopyTimings' > "$LOGS/sanitizer-copies-$tool.log" 2>&1
+    sum "sanitizer $tool, copy timings rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/sanitizer-copies-$tool.log" | tr '\n' ' ')"
   done
   cat "$LOGS"/sanitizer-*.log > "$LOGS/sanitizer.log"; rm -f "$LOGS"/sanitizer-*.log
 fi

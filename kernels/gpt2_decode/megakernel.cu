@@ -46,7 +46,9 @@
 // in two rounds, the release by warp 2, the copies before the poll, proj by rows, the residuals'
 // starts in qkv's prologue, a descriptor ring (thread 0's copy of a later descriptor in flight
 // made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
-// attention's last split (last_split_proj).
+// attention's last split (last_split_proj), the copies after the task's own wait
+// (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
+// when the copies go at run time so that those options are timed on the one-token kernel).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of
@@ -254,8 +256,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   bool large_in_flight = false;  // the next task's large ranges were issued early
   // copies_after_wait: the large ranges of a task of those kinds once its wait is over (thread
   // 0), its small parameters before the wait (below); the tasks after the first asked into L2
-  // from the start, and only those. (Not with early copies.)
-  const unsigned after_kinds = options.early_copies ? 0u : unsigned(options.copies_after_wait);
+  // from the start, and only those. The copy-timings instance only (in the other one it cost
+  // spills: 255 registers); not with early copies.
+  const unsigned after_kinds =
+      kCopyTimings && !options.early_copies ? unsigned(options.copies_after_wait) : 0u;
   auto after_wait_of = [&](int k) { return ((after_kinds >> task_at(k).kind) & 1u) != 0; };
   auto prefetch = [&](int k) {
     if (after_kinds == 0 || after_wait_of(k)) prefetch_task_l2(a, tasks[k], buffer_bytes, lane);

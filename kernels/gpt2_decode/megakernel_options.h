@@ -34,13 +34,22 @@ struct MegakernelOptions {
   bool bulk_copies = true;
   // sm_90: the tasks this many places ahead in a block's list are asked into L2 (a bulk
   // prefetch, one instruction a range) so DRAM streams ahead of the dependency chain; 0: off.
+  // Measured and left off: on the one-token instance (H100, 2026-11-27) 1 / 2 ahead took the
+  // step at a cache of 512 from 211.9 to 235.0 / 233.2 us (its tasks' inputs and compute got
+  // longer).
   int l2_ahead = 0;
   // The tasks of these kinds (bit k: TaskKind k; kAllTaskKinds every one) have their large
   // ranges (weights, or cached keys and values) copied into shared memory once their wait is
   // over (thread 0 issues the bulk copies right after the count it polls is seen), from L2
   // where l2_ahead asked them, instead of during the task before: no such bytes land in the SM
   // while that task computes, releases its count and polls (the small parameters still come
-  // before the wait). The copy's L2 round trip is then on the chain. 0: off. Not with
+  // before the wait). The copy's L2 round trip is then on the chain. Measured and left off
+  // (H100, 2026-11-27, cache 512 / 2K): every kind with L2 1 ahead 262.2 / 318.4 us against
+  // the lesson's 211.9 / 241.9 (the releases got shorter, MLP 0.92 -> 0.60 us, but an MLP
+  // slice's copy after its wait took 2.1 us), attention only 230.4 / 276.6 (no L2), all but the
+  // MLP's 247.6 / 292.3; in the chain's skeleton (stage_wait_bench) 3.44 us a stage against 2.88
+  // (cp.async one ahead) and 3.33 (TMA one ahead). 0: off. The one-token
+  // copy-timings instance only (runs_one_token_copy_timings; the other ignores it); not with
   // early_copies.
   int copies_after_wait = 0;
   bool head_waits = false;  // TaskListShape::head_waits
@@ -107,7 +116,10 @@ struct MegakernelOptions {
   bool early_copies = false;
   // The next task's copies start once the running task is done (its count released), so no
   // copy lands while a task runs; they land while the block waits for its next task's count.
-  // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late).
+  // proj's stage got shorter, the MLP's longer (its 72 KB slices then arrive late). On the
+  // one-token instance too (H100, 2026-11-27): 246.1 us at a cache of 512 against 211.9 (with
+  // L2 2 ahead 249.0), though in the chain's skeleton a TMA copy asked after the release was
+  // 17% faster than one ahead (2.76 against 3.33 us a stage, L2 2 ahead).
   bool copies_after_task = false;
   // copies_after_task where the next task is not an MLP slice (whose 72 KB must start before
   // the wait to arrive in time): its copies still start before the running task's wait. The

@@ -21,7 +21,8 @@
 //   tree     groups of 12 blocks count in their own counter (atom.acq_rel), the group's last
 //            arrival adds 1 to the stage's count (11 arrivals at the root);
 //   L2       the bytes asked into L2 1-4 stages ahead (bulk prefetch), each chunk copied into
-//            the SM after its stage's wait (rows added after the 2026-11-27 06:10 UTC run).
+//            the SM after its stage's wait, or one ahead as before, or once the block's count
+//            is released (the next chunk in flight while polling, not while releasing).
 // Plus the physical floor: two blocks on two SMs passing one word back and forth (one way, us).
 // Each row: median of `reps` launches (CUDA events, cold L2), us for 12 and 48 stages bare, us a
 // stage (48 stages / 48; slope: (48 - 12) / 36) and the SM clock block 0 saw (clock64 over
@@ -444,16 +445,15 @@ int main(int argc, char** argv) {
   add("outputs: 4 KB stored a block", [](Form& f) { f.outputs = 1; });
   add("outputs: 768 red.add a block, one vector", [](Form& f) { f.outputs = 2; });
   add("outputs: 768 red.add, TMA bulk", [](Form& f) { f.outputs = 2, f.bulk = true; });
-  // Rows added after the run of 2026-11-27 06:10 UTC (not yet run): the bytes asked into L2
-  // ahead, each chunk copied into the SM after its stage's wait.
+  // The bytes asked into L2 ahead, each chunk copied into the SM after its stage's wait.
   add("L2 1 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 1; });
   add("L2 2 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 2; });
   add("L2 4 ahead, cp.async after the wait", [](Form& f) { f.l2_ahead = 4; });
   add("L2 2 ahead, TMA bulk after the wait", [](Form& f) { f.l2_ahead = 2, f.bulk = true; });
   add("L2 2 ahead, no waits (its roof)", [](Form& f) { f.l2_ahead = 2, f.waits = false; });
-  // Rows added 2026-11-27 07:00 UTC: the L2 prefetch with the bytes into the SM one ahead as
-  // before (in flight while polling and releasing, but from L2), and the next chunk asked
-  // only once the count is released (in flight while polling, not while releasing).
+  // The L2 prefetch with the bytes into the SM one ahead as before (in flight while polling
+  // and releasing, but from L2), and the next chunk asked only once the count is released (in
+  // flight while polling, not while releasing).
   add("L2 2 ahead + cp.async 1 ahead", [](Form& f) { f.l2_ahead = 2, f.copy_at = kBeforeWait; });
   add("L2 2 ahead + TMA bulk 1 ahead",
       [](Form& f) { f.l2_ahead = 2, f.copy_at = kBeforeWait, f.bulk = true; });

@@ -53,6 +53,7 @@ struct Args {
   unsigned* counters;  // [0] the grid barrier, [4 + ct] column tile ct's finished parts
   float* acc;          // m x C: the partial sums of y
   PhaseSink phases;
+  int probe;  // a timing probe, y wrong (FL_FFN_TWO_PHASE_PROBE): bit 0 no x copies, bit 1 no W1's
 };
 
 // ffn_two_phase_phases(), in order.
@@ -64,17 +65,23 @@ __device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
   return ffn_two_phase_warp(int(threadIdx.x >> 5), mtc, nt);
 }
 
-// Chunk i's slot: x's 16 mtc rows of K [64 i, 64 i + 64), then W1's rows of them (the tile's
-// columns); one commit group (past the last chunk an empty one, so every thread counts alike).
-__device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0) {
+// The i-th chunk a block asks for: K chunk (i + rot) % chunks (rot: the block's number, where
+// the plan rotates, so the blocks do not all ask for the same lines of x at once) into slot
+// i % stages: x's 16 mtc rows of that K range, then W1's rows of it (the tile's columns); one
+// commit group (past the last chunk an empty one, so every thread counts alike).
+__device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0,
+                                           int rot) {
   const FfnTwoPhasePlan& p = a.p;
   if (i < p.chunks) {
     T* xs = reinterpret_cast<T*>(smem + size_t(i % p.stages) * p.stage_bytes);
     T* w1s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(xs) + p.x_bytes);
-    const int k0 = i * p.ring_k, kv = min(p.ring_k, p.c - k0);
-    slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
-    slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols, kv,
-                       min(p.up_cols, p.h - j0), true);
+    const int kc = i + rot < p.chunks ? i + rot : i + rot - p.chunks;
+    const int k0 = kc * p.ring_k, kv = min(p.ring_k, p.c - k0);
+    if ((a.probe & 1) == 0)
+      slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
+    if ((a.probe & 2) == 0)
+      slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols, kv,
+                         min(p.up_cols, p.h - j0), true);
   }
   tc::async_commit();
 }
@@ -86,11 +93,12 @@ __device__ __forceinline__ void up_tile(const Args& a, unsigned char* smem, int 
   const WarpPart w = warp_part(p.mtc, p.up_cols / 8);
   float acc[4][4];
   slice::zero(acc);
-  for (int i = 0; i + 1 < p.stages; ++i) ring_stage(a, smem, i, j0);
+  const int rot = p.rotate ? int(blockIdx.x) % p.chunks : 0;
+  for (int i = 0; i + 1 < p.stages; ++i) ring_stage(a, smem, i, j0, rot);
   for (int i = 0; i < p.chunks; ++i) {
     slice::wait_pending<kTwoPhaseMaxStages - 2>(p.stages - 2);  // chunk i is in
     __syncthreads();  // ... every thread's part of it; every warp done with chunk i - 1's slot
-    ring_stage(a, smem, i + p.stages - 1, j0);
+    ring_stage(a, smem, i + p.stages - 1, j0, rot);
     if (w.ntc > 0) {
       const T* xs = reinterpret_cast<const T*>(smem + size_t(i % p.stages) * p.stage_bytes);
       const T* w1s =
@@ -231,7 +239,14 @@ FfnTwoPhaseTuning tuning_from_env(FfnTwoPhaseTuning t) {
   if (env == nullptr || *env == '\0') return t;
   int v[4] = {t.stages, t.down_cols, t.prefetch, t.kib};
   std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
-  return {v[0], v[1], v[2], v[3]};
+  return {v[0], v[1], v[2], v[3], t.rotate};
+}
+
+// FL_FFN_TWO_PHASE_ROTATE=1 or 2 (on, off) overrides the tuning's rotate; FL_FFN_TWO_PHASE_PROBE
+// a timing probe (Args::probe).
+int env_int(const char* name, int otherwise) {
+  const char* env = std::getenv(name);
+  return env == nullptr || *env == '\0' ? otherwise : std::atoi(env);
 }
 
 Status make_plan(int64_t m, int64_t c, FfnTwoPhaseTuning tuning, FfnTwoPhasePlan* out) {
@@ -241,12 +256,14 @@ Status make_plan(int64_t m, int64_t c, FfnTwoPhaseTuning tuning, FfnTwoPhasePlan
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   optin = planned_shared_optin(optin);
   if (tuning.kib > 0) optin = std::min(optin, tuning.kib * 1024);
-  if (!ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols)) {
+  if (!ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols,
+                              env_int("FL_FFN_TWO_PHASE_UP_COLS", 0))) {
     return Status::Unsupported(
         "the two-phase FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
         " has no plan of one block an SM in " + std::to_string(optin) + " bytes of shared memory");
   }
   out->prefetch_w2 = tuning.prefetch == 1;
+  out->rotate = tuning.rotate != 2;  // on unless switched off
   return Status::Ok();
 }
 
@@ -283,7 +300,10 @@ Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m,
     return Status::Unsupported("the two-phase FFN is switched off (FL_FFN_TWO_PHASE=off)");
   }
   two_phase::Args a{};
-  FL_TRY(two_phase::make_plan(m, c, two_phase::tuning_from_env(tuning), &a.p));
+  FfnTwoPhaseTuning t = two_phase::tuning_from_env(tuning);
+  t.rotate = two_phase::env_int("FL_FFN_TWO_PHASE_ROTATE", t.rotate);
+  FL_TRY(two_phase::make_plan(m, c, t, &a.p));
+  a.probe = two_phase::env_int("FL_FFN_TWO_PHASE_PROBE", 0);
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   for (const void* q : {b.x, b.w1, b.w2, static_cast<const void*>(b.y),
                         static_cast<const void*>(b.h), static_cast<const void*>(b.scratch)}) {

@@ -48,20 +48,24 @@ struct FfnTwoPhasePlan {
   size_t off_h = 0;                                           // h's tile, after W2's (phase 2)
   size_t smem = 0;
   bool prefetch_w2 = false;  // each block asks L2 for its W2 tile's lines at the start
+  bool rotate = true;        // block b's ring starts at K chunk b % chunks (else all at chunk 0)
 };
 
 // The plan at m tokens and hidden size c (bf16, C a multiple of 8) on `sms` SMs with
 // `smem_optin` bytes of shared memory a block; `stages` 0: the most that fit (at most the
-// chunks), `down_cols` 0: the widest of 48, 32, 16, 8 that fits. False when nothing fits.
+// chunks), `down_cols` 0: the widest of 48, 32, 16, 8 that fits; `up_cols` 0: the fewest
+// multiple of 8 that covers 4C in `sms` tiles (more: wider W1 rows, fewer up tiles). False when
+// nothing fits.
 inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin,
-                                   FfnTwoPhasePlan* out, int stages = 0, int down_cols = 0) {
+                                   FfnTwoPhasePlan* out, int stages = 0, int down_cols = 0,
+                                   int up_cols = 0) {
   if (m < 1 || m > kTwoPhaseMaxTokens || c < 8 || c % 8 != 0 || sms < 1) return false;
   FfnTwoPhasePlan p;
   p.m = int(m), p.c = int(c), p.h = int(4 * c), p.mtc = int((m + 15) / 16);
   const int rows = 16 * p.mtc;
   const size_t room = size_t(smem_optin) - 64;  // the kernel's static shared memory
   const int units8 = (p.h + 7) / 8;
-  p.up_cols = (units8 + sms - 1) / sms * 8;
+  p.up_cols = std::max((units8 + sms - 1) / sms * 8, slice::round_up(up_cols, 8));
   if (p.up_cols > kTwoPhaseMaxUpCols) return false;
   p.up_tiles = (p.h + p.up_cols - 1) / p.up_cols;
   p.chunks = (p.c + p.ring_k - 1) / p.ring_k;

@@ -2,10 +2,9 @@
 # The portable two-phase FFN's second call (kernels/ffn/ffn_two_phase.cu), after the first
 # (scripts/two-phase-check.sh) measured its phase 1 at ~14 us whatever the ring's depth: builds
 # fusionlab and the GPU tests into ../build-two-phase; the FfnTwoPhase GPU tests (odd shapes
-# against the fp64 reference) with the ring's K order rotated a block (the plan's) and not;
+# against the fp64 reference) with the ring's K order rotated a block and not (the plan's);
 # `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1-64 tokens) of the table's
-# choice, of two_phase forced at 99 KiB (rotated and not), its phases, the timing probes
-# (FL_FFN_TWO_PHASE_PROBE: phase 1 without x's, W1's or both copies) and 32-column up tiles;
+# choice, of two_phase forced at 99 KiB (rotated and not), its phases and 32-column up tiles;
 # compute-sanitizer memcheck and racecheck on the tests' small shapes, the Variant tests and a
 # second pass of the table's choice against two_phase. Logs under $OUT, in priority order.
 set -uo pipefail
@@ -48,20 +47,17 @@ san() {  # tool
   echo "$1: exit $?, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer.log") clean summaries so far" |
     tee -a "$S"
 }
-tests tests 'FfnTwoPhase.*' FL_NONE=1
+tests tests 'FfnTwoPhase.*' FL_FFN_TWO_PHASE_ROTATE=1
 row slice 1,4,16,32,64 FL_NONE=1
-row two_phase 1,4,16,32,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+row two_phase 1,4,16,32,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_ROTATE=1" "$TP"
 row two_phase-unrotated 1,4,16,32,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_ROTATE=2" "$TP"
 echo "benches: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-row two_phase-phases 1,16,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP --phases"
-for probe in 1 2 3; do
-  row "probe$probe" 16,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_PROBE=$probe" "$TP --phases"
-done
+row two_phase-phases 1,16,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_ROTATE=1" "$TP --phases"
 row up32 1,16,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_UP_COLS=32" "$TP --phases"
-san memcheck
-san racecheck
+FL_FFN_TWO_PHASE_ROTATE=1 san memcheck
+FL_FFN_TWO_PHASE_ROTATE=1 san racecheck
 tests tests-unrotated 'FfnTwoPhase.*' FL_FFN_TWO_PHASE_ROTATE=2
 tests variants '*Variant*' FL_NONE=1
 row slice-again 1,4,16,32,64 FL_NONE=1
-row two_phase-again 1,4,16,32,64 FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+row two_phase-again 1,4,16,32,64 "FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_ROTATE=1" "$TP"
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

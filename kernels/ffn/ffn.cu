@@ -26,7 +26,8 @@
 //                       h through L2 row block by row block;
 //     ffn_two_phase.cu  sm_80+ bf16, 1-64 tokens (no clusters): h into L2 in column tiles, one
 //                       grid barrier, then h W2 in column tiles x parts of K: a few fp32
-//                       partial sums a value of y instead of the hidden slice's one a block.
+//                       partial sums a value of y instead of the hidden slice's one a block
+//                       (preferred nowhere: it measured slower, its phase 1 ~1.2 us a K chunk).
 // The byte-ratio limit (textbook bytes, level 1 over level 2): both move x, W1, W2 and y; level
 // 1 also writes and reads h, 2 x M x 4C x b. At a few tokens the weights dominate (2 x C x 4C x b
 // = 9.4 MB in bf16 at C = 768, 3.1 us at 3 TB/s), so the limit is 1.0x at 1 token and 1.3x at
@@ -93,8 +94,8 @@ std::vector<VariantRow<FfnWorkspace<T>>> FfnWorkspace<T>::fused_variants() {
        [](Ws& w, cudaStream_t s) { return w.wgmma(s); },
        [](const Dims& d) { return d.i % 8 == 0 ? "" : "C is not a multiple of 8"; },
        ffn_wgmma_phases()},
-      // Not preferred anywhere (kTwoPhaseFrom) until measured; `--variant ffn_fused=ffn_two_phase`
-      // runs it.
+      // Preferred nowhere (kTwoPhaseFrom): it measured slower than the hidden slice at 1-64
+      // tokens (ffn_two_phase.cu's header); `--variant ffn_fused=ffn_two_phase` runs it.
       {"ffn_two_phase",
        "phase 1 writes h = GELU(x W1 + b1) into L2 in tiles of its columns, x and W1 through a "
        "deep ring of K chunks; after one grid barrier phase 2 cuts h W2 into column tiles x "

@@ -8,22 +8,34 @@
 // after the barrier phase 2 cuts y = h W2 into column tiles x parts of K, so each value of y
 // gets `splits` partial sums (8 at C = 768), not one a block. W2's tile does not depend on h:
 // its copies are asked for before the barrier, under the wait.
-//   phase 1: up tile t: h[:, 24 t .. 24 t + 24) (C = 768, 132 SMs: 128 tiles), x's 64 rows and
-//            W1's 24 columns through a ring of K chunks of 64 (12 chunks; 8 slots of 12 KB in
-//            99 KiB: most of K in flight at once), 8 warps: 4 row tiles x 2 column parts;
+// Tiles at C = 768 on 132 SMs, planned in an RTX 30/40 card's 99 KiB (128 blocks of 8 warps):
+//   phase 1: up tile t: h[:, 24 t .. 24 t + 24) for all tokens (16 mtc rows, zero past them):
+//            x's rows and W1's 24 columns through a ring of K chunks of 64 (12 chunks; a slot
+//            is x's 16 mtc x 64 (rows padded to 72) and W1's 64 x 24: 5.3 KB at 16 tokens, 12
+//            KB at 64; 12 slots at 1-16 tokens, 8 at 64: most of K in flight at once); warps:
+//            mtc row tiles x (8 / mtc) column parts; bias + GELU, bf16 stores into h;
 //   phase 2: down tile t: y[:, 48 ct .. 48 ct + 48) over h's columns [384 q, 384 q + 384)
-//            (16 column tiles x 8 parts = 128 tiles): W2's 384 x 48 (36 KB) and h's 64 x 384
-//            (48 KB, from L2) in shared memory, 8 warps: 4 row tiles x 2 column parts; the
-//            partial sums added into an fp32 accumulator in L2 (vector reds), the column tile's
-//            last block adds b2 and writes y.
-// Napkin math at 64 tokens, C = 768 (bf16): HBM bytes are the weights (9.4 MB, 3.1 us at
-// 3 TB/s); L2 to the SMs: x 128 times (12.6 MB), h once (393 KB read, 393 KB written), the
-// partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x and
-// 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
+//            (16 column tiles x 8 parts = 128 tiles): W2's 384 x 48 (36 KB, rows padded to 56:
+//            43 KB) asked for before the barrier, h's 16 mtc x 384 (12-48 KB) from L2 after it,
+//            both into shared memory over the ring; warps as in phase 1; the tile's fp32 partial
+//            sum through shared memory into an fp32 accumulator in L2 (16-byte vector reds), the
+//            column tile's last block adds b2, writes y and zeroes its accumulator and counter.
+// Data path: x (L2 after the first block's read) and W1 (HBM) -> cp.async ring -> mma.sync ->
+// h (global, L2-resident) -> barrier -> h's tile and W2's (HBM) -> cp.async -> mma.sync -> reds
+// into the fp32 accumulator (L2) -> the last block's y.
+// Byte budget at 64 tokens (bf16): HBM: the weights, 9.4 MB (3.1 us at 3 TB/s); L2 to the SMs:
+// x 128 times (12.6 MB; 3 MB at 16 tokens), h written once and read once (393 KB each), the
+// partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x
+// and 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
 // block, well under a microsecond of mma.sync.
+// Measured (NVIDIA H100 80GB HBM3, 2026-11-27 06:35-06:44 UTC, bench --choose-as 8.6, cold):
+// 23.0 / 23.6 / 30.6 us at 1 / 16 / 64 tokens, against the hidden slice's 9.6 / 11.9 / 29.7, so
+// the level table prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom). Phase 1 takes
+// ~14.5 us at 1-16 tokens and ~17 at 64, ~1.2 us a K chunk whatever the ring's depth (2 to 12
+// slots), the blocks' K order (rotated a block: 0.1 us slower) or the up tiles' width (24 or
+// 32): as in the hidden slice's ring form, each chunk costs a round trip that the slots in
+// flight do not hide (docs/PERFORMANCE.md, "ffn_two_phase").
 // Shapes: 1-64 tokens; C a multiple of 8 (16-byte rows: whole chunks, zero-filled past the edges).
-// The level table does not prefer it yet (ffn_two_phase_plan.h's kTwoPhaseFrom): it has not been
-// measured; scripts/two-phase-check.sh measures it against the hidden slice.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -53,7 +65,6 @@ struct Args {
   unsigned* counters;  // [0] the grid barrier, [4 + ct] column tile ct's finished parts
   float* acc;          // m x C: the partial sums of y
   PhaseSink phases;
-  int probe;  // a timing probe, y wrong (FL_FFN_TWO_PHASE_PROBE): bit 0 no x copies, bit 1 no W1's
 };
 
 // ffn_two_phase_phases(), in order.
@@ -65,8 +76,8 @@ __device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
   return ffn_two_phase_warp(int(threadIdx.x >> 5), mtc, nt);
 }
 
-// The i-th chunk a block asks for: K chunk (i + rot) % chunks (rot: the block's number, where
-// the plan rotates, so the blocks do not all ask for the same lines of x at once) into slot
+// The i-th chunk a block asks for: K chunk (i + rot) % chunks (rot: the block's number where
+// the ring is rotated, a tuning measured 0.1 us slower; else 0) into slot
 // i % stages: x's 16 mtc rows of that K range, then W1's rows of it (the tile's columns); one
 // commit group (past the last chunk an empty one, so every thread counts alike).
 __device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0,
@@ -77,11 +88,9 @@ __device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, i
     T* w1s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(xs) + p.x_bytes);
     const int kc = i + rot < p.chunks ? i + rot : i + rot - p.chunks;
     const int k0 = kc * p.ring_k, kv = min(p.ring_k, p.c - k0);
-    if ((a.probe & 1) == 0)
-      slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
-    if ((a.probe & 2) == 0)
-      slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols, kv,
-                         min(p.up_cols, p.h - j0), true);
+    slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
+    slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols, kv,
+                       min(p.up_cols, p.h - j0), true);
   }
   tc::async_commit();
 }
@@ -242,8 +251,8 @@ FfnTwoPhaseTuning tuning_from_env(FfnTwoPhaseTuning t) {
   return {v[0], v[1], v[2], v[3], t.rotate};
 }
 
-// FL_FFN_TWO_PHASE_ROTATE=1 or 2 (on, off) overrides the tuning's rotate; FL_FFN_TWO_PHASE_PROBE
-// a timing probe (Args::probe).
+// FL_FFN_TWO_PHASE_ROTATE=1 or 2 (on, off) overrides the tuning's rotate; FL_FFN_TWO_PHASE_UP_COLS
+// the plan's up_cols.
 int env_int(const char* name, int otherwise) {
   const char* env = std::getenv(name);
   return env == nullptr || *env == '\0' ? otherwise : std::atoi(env);
@@ -263,7 +272,7 @@ Status make_plan(int64_t m, int64_t c, FfnTwoPhaseTuning tuning, FfnTwoPhasePlan
         " has no plan of one block an SM in " + std::to_string(optin) + " bytes of shared memory");
   }
   out->prefetch_w2 = tuning.prefetch == 1;
-  out->rotate = tuning.rotate != 2;  // on unless switched off
+  out->rotate = tuning.rotate == 1;  // off unless asked for
   return Status::Ok();
 }
 
@@ -303,7 +312,6 @@ Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m,
   FfnTwoPhaseTuning t = two_phase::tuning_from_env(tuning);
   t.rotate = two_phase::env_int("FL_FFN_TWO_PHASE_ROTATE", t.rotate);
   FL_TRY(two_phase::make_plan(m, c, t, &a.p));
-  a.probe = two_phase::env_int("FL_FFN_TWO_PHASE_PROBE", 0);
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   for (const void* q : {b.x, b.w1, b.w2, static_cast<const void*>(b.y),
                         static_cast<const void*>(b.h), static_cast<const void*>(b.scratch)}) {

@@ -44,15 +44,14 @@ inline const std::vector<std::string>& ffn_two_phase_phases() {
 // --choose-as; 99 plans a variant forced with --variant as an RTX 30/40 card would run it).
 // FL_FFN_TWO_PHASE=off: the launch says it cannot run, so the level table takes its next choice.
 // FL_FFN_TWO_PHASE_ROTATE=1 / 2 sets `rotate` (block b's ring starts at K chunk b % chunks, or
-// every block at chunk 0); FL_FFN_TWO_PHASE_PROBE=1 / 2 / 3 leaves x's / W1's / both copies out of
-// phase 1 (a timing probe: y is wrong); FL_FFN_TWO_PHASE_UP_COLS=32 widens the up tiles (h's
-// columns a block in phase 1) to at least 32.
+// every block at chunk 0); FL_FFN_TWO_PHASE_UP_COLS=32 widens the up tiles (h's columns a block
+// in phase 1) to at least 32.
 struct FfnTwoPhaseTuning {
   int stages = 0;
   int down_cols = 0;
   int prefetch = 0;
   int kib = 0;
-  int rotate = 0;  // the ring's K order: 0 the plan's (rotated), 1 rotated, 2 every block from 0
+  int rotate = 0;  // the ring's K order: 0 the plan's (every block from chunk 0), 1 rotated, 2 not
 };
 
 // Why the kernel cannot run this shape and precision on the current GPU (with the shared memory

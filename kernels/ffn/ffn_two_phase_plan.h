@@ -27,8 +27,9 @@
 namespace fl {
 
 constexpr int64_t kTwoPhaseMaxTokens = 64;
-// The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere, until
-// it is measured against the hidden slice (`bench --variant ffn_fused=ffn_two_phase` runs it).
+// The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere. As an
+// RTX card plans it on an H100 it measured 2.4x / 2.0x / 1.03x the hidden slice's time at 1 / 16
+// / 64 tokens (2026-11-27; `bench --variant ffn_fused=ffn_two_phase` runs it).
 constexpr int64_t kTwoPhaseFrom = kTwoPhaseMaxTokens + 1;
 constexpr int kTwoPhaseRingK = 64;      // K a ring slot
 constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in flight at C = 768)
@@ -48,7 +49,7 @@ struct FfnTwoPhasePlan {
   size_t off_h = 0;                                           // h's tile, after W2's (phase 2)
   size_t smem = 0;
   bool prefetch_w2 = false;  // each block asks L2 for its W2 tile's lines at the start
-  bool rotate = true;        // block b's ring starts at K chunk b % chunks (else all at chunk 0)
+  bool rotate = false;       // block b's ring starts at K chunk b % chunks (else all at chunk 0)
 };
 
 // The plan at m tokens and hidden size c (bf16, C a multiple of 8) on `sms` SMs with

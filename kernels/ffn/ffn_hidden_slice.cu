@@ -306,6 +306,49 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
       " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
+// W1 packed for the plan's slices: block s's C rows of `units` values (zero past 4C) from s C
+// units on. A one-time copy when the weights are set up.
+template <typename T>
+__global__ void pack_w1_kernel(const T* w1, T* out, int c, int h, int units, int blocks) {
+  const int64_t n = int64_t(blocks) * c * units;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int u = int(i % units);
+    const int64_t r = i / units;
+    const int k = int(r % c), col = int(r / c) * units + u;
+    out[i] = col < h ? w1[int64_t(k) * h + col] : Elem<T>::from_float(0.0f);
+  }
+}
+
+template <typename T>
+Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units,
+                  cudaStream_t stream, FfnSliceTuning tuning) {
+  FfnSlicePlan p;
+  FL_TRY(make_plan<T>(m, c, tuning_from_env(tuning), &p));
+  pack_w1_kernel<T><<<264, 256, 0, stream>>>(static_cast<const T*>(w1), static_cast<T*>(packed),
+                                             p.c, p.h, p.units, p.blocks);
+  FL_CUDA_TRY(cudaGetLastError());
+  *units = p.units;
+  return Status::Ok();
+}
+
+// The packed W1 a launch of plan p reads: b's where the switch is on and it was packed for p's
+// slice width (else W1's columns, said once).
+template <typename T>
+const T* packed_w1_for(const FfnSliceBuffers& b, const FfnSlicePlan& p) {
+  if (!ffn_slice_w1_packed() || b.w1_packed == nullptr) return nullptr;
+  if (b.w1_packed_units == p.units && reinterpret_cast<uintptr_t>(b.w1_packed) % 16 == 0) {
+    return static_cast<const T*>(b.w1_packed);
+  }
+  static bool said = false;
+  if (!said) {
+    std::fprintf(stderr, "hidden slice: W1 packed for %d units, the plan takes %d: W1's columns\n",
+                 b.w1_packed_units, p.units);
+    said = true;
+  }
+  return nullptr;
+}
+
 template <typename T>
 Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuning tuning,
                     cudaStream_t stream) {
@@ -320,6 +363,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2 = static_cast<const T*>(b.w2);
   a.b2 = static_cast<const T*>(b.b2);
   a.y = static_cast<T*>(b.y);
+  a.w1p = packed_w1_for<T>(b, a.p);
   char* scratch = static_cast<char*>(b.scratch);
   a.counters = reinterpret_cast<unsigned*>(scratch);
   a.partial = reinterpret_cast<float*>(scratch + 256);
@@ -390,6 +434,26 @@ Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
   }
   if (*bytes == 0) return Status::Unsupported("the hidden-slice FFN has no plan here");
   return Status::Ok();
+}
+
+size_t ffn_slice_packed_w1_bytes(Precision p, int64_t c) {
+  const size_t e = p == Precision::bf16 ? 2 : 4;
+  return e * size_t(c) * size_t(4 * c + kSliceMaxUnits);
+}
+
+Status ffn_slice_pack_w1(Precision p, const void* w1, int64_t m, int64_t c, void* packed,
+                         int* units, cudaStream_t stream, FfnSliceTuning tuning) {
+  *units = 0;
+  FL_TRY(ffn_slice_supported(p, m, c));
+  return p == Precision::bf16
+             ? hidden_slice::pack_typed<__nv_bfloat16>(w1, m, c, packed, units, stream, tuning)
+             : hidden_slice::pack_typed<float>(w1, m, c, packed, units, stream, tuning);
+}
+
+bool ffn_slice_w1_packed() {
+  const char* env = std::getenv("FL_FFN_W1_PACKED");
+  if (env == nullptr || *env == '\0') return kSliceW1Packed;
+  return env[0] == '1';
 }
 
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,

@@ -23,6 +23,10 @@ struct FfnSliceBuffers {
   void* scratch;     // ffn_slice_scratch_bytes(), zeroed once when allocated (the kernel leaves
                      // its barrier counter's low 31 bits at zero)
   PhaseSink phases;  // stamps on when phases.records is set
+  // W1 packed (ffn_slice_pack_w1) for slices of w1_packed_units, or null: read instead of W1's
+  // columns where the switch is on (ffn_slice_w1_packed) and the launch's plan has those units.
+  const void* w1_packed = nullptr;
+  int w1_packed_units = 0;
 };
 
 // The phases each block records, in the order of their records' `phase`.
@@ -63,6 +67,16 @@ struct FfnSliceTuning {
 // more: a share of y a block).
 Status ffn_slice_scratch_bytes(Precision p, int64_t m, int64_t c, size_t* bytes,
                                FfnSliceTuning tuning = {});
+// W1 packed: block s's slice, W1[:, units s .. units (s + 1)) (zero past 4C), as c rows of
+// `units` contiguous values, the slices one after another: a block's W1 is one contiguous run
+// of C x units values (48 KB in bf16 at C = 768, 32 units), where W1's columns are a 64-byte
+// piece of each of C rows 6 KB apart. Made once when the weights are set up (not timed), for the
+// plan's slice width; the same bytes are read. Whether launches read it: FL_FFN_W1_PACKED=0/1,
+// else kSliceW1Packed.
+size_t ffn_slice_packed_w1_bytes(Precision p, int64_t c);
+Status ffn_slice_pack_w1(Precision p, const void* w1, int64_t m, int64_t c, void* packed,
+                         int* units, cudaStream_t stream, FfnSliceTuning tuning = {});
+bool ffn_slice_w1_packed();
 Status launch_ffn_slice(Precision p, const FfnSliceBuffers& b, int64_t m, int64_t c,
                         cudaStream_t stream, FfnSliceTuning tuning = {});
 

@@ -14,6 +14,23 @@
 
 namespace fl::hidden_slice {
 
+// W1's rows [k0, k0 + rows) of the block's slice (rows past rows_valid zero) into dst: from the
+// packed copy where there is one (the block's rows one contiguous run, `units` values a row: a
+// warp's 16-byte copies cover 512 contiguous bytes, 4 lines), else from W1's columns (a 64-byte
+// piece of each row, 6 KB apart at C = 768). No commit.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_w1_rows(const SliceArgs<T>& a, T* dst, int k0, int rows,
+                                              int rows_valid, int j0, int valid) {
+  const FfnSlicePlan& p = a.p;
+  if (a.w1p != nullptr) {
+    const T* src = a.w1p + (int64_t(blockIdx.x) * p.c + k0) * p.units;
+    slice::stage<kThr>(dst, p.ld_w1, src, p.units, rows, p.units, rows_valid, p.units, true);
+  } else {
+    slice::stage<kThr>(dst, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, rows, p.units, rows_valid,
+                       valid, a.w1_vec);
+  }
+}
+
 // W2's rows of the slice (and its zero rows up to kp, but where they overlay x: w2_pad_over_x).
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
@@ -33,7 +50,7 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   const int xr = p.x_rows > 0 ? min(p.m, p.x_rows) : p.m;  // exact rows: the first pass's
   slice::stage<kThr>(xs, p.ld_x, a.x, p.c, xr, p.ck, xr, p.c, a.x_vec);
-  slice::stage<kThr>(w1s, p.ld_w1, a.w1 + j0, p.h, p.ck, p.units, p.c, valid, a.w1_vec);
+  stage_w1_rows<kThr>(a, w1s, 0, p.ck, p.c, j0, valid);
   tc::async_commit();
 }
 

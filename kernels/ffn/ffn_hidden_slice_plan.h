@@ -79,6 +79,10 @@ constexpr int kSliceRingMaxStages = 4;
 // (docs/PERFORMANCE.md), so off.
 constexpr bool kSliceRingStagger = false;
 
+// Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
+// than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on).
+constexpr bool kSliceW1Packed = false;
+
 // Rows the exact-row products compute at m tokens (row_products.cuh: 1, 2, 4 or 8).
 inline int ffn_slice_exact_rows(int64_t m) {
   return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;

@@ -33,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/activations.cuh"
+#include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 
@@ -87,8 +88,7 @@ __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char*
     slice::stage<kThr>(ring_x<T>(p, smem, i), p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv,
                        a.x_vec);
     if (p.ring_w1) return tc::async_commit();
-    slice::stage<kThr>(ring_w1<T>(p, smem, i), p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h,
-                       p.ring_k, p.units, kv, valid, a.w1_vec);
+    stage_w1_rows<kThr>(a, ring_w1<T>(p, smem, i), k0, p.ring_k, kv, j0, valid);
     ring_w2_rows<kThr>(a, smem, p.kp * i / p.ring_chunks, p.kp * (i + 1) / p.ring_chunks, j0,
                        valid);
   }
@@ -105,8 +105,8 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   if (p.ring_w1) {
-    slice::stage<kThr>(reinterpret_cast<T*>(smem + p.off_w1), p.ld_w1, a.w1 + j0, p.h,
-                       p.ring_chunks * p.ring_k, p.units, p.c, valid, a.w1_vec);
+    stage_w1_rows<kThr>(a, reinterpret_cast<T*>(smem + p.off_w1), 0, p.ring_chunks * p.ring_k, p.c,
+                        j0, valid);
   }
   tc::async_commit();
   for (int i = 0; i + 1 < p.ring_stages; ++i) ring_stage<kThr>(a, smem, i, j0, valid);

@@ -19,6 +19,7 @@ template <typename T>
 struct SliceArgs {
   FfnSlicePlan p;
   const T *x, *w1, *b1, *w2, *b2;
+  const T* w1p;  // W1 packed (block s's C x units values from s C units on), or null: W1's columns
   T* y;
   float* partial;      // blocks x m x cp: each block's share of y (values of the kernel's S)
   unsigned* counters;  // [0] the grid barrier's counter: zero when allocated

@@ -89,6 +89,8 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
     if (ffn_slice_scratch_bytes(precision_of<T>(), m_, c_, &slice_bytes).ok()) {
       FL_TRY(slice_scratch_.allocate(slice_bytes));
       FL_CUDA_TRY(cudaMemset(slice_scratch_.get(), 0, slice_scratch_.bytes()));
+      // ... and W1 packed for its slices (fill_inputs lays it out).
+      FL_TRY(w1_packed_.allocate(ffn_slice_packed_w1_bytes(precision_of<T>(), c_)));
     }
     // The two-phase kernel's counters and fp32 accumulator of y (left zero by it).
     size_t two_phase_bytes = 0;
@@ -106,6 +108,13 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   Status fill_inputs(uint64_t seed, cudaStream_t stream) override {
     FL_TRY(fill_uniform(x_.as<T>(), m_ * c_, seed, gemm::kXLo, gemm::kXHi, stream));
     FL_TRY(up_.fill(seed, 0, stream));
+    // The hidden slice's W1 packed for its plan's slices: a one-time copy at setup, like
+    // ln_mma_folded's folded weights (a plan that takes other slice widths reads W1's columns).
+    w1_packed_units_ = 0;
+    if (w1_packed_.get()) {
+      FL_TRY(ffn_slice_pack_w1(precision_of<T>(), up_.weights(), m_, c_, w1_packed_.get(),
+                               &w1_packed_units_, stream));
+    }
     return down_.fill(seed, 1, stream);
   }
 
@@ -203,8 +212,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
       FL_TRY(ffn_slice_supported(precision_of<T>(), m_, c_));  // says why not
       return Status::Unsupported("its scratch buffer could not be planned");
     }
-    const FfnSliceBuffers b{x_.as<T>(),   up_.weights(), up_.bias(),           down_.weights(),
-                            down_.bias(), y_.as<T>(),    slice_scratch_.get(), this->phase_sink()};
+    const FfnSliceBuffers b{
+        x_.as<T>(), up_.weights(),        up_.bias(),         down_.weights(),  down_.bias(),
+        y_.as<T>(), slice_scratch_.get(), this->phase_sink(), w1_packed_.get(), w1_packed_units_};
     FL_TRY(launch_ffn_slice(precision_of<T>(), b, m_, c_, stream));
     this->declare_phases(ffn_slice_phases());
     return Status::Ok();
@@ -258,7 +268,9 @@ class FfnWorkspace final : public LevelWorkspace<FfnWorkspace<T>> {
   int64_t m_, c_, h_;
   double tolerance_;
   DeviceBuffer x_, t_, u_, hid_, s_, y_, sums_, acc_, partial_, counters_, arrivals_, h_ring_,
-      tile_counters_, stream_scratch_, slice_scratch_, tiles_counters_, two_phase_scratch_;
+      tile_counters_, stream_scratch_, slice_scratch_, tiles_counters_, two_phase_scratch_,
+      w1_packed_;
+  int w1_packed_units_ = 0;  // the slice width w1_packed_ was laid out for (0: none)
   LinearLayer<T> up_, down_;
 };
 

@@ -239,7 +239,7 @@ void bench_ffn(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
     }
   }
   std::unique_ptr<Buf> slice_scratch;
-  fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, nullptr, {}};
+  fl::FfnSliceBuffers sb{x.p, w1.p, b1.p, w2.p, b2.p, y.p, nullptr, {}, nullptr, 0};
   if (slice_bytes > 0) {
     slice_scratch = std::make_unique<Buf>(slice_bytes);
     CUDA(cudaMemset(slice_scratch->p, 0, slice_bytes));

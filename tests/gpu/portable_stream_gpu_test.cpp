@@ -248,7 +248,15 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   ASSERT_TRUE(sized.ok()) << sized.message();
   Scratch scratch(bytes);
   const FfnStreamBuffers b{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev};
-  const FfnSliceBuffers sb{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev, {}};
+  FfnSliceBuffers sb{x.dev, w1.dev, b1.dev, w2.dev, b2.dev, y.dev, scratch.dev, {}, nullptr, 0};
+  // W1 packed for the launch's slices where the switch is on (FL_FFN_W1_PACKED=1).
+  Scratch packed(is_stream(kernel) ? 16 : ffn_slice_packed_w1_bytes(p, c));
+  if (!is_stream(kernel) && ffn_slice_w1_packed()) {
+    const Status st =
+        ffn_slice_pack_w1(p, w1.dev, m, c, packed.dev, &sb.w1_packed_units, nullptr, tuning);
+    ASSERT_TRUE(st.ok()) << st.message();
+    sb.w1_packed = packed.dev;
+  }
   for (int run = 0; run < 2; ++run) {
     y.poison();
     const Status st = is_stream(kernel)

@@ -39,6 +39,9 @@
 // ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
 // A100 and up; in 99 KiB at 1-16 tokens x's exact rows (two passes from 9) and W1's unpadded
 // (77-98 KB), W2 late.
+// W1 packed (FL_FFN_W1_PACKED=1; ffn_slice_pack_w1, laid out when the weights are set up): the
+// copies read block s's slice as one contiguous run (4 whole lines a warp's copies) instead of
+// a piece of each of W1's rows; measured 0.5-2% faster, left off (docs/PERFORMANCE.md).
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile; in
 // 99 KiB at 9-16 in two passes of 8 rows over the resident W1: ffn_hidden_slice_rows.cuh).
@@ -306,20 +309,6 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
       " does not fit one block per SM in " + std::to_string(optin) + " bytes of shared memory");
 }
 
-// W1 packed for the plan's slices: block s's C rows of `units` values (zero past 4C) from s C
-// units on. A one-time copy when the weights are set up.
-template <typename T>
-__global__ void pack_w1_kernel(const T* w1, T* out, int c, int h, int units, int blocks) {
-  const int64_t n = int64_t(blocks) * c * units;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int u = int(i % units);
-    const int64_t r = i / units;
-    const int k = int(r % c), col = int(r / c) * units + u;
-    out[i] = col < h ? w1[int64_t(k) * h + col] : Elem<T>::from_float(0.0f);
-  }
-}
-
 template <typename T>
 Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units,
                   cudaStream_t stream, FfnSliceTuning tuning) {
@@ -330,23 +319,6 @@ Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units
   FL_CUDA_TRY(cudaGetLastError());
   *units = p.units;
   return Status::Ok();
-}
-
-// The packed W1 a launch of plan p reads: b's where the switch is on and it was packed for p's
-// slice width (else W1's columns, said once).
-template <typename T>
-const T* packed_w1_for(const FfnSliceBuffers& b, const FfnSlicePlan& p) {
-  if (!ffn_slice_w1_packed() || b.w1_packed == nullptr) return nullptr;
-  if (b.w1_packed_units == p.units && reinterpret_cast<uintptr_t>(b.w1_packed) % 16 == 0) {
-    return static_cast<const T*>(b.w1_packed);
-  }
-  static bool said = false;
-  if (!said) {
-    std::fprintf(stderr, "hidden slice: W1 packed for %d units, the plan takes %d: W1's columns\n",
-                 b.w1_packed_units, p.units);
-    said = true;
-  }
-  return nullptr;
 }
 
 template <typename T>

@@ -1,13 +1,17 @@
 // The hidden-slice FFN's (kernels/ffn/ffn_hidden_slice.cu) copies of its resident forms: a
 // block's slices of the operands asked for into shared memory (x's rows, W1's columns and b1's
 // slice as one commit group, W2's rows as another), the rows never copied zeroed, and W2's zero
-// rows where they overlay x; and the prefetching blocks' requests (a tuning). The ring form's
-// copies are in ffn_hidden_slice_ring.cuh.
+// rows where they overlay x; the prefetching blocks' requests (a tuning); W1 packed (the setup's
+// copy, and which of W1's layouts a launch reads). The ring form's copies are in
+// ffn_hidden_slice_ring.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
+
+#include "kernels/ffn/ffn_hidden_slice.h"
 
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -95,6 +99,37 @@ __device__ __forceinline__ void prefetch_w2(const SliceArgs<T>& a) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
 #endif
   }
+}
+
+// W1 packed for the plan's slices: block s's C rows of `units` values (zero past 4C) from s C
+// units on. A one-time copy when the weights are set up.
+template <typename T>
+__global__ void pack_w1_kernel(const T* w1, T* out, int c, int h, int units, int blocks) {
+  const int64_t n = int64_t(blocks) * c * units;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int u = int(i % units);
+    const int64_t r = i / units;
+    const int k = int(r % c), col = int(r / c) * units + u;
+    out[i] = col < h ? w1[int64_t(k) * h + col] : Elem<T>::from_float(0.0f);
+  }
+}
+
+// The packed W1 a launch of plan p reads: b's where the switch is on and it was packed for p's
+// slice width (else W1's columns, said once).
+template <typename T>
+const T* packed_w1_for(const FfnSliceBuffers& b, const FfnSlicePlan& p) {
+  if (!ffn_slice_w1_packed() || b.w1_packed == nullptr) return nullptr;
+  if (b.w1_packed_units == p.units && reinterpret_cast<uintptr_t>(b.w1_packed) % 16 == 0) {
+    return static_cast<const T*>(b.w1_packed);
+  }
+  static bool said = false;
+  if (!said) {
+    std::fprintf(stderr, "hidden slice: W1 packed for %d units, the plan takes %d: W1's columns\n",
+                 b.w1_packed_units, p.units);
+    said = true;
+  }
+  return nullptr;
 }
 
 }  // namespace fl::hidden_slice

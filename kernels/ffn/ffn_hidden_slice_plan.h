@@ -80,7 +80,9 @@ constexpr int kSliceRingMaxStages = 4;
 constexpr bool kSliceRingStagger = false;
 
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
-// than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on).
+// than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on). Measured and left off:
+// half W1's lines (bf16) saved 0.5-1% at 1-64 tokens, fp32's 1-2% at 1-16 (an RTX card's plan on
+// an H100, 2026-11-27: docs/PERFORMANCE.md, W1 packed for the hidden slice).
 constexpr bool kSliceW1Packed = false;
 
 // Rows the exact-row products compute at m tokens (row_products.cuh: 1, 2, 4 or 8).

@@ -201,6 +201,11 @@ std::string variant_where(const VariantInfo& v, const std::string& unit,
   if (!r.shared_plan.empty()) parts.push_back("where its plan fits a block's shared memory");
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  // A range preferred only past the sizes it takes (a kernel kept as a lesson's measured form):
+  // the table runs it only when forced.
+  if (r.max_size > 0 && r.prefer_from > r.max_size && r.prefer_by_inner.empty()) {
+    return out + "; preferred nowhere (runs when forced: bench --variant)";
+  }
   out += "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
   for (const PreferByInner& b : r.prefer_by_inner) {
     out += ", " + (inner_name.empty() ? std::string("row length") : inner_name) + " " +

@@ -472,5 +472,32 @@ TEST(Variants, PreferredSizesMayDependOnTheRowLength) {
             "256+ at 1-64 tokens");
 }
 
+// A variant preferred only past the sizes it takes (kept as a measured form) is said to run
+// only when forced, not "preferred from" a size it cannot take; the lesson's ffn_two_phase is one.
+TEST(Variants, AVariantPreferredPastItsSizesIsSaidToRunOnlyWhenForced) {
+  VariantInfo v{"launch", "measured", "", "", {}, {}};
+  v.range.min_cc = 80;
+  v.range.max_size = 64;
+  v.range.prefer_from = 65;
+  EXPECT_EQ(variant_where(v, "tokens"),
+            "compute capability 8.0+, up to 64 tokens; preferred nowhere (runs when forced: bench "
+            "--variant)");
+  for (int64_t tokens : {1, 64}) {
+    EXPECT_FALSE(variant_preferred(v, Where{{tokens, 768, 2}, Precision::bf16, kH100}));
+  }
+  v.range.prefer_from = 64;  // preferred at its last size: said as before
+  EXPECT_EQ(variant_where(v, "tokens"),
+            "compute capability 8.0+, up to 64 tokens; preferred from 64 tokens");
+  const Lesson* ffn = find_lesson("ffn");
+  ASSERT_NE(ffn, nullptr);
+  int found = 0;
+  for (const VariantInfo& info : ffn->info().levels[2].variants) {
+    if (info.name != "ffn_two_phase") continue;
+    ++found;
+    EXPECT_NE(variant_where(info, "tokens").find("preferred nowhere"), std::string::npos);
+  }
+  EXPECT_EQ(found, 1);
+}
+
 }  // namespace
 }  // namespace fl

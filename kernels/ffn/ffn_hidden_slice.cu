@@ -41,7 +41,7 @@
 // (77-98 KB), W2 late.
 // W1 packed (FL_FFN_W1_PACKED=1; ffn_slice_pack_w1, laid out when the weights are set up): the
 // copies read block s's slice as one contiguous run (4 whole lines a warp's copies) instead of
-// a piece of each of W1's rows; measured 0.5-2% faster, left off (docs/PERFORMANCE.md).
+// a piece of each of W1's rows; left off (docs/PERFORMANCE.md has what it measured).
 // mma.sync m16n8k16 in bf16, CUDA-core fp32 in the same fragments (gemm_core/weight_slice.cuh)
 // from 9 tokens; at 1-8 fp32 tokens exact rows (gemm_core/row_products.cuh: no 16-row tile; in
 // 99 KiB at 9-16 in two passes of 8 rows over the resident W1: ffn_hidden_slice_rows.cuh).

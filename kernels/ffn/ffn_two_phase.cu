@@ -28,13 +28,9 @@
 // partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x
 // and 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
 // block, well under a microsecond of mma.sync.
-// Measured (NVIDIA H100 80GB HBM3, 2026-11-27 06:35-06:44 UTC, bench --choose-as 8.6, cold):
-// 23.0 / 23.6 / 30.6 us at 1 / 16 / 64 tokens, against the hidden slice's 9.6 / 11.9 / 29.7, so
-// the level table prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom). Phase 1 takes
-// ~14.5 us at 1-16 tokens and ~17 at 64, ~1.2 us a K chunk whatever the ring's depth (2 to 12
-// slots), the blocks' K order (rotated a block: 0.1 us slower) or the up tiles' width (24 or
-// 32): as in the hidden slice's ring form, each chunk costs a round trip that the slots in
-// flight do not hide (docs/PERFORMANCE.md, "ffn_two_phase").
+// It measured slower than the hidden slice at every token count it takes, so the level table
+// prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom); the figures, its phases and what
+// the profiler showed are in docs/PERFORMANCE.md ("ffn_two_phase measured").
 // Shapes: 1-64 tokens; C a multiple of 8 (16-byte rows: whole chunks, zero-filled past the edges).
 #include <cuda_bf16.h>
 
@@ -77,7 +73,7 @@ __device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
 }
 
 // The i-th chunk a block asks for: K chunk (i + rot) % chunks (rot: the block's number where
-// the ring is rotated, a tuning measured 0.1 us slower; else 0) into slot
+// the ring is rotated, a tuning; else 0) into slot
 // i % stages: x's 16 mtc rows of that K range, then W1's rows of it (the tile's columns); one
 // commit group (past the last chunk an empty one, so every thread counts alike).
 __device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0,

@@ -27,9 +27,9 @@
 namespace fl {
 
 constexpr int64_t kTwoPhaseMaxTokens = 64;
-// The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere. As an
-// RTX card plans it on an H100 it measured 2.4x / 2.0x / 1.03x the hidden slice's time at 1 / 16
-// / 64 tokens (2026-11-27; `bench --variant ffn_fused=ffn_two_phase` runs it).
+// The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere (it
+// measured slower than the hidden slice: docs/PERFORMANCE.md; `bench --variant
+// ffn_fused=ffn_two_phase` runs it).
 constexpr int64_t kTwoPhaseFrom = kTwoPhaseMaxTokens + 1;
 constexpr int kTwoPhaseRingK = 64;      // K a ring slot
 constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in flight at C = 768)

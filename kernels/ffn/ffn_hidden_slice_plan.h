@@ -118,6 +118,8 @@ struct FfnSlicePlan {
                                // plan's); else each as soon as the W1 rows under it are done
   bool ring_stagger = false;   // block b's chunks from b mod ring_chunks on (not with the W2
                                // rows asked for as W1's are done: they free W1 from row 0)
+  bool ring_walk = true;       // x's copies a chunk by each thread's walk, worked out once a launch
+                               // (gemm_core/stage_walk.cuh); else stage() every chunk (a tuning)
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a

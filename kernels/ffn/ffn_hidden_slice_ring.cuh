@@ -35,32 +35,44 @@
 #include "kernels/activations.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
+#include "kernels/gemm_core/stage_walk.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 
 namespace fl::hidden_slice {
 
-// The block's i-th chunk is chunk ring_chunk(p, i) of K: from b mod ring_chunks on, and round,
-// with ring_stagger (so that ~ring_chunks times fewer blocks ask for a chunk's lines of x at
-// once; the up product's sum runs over K in that order, fixed a block), else in order.
-__device__ __forceinline__ int ring_chunk(const FfnSlicePlan& p, int i) {
-  if (!p.ring_stagger) return i;
-  const int k = i + int(blockIdx.x % unsigned(p.ring_chunks));
+// The block's i-th chunk is chunk ring_chunk(p, i, start) of K: from start = b mod ring_chunks
+// on, and round, with ring_stagger (so that ~ring_chunks times fewer blocks ask for a chunk's
+// lines of x at once; the up product's sum runs over K in that order, fixed a block), else in
+// order (start 0). ring_start() works start out once a launch (a division).
+__device__ __forceinline__ int ring_start(const FfnSlicePlan& p) {
+  return p.ring_stagger ? int(blockIdx.x % unsigned(p.ring_chunks)) : 0;
+}
+__device__ __forceinline__ int ring_chunk(const FfnSlicePlan& p, int i, int start) {
+  const int k = i + start;
   return k < p.ring_chunks ? k : k - p.ring_chunks;
 }
 
-// The block's i-th chunk's slot: x's rows and W1's rows of K [ring_k kc, ring_k (kc + 1)),
-// kc = ring_chunk(p, i) (W1's resident rows of kc with ring_w1).
+// Slot `slot` of the ring: x's rows of a chunk; W1's rows of K chunk kc (resident with ring_w1,
+// else in the slot after x's). The callers keep the slot as a running index (no i % stages).
 template <typename T>
-__device__ __forceinline__ T* ring_x(const FfnSlicePlan& p, unsigned char* smem, int i) {
-  return reinterpret_cast<T*>(smem + p.off_x + size_t(i % p.ring_stages) * p.ring_stage_bytes);
+__device__ __forceinline__ T* ring_x(const FfnSlicePlan& p, unsigned char* smem, int slot) {
+  return reinterpret_cast<T*>(smem + p.off_x + size_t(slot) * p.ring_stage_bytes);
 }
 template <typename T>
-__device__ __forceinline__ T* ring_w1(const FfnSlicePlan& p, unsigned char* smem, int i) {
-  if (p.ring_w1) {
-    return reinterpret_cast<T*>(smem + p.off_w1) + ring_chunk(p, i) * p.ring_k * p.ld_w1;
-  }
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(ring_x<T>(p, smem, i)) +
+__device__ __forceinline__ T* ring_w1(const FfnSlicePlan& p, unsigned char* smem, int kc,
+                                      int slot) {
+  if (p.ring_w1) return reinterpret_cast<T*>(smem + p.off_w1) + kc * p.ring_k * p.ld_w1;
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(ring_x<T>(p, smem, slot)) +
                               p.ring_x_bytes);
+}
+
+// The thread's 16-byte chunks of a slot's x (m rows x ring_k), worked out once a launch
+// (gemm_core/stage_walk.cuh): at most 64 rows x 8 chunks over the block's threads.
+template <int kThr, typename T>
+constexpr int kRingXWalkMax = (kSliceMaxTokens * kSliceRingK / slice::kChunk<T> + kThr - 1) / kThr;
+template <int kThr, typename T>
+__device__ __forceinline__ slice::Walk<kRingXWalkMax<kThr, T>> ring_x_walk(const FfnSlicePlan& p) {
+  return slice::walk<kThr, kRingXWalkMax<kThr, T>, T>(p.ld_xr, p.c, p.m, kSliceRingK);
 }
 
 // W2's rows [r0, r1) of the block's slice (its zero rows past the slice, to kp, zero), no commit.
@@ -75,20 +87,26 @@ __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned cha
   slice::stage<kThr>(w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
 }
 
-// The block's i-th chunk's copies (x's columns; without ring_w1 W1's rows and W2's i-th share of
-// rows) as one commit group; past the last chunk an empty group, so that every thread counts the
-// same groups.
-template <int kThr, typename T>
-__device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char* smem, int i,
-                                           int j0, int valid) {
+// The block's i-th chunk's copies into slot `slot` (x's columns by the walk xw; by stage() where
+// C is odd, element by element, or with ring_walk off; without ring_w1 W1's rows and W2's i-th
+// share of rows) as one commit group; past the last chunk an empty group, so that every thread
+// counts the same groups.
+template <int kThr, typename T, class XWalk>
+__device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char* smem,
+                                           const XWalk& xw, int i, int slot, int start, int j0,
+                                           int valid) {
   const FfnSlicePlan& p = a.p;
   if (i < p.ring_chunks) {
-    const int k0 = ring_chunk(p, i) * p.ring_k;
+    const int kc = ring_chunk(p, i, start), k0 = kc * p.ring_k;
     const int kv = min(p.ring_k, p.c - k0);  // kv >= 1: k0 < ck <= c + 15
-    slice::stage<kThr>(ring_x<T>(p, smem, i), p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv,
-                       a.x_vec);
+    T* xs = ring_x<T>(p, smem, slot);
+    if (a.x_vec && p.ring_walk) {
+      slice::stage_at(xw, xs, a.x + k0, p.m, kv);
+    } else {
+      slice::stage<kThr>(xs, p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv, a.x_vec);
+    }
     if (p.ring_w1) return tc::async_commit();
-    stage_w1_rows<kThr>(a, ring_w1<T>(p, smem, i), k0, p.ring_k, kv, j0, valid);
+    stage_w1_rows<kThr>(a, ring_w1<T>(p, smem, kc, slot), k0, p.ring_k, kv, j0, valid);
     ring_w2_rows<kThr>(a, smem, p.kp * i / p.ring_chunks, p.kp * (i + 1) / p.ring_chunks, j0,
                        valid);
   }
@@ -109,7 +127,9 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
                         j0, valid);
   }
   tc::async_commit();
-  for (int i = 0; i + 1 < p.ring_stages; ++i) ring_stage<kThr>(a, smem, i, j0, valid);
+  const auto xw = ring_x_walk<kThr, T>(p);
+  const int start = ring_start(p);
+  for (int i = 0; i + 1 < p.ring_stages; ++i) ring_stage<kThr>(a, smem, xw, i, i, start, j0, valid);
   const int row_chunks = p.ld_xr * int(sizeof(T)) / 16, pad_rows = 16 * p.mtc - p.m;
   const int nx = pad_rows * row_chunks, per_slot = nx;
   const int n = p.ring_stages * per_slot + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
@@ -148,6 +168,16 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
   const int w1_chunk_bytes = p.ring_k * p.ld_w1 * int(sizeof(T));
   const int w2_row_bytes = p.ld_w2 * int(sizeof(T));
   int w2_asked = 0;
+  // Worked out once, not a chunk: the thread's copies of x's chunk (the walk), the chunk order's
+  // start, and the warp's ldmatrix lane addresses in slot 0 and W1's chunk 0 (a slot is
+  // ring_stage_bytes on, a resident chunk of W1 w1_chunk_bytes); the slots as running indices.
+  using Mma = slice::WarpMma<T, 4>;
+  const auto xw = ring_x_walk<kThr, T>(p);
+  const int start = ring_start(p);
+  const unsigned slot_bytes = unsigned(p.ring_stage_bytes), b_step = 16u * p.ld_w1 * sizeof(T);
+  const unsigned a0 = Mma::a_lane(ring_x<T>(p, smem, 0) + mt * 16 * p.ld_xr, p.ld_xr, 0);
+  const unsigned b0 = Mma::b_lane(ring_w1<T>(p, smem, 0, 0) + nt0 * 8, p.ld_w1, 0);
+  int take = 0, fill = p.ring_stages - 1;  // the slots of chunk i and of chunk i + stages - 1
   for (int i = 0; i < p.ring_chunks; ++i) {
     slice::wait_pending<kSliceRingMaxStages - 2>(p.ring_stages - 2);  // chunk i is in
     __syncthreads();  // ... every thread's part of it; every warp done with chunk i - 1's slot
@@ -157,11 +187,14 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
       ring_w2_rows<kThr>(a, smem, w2_asked, free_rows, j0, valid);
       w2_asked = max(w2_asked, free_rows);
     }
-    ring_stage<kThr>(a, smem, i + p.ring_stages - 1, j0, valid);
+    ring_stage<kThr>(a, smem, xw, i + p.ring_stages - 1, fill, start, j0, valid);
     if (ntc > 0) {
-      slice::WarpMma<T, 4>::run(acc, ntc, ring_x<T>(p, smem, i) + mt * 16 * p.ld_xr, p.ld_xr,
-                                ring_w1<T>(p, smem, i) + nt0 * 8, p.ld_w1, 0, p.ring_k);
+      const unsigned b = p.ring_w1 ? b0 + unsigned(ring_chunk(p, i, start) * w1_chunk_bytes)
+                                   : b0 + take * slot_bytes;
+      Mma::run_at(acc, ntc, a0 + take * slot_bytes, b, b_step, 0, kSliceRingK);
     }
+    take = take + 1 == p.ring_stages ? 0 : take + 1;
+    fill = fill + 1 == p.ring_stages ? 0 : fill + 1;
   }
   // h's rows past the tokens and columns past the slice stay zero (ring_issue).
   const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);

@@ -44,6 +44,7 @@
 #include "kernels/device_common.cuh"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_two_phase.h"
+#include "kernels/gemm_core/stage_walk.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 #include "kernels/phases.cuh"
 
@@ -72,21 +73,29 @@ __device__ __forceinline__ WarpPart warp_part(int mtc, int nt) {
   return ffn_two_phase_warp(int(threadIdx.x >> 5), mtc, nt);
 }
 
+// The thread's 16-byte chunks of a slot (x's 16 mtc rows x ring_k, W1's ring_k rows x up_cols),
+// worked out once a launch (gemm_core/stage_walk.cuh): at most 64 rows x 8 chunks each.
+constexpr int kWalkMax = (64 * 8 + kThr - 1) / kThr;
+static_assert(kTwoPhaseRingK == 64 && kTwoPhaseMaxUpCols <= 64 && kTwoPhaseMaxTokens <= 64,
+              "a slot's walk covers 64 rows of 8 chunks");
+struct SlotWalk {
+  slice::Walk<kWalkMax> x, w1;
+};
+
 // The i-th chunk a block asks for: K chunk (i + rot) % chunks (rot: the block's number where
-// the ring is rotated, a tuning; else 0) into slot
-// i % stages: x's 16 mtc rows of that K range, then W1's rows of it (the tile's columns); one
-// commit group (past the last chunk an empty one, so every thread counts alike).
-__device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, int i, int j0,
-                                           int rot) {
+// the ring is rotated, a tuning; else 0) into slot `slot` (a running index: i % stages):
+// x's 16 mtc rows of that K range, then W1's rows of it (the tile's columns); one commit group
+// (past the last chunk an empty one, so every thread counts alike).
+__device__ __forceinline__ void ring_stage(const Args& a, unsigned char* smem, const SlotWalk& w,
+                                           int i, int slot, int j0, int rot) {
   const FfnTwoPhasePlan& p = a.p;
   if (i < p.chunks) {
-    T* xs = reinterpret_cast<T*>(smem + size_t(i % p.stages) * p.stage_bytes);
+    T* xs = reinterpret_cast<T*>(smem + size_t(slot) * p.stage_bytes);
     T* w1s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(xs) + p.x_bytes);
     const int kc = i + rot < p.chunks ? i + rot : i + rot - p.chunks;
     const int k0 = kc * p.ring_k, kv = min(p.ring_k, p.c - k0);
-    slice::stage<kThr>(xs, p.ld_x, a.x + k0, p.c, 16 * p.mtc, p.ring_k, p.m, kv, true);
-    slice::stage<kThr>(w1s, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, p.ring_k, p.up_cols, kv,
-                       min(p.up_cols, p.h - j0), true);
+    slice::stage_at(w.x, xs, a.x + k0, p.m, kv);
+    slice::stage_at(w.w1, w1s, a.w1 + int64_t(k0) * p.h + j0, kv, min(p.up_cols, p.h - j0));
   }
   tc::async_commit();
 }
@@ -99,18 +108,27 @@ __device__ __forceinline__ void up_tile(const Args& a, unsigned char* smem, int 
   float acc[4][4];
   slice::zero(acc);
   const int rot = p.rotate ? int(blockIdx.x) % p.chunks : 0;
-  for (int i = 0; i + 1 < p.stages; ++i) ring_stage(a, smem, i, j0, rot);
+  const SlotWalk walk{slice::walk<kThr, kWalkMax, T>(p.ld_x, p.c, 16 * p.mtc, p.ring_k),
+                      slice::walk<kThr, kWalkMax, T>(p.ld_w1, p.h, p.ring_k, p.up_cols)};
+  for (int i = 0; i + 1 < p.stages; ++i) ring_stage(a, smem, walk, i, i, j0, rot);
+  // The warp's ldmatrix lane addresses in slot 0, worked out once (a slot is stage_bytes on).
+  using Mma = slice::WarpMma<T, 4>;
+  const T* xs0 = reinterpret_cast<const T*>(smem);
+  const T* w1s0 = reinterpret_cast<const T*>(smem + p.x_bytes);
+  const unsigned a0 = Mma::a_lane(xs0 + w.mt * 16 * p.ld_x, p.ld_x, 0);
+  const unsigned b0 = Mma::b_lane(w1s0 + w.nt0 * 8, p.ld_w1, 0);
+  const unsigned slot_bytes = unsigned(p.stage_bytes), b_step = 16u * p.ld_w1 * sizeof(T);
+  int take = 0, fill = p.stages - 1;  // the slots of chunk i and of chunk i + stages - 1
   for (int i = 0; i < p.chunks; ++i) {
     slice::wait_pending<kTwoPhaseMaxStages - 2>(p.stages - 2);  // chunk i is in
     __syncthreads();  // ... every thread's part of it; every warp done with chunk i - 1's slot
-    ring_stage(a, smem, i + p.stages - 1, j0, rot);
+    ring_stage(a, smem, walk, i + p.stages - 1, fill, j0, rot);
     if (w.ntc > 0) {
-      const T* xs = reinterpret_cast<const T*>(smem + size_t(i % p.stages) * p.stage_bytes);
-      const T* w1s =
-          reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(xs) + p.x_bytes);
-      slice::WarpMma<T, 4>::run(acc, w.ntc, xs + w.mt * 16 * p.ld_x, p.ld_x, w1s + w.nt0 * 8,
-                                p.ld_w1, 0, p.ring_k);
+      Mma::run_at(acc, w.ntc, a0 + take * slot_bytes, b0 + take * slot_bytes, b_step, 0,
+                  kTwoPhaseRingK);
     }
+    take = take + 1 == p.stages ? 0 : take + 1;
+    fill = fill + 1 == p.stages ? 0 : fill + 1;
   }
   tc::async_wait<0>();  // the empty groups
   __syncthreads();      // every warp done with the ring: phase 2's tiles go over it

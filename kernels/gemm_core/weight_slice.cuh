@@ -129,15 +129,15 @@ struct WarpMma<__nv_bfloat16, kMaxNT> {
   static_assert(kMaxNT % 2 == 0, "column tiles go in pairs (ldmatrix.x4.trans)");
   static __device__ __forceinline__ void run(float (&acc)[kMaxNT][4], int nt_count, const T* a,
                                              int lda, const T* b, int ldb, int k0, int k1) {
+    run_at(acc, nt_count, a_lane(a, lda, k0), b_lane(b, ldb, k0), 16u * ldb * sizeof(T), k0, k1);
+  }
+  // run() from the lane addresses a_lane() and b_lane() gave at k0 (b_step: 16 rows of B in
+  // bytes): a caller that multiplies the same places again and again (a ring's slots) works
+  // them out once.
+  static __device__ __forceinline__ void run_at(float (&acc)[kMaxNT][4], int nt_count,
+                                                unsigned a_addr, unsigned b_addr, unsigned b_step,
+                                                int k0, int k1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const int lane = threadIdx.x & 31;
-    // Lane addresses, computed once: A rows lane % 16 at k + 8 (lane / 16); B rows
-    // k + lane % 8 + 8 ((lane / 8) % 2) at columns 8 (lane / 16) of each pair of tiles.
-    unsigned a_addr = static_cast<unsigned>(
-        __cvta_generic_to_shared(a + (lane & 15) * lda + k0 + (lane >> 4) * 8));
-    unsigned b_addr = static_cast<unsigned>(__cvta_generic_to_shared(
-        b + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + (lane >> 4) * 8));
-    const unsigned b_step = 16u * ldb * sizeof(T);
 #pragma unroll 2
     for (int k = k0; k < k1; k += 16, a_addr += 32, b_addr += b_step) {
       unsigned a0, a1, a2, a3;

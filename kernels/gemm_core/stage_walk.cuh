@@ -1,0 +1,75 @@
+// A thread's part of staging one shape of block again and again (a cp.async ring's K chunks),
+// worked out once a launch. Used by the portable FFN rings (kernels/ffn/ffn_hidden_slice_ring.cuh,
+// kernels/ffn/ffn_two_phase.cu).
+//
+// What changes against weight_slice.cuh's stage(): stage() works out, on every call, which
+// 16-byte chunks of a rows x cols block a thread copies: thread i takes chunks i, i + kThr, ...,
+// so its first row and column are threadIdx.x / chunks and threadIdx.x % chunks, and its steps
+// kThr / chunks and kThr % chunks, with `chunks` (16-byte chunks a row) known only at run time:
+// two integer divisions (an MUFU.RCP, an F2I and a dozen dependent integer instructions each),
+// then 64-bit address products a chunk. Called once a launch that is nothing; called once a ring
+// chunk it is a chain of dependent integer arithmetic between each chunk's barrier and its mma
+// (the sm_90a SASS of the hidden slice's ring step: docs/PERFORMANCE.md). Here walk() does that
+// arithmetic once and keeps, for each of the thread's chunks (at most kMax), its offsets in
+// shared and global memory (elements) and its row and first column; stage_at() then asks for
+// the block at any place in shared and global memory (a ring slot, a K offset) with two compares
+// and one cp.async a chunk.
+//
+// Tiles: a ring chunk of the hidden slice is x's m rows x 64 of K (8 chunks a row: 2 a thread at
+// 64 tokens and 8 warps, 1 at 16 warps); the two-phase kernel's is x's 16 mtc rows x 64 and
+// W1's 64 rows x up_cols (up to 8 chunks a row). Data path: global (L2 or DRAM) -> cp.async
+// (16 bytes, zero-filled where invalid) -> shared memory. Budget: 4 kMax registers a thread,
+// no shared memory; a chunk's walk costs ~5 instructions a copy instead of ~40 + 2 divisions a
+// call.
+// Only the vector path: g and ldg 16-byte aligned, cols_valid a multiple of the chunk's
+// elements (odd C stays on stage()'s element path).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl::slice {
+
+// The thread's chunks of a rows x chunks*E block: n of them (n <= kMax), chunk j at shared
+// offset s[j] and global offset g[j] (elements, from the block's corners), in row row[j] from
+// column col[j].
+template <int kMax>
+struct Walk {
+  int n;
+  int s[kMax], g[kMax], row[kMax], col[kMax];
+};
+
+// The walk of a rows x cols block (cols padded to whole chunks) with shared row stride lds and
+// global row stride ldg, for a block of kThr threads. The caller sees to rows x chunks <= kMax
+// kThr (its shapes' bounds, static_asserted where it calls this).
+template <int kThr, int kMax, typename T>
+__device__ __forceinline__ Walk<kMax> walk(int lds, int ldg, int rows, int cols) {
+  constexpr int E = kChunk<T>;
+  const int chunks = (cols + E - 1) / E;
+  Walk<kMax> w;
+  w.n = 0;
+#pragma unroll
+  for (int j = 0; j < kMax; ++j) {
+    const int q = int(threadIdx.x) + j * kThr, r = chunks > 0 ? q / chunks : rows;
+    const int c = q - r * chunks;
+    w.s[j] = r * lds + c * E, w.g[j] = r * ldg + c * E, w.row[j] = r, w.col[j] = c * E;
+    if (r < rows) w.n = j + 1;
+  }
+  return w;
+}
+
+// The block at s (shared) from g (global): each of the thread's chunks one cp.async, the
+// elements past rows_valid or cols_valid zero. No commit.
+template <int kMax, typename T>
+__device__ __forceinline__ void stage_at(const Walk<kMax>& w, T* s, const T* g, int rows_valid,
+                                         int cols_valid) {
+#pragma unroll
+  for (int j = 0; j < kMax; ++j) {
+    if (j >= w.n) break;
+    const bool valid = w.row[j] < rows_valid && w.col[j] < cols_valid;
+    tc::copy16_async(s + w.s[j], valid ? g + w.g[j] : g, valid);
+  }
+}
+
+}  // namespace fl::slice

@@ -27,7 +27,7 @@
 //     ffn_two_phase.cu  sm_80+ bf16, 1-64 tokens (no clusters): h into L2 in column tiles, one
 //                       grid barrier, then h W2 in column tiles x parts of K: a few fp32
 //                       partial sums a value of y instead of the hidden slice's one a block
-//                       (preferred nowhere: it measured slower, its phase 1 ~1.2 us a K chunk).
+//                       (preferred nowhere: it measured slower at 1-16 tokens, level at 64).
 // The byte-ratio limit (textbook bytes, level 1 over level 2): both move x, W1, W2 and y; level
 // 1 also writes and reads h, 2 x M x 4C x b. At a few tokens the weights dominate (2 x C x 4C x b
 // = 9.4 MB in bf16 at C = 768, 3.1 us at 3 TB/s), so the limit is 1.0x at 1 token and 1.3x at

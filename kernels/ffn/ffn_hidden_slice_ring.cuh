@@ -24,10 +24,13 @@
 // comes from L2 faster). The FLOPs: 2 x 64 x 768 x 3072 x 2 = 0.6 GFLOP, 6.3 MFLOP a block
 // (1536 mma of m16n8k16), ~2 us at the ~3 TFLOP/s an SM's mma.sync reaches here, half of it
 // (the up product) under x's copies. So the x re-reads are the part that grows: each chunk is
-// a round trip from L2 the up product waits on (where its time goes is still open: lesson 8's
-// ring form in docs/PERFORMANCE.md). Beyond that: W2's copy after the up product, and
-// the shares of y, 96 x 64 x 768 x 2 B = 9.4 MB written to L2 and read back after the grid
-// barrier, as many bytes as the weights.
+// a round trip from L2 the up product waits on. Between a chunk's barrier and its mma a thread
+// does no index division: its copies of x's chunk are a walk worked out once a launch
+// (gemm_core/stage_walk.cuh), the slots running indices, the warp's ldmatrix addresses worked
+// out for slot 0 (where a chunk's time went before and after: lesson 8's ring form in
+// docs/PERFORMANCE.md). Beyond that: W2's copy after the up product, and the shares of y, 96 x
+// 64 x 768 x 2 B = 9.4 MB written to L2 and read back after the grid barrier, as many bytes as
+// the weights.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -13,7 +13,10 @@
 //            x's rows and W1's 24 columns through a ring of K chunks of 64 (12 chunks; a slot
 //            is x's 16 mtc x 64 (rows padded to 72) and W1's 64 x 24: 5.3 KB at 16 tokens, 12
 //            KB at 64; 12 slots at 1-16 tokens, 8 at 64: most of K in flight at once); warps:
-//            mtc row tiles x (8 / mtc) column parts; bias + GELU, bf16 stores into h;
+//            mtc row tiles x (8 / mtc) column parts; bias + GELU, bf16 stores into h; each
+//            thread's copies of a slot are a walk worked out once a launch
+//            (gemm_core/stage_walk.cuh) and the slot a running index: no index division
+//            between a chunk's barrier and its mma;
 //   phase 2: down tile t: y[:, 48 ct .. 48 ct + 48) over h's columns [384 q, 384 q + 384)
 //            (16 column tiles x 8 parts = 128 tiles): W2's 384 x 48 (36 KB, rows padded to 56:
 //            43 KB) asked for before the barrier, h's 16 mtc x 384 (12-48 KB) from L2 after it,
@@ -28,9 +31,10 @@
 // partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x
 // and 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
 // block, well under a microsecond of mma.sync.
-// It measured slower than the hidden slice at every token count it takes, so the level table
-// prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom); the figures, its phases and what
-// the profiler showed are in docs/PERFORMANCE.md ("ffn_two_phase measured").
+// It measured slower than the hidden slice at 1-16 tokens and about level with it at 64, so the
+// level table prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom); the figures, its
+// phases and what the profiler showed are in docs/PERFORMANCE.md ("ffn_two_phase measured", "The
+// rings' walks worked out once a launch").
 // Shapes: 1-64 tokens; C a multiple of 8 (16-byte rows: whole chunks, zero-filled past the edges).
 #include <cuda_bf16.h>
 

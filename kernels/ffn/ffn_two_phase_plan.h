@@ -28,8 +28,8 @@ namespace fl {
 
 constexpr int64_t kTwoPhaseMaxTokens = 64;
 // The level table prefers it from this many tokens on: past kTwoPhaseMaxTokens, so nowhere (it
-// measured slower than the hidden slice: docs/PERFORMANCE.md; `bench --variant
-// ffn_fused=ffn_two_phase` runs it).
+// measured slower than the hidden slice at 1-16 tokens and about level at 64, one run:
+// docs/PERFORMANCE.md; `bench --variant ffn_fused=ffn_two_phase` runs it).
 constexpr int64_t kTwoPhaseFrom = kTwoPhaseMaxTokens + 1;
 constexpr int kTwoPhaseRingK = 64;      // K a ring slot
 constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in flight at C = 768)

@@ -8,7 +8,10 @@
 # in the same call. Logs under $OUT; a short summary last.
 #   FL_DECODE_STAGES=variants,tests,cupti,pytorch,bench,transformers,sanitizer (default: all but
 #   variants, in this order; variants: the megakernel's copy options timed one change at a time,
-#   FL_DECODE_VARIANTS=apart|spread|lastproj|burst|l2 for the other sets)
+#   FL_DECODE_VARIANTS=apart|spread|lastproj|burst|l2|rows for the other sets; focus: the
+#   megakernel's own tests, FL_DECODE_FOCUS a gtest filter, instead of every Gpt2DecodeGpu test)
+#   FL_DECODE_BUILD=DIR: build only fusionlab and fusionlab_gpu_tests, into DIR (outside the
+#   carried folder, so that a warm machine keeps it), instead of gpu-check.sh's whole build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -17,11 +20,23 @@ LOGS=/tmp/gpt2-decode-logs  # tarred into $OUT at the end ($OUT brings back at m
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 stages=${FL_DECODE_STAGES:-tests,cupti,pytorch,bench,transformers,sanitizer}
 stage() { [[ ",$stages," == *",$1,"* ]]; }
-FL_STAGES=none scripts/gpu-check.sh > "$LOGS/build.txt" 2>&1 || { tail -40 "$LOGS/build.txt"; exit 1; }
-build=build-gpu
-tests=$build/tests/fusionlab_gpu_tests
 sum() { echo "$*" | tee -a "$OUT/decode-summary.txt"; }
 [[ -n "${FL_DECODE_APPEND:-}" ]] || : > "$OUT/decode-summary.txt"
+if [[ -n "${FL_DECODE_BUILD:-}" ]]; then
+  source scripts/common.sh
+  unpack_carried_debs
+  build=$FL_DECODE_BUILD
+  t0=$(date +%s)
+  { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$prefix/usr" &&
+    cmake --build "$build" -j16 --target fusionlab fusionlab_gpu_tests; } > "$LOGS/build.txt" 2>&1 ||
+    { tail -40 "$LOGS/build.txt"; exit 1; }
+  sum "build: $(( $(date +%s) - t0 )) s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(date -u +%FT%TZ)"
+else
+  FL_STAGES=none scripts/gpu-check.sh > "$LOGS/build.txt" 2>&1 || { tail -40 "$LOGS/build.txt"; exit 1; }
+  build=build-gpu
+fi
+tests=$build/tests/fusionlab_gpu_tests
 if stage variants; then
   # The megakernel's copy options against each other and level 3, one change at a time, with
   # each variant's task-record breakdown at cache 512 (Gpt2DecodeGpu.MegakernelVariants).
@@ -31,6 +46,12 @@ if stage variants; then
   sum "variants rc=$? ($(( $(date +%s) - t0 )) s)"
   grep -E '^cache|timeline|tasks: mean|chain|  stage |last-ending task|probes|Failure|Expected|Which is|rel ' \
     "$LOGS/variants.log" | head -200 | tee -a "$OUT/decode-summary.txt"
+fi
+if stage focus; then
+  t0=$(date +%s)
+  timeout ${FL_DECODE_FOCUS_SECONDS:-60} "$tests" --gtest_filter="${FL_DECODE_FOCUS:-Gpt2DecodeGpu.MegakernelSmall}" > "$LOGS/focus.log" 2>&1
+  sum "focus rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)|^\[       OK' "$LOGS/focus.log" | tr '\n' ' ')"
+  grep -E 'Failure|FAILED|Expected|Which is|rel error' "$LOGS/focus.log" | head -40 | tee -a "$OUT/decode-summary.txt"
 fi
 if stage tests; then
   t0=$(date +%s)
@@ -79,11 +100,12 @@ fi
 if stage sanitizer && command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck synccheck; do
     t0=$(date +%s)
-    timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
-      --gtest_filter='Gpt2DecodeGpu.MegakernelSmall' > "$LOGS/sanitizer-$tool.log" 2>&1
+    FL_DECODE_SMALL=1 timeout ${FL_DECODE_SANITIZER_SECONDS:-40} compute-sanitizer --tool $tool \
+      --error-exitcode 9 "$tests" --gtest_filter="${FL_DECODE_SANITIZE:-Gpt2DecodeGpu.MegakernelSmall}" \
+      > "$LOGS/sanitizer-$tool.log" 2>&1
     sum "sanitizer $tool rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/sanitizer-$tool.log" | tr '\n' ' ')"
   done
-  for tool in memcheck synccheck; do  # the copy timings' instance (one token, 23 keys)
+  for tool in ${FL_DECODE_COPY_TOOLS-memcheck synccheck}; do  # the copy timings' instance (one token, 23 keys)
     t0=$(date +%s)
     FL_DECODE_SMALL=1 timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
       --gtest_filter='Gpt2DecodeGpu.MegakernelCopyTimings' > "$LOGS/sanitizer-copies-$tool.log" 2>&1

@@ -23,8 +23,10 @@
 //      a block still busy with the stage before (a stage's late starter) asks for its count as
 //      soon as its task before is done, not after issuing the copies (~0.5 us a task),
 //   3. wait for this task's own bytes (issued one task earlier), run the task's device
-//      function (the same ops as the fused level: ops.cuh, attention.cuh; a proj task asks for
-//      its head's splits' sums in one batch, one round trip to L2),
+//      function (run_task.cuh; the same ops as the fused level: ops.cuh, attention.cuh; a proj
+//      task asks for its head's splits' sums in one batch, one round trip to L2; with
+//      proj_reads_rows, an option, it waits for no count but loads its head's splits' flagged
+//      rows until every word carries its layer's flag, and the splits release nothing),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is;
 //      counters.cuh), and record the task (phases.h) and, when a measurement asks, where its
 //      time went.
@@ -68,12 +70,11 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
-#include "kernels/gpt2_decode/attention_proj.cuh"
-#include "kernels/gpt2_decode/last_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
 #include "kernels/gpt2_decode/probes.cuh"
+#include "kernels/gpt2_decode/run_task.cuh"
 #include "kernels/phases.cuh"
 
 namespace fl {
@@ -85,109 +86,6 @@ constexpr int kWorkBytes = kActFloats * 4;  // activations or attention scores (
 // [r, r + kWindow) once task r (r - begin a multiple of kWindow / 2) has started.
 constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
-
-// Step 3: the task's device function; the products read their slice from shared memory.
-// after_inputs() runs once, by every thread, when the task's inputs are in shared memory.
-// Whether the task's count is to be bumped (with head combines, only a head's last split's).
-// A fused attention task (kProjects) holds both buffers (buffer is the first); after_attention()
-// runs once, by every thread, when its keys and values are read.
-// after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
-// its weights or keys (the early copies' point); not at all for the others.
-// kOneToken (the one-token instance): every task has its kind's flags of the lesson's form.
-template <bool kOneToken, class AfterInputs, class AfterAttention, class AfterWeights>
-__device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
-                                         const char* buffer, int buffer_bytes, float* work,
-                                         float* sums, unsigned* counters,
-                                         const MegakernelOptions& options,
-                                         const AfterInputs& after_inputs,
-                                         const AfterAttention& after_attention,
-                                         const AfterWeights& after_weights) {
-  const int layer = task.layer;
-  const bf16* weights = reinterpret_cast<const bf16*>(buffer);
-  const SmallParams p = extras_of(buffer, buffer_bytes, task);
-  const bool wide = options.wide_rows;
-  switch (static_cast<TaskKind>(task.kind)) {
-    case TaskKind::qkv: {
-      QkvOp op{a, layer, p, kOneToken || (task.flags & kInitsResidual) ? task.count : 0};
-      // The starting values' raw values wait after the slice's sums (where they fit).
-      const int kept =
-          (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
-      if (kept > 0 && task.count * a.tokens + kept <= kSumsFloats)
-        op.keep = sums + task.count * a.tokens;
-      linear_slice<QkvOp, true>(op, weights, task.first, task.count, work, sums, after_inputs, wide,
-                                after_weights);
-      if (op.init_rows > 0) op.store_starts();  // (after the epilogues: no barrier needed)
-      break;
-    }
-    case TaskKind::attention: {
-      const int copied = cached_split(a, task, buffer_bytes).cached;
-      const bf16* kv = copied > 0 ? weights : nullptr;
-      if (!kOneToken && (task.flags & kProjects)) {  // the whole head, then its part of proj
-        attend_head(a, layer, task.first / kProjParts, kv, work, sums, after_inputs,
-                    after_attention);
-        break;
-      }
-      const int head = task.first / a.splits, split = task.first % a.splits;
-      if (options.one_pass_attention)
-        attend_split(a, layer, head, split, work, kv, copied, after_inputs, after_weights);
-      else  // reads its cached keys from shared memory only where all of them are there
-        attend_split_three_pass(a, layer, head, split, work,
-                                copied == split_keys_of(a, split).cached ? kv : nullptr,
-                                after_inputs);
-      if (task.flags & kProjectsLast)  // its head's ticket; the last split adds proj
-        return project_if_last(a, task, head, counters, work, sums, kOneToken && a.rows);
-      if (!kOneToken && (task.flags & kCombinesHead))
-        return combine_if_last(a, task, head, counters);
-      break;
-    }
-    case TaskKind::proj: {
-      if (kOneToken || (task.flags & kHeadProj)) {  // one head's share of every output (below)
-        combine_head(a, task.first / kProjParts, work, sums, after_inputs);
-        break;
-      }
-      // Batched: the residual slice waits in the activations' room after the t rows of C.
-      const int t = a.tokens;
-      const bool room = t * kC + task.count * t <= kActFloats;
-      ProjOp op{a, layer, p};
-      if (options.batched_combine && room) op.residual = work + t * kC, op.rows = task.count;
-      op.combined = options.head_combine;
-      linear_slice<ProjOp, true>(op, weights, task.first, task.count, work, sums, after_inputs,
-                                 wide, after_weights);
-      break;
-    }
-    case TaskKind::mlp: {
-      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
-                               after_inputs, wide);
-      __syncthreads();  // the slice's h is in `sums`
-      const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
-                              ? weights + task.count * kC
-                              : a.w_out_t + (int64_t(layer) * kF + task.first) * kC;
-      const int copy = (task.first / max(1, int(task.count))) % a.residual_copies;
-      mlp_down(a, w_out, task.count, sums, x_mlp_of(a, layer) + copy * residual_stride(a));
-      break;
-    }
-    case TaskKind::final_norm: {
-      after_inputs();
-      // With quick_tail its gamma and beta are in shared memory (copied while it waited).
-      const bf16* g = options.quick_tail ? p.gamma : a.weights + kFinalLnG;
-      layernorm_rows(x_mlp_of(a, kLayers - 1), g, g + kC, 0, a.tokens, a.y, a.residual_copies,
-                     residual_stride(a), a.residual_spread);
-      break;
-    }
-  }
-  // A fused attention task's or a proj-by-head task's part of Wproj (in shared memory: the end
-  // of both buffers, or its own) times its head's outputs (in `sums`), at one call site.
-  const bool projects = kOneToken ? task.kind == uint8_t(TaskKind::proj)
-                                  : (task.flags & (kProjects | kHeadProj)) != 0;
-  if (projects) {
-    const bf16* wp =
-        !kOneToken && (task.flags & kProjects)
-            ? reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes)
-            : weights;
-    project_head(a, layer, task.first % kProjParts, wp, sums, work);
-  }
-  return true;
-}
 
 // When a block starts copying its next task's bytes (megakernel's loop says which applies).
 enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
@@ -319,8 +217,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prefetcher && i + 1 + ahead < end) prefetch(i + 1 + ahead);
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
-    if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done)
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done) {
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
+      known[0] = task.wait_counter, known[1] = task.wait_target;  // (counts only grow)
+    }
     if (threadIdx.x == 0) st[kStampSeen] = phase_clock();
     if (after_wait) {  // this task's large ranges, now (from L2 where l2_ahead asked them)
       if (!bulk) __syncthreads();  // (every thread's cp.async: after thread 0's wait)
@@ -412,8 +312,11 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   auto kernel = one       ? megakernel<true, false>
                 : timings ? megakernel<true, true>
                           : megakernel<false, false>;
-  DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  if (!one && !timings) args.residual_spread = 1, args.rows = nullptr;  // (and splits' rows)
+  DecodeArgs args = a;     // the residual spread out in the one-token kernel only
+  if (!one && !timings) {  // (and the splits' rows but where proj reads them)
+    args.residual_spread = 1;
+    if (!plan.options.proj_reads_rows || plan.options.last_split_proj != 0) args.rows = nullptr;
+  }
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,

@@ -204,6 +204,16 @@ struct MegakernelOptions {
   // Measured and left off (1, 2, 3): the fused stage was shorter than attention's and proj's,
   // but the qkv and MLP stages longer; 3's burst took nothing off the last split.
   int last_split_proj = 0;
+  // proj by head without the count between attention and proj (the task list's, so both
+  // instances run it; with proj by head, not with last_split_proj): each split writes its partial
+  // row (o, max, sum) as flagged 64-bit words (split_rows.cuh: the float and layer + 1 in one
+  // relaxed store) and releases no count; a proj task waits for the qkv stage's count instead
+  // (the residuals' starting values it adds into; by then long complete, and known to a block
+  // whose task before waited for it) and loads its head's rows until every word carries its
+  // layer's flag. Off the chain: the late split's release (whose fence waits for its block's next
+  // copies in flight, an MLP slice's 72 KB) and proj's poll before its loads (one L2 round trip).
+  // Every word is written every layer, so a word's flag is never a stale layer's.
+  bool proj_reads_rows = false;
 };
 constexpr int kMaxResidualCopies = 8;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind

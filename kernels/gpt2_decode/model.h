@@ -158,6 +158,7 @@ struct TaskListShape {
   int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
   int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
+  bool proj_reads_rows = false;  // proj by head reads its splits' flagged rows (MegakernelOptions)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -180,6 +181,9 @@ struct DecodeTaskList {
   bool head_proj = false;        // proj cut by head (TaskListShape::head_proj)
   bool attention_apart = false;  // attention on the blocks qkv leaves free (apart_qkv_rows)
   bool last_split_proj = false;  // proj in attention's last split (TaskListShape's)
+  // proj by head waits on its head's flagged rows, not a count (TaskListShape::proj_reads_rows):
+  // its tasks wait on no counter and the splits release none.
+  bool proj_reads_rows = false;
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

@@ -70,6 +70,25 @@ __device__ __forceinline__ void issue_burst(const DecodeArgs& a, int head,
   }
 }
 
+// Tokens [j0, j0 + tc)'s rows (in `work` as floats, after a barrier) combined into o.
+__device__ __forceinline__ void combine_pass(int splits, const float* work, int j0, int tc,
+                                             float* o) {
+  for (int i = threadIdx.x; i < tc * kHeadDim; i += kThreads) {
+    const int jj = i / kHeadDim, d = i % kHeadDim;
+    const float* rows = work + jj * splits * kRowWords;
+    float m = -INFINITY;
+    for (int s = 0; s < splits; ++s) m = fmaxf(m, rows[s * kRowWords + kHeadDim]);
+    float l = 0.f, acc = 0.f;
+    for (int s = 0; s < splits; ++s) {
+      const float ls = rows[s * kRowWords + kHeadDim + 1];
+      const float w = ls > 0.f ? __expf(rows[s * kRowWords + kHeadDim] - m) : 0.f;
+      l += w * ls;
+      acc += w * rows[s * kRowWords + d];
+    }
+    o[(j0 + jj) * kHeadDim + d] = acc / l;  // every token sees key 0: l > 0
+  }
+}
+
 // The last split, after its ticket: the head's rows combined into o (t x 64 floats), a pass of
 // tokens at a time through `work` (their words as floats, then per token the splits' maxima,
 // weights and sums: the combine's sums in the combine's order). Ends with a barrier.
@@ -95,20 +114,47 @@ __device__ inline void combine_rows(const DecodeArgs& a, int layer, int head,
         work[i] = __uint_as_float(unsigned(ld_relaxed(src + i)));
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < tc * kHeadDim; i += kThreads) {
-      const int jj = i / kHeadDim, d = i % kHeadDim;
-      const float* rows = work + jj * splits * kRowWords;
-      float m = -INFINITY;
-      for (int s = 0; s < splits; ++s) m = fmaxf(m, rows[s * kRowWords + kHeadDim]);
-      float l = 0.f, acc = 0.f;
-      for (int s = 0; s < splits; ++s) {
-        const float ls = rows[s * kRowWords + kHeadDim + 1];
-        const float w = ls > 0.f ? __expf(rows[s * kRowWords + kHeadDim] - m) : 0.f;
-        l += w * ls;
-        acc += w * rows[s * kRowWords + d];
+    combine_pass(splits, work, j0, tc, o);
+  }
+  __syncthreads();
+}
+
+// proj by head reading rows (MegakernelOptions::proj_reads_rows): its head's rows as they land,
+// combined into o (t x 64 floats) as combine_rows does. Every thread loads up to kBurst words at
+// once (all in flight), then loads again, together, those that do not yet carry this layer's
+// flag, until every one does: each split writes every word of its row once a layer. Ends with
+// a barrier.
+__device__ inline void await_rows(const DecodeArgs& a, int layer, int head, float* work, float* o) {
+  const unsigned flag = unsigned(layer + 1);
+  const int splits = a.splits, tokens = row_pass_tokens(a);
+  for (int j0 = 0; j0 < a.tokens; j0 += tokens) {
+    const int tc = min(tokens, a.tokens - j0), n = tc * splits * kRowWords;
+    const unsigned long long* src = head_rows(a, head) + int64_t(j0) * splits * kRowWords;
+    if (j0 > 0) __syncthreads();  // the pass before's rows are read
+    for (int base = 0; base < n; base += kBurst * kThreads) {
+      unsigned long long w[kBurst];
+      bool stale = false;
+#pragma unroll
+      for (int k = 0; k < kBurst; ++k) {
+        const int i = base + int(threadIdx.x) + k * kThreads;
+        w[k] = i < n ? ld_relaxed(src + i) : static_cast<unsigned long long>(flag) << 32;
       }
-      o[(j0 + jj) * kHeadDim + d] = acc / l;  // every token sees key 0: l > 0
+      do {
+        stale = false;
+#pragma unroll
+        for (int k = 0; k < kBurst; ++k) {
+          const int i = base + int(threadIdx.x) + k * kThreads;
+          if (unsigned(w[k] >> 32) != flag) w[k] = ld_relaxed(src + i), stale = true;
+        }
+      } while (stale);
+#pragma unroll
+      for (int k = 0; k < kBurst; ++k) {
+        const int i = base + int(threadIdx.x) + k * kThreads;
+        if (i < n) work[i] = __uint_as_float(unsigned(w[k]));
+      }
     }
+    __syncthreads();
+    combine_pass(splits, work, j0, tc, o);
   }
   __syncthreads();
 }

@@ -120,6 +120,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   list.fused_proj = uses_fused_proj(shape);
   list.head_proj = uses_head_proj(shape);
   list.last_split_proj = list.head_proj && shape.last_split_proj > 0;
+  list.proj_reads_rows = list.head_proj && !list.last_split_proj && shape.proj_reads_rows;
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -154,6 +155,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   uint16_t waited = kNoCounter;  // the counter of the stage before
   uint16_t waited_target = 0;
   uint16_t head_targets[kHeads] = {};  // with head waits: qkv tasks bumping each head's counter
+  uint16_t qkv_counter = kNoCounter, qkv_target = 0;  // the layer's qkv count (proj reads rows)
   for (int layer = 0; layer < kLayers; ++layer) {
     for (int st = 0; st < kStagesPerLayer; ++st) {
       const Stage& stage = kStages[st];
@@ -193,6 +195,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
           task.first = unit;
           task.wait_counter = static_cast<uint16_t>(head_base + unit / kProjParts);
           task.wait_target = static_cast<uint16_t>(list.splits);
+          if (list.proj_reads_rows)  // the residuals' starts; its head's rows it loads itself
+            task.wait_counter = qkv_counter, task.wait_target = qkv_target;
           deal(task);
           ++count;
         }
@@ -239,6 +243,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         }
       }
       waited = static_cast<uint16_t>(task.done_counter + (tickets ? kHeads : 0));
+      if (stage.kind == TaskKind::qkv) qkv_counter = waited, qkv_target = count;
       // with head combines or proj in the last split, one count a head
       waited_target = combines || tickets ? kHeads : count;
     }
@@ -263,8 +268,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
-  // (last_split_proj is the task list's: both instances run it.)
-  static_assert(sizeof(MegakernelOptions) == 76, "an option the one-token kernel must compare");
+  // (last_split_proj and proj_reads_rows are the task list's: both instances run them.)
+  static_assert(sizeof(MegakernelOptions) == 80, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.copies_after_wait == d.copies_after_wait &&
@@ -376,6 +381,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
   if (list.head_proj) out += "proj by head: each head's splits counted apart, proj adds into x\n";
   if (list.last_split_proj)
     out += "proj in attention: a head's last split adds its share of proj\n";
+  if (list.proj_reads_rows)
+    out += "proj reads rows: a proj task loads its head's flagged rows, the splits count nothing\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
@@ -394,6 +401,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       } else if (task.flags & kProjectsLast) {  // its head's ticket; the last split projects
         bumps = "ticket " + std::to_string(task.done_counter + task.first / list.splits) +
                 ", last: proj, " + std::to_string(task.done_counter + kHeads);
+      } else if ((task.flags & kBumpsHead) && list.proj_reads_rows) {  // its flagged row
+        bumps = "rows of head " + std::to_string(task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHead) {  // its head's counter
         bumps = std::to_string(task.done_counter + task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to

@@ -81,7 +81,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.head_proj && options_.residual_copies == 1,
                            options_.qkv_rows,
                            options_.apart_qkv_rows,
-                           options_.last_split_proj};
+                           options_.last_split_proj,
+                           options_.proj_reads_rows && options_.one_pass_attention};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -91,7 +92,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(counters_.allocate((list_.counters + 1) * sizeof(unsigned)));
     const int splits = std::max(list_.splits, fused_splits_);
     FL_TRY(partials_.allocate(int64_t(tokens_) * kHeads * splits * kPartStride * 4));
-    if (uses_rows()) {  // last_split_proj 3: the splits' flagged rows, zeroed (split_rows.cuh)
+    if (uses_rows()) {  // the splits' flagged rows, zeroed (split_rows.cuh)
       FL_TRY(rows_.allocate(int64_t(tokens_) * kHeads * list_.splits * kRowWords * 8));
       FL_CUDA_TRY(cudaMemset(rows_.get(), 0, rows_.bytes()));
     }
@@ -288,8 +289,10 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
       att_, tmp_, qkv_, h_;
   DeviceBuffer scores_;
   DeviceBuffer partials_, rows_, check_, sums_, tasks_, block_begin_, counters_;
-  bool uses_rows() const {
-    return list_.last_split_proj && options_.last_split_proj >= 3 && options_.one_pass_attention;
+  bool uses_rows() const {  // last_split_proj 3, or proj reads rows (megakernel_options.h)
+    return (list_.last_split_proj && options_.last_split_proj >= 3 &&
+            options_.one_pass_attention) ||
+           list_.proj_reads_rows;
   }
   DecodeArgs args_{};
   TaskListShape shape_;

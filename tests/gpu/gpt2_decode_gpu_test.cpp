@@ -186,6 +186,15 @@ std::vector<Variant> last_proj_sets() {
           {"+ last split, L2 asked, one burst", burst}};
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=rows: proj by head reading its
+// head's flagged rows (MegakernelOptions::proj_reads_rows: no count between attention and proj)
+// against the lesson's.
+std::vector<Variant> rows_sets() {
+  gpt2::MegakernelOptions lesson, rows;
+  lesson.proj_reads_rows = false, rows.proj_reads_rows = true;
+  return {{"proj by head (the form before)", lesson}, {"+ proj reads rows", rows}};
+}
+
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
 // the SM, each on the one-token instance (runs_one_token_copy_timings): the L2 prefetch ahead
 // with the copies one task ahead as in the lesson, the copies after the task's own wait (from L2
@@ -821,6 +830,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
                                   : which == "spread"                       ? spread_sets()
                                   : which == "lastproj" || which == "burst" ? last_proj_sets()
                                   : which == "l2"                           ? copy_timing_sets()
+                                  : which == "rows"                         ? rows_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
@@ -943,7 +953,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
        {gpt2::MegakernelOptions{}, other_options(), sets.at(6).options, sets.at(13).options,
         sets.at(16).options, sets.at(21).options, release, proj_sets().at(1).options,
         proj_sets().at(2).options, other_options_by_head(), last_proj_sets().at(1).options,
-        last_proj_sets().at(2).options}) {
+        last_proj_sets().at(2).options, rows_sets().at(1).options}) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
     ASSERT_TRUE(ws->poison_outputs(stream_).ok());
     ASSERT_TRUE(run(*ws, 4).ok());
@@ -951,15 +961,79 @@ TEST_F(Gpt2DecodeGpu, MegakernelSmall) {
     ASSERT_TRUE(ws->check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
   }
-  // One token: the lesson's (the one-token kernel; MegakernelOneToken runs the others).
+  // One token: the lesson's (the one-token kernel; MegakernelOneToken runs the others), and
+  // proj reading rows on the full grid and on 2 blocks.
   std::unique_ptr<Workspace> one;
   ASSERT_TRUE(lesson_->create_workspace(Shape{23, 1}, Precision::bf16, &one).ok());
   ASSERT_TRUE(one->fill_inputs(4, stream_).ok());
-  ASSERT_TRUE(one->poison_outputs(stream_).ok());
-  ASSERT_TRUE(run(*one, 4).ok());
-  CheckResult gpu;
-  ASSERT_TRUE(one->check(stream_, &gpu).ok());
-  EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+  for (int set = 0; set < 3; ++set) {
+    SCOPED_TRACE("one token, set " + std::to_string(set));
+    if (set > 0) ASSERT_TRUE(gpt2::set_megakernel_options(*one, rows_sets().at(1).options).ok());
+    if (set == 2) ASSERT_TRUE(gpt2::set_megakernel_blocks(*one, 2).ok());
+    ASSERT_TRUE(one->poison_outputs(stream_).ok());
+    ASSERT_TRUE(run(*one, 4).ok());
+    CheckResult gpu;
+    ASSERT_TRUE(one->check(stream_, &gpu).ok());
+    EXPECT_TRUE(gpu.passed) << "rel " << gpu.rel_l2_error << " non-finite " << gpu.non_finite;
+  }
+}
+
+// proj by head reading its head's flagged rows (MegakernelOptions::proj_reads_rows) against
+// the fp64 CPU reference at odd configurations (1, 16 and 7 tokens: the one-token kernel and the
+// other), beside the lesson's form on the same inputs; then on partial grids of 2, 5 and 17
+// blocks at 1 and 3 tokens, each step twice with other inputs (the rows' flags of the step
+// before are in the buffer), against the full grid's step. FL_DECODE_SMALL=1 (what
+// compute-sanitizer runs): caches 23 and 19 at 1 and 2 tokens, 2 blocks at 1 token.
+TEST_F(Gpt2DecodeGpu, MegakernelProjReadsRows) {
+  const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
+  std::mt19937_64 rng(std::random_device{}());
+  const std::vector<Shape> shapes =
+      small ? std::vector<Shape>{Shape{23, 1}, Shape{19, 2}}
+            : std::vector<Shape>{Shape{37, 1}, Shape{515, 16}, Shape{1001, 7}};
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    for (const Variant& v : rows_sets()) {
+      SCOPED_TRACE(v.name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+      ASSERT_NE(list, nullptr);
+      EXPECT_EQ(list->proj_reads_rows, v.options.proj_reads_rows);
+      for (int again = 0; again < 2; ++again) {  // (the second over the first's rows)
+        ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+        ASSERT_TRUE(run(*ws, 4).ok());
+        const double cpu = rel(output(*ws), ref);
+        EXPECT_LE(cpu, lesson_->tolerance(Precision::bf16));
+        std::printf("gpt2_decode cache %lld tokens %lld %s: rel error %.3g\n",
+                    (long long)shape.size, (long long)shape.inner, v.name, cpu);
+      }
+    }
+  }
+  for (int tokens : {1, 3}) {
+    if (small && tokens > 1) break;
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(Shape{133, tokens}, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
+    ASSERT_TRUE(run(*ws, 4).ok());
+    const std::vector<double> full = output(*ws);
+    ASSERT_TRUE(gpt2::set_megakernel_options(*ws, rows_sets().at(1).options).ok());
+    for (int blocks : {2, 5, 17}) {
+      if (small && blocks > 2) break;
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + std::to_string(tokens) + " tokens");
+      ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
+      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+        ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+        std::vector<double> y;
+        EXPECT_CHECKED_STEP(*ws, y);
+      }
+      EXPECT_LT(rel(output(*ws), full), 1e-5);  // seed 5 again: the full grid's step
+    }
+  }
 }
 
 // When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a

@@ -246,6 +246,48 @@ TEST(Gpt2DecodeTasks, LastSplitProjIsThreeStagesALayer) {
   }
 }
 
+// proj by head reading its head's rows (TaskListShape::proj_reads_rows): the same tasks as
+// proj by head, but each proj task waits for its layer's qkv count (the residuals' starting
+// values), not its head's splits; off with proj in the last split or proj by rows.
+TEST(Gpt2DecodeTasks, ProjReadsRowsWaitsForQkvOnly) {
+  for (TaskListShape shape :
+       {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 8192, 80 * 1024},
+        TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
+    SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
+    const DecodeTaskList by_head = build_decode_tasks(shape);
+    shape.proj_reads_rows = true;
+    const DecodeTaskList list = build_decode_tasks(shape);
+    ASSERT_TRUE(list.proj_reads_rows);
+    ASSERT_EQ(list.tasks.size(), by_head.tasks.size());
+    std::map<int, std::pair<int, int>> qkv;  // layer -> (its counter, its tasks)
+    for (const DecodeTask& t : list.tasks) {
+      if (t.kind != uint8_t(TaskKind::qkv)) continue;
+      qkv[t.layer].first = t.done_counter;
+      ++qkv[t.layer].second;
+    }
+    int proj = 0;
+    for (size_t i = 0; i < list.tasks.size(); ++i) {
+      const DecodeTask &t = list.tasks[i], &before = by_head.tasks[i];
+      EXPECT_EQ(t.kind, before.kind);
+      EXPECT_EQ(t.first, before.first);
+      EXPECT_EQ(t.flags, before.flags);
+      if (t.kind != uint8_t(TaskKind::proj)) {
+        EXPECT_EQ(t.wait_counter, before.wait_counter);
+        continue;
+      }
+      ++proj;
+      EXPECT_EQ(t.wait_counter, qkv[t.layer].first);
+      EXPECT_EQ(t.wait_target, qkv[t.layer].second);
+    }
+    EXPECT_EQ(proj, kLayers * kHeads * kProjParts);
+    EXPECT_NE(format_task_list(list, shape).find("proj reads rows"), std::string::npos);
+    shape.last_split_proj = 2;
+    EXPECT_FALSE(build_decode_tasks(shape).proj_reads_rows);
+    shape.last_split_proj = 0, shape.head_proj = false;
+    EXPECT_FALSE(build_decode_tasks(shape).proj_reads_rows);
+  }
+}
+
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every
 // (head, part) once, the qkv tasks' residual columns covering [0, C) once, counters in step;
 // on a full grid no block holds a qkv task and a fused task of one layer; off where a head's

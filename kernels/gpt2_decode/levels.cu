@@ -220,7 +220,8 @@ const LevelTable<DecodeWorkspace>& DecodeWorkspace::levels() {
          [](Ws& w, cudaStream_t s) { return w.replay(s, pdl_supported()); }, whole_chain}}},
       {"megakernel",
        "one persistent launch, a block per SM running a task list with dependency counters "
-       "(four stages a layer; proj cut by head, each task waiting only for its head's splits), "
+       "(four stages a layer; proj cut by head, each task reading its head's splits' flagged "
+       "rows as they land, no count between them), "
        "prefetching the next task's weights while it waits",
        "the MLP's h never leaves its SM; x, q and the attention partials are read from L2 by "
        "the next task; only weights and the cache come from HBM",

@@ -158,7 +158,7 @@ struct TaskListShape {
   int qkv_rows = kLessonQkvRows;        // rows of a qkv slice (MegakernelOptions::qkv_rows)
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
   int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
-  bool proj_reads_rows = false;  // proj by head reads its splits' flagged rows (MegakernelOptions)
+  bool proj_reads_rows = kLessonProjReadsRows;  // proj reads flagged rows (MegakernelOptions)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {

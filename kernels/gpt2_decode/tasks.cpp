@@ -22,6 +22,9 @@
 // residuals, whose starting values the qkv tasks write. With attention apart (an option) qkv
 // takes fewer, longer slices and the splits a head are cut so that both stages fit the grid
 // once: no attention task follows a qkv task of its layer on the same block.
+// With proj reading rows (the lesson's form, beside proj by head) a proj task waits for the
+// layer's qkv count (the residuals' starting values it adds into), not its head's splits: it
+// loads their flagged rows until each carries the layer's flag, and the splits bump nothing.
 // With proj in attention's last split (an option, beside proj by head) there are no proj
 // tasks: the splits of a head take tickets from the head's counter, the last one adds the head's
 // share of proj, and bumps the layer's one proj count, which the MLP's tasks wait on (kHeads).
@@ -378,11 +381,14 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
                       : (std::to_string(list.splits) + " attention splits per head").c_str(),
       list.counters);
   out += line;
-  if (list.head_proj) out += "proj by head: each head's splits counted apart, proj adds into x\n";
+  if (list.head_proj && !list.proj_reads_rows)
+    out += "proj by head: each head's splits counted apart, proj adds into x\n";
   if (list.last_split_proj)
     out += "proj in attention: a head's last split adds its share of proj\n";
   if (list.proj_reads_rows)
-    out += "proj reads rows: a proj task loads its head's flagged rows, the splits count nothing\n";
+    out +=
+        "proj by head, reading rows: a proj task waits for qkv's count and loads its head's "
+        "flagged rows as they land (the splits count nothing), proj adds into x\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,
@@ -402,7 +408,7 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
         bumps = "ticket " + std::to_string(task.done_counter + task.first / list.splits) +
                 ", last: proj, " + std::to_string(task.done_counter + kHeads);
       } else if ((task.flags & kBumpsHead) && list.proj_reads_rows) {  // its flagged row
-        bumps = "rows of head " + std::to_string(task.first / std::max(1, list.splits));
+        bumps = "a flagged row of head " + std::to_string(task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHead) {  // its head's counter
         bumps = std::to_string(task.done_counter + task.first / std::max(1, list.splits));
       } else if (task.flags & kBumpsHeads) {  // the counters of the heads its rows belong to

@@ -110,6 +110,9 @@ void expect_well_formed(const TaskListShape& shape) {
       EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + head);
       EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
       EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
+    } else if (hp && list.proj_reads_rows && TaskKind(t.kind) == TaskKind::proj) {
+      EXPECT_EQ(t.wait_counter, counter_of(stage - 2));  // qkv's (its head's rows: flagged)
+      EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 2]);
     } else if (hp && TaskKind(t.kind) == TaskKind::proj) {
       EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + int(t.first) / kProjParts);
       EXPECT_EQ(t.wait_target, unsigned(list.splits));
@@ -148,11 +151,12 @@ TEST(Gpt2DecodeTasks, EveryRowOnceInStageOrder) {
 // Proj by head (TaskListShape::head_proj, the lesson's form): per layer every (head, part) once,
 // each waiting on its own head's counter for the head's splits, which bump only it; the qkv
 // tasks' residual columns cover [0, C) once (the residuals' starting values). Off where a part
-// of Wproj (24 KB) does not fit a buffer.
+// of Wproj (24 KB) does not fit a buffer. (Counted: proj by head without proj_reads_rows.)
 TEST(Gpt2DecodeTasks, ProjByHeadWaitsForItsHeadOnly) {
-  for (const TaskListShape& shape :
+  for (TaskListShape shape :
        {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 1, 8192, 80 * 1024},
         TaskListShape{5, 3, 37, 80 * 1024}}) {
+    shape.proj_reads_rows = false;
     SCOPED_TRACE("blocks " + std::to_string(shape.blocks) + " cache " +
                  std::to_string(shape.cache));
     const DecodeTaskList list = build_decode_tasks(shape);
@@ -254,6 +258,8 @@ TEST(Gpt2DecodeTasks, ProjReadsRowsWaitsForQkvOnly) {
        {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 8192, 80 * 1024},
         TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
     SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
+    EXPECT_TRUE(build_decode_tasks(shape).proj_reads_rows);  // the lesson's
+    shape.proj_reads_rows = false;
     const DecodeTaskList by_head = build_decode_tasks(shape);
     shape.proj_reads_rows = true;
     const DecodeTaskList list = build_decode_tasks(shape);
@@ -280,7 +286,7 @@ TEST(Gpt2DecodeTasks, ProjReadsRowsWaitsForQkvOnly) {
       EXPECT_EQ(t.wait_target, qkv[t.layer].second);
     }
     EXPECT_EQ(proj, kLayers * kHeads * kProjParts);
-    EXPECT_NE(format_task_list(list, shape).find("proj reads rows"), std::string::npos);
+    EXPECT_NE(format_task_list(list, shape).find("reading rows"), std::string::npos);
     shape.last_split_proj = 2;
     EXPECT_FALSE(build_decode_tasks(shape).proj_reads_rows);
     shape.last_split_proj = 0, shape.head_proj = false;

@@ -194,6 +194,17 @@ std::vector<Variant> rows_sets() {
   lesson.proj_reads_rows = false, rows.proj_reads_rows = true;
   return {{"proj by head (the form before)", lesson}, {"+ proj reads rows", rows}};
 }
+// FL_DECODE_VARIANTS=rows times these too: beside proj reading rows, qkv in about a slice a
+// block (18 rows) or 36-row slices, and 32-key splits (11 a head at 512).
+std::vector<Variant> rows_timed_sets() {
+  std::vector<Variant> sets = rows_sets();
+  gpt2::MegakernelOptions rows18, rows36, keys32;
+  rows18.qkv_rows = 0, rows36.qkv_rows = 36, keys32.min_split_keys = 32;
+  sets.insert(sets.end(), {{"+ rows, 18-row qkv", rows18},
+                           {"+ rows, 36-row qkv", rows36},
+                           {"+ rows, 32-key splits", keys32}});
+  return sets;
+}
 
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
 // the SM, each on the one-token instance (runs_one_token_copy_timings): the L2 prefetch ahead
@@ -830,7 +841,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
                                   : which == "spread"                       ? spread_sets()
                                   : which == "lastproj" || which == "burst" ? last_proj_sets()
                                   : which == "l2"                           ? copy_timing_sets()
-                                  : which == "rows"                         ? rows_sets()
+                                  : which == "rows"                         ? rows_timed_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});

@@ -50,7 +50,8 @@
 // made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
 // attention's last split (last_split_proj), the copies after the task's own wait
 // (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
-// when the copies go at run time so that those options are timed on the one-token kernel).
+// when the copies go at run time so that those options are timed on the one-token kernel), and
+// beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits.
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of

@@ -217,7 +217,8 @@ struct MegakernelOptions {
   // copies in flight, an MLP slice's 72 KB) and proj's poll before its loads (one L2 round trip).
   // Every word is written every layer, so a word's flag is never a stale layer's. On in the
   // lesson: the step 207.5 -> 200.0 / 237.8 -> 235.8 us at a cache of 512 / 2K (H100,
-  // 2026-11-27 09:33 UTC; attention's stage 5.58 -> 4.06 us, proj's 2.77 -> 3.40).
+  // 2026-11-27 09:33 UTC; 209.2 -> 200.6 / 239.7 -> 237.8 at 09:41), attention's stage 5.46 ->
+  // 3.92 us, proj's 2.85 -> 3.46 (its last task now waits for the late split's words itself).
   bool proj_reads_rows = kLessonProjReadsRows;
 };
 constexpr int kMaxResidualCopies = 8;

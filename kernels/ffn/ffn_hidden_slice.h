@@ -64,6 +64,8 @@ struct FfnSliceTuning {
                              // 2 off (FL_FFN_SLICE's ninth number)
   int walk = 0;  // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
                  // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
+  int x_l2 = 0;  // the ring's x asked into L2 at the start (each block a share of its sectors): 0
+                 // the plan's, 1 on, 2 off (FL_FFN_SLICE's eleventh number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -116,13 +116,31 @@ __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char*
   tc::async_commit();
 }
 
-// b1's slice (and with ring_w1 W1's whole columns) as one commit group, then the first
-// ring_stages - 1 chunks' copies; the slots' x rows past the tokens (never copied) and h zeroed.
+// x's m rows asked into L2 (ring_x_l2): block b the 32-byte sectors b, b + blocks, ... (3072
+// sectors at 64 tokens, C = 768: 32 a block of 96, one instruction a thread at most), before
+// W1's copies, so that x's 96 KB come from DRAM once, under W1's 5.9 MB, and the ring's chunks
+// are L2 hits. Without it chunk i's lines are first asked for by every block at once when chunk
+// i - stages + 1 is multiplied: a DRAM round trip a chunk, two chunks in flight.
+template <int kThr, typename T>
+__device__ __forceinline__ void prefetch_x_l2(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  const int64_t sectors = (int64_t(p.m) * p.c * int64_t(sizeof(T)) + 31) / 32;
+  const char* base = reinterpret_cast<const char*>(a.x);
+  for (int64_t s = blockIdx.x + int64_t(threadIdx.x) * p.blocks; s < sectors;
+       s += int64_t(kThr) * p.blocks) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + s * 32));
+  }
+}
+
+// x's rows into L2 where the plan says (ring_x_l2), b1's slice (and with ring_w1 W1's whole
+// columns) as one commit group, then the first ring_stages - 1 chunks' copies; the slots' x rows
+// past the tokens (never copied) and h zeroed.
 template <int kThr, typename T>
 __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char* smem, T* hs,
                                            int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   constexpr int E = slice::kChunk<T>;
+  if (p.ring_x_l2) prefetch_x_l2<kThr>(a);
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   if (p.ring_w1) {

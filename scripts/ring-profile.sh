@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The portable FFN at 16 and 64 bf16 tokens on the lent GPU, in one call (run with a 200 s limit):
+# builds fusionlab (and, with FL_RING_PASS=2, the GPU tests) into ../build-ring; then
+# `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at FL_RING_SIZES, 1,16,64 by
+# default) with the ring's x asked into L2 at the start (the plan's) and without it
+# (FL_FFN_SLICE's eleventh number 2), interleaved; the phases at 16 and 64 tokens.
+# FL_RING_PASS=1 (default): Nsight Compute (ncu --set full, source counters) on the hidden slice
+# at 64 tokens without and with x in L2 and at 16 tokens, and on ffn_two_phase forced at 64; the
+# reports as text (details page; SASS with per-instruction samples as CSV) in $OUT/ncu.tgz.
+# FL_RING_PASS=2: the portable FFN GPU tests, compute-sanitizer memcheck and racecheck on the
+# ring's small shapes, the benches again. Logs under $OUT in priority order (a call that runs
+# out of time still brings back what ran): summary.txt, bench.txt, phases.txt, ncu.tgz, *.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+S="$OUT/summary.txt"
+source scripts/common.sh
+export PATH=$PATH:/usr/local/cuda/bin
+unpack_carried_debs
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
+t0=$(date +%s)
+limit=${FL_RING_LIMIT:-190}
+left() { echo $(( limit - ($(date +%s) - t0) )); }
+pass=${FL_RING_PASS:-1}
+build=${FL_RING_BUILD_DIR:-../build-ring}
+targets="fusionlab"
+[[ $pass == 2 ]] && targets="fusionlab fusionlab_gpu_tests"
+[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
+if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
+       timeout 150 cmake --build "$build" -j16 --target $targets; } > "$OUT/build.log" 2>&1; then
+  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
+fi
+rm -f "$OUT/build.log"
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+app="$build/fusionlab"
+sizes=${FL_RING_SIZES:-1,16,64}
+B="--levels 1,2 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6"
+row() {  # name, env (NAME=VALUE), extra bench arguments (may be empty)
+  local out
+  (( $(left) > 12 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+  out=$(env "$2" timeout 30 "$app" bench --lesson ffn $B --sizes "$sizes" ${3:-} 2>&1)
+  { echo "--- $1 ($2 ${3:-}) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
+  echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
+}
+phases() {  # name, env, sizes, extra bench arguments
+  (( $(left) > 10 )) || return
+  { echo "--- phases $1 ($2 ${4:-})"; env "$2" timeout 20 "$app" bench --lesson ffn --levels 2 \
+      --sizes "$3" --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases \
+      ${4:-} 2>&1; } >> "$OUT/phases.txt"
+}
+NCU="$OUT/ncu"
+mkdir -p "$NCU"
+profile() {  # name, kernel regex, env, tokens, extra bench arguments
+  (( $(left) > 25 )) || { echo "ncu $1: skipped (time)" | tee -a "$S"; return; }
+  env "$3" timeout $(( $(left) - 5 )) ncu --set full --import-source no -k "regex:$2" \
+    --launch-count 1 -f -o "/tmp/$1" "$app" bench --lesson ffn --levels 2 --sizes "$4" \
+    --precision bf16 --cache cold --no-counters --reps 1 --choose-as 8.6 ${5:-} \
+    > "$NCU/$1.run.txt" 2>&1
+  echo "ncu $1: rc $? at $(( $(date +%s) - t0 )) s" | tee -a "$S"
+  ncu --import "/tmp/$1.ncu-rep" --page details > "$NCU/$1.details.txt" 2>&1
+  ncu --import "/tmp/$1.ncu-rep" --page source --csv --print-source sass > "$NCU/$1.sass.csv" 2>&1
+  tar czf "$OUT/ncu.tgz" -C "$NCU" .
+}
+OFF=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,2
+TP="--variant ffn_fused=ffn_two_phase"
+row x-l2 FL_NONE=1
+row no-x-l2 "$OFF"
+phases 64-x-l2 FL_NONE=1 64
+phases 64-no-x-l2 "$OFF" 64
+phases 16 FL_NONE=1 16
+if [[ $pass == 1 ]]; then
+  profile slice64-no-x-l2 ffn_hidden_slice_kernel "$OFF" 64
+  profile slice16 ffn_hidden_slice_kernel FL_NONE=1 16
+  profile slice64-x-l2 ffn_hidden_slice_kernel FL_NONE=1 64
+  profile two-phase64 ffn_two_phase_kernel FL_FFN_TWO_PHASE=0,0,0,99 64 "$TP"
+else
+  tests() {  # name, gtest filter, seconds
+    stdbuf -oL timeout "$3" "$build/tests/fusionlab_gpu_tests" --gtest_filter="$2" > "$OUT/$1.log" 2>&1
+    echo "$1: exit $?; $(grep -cE '^\[       OK' "$OUT/$1.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/$1.log" | tr '\n' ' ')" |
+      tee -a "$S"
+  }
+  san() {  # tool, gtest filter
+    timeout 45 compute-sanitizer --tool "$1" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
+      --gtest_filter="$2" > "$OUT/san-$1.log" 2>&1
+    echo "$1 ($2): exit $?, $(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/san-$1.log") clean summaries, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/san-$1.log" | tr '\n' ' ')" |
+      tee -a "$S"
+  }
+  tests gpu '*PortableStream*:*Variant*:*FfnTwoPhase*:Catalog/*ffn*' 60
+  san memcheck '*PortableStream*HiddenSliceFfnRingSmallShapes*'
+  san racecheck '*PortableStream*HiddenSliceFfnRingSmallShapes*'
+fi
+row x-l2-again FL_NONE=1
+row no-x-l2-again "$OFF"
+row two-phase FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

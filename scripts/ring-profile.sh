@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The portable FFN at 16 and 64 bf16 tokens on the lent GPU, in one call (run with a 200 s limit):
 # builds fusionlab (and, with FL_RING_PASS=2, the GPU tests) into ../build-ring; then
-# `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at FL_RING_SIZES, 1,16,64 by
-# default) with the ring's x asked into L2 at the start (the plan's) and without it
-# (FL_FFN_SLICE's eleventh number 2), interleaved; the phases at 16 and 64 tokens.
+# `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at FL_RING_SIZES, 1,16,33,64 by
+# default) with the ring's K split among warps (the plan's) and without (FL_FFN_SLICE's eleventh
+# number 2), interleaved; the phases at 16 and 64 tokens.
 # FL_RING_PASS=1 (default): Nsight Compute (ncu --set full, source counters) on the hidden slice
-# at 64 tokens without and with x in L2 and at 16 tokens, and on ffn_two_phase forced at 64; the
-# reports as text (details page; SASS with per-instruction samples as CSV) in $OUT/ncu.tgz.
-# FL_RING_PASS=2: the portable FFN GPU tests, compute-sanitizer memcheck and racecheck on the
-# ring's small shapes, the benches again. Logs under $OUT in priority order (a call that runs
+# at 64 tokens both ways and at 16 tokens, and on ffn_two_phase forced at 64; the reports as text
+# (details page; SASS with per-instruction samples as CSV) in $OUT/ncu.tgz. (Its first run,
+# 2026-11-27 09:43 UTC, compared x asked into L2 ahead of the ring in this place: no change.)
+# FL_RING_PASS=2: compute-sanitizer memcheck and racecheck on the ring's small shapes, the
+# portable FFN GPU tests, the benches again. Logs under $OUT in priority order (a call that runs
 # out of time still brings back what ran): summary.txt, bench.txt, phases.txt, ncu.tgz, *.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +36,7 @@ fi
 rm -f "$OUT/build.log"
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
-sizes=${FL_RING_SIZES:-1,16,64}
+sizes=${FL_RING_SIZES:-1,16,33,64}
 B="--levels 1,2 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6"
 row() {  # name, env (NAME=VALUE), extra bench arguments (may be empty)
   local out
@@ -65,33 +66,40 @@ profile() {  # name, kernel regex, env, tokens, extra bench arguments
 }
 OFF=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,2
 TP="--variant ffn_fused=ffn_two_phase"
-row x-l2 FL_NONE=1
-row no-x-l2 "$OFF"
-phases 64-x-l2 FL_NONE=1 64
-phases 64-no-x-l2 "$OFF" 64
-phases 16 FL_NONE=1 16
+row split FL_NONE=1
+row unsplit "$OFF"
+row split-again FL_NONE=1
+row unsplit-again "$OFF"
+phases 64-split FL_NONE=1 64
+phases 64-unsplit "$OFF" 64
+phases 33-split FL_NONE=1 33
 if [[ $pass == 1 ]]; then
-  profile slice64-no-x-l2 ffn_hidden_slice_kernel "$OFF" 64
+  phases 16 FL_NONE=1 16
+  profile slice64-unsplit ffn_hidden_slice_kernel "$OFF" 64
   profile slice16 ffn_hidden_slice_kernel FL_NONE=1 16
-  profile slice64-x-l2 ffn_hidden_slice_kernel FL_NONE=1 64
+  profile slice64-split ffn_hidden_slice_kernel FL_NONE=1 64
   profile two-phase64 ffn_two_phase_kernel FL_FFN_TWO_PHASE=0,0,0,99 64 "$TP"
 else
-  tests() {  # name, gtest filter, seconds
-    stdbuf -oL timeout "$3" "$build/tests/fusionlab_gpu_tests" --gtest_filter="$2" > "$OUT/$1.log" 2>&1
+  tests() {  # name, gtest filter, most seconds
+    local t=$(( $(left) - 25 < $3 ? $(left) - 25 : $3 ))
+    (( t > 10 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+    stdbuf -oL timeout "$t" "$build/tests/fusionlab_gpu_tests" --gtest_filter="$2" > "$OUT/$1.log" 2>&1
     echo "$1: exit $?; $(grep -cE '^\[       OK' "$OUT/$1.log") ok, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/$1.log" | tr '\n' ' ')" |
       tee -a "$S"
   }
   san() {  # tool, gtest filter
-    timeout 45 compute-sanitizer --tool "$1" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
+    (( $(left) > 30 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+    timeout 40 compute-sanitizer --tool "$1" --error-exitcode 9 "$build/tests/fusionlab_gpu_tests" \
       --gtest_filter="$2" > "$OUT/san-$1.log" 2>&1
     echo "$1 ($2): exit $?, $(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/san-$1.log") clean summaries, $(grep -E '^\[  (FAILED|PASSED)' "$OUT/san-$1.log" | tr '\n' ' ')" |
       tee -a "$S"
   }
-  tests gpu '*PortableStream*:*Variant*:*FfnTwoPhase*:Catalog/*ffn*' 60
   san memcheck '*PortableStream*HiddenSliceFfnRingSmallShapes*'
   san racecheck '*PortableStream*HiddenSliceFfnRingSmallShapes*'
+  tests ring '*PortableStream*HiddenSliceFfnRing*' 40
+  tests gpu '*PortableStream*:*Variant*:*FfnTwoPhase*:Catalog/*ffn*:-*HiddenSliceFfnRing*' 90
 fi
-row x-l2-again FL_NONE=1
-row no-x-l2-again "$OFF"
+row split-3 FL_NONE=1
+row unsplit-3 "$OFF"
 row two-phase FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

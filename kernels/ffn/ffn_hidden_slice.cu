@@ -245,12 +245,12 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,x_l2]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
 // stagger 1: the ring's blocks start at chunk b mod chunks, 2: all at chunk 0; walk 2: the ring's
-// copies of x by stage() every chunk; x_l2 1: the ring's x asked into L2 at the start, 2: not)
+// copies of x by stage() every chunk; split 1: the ring's K split among warps, 2: not)
 // replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
 // forms.
@@ -270,7 +270,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.prefetch == 0) t.prefetch = v[7];
   if (t.stagger == 0) t.stagger = v[8];
   if (t.walk == 0) t.walk = v[9];
-  if (t.x_l2 == 0) t.x_l2 = v[10];
+  if (t.split == 0) t.split = v[10];
   return t;
 }
 
@@ -299,7 +299,10 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     if (out->ring_w1 && tuning.ring_form == 2) out->ring_w2_after = false;
     if (tuning.stagger != 0) out->ring_stagger = out->x_ring && tuning.stagger == 1;
     if (tuning.walk == 2) out->ring_walk = false;
-    if (tuning.x_l2 != 0) out->ring_x_l2 = out->x_ring && tuning.x_l2 == 1;
+    if (tuning.split != 0) out->ring_split = out->x_ring && tuning.split == 1;
+    // The split's parts meet over W1's columns after the ring: not where W2's rows land there
+    // during it.
+    if (out->ring_w1 && !out->ring_w2_after) out->ring_split = false;
     if (out->ring_w1 && !out->ring_w2_after) out->ring_stagger = false;  // W2 frees W1 from row 0
     if (tuning.prefetch == 1) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
     if (tuning.prefetch == 2) out->prefetch_blocks = 0;

@@ -78,10 +78,11 @@ constexpr int kSliceRingMaxStages = 4;
 // on, 2 off): measured 2-3 us slower than every block in K's order at 33-64 tokens
 // (docs/PERFORMANCE.md), so off.
 constexpr bool kSliceRingStagger = false;
-// Whether the ring form's blocks ask L2 for x's rows at the start (ring_x_l2; FL_FFN_SLICE's
-// eleventh number: 1 on, 2 off), each block a share of x's 32-byte sectors, so that the ring's
-// chunks come from L2 rather than each from DRAM, asked for by every block two chunks ahead.
-constexpr bool kSliceRingXL2 = true;
+// Whether the ring's up product splits K among warps (ring_split; FL_FFN_SLICE's eleventh
+// number: 1 on, 2 off): warp w takes row tile w % mtc, all of the slice's column tiles and its
+// part w / mtc of each chunk's k steps, the parts added once after the ring; else a warp takes
+// 1-4 column tiles over all of K (docs/PERFORMANCE.md has both measured).
+constexpr bool kSliceRingSplit = true;
 
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
 // than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on). Measured and left off:
@@ -124,7 +125,7 @@ struct FfnSlicePlan {
                                // rows asked for as W1's are done: they free W1 from row 0)
   bool ring_walk = true;       // x's copies a chunk by each thread's walk, worked out once a launch
                                // (gemm_core/stage_walk.cuh); else stage() every chunk (a tuning)
-  bool ring_x_l2 = false;      // x's rows asked into L2 at the start (prefetch, a share a block)
+  bool ring_split = false;     // the ring's K split among warps, the parts added after the ring
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
@@ -196,7 +197,7 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   p.ring_w1 = w1_resident;
   p.ring_w2_after = w1_resident;
   p.ring_stagger = kSliceRingStagger;
-  p.ring_x_l2 = kSliceRingXL2;
+  p.ring_split = kSliceRingSplit;
   p.w2_during_up = false;
   p.ring_k = kSliceRingK;
   p.ring_stages = stages;

@@ -3,9 +3,11 @@
 // card's 99 KiB a block at 33-64 bf16 tokens: x's 64 rows alone are 96 KB), x streams through a
 // cp.async ring in K chunks instead of being held whole.
 //
-// What changes against the resident form: the up product runs chunk by chunk as x's chunks land
-// (K is not split among warps: warp w takes row tile w / jr and 1-4 of the slice's column tiles
-// over the whole of K, jr warps a row tile, so no partial sums meet in shared memory). The plan's
+// What changes against the resident form: the up product runs chunk by chunk as x's chunks land,
+// K split among warps as there (ring_split): warp w takes row tile w % mtc, all of the slice's
+// column tiles and part w / mtc of each chunk's 4 k steps, and the parts meet once, after the
+// ring (a tuning, as before 2026-11-27: warp w takes row tile w / jr and 1-4 column tiles over all
+// of K, jr warps a row tile, no partial sums). The plan's
 // form (ring_w1) asks for W1's whole columns before the ring, as the resident form does (all of a
 // block's DRAM bytes of W1 in flight at once), and W2's rows over them after the up product.
 // Tunings: W2's rows each as soon as every warp is done with the W1 rows under it (at C = 768 all
@@ -23,8 +25,11 @@
 // stream is ~195 KB (~8 us at the ~25 GB/s an SM's share of DRAM gives, less where x's part
 // comes from L2 faster). The FLOPs: 2 x 64 x 768 x 3072 x 2 = 0.6 GFLOP, 6.3 MFLOP a block
 // (1536 mma of m16n8k16), ~2 us at the ~3 TFLOP/s an SM's mma.sync reaches here, half of it
-// (the up product) under x's copies. So the x re-reads are the part that grows: each chunk is
-// a round trip from L2 the up product waits on. Between a chunk's barrier and its mma a thread
+// (the up product) under x's copies. Nsight Compute saw no memory wait in the ring, and x asked
+// into L2 ahead of it changed nothing (2026-11-27): a chunk costs its instructions, a warp's
+// ~180 for 4 mma before the split at 64 tokens (PERFORMANCE.md), so a warp takes a k step of all
+// 4 column tiles (an A fragment and two B fragments for 4 mma); its parts, 32 KB of fp32 at 64
+// tokens, meet over W1's columns after the ring. Between a chunk's barrier and its mma a thread
 // does no index division: its copies of x's chunk are a walk worked out once a launch
 // (gemm_core/stage_walk.cuh), the slots running indices, the warp's ldmatrix addresses worked
 // out for slot 0 (where a chunk's time went before and after: lesson 8's ring form in
@@ -116,31 +121,13 @@ __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char*
   tc::async_commit();
 }
 
-// x's m rows asked into L2 (ring_x_l2): block b the 32-byte sectors b, b + blocks, ... (3072
-// sectors at 64 tokens, C = 768: 32 a block of 96, one instruction a thread at most), before
-// W1's copies, so that x's 96 KB come from DRAM once, under W1's 5.9 MB, and the ring's chunks
-// are L2 hits. Without it chunk i's lines are first asked for by every block at once when chunk
-// i - stages + 1 is multiplied: a DRAM round trip a chunk, two chunks in flight.
-template <int kThr, typename T>
-__device__ __forceinline__ void prefetch_x_l2(const SliceArgs<T>& a) {
-  const FfnSlicePlan& p = a.p;
-  const int64_t sectors = (int64_t(p.m) * p.c * int64_t(sizeof(T)) + 31) / 32;
-  const char* base = reinterpret_cast<const char*>(a.x);
-  for (int64_t s = blockIdx.x + int64_t(threadIdx.x) * p.blocks; s < sectors;
-       s += int64_t(kThr) * p.blocks) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + s * 32));
-  }
-}
-
-// x's rows into L2 where the plan says (ring_x_l2), b1's slice (and with ring_w1 W1's whole
-// columns) as one commit group, then the first ring_stages - 1 chunks' copies; the slots' x rows
-// past the tokens (never copied) and h zeroed.
+// b1's slice (and with ring_w1 W1's whole columns) as one commit group, then the first
+// ring_stages - 1 chunks' copies; the slots' x rows past the tokens (never copied) and h zeroed.
 template <int kThr, typename T>
 __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char* smem, T* hs,
                                            int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   constexpr int E = slice::kChunk<T>;
-  if (p.ring_x_l2) prefetch_x_l2<kThr>(a);
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   if (p.ring_w1) {
@@ -169,19 +156,32 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
 // thread's copies of it are in (and the group before the ring's: b1, W1 with ring_w1), after
 // chunk i + stages - 1 is asked for into the slot chunk i - 1 left (with ring_w1, with it W2's
 // rows that now lie over W1's rows of chunks every warp is done with; the rest once h is
-// written: all of W2's asked for by the end). first_in() runs once the first chunk is in. Warp w
-// takes row tile w / jr and column tiles [per q, per (q + 1)) of the slice (q = w % jr; jr of 1, 2
-// or 4 warps a row tile, the most the warps allow). Ends with the block synchronized, h written.
+// written: all of W2's asked for by the end). first_in() runs once the first chunk is in.
+// Split (ring_split, the plan's): warp w takes row tile w % mtc, every column tile of the slice
+// and its part w / mtc of each chunk's 4 k steps (one step a chunk at 64 tokens on 16 warps:
+// an A fragment, two B fragments and 4 mma, no per-tile tests); the parts meet once, after the
+// ring, in shared memory over W1's columns (slice::reduce_parts). Else warp w takes row tile
+// w / jr and column tiles [per q, per (q + 1)) over all of K (q = w % jr; jr of 1, 2 or 4 warps a
+// row tile): at 64 tokens one tile a warp, 4 mma a chunk behind ~180 instructions (the profile
+// in docs/PERFORMANCE.md). Ends with the block synchronized, h written.
 template <int kW, typename T, class FirstIn>
 __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned char* smem, T* hs,
                                                 int j0, int valid, const FirstIn& first_in) {
-  constexpr int kThr = 32 * kW;
+  constexpr int kThr = 32 * kW, kSteps = kSliceRingK / 16;
   const FfnSlicePlan& p = a.p;
   const int tiles = p.units / 8, warp = threadIdx.x >> 5;
   int jr = 4;
   while (jr > 1 && jr * p.mtc > kW) jr /= 2;
-  const int per = (tiles + jr - 1) / jr, mt = warp / jr, nt0 = (warp % jr) * per;
-  const int ntc = mt < p.mtc ? max(0, min(per, tiles - nt0)) : 0;
+  const int per = (tiles + jr - 1) / jr;
+  const slice::PanelWarp pw = slice::panel_warp<kW>(p.mtc);
+  // The warp's row tile, first column tile, column tiles, and k steps [s0, s1) of a chunk.
+  const int mt = p.ring_split ? pw.mt : warp / jr, nt0 = p.ring_split ? 0 : (warp % jr) * per;
+  int ntc = p.ring_split ? tiles : mt < p.mtc ? max(0, min(per, tiles - nt0)) : 0;
+  const int s0 = !p.ring_split ? 0 : pw.part < pw.parts ? kSteps * pw.part / pw.parts : kSteps;
+  const int s1 = !p.ring_split        ? kSteps
+                 : pw.part < pw.parts ? kSteps * (pw.part + 1) / pw.parts
+                                      : kSteps;
+  if (s1 == s0) ntc = 0;
   float acc[4][4];
   slice::zero(acc);
   // ring_w1: W2's rows overlay W1's columns; those wholly within W1's rows of the chunks every
@@ -196,8 +196,8 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
   const auto xw = ring_x_walk<kThr, T>(p);
   const int start = ring_start(p);
   const unsigned slot_bytes = unsigned(p.ring_stage_bytes), b_step = 16u * p.ld_w1 * sizeof(T);
-  const unsigned a0 = Mma::a_lane(ring_x<T>(p, smem, 0) + mt * 16 * p.ld_xr, p.ld_xr, 0);
-  const unsigned b0 = Mma::b_lane(ring_w1<T>(p, smem, 0, 0) + nt0 * 8, p.ld_w1, 0);
+  const unsigned a0 = Mma::a_lane(ring_x<T>(p, smem, 0) + mt * 16 * p.ld_xr, p.ld_xr, 16 * s0);
+  const unsigned b0 = Mma::b_lane(ring_w1<T>(p, smem, 0, 0) + nt0 * 8, p.ld_w1, 16 * s0);
   int take = 0, fill = p.ring_stages - 1;  // the slots of chunk i and of chunk i + stages - 1
   for (int i = 0; i < p.ring_chunks; ++i) {
     slice::wait_pending<kSliceRingMaxStages - 2>(p.ring_stages - 2);  // chunk i is in
@@ -212,26 +212,37 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
     if (ntc > 0) {
       const unsigned b = p.ring_w1 ? b0 + unsigned(ring_chunk(p, i, start) * w1_chunk_bytes)
                                    : b0 + take * slot_bytes;
-      Mma::run_at(acc, ntc, a0 + take * slot_bytes, b, b_step, 0, kSliceRingK);
+      if (ntc == 4) {  // every tile (32 units: the plan's slice)
+        Mma::run_all_at(acc, a0 + take * slot_bytes, b, b_step, s1 - s0);
+      } else {
+        Mma::run_at(acc, ntc, a0 + take * slot_bytes, b, b_step, 0, 16 * (s1 - s0));
+      }
     }
     take = take + 1 == p.ring_stages ? 0 : take + 1;
     fill = fill + 1 == p.ring_stages ? 0 : fill + 1;
   }
   // h's rows past the tokens and columns past the slice stay zero (ring_issue).
   const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const auto to_h = [&](int row, int col, float s) {
+    const float v = col < valid ? gelu_tanh_fast(s + Elem<T>::to_float(b1s[col])) : 0.0f;
+    hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+  };
+  if (p.ring_split) {  // the parts meet over W1's columns (every warp done with them first)
+    slice::reduce_parts<4, kW>(acc, pw, p.mtc, tiles, reinterpret_cast<float*>(smem + p.off_red),
+                               to_h, p.m);
+  } else {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    if (nt >= ntc) break;
+    for (int nt = 0; nt < 4; ++nt) {
+      if (nt >= ntc) break;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = mt * 16 + g + 8 * (e >> 1), col = (nt0 + nt) * 8 + 2 * t + (e & 1);
-      if (row >= p.m) continue;
-      const float v = col < valid ? gelu_tanh_fast(acc[nt][e] + Elem<T>::to_float(b1s[col])) : 0.0f;
-      hs[row * p.ld_h + col] = Elem<T>::from_float(v);
+      for (int e = 0; e < 4; ++e) {
+        const int row = mt * 16 + g + 8 * (e >> 1), col = (nt0 + nt) * 8 + 2 * t + (e & 1);
+        if (row < p.m) to_h(row, col, acc[nt][e]);
+      }
     }
+    __syncthreads();  // h written; every warp done with W1
   }
-  __syncthreads();  // h written; every warp done with W1
   if (p.ring_w1) {  // the rest of W2's rows (all of them with ring_w2_after)
     ring_w2_rows<kThr>(a, smem, w2_asked, p.kp, j0, valid);
     tc::async_commit();

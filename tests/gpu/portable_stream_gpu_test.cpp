@@ -149,6 +149,8 @@ enum class FfnKernel {
   kSliceRingW1InSlots,  // ... W1's rows in the slots, W2's a share with each chunk
   kSliceRingW2Early,    // ... W1 resident, W2's rows each as soon as the W1 rows under it are done
   kSliceRingStaggered,  // ... block b's chunks from chunk b mod chunks on (a tuning)
+  kSliceRingUnsplit,    // ... a warp's column tiles over all of K (no K split; a tuning)
+  kSliceRing32,         // ... 32 units a block (every column tile a warp's with the split)
   kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
 };
 
@@ -156,7 +158,8 @@ bool is_ring(FfnKernel k) {
   return k == FfnKernel::kSliceRing || k == FfnKernel::kSliceRing8 ||
          k == FfnKernel::kSliceRing16 || k == FfnKernel::kSliceRing2Slots ||
          k == FfnKernel::kSliceRingW1InSlots || k == FfnKernel::kSliceRingW2Early ||
-         k == FfnKernel::kSliceRingStaggered;
+         k == FfnKernel::kSliceRingStaggered || k == FfnKernel::kSliceRingUnsplit ||
+         k == FfnKernel::kSliceRing32;
 }
 
 bool is_stream(FfnKernel k) {
@@ -234,6 +237,8 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingW1InSlots) tuning.ring_form = 1;
   if (kernel == FfnKernel::kSliceRingW2Early) tuning.ring_form = 2;
   if (kernel == FfnKernel::kSliceRingStaggered) tuning.stagger = 1;
+  if (kernel == FfnKernel::kSliceRingUnsplit) tuning.split = 2;
+  if (kernel == FfnKernel::kSliceRing32) tuning.units = 32;
   if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
@@ -447,7 +452,8 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
 // W1's rows in the slots and W2's a share with each chunk; each block's chunks in K's order (the
 // plan's) or staggered (from chunk b mod chunks on, and round); odd token counts (1-4 row tiles)
 // and odd C (the element-wise copies; a last chunk of a few columns), with the plan's warps and
-// slots, 8 and 16 warps, and 2 slots.
+// slots, 8 and 16 warps, and 2 slots; K split among warps (the plan's) or a warp's column tiles
+// over all of K, and 32 units a block (all four column tiles a warp's with the split).
 TEST_P(PortableStream, HiddenSliceFfnRingForms) {
   unsigned seed = 171;
   int ran = 0;
@@ -464,12 +470,15 @@ TEST_P(PortableStream, HiddenSliceFfnRingForms) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW1InSlots, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingW2Early, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingStaggered, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingUnsplit, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRing32, &ran);
   }
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 58 : 0);
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 70 : 0);
 }
 
 // The ring form at small shapes for compute-sanitizer: one chunk and a partial one, odd C, 1-4
-// row tiles, 8 and 16 warps, 2 slots.
+// row tiles, 8 and 16 warps, 2 slots; K split among warps (the plan's: one column tile, and with
+// 32 units all four) and not.
 TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
   int ran = 0;
   check_ffn(GetParam(), {5, 40}, 201, FfnKernel::kSliceRing8, &ran);
@@ -478,7 +487,9 @@ TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
   check_ffn(GetParam(), {9, 97}, 204, FfnKernel::kSliceRingW1InSlots, &ran);
   check_ffn(GetParam(), {21, 72}, 205, FfnKernel::kSliceRingW2Early, &ran);
   check_ffn(GetParam(), {33, 200}, 206, FfnKernel::kSliceRingStaggered, &ran);
-  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 6 : 0);
+  check_ffn(GetParam(), {51, 203}, 207, FfnKernel::kSliceRing32, &ran);
+  check_ffn(GetParam(), {19, 131}, 208, FfnKernel::kSliceRingUnsplit, &ran);
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 8 : 0);
 }
 
 // fp32 as an RTX 30/40 card plans it (99 KiB a block) at 1-16 tokens and C near 768: x's exact

@@ -20,6 +20,8 @@
 //      warp's lanes split the shares and meet by shuffles: a fixed order, the same result every
 //      run) and writes them + b2 (b2 of the block's first tile loaded before the copies are asked
 //      for).
+// The down product and the shares' stores are in ffn_hidden_slice_down.cuh, the copies in
+// ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh.
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
@@ -71,6 +73,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
+#include "kernels/ffn/ffn_hidden_slice_down.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_rows.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
@@ -83,68 +86,6 @@ namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
-
-// The stores of a down job's first `tiles` column tiles (rows past the tokens left out): a
-// lane's two columns of a row as a float2, or as a bf16x2 in bf16 shares (S). In bf16 shares'
-// tile-major order a store instruction writes 8 rows of one tile: 128 contiguous bytes.
-template <typename S, int NT, typename T>
-__device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob& j,
-                                            const float (&acc)[NT][4], int tiles) {
-  S* out0 = reinterpret_cast<S*>(a.partial) + j.out0;
-  S* out8 = reinterpret_cast<S*>(a.partial) + j.out8;
-  const int step = sizeof(S) == 4 ? kSliceTileCols : j.tile_step;  // fp32's a constant
-  const auto put = [](S* at, float lo, float hi) {
-    if constexpr (sizeof(S) == 4) {
-      *reinterpret_cast<float2*>(at) = make_float2(lo, hi);
-    } else {
-      *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(lo, hi);
-    }
-  };
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if (nt >= tiles) break;
-    if (j.row0) put(out0 + nt * step, acc[nt][0], acc[nt][1]);
-    if (j.row8) put(out8 + nt * step, acc[nt][2], acc[nt][3]);
-  }
-}
-
-template <int kW, typename S, typename T>
-__device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
-                                             const DownJob& j) {
-  const FfnSlicePlan& p = a.p;
-  constexpr int kCols = kSliceDownCols * 8 / kW, NT = kCols / 8;
-  float acc[NT][4];
-  slice::zero(acc);
-  if constexpr (sizeof(T) == 2) {
-    if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
-      slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
-                                        p.kp / 16);
-      return store_share<S>(a, j, acc, NT);
-    }
-  }
-  slice::WarpMma<T, NT>::run(acc, j.tiles, hs + j.mt * 16 * p.ld_h, p.ld_h, w2s + j.chunk * kCols,
-                             p.ld_w2, 0, p.kp);
-  store_share<S>(a, j, acc, j.tiles);
-}
-
-// y_b = h[:, slice] W2[slice, :]: warp w of kW takes (row tile, 768 / kW columns) jobs w, w + kW,
-// ... (the first, and whether there are more, worked out ahead); the share goes to the block's
-// slot of the partial sums. Exact rows: a thread a column quad (float4).
-template <int kW, typename S, typename T>
-__device__ __forceinline__ void down_product(const SliceArgs<T>& a, const T* hs, const T* w2s,
-                                             const Ahead& w) {
-  const FfnSlicePlan& p = a.p;
-  if constexpr (std::is_same_v<T, float>) {
-    if (a.rows) return down_rows_all(p, hs, w2s, a.partial + int64_t(blockIdx.x) * p.m * p.cp);
-  }
-  if (w.down.mt >= p.mtc) return;  // fewer jobs than warps
-  run_down_job<kW, S>(a, hs, w2s, w.down);
-  if (!w.down_more) return;
-  for (DownJob j = down_job<kW, S>(a, hs, w2s, w.down.mt, w.down.chunk + kW); j.mt < p.mtc;
-       j = down_job<kW, S>(a, hs, w2s, j.mt, j.chunk + kW)) {
-    run_down_job<kW, S>(a, hs, w2s, j);
-  }
-}
 
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory

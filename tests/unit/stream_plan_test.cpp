@@ -338,6 +338,11 @@ TEST(StreamPlan, HiddenSliceRingFitsAnRtxCardAt64Tokens) {
     EXPECT_EQ(p.ring_chunks, 12);
     EXPECT_EQ(p.share_bytes, 2);
     EXPECT_FALSE(p.ring_stagger);  // every block in K's order (staggered measured slower)
+    // K split among warps; its parts (16 warps x 16 rows x 32 columns of fp32: 32 KB) meet over
+    // W1's columns, before the slots.
+    EXPECT_TRUE(p.ring_split);
+    EXPECT_EQ(p.off_red, 0u);
+    EXPECT_LE(slice::red_bytes(p.units / 8, p.warps), p.off_x);
     EXPECT_LE(p.smem + 64, 101376u);
     // W1's rows in the slots instead (W2's rows resident): 3 slots of 14 KB.
     ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p, 0, false, 0, true, 0, true));

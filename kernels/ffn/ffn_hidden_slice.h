@@ -67,6 +67,9 @@ struct FfnSliceTuning {
   int split = 0;  // the ring's up product with K split among warps (all of the slice's column
                   // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
                   // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
+  int copies = 0;  // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
+                   // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
+                   // first (FL_FFN_SLICE's twelfth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

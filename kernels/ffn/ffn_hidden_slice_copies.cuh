@@ -14,9 +14,35 @@
 #include "kernels/ffn/ffn_hidden_slice.h"
 
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
+#include "kernels/gemm_core/stage_walk.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
 
 namespace fl::hidden_slice {
+
+// slice::stage()'s arguments; on the vector path the thread's offsets stepped by constants
+// (slice::stage_stepped, the plan's) unless the plan asks for stage() (stepped_copies off).
+template <int kThr, typename T>
+__device__ __forceinline__ void copy_rows(const FfnSlicePlan& p, T* s, int lds, const T* g,
+                                          int64_t ldg, int rows, int cols, int rows_valid,
+                                          int cols_valid, bool vec) {
+  if (vec && p.stepped_copies) {
+    slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid);
+  } else {
+    slice::stage<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid, vec);
+  }
+}
+
+// W1's lines of the block's slice asked into L2 (prefetch.global.L2, no data back to the SM)
+// before its copies, so that the copies asked for last find them there (w1_l2_ahead, a tuning:
+// one 64-byte piece of each of W1's C rows, 3 a thread at 8 warps).
+template <int kThr, typename T>
+__device__ __forceinline__ void w1_into_l2(const SliceArgs<T>& a, int j0) {
+  const FfnSlicePlan& p = a.p;
+  if (!p.w1_l2_ahead || a.w1p != nullptr) return;
+  for (int r = threadIdx.x; r < p.c; r += kThr) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a.w1 + int64_t(r) * p.h + j0));
+  }
+}
 
 // W1's rows [k0, k0 + rows) of the block's slice (rows past rows_valid zero) into dst: from the
 // packed copy where there is one (the block's rows one contiguous run, `units` values a row: a
@@ -28,10 +54,10 @@ __device__ __forceinline__ void stage_w1_rows(const SliceArgs<T>& a, T* dst, int
   const FfnSlicePlan& p = a.p;
   if (a.w1p != nullptr) {
     const T* src = a.w1p + (int64_t(blockIdx.x) * p.c + k0) * p.units;
-    slice::stage<kThr>(dst, p.ld_w1, src, p.units, rows, p.units, rows_valid, p.units, true);
+    copy_rows<kThr>(p, dst, p.ld_w1, src, p.units, rows, p.units, rows_valid, p.units, true);
   } else {
-    slice::stage<kThr>(dst, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, rows, p.units, rows_valid,
-                       valid, a.w1_vec);
+    copy_rows<kThr>(p, dst, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, rows, p.units, rows_valid,
+                    valid, a.w1_vec);
   }
 }
 
@@ -40,7 +66,7 @@ template <int kThr, typename T>
 __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   const int rows = p.w2_pad_over_x ? p.units : p.kp;
-  slice::stage<kThr>(w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
+  copy_rows<kThr>(p, w2s, p.ld_w2, a.w2 + int64_t(j0) * p.c, p.c, rows, p.cp, valid, p.c, a.w2_vec);
   tc::async_commit();
 }
 
@@ -51,9 +77,10 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
                                           int valid) {
   const FfnSlicePlan& p = a.p;
   constexpr int E = slice::kChunk<T>;
+  w1_into_l2<kThr>(a, j0);
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   const int xr = p.x_rows > 0 ? min(p.m, p.x_rows) : p.m;  // exact rows: the first pass's
-  slice::stage<kThr>(xs, p.ld_x, a.x, p.c, xr, p.ck, xr, p.c, a.x_vec);
+  copy_rows<kThr>(p, xs, p.ld_x, a.x, p.c, xr, p.ck, xr, p.c, a.x_vec);
   stage_w1_rows<kThr>(a, w1s, 0, p.ck, p.c, j0, valid);
   tc::async_commit();
 }

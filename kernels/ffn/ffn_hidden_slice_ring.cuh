@@ -92,7 +92,7 @@ __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned cha
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2) + r0 * p.ld_w2;
   const int rows_valid = valid - r0;
   const T* src = rows_valid > 0 ? a.w2 + int64_t(j0 + r0) * p.c : a.w2;
-  slice::stage<kThr>(w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
+  copy_rows<kThr>(p, w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
 }
 
 // The block's i-th chunk's copies into slot `slot` (x's columns by the walk xw; by stage() where

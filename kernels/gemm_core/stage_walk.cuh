@@ -72,4 +72,43 @@ __device__ __forceinline__ void stage_at(const Walk<kMax>& w, T* s, const T* g, 
   }
 }
 
+// stage()'s vector path with the thread's place carried from copy to copy instead of worked out
+// at each: the shared and global offsets advance by the constant steps of kThr chunks (dr rows
+// and dc chunks, once a call: the call's two divisions), and by a row's wrap where the column
+// passes the row's end. Where the thread's column is fixed (kThr a multiple of the chunks a row:
+// W1's slice of 32 bf16 units, 4 chunks a row, 12 copies a thread 64 rows apart at 8 warps) the
+// loop is a compare, a select, the cp.async and two adds a copy (sm_90a: ~7 SASS instructions,
+// against ~40 in stage(), whose loop also carries the element path). Used by the hidden slice's
+// resident copies (kernels/ffn/ffn_hidden_slice_copies.cuh). Vector path only: g and ldg 16-byte
+// aligned, cols_valid a multiple of the chunk's elements.
+template <int kThr, typename T>
+__device__ __forceinline__ void stage_stepped(T* s, int lds, const T* g, int64_t ldg, int rows,
+                                              int cols, int rows_valid, int cols_valid) {
+  constexpr int E = kChunk<T>;
+  const int chunks = (cols + E - 1) / E;
+  if (chunks == 0) return;
+  const int dr = kThr / chunks, dc = kThr % chunks;
+  int r = int(threadIdx.x) / chunks, ce = (int(threadIdx.x) % chunks) * E;  // row, first column
+  T* dst = s + r * lds + ce;
+  const T* src = g + r * ldg + ce;
+  const int s_step = dr * lds, s_col = dc * E;
+  const int64_t g_step = dr * ldg;
+  if (dc == 0) {  // a fixed column: rows dr apart
+    const bool col_ok = ce < cols_valid;
+#pragma unroll 4
+    for (; r < rows; r += dr, dst += s_step, src += g_step) {
+      const bool valid = col_ok && r < rows_valid;
+      tc::copy16_async(dst, valid ? src : g, valid);
+    }
+    return;
+  }
+  const int wrap = chunks * E;
+  for (; r < rows; r += dr, dst += s_step + s_col, src += g_step + s_col, ce += s_col) {
+    if (ce >= wrap) ce -= wrap, ++r, dst += lds - wrap, src += ldg - wrap;
+    if (r >= rows) break;
+    const bool valid = r < rows_valid && ce < cols_valid;
+    tc::copy16_async(dst, valid ? src : g, valid);
+  }
+}
+
 }  // namespace fl::slice

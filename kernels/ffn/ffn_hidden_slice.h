@@ -62,11 +62,11 @@ struct FfnSliceTuning {
                              // plan's (the ring form's), 1 on, 2 off (FL_FFN_SLICE's eighth number)
   int stagger = 0;           // the ring's block b starts at chunk b mod chunks: 0 the plan's, 1 on,
                              // 2 off (FL_FFN_SLICE's ninth number)
-  int walk = 0;   // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
-                  // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
-  int split = 0;  // the ring's up product with K split among warps (all of the slice's column
-                  // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
-                  // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
+  int walk = 0;    // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
+                   // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
+  int split = 0;   // the ring's up product with K split among warps (all of the slice's column
+                   // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
+                   // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
   int copies = 0;  // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
                    // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
                    // first (FL_FFN_SLICE's twelfth number)

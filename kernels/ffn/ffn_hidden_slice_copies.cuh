@@ -21,11 +21,13 @@ namespace fl::hidden_slice {
 
 // slice::stage()'s arguments; on the vector path the thread's offsets stepped by constants
 // (slice::stage_stepped, the plan's) unless the plan asks for stage() (stepped_copies off).
-template <int kThr, typename T>
+// kStepped false: stage() only, for the copies inside the ring's chunk loop (a second path
+// there doubles the loop's code, 938 -> 1,721 SASS instructions, for forms the plan leaves off).
+template <int kThr, bool kStepped = true, typename T>
 __device__ __forceinline__ void copy_rows(const FfnSlicePlan& p, T* s, int lds, const T* g,
                                           int64_t ldg, int rows, int cols, int rows_valid,
                                           int cols_valid, bool vec) {
-  if (vec && p.stepped_copies) {
+  if (kStepped && vec && p.stepped_copies) {
     slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid);
   } else {
     slice::stage<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid, vec);
@@ -34,7 +36,8 @@ __device__ __forceinline__ void copy_rows(const FfnSlicePlan& p, T* s, int lds, 
 
 // W1's lines of the block's slice asked into L2 (prefetch.global.L2, no data back to the SM)
 // before its copies, so that the copies asked for last find them there (w1_l2_ahead, a tuning:
-// one 64-byte piece of each of W1's C rows, 3 a thread at 8 warps).
+// one 64-byte piece of each of W1's C rows, 3 a thread at 8 warps; measured 0.3-0.5 us slower at
+// 16 tokens: docs/PERFORMANCE.md).
 template <int kThr, typename T>
 __device__ __forceinline__ void w1_into_l2(const SliceArgs<T>& a, int j0) {
   const FfnSlicePlan& p = a.p;
@@ -48,16 +51,17 @@ __device__ __forceinline__ void w1_into_l2(const SliceArgs<T>& a, int j0) {
 // packed copy where there is one (the block's rows one contiguous run, `units` values a row: a
 // warp's 16-byte copies cover 512 contiguous bytes, 4 lines), else from W1's columns (a 64-byte
 // piece of each row, 6 KB apart at C = 768). No commit.
-template <int kThr, typename T>
+template <int kThr, bool kStepped = true, typename T>
 __device__ __forceinline__ void stage_w1_rows(const SliceArgs<T>& a, T* dst, int k0, int rows,
                                               int rows_valid, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
   if (a.w1p != nullptr) {
     const T* src = a.w1p + (int64_t(blockIdx.x) * p.c + k0) * p.units;
-    copy_rows<kThr>(p, dst, p.ld_w1, src, p.units, rows, p.units, rows_valid, p.units, true);
+    copy_rows<kThr, kStepped>(p, dst, p.ld_w1, src, p.units, rows, p.units, rows_valid, p.units,
+                              true);
   } else {
-    copy_rows<kThr>(p, dst, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, rows, p.units, rows_valid,
-                    valid, a.w1_vec);
+    copy_rows<kThr, kStepped>(p, dst, p.ld_w1, a.w1 + int64_t(k0) * p.h + j0, p.h, rows, p.units,
+                              rows_valid, valid, a.w1_vec);
   }
 }
 

@@ -126,9 +126,11 @@ struct FfnSlicePlan {
   bool ring_walk = true;       // x's copies a chunk by each thread's walk, worked out once a launch
                                // (gemm_core/stage_walk.cuh); else stage() every chunk (a tuning)
   bool ring_split = false;     // the ring's K split among warps, the parts added after the ring
-  bool stepped_copies = true;  // the resident copies' offsets stepped by constants
-                               // (gemm_core/stage_walk.cuh's stage_stepped); else stage() (a tuning)
-  bool w1_l2_ahead = false;    // W1's lines of the slice asked into L2 before its copies (a tuning)
+  // The resident copies' offsets stepped by constants (gemm_core/stage_walk.cuh's
+  // stage_stepped); else stage() a copy (a tuning). w1_l2_ahead: W1's lines of the slice asked
+  // into L2 before its copies (a tuning; measured slower).
+  bool stepped_copies = true;
+  bool w1_l2_ahead = false;
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a

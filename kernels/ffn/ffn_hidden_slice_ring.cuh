@@ -84,7 +84,8 @@ __device__ __forceinline__ slice::Walk<kRingXWalkMax<kThr, T>> ring_x_walk(const
 }
 
 // W2's rows [r0, r1) of the block's slice (its zero rows past the slice, to kp, zero), no commit.
-template <int kThr, typename T>
+// kStepped: as copy_rows' (false inside the chunk loop).
+template <int kThr, bool kStepped = true, typename T>
 __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned char* smem, int r0,
                                              int r1, int j0, int valid) {
   const FfnSlicePlan& p = a.p;
@@ -92,7 +93,7 @@ __device__ __forceinline__ void ring_w2_rows(const SliceArgs<T>& a, unsigned cha
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2) + r0 * p.ld_w2;
   const int rows_valid = valid - r0;
   const T* src = rows_valid > 0 ? a.w2 + int64_t(j0 + r0) * p.c : a.w2;
-  copy_rows<kThr>(p, w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
+  copy_rows<kThr, kStepped>(p, w2s, p.ld_w2, src, p.c, r1 - r0, p.cp, rows_valid, p.c, a.w2_vec);
 }
 
 // The block's i-th chunk's copies into slot `slot` (x's columns by the walk xw; by stage() where
@@ -114,9 +115,9 @@ __device__ __forceinline__ void ring_stage(const SliceArgs<T>& a, unsigned char*
       slice::stage<kThr>(xs, p.ld_xr, a.x + k0, p.c, p.m, p.ring_k, p.m, kv, a.x_vec);
     }
     if (p.ring_w1) return tc::async_commit();
-    stage_w1_rows<kThr>(a, ring_w1<T>(p, smem, kc, slot), k0, p.ring_k, kv, j0, valid);
-    ring_w2_rows<kThr>(a, smem, p.kp * i / p.ring_chunks, p.kp * (i + 1) / p.ring_chunks, j0,
-                       valid);
+    stage_w1_rows<kThr, false>(a, ring_w1<T>(p, smem, kc, slot), k0, p.ring_k, kv, j0, valid);
+    ring_w2_rows<kThr, false>(a, smem, p.kp * i / p.ring_chunks, p.kp * (i + 1) / p.ring_chunks, j0,
+                              valid);
   }
   tc::async_commit();
 }
@@ -205,7 +206,7 @@ __device__ __forceinline__ void ring_up_product(const SliceArgs<T>& a, unsigned 
     if (i == 0) first_in();
     if (p.ring_w1 && !p.ring_w2_after) {
       const int free_rows = min(p.kp, i * w1_chunk_bytes / w2_row_bytes);
-      ring_w2_rows<kThr>(a, smem, w2_asked, free_rows, j0, valid);
+      ring_w2_rows<kThr, false>(a, smem, w2_asked, free_rows, j0, valid);
       w2_asked = max(w2_asked, free_rows);
     }
     ring_stage<kThr>(a, smem, xw, i + p.ring_stages - 1, fill, start, j0, valid);

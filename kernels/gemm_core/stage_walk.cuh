@@ -1,6 +1,7 @@
 // A thread's part of staging one shape of block again and again (a cp.async ring's K chunks),
 // worked out once a launch. Used by the portable FFN rings (kernels/ffn/ffn_hidden_slice_ring.cuh,
-// kernels/ffn/ffn_two_phase.cu).
+// kernels/ffn/ffn_two_phase.cu); stage_stepped() (below) is the same idea for a block staged once
+// (the hidden slice's resident x, W1 and W2).
 //
 // What changes against weight_slice.cuh's stage(): stage() works out, on every call, which
 // 16-byte chunks of a rows x cols block a thread copies: thread i takes chunks i, i + kThr, ...,
@@ -77,10 +78,11 @@ __device__ __forceinline__ void stage_at(const Walk<kMax>& w, T* s, const T* g, 
 // and dc chunks, once a call: the call's two divisions), and by a row's wrap where the column
 // passes the row's end. Where the thread's column is fixed (kThr a multiple of the chunks a row:
 // W1's slice of 32 bf16 units, 4 chunks a row, 12 copies a thread 64 rows apart at 8 warps) the
-// loop is a compare, a select, the cp.async and two adds a copy (sm_90a: ~7 SASS instructions,
-// against ~40 in stage(), whose loop also carries the element path). Used by the hidden slice's
-// resident copies (kernels/ffn/ffn_hidden_slice_copies.cuh). Vector path only: g and ldg 16-byte
-// aligned, cols_valid a multiple of the chunk's elements.
+// loop is a compare, the selects, the cp.async and the adds a copy (sm_90a, unrolled by 4: ~10-11
+// SASS instructions a copy, 3 of them the compiler's no-op guards before each cp.async; ~21 where
+// the column wraps, as in x's and W2's rows; against ~40 in stage(), whose loop also carries the
+// element path). Used by the hidden slice's resident copies (ffn_hidden_slice_copies.cuh).
+// Vector path only: g and ldg 16-byte aligned, cols_valid a multiple of the chunk's elements.
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_stepped(T* s, int lds, const T* g, int64_t ldg, int rows,
                                               int cols, int rows_valid, int cols_valid) {

@@ -8,6 +8,9 @@
 #   and racecheck on small shapes of the resident and ring forms, the portable FFN GPU tests;
 # FL_COPIES_PASS=2: the portable series re-made (bf16 and fp32, cold, `--choose-as 8.6`, into
 #   $OUT/gemm_*_cold.json), then the GPU tests the first pass left.
+# FL_COPIES_LIMIT: the seconds the script plans for (192 by default; pass 2 with its tests wants
+# ~400: the build ~70 s, HiddenSliceFfnRingForms ~90). After pass 2 the JSONs go over
+# assets/recordings/h100-2026-11-27/portable/, then `python3 scripts/perf-tables.py`.
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."

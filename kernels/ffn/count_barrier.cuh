@@ -5,6 +5,11 @@
 // arrives, whichever that is, and its low 31 bits are back at zero for the next use. The last
 // block knows it is the last from its own atomic and goes on at once; the others poll. Every
 // thread's writes before the barrier are visible to every thread of the other blocks after it.
+// Ordering: fences (`__threadfence`, a MEMBAR.SC.GPU in sm_90a SASS, before the atomic and after
+// the poll, as cooperative groups' grid sync), or with acq_rel (the hidden slice's plan) the
+// atomic itself acq_rel at GPU scope (a block's writes released by it, the earlier blocks'
+// acquired by the last block's, whose value the others' acquiring polls read) and no fence
+// after the poll: the fence there was on every block's chain from the release to the sum of y.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,12 +18,28 @@
 
 namespace fl {
 
-__device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count, bool first) {
+__device__ __forceinline__ unsigned add_acq_rel(unsigned* counter, unsigned add) {
+  unsigned old;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(counter), "r"(add)
+               : "memory");
+#else
+  __threadfence();
+  old = atomicAdd(counter, add);
+  __threadfence();
+#endif
+  return old;
+}
+
+__device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count, bool first,
+                                              bool acq_rel = false) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned add = first ? 0x80000000u - (count - 1) : 1u;
-    __threadfence();  // the block's writes before its arrival
-    const unsigned old = atomicAdd(counter, add);
+    if (!acq_rel) __threadfence();  // the block's writes before its arrival
+    const unsigned old = acq_rel ? add_acq_rel(counter, add) : atomicAdd(counter, add);
     if ((((old + add) ^ old) & 0x80000000u) == 0) {
       // Every block is resident, so this ends; a wrong count would hang the GPU instead: after
       // about a second, trap (the launch fails with an error) rather than hang.
@@ -27,7 +48,7 @@ __device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count,
         __nanosleep(32);
       }
     }
-    __threadfence();
+    if (!acq_rel) __threadfence();
   }
   __syncthreads();
 }

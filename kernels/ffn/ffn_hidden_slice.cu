@@ -180,28 +180,30 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   // Every block's share written before any block goes on (count_barrier.cuh).
-  count_barrier(a.counters, p.blocks, blockIdx.x == 0);
+  count_barrier(a.counters, p.blocks, blockIdx.x == 0, p.barrier_acq_rel);
   marks.mark(kHandOver);
   sum_tiles<S>(a, ahead.sum, b2_first);
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
 // stagger 1: the ring's blocks start at chunk b mod chunks, 2: all at chunk 0; walk 2: the ring's
 // copies of x by stage() every chunk; split 1: the ring's K split among warps, 2: not; copies 2:
-// the resident copies by stage(), 3: stepped, W1's lines asked into L2 first)
+// the resident copies by stage(), 3: stepped, W1's lines asked into L2 first, 4: stepped with
+// the column wrapping in x's and W2's rows; sum 2: the sum's shuffle offset divided out after
+// the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic)
 // replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
 // forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[12] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-              &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]);
+  int v[14] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
+              &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -214,6 +216,8 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.walk == 0) t.walk = v[9];
   if (t.split == 0) t.split = v[10];
   if (t.copies == 0) t.copies = v[11];
+  if (t.sum == 0) t.sum = v[12];
+  if (t.barrier == 0) t.barrier = v[13];
   return t;
 }
 
@@ -244,6 +248,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     if (tuning.walk == 2) out->ring_walk = false;
     if (tuning.copies == 2) out->stepped_copies = false;
     if (tuning.copies == 3) out->w1_l2_ahead = true;
+    if (tuning.copies == 4) out->fixed_column = false;
+    if (tuning.sum == 2) out->sum_apart_ahead = false;
+    if (tuning.barrier == 2) out->barrier_acq_rel = false;
     if (tuning.split != 0) out->ring_split = out->x_ring && tuning.split == 1;
     // The split's parts meet over W1's columns after the ring: not where W2's rows land there
     // during it.

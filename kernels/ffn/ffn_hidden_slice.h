@@ -69,7 +69,12 @@ struct FfnSliceTuning {
                    // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
   int copies = 0;  // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
                    // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
-                   // first (FL_FFN_SLICE's twelfth number)
+                   // first, 4 stepped with the column wrapping in x's and W2's rows, as
+                   // before 2026-11-27 10:40 UTC (FL_FFN_SLICE's twelfth number)
+  int sum = 0;     // the sum of y's shuffle offset: 0 the plan's (worked out ahead), 2 divided
+                   // out after the grid barrier, as before (FL_FFN_SLICE's thirteenth number)
+  int barrier = 0;  // the grid barrier: 0 the plan's (an acq_rel atomic), 2 fences before and
+                    // after, as before (FL_FFN_SLICE's fourteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

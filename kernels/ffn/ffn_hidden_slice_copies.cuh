@@ -20,7 +20,8 @@
 namespace fl::hidden_slice {
 
 // slice::stage()'s arguments; on the vector path the thread's offsets stepped by constants
-// (slice::stage_stepped, the plan's) unless the plan asks for stage() (stepped_copies off).
+// (slice::stage_stepped, the plan's) unless the plan asks for stage() (stepped_copies off); each
+// thread one column where a whole row of chunks fits the block (fixed_column, the plan's).
 // kStepped false: stage() only, for the copies inside the ring's chunk loop (a second path
 // there doubles the loop's code, 938 -> 1,721 SASS instructions, for forms the plan leaves off).
 template <int kThr, bool kStepped = true, typename T>
@@ -28,7 +29,8 @@ __device__ __forceinline__ void copy_rows(const FfnSlicePlan& p, T* s, int lds, 
                                           int64_t ldg, int rows, int cols, int rows_valid,
                                           int cols_valid, bool vec) {
   if (kStepped && vec && p.stepped_copies) {
-    slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid);
+    slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid,
+                               p.fixed_column);
   } else {
     slice::stage<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid, vec);
   }

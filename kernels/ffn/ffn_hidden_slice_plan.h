@@ -130,6 +130,16 @@ struct FfnSlicePlan {
   // stage_stepped); else stage() a copy (a tuning). w1_l2_ahead: W1's lines of the slice asked
   // into L2 before its copies (a tuning; measured slower).
   bool stepped_copies = true;
+  // stepped: each thread one column of the rows where the block's threads hold a whole row of
+  // chunks (x's and W2's rows: 192 of 256 threads at C = 768 bf16); else the column wraps (a
+  // tuning).
+  bool fixed_column = true;
+  // The sum's shuffle offsets worked out before the copies land; else a division after the grid
+  // barrier, on the chain to y (a tuning).
+  bool sum_apart_ahead = true;
+  // The grid barrier's arrival an acq_rel atomic, no fence after the poll (count_barrier.cuh);
+  // else __threadfence before and after (a tuning).
+  bool barrier_acq_rel = true;
   bool w1_l2_ahead = false;
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc

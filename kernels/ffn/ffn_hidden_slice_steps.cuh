@@ -111,9 +111,11 @@ constexpr int kItemCols = 16 / int(sizeof(S));
 // them, so that consecutive lanes read consecutive items of one share), part `part` = l / (32 /
 // split) of the shares; at the block's first tile, its first share's offset in the partial sums
 // (in values of S), the offset from one of its shares to its next (`split` blocks on) and how
-// many it adds.
+// many it adds; `apart` = 32 / split, the lanes between an item's parts (the shuffles' last
+// offset), worked out here (0 where the plan asks for the division after the barrier, as before
+// 2026-11-27 10:40 UTC: sum_apart_ahead off).
 struct SumLane {
-  int item, part, split, loads;
+  int item, part, split, loads, apart;
   int64_t src, step;
 };
 template <int kThr, typename S, typename T>
@@ -126,7 +128,7 @@ __device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
   const int lane = threadIdx.x & 31, per_warp = 32 / split;
   SumLane l;
   l.item = (threadIdx.x >> 5) * per_warp + lane % per_warp, l.part = lane / per_warp;
-  l.split = split;
+  l.split = split, l.apart = p.sum_apart_ahead ? per_warp : 0;
   l.loads = l.item < items ? (shares - l.part + split - 1) / split : 0;
   const int row = l.item / kPerRow;
   const int col = blockIdx.x * kSliceTileCols + kItemCols<S> * (l.item % kPerRow);
@@ -190,7 +192,7 @@ __device__ __forceinline__ Ahead work_out_ahead(const SliceArgs<T>& a, const T* 
   pin(w.down.mt), pin(w.down.chunk), pin(w.down.tiles), pin(w.down.a_addr), pin(w.down.b_addr);
   pin(w.down.out0), pin(w.down.out8), pin(w.down.tile_step), pin(w.down_more);
   pin(w.sum.item), pin(w.sum.part), pin(w.sum.split), pin(w.sum.loads), pin(w.sum.src);
-  pin(w.sum.step);
+  pin(w.sum.step), pin(w.sum.apart);
   return w;
 }
 
@@ -314,8 +316,9 @@ __device__ __forceinline__ void sum_tiles(const SliceArgs<T>& a, const SumLane& 
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) add_values<S>(s, v[u]);
     }
+    const int apart = l.apart != 0 ? l.apart : 32 / l.split;  // the item's parts' lanes apart
 #pragma unroll 1
-    for (int o = 16; o >= 32 / l.split; o /= 2) {  // the item's parts are 32 / split lanes apart
+    for (int o = 16; o >= apart; o /= 2) {
 #pragma unroll
       for (int i = 0; i < N; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], o);
     }

@@ -82,14 +82,22 @@ __device__ __forceinline__ void stage_at(const Walk<kMax>& w, T* s, const T* g, 
 // SASS instructions a copy, 3 of them the compiler's no-op guards before each cp.async; ~21 where
 // the column wraps, as in x's and W2's rows; against ~40 in stage(), whose loop also carries the
 // element path). Used by the hidden slice's resident copies (ffn_hidden_slice_copies.cuh).
+// fixed_column (the hidden slice's plan): where kThr is not a multiple of the chunks a row but
+// holds at least one row, only the first dr x chunks threads copy (dr = kThr / chunks), each
+// one column, rows dr apart (x's and W2's rows at C = 768 bf16, 96 chunks a row: 192 of 256
+// threads, 16 of W2's copies each at the fixed column's ~10 instructions instead of 12 at ~21);
+// else the column wraps as above.
 // Vector path only: g and ldg 16-byte aligned, cols_valid a multiple of the chunk's elements.
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_stepped(T* s, int lds, const T* g, int64_t ldg, int rows,
-                                              int cols, int rows_valid, int cols_valid) {
+                                              int cols, int rows_valid, int cols_valid,
+                                              bool fixed_column = false) {
   constexpr int E = kChunk<T>;
   const int chunks = (cols + E - 1) / E;
   if (chunks == 0) return;
-  const int dr = kThr / chunks, dc = kThr % chunks;
+  const int dr = kThr / chunks;
+  const int dc = fixed_column && dr > 0 ? 0 : kThr % chunks;
+  if (dc == 0 && int(threadIdx.x) >= dr * chunks) return;  // past the whole rows: no copies
   int r = int(threadIdx.x) / chunks, ce = (int(threadIdx.x) % chunks) * E;  // row, first column
   T* dst = s + r * lds + ce;
   const T* src = g + r * ldg + ce;

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The hidden slice at 16 tokens: x's and W2's resident copies one column a thread, the sum's
+# shuffle offset worked out ahead and the grid barrier's arrival an acq_rel atomic (the plan's)
+# against all three as before (FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,4,2,2), on the lent GPU in one
+# call (run with a 200 s limit). Builds fusionlab and the GPU tests into ../build-port22, then
+# `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1, 16, 64 tokens) the two ways
+# interleaved three times, the phases at 16 tokens once each way; then, nothing timed, the GPU
+# tests (*HiddenSlice*:*PortableStream*, HiddenSliceFfnRingForms apart) and compute-sanitizer
+# memcheck and racecheck on the small shapes, all in parallel.
+# Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+S="$OUT/summary.txt"
+source scripts/common.sh
+export PATH=$PATH:/usr/local/cuda/bin
+unpack_carried_debs
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
+t0=$(date +%s)
+limit=${FL_CHECK_LIMIT:-194}
+left() { echo $(( limit - ($(date +%s) - t0) )); }
+build=../build-port22
+[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
+if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
+       timeout 150 cmake --build "$build" -j16 --target fusionlab fusionlab_gpu_tests; } > "$OUT/build.log" 2>&1; then
+  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
+fi
+rm -f "$OUT/build.log"
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+app="$build/fusionlab"
+B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"
+row() {  # name, env (NAME=VALUE)
+  local out
+  (( $(left) > 70 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+  out=$(env "$2" timeout 20 "$app" bench --lesson ffn $B --sizes 1,16,64 2>&1)
+  { echo "--- $1 ($2) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
+  echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
+}
+OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,4,2,2
+for i in 1 2 3; do
+  row "new-$i" FL_NONE=1
+  row "old-$i" "$OLD"
+done
+for e in FL_NONE=1 "$OLD"; do
+  (( $(left) > 60 )) || break
+  { echo "--- phases 16 ($e)"; env "$e" timeout 12 "$app" bench --lesson ffn --levels 2 --sizes 16 \
+      --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases 2>&1; } >> "$OUT/phases.txt"
+done
+echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+# Nothing timed from here: the tests and the sanitizers in parallel.
+t=$(( $(left) - 4 ))
+G="$build/tests/fusionlab_gpu_tests"
+SMALL='*PortableStream*HiddenSliceFfnWithW2Late*:*PortableStream*HiddenSliceFfnRingSmallShapes*'
+stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSliceFfnRingForms*' > "$OUT/ring-forms.log" 2>&1 &
+stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSlice*:*PortableStream*:-*HiddenSliceFfnRingForms*' > "$OUT/gpu.log" 2>&1 &
+for tool in memcheck racecheck; do
+  timeout "$t" compute-sanitizer --tool $tool --error-exitcode 9 "$G" --gtest_filter="$SMALL" > "$OUT/san-$tool.log" 2>&1 &
+done
+wait
+for f in ring-forms gpu san-memcheck san-racecheck; do
+  echo "$f: $(grep -cE '^\[       OK' "$OUT/$f.log") ok, $(grep -E '^\[  (FAILED|PASSED)|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$f.log" | tr '\n' ' ')" | tee -a "$S"
+done
+tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
+echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

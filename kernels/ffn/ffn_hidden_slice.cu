@@ -54,8 +54,8 @@
 // reduction of 8 K parts and GELU (32 values at one token), the down product (2 k-steps x 12
 // tiles a warp; both products on WarpMma::run_all_at where every tile is present, since with 2
 // warps a scheduler each warp's executed instructions, not the mma, are the time), the share's
-// store, the barrier (a fence, an atomic and a poll after the last block) and the sum (96 loads an
-// item, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
+// store, the barrier (one acq_rel atomic, then a poll until the last block's) and the sum (96 loads
+// an item, 16 in flight a lane): well under 1 us of issue, a few L2 round trips. The shares are
 // 96 x m x C values written and read once, the cost that grows with tokens: in bf16 2 B each
 // (0.15 MB at 1 token, 2.4 MB at 16, 9.4 MB at 64; fp32's 4 B, twice that: their measured share of
 // the time is in docs/PERFORMANCE.md), in fp32 128 x m x C x 4 B. Predicted at 1 token: bf16 ~5 us

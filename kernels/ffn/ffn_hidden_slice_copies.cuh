@@ -29,8 +29,7 @@ __device__ __forceinline__ void copy_rows(const FfnSlicePlan& p, T* s, int lds, 
                                           int64_t ldg, int rows, int cols, int rows_valid,
                                           int cols_valid, bool vec) {
   if (kStepped && vec && p.stepped_copies) {
-    slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid,
-                               p.fixed_column);
+    slice::stage_stepped<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid, p.fixed_column);
   } else {
     slice::stage<kThr>(s, lds, g, ldg, rows, cols, rows_valid, cols_valid, vec);
   }

@@ -113,7 +113,7 @@ constexpr int kItemCols = 16 / int(sizeof(S));
 // (in values of S), the offset from one of its shares to its next (`split` blocks on) and how
 // many it adds; `apart` = 32 / split, the lanes between an item's parts (the shuffles' last
 // offset), worked out here (0 where the plan asks for the division after the barrier, as before
-// 2026-11-27 10:40 UTC: sum_apart_ahead off).
+// 2026-11-27 11:00 UTC: sum_apart_ahead off).
 struct SumLane {
   int item, part, split, loads, apart;
   int64_t src, step;

@@ -63,3 +63,34 @@ unpack_carried_debs() {
     for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
   fi
 }
+
+# The start of a one-call GPU check (scripts/*-check.sh, ring-profile.sh, two-phase-verify.sh),
+# run from the repository root: $OUT made (./out when unset), S its summary file opened with the
+# GPU and the time, nvcc on PATH, the carried .debs unpacked (`prefix`), t0 the start.
+gpu_check_begin() {
+  OUT=${OUT:-$PWD/out}
+  mkdir -p "$OUT"
+  S="$OUT/summary.txt"
+  export PATH=$PATH:/usr/local/cuda/bin
+  unpack_carried_debs
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
+  t0=$(date +%s)
+}
+
+# gpu_check_build BUILD_DIR SECONDS TARGET...: the headless build for sm_90 against the carried
+# packages (after gpu_check_begin), the build limited to SECONDS. A worktree copy carries no
+# recordings, and the tests' CMake wants a folder named by a date, so one is made if none is
+# there. The log stays in $OUT only when the build fails; then the script exits.
+gpu_check_build() {
+  local build=$1 seconds=$2
+  shift 2
+  [[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
+  if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+           -DCMAKE_PREFIX_PATH="$prefix/usr" &&
+         timeout "$seconds" cmake --build "$build" -j16 --target "$@"; } > "$OUT/build.log" 2>&1; then
+    tail -30 "$OUT/build.log"
+    echo "BUILD FAILED" | tee -a "$S"
+    exit 1
+  fi
+  rm -f "$OUT/build.log"
+}

@@ -14,25 +14,13 @@
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
 source scripts/common.sh
-export PATH=$PATH:/usr/local/cuda/bin
-unpack_carried_debs
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
-t0=$(date +%s)
+gpu_check_begin
 limit=${FL_COPIES_LIMIT:-192}
 left() { echo $(( limit - ($(date +%s) - t0) )); }
 pass=${FL_COPIES_PASS:-1}
 build=../build-port21
-[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
-if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
-       timeout 150 cmake --build "$build" -j16 --target fusionlab fusionlab_gpu_tests; } > "$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
-fi
-rm -f "$OUT/build.log"
+gpu_check_build "$build" 150 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
 B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"

@@ -13,27 +13,15 @@
 # out of time still brings back what ran): summary.txt, bench.txt, phases.txt, ncu.tgz, *.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
 source scripts/common.sh
-export PATH=$PATH:/usr/local/cuda/bin
-unpack_carried_debs
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
-t0=$(date +%s)
+gpu_check_begin
 limit=${FL_RING_LIMIT:-190}
 left() { echo $(( limit - ($(date +%s) - t0) )); }
 pass=${FL_RING_PASS:-1}
 build=${FL_RING_BUILD_DIR:-../build-ring}
 targets="fusionlab"
 [[ $pass == 2 ]] && targets="fusionlab fusionlab_gpu_tests"
-[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
-if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
-       timeout 150 cmake --build "$build" -j16 --target $targets; } > "$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
-fi
-rm -f "$OUT/build.log"
+gpu_check_build "$build" 150 $targets
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
 sizes=${FL_RING_SIZES:-1,16,33,64}

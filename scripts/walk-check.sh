@@ -9,23 +9,10 @@
 # priority order (a call that runs out of time still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
 source scripts/common.sh
-export PATH=$PATH:/usr/local/cuda/bin
-unpack_carried_debs
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$S"
-t0=$(date +%s)
+gpu_check_begin
 build=${FL_WALK_BUILD_DIR:-../build-walk}
-[[ -d assets/recordings ]] || mkdir -p assets/recordings/h100-2026-11-27
-if ! { cmake -S . -B "$build" -G Ninja -DFUSIONLAB_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DCMAKE_PREFIX_PATH="$prefix/usr" &&
-       timeout 170 cmake --build "$build" -j16 --target fusionlab fusionlab_gpu_tests; } \
-       > "$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"; echo "BUILD FAILED" | tee -a "$S"; exit 1
-fi
-rm -f "$OUT/build.log"
+gpu_check_build "$build" 170 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 B="--levels 1,2 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6"
 row() {  # name, lesson, sizes, env (NAME=VALUE), extra bench arguments (may be empty)

@@ -54,7 +54,7 @@ namespace {
 template <typename T>
 __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPlan<T>& plan,
                                                const T* xs, const T* ws, int64_t m0, int64_t n0,
-                                               int rows, int live) {
+                                               int rows, int live, const T* bias) {
   constexpr int kWarps = kPanelThreads / 32;
   const int warp = threadIdx.x >> 5, col_tiles = (plan.bn + 15) / 16;
   const int items = rows / 16 * col_tiles;
@@ -90,8 +90,106 @@ __device__ __forceinline__ void multiply_items(const LnArgs<T>& a, const PanelPl
     float sum[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) sum[e] = acc[i][0][e / 4][e % 4];
-    store_item(a, m0, n0, plan.bn, live, item / col_tiles, item % col_tiles, sum);
+    store_item(a, m0, n0, plan.bn, live, item / col_tiles, item % col_tiles, sum, bias);
   }
+}
+
+// 3. multiply: with more items than warps, each warp two items over all of K, W's stages as
+// they land; else warp w takes item w % items and K split w / items of `splits`, the splits
+// added in shared memory; then b added and y stored.
+template <typename T, class Marks>
+__device__ __forceinline__ void multiply_and_store(const LnArgs<T>& a, const PanelPlan<T>& plan,
+                                                   const T* xs, const T* ws, float* red, int64_t m0,
+                                                   int64_t n0, int rows, int live, const T* bias,
+                                                   Marks& marks) {
+  constexpr int kWarps = kPanelThreads / 32;
+  const int k = plan.k, bn = plan.bn, ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (!plan.split_k()) {
+    multiply_items(a, plan, xs, ws, m0, n0, rows, live, bias);
+    marks.mark(kPanelMultiply);
+    marks.mark(kPanelStore);
+    return;
+  }
+  tc::async_wait<0>();  // W's slice (this thread's copies)
+  __syncthreads();
+  const int col_tiles = (bn + 15) / 16, items = rows / 16 * col_tiles;
+  const int splits = max(1, kWarps / items), k16 = k / 16;
+  const int per_split = (k16 + splits - 1) / splits;
+  float acc[1][2][4] = {};
+  const int item = warp % items, split = warp / items;
+  const int mt = item / col_tiles, nt16 = item % col_tiles;
+  if (split < splits) {
+    const int kb = split * per_split * 16, ke = min(k, (split + 1) * per_split * 16);
+    const bool by_address = std::is_same_v<T, __nv_bfloat16> && (plan.form & kPanelSplitByAddress);
+    if (ke > kb && by_address) {
+      const T* const ap[2] = {xs + mt * 16 * ld_x, xs};
+      const T* const bp[2] = {ws + nt16 * 16, ws};
+      float unused[2][4] = {};
+      two_items_by_address(acc[0], unused, ap, bp, ld_x, ld_w, kb, ke, false);
+    } else if (ke > kb) {
+      tc::warp_multiply<T, 1, 2>(acc, xs + mt * 16 * ld_x + kb, ld_x, ws + kb * ld_w + nt16 * 16,
+                                 ld_w, ke - kb);
+    }
+  }
+  float* mine = red + (warp * 32 + lane) * 8;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
+  __syncthreads();
+  marks.mark(kPanelMultiply);
+  if (warp < items) {
+    float sum[8] = {};
+    for (int s = 0; s < splits; ++s) {
+      const float* part = red + ((s * items + warp) * 32 + lane) * 8;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum[e] += part[e];
+    }
+    store_item(a, m0, n0, bn, live, mt, nt16, sum, bias);
+  }
+  marks.mark(kPanelStore);
+}
+
+// kPanelWarpsSplit's copies and normalization: the threads past the first kPanelXWarps warps ask
+// for W's slice (and zero its padding columns) and go on to the multiplies' wait; the first
+// kPanelXWarps warps ask for x's panel and gamma, beta and the bias, wait for x and normalize
+// it, meeting on a named barrier of their own (the block's barrier 0 stays the multiplies').
+template <typename T, class Marks>
+__device__ __forceinline__ void split_prologue(const LnArgs<T>& a, const PanelPlan<T>& plan, T* xs,
+                                               T* ws, float2* stats, T* gamma_s, T* beta_s,
+                                               T* bias_s, int64_t m0, int64_t n0, int rows,
+                                               int live, Marks& marks) {
+  constexpr int kX = 32 * kPanelXWarps;
+  const int k = plan.k, ld_x = plan.ld_x(), ld_w = plan.ld_w();
+  if (threadIdx.x >= kX) {
+    ask_for_w(a, plan, ws, n0);
+    if (plan.bn % 16 != 0) {  // a last item's second half reads W's padding: zeros, never stored
+      for (int r = threadIdx.x - kX; r < k; r += kPanelThreads - kX) {
+        *reinterpret_cast<uint4*>(ws + r * ld_w + plan.bn) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    return;
+  }
+  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, true, kX, threadIdx.x);
+  tc::async_commit();
+  for (int i = threadIdx.x; i < k; i += kX) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
+  if (threadIdx.x < plan.bn) {
+    bias_s[threadIdx.x] =
+        n0 + threadIdx.x < a.n ? a.bias[n0 + threadIdx.x] : Elem<T>::from_float(0.0f);
+  }
+  const auto meet = [] { asm volatile("bar.sync 1, %0;" ::"r"(kX) : "memory"); };
+  tc::async_wait<0>();  // x's panel (the only group of these threads)
+  meet();
+  marks.mark(kPanelIn);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / tc::kVec<T>;
+  for (int r = warp; r < live; r += kPanelXWarps) {
+    const float mean = row_moment<T, 32>(xs + r * ld_x, chunks, lane, 0.0f, false) / k;
+    const float m2 = row_moment<T, 32>(xs + r * ld_x, chunks, lane, mean, true);
+    if (lane == 0)
+      stats[r] = make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
+  }
+  meet();
+  normalize_panel(xs, ld_x, live, k, stats, gamma_s, beta_s, kX);
+  marks.mark(kPanelNormalize);
 }
 
 // Launch bounds of one block an SM: up to 128 registers a thread (without the 1 ptxas kept 64
@@ -109,6 +207,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   // docs/PERFORMANCE.md, lesson 6, has what that cost).
   T* gamma_s = reinterpret_cast<T*>(smem + plan.affine_offset());
   T* beta_s = gamma_s + plan.k;
+  T* bias_s = reinterpret_cast<T*>(smem + plan.bias_offset());
   float* red = reinterpret_cast<float*>(smem + plan.red_offset());  // [warp][lane][8]
   const int k = plan.k, bn = plan.bn, ld_x = plan.ld_x(), ld_w = plan.ld_w();
   const int64_t n0 = int64_t(blockIdx.x) * bn, m0 = int64_t(blockIdx.y) * plan.rows;
@@ -117,11 +216,21 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
+  const bool bias_ahead = (plan.form & (kPanelBiasAhead | kPanelWarpsSplit)) != 0;
+  const T* bias = bias_ahead ? bias_s : a.bias + n0;
+  if (plan.form & kPanelWarpsSplit) {
+    split_prologue(a, plan, xs, ws, stats, gamma_s, beta_s, bias_s, m0, n0, rows, live, marks);
+    return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
+  }
   // 1. copy: x's panel (its own commit group), then W's slice once x is in (plan.w_when).
   ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, (plan.form & kPanelCopyStepped) != 0);
   tc::async_commit();
   if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
   for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
+  if (bias_ahead && threadIdx.x < bn) {
+    bias_s[threadIdx.x] =
+        n0 + threadIdx.x < a.n ? a.bias[n0 + threadIdx.x] : Elem<T>::from_float(0.0f);
+  }
   if (bn % 16 != 0) {  // a last item's second half reads W's padding: zeros, never stored
     for (int r = threadIdx.x; r < k; r += kThreads) {
       *reinterpret_cast<uint4*>(ws + r * ld_w + bn) = make_uint4(0, 0, 0, 0);
@@ -150,45 +259,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelNormalize);
 
-  // 3. multiply: with more items than warps, each warp two items over all of K, W's stages as
-  // they land; else warp w takes item w % items and K split w / items of `splits`, the splits
-  // added in shared memory.
-  if (!plan.split_k()) {
-    multiply_items(a, plan, xs, ws, m0, n0, rows, live);
-    marks.mark(kPanelMultiply);
-    marks.mark(kPanelStore);
-    return;
-  }
-  tc::async_wait<0>();  // W's slice (this thread's copies)
-  __syncthreads();
-  const int col_tiles = (bn + 15) / 16, items = rows / 16 * col_tiles;
-  const int splits = max(1, kWarps / items), k16 = k / 16;
-  const int per_split = (k16 + splits - 1) / splits;
-  float acc[1][2][4] = {};
-  const int item = warp % items, split = warp / items;
-  const int mt = item / col_tiles, nt16 = item % col_tiles;
-  if (split < splits) {
-    const int kb = split * per_split * 16, ke = min(k, (split + 1) * per_split * 16);
-    if (ke > kb) {
-      tc::warp_multiply<T, 1, 2>(acc, xs + mt * 16 * ld_x + kb, ld_x, ws + kb * ld_w + nt16 * 16,
-                                 ld_w, ke - kb);
-    }
-  }
-  float* mine = red + (warp * 32 + lane) * 8;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) mine[e] = acc[0][e / 4][e % 4];
-  __syncthreads();
-  marks.mark(kPanelMultiply);
-  if (warp < items) {
-    float sum[8] = {};
-    for (int s = 0; s < splits; ++s) {
-      const float* part = red + ((s * items + warp) * 32 + lane) * 8;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum[e] += part[e];
-    }
-    store_item(a, m0, n0, bn, live, mt, nt16, sum);
-  }
-  marks.mark(kPanelStore);
+  multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
 }
 
 // The panel plan: rows a block (16, 32 or 64: the chunk) and columns (bn: in bf16 a multiple of 8,

@@ -16,13 +16,28 @@ constexpr int kPanelRows = 64;      // rows per block (the row chunk)
 constexpr int kPanelThreads = 512;  // 16 warps
 
 // How the block issues its copies, normalizes and multiplies (bits of PanelPlan::form; the plan
-// takes all of them, docs/PERFORMANCE.md has each measured): lane addresses of the two-item
+// takes kPanelForms, docs/PERFORMANCE.md has each measured): lane addresses of the two-item
 // multiplies computed once and stepped by constants (bf16); copies whose row and column advance
 // by constants (copy_tile divides at every 16-byte chunk); the normalization stepped the same
 // way with gamma and beta read 16 bytes at a time (normalize_rows' Vec16 references compile
 // to 2-byte loads, 16 a chunk).
 constexpr int kPanelMmaByAddress = 1, kPanelCopyStepped = 2, kPanelNormalizeStepped = 8;
 constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNormalizeStepped;
+// Tunings, measured and left off (within 1% of the plan's form at 1-64 tokens, bf16,
+// 2026-11-27; docs/PERFORMANCE.md): kPanelBiasAhead, the bias of the block's columns read into
+// shared memory with gamma and beta before x's copies land (else read from global memory by
+// the stores of y: that phase 0.3 us shorter at 64 tokens, x in 0.2-0.4 us later, a third
+// dependent load before the thread's wait for x); kPanelSplitByAddress, the split-K multiplies
+// (at most as many items as warps) on the stepped lane addresses too (else tc::warp_multiply);
+// kPanelWarpsSplit, the first kPanelXWarps warps ask for x's panel, gamma, beta and the bias,
+// wait for x and normalize it while the others ask for W's slice from the start (else every
+// thread asks for both, W once x is in: the statistics and normalization phase measured 3.06
+// against 3.09 us at 64 tokens, so W's copies asked for by the same threads were not what held
+// it up).
+constexpr int kPanelBiasAhead = 16, kPanelSplitByAddress = 32, kPanelWarpsSplit = 64;
+constexpr int kPanelXWarps = kPanelThreads / 64;
+constexpr int kPanelFormBits =
+    kPanelForms | kPanelBiasAhead | kPanelSplitByAddress | kPanelWarpsSplit;
 
 template <typename T>
 struct PanelPlan {
@@ -44,8 +59,11 @@ struct PanelPlan {
   __host__ __device__ size_t affine_offset() const {
     return stats_offset() + sizeof(float2) * rows;
   }
+  __host__ __device__ size_t bias_offset() const {  // the bias of the block's bn columns
+    return affine_offset() + 2 * sizeof(T) * size_t(k);
+  }
   __host__ __device__ size_t red_offset() const {
-    return (affine_offset() + 2 * sizeof(T) * size_t(k) + 15) / 16 * 16;
+    return (bias_offset() + sizeof(T) * size_t(bn) + 15) / 16 * 16;
   }
   __host__ __device__ size_t bytes() const {  // 8 accumulators a lane where K is split
     return red_offset() + (split_k() ? sizeof(float) * size_t(kPanelThreads) * 8 : 0);
@@ -56,7 +74,7 @@ struct PanelPlan {
 // plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
 // in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 0 asks
 // for W with x's copies, 2 once x is normalized (1, the plan's: once x is in, measured fastest);
-// FL_LN_PANEL_FORM the form's bits (kPanelForms).
+// FL_LN_PANEL_FORM the form's bits (kPanelFormBits: 11 the plan's, 123 all of them).
 struct PanelSearch {
   int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 1;
   int form = kPanelForms;
@@ -71,7 +89,7 @@ inline PanelSearch panel_search(int elem_bytes) {
     s.w_when = std::min(2, std::max(0, std::atoi(w)));
   }
   if (const char* f = std::getenv("FL_LN_PANEL_FORM"); f != nullptr) {
-    s.form = std::atoi(f) & kPanelForms;
+    s.form = std::atoi(f) & kPanelFormBits;
   }
   const char* env = std::getenv("FL_LN_PANEL");
   if (env == nullptr) return s;

@@ -19,10 +19,12 @@ namespace fl::layernorm_linear {
 // rows_valid and cols_valid. With `stepped`, thread t takes chunks t, t + kPanelThreads, ...
 // with the row and column advanced by constants (copy_tile divides by the row's chunks at
 // every chunk: ~13 K chunks a block at 256 tokens).
+// `threads` threads take part, thread `tid` this one (stepped only; else all of the block's).
 template <typename T>
 __device__ __forceinline__ void ask_rows(T* s, int ld_s, const T* g, int64_t ld_g, int rows,
                                          int cols, int64_t rows_valid, int64_t cols_valid,
-                                         bool stepped) {
+                                         bool stepped, int threads = kPanelThreads,
+                                         int tid = threadIdx.x) {
   if (!stepped) {
     tc::copy_tile<T, kPanelThreads, true>(s, ld_s, g, ld_g, rows, cols, rows_valid, cols_valid);
     return;
@@ -30,8 +32,8 @@ __device__ __forceinline__ void ask_rows(T* s, int ld_s, const T* g, int64_t ld_
   constexpr int E = tc::kVec<T>;
   const int chunks = cols / E;
   if (chunks == 0) return;
-  const int dr = kPanelThreads / chunks, dc = kPanelThreads % chunks;
-  int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
+  const int dr = threads / chunks, dc = threads % chunks;
+  int r = tid / chunks, c = tid % chunks;
   for (; r < rows; r += dr, c += dc) {
     if (c >= chunks) c -= chunks, ++r;
     if (r >= rows) break;
@@ -42,14 +44,18 @@ __device__ __forceinline__ void ask_rows(T* s, int ld_s, const T* g, int64_t ld_
 }
 
 // W's slice into shared memory in plan.stages commit groups along K.
+// With kPanelWarpsSplit, by the threads past the first kPanelXWarps warps (the copies stepped).
 template <typename T>
 __device__ __forceinline__ void ask_for_w(const LnArgs<T>& a, const PanelPlan<T>& plan, T* ws,
                                           int64_t n0) {
   const int ld_w = plan.ld_w();
+  const bool split = (plan.form & kPanelWarpsSplit) != 0;
+  const int threads = split ? kPanelThreads - 32 * kPanelXWarps : kPanelThreads;
+  const int tid = split ? int(threadIdx.x) - 32 * kPanelXWarps : int(threadIdx.x);
   for (int st = 0; st < plan.stages; ++st) {
     const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
     ask_rows(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n, k1 - k0, plan.bn, k1 - k0,
-             a.n - n0, (plan.form & kPanelCopyStepped) != 0);
+             a.n - n0, split || (plan.form & kPanelCopyStepped) != 0, threads, tid);
     tc::async_commit();
   }
 }
@@ -76,10 +82,12 @@ __device__ __forceinline__ void wait_all_but(int n) {
 }
 
 // y[m0 + 16 mt .., n0 + 16 nt16 ..) = sum + b for the rows below `live` and the columns below
-// the tile's `bn` and N (sum: one 16 x 16 item in mma.sync's layout, two 16 x 8 tiles).
+// the tile's `bn` and N (sum: one 16 x 16 item in mma.sync's layout, two 16 x 8 tiles). bias:
+// b from column n0 on (in shared memory, or a.bias + n0).
 template <typename T>
 __device__ __forceinline__ void store_item(const LnArgs<T>& a, int64_t m0, int64_t n0, int bn,
-                                           int live, int mt, int nt16, const float (&sum)[8]) {
+                                           int live, int mt, int nt16, const float (&sum)[8],
+                                           const T* bias) {
   const int lane = threadIdx.x & 31;
   const int64_t n_end = min(int64_t(a.n), n0 + bn);
 #pragma unroll
@@ -90,12 +98,12 @@ __device__ __forceinline__ void store_item(const LnArgs<T>& a, int64_t m0, int64
     for (int half = 0; half < 2; ++half) {
       const int64_t row = m0 + mt * 16 + (lane >> 2) + 8 * half;
       if (row - m0 >= live) continue;
-      const float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(a.bias[col]);
+      const float v0 = sum[nt * 4 + 2 * half] + Elem<T>::to_float(bias[col - n0]);
       if (col + 1 >= n_end) {
         a.y[row * a.n + col] = Elem<T>::from_float(v0);
         continue;
       }
-      const float v1 = sum[nt * 4 + 2 * half + 1] + Elem<T>::to_float(a.bias[col + 1]);
+      const float v1 = sum[nt * 4 + 2 * half + 1] + Elem<T>::to_float(bias[col + 1 - n0]);
       tc::store_pair(a.y, a.n, row, col, v0, v1, a.n % 2 == 0);
     }
   }
@@ -158,12 +166,12 @@ __device__ __forceinline__ void two_items_by_address(float (&c0)[2][4], float (&
 // 16 a chunk, Nsight Compute's MIO stalls at 256 tokens).
 template <typename T>
 __device__ __forceinline__ void normalize_panel(T* xs, int ld, int rows, int cols,
-                                                const float2* stats, const T* gamma,
-                                                const T* beta) {
+                                                const float2* stats, const T* gamma, const T* beta,
+                                                int threads = kPanelThreads) {
   constexpr int E = tc::kVec<T>;
   const int chunks = cols / E;
   if (chunks == 0) return;
-  const int dr = kPanelThreads / chunks, dc = kPanelThreads % chunks;
+  const int dr = threads / chunks, dc = threads % chunks;
   int r = threadIdx.x / chunks, c = threadIdx.x % chunks;
   for (; r < rows; r += dr, c += dc) {
     if (c >= chunks) c -= chunks, ++r;

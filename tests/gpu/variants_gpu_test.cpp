@@ -189,10 +189,11 @@ TEST(Variants, PanelLayerNormLinearSmallShapes) {
   check_panel({{35, 96}, {9, 48}});
 }
 
-// The panel's forms (FL_LN_PANEL_FORM, ln_panel_plan.cuh): the earlier one (0), each bit alone
-// and all of them (the plan's), at odd token counts, two items a warp at 255 x 768.
+// The panel's forms (FL_LN_PANEL_FORM, ln_panel_plan.cuh): the earlier one (0), each bit alone,
+// the plan's (11), the bias ahead with the split-K multiplies by address (59) and every bit
+// (123), at odd token counts, two items a warp at 255 x 768.
 TEST(Variants, PanelLayerNormLinearRunsEachForm) {
-  for (const char* form : {"0", "1", "2", "8", "11"}) {
+  for (const char* form : {"0", "1", "2", "8", "16", "32", "64", "11", "59", "123"}) {
     SCOPED_TRACE(std::string("FL_LN_PANEL_FORM=") + form);
     setenv("FL_LN_PANEL_FORM", form, 1);
     check_panel({{1, 768}, {35, 96}, {129, 336}, {255, 768}});

@@ -31,6 +31,9 @@ constexpr int kAttentionSmemFloats =
                                  ? kMaxTokens * kPositionsStride
                                  : kWarps * kMaxTokens * (kHeadDim + 2));
 
+// With qkv words, the new positions' keys and values (split_rows.cuh's await_qkv) follow.
+static_assert(kAttentionSmemFloats + kMaxTokens * kHeadDim <= kActFloats, "room for them");
+
 // The keys [first, end) of a split, and how many of them are in the cache already (below s):
 // those the megakernel copies into shared memory while the task waits for its queries.
 struct SplitKeys {
@@ -73,12 +76,20 @@ __device__ __forceinline__ unsigned ld_cg_if(const unsigned* p, bool load) {
       : "l"(p), "r"(unsigned(load)));
   return v;
 }
-__device__ __forceinline__ float2 key_pair_predicated(unsigned smem_rows, const unsigned* rows,
-                                                      int p, int p0, int p1, int in_smem,
-                                                      int lane) {
-  const unsigned s = ld_shared_if(smem_rows + 4u * unsigned((p - p0) * (kHeadDim / 2) + lane),
-                                  p < in_smem && p < p1);
-  const unsigned g = ld_cg_if(rows + p * (kHeadDim / 2) + lane, p >= in_smem && p < p1);
+// With qkv words, keys from fresh_from on (the step's new positions) come from shared memory
+// too, from fresh_rows at p - fresh_from (fresh_from = p1: none). The shared addresses come as
+// each source's address of position 0 for this lane (key_base: copy at p0, fresh at fresh_from;
+// unsigned wrap-around), so a key's is one select and one multiply-add.
+__device__ __forceinline__ unsigned key_base(unsigned rows, int first, int lane) {
+  return rows + 4u * unsigned(lane) - 4u * unsigned(first) * (kHeadDim / 2);
+}
+__device__ __forceinline__ float2 key_pair_predicated(unsigned smem_base, const unsigned* rows,
+                                                      int p, int p1, int in_smem, int lane,
+                                                      unsigned fresh_base, int fresh_from) {
+  const bool copied = p < in_smem, fresh = p >= fresh_from;
+  const unsigned at = (copied ? smem_base : fresh_base) + 4u * (kHeadDim / 2) * unsigned(p);
+  const unsigned s = ld_shared_if(at, (copied || fresh) && p < p1);
+  const unsigned g = ld_cg_if(rows + p * (kHeadDim / 2) + lane, !copied && !fresh && p < p1);
   return unpack2(s | g);  // at most one of them loaded
 }
 
@@ -100,8 +111,15 @@ __device__ void attend_keys(const DecodeArgs& a, int layer, int head, const Spli
   float2* acc = reinterpret_cast<float2*>(smem + kMaxTokens * kHeadDim);      // [warp][16][32]
   float* wm = smem + kMaxTokens * kHeadDim + kWarps * kMaxTokens * kHeadDim;  // [warp][16]
   float* wl = wm + kWarps * kMaxTokens;                                       // [warp][16]
-  for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
-    q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  // With qkv words (one pass, branch-free keys): the new positions' keys, then values, [2][16][64]
+  bf16* fresh = reinterpret_cast<bf16*>(wl + kWarps * kMaxTokens);
+  const bool words = a.qkv_words != nullptr;
+  if (words) {
+    await_qkv(a, layer, head, p0, p1, q, fresh);
+  } else {
+    for (int i = threadIdx.x; i < t * kHeadDim; i += kThreads)
+      q[i] = ld_cg(a.q + (i / kHeadDim) * kC + head * kHeadDim + i % kHeadDim);
+  }
   for (int j = 0; j < t; ++j) acc[(warp * kMaxTokens + j) * 32 + lane] = make_float2(0.f, 0.f);
   if (lane < t) wm[warp * kMaxTokens + lane] = -INFINITY, wl[warp * kMaxTokens + lane] = 0.f;
   __syncthreads();
@@ -114,6 +132,12 @@ __device__ void attend_keys(const DecodeArgs& a, int layer, int head, const Spli
   // The copy's shared-memory addresses (not read where there is none: in_smem is p0 then).
   const unsigned smem_k = static_cast<unsigned>(__cvta_generic_to_shared(smem_keys));
   const unsigned smem_v = static_cast<unsigned>(__cvta_generic_to_shared(smem_values));
+  const unsigned fresh_k = static_cast<unsigned>(__cvta_generic_to_shared(fresh));
+  const unsigned fresh_v = fresh_k + kMaxTokens * kHeadDim * 2;
+  const int fresh_from = words ? a.cache : p1;  // keys from here on in `fresh`
+  const unsigned k_base = key_base(smem_k, p0, lane), v_base = key_base(smem_v, p0, lane);
+  const unsigned fk_base = key_base(fresh_k, fresh_from, lane);
+  const unsigned fv_base = key_base(fresh_v, fresh_from, lane);
   constexpr int kBatch = 8;
   for (int start = p0 + warp; start < p1; start += kBatch * kWarps) {
     float2 k[kBatch], v[kBatch];  // all sixteen loads in flight before the first is used
@@ -121,8 +145,8 @@ __device__ void attend_keys(const DecodeArgs& a, int layer, int head, const Spli
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int p = start + u * kWarps;
-        k[u] = key_pair_predicated(smem_k, keys, p, p0, p1, in_smem, lane);
-        v[u] = key_pair_predicated(smem_v, values, p, p0, p1, in_smem, lane);
+        k[u] = key_pair_predicated(k_base, keys, p, p1, in_smem, lane, fk_base, fresh_from);
+        v[u] = key_pair_predicated(v_base, values, p, p1, in_smem, lane, fv_base, fresh_from);
       }
     } else {
 #pragma unroll

@@ -104,6 +104,9 @@ struct DecodeArgs {
   int residual_spread = 1;  // the one-token kernel's x_mlp spread out (spread_index; 1: dense)
   // Attention splits' partial rows as flagged words (last_split_proj 3; null: `partials`).
   unsigned long long* rows = nullptr;
+  // q, k and v as flagged words for attention (MegakernelOptions::qkv_words; null: off),
+  // [head][token][kQkvWords] (split_rows.cuh).
+  unsigned long long* qkv_words = nullptr;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -26,7 +26,10 @@
 //      function (run_task.cuh; the same ops as the fused level: ops.cuh, attention.cuh; a proj
 //      task asks for its head's splits' sums in one batch, one round trip to L2; with
 //      proj_reads_rows, an option, it waits for no count but loads its head's splits' flagged
-//      rows until every word carries its layer's flag, and the splits release nothing),
+//      rows until every word carries its layer's flag, and the splits release nothing; with
+//      qkv_words, an option, an attention split waits for no count either but loads its head's
+//      flagged q (and new k, v) words as the qkv tasks write them, and proj's thread 0 waits for
+//      qkv's count inside the task while warps 1-7 load the rows),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is;
 //      counters.cuh), and record the task (phases.h) and, when a measurement asks, where its
 //      time went.
@@ -218,7 +221,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prefetcher && i + 1 + ahead < end) prefetch(i + 1 + ahead);
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
-    if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done) {
+    // (with qkv words a proj task waits for its count inside the task, beside its rows' loads)
+    const bool in_task = a.qkv_words != nullptr && task.kind == uint8_t(TaskKind::proj);
+    if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done && !in_task) {
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
       known[0] = task.wait_counter, known[1] = task.wait_target;  // (counts only grow)
     }

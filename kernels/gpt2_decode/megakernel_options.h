@@ -22,6 +22,9 @@ constexpr int kLessonResidualSpread = 4;
 // proj by head reads its splits' flagged rows, no count between them (MegakernelOptions::
 // proj_reads_rows).
 constexpr bool kLessonProjReadsRows = true;
+// attention reads q and the step's new keys and values as flagged words, no count between qkv
+// and attention (MegakernelOptions::qkv_words).
+constexpr bool kLessonQkvWords = false;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -220,6 +223,22 @@ struct MegakernelOptions {
   // 2026-11-27 09:33 UTC; 209.2 -> 200.6 / 239.7 -> 237.8 at 09:41), attention's stage 5.46 ->
   // 3.92 us, proj's 2.85 -> 3.46 (its last task now waits for the late split's words itself).
   bool proj_reads_rows = kLessonProjReadsRows;
+  // No count between qkv and attention either (the task list's, so both instances run it; beside
+  // proj reading rows, with attention in one pass and branch-free keys): each qkv task also
+  // writes its q, k and v values as flagged 64-bit words (split_rows.cuh's qkv words: the float,
+  // k and v rounded to bf16 as the cache holds them, and layer + 1 in one relaxed store), [head]
+  // [token][q 64, k 64, v 64]; an attention split waits on no counter and loads its head's q
+  // words, and the split holding the step's new positions their keys and values too, until each
+  // carries its layer's flag (the new keys then come from shared memory, not from the cache the
+  // same qkv tasks write). Off the chain: the last qkv task's release (its fence) and the
+  // split's poll before its loads; a split waits only for its own head's qkv slices (its q in
+  // 3 or 4 of the 96 24-row slices, the new keys and values in as many more each). proj still needs
+  // the qkv count (the residuals' starting values it adds into): its thread 0 waits for it inside
+  // the task while warps 1-7 load the rows (no poll before the task; it knew the count from its
+  // split before). The qkv tasks still write q and the cache (the next steps and levels 1-3 read
+  // them). Every word is rewritten every layer, so a stale flag is never the awaited one (as
+  // proj_reads_rows).
+  bool qkv_words = kLessonQkvWords;
 };
 constexpr int kMaxResidualCopies = 8;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind

@@ -159,6 +159,7 @@ struct TaskListShape {
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
   int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
   bool proj_reads_rows = kLessonProjReadsRows;  // proj reads flagged rows (MegakernelOptions)
+  bool qkv_words = kLessonQkvWords;  // attention reads flagged qkv words (MegakernelOptions)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -184,6 +185,9 @@ struct DecodeTaskList {
   // proj by head waits on its head's flagged rows, not a count (TaskListShape::proj_reads_rows):
   // its tasks wait on no counter and the splits release none.
   bool proj_reads_rows = false;
+  // attention waits on no counter: it loads its head's flagged q, k and v words
+  // (TaskListShape::qkv_words, beside proj_reads_rows); proj waits for qkv's count in its task.
+  bool qkv_words = false;
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

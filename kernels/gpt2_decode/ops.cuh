@@ -8,6 +8,7 @@
 
 #include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/device.cuh"
+#include "kernels/gpt2_decode/split_rows.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -91,16 +92,20 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
     for (int k = threadIdx.x; k < (i.c1 - i.c0) * a.tokens; k += kThreads)
       i.store(k % a.tokens, i.c0 + k / a.tokens, keep != nullptr ? keep[k] : raw_of(i, k));
   }
+  // (With qkv words each value goes out as a flagged word too: split_rows.cuh.)
   __device__ void epilogue(int j, int n, float sum) const {
     const float v = sum + bias_of(a, layer, p, LayerLayout::b_qkv, n);
     if (n < kC) {
       a.q[j * kC + n] = v * 0.125f;  // 1 / sqrt(64)
+      if (a.qkv_words != nullptr) publish_qkv(a, layer, j, n, v * 0.125f);
       return;
     }
     const int c = n % kC, head = c / kHeadDim, d = c % kHeadDim;
     bf16* cache = n < 2 * kC ? a.k_cache : a.v_cache;
     const int64_t at = (int64_t(layer) * kHeads + head) * a.positions() + a.cache + j;
-    cache[at * kHeadDim + d] = __float2bfloat16_rn(v);
+    const bf16 b = __float2bfloat16_rn(v);
+    cache[at * kHeadDim + d] = b;
+    if (a.qkv_words != nullptr) publish_qkv(a, layer, j, n, __bfloat162float(b));
   }
 };
 

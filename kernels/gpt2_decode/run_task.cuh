@@ -77,7 +77,10 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
           combine_head(a, task.first / kProjParts, work, sums, after_inputs);
           break;
         }
-        await_rows(a, layer, task.first / kProjParts, work, sums);  // (proj reads rows)
+        // (proj reads rows; with qkv words it waits for qkv's count here: megakernel.cu)
+        const bool in_task = a.qkv_words != nullptr && task.wait_counter != kNoCounter;
+        await_rows(a, layer, task.first / kProjParts, work, sums,
+                   in_task ? counters + task.wait_counter : nullptr, task.wait_target);
         probe_mark(a, kProbeInputs);
         after_inputs();
         break;

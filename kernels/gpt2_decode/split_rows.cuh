@@ -15,6 +15,7 @@
 // cache of 512, t = 1) and all but the last drop them.
 #pragma once
 
+#include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/device.cuh"
 
 namespace fl {
@@ -51,6 +52,43 @@ __device__ __forceinline__ void publish_word(const DecodeArgs& a, int layer, int
   const unsigned long long flag = static_cast<unsigned long long>(layer + 1) << 32;
   st_relaxed(head_rows(a, head) + (int64_t(j) * a.splits + split) * kRowWords + w,
              flag | __float_as_uint(v));
+}
+
+// q, k and v as flagged words (MegakernelOptions::qkv_words): a qkv task's epilogue writes each
+// value it makes as publish_word does a row's (k and v rounded to bf16, as the cache holds them),
+// at [head][token][w]: w = d for q, 64 + d for k, 128 + d for v; an attention split loads its
+// head's (await_qkv) instead of waiting for the qkv stage's count.
+constexpr int kQkvWords = 3 * kHeadDim;
+__device__ __forceinline__ void publish_qkv(const DecodeArgs& a, int layer, int j, int n,
+                                            float v) {  // output n of qkv (0 .. 3C) for token j
+  const int part = n / kC, c = n % kC, head = c / kHeadDim;
+  const unsigned long long flag = static_cast<unsigned long long>(layer + 1) << 32;
+  st_relaxed(
+      a.qkv_words + (int64_t(head) * a.tokens + j) * kQkvWords + part * kHeadDim + c % kHeadDim,
+      flag | __float_as_uint(v));
+}
+// An attention split's inputs from the words: q (t x 64 floats) and, where the split holds the
+// step's new positions [max(p0, s), p1), their keys and values as bf16 rows in `fresh` (keys at
+// token j's row j, values kMaxTokens rows on), each word loaded until it carries the layer's flag.
+__device__ inline void await_qkv(const DecodeArgs& a, int layer, int head, int p0, int p1, float* q,
+                                 bf16* fresh) {
+  const unsigned flag = unsigned(layer + 1);
+  const int j_new = max(p0, a.cache) - a.cache, n_new = max(0, p1 - max(p0, a.cache));
+  const int nq = a.tokens * kHeadDim, n = nq + n_new * 2 * kHeadDim;
+  const unsigned long long* words = a.qkv_words + int64_t(head) * a.tokens * kQkvWords;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const int e = i - nq, j = i < nq ? i / kHeadDim : j_new + e / (2 * kHeadDim);
+    const int w = i < nq ? i % kHeadDim : kHeadDim + e % (2 * kHeadDim);
+    const unsigned long long* src = words + int64_t(j) * kQkvWords + w;
+    unsigned long long v = ld_relaxed(src);
+    while (unsigned(v >> 32) != flag) v = ld_relaxed(src);
+    const float f = __uint_as_float(unsigned(v));
+    if (i < nq)
+      q[i] = f;
+    else  // (w - 64: keys' dims, then values')
+      fresh[(w < 2 * kHeadDim ? 0 : kMaxTokens * kHeadDim) + j * kHeadDim + w % kHeadDim] =
+          __float2bfloat16_rn(f);
+  }
 }
 
 // Tokens of a pass: their rows fit the activations' room (48 KB) as floats.
@@ -122,34 +160,40 @@ __device__ inline void combine_rows(const DecodeArgs& a, int layer, int head,
 // proj by head reading rows (MegakernelOptions::proj_reads_rows): its head's rows as they land,
 // combined into o (t x 64 floats) as combine_rows does. Every thread loads up to kBurst words at
 // once (all in flight), then loads again, together, those that do not yet carry this layer's
-// flag, until every one does: each split writes every word of its row once a layer. Ends with
-// a barrier.
-__device__ inline void await_rows(const DecodeArgs& a, int layer, int head, float* work, float* o) {
+// flag, until every one does: each split writes every word of its row once a layer. With a
+// counter (qkv_words: the task's count waited for here, not before the task) thread 0 waits
+// for it (an acquire, ordered before the block's adds by the barriers below) while warps 1-7
+// load the rows. Ends with a barrier.
+__device__ inline void await_rows(const DecodeArgs& a, int layer, int head, float* work, float* o,
+                                  const unsigned* counter = nullptr, unsigned target = 0) {
   const unsigned flag = unsigned(layer + 1);
   const int splits = a.splits, tokens = row_pass_tokens(a);
+  const int skip = counter != nullptr ? 32 : 0, loaders = kThreads - skip;
+  const int li = int(threadIdx.x) - skip;  // this thread's place among the loaders (< 0: none)
+  if (counter != nullptr && threadIdx.x == 0) wait_count(counter, target, false);
   for (int j0 = 0; j0 < a.tokens; j0 += tokens) {
     const int tc = min(tokens, a.tokens - j0), n = tc * splits * kRowWords;
     const unsigned long long* src = head_rows(a, head) + int64_t(j0) * splits * kRowWords;
     if (j0 > 0) __syncthreads();  // the pass before's rows are read
-    for (int base = 0; base < n; base += kBurst * kThreads) {
+    for (int base = 0; li >= 0 && base < n; base += kBurst * loaders) {
       unsigned long long w[kBurst];
       bool stale = false;
 #pragma unroll
       for (int k = 0; k < kBurst; ++k) {
-        const int i = base + int(threadIdx.x) + k * kThreads;
+        const int i = base + li + k * loaders;
         w[k] = i < n ? ld_relaxed(src + i) : static_cast<unsigned long long>(flag) << 32;
       }
       do {
         stale = false;
 #pragma unroll
         for (int k = 0; k < kBurst; ++k) {
-          const int i = base + int(threadIdx.x) + k * kThreads;
+          const int i = base + li + k * loaders;
           if (unsigned(w[k] >> 32) != flag) w[k] = ld_relaxed(src + i), stale = true;
         }
       } while (stale);
 #pragma unroll
       for (int k = 0; k < kBurst; ++k) {
-        const int i = base + int(threadIdx.x) + k * kThreads;
+        const int i = base + li + k * loaders;
         if (i < n) work[i] = __uint_as_float(unsigned(w[k]));
       }
     }

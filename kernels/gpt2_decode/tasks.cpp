@@ -25,6 +25,8 @@
 // With proj reading rows (the lesson's form, beside proj by head) a proj task waits for the
 // layer's qkv count (the residuals' starting values it adds into), not its head's splits: it
 // loads their flagged rows until each carries the layer's flag, and the splits bump nothing.
+// With attention reading qkv words (beside proj reading rows) an attention task waits on no
+// counter: it loads its head's flagged q (and new k and v) words as the qkv tasks write them.
 // With proj in attention's last split (an option, beside proj by head) there are no proj
 // tasks: the splits of a head take tickets from the head's counter, the last one adds the head's
 // share of proj, and bumps the layer's one proj count, which the MLP's tasks wait on (kHeads).
@@ -124,6 +126,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   list.head_proj = uses_head_proj(shape);
   list.last_split_proj = list.head_proj && shape.last_split_proj > 0;
   list.proj_reads_rows = list.head_proj && !list.last_split_proj && shape.proj_reads_rows;
+  list.qkv_words = list.proj_reads_rows && shape.qkv_words;
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -213,6 +216,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
         }
       } else if (stage.rows == 0) {  // attention: one task per (head, split)
         const uint16_t head_base = waited;
+        if (list.qkv_words) task.wait_counter = kNoCounter, task.wait_target = 0;  // (words)
         for (int unit = 0; unit < kHeads * list.splits; ++unit) {
           task.first = unit;
           task.count = 1;
@@ -271,7 +275,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
-  // (last_split_proj and proj_reads_rows are the task list's: both instances run them.)
+  // (last_split_proj, proj_reads_rows and qkv_words are the task list's: both instances run
+  // them.)
   static_assert(sizeof(MegakernelOptions) == 80, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
@@ -389,6 +394,10 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
     out +=
         "proj by head, reading rows: a proj task waits for qkv's count and loads its head's "
         "flagged rows as they land (the splits count nothing), proj adds into x\n";
+  if (list.qkv_words)
+    out +=
+        "attention reading qkv words: a split waits on no count and loads its head's flagged q "
+        "(and new k, v) words as they land; proj waits for qkv's count inside its task\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,

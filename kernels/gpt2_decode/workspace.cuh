@@ -67,6 +67,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // (Re)builds level 4's task list for `blocks` blocks, and levels 1-3's attention splits.
   Status plan(int blocks) {
+    // (qkv words: with the one-pass attention's branch-free keys only)
+    const bool words =
+        options_.qkv_words && options_.one_pass_attention && options_.branch_free_keys;
     shape_ = TaskListShape{blocks,
                            tokens_,
                            cache_,
@@ -82,7 +85,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.qkv_rows,
                            options_.apart_qkv_rows,
                            options_.last_split_proj,
-                           options_.proj_reads_rows && options_.one_pass_attention};
+                           options_.proj_reads_rows && options_.one_pass_attention,
+                           words};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -95,6 +99,10 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     if (uses_rows()) {  // the splits' flagged rows, zeroed (split_rows.cuh)
       FL_TRY(rows_.allocate(int64_t(tokens_) * kHeads * list_.splits * kRowWords * 8));
       FL_CUDA_TRY(cudaMemset(rows_.get(), 0, rows_.bytes()));
+    }
+    if (list_.qkv_words) {  // q, k and v as flagged words, zeroed (split_rows.cuh)
+      FL_TRY(words_.allocate(int64_t(tokens_) * kHeads * kQkvWords * 8));
+      FL_CUDA_TRY(cudaMemset(words_.get(), 0, words_.bytes()));
     }
     FL_CUDA_TRY(
         cudaMemcpy(tasks_.get(), list_.tasks.data(), tasks_.bytes(), cudaMemcpyHostToDevice));
@@ -218,6 +226,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.two_residuals = list_.fused_proj || list_.head_proj;  // proj adds into the residuals
     a.branch_free_keys = options_.branch_free_keys;
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
+    a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }
@@ -288,7 +297,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DeviceBuffer weights_, w_out_t_, w_proj_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_,
       att_, tmp_, qkv_, h_;
   DeviceBuffer scores_;
-  DeviceBuffer partials_, rows_, check_, sums_, tasks_, block_begin_, counters_;
+  DeviceBuffer partials_, rows_, words_, check_, sums_, tasks_, block_begin_, counters_;
   bool uses_rows() const {  // last_split_proj 3, or proj reads rows (megakernel_options.h)
     return (list_.last_split_proj && options_.last_split_proj >= 3 &&
             options_.one_pass_attention) ||

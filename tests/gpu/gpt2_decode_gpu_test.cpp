@@ -206,6 +206,16 @@ std::vector<Variant> rows_timed_sets() {
   return sets;
 }
 
+// The sets MegakernelVariants times with FL_DECODE_VARIANTS=words: attention reading its head's
+// flagged q, k and v words (MegakernelOptions::qkv_words: no count between qkv and attention)
+// beside proj reading rows, against proj reading rows alone.
+std::vector<Variant> words_sets() {
+  gpt2::MegakernelOptions rows, words;
+  rows.proj_reads_rows = true, rows.qkv_words = false;
+  words.proj_reads_rows = true, words.qkv_words = true;
+  return {{"proj reads rows (the form before)", rows}, {"+ attention reads qkv words", words}};
+}
+
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
 // the SM, each on the one-token instance (runs_one_token_copy_timings): the L2 prefetch ahead
 // with the copies one task ahead as in the lesson, the copies after the task's own wait (from L2
@@ -842,6 +852,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
                                   : which == "lastproj" || which == "burst" ? last_proj_sets()
                                   : which == "l2"                           ? copy_timing_sets()
                                   : which == "rows"                         ? rows_timed_sets()
+                                  : which == "words"                        ? words_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
@@ -1035,6 +1046,72 @@ TEST_F(Gpt2DecodeGpu, MegakernelProjReadsRows) {
     ASSERT_TRUE(gpt2::set_megakernel_options(*ws, rows_sets().at(1).options).ok());
     for (int blocks : {2, 5, 17}) {
       if (small && blocks > 2) break;
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + std::to_string(tokens) + " tokens");
+      ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
+      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+        ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+        std::vector<double> y;
+        EXPECT_CHECKED_STEP(*ws, y);
+      }
+      EXPECT_LT(rel(output(*ws), full), 1e-5);  // seed 5 again: the full grid's step
+    }
+  }
+}
+
+// Attention reading its head's flagged q, k and v words (MegakernelOptions::qkv_words) against
+// the fp64 CPU reference at odd configurations (1, 16 and 7 tokens: the one-token kernel and the
+// other; at 16 tokens and a cache of 515 the last two splits hold new positions; at 4001 the last
+// split reads keys past its buffer from global memory before the new ones), beside proj
+// reading rows alone on the same inputs, each step twice (the words' flags of the step before
+// are in the buffer); then on partial grids of 1, 2, 5 and 17 blocks at 1 and 3 tokens, each
+// step twice with other inputs, against the full grid's step. FL_DECODE_SMALL=1 (what
+// compute-sanitizer runs): caches 23 and 19 at 1 and 2 tokens, 2 blocks at 1 token.
+TEST_F(Gpt2DecodeGpu, MegakernelQkvWords) {
+  const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
+  std::mt19937_64 rng(std::random_device{}());
+  const std::vector<Shape> shapes =
+      small ? std::vector<Shape>{Shape{23, 1}, Shape{19, 2}}
+            : std::vector<Shape>{Shape{37, 1}, Shape{515, 16}, Shape{1001, 7}, Shape{4001, 2}};
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
+    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    std::vector<double> before;
+    for (const Variant& v : words_sets()) {
+      SCOPED_TRACE(v.name);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
+      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
+      ASSERT_NE(list, nullptr);
+      EXPECT_EQ(list->qkv_words, v.options.qkv_words);
+      for (int again = 0; again < 2; ++again) {  // (the second over the first's words)
+        ASSERT_TRUE(ws->poison_outputs(stream_).ok());
+        ASSERT_TRUE(run(*ws, 4).ok());
+        const double cpu = rel(output(*ws), ref);
+        EXPECT_LE(cpu, lesson_->tolerance(Precision::bf16));
+        std::printf("gpt2_decode cache %lld tokens %lld %s: rel error %.3g\n",
+                    (long long)shape.size, (long long)shape.inner, v.name, cpu);
+      }
+      // The same sums: the words hold the values the cache and q hold.
+      if (before.empty())
+        before = output(*ws);
+      else
+        EXPECT_LT(rel(output(*ws), before), 1e-5);  // (red.add's order differs)
+    }
+  }
+  for (int tokens : {1, 3}) {
+    if (small && tokens > 1) break;
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(Shape{133, tokens}, Precision::bf16, &ws).ok());
+    ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
+    ASSERT_TRUE(run(*ws, 4).ok());
+    const std::vector<double> full = output(*ws);
+    ASSERT_TRUE(gpt2::set_megakernel_options(*ws, words_sets().at(1).options).ok());
+    for (int blocks : {2, 1, 5, 17}) {
+      if (small && blocks != 2) continue;
       SCOPED_TRACE(std::to_string(blocks) + " blocks, " + std::to_string(tokens) + " tokens");
       ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
       for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {

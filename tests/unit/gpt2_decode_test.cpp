@@ -294,6 +294,44 @@ TEST(Gpt2DecodeTasks, ProjReadsRowsWaitsForQkvOnly) {
   }
 }
 
+// Attention reading qkv words (TaskListShape::qkv_words, beside proj reading rows): the same
+// tasks as proj reading rows alone, but no attention task waits on a counter (proj still waits
+// for qkv's count, inside its task); off without proj reading rows.
+TEST(Gpt2DecodeTasks, QkvWordsAttentionWaitsForNoCounter) {
+  for (TaskListShape shape :
+       {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 8192, 80 * 1024},
+        TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
+    SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
+    shape.proj_reads_rows = true, shape.qkv_words = false;
+    const DecodeTaskList rows = build_decode_tasks(shape);
+    shape.qkv_words = true;
+    const DecodeTaskList list = build_decode_tasks(shape);
+    ASSERT_TRUE(list.qkv_words);
+    ASSERT_FALSE(rows.qkv_words);
+    ASSERT_EQ(list.tasks.size(), rows.tasks.size());
+    EXPECT_EQ(list.counters, rows.counters);
+    int attention = 0;
+    for (size_t i = 0; i < list.tasks.size(); ++i) {
+      const DecodeTask &t = list.tasks[i], &before = rows.tasks[i];
+      EXPECT_EQ(t.kind, before.kind);
+      EXPECT_EQ(t.first, before.first);
+      EXPECT_EQ(t.flags, before.flags);
+      EXPECT_EQ(t.done_counter, before.done_counter);
+      if (t.kind != uint8_t(TaskKind::attention)) {
+        EXPECT_EQ(t.wait_counter, before.wait_counter);
+        EXPECT_EQ(t.wait_target, before.wait_target);
+        continue;
+      }
+      ++attention;
+      EXPECT_EQ(t.wait_counter, kNoCounter);
+    }
+    EXPECT_EQ(attention, kLayers * kHeads * list.splits);
+    EXPECT_NE(format_task_list(list, shape).find("qkv words"), std::string::npos);
+    shape.proj_reads_rows = false;
+    EXPECT_FALSE(build_decode_tasks(shape).qkv_words);
+  }
+}
+
 // Attention and proj as one stage (TaskListShape::fused_proj): three stages a layer, every
 // (head, part) once, the qkv tasks' residual columns covering [0, C) once, counters in step;
 // on a full grid no block holds a qkv task and a fused task of one layer; off where a head's

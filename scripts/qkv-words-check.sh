@@ -8,6 +8,9 @@
 #            qkv words, the form before again; CUDA events, median of 50, cold) at 512 and 2K;
 #   tests:   every Gpt2DecodeGpu test and the task list's unit tests, side by side with the
 #            sanitizers on MegakernelSmall (the lesson's form);
+#   words:   MegakernelQkvWords alone;
+#   rest:    racecheck on MegakernelQkvWords (FL_DECODE_SMALL=1) beside the lesson's megakernel
+#            tests (FL_WORDS_REST, a gtest filter);
 #   bench:   fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K, bf16, cold.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +61,16 @@ for stage in ${stages//,/ }; do
       sum "unit rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/unit.log" 2>/dev/null | tr '\n' ' ')"
       timeout ${FL_WORDS_TEST_SECONDS:-150} "$tests" --gtest_filter='Gpt2DecodeGpu.*' > "$OUT/decode-tests.log" 2>&1
       sum "Gpt2DecodeGpu.* rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)|^\[       OK' "$OUT/decode-tests.log" | tr '\n' ' ' | cut -c1-1500)"
+      grep -E 'Failure|Expected|Which is' "$OUT/decode-tests.log" | head -20 | tee -a "$OUT/summary.txt"
+      wait ;;
+    words)  # the words' own test alone (side by side with the sanitizers it ran past 45 s)
+      timeout ${FL_WORDS_TEST_SECONDS:-45} stdbuf -oL "$tests" --gtest_filter='Gpt2DecodeGpu.MegakernelQkvWords' > "$OUT/words-test.log" 2>&1
+      sum "words test rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)' "$OUT/words-test.log" | tr '\n' ' ')"
+      grep -E 'Failure|Expected|Which is|rel error|rel ' "$OUT/words-test.log" | head -40 >> "$OUT/summary.txt" ;;
+    rest)  # racecheck on the words' test beside the lesson's other megakernel tests
+      sanitize racecheck Gpt2DecodeGpu.MegakernelQkvWords "$OUT/san-racecheck.log" &
+      timeout ${FL_WORDS_REST_SECONDS:-70} stdbuf -oL "$tests" --gtest_filter="${FL_WORDS_REST:-Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.MegakernelOneToken:Gpt2DecodeGpu.MegakernelProjReadsRows:Gpt2DecodeGpu.MegakernelOnAPartialGrid}" > "$OUT/decode-tests.log" 2>&1
+      sum "tests rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E '^\[  (PASSED|FAILED)|^\[       OK|^\[  FAILED' "$OUT/decode-tests.log" | tr '\n' ' ' | cut -c1-1500)"
       grep -E 'Failure|Expected|Which is' "$OUT/decode-tests.log" | head -20 | tee -a "$OUT/summary.txt"
       wait ;;
     bench)

@@ -24,7 +24,7 @@ constexpr int kLessonResidualSpread = 4;
 constexpr bool kLessonProjReadsRows = true;
 // attention reads q and the step's new keys and values as flagged words, no count between qkv
 // and attention (MegakernelOptions::qkv_words).
-constexpr bool kLessonQkvWords = false;
+constexpr bool kLessonQkvWords = true;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can

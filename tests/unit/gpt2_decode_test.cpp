@@ -110,6 +110,8 @@ void expect_well_formed(const TaskListShape& shape) {
       EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + head);
       EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
       EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
+    } else if (list.qkv_words && TaskKind(t.kind) == TaskKind::attention) {
+      EXPECT_EQ(t.wait_counter, kNoCounter);  // (it loads its head's flagged qkv words)
     } else if (hp && list.proj_reads_rows && TaskKind(t.kind) == TaskKind::proj) {
       EXPECT_EQ(t.wait_counter, counter_of(stage - 2));  // qkv's (its head's rows: flagged)
       EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 2]);
@@ -259,6 +261,7 @@ TEST(Gpt2DecodeTasks, ProjReadsRowsWaitsForQkvOnly) {
         TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
     SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
     EXPECT_TRUE(build_decode_tasks(shape).proj_reads_rows);  // the lesson's
+    shape.qkv_words = false;  // (attention's waits as proj by head's: QkvWords... below)
     shape.proj_reads_rows = false;
     const DecodeTaskList by_head = build_decode_tasks(shape);
     shape.proj_reads_rows = true;

@@ -838,10 +838,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
 // (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj,
 // burst or l2 times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1,
-// or copy_timing_sets() instead of timed_sets()). Each variant is checked first (the fp64
-// GPU check at 1 and 16 tokens), then timed: the median of back-to-back steps by CUDA events
-// (each step reads its 170 MB of weights in the same order and L2 holds 50 MB, so they come
-// from DRAM), and its task records' breakdown at cache 512.
+// or copy_timing_sets() instead of timed_sets(); rows and words: rows_timed_sets(),
+// words_sets()). Each variant is checked first (the fp64 GPU check at 1 and 16 tokens), then
+// timed: the median of back-to-back steps by CUDA events (each step reads its 170 MB of weights
+// in the same order and L2 holds 50 MB, so they come from DRAM), and its task records'
+// breakdown at cache 512.
 TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";

@@ -73,6 +73,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
+#include "kernels/ffn/ffn_hidden_slice_direct.cuh"
 #include "kernels/ffn/ffn_hidden_slice_down.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_rows.cuh"
@@ -156,10 +157,15 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   float b2_first[8];
   const auto ask_w2 = [&] { stage_w2<kThr>(a, w2s, j0, valid); };
   if constexpr (kRing) {
-    ring_up_product<kW>(a, smem, hs, j0, valid, [&] {
+    const auto first_in = [&] {
       marks.mark(kXW1In);
       bias8_floats(b2_raw, b2_first);
-    });
+    };
+    if (p.ring_direct) {  // x's fragments straight into registers (ffn_hidden_slice_direct.cuh)
+      direct_up_product<kW>(a, smem, hs, j0, valid, first_in);
+    } else {
+      ring_up_product<kW>(a, smem, hs, j0, valid, first_in);
+    }
   } else {
     if (p.w2_late) {
       tc::async_wait<0>();
@@ -186,7 +192,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -194,16 +200,17 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // copies of x by stage() every chunk; split 1: the ring's K split among warps, 2: not; copies 2:
 // the resident copies by stage(), 3: stepped, W1's lines asked into L2 first, 4: stepped with
 // the column wrapping in x's and W2's rows; sum 2: the sum's shuffle offset divided out after
-// the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic)
+// the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic;
+// direct 1: the ring form's x straight into registers, 2: through the ring)
 // replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
 // forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[14] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
-              &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13]);
+  int v[15] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
+              &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -218,6 +225,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.copies == 0) t.copies = v[11];
   if (t.sum == 0) t.sum = v[12];
   if (t.barrier == 0) t.barrier = v[13];
+  if (t.direct == 0) t.direct = v[14];
   return t;
 }
 
@@ -252,10 +260,12 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     if (tuning.sum == 2) out->sum_apart_ahead = false;
     if (tuning.barrier == 2) out->barrier_acq_rel = false;
     if (tuning.split != 0) out->ring_split = out->x_ring && tuning.split == 1;
+    if (tuning.direct != 0) out->ring_direct = tuning.direct == 1;
     // The split's parts meet over W1's columns after the ring: not where W2's rows land there
     // during it.
     if (out->ring_w1 && !out->ring_w2_after) out->ring_split = false;
     if (out->ring_w1 && !out->ring_w2_after) out->ring_stagger = false;  // W2 frees W1 from row 0
+    out->ring_direct = out->ring_direct && ffn_slice_ring_direct_fits(*out);
     if (tuning.prefetch == 1) out->prefetch_blocks = ffn_slice_prefetch_blocks(*out, sms);
     if (tuning.prefetch == 2) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
@@ -306,6 +316,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
   a.y_vec = c % 8 == 0 && aligned(b.y);
+  if (!a.x_vec) a.p.ring_direct = false;  // its loads are whole 16-byte pieces of x's rows
   a.rows =
       sizeof(T) == 4 && (a.p.x_rows > 0 || m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax));
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");

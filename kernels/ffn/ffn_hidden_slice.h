@@ -75,6 +75,9 @@ struct FfnSliceTuning {
                     // out after the grid barrier, as before (FL_FFN_SLICE's thirteenth number)
   int barrier = 0;  // the grid barrier: 0 the plan's (an acq_rel atomic), 2 fences before and
                     // after, as before (FL_FFN_SLICE's fourteenth number)
+  int direct = 0;   // the ring form's x: 0 the plan's (straight into registers where it fits:
+                    // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
+                    // (FL_FFN_SLICE's fifteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -83,6 +83,10 @@ constexpr bool kSliceRingStagger = false;
 // part w / mtc of each chunk's k steps, the parts added once after the ring; else a warp takes
 // 1-4 column tiles over all of K (docs/PERFORMANCE.md has both measured).
 constexpr bool kSliceRingSplit = true;
+// Whether the ring form's warps load x's fragments straight from global memory into registers,
+// K permuted within 32-wide groups alike for x and W1, instead of x through the ring
+// (ring_direct; FL_FFN_SLICE's fifteenth number: 1 on, 2 off), where it fits.
+constexpr bool kSliceRingDirect = true;
 
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
 // than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on). Measured and left off:
@@ -126,6 +130,8 @@ struct FfnSlicePlan {
   bool ring_walk = true;       // x's copies a chunk by each thread's walk, worked out once a launch
                                // (gemm_core/stage_walk.cuh); else stage() every chunk (a tuning)
   bool ring_split = false;     // the ring's K split among warps, the parts added after the ring
+  bool ring_direct = false;    // no ring: each warp loads its x fragments into registers
+                               // (ffn_slice_ring_direct_fits; ffn_hidden_slice_direct.cuh)
   // The resident copies' offsets stepped by constants (gemm_core/stage_walk.cuh's
   // stage_stepped); else stage() a copy (a tuning). w1_l2_ahead: W1's lines of the slice asked
   // into L2 before its copies (a tuning; measured slower).
@@ -213,6 +219,7 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   p.ring_w2_after = w1_resident;
   p.ring_stagger = kSliceRingStagger;
   p.ring_split = kSliceRingSplit;
+  p.ring_direct = kSliceRingDirect;  // where ffn_slice_ring_direct_fits (make_plan checks)
   p.w2_during_up = false;
   p.ring_k = kSliceRingK;
   p.ring_stages = stages;
@@ -234,6 +241,13 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
   p.off_bias = p.off_h + e * 16 * p.mtc * p.ld_h;
   p.smem = p.off_bias + sizeof(float) * units;
   return p;
+}
+
+// Where ring_direct can run: W1 resident (its rows zero past C to a whole 64-wide chunk), W2
+// after the up product (its parts meet over W1), K split among warps, 32 units (all four column
+// tiles a warp's) and C a multiple of 8 (16-byte loads of x's rows).
+inline bool ffn_slice_ring_direct_fits(const FfnSlicePlan& p) {
+  return p.x_ring && p.ring_w1 && p.ring_w2_after && p.ring_split && p.units == 32 && p.c % 8 == 0;
 }
 
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared

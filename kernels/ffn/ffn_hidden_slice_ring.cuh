@@ -138,9 +138,11 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
   tc::async_commit();
   const auto xw = ring_x_walk<kThr, T>(p);
   const int start = ring_start(p);
-  for (int i = 0; i + 1 < p.ring_stages; ++i) ring_stage<kThr>(a, smem, xw, i, i, start, j0, valid);
+  // ring_direct (ffn_hidden_slice_direct.cuh): no slots of x, so no chunks and no zero rows.
+  const int slots = p.ring_direct ? 0 : p.ring_stages;
+  for (int i = 0; i + 1 < slots; ++i) ring_stage<kThr>(a, smem, xw, i, i, start, j0, valid);
   const int row_chunks = p.ld_xr * int(sizeof(T)) / 16, pad_rows = 16 * p.mtc - p.m;
-  const int nx = pad_rows * row_chunks, per_slot = nx;
+  const int nx = p.ring_direct ? 0 : pad_rows * row_chunks, per_slot = nx;
   const int n = p.ring_stages * per_slot + 16 * p.mtc * p.ld_h * int(sizeof(T)) / 16;
   uint4* zh = reinterpret_cast<uint4*>(hs);
   for (int i = threadIdx.x; i < n; i += kThr) {

@@ -151,6 +151,9 @@ enum class FfnKernel {
   kSliceRingStaggered,  // ... block b's chunks from chunk b mod chunks on (a tuning)
   kSliceRingUnsplit,    // ... a warp's column tiles over all of K (no K split; a tuning)
   kSliceRing32,         // ... 32 units a block (every column tile a warp's with the split)
+  kSliceRingDirect8,    // ... 32 units, x straight into registers (ring_direct), 8 warps
+  kSliceRingDirect16,   // ... the same, 16 warps
+  kSliceRingNotDirect,  // ... 32 units, x through the ring (ring_direct off)
   kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
 };
 
@@ -159,7 +162,8 @@ bool is_ring(FfnKernel k) {
          k == FfnKernel::kSliceRing16 || k == FfnKernel::kSliceRing2Slots ||
          k == FfnKernel::kSliceRingW1InSlots || k == FfnKernel::kSliceRingW2Early ||
          k == FfnKernel::kSliceRingStaggered || k == FfnKernel::kSliceRingUnsplit ||
-         k == FfnKernel::kSliceRing32;
+         k == FfnKernel::kSliceRing32 || k == FfnKernel::kSliceRingDirect8 ||
+         k == FfnKernel::kSliceRingDirect16 || k == FfnKernel::kSliceRingNotDirect;
 }
 
 bool is_stream(FfnKernel k) {
@@ -239,6 +243,10 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingStaggered) tuning.stagger = 1;
   if (kernel == FfnKernel::kSliceRingUnsplit) tuning.split = 2;
   if (kernel == FfnKernel::kSliceRing32) tuning.units = 32;
+  if (kernel == FfnKernel::kSliceRingDirect8) tuning.units = 32, tuning.warps = 8, tuning.direct = 1;
+  if (kernel == FfnKernel::kSliceRingDirect16) tuning.units = 32, tuning.warps = 16;
+  if (kernel == FfnKernel::kSliceRingDirect16) tuning.direct = 1;
+  if (kernel == FfnKernel::kSliceRingNotDirect) tuning.units = 32, tuning.direct = 2;
   if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
@@ -489,6 +497,34 @@ TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
   check_ffn(GetParam(), {33, 200}, 206, FfnKernel::kSliceRingStaggered, &ran);
   check_ffn(GetParam(), {51, 203}, 207, FfnKernel::kSliceRing32, &ran);
   check_ffn(GetParam(), {19, 131}, 208, FfnKernel::kSliceRingUnsplit, &ran);
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 8 : 0);
+}
+
+// x's fragments straight into registers (ring_direct: C a multiple of 8, 32 units): odd token
+// counts (1-4 row tiles, rows past the tokens zero), a last 32-wide K group of 8 columns (C = 40,
+// 136, 200), 8 warps (3 row tiles: 2 parts of K and 2 idle warps at 33-48 tokens) and 16, and the
+// ring (ring_direct off) beside it; odd C falls back to the ring. Small enough for
+// compute-sanitizer.
+TEST_P(PortableStream, HiddenSliceFfnRingDirect) {
+  unsigned seed = 231;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 40}, Shape{35, 40}, Shape{17, 200}, Shape{64, 136},
+                         Shape{9, 72}, Shape{61, 72}, Shape{13, 131}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect8, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect16, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingNotDirect, &ran);
+  }
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 21 : 0);
+}
+
+// ring_direct at C = 768 and near it (the plan's shapes at 33-64 tokens).
+TEST_P(PortableStream, HiddenSliceFfnRingDirectWide) {
+  unsigned seed = 251;
+  int ran = 0;
+  for (const Shape& s : {Shape{33, 768}, Shape{47, 768}, Shape{64, 768}, Shape{50, 1024}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect8, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect16, &ran);
+  }
   EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 8 : 0);
 }
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The hidden slice's ring form with x straight into registers (ring_direct, the plan's) against x
+# through the ring (FL_FFN_SLICE's fifteenth number 2), on the lent GPU in one call (run with a
+# 200 s limit). Builds fusionlab and the GPU tests into ../build-port24, then `fusionlab bench
+# --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens) the two ways interleaved
+# three times, the phases at 64 tokens once each way; then, nothing timed, the GPU tests
+# (*HiddenSlice*:*PortableStream*, HiddenSliceFfnRingForms apart) and compute-sanitizer memcheck
+# and racecheck on the small shapes, all in parallel. FL_CHECK_EXTRA: more "name env" rows.
+# Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+gpu_check_begin
+limit=${FL_CHECK_LIMIT:-194}
+left() { echo $(( limit - ($(date +%s) - t0) )); }
+build=../build-port24
+gpu_check_build "$build" 150 fusionlab fusionlab_gpu_tests
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+app="$build/fusionlab"
+B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"
+row() {  # name, env (NAME=VALUE)
+  local out
+  (( $(left) > 75 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+  out=$(env "$2" timeout 20 "$app" bench --lesson ffn $B --sizes 33,64 2>&1)
+  { echo "--- $1 ($2) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
+  echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
+}
+OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,2
+for i in 1 2 3; do
+  row "direct-$i" FL_NONE=1
+  row "ring-$i" "$OLD"
+done
+for e in FL_NONE=1 "$OLD"; do
+  (( $(left) > 65 )) || break
+  { echo "--- phases 64 ($e)"; env "$e" timeout 12 "$app" bench --lesson ffn --levels 2 --sizes 64 \
+      --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases 2>&1; } >> "$OUT/phases.txt"
+done
+echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+# Nothing timed from here: the tests and the sanitizers in parallel.
+t=$(( $(left) - 4 ))
+G="$build/tests/fusionlab_gpu_tests"
+SMALL='*PortableStream*HiddenSliceFfnRingDirect/*:*PortableStream*HiddenSliceFfnRingSmallShapes*'
+stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSliceFfnRingForms*:*RingDirectWide*' > "$OUT/ring-forms.log" 2>&1 &
+stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSlice*:*PortableStream*:*FfnTwoPhase*:Catalog/*ffn*:-*HiddenSliceFfnRingForms*:*RingDirectWide*' > "$OUT/gpu.log" 2>&1 &
+for tool in memcheck racecheck; do
+  timeout "$t" compute-sanitizer --tool $tool --error-exitcode 9 "$G" --gtest_filter="$SMALL" > "$OUT/san-$tool.log" 2>&1 &
+done
+wait
+for f in ring-forms gpu san-memcheck san-racecheck; do
+  echo "$f: $(grep -cE '^\[       OK' "$OUT/$f.log") ok, $(grep -E '^\[  (FAILED|PASSED)|ERROR SUMMARY|RACECHECK SUMMARY|^\[  FAILED' "$OUT/$f.log" | sort | uniq -c | tr '\n' ' ')" | tee -a "$S"
+done
+tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
+echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

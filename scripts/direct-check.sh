@@ -2,7 +2,7 @@
 # The hidden slice's ring form with x straight into registers (ring_direct, the plan's) against x
 # through the ring (FL_FFN_SLICE's fifteenth number 2), on the lent GPU in one call (run with a
 # 200 s limit). Builds fusionlab and the GPU tests into ../build-port24, then `fusionlab bench
-# --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens) the two ways interleaved
+# --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens) the three ways interleaved
 # three times, the phases at 64 tokens once each way; then, nothing timed, the GPU tests
 # (*HiddenSlice*:*PortableStream*, HiddenSliceFfnRingForms apart) and compute-sanitizer memcheck
 # and racecheck on the small shapes, all in parallel. FL_CHECK_EXTRA: more "name env" rows.
@@ -26,11 +26,13 @@ row() {  # name, env (NAME=VALUE)
   echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
 }
 OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,2
+W2E=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,1
 for i in 1 2 3; do
   row "direct-$i" FL_NONE=1
   row "ring-$i" "$OLD"
+  row "direct-w2early-$i" "$W2E"
 done
-for e in FL_NONE=1 "$OLD"; do
+for e in FL_NONE=1 "$OLD" "$W2E"; do
   (( $(left) > 65 )) || break
   { echo "--- phases 64 ($e)"; env "$e" timeout 12 "$app" bench --lesson ffn --levels 2 --sizes 64 \
       --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases 2>&1; } >> "$OUT/phases.txt"

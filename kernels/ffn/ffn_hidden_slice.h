@@ -78,6 +78,8 @@ struct FfnSliceTuning {
   int direct = 0;   // the ring form's x: 0 the plan's (straight into registers where it fits:
                     // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
                     // (FL_FFN_SLICE's fifteenth number)
+  int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1: 0 the
+                     // plan's (off), 1 on (FL_FFN_SLICE's sixteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

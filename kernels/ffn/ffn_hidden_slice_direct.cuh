@@ -18,7 +18,8 @@
 // it, rows 0, 1, 8, 9, ... would be a 4-way conflict).
 // Tiles at C = 768, 64 tokens, 16 warps: warp w takes row tile w % 4 and K part w / 4 (6 groups
 // of 32: 12 16-byte loads, 24 ldmatrix.x4.trans, 48 mma into 4 accumulators); the parts meet over
-// W1's columns (slice::reduce_parts), then W2's rows are asked for over them, as in the ring.
+// W1's columns (slice::reduce_parts), then W2's rows are asked for over them, as in the ring
+// (with w2_early_from, a tuning, W2's last rows lie in the unused slots and came with W1).
 // Bytes: every block reads x's 96 KB from L2 (9.4 MB over 96 blocks, as the ring did), W1's 48
 // KB slice from DRAM; no shared memory for x.
 #pragma once
@@ -146,7 +147,7 @@ __device__ __forceinline__ void direct_up_product(const SliceArgs<T>& a, unsigne
   };
   slice::reduce_parts<4, kW>(acc, pw, p.mtc, 4, reinterpret_cast<float*>(smem + p.off_red), to_h,
                              p.m);
-  ring_w2_rows<kThr>(a, smem, 0, p.kp, j0, valid);
+  ring_w2_rows<kThr>(a, smem, 0, p.w2_early_from > 0 ? p.w2_early_from : p.kp, j0, valid);
   tc::async_commit();
 }
 

@@ -132,6 +132,9 @@ struct FfnSlicePlan {
   bool ring_split = false;     // the ring's K split among warps, the parts added after the ring
   bool ring_direct = false;    // no ring: each warp loads its x fragments into registers
                                // (ffn_slice_ring_direct_fits; ffn_hidden_slice_direct.cuh)
+  int w2_early_from = 0;       // ring_direct: W2's rows from this one on (0: none) lie past W1's
+                               // and the parts' bytes, in the unused slots, and are asked for
+                               // with W1 (ffn_slice_w2_early)
   // The resident copies' offsets stepped by constants (gemm_core/stage_walk.cuh's
   // stage_stepped); else stage() a copy (a tuning). w1_l2_ahead: W1's lines of the slice asked
   // into L2 before its copies (a tuning; measured slower).
@@ -248,6 +251,23 @@ inline FfnSlicePlan ffn_slice_ring_plan_for(int64_t m, int64_t c, int units, int
 // tiles a warp's) and C a multiple of 8 (16-byte loads of x's rows).
 inline bool ffn_slice_ring_direct_fits(const FfnSlicePlan& p) {
   return p.x_ring && p.ring_w1 && p.ring_w2_after && p.ring_split && p.units == 32 && p.c % 8 == 0;
+}
+
+// ring_direct leaves the ring's slots unused: W2's rows end where h begins instead of starting at
+// 0, and those wholly past W1's rows and the up product's parts are asked for with W1 (a tuning,
+// FL_FFN_SLICE's sixteenth number). False (the plan unchanged) where no row lies there.
+inline bool ffn_slice_w2_early(FfnSlicePlan* p) {
+  if (!p->ring_direct) return false;
+  const size_t row = 2 * size_t(p->ld_w2), w2 = row * p->kp;
+  const size_t w1 = 2 * size_t(p->ring_chunks) * p->ring_k * p->ld_w1;
+  const size_t parts = size_t(p->warps / p->mtc) * 16 * p->mtc * 32 * sizeof(float);
+  if (w2 > p->off_h) return false;
+  const size_t at = (p->off_h - w2) / 16 * 16, busy = std::max(w1, parts);
+  const int from = busy <= at ? 0 : int((busy - at + row - 1) / row);
+  if (from < 1 || from >= p->kp) return false;
+  p->off_w2 = at;
+  p->w2_early_from = from;
+  return true;
 }
 
 // The plan at m tokens and hidden size c on a GPU of `sms` SMs and `smem_optin` bytes of shared

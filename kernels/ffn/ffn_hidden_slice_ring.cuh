@@ -134,6 +134,8 @@ __device__ __forceinline__ void ring_issue(const SliceArgs<T>& a, unsigned char*
   if (p.ring_w1) {
     stage_w1_rows<kThr>(a, reinterpret_cast<T*>(smem + p.off_w1), 0, p.ring_chunks * p.ring_k, p.c,
                         j0, valid);
+    // ring_direct with W2's last rows in the unused slots (ffn_slice_w2_early): those now.
+    if (p.w2_early_from > 0) ring_w2_rows<kThr>(a, smem, p.w2_early_from, p.kp, j0, valid);
   }
   tc::async_commit();
   const auto xw = ring_x_walk<kThr, T>(p);

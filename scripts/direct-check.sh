@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The hidden slice's ring form with x straight into registers (ring_direct, the plan's) against x
-# through the ring (FL_FFN_SLICE's fifteenth number 2), on the lent GPU in one call (run with a
-# 200 s limit). Builds fusionlab and the GPU tests into ../build-port24, then `fusionlab bench
+# through the ring (FL_FFN_SLICE's fifteenth number 2) and against W2's last rows asked for with
+# W1 (its sixteenth number 1), on the lent GPU in one call (run with a 200 s limit). Builds fusionlab and the GPU tests into ../build-port24, then `fusionlab bench
 # --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens) the three ways interleaved
 # three times, the phases at 64 tokens once each way; then, nothing timed, the GPU tests
 # (*HiddenSlice*:*PortableStream*, HiddenSliceFfnRingForms apart) and compute-sanitizer memcheck
-# and racecheck on the small shapes, all in parallel. FL_CHECK_EXTRA: more "name env" rows.
+# and racecheck on the small shapes, all in parallel.
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."

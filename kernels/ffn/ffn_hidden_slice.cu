@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -201,18 +201,19 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // the resident copies by stage(), 3: stepped, W1's lines asked into L2 first, 4: stepped with
 // the column wrapping in x's and W2's rows; sum 2: the sum's shuffle offset divided out after
 // the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic;
-// direct 1: the ring form's x straight into registers, 2: through the ring; w2early 1: with
-// direct, W2's rows that fit the unused slots asked for with W1)
+// direct 1: the ring form's x straight into registers, 2: through the ring; w2early 1 / 2: with
+// direct, W2's rows that fit the unused slots asked for with W1, or not; deep 1 / 2: with direct,
+// two batches of x's loads before W1's wait, or one)
 // replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
 // forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[16] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
-              &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14],
-              &v[15]);
+  int v[17] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2],
+              &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
+              &v[14], &v[15], &v[16]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -229,6 +230,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.barrier == 0) t.barrier = v[13];
   if (t.direct == 0) t.direct = v[14];
   if (t.w2_early == 0) t.w2_early = v[15];
+  if (t.deep == 0) t.deep = v[16];
   return t;
 }
 
@@ -320,7 +322,10 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.b1_vec = aligned(b.b1);
   a.y_vec = c % 8 == 0 && aligned(b.y);
   if (!a.x_vec) a.p.ring_direct = false;  // its loads are whole 16-byte pieces of x's rows
-  if (a.p.ring_direct && tuning.w2_early == 1) ffn_slice_w2_early(&a.p);
+  if (a.p.ring_direct && tuning.w2_early != 2 && (kSliceW2Early || tuning.w2_early == 1)) {
+    ffn_slice_w2_early(&a.p);
+  }
+  if (tuning.deep != 0) a.p.direct_deep = tuning.deep == 1;
   a.rows =
       sizeof(T) == 4 && (a.p.x_rows > 0 || m <= std::min<int64_t>(tuning.rows_to, slice::kRowsMax));
   if (!aligned(b.scratch)) return Status::Error("the FFN's scratch buffer is not 16-byte aligned");

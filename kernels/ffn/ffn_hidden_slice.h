@@ -79,7 +79,9 @@ struct FfnSliceTuning {
                     // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
                     // (FL_FFN_SLICE's fifteenth number)
   int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1: 0 the
-                     // plan's (off), 1 on (FL_FFN_SLICE's sixteenth number)
+                     // plan's, 1 on, 2 off (FL_FFN_SLICE's sixteenth number)
+  int deep = 0;      // ring_direct: x's first two batches of loads before W1's wait: 0 the plan's,
+                     // 1 on, 2 off, one batch (FL_FFN_SLICE's seventeenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

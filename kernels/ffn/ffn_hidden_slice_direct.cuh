@@ -34,7 +34,8 @@ namespace fl::hidden_slice {
 namespace direct {
 
 constexpr int kGroupK = 32;  // K a lane's 16-byte load covers with its row's 3 other lanes
-constexpr int kBatch = 3;    // groups a batch of loads; the next batch is asked for first
+constexpr int kBatch = 3;  // groups a batch of loads; two batches in flight (direct_deep: from
+                           // before W1 is waited on; else the second asked for after it)
 
 // Word j of the result is word (j + t) mod 4 of v.
 __device__ __forceinline__ uint4 rotate(uint4 v, int t) {
@@ -116,8 +117,10 @@ __device__ __forceinline__ void direct_up_product(const SliceArgs<T>& a, unsigne
   const bool lo_ok = r_lo < p.m, hi_ok = r_hi < p.m;
   const T* x_lo = a.x + (lo_ok ? int64_t(r_lo) * p.c : 0);
   const T* x_hi = a.x + (hi_ok ? int64_t(r_hi) * p.c : 0);
-  direct::Rows cur[kBatch];
+  // The first batch's loads (with direct_deep the second's too) before W1 is waited on.
+  direct::Rows cur[kBatch], next[kBatch];
   direct::load_batch(cur, x_lo, x_hi, lo_ok, hi_ok, q0, q1, p.c, t);
+  if (p.direct_deep) direct::load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q0 + kBatch, q1, p.c, t);
   // The lane's ldmatrix rows of each step (see the header): matrix L / 8 of the x4, row L % 8.
   const int i = lane & 7, hh = (lane >> 3) & 1, tt = i >> 1;
   const T* w1s = reinterpret_cast<const T*>(smem + p.off_w1);
@@ -134,11 +137,13 @@ __device__ __forceinline__ void direct_up_product(const SliceArgs<T>& a, unsigne
   __syncthreads();
   first_in();
   for (int q = q0; q < q1; q += kBatch) {
-    direct::Rows next[kBatch];
-    direct::load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + kBatch, q1, p.c, t);
+    if (!p.direct_deep) direct::load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + kBatch, q1, p.c, t);
     direct::mma_batch(acc, cur, q, q1, t, b_lane, group_bytes);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) cur[b] = next[b];
+    if (p.direct_deep) {
+      direct::load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + 2 * kBatch, q1, p.c, t);
+    }
   }
   const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
   const auto to_h = [&](int row, int col, float v) {

@@ -151,10 +151,12 @@ enum class FfnKernel {
   kSliceRingStaggered,  // ... block b's chunks from chunk b mod chunks on (a tuning)
   kSliceRingUnsplit,    // ... a warp's column tiles over all of K (no K split; a tuning)
   kSliceRing32,         // ... 32 units a block (every column tile a warp's with the split)
-  kSliceRingDirect8,    // ... 32 units, x straight into registers (ring_direct), 8 warps
-  kSliceRingDirect16,   // ... the same, 16 warps
+  kSliceRingDirect8,    // ... 32 units, x straight into registers (ring_direct), 8 warps, W2
+                        // all after the up product, one batch of x's loads before W1's wait
+  kSliceRingDirect16,   // ... 32 units, ring_direct as planned (W2's last rows early, two
+                        // batches), 16 warps
   kSliceRingNotDirect,  // ... 32 units, x through the ring (ring_direct off)
-  kSliceRingDirectW2Early,  // ... ring_direct with W2's last rows asked for with W1
+  kSliceRingDirectW2Early,  // ... ring_direct, W2's last rows with W1, one batch, the plan's warps
   kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
 };
 
@@ -246,11 +248,12 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingUnsplit) tuning.split = 2;
   if (kernel == FfnKernel::kSliceRing32) tuning.units = 32;
   if (kernel == FfnKernel::kSliceRingDirect8) tuning.units = 32, tuning.warps = 8, tuning.direct = 1;
+  if (kernel == FfnKernel::kSliceRingDirect8) tuning.w2_early = 2, tuning.deep = 2;
   if (kernel == FfnKernel::kSliceRingDirect16) tuning.units = 32, tuning.warps = 16;
   if (kernel == FfnKernel::kSliceRingDirect16) tuning.direct = 1;
   if (kernel == FfnKernel::kSliceRingNotDirect) tuning.units = 32, tuning.direct = 2;
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.units = 32, tuning.direct = 1;
-  if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.w2_early = 1;
+  if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.w2_early = 1, tuning.deep = 2;
   if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)

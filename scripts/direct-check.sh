@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The hidden slice's ring form with x straight into registers (ring_direct, the plan's, with W2's
-# last rows asked for with W1 and x's first two batches of loads before W1's wait) on the lent GPU
-# in one call (run with a 200 s limit). Builds fusionlab and the GPU tests into ../build-port24,
-# then `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens): the
-# plan's, x through the ring (FL_FFN_SLICE's fifteenth number 2) and one batch before W1's wait
-# (seventeenth number 2) interleaved three times, 8 warps and W2 all late (sixteenth number 2)
-# once; the phases at 64 tokens; Nsight Compute on the plan's kernel at 64; then, nothing timed,
-# the GPU tests (*HiddenSlice*:*PortableStream*:*FfnTwoPhase*, HiddenSliceFfnRingForms apart;
-# FL_CHECK_TESTS another filter) and compute-sanitizer memcheck and racecheck on the small shapes,
-# all in parallel.
+# last rows asked for with W1 and x's first two batches of loads before W1's wait), and
+# ffn_two_phase's direct up tiles (FL_FFN_TWO_PHASE_DIRECT=1), on the lent GPU in one call (run
+# with a 200 s limit). Builds fusionlab and the GPU tests into ../build-port24, then `fusionlab
+# bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 33 and 64 tokens): the plan's, x through
+# the ring (FL_FFN_SLICE's fifteenth number 2), one batch before W1's wait (seventeenth number 2)
+# and ffn_two_phase forced with direct up tiles interleaved three times; ffn_two_phase's ring, 8
+# warps and W2 all late (sixteenth number 2) once; phases at 33 and 64 tokens; then, nothing
+# timed, the GPU tests
+# (*HiddenSlice*:*PortableStream*:*FfnTwoPhase*, HiddenSliceFfnRingForms apart; FL_CHECK_TESTS
+# another filter) and compute-sanitizer memcheck and racecheck on the small shapes, in parallel.
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,39 +22,41 @@ gpu_check_build "$build" 150 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
 B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"
-row() {  # name, env (NAME=VALUE)
+row() {  # name, env (NAME=VALUE ...), extra bench arguments (may be empty)
   local out
-  (( $(left) > 75 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
-  out=$(env "$2" timeout 20 "$app" bench --lesson ffn $B --sizes 33,64 2>&1)
-  { echo "--- $1 ($2) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
+  (( $(left) > 85 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
+  out=$(env $2 timeout 20 "$app" bench --lesson ffn $B --sizes 33,64 ${3:-} 2>&1)
+  { echo "--- $1 ($2 ${3:-}) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
   echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
 }
 OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,2
 ONE=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,2
+TP="--variant ffn_fused=ffn_two_phase"
+TPD="FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_DIRECT=1"
 for i in 1 2 3; do
   row "direct-$i" FL_NONE=1
   row "ring-$i" "$OLD"
   row "direct-one-batch-$i" "$ONE"
+  row "two-phase-direct-$i" "$TPD" "$TP"
 done
+row "two-phase-ring" FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
 row "direct-8-warps" FL_FFN_SLICE=8
 row "direct-no-w2-early" FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,2
-for e in FL_NONE=1 "$OLD" "$ONE"; do
-  (( $(left) > 65 )) || break
-  { echo "--- phases 64 ($e)"; env "$e" timeout 12 "$app" bench --lesson ffn --levels 2 --sizes 64 \
-      --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases 2>&1; } >> "$OUT/phases.txt"
-done
-if (( $(left) > 100 )); then  # Nsight Compute on the plan's kernel at 64 tokens
-  timeout 35 ncu -k regex:ffn_hidden_slice_kernel -c 1 --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-    "$app" bench --lesson ffn --levels 2 --sizes 64 --precision bf16 --cache cold --no-counters \
-    --reps 3 --choose-as 8.6 > "$OUT/ncu.txt" 2>&1
-  echo "ncu: exit $?, $(( $(date +%s) - t0 )) s" | tee -a "$S"
-fi
+phases() {  # env, extra bench arguments
+  (( $(left) > 85 )) || return
+  { echo "--- phases 33,64 ($1 ${2:-})"; env $1 timeout 12 "$app" bench --lesson ffn --levels 2 \
+      --sizes 33,64 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases \
+      ${2:-} 2>&1; } >> "$OUT/phases.txt"
+}
+phases FL_NONE=1
+phases "$ONE"
+phases "$TPD" "$TP"
+phases FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
 echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 # Nothing timed from here: the tests and the sanitizers in parallel.
 t=$(( $(left) - 4 ))
 G="$build/tests/fusionlab_gpu_tests"
-SMALL='*PortableStream*HiddenSliceFfnRingDirect/*:*PortableStream*HiddenSliceFfnRingSmallShapes*'
+SMALL='*PortableStream*HiddenSliceFfnRingDirect/*:*PortableStream*HiddenSliceFfnRingSmallShapes*:FfnTwoPhase.DirectSmall'
 stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSliceFfnRingForms*:*RingDirectWide*' > "$OUT/ring-forms.log" 2>&1 &
 stdbuf -oL timeout "$t" "$G" --gtest_filter="${FL_CHECK_TESTS:-*HiddenSlice*:*PortableStream*:*FfnTwoPhase*:-*HiddenSliceFfnRingForms*:*RingDirectWide*}" > "$OUT/gpu.log" 2>&1 &
 for tool in memcheck racecheck; do

@@ -47,6 +47,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/direct_x.cuh"
 #include "kernels/ffn/ffn_two_phase.h"
 #include "kernels/gemm_core/stage_walk.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
@@ -154,6 +155,38 @@ __device__ __forceinline__ void up_tile(const Args& a, unsigned char* smem, int 
   }
 }
 
+// Phase 1 with direct up tiles (the plan's direct; direct_x.cuh): the same h tile, x's fragments
+// loaded by each warp straight into registers, W1's tile resident (asked for with W2's tile as
+// the block's first two commit groups). Warp w takes row tile w % mtc and part w / mtc of K's
+// 32-wide groups over all the tile's columns; the parts meet over W1's tile
+// (slice::reduce_parts), then bias + GELU into h. Ends with the block synchronized.
+__device__ __forceinline__ void up_tile_direct(const Args& a, unsigned char* smem, int j0) {
+  const FfnTwoPhasePlan& p = a.p;
+  const slice::PanelWarp pw = slice::panel_warp<kTwoPhaseWarps>(p.mtc);
+  const int groups = p.w1_rows / direct::kGroupK;
+  const int q0 = pw.part < pw.parts ? groups * pw.part / pw.parts : 0;
+  const int q1 = pw.part < pw.parts ? groups * (pw.part + 1) / pw.parts : 0;
+  float acc[4][4];
+  slice::zero(acc);
+  const T* w1s = reinterpret_cast<const T*>(smem + p.off_h);
+  const auto ready = [] {
+    tc::async_wait<1>();  // W1's tile (W2's may still be landing)
+    __syncthreads();
+  };
+  if (p.up_cols == 24) {
+    direct::warp_product<3>(acc, a.x, p.c, p.m, pw.mt, q0, q1, w1s, p.ld_w1d, true, ready);
+  } else {
+    direct::warp_product<4>(acc, a.x, p.c, p.m, pw.mt, q0, q1, w1s, p.ld_w1d, true, ready);
+  }
+  const auto to_h = [&](int row, int col, float v) {
+    const int at = j0 + col;
+    if (at >= p.h) return;
+    a.h[int64_t(row) * p.h + at] = __float2bfloat16_rn(gelu_tanh_fast(v + __bfloat162float(a.b1[at])));
+  };
+  slice::reduce_parts<4, kTwoPhaseWarps>(acc, pw, p.mtc, p.up_cols / 8,
+                                         reinterpret_cast<float*>(smem + p.off_h), to_h, p.m);
+}
+
 // The lines of W2's tile (rows k0.., columns n0..) asked for into L2, no shared memory.
 __device__ __forceinline__ void prefetch_w2(const Args& a, int k0, int n0) {
   const FfnTwoPhasePlan& p = a.p;
@@ -163,6 +196,15 @@ __device__ __forceinline__ void prefetch_w2(const Args& a, int k0, int n0) {
     const char* at = row + (i % 2 == 0 ? 0 : bytes - 1);
     asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
   }
+}
+
+// W2's tile (rows k0.., columns n0..; rows past 4C and columns past C zero) into shared memory
+// at 0, no commit.
+__device__ __forceinline__ void stage_w2_tile(const Args& a, unsigned char* smem, int k0, int n0) {
+  const FfnTwoPhasePlan& p = a.p;
+  slice::stage<kThr>(reinterpret_cast<T*>(smem), p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c,
+                     p.down_k, p.down_cols, min(p.down_k, p.h - k0), min(p.down_cols, p.c - n0),
+                     true);
 }
 
 // Phase 2's product: acc += h's tile x W2's tile, both in shared memory.
@@ -234,13 +276,23 @@ __global__ void __launch_bounds__(kThr, 1) ffn_two_phase_kernel(Args a) {
   const FfnTwoPhaseTiles tiles = ffn_two_phase_tiles(p, int(blockIdx.x));
   const int ct = tiles.ct, n0 = tiles.n0, k0 = tiles.k0;
   if (p.prefetch_w2 && tiles.down) prefetch_w2(a, k0, n0);
-  if (tiles.up) up_tile(a, smem, tiles.up_col0);
+  if (p.direct) {  // W1's tile over h's, then W2's tile: two commit groups, then the product
+    const int j0 = tiles.up_col0;
+    if (tiles.up) {
+      slice::stage<kThr>(reinterpret_cast<T*>(smem + p.off_h), p.ld_w1d, a.w1 + j0, p.h, p.w1_rows,
+                         p.up_cols, p.c, min(p.up_cols, p.h - j0), true);
+    }
+    tc::async_commit();
+    if (tiles.down) stage_w2_tile(a, smem, k0, n0);
+    tc::async_commit();
+    if (tiles.up) up_tile_direct(a, smem, j0);
+  } else if (tiles.up) {
+    up_tile(a, smem, tiles.up_col0);
+  }
   marks.mark(kUp);
   // W2's tile (rows past 4C and columns past C zero) under the barrier's wait.
-  if (tiles.down) {
-    slice::stage<kThr>(reinterpret_cast<T*>(smem), p.ld_w2, a.w2 + int64_t(k0) * p.c + n0, p.c,
-                       p.down_k, p.down_cols, min(p.down_k, p.h - k0), min(p.down_cols, p.c - n0),
-                       true);
+  if (tiles.down && !p.direct) {
+    stage_w2_tile(a, smem, k0, n0);
     tc::async_commit();
   }
   count_barrier(a.counters, gridDim.x, blockIdx.x == 0);  // every block's h is written
@@ -266,11 +318,11 @@ FfnTwoPhaseTuning tuning_from_env(FfnTwoPhaseTuning t) {
   if (env == nullptr || *env == '\0') return t;
   int v[4] = {t.stages, t.down_cols, t.prefetch, t.kib};
   std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
-  return {v[0], v[1], v[2], v[3], t.rotate};
+  return {v[0], v[1], v[2], v[3], t.rotate, t.direct};
 }
 
 // FL_FFN_TWO_PHASE_ROTATE=1 or 2 (on, off) overrides the tuning's rotate; FL_FFN_TWO_PHASE_UP_COLS
-// the plan's up_cols.
+// the plan's up_cols; FL_FFN_TWO_PHASE_DIRECT=1 or 2 (on, off) the direct up tiles.
 int env_int(const char* name, int otherwise) {
   const char* env = std::getenv(name);
   return env == nullptr || *env == '\0' ? otherwise : std::atoi(env);
@@ -283,8 +335,12 @@ Status make_plan(int64_t m, int64_t c, FfnTwoPhaseTuning tuning, FfnTwoPhasePlan
   FL_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   optin = planned_shared_optin(optin);
   if (tuning.kib > 0) optin = std::min(optin, tuning.kib * 1024);
-  if (!ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols,
-                              env_int("FL_FFN_TWO_PHASE_UP_COLS", 0))) {
+  const int up_cols = env_int("FL_FFN_TWO_PHASE_UP_COLS", 0);
+  const bool direct = tuning.direct == 0 ? kTwoPhaseDirect : tuning.direct == 1;
+  // The direct up tiles where their plan fits, else the ring's.
+  if (!(direct && ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols,
+                                         up_cols, true)) &&
+      !ffn_two_phase_plan_for(m, c, sms, optin, out, tuning.stages, tuning.down_cols, up_cols)) {
     return Status::Unsupported(
         "the two-phase FFN at " + std::to_string(m) + " tokens and C = " + std::to_string(c) +
         " has no plan of one block an SM in " + std::to_string(optin) + " bytes of shared memory");
@@ -329,6 +385,7 @@ Status launch_ffn_two_phase(Precision p, const FfnTwoPhaseBuffers& b, int64_t m,
   two_phase::Args a{};
   FfnTwoPhaseTuning t = two_phase::tuning_from_env(tuning);
   t.rotate = two_phase::env_int("FL_FFN_TWO_PHASE_ROTATE", t.rotate);
+  if (t.direct == 0) t.direct = two_phase::env_int("FL_FFN_TWO_PHASE_DIRECT", 0);
   FL_TRY(two_phase::make_plan(m, c, t, &a.p));
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   for (const void* q : {b.x, b.w1, b.w2, static_cast<const void*>(b.y),

@@ -52,6 +52,8 @@ struct FfnTwoPhaseTuning {
   int prefetch = 0;
   int kib = 0;
   int rotate = 0;  // the ring's K order: 0 the plan's (every block from chunk 0), 1 rotated, 2 not
+  int direct = 0;  // phase 1's up tiles: 0 the plan's (kTwoPhaseDirect), 1 direct (x's fragments
+                   // straight into registers, W1's tile resident; direct_x.cuh), 2 the ring
 };
 
 // Why the kernel cannot run this shape and precision on the current GPU (with the shared memory

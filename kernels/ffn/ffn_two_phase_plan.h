@@ -36,6 +36,8 @@ constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in fl
 constexpr int kTwoPhaseMaxUpCols = 64;  // h's columns an up tile at most (8 column tiles)
 constexpr int kTwoPhaseWarps = 8;
 constexpr size_t kTwoPhaseCounterBytes = 4096;  // the barrier's and the column tiles' counters
+// Whether phase 1 takes the direct up tiles (FfnTwoPhasePlan::direct) where they fit.
+constexpr bool kTwoPhaseDirect = false;
 
 struct FfnTwoPhasePlan {
   int m = 0, c = 0, h = 0, mtc = 1;  // tokens, C, 4C, 16-row tiles of tokens
@@ -50,6 +52,12 @@ struct FfnTwoPhasePlan {
   size_t smem = 0;
   bool prefetch_w2 = false;  // each block asks L2 for its W2 tile's lines at the start
   bool rotate = false;       // block b's ring starts at K chunk b % chunks (else all at chunk 0)
+  // Direct up tiles (direct_x.cuh; 24 or 32 columns a tile): no ring; each warp loads x's
+  // fragments into registers, W1's tile (w1_rows rows of ld_w1d, zero past C) and W2's tile are
+  // asked for together at the start, W1's over h's tile (at off_h; phase 2 needs it only after
+  // the barrier), W2's at 0.
+  bool direct = false;
+  int ld_w1d = 0, w1_rows = 0;
 };
 
 // The plan at m tokens and hidden size c (bf16, C a multiple of 8) on `sms` SMs with
@@ -57,9 +65,10 @@ struct FfnTwoPhasePlan {
 // chunks), `down_cols` 0: the widest of 48, 32, 16, 8 that fits; `up_cols` 0: the fewest
 // multiple of 8 that covers 4C in `sms` tiles (more: wider W1 rows, fewer up tiles). False when
 // nothing fits.
+// direct: the direct up tiles where the up tile is 24 or 32 columns (else the ring).
 inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin,
                                    FfnTwoPhasePlan* out, int stages = 0, int down_cols = 0,
-                                   int up_cols = 0) {
+                                   int up_cols = 0, bool direct = false) {
   if (m < 1 || m > kTwoPhaseMaxTokens || c < 8 || c % 8 != 0 || sms < 1) return false;
   FfnTwoPhasePlan p;
   p.m = int(m), p.c = int(c), p.h = int(4 * c), p.mtc = int((m + 15) / 16);
@@ -77,6 +86,15 @@ inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin
   const int most = int(std::min<size_t>(room / p.stage_bytes, size_t(kTwoPhaseMaxStages)));
   p.stages = stages > 0 ? stages : std::max(2, std::min(most, p.chunks));
   if (p.stages < 2 || p.stages > kTwoPhaseMaxStages || p.stages > most) return false;
+  // Direct: 24 columns unpadded (48-byte rows: direct_x.cuh's ldmatrix rows conflict-free), 32
+  // padded to 40; rows to a whole 32-wide group of K; the parts of K (one a warp's row tile's
+  // share) over it once the product is done.
+  p.direct = direct && (p.up_cols == 24 || p.up_cols == 32);
+  p.ld_w1d = p.up_cols == 24 ? 24 : slice::padded_ld(p.up_cols, 2);
+  p.w1_rows = (p.c + 31) / 32 * 32;
+  const size_t w1d = 2 * size_t(p.w1_rows) * p.ld_w1d;
+  const size_t red1 = 4 * size_t(kTwoPhaseWarps / p.mtc) * rows * p.up_cols;
+  const size_t up_room = p.direct ? std::max(w1d, red1) : 0;
   const int widths[] = {48, 32, 16, 8};
   for (int dc : widths) {
     if (down_cols > 0 && dc != down_cols) continue;
@@ -87,13 +105,14 @@ inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin
     const int ld_w2 = slice::padded_ld(dc, 2), ld_h = slice::padded_ld(dk, 2);
     const size_t w2 = 2 * size_t(dk) * ld_w2, hs = 2 * size_t(rows) * ld_h;
     const size_t part = 4 * size_t(rows) * (dc + 4);
-    if (w2 + hs > room || part > room) continue;
+    if (w2 + std::max(hs, up_room) > room || part > room) continue;
     p.down_cols = dc, p.col_tiles = col_tiles, p.down_k = dk;
     p.splits = (p.h + dk - 1) / dk;
     p.ld_w2 = ld_w2, p.ld_h = ld_h, p.ld_part = dc + 4;
     p.off_h = w2;
     p.blocks = std::max(p.up_tiles, p.col_tiles * p.splits);
-    p.smem = std::max({size_t(p.stages) * p.stage_bytes, w2 + hs, part});
+    p.smem = std::max({p.direct ? 0 : size_t(p.stages) * p.stage_bytes, w2 + std::max(hs, up_room),
+                       part});
     *out = p;
     return p.blocks <= sms;
   }

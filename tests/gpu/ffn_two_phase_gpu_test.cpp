@@ -199,6 +199,32 @@ TEST(FfnTwoPhase, WithPhaseStamps) {
   }
 }
 
+// The direct up tiles (FfnTwoPhaseTuning::direct: x's fragments straight into registers, W1's
+// tile resident; 24 columns a tile at C 536-792 on 132 SMs, 32 at 800-1056), odd token counts,
+// a last 32-wide K group of 8 or 24 columns; as an RTX 30/40 card plans it too (99 KiB).
+TEST(FfnTwoPhase, DirectUpTiles) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  unsigned seed = 421;
+  int ran = 0;
+  for (const Shape& s : {Shape{1, 768}, Shape{17, 600}, Shape{33, 776}, Shape{64, 768},
+                         Shape{50, 808}, Shape{5, 1024}}) {
+    ran += check_two_phase(s, seed++, {0, 0, 0, 0, 0, 1});
+  }
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  for (const Shape& s : {Shape{64, 768}, Shape{33, 600}, Shape{47, 744}}) {
+    ran += check_two_phase(s, seed++, {0, 0, 0, 0, 0, 1});
+  }
+  EXPECT_EQ(ran, 9);
+}
+
+// The direct up tiles at small shapes for compute-sanitizer: 24 columns (99 KiB), 32 (the GPU's).
+TEST(FfnTwoPhase, DirectSmall) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  EXPECT_TRUE(check_two_phase({35, 800}, 441, {0, 0, 0, 0, 0, 1}));
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  EXPECT_TRUE(check_two_phase({3, 544}, 442, {0, 0, 0, 0, 0, 1}));
+}
+
 // Small shapes for compute-sanitizer: one chunk and partial ones, 1-4 row tiles.
 TEST(FfnTwoPhase, SmallShapes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";

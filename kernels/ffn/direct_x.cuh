@@ -1,0 +1,133 @@
+// x's A fragments straight from global memory into registers for mma.sync m16n8k16 (bf16), B
+// (W1's columns) by ldmatrix from shared memory: the hidden slice's ring_direct
+// (ffn_hidden_slice_direct.cuh) and ffn_two_phase's direct up tiles use it.
+// The trick: the sum over K does not care about K's order, so K is permuted within each 32-wide
+// group the same way for A and B. Lane (g, t) loads x[row][32 q + 8 t .. + 8): 4 words, each a
+// pair of K. Word (j + t) mod 4 goes to slot j: slot 0 A's a0 / a1 of the group's first k step
+// (rows g / g + 8), slot 1 its a2 / a3, slots 2 and 3 the same of the second step. B's ldmatrix
+// takes its 8 row addresses per 8 x 8 matrix from the lanes, so its row i (= 2 t' + e) of step s,
+// half h is W1's row 32 q + 8 t' + 2 ((2 s + h + t') mod 4) + e: the same pairs. The rotation by
+// t puts those 8 rows into 8 different 16-byte bank groups at 80-byte rows (the hidden slice's 32
+// units padded to 40) and 48-byte rows (24 columns unpadded); without it rows 0, 1, 8, 9, ...
+// would be a 4-way conflict at 80 bytes.
+// Per 32 of K a warp: 2 16-byte loads a lane, 4 ldmatrix (x4 or x2 .trans), 6-8 mma.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl {
+namespace direct {
+
+constexpr int kGroupK = 32;  // K a lane's 16-byte load covers with its row's 3 other lanes
+constexpr int kBatch = 3;  // groups a batch of loads; two batches in flight (direct_deep: from
+                           // before W1 is waited on; else the second asked for after it)
+
+// Word j of the result is word (j + t) mod 4 of v.
+__device__ __forceinline__ uint4 rotate(uint4 v, int t) {
+  const uint4 r = (t & 1) ? make_uint4(v.y, v.z, v.w, v.x) : v;
+  return (t & 2) ? make_uint4(r.z, r.w, r.x, r.y) : r;
+}
+
+// Rows g and g + 8 of the warp's row tile, a group's 8 K values each.
+struct Rows {
+  uint4 lo, hi;
+};
+
+// The lane's loads of groups [q, q + kBatch) within [q, q1) (zero past C and past the tokens).
+template <typename T>
+__device__ __forceinline__ void load_batch(Rows (&r)[kBatch], const T* x_lo, const T* x_hi,
+                                           bool lo_ok, bool hi_ok, int q, int q1, int c, int t) {
+#pragma unroll
+  for (int b = 0; b < kBatch; ++b) {
+    const int k = (q + b) * kGroupK + 8 * t;
+    const bool in = q + b < q1 && k < c;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    r[b].lo = in && lo_ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + k)) : zero;
+    r[b].hi = in && hi_ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + k)) : zero;
+  }
+}
+
+// acc[nt] += the batch's groups from q on (those below q1) times W1's kTiles column tiles (3 or
+// 4); b_lane[s]: the lane's ldmatrix address of step s in group 0, group_bytes: 32 rows of W1.
+template <int kTiles>
+__device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kBatch], int q,
+                                          int q1, int t, const unsigned (&b_lane)[2],
+                                          unsigned group_bytes) {
+  static_assert(kTiles == 3 || kTiles == 4, "3 or 4 column tiles a warp");
+  using Mma = slice::WarpMma<__nv_bfloat16, 4>;
+#pragma unroll
+  for (int b = 0; b < kBatch; ++b) {
+    if (q + b >= q1) break;
+    const uint4 lo = rotate(r[b].lo, t), hi = rotate(r[b].hi, t);
+    const unsigned at = unsigned(q + b) * group_bytes;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      unsigned f[2][4];
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(f[0][0]), "=r"(f[0][1]), "=r"(f[0][2]), "=r"(f[0][3])
+                   : "r"(b_lane[s] + at));
+      if constexpr (kTiles == 4) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(f[1][0]), "=r"(f[1][1]), "=r"(f[1][2]), "=r"(f[1][3])
+                     : "r"(b_lane[s] + at + 32));
+      } else {  // the third tile: matrices 0 and 1 of lanes 0-15's addresses
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(f[1][0]), "=r"(f[1][1])
+                     : "r"(b_lane[s] + at + 32));
+      }
+      const unsigned a0 = s ? lo.z : lo.x, a2 = s ? lo.w : lo.y;
+      const unsigned a1 = s ? hi.z : hi.x, a3 = s ? hi.w : hi.y;
+      Mma::mma(acc[0], a0, a1, a2, a3, f[0][0], f[0][1]);
+      Mma::mma(acc[1], a0, a1, a2, a3, f[0][2], f[0][3]);
+      Mma::mma(acc[2], a0, a1, a2, a3, f[1][0], f[1][1]);
+      if constexpr (kTiles == 4) Mma::mma(acc[3], a0, a1, a2, a3, f[1][2], f[1][3]);
+    }
+  }
+}
+
+
+// One warp's product: acc[nt] += x[16 mt .., 32 q0 .. 32 q1) W1s[same rows, 8 kTiles columns],
+// x in global memory (m rows of c, c a multiple of 8, 16-byte aligned), W1's rows in shared
+// memory at w1s (row stride ld elements, rows zero past c to a whole group). The first batch
+// of loads (deep: two) is asked for, then ready() runs (the caller's wait for W1 and barrier),
+// then the batches are multiplied, the next one asked for ahead of each.
+template <int kTiles, class Ready>
+__device__ __forceinline__ void warp_product(float (&acc)[4][4], const __nv_bfloat16* x, int c,
+                                             int m, int mt, int q0, int q1,
+                                             const __nv_bfloat16* w1s, int ld, bool deep,
+                                             const Ready& ready) {
+  using T = __nv_bfloat16;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r_lo = mt * 16 + g, r_hi = r_lo + 8;
+  const bool lo_ok = r_lo < m, hi_ok = r_hi < m;
+  const T* x_lo = x + (lo_ok ? int64_t(r_lo) * c : 0);
+  const T* x_hi = x + (hi_ok ? int64_t(r_hi) * c : 0);
+  Rows cur[kBatch], next[kBatch];
+  load_batch(cur, x_lo, x_hi, lo_ok, hi_ok, q0, q1, c, t);
+  if (deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q0 + kBatch, q1, c, t);
+  // The lane's ldmatrix rows of each step (see the header): matrix L / 8 of the x4, row L % 8.
+  const int i = lane & 7, hh = (lane >> 3) & 1, tt = i >> 1;
+  unsigned b_lane[2];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    const int row = 8 * tt + 2 * ((2 * s + hh + tt) & 3) + (i & 1);
+    b_lane[s] = unsigned(__cvta_generic_to_shared(w1s + row * ld + (lane >> 4) * 8));
+  }
+  const unsigned group_bytes = unsigned(kGroupK * ld * sizeof(T));
+  ready();
+  for (int q = q0; q < q1; q += kBatch) {
+    if (!deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + kBatch, q1, c, t);
+    mma_batch<kTiles>(acc, cur, q, q1, t, b_lane, group_bytes);
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) cur[b] = next[b];
+    if (deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + 2 * kBatch, q1, c, t);
+  }
+}
+
+}  // namespace direct
+}  // namespace fl

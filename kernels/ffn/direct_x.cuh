@@ -24,8 +24,8 @@ namespace fl {
 namespace direct {
 
 constexpr int kGroupK = 32;  // K a lane's 16-byte load covers with its row's 3 other lanes
-constexpr int kBatch = 3;  // groups a batch of loads; two batches in flight (direct_deep: from
-                           // before W1 is waited on; else the second asked for after it)
+constexpr int kBatch = 3;    // groups a batch of loads; two batches in flight (deep: from before
+                             // W1 is waited on; else the second asked for after it)
 
 // Word j of the result is word (j + t) mod 4 of v.
 __device__ __forceinline__ uint4 rotate(uint4 v, int t) {
@@ -89,7 +89,6 @@ __device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kB
     }
   }
 }
-
 
 // One warp's product: acc[nt] += x[16 mt .., 32 q0 .. 32 q1) W1s[same rows, 8 kTiles columns],
 // x in global memory (m rows of c, c a multiple of 8, 16-byte aligned), W1's rows in shared

@@ -62,22 +62,22 @@ struct FfnSliceTuning {
                              // plan's (the ring form's), 1 on, 2 off (FL_FFN_SLICE's eighth number)
   int stagger = 0;           // the ring's block b starts at chunk b mod chunks: 0 the plan's, 1 on,
                              // 2 off (FL_FFN_SLICE's ninth number)
-  int walk = 0;     // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
-                    // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
-  int split = 0;    // the ring's up product with K split among warps (all of the slice's column
-                    // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
-                    // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
-  int copies = 0;   // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
-                    // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
-                    // first, 4 stepped with the column wrapping in x's and W2's rows, as
-                    // before 2026-11-27 11:00 UTC (FL_FFN_SLICE's twelfth number)
-  int sum = 0;      // the sum of y's shuffle offset: 0 the plan's (worked out ahead), 2 divided
-                    // out after the grid barrier, as before (FL_FFN_SLICE's thirteenth number)
-  int barrier = 0;  // the grid barrier: 0 the plan's (an acq_rel atomic), 2 fences before and
-                    // after, as before (FL_FFN_SLICE's fourteenth number)
-  int direct = 0;   // the ring form's x: 0 the plan's (straight into registers where it fits:
-                    // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
-                    // (FL_FFN_SLICE's fifteenth number)
+  int walk = 0;      // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
+                     // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
+  int split = 0;     // the ring's up product with K split among warps (all of the slice's column
+                     // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
+                     // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
+  int copies = 0;    // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
+                     // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
+                     // first, 4 stepped with the column wrapping in x's and W2's rows, as
+                     // before 2026-11-27 11:00 UTC (FL_FFN_SLICE's twelfth number)
+  int sum = 0;       // the sum of y's shuffle offset: 0 the plan's (worked out ahead), 2 divided
+                     // out after the grid barrier, as before (FL_FFN_SLICE's thirteenth number)
+  int barrier = 0;   // the grid barrier: 0 the plan's (an acq_rel atomic), 2 fences before and
+                     // after, as before (FL_FFN_SLICE's fourteenth number)
+  int direct = 0;    // the ring form's x: 0 the plan's (straight into registers where it fits:
+                     // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
+                     // (FL_FFN_SLICE's fifteenth number)
   int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1: 0 the
                      // plan's, 1 on, 2 off (FL_FFN_SLICE's sixteenth number)
   int deep = 0;      // ring_direct: x's first two batches of loads before W1's wait: 0 the plan's,

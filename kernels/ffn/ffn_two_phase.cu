@@ -31,6 +31,12 @@
 // partial sums 8 x 64 x 768 x 4 B = 1.6 MB of reds. A block's phase 1 copies are 96 KB of x
 // and 36 KB of W1, its phase 2 copies 36 KB of W2 and 48 KB of h. FLOPs: 0.6 GFLOP, 4.7 MFLOP a
 // block, well under a microsecond of mma.sync.
+// Direct up tiles (FfnTwoPhasePlan::direct, a tuning, off: FL_FFN_TWO_PHASE_DIRECT=1): no ring;
+// W1's 24- or 32-column tile resident (over h's tile, asked for with W2's at the start) and each
+// warp's x fragments straight into registers (direct_x.cuh), the parts of K over W1's tile.
+// Measured 1.2-1.5 us faster than the ring at 33-64 tokens (18.8 / 21.4 us), all of it after
+// phase 1 (W2's tile no longer asked for there), and still behind the hidden slice's direct form
+// (17.1 / 18.4 us); 1-32 tokens not measured.
 // It measured slower than the hidden slice at 1-16 tokens and about level with it at 64, so the
 // level table prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom); the figures, its
 // phases and what the profiler showed are in docs/PERFORMANCE.md ("ffn_two_phase measured", "The
@@ -181,7 +187,8 @@ __device__ __forceinline__ void up_tile_direct(const Args& a, unsigned char* sme
   const auto to_h = [&](int row, int col, float v) {
     const int at = j0 + col;
     if (at >= p.h) return;
-    a.h[int64_t(row) * p.h + at] = __float2bfloat16_rn(gelu_tanh_fast(v + __bfloat162float(a.b1[at])));
+    a.h[int64_t(row) * p.h + at] =
+        __float2bfloat16_rn(gelu_tanh_fast(v + __bfloat162float(a.b1[at])));
   };
   slice::reduce_parts<4, kTwoPhaseWarps>(acc, pw, p.mtc, p.up_cols / 8,
                                          reinterpret_cast<float*>(smem + p.off_h), to_h, p.m);

@@ -36,7 +36,9 @@ constexpr int kTwoPhaseMaxStages = 12;  // the ring's most slots (all of K in fl
 constexpr int kTwoPhaseMaxUpCols = 64;  // h's columns an up tile at most (8 column tiles)
 constexpr int kTwoPhaseWarps = 8;
 constexpr size_t kTwoPhaseCounterBytes = 4096;  // the barrier's and the column tiles' counters
-// Whether phase 1 takes the direct up tiles (FfnTwoPhasePlan::direct) where they fit.
+// Whether phase 1 takes the direct up tiles (FfnTwoPhasePlan::direct) where they fit: measured
+// 1.2-1.5 us faster than the ring at 33 and 64 tokens, 1-32 not measured (docs/PERFORMANCE.md),
+// and the kernel runs only when forced, so off until measured there.
 constexpr bool kTwoPhaseDirect = false;
 
 struct FfnTwoPhasePlan {
@@ -111,8 +113,8 @@ inline bool ffn_two_phase_plan_for(int64_t m, int64_t c, int sms, int smem_optin
     p.ld_w2 = ld_w2, p.ld_h = ld_h, p.ld_part = dc + 4;
     p.off_h = w2;
     p.blocks = std::max(p.up_tiles, p.col_tiles * p.splits);
-    p.smem = std::max({p.direct ? 0 : size_t(p.stages) * p.stage_bytes, w2 + std::max(hs, up_room),
-                       part});
+    p.smem = std::max(
+        {p.direct ? 0 : size_t(p.stages) * p.stage_bytes, w2 + std::max(hs, up_room), part});
     *out = p;
     return p.blocks <= sms;
   }

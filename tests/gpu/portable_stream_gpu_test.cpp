@@ -153,11 +153,11 @@ enum class FfnKernel {
   kSliceRing32,         // ... 32 units a block (every column tile a warp's with the split)
   kSliceRingDirect8,    // ... 32 units, x straight into registers (ring_direct), 8 warps, W2
                         // all after the up product, one batch of x's loads before W1's wait
-  kSliceRingDirect16,   // ... 32 units, ring_direct as planned (W2's last rows early, two
-                        // batches), 16 warps
+  kSliceRingDirect16,   // ... 32 units, ring_direct, W2's last rows with W1, two batches of
+                        // x's loads before W1's wait, 16 warps
   kSliceRingNotDirect,  // ... 32 units, x through the ring (ring_direct off)
-  kSliceRingDirectW2Early,  // ... ring_direct, W2's last rows with W1, one batch, the plan's warps
-  kSlicePrefetch        // the plan's, with blocks on the idle SMs prefetching W2 into L2
+  kSliceRingDirectW2Early,  // ... ring_direct as planned: W2's last rows with W1, one batch
+  kSlicePrefetch            // the plan's, with blocks on the idle SMs prefetching W2 into L2
 };
 
 bool is_ring(FfnKernel k) {
@@ -247,10 +247,11 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingStaggered) tuning.stagger = 1;
   if (kernel == FfnKernel::kSliceRingUnsplit) tuning.split = 2;
   if (kernel == FfnKernel::kSliceRing32) tuning.units = 32;
-  if (kernel == FfnKernel::kSliceRingDirect8) tuning.units = 32, tuning.warps = 8, tuning.direct = 1;
+  if (kernel == FfnKernel::kSliceRingDirect8)
+    tuning.units = 32, tuning.warps = 8, tuning.direct = 1;
   if (kernel == FfnKernel::kSliceRingDirect8) tuning.w2_early = 2, tuning.deep = 2;
   if (kernel == FfnKernel::kSliceRingDirect16) tuning.units = 32, tuning.warps = 16;
-  if (kernel == FfnKernel::kSliceRingDirect16) tuning.direct = 1;
+  if (kernel == FfnKernel::kSliceRingDirect16) tuning.direct = 1, tuning.deep = 1;
   if (kernel == FfnKernel::kSliceRingNotDirect) tuning.units = 32, tuning.direct = 2;
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.units = 32, tuning.direct = 1;
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.w2_early = 1, tuning.deep = 2;
@@ -515,8 +516,8 @@ TEST_P(PortableStream, HiddenSliceFfnRingSmallShapes) {
 TEST_P(PortableStream, HiddenSliceFfnRingDirect) {
   unsigned seed = 231;
   int ran = 0;
-  for (const Shape& s : {Shape{1, 40}, Shape{35, 40}, Shape{17, 200}, Shape{64, 136},
-                         Shape{9, 72}, Shape{61, 72}, Shape{13, 131}}) {
+  for (const Shape& s : {Shape{1, 40}, Shape{35, 40}, Shape{17, 200}, Shape{64, 136}, Shape{9, 72},
+                         Shape{61, 72}, Shape{13, 131}}) {
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect8, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingDirect16, &ran);
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingNotDirect, &ran);

@@ -56,9 +56,10 @@ template Status fill_uniform<__nv_bfloat16>(__nv_bfloat16*, int64_t, uint64_t, f
 template Status fill_nan<float>(float*, int64_t, cudaStream_t);
 template Status fill_nan<__nv_bfloat16>(__nv_bfloat16*, int64_t, cudaStream_t);
 
-CheckResult finish_check(const ErrorSums& sums, double tolerance) {
+CheckResult finish_check(const ErrorSums& sums, double tolerance, double rms_floor) {
   CheckResult r;
-  r.rel_l2_error = relative_l2_error(sums.err2, sums.ref2, static_cast<int64_t>(sums.count));
+  r.rel_l2_error =
+      relative_l2_error(sums.err2, sums.ref2, static_cast<int64_t>(sums.count), rms_floor);
   double max_abs;
   static_assert(sizeof(max_abs) == sizeof(sums.max_abs_bits), "double is 64 bits");
   std::memcpy(&max_abs, &sums.max_abs_bits, sizeof(max_abs));

@@ -211,6 +211,8 @@ __device__ inline void block_accumulate(ErrorSums* sums, ErrorPartial p) {
 }
 
 // Turns the device sums (already copied to the host) into a CheckResult.
-CheckResult finish_check(const ErrorSums& sums, double tolerance);
+// `rms_floor`: relative_l2_error's.
+CheckResult finish_check(const ErrorSums& sums, double tolerance,
+                         double rms_floor = kDefaultRmsFloor);
 
 }  // namespace fl

@@ -34,9 +34,8 @@ std::string precision_unsupported_reason(Precision p, int cc_major, int cc_minor
   return "";
 }
 
-double relative_l2_error(double err2, double ref2, int64_t count) {
-  constexpr double kRmsFloor = 1e-3;
-  const double denominator = std::sqrt(ref2 + double(count) * kRmsFloor * kRmsFloor);
+double relative_l2_error(double err2, double ref2, int64_t count, double rms_floor) {
+  const double denominator = std::sqrt(ref2 + double(count) * rms_floor * rms_floor);
   return denominator > 0 ? std::sqrt(err2) / denominator : 0.0;
 }
 

@@ -177,10 +177,13 @@ struct LaunchTraffic {
   int64_t bytes() const { return bytes_read + bytes_written; }
 };
 
-// ||out - ref|| / ||ref||, with an absolute floor: the reference's RMS counts as at least 1e-3,
-// so a handful of outputs that are all nearly zero (GELU's negative tail) cannot turn rounding
-// into a large "relative" error. For data of unit scale the floor changes nothing.
-double relative_l2_error(double err2, double ref2, int64_t count);
+// ||out - ref|| / ||ref||, with an absolute floor: the reference's RMS counts as at least
+// `rms_floor` (1e-3 unless the lesson says otherwise, Lesson::rms_floor), so a handful of
+// outputs that are all nearly zero (GELU's negative tail) cannot turn rounding into a large
+// "relative" error. For data of unit scale the floor changes nothing.
+constexpr double kDefaultRmsFloor = 1e-3;
+double relative_l2_error(double err2, double ref2, int64_t count,
+                         double rms_floor = kDefaultRmsFloor);
 
 // The output of one level compared with the fp64 reference computed on the GPU.
 struct CheckResult {
@@ -269,6 +272,9 @@ class Lesson {
   virtual std::vector<HostTensor> reference(const std::vector<HostTensor>& inputs) const = 0;
   // Relative-L2 tolerance for outputs of this precision against the reference.
   virtual double tolerance(Precision p) const = 0;
+  // The RMS the reference counts as at least when the relative error is taken
+  // (relative_l2_error); the GEMM lessons raise it (gemm::kOutputRmsFloor).
+  virtual double rms_floor() const { return kDefaultRmsFloor; }
 
   // Which variant of launch `launch` of `level` runs at `shape` and precision `p` on `gpu`,
   // and why (kernels/variants.h): from the info's variant ranges; a lesson with a level table

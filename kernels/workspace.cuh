@@ -54,10 +54,11 @@ Status poison_elements(std::initializer_list<Elements> buffers, cudaStream_t str
 
 // Runs one fp64 check: zeroes `sums`, calls launch_check(ErrorSums*) to enqueue the check kernel
 // (it may return a Status), copies the sums back and turns them into a CheckResult.
-// Synchronizes `stream`.
+// Synchronizes `stream`. `rms_floor`: relative_l2_error's.
 template <typename LaunchCheck>
 Status run_check(const DeviceBuffer& sums, double tolerance, cudaStream_t stream,
-                 LaunchCheck launch_check, CheckResult* result) {
+                 LaunchCheck launch_check, CheckResult* result,
+                 double rms_floor = kDefaultRmsFloor) {
   FL_CUDA_TRY(cudaMemsetAsync(sums.get(), 0, sizeof(ErrorSums), stream));
   if constexpr (std::is_same<decltype(launch_check(sums.as<ErrorSums>())), Status>::value) {
     FL_TRY(launch_check(sums.as<ErrorSums>()));  // a launcher that reports its own errors
@@ -68,7 +69,7 @@ Status run_check(const DeviceBuffer& sums, double tolerance, cudaStream_t stream
   ErrorSums host{};
   FL_CUDA_TRY(cudaMemcpyAsync(&host, sums.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
   FL_CUDA_TRY(cudaStreamSynchronize(stream));
-  *result = finish_check(host, tolerance);
+  *result = finish_check(host, tolerance, rms_floor);
   return Status::Ok();
 }
 

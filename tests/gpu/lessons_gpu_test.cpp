@@ -64,7 +64,7 @@ Compared compare_with_cpu(const Lesson& lesson, Workspace& ws, cudaStream_t stre
       ++count;
     }
   }
-  c.rel_l2 = relative_l2_error(err2, ref2, count);
+  c.rel_l2 = relative_l2_error(err2, ref2, count, lesson.rms_floor());
   return c;
 }
 

@@ -82,6 +82,10 @@ TEST(RelativeError, RelativeToTheReferenceWithAnAbsoluteFloor) {
   // A real error on such data is still caught.
   EXPECT_GT(relative_l2_error(1e-4, 1e-18, 1), 1.0);
   EXPECT_EQ(relative_l2_error(0, 0, 0), 0.0);
+  // A lesson's own floor: three outputs of RMS 0.05 with errors of RMS 2e-3 read 4% against the
+  // default floor, 0.57% against the GEMM lessons' 0.35 (sqrt(0.05^2 + 0.35^2) = 0.354).
+  EXPECT_NEAR(relative_l2_error(3 * 4e-6, 3 * 2.5e-3, 3), 0.04, 1e-4);
+  EXPECT_NEAR(relative_l2_error(3 * 4e-6, 3 * 2.5e-3, 3, 0.35), 2e-3 / std::sqrt(0.125), 1e-6);
 }
 
 }  // namespace

@@ -251,6 +251,17 @@ std::vector<Variant> copy_timing_sets() {
           {"+ after inputs", after_inputs}};
 }
 
+// Runs level 4 on poisoned outputs and checks y on the GPU (fp64); returns y.
+#define EXPECT_CHECKED_STEP(ws, out)                                                              \
+  do {                                                                                            \
+    ASSERT_TRUE((ws).poison_outputs(stream_).ok());                                               \
+    ASSERT_TRUE(run((ws), 4).ok());                                                               \
+    CheckResult gpu_;                                                                             \
+    ASSERT_TRUE((ws).check(stream_, &gpu_).ok());                                                 \
+    EXPECT_TRUE(gpu_.passed) << "rel " << gpu_.rel_l2_error << " non-finite " << gpu_.non_finite; \
+    (out) = output(ws);                                                                           \
+  } while (0)
+
 class Gpt2DecodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -285,6 +296,43 @@ class Gpt2DecodeGpu : public ::testing::Test {
     }
     return std::sqrt(e / r);
   }
+  // A workspace at `shape` with inputs from `seed`, and the fp64 CPU reference of its output.
+  void prepare(Shape shape, uint64_t seed, std::unique_ptr<Workspace>* ws,
+               std::vector<double>* ref) {
+    const Status made = lesson_->create_workspace(shape, Precision::bf16, ws);
+    ASSERT_TRUE(made.ok()) << made.message();
+    ASSERT_TRUE((*ws)->fill_inputs(seed, stream_).ok());
+    std::vector<HostTensor> in, out;
+    ASSERT_TRUE((*ws)->download(stream_, &in, &out).ok());
+    *ref = lesson_->reference(in).at(0).values;
+  }
+  // At a cache of 133 and 1 and 3 tokens: the lesson's step on the full grid, then `options` on
+  // each of `blocks` blocks, each step twice with other inputs (checked by the GPU's fp64
+  // check), the second against the full grid's step. FL_DECODE_SMALL=1 (what compute-sanitizer
+  // runs): 1 token on 2 blocks.
+  void check_partial_grids(const gpt2::MegakernelOptions& options, std::vector<int> blocks) {
+    const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
+    for (int tokens : {1, 3}) {
+      if (small && tokens > 1) break;
+      std::unique_ptr<Workspace> ws;
+      ASSERT_TRUE(lesson_->create_workspace(Shape{133, tokens}, Precision::bf16, &ws).ok());
+      ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
+      ASSERT_TRUE(run(*ws, 4).ok());
+      const std::vector<double> full = output(*ws);
+      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, options).ok());
+      for (int b : blocks) {
+        if (small && b != 2) continue;
+        SCOPED_TRACE(std::to_string(b) + " blocks, " + std::to_string(tokens) + " tokens");
+        ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, b).ok());
+        for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
+          ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+          std::vector<double> y;
+          EXPECT_CHECKED_STEP(*ws, y);
+        }
+        EXPECT_LT(rel(output(*ws), full), 1e-5);  // seed 5 again: the full grid's step
+      }
+    }
+  }
   const Lesson* lesson_ = nullptr;
   cudaStream_t stream_ = nullptr;
 };
@@ -298,12 +346,8 @@ TEST_F(Gpt2DecodeGpu, EveryLevelMatchesTheCpuReference) {
   for (const Shape& shape : shapes) {
     SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
     std::unique_ptr<Workspace> ws;
-    const Status made = lesson_->create_workspace(shape, Precision::bf16, &ws);
-    ASSERT_TRUE(made.ok()) << made.message();
-    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-    std::vector<HostTensor> in, out;
-    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
-    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    std::vector<double> ref;
+    ASSERT_NO_FATAL_FAILURE(prepare(shape, rng(), &ws, &ref));
     for (int level = 0; level < lesson_->level_count(); ++level) {
       SCOPED_TRACE("level " + std::to_string(level));
       ASSERT_TRUE(ws->poison_outputs(stream_).ok());
@@ -390,17 +434,6 @@ gpt2::MegakernelOptions other_options_by_head() {
   o.head_proj = true;
   return o;
 }
-
-// Runs level 4 on poisoned outputs and checks y on the GPU (fp64); returns y.
-#define EXPECT_CHECKED_STEP(ws, out)                                                              \
-  do {                                                                                            \
-    ASSERT_TRUE((ws).poison_outputs(stream_).ok());                                               \
-    ASSERT_TRUE(run((ws), 4).ok());                                                               \
-    CheckResult gpu_;                                                                             \
-    ASSERT_TRUE((ws).check(stream_, &gpu_).ok());                                                 \
-    EXPECT_TRUE(gpu_.passed) << "rel " << gpu_.rel_l2_error << " non-finite " << gpu_.non_finite; \
-    (out) = output(ws);                                                                           \
-  } while (0)
 
 // Grid splits (MegakernelOptions::grid_splits) longer than a buffer: at a cache of 4001 a full
 // grid of 132 blocks takes 11 splits of 364 keys (44 of them from global memory), 2 blocks one
@@ -1016,11 +1049,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelProjReadsRows) {
   for (const Shape& shape : shapes) {
     SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
     std::unique_ptr<Workspace> ws;
-    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
-    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-    std::vector<HostTensor> in, out;
-    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
-    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    std::vector<double> ref;
+    ASSERT_NO_FATAL_FAILURE(prepare(shape, rng(), &ws, &ref));
     for (const Variant& v : rows_sets()) {
       SCOPED_TRACE(v.name);
       ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
@@ -1037,26 +1067,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelProjReadsRows) {
       }
     }
   }
-  for (int tokens : {1, 3}) {
-    if (small && tokens > 1) break;
-    std::unique_ptr<Workspace> ws;
-    ASSERT_TRUE(lesson_->create_workspace(Shape{133, tokens}, Precision::bf16, &ws).ok());
-    ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
-    ASSERT_TRUE(run(*ws, 4).ok());
-    const std::vector<double> full = output(*ws);
-    ASSERT_TRUE(gpt2::set_megakernel_options(*ws, rows_sets().at(1).options).ok());
-    for (int blocks : {2, 5, 17}) {
-      if (small && blocks > 2) break;
-      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + std::to_string(tokens) + " tokens");
-      ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
-      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
-        ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
-        std::vector<double> y;
-        EXPECT_CHECKED_STEP(*ws, y);
-      }
-      EXPECT_LT(rel(output(*ws), full), 1e-5);  // seed 5 again: the full grid's step
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(check_partial_grids(rows_sets().at(1).options, {2, 5, 17}));
 }
 
 // Attention reading its head's flagged q, k and v words (MegakernelOptions::qkv_words) against
@@ -1076,11 +1087,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelQkvWords) {
   for (const Shape& shape : shapes) {
     SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
     std::unique_ptr<Workspace> ws;
-    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
-    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-    std::vector<HostTensor> in, out;
-    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
-    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    std::vector<double> ref;
+    ASSERT_NO_FATAL_FAILURE(prepare(shape, rng(), &ws, &ref));
     std::vector<double> before;
     for (const Variant& v : words_sets()) {
       SCOPED_TRACE(v.name);
@@ -1104,26 +1112,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelQkvWords) {
         EXPECT_LT(rel(output(*ws), before), 1e-4);
     }
   }
-  for (int tokens : {1, 3}) {
-    if (small && tokens > 1) break;
-    std::unique_ptr<Workspace> ws;
-    ASSERT_TRUE(lesson_->create_workspace(Shape{133, tokens}, Precision::bf16, &ws).ok());
-    ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
-    ASSERT_TRUE(run(*ws, 4).ok());
-    const std::vector<double> full = output(*ws);
-    ASSERT_TRUE(gpt2::set_megakernel_options(*ws, words_sets().at(1).options).ok());
-    for (int blocks : {2, 1, 5, 17}) {
-      if (small && blocks != 2) continue;
-      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + std::to_string(tokens) + " tokens");
-      ASSERT_TRUE(gpt2::set_megakernel_blocks(*ws, blocks).ok());
-      for (uint64_t seed : {uint64_t(77), uint64_t(5)}) {
-        ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
-        std::vector<double> y;
-        EXPECT_CHECKED_STEP(*ws, y);
-      }
-      EXPECT_LT(rel(output(*ws), full), 1e-5);  // seed 5 again: the full grid's step
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(check_partial_grids(words_sets().at(1).options, {2, 1, 5, 17}));
 }
 
 // When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a
@@ -1229,11 +1218,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelLastSplitProjMatchesTheCpuReference) {
   for (const Shape& shape : {Shape{37, 1}, Shape{515, 16}, Shape{1001, 7}}) {
     SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
     std::unique_ptr<Workspace> ws;
-    ASSERT_TRUE(lesson_->create_workspace(shape, Precision::bf16, &ws).ok());
-    ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
-    std::vector<HostTensor> in, out;
-    ASSERT_TRUE(ws->download(stream_, &in, &out).ok());
-    const std::vector<double> ref = lesson_->reference(in).at(0).values;
+    std::vector<double> ref;
+    ASSERT_NO_FATAL_FAILURE(prepare(shape, rng(), &ws, &ref));
     for (const Variant& v : last_proj_sets()) {
       SCOPED_TRACE(v.name);
       ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());

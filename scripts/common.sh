@@ -94,3 +94,59 @@ gpu_check_build() {
   fi
   rm -f "$OUT/build.log"
 }
+
+# ---- the one-call A/B checks' steps (after gpu_check_begin and gpu_check_build) ----
+# They read `limit` (the seconds the script plans for, counted from t0), `app` (the fusionlab
+# binary) and `G` (the GPU test binary).
+
+# Seconds left of `limit`.
+gpu_check_left() { echo $(( limit - ($(date +%s) - t0) )); }
+
+# gpu_check_row NAME ENV RESERVE BENCH_ARG...: `$app bench BENCH_ARG...` with ENV (NAME=VALUE
+# words, e.g. "FL_NONE=1" for none) in at most 30 s, unless fewer than RESERVE seconds are left
+# (then a "skipped" line); the output appended to $OUT/bench.txt under a "--- NAME" line, its
+# table's rows as one line of $S.
+gpu_check_row() {
+  local name=$1 env_words=$2 reserve=$3 out
+  shift 3
+  (( $(gpu_check_left) > reserve )) || { echo "$name: skipped (time)" | tee -a "$S"; return; }
+  # shellcheck disable=SC2086  # ENV is a list of NAME=VALUE words
+  out=$(env $env_words timeout 30 "$app" bench "$@" 2>&1)
+  { echo "--- $name ($env_words $*) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
+  echo "$name: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
+}
+
+# gpu_check_phases NAME ENV RESERVE BENCH_ARG...: the same run with --phases, appended to
+# $OUT/phases.txt (nothing in $S).
+gpu_check_phases() {
+  local name=$1 env_words=$2 reserve=$3
+  shift 3
+  (( $(gpu_check_left) > reserve )) || return 0
+  # shellcheck disable=SC2086
+  { echo "--- phases $name ($env_words $*)"; env $env_words timeout 20 "$app" bench "$@" --phases 2>&1; } \
+    >> "$OUT/phases.txt"
+}
+
+# gpu_check_lane NAME ENV FILTER [SANITIZER]: the GPU tests matching FILTER (with ENV, NAME=VALUE
+# words) in the background until 4 s before `limit`, under compute-sanitizer's SANITIZER tool
+# (memcheck, racecheck, synccheck) when given; the log is $OUT/NAME.log. Call `wait`, then
+# gpu_check_lanes_summary with the same names.
+gpu_check_lane() {
+  local name=$1 env_words=$2 filter=$3 tool=${4:-} t
+  t=$(( $(gpu_check_left) - 4 ))
+  local run=(stdbuf -oL)
+  [[ -n $tool ]] && run=(compute-sanitizer --tool "$tool" --error-exitcode 9)
+  # shellcheck disable=SC2086
+  env $env_words timeout "$t" "${run[@]}" "$G" --gtest_filter="$filter" > "$OUT/$name.log" 2>&1 &
+}
+
+# gpu_check_lanes_summary NAME...: a line of $S a lane (tests passed, gtest's verdict, the
+# sanitizer's summary, failed tests), then the logs tarred into $OUT/logs.tgz.
+gpu_check_lanes_summary() {
+  local f
+  for f in "$@"; do
+    echo "$f: $(grep -cE '^\[       OK' "$OUT/$f.log") ok, $(grep -E '^\[  (FAILED|PASSED)|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$f.log" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" |
+      tee -a "$S"
+  done
+  tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls ./*.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
+}

@@ -16,55 +16,37 @@ cd "$(dirname "$0")/.."
 source scripts/common.sh
 gpu_check_begin
 limit=${FL_CHECK_LIMIT:-194}
-left() { echo $(( limit - ($(date +%s) - t0) )); }
 build=../build-port24
 gpu_check_build "$build" 150 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
-B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"
-row() {  # name, env (NAME=VALUE ...), extra bench arguments (may be empty)
-  local out
-  (( $(left) > 85 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
-  out=$(env $2 timeout 20 "$app" bench --lesson ffn $B --sizes 33,64 ${3:-} 2>&1)
-  { echo "--- $1 ($2 ${3:-}) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
-  echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
-}
+G="$build/tests/fusionlab_gpu_tests"
+B=(--lesson ffn --levels 1,2 --sizes 33,64 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
 OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,2
 ONE=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,2
 TP="--variant ffn_fused=ffn_two_phase"
 TPD="FL_FFN_TWO_PHASE=0,0,0,99 FL_FFN_TWO_PHASE_DIRECT=1"
 for i in 1 2 3; do
-  row "direct-$i" FL_NONE=1
-  row "ring-$i" "$OLD"
-  row "direct-one-batch-$i" "$ONE"
-  row "two-phase-direct-$i" "$TPD" "$TP"
+  gpu_check_row "direct-$i" FL_NONE=1 85 "${B[@]}"
+  gpu_check_row "ring-$i" "$OLD" 85 "${B[@]}"
+  gpu_check_row "direct-one-batch-$i" "$ONE" 85 "${B[@]}"
+  gpu_check_row "two-phase-direct-$i" "$TPD" 85 "${B[@]}" $TP
 done
-row "two-phase-ring" FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
-row "direct-8-warps" FL_FFN_SLICE=8
-row "direct-no-w2-early" FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,2
-phases() {  # env, extra bench arguments
-  (( $(left) > 85 )) || return
-  { echo "--- phases 33,64 ($1 ${2:-})"; env $1 timeout 12 "$app" bench --lesson ffn --levels 2 \
-      --sizes 33,64 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases \
-      ${2:-} 2>&1; } >> "$OUT/phases.txt"
-}
-phases FL_NONE=1
-phases "$ONE"
-phases "$TPD" "$TP"
-phases FL_FFN_TWO_PHASE=0,0,0,99 "$TP"
+gpu_check_row "two-phase-ring" FL_FFN_TWO_PHASE=0,0,0,99 85 "${B[@]}" $TP
+gpu_check_row "direct-8-warps" FL_FFN_SLICE=8 85 "${B[@]}"
+gpu_check_row "direct-no-w2-early" FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,2 85 "${B[@]}"
+P=(--lesson ffn --levels 2 --sizes 33,64 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6)
+gpu_check_phases direct FL_NONE=1 85 "${P[@]}"
+gpu_check_phases one-batch "$ONE" 85 "${P[@]}"
+gpu_check_phases two-phase-direct "$TPD" 85 "${P[@]}" $TP
+gpu_check_phases two-phase-ring FL_FFN_TWO_PHASE=0,0,0,99 85 "${P[@]}" $TP
 echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 # Nothing timed from here: the tests and the sanitizers in parallel.
-t=$(( $(left) - 4 ))
-G="$build/tests/fusionlab_gpu_tests"
 SMALL='*PortableStream*HiddenSliceFfnRingDirect/*:*PortableStream*HiddenSliceFfnRingSmallShapes*:FfnTwoPhase.DirectSmall'
-stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSliceFfnRingForms*:*RingDirectWide*' > "$OUT/ring-forms.log" 2>&1 &
-stdbuf -oL timeout "$t" "$G" --gtest_filter="${FL_CHECK_TESTS:-*HiddenSlice*:*PortableStream*:*FfnTwoPhase*:-*HiddenSliceFfnRingForms*:*RingDirectWide*}" > "$OUT/gpu.log" 2>&1 &
-for tool in memcheck racecheck; do
-  timeout "$t" compute-sanitizer --tool $tool --error-exitcode 9 "$G" --gtest_filter="$SMALL" > "$OUT/san-$tool.log" 2>&1 &
-done
+gpu_check_lane ring-forms FL_NONE=1 '*HiddenSliceFfnRingForms*:*RingDirectWide*'
+gpu_check_lane gpu FL_NONE=1 "${FL_CHECK_TESTS:-*HiddenSlice*:*PortableStream*:*FfnTwoPhase*:-*HiddenSliceFfnRingForms*:*RingDirectWide*}"
+gpu_check_lane san-memcheck FL_NONE=1 "$SMALL" memcheck
+gpu_check_lane san-racecheck FL_NONE=1 "$SMALL" racecheck
 wait
-for f in ring-forms gpu san-memcheck san-racecheck; do
-  echo "$f: $(grep -cE '^\[       OK' "$OUT/$f.log") ok, $(grep -E '^\[  (FAILED|PASSED)|ERROR SUMMARY|RACECHECK SUMMARY|^\[  FAILED' "$OUT/$f.log" | sort | uniq -c | tr '\n' ' ')" | tee -a "$S"
-done
-tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
+gpu_check_lanes_summary ring-forms gpu san-memcheck san-racecheck
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

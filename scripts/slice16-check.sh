@@ -13,42 +13,27 @@ cd "$(dirname "$0")/.."
 source scripts/common.sh
 gpu_check_begin
 limit=${FL_CHECK_LIMIT:-194}
-left() { echo $(( limit - ($(date +%s) - t0) )); }
 build=../build-port22
 gpu_check_build "$build" 150 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
-B="--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20"
-row() {  # name, env (NAME=VALUE)
-  local out
-  (( $(left) > 70 )) || { echo "$1: skipped (time)" | tee -a "$S"; return; }
-  out=$(env "$2" timeout 20 "$app" bench --lesson ffn $B --sizes 1,16,64 2>&1)
-  { echo "--- $1 ($2) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
-  echo "$1: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
-}
+G="$build/tests/fusionlab_gpu_tests"
+B=(--lesson ffn --levels 1,2 --sizes 1,16,64 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
 OLD=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,4,2,2
 for i in 1 2 3; do
-  row "new-$i" FL_NONE=1
-  row "old-$i" "$OLD"
+  gpu_check_row "new-$i" FL_NONE=1 70 "${B[@]}"
+  gpu_check_row "old-$i" "$OLD" 70 "${B[@]}"
 done
-for e in FL_NONE=1 "$OLD"; do
-  (( $(left) > 60 )) || break
-  { echo "--- phases 16 ($e)"; env "$e" timeout 12 "$app" bench --lesson ffn --levels 2 --sizes 16 \
-      --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6 --phases 2>&1; } >> "$OUT/phases.txt"
-done
+P=(--lesson ffn --levels 2 --sizes 16 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6)
+gpu_check_phases new FL_NONE=1 60 "${P[@]}"
+gpu_check_phases old "$OLD" 60 "${P[@]}"
 echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 # Nothing timed from here: the tests and the sanitizers in parallel.
-t=$(( $(left) - 4 ))
-G="$build/tests/fusionlab_gpu_tests"
 SMALL='*PortableStream*HiddenSliceFfnWithW2Late*:*PortableStream*HiddenSliceFfnRingSmallShapes*'
-stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSliceFfnRingForms*' > "$OUT/ring-forms.log" 2>&1 &
-stdbuf -oL timeout "$t" "$G" --gtest_filter='*HiddenSlice*:*PortableStream*:-*HiddenSliceFfnRingForms*' > "$OUT/gpu.log" 2>&1 &
-for tool in memcheck racecheck; do
-  timeout "$t" compute-sanitizer --tool $tool --error-exitcode 9 "$G" --gtest_filter="$SMALL" > "$OUT/san-$tool.log" 2>&1 &
-done
+gpu_check_lane ring-forms FL_NONE=1 '*HiddenSliceFfnRingForms*'
+gpu_check_lane gpu FL_NONE=1 '*HiddenSlice*:*PortableStream*:-*HiddenSliceFfnRingForms*'
+gpu_check_lane san-memcheck FL_NONE=1 "$SMALL" memcheck
+gpu_check_lane san-racecheck FL_NONE=1 "$SMALL" racecheck
 wait
-for f in ring-forms gpu san-memcheck san-racecheck; do
-  echo "$f: $(grep -cE '^\[       OK' "$OUT/$f.log") ok, $(grep -E '^\[  (FAILED|PASSED)|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$f.log" | tr '\n' ' ')" | tee -a "$S"
-done
-tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
+gpu_check_lanes_summary ring-forms gpu san-memcheck san-racecheck
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

@@ -59,6 +59,7 @@ __device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kB
                                           int q1, int t, const unsigned (&b_lane)[2],
                                           unsigned group_bytes) {
   static_assert(kTiles == 3 || kTiles == 4, "3 or 4 column tiles a warp");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Mma = slice::WarpMma<__nv_bfloat16, 4>;
 #pragma unroll
   for (int b = 0; b < kBatch; ++b) {
@@ -88,6 +89,9 @@ __device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kB
       if constexpr (kTiles == 4) Mma::mma(acc[3], a0, a1, a2, a3, f[1][2], f[1][3]);
     }
   }
+#else
+  __trap();  // bf16 needs compute capability 8.0 (the lessons do not offer it below)
+#endif
 }
 
 // One warp's product: acc[nt] += x[16 mt .., 32 q0 .. 32 q1) W1s[same rows, 8 kTiles columns],

@@ -63,14 +63,14 @@ struct FfnSliceTuning {
   int stagger = 0;           // the ring's block b starts at chunk b mod chunks: 0 the plan's, 1 on,
                              // 2 off (FL_FFN_SLICE's ninth number)
   int walk = 0;      // the ring's copies of x: 0 the plan's (each thread's walk worked out once a
-                     // launch), 2 stage() every chunk, as before 2026-11-27 (FL_FFN_SLICE's tenth)
+                     // launch), 2 stage() every chunk, the form before (FL_FFN_SLICE's tenth)
   int split = 0;     // the ring's up product with K split among warps (all of the slice's column
                      // tiles a warp): 0 the plan's, 1 on, 2 off: a warp's column tiles over all of
-                     // K, as before 2026-11-27 (FL_FFN_SLICE's eleventh number)
+                     // K, the form before (FL_FFN_SLICE's eleventh number)
   int copies = 0;    // the resident copies: 0 the plan's (offsets stepped by constants), 2 stage()
-                     // a copy, as before 2026-11-27, 3 stepped with W1's lines asked into L2
+                     // a copy (the form before), 3 stepped with W1's lines asked into L2
                      // first, 4 stepped with the column wrapping in x's and W2's rows, as
-                     // before 2026-11-27 11:00 UTC (FL_FFN_SLICE's twelfth number)
+                     // before (FL_FFN_SLICE's twelfth number)
   int sum = 0;       // the sum of y's shuffle offset: 0 the plan's (worked out ahead), 2 divided
                      // out after the grid barrier, as before (FL_FFN_SLICE's thirteenth number)
   int barrier = 0;   // the grid barrier: 0 the plan's (an acq_rel atomic), 2 fences before and

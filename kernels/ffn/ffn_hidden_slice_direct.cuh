@@ -2,9 +2,9 @@
 // where W1 is resident, 32 units a block, C a multiple of 8): no ring of x in shared memory, no
 // barrier or cp.async wait a chunk.
 //
-// Why: the ring's up product measured ~0.74 us a 64-wide K chunk at 64 tokens (12 chunks, 8.8
-// us), bound by each chunk's fixed instructions (the wait, the block barrier, x's copies, the
-// slot's addresses) at 4 warps a scheduler, not by bytes (docs/PERFORMANCE.md). Here each warp
+// Against the ring form: the ring's up product is bound by each chunk's fixed instructions (the
+// wait, the block barrier, x's copies, the slot's addresses) at 4 warps a scheduler, not by bytes
+// (docs/PERFORMANCE.md has the profile and both forms measured). Here each warp
 // loads its own A fragments from global memory (L2: every block reads all of x) with one 16-byte
 // load a row per 32 of K, all of a warp's loads in flight at once, and multiplies them by W1's
 // resident columns (direct_x.cuh: K permuted within 32-wide groups alike for x and W1): the block
@@ -14,10 +14,8 @@
 // W1's columns (slice::reduce_parts), then W2's rows are asked for over them, as in the ring
 // (with w2_early_from, the plan's, W2's last rows lie in the unused slots and came with W1).
 // Bytes: every block reads x's 96 KB from L2 (9.4 MB over 96 blocks, as the ring did), W1's 48
-// KB slice from DRAM; no shared memory for x.
-// Measured (H100 as an sm_86 card, 2026-11-27, docs/PERFORMANCE.md): the up product at 64 tokens
-// 8.8 -> 4.7 us, the FFN 22.4 -> 18.4 us (0.79-0.81x level 1), 33 tokens 22.6 -> 17.1 us; x's
-// loads asked for further ahead made it slower, so what bounds the 4.7 us is not their latency.
+// KB slice from DRAM; no shared memory for x. FLOPs a block at 64 tokens: 2 x 64 x 768 x 32 =
+// 3.1 M for the up product, as many for the down.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -85,17 +85,17 @@ constexpr bool kSliceRingStagger = false;
 constexpr bool kSliceRingSplit = true;
 // Whether the ring form's warps load x's fragments straight from global memory into registers,
 // K permuted within 32-wide groups alike for x and W1, instead of x through the ring
-// (ring_direct; FL_FFN_SLICE's fifteenth number: 1 on, 2 off), where it fits. Measured 4.0 us
-// faster at 64 tokens and 5.5-6.5 at 33 (docs/PERFORMANCE.md), so on.
+// (ring_direct; FL_FFN_SLICE's fifteenth number: 1 on, 2 off), where it fits. Measured faster
+// at 33-64 tokens (docs/PERFORMANCE.md), so on.
 constexpr bool kSliceRingDirect = true;
 // ring_direct: a warp asks for its first two batches of x's loads (6 of K's 32-wide groups:
 // all of them at C = 768 on 16 warps) before it waits for W1, else one (FL_FFN_SLICE's
-// seventeenth number: 1 on, 2 off). Measured 0.35-0.7 us slower at 33-64 tokens (its up product
-// 0.6 us longer at 64: x's loads are not waiting on their latency; docs/PERFORMANCE.md), so off.
+// seventeenth number: 1 on, 2 off). Measured slower at 33-64 tokens (x's loads are not waiting
+// on their latency; docs/PERFORMANCE.md), so off.
 constexpr bool kSliceDirectDeep = false;
 // ring_direct: W2's rows that fit the unused slots asked for with W1 (ffn_slice_w2_early;
-// FL_FFN_SLICE's sixteenth number: 1 on, 2 off). Measured 0.03-0.09 us faster at 64 tokens and
-// 0.2-0.25 us at 33 with one batch of x's loads ahead (docs/PERFORMANCE.md), so on.
+// FL_FFN_SLICE's sixteenth number: 1 on, 2 off). Measured a little faster at 33-64 tokens
+// (docs/PERFORMANCE.md), so on.
 constexpr bool kSliceW2Early = true;
 
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather

@@ -3,8 +3,8 @@
 // card's 99 KiB a block at 33-64 bf16 tokens: x's 64 rows alone are 96 KB), x streams through a
 // cp.async ring in K chunks instead of being held whole. Where W1 is resident, the slice 32 units
 // and C a multiple of 8 (the plan's shapes at C = 768), ffn_hidden_slice_direct.cuh replaces the
-// ring's up product: x's fragments straight into registers (ring_direct; 4 us faster at 64
-// tokens); ring_issue() then asks for no chunks.
+// ring's up product: x's fragments straight into registers (ring_direct, measured
+// faster at 33-64 tokens); ring_issue() then asks for no chunks.
 //
 // What changes against the resident form: the up product runs chunk by chunk as x's chunks land,
 // K split among warps as there (ring_split): warp w takes row tile w % mtc, all of the slice's

@@ -112,8 +112,8 @@ constexpr int kItemCols = 16 / int(sizeof(S));
 // split) of the shares; at the block's first tile, its first share's offset in the partial sums
 // (in values of S), the offset from one of its shares to its next (`split` blocks on) and how
 // many it adds; `apart` = 32 / split, the lanes between an item's parts (the shuffles' last
-// offset), worked out here (0 where the plan asks for the division after the barrier, as before
-// 2026-11-27 11:00 UTC: sum_apart_ahead off).
+// offset), worked out here (0 where the plan asks for the division after the barrier:
+// sum_apart_ahead off, the form before).
 struct SumLane {
   int item, part, split, loads, apart;
   int64_t src, step;

@@ -34,9 +34,9 @@
 // Direct up tiles (FfnTwoPhasePlan::direct, a tuning, off: FL_FFN_TWO_PHASE_DIRECT=1): no ring;
 // W1's 24- or 32-column tile resident (over h's tile, asked for with W2's at the start) and each
 // warp's x fragments straight into registers (direct_x.cuh), the parts of K over W1's tile.
-// Measured 1.2-1.5 us faster than the ring at 33-64 tokens (18.8 / 21.4 us), all of it after
-// phase 1 (W2's tile no longer asked for there), and still behind the hidden slice's direct form
-// (17.1 / 18.4 us); 1-32 tokens not measured.
+// Measured faster than the ring at 33-64 tokens, all of it after phase 1 (W2's tile no longer
+// asked for there), and still behind the hidden slice's direct form; 1-32 tokens not measured
+// (docs/PERFORMANCE.md has the figures).
 // It measured slower than the hidden slice at 1-16 tokens and about level with it at 64, so the
 // level table prefers it nowhere (ffn_two_phase_plan.h's kTwoPhaseFrom); the figures, its
 // phases and what the profiler showed are in docs/PERFORMANCE.md ("ffn_two_phase measured", "The

@@ -37,7 +37,7 @@ constexpr int kTwoPhaseMaxUpCols = 64;  // h's columns an up tile at most (8 col
 constexpr int kTwoPhaseWarps = 8;
 constexpr size_t kTwoPhaseCounterBytes = 4096;  // the barrier's and the column tiles' counters
 // Whether phase 1 takes the direct up tiles (FfnTwoPhasePlan::direct) where they fit: measured
-// 1.2-1.5 us faster than the ring at 33 and 64 tokens, 1-32 not measured (docs/PERFORMANCE.md),
+// faster than the ring at 33 and 64 tokens, 1-32 not measured (docs/PERFORMANCE.md),
 // and the kernel runs only when forced, so off until measured there.
 constexpr bool kTwoPhaseDirect = false;
 

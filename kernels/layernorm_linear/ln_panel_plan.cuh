@@ -23,17 +23,15 @@ constexpr int kPanelThreads = 512;  // 16 warps
 // to 2-byte loads, 16 a chunk).
 constexpr int kPanelMmaByAddress = 1, kPanelCopyStepped = 2, kPanelNormalizeStepped = 8;
 constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNormalizeStepped;
-// Tunings, measured and left off (within 1% of the plan's form at 1-64 tokens, bf16,
-// 2026-11-27; docs/PERFORMANCE.md): kPanelBiasAhead, the bias of the block's columns read into
+// Tunings, measured and left off (no faster than the plan's form at 1-64 tokens, bf16;
+// docs/PERFORMANCE.md has the figures): kPanelBiasAhead, the bias of the block's columns read into
 // shared memory with gamma and beta before x's copies land (else read from global memory by
-// the stores of y: that phase 0.3 us shorter at 64 tokens, x in 0.2-0.4 us later, a third
-// dependent load before the thread's wait for x); kPanelSplitByAddress, the split-K multiplies
-// (at most as many items as warps) on the stepped lane addresses too (else tc::warp_multiply);
-// kPanelWarpsSplit, the first kPanelXWarps warps ask for x's panel, gamma, beta and the bias,
-// wait for x and normalize it while the others ask for W's slice from the start (else every
-// thread asks for both, W once x is in: the statistics and normalization phase measured 3.06
-// against 3.09 us at 64 tokens, so W's copies asked for by the same threads were not what held
-// it up).
+// the stores of y: a third dependent load before the thread's wait for x); kPanelSplitByAddress,
+// the split-K multiplies (at most as many items as warps) on the stepped lane addresses too (else
+// tc::warp_multiply); kPanelWarpsSplit, the first kPanelXWarps warps ask for x's panel, gamma, beta
+// and the bias, wait for x and normalize it while the others ask for W's slice from the start (else
+// every thread asks for both, W once x is in: W's copies asked for by the same threads were not
+// what held the normalization up).
 constexpr int kPanelBiasAhead = 16, kPanelSplitByAddress = 32, kPanelWarpsSplit = 64;
 constexpr int kPanelXWarps = kPanelThreads / 64;
 constexpr int kPanelFormBits =

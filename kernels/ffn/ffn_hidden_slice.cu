@@ -150,12 +150,22 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   } else {
     stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
     if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
+    if (p.w2_late && p.w2_early_from > 0) {  // W2's rows past x and W1 (w2_early_resident)
+      ring_w2_rows<kThr>(a, smem, p.w2_early_from, p.kp, j0, valid);
+      tc::async_commit();
+    }
     zero_padding<kThr>(p, xs, hs);
   }
   const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
   float b2_first[8];
-  const auto ask_w2 = [&] { stage_w2<kThr>(a, w2s, j0, valid); };
+  const auto ask_w2 = [&] {
+    if (p.w2_early_from > 0) {  // the rows over W1 (the rest came with x and W1)
+      ring_w2_rows<kThr>(a, smem, 0, p.w2_early_from, j0, valid);
+      return tc::async_commit();
+    }
+    stage_w2<kThr>(a, w2s, j0, valid);
+  };
   if constexpr (kRing) {
     const auto first_in = [&] {
       marks.mark(kXW1In);
@@ -167,7 +177,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
       ring_up_product<kW>(a, smem, hs, j0, valid, first_in);
     }
   } else {
-    if (p.w2_late) {
+    if (p.w2_late && p.w2_early_from == 0) {
       tc::async_wait<0>();
     } else {
       tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
@@ -202,7 +212,8 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // the column wrapping in x's and W2's rows; sum 2: the sum's shuffle offset divided out after
 // the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic;
 // direct 1: the ring form's x straight into registers, 2: through the ring; w2early 1 / 2: with
-// direct, W2's rows that fit the unused slots asked for with W1, or not; deep 1 / 2: with direct,
+// direct, W2's rows that fit the unused slots asked for with W1, and with w2_during_up those
+// past x and W1 asked for after them (w2_early_resident), or neither; deep 1 / 2: with direct,
 // two batches of x's loads before W1's wait, or one)
 // replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
@@ -275,6 +286,8 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     if (tuning.prefetch == 2) out->prefetch_blocks = 0;
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
+    const bool early = tuning.w2_early == 0 ? kSliceW2EarlyResident : tuning.w2_early == 1;
+    if (early) ffn_slice_w2_early_resident(out, size_t(optin) - 64);  // 64: static shared memory
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }

@@ -78,8 +78,10 @@ struct FfnSliceTuning {
   int direct = 0;    // the ring form's x: 0 the plan's (straight into registers where it fits:
                      // ffn_hidden_slice_direct.cuh), 1 that, 2 through the ring of K chunks
                      // (FL_FFN_SLICE's fifteenth number)
-  int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1: 0 the
-                     // plan's, 1 on, 2 off (FL_FFN_SLICE's sixteenth number)
+  int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1; with
+                     // w2_during_up, W2's rows past x and W1 asked for after them
+                     // (ffn_slice_w2_early_resident): 0 the plan's, 1 both on, 2 both off
+                     // (FL_FFN_SLICE's sixteenth number)
   int deep = 0;      // ring_direct: x's first two batches of loads before W1's wait: 0 the plan's,
                      // 1 on, 2 off, one batch (FL_FFN_SLICE's seventeenth number)
 };

@@ -145,7 +145,8 @@ struct FfnSlicePlan {
   bool direct_deep = kSliceDirectDeep;  // ring_direct: two batches of x's loads before W1's wait
   int w2_early_from = 0;  // ring_direct: W2's rows from this one on (0: none) lie past W1's
                           // and the parts' bytes, in the unused slots, and are asked for
-                          // with W1 (ffn_slice_w2_early)
+                          // with W1 (ffn_slice_w2_early); w2_during_up: past x's rows and W1's
+                          // columns, asked for after them (ffn_slice_w2_early_resident)
   // The resident copies' offsets stepped by constants (gemm_core/stage_walk.cuh's
   // stage_stepped); else stage() a copy (a tuning). w1_l2_ahead: W1's lines of the slice asked
   // into L2 before its copies (a tuning; measured slower).
@@ -277,6 +278,37 @@ inline bool ffn_slice_w2_early(FfnSlicePlan* p) {
   const int from = busy <= at ? 0 : int((busy - at + row - 1) / row);
   if (from < 1 || from >= p->kp) return false;
   p->off_w2 = at;
+  p->w2_early_from = from;
+  return true;
+}
+
+// W2 late over x and W1 once the up operands are in registers (w2_during_up) leaves the shared
+// memory past x's rows and W1's columns unused (13 KB at C = 768, 16 tokens, 99 KiB: 8 of W2's
+// 32 rows of 1,552 bytes). With w2_early_resident h and b1 move to the end of `limit` bytes, W2's
+// rows end where h begins, those wholly past W1's columns (from w2_early_from on) are asked for
+// right after x and W1 (their own commit group, in flight while x and W1 land and the operands go
+// into registers) and only the first rows over W1 after; the up product's partial sums go over x
+// (free once every warp holds its operands), clear of W2's rows. False (the plan unchanged) where
+// no row lies there or the partial sums would meet W2's rows.
+constexpr bool kSliceW2EarlyResident = false;
+inline bool ffn_slice_w2_early_resident(FfnSlicePlan* p, size_t limit) {
+  if (!p->w2_during_up || p->x_ring || p->w2_pad_over_x || p->x_rows > 0) return false;
+  const size_t e = 2, tail = p->smem - p->off_h;  // h's tile and b1's slice
+  const size_t end = limit / 16 * 16;
+  if (end <= p->smem) return false;  // no room past the plan's
+  const size_t off_h = (end - tail) / 16 * 16, row = e * size_t(p->ld_w2), w2 = row * p->kp;
+  if (w2 > off_h) return false;
+  const size_t at = (off_h - w2) / 16 * 16;
+  const size_t busy = p->off_w1 + e * size_t(p->ck) * p->ld_w1;  // x's rows and W1's columns
+  const size_t red = std::max(slice::red_bytes(p->units / 8, p->warps), size_t(16) * 32 * p->warps);
+  if (busy <= at || p->off_x + red > at) return false;
+  const int from = int((busy - at + row - 1) / row);
+  if (from < 1 || from >= p->kp) return false;
+  p->off_bias = off_h + (p->off_bias - p->off_h);
+  p->off_h = off_h;
+  p->smem = p->off_h + tail;
+  p->off_w2 = at;
+  p->off_red = p->off_x;
   p->w2_early_from = from;
   return true;
 }

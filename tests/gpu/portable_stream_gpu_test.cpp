@@ -157,7 +157,9 @@ enum class FfnKernel {
                         // x's loads before W1's wait, 16 warps
   kSliceRingNotDirect,  // ... 32 units, x through the ring (ring_direct off)
   kSliceRingDirectW2Early,  // ... ring_direct as planned: W2's last rows with W1, one batch
-  kSlicePrefetch            // the plan's, with blocks on the idle SMs prefetching W2 into L2
+  kSlicePrefetch,           // the plan's, with blocks on the idle SMs prefetching W2 into L2
+  kSliceW2EarlyResident     // 8 warps, W2's rows past x and W1 asked for after them (where
+                            // w2_during_up: ffn_slice_w2_early_resident)
 };
 
 bool is_ring(FfnKernel k) {
@@ -256,6 +258,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.units = 32, tuning.direct = 1;
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.w2_early = 1, tuning.deep = 2;
   if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
+  if (kernel == FfnKernel::kSliceW2EarlyResident) tuning.warps = 8, tuning.w2_early = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
                            ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
@@ -461,6 +464,29 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
   }
   if (!bf16 && sms == 132) EXPECT_EQ(exact, 5);  // all but 5 x 781, 11 x 803 and the small C
   EXPECT_EQ(ran, bf16 ? 18 : sms == 132 ? 14 : 4);
+}
+
+// As an RTX card plans it (99 KiB), W2's last rows past x and W1 asked for right after them and
+// the rest over W1 once the up operands are in registers (ffn_slice_w2_early_resident): 24 to 27
+// of 32 rows late at C = 759-803, a last block of 28 valid units (C = 759), odd C (the element
+// path), 1-16 tokens. Small enough for compute-sanitizer.
+TEST_P(PortableStream, HiddenSliceFfnW2EarlyAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  unsigned seed = 161;
+  int ran = 0, early = 0;
+  for (const Shape& s : {Shape{1, 759}, Shape{16, 768}, Shape{5, 781}, Shape{11, 803}}) {
+    FfnSlicePlan plan;
+    if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
+      early += ffn_slice_w2_early_resident(&plan, 99 * 1024 - 64);
+    }
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2EarlyResident, &ran);
+  }
+  const bool bf16 = GetParam() == Precision::bf16;
+  if (bf16 && sms == 132) EXPECT_EQ(early, 4);
+  if (bf16) EXPECT_EQ(ran, 4);
 }
 
 // The ring form (bf16): x through a ring of K chunks, W1 resident and W2's rows asked for over

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The hidden slice as an RTX card plans it (99 KiB, 1-16 bf16 tokens, w2_during_up): W2's last
-# rows past x and W1 asked for right after them, the rest over W1 once the up operands are in
-# registers (ffn_slice_w2_early_resident; FL_FFN_SLICE's sixteenth number 1) against the plan's
-# (all of W2's rows over W1), on the lent GPU in one call (run with a 190 s limit). Builds
-# fusionlab and the GPU tests into ../build-port25, then `fusionlab bench --choose-as 8.6` (bf16,
-# cold, levels 1 and 2 at 1, 16, 64 tokens; 64 is the ring form, the same both ways) the two ways
-# interleaved three times, the phases at 16 tokens once each way; then, nothing timed, the GPU
-# tests and compute-sanitizer memcheck and racecheck on the new form's shapes, in parallel.
-# FL_P25_NEW: the new form's environment (FL_NONE=1 once it is the plan's, with OLD then off).
+# The hidden slice as an RTX card plans it (99 KiB, 1-16 bf16 tokens, w2_during_up), on the lent
+# GPU in one call (run with a 190 s limit): the plan's form against W2's last rows past x and W1
+# asked for once x and W1 are in (ffn_slice_w2_early_resident with w2_early_after_xw1;
+# FL_FFN_SLICE's sixteenth number 3), W1's columns asked for before x's rows (eighteenth number
+# 1) and both. Builds fusionlab and the GPU tests into ../build-port25, then `fusionlab bench
+# --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1, 16, 64 tokens; 64 is the ring form, the
+# same every way) the forms interleaved three times, the phases at 16 tokens once each; then,
+# nothing timed, the GPU tests and compute-sanitizer memcheck and racecheck on the new forms'
+# shapes, in parallel. The first call's form (sixteenth number 1: those rows asked for right
+# after x's and W1's copies) is FL_P25_FORMS=1.
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,22 +21,22 @@ echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
 G="$build/tests/fusionlab_gpu_tests"
 B=(--lesson ffn --levels 1,2 --sizes 1,16,64 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
-NEW=${FL_P25_NEW:-FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,1}
-OLD=${FL_P25_OLD:-FL_NONE=1}
+F=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0
+declare -A FORM=([plan]=FL_NONE=1 [after]=$F,3 [w1first]=$F,0,0,1 [both]=$F,3,0,1 [early]=$F,1)
+NAMES=(${FL_P25_FORMS:-plan after w1first both})
 for i in 1 2 3; do
-  gpu_check_row "new-$i" "$NEW" 75 "${B[@]}"
-  gpu_check_row "old-$i" "$OLD" 75 "${B[@]}"
+  for n in "${NAMES[@]}"; do gpu_check_row "$n-$i" "${FORM[$n]}" 75 "${B[@]}"; done
 done
 P=(--lesson ffn --levels 2 --sizes 16 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6)
-gpu_check_phases new "$NEW" 60 "${P[@]}"
-gpu_check_phases old "$OLD" 60 "${P[@]}"
+for n in "${NAMES[@]}"; do gpu_check_phases "$n" "${FORM[$n]}" 60 "${P[@]}"; done
 echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 # Nothing timed from here: the tests and the sanitizers in parallel.
 SMALL='*PortableStream*HiddenSliceFfnW2EarlyAsAnRtxCard*'
-gpu_check_lane rtx "$NEW" '*HiddenSliceFfnW2EarlyAsAnRtxCard*:*HiddenSliceFfnAsAnRtxCard*:*HiddenSliceFfnWithW2Late*'
-gpu_check_lane gpu FL_NONE=1 '*HiddenSlice*:*PortableStream*:*FfnTwoPhase*:Catalog/*ffn*:-*HiddenSliceFfnRingForms*'
+gpu_check_lane rtx "${FORM[both]}" '*HiddenSliceFfnW2EarlyAsAnRtxCard*:*HiddenSliceFfnAsAnRtxCard*:*HiddenSliceFfnWithW2Late*'
+gpu_check_lane gpu FL_NONE=1 '*HiddenSlice*:*PortableStream*:-*HiddenSliceFfnRingForms*:*EarlyAsAnRtx*:*SliceFfnAsAnRtx*:*WithW2Late*'
+gpu_check_lane gpu2 FL_NONE=1 '*FfnTwoPhase*:Catalog/*ffn*'
 gpu_check_lane san-memcheck FL_NONE=1 "$SMALL" memcheck
 gpu_check_lane san-racecheck FL_NONE=1 "$SMALL" racecheck
 wait
-gpu_check_lanes_summary rtx gpu san-memcheck san-racecheck
+gpu_check_lanes_summary rtx gpu gpu2 san-memcheck san-racecheck
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

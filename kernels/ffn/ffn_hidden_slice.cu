@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   } else {
     stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
     if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
-    if (p.w2_late && p.w2_early_from > 0) {  // W2's rows past x and W1 (w2_early_resident)
+    if (p.w2_late && p.w2_early_from > 0 && !p.w2_early_after_xw1) {  // W2's rows past x and W1
       ring_w2_rows<kThr>(a, smem, p.w2_early_from, p.kp, j0, valid);
       tc::async_commit();
     }
@@ -177,10 +177,14 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
       ring_up_product<kW>(a, smem, hs, j0, valid, first_in);
     }
   } else {
-    if (p.w2_late && p.w2_early_from == 0) {
+    if (p.w2_late && (p.w2_early_from == 0 || p.w2_early_after_xw1)) {
       tc::async_wait<0>();
     } else {
       tc::async_wait<1>();  // this thread's x and W1 are in (W2's group may still be landing)
+    }
+    if (p.w2_late && p.w2_early_from > 0 && p.w2_early_after_xw1) {  // clear of x and W1
+      ring_w2_rows<kThr>(a, smem, p.w2_early_from, p.kp, j0, valid);
+      tc::async_commit();
     }
     __syncthreads();
     marks.mark(kXW1In);
@@ -202,7 +206,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep]]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first]]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -213,18 +217,19 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // the grid barrier; bar 2: the grid barrier's fences, as ffn_stream's, not an acq_rel atomic;
 // direct 1: the ring form's x straight into registers, 2: through the ring; w2early 1 / 2: with
 // direct, W2's rows that fit the unused slots asked for with W1, and with w2_during_up those
-// past x and W1 asked for after them (w2_early_resident), or neither; deep 1 / 2: with direct,
-// two batches of x's loads before W1's wait, or one)
-// replaces them in
+// past x and W1 asked for after them (w2_early_resident), or neither, 3: those once x and W1
+// are in; deep 1 / 2: with direct,
+// two batches of x's loads before W1's wait, or one; w1first 1 / 2: the resident copies ask for
+// W1's columns before x's rows, or x's first) replaces them in
 // every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
 // forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[17] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
-              &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14],
-              &v[15], &v[16]);
+  int v[18] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2],
+              &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
+              &v[14], &v[15], &v[16], &v[17]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -242,6 +247,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.direct == 0) t.direct = v[14];
   if (t.w2_early == 0) t.w2_early = v[15];
   if (t.deep == 0) t.deep = v[16];
+  if (t.w1_first == 0) t.w1_first = v[17];
   return t;
 }
 
@@ -287,7 +293,11 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     if (tuning.shares != 0) out->share_bytes = tuning.shares;
     if (!tuning.w2_during_up) out->w2_during_up = false, out->off_red = out->off_x;
     const bool early = tuning.w2_early == 0 ? kSliceW2EarlyResident : tuning.w2_early == 1;
-    if (early) ffn_slice_w2_early_resident(out, size_t(optin) - 64);  // 64: static shared memory
+    if (early || tuning.w2_early == 3) {
+      ffn_slice_w2_early_resident(out, size_t(optin) - 64);  // 64: static shared memory
+      out->w2_early_after_xw1 = tuning.w2_early == 3;
+    }
+    if (tuning.w1_first != 0) out->w1_first = tuning.w1_first == 1;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }

@@ -80,10 +80,13 @@ struct FfnSliceTuning {
                      // (FL_FFN_SLICE's fifteenth number)
   int w2_early = 0;  // ring_direct: W2's rows that fit the unused slots asked for with W1; with
                      // w2_during_up, W2's rows past x and W1 asked for after them
-                     // (ffn_slice_w2_early_resident): 0 the plan's, 1 both on, 2 both off
-                     // (FL_FFN_SLICE's sixteenth number)
+                     // (ffn_slice_w2_early_resident): 0 the plan's, 1 both on, 2 both off,
+                     // 3 ring_direct's on and the resident form's rows asked for once x and W1
+                     // are in (FL_FFN_SLICE's sixteenth number)
   int deep = 0;      // ring_direct: x's first two batches of loads before W1's wait: 0 the plan's,
                      // 1 on, 2 off, one batch (FL_FFN_SLICE's seventeenth number)
+  int w1_first = 0;  // the resident copies: W1's columns asked for before x's rows: 0 the plan's
+                     // (x's first), 1 on, 2 off (FL_FFN_SLICE's eighteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

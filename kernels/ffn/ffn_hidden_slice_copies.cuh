@@ -75,8 +75,8 @@ __device__ __forceinline__ void stage_w2(const SliceArgs<T>& a, T* w2s, int j0, 
   tc::async_commit();
 }
 
-// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice, one
-// commit group.
+// The up product's operands: b1's slice, x's rows and W1's columns of the block's slice (W1's
+// first with w1_first), one commit group.
 template <int kThr, typename T>
 __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, T* b1s, int j0,
                                           int valid) {
@@ -85,8 +85,9 @@ __device__ __forceinline__ void stage_xw1(const SliceArgs<T>& a, T* xs, T* w1s, 
   w1_into_l2<kThr>(a, j0);
   slice::stage<kThr>(b1s, 0, a.b1 + j0, 0, 1, p.units, 1, valid, a.b1_vec && valid % E == 0);
   const int xr = p.x_rows > 0 ? min(p.m, p.x_rows) : p.m;  // exact rows: the first pass's
+  if (p.w1_first) stage_w1_rows<kThr>(a, w1s, 0, p.ck, p.c, j0, valid);
   copy_rows<kThr>(p, xs, p.ld_x, a.x, p.c, xr, p.ck, xr, p.c, a.x_vec);
-  stage_w1_rows<kThr>(a, w1s, 0, p.ck, p.c, j0, valid);
+  if (!p.w1_first) stage_w1_rows<kThr>(a, w1s, 0, p.ck, p.c, j0, valid);
   tc::async_commit();
 }
 

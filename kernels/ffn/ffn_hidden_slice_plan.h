@@ -162,6 +162,12 @@ struct FfnSlicePlan {
   // else __threadfence before and after (a tuning).
   bool barrier_acq_rel = true;
   bool w1_l2_ahead = false;
+  // w2_early_from with w2_during_up: W2's rows past x and W1 asked for once x and W1 are in
+  // (before the operands go into registers), not right after x's and W1's copies (a tuning).
+  bool w2_early_after_xw1 = false;
+  // The resident copies: W1's columns asked for before x's rows (W1's lines from DRAM, x's mostly
+  // L2 hits after the first block's), else x's first (a tuning).
+  bool w1_first = false;
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a

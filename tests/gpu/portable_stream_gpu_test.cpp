@@ -158,8 +158,10 @@ enum class FfnKernel {
   kSliceRingNotDirect,  // ... 32 units, x through the ring (ring_direct off)
   kSliceRingDirectW2Early,  // ... ring_direct as planned: W2's last rows with W1, one batch
   kSlicePrefetch,           // the plan's, with blocks on the idle SMs prefetching W2 into L2
-  kSliceW2EarlyResident     // 8 warps, W2's rows past x and W1 asked for after them (where
+  kSliceW2EarlyResident,    // 8 warps, W2's rows past x and W1 asked for after them (where
                             // w2_during_up: ffn_slice_w2_early_resident)
+  kSliceW2EarlyAfterXW1,    // ... those rows asked for once x and W1 are in
+  kSliceW1First             // 8 warps, the resident copies ask for W1's columns before x's rows
 };
 
 bool is_ring(FfnKernel k) {
@@ -259,6 +261,8 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceRingDirectW2Early) tuning.w2_early = 1, tuning.deep = 2;
   if (kernel == FfnKernel::kSlicePrefetch) tuning.prefetch = 1;
   if (kernel == FfnKernel::kSliceW2EarlyResident) tuning.warps = 8, tuning.w2_early = 1;
+  if (kernel == FfnKernel::kSliceW2EarlyAfterXW1) tuning.warps = 8, tuning.w2_early = 3;
+  if (kernel == FfnKernel::kSliceW1First) tuning.warps = 8, tuning.w1_first = 1;
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
                            ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
@@ -469,7 +473,8 @@ TEST_P(PortableStream, HiddenSliceFfnAsAnRtxCard) {
 // As an RTX card plans it (99 KiB), W2's last rows past x and W1 asked for right after them and
 // the rest over W1 once the up operands are in registers (ffn_slice_w2_early_resident): 24 to 27
 // of 32 rows late at C = 759-803, a last block of 28 valid units (C = 759), odd C (the element
-// path), 1-16 tokens. Small enough for compute-sanitizer.
+// path), 1-16 tokens; those rows asked for once x and W1 are in; and W1's columns asked for
+// before x's rows (w1_first). Small enough for compute-sanitizer.
 TEST_P(PortableStream, HiddenSliceFfnW2EarlyAsAnRtxCard) {
   const ChosenGpuSharedOptin rtx(99 * 1024);
   int device = 0, sms = 0;
@@ -483,10 +488,12 @@ TEST_P(PortableStream, HiddenSliceFfnW2EarlyAsAnRtxCard) {
       early += ffn_slice_w2_early_resident(&plan, 99 * 1024 - 64);
     }
     check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2EarlyResident, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW2EarlyAfterXW1, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceW1First, &ran);
   }
   const bool bf16 = GetParam() == Precision::bf16;
   if (bf16 && sms == 132) EXPECT_EQ(early, 4);
-  if (bf16) EXPECT_EQ(ran, 4);
+  if (bf16) EXPECT_EQ(ran, 12);
 }
 
 // The ring form (bf16): x through a ring of K chunks, W1 resident and W2's rows asked for over

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # The hidden slice as an RTX card plans it (99 KiB, 1-16 bf16 tokens, w2_during_up), on the lent
-# GPU in one call (run with a 190 s limit): the plan's form against W2's last rows past x and W1
-# asked for once x and W1 are in (ffn_slice_w2_early_resident with w2_early_after_xw1;
-# FL_FFN_SLICE's sixteenth number 3), W1's columns asked for before x's rows (eighteenth number
-# 1) and both. Builds fusionlab and the GPU tests into ../build-port25, then `fusionlab bench
-# --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1, 16, 64 tokens; 64 is the ring form, the
-# same every way) the forms interleaved three times, the phases at 16 tokens once each; then,
-# nothing timed, the GPU tests and compute-sanitizer memcheck and racecheck on the new forms'
-# shapes, in parallel. The first call's form (sixteenth number 1: those rows asked for right
-# after x's and W1's copies) is FL_P25_FORMS=1.
+# GPU in one call (run with a 190 s limit): the plan's form (W1's columns asked for before x's
+# rows, w1_first) against x's rows first (FL_FFN_SLICE's eighteenth number 2) and, by name in
+# FL_P25_FORMS, W2's last rows past x and W1 asked for right after them (early: sixteenth number
+# 1) or once x and W1 are in (after: 3; both: with W1 first). Builds fusionlab and the GPU tests
+# into ../build-port25, then `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1,
+# 16, 64 tokens; 64 is the ring form, the same every way) the forms interleaved three times, the
+# phases at 16 tokens once each; then, nothing timed, the GPU tests and compute-sanitizer memcheck
+# and racecheck on the forms' shapes (HiddenSliceFfnW2EarlyAsAnRtxCard), in parallel.
 # Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +21,8 @@ app="$build/fusionlab"
 G="$build/tests/fusionlab_gpu_tests"
 B=(--lesson ffn --levels 1,2 --sizes 1,16,64 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
 F=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0
-declare -A FORM=([plan]=FL_NONE=1 [after]=$F,3 [w1first]=$F,0,0,1 [both]=$F,3,0,1 [early]=$F,1)
-NAMES=(${FL_P25_FORMS:-plan after w1first both})
+declare -A FORM=([plan]=FL_NONE=1 [xfirst]=$F,0,0,2 [after]=$F,3,0,2 [both]=$F,3,0,1 [early]=$F,1,0,2)
+NAMES=(${FL_P25_FORMS:-plan xfirst})
 for i in 1 2 3; do
   for n in "${NAMES[@]}"; do gpu_check_row "$n-$i" "${FORM[$n]}" 75 "${B[@]}"; done
 done

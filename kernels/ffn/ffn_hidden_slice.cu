@@ -36,7 +36,9 @@
 // --choose-as`): on an RTX card's 99 KiB, bf16 at 1-16 tokens keeps 32 units (86 KB of x and W1)
 // and asks for W2's rows (50 KB) into them once each warp holds its up operands in registers
 // (w2_during_up: 6 k steps, 72 registers a lane), so W2's copy runs under the up product, not
-// after it; elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
+// after it, and asks for W1's columns (48 KB from DRAM) before x's rows (24 KB, L2 hits after
+// the first block's: w1_first);
+// elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
 // (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
 // ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
 // A100 and up; in 99 KiB at 1-16 tokens x's exact rows (two passes from 9) and W1's unpadded
@@ -141,8 +143,9 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
   // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
-  // the copies'); then every byte of x and W1, then of W2's rows, before any arithmetic (W2's
-  // after the up product where both do not fit: w2_late, into the region x and W1 held). The
+  // the copies'); then every byte of x and W1 (W1's first with w1_first), then of W2's rows,
+  // before any arithmetic (W2's after the up product where both do not fit: w2_late, into the
+  // region x and W1 held; with w2_early_from, a tuning, its last rows past them sooner). The
   // ring form asks for its first chunks (with their shares of W2's rows) instead.
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   if constexpr (kRing) {
@@ -297,7 +300,10 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
       ffn_slice_w2_early_resident(out, size_t(optin) - 64);  // 64: static shared memory
       out->w2_early_after_xw1 = tuning.w2_early == 3;
     }
-    if (tuning.w1_first != 0) out->w1_first = tuning.w1_first == 1;
+    // W1's columns before x's rows: the plan's where W2 comes under the up product (measured
+    // there: docs/PERFORMANCE.md).
+    out->w1_first =
+        tuning.w1_first == 0 ? kSliceW1First && out->w2_during_up : tuning.w1_first == 1;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }

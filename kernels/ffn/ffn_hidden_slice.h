@@ -86,7 +86,8 @@ struct FfnSliceTuning {
   int deep = 0;      // ring_direct: x's first two batches of loads before W1's wait: 0 the plan's,
                      // 1 on, 2 off, one batch (FL_FFN_SLICE's seventeenth number)
   int w1_first = 0;  // the resident copies: W1's columns asked for before x's rows: 0 the plan's
-                     // (x's first), 1 on, 2 off (FL_FFN_SLICE's eighteenth number)
+                     // (W1's first where w2_during_up, else x's), 1 on, 2 off (FL_FFN_SLICE's
+                     // eighteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -166,7 +166,7 @@ struct FfnSlicePlan {
   // (before the operands go into registers), not right after x's and W1's copies (a tuning).
   bool w2_early_after_xw1 = false;
   // The resident copies: W1's columns asked for before x's rows (W1's lines from DRAM, x's mostly
-  // L2 hits after the first block's), else x's first (a tuning).
+  // L2 hits after the first block's), else x's first (make_plan: kSliceW1First's forms).
   bool w1_first = false;
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
@@ -296,7 +296,13 @@ inline bool ffn_slice_w2_early(FfnSlicePlan* p) {
 // into registers) and only the first rows over W1 after; the up product's partial sums go over x
 // (free once every warp holds its operands), clear of W2's rows. False (the plan unchanged) where
 // no row lies there or the partial sums would meet W2's rows.
+// Measured slower at 16 tokens, asked for either right after x's and W1's copies or once they
+// are in (docs/PERFORMANCE.md), so off.
 constexpr bool kSliceW2EarlyResident = false;
+// The resident copies ask for W1's columns (W1's lines from DRAM) before x's rows (L2 hits after
+// the first block's) where W2 comes under the up product (w2_during_up; FL_FFN_SLICE's eighteenth
+// number: 1 on, 2 off, anywhere). Measured faster at 1 and 16 tokens (docs/PERFORMANCE.md), so on.
+constexpr bool kSliceW1First = true;
 inline bool ffn_slice_w2_early_resident(FfnSlicePlan* p, size_t limit) {
   if (!p->w2_during_up || p->x_ring || p->w2_pad_over_x || p->x_rows > 0) return false;
   const size_t e = 2, tail = p->smem - p->off_h;  // h's tile and b1's slice

@@ -214,20 +214,35 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int E = tc::kVec<T>;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
-  const bool bias_ahead = (plan.form & (kPanelBiasAhead | kPanelWarpsSplit)) != 0;
+  const bool split = (plan.form & kPanelWarpsSplit) != 0;
+  const bool affine_async = !split && (plan.form & kPanelAffineAsync) &&
+                            reinterpret_cast<uintptr_t>(a.gamma) % 16 == 0 &&
+                            reinterpret_cast<uintptr_t>(a.beta) % 16 == 0;
+  const bool bias_ahead = (plan.form & (kPanelBiasAhead | kPanelWarpsSplit)) != 0 || affine_async;
   const T* bias = bias_ahead ? bias_s : a.bias + n0;
-  if (plan.form & kPanelWarpsSplit) {
+  if (split) {
     split_prologue(a, plan, xs, ws, stats, gamma_s, beta_s, bias_s, m0, n0, rows, live, marks);
     return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
   }
-  // 1. copy: x's panel (its own commit group), then W's slice once x is in (plan.w_when).
-  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, (plan.form & kPanelCopyStepped) != 0);
+  // 1. copy: x's panel (its own commit group, gamma, beta and the bias in it with
+  // kPanelAffineAsync; block j of gridDim.x starting j / gridDim.x of the way in with
+  // kPanelStagger), then W's slice once x is in (plan.w_when).
+  const bool x_stepped = (plan.form & kPanelCopyStepped) != 0;
+  const int x_start = x_stepped && (plan.form & kPanelStagger)
+                          ? int(int64_t(rows) * (k / E) * blockIdx.x / gridDim.x)
+                          : 0;
+  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, x_stepped, kThreads, threadIdx.x,
+           x_start);
+  if (affine_async) ask_affine(a, gamma_s, beta_s, bias_s, k, bn, n0);
   tc::async_commit();
   if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
-  for (int i = threadIdx.x; i < k; i += kThreads) gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
-  if (bias_ahead && threadIdx.x < bn) {
+  for (int i = threadIdx.x; !affine_async && i < k; i += kThreads) {
+    gamma_s[i] = a.gamma[i], beta_s[i] = a.beta[i];
+  }
+  if (bias_ahead && !affine_async && threadIdx.x < bn) {
     bias_s[threadIdx.x] =
         n0 + threadIdx.x < a.n ? a.bias[n0 + threadIdx.x] : Elem<T>::from_float(0.0f);
   }
@@ -241,9 +256,15 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   if (plan.w_when == 1) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelIn);
 
-  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
-  constexpr int E = tc::kVec<T>;
+  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place (with
+  // kPanelRowsInRegisters one read of the row into registers for both).
   const int chunks = k / E;
+  if ((plan.form & kPanelRowsInRegisters) && chunks <= 32 * kPanelRowChunks) {
+    normalize_rows_in_registers(xs, ld_x, live, k, gamma_s, beta_s);
+    if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
+    marks.mark(kPanelNormalize);
+    return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
+  }
   for (int r = warp; r < live; r += kWarps) {
     const float mean = row_moment<T, 32>(xs + r * ld_x, chunks, lane, 0.0f, false) / k;
     const float m2 = row_moment<T, 32>(xs + r * ld_x, chunks, lane, mean, true);

@@ -34,8 +34,21 @@ constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNorma
 // what held the normalization up).
 constexpr int kPanelBiasAhead = 16, kPanelSplitByAddress = 32, kPanelWarpsSplit = 64;
 constexpr int kPanelXWarps = kPanelThreads / 64;
-constexpr int kPanelFormBits =
-    kPanelForms | kPanelBiasAhead | kPanelSplitByAddress | kPanelWarpsSplit;
+// Forms for the 64-token plan, off until measured faster (not with kPanelWarpsSplit):
+// kPanelStagger, block j of a row chunk starts its stepped copy of x's panel j / blocks of the
+// way in (and the second row chunk W's slice half-way down K): every block of a row chunk
+// reads the same x lines, all from the first row at once, and a line asked for by 48 SMs at
+// once is served to them one by one; kPanelAffineAsync, gamma, beta and the bias of the
+// block's columns by 16-byte cp.async in x's commit group (else 2-byte loads into registers
+// and stores, each a dependent round trip before the thread's wait for x); kPanelRowsInRegisters,
+// a warp's row read from shared memory once into registers (up to kPanelRowChunks 16-byte
+// chunks a lane), its mean and 1/std from the registers and the row normalized from them
+// (else two passes over shared memory for the moments, a barrier, a third read to normalize).
+constexpr int kPanelStagger = 128, kPanelAffineAsync = 256, kPanelRowsInRegisters = 512;
+constexpr int kPanelRowChunks = 4;
+constexpr int kPanelFormBits = kPanelForms | kPanelBiasAhead | kPanelSplitByAddress |
+                               kPanelWarpsSplit | kPanelStagger | kPanelAffineAsync |
+                               kPanelRowsInRegisters;
 
 template <typename T>
 struct PanelPlan {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# ln_panel's forms for the 64-token plan (bf16, `--choose-as 8.6`) on the lent GPU in one call
-# (run with a 190 s limit): the plan's (FL_LN_PANEL_FORM 11) against the staggered copies (139),
-# gamma, beta and the bias by cp.async (267), the rows normalized from registers (523) and all
-# three (907), interleaved FL_ROUNDS rounds (2 by default); then 907 with W asked for with x
-# (FL_LN_PANEL_W=0) and on 32 x 40 tiles (116 blocks) once; the phases at 64 tokens for 11, 139
-# and 907. Builds fusionlab and the GPU tests into ../build-port26. Then, nothing timed, the LN
-# GPU tests with the plan's form and with 907, and compute-sanitizer memcheck and racecheck on
-# the small shapes with 907, in parallel. Logs under $OUT: summary.txt first.
-# FL_FORMS overrides the interleaved forms (words), FL_BEST the form of the extra rows and tests.
+# ln_panel's plan (bf16, `--choose-as 8.6`) on the lent GPU in one call (run with a 190 s
+# limit): the plan's form (267: gamma, beta and the bias by cp.async in x's commit group)
+# against the one before it (FL_LN_PANEL_FORM=11) and the plan's with W's slice asked for with
+# x's copies (FL_LN_PANEL_W=0), interleaved FL_ROUNDS rounds (4 by default); the plan's on 16 x 72
+# tiles at 64 tokens once; the phases at 64 tokens each way. Builds fusionlab and the GPU tests
+# into ../build-port26. Then, nothing timed, the LN GPU tests (the plan's form and with W asked
+# for with x), the Variants tests, and compute-sanitizer memcheck and racecheck on the small
+# shapes both ways, in parallel. Logs under $OUT: summary.txt first.
+# The 2026-11-27 15:27 UTC call (docs/PERFORMANCE.md) ran an earlier version of it: forms 11,
+# 139, 267, 523 and 907 (two bits since removed) interleaved twice.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -20,30 +21,32 @@ app="$build/fusionlab"
 G="$build/tests/fusionlab_gpu_tests"
 B=(--levels 1,2 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
 P=(--levels 2 --precision bf16 --cache cold --no-counters --reps 20 --choose-as 8.6)
-R=${FL_TEST_RESERVE:-40}
-BEST=${FL_BEST:-907}
+R=${FL_TEST_RESERVE:-62}
 LN=(--lesson layernorm_linear --sizes 1,4,16,64,256)
-for i in $(seq 1 "${FL_ROUNDS:-2}"); do
-  for f in ${FL_FORMS:-11 139 267 523 907}; do
-    gpu_check_row "ln-$f-$i" "FL_LN_PANEL_FORM=$f" "$R" "${LN[@]}" "${B[@]}"
-  done
+W0="FL_LN_PANEL_W=0"
+for i in $(seq 1 "${FL_ROUNDS:-4}"); do
+  gpu_check_row "ln-plan-$i" FL_NONE=1 "$R" "${LN[@]}" "${B[@]}"
+  gpu_check_row "ln-11-$i" FL_LN_PANEL_FORM=11 "$R" "${LN[@]}" "${B[@]}"
+  gpu_check_row "ln-w0-$i" "$W0" "$R" "${LN[@]}" "${B[@]}"
 done
-gpu_check_row "ln-$BEST-w0" "FL_LN_PANEL_FORM=$BEST FL_LN_PANEL_W=0" "$R" "${LN[@]}" "${B[@]}"
-gpu_check_row "ln-$BEST-32x40" "FL_LN_PANEL_FORM=$BEST FL_LN_PANEL=32x40" "$R" \
-  --lesson layernorm_linear --sizes 16,64 "${B[@]}"
-for f in 11 139 "$BEST"; do
-  gpu_check_phases "ln64-$f" "FL_LN_PANEL_FORM=$f" "$R" --lesson layernorm_linear --sizes 64 "${P[@]}"
-done
+gpu_check_row "ln-16x72" FL_LN_PANEL=16x72 "$R" --lesson layernorm_linear --sizes 64 "${B[@]}"
+gpu_check_phases ln64-plan FL_NONE=1 "$R" --lesson layernorm_linear --sizes 64 "${P[@]}"
+gpu_check_phases ln64-11 FL_LN_PANEL_FORM=11 "$R" --lesson layernorm_linear --sizes 64 "${P[@]}"
+gpu_check_phases ln64-w0 "$W0" "$R" --lesson layernorm_linear --sizes 64 "${P[@]}"
+gpu_check_phases ln16-plan FL_NONE=1 "$R" --lesson layernorm_linear --sizes 16 "${P[@]}"
 grep -E "^---|median over blocks" "$OUT/phases.txt" | tee -a "$S"
 echo "benches done: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 # Nothing timed from here: the tests and the sanitizers in parallel.
 LNT='Variants.PanelLayerNorm*:Catalog/*layernorm_linear*:*PortableStream*LayerNorm*:PhasesGpu.LayerNormLinear*'
 gpu_check_lane ln-plan FL_NONE=1 "$LNT"
-gpu_check_lane ln-best "FL_LN_PANEL_FORM=$BEST" "$LNT"
+gpu_check_lane ln-w0 "$W0" "$LNT"
+gpu_check_lane variants FL_NONE=1 '*Variant*:-Variants.PanelLayerNorm*'
 SMALL_LN='Variants.PanelLayerNormLinearSmallShapes'
 for tool in memcheck racecheck; do
-  gpu_check_lane "san-ln-$tool" "FL_LN_PANEL_FORM=$BEST" "$SMALL_LN" $tool
+  gpu_check_lane "san-ln-$tool" FL_NONE=1 "$SMALL_LN" $tool
+  gpu_check_lane "san-w0-$tool" "$W0" "$SMALL_LN" $tool
 done
 wait
-gpu_check_lanes_summary ln-plan ln-best san-ln-memcheck san-ln-racecheck
+gpu_check_lanes_summary ln-plan ln-w0 variants san-ln-memcheck san-ln-racecheck san-w0-memcheck \
+  san-w0-racecheck
 echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$S"

@@ -8,9 +8,11 @@
 // and the slice is as narrow as it takes for every SM to have one block.
 // Block (j, i) computes y[r i .. r i + r, j bn .. j bn + bn) (r = 16, 32 or 64 rows) over all of
 // K = C, with no split of K and so no exchange between blocks:
-//   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma and beta meanwhile;
-//                 once x is in, all of W's column slice asked for at once (asked for with x's
-//                 copies, x took longer to land: docs/PERFORMANCE.md);
+//   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma, beta and the bias
+//                 of the block's columns by 16-byte cp.async in the same commit group (as
+//                 2-byte loads, each a dependent round trip before the thread's wait for x,
+//                 they measured slower: docs/PERFORMANCE.md); once x is in, all of W's column
+//                 slice asked for at once (asked for with x's copies, x took longer to land);
 //   2. moments:   while W lands, each row's mean and 1/std (a warp per row, two passes over
 //                 shared memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
@@ -214,7 +216,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   const int rows = min(plan.rows, static_cast<int>((a.m - m0 + 15) / 16 * 16));
   const int live = static_cast<int>(min(int64_t(rows), a.m - m0));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int E = tc::kVec<T>;
   PhaseMarks<kPanelStore + 1> marks(a.phases);
 
   const bool split = (plan.form & kPanelWarpsSplit) != 0;
@@ -227,15 +228,9 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
     split_prologue(a, plan, xs, ws, stats, gamma_s, beta_s, bias_s, m0, n0, rows, live, marks);
     return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
   }
-  // 1. copy: x's panel (its own commit group, gamma, beta and the bias in it with
-  // kPanelAffineAsync; block j of gridDim.x starting j / gridDim.x of the way in with
-  // kPanelStagger), then W's slice once x is in (plan.w_when).
-  const bool x_stepped = (plan.form & kPanelCopyStepped) != 0;
-  const int x_start = x_stepped && (plan.form & kPanelStagger)
-                          ? int(int64_t(rows) * (k / E) * blockIdx.x / gridDim.x)
-                          : 0;
-  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, x_stepped, kThreads, threadIdx.x,
-           x_start);
+  // 1. copy: x's panel (its own commit group; gamma, beta and the bias in it with
+  // kPanelAffineAsync), then W's slice once x is in (plan.w_when).
+  ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, (plan.form & kPanelCopyStepped) != 0);
   if (affine_async) ask_affine(a, gamma_s, beta_s, bias_s, k, bn, n0);
   tc::async_commit();
   if (plan.w_when == 0) ask_for_w(a, plan, ws, n0);
@@ -256,15 +251,9 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   if (plan.w_when == 1) ask_for_w(a, plan, ws, n0);
   marks.mark(kPanelIn);
 
-  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place (with
-  // kPanelRowsInRegisters one read of the row into registers for both).
+  // 2. moments, a warp per row, 16 bytes a lane at a time; then normalize in place.
+  constexpr int E = tc::kVec<T>;
   const int chunks = k / E;
-  if ((plan.form & kPanelRowsInRegisters) && chunks <= 32 * kPanelRowChunks) {
-    normalize_rows_in_registers(xs, ld_x, live, k, gamma_s, beta_s);
-    if (plan.w_when == 2) ask_for_w(a, plan, ws, n0);
-    marks.mark(kPanelNormalize);
-    return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
-  }
   for (int r = warp; r < live; r += kWarps) {
     const float mean = row_moment<T, 32>(xs + r * ld_x, chunks, lane, 0.0f, false) / k;
     const float m2 = row_moment<T, 32>(xs + r * ld_x, chunks, lane, mean, true);

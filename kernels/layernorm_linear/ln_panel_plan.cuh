@@ -22,7 +22,9 @@ constexpr int kPanelThreads = 512;  // 16 warps
 // way with gamma and beta read 16 bytes at a time (normalize_rows' Vec16 references compile
 // to 2-byte loads, 16 a chunk).
 constexpr int kPanelMmaByAddress = 1, kPanelCopyStepped = 2, kPanelNormalizeStepped = 8;
-constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNormalizeStepped;
+constexpr int kPanelAffineAsync = 256;  // below
+constexpr int kPanelForms =
+    kPanelMmaByAddress | kPanelCopyStepped | kPanelNormalizeStepped | kPanelAffineAsync;
 // Tunings, measured and left off (no faster than the plan's form at 1-64 tokens, bf16;
 // docs/PERFORMANCE.md has the figures): kPanelBiasAhead, the bias of the block's columns read into
 // shared memory with gamma and beta before x's copies land (else read from global memory by
@@ -34,21 +36,12 @@ constexpr int kPanelForms = kPanelMmaByAddress | kPanelCopyStepped | kPanelNorma
 // what held the normalization up).
 constexpr int kPanelBiasAhead = 16, kPanelSplitByAddress = 32, kPanelWarpsSplit = 64;
 constexpr int kPanelXWarps = kPanelThreads / 64;
-// Forms for the 64-token plan, off until measured faster (not with kPanelWarpsSplit):
-// kPanelStagger, block j of a row chunk starts its stepped copy of x's panel j / blocks of the
-// way in (and the second row chunk W's slice half-way down K): every block of a row chunk
-// reads the same x lines, all from the first row at once, and a line asked for by 48 SMs at
-// once is served to them one by one; kPanelAffineAsync, gamma, beta and the bias of the
-// block's columns by 16-byte cp.async in x's commit group (else 2-byte loads into registers
-// and stores, each a dependent round trip before the thread's wait for x); kPanelRowsInRegisters,
-// a warp's row read from shared memory once into registers (up to kPanelRowChunks 16-byte
-// chunks a lane), its mean and 1/std from the registers and the row normalized from them
-// (else two passes over shared memory for the moments, a barrier, a third read to normalize).
-constexpr int kPanelStagger = 128, kPanelAffineAsync = 256, kPanelRowsInRegisters = 512;
-constexpr int kPanelRowChunks = 4;
-constexpr int kPanelFormBits = kPanelForms | kPanelBiasAhead | kPanelSplitByAddress |
-                               kPanelWarpsSplit | kPanelStagger | kPanelAffineAsync |
-                               kPanelRowsInRegisters;
+// kPanelAffineAsync (in the plan's form): gamma, beta and the bias of the block's columns by
+// 16-byte cp.async in x's commit group (else 2-byte loads into registers and stores, each a
+// dependent round trip before the thread's wait for x, and the bias read from global memory by
+// the stores of y). Not with kPanelWarpsSplit (its own prologue).
+constexpr int kPanelFormBits =
+    kPanelForms | kPanelBiasAhead | kPanelSplitByAddress | kPanelWarpsSplit | kPanelAffineAsync;
 
 template <typename T>
 struct PanelPlan {
@@ -85,7 +78,7 @@ struct PanelPlan {
 // plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
 // in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 0 asks
 // for W with x's copies, 2 once x is normalized (1, the plan's: once x is in, measured fastest);
-// FL_LN_PANEL_FORM the form's bits (kPanelFormBits: 11 the plan's, 123 all of them).
+// FL_LN_PANEL_FORM the form's bits (kPanelFormBits: 267 the plan's, 11 the one before it).
 struct PanelSearch {
   int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 1;
   int form = kPanelForms;

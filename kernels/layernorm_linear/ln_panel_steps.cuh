@@ -20,26 +20,23 @@ namespace fl::layernorm_linear {
 // with the row and column advanced by constants (copy_tile divides by the row's chunks at
 // every chunk: ~13 K chunks a block at 256 tokens).
 // `threads` threads take part, thread `tid` this one (stepped only; else all of the block's).
-// `start` (stepped only, below rows x cols / E): the copy begins at that chunk and wraps
-// (kPanelStagger), thread t taking chunks start + t, start + t + threads, ... modulo the tile's.
 template <typename T>
 __device__ __forceinline__ void ask_rows(T* s, int ld_s, const T* g, int64_t ld_g, int rows,
                                          int cols, int64_t rows_valid, int64_t cols_valid,
                                          bool stepped, int threads = kPanelThreads,
-                                         int tid = threadIdx.x, int start = 0) {
+                                         int tid = threadIdx.x) {
   if (!stepped) {
     tc::copy_tile<T, kPanelThreads, true>(s, ld_s, g, ld_g, rows, cols, rows_valid, cols_valid);
     return;
   }
   constexpr int E = tc::kVec<T>;
-  const int chunks = cols / E, total = rows * chunks;
+  const int chunks = cols / E;
   if (chunks == 0) return;
   const int dr = threads / chunks, dc = threads % chunks;
-  const int first = tid + start < total ? tid + start : tid + start - total;
-  int r = first / chunks, c = first % chunks;
-  for (int i = tid; i < total; i += threads, r += dr, c += dc) {
+  int r = tid / chunks, c = tid % chunks;
+  for (; r < rows; r += dr, c += dc) {
     if (c >= chunks) c -= chunks, ++r;
-    if (r >= rows) r -= rows;
+    if (r >= rows) break;
     const bool valid = r < rows_valid && c * E < cols_valid;
     const T* src = g + r * ld_g + c * E;
     tc::copy16_async(s + r * ld_s + c * E, valid ? src : g, valid);
@@ -48,22 +45,17 @@ __device__ __forceinline__ void ask_rows(T* s, int ld_s, const T* g, int64_t ld_
 
 // W's slice into shared memory in plan.stages commit groups along K.
 // With kPanelWarpsSplit, by the threads past the first kPanelXWarps warps (the copies stepped).
-// With kPanelStagger (one stage, stepped copies) row chunk i starts i / chunks of the way down K.
 template <typename T>
 __device__ __forceinline__ void ask_for_w(const LnArgs<T>& a, const PanelPlan<T>& plan, T* ws,
                                           int64_t n0) {
   const int ld_w = plan.ld_w();
   const bool split = (plan.form & kPanelWarpsSplit) != 0;
-  const bool stepped = split || (plan.form & kPanelCopyStepped) != 0;
   const int threads = split ? kPanelThreads - 32 * kPanelXWarps : kPanelThreads;
   const int tid = split ? int(threadIdx.x) - 32 * kPanelXWarps : int(threadIdx.x);
-  const bool stagger = !split && stepped && plan.stages == 1 && (plan.form & kPanelStagger);
-  const int start =
-      stagger ? plan.k * int(blockIdx.y) / int(gridDim.y) * (plan.bn / tc::kVec<T>) : 0;
   for (int st = 0; st < plan.stages; ++st) {
     const int k0 = plan.stage_k(st), k1 = plan.stage_k(st + 1);
     ask_rows(ws + k0 * ld_w, ld_w, a.w + k0 * int64_t(a.n) + n0, a.n, k1 - k0, plan.bn, k1 - k0,
-             a.n - n0, stepped, threads, tid, start);
+             a.n - n0, split || (plan.form & kPanelCopyStepped) != 0, threads, tid);
     tc::async_commit();
   }
 }
@@ -217,59 +209,6 @@ __device__ __forceinline__ void ask_affine(const LnArgs<T>& a, T* gamma_s, T* be
     }
     for (int e = 0; e < E; ++e) {
       bias_s[c + e] = n0 + c + e < a.n ? a.bias[n0 + c + e] : Elem<T>::from_float(0.0f);
-    }
-  }
-}
-
-// kPanelRowsInRegisters: rows warp, warp + warps, ... below `live` normalized in place, a warp a
-// row: lane l reads the row's 16-byte chunks l, l + 32, ... (up to kPanelRowChunks) into
-// registers once; the mean, then the sum of squared deviations (the same sums in the same order
-// as row_moment's two passes over shared memory) and the normalization come from the registers,
-// gamma and beta 16 bytes at a time from shared memory. No statistics in shared memory, no
-// barrier between the moments and the normalization. k / E <= 32 kPanelRowChunks (the caller
-// checks).
-template <typename T>
-__device__ __forceinline__ void normalize_rows_in_registers(T* xs, int ld, int live, int k,
-                                                            const T* gamma, const T* beta) {
-  constexpr int E = tc::kVec<T>, kWarps = kPanelThreads / 32;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = k / E;
-  for (int r = warp; r < live; r += kWarps) {
-    Vec16<T> v[kPanelRowChunks];
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kPanelRowChunks; ++j) {
-      const int c = lane + 32 * j;
-      if (c >= chunks) break;
-      *reinterpret_cast<uint4*>(&v[j]) = *reinterpret_cast<const uint4*>(xs + r * ld + c * E);
-#pragma unroll
-      for (int e = 0; e < E; ++e) sum += Elem<T>::to_float(v[j].v[e]);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    const float mean = sum / k;
-    float m2 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kPanelRowChunks; ++j) {
-      if (lane + 32 * j >= chunks) break;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const float d = Elem<T>::to_float(v[j].v[e]) - mean;
-        m2 += d * d;
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m2 += __shfl_xor_sync(0xffffffffu, m2, o);
-    const float2 stats =
-        make_float2(mean, rsqrtf(fmaxf(m2 / k, 0.0f) + float(gemm::kLayerNormEps)));
-#pragma unroll
-    for (int j = 0; j < kPanelRowChunks; ++j) {
-      const int c = lane + 32 * j;
-      if (c >= chunks) break;
-      Vec16<T> g, b;
-      *reinterpret_cast<uint4*>(&g) = reinterpret_cast<const uint4*>(gamma)[c];
-      *reinterpret_cast<uint4*>(&b) = reinterpret_cast<const uint4*>(beta)[c];
-      normalize_vec(v[j], stats, g, b);
-      *reinterpret_cast<uint4*>(xs + r * ld + c * E) = *reinterpret_cast<const uint4*>(&v[j]);
     }
   }
 }

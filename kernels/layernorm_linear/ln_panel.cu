@@ -11,8 +11,9 @@
 //   1. copy:      the row chunk's x panel (r x C) into shared memory, gamma, beta and the bias
 //                 of the block's columns by 16-byte cp.async in the same commit group (as
 //                 2-byte loads, each a dependent round trip before the thread's wait for x,
-//                 they measured slower: docs/PERFORMANCE.md); once x is in, all of W's column
-//                 slice asked for at once (asked for with x's copies, x took longer to land);
+//                 they measured slower: docs/PERFORMANCE.md); all of W's column slice asked for
+//                 right behind them, its own commit group (asked for once x was in, it measured
+//                 slower with the cp.async affine; faster with the 2-byte loads);
 //   2. moments:   while W lands, each row's mean and 1/std (a warp per row, two passes over
 //                 shared memory), then the panel normalized in place, rounded as level 0's xn;
 //   3. multiply:  when W lands: warp items of 16 rows x 16 columns, each item's K split over
@@ -229,7 +230,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
     return multiply_and_store(a, plan, xs, ws, red, m0, n0, rows, live, bias, marks);
   }
   // 1. copy: x's panel (its own commit group; gamma, beta and the bias in it with
-  // kPanelAffineAsync), then W's slice once x is in (plan.w_when).
+  // kPanelAffineAsync), then W's slice right behind it (plan.w_when 0), once x is in (1) or
+  // once x is normalized (2).
   ask_rows(xs, ld_x, a.x + m0 * k, k, rows, k, a.m - m0, k, (plan.form & kPanelCopyStepped) != 0);
   if (affine_async) ask_affine(a, gamma_s, beta_s, bias_s, k, bn, n0);
   tc::async_commit();

@@ -32,8 +32,8 @@ constexpr int kPanelForms =
 // the split-K multiplies (at most as many items as warps) on the stepped lane addresses too (else
 // tc::warp_multiply); kPanelWarpsSplit, the first kPanelXWarps warps ask for x's panel, gamma, beta
 // and the bias, wait for x and normalize it while the others ask for W's slice from the start (else
-// every thread asks for both, W once x is in: W's copies asked for by the same threads were not
-// what held the normalization up).
+// every thread asks for both, W when plan.w_when says: W's copies asked for by the same threads
+// were not what held the normalization up).
 constexpr int kPanelBiasAhead = 16, kPanelSplitByAddress = 32, kPanelWarpsSplit = 64;
 constexpr int kPanelXWarps = kPanelThreads / 64;
 // kPanelAffineAsync (in the plan's form): gamma, beta and the bias of the block's columns by
@@ -47,7 +47,7 @@ template <typename T>
 struct PanelPlan {
   int bn = 0, rows = 0, k = 0;  // columns per block, rows per block (M rounded to 16, <= 64), K
   int stages = 1;               // W's slice in this many commit groups along K (no split of K only)
-  int w_when = 1;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
+  int w_when = 0;  // W's copies asked for with x's (0), once x is in (1), after normalizing (2)
   int form = kPanelForms;  // kPanelForms' bits
   __host__ __device__ int stage_k(int s) const { return k / 16 * s / stages * 16; }
   __host__ __device__ int ld_x() const { return k + tc::kPad<T>; }
@@ -76,11 +76,13 @@ struct PanelPlan {
 
 // Measurements only: FL_LN_PANEL "16" searches multiples of 16 up to 64 columns (the earlier
 // plan), "RxB" takes R rows and B columns where they fit; FL_LN_PANEL_STAGES (1-4) asks for W
-// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 0 asks
-// for W with x's copies, 2 once x is normalized (1, the plan's: once x is in, measured fastest);
-// FL_LN_PANEL_FORM the form's bits (kPanelFormBits: 267 the plan's, 11 the one before it).
+// in that many stages along K (one measured fastest: docs/PERFORMANCE.md); FL_LN_PANEL_W 1 asks
+// for W once x is in (the plan's before kPanelAffineAsync: with gamma's and beta's dependent
+// loads x landed later when W was asked for with it), 2 once x is normalized (0, the plan's: W's
+// commit group right behind x's, measured fastest with kPanelAffineAsync); FL_LN_PANEL_FORM the
+// form's bits (kPanelFormBits: 267 the plan's, 11 the one before it).
 struct PanelSearch {
-  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 1;
+  int step = 8, most_bn = 128, rows = 0, bn = 0, stages = 1, w_when = 0;
   int form = kPanelForms;
 };
 inline PanelSearch panel_search(int elem_bytes) {

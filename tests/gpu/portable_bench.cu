@@ -298,7 +298,7 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   const fl::LnStreamBuffers b{x.p, g.p, be.p, w.p, bias.p, y.p, scratch.p};
   const bool bf = p == fl::Precision::bf16;
   // ln_panel with its plan, the earlier plan (multiples of 16 columns), W in 2 stages along K, W
-  // asked for once x is in or once it is normalized (FL_LN_PANEL, FL_LN_PANEL_STAGES and
+  // asked for with x, once x is in or once it is normalized (FL_LN_PANEL, FL_LN_PANEL_STAGES and
   // FL_LN_PANEL_W, read by the plan at each launch); a shape that does not fit is left out.
   auto panel = [&, bf](const char* plan, const char* stages) {
     if (plan == nullptr) {
@@ -338,9 +338,11 @@ void bench_ln(fl::Precision p, int64_t m, int64_t c, Timer& t, int reps) {
   struct PanelCase {
     const char *plan, *stages, *w, *form;  // FL_LN_PANEL ("": the plan's), _STAGES, _W, _FORM
   };
-  // The plan's form ("-"), then each form bit (kPanelForms) alone and all of them.
-  const PanelCase panels[] = {{"", "1", "1", "-"}, {"", "1", "1", "0"}, {"", "1", "1", "1"},
-                              {"", "1", "1", "2"}, {"", "1", "1", "8"}, {"", "1", "1", "11"}};
+  // The plan's (form "-", W with x's copies), the same with W once x is in, then each form bit
+  // of the one before it (W once x is in) alone and all of them.
+  const PanelCase panels[] = {{"", "1", "0", "-"}, {"", "1", "1", "-"}, {"", "1", "1", "0"},
+                              {"", "1", "1", "1"}, {"", "1", "1", "2"}, {"", "1", "1", "8"},
+                              {"", "1", "1", "11"}};
   auto unset = [] {
     for (const char* v : {"FL_LN_PANEL", "FL_LN_PANEL_STAGES", "FL_LN_PANEL_W", "FL_LN_PANEL_FORM"})
       unsetenv(v);

@@ -222,7 +222,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     // (with qkv words a proj task waits for its count inside the task, beside its rows' loads)
-    const bool in_task = a.qkv_words != nullptr && task.kind == uint8_t(TaskKind::proj);
+    // (and with proj's shares an MLP task, beside its shares' loads)
+    const bool in_task =
+        a.qkv_words != nullptr &&
+        (task.kind == uint8_t(TaskKind::proj) || (a.shares && task.kind == uint8_t(TaskKind::mlp)));
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done && !in_task) {
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
       known[0] = task.wait_counter, known[1] = task.wait_target;  // (counts only grow)

@@ -25,6 +25,9 @@ constexpr bool kLessonProjReadsRows = true;
 // attention reads q and the step's new keys and values as flagged words, no count between qkv
 // and attention (MegakernelOptions::qkv_words).
 constexpr bool kLessonQkvWords = true;
+// the MLP reads proj's flagged shares, no count between proj and the MLP (MegakernelOptions::
+// proj_shares).
+constexpr bool kLessonProjShares = false;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -239,6 +242,15 @@ struct MegakernelOptions {
   // them). Every word is rewritten every layer, so a stale flag is never the awaited one (as
   // proj_reads_rows).
   bool qkv_words = kLessonQkvWords;
+  // No count between proj and the MLP either (the task list's, beside qkv words, at one token;
+  // proj_shares.cuh): a proj task writes its 192 outputs as its head's share (flagged words, a
+  // pair of columns a word) instead of adding them into the residuals, and releases no count;
+  // the qkv tasks write the residual's start the same way; an MLP task loads the 13 x 384 words
+  // until each carries its layer's flag, adds them up for its LayerNorm, adds the shares' sum
+  // for its sixth of the columns into the next residual, and waits for qkv's count in its task.
+  // Off the chain: proj's release (whose fence waits for its block's MLP slice in flight) and
+  // the MLP's poll before its loads; on it: 39 KB of words an MLP task loads from L2.
+  bool proj_shares = kLessonProjShares;
 };
 constexpr int kMaxResidualCopies = 8;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind

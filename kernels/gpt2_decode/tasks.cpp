@@ -30,6 +30,8 @@
 // With proj in attention's last split (an option, beside proj by head) there are no proj
 // tasks: the splits of a head take tickets from the head's counter, the last one adds the head's
 // share of proj, and bumps the layer's one proj count, which the MLP's tasks wait on (kHeads).
+// With proj's shares (beside qkv words, one token) proj counts nothing: an MLP task loads the
+// heads' flagged shares and waits for the layer's qkv count inside its task.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -127,6 +129,7 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   list.last_split_proj = list.head_proj && shape.last_split_proj > 0;
   list.proj_reads_rows = list.head_proj && !list.last_split_proj && shape.proj_reads_rows;
   list.qkv_words = list.proj_reads_rows && shape.qkv_words;
+  list.proj_shares = list.qkv_words && shape.proj_shares && shape.tokens == 1;
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -173,6 +176,8 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       task.layer = static_cast<uint8_t>(layer);
       task.wait_counter = waited;
       task.wait_target = waited_target;
+      if (list.proj_shares && stage.kind == TaskKind::mlp)  // (in the task: proj_shares.cuh)
+        task.wait_counter = qkv_counter, task.wait_target = qkv_target;
       const bool combines = shape.head_combine && stage.kind == TaskKind::attention;
       task.flags = per_head ? kBumpsHeads : combines ? kCombinesHead : 0;
       if (list.fused_proj && stage.kind == TaskKind::qkv) task.flags = kInitsResidual;
@@ -398,6 +403,8 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
     out +=
         "attention reading qkv words: a split waits on no count and loads its head's flagged q "
         "(and new k, v) words as they land; proj waits for qkv's count inside its task\n";
+  if (list.proj_shares)
+    out += "proj's shares: an MLP task loads the heads' flagged shares, no count between them\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,

@@ -5,9 +5,10 @@
 # shares, the lesson's again; CUDA events, median of 50, cold, at cache 512 and 2K, with the
 # timeline's breakdown and the probes); then, nothing timed, lanes side by side (FL_MEGA20_LANES:
 # `new` the shares' own test and compute-sanitizer memcheck / racecheck / synccheck on it at
-# FL_DECODE_SMALL=1; `owed` the Gpt2DecodeGpu tests not run on a GPU since the fixture's
-# refactor; `default` MegakernelSmall, EveryLevelMatchesTheCpuReference, the one-token part of
-# MegakernelOnAPartialGrid and the sanitizers on MegakernelSmall). Logs under $OUT: summary.txt
+# FL_DECODE_SMALL=1; `shares` the test alone; `owed` the Gpt2DecodeGpu tests not run on a GPU
+# since the fixture's refactor; `default` EveryLevelMatchesTheCpuReference, MegakernelSmall with
+# MegakernelOneToken, the one-token part of MegakernelOnAPartialGrid and the sanitizers on
+# MegakernelSmall, each its own lane). Logs under $OUT: summary.txt
 # first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ lanes=()
 IFS=, read -ra sets <<< "${FL_MEGA20_LANES:-new,owed}"
 for set in "${sets[@]}"; do
   case $set in
+    shares)
+      gpu_check_lane shares FL_NONE=1 'Gpt2DecodeGpu.MegakernelProjShares'
+      lanes+=(shares) ;;
     new)
       gpu_check_lane shares FL_NONE=1 'Gpt2DecodeGpu.MegakernelProjShares'
       for tool in memcheck racecheck synccheck; do
@@ -41,13 +45,14 @@ for set in "${sets[@]}"; do
       gpu_check_lane owed-d FL_NONE=1 'Gpt2DecodeGpu.MegakernelLastSplitProj*'
       lanes+=(owed-a owed-b owed-c owed-d) ;;
     default)
-      gpu_check_lane core FL_NONE=1 'Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.EveryLevelMatchesTheCpuReference'
+      gpu_check_lane every FL_NONE=1 'Gpt2DecodeGpu.EveryLevelMatchesTheCpuReference'
+      gpu_check_lane small FL_NONE=1 'Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.MegakernelOneToken'
       gpu_check_lane grid-one FL_DECODE_ONE_TOKEN_GRIDS=1 'Gpt2DecodeGpu.MegakernelOnAPartialGrid'
       for tool in memcheck racecheck synccheck; do
         gpu_check_lane "san-small-$tool" FL_DECODE_SMALL=1 'Gpt2DecodeGpu.MegakernelSmall' $tool
         lanes+=("san-small-$tool")
       done
-      lanes+=(core grid-one) ;;
+      lanes+=(every small grid-one) ;;
   esac
 done
 wait

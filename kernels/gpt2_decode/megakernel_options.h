@@ -26,8 +26,8 @@ constexpr bool kLessonProjReadsRows = true;
 // and attention (MegakernelOptions::qkv_words).
 constexpr bool kLessonQkvWords = true;
 // the MLP reads proj's flagged shares, no count between proj and the MLP (MegakernelOptions::
-// proj_shares).
-constexpr bool kLessonProjShares = false;
+// proj_shares; 0: off).
+constexpr int kLessonProjShares = 2;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -249,8 +249,11 @@ struct MegakernelOptions {
   // until each carries its layer's flag, adds them up for its LayerNorm, adds the shares' sum
   // for its sixth of the columns into the next residual, and waits for qkv's count in its task.
   // Off the chain: proj's release (whose fence waits for its block's MLP slice in flight) and
-  // the MLP's poll before its loads; on it: 39 KB of words an MLP task loads from L2.
-  bool proj_shares = kLessonProjShares;
+  // the MLP's poll before its loads; on it: 39 KB of words an MLP task loads from L2. 1: every
+  // thread of warps 1-7 loads its 26 words and loads the stale ones again together until none
+  // is; 2: 48 of them first spin on one word of each proj task (a sentinel), then 192 load their
+  // 13 x 16 bytes (and again while a pair is stale). 0: off.
+  int proj_shares = kLessonProjShares;
 };
 constexpr int kMaxResidualCopies = 8;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind

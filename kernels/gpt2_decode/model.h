@@ -159,8 +159,8 @@ struct TaskListShape {
   int apart_qkv_rows = kLessonApartQkvRows;  // attention apart from qkv (the same)
   int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
   bool proj_reads_rows = kLessonProjReadsRows;  // proj reads flagged rows (MegakernelOptions)
-  bool qkv_words = kLessonQkvWords;      // attention reads flagged qkv words (MegakernelOptions)
-  bool proj_shares = kLessonProjShares;  // the MLP reads proj's flagged shares (the same)
+  bool qkv_words = kLessonQkvWords;  // attention reads flagged qkv words (MegakernelOptions)
+  bool proj_shares = kLessonProjShares != 0;  // the MLP reads proj's flagged shares (the same)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {

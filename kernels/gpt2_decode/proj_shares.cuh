@@ -45,9 +45,69 @@ __device__ __forceinline__ float share_low(unsigned long long w) {
   return __uint_as_float(unsigned(w & 0x3fffffffull) << 2);
 }
 
+__device__ __forceinline__ void ld_relaxed2(const unsigned long long* p, unsigned long long& lo,
+                                            unsigned long long& hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(lo), "=l"(hi)
+               : "l"(p)
+               : "memory");
+#else
+  lo = ld_relaxed(p), hi = ld_relaxed(p + 1);
+#endif
+}
+
+// The sentinels first (MegakernelOptions::proj_shares 2): loaders 0-47 each spin on one word
+// of one proj task's share (its last pair) until it carries the layer's flag, then the block
+// meets; so the block spins on 48 words, not on every one of the 4992 while proj still runs. A
+// sentinel orders nothing (relaxed stores): the loads after it still check every word.
+__device__ inline void await_sentinels(const DecodeArgs& a, unsigned flag, int li) {
+  constexpr int kTasks = kHeads * kProjParts, kTaskPairs = kProjRows / 2;
+  if (li >= 0 && li < kTasks) {
+    const unsigned long long* w =
+        a.shares + (li / kProjParts) * kSharePairs + (li % kProjParts + 1) * kTaskPairs - 1;
+    while (unsigned(ld_relaxed(w) >> 60) != flag) {
+    }
+  }
+  __syncthreads();
+}
+
+// The same row with 16-byte loads (proj_shares 2): loader q < 192 takes columns 4q..4q+3 of
+// every slot, 13 loads of two words, and loads a pair again while either of its words is stale.
+__device__ inline void load_share_quads(const DecodeArgs& a, unsigned flag, int li, float* x,
+                                        float* proj) {
+  constexpr int kQuads = kC / 4;
+  if (li < 0 || li >= kQuads) return;
+  unsigned long long w[kShareSlots][2];
+#pragma unroll
+  for (int s = 0; s < kShareSlots; ++s)
+    ld_relaxed2(a.shares + s * kSharePairs + 2 * li, w[s][0], w[s][1]);
+  bool stale = false;
+  do {
+    stale = false;
+#pragma unroll
+    for (int s = 0; s < kShareSlots; ++s)
+      if (unsigned(w[s][0] >> 60) != flag || unsigned(w[s][1] >> 60) != flag) {
+        ld_relaxed2(a.shares + s * kSharePairs + 2 * li, w[s][0], w[s][1]);
+        stale = true;
+      }
+  } while (stale);
+  float sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int s = 0; s < kHeads; ++s) {
+    sum[0] += share_high(w[s][0]), sum[1] += share_low(w[s][0]);
+    sum[2] += share_high(w[s][1]), sum[3] += share_low(w[s][1]);
+  }
+  const float start[4] = {share_high(w[kHeads][0]), share_low(w[kHeads][0]),
+                          share_high(w[kHeads][1]), share_low(w[kHeads][1])};
+#pragma unroll
+  for (int c = 0; c < 4; ++c) proj[4 * li + c] = sum[c], x[4 * li + c] = start[c] + sum[c];
+}
+
 // The MLP task's LayerNorm row, from the words: x (C floats, shared memory) = start + the twelve
 // shares, proj (C floats, shared memory) = the shares' sum. Warps 1-7 load; thread 0 waits for
-// `counter` (or nothing, null). Ends with a barrier.
+// `counter` (or nothing, null); with sentinels (proj_shares 2) the loaders spin on 48 words
+// first, then load 16 bytes at a time. Ends with a barrier.
 __device__ inline void await_shares(const DecodeArgs& a, int layer, float* x, float* proj,
                                     const unsigned* counter, unsigned target) {
   constexpr int kPerLoader = 2;  // pairs a loading thread takes (2 x 224 >= 384)
@@ -55,7 +115,10 @@ __device__ inline void await_shares(const DecodeArgs& a, int layer, float* x, fl
   const unsigned flag = unsigned(layer + 1);
   if (counter != nullptr && threadIdx.x == 0) wait_count(counter, target, false);
   const int li = int(threadIdx.x) - 32;
-  if (li >= 0) {
+  if (a.shares_sentinels) {
+    await_sentinels(a, flag, li);
+    load_share_quads(a, flag, li, x, proj);
+  } else if (li >= 0) {
     unsigned long long w[kPerLoader][kShareSlots];
 #pragma unroll
     for (int k = 0; k < kPerLoader; ++k)

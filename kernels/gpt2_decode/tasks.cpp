@@ -280,9 +280,9 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
-  // (last_split_proj, proj_reads_rows and qkv_words are the task list's: both instances run
-  // them.)
-  static_assert(sizeof(MegakernelOptions) == 80, "an option the one-token kernel must compare");
+  // (last_split_proj, proj_reads_rows, qkv_words and proj_shares are the task list's: both
+  // instances run them.)
+  static_assert(sizeof(MegakernelOptions) == 84, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.copies_after_wait == d.copies_after_wait &&

@@ -88,7 +88,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.last_split_proj,
                            options_.proj_reads_rows && options_.one_pass_attention,
                            words,
-                           words && options_.proj_shares};
+                           words && options_.proj_shares != 0};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -234,6 +234,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
     a.shares = list_.proj_shares ? shares_.as<unsigned long long>() : nullptr;
+    a.shares_sentinels = options_.proj_shares >= 2;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }

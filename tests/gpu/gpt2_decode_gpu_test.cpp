@@ -220,9 +220,11 @@ std::vector<Variant> words_sets() {
 // flagged shares (MegakernelOptions::proj_shares: no count between proj and the MLP, one token)
 // against the lesson's (qkv words).
 std::vector<Variant> shares_sets() {
-  gpt2::MegakernelOptions words, shares;
-  words.proj_shares = false, shares.proj_shares = true;
-  return {{"qkv words (the form before)", words}, {"+ MLP reads proj's shares", shares}};
+  gpt2::MegakernelOptions words, shares, sentinels;
+  words.proj_shares = 0, shares.proj_shares = 1, sentinels.proj_shares = 2;
+  return {{"qkv words (the form before)", words},
+          {"+ MLP reads proj's shares", shares},
+          {"+ shares, sentinels first", sentinels}};
 }
 
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
@@ -1150,7 +1152,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelProjShares) {
       ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
       const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
       ASSERT_NE(list, nullptr);
-      EXPECT_EQ(list->proj_shares, v.options.proj_shares && shape.inner == 1);
+      EXPECT_EQ(list->proj_shares, v.options.proj_shares != 0 && shape.inner == 1);
       for (int again = 0; again < 2; ++again) {
         ASSERT_TRUE(ws->poison_outputs(stream_).ok());
         ASSERT_TRUE(run(*ws, 4).ok());
@@ -1166,7 +1168,8 @@ TEST_F(Gpt2DecodeGpu, MegakernelProjShares) {
         EXPECT_LT(rel(output(*ws), before), 1e-4);
     }
   }
-  ASSERT_NO_FATAL_FAILURE(check_partial_grids(shares_sets().at(1).options, {2, 1, 5, 17}));
+  for (size_t k : {1, 2})
+    ASSERT_NO_FATAL_FAILURE(check_partial_grids(shares_sets().at(k).options, {2, 1, 5, 17}));
 }
 
 // When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a

@@ -53,7 +53,8 @@
 // made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
 // attention's last split (last_split_proj), the copies after the task's own wait
 // (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
-// when the copies go at run time so that those options are timed on the one-token kernel), and
+// when the copies go at run time so that those options are timed on the one-token kernel), the
+// MLP reading proj's flagged shares instead of waiting for proj's count (proj_shares), and
 // beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits.
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out

@@ -27,7 +27,7 @@ constexpr bool kLessonProjReadsRows = true;
 constexpr bool kLessonQkvWords = true;
 // the MLP reads proj's flagged shares, no count between proj and the MLP (MegakernelOptions::
 // proj_shares; 0: off).
-constexpr int kLessonProjShares = 2;
+constexpr int kLessonProjShares = 0;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -252,7 +252,11 @@ struct MegakernelOptions {
   // the MLP's poll before its loads; on it: 39 KB of words an MLP task loads from L2. 1: every
   // thread of warps 1-7 loads its 26 words and loads the stale ones again together until none
   // is; 2: 48 of them first spin on one word of each proj task (a sentinel), then 192 load their
-  // 13 x 16 bytes (and again while a pair is stale). 0: off.
+  // 13 x 16 bytes (and again while a pair is stale). 0: off. Measured and left off
+  // (docs/PERFORMANCE.md): 1 took the MLP's wait for proj's count off, but its loads of the words
+  // took as long inside the task and the qkv and attention stages got longer (the step even at
+  // 512, slower at 2K in one call of two); 2 slower at both caches (the sentinels' spin and the
+  // loads after it are two round trips).
   int proj_shares = kLessonProjShares;
 };
 constexpr int kMaxResidualCopies = 8;

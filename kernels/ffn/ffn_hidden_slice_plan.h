@@ -98,6 +98,21 @@ constexpr bool kSliceDirectDeep = false;
 // (docs/PERFORMANCE.md), so on.
 constexpr bool kSliceW2Early = true;
 
+// The sum of y by flags (flag_sum; FL_FFN_SLICE's nineteenth number: 1 on, 2 off), in bf16
+// shares at 9-16 tokens, the resident forms, 8 warps, at most kSliceFlagBlocks blocks: no grid
+// barrier; each block raises its own flag once its share is stored (a release store of the
+// launch's number), and warp w of every block waits only for the flags of its own kSliceFlagBlocks
+// / 8 shares (blocks w G .. w G + G - 1, G = blocks / 8), then adds them: the warps whose shares
+// are in start adding while the last blocks are still on their down product
+// (ffn_hidden_slice_flags.cuh). Off until measured faster.
+constexpr bool kSliceFlagSum = false;
+constexpr int kSliceFlagBlocks = 128;
+// A flag a 128-byte line (32 words): the warps' polls of different flags go to different lines.
+constexpr int kSliceFlagWords = 32;
+// The scratch buffer's head: the barrier's counter and the launch number (256 bytes), then the
+// flags; the shares after it.
+constexpr size_t kSliceScratchHead = 256 + 4 * size_t(kSliceFlagWords) * kSliceFlagBlocks;
+
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
 // than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on). Measured and left off:
 // half W1's lines (bf16) saved 0.5-1% at 1-64 tokens, fp32's 1-2% at 1-16 (an RTX card's plan on
@@ -168,6 +183,8 @@ struct FfnSlicePlan {
   // The resident copies: W1's columns asked for before x's rows (W1's lines from DRAM, x's mostly
   // L2 hits after the first block's), else x's first (make_plan: kSliceW1First's forms).
   bool w1_first = false;
+  // The sum of y by flags, no grid barrier (kSliceFlagSum's forms; make_plan: ffn_slice_flags_fit).
+  bool flag_sum = false;
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
@@ -419,11 +436,21 @@ inline int ffn_slice_prefetch_blocks(const FfnSlicePlan& p, int sms) {
   return std::max(0, sms - p.blocks);
 }
 
-// The scratch buffer: the grid barrier's counter (padded to 256 bytes), zero when allocated,
-// and a partial sum per block (blocks x m x C, sized for fp32 shares whatever the plan's, so a
-// tuning may change the share's type without a larger buffer).
+// The scratch buffer: the grid barrier's counter and the flag sum's launch number (padded to 256
+// bytes) and its flags (kSliceScratchHead in all), zero when allocated, and a partial sum per
+// block (blocks x m x C, sized for fp32 shares whatever the plan's, so a tuning may change the
+// share's type without a larger buffer).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
-  return 256 + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
+  return kSliceScratchHead + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
+}
+
+// Where the sum of y by flags can run: bf16 shares of at most 16 tokens (one 16-byte item a row
+// of a tile, a lane a row), the resident forms, 8 warps (a warp's shares, blocks / 8, at most 16:
+// 8 loads a lane), and the warps' sums meeting in the up product's partial sums' room (8 warps x
+// 16 rows x 8 fp32 values: 4 KB, free once the down product is done).
+inline bool ffn_slice_flags_fit(const FfnSlicePlan& p) {
+  return p.share_bytes == 2 && p.m <= 16 && !p.x_ring && p.warps == 8 && p.x_rows == 0 &&
+         p.blocks <= kSliceFlagBlocks && p.off_red + 8 * 16 * 8 * sizeof(float) <= p.smem;
 }
 
 }  // namespace fl

@@ -77,7 +77,7 @@
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_direct.cuh"
 #include "kernels/ffn/ffn_hidden_slice_down.cuh"
-#include "kernels/ffn/ffn_hidden_slice_flags.cuh"
+#include "kernels/ffn/ffn_hidden_slice_groups.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_rows.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
@@ -143,9 +143,6 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   float* red = reinterpret_cast<float*>(smem + p.off_red);  // over x and W1 once used
   T* b1s = reinterpret_cast<T*>(smem + p.off_bias);
   const int j0 = blockIdx.x * p.units, valid = min(p.units, p.h - j0);
-  // The sum by flags: this launch's number + 1, the value of its flags
-  // (ffn_hidden_slice_flags.cuh).
-  const unsigned next = p.flag_sum ? load_relaxed(launch_number(a.counters)) + 1u : 0u;
   // b2 of the block's first tile of y first (one broadcast load a value; its DRAM trip overlaps
   // the copies'); then every byte of x and W1 (W1's first with w1_first), then of W2's rows,
   // before any arithmetic (W2's after the up product where both do not fit: w2_late, into the
@@ -207,10 +204,12 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   if constexpr (sizeof(T) == 2 && sizeof(S) == 2 && kW == 8 && !kRing) {
-    if (p.flag_sum) {  // no grid barrier: each warp waits for its own shares' flags
-      raise_flag(a.counters, next);
+    if (p.group_sum) {  // no grid barrier: warp w waits for group w (ffn_hidden_slice_groups.cuh)
+      unsigned* slot = reinterpret_cast<unsigned*>(smem + p.off_bias) + p.units / 2;  // past b1
+      arrive_group(p, a.counters, slot);
+      const unsigned old = *slot;
       marks.mark(kHandOver);
-      flag_sum_tiles(a, next, red, b2_first);
+      group_sum_tiles(a, old, red, b2_first);
       marks.mark(kSum);
       return;
     }
@@ -222,7 +221,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,flags]]]]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups]]]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -236,10 +235,10 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // past x and W1 asked for after them (w2_early_resident), or neither, 3: those once x and W1
 // are in; deep 1 / 2: with direct,
 // two batches of x's loads before W1's wait, or one; w1first 1 / 2: the resident copies ask for
-// W1's columns before x's rows, or x's first; flags 1 / 2: the sum of y by flags, no grid
-// barrier, where it fits, or not) replaces them in
-// every launch whose tuning leaves them to the plan: how `fusionlab bench --phases` measures the
-// forms.
+// W1's columns before x's rows, or x's first; groups 1 / 2: the sum of y by groups, no grid
+// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep)
+// replaces them in every launch whose tuning leaves them to the plan: how `fusionlab bench
+// --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
@@ -265,7 +264,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.w2_early == 0) t.w2_early = v[15];
   if (t.deep == 0) t.deep = v[16];
   if (t.w1_first == 0) t.w1_first = v[17];
-  if (t.flags == 0) t.flags = v[18];
+  if (t.groups == 0) t.groups = v[18];
   return t;
 }
 
@@ -319,8 +318,10 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     // there: docs/PERFORMANCE.md).
     out->w1_first =
         tuning.w1_first == 0 ? kSliceW1First && out->w2_during_up : tuning.w1_first == 1;
-    const bool flags = tuning.flags == 0 ? kSliceFlagSum : tuning.flags == 1;
-    out->flag_sum = flags && ffn_slice_flags_fit(*out);
+    const bool groups = tuning.groups == 0 ? kSliceGroupSum : tuning.groups != 2;
+    out->group_sum = groups && ffn_slice_groups_fit(*out);
+    out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
+    out->group_spin = out->group_sum && tuning.groups == 4;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
@@ -360,7 +361,7 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w1p = packed_w1_for<T>(b, a.p);
   char* scratch = static_cast<char*>(b.scratch);
   a.counters = reinterpret_cast<unsigned*>(scratch);
-  a.partial = reinterpret_cast<float*>(scratch + kSliceScratchHead);  // after the flags
+  a.partial = reinterpret_cast<float*>(scratch + kSliceScratchHead);  // after the groups' counters
   a.phases = b.phases;
   a.x_vec = c % E == 0 && aligned(b.x);
   a.w1_vec = (4 * c) % E == 0 && aligned(b.w1);

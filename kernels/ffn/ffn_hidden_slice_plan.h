@@ -98,20 +98,21 @@ constexpr bool kSliceDirectDeep = false;
 // (docs/PERFORMANCE.md), so on.
 constexpr bool kSliceW2Early = true;
 
-// The sum of y by flags (flag_sum; FL_FFN_SLICE's nineteenth number: 1 on, 2 off), in bf16
-// shares at 9-16 tokens, the resident forms, 8 warps, at most kSliceFlagBlocks blocks: no grid
-// barrier; each block raises its own flag once its share is stored (a release store of the
-// launch's number), and warp w of every block waits only for the flags of its own kSliceFlagBlocks
-// / 8 shares (blocks w G .. w G + G - 1, G = blocks / 8), then adds them: the warps whose shares
-// are in start adding while the last blocks are still on their down product
-// (ffn_hidden_slice_flags.cuh). Off until measured faster.
-constexpr bool kSliceFlagSum = false;
-constexpr int kSliceFlagBlocks = 128;
-// A flag a 128-byte line (32 words): the warps' polls of different flags go to different lines.
-constexpr int kSliceFlagWords = 32;
-// The scratch buffer's head: the barrier's counter and the launch number (256 bytes), then the
-// flags; the shares after it.
-constexpr size_t kSliceScratchHead = 256 + 4 * size_t(kSliceFlagWords) * kSliceFlagBlocks;
+// The sum of y by groups (group_sum; FL_FFN_SLICE's nineteenth number: 1 on, 2 off), in bf16
+// shares at 9-16 tokens, the resident forms, 8 warps, 8 to kSliceGroupBlocks blocks: no grid
+// barrier; the blocks are kSliceGroups interleaved groups (b % 8), each with its own count, and
+// warp w of every block waits only for group w's count, then adds that group's shares: the warps
+// whose groups are in add while the last blocks are still on their down product
+// (ffn_hidden_slice_groups.cuh). Off until measured faster.
+constexpr bool kSliceGroupSum = false;
+constexpr int kSliceGroups = 8;
+constexpr int kSliceGroupBlocks = 128;
+// A group's counter a 128-byte line (32 words): the warps' polls of different counters go to
+// different lines.
+constexpr int kSliceCounterWords = 32;
+// The scratch buffer's head: the barrier's counter (256 bytes), then the groups' counters (room
+// for a line a block, kSliceGroupBlocks lines, of which the groups use 8); the shares after it.
+constexpr size_t kSliceScratchHead = 256 + 4 * size_t(kSliceCounterWords) * kSliceGroupBlocks;
 
 // Whether launches read W1 packed (ffn_slice_pack_w1: a block's slice one contiguous run) rather
 // than W1's columns, where FL_FFN_W1_PACKED does not say (0 off, 1 on). Measured and left off:
@@ -183,8 +184,10 @@ struct FfnSlicePlan {
   // The resident copies: W1's columns asked for before x's rows (W1's lines from DRAM, x's mostly
   // L2 hits after the first block's), else x's first (make_plan: kSliceW1First's forms).
   bool w1_first = false;
-  // The sum of y by flags, no grid barrier (kSliceFlagSum's forms; make_plan: ffn_slice_flags_fit).
-  bool flag_sum = false;
+  // The sum of y by groups, no grid barrier (kSliceGroupSum; make_plan: ffn_slice_groups_fit).
+  bool group_sum = false;
+  bool group_contiguous = false;  // groups of consecutive blocks, not b % 8 (a tuning)
+  bool group_spin = false;        // the groups' polls without __nanosleep (a tuning)
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a
@@ -436,21 +439,22 @@ inline int ffn_slice_prefetch_blocks(const FfnSlicePlan& p, int sms) {
   return std::max(0, sms - p.blocks);
 }
 
-// The scratch buffer: the grid barrier's counter and the flag sum's launch number (padded to 256
-// bytes) and its flags (kSliceScratchHead in all), zero when allocated, and a partial sum per
+// The scratch buffer: the grid barrier's counter (padded to 256 bytes) and the groups' counters
+// (kSliceScratchHead in all), zero when allocated, and a partial sum per
 // block (blocks x m x C, sized for fp32 shares whatever the plan's, so a tuning may change the
 // share's type without a larger buffer).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return kSliceScratchHead + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }
 
-// Where the sum of y by flags can run: bf16 shares of at most 16 tokens (one 16-byte item a row
-// of a tile, a lane a row), the resident forms, 8 warps (a warp's shares, blocks / 8, at most 16:
-// 8 loads a lane), and the warps' sums meeting in the up product's partial sums' room (8 warps x
-// 16 rows x 8 fp32 values: 4 KB, free once the down product is done).
-inline bool ffn_slice_flags_fit(const FfnSlicePlan& p) {
+// Where the sum of y by groups can run: bf16 shares of at most 16 tokens (one 16-byte item a row
+// of a tile, a lane a row), the resident forms, 8 warps (one a group; a group's shares, blocks /
+// 8, at least 1 and at most 16: 8 loads a lane), and the warps' sums meeting in the up product's
+// partial sums' room (8 warps x 16 rows x 8 fp32 values: 4 KB, free once the down product is done).
+inline bool ffn_slice_groups_fit(const FfnSlicePlan& p) {
   return p.share_bytes == 2 && p.m <= 16 && !p.x_ring && p.warps == 8 && p.x_rows == 0 &&
-         p.blocks <= kSliceFlagBlocks && p.off_red + 8 * 16 * 8 * sizeof(float) <= p.smem;
+         p.blocks >= kSliceGroups && p.blocks <= kSliceGroupBlocks &&
+         p.off_red + 8 * 16 * 8 * sizeof(float) <= p.smem;
 }
 
 }  // namespace fl

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The hidden slice as an RTX card plans it (99 KiB, 1-16 bf16 tokens, w2_during_up, W1 first), on
-# the lent GPU in one call (run with a 190 s limit): the plan's form (the grid barrier, then every
-# block's sum of y) against the sum of y by groups (ffn_hidden_slice_groups.cuh; FL_FFN_SLICE's
-# nineteenth number 1: 8 interleaved groups, 3: groups of consecutive blocks, 4: interleaved,
-# polls without a sleep; they run at 9-16 tokens in bf16 shares, so 1 token is the same every
-# way). Builds fusionlab and the GPU tests into ../build-port27, then `fusionlab bench --choose-as
-# 8.6` (bf16, cold, levels 1 and 2 at 1 and 16 tokens) the forms interleaved three times, the
-# phases at 16 tokens once each; then, nothing timed, the GPU tests with the groups forms and
-# compute-sanitizer memcheck and racecheck on HiddenSliceFfnW2EarlyAsAnRtxCard with groups, in
-# parallel. Logs under $OUT: summary.txt first (a call cut off still brings back what ran).
+# the lent GPU in one call (run with a 190 s limit): the plan's form (the sum of y by 8
+# interleaved groups of blocks, ffn_hidden_slice_groups.cuh) against the grid barrier then every
+# block's sum (FL_FFN_SLICE's nineteenth number 2, the plan's before), groups of consecutive
+# blocks (3) and interleaved groups polled without a sleep (4); the groups run at 9-16 tokens in
+# bf16 shares, so 1 token is the same every way. Builds fusionlab and the GPU tests into
+# ../build-port27, then `fusionlab bench --choose-as 8.6` (bf16, cold, levels 1 and 2 at 1 and
+# 16 tokens) the forms interleaved three times, the phases at 16 tokens once each; then, nothing
+# timed, the GPU tests with the groups forms and compute-sanitizer memcheck and racecheck on
+# HiddenSliceFfnW2EarlyAsAnRtxCard with groups forced (1: also where the plan keeps the barrier),
+# in parallel. Logs under $OUT: summary.txt
+# first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -21,8 +23,8 @@ app="$build/fusionlab"
 G="$build/tests/fusionlab_gpu_tests"
 B=(--lesson ffn --levels 1,2 --sizes 1,16 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
 F=FL_FFN_SLICE=0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0
-declare -A FORM=([plan]=FL_NONE=1 [groups]=$F,1 [contig]=$F,3 [spin]=$F,4)
-NAMES=(${FL_P27_FORMS:-plan groups contig spin})
+declare -A FORM=([plan]=FL_NONE=1 [barrier]=$F,2 [contig]=$F,3 [spin]=$F,4 [groups]=$F,1)
+NAMES=(${FL_P27_FORMS:-plan barrier contig spin})
 for i in 1 2 3; do
   for n in "${NAMES[@]}"; do gpu_check_row "$n-$i" "${FORM[$n]}" 75 "${B[@]}"; done
 done

@@ -19,7 +19,9 @@
 //      shares of y's columns [8 b, 8 b + 8) (16-byte loads: a row's 8 columns in bf16, 4 in fp32; a
 //      warp's lanes split the shares and meet by shuffles: a fixed order, the same result every
 //      run) and writes them + b2 (b2 of the block's first tile loaded before the copies are asked
-//      for).
+//      for). In an RTX card's plan at 9-16 bf16 tokens (w2_during_up) by 8 groups of blocks
+//      instead, each with its own count, warp w of every block waiting only for group w's
+//      (ffn_hidden_slice_groups.cuh).
 // The down product and the shares' stores are in ffn_hidden_slice_down.cuh, the copies in
 // ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh.
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
@@ -318,7 +320,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     // there: docs/PERFORMANCE.md).
     out->w1_first =
         tuning.w1_first == 0 ? kSliceW1First && out->w2_during_up : tuning.w1_first == 1;
-    const bool groups = tuning.groups == 0 ? kSliceGroupSum : tuning.groups != 2;
+    // The sum by groups: the plan's where W2 comes under the up product (measured there).
+    const bool groups =
+        tuning.groups == 0 ? kSliceGroupSum && out->w2_during_up : tuning.groups != 2;
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;

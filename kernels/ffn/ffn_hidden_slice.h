@@ -89,8 +89,8 @@ struct FfnSliceTuning {
                      // (W1's first where w2_during_up, else x's), 1 on, 2 off (FL_FFN_SLICE's
                      // eighteenth number)
   int groups = 0;    // the sum of y by groups, no grid barrier, where ffn_slice_groups_fit: 0 the
-                     // plan's (kSliceGroupSum), 1 on, 2 off, 3 groups of consecutive blocks, 4
-                     // polls without a sleep (FL_FFN_SLICE's nineteenth number)
+                     // plan's (kSliceGroupSum, with w2_during_up), 1 on, 2 off, 3 groups of
+                   // consecutive blocks, 4 polls without a sleep (FL_FFN_SLICE's nineteenth number)
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

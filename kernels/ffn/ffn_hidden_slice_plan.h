@@ -103,8 +103,11 @@ constexpr bool kSliceW2Early = true;
 // barrier; the blocks are kSliceGroups interleaved groups (b % 8), each with its own count, and
 // warp w of every block waits only for group w's count, then adds that group's shares: the warps
 // whose groups are in add while the last blocks are still on their down product
-// (ffn_hidden_slice_groups.cuh). Off until measured faster.
-constexpr bool kSliceGroupSum = false;
+// (ffn_hidden_slice_groups.cuh). The plan's where W2 comes under the up product (w2_during_up, an
+// RTX card's 99 KiB): measured faster there at 16 tokens than the grid barrier, also than groups
+// of consecutive blocks, and the same with polls back to back; a word a block instead of a count
+// a group measured slower (docs/PERFORMANCE.md). Elsewhere not measured, so not the plan's.
+constexpr bool kSliceGroupSum = true;
 constexpr int kSliceGroups = 8;
 constexpr int kSliceGroupBlocks = 128;
 // A group's counter a 128-byte line (32 words): the warps' polls of different counters go to

@@ -34,10 +34,9 @@ namespace gpt2 {
 // One head's share of proj: o (t x 64 floats in shared memory, the head's attention outputs)
 // times wp (the head's 64 columns of Wproj for outputs [part * kProjRows, +kProjRows), as
 // [64][kProjRows] in shared memory), added into the residual x and the next residual x_mlp
-// with red.add; with proj's shares (a.shares, t = 1) written as head `head`'s share instead
-// (proj_shares.cuh). work: room for the partial sums (48 KB).
-__device__ inline void project_head(const DecodeArgs& a, int layer, int head, int part,
-                                    const bf16* wp, const float* o, float* work) {
+// with red.add. work: room for the partial sums (48 KB).
+__device__ inline void project_head(const DecodeArgs& a, int layer, int part, const bf16* wp,
+                                    const float* o, float* work) {
   const int t = a.tokens;
   // Thread g * 48 + q: outputs 4q..4q+3 of the part over rows 16g..16g+15 of the head's 64
   // (8-byte loads, consecutive threads on consecutive words), its sums into work[g][j][192].
@@ -80,11 +79,6 @@ __device__ inline void project_head(const DecodeArgs& a, int layer, int head, in
       sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
     }
     const int n = part * kProjRows + 4 * qq;
-    if (a.shares != nullptr) {  // (t = 1) two flagged words, no add
-      publish_share(a, layer, head, n / 2, sum[0], sum[1]);
-      publish_share(a, layer, head, n / 2 + 1, sum[2], sum[3]);
-      continue;
-    }
     red_add4(a.x + j * kC + n, sum);
     red_add4(x_next + spread_at(a, j * kC + n), sum);
   }

@@ -107,10 +107,6 @@ struct DecodeArgs {
   // q, k and v as flagged words for attention (MegakernelOptions::qkv_words; null: off),
   // [head][token][kQkvWords] (split_rows.cuh).
   unsigned long long* qkv_words = nullptr;
-  // proj's shares and the residual's start as flagged words for the MLP (MegakernelOptions::
-  // proj_shares; null: off), [slot][pair] (proj_shares.cuh).
-  unsigned long long* shares = nullptr;
-  bool shares_sentinels = false;  // proj_shares 2: the MLP spins on 48 words first
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -53,8 +53,7 @@
 // made each release's fence wait for it), attention apart from qkv (apart_qkv_rows), proj in
 // attention's last split (last_split_proj), the copies after the task's own wait
 // (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
-// when the copies go at run time so that those options are timed on the one-token kernel), the
-// MLP reading proj's flagged shares instead of waiting for proj's count (proj_shares), and
+// when the copies go at run time so that those options are timed on the one-token kernel), and
 // beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits.
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
@@ -223,10 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) st[kStampAsked] = phase_clock();
     const bool known_done = task.wait_counter == known[0] && known[1] >= task.wait_target;
     // (with qkv words a proj task waits for its count inside the task, beside its rows' loads)
-    // (and with proj's shares an MLP task, beside its shares' loads)
-    const bool in_task =
-        a.qkv_words != nullptr &&
-        (task.kind == uint8_t(TaskKind::proj) || (a.shares && task.kind == uint8_t(TaskKind::mlp)));
+    const bool in_task = a.qkv_words != nullptr && task.kind == uint8_t(TaskKind::proj);
     if (threadIdx.x == 0 && task.wait_counter != kNoCounter && !known_done && !in_task) {
       wait_count(counters + task.wait_counter, task.wait_target, options.relaxed_poll);
       known[0] = task.wait_counter, known[1] = task.wait_target;  // (counts only grow)

@@ -25,9 +25,6 @@ constexpr bool kLessonProjReadsRows = true;
 // attention reads q and the step's new keys and values as flagged words, no count between qkv
 // and attention (MegakernelOptions::qkv_words).
 constexpr bool kLessonQkvWords = true;
-// the MLP reads proj's flagged shares, no count between proj and the MLP (MegakernelOptions::
-// proj_shares; 0: off).
-constexpr int kLessonProjShares = 0;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can
@@ -242,22 +239,6 @@ struct MegakernelOptions {
   // them). Every word is rewritten every layer, so a stale flag is never the awaited one (as
   // proj_reads_rows).
   bool qkv_words = kLessonQkvWords;
-  // No count between proj and the MLP either (the task list's, beside qkv words, at one token;
-  // proj_shares.cuh): a proj task writes its 192 outputs as its head's share (flagged words, a
-  // pair of columns a word) instead of adding them into the residuals, and releases no count;
-  // the qkv tasks write the residual's start the same way; an MLP task loads the 13 x 384 words
-  // until each carries its layer's flag, adds them up for its LayerNorm, adds the shares' sum
-  // for its sixth of the columns into the next residual, and waits for qkv's count in its task.
-  // Off the chain: proj's release (whose fence waits for its block's MLP slice in flight) and
-  // the MLP's poll before its loads; on it: 39 KB of words an MLP task loads from L2. 1: every
-  // thread of warps 1-7 loads its 26 words and loads the stale ones again together until none
-  // is; 2: 48 of them first spin on one word of each proj task (a sentinel), then 192 load their
-  // 13 x 16 bytes (and again while a pair is stale). 0: off. Measured and left off
-  // (docs/PERFORMANCE.md): 1 took the MLP's wait for proj's count off, but its loads of the words
-  // took as long inside the task and the qkv and attention stages got longer (the step even at
-  // 512, slower at 2K in one call of two); 2 slower at both caches (the sentinels' spin and the
-  // loads after it are two round trips).
-  int proj_shares = kLessonProjShares;
 };
 constexpr int kMaxResidualCopies = 8;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind

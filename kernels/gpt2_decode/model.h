@@ -160,7 +160,6 @@ struct TaskListShape {
   int last_split_proj = 0;  // proj in attention's last split (MegakernelOptions; >= 2: prefetched)
   bool proj_reads_rows = kLessonProjReadsRows;  // proj reads flagged rows (MegakernelOptions)
   bool qkv_words = kLessonQkvWords;  // attention reads flagged qkv words (MegakernelOptions)
-  bool proj_shares = kLessonProjShares != 0;  // the MLP reads proj's flagged shares (the same)
 };
 // Whether proj by head fits: a task's part of Wproj (24 KB) in one weight buffer.
 constexpr bool head_proj_fits(int buffer_bytes) {
@@ -189,9 +188,6 @@ struct DecodeTaskList {
   // attention waits on no counter: it loads its head's flagged q, k and v words
   // (TaskListShape::qkv_words, beside proj_reads_rows); proj waits for qkv's count in its task.
   bool qkv_words = false;
-  // the MLP waits on no proj count: it loads proj's flagged shares (TaskListShape::proj_shares,
-  // beside qkv_words, one token); proj releases none.
-  bool proj_shares = false;
 };
 
 // Attention splits per head for a step over `positions` = s + t keys on `blocks` blocks: enough

@@ -8,7 +8,6 @@
 
 #include "kernels/device_common.cuh"
 #include "kernels/gpt2_decode/device.cuh"
-#include "kernels/gpt2_decode/proj_shares.cuh"
 #include "kernels/gpt2_decode/split_rows.cuh"
 
 namespace fl {
@@ -92,12 +91,6 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
     const ResidualInit i = init();
     for (int k = threadIdx.x; k < (i.c1 - i.c0) * a.tokens; k += kThreads)
       i.store(k % a.tokens, i.c0 + k / a.tokens, keep != nullptr ? keep[k] : raw_of(i, k));
-    for (int m = threadIdx.x; a.shares != nullptr && m < (i.c1 - i.c0) / 2; m += kThreads) {
-      const float r0 = keep != nullptr ? keep[2 * m] : raw_of(i, 2 * m);  // (t = 1)
-      const float r1 = keep != nullptr ? keep[2 * m + 1] : raw_of(i, 2 * m + 1);
-      publish_share(a, layer, kHeads, i.c0 / 2 + m, r0 + to_f(i.bias[2 * m]),
-                    r1 + to_f(i.bias[2 * m + 1]));  // the MLP's start: x + bproj
-    }
   }
   // (With qkv words each value goes out as a flagged word too: split_rows.cuh.)
   __device__ void epilogue(int j, int n, float sum) const {
@@ -296,18 +289,10 @@ struct FcOp {  // h = GELU(LN2(x) Wfc + bfc)
   SmallParams p{};
   // The megakernel's MLP slice keeps its h in shared memory: h_slice[(n - p.first) * t + j].
   float* h_slice = nullptr;
-  // With proj's shares (a.shares, t = 1): the slice's rows and the qkv count its thread 0
-  // waits for in the prologue (proj_shares.cuh; null: none).
-  int count = 0;
-  const unsigned* counter = nullptr;
-  unsigned target = 0;
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_fc; }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln2_g);
-    if (a.shares != nullptr)
-      shares_prologue(a, layer, g, p.first, count, act, counter, target);
-    else
-      layernorm_rows(a.x, g, g + kC, j0, tc, act);
+    layernorm_rows(a.x, g, g + kC, j0, tc, act);
   }
   __device__ void epilogue(int j, int n, float sum) const {
     const float h = gelu(sum + bias_of(a, layer, p, LayerLayout::b_fc, n));

@@ -96,12 +96,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       break;
     }
     case TaskKind::mlp: {
-      FcOp op{a, layer, p, sums};
-      if (a.shares != nullptr) {  // (its thread 0 waits for qkv's count in the prologue)
-        op.count = task.count, op.target = task.wait_target;
-        op.counter = task.wait_counter != kNoCounter ? counters + task.wait_counter : nullptr;
-      }
-      linear_slice<FcOp, true>(op, weights, task.first, task.count, work, sums, after_inputs, wide);
+      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
+                               after_inputs, wide);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC
@@ -128,8 +124,7 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
         !kOneToken && (task.flags & kProjects)
             ? reinterpret_cast<const bf16*>(buffer + 2 * buffer_bytes - kProjSliceBytes)
             : weights;
-    project_head(a, layer, task.first / kProjParts, task.first % kProjParts, wp, sums, work);
-    if (a.shares != nullptr) return false;  // (its shares are flagged words: no count)
+    project_head(a, layer, task.first % kProjParts, wp, sums, work);
   }
   return true;
 }

@@ -30,8 +30,6 @@
 // With proj in attention's last split (an option, beside proj by head) there are no proj
 // tasks: the splits of a head take tickets from the head's counter, the last one adds the head's
 // share of proj, and bumps the layer's one proj count, which the MLP's tasks wait on (kHeads).
-// With proj's shares (beside qkv words, one token) proj counts nothing: an MLP task loads the
-// heads' flagged shares and waits for the layer's qkv count inside its task.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -129,7 +127,6 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
   list.last_split_proj = list.head_proj && shape.last_split_proj > 0;
   list.proj_reads_rows = list.head_proj && !list.last_split_proj && shape.proj_reads_rows;
   list.qkv_words = list.proj_reads_rows && shape.qkv_words;
-  list.proj_shares = list.qkv_words && shape.proj_shares && shape.tokens == 1;
   // With attention and proj fused, the qkv slices go to the blocks the fused tasks leave free
   // (when there are enough), so those copy their keys and values while the qkv stage runs.
   const int fused_tasks = kHeads * kProjParts;
@@ -176,8 +173,6 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
       task.layer = static_cast<uint8_t>(layer);
       task.wait_counter = waited;
       task.wait_target = waited_target;
-      if (list.proj_shares && stage.kind == TaskKind::mlp)  // (in the task: proj_shares.cuh)
-        task.wait_counter = qkv_counter, task.wait_target = qkv_target;
       const bool combines = shape.head_combine && stage.kind == TaskKind::attention;
       task.flags = per_head ? kBumpsHeads : combines ? kCombinesHead : 0;
       if (list.fused_proj && stage.kind == TaskKind::qkv) task.flags = kInitsResidual;
@@ -280,9 +275,9 @@ DecodeTaskList build_decode_tasks(const TaskListShape& shape) {
 bool runs_one_token_kernel(const MegakernelOptions& o, int tokens) {
   // A new option is added below too (the one-token instance holds the lesson's value of every
   // option that is not the task list's, but residual_spread, which only it reads).
-  // (last_split_proj, proj_reads_rows, qkv_words and proj_shares are the task list's: both
-  // instances run them.)
-  static_assert(sizeof(MegakernelOptions) == 84, "an option the one-token kernel must compare");
+  // (last_split_proj, proj_reads_rows and qkv_words are the task list's: both instances run
+  // them.)
+  static_assert(sizeof(MegakernelOptions) == 80, "an option the one-token kernel must compare");
   const MegakernelOptions d;
   return o.one_token_kernel && tokens == 1 && o.bulk_copies == d.bulk_copies &&
          o.l2_ahead == d.l2_ahead && o.copies_after_wait == d.copies_after_wait &&
@@ -403,8 +398,6 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
     out +=
         "attention reading qkv words: a split waits on no count and loads its head's flagged q "
         "(and new k, v) words as they land; proj waits for qkv's count inside its task\n";
-  if (list.proj_shares)
-    out += "proj's shares: an MLP task loads the heads' flagged shares, no count between them\n";
   if (list.attention_apart) out += "attention apart: its splits on the blocks qkv leaves free\n";
   for (int b = 0; b + 1 < static_cast<int>(list.block_begin.size()); ++b) {
     std::snprintf(line, sizeof(line), "block %d: %d tasks\n", b,

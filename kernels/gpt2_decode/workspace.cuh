@@ -11,7 +11,6 @@
 
 #include "kernels/gpt2_decode/hooks.h"
 #include "kernels/gpt2_decode/launch.h"
-#include "kernels/gpt2_decode/proj_shares.cuh"
 #include "kernels/gpt2_decode/split_rows.cuh"
 #include "kernels/level_table.h"
 #include "kernels/workspace.cuh"
@@ -87,8 +86,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                            options_.apart_qkv_rows,
                            options_.last_split_proj,
                            options_.proj_reads_rows && options_.one_pass_attention,
-                           words,
-                           words && options_.proj_shares != 0};
+                           words};
     list_ = build_decode_tasks(shape_);
     // Levels 1-3 keep at most kMaxSplitLength keys a split (their attention reads every key from
     // global memory; the cap is the megakernel's buffer's, kept so that they stay as measured).
@@ -105,10 +103,6 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     if (list_.qkv_words) {  // q, k and v as flagged words, zeroed (split_rows.cuh)
       FL_TRY(words_.allocate(int64_t(tokens_) * kHeads * kQkvWords * 8));
       FL_CUDA_TRY(cudaMemset(words_.get(), 0, words_.bytes()));
-    }
-    if (list_.proj_shares) {  // proj's shares and the start as flagged words, zeroed
-      FL_TRY(shares_.allocate(int64_t(kShareSlots) * kSharePairs * 8));
-      FL_CUDA_TRY(cudaMemset(shares_.get(), 0, shares_.bytes()));
     }
     FL_CUDA_TRY(
         cudaMemcpy(tasks_.get(), list_.tasks.data(), tasks_.bytes(), cudaMemcpyHostToDevice));
@@ -233,8 +227,6 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.branch_free_keys = options_.branch_free_keys;
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
-    a.shares = list_.proj_shares ? shares_.as<unsigned long long>() : nullptr;
-    a.shares_sentinels = options_.proj_shares >= 2;
     a.probes = probes_;
     return launch_megakernel(a, plan, s);
   }
@@ -305,7 +297,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DeviceBuffer weights_, w_out_t_, w_proj_t_, k_cache_, v_cache_, x_in_, x_, x_mlp_, q_, y_, xn_,
       att_, tmp_, qkv_, h_;
   DeviceBuffer scores_;
-  DeviceBuffer partials_, rows_, words_, shares_, check_, sums_, tasks_, block_begin_, counters_;
+  DeviceBuffer partials_, rows_, words_, check_, sums_, tasks_, block_begin_, counters_;
   bool uses_rows() const {  // last_split_proj 3, or proj reads rows (megakernel_options.h)
     return (list_.last_split_proj && options_.last_split_proj >= 3 &&
             options_.one_pass_attention) ||

@@ -216,17 +216,6 @@ std::vector<Variant> words_sets() {
   return {{"proj reads rows (the form before)", rows}, {"+ attention reads qkv words", words}};
 }
 
-// The sets MegakernelVariants times with FL_DECODE_VARIANTS=shares: the MLP reading proj's
-// flagged shares (MegakernelOptions::proj_shares: no count between proj and the MLP, one token)
-// against the lesson's (qkv words).
-std::vector<Variant> shares_sets() {
-  gpt2::MegakernelOptions words, shares, sentinels;
-  words.proj_shares = 0, shares.proj_shares = 1, sentinels.proj_shares = 2;
-  return {{"qkv words (the form before)", words},
-          {"+ MLP reads proj's shares", shares},
-          {"+ shares, sentinels first", sentinels}};
-}
-
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
 // the SM, each on the one-token instance (runs_one_token_copy_timings): the L2 prefetch ahead
 // with the copies one task ahead as in the lesson, the copies after the task's own wait (from L2
@@ -492,10 +481,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelSplitsPastItsBufferSmall) {
 // Fewer blocks than tasks: 1, 2, 5 and 17 blocks run the same step (each block holds many
 // tasks of every stage). Two runs each with different inputs: a stale value from the first
 // run, or a counter not reset, would fail the second run's check or hang it.
-// FL_DECODE_ONE_TOKEN_GRIDS=1: the one-token part only (a check of a one-token form in a call
-// too short for the whole test).
 TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
-  const bool one_token_only = std::getenv("FL_DECODE_ONE_TOKEN_GRIDS") != nullptr;
   std::unique_ptr<Workspace> ws;
   ASSERT_TRUE(lesson_->create_workspace(Shape{133, 3}, Precision::bf16, &ws).ok());
   ASSERT_TRUE(ws->fill_inputs(5, stream_).ok());
@@ -514,7 +500,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelOnAPartialGrid) {
   for (size_t k : {1, 4}) sets.push_back(timed.at(k));      // the tail off, 18- and 36-row qkv
   const std::vector<Variant> last = last_proj_sets();
   sets.push_back(last.at(2));  // proj in the last split (Wproj asked into L2)
-  for (size_t k = 0; !one_token_only && k < 4 * sets.size(); ++k) {
+  for (size_t k = 0; k < 4 * sets.size(); ++k) {
     const int blocks = grids[k % 4];
     const gpt2::MegakernelOptions options = sets[k / 4].options;
     SCOPED_TRACE(std::to_string(blocks) + " blocks, " + sets[k / 4].name);
@@ -885,10 +871,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 // level 3 (graph + PDL) in one run, one change at a time: set FL_DECODE_VARIANTS=1
 // (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj,
 // burst or l2 times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1,
-// or copy_timing_sets() instead of timed_sets(); rows, words and shares: rows_timed_sets(),
-// words_sets(), shares_sets()). Each variant is checked first (the fp64 GPU check at 1 and 16
-// tokens), then timed: the median of back-to-back steps by CUDA events (each step reads its 170 MB
-// of weights in the same order and L2 holds 50 MB, so they come from DRAM), and its task records'
+// or copy_timing_sets() instead of timed_sets(); rows and words: rows_timed_sets(),
+// words_sets()). Each variant is checked first (the fp64 GPU check at 1 and 16 tokens), then
+// timed: the median of back-to-back steps by CUDA events (each step reads its 170 MB of weights
+// in the same order and L2 holds 50 MB, so they come from DRAM), and its task records'
 // breakdown at cache 512.
 TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
@@ -901,7 +887,6 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
                                   : which == "l2"                           ? copy_timing_sets()
                                   : which == "rows"                         ? rows_timed_sets()
                                   : which == "words"                        ? words_sets()
-                                  : which == "shares"                       ? shares_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
   variants.push_back({"the first form again (drift)", variants.front().options});
@@ -1128,48 +1113,6 @@ TEST_F(Gpt2DecodeGpu, MegakernelQkvWords) {
     }
   }
   ASSERT_NO_FATAL_FAILURE(check_partial_grids(words_sets().at(1).options, {2, 1, 5, 17}));
-}
-
-// The MLP reading proj's flagged shares (shares_sets(): proj_shares, one token only) against
-// the fp64 CPU reference at odd caches, each step twice (the second over the first's words),
-// against the lesson's form, then on partial grids (2, 1, 5 and 17 blocks) by the GPU's fp64
-// check. At 16 tokens the option is off (the list says so). FL_DECODE_SMALL=1: cache 23 and 2
-// blocks (what compute-sanitizer runs).
-TEST_F(Gpt2DecodeGpu, MegakernelProjShares) {
-  const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
-  std::mt19937_64 rng(std::random_device{}());
-  const std::vector<Shape> shapes =
-      small ? std::vector<Shape>{Shape{23, 1}}
-            : std::vector<Shape>{Shape{37, 1}, Shape{515, 16}, Shape{1001, 1}, Shape{4001, 1}};
-  for (const Shape& shape : shapes) {
-    SCOPED_TRACE("cache " + std::to_string(shape.size) + " tokens " + std::to_string(shape.inner));
-    std::unique_ptr<Workspace> ws;
-    std::vector<double> ref;
-    ASSERT_NO_FATAL_FAILURE(prepare(shape, rng(), &ws, &ref));
-    std::vector<double> before;
-    for (const Variant& v : shares_sets()) {
-      SCOPED_TRACE(v.name);
-      ASSERT_TRUE(gpt2::set_megakernel_options(*ws, v.options).ok());
-      const gpt2::DecodeTaskList* list = gpt2::megakernel_tasks(*ws);
-      ASSERT_NE(list, nullptr);
-      EXPECT_EQ(list->proj_shares, v.options.proj_shares != 0 && shape.inner == 1);
-      for (int again = 0; again < 2; ++again) {
-        ASSERT_TRUE(ws->poison_outputs(stream_).ok());
-        ASSERT_TRUE(run(*ws, 4).ok());
-        const double cpu = rel(output(*ws), ref);
-        EXPECT_LE(cpu, lesson_->tolerance(Precision::bf16));
-        std::printf("gpt2_decode cache %lld tokens %lld %s: rel error %.3g\n",
-                    (long long)shape.size, (long long)shape.inner, v.name, cpu);
-      }
-      // The same sums but for the residuals' add order and the shares' two dropped bits.
-      if (before.empty())
-        before = output(*ws);
-      else
-        EXPECT_LT(rel(output(*ws), before), 1e-4);
-    }
-  }
-  for (size_t k : {1, 2})
-    ASSERT_NO_FATAL_FAILURE(check_partial_grids(shares_sets().at(k).options, {2, 1, 5, 17}));
 }
 
 // When the copies go, on the one-token instance (copy_timing_sets(); copies_after_wait takes a

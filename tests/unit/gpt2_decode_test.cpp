@@ -110,9 +110,6 @@ void expect_well_formed(const TaskListShape& shape) {
       EXPECT_EQ(t.wait_counter, counter_of(stage - 1) + head);
       EXPECT_EQ(t.wait_target, head_bumps[t.wait_counter]);
       EXPECT_GE(t.wait_target, 3u) << "q, k and v rows of the head";
-    } else if (list.proj_shares && TaskKind(t.kind) == TaskKind::mlp) {
-      EXPECT_EQ(t.wait_counter, counter_of(stage - 3));  // qkv's (proj's shares: flagged)
-      EXPECT_EQ(t.wait_target, tasks_in_stage[stage - 3]);
     } else if (list.qkv_words && TaskKind(t.kind) == TaskKind::attention) {
       EXPECT_EQ(t.wait_counter, kNoCounter);  // (it loads its head's flagged qkv words)
     } else if (hp && list.proj_reads_rows && TaskKind(t.kind) == TaskKind::proj) {
@@ -308,7 +305,7 @@ TEST(Gpt2DecodeTasks, QkvWordsAttentionWaitsForNoCounter) {
        {TaskListShape{132, 1, 512, 80 * 1024}, TaskListShape{132, 16, 8192, 80 * 1024},
         TaskListShape{5, 3, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
     SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
-    shape.proj_reads_rows = true, shape.qkv_words = false, shape.proj_shares = false;
+    shape.proj_reads_rows = true, shape.qkv_words = false;
     const DecodeTaskList rows = build_decode_tasks(shape);
     shape.qkv_words = true;
     const DecodeTaskList list = build_decode_tasks(shape);
@@ -335,48 +332,6 @@ TEST(Gpt2DecodeTasks, QkvWordsAttentionWaitsForNoCounter) {
     EXPECT_NE(format_task_list(list, shape).find("qkv words"), std::string::npos);
     shape.proj_reads_rows = false;
     EXPECT_FALSE(build_decode_tasks(shape).qkv_words);
-  }
-}
-
-// The MLP reading proj's shares (TaskListShape::proj_shares, beside qkv words, one token): the
-// same tasks as qkv words alone, but an MLP task waits for its layer's qkv count (inside its
-// task); off at more than one token and without qkv words.
-TEST(Gpt2DecodeTasks, ProjSharesMlpWaitsForQkv) {
-  for (TaskListShape shape : {TaskListShape{132, 1, 512, 80 * 1024},
-                              TaskListShape{5, 1, 37, 80 * 1024}, TaskListShape{1, 1, 16}}) {
-    SCOPED_TRACE("blocks " + std::to_string(shape.blocks));
-    shape.proj_shares = false;
-    const DecodeTaskList words = build_decode_tasks(shape);
-    shape.proj_shares = true;
-    const DecodeTaskList list = build_decode_tasks(shape);
-    ASSERT_TRUE(list.proj_shares);
-    ASSERT_FALSE(words.proj_shares);
-    ASSERT_EQ(list.tasks.size(), words.tasks.size());
-    uint16_t qkv_counter[kLayers] = {};
-    unsigned qkv_tasks[kLayers] = {};
-    for (const DecodeTask& t : list.tasks)
-      if (t.kind == uint8_t(TaskKind::qkv))
-        qkv_counter[t.layer] = t.done_counter, ++qkv_tasks[t.layer];
-    int mlp = 0;
-    for (size_t i = 0; i < list.tasks.size(); ++i) {
-      const DecodeTask &t = list.tasks[i], &before = words.tasks[i];
-      EXPECT_EQ(t.kind, before.kind);
-      EXPECT_EQ(t.first, before.first);
-      EXPECT_EQ(t.done_counter, before.done_counter);
-      if (t.kind != uint8_t(TaskKind::mlp)) {
-        EXPECT_EQ(t.wait_counter, before.wait_counter);
-        continue;
-      }
-      ++mlp;
-      EXPECT_EQ(t.wait_counter, qkv_counter[t.layer]);
-      EXPECT_EQ(t.wait_target, qkv_tasks[t.layer]);
-    }
-    EXPECT_GT(mlp, 0);
-    EXPECT_NE(format_task_list(list, shape).find("proj's shares"), std::string::npos);
-    shape.tokens = 2;
-    EXPECT_FALSE(build_decode_tasks(shape).proj_shares);
-    shape.tokens = 1, shape.qkv_words = false;
-    EXPECT_FALSE(build_decode_tasks(shape).proj_shares);
   }
 }
 

@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kW2In);
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
-  if constexpr (sizeof(T) == 2 && sizeof(S) == 2 && kW == 8 && !kRing) {
+  if constexpr (sizeof(T) == 2 && sizeof(S) == 2) {
     if (p.group_sum) {  // no grid barrier: warp w waits for group w (ffn_hidden_slice_groups.cuh)
       unsigned* slot = reinterpret_cast<unsigned*>(smem + p.off_bias) + p.units / 2;  // past b1
       arrive_group(p, a.counters, slot);
@@ -321,8 +321,9 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->w1_first =
         tuning.w1_first == 0 ? kSliceW1First && out->w2_during_up : tuning.w1_first == 1;
     // The sum by groups: the plan's where W2 comes under the up product (measured there).
-    const bool groups =
-        tuning.groups == 0 ? kSliceGroupSum && out->w2_during_up : tuning.groups != 2;
+    const bool groups = tuning.groups == 0 ? (kSliceGroupSum && out->w2_during_up) ||
+                                                 (kSliceGroupSumRing && out->x_ring)
+                                           : tuning.groups != 2;
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;

@@ -88,9 +88,10 @@ struct FfnSliceTuning {
   int w1_first = 0;  // the resident copies: W1's columns asked for before x's rows: 0 the plan's
                      // (W1's first where w2_during_up, else x's), 1 on, 2 off (FL_FFN_SLICE's
                      // eighteenth number)
-  int groups = 0;    // the sum of y by groups, no grid barrier, where ffn_slice_groups_fit: 0 the
-                     // plan's (kSliceGroupSum, with w2_during_up), 1 on, 2 off, 3 groups of
-                   // consecutive blocks, 4 polls without a sleep (FL_FFN_SLICE's nineteenth number)
+  // The sum of y by groups, no grid barrier, where ffn_slice_groups_fit: 0 the plan's
+  // (kSliceGroupSum with w2_during_up, kSliceGroupSumRing in the ring form), 1 on, 2 off, 3
+  // groups of consecutive blocks, 4 polls without a sleep (FL_FFN_SLICE's nineteenth number).
+  int groups = 0;
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -1,6 +1,7 @@
 // The hidden-slice FFN's (kernels/ffn/ffn_hidden_slice.cu) sum of y by groups, in place of the
 // grid barrier and sum_tiles where the plan's group_sum is on (ffn_slice_groups_fit: bf16 shares,
-// 9-16 tokens, the resident forms, 8 warps, 8 to kSliceGroupBlocks blocks).
+// 9-64 tokens, 8 or 16 warps, 8 to kSliceGroupBlocks blocks; the resident forms, and the ring's
+// at 33-64 tokens with ring_group_sum).
 // With the barrier every block waits for the last block's arrival, then all 96 blocks read the
 // 2.4 MB of shares at once (16 tokens, C = 768). Here the blocks are 8 interleaved groups
 // (block b in group b % 8, 12 blocks each at 96; as a tuning, groups of consecutive blocks), each
@@ -15,6 +16,10 @@
 //   3. the 8 warps' sums meet in shared memory (8 x 16 rows x 8 fp32: 4 KB over the up product's
 //      partial sums' room, free once the down product is done), added in warp order + b2 by
 //      thread `row` and stored as one 16-byte store.
+// At 33-64 tokens (the ring form, 2-4 row tiles) warp w takes group w % 8's shares of row tiles
+// w / 8, w / 8 + warps / 8, ...: at 64 tokens, C = 768, 96 blocks, 16 warps, a block's tile of
+// y is 12 shares x 64 rows x 16 bytes = 12 KB a group, 98 KB a block, 9.4 MB GPU-wide (as
+// sum_tiles'), each lane 2 row tiles x 6 loads.
 // A warp whose group is in adds its shares while later blocks are still on their down product,
 // so once the last block arrives only its group's warps load: an eighth of the 2.4 MB at once,
 // not all of it. The order of the adds is fixed (a lane's shares in order, then the halves, then
@@ -82,42 +87,48 @@ __device__ __forceinline__ void wait_group(unsigned* counters, int g, unsigned o
   __syncwarp();
 }
 
-// After arrive_group: warp w waits for group w and adds its shares of the block's tiles, the
-// warps meet in `red` (4 KB of shared memory) and threads 0 .. m - 1 add them + b2 (first_b2: b2
-// at the block's first tile) into y. bf16 shares (S) only.
+// After arrive_group: warp w waits for group w % 8 and adds its shares of the block's tiles,
+// row tiles w / 8, w / 8 + warps / 8, ... (16 rows each: 1-4 at 1-64 tokens; 16 warps take two
+// row tiles a group each at 49-64 tokens, 8 warps all of them), the warps meet in `red` (8 groups
+// x 16 mtc rows x 8 fp32: 4 KB a row tile, 16 KB at 64 tokens) and threads 0 .. m - 1 add them +
+// b2 (first_b2: b2 at the block's first tile) into y. bf16 shares (S) only.
 template <typename T>
 __device__ __forceinline__ void group_sum_tiles(const SliceArgs<T>& a, unsigned old, float* red,
                                                 const float (&first_b2)[8]) {
   using S = __nv_bfloat16;
   const FfnSlicePlan& p = a.p;
   constexpr int kLoads = kSliceGroupBlocks / kSliceGroups / 2;  // a lane's shares at most
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  wait_group(a.counters, warp, old, p.group_spin);
-  const Group k = group_of(p, warp);
-  const int row = lane & 15, half = lane >> 4, first = k.base + k.stride * half;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp % kSliceGroups;
+  const int rt0 = warp / kSliceGroups, rt_step = p.warps / kSliceGroups, rows = 16 * p.mtc;
+  wait_group(a.counters, g, old, p.group_spin);
+  const Group k = group_of(p, g);
+  const int half = lane >> 4, first = k.base + k.stride * half;
   const S* shares = reinterpret_cast<const S*>(a.partial);
   const int64_t step = 2 * k.stride * int64_t(p.m) * p.cp;  // the lane's next share: 2 on in k
   for (int tile = blockIdx.x; tile < p.cp / kSliceTileCols; tile += p.blocks) {
-    float s[8];
+    for (int rt = rt0; rt < p.mtc; rt += rt_step) {
+      const int row = 16 * rt + (lane & 15);
+      float s[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) s[i] = 0.0f;
-    if (row < p.m) {
-      const S* q = shares + share_at<S>(p, first, row, tile * kSliceTileCols);
-      uint4 v[kLoads];
+      for (int i = 0; i < 8; ++i) s[i] = 0.0f;
+      if (row < p.m) {
+        const S* q = shares + share_at<S>(p, first, row, tile * kSliceTileCols);
+        uint4 v[kLoads];
 #pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const bool in = half + 2 * u < k.size;
-        v[u] = in ? slice::load_cg16(q + u * step) : make_uint4(0u, 0u, 0u, 0u);
+        for (int u = 0; u < kLoads; ++u) {
+          const bool in = half + 2 * u < k.size;
+          v[u] = in ? slice::load_cg16(q + u * step) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) add_values<S>(s, v[u]);
       }
 #pragma unroll
-      for (int u = 0; u < kLoads; ++u) add_values<S>(s, v[u]);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], 16);
-    float* mine = red + (warp * 16 + row) * 8;
-    if (half == 0) {
-      reinterpret_cast<float4*>(mine)[0] = make_float4(s[0], s[1], s[2], s[3]);
-      reinterpret_cast<float4*>(mine)[1] = make_float4(s[4], s[5], s[6], s[7]);
+      for (int i = 0; i < 8; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], 16);
+      float* mine = red + (g * rows + row) * 8;
+      if (half == 0) {
+        reinterpret_cast<float4*>(mine)[0] = make_float4(s[0], s[1], s[2], s[3]);
+        reinterpret_cast<float4*>(mine)[1] = make_float4(s[4], s[5], s[6], s[7]);
+      }
     }
     __syncthreads();
     if (int(threadIdx.x) < p.m) {
@@ -131,8 +142,8 @@ __device__ __forceinline__ void group_sum_tiles(const SliceArgs<T>& a, unsigned 
       }
 #pragma unroll
       for (int w = 0; w < kSliceGroups; ++w) {
-        const float4 lo = reinterpret_cast<const float4*>(red + (w * 16 + r) * 8)[0];
-        const float4 hi = reinterpret_cast<const float4*>(red + (w * 16 + r) * 8)[1];
+        const float4 lo = reinterpret_cast<const float4*>(red + (w * rows + r) * 8)[0];
+        const float4 hi = reinterpret_cast<const float4*>(red + (w * rows + r) * 8)[1];
         y[0] += lo.x, y[1] += lo.y, y[2] += lo.z, y[3] += lo.w;
         y[4] += hi.x, y[5] += hi.y, y[6] += hi.z, y[7] += hi.w;
       }

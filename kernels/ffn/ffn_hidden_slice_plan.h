@@ -99,7 +99,7 @@ constexpr bool kSliceDirectDeep = false;
 constexpr bool kSliceW2Early = true;
 
 // The sum of y by groups (group_sum; FL_FFN_SLICE's nineteenth number: 1 on, 2 off), in bf16
-// shares at 9-16 tokens, the resident forms, 8 warps, 8 to kSliceGroupBlocks blocks: no grid
+// shares at 9-64 tokens, 8 or 16 warps, 8 to kSliceGroupBlocks blocks: no grid
 // barrier; the blocks are kSliceGroups interleaved groups (b % 8), each with its own count, and
 // warp w of every block waits only for group w's count, then adds that group's shares: the warps
 // whose groups are in add while the last blocks are still on their down product
@@ -108,6 +108,9 @@ constexpr bool kSliceW2Early = true;
 // of consecutive blocks, and the same with polls back to back; a word a block instead of a count
 // a group measured slower (docs/PERFORMANCE.md). Elsewhere not measured, so not the plan's.
 constexpr bool kSliceGroupSum = true;
+// The sum of y by groups in the ring form (33-64 tokens in 99 KiB; FL_FFN_SLICE's nineteenth
+// number 1 forces it): off until measured faster than the grid barrier there.
+constexpr bool kSliceGroupSumRing = false;
 constexpr int kSliceGroups = 8;
 constexpr int kSliceGroupBlocks = 128;
 // A group's counter a 128-byte line (32 words): the warps' polls of different counters go to
@@ -450,14 +453,15 @@ inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
   return kSliceScratchHead + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
 }
 
-// Where the sum of y by groups can run: bf16 shares of at most 16 tokens (one 16-byte item a row
-// of a tile, a lane a row), the resident forms, 8 warps (one a group; a group's shares, blocks /
-// 8, at least 1 and at most 16: 8 loads a lane), and the warps' sums meeting in the up product's
-// partial sums' room (8 warps x 16 rows x 8 fp32 values: 4 KB, free once the down product is done).
+// Where the sum of y by groups can run: bf16 shares of at most 64 tokens (one 16-byte item a row
+// of a tile, a lane a row of a row tile), 8 or 16 warps (warp w on group w % 8; a group's shares,
+// blocks / 8, at least 1 and at most 16: 8 loads a lane a row tile), the resident forms or the
+// ring's, and the warps' sums meeting in the up product's partial sums' room (8 groups x 16 mtc
+// rows x 8 fp32 values: 4 KB a row tile, free once the down product is done).
 inline bool ffn_slice_groups_fit(const FfnSlicePlan& p) {
-  return p.share_bytes == 2 && p.m <= 16 && !p.x_ring && p.warps == 8 && p.x_rows == 0 &&
-         p.blocks >= kSliceGroups && p.blocks <= kSliceGroupBlocks &&
-         p.off_red + 8 * 16 * 8 * sizeof(float) <= p.smem;
+  return p.share_bytes == 2 && p.m <= kSliceMaxTokens && (p.warps == 8 || p.warps == 16) &&
+         p.x_rows == 0 && p.blocks >= kSliceGroups && p.blocks <= kSliceGroupBlocks &&
+         p.off_red + size_t(8) * 16 * p.mtc * 8 * sizeof(float) <= p.smem;
 }
 
 }  // namespace fl

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -626,6 +627,25 @@ TEST_P(PortableStream, HiddenSliceFfnRingAsAnRtxCard) {
   const bool bf16 = GetParam() == Precision::bf16;
   if (bf16 && sms == 132) EXPECT_EQ(ring, 5);
   EXPECT_EQ(ran, bf16 ? 5 : 0);
+}
+
+// The sum of y by groups in the ring form (FL_FFN_SLICE's nineteenth number 1, set here unless
+// the environment names a form) as an RTX card plans it (99 KiB a block) at odd token counts
+// 33-64 (2-4 row tiles, 8 and 16 warps) and odd C (not a multiple of 8: the ring, not
+// ring_direct; 88-105 blocks: groups of 11-14), each shape launched twice (check_ffn) so both of
+// the counters' parities run. Small enough for compute-sanitizer.
+TEST_P(PortableStream, HiddenSliceFfnRingGroupsAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  const char* had = std::getenv("FL_FFN_SLICE");
+  if (had == nullptr) setenv("FL_FFN_SLICE", "0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1", 1);
+  unsigned seed = 261;
+  int ran = 0;
+  for (const Shape& s : {Shape{33, 768}, Shape{35, 701}, Shape{47, 776}, Shape{49, 768},
+                         Shape{57, 833}, Shape{63, 704}, Shape{64, 768}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+  }
+  if (had == nullptr) unsetenv("FL_FFN_SLICE");
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 7 : 0);
 }
 
 // Blocks on the SMs the plan leaves idle prefetching W2 into L2 (a tuning): the shares' sum and

@@ -320,10 +320,11 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     // there: docs/PERFORMANCE.md).
     out->w1_first =
         tuning.w1_first == 0 ? kSliceW1First && out->w2_during_up : tuning.w1_first == 1;
-    // The sum by groups: the plan's where W2 comes under the up product (measured there).
-    const bool groups = tuning.groups == 0 ? (kSliceGroupSum && out->w2_during_up) ||
-                                                 (kSliceGroupSumRing && out->x_ring)
-                                           : tuning.groups != 2;
+    // The sum by groups: the plan's where W2 comes under the up product at 9-16 tokens
+    // (measured there), and in the ring form with kSliceGroupSumRing.
+    const bool resident = kSliceGroupSum && out->w2_during_up && m <= kSliceFasterTo;
+    const bool groups =
+        tuning.groups == 0 ? resident || (kSliceGroupSumRing && out->x_ring) : tuning.groups != 2;
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;

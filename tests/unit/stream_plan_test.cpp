@@ -409,6 +409,33 @@ const FitCase kFits[] = {
     {227, 4, 64, false, false, 0, 0, false, false},
 };
 
+// The sum of y by groups (ffn_hidden_slice_groups.cuh) needs bf16 shares, 8 or 16 warps, 8 to
+// 128 blocks and room for the warps' sums: an RTX card's plans at 16 tokens (resident, W2 under
+// the up product: the plan's sum there) and 64 (the ring: a tuning) have it; at 1 token the shares
+// are fp32, and fp32 never has it.
+TEST(StreamPlan, TheSumByGroupsFitsTheRtxCardsBf16PlansFrom9Tokens) {
+  for (int sms : {132, 128}) {
+    SCOPED_TRACE(std::to_string(sms) + " SMs");
+    FfnSlicePlan p;
+    ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, sms, 101376, &p));
+    EXPECT_TRUE(p.w2_during_up);
+    EXPECT_EQ(p.share_bytes, 2);
+    EXPECT_TRUE(ffn_slice_groups_fit(p));
+    ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, sms, 101376, &p));
+    EXPECT_TRUE(p.x_ring);
+    EXPECT_TRUE(ffn_slice_groups_fit(p));
+    ASSERT_TRUE(ffn_slice_choose_plan(1, 768, 2, sms, 101376, &p));
+    EXPECT_EQ(p.share_bytes, 4);
+    EXPECT_FALSE(ffn_slice_groups_fit(p));
+    ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 4, sms, 101376, &p));
+    EXPECT_FALSE(ffn_slice_groups_fit(p));
+    // Too few blocks for 8 groups.
+    ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, sms, 101376, &p));
+    p.blocks = kSliceGroups - 1;
+    EXPECT_FALSE(ffn_slice_groups_fit(p));
+  }
+}
+
 TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
   for (const FitCase& f : kFits) {
     SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + std::to_string(f.e) + " bytes, " +

@@ -45,6 +45,26 @@ __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob
   }
 }
 
+// down_halves (kSliceDownHalves): a job whose NT tiles are all present as two runs of NT / 2
+// tiles (an even number of tile pairs each), the first half's shares stored before the second's
+// mma, so the stores leave the SM under them; A's fragments are read twice (two ldmatrix more).
+template <typename S, int NT, typename T>
+__device__ __forceinline__ void run_down_halves(const SliceArgs<T>& a, const DownJob& j) {
+  constexpr int H = NT / 2;
+  const unsigned b_step = 16u * a.p.ld_w2 * sizeof(T);
+  const int steps = a.p.kp / 16;
+  float acc[H][4];
+  slice::zero(acc);
+  slice::WarpMma<T, H>::run_all_at(acc, j.a_addr, j.b_addr, b_step, steps);
+  store_share<S>(a, j, acc, H);
+  DownJob second = j;
+  const int64_t shift = int64_t(H) * (sizeof(S) == 4 ? kSliceTileCols : j.tile_step);
+  second.out0 += shift, second.out8 += shift;
+  slice::zero(acc);
+  slice::WarpMma<T, H>::run_all_at(acc, j.a_addr, j.b_addr + H * 8 * sizeof(T), b_step, steps);
+  store_share<S>(a, second, acc, H);
+}
+
 template <int kW, typename S, typename T>
 __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
                                              const DownJob& j) {
@@ -54,6 +74,9 @@ __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs,
   slice::zero(acc);
   if constexpr (sizeof(T) == 2) {
     if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
+      if constexpr (NT % 4 == 0) {
+        if (p.down_halves) return run_down_halves<S, NT>(a, j);
+      }
       slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
                                         p.kp / 16);
       return store_share<S>(a, j, acc, NT);

@@ -151,7 +151,6 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   // region x and W1 held; with w2_early_from, a tuning, its last rows past them sooner). The
   // ring form asks for its first chunks (with their shares of W2's rows) instead.
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
-  unsigned parity = 0;  // group_arrive: the groups' parity, read once the copies are asked for
   if constexpr (kRing) {
     ring_issue<kThr>(a, smem, hs, j0, valid);
   } else {
@@ -162,7 +161,6 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
       tc::async_commit();
     }
     zero_padding<kThr>(p, xs, hs);
-    parity = group_parity_ahead(p, a.counters);
   }
   const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
   marks.mark(kIssue);
@@ -208,15 +206,6 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   down_product<kW, S>(a, hs, w2s, ahead);
   marks.mark(kDown);
   if constexpr (sizeof(T) == 2 && sizeof(S) == 2) {
-    if constexpr (!kRing) {
-      if (p.group_sum && p.group_arrive != 0) {  // red arrivals, the parity read ahead
-        arrive_group_red(p, a.counters);
-        marks.mark(kHandOver);
-        group_sum_tiles(a, parity, red, b2_first);
-        marks.mark(kSum);
-        return;
-      }
-    }
     if (p.group_sum) {  // no grid barrier: warp w waits for group w (ffn_hidden_slice_groups.cuh)
       unsigned* slot = reinterpret_cast<unsigned*>(smem + p.off_bias) + p.units / 2;  // past b1
       arrive_group(p, a.counters, slot);
@@ -234,7 +223,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups[,halves]]]]]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups[,parts]]]]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -249,9 +238,9 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // are in; deep 1 / 2: with direct,
 // two batches of x's loads before W1's wait, or one; w1first 1 / 2: the resident copies ask for
 // W1's columns before x's rows, or x's first; groups 1 / 2: the sum of y by groups, no grid
-// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep, 5 /
-// 6: a red.release arrival a block / a warp, the parity read ahead (group_arrive 1 / 2); halves
-// 1 / 2: the down product's jobs in two halves, or whole)
+// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep;
+// parts 1: the down product's jobs whole, 2 / 3 / 6: in that many runs of column tiles, each
+// run's shares stored before the next run's mma)
 // replaces them in every launch whose tuning leaves them to the plan: how `fusionlab bench
 // --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
@@ -280,7 +269,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.deep == 0) t.deep = v[16];
   if (t.w1_first == 0) t.w1_first = v[17];
   if (t.groups == 0) t.groups = v[18];
-  if (t.halves == 0) t.halves = v[19];
+  if (t.down_parts == 0) t.down_parts = v[19];
   return t;
 }
 
@@ -342,12 +331,10 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;
-    // The hand-over by red arrivals (kSliceGroupArrive; a warp's only past W2's rows'
-    // room: w2_during_up), resident forms only.
-    const int arrive = tuning.groups >= 5 ? tuning.groups - 4 : kSliceGroupArrive;
-    out->group_arrive = out->group_sum && !out->x_ring ? arrive : 0;
-    if (out->group_arrive == 2 && !out->w2_during_up) out->group_arrive = 1;
-    out->down_halves = tuning.halves == 0 ? kSliceDownHalves : tuning.halves == 1;
+    // The down product's jobs in runs of column tiles: the plan's where the sum by groups runs
+    // in the resident forms (kSliceDownParts; measured there).
+    const bool parts = out->group_sum && !out->x_ring;
+    out->down_parts = tuning.down_parts != 0 ? tuning.down_parts : parts ? kSliceDownParts : 1;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }

@@ -45,24 +45,26 @@ __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob
   }
 }
 
-// down_halves (kSliceDownHalves): a job whose NT tiles are all present as two runs of NT / 2
-// tiles (an even number of tile pairs each), the first half's shares stored before the second's
-// mma, so the stores leave the SM under them; A's fragments are read twice (two ldmatrix more).
-template <typename S, int NT, typename T>
-__device__ __forceinline__ void run_down_halves(const SliceArgs<T>& a, const DownJob& j) {
-  constexpr int H = NT / 2;
+// down_parts (kSliceDownParts): a job whose NT tiles are all present as kParts runs of NT /
+// kParts tiles (whole tile pairs each), each run's shares stored before the next run's mma, so
+// that the stores leave the SM under them; A's fragments are read again a run (one ldmatrix).
+template <typename S, int NT, int kParts, typename T>
+__device__ __forceinline__ void run_down_parts(const SliceArgs<T>& a, const DownJob& j) {
+  constexpr int R = NT / kParts;
+  static_assert(R * kParts == NT && R % 2 == 0, "a run is whole tile pairs");
   const unsigned b_step = 16u * a.p.ld_w2 * sizeof(T);
   const int steps = a.p.kp / 16;
-  float acc[H][4];
-  slice::zero(acc);
-  slice::WarpMma<T, H>::run_all_at(acc, j.a_addr, j.b_addr, b_step, steps);
-  store_share<S>(a, j, acc, H);
-  DownJob second = j;
-  const int64_t shift = int64_t(H) * (sizeof(S) == 4 ? kSliceTileCols : j.tile_step);
-  second.out0 += shift, second.out8 += shift;
-  slice::zero(acc);
-  slice::WarpMma<T, H>::run_all_at(acc, j.a_addr, j.b_addr + H * 8 * sizeof(T), b_step, steps);
-  store_share<S>(a, second, acc, H);
+  const int64_t shift = int64_t(R) * (sizeof(S) == 4 ? kSliceTileCols : j.tile_step);
+  DownJob run = j;
+#pragma unroll
+  for (int r = 0; r < kParts; ++r) {
+    float acc[R][4];
+    slice::zero(acc);
+    slice::WarpMma<T, R>::run_all_at(acc, j.a_addr, j.b_addr + r * R * 8 * sizeof(T), b_step,
+                                     steps);
+    store_share<S>(a, run, acc, R);
+    run.out0 += shift, run.out8 += shift;
+  }
 }
 
 template <int kW, typename S, typename T>
@@ -74,8 +76,10 @@ __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs,
   slice::zero(acc);
   if constexpr (sizeof(T) == 2) {
     if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
-      if constexpr (NT % 4 == 0) {
-        if (p.down_halves) return run_down_halves<S, NT>(a, j);
+      if constexpr (NT == 12) {  // 8 warps' jobs
+        if (p.down_parts == 2) return run_down_parts<S, NT, 2>(a, j);
+        if (p.down_parts == 3) return run_down_parts<S, NT, 3>(a, j);
+        if (p.down_parts == 6) return run_down_parts<S, NT, 6>(a, j);
       }
       slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
                                         p.kp / 16);

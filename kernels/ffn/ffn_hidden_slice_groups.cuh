@@ -25,10 +25,6 @@
 // not all of it. The order of the adds is fixed (a lane's shares in order, then the halves, then
 // the warps in order): the same result every run. Traffic: the shares' bytes as sum_tiles'; 8
 // counters, each polled by one lane of one warp a block.
-// The hand-over (group_arrive, kSliceGroupArrive): step 1 as above (an atomic whose old value
-// every warp waits for, behind a second __syncthreads), or with the parity read at the start a
-// red.release a block (1) or a warp (2), no return waited for: the last block's warps poll
-// as soon as it has arrived, not an L2 round trip later.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -74,54 +70,6 @@ __device__ __forceinline__ void arrive_group(const FfnSlicePlan& p, unsigned* co
     *slot = add_acq_rel(group_counter(counters, g), add);
   }
   __syncthreads();
-}
-
-// group_arrive 1 and 2: the launch's parity read ahead, once the copies are asked for (lane 0 of
-// each warp loads its block's own group's counter, which cannot flip before this block arrives;
-// the load's trip overlaps the copies', and nothing waits for it until the poll), so that no
-// warp waits for an atomic's return before it polls; else 0.
-__device__ __forceinline__ unsigned group_parity_ahead(const FfnSlicePlan& p, unsigned* counters) {
-  unsigned v = 0;
-  if (p.group_sum && p.group_arrive != 0 && (threadIdx.x & 31) == 0) {
-    const unsigned* c = group_counter(counters, group_index(p, blockIdx.x));
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
-#else
-    v = *reinterpret_cast<const volatile unsigned*>(c);
-#endif
-  }
-  return v;
-}
-
-// One arrival at group g's counter with release semantics and no return (`red`: the arriver
-// does not wait for L2's answer); the arrivals' release sequence is what the polls acquire.
-__device__ __forceinline__ void red_release(unsigned* counter, unsigned add) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(add) : "memory");
-#else
-  __threadfence();
-  atomicAdd(counter, add);
-#endif
-}
-
-// group_arrive 1: once every thread's share is stored (__syncthreads), thread 0 arrives for the
-// block; 2: each warp once its own lanes' stores are (__syncwarp), lane 0 for the warp (the
-// group's count is then blocks x warps). The group's first arriver adds 2^31 - (count - 1), the
-// others 1, as arrive_group. The warps go on to poll at once, with the parity read ahead.
-__device__ __forceinline__ void arrive_group_red(const FfnSlicePlan& p, unsigned* counters) {
-  const int g = group_index(p, blockIdx.x), warp = threadIdx.x >> 5;
-  const Group k = group_of(p, g);
-  const bool by_warp = p.group_arrive == 2;
-  if (by_warp) {
-    __syncwarp();
-  } else {
-    __syncthreads();
-  }
-  if ((by_warp && (threadIdx.x & 31) == 0) || threadIdx.x == 0) {
-    const unsigned count = by_warp ? unsigned(k.size * p.warps) : unsigned(k.size);
-    const bool first = int(blockIdx.x) == k.base && warp == 0;
-    red_release(group_counter(counters, g), first ? 0x80000000u - (count - 1) : 1u);
-  }
 }
 
 // Until group g's counter's top bit differs from `old`'s (lane 0 polls with acquire loads, then

@@ -111,17 +111,12 @@ constexpr bool kSliceGroupSum = true;
 // The sum of y by groups in the ring form (33-64 tokens in 99 KiB; FL_FFN_SLICE's nineteenth
 // number 1 forces it): off until measured faster than the grid barrier there.
 constexpr bool kSliceGroupSumRing = false;
-// How a block's share of y is handed to its group (group_arrive; FL_FFN_SLICE's nineteenth
-// number 5 or 6 with interleaved groups, the resident forms only): 0 one acq_rel atomic a block
-// whose old value (the launch's parity) the block's warps wait for before they poll; 1 the
-// parity loaded once the copies are asked for, a red.release a block, the warps polling at once;
-// 2 the same, a red.release a warp (where W2 comes under the up product: the sums' room is past
-// W2's rows, so no __syncthreads first). Not measured yet: 0.
-constexpr int kSliceGroupArrive = 0;
-// The down product's job in two halves of column tiles, the first half's shares stored before
-// the second's mma (down_halves; FL_FFN_SLICE's twentieth number: 1 on, 2 off). Not measured
-// yet: off.
-constexpr bool kSliceDownHalves = false;
+// The down product's job (a warp's 12 column tiles of 8 at C = 768, 8 warps) in this many runs
+// of column tiles, each run's shares stored before the next run's mma (down_parts; 1 whole; 2, 3
+// or 6 runs of 6, 4 or 2 tiles; FL_FFN_SLICE's twentieth number). The plan's in the resident
+// forms where the sum of y by groups runs (9-16 bf16 tokens in an RTX card's 99 KiB); whole
+// elsewhere. Not yet measured against the whole job there: whole.
+constexpr int kSliceDownParts = 2;
 constexpr int kSliceGroups = 8;
 constexpr int kSliceGroupBlocks = 128;
 // A group's counter a 128-byte line (32 words): the warps' polls of different counters go to
@@ -205,8 +200,7 @@ struct FfnSlicePlan {
   bool group_sum = false;
   bool group_contiguous = false;  // groups of consecutive blocks, not b % 8 (a tuning)
   bool group_spin = false;        // the groups' polls without __nanosleep (a tuning)
-  int group_arrive = 0;           // kSliceGroupArrive's forms (the resident forms)
-  bool down_halves = false;       // kSliceDownHalves
+  int down_parts = 1;             // the down product's runs of column tiles (kSliceDownParts)
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a

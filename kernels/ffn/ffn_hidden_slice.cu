@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups[,parts]]]]]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups]]]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -238,18 +238,16 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // are in; deep 1 / 2: with direct,
 // two batches of x's loads before W1's wait, or one; w1first 1 / 2: the resident copies ask for
 // W1's columns before x's rows, or x's first; groups 1 / 2: the sum of y by groups, no grid
-// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep;
-// parts 1: the down product's jobs whole, 2 / 3 / 6: in that many runs of column tiles, each
-// run's shares stored before the next run's mma)
+// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep)
 // replaces them in every launch whose tuning leaves them to the plan: how `fusionlab bench
 // --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[20] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1],
-              &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
-              &v[13], &v[14], &v[15], &v[16], &v[17], &v[18], &v[19]);
+  int v[19] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2],
+              &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
+              &v[14], &v[15], &v[16], &v[17], &v[18]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -269,7 +267,6 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.deep == 0) t.deep = v[16];
   if (t.w1_first == 0) t.w1_first = v[17];
   if (t.groups == 0) t.groups = v[18];
-  if (t.down_parts == 0) t.down_parts = v[19];
   return t;
 }
 
@@ -331,10 +328,6 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;
-    // The down product's jobs in runs of column tiles: the plan's where the sum by groups runs
-    // in the resident forms (kSliceDownParts; measured there).
-    const bool parts = out->group_sum && !out->x_ring;
-    out->down_parts = tuning.down_parts != 0 ? tuning.down_parts : parts ? kSliceDownParts : 1;
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }

@@ -92,9 +92,6 @@ struct FfnSliceTuning {
   // (kSliceGroupSum with w2_during_up, kSliceGroupSumRing in the ring form), 1 on, 2 off, 3
   // groups of consecutive blocks, 4 polls without a sleep (FL_FFN_SLICE's nineteenth number).
   int groups = 0;
-  // The down product's jobs in runs of column tiles (kSliceDownParts): 0 the plan's, 1 whole, 2,
-  // 3 or 6 runs (FL_FFN_SLICE's twentieth number).
-  int down_parts = 0;
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

@@ -9,6 +9,9 @@
 // cores in the same fragments, or exact rows: ffn_hidden_slice_rows.cuh) -> registers -> the
 // share in L2. Budget at C = 768, 32 units, bf16: 2 k steps x 12 tiles a warp a job, m x 768
 // values a block stored (2 B each in bf16 shares from 9 tokens: 96 KB a block at 64 tokens).
+// Measured and removed (H100, 2026-11-27, as an RTX card; docs/PERFORMANCE.md): a job in 2, 3 or
+// 6 runs of column tiles, each run's shares stored before the next run's mma: 10.75 / 10.88 /
+// 11.07 us at 16 tokens against the whole job's 10.78 (the down phase 1.10 against 1.09 us).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -45,28 +48,6 @@ __device__ __forceinline__ void store_share(const SliceArgs<T>& a, const DownJob
   }
 }
 
-// down_parts (kSliceDownParts): a job whose NT tiles are all present as kParts runs of NT /
-// kParts tiles (whole tile pairs each), each run's shares stored before the next run's mma, so
-// that the stores leave the SM under them; A's fragments are read again a run (one ldmatrix).
-template <typename S, int NT, int kParts, typename T>
-__device__ __forceinline__ void run_down_parts(const SliceArgs<T>& a, const DownJob& j) {
-  constexpr int R = NT / kParts;
-  static_assert(R * kParts == NT && R % 2 == 0, "a run is whole tile pairs");
-  const unsigned b_step = 16u * a.p.ld_w2 * sizeof(T);
-  const int steps = a.p.kp / 16;
-  const int64_t shift = int64_t(R) * (sizeof(S) == 4 ? kSliceTileCols : j.tile_step);
-  DownJob run = j;
-#pragma unroll
-  for (int r = 0; r < kParts; ++r) {
-    float acc[R][4];
-    slice::zero(acc);
-    slice::WarpMma<T, R>::run_all_at(acc, j.a_addr, j.b_addr + r * R * 8 * sizeof(T), b_step,
-                                     steps);
-    store_share<S>(a, run, acc, R);
-    run.out0 += shift, run.out8 += shift;
-  }
-}
-
 template <int kW, typename S, typename T>
 __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs, const T* w2s,
                                              const DownJob& j) {
@@ -76,11 +57,6 @@ __device__ __forceinline__ void run_down_job(const SliceArgs<T>& a, const T* hs,
   slice::zero(acc);
   if constexpr (sizeof(T) == 2) {
     if (j.tiles == NT) {  // every tile (C a multiple of the job's columns): no per-tile tests
-      if constexpr (NT == 12) {  // 8 warps' jobs
-        if (p.down_parts == 2) return run_down_parts<S, NT, 2>(a, j);
-        if (p.down_parts == 3) return run_down_parts<S, NT, 3>(a, j);
-        if (p.down_parts == 6) return run_down_parts<S, NT, 6>(a, j);
-      }
       slice::WarpMma<T, NT>::run_all_at(acc, j.a_addr, j.b_addr, 16u * p.ld_w2 * sizeof(T),
                                         p.kp / 16);
       return store_share<S>(a, j, acc, NT);

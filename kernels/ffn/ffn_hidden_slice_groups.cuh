@@ -25,6 +25,10 @@
 // not all of it. The order of the adds is fixed (a lane's shares in order, then the halves, then
 // the warps in order): the same result every run. Traffic: the shares' bytes as sum_tiles'; 8
 // counters, each polled by one lane of one warp a block.
+// Measured slower and removed (H100, 2026-11-27, as an RTX card at 9-16 bf16 tokens;
+// docs/PERFORMANCE.md): the arrival as a red.release (a block's, or each warp's) with the
+// launch's parity loaded at the start, so that no warp waits for the atomic's answer: 1.3-1.6 us
+// slower at 16 tokens.
 #pragma once
 
 #include <cuda_bf16.h>

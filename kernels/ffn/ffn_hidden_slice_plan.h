@@ -111,12 +111,6 @@ constexpr bool kSliceGroupSum = true;
 // The sum of y by groups in the ring form (33-64 tokens in 99 KiB; FL_FFN_SLICE's nineteenth
 // number 1 forces it): off until measured faster than the grid barrier there.
 constexpr bool kSliceGroupSumRing = false;
-// The down product's job (a warp's 12 column tiles of 8 at C = 768, 8 warps) in this many runs
-// of column tiles, each run's shares stored before the next run's mma (down_parts; 1 whole; 2, 3
-// or 6 runs of 6, 4 or 2 tiles; FL_FFN_SLICE's twentieth number). The plan's in the resident
-// forms where the sum of y by groups runs (9-16 bf16 tokens in an RTX card's 99 KiB); whole
-// elsewhere. Not yet measured against the whole job there: whole.
-constexpr int kSliceDownParts = 2;
 constexpr int kSliceGroups = 8;
 constexpr int kSliceGroupBlocks = 128;
 // A group's counter a 128-byte line (32 words): the warps' polls of different counters go to
@@ -200,7 +194,6 @@ struct FfnSlicePlan {
   bool group_sum = false;
   bool group_contiguous = false;  // groups of consecutive blocks, not b % 8 (a tuning)
   bool group_spin = false;        // the groups' polls without __nanosleep (a tuning)
-  int down_parts = 1;             // the down product's runs of column tiles (kSliceDownParts)
   int x_rows = 0;  // fp32 exact rows: x's rows in shared memory (a power of 2 >= min(m, 8), in
                    // passes of 8 rows beyond 8 tokens); 0: 16 mtc
   // Blocks past `blocks`, one on each SM the slices leave idle: they ask L2 for W2's lines (a

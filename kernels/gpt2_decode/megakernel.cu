@@ -71,8 +71,6 @@
 // proj by head: 48 tasks a layer, each 24 KB of Wproj (regrouped: one contiguous run) and 9 x
 // 66 floats of its head's sums at s = 512 (a row slice of proj read all 108 splits', 29 KB).
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -101,8 +99,7 @@ enum class NextCopies { none, before_wait, after_inputs, after_attention, after_
 // values, and the flags of the other forms' tasks cleared, all constants in its code.
 // kCopyTimings (with kOneToken): the options that say when the copies go read as given
 // (runs_one_token_copy_timings), so that they are measured on the one-token instance.
-// kTma (with kOneToken): the bytes by TMA bulk copies, or by cp.async (kOneTokenTmaCopies).
-template <bool kOneToken, bool kCopyTimings = false, bool kTma = true>
+template <bool kOneToken, bool kCopyTimings = false>
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
@@ -135,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sums = reinterpret_cast<float*>(smem + kWorkBytes);
   char* buffers[2] = {smem + kWorkBytes + kSumsBytes,
                       smem + kWorkBytes + kSumsBytes + buffer_bytes};
-  const bool bulk = kBulkBuild && (kOneToken ? kTma : options.bulk_copies);
+  const bool bulk = kBulkBuild && options.bulk_copies;
   const int ahead = options.l2_ahead, lane = threadIdx.x & 31;
   const bool prefetcher = ahead > 0 && threadIdx.x / 32 == 1;  // warp 1 asks L2
   if (bulk && threadIdx.x == 0) {
@@ -288,16 +285,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// The one-token kernel's copies: kOneTokenTmaCopies unless FL_DECODE_ONE_TOKEN_COPIES says
-// "tma" or "cp.async" (a measurement of the other form on the same build; read at each launch,
-// so that a test may time both forms in one process).
-bool one_token_tma_copies() {
-  const char* env = std::getenv("FL_DECODE_ONE_TOKEN_COPIES");
-  if (env != nullptr && std::strcmp(env, "tma") == 0) return true;
-  if (env != nullptr && std::strcmp(env, "cp.async") == 0) return false;
-  return kOneTokenTmaCopies;
-}
-
 }  // namespace
 
 Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
@@ -328,11 +315,9 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
       a.two_residuals && a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   const bool one = runs_one_token_kernel(plan.options, a.tokens) && lesson_args;
   const bool timings = runs_one_token_copy_timings(plan.options, a.tokens) && lesson_args;
-  const bool tma = one_token_tma_copies();
-  auto kernel = one && tma ? megakernel<true, false, true>
-                : one      ? megakernel<true, false, false>
-                : timings  ? megakernel<true, true, kOneTokenTmaCopies>
-                           : megakernel<false, false>;
+  auto kernel = one       ? megakernel<true, false>
+                : timings ? megakernel<true, true>
+                          : megakernel<false, false>;
   DecodeArgs args = a;     // the residual spread out in the one-token kernel only
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)
     args.residual_spread = 1;

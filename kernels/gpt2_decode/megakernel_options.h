@@ -12,15 +12,6 @@ constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention s
 // MegakernelOptions::branch_free_keys).
 constexpr bool kBranchFreeKeys = true;
 
-// How the one-token kernel moves a task's bytes (MegakernelOptions::one_token_kernel; the
-// other instance reads bulk_copies): true, TMA bulk copies from lane 0 of warp 1; false, 16-byte
-// cp.async from warps 1-7 (poll first: warp 0 polls meanwhile). In the chain's skeleton
-// (stage_wait_bench, H100, 2026-11-27) a stage took 3.34 us with a TMA copy in flight against
-// 2.78 with cp.async from warps 1-7: the release's fence waits longer for a bulk copy (1.18
-// against 0.68 us). The environment's FL_DECODE_ONE_TOKEN_COPIES=tma or cp.async picks the other
-// compiled instance for a measurement (host side: the kernel has no branch on it).
-constexpr bool kOneTokenTmaCopies = false;
-
 // Rows of the lesson's qkv slices (MegakernelOptions::qkv_rows).
 constexpr int kLessonQkvRows = 24;
 // Rows of the lesson's qkv slices where attention goes apart (MegakernelOptions::

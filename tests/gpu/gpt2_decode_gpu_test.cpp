@@ -27,9 +27,6 @@ namespace {
 struct Variant {
   const char* name;
   gpt2::MegakernelOptions options;
-  // The one-token kernel's copies (FL_DECODE_ONE_TOKEN_COPIES: "tma" or "cp.async"; null: the
-  // build's kOneTokenTmaCopies).
-  const char* one_token_copies = nullptr;
 };
 std::vector<Variant> option_sets() {
   gpt2::MegakernelOptions before;  // the form of the one-pass attention, every cut off
@@ -217,13 +214,6 @@ std::vector<Variant> words_sets() {
   rows.proj_reads_rows = true, rows.qkv_words = false;
   words.proj_reads_rows = true, words.qkv_words = true;
   return {{"proj reads rows (the form before)", rows}, {"+ attention reads qkv words", words}};
-}
-
-// The one-token kernel's two copy forms (gpt2::kOneTokenTmaCopies), the lesson's options both.
-std::vector<Variant> copies_sets() {
-  const gpt2::MegakernelOptions lesson;
-  return {{"TMA bulk copies (warp 1)", lesson, "tma"},
-          {"cp.async from warps 1-7", lesson, "cp.async"}};
 }
 
 // The sets MegakernelVariants times with FL_DECODE_VARIANTS=l2: when a task's bytes come into
@@ -882,10 +872,10 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
 // (scripts/gpt2-decode-check.sh's `variants` stage; FL_DECODE_VARIANTS=apart, spread, lastproj,
 // burst or l2 times apart_sets(), spread_sets(), last_proj_sets() or all of it but its mode 1,
 // or copy_timing_sets() instead of timed_sets(); rows and words: rows_timed_sets(),
-// words_sets(); copies: copies_sets()). Each variant is checked first (the fp64 GPU check at 1 and
-// 16 tokens), then timed: the median of back-to-back steps by CUDA events (each step reads its 170
-// MB of weights in the same order and L2 holds 50 MB, so they come from DRAM), and its task
-// records' breakdown at cache 512.
+// words_sets()). Each variant is checked first (the fp64 GPU check at 1 and 16 tokens), then
+// timed: the median of back-to-back steps by CUDA events (each step reads its 170 MB of weights
+// in the same order and L2 holds 50 MB, so they come from DRAM), and its task records'
+// breakdown at cache 512.
 TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
   if (std::getenv("FL_DECODE_VARIANTS") == nullptr)
     GTEST_SKIP() << "FL_DECODE_VARIANTS not set (a measurement, not a check)";
@@ -897,11 +887,9 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
                                   : which == "l2"                           ? copy_timing_sets()
                                   : which == "rows"                         ? rows_timed_sets()
                                   : which == "words"                        ? words_sets()
-                                  : which == "copies"                       ? copies_sets()
                                                                             : timed_sets();
   if (which == "burst") variants.erase(variants.begin() + 1);  // (the last split: 2 and 3)
-  variants.push_back({"the first form again (drift)", variants.front().options,
-                      variants.front().one_token_copies});
+  variants.push_back({"the first form again (drift)", variants.front().options});
   cudaEvent_t start = nullptr, stop = nullptr;
   ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
@@ -943,10 +931,6 @@ TEST_F(Gpt2DecodeGpu, MegakernelVariants) {
         graph, median_us(*ws, 3, 50));
     for (const Variant& v : variants) {
       SCOPED_TRACE(v.name);
-      if (v.one_token_copies != nullptr)
-        setenv("FL_DECODE_ONE_TOKEN_COPIES", v.one_token_copies, 1);
-      else
-        unsetenv("FL_DECODE_ONE_TOKEN_COPIES");
       for (Workspace* w : {ws.get(), check16.get()}) {
         ASSERT_TRUE(gpt2::set_megakernel_options(*w, v.options).ok());
         ASSERT_TRUE(w->poison_outputs(stream_).ok());

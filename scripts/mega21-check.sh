@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The one-token megakernel's copies (gpt2::kOneTokenTmaCopies: TMA bulk copies from warp 1, or
-# 16-byte cp.async from warps 1-7) on the lent GPU, one call a stage (run with a 190 s limit).
-#   FL_MEGA21_STAGES=ab: this tree (../build-mega21: fusionlab and the GPU tests) and the tree it
-#     was made from (.ab-old.tgz, a `git archive` of it, into ../build-mega21-old: fusionlab)
-#     built side by side, then `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K
-#     --precision bf16 --cache cold --no-counters` interleaved, three rounds of old / new / new
-#     with FL_DECODE_ONE_TOKEN_COPIES=tma (the TMA instance of the same build).
-#   FL_MEGA21_STAGES=lanes: this tree's GPU tests; Gpt2DecodeGpu.MegakernelVariants with
-#     FL_DECODE_VARIANTS=copies at cache 512 (both forms and the first again, CUDA events, the
-#     timeline's breakdown and the probes); then lanes side by side: MegakernelSmall,
+# The one-token megakernel's forms on the lent GPU, one call a stage (run with a 190 s limit).
+# Always: this tree built (../build-mega21: fusionlab and the GPU tests), then `fusionlab bench
+# --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16 --cache cold --no-counters`
+# interleaved, three rounds of [old /] new / new with FL_MEGA21_CONTROL (NAME=VALUE: the
+# environment that picks the form before in the same build). FL_MEGA21_STAGES, a list:
+#   ab: the tree it was made from (.ab-old.tgz, a `git archive` of it) built beside it
+#     (../build-mega21-old: fusionlab) and timed first in each round ("old").
+#   tests: the task timeline and probes of each form (Gpt2DecodeGpu.MegakernelRecordsEveryTask
+#     at cache 511, one after the other); then lanes side by side: MegakernelSmall,
 #     MegakernelOneToken, EveryLevelMatchesTheCpuReference, the one-token part of
-#     MegakernelOnAPartialGrid, MegakernelCopyTimings, the TMA instance's MegakernelOneToken, and
-#     compute-sanitizer memcheck / racecheck / synccheck on MegakernelSmall (FL_DECODE_SMALL=1).
+#     MegakernelOnAPartialGrid, MegakernelCopyTimings, MegakernelOneToken with the control's
+#     form, and compute-sanitizer memcheck / racecheck / synccheck on MegakernelSmall
+#     (FL_DECODE_SMALL=1).
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,11 +19,25 @@ source scripts/common.sh
 gpu_check_begin
 limit=${FL_CHECK_LIMIT:-184}
 build=../build-mega21
-stages=${FL_MEGA21_STAGES:-ab}
+stages=${FL_MEGA21_STAGES:-ab,tests}
+control=${FL_MEGA21_CONTROL:-FL_DECODE_ONE_TOKEN_ROWS=2}
 G="$build/tests/fusionlab_gpu_tests"
+R=$OUT/raw  # the benches' and timelines' output, tarred at the end ($OUT brings back 8 files)
+mkdir -p "$R"
+bench() {  # NAME BINARY [ENV...]: levels 3 and 4 at 512 and 2K; one line of $S
+  local name=$1 bin=$2
+  shift 2
+  (( $(gpu_check_left) > 22 )) || { echo "$name: skipped (time)" | tee -a "$S"; return; }
+  env FL_NONE=1 "$@" timeout 30 "$bin" bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K \
+    --precision bf16 --cache cold --no-counters > "$R/bench-$name.txt" 2>&1
+  echo "$name $(date -u +%T): $(grep -E 'level [34] (graph|megakernel)' "$R/bench-$name.txt" |
+    grep -v phases | awk '{for(i=1;i<=NF;i++) if($i=="us"){print $1, $3, $(i-1); break}}' |
+    tr '\n' ' ')" | tee -a "$S"
+}
 
+old=../build-mega21-old
 if [[ ",$stages," == *",ab,"* ]]; then
-  old_src=../mega21-old old=../build-mega21-old
+  old_src=../mega21-old
   rm -rf "$old_src" && mkdir -p "$old_src" && tar xzf .ab-old.tgz -C "$old_src"
   (cd assets/recordings && find . -type d) | while read -r d; do
     mkdir -p "$old_src/assets/recordings/$d"
@@ -40,39 +54,30 @@ if [[ ",$stages," == *",ab,"* ]]; then
   b . "$build" fusionlab fusionlab_gpu_tests &
   b "$old_src" "$old" fusionlab &
   wait
-  echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
   ls "$build/fusionlab" "$old/fusionlab" > /dev/null || { tail -30 "$OUT"/build-*.log; exit 1; }
-  bench() {  # NAME BINARY [ENV...]: levels 3 and 4 at 512 and 2K; one line of $S
-    local name=$1 bin=$2
-    shift 2
-    (( $(gpu_check_left) > 22 )) || { echo "$name: skipped (time)" | tee -a "$S"; return; }
-    env FL_NONE=1 "$@" timeout 30 "$bin" bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K \
-      --precision bf16 --cache cold --no-counters > "$OUT/bench-$name.txt" 2>&1
-    echo "$name $(date -u +%T): $(grep -E 'level [34] (graph|megakernel)' "$OUT/bench-$name.txt" |
-      grep -v phases | awk '{for(i=1;i<=NF;i++) if($i=="us"){print $1, $3, $(i-1); break}}' |
-      tr '\n' ' ')" | tee -a "$S"
-  }
-  for i in 1 2 3; do
-    bench "old-$i" "$old/fusionlab"
-    bench "new-$i" "$build/fusionlab"
-    bench "new-tma-$i" "$build/fusionlab" FL_DECODE_ONE_TOKEN_COPIES=tma
-  done
-  grep -E 'level [34]' "$OUT/bench-new-1.txt" | head -8 >> "$S"
+else
+  gpu_check_build "$build" 130 fusionlab fusionlab_gpu_tests
 fi
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+for i in 1 2 3; do
+  [[ ",$stages," == *",ab,"* ]] && bench "old-$i" "$old/fusionlab"
+  bench "new-$i" "$build/fusionlab"
+  bench "new-control-$i" "$build/fusionlab" "$control"
+done
+grep -E 'level [34]' "$R/bench-new-1.txt" | head -8 >> "$S"
 
-if [[ ",$stages," == *",lanes,"* ]]; then
-  gpu_check_build "$build" 130 fusionlab_gpu_tests
-  echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-  FL_DECODE_VARIANTS=copies FL_DECODE_CACHES=512 timeout ${FL_MEGA21_VARIANT_SECONDS:-50} \
-    stdbuf -oL "$G" --gtest_filter='Gpt2DecodeGpu.MegakernelVariants' > "$OUT/variants.txt" 2>&1
-  echo "variants rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
-  grep -E '^cache|timeline|tasks: mean|chain|  stage |last-ending task|probes|Failure|Expected|Which is|rel ' \
-    "$OUT/variants.txt" | head -80 | tee -a "$S"
-  lanes=(core grid-one copies tma)
+if [[ ",$stages," == *",tests,"* ]]; then
+  for form in new control; do  # the timeline and the probes, alone on the GPU
+    env FL_NONE=1 $([[ $form == control ]] && echo "$control") timeout 20 "$G" \
+      --gtest_filter='Gpt2DecodeGpu.MegakernelRecordsEveryTask' > "$R/timeline-$form.txt" 2>&1
+    echo "timeline $form rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
+    grep -vE '^\[|^Note|^$|^Running' "$R/timeline-$form.txt" | head -40 >> "$S"
+  done
+  lanes=(core grid-one copies control)
   gpu_check_lane core FL_NONE=1 'Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.MegakernelOneToken:Gpt2DecodeGpu.EveryLevelMatchesTheCpuReference'
   gpu_check_lane grid-one FL_DECODE_ONE_TOKEN_GRIDS=1 'Gpt2DecodeGpu.MegakernelOnAPartialGrid'
   gpu_check_lane copies FL_NONE=1 'Gpt2DecodeGpu.MegakernelCopyTimings'
-  gpu_check_lane tma FL_DECODE_ONE_TOKEN_COPIES=tma 'Gpt2DecodeGpu.MegakernelOneToken'
+  gpu_check_lane control "$control" 'Gpt2DecodeGpu.MegakernelOneToken'
   for tool in memcheck racecheck synccheck; do
     gpu_check_lane "san-small-$tool" FL_DECODE_SMALL=1 'Gpt2DecodeGpu.MegakernelSmall' $tool
     lanes+=("san-small-$tool")
@@ -80,4 +85,5 @@ if [[ ",$stages," == *",lanes,"* ]]; then
   wait
   gpu_check_lanes_summary "${lanes[@]}"
 fi
+tar czf "$OUT/raw.tgz" -C "$R" . && rm -rf "$R"
 echo "done: $(( $(date +%s) - t0 )) s $(date -u +%T)" | tee -a "$S"

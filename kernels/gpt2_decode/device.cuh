@@ -380,10 +380,11 @@ __device__ void slice_products(const Op& op, const bf16* W, int first, int count
 }
 
 // `wide` (the megakernel's option wide_rows): a slice of K = C with more than 16 rows takes
-// four rows a warp at a time, so up to 32 rows are one pass.
+// four rows a warp at a time, so up to 32 rows are one pass. kRowsAtOnce > 0 (the one-token
+// megakernel's kOneTokenRowsAtOnce): that many rows a warp at a time, whatever `wide` says.
 // after_weights() runs once, by every thread, when no thread reads W any more (the megakernel
 // may then start copying another task's weights over it).
-template <class Op, bool kSharedSums = true, class AfterInputs = NoHook,
+template <class Op, bool kSharedSums = true, int kRowsAtOnce = 0, class AfterInputs = NoHook,
           class AfterWeights = NoHook>
 __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, float* act,
                              float* sums, const AfterInputs& after_inputs = NoHook{},
@@ -400,7 +401,10 @@ __device__ void linear_slice(const Op& op, const bf16* W, int first, int count, 
     probe_mark(op.a, kProbeInputs);
     if (j0 == 0) after_inputs();
     bool done = false;
-    if constexpr (K <= 1024) {
+    if constexpr (kRowsAtOnce > 0) {
+      slice_products<kRowsAtOnce, Op, kSharedSums>(op, W, first, count, act, sums, j0, tc);
+      done = true;
+    } else if constexpr (K <= 1024) {
       if (wide && count > 2 * kWarps) {
         slice_products<4, Op, kSharedSums>(op, W, first, count, act, sums, j0, tc);
         done = true;

@@ -71,6 +71,8 @@
 // proj by head: 48 tasks a layer, each 24 KB of Wproj (regrouped: one contiguous run) and 9 x
 // 66 floats of its head's sums at s = 512 (a row slice of proj read all 108 splits', 29 KB).
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -99,7 +101,9 @@ enum class NextCopies { none, before_wait, after_inputs, after_attention, after_
 // values, and the flags of the other forms' tasks cleared, all constants in its code.
 // kCopyTimings (with kOneToken): the options that say when the copies go read as given
 // (runs_one_token_copy_timings), so that they are measured on the one-token instance.
-template <bool kOneToken, bool kCopyTimings = false>
+// kRowsAtOnce: the qkv and MLP products' rows a warp at a time (kOneTokenRowsAtOnce; 0 in the
+// other instance: linear_slice's choice).
+template <bool kOneToken, bool kCopyTimings = false, int kRowsAtOnce = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
@@ -251,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // last one).
     const bool last_task = options.quick_tail && task.kind == uint8_t(TaskKind::final_norm);
     for (int c = threadIdx.x; last_task && c <= counter_count; c += kThreads) counters[c] = 0;
-    const bool counts = run_task<kOneToken>(
+    const bool counts = run_task<kOneToken, kRowsAtOnce>(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
@@ -285,6 +289,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+// The one-token kernel's rows a warp at a time: kOneTokenRowsAtOnce unless
+// FL_DECODE_ONE_TOKEN_ROWS says 2 or 3 (a measurement of the other form on the same build; read
+// at each launch, so that a test may time both forms in one process).
+int one_token_rows_at_once() {
+  const char* env = std::getenv("FL_DECODE_ONE_TOKEN_ROWS");
+  if (env != nullptr && (std::strcmp(env, "2") == 0 || std::strcmp(env, "3") == 0))
+    return env[0] - '0';
+  return kOneTokenRowsAtOnce;
+}
+
 }  // namespace
 
 Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
@@ -315,9 +329,14 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
       a.two_residuals && a.residual_copies == 1 && a.branch_free_keys == kBranchFreeKeys;
   const bool one = runs_one_token_kernel(plan.options, a.tokens) && lesson_args;
   const bool timings = runs_one_token_copy_timings(plan.options, a.tokens) && lesson_args;
-  auto kernel = one       ? megakernel<true, false>
-                : timings ? megakernel<true, true>
-                          : megakernel<false, false>;
+  // (2 rows a warp is the instance with linear_slice's own choice, 0)
+  constexpr int kRows = kOneTokenRowsAtOnce == 2 ? 0 : kOneTokenRowsAtOnce;
+  constexpr int kOtherRows = kRows == 0 ? 3 : 0;
+  const bool other_rows = one_token_rows_at_once() != kOneTokenRowsAtOnce;
+  auto kernel = one && !other_rows ? megakernel<true, false, kRows>
+                : one              ? megakernel<true, false, kOtherRows>
+                : timings          ? megakernel<true, true, kRows>
+                                   : megakernel<false, false>;
   DecodeArgs args = a;     // the residual spread out in the one-token kernel only
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)
     args.residual_spread = 1;

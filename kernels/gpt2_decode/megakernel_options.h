@@ -12,6 +12,14 @@ constexpr int kMinSplitKeys = 64;  // the lesson's floor on keys per attention s
 // MegakernelOptions::branch_free_keys).
 constexpr bool kBranchFreeKeys = true;
 
+// Rows a warp of the one-token kernel's qkv and MLP products holds at once (MegakernelOptions::
+// one_token_kernel; linear_slice's kRowsAtOnce): 3, so that a slice of 24 rows (the lesson's
+// qkv slices and MLP slices at 132 blocks) is one pass of the eight warps, not two of two rows
+// (the second with a row of zeros). 2: linear_slice's own choice, as the other instance runs.
+// The environment's FL_DECODE_ONE_TOKEN_ROWS=2 or 3 picks the other compiled instance for a
+// measurement (host side: the kernel has no branch on it).
+constexpr int kOneTokenRowsAtOnce = 3;
+
 // Rows of the lesson's qkv slices (MegakernelOptions::qkv_rows).
 constexpr int kLessonQkvRows = 24;
 // Rows of the lesson's qkv slices where attention goes apart (MegakernelOptions::

@@ -23,7 +23,9 @@ namespace gpt2 {
 // after_weights() runs once, by every thread, when a qkv, proj or split attention task has read
 // its weights or keys (the early copies' point); not at all for the others.
 // kOneToken (the one-token instance): every task has its kind's flags of the lesson's form.
-template <bool kOneToken, class AfterInputs, class AfterAttention, class AfterWeights>
+// kRowsAtOnce: the qkv and MLP products' rows a warp at a time (0: linear_slice's choice).
+template <bool kOneToken, int kRowsAtOnce, class AfterInputs, class AfterAttention,
+          class AfterWeights>
 __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
                                          const char* buffer, int buffer_bytes, float* work,
                                          float* sums, unsigned* counters,
@@ -43,8 +45,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
           (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
       if (kept > 0 && task.count * a.tokens + kept <= kSumsFloats)
         op.keep = sums + task.count * a.tokens;
-      linear_slice<QkvOp, true>(op, weights, task.first, task.count, work, sums, after_inputs, wide,
-                                after_weights);
+      linear_slice<QkvOp, true, kRowsAtOnce>(op, weights, task.first, task.count, work, sums,
+                                             after_inputs, wide, after_weights);
       if (op.init_rows > 0) op.store_starts();  // (after the epilogues: no barrier needed)
       break;
     }
@@ -96,8 +98,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       break;
     }
     case TaskKind::mlp: {
-      linear_slice<FcOp, true>(FcOp{a, layer, p, sums}, weights, task.first, task.count, work, sums,
-                               after_inputs, wide);
+      linear_slice<FcOp, true, kRowsAtOnce>(FcOp{a, layer, p, sums}, weights, task.first,
+                                            task.count, work, sums, after_inputs, wide);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC

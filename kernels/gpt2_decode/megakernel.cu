@@ -37,7 +37,9 @@
 // (MegakernelOptions::one_token_kernel): t = 1 and every option a constant, so the loops over
 // up to 16 tokens and the other forms' branches are not in its code (about a third of the other
 // instance's instructions, two thirds of its registers): each task's phases are shorter, the
-// copies and the round trips unchanged. Its residual after each MLP is spread out (residual_spread:
+// copies and the round trips unchanged. Its qkv and MLP products take three rows a warp at once
+// (kOneTokenRowsAtOnce), so a slice of 24 rows is one pass of the eight warps, not two.
+// Its residual after each MLP is spread out (residual_spread:
 // a 128-byte line a 32-byte sector), so the MLP's 128 x 192 red.adds a layer land on 96 lines of
 // L2, not 24, and the MLP's release, which waits for them, is shorter.
 // Bulk copies take no load-queue slots, so a task's own loads (its critical path) do not queue
@@ -54,7 +56,8 @@
 // attention's last split (last_split_proj), the copies after the task's own wait
 // (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
 // when the copies go at run time so that those options are timed on the one-token kernel), and
-// beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits.
+// beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits; the
+// one-token kernel's copies by cp.async from warps 1-7 instead of TMA (+21 us at a cache of 512).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of

@@ -7,11 +7,12 @@
 #   ab: the tree it was made from (.ab-old.tgz, a `git archive` of it) built beside it
 #     (../build-mega21-old: fusionlab) and timed first in each round ("old").
 #   tests: the task timeline and probes of each form (Gpt2DecodeGpu.MegakernelRecordsEveryTask
-#     at cache 511, one after the other); then lanes side by side: MegakernelSmall,
-#     MegakernelOneToken, EveryLevelMatchesTheCpuReference, the one-token part of
+#     at cache 511, one after the other); then lanes side by side: MegakernelSmall with
+#     MegakernelOneToken, EveryLevelMatchesTheCpuReference (the longest), the one-token part of
 #     MegakernelOnAPartialGrid, MegakernelCopyTimings, MegakernelOneToken with the control's
 #     form, and compute-sanitizer memcheck / racecheck / synccheck on MegakernelSmall
-#     (FL_DECODE_SMALL=1).
+#     (FL_DECODE_SMALL=1). On 2026-11-27 (H100) the build took 97-120 s of the 190, and the
+#     lanes' ~70 s left racecheck and the partial grids unfinished.
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,8 +74,9 @@ if [[ ",$stages," == *",tests,"* ]]; then
     echo "timeline $form rc=$? ($(( $(date +%s) - t0 )) s)" | tee -a "$S"
     grep -vE '^\[|^Note|^$|^Running' "$R/timeline-$form.txt" | head -40 >> "$S"
   done
-  lanes=(core grid-one copies control)
-  gpu_check_lane core FL_NONE=1 'Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.MegakernelOneToken:Gpt2DecodeGpu.EveryLevelMatchesTheCpuReference'
+  lanes=(core every grid-one copies control)
+  gpu_check_lane core FL_NONE=1 'Gpt2DecodeGpu.MegakernelSmall:Gpt2DecodeGpu.MegakernelOneToken'
+  gpu_check_lane every FL_NONE=1 'Gpt2DecodeGpu.EveryLevelMatchesTheCpuReference'
   gpu_check_lane grid-one FL_DECODE_ONE_TOKEN_GRIDS=1 'Gpt2DecodeGpu.MegakernelOnAPartialGrid'
   gpu_check_lane copies FL_NONE=1 'Gpt2DecodeGpu.MegakernelCopyTimings'
   gpu_check_lane control "$control" 'Gpt2DecodeGpu.MegakernelOneToken'

@@ -79,6 +79,7 @@
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_direct.cuh"
 #include "kernels/ffn/ffn_hidden_slice_down.cuh"
+#include "kernels/ffn/ffn_hidden_slice_exchange.cuh"
 #include "kernels/ffn/ffn_hidden_slice_groups.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_rows.cuh"
@@ -92,6 +93,7 @@ namespace hidden_slice {
 namespace {
 
 enum Phase : unsigned { kIssue, kXW1In, kUp, kW2In, kDown, kHandOver, kSum, kPhaseCount };
+static_assert(kSum == unsigned(kExSum) && kW2In == unsigned(kExW2In), "the exchange's phases");
 
 // The up product once x and W1 are in (and W2's rows still landing, unless they come late):
 // warp w of kW takes row tile w % mtc and part w / mtc of K, the parts meet in shared memory
@@ -153,6 +155,9 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   if constexpr (kRing) {
     ring_issue<kThr>(a, smem, hs, j0, valid);
+    if constexpr (sizeof(S) == 2) {  // h exchanged in groups (ffn_hidden_slice_exchange.cuh)
+      if (p.ex_group > 0) return exchange_form<kW>(a, smem, b2_raw, marks);
+    }
   } else {
     stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
     if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
@@ -223,7 +228,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   marks.mark(kSum);
 }
 
-// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups]]]]]]]]]]]]]]]]]]
+// FL_FFN_SLICE=warps[,shares[,units[,during[,ring[,slots[,w1[,prefetch[,stagger[,walk[,split[,copies[,sum[,bar[,direct[,w2early[,deep[,w1first[,groups[,exchange]]]]]]]]]]]]]]]]]]]
 // (warps 8 or 16, share bytes 4 or 2, hidden units a block; 0 or nothing: the plan's; during 0: no
 // w2_during_up; ring 1: the ring form, of `slots` slots; w1 1: W1's rows in its slots, 2: W2's
 // rows each as soon as the W1 rows under it are done; prefetch 1: blocks prefetching W2, 2: none;
@@ -238,16 +243,17 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
 // are in; deep 1 / 2: with direct,
 // two batches of x's loads before W1's wait, or one; w1first 1 / 2: the resident copies ask for
 // W1's columns before x's rows, or x's first; groups 1 / 2: the sum of y by groups, no grid
-// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep)
-// replaces them in every launch whose tuning leaves them to the plan: how `fusionlab bench
+// barrier, where it fits, or not, 3: groups of consecutive blocks, 4: polls without a sleep;
+// exchange 1 / 2: the ring form's h exchanged in groups of blocks, or not; 4 / 8: in groups of 4 /
+// 8) replaces them in every launch whose tuning leaves them to the plan: how `fusionlab bench
 // --phases` measures the forms.
 FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   const char* env = std::getenv("FL_FFN_SLICE");
   if (env == nullptr || *env == '\0') return t;
-  int v[19] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2],
-              &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
-              &v[14], &v[15], &v[16], &v[17], &v[18]);
+  int v[20] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1],
+              &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
+              &v[13], &v[14], &v[15], &v[16], &v[17], &v[18], &v[19]);
   if (t.warps == 0) t.warps = v[0];
   if (t.shares == 0) t.shares = v[1];
   if (t.units == 0) t.units = v[2];
@@ -267,6 +273,7 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   if (t.deep == 0) t.deep = v[16];
   if (t.w1_first == 0) t.w1_first = v[17];
   if (t.groups == 0) t.groups = v[18];
+  if (t.exchange == 0) t.exchange = v[19];
   return t;
 }
 
@@ -328,6 +335,11 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;
+    // h exchanged in groups (ffn_hidden_slice_exchange.cuh) in place of a share a block.
+    const bool ex = tuning.exchange == 0 ? kSliceExchange : tuning.exchange == 1;
+    if (ex && ffn_slice_exchange(out, tuning.exchange > 2 ? tuning.exchange : 0)) {
+      out->group_sum = false;
+    }
     if (out->warps == 16 && out->share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
@@ -374,8 +386,10 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   a.w2_vec = c % E == 0 && aligned(b.w2);
   a.b1_vec = aligned(b.b1);
   a.y_vec = c % 8 == 0 && aligned(b.y);
-  if (!a.x_vec) a.p.ring_direct = false;  // its loads are whole 16-byte pieces of x's rows
-  if (a.p.ring_direct && tuning.w2_early != 2 && (kSliceW2Early || tuning.w2_early == 1)) {
+  if (!a.x_vec) a.p.ring_direct = false, a.p.ex_group = 0;  // whole 16-byte pieces of x's rows
+  if (!a.w2_vec) a.p.ex_group = 0;  // the exchange's W2 tiles by 16-byte copies
+  const bool w2_early = tuning.w2_early != 2 && (kSliceW2Early || tuning.w2_early == 1);
+  if (a.p.ring_direct && a.p.ex_group == 0 && w2_early) {
     ffn_slice_w2_early(&a.p);
   }
   if (tuning.deep != 0) a.p.direct_deep = tuning.deep == 1;

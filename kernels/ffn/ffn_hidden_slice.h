@@ -92,6 +92,10 @@ struct FfnSliceTuning {
   // (kSliceGroupSum with w2_during_up, kSliceGroupSumRing in the ring form), 1 on, 2 off, 3
   // groups of consecutive blocks, 4 polls without a sleep (FL_FFN_SLICE's nineteenth number).
   int groups = 0;
+  // The ring form's h exchanged in groups of blocks, blocks / G shares of y instead of one a
+  // block (ffn_slice_exchange): 0 the plan's (kSliceExchange), 1 on, 2 off, 4 or 8 on in groups
+  // of that many blocks only (FL_FFN_SLICE's twentieth number).
+  int exchange = 0;
 };
 // The scratch bytes of a launch with `tuning` (a tuning with more blocks than the plan's needs
 // more: a share of y a block).

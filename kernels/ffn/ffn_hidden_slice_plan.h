@@ -203,6 +203,12 @@ struct FfnSlicePlan {
   int prefetch_blocks = 0;
   int ring_k = 0, ring_stages = 0, ring_chunks = 0, ld_xr = 0;  // a slot's K; slots; chunks; x's ld
   size_t ring_x_bytes = 0, ring_stage_bytes = 0;  // a slot's x, and the whole slot (x, then W1)
+  // h exchanged in groups of ex_group blocks (0: off; ffn_slice_exchange,
+  // ffn_hidden_slice_exchange.cuh): the group's h (16 mtc rows x 32 ex_group, row stride ld_hx)
+  // at 0, its W2 tile (32 ex_group rows x cp / ex_group columns, ld_w2x) at off_w2x, its rows from
+  // ex_from on asked for with W1.
+  int ex_group = 0, ld_hx = 0, ld_w2x = 0, ex_from = 0;
+  size_t off_w2x = 0;
 };
 
 inline FfnSlicePlan ffn_slice_plan_for(int64_t m, int64_t c, int elem_bytes, int units,
@@ -450,7 +456,39 @@ inline int ffn_slice_prefetch_blocks(const FfnSlicePlan& p, int sms) {
 // block (blocks x m x C, sized for fp32 shares whatever the plan's, so a tuning may change the
 // share's type without a larger buffer).
 inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
-  return kSliceScratchHead + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks);
+  return kSliceScratchHead + sizeof(float) * size_t(p.m) * size_t(p.cp) * size_t(p.blocks) +
+         2 * size_t(p.m) * size_t(p.h);  // h in bf16 for the exchange (ffn_slice_exchange)
+}
+
+// The ring form's h exchanged in groups (ex_group; FL_FFN_SLICE's twentieth number: 1 on, 2 off;
+// ffn_hidden_slice_exchange.cuh): block b of group g = b / G (G consecutive blocks, G of 8, 4 or
+// 2, the first that divides the blocks and fits) writes its 32 units of h to L2, and after a
+// barrier of the group's blocks multiplies the group's h (m x 32 G) by a tile of W2 (the group's
+// 32 G rows x y's columns [cp / G j, cp / G (j + 1)), j = b mod G), one of blocks / G shares of y
+// instead of one of `blocks` (at 64 tokens, C = 768: 12 shares, 1.2 MB, against 96 and 9.4 MB).
+// Measured against the plan's ring form (docs/PERFORMANCE.md): off until faster there.
+constexpr bool kSliceExchange = false;
+// only: that group size only (a tuning; 0: the first of 8, 4, 2 that fits).
+inline bool ffn_slice_exchange(FfnSlicePlan* p, int only = 0) {
+  if (!p->ring_direct || p->share_bytes != 2 || p->units != 32 || p->w2_early_from > 0) {
+    return false;
+  }
+  const size_t e = 2, w1 = e * size_t(p->ring_chunks) * p->ring_k * p->ld_w1;
+  const size_t parts = size_t(p->warps / p->mtc) * 16 * p->mtc * 32 * sizeof(float);
+  const size_t busy = std::max(w1, parts);  // W1's rows and the up product's parts
+  for (int g : {8, 4, 2}) {
+    if ((only != 0 && g != only) || p->blocks % g != 0 || p->cp % (8 * g) != 0) continue;
+    const int nc = p->cp / g, kh = 32 * g;
+    const int ld_w2 = slice::padded_ld(nc, 2), ld_h = slice::padded_ld(kh, 2);
+    const size_t hb = e * 16 * p->mtc * ld_h, row = e * size_t(ld_w2), wb = row * kh;
+    if (hb + wb > p->off_h) continue;
+    const size_t at = (p->off_h - wb) / 16 * 16;
+    if (at < hb) continue;
+    p->ex_group = g, p->ld_hx = ld_h, p->ld_w2x = ld_w2, p->off_w2x = at;
+    p->ex_from = busy <= at ? 0 : int(std::min<size_t>(kh, (busy - at + row - 1) / row));
+    return true;
+  }
+  return false;
 }
 
 // Where the sum of y by groups can run: bf16 shares of at most 64 tokens (one 16-byte item a row

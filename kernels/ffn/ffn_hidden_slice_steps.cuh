@@ -122,7 +122,8 @@ template <int kThr, typename S, typename T>
 __device__ __forceinline__ SumLane sum_lane(const SliceArgs<T>& a) {
   const FfnSlicePlan& p = a.p;
   constexpr int kPerRow = kSliceTileCols / kItemCols<S>;
-  const int items = kPerRow * p.m, shares = p.blocks;  // items <= 128: one pass of the block
+  // items <= 128: one pass of the block; blocks / ex_group shares where h is exchanged
+  const int items = kPerRow * p.m, shares = p.ex_group > 0 ? p.blocks / p.ex_group : p.blocks;
   int split = 1;
   while (split < 32 && 2 * split * items <= kThr && 2 * split <= shares) split *= 2;
   const int lane = threadIdx.x & 31, per_warp = 32 / split;

@@ -162,7 +162,9 @@ enum class FfnKernel {
   kSliceW2EarlyResident,    // 8 warps, W2's rows past x and W1 asked for after them (where
                             // w2_during_up: ffn_slice_w2_early_resident)
   kSliceW2EarlyAfterXW1,    // ... those rows asked for once x and W1 are in
-  kSliceW1First             // 8 warps, the resident copies ask for W1's columns before x's rows
+  kSliceW1First,            // 8 warps, the resident copies ask for W1's columns before x's rows
+  kSliceRingExchange8,      // ring_direct, h exchanged in groups of blocks (ex_group), 8 warps
+  kSliceRingExchange16      // ... 16 warps
 };
 
 bool is_ring(FfnKernel k) {
@@ -172,7 +174,8 @@ bool is_ring(FfnKernel k) {
          k == FfnKernel::kSliceRingStaggered || k == FfnKernel::kSliceRingUnsplit ||
          k == FfnKernel::kSliceRing32 || k == FfnKernel::kSliceRingDirect8 ||
          k == FfnKernel::kSliceRingDirect16 || k == FfnKernel::kSliceRingNotDirect ||
-         k == FfnKernel::kSliceRingDirectW2Early;
+         k == FfnKernel::kSliceRingDirectW2Early || k == FfnKernel::kSliceRingExchange8 ||
+         k == FfnKernel::kSliceRingExchange16;
 }
 
 bool is_stream(FfnKernel k) {
@@ -264,6 +267,10 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
   if (kernel == FfnKernel::kSliceW2EarlyResident) tuning.warps = 8, tuning.w2_early = 1;
   if (kernel == FfnKernel::kSliceW2EarlyAfterXW1) tuning.warps = 8, tuning.w2_early = 3;
   if (kernel == FfnKernel::kSliceW1First) tuning.warps = 8, tuning.w1_first = 1;
+  if (kernel == FfnKernel::kSliceRingExchange8 || kernel == FfnKernel::kSliceRingExchange16) {
+    tuning.units = 32, tuning.direct = 1, tuning.exchange = 1;
+    tuning.warps = kernel == FfnKernel::kSliceRingExchange8 ? 8 : 16;
+  }
   size_t bytes = 0;
   const Status sized = is_stream(kernel)
                            ? ffn_stream_scratch_bytes(p, m, c, &bytes, stream_tuning(kernel))
@@ -646,6 +653,50 @@ TEST_P(PortableStream, HiddenSliceFfnRingGroupsAsAnRtxCard) {
   }
   if (had == nullptr) unsetenv("FL_FFN_SLICE");
   EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 7 : 0);
+}
+
+// h exchanged in groups of blocks (ex_group: ffn_hidden_slice_exchange.cuh) in the ring form:
+// groups of 8 (C a multiple of 64: 1-4 groups) and of 4 (C = 96, 160: 12 and 20 blocks), 1-4 row
+// tiles at odd token counts, 8 and 16 warps; C = 200 (25 blocks) falls back to ring_direct's own
+// shares. Small enough for compute-sanitizer.
+TEST_P(PortableStream, HiddenSliceFfnRingExchange) {
+  unsigned seed = 281;
+  int ran = 0;
+  for (const Shape& s :
+       {Shape{33, 64}, Shape{35, 128}, Shape{47, 192}, Shape{64, 256}, Shape{5, 64}, Shape{17, 128},
+        Shape{33, 96}, Shape{29, 160}, Shape{13, 200}}) {
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingExchange8, &ran);
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSliceRingExchange16, &ran);
+  }
+  EXPECT_EQ(ran, GetParam() == Precision::bf16 ? 18 : 0);
+}
+
+// The exchange as an RTX card plans it (99 KiB a block; FL_FFN_SLICE's twentieth number 1, set
+// here unless the environment names a form) at 33-64 tokens, C = 768, 832 (96 and 104 blocks,
+// groups of 8; W2's tile rows 124-255 asked for with W1) and 896 (112 blocks, groups of 4), each
+// shape launched twice (check_ffn): both of the counters' parities.
+TEST_P(PortableStream, HiddenSliceFfnRingExchangeAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const char* had = std::getenv("FL_FFN_SLICE");
+  if (had == nullptr) setenv("FL_FFN_SLICE", "0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1", 1);
+  unsigned seed = 301;
+  int ran = 0, exchanged = 0;
+  for (const Shape& s : {Shape{33, 768}, Shape{35, 832}, Shape{47, 768}, Shape{49, 832},
+                         Shape{57, 896}, Shape{63, 832}, Shape{64, 768}}) {
+    FfnSlicePlan plan;
+    if (ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
+      plan.ring_direct = plan.ring_direct && ffn_slice_ring_direct_fits(plan);
+      exchanged += ffn_slice_exchange(&plan);
+    }
+    check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+  }
+  if (had == nullptr) unsetenv("FL_FFN_SLICE");
+  const bool bf16 = GetParam() == Precision::bf16;
+  if (bf16 && sms == 132) EXPECT_EQ(exchanged, 7);
+  EXPECT_EQ(ran, bf16 ? 7 : 0);
 }
 
 // Blocks on the SMs the plan leaves idle prefetching W2 into L2 (a tuning): the shares' sum and

@@ -436,6 +436,46 @@ TEST(StreamPlan, TheSumByGroupsFitsTheRtxCardsBf16PlansFrom9Tokens) {
   }
 }
 
+// h exchanged in groups (ffn_slice_exchange) in an RTX card's ring form: at 33-64 tokens and C =
+// 768 groups of 8 (12 shares), the group's h and W2's tile within the room before h's own tile,
+// clear of each other, the tile's rows past W1 and the up product's parts asked for with W1;
+// groups of 4 where 8 does not fit (C = 896); none where the blocks are not a multiple of 2 or the
+// shares are fp32; the scratch holds h past the shares.
+TEST(StreamPlan, TheExchangeFitsAnRtxCardsRingForm) {
+  for (int64_t m : {33, 47, 64}) {
+    SCOPED_TRACE(std::to_string(m) + " tokens");
+    FfnSlicePlan p;
+    ASSERT_TRUE(ffn_slice_choose_plan(m, 768, 2, 132, 101376, &p));
+    ASSERT_TRUE(p.x_ring && p.ring_direct && ffn_slice_ring_direct_fits(p));
+    ASSERT_TRUE(ffn_slice_exchange(&p));
+    EXPECT_EQ(p.ex_group, 8);
+    EXPECT_EQ(p.blocks / p.ex_group, 12);
+    const size_t hx = 2 * size_t(16) * p.mtc * p.ld_hx, row = 2 * size_t(p.ld_w2x);
+    EXPECT_LE(hx, p.off_w2x);
+    EXPECT_LE(p.off_w2x + row * 256, p.off_h);
+    EXPECT_EQ(p.off_w2x % 16, 0u);
+    const size_t w1 = 2 * size_t(p.ring_chunks) * p.ring_k * p.ld_w1;
+    EXPECT_GE(p.off_w2x + row * p.ex_from, w1);
+    EXPECT_LT(p.off_w2x + row * (p.ex_from - 1), w1);
+    EXPECT_GE(ffn_slice_scratch_bytes_for(p),
+              256 + 4 * size_t(m) * p.cp * p.blocks + 2 * size_t(m) * p.h);
+  }
+  FfnSlicePlan p;
+  ASSERT_TRUE(ffn_slice_choose_plan(64, 896, 2, 132, 101376, &p));
+  p.ring_direct = ffn_slice_ring_direct_fits(p);
+  ASSERT_TRUE(ffn_slice_exchange(&p));
+  EXPECT_EQ(p.ex_group, 4);
+  ASSERT_TRUE(ffn_slice_choose_plan(64, 200, 2, 132, 232448, &p, 32, false, 16, true));
+  p.ring_direct = ffn_slice_ring_direct_fits(p);
+  EXPECT_EQ(p.blocks, 25);
+  EXPECT_FALSE(ffn_slice_exchange(&p));
+  ASSERT_TRUE(ffn_slice_choose_plan(64, 768, 2, 132, 101376, &p));
+  p.share_bytes = 4;
+  EXPECT_FALSE(ffn_slice_exchange(&p));
+  ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 132, 101376, &p));  // the resident form
+  EXPECT_FALSE(ffn_slice_exchange(&p));
+}
+
 TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
   for (const FitCase& f : kFits) {
     SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + std::to_string(f.e) + " bytes, " +

@@ -1,0 +1,174 @@
+// The hidden slice's ring form with h exchanged in groups of blocks (ex_group; plan
+// ffn_slice_exchange in ffn_hidden_slice_plan.h, FL_FFN_SLICE's twentieth number): fewer,
+// larger shares of y.
+//
+// Against the plan's ring form (ffn_hidden_slice_direct.cuh, then the down product on the
+// block's own 32 units): there each of the 96 blocks at 64 tokens (C = 768) multiplies its own h
+// (64 x 32) by its own W2 rows (32 x 768) into a whole 64 x 768 share of y, so 96 shares, 9.4 MB
+// of bf16, are written to L2 and read back by the sum, as many bytes as the weights (the phases
+// at 64 tokens: down product 3.4 us, hand-over 1.1, sum 3.3). Here block b of group g = b / G
+// (G = 8 consecutive blocks at C = 768) writes its h (64 x 32, 4 KB) to L2, meets its group's
+// blocks at a count barrier (count_barrier.cuh, the group's own counter), reads the group's h
+// (64 x 256, 32 KB from L2) and multiplies it by a tile of W2: the group's 256 rows x y's
+// columns [96 j, 96 j + 96), j = b mod G (48 KB, the same DRAM bytes as its 32 rows x 768). Its
+// result is block j's part of share g, one of 12 shares (1.2 MB in all); after the grid barrier
+// block b adds the 12 shares of y's 8-column tile b (sum_tiles, as before).
+// Tiles at 64 tokens, C = 768, 16 warps, 99 KiB: the up product as ring_direct's (x's fragments
+// from L2 into registers, W1's 768 x 32 resident, 60 KB), h's parts over W1; then [the group's
+// h 64 x 264 (33 KB) | W2's tile 256 x 104 (53 KB) ending where h's own tile (unused here) and
+// b1 begin]: the tile's rows 124-255 lie past W1 and the parts and are asked for with W1, rows
+// 0-123 once the parts are added. Down product: warp w takes row tile w / 4 and 3 of the tile's
+// 12 column tiles over K = 256 (16 k steps, 48 mma), stored as bf16 pairs into share g.
+// Bytes a block: W1 48 KB + W2 48 KB from DRAM, x 96 KB and the group's h 32 KB from L2, h 4 KB
+// and a 12 KB part of a share out, 12 KB of shares in for the sum; GPU-wide 3.1 MB of h reads and
+// 1.2 MB of shares each way in place of 9.4 MB each way. Budget after the up product: h out and
+// the group's barrier (~1 us), h's L2 round trip (~0.5-1 us), 48 mma a warp (~0.5 us), the grid
+// barrier (~1 us), one batch of the sum's loads (~0.7 us): ~4-5 us where the shares' chain took
+// ~8 us.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/activations.cuh"
+#include "kernels/ffn/count_barrier.cuh"
+#include "kernels/ffn/direct_x.cuh"
+#include "kernels/ffn/ffn_hidden_slice_groups.cuh"
+#include "kernels/ffn/ffn_hidden_slice_steps.cuh"
+#include "kernels/gemm_core/weight_slice.cuh"
+
+namespace fl::hidden_slice {
+
+// The kernel's phases (ffn_hidden_slice.cu's, in its order): the marks the exchange sets.
+enum ExchangePhase : unsigned { kExIssue, kExXW1In, kExUp, kExW2In, kExDown, kExHandOver, kExSum };
+
+// The block's group and tile: group g (blocks [G g, G g + G)), j = b mod G; the group's hidden
+// units [kh g, kh g + kh), y's columns [n0, n0 + nc).
+struct ExTile {
+  int g, j, kh, nc, n0;
+};
+__device__ __forceinline__ ExTile ex_tile(const FfnSlicePlan& p) {
+  ExTile t;
+  t.g = int(blockIdx.x) / p.ex_group, t.j = int(blockIdx.x) % p.ex_group;
+  t.kh = 32 * p.ex_group, t.nc = p.cp / p.ex_group, t.n0 = t.j * t.nc;
+  return t;
+}
+
+// h (m x 4C, bf16) in the scratch past the fp32-sized shares (ffn_slice_scratch_bytes_for).
+template <typename T>
+__device__ __forceinline__ T* ex_h(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(a.partial) +
+                              sizeof(float) * size_t(p.m) * p.cp * p.blocks);
+}
+
+// W2's tile rows [r0, r1): W2[kh g + r, n0 .. n0 + nc) into the tile (row stride ld_w2x), no
+// commit.
+template <int kThr, typename T>
+__device__ __forceinline__ void ex_w2_rows(const SliceArgs<T>& a, unsigned char* smem,
+                                           const ExTile& t, int r0, int r1) {
+  const FfnSlicePlan& p = a.p;
+  if (r1 <= r0) return;
+  T* w2s = reinterpret_cast<T*>(smem + p.off_w2x) + r0 * p.ld_w2x;
+  const T* src = a.w2 + int64_t(t.kh * t.g + r0) * p.c + t.n0;
+  slice::stage<kThr>(w2s, p.ld_w2x, src, p.c, r1 - r0, t.nc, r1 - r0, t.nc, true);
+}
+
+// The group's share: warp w takes jobs w, w + kW, ... of (row tile, cpj column tiles) over the
+// group's K, stored as bf16 pairs into share g (tile by tile: share_at), rows past the tokens
+// left out (their rows of h were never copied: what they hold only reaches those rows).
+template <int kW, typename T>
+__device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, const T* w2x,
+                                        const ExTile& t) {
+  using S = __nv_bfloat16;
+  const FfnSlicePlan& p = a.p;
+  const int nct = t.nc / 8, per_row = max(1, kW / p.mtc);
+  const int cpj = min(4, (nct + per_row - 1) / per_row), col_jobs = (nct + cpj - 1) / cpj;
+  const int lane = threadIdx.x & 31, gr = lane >> 2, tc2 = 2 * (lane & 3);
+  S* shares = reinterpret_cast<S*>(a.partial);
+  for (int job = threadIdx.x >> 5; job < p.mtc * col_jobs; job += kW) {
+    const int mt = job / col_jobs, ct0 = (job % col_jobs) * cpj, tiles = min(cpj, nct - ct0);
+    float acc[4][4];
+    slice::zero(acc);
+    slice::WarpMma<T, 4>::run(acc, tiles, hx + mt * 16 * p.ld_hx, p.ld_hx, w2x + ct0 * 8, p.ld_w2x,
+                              0, t.kh);
+    const int row = mt * 16 + gr;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      if (nt >= tiles) break;
+      const int col = t.n0 + (ct0 + nt) * 8 + tc2;
+      if (row < p.m) {
+        *reinterpret_cast<__nv_bfloat162*>(shares + share_at<S>(p, t.g, row, col)) =
+            __floats2bfloat162_rn(acc[nt][0], acc[nt][1]);
+      }
+      if (row + 8 < p.m) {
+        *reinterpret_cast<__nv_bfloat162*>(shares + share_at<S>(p, t.g, row + 8, col)) =
+            __floats2bfloat162_rn(acc[nt][2], acc[nt][3]);
+      }
+    }
+  }
+}
+
+// The whole launch after ring_issue (b1 and W1 asked for): W2's tile rows past W1 and the parts
+// with them, the up product as ring_direct's with h to L2, W2's other rows, the group's barrier,
+// the group's h, the down product into share g, the grid barrier and the sum of the shares.
+template <int kW, typename T, class Marks>
+__device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
+                                              const Bias8<T>& b2_raw, Marks& marks) {
+  using S = __nv_bfloat16;
+  constexpr int kThr = 32 * kW;
+  const FfnSlicePlan& p = a.p;
+  const ExTile t = ex_tile(p);
+  ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
+  tc::async_commit();
+  SumLane sum = sum_lane<kThr, S>(a);
+  pin(sum.item), pin(sum.part), pin(sum.split), pin(sum.loads), pin(sum.src), pin(sum.step);
+  pin(sum.apart);
+  marks.mark(kExIssue);
+  float b2_first[8];
+  // The up product (ring_direct's): x's fragments from L2, W1's columns resident.
+  const slice::PanelWarp pw = slice::panel_warp<kW>(p.mtc);
+  const int groups = (p.c + direct::kGroupK - 1) / direct::kGroupK;
+  const int q0 = pw.part < pw.parts ? groups * pw.part / pw.parts : 0;
+  const int q1 = pw.part < pw.parts ? groups * (pw.part + 1) / pw.parts : 0;
+  float acc[4][4];
+  slice::zero(acc);
+  direct::warp_product<4>(acc, a.x, p.c, p.m, pw.mt, q0, q1,
+                          reinterpret_cast<const T*>(smem + p.off_w1), p.ld_w1, p.direct_deep, [&] {
+                            tc::async_wait<0>();  // b1, W1 and the tile's rows past them
+                            __syncthreads();
+                            marks.mark(kExXW1In);
+                            bias8_floats(b2_raw, b2_first);
+                          });
+  const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
+  T* h = ex_h(a) + int64_t(blockIdx.x) * p.units;  // the block's columns of h in L2
+  const int valid = min(p.units, p.h - int(blockIdx.x) * p.units);
+  const auto to_h = [&](int row, int col, float v) {
+    if (col < valid) {
+      h[int64_t(row) * p.h + col] =
+          Elem<T>::from_float(gelu_tanh_fast(v + Elem<T>::to_float(b1s[col])));
+    }
+  };
+  slice::reduce_parts<4, kW>(acc, pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
+  marks.mark(kExUp);
+  ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
+  tc::async_commit();
+  // The group's h is in L2 before any of its blocks reads it (the group's own counter).
+  count_barrier(group_counter(a.counters, kSliceGroups + t.g), unsigned(p.ex_group), t.j == 0,
+                true);
+  T* hx = reinterpret_cast<T*>(smem);
+  slice::stage<kThr>(hx, p.ld_hx, ex_h(a) + t.kh * t.g, p.h, p.m, t.kh, p.m, t.kh, true);
+  tc::async_commit();
+  tc::async_wait<0>();
+  __syncthreads();
+  marks.mark(kExW2In);
+  ex_down<kW>(a, hx, reinterpret_cast<const T*>(smem + p.off_w2x), t);
+  marks.mark(kExDown);
+  // Every group's share written before any block adds them (count_barrier.cuh).
+  count_barrier(a.counters, p.blocks, blockIdx.x == 0, p.barrier_acq_rel);
+  marks.mark(kExHandOver);
+  sum_tiles<S>(a, sum, b2_first);
+  marks.mark(kExSum);
+}
+
+}  // namespace fl::hidden_slice

@@ -155,9 +155,6 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   if constexpr (kRing) {
     ring_issue<kThr>(a, smem, hs, j0, valid);
-    if constexpr (sizeof(S) == 2) {  // h exchanged in groups (ffn_hidden_slice_exchange.cuh)
-      if (p.ex_group > 0) return exchange_form<kW>(a, smem, b2_raw, marks);
-    }
   } else {
     stage_xw1<kThr>(a, xs, w1s, b1s, j0, valid);
     if (!p.w2_late) stage_w2<kThr>(a, w2s, j0, valid);
@@ -336,7 +333,7 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;
     // h exchanged in groups (ffn_hidden_slice_exchange.cuh) in place of a share a block.
-    const bool ex = tuning.exchange == 0 ? kSliceExchange : tuning.exchange == 1;
+    const bool ex = tuning.exchange == 0 ? kSliceExchange : tuning.exchange != 2;
     if (ex && ffn_slice_exchange(out, tuning.exchange > 2 ? tuning.exchange : 0)) {
       out->group_sum = false;
     }
@@ -404,6 +401,11 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
     };
     if (a.p.warps == 16 && a.p.share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
+    }
+    if (a.p.ex_group >
+        0) {  // h exchanged in groups: its own kernel (ffn_hidden_slice_exchange.cuh)
+      if (a.p.warps == 16) return go(ffn_hidden_slice_exchange_kernel<T, 16>, 16);
+      return go(ffn_hidden_slice_exchange_kernel<T, 8>, 8);
     }
     if (a.p.x_ring) {
       if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, true>, 16);

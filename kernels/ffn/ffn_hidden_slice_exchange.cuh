@@ -33,9 +33,12 @@
 #include "kernels/activations.cuh"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/direct_x.cuh"
+#include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_groups.cuh"
+#include "kernels/ffn/ffn_hidden_slice_ring.cuh"
 #include "kernels/ffn/ffn_hidden_slice_steps.cuh"
 #include "kernels/gemm_core/weight_slice.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl::hidden_slice {
 
@@ -169,6 +172,22 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
   marks.mark(kExHandOver);
   sum_tiles<S>(a, sum, b2_first);
   marks.mark(kExSum);
+}
+
+// The launch (a kernel of its own, so that the plan's kernels keep their registers): the
+// blocks past the plan's prefetch W2 into L2 and leave; the others ask for b2's first tile, b1
+// and W1 (ring_issue) and go on as exchange_form.
+template <typename T, int kW>
+__global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
+  constexpr int kThr = 32 * kW;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const FfnSlicePlan& p = a.p;
+  if (blockIdx.x >= p.blocks) return prefetch_w2<kThr>(a);
+  PhaseMarks<kExSum + 1> marks(a.phases);
+  const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
+  const int j0 = blockIdx.x * p.units;
+  ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
+  exchange_form<kW>(a, smem, b2_raw, marks);
 }
 
 }  // namespace fl::hidden_slice

@@ -386,6 +386,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
   if (!a.x_vec) a.p.ring_direct = false, a.p.ex_group = 0;  // whole 16-byte pieces of x's rows
   if (!a.w2_vec) a.p.ex_group = 0;  // the exchange's W2 tiles by 16-byte copies
   const bool w2_early = tuning.w2_early != 2 && (kSliceW2Early || tuning.w2_early == 1);
+  // The exchange with W2's early rows off: its whole tile once the up product is done.
+  if (a.p.ex_group > 0 && tuning.w2_early == 2) a.p.ex_from = 32 * a.p.ex_group;
   if (a.p.ring_direct && a.p.ex_group == 0 && w2_early) {
     ffn_slice_w2_early(&a.p);
   }

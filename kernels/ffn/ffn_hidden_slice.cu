@@ -42,7 +42,9 @@
 // the first block's: w1_first);
 // elsewhere W2 after the up product (w2_late), or 24 units with W2's zero rows over x
 // (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
-// ring of K chunks (ffn_hidden_slice_ring.cuh). fp32 at C = 768 needs 147 KB of weights a block:
+// ring of K chunks (ffn_hidden_slice_ring.cuh), and from 49 tokens (16 warps) h exchanged in
+// groups of 8 blocks, 12 shares of y instead of 96 (ffn_hidden_slice_exchange.cuh: its own kernel,
+// 0.3 us faster at 64 tokens). fp32 at C = 768 needs 147 KB of weights a block:
 // A100 and up; in 99 KiB at 1-16 tokens x's exact rows (two passes from 9) and W1's unpadded
 // (77-98 KB), W2 late.
 // W1 packed (FL_FFN_W1_PACKED=1; ffn_slice_pack_w1, laid out when the weights are set up): the
@@ -332,8 +334,10 @@ Status make_plan(int64_t m, int64_t c, FfnSliceTuning tuning, FfnSlicePlan* out,
     out->group_sum = groups && ffn_slice_groups_fit(*out);
     out->group_contiguous = out->group_sum && tuning.groups == 3 && out->blocks % kSliceGroups == 0;
     out->group_spin = out->group_sum && tuning.groups == 4;
-    // h exchanged in groups (ffn_hidden_slice_exchange.cuh) in place of a share a block.
-    const bool ex = tuning.exchange == 0 ? kSliceExchange : tuning.exchange != 2;
+    // h exchanged in groups (ffn_hidden_slice_exchange.cuh) in place of a share a block: the
+    // plan's on 16 warps (measured faster there at 64 tokens, slower on 8 at 33-48).
+    const bool ex = tuning.exchange == 0 ? kSliceExchange && out->warps == 16 && tuning.groups == 0
+                                         : tuning.exchange != 2;
     if (ex && ffn_slice_exchange(out, tuning.exchange > 2 ? tuning.exchange : 0)) {
       out->group_sum = false;
     }

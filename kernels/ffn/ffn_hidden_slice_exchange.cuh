@@ -2,29 +2,35 @@
 // ffn_slice_exchange in ffn_hidden_slice_plan.h, FL_FFN_SLICE's twentieth number): fewer,
 // larger shares of y.
 //
-// Against the plan's ring form (ffn_hidden_slice_direct.cuh, then the down product on the
-// block's own 32 units): there each of the 96 blocks at 64 tokens (C = 768) multiplies its own h
-// (64 x 32) by its own W2 rows (32 x 768) into a whole 64 x 768 share of y, so 96 shares, 9.4 MB
-// of bf16, are written to L2 and read back by the sum, as many bytes as the weights (the phases
-// at 64 tokens: down product 3.4 us, hand-over 1.1, sum 3.3). Here block b of group g = b / G
-// (G = 8 consecutive blocks at C = 768) writes its h (64 x 32, 4 KB) to L2, meets its group's
-// blocks at a count barrier (count_barrier.cuh, the group's own counter), reads the group's h
-// (64 x 256, 32 KB from L2) and multiplies it by a tile of W2: the group's 256 rows x y's
-// columns [96 j, 96 j + 96), j = b mod G (48 KB, the same DRAM bytes as its 32 rows x 768). Its
-// result is block j's part of share g, one of 12 shares (1.2 MB in all); after the grid barrier
-// block b adds the 12 shares of y's 8-column tile b (sum_tiles, as before).
-// Tiles at 64 tokens, C = 768, 16 warps, 99 KiB: the up product as ring_direct's (x's fragments
-// from L2 into registers, W1's 768 x 32 resident, 60 KB), h's parts over W1; then [the group's
-// h 64 x 264 (33 KB) | W2's tile 256 x 104 (53 KB) ending where h's own tile (unused here) and
-// b1 begin]: the tile's rows 124-255 lie past W1 and the parts and are asked for with W1, rows
-// 0-123 once the parts are added. Down product: warp w takes row tile w / 4 and 3 of the tile's
-// 12 column tiles over K = 256 (16 k steps, 48 mma), stored as bf16 pairs into share g.
-// Bytes a block: W1 48 KB + W2 48 KB from DRAM, x 96 KB and the group's h 32 KB from L2, h 4 KB
-// and a 12 KB part of a share out, 12 KB of shares in for the sum; GPU-wide 3.1 MB of h reads and
-// 1.2 MB of shares each way in place of 9.4 MB each way. Budget after the up product: h out and
-// the group's barrier (~1 us), h's L2 round trip (~0.5-1 us), 48 mma a warp (~0.5 us), the grid
-// barrier (~1 us), one batch of the sum's loads (~0.7 us): ~4-5 us where the shares' chain took
-// ~8 us.
+// Against a share a block (ring_direct's, ffn_hidden_slice_direct.cuh, then the down product on
+// the block's own 32 units; the plan's at 33-48 tokens): there each of the 96 blocks at 64 tokens
+// (C = 768) multiplies its own h (64 x 32) by its own W2 rows (32 x 768) into a whole 64 x 768
+// share of y, so 96 shares, 9.4 MB of bf16, are written to L2 and read back by the sum, as many
+// bytes as the weights (the phases at 64 tokens: down product 3.4 us, hand-over 1.1, sum 3.3). Here
+// block b of group g = b / G (G = 8 consecutive blocks at C = 768) writes its h (64 x 32, 4 KB) to
+// L2, meets its group's blocks at a count barrier (count_barrier.cuh, the group's own counter),
+// reads the group's h (64 x 256, 32 KB from L2) and multiplies it by a tile of W2: the group's 256
+// rows x y's columns [96 j, 96 j + 96), j = b mod G (48 KB, the same DRAM bytes as its 32 rows x
+// 768). Its result is block j's part of share g, one of 12 shares (1.2 MB in all); after the grid
+// barrier block b adds the 12 shares of y's 8-column tile b (sum_tiles, as before). Tiles at 64
+// tokens, C = 768, 16 warps, 99 KiB: the up product as ring_direct's (x's fragments from L2 into
+// registers, W1's 768 x 32 resident, 60 KB), h's parts over W1; then [the group's h 64 x 264 (33
+// KB) | W2's tile 256 x 104 (53 KB) ending where h's own tile (unused here) and b1 begin]: the
+// tile's rows 124-255 lie past W1 and the parts and are asked for with W1, rows 0-123 once the
+// parts are added. Down product: warp w takes row tile w / 4 and 3 of the tile's 12 column tiles
+// over K = 256 (16 k steps, 48 mma), stored as bf16 pairs into share g. Bytes a block: W1 48 KB +
+// W2 48 KB from DRAM, x 96 KB and the group's h 32 KB from L2, h 4 KB and a 12 KB part of a share
+// out, 12 KB of shares in for the sum; GPU-wide 3.1 MB of h reads and 1.2 MB of shares each way in
+// place of 9.4 MB each way. Budget after the up product: h out and the group's barrier (~1 us), h's
+// L2 round trip (~0.5-1 us), 48 mma a warp (~0.5 us), the grid barrier (~1 us), one batch of the
+// sum's loads (~0.7 us): ~4-5 us where the shares' chain took ~8 us (predicted 18.5 -> ~15-16 us at
+// 64 tokens). Measured (an RTX card's plan on an H100, 2026-11-27;
+// docs/PERFORMANCE.md): 18.21-18.27 us at 64 tokens against 18.56-18.59 with a share a block; the
+// sum 1.3 us against 2.7, but the group's barrier and h 2.9 us against W2's rows' 0.4, and the down
+// product still ~3.3 us (12 KB of stores a block against 96 KB: the stores were not its bound). On
+// the plan's 8 warps at 33-48 3.3 us slower (a warp's down product 64-128 mma), level on 16: the
+// plan's on 16 warps (49-64). Its own kernel: inlined into the plan's ring kernel it pushed that
+// kernel's 16-warp form into more spills (ptxas: a 72-byte stack against 32).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -174,7 +180,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
   marks.mark(kExSum);
 }
 
-// The launch (a kernel of its own, so that the plan's kernels keep their registers): the
+// The launch (a kernel of its own, so that the other forms' kernels keep their registers): the
 // blocks past the plan's prefetch W2 into L2 and leave; the others ask for b2's first tile, b1
 // and W1 (ring_issue) and go on as exchange_form.
 template <typename T, int kW>

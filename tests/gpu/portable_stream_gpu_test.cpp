@@ -657,8 +657,8 @@ TEST_P(PortableStream, HiddenSliceFfnRingGroupsAsAnRtxCard) {
 
 // h exchanged in groups of blocks (ex_group: ffn_hidden_slice_exchange.cuh) in the ring form:
 // groups of 8 (C a multiple of 64: 1-4 groups) and of 4 (C = 96, 160: 12 and 20 blocks), 1-4 row
-// tiles at odd token counts, 8 and 16 warps; C = 200 (25 blocks) falls back to ring_direct's own
-// shares. Small enough for compute-sanitizer.
+// tiles at odd token counts, 8 and 16 warps; C = 200 (25 blocks) and 5 tokens on 8 warps (fp32
+// shares) fall back to ring_direct's share a block. Small enough for compute-sanitizer.
 TEST_P(PortableStream, HiddenSliceFfnRingExchange) {
   unsigned seed = 281;
   int ran = 0;

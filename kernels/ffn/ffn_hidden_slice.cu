@@ -408,8 +408,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
     if (a.p.warps == 16 && a.p.share_bytes != 2) {
       return Status::Error("the 16-warp hidden slice has bf16 shares");
     }
-    if (a.p.ex_group >
-        0) {  // h exchanged in groups: its own kernel (ffn_hidden_slice_exchange.cuh)
+    // h exchanged in groups: a kernel of its own (ffn_hidden_slice_exchange.cuh).
+    if (a.p.ex_group > 0) {
       if (a.p.warps == 16) return go(ffn_hidden_slice_exchange_kernel<T, 16>, 16);
       return go(ffn_hidden_slice_exchange_kernel<T, 8>, 8);
     }

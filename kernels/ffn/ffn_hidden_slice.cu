@@ -23,7 +23,10 @@
 //      instead, each with its own count, warp w of every block waiting only for group w's
 //      (ffn_hidden_slice_groups.cuh).
 // The down product and the shares' stores are in ffn_hidden_slice_down.cuh, the copies in
-// ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh.
+// ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh. With
+// FL_FFN_SLICE_FIXED=1 the 9-16-token RTX plan at C = 768 runs a second instance whose steering
+// fields are constants (ffn_hidden_slice_fixed.h: its hot path one stretch of code; not yet
+// measured).
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
@@ -80,6 +83,7 @@
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_direct.cuh"
+#include "kernels/ffn/ffn_hidden_slice_fixed.h"
 #include "kernels/ffn/ffn_hidden_slice_down.cuh"
 #include "kernels/ffn/ffn_hidden_slice_exchange.cuh"
 #include "kernels/ffn/ffn_hidden_slice_groups.cuh"
@@ -135,8 +139,23 @@ __device__ __forceinline__ void up_product(const SliceArgs<T>& a, T* xs, const T
                                                   p.units / 8, red, to_h, p.m);
 }
 
-template <typename T, int kW, typename S, bool kRing>
+// kFixed (C = 768, 8 warps, one row tile): every down job has all its column tiles and a warp
+// has one job, so that the per-tile path and the next jobs' loop drop out of the hot path.
+template <bool kFixed>
+__device__ __forceinline__ Ahead fixed_ahead(Ahead w) {
+  if constexpr (kFixed) w.down.tiles = kSliceDownCols / 8, w.down_more = 0;
+  return w;
+}
+
+// kFixed: the plan's steering fields and the launch's vector flags as constants
+// (ffn_hidden_slice_fixed.h), where the launch found them equal (FL_FFN_SLICE_FIXED=1).
+template <typename T, int kW, typename S, bool kRing, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
+  if constexpr (kFixed) {
+    ffn_slice_fix_rtx16(a.p);
+    a.x_vec = a.w1_vec = a.w2_vec = a.b1_vec = a.y_vec = true;
+    a.w1p = nullptr, a.rows = false;
+  }
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
   const FfnSlicePlan& p = a.p;
@@ -166,7 +185,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<
     }
     zero_padding<kThr>(p, xs, hs);
   }
-  const Ahead ahead = work_out_ahead<kW, S>(a, xs, w1s, hs, w2s);
+  const Ahead ahead = fixed_ahead<kFixed>(work_out_ahead<kW, S>(a, xs, w1s, hs, w2s));
   marks.mark(kIssue);
   float b2_first[8];
   const auto ask_w2 = [&] {
@@ -363,6 +382,13 @@ Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units
   return Status::Ok();
 }
 
+// FL_FFN_SLICE_FIXED=1: the 9-16-token RTX plan's kernel with its fields as constants where
+// the plan is that one (ffn_hidden_slice_fixed.h); not measured, so off otherwise.
+bool fixed_wanted() {
+  const char* env = std::getenv("FL_FFN_SLICE_FIXED");
+  return env != nullptr && env[0] == '1';
+}
+
 template <typename T>
 Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuning tuning,
                     cudaStream_t stream) {
@@ -419,6 +445,10 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
       return go(ffn_hidden_slice_kernel<T, 8, float, true>, 8);
     }
     if (a.p.warps == 16) return go(ffn_hidden_slice_kernel<T, 16, Bf16, false>, 16);
+    if (fixed_wanted() && ffn_slice_fixed_fits(a.p) && a.x_vec && a.w1_vec && a.w2_vec &&
+        a.b1_vec && a.y_vec && a.w1p == nullptr && !a.rows) {
+      return go(ffn_hidden_slice_kernel<T, 8, Bf16, false, true>, 8);
+    }
     if (a.p.share_bytes == 2) return go(ffn_hidden_slice_kernel<T, 8, Bf16, false>, 8);
   }
   return slice::launch_cooperative(ffn_hidden_slice_kernel<T, 8, float, false>, a, grid, 32 * 8,

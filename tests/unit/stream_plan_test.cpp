@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/catalog.h"
+#include "kernels/ffn/ffn_hidden_slice_fixed.h"
 #include "kernels/ffn/ffn_hidden_slice_plan.h"
 #include "kernels/ffn/ffn_stream_plan.h"
 #include "kernels/layernorm_linear/ln_linear_stream_plan.h"
@@ -474,6 +475,30 @@ TEST(StreamPlan, TheExchangeFitsAnRtxCardsRingForm) {
   EXPECT_FALSE(ffn_slice_exchange(&p));
   ASSERT_TRUE(ffn_slice_choose_plan(16, 768, 2, 132, 101376, &p));  // the resident form
   EXPECT_FALSE(ffn_slice_exchange(&p));
+}
+
+// The fixed kernel's constants (ffn_hidden_slice_fixed.h) are an RTX card's bf16 plan at 9-16
+// tokens and C = 768 as the launch makes it (W1 first and the sum by groups, as make_plan sets
+// them where W2 comes under the up product) on 132 SMs, field for field; not at 1 or 17 tokens,
+// at C = 776 or in fp32.
+TEST(StreamPlan, TheFixedKernelIsTheRtxCardsPlanAt9To16Tokens) {
+  const auto launch_plan = [](int64_t m, int64_t c, int e, FfnSlicePlan* p) {
+    if (!ffn_slice_choose_plan(m, c, e, 132, 101376, p)) return false;
+    p->w1_first = kSliceW1First && p->w2_during_up;
+    p->group_sum =
+        kSliceGroupSum && p->w2_during_up && m <= kSliceFasterTo && ffn_slice_groups_fit(*p);
+    return true;
+  };
+  FfnSlicePlan p;
+  for (int m : {9, 12, 16}) {
+    ASSERT_TRUE(launch_plan(m, 768, 2, &p));
+    EXPECT_TRUE(ffn_slice_fixed_fits(p)) << m << " tokens";
+  }
+  ASSERT_TRUE(launch_plan(1, 768, 2, &p));
+  EXPECT_FALSE(ffn_slice_fixed_fits(p));
+  if (launch_plan(17, 768, 2, &p)) EXPECT_FALSE(ffn_slice_fixed_fits(p));
+  if (launch_plan(16, 776, 2, &p)) EXPECT_FALSE(ffn_slice_fixed_fits(p));
+  if (launch_plan(16, 768, 4, &p)) EXPECT_FALSE(ffn_slice_fixed_fits(p));
 }
 
 TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {

@@ -1,0 +1,58 @@
+// The hidden-slice FFN's (kernels/ffn/ffn_hidden_slice.cu) plan at 9-16 bf16 tokens as an RTX
+// card plans it in 99 KiB at C = 768, as constants: 32 hidden units a block (96 blocks), 8 warps,
+// bf16 shares, W2's rows asked for under the up product (w2_during_up), W1's columns before x's
+// rows, the sum of y by 8 interleaved groups; x's rows a 16-row tile; no ring, no W2 rows early,
+// no packed W1, no prefetching blocks, no exchange of h. A kernel instantiated with kFixed takes
+// these fields from here instead of the launch's plan, so that the compiler drops the other forms'
+// branches and folds C's tile counts: the hot path after W2 lands lies in fewer, closer runs of
+// code (at a cold launch each run's first lines come from L2 or DRAM; docs/PERFORMANCE.md has the
+// code-placement measurements of 2026-11-27 that suggest ~0.5 us there). The launch takes it only
+// where FL_FFN_SLICE_FIXED=1 and the plan equals these constants field for field
+// (ffn_slice_fixed_fits), so it computes what the plan's kernel computes. Not measured yet: off.
+#pragma once
+
+#include "kernels/ffn/ffn_hidden_slice_plan.h"
+#include "kernels/gemm_core/slice_plan.h"
+
+namespace fl {
+
+// The plan's fields the fixed kernel takes as constants (m, the offsets and smem stay the
+// launch's: they do not steer branches).
+FL_SLICE_HD inline void ffn_slice_fix_rtx16(FfnSlicePlan& p) {
+  constexpr int kC = 768, kUnits = 32, kE = 2;
+  p.c = kC, p.h = 4 * kC, p.mtc = 1;
+  p.units = kUnits, p.blocks = 4 * kC / kUnits, p.warps = 8, p.share_bytes = 2;
+  p.ck = kC, p.kp = kUnits, p.cp = kC;
+  p.ld_x = slice::padded_ld(kC, kE), p.ld_w1 = slice::padded_ld(kUnits, kE);
+  p.ld_w2 = slice::padded_ld(kC, kE), p.ld_h = slice::padded_ld(kUnits, kE);
+  p.w2_late = true, p.w2_pad_over_x = false, p.w2_during_up = true;
+  p.x_ring = false, p.ring_w1 = false, p.ring_w2_after = false, p.ring_stagger = false;
+  p.ring_split = false, p.ring_direct = false, p.w2_early_from = 0;
+  p.stepped_copies = true, p.fixed_column = true, p.w1_l2_ahead = false;
+  p.w2_early_after_xw1 = false, p.w1_first = true;
+  p.group_sum = true, p.group_contiguous = false, p.group_spin = false;
+  p.x_rows = 0, p.prefetch_blocks = 0, p.ex_group = 0;
+}
+
+// Whether plan p is the one ffn_slice_fix_rtx16 writes (every field it sets equal), with m at
+// 9-16 tokens (one row tile, bf16 shares).
+inline bool ffn_slice_fixed_fits(const FfnSlicePlan& p) {
+  FfnSlicePlan q = p;
+  ffn_slice_fix_rtx16(q);
+  return p.m >= kSliceBf16SharesFrom && p.m <= 16 && p.c == q.c && p.h == q.h && p.mtc == q.mtc &&
+         p.units == q.units && p.blocks == q.blocks && p.warps == q.warps &&
+         p.share_bytes == q.share_bytes && p.ck == q.ck && p.kp == q.kp && p.cp == q.cp &&
+         p.ld_x == q.ld_x && p.ld_w1 == q.ld_w1 && p.ld_w2 == q.ld_w2 && p.ld_h == q.ld_h &&
+         p.w2_late == q.w2_late && p.w2_pad_over_x == q.w2_pad_over_x &&
+         p.w2_during_up == q.w2_during_up && p.x_ring == q.x_ring && p.ring_w1 == q.ring_w1 &&
+         p.ring_w2_after == q.ring_w2_after && p.ring_stagger == q.ring_stagger &&
+         p.ring_split == q.ring_split && p.ring_direct == q.ring_direct &&
+         p.w2_early_from == q.w2_early_from && p.stepped_copies == q.stepped_copies &&
+         p.fixed_column == q.fixed_column && p.w1_l2_ahead == q.w1_l2_ahead &&
+         p.w2_early_after_xw1 == q.w2_early_after_xw1 && p.w1_first == q.w1_first &&
+         p.group_sum == q.group_sum && p.group_contiguous == q.group_contiguous &&
+         p.group_spin == q.group_spin && p.x_rows == q.x_rows &&
+         p.prefetch_blocks == q.prefetch_blocks && p.ex_group == q.ex_group;
+}
+
+}  // namespace fl

@@ -57,7 +57,9 @@
 // (copies_after_wait, by task kind: the one-token kernel's copy-timings instance, which reads
 // when the copies go at run time so that those options are timed on the one-token kernel), and
 // beside proj reading rows (on in the lesson) 18- or 36-row qkv slices and 32-key splits; the
-// one-token kernel's copies by cp.async from warps 1-7 instead of TMA (+21 us at a cache of 512).
+// one-token kernel's copies by cp.async from warps 1-7 instead of TMA (+21 us at a cache of 512),
+// and its qkv and MLP products with their LayerNorm folded in (the row's statistics summed beside
+// the products, W g and W b beside the row's loads: +16 us at a cache of 512).
 // The final norm's block zeroes the counters for the next launch once its wait is over (every
 // other task has released its count: MegakernelOptions::quick_tail; off, the last block out
 // does). No block waits on a task later in its own list's stage order, so any number of
@@ -105,9 +107,8 @@ enum class NextCopies { none, before_wait, after_inputs, after_attention, after_
 // kCopyTimings (with kOneToken): the options that say when the copies go read as given
 // (runs_one_token_copy_timings), so that they are measured on the one-token instance.
 // kRowsAtOnce: the qkv and MLP products' rows a warp at a time (kOneTokenRowsAtOnce; 0 in the
-// other instance: linear_slice's choice). kFoldNorm (with kOneToken): the qkv and MLP products'
-// LayerNorm folded into them (kOneTokenFoldNorm, folded_norm.cuh).
-template <bool kOneToken, bool kCopyTimings = false, int kRowsAtOnce = 0, bool kFoldNorm = false>
+// other instance: linear_slice's choice).
+template <bool kOneToken, bool kCopyTimings = false, int kRowsAtOnce = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     megakernel(DecodeArgs a, const DecodeTask* tasks, const int* block_begin, unsigned* counters,
                int counter_count, int buffer_bytes, MegakernelOptions options, PhaseSink phases) {
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // last one).
     const bool last_task = options.quick_tail && task.kind == uint8_t(TaskKind::final_norm);
     for (int c = threadIdx.x; last_task && c <= counter_count; c += kThreads) counters[c] = 0;
-    const bool counts = run_task<kOneToken, kRowsAtOnce, kFoldNorm>(
+    const bool counts = run_task<kOneToken, kRowsAtOnce>(
         a, task, buffers[cur], buffer_bytes, work, sums, counters, options,
         [&] { issue_next(NextCopies::after_inputs); },
         [&] { issue_next(NextCopies::after_attention); }, issue_early);
@@ -293,14 +294,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// Whether the one-token kernel folds LayerNorm into its products: kOneTokenFoldNorm unless
-// FL_DECODE_ONE_TOKEN_FOLD says 0 or 1 (a measurement of the other form on the same build; read
+// The one-token kernel's rows a warp at a time: kOneTokenRowsAtOnce unless
+// FL_DECODE_ONE_TOKEN_ROWS says 2 or 3 (a measurement of the other form on the same build; read
 // at each launch, so that a test may time both forms in one process).
-bool one_token_fold_norm() {
-  const char* env = std::getenv("FL_DECODE_ONE_TOKEN_FOLD");
-  if (env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0))
-    return env[0] == '1';
-  return kOneTokenFoldNorm;
+int one_token_rows_at_once() {
+  const char* env = std::getenv("FL_DECODE_ONE_TOKEN_ROWS");
+  if (env != nullptr && (std::strcmp(env, "2") == 0 || std::strcmp(env, "3") == 0))
+    return env[0] - '0';
+  return kOneTokenRowsAtOnce;
 }
 
 }  // namespace
@@ -335,11 +336,11 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   const bool timings = runs_one_token_copy_timings(plan.options, a.tokens) && lesson_args;
   // (2 rows a warp is the instance with linear_slice's own choice, 0)
   constexpr int kRows = kOneTokenRowsAtOnce == 2 ? 0 : kOneTokenRowsAtOnce;
-  constexpr bool kFold = kOneTokenFoldNorm && kRows > 0, kOtherFold = !kFold && kRows > 0;
-  const bool other_fold = one_token_fold_norm() != kFold && kRows > 0;
-  auto kernel = one && !other_fold ? megakernel<true, false, kRows, kFold>
-                : one              ? megakernel<true, false, kRows, kOtherFold>
-                : timings          ? megakernel<true, true, kRows, kFold>
+  constexpr int kOtherRows = kRows == 0 ? 3 : 0;
+  const bool other_rows = one_token_rows_at_once() != kOneTokenRowsAtOnce;
+  auto kernel = one && !other_rows ? megakernel<true, false, kRows>
+                : one              ? megakernel<true, false, kOtherRows>
+                : timings          ? megakernel<true, true, kRows>
                                    : megakernel<false, false>;
   DecodeArgs args = a;     // the residual spread out in the one-token kernel only
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)

@@ -16,19 +16,11 @@ constexpr bool kBranchFreeKeys = true;
 // one_token_kernel; linear_slice's kRowsAtOnce): 3, so that a slice of 24 rows (the lesson's
 // qkv slices and MLP slices at 132 blocks) is one pass of the eight warps, not two of two rows
 // (the second with a row of zeros). 2: linear_slice's own choice, as the other instance runs.
-// (A build of 2026-11-27 picked 2 on the host by FL_DECODE_ONE_TOKEN_ROWS=2 for the
-// measurement; that instance is gone.) 3 in the lesson (H100, 2026-11-27
+// The environment's FL_DECODE_ONE_TOKEN_ROWS=2 or 3 picks the other compiled instance for a
+// measurement (host side: the kernel has no branch on it). 3 in the lesson (H100, 2026-11-27
 // 18:30 UTC, one build, three rounds): the step 182.4-182.6 -> 176.9-177.1 us at a cache of 512,
 // 214.4-214.7 -> 208.4-208.6 at 2K; the qkv and MLP tasks' compute 0.89 / 0.90 -> 0.62 us.
 constexpr int kOneTokenRowsAtOnce = 3;
-
-// The one-token kernel's qkv and MLP products with their LayerNorm folded in (folded_norm.cuh):
-// the row's mean and variance summed beside the products and applied to the sums, y = rstd *
-// (W (g x) - mean W g) + W b, with W g and W b reduced while the row comes from L2, instead of
-// warp 0 normalizing the row (two butterflies) before the block's barrier. The model's weights
-// as they are. The environment's FL_DECODE_ONE_TOKEN_FOLD=0 or 1 picks the other compiled
-// instance for a measurement (host side). Not yet measured.
-constexpr bool kOneTokenFoldNorm = true;
 
 // Rows of the lesson's qkv slices (MegakernelOptions::qkv_rows).
 constexpr int kLessonQkvRows = 24;

@@ -76,10 +76,6 @@ struct QkvOp {  // q, k, v = LN1(x) Wqkv + bqkv; k and v appended to the cache
                                                       residual_spread_in(a, layer)));
   }
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_qkv; }
-  // LayerNorm folded into the products (folded_norm.cuh): the raw row, its spread, gamma.
-  __device__ const float* raw_row() const { return residual_in(a, layer); }
-  __device__ int raw_spread() const { return residual_spread_in(a, layer); }
-  __device__ const bf16* gamma_ptr() const { return gamma_of(a, layer, p, LayerLayout::ln1_g); }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln1_g);
     if (init_rows > 0 && keep != nullptr) {  // the last warp's loads beside LayerNorm's rows'
@@ -294,9 +290,6 @@ struct FcOp {  // h = GELU(LN2(x) Wfc + bfc)
   // The megakernel's MLP slice keeps its h in shared memory: h_slice[(n - p.first) * t + j].
   float* h_slice = nullptr;
   __device__ const bf16* weights() const { return layer_weights(a, layer) + LayerLayout::w_fc; }
-  __device__ const float* raw_row() const { return a.x; }  // (folded_norm.cuh, as QkvOp's)
-  __device__ int raw_spread() const { return 1; }
-  __device__ const bf16* gamma_ptr() const { return gamma_of(a, layer, p, LayerLayout::ln2_g); }
   __device__ void prologue(int j0, int tc, float* act) const {
     const bf16* g = gamma_of(a, layer, p, LayerLayout::ln2_g);
     layernorm_rows(a.x, g, g + kC, j0, tc, act);

@@ -9,7 +9,6 @@
 #include "kernels/gpt2_decode/attention_proj.cuh"
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
-#include "kernels/gpt2_decode/folded_norm.cuh"
 #include "kernels/gpt2_decode/last_proj.cuh"
 #include "kernels/gpt2_decode/split_rows.cuh"
 
@@ -25,9 +24,7 @@ namespace gpt2 {
 // its weights or keys (the early copies' point); not at all for the others.
 // kOneToken (the one-token instance): every task has its kind's flags of the lesson's form.
 // kRowsAtOnce: the qkv and MLP products' rows a warp at a time (0: linear_slice's choice).
-// kFoldNorm (the one-token instance, kRowsAtOnce > 0): their LayerNorm folded into the products
-// (folded_norm.cuh).
-template <bool kOneToken, int kRowsAtOnce, bool kFoldNorm, class AfterInputs, class AfterAttention,
+template <bool kOneToken, int kRowsAtOnce, class AfterInputs, class AfterAttention,
           class AfterWeights>
 __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& task,
                                          const char* buffer, int buffer_bytes, float* work,
@@ -40,7 +37,6 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
   const bf16* weights = reinterpret_cast<const bf16*>(buffer);
   const SmallParams p = extras_of(buffer, buffer_bytes, task);
   const bool wide = options.wide_rows;
-  static_assert(!kFoldNorm || (kOneToken && kRowsAtOnce > 0), "one token, rows at once");
   switch (static_cast<TaskKind>(task.kind)) {
     case TaskKind::qkv: {
       QkvOp op{a, layer, p, kOneToken || (task.flags & kInitsResidual) ? task.count : 0};
@@ -49,14 +45,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
           (init_column(task.first + op.init_rows) - init_column(task.first)) * a.tokens;
       if (kept > 0 && task.count * a.tokens + kept <= kSumsFloats)
         op.keep = sums + task.count * a.tokens;
-      if constexpr (kFoldNorm) {  // (t = 1: the raw row stays in `work`, its columns the keep)
-        op.keep = work + init_column(task.first);
-        linear_slice_folded<kRowsAtOnce>(op, weights, task.first, task.count, work, sums,
-                                         after_inputs, after_weights);
-      } else {
-        linear_slice<QkvOp, true, kRowsAtOnce>(op, weights, task.first, task.count, work, sums,
-                                               after_inputs, wide, after_weights);
-      }
+      linear_slice<QkvOp, true, kRowsAtOnce>(op, weights, task.first, task.count, work, sums,
+                                             after_inputs, wide, after_weights);
       if (op.init_rows > 0) op.store_starts();  // (after the epilogues: no barrier needed)
       break;
     }
@@ -108,12 +98,8 @@ __device__ __forceinline__ bool run_task(const DecodeArgs& a, const DecodeTask& 
       break;
     }
     case TaskKind::mlp: {
-      if constexpr (kFoldNorm)
-        linear_slice_folded<kRowsAtOnce>(FcOp{a, layer, p, sums}, weights, task.first, task.count,
-                                         work, sums, after_inputs, NoHook{});
-      else
-        linear_slice<FcOp, true, kRowsAtOnce>(FcOp{a, layer, p, sums}, weights, task.first,
-                                              task.count, work, sums, after_inputs, wide);
+      linear_slice<FcOp, true, kRowsAtOnce>(FcOp{a, layer, p, sums}, weights, task.first,
+                                            task.count, work, sums, after_inputs, wide);
       __syncthreads();  // the slice's h is in `sums`
       const bf16* w_out = mlp_wout_fits(task.count, buffer_bytes)
                               ? weights + task.count * kC

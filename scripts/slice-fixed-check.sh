@@ -20,7 +20,7 @@ echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 app="$build/fusionlab"
 G="$build/tests/fusionlab_gpu_tests"
 B=(--lesson ffn --levels 1,2 --sizes 1,9,16 --precision bf16 --cache cold --choose-as 8.6 --no-counters --reps 20)
-declare -A FORM=([plan]=FL_NONE=1 [fixed]=FL_FFN_SLICE_FIXED=1)
+declare -A FORM=([plan]=FL_FFN_SLICE_FIXED=0 [fixed]=FL_FFN_SLICE_FIXED=1)
 for i in 1 2 3; do
   for n in plan fixed; do gpu_check_row "$n-$i" "${FORM[$n]}" 60 "${B[@]}"; done
 done

@@ -23,10 +23,10 @@
 //      instead, each with its own count, warp w of every block waiting only for group w's
 //      (ffn_hidden_slice_groups.cuh).
 // The down product and the shares' stores are in ffn_hidden_slice_down.cuh, the copies in
-// ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh. With
-// FL_FFN_SLICE_FIXED=1 the 9-16-token RTX plan at C = 768 runs a second instance whose steering
-// fields are constants (ffn_hidden_slice_fixed.h: its hot path one stretch of code; not yet
-// measured).
+// ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh. The 9-16-token RTX
+// plan at C = 768 runs a second instance whose steering fields are constants
+// (ffn_hidden_slice_fixed.h: its hot path one stretch of code; 9.41 against 10.94-11.01 us at
+// 16 tokens; FL_FFN_SLICE_FIXED=0 runs the plan's kernel there).
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
@@ -382,11 +382,12 @@ Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units
   return Status::Ok();
 }
 
-// FL_FFN_SLICE_FIXED=1: the 9-16-token RTX plan's kernel with its fields as constants where
-// the plan is that one (ffn_hidden_slice_fixed.h); not measured, so off otherwise.
+// The 9-16-token RTX plan's kernel with its fields as constants where the plan is that one
+// (ffn_hidden_slice_fixed.h): on unless FL_FFN_SLICE_FIXED=0 (measured 1.5 us faster at 9-16
+// tokens on an H100 planned as sm_86, 2026-11-27; docs/PERFORMANCE.md).
 bool fixed_wanted() {
   const char* env = std::getenv("FL_FFN_SLICE_FIXED");
-  return env != nullptr && env[0] == '1';
+  return env == nullptr || env[0] != '0';
 }
 
 template <typename T>

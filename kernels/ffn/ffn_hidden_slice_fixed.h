@@ -7,8 +7,11 @@
 // branches and folds C's tile counts: the hot path after W2 lands lies in fewer, closer runs of
 // code (at a cold launch each run's first lines come from L2 or DRAM; docs/PERFORMANCE.md has the
 // code-placement measurements of 2026-11-27 that suggest ~0.5 us there). The launch takes it only
-// where FL_FFN_SLICE_FIXED=1 and the plan equals these constants field for field
-// (ffn_slice_fixed_fits), so it computes what the plan's kernel computes. Not measured yet: off.
+// where the plan equals these constants field for field (ffn_slice_fixed_fits), so it computes
+// what the plan's kernel computes, unless FL_FFN_SLICE_FIXED=0. Measured (NVIDIA H100 80GB HBM3,
+// `--choose-as 8.6`, 2026-11-27 18:56 UTC, three rounds interleaved): 9.25-9.28 against
+// 10.75-10.78 us at 9 tokens, 9.41 against 10.94-11.01 at 16; 1 token (the plan's kernel both
+// ways) unchanged.
 #pragma once
 
 #include "kernels/ffn/ffn_hidden_slice_plan.h"

@@ -699,20 +699,24 @@ TEST_P(PortableStream, HiddenSliceFfnRingExchangeAsAnRtxCard) {
   EXPECT_EQ(ran, bf16 ? 7 : 0);
 }
 
-// The 9-16-token RTX plan's kernel with the plan's fields as constants (FL_FFN_SLICE_FIXED=1,
+// The 9-16-token RTX plan's kernel with the plan's fields as constants (the default;
 // kernels/ffn/ffn_hidden_slice_fixed.h) as an RTX card plans it (99 KiB): at C = 768 and 9, 12,
 // 13 and 16 tokens the launch takes it (bf16), at 1 token, 17 tokens and odd C the plan's
-// kernel; each shape launched twice (both of the groups' counters' parities). Small enough for
-// compute-sanitizer.
+// kernel; then the same shapes with FL_FFN_SLICE_FIXED=0 (the plan's kernel everywhere), unless
+// the environment names a form. Each shape launched twice (both of the groups' counters'
+// parities). Small enough for compute-sanitizer.
 TEST_P(PortableStream, HiddenSliceFfnFixedAsAnRtxCard) {
   const ChosenGpuSharedOptin rtx(99 * 1024);
   const char* had = std::getenv("FL_FFN_SLICE_FIXED");
-  if (had == nullptr) setenv("FL_FFN_SLICE_FIXED", "1", 1);
   unsigned seed = 281;
   int ran = 0;
-  for (const Shape& s : {Shape{9, 768}, Shape{12, 768}, Shape{13, 768}, Shape{16, 768},
-                         Shape{1, 768}, Shape{17, 768}, Shape{11, 803}}) {
-    check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+  for (const char* form : {"1", "0"}) {
+    if (had == nullptr) setenv("FL_FFN_SLICE_FIXED", form, 1);
+    for (const Shape& s : {Shape{9, 768}, Shape{12, 768}, Shape{13, 768}, Shape{16, 768},
+                           Shape{1, 768}, Shape{17, 768}, Shape{11, 803}}) {
+      check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+    }
+    if (had != nullptr) break;
   }
   if (had == nullptr) unsetenv("FL_FFN_SLICE_FIXED");
   EXPECT_GE(ran, 4);

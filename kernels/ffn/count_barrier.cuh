@@ -53,4 +53,35 @@ __device__ __forceinline__ void count_barrier(unsigned* counter, unsigned count,
   __syncthreads();
 }
 
+// count_barrier in two halves, so that a block does work of its own between its arrival and
+// the wait (the exchange's down-product addresses: ffn_hidden_slice_exchange_down.cuh): arrive()
+// is the first barrier and thread 0's atomic, wait() thread 0's poll and the second barrier.
+struct CountTicket {
+  unsigned old = 0, add = 0;
+};
+__device__ __forceinline__ CountTicket count_arrive(unsigned* counter, unsigned count, bool first,
+                                                    bool acq_rel = false) {
+  __syncthreads();
+  CountTicket t;
+  if (threadIdx.x == 0) {
+    t.add = first ? 0x80000000u - (count - 1) : 1u;
+    if (!acq_rel) __threadfence();  // the block's writes before its arrival
+    t.old = acq_rel ? add_acq_rel(counter, t.add) : atomicAdd(counter, t.add);
+  }
+  return t;
+}
+__device__ __forceinline__ void count_wait(unsigned* counter, const CountTicket& t,
+                                           bool acq_rel = false) {
+  if (threadIdx.x == 0) {
+    if ((((t.old + t.add) ^ t.old) & 0x80000000u) == 0) {
+      for (unsigned spins = 0; ((load_acquire(counter) ^ t.old) & 0x80000000u) == 0; ++spins) {
+        if (spins == (1u << 24)) __trap();
+        __nanosleep(32);
+      }
+    }
+    if (!acq_rel) __threadfence();
+  }
+  __syncthreads();
+}
+
 }  // namespace fl

@@ -295,6 +295,14 @@ FfnSliceTuning tuning_from_env(FfnSliceTuning t) {
   return t;
 }
 
+// The exchange's down product with its index math worked out during the group's barrier
+// (ffn_hidden_slice_exchange_down.cuh), or FL_FFN_EX_DOWN=0: the general loop after h lands, the
+// form measured before (16 warps; 8 warps run the new form only).
+bool ffn_slice_ex_down_ahead() {
+  const char* env = std::getenv("FL_FFN_EX_DOWN");
+  return env == nullptr || env[0] != '0';
+}
+
 // The plan on this GPU within `optin` bytes of shared memory a block (0: planned_shared_optin's
 // share of this GPU's: a chosen older GPU's where a choice as one is in force).
 template <typename T>
@@ -437,6 +445,9 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
     }
     // h exchanged in groups: a kernel of its own (ffn_hidden_slice_exchange.cuh).
     if (a.p.ex_group > 0) {
+      if (a.p.warps == 16 && !ffn_slice_ex_down_ahead()) {  // the form before (FL_FFN_EX_DOWN=0)
+        return go(ffn_hidden_slice_exchange_kernel<T, 16, false>, 16);
+      }
       if (a.p.warps == 16) return go(ffn_hidden_slice_exchange_kernel<T, 16>, 16);
       return go(ffn_hidden_slice_exchange_kernel<T, 8>, 8);
     }

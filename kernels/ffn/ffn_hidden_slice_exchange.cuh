@@ -39,6 +39,7 @@
 #include "kernels/activations.cuh"
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/direct_x.cuh"
+#include "kernels/ffn/ffn_hidden_slice_exchange_down.cuh"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_groups.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
@@ -50,18 +51,6 @@ namespace fl::hidden_slice {
 
 // The kernel's phases (ffn_hidden_slice.cu's, in its order): the marks the exchange sets.
 enum ExchangePhase : unsigned { kExIssue, kExXW1In, kExUp, kExW2In, kExDown, kExHandOver, kExSum };
-
-// The block's group and tile: group g (blocks [G g, G g + G)), j = b mod G; the group's hidden
-// units [kh g, kh g + kh), y's columns [n0, n0 + nc).
-struct ExTile {
-  int g, j, kh, nc, n0;
-};
-__device__ __forceinline__ ExTile ex_tile(const FfnSlicePlan& p) {
-  ExTile t;
-  t.g = int(blockIdx.x) / p.ex_group, t.j = int(blockIdx.x) % p.ex_group;
-  t.kh = 32 * p.ex_group, t.nc = p.cp / p.ex_group, t.n0 = t.j * t.nc;
-  return t;
-}
 
 // h (m x 4C, bf16) in the scratch past the fp32-sized shares (ffn_slice_scratch_bytes_for).
 template <typename T>
@@ -91,8 +80,8 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
                                         const ExTile& t) {
   using S = __nv_bfloat16;
   const FfnSlicePlan& p = a.p;
-  const int nct = t.nc / 8, per_row = max(1, kW / p.mtc);
-  const int cpj = min(4, (nct + per_row - 1) / per_row), col_jobs = (nct + cpj - 1) / cpj;
+  const ExJobs s = ex_jobs<kW>(p, t);
+  const int nct = s.nct, cpj = s.cpj, col_jobs = s.col_jobs;
   const int lane = threadIdx.x & 31, gr = lane >> 2, tc2 = 2 * (lane & 3);
   S* shares = reinterpret_cast<S*>(a.partial);
   for (int job = threadIdx.x >> 5; job < p.mtc * col_jobs; job += kW) {
@@ -121,7 +110,10 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // The whole launch after ring_issue (b1 and W1 asked for): W2's tile rows past W1 and the parts
 // with them, the up product as ring_direct's with h to L2, W2's other rows, the group's barrier,
 // the group's h, the down product into share g, the grid barrier and the sum of the shares.
-template <int kW, typename T, class Marks>
+// kAhead: the down product's index math between the block's arrival at the group's barrier and
+// its wait, and its fast path where it applies (ffn_hidden_slice_exchange_down.cuh); else
+// ex_down's general loop after h lands (the form measured before, FL_FFN_EX_DOWN=0).
+template <int kW, bool kAhead, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
                                               const Bias8<T>& b2_raw, Marks& marks) {
   using S = __nv_bfloat16;
@@ -163,15 +155,29 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
   ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
   tc::async_commit();
   // The group's h is in L2 before any of its blocks reads it (the group's own counter).
-  count_barrier(group_counter(a.counters, kSliceGroups + t.g), unsigned(p.ex_group), t.j == 0,
-                true);
   T* hx = reinterpret_cast<T*>(smem);
-  slice::stage<kThr>(hx, p.ld_hx, ex_h(a) + t.kh * t.g, p.h, p.m, t.kh, p.m, t.kh, true);
+  const T* w2x = reinterpret_cast<const T*>(smem + p.off_w2x);
+  unsigned* group = group_counter(a.counters, kSliceGroups + t.g);
+  const CountTicket ticket = count_arrive(group, unsigned(p.ex_group), t.j == 0, true);
+  ExDownAhead d{};
+  ExHCopy<T> hc{};
+  if constexpr (kAhead)
+    d = ex_down_ahead<kW>(a, hx, w2x, t), hc = ex_h_copy_ahead<kThr>(p, ex_h(a), hx, t);
+  count_wait(group, ticket, true);
+  if (kAhead && hc.fast) {
+    ex_h_copy(hc);
+  } else {
+    slice::stage<kThr>(hx, p.ld_hx, ex_h(a) + t.kh * t.g, p.h, p.m, t.kh, p.m, t.kh, true);
+  }
   tc::async_commit();
   tc::async_wait<0>();
   __syncthreads();
   marks.mark(kExW2In);
-  ex_down<kW>(a, hx, reinterpret_cast<const T*>(smem + p.off_w2x), t);
+  if (kAhead && d.fast) {
+    ex_down_fast<T>(d);
+  } else {
+    ex_down<kW>(a, hx, w2x, t);
+  }
   marks.mark(kExDown);
   // Every group's share written before any block adds them (count_barrier.cuh).
   count_barrier(a.counters, p.blocks, blockIdx.x == 0, p.barrier_acq_rel);
@@ -183,7 +189,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // The launch (a kernel of its own, so that the other forms' kernels keep their registers): the
 // blocks past the plan's prefetch W2 into L2 and leave; the others ask for b2's first tile, b1
 // and W1 (ring_issue) and go on as exchange_form.
-template <typename T, int kW>
+template <typename T, int kW, bool kAhead = true>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW>(a, smem, b2_raw, marks);
+  exchange_form<kW, kAhead>(a, smem, b2_raw, marks);
 }
 
 }  // namespace fl::hidden_slice

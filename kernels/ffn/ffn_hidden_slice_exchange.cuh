@@ -31,6 +31,11 @@
 // the plan's 8 warps at 33-48 3.3 us slower (a warp's down product 64-128 mma), level on 16: the
 // plan's on 16 warps (49-64). Its own kernel: inlined into the plan's ring kernel it pushed that
 // kernel's 16-warp form into more spills (ptxas: a 72-byte stack against 32).
+// The down product's index math between the block's arrival at the group's barrier and its wait
+// (ffn_hidden_slice_exchange_down.cuh; FL_FFN_EX_DOWN=0 the form before), measured the same way
+// 2026-11-27: the down phase 3.27 -> 1.71 us (~800 -> ~200 instructions a warp), the group's
+// barrier and h 3.06 -> 3.46 (the set-up on the path of the blocks that wait least), 64 tokens
+// 18.21-18.27 -> 17.18-17.28 us (0.75-0.76x -> 0.79-0.82x level 1).
 #pragma once
 
 #include <cuda_bf16.h>

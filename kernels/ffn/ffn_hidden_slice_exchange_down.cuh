@@ -12,15 +12,19 @@
 // 8 rows of one tile, 128 contiguous bytes; row g + 8 is 128 bytes past row g).
 // Worked out ahead (ExDownAhead, between the warp's arrival at the group's barrier and the wait):
 // the job's row and column tiles (the divisions by the jobs' counts), ldmatrix's lane addresses,
-// the store pointer and whether its rows are tokens. Left for after the barrier: 16 k steps of
-// 7 instructions and 6 stores, no per-tile tests, against ~850 instructions a warp in ex_down's
-// general loop (sm_90a SASS of 2026-11-27: ~110 of set-up and three divisions, ~65 for the job,
-// ~31 a k step with the per-tile tests, ~170 for the stores' 64-bit addresses and tests).
+// the store pointer and whether its rows are tokens; the group's h copy too (ExHCopy). Left for
+// after the barrier (sm_90a SASS of 2026-11-27): ~200 instructions a warp, ~8.5 a k step and the
+// 6 stores, no per-tile tests, against ~800 in ex_down's general loop (~110 of set-up with three
+// divisions, ~65 for the job, ~30 a k step with the per-tile tests, ~130 for the stores' 64-bit
+// addresses and tests).
 // Budget a block: 16 warps x 48 mma x 4 KFLOP = 3.1 MFLOP (~0.7 us at mma.sync's rate); shared
 // memory read by ldmatrix 16 warps x 16 steps x 1,280 B = 328 KB (~2,560 clocks at 128 B a
 // clock: the bound once the instructions are gone, ~1.4 us).
-// Where a warp's job is not one of exactly kExNT whole tiles (other C, 8 warps, groups of 4), the
-// exchange runs ex_down's general loop.
+// Measured (an RTX card's plan on an H100, 2026-11-27; docs/PERFORMANCE.md): the down phase 3.27
+// -> 1.71 us at 64 tokens (median over blocks), but the group's barrier and h 3.06 -> 3.46 (the
+// set-up hides only where a block waits longer than it takes); 64 tokens 18.21-18.27 -> 17.18-17.28
+// us. Where a warp's job is not one of exactly kExNT whole tiles (other C, 8 warps, groups of 4),
+// the exchange runs ex_down's general loop.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -146,7 +146,8 @@ struct FusionLevel {
 };
 
 // The variant of launch `launch` among `variants` whose kernel function CUPTI named `kernel`
-// ("ffn_small_kernel<16>", "void fl::ffn_cluster_kernel<...>(...)"); "" when none.
+// ("ffn_small_kernel<16>", "void fl::ffn_cluster_kernel<...>(...)"), or a second kernel named
+// after a variant's ("ffn_hidden_slice_exchange_kernel": ffn_hidden_slice's); "" when none.
 std::string variant_of_kernel(const std::vector<VariantInfo>& variants, const std::string& launch,
                               const std::string& kernel);
 

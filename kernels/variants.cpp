@@ -271,7 +271,25 @@ std::string variant_of_kernel(const std::vector<VariantInfo>& variants, const st
   for (const VariantInfo& v : variants) {
     if (v.launch == launch && !v.function.empty() && v.function == name) return v.name;
   }
-  return "";
+  // A variant's second kernel is named after its first: "ffn_hidden_slice_kernel" also owns
+  // "ffn_hidden_slice_exchange_kernel" (the stem and a part between). The longest stem wins.
+  const std::string suffix = "_kernel";
+  const auto ends_with = [&](const std::string& s) {
+    return s.size() > suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  std::string best;
+  size_t best_stem = 0;
+  if (!ends_with(name)) return "";
+  for (const VariantInfo& v : variants) {
+    if (v.launch != launch || !ends_with(v.function)) continue;
+    const std::string stem = v.function.substr(0, v.function.size() - suffix.size()) + "_";
+    if (name.size() > stem.size() + suffix.size() && name.compare(0, stem.size(), stem) == 0 &&
+        stem.size() > best_stem) {
+      best = v.name, best_stem = stem.size();
+    }
+  }
+  return best;
 }
 
 VariantChoice Lesson::choose_variant(int level, int launch, Shape shape, Precision p,

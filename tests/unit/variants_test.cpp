@@ -263,6 +263,14 @@ TEST(Variants, CuptiNamesMapToTheirVariant) {
             "ffn_split");
   EXPECT_EQ(variant_of_kernel(variants, "gemm_up", "ffn_small_kernel<16>"), "");
   EXPECT_EQ(variant_of_kernel(variants, "ffn_fused", "gelu_kernel<float>"), "");
+  // A variant's second kernel, named after its first (the stem, a part, "_kernel").
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused",
+                              "void fl::ffn_hidden_slice_exchange_kernel<__nv_bfloat16, 16>("
+                              "fl::SliceArgs<__nv_bfloat16>)"),
+            "ffn_hidden_slice");
+  EXPECT_EQ(variant_of_kernel(variants, "ffn_fused", "ffn_hidden_slice_helper<float>"), "");
+  EXPECT_EQ(variant_of_kernel(variants, "gemm_up", "ffn_hidden_slice_exchange_kernel<float, 8>"),
+            "");
 }
 
 #ifndef FUSIONLAB_REPLAY_ONLY

@@ -398,6 +398,13 @@ bool fixed_wanted() {
   return env == nullptr || env[0] != '0';
 }
 
+// The exchange's 49-64-token RTX plan's kernel with its fields as constants where the plan is
+// that one (ffn_hidden_slice_fixed.h's ffn_slice_fix_rtx64): on unless FL_FFN_EX_FIXED=0.
+bool ex_fixed_wanted() {
+  const char* env = std::getenv("FL_FFN_EX_FIXED");
+  return env == nullptr || env[0] != '0';
+}
+
 template <typename T>
 Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuning tuning,
                     cudaStream_t stream) {
@@ -447,6 +454,10 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
     if (a.p.ex_group > 0) {
       if (a.p.warps == 16 && !ffn_slice_ex_down_ahead()) {  // the form before (FL_FFN_EX_DOWN=0)
         return go(ffn_hidden_slice_exchange_kernel<T, 16, false>, 16);
+      }
+      if (a.p.warps == 16 && ex_fixed_wanted() && ffn_slice_ex_fixed_fits(a.p) && a.x_vec &&
+          a.w1_vec && a.w2_vec && a.b1_vec && a.y_vec && a.w1p == nullptr && !a.rows) {
+        return go(ffn_hidden_slice_exchange_kernel<T, 16, true, true>, 16);
       }
       if (a.p.warps == 16) return go(ffn_hidden_slice_exchange_kernel<T, 16>, 16);
       return go(ffn_hidden_slice_exchange_kernel<T, 8>, 8);

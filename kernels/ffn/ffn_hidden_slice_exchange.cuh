@@ -36,6 +36,11 @@
 // 2026-11-27: the down phase 3.27 -> 1.71 us (~800 -> ~200 instructions a warp), the group's
 // barrier and h 3.06 -> 3.46 (the set-up on the path of the blocks that wait least), 64 tokens
 // 18.21-18.27 -> 17.18-17.28 us (0.75-0.76x -> 0.79-0.82x level 1).
+// The plan at 49-64 tokens, C = 768, 16 warps (as an RTX card plans it in 99 KiB) runs a second
+// instance with every field but m as constants (kFixed; ffn_hidden_slice_fixed.h's
+// ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance): ptxas (sm_90a, CUDA 13.0) 124
+// registers and no stack against the general 16-warp instance's 128 and a 40-byte stack (60 / 76
+// bytes of spill stores / loads), 2,408 SASS instructions against 5,808. Not yet measured.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -45,6 +50,7 @@
 #include "kernels/ffn/count_barrier.cuh"
 #include "kernels/ffn/direct_x.cuh"
 #include "kernels/ffn/ffn_hidden_slice_exchange_down.cuh"
+#include "kernels/ffn/ffn_hidden_slice_fixed.h"
 #include "kernels/ffn/ffn_hidden_slice_copies.cuh"
 #include "kernels/ffn/ffn_hidden_slice_groups.cuh"
 #include "kernels/ffn/ffn_hidden_slice_ring.cuh"
@@ -193,9 +199,16 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 
 // The launch (a kernel of its own, so that the other forms' kernels keep their registers): the
 // blocks past the plan's prefetch W2 into L2 and leave; the others ask for b2's first tile, b1
-// and W1 (ring_issue) and go on as exchange_form.
-template <typename T, int kW, bool kAhead = true>
+// and W1 (ring_issue) and go on as exchange_form. kFixed (16 warps): the 49-64-token RTX plan's
+// fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
+// ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never).
+template <typename T, int kW, bool kAhead = true, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
+  if constexpr (kFixed) {
+    ffn_slice_fix_rtx64(a.p);
+    a.x_vec = a.w1_vec = a.w2_vec = a.b1_vec = a.y_vec = true;
+    a.w1p = nullptr, a.rows = false;
+  }
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
   const FfnSlicePlan& p = a.p;

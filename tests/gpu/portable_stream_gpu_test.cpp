@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/ffn/ffn_hidden_slice.h"
+#include "kernels/ffn/ffn_hidden_slice_fixed.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
 
@@ -722,6 +723,39 @@ TEST_P(PortableStream, HiddenSliceFfnFixedAsAnRtxCard) {
   }
   if (had == nullptr) unsetenv("FL_FFN_SLICE_FIXED");
   EXPECT_GE(ran, 4);
+}
+
+// The exchange's 49-64-token RTX plan's kernel with the plan's fields as constants (the default;
+// ffn_hidden_slice_fixed.h's ffn_slice_fix_rtx64) as an RTX card plans it (99 KiB): at C = 768
+// and 49, 57, 63 and 64 tokens the launch takes it (bf16, 132 SMs), at 48 tokens and C = 832 the
+// plan's kernels (the exchange's general instance at 832); then the same shapes with
+// FL_FFN_EX_FIXED=0, unless the environment names a form. Small enough for compute-sanitizer.
+TEST_P(PortableStream, HiddenSliceFfnExchangeFixedAsAnRtxCard) {
+  const ChosenGpuSharedOptin rtx(99 * 1024);
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const char* had = std::getenv("FL_FFN_EX_FIXED");
+  unsigned seed = 331;
+  int ran = 0, fixed = 0;
+  for (const char* form : {"1", "0"}) {
+    if (had == nullptr) setenv("FL_FFN_EX_FIXED", form, 1);
+    for (const Shape& s : {Shape{49, 768}, Shape{57, 768}, Shape{63, 768}, Shape{64, 768},
+                           Shape{48, 768}, Shape{57, 832}, Shape{64, 832}}) {
+      FfnSlicePlan plan;
+      if (form[0] == '1' &&
+          ffn_slice_choose_plan(s.m, s.c, bytes_per_element(GetParam()), sms, 99 * 1024, &plan)) {
+        plan.ring_direct = plan.ring_direct && ffn_slice_ring_direct_fits(plan);
+        if (plan.warps == 16 && ffn_slice_exchange(&plan)) fixed += ffn_slice_ex_fixed_fits(plan);
+      }
+      check_ffn(GetParam(), s, seed++, FfnKernel::kSlicePlan, &ran);
+    }
+    if (had != nullptr) break;
+  }
+  if (had == nullptr) unsetenv("FL_FFN_EX_FIXED");
+  const bool bf16 = GetParam() == Precision::bf16;
+  if (bf16 && sms == 132) EXPECT_EQ(fixed, 4);
+  EXPECT_GE(ran, bf16 ? 7 : 0);
 }
 
 // Blocks on the SMs the plan leaves idle prefetching W2 into L2 (a tuning): the shares' sum and

@@ -501,6 +501,36 @@ TEST(StreamPlan, TheFixedKernelIsTheRtxCardsPlanAt9To16Tokens) {
   if (launch_plan(16, 768, 4, &p)) EXPECT_FALSE(ffn_slice_fixed_fits(p));
 }
 
+// The exchange's fixed kernel's constants (ffn_hidden_slice_fixed.h's ffn_slice_fix_rtx64) are an
+// RTX card's bf16 plan at 49-64 tokens and C = 768 as make_plan makes it (ring_direct where it
+// fits, the exchange on 16 warps) on 132 SMs in 99 KiB, field for field; not at 48 tokens, at
+// C = 832 (the exchange too, other constants), with x's loads two batches deep, or in fp32.
+TEST(StreamPlan, TheExchangeFixedKernelIsTheRtxCardsPlanAt49To64Tokens) {
+  const auto launch_plan = [](int64_t m, int64_t c, int e, FfnSlicePlan* p) {
+    if (!ffn_slice_choose_plan(m, c, e, 132, 101376, p)) return false;
+    p->ring_direct = p->ring_direct && ffn_slice_ring_direct_fits(*p);
+    p->w1_first = kSliceW1First && p->w2_during_up;
+    p->group_sum = kSliceGroupSumRing && p->x_ring && ffn_slice_groups_fit(*p);
+    if (kSliceExchange && p->warps == 16 && ffn_slice_exchange(p)) p->group_sum = false;
+    return true;
+  };
+  FfnSlicePlan p;
+  for (int m : {49, 57, 63, 64}) {
+    ASSERT_TRUE(launch_plan(m, 768, 2, &p));
+    EXPECT_EQ(p.ex_group, 8) << m << " tokens";
+    EXPECT_TRUE(ffn_slice_ex_fixed_fits(p)) << m << " tokens";
+    EXPECT_FALSE(ffn_slice_fixed_fits(p)) << m << " tokens";
+  }
+  ASSERT_TRUE(launch_plan(64, 768, 2, &p));
+  p.direct_deep = !p.direct_deep;
+  EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+  if (launch_plan(48, 768, 2, &p)) EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+  if (launch_plan(16, 768, 2, &p)) EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+  if (launch_plan(64, 832, 2, &p)) EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+  if (launch_plan(64, 576, 2, &p)) EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+  if (launch_plan(64, 768, 4, &p)) EXPECT_FALSE(ffn_slice_ex_fixed_fits(p));
+}
+
 TEST(StreamPlan, FfnPlansSizeThemselvesToEachGpusSharedMemory) {
   for (const FitCase& f : kFits) {
     SCOPED_TRACE(std::to_string(f.kib) + " KiB, " + std::to_string(f.e) + " bytes, " +

@@ -40,7 +40,11 @@
 // instance with every field but m as constants (kFixed; ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance): ptxas (sm_90a, CUDA 13.0) 124
 // registers and no stack against the general 16-warp instance's 128 and a 40-byte stack (60 / 76
-// bytes of spill stores / loads), 2,408 SASS instructions against 5,808. Not yet measured.
+// bytes of spill stores / loads), 2,408 SASS instructions against 5,808. Measured (NVIDIA H100
+// 80GB HBM3, `--choose-as 8.6`, bf16, cold, 2026-11-27 19:33 UTC, three rounds interleaved;
+// docs/PERFORMANCE.md): 14.72-14.75 against 17.18-17.22 us at 64 tokens (0.98-1.00x level 1
+// against 0.84-0.86x), 14.59-14.78 against 17.22-17.31 at 49; the copies asked for in 1.54 against
+// 3.06 us, the up product and W2 in 0.8 us shorter each, x and W1 in 1.2 us longer.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -25,8 +25,8 @@
 // The down product and the shares' stores are in ffn_hidden_slice_down.cuh, the copies in
 // ffn_hidden_slice_copies.cuh, the ring form in ffn_hidden_slice_ring.cuh. The 9-16-token RTX
 // plan at C = 768 runs a second instance whose steering fields are constants
-// (ffn_hidden_slice_fixed.h: its hot path one stretch of code; 9.41 against 10.94-11.01 us at
-// 16 tokens; FL_FFN_SLICE_FIXED=0 runs the plan's kernel there).
+// (ffn_hidden_slice_fixed.h: its hot path one stretch of code; FL_FFN_SLICE_FIXED=0 runs the
+// plan's kernel there).
 // While the copies are in flight (the SM is otherwise idle for microseconds), each thread works
 // out everything that depends only on its block's, warp's and lane's numbers and the shape
 // (ffn_hidden_slice_steps.cuh: the up product's K range and ldmatrix addresses, its first down
@@ -153,8 +153,7 @@ template <typename T, int kW, typename S, bool kRing, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx16(a.p);
-    a.x_vec = a.w1_vec = a.w2_vec = a.b1_vec = a.y_vec = true;
-    a.w1p = nullptr, a.rows = false;
+    ffn_slice_fix_args(a);
   }
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -391,17 +390,15 @@ Status pack_typed(const void* w1, int64_t m, int64_t c, void* packed, int* units
 }
 
 // The 9-16-token RTX plan's kernel with its fields as constants where the plan is that one
-// (ffn_hidden_slice_fixed.h): on unless FL_FFN_SLICE_FIXED=0 (measured 1.5 us faster at 9-16
-// tokens on an H100 planned as sm_86, 2026-11-27; docs/PERFORMANCE.md).
+// (ffn_hidden_slice_fixed.h): on unless FL_FFN_SLICE_FIXED=0 (the A/B's switch).
 bool fixed_wanted() {
   const char* env = std::getenv("FL_FFN_SLICE_FIXED");
   return env == nullptr || env[0] != '0';
 }
 
 // The exchange's 49-64-token RTX plan's kernel with its fields as constants where the plan is
-// that one (ffn_hidden_slice_fixed.h's ffn_slice_fix_rtx64): on unless FL_FFN_EX_FIXED=0
-// (measured 2.5 us faster at 49 and 64 tokens on an H100 planned as sm_86, 2026-11-27;
-// docs/PERFORMANCE.md).
+// that one (ffn_hidden_slice_fixed.h's ffn_slice_fix_rtx64): on unless FL_FFN_EX_FIXED=0 (the
+// A/B's switch).
 bool ex_fixed_wanted() {
   const char* env = std::getenv("FL_FFN_EX_FIXED");
   return env == nullptr || env[0] != '0';

@@ -23,28 +23,17 @@
 // out, 12 KB of shares in for the sum; GPU-wide 3.1 MB of h reads and 1.2 MB of shares each way in
 // place of 9.4 MB each way. Budget after the up product: h out and the group's barrier (~1 us), h's
 // L2 round trip (~0.5-1 us), 48 mma a warp (~0.5 us), the grid barrier (~1 us), one batch of the
-// sum's loads (~0.7 us): ~4-5 us where the shares' chain took ~8 us (predicted 18.5 -> ~15-16 us at
-// 64 tokens). Measured (an RTX card's plan on an H100, 2026-11-27;
-// docs/PERFORMANCE.md): 18.21-18.27 us at 64 tokens against 18.56-18.59 with a share a block; the
-// sum 1.3 us against 2.7, but the group's barrier and h 2.9 us against W2's rows' 0.4, and the down
-// product still ~3.3 us (12 KB of stores a block against 96 KB: the stores were not its bound). On
-// the plan's 8 warps at 33-48 3.3 us slower (a warp's down product 64-128 mma), level on 16: the
-// plan's on 16 warps (49-64). Its own kernel: inlined into the plan's ring kernel it pushed that
-// kernel's 16-warp form into more spills (ptxas: a 72-byte stack against 32).
-// The down product's index math between the block's arrival at the group's barrier and its wait
-// (ffn_hidden_slice_exchange_down.cuh; FL_FFN_EX_DOWN=0 the form before), measured the same way
-// 2026-11-27: the down phase 3.27 -> 1.71 us (~800 -> ~200 instructions a warp), the group's
-// barrier and h 3.06 -> 3.46 (the set-up on the path of the blocks that wait least), 64 tokens
-// 18.21-18.27 -> 17.18-17.28 us (0.75-0.76x -> 0.79-0.82x level 1).
+// sum's loads (~0.7 us): ~4-5 us where the shares' chain took ~8 us. The plan's on 16 warps at
+// 49-64 tokens (on 8 warps at 33-48 each warp's down product is 64-128 mma: a share a block
+// stays). Its own kernel: inlined into the plan's ring kernel it pushed that kernel's 16-warp form
+// into more spills. The down product's index math runs between the block's arrival at the
+// group's barrier and its wait (ffn_hidden_slice_exchange_down.cuh; FL_FFN_EX_DOWN=0 the general
+// loop). docs/PERFORMANCE.md has each step measured.
 // The plan at 49-64 tokens, C = 768, 16 warps (as an RTX card plans it in 99 KiB) runs a second
 // instance with every field but m as constants (kFixed; ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance): ptxas (sm_90a, CUDA 13.0) 124
 // registers and no stack against the general 16-warp instance's 128 and a 40-byte stack (60 / 76
-// bytes of spill stores / loads), 2,408 SASS instructions against 5,808. Measured (NVIDIA H100
-// 80GB HBM3, `--choose-as 8.6`, bf16, cold, 2026-11-27 19:33 UTC, three rounds interleaved;
-// docs/PERFORMANCE.md): 14.72-14.75 against 17.18-17.22 us at 64 tokens (0.98-1.00x level 1
-// against 0.84-0.86x), 14.59-14.78 against 17.22-17.31 at 49; the copies asked for in 1.54 against
-// 3.06 us, the up product and W2 in 0.8 us shorter each, x and W1 in 1.2 us longer.
+// bytes of spill stores / loads), 2,408 SASS instructions against 5,808.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -210,8 +199,7 @@ template <typename T, int kW, bool kAhead = true, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx64(a.p);
-    a.x_vec = a.w1_vec = a.w2_vec = a.b1_vec = a.y_vec = true;
-    a.w1p = nullptr, a.rows = false;
+    ffn_slice_fix_args(a);
   }
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];

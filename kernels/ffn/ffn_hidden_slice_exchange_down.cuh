@@ -20,11 +20,9 @@
 // Budget a block: 16 warps x 48 mma x 4 KFLOP = 3.1 MFLOP (~0.7 us at mma.sync's rate); shared
 // memory read by ldmatrix 16 warps x 16 steps x 1,280 B = 328 KB (~2,560 clocks at 128 B a
 // clock: the bound once the instructions are gone, ~1.4 us).
-// Measured (an RTX card's plan on an H100, 2026-11-27; docs/PERFORMANCE.md): the down phase 3.27
-// -> 1.71 us at 64 tokens (median over blocks), but the group's barrier and h 3.06 -> 3.46 (the
-// set-up hides only where a block waits longer than it takes); 64 tokens 18.21-18.27 -> 17.18-17.28
-// us. Where a warp's job is not one of exactly kExNT whole tiles (other C, 8 warps, groups of 4),
-// the exchange runs ex_down's general loop.
+// The set-up hides only where a block waits at the barrier longer than it takes
+// (docs/PERFORMANCE.md has the phases). Where a warp's job is not one of exactly kExNT whole tiles
+// (other C, 8 warps, groups of 4), the exchange runs ex_down's general loop.
 #pragma once
 
 #include <cuda_bf16.h>

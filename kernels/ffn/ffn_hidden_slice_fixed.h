@@ -5,13 +5,10 @@
 // no packed W1, no prefetching blocks, no exchange of h. A kernel instantiated with kFixed takes
 // these fields from here instead of the launch's plan, so that the compiler drops the other forms'
 // branches and folds C's tile counts: the hot path after W2 lands lies in fewer, closer runs of
-// code (at a cold launch each run's first lines come from L2 or DRAM; docs/PERFORMANCE.md has the
-// code-placement measurements of 2026-11-27 that suggest ~0.5 us there). The launch takes it only
+// code (at a cold launch each run's first lines come from L2 or DRAM). The launch takes it only
 // where the plan equals these constants field for field (ffn_slice_fixed_fits), so it computes
-// what the plan's kernel computes, unless FL_FFN_SLICE_FIXED=0. Measured (NVIDIA H100 80GB HBM3,
-// `--choose-as 8.6`, 2026-11-27 18:56 UTC, three rounds interleaved): 9.25-9.28 against
-// 10.75-10.78 us at 9 tokens, 9.41 against 10.94-11.01 at 16; 1 token (the plan's kernel both
-// ways) unchanged.
+// what the plan's kernel computes, unless FL_FFN_SLICE_FIXED=0 (docs/PERFORMANCE.md has both
+// measured).
 #pragma once
 
 #include "kernels/ffn/ffn_hidden_slice_plan.h"
@@ -37,25 +34,43 @@ FL_SLICE_HD inline void ffn_slice_fix_rtx16(FfnSlicePlan& p) {
   p.x_rows = 0, p.prefetch_blocks = 0, p.ex_group = 0;
 }
 
+// Whether plans a and b agree in every field (the fixed kernels' test: a plan against its copy
+// with the constants written over it).
+inline bool ffn_slice_plans_equal(const FfnSlicePlan& a, const FfnSlicePlan& b) {
+  const bool shape = a.m == b.m && a.c == b.c && a.h == b.h && a.mtc == b.mtc &&
+                     a.units == b.units && a.blocks == b.blocks && a.warps == b.warps &&
+                     a.share_bytes == b.share_bytes && a.ck == b.ck && a.kp == b.kp &&
+                     a.cp == b.cp && a.ld_x == b.ld_x && a.ld_w1 == b.ld_w1 && a.ld_w2 == b.ld_w2 &&
+                     a.ld_h == b.ld_h;
+  const bool bytes =
+      a.off_w2 == b.off_w2 && a.off_x == b.off_x && a.off_w1 == b.off_w1 && a.off_h == b.off_h &&
+      a.off_bias == b.off_bias && a.smem == b.smem && a.off_red == b.off_red &&
+      a.ring_k == b.ring_k && a.ring_stages == b.ring_stages && a.ring_chunks == b.ring_chunks &&
+      a.ld_xr == b.ld_xr && a.ring_x_bytes == b.ring_x_bytes &&
+      a.ring_stage_bytes == b.ring_stage_bytes && a.ex_group == b.ex_group && a.ld_hx == b.ld_hx &&
+      a.ld_w2x == b.ld_w2x && a.ex_from == b.ex_from && a.off_w2x == b.off_w2x;
+  const bool forms = a.w2_late == b.w2_late && a.w2_pad_over_x == b.w2_pad_over_x &&
+                     a.w2_during_up == b.w2_during_up && a.x_ring == b.x_ring &&
+                     a.ring_w1 == b.ring_w1 && a.ring_w2_after == b.ring_w2_after &&
+                     a.ring_stagger == b.ring_stagger && a.ring_walk == b.ring_walk &&
+                     a.ring_split == b.ring_split && a.ring_direct == b.ring_direct &&
+                     a.direct_deep == b.direct_deep && a.w2_early_from == b.w2_early_from &&
+                     a.stepped_copies == b.stepped_copies && a.fixed_column == b.fixed_column &&
+                     a.sum_apart_ahead == b.sum_apart_ahead &&
+                     a.barrier_acq_rel == b.barrier_acq_rel && a.w1_l2_ahead == b.w1_l2_ahead &&
+                     a.w2_early_after_xw1 == b.w2_early_after_xw1 && a.w1_first == b.w1_first &&
+                     a.group_sum == b.group_sum && a.group_contiguous == b.group_contiguous &&
+                     a.group_spin == b.group_spin && a.x_rows == b.x_rows &&
+                     a.prefetch_blocks == b.prefetch_blocks;
+  return shape && bytes && forms;
+}
+
 // Whether plan p is the one ffn_slice_fix_rtx16 writes (every field it sets equal), with m at
 // 9-16 tokens (one row tile, bf16 shares).
 inline bool ffn_slice_fixed_fits(const FfnSlicePlan& p) {
   FfnSlicePlan q = p;
   ffn_slice_fix_rtx16(q);
-  return p.m >= kSliceBf16SharesFrom && p.m <= 16 && p.c == q.c && p.h == q.h && p.mtc == q.mtc &&
-         p.units == q.units && p.blocks == q.blocks && p.warps == q.warps &&
-         p.share_bytes == q.share_bytes && p.ck == q.ck && p.kp == q.kp && p.cp == q.cp &&
-         p.ld_x == q.ld_x && p.ld_w1 == q.ld_w1 && p.ld_w2 == q.ld_w2 && p.ld_h == q.ld_h &&
-         p.w2_late == q.w2_late && p.w2_pad_over_x == q.w2_pad_over_x &&
-         p.w2_during_up == q.w2_during_up && p.x_ring == q.x_ring && p.ring_w1 == q.ring_w1 &&
-         p.ring_w2_after == q.ring_w2_after && p.ring_stagger == q.ring_stagger &&
-         p.ring_split == q.ring_split && p.ring_direct == q.ring_direct &&
-         p.w2_early_from == q.w2_early_from && p.stepped_copies == q.stepped_copies &&
-         p.fixed_column == q.fixed_column && p.w1_l2_ahead == q.w1_l2_ahead &&
-         p.w2_early_after_xw1 == q.w2_early_after_xw1 && p.w1_first == q.w1_first &&
-         p.group_sum == q.group_sum && p.group_contiguous == q.group_contiguous &&
-         p.group_spin == q.group_spin && p.x_rows == q.x_rows &&
-         p.prefetch_blocks == q.prefetch_blocks && p.ex_group == q.ex_group;
+  return p.m >= kSliceBf16SharesFrom && p.m <= 16 && ffn_slice_plans_equal(p, q);
 }
 
 // The exchange's plan (ffn_hidden_slice_exchange.cuh) at 49-64 bf16 tokens as an RTX card plans
@@ -67,9 +82,7 @@ inline bool ffn_slice_fixed_fits(const FfnSlicePlan& p) {
 // every field but m and prefetch_blocks from here (the offsets and smem too: they fold into the
 // address math), so that the compiler drops the other forms' branches and folds C's counts.
 // The launch takes it only where the plan equals these constants field for field
-// (ffn_slice_ex_fixed_fits), unless FL_FFN_EX_FIXED=0. Measured (NVIDIA H100 80GB HBM3,
-// `--choose-as 8.6`, 2026-11-27 19:33 UTC, three rounds interleaved): 14.72-14.75 against
-// 17.18-17.22 us at 64 tokens, 14.59-14.78 against 17.22-17.31 at 49; 1 and 16 tokens unchanged.
+// (ffn_slice_ex_fixed_fits), unless FL_FFN_EX_FIXED=0 (docs/PERFORMANCE.md has both measured).
 FL_SLICE_HD inline void ffn_slice_fix_rtx64(FfnSlicePlan& p) {
   constexpr int kC = 768, kUnits = 32, kE = 2;
   p.c = kC, p.h = 4 * kC, p.mtc = 4;
@@ -96,31 +109,15 @@ FL_SLICE_HD inline void ffn_slice_fix_rtx64(FfnSlicePlan& p) {
 inline bool ffn_slice_ex_fixed_fits(const FfnSlicePlan& p) {
   FfnSlicePlan q = p;
   ffn_slice_fix_rtx64(q);
-  const bool shape = p.m >= 49 && p.m <= 64 && p.c == q.c && p.h == q.h && p.mtc == q.mtc &&
-                     p.units == q.units && p.blocks == q.blocks && p.warps == q.warps &&
-                     p.share_bytes == q.share_bytes && p.ck == q.ck && p.kp == q.kp &&
-                     p.cp == q.cp && p.ld_x == q.ld_x && p.ld_w1 == q.ld_w1 && p.ld_w2 == q.ld_w2 &&
-                     p.ld_h == q.ld_h;
-  const bool bytes =
-      p.off_w2 == q.off_w2 && p.off_x == q.off_x && p.off_w1 == q.off_w1 && p.off_h == q.off_h &&
-      p.off_bias == q.off_bias && p.smem == q.smem && p.off_red == q.off_red &&
-      p.ring_k == q.ring_k && p.ring_stages == q.ring_stages && p.ring_chunks == q.ring_chunks &&
-      p.ld_xr == q.ld_xr && p.ring_x_bytes == q.ring_x_bytes &&
-      p.ring_stage_bytes == q.ring_stage_bytes && p.ex_group == q.ex_group && p.ld_hx == q.ld_hx &&
-      p.ld_w2x == q.ld_w2x && p.ex_from == q.ex_from && p.off_w2x == q.off_w2x;
-  const bool forms = p.w2_late == q.w2_late && p.w2_pad_over_x == q.w2_pad_over_x &&
-                     p.w2_during_up == q.w2_during_up && p.x_ring == q.x_ring &&
-                     p.ring_w1 == q.ring_w1 && p.ring_w2_after == q.ring_w2_after &&
-                     p.ring_stagger == q.ring_stagger && p.ring_walk == q.ring_walk &&
-                     p.ring_split == q.ring_split && p.ring_direct == q.ring_direct &&
-                     p.direct_deep == q.direct_deep && p.w2_early_from == q.w2_early_from &&
-                     p.stepped_copies == q.stepped_copies && p.fixed_column == q.fixed_column &&
-                     p.sum_apart_ahead == q.sum_apart_ahead &&
-                     p.barrier_acq_rel == q.barrier_acq_rel && p.w1_l2_ahead == q.w1_l2_ahead &&
-                     p.w2_early_after_xw1 == q.w2_early_after_xw1 && p.w1_first == q.w1_first &&
-                     p.group_sum == q.group_sum && p.group_contiguous == q.group_contiguous &&
-                     p.group_spin == q.group_spin && p.x_rows == q.x_rows;
-  return shape && bytes && forms;
+  return p.m >= 49 && p.m <= 64 && ffn_slice_plans_equal(p, q);
+}
+
+// A fixed kernel's launch arguments as the launch found them (every vector flag on, W1 unpacked,
+// 16-row tiles): constants for the compiler too.
+template <typename Args>
+FL_SLICE_HD inline void ffn_slice_fix_args(Args& a) {
+  a.x_vec = a.w1_vec = a.w2_vec = a.b1_vec = a.y_vec = true;
+  a.w1p = nullptr, a.rows = false;
 }
 
 }  // namespace fl

@@ -124,15 +124,10 @@ __device__ __forceinline__ const bf16* layer_weights(const DecodeArgs& a, int la
 __device__ __forceinline__ int64_t residual_stride(const DecodeArgs& a) {
   return int64_t(a.tokens) * kC * a.residual_spread;
 }
-// Where element i of a residual spread `spread` times sits: each piece of 8 floats (a 32-byte
-// sector) at the start of 8 x spread floats (at 4, a 128-byte line each); at 8, each piece of 4
-// floats (16 bytes, one red.add.v4) at the start of 32 floats (a 128-byte line each).
-__device__ __forceinline__ int spread_shift(int spread) {  // log2 of a piece's floats
-  return spread >= 8 ? 2 : 3;
-}
+// Where element i of a residual spread `spread` times sits: each 8 floats (a 32-byte sector) at
+// the start of 8 x spread floats (at 4, a 128-byte line each).
 __device__ __forceinline__ int64_t spread_index(int64_t i, int spread) {
-  const int shift = spread_shift(spread);
-  return (i >> shift) * (int64_t(spread) << shift) + (i & ((1 << shift) - 1));
+  return (i >> 3) * (8 * spread) + (i & 7);
 }
 __device__ __forceinline__ int64_t spread_at(const DecodeArgs& a, int64_t i) {
   return spread_index(i, a.residual_spread);
@@ -208,8 +203,7 @@ __device__ inline void layernorm_rows(const float* src, const bf16* g, const bf1
                                       int rows, float* dst, int copies = 1, int64_t stride = 0,
                                       int spread = 1, const Raw& raw = NoRaw{}) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int pair = spread_shift(spread) - 2;  // float4s a piece, log2 (spread_index)
-  auto quad = [&](int q) { return (q >> pair) * (spread << pair) + (q & pair); };
+  auto quad = [&](int q) { return (q >> 1) * (2 * spread) + (q & 1); };
   for (int r = warp; r < rows; r += kWarps) {
     const float4* row = reinterpret_cast<const float4*>(src + int64_t(j0 + r) * kC * spread);
     float4 v[6];

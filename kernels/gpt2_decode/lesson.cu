@@ -130,11 +130,10 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
       options.apart_qkv_rows > kMaxSliceRows)
     return Status::Error("a qkv slice beside attention apart takes a multiple of 6 rows up to " +
                          std::to_string(kMaxSliceRows) + " (0: off)");
-  // (x_mlp holds kResidualRows rows of t x C: two residuals spread 8 times at one token)
-  static_assert(2 * kMaxResidualSpread <= kResidualRows, "the spread residuals fit x_mlp");
-  const int spread = options.residual_spread;
-  if (spread != 1 && spread != 2 && spread != 4 && spread != kMaxResidualSpread)
-    return Status::Error("the residual is spread 1, 2, 4 or 8 times");
+  // (x_mlp holds kMaxResidualCopies rows of t x C: two residuals spread 4 times at one token)
+  static_assert(2 * 4 <= kMaxResidualCopies, "the residuals spread 4 times fit x_mlp");
+  if (options.residual_spread != 1 && options.residual_spread != 2 && options.residual_spread != 4)
+    return Status::Error("the residual is spread 1, 2 or 4 times");
   if (options.copy_thread < 0 || options.copy_thread >= kThreads)
     return Status::Error("the copies' thread is one of the block's " + std::to_string(kThreads));
   return d->set_options(options);

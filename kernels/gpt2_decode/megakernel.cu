@@ -304,16 +304,6 @@ int one_token_rows_at_once() {
   return kOneTokenRowsAtOnce;
 }
 
-// The one-token kernel's residual spread: the workspace's (MegakernelOptions::residual_spread)
-// unless FL_DECODE_RESIDUAL_SPREAD says 1, 2, 4 or 8 (a measurement of another form on the same
-// build; read at each launch). The spread residual lives within the launch only.
-int residual_spread_for(int given) {
-  const char* env = std::getenv("FL_DECODE_RESIDUAL_SPREAD");
-  if (env == nullptr || env[0] == 0 || env[1] != 0) return given;
-  const int v = env[0] - '0';
-  return v == 1 || v == 2 || v == 4 || v == kMaxResidualSpread ? v : given;
-}
-
 }  // namespace
 
 Status megakernel_limits(int* weight_buffer_bytes, int* blocks) {
@@ -356,8 +346,6 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)
     args.residual_spread = 1;
     if (!plan.options.proj_reads_rows || plan.options.last_split_proj != 0) args.rows = nullptr;
-  } else {
-    args.residual_spread = residual_spread_for(args.residual_spread);
   }
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,

@@ -28,7 +28,7 @@ constexpr int kLessonQkvRows = 24;
 // apart_qkv_rows; 0: off).
 constexpr int kLessonApartQkvRows = 0;
 // The one-token kernel's residual spread (MegakernelOptions::residual_spread).
-constexpr int kLessonResidualSpread = 8;
+constexpr int kLessonResidualSpread = 4;
 // proj by head reads its splits' flagged rows, no count between them (MegakernelOptions::
 // proj_reads_rows).
 constexpr bool kLessonProjReadsRows = true;
@@ -200,12 +200,11 @@ struct MegakernelOptions {
   // split takes two passes of the warps over its keys, the longer qkv slices took longer, and the
   // MLP's release grew (its slices then start together).
   int apart_qkv_rows = kLessonApartQkvRows;
-  // The one-token kernel's residual after each MLP spread out (1, 2, 4 or 8): each 8 floats (a
+  // The one-token kernel's residual after each MLP spread out (1, 2 or 4): each 8 floats (a
   // 32-byte sector) at the start of 8 x residual_spread floats, so that at 4 the MLP's 128
   // tasks, each adding 768 values into the same residual (red.add), spread their adds over 96
-  // lines of L2 instead of 24 (the readers load the same sectors); at 8 each 4 floats (16
-  // bytes, one red.add.v4) at the start of 32, 192 lines. The other kernel runs 1. The MLP's
-  // release, which waits for its adds, got shorter from 1 to 2 to 4.
+  // lines of L2 instead of 24 (the readers load the same sectors). The other kernel runs 1.
+  // 4 in the lesson: the MLP's release, which waits for its adds, got shorter.
   int residual_spread = kLessonResidualSpread;
   // The lesson's form at one token runs an instance of the megakernel compiled for it (on in
   // the lesson): the options the kernel reads (but quick_tail) at their lesson values and t = 1
@@ -252,10 +251,6 @@ struct MegakernelOptions {
   bool qkv_words = kLessonQkvWords;
 };
 constexpr int kMaxResidualCopies = 8;
-constexpr int kMaxResidualSpread = 8;  // MegakernelOptions::residual_spread: 1, 2, 4 or 8
-// x_mlp's rows of t x C floats: its copies, or two residuals spread kMaxResidualSpread times.
-constexpr int kResidualRows =
-    kMaxResidualCopies > 2 * kMaxResidualSpread ? kMaxResidualCopies : 2 * kMaxResidualSpread;
 constexpr int kAllTaskKinds = 0x1f;  // MegakernelOptions::copies_after_wait: every TaskKind
 // Whether a step with these options at `tokens` tokens runs the one-token instance: every option
 // the kernel reads at its lesson value, where one_token_kernel asks for it.

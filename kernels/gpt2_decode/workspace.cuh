@@ -36,7 +36,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_TRY(v_cache_.allocate(cache_elements * 2));
     for (DeviceBuffer* b : {&x_in_, &x_, &q_, &y_, &xn_, &att_, &tmp_})
       FL_TRY(b->allocate(t * kC * 4));
-    FL_TRY(x_mlp_.allocate(kResidualRows * t * kC * 4));  // copies or spread (megakernel_options.h)
+    FL_TRY(x_mlp_.allocate(kMaxResidualCopies * t * kC * 4));  // its copies (megakernel_options.h)
     FL_TRY(qkv_.allocate(t * 3 * kC * 4));
     FL_TRY(h_.allocate(t * kF * 4));
     FL_TRY(scores_.allocate(t * kHeads * positions * 4));
@@ -139,7 +139,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     const int64_t t = tokens_;
     FL_TRY(poison_elements<float>({{&y_, t * kC},
                                    {&x_, t * kC},
-                                   {&x_mlp_, kResidualRows * t * kC},
+                                   {&x_mlp_, kMaxResidualCopies * t * kC},
                                    {&q_, t * kC},
                                    {&h_, t * kF},
                                    {&qkv_, t * 3 * kC},

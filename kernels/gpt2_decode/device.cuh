@@ -107,9 +107,6 @@ struct DecodeArgs {
   // q, k and v as flagged words for attention (MegakernelOptions::qkv_words; null: off),
   // [head][token][kQkvWords] (split_rows.cuh).
   unsigned long long* qkv_words = nullptr;
-  // The one-token kernel's qkv task whose block runs its layer's attention split next releases
-  // its count at the end of that split (megakernel.cu; kLessonLateQkvRelease).
-  bool late_qkv_release = false;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

@@ -32,10 +32,7 @@
 //      qkv's count inside the task while warps 1-7 load the rows),
 //   4. bump its counter (one red.release: the block's writes are visible before the count is;
 //      counters.cuh), and record the task (phases.h) and, when a measurement asks, where its
-//      time went. In the one-token kernel a qkv task followed on its block by its layer's
-//      attention split (which waits on no count) leaves its release to that split's end
-//      (late_qkv_release): the split starts without waiting for the release's fence, and proj,
-//      the count's only reader, waits for it inside its task beside its rows' loads.
+//      time went.
 // At one token the lesson's form runs an instance of the kernel compiled for it
 // (MegakernelOptions::one_token_kernel): t = 1 and every option a constant, so the loops over
 // up to 16 tokens and the other forms' branches are not in its code (about a third of the other
@@ -182,8 +179,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int k = begin + (after_kinds ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch(k);
   unsigned known[2] = {kNoCounter, 0};  // thread 0: a counter and a count it is known to hold
-  unsigned owed = kNoCounter;  // the leader: a qkv count released late, at the next task's end
-  unsigned parity = 0;         // bit b: the phase of buffer b's next wait (bulk)
+  unsigned parity = 0;                  // bit b: the phase of buffer b's next wait (bulk)
   if (threadIdx.x == 0) stamps[0][kStampBefore] = phase_clock();
   int cur = 0;  // the buffer of the running task's bytes
   for (int i = begin; i < end; ++i) {
@@ -193,13 +189,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Where and when the next task's bytes go: the other buffer, before this task's wait (the
     // lesson's form; the options and fused attention tasks as the header says).
     const bool fused = task.flags & kProjects, has_next = i + 1 < end;
-    // A qkv task followed by its own layer's attention split, which waits on no count (a split
-    // of the next layer waits for words that need this count): its count's release waits for
-    // that split's end (late_qkv_release), off the split's way to its start.
-    const bool late_release =
-        kOneToken && a.late_qkv_release && has_next && task.kind == uint8_t(TaskKind::qkv) &&
-        task_at(i + 1).kind == uint8_t(TaskKind::attention) && task_at(i + 1).layer == task.layer &&
-        task_at(i + 1).wait_counter == kNoCounter;
     const bool next_fused = !kOneToken && has_next && (task_at(i + 1).flags & kProjects);
     const int next = fused || next_fused ? 0 : cur ^ 1;
     const bool next_mlp = has_next && task_at(i + 1).kind == uint8_t(TaskKind::mlp);
@@ -278,10 +267,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == leader) {
-      if (counts && !last_task && !late_release)
-        count_done(task, a.splits, counters, options.skip_own_poll, known);
-      if (owed != kNoCounter) release_add(counters + owed, 1u);  // the qkv task's before
-      owed = late_release ? task.done_counter : kNoCounter;
+      if (counts && !last_task) count_done(task, a.splits, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
       const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
@@ -316,16 +302,6 @@ int one_token_rows_at_once() {
   if (env != nullptr && (std::strcmp(env, "2") == 0 || std::strcmp(env, "3") == 0))
     return env[0] - '0';
   return kOneTokenRowsAtOnce;
-}
-
-// The one-token kernel's late qkv release (kLessonLateQkvRelease) unless
-// FL_DECODE_LATE_QKV_RELEASE says 0 or 1 (a measurement of the other form on the same build;
-// read at each launch).
-bool late_qkv_release() {
-  const char* env = std::getenv("FL_DECODE_LATE_QKV_RELEASE");
-  if (env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0))
-    return env[0] == '1';
-  return kLessonLateQkvRelease;
 }
 
 }  // namespace
@@ -371,7 +347,6 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
     args.residual_spread = 1;
     if (!plan.options.proj_reads_rows || plan.options.last_split_proj != 0) args.rows = nullptr;
   }
-  args.late_qkv_release = late_qkv_release();
   FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<plan.blocks, kThreads, smem, s>>>(args, plan.tasks, plan.block_begin, plan.counters,
                                              plan.counter_count, plan.weight_buffer_bytes,

@@ -35,12 +35,6 @@ constexpr bool kLessonProjReadsRows = true;
 // attention reads q and the step's new keys and values as flagged words, no count between qkv
 // and attention (MegakernelOptions::qkv_words).
 constexpr bool kLessonQkvWords = true;
-// Beside qkv words, at one token: a qkv task whose block runs its layer's attention split next
-// (which waits on no count) leaves its count's release to the end of that split, so the split
-// starts without waiting for the release's fence (DecodeArgs::late_qkv_release). The count is
-// what proj waits for (the residuals' starting values), in its task beside its rows' loads.
-// FL_DECODE_LATE_QKV_RELEASE=0 picks the form before on the same build (a measurement).
-constexpr bool kLessonLateQkvRelease = true;
 
 // How the megakernel moves a task's bytes and what its attention tasks wait for. The lesson runs
 // the defaults (bulk copies and the batched combine); the others stay as options so that each can

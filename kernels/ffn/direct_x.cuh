@@ -11,6 +11,10 @@
 // units padded to 40) and 48-byte rows (24 columns unpadded); without it rows 0, 1, 8, 9, ...
 // would be a 4-way conflict at 80 bytes.
 // Per 32 of K a warp: 2 16-byte loads a lane, 4 ldmatrix (x4 or x2 .trans), 6-8 mma.
+// The first batch of loads is the caller's to ask for (x_lane, load_batch; warp_product does it
+// just before W1's wait): the exchange's fixed kernel asks for it before anything else, since in
+// its SASS (sm_90a, CUDA 13.0) ptxas had moved these ld.global.nc past the cp.async wait and the
+// block's barrier, so that x's L2 latency followed W1's instead of overlapping it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,17 +42,32 @@ struct Rows {
   uint4 lo, hi;
 };
 
+// The lane's rows of x: rows g and g + 8 of the warp's row tile (lo_ok / hi_ok: the row is a
+// token; else the pointer is x's first row, never read), and t, its 16-byte piece of a group.
+struct XLane {
+  const __nv_bfloat16 *lo, *hi;
+  bool lo_ok, hi_ok;
+  int t;
+};
+__device__ __forceinline__ XLane x_lane(const __nv_bfloat16* x, int c, int m, int mt) {
+  const int lane = threadIdx.x & 31, r_lo = mt * 16 + (lane >> 2), r_hi = r_lo + 8;
+  XLane l;
+  l.lo_ok = r_lo < m, l.hi_ok = r_hi < m, l.t = lane & 3;
+  l.lo = x + (l.lo_ok ? int64_t(r_lo) * c : 0);
+  l.hi = x + (l.hi_ok ? int64_t(r_hi) * c : 0);
+  return l;
+}
+
 // The lane's loads of groups [q, q + kBatch) within [q, q1) (zero past C and past the tokens).
-template <typename T>
-__device__ __forceinline__ void load_batch(Rows (&r)[kBatch], const T* x_lo, const T* x_hi,
-                                           bool lo_ok, bool hi_ok, int q, int q1, int c, int t) {
+__device__ __forceinline__ void load_batch(Rows (&r)[kBatch], const XLane& l, int q, int q1,
+                                           int c) {
 #pragma unroll
   for (int b = 0; b < kBatch; ++b) {
-    const int k = (q + b) * kGroupK + 8 * t;
+    const int k = (q + b) * kGroupK + 8 * l.t;
     const bool in = q + b < q1 && k < c;
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    r[b].lo = in && lo_ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + k)) : zero;
-    r[b].hi = in && hi_ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + k)) : zero;
+    r[b].lo = in && l.lo_ok ? __ldg(reinterpret_cast<const uint4*>(l.lo + k)) : zero;
+    r[b].hi = in && l.hi_ok ? __ldg(reinterpret_cast<const uint4*>(l.hi + k)) : zero;
   }
 }
 
@@ -95,24 +114,20 @@ __device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kB
 }
 
 // One warp's product: acc[nt] += x[16 mt .., 32 q0 .. 32 q1) W1s[same rows, 8 kTiles columns],
-// x in global memory (m rows of c, c a multiple of 8, 16-byte aligned), W1's rows in shared
-// memory at w1s (row stride ld elements, rows zero past c to a whole group). The first batch
-// of loads (deep: two) is asked for, then ready() runs (the caller's wait for W1 and barrier),
-// then the batches are multiplied, the next one asked for ahead of each.
+// x in global memory (m rows of c, c a multiple of 8, 16-byte aligned; l = x_lane(...)), W1's
+// rows in shared memory at w1s (row stride ld elements, rows zero past c to a whole group), cur
+// the first batch of loads (load_batch at q0), asked for by the caller; with deep the second is
+// asked for here, then ready() runs (the caller's wait for W1 and barrier), then the batches are
+// multiplied, the next one asked for ahead of each.
 template <int kTiles, class Ready>
-__device__ __forceinline__ void warp_product(float (&acc)[4][4], const __nv_bfloat16* x, int c,
-                                             int m, int mt, int q0, int q1,
-                                             const __nv_bfloat16* w1s, int ld, bool deep,
-                                             const Ready& ready) {
+__device__ __forceinline__ void warp_product_from(float (&acc)[4][4], const XLane& l,
+                                                  Rows (&cur)[kBatch], int c, int q0, int q1,
+                                                  const __nv_bfloat16* w1s, int ld, bool deep,
+                                                  const Ready& ready) {
   using T = __nv_bfloat16;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int r_lo = mt * 16 + g, r_hi = r_lo + 8;
-  const bool lo_ok = r_lo < m, hi_ok = r_hi < m;
-  const T* x_lo = x + (lo_ok ? int64_t(r_lo) * c : 0);
-  const T* x_hi = x + (hi_ok ? int64_t(r_hi) * c : 0);
-  Rows cur[kBatch], next[kBatch];
-  load_batch(cur, x_lo, x_hi, lo_ok, hi_ok, q0, q1, c, t);
-  if (deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q0 + kBatch, q1, c, t);
+  const int lane = threadIdx.x & 31;
+  Rows next[kBatch];
+  if (deep) load_batch(next, l, q0 + kBatch, q1, c);
   // The lane's ldmatrix rows of each step (see the header): matrix L / 8 of the x4, row L % 8.
   const int i = lane & 7, hh = (lane >> 3) & 1, tt = i >> 1;
   unsigned b_lane[2];
@@ -124,12 +139,24 @@ __device__ __forceinline__ void warp_product(float (&acc)[4][4], const __nv_bflo
   const unsigned group_bytes = unsigned(kGroupK * ld * sizeof(T));
   ready();
   for (int q = q0; q < q1; q += kBatch) {
-    if (!deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + kBatch, q1, c, t);
-    mma_batch<kTiles>(acc, cur, q, q1, t, b_lane, group_bytes);
+    if (!deep) load_batch(next, l, q + kBatch, q1, c);
+    mma_batch<kTiles>(acc, cur, q, q1, l.t, b_lane, group_bytes);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) cur[b] = next[b];
-    if (deep) load_batch(next, x_lo, x_hi, lo_ok, hi_ok, q + 2 * kBatch, q1, c, t);
+    if (deep) load_batch(next, l, q + 2 * kBatch, q1, c);
   }
+}
+
+// The same with the first batch asked for here.
+template <int kTiles, class Ready>
+__device__ __forceinline__ void warp_product(float (&acc)[4][4], const __nv_bfloat16* x, int c,
+                                             int m, int mt, int q0, int q1,
+                                             const __nv_bfloat16* w1s, int ld, bool deep,
+                                             const Ready& ready) {
+  const XLane l = x_lane(x, c, m, mt);
+  Rows cur[kBatch];
+  load_batch(cur, l, q0, q1, c);
+  warp_product_from<kTiles>(acc, l, cur, c, q0, q1, w1s, ld, deep, ready);
 }
 
 }  // namespace direct

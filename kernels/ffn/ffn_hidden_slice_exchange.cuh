@@ -31,9 +31,17 @@
 // loop). docs/PERFORMANCE.md has each step measured.
 // The plan at 49-64 tokens, C = 768, 16 warps (as an RTX card plans it in 99 KiB) runs a second
 // instance with every field but m as constants (kFixed; ffn_hidden_slice_fixed.h's
-// ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance): ptxas (sm_90a, CUDA 13.0) 124
-// registers and no stack against the general 16-warp instance's 128 and a 40-byte stack (60 / 76
-// bytes of spill stores / loads), 2,408 SASS instructions against 5,808.
+// ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance), whose copies go in another
+// order: W1 first and alone. Its launch has no prefetching blocks (their 4.7 MB of W2 shared DRAM
+// with W1 from the first instruction) and W2's tile rows past W1 are asked for once W1 is in, the
+// tile's other rows asked into L2 then (ex_w2_prefetch, 124 rows x 192 bytes a block): DRAM serves
+// W1's 4.7 MB (~1.6 us at ~3 TB/s) before W2's, where W1, the early rows and the prefetch (9.4 MB,
+// ~3.1 us) went together, and W2's 4.7 MB come under the up product. x's first batch of loads is
+// asked for first, before b1 and W1 (ex_up, direct::load_batch): in the SASS, ptxas had placed
+// it after W1's wait and the block's barrier. ptxas (sm_90a, CUDA 13.0): 125 registers, no stack,
+// 2,288 SASS instructions; the general 16-warp instance 128 registers and an 8-byte stack (8 / 8
+// bytes of spill stores / loads; 40 and 60 / 76 before direct::warp_product_from took x's first
+// batch from its caller). docs/PERFORMANCE.md has both orders measured.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -74,6 +82,45 @@ __device__ __forceinline__ void ex_w2_rows(const SliceArgs<T>& a, unsigned char*
   T* w2s = reinterpret_cast<T*>(smem + p.off_w2x) + r0 * p.ld_w2x;
   const T* src = a.w2 + int64_t(t.kh * t.g + r0) * p.c + t.n0;
   slice::stage<kThr>(w2s, p.ld_w2x, src, p.c, r1 - r0, t.nc, r1 - r0, t.nc, true);
+}
+
+// W2's tile rows [r0, r1) asked into L2 (prefetch, no shared memory): each row's nc values, its
+// 128-byte lines one a thread.
+template <int kThr, typename T>
+__device__ __forceinline__ void ex_w2_prefetch(const SliceArgs<T>& a, const ExTile& t, int r0,
+                                               int r1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const FfnSlicePlan& p = a.p;
+  const int per_row = (t.nc * int(sizeof(T)) + 127) / 128 + 1;  // one more where unaligned
+  for (int i = threadIdx.x; i < (r1 - r0) * per_row; i += kThr) {
+    const int r = r0 + i / per_row;
+    const uintptr_t from = reinterpret_cast<uintptr_t>(a.w2 + int64_t(t.kh * t.g + r) * p.c + t.n0);
+    const int line = i % per_row;  // the row's first line from its first byte, so inside W2
+    const uintptr_t at = line == 0 ? from : (from & ~uintptr_t(127)) + 128 * line;
+    if (at < from + t.nc * sizeof(T)) {
+      asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(at));
+    }
+  }
+#endif
+}
+
+// The up product's warp (ring_direct's): its row tile, its K groups [q0, q1) and its lanes' rows
+// of x.
+struct ExUp {
+  slice::PanelWarp pw;
+  int q0, q1;
+  direct::XLane l;
+};
+template <int kW, typename T>
+__device__ __forceinline__ ExUp ex_up(const SliceArgs<T>& a) {
+  const FfnSlicePlan& p = a.p;
+  ExUp u;
+  u.pw = slice::panel_warp<kW>(p.mtc);
+  const int groups = (p.c + direct::kGroupK - 1) / direct::kGroupK;
+  u.q0 = u.pw.part < u.pw.parts ? groups * u.pw.part / u.pw.parts : 0;
+  u.q1 = u.pw.part < u.pw.parts ? groups * (u.pw.part + 1) / u.pw.parts : 0;
+  u.l = direct::x_lane(a.x, p.c, p.m, u.pw.mt);
+  return u;
 }
 
 // The group's share: warp w takes jobs w, w + kW, ... of (row tile, cpj column tiles) over the
@@ -117,34 +164,46 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // kAhead: the down product's index math between the block's arrival at the group's barrier and
 // its wait, and its fast path where it applies (ffn_hidden_slice_exchange_down.cuh); else
 // ex_down's general loop after h lands (the form measured before, FL_FFN_EX_DOWN=0).
-template <int kW, bool kAhead, typename T, class Marks>
+// kFixed: x's first batch (x0, up) came with the launch's first instructions, and W2's tile rows
+// past W1 are asked for once W1 is in, its other rows asked into L2 then (no prefetching blocks):
+// DRAM serves W1 alone first. Else up and x0 are worked out here and the rows come with W1.
+template <int kW, bool kAhead, bool kFixed, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
-                                              const Bias8<T>& b2_raw, Marks& marks) {
+                                              const Bias8<T>& b2_raw, ExUp up,
+                                              direct::Rows (&x0)[direct::kBatch], Marks& marks) {
   using S = __nv_bfloat16;
   constexpr int kThr = 32 * kW;
   const FfnSlicePlan& p = a.p;
   const ExTile t = ex_tile(p);
-  ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
-  tc::async_commit();
+  if constexpr (!kFixed) {
+    ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
+    tc::async_commit();
+  }
   SumLane sum = sum_lane<kThr, S>(a);
   pin(sum.item), pin(sum.part), pin(sum.split), pin(sum.loads), pin(sum.src), pin(sum.step);
   pin(sum.apart);
   marks.mark(kExIssue);
   float b2_first[8];
   // The up product (ring_direct's): x's fragments from L2, W1's columns resident.
-  const slice::PanelWarp pw = slice::panel_warp<kW>(p.mtc);
-  const int groups = (p.c + direct::kGroupK - 1) / direct::kGroupK;
-  const int q0 = pw.part < pw.parts ? groups * pw.part / pw.parts : 0;
-  const int q1 = pw.part < pw.parts ? groups * (pw.part + 1) / pw.parts : 0;
+  if constexpr (!kFixed) {
+    up = ex_up<kW>(a);
+    direct::load_batch(x0, up.l, up.q0, up.q1, p.c);
+  }
   float acc[4][4];
   slice::zero(acc);
-  direct::warp_product<4>(acc, a.x, p.c, p.m, pw.mt, q0, q1,
-                          reinterpret_cast<const T*>(smem + p.off_w1), p.ld_w1, p.direct_deep, [&] {
-                            tc::async_wait<0>();  // b1, W1 and the tile's rows past them
-                            __syncthreads();
-                            marks.mark(kExXW1In);
-                            bias8_floats(b2_raw, b2_first);
-                          });
+  direct::warp_product_from<4>(acc, up.l, x0, p.c, up.q0, up.q1,
+                               reinterpret_cast<const T*>(smem + p.off_w1), p.ld_w1, p.direct_deep,
+                               [&] {
+                                 tc::async_wait<0>();  // b1, W1 (else: and the tile's rows)
+                                 __syncthreads();
+                                 marks.mark(kExXW1In);
+                                 bias8_floats(b2_raw, b2_first);
+                                 if constexpr (kFixed) {
+                                   ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
+                                   tc::async_commit();
+                                   ex_w2_prefetch<kThr>(a, t, 0, p.ex_from);
+                                 }
+                               });
   const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
   T* h = ex_h(a) + int64_t(blockIdx.x) * p.units;  // the block's columns of h in L2
   const int valid = min(p.units, p.h - int(blockIdx.x) * p.units);
@@ -154,7 +213,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
           Elem<T>::from_float(gelu_tanh_fast(v + Elem<T>::to_float(b1s[col])));
     }
   };
-  slice::reduce_parts<4, kW>(acc, pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
+  slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
   marks.mark(kExUp);
   ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
   tc::async_commit();
@@ -194,7 +253,8 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // blocks past the plan's prefetch W2 into L2 and leave; the others ask for b2's first tile, b1
 // and W1 (ring_issue) and go on as exchange_form. kFixed (16 warps): the 49-64-token RTX plan's
 // fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
-// ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never).
+// ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never); its launch
+// has no prefetching blocks, and x's first batch of loads comes first, before b2 and W1.
 template <typename T, int kW, bool kAhead = true, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
@@ -204,12 +264,21 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   constexpr int kThr = 32 * kW;
   extern __shared__ __align__(16) unsigned char smem[];
   const FfnSlicePlan& p = a.p;
-  if (blockIdx.x >= p.blocks) return prefetch_w2<kThr>(a);
+  if (blockIdx.x >= p.blocks) {
+    if constexpr (!kFixed) prefetch_w2<kThr>(a);
+    return;
+  }
   PhaseMarks<kExSum + 1> marks(a.phases);
+  ExUp up{};
+  direct::Rows x0[direct::kBatch];
+  if constexpr (kFixed) {
+    up = ex_up<kW>(a);
+    direct::load_batch(x0, up.l, up.q0, up.q1, p.c);
+  }
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW, kAhead>(a, smem, b2_raw, marks);
+  exchange_form<kW, kAhead, kFixed>(a, smem, b2_raw, up, x0, marks);
 }
 
 }  // namespace fl::hidden_slice

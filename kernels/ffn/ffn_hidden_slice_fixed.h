@@ -80,7 +80,8 @@ inline bool ffn_slice_fixed_fits(const FfnSlicePlan& p) {
 // product; h exchanged in groups of 8 (the group's h 64 x 264 at 0, W2's tile 256 x 104 at
 // 35,840 bytes, its rows 124-255 asked for with W1). A kernel instantiated with kFixed takes
 // every field but m and prefetch_blocks from here (the offsets and smem too: they fold into the
-// address math), so that the compiler drops the other forms' branches and folds C's counts.
+// address math), so that the compiler drops the other forms' branches and folds C's counts; its
+// launch has no prefetching blocks (the kernel's blocks ask L2 for W2 once their W1 is in).
 // The launch takes it only where the plan equals these constants field for field
 // (ffn_slice_ex_fixed_fits), unless FL_FFN_EX_FIXED=0 (docs/PERFORMANCE.md has both measured).
 FL_SLICE_HD inline void ffn_slice_fix_rtx64(FfnSlicePlan& p) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -228,6 +230,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
     a.probes = probes_;
+    if (phase_sink().on() && probes_ == nullptr && std::getenv("FL_DECODE_PROBE_DUMP") != nullptr)
+      return launch_and_dump_probes(a, plan, s);
     return launch_megakernel(a, plan, s);
   }
 
@@ -271,6 +275,29 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     return fill(kFinalLnG + kC, kC, -0.1f, 0.1f);
   }
 
+  // FL_DECODE_PROBE_DUMP=PREFIX (a measurement): while the engine's phase sink is on, each
+  // launch runs with its probes on and writes every probe word (probe_words: the sums, the
+  // blocks' marks, each task's stamps) to PREFIX-<cache>.bin, so that the pass's last launch
+  // (the one whose task records are kept) leaves its tasks' stamps beside its records.
+  Status launch_and_dump_probes(DecodeArgs a, const MegakernelPlan& plan, cudaStream_t s) {
+    const int blocks = static_cast<int>(list_.block_begin.size()) - 1;
+    const size_t words = probe_words(blocks, static_cast<int>(list_.tasks.size()));
+    if (probe_dump_.bytes() != words * 8) FL_TRY(probe_dump_.allocate(words * 8));
+    FL_CUDA_TRY(cudaMemsetAsync(probe_dump_.get(), 0, words * 8, s));
+    a.probes = probe_dump_.as<unsigned long long>();
+    FL_TRY(launch_megakernel(a, plan, s));
+    std::vector<unsigned long long> host(words);
+    FL_CUDA_TRY(cudaMemcpyAsync(host.data(), a.probes, words * 8, cudaMemcpyDeviceToHost, s));
+    FL_CUDA_TRY(cudaStreamSynchronize(s));
+    const std::string path =
+        std::string(std::getenv("FL_DECODE_PROBE_DUMP")) + "-" + std::to_string(cache_) + ".bin";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return Status::Error("cannot write " + path);
+    const size_t wrote = std::fwrite(host.data(), 8, words, f);
+    std::fclose(f);
+    return wrote == words ? Status::Ok() : Status::Error("short write to " + path);
+  }
+
   // Levels 1 and 3's chain of 61 launches (with or without programmatic dependent launch).
   Status fused_chain(cudaStream_t s, bool pdl) {
     for (int layer = 0; layer < kLayers; ++layer) {
@@ -309,6 +336,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   MegakernelPlan mega_;
   MegakernelOptions options_;
   unsigned long long* probes_ = nullptr;  // level 4's probes (hooks.h), when measured
+  DeviceBuffer probe_dump_;               // FL_DECODE_PROBE_DUMP's probes
   cudaGraphExec_t graphs_[2] = {nullptr, nullptr};
 };
 

@@ -278,26 +278,6 @@ __device__ inline bool clear_of_extras(const DecodeArgs& a, const DecodeTask& ta
   return top <= buffer_bytes - kExtrasBytes;
 }
 
-// DecodeArgs::warm_pages: 16 bytes of every 2 MB page of the ranges the step's copies read (the
-// weights, Wout and Wproj transposed, the caches), asked into L2 by the lanes of one warp a
-// block, the pages dealt over the grid: each page's translation is walked at the step's start.
-__device__ inline void warm_pages(const DecodeArgs& a, int lane) {
-  constexpr int64_t kPage = int64_t(2) << 20;
-  const int64_t me = int64_t(blockIdx.x) * 32 + lane, lanes = int64_t(gridDim.x) * 32;
-  int64_t page = 0;  // over every range's pages, and each range's last byte's
-  auto range = [&](const void* base, int64_t bytes) {
-    const char* p = static_cast<const char*>(base);
-    for (int64_t at = 0; at < bytes + kPage; at += kPage, ++page)
-      if (page % lanes == me) prefetch_l2(p + (min(at, bytes - 16) & ~int64_t(15)), 16);
-  };
-  const int64_t cache_bytes = int64_t(kLayers) * kHeads * a.positions() * kHeadDim * 2;
-  range(a.weights, kWeightElements * 2);
-  range(a.w_out_t, int64_t(kLayers) * kF * kC * 2);
-  range(a.w_proj_t, int64_t(kLayers) * kC * kC * 2);
-  range(a.k_cache, cache_bytes);
-  range(a.v_cache, cache_bytes);
-}
-
 // The L2 prefetch of a task ahead: its large ranges in pieces of 8 KB over the lanes of one
 // warp (each piece one instruction).
 __device__ inline void prefetch_task_l2(const DecodeArgs& a, const DecodeTask& task,

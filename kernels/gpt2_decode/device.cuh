@@ -107,12 +107,6 @@ struct DecodeArgs {
   // q, k and v as flagged words for attention (MegakernelOptions::qkv_words; null: off),
   // [head][token][kQkvWords] (split_rows.cuh).
   unsigned long long* qkv_words = nullptr;
-  // The megakernel's start, two measurements (megakernel.cu reads them from the environment at
-  // each launch; both off in the lesson): warm_pages, the blocks ask L2 for 16 bytes of every
-  // 2 MB page the step's copies read before their first copies; first_copies_first, a block's
-  // second task's bytes are asked for once its first task's have landed, not with them.
-  bool warm_pages = false;
-  bool first_copies_first = false;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

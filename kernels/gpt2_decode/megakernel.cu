@@ -99,15 +99,7 @@ constexpr int kWindow = 32;
 constexpr int kSumsBytes = kSumsFloats * 4;  // a chunk's sums before their epilogues
 
 // When a block starts copying its next task's bytes (megakernel's loop says which applies).
-// (after_landed: the first task's own bytes are in; DecodeArgs::first_copies_first)
-enum class NextCopies {
-  none,
-  before_wait,
-  after_landed,
-  after_inputs,
-  after_attention,
-  after_task
-};
+enum class NextCopies { none, before_wait, after_inputs, after_attention, after_task };
 
 // kOneToken: the instance for the lesson's form at one token (MegakernelOptions::
 // one_token_kernel): t = 1, the options the kernel reads (but quick_tail) at their lesson
@@ -183,7 +175,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto prefetch = [&](int k) {
     if (after_kinds == 0 || after_wait_of(k)) prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   };
-  if (a.warm_pages && threadIdx.x / 32 == 2) warm_pages(a, lane);
   if (begin < end && !after_wait_of(begin)) issue(task_at(begin), 0, kCopyAll, nullptr);
   for (int k = begin + (after_kinds ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch(k);
@@ -205,12 +196,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         options.copies_after_task || (options.copies_after_task_but_mlp && !next_mlp);
     const bool after_wait = after_kinds != 0 && after_wait_of(i);
     const bool next_after_wait = after_kinds != 0 && has_next && after_wait_of(i + 1);
-    const NextCopies when = !has_next || next_after_wait         ? NextCopies::none
-                            : next_fused || after_task           ? NextCopies::after_task
-                            : fused                              ? NextCopies::after_attention
-                            : options.copies_after_inputs        ? NextCopies::after_inputs
-                            : a.first_copies_first && i == begin ? NextCopies::after_landed
-                                                                 : NextCopies::before_wait;
+    const NextCopies when = !has_next || next_after_wait  ? NextCopies::none
+                            : next_fused || after_task    ? NextCopies::after_task
+                            : fused                       ? NextCopies::after_attention
+                            : options.copies_after_inputs ? NextCopies::after_inputs
+                                                          : NextCopies::before_wait;
     auto issue_next = [&](NextCopies at) {
       if (when == at)
         issue(task_at(i + 1), next, large_in_flight ? kCopySmall : kCopyAll,
@@ -259,7 +249,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk) hopper::wait(&landed[cur], (parity >> cur) & 1u);
     parity ^= 1u << cur;
     __syncthreads();
-    issue_next(NextCopies::after_landed);
     if (threadIdx.x == 0) st[kStampStarted] = phase_clock();
     // The window's next half, by cp.async in the next copies' group (in by the task after next;
     // read no sooner than kWindow / 2 - 2 tasks on): no task read waits on L2 after the poll.
@@ -303,13 +292,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       __threadfence();
     }
   }
-}
-
-// Whether the environment's NAME is "1" (the start's measurements, DecodeArgs::warm_pages and
-// first_copies_first: FL_DECODE_WARM_PAGES, FL_DECODE_FIRST_COPIES_FIRST; read at each launch).
-bool env_on(const char* name) {
-  const char* env = std::getenv(name);
-  return env != nullptr && std::strcmp(env, "1") == 0;
 }
 
 // The one-token kernel's rows a warp at a time: kOneTokenRowsAtOnce unless
@@ -360,9 +342,7 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
                 : one              ? megakernel<true, false, kOtherRows>
                 : timings          ? megakernel<true, true, kRows>
                                    : megakernel<false, false>;
-  DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  args.warm_pages = env_on("FL_DECODE_WARM_PAGES");
-  args.first_copies_first = env_on("FL_DECODE_FIRST_COPIES_FIRST");
+  DecodeArgs args = a;     // the residual spread out in the one-token kernel only
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)
     args.residual_spread = 1;
     if (!plan.options.proj_reads_rows || plan.options.last_split_proj != 0) args.rows = nullptr;

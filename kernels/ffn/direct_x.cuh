@@ -71,6 +71,18 @@ __device__ __forceinline__ void load_batch(Rows (&r)[kBatch], const XLane& l, in
   }
 }
 
+// The lane's loads of groups [q, q + kBatch), every one inside C (the caller's word), with no
+// test: a lane whose row is past the tokens reads x's first row (x_lane's pointer), which only
+// reaches the product's rows past the tokens, never stored.
+__device__ __forceinline__ void load_batch_in(Rows (&r)[kBatch], const XLane& l, int q) {
+#pragma unroll
+  for (int b = 0; b < kBatch; ++b) {
+    const int k = (q + b) * kGroupK + 8 * l.t;
+    r[b].lo = __ldg(reinterpret_cast<const uint4*>(l.lo + k));
+    r[b].hi = __ldg(reinterpret_cast<const uint4*>(l.hi + k));
+  }
+}
+
 // acc[nt] += the batch's groups from q on (those below q1) times W1's kTiles column tiles (3 or
 // 4); b_lane[s]: the lane's ldmatrix address of step s in group 0, group_bytes: 32 rows of W1.
 template <int kTiles>
@@ -119,23 +131,28 @@ __device__ __forceinline__ void mma_batch(float (&acc)[4][4], const Rows (&r)[kB
 // the first batch of loads (load_batch at q0), asked for by the caller; with deep the second is
 // asked for here, then ready() runs (the caller's wait for W1 and barrier), then the batches are
 // multiplied, the next one asked for ahead of each.
+// The lane's ldmatrix addresses of W1's rows (w1s, row stride ld) for the two k steps of group 0
+// (see the header): matrix L / 8 of the x4, row L % 8.
+__device__ __forceinline__ void b_lanes(unsigned (&b_lane)[2], const __nv_bfloat16* w1s, int ld) {
+  const int lane = threadIdx.x & 31;
+  const int i = lane & 7, hh = (lane >> 3) & 1, tt = i >> 1;
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    const int row = 8 * tt + 2 * ((2 * s + hh + tt) & 3) + (i & 1);
+    b_lane[s] = unsigned(__cvta_generic_to_shared(w1s + row * ld + (lane >> 4) * 8));
+  }
+}
+
 template <int kTiles, class Ready>
 __device__ __forceinline__ void warp_product_from(float (&acc)[4][4], const XLane& l,
                                                   Rows (&cur)[kBatch], int c, int q0, int q1,
                                                   const __nv_bfloat16* w1s, int ld, bool deep,
                                                   const Ready& ready) {
   using T = __nv_bfloat16;
-  const int lane = threadIdx.x & 31;
   Rows next[kBatch];
   if (deep) load_batch(next, l, q0 + kBatch, q1, c);
-  // The lane's ldmatrix rows of each step (see the header): matrix L / 8 of the x4, row L % 8.
-  const int i = lane & 7, hh = (lane >> 3) & 1, tt = i >> 1;
   unsigned b_lane[2];
-#pragma unroll
-  for (int s = 0; s < 2; ++s) {
-    const int row = 8 * tt + 2 * ((2 * s + hh + tt) & 3) + (i & 1);
-    b_lane[s] = unsigned(__cvta_generic_to_shared(w1s + row * ld + (lane >> 4) * 8));
-  }
+  b_lanes(b_lane, w1s, ld);
   const unsigned group_bytes = unsigned(kGroupK * ld * sizeof(T));
   ready();
   for (int q = q0; q < q1; q += kBatch) {
@@ -145,6 +162,24 @@ __device__ __forceinline__ void warp_product_from(float (&acc)[4][4], const XLan
     for (int b = 0; b < kBatch; ++b) cur[b] = next[b];
     if (deep) load_batch(next, l, q + 2 * kBatch, q1, c);
   }
+}
+
+// warp_product_from's product over exactly two batches, groups [q0, q0 + 2 kBatch), all inside C
+// (first: load_batch_in at q0): no loop, no tests of the groups or rows (load_batch_in), the
+// second batch asked for after ready() into registers of its own (no copies between batches).
+template <int kTiles, class Ready>
+__device__ __forceinline__ void warp_product_two(float (&acc)[4][4], const XLane& l,
+                                                 const Rows (&first)[kBatch], int q0,
+                                                 const __nv_bfloat16* w1s, int ld,
+                                                 const Ready& ready) {
+  unsigned b_lane[2];
+  b_lanes(b_lane, w1s, ld);
+  const unsigned group_bytes = unsigned(kGroupK * ld * sizeof(__nv_bfloat16));
+  ready();
+  Rows second[kBatch];
+  load_batch_in(second, l, q0 + kBatch);
+  mma_batch<kTiles>(acc, first, q0, q0 + kBatch, l.t, b_lane, group_bytes);
+  mma_batch<kTiles>(acc, second, q0 + kBatch, q0 + 2 * kBatch, l.t, b_lane, group_bytes);
 }
 
 // The same with the first batch asked for here.

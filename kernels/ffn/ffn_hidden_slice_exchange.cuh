@@ -123,6 +123,42 @@ __device__ __forceinline__ ExUp ex_up(const SliceArgs<T>& a) {
   return u;
 }
 
+// The up product's parts meet (slice::reduce_parts with 4 column tiles: rows of 32 floats, one
+// part after another in red), each row's 16 float2 slots XOR-swizzled by (row & 3) << 2: a warp's
+// 64-bit stores (rows g, g + 8, slots t of a column tile) fall on distinct banks in each half-warp,
+// 2 wavefronts a store where 128-byte rows put the 8 rows g on the same banks (8). Then epi(row,
+// col, sum) for the first row_count rows; ends with the block synchronized.
+template <int kW, class Epilogue>
+__device__ __forceinline__ void ex_reduce_parts(const float (&acc)[4][4], slice::PanelWarp pw,
+                                                int mtc, float* red, const Epilogue& epi,
+                                                int row_count) {
+  constexpr int kCols = 32;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, rows = 16 * mtc;
+  const auto at = [](int row, int slot) { return row * kCols + 2 * (slot ^ ((row & 3) << 2)); };
+  __syncthreads();  // every warp is done with W1: red overlays it
+  if (pw.part < pw.parts) {
+    float* mine = red + pw.part * rows * kCols;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = pw.mt * 16 + g + 8 * e;
+        *reinterpret_cast<float2*>(mine + at(row, 4 * nt + t)) =
+            make_float2(acc[nt][2 * e], acc[nt][2 * e + 1]);
+      }
+    }
+  }
+  __syncthreads();
+  const int used = min(rows, row_count) * kCols;
+  for (int e = threadIdx.x; e < used; e += 32 * kW) {
+    const int row = e / kCols, col = e % kCols, from = at(row, col >> 1) + (col & 1);
+    float s = 0.0f;
+    for (int q = 0; q < pw.parts; ++q) s += red[q * rows * kCols + from];
+    epi(row, col, s);
+  }
+  __syncthreads();
+}
+
 // The group's share: warp w takes jobs w, w + kW, ... of (row tile, cpj column tiles) over the
 // group's K, stored as bf16 pairs into share g (tile by tile: share_at), rows past the tokens
 // left out (their rows of h were never copied: what they hold only reaches those rows).
@@ -167,7 +203,7 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // kFixed: x's first batch (x0, up) came with the launch's first instructions, and W2's tile rows
 // past W1 are asked for once W1 is in, its other rows asked into L2 then (no prefetching blocks):
 // DRAM serves W1 alone first. Else up and x0 are worked out here and the rows come with W1.
-template <int kW, bool kAhead, bool kFixed, typename T, class Marks>
+template <int kW, bool kAhead, bool kFixed, int kForm, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
                                               const Bias8<T>& b2_raw, ExUp up,
                                               direct::Rows (&x0)[direct::kBatch], Marks& marks) {
@@ -191,19 +227,24 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
   }
   float acc[4][4];
   slice::zero(acc);
-  direct::warp_product_from<4>(acc, up.l, x0, p.c, up.q0, up.q1,
-                               reinterpret_cast<const T*>(smem + p.off_w1), p.ld_w1, p.direct_deep,
-                               [&] {
-                                 tc::async_wait<0>();  // b1, W1 (else: and the tile's rows)
-                                 __syncthreads();
-                                 marks.mark(kExXW1In);
-                                 bias8_floats(b2_raw, b2_first);
-                                 if constexpr (kFixed) {
-                                   ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
-                                   tc::async_commit();
-                                   ex_w2_prefetch<kThr>(a, t, 0, p.ex_from);
-                                 }
-                               });
+  const auto ready = [&] {
+    tc::async_wait<0>();  // b1, W1 (else: and the tile's rows)
+    __syncthreads();
+    marks.mark(kExXW1In);
+    bias8_floats(b2_raw, b2_first);
+    if constexpr (kFixed) {
+      ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
+      tc::async_commit();
+      ex_w2_prefetch<kThr>(a, t, 0, p.ex_from);
+    }
+  };
+  const T* w1s = reinterpret_cast<const T*>(smem + p.off_w1);
+  if constexpr (kFixed && (kForm & 2)) {
+    direct::warp_product_two<4>(acc, up.l, x0, up.q0, w1s, p.ld_w1, ready);
+  } else {
+    direct::warp_product_from<4>(acc, up.l, x0, p.c, up.q0, up.q1, w1s, p.ld_w1, p.direct_deep,
+                                 ready);
+  }
   const T* b1s = reinterpret_cast<const T*>(smem + p.off_bias);
   T* h = ex_h(a) + int64_t(blockIdx.x) * p.units;  // the block's columns of h in L2
   const int valid = min(p.units, p.h - int(blockIdx.x) * p.units);
@@ -213,7 +254,11 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
           Elem<T>::from_float(gelu_tanh_fast(v + Elem<T>::to_float(b1s[col])));
     }
   };
-  slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
+  if constexpr (kFixed && (kForm & 1)) {
+    ex_reduce_parts<kW>(acc, up.pw, p.mtc, reinterpret_cast<float*>(smem), to_h, p.m);
+  } else {
+    slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
+  }
   marks.mark(kExUp);
   ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
   tc::async_commit();
@@ -255,7 +300,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never); its launch
 // has no prefetching blocks, and x's first batch of loads comes first, before b2 and W1.
-template <typename T, int kW, bool kAhead = true, bool kFixed = false>
+template <typename T, int kW, bool kAhead = true, bool kFixed = false, int kForm = 0>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx64(a.p);
@@ -273,12 +318,16 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   direct::Rows x0[direct::kBatch];
   if constexpr (kFixed) {
     up = ex_up<kW>(a);
-    direct::load_batch(x0, up.l, up.q0, up.q1, p.c);
+    if constexpr (kForm & 2) {
+      direct::load_batch_in(x0, up.l, up.q0);
+    } else {
+      direct::load_batch(x0, up.l, up.q0, up.q1, p.c);
+    }
   }
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW, kAhead, kFixed>(a, smem, b2_raw, up, x0, marks);
+  exchange_form<kW, kAhead, kFixed, kForm>(a, smem, b2_raw, up, x0, marks);
 }
 
 }  // namespace fl::hidden_slice

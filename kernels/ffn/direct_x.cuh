@@ -12,7 +12,8 @@
 // would be a 4-way conflict at 80 bytes.
 // Per 32 of K a warp: 2 16-byte loads a lane, 4 ldmatrix (x4 or x2 .trans), 6-8 mma.
 // The first batch of loads is the caller's to ask for (x_lane, load_batch; warp_product does it
-// just before W1's wait): the exchange's fixed kernel asks for it before anything else, since in
+// just before W1's wait): the exchange's fixed kernel asks for it before anything else (and
+// multiplies its warp's two batches unrolled: warp_product_two, load_batch_in), since in
 // its SASS (sm_90a, CUDA 13.0) ptxas had moved these ld.global.nc past the cp.async wait and the
 // block's barrier, so that x's L2 latency followed W1's instead of overlapping it.
 #pragma once

@@ -37,11 +37,16 @@
 // tile's other rows asked into L2 then (ex_w2_prefetch, 124 rows x 192 bytes a block): DRAM serves
 // W1's 4.7 MB (~1.6 us at ~3 TB/s) before W2's, where W1, the early rows and the prefetch (9.4 MB,
 // ~3.1 us) went together, and W2's 4.7 MB come under the up product. x's first batch of loads is
-// asked for first, before b1 and W1 (ex_up, direct::load_batch): in the SASS, ptxas had placed
-// it after W1's wait and the block's barrier. ptxas (sm_90a, CUDA 13.0): 125 registers, no stack,
-// 2,288 SASS instructions; the general 16-warp instance 128 registers and an 8-byte stack (8 / 8
-// bytes of spill stores / loads; 40 and 60 / 76 before direct::warp_product_from took x's first
-// batch from its caller). docs/PERFORMANCE.md has both orders measured.
+// asked for first, before b1 and W1 (ex_up, direct::load_batch_in): in the SASS, ptxas had placed
+// it after W1's wait and the block's barrier. Its up product is a warp's 6 groups of 32 (C = 768 in
+// 24 groups, 4 parts of K) as two batches unrolled (direct::warp_product_two: no loop, no copies
+// of a batch, loads without tests), and the parts meet in rows swizzled against bank conflicts
+// (ex_reduce_parts: 2 shared wavefronts a 64-bit store, where reduce_parts' 128-byte rows take 8).
+// ptxas (sm_90a, CUDA 13.0): 117 registers, no stack; the general 16-warp instance 128 registers
+// and an 8-byte stack (8 / 8 bytes of spill stores / loads; 40 and 60 / 76 before
+// direct::warp_product_from took x's first batch from its caller). Per warp at 64 tokens (Nsight
+// Compute): the up product ~250 instructions for its 48 mma, the reduce 262, the launch 1,844.
+// docs/PERFORMANCE.md has the orders and forms measured.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -203,7 +208,7 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // kFixed: x's first batch (x0, up) came with the launch's first instructions, and W2's tile rows
 // past W1 are asked for once W1 is in, its other rows asked into L2 then (no prefetching blocks):
 // DRAM serves W1 alone first. Else up and x0 are worked out here and the rows come with W1.
-template <int kW, bool kAhead, bool kFixed, int kForm, typename T, class Marks>
+template <int kW, bool kAhead, bool kFixed, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
                                               const Bias8<T>& b2_raw, ExUp up,
                                               direct::Rows (&x0)[direct::kBatch], Marks& marks) {
@@ -239,7 +244,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
     }
   };
   const T* w1s = reinterpret_cast<const T*>(smem + p.off_w1);
-  if constexpr (kFixed && (kForm & 2)) {
+  if constexpr (kFixed) {  // 6 groups a warp: two batches, unrolled
     direct::warp_product_two<4>(acc, up.l, x0, up.q0, w1s, p.ld_w1, ready);
   } else {
     direct::warp_product_from<4>(acc, up.l, x0, p.c, up.q0, up.q1, w1s, p.ld_w1, p.direct_deep,
@@ -254,7 +259,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
           Elem<T>::from_float(gelu_tanh_fast(v + Elem<T>::to_float(b1s[col])));
     }
   };
-  if constexpr (kFixed && (kForm & 1)) {
+  if constexpr (kFixed) {
     ex_reduce_parts<kW>(acc, up.pw, p.mtc, reinterpret_cast<float*>(smem), to_h, p.m);
   } else {
     slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
@@ -300,7 +305,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never); its launch
 // has no prefetching blocks, and x's first batch of loads comes first, before b2 and W1.
-template <typename T, int kW, bool kAhead = true, bool kFixed = false, int kForm = 0>
+template <typename T, int kW, bool kAhead = true, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx64(a.p);
@@ -318,16 +323,12 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   direct::Rows x0[direct::kBatch];
   if constexpr (kFixed) {
     up = ex_up<kW>(a);
-    if constexpr (kForm & 2) {
-      direct::load_batch_in(x0, up.l, up.q0);
-    } else {
-      direct::load_batch(x0, up.l, up.q0, up.q1, p.c);
-    }
+    direct::load_batch_in(x0, up.l, up.q0);  // C = 768: every group inside C
   }
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW, kAhead, kFixed, kForm>(a, smem, b2_raw, up, x0, marks);
+  exchange_form<kW, kAhead, kFixed>(a, smem, b2_raw, up, x0, marks);
 }
 
 }  // namespace fl::hidden_slice

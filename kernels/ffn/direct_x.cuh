@@ -168,17 +168,18 @@ __device__ __forceinline__ void warp_product_from(float (&acc)[4][4], const XLan
 // warp_product_from's product over exactly two batches, groups [q0, q0 + 2 kBatch), all inside C
 // (first: load_batch_in at q0): no loop, no tests of the groups or rows (load_batch_in), the
 // second batch asked for after ready() into registers of its own (no copies between batches).
-template <int kTiles, class Ready>
+template <int kTiles, class Ready, class Between>
 __device__ __forceinline__ void warp_product_two(float (&acc)[4][4], const XLane& l,
                                                  const Rows (&first)[kBatch], int q0,
                                                  const __nv_bfloat16* w1s, int ld,
-                                                 const Ready& ready) {
+                                                 const Ready& ready, const Between& between) {
   unsigned b_lane[2];
   b_lanes(b_lane, w1s, ld);
   const unsigned group_bytes = unsigned(kGroupK * ld * sizeof(__nv_bfloat16));
   ready();
   Rows second[kBatch];
   load_batch_in(second, l, q0 + kBatch);
+  between();
   mma_batch<kTiles>(acc, first, q0, q0 + kBatch, l.t, b_lane, group_bytes);
   mma_batch<kTiles>(acc, second, q0 + kBatch, q0 + 2 * kBatch, l.t, b_lane, group_bytes);
 }

@@ -109,6 +109,40 @@ __device__ __forceinline__ void ex_w2_prefetch(const SliceArgs<T>& a, const ExTi
 #endif
 }
 
+// ex_w2_rows and ex_w2_prefetch for the fixed plan (ffn_slice_fix_rtx64: nc = 96 values, 12
+// 16-byte chunks a row, C = 768, ld_w2x = 104), rows [kR0, kR1) as compile-time numbers: thread i
+// < 504 takes chunk i mod 12 of rows kR0 + i / 12 + 42 k, unrolled, each copy its first one's
+// addresses plus constants (no loop, no division past the first); the prefetch one 128-byte line
+// a thread (a row's 192 bytes start at 0 or 64 past a line: two lines).
+template <int kThr, int kR0, int kR1, typename T>
+__device__ __forceinline__ void ex_w2_rows_fixed(const SliceArgs<T>& a, unsigned char* smem,
+                                                 const ExTile& t) {
+  constexpr int kE = 16 / int(sizeof(T)), kCh = 96 / kE, kStep = kThr / kCh, kRows = kR1 - kR0;
+  const FfnSlicePlan& p = a.p;
+  const int i = threadIdx.x, r = i / kCh, c = i - r * kCh;
+  if (i >= kStep * kCh) return;
+  T* dst = reinterpret_cast<T*>(smem + p.off_w2x) + (kR0 + r) * p.ld_w2x + c * kE;
+  const T* src = a.w2 + int64_t(t.kh * t.g + kR0 + r) * p.c + t.n0 + c * kE;
+#pragma unroll
+  for (int k = 0; k * kStep < kRows; ++k) {
+    if (r + k * kStep < kRows)
+      tc::copy16_async(dst + k * kStep * p.ld_w2x, src + k * kStep * p.c, true);
+  }
+}
+template <int kThr, int kRows, typename T>
+__device__ __forceinline__ void ex_w2_prefetch_fixed(const SliceArgs<T>& a, const ExTile& t) {
+  static_assert(2 * kRows <= kThr, "a line a thread");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int i = threadIdx.x;
+  if (i < 2 * kRows) {
+    const uintptr_t from =
+        reinterpret_cast<uintptr_t>(a.w2 + int64_t(t.kh * t.g + (i >> 1)) * a.p.c + t.n0);
+    const uintptr_t at = (i & 1) ? (from & ~uintptr_t(127)) + 128 : from;
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(at));
+  }
+#endif
+}
+
 // The up product's warp (ring_direct's): its row tile, its K groups [q0, q1) and its lanes' rows
 // of x.
 struct ExUp {
@@ -208,7 +242,7 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // kFixed: x's first batch (x0, up) came with the launch's first instructions, and W2's tile rows
 // past W1 are asked for once W1 is in, its other rows asked into L2 then (no prefetching blocks):
 // DRAM serves W1 alone first. Else up and x0 are worked out here and the rows come with W1.
-template <int kW, bool kAhead, bool kFixed, typename T, class Marks>
+template <int kW, bool kAhead, bool kFixed, int kForm, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
                                               const Bias8<T>& b2_raw, ExUp up,
                                               direct::Rows (&x0)[direct::kBatch], Marks& marks) {
@@ -237,15 +271,26 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
     __syncthreads();
     marks.mark(kExXW1In);
     bias8_floats(b2_raw, b2_first);
-    if constexpr (kFixed) {
+    if constexpr (kFixed && kForm == 0) {
       ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
       tc::async_commit();
       ex_w2_prefetch<kThr>(a, t, 0, p.ex_from);
+    } else if constexpr (kFixed && kForm == 1) {
+      ex_w2_rows_fixed<kThr, 124, 256>(a, smem, t);
+      tc::async_commit();
+      ex_w2_prefetch_fixed<kThr, 124>(a, t);
+    }
+  };
+  const auto between = [&] {  // form 2: W2's asks after x's second batch of loads
+    if constexpr (kFixed && kForm == 2) {
+      ex_w2_rows_fixed<kThr, 124, 256>(a, smem, t);
+      tc::async_commit();
+      ex_w2_prefetch_fixed<kThr, 124>(a, t);
     }
   };
   const T* w1s = reinterpret_cast<const T*>(smem + p.off_w1);
   if constexpr (kFixed) {  // 6 groups a warp: two batches, unrolled
-    direct::warp_product_two<4>(acc, up.l, x0, up.q0, w1s, p.ld_w1, ready);
+    direct::warp_product_two<4>(acc, up.l, x0, up.q0, w1s, p.ld_w1, ready, between);
   } else {
     direct::warp_product_from<4>(acc, up.l, x0, p.c, up.q0, up.q1, w1s, p.ld_w1, p.direct_deep,
                                  ready);
@@ -265,7 +310,11 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
     slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
   }
   marks.mark(kExUp);
-  ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
+  if constexpr (kFixed && kForm > 0) {
+    ex_w2_rows_fixed<kThr, 0, 124>(a, smem, t);
+  } else {
+    ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
+  }
   tc::async_commit();
   // The group's h is in L2 before any of its blocks reads it (the group's own counter).
   T* hx = reinterpret_cast<T*>(smem);
@@ -305,7 +354,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never); its launch
 // has no prefetching blocks, and x's first batch of loads comes first, before b2 and W1.
-template <typename T, int kW, bool kAhead = true, bool kFixed = false>
+template <typename T, int kW, bool kAhead = true, bool kFixed = false, int kForm = 0>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx64(a.p);
@@ -328,7 +377,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW, kAhead, kFixed>(a, smem, b2_raw, up, x0, marks);
+  exchange_form<kW, kAhead, kFixed, kForm>(a, smem, b2_raw, up, x0, marks);
 }
 
 }  // namespace fl::hidden_slice

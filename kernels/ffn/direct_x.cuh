@@ -167,7 +167,8 @@ __device__ __forceinline__ void warp_product_from(float (&acc)[4][4], const XLan
 
 // warp_product_from's product over exactly two batches, groups [q0, q0 + 2 kBatch), all inside C
 // (first: load_batch_in at q0): no loop, no tests of the groups or rows (load_batch_in), the
-// second batch asked for after ready() into registers of its own (no copies between batches).
+// second batch asked for after ready() into registers of its own (no copies between batches),
+// then between() (the caller's other asks, behind the loads) before the first batch's mma.
 template <int kTiles, class Ready, class Between>
 __device__ __forceinline__ void warp_product_two(float (&acc)[4][4], const XLane& l,
                                                  const Rows (&first)[kBatch], int q0,

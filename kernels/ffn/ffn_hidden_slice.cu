@@ -457,14 +457,8 @@ Status launch_typed(const FfnSliceBuffers& b, int64_t m, int64_t c, FfnSliceTuni
       if (a.p.warps == 16 && ex_fixed_wanted() && ffn_slice_ex_fixed_fits(a.p) && a.x_vec &&
           a.w1_vec && a.w2_vec && a.b1_vec && a.y_vec && a.w1p == nullptr && !a.rows) {
         a.p.prefetch_blocks = 0;  // W2 into L2 by the plan's blocks once their W1 is in
-        const char* fe = std::getenv("FL_EX_FORM");
-        const int form = fe ? std::atoi(fe) : 0;
-        const auto fixed = [&](auto kernel) {
-          return slice::launch_cooperative(kernel, a, a.p.blocks, 32 * 16, a.p.smem, stream);
-        };
-        if (form == 1) return fixed(ffn_hidden_slice_exchange_kernel<T, 16, true, true, 1>);
-        if (form == 2) return fixed(ffn_hidden_slice_exchange_kernel<T, 16, true, true, 2>);
-        return fixed(ffn_hidden_slice_exchange_kernel<T, 16, true, true>);
+        return slice::launch_cooperative(ffn_hidden_slice_exchange_kernel<T, 16, true, true>, a,
+                                         a.p.blocks, 32 * 16, a.p.smem, stream);
       }
       if (a.p.warps == 16) return go(ffn_hidden_slice_exchange_kernel<T, 16>, 16);
       return go(ffn_hidden_slice_exchange_kernel<T, 8>, 8);

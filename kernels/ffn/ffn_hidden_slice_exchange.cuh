@@ -34,7 +34,10 @@
 // ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance), whose copies go in another
 // order: W1 first and alone. Its launch has no prefetching blocks (their 4.7 MB of W2 shared DRAM
 // with W1 from the first instruction) and W2's tile rows past W1 are asked for once W1 is in, the
-// tile's other rows asked into L2 then (ex_w2_prefetch, 124 rows x 192 bytes a block): DRAM serves
+// tile's other rows asked into L2 then (ex_w2_prefetch_fixed, 124 rows x 192 bytes a block), both
+// just after x's second batch of loads, so that those leave within ~20 instructions of W1's
+// barrier (where W2's asks, ~200 instructions as loops, went before), the row copies with
+// compile-time offsets (ex_w2_rows_fixed: no loops, no division past the first): DRAM serves
 // W1's 4.7 MB (~1.6 us at ~3 TB/s) before W2's, where W1, the early rows and the prefetch (9.4 MB,
 // ~3.1 us) went together, and W2's 4.7 MB come under the up product. x's first batch of loads is
 // asked for first, before b1 and W1 (ex_up, direct::load_batch_in): in the SASS, ptxas had placed
@@ -42,7 +45,8 @@
 // 24 groups, 4 parts of K) as two batches unrolled (direct::warp_product_two: no loop, no copies
 // of a batch, loads without tests), and the parts meet in rows swizzled against bank conflicts
 // (ex_reduce_parts: 2 shared wavefronts a 64-bit store, where reduce_parts' 128-byte rows take 8).
-// ptxas (sm_90a, CUDA 13.0): 117 registers, no stack; the general 16-warp instance 128 registers
+// ptxas (sm_90a, CUDA 13.0): 119 registers, no stack, 2,136 instructions; the general 16-warp
+// instance 128 registers
 // and an 8-byte stack (8 / 8 bytes of spill stores / loads; 40 and 60 / 76 before
 // direct::warp_product_from took x's first batch from its caller). Per warp at 64 tokens (Nsight
 // Compute): the up product ~250 instructions for its 48 mma, the reduce 262, the launch 1,844.
@@ -89,31 +93,12 @@ __device__ __forceinline__ void ex_w2_rows(const SliceArgs<T>& a, unsigned char*
   slice::stage<kThr>(w2s, p.ld_w2x, src, p.c, r1 - r0, t.nc, r1 - r0, t.nc, true);
 }
 
-// W2's tile rows [r0, r1) asked into L2 (prefetch, no shared memory): each row's nc values, its
-// 128-byte lines one a thread.
-template <int kThr, typename T>
-__device__ __forceinline__ void ex_w2_prefetch(const SliceArgs<T>& a, const ExTile& t, int r0,
-                                               int r1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const FfnSlicePlan& p = a.p;
-  const int per_row = (t.nc * int(sizeof(T)) + 127) / 128 + 1;  // one more where unaligned
-  for (int i = threadIdx.x; i < (r1 - r0) * per_row; i += kThr) {
-    const int r = r0 + i / per_row;
-    const uintptr_t from = reinterpret_cast<uintptr_t>(a.w2 + int64_t(t.kh * t.g + r) * p.c + t.n0);
-    const int line = i % per_row;  // the row's first line from its first byte, so inside W2
-    const uintptr_t at = line == 0 ? from : (from & ~uintptr_t(127)) + 128 * line;
-    if (at < from + t.nc * sizeof(T)) {
-      asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(at));
-    }
-  }
-#endif
-}
-
-// ex_w2_rows and ex_w2_prefetch for the fixed plan (ffn_slice_fix_rtx64: nc = 96 values, 12
-// 16-byte chunks a row, C = 768, ld_w2x = 104), rows [kR0, kR1) as compile-time numbers: thread i
-// < 504 takes chunk i mod 12 of rows kR0 + i / 12 + 42 k, unrolled, each copy its first one's
-// addresses plus constants (no loop, no division past the first); the prefetch one 128-byte line
-// a thread (a row's 192 bytes start at 0 or 64 past a line: two lines).
+// ex_w2_rows for the fixed plan (ffn_slice_fix_rtx64: nc = 96 values, 12 16-byte chunks a row,
+// C = 768, ld_w2x = 104), rows [kR0, kR1) as compile-time numbers: thread i < 504 takes chunk
+// i mod 12 of rows kR0 + i / 12 + 42 k, unrolled, each copy its first one's addresses plus
+// constants (no loop, no division past the first). ex_w2_prefetch_fixed: W2's tile rows [0,
+// kRows) asked into L2 (no shared memory), one 128-byte line a thread (a row's 192 bytes start 0
+// or 64 bytes past a line at C = 768 and a 128-byte aligned W2: two lines).
 template <int kThr, int kR0, int kR1, typename T>
 __device__ __forceinline__ void ex_w2_rows_fixed(const SliceArgs<T>& a, unsigned char* smem,
                                                  const ExTile& t) {
@@ -242,7 +227,7 @@ __device__ __forceinline__ void ex_down(const SliceArgs<T>& a, const T* hx, cons
 // kFixed: x's first batch (x0, up) came with the launch's first instructions, and W2's tile rows
 // past W1 are asked for once W1 is in, its other rows asked into L2 then (no prefetching blocks):
 // DRAM serves W1 alone first. Else up and x0 are worked out here and the rows come with W1.
-template <int kW, bool kAhead, bool kFixed, int kForm, typename T, class Marks>
+template <int kW, bool kAhead, bool kFixed, typename T, class Marks>
 __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned char* smem,
                                               const Bias8<T>& b2_raw, ExUp up,
                                               direct::Rows (&x0)[direct::kBatch], Marks& marks) {
@@ -271,18 +256,9 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
     __syncthreads();
     marks.mark(kExXW1In);
     bias8_floats(b2_raw, b2_first);
-    if constexpr (kFixed && kForm == 0) {
-      ex_w2_rows<kThr>(a, smem, t, p.ex_from, t.kh);
-      tc::async_commit();
-      ex_w2_prefetch<kThr>(a, t, 0, p.ex_from);
-    } else if constexpr (kFixed && kForm == 1) {
-      ex_w2_rows_fixed<kThr, 124, 256>(a, smem, t);
-      tc::async_commit();
-      ex_w2_prefetch_fixed<kThr, 124>(a, t);
-    }
   };
-  const auto between = [&] {  // form 2: W2's asks after x's second batch of loads
-    if constexpr (kFixed && kForm == 2) {
+  const auto between = [&] {  // kFixed: W2's asks after x's second batch of loads
+    if constexpr (kFixed) {   // the plan's ex_from = 124, kh = 256
       ex_w2_rows_fixed<kThr, 124, 256>(a, smem, t);
       tc::async_commit();
       ex_w2_prefetch_fixed<kThr, 124>(a, t);
@@ -310,7 +286,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
     slice::reduce_parts<4, kW>(acc, up.pw, p.mtc, 4, reinterpret_cast<float*>(smem), to_h, p.m);
   }
   marks.mark(kExUp);
-  if constexpr (kFixed && kForm > 0) {
+  if constexpr (kFixed) {
     ex_w2_rows_fixed<kThr, 0, 124>(a, smem, t);
   } else {
     ex_w2_rows<kThr>(a, smem, t, 0, p.ex_from);  // over W1 and the parts
@@ -354,7 +330,7 @@ __device__ __forceinline__ void exchange_form(const SliceArgs<T>& a, unsigned ch
 // fields and the launch's vector flags as constants (ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64), where the launch found them equal (FL_FFN_EX_FIXED=0: never); its launch
 // has no prefetching blocks, and x's first batch of loads comes first, before b2 and W1.
-template <typename T, int kW, bool kAhead = true, bool kFixed = false, int kForm = 0>
+template <typename T, int kW, bool kAhead = true, bool kFixed = false>
 __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(SliceArgs<T> a) {
   if constexpr (kFixed) {
     ffn_slice_fix_rtx64(a.p);
@@ -377,7 +353,7 @@ __global__ void __launch_bounds__(32 * kW, 1) ffn_hidden_slice_exchange_kernel(S
   const Bias8<T> b2_raw = load_bias8(a, blockIdx.x);
   const int j0 = blockIdx.x * p.units;
   ring_issue<kThr>(a, smem, reinterpret_cast<T*>(smem + p.off_h), j0, min(p.units, p.h - j0));
-  exchange_form<kW, kAhead, kFixed, kForm>(a, smem, b2_raw, up, x0, marks);
+  exchange_form<kW, kAhead, kFixed>(a, smem, b2_raw, up, x0, marks);
 }
 
 }  // namespace fl::hidden_slice

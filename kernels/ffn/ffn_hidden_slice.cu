@@ -47,7 +47,8 @@
 // (w2_pad_over_x); at 33-64 tokens, where x's rows no longer fit beside the slices, x through a
 // ring of K chunks (ffn_hidden_slice_ring.cuh), and from 49 tokens (16 warps) h exchanged in
 // groups of 8 blocks, 12 shares of y instead of 96 (ffn_hidden_slice_exchange.cuh: its own kernel,
-// 0.3 us faster at 64 tokens). fp32 at C = 768 needs 147 KB of weights a block:
+// and at C = 768 a copy of it with the plan's fields as constants, ffn_hidden_slice_fixed.h).
+// fp32 at C = 768 needs 147 KB of weights a block:
 // A100 and up; in 99 KiB at 1-16 tokens x's exact rows (two passes from 9) and W1's unpadded
 // (77-98 KB), W2 late.
 // W1 packed (FL_FFN_W1_PACKED=1; ffn_slice_pack_w1, laid out when the weights are set up): the

@@ -466,11 +466,9 @@ inline size_t ffn_slice_scratch_bytes_for(const FfnSlicePlan& p) {
 // barrier of the group's blocks multiplies the group's h (m x 32 G) by a tile of W2 (the group's
 // 32 G rows x y's columns [cp / G j, cp / G (j + 1)), j = b mod G), one of blocks / G shares of y
 // instead of one of `blocks` (at 64 tokens, C = 768: 12 shares, 1.2 MB, against 96 and 9.4 MB).
-// Measured against each block's own share (docs/PERFORMANCE.md, 2026-11-27, an RTX card's plan
-// on an H100): 0.3 us faster at 64 tokens (18.21-18.27 against 18.56-18.59 us, 16 warps), level
-// at 33-48 on 16 warps and 3.3 us slower there on the plan's 8 (a warp's down product then 64-128
-// mma), so the plan's where it has 16 warps (from kSliceWarps16From tokens; make_plan, unless a
-// tuning asks for the sum by groups).
+// The plan's where it has 16 warps (from kSliceWarps16From tokens; make_plan, unless a tuning
+// asks for the sum by groups): on the plan's 8 warps a warp's down product is 64-128 mma, slower
+// than each block's own share (docs/PERFORMANCE.md has the figures).
 constexpr bool kSliceExchange = true;
 // only: that group size only (a tuning; 0: the first of 8, 4, 2 that fits).
 inline bool ffn_slice_exchange(FfnSlicePlan* p, int only = 0) {

@@ -278,39 +278,6 @@ __device__ inline bool clear_of_extras(const DecodeArgs& a, const DecodeTask& ta
   return top <= buffer_bytes - kExtrasBytes;
 }
 
-// DecodeArgs::warm_pages: a line of every 2 MB page of the ranges the step's copies read (the
-// weights, Wout and Wproj transposed, the caches; and each range's last byte), asked into L2 by
-// the calling lane, the pages dealt one a block over the grid (block b: pages b, b + gridDim.x,
-// ...; 135 pages at a cache of 512, 151 at 2K: at most two a block of 132), so that each
-// page's translation is walked at the step's start. Form 1: prefetch.global.L2 (no register
-// written, so the lane never waits for it, and nothing queued on the TMA unit ahead of the
-// block's first bulk copies); form 2: a 16-byte cp.async.bulk.prefetch.L2 (the TMA unit's
-// translation).
-__device__ inline void warm_pages(const DecodeArgs& a) {
-  constexpr int64_t kPage = int64_t(2) << 20;
-  const int blocks = int(gridDim.x), me = int(blockIdx.x);
-  int first = 0;  // the range's first page's number over every range's pages
-  auto range = [&](const void* base, int64_t bytes) {
-    const char* p = static_cast<const char*>(base);
-    if (p == nullptr) return;  // (Wproj regrouped only in the forms that read it so)
-    const int pages = int((bytes + kPage - 1) / kPage) + 1;  // its pages and its last byte
-    for (int j = ((me - first) % blocks + blocks) % blocks; j < pages; j += blocks) {
-      const char* at = p + (min(int64_t(j) * kPage, bytes - 16) & ~int64_t(15));
-      if (a.warm_pages == 1)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
-      else
-        prefetch_l2(at, 16);
-    }
-    first += pages;
-  };
-  const int64_t cache_bytes = int64_t(kLayers) * kHeads * a.positions() * kHeadDim * 2;
-  range(a.weights, kWeightElements * 2);
-  range(a.w_out_t, int64_t(kLayers) * kF * kC * 2);
-  range(a.w_proj_t, int64_t(kLayers) * kC * kC * 2);
-  range(a.k_cache, cache_bytes);
-  range(a.v_cache, cache_bytes);
-}
-
 // The L2 prefetch of a task ahead: its large ranges in pieces of 8 KB over the lanes of one
 // warp (each piece one instruction).
 __device__ inline void prefetch_task_l2(const DecodeArgs& a, const DecodeTask& task,

@@ -107,10 +107,6 @@ struct DecodeArgs {
   // q, k and v as flagged words for attention (MegakernelOptions::qkv_words; null: off),
   // [head][token][kQkvWords] (split_rows.cuh).
   unsigned long long* qkv_words = nullptr;
-  // The megakernel's start: 0 (the lesson), or each block's copying lane asks L2 for its share of
-  // the step's 2 MB pages before its first copies (copies.cuh's warm_pages, forms 1 and 2;
-  // megakernel.cu reads FL_DECODE_WARM_PAGES at each launch).
-  int warm_pages = 0;
   __host__ __device__ int positions() const { return cache + tokens; }
 };
 

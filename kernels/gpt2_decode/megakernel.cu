@@ -175,7 +175,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto prefetch = [&](int k) {
     if (after_kinds == 0 || after_wait_of(k)) prefetch_task_l2(a, tasks[k], buffer_bytes, lane);
   };
-  if (a.warm_pages != 0 && threadIdx.x == copier) warm_pages(a);  // not waited on
   if (begin < end && !after_wait_of(begin)) issue(task_at(begin), 0, kCopyAll, nullptr);
   for (int k = begin + (after_kinds ? 1 : 2); prefetcher && k <= begin + ahead && k < end; ++k)
     prefetch(k);
@@ -295,15 +294,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// FL_DECODE_WARM_PAGES: "1" or "2", DecodeArgs::warm_pages's form (a measurement; read at each
-// launch); 0 otherwise.
-int warm_pages_form() {
-  const char* env = std::getenv("FL_DECODE_WARM_PAGES");
-  if (env != nullptr && (std::strcmp(env, "1") == 0 || std::strcmp(env, "2") == 0))
-    return env[0] - '0';
-  return 0;
-}
-
 // The one-token kernel's rows a warp at a time: kOneTokenRowsAtOnce unless
 // FL_DECODE_ONE_TOKEN_ROWS says 2 or 3 (a measurement of the other form on the same build; read
 // at each launch, so that a test may time both forms in one process).
@@ -352,8 +342,7 @@ Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaSt
                 : one              ? megakernel<true, false, kOtherRows>
                 : timings          ? megakernel<true, true, kRows>
                                    : megakernel<false, false>;
-  DecodeArgs args = a;  // the residual spread out in the one-token kernel only
-  args.warm_pages = warm_pages_form();
+  DecodeArgs args = a;     // the residual spread out in the one-token kernel only
   if (!one && !timings) {  // (and the splits' rows but where proj reads them)
     args.residual_spread = 1;
     if (!plan.options.proj_reads_rows || plan.options.last_split_proj != 0) args.rows = nullptr;

@@ -10,7 +10,11 @@ whose task records the bench keeps), beside the task list the same build prints:
 For each layer and task kind: the tasks' start and end against the step's first ask, the median
 running time (started to ended) and the mean of the six slots (model.h's ProbeSlot: counter,
 copy, inputs, compute, outputs, release); then each task that ran more than --over us past its
-stage's median, with its block, its slots and its block's next task. Microseconds throughout.
+stage's median, with its block, its slots and its block's next task. With --release, instead:
+for each layer and task kind, the release (the count's red.release, model.h's kStampReleaseFrom
+to kStampEnded) by what the releasing thread saw of its block's next bulk copy (kStampNextCopy):
+none in flight, landed before the release, landed during it, still in flight after it.
+Microseconds throughout.
 """
 import argparse
 import re
@@ -20,8 +24,9 @@ import struct
 KINDS = ["ln1+qkv", "attention", "proj", "ln2+mlp", "ln_f"]
 SLOTS = ["counter", "copy", "inputs", "compute", "outputs", "release"]
 SUMS = len(KINDS) * (len(SLOTS) + 1)  # model.h's kProbeSums
-STAMPS = 12                           # model.h's kProbeStamps: before, read, asked, seen, ...
-ASKED, STARTED, ENDED = 2, 4, 8
+STAMPS = 14                           # model.h's kProbeStamps: before, read, asked, seen, ...
+ASKED, STARTED, WRITTEN, ENDED, NEXT_COPY, RELEASE_FROM = 2, 4, 7, 8, 12, 13
+COPY_STATES = ["none", "before", "during", "after"]  # the next copy: none, landed before, ...
 
 
 def read_tasks(path):
@@ -77,15 +82,49 @@ def report(tasks, stamps, over):
                 nxt[3] if nxt and nxt[0] == tasks[i][0] else "-"))
 
 
+def copy_state(st):
+    bits = st[NEXT_COPY]
+    if not bits & 1:
+        return "none"
+    return "before" if bits & 2 else "during" if bits & 4 else "after"
+
+
+def release_report(tasks, stamps):
+    """Per stage: the release's count, median and max by the next copy's state."""
+    stages = {}
+    for i, (_, layer, kind, _) in tasks.items():
+        stages.setdefault((layer, kind), []).append(i)
+    total = {}
+    for (layer, kind), ids in sorted(stages.items()):
+        cols = []
+        for state in COPY_STATES:
+            rel = [(stamps[i][ENDED] - stamps[i][RELEASE_FROM]) / 1e3 for i in ids
+                   if copy_state(stamps[i]) == state]
+            total.setdefault((kind, state), []).extend(rel)
+            cols.append("%s %3d %s" % (state, len(rel), "med %.2f max %.2f" % (
+                statistics.median(rel), max(rel)) if rel else "-" * 18))
+        print("layer %2d %-9s %s" % (layer, KINDS[kind], " | ".join(cols)))
+    for (kind, state), rel in sorted(total.items()):
+        if rel:
+            print("all %-9s %-6s %4d: median %.2f, mean %.2f, p90 %.2f, max %.2f, >2 us %d" % (
+                KINDS[kind], state, len(rel), statistics.median(rel), statistics.mean(rel),
+                sorted(rel)[int(0.9 * (len(rel) - 1))], max(rel), sum(r > 2 for r in rel)))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dump")
     p.add_argument("tasks")
     p.add_argument("--over", type=float, default=1.0, help="list tasks this far past the median")
+    p.add_argument("--release", action="store_true", help="the release by the next copy's state")
     a = p.parse_args()
     tasks = read_tasks(a.tasks)
     blocks = 1 + max(b for b, _, _, _ in tasks.values())
-    report(tasks, read_stamps(a.dump, blocks, len(tasks)), a.over)
+    stamps = read_stamps(a.dump, blocks, len(tasks))
+    if a.release:
+        release_report(tasks, stamps)
+    else:
+        report(tasks, stamps, a.over)
 
 
 if __name__ == "__main__":

@@ -267,8 +267,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the outputs are written and the task's buffers free for the next copies
     const uint64_t written = phase_clock();
     if (threadIdx.x == leader) {
+      // (probes: the next task's bulk copy, in flight unless it goes after this task or none)
+      const bool copying = bulk && when != NextCopies::none && when != NextCopies::after_task;
+      const uint64_t* next_bar = copying ? &landed[next] : nullptr;
+      probe_next_copy(a, st, next_bar, (parity >> next) & 1u, false);
       if (counts && !last_task) count_done(task, a.splits, counters, options.skip_own_poll, known);
       const uint64_t ended = phase_clock();
+      probe_next_copy(a, st, next_bar, (parity >> next) & 1u, true);
       const uint64_t started = st[kStampStarted];
       phase_record(phases, task.kind, started, ended, static_cast<uint32_t>(i),
                    static_cast<uint32_t>(started - st[kStampAsked]));

@@ -258,7 +258,10 @@ constexpr int kProbeSums = kTaskKinds * (kProbeSlots + 1);  // the sums, then ea
 // barrier after that task), it had read its descriptors, asked for its counter, saw it, started
 // (its bytes in), had its inputs, had computed, had written its outputs, released its count (the
 // thread that releases); then the copier's issue of the next task's copies in this task's loop
-// (before its poll, or later as the options say): begun, the large ranges issued, committed.
+// (before its poll, or later as the options say): begun, the large ranges issued, committed;
+// then the releasing thread's look at the next task's bulk copy (kStampNextCopy: bit 0 one in
+// flight into its buffer, bit 1 landed just before the release, bit 2 just after) and when the
+// release began (after that look; the release ends at kStampEnded).
 enum ProbeStamp {
   kStampBefore,
   kStampRead,
@@ -272,6 +275,8 @@ enum ProbeStamp {
   kStampIssueFrom,
   kStampIssueLarge,
   kStampIssueDone,
+  kStampNextCopy,
+  kStampReleaseFrom,
   kProbeStamps
 };
 constexpr int kProbeOrdered = kStampEnded + 1;

@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "kernels/gpt2_decode/launch.h"
+#include "kernels/hopper.cuh"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -31,6 +33,39 @@ __device__ inline void probe_task(const DecodeArgs& a, int kind, int index, cons
     atomicAdd(sums + s, mine[kStampAsked + s + 1] - mine[kStampAsked + s]);
   atomicAdd(sums + kProbeSlots, 1ull);
   marks[kProbeInputs] = marks[kProbeCompute] = 0;
+}
+
+// Whether the bulk copy counted on `bar` has landed (its phase `parity` complete), not waiting
+// (mbarrier.test_wait; sm_90a builds, else "landed").
+__device__ __forceinline__ bool copy_landed(const uint64_t* bar, unsigned parity) {
+#ifdef FL_SM90A_DEVICE
+  unsigned done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(done)
+      : "r"(hopper::smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  return true;
+#endif
+}
+
+// With probes on, the releasing thread's look at the next task's bulk copy (`bar` null: none in
+// flight) just before the release (`after` false; stamps its start) or just after (model.h's
+// kStampNextCopy and kStampReleaseFrom), so that a long release is read against it.
+__device__ inline void probe_next_copy(const DecodeArgs& a, uint64_t* st, const uint64_t* bar,
+                                       unsigned parity, bool after) {
+  if (a.probes == nullptr) return;
+  const uint64_t landed = bar != nullptr && copy_landed(bar, parity) ? 1 : 0;
+  if (after) {
+    st[kStampNextCopy] |= landed << 2;
+    return;
+  }
+  st[kStampNextCopy] = (bar != nullptr ? 1 : 0) | landed << 1;
+  st[kStampReleaseFrom] = phase_clock();
 }
 
 }  // namespace gpt2

@@ -863,6 +863,11 @@ TEST_F(Gpt2DecodeGpu, MegakernelRecordsEveryTask) {
     for (int s = 0; s + 1 < gpt2::kProbeOrdered; ++s)
       ASSERT_LE(st[s], st[s + 1]) << "task " << i << " stamp " << s;
     ASSERT_NE(st[0], 0u) << "task " << i;
+    // the release's start between the outputs written and its end; a copy landed stays landed
+    EXPECT_LE(st[gpt2::kStampWritten], st[gpt2::kStampReleaseFrom]) << "task " << i;
+    EXPECT_LE(st[gpt2::kStampReleaseFrom], st[gpt2::kStampEnded]) << "task " << i;
+    const unsigned long long copy = st[gpt2::kStampNextCopy];
+    EXPECT_TRUE((copy & 2) == 0 || (copy & 5) == 5) << "task " << i << " copy " << copy;
   }
   print_probes(probes, *list);
 }

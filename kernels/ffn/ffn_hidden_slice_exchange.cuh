@@ -32,25 +32,17 @@
 // The plan at 49-64 tokens, C = 768, 16 warps (as an RTX card plans it in 99 KiB) runs a second
 // instance with every field but m as constants (kFixed; ffn_hidden_slice_fixed.h's
 // ffn_slice_fix_rtx64; FL_FFN_EX_FIXED=0: the general instance), whose copies go in another
-// order: W1 first and alone. Its launch has no prefetching blocks (their 4.7 MB of W2 shared DRAM
-// with W1 from the first instruction) and W2's tile rows past W1 are asked for once W1 is in, the
-// tile's other rows asked into L2 then (ex_w2_prefetch_fixed, 124 rows x 192 bytes a block), both
-// just after x's second batch of loads, so that those leave within ~20 instructions of W1's
-// barrier (where W2's asks, ~200 instructions as loops, went before), the row copies with
-// compile-time offsets (ex_w2_rows_fixed: no loops, no division past the first): DRAM serves
-// W1's 4.7 MB (~1.6 us at ~3 TB/s) before W2's, where W1, the early rows and the prefetch (9.4 MB,
-// ~3.1 us) went together, and W2's 4.7 MB come under the up product. x's first batch of loads is
-// asked for first, before b1 and W1 (ex_up, direct::load_batch_in): in the SASS, ptxas had placed
-// it after W1's wait and the block's barrier. Its up product is a warp's 6 groups of 32 (C = 768 in
-// 24 groups, 4 parts of K) as two batches unrolled (direct::warp_product_two: no loop, no copies
-// of a batch, loads without tests), and the parts meet in rows swizzled against bank conflicts
-// (ex_reduce_parts: 2 shared wavefronts a 64-bit store, where reduce_parts' 128-byte rows take 8).
-// ptxas (sm_90a, CUDA 13.0): 119 registers, no stack, 2,136 instructions; the general 16-warp
-// instance 128 registers
-// and an 8-byte stack (8 / 8 bytes of spill stores / loads; 40 and 60 / 76 before
-// direct::warp_product_from took x's first batch from its caller). Per warp at 64 tokens (Nsight
-// Compute): the up product ~250 instructions for its 48 mma, the reduce 262, the launch 1,844.
-// docs/PERFORMANCE.md has the orders and forms measured.
+// order so that DRAM serves W1's 4.7 MB (~1.6 us at ~3 TB/s) alone before W2's, which then come
+// under the up product: x's first batch of loads is asked for first (ex_up,
+// direct::load_batch_in), then b1 and W1; W2's tile rows past W1 (ex_w2_rows_fixed, compile-time
+// offsets, no loops) and the tile's other rows into L2 (ex_w2_prefetch_fixed, 124 rows x 192
+// bytes a block) once W1 is in, just after x's second batch of loads, so that batch leaves right
+// after W1's barrier. Its launch has no prefetching blocks. Its up product is a warp's 6 groups of
+// 32 (C = 768 in 24 groups, 4 parts of K) as two batches unrolled (direct::warp_product_two: no
+// loop, no copies of a batch, loads without tests), and the parts meet in rows swizzled against
+// bank conflicts (ex_reduce_parts: 2 shared wavefronts a 64-bit store, where reduce_parts'
+// 128-byte rows take 8). docs/PERFORMANCE.md has the orders and forms measured, with the
+// registers and instruction counts.
 #pragma once
 
 #include <cuda_bf16.h>

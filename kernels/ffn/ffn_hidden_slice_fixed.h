@@ -78,7 +78,8 @@ inline bool ffn_slice_fixed_fits(const FfnSlicePlan& p) {
 // tiles, bf16 shares; x's fragments from L2 into registers (ring_direct) with W1's 768 x 32
 // resident (ring_w1, the ring's 12 chunks of 64 rows, split parts), W2's whole rows after the up
 // product; h exchanged in groups of 8 (the group's h 64 x 264 at 0, W2's tile 256 x 104 at
-// 35,840 bytes, its rows 124-255 asked for with W1). A kernel instantiated with kFixed takes
+// 35,840 bytes: its rows 124-255 lie past W1; ffn_hidden_slice_exchange.cuh says in which order the
+// fixed instance asks for them). A kernel instantiated with kFixed takes
 // every field but m and prefetch_blocks from here (the offsets and smem too: they fold into the
 // address math), so that the compiler drops the other forms' branches and folds C's counts; its
 // launch has no prefetching blocks (the kernel's blocks ask L2 for W2 once their W1 is in).

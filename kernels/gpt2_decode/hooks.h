@@ -24,6 +24,9 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
 Status set_megakernel_probes(Workspace& ws, unsigned long long* probes);
 // Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
 Status set_megakernel_blocks(Workspace& ws, int blocks);
+// The clusters of 8 blocks level 4's cluster step runs on with this GPU (launch.h; 0: it cannot
+// run here, and level 4 runs the task list). FL_DECODE_CLUSTER=1 asks for it at one token.
+Status megakernel_cluster_count(int* clusters);
 
 }  // namespace gpt2
 }  // namespace fl

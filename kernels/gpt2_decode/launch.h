@@ -46,6 +46,19 @@ struct MegakernelPlan {
 // Shared memory for one task's weights on this GPU (two are kept), and the blocks that fit.
 Status megakernel_limits(int* weight_buffer_bytes, int* blocks);
 Status launch_megakernel(const DecodeArgs& a, const MegakernelPlan& plan, cudaStream_t s);
+// ---- level 4 at one token on sm_90: the step as clusters of 8 blocks (cluster_step.cu) -------
+struct ClusterStepPlan {
+  unsigned* counts = nullptr;  // kClusterStepCounts, zero between launches
+  float* sums = nullptr;       // kClusterStepSums, zero between launches
+  int clusters = 0;            // cluster_step_clusters' answer
+};
+constexpr int kClusterStepCounts = 2 * kLayers;
+constexpr int64_t kClusterStepSums = int64_t(3) * kLayers * kC;
+// FL_DECODE_CLUSTER=1: level 4 at one token runs the cluster step where it fits (a measurement).
+bool cluster_step_requested();
+// The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.
+Status cluster_step_clusters(int* clusters);
+Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cudaStream_t s);
 // Every layer's Wout ([C][4C] in the weights) into w_out_t as [4C][C] (kLayers x 4C x C bf16),
 // the layout the megakernel reads (once, when the weights are written).
 Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s);

@@ -150,6 +150,10 @@ Status set_megakernel_blocks(Workspace& ws, int blocks) {
   return d->plan(blocks);
 }
 
+Status megakernel_cluster_count(int* clusters) {
+  return cluster_step_clusters(clusters);
+}
+
 }  // namespace gpt2
 
 using Gpt2DecodeLesson = gpt2::Gpt2Decode;

@@ -230,6 +230,10 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
     a.probes = probes_;
+    if (tokens_ == 1 && cluster_step_requested()) {
+      if (cluster_.clusters < 0) FL_TRY(cluster_step_clusters(&cluster_.clusters));
+      if (cluster_.clusters > 0) return run_cluster_step(a, s);
+    }
     if (phase_sink().on() && probes_ == nullptr && std::getenv("FL_DECODE_PROBE_DUMP") != nullptr)
       return launch_and_dump_probes(a, plan, s);
     return launch_megakernel(a, plan, s);
@@ -298,6 +302,21 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     return wrote == words ? Status::Ok() : Status::Error("short write to " + path);
   }
 
+  // Level 4 at one token as clusters (launch.h): its counts and sums zeroed once, then by itself.
+  Status run_cluster_step(const DecodeArgs& a, cudaStream_t s) {
+    if (cluster_counts_.bytes() == 0) {
+      FL_TRY(cluster_counts_.allocate(kClusterStepCounts * sizeof(unsigned)));
+      FL_TRY(cluster_sums_.allocate(kClusterStepSums * sizeof(float)));
+      FL_CUDA_TRY(cudaMemsetAsync(cluster_counts_.get(), 0, cluster_counts_.bytes(), s));
+      FL_CUDA_TRY(cudaMemsetAsync(cluster_sums_.get(), 0, cluster_sums_.bytes(), s));
+    }
+    ClusterStepPlan plan;
+    plan.counts = cluster_counts_.as<unsigned>();
+    plan.sums = cluster_sums_.as<float>();
+    plan.clusters = cluster_.clusters;
+    return launch_cluster_step(a, plan, s);
+  }
+
   // Levels 1 and 3's chain of 61 launches (with or without programmatic dependent launch).
   Status fused_chain(cudaStream_t s, bool pdl) {
     for (int layer = 0; layer < kLayers; ++layer) {
@@ -335,8 +354,12 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DecodeTaskList list_;
   MegakernelPlan mega_;
   MegakernelOptions options_;
-  unsigned long long* probes_ = nullptr;  // level 4's probes (hooks.h), when measured
-  DeviceBuffer probe_dump_;               // FL_DECODE_PROBE_DUMP's probes
+  unsigned long long* probes_ = nullptr;        // level 4's probes (hooks.h), when measured
+  DeviceBuffer probe_dump_;                     // FL_DECODE_PROBE_DUMP's probes
+  DeviceBuffer cluster_counts_, cluster_sums_;  // the cluster step's (launch.h)
+  struct {
+    int clusters = -1;  // the cluster step's clusters on this GPU (-1: not asked yet)
+  } cluster_;
   cudaGraphExec_t graphs_[2] = {nullptr, nullptr};
 };
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Level 4's cluster step (kernels/gpt2_decode/cluster_step.cu) on the lent GPU in one call: this
+# tree built (../build-cluster: fusionlab and the GPU tests), then
+#   tests: Gpt2ClusterStep.* (odd caches against the fp64 reference, three runs each);
+#   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
+#     --cache cold --no-counters`, the task list and FL_DECODE_CLUSTER=1 in turn, three rounds;
+#   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1.
+# Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+gpu_check_begin
+limit=${FL_CHECK_LIMIT:-400}
+build=../build-cluster
+app=$build/fusionlab
+G=$build/tests/fusionlab_gpu_tests
+plain=(--lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16 --cache cold --no-counters)
+
+gpu_check_build "$build" 200 fusionlab fusionlab_gpu_tests
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
+cuobjdump -res-usage "$app" 2>/dev/null | grep -A1 'cluster_step' |
+  grep -oE 'REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+|SHARED:[0-9]+' | paste -sd' ' | head -c 300 >> "$S"
+echo >> "$S"
+timeout 120 "$G" --gtest_filter='Gpt2ClusterStep.*' > "$OUT/tests.log" 2>&1
+echo "tests: rc $? $(grep -cE '^\[       OK' "$OUT/tests.log") ok $(grep -E 'rel error' "$OUT/tests.log" | awk '{print $NF}' | sort -g | tail -1) max rel $(date -u +%T)" | tee -a "$S"
+grep -E 'FAILED|Failure|error' "$OUT/tests.log" | head -5 >> "$S"
+for round in 1 2 3; do
+  gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}"
+  gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 60 "${plain[@]}"
+done
+lanes=(memcheck racecheck synccheck)
+for tool in "${lanes[@]}"; do
+  gpu_check_lane "$tool" "FL_DECODE_SMALL=1" 'Gpt2ClusterStep.*' "$tool"
+done
+wait
+gpu_check_lanes_summary "${lanes[@]}"
+echo "done: $(( $(date +%s) - t0 )) s $(date -u +%T)" | tee -a "$S"

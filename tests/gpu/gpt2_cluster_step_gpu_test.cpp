@@ -1,0 +1,101 @@
+// Level 4's cluster step (kernels/gpt2_decode/cluster_step.cu, FL_DECODE_CLUSTER=1 at one
+// token) against the fp64 CPU reference: odd cache lengths, lengths whose keys outgrow a block's
+// buffer (read from global memory past it), the slider's largest, and one random; each step run
+// three times on poisoned outputs (the kernel zeroes its own counts and sums for the next
+// launch) and again on fresh inputs. FL_DECODE_SMALL=1 (what compute-sanitizer runs): one
+// length, two runs.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "app/measure/live_backend.h"
+#include "kernels/catalog.h"
+#include "kernels/gpt2_decode/hooks.h"
+
+namespace fl {
+namespace {
+
+double rel(const std::vector<double>& a, const std::vector<double>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    e += (a[i] - ref[i]) * (a[i] - ref[i]);
+    r += ref[i] * ref[i];
+  }
+  return std::sqrt(e / r);
+}
+
+class Gpt2ClusterStep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const DeviceFacts device = query_device();
+    if (!device.usable) GTEST_FAIL() << "gpu test without a GPU: " << device.unusable_reason;
+    lesson_ = find_lesson("gpt2_decode");
+    ASSERT_NE(lesson_, nullptr);
+    int clusters = 0;
+    ASSERT_TRUE(gpt2::megakernel_cluster_count(&clusters).ok());
+    if (clusters == 0) GTEST_SKIP() << "the cluster step needs sm_90a and 12 clusters of 8";
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+    setenv("FL_DECODE_CLUSTER", "1", 1);
+  }
+  void TearDown() override {
+    unsetenv("FL_DECODE_CLUSTER");
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  // Level 4 on poisoned outputs: its y, and whether the GPU's fp64 check passed.
+  std::vector<double> step(Workspace& ws) {
+    EXPECT_TRUE(ws.poison_outputs(stream_).ok());
+    for (size_t k = 0; k < lesson_->info().levels[4].launches.size(); ++k)
+      EXPECT_TRUE(ws.launch(4, static_cast<int>(k), stream_).ok());
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    CheckResult gpu;
+    EXPECT_TRUE(ws.check(stream_, &gpu).ok());
+    EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
+    EXPECT_EQ(gpu.non_finite, 0);
+    std::vector<HostTensor> in, out;
+    EXPECT_TRUE(ws.download(stream_, &in, &out).ok());
+    return out.at(0).values;
+  }
+  std::vector<double> reference(Workspace& ws) {
+    std::vector<HostTensor> in, out;
+    EXPECT_TRUE(ws.download(stream_, &in, &out).ok());
+    return lesson_->reference(in).at(0).values;
+  }
+  const Lesson* lesson_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(Gpt2ClusterStep, MatchesTheCpuReference) {
+  const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<int64_t> caches = {37};
+  if (!small) {
+    for (int64_t c : {16, 515, 2047, 3001, 8192}) caches.push_back(c);
+    caches.push_back(int64_t(16 + rng() % 8176) | 1);
+  }
+  const double tolerance = lesson_->tolerance(Precision::bf16);
+  for (int64_t cache : caches) {
+    SCOPED_TRACE("cache " + std::to_string(cache));
+    std::unique_ptr<Workspace> ws;
+    ASSERT_TRUE(lesson_->create_workspace(Shape{cache, 1}, Precision::bf16, &ws).ok());
+    for (uint64_t seed : {rng(), rng()}) {
+      ASSERT_TRUE(ws->fill_inputs(seed, stream_).ok());
+      const std::vector<double> ref = reference(*ws);
+      for (int run = 0; run < (small ? 2 : 3); ++run) {
+        const double e = rel(step(*ws), ref);
+        EXPECT_LE(e, tolerance) << "run " << run;
+        std::printf("cluster step cache %lld run %d: rel error %.3g\n", (long long)cache, run, e);
+      }
+      if (small) break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fl

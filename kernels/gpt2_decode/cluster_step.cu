@@ -46,6 +46,7 @@
 #include "kernels/gpt2_decode/copies.cuh"
 #include "kernels/gpt2_decode/counters.cuh"
 #include "kernels/gpt2_decode/launch.h"
+#include "kernels/phases.cuh"
 
 namespace fl {
 namespace gpt2 {
@@ -123,7 +124,31 @@ struct StepArgs {
   unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
   float* sums;       // R[layer] (l >= 1), then A[layer], then M[layer], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
+  unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
+// Thread 0's times in a layer (globaltimer ns), with stamps on: the head stage's start, its count
+// seen, x loaded, its bytes in, its rows sent, the first cluster barrier passed, its split sent,
+// the second passed, its count released; the MLP stage's count seen, bytes in, count released.
+enum ClusterStamp {
+  kHeadStart,
+  kHeadSeen,
+  kHeadInputs,
+  kHeadBytes,
+  kHeadRows,
+  kHeadBarrier1,
+  kHeadSplit,
+  kHeadBarrier2,
+  kHeadReleased,
+  kMlpSeen,
+  kMlpBytes,
+  kMlpReleased,
+  kStamps
+};
+static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");
+__device__ __forceinline__ void stamp(const StepArgs& p, int layer, int which) {
+  if (p.stamps != nullptr && threadIdx.x == 0)
+    p.stamps[(int64_t(blockIdx.x) * kLayers + layer) * kStamps + which] = phase_clock();
+}
 __device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
   return p.sums + l * kC;
 }
@@ -420,7 +445,9 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
                            uint64_t* bar, unsigned parity, int l) {
   const HeadTask t = head_task(a, p, l);
+  stamp(p, l, kHeadStart);
   if (threadIdx.x == 0 && l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
+  stamp(p, l, kHeadSeen);
   __syncthreads();
   if (l == 0) {
     load_sum(f, a.x_in, nullptr, nullptr);
@@ -429,17 +456,24 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
     for (int i = threadIdx.x; blockIdx.x == 0 && i < kC / 4; i += kThreads)  // R[l], for the MLP
       reinterpret_cast<float4*>(residual_of(p, l))[i] = reinterpret_cast<const float4*>(f.x)[i];
   }
+  stamp(p, l, kHeadInputs);
   hopper::wait(bar, parity);
+  stamp(p, l, kHeadBytes);
   const bf16* ln = reinterpret_cast<const bf16*>(buf + kHeadLn);
   layer_norm(f, ln, ln + kC);
   head_rows(a, t, f, buf);
+  stamp(p, l, kHeadRows);
   cluster::sync();  // every block's q, k, v rows in
+  stamp(p, l, kHeadBarrier1);
   attend(a, t, f, buf, p.key_cap);
+  stamp(p, l, kHeadSplit);
   cluster::sync();  // every split's partial in
+  stamp(p, l, kHeadBarrier2);
   project(p, t, f, buf);
   __syncthreads();
   if (threadIdx.x == 0) {
     release_add(p.counts + l, 1u);
+    stamp(p, l, kHeadReleased);
     if (l + 1 < kLayers) issue_head(a, head_task(a, p, l + 1), buf, bar, p.key_cap);
   }
 }
@@ -451,9 +485,11 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   int first = 0, rows = 0;
   mlp_rows_of(gridDim.x, &first, &rows);
   if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
+  stamp(p, l, kMlpSeen);
   __syncthreads();
   load_sum(f, base_of(a, p, l), attn_of(p, l), nullptr);
   hopper::wait(bar, parity);
+  stamp(p, l, kMlpBytes);
   const bf16* ln = reinterpret_cast<const bf16*>(buf + mlp_ln_at(p.mlp_rows));
   layer_norm(f, ln, ln + kC);
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
@@ -489,6 +525,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   __syncthreads();
   if (threadIdx.x == 0) {
     release_add(p.counts + kLayers + l, 1u);
+    stamp(p, l, kMlpReleased);
     if (l + 1 < kLayers) issue_mlp(a, p, l + 1, buf, bar);
   }
 }
@@ -565,7 +602,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
-  const StepArgs p{plan.counts, plan.sums, l.mlp_rows, l.key_cap, l.mlp_bytes};
+  const StepArgs p{plan.counts, plan.sums, l.mlp_rows, l.key_cap, l.mlp_bytes, plan.stamps};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
       cudaFuncSetAttribute(cluster_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));

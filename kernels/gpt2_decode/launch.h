@@ -51,7 +51,11 @@ struct ClusterStepPlan {
   unsigned* counts = nullptr;  // kClusterStepCounts, zero between launches
   float* sums = nullptr;       // kClusterStepSums, zero between launches
   int clusters = 0;            // cluster_step_clusters' answer
+  // Null, or kClusterStepStamps words a block: each layer's stage times (cluster_step.cu's
+  // ClusterStamp; FL_DECODE_CLUSTER_STAMPS, a measurement).
+  unsigned long long* stamps = nullptr;
 };
+constexpr int kClusterStepStamps = kLayers * 12;
 constexpr int kClusterStepCounts = 2 * kLayers;
 constexpr int64_t kClusterStepSums = int64_t(3) * kLayers * kC;
 // FL_DECODE_CLUSTER=1: level 4 at one token runs the cluster step where it fits (a measurement).

@@ -314,7 +314,23 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     plan.counts = cluster_counts_.as<unsigned>();
     plan.sums = cluster_sums_.as<float>();
     plan.clusters = cluster_.clusters;
-    return launch_cluster_step(a, plan, s);
+    const char* prefix = std::getenv("FL_DECODE_CLUSTER_STAMPS");
+    if (prefix == nullptr) return launch_cluster_step(a, plan, s);
+    // FL_DECODE_CLUSTER_STAMPS=PREFIX (a measurement): every launch leaves its blocks' stage
+    // times in PREFIX-<cache>.bin (the last launch's stay; scripts/cluster-stamps.py reads them).
+    const size_t words = size_t(cluster_.clusters) * 8 * kClusterStepStamps;
+    if (cluster_stamps_.bytes() != words * 8) FL_TRY(cluster_stamps_.allocate(words * 8));
+    plan.stamps = cluster_stamps_.as<unsigned long long>();
+    FL_TRY(launch_cluster_step(a, plan, s));
+    std::vector<unsigned long long> host(words);
+    FL_CUDA_TRY(cudaMemcpyAsync(host.data(), plan.stamps, words * 8, cudaMemcpyDeviceToHost, s));
+    FL_CUDA_TRY(cudaStreamSynchronize(s));
+    const std::string path = std::string(prefix) + "-" + std::to_string(cache_) + ".bin";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return Status::Error("cannot write " + path);
+    const size_t wrote = std::fwrite(host.data(), 8, words, f);
+    std::fclose(f);
+    return wrote == words ? Status::Ok() : Status::Error("short write to " + path);
   }
 
   // Levels 1 and 3's chain of 61 launches (with or without programmatic dependent launch).
@@ -354,9 +370,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   DecodeTaskList list_;
   MegakernelPlan mega_;
   MegakernelOptions options_;
-  unsigned long long* probes_ = nullptr;        // level 4's probes (hooks.h), when measured
-  DeviceBuffer probe_dump_;                     // FL_DECODE_PROBE_DUMP's probes
-  DeviceBuffer cluster_counts_, cluster_sums_;  // the cluster step's (launch.h)
+  unsigned long long* probes_ = nullptr;  // level 4's probes (hooks.h), when measured
+  DeviceBuffer probe_dump_;               // FL_DECODE_PROBE_DUMP's probes
+  DeviceBuffer cluster_counts_, cluster_sums_, cluster_stamps_;  // the cluster step's (launch.h)
   struct {
     int clusters = -1;  // the cluster step's clusters on this GPU (-1: not asked yet)
   } cluster_;

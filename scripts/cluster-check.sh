@@ -4,6 +4,7 @@
 #   tests: Gpt2ClusterStep.* (odd caches against the fp64 reference, three runs each);
 #   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
 #     --cache cold --no-counters`, the task list and FL_DECODE_CLUSTER=1 in turn, three rounds;
+#   stamps: one cold step at 512 and 2K with FL_DECODE_CLUSTER_STAMPS (scripts/cluster-stamps.py);
 #   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1.
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
@@ -24,6 +25,11 @@ echo >> "$S"
 timeout 120 "$G" --gtest_filter='Gpt2ClusterStep.*' > "$OUT/tests.log" 2>&1
 echo "tests: rc $? $(grep -cE '^\[       OK' "$OUT/tests.log") ok $(grep -E 'rel error' "$OUT/tests.log" | awk '{print $NF}' | sort -g | tail -1) max rel $(date -u +%T)" | tee -a "$S"
 grep -E 'FAILED|Failure|error' "$OUT/tests.log" | head -5 >> "$S"
+FL_DECODE_CLUSTER=1 FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
+  --levels 4 --sizes 512,2K --precision bf16 --cache cold --no-counters > "$OUT/stamps-bench.txt" 2>&1
+for c in 512 2048; do
+  python3 scripts/cluster-stamps.py "$OUT/st-$c.bin" > "$OUT/stamps-$c.txt" 2>&1 && rm -f "$OUT/st-$c.bin"
+done
 for round in 1 2 3; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}"
   gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 60 "${plain[@]}"

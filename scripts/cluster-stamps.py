@@ -24,7 +24,7 @@ def main(path):
     us = lambda v: v / 1000.0
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     print("%d blocks; medians over blocks, us; 'last' columns from the step's first stamp" % blocks)
-    cols = ["wait", "x in", "bytes", "ln+rows", "barrier1", "split", "barrier2", "proj+rel",
+    cols = ["wait", "x in", "bytes", "ln+rows", "rows in", "split", "splits in", "proj+rel",
             "| m wait", "m bytes", "m run", "| last head", "last mlp"]
     print("layer " + " ".join("%8s" % c for c in cols))
     for l in range(LAYERS):

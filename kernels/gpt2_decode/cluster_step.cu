@@ -11,11 +11,11 @@
 //
 //   head stage (clusters 0-11, block r of head h's cluster):
 //     wait for the layer before's MLP count; x = residual; LN1 -> 8 rows each of q, k, v
-//     (Wqkv rows h*64 + 8r .. in shared memory) -> into every block of the cluster
-//     cluster barrier
-//     attention of q over keys [r*n, r*n + n) (n = ceil(s / 8); the new key on block 7) -> the
-//     split's partial sums (o[64], max, sum) -> into every block of the cluster
-//     cluster barrier
+//     (Wqkv rows h*64 + 8r .. in shared memory) -> into every block of the cluster (st.async:
+//     each block waits on its own mbarrier for the 8 x 96 bytes it expects, no cluster barrier)
+//     attention of q over keys [r*n, r*n + n) (n = ceil(s / 8); the new key on block 7), each
+//     warp an online softmax over its keys, the 8 warps merged -> the split's partial sums
+//     (o[64], max, sum) -> into every block of the cluster, the same way
 //     combine the 8 partials (every block, the same o) -> o times a 32 x 192 piece of Wproj's
 //     head columns (dims 32 * (r & 1) .., outputs 192 * (r >> 1) ..) added (red) into the
 //     layer's attention sum A[l]; release the head count
@@ -34,279 +34,30 @@
 // Thread 0 asks for a buffer's next task (TMA bulk copies, one mbarrier a buffer) right after the
 // count that ends its task is released, so the bytes stream while the block waits. At s = 512 a
 // step reads 189.0 MB (61.8 us at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each
-// bare) and 24 pairs of cluster barriers.
-#include <cstddef>
+// bare) and 24 pairs of exchanges inside the clusters. At 2K the keys (64 KB a block) fit
+// beside the MLP buffer on 120 blocks; past ~2.1K the rest are read from global memory.
+// Blocks: clusters of 8 as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
+// the heads, all 120 the MLP).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
-#include "kernels/device_common.cuh"
-#include "kernels/gpt2_decode/copies.cuh"
-#include "kernels/gpt2_decode/counters.cuh"
-#include "kernels/gpt2_decode/launch.h"
-#include "kernels/phases.cuh"
+#include "kernels/gpt2_decode/cluster_step.cuh"
 
 namespace fl {
 namespace gpt2 {
 namespace {
 
-constexpr int kRanks = 8;                     // blocks a cluster
-constexpr int kRankRows = kHeadDim / kRanks;  // rows of each of q, k, v a block computes
-constexpr int kHeadBlocks = kHeads * kRanks;  // blocks with a head task (96)
-constexpr int kPieceCols = kProjRows;         // proj outputs a block adds (192)
-constexpr int kPieceDims = kHeadDim / 2;      // head dims a block's proj piece covers (32)
-constexpr int kRowBytes = kC * 2;             // a weight row (1536 B)
-constexpr int kGroups = kF / 8;               // MLP rows dealt in groups of 8 (384)
-constexpr int kMaxRankKeys = kMaxCache / kRanks + 1;
-
-// The head buffer's layout (bytes): Wqkv rows (q 8, k 8, v 8), the Wproj piece, LN1's gamma and
-// beta, the 24 biases, bproj's 192, then the keys and values that fit.
-constexpr int kHeadWqkv = 0;
-constexpr int kHeadWproj = kHeadWqkv + 3 * kRankRows * kRowBytes;
-constexpr int kHeadLn = kHeadWproj + kPieceDims * kPieceCols * 2;
-constexpr int kHeadBias = kHeadLn + 2 * kRowBytes;
-constexpr int kHeadBproj = kHeadBias + 3 * kRankRows * 2;
-constexpr int kHeadKeys = kHeadBproj + kPieceCols * 2;
-static_assert(kHeadKeys % 16 == 0, "bulk copies land on 16-byte boundaries");
-
-// The fixed part of shared memory (floats), then the MLP buffer, then the head buffer.
-struct Fixed {
-  float x[kC];                       // the residual, then (MLP) unused
-  float xn[kC];                      // LayerNorm's output
-  float qkv[3 * kHeadDim];           // the head's new q (scaled), k, v: written by every block
-  float parts[kRanks][kPartStride];  // the splits' partials: written by every block
-  float mine[kPartStride];           // this block's partial, before it goes out
-  float o[kHeadDim];                 // the head's combined output
-  float warps[kWarps][kHeadDim];     // the attention's per-warp sums
-  float stage[64];                   // this block's 24 q, k, v values, or its MLP rows' h
-  float stat[32];                    // block reductions
-  float scores[kMaxRankKeys + 15];
-};
-constexpr int kFixedBytes = (int(sizeof(Fixed)) + 1023) & ~1023;
-static_assert(offsetof(Fixed, qkv) % 16 == 0 && offsetof(Fixed, parts) % 16 == 0 &&
-                  kPartStride % 4 == 0 && offsetof(Fixed, xn) % 16 == 0,
-              "16-byte stores into other blocks and float4 reads");
-
-struct Layout {
-  int blocks = 0;     // 8 x clusters
-  int mlp_rows = 0;   // at most, a block (a multiple of 8)
-  int mlp_bytes = 0;  // the MLP buffer
-  int key_cap = 0;    // keys (and values) the head buffer holds
-  int shared = 0;     // dynamic shared memory a block
-};
-__host__ __device__ constexpr int mlp_wout_at(int rows) {
-  return rows * kRowBytes;
-}
-__host__ __device__ constexpr int mlp_ln_at(int rows) {
-  return 2 * rows * kRowBytes;
-}
-__host__ __device__ constexpr int mlp_bias_at(int rows) {
-  return mlp_ln_at(rows) + 2 * kRowBytes;
-}
-__host__ __device__ constexpr int mlp_bout_at(int rows) {
-  return mlp_bias_at(rows) + rows * 2;
-}
-
-Layout layout_for(int clusters, int optin) {
-  Layout l;
-  l.blocks = clusters * kRanks;
-  l.mlp_rows = 8 * ((kGroups + l.blocks - 1) / l.blocks);
-  l.mlp_bytes = mlp_bout_at(l.mlp_rows) + kRowBytes;
-  const int head_bytes = optin - 1024 - kFixedBytes - l.mlp_bytes;  // (1 KB: the mbarriers)
-  l.key_cap = (head_bytes - kHeadKeys) / (2 * kKeyRowBytes);
-  l.shared = kFixedBytes + l.mlp_bytes + kHeadKeys + 2 * l.key_cap * kKeyRowBytes;
-  return l;
-}
-
-struct StepArgs {
-  unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
-  float* sums;       // R[layer] (l >= 1), then A[layer], then M[layer], kC floats each
-  int mlp_rows, key_cap, mlp_bytes;
-  unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
-};
-// Thread 0's times in a layer (globaltimer ns), with stamps on: the head stage's start, its count
-// seen, x loaded, its bytes in, its rows sent, the first cluster barrier passed, its split sent,
-// the second passed, its count released; the MLP stage's count seen, bytes in, count released.
-enum ClusterStamp {
-  kHeadStart,
-  kHeadSeen,
-  kHeadInputs,
-  kHeadBytes,
-  kHeadRows,
-  kHeadBarrier1,
-  kHeadSplit,
-  kHeadBarrier2,
-  kHeadReleased,
-  kMlpSeen,
-  kMlpBytes,
-  kMlpReleased,
-  kStamps
-};
-static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");
-__device__ __forceinline__ void stamp(const StepArgs& p, int layer, int which) {
-  if (p.stamps != nullptr && threadIdx.x == 0)
-    p.stamps[(int64_t(blockIdx.x) * kLayers + layer) * kStamps + which] = phase_clock();
-}
-__device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
-  return p.sums + l * kC;
-}
-__device__ __forceinline__ float* attn_of(const StepArgs& p, int l) {
-  return p.sums + (kLayers + l) * kC;
-}
-__device__ __forceinline__ float* mlp_of(const StepArgs& p, int l) {
-  return p.sums + (2 * kLayers + l) * kC;
-}
-
-// ---- block-wide helpers (256 threads) ---------------------------------------------------------
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-// The block's sum (or max) of v, in every thread; `slot` (8 floats) must not be in use.
-template <bool kMax>
-__device__ float block_reduce(float v, float* slot) {
-  v = kMax ? warp_max(v) : warp_sum(v);
-  if ((threadIdx.x & 31) == 0) slot[threadIdx.x / 32] = v;
-  __syncthreads();
-  float r = slot[0];
-  for (int w = 1; w < kWarps; ++w) r = kMax ? fmaxf(r, slot[w]) : r + slot[w];
-  return r;
-}
-
-// xn = LayerNorm(x) (two passes, as the reference), gamma and beta bf16.
-__device__ void layer_norm(Fixed& f, const bf16* gamma, const bf16* beta) {
-  float v[3], s = 0.f;
-  for (int k = 0; k < 3; ++k) s += v[k] = f.x[threadIdx.x + k * kThreads];
-  const float mean = block_reduce<false>(s, f.stat) * (1.f / kC);
-  float d = 0.f;
-  for (int k = 0; k < 3; ++k) d += (v[k] - mean) * (v[k] - mean);
-  const float rstd = rsqrtf(block_reduce<false>(d, f.stat + 8) * (1.f / kC) + float(kLnEps));
-  for (int k = 0; k < 3; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    f.xn[i] = (v[k] - mean) * rstd * __bfloat162float(gamma[i]) + __bfloat162float(beta[i]);
-  }
-  __syncthreads();
-}
-
-// x = the sum of up to three vectors another stage wrote (L2 loads: ld.global.cg).
-__device__ void load_sum(Fixed& f, const float* a, const float* b, const float* c) {
-  for (int i = threadIdx.x; i < kC / 4; i += kThreads) {
-    float4 v = ld_cg(reinterpret_cast<const float4*>(a) + i);
-    if (b != nullptr) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(b) + i);
-      v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
-    }
-    if (c != nullptr) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(c) + i);
-      v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
-    }
-    reinterpret_cast<float4*>(f.x)[i] = v;
-  }
-  __syncthreads();
-}
-
-// One warp: the dot products of `n` (<= 4) bf16 rows of kC (shared memory, kRowBytes apart)
-// with xn, in every lane.
-__device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n, float (&acc)[4]) {
-  const int lane = threadIdx.x & 31;
-  for (int k = 0; k < 4; ++k) acc[k] = 0.f;
-#pragma unroll
-  for (int c = 0; c < kC / 256; ++c) {
-    const int e = (c * 32 + lane) * 8;
-    const float4 x0 = *reinterpret_cast<const float4*>(xn + e);
-    const float4 x1 = *reinterpret_cast<const float4*>(xn + e + 4);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      if (k >= n) break;
-      const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + e);
-      const float2 p0 = unpack2(u.x), p1 = unpack2(u.y), p2 = unpack2(u.z), p3 = unpack2(u.w);
-      acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x + p2.y * x1.y +
-                p3.x * x1.z + p3.y * x1.w;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < 4; ++k) acc[k] = warp_sum(acc[k]);
-}
-
-// ---- the copies (thread 0) --------------------------------------------------------------------
-
-__device__ void copy(char* buf, int at, const void* src, int bytes, uint64_t* bar) {
-  if (bytes > 0) copy_bulk(buf + at, src, static_cast<uint32_t>(bytes), bar);
-}
-
-struct HeadTask {
-  int layer, head, rank;
-  int first_key, keys, cached;  // keys [first_key, first_key + keys) below s; cached in smem
-};
-__device__ HeadTask head_task(const DecodeArgs& a, const StepArgs& p, int layer) {
-  HeadTask t{layer, int(cluster::index()), int(cluster::rank()), 0, 0, 0};
-  const int n = (a.cache + kRanks - 1) / kRanks;
-  t.first_key = min(a.cache, t.rank * n);
-  t.keys = min(a.cache, t.first_key + n) - t.first_key;
-  t.cached = min(t.keys, p.key_cap);
-  return t;
-}
-__device__ __forceinline__ int64_t cache_row(const DecodeArgs& a, const HeadTask& t, int pos) {
-  return ((int64_t(t.layer) * kHeads + t.head) * a.positions() + pos) * kHeadDim;
-}
-
-__device__ void issue_head(const DecodeArgs& a, const HeadTask& t, char* buf, uint64_t* bar,
-                           int key_cap) {
-  const bf16* L = layer_weights(a, t.layer);
-  const int part = t.rank >> 1, half = t.rank & 1, kv = t.cached * kKeyRowBytes;
-  hopper::arrive_expect_bytes(bar, kHeadKeys + 2 * kv);
-  for (int m = 0; m < 3; ++m) {
-    const int row = m * kC + t.head * kHeadDim + t.rank * kRankRows;
-    copy(buf, kHeadWqkv + m * kRankRows * kRowBytes, L + LayerLayout::w_qkv + int64_t(row) * kC,
-         kRankRows * kRowBytes, bar);
-    copy(buf, kHeadBias + m * kRankRows * 2, L + LayerLayout::b_qkv + row, kRankRows * 2, bar);
-  }
-  const bf16* piece = head_proj_columns(a, t.layer, t.head) +
-                      (int64_t(part) * kHeadDim + half * kPieceDims) * kPieceCols;
-  copy(buf, kHeadWproj, piece, kPieceDims * kPieceCols * 2, bar);
-  copy(buf, kHeadLn, L + LayerLayout::ln1_g, 2 * kRowBytes, bar);  // (gamma, then beta)
-  copy(buf, kHeadBproj, L + LayerLayout::b_proj + part * kPieceCols, kPieceCols * 2, bar);
-  copy(buf, kHeadKeys, a.k_cache + cache_row(a, t, t.first_key), kv, bar);
-  copy(buf, kHeadKeys + key_cap * kKeyRowBytes, a.v_cache + cache_row(a, t, t.first_key), kv, bar);
-}
-
-__device__ void mlp_rows_of(int blocks, int* first, int* rows) {
-  const int g0 = blockIdx.x * kGroups / blocks, g1 = (blockIdx.x + 1) * kGroups / blocks;
-  *first = 8 * g0, *rows = 8 * (g1 - g0);
-}
-
-__device__ void issue_mlp(const DecodeArgs& a, const StepArgs& p, int layer, char* buf,
-                          uint64_t* bar) {
-  int first = 0, rows = 0;
-  mlp_rows_of(gridDim.x, &first, &rows);
-  const bf16* L = layer_weights(a, layer);
-  const int bout = blockIdx.x == 0 ? kRowBytes : 0;
-  hopper::arrive_expect_bytes(bar, 2 * rows * kRowBytes + 2 * kRowBytes + rows * 2 + bout);
-  copy(buf, 0, L + LayerLayout::w_fc + int64_t(first) * kC, rows * kRowBytes, bar);
-  copy(buf, mlp_wout_at(p.mlp_rows), a.w_out_t + (int64_t(layer) * kF + first) * kC,
-       rows * kRowBytes, bar);
-  copy(buf, mlp_ln_at(p.mlp_rows), L + LayerLayout::ln2_g, 2 * kRowBytes, bar);
-  copy(buf, mlp_bias_at(p.mlp_rows), L + LayerLayout::b_fc + first, rows * 2, bar);
-  copy(buf, mlp_bout_at(p.mlp_rows), L + LayerLayout::b_out, bout, bar);
-}
+using namespace cluster_step;
 
 // ---- the head stage ---------------------------------------------------------------------------
 
-// The residual entering layer l as stored (R[l]; the step's input for layer 0).
-__device__ __forceinline__ const float* base_of(const DecodeArgs& a, const StepArgs& p, int l) {
-  return l == 0 ? a.x_in : residual_of(p, l);
-}
-
 // LN1 of x -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v rounded to bf16, as
 // the cache keeps them) into every block of the cluster; k and v into the cache at position s.
-__device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf) {
+__device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
+                          uint64_t* rows_in) {
   const bf16* w = reinterpret_cast<const bf16*>(buf + kHeadWqkv);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + kHeadBias);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -323,9 +74,10 @@ __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, cons
   if (threadIdx.x < 2 * kRanks * 3) {  // 16 bytes a store: 6 a destination
     const int to = threadIdx.x / 6, m = threadIdx.x % 6 / 2, h = threadIdx.x & 1;
     const float* v = f.stage + m * kRankRows + h * 4;
-    cluster::store_peer(&f.qkv[m * kHeadDim + t.rank * kRankRows + h * 4], to,
-                        make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
-                                   __float_as_uint(v[2]), __float_as_uint(v[3])));
+    cluster::store_async_peer(&f.qkv[m * kHeadDim + t.rank * kRankRows + h * 4], to,
+                              make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
+                                         __float_as_uint(v[2]), __float_as_uint(v[3])),
+                              rows_in);
   } else if (threadIdx.x < 2 * kRanks * 3 + 2) {  // the new k and v rows' 8 values
     const int m = threadIdx.x - 2 * kRanks * 3 + 1;
     __align__(16) bf16 row[kRankRows];
@@ -335,78 +87,96 @@ __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, cons
   }
 }
 
-// Key j of the block's split (j == keys: the new one, on block 7), from shared memory where it
-// was copied, else from global memory; 8 values from `at`.
-__device__ __forceinline__ uint4 key_chunk(const DecodeArgs& a, const HeadTask& t, const bf16* kbuf,
-                                           int j, int at) {
-  if (j < t.cached) return *reinterpret_cast<const uint4*>(kbuf + j * kHeadDim + at);
-  return __ldg(reinterpret_cast<const uint4*>(a.k_cache + cache_row(a, t, t.first_key + j) + at));
-}
-__device__ __forceinline__ float2 value_pair(const DecodeArgs& a, const HeadTask& t, const Fixed& f,
-                                             const bf16* vbuf, int j, int d) {
-  if (j == t.keys) return make_float2(f.qkv[2 * kHeadDim + d], f.qkv[2 * kHeadDim + d + 1]);
-  const bf16* row =
-      j < t.cached ? vbuf + j * kHeadDim : a.v_cache + cache_row(a, t, t.first_key + j);
-  return unpack2(*reinterpret_cast<const unsigned*>(row + d));
+// Key j of the block's split from shared memory where it was copied, else from global memory:
+// 8 values from `at`, or a pair from `at`.
+__device__ __forceinline__ const bf16* key_row(const DecodeArgs& a, const HeadTask& t,
+                                               const bf16* buf, const bf16* cache, int j) {
+  return j < t.cached ? buf + j * kHeadDim : cache + cache_row(a, t, t.first_key + j);
 }
 
+// One warp's online softmax over one more key score s (every lane holds it) and its value pair.
+struct Online {
+  float m = -INFINITY, l = 0.f;
+  float2 o = make_float2(0.f, 0.f);
+  __device__ void add(const float (&s)[4], const float2 (&v)[4], int n) {
+    float mn = m;
+    for (int g = 0; g < n; ++g) mn = fmaxf(mn, s[g]);
+    const float scale = __expf(m - mn);  // (m = -inf at first: 0)
+    l *= scale, o.x *= scale, o.y *= scale, m = mn;
+    for (int g = 0; g < n; ++g) {
+      const float p = __expf(s[g] - mn);
+      l += p, o.x += p * v[g].x, o.y += p * v[g].y;
+    }
+  }
+};
+
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
+// Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
+// dims of the values), an online softmax of its own; the 8 warps merged at the end.
 __device__ void attend(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
-                       int key_cap) {
+                       int key_cap, uint64_t* splits_in) {
   const bf16* kbuf = reinterpret_cast<const bf16*>(buf + kHeadKeys);
   const bf16* vbuf = kbuf + key_cap * kHeadDim;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
-  const bool has_new = t.rank == kRanks - 1;
-  const int total = t.keys + (has_new ? 1 : 0);
   float q[8];
   for (int k = 0; k < 8; ++k) q[k] = f.qkv[sub * 8 + k];
-  for (int j0 = 0; j0 < t.keys; j0 += 4 * kWarps) {  // 8 lanes a key, 4 keys a warp
-    const int j = j0 + warp * 4 + (lane >> 3);
+  Online on;
+  for (int j0 = warp * 4; j0 < t.keys; j0 += 4 * kWarps) {
+    const int j = j0 + (lane >> 3), n = min(4, t.keys - j0);
     float s = 0.f;
     if (j < t.keys) {
-      const uint4 u = key_chunk(a, t, kbuf, j, sub * 8);
+      const uint4 u = *reinterpret_cast<const uint4*>(key_row(a, t, kbuf, a.k_cache, j) + sub * 8);
       const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
       s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
           q[6] * k3.x + q[7] * k3.y;
     }
     for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (sub == 0 && j < t.keys) f.scores[j] = s;
+    float s4[4];
+    float2 v4[4];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      s4[g] = __shfl_sync(0xffffffffu, s, g * 8);
+      v4[g] = g < n ? unpack2(*reinterpret_cast<const unsigned*>(
+                          key_row(a, t, vbuf, a.v_cache, j0 + g) + 2 * lane))
+                    : make_float2(0.f, 0.f);
+    }
+    on.add(s4, v4, n);
   }
-  if (has_new && warp == 0) {
-    const float s = warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
-                             f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]);
-    if (lane == 0) f.scores[t.keys] = s;
+  if (t.rank == kRanks - 1 && warp == 0) {  // the new key, from the cluster's k and v
+    const float s[4] = {
+        cluster_step::warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
+                               f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]),
+        0.f, 0.f, 0.f};
+    const float2 v[4] = {
+        make_float2(f.qkv[2 * kHeadDim + 2 * lane], f.qkv[2 * kHeadDim + 2 * lane + 1]),
+        {},
+        {},
+        {}};
+    on.add(s, v, 1);
   }
-  __syncthreads();
-  float m = -INFINITY;
-  for (int j = threadIdx.x; j < total; j += kThreads) m = fmaxf(m, f.scores[j]);
-  m = block_reduce<true>(m, f.stat + 16);
-  float l = 0.f;
-  for (int j = threadIdx.x; j < total; j += kThreads) l += f.scores[j] = __expf(f.scores[j] - m);
-  l = block_reduce<false>(l, f.stat + 24);  // (its barrier orders the scores' stores too)
-  float2 o = make_float2(0.f, 0.f);
-  for (int j = warp; j < total; j += kWarps) {
-    const float pj = f.scores[j];
-    const float2 v = value_pair(a, t, f, vbuf, j, 2 * lane);
-    o.x += pj * v.x, o.y += pj * v.y;
-  }
-  f.warps[warp][2 * lane] = o.x, f.warps[warp][2 * lane + 1] = o.y;
+  f.warps[warp][2 * lane] = on.o.x, f.warps[warp][2 * lane + 1] = on.o.y;
+  if (lane == 0) f.warps[warp][kHeadDim] = on.m, f.warps[warp][kHeadDim + 1] = on.l;
   __syncthreads();
   if (threadIdx.x < kHeadDim) {
-    float sum = 0.f;
-    for (int w = 0; w < kWarps; ++w) sum += f.warps[w][threadIdx.x];
-    f.mine[threadIdx.x] = sum;
-  } else if (threadIdx.x < kPartStride) {
-    f.mine[threadIdx.x] = threadIdx.x == kHeadDim ? m : threadIdx.x == kHeadDim + 1 ? l : 0.f;
+    float m = -INFINITY, l = 0.f, o = 0.f;
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, f.warps[w][kHeadDim]);
+    for (int w = 0; m != -INFINITY && w < kWarps; ++w) {
+      const float e = __expf(f.warps[w][kHeadDim] - m);
+      l += e * f.warps[w][kHeadDim + 1], o += e * f.warps[w][threadIdx.x];
+    }
+    f.mine[threadIdx.x] = o;
+    if (threadIdx.x == 0) f.mine[kHeadDim] = m, f.mine[kHeadDim + 1] = l;
+    if (threadIdx.x < 2) f.mine[kHeadDim + 2 + threadIdx.x] = 0.f;
   }
   __syncthreads();
   constexpr int kQuads = kPartStride / 4;  // 17 stores of 16 bytes a destination
   if (threadIdx.x < kRanks * kQuads) {
     const int to = threadIdx.x / kQuads, q4 = threadIdx.x % kQuads;
     const float* v = f.mine + q4 * 4;
-    cluster::store_peer(&f.parts[t.rank][q4 * 4], to,
-                        make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
-                                   __float_as_uint(v[2]), __float_as_uint(v[3])));
+    cluster::store_async_peer(&f.parts[t.rank][q4 * 4], to,
+                              make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
+                                         __float_as_uint(v[2]), __float_as_uint(v[3])),
+                              splits_in);
   }
 }
 
@@ -442,11 +212,22 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
   atomicAdd(out + 1, sum.y);
 }
 
-__device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
-                           uint64_t* bar, unsigned parity, int l) {
+// A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in and its
+// splits' partials in (st.async from every block of the cluster). Each completes once a layer.
+struct Bars {
+  uint64_t head_bytes, mlp_bytes, rows_in, splits_in;
+};
+
+__device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
+                           int l) {
   const HeadTask t = head_task(a, p, l);
+  const unsigned parity = l & 1;
   stamp(p, l, kHeadStart);
-  if (threadIdx.x == 0 && l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
+  if (threadIdx.x == 0) {  // (the last layer's exchanges are complete: these are this layer's)
+    hopper::arrive_expect_bytes(&b.rows_in, kRanks * kQkvBytes);
+    hopper::arrive_expect_bytes(&b.splits_in, kRanks * kPartStride * 4);
+    if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
+  }
   stamp(p, l, kHeadSeen);
   __syncthreads();
   if (l == 0) {
@@ -457,41 +238,32 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
       reinterpret_cast<float4*>(residual_of(p, l))[i] = reinterpret_cast<const float4*>(f.x)[i];
   }
   stamp(p, l, kHeadInputs);
-  hopper::wait(bar, parity);
+  hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
-  const bf16* ln = reinterpret_cast<const bf16*>(buf + kHeadLn);
-  layer_norm(f, ln, ln + kC);
-  head_rows(a, t, f, buf);
+  float gamma[3], beta[3];
+  norm_params(reinterpret_cast<const bf16*>(buf + kHeadLn), gamma, beta);
+  layer_norm(f, gamma, beta);
+  head_rows(a, t, f, buf, &b.rows_in);
   stamp(p, l, kHeadRows);
-  cluster::sync();  // every block's q, k, v rows in
-  stamp(p, l, kHeadBarrier1);
-  attend(a, t, f, buf, p.key_cap);
+  hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
+  stamp(p, l, kHeadRowsIn);
+  attend(a, t, f, buf, p.key_cap, &b.splits_in);
   stamp(p, l, kHeadSplit);
-  cluster::sync();  // every split's partial in
-  stamp(p, l, kHeadBarrier2);
+  hopper::wait(&b.splits_in, parity);  // every split's partial in
+  stamp(p, l, kHeadSplitsIn);
   project(p, t, f, buf);
   __syncthreads();
   if (threadIdx.x == 0) {
     release_add(p.counts + l, 1u);
     stamp(p, l, kHeadReleased);
-    if (l + 1 < kLayers) issue_head(a, head_task(a, p, l + 1), buf, bar, p.key_cap);
+    if (l + 1 < kLayers) issue_head(a, head_task(a, p, l + 1), buf, &b.head_bytes, p.key_cap);
   }
 }
 
 // ---- the MLP stage ----------------------------------------------------------------------------
 
-__device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
-                          uint64_t* bar, unsigned parity, int l) {
-  int first = 0, rows = 0;
-  mlp_rows_of(gridDim.x, &first, &rows);
-  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
-  stamp(p, l, kMlpSeen);
-  __syncthreads();
-  load_sum(f, base_of(a, p, l), attn_of(p, l), nullptr);
-  hopper::wait(bar, parity);
-  stamp(p, l, kMlpBytes);
-  const bf16* ln = reinterpret_cast<const bf16*>(buf + mlp_ln_at(p.mlp_rows));
-  layer_norm(f, ln, ln + kC);
+// h = GELU(LN2(x) Wfc + bfc) for this block's rows -> f.stage.
+__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows) {
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + mlp_bias_at(p.mlp_rows));
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, per_warp = rows / kWarps;
@@ -504,16 +276,33 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
       if (k < n && lane == k) f.stage[r0 + k] = gelu(acc[k] + __bfloat162float(bias[r0 + k]));
   }
   __syncthreads();
-  if (threadIdx.x < kC / 4) {  // 4 outputs a thread: h times Wout's rows (transposed)
+}
+
+__device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
+                          int l) {
+  int first = 0, rows = 0;
+  mlp_rows_of(gridDim.x, &first, &rows);
+  // (LN2's parameters and bout into registers before the wait: no load after it but x's)
+  const bf16* L = layer_weights(a, l);
+  float gamma[3], beta[3], acc[4] = {0.f, 0.f, 0.f, 0.f};
+  norm_params(L + LayerLayout::ln2_g, gamma, beta);
+  const int c = 4 * threadIdx.x;
+  if (blockIdx.x == 0 && c < kC) {  // bout, once
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(L + LayerLayout::b_out + c));
+    const float2 b0 = unpack2(u.x), b1 = unpack2(u.y);
+    acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
+  }
+  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
+  stamp(p, l, kMlpSeen);
+  __syncthreads();
+  load_sum(f, base_of(a, p, l), attn_of(p, l), nullptr);
+  hopper::wait(&b.mlp_bytes, l & 1);
+  stamp(p, l, kMlpBytes);
+  layer_norm(f, gamma, beta);
+  mlp_rows(f, buf, p, rows);
+  if (c < kC) {  // 4 outputs a thread: h times Wout's rows (transposed)
     const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
-    const int c = 4 * threadIdx.x;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    if (blockIdx.x == 0) {  // bout, once
-      const uint2 u = *reinterpret_cast<const uint2*>(
-          reinterpret_cast<const bf16*>(buf + mlp_bout_at(p.mlp_rows)) + c);
-      const float2 b0 = unpack2(u.x), b1 = unpack2(u.y);
-      acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
-    }
+#pragma unroll 4
     for (int r = 0; r < rows; ++r) {
       const float hr = f.stage[r];
       const uint2 u = *reinterpret_cast<const uint2*>(wout + r * kC + c);
@@ -526,42 +315,43 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   if (threadIdx.x == 0) {
     release_add(p.counts + kLayers + l, 1u);
     stamp(p, l, kMlpReleased);
-    if (l + 1 < kLayers) issue_mlp(a, p, l + 1, buf, bar);
+    if (l + 1 < kLayers) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
   }
 }
 
 // y = LN_f(the last residual), then the sums and counts zeroed for the next launch (block 0,
 // once every MLP block of the last layer is counted: no block reads them after).
 __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
+  float gamma[3], beta[3];
+  norm_params(a.weights + kFinalLnG, gamma, beta);
   if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
   __syncthreads();
   load_sum(f, base_of(a, p, kLayers - 1), attn_of(p, kLayers - 1), mlp_of(p, kLayers - 1));
-  layer_norm(f, a.weights + kFinalLnG, a.weights + kFinalLnG + kC);
+  layer_norm(f, gamma, beta);
   for (int i = threadIdx.x; i < kC; i += kThreads) a.y[i] = f.xn[i];
   for (int i = threadIdx.x; i < 2 * kLayers * kC; i += kThreads) attn_of(p, 0)[i] = 0.f;
   for (int i = threadIdx.x; i < 2 * kLayers; i += kThreads) p.counts[i] = 0u;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) cluster_step(DecodeArgs a, StepArgs p) {
+__global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, StepArgs p) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ __align__(16) char smem[];
-  __shared__ uint64_t landed[2];  // the head buffer's bytes, the MLP buffer's
+  __shared__ Bars bars;
   Fixed& f = *reinterpret_cast<Fixed*>(smem);
   char* mlp_buf = smem + kFixedBytes;
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    hopper::barrier_init(&landed[0], 1);
-    hopper::barrier_init(&landed[1], 1);
+    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in})
+      hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
-    if (heads) issue_head(a, head_task(a, p, 0), head_buf, &landed[0], p.key_cap);
-    issue_mlp(a, p, 0, mlp_buf, &landed[1]);
+    if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);
+    issue_mlp(a, p, 0, mlp_buf, &bars.mlp_bytes);
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set
   for (int l = 0; l < kLayers; ++l) {
-    const unsigned parity = l & 1;  // (each buffer's barrier completes once a layer)
-    if (heads) head_stage(a, p, f, head_buf, &landed[0], parity, l);
-    mlp_stage(a, p, f, mlp_buf, &landed[1], parity, l);
+    if (heads) head_stage(a, p, f, head_buf, bars, l);
+    mlp_stage(a, p, f, mlp_buf, bars, l);
   }
   if (blockIdx.x == 0) final_norm(a, p, f);
 #endif
@@ -586,7 +376,7 @@ Status cluster_step_clusters(int* clusters) {
     if (l.key_cap < 1) continue;
     cluster::Launch launch(q, kRanks, kThreads, size_t(l.shared));
     bool fit = false;
-    FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(cluster_step), launch, &fit));
+    FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(clustered_step), launch, &fit));
     if (fit) {
       *clusters = q;
       return Status::Ok();
@@ -605,8 +395,8 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   const StepArgs p{plan.counts, plan.sums, l.mlp_rows, l.key_cap, l.mlp_bytes, plan.stamps};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
-      cudaFuncSetAttribute(cluster_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
-  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, cluster_step, a, p));
+      cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
+  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, clustered_step, a, p));
   return Status::Ok();
 }
 

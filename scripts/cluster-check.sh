@@ -22,7 +22,8 @@ echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
 cuobjdump -res-usage "$app" 2>/dev/null | grep -A1 'cluster_step' |
   grep -oE 'REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+|SHARED:[0-9]+' | paste -sd' ' | head -c 300 >> "$S"
 echo >> "$S"
-timeout 120 "$G" --gtest_filter='Gpt2ClusterStep.*' > "$OUT/tests.log" 2>&1
+quick=${FL_CLUSTER_QUICK:-}  # set: the test at one cache, two rounds, no sanitizers
+${quick:+env FL_DECODE_SMALL=1} timeout 120 "$G" --gtest_filter='Gpt2ClusterStep.*' > "$OUT/tests.log" 2>&1
 echo "tests: rc $? $(grep -cE '^\[       OK' "$OUT/tests.log") ok $(grep -E 'rel error' "$OUT/tests.log" | awk '{print $NF}' | sort -g | tail -1) max rel $(date -u +%T)" | tee -a "$S"
 grep -E 'FAILED|Failure|error' "$OUT/tests.log" | head -5 >> "$S"
 FL_DECODE_CLUSTER=1 FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
@@ -30,14 +31,29 @@ FL_DECODE_CLUSTER=1 FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --l
 for c in 512 2048; do
   python3 scripts/cluster-stamps.py "$OUT/st-$c.bin" > "$OUT/stamps-$c.txt" 2>&1 && rm -f "$OUT/st-$c.bin"
 done
-for round in 1 2 3; do
+rounds=(1 2 3)
+[[ -n $quick ]] && rounds=(1 2)
+for round in "${rounds[@]}"; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}"
   gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 60 "${plain[@]}"
 done
 lanes=(memcheck racecheck synccheck)
+[[ -n $quick ]] && lanes=()
 for tool in "${lanes[@]}"; do
   gpu_check_lane "$tool" "FL_DECODE_SMALL=1" 'Gpt2ClusterStep.*' "$tool"
 done
 wait
-gpu_check_lanes_summary "${lanes[@]}"
+[[ -n $quick ]] || gpu_check_lanes_summary "${lanes[@]}"
+if [[ -n ${FL_CLUSTER_NCU:-} ]]; then  # the cluster step's SASS by warp-stall samples, at 2K
+  FL_DECODE_CLUSTER=1 timeout 150 ncu --kernel-name regex:clustered --launch-skip 2 --launch-count 1 \
+    --section WarpStateStats --section SourceCounters -o "$OUT/prof" -f "$app" bench \
+    --lesson gpt2_decode --levels 4 --sizes 2K --precision bf16 --cache cold --no-counters --reps 3 \
+    > "$OUT/ncu.log" 2>&1
+  echo "ncu: rc $? $(date -u +%T)" | tee -a "$S"
+  ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/sass.csv" 2>> "$OUT/ncu.log"
+  python3 scripts/ncu-top-sass.py "$OUT/sass.csv" > "$OUT/sass-top.txt" 2>&1
+  ncu -i "$OUT/prof.ncu-rep" --page details > "$OUT/ncu-details.txt" 2>&1
+  gzip -f "$OUT/sass.csv"; rm -f "$OUT/prof.ncu-rep"
+  tail -3 "$OUT/ncu.log" >> "$S"
+fi
 echo "done: $(( $(date +%s) - t0 )) s $(date -u +%T)" | tee -a "$S"

@@ -10,8 +10,9 @@ import statistics
 import struct
 import sys
 
-LAYERS, STAMPS, HEADS = 12, 12, 96
-(START, SEEN, INPUTS, BYTES, ROWS, B1, SPLIT, B2, RELEASED, MSEEN, MBYTES, MRELEASED) = range(12)
+LAYERS, STAMPS, HEADS = 12, 14, 96
+(START, SEEN, INPUTS, BYTES, ROWS, B1, SPLIT, B2, RELEASED, MSEEN, MBYTES, MRELEASED, LOOP,
+ CLOCK) = range(14)
 
 
 def main(path):
@@ -27,6 +28,12 @@ def main(path):
     cols = ["wait", "x in", "bytes", "ln+rows", "rows in", "split", "splits in", "proj+rel",
             "| m wait", "m bytes", "m run", "| last head", "last mlp"]
     print("layer " + " ".join("%8s" % c for c in cols))
+    rates = [(at(b, LAYERS - 1, CLOCK) - at(b, 0, CLOCK)) /
+             max(1, at(b, LAYERS - 1, MSEEN) - at(b, 0, MSEEN)) for b in range(blocks)]
+    print("SM clock, layer 0 to 11's MLP count seen: median %.0f MHz (%.0f-%.0f)" %
+          (1000 * med(rates), 1000 * min(rates), 1000 * max(rates)))
+    loops = [med([us(at(b, l, LOOP) - at(b, l, B1)) for b in range(HEADS)]) for l in range(LAYERS)]
+    print("split's key loop, us a layer: " + " ".join("%.2f" % v for v in loops))
     for l in range(LAYERS):
         h = range(HEADS)
         parts = [med([us(at(b, l, k + 1) - at(b, l, k)) for b in h]) for k in range(START, RELEASED)]

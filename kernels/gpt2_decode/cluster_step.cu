@@ -113,8 +113,9 @@ struct Online {
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
 // Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
 // dims of the values), an online softmax of its own; the 8 warps merged at the end.
-__device__ void attend(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
-                       int key_cap, uint64_t* splits_in) {
+__device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t, Fixed& f,
+                       const char* buf, uint64_t* splits_in) {
+  const int key_cap = p.key_cap;
   const bf16* kbuf = reinterpret_cast<const bf16*>(buf + kHeadKeys);
   const bf16* vbuf = kbuf + key_cap * kHeadDim;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
@@ -154,6 +155,7 @@ __device__ void attend(const DecodeArgs& a, const HeadTask& t, Fixed& f, const c
         {}};
     on.add(s, v, 1);
   }
+  stamp(p, t.layer, kHeadLoop);
   f.warps[warp][2 * lane] = on.o.x, f.warps[warp][2 * lane + 1] = on.o.y;
   if (lane == 0) f.warps[warp][kHeadDim] = on.m, f.warps[warp][kHeadDim + 1] = on.l;
   __syncthreads();
@@ -247,7 +249,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
-  attend(a, t, f, buf, p.key_cap, &b.splits_in);
+  attend(a, p, t, f, buf, &b.splits_in);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);
@@ -294,6 +296,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   }
   if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
   stamp(p, l, kMlpSeen);
+  stamp(p, l, kClock);
   __syncthreads();
   load_sum(f, base_of(a, p, l), attn_of(p, l), nullptr);
   hopper::wait(&b.mlp_bytes, l & 1);

@@ -62,8 +62,12 @@ struct Layout {
   int key_cap = 0;    // keys (and values) the head buffer holds
   int shared = 0;     // dynamic shared memory a block
 };
-__host__ __device__ constexpr int mlp_wout_at(int rows) { return rows * kRowBytes; }
-__host__ __device__ constexpr int mlp_bias_at(int rows) { return 2 * rows * kRowBytes; }
+__host__ __device__ constexpr int mlp_wout_at(int rows) {
+  return rows * kRowBytes;
+}
+__host__ __device__ constexpr int mlp_bias_at(int rows) {
+  return 2 * rows * kRowBytes;
+}
 
 inline Layout layout_for(int clusters, int optin) {
   Layout l;
@@ -82,7 +86,9 @@ struct StepArgs {
   int mlp_rows, key_cap, mlp_bytes;
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
-__device__ __forceinline__ float* residual_of(const StepArgs& p, int l) { return p.sums + l * kC; }
+__device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
+  return p.sums + l * kC;
+}
 __device__ __forceinline__ float* attn_of(const StepArgs& p, int l) {
   return p.sums + (kLayers + l) * kC;
 }
@@ -96,7 +102,8 @@ __device__ __forceinline__ const float* base_of(const DecodeArgs& a, const StepA
 
 // Thread 0's times in a layer (globaltimer ns), with stamps on: the head stage's start, its count
 // seen, x loaded, its bytes in, its rows sent, the cluster's rows in, its split sent, the
-// cluster's splits in, its count released; the MLP stage's count seen, bytes in, count released.
+// cluster's splits in, its count released; the MLP stage's count seen, bytes in, count released;
+// then the split's loop done, and the SM clock beside the MLP's count seen (the clock's rate).
 enum ClusterStamp {
   kHeadStart,
   kHeadSeen,
@@ -110,12 +117,15 @@ enum ClusterStamp {
   kMlpSeen,
   kMlpBytes,
   kMlpReleased,
+  kHeadLoop,  // the split's keys done (before its warps merge)
+  kClock,     // the SM's clock64 (not ns) at the MLP stage's count seen
   kStamps
 };
 static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");
 __device__ __forceinline__ void stamp(const StepArgs& p, int layer, int which) {
   if (p.stamps != nullptr && threadIdx.x == 0)
-    p.stamps[(int64_t(blockIdx.x) * kLayers + layer) * kStamps + which] = phase_clock();
+    p.stamps[(int64_t(blockIdx.x) * kLayers + layer) * kStamps + which] =
+        which == kClock ? static_cast<unsigned long long>(clock64()) : phase_clock();
 }
 
 // ---- block-wide helpers (256 threads) ---------------------------------------------------------
@@ -188,8 +198,8 @@ __device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n,
       if (k >= n) break;
       const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + e);
       const float2 p0 = unpack2(u.x), p1 = unpack2(u.y), p2 = unpack2(u.z), p3 = unpack2(u.w);
-      acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x +
-                p2.y * x1.y + p3.x * x1.z + p3.y * x1.w;
+      acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x + p2.y * x1.y +
+                p3.x * x1.z + p3.y * x1.w;
     }
   }
 #pragma unroll

@@ -55,7 +55,7 @@ struct ClusterStepPlan {
   // ClusterStamp; FL_DECODE_CLUSTER_STAMPS, a measurement).
   unsigned long long* stamps = nullptr;
 };
-constexpr int kClusterStepStamps = kLayers * 12;
+constexpr int kClusterStepStamps = kLayers * 14;
 constexpr int kClusterStepCounts = 2 * kLayers;
 constexpr int64_t kClusterStepSums = int64_t(3) * kLayers * kC;
 // FL_DECODE_CLUSTER=1: level 4 at one token runs the cluster step where it fits (a measurement).

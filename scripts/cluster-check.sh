@@ -36,6 +36,7 @@ rounds=(1 2 3)
 for round in "${rounds[@]}"; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}"
   gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 60 "${plain[@]}"
+  [[ -n ${FL_CLUSTER_AB:-} ]] && gpu_check_row "cluster-$round-$FL_CLUSTER_AB" "FL_DECODE_CLUSTER=1 $FL_CLUSTER_AB" 60 "${plain[@]}"
 done
 lanes=(memcheck racecheck synccheck)
 [[ -n $quick ]] && lanes=()

@@ -87,28 +87,55 @@ __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, cons
   }
 }
 
-// Key j of the block's split from shared memory where it was copied, else from global memory:
-// 8 values from `at`, or a pair from `at`.
-__device__ __forceinline__ const bf16* key_row(const DecodeArgs& a, const HeadTask& t,
-                                               const bf16* buf, const bf16* cache, int j) {
-  return j < t.cached ? buf + j * kHeadDim : cache + cache_row(a, t, t.first_key + j);
-}
-
-// One warp's online softmax over one more key score s (every lane holds it) and its value pair.
+// One warp's online softmax: the running max, sum and its lanes' two dims of the output.
 struct Online {
   float m = -INFINITY, l = 0.f;
   float2 o = make_float2(0.f, 0.f);
-  __device__ void add(const float (&s)[4], const float2 (&v)[4], int n) {
-    float mn = m;
-    for (int g = 0; g < n; ++g) mn = fmaxf(mn, s[g]);
-    const float scale = __expf(m - mn);  // (m = -inf at first: 0)
+  // Four more scores (every lane holds them; -inf: no key) and the lane's value pairs.
+  __device__ __forceinline__ void add(const float (&s)[4], const float2 (&v)[4]) {
+    const float mn = fmaxf(fmaxf(m, fmaxf(s[0], s[1])), fmaxf(s[2], s[3]));
+    const float scale = __expf(m - mn);  // (m = -inf at first: 0; mn is finite)
     l *= scale, o.x *= scale, o.y *= scale, m = mn;
-    for (int g = 0; g < n; ++g) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
       const float p = __expf(s[g] - mn);
       l += p, o.x += p * v[g].x, o.y += p * v[g].y;
     }
   }
 };
+
+// One warp's keys [from, to) of the block's split, 4 at a time from `from + 4 * warp` on, every
+// 32nd (8 lanes a key for the score, each lane two dims of the values): from shared memory
+// (kShared: k and v are the buffers' rows, the key index clamped into range, a clamped key's score
+// -inf, so the loop has no branch) or from the cache in global memory (keys past the buffer).
+template <bool kShared>
+__device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], const bf16* k,
+                                            const bf16* v, int from, int to) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
+#pragma unroll 2
+  for (int j0 = from + warp * 4; j0 < to; j0 += 4 * kWarps) {
+    const int j = j0 + (lane >> 3);
+    float s = -INFINITY;
+    if (kShared || j < to) {
+      const uint4 u = *reinterpret_cast<const uint4*>(k + min(j, to - 1) * kHeadDim + sub * 8);
+      const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
+      s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
+          q[6] * k3.x + q[7] * k3.y;
+    }
+    for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (j >= to) s = -INFINITY;
+    float s4[4];
+    float2 v4[4];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      s4[g] = __shfl_sync(0xffffffffu, s, g * 8);
+      v4[g] = kShared || j0 + g < to ? unpack2(*reinterpret_cast<const unsigned*>(
+                                           v + min(j0 + g, to - 1) * kHeadDim + 2 * lane))
+                                     : make_float2(0.f, 0.f);
+    }
+    on.add(s4, v4);
+  }
+}
 
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
 // Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
@@ -122,26 +149,11 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
   float q[8];
   for (int k = 0; k < 8; ++k) q[k] = f.qkv[sub * 8 + k];
   Online on;
-  for (int j0 = warp * 4; j0 < t.keys; j0 += 4 * kWarps) {
-    const int j = j0 + (lane >> 3), n = min(4, t.keys - j0);
-    float s = 0.f;
-    if (j < t.keys) {
-      const uint4 u = *reinterpret_cast<const uint4*>(key_row(a, t, kbuf, a.k_cache, j) + sub * 8);
-      const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
-      s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
-          q[6] * k3.x + q[7] * k3.y;
-    }
-    for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    float s4[4];
-    float2 v4[4];
-#pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      s4[g] = __shfl_sync(0xffffffffu, s, g * 8);
-      v4[g] = g < n ? unpack2(*reinterpret_cast<const unsigned*>(
-                          key_row(a, t, vbuf, a.v_cache, j0 + g) + 2 * lane))
-                    : make_float2(0.f, 0.f);
-    }
-    on.add(s4, v4, n);
+  attend_keys<true>(on, q, kbuf, vbuf, 0, t.cached);
+  if (t.cached < t.keys) {  // (past the buffer: rows [cached, keys) of the cache, rebased)
+    const bf16 *k = a.k_cache + cache_row(a, t, t.first_key),
+               *v = a.v_cache + cache_row(a, t, t.first_key);
+    attend_keys<false>(on, q, k, v, t.cached, t.keys);
   }
   if (t.rank == kRanks - 1 && warp == 0) {  // the new key, from the cluster's k and v
     const float s[4] = {
@@ -153,7 +165,7 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
         {},
         {},
         {}};
-    on.add(s, v, 1);
+    on.add(s, v);
   }
   stamp(p, t.layer, kHeadLoop);
   f.warps[warp][2 * lane] = on.o.x, f.warps[warp][2 * lane + 1] = on.o.y;
@@ -235,7 +247,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   if (l == 0) {
     load_sum(f, a.x_in, nullptr, nullptr);
   } else {
-    load_sum(f, base_of(a, p, l - 1), attn_of(p, l - 1), mlp_of(p, l - 1));
+    load_sum(f, base_of(a, p, l - 1), attn_of(p, l - 1), mlp_of(p, l - 1), p.mlp_copies);
     for (int i = threadIdx.x; blockIdx.x == 0 && i < kC / 4; i += kThreads)  // R[l], for the MLP
       reinterpret_cast<float4*>(residual_of(p, l))[i] = reinterpret_cast<const float4*>(f.x)[i];
   }
@@ -312,7 +324,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
       const float2 w0 = unpack2(u.x), w1 = unpack2(u.y);
       acc[0] += hr * w0.x, acc[1] += hr * w0.y, acc[2] += hr * w1.x, acc[3] += hr * w1.y;
     }
-    red_add4(mlp_of(p, l) + c, acc);
+    red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -329,10 +341,12 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   norm_params(a.weights + kFinalLnG, gamma, beta);
   if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
   __syncthreads();
-  load_sum(f, base_of(a, p, kLayers - 1), attn_of(p, kLayers - 1), mlp_of(p, kLayers - 1));
+  load_sum(f, base_of(a, p, kLayers - 1), attn_of(p, kLayers - 1), mlp_of(p, kLayers - 1),
+           p.mlp_copies);
   layer_norm(f, gamma, beta);
   for (int i = threadIdx.x; i < kC; i += kThreads) a.y[i] = f.xn[i];
-  for (int i = threadIdx.x; i < 2 * kLayers * kC; i += kThreads) attn_of(p, 0)[i] = 0.f;
+  for (int i = threadIdx.x; i < (1 + p.mlp_copies) * kLayers * kC; i += kThreads)
+    attn_of(p, 0)[i] = 0.f;
   for (int i = threadIdx.x; i < 2 * kLayers; i += kThreads) p.counts[i] = 0u;
 }
 
@@ -395,7 +409,11 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
-  const StepArgs p{plan.counts, plan.sums, l.mlp_rows, l.key_cap, l.mlp_bytes, plan.stamps};
+  // FL_CLUSTER_M_COPIES=2 or 4 (a measurement): the MLP's sums in that many copies.
+  const char* env = std::getenv("FL_CLUSTER_M_COPIES");
+  const int copies = env != nullptr && (env[0] == '2' || env[0] == '4') ? env[0] - '0' : 1;
+  static_assert(kClusterStepSums >= int64_t(2 + 4) * kLayers * kC, "4 copies of M fit");
+  const StepArgs p{plan.counts, plan.sums, l.mlp_rows, l.key_cap, l.mlp_bytes, copies, plan.stamps};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
       cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));

@@ -82,8 +82,9 @@ inline Layout layout_for(int clusters, int optin) {
 
 struct StepArgs {
   unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
-  float* sums;       // R[layer] (l >= 1), then A[layer], then M[layer], kC floats each
+  float* sums;       // R[layer] (l >= 1), then A[layer], then M[layer][copy], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
+  int mlp_copies;  // M[layer] kept as this many copies (block b adds into copy b % mlp_copies)
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
 __device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
@@ -92,8 +93,8 @@ __device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
 __device__ __forceinline__ float* attn_of(const StepArgs& p, int l) {
   return p.sums + (kLayers + l) * kC;
 }
-__device__ __forceinline__ float* mlp_of(const StepArgs& p, int l) {
-  return p.sums + (2 * kLayers + l) * kC;
+__device__ __forceinline__ float* mlp_of(const StepArgs& p, int l, int copy = 0) {
+  return p.sums + (2 * kLayers + l * p.mlp_copies + copy) * kC;
 }
 // The residual entering layer l as stored (R[l]; the step's input for layer 0).
 __device__ __forceinline__ const float* base_of(const DecodeArgs& a, const StepArgs& p, int l) {
@@ -166,16 +167,18 @@ __device__ __forceinline__ void norm_params(const bf16* g, float (&gamma)[3], fl
   }
 }
 
-// x = the sum of up to three vectors another stage wrote (L2 loads: ld.global.cg).
-__device__ inline void load_sum(Fixed& f, const float* a, const float* b, const float* c) {
+// x = the sum of up to 2 + `copies` vectors another stage wrote (L2 loads: ld.global.cg): a, b
+// and c's copies (kC floats apart).
+__device__ inline void load_sum(Fixed& f, const float* a, const float* b, const float* c,
+                                int copies = 1) {
   for (int i = threadIdx.x; i < kC / 4; i += kThreads) {
     float4 v = ld_cg(reinterpret_cast<const float4*>(a) + i);
     if (b != nullptr) {
       const float4 w = ld_cg(reinterpret_cast<const float4*>(b) + i);
       v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
     }
-    if (c != nullptr) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(c) + i);
+    for (int k = 0; c != nullptr && k < copies; ++k) {
+      const float4 w = ld_cg(reinterpret_cast<const float4*>(c + k * kC) + i);
       v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
     }
     reinterpret_cast<float4*>(f.x)[i] = v;

@@ -95,6 +95,15 @@ TEST_F(Gpt2ClusterStep, MatchesTheCpuReference) {
       if (small) break;
     }
   }
+  // The MLP's sums in 4 copies (FL_CLUSTER_M_COPIES, a measurement), then back to one.
+  setenv("FL_CLUSTER_M_COPIES", "4", 1);
+  std::unique_ptr<Workspace> ws;
+  ASSERT_TRUE(lesson_->create_workspace(Shape{515, 1}, Precision::bf16, &ws).ok());
+  ASSERT_TRUE(ws->fill_inputs(rng(), stream_).ok());
+  const std::vector<double> ref = reference(*ws);
+  for (int run = 0; run < 2; ++run) EXPECT_LE(rel(step(*ws), ref), tolerance) << "4 copies";
+  unsetenv("FL_CLUSTER_M_COPIES");
+  EXPECT_LE(rel(step(*ws), ref), tolerance) << "one copy after 4";
 }
 
 }  // namespace

@@ -102,6 +102,11 @@ struct Online {
       l += p, o.x += p * v[g].x, o.y += p * v[g].y;
     }
   }
+  // One more score and value pair.
+  __device__ __forceinline__ void add1(float s, float2 v) {
+    const float mn = fmaxf(m, s), scale = __expf(m - mn), p = __expf(s - mn);
+    l = l * scale + p, o.x = o.x * scale + p * v.x, o.y = o.y * scale + p * v.y, m = mn;
+  }
 };
 
 // One warp's keys [from, to) of the block's split, 4 at a time from `from + 4 * warp` on, every
@@ -156,16 +161,9 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
     attend_keys<false>(on, q, k, v, t.cached, t.keys);
   }
   if (t.rank == kRanks - 1 && warp == 0) {  // the new key, from the cluster's k and v
-    const float s[4] = {
-        cluster_step::warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
-                               f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]),
-        0.f, 0.f, 0.f};
-    const float2 v[4] = {
-        make_float2(f.qkv[2 * kHeadDim + 2 * lane], f.qkv[2 * kHeadDim + 2 * lane + 1]),
-        {},
-        {},
-        {}};
-    on.add(s, v);
+    on.add1(cluster_step::warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
+                                   f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]),
+            make_float2(f.qkv[2 * kHeadDim + 2 * lane], f.qkv[2 * kHeadDim + 2 * lane + 1]));
   }
   stamp(p, t.layer, kHeadLoop);
   f.warps[warp][2 * lane] = on.o.x, f.warps[warp][2 * lane + 1] = on.o.y;

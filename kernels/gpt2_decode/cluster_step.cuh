@@ -82,19 +82,32 @@ inline Layout layout_for(int clusters, int optin) {
 
 struct StepArgs {
   unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
-  float* sums;       // R[layer] (l >= 1), then A[layer], then M[layer][copy], kC floats each
+  float* sums;       // R[layer] (l >= 1), then A[layer][copy], then M[layer][copy], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
-  int mlp_copies;  // M[layer] kept as this many copies (block b adds into copy b % mlp_copies)
+  // A[layer] and M[layer] kept as this many copies (<= kMaxCopies; block b adds into copy
+  // b % copies, the readers add them up): fewer adds land on each line of L2.
+  int attn_copies, mlp_copies;
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
 __device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
   return p.sums + l * kC;
 }
-__device__ __forceinline__ float* attn_of(const StepArgs& p, int l) {
-  return p.sums + (kLayers + l) * kC;
+constexpr int kMaxCopies = 4;
+static_assert(kClusterStepSums == int64_t(1 + 2 * kMaxCopies) * kLayers * kC, "launch.h's count");
+__device__ __forceinline__ float* attn_of(const StepArgs& p, int l, int copy = 0) {
+  return p.sums + (kLayers + l * kMaxCopies + copy) * kC;
 }
 __device__ __forceinline__ float* mlp_of(const StepArgs& p, int l, int copy = 0) {
-  return p.sums + (2 * kLayers + l * p.mlp_copies + copy) * kC;
+  return p.sums + ((1 + kMaxCopies) * kLayers + l * kMaxCopies + copy) * kC;
+}
+// Layer l's sums zeroed for the next launch, share `part` of `parts` (every thread of the block).
+__device__ inline void zero_layer(const StepArgs& p, int l, int part, int parts) {
+  const int n = kC / 4, a = p.attn_copies * n, all = a + p.mlp_copies * n;
+  for (int i = part * kThreads + threadIdx.x; i < all; i += parts * kThreads) {
+    float4* at = i < a ? reinterpret_cast<float4*>(attn_of(p, l)) + i
+                       : reinterpret_cast<float4*>(mlp_of(p, l)) + (i - a);
+    *at = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
 }
 // The residual entering layer l as stored (R[l]; the step's input for layer 0).
 __device__ __forceinline__ const float* base_of(const DecodeArgs& a, const StepArgs& p, int l) {
@@ -167,17 +180,17 @@ __device__ __forceinline__ void norm_params(const bf16* g, float (&gamma)[3], fl
   }
 }
 
-// x = the sum of up to 2 + `copies` vectors another stage wrote (L2 loads: ld.global.cg): a, b
-// and c's copies (kC floats apart).
+// x = the sum of a, b's `b_copies` and c's `c_copies` (copies kC floats apart), vectors another
+// stage wrote (L2 loads: ld.global.cg).
 __device__ inline void load_sum(Fixed& f, const float* a, const float* b, const float* c,
-                                int copies = 1) {
+                                int b_copies, int c_copies) {
   for (int i = threadIdx.x; i < kC / 4; i += kThreads) {
     float4 v = ld_cg(reinterpret_cast<const float4*>(a) + i);
-    if (b != nullptr) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(b) + i);
+    for (int k = 0; b != nullptr && k < b_copies; ++k) {
+      const float4 w = ld_cg(reinterpret_cast<const float4*>(b + k * kC) + i);
       v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
     }
-    for (int k = 0; c != nullptr && k < copies; ++k) {
+    for (int k = 0; c != nullptr && k < c_copies; ++k) {
       const float4 w = ld_cg(reinterpret_cast<const float4*>(c + k * kC) + i);
       v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
     }

@@ -57,7 +57,7 @@ struct ClusterStepPlan {
 };
 constexpr int kClusterStepStamps = kLayers * 14;
 constexpr int kClusterStepCounts = 2 * kLayers;
-constexpr int64_t kClusterStepSums = int64_t(2 + 4) * kLayers * kC;  // (M: up to 4 copies)
+constexpr int64_t kClusterStepSums = int64_t(1 + 2 * 4) * kLayers * kC;  // (4 copies of A, M)
 // FL_DECODE_CLUSTER=1: level 4 at one token runs the cluster step where it fits (a measurement).
 bool cluster_step_requested();
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.

@@ -208,8 +208,10 @@ std::string variant_where(const VariantInfo& v, const std::string& unit,
   }
   out += "; preferred " + range_text(r.prefer_from, r.prefer_to, unit);
   for (const PreferByInner& b : r.prefer_by_inner) {
+    const bool nowhere = b.prefer_to > 0 && b.prefer_from > b.prefer_to;  // (an empty range)
     out += ", " + (inner_name.empty() ? std::string("row length") : inner_name) + " " +
-           size_text(b.inner_from) + "+ " + range_text(b.prefer_from, b.prefer_to, unit);
+           size_text(b.inner_from) + "+ " +
+           (nowhere ? std::string("nowhere") : range_text(b.prefer_from, b.prefer_to, unit));
   }
   if (r.prefer_max_cc > 0) out += " up to compute capability " + cc_text(r.prefer_max_cc);
   return out;

@@ -253,12 +253,14 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
                            int l) {
   const HeadTask t = head_task(a, p, l);
   const unsigned parity = l & 1;
+  const uint64_t start = phase_clock();
   stamp(p, l, kHeadStart);
   if (threadIdx.x == 0) {  // (the last layer's exchanges are complete: these are this layer's)
     hopper::arrive_expect_bytes(&b.rows_in, kRanks * kQkvBytes);
     hopper::arrive_expect_bytes(&b.splits_in, kRanks * kPartStride * 4);
     if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
   }
+  const uint64_t seen = phase_clock();
   stamp(p, l, kHeadSeen);
   __syncthreads();
   if (l == 0) {
@@ -288,6 +290,8 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   if (threadIdx.x == 0) {
     release_add(p.counts + l, 1u);
     stamp(p, l, kHeadReleased);
+    phase_record(p.phases, 0, start, phase_clock(),
+                 cluster_record_arg(0, l, t.head * kRanks + t.rank), uint32_t(seen - start));
     if (l + 1 < kLayers) issue_head(a, head_task(a, p, l + 1), buf, &b.head_bytes, p.key_cap);
   }
 }
@@ -324,7 +328,9 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     const float2 b0 = unpack2(u.x), b1 = unpack2(u.y);
     acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
   }
+  const uint64_t start = phase_clock();
   if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
+  const uint64_t seen = phase_clock();
   stamp(p, l, kMlpSeen);
   stamp(p, l, kClock);
   __syncthreads();
@@ -348,6 +354,8 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   if (threadIdx.x == 0) {
     release_add(p.counts + kLayers + l, 1u);
     stamp(p, l, kMlpReleased);
+    phase_record(p.phases, 1, start, phase_clock(),
+                 cluster_record_arg(1, l, first / 8 | (rows / 8 - 1) << 9), uint32_t(seen - start));
     if (l + 1 < kLayers) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
   }
   // Blocks without a head task zero layer l - 2's sums for the next launch, off the chain: every
@@ -361,12 +369,17 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
 __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   float gamma[3], beta[3];
   norm_params(a.weights + kFinalLnG, gamma, beta);
+  const uint64_t start = phase_clock();
   if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
+  const uint64_t seen = phase_clock();
   __syncthreads();
   load_sum(f, base_of(a, p, kLayers - 1), attn_of(p, kLayers - 1), mlp_of(p, kLayers - 1),
            p.attn_copies, p.mlp_copies);
   layer_norm(f, gamma, beta);
   for (int i = threadIdx.x; i < kC; i += kThreads) a.y[i] = f.xn[i];
+  if (threadIdx.x == 0)
+    phase_record(p.phases, 2, start, phase_clock(), cluster_record_arg(2, 0, 0),
+                 uint32_t(seen - start));
   // (the layers the blocks without a head task have not zeroed: mlp_stage)
   for (int l = gridDim.x > kHeadBlocks ? kLayers - 2 : 0; l < kLayers; ++l) zero_layer(p, l, 0, 1);
   for (int i = threadIdx.x; i < 2 * kLayers; i += kThreads) p.counts[i] = 0u;
@@ -397,11 +410,6 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
 }
 
 }  // namespace
-
-bool cluster_step_requested() {
-  const char* env = std::getenv("FL_DECODE_CLUSTER");
-  return env != nullptr && std::strcmp(env, "1") == 0;
-}
 
 Status cluster_step_clusters(int* clusters) {
   *clusters = 0;
@@ -444,6 +452,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    l.mlp_bytes,
                    copies("FL_CLUSTER_A_COPIES", kAttnCopies),
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
+                   plan.phases,
                    plan.stamps};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(

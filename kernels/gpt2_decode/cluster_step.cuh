@@ -87,6 +87,7 @@ struct StepArgs {
   // A[layer] and M[layer] kept as this many copies (<= kMaxCopies; block b adds into copy
   // b % copies, the readers add them up): fewer adds land on each line of L2.
   int attn_copies, mlp_copies;
+  PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
 __device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {

@@ -2,7 +2,9 @@
 // megakernel's task list (the timeline's hover names a task record's `arg` from it), its phase
 // sink (one record per task), the number of blocks it runs on (the partial-grid test) and how
 // it moves its bytes (the variants compared in one run).
-// Each returns an error when `ws` is not a gpt2_decode workspace.
+// Each returns an error when `ws` is not a gpt2_decode workspace. The setters are the task list's
+// (level 4's variant "task_list"): each forces that variant on the workspace, so that level 4
+// runs it at one token too, where the table would choose the cluster step.
 #pragma once
 
 #include "kernels/gpt2_decode/model.h"
@@ -24,8 +26,8 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
 Status set_megakernel_probes(Workspace& ws, unsigned long long* probes);
 // Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
 Status set_megakernel_blocks(Workspace& ws, int blocks);
-// The clusters of 8 blocks level 4's cluster step runs on with this GPU (launch.h; 0: it cannot
-// run here, and level 4 runs the task list). FL_DECODE_CLUSTER=1 asks for it at one token.
+// The clusters of 8 blocks level 4's cluster step (variant "clusters", launch.h) runs on with
+// this GPU; 0: it cannot run here, and level 4 runs the task list.
 Status megakernel_cluster_count(int* clusters);
 
 }  // namespace gpt2

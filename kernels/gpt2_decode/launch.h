@@ -51,6 +51,7 @@ struct ClusterStepPlan {
   unsigned* counts = nullptr;  // kClusterStepCounts, zero between launches
   float* sums = nullptr;       // kClusterStepSums, zero between launches
   int clusters = 0;            // cluster_step_clusters' answer
+  PhaseSink phases;            // a record a block a stage when on (model.h: cluster_record_arg)
   // Null, or kClusterStepStamps words a block: each layer's stage times (cluster_step.cu's
   // ClusterStamp; FL_DECODE_CLUSTER_STAMPS, a measurement).
   unsigned long long* stamps = nullptr;
@@ -58,8 +59,6 @@ struct ClusterStepPlan {
 constexpr int kClusterStepStamps = kLayers * 14;
 constexpr int kClusterStepCounts = 2 * kLayers;
 constexpr int64_t kClusterStepSums = int64_t(1 + 2 * 4) * kLayers * kC;  // (4 copies of A, M)
-// FL_DECODE_CLUSTER=1: level 4 at one token runs the cluster step where it fits (a measurement).
-bool cluster_step_requested();
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.
 Status cluster_step_clusters(int* clusters);
 Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cudaStream_t s);

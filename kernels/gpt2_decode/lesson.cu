@@ -96,6 +96,7 @@ const DecodeTaskList* megakernel_tasks(const Workspace& ws, TaskListShape* shape
 Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink) {
   DecodeWorkspace* d = as_decode(ws);
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  FL_TRY(ws.force_variant("megakernel", "task_list"));  // (the task list's hook)
   d->set_phases(sink);
   return Status::Ok();
 }
@@ -103,6 +104,7 @@ Status set_megakernel_phases(Workspace& ws, const PhaseSink& sink) {
 Status set_megakernel_probes(Workspace& ws, unsigned long long* probes) {
   DecodeWorkspace* d = as_decode(ws);
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  FL_TRY(ws.force_variant("megakernel", "task_list"));  // (the task list's hook)
   d->set_probes(probes);
   return Status::Ok();
 }
@@ -110,6 +112,7 @@ Status set_megakernel_probes(Workspace& ws, unsigned long long* probes) {
 Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
   DecodeWorkspace* d = as_decode(ws);
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  FL_TRY(ws.force_variant("megakernel", "task_list"));  // (the task list's hook)
   if (options.l2_ahead < 0 || options.l2_ahead > 16)
     return Status::Error("the megakernel prefetches 0 to 16 tasks ahead into L2");
   if (options.copies_after_wait < 0 || options.copies_after_wait > kAllTaskKinds)
@@ -142,6 +145,7 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options) {
 Status set_megakernel_blocks(Workspace& ws, int blocks) {
   DecodeWorkspace* d = as_decode(ws);
   if (d == nullptr) return Status::Error("not a gpt2_decode workspace");
+  FL_TRY(ws.force_variant("megakernel", "task_list"));  // (the task list's hook)
   int buffer = 0, sms = 0;
   FL_TRY(megakernel_limits(&buffer, &sms));
   if (blocks < 1 || blocks > sms) {

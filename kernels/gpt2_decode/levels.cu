@@ -194,6 +194,38 @@ std::vector<Row> fused_rows() {
   return out;
 }
 
+// Level 4's two kernels, in the table's order: the cluster step where it runs (one new token on
+// an sm_90 build with 12 clusters of 8 resident), else the task list.
+std::vector<VariantRow<Ws>> megakernel_variants() {
+  VariantRange clusters;
+  clusters.min_cc = 90, clusters.max_cc = 90, clusters.wgmma_build = true;
+  clusters.precisions = {Precision::bf16};
+  // (one new token: from 2 on it is preferred nowhere, an empty range, so that the replay-only
+  // build's choice, which has no shape checks, is the task list's too)
+  clusters.prefer_by_inner = {{2, 2, 1}};
+  return {
+      {"clusters",
+       "each head a cluster of 8 blocks (its q, k, v rows, a split of its keys and a piece of "
+       "proj a block; the values through distributed shared memory), every block an MLP slice: "
+       "two grid-wide waits a layer",
+       "clustered_step",
+       clusters,
+       [](Ws& w, cudaStream_t s) { return w.run_cluster_variant(s); },
+       [](const Dims& d) {
+         return d.i == 1 ? std::string() : std::string("the cluster step runs one new token");
+       },
+       {"head", "mlp", "final norm"}},
+      {"task_list",
+       "a task list dealt to one block an SM, dependency counters in global memory: four stages "
+       "a layer (qkv, attention, proj by head, MLP)",
+       "megakernel",
+       VariantRange{},
+       [](Ws& w, cudaStream_t s) { return w.run_megakernel(s); },
+       {},
+       {}},
+  };
+}
+
 }  // namespace
 
 const LevelTable<DecodeWorkspace>& DecodeWorkspace::levels() {
@@ -219,14 +251,14 @@ const LevelTable<DecodeWorkspace>& DecodeWorkspace::levels() {
        {{"graph+PDL (61 kernels)",
          [](Ws& w, cudaStream_t s) { return w.replay(s, pdl_supported()); }, whole_chain}}},
       {"megakernel",
-       "one persistent launch, a block per SM running a task list with dependency counters "
-       "(four stages a layer; proj cut by head, each task reading its head's splits' flagged "
-       "rows as they land, no count between them), "
-       "prefetching the next task's weights while it waits",
-       "the MLP's h never leaves its SM; x, q and the attention partials are read from L2 by "
-       "the next task; only weights and the cache come from HBM",
-       {{"megakernel", [](Ws& w, cudaStream_t s) { return w.run_megakernel(s); },
-         megakernel_traffic}}},
+       "one persistent launch, a block per SM, all 12 layers: at one new token on sm_90 each "
+       "head a cluster of 8 blocks (two grid-wide waits a layer, the head's values through "
+       "distributed shared memory); elsewhere a task list with dependency counters (four stages "
+       "a layer); each block prefetching its next weights while it waits",
+       "the MLP's h never leaves its SM; q, k, v and the attention partials stay in the head's "
+       "cluster (clusters) or go through L2 (task list); only weights and the cache come from "
+       "HBM",
+       {{"megakernel", nullptr, megakernel_traffic, megakernel_variants()}}},
   };
   return table;
 }

@@ -284,6 +284,19 @@ constexpr int probe_words(int blocks, int tasks) {
   return kProbeSums + blocks * kProbeSlots + tasks * kProbeStamps;
 }
 
+// ---- the cluster step's records (cluster_step.cu: level 4's variant "clusters") ---------------
+// A record a block a stage, phase 0 the head stage, 1 the MLP stage, 2 the final norm; its arg
+// is kClusterRecord | stage << 20 | layer << 12 | what: for a head stage the block's place
+// (head * 8 + its rank in the head's cluster), for an MLP stage its first group of 8 rows of h
+// (bits 0-8) and its groups less one (bits 9-10).
+constexpr uint32_t kClusterRecord = 1u << 30;
+constexpr uint32_t cluster_record_arg(int stage, int layer, int what) {
+  return kClusterRecord | uint32_t(stage) << 20 | uint32_t(layer) << 12 | uint32_t(what);
+}
+// "layer 3 head 5, block 2 of 8: q, k, v rows 16-23, keys 128-191, proj outputs 192-383 (dims
+// 0-31)", "layer 3 MLP rows 96-119 of h (of 3072)", "ln_f (final LayerNorm)".
+std::string describe_cluster_record(uint32_t arg, int cache);
+
 // ---- the fp64 CPU reference -----------------------------------------------------------------
 
 // y (t x C) from x (t x C), the weights (kWeightElements) and the caches ([layer][head][s + t]

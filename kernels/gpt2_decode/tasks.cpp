@@ -327,11 +327,43 @@ std::function<std::string(uint32_t)> task_namer(int sms, int cc_major, int cc_mi
   const TaskListShape shape =
       task_shape_for(sms, smem_optin_for(cc_major, cc_minor), tokens, cache);
   auto list = std::make_shared<const DecodeTaskList>(build_decode_tasks(shape));
-  if (recorded_tasks != 0 && recorded_tasks != list->tasks.size()) return {};
+  // (a recording of the cluster step names its records by themselves: model.h's kClusterRecord)
+  if (recorded_tasks != 0 && recorded_tasks != list->tasks.size() &&
+      recorded_tasks <= kClusterRecord)
+    return {};
   return [list, shape](uint32_t index) -> std::string {
+    if (index & kClusterRecord) return describe_cluster_record(index, shape.cache);
     if (index >= list->tasks.size()) return std::string();
     return describe_task(list->tasks[index], shape, list->splits);
   };
+}
+
+std::string describe_cluster_record(uint32_t arg, int cache) {
+  const int stage = int(arg >> 20 & 3), layer = int(arg >> 12 & 255), what = int(arg & 4095);
+  char text[200];
+  if (stage == 0) {  // (cluster_step.cu's head stage: 8 blocks a head)
+    const int head = what / 8, rank = what % 8, n = (cache + 7) / 8;
+    const int first = std::min(cache, rank * n), last = std::min(cache, first + n) - 1;
+    char keys[64];
+    if (first > last) {
+      std::snprintf(keys, sizeof(keys), "%s", rank == 7 ? "the new key" : "no keys");
+    } else {
+      std::snprintf(keys, sizeof(keys), "keys %d-%d%s", first, last,
+                    rank == 7 ? " and the new one" : "");
+    }
+    std::snprintf(text, sizeof(text),
+                  "layer %d head %d, block %d of 8: q, k, v rows %d-%d, %s, proj outputs %d-%d "
+                  "(dims %d-%d)",
+                  layer, head, rank, rank * 8, rank * 8 + 7, keys, (rank / 2) * kProjRows,
+                  (rank / 2 + 1) * kProjRows - 1, (rank % 2) * 32, (rank % 2) * 32 + 31);
+  } else if (stage == 1) {
+    const int first = 8 * (what & 511), rows = 8 * ((what >> 9 & 3) + 1);
+    std::snprintf(text, sizeof(text), "layer %d MLP rows %d-%d of h (of %d)", layer, first,
+                  first + rows - 1, kF);
+  } else {
+    std::snprintf(text, sizeof(text), "ln_f (final LayerNorm)");
+  }
+  return text;
 }
 
 std::string describe_task(const DecodeTask& task, const TaskListShape& shape, int splits) {

@@ -25,7 +25,9 @@ constexpr double kTolerance = 1e-2;                      // bf16 cache rows; fp3
 
 class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
  public:
-  DecodeWorkspace(int cache, int tokens) : cache_(cache), tokens_(tokens) {}
+  DecodeWorkspace(int cache, int tokens) : cache_(cache), tokens_(tokens) {
+    set_where({cache, tokens, 2}, Precision::bf16, "cached tokens");  // (level 4's variants)
+  }
   static const LevelTable<DecodeWorkspace>& levels();
 
   Status allocate() {
@@ -230,13 +232,21 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     a.rows = uses_rows() ? rows_.as<unsigned long long>() : nullptr;
     a.qkv_words = list_.qkv_words ? words_.as<unsigned long long>() : nullptr;
     a.probes = probes_;
-    if (tokens_ == 1 && cluster_step_requested()) {
-      if (cluster_.clusters < 0) FL_TRY(cluster_step_clusters(&cluster_.clusters));
-      if (cluster_.clusters > 0) return run_cluster_step(a, s);
-    }
     if (phase_sink().on() && probes_ == nullptr && std::getenv("FL_DECODE_PROBE_DUMP") != nullptr)
       return launch_and_dump_probes(a, plan, s);
     return launch_megakernel(a, plan, s);
+  }
+
+  // Level 4's cluster step (launch.h), where it runs: one new token and 12 clusters of 8 resident
+  // (Status::Unsupported otherwise: the table then runs the task list).
+  Status run_cluster_variant(cudaStream_t s) {
+    if (cluster_.clusters < 0) FL_TRY(cluster_step_clusters(&cluster_.clusters));
+    if (tokens_ != 1 || cluster_.clusters == 0)
+      return Status::Unsupported("the cluster step needs one new token and 12 clusters of 8");
+    DecodeArgs a = args_;
+    a.w_out_t = w_out_t_.as<bf16>();
+    a.w_proj_t = w_proj_t_.as<bf16>();
+    return run_cluster_step(a, s);
   }
 
   const DecodeArgs& args() const { return args_; }
@@ -302,7 +312,8 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     return wrote == words ? Status::Ok() : Status::Error("short write to " + path);
   }
 
-  // Level 4 at one token as clusters (launch.h): its counts and sums zeroed once, then by itself.
+  // The cluster step's launch: its counts and sums zeroed once, then by the step itself; with the
+  // engine's phase sink on, a record a block a stage (phases "head", "mlp", "final norm").
   Status run_cluster_step(const DecodeArgs& a, cudaStream_t s) {
     if (cluster_counts_.bytes() == 0) {
       FL_TRY(cluster_counts_.allocate(kClusterStepCounts * sizeof(unsigned)));
@@ -314,6 +325,12 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     plan.counts = cluster_counts_.as<unsigned>();
     plan.sums = cluster_sums_.as<float>();
     plan.clusters = cluster_.clusters;
+    // FL_CLUSTER_CLUSTERS=N (a test's): fewer clusters than fit, at least the 12 heads'.
+    if (const char* env = std::getenv("FL_CLUSTER_CLUSTERS")) {
+      const int n = std::atoi(env);
+      if (n >= kHeads && n < plan.clusters) plan.clusters = n;
+    }
+    if (phase_sink().on()) plan.phases = phase_sink();
     const char* prefix = std::getenv("FL_DECODE_CLUSTER_STAMPS");
     if (prefix == nullptr) return launch_cluster_step(a, plan, s);
     // FL_DECODE_CLUSTER_STAMPS=PREFIX (a measurement): every launch leaves its blocks' stage

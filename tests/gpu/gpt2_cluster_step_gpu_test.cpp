@@ -1,8 +1,8 @@
-// Level 4's cluster step (kernels/gpt2_decode/cluster_step.cu, FL_DECODE_CLUSTER=1 at one
-// token) against the fp64 CPU reference: odd cache lengths, lengths whose keys outgrow a block's
-// buffer (read from global memory past it), the slider's largest, and one random; each step run
-// three times on poisoned outputs (the kernel zeroes its own counts and sums for the next
-// launch) and again on fresh inputs. FL_DECODE_SMALL=1 (what compute-sanitizer runs): one
+// Level 4's cluster step (kernels/gpt2_decode/cluster_step.cu, the variant "clusters", chosen at
+// one token where it runs) against the fp64 CPU reference: odd cache lengths, lengths whose keys
+// outgrow a block's buffer (read from global memory past it), the slider's largest, and one random;
+// each step run three times on poisoned outputs (the kernel zeroes its own counts and sums for the
+// next launch) and again on fresh inputs. FL_DECODE_SMALL=1 (what compute-sanitizer runs): one
 // length, two runs.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -42,10 +42,8 @@ class Gpt2ClusterStep : public ::testing::Test {
     ASSERT_TRUE(gpt2::megakernel_cluster_count(&clusters).ok());
     if (clusters == 0) GTEST_SKIP() << "the cluster step needs sm_90a and 12 clusters of 8";
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-    setenv("FL_DECODE_CLUSTER", "1", 1);
   }
   void TearDown() override {
-    unsetenv("FL_DECODE_CLUSTER");
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   // Level 4 on poisoned outputs: its y, and whether the GPU's fp64 check passed.
@@ -54,6 +52,7 @@ class Gpt2ClusterStep : public ::testing::Test {
     for (size_t k = 0; k < lesson_->info().levels[4].launches.size(); ++k)
       EXPECT_TRUE(ws.launch(4, static_cast<int>(k), stream_).ok());
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(ws.variant_ran(4, 0), "clusters");  // (the table's choice at one token)
     CheckResult gpu;
     EXPECT_TRUE(ws.check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
@@ -107,6 +106,14 @@ TEST_F(Gpt2ClusterStep, MatchesTheCpuReference) {
   unsetenv("FL_CLUSTER_A_COPIES");
   unsetenv("FL_CLUSTER_M_COPIES");
   for (int run = 0; run < 2; ++run) EXPECT_LE(rel(step(*ws), ref), tolerance) << "copies after";
+  // Fewer clusters than fit (FL_CLUSTER_CLUSTERS): 13, and 12, where no block is left without a
+  // head task and the final norm's block zeroes every layer's sums; then all again.
+  for (const char* n : {"13", "12"}) {
+    setenv("FL_CLUSTER_CLUSTERS", n, 1);
+    for (int run = 0; run < 2; ++run) EXPECT_LE(rel(step(*ws), ref), tolerance) << n << " clusters";
+  }
+  unsetenv("FL_CLUSTER_CLUSTERS");
+  for (int run = 0; run < 2; ++run) EXPECT_LE(rel(step(*ws), ref), tolerance) << "all clusters";
 }
 
 }  // namespace

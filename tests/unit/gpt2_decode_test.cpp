@@ -564,6 +564,25 @@ TEST(Gpt2DecodeTasks, NamesARecordedTaskByItsIndex) {
   EXPECT_EQ(weight_buffer_bytes_for(smem_optin_for(7, 5)), 0);  // 64 KB: no megakernel there
 }
 
+// The cluster step's records name themselves (model.h's kClusterRecord), whatever list the
+// recording's GPU would build.
+TEST(Gpt2DecodeTasks, NamesTheClusterStepsRecords) {
+  const auto name = task_namer(132, 9, 0, 1, 512, cluster_record_arg(2, 0, 0) + 1);
+  ASSERT_TRUE(name);
+  EXPECT_EQ(name(cluster_record_arg(0, 3, 5 * 8 + 2)),
+            "layer 3 head 5, block 2 of 8: q, k, v rows 16-23, keys 128-191, proj outputs 192-383 "
+            "(dims 0-31)");
+  EXPECT_EQ(name(cluster_record_arg(0, 0, 7)),
+            "layer 0 head 0, block 7 of 8: q, k, v rows 56-63, keys 448-511 and the new one, proj "
+            "outputs 576-767 (dims 32-63)");
+  EXPECT_EQ(name(cluster_record_arg(1, 11, 12 | 2 << 9)),
+            "layer 11 MLP rows 96-119 of h (of 3072)");
+  EXPECT_EQ(name(cluster_record_arg(2, 0, 0)), "ln_f (final LayerNorm)");
+  EXPECT_EQ(describe_cluster_record(cluster_record_arg(0, 1, 7), 5),
+            "layer 1 head 0, block 7 of 8: q, k, v rows 56-63, the new key, proj outputs 576-767 "
+            "(dims 32-63)");
+}
+
 // The one-token instance runs the lesson's form at one token only: any option the kernel
 // reads at another value, or more tokens, takes the other instance; the list's options do not.
 TEST(Gpt2DecodeTasks, TheOneTokenKernelRunsTheLessonsFormAtOneToken) {

@@ -250,6 +250,30 @@ TEST(Variants, FusedLevelsListAtLeastThreeVariantsWithTheirKernelFunctions) {
   }
 }
 
+// gpt2_decode's level 4: the cluster step at one new token on an sm_90 build with the sm_90a
+// kernels; the task list at more tokens, on other GPUs and in other builds.
+TEST(Variants, Gpt2DecodeMegakernelChoosesClustersAtOneTokenOnHopper) {
+  const Lesson* l = find_lesson("gpt2_decode");
+  ASSERT_NE(l, nullptr);
+  auto at = [&](int64_t cache, int64_t tokens, const GpuFacts& gpu) {
+    return l->choose_variant(4, 0, {cache, tokens}, Precision::bf16, gpu).name;
+  };
+  EXPECT_EQ(at(512, 1, kH100), "clusters");
+  EXPECT_EQ(at(8192, 1, kH100), "clusters");
+  EXPECT_EQ(at(512, 2, kH100), "task_list");
+  EXPECT_EQ(at(512, 1, kH100NoWgmma), "task_list");
+  EXPECT_EQ(at(512, 1, kA100), "task_list");
+  const auto& variants = l->info().levels[4].variants;
+  EXPECT_EQ(variant_of_kernel(variants, "megakernel",
+                              "void fl::gpt2::(anonymous namespace)::clustered_step("
+                              "fl::gpt2::DecodeArgs, fl::gpt2::cluster_step::StepArgs)"),
+            "clusters");
+  EXPECT_EQ(variant_of_kernel(variants, "megakernel",
+                              "void fl::gpt2::(anonymous namespace)::megakernel<true, false, 3>("
+                              "fl::gpt2::DecodeArgs)"),
+            "task_list");
+}
+
 TEST(Variants, CuptiNamesMapToTheirVariant) {
   const Lesson* ffn = find_lesson("ffn");
   ASSERT_NE(ffn, nullptr);

@@ -3,7 +3,7 @@
 # tree built (../build-cluster: fusionlab and the GPU tests), then
 #   tests: Gpt2ClusterStep.* (odd caches against the fp64 reference, three runs each);
 #   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
-#     --cache cold --no-counters`, the task list and FL_DECODE_CLUSTER=1 in turn, three rounds;
+#     --cache cold --no-counters`, the cluster step (the table's choice) and the task list (--variant megakernel=task_list) in turn, three rounds;
 #   stamps: one cold step at 512 and 2K with FL_DECODE_CLUSTER_STAMPS (scripts/cluster-stamps.py);
 #   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1.
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
@@ -26,7 +26,7 @@ quick=${FL_CLUSTER_QUICK:-}  # set: the test at one cache, two rounds, no saniti
 ${quick:+env FL_DECODE_SMALL=1} timeout 120 "$G" --gtest_filter='Gpt2ClusterStep.*' > "$OUT/tests.log" 2>&1
 echo "tests: rc $? $(grep -cE '^\[       OK' "$OUT/tests.log") ok $(grep -E 'rel error' "$OUT/tests.log" | awk '{print $NF}' | sort -g | tail -1) max rel $(date -u +%T)" | tee -a "$S"
 grep -E 'FAILED|Failure|error' "$OUT/tests.log" | head -5 >> "$S"
-FL_DECODE_CLUSTER=1 FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
+FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
   --levels 4 --sizes 512,2K --precision bf16 --cache cold --no-counters > "$OUT/stamps-bench.txt" 2>&1
 for c in 512 2048; do
   python3 scripts/cluster-stamps.py "$OUT/st-$c.bin" > "$OUT/stamps-$c.txt" 2>&1 && rm -f "$OUT/st-$c.bin"
@@ -34,9 +34,9 @@ done
 rounds=(1 2 3)
 [[ -n $quick ]] && rounds=(1 2)
 for round in "${rounds[@]}"; do
-  gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}"
-  gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 60 "${plain[@]}"
-  [[ -n ${FL_CLUSTER_AB:-} ]] && gpu_check_row "cluster-$round-$FL_CLUSTER_AB" "FL_DECODE_CLUSTER=1 $FL_CLUSTER_AB" 60 "${plain[@]}"
+  gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=task_list
+  gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}"
+  [[ -n ${FL_CLUSTER_AB:-} ]] && gpu_check_row "cluster-$round-$FL_CLUSTER_AB" "$FL_CLUSTER_AB" 60 "${plain[@]}"
 done
 lanes=(memcheck racecheck synccheck)
 [[ -n $quick ]] && lanes=()
@@ -46,7 +46,7 @@ done
 wait
 [[ -n $quick ]] || gpu_check_lanes_summary "${lanes[@]}"
 if [[ -n ${FL_CLUSTER_NCU:-} ]]; then  # the cluster step's SASS by warp-stall samples, at 2K
-  FL_DECODE_CLUSTER=1 timeout 150 ncu --kernel-name regex:clustered --launch-skip 2 --launch-count 1 \
+  timeout 150 ncu --kernel-name regex:clustered --launch-skip 2 --launch-count 1 \
     --section WarpStateStats --section SourceCounters -o "$OUT/prof" -f "$app" bench \
     --lesson gpt2_decode --levels 4 --sizes 2K --precision bf16 --cache cold --no-counters --reps 3 \
     > "$OUT/ncu.log" 2>&1

@@ -13,7 +13,7 @@ app=$build/fusionlab
 plain=(--lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16 --cache cold --no-counters)
 gpu_check_build "$build" 200 fusionlab
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-FL_DECODE_CLUSTER=1 FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
+FL_DECODE_CLUSTER_STAMPS=$OUT/st timeout 60 "$app" bench --lesson gpt2_decode \
   --levels 4 --sizes 512,2K --precision bf16 --cache cold --no-counters > "$OUT/stamps-bench.txt" 2>&1
 echo "stamps: rc $? $(date -u +%T)" | tee -a "$S"
 for c in 512 2048; do
@@ -21,7 +21,7 @@ for c in 512 2048; do
   rm -f "$OUT/st-$c.bin"
 done
 for round in 1 2; do
-  gpu_check_row "list-$round" FL_NONE=1 40 "${plain[@]}"
-  gpu_check_row "cluster-$round" FL_DECODE_CLUSTER=1 40 "${plain[@]}"
+  gpu_check_row "list-$round" FL_NONE=1 40 "${plain[@]}" --variant megakernel=task_list
+  gpu_check_row "cluster-$round" FL_NONE=1 40 "${plain[@]}"
 done
 echo "done: $(( $(date +%s) - t0 )) s $(date -u +%T)" | tee -a "$S"

@@ -88,6 +88,7 @@ class Recording:
         self.points = {}
         self.device = None
         self.stamps = []
+        self.lesson_stamps = {}  # lesson -> the created_utc of the files that record it
         for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
             data = load_json(path)
             if data.get("format") != "fusionlab-session":
@@ -95,6 +96,9 @@ class Recording:
             self.device = self.device or data.get("device", {})
             self.stamps.append(data.get("created_utc", ""))
             for m in data.get("measurements", []):
+                stamps = self.lesson_stamps.setdefault(m["lesson"], [])
+                if data.get("created_utc", "") not in stamps:
+                    stamps.append(data.get("created_utc", ""))
                 key = (m["lesson"], (m["precision"], m["cache"], m.get("inner", 0)), m["size"],
                        m["level"])
                 self.points[key] = m  # a later file wins, as in the app's replay
@@ -328,7 +332,8 @@ def summary_table(rec, cat, modes, gpu_column=True):
             cells = summary_cells(rec, cat, lesson, precision, cache)
             if cells is None:
                 continue
-            gpu = f"{short_gpu(rec.device.get('name', '?'))}, {day(max(rec.stamps))}"
+            gpu = (f"{short_gpu(rec.device.get('name', '?'))}, "
+                   f"{day(max(rec.lesson_stamps.get(lesson, rec.stamps)))}")
             rows.append([lesson_label(cat, lesson)] + ([gpu] if gpu_column else [])
                         + ([precision] if len(modes) > 1 else []) + cells)
     return table(head, rows)
@@ -339,12 +344,22 @@ def table(head, rows):
     return out + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def span_text(stamps, dash):
+    """'2026-11-27 01:58-19:19 UTC', or with both dates where the span crosses a day."""
+    first, last = stamps[0][:16].replace("T", " "), stamps[-1][:16].replace("T", " ")
+    if first == last:
+        return f"{first} UTC"
+    if first[:10] == last[:10]:
+        return f"{first}{dash}{last[11:]} UTC"
+    return f"{first} UTC to {last} UTC"
+
+
 def device_line(rec):
     d = rec.device
     stamps = sorted(rec.stamps)
     counts = sorted(m.get("repetitions", 0) for m in rec.points.values())
     reps = f"{counts[0]}-{counts[-1]}" if counts[0] != counts[-1] else str(counts[0])
-    span = f"{stamps[0][:16].replace('T', ' ')}–{stamps[-1][11:16]} UTC"
+    span = span_text(stamps, "–")
     return (f"Recorded on an {d.get('name', '?')} (compute capability {d.get('compute_capability')}, "
             f"{d.get('sm_count')} SMs, {d.get('l2_bytes', 0) >> 20} MiB L2; CUDA runtime "
             f"{d.get('runtime_version', 0) // 1000}.{d.get('runtime_version', 0) % 1000 // 10}), "
@@ -353,10 +368,9 @@ def device_line(rec):
             f"`{os.path.relpath(rec.folder, ROOT)}/`.")
 
 
-def short_device_line(rec):
-    stamps = sorted(rec.stamps)
-    return (f"Recorded on an {rec.device.get('name', '?')}, {stamps[0][:16].replace('T', ' ')}-"
-            f"{stamps[-1][11:16]} UTC; medians in µs.")
+def short_device_line(rec, lesson=None):
+    stamps = sorted(rec.lesson_stamps.get(lesson, rec.stamps))
+    return f"Recorded on an {rec.device.get('name', '?')}, {span_text(stamps, '-')}; medians in µs."
 
 
 LEGEND = ("How to read the lesson tables: times are medians of the chain time (the first launch's "
@@ -449,7 +463,7 @@ def lesson_section(rec, cat, lesson):
         return [f"No recording of `{lesson}` in `{os.path.relpath(rec.folder, ROOT)}/` yet."]
     top = rec.top(lesson)
     names = ", ".join(f"L{l} = {cat.level_name(lesson, l) or '?'}" for l in range(top + 1))
-    out = [f"Levels: {names}. {short_device_line(rec)} Columns as in the summary's legend."]
+    out = [f"Levels: {names}. {short_device_line(rec, lesson)} Columns as in the summary's legend."]
     modes = rec.modes(lesson)
     for mode in modes:
         tol = {m.get("check", {}).get("tolerance") for k, m in rec.points.items()

@@ -19,7 +19,7 @@ plain=(--lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16 --cache
 
 gpu_check_build "$build" 200 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
-cuobjdump -res-usage "$app" 2>/dev/null | grep -A1 'cluster_step' |
+cuobjdump -res-usage "$app" 2>/dev/null | grep -A1 'clustered_step' |
   grep -oE 'REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+|SHARED:[0-9]+' | paste -sd' ' | head -c 300 >> "$S"
 echo >> "$S"
 quick=${FL_CLUSTER_QUICK:-}  # set: the test at one cache, two rounds, no sanitizers

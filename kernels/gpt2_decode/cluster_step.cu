@@ -165,8 +165,8 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
     attend_keys<false>(on, q, k, v, t.cached, t.keys);
   }
   if (t.rank == kRanks - 1 && warp == 0) {  // the new key, from the cluster's k and v
-    on.add1(cluster_step::warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
-                                   f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]),
+    on.add1(warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
+                     f.qkv[2 * lane + 1] * f.qkv[kHeadDim + 2 * lane + 1]),
             make_float2(f.qkv[2 * kHeadDim + 2 * lane], f.qkv[2 * kHeadDim + 2 * lane + 1]));
   }
   stamp(p, t.layer, kHeadLoop);

@@ -143,16 +143,7 @@ __device__ __forceinline__ void stamp(const StepArgs& p, int layer, int which) {
         which == kClock ? static_cast<unsigned long long>(clock64()) : phase_clock();
 }
 
-// ---- block-wide helpers (256 threads) ---------------------------------------------------------
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+// ---- block-wide helpers (256 threads; warp_sum is device.cuh's) ------------------------------
 
 // xn = LayerNorm(x) in one pass (the sum and the sum of squares in one block reduction); each
 // thread holds gamma and beta of its three elements (threadIdx.x + 256 k).

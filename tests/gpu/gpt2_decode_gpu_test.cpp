@@ -17,6 +17,7 @@
 #include "app/measure/live_backend.h"
 #include "kernels/catalog.h"
 #include "kernels/gpt2_decode/hooks.h"
+#include "tests/support/level_gpu_test.h"
 
 namespace fl {
 namespace {
@@ -288,13 +289,7 @@ class Gpt2DecodeGpu : public ::testing::Test {
     return out.at(0).values;
   }
   static double rel(const std::vector<double>& a, const std::vector<double>& ref) {
-    double e = 0, r = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      if (!std::isfinite(a[i])) return INFINITY;
-      e += (a[i] - ref[i]) * (a[i] - ref[i]);
-      r += ref[i] * ref[i];
-    }
-    return std::sqrt(e / r);
+    return relative_l2_error(a, ref);
   }
   // A workspace at `shape` with inputs from `seed`, and the fp64 CPU reference of its output.
   void prepare(Shape shape, uint64_t seed, std::unique_ptr<Workspace>* ws,

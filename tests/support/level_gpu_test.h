@@ -1,19 +1,33 @@
 // What a lesson's own GPU test shares (attention_gpu_test.cpp, attention_residual_layernorm_
 // gpu_test.cpp): a fixture per precision that finds the lesson, skips a precision the GPU lacks,
-// and runs one level on a workspace with its outputs poisoned first; and FL_TEST_LEVELS.
+// and runs one level on a workspace with its outputs poisoned first; FL_TEST_LEVELS; and the
+// relative L2 error the gpt2_decode tests compare outputs by.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "app/measure/live_backend.h"
 #include "kernels/catalog.h"
 
 namespace fl {
+
+// ||a - ref|| / ||ref|| (L2 norms), infinite where a holds a value that is not finite.
+inline double relative_l2_error(const std::vector<double>& a, const std::vector<double>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    e += (a[i] - ref[i]) * (a[i] - ref[i]);
+    r += ref[i] * ref[i];
+  }
+  return std::sqrt(e / r);
+}
 
 // FL_TEST_LEVELS ("2" or "0,2"), as in lessons_gpu_test.cpp: under racecheck only our own
 // kernels' level runs (cuBLASLt's bf16 kernels stop that sanitizer itself).

@@ -1,43 +1,47 @@
-// Level 4 at one token on sm_90: the decode step as one persistent launch of thread-block
-// clusters, two grid-wide stages a layer instead of four.
+// Level 4 at one token on sm_90 (the megakernel launch's variant "clusters", chosen up to a
+// cache of 2K): the decode step as one persistent launch of thread-block clusters, two
+// grid-wide waits a layer instead of the task list's four.
 //
 // The task-list megakernel (megakernel.cu) waits on a count in global memory four times a layer
 // (qkv, attention, proj, MLP): 48 grid-wide waits a step, each an L2 round trip or three. Only
 // two of them are all-to-all: LayerNorm needs every element of the residual before qkv and
 // before the MLP. The other two (a head's q, k, v before its attention; a head's splits before
 // its proj) stay inside one head. Here each of the 12 heads is one cluster of 8 blocks (8 SMs of
-// one GPC), and those two waits are cluster barriers, with the head's values moving through the
-// blocks' shared memory (DSMEM), never through L2:
+// one GPC), and those two waits are exchanges through the blocks' shared memory (DSMEM), never
+// through L2:
 //
 //   head stage (clusters 0-11, block r of head h's cluster):
-//     wait for the layer before's MLP count; x = residual; LN1 -> 8 rows each of q, k, v
+//     wait for the layer before's MLP count; x = the residual; LN1 -> 8 rows each of q, k, v
 //     (Wqkv rows h*64 + 8r .. in shared memory) -> into every block of the cluster (st.async:
 //     each block waits on its own mbarrier for the 8 x 96 bytes it expects, no cluster barrier)
 //     attention of q over keys [r*n, r*n + n) (n = ceil(s / 8); the new key on block 7), each
 //     warp an online softmax over its keys, the 8 warps merged -> the split's partial sums
 //     (o[64], max, sum) -> into every block of the cluster, the same way
-//     combine the 8 partials (every block, the same o) -> o times a 32 x 192 piece of Wproj's
-//     head columns (dims 32 * (r & 1) .., outputs 192 * (r >> 1) ..) added (red) into the
-//     layer's attention sum A[l]; release the head count
+//     merge the 8 partials (every block, the same o) -> o times a 32 x 192 piece of Wproj's
+//     head columns (dims 32 * (r & 1) .., outputs 192 * (r >> 1) ..) added (red.add.v4) into
+//     the layer's attention sum A[l]; release the head count
 //   MLP stage (every block b of the grid): wait for the head count (96); x + A[l]; LN2 -> its
-//     rows of h = GELU(Wfc x + bfc) (24 of 3072 on 128 blocks) -> h times the same rows of Wout
-//     transposed, added into the layer's MLP sum M[l]; release the MLP count.
+//     rows of h = GELU(Wfc x + bfc) (24 or 32 of 3072 on 120 blocks) -> h times the same rows
+//     of Wout transposed, added into copy b % 4 of the layer's MLP sum M[l] (a quarter of the
+//     adds on each line of L2); release the MLP count.
 //
-// The residual entering layer l + 1 is R[l] + A[l] + M[l]: the head stage's blocks sum the three
-// (and block 0 stores it as R[l + 1] for the MLP stage), so no stage writes a vector that
-// another stage of the same layer is still reading. The final norm's block zeroes A, M and the
-// counts for the next launch once the last MLP count is in.
+// The residual entering layer l + 1 is R[l] + A[l] + M[l]: the head stage's blocks sum them (and
+// block 0 stores it as R[l + 1] for the MLP stage), so no stage writes a vector that another
+// stage of the same layer is still reading. The blocks without a head zero layer l - 2's sums for
+// the next launch after their MLP stage (every reader is done), the final norm's block the last
+// two layers' and the counts.
 //
 // Bytes: each block keeps two buffers in shared memory, one for its head task (Wqkv rows 36 KB,
-// Wproj piece 12 KB, its keys and values: 16 KB at s = 512, 64 KB at 2K; keys past what fits are
-// read from global memory) and one for its MLP task (Wfc and Wout rows, 72 KB on 128 blocks).
-// Thread 0 asks for a buffer's next task (TMA bulk copies, one mbarrier a buffer) right after the
-// count that ends its task is released, so the bytes stream while the block waits. At s = 512 a
-// step reads 189.0 MB (61.8 us at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each
-// bare) and 24 pairs of exchanges inside the clusters. At 2K the keys (64 KB a block) fit
-// beside the MLP buffer on 120 blocks; past ~2.1K the rest are read from global memory.
-// Blocks: clusters of 8 as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
-// the heads, all 120 the MLP).
+// Wproj piece 12 KB, LN1's parameters, its keys and values: 16 KB at s = 512, 64 KB at 2K) and
+// one for its MLP task (Wfc and Wout rows, 74-98 KB). Thread 0 asks for a buffer's next task
+// (TMA bulk copies, one mbarrier a buffer) right after the count that ends its task is
+// released, so the bytes stream while the block waits. At s = 512 a step reads 189.0 MB (61.8 us
+// at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each bare) and 24 pairs of exchanges
+// inside the clusters. Past ~2.1K a block's keys outgrow its buffer and the rest are read from
+// global memory in a loop of their own (slower than the task list there: levels.cu).
+// Blocks: clusters of 8, as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
+// the heads, all 120 the MLP; at least 12). With phases on, thread 0 writes a record a stage
+// (model.h's cluster_record_arg), from the stage's start (its wait included) to its release.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>

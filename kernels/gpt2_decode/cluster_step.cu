@@ -56,8 +56,8 @@ namespace {
 
 using namespace cluster_step;
 
-// The sums' copies the step keeps (StepArgs): M's 4 measured 3-4 us faster than one at 512 and
-// 2K (NVIDIA H100 80GB HBM3, 2026-11-28).
+// The sums' copies the step keeps (StepArgs): M in 4, A in one (docs/PERFORMANCE.md has what
+// each gave).
 constexpr int kAttnCopies = 1, kMlpCopies = 4;
 
 // ---- the head stage ---------------------------------------------------------------------------

@@ -202,11 +202,10 @@ std::vector<VariantRow<Ws>> megakernel_variants() {
   clusters.min_cc = 90, clusters.max_cc = 90, clusters.wgmma_build = true;
   clusters.precisions = {Precision::bf16};
   // Preferred up to a cache of 2K, where a block's split of the keys (256) still fits its buffer
-  // on an H100's 120 blocks: at 4K and 8K its keys past the buffer, read from global memory in a
-  // loop of their own, made it slower than the task list (NVIDIA H100 80GB HBM3, 2026-11-28
-  // 00:45 UTC: 293.9 / 543.2 us, the task list 252.3 / 337.2 on 2026-11-27 19:19 UTC, level 3
-  // within 0.2% in both). One new token: from 2 on it is preferred nowhere (an empty range), so
-  // that the replay-only build's choice, which has no shape checks, is the task list's too.
+  // on an H100's 120 blocks; past it the keys beyond the buffer, read from global memory in a
+  // loop of their own, make it slower than the task list (docs/PERFORMANCE.md, lesson 11). One
+  // new token: from 2 on it is preferred nowhere (an empty range), so that the replay-only
+  // build's choice, which has no shape checks, is the task list's too.
   clusters.prefer_to = 2048;
   clusters.prefer_by_inner = {{2, 2, 1}};
   return {

@@ -300,11 +300,17 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     FL_CUDA_TRY(cudaMemsetAsync(probe_dump_.get(), 0, words * 8, s));
     a.probes = probe_dump_.as<unsigned long long>();
     FL_TRY(launch_megakernel(a, plan, s));
+    return dump_words(a.probes, words, std::getenv("FL_DECODE_PROBE_DUMP"), s);
+  }
+
+  // `words` 64-bit words at `device`, once the stream is done, into PREFIX-<cache>.bin (the
+  // measurements' dumps above and below).
+  Status dump_words(const unsigned long long* device, size_t words, const std::string& prefix,
+                    cudaStream_t s) {
     std::vector<unsigned long long> host(words);
-    FL_CUDA_TRY(cudaMemcpyAsync(host.data(), a.probes, words * 8, cudaMemcpyDeviceToHost, s));
+    FL_CUDA_TRY(cudaMemcpyAsync(host.data(), device, words * 8, cudaMemcpyDeviceToHost, s));
     FL_CUDA_TRY(cudaStreamSynchronize(s));
-    const std::string path =
-        std::string(std::getenv("FL_DECODE_PROBE_DUMP")) + "-" + std::to_string(cache_) + ".bin";
+    const std::string path = prefix + "-" + std::to_string(cache_) + ".bin";
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) return Status::Error("cannot write " + path);
     const size_t wrote = std::fwrite(host.data(), 8, words, f);
@@ -335,19 +341,11 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     if (prefix == nullptr) return launch_cluster_step(a, plan, s);
     // FL_DECODE_CLUSTER_STAMPS=PREFIX (a measurement): every launch leaves its blocks' stage
     // times in PREFIX-<cache>.bin (the last launch's stay; scripts/cluster-stamps.py reads them).
-    const size_t words = size_t(cluster_.clusters) * 8 * kClusterStepStamps;
+    const size_t words = size_t(plan.clusters) * 8 * kClusterStepStamps;  // (the blocks run)
     if (cluster_stamps_.bytes() != words * 8) FL_TRY(cluster_stamps_.allocate(words * 8));
     plan.stamps = cluster_stamps_.as<unsigned long long>();
     FL_TRY(launch_cluster_step(a, plan, s));
-    std::vector<unsigned long long> host(words);
-    FL_CUDA_TRY(cudaMemcpyAsync(host.data(), plan.stamps, words * 8, cudaMemcpyDeviceToHost, s));
-    FL_CUDA_TRY(cudaStreamSynchronize(s));
-    const std::string path = std::string(prefix) + "-" + std::to_string(cache_) + ".bin";
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) return Status::Error("cannot write " + path);
-    const size_t wrote = std::fwrite(host.data(), 8, words, f);
-    std::fclose(f);
-    return wrote == words ? Status::Ok() : Status::Error("short write to " + path);
+    return dump_words(plan.stamps, words, prefix, s);
   }
 
   // Levels 1 and 3's chain of 61 launches (with or without programmatic dependent launch).

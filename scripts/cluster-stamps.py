@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Reads the cluster step's stage times (FL_DECODE_CLUSTER_STAMPS=PREFIX leaves
 PREFIX-<cache>.bin: kernels/gpt2_decode/cluster_step.cuh's ClusterStamp, 14 words a layer a
-block, globaltimer ns but kClock's SM cycles) and prints, a layer a line, the medians over the blocks of each part of the two stages (us) and when
-the layer's last head count and last MLP count were released, from the step's first stamp.
+block, globaltimer ns but kClock's SM cycles) and prints, a layer a line, the medians over the
+blocks of each part of the two stages (us) and when the layer's last head count and last MLP
+count were released, from the step's first stamp.
 
   scripts/cluster-stamps.py PREFIX-512.bin   (scripts/cluster-check.sh runs it on the lent GPU)
 """

@@ -25,11 +25,13 @@
 //     of Wout transposed, added into copy b % 4 of the layer's MLP sum M[l] (a quarter of the
 //     adds on each line of L2); release the MLP count.
 //
-// The residual entering layer l + 1 is R[l] + A[l] + M[l]: the head stage's blocks sum them (and
-// block 0 stores it as R[l + 1] for the MLP stage), so no stage writes a vector that another
-// stage of the same layer is still reading. The blocks without a head zero layer l - 2's sums for
-// the next launch after their MLP stage (every reader is done), the final norm's block the last
-// two layers' and the counts.
+// The residual entering layer l + 1 is R[l + 1] = R[l] + A[l] + M[l], never stored: every block
+// keeps the x it last loaded in shared memory (R[l] + A[l] after the MLP stage's load) and adds
+// only the sum the count it waited for completed (M[l] in the head stage, A[l + 1] in the MLP
+// stage; the blocks without a head, which skip the head stage, both, in the same order), so
+// every block holds the same x and no stage writes a vector another stage is still reading. The
+// blocks without a head zero layer l - 2's sums for the next launch after their MLP stage (every
+// reader is done), the final norm's block the last two layers' and the counts.
 //
 // Bytes: each block keeps two buffers in shared memory, one for its head task (Wqkv rows 36 KB,
 // Wproj piece 12 KB, LN1's parameters, its keys and values: 16 KB at s = 512, 64 KB at 2K) and
@@ -267,14 +269,10 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   const uint64_t seen = phase_clock();
   stamp(p, l, kHeadSeen);
   __syncthreads();
-  if (l == 0) {
-    load_sum(f, a.x_in, nullptr, nullptr, 0, 0);
-  } else {
-    load_sum(f, base_of(a, p, l - 1), attn_of(p, l - 1), mlp_of(p, l - 1), p.attn_copies,
-             p.mlp_copies);
-    for (int i = threadIdx.x; blockIdx.x == 0 && i < kC / 4; i += kThreads)  // R[l], for the MLP
-      reinterpret_cast<float4*>(residual_of(p, l))[i] = reinterpret_cast<const float4*>(f.x)[i];
-  }
+  if (l == 0)
+    gather_x(f, a.x_in, Sum{});
+  else  // (x holds the MLP stage's input, R[l - 1] + A[l - 1])
+    gather_x(f, nullptr, mlp_sum(p, l - 1));
   stamp(p, l, kHeadInputs);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
@@ -338,11 +336,16 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   stamp(p, l, kMlpSeen);
   stamp(p, l, kClock);
   __syncthreads();
-  load_sum(f, base_of(a, p, l), attn_of(p, l), nullptr, p.attn_copies, 0);
+  if (blockIdx.x < kHeadBlocks)  // (x holds the head stage's input, R[l])
+    gather_x(f, nullptr, attn_sum(p, l));
+  else  // R[l] = R[l - 1] + A[l - 1] (x) + M[l - 1], added as the head blocks add it
+    gather_x(f, l == 0 ? a.x_in : nullptr, l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
   layer_norm(f, gamma, beta);
+  stamp(p, l, kMlpNormed);
   mlp_rows(f, buf, p, rows);
+  stamp(p, l, kMlpHidden);
   if (c < kC) {  // 4 outputs a thread: h times Wout's rows (transposed)
     const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
 #pragma unroll 4
@@ -377,8 +380,7 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
   const uint64_t seen = phase_clock();
   __syncthreads();
-  load_sum(f, base_of(a, p, kLayers - 1), attn_of(p, kLayers - 1), mlp_of(p, kLayers - 1),
-           p.attn_copies, p.mlp_copies);
+  gather_x(f, nullptr, mlp_sum(p, kLayers - 1));  // (x: R[11] + A[11], block 0 has a head)
   layer_norm(f, gamma, beta);
   for (int i = threadIdx.x; i < kC; i += kThreads) a.y[i] = f.xn[i];
   if (threadIdx.x == 0)

@@ -82,7 +82,7 @@ inline Layout layout_for(int clusters, int optin) {
 
 struct StepArgs {
   unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
-  float* sums;       // R[layer] (l >= 1), then A[layer][copy], then M[layer][copy], kC floats each
+  float* sums;       // A[layer][copy], then M[layer][copy], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
   // A[layer] and M[layer] kept as this many copies (<= kMaxCopies; block b adds into copy
   // b % copies, the readers add them up): fewer adds land on each line of L2.
@@ -90,16 +90,13 @@ struct StepArgs {
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
-__device__ __forceinline__ float* residual_of(const StepArgs& p, int l) {
-  return p.sums + l * kC;
-}
 constexpr int kMaxCopies = 4;
-static_assert(kClusterStepSums == int64_t(1 + 2 * kMaxCopies) * kLayers * kC, "launch.h's count");
+static_assert(kClusterStepSums == int64_t(2 * kMaxCopies) * kLayers * kC, "launch.h's count");
 __device__ __forceinline__ float* attn_of(const StepArgs& p, int l, int copy = 0) {
-  return p.sums + (kLayers + l * kMaxCopies + copy) * kC;
+  return p.sums + (l * kMaxCopies + copy) * kC;
 }
 __device__ __forceinline__ float* mlp_of(const StepArgs& p, int l, int copy = 0) {
-  return p.sums + ((1 + kMaxCopies) * kLayers + l * kMaxCopies + copy) * kC;
+  return p.sums + (kMaxCopies * kLayers + l * kMaxCopies + copy) * kC;
 }
 // Layer l's sums zeroed for the next launch, share `part` of `parts` (every thread of the block).
 __device__ inline void zero_layer(const StepArgs& p, int l, int part, int parts) {
@@ -110,14 +107,22 @@ __device__ inline void zero_layer(const StepArgs& p, int l, int part, int parts)
     *at = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 }
-// The residual entering layer l as stored (R[l]; the step's input for layer 0).
-__device__ __forceinline__ const float* base_of(const DecodeArgs& a, const StepArgs& p, int l) {
-  return l == 0 ? a.x_in : residual_of(p, l);
+// A layer's attention sum A[l] or MLP sum M[l]: its copies, kC floats apart.
+struct Sum {
+  const float* at = nullptr;
+  int copies = 0;
+};
+__device__ __forceinline__ Sum attn_sum(const StepArgs& p, int l) {
+  return {attn_of(p, l), p.attn_copies};
+}
+__device__ __forceinline__ Sum mlp_sum(const StepArgs& p, int l) {
+  return {mlp_of(p, l), p.mlp_copies};
 }
 
 // Thread 0's times in a layer (globaltimer ns), with stamps on: the head stage's start, its count
 // seen, x loaded, its bytes in, its rows sent, the cluster's rows in, its split sent, the
-// cluster's splits in, its count released; the MLP stage's count seen, bytes in, count released;
+// cluster's splits in, its count released; the MLP stage's count seen, bytes in, LN2 done, its
+// rows of h done, count released;
 // then the split's loop done, and the SM clock beside the MLP's count seen (the clock's rate).
 enum ClusterStamp {
   kHeadStart,
@@ -131,6 +136,8 @@ enum ClusterStamp {
   kHeadReleased,
   kMlpSeen,
   kMlpBytes,
+  kMlpNormed,  // LN2 done
+  kMlpHidden,  // the block's rows of h done
   kMlpReleased,
   kHeadLoop,  // the split's keys done (before its warps merge)
   kClock,     // the SM's clock64 (not ns) at the MLP stage's count seen
@@ -172,20 +179,26 @@ __device__ __forceinline__ void norm_params(const bf16* g, float (&gamma)[3], fl
   }
 }
 
-// x = the sum of a, b's `b_copies` and c's `c_copies` (copies kC floats apart), vectors another
-// stage wrote (L2 loads: ld.global.cg).
-__device__ inline void load_sum(Fixed& f, const float* a, const float* b, const float* c,
-                                int b_copies, int c_copies) {
-  for (int i = threadIdx.x; i < kC / 4; i += kThreads) {
-    float4 v = ld_cg(reinterpret_cast<const float4*>(a) + i);
-    for (int k = 0; b != nullptr && k < b_copies; ++k) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(b + k * kC) + i);
-      v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
+// x = `from` (null: x as the block holds it) + b's copies + c's copies, vectors other blocks
+// wrote (L2 loads, ld.global.cg). Every load is issued before the first add: one L2 round trip,
+// not one a vector (a loop over the copies waits for each load before it issues the next).
+__device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{}) {
+  const int i = threadIdx.x;
+  static_assert(kC / 4 <= kThreads, "a float4 of x a thread");
+  if (i < kC / 4) {
+    float4 w[2 * kMaxCopies];
+#pragma unroll
+    for (int k = 0; k < 2 * kMaxCopies; ++k) {
+      const Sum& s = k < kMaxCopies ? b : c;
+      const int j = k % kMaxCopies;
+      w[k] = j < s.copies ? ld_cg(reinterpret_cast<const float4*>(s.at + j * kC) + i)
+                          : make_float4(0.f, 0.f, 0.f, 0.f);
     }
-    for (int k = 0; c != nullptr && k < c_copies; ++k) {
-      const float4 w = ld_cg(reinterpret_cast<const float4*>(c + k * kC) + i);
-      v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
-    }
+    float4 v = from != nullptr ? ld_cg(reinterpret_cast<const float4*>(from) + i)
+                               : reinterpret_cast<const float4*>(f.x)[i];
+#pragma unroll
+    for (int k = 0; k < 2 * kMaxCopies; ++k)
+      v.x += w[k].x, v.y += w[k].y, v.z += w[k].z, v.w += w[k].w;
     reinterpret_cast<float4*>(f.x)[i] = v;
   }
   __syncthreads();

@@ -56,9 +56,9 @@ struct ClusterStepPlan {
   // ClusterStamp; FL_DECODE_CLUSTER_STAMPS, a measurement).
   unsigned long long* stamps = nullptr;
 };
-constexpr int kClusterStepStamps = kLayers * 14;
+constexpr int kClusterStepStamps = kLayers * 16;
 constexpr int kClusterStepCounts = 2 * kLayers;
-constexpr int64_t kClusterStepSums = int64_t(1 + 2 * 4) * kLayers * kC;  // (4 copies of A, M)
+constexpr int64_t kClusterStepSums = int64_t(2 * 4) * kLayers * kC;  // (4 copies of A, M)
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.
 Status cluster_step_clusters(int* clusters);
 Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cudaStream_t s);

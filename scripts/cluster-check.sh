@@ -5,7 +5,8 @@
 #   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
 #     --cache cold --no-counters`, the cluster step (the table's choice) and the task list (--variant megakernel=task_list) in turn, three rounds;
 #   stamps: one cold step at 512 and 2K with FL_DECODE_CLUSTER_STAMPS (scripts/cluster-stamps.py);
-#   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1.
+#   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1;
+#   FL_CLUSTER_AB="ENV=VALUE ...;ENV=VALUE": more timing rows, one a ;-separated setting.
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,10 @@ rounds=(1 2 3)
 for round in "${rounds[@]}"; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=task_list
   gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}"
-  [[ -n ${FL_CLUSTER_AB:-} ]] && gpu_check_row "cluster-$round-$FL_CLUSTER_AB" "$FL_CLUSTER_AB" 60 "${plain[@]}"
+  IFS=';' read -ra extra <<< "${FL_CLUSTER_AB:-}"
+  for ab in "${extra[@]}"; do
+    gpu_check_row "cluster-$round-$ab" "$ab" 60 "${plain[@]}"
+  done
 done
 lanes=(memcheck racecheck synccheck)
 [[ -n $quick ]] && lanes=()

@@ -64,16 +64,18 @@ constexpr int kAttnCopies = 1, kMlpCopies = 4;
 
 // ---- the head stage ---------------------------------------------------------------------------
 
-// LN1 of x -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v rounded to bf16, as
-// the cache keeps them) into every block of the cluster; k and v into the cache at position s.
+// LN1 of x (every warp its own) -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v
+// rounded to bf16, as the cache keeps them) into every block of the cluster; k and v into the cache
+// at position s.
 __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
                           uint64_t* rows_in) {
   const bf16* w = reinterpret_cast<const bf16*>(buf + kHeadWqkv);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + kHeadBias);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   constexpr int kPerWarp = 3 * kRankRows / kWarps;  // 3
-  float acc[4];
-  warp_rows(w + warp * kPerWarp * kC, f.xn, kPerWarp, acc);
+  float xn[kChunks][8], acc[4];
+  warp_norm(f.x, norm_lanes(reinterpret_cast<const bf16*>(buf + kHeadLn)), xn);
+  warp_rows(w + warp * kPerWarp * kC, xn, kPerWarp, acc);
 #pragma unroll
   for (int k = 0; k < kPerWarp; ++k) {
     const int i = warp * kPerWarp + k;
@@ -252,8 +254,9 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 // A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in and its
 // splits' partials in (st.async from every block of the cluster). Each completes once a layer.
 struct Bars {
-  uint64_t head_bytes, mlp_bytes, rows_in, splits_in;
+  uint64_t head_bytes, mlp_bytes, rows_in, splits_in, mlp_in;  // (mlp_in: with mlp_reduce)
 };
+constexpr int kSlice4 = kC / 4 / kRanks;  // float4s of the MLP's outputs a block reduces (24)
 
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
                            int l) {
@@ -264,7 +267,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   if (threadIdx.x == 0) {  // (the last layer's exchanges are complete: these are this layer's)
     hopper::arrive_expect_bytes(&b.rows_in, kRanks * kQkvBytes);
     hopper::arrive_expect_bytes(&b.splits_in, kRanks * kPartStride * 4);
-    if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
+    if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, p.relaxed);
   }
   const uint64_t seen = phase_clock();
   stamp(p, l, kHeadSeen);
@@ -276,9 +279,6 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadInputs);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
-  float gamma[3], beta[3];
-  norm_params(reinterpret_cast<const bf16*>(buf + kHeadLn), gamma, beta);
-  layer_norm(f, gamma, beta);
   head_rows(a, t, f, buf, &b.rows_in);
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
@@ -300,15 +300,16 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
 
 // ---- the MLP stage ----------------------------------------------------------------------------
 
-// h = GELU(LN2(x) Wfc + bfc) for this block's rows -> f.stage.
-__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows) {
+// h = GELU(xn Wfc + bfc) for this block's rows -> f.stage (xn: LN2(x), every warp's own).
+__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows,
+                         const float (&xn)[kChunks][8]) {
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + mlp_bias_at(p.mlp_rows));
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, per_warp = rows / kWarps;
   for (int r0 = warp * per_warp; r0 < (warp + 1) * per_warp; r0 += 4) {
     const int n = min(4, (warp + 1) * per_warp - r0);
     float acc[4];
-    warp_rows(wfc + r0 * kC, f.xn, n, acc);
+    warp_rows(wfc + r0 * kC, xn, n, acc);
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       if (k < n && lane == k) f.stage[r0 + k] = gelu(acc[k] + __bfloat162float(bias[r0 + k]));
@@ -322,8 +323,8 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   mlp_rows_of(gridDim.x, &first, &rows);
   // (LN2's parameters and bout into registers before the wait: no load after it but x's)
   const bf16* L = layer_weights(a, l);
-  float gamma[3], beta[3], acc[4] = {0.f, 0.f, 0.f, 0.f};
-  norm_params(L + LayerLayout::ln2_g, gamma, beta);
+  const NormLanes ln2 = norm_lanes(L + LayerLayout::ln2_g);
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
   const int c = 4 * threadIdx.x;
   if (blockIdx.x == 0 && c < kC) {  // bout, once
     const uint2 u = __ldg(reinterpret_cast<const uint2*>(L + LayerLayout::b_out + c));
@@ -331,7 +332,8 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
   }
   const uint64_t start = phase_clock();
-  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
+  if (threadIdx.x == 0 && p.mlp_reduce) hopper::arrive_expect_bytes(&b.mlp_in, kC * 4);
+  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, p.relaxed);
   const uint64_t seen = phase_clock();
   stamp(p, l, kMlpSeen);
   stamp(p, l, kClock);
@@ -342,9 +344,10 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     gather_x(f, l == 0 ? a.x_in : nullptr, l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
-  layer_norm(f, gamma, beta);
+  float xn[kChunks][8];
+  warp_norm(f.x, ln2, xn);
   stamp(p, l, kMlpNormed);
-  mlp_rows(f, buf, p, rows);
+  mlp_rows(f, buf, p, rows, xn);
   stamp(p, l, kMlpHidden);
   if (c < kC) {  // 4 outputs a thread: h times Wout's rows (transposed)
     const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
@@ -355,7 +358,27 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
       const float2 w0 = unpack2(u.x), w1 = unpack2(u.y);
       acc[0] += hr * w0.x, acc[1] += hr * w0.y, acc[2] += hr * w1.x, acc[3] += hr * w1.y;
     }
-    red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
+    if (!p.mlp_reduce) {
+      red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
+    } else {  // outputs 4c .. 4c + 3 to the block of the cluster that owns them
+      const int to = threadIdx.x / kSlice4, i = threadIdx.x % kSlice4;
+      cluster::store_async_peer(&f.xn[4 * (cluster::rank() * kSlice4 + i)], to,
+                                make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]),
+                                           __float_as_uint(acc[2]), __float_as_uint(acc[3])),
+                                &b.mlp_in);
+    }
+  }
+  if (p.mlp_reduce) {  // this block's 96 outputs: the cluster's 8 blocks' in rank order, into M
+    hopper::wait(&b.mlp_in, l & 1);
+    if (threadIdx.x < kSlice4) {
+      float sum[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int r = 0; r < kRanks; ++r) {
+        const float4 v = reinterpret_cast<const float4*>(f.xn)[r * kSlice4 + threadIdx.x];
+        sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+      }
+      const int at = 4 * (int(cluster::rank()) * kSlice4 + threadIdx.x);
+      red_add4(mlp_of(p, l, int(cluster::index()) % p.mlp_copies) + at, sum);
+    }
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -377,7 +400,7 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   float gamma[3], beta[3];
   norm_params(a.weights + kFinalLnG, gamma, beta);
   const uint64_t start = phase_clock();
-  if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
+  if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, p.relaxed);
   const uint64_t seen = phase_clock();
   __syncthreads();
   gather_x(f, nullptr, mlp_sum(p, kLayers - 1));  // (x: R[11] + A[11], block 0 has a head)
@@ -400,7 +423,8 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in})
+    for (uint64_t* bar :
+         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.mlp_in})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);
@@ -445,7 +469,9 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
-  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies.
+  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies;
+  // FL_CLUSTER_RELAXED set (a measurement): the grid-wide waits spin on relaxed loads;
+  // FL_CLUSTER_MLP_REDUCE set (a measurement): the MLP's sums reduced in each cluster first.
   auto copies = [](const char* name, int given) {
     const char* env = std::getenv(name);
     return env != nullptr && (env[0] == '1' || env[0] == '2' || env[0] == '4') ? env[0] - '0'
@@ -459,7 +485,9 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    copies("FL_CLUSTER_A_COPIES", kAttnCopies),
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
-                   plan.stamps};
+                   plan.stamps,
+                   std::getenv("FL_CLUSTER_RELAXED") != nullptr,
+                   std::getenv("FL_CLUSTER_MLP_REDUCE") != nullptr};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
       cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));

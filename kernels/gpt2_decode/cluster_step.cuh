@@ -36,9 +36,9 @@ static_assert(kHeadKeys % 16 == 0, "bulk copies land on 16-byte boundaries");
 
 // The fixed part of shared memory (floats), then the MLP buffer, then the head buffer.
 struct Fixed {
-  float x[kC];                       // the residual
-  float xn[kC];                      // LayerNorm's output
-  float qkv[3 * kHeadDim];           // the head's new q (scaled), k, v: sent by every block
+  float x[kC];              // the residual
+  float xn[kC];             // the final LayerNorm's output; proj's scratch; mlp_reduce's partials
+  float qkv[3 * kHeadDim];  // the head's new q (scaled), k, v: sent by every block
   float parts[kRanks][kPartStride];  // the splits' partials (o[64], max, sum): sent by every block
   float mine[kPartStride];           // this block's partial, before it goes out
   float warps[kWarps][kPartStride];  // the warps' partials
@@ -89,6 +89,10 @@ struct StepArgs {
   int attn_copies, mlp_copies;
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
+  bool relaxed;                // the grid-wide waits spin relaxed, one fence after (a measurement)
+  // The MLP's sums reduced inside the cluster first (a measurement): block r of a cluster adds
+  // up the 8 blocks' outputs 96 r .. 96 r + 95 (sent into its xn) and only it adds them into M.
+  bool mlp_reduce;
 };
 constexpr int kMaxCopies = 4;
 static_assert(kClusterStepSums == int64_t(2 * kMaxCopies) * kLayers * kC, "launch.h's count");
@@ -204,23 +208,73 @@ __device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{
   __syncthreads();
 }
 
+// The lane layout of a row of kC that every warp holds in registers: lane l has elements
+// (32 c + l) * 8 + 0..7 of chunk c = 0..2 (16 bytes of a bf16 weight row, 32 of a float row).
+constexpr int kChunks = kC / 256;
+__device__ __forceinline__ int lane_at(int c) {
+  return (c * 32 + (threadIdx.x & 31)) * 8;
+}
+
+// A LayerNorm's gamma and beta (bf16, beta kC after gamma; shared or global memory) in the lane
+// layout, as bf16 pairs.
+struct NormLanes {
+  uint4 g[kChunks], b[kChunks];
+};
+__device__ __forceinline__ NormLanes norm_lanes(const bf16* gb) {
+  NormLanes n;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    n.g[c] = *reinterpret_cast<const uint4*>(gb + lane_at(c));
+    n.b[c] = *reinterpret_cast<const uint4*>(gb + kC + lane_at(c));
+  }
+  return n;
+}
+
+// Every warp: xn = LayerNorm(x) (x in shared memory) in the lane layout, the whole row summed by
+// the warp itself (one pass: the sum and the sum of squares), so no block-wide step.
+__device__ __forceinline__ void warp_norm(const float* x, const NormLanes& p,
+                                          float (&xn)[kChunks][8]) {
+  float s = 0.f, q = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 v = *reinterpret_cast<const float4*>(x + lane_at(c) + 4 * h);
+      xn[c][4 * h] = v.x, xn[c][4 * h + 1] = v.y, xn[c][4 * h + 2] = v.z, xn[c][4 * h + 3] = v.w;
+      s += v.x + v.y + v.z + v.w, q += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+  }
+  s = warp_sum(s), q = warp_sum(q);
+  const float mean = s * (1.f / kC);
+  const float rstd = rsqrtf(fmaxf(q * (1.f / kC) - mean * mean, 0.f) + float(kLnEps));
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const unsigned g[4] = {p.g[c].x, p.g[c].y, p.g[c].z, p.g[c].w};
+    const unsigned b[4] = {p.b[c].x, p.b[c].y, p.b[c].z, p.b[c].w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 gk = unpack2(g[k]), bk = unpack2(b[k]);
+      xn[c][2 * k] = (xn[c][2 * k] - mean) * rstd * gk.x + bk.x;
+      xn[c][2 * k + 1] = (xn[c][2 * k + 1] - mean) * rstd * gk.y + bk.y;
+    }
+  }
+}
+
 // One warp: the dot products of `n` (<= 4) bf16 rows of kC (shared memory, kRowBytes apart)
-// with xn, in every lane.
-__device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n, float (&acc)[4]) {
-  const int lane = threadIdx.x & 31;
+// with xn (the lane layout), in every lane.
+__device__ __forceinline__ void warp_rows(const bf16* w, const float (&xn)[kChunks][8], int n,
+                                          float (&acc)[4]) {
   for (int k = 0; k < 4; ++k) acc[k] = 0.f;
 #pragma unroll
-  for (int c = 0; c < kC / 256; ++c) {
-    const int e = (c * 32 + lane) * 8;
-    const float4 x0 = *reinterpret_cast<const float4*>(xn + e);
-    const float4 x1 = *reinterpret_cast<const float4*>(xn + e + 4);
+  for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       if (k >= n) break;
-      const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + e);
+      const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + lane_at(c));
       const float2 p0 = unpack2(u.x), p1 = unpack2(u.y), p2 = unpack2(u.z), p3 = unpack2(u.w);
-      acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x + p2.y * x1.y +
-                p3.x * x1.z + p3.y * x1.w;
+      const float* x = xn[c];
+      acc[k] += p0.x * x[0] + p0.y * x[1] + p1.x * x[2] + p1.y * x[3] + p2.x * x[4] + p2.y * x[5] +
+                p3.x * x[6] + p3.y * x[7];
     }
   }
 #pragma unroll

@@ -49,10 +49,11 @@ for tool in "${lanes[@]}"; do
 done
 wait
 [[ -n $quick ]] || gpu_check_lanes_summary "${lanes[@]}"
-if [[ -n ${FL_CLUSTER_NCU:-} ]]; then  # the cluster step's SASS by warp-stall samples, at 2K
+if [[ -n ${FL_CLUSTER_NCU:-} ]]; then  # the cluster step's SASS by warp-stall samples (2K, or the size FL_CLUSTER_NCU names)
+  [[ $FL_CLUSTER_NCU == 1 ]] && FL_CLUSTER_NCU=2K
   timeout 150 ncu --kernel-name regex:clustered --launch-skip 2 --launch-count 1 \
     --section WarpStateStats --section SourceCounters -o "$OUT/prof" -f "$app" bench \
-    --lesson gpt2_decode --levels 4 --sizes 2K --precision bf16 --cache cold --no-counters --reps 3 \
+    --lesson gpt2_decode --levels 4 --sizes "$FL_CLUSTER_NCU" --precision bf16 --cache cold --no-counters --reps 3 \
     > "$OUT/ncu.log" 2>&1
   echo "ncu: rc $? $(date -u +%T)" | tee -a "$S"
   ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/sass.csv" 2>> "$OUT/ncu.log"

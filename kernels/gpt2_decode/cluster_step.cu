@@ -64,17 +64,29 @@ constexpr int kAttnCopies = 1, kMlpCopies = 4;
 
 // ---- the head stage ---------------------------------------------------------------------------
 
+// xn = LayerNorm(x) in every warp's lanes: each warp's own (warp_norm), or with block_ln (a
+// measurement) the block's into f.xn, read back into the lanes.
+__device__ __forceinline__ void norm_into_lanes(Fixed& f, const bf16* gb, bool block_ln,
+                                                Lanes& xn) {
+  if (!block_ln) return warp_norm(f.x, norm_lanes(gb), xn);
+  float gamma[3], beta[3];
+  norm_params(gb, gamma, beta);
+  layer_norm(f, gamma, beta);
+  load_lanes(f.xn, xn);
+}
+
 // LN1 of x (every warp its own) -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v
 // rounded to bf16, as the cache keeps them) into every block of the cluster; k and v into the cache
 // at position s.
 __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
-                          uint64_t* rows_in) {
+                          uint64_t* rows_in, bool block_ln) {
   const bf16* w = reinterpret_cast<const bf16*>(buf + kHeadWqkv);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + kHeadBias);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   constexpr int kPerWarp = 3 * kRankRows / kWarps;  // 3
-  float xn[kChunks][8], acc[4];
-  warp_norm(f.x, norm_lanes(reinterpret_cast<const bf16*>(buf + kHeadLn)), xn);
+  Lanes xn;
+  float acc[4];
+  norm_into_lanes(f, reinterpret_cast<const bf16*>(buf + kHeadLn), block_ln, xn);
   warp_rows(w + warp * kPerWarp * kC, xn, kPerWarp, acc);
 #pragma unroll
   for (int k = 0; k < kPerWarp; ++k) {
@@ -254,9 +266,8 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 // A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in and its
 // splits' partials in (st.async from every block of the cluster). Each completes once a layer.
 struct Bars {
-  uint64_t head_bytes, mlp_bytes, rows_in, splits_in, mlp_in;  // (mlp_in: with mlp_reduce)
+  uint64_t head_bytes, mlp_bytes, rows_in, splits_in;
 };
-constexpr int kSlice4 = kC / 4 / kRanks;  // float4s of the MLP's outputs a block reduces (24)
 
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
                            int l) {
@@ -267,7 +278,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   if (threadIdx.x == 0) {  // (the last layer's exchanges are complete: these are this layer's)
     hopper::arrive_expect_bytes(&b.rows_in, kRanks * kQkvBytes);
     hopper::arrive_expect_bytes(&b.splits_in, kRanks * kPartStride * 4);
-    if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, p.relaxed);
+    if (l > 0) wait_count(p.counts + kLayers + l - 1, gridDim.x, false);
   }
   const uint64_t seen = phase_clock();
   stamp(p, l, kHeadSeen);
@@ -279,7 +290,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadInputs);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
-  head_rows(a, t, f, buf, &b.rows_in);
+  head_rows(a, t, f, buf, &b.rows_in, p.block_ln);
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
@@ -301,8 +312,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
 // ---- the MLP stage ----------------------------------------------------------------------------
 
 // h = GELU(xn Wfc + bfc) for this block's rows -> f.stage (xn: LN2(x), every warp's own).
-__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows,
-                         const float (&xn)[kChunks][8]) {
+__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows, const Lanes& xn) {
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + mlp_bias_at(p.mlp_rows));
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, per_warp = rows / kWarps;
@@ -324,6 +334,8 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   // (LN2's parameters and bout into registers before the wait: no load after it but x's)
   const bf16* L = layer_weights(a, l);
   const NormLanes ln2 = norm_lanes(L + LayerLayout::ln2_g);
+  float gamma[3], beta[3];  // (block_ln's)
+  if (p.block_ln) norm_params(L + LayerLayout::ln2_g, gamma, beta);
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   const int c = 4 * threadIdx.x;
   if (blockIdx.x == 0 && c < kC) {  // bout, once
@@ -332,8 +344,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
   }
   const uint64_t start = phase_clock();
-  if (threadIdx.x == 0 && p.mlp_reduce) hopper::arrive_expect_bytes(&b.mlp_in, kC * 4);
-  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, p.relaxed);
+  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
   const uint64_t seen = phase_clock();
   stamp(p, l, kMlpSeen);
   stamp(p, l, kClock);
@@ -344,8 +355,13 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     gather_x(f, l == 0 ? a.x_in : nullptr, l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
-  float xn[kChunks][8];
-  warp_norm(f.x, ln2, xn);
+  Lanes xn;
+  if (p.block_ln) {
+    layer_norm(f, gamma, beta);
+    load_lanes(f.xn, xn);
+  } else {
+    warp_norm(f.x, ln2, xn);
+  }
   stamp(p, l, kMlpNormed);
   mlp_rows(f, buf, p, rows, xn);
   stamp(p, l, kMlpHidden);
@@ -358,27 +374,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
       const float2 w0 = unpack2(u.x), w1 = unpack2(u.y);
       acc[0] += hr * w0.x, acc[1] += hr * w0.y, acc[2] += hr * w1.x, acc[3] += hr * w1.y;
     }
-    if (!p.mlp_reduce) {
-      red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
-    } else {  // outputs 4c .. 4c + 3 to the block of the cluster that owns them
-      const int to = threadIdx.x / kSlice4, i = threadIdx.x % kSlice4;
-      cluster::store_async_peer(&f.xn[4 * (cluster::rank() * kSlice4 + i)], to,
-                                make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]),
-                                           __float_as_uint(acc[2]), __float_as_uint(acc[3])),
-                                &b.mlp_in);
-    }
-  }
-  if (p.mlp_reduce) {  // this block's 96 outputs: the cluster's 8 blocks' in rank order, into M
-    hopper::wait(&b.mlp_in, l & 1);
-    if (threadIdx.x < kSlice4) {
-      float sum[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int r = 0; r < kRanks; ++r) {
-        const float4 v = reinterpret_cast<const float4*>(f.xn)[r * kSlice4 + threadIdx.x];
-        sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
-      }
-      const int at = 4 * (int(cluster::rank()) * kSlice4 + threadIdx.x);
-      red_add4(mlp_of(p, l, int(cluster::index()) % p.mlp_copies) + at, sum);
-    }
+    red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -400,7 +396,7 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   float gamma[3], beta[3];
   norm_params(a.weights + kFinalLnG, gamma, beta);
   const uint64_t start = phase_clock();
-  if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, p.relaxed);
+  if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
   const uint64_t seen = phase_clock();
   __syncthreads();
   gather_x(f, nullptr, mlp_sum(p, kLayers - 1));  // (x: R[11] + A[11], block 0 has a head)
@@ -423,8 +419,7 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar :
-         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.mlp_in})
+    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);
@@ -470,8 +465,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
   // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies;
-  // FL_CLUSTER_RELAXED set (a measurement): the grid-wide waits spin on relaxed loads;
-  // FL_CLUSTER_MLP_REDUCE set (a measurement): the MLP's sums reduced in each cluster first.
+  // FL_CLUSTER_BLOCK_LN set (a measurement): LayerNorm by the block, not by every warp.
   auto copies = [](const char* name, int given) {
     const char* env = std::getenv(name);
     return env != nullptr && (env[0] == '1' || env[0] == '2' || env[0] == '4') ? env[0] - '0'
@@ -486,8 +480,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
                    plan.stamps,
-                   std::getenv("FL_CLUSTER_RELAXED") != nullptr,
-                   std::getenv("FL_CLUSTER_MLP_REDUCE") != nullptr};
+                   std::getenv("FL_CLUSTER_BLOCK_LN") != nullptr};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
       cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));

@@ -64,30 +64,16 @@ constexpr int kAttnCopies = 1, kMlpCopies = 4;
 
 // ---- the head stage ---------------------------------------------------------------------------
 
-// xn = LayerNorm(x) in every warp's lanes: each warp's own (warp_norm), or with block_ln (a
-// measurement) the block's into f.xn, read back into the lanes.
-__device__ __forceinline__ void norm_into_lanes(Fixed& f, const bf16* gb, bool block_ln,
-                                                Lanes& xn) {
-  if (!block_ln) return warp_norm(f.x, norm_lanes(gb), xn);
-  float gamma[3], beta[3];
-  norm_params(gb, gamma, beta);
-  layer_norm(f, gamma, beta);
-  load_lanes(f.xn, xn);
-}
-
-// LN1 of x (every warp its own) -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v
-// rounded to bf16, as the cache keeps them) into every block of the cluster; k and v into the cache
-// at position s.
+// LN1 of x -> this block's 8 rows each of q (scaled by 1/8), k and v (k and v rounded to bf16, as
+// the cache keeps them) into every block of the cluster; k and v into the cache at position s.
 __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, const char* buf,
-                          uint64_t* rows_in, bool block_ln) {
+                          uint64_t* rows_in) {
   const bf16* w = reinterpret_cast<const bf16*>(buf + kHeadWqkv);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + kHeadBias);
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   constexpr int kPerWarp = 3 * kRankRows / kWarps;  // 3
-  Lanes xn;
   float acc[4];
-  norm_into_lanes(f, reinterpret_cast<const bf16*>(buf + kHeadLn), block_ln, xn);
-  warp_rows(w + warp * kPerWarp * kC, xn, kPerWarp, acc);
+  warp_rows(w + warp * kPerWarp * kC, f.xn, kPerWarp, acc);
 #pragma unroll
   for (int k = 0; k < kPerWarp; ++k) {
     const int i = warp * kPerWarp + k;
@@ -290,7 +276,10 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadInputs);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
-  head_rows(a, t, f, buf, &b.rows_in, p.block_ln);
+  float gamma[3], beta[3];
+  norm_params(reinterpret_cast<const bf16*>(buf + kHeadLn), gamma, beta);
+  layer_norm(f, gamma, beta);
+  head_rows(a, t, f, buf, &b.rows_in);
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
@@ -311,15 +300,15 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
 
 // ---- the MLP stage ----------------------------------------------------------------------------
 
-// h = GELU(xn Wfc + bfc) for this block's rows -> f.stage (xn: LN2(x), every warp's own).
-__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows, const Lanes& xn) {
+// h = GELU(LN2(x) Wfc + bfc) for this block's rows -> f.stage.
+__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows) {
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + mlp_bias_at(p.mlp_rows));
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, per_warp = rows / kWarps;
   for (int r0 = warp * per_warp; r0 < (warp + 1) * per_warp; r0 += 4) {
     const int n = min(4, (warp + 1) * per_warp - r0);
     float acc[4];
-    warp_rows(wfc + r0 * kC, xn, n, acc);
+    warp_rows(wfc + r0 * kC, f.xn, n, acc);
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       if (k < n && lane == k) f.stage[r0 + k] = gelu(acc[k] + __bfloat162float(bias[r0 + k]));
@@ -333,10 +322,8 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   mlp_rows_of(gridDim.x, &first, &rows);
   // (LN2's parameters and bout into registers before the wait: no load after it but x's)
   const bf16* L = layer_weights(a, l);
-  const NormLanes ln2 = norm_lanes(L + LayerLayout::ln2_g);
-  float gamma[3], beta[3];  // (block_ln's)
-  if (p.block_ln) norm_params(L + LayerLayout::ln2_g, gamma, beta);
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float gamma[3], beta[3], acc[4] = {0.f, 0.f, 0.f, 0.f};
+  norm_params(L + LayerLayout::ln2_g, gamma, beta);
   const int c = 4 * threadIdx.x;
   if (blockIdx.x == 0 && c < kC) {  // bout, once
     const uint2 u = __ldg(reinterpret_cast<const uint2*>(L + LayerLayout::b_out + c));
@@ -355,15 +342,9 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     gather_x(f, l == 0 ? a.x_in : nullptr, l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
-  Lanes xn;
-  if (p.block_ln) {
-    layer_norm(f, gamma, beta);
-    load_lanes(f.xn, xn);
-  } else {
-    warp_norm(f.x, ln2, xn);
-  }
+  layer_norm(f, gamma, beta);
   stamp(p, l, kMlpNormed);
-  mlp_rows(f, buf, p, rows, xn);
+  mlp_rows(f, buf, p, rows);
   stamp(p, l, kMlpHidden);
   if (c < kC) {  // 4 outputs a thread: h times Wout's rows (transposed)
     const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
@@ -464,8 +445,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
-  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies;
-  // FL_CLUSTER_BLOCK_LN set (a measurement): LayerNorm by the block, not by every warp.
+  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies.
   auto copies = [](const char* name, int given) {
     const char* env = std::getenv(name);
     return env != nullptr && (env[0] == '1' || env[0] == '2' || env[0] == '4') ? env[0] - '0'
@@ -479,8 +459,7 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    copies("FL_CLUSTER_A_COPIES", kAttnCopies),
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
-                   plan.stamps,
-                   std::getenv("FL_CLUSTER_BLOCK_LN") != nullptr};
+                   plan.stamps};
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
   FL_CUDA_TRY(
       cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));

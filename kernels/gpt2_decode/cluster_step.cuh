@@ -37,7 +37,7 @@ static_assert(kHeadKeys % 16 == 0, "bulk copies land on 16-byte boundaries");
 // The fixed part of shared memory (floats), then the MLP buffer, then the head buffer.
 struct Fixed {
   float x[kC];                       // the residual
-  float xn[kC];                      // a block LayerNorm's output; proj's scratch
+  float xn[kC];                      // LayerNorm's output
   float qkv[3 * kHeadDim];           // the head's new q (scaled), k, v: sent by every block
   float parts[kRanks][kPartStride];  // the splits' partials (o[64], max, sum): sent by every block
   float mine[kPartStride];           // this block's partial, before it goes out
@@ -89,7 +89,6 @@ struct StepArgs {
   int attn_copies, mlp_copies;
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
-  bool block_ln;  // LayerNorm by the block into xn, the warps' lanes read from it (a measurement)
 };
 constexpr int kMaxCopies = 4;
 static_assert(kClusterStepSums == int64_t(2 * kMaxCopies) * kLayers * kC, "launch.h's count");
@@ -205,90 +204,23 @@ __device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{
   __syncthreads();
 }
 
-// The lane layout of a row of kC that every warp holds in registers: lane l has elements
-// 256 c + 128 h + 4 l + 0..3 (chunk c = 0..2, half h = 0..1), so a warp's float4 loads of a
-// float row and uint2 loads of a bf16 row each read one contiguous run (no bank conflict).
-constexpr int kChunks = kC / 256;
-__device__ __forceinline__ int lane_at(int c, int h) {
-  return c * 256 + h * 128 + 4 * (threadIdx.x & 31);
-}
-using Lanes = float[kChunks][2][4];
-
-// A LayerNorm's gamma and beta (bf16, beta kC after gamma; shared or global memory) in the lane
-// layout, as bf16 pairs.
-struct NormLanes {
-  uint2 g[kChunks][2], b[kChunks][2];
-};
-__device__ __forceinline__ NormLanes norm_lanes(const bf16* gb) {
-  NormLanes n;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      n.g[c][h] = *reinterpret_cast<const uint2*>(gb + lane_at(c, h));
-      n.b[c][h] = *reinterpret_cast<const uint2*>(gb + kC + lane_at(c, h));
-    }
-  }
-  return n;
-}
-
-// A float row of kC (shared memory) into the lane layout.
-__device__ __forceinline__ void load_lanes(const float* x, Lanes& v) {
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float4 u = *reinterpret_cast<const float4*>(x + lane_at(c, h));
-      v[c][h][0] = u.x, v[c][h][1] = u.y, v[c][h][2] = u.z, v[c][h][3] = u.w;
-    }
-  }
-}
-
-// Every warp: xn = LayerNorm(x) (x in shared memory) in the lane layout, the whole row summed by
-// the warp itself (one pass: the sum and the sum of squares), so no block-wide step.
-__device__ __forceinline__ void warp_norm(const float* x, const NormLanes& p, Lanes& xn) {
-  load_lanes(x, xn);
-  float s = 0.f, q = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) s += xn[c][h][k], q += xn[c][h][k] * xn[c][h][k];
-    }
-  }
-  s = warp_sum(s), q = warp_sum(q);
-  const float mean = s * (1.f / kC);
-  const float rstd = rsqrtf(fmaxf(q * (1.f / kC) - mean * mean, 0.f) + float(kLnEps));
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float2 g[2] = {unpack2(p.g[c][h].x), unpack2(p.g[c][h].y)};
-      const float2 b[2] = {unpack2(p.b[c][h].x), unpack2(p.b[c][h].y)};
-      float* v = xn[c][h];
-      v[0] = (v[0] - mean) * rstd * g[0].x + b[0].x, v[1] = (v[1] - mean) * rstd * g[0].y + b[0].y;
-      v[2] = (v[2] - mean) * rstd * g[1].x + b[1].x, v[3] = (v[3] - mean) * rstd * g[1].y + b[1].y;
-    }
-  }
-}
-
 // One warp: the dot products of `n` (<= 4) bf16 rows of kC (shared memory, kRowBytes apart)
-// with xn (the lane layout), in every lane.
-__device__ __forceinline__ void warp_rows(const bf16* w, const Lanes& xn, int n, float (&acc)[4]) {
+// with xn, in every lane.
+__device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n, float (&acc)[4]) {
+  const int lane = threadIdx.x & 31;
   for (int k = 0; k < 4; ++k) acc[k] = 0.f;
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
+  for (int c = 0; c < kC / 256; ++c) {
+    const int e = (c * 32 + lane) * 8;
+    const float4 x0 = *reinterpret_cast<const float4*>(xn + e);
+    const float4 x1 = *reinterpret_cast<const float4*>(xn + e + 4);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if (k >= n) break;
-        const uint2 u = *reinterpret_cast<const uint2*>(w + k * kC + lane_at(c, h));
-        const float2 p0 = unpack2(u.x), p1 = unpack2(u.y);
-        const float* x = xn[c][h];
-        acc[k] += p0.x * x[0] + p0.y * x[1] + p1.x * x[2] + p1.y * x[3];
-      }
+    for (int k = 0; k < 4; ++k) {
+      if (k >= n) break;
+      const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + e);
+      const float2 p0 = unpack2(u.x), p1 = unpack2(u.y), p2 = unpack2(u.z), p3 = unpack2(u.w);
+      acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x + p2.y * x1.y +
+                p3.x * x1.z + p3.y * x1.w;
     }
   }
 #pragma unroll

@@ -3,10 +3,12 @@
 # tree built (../build-cluster: fusionlab and the GPU tests), then
 #   tests: Gpt2ClusterStep.* (odd caches against the fp64 reference, three runs each);
 #   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
-#     --cache cold --no-counters`, the cluster step (the table's choice) and the task list (--variant megakernel=task_list) in turn, three rounds;
+#     --cache cold --no-counters`, the cluster step and the task list (--variant megakernel=clusters,
+#     task_list) in turn, three rounds;
 #   stamps: one cold step at 512 and 2K with FL_DECODE_CLUSTER_STAMPS (scripts/cluster-stamps.py);
 #   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1;
-#   FL_CLUSTER_AB="ENV=VALUE ...;ENV=VALUE": more timing rows, one a ;-separated setting.
+#   FL_CLUSTER_AB="ENV=VALUE ...;ENV=VALUE": more timing rows, one a ;-separated setting;
+#   FL_CLUSTER_SIZES (512,2K): the timing's caches; FL_CLUSTER_SAN_CACHE: the sanitizers' (37).
 # Logs under $OUT, summary.txt first (a call cut off still brings back what ran).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,7 @@ limit=${FL_CHECK_LIMIT:-400}
 build=../build-cluster
 app=$build/fusionlab
 G=$build/tests/fusionlab_gpu_tests
-plain=(--lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16 --cache cold --no-counters)
+plain=(--lesson gpt2_decode --levels 3,4 --sizes "${FL_CLUSTER_SIZES:-512,2K}" --precision bf16 --cache cold --no-counters)
 
 gpu_check_build "$build" 200 fusionlab fusionlab_gpu_tests
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$S"
@@ -36,7 +38,7 @@ rounds=(1 2 3)
 [[ -n $quick ]] && rounds=(1 2)
 for round in "${rounds[@]}"; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=task_list
-  gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}"
+  gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=clusters
   IFS=';' read -ra extra <<< "${FL_CLUSTER_AB:-}"
   for ab in "${extra[@]}"; do
     gpu_check_row "cluster-$round-$ab" "$ab" 60 "${plain[@]}"
@@ -45,7 +47,7 @@ done
 lanes=(memcheck racecheck synccheck)
 [[ -n $quick ]] && lanes=()
 for tool in "${lanes[@]}"; do
-  gpu_check_lane "$tool" "FL_DECODE_SMALL=1" 'Gpt2ClusterStep.*' "$tool"
+  gpu_check_lane "$tool" "FL_DECODE_SMALL=${FL_CLUSTER_SAN_CACHE:-1}" 'Gpt2ClusterStep.*' "$tool"
 done
 wait
 [[ -n $quick ]] || gpu_check_lanes_summary "${lanes[@]}"

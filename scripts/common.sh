@@ -113,7 +113,7 @@ gpu_check_row() {
   # shellcheck disable=SC2086  # ENV is a list of NAME=VALUE words
   out=$(env $env_words timeout 30 "$app" bench "$@" 2>&1)
   { echo "--- $name ($env_words $*) $(date -u +%T)"; echo "$out"; } >> "$OUT/bench.txt"
-  echo "$name: $(echo "$out" | grep -E '^ *[0-9]+ ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
+  echo "$name: $(echo "$out" | grep -E '^ *[0-9]+K? ' | tr -s ' ' | tr '\n' '|')" | tee -a "$S"
 }
 
 # gpu_check_phases NAME ENV RESERVE BENCH_ARG...: the same run with --phases, appended to

@@ -39,8 +39,8 @@
 // (TMA bulk copies, one mbarrier a buffer) right after the count that ends its task is
 // released, so the bytes stream while the block waits. At s = 512 a step reads 189.0 MB (61.8 us
 // at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each bare) and 24 pairs of exchanges
-// inside the clusters. Past ~2.1K a block's keys outgrow its buffer and the rest are read from
-// global memory in a loop of their own (slower than the task list there: levels.cu).
+// inside the clusters. Past ~2.1K a block's keys outgrow its buffer: the rest stream through the
+// same buffer after the first part, a buffer's worth a pass (TMA, waited for on the spot).
 // Blocks: clusters of 8, as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
 // the heads, all 120 the MLP; at least 12). With phases on, thread 0 writes a record a stage
 // (model.h's cluster_record_arg), from the stage's start (its wait included) to its release.
@@ -119,34 +119,28 @@ struct Online {
   }
 };
 
-// One warp's keys [from, to) of the block's split, 4 at a time from `from + 4 * warp` on, every
-// 32nd (8 lanes a key for the score, each lane two dims of the values): from shared memory
-// (kShared: k and v are the buffers' rows, the key index clamped into range, a clamped key's score
-// -inf, so the loop has no branch) or from the cache in global memory (keys past the buffer).
-template <bool kShared>
+// One warp's keys [0, n) of the head buffer's rows, 4 at a time from 4 * warp on, every 32nd
+// (8 lanes a key for the score, each lane two dims of the values); the key index clamped into
+// range and a clamped key's score -inf, so the loop has no branch.
 __device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], const bf16* k,
-                                            const bf16* v, int from, int to) {
+                                            const bf16* v, int n) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
 #pragma unroll 2
-  for (int j0 = from + warp * 4; j0 < to; j0 += 4 * kWarps) {
+  for (int j0 = warp * 4; j0 < n; j0 += 4 * kWarps) {
     const int j = j0 + (lane >> 3);
-    float s = -INFINITY;
-    if (kShared || j < to) {
-      const uint4 u = *reinterpret_cast<const uint4*>(k + min(j, to - 1) * kHeadDim + sub * 8);
-      const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
-      s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
-          q[6] * k3.x + q[7] * k3.y;
-    }
+    const uint4 u = *reinterpret_cast<const uint4*>(k + min(j, n - 1) * kHeadDim + sub * 8);
+    const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
+    float s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
+              q[6] * k3.x + q[7] * k3.y;
     for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (j >= to) s = -INFINITY;
+    if (j >= n) s = -INFINITY;
     float s4[4];
     float2 v4[4];
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       s4[g] = __shfl_sync(0xffffffffu, s, g * 8);
-      v4[g] = kShared || j0 + g < to ? unpack2(*reinterpret_cast<const unsigned*>(
-                                           v + min(j0 + g, to - 1) * kHeadDim + 2 * lane))
-                                     : make_float2(0.f, 0.f);
+      v4[g] =
+          unpack2(*reinterpret_cast<const unsigned*>(v + min(j0 + g, n - 1) * kHeadDim + 2 * lane));
     }
     on.add(s4, v4);
   }
@@ -156,7 +150,7 @@ __device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], con
 // Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
 // dims of the values), an online softmax of its own; the 8 warps merged at the end.
 __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t, Fixed& f,
-                       const char* buf, uint64_t* splits_in) {
+                       char* buf, uint64_t* splits_in, uint64_t* more_keys) {
   const int key_cap = p.key_cap;
   const bf16* kbuf = reinterpret_cast<const bf16*>(buf + kHeadKeys);
   const bf16* vbuf = kbuf + key_cap * kHeadDim;
@@ -164,11 +158,22 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
   float q[8];
   for (int k = 0; k < 8; ++k) q[k] = f.qkv[sub * 8 + k];
   Online on;
-  attend_keys<true>(on, q, kbuf, vbuf, 0, t.cached);
-  if (t.cached < t.keys) {  // (past the buffer: rows [cached, keys) of the cache, rebased)
-    const bf16 *k = a.k_cache + cache_row(a, t, t.first_key),
-               *v = a.v_cache + cache_row(a, t, t.first_key);
-    attend_keys<false>(on, q, k, v, t.cached, t.keys);
+  attend_keys(on, q, kbuf, vbuf, t.cached);
+  // Keys past the buffer (a cache past ~2.1K): through the same buffer, a buffer's worth a pass
+  // (TMA; `passes` the same every layer, so pass i of layer l is the barrier's phase l*passes+i).
+  const int passes = (t.keys - t.cached + key_cap - 1) / key_cap;
+  for (int i = 0; i < passes; ++i) {
+    const int from = t.cached + i * key_cap, n = min(key_cap, t.keys - from);
+    __syncthreads();  // (every warp done with the buffer's keys)
+    if (threadIdx.x == 0) {
+      hopper::arrive_expect_bytes(more_keys, 2 * n * kKeyRowBytes);
+      copy(buf, kHeadKeys, a.k_cache + cache_row(a, t, t.first_key + from), n * kKeyRowBytes,
+           more_keys);
+      copy(buf, kHeadKeys + key_cap * kKeyRowBytes, a.v_cache + cache_row(a, t, t.first_key + from),
+           n * kKeyRowBytes, more_keys);
+    }
+    hopper::wait(more_keys, unsigned(t.layer * passes + i) & 1u);
+    attend_keys(on, q, kbuf, vbuf, n);
   }
   if (t.rank == kRanks - 1 && warp == 0) {  // the new key, from the cluster's k and v
     on.add1(warp_sum(f.qkv[2 * lane] * f.qkv[kHeadDim + 2 * lane] +
@@ -250,9 +255,11 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 }
 
 // A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in and its
-// splits' partials in (st.async from every block of the cluster). Each completes once a layer.
+// splits' partials in (st.async from every block of the cluster), each once a layer; the keys past
+// the head buffer, once a pass.
 struct Bars {
   uint64_t head_bytes, mlp_bytes, rows_in, splits_in;
+  uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
@@ -283,7 +290,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
-  attend(a, p, t, f, buf, &b.splits_in);
+  attend(a, p, t, f, buf, &b.splits_in, &b.more_keys);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);
@@ -400,7 +407,8 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in})
+    for (uint64_t* bar :
+         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.more_keys})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);

@@ -195,18 +195,15 @@ std::vector<Row> fused_rows() {
 }
 
 // Level 4's two kernels, in the table's order: the cluster step where it runs and is preferred
-// (one new token on an sm_90 build with 12 clusters of 8 resident, a cache up to 2K), else the
-// task list.
+// (one new token on an sm_90 build with 12 clusters of 8 resident), else the task list.
 std::vector<VariantRow<Ws>> megakernel_variants() {
   VariantRange clusters;
   clusters.min_cc = 90, clusters.max_cc = 90, clusters.wgmma_build = true;
   clusters.precisions = {Precision::bf16};
-  // Preferred up to a cache of 2K, where a block's split of the keys (256) still fits its buffer
-  // on an H100's 120 blocks; past it the keys beyond the buffer, read from global memory in a
-  // loop of their own, make it slower than the task list (docs/PERFORMANCE.md, lesson 11). One
-  // new token: from 2 on it is preferred nowhere (an empty range), so that the replay-only
-  // build's choice, which has no shape checks, is the task list's too.
-  clusters.prefer_to = 2048;
+  // Preferred at every cache length (past ~2.1K a block's keys stream through its buffer in
+  // passes, still faster than the task list: docs/PERFORMANCE.md, lesson 11). One new token:
+  // from 2 on it is preferred nowhere (an empty range), so that the replay-only build's choice,
+  // which has no shape checks, is the task list's too.
   clusters.prefer_by_inner = {{2, 2, 1}};
   return {
       {"clusters",

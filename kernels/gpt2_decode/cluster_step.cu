@@ -149,7 +149,6 @@ __device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], con
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
 // Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
 // dims of the values), an online softmax of its own; the 8 warps merged at the end.
-template <bool kKeyPasses>
 __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t, Fixed& f,
                        char* buf, uint64_t* splits_in, uint64_t* more_keys) {
   const int key_cap = p.key_cap;
@@ -162,8 +161,7 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
   attend_keys(on, q, kbuf, vbuf, t.cached);
   // Keys past the buffer (a cache past ~2.1K): through the same buffer, a buffer's worth a pass
   // (TMA; `passes` the same every layer, so pass i of layer l is the barrier's phase l*passes+i).
-  // The kernel without them (kKeyPasses false) runs where every block's keys fit.
-  const int passes = kKeyPasses ? (t.keys - t.cached + key_cap - 1) / key_cap : 0;
+  const int passes = (t.keys - t.cached + key_cap - 1) / key_cap;
   for (int i = 0; i < passes; ++i) {
     const int from = t.cached + i * key_cap, n = min(key_cap, t.keys - from);
     __syncthreads();  // (every warp done with the buffer's keys)
@@ -264,7 +262,6 @@ struct Bars {
   uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
-template <bool kKeyPasses>
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
                            int l) {
   const HeadTask t = head_task(a, p, l);
@@ -293,7 +290,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
-  attend<kKeyPasses>(a, p, t, f, buf, &b.splits_in, &b.more_keys);
+  attend(a, p, t, f, buf, &b.splits_in, &b.more_keys);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);
@@ -401,9 +398,6 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   for (int i = threadIdx.x; i < 2 * kLayers; i += kThreads) p.counts[i] = 0u;
 }
 
-// Built twice: with the key passes (what runs), and without them (FL_CLUSTER_FIT_KERNEL, a
-// measurement: where every block's keys fit, whether the passes' code costs the other stages).
-template <bool kKeyPasses>
 __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, StepArgs p) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ __align__(16) char smem[];
@@ -422,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set
   for (int l = 0; l < kLayers; ++l) {
-    if (heads) head_stage<kKeyPasses>(a, p, f, head_buf, bars, l);
+    if (heads) head_stage(a, p, f, head_buf, bars, l);
     mlp_stage(a, p, f, mlp_buf, bars, l);
   }
   if (blockIdx.x == 0) final_norm(a, p, f);
@@ -442,12 +436,9 @@ Status cluster_step_clusters(int* clusters) {
     const Layout l = layout_for(q, optin);
     if (l.key_cap < 1) continue;
     cluster::Launch launch(q, kRanks, kThreads, size_t(l.shared));
-    bool fit = false, fit_too = false;
-    FL_TRY(
-        cluster::all_resident(reinterpret_cast<const void*>(clustered_step<true>), launch, &fit));
-    FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(clustered_step<false>), launch,
-                                 &fit_too));
-    if (fit && fit_too) {
+    bool fit = false;
+    FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(clustered_step), launch, &fit));
+    if (fit) {
       *clusters = q;
       return Status::Ok();
     }
@@ -477,14 +468,10 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
                    plan.stamps};
-  // FL_CLUSTER_FIT_KERNEL set (a measurement): the kernel built without the key passes where
-  // every block's keys fit its buffer.
-  const bool fit = (a.cache + kRanks - 1) / kRanks <= l.key_cap;
-  const auto kernel = fit && std::getenv("FL_CLUSTER_FIT_KERNEL") != nullptr ? clustered_step<false>
-                                                                             : clustered_step<true>;
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
-  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
-  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, kernel, a, p));
+  FL_CUDA_TRY(
+      cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
+  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, clustered_step, a, p));
   return Status::Ok();
 }
 

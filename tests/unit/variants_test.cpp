@@ -271,10 +271,6 @@ TEST(Variants, Gpt2DecodeMegakernelChoosesClustersAtOneTokenOnHopper) {
                               "fl::gpt2::DecodeArgs, fl::gpt2::cluster_step::StepArgs)"),
             "clusters");
   EXPECT_EQ(variant_of_kernel(variants, "megakernel",
-                              "void fl::gpt2::(anonymous namespace)::clustered_step<false>("
-                              "fl::gpt2::DecodeArgs, fl::gpt2::cluster_step::StepArgs)"),
-            "clusters");
-  EXPECT_EQ(variant_of_kernel(variants, "megakernel",
                               "void fl::gpt2::(anonymous namespace)::megakernel<true, false, 3>("
                               "fl::gpt2::DecodeArgs)"),
             "task_list");

@@ -20,6 +20,7 @@
 #include "kernels/ffn/ffn_hidden_slice_fixed.h"
 #include "kernels/ffn/ffn_stream.h"
 #include "kernels/layernorm_linear/ln_linear_stream.h"
+#include "tests/support/level_gpu_test.h"
 
 namespace fl {
 namespace {
@@ -94,17 +95,6 @@ struct Scratch {
   }
   ~Scratch() { cudaFree(dev); }
 };
-
-// Relative L2 error; any non-finite output fails (an unwritten, poisoned element).
-double rel_error(const std::vector<double>& out, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!std::isfinite(out[i])) return INFINITY;
-    num += (out[i] - ref[i]) * (out[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / den);
-}
 
 double tolerance(Precision p) {
   return p == Precision::bf16 ? 1e-2 : 1e-5;
@@ -301,7 +291,7 @@ void check_ffn(Precision p, Shape s, unsigned seed, FfnKernel kernel, int* ran) 
                           : launch_ffn_slice(p, sb, m, c, nullptr, tuning);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const double err = rel_error(y.download(), ref);
+    const double err = relative_l2_error(y.download(), ref);
     EXPECT_LT(err, tolerance(p)) << "run " << run;
   }
 }
@@ -344,7 +334,7 @@ void check_ln(Precision p, Shape s, unsigned seed) {
     const Status st = launch_ln_stream(p, b, m, c, n, nullptr);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const double err = rel_error(y.download(), ref);
+    const double err = relative_l2_error(y.download(), ref);
     EXPECT_LT(err, tolerance(p)) << "run " << run;
   }
 }

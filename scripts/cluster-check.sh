@@ -3,8 +3,9 @@
 # tree built (../build-cluster: fusionlab and the GPU tests), then
 #   tests: Gpt2ClusterStep.* (odd caches against the fp64 reference, three runs each);
 #   timing: `fusionlab bench --lesson gpt2_decode --levels 3,4 --sizes 512,2K --precision bf16
-#     --cache cold --no-counters`, the cluster step and the task list (--variant megakernel=clusters,
-#     task_list) in turn, three rounds;
+#     --cache cold --no-counters`, the table's choice (the cluster step: clusters up to 2K,
+#     clusters_long past it), the cluster step with the key passes (--variant
+#     megakernel=clusters_long) and the task list (task_list) in turn, three rounds;
 #   stamps: one cold step at 512 and 2K with FL_DECODE_CLUSTER_STAMPS (scripts/cluster-stamps.py);
 #   sanitizers: memcheck, racecheck and synccheck on Gpt2ClusterStep with FL_DECODE_SMALL=1;
 #   FL_CLUSTER_AB="ENV=VALUE ...;ENV=VALUE": more timing rows, one a ;-separated setting;
@@ -38,7 +39,8 @@ rounds=(1 2 3)
 [[ -n $quick ]] && rounds=(1 2)
 for round in "${rounds[@]}"; do
   gpu_check_row "list-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=task_list
-  gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=clusters
+  gpu_check_row "cluster-$round" FL_NONE=1 60 "${plain[@]}"
+  gpu_check_row "long-$round" FL_NONE=1 60 "${plain[@]}" --variant megakernel=clusters_long
   IFS=';' read -ra extra <<< "${FL_CLUSTER_AB:-}"
   for ab in "${extra[@]}"; do
     gpu_check_row "cluster-$round-$ab" "$ab" 60 "${plain[@]}"

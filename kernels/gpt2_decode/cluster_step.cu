@@ -1,6 +1,6 @@
-// Level 4 at one token on sm_90 (the megakernel launch's variant "clusters", chosen up to a
-// cache of 2K): the decode step as one persistent launch of thread-block clusters, two
-// grid-wide waits a layer instead of the task list's four.
+// Level 4 at one token on sm_90 (the megakernel launch's variants "clusters" up to a cache of 2K
+// and "clusters_long", with the key passes, past it): the decode step as one persistent launch
+// of thread-block clusters, two grid-wide waits a layer instead of the task list's four.
 //
 // The task-list megakernel (megakernel.cu) waits on a count in global memory four times a layer
 // (qkv, attention, proj, MLP): 48 grid-wide waits a step, each an L2 round trip or three. Only
@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/cluster.cuh"
 #include "kernels/cuda_check.h"
@@ -149,6 +150,7 @@ __device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], con
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
 // Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
 // dims of the values), an online softmax of its own; the 8 warps merged at the end.
+template <bool kKeyPasses>
 __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t, Fixed& f,
                        char* buf, uint64_t* splits_in, uint64_t* more_keys) {
   const int key_cap = p.key_cap;
@@ -161,7 +163,9 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
   attend_keys(on, q, kbuf, vbuf, t.cached);
   // Keys past the buffer (a cache past ~2.1K): through the same buffer, a buffer's worth a pass
   // (TMA; `passes` the same every layer, so pass i of layer l is the barrier's phase l*passes+i).
-  const int passes = (t.keys - t.cached + key_cap - 1) / key_cap;
+  // Built without them (kKeyPasses false) for the caches whose keys fit: their code, never run
+  // there, costs that kernel ~5 us a step (docs/PERFORMANCE.md).
+  const int passes = kKeyPasses ? (t.keys - t.cached + key_cap - 1) / key_cap : 0;
   for (int i = 0; i < passes; ++i) {
     const int from = t.cached + i * key_cap, n = min(key_cap, t.keys - from);
     __syncthreads();  // (every warp done with the buffer's keys)
@@ -262,6 +266,7 @@ struct Bars {
   uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
+template <bool kKeyPasses>
 __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
                            int l) {
   const HeadTask t = head_task(a, p, l);
@@ -290,7 +295,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
-  attend(a, p, t, f, buf, &b.splits_in, &b.more_keys);
+  attend<kKeyPasses>(a, p, t, f, buf, &b.splits_in, &b.more_keys);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);
@@ -398,7 +403,11 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   for (int i = threadIdx.x; i < 2 * kLayers; i += kThreads) p.counts[i] = 0u;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, StepArgs p) {
+// The kernel, built twice (two names, so that CUPTI's name says which ran): clustered_step where
+// every block's keys fit its head buffer (up to a cache of ~2.1K on an H100), clustered_step_long
+// with the key passes past that.
+template <bool kKeyPasses>
+__device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
 #ifdef FL_SM90A_DEVICE
   extern __shared__ __align__(16) char smem[];
   __shared__ Bars bars;
@@ -416,11 +425,18 @@ __global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, Step
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set
   for (int l = 0; l < kLayers; ++l) {
-    if (heads) head_stage(a, p, f, head_buf, bars, l);
+    if (heads) head_stage<kKeyPasses>(a, p, f, head_buf, bars, l);
     mlp_stage(a, p, f, mlp_buf, bars, l);
   }
   if (blockIdx.x == 0) final_norm(a, p, f);
 #endif
+}
+
+__global__ void __launch_bounds__(kThreads, 1) clustered_step(DecodeArgs a, StepArgs p) {
+  step<false>(a, p);
+}
+__global__ void __launch_bounds__(kThreads, 1) clustered_step_long(DecodeArgs a, StepArgs p) {
+  step<true>(a, p);
 }
 
 }  // namespace
@@ -436,9 +452,11 @@ Status cluster_step_clusters(int* clusters) {
     const Layout l = layout_for(q, optin);
     if (l.key_cap < 1) continue;
     cluster::Launch launch(q, kRanks, kThreads, size_t(l.shared));
-    bool fit = false;
+    bool fit = false, fit_long = false;
     FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(clustered_step), launch, &fit));
-    if (fit) {
+    FL_TRY(cluster::all_resident(reinterpret_cast<const void*>(clustered_step_long), launch,
+                                 &fit_long));
+    if (fit && fit_long) {
       *clusters = q;
       return Status::Ok();
     }
@@ -446,13 +464,20 @@ Status cluster_step_clusters(int* clusters) {
   return Status::Ok();
 }
 
-Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cudaStream_t s) {
+Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, bool key_passes,
+                           cudaStream_t s) {
   if (a.tokens != 1 || a.w_out_t == nullptr || a.w_proj_t == nullptr)
     return Status::Error("the cluster step runs one token with Wout and Wproj regrouped");
   bool sm90 = false;
   int optin = 0;
   FL_TRY(hopper::current_device(&sm90, &optin));
   const Layout l = layout_for(plan.clusters, optin);
+  const int keys = (a.cache + kRanks - 1) / kRanks;  // (a block's split)
+  if (!key_passes && keys > l.key_cap) {
+    return Status::Unsupported("a block's " + std::to_string(keys) +
+                               " keys outgrow its head buffer (" + std::to_string(l.key_cap) +
+                               " keys on this GPU): clusters_long streams them in passes");
+  }
   // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies.
   auto copies = [](const char* name, int given) {
     const char* env = std::getenv(name);
@@ -468,10 +493,10 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cud
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
                    plan.stamps};
+  const auto kernel = key_passes ? clustered_step_long : clustered_step;
   cluster::Launch launch(plan.clusters, kRanks, kThreads, size_t(l.shared), s);
-  FL_CUDA_TRY(
-      cudaFuncSetAttribute(clustered_step, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
-  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, clustered_step, a, p));
+  FL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared));
+  FL_CUDA_TRY(cudaLaunchKernelEx(&launch.config, kernel, a, p));
   return Status::Ok();
 }
 

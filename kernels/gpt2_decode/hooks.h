@@ -26,8 +26,8 @@ Status set_megakernel_options(Workspace& ws, const MegakernelOptions& options);
 Status set_megakernel_probes(Workspace& ws, unsigned long long* probes);
 // Rebuilds the task list for `blocks` persistent blocks (1 .. one per SM).
 Status set_megakernel_blocks(Workspace& ws, int blocks);
-// The clusters of 8 blocks level 4's cluster step (variant "clusters", launch.h) runs on with
-// this GPU; 0: it cannot run here, and level 4 runs the task list.
+// The clusters of 8 blocks level 4's cluster step (variants "clusters" and "clusters_long",
+// launch.h) runs on with this GPU; 0: it cannot run here, and level 4 runs the task list.
 Status megakernel_cluster_count(int* clusters);
 
 }  // namespace gpt2

@@ -61,7 +61,11 @@ constexpr int kClusterStepCounts = 2 * kLayers;
 constexpr int64_t kClusterStepSums = int64_t(2 * 4) * kLayers * kC;  // (4 copies of A, M)
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.
 Status cluster_step_clusters(int* clusters);
-Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, cudaStream_t s);
+// key_passes: the kernel whose keys past a block's head buffer stream through it in passes
+// (clustered_step_long); without, the one for the caches whose keys fit (clustered_step), which
+// returns Status::Unsupported where they do not.
+Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, bool key_passes,
+                           cudaStream_t s);
 // Every layer's Wout ([C][4C] in the weights) into w_out_t as [4C][C] (kLayers x 4C x C bf16),
 // the layout the megakernel reads (once, when the weights are written).
 Status launch_transpose_w_out(const bf16* weights, bf16* w_out_t, cudaStream_t s);

@@ -194,28 +194,41 @@ std::vector<Row> fused_rows() {
   return out;
 }
 
-// Level 4's two kernels, in the table's order: the cluster step where it runs and is preferred
-// (one new token on an sm_90 build with 12 clusters of 8 resident), else the task list.
+// Level 4's three kernels, in the table's order: the cluster step where it runs (one new token on
+// an sm_90 build with 12 clusters of 8 resident), built without the key passes up to a cache of
+// 2K and with them past it; else the task list.
 std::vector<VariantRow<Ws>> megakernel_variants() {
   VariantRange clusters;
   clusters.min_cc = 90, clusters.max_cc = 90, clusters.wgmma_build = true;
   clusters.precisions = {Precision::bf16};
-  // Preferred at every cache length (past ~2.1K a block's keys stream through its buffer in
-  // passes, still faster than the task list: docs/PERFORMANCE.md, lesson 11). One new token:
-  // from 2 on it is preferred nowhere (an empty range), so that the replay-only build's choice,
-  // which has no shape checks, is the task list's too.
+  // One new token: from 2 on preferred nowhere (an empty range), so that the replay-only build's
+  // choice, which has no shape checks, is the task list's too.
   clusters.prefer_by_inner = {{2, 2, 1}};
+  // Without the key passes up to 2K, where a block's 256 keys fit its head buffer (266 on an
+  // H100; where they do not, its launcher says so and the table takes clusters_long); the
+  // passes' code, never run there, costs ~5 us a step (docs/PERFORMANCE.md, lesson 11).
+  VariantRange fits = clusters;
+  fits.prefer_to = 2048;
+  const auto one_token = [](const Dims& d) {
+    return d.i == 1 ? std::string() : std::string("the cluster step runs one new token");
+  };
   return {
       {"clusters",
        "each head a cluster of 8 blocks (its q, k, v rows, a split of its keys and a piece of "
        "proj a block; the values through distributed shared memory), every block an MLP slice: "
        "two grid-wide waits a layer",
        "clustered_step",
+       fits,
+       [](Ws& w, cudaStream_t s) { return w.run_cluster_variant(false, s); },
+       one_token,
+       {"head", "mlp", "final norm"}},
+      {"clusters_long",
+       "the cluster step with the keys past a block's head buffer streamed through it in passes "
+       "(TMA), for the caches whose keys outgrow it",
+       "clustered_step_long",
        clusters,
-       [](Ws& w, cudaStream_t s) { return w.run_cluster_variant(s); },
-       [](const Dims& d) {
-         return d.i == 1 ? std::string() : std::string("the cluster step runs one new token");
-       },
+       [](Ws& w, cudaStream_t s) { return w.run_cluster_variant(true, s); },
+       one_token,
        {"head", "mlp", "final norm"}},
       {"task_list",
        "a task list dealt to one block an SM, dependency counters in global memory: four stages "

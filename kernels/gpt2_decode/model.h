@@ -284,7 +284,7 @@ constexpr int probe_words(int blocks, int tasks) {
   return kProbeSums + blocks * kProbeSlots + tasks * kProbeStamps;
 }
 
-// ---- the cluster step's records (cluster_step.cu: level 4's variant "clusters") ---------------
+// ---- the cluster step's records (cluster_step.cu: level 4's clusters and clusters_long) -------
 // A record a block a stage, phase 0 the head stage, 1 the MLP stage, 2 the final norm; its arg
 // is kClusterRecord | stage << 20 | layer << 12 | what: for a head stage the block's place
 // (head * 8 + its rank in the head's cluster), for an MLP stage its first group of 8 rows of h

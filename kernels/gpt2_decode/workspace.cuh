@@ -238,15 +238,16 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
   }
 
   // Level 4's cluster step (launch.h), where it runs: one new token and 12 clusters of 8 resident
-  // (Status::Unsupported otherwise: the table then runs the task list).
-  Status run_cluster_variant(cudaStream_t s) {
+  // (Status::Unsupported otherwise: the table then runs the next variant). key_passes: the kernel
+  // built with the key passes (variant "clusters_long"), else the one for caches whose keys fit.
+  Status run_cluster_variant(bool key_passes, cudaStream_t s) {
     if (cluster_.clusters < 0) FL_TRY(cluster_step_clusters(&cluster_.clusters));
     if (tokens_ != 1 || cluster_.clusters == 0)
       return Status::Unsupported("the cluster step needs one new token and 12 clusters of 8");
     DecodeArgs a = args_;
     a.w_out_t = w_out_t_.as<bf16>();
     a.w_proj_t = w_proj_t_.as<bf16>();
-    return run_cluster_step(a, s);
+    return run_cluster_step(a, key_passes, s);
   }
 
   const DecodeArgs& args() const { return args_; }
@@ -320,7 +321,7 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
 
   // The cluster step's launch: its counts and sums zeroed once, then by the step itself; with the
   // engine's phase sink on, a record a block a stage (phases "head", "mlp", "final norm").
-  Status run_cluster_step(const DecodeArgs& a, cudaStream_t s) {
+  Status run_cluster_step(const DecodeArgs& a, bool key_passes, cudaStream_t s) {
     if (cluster_counts_.bytes() == 0) {
       FL_TRY(cluster_counts_.allocate(kClusterStepCounts * sizeof(unsigned)));
       FL_TRY(cluster_sums_.allocate(kClusterStepSums * sizeof(float)));
@@ -338,13 +339,13 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
     }
     if (phase_sink().on()) plan.phases = phase_sink();
     const char* prefix = std::getenv("FL_DECODE_CLUSTER_STAMPS");
-    if (prefix == nullptr) return launch_cluster_step(a, plan, s);
+    if (prefix == nullptr) return launch_cluster_step(a, plan, key_passes, s);
     // FL_DECODE_CLUSTER_STAMPS=PREFIX (a measurement): every launch leaves its blocks' stage
     // times in PREFIX-<cache>.bin (the last launch's stay; scripts/cluster-stamps.py reads them).
     const size_t words = size_t(plan.clusters) * 8 * kClusterStepStamps;  // (the blocks run)
     if (cluster_stamps_.bytes() != words * 8) FL_TRY(cluster_stamps_.allocate(words * 8));
     plan.stamps = cluster_stamps_.as<unsigned long long>();
-    FL_TRY(launch_cluster_step(a, plan, s));
+    FL_TRY(launch_cluster_step(a, plan, key_passes, s));
     return dump_words(plan.stamps, words, prefix, s);
   }
 

@@ -251,8 +251,8 @@ TEST(Variants, FusedLevelsListAtLeastThreeVariantsWithTheirKernelFunctions) {
 }
 
 // gpt2_decode's level 4: the cluster step at one new token on an sm_90 build with the sm_90a
-// kernels, at every cache length; the task list at more tokens, on other GPUs and in other
-// builds.
+// kernels, without the key passes up to a cache of 2K and with them past it; the task list at
+// more tokens, on other GPUs and in other builds.
 TEST(Variants, Gpt2DecodeMegakernelChoosesClustersAtOneTokenOnHopper) {
   const Lesson* l = find_lesson("gpt2_decode");
   ASSERT_NE(l, nullptr);
@@ -261,7 +261,9 @@ TEST(Variants, Gpt2DecodeMegakernelChoosesClustersAtOneTokenOnHopper) {
   };
   EXPECT_EQ(at(512, 1, kH100), "clusters");
   EXPECT_EQ(at(2048, 1, kH100), "clusters");
-  EXPECT_EQ(at(8192, 1, kH100), "clusters");  // (its keys stream through the buffer in passes)
+  EXPECT_EQ(at(2049, 1, kH100), "clusters_long");
+  EXPECT_EQ(at(8192, 1, kH100), "clusters_long");  // (its keys stream through the buffer)
+  EXPECT_EQ(at(8192, 2, kH100), "task_list");
   EXPECT_EQ(at(512, 2, kH100), "task_list");
   EXPECT_EQ(at(512, 1, kH100NoWgmma), "task_list");
   EXPECT_EQ(at(512, 1, kA100), "task_list");
@@ -270,6 +272,10 @@ TEST(Variants, Gpt2DecodeMegakernelChoosesClustersAtOneTokenOnHopper) {
                               "void fl::gpt2::(anonymous namespace)::clustered_step("
                               "fl::gpt2::DecodeArgs, fl::gpt2::cluster_step::StepArgs)"),
             "clusters");
+  EXPECT_EQ(variant_of_kernel(variants, "megakernel",
+                              "void fl::gpt2::(anonymous namespace)::clustered_step_long("
+                              "fl::gpt2::DecodeArgs, fl::gpt2::cluster_step::StepArgs)"),
+            "clusters_long");
   EXPECT_EQ(variant_of_kernel(variants, "megakernel",
                               "void fl::gpt2::(anonymous namespace)::megakernel<true, false, 3>("
                               "fl::gpt2::DecodeArgs)"),

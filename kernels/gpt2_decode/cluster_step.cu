@@ -74,7 +74,7 @@ __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, cons
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   constexpr int kPerWarp = 3 * kRankRows / kWarps;  // 3
   float acc[4];
-  warp_rows(w + warp * kPerWarp * kC, f.xn, kPerWarp, acc);
+  warp_rows<kPerWarp>(w + warp * kPerWarp * kC, f.xn, acc);
 #pragma unroll
   for (int k = 0; k < kPerWarp; ++k) {
     const int i = warp * kPerWarp + k;
@@ -312,20 +312,55 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
 
 // ---- the MLP stage ----------------------------------------------------------------------------
 
-// h = GELU(LN2(x) Wfc + bfc) for this block's rows -> f.stage.
-__device__ void mlp_rows(Fixed& f, const char* buf, const StepArgs& p, int rows) {
+// h = GELU(LN2(x) Wfc + bfc) for N rows a warp (the block's 8 N rows) -> f.stage.
+template <int N>
+__device__ __forceinline__ void mlp_rows(Fixed& f, const bf16* wfc, const bf16* bias) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, r0 = warp * N;
+  float acc[4];
+  warp_rows<N>(wfc + r0 * kC, f.xn, acc);
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    if (lane == k) f.stage[r0 + k] = gelu(acc[k] + __bfloat162float(bias[r0 + k]));
+}
+// A block's 3 or 4 groups of 8 rows (mlp_rows_of: 384 groups over 96 to 128 blocks), 3 or 4
+// rows a warp, a count the compiler knows in each branch.
+static_assert(kGroups / (16 * kRanks) >= 3 && (kGroups + kHeadBlocks - 1) / kHeadBlocks <= 4,
+              "3 or 4 groups of rows a block, 12 to 16 clusters");
+__device__ __forceinline__ void mlp_hidden(Fixed& f, const char* buf, const StepArgs& p, int rows) {
   const bf16* wfc = reinterpret_cast<const bf16*>(buf);
   const bf16* bias = reinterpret_cast<const bf16*>(buf + mlp_bias_at(p.mlp_rows));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, per_warp = rows / kWarps;
-  for (int r0 = warp * per_warp; r0 < (warp + 1) * per_warp; r0 += 4) {
-    const int n = min(4, (warp + 1) * per_warp - r0);
-    float acc[4];
-    warp_rows(wfc + r0 * kC, f.xn, n, acc);
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (k < n && lane == k) f.stage[r0 + k] = gelu(acc[k] + __bfloat162float(bias[r0 + k]));
-  }
+  if (rows == 4 * kWarps)
+    mlp_rows<4>(f, wfc, bias);
+  else
+    mlp_rows<3>(f, wfc, bias);
   __syncthreads();
+}
+
+// The block's share of M[l]: its rows of h times the same rows of Wout (transposed), 4 outputs a
+// thread (192 threads), 8 rows of h at a time, two sets of sums (half the chain of adds); the
+// sums added into the block's copy of M[l]. acc: bout in block 0, else zeros.
+__device__ __forceinline__ void mlp_down(const StepArgs& p, Fixed& f, const char* buf, int l,
+                                         int rows, float (&acc)[4]) {
+  const int c = 4 * threadIdx.x;
+  if (c >= kC) return;
+  const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
+  float odd[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int r = 0; r < rows; r += 8) {
+    const float4 h0 = *reinterpret_cast<const float4*>(f.stage + r);
+    const float4 h1 = *reinterpret_cast<const float4*>(f.stage + r + 4);
+    const float hs[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+    uint2 u[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) u[k] = *reinterpret_cast<const uint2*>(wout + (r + k) * kC + c);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float2 w0 = unpack2(u[k].x), w1 = unpack2(u[k].y);
+      float* s = (k & 1) ? odd : acc;
+      s[0] += hs[k] * w0.x, s[1] += hs[k] * w0.y, s[2] += hs[k] * w1.x, s[3] += hs[k] * w1.y;
+    }
+  }
+  for (int k = 0; k < 4; ++k) acc[k] += odd[k];
+  red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
 }
 
 __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
@@ -356,19 +391,9 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   stamp(p, l, kMlpBytes);
   layer_norm(f, gamma, beta);
   stamp(p, l, kMlpNormed);
-  mlp_rows(f, buf, p, rows);
+  mlp_hidden(f, buf, p, rows);
   stamp(p, l, kMlpHidden);
-  if (c < kC) {  // 4 outputs a thread: h times Wout's rows (transposed)
-    const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
-#pragma unroll 4
-    for (int r = 0; r < rows; ++r) {
-      const float hr = f.stage[r];
-      const uint2 u = *reinterpret_cast<const uint2*>(wout + r * kC + c);
-      const float2 w0 = unpack2(u.x), w1 = unpack2(u.y);
-      acc[0] += hr * w0.x, acc[1] += hr * w0.y, acc[2] += hr * w1.x, acc[3] += hr * w1.y;
-    }
-    red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
-  }
+  mlp_down(p, f, buf, l, rows, acc);
   __syncthreads();
   if (threadIdx.x == 0) {
     release_add(p.counts + kLayers + l, 1u);

@@ -204,9 +204,12 @@ __device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{
   __syncthreads();
 }
 
-// One warp: the dot products of `n` (<= 4) bf16 rows of kC (shared memory, kRowBytes apart)
-// with xn, in every lane.
-__device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n, float (&acc)[4]) {
+// One warp: the dot products of N (<= 4) bf16 rows of kC (shared memory, kRowBytes apart) with
+// xn, in every lane. N is a compile-time count: every load is issued before the first product
+// (a count known only at run time left each row's loads behind a branch: ~2 us a step).
+template <int N>
+__device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, float (&acc)[4]) {
+  static_assert(N >= 1 && N <= 4, "up to 4 rows a warp");
   const int lane = threadIdx.x & 31;
   for (int k = 0; k < 4; ++k) acc[k] = 0.f;
 #pragma unroll
@@ -215,8 +218,7 @@ __device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n,
     const float4 x0 = *reinterpret_cast<const float4*>(xn + e);
     const float4 x1 = *reinterpret_cast<const float4*>(xn + e + 4);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      if (k >= n) break;
+    for (int k = 0; k < N; ++k) {
       const uint4 u = *reinterpret_cast<const uint4*>(w + k * kC + e);
       const float2 p0 = unpack2(u.x), p1 = unpack2(u.y), p2 = unpack2(u.z), p3 = unpack2(u.w);
       acc[k] += p0.x * x0.x + p0.y * x0.y + p1.x * x0.z + p1.y * x0.w + p2.x * x1.x + p2.y * x1.y +
@@ -224,7 +226,7 @@ __device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, int n,
     }
   }
 #pragma unroll
-  for (int k = 0; k < 4; ++k) acc[k] = warp_sum(acc[k]);
+  for (int k = 0; k < N; ++k) acc[k] = warp_sum(acc[k]);
 }
 
 // ---- the copies (thread 0) --------------------------------------------------------------------

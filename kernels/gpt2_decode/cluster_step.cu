@@ -44,6 +44,7 @@
 // Blocks: clusters of 8, as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
 // the heads, all 120 the MLP; at least 12). With phases on, thread 0 writes a record a stage
 // (model.h's cluster_record_arg), from the stage's start (its wait included) to its release.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -282,9 +283,9 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadSeen);
   __syncthreads();
   if (l == 0)
-    gather_x(f, a.x_in, Sum{});
+    gather_x<0>(f, a.x_in, Sum{});
   else  // (x holds the MLP stage's input, R[l - 1] + A[l - 1])
-    gather_x(f, nullptr, mlp_sum(p, l - 1));
+    gather_x<kMaxMlpCopies>(f, nullptr, mlp_sum(p, l - 1));
   stamp(p, l, kHeadInputs);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
@@ -384,9 +385,10 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   stamp(p, l, kClock);
   __syncthreads();
   if (blockIdx.x < kHeadBlocks)  // (x holds the head stage's input, R[l])
-    gather_x(f, nullptr, attn_sum(p, l));
+    gather_x<kMaxAttnCopies>(f, nullptr, attn_sum(p, l));
   else  // R[l] = R[l - 1] + A[l - 1] (x) + M[l - 1], added as the head blocks add it
-    gather_x(f, l == 0 ? a.x_in : nullptr, l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
+    gather_x<kMaxMlpCopies, kMaxAttnCopies>(f, l == 0 ? a.x_in : nullptr,
+                                            l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
   layer_norm(f, gamma, beta);
@@ -417,7 +419,8 @@ __device__ void final_norm(const DecodeArgs& a, const StepArgs& p, Fixed& f) {
   if (threadIdx.x == 0) wait_count(p.counts + 2 * kLayers - 1, gridDim.x, false);
   const uint64_t seen = phase_clock();
   __syncthreads();
-  gather_x(f, nullptr, mlp_sum(p, kLayers - 1));  // (x: R[11] + A[11], block 0 has a head)
+  // (x: R[11] + A[11], block 0 has a head)
+  gather_x<kMaxMlpCopies>(f, nullptr, mlp_sum(p, kLayers - 1));
   layer_norm(f, gamma, beta);
   for (int i = threadIdx.x; i < kC; i += kThreads) a.y[i] = f.xn[i];
   if (threadIdx.x == 0)
@@ -503,18 +506,20 @@ Status launch_cluster_step(const DecodeArgs& a, const ClusterStepPlan& plan, boo
                                " keys outgrow its head buffer (" + std::to_string(l.key_cap) +
                                " keys on this GPU): clusters_long streams them in passes");
   }
-  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2 or 4 (a measurement): the sums' copies.
+  // FL_CLUSTER_A_COPIES / FL_CLUSTER_M_COPIES = 1, 2, 4 (or 8, M only; a measurement): the sums'
+  // copies.
   auto copies = [](const char* name, int given) {
     const char* env = std::getenv(name);
-    return env != nullptr && (env[0] == '1' || env[0] == '2' || env[0] == '4') ? env[0] - '0'
-                                                                               : given;
+    return env != nullptr && (env[0] == '1' || env[0] == '2' || env[0] == '4' || env[0] == '8')
+               ? env[0] - '0'
+               : given;
   };
   const StepArgs p{plan.counts,
                    plan.sums,
                    l.mlp_rows,
                    l.key_cap,
                    l.mlp_bytes,
-                   copies("FL_CLUSTER_A_COPIES", kAttnCopies),
+                   std::min(copies("FL_CLUSTER_A_COPIES", kAttnCopies), kMaxAttnCopies),
                    copies("FL_CLUSTER_M_COPIES", kMlpCopies),
                    plan.phases,
                    plan.stamps};

@@ -84,19 +84,22 @@ struct StepArgs {
   unsigned* counts;  // [layer]: head blocks done, then [kLayers + layer]: MLP blocks done
   float* sums;       // A[layer][copy], then M[layer][copy], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
-  // A[layer] and M[layer] kept as this many copies (<= kMaxCopies; block b adds into copy
-  // b % copies, the readers add them up): fewer adds land on each line of L2.
+  // A[layer] and M[layer] kept as this many copies (<= kMaxAttnCopies, kMaxMlpCopies; block b adds
+  // into copy b % copies, the readers add them up): fewer adds land on each line of L2.
   int attn_copies, mlp_copies;
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
-constexpr int kMaxCopies = 4;
-static_assert(kClusterStepSums == int64_t(2 * kMaxCopies) * kLayers * kC, "launch.h's count");
+// (room for 8 copies of M, a measurement: FL_CLUSTER_M_COPIES=8 read 136.5 / 159.5 us at 512 / 2K
+// against 135.9 / 157.6 with the step's 4)
+constexpr int kMaxAttnCopies = 4, kMaxMlpCopies = 8;
+static_assert(kClusterStepSums == int64_t(kMaxAttnCopies + kMaxMlpCopies) * kLayers * kC,
+              "launch.h's count");
 __device__ __forceinline__ float* attn_of(const StepArgs& p, int l, int copy = 0) {
-  return p.sums + (l * kMaxCopies + copy) * kC;
+  return p.sums + (l * kMaxAttnCopies + copy) * kC;
 }
 __device__ __forceinline__ float* mlp_of(const StepArgs& p, int l, int copy = 0) {
-  return p.sums + (kMaxCopies * kLayers + l * kMaxCopies + copy) * kC;
+  return p.sums + (kMaxAttnCopies * kLayers + l * kMaxMlpCopies + copy) * kC;
 }
 // Layer l's sums zeroed for the next launch, share `part` of `parts` (every thread of the block).
 __device__ inline void zero_layer(const StepArgs& p, int l, int part, int parts) {
@@ -182,23 +185,25 @@ __device__ __forceinline__ void norm_params(const bf16* g, float (&gamma)[3], fl
 // x = `from` (null: x as the block holds it) + b's copies + c's copies, vectors other blocks
 // wrote (L2 loads, ld.global.cg). Every load is issued before the first add: one L2 round trip,
 // not one a vector (a loop over the copies waits for each load before it issues the next).
+// kB, kC2: the most copies b and c may have (the loads' registers: a gather of A alone holds 4,
+// not the 12 of M and A).
+template <int kB, int kC2 = 0>
 __device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{}) {
   const int i = threadIdx.x;
   static_assert(kC / 4 <= kThreads, "a float4 of x a thread");
   if (i < kC / 4) {
-    float4 w[2 * kMaxCopies];
+    float4 w[kB + kC2 > 0 ? kB + kC2 : 1];
 #pragma unroll
-    for (int k = 0; k < 2 * kMaxCopies; ++k) {
-      const Sum& s = k < kMaxCopies ? b : c;
-      const int j = k % kMaxCopies;
+    for (int k = 0; k < kB + kC2; ++k) {
+      const Sum& s = k < kB ? b : c;
+      const int j = k < kB ? k : k - kB;
       w[k] = j < s.copies ? ld_cg(reinterpret_cast<const float4*>(s.at + j * kC) + i)
                           : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     float4 v = from != nullptr ? ld_cg(reinterpret_cast<const float4*>(from) + i)
                                : reinterpret_cast<const float4*>(f.x)[i];
 #pragma unroll
-    for (int k = 0; k < 2 * kMaxCopies; ++k)
-      v.x += w[k].x, v.y += w[k].y, v.z += w[k].z, v.w += w[k].w;
+    for (int k = 0; k < kB + kC2; ++k) v.x += w[k].x, v.y += w[k].y, v.z += w[k].z, v.w += w[k].w;
     reinterpret_cast<float4*>(f.x)[i] = v;
   }
   __syncthreads();

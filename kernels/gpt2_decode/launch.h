@@ -58,7 +58,7 @@ struct ClusterStepPlan {
 };
 constexpr int kClusterStepStamps = kLayers * 16;
 constexpr int kClusterStepCounts = 2 * kLayers;
-constexpr int64_t kClusterStepSums = int64_t(2 * 4) * kLayers * kC;  // (4 copies of A, M)
+constexpr int64_t kClusterStepSums = int64_t(4 + 8) * kLayers * kC;  // (4 copies of A, 8 of M)
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.
 Status cluster_step_clusters(int* clusters);
 // key_passes: the kernel whose keys past a block's head buffer stream through it in passes

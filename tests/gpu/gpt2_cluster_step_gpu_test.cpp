@@ -113,7 +113,7 @@ TEST_F(Gpt2ClusterStep, MatchesTheCpuReference) {
   }
   if (small) return;
   // Other copies of the sums (FL_CLUSTER_A_COPIES and FL_CLUSTER_M_COPIES, a measurement:
-  // A's 4, M's 1), then back to the step's own.
+  // A's 4, M's 1, then M's 8), then back to the step's own.
   setenv("FL_CLUSTER_A_COPIES", "4", 1);
   setenv("FL_CLUSTER_M_COPIES", "1", 1);
   std::unique_ptr<Workspace> ws;
@@ -122,6 +122,8 @@ TEST_F(Gpt2ClusterStep, MatchesTheCpuReference) {
   const std::vector<double> ref = reference(*ws);
   for (int run = 0; run < 2; ++run)
     EXPECT_LE(rel(step(*ws, "clusters"), ref), tolerance) << "other copies";
+  setenv("FL_CLUSTER_M_COPIES", "8", 1);  // (the most M's room holds)
+  for (int run = 0; run < 2; ++run) EXPECT_LE(rel(step(*ws, "clusters"), ref), tolerance) << "M 8";
   unsetenv("FL_CLUSTER_A_COPIES");
   unsetenv("FL_CLUSTER_M_COPIES");
   for (int run = 0; run < 2; ++run)

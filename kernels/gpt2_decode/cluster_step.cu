@@ -103,16 +103,13 @@ __device__ void head_rows(const DecodeArgs& a, const HeadTask& t, Fixed& f, cons
 struct Online {
   float m = -INFINITY, l = 0.f;
   float2 o = make_float2(0.f, 0.f);
-  // G more scores (every lane holds them; -inf: no key) and the lane's value pairs.
-  template <int G>
-  __device__ __forceinline__ void add(const float (&s)[G], const float2 (&v)[G]) {
-    float mn = m;
-#pragma unroll
-    for (int g = 0; g < G; ++g) mn = fmaxf(mn, s[g]);
+  // Four more scores (every lane holds them; -inf: no key) and the lane's value pairs.
+  __device__ __forceinline__ void add(const float (&s)[4], const float2 (&v)[4]) {
+    const float mn = fmaxf(fmaxf(m, fmaxf(s[0], s[1])), fmaxf(s[2], s[3]));
     const float scale = __expf(m - mn);  // (m = -inf at first: 0; mn is finite)
     l *= scale, o.x *= scale, o.y *= scale, m = mn;
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
+    for (int g = 0; g < 4; ++g) {
       const float p = __expf(s[g] - mn);
       l += p, o.x += p * v[g].x, o.y += p * v[g].y;
     }
@@ -124,57 +121,45 @@ struct Online {
   }
 };
 
-// One warp's keys [0, n) of the head buffer's rows, 8 at a time from 8 * warp on, every 64th
-// (4 lanes a key for the score, 16 dims a lane; every lane two dims of the values); the key index
-// clamped into range and a clamped key's score -inf, so the loop has no branch. A lane's 16 dims
-// are two runs of 8, the row's first half first on even keys and its second half first on odd
-// ones, so that a load's two keys of 4 lanes cover all 32 banks. q: the lane's 16 dims, in that
-// order (kq_dims).
-__device__ __forceinline__ int kq_dims(int lane) {
-  return ((lane >> 2) & 1) * 32 + (lane & 3) * 8;
-}
-__device__ __forceinline__ float dot8(const float* q, uint4 u) {
-  const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
-  return q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
-         q[6] * k3.x + q[7] * k3.y;
-}
-__device__ __forceinline__ void attend_keys(Online& on, const float (&q)[16], const bf16* k,
+// One warp's keys [0, n) of the head buffer's rows, 4 at a time from 4 * warp on, every 32nd
+// (8 lanes a key for the score, each lane two dims of the values); the key index clamped into
+// range and a clamped key's score -inf, so the loop has no branch.
+__device__ __forceinline__ void attend_keys(Online& on, const float (&q)[8], const bf16* k,
                                             const bf16* v, int n) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, d0 = kq_dims(lane);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
 #pragma unroll 2
-  for (int j0 = warp * 8; j0 < n; j0 += 8 * kWarps) {
-    const int j = j0 + (lane >> 2);
-    const bf16* row = k + min(j, n - 1) * kHeadDim;
-    const uint4 u0 = *reinterpret_cast<const uint4*>(row + d0);
-    const uint4 u1 = *reinterpret_cast<const uint4*>(row + (d0 ^ 32));
-    float s = dot8(q, u0) + dot8(q + 8, u1);
-    s += __shfl_xor_sync(0xffffffffu, s, 2);
-    s += __shfl_xor_sync(0xffffffffu, s, 1);
+  for (int j0 = warp * 4; j0 < n; j0 += 4 * kWarps) {
+    const int j = j0 + (lane >> 3);
+    const uint4 u = *reinterpret_cast<const uint4*>(k + min(j, n - 1) * kHeadDim + sub * 8);
+    const float2 k0 = unpack2(u.x), k1 = unpack2(u.y), k2 = unpack2(u.z), k3 = unpack2(u.w);
+    float s = q[0] * k0.x + q[1] * k0.y + q[2] * k1.x + q[3] * k1.y + q[4] * k2.x + q[5] * k2.y +
+              q[6] * k3.x + q[7] * k3.y;
+    for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (j >= n) s = -INFINITY;
-    float s8[8];
-    float2 v8[8];
+    float s4[4];
+    float2 v4[4];
 #pragma unroll
-    for (int g = 0; g < 8; ++g) {
-      s8[g] = __shfl_sync(0xffffffffu, s, g * 4);
-      v8[g] =
+    for (int g = 0; g < 4; ++g) {
+      s4[g] = __shfl_sync(0xffffffffu, s, g * 8);
+      v4[g] =
           unpack2(*reinterpret_cast<const unsigned*>(v + min(j0 + g, n - 1) * kHeadDim + 2 * lane));
     }
-    on.add(s8, v8);
+    on.add(s4, v4);
   }
 }
 
 // The split's partial softmax sums over its keys -> parts[rank] of every block of the cluster.
-// Warp w takes keys w*8 .. w*8 + 7 of every 64 (4 lanes a key for the scores, every lane two dims
-// of the values), an online softmax of its own; the 8 warps merged at the end.
+// Warp w takes keys w*4 .. w*4 + 3 of every 32 (8 lanes a key for the scores, every lane two
+// dims of the values), an online softmax of its own; the 8 warps merged at the end.
 template <bool kKeyPasses>
 __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t, Fixed& f,
                        char* buf, uint64_t* splits_in, uint64_t* more_keys) {
   const int key_cap = p.key_cap;
   const bf16* kbuf = reinterpret_cast<const bf16*>(buf + kHeadKeys);
   const bf16* vbuf = kbuf + key_cap * kHeadDim;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, d0 = kq_dims(lane);
-  float q[16];
-  for (int k = 0; k < 8; ++k) q[k] = f.qkv[d0 + k], q[8 + k] = f.qkv[(d0 ^ 32) + k];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, sub = lane & 7;
+  float q[8];
+  for (int k = 0; k < 8; ++k) q[k] = f.qkv[sub * 8 + k];
   Online on;
   attend_keys(on, q, kbuf, vbuf, t.cached);
   // Keys past the buffer (a cache past ~2.1K): through the same buffer, a buffer's worth a pass

@@ -165,7 +165,7 @@ __device__ void attend(const DecodeArgs& a, const StepArgs& p, const HeadTask& t
   // Keys past the buffer (a cache past ~2.1K): through the same buffer, a buffer's worth a pass
   // (TMA; `passes` the same every layer, so pass i of layer l is the barrier's phase l*passes+i).
   // Built without them (kKeyPasses false) for the caches whose keys fit: their code, never run
-  // there, costs that kernel ~2.4 us a step at 512 (docs/PERFORMANCE.md).
+  // there, slows that kernel (docs/PERFORMANCE.md, lesson 11).
   const int passes = kKeyPasses ? (t.keys - t.cached + key_cap - 1) / key_cap : 0;
   for (int i = 0; i < passes; ++i) {
     const int from = t.cached + i * key_cap, n = min(key_cap, t.keys - from);

@@ -90,8 +90,8 @@ struct StepArgs {
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
 };
-// (room for 8 copies of M, a measurement: FL_CLUSTER_M_COPIES=8 read 136.5 / 159.5 us at 512 / 2K
-// against 135.9 / 157.6 with the step's 4)
+// (room for 8 copies of M: FL_CLUSTER_M_COPIES=8, a measurement; docs/PERFORMANCE.md has what
+// each count gave)
 constexpr int kMaxAttnCopies = 4, kMaxMlpCopies = 8;
 static_assert(kClusterStepSums == int64_t(kMaxAttnCopies + kMaxMlpCopies) * kLayers * kC,
               "launch.h's count");
@@ -211,7 +211,7 @@ __device__ inline void gather_x(Fixed& f, const float* from, Sum b, Sum c = Sum{
 
 // One warp: the dot products of N (<= 4) bf16 rows of kC (shared memory, kRowBytes apart) with
 // xn, in every lane. N is a compile-time count: every load is issued before the first product
-// (a count known only at run time left each row's loads behind a branch: ~2 us a step).
+// (a count known only at run time leaves each row's loads behind a branch).
 template <int N>
 __device__ __forceinline__ void warp_rows(const bf16* w, const float* xn, float (&acc)[4]) {
   static_assert(N >= 1 && N <= 4, "up to 4 rows a warp");

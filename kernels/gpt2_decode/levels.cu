@@ -206,7 +206,7 @@ std::vector<VariantRow<Ws>> megakernel_variants() {
   clusters.prefer_by_inner = {{2, 2, 1}};
   // Without the key passes up to 2K, where a block's 256 keys fit its head buffer (266 on an
   // H100; where they do not, its launcher says so and the table takes clusters_long); the
-  // passes' code, never run there, costs ~2.4 us a step at 512 and 2K (docs/PERFORMANCE.md).
+  // passes' code, never run there, slows the step (docs/PERFORMANCE.md, lesson 11).
   VariantRange fits = clusters;
   fits.prefer_to = 2048;
   const auto one_token = [](const Dims& d) {

@@ -419,10 +419,9 @@ std::string format_task_list(const DecodeTaskList& list, const TaskListShape& sh
       list.counters);
   out += line;
   out +=
-      "(level 4's variant task_list; at 1 new token on an sm_90 build the "
-      "table runs the variant clusters (clusters_long past a cache of 2K) instead: each head a "
-      "cluster of 8 blocks, a head stage "
-      "and an MLP stage a layer, cluster_step.cu)\n";
+      "(level 4's variant task_list; at 1 new token on an sm_90 build the table runs the variant "
+      "clusters (clusters_long past a cache of 2K) instead: each head a cluster of 8 blocks, a "
+      "head stage and an MLP stage a layer, cluster_step.cu)\n";
   if (list.head_proj && !list.proj_reads_rows)
     out += "proj by head: each head's splits counted apart, proj adds into x\n";
   if (list.last_split_proj)

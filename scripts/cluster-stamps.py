@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the cluster step's stage times (FL_DECODE_CLUSTER_STAMPS=PREFIX leaves
-PREFIX-<cache>.bin: kernels/gpt2_decode/cluster_step.cuh's ClusterStamp, 16 words a layer a
+PREFIX-<cache>.bin: kernels/gpt2_decode/cluster_step.cuh's ClusterStamp, 18 words a layer a
 block, globaltimer ns but kClock's SM cycles) and prints, a layer a line, the medians over the
 blocks of each part of the two stages (us) and when the layer's last head count and last MLP
 count were released, from the step's first stamp.
@@ -11,9 +11,9 @@ import statistics
 import struct
 import sys
 
-LAYERS, STAMPS, HEADS = 12, 16, 96
+LAYERS, STAMPS, HEADS = 12, 18, 96
 (START, SEEN, INPUTS, BYTES, ROWS, B1, SPLIT, B2, RELEASED, MSEEN, MBYTES, MNORMED, MHIDDEN,
- MRELEASED, LOOP, CLOCK) = range(16)
+ MRELEASED, LOOP, CLOCK, MSENT, MSUMS) = range(18)
 
 
 def main(path):
@@ -27,7 +27,8 @@ def main(path):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     print("%d blocks; medians over blocks, us; 'last' columns from the step's first stamp" % blocks)
     cols = ["wait", "x in", "bytes", "ln+rows", "rows in", "split", "splits in", "proj+rel",
-            "| m wait", "m x", "m ln", "m fc", "m out", "| last head", "last mlp"]
+            "| m wait", "m x", "m ln", "m fc", "m out", "m sums in", "m add+rel", "| last head",
+            "last mlp"]
     print("layer " + " ".join("%8s" % c for c in cols))
     rates = [(at(b, LAYERS - 1, CLOCK) - at(b, 0, CLOCK)) /
              max(1, at(b, LAYERS - 1, MSEEN) - at(b, 0, MSEEN)) for b in range(blocks)]
@@ -44,7 +45,9 @@ def main(path):
              med([us(at(b, l, MBYTES) - at(b, l, MSEEN)) for b in range(blocks)]),
              med([us(at(b, l, MNORMED) - at(b, l, MBYTES)) for b in range(blocks)]),
              med([us(at(b, l, MHIDDEN) - at(b, l, MNORMED)) for b in range(blocks)]),
-             med([us(at(b, l, MRELEASED) - at(b, l, MHIDDEN)) for b in range(blocks)])]
+             med([us(at(b, l, MSENT) - at(b, l, MHIDDEN)) for b in range(blocks)]),
+             med([us(at(b, l, MSUMS) - at(b, l, MSENT)) for b in range(blocks)]),
+             med([us(at(b, l, MRELEASED) - at(b, l, MSUMS)) for b in range(blocks)])]
         last_h = us(max(at(b, l, RELEASED) for b in h) - t0)
         last_m = us(max(at(b, l, MRELEASED) for b in range(blocks)) - t0)
         print("%5d " % l + " ".join("%8.2f" % v for v in parts + m + [last_h, last_m]))

@@ -22,8 +22,9 @@
 //     the layer's attention sum A[l]; release the head count
 //   MLP stage (every block b of the grid): wait for the head count (96); x + A[l]; LN2 -> its
 //     rows of h = GELU(Wfc x + bfc) (24 or 32 of 3072 on 120 blocks) -> h times the same rows
-//     of Wout transposed, added into copy b % 4 of the layer's MLP sum M[l] (a quarter of the
-//     adds on each line of L2); release the MLP count.
+//     of Wout transposed: 768 partial sums, 96 to each block of the cluster (st.async) -> the
+//     cluster's 8 partials of its 96 columns added up, then into the layer's MLP sum M[l]
+//     (red.add.v4: 15 adds on each line of L2, not 120); release the MLP count.
 //
 // The residual entering layer l + 1 is R[l + 1] = R[l] + A[l] + M[l], never stored: every block
 // keeps the x it last loaded in shared memory (R[l] + A[l] after the MLP stage's load) and adds
@@ -36,9 +37,12 @@
 // Bytes: each block keeps two buffers in shared memory, one for its head task (Wqkv rows 36 KB,
 // Wproj piece 12 KB, LN1's parameters, its keys and values: 16 KB at s = 512, 64 KB at 2K) and
 // one for its MLP task (Wfc and Wout rows, 74-98 KB). Thread 0 asks for a buffer's next task
-// (TMA bulk copies, one mbarrier a buffer) right after the count that ends its task is
-// released, so the bytes stream while the block waits. At s = 512 a step reads 189.0 MB (61.8 us
-// at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each bare) and 24 pairs of exchanges
+// (TMA bulk copies, one mbarrier a buffer) once the block has loaded x in its other stage: the
+// head bytes of layer l + 1 after the MLP stage's x of layer l, the MLP bytes of layer l after
+// the head stage's x (blocks without a head: right after their MLP count). Asked for at a
+// release, the grid's wave of copies (~15 MB a layer) would sit in front of the next stage's x,
+// the one load on the chain, in every SM's path from L2. At s = 512 a step reads 189.0 MB
+// (61.8 us at ~3.06 TB/s); the chain is 24 grid-wide waits (~1.2 us each bare) and 36 exchanges
 // inside the clusters. Past ~2.1K a block's keys outgrow its buffer: the rest stream through the
 // same buffer after the first part, a buffer's worth a pass (TMA, waited for on the spot).
 // Blocks: clusters of 8, as many as are resident at once (15 on an H100 SXM: 120 blocks; 96 run
@@ -60,9 +64,8 @@ namespace {
 
 using namespace cluster_step;
 
-// The sums' copies the step keeps (StepArgs): M in 4, A in one (docs/PERFORMANCE.md has what
-// each gave).
-constexpr int kAttnCopies = 1, kMlpCopies = 4;
+// The sums' copies the step keeps (StepArgs): one each (docs/PERFORMANCE.md has what more gave).
+constexpr int kAttnCopies = 1, kMlpCopies = 1;
 
 // ---- the head stage ---------------------------------------------------------------------------
 
@@ -259,17 +262,17 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
   red_add4(attn_of(p, t.layer, blockIdx.x % p.attn_copies) + part * kPieceCols + c, acc);
 }
 
-// A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in and its
-// splits' partials in (st.async from every block of the cluster), each once a layer; the keys past
-// the head buffer, once a pass.
+// A block's mbarriers: its two buffers' bytes in (TMA), the cluster's q, k, v rows in, its
+// splits' partials in and its share of M's partial sums in (st.async from every block of the
+// cluster), each once a layer; the keys past the head buffer, once a pass.
 struct Bars {
-  uint64_t head_bytes, mlp_bytes, rows_in, splits_in;
+  uint64_t head_bytes, mlp_bytes, rows_in, splits_in, mlp_in;
   uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
 template <bool kKeyPasses>
-__device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
-                           int l) {
+__device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
+                           char* mlp_buf, Bars& b, int l) {
   const HeadTask t = head_task(a, p, l);
   const unsigned parity = l & 1;
   const uint64_t start = phase_clock();
@@ -287,6 +290,8 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   else  // (x holds the MLP stage's input, R[l - 1] + A[l - 1])
     gather_x<kMaxMlpCopies>(f, nullptr, mlp_sum(p, l - 1));
   stamp(p, l, kHeadInputs);
+  // (this layer's MLP bytes only now, x loaded: the header's Bytes)
+  if (l > 0 && threadIdx.x == 0) issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
   float gamma[3], beta[3];
@@ -307,7 +312,6 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
     stamp(p, l, kHeadReleased);
     phase_record(p.phases, 0, start, phase_clock(),
                  cluster_record_arg(0, l, t.head * kRanks + t.rank), uint32_t(seen - start));
-    if (l + 1 < kLayers) issue_head(a, head_task(a, p, l + 1), buf, &b.head_bytes, p.key_cap);
   }
 }
 
@@ -337,11 +341,12 @@ __device__ __forceinline__ void mlp_hidden(Fixed& f, const char* buf, const Step
   __syncthreads();
 }
 
-// The block's share of M[l]: its rows of h times the same rows of Wout (transposed), 4 outputs a
-// thread (192 threads), 8 rows of h at a time, two sets of sums (half the chain of adds); the
-// sums added into the block's copy of M[l]. acc: bout in block 0, else zeros.
-__device__ __forceinline__ void mlp_down(const StepArgs& p, Fixed& f, const char* buf, int l,
-                                         int rows, float (&acc)[4]) {
+// The block's part of M[l]: its rows of h times the same rows of Wout (transposed), 4 outputs a
+// thread (192 threads), 8 rows of h at a time, two sets of sums (half the chain of adds); each
+// thread's 4 sums go to the block of the cluster that adds up their share of the columns (block r:
+// 96 r ..). acc: bout in block 0, else zeros.
+__device__ __forceinline__ void mlp_down(const StepArgs& p, Fixed& f, const char* buf, int rows,
+                                         float (&acc)[4], uint64_t* sums_in) {
   const int c = 4 * threadIdx.x;
   if (c >= kC) return;
   const bf16* wout = reinterpret_cast<const bf16*>(buf + mlp_wout_at(p.mlp_rows));
@@ -360,12 +365,32 @@ __device__ __forceinline__ void mlp_down(const StepArgs& p, Fixed& f, const char
       s[0] += hs[k] * w0.x, s[1] += hs[k] * w0.y, s[2] += hs[k] * w1.x, s[3] += hs[k] * w1.y;
     }
   }
-  for (int k = 0; k < 4; ++k) acc[k] += odd[k];
-  red_add4(mlp_of(p, l, blockIdx.x % p.mlp_copies) + c, acc);
+  cluster::store_async_peer(mlp_in(f) + cluster::rank() * kMlpShare + c % kMlpShare,
+                            c / kMlpShare,
+                            make_uint4(__float_as_uint(acc[0] + odd[0]), __float_as_uint(acc[1] + odd[1]),
+                                       __float_as_uint(acc[2] + odd[2]), __float_as_uint(acc[3] + odd[3])),
+                            sums_in);
 }
 
-__device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf, Bars& b,
-                          int l) {
+// The cluster's 8 partial sums of this block's share of M[l], added up (24 threads, 4 columns
+// each) into the cluster's copy of M[l]: 15 adds on each line of L2 where every block adding its
+// own would make 120.
+__device__ __forceinline__ void mlp_add(const StepArgs& p, Fixed& f, int l) {
+  constexpr int kQuads = kMlpShare / 4;
+  if (threadIdx.x >= kQuads) return;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < kRanks; ++r) {
+    const float4 v = reinterpret_cast<const float4*>(mlp_in(f) + r * kMlpShare)[threadIdx.x];
+    acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w;
+  }
+  red_add4(mlp_of(p, l, cluster::index() % p.mlp_copies) + cluster::rank() * kMlpShare +
+               4 * threadIdx.x,
+           acc);
+}
+
+__device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
+                          char* head_buf, Bars& b, int l) {
   int first = 0, rows = 0;
   mlp_rows_of(gridDim.x, &first, &rows);
   // (LN2's parameters and bout into registers before the wait: no load after it but x's)
@@ -379,7 +404,10 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     acc[0] = b0.x, acc[1] = b0.y, acc[2] = b1.x, acc[3] = b1.y;
   }
   const uint64_t start = phase_clock();
-  if (threadIdx.x == 0) wait_count(p.counts + l, kHeadBlocks, false);
+  if (threadIdx.x == 0) {  // (the last layer's partial sums are added: these are this layer's)
+    hopper::arrive_expect_bytes(&b.mlp_in, kRanks * kMlpShare * 4);
+    wait_count(p.counts + l, kHeadBlocks, false);
+  }
   const uint64_t seen = phase_clock();
   stamp(p, l, kMlpSeen);
   stamp(p, l, kClock);
@@ -389,20 +417,27 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   else  // R[l] = R[l - 1] + A[l - 1] (x) + M[l - 1], added as the head blocks add it
     gather_x<kMaxMlpCopies, kMaxAttnCopies>(f, l == 0 ? a.x_in : nullptr,
                                             l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
+  const bool heads = blockIdx.x < kHeadBlocks;
+  if (heads && l + 1 < kLayers && threadIdx.x == 0)  // (x loaded: the header's Bytes)
+    issue_head(a, head_task(a, p, l + 1), head_buf, &b.head_bytes, p.key_cap);
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
   layer_norm(f, gamma, beta);
   stamp(p, l, kMlpNormed);
   mlp_hidden(f, buf, p, rows);
   stamp(p, l, kMlpHidden);
-  mlp_down(p, f, buf, l, rows, acc);
+  mlp_down(p, f, buf, rows, acc, &b.mlp_in);
+  stamp(p, l, kMlpSent);
+  hopper::wait(&b.mlp_in, l & 1);  // the cluster's partial sums of this block's share in
+  stamp(p, l, kMlpSumsIn);
+  mlp_add(p, f, l);
   __syncthreads();
   if (threadIdx.x == 0) {
     release_add(p.counts + kLayers + l, 1u);
     stamp(p, l, kMlpReleased);
     phase_record(p.phases, 1, start, phase_clock(),
                  cluster_record_arg(1, l, first / 8 | (rows / 8 - 1) << 9), uint32_t(seen - start));
-    if (l + 1 < kLayers) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
+    if (l + 1 < kLayers && !heads) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
   }
   // Blocks without a head task zero layer l - 2's sums for the next launch, off the chain: every
   // block that reads them (M(l - 2), H(l - 1)) is done, since this block saw H(l) counted.
@@ -445,7 +480,8 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
     for (uint64_t* bar :
-         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.more_keys})
+         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.mlp_in,
+          &bars.more_keys})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);
@@ -453,8 +489,8 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set
   for (int l = 0; l < kLayers; ++l) {
-    if (heads) head_stage<kKeyPasses>(a, p, f, head_buf, bars, l);
-    mlp_stage(a, p, f, mlp_buf, bars, l);
+    if (heads) head_stage<kKeyPasses>(a, p, f, head_buf, mlp_buf, bars, l);
+    mlp_stage(a, p, f, mlp_buf, head_buf, bars, l);
   }
   if (blockIdx.x == 0) final_norm(a, p, f);
 #endif

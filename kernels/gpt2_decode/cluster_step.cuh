@@ -23,6 +23,7 @@ constexpr int kPieceDims = kHeadDim / 2;      // head dims a block's proj piece 
 constexpr int kRowBytes = kC * 2;             // a weight row (1536 B)
 constexpr int kGroups = kF / 8;               // MLP rows dealt in groups of 8 (384)
 constexpr int kQkvBytes = 3 * kRankRows * 4;  // the q, k, v values a block sends each block (96 B)
+constexpr int kMlpShare = kC / kRanks;        // M's columns a block of a cluster adds up (96)
 
 // The head buffer's layout (bytes): Wqkv rows (q 8, k 8, v 8), the Wproj piece, LN1's gamma and
 // beta, the 24 biases, bproj's 192, then the keys and values that fit.
@@ -47,6 +48,19 @@ struct Fixed {
   float stat[32];                    // block reductions
 };
 constexpr int kFixedBytes = (int(sizeof(Fixed)) + 255) & ~255;
+// The MLP stage's partial sums of M from every block of the cluster, [rank][kMlpShare]: they
+// land where the head stage's parts, mine and warps sit (in order, 4.6 KB). Never both at
+// once: a block's peers send these only once every head block has released the layer's head
+// count (this block's head stage is done), and the next layer's parts only once every block has
+// released the MLP count (this block has added these up).
+__device__ __forceinline__ float* mlp_in(Fixed& f) {
+  return &f.parts[0][0];
+}
+static_assert(offsetof(Fixed, mine) == offsetof(Fixed, parts) + sizeof(Fixed::parts) &&
+                  offsetof(Fixed, warps) == offsetof(Fixed, mine) + sizeof(Fixed::mine) &&
+                  sizeof(Fixed::parts) + sizeof(Fixed::mine) + sizeof(Fixed::warps) >=
+                      kRanks * kMlpShare * sizeof(float),
+              "the MLP's partial sums fit over parts, mine and warps");
 static_assert(offsetof(Fixed, qkv) % 16 == 0 && offsetof(Fixed, parts) % 16 == 0 &&
                   kPartStride % 4 == 0 && offsetof(Fixed, xn) % 16 == 0 &&
                   offsetof(Fixed, stage) % 16 == 0 && offsetof(Fixed, mine) % 16 == 0,
@@ -85,7 +99,8 @@ struct StepArgs {
   float* sums;       // A[layer][copy], then M[layer][copy], kC floats each
   int mlp_rows, key_cap, mlp_bytes;
   // A[layer] and M[layer] kept as this many copies (<= kMaxAttnCopies, kMaxMlpCopies; block b adds
-  // into copy b % copies, the readers add them up): fewer adds land on each line of L2.
+  // into A's copy b % copies, cluster k into M's copy k % copies, the readers add them up): fewer
+  // adds land on each line of L2.
   int attn_copies, mlp_copies;
   PhaseSink phases;            // a record a block a stage (model.h's cluster_record_arg) when on
   unsigned long long* stamps;  // null, or kStamps a layer a block (ClusterStamp, a measurement)
@@ -126,7 +141,8 @@ __device__ __forceinline__ Sum mlp_sum(const StepArgs& p, int l) {
 // seen, x loaded, its bytes in, its rows sent, the cluster's rows in, its split sent, the
 // cluster's splits in, its count released; the MLP stage's count seen, bytes in, LN2 done, its
 // rows of h done, count released;
-// then the split's loop done, and the SM clock beside the MLP's count seen (the clock's rate).
+// then the split's loop done, the SM clock beside the MLP's count seen (the clock's rate), the
+// MLP's partial sums sent and the cluster's in.
 enum ClusterStamp {
   kHeadStart,
   kHeadSeen,
@@ -142,8 +158,10 @@ enum ClusterStamp {
   kMlpNormed,  // LN2 done
   kMlpHidden,  // the block's rows of h done
   kMlpReleased,
-  kHeadLoop,  // the split's keys done (before its warps merge)
-  kClock,     // the SM's clock64 (not ns) at the MLP stage's count seen
+  kHeadLoop,    // the split's keys done (before its warps merge)
+  kClock,       // the SM's clock64 (not ns) at the MLP stage's count seen
+  kMlpSent,     // the block's partial sums of M sent to the cluster
+  kMlpSumsIn,   // the cluster's partial sums of this block's share in
   kStamps
 };
 static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the cluster step's stage times (FL_DECODE_CLUSTER_STAMPS=PREFIX leaves
-PREFIX-<cache>.bin: kernels/gpt2_decode/cluster_step.cuh's ClusterStamp, 18 words a layer a
+PREFIX-<cache>.bin: kernels/gpt2_decode/cluster_step.cuh's ClusterStamp, 19 words a layer a
 block, globaltimer ns but kClock's SM cycles) and prints, a layer a line, the medians over the
 blocks of each part of the two stages (us) and when the layer's last head count and last MLP
 count were released, from the step's first stamp.
@@ -11,9 +11,9 @@ import statistics
 import struct
 import sys
 
-LAYERS, STAMPS, HEADS = 12, 18, 96
+LAYERS, STAMPS, HEADS = 12, 19, 96
 (START, SEEN, INPUTS, BYTES, ROWS, B1, SPLIT, B2, RELEASED, MSEEN, MBYTES, MNORMED, MHIDDEN,
- MRELEASED, LOOP, CLOCK, MSENT, MSUMS) = range(18)
+ MRELEASED, LOOP, CLOCK, MSENT, MSUMS, MINPUTS) = range(19)
 
 
 def main(path):
@@ -27,7 +27,7 @@ def main(path):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     print("%d blocks; medians over blocks, us; 'last' columns from the step's first stamp" % blocks)
     cols = ["wait", "x in", "bytes", "ln+rows", "rows in", "split", "splits in", "proj+rel",
-            "| m wait", "m x", "m ln", "m fc", "m out", "m sums in", "m add+rel", "| last head",
+            "| m wait", "m x", "m bytes", "m ln", "m fc", "m out", "m sums in", "m add+rel", "| last head",
             "last mlp"]
     print("layer " + " ".join("%8s" % c for c in cols))
     rates = [(at(b, LAYERS - 1, CLOCK) - at(b, 0, CLOCK)) /
@@ -42,7 +42,8 @@ def main(path):
         mstart = lambda b: at(b, l, RELEASED) if b < HEADS else (
             at(b, l - 1, MRELEASED) if l > 0 else t0)
         m = [med([us(at(b, l, MSEEN) - mstart(b)) for b in range(blocks)]),
-             med([us(at(b, l, MBYTES) - at(b, l, MSEEN)) for b in range(blocks)]),
+             med([us(at(b, l, MINPUTS) - at(b, l, MSEEN)) for b in range(blocks)]),
+             med([us(at(b, l, MBYTES) - at(b, l, MINPUTS)) for b in range(blocks)]),
              med([us(at(b, l, MNORMED) - at(b, l, MBYTES)) for b in range(blocks)]),
              med([us(at(b, l, MHIDDEN) - at(b, l, MNORMED)) for b in range(blocks)]),
              med([us(at(b, l, MSENT) - at(b, l, MHIDDEN)) for b in range(blocks)]),

@@ -417,6 +417,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   else  // R[l] = R[l - 1] + A[l - 1] (x) + M[l - 1], added as the head blocks add it
     gather_x<kMaxMlpCopies, kMaxAttnCopies>(f, l == 0 ? a.x_in : nullptr,
                                             l == 0 ? Sum{} : mlp_sum(p, l - 1), attn_sum(p, l));
+  stamp(p, l, kMlpInputs);
   const bool heads = blockIdx.x < kHeadBlocks;
   if (heads && l + 1 < kLayers && threadIdx.x == 0)  // (x loaded: the header's Bytes)
     issue_head(a, head_task(a, p, l + 1), head_buf, &b.head_bytes, p.key_cap);

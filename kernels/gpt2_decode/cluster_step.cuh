@@ -142,7 +142,7 @@ __device__ __forceinline__ Sum mlp_sum(const StepArgs& p, int l) {
 // cluster's splits in, its count released; the MLP stage's count seen, bytes in, LN2 done, its
 // rows of h done, count released;
 // then the split's loop done, the SM clock beside the MLP's count seen (the clock's rate), the
-// MLP's partial sums sent and the cluster's in.
+// MLP's partial sums sent and the cluster's in, and the MLP stage's x loaded.
 enum ClusterStamp {
   kHeadStart,
   kHeadSeen,
@@ -162,6 +162,7 @@ enum ClusterStamp {
   kClock,       // the SM's clock64 (not ns) at the MLP stage's count seen
   kMlpSent,     // the block's partial sums of M sent to the cluster
   kMlpSumsIn,   // the cluster's partial sums of this block's share in
+  kMlpInputs,   // the MLP stage's x loaded (before its bytes' wait)
   kStamps
 };
 static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");

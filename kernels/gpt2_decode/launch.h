@@ -56,7 +56,7 @@ struct ClusterStepPlan {
   // ClusterStamp; FL_DECODE_CLUSTER_STAMPS, a measurement).
   unsigned long long* stamps = nullptr;
 };
-constexpr int kClusterStepStamps = kLayers * 18;
+constexpr int kClusterStepStamps = kLayers * 19;
 constexpr int kClusterStepCounts = 2 * kLayers;
 constexpr int64_t kClusterStepSums = int64_t(4 + 8) * kLayers * kC;  // (4 copies of A, 8 of M)
 // The clusters of 8 the step runs on this GPU (all resident at once), 0 where it cannot run.

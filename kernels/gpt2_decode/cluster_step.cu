@@ -365,11 +365,11 @@ __device__ __forceinline__ void mlp_down(const StepArgs& p, Fixed& f, const char
       s[0] += hs[k] * w0.x, s[1] += hs[k] * w0.y, s[2] += hs[k] * w1.x, s[3] += hs[k] * w1.y;
     }
   }
-  cluster::store_async_peer(mlp_in(f) + cluster::rank() * kMlpShare + c % kMlpShare,
-                            c / kMlpShare,
-                            make_uint4(__float_as_uint(acc[0] + odd[0]), __float_as_uint(acc[1] + odd[1]),
-                                       __float_as_uint(acc[2] + odd[2]), __float_as_uint(acc[3] + odd[3])),
-                            sums_in);
+  cluster::store_async_peer(
+      mlp_in(f) + cluster::rank() * kMlpShare + c % kMlpShare, c / kMlpShare,
+      make_uint4(__float_as_uint(acc[0] + odd[0]), __float_as_uint(acc[1] + odd[1]),
+                 __float_as_uint(acc[2] + odd[2]), __float_as_uint(acc[3] + odd[3])),
+      sums_in);
 }
 
 // The cluster's 8 partial sums of this block's share of M[l], added up (24 threads, 4 columns
@@ -384,9 +384,9 @@ __device__ __forceinline__ void mlp_add(const StepArgs& p, Fixed& f, int l) {
     const float4 v = reinterpret_cast<const float4*>(mlp_in(f) + r * kMlpShare)[threadIdx.x];
     acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w;
   }
-  red_add4(mlp_of(p, l, cluster::index() % p.mlp_copies) + cluster::rank() * kMlpShare +
-               4 * threadIdx.x,
-           acc);
+  red_add4(
+      mlp_of(p, l, cluster::index() % p.mlp_copies) + cluster::rank() * kMlpShare + 4 * threadIdx.x,
+      acc);
 }
 
 __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char* buf,
@@ -480,9 +480,8 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar :
-         {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in, &bars.mlp_in,
-          &bars.more_keys})
+    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in,
+                          &bars.mlp_in, &bars.more_keys})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);

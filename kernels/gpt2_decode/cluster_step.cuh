@@ -158,11 +158,11 @@ enum ClusterStamp {
   kMlpNormed,  // LN2 done
   kMlpHidden,  // the block's rows of h done
   kMlpReleased,
-  kHeadLoop,    // the split's keys done (before its warps merge)
-  kClock,       // the SM's clock64 (not ns) at the MLP stage's count seen
-  kMlpSent,     // the block's partial sums of M sent to the cluster
-  kMlpSumsIn,   // the cluster's partial sums of this block's share in
-  kMlpInputs,   // the MLP stage's x loaded (before its bytes' wait)
+  kHeadLoop,   // the split's keys done (before its warps merge)
+  kClock,      // the SM's clock64 (not ns) at the MLP stage's count seen
+  kMlpSent,    // the block's partial sums of M sent to the cluster
+  kMlpSumsIn,  // the cluster's partial sums of this block's share in
+  kMlpInputs,  // the MLP stage's x loaded (before its bytes' wait)
   kStamps
 };
 static_assert(kStamps * kLayers == kClusterStepStamps, "launch.h's count");

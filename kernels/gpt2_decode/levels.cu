@@ -215,8 +215,8 @@ std::vector<VariantRow<Ws>> megakernel_variants() {
   return {
       {"clusters",
        "each head a cluster of 8 blocks (its q, k, v rows, a split of its keys and a piece of "
-       "proj a block; the values through distributed shared memory), every block an MLP slice: "
-       "two grid-wide waits a layer",
+       "proj a block; the values through distributed shared memory), every block an MLP slice "
+       "(its partial sums added up inside the cluster): two grid-wide waits a layer",
        "clustered_step",
        fits,
        [](Ws& w, cudaStream_t s) { return w.run_cluster_variant(false, s); },

@@ -266,7 +266,7 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 // splits' partials in and its share of M's partial sums in (st.async from every block of the
 // cluster), each once a layer; the keys past the head buffer, once a pass.
 struct Bars {
-  uint64_t head_bytes, keys_in, mlp_bytes, out_bytes, rows_in, splits_in, mlp_in;
+  uint64_t head_bytes, keys_in, mlp_bytes, rows_in, splits_in, mlp_in;
   uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
@@ -293,7 +293,7 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   // (this layer's keys and MLP bytes only now, x loaded: the header's Bytes)
   if (l > 0 && threadIdx.x == 0) {
     issue_keys(a, t, buf, &b.keys_in, p.key_cap);
-    issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes, &b.out_bytes);
+    issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
   }
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
@@ -431,7 +431,6 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   stamp(p, l, kMlpNormed);
   mlp_hidden(f, buf, p, rows);
   stamp(p, l, kMlpHidden);
-  hopper::wait(&b.out_bytes, l & 1);
   mlp_down(p, f, buf, rows, acc, &b.mlp_in);
   stamp(p, l, kMlpSent);
   hopper::wait(&b.mlp_in, l & 1);  // the cluster's partial sums of this block's share in
@@ -443,7 +442,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     stamp(p, l, kMlpReleased);
     phase_record(p.phases, 1, start, phase_clock(),
                  cluster_record_arg(1, l, first / 8 | (rows / 8 - 1) << 9), uint32_t(seen - start));
-    if (l + 1 < kLayers && !heads) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes, &b.out_bytes);
+    if (l + 1 < kLayers && !heads) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
   }
   // Blocks without a head task zero layer l - 2's sums for the next launch, off the chain: every
   // block that reads them (M(l - 2), H(l - 1)) is done, since this block saw H(l) counted.
@@ -485,8 +484,8 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar : {&bars.head_bytes, &bars.keys_in, &bars.mlp_bytes, &bars.out_bytes,
-                          &bars.rows_in, &bars.splits_in, &bars.mlp_in, &bars.more_keys})
+    for (uint64_t* bar : {&bars.head_bytes, &bars.keys_in, &bars.mlp_bytes, &bars.rows_in,
+                          &bars.splits_in, &bars.mlp_in, &bars.more_keys})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
     if (heads) {
@@ -494,7 +493,7 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
       issue_head(a, t, head_buf, &bars.head_bytes);
       issue_keys(a, t, head_buf, &bars.keys_in, p.key_cap);
     }
-    issue_mlp(a, p, 0, mlp_buf, &bars.mlp_bytes, &bars.out_bytes);
+    issue_mlp(a, p, 0, mlp_buf, &bars.mlp_bytes);
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set
   for (int l = 0; l < kLayers; ++l) {

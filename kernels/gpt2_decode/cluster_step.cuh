@@ -306,19 +306,16 @@ __device__ __forceinline__ void mlp_rows_of(int blocks, int* first, int* rows) {
   *first = 8 * g0, *rows = 8 * (g1 - g0);
 }
 
-// An MLP task's rows of Wfc and bfc on `fc`, then its rows of Wout (transposed) on `out`: the
-// rows of h start once the first half is in.
 __device__ inline void issue_mlp(const DecodeArgs& a, const StepArgs& p, int layer, char* buf,
-                                 uint64_t* fc, uint64_t* out) {
+                                 uint64_t* bar) {
   int first = 0, rows = 0;
   mlp_rows_of(gridDim.x, &first, &rows);
   const bf16* L = layer_weights(a, layer);
-  hopper::arrive_expect_bytes(fc, rows * kRowBytes + rows * 2);
-  copy(buf, 0, L + LayerLayout::w_fc + int64_t(first) * kC, rows * kRowBytes, fc);
-  copy(buf, mlp_bias_at(p.mlp_rows), L + LayerLayout::b_fc + first, rows * 2, fc);
-  hopper::arrive_expect_bytes(out, rows * kRowBytes);
+  hopper::arrive_expect_bytes(bar, 2 * rows * kRowBytes + rows * 2);
+  copy(buf, 0, L + LayerLayout::w_fc + int64_t(first) * kC, rows * kRowBytes, bar);
   copy(buf, mlp_wout_at(p.mlp_rows), a.w_out_t + (int64_t(layer) * kF + first) * kC,
-       rows * kRowBytes, out);
+       rows * kRowBytes, bar);
+  copy(buf, mlp_bias_at(p.mlp_rows), L + LayerLayout::b_fc + first, rows * 2, bar);
 }
 
 }  // namespace cluster_step

@@ -303,6 +303,9 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRowsIn);
   hopper::wait(&b.keys_in, parity);
   attend<kKeyPasses>(a, p, t, f, buf, &b.splits_in, &b.more_keys);
+  // (the keys read: the next layer's in their place now, a layer ahead)
+  if (l + 1 < kLayers && threadIdx.x == 0)
+    issue_keys(a, head_task(a, p, l + 1), buf, &b.keys_in, p.key_cap);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);
@@ -440,8 +443,6 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
     phase_record(p.phases, 1, start, phase_clock(),
                  cluster_record_arg(1, l, first / 8 | (rows / 8 - 1) << 9), uint32_t(seen - start));
     if (l + 1 < kLayers && !heads) issue_mlp(a, p, l + 1, buf, &b.mlp_bytes);
-    // (the next layer's keys after the release, out of its red.adds' way)
-    if (l + 1 < kLayers && heads) issue_keys(a, head_task(a, p, l + 1), head_buf, &b.keys_in, p.key_cap);
   }
   // Blocks without a head task zero layer l - 2's sums for the next launch, off the chain: every
   // block that reads them (M(l - 2), H(l - 1)) is done, since this block saw H(l) counted.

@@ -290,8 +290,11 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   else  // (x holds the MLP stage's input, R[l - 1] + A[l - 1])
     gather_x<kMaxMlpCopies>(f, nullptr, mlp_sum(p, l - 1));
   stamp(p, l, kHeadInputs);
-  // (this layer's MLP bytes only now, x loaded: the header's Bytes)
-  if (l > 0 && threadIdx.x == 0) issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
+  // (this layer's keys and MLP bytes only now, x loaded: the header's Bytes)
+  if (l > 0 && threadIdx.x == 0) {
+    issue_keys(a, t, buf, &b.keys_in, p.key_cap);
+    issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
+  }
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
   float gamma[3], beta[3];
@@ -303,9 +306,6 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRowsIn);
   hopper::wait(&b.keys_in, parity);
   attend<kKeyPasses>(a, p, t, f, buf, &b.splits_in, &b.more_keys);
-  // (the keys read: the next layer's in their place now, a layer ahead)
-  if (l + 1 < kLayers && threadIdx.x == 0)
-    issue_keys(a, head_task(a, p, l + 1), buf, &b.keys_in, p.key_cap);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
   stamp(p, l, kHeadSplitsIn);

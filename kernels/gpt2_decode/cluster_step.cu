@@ -266,7 +266,7 @@ __device__ void project(const StepArgs& p, const HeadTask& t, Fixed& f, const ch
 // splits' partials in and its share of M's partial sums in (st.async from every block of the
 // cluster), each once a layer; the keys past the head buffer, once a pass.
 struct Bars {
-  uint64_t head_bytes, keys_in, mlp_bytes, rows_in, splits_in, mlp_in;
+  uint64_t head_bytes, mlp_bytes, rows_in, splits_in, mlp_in;
   uint64_t more_keys;  // the keys past the head buffer, a pass at a time (TMA)
 };
 
@@ -290,11 +290,8 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   else  // (x holds the MLP stage's input, R[l - 1] + A[l - 1])
     gather_x<kMaxMlpCopies>(f, nullptr, mlp_sum(p, l - 1));
   stamp(p, l, kHeadInputs);
-  // (this layer's keys and MLP bytes only now, x loaded: the header's Bytes)
-  if (l > 0 && threadIdx.x == 0) {
-    issue_keys(a, t, buf, &b.keys_in, p.key_cap);
-    issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
-  }
+  // (this layer's MLP bytes only now, x loaded: the header's Bytes)
+  if (l > 0 && threadIdx.x == 0) issue_mlp(a, p, l, mlp_buf, &b.mlp_bytes);
   hopper::wait(&b.head_bytes, parity);
   stamp(p, l, kHeadBytes);
   float gamma[3], beta[3];
@@ -304,7 +301,6 @@ __device__ void head_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, cha
   stamp(p, l, kHeadRows);
   hopper::wait(&b.rows_in, parity);  // every block's q, k, v rows in
   stamp(p, l, kHeadRowsIn);
-  hopper::wait(&b.keys_in, parity);
   attend<kKeyPasses>(a, p, t, f, buf, &b.splits_in, &b.more_keys);
   stamp(p, l, kHeadSplit);
   hopper::wait(&b.splits_in, parity);  // every split's partial in
@@ -424,7 +420,7 @@ __device__ void mlp_stage(const DecodeArgs& a, const StepArgs& p, Fixed& f, char
   stamp(p, l, kMlpInputs);
   const bool heads = blockIdx.x < kHeadBlocks;
   if (heads && l + 1 < kLayers && threadIdx.x == 0)  // (x loaded: the header's Bytes)
-    issue_head(a, head_task(a, p, l + 1), head_buf, &b.head_bytes);
+    issue_head(a, head_task(a, p, l + 1), head_buf, &b.head_bytes, p.key_cap);
   hopper::wait(&b.mlp_bytes, l & 1);
   stamp(p, l, kMlpBytes);
   layer_norm(f, gamma, beta);
@@ -484,15 +480,11 @@ __device__ __forceinline__ void step(const DecodeArgs& a, const StepArgs& p) {
   char* head_buf = mlp_buf + p.mlp_bytes;
   const bool heads = cluster::index() < kHeads;
   if (threadIdx.x == 0) {
-    for (uint64_t* bar : {&bars.head_bytes, &bars.keys_in, &bars.mlp_bytes, &bars.rows_in,
-                          &bars.splits_in, &bars.mlp_in, &bars.more_keys})
+    for (uint64_t* bar : {&bars.head_bytes, &bars.mlp_bytes, &bars.rows_in, &bars.splits_in,
+                          &bars.mlp_in, &bars.more_keys})
       hopper::barrier_init(bar, 1);
     hopper::barrier_init_fence();
-    if (heads) {
-      const HeadTask t = head_task(a, p, 0);
-      issue_head(a, t, head_buf, &bars.head_bytes);
-      issue_keys(a, t, head_buf, &bars.keys_in, p.key_cap);
-    }
+    if (heads) issue_head(a, head_task(a, p, 0), head_buf, &bars.head_bytes, p.key_cap);
     issue_mlp(a, p, 0, mlp_buf, &bars.mlp_bytes);
   }
   cluster::sync();  // every block of the cluster running (DSMEM stores follow), barriers set

@@ -275,11 +275,11 @@ __device__ __forceinline__ int64_t cache_row(const DecodeArgs& a, const HeadTask
   return ((int64_t(t.layer) * kHeads + t.head) * a.positions() + pos) * kHeadDim;
 }
 
-// A head task's weights (Wqkv rows, the Wproj piece, LN1's parameters, the biases) on `bar`.
-__device__ inline void issue_head(const DecodeArgs& a, const HeadTask& t, char* buf, uint64_t* bar) {
+__device__ inline void issue_head(const DecodeArgs& a, const HeadTask& t, char* buf, uint64_t* bar,
+                                  int key_cap) {
   const bf16* L = layer_weights(a, t.layer);
-  const int part = t.rank >> 1, half = t.rank & 1;
-  hopper::arrive_expect_bytes(bar, kHeadKeys);
+  const int part = t.rank >> 1, half = t.rank & 1, kv = t.cached * kKeyRowBytes;
+  hopper::arrive_expect_bytes(bar, kHeadKeys + 2 * kv);
   for (int m = 0; m < 3; ++m) {
     const int row = m * kC + t.head * kHeadDim + t.rank * kRankRows;
     copy(buf, kHeadWqkv + m * kRankRows * kRowBytes, L + LayerLayout::w_qkv + int64_t(row) * kC,
@@ -291,12 +291,6 @@ __device__ inline void issue_head(const DecodeArgs& a, const HeadTask& t, char* 
   copy(buf, kHeadWproj, piece, kPieceDims * kPieceCols * 2, bar);
   copy(buf, kHeadLn, L + LayerLayout::ln1_g, 2 * kRowBytes, bar);  // (gamma, then beta)
   copy(buf, kHeadBproj, L + LayerLayout::b_proj + part * kPieceCols, kPieceCols * 2, bar);
-}
-// Its keys and values that fit the buffer (t.cached of each) on `bar`.
-__device__ inline void issue_keys(const DecodeArgs& a, const HeadTask& t, char* buf, uint64_t* bar,
-                                  int key_cap) {
-  const int kv = t.cached * kKeyRowBytes;
-  hopper::arrive_expect_bytes(bar, 2 * kv);
   copy(buf, kHeadKeys, a.k_cache + cache_row(a, t, t.first_key), kv, bar);
   copy(buf, kHeadKeys + key_cap * kKeyRowBytes, a.v_cache + cache_row(a, t, t.first_key), kv, bar);
 }

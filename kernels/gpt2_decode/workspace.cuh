@@ -186,6 +186,9 @@ class DecodeWorkspace final : public LevelWorkspace<DecodeWorkspace> {
                                   stream, &second));
     *inputs = std::move(first);
     for (HostTensor& h : second) inputs->push_back(std::move(h));
+    return download_outputs(stream, outputs);
+  }
+  Status download_outputs(cudaStream_t stream, std::vector<HostTensor>* outputs) override {
     return download_tensors<float>({{"y", y_.as<float>(), int64_t(tokens_) * kC}}, stream, outputs);
   }
 

@@ -54,8 +54,8 @@ class Gpt2ClusterStep : public ::testing::Test {
     EXPECT_TRUE(ws.check(stream_, &gpu).ok());
     EXPECT_TRUE(gpu.passed) << "GPU check: rel " << gpu.rel_l2_error;
     EXPECT_EQ(gpu.non_finite, 0);
-    std::vector<HostTensor> in, out;
-    EXPECT_TRUE(ws.download(stream_, &in, &out).ok());
+    std::vector<HostTensor> out;
+    EXPECT_TRUE(ws.download_outputs(stream_, &out).ok());
     return out.at(0).values;
   }
   std::vector<double> reference(Workspace& ws) {

@@ -283,9 +283,9 @@ class Gpt2DecodeGpu : public ::testing::Test {
       return Status::Error("the launch failed on the GPU");
     return Status::Ok();
   }
-  std::vector<double> output(Workspace& ws) {
-    std::vector<HostTensor> in, out;
-    EXPECT_TRUE(ws.download(stream_, &in, &out).ok());
+  std::vector<double> output(Workspace& ws) {  // (y only: not the weights and cache)
+    std::vector<HostTensor> out;
+    EXPECT_TRUE(ws.download_outputs(stream_, &out).ok());
     return out.at(0).values;
   }
   static double rel(const std::vector<double>& a, const std::vector<double>& ref) {
@@ -1126,7 +1126,7 @@ TEST_F(Gpt2DecodeGpu, MegakernelQkvWords) {
 // against the fp64 CPU reference, then on partial grids (5 and 2 blocks: many tasks a block,
 // each copied after its own wait) by the GPU's fp64 check, each step again with other inputs.
 // FL_DECODE_SMALL=1: cache 23, the full grid and 2 blocks, four sets (what compute-sanitizer
-// runs). (Each comparison with the CPU downloads the 170 MB of weights: ~1 s.)
+// runs). (Each CPU reference downloads the 170 MB of weights: ~1 s.)
 TEST_F(Gpt2DecodeGpu, MegakernelCopyTimings) {
   const bool small = std::getenv("FL_DECODE_SMALL") != nullptr;
   const std::vector<Variant> all = copy_timing_sets();

@@ -93,7 +93,7 @@ if stage bench; then
   fi
 fi
 if stage transformers; then
-  timeout 120 bash tests/gpu/gpt2_transformers.sh "$tests" /tmp/gpt2-transformers > "$LOGS/transformers.log" 2>&1
+  timeout 240 bash tests/gpu/gpt2_transformers.sh "$tests" /tmp/gpt2-transformers > "$LOGS/transformers.log" 2>&1
   sum "transformers rc=$?"
   grep -E 'gpt2_transformers|Error|error' "$LOGS/transformers.log" | tail -12 | tee -a "$OUT/decode-summary.txt"
 fi
